@@ -1,0 +1,97 @@
+"""The ``supermarket`` command line: thin commands over the library.
+
+Each command lives in its own module of this package (``cli/theory.py``,
+``cli/simulate.py``, …) and is loaded only when used, so ``supermarket --help`` stays fast
+and a heavy import (numba, dask) is paid only by the command that needs it.
+
+User mistakes (bad option values, bad parameters) print one line on stderr and exit with
+code 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+# command name -> (module, attribute, one-line help)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "simulate": ("supermarket.cli.simulate", "simulate", "Simulate the chain and compare with theory (main job)."),
+    "theory": ("supermarket.cli.theory", "theory", "The papers' calculators: k, fixed point, good set, Theorem 1.2, mixing bounds."),
+    "design": ("supermarket.cli.theory", "design", "Least d that keeps every queue at most K long at this load."),
+    "meanfield": ("supermarket.cli.meanfield", "meanfield", "Mean-field ODE, fixed point, refined mean field and linear noise."),
+    "mixing": ("supermarket.cli.mixing", "mixing", "Coalescence and mixing times from a chosen start."),
+    "fluctuations": ("supermarket.cli.fluctuations", "fluctuations", "Near-equilibrium fluctuations in the regimes of paper 002."),
+    "reproduce": ("supermarket.cli.reproduce", "reproduce", "Reproduce the experiments of paper 000 or paper 002."),
+    "sweep": ("supermarket.cli.sweep", "sweep", "Run a parameter sweep (TOML) locally or on a Dask cluster."),
+    "report": ("supermarket.cli.sweep", "report", "Build an HTML or Markdown report from a sweep directory."),
+}
+
+
+class UserError(click.ClickException):
+    """A mistake of the user: one line, exit code 2."""
+
+    exit_code = 2
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx):
+        return [name for name, (mod, _, _) in COMMANDS.items() if importlib.util.find_spec(mod) is not None]
+
+    def get_command(self, ctx, name):
+        if name not in COMMANDS:
+            return None
+        mod, attr, _ = COMMANDS[name]
+        try:
+            module = importlib.import_module(mod)
+        except ModuleNotFoundError as exc:
+            if exc.name == mod:
+                return None
+            raise
+        return getattr(module, attr)
+
+    def format_commands(self, ctx, formatter):
+        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        try:
+            rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var,
+                              standalone_mode=False, **extra)
+        except click.exceptions.Abort:
+            click.echo("supermarket: interrupted", err=True)
+            sys.exit(130)
+        except click.exceptions.NoArgsIsHelpError as exc:  # pragma: no cover - click >= 8.2
+            click.echo(exc.ctx.get_help() if exc.ctx else str(exc))
+            sys.exit(0)
+        except click.exceptions.UsageError as exc:
+            _fail(exc.format_message())
+        except click.ClickException as exc:
+            _fail(exc.format_message(), exc.exit_code)
+        except (ValueError, TypeError) as exc:
+            _fail(str(exc))
+        if isinstance(rv, int) and standalone_mode:
+            sys.exit(rv)
+        return rv
+
+
+def _fail(message: str, code: int = 2):
+    line = " ".join(str(message).split())
+    click.echo(f"supermarket: error: {line}", err=True)
+    sys.exit(code)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="supermarket", prog_name="supermarket")
+def main():
+    """supermarket: the supermarket model (JSQ(d), power of d choices), simulated exactly and
+    fast, with the mean-field theory and the calculators of its heavy-traffic papers.
+
+    Start with `supermarket simulate` (heavy-traffic defaults) or `supermarket theory`.
+    """
+
+
+__all__ = ["main", "UserError", "COMMANDS"]

@@ -1,0 +1,238 @@
+"""Parameters of the (n, d, λ)-supermarket process and their validation (MODEL.md §1).
+
+Every public function of the package validates its input through this module, so that a
+bad value always produces the same clear message: the parameter's name, what was given,
+and the valid range.  Library errors are ``TypeError`` (wrong kind of value) or
+``ValueError`` (right kind, outside the valid range); the CLI turns both into one line on
+stderr and exit code 2.
+
+The load λ is kept twice: as a float for computation and as an exact rational
+(:func:`exact_load`) for the decisions that sit on a boundary, such as
+``k_{λ,d} = ⌈log(1/(1−λ))/log d⌉`` when ``1/(1−λ)`` is a power of ``d``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
+
+import numpy as np
+
+__all__ = [
+    "Params",
+    "check_int",
+    "check_positive_int",
+    "check_load",
+    "check_positive_float",
+    "check_fraction",
+    "exact_load",
+    "load_candidates",
+    "as_seed_sequence",
+    "spawn_seeds",
+    "parse_count",
+]
+
+
+def _describe(value) -> str:
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{text} ({type(value).__name__})"
+
+
+def check_int(name: str, value, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """Return ``value`` as a Python ``int`` or raise a clear error.
+
+    Accepts ``int`` and NumPy integers; rejects ``bool``, floats (even integral ones such
+    as ``3.0``: write ``3`` or ``10**6``), strings and everything else with ``TypeError``.
+    Values outside ``[minimum, maximum]`` raise ``ValueError``.
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        rng = _range_text(minimum, maximum)
+        raise TypeError(f"{name} must be an integer{rng}; got {_describe(value)}")
+    value = int(value)
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        raise ValueError(f"{name} must be an integer{_range_text(minimum, maximum)}; got {value}")
+    return value
+
+
+def check_positive_int(name: str, value, *, maximum: int | None = None) -> int:
+    """An integer ``>= 1``."""
+    return check_int(name, value, minimum=1, maximum=maximum)
+
+
+def _range_text(minimum, maximum) -> str:
+    if minimum is not None and maximum is not None:
+        return f" in [{minimum}, {maximum}]"
+    if minimum is not None:
+        return f" >= {minimum}"
+    if maximum is not None:
+        return f" <= {maximum}"
+    return ""
+
+
+def _as_real(name: str, value) -> float:
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a real number; got {_describe(value)}")
+    if isinstance(value, str):
+        try:
+            return float(Decimal(value.strip()))
+        except (InvalidOperation, ValueError):
+            raise TypeError(f"{name} must be a real number; got {_describe(value)}") from None
+    if not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number; got {_describe(value)}")
+    return float(value)
+
+
+def check_positive_float(name: str, value, *, allow_inf: bool = False) -> float:
+    """A finite real number ``> 0`` (``inf`` only when ``allow_inf``)."""
+    x = _as_real(name, value)
+    if math.isnan(x) or x <= 0 or (math.isinf(x) and not allow_inf):
+        what = "a positive number" if allow_inf else "a positive finite number"
+        raise ValueError(f"{name} must be {what}; got {value!r}")
+    return x
+
+
+def check_fraction(name: str, value, *, low: float = 0.0, high: float = 1.0,
+                   low_open: bool = True, high_open: bool = False) -> float:
+    """A real number in the interval between ``low`` and ``high``."""
+    x = _as_real(name, value)
+    bad = math.isnan(x) or (x <= low if low_open else x < low) or (x >= high if high_open else x > high)
+    if bad:
+        lb = "(" if low_open else "["
+        rb = ")" if high_open else "]"
+        raise ValueError(f"{name} must lie in {lb}{low:g}, {high:g}{rb}; got {value!r}")
+    return x
+
+
+# --------------------------------------------------------------------------- load λ
+def check_load(lam, *, require_stable: bool = True, name: str = "load") -> float:
+    """Validate the load λ (per-server arrival rate) and return it as a float.
+
+    λ must be a finite real number > 0; with ``require_stable`` (anything that needs an
+    equilibrium) also λ < 1.  Strings such as ``"0.999"`` are accepted and read exactly.
+    """
+    x = _as_real(name, lam)
+    if math.isnan(x) or math.isinf(x) or x <= 0:
+        raise ValueError(f"{name} (λ) must be a finite number > 0; got {lam!r}")
+    if require_stable and exact_load(lam) >= 1:
+        raise ValueError(
+            f"{name} (λ) must be in (0, 1) for an equilibrium to exist; got {lam!r}")
+    return x
+
+
+def exact_load(lam) -> Fraction:
+    """The load as the exact rational number the user wrote.
+
+    A string or ``Decimal`` is read exactly (``"0.9"`` is 9/10).  A float is read as its
+    shortest decimal representation (``0.9`` is 9/10 too), the number a person typed.
+    """
+    if isinstance(lam, Fraction):
+        return lam
+    if isinstance(lam, (str, Decimal)):
+        return Fraction(Decimal(str(lam).strip()))
+    if isinstance(lam, numbers.Integral):
+        return Fraction(int(lam))
+    return Fraction(Decimal(repr(float(lam))))
+
+
+def load_candidates(lam) -> tuple[Fraction, ...]:
+    """Exact rationals the input may stand for.
+
+    For a float, both its shortest decimal (what a person typed, e.g. ``0.9``) and its exact
+    binary value (what a program computed, e.g. ``1 - 2**-21``); both round to the same
+    double, so both are legitimate readings.  Strings, Decimals and Fractions are exact.
+    """
+    if isinstance(lam, float) or isinstance(lam, np.floating):
+        dec = exact_load(float(lam))
+        binary = Fraction(float(lam))
+        return (dec,) if dec == binary else (dec, binary)
+    return (exact_load(lam),)
+
+
+# --------------------------------------------------------------------------- parameters
+@dataclass(frozen=True)
+class Params:
+    """Validated parameters of the (n, d, λ)-supermarket process (MODEL.md §1).
+
+    ``n``: number of servers (>= 1).  ``d``: number of choices (>= 1; with
+    ``replace=False`` also ``d <= n``).  ``lam``: load λ > 0 (< 1 when ``stable``).
+    ``replace``: sample the d queues with replacement (paper 000, default) or without
+    (paper 002).
+    """
+
+    n: int
+    d: int
+    lam: float
+    replace: bool = True
+    stable: bool = True
+    lam_exact: Fraction = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self):
+        n = check_positive_int("n", self.n)
+        d = check_positive_int("d", self.d)
+        if not isinstance(self.replace, (bool, np.bool_)):
+            raise TypeError(f"replace must be True or False; got {_describe(self.replace)}")
+        lam_in = self.lam
+        lam = check_load(lam_in, require_stable=self.stable)
+        if not self.replace and d > n:
+            raise ValueError(
+                f"d must be <= n when sampling without replacement (replace=False); got d={d}, n={n}")
+        object.__setattr__(self, "n", n)
+        object.__setattr__(self, "d", d)
+        object.__setattr__(self, "lam", lam)
+        object.__setattr__(self, "replace", bool(self.replace))
+        if self.lam_exact is None:
+            object.__setattr__(self, "lam_exact", exact_load(lam_in))
+
+    def to_dict(self) -> dict:
+        return {"n": self.n, "d": self.d, "load": self.lam, "replace": self.replace}
+
+
+# --------------------------------------------------------------------------- seeds
+def as_seed_sequence(seed) -> np.random.SeedSequence:
+    """Turn ``seed`` (None, int >= 0, SeedSequence or Generator) into a SeedSequence."""
+    if isinstance(seed, np.random.SeedSequence):
+        return seed
+    if isinstance(seed, np.random.Generator):
+        return seed.bit_generator.seed_seq  # type: ignore[return-value]
+    if seed is None:
+        return np.random.SeedSequence()
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"seed must be an integer >= 0, a SeedSequence or a Generator; got {_describe(seed)}")
+    if seed < 0:
+        raise ValueError(f"seed must be an integer >= 0; got {seed}")
+    return np.random.SeedSequence(int(seed))
+
+
+def spawn_seeds(seed, count: int) -> list[np.random.SeedSequence]:
+    """Child ``r`` of the root seed for replication ``r`` (identical for any worker count).
+
+    Uses ``SeedSequence(entropy, spawn_key=(r,))`` rather than ``.spawn`` so that the
+    r-th child does not depend on how many children were spawned before.
+    """
+    root = as_seed_sequence(seed)
+    return [np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (r,),
+                                   pool_size=root.pool_size) for r in range(count)]
+
+
+def seed_to_uint64(ss: np.random.SeedSequence) -> int:
+    """A 63-bit integer seed for a numba kernel, derived from a SeedSequence."""
+    return int(ss.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
+
+
+# --------------------------------------------------------------------------- CLI helpers
+def parse_count(name: str, text) -> int:
+    """Read a count such as ``1e7`` or ``10000000`` (CLI convenience) as an exact int."""
+    if isinstance(text, numbers.Integral) and not isinstance(text, bool):
+        return check_positive_int(name, text)
+    try:
+        value = Decimal(str(text).strip())
+    except (InvalidOperation, ValueError):
+        raise TypeError(f"{name} must be a positive integer such as 1000 or 1e7; got {text!r}") from None
+    if not value.is_finite() or value != value.to_integral_value():
+        raise ValueError(f"{name} must be a positive integer such as 1000 or 1e7; got {text!r}")
+    return check_positive_int(name, int(value))

@@ -1,0 +1,118 @@
+"""Start states of the chain, as counts ``c_i = #{queues with length >= i}`` (MODEL.md §1–2).
+
+Every engine starts from a counts vector ``c`` indexed from level 1 (``c[0] = c_1``), with
+``n >= c_1 >= c_2 >= … >= 0``.  Per-queue engines expand it into the sorted queue-lengths
+vector ``x(p) = #{i >= 1 : c_i >= p}`` (longest first); by exchangeability the arrangement
+does not change the law of the profile.
+
+Start specifications (``start=``):
+
+- ``"empty"``: all queues empty;
+- ``"fixed-point"``: the rounded mean-field fixed point, ``c_i = round(n·π(i))``;
+- ``"customers:G"`` (or ``"uniform:G"``): every queue at length ``G`` (so ``‖x‖₁ = G n``);
+- ``"long:L"``: the rounded fixed point with one queue replaced by a queue of length ``L``;
+- a NumPy integer array of length ``n``: a queue-lengths vector;
+- a float array with values in [0, 1]: a profile ``u_1, u_2, …`` (rounded to counts).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .model import check_int, check_load, check_positive_int
+from .theory import fixed_point
+
+__all__ = ["start_counts", "counts_from_lengths", "lengths_from_counts", "parse_start", "START_NAMES"]
+
+START_NAMES = ("empty", "fixed-point", "customers:G", "long:L")
+MAX_START_LEVEL = 10**8  # a queue longer than this is refused (memory of the profile arrays)
+
+
+def counts_from_lengths(lengths) -> np.ndarray:
+    """``c_i = #{j : x(j) >= i}`` for ``i = 1..max x`` from a queue-lengths vector."""
+    x = np.asarray(lengths)
+    if x.ndim != 1 or x.size == 0 or not np.issubdtype(x.dtype, np.integer):
+        raise TypeError("a queue-lengths vector must be a non-empty 1-d integer array")
+    if (x < 0).any():
+        raise ValueError(f"queue lengths must be >= 0; queue {int(np.argmax(x < 0))} has {int(x.min())}")
+    top = int(x.max())
+    if top > MAX_START_LEVEL:
+        raise ValueError(f"queue length {top} exceeds the supported maximum {MAX_START_LEVEL}")
+    hist = np.bincount(x, minlength=top + 1)
+    return np.cumsum(hist[::-1])[::-1][1:].astype(np.int64)
+
+
+def lengths_from_counts(counts, n: int) -> np.ndarray:
+    """The sorted queue-lengths vector (longest first) with the given counts."""
+    c = np.asarray(counts, dtype=np.int64)
+    x = np.zeros(n, dtype=np.int64)
+    for i, ci in enumerate(c, start=1):
+        x[:ci] = i
+    return x
+
+
+def parse_start(start):
+    """Split a start spec such as ``"customers:3"`` into ``(name, value)``."""
+    if isinstance(start, str):
+        name, _, arg = start.partition(":")
+        name = name.strip().lower().replace("_", "-")
+        if name in ("empty", "fixed-point", "fixedpoint", "good"):
+            if arg:
+                raise ValueError(f"start {start!r} takes no value")
+            return ("fixed-point" if name in ("fixed-point", "fixedpoint", "good") else "empty"), None
+        if name in ("customers", "uniform", "long"):
+            try:
+                val = int(arg)
+            except ValueError:
+                raise ValueError(f"start {start!r}: expected an integer after ':', e.g. {name}:3") from None
+            key = "long" if name == "long" else "customers"
+            minimum = 1 if key == "long" else 0
+            val = check_int(f"start {key}:value", val, minimum=minimum, maximum=MAX_START_LEVEL)
+            return key, val
+        raise ValueError(f"unknown start {start!r}; valid: empty, fixed-point (good), customers:G, long:L, "
+                         "a queue-lengths vector or a profile array")
+    return "array", np.asarray(start)
+
+
+def start_counts(n, d, lam, start="empty") -> np.ndarray:
+    """Counts ``c_1, c_2, …`` (int64) of the start state (see the module doc for specs)."""
+    n = check_positive_int("n", n)
+    d = check_positive_int("d", d)
+    name, val = parse_start(start)
+    if name == "empty":
+        return np.zeros(0, dtype=np.int64)
+    if name == "customers":
+        return np.full(val, n, dtype=np.int64)
+    if name in ("fixed-point", "long"):
+        lam_f = check_load(lam, require_stable=False)
+        if lam_f >= 1:
+            raise ValueError("start 'fixed-point'/'long' needs load < 1 (the fixed point exists only then)")
+        pi = fixed_point(d, lam_f)
+        c = np.rint(n * pi).astype(np.int64)
+        c = c[c > 0]
+        if name == "long":
+            c = _with_one_long_queue(c, n, val)
+        return c
+    arr = val
+    if arr.ndim != 1 or arr.size == 0:
+        raise TypeError("start array must be a non-empty 1-d array (queue lengths or a profile)")
+    if np.issubdtype(arr.dtype, np.integer):
+        if arr.size != n:
+            raise ValueError(f"start queue-lengths vector has {arr.size} entries but n={n}")
+        return counts_from_lengths(arr)
+    u = arr.astype(float)
+    if not np.all(np.isfinite(u)) or (u < 0).any() or (u > 1).any():
+        i = int(np.argmax(~np.isfinite(u) | (u < 0) | (u > 1))) + 1
+        raise ValueError(f"start profile must have values in [0, 1]; level {i} is {arr[i - 1]!r}")
+    if (np.diff(u) > 0).any():
+        i = int(np.argmax(np.diff(u) > 0)) + 2
+        raise ValueError(f"start profile must be non-increasing; level {i} exceeds level {i - 1}")
+    c = np.rint(u * n).astype(np.int64)
+    return c[c > 0]
+
+
+def _with_one_long_queue(c: np.ndarray, n: int, ell: int) -> np.ndarray:
+    """Replace one queue of the (sorted) state by a queue of length ``ell``."""
+    x = lengths_from_counts(c, n)
+    x[-1] = ell  # the shortest queue becomes the long one
+    return counts_from_lengths(x)

@@ -1,0 +1,657 @@
+"""Closed forms and calculators of the papers (MODEL.md §3–6 and §8).
+
+Everything here is exact or closed-form and fast; nothing is simulated.  Each function
+names the MODEL.md section it implements.  Items that MODEL.md marks **[derived]** (the
+linearised profile, the slow mode, the paper-002 limits) are worked out for this project;
+user-facing text says "derived" for them, never "Theorem".
+
+Conventions: a *profile* array ``u`` is indexed from level 1, ``u[0] = u_1``; likewise
+``pi[0] = π(1)``.  ``n`` servers, ``d`` choices, load ``lam`` (λ).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+from .model import (
+    check_fraction,
+    check_int,
+    check_load,
+    check_positive_float,
+    check_positive_int,
+    load_candidates,
+)
+
+__all__ = [
+    "log_fixed_point",
+    "fixed_point",
+    "mean_queue_length",
+    "mean_sojourn_time",
+    "k_lambda_d",
+    "KReport",
+    "k_report",
+    "k_hypothesis",
+    "linearised_q",
+    "predicted_counts",
+    "good_set_bounds",
+    "GoodSetReport",
+    "good_set",
+    "Condition",
+    "TheoremReport",
+    "theorem_1_2",
+    "MixingBounds",
+    "mixing_bounds",
+    "slow_mode_matrix",
+    "SlowMode",
+    "slow_mode",
+    "Regime002",
+    "regime_002",
+    "design",
+    "DesignReport",
+]
+
+MAX_FIXED_POINT_LEVELS = 64
+TINY = 1e-300
+
+
+# =========================================================================== §3
+def _log_lambda(lam: float) -> float:
+    """log λ accurate for λ near 1 (λ − 1 is exact in floating point for λ ∈ [1/2, 2])."""
+    return math.log1p(lam - 1.0)
+
+
+def log_fixed_point(d, lam, levels) -> np.ndarray:
+    """``log π(i)`` for ``i = 1..levels`` (MODEL.md §3).
+
+    ``log π(i) = log(λ)·(d^i − 1)/(d − 1)``, and ``i·log λ`` when ``d = 1``.  The geometric
+    sum is built by ``S_{i+1} = d·S_i + 1``; when it overflows the value is ``-inf``, i.e.
+    ``π(i) = 0`` exactly in double precision, never NaN.
+    """
+    d = check_positive_int("d", d)
+    lam = check_load(lam)
+    levels = check_int("levels", levels, minimum=0)
+    out = np.empty(levels)
+    loglam = _log_lambda(lam)
+    s = 1.0
+    fd = float(d)
+    for i in range(levels):
+        out[i] = loglam * s if math.isfinite(s) else -math.inf
+        if math.isfinite(s):
+            s = fd * s + 1.0 if d > 1 else s + 1.0
+    return out
+
+
+def fixed_point(d, lam, levels: int | None = None, *, tol: float = TINY,
+                max_levels: int = MAX_FIXED_POINT_LEVELS) -> np.ndarray:
+    """Mean-field fixed point ``π(i) = λ^{(d^i−1)/(d−1)}`` for ``i = 1, 2, …`` (MODEL.md §3).
+
+    With ``levels`` given, exactly that many values.  Otherwise values up to and including
+    the first one below ``tol`` (default 1e-300), at most ``max_levels`` of them.
+    Underflow gives exact zeros, never NaN or inf.
+    """
+    if levels is None:
+        max_levels = check_positive_int("max_levels", max_levels)
+        logs = log_fixed_point(d, lam, max_levels)
+        below = np.nonzero(logs < math.log(tol))[0]
+        if below.size:
+            logs = logs[: below[0] + 1]
+    else:
+        logs = log_fixed_point(d, lam, levels)
+    return np.exp(logs)
+
+
+def mean_queue_length(d, lam) -> float:
+    """Mean-field mean queue length ``Σ_{i≥1} π(i)`` (MODEL.md §3).
+
+    ``λ/(1−λ)`` when ``d = 1`` (M/M/1); otherwise the sum, carried on until the terms no
+    longer change it.
+    """
+    d = check_positive_int("d", d)
+    lam = check_load(lam)
+    if d == 1:
+        return lam / (1.0 - lam)
+    total = 0.0
+    loglam = _log_lambda(lam)
+    s = 1.0
+    while True:
+        term = math.exp(loglam * s) if math.isfinite(s) else 0.0
+        total += term
+        if term <= 1e-18 * total or term == 0.0:
+            return total
+        s = d * s + 1.0
+
+
+def mean_sojourn_time(d, lam) -> float:
+    """Mean-field mean sojourn time ``Σ π(i)/λ`` (Little's law, MODEL.md §3)."""
+    return mean_queue_length(d, lam) / check_load(lam)
+
+
+# =========================================================================== §4
+def _k_exact(d: int, x: Fraction) -> int:
+    """Least ``k >= 1`` with ``d^k (1 − x) >= 1``, for exact rational ``x`` in (0, 1)."""
+    one_minus = 1 - x
+    num, den = one_minus.numerator, one_minus.denominator  # 1/(1-x) = den/num
+    # d^k * num >= den  <=>  1/(1-x) <= d^k
+    est = max(1, int(math.ceil(math.log(den / num if num else math.inf) / math.log(d))) if num else 1)
+    k = max(1, est - 1)
+    while d ** k * num < den:
+        k += 1
+    while k > 1 and d ** (k - 1) * num >= den:
+        k -= 1
+    return k
+
+
+def k_lambda_d(d, lam) -> int:
+    """``k_{λ,d} = ⌈log(1/(1−λ))/log d⌉``: the least ``k`` with ``1/(1−λ) <= d^k`` (MODEL.md §4).
+
+    Decided in exact integer arithmetic on the number the user wrote, so the boundary
+    ``1/(1−λ) = d^k`` is handled exactly: ``λ = 0.9, d = 10`` gives 1, ``λ = 0.9000001``
+    gives 2.  A float stands for both its shortest decimal (``0.9``) and its exact binary
+    value (``1 − 2**-21``); on a boundary that only one of them meets, the boundary (the
+    smaller ``k``) is taken.  Requires ``d >= 2``.
+    """
+    d = check_int("d", d, minimum=2)
+    check_load(lam)
+    return min(_k_exact(d, c) for c in load_candidates(lam))
+
+
+@dataclass(frozen=True)
+class KReport:
+    """``k_{λ,d}`` with its position between the boundaries ``d^{k−1} < 1/(1−λ) <= d^k``."""
+
+    k: int
+    log_ratio: float  # log(1/(1−λ)) / log d, in (k−1, k]
+    on_boundary: bool  # 1/(1−λ) = d^k exactly
+    near_boundary: bool  # within 0.05 of an integer on the log_d scale
+    possible_max: tuple[int, ...]  # maximum queue lengths the paper allows in equilibrium
+    note: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def k_report(d, lam, *, margin: float = 0.05) -> KReport:
+    """``k_{λ,d}`` and what paper 000 says of the maximum near a boundary (MODEL.md §4).
+
+    When ``1/(1−λ)`` is (close to) ``d^k`` — ``α/β`` an integer in the ``λ = 1 − n^{−α}``,
+    ``d = n^β`` family — the equilibrium maximum is ``k`` or ``k + 1``.
+    """
+    k = k_lambda_d(d, lam)
+    lam_f = check_load(lam)
+    ratio = -math.log1p(-lam_f) / math.log(d)
+    on_boundary = any(d ** k * (1 - c) == 1 for c in load_candidates(lam))
+    frac = ratio - math.floor(ratio)
+    near = on_boundary or min(frac, 1 - frac) < margin
+    if on_boundary or (near and abs(ratio - k) < margin):
+        possible = (k, k + 1)
+        note = (f"1/(1-λ) is {'exactly' if on_boundary else 'close to'} d^{k}: paper 000 says the "
+                f"equilibrium maximum is {k} or {k + 1}")
+    elif near:
+        possible = (k - 1, k) if k > 1 else (k,)
+        note = (f"1/(1-λ) is just above d^{k - 1}: the maximum is {k}, with few queues at length {k}"
+                if k > 1 else "")
+    else:
+        possible = (k,)
+        note = f"away from a boundary: the equilibrium maximum is {k}"
+    return KReport(k=k, log_ratio=ratio, on_boundary=on_boundary, near_boundary=near,
+                   possible_max=possible, note=note)
+
+
+def k_hypothesis(n, d, lam) -> int:
+    """The general hypothesis of paper 000 (MODEL.md §4, formula reconstructed): the
+    largest ``k`` with ``n·π(k) >= 1`` (0 if ``n·π(1) < 1``).  The equilibrium maximum is
+    conjectured to be within 1 of it."""
+    n = check_positive_int("n", n)
+    d = check_positive_int("d", d)
+    lam = check_load(lam)
+    bound = math.log(n) / -_log_lambda(lam)  # need S_k <= bound, S_k = (d^k-1)/(d-1)
+    if d == 1:
+        return int(math.floor(bound * (1 + 1e-15)))
+    k, s = 0, 1.0
+    while s <= bound * (1 + 1e-15):
+        k += 1
+        s = d * s + 1.0
+    return k
+
+
+def linearised_q(d, lam, k=None) -> np.ndarray:
+    """Linearised profile [derived] (MODEL.md §4): ``q̃_i = (1−λ)((λd)^i − 1)/(λd − 1)`` for
+    ``i = 1..k``, the predicted fraction of queues shorter than ``i``.  ``k`` defaults to
+    ``k_{λ,d}``."""
+    d = check_positive_int("d", d)
+    lam = check_load(lam)
+    k = k_lambda_d(d, lam) if k is None else check_positive_int("k", k)
+    a = lam * d
+    i = np.arange(1, k + 1, dtype=float)
+    if abs(a - 1.0) < 1e-12:
+        return (1 - lam) * i
+    # (a^i - 1)/(a - 1) = sum_{j<i} a^j, accumulated to avoid cancellation
+    geo = np.cumsum(a ** (i - 1))
+    return (1 - lam) * geo
+
+
+def predicted_counts(n, d, lam, k=None) -> np.ndarray:
+    """Predicted number of queues of each length ``0..k`` from the linearised profile
+    [derived]: ``n(q̃_{j+1} − q̃_j) = n(1−λ)(λd)^j`` of length ``j < k`` and ``n(1 − q̃_k)`` of
+    length ``k`` (MODEL.md §4–5).  The last entry can be negative when the linearisation
+    breaks down (``q̃_k > 1``)."""
+    n = check_positive_int("n", n)
+    q = linearised_q(d, lam, k)
+    q0 = np.concatenate([[0.0], q])
+    shorter = np.diff(q0)  # length exactly j, j = 0..k-1
+    return n * np.concatenate([shorter, [1.0 - q[-1]]])
+
+
+# =========================================================================== §5
+def good_set_bounds(n, d, lam, eps=0.1, k=None) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds of clause (b) of ``N^ε`` (MODEL.md §5), in numbers of queues: for ``j = 1..k``
+    the count of queues shorter than ``j`` must lie in ``[lo[j−1], hi[j−1]]`` where the
+    target is ``n(1−λ)(λd)^{j−1}`` and the band is ``1 ± 5ε``."""
+    n = check_positive_int("n", n)
+    d = check_positive_int("d", d)
+    lam = check_load(lam)
+    eps = check_fraction("eps", eps, low=0.0, high=0.1)
+    k = k_lambda_d(d, lam) if k is None else check_positive_int("k", k)
+    target = n * (1 - lam) * (lam * d) ** np.arange(k, dtype=float)
+    return (1 - 5 * eps) * target, (1 + 5 * eps) * target
+
+
+@dataclass(frozen=True)
+class Clause:
+    name: str
+    holds: bool
+    detail: str
+
+
+@dataclass(frozen=True)
+class GoodSetReport:
+    """Membership of a state in the good set ``N^ε`` as stated by its consequences (a), (b)
+    of MODEL.md §5; clause (d) is reported but not required."""
+
+    member: bool
+    k: int
+    eps: float
+    clauses: tuple[Clause, ...]
+    failing: str | None  # the first failing required clause
+
+    def to_dict(self) -> dict:
+        return {"member": self.member, "k": self.k, "eps": self.eps, "failing": self.failing,
+                "clauses": [asdict(c) for c in self.clauses]}
+
+
+def _counts_from_input(lengths, counts, profile, n):
+    given = sum(x is not None for x in (lengths, counts, profile))
+    if given != 1:
+        raise TypeError("give exactly one of lengths (queue-lengths vector), counts (c_i, i>=1) or profile (u_i, i>=1)")
+    if lengths is not None:
+        x = np.asarray(lengths)
+        if x.ndim != 1 or x.size == 0 or not np.issubdtype(x.dtype, np.integer):
+            raise TypeError("lengths must be a non-empty 1-d array of integers (one queue length per server)")
+        if (x < 0).any():
+            raise ValueError(f"lengths must be >= 0; queue {int(np.argmax(x < 0))} has length {int(x.min())}")
+        if n is not None and x.size != n:
+            raise ValueError(f"lengths has {x.size} entries but n={n}")
+        n = x.size
+        top = int(x.max())
+        c = np.bincount(x, minlength=top + 1)[::-1].cumsum()[::-1][1:]  # c_i = #{x >= i}
+        return n, c.astype(float)
+    if n is None:
+        raise TypeError("n is required with counts or profile")
+    n = check_positive_int("n", n)
+    arr = np.asarray(counts if counts is not None else profile, dtype=float)
+    if arr.ndim != 1:
+        raise TypeError("counts/profile must be a 1-d array indexed from level 1")
+    c = arr if counts is not None else arr * n
+    if np.any(~np.isfinite(c)) or np.any(c < -1e-9) or np.any(c > n + 1e-9):
+        raise ValueError("profile values must lie in [0, 1] (counts in [0, n])")
+    if np.any(np.diff(c) > 1e-9):
+        i = int(np.argmax(np.diff(c) > 1e-9)) + 2
+        raise ValueError(f"profile must be non-increasing; level {i} exceeds level {i - 1}")
+    return n, c
+
+
+def good_set(lengths=None, *, counts=None, profile=None, n=None, d, lam, eps=0.1, k=None) -> GoodSetReport:
+    """Is the state in ``N^ε(n, d, λ, k)``? (MODEL.md §5, membership as (a) and (b)).
+
+    Give the state as ``lengths`` (queue-lengths vector), ``counts`` (``c_i = n·u_i``,
+    indexed from level 1) or ``profile`` (``u_i``, from level 1) with ``n``.
+    """
+    n, c = _counts_from_input(lengths, counts, profile, n)
+    d = check_positive_int("d", d)
+    lam = check_load(lam)
+    eps = check_fraction("eps", eps, low=0.0, high=0.1)
+    k = k_lambda_d(d, lam) if k is None else check_positive_int("k", k)
+
+    def c_at(i):  # c_i for i >= 1, 0 past the end
+        return float(c[i - 1]) if i - 1 < len(c) else 0.0
+
+    clauses = []
+    ck1 = c_at(k + 1)
+    clauses.append(Clause("a", ck1 == 0, f"queues of length >= k+1={k + 1}: {ck1:g} (must be 0)"))
+    lo, hi = good_set_bounds(n, d, lam, eps, k)
+    bad_b = []
+    for j in range(1, k + 1):
+        shorter = n - c_at(j)
+        if not (lo[j - 1] <= shorter <= hi[j - 1]):
+            bad_b.append(f"j={j}: {shorter:g} queues shorter than {j}, outside [{lo[j - 1]:.6g}, {hi[j - 1]:.6g}]")
+    clauses.append(Clause("b", not bad_b, "; ".join(bad_b) if bad_b else
+                          f"counts of shorter queues within (1±5ε)·n(1−λ)(λd)^(j−1) for j=1..{k}"))
+    if eps * lam * d >= 2:
+        bad_d = []
+        for j in range(1, k):
+            exact = c_at(j) - c_at(j + 1)
+            target = n * (1 - lam) * (lam * d) ** j
+            if not ((1 - 6 * eps) * target <= exact <= (1 + 6 * eps) * target):
+                bad_d.append(f"j={j}: {exact:g} queues of length {j}, target {target:.6g}·(1±6ε)")
+        clauses.append(Clause("d", not bad_d, "; ".join(bad_d) if bad_d else "holds (reported, not required)"))
+    failing = next((cl.name for cl in clauses[:2] if not cl.holds), None)
+    return GoodSetReport(member=failing is None, k=k, eps=eps, clauses=tuple(clauses), failing=failing)
+
+
+@dataclass(frozen=True)
+class Condition:
+    name: str
+    value: float
+    holds: bool
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class TheoremReport:
+    conditions: tuple[Condition, ...]
+    applies: bool
+    k: int
+
+    def to_dict(self) -> dict:
+        return {"conditions": [asdict(c) for c in self.conditions], "applies": self.applies, "k": self.k}
+
+
+SMALL_HEAVY_TRAFFIC = 0.1  # our reading of "(1−λ)^{−1}/√(nd) small"
+
+
+def theorem_1_2(n, d, lam, eps=0.1) -> TheoremReport:
+    """The conditions of Theorem 1.2 of paper 000 (MODEL.md §5), each with its value and
+    verdict.  ``applies`` is true only when every condition holds.
+
+    "(1−λ)^{−1}/√(nd) small" is read as ``<= 0.1`` (a convention of this tool, stated in
+    the condition's detail).
+    """
+    n = check_positive_int("n", n)
+    d = check_int("d", d, minimum=2)
+    lam = check_load(lam)
+    eps_f = check_fraction("eps", eps, low=0.0, high=1.0)
+    k = k_lambda_d(d, lam)
+    logn = math.log(n)
+    one = 1.0 - lam
+    dk = float(d) ** k
+    conds = [
+        Condition("eps <= 1/10", eps_f, eps_f <= 0.1, "ε must be at most 1/10"),
+        Condition("d^k (1-λ) >= 2 log^2 n", dk * one, dk * one >= 2 * logn ** 2,
+                  f"2 log^2 n = {2 * logn ** 2:.6g}"),
+        Condition("100 k (1-λ) d^(k-1) <= ε", 100 * k * one * dk / d, 100 * k * one * dk / d <= eps_f,
+                  f"ε = {eps_f:g}"),
+        Condition("d >= 200 k log^2 n / ε (implied)", float(d), d >= 200 * k * logn ** 2 / eps_f,
+                  f"200 k log^2 n / ε = {200 * k * logn ** 2 / eps_f:.6g}"),
+        Condition("n >= 1e15 (implied)", float(n), n >= 10 ** 15, "forced by the two conditions above"),
+        Condition("(1-λ)^(-1)/sqrt(n d) small", 1.0 / (one * math.sqrt(n * float(d))),
+                  1.0 / (one * math.sqrt(n * float(d))) <= SMALL_HEAVY_TRAFFIC,
+                  f"read as <= {SMALL_HEAVY_TRAFFIC} (a convention of this tool)"),
+    ]
+    return TheoremReport(conditions=tuple(conds), applies=all(c.holds for c in conds), k=k)
+
+
+# =========================================================================== §6
+@dataclass(frozen=True)
+class MixingBounds:
+    """Orders of the mixing time (MODEL.md §6, constants taken as 1)."""
+
+    k: int
+    upper_steps: float  # k d^{k-1} n log n, from a good state
+    lower_steps: float  # d^{k-1} n
+    upper_time: float  # steps / (n(1+λ))
+    lower_time: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def steps_to_time(steps, n, lam) -> float:
+    """Discrete steps to continuous time: the chain is uniformized at rate ``n(1+λ)`` (§1)."""
+    return float(steps) / (n * (1.0 + lam))
+
+
+def mixing_bounds(n, d, lam) -> MixingBounds:
+    """From a good state: mixing in ``O(k d^{k−1} n log n)`` steps, at least ``Ω(d^{k−1} n)``
+    (MODEL.md §6, paper 000; constants not given, taken as 1)."""
+    n = check_positive_int("n", n)
+    d = check_int("d", d, minimum=2)
+    lam = check_load(lam)
+    k = k_lambda_d(d, lam)
+    dk1 = float(d) ** (k - 1)
+    up = k * dk1 * n * math.log(max(n, 2))
+    lo = dk1 * n
+    return MixingBounds(k=k, upper_steps=up, lower_steps=lo,
+                        upper_time=steps_to_time(up, n, lam), lower_time=steps_to_time(lo, n, lam))
+
+
+def mixing_lower_customers(n, lam, g) -> float:
+    """From ``‖x‖₁ = g n`` with ``g ≫ k``: ``Ω((1−λ)^{−1} g n)`` steps (MODEL.md §6)."""
+    n = check_positive_int("n", n)
+    lam = check_load(lam)
+    g = check_positive_float("g", g)
+    return g * n / (1.0 - lam)
+
+
+def mixing_lower_long(n, ell) -> float:
+    """From one long queue ``‖x‖∞ = ℓ ≫ k``: ``Ω(ℓ n)`` steps (MODEL.md §6)."""
+    return float(check_positive_int("n", n)) * check_positive_int("ell", ell)
+
+
+def slow_mode_matrix(d, lam, k=None) -> np.ndarray:
+    """``A_k`` [derived] (MODEL.md §6): ``k×k`` tridiagonal, sub-diagonal ``λd``,
+    super-diagonal 1, diagonal ``−(1+λd)`` except ``−1`` in the last row."""
+    d = check_positive_int("d", d)
+    lam = check_load(lam)
+    k = k_lambda_d(d, lam) if k is None else check_positive_int("k", k)
+    a = lam * d
+    A = np.diag(np.full(k, -(1.0 + a)))
+    A[-1, -1] = -1.0
+    idx = np.arange(k - 1)
+    A[idx + 1, idx] = a
+    A[idx, idx + 1] = 1.0
+    return A
+
+
+@dataclass(frozen=True)
+class SlowMode:
+    """The slow mode of the linearised profile [derived] (MODEL.md §6)."""
+
+    k: int
+    mu: float  # −(eigenvalue of A_k with largest real part), per unit time
+    mu_approx: float  # (λd−1)/((λd)^k − 1)
+    relaxation_time: float  # 1/μ
+    relaxation_steps_per_server: float  # (1+λ)/μ: steps are n(1+λ) per unit time
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _slow_mu(a: float, k: int) -> float:
+    """Smallest ``μ > 0`` with ``A_k q = −μ q``.
+
+    Writing the eigenvector as ``q_1 = 1``, ``D_i = q_{i+1} − q_i`` with ``D_0 = 1`` and
+    ``D_i = a D_{i−1} − μ q_i``, the rows of ``A_k`` reduce to the scalar equation
+    ``μ Σ_{i=1}^k q_i(μ) = 1`` (no cancellation for small ``μ``, unlike a dense
+    eigen-solver whose absolute error ``~1e-16·λd`` swamps ``μ ≈ d^{−(k−1)}``).
+    Below the smallest eigenvalue all ``q_i > 0`` (Sturm), so the first root is bracketed
+    by increasing ``μ`` from 0.
+    """
+    def g(mu):
+        q, D, s = 1.0, 1.0, 0.0
+        for i in range(k):
+            s += q
+            if q <= 0:
+                return math.inf  # passed an eigenvalue: treat as beyond the root
+            D = a * D - mu * q
+            q = q + D
+        return mu * s - 1.0
+
+    if k == 1:
+        return 1.0
+    hi = 1.0 / sum(a ** j for j in range(k)) if a != 1 else 1.0 / k
+    while g(hi) < 0:
+        hi *= 2.0
+    lo = 0.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if g(mid) < 0:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-15 * hi:
+            break
+    return 0.5 * (lo + hi)
+
+
+def slow_mode(d, lam, k=None) -> SlowMode:
+    """Slowest relaxation rate ``μ_k`` of the linearised profile [derived] (MODEL.md §6).
+
+    ``dq/dt = A_k q + (1−λ)e_k``; its eigenvalue of largest real part is ``−μ_k`` with
+    ``μ_k ≈ (λd−1)/((λd)^k − 1) ≈ d^{−(k−1)}``.
+    """
+    d = check_positive_int("d", d)
+    lam = check_load(lam)
+    k = k_lambda_d(d, lam) if k is None else check_positive_int("k", k)
+    a = lam * d
+    mu = _slow_mu(a, k)
+    approx = 1.0 / k if a == 1.0 else (a - 1.0) / (a ** k - 1.0)
+    return SlowMode(k=k, mu=mu, mu_approx=approx, relaxation_time=1.0 / mu,
+                    relaxation_steps_per_server=(1.0 + lam) / mu)
+
+
+# =========================================================================== §8
+@dataclass(frozen=True)
+class Regime002:
+    """Where ``(n, d, λ)`` sits among the three limits of paper 002 (MODEL.md §8, derived)."""
+
+    d_over_sqrt_n: float
+    kappa: float  # κ_n = d λ^d
+    c_n: float  # n^{−1/(2d)}
+    zeta: float  # √n (c_n − λ)
+    d_one_minus_lambda: float  # d(1−λ): must be large for a single Brownian motion
+    regime: str  # "a", "b" or "c"
+    note: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+REGIME_A_BELOW = 0.2  # d/√n below this resembles (a)
+REGIME_C_ABOVE = 5.0  # d/√n above this resembles (c)
+
+
+def regime_002(n, d, lam) -> Regime002:
+    """The paper-002 quantities of ``(n, d, λ)`` and the regime it resembles (MODEL.md §8).
+
+    The regimes are limits (``d/√n → 0, c, ∞``); for one finite ``n`` we say (a) when
+    ``d/√n < 0.2``, (c) when ``d/√n > 5``, (b) in between (a convention of this tool).
+    """
+    n = check_positive_int("n", n)
+    d = check_positive_int("d", d)
+    lam = check_load(lam)
+    b = d / math.sqrt(n)
+    kappa = d * math.exp(d * _log_lambda(lam))
+    c_n = math.exp(-math.log(n) / (2.0 * d))
+    zeta = math.sqrt(n) * (c_n - lam)
+    d1 = d * (1.0 - lam)
+    regime = "a" if b < REGIME_A_BELOW else ("c" if b > REGIME_C_ABOVE else "b")
+    notes = {"a": "d/√n → 0: linear two-dimensional diffusion (derived)",
+             "b": "d/√n → c: diffusion with exponential drift e^{cQ} (derived)",
+             "c": "d/√n → ∞: reflected diffusion, Q <= 0 (derived)"}
+    note = notes[regime]
+    if d1 < 10:
+        note += f"; warning: d(1−λ) = {d1:.3g} is not large, paper 002 needs d_n(1−λ_n) → ∞"
+    return Regime002(d_over_sqrt_n=b, kappa=kappa, c_n=c_n, zeta=zeta, d_one_minus_lambda=d1,
+                     regime=regime, note=note)
+
+
+# =========================================================================== design
+@dataclass(frozen=True)
+class DesignReport:
+    """Least number of choices that keeps ``k_{λ,d} <= max_queue`` (MODEL.md §4)."""
+
+    d: int
+    k: int
+    max_queue: int
+    load: float
+    share_by_length: tuple[float, ...]  # linearised prediction [derived], lengths 0..k
+    fixed_point: tuple[float, ...]  # π(1..k+1) at this d
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def design(lam, max_queue, n=None) -> DesignReport:
+    """The least ``d >= 2`` with ``k_{λ,d} <= K``, i.e. ``d^K >= 1/(1−λ)`` (MODEL.md §4),
+    and the predicted share of queues at each length for that ``d``."""
+    lam_f = check_load(lam)
+    K = check_positive_int("max_queue", max_queue)
+    if n is not None:
+        check_positive_int("n", n)
+    x = -math.log1p(-lam_f)  # log(1/(1-λ))
+    est = max(2, int(math.floor(math.exp(x / K))))
+    d = max(2, est - 2)
+    while k_lambda_d(d, lam) > K:
+        d += 1
+    while d > 2 and k_lambda_d(d - 1, lam) <= K:
+        d -= 1
+    k = k_lambda_d(d, lam)
+    counts = predicted_counts(1, d, lam_f, k)
+    return DesignReport(d=d, k=k, max_queue=K, load=lam_f,
+                        share_by_length=tuple(float(v) for v in counts),
+                        fixed_point=tuple(float(v) for v in fixed_point(d, lam_f, k + 1)))
+
+
+# =========================================================================== summary
+def summary(n, d, lam, eps=0.1) -> dict:
+    """Everything the papers let us say about ``(n, d, λ)`` without simulating: the report
+    behind ``supermarket theory`` (MODEL.md §3–6, §8).  ``d = 1`` has no finite ``k``:
+    the k-dependent entries are then ``None``."""
+    n = check_positive_int("n", n)
+    d = check_positive_int("d", d)
+    lam_f = check_load(lam)
+    eps = check_fraction("eps", eps, low=0.0, high=0.1)
+    pi = fixed_point(d, lam_f)
+    out: dict = {
+        "params": {"n": n, "d": d, "load": lam_f, "eps": eps},
+        "fixed_point": pi.tolist(),
+        "mean_queue_length": mean_queue_length(d, lam_f),
+        "mean_sojourn_time": mean_sojourn_time(d, lam_f),
+        "k_hypothesis": k_hypothesis(n, d, lam_f),
+        "regime_002": regime_002(n, d, lam_f).to_dict(),
+    }
+    if d == 1:
+        out.update(k=None, k_report=None, linearised_q=None, predicted_counts=None,
+                   theorem_1_2=None, mixing_steps=None, mixing_time=None, slow_rate=None,
+                   slow_mode=None)
+        return out
+    kr = k_report(d, lam)
+    k = kr.k
+    mb = mixing_bounds(n, d, lam_f)
+    sm = slow_mode(d, lam_f, k)
+    out.update(
+        k=k,
+        k_report=kr.to_dict(),
+        linearised_q=linearised_q(d, lam_f, k).tolist(),
+        predicted_counts=predicted_counts(n, d, lam_f, k).tolist(),
+        theorem_1_2=theorem_1_2(n, d, lam_f, eps).to_dict(),
+        mixing_steps={"upper": mb.upper_steps, "lower": mb.lower_steps},
+        mixing_time={"upper": mb.upper_time, "lower": mb.lower_time},
+        slow_rate=sm.mu,
+        slow_mode=sm.to_dict(),
+    )
+    return out
