@@ -61,7 +61,7 @@ TINY = 1e-300
 # =========================================================================== §3
 def _log_lambda(lam: float) -> float:
     """log λ accurate for λ near 1 (λ − 1 is exact in floating point for λ ∈ [1/2, 2])."""
-    return math.log1p(lam - 1.0)
+    return math.log1p(lam - 1.0) if lam >= 0.5 else math.log(lam)
 
 
 def log_fixed_point(d, lam, levels) -> np.ndarray:
@@ -145,6 +145,12 @@ def _k_exact(d: int, x: Fraction) -> int:
     return k
 
 
+def _log_inv_one_minus(lam) -> float:
+    """``log(1/(1−λ))`` from the exact value of λ (finite even where float(λ) rounds to 1)."""
+    one_minus = 1 - load_candidates(lam)[0]
+    return math.log(one_minus.denominator) - math.log(one_minus.numerator)
+
+
 def k_lambda_d(d, lam) -> int:
     """``k_{λ,d} = ⌈log(1/(1−λ))/log d⌉``: the least ``k`` with ``1/(1−λ) <= d^k`` (MODEL.md §4).
 
@@ -181,8 +187,7 @@ def k_report(d, lam, *, margin: float = 0.05) -> KReport:
     ``d = n^β`` family — the equilibrium maximum is ``k`` or ``k + 1``.
     """
     k = k_lambda_d(d, lam)
-    lam_f = check_load(lam)
-    ratio = -math.log1p(-lam_f) / math.log(d)
+    ratio = _log_inv_one_minus(lam) / math.log(d)
     on_boundary = any(d ** k * (1 - c) == 1 for c in load_candidates(lam))
     frac = ratio - math.floor(ratio)
     near = on_boundary or min(frac, 1 - frac) < margin
@@ -602,7 +607,7 @@ def design(lam, max_queue, n=None) -> DesignReport:
     K = check_positive_int("max_queue", max_queue)
     if n is not None:
         check_positive_int("n", n)
-    x = -math.log1p(-lam_f)  # log(1/(1-λ))
+    x = _log_inv_one_minus(lam)
     est = max(2, int(math.floor(math.exp(x / K))))
     d = max(2, est - 2)
     while k_lambda_d(d, lam) > K:

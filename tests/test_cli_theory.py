@@ -1,0 +1,74 @@
+"""CLI of the calculators: JSON keys, exit codes, one-line errors (issue 2)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from supermarket.cli import main
+
+
+def run(args):
+    return CliRunner().invoke(main, args, catch_exceptions=False)
+
+
+def test_theory_json_done_when():
+    r = run(["theory", "--n", "1000000", "--d", "100", "--load", "0.999", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["k"] == 2 and isinstance(out["k"], int)
+    for key in ["k_hypothesis", "fixed_point", "mean_queue_length", "linearised_q", "theorem_1_2",
+                "mixing_steps", "slow_rate", "regime_002"]:
+        assert key in out
+    assert isinstance(out["k_hypothesis"], int)
+    assert len(out["linearised_q"]) == 2
+    assert set(out["mixing_steps"]) >= {"upper", "lower"}
+    assert set(out["regime_002"]) >= {"d_over_sqrt_n", "kappa", "c_n", "zeta", "regime"}
+    t = out["theorem_1_2"]
+    assert isinstance(t["applies"], bool) and t["applies"] is False
+    assert all(set(c) >= {"name", "value", "holds"} for c in t["conditions"])
+    fp = out["fixed_point"]
+    assert fp[0] == 0.999 and fp[-1] < 1e-300 and all(v >= 1e-300 for v in fp[:-1]) and len(fp) <= 64
+
+
+@pytest.mark.parametrize("load,k", [("0.9", 1), ("0.9000001", 2)])
+def test_theory_k_as_written(load, k):
+    r = run(["theory", "--d", "10", "--load", load, "--json"])
+    assert json.loads(r.stdout)["k"] == k
+
+
+def test_theory_default_human_report():
+    r = run(["theory"])
+    assert r.exit_code == 0
+    assert "k_(λ,d)" in r.stdout and "Theorem 1.2" in r.stdout and "derived" in r.stdout
+
+
+@pytest.mark.parametrize("args", [
+    ["theory", "--n", "2.5"], ["theory", "--n", "0"], ["theory", "--d", "-3"], ["theory", "--load", "1"],
+    ["theory", "--load", "0"], ["theory", "--load", "nan"], ["theory", "--load", "inf"], ["theory", "--load", "abc"],
+    ["theory", "--eps", "0.5"], ["theory", "--bogus"], ["design", "--load", "0.9"],
+    ["design", "--load", "0.9", "--max-queue", "0"], ["nosuchcommand"],
+])
+def test_bad_input_one_line_exit_2(args):
+    proc = subprocess.run([sys.executable, "-m", "supermarket", *args], capture_output=True, text=True)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("supermarket: error:"), proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_design_json():
+    r = run(["design", "--n", "1000", "--load", "0.999", "--max-queue", "2", "--json"])
+    out = json.loads(r.stdout)
+    assert out["d"] == 32 and out["k"] == 2
+    assert len(out["share_by_length"]) == 3
+    r = run(["design", "--load", "0.9", "--max-queue", "1", "--json"])
+    assert json.loads(r.stdout)["d"] == 10
+
+
+def test_help_lists_commands():
+    r = run(["--help"])
+    assert r.exit_code == 0 and "theory" in r.stdout and "design" in r.stdout
