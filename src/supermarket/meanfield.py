@@ -1,0 +1,767 @@
+"""Mean-field theory of the supermarket model and its 1/n corrections (MODEL.md §3 and §8).
+
+What is here, each with the MODEL.md section it implements:
+
+- the drift of the profile ``u`` (eq. (1.1) of paper 000, §3), its Jacobian and Hessian,
+  with sampling with replacement (``P(u) = u^d``) or without (``P_n(u) = C(nu,d)/C(n,d)``);
+- :func:`solve_meanfield`: the transient ODE from any start profile to a time ``T``, with
+  the number of levels chosen automatically and a stiff solver using the analytic
+  (tridiagonal, sparse) Jacobian;
+- :func:`fixed_point_newton`: a generic Newton solve of the truncated drift (a cross-check
+  of the closed form :func:`supermarket.theory.fixed_point`);
+- :func:`near_equilibrium_centre`: the finite-n centre ``x^n`` of paper 002 (§8);
+- :func:`solve_dinf`: the ``d = ∞`` constrained (water-filling) ODE of paper 002 (§3),
+  integrated exactly, piece by piece, with matrix exponentials between events;
+- :func:`refined_mean_field`: the ``1/n`` term ``V`` of Gast and Van Houdt (2018) (§3);
+- :func:`lna`: the linear-noise approximation, the stationary covariance of ``√n (u − x)``.
+
+Conventions: profiles are indexed from level 1 (``u[0] = u_1``), ``u_0 ≡ 1`` is implicit
+and the truncation sets ``u_{L+1} = 0`` above the top level ``L``.  Time is the continuous
+time of MODEL.md §1 (arrivals at rate ``nλ``, services at rate 1).
+
+Powers ``u^d`` are computed with ``numpy.power`` (the C library ``pow``, accurate to an ulp
+for ``u`` near 1 and ``d`` up to 10^6 and beyond); without replacement ``log P_n`` is a sum of
+``log1p`` terms, so that ``λ = 1 − 1e-9`` and ``d = 10^6`` stay accurate.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+from scipy.integrate import solve_ivp
+from scipy.optimize import brentq
+
+from .model import check_int, check_load, check_positive_float, check_positive_int
+from .states import parse_start
+from .theory import log_fixed_point
+
+__all__ = [
+    "DEFAULT_TOL",
+    "MAX_LEVELS",
+    "check_profile",
+    "check_d",
+    "levels_needed",
+    "sample_prob",
+    "drift",
+    "drift_jacobian",
+    "MeanFieldSolution",
+    "solve_meanfield",
+    "fixed_point_newton",
+    "near_equilibrium_centre",
+    "DInfSolution",
+    "solve_dinf",
+    "RefinedMeanField",
+    "refined_mean_field",
+    "LNAResult",
+    "lna",
+]
+
+DEFAULT_TOL = 1e-13  # a level whose value stays below this is dropped
+MAX_LEVELS = 5000  # more levels than this is refused (d = 1 with λ near 1)
+
+
+# =========================================================================== validation
+def check_d(d, *, allow_inf: bool = False):
+    """``d`` as a positive ``int``, or ``math.inf`` (also the strings "inf", "infinity") when allowed."""
+    if allow_inf:
+        if isinstance(d, str) and d.strip().lower() in ("inf", "infinity", "∞"):
+            return math.inf
+        if isinstance(d, numbers.Real) and not isinstance(d, (bool, np.bool_)) and math.isinf(d) and d > 0:
+            return math.inf
+    try:
+        return check_positive_int("d", d)
+    except TypeError:
+        if allow_inf:
+            raise TypeError(f"d must be an integer >= 1 or inf; got {d!r} ({type(d).__name__})") from None
+        raise
+
+
+def check_profile(u, name: str = "start profile") -> np.ndarray:
+    """A profile ``u_1, u_2, …``: finite, in [0, 1], non-increasing; the first bad level is named."""
+    try:
+        arr = np.asarray(u, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a 1-d array of numbers in [0, 1]; got {type(u).__name__}") from None
+    if arr.ndim != 1 or arr.size == 0:
+        raise TypeError(f"{name} must be a non-empty 1-d array (u_1, u_2, ...); got shape {arr.shape}")
+    bad = ~np.isfinite(arr) | (arr < 0) | (arr > 1)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"{name} must have values in [0, 1]; level {i + 1} is {arr[i]!r}")
+    inc = np.diff(arr) > 0
+    if inc.any():
+        i = int(np.argmax(inc)) + 2
+        raise ValueError(f"{name} must be non-increasing; level {i} ({arr[i - 1]!r}) exceeds "
+                         f"level {i - 1} ({arr[i - 2]!r})")
+    return arr
+
+
+def _check_n(n, d, replace):
+    if n is None:
+        if not replace:
+            raise ValueError("replace=False (sampling without replacement) needs the number of servers n")
+        return None
+    n = check_positive_int("n", n)
+    if not isinstance(replace, (bool, np.bool_)):
+        raise TypeError(f"replace must be True or False; got {replace!r}")
+    if not replace and d > n:
+        raise ValueError(f"d must be <= n when sampling without replacement (replace=False); got d={d}, n={n}")
+    return n
+
+
+def levels_needed(d, lam, tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS) -> int:
+    """Number of levels ``L`` such that ``π(L) < tol`` (the first level below ``tol``), MODEL.md §3.
+
+    Raises ``ValueError`` when more than ``max_levels`` would be needed (``d = 1`` with λ
+    very close to 1: ``π(i) = λ^i``).
+    """
+    d = check_positive_int("d", d)
+    lam = check_load(lam)
+    tol = check_positive_float("tol", tol)
+    max_levels = check_positive_int("max_levels", max_levels)
+    if d == 1:
+        need = int(math.floor(math.log(tol) / math.log1p(lam - 1.0))) + 1
+        need = max(need, 1)
+    else:
+        logs = log_fixed_point(d, lam, min(max_levels, 64) + 1)
+        below = np.nonzero(logs < math.log(tol))[0]
+        need = int(below[0]) + 1 if below.size else max_levels + 1
+    if need > max_levels:
+        raise ValueError(f"levels: the fixed point stays above tol={tol:g} for more than max_levels={max_levels} "
+                         f"levels at d={d}, load={lam!r}; raise max_levels or tol")
+    return need
+
+
+# =========================================================================== §1-§3: P(u)
+def sample_prob(u, d, *, n=None, replace=True, order: int = 0) -> np.ndarray:
+    """``P(u)`` (order 0), ``P'(u)`` (1) or ``P''(u)`` (2), elementwise (MODEL.md §2).
+
+    ``P(u) = u^d`` with replacement; ``P_n(u) = C(nu, d)/C(n, d) = Π_{j<d} (nu − j)/(n − j)``
+    without (``nu`` need not be an integer; ``P_n = 0`` for ``nu <= d − 1``, where the
+    binomial of an integer argument vanishes).
+    """
+    u = np.asarray(u, dtype=float)
+    if replace:
+        fd = float(d)
+        if order == 0:
+            return np.power(u, fd)
+        if order == 1:
+            return fd * np.power(u, fd - 1.0)
+        if d == 1:
+            return np.zeros_like(u)
+        return fd * (fd - 1.0) * np.power(u, fd - 2.0)
+    return _sample_prob_noreplace(u, int(d), int(n), order)
+
+
+def _sample_prob_noreplace(u, d, n, order):
+    if d == 1:  # C(nu,1)/C(n,1) = u
+        return u.copy() if order == 0 else (np.ones_like(u) if order == 1 else np.zeros_like(u))
+    flat = u.ravel()
+    out = np.zeros_like(flat)
+    m = n * flat
+    ok = m > d - 1
+    if ok.any():
+        mo = m[ok]
+        logp = np.zeros(mo.size)
+        s1 = np.zeros(mo.size)
+        s2 = np.zeros(mo.size)
+        # log P = Σ_j log1p((m − n)/(n − j)); accurate when u is near 1.  Chunked over j.
+        chunk = 1 << 14
+        for j0 in range(0, d, chunk):
+            j = np.arange(j0, min(d, j0 + chunk), dtype=float)
+            logp += np.log1p((mo - n)[:, None] / (n - j)[None, :]).sum(axis=1)
+            if order >= 1:
+                r = n / (mo[:, None] - j[None, :])
+                s1 += r.sum(axis=1)
+                if order == 2:
+                    s2 += (r * r).sum(axis=1)
+        p = np.exp(logp)
+        if order == 0:
+            val = p
+        elif order == 1:
+            val = p * s1
+        else:
+            val = p * (s1 * s1 - s2)
+        out[ok] = val
+    return out.reshape(u.shape)
+
+
+# =========================================================================== §3: the drift
+def drift(u, d, lam, *, n=None, replace=True) -> np.ndarray:
+    """The drift ``f_i(u) = λ(P(u_{i−1}) − P(u_i)) − (u_i − u_{i+1})`` of eq. (1.1), MODEL.md §3.
+
+    ``u_0 ≡ 1`` and ``u_{L+1} = 0`` (truncation at the top level ``L = len(u)``).
+    """
+    u = np.asarray(u, dtype=float)
+    p = sample_prob(u, d, n=n, replace=replace)
+    prev = np.concatenate(([1.0], p[:-1]))
+    nxt = np.concatenate((u[1:], [0.0]))
+    return lam * (prev - p) - (u - nxt)
+
+
+def _jac_bands(u, d, lam, n, replace):
+    """Diagonal, sub-diagonal and super-diagonal of the drift's Jacobian (tridiagonal)."""
+    dp = sample_prob(u, d, n=n, replace=replace, order=1)
+    diag = -lam * dp - 1.0
+    sub = lam * dp[:-1]  # ∂f_{i}/∂u_{i−1}, i = 2..L
+    sup = np.ones(u.size - 1)  # ∂f_i/∂u_{i+1}
+    return diag, sub, sup
+
+
+def drift_jacobian(u, d, lam, *, n=None, replace=True) -> np.ndarray:
+    """Dense Jacobian ``∂f_i/∂u_j`` of :func:`drift` (tridiagonal), MODEL.md §3."""
+    u = np.asarray(u, dtype=float)
+    diag, sub, sup = _jac_bands(u, d, lam, n, replace)
+    return np.diag(diag) + np.diag(sub, -1) + np.diag(sup, 1)
+
+
+def _noise_diag(u, d, lam, n, replace):
+    """Diagonal of the noise covariance ``Q = Σ_ℓ ℓ ℓ^T β_ℓ(u)`` (events move one level by 1/n)."""
+    p = sample_prob(u, d, n=n, replace=replace)
+    prev = np.concatenate(([1.0], p[:-1]))
+    nxt = np.concatenate((u[1:], [0.0]))
+    return lam * (prev - p) + (u - nxt)
+
+
+# =========================================================================== transient ODE
+@dataclass(frozen=True)
+class MeanFieldSolution:
+    """Solution of the mean-field ODE (1.1) (MODEL.md §3).
+
+    ``t``: times, ``u``: array (times x levels), ``u[k, i−1] = u_i(t_k)``.  ``levels``: the
+    number of levels kept (the top level stayed below ``tol`` over the run).
+    """
+
+    d: float
+    lam: float
+    T: float
+    t: np.ndarray
+    u: np.ndarray
+    levels: int
+    tol: float
+    method: str
+    nfev: int
+    njev: int
+    success: bool
+    message: str
+    n: int | None = None
+    replace: bool = True
+    top_level_max: float = 0.0
+
+    @property
+    def mean_queue_length(self) -> np.ndarray:
+        """``Σ_i u_i(t)`` at each time (mean number of customers per server)."""
+        return self.u.sum(axis=1)
+
+    @property
+    def final(self) -> np.ndarray:
+        return self.u[-1]
+
+    def to_dict(self) -> dict:
+        return {"d": self.d, "load": self.lam, "T": self.T, "levels": self.levels, "tol": self.tol,
+                "method": self.method, "nfev": self.nfev, "njev": self.njev, "success": self.success,
+                "message": self.message, "n": self.n, "replace": self.replace,
+                "top_level_max": self.top_level_max,
+                "t": self.t.tolist(), "u": self.u.tolist(),
+                "mean_queue_length": self.mean_queue_length.tolist()}
+
+
+def _start_profile(start, d, lam, n, tol, max_levels, replace=True):
+    """The start profile (a float array, indexed from level 1) for a start specification."""
+    name, val = parse_start(start)
+    if name == "empty":
+        return np.zeros(1)
+    if name == "customers":
+        return np.ones(max(val, 1)) if val > 0 else np.zeros(1)
+    if name == "fixed-point":
+        if math.isinf(d):
+            return np.array([lam])
+        if n is not None and not replace:
+            return near_equilibrium_centre(n, d, lam, replace=False, tol=tol, max_levels=max_levels)
+        return np.exp(log_fixed_point(d, lam, levels_needed(d, lam, tol, max_levels)))
+    if name == "long":
+        if n is None:
+            raise ValueError("start 'long:L' (one queue of length L) needs the number of servers n")
+        base = (np.array([lam]) if math.isinf(d) else
+                np.exp(log_fixed_point(d, lam, levels_needed(d, lam, tol, max_levels))))
+        if val > max_levels:
+            raise ValueError(f"start long:{val} needs more than max_levels={max_levels} levels")
+        u = np.zeros(max(val, base.size))
+        u[: base.size] = base
+        u[:val] = np.minimum(1.0, u[:val] + 1.0 / n)
+        return u
+    arr = val
+    if np.issubdtype(arr.dtype, np.integer) and arr.ndim == 1:
+        if (arr < 0).any():
+            raise ValueError("start queue-lengths vector must be >= 0")
+        if arr.size == 0:
+            raise TypeError("start array must be non-empty")
+        top = int(arr.max())
+        if top == 0:
+            return np.zeros(1)
+        c = np.bincount(arr, minlength=top + 1)[::-1].cumsum()[::-1][1:]
+        return c / arr.size
+    return check_profile(arr)
+
+
+def _support(u, tol):
+    nz = np.nonzero(u > tol)[0]
+    return int(nz[-1]) + 1 if nz.size else 0
+
+
+def solve_meanfield(d, lam, *, T, start="empty", t_eval=None, n=None, replace=True,
+                    levels=None, tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS,
+                    method: str = "Radau", rtol: float = 1e-10, atol: float = 1e-14):
+    """Integrate the mean-field ODE (1.1) from ``start`` to time ``T`` (MODEL.md §3).
+
+    ``dv_i/dt = λ(P(v_{i−1}) − P(v_i)) − (v_i − v_{i+1})``, ``v_0 ≡ 1``.
+
+    - ``start``: ``"empty"``, ``"fixed-point"``, ``"customers:G"`` (every queue of length
+      G), ``"long:L"`` (needs ``n``), a queue-lengths vector (int array) or a profile
+      ``u_1, u_2, …`` (float array, non-increasing in [0, 1]).
+    - ``levels``: fixed number of levels; by default chosen automatically: start from the
+      levels where the fixed point and the start profile exceed ``tol``, and grow until the
+      top level stays below ``tol`` over the whole run.
+    - ``method``: a stiff solver of ``scipy.integrate.solve_ivp`` ("Radau", "BDF", "LSODA"),
+      given the analytic tridiagonal Jacobian as a sparse matrix.
+    - ``n``/``replace``: sampling without replacement at finite ``n`` (``P_n``).
+    - ``d = math.inf`` (or ``"inf"``) dispatches to :func:`solve_dinf`.
+    - ``t_eval``: output times (default 201 equally spaced points in ``[0, T]``).
+    """
+    d = check_d(d, allow_inf=True)
+    lam = check_load(lam)
+    T = check_positive_float("T", T)
+    tol = check_positive_float("tol", tol)
+    max_levels = check_positive_int("max_levels", max_levels)
+    if math.isinf(d):
+        return solve_dinf(lam, T=T, start=start, t_eval=t_eval, n=n)
+    n = _check_n(n, d, replace)
+    if method not in ("Radau", "BDF", "LSODA"):
+        raise ValueError(f"method must be one of 'Radau', 'BDF', 'LSODA' (stiff solvers); got {method!r}")
+    rtol = check_positive_float("rtol", rtol)
+    atol = check_positive_float("atol", atol)
+    t_eval = _check_t_eval(t_eval, T)
+    u0 = _start_profile(start, d, lam, n, tol, max_levels, replace)
+    if levels is not None:
+        L = check_positive_int("levels", levels, maximum=max_levels)
+        if _support(u0, 0.0) > L:
+            raise ValueError(f"levels={L} is smaller than the start profile's {_support(u0, 0.0)} occupied levels")
+        grow = False
+    else:
+        fp_levels = (levels_needed(d, lam, tol, max_levels) if (n is None or replace)
+                     else near_equilibrium_centre(n, d, lam, replace=False, tol=tol,
+                                                  max_levels=max_levels).size)
+        L = max(fp_levels, _support(u0, 0.0) + 1, 2)
+        if L > max_levels:
+            raise ValueError(f"the start profile needs more than max_levels={max_levels} levels")
+        grow = True
+    pn = n if not replace else None
+    while True:
+        y0 = np.zeros(L)
+        k = min(L, u0.size)
+        y0[:k] = u0[:k]
+        sol = _integrate(d, lam, pn, replace, y0, T, t_eval, method, rtol, atol)
+        top = float(np.max(sol.y[-1])) if sol.y.size else 0.0
+        if not grow or top <= tol or not sol.success:
+            break
+        if L >= max_levels:
+            raise ValueError(f"the top level exceeds tol={tol:g} even with max_levels={max_levels} levels; "
+                             "raise max_levels or tol")
+        L = min(max_levels, L + max(4, L // 2))
+    # dense output on the requested grid
+    u = sol.sol(t_eval).T if t_eval is not None else sol.y.T
+    t = t_eval if t_eval is not None else sol.t
+    u = np.clip(u, 0.0, 1.0)
+    return MeanFieldSolution(d=d, lam=lam, T=T, t=np.asarray(t, dtype=float), u=u, levels=L, tol=tol,
+                             method=method, nfev=int(sol.nfev), njev=int(sol.njev), success=bool(sol.success),
+                             message=str(sol.message), n=n, replace=bool(replace), top_level_max=top)
+
+
+def _check_t_eval(t_eval, T):
+    if t_eval is None:
+        return np.linspace(0.0, T, 201)
+    t = np.asarray(t_eval, dtype=float)
+    if t.ndim != 1 or t.size == 0 or not np.all(np.isfinite(t)):
+        raise TypeError("t_eval must be a non-empty 1-d array of finite times")
+    if (t < 0).any() or (t > T).any() or (np.diff(t) < 0).any():
+        raise ValueError(f"t_eval must be sorted times in [0, T={T!r}]")
+    return t
+
+
+def _integrate(d, lam, n, replace, y0, T, t_eval, method, rtol, atol):
+    L = y0.size
+    rows = np.concatenate((np.arange(L), np.arange(1, L), np.arange(L - 1)))
+    cols = np.concatenate((np.arange(L), np.arange(L - 1), np.arange(1, L)))
+
+    def rhs(_t, y):
+        return drift(np.clip(y, 0.0, 1.0), d, lam, n=n, replace=replace)
+
+    def jac(_t, y):
+        diag, sub, sup = _jac_bands(np.clip(y, 0.0, 1.0), d, lam, n, replace)
+        data = np.concatenate((diag, sub, sup))
+        if method == "LSODA":
+            return sp.csc_matrix((data, (rows, cols)), shape=(L, L)).toarray()
+        return sp.csc_matrix((data, (rows, cols)), shape=(L, L))
+
+    return solve_ivp(rhs, (0.0, T), y0, method=method, jac=jac, rtol=rtol, atol=atol,
+                     dense_output=True, t_eval=None)
+
+
+# =========================================================================== fixed points
+def fixed_point_newton(d, lam, levels=None, *, n=None, replace=True, start=None,
+                       tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS,
+                       max_iter: int = 200) -> np.ndarray:
+    """Root of the truncated drift ``f(u) = 0`` by damped Newton iteration (MODEL.md §3).
+
+    A generic solver that does not use the closed form; tests compare it with
+    :func:`supermarket.theory.fixed_point`.  The Newton step solves the tridiagonal system
+    with the analytic Jacobian.  ``start`` defaults to the profile ``u_i = λ^i``-like guess
+    ``min(λ, ·)`` below; the iteration keeps ``u`` in [0, 1].
+    """
+    d = check_positive_int("d", d)
+    lam = check_load(lam)
+    n = _check_n(n, d, replace)
+    L = (check_positive_int("levels", levels, maximum=max_levels) if levels is not None
+         else levels_needed(d, lam, tol, max_levels))
+    pn = n if not replace else None
+    if start is None:
+        # crude guess: the empty queue's path after a while; monotone, far from the answer
+        u = lam ** np.arange(1, L + 1, dtype=float)
+    else:
+        u = check_profile(start, "start").copy()
+        if u.size != L:
+            raise ValueError(f"start has {u.size} levels but levels={L}")
+    for _ in range(max_iter):
+        f = drift(u, d, lam, n=pn, replace=replace)
+        diag, sub, sup = _jac_bands(u, d, lam, pn, replace)
+        ab = np.zeros((3, L))
+        ab[0, 1:] = sup
+        ab[1] = diag
+        ab[2, :-1] = sub
+        step = sla.solve_banded((1, 1), ab, -f)
+        # damping: keep the iterate in [0, 1] and the residual decreasing
+        fnorm = np.max(np.abs(f))
+        alpha = 1.0
+        while True:
+            trial = np.clip(u + alpha * step, 0.0, 1.0)
+            if np.max(np.abs(drift(trial, d, lam, n=pn, replace=replace))) < fnorm or alpha < 1e-6:
+                break
+            alpha *= 0.5
+        u = trial
+        if np.max(np.abs(alpha * step)) <= 1e-15 or fnorm == 0.0:
+            break
+    return u
+
+
+def near_equilibrium_centre(n, d, lam, *, replace=True, levels=None, tol: float = DEFAULT_TOL,
+                            max_levels: int = MAX_LEVELS) -> np.ndarray:
+    """The near-equilibrium centre ``x^n`` of paper 002 (MODEL.md §8).
+
+    ``x^n_1 = λ``, ``x^n_i = λ P_n(x^n_{i−1})`` with ``P_n(x) = x^d`` (with replacement: then
+    ``x^n = π``) or ``C(nx, d)/C(n, d)`` (without; ``nx`` need not be an integer).  By
+    default the levels run until the first value below ``tol``.  It is the fixed point of the
+    drift with ``P_n``.
+    """
+    n = check_positive_int("n", n)
+    d = check_positive_int("d", d)
+    lam = check_load(lam)
+    _check_n(n, d, replace)
+    tol = check_positive_float("tol", tol)
+    if levels is not None:
+        L = check_positive_int("levels", levels, maximum=max_levels)
+    else:
+        L = None
+    out = [lam]
+    while (L is not None and len(out) < L) or (L is None and out[-1] >= tol):
+        if L is None and len(out) >= max_levels:
+            raise ValueError(f"levels: the centre stays above tol={tol:g} for more than max_levels={max_levels} "
+                             f"levels at d={d}, load={lam!r}; raise max_levels or tol")
+        out.append(lam * float(sample_prob(np.array([out[-1]]), d, n=n, replace=replace)[0]))
+    return np.array(out)
+
+
+# =========================================================================== d = ∞ (paper 002)
+@dataclass(frozen=True)
+class DInfSolution:
+    """Solution of the constrained (water-filling) ODE for ``d = ∞`` (MODEL.md §3, paper 002).
+
+    ``t``, ``u`` (times x levels) as in :class:`MeanFieldSolution`; ``events``: list of
+    ``(time, full_levels_after)`` at which a level filled or unfilled.
+    """
+
+    lam: float
+    T: float
+    t: np.ndarray
+    u: np.ndarray
+    levels: int
+    events: tuple
+    d: float = math.inf
+
+    @property
+    def mean_queue_length(self) -> np.ndarray:
+        return self.u.sum(axis=1)
+
+    @property
+    def final(self) -> np.ndarray:
+        return self.u[-1]
+
+    def to_dict(self) -> dict:
+        return {"d": "inf", "load": self.lam, "T": self.T, "levels": self.levels,
+                "events": [list(e) for e in self.events], "t": self.t.tolist(), "u": self.u.tolist(),
+                "mean_queue_length": self.mean_queue_length.tolist()}
+
+
+def _dinf_generator(m, L, lam):
+    """Affine generator ``[[M, b], [0, 0]]`` of the free levels ``m+1..L`` with ``m`` levels full.
+
+    With levels ``1..m`` full (``g_i = 1``) the overflow of level ``m`` is
+    ``η_m' = λ − (1 − g_{m+1})`` and ``g_{m+1}' = λ − 1 + g_{m+2}``; when ``m = 0``,
+    ``g_1' = λ − g_1 + g_2``; higher levels follow ``g_i' = −(g_i − g_{i+1})``.
+    """
+    k = L - m
+    G = np.zeros((k + 1, k + 1))
+    idx = np.arange(k)
+    G[idx, idx] = -1.0
+    G[idx[:-1], idx[:-1] + 1] = 1.0
+    if m == 0:
+        G[0, k] = lam
+    else:
+        G[0, 0] = 0.0
+        G[0, k] = lam - 1.0
+    return G
+
+
+def solve_dinf(lam, *, T, start="empty", t_eval=None, n=None, event_grid: float = 0.05):
+    """Integrate the ``d = ∞`` constrained ODE of paper 002 exactly, piece by piece (MODEL.md §3).
+
+    Between events the profile solves a linear ODE, integrated by matrix exponentials; an
+    event is a level filling (``g_{m+1}`` reaches 1) or unfilling (the overflow rate
+    ``λ − 1 + g_{m+1}`` of the top full level turns negative); event times are found by
+    Brent's method on the closed-form solution, bracketed on a grid of step ``event_grid``.
+    For ``λ < 1`` no level above the start's top occupied level + 1 is ever reached, so the
+    truncation is exact.  Fixed point ``(λ, 0, 0, …)``.
+    """
+    lam = check_load(lam)
+    T = check_positive_float("T", T)
+    t_eval = _check_t_eval(t_eval, T)
+    event_grid = check_positive_float("event_grid", event_grid)
+    u0 = _start_profile(start, math.inf, lam, n, DEFAULT_TOL, MAX_LEVELS)
+    L = max(_support(u0, 0.0) + 1, 2)
+    g = np.zeros(L)
+    g[: u0.size] = u0[:L]
+
+    def full_levels(g):
+        m = 0
+        while m < L and g[m] >= 1.0:
+            m += 1
+        # a full level whose overflow would be negative unfills at once
+        while m >= 1 and (m >= L or lam - 1.0 + g[m] < 0.0):
+            m -= 1
+        return m
+
+    out = np.empty((t_eval.size, L))
+    events = []
+    t = 0.0
+    m = full_levels(g)
+    ti = 0
+    while True:
+        G = _dinf_generator(m, L, lam)
+        y0 = np.concatenate((g[m:], [1.0]))
+
+        def state(s, G=G, y0=y0):
+            return (sla.expm(G * s) @ y0)[:-1]
+
+        # functions whose sign change ends the piece
+        def crit(y):
+            vals = [1.0 - y[0]]  # level m+1 fills when this reaches 0
+            if m >= 1:
+                vals.append(y[0] - (1.0 - lam))  # level m unfills when this reaches 0
+            return vals
+
+        h = event_grid
+        E = sla.expm(G * h)
+        y = y0.copy()
+        s = 0.0
+        t_end = T - t
+        event = None
+        while s < t_end:
+            hs = min(h, t_end - s)
+            ynew = (E @ y) if hs == h else (sla.expm(G * hs) @ y)
+            c0, c1 = crit(y[:-1]), crit(ynew[:-1])
+            hit = [j for j in range(len(c0)) if c0[j] > 0 and c1[j] <= 0]
+            if hit:
+                roots = []
+                for j in hit:
+                    def fj(x, j=j, y=y):
+                        return crit((sla.expm(G * x) @ y)[:-1])[j] if x > 0 else c0[j]
+                    roots.append((s + brentq(fj, 0.0, hs, xtol=1e-15, rtol=1e-15), j))
+                event = min(roots)
+                break
+            y = ynew
+            s += hs
+        piece_end = t + (event[0] if event else t_end)
+        # record outputs on this piece
+        while ti < t_eval.size and t_eval[ti] <= piece_end:
+            gi = np.empty(L)
+            gi[:m] = 1.0
+            gi[m:] = state(t_eval[ti] - t)
+            out[ti] = gi
+            ti += 1
+        if event is None:
+            break
+        s_ev, j = event
+        gnew = np.empty(L)
+        gnew[:m] = 1.0
+        gnew[m:] = state(s_ev)
+        if j == 0:  # level m+1 fills
+            gnew[m] = 1.0
+            m += 1
+        else:  # level m unfills
+            m -= 1
+        g = np.clip(gnew, 0.0, 1.0)
+        t = piece_end
+        events.append((t, m))
+        if len(events) > 100000:
+            raise RuntimeError("solve_dinf: too many events (chattering)")
+    out = np.clip(out, 0.0, 1.0)
+    return DInfSolution(lam=lam, T=T, t=t_eval, u=out, levels=L, events=tuple(events))
+
+
+# =========================================================================== refined mean field
+@dataclass(frozen=True)
+class RefinedMeanField:
+    """Refined mean field (Gast and Van Houdt 2018), MODEL.md §3: ``E[u_i] ≈ π(i) + V_i/n``.
+
+    ``pi``: fixed point; ``V``: the 1/n correction; ``W``: the LNA covariance at ``π``
+    (solution of ``A W + W A^T + Q = 0``).
+    """
+
+    d: int
+    lam: float
+    levels: int
+    pi: np.ndarray
+    V: np.ndarray
+    W: np.ndarray = field(repr=False)
+
+    def mean(self, n) -> np.ndarray:
+        """``π + V/n``: the refined approximation of ``E[u]`` for ``n`` servers."""
+        n = check_positive_int("n", n)
+        return self.pi + self.V / n
+
+    def mean_queue_length(self, n=None) -> float:
+        """``Σπ + ΣV/n`` (``Σπ`` when ``n`` is None)."""
+        if n is None:
+            return float(self.pi.sum())
+        n = check_positive_int("n", n)
+        return float(self.pi.sum() + self.V.sum() / n)
+
+    def to_dict(self) -> dict:
+        return {"d": self.d, "load": self.lam, "levels": self.levels, "pi": self.pi.tolist(),
+                "V": self.V.tolist(), "sum_pi": float(self.pi.sum()), "sum_V": float(self.V.sum())}
+
+
+def _lyapunov(u, d, lam, n, replace):
+    """Jacobian ``A`` and the solution ``W`` of ``A W + W A^T + Q = 0`` at the profile ``u``."""
+    A = drift_jacobian(u, d, lam, n=n, replace=replace)
+    Q = np.diag(_noise_diag(u, d, lam, n, replace))
+    W = sla.solve_continuous_lyapunov(A, -Q)
+    return A, 0.5 * (W + W.T)
+
+
+def refined_mean_field(d, lam, *, levels=None, tol: float = DEFAULT_TOL,
+                       max_levels: int = MAX_LEVELS) -> RefinedMeanField:
+    """The ``1/n`` term of the steady state (Gast and Van Houdt 2018), MODEL.md §3.
+
+    With ``A = Df(π)``, ``B = D²f(π)`` and the noise covariance ``Q`` at ``π``
+    (``Q_ii = λ(π_{i−1}^d − π_i^d) + (π_i − π_{i+1})``: every event moves one level by 1/n),
+    ``W`` solves ``A W + W A^T + Q = 0`` and ``V = −A^{−1} (½ Σ_{jk} B_{·,jk} W_{jk})``.
+    The drift's Hessian is diagonal in each component: ``∂²f_i/∂u_{i−1}² = λP''(π_{i−1})``
+    and ``∂²f_i/∂u_i² = −λP''(π_i)``.  Sampling with replacement.
+    """
+    d = check_positive_int("d", d)
+    lam = check_load(lam)
+    L = (check_positive_int("levels", levels, maximum=max_levels) if levels is not None
+         else levels_needed(d, lam, tol, max_levels))
+    pi = np.exp(log_fixed_point(d, lam, L))
+    A, W = _lyapunov(pi, d, lam, None, True)
+    p2 = sample_prob(pi, d, order=2)
+    wdiag = np.diag(W)
+    # (½ Σ_jk B_{i,jk} W_jk) = ½ λ (P''(π_{i−1}) W_{i−1,i−1} − P''(π_i) W_ii), with π_0 = 1 fixed
+    term = -lam * p2 * wdiag
+    term[1:] += lam * p2[:-1] * wdiag[:-1]
+    V = -np.linalg.solve(A, 0.5 * term)
+    return RefinedMeanField(d=d, lam=lam, levels=L, pi=pi, V=V, W=W)
+
+
+# =========================================================================== linear noise
+@dataclass(frozen=True)
+class LNAResult:
+    """Linear-noise approximation: stationary covariance of ``√n (u − x)`` (MODEL.md §3, §8).
+
+    ``centre``: the point ``x`` (the fixed point π or the finite-n centre ``x^n``);
+    ``covariance``: ``levels x levels``; ``jacobian``: the drift's Jacobian at ``x``.
+    """
+
+    d: int
+    lam: float
+    n: int | None
+    at: str
+    replace: bool
+    levels: int
+    centre: np.ndarray
+    covariance: np.ndarray
+    jacobian: np.ndarray = field(repr=False)
+
+    @property
+    def mean(self) -> np.ndarray:
+        return self.centre
+
+    @property
+    def std(self) -> np.ndarray:
+        """Standard deviations of ``√n u_i``."""
+        return np.sqrt(np.clip(np.diag(self.covariance), 0.0, None))
+
+    def to_dict(self) -> dict:
+        return {"d": self.d, "load": self.lam, "n": self.n, "at": self.at, "replace": self.replace,
+                "levels": self.levels, "centre": self.centre.tolist(),
+                "covariance": self.covariance.tolist()}
+
+
+def lna(d, lam, *, n=None, at="fixed-point", replace=True, levels=None, tol: float = DEFAULT_TOL,
+        max_levels: int = MAX_LEVELS) -> LNAResult:
+    """Stationary covariance of ``√n (u − x)`` in the linear-noise approximation (MODEL.md §3, §8).
+
+    Solves ``A W + W A^T + Q = 0`` with ``A`` the drift's Jacobian and ``Q`` the noise
+    covariance at ``x``:
+    - ``at="fixed-point"``: ``x = π`` (mean-field fixed point, sampling with replacement);
+    - ``at="centre"``: ``x = x^n``, the near-equilibrium centre of paper 002, with the drift
+      of the finite-n sampling law ``P_n`` (needs ``n``; with ``replace=True`` it equals π).
+    """
+    d = check_positive_int("d", d)
+    lam = check_load(lam)
+    if at not in ("fixed-point", "centre", "center"):
+        raise ValueError(f"at must be 'fixed-point' or 'centre'; got {at!r}")
+    at = "centre" if at in ("centre", "center") else at
+    if at == "centre":
+        if n is None:
+            raise ValueError("at='centre' needs the number of servers n")
+        n = _check_n(n, d, replace)
+        x = near_equilibrium_centre(n, d, lam, replace=replace, levels=levels, tol=tol, max_levels=max_levels)
+        pn = None if replace else n
+        A, W = _lyapunov(x, d, lam, pn, replace)
+    else:
+        if n is not None:
+            n = check_positive_int("n", n)
+        if not replace:
+            raise ValueError("at='fixed-point' uses sampling with replacement; use at='centre' for replace=False")
+        L = (check_positive_int("levels", levels, maximum=max_levels) if levels is not None
+             else levels_needed(d, lam, tol, max_levels))
+        x = np.exp(log_fixed_point(d, lam, L))
+        A, W = _lyapunov(x, d, lam, None, True)
+    return LNAResult(d=d, lam=lam, n=n, at=at, replace=bool(replace), levels=int(x.size), centre=x,
+                     covariance=W, jacobian=A)
