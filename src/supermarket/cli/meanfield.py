@@ -1,0 +1,185 @@
+"""``supermarket meanfield``: mean-field ODE, fixed point, refined mean field and linear noise."""
+
+from __future__ import annotations
+
+import math
+
+import click
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from ._common import COUNT, LOAD, print_json
+
+
+class DType(click.ParamType):
+    """``d``: a positive integer (``1e6`` accepted) or ``inf`` for the constrained limit."""
+
+    name = "D"
+
+    def convert(self, value, param, ctx):
+        from ..model import parse_count
+
+        text = str(value).strip().lower()
+        if text in ("inf", "infinity", "∞"):
+            return math.inf
+        try:
+            return parse_count("--d", value)
+        except (TypeError, ValueError) as exc:
+            self.fail(f"{exc} (or 'inf')", param, ctx)
+
+
+def build_report(d, load, n=None, time=None, start="empty", replace=True, points=201, levels=None) -> dict:
+    """Everything ``supermarket meanfield`` prints, as a plain dict (also used by ``--json``)."""
+    from .. import meanfield as mf
+    from ..model import check_load, check_positive_float, check_positive_int
+
+    lam = check_load(load)
+    if time is not None:
+        time = check_positive_float("--time", time)
+    points = check_positive_int("--points", points, maximum=100_000)
+    rep: dict = {"params": {"d": "inf" if math.isinf(d) else d, "load": lam, "n": n, "replace": replace,
+                            "time": time, "start": start if isinstance(start, str) else "array"}}
+    if math.isinf(d):
+        rep["fixed_point"] = [lam]
+        rep["mean_queue_length"] = lam
+        rep["levels"] = 1
+        rep["note"] = ("d = inf: constrained (water-filling) ODE of paper 002 (MODEL §3), fixed point "
+                       "(λ, 0, 0, ...); the refined mean field and the covariance are not defined there")
+        if n is not None:
+            rep["refined"] = None
+            rep["covariance"] = None
+    else:
+        if n is not None and not replace and d > n:
+            raise ValueError(f"--d must be <= --n without replacement; got d={d}, n={n}")
+        rmf = mf.refined_mean_field(d, lam, levels=levels)
+        rep["fixed_point"] = rmf.pi.tolist()
+        rep["mean_queue_length"] = float(rmf.pi.sum())
+        rep["levels"] = rmf.levels
+        if n is not None:
+            rep["refined"] = {"V": rmf.V.tolist(), "sum_V": float(rmf.V.sum()),
+                              "mean": rmf.mean(n).tolist(),
+                              "mean_queue_length": rmf.mean_queue_length(n),
+                              "sampling": "with replacement (Gast-Van Houdt expansion of the n-free drift)"}
+            res = mf.lna(d, lam, n=n, at="centre", replace=replace, levels=levels)
+            rep["centre"] = res.centre.tolist()
+            rep["covariance"] = res.covariance.tolist()
+            rep["covariance_of"] = ("sqrt(n) (u - x^n): linear-noise approximation at the near-equilibrium "
+                                    "centre x^n (= the fixed point with replacement)")
+    if time is not None:
+        t_eval = np.linspace(0.0, time, points)
+        sol = mf.solve_meanfield(d, lam, T=time, start=start, t_eval=t_eval, n=n if not replace else None,
+                                 replace=replace)
+        rep["trajectory"] = {"t": sol.t.tolist(), "u": sol.u.tolist(), "levels": sol.levels,
+                             "mean_queue_length": sol.mean_queue_length.tolist()}
+    return rep
+
+
+@click.command()
+@click.option("--d", "d", type=DType(), default="2", show_default=True,
+              help="Number of choices d (1e6 accepted), or 'inf' for the constrained d = ∞ limit.")
+@click.option("--load", "load", type=LOAD, default="0.9", show_default=True, help="Load λ in (0, 1).")
+@click.option("--n", "n", type=COUNT, default=None,
+              help="Number of servers: adds the refined mean field π + V/n and the covariance of √n u.")
+@click.option("--time", "time", type=float, default=None,
+              help="Integrate the ODE (1.1) from --start up to this time (positive, finite).")
+@click.option("--start", "start", default="empty", show_default=True,
+              help="Start of the ODE: empty, fixed-point, customers:G, long:L (needs --n).")
+@click.option("--without-replacement", "no_replace", is_flag=True,
+              help="Sample the d queues without replacement (paper 002; needs --n).")
+@click.option("--levels", "levels", type=COUNT, default=None, help="Number of levels (default: automatic).")
+@click.option("--points", "points", type=COUNT, default=201, show_default=True,
+              help="Output times of the trajectory.")
+@click.option("--plot", "plot", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Write a PNG: the trajectory u_i(t), or the fixed point vs the refined mean field.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
+def meanfield(d, load, n, time, start, no_replace, levels, points, plot, as_json):
+    """Mean-field theory for (d, λ) (MODEL §3, §8): the fixed point π, the ODE (1.1) from a
+    start profile, and with --n the refined mean field E[u_i] ≈ π(i) + V_i/n (Gast–Van Houdt)
+    and the linear-noise covariance of √n u.  --d inf gives the water-filling limit of paper 002."""
+    if no_replace and n is None:
+        raise click.UsageError("--without-replacement needs --n")
+    rep = build_report(d, load, n=n, time=time, start=start, replace=not no_replace, points=points,
+                       levels=levels)
+    if plot:
+        _plot(rep, n, plot)
+        rep["plot"] = plot
+    if as_json:
+        print_json(rep)
+        return
+    _print(rep, n)
+
+
+def _print(rep: dict, n) -> None:
+    con = Console()
+    p = rep["params"]
+    con.print(f"[bold]supermarket meanfield[/]  d={p['d']}  λ={p['load']!r}"
+              + (f"  n={n}" if n is not None else "") + ("" if p["replace"] else "  (without replacement)"))
+    con.print(f"mean-field mean queue length Σπ(i) = {rep['mean_queue_length']:.10g}   (MODEL §3)")
+    if "note" in rep:
+        con.print(rep["note"])
+    t = Table(title=f"Fixed point π(i) ({rep['levels']} levels)" +
+              (" and 1/n corrections" if rep.get("refined") else ""))
+    t.add_column("i", justify="right")
+    t.add_column("π(i)", justify="right")
+    ref = rep.get("refined")
+    cov = rep.get("covariance")
+    if ref:
+        t.add_column("V_i", justify="right")
+        t.add_column("π(i)+V_i/n", justify="right")
+        t.add_column("sd of √n u_i (LNA)", justify="right")
+    for i, pi in enumerate(rep["fixed_point"]):
+        row = [str(i + 1), f"{pi:.8g}"]
+        if ref:
+            row += [f"{ref['V'][i]:.6g}", f"{ref['mean'][i]:.8g}", (f"{math.sqrt(max(cov[i][i], 0.0)):.6g}" if i < len(cov) else "0")]
+        t.add_row(*row)
+    con.print(t)
+    if ref:
+        con.print(f"refined mean queue length Σπ + ΣV/n = {ref['mean_queue_length']:.10g}  (ΣV = {ref['sum_V']:.6g})")
+    tr = rep.get("trajectory")
+    if tr:
+        tt = Table(title=f"ODE trajectory from {p['start']} ({tr['levels']} levels)")
+        tt.add_column("t", justify="right")
+        shown = min(4, len(tr["u"][0]))
+        for i in range(shown):
+            tt.add_column(f"u_{i + 1}", justify="right")
+        tt.add_column("Σ u_i", justify="right")
+        idx = np.unique(np.linspace(0, len(tr["t"]) - 1, min(11, len(tr["t"]))).astype(int))
+        for k in idx:
+            tt.add_row(f"{tr['t'][k]:.6g}", *[f"{tr['u'][k][i]:.8g}" for i in range(shown)],
+                       f"{tr['mean_queue_length'][k]:.8g}")
+        con.print(tt)
+    if rep.get("plot"):
+        con.print(f"plot written to {rep['plot']}")
+
+
+def _plot(rep: dict, n, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    tr = rep.get("trajectory")
+    if tr:
+        u = np.asarray(tr["u"])
+        for i in range(min(8, u.shape[1])):
+            if u[:, i].max() > 1e-12:
+                ax.plot(tr["t"], u[:, i], label=f"u_{i + 1}")
+        ax.set_xlabel("time t")
+        ax.set_ylabel("u_i(t)")
+        ax.set_title(f"mean-field ODE, d={rep['params']['d']}, λ={rep['params']['load']}")
+    else:
+        pi = np.asarray(rep["fixed_point"])
+        lv = np.arange(1, pi.size + 1)
+        ax.semilogy(lv, np.where(pi > 0, pi, np.nan), "o-", label="π(i) (mean field)")
+        if rep.get("refined"):
+            m = np.asarray(rep["refined"]["mean"])
+            ax.semilogy(lv, np.where(m > 0, m, np.nan), "s--", label=f"π(i) + V_i/n, n={n}")
+        ax.set_xlabel("level i")
+        ax.set_ylabel("fraction of queues with ≥ i customers")
+        ax.set_title(f"fixed point, d={rep['params']['d']}, λ={rep['params']['load']}")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
