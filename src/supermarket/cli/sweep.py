@@ -1,0 +1,139 @@
+"""``supermarket sweep`` and ``supermarket report``: parameter sweeps and their reports."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from . import UserError
+from ._common import print_json, stderr_is_tty
+
+
+def _progress_printer(label: str):
+    """A progress callback: a rich bar on a terminal, else nothing (the summary follows)."""
+    if not stderr_is_tty():
+        return None, (lambda: None)
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    prog = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("running {task.fields[running]}  failed {task.fields[failed]}"),
+                    TimeElapsedColumn(), console=Console(stderr=True), transient=False)
+    state = {"id": None}
+
+    def update(done, running, failed, total):
+        if state["id"] is None:
+            prog.start()
+            state["id"] = prog.add_task(label, total=total, running=0, failed=0)
+        prog.update(state["id"], completed=done, running=running, failed=failed)
+
+    def stop():
+        if state["id"] is not None:
+            prog.stop()
+
+    return update, stop
+
+
+@click.command()
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Output directory: results.parquet, sweep.json, parts/. Run the same command "
+                   "again to resume.")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Local worker processes [default: number of CPU cores; 1 runs in this process].")
+@click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
+              help="Run the tasks on an existing Dask cluster (started with `dask scheduler` and "
+                   "`dask worker`).")
+@click.option("--max-tasks", type=click.IntRange(min=1), default=None,
+              help="Refuse, before running, a sweep with more tasks (grid points × replications).")
+@click.option("--timeout", "connect_timeout", type=click.FloatRange(min=0.1), default=5.0, show_default=True,
+              help="Seconds to wait for the Dask scheduler before giving up.")
+@click.option("--check", is_flag=True, help="Only validate FILE and print the number of tasks.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object summarising the run.")
+def sweep(file, out, workers, scheduler, max_tasks, connect_timeout, check, as_json):
+    """Run the parameter sweep described by the TOML FILE (see docs/sweep.md).
+
+    Each task (one grid point, one replication) gets a seed from the sweep seed and its own
+    parameters, so the numbers are the same locally and on a cluster, with any number of
+    workers. Finished tasks are kept when the sweep is interrupted; the same command resumes.
+    A failing task is recorded with its error (exit code 1 at the end) and the others go on.
+    """
+    from .. import sweep as sw
+
+    if workers is not None and scheduler is not None:
+        raise click.UsageError("--workers and --scheduler exclude each other (the cluster has its own workers)")
+    try:
+        spec = sw.load_sweep(file)
+    except sw.SweepFileError as exc:
+        click.echo(f"supermarket: error: {exc}", err=True)
+        sys.exit(2)
+    if check:
+        info = {"file": str(file), "name": spec.name, "tasks": len(spec.tasks), "points": spec.points,
+                "sweep_sha256": spec.sweep_sha256}
+        if max_tasks is not None and len(spec.tasks) > max_tasks:
+            raise UserError(f"the sweep has {len(spec.tasks)} tasks, more than --max-tasks {max_tasks}")
+        if as_json:
+            print_json(info)
+        else:
+            click.echo(f"{file}: valid; {spec.points} grid points, {len(spec.tasks)} tasks")
+        return
+    update, stop = _progress_printer(spec.name)
+    t0 = time.perf_counter()
+    try:
+        outcome = sw.run_sweep(spec, out, workers=workers, scheduler=scheduler, max_tasks=max_tasks,
+                               progress=update, connect_timeout=connect_timeout)
+    except (sw.SweepDirError, sw.SchedulerError) as exc:
+        raise UserError(str(exc)) from None
+    finally:
+        stop()
+    if as_json:
+        print_json(outcome.to_dict())
+    else:
+        click.echo(f"sweep {spec.name}: {outcome.total} tasks, {outcome.ran} run now, {outcome.skipped} "
+                   f"finished earlier, {outcome.failed} failed ({outcome.backend}, "
+                   f"{time.perf_counter() - t0:.1f} s) -> {outcome.results_path}")
+        for task_id, error in outcome.failures[:10]:
+            click.echo(f"  failed {task_id}: {error}", err=True)
+        if len(outcome.failures) > 10:
+            click.echo(f"  ... and {len(outcome.failures) - 10} more (see sweep.json)", err=True)
+    if outcome.failed:
+        sys.exit(1)
+
+
+@click.command()
+@click.argument("directory", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--html", "html", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write one self-contained HTML file (figures embedded).")
+@click.option("--md", "md", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write Markdown, with the PNG figures beside it.")
+@click.option("--format", "fmt", type=click.Choice(["html", "md"]), default=None,
+              help="Output format when the file is given with --out.")
+@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Output file (format from --format or its suffix).")
+def report(directory, html, md, fmt, out):
+    """Build a report of the sweep in DIRECTORY: its tables and the figures of the
+    measurements present (profiles against π and the linearised profile, the maximum queue
+    length against k_(λ,d), mixing times against the bounds, fluctuation moments against the
+    limits)."""
+    from .. import report as rp
+
+    targets = []
+    if html is not None:
+        targets.append(("html", html))
+    if md is not None:
+        targets.append(("md", md))
+    if out is not None:
+        kind = fmt or ("md" if out.suffix.lower() in (".md", ".markdown") else "html")
+        targets.append((kind, out))
+    elif fmt is not None and not targets:
+        targets.append((fmt, directory / ("report.md" if fmt == "md" else "report.html")))
+    elif fmt is not None and len(targets) == 1 and targets[0][0] != fmt:
+        targets = [(fmt, targets[0][1])]
+    if not targets:
+        targets.append(("html", directory / "report.html"))
+    for kind, path in targets:
+        written = rp.build_report(directory, path, fmt=kind)
+        click.echo(f"report: {written}")
