@@ -1,0 +1,121 @@
+"""Continuous-time profile chain recording the scaled, centred coordinates of paper 002.
+
+One numba kernel, :func:`fluct_ctmc`, runs the counts chain ``c_i = #{queues >= i}`` of
+MODEL.md §2 in continuous time (MODEL.md §1: arrivals at rate ``nλ``, each busy server
+completes at rate 1), exact in law: from state ``c`` the next event comes after an
+``Exp(nλ + c_1)`` holding time and is an arrival with probability ``nλ/(nλ + c_1)``.
+
+- An arrival joins a queue of length exactly ``ℓ`` with probability ``P_ℓ − P_{ℓ+1}``
+  (``P_0 = 1``, ``P_i`` = probability that all ``d`` sampled queues have length ``>= i``):
+  with ``V`` uniform, ``ℓ = max{i : P_i > V}``.  ``P_i`` is read from a table ``logp[c_i]``
+  built by the caller: ``d·log(c/n)`` with replacement, ``log C(c,d) − log C(n,d)``
+  without (MODEL.md §2).
+- A departure picks a busy server uniformly, i.e. position ``K`` uniform in ``1..c_1`` of
+  the queues sorted longest first; its length is ``#{i : c_i >= K}``; ``c_ℓ −= 1``.
+
+Instead of storing the trajectory, the kernel integrates over time (weights = holding
+times) the five functionals ``Z1, Z2, Z1², Z2², Z1·Z2`` of
+``Z_j = (c_j − n m_j)/√n = √n(G_j − m_j)`` in each of ``n_batches`` equal time batches after
+the burn-in (batch means give the standard errors), and writes ``(Z1, Z2)`` at the points of
+a time grid (for autocorrelations, histograms and sample paths).  Memory does not grow with
+the number of events.
+
+Randomness: NumPy's generator inside numba, seeded at the start of the call; numba keeps
+one generator per thread, so concurrent calls on different threads (the kernel releases
+the GIL) do not interfere and each call is reproducible from its seed.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+__all__ = ["fluct_ctmc", "OVERFLOW"]
+
+OVERFLOW = -1  # return code: a queue grew past the level capacity of ``counts``
+
+
+@njit(cache=True, nogil=True)
+def fluct_ctmc(n, lam, logp, counts, m1, m2, burn_in, horizon, n_batches, grid_dt, seed,
+               batch_sums, grid):
+    """Run the chain for ``burn_in + horizon`` time units; return the number of events.
+
+    ``counts``: int64 array, ``counts[0] = n``, ``counts[i] = c_i``; updated in place (the
+    final state).  Its length is the level capacity; returns ``OVERFLOW`` if exceeded.
+    ``logp``: float64[n+1], ``log P`` for a level holding ``c`` queues (``-inf`` for 0).
+    ``batch_sums``: float64[n_batches, 5], filled with the time integrals over each batch of
+    ``Z1, Z2, Z1², Z2², Z1·Z2``.  ``grid``: float64[G, 2], ``(Z1, Z2)`` at times
+    ``burn_in + k·grid_dt``, ``k < G``.
+    """
+    np.random.seed(seed)
+    L = counts.shape[0]
+    sq = math.sqrt(n)
+    nm1 = n * m1
+    nm2 = n * m2
+    arr_rate = n * lam
+    t = 0.0
+    t_end = burn_in + horizon
+    tb = horizon / n_batches
+    for b in range(n_batches):
+        for j in range(5):
+            batch_sums[b, j] = 0.0
+    G = grid.shape[0]
+    k = 0
+    next_grid = burn_in
+    events = 0
+    while True:
+        c1 = counts[1]
+        rate = arr_rate + c1
+        tau = -math.log(1.0 - np.random.random()) / rate
+        t_next = t + tau
+        if t_next > burn_in:
+            z1 = (c1 - nm1) / sq
+            z2 = (counts[2] - nm2) / sq
+            s = t if t > burn_in else burn_in
+            e = t_next if t_next < t_end else t_end
+            while s < e:
+                b = int((s - burn_in) / tb)
+                if b > n_batches - 1:
+                    b = n_batches - 1
+                while b < n_batches - 1 and burn_in + (b + 1) * tb <= s:
+                    b += 1  # floating-point rounding at a batch boundary
+                if b == n_batches - 1:
+                    pe = e
+                else:
+                    be = burn_in + (b + 1) * tb
+                    pe = e if e < be else be
+                w = pe - s
+                batch_sums[b, 0] += w * z1
+                batch_sums[b, 1] += w * z2
+                batch_sums[b, 2] += w * z1 * z1
+                batch_sums[b, 3] += w * z2 * z2
+                batch_sums[b, 4] += w * z1 * z2
+                s = pe
+            while k < G and next_grid < t_next:
+                grid[k, 0] = z1
+                grid[k, 1] = z2
+                k += 1
+                next_grid = burn_in + k * grid_dt
+        if t_next >= t_end:
+            break
+        t = t_next
+        events += 1
+        if np.random.random() * rate < arr_rate:
+            logv = math.log(np.random.random())
+            ell = 0
+            while ell + 1 < L and counts[ell + 1] > 0 and logp[counts[ell + 1]] > logv:
+                ell += 1
+            if ell + 1 >= L:
+                return OVERFLOW
+            counts[ell + 1] += 1
+        else:
+            kq = 1 + int(np.random.random() * c1)
+            if kq > c1:
+                kq = c1
+            ell = 1
+            while ell + 1 < L and counts[ell + 1] >= kq:
+                ell += 1
+            counts[ell] -= 1
+    return events
