@@ -211,7 +211,7 @@ MEASUREMENT_KEYS: dict[str, dict] = {
         replace=_bool,
         start=_start,
     ),
-    "mixing": dict(_GRID_NDL, start=_start, max_steps=_count),
+    "mixing": dict(_GRID_NDL, start=_start, max_steps=_count, burn_in=_count0, replace=_bool),
     "fluctuations": dict(
         n=_count,
         regime=_choice("a", "b", "c"),
@@ -678,8 +678,8 @@ def measure_simulate(params: dict, seed: np.random.SeedSequence) -> dict:
 def measure_mixing(params: dict, seed: np.random.SeedSequence) -> dict:
     """One replication of :func:`supermarket.mixing.coalescence` (MODEL.md §2, §6)."""
     coalescence = _import("mixing", "supermarket.mixing", "coalescence")
-    kw = {k: params[k] for k in ("start", "max_steps") if k in params}
-    res = coalescence(params["n"], params["d"], params["load"], seed=seed, replications=1, **kw)
+    kw = {k: params[k] for k in ("start", "max_steps", "burn_in", "replace") if k in params}
+    res = coalescence(params["n"], params["d"], params["load"], seed=seed, replications=1, workers=1, **kw)
     return res.to_dict()
 
 

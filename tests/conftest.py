@@ -1,0 +1,128 @@
+"""Shared fixtures: a real Dask cluster on loopback and headless Chromium.
+
+- ``dask_cluster``: starts ``dask scheduler`` and one ``dask worker`` (the CLI entry points
+  from the interpreter's bin directory) on 127.0.0.1 with free ports and no dashboard, as
+  subprocesses in their own process groups; yields the scheduler address and tears both down.
+- ``chromium``: the path of a headless Chromium; installs the Debian ``chromium`` package
+  with ``apt-get install -y chromium`` when none is found (CI runs as root); skips with the
+  reason only when it cannot be installed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_port(port: int, proc: subprocess.Popen, timeout: float, log: Path) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.returncode}: {log.read_text()[-2000:]}")
+        with socket.socket() as s:
+            s.settimeout(0.2)
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise RuntimeError(f"port {port} did not open within {timeout} s: {log.read_text()[-2000:]}")
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=10)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def dask_cluster(tmp_path_factory):
+    """Address ``tcp://127.0.0.1:PORT`` of a running scheduler with one worker (2 threads)."""
+    dask = BIN / "dask"
+    if not dask.exists():
+        pytest.skip(f"the dask CLI is not installed in {BIN} (install the 'dask' extra)")
+    logdir = tmp_path_factory.mktemp("dask")
+    port = free_port()
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    slog = logdir / "scheduler.log"
+    sched = subprocess.Popen([str(dask), "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                              "--no-dashboard"], stdout=open(slog, "wb"), stderr=subprocess.STDOUT,
+                             start_new_session=True, env=env)
+    procs = [sched]
+    try:
+        _wait_port(port, sched, 60, slog)
+        address = f"tcp://127.0.0.1:{port}"
+        wlog = logdir / "worker.log"
+        worker = subprocess.Popen([str(dask), "worker", address, "--host", "127.0.0.1", "--nworkers", "1",
+                                   "--nthreads", "2", "--no-dashboard", "--memory-limit", "0",
+                                   "--local-directory", str(logdir / "w")],
+                                  stdout=open(wlog, "wb"), stderr=subprocess.STDOUT,
+                                  start_new_session=True, env=env)
+        procs.append(worker)
+        from dask.distributed import Client
+
+        with Client(address, timeout="30s") as client:
+            client.wait_for_workers(1, timeout=60)
+        yield address
+    finally:
+        for p in reversed(procs):
+            _stop(p)
+
+
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
+
+
+def _find_chromium() -> str | None:
+    for name in CHROMIUM_NAMES:
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """Path of a Chromium that runs headless; installed with apt-get when missing."""
+    path = _find_chromium()
+    if path is None:
+        if shutil.which("apt-get") is None:
+            pytest.skip("Chromium is not installed and apt-get is not available to install it")
+        if os.geteuid() != 0:
+            pytest.skip("Chromium is not installed and installing it (apt-get install chromium) needs root")
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        res = subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", "chromium"],
+                             capture_output=True, text=True, env=env, timeout=900)
+        if res.returncode != 0:
+            upd = subprocess.run(["apt-get", "update"], capture_output=True, text=True, env=env, timeout=600)
+            res = subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", "chromium"],
+                                 capture_output=True, text=True, env=env, timeout=900)
+            if res.returncode != 0:
+                tail = (res.stderr or upd.stderr or "").strip().splitlines()
+                pytest.skip("Chromium could not be installed with apt-get"
+                            + (f": {tail[-1]}" if tail else ""))
+        path = _find_chromium()
+        if path is None:
+            pytest.skip("apt-get install chromium succeeded but no chromium executable was found")
+    return path
