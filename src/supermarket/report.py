@@ -163,7 +163,7 @@ def _profile_figure(points) -> Figure | None:
         if k is not None:
             q = th.linearised_q(int(r["d"]), lam, k)
             ax.plot(np.arange(1, k + 1), 1.0 - q, "x:", label="1 − q̃_i linearised (derived)")
-        ax.set_title(_param_label(r), fontsize=9)
+        ax.set_title(_param_label(r, ("n", "d", "load", "time_mode")), fontsize=9)
         ax.set_xlabel("level i")
         ax.set_ylabel("u_i")
         ax.set_ylim(-0.05, 1.05)

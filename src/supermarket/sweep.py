@@ -79,7 +79,8 @@ PARTS_DIR = "parts"
 # Columns whose values depend on the machine and the moment, not on the seeds.
 ID_COLUMNS = ("sweep", "task_id", "task_index", "point", "measurement", "replication", "replications",
               "seed", "point_hash", "status", "error")
-TIMING_COLUMNS = ("wall_seconds", "events_per_second", "elapsed_seconds", "seconds")
+TIMING_COLUMNS = ("wall_seconds", "wall_time", "events_per_second", "seconds", "sim_seconds",
+                  "sim_events_per_second", "limit_seconds")
 
 
 class SweepFileError(ValueError):
@@ -210,6 +211,7 @@ MEASUREMENT_KEYS: dict[str, dict] = {
         time_mode=_choice("discrete", "continuous"),
         replace=_bool,
         start=_start,
+        eps=lambda k, v: _real(k, v, minimum=1e-12, maximum=0.1),
     ),
     "mixing": dict(_GRID_NDL, start=_start, max_steps=_count, burn_in=_count0, replace=_bool),
     "fluctuations": dict(
@@ -223,6 +225,9 @@ MEASUREMENT_KEYS: dict[str, dict] = {
         time=_positive,
         burn_in=_nonneg,
         replace=_bool,
+        sde_paths=_count,
+        sde_time=_positive,
+        dt=_positive,
     ),
 }
 DETERMINISTIC = {"theory", "meanfield"}
@@ -669,10 +674,11 @@ def measure_meanfield(params: dict, seed: np.random.SeedSequence) -> dict:
 def measure_simulate(params: dict, seed: np.random.SeedSequence) -> dict:
     """One replication of :func:`supermarket.simulate.simulate` (MODEL.md §1–2, §5)."""
     simulate = _import("simulate", "supermarket.simulate", "simulate")
-    kw = {k: params[k] for k in ("steps", "time", "burn_in", "engine", "replace", "start", "time_mode")
+    kw = {k: params[k] for k in ("steps", "time", "burn_in", "engine", "replace", "start", "time_mode", "eps")
           if k in params}
-    res = simulate(params["n"], params["d"], params["load"], seed=seed, replications=1, workers=1, **kw)
-    return res.to_dict()
+    res = simulate(params["n"], params["d"], params["load"], seed=seed, replications=1, workers=1,
+                   progress=False, **kw)
+    return res.to_dict(per_replication=False)
 
 
 def measure_mixing(params: dict, seed: np.random.SeedSequence) -> dict:
@@ -684,11 +690,35 @@ def measure_mixing(params: dict, seed: np.random.SeedSequence) -> dict:
 
 
 def measure_fluctuations(params: dict, seed: np.random.SeedSequence) -> dict:
-    """One replication of the paper-002 fluctuation measurement (MODEL.md §8)."""
-    fn = _import("fluctuations", "supermarket.fluctuations", "fluctuations")
-    kw = {k: v for k, v in params.items() if k not in ("n", "regime")}
-    res = fn(params["regime"], params["n"], seed=seed, replications=1, **kw)
-    return res.to_dict()
+    """One replication of the paper-002 measurement (MODEL.md §8, limits derived): the exact
+    chain's scaled moments (``sim_*``), the limit diffusion's (``limit_*``: closed form in
+    regime (a), Euler–Maruyama in (b), (c)) and the finite-n linear noise at ``x^n``
+    (``lna_*``), from :mod:`supermarket.fluctuations`."""
+    regime_params = _import("fluctuations", "supermarket.fluctuations", "regime_params")
+    simulate_fluctuations = _import("fluctuations", "supermarket.fluctuations", "simulate_fluctuations")
+    limit_for = _import("fluctuations", "supermarket.fluctuations", "limit_for")
+    limit_closed_form = _import("fluctuations", "supermarket.fluctuations", "limit_closed_form")
+    lna_moments = _import("fluctuations", "supermarket.fluctuations", "lna_moments")
+    kw = {k: params[k] for k in ("kappa", "c", "zeta", "d", "theta", "replace") if k in params}
+    p = regime_params(params["regime"], params["n"], warn=False, **kw)
+    ss_sim, ss_lim = spawn_seeds(seed, 2)
+    sim = simulate_fluctuations(p, time=params.get("time", 200.0), burn_in=params.get("burn_in"),
+                                replications=1, seed=ss_sim, workers=1)
+    if p.regime == "a":
+        lim = limit_closed_form(p.limit["kappa"]).to_dict()
+        lim["method"] = "closed form (derived)"
+    else:
+        lim = limit_for(p, paths=params.get("sde_paths", 256), time=params.get("sde_time", 100.0),
+                        dt=params.get("dt", 1e-3), seed=ss_lim, workers=1).to_dict()
+        lim.pop("params", None)
+    out = {"d_n": p.d, "lambda_n": p.lam, "b_n": p.b_n, "kappa_n": p.kappa_n, "zeta_n": p.zeta_n,
+           "d_one_minus_lambda": p.d_one_minus_lambda, "coordinates": p.coordinates,
+           "warnings": list(p.warnings), "sim": sim.to_dict(), "limit": lim}
+    try:
+        out["lna"] = lna_moments(p).to_dict()
+    except (ValueError, np.linalg.LinAlgError) as exc:
+        out["lna_note"] = f"not available: {exc}"
+    return out
 
 
 MEASUREMENTS = {
@@ -711,7 +741,7 @@ def run_task(spec: dict) -> dict:
     seed = task_seed(spec["seed"], spec["point_hash"], spec["replication"])
     try:
         raw = MEASUREMENTS[spec["measurement"]](dict(params), seed)
-        result = _flatten(raw)
+        result = _flatten({k: v for k, v in raw.items() if k not in _DROP})
         status, error = "ok", None
     except Exception as exc:  # noqa: BLE001 - recorded, the sweep goes on
         result = {}
@@ -726,6 +756,10 @@ def run_task(spec: dict) -> dict:
             "result": result, "wall_seconds": wall}
 
 
+# result keys that repeat the task's own identity (one replication per task)
+_DROP = {"params", "replications", "per_replication"}
+
+
 def _row(task: Task, sweep: Sweep, rec: dict) -> dict:
     """The tidy row of a task: identity and parameters, then the measured values."""
     row = {"sweep": sweep.name, "task_id": task.task_id, "task_index": task.index, "point": task.point,
@@ -738,7 +772,7 @@ def _row(task: Task, sweep: Sweep, rec: dict) -> dict:
         row["load"] = float(task.params["load"])  # numbers in the table; the text is in the sidecar
     for k, v in rec["result"].items():
         if k in row:
-            if row[k] == v or k in ("params",):
+            if row[k] == v:
                 continue
             k = f"result_{k}"
         row[k] = v
@@ -924,7 +958,7 @@ def _connect(address: str, timeout: float):
     except ImportError as exc:  # pragma: no cover - dask is a dependency of the extra
         raise SchedulerError(f"--scheduler needs dask.distributed (pip install 'supermarket[dask]'): {exc}") from None
     try:
-        return Client(address, timeout=f"{timeout}s", set_as_default=False)
+        return Client(address, timeout=f"{timeout}s")
     except (OSError, TimeoutError) as exc:
         raise SchedulerError(f"cannot reach the Dask scheduler at {address} within {timeout:g} s "
                              f"({type(exc).__name__}); is `dask scheduler` running there?") from None
