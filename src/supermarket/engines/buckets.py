@@ -1,0 +1,126 @@
+"""Per-queue state with O(1) work per event (MODEL.md §2, "buckets").
+
+Queues are kept in an array ``perm`` sorted by length, longest first: position ``p``
+(0-based) holds a queue of length ``#{i : c_i > p}``, so the queues of length exactly ``ℓ``
+occupy the block of positions ``[c_{ℓ+1}, c_ℓ)`` (with ``c_0 = n``).  One step:
+
+- arrival: the joined length ``ℓ`` is drawn from the profile as in :mod:`.profile`
+  (``P(ℓ ≥ i) = P_i``); by exchangeability the joined queue is uniform among the queues of
+  length ``ℓ`` (MODEL.md §2): a uniform position of the block, swapped to the block's first
+  position, which then joins the block of length ``ℓ + 1`` (``c_{ℓ+1} += 1``);
+- potential departure: a uniform position ``K``; its queue has length ``ℓ = #{i : c_i > K}``;
+  if ``ℓ ≥ 1`` it is swapped to the last position of its block and ``c_ℓ −= 1``.
+
+Memory: one int32 queue identity per server (4 bytes per server).  ``perm`` says which
+queue has which length at every moment, so per-queue questions (a tagged queue, final
+lengths per server) are answered at the speed of the profile chain.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .profile import (
+    F_PARR, F_RATE, F_REC, I_CONT, I_N, S_TOP, S_TOTAL, STATUS_DONE, STATUS_EVENTS,
+    STATUS_GROW, STATUS_RECFULL, T_NEXT, T_NOW, _getp, _record_until, _set_level, _set_top,
+)
+from .rng import next_below, next_double
+
+__all__ = ["buckets_kernel", "lengths_by_queue", "MAX_N"]
+
+MAX_N = 2**31 - 1
+
+
+@njit(cache=True, nogil=True)
+def buckets_kernel(perm, c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, hi, gbad,
+                   rec_t, rec_c, rec_max, rec_tot, s, pi, pf, si, sf, t_stop, max_events):
+    """Run the bucket chain until ``t_stop`` or ``max_events`` events (arguments and return
+    value as :func:`.profile.profile_kernel`; ``perm`` = queue identities by position)."""
+    n = pi[I_N]
+    cont = pi[I_CONT] != 0
+    p_arr = pf[F_PARR]
+    rate = pf[F_RATE]
+    L = c.shape[0]
+    recording = pf[F_REC] > 0.0
+    events = 0
+    status = STATUS_DONE
+    while True:
+        if events >= max_events:
+            status = STATUS_EVENTS
+            break
+        top = si[S_TOP]
+        if top + 2 > L:
+            status = STATUS_GROW
+            break
+        t_next = sf[T_NEXT]
+        if t_next > t_stop:
+            if recording and not _record_until(t_stop, c, rec_t, rec_c, rec_max, rec_tot, pf, pi, si, sf):
+                status = STATUS_RECFULL
+                break
+            sf[T_NOW] = t_stop
+            break
+        if recording and not _record_until(t_next, c, rec_t, rec_c, rec_max, rec_tot, pf, pi, si, sf):
+            status = STATUS_RECFULL
+            break
+        now = t_next
+        sf[T_NOW] = now
+        u = next_double(s)
+        if u < p_arr:
+            U = u / p_arr
+            j = 0
+            pj = 0.0
+            while j < top:
+                pj = _getp(j, c[j], pi, tab, win, winbase)
+                if pj <= U:
+                    break
+                j += 1
+            # block of length-j queues: positions [c[j], c[j-1]) with c[-1] := n
+            first = c[j]
+            end = n if j == 0 else c[j - 1]
+            p = first + next_below(s, end - first)
+            q = perm[p]
+            perm[p] = perm[first]
+            perm[first] = q
+            if j == top:
+                pj = 0.0
+                _set_top(top + 1, now, maxtime, si, sf)
+            _set_level(j, first + 1, pj, now, c, stamp, area_c, area_P, pi, lo, hi, gbad, si, sf)
+            si[S_TOTAL] += 1
+        else:
+            K = next_below(s, n)
+            j = 0
+            while j < top and c[j] > K:
+                j += 1
+            if j > 0:
+                lv = j - 1
+                old = c[lv]
+                last = old - 1
+                q = perm[K]
+                perm[K] = perm[last]
+                perm[last] = q
+                pold = _getp(lv, old, pi, tab, win, winbase)
+                _set_level(lv, old - 1, pold, now, c, stamp, area_c, area_P, pi, lo, hi, gbad, si, sf)
+                if old == 1:
+                    _set_top(lv, now, maxtime, si, sf)
+                si[S_TOTAL] -= 1
+        if cont:
+            v = 1.0 - next_double(s)
+            sf[T_NEXT] = now - math.log(v) / rate
+        else:
+            sf[T_NEXT] = now + 1.0
+        events += 1
+    return events, status
+
+
+def lengths_by_queue(perm: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Queue-lengths vector indexed by queue identity from the sorted arrangement."""
+    n = perm.shape[0]
+    by_pos = np.zeros(n, dtype=np.int64)
+    for ci in counts:
+        by_pos[:ci] += 1
+    out = np.empty(n, dtype=np.int64)
+    out[perm] = by_pos
+    return out

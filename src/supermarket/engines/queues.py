@@ -1,0 +1,150 @@
+"""The per-queue chain exactly as paper 000 defines it (MODEL.md §1): the reference engine.
+
+State: ``x`` (int32, one entry per server, <= 4 bytes per server) plus the counts
+``c_i = #{j : x(j) >= i}`` kept alongside for the measurements (shared with
+:mod:`.profile`).  One step:
+
+- arrival (probability ``λ/(1+λ)``): a d-tuple ``(K_1, …, K_d)`` of servers, drawn with
+  replacement (i.i.d. uniform) or without (a uniformly random ordered sample of ``d``
+  distinct servers); the customer joins ``K_j`` for the least ``j`` with ``x(K_j)``
+  minimal.  Without replacement the set is drawn by Floyd's algorithm (a bit set of ``n``
+  bits marks chosen servers) and the first minimal entry of a uniformly ordered tuple is
+  taken as a uniform choice among the tied minimal entries (reservoir sampling): the same
+  law, in ``O(d)`` work;
+- potential departure: ``K`` uniform; if ``x(K) > 0`` it decreases by 1.
+
+Work per arrival is ``O(d)``.  Indices are exactly uniform (Lemire's method), so this
+engine is exact for ``n < 2^31``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .profile import (
+    F_PARR, F_RATE, F_REC, I_CONT, I_D, I_N, I_REP, S_TOP, S_TOTAL, STATUS_DONE, STATUS_EVENTS,
+    STATUS_GROW, STATUS_RECFULL, T_NEXT, T_NOW, _getp, _record_until, _set_level, _set_top,
+)
+from .rng import next_below, next_double
+
+__all__ = ["queues_kernel", "bitset_words", "MAX_N"]
+
+MAX_N = 2**31 - 1
+
+
+def bitset_words(n: int, replace: bool) -> int:
+    """Words of the scratch bit set (only sampling without replacement needs one)."""
+    return 1 if replace else (n + 63) // 64
+
+
+@njit(cache=True, nogil=True)
+def queues_kernel(x, bits, scratch, c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, hi, gbad,
+                  rec_t, rec_c, rec_max, rec_tot, s, pi, pf, si, sf, t_stop, max_events):
+    """Run the per-queue chain until time ``t_stop`` or ``max_events`` events (see
+    :func:`.profile.profile_kernel` for the arguments and the return value); ``x`` holds
+    the queue lengths, ``bits`` a zeroed bit set of ``n`` bits (``replace=False``) and
+    ``scratch`` room for ``d`` indices when ``d < n/64``."""
+    n = pi[I_N]
+    d = pi[I_D]
+    rep = pi[I_REP] != 0
+    cont = pi[I_CONT] != 0
+    p_arr = pf[F_PARR]
+    rate = pf[F_RATE]
+    L = c.shape[0]
+    recording = pf[F_REC] > 0.0
+    small = scratch.shape[0] >= d
+    one = np.uint64(1)
+    events = 0
+    status = STATUS_DONE
+    while True:
+        if events >= max_events:
+            status = STATUS_EVENTS
+            break
+        top = si[S_TOP]
+        if top + 2 > L:
+            status = STATUS_GROW
+            break
+        t_next = sf[T_NEXT]
+        if t_next > t_stop:
+            if recording and not _record_until(t_stop, c, rec_t, rec_c, rec_max, rec_tot, pf, pi, si, sf):
+                status = STATUS_RECFULL
+                break
+            sf[T_NOW] = t_stop
+            break
+        if recording and not _record_until(t_next, c, rec_t, rec_c, rec_max, rec_tot, pf, pi, si, sf):
+            status = STATUS_RECFULL
+            break
+        now = t_next
+        sf[T_NOW] = now
+        u = next_double(s)
+        if u < p_arr:
+            best = np.int64(2**62)
+            arg = -1
+            if rep:
+                for _ in range(d):
+                    K = next_below(s, n)
+                    xl = np.int64(x[K])
+                    if xl < best:  # strict: ties go to the first minimal entry
+                        best = xl
+                        arg = K
+            else:
+                ties = 0
+                cnt = 0
+                for jj in range(n - d, n):  # Floyd's algorithm
+                    t = next_below(s, jj + 1)
+                    w = t >> 6
+                    b = one << np.uint64(t & 63)
+                    if bits[w] & b:
+                        t = jj
+                        w = t >> 6
+                        b = one << np.uint64(t & 63)
+                    bits[w] |= b
+                    if small:
+                        scratch[cnt] = t
+                        cnt += 1
+                    xl = np.int64(x[t])
+                    if xl < best:
+                        best = xl
+                        arg = t
+                        ties = 1
+                    elif xl == best:
+                        ties += 1
+                        if next_below(s, ties) == 0:
+                            arg = t
+                if small:
+                    for r in range(cnt):
+                        t = scratch[r]
+                        bits[t >> 6] = np.uint64(0)
+                else:
+                    bits[:] = np.uint64(0)
+            ell = best
+            x[arg] = np.int32(ell + 1)
+            if ell == top:
+                pold = 0.0
+                _set_top(top + 1, now, maxtime, si, sf)
+            else:
+                pold = _getp(ell, c[ell], pi, tab, win, winbase)
+            _set_level(ell, c[ell] + 1, pold, now, c, stamp, area_c, area_P, pi, lo, hi, gbad, si, sf)
+            si[S_TOTAL] += 1
+        else:
+            K = next_below(s, n)
+            ell = np.int64(x[K])
+            if ell > 0:
+                x[K] = np.int32(ell - 1)
+                lv = ell - 1
+                old = c[lv]
+                pold = _getp(lv, old, pi, tab, win, winbase)
+                _set_level(lv, old - 1, pold, now, c, stamp, area_c, area_P, pi, lo, hi, gbad, si, sf)
+                if old == 1:
+                    _set_top(lv, now, maxtime, si, sf)
+                si[S_TOTAL] -= 1
+        if cont:
+            v = 1.0 - next_double(s)
+            sf[T_NEXT] = now - math.log(v) / rate
+        else:
+            sf[T_NEXT] = now + 1.0
+        events += 1
+    return events, status

@@ -1,0 +1,87 @@
+"""xoshiro256** random numbers for the numba kernels.
+
+The state is a ``uint64`` array of 4 words, owned by the caller, so a run can be split into
+chunks (for a progress bar, Ctrl-C, growing buffers) without changing a single number:
+the same seed gives the same stream however the run is cut.  Seeding goes through
+SplitMix64 from one 63-bit integer (``model.seed_to_uint64`` of a ``SeedSequence``).
+
+Reference: D. Blackman and S. Vigna, "Scrambled linear pseudorandom number generators",
+ACM TOMS 47 (2021); the algorithm is the public-domain ``xoshiro256starstar.c``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["new_state", "next_u64", "next_double", "next_below", "seed_state"]
+
+_M64 = 0xFFFFFFFFFFFFFFFF
+TWO_M53 = 1.0 / 9007199254740992.0  # 2**-53
+
+
+def new_state(seed: int) -> np.ndarray:
+    """A fresh xoshiro256** state (4 uint64 words) from an integer seed, via SplitMix64."""
+    x = int(seed) & _M64
+    out = np.empty(4, dtype=np.uint64)
+    for i in range(4):
+        x = (x + 0x9E3779B97F4A7C15) & _M64
+        z = x
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+        out[i] = z ^ (z >> 31)
+    if not out.any():  # the all-zero state is the one forbidden state
+        out[0] = 1
+    return out
+
+
+seed_state = new_state
+
+
+@njit(cache=True)
+def _rotl(x, k):
+    return (x << np.uint64(k)) | (x >> np.uint64(64 - k))
+
+
+@njit(cache=True)
+def next_u64(s):
+    """Next 64-bit output; advances the state array ``s`` in place."""
+    s0 = s[0]
+    s1 = s[1]
+    s2 = s[2]
+    s3 = s[3]
+    result = _rotl(s1 * np.uint64(5), 7) * np.uint64(9)
+    t = s1 << np.uint64(17)
+    s2 ^= s0
+    s3 ^= s1
+    s1 ^= s2
+    s0 ^= s3
+    s2 ^= t
+    s3 = _rotl(s3, 45)
+    s[0] = s0
+    s[1] = s1
+    s[2] = s2
+    s[3] = s3
+    return result
+
+
+@njit(cache=True)
+def next_double(s):
+    """Uniform on ``{0, 2^-53, …, 1 − 2^-53}`` (53 random bits)."""
+    return np.float64(next_u64(s) >> np.uint64(11)) * TWO_M53
+
+
+@njit(cache=True)
+def next_below(s, n):
+    """Exactly uniform integer in ``0..n-1`` for ``1 <= n < 2^32`` (Lemire's method)."""
+    nn = np.uint64(n)
+    x = next_u64(s) >> np.uint64(32)
+    m = x * nn
+    low = m & np.uint64(0xFFFFFFFF)
+    if low < nn:
+        thresh = (np.uint64(0x100000000) - nn) % nn
+        while low < thresh:
+            x = next_u64(s) >> np.uint64(32)
+            m = x * nn
+            low = m & np.uint64(0xFFFFFFFF)
+    return np.int64(m >> np.uint64(32))
