@@ -82,7 +82,7 @@ __all__ = [
 
 KEYS = ("mean_z1", "mean_z2", "var_z1", "var_z2", "cov_z1z2")
 DERIVED_NOTE = ("The limit diffusions of paper 002 and their parametrisation are derived for this "
-                "project (MODEL.md §8, [derived]), not quoted theorems.")
+                "project (MODEL.md §8 marks them derived), not quoted theorems.")
 
 # d_n(1−λ_n) must be large for a single Brownian motion (MODEL.md §8): below this we warn.
 LARGE_D_ONE_MINUS_LAMBDA = 10.0
@@ -284,7 +284,7 @@ def regime_b(n, c=1.0, zeta=0.0, *, replace=False, warn=True) -> RegimeParams:
 
 
 def regime_c(n, zeta=1.0, *, d=None, replace=False, centring="c_n", warn=True) -> RegimeParams:
-    """Regime (c), ``d_n/√n → ∞`` (MODEL.md §8, derived), reflected limit.
+    """Regime (c), ``d_n/√n → ∞`` (MODEL.md §8, derived), reflected limit; ``ζ > 0``.
 
     ``d`` defaults to ``n`` (JSQ when sampling without replacement).  ``centring="c_n"``:
     ``λ_n = c_n − ζ/√n``, ``Q = √n(G_1 − c_n)`` (MODEL.md's coordinates; ``E Q = −ζ``
@@ -292,7 +292,7 @@ def regime_c(n, zeta=1.0, *, d=None, replace=False, centring="c_n", warn=True) -
     which equals the former in the limit when ``d_n/(√n log n) → ∞``.
     """
     n = check_int("n", n, minimum=4)
-    zeta = _real("zeta", zeta)
+    zeta = _positive_zeta(zeta)
     replace = _check_replace(replace)
     if centring not in ("c_n", "one"):
         raise ValueError(f"centring must be 'c_n' or 'one'; got {centring!r}")
@@ -313,6 +313,14 @@ def regime_c(n, zeta=1.0, *, d=None, replace=False, centring="c_n", warn=True) -
             f"√n(1 − c_n) small (<= {SMALL_SQRT_N_GAP:g})", gap, gap <= SMALL_SQRT_N_GAP,
             "reading ζ as √n(1−λ_n) and centring at 1 needs d_n/(√n log n) → ∞"))
     return _emit(_build("c", n, d, lam, replace, centring, {"zeta": zeta}, extra), warn)
+
+
+def _positive_zeta(zeta) -> float:
+    z = _real("zeta", zeta)
+    if z <= 0:
+        raise ValueError(f"zeta must be > 0 in regime (c): the reflected limit (Q <= 0, Q + Y with drift "
+                         f"−ζ − Q) has no stationary law for ζ <= 0; got {zeta!r}")
+    return z
 
 
 def regime_params(regime, n, *, kappa=None, c=None, zeta=None, d=None, theta=0.25,
@@ -469,7 +477,7 @@ def simulate_fluctuations(p: RegimeParams, *, time=200.0, burn_in=None, replicat
     Exact in law (MODEL.md §1–2): holding times ``Exp(nλ + c_1)``, arrivals join the
     shortest of ``d_n`` sampled queues (without replacement unless ``p.replace``).  Each
     replication starts at the rounded centre ``n x^n``, runs ``burn_in`` (default
-    ``max(20, time/10)``) then ``time`` time units; moments are time averages (weighted by
+    ``max(20, time/10)``, and at least ``5/ζ²`` in (c)) then ``time`` time units; moments are time averages (weighted by
     holding times) with batch-means standard errors over ``batches`` batches per
     replication.  Replication ``r`` uses child ``r`` of ``seed``: identical results for any
     ``workers``.
@@ -479,7 +487,8 @@ def simulate_fluctuations(p: RegimeParams, *, time=200.0, burn_in=None, replicat
     if not isinstance(p, RegimeParams):
         raise TypeError("p must be a RegimeParams (from regime_a, regime_b or regime_c)")
     time = check_positive_float("time", time)
-    burn_in = max(20.0, time / 10) if burn_in is None else _nonneg("burn_in", burn_in)
+    burn_in = (_default_burn_in(p.regime, p.limit.get("zeta"), max(20.0, time / 10)) if burn_in is None
+               else _nonneg("burn_in", burn_in))
     R = check_positive_int("replications", replications)
     batches = check_int("batches", batches, minimum=2)
     grid_dt = check_positive_float("grid_dt", grid_dt)
@@ -518,6 +527,13 @@ def simulate_fluctuations(p: RegimeParams, *, time=200.0, burn_in=None, replicat
                           events=int(events.sum()), seconds=secs, moments=mom,
                           t=np.arange(G) * grid_dt, grid=grid, lags=np.arange(L + 1) * grid_dt,
                           acf_z1=a1, acf_z2=a2, acf_z1_se=s1, acf_z2_se=s2)
+
+
+def _default_burn_in(regime, zeta, base: float) -> float:
+    """Burn-in: ``base``, and in (c) at least ``5/ζ²`` (relaxation grows like ``ζ^{-2}``)."""
+    if regime == "c" and zeta:
+        return max(base, 5.0 / zeta ** 2)
+    return base
 
 
 def _nonneg(name, value) -> float:
@@ -567,19 +583,24 @@ class LimitSDE:
     def to_dict(self) -> dict:
         return {"regime": self.regime, "params": self.params, "paths": self.paths, "time": self.time,
                 "burn_in": self.burn_in, "dt": self.dt, "seconds": self.seconds, "max_q": self.max_q,
-                "method": "Euler–Maruyama" + (", reflection by projection" if self.regime == "c" else ""),
+                "method": "Euler–Maruyama" + (f", reflection by {self.params.get('reflection')}"
+                                               if self.regime == "c" else ""),
                 **self.moments.to_dict()}
 
 
 SDE_CHUNK = 32  # paths per kernel call (chunk j gets child j of the seed)
 
 
-def limit_sde(regime, *, kappa=None, c=None, zeta=None, paths=256, time=100.0, burn_in=20.0,
-              dt=1e-3, record_paths=8, grid_dt=0.05, max_lag=10.0, seed=0, workers=None) -> LimitSDE:
+def limit_sde(regime, *, kappa=None, c=None, zeta=None, paths=256, time=100.0, burn_in=None,
+              dt=1e-3, record_paths=8, grid_dt=0.05, max_lag=10.0, seed=0, workers=None,
+              reflection="projection") -> LimitSDE:
     """Simulate the limit diffusion of ``regime`` (MODEL.md §8, derived) with many paths.
 
     (a): ``kappa``; (b): ``c``, ``zeta``; (c): ``zeta`` (reflected at ``Q <= 0`` by projection,
-    the projected amount added to ``Y``).  Each path runs ``burn_in`` then ``time`` with step
+    the projected amount added to ``Y``; ``reflection="bridge"`` pushes instead by the
+    maximum of the free path over the step, sampled from its Brownian bridge, which removes
+    the ``O(√dt)`` bias of projection).  Each path runs ``burn_in`` (default 20, and at least
+    ``5/ζ²`` in (c), whose relaxation slows down as ``ζ → 0``) then ``time`` with step
     ``dt``; the moments are averages of the per-path time averages, with standard errors
     from their spread over the (independent) paths.  Chunk ``j`` of 32 paths uses child
     ``j`` of ``seed``: identical results for any ``workers``.  The Euler–Maruyama bias is
@@ -598,14 +619,19 @@ def limit_sde(regime, *, kappa=None, c=None, zeta=None, paths=256, time=100.0, b
         z0 = (-zeta, math.exp(-c * zeta) if -c * zeta < 50 else 1.0)
         params = {"c": c, "zeta": zeta}
     elif regime == "c":
-        zeta = _real("zeta", zeta)
-        kind, p1, p2, z0 = KIND_C, 0.0, zeta, (min(-zeta, 0.0), 1.0)
+        zeta = _positive_zeta(zeta)
+        kind, p1, p2, z0 = KIND_C, 0.0, zeta, (-zeta, 1.0 / zeta)
         params = {"zeta": zeta}
     else:
         raise ValueError(f"regime must be 'a', 'b' or 'c'; got {regime!r}")
+    if reflection not in ("projection", "bridge"):
+        raise ValueError(f"reflection must be 'projection' or 'bridge'; got {reflection!r}")
+    bridge = reflection == "bridge"
+    if regime == "c":
+        params["reflection"] = reflection
     P = check_int("paths", paths, minimum=2)
     time = check_positive_float("time", time)
-    burn_in = _nonneg("burn_in", burn_in)
+    burn_in = _default_burn_in(regime, zeta, 20.0) if burn_in is None else _nonneg("burn_in", burn_in)
     dt = check_positive_float("dt", dt)
     grid_dt = check_positive_float("grid_dt", grid_dt)
     rec_every = max(1, int(round(grid_dt / dt)))
@@ -628,7 +654,7 @@ def limit_sde(regime, *, kappa=None, c=None, zeta=None, paths=256, time=100.0, b
         r_lo, r_hi = min(lo, Rp), min(lo + size, Rp)
         buf = np.zeros((r_hi - r_lo, G, 2))
         em_paths(kind, p1, p2, z0[0], z0[1], dt, n_burn, n_steps, rec_every, seeds[i],
-                 sums[lo:lo + size], buf, maxq[lo:lo + size])
+                 sums[lo:lo + size], buf, maxq[lo:lo + size], bridge)
         rec[r_lo:r_hi] = buf
 
     t0 = _time.perf_counter()
@@ -746,15 +772,17 @@ class Comparison:
 
 
 def compare(p: RegimeParams, *, time=200.0, burn_in=None, replications=1, seed=0, workers=None,
-            sde_paths=256, sde_time=100.0, sde_burn_in=20.0, dt=1e-3, grid_dt=0.05) -> Comparison:
+            sde_paths=256, sde_time=100.0, sde_burn_in=None, dt=1e-3, grid_dt=0.05,
+            reflection="projection") -> Comparison:
     """The simulated stationary moments at ``p`` beside (i) the limit diffusion matched at
     ``p`` (Euler–Maruyama; for (a) also the closed form) and (ii) the finite-n LNA at
     ``x^n`` (MODEL.md §8; the limits are derived)."""
     ss = spawn_seeds(seed, 2)
     sim = simulate_fluctuations(p, time=time, burn_in=burn_in, replications=replications, seed=ss[0],
                                 workers=workers, grid_dt=grid_dt)
-    lim = limit_for(p, paths=sde_paths, time=sde_time, burn_in=sde_burn_in, dt=dt, seed=ss[1],
-                    workers=workers, grid_dt=grid_dt)
+    extra = {"reflection": reflection} if p.regime == "c" else {}
+    lim = limit_for(p, paths=sde_paths, time=sde_time, burn_in=sde_burn_in, dt=dt, seed=ss[1], record_paths=min(32, sde_paths),
+                    workers=workers, grid_dt=grid_dt, **extra)
     try:
         lna = lna_moments(p)
         note = "meanfield.lna(at='centre'): covariance of √n(G − x^n), mean √n(x^n − m)"

@@ -10,7 +10,11 @@ step ``h`` (one Brownian motion, entering the first coordinate only):
 - ``KIND_C`` (regime (c), ``p2 = ζ``): reflected at ``Q <= 0`` by projection: the
   unconstrained step ``Q* = Q + (−ζ − Q + Y)h + √(2h)ξ`` is projected to ``min(Q*, 0)`` and
   the projected amount ``ΔU = max(Q*, 0)`` is added to ``Y``:
-  ``Y ← Y + ΔU − Y h`` (``dY = dU − Y dt``).
+  ``Y ← Y + ΔU − Y h`` (``dY = dU − Y dt``).  Projection misses the excursions above 0
+  inside a step, a bias of order ``√h`` in the pushing ``U``.  With ``bridge=True`` the
+  amount pushed is instead the maximum of the free path over the step given its end points
+  (a Brownian bridge, sampled exactly: ``M = (a + b + √((a−b)² − 4h log V))/2``), Lépingle's
+  (1995) scheme, exact for reflected Brownian motion with drift frozen over the step.
 
 After ``n_burn`` steps each path integrates (left-point rule, weight ``h``) the five
 functionals ``Z1, Z2, Z1², Z2², Z1·Z2`` over ``n_steps`` steps; the per-path time averages
@@ -38,7 +42,7 @@ KIND_C = 2
 
 @njit(cache=True, nogil=True)
 def em_paths(kind, p1, p2, z1_0, z2_0, h, n_burn, n_steps, rec_every, seed,
-             path_sums, rec, max_q):
+             path_sums, rec, max_q, bridge=False):
     """Advance ``path_sums.shape[0]`` paths from ``(z1_0, z2_0)``; fill the outputs.
 
     ``path_sums``: float64[P, 5] time integrals after burn-in; ``rec``: float64[R, G, 2]
@@ -82,7 +86,14 @@ def em_paths(kind, p1, p2, z1_0, z2_0, h, n_burn, n_steps, rec_every, seed,
                 n2 = z2 + (ex - z2) * h
             else:
                 q = z1 + (-p2 - z1 + z2) * h + sh * xi
-                du = q if q > 0.0 else 0.0
+                if bridge:
+                    # maximum of the free path over the step, given its end points
+                    # (Brownian bridge with variance 2h): P(M > m) = exp(−(m−a)(m−b)/h)
+                    v = 1.0 - np.random.random()
+                    mx = 0.5 * (z1 + q + math.sqrt((z1 - q) ** 2 - 4.0 * h * math.log(v)))
+                    du = mx if mx > 0.0 else 0.0
+                else:
+                    du = q if q > 0.0 else 0.0
                 n1 = q - du
                 n2 = z2 + du - z2 * h
             z1 = n1

@@ -1,0 +1,239 @@
+"""Tests of the paper-002 fluctuations (MODEL.md §8; the limits are derived).
+
+Independent facts checked: the regime-(a) closed form solves the Lyapunov equation of the
+linear SDE; the d = 1 chain is n independent M/M/1 queues (exact Bernoulli moments); the
+flow-balance identity E G_1 = λ (so E Z_1 = 0 in (a) and E Q = −ζ in (b), (c)); the
+finite-n LNA of the mean-field module; the fixed point π(i) = λ^{(d^i−1)/(d−1)}.
+Statistical checks use fixed seeds and 4.5 standard errors.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+
+import numpy as np
+import pytest
+from scipy.linalg import solve_continuous_lyapunov
+
+from supermarket import fluctuations as fl
+from supermarket.theory import fixed_point
+
+TOL = 4.5
+
+
+def quiet(fn, *a, **k):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fl.RegimeWarning)
+        return fn(*a, **k)
+
+
+def assert_close(est: fl.Moments, ref: fl.Moments, keys=fl.KEYS, tol=TOL):
+    for k in keys:
+        se2 = est.stderr[k] ** 2 + ((ref.stderr or {}).get(k, 0.0) ** 2)
+        diff = getattr(est, k) - getattr(ref, k)
+        assert abs(diff) <= tol * math.sqrt(se2), (k, getattr(est, k), getattr(ref, k), math.sqrt(se2))
+
+
+# ----------------------------------------------------------------- closed forms, centre
+@pytest.mark.parametrize("kappa", [0.1, 1.0, 3.0, 25.0])
+def test_closed_form_a_solves_lyapunov(kappa):
+    A = np.array([[-(1 + kappa), 1.0], [kappa, -1.0]])
+    S = solve_continuous_lyapunov(A, -np.diag([2.0, 0.0]))
+    m = fl.limit_closed_form(kappa)
+    np.testing.assert_allclose(S, [[m.var_z1, m.cov_z1z2], [m.cov_z1z2, m.var_z2]], rtol=1e-12)
+
+
+def test_centre_with_replacement_is_the_fixed_point():
+    x = fl.centre(10**6, 3, 0.9, replace=True, levels=5)
+    np.testing.assert_allclose(x, fixed_point(3, 0.9, 5), rtol=1e-12)
+
+
+def test_centre_without_replacement_matches_meanfield():
+    from supermarket.meanfield import near_equilibrium_centre
+
+    x = fl.centre(1000, 7, 0.8, replace=False, levels=4)
+    np.testing.assert_allclose(x, near_equilibrium_centre(1000, 7, 0.8, replace=False, levels=4), rtol=1e-9)
+    # without replacement the sampled queues are distinct: P_n(x) < x^d
+    assert x[1] < 0.8 ** 8
+
+
+def test_parametrisations():
+    p = quiet(fl.regime_a, 10**4, 2.0, d=10)
+    assert p.d == 10 and math.isclose(p.d * p.lam ** p.d, 2.0, rel_tol=1e-12)
+    assert quiet(fl.regime_a, 10**8, 1.0, theta=0.25).d == 100
+    b = quiet(fl.regime_b, 10**4, 1.5, 0.7)
+    assert b.d == 150 and math.isclose(math.sqrt(b.n) * b.c_n ** b.d, 1.0, rel_tol=1e-12)
+    assert math.isclose(b.zeta_n, 0.7, rel_tol=1e-9)
+    c = quiet(fl.regime_c, 10**4, 2.0, centring="one")
+    assert c.d == 10**4 and math.isclose(c.lam, 0.98) and c.m == (1.0, 0.0)
+    z1, z2 = fl.scaled(c, 0.97, 0.01)
+    assert math.isclose(z1, -3.0) and math.isclose(z2, 1.0)
+
+
+# ----------------------------------------------------------------- bad input
+def test_bad_input_raises_naming_parameter():
+    with pytest.raises(ValueError, match="kappa"):
+        fl.regime_a(10**4, 10.0, d=10)  # κ >= d gives λ >= 1
+    with pytest.raises(ValueError, match="kappa"):
+        fl.regime_a(10**4, -1.0)
+    with pytest.raises(ValueError, match="theta"):
+        fl.regime_a(10**4, 1.0, theta=0.5)
+    with pytest.raises(ValueError, match="zeta"):
+        fl.regime_b(10**4, 1.0, 200.0)
+    with pytest.raises(ValueError, match="c must"):
+        fl.regime_b(100, 0.01, 0.0)
+    with pytest.raises(ValueError, match="zeta must be > 0"):
+        fl.regime_c(10**4, 0.0)
+    with pytest.raises(ValueError, match="zeta must be > 0"):
+        fl.limit_sde("c", zeta=-1.0)
+    with pytest.raises(ValueError, match="d must"):
+        fl.regime_c(100, 1.0, d=101)
+    with pytest.raises(TypeError, match="n must be an integer"):
+        fl.regime_a(1e4, 1.0)
+    with pytest.raises(ValueError, match="regime"):
+        fl.regime_params("d", 100)
+    with pytest.raises(ValueError, match="regime \\(a\\) takes kappa"):
+        fl.regime_params("a", 100, zeta=1.0)
+    with pytest.raises(ValueError, match="reflection"):
+        fl.limit_sde("c", zeta=1.0, reflection="mirror")
+
+
+def test_small_d_one_minus_lambda_warns_and_names_condition():
+    with pytest.warns(fl.RegimeWarning, match=r"d_n\(1−λ_n\) large"):
+        p = fl.regime_a(10**4, 1.0, d=10)
+    assert any("d_n(1−λ_n)" in w for w in p.warnings)
+    with pytest.warns(fl.RegimeWarning, match=r"d_n/√n large"):
+        fl.regime_c(10**4, 1.0, d=200)
+    # deep in regime (a) with d(1−λ) large: only the conditions that fail are reported
+    p = quiet(fl.regime_a, 10**12, 1.0, d=10**5)
+    assert p.d_one_minus_lambda > 10 and not any("d_n(1−λ_n)" in w for w in p.warnings)
+
+
+# ----------------------------------------------------------------- the exact chain
+@pytest.mark.parametrize("replace", [False, True])
+def test_d1_chain_is_independent_mm1(replace):
+    # d = 1: n independent M/M/1 queues, so 1{x >= 1}, 1{x >= 2} are Bernoulli(λ), (λ²):
+    # Var Z1 = λ(1−λ), Var Z2 = λ²(1−λ²), Cov = λ²(1−λ); here Q = √n(G1 − 1), Y = √n G2.
+    p = quiet(fl.regime_c, 100, 5.0, d=1, centring="one", replace=replace)
+    lam = p.lam
+    assert lam == 0.5
+    sim = fl.simulate_fluctuations(p, time=3000.0, burn_in=20.0, replications=2, seed=7, batches=20)
+    ref = fl.Moments(mean_z1=-5.0, mean_z2=10 * lam ** 2, var_z1=lam * (1 - lam),
+                     var_z2=lam ** 2 * (1 - lam ** 2), cov_z1z2=lam ** 2 * (1 - lam))
+    assert_close(sim.moments, ref)
+
+
+def test_results_do_not_depend_on_workers():
+    p = quiet(fl.regime_b, 400, 1.0, 0.5)
+    a = fl.simulate_fluctuations(p, time=20.0, replications=3, seed=11, workers=1)
+    b = fl.simulate_fluctuations(p, time=20.0, replications=3, seed=11, workers=3)
+    assert a.moments == b.moments and np.array_equal(a.grid, b.grid)
+    s1 = fl.limit_sde("b", c=1.0, zeta=0.5, paths=70, time=5.0, burn_in=1.0, seed=3, workers=1)
+    s2 = fl.limit_sde("b", c=1.0, zeta=0.5, paths=70, time=5.0, burn_in=1.0, seed=3, workers=2)
+    assert s1.moments == s2.moments
+
+
+def test_regime_a_matches_finite_n_lna():
+    # the issue's case: κ = 1, n = 10^4, d = 10 (d(1−λ) ≈ 2: warns; the LNA keeps level-2 noise)
+    p = quiet(fl.regime_a, 10**4, 1.0, d=10)
+    sim = fl.simulate_fluctuations(p, time=400.0, replications=4, seed=2)
+    lna = fl.lna_moments(p)
+    assert_close(sim.moments, lna, keys=("var_z1", "var_z2", "cov_z1z2"))
+    # E G1 = λ exactly (MODEL §7), so E Z1 = 0 exactly
+    assert abs(sim.moments.mean_z1) <= TOL * sim.moments.stderr["mean_z1"]
+    # the autocorrelation of Z1 follows the LNA's e^{Jτ}W
+    lags = sim.lags[[10, 20, 40]]
+    ref1, _ = fl.lna_acf(p, lags)
+    got = sim.acf_z1[[10, 20, 40]]
+    se = sim.acf_z1_se[[10, 20, 40]]
+    assert np.all(np.abs(got - ref1) <= TOL * se + 0.02), (got, ref1, se)
+
+
+def test_flow_balance_mean_q_regime_b_sim_and_sde():
+    p = quiet(fl.regime_b, 10**4, 1.0, 0.5)
+    sim = fl.simulate_fluctuations(p, time=400.0, replications=2, seed=4)
+    assert abs(sim.moments.mean_z1 + 0.5) <= TOL * sim.moments.stderr["mean_z1"]
+    sde = fl.limit_for(p, paths=128, time=50.0, burn_in=10.0, dt=2e-3, seed=5)
+    assert abs(sde.moments.mean_z1 + 0.5) <= TOL * sde.moments.stderr["mean_z1"]
+
+
+@pytest.mark.parametrize("reflection", ["projection", "bridge"])
+def test_reflected_sde_stays_below_zero_and_balances_flow(reflection):
+    for zeta in (0.3, 1.0):  # small ζ pushes hard against the boundary
+        sde = fl.limit_sde("c", zeta=zeta, paths=64, time=60.0, dt=2e-3, seed=1,
+                           reflection=reflection)
+        assert sde.max_q <= 0.0
+        assert np.all(sde.grid[:, :, 0] <= 0.0)
+        assert abs(sde.moments.mean_z1 + zeta) <= TOL * sde.moments.stderr["mean_z1"]
+
+
+def test_flow_balance_mean_q_regime_c_sim():
+    p = quiet(fl.regime_c, 2500, 1.0)  # d = n, Q = √n(G1 − c_n)
+    sim = fl.simulate_fluctuations(p, time=600.0, replications=2, seed=6)
+    assert abs(sim.moments.mean_z1 + 1.0) <= TOL * sim.moments.stderr["mean_z1"]
+
+
+def test_sde_a_matches_closed_form_and_acf():
+    sde = fl.limit_sde("a", kappa=1.0, paths=256, time=60.0, burn_in=10.0, dt=1e-3, seed=8,
+                       record_paths=32)
+    assert_close(sde.moments, fl.limit_closed_form(1.0))
+    idx = [10, 20, 40]
+    r1, r2 = fl.limit_acf_a(1.0, sde.lags[idx])
+    assert np.all(np.abs(sde.acf_z1[idx] - r1) <= TOL * sde.acf_z1_se[idx] + 0.01)
+    assert np.all(np.abs(sde.acf_z2[idx] - r2) <= TOL * sde.acf_z2_se[idx] + 0.01)
+
+
+# ----------------------------------------------------------------- CLI
+def test_cli_json_and_errors():
+    from click.testing import CliRunner
+
+    from supermarket.cli import main
+
+    r = CliRunner().invoke(main, ["fluctuations", "--regime", "a", "--n", "1e3", "--kappa", "1",
+                                  "--time", "20", "--sde-paths", "32", "--sde-time", "5", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout if hasattr(r, "stdout") else r.output)
+    for part in ("sim", "limit", "lna"):
+        for k in fl.KEYS:
+            assert k in out[part] and k in out[part]["stderr"] if out[part]["stderr"] else k in out[part]
+    assert out["d_n"] == 5 and "derived" in out["derived"].lower()
+    assert any("d_n(1−λ_n)" in w for w in out["warnings"])
+    bad = CliRunner().invoke(main, ["fluctuations", "--regime", "a", "--n", "1e4", "--kappa", "50", "--d", "10"])
+    assert bad.exit_code == 2
+    bad = CliRunner().invoke(main, ["fluctuations", "--regime", "b", "--n", "1e4", "--kappa", "1"])
+    assert bad.exit_code == 2
+
+
+# ----------------------------------------------------------------- slow
+@pytest.mark.slow
+def test_regime_a_approaches_limit_as_n_grows():
+    limit = fl.limit_closed_form(1.0).var_z1
+    rows = []
+    for n, seed in ((10**4, 1), (10**6, 2)):
+        p = quiet(fl.regime_a, n, 1.0)  # d = ⌊n^{1/4}⌋ = 10, 31
+        sim = fl.simulate_fluctuations(p, time=1500.0, replications=2, seed=seed)
+        assert_close(sim.moments, fl.lna_moments(p), keys=("var_z1", "var_z2", "cov_z1z2"))
+        rows.append((sim.moments.var_z1, sim.moments.stderr["var_z1"]))
+    (v1, s1), (v2, s2) = rows
+    assert abs(v2 - limit) < abs(v1 - limit) - TOL * math.hypot(s1, s2) * 0.5
+
+
+@pytest.mark.slow
+def test_jsq_matches_reflected_diffusion():
+    beta = 1.0
+    p = quiet(fl.regime_c, 10**4, beta, centring="one")  # d = n: JSQ; √n(1−λ) = β
+    sim = fl.simulate_fluctuations(p, time=4000.0, replications=4, seed=9, batches=10)
+    sde = fl.limit_sde("c", zeta=beta, paths=256, time=200.0, burn_in=30.0, dt=5e-4, seed=10,
+                       reflection="bridge")
+    assert_close(sim.moments, sde.moments)
+
+
+@pytest.mark.slow
+def test_scaling_n_to_the_minus_half():
+    rows = fl.scaling((10**3, 10**4, 10**5, 10**6), time=150.0, seed=3)
+    sds = [r.sd_g1 for r in rows]
+    assert all(a > 2.5 * b for a, b in zip(sds, sds[1:]))  # falls like n^{-1/2} (factor √10)
+    for r in rows:  # while √n sd(G1) stays at the LNA's order-one value
+        assert abs(r.sqrt_n_sd_g1 - r.lna_sqrt_n_sd_g1) <= TOL * r.sqrt_n_sd_g1_se
