@@ -415,46 +415,53 @@ def _integrate(d, lam, n, replace, y0, T, t_eval, method, rtol, atol):
 # =========================================================================== fixed points
 def fixed_point_newton(d, lam, levels=None, *, n=None, replace=True, start=None,
                        tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS,
-                       max_iter: int = 200) -> np.ndarray:
-    """Root of the truncated drift ``f(u) = 0`` by damped Newton iteration (MODEL.md §3).
+                       max_iter: int = 500) -> np.ndarray:
+    """Root of the truncated drift ``f(u) = 0`` by Newton's method (MODEL.md §3).
 
     A generic solver that does not use the closed form; tests compare it with
-    :func:`supermarket.theory.fixed_point`.  The Newton step solves the tridiagonal system
-    with the analytic Jacobian.  ``start`` defaults to the profile ``u_i = λ^i``-like guess
-    ``min(λ, ·)`` below; the iteration keeps ``u`` in [0, 1].
+    :func:`supermarket.theory.fixed_point`.  Globalised by pseudo-transient continuation:
+    each step solves ``(I/τ − J) δ = f`` with the analytic tridiagonal Jacobian ``J``
+    (an implicit Euler step of the ODE, which is globally attracted to the fixed point), and
+    ``τ`` grows as the residual falls (switched evolution relaxation), so the last steps are
+    pure Newton steps with quadratic convergence.  ``start`` defaults to the empty profile.
     """
     d = check_positive_int("d", d)
     lam = check_load(lam)
     n = _check_n(n, d, replace)
     L = (check_positive_int("levels", levels, maximum=max_levels) if levels is not None
          else levels_needed(d, lam, tol, max_levels))
+    max_iter = check_positive_int("max_iter", max_iter)
     pn = n if not replace else None
     if start is None:
-        # crude guess: the empty queue's path after a while; monotone, far from the answer
-        u = lam ** np.arange(1, L + 1, dtype=float)
+        u = np.zeros(L)
     else:
         u = check_profile(start, "start").copy()
         if u.size != L:
             raise ValueError(f"start has {u.size} levels but levels={L}")
+    f = drift(u, d, lam, n=pn, replace=replace)
+    fnorm = float(np.max(np.abs(f)))
+    tau = 1.0
     for _ in range(max_iter):
-        f = drift(u, d, lam, n=pn, replace=replace)
+        if fnorm == 0.0:
+            break
         diag, sub, sup = _jac_bands(u, d, lam, pn, replace)
         ab = np.zeros((3, L))
-        ab[0, 1:] = sup
-        ab[1] = diag
-        ab[2, :-1] = sub
-        step = sla.solve_banded((1, 1), ab, -f)
-        # damping: keep the iterate in [0, 1] and the residual decreasing
-        fnorm = np.max(np.abs(f))
-        alpha = 1.0
-        while True:
-            trial = np.clip(u + alpha * step, 0.0, 1.0)
-            if np.max(np.abs(drift(trial, d, lam, n=pn, replace=replace))) < fnorm or alpha < 1e-6:
+        ab[0, 1:] = -sup
+        ab[1] = 1.0 / tau - diag
+        ab[2, :-1] = -sub
+        step = sla.solve_banded((1, 1), ab, f)
+        u_new = np.clip(u + step, 0.0, 1.0)
+        f_new = drift(u_new, d, lam, n=pn, replace=replace)
+        fn_new = float(np.max(np.abs(f_new)))
+        if fn_new < 10.0 * fnorm or tau < 1e-12:
+            # accept; grow τ by the residual ratio (bounded) so that it tends to pure Newton
+            tau = min(tau * 2.0 * min(max(fnorm / max(fn_new, 1e-300), 0.1), 1e3), 1e300)
+            change = float(np.max(np.abs(u_new - u)))
+            u, f, fnorm = u_new, f_new, fn_new
+            if tau > 1e8 and change <= 1e-14:
                 break
-            alpha *= 0.5
-        u = trial
-        if np.max(np.abs(alpha * step)) <= 1e-15 or fnorm == 0.0:
-            break
+        else:
+            tau *= 0.25
     return u
 
 

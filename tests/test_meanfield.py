@@ -1,0 +1,309 @@
+"""Tests of the mean-field theory (MODEL.md §3 and §8) against independent facts.
+
+Independent facts used: the closed-form fixed point; the exact identity
+d/dt Σ u_i = λ − u_1; the d = 1 independent M/M/1 covariance; the exact stationary law of
+the profile chain for tiny n (solved here as a sparse linear system); exact binomials;
+closed-form pieces of the d = ∞ water-filling ODE; rmftool when installed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from supermarket import meanfield as mf
+from supermarket import theory as th
+
+
+# --------------------------------------------------------------------------- ODE
+def test_ode_long_time_limit_equals_closed_form():
+    for d, lam, start in [(2, 0.9, "empty"), (3, 0.7, "customers:5"), (1, 0.5, "empty")]:
+        sol = mf.solve_meanfield(d, lam, T=600, start=start, t_eval=[0.0, 600.0])
+        assert sol.success
+        pi = th.fixed_point(d, lam, sol.levels)
+        assert np.max(np.abs(sol.final - pi)) < 1e-10, (d, lam, start)
+
+
+@pytest.mark.parametrize("method", ["Radau", "BDF", "LSODA"])
+def test_mass_balance_along_solution(method):
+    # d/dt Σ_i u_i = λ − u_1 (every arrival adds, every departure removes one customer)
+    lam = 0.9
+    t = np.linspace(0.0, 20.0, 4001)
+    sol = mf.solve_meanfield(2, lam, T=20.0, start="customers:4", t_eval=t, method=method)
+    total = sol.u.sum(axis=1)
+    rhs = lam - sol.u[:, 0]
+    # trapezoid integral of the right-hand side, error O(h^2) ~ 1e-7 here
+    integral = np.concatenate(([0.0], np.cumsum(0.5 * (rhs[1:] + rhs[:-1]) * np.diff(t))))
+    assert np.max(np.abs(total - total[0] - integral)) < 2e-6
+    assert sol.top_level_max <= sol.tol
+
+
+def test_automatic_levels_grow_for_long_queues():
+    # every queue starts with 30 customers: levels above 30 fill transiently
+    sol = mf.solve_meanfield(2, 0.9, T=5.0, start="customers:30")
+    assert sol.levels > 31
+    assert sol.top_level_max <= sol.tol
+    assert np.all(np.diff(sol.u, axis=1) <= 1e-12)  # profile stays non-increasing
+
+
+def test_empty_start_is_monotone_and_below_fixed_point():
+    sol = mf.solve_meanfield(3, 0.95, T=50.0)
+    pi = th.fixed_point(3, 0.95, sol.levels)
+    assert np.all(sol.u <= pi + 1e-10)
+    assert np.all(np.diff(sol.u, axis=0) >= -1e-10)
+
+
+def test_extreme_parameters_finite_and_sensible():
+    lam = 1 - 1e-9
+    sol = mf.solve_meanfield(10**6, lam, T=100.0)
+    assert sol.success and np.all(np.isfinite(sol.u))
+    assert np.all((sol.u >= 0) & (sol.u <= 1))
+    assert np.all(np.diff(sol.u, axis=1) <= 1e-12)
+    pi = th.fixed_point(10**6, lam, sol.levels)
+    # approaches the fixed point from below (monotone from empty)
+    assert np.all(sol.final <= pi + 1e-12)
+    assert sol.final[0] > 0.999
+    # the fixed point is the exact root of the drift there too
+    newton = mf.fixed_point_newton(10**6, lam, levels=sol.levels)
+    assert np.max(np.abs(newton - pi)) < 1e-10
+    r = mf.refined_mean_field(10**6, lam)
+    assert np.all(np.isfinite(r.V)) and abs(r.V[0]) < 1e-6 * max(1.0, np.abs(r.V).max())
+    c = mf.lna(10**6, lam)
+    assert np.all(np.isfinite(c.covariance))
+    assert np.all(np.linalg.eigvalsh(c.covariance) > -1e-9 * np.abs(c.covariance).max())
+
+
+def test_d1_near_one_refused_with_levels_message():
+    with pytest.raises(ValueError, match="levels"):
+        mf.solve_meanfield(1, 1 - 1e-9, T=1.0)
+
+
+def test_replace_false_limit_is_the_centre():
+    n, d, lam = 30, 4, 0.9
+    x = mf.near_equilibrium_centre(n, d, lam, replace=False)
+    sol = mf.solve_meanfield(d, lam, T=400.0, n=n, replace=False, levels=x.size + 2, t_eval=[0, 400.0])
+    assert np.max(np.abs(sol.final[: x.size] - x)) < 1e-10
+
+
+# --------------------------------------------------------------------------- validation
+@pytest.mark.parametrize("bad, level", [([0.5, 0.7], "level 2"), ([1.0, 0.5, 0.6, 0.1], "level 3"),
+                                        ([0.5, 1.2], "level 2"), ([-0.1], "level 1"),
+                                        ([0.5, float("nan")], "level 2")])
+def test_bad_start_profile_names_first_offending_level(bad, level):
+    with pytest.raises(ValueError, match=level):
+        mf.solve_meanfield(2, 0.9, T=1.0, start=np.array(bad))
+
+
+@pytest.mark.parametrize("T", [0, -1.0, float("inf"), float("nan")])
+def test_bad_time(T):
+    with pytest.raises(ValueError, match="T"):
+        mf.solve_meanfield(2, 0.9, T=T)
+
+
+def test_bad_params():
+    with pytest.raises(TypeError, match="d"):
+        mf.solve_meanfield(2.5, 0.9, T=1.0)
+    with pytest.raises(ValueError, match="load"):
+        mf.solve_meanfield(2, 1.0, T=1.0)
+    with pytest.raises(ValueError, match="method"):
+        mf.solve_meanfield(2, 0.9, T=1.0, method="RK45")
+    with pytest.raises(ValueError, match="n"):
+        mf.lna(2, 0.9, at="centre")
+    with pytest.raises(ValueError, match="d must be <= n"):
+        mf.near_equilibrium_centre(3, 5, 0.9, replace=False)
+
+
+# --------------------------------------------------------------------------- fixed points
+@pytest.mark.parametrize("d, lam", [(1, 0.6), (2, 0.9), (2, 0.99), (5, 0.999), (100, 1 - 1e-6)])
+def test_newton_equals_closed_form(d, lam):
+    x = mf.fixed_point_newton(d, lam)
+    pi = th.fixed_point(d, lam, x.size)
+    # the drift's Jacobian has condition number ~ 1/(1−λ): round-off allows ~1e-16/(1−λ)
+    assert np.max(np.abs(x - pi)) < max(1e-12, 1e-15 / (1 - lam))
+
+
+def test_known_values_sum_pi_and_sum_V():
+    r = mf.refined_mean_field(2, 0.9)
+    assert r.pi.sum() == pytest.approx(2.35265, abs=5e-6)
+    assert r.V.sum() == pytest.approx(3.986, abs=1e-3)
+    assert r.mean_queue_length(100) == pytest.approx(r.pi.sum() + r.V.sum() / 100)
+    assert abs(r.V[0]) < 1e-12  # E[u_1] = λ exactly for every n
+
+
+def test_sample_prob_without_replacement_is_the_binomial_ratio():
+    n, d = 50, 7
+    for c in range(0, n + 1):
+        p = mf.sample_prob(np.array([c / n]), d, n=n, replace=False)[0]
+        assert p == pytest.approx(math.comb(c, d) / math.comb(n, d), rel=1e-12, abs=1e-300)
+    # derivatives against central differences at non-integer points
+    u = np.array([0.4, 0.73, 0.95])
+    h = 1e-6
+    for order in (1, 2):
+        num = (mf.sample_prob(u + h, d, n=n, replace=False, order=order - 1)
+               - mf.sample_prob(u - h, d, n=n, replace=False, order=order - 1)) / (2 * h)
+        ana = mf.sample_prob(u, d, n=n, replace=False, order=order)
+        assert np.allclose(num, ana, rtol=1e-6)
+
+
+def test_centre_with_replacement_is_pi_and_without_is_newton_root():
+    x = mf.near_equilibrium_centre(1000, 3, 0.95)
+    assert np.allclose(x, th.fixed_point(3, 0.95, x.size), rtol=1e-13, atol=0)
+    n, d, lam = 200, 10, 0.98
+    xn = mf.near_equilibrium_centre(n, d, lam, replace=False)
+    root = mf.fixed_point_newton(d, lam, levels=xn.size, n=n, replace=False)
+    assert np.max(np.abs(root - xn)) < 1e-12
+    # without replacement there are fewer collisions: x^n_2 = λ P_n(λ) < λ^{d+1}
+    assert xn[1] < lam ** (d + 1)
+    # and as n grows P_n -> x^d
+    big = mf.near_equilibrium_centre(10**7, d, lam, replace=False, levels=3)
+    assert np.allclose(big, th.fixed_point(d, lam, 3), rtol=1e-4)
+
+
+# --------------------------------------------------------------------------- d = ∞
+def test_dinf_first_piece_is_the_closed_form():
+    # every queue has 3 customers: levels 1, 2 stay full, u_3 falls at rate 1−λ until it
+    # reaches 1−λ at t = λ/(1−λ); then level 2 starts to empty
+    lam = 0.9
+    t = np.linspace(0, 8.9, 90)
+    sol = mf.solve_dinf(lam, T=8.9, start="customers:3", t_eval=t)
+    assert np.allclose(sol.u[:, 2], 1 - (1 - lam) * t, atol=1e-12)
+    assert np.all(sol.u[:, :2] == 1.0)
+    full = mf.solve_dinf(lam, T=30.0, start="customers:3")
+    assert full.events[0][0] == pytest.approx(lam / (1 - lam), abs=1e-9)
+    assert full.events[0][1] == 1
+
+
+def test_dinf_fixed_point_and_mass_balance():
+    lam = 0.8
+    start = np.array([1.0, 0.7, 0.2])
+    far = mf.solve_dinf(lam, T=60.0, start=start, t_eval=[0.0, 60.0])
+    assert np.allclose(far.final, [lam, 0, 0, 0][: far.levels], atol=1e-10)
+    t = np.linspace(0, 30, 1501)
+    sol = mf.solve_dinf(lam, T=30.0, start=start, t_eval=t)
+    total = sol.u.sum(axis=1)
+    rhs = lam - sol.u[:, 0]
+    integral = np.concatenate(([0.0], np.cumsum(0.5 * (rhs[1:] + rhs[:-1]) * np.diff(t))))
+    assert np.max(np.abs(total - total[0] - integral)) < 1e-5
+
+
+def test_finite_d_approaches_dinf():
+    lam = 0.9
+    t = np.array([0.0, 1.0, 3.0, 9.5, 12.0, 20.0, 25.0])
+    ref = mf.solve_dinf(lam, T=25.0, start="customers:3", t_eval=t)
+    errs = []
+    for d in (10, 100, 1000, 10**4):
+        sol = mf.solve_meanfield(d, lam, T=25.0, start="customers:3", t_eval=t, rtol=1e-8, atol=1e-12)
+        u = np.zeros_like(sol.u)
+        k = min(ref.levels, sol.levels)
+        u[:, :k] = sol.u[:, :k]
+        err = max(np.abs(u[:, :k] - ref.u[:, :k]).max(), np.abs(sol.u[:, k:]).max(initial=0.0))
+        errs.append(err)
+    assert all(b < a for a, b in zip(errs, errs[1:])), errs
+    assert errs[-1] < 2e-3
+
+
+def test_solve_meanfield_dispatches_inf():
+    a = mf.solve_meanfield("inf", 0.9, T=5.0, start="customers:2")
+    b = mf.solve_dinf(0.9, T=5.0, start="customers:2")
+    assert np.array_equal(a.u, b.u)
+
+
+# --------------------------------------------------------------------------- LNA
+@pytest.mark.parametrize("lam", [0.5, 0.8])
+def test_lna_d1_is_the_independent_mm1_covariance(lam):
+    # d = 1: queues are independent M/M/1, P(X >= i) = λ^i, and
+    # Cov(√n u_i, √n u_j) = λ^{max(i,j)} − λ^{i+j}
+    res = mf.lna(1, lam)
+    i = np.arange(1, res.levels + 1)
+    exact = lam ** np.maximum.outer(i, i) - lam ** np.add.outer(i, i)
+    assert np.max(np.abs(res.covariance - exact)) < 1e-11
+
+
+def test_lna_centre_with_replacement_equals_fixed_point():
+    a = mf.lna(3, 0.9, n=500, at="centre")
+    b = mf.lna(3, 0.9)
+    assert np.allclose(a.covariance, b.covariance, rtol=1e-12, atol=1e-15)
+    c = mf.lna(3, 0.9, n=50, at="centre", replace=False)
+    assert c.covariance.shape == (c.levels, c.levels)
+    assert np.all(np.linalg.eigvalsh(c.covariance) > -1e-12)
+
+
+# --------------------------------------------------------------------------- exact small n
+def _exact_profile_mean(n, d, lam, K):
+    """E[u_i] of the stationary profile chain (MODEL.md §2), queues truncated at length K."""
+    states = list(itertools.combinations_with_replacement(range(K + 1), n))
+    index = {s: k for k, s in enumerate(states)}
+    rows, cols, vals = [], [], []
+    for k, s in enumerate(states):
+        lengths = np.array(s)
+        u = np.array([(lengths >= i).sum() / n for i in range(K + 2)])  # u_0 .. u_{K+1}
+        P = u ** d
+        for ell in range(K):  # arrival joins a queue of length ell (lost beyond K)
+            rate = n * lam * (P[ell] - P[ell + 1])
+            if rate > 0:
+                new = list(s)
+                new[new.index(ell)] = ell + 1
+                rows.append(k), cols.append(index[tuple(sorted(new))]), vals.append(rate)
+        for ell in range(1, K + 1):
+            rate = n * (u[ell] - u[ell + 1])
+            if rate > 0:
+                new = list(s)
+                new[new.index(ell)] = ell - 1
+                rows.append(k), cols.append(index[tuple(sorted(new))]), vals.append(rate)
+    m = len(states)
+    Q = sp.csr_matrix((vals, (rows, cols)), shape=(m, m))
+    Q = Q - sp.diags(np.asarray(Q.sum(axis=1)).ravel())
+    A = Q.T.tolil()
+    A[0, :] = np.ones(m)
+    b = np.zeros(m)
+    b[0] = 1.0
+    p = spla.spsolve(A.tocsc(), b)
+    U = np.array([[(np.array(s) >= i).sum() / n for i in range(1, K + 1)] for s in states])
+    return p @ U
+
+
+def test_refined_mean_field_against_exact_small_n():
+    # queues truncated at K = 11: changing K to 13 moves E[u_i] by < 1e-6 here, far below
+    # the O(1/n^2) ~ 1e-2 differences compared
+    d, lam, K = 2, 0.5, 11
+    r = mf.refined_mean_field(d, lam, levels=16)
+    errs_mf, errs_rmf = [], []
+    for n in (3, 4, 5):
+        exact = _exact_profile_mean(n, d, lam, K)
+        assert exact[0] == pytest.approx(lam, abs=1e-6)  # E[u_1] = λ exactly (up to truncation)
+        errs_mf.append(np.abs(exact - r.pi[:K]).sum())
+        errs_rmf.append(np.abs(exact - r.mean(n)[:K]).sum())
+    # the plain mean field is off by O(1/n), the refined one by O(1/n^2)
+    for n, e1, e2 in zip((3, 4, 5), errs_mf, errs_rmf):
+        assert e2 < 0.35 * e1, (n, e1, e2)
+    ratio_mf = errs_mf[0] / errs_mf[-1]
+    ratio_rmf = errs_rmf[0] / errs_rmf[-1]
+    assert ratio_mf == pytest.approx(5 / 3, rel=0.25)
+    assert ratio_rmf > 2.0  # ~ (5/3)^2 = 2.78
+
+
+def test_refined_mean_field_matches_rmftool():
+    rmf = pytest.importorskip("rmftool")
+    L, lam, d = 8, 0.7, 2
+    ddpp = rmf.DDPP()
+    for i in range(L):
+        e = np.zeros(L)
+        e[i] = 1
+        if i == 0:
+            ddpp.add_transition(e, lambda x: lam * (1 - x[0] ** d))
+        else:
+            ddpp.add_transition(e, lambda x, i=i: lam * (x[i - 1] ** d - x[i] ** d))
+        if i < L - 1:
+            ddpp.add_transition(-e, lambda x, i=i: x[i] - x[i + 1])
+        else:
+            ddpp.add_transition(-e, lambda x, i=i: x[i])
+    ddpp.set_initial_state(np.zeros(L))
+    pi_r, V_r, _ = ddpp.meanFieldExpansionSteadyState(order=1)
+    ours = mf.refined_mean_field(d, lam, levels=L)
+    assert np.max(np.abs(ours.pi - pi_r)) < 1e-8
+    assert np.max(np.abs(ours.V - V_r)) < 1e-6
