@@ -1,0 +1,113 @@
+"""CLI `supermarket meanfield`: JSON keys and values, plots, exit codes, one-line errors (issue 4)."""
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from supermarket.cli import main
+
+
+def run(args):
+    return CliRunner().invoke(main, args, catch_exceptions=False)
+
+
+def test_json_fixed_point_refined_covariance():
+    r = run(["meanfield", "--d", "2", "--load", "0.9", "--n", "100", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    fp = out["fixed_point"]
+    L = len(fp)
+    assert fp[0] == 0.9 and fp[1] == pytest.approx(0.9 ** 3, rel=1e-14)
+    assert out["mean_queue_length"] == pytest.approx(2.35265, abs=5e-6)
+    ref = out["refined"]
+    assert len(ref["V"]) == L
+    assert sum(ref["V"]) == pytest.approx(3.986, abs=1e-3)
+    assert ref["mean_queue_length"] == pytest.approx(sum(fp) + sum(ref["V"]) / 100, rel=1e-14)
+    cov = np.array(out["covariance"])
+    assert cov.shape == (L, L)
+    assert np.allclose(cov, cov.T)
+    assert "trajectory" not in out
+
+
+def test_json_trajectory():
+    r = run(["meanfield", "--d", "3", "--load", "0.8", "--time", "5", "--points", "11",
+             "--start", "customers:2", "--json"])
+    assert r.exit_code == 0, r.output
+    tr = json.loads(r.stdout)["trajectory"]
+    assert len(tr["t"]) == 11 and tr["t"][0] == 0.0 and tr["t"][-1] == 5.0
+    u = np.array(tr["u"])
+    assert u.shape[0] == 11
+    assert np.all(u[0, :2] == 1.0) and np.all(u[0, 2:] == 0.0)
+
+
+def test_d1_covariance_is_mm1():
+    r = run(["meanfield", "--d", "1", "--load", "0.5", "--n", "10", "--json"])
+    out = json.loads(r.stdout)
+    cov = np.array(out["covariance"])
+    i = np.arange(1, cov.shape[0] + 1)
+    exact = 0.5 ** np.maximum.outer(i, i) - 0.5 ** np.add.outer(i, i)
+    assert np.max(np.abs(cov - exact)) < 1e-11
+
+
+def test_dinf():
+    r = run(["meanfield", "--d", "inf", "--load", "0.9", "--time", "9", "--points", "10",
+             "--start", "customers:3", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["fixed_point"] == [0.9] and out["mean_queue_length"] == 0.9
+    u = np.array(out["trajectory"]["u"])
+    t = np.array(out["trajectory"]["t"])
+    assert np.allclose(u[:, 2], 1 - 0.1 * t, atol=1e-12)
+
+
+def test_extreme_parameters():
+    r = run(["meanfield", "--d", "1e6", "--load", "0.999999999", "--n", "1e7", "--time", "10",
+             "--points", "3", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert all(np.isfinite(out["refined"]["V"]))
+    assert np.all(np.isfinite(np.array(out["trajectory"]["u"])))
+
+
+def test_without_replacement_centre():
+    r = run(["meanfield", "--d", "5", "--load", "0.9", "--n", "20", "--without-replacement", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    c = out["centre"]
+    assert c[0] == 0.9
+    # x_2 = λ C(20·0.9, 5)/C(20, 5) = 0.9 · C(18,5)/C(20,5)
+    assert c[1] == pytest.approx(0.9 * 8568 / 15504, rel=1e-12)
+    assert np.array(out["covariance"]).shape == (len(c), len(c))
+
+
+def test_human_output_and_plots(tmp_path):
+    r = run(["meanfield", "--d", "2", "--load", "0.9", "--n", "50", "--time", "3", "--points", "4",
+             "--plot", str(tmp_path / "traj.png")])
+    assert r.exit_code == 0, r.output
+    assert "Σπ(i)" in r.output and "ΣV" in r.output and "trajectory" in r.output
+    assert (tmp_path / "traj.png").read_bytes()[:4] == b"\x89PNG"
+    r = run(["meanfield", "--d", "2", "--n", "50", "--plot", str(tmp_path / "fp.png")])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "fp.png").stat().st_size > 1000
+
+
+@pytest.mark.parametrize("args, word", [
+    (["--time", "-1"], "--time"),
+    (["--time", "0"], "--time"),
+    (["--time", "inf"], "--time"),
+    (["--time", "nan"], "--time"),
+    (["--d", "0"], "--d"),
+    (["--d", "2.5"], "--d"),
+    (["--load", "1"], "--load"),
+    (["--n", "0"], "--n"),
+    (["--start", "bogus", "--time", "1"], "start"),
+    (["--without-replacement"], "--n"),
+    (["--d", "30", "--n", "10", "--without-replacement"], "d"),
+])
+def test_bad_input_one_line_exit_2(args, word):
+    r = run(["meanfield"] + args)
+    assert r.exit_code == 2
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and word in lines[0], r.stderr
