@@ -417,7 +417,8 @@ def parse_sweep(text: str, path: str = "<sweep>") -> Sweep:
         raise SweepFileError(path, sorted(errors, key=_line_of))
     if not tasks:
         raise SweepFileError(path, ["the grid is empty: no task to run"])
-    canon_all = {"format": FORMAT_VERSION, "seed": seed, "replications": replications, "runs": blocks}
+    canon_all = {"format": FORMAT_VERSION, "name": str(name), "seed": seed, "replications": replications,
+                 "runs": blocks}
     return Sweep(path=path, text=text, text_sha256=hashlib.sha256(text.encode()).hexdigest(),
                  sweep_sha256=_canonical_hash(canon_all), name=str(name), seed=seed,
                  tasks=tuple(tasks), blocks=tuple(blocks))
@@ -1079,7 +1080,8 @@ def _run_pool(todo, nw, finished, report):
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn")  # no fork of a process with threads (rich, numba)
-    with cf.ProcessPoolExecutor(max_workers=nw, mp_context=ctx) as pool:
+    pool = cf.ProcessPoolExecutor(max_workers=nw, mp_context=ctx)
+    try:
         futs = {pool.submit(run_task, t.spec()): t for t in todo}
         pending = len(futs)
         report(min(nw, pending))
@@ -1093,6 +1095,11 @@ def _run_pool(todo, nw, finished, report):
             finished(rec)
             pending -= 1
             report(min(nw, pending))
+    except BaseException:
+        # interrupted (Ctrl-C): finished tasks are on disk; do not wait for the others
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
 def _run_dask(todo, client, finished, report):

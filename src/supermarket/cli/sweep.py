@@ -39,7 +39,7 @@ def _progress_printer(label: str):
 
 @click.command()
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), required=True,
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output directory: results.parquet, sweep.json, parts/. Run the same command "
                    "again to resume.")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
@@ -80,6 +80,8 @@ def sweep(file, out, workers, scheduler, max_tasks, connect_timeout, check, as_j
         else:
             click.echo(f"{file}: valid; {spec.points} grid points, {len(spec.tasks)} tasks")
         return
+    if out is None:
+        raise click.UsageError("--out DIR is required (the directory for results.parquet and sweep.json)")
     update, stop = _progress_printer(spec.name)
     t0 = time.perf_counter()
     try:
