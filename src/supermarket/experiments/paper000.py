@@ -1,0 +1,709 @@
+"""The experiments of paper 000 at sizes a laptop can run (MODEL.md §4, §5, §6).
+
+``run(out_dir, quick=False, seed=0, workers=None)`` writes, for each experiment, a table
+(``E*.csv`` and ``E*.json``), a figure (``E*.png``) and a short Markdown summary
+(``E*.md``), plus ``summary.md`` with every claim and what the runs show:
+
+- **E1 equilibrium** (MODEL.md §4, §5): ``λ = 1 − n^{−α}``, ``d = ⌊n^β⌋``.  For ``α/β``
+  not an integer: the maximum queue length against ``k = ⌈α/β⌉`` (and ``k_{λ,d}``, and the
+  reconstructed hypothesis "largest k with nπ(k) >= 1"), the fraction of queues of length
+  ``k`` against ``1 − 2n^{−α+(k−1)β}``, the counts of shorter queues against
+  ``n(1−λ)(λd)^{j−1}``, the share of time in ``N^ε``.  For ``α/β`` an integer (``n`` chosen
+  so that ``n^β`` is an integer and ``1/(1−λ) = d^k`` exactly): the maximum is ``k`` or
+  ``k+1``.
+- **E2 mixing scaling** (MODEL.md §6): coalescence time from the rounded fixed point (a good
+  state) with a stationary copy, against ``k d^{k−1} n log n`` and ``d^{k−1} n``, log-log,
+  with fitted slopes.
+- **E3 bad starts** (MODEL.md §6): from ``‖x‖₁ = g n`` and from one queue of length ``ℓ``,
+  against ``(1−λ)^{−1} g n`` and ``ℓ n``.
+- **E4 power of two choices** (MODEL.md §3): the equilibrium maximum for ``d = 1`` against
+  ``log n / log(1/λ)``, and for ``d = 2, 3`` against ``log log n / log d``.
+
+Equilibrium statistics come from the profile chain run by the coupling kernel with one copy
+(:func:`supermarket.mixing.coupled_run`), started at the rounded fixed point, with batch
+means for standard errors; mixing times from :func:`supermarket.mixing.coalescence`.  The
+papers' orders are taken with constant 1.  Quick mode runs in under 3 minutes on 2 cores;
+full mode prints its expected duration first.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .. import mixing as mx
+from .. import theory as th
+from ..model import as_seed_sequence, check_int, spawn_seeds
+from ..states import lengths_from_counts
+
+__all__ = ["run", "e1_equilibrium", "e2_mixing_scaling", "e3_bad_starts", "e4_power_of_choices",
+           "equilibrium", "good_set_mask", "expected_steps"]
+
+RATE_STEPS_PER_S = 7.0e6  # effective steps/s per core measured on a quick run (kernel + overheads)
+BATCHES = 8
+
+
+# =========================================================================== helpers
+def _progress(msg: str) -> None:
+    """One progress line on stderr (only when stderr is a terminal)."""
+    if sys.stderr.isatty():
+        print(f"[paper000] {msg}", file=sys.stderr, flush=True)
+
+
+def _jsonable(obj):
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (np.floating, float)):
+        x = float(obj)
+        return x if math.isfinite(x) else None
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    return obj
+
+
+def _write_table(out: Path, name: str, rows: list[dict], meta: dict) -> None:
+    cols: list[str] = []
+    for r in rows:
+        for k in r:
+            if k not in cols:
+                cols.append(k)
+    with open(out / f"{name}.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=cols)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (json.dumps(_jsonable(v)) if isinstance(v, (list, dict, tuple)) else _jsonable(v))
+                        for k, v in r.items()})
+    with open(out / f"{name}.json", "w") as fh:
+        json.dump(_jsonable({"meta": meta, "rows": rows}), fh, indent=2)
+
+
+def _plt():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _fit_slope(x, y):
+    """Least-squares slope and intercept of log y against log x."""
+    lx, ly = np.log(np.asarray(x, float)), np.log(np.asarray(y, float))
+    if lx.size < 2 or np.ptp(lx) == 0:
+        return float("nan"), float("nan")
+    b, a = np.polyfit(lx, ly, 1)
+    return float(b), float(a)
+
+
+def _fmt(x, digits=3):
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "—"
+    if isinstance(x, str):
+        return x
+    return f"{x:.{digits}g}"
+
+
+# =========================================================================== equilibrium
+def _equilibrium_task(args):
+    n, d, lam, steps, burn_in, levels, snapshots, ss = args
+    seeds = spawn_seeds(ss, BATCHES + 1)
+    per = max(steps // BATCHES, 1)
+    every = max(per // max(snapshots // BATCHES, 1), 1)
+    state = "fixed-point"
+    rows = []
+    for b in range(BATCHES):
+        run = mx.coupled_run(n, d, lam, [state], steps=per, seed=seeds[b],
+                             burn_in=burn_in if b == 0 else 0, time_average=True, track_max=True,
+                             record_every=every, record_levels=levels)
+        prof = np.zeros(levels + 1)
+        mp = run.mean_profile[0][: levels + 1]
+        prof[: mp.size] = mp
+        share = run.max_queue_share[0]
+        rows.append((prof, share, run.records_counts[0] if run.records_counts is not None else None))
+        state = lengths_from_counts(run.final_counts[0], n)
+    return rows
+
+
+def good_set_mask(snaps, n, d, lam, eps, k) -> np.ndarray:
+    """Membership of each snapshot (rows of counts ``c_1..c_K``, ``K > k``) in ``N^ε``:
+    clause (a) ``c_{k+1} = 0`` and clause (b) ``n − c_j`` within the bands of
+    :func:`supermarket.theory.good_set_bounds` for ``j = 1..k`` (MODEL.md §5)."""
+    snaps = np.asarray(snaps)
+    if snaps.ndim != 2 or snaps.shape[1] <= k:
+        raise ValueError(f"snapshots must have more than k={k} levels")
+    lo, hi = th.good_set_bounds(n, d, lam, eps, k)
+    shorter = n - snaps[:, :k]
+    ok_a = snaps[:, k] == 0
+    ok_b = np.all((shorter >= lo) & (shorter <= hi), axis=1)
+    return ok_a & ok_b
+
+
+def equilibrium(n, d, lam, *, steps, burn_in, levels, snapshots=2000, seed=0, eps=0.1, k=None):
+    """Equilibrium statistics of the chain started at the rounded fixed point.
+
+    ``steps`` measured steps after ``burn_in``, in ``8`` consecutive batches (batch means
+    for standard errors).  Returns the mean profile ``u_1..u_{levels+1}`` with standard
+    errors, the time share of each maximum queue length, and, when ``k`` is given, the share
+    of snapshots in the good set ``N^ε`` (clauses (a), (b) of MODEL.md §5; ``snapshots``
+    snapshots in all).
+    """
+    rows = _equilibrium_task((n, d, lam, steps, burn_in, levels, snapshots, as_seed_sequence(seed)))
+    profs = np.array([r[0] for r in rows])
+    width = max(r[1].size for r in rows)
+    shares = np.zeros((len(rows), width))
+    for i, r in enumerate(rows):
+        shares[i, : r[1].size] = r[1]
+    out = {"u_mean": profs.mean(axis=0), "u_se": profs.std(axis=0, ddof=1) / math.sqrt(len(rows)),
+           "max_share": shares.mean(axis=0), "max_share_se": shares.std(axis=0, ddof=1) / math.sqrt(len(rows))}
+    mean_max = shares @ np.arange(width)
+    out["mean_max"] = float(mean_max.mean())
+    out["mean_max_se"] = float(mean_max.std(ddof=1) / math.sqrt(len(rows)))
+    if k is not None:
+        snaps = np.concatenate([r[2] for r in rows])  # (T, levels): c_1..c_levels
+        good = good_set_mask(snaps, n, d, lam, eps, k)
+        per_batch = np.array_split(good, len(rows))
+        fr = np.array([g.mean() for g in per_batch])
+        out["good_fraction"] = float(good.mean())
+        out["good_fraction_se"] = float(fr.std(ddof=1) / math.sqrt(len(rows)))
+        out["snapshots"] = int(len(snaps))
+    return out
+
+
+def _map_configs(fn, tasks, workers):
+    return mx._map(fn, tasks, workers)
+
+
+# =========================================================================== E1
+def _e1_configs(quick: bool):
+    # k = 2, 2, 1 with (1−λ)d^k = n^{kβ−α} well above log n (the maximum is k at laptop n), and
+    # k = 2, 3 with n^{kβ−α} below log n (the maximum is still k+1 at laptop n)
+    non_integer = [(0.6, 0.5), (0.5, 0.4), (0.2, 0.5), (0.5, 0.3), (0.6, 0.25)]
+    ns = [1000, 10_000] if quick else [1000, 10_000, 100_000, 1_000_000]
+    cfg = []
+    for a, b in non_integer:
+        for n in ns:
+            cfg.append((n, a, b))
+    # α/β an integer: n with n^β an integer, so that 1/(1−λ) = d^k exactly
+    integer = [(0.5, 0.25, [6, 10] if quick else [6, 10, 18, 32], 4),
+               (0.5, 0.5, [32, 100] if quick else [32, 100, 316, 1000], 2)]
+    for a, b, ms, power in integer:
+        for m in ms:
+            cfg.append((m ** power, a, b))
+    return cfg
+
+
+def _e1_params(n, a, b):
+    d = int(round(n ** b)) if abs(n ** b - round(n ** b)) < 1e-9 else int(math.floor(n ** b))
+    one = n ** (-a)
+    lam = 1.0 - one
+    return d, lam
+
+
+def _e1_plan(quick: bool):
+    plan = []
+    for n, a, b in _e1_configs(quick):
+        d, lam = _e1_params(n, a, b)
+        up = th.mixing_bounds(n, d, lam).upper_steps
+        factor, cap = (5, 1.5e8) if quick else (20, 2e9)
+        steps = int(min(max(factor * up, 2e6), cap))
+        burn = int(min(max(up, 2e5), cap / 4))
+        plan.append((n, a, b, d, lam, steps, burn, steps >= int(5 * up)))
+    return plan
+
+
+def _e1_task(args):
+    n, a, b, d, lam, steps, burn, ss = args
+    k = th.k_lambda_d(d, lam)
+    levels = k + 3
+    eq = equilibrium(n, d, lam, steps=steps, burn_in=burn, levels=levels, seed=ss, k=k)
+    return eq
+
+
+def e1_equilibrium(out: Path, *, quick: bool, seed, workers) -> dict:
+    plan = _e1_plan(quick)
+    seeds = spawn_seeds(seed, len(plan))
+    _progress(f"E1 equilibrium: {len(plan)} configurations, "
+              f"{sum(p[5] + p[6] for p in plan) / 1e6:.0f}M steps")
+    res = _map_configs(_e1_task, [p[:7] + (s,) for p, s in zip(plan, seeds)], workers)
+    rows = []
+    for (n, a, b, d, lam, steps, burn, long_enough), eq in zip(plan, res):
+        ratio = a / b
+        integer = abs(ratio - round(ratio)) < 1e-9
+        k_grid = math.ceil(ratio - 1e-12)
+        k = th.k_lambda_d(d, lam)
+        kr = th.k_report(d, lam)
+        share = eq["max_share"]
+        modal = int(np.argmax(share))
+        u = eq["u_mean"]
+        frac_k = float(u[k - 1] - u[k])
+        frac_k_se = float(math.hypot(eq["u_se"][k - 1], eq["u_se"][k]))
+        bound = 1 - 2 * n ** (-a + (k - 1) * b)
+        row = {
+            "n": n, "alpha": a, "beta": b, "alpha_over_beta": round(ratio, 6), "integer_ratio": integer,
+            "d": d, "load": lam, "k_grid": k_grid, "k": k, "k_hypothesis": th.k_hypothesis(n, d, lam),
+            "possible_max": list(kr.possible_max), "steps": steps, "burn_in": burn,
+            "steps_at_least_5_upper": long_enough,
+            "modal_max": modal, "mean_max": eq["mean_max"], "mean_max_se": eq["mean_max_se"],
+            "share_max_eq_k": float(share[k]) if k < share.size else 0.0,
+            "share_max_eq_k1": float(share[k + 1]) if k + 1 < share.size else 0.0,
+            "share_max_gt_k1": float(share[k + 2:].sum()),
+            "frac_at_k": frac_k, "frac_at_k_se": frac_k_se, "frac_at_k_bound": bound,
+            "frac_at_k_meets_bound": frac_k >= bound,
+            "good_set_time_fraction": eq["good_fraction"], "good_set_time_fraction_se": eq["good_fraction_se"],
+        }
+        for j in range(1, k + 1):
+            row[f"shorter_than_{j}"] = float(n * (1 - u[j - 1]))
+            row[f"shorter_than_{j}_se"] = float(n * eq["u_se"][j - 1])
+            row[f"shorter_than_{j}_pred"] = float(n * (1 - lam) * (lam * d) ** (j - 1))
+        rows.append(row)
+    meta = {"experiment": "E1 equilibrium", "quick": quick, "spec": "MODEL.md §4, §5",
+            "lambda": "1 - n^-alpha", "d": "floor(n^beta) (exact n^beta when integer)", "eps": 0.1,
+            "frac_at_k": "E[u_k - u_(k+1)], batch means over 8 batches"}
+    _write_table(out, "E1_equilibrium", rows, meta)
+    _e1_figure(out, rows)
+    md = _e1_markdown(rows)
+    (out / "E1_equilibrium.md").write_text(md)
+    return {"rows": rows, "markdown": md}
+
+
+def _e1_figure(out, rows):
+    plt = _plt()
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
+    ax = axes[0]
+    for integer, mk in ((False, "o"), (True, "s")):
+        sel = [r for r in rows if r["integer_ratio"] == integer]
+        ax.scatter([r["k"] for r in sel], [r["mean_max"] for r in sel], marker=mk,
+                   label="α/β integer" if integer else "α/β not integer")
+    ks = sorted({r["k"] for r in rows})
+    ax.plot(ks, ks, "k--", lw=1, label="max = k")
+    ax.plot(ks, [k + 1 for k in ks], "k:", lw=1, label="max = k+1")
+    ax.set_xlabel("k = k_(λ,d)")
+    ax.set_ylabel("time-averaged maximum queue length")
+    ax.legend(fontsize=8)
+    ax.set_title("E1: maximum against k")
+    ax = axes[1]
+    sel = [r for r in rows if not r["integer_ratio"]]
+    ax.errorbar([r["frac_at_k_bound"] for r in sel], [r["frac_at_k"] for r in sel],
+                yerr=[4.5 * r["frac_at_k_se"] for r in sel], fmt="o")
+    lo = min(min(r["frac_at_k_bound"] for r in sel), 0)
+    ax.plot([lo, 1], [lo, 1], "k--", lw=1, label="fraction = bound")
+    ax.set_xlabel("1 − 2 n^(−α+(k−1)β)")
+    ax.set_ylabel("fraction of queues of length k")
+    ax.set_title("E1: fraction at length k (α/β not integer)")
+    ax.legend(fontsize=8)
+    ax = axes[2]
+    xs, ys, cs = [], [], []
+    for r in rows:
+        for j in range(1, r["k"] + 1):
+            xs.append(r[f"shorter_than_{j}_pred"])
+            ys.append(r[f"shorter_than_{j}"])
+            cs.append(j)
+    sc = ax.scatter(xs, ys, c=cs, cmap="viridis")
+    m = [min(xs + ys) * 0.8, max(xs + ys) * 1.2]
+    ax.plot(m, m, "k--", lw=1)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("n(1−λ)(λd)^(j−1)")
+    ax.set_ylabel("queues shorter than j (simulated)")
+    ax.set_title("E1: shorter queues (linearised, derived)")
+    fig.colorbar(sc, ax=ax, label="j")
+    fig.tight_layout()
+    fig.savefig(out / "E1_equilibrium.png", dpi=110)
+    plt.close(fig)
+
+
+def _e1_markdown(rows):
+    lines = ["# E1: equilibrium at length k (paper 000, MODEL.md §4–5)", "",
+             "λ = 1 − n^−α, d = ⌊n^β⌋, chain started at the rounded fixed point; time averages over "
+             "8 batches (± standard error).", "",
+             "| n | α | β | α/β | d | λ | k | hyp. | modal max | mean max | P(max=k) | P(max=k+1) | "
+             "frac at k | bound 1−2n^(−α+(k−1)β) | time in N^0.1 |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(
+            f"| {r['n']} | {r['alpha']} | {r['beta']} | {r['alpha_over_beta']:.3g}{' (int)' if r['integer_ratio'] else ''} "
+            f"| {r['d']} | {r['load']:.6g} | {r['k']} | {r['k_hypothesis']} | {r['modal_max']} | "
+            f"{r['mean_max']:.3f} | {r['share_max_eq_k']:.3f} | {r['share_max_eq_k1']:.3f} | "
+            f"{r['frac_at_k']:.4f} ± {r['frac_at_k_se']:.1g} | {r['frac_at_k_bound']:.3f} | "
+            f"{r['good_set_time_fraction']:.3f} |")
+    ni = [r for r in rows if not r["integer_ratio"]]
+    it = [r for r in rows if r["integer_ratio"]]
+    lines += ["", "**What the runs show.**", ""]
+    n_eq_k = sum(r["modal_max"] == r["k"] for r in ni)
+    n_eq_hyp = sum(abs(r["modal_max"] - r["k_hypothesis"]) <= 1 for r in rows)
+    hyp_k = [r for r in ni if r["k_hypothesis"] == r["k"]]
+    lines.append(f"- α/β not an integer: the modal maximum equals k in {n_eq_k} of {len(ni)} configurations; "
+                 f"in {sum(r['modal_max'] == r['k'] for r in hyp_k)} of the {len(hyp_k)} where n π(k+1) < 1 "
+                 "(n^(kβ−α) well above log n). Elsewhere it is k+1: the conditions of Theorem 1.2 need "
+                 "n ≥ 10^15 and do not hold at laptop n. The modal maximum is within 1 of the hypothesis "
+                 f"(largest k with nπ(k) ≥ 1, reconstructed) in {n_eq_hyp} of {len(rows)} configurations.")
+    meets = sum(r["frac_at_k_meets_bound"] for r in ni)
+    lines.append(f"- The fraction of queues of length k is at least 1 − 2n^(−α+(k−1)β) in {meets} of {len(ni)} "
+                 "configurations with α/β not an integer.")
+    ratios = [r[f"shorter_than_{j}"] / r[f"shorter_than_{j}_pred"] for r in rows for j in range(1, r["k"] + 1)]
+    lines.append(f"- Queues shorter than j against n(1−λ)(λd)^(j−1) (linearised profile, derived): ratio "
+                 f"from {min(ratios):.3g} to {max(ratios):.3g} (1 would be exact agreement).")
+    in_km = sum(r["modal_max"] in (r["k"], r["k"] + 1) for r in it)
+    lines.append(f"- α/β an integer (1/(1−λ) = d^k exactly): the modal maximum is k or k+1 in {in_km} of {len(it)} "
+                 "configurations.")
+    g = [r["good_set_time_fraction"] for r in rows]
+    lines.append(f"- Share of time in N^0.1 (clauses (a), (b)): from {min(g):.3g} to {max(g):.3g}; membership needs "
+                 "no queue longer than k, so it is 0 wherever the maximum is k+1.")
+    short = [r for r in rows if not r["steps_at_least_5_upper"]]
+    if short:
+        lines.append(f"- {len(short)} configuration(s) ran fewer than 5 × k d^(k−1) n log n steps (capped).")
+    return "\n".join(lines) + "\n"
+
+
+# =========================================================================== E2
+def _e2_configs(quick):
+    lam = 0.95
+    ds = [3, 5, 25]  # k = 3, 2, 1 at λ = 0.95
+    ns = [250, 500, 1000, 2000] if quick else [500, 1000, 2000, 4000, 8000, 16000]
+    return lam, [(n, d) for d in ds for n in ns], (12 if quick else 50)
+
+
+def e2_mixing_scaling(out: Path, *, quick, seed, workers) -> dict:
+    lam, cfg, R = _e2_configs(quick)
+    seeds = spawn_seeds(seed, len(cfg))
+    rows = []
+    for i, ((n, d), ss) in enumerate(zip(cfg, seeds)):
+        _progress(f"E2 mixing scaling {i + 1}/{len(cfg)}: n={n}, d={d}, λ={lam}")
+        res = mx.coalescence(n, d, lam, start="fixed-point", replications=R, seed=ss, workers=workers)
+        dd = res.to_dict()
+        s = dd["coalescence_steps"]
+        rows.append({"n": n, "d": d, "load": lam, "k": dd["k"], "replications": R,
+                     "mean_steps": s["mean"], "mean_ci": s["ci"], "median_steps": s["median"],
+                     "median_ci": s["median_ci"], "q90_steps": s["q90"], "tmix_bound_steps": dd["tmix_steps"],
+                     "censored": dd["censored"], "upper_order": dd["bound_upper_steps"],
+                     "lower_order": dd["bound_lower_good_steps"],
+                     "mean_over_upper": s["mean"] / dd["bound_upper_steps"],
+                     "mean_over_lower": s["mean"] / dd["bound_lower_good_steps"],
+                     "slow_mode_steps": n * (1 + lam) * th.slow_mode(d, lam).relaxation_time,
+                     "mean_time": dd["coalescence_time"]["mean"], "burn_in": dd["burn_in_steps"],
+                     "coupling_increases": dd["coupling_increases"]})
+    ok = [r for r in rows if r["censored"] == 0]
+    slope_up, icpt_up = _fit_slope([r["upper_order"] for r in ok], [r["mean_steps"] for r in ok])
+    slope_lo, icpt_lo = _fit_slope([r["lower_order"] for r in ok], [r["mean_steps"] for r in ok])
+    per_d = {}
+    for d in sorted({r["d"] for r in ok}):
+        sel = [r for r in ok if r["d"] == d]
+        per_d[d] = _fit_slope([r["n"] for r in sel], [r["mean_steps"] for r in sel])[0]
+    slope_slow = _fit_slope([r["slow_mode_steps"] * math.log(r["n"]) for r in ok], [r["mean_steps"] for r in ok])[0]
+    ratio_by_d = {d: [min(r["mean_over_upper"] for r in ok if r["d"] == d),
+                      max(r["mean_over_upper"] for r in ok if r["d"] == d)] for d in per_d}
+    fits = {"slope_vs_upper": slope_up, "intercept_vs_upper": icpt_up, "slope_vs_lower": slope_lo,
+            "intercept_vs_lower": icpt_lo, "slope_vs_n_by_d": per_d,
+            "slope_vs_slow_mode_log_n": slope_slow, "mean_over_upper_range_by_d": ratio_by_d}
+    meta = {"experiment": "E2 mixing scaling", "quick": quick, "spec": "MODEL.md §2, §6",
+            "start": "rounded fixed point (good state) vs stationary copy", "fits": fits}
+    _write_table(out, "E2_mixing_scaling", rows, meta)
+    _e2_figure(out, rows, fits)
+    md = _e2_markdown(rows, fits, lam, R)
+    (out / "E2_mixing_scaling.md").write_text(md)
+    return {"rows": rows, "fits": fits, "markdown": md}
+
+
+def _e2_figure(out, rows, fits):
+    plt = _plt()
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
+    for ax, key, label, slope in ((axes[0], "upper_order", "k d^(k−1) n log n", fits["slope_vs_upper"]),
+                                  (axes[1], "lower_order", "d^(k−1) n", fits["slope_vs_lower"])):
+        for d in sorted({r["d"] for r in rows}):
+            sel = [r for r in rows if r["d"] == d and r["censored"] == 0]
+            if not sel:
+                continue
+            x = np.array([r[key] for r in sel])
+            y = np.array([r["mean_steps"] for r in sel])
+            err = np.array([[r["mean_steps"] - r["mean_ci"][0], r["mean_ci"][1] - r["mean_steps"]] for r in sel]).T
+            ax.errorbar(x, y, yerr=err, fmt="o", label=f"d={d}, k={sel[0]['k']}")
+        xs = np.array([r[key] for r in rows])
+        grid = np.geomspace(xs.min(), xs.max(), 20)
+        icpt = fits["intercept_vs_upper"] if key == "upper_order" else fits["intercept_vs_lower"]
+        ax.plot(grid, np.exp(icpt) * grid ** slope, "k-", lw=1, label=f"fit: slope {slope:.2f}")
+        ax.plot(grid, grid, "k--", lw=1, label="τ = order")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(f"{label} (steps)")
+        ax.set_ylabel("mean coalescence time τ (steps, 95% CI)")
+        ax.legend(fontsize=8)
+    axes[0].set_title("E2: τ from a good state vs the upper order")
+    axes[1].set_title("E2: τ vs the lower order")
+    fig.tight_layout()
+    fig.savefig(out / "E2_mixing_scaling.png", dpi=110)
+    plt.close(fig)
+
+
+def _e2_markdown(rows, fits, lam, R):
+    lines = ["# E2: mixing time from a good state (paper 000, MODEL.md §6)", "",
+             f"Coalescence time τ of a copy started at the rounded fixed point with a stationary copy "
+             f"(sorted coupling, MODEL.md §2), λ = {lam}, {R} pairs per row; t_mix(1/4) ≤ q75(τ).", "",
+             "| n | d | k | mean τ (95% CI) | median | q75 (t_mix bound) | k d^(k−1) n log n | d^(k−1) n | τ/upper | τ/lower | censored |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['n']} | {r['d']} | {r['k']} | {_fmt(r['mean_steps'])} ({_fmt(r['mean_ci'][0])}–"
+                     f"{_fmt(r['mean_ci'][1])}) | {_fmt(r['median_steps'])} | {_fmt(r['tmix_bound_steps'])} | "
+                     f"{_fmt(r['upper_order'])} | {_fmt(r['lower_order'])} | {_fmt(r['mean_over_upper'])} | "
+                     f"{_fmt(r['mean_over_lower'])} | {r['censored']} |")
+    lo = min(r["mean_over_lower"] for r in rows)
+    up = [r["mean_over_upper"] for r in rows]
+    lines += ["", "**What the runs show.**", "",
+              f"- log-log slope of mean τ against k d^(k−1) n log n: {fits['slope_vs_upper']:.3f}; against d^(k−1) n: "
+              f"{fits['slope_vs_lower']:.3f} (1 means τ grows like the order).",
+              "- slope of log τ against log n at fixed d: " + ", ".join(
+                  f"d={d}: {s:.3f}" for d, s in fits["slope_vs_n_by_d"].items()) +
+              " (n log n would give slightly above 1).",
+              "- at fixed d, τ / (k d^(k−1) n log n) stays nearly constant as n grows: " + ", ".join(
+                  f"d={d}: {a:.3g}–{b:.3g}" for d, (a, b) in fits["mean_over_upper_range_by_d"].items()) +
+              f"; the constant depends on d (overall {min(up):.3g}–{max(up):.3g}; the papers give no constants, and "
+              "these (n, d, λ) are far from the conditions of Theorem 1.2), which is why the pooled slope differs from 1.",
+              f"- τ / (d^(k−1) n) ≥ {lo:.3g} everywhere: consistent with the Ω(d^(k−1) n) lower order.",
+              f"- against the slow mode (derived): log-log slope of τ against n(1+λ)/μ_k · log n is "
+              f"{fits['slope_vs_slow_mode_log_n']:.3f} (μ_k from theory.slow_mode; column slow_mode_steps).",
+              f"- the L1 distance never increased in any pair: {sum(r['coupling_increases'] for r in rows)} increases."]
+    return "\n".join(lines) + "\n"
+
+
+# =========================================================================== E3
+def _e3_configs(quick):
+    n = 500 if quick else 2000
+    d, lam = 3, 0.9
+    gs = [5, 10, 20, 40] if quick else [5, 10, 20, 40, 80]
+    ls = [50, 100, 200, 400] if quick else [50, 100, 200, 400, 800]
+    return n, d, lam, gs, ls, (10 if quick else 40)
+
+
+def e3_bad_starts(out: Path, *, quick, seed, workers) -> dict:
+    n, d, lam, gs, ls, R = _e3_configs(quick)
+    starts = [f"customers:{g}" for g in gs] + [f"long:{l}" for l in ls]
+    seeds = spawn_seeds(seed, len(starts))
+    rows = []
+    for i, (st, ss) in enumerate(zip(starts, seeds)):
+        _progress(f"E3 bad starts {i + 1}/{len(starts)}: n={n}, d={d}, λ={lam}, from {st}")
+        res = mx.coalescence(n, d, lam, start=st, replications=R, seed=ss, workers=workers)
+        dd = res.to_dict()
+        s = dd["coalescence_steps"]
+        kind, val = st.split(":")
+        rows.append({"start": st, "kind": kind, "value": int(val), "n": n, "d": d, "load": lam, "k": dd["k"],
+                     "replications": R, "mean_steps": s["mean"], "mean_ci": s["ci"],
+                     "median_steps": s["median"], "tmix_bound_steps": dd["tmix_steps"],
+                     "censored": dd["censored"], "lower_order": dd["bound_lower_steps"],
+                     "mean_over_lower": s["mean"] / dd["bound_lower_steps"],
+                     "good_state_upper": dd["bound_upper_steps"]})
+    fits, lin = {}, {}
+    for kind in ("customers", "long"):
+        sel = [r for r in rows if r["kind"] == kind and r["censored"] == 0]
+        fits[kind] = _fit_slope([r["lower_order"] for r in sel], [r["mean_steps"] for r in sel])[0]
+        if len(sel) >= 2:
+            b, a = np.polyfit([r["lower_order"] for r in sel], [r["mean_steps"] for r in sel], 1)
+            lin[kind] = {"slope": float(b), "intercept": float(a)}
+        else:
+            lin[kind] = {"slope": float("nan"), "intercept": float("nan")}
+    meta = {"experiment": "E3 bad starts", "quick": quick, "spec": "MODEL.md §6", "n": n, "d": d, "load": lam,
+            "fits_slope_vs_lower": fits, "linear_fit_vs_lower": lin}
+    _write_table(out, "E3_bad_starts", rows, meta)
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.5, 4.6))
+    for kind, label in (("customers", "‖x‖₁ = g n: (1−λ)^(−1) g n"), ("long", "one queue ℓ: ℓ n")):
+        sel = [r for r in rows if r["kind"] == kind]
+        x = np.array([r["lower_order"] for r in sel])
+        y = np.array([r["mean_steps"] for r in sel])
+        err = np.array([[r["mean_steps"] - r["mean_ci"][0],
+                         (r["mean_ci"][1] - r["mean_steps"]) if isinstance(r["mean_ci"][1], float) else 0]
+                        for r in sel]).T
+        ax.errorbar(x, y, yerr=err, fmt="o-", label=f"{label} (slope {fits[kind]:.2f})")
+    xs = np.array([r["lower_order"] for r in rows])
+    grid = np.geomspace(xs.min(), xs.max(), 10)
+    ax.plot(grid, grid, "k--", lw=1, label="τ = lower order")
+    ax.plot(grid, (1 + lam) * grid, "k:", lw=1, label="τ = (1+λ) × lower order")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("lower order (steps)")
+    ax.set_ylabel("mean coalescence time (steps)")
+    ax.set_title(f"E3: bad starts, n={n}, d={d}, λ={lam}")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "E3_bad_starts.png", dpi=110)
+    plt.close(fig)
+    lines = ["# E3: mixing from bad starts (paper 000, MODEL.md §6)", "",
+             f"n = {n}, d = {d}, λ = {lam}, {R} coupled pairs per start (copy from the start vs a stationary copy).", "",
+             "| start | mean τ (95% CI) | median | q75 (t_mix bound) | lower order | τ / lower order | censored |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['start']} | {_fmt(r['mean_steps'])} ({_fmt(r['mean_ci'][0])}–{_fmt(r['mean_ci'][1])}) | "
+                     f"{_fmt(r['median_steps'])} | {_fmt(r['tmix_bound_steps'])} | {_fmt(r['lower_order'])} | "
+                     f"{_fmt(r['mean_over_lower'])} | {r['censored']} |")
+    ratio_ok = all(r["mean_over_lower"] >= 1 for r in rows)
+    lines += ["", "**What the runs show.**", "",
+              f"- every mean coalescence time is at least its lower order: {'yes' if ratio_ok else 'no'} "
+              f"(ratios {min(r['mean_over_lower'] for r in rows):.3g}–{max(r['mean_over_lower'] for r in rows):.3g}; "
+              "draining takes about (1+λ) × the order in steps, since a step is a departure with probability 1/(1+λ)).",
+              f"- linear fit τ = a + b × order: b = {lin['customers']['slope']:.3f} for ‖x‖₁ = g n and "
+              f"b = {lin['long']['slope']:.3f} for one long queue (1+λ = {1 + lam:g} expected: the excess drains at "
+              "(1−λ)/(1+λ) customers per step, and a given queue is served with probability 1/(n(1+λ)) per step); "
+              f"the intercepts ({_fmt(lin['customers']['intercept'])}, {_fmt(lin['long']['intercept'])} steps) are the "
+              f"time to mix once drained (good-state order k d^(k−1) n log n = {_fmt(rows[0]['good_state_upper'])}).",
+              f"- log-log slopes: {fits['customers']:.3f} and {fits['long']:.3f}; they approach 1 as g and ℓ grow "
+              "and the draining time dominates."]
+    md = "\n".join(lines) + "\n"
+    (out / "E3_bad_starts.md").write_text(md)
+    return {"rows": rows, "fits": fits, "linear": lin, "markdown": md}
+
+
+# =========================================================================== E4
+def _e4_configs(quick):
+    lam = 0.8
+    ns = [100, 1000, 10_000, 100_000] if quick else [100, 1000, 10_000, 100_000, 1_000_000]
+    T, burn = (200.0, 50.0) if quick else (2000.0, 200.0)
+    return lam, ns, [1, 2, 3], T, burn
+
+
+def _e4_task(args):
+    n, d, lam, steps, burn, ss = args
+    return equilibrium(n, d, lam, steps=steps, burn_in=burn, levels=4, snapshots=16, seed=ss)
+
+
+def e4_power_of_choices(out: Path, *, quick, seed, workers) -> dict:
+    lam, ns, ds, T, burn_t = _e4_configs(quick)
+    cfg = [(n, d) for d in ds for n in ns]
+    rate = lambda n: n * (1 + lam)  # noqa: E731 - steps per time unit
+    tasks = [(n, d, lam, int(T * rate(n)), int(burn_t * rate(n)), ss)
+             for (n, d), ss in zip(cfg, spawn_seeds(seed, len(cfg)))]
+    _progress(f"E4 power of choices: {len(cfg)} configurations, "
+              f"{sum(t[3] + t[4] for t in tasks) / 1e6:.0f}M steps")
+    res = _map_configs(_e4_task, tasks, workers)
+    rows = []
+    for (n, d), eq in zip(cfg, res):
+        pred = math.log(n) / math.log(1 / lam) if d == 1 else math.log(math.log(n)) / math.log(d)
+        rows.append({"n": n, "d": d, "load": lam, "time_units": T, "mean_max": eq["mean_max"],
+                     "mean_max_se": eq["mean_max_se"], "modal_max": int(np.argmax(eq["max_share"])),
+                     "predictor": pred,
+                     "predictor_name": "log n / log(1/λ)" if d == 1 else "log log n / log d",
+                     "k_hypothesis": th.k_hypothesis(n, d, lam)})
+    fits = {}
+    for d in ds:
+        sel = [r for r in rows if r["d"] == d]
+        x = np.array([r["predictor"] for r in sel])
+        y = np.array([r["mean_max"] for r in sel])
+        b, a = np.polyfit(x, y, 1)
+        fits[d] = {"slope": float(b), "intercept": float(a)}
+    meta = {"experiment": "E4 power of two choices", "quick": quick, "spec": "MODEL.md §3", "load": lam,
+            "fits_mean_max_vs_predictor": fits}
+    _write_table(out, "E4_power_of_choices", rows, meta)
+    plt = _plt()
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
+    for d in ds:
+        sel = [r for r in rows if r["d"] == d]
+        axes[0].errorbar([r["n"] for r in sel], [r["mean_max"] for r in sel],
+                         yerr=[4.5 * r["mean_max_se"] for r in sel], fmt="o-", label=f"d = {d}")
+        ax = axes[1]
+        ax.plot([r["predictor"] for r in sel], [r["mean_max"] for r in sel], "o",
+                label=f"d={d} vs {sel[0]['predictor_name']}: slope {fits[d]['slope']:.2f}")
+        xs = np.array([r["predictor"] for r in sel])
+        ax.plot(xs, fits[d]["intercept"] + fits[d]["slope"] * xs, "-", lw=1)
+    axes[0].set_xscale("log")
+    axes[0].set_xlabel("n")
+    axes[0].set_ylabel("time-averaged maximum queue length")
+    axes[0].set_title(f"E4: maximum queue, λ = {lam}")
+    axes[0].legend()
+    axes[1].set_xlabel("predictor (log n/log(1/λ) for d = 1, log log n/log d for d ≥ 2)")
+    axes[1].set_ylabel("time-averaged maximum")
+    axes[1].set_title("E4: against the classical orders")
+    axes[1].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "E4_power_of_choices.png", dpi=110)
+    plt.close(fig)
+    lines = ["# E4: the power of two choices (MODEL.md §3, classical)", "",
+             f"λ = {lam}, start at the rounded fixed point, {T:g} time units after {burn_t:g} of burn-in; "
+             "time-averaged maximum queue length (± standard error, 8 batches).", "",
+             "| n | d | mean max | modal max | predictor | hypothesis (largest k with nπ(k) ≥ 1) |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['n']} | {r['d']} | {r['mean_max']:.3f} ± {r['mean_max_se']:.2g} | {r['modal_max']} | "
+                     f"{r['predictor_name']} = {r['predictor']:.3g} | {r['k_hypothesis']} |")
+    big = max(ns)
+    m1 = next(r["mean_max"] for r in rows if r["d"] == 1 and r["n"] == big)
+    m2 = next(r["mean_max"] for r in rows if r["d"] == 2 and r["n"] == big)
+    lines += ["", "**What the runs show.**", "",
+              f"- d = 1: the maximum grows like log n / log(1/λ): fitted slope {fits[1]['slope']:.3f} (1 expected).",
+              "- d = 2, 3: the maximum grows like log log n / log d: fitted slopes " +
+              ", ".join(f"d={d}: {fits[d]['slope']:.3f}" for d in ds if d > 1) +
+              " (1 expected; the maximum is an integer, so over this range of n it moves by one or two levels).",
+              f"- at n = {big}: mean maximum {m1:.2f} with one choice against {m2:.2f} with two."]
+    md = "\n".join(lines) + "\n"
+    (out / "E4_power_of_choices.md").write_text(md)
+    return {"rows": rows, "fits": fits, "markdown": md}
+
+
+# =========================================================================== driver
+def expected_steps(quick: bool) -> float:
+    """Planned kernel steps of a run (all experiments), for the duration estimate."""
+    total = sum(p[5] + p[6] for p in _e1_plan(quick))
+    lam, cfg, R = _e2_configs(quick)
+    for n, d in cfg:
+        up = th.mixing_bounds(n, d, lam).upper_steps
+        total += R * (mx.BURN_IN_FACTOR * up + 2 * 2 * up)  # burn-in + about twice the order, 2 copies
+    n, d, lam3, gs, ls, R3 = _e3_configs(quick)
+    up = th.mixing_bounds(n, d, lam3).upper_steps
+    for g in gs:
+        total += R3 * (mx.BURN_IN_FACTOR * up + 2 * (1 + lam3) * th.mixing_lower_customers(n, lam3, g))
+    for ell in ls:
+        total += R3 * (mx.BURN_IN_FACTOR * up + 2 * (1 + lam3) * th.mixing_lower_long(n, ell))
+    lam4, ns, ds, T, burn = _e4_configs(quick)
+    total += sum(len(ds) * (T + burn) * n * (1 + lam4) for n in ns)
+    return float(total)
+
+
+def run(out_dir, quick=False, seed=0, workers=None) -> dict:
+    """Run E1–E4 and write tables, figures and Markdown into ``out_dir`` (created if missing).
+
+    ``quick``: small sizes (under 3 minutes on 2 cores, every claim still shown).
+    ``seed``: root seed (experiment ``i`` uses child ``i``); ``workers``: processes
+    (default: all cores).  Returns a dict with each experiment's rows and the summary.
+    """
+    if not isinstance(quick, (bool, np.bool_)):
+        raise TypeError(f"quick must be True or False; got {quick!r}")
+    if workers is not None:
+        workers = check_int("workers", workers, minimum=1, maximum=4096)
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"out_dir {str(out)!r} exists and is not a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    cores = workers or os.cpu_count() or 1
+    est = expected_steps(quick) / (RATE_STEPS_PER_S * cores)
+    msg = (f"paper 000 {'quick' if quick else 'full'} run: about {expected_steps(quick) / 1e9:.2f}e9 kernel steps, "
+           f"expected {est / 60:.1f} minutes on {cores} core(s)")
+    print(msg, file=sys.stderr, flush=True) if not quick else _progress(msg)
+    seeds = spawn_seeds(seed, 4)
+    t0 = time.perf_counter()
+    results = {}
+    timings = {}
+    for name, fn, ss in (("E1", e1_equilibrium, seeds[0]), ("E2", e2_mixing_scaling, seeds[1]),
+                         ("E3", e3_bad_starts, seeds[2]), ("E4", e4_power_of_choices, seeds[3])):
+        t = time.perf_counter()
+        results[name] = fn(out, quick=quick, seed=ss, workers=workers)
+        timings[name] = time.perf_counter() - t
+        _progress(f"{name} done in {timings[name]:.1f} s")
+    wall = time.perf_counter() - t0
+    head = [f"# Paper 000 reproduced ({'quick' if quick else 'full'} mode)", "",
+            f"Seed {seed}; wall time {wall:.0f} s (expected {est:.0f} s); "
+            + ", ".join(f"{k} {v:.0f} s" for k, v in timings.items()) + ".",
+            "Orders of magnitude are the papers' with constants taken as 1; \"derived\" marks items worked "
+            "out for this project (MODEL.md), not theorems of the papers.", ""]
+    summary = "\n".join(head) + "\n" + "\n".join(results[k]["markdown"] for k in ("E1", "E2", "E3", "E4"))
+    (out / "summary.md").write_text(summary)
+    with open(out / "run.json", "w") as fh:
+        json.dump({"quick": quick, "seed": seed, "workers": workers, "wall_s": wall, "expected_s": est,
+                   "timings_s": timings}, fh, indent=2)
+    return {"summary": summary, "wall_s": wall, "expected_s": est, **results}
