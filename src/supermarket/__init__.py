@@ -11,6 +11,7 @@ from importlib.metadata import PackageNotFoundError, version as _version
 from . import theory
 from .model import Params
 from .theory import fixed_point, k_lambda_d
+from .simulate import SimulationResult, simulate  # binds the function over the submodule name
 
 try:
     __version__ = _version("supermarket")
@@ -19,8 +20,6 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 
 # public name -> (module, attribute); resolved lazily
 _LAZY = {
-    "simulate": ("supermarket.simulate", "simulate"),
-    "SimulationResult": ("supermarket.simulate", "SimulationResult"),
     "meanfield": ("supermarket.meanfield", None),
     "mixing": ("supermarket.mixing", None),
     "fluctuations": ("supermarket.fluctuations", None),
