@@ -316,7 +316,7 @@ def _support(u, tol):
 
 def solve_meanfield(d, lam, *, T, start="empty", t_eval=None, n=None, replace=True,
                     levels=None, tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS,
-                    method: str = "Radau", rtol: float = 1e-10, atol: float = 1e-14):
+                    method: str = "auto", rtol: float = 1e-10, atol: float = 1e-14):
     """Integrate the mean-field ODE (1.1) from ``start`` to time ``T`` (MODEL.md §3).
 
     ``dv_i/dt = λ(P(v_{i−1}) − P(v_i)) − (v_i − v_{i+1})``, ``v_0 ≡ 1``.
@@ -328,7 +328,9 @@ def solve_meanfield(d, lam, *, T, start="empty", t_eval=None, n=None, replace=Tr
       levels where the fixed point and the start profile exceed ``tol``, and grow until the
       top level stays below ``tol`` over the whole run.
     - ``method``: a stiff solver of ``scipy.integrate.solve_ivp`` ("Radau", "BDF", "LSODA"),
-      given the analytic tridiagonal Jacobian as a sparse matrix.
+      given the analytic tridiagonal Jacobian (sparse for Radau/BDF, dense for LSODA).
+      ``"auto"`` (default): LSODA up to 100 levels (fastest there), BDF with the sparse
+      Jacobian above.
     - ``n``/``replace``: sampling without replacement at finite ``n`` (``P_n``).
     - ``d = math.inf`` (or ``"inf"``) dispatches to :func:`solve_dinf`.
     - ``t_eval``: output times (default 201 equally spaced points in ``[0, T]``).
@@ -341,8 +343,8 @@ def solve_meanfield(d, lam, *, T, start="empty", t_eval=None, n=None, replace=Tr
     if math.isinf(d):
         return solve_dinf(lam, T=T, start=start, t_eval=t_eval, n=n)
     n = _check_n(n, d, replace)
-    if method not in ("Radau", "BDF", "LSODA"):
-        raise ValueError(f"method must be one of 'Radau', 'BDF', 'LSODA' (stiff solvers); got {method!r}")
+    if method not in ("auto", "Radau", "BDF", "LSODA"):
+        raise ValueError(f"method must be one of 'auto', 'Radau', 'BDF', 'LSODA' (stiff solvers); got {method!r}")
     rtol = check_positive_float("rtol", rtol)
     atol = check_positive_float("atol", atol)
     t_eval = _check_t_eval(t_eval, T)
@@ -365,7 +367,8 @@ def solve_meanfield(d, lam, *, T, start="empty", t_eval=None, n=None, replace=Tr
         y0 = np.zeros(L)
         k = min(L, u0.size)
         y0[:k] = u0[:k]
-        sol = _integrate(d, lam, pn, replace, y0, T, t_eval, method, rtol, atol)
+        used = method if method != "auto" else ("LSODA" if L <= 100 else "BDF")
+        sol = _integrate(d, lam, pn, replace, y0, T, t_eval, used, rtol, atol)
         top = float(np.max(sol.y[-1])) if sol.y.size else 0.0
         if not grow or top <= tol or not sol.success:
             break
@@ -378,7 +381,7 @@ def solve_meanfield(d, lam, *, T, start="empty", t_eval=None, n=None, replace=Tr
     t = t_eval if t_eval is not None else sol.t
     u = np.clip(u, 0.0, 1.0)
     return MeanFieldSolution(d=d, lam=lam, T=T, t=np.asarray(t, dtype=float), u=u, levels=L, tol=tol,
-                             method=method, nfev=int(sol.nfev), njev=int(sol.njev), success=bool(sol.success),
+                             method=used, nfev=int(sol.nfev), njev=int(sol.njev), success=bool(sol.success),
                              message=str(sol.message), n=n, replace=bool(replace), top_level_max=top)
 
 
