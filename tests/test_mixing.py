@@ -313,3 +313,17 @@ def test_cli_human_output_and_errors():
                 ["--from", "nowhere"], ["--n", "0"]):
         r = _cli(["mixing", "--replications", "2", *bad])
         assert r.exit_code == 2, (bad, r.output)
+
+
+def test_coupled_copy_agrees_with_the_uncoupled_engine():
+    """The time-averaged profile of a coupled copy agrees with simulate() (another engine)."""
+    simulate = pytest.importorskip("supermarket.simulate").simulate
+    n, d, lam, steps = 100, 3, 0.9, 1_500_000
+    ref = simulate(n, d, lam, steps=steps, burn_in=100_000, start="fixed-point", seed=9, replications=4,
+                   workers=1)
+    R = 6
+    prof = np.array([mx.coupled_run(n, d, lam, ["fixed-point", "customers:3"], steps=steps, seed=50 + r,
+                                    burn_in=100_000, time_average=True).mean_profile[1, :4] for r in range(R)])
+    est = prof.mean(axis=0)
+    se = np.hypot(prof.std(axis=0, ddof=1) / math.sqrt(R), ref.u_stderr[:4])
+    assert np.all(np.abs(est - ref.u_mean[:4]) <= Z * se), (est, ref.u_mean[:4], se)

@@ -1,0 +1,131 @@
+"""Tests of the paper-000 experiments (supermarket.experiments.paper000).
+
+Equilibrium statistics are checked against exact facts (MODEL.md §3, §7): for d = 1 the
+queues are independent M/M/1 queues, E[u_i] = λ^i; for every d, E[u_1] = λ.  Tolerance:
+4.5 standard errors from the batch means the experiment itself reports.  The end-to-end run
+uses tiny grids (monkeypatched); the real quick mode is a slow test.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from supermarket import theory
+from supermarket.experiments import paper000 as p000
+
+Z = 4.5
+
+
+def test_equilibrium_d1_is_mm1():
+    lam = 0.6
+    eq = p000.equilibrium(40, 1, lam, steps=3_000_000, burn_in=100_000, levels=5, seed=4)
+    exact = lam ** np.arange(1, 6)
+    assert np.all(np.abs(eq["u_mean"][:5] - exact) <= Z * eq["u_se"][:5]), (eq["u_mean"][:5], exact, eq["u_se"][:5])
+
+
+def test_equilibrium_mean_u1_is_load_and_good_fraction_is_a_share():
+    lam = 0.9
+    k = theory.k_lambda_d(8, lam)
+    eq = p000.equilibrium(200, 8, lam, steps=3_000_000, burn_in=200_000, levels=k + 2, seed=5, k=k)
+    assert abs(eq["u_mean"][0] - lam) <= Z * eq["u_se"][0]
+    assert 0.0 <= eq["good_fraction"] <= 1.0
+    assert abs(eq["max_share"].sum() - 1.0) < 1e-9
+    assert eq["snapshots"] > 100
+
+
+def test_good_set_mask_agrees_with_theory_good_set():
+    n, d, lam = 400, 10, 0.99
+    k = theory.k_lambda_d(d, lam)
+    rng = np.random.default_rng(0)
+    snaps = []
+    # around the linearised profile (some inside, some outside N^ε), plus one with a long queue
+    target = n - theory.linearised_q(d, lam, k) * n
+    for _ in range(200):
+        c = np.concatenate([np.rint(target * (1 + rng.normal(0, 0.002, k))), [rng.integers(0, 2)], [0]])
+        c = np.minimum.accumulate(np.clip(c, 0, n)).astype(int)
+        snaps.append(c)
+    snaps = np.array(snaps)
+    mask = p000.good_set_mask(snaps, n, d, lam, 0.1, k)
+    ref = np.array([theory.good_set(counts=c, n=n, d=d, lam=lam, eps=0.1, k=k).member for c in snaps])
+    assert np.array_equal(mask, ref)
+    assert 0 < mask.sum() < len(mask)  # both outcomes are exercised
+
+
+@pytest.fixture
+def tiny(monkeypatch):
+    monkeypatch.setattr(p000, "_e1_configs", lambda quick: [(1000, 0.2, 0.5), (1024, 0.5, 0.5)])
+    monkeypatch.setattr(p000, "_e2_configs", lambda quick: (0.9, [(100, 3), (200, 3), (200, 10)], 4))
+    monkeypatch.setattr(p000, "_e3_configs", lambda quick: (100, 3, 0.9, [5, 10], [20, 40], 4))
+    monkeypatch.setattr(p000, "_e4_configs", lambda quick: (0.8, [100, 1000], [1, 2], 30.0, 5.0))
+
+
+def test_run_writes_tables_figures_and_summaries(tiny, tmp_path):
+    res = p000.run(tmp_path / "out", quick=True, seed=1, workers=1)
+    out = tmp_path / "out"
+    for name in ("E1_equilibrium", "E2_mixing_scaling", "E3_bad_starts", "E4_power_of_choices"):
+        for ext in ("csv", "json", "png", "md"):
+            f = out / f"{name}.{ext}"
+            assert f.exists() and f.stat().st_size > 0, f
+        rows = list(csv.DictReader(open(out / f"{name}.csv")))
+        js = json.load(open(out / f"{name}.json"))
+        assert len(rows) == len(js["rows"]) > 0
+    e1 = json.load(open(out / "E1_equilibrium.json"))["rows"]
+    assert [r["k"] for r in e1] == [1, 1]
+    assert e1[1]["integer_ratio"] is True and e1[0]["integer_ratio"] is False
+    for r in e1:
+        assert r["k"] == theory.k_lambda_d(r["d"], r["load"])
+        assert r["shorter_than_1_pred"] == pytest.approx(r["n"] * (1 - r["load"]))
+    e2 = json.load(open(out / "E2_mixing_scaling.json"))
+    assert all(r["coupling_increases"] == 0 for r in e2["rows"])
+    assert "slope_vs_upper" in e2["meta"]["fits"]
+    e3 = json.load(open(out / "E3_bad_starts.json"))["rows"]
+    assert {r["start"] for r in e3} == {"customers:5", "customers:10", "long:20", "long:40"}
+    for r in e3:
+        lower = r["value"] * 100 / 0.1 if r["kind"] == "customers" else r["value"] * 100
+        assert r["lower_order"] == pytest.approx(lower)
+    summary = (out / "summary.md").read_text()
+    for head in ("# E1", "# E2", "# E3", "# E4", "What the runs show"):
+        assert head in summary
+    assert res["expected_s"] > 0 and json.load(open(out / "run.json"))["quick"] is True
+
+
+def test_reproduce_cli_calls_run(tiny, tmp_path):
+    from supermarket.cli import main
+    r = CliRunner().invoke(main, ["reproduce", "paper000", "--quick", "--out", str(tmp_path / "o"),
+                                  "--workers", "1"])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "o" / "summary.md").exists()
+
+
+def test_run_bad_input(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("x")
+    with pytest.raises(ValueError):
+        p000.run(f, quick=True)
+    with pytest.raises(TypeError):
+        p000.run(tmp_path / "a", quick="yes")
+    with pytest.raises(ValueError):
+        p000.run(tmp_path / "b", quick=True, workers=0)
+
+
+def test_full_mode_states_its_duration():
+    assert p000.expected_steps(False) > 10 * p000.expected_steps(True)
+
+
+@pytest.mark.slow
+def test_quick_mode_under_three_minutes(tmp_path):
+    t = time.perf_counter()
+    res = p000.run(tmp_path, quick=True, seed=0, workers=2)
+    assert time.perf_counter() - t < 180
+    e1 = json.load(open(tmp_path / "E1_equilibrium.json"))["rows"]
+    # the claims the quick mode must show: max = k where nπ(k+1) < 1, and the fraction bound
+    hyp = [r for r in e1 if not r["integer_ratio"] and r["k_hypothesis"] == r["k"]]
+    assert hyp and all(r["modal_max"] == r["k"] for r in hyp)
+    assert all(r["frac_at_k"] + Z * r["frac_at_k_se"] >= r["frac_at_k_bound"] for r in e1 if not r["integer_ratio"])
+    assert "E4" in res["summary"]
