@@ -415,10 +415,16 @@ def _fmt(v) -> str:
     return s if len(s) <= 80 else s[:77] + "…"
 
 
+def _numeric_lists(vals) -> bool:
+    parsed = [_json(v) for v in vals]
+    return bool(parsed) and all(isinstance(p, list) and p and all(isinstance(x, (int, float)) for x in p)
+                                for p in parsed)
+
+
 def _summary_table(meas: str, rows: list[dict], params: list[str]) -> tuple[list[str], list[list[str]]]:
     """One line per grid point: its parameters, replications, and mean ± se of the main values."""
     cols = [c for c in SUMMARY_COLUMNS.get(meas, ()) if any(c in r for r in rows)]
-    header = params + ["replications ok"] + cols
+    header = params + ["replications ok"] + [f"{c} (mean)" if c == "u_mean" else c for c in cols]
     body = []
     for rs in _points(rows).values():
         r = rs[0]
@@ -431,6 +437,12 @@ def _summary_table(meas: str, rows: list[dict], params: list[str]) -> tuple[list
                 m, se = _mean_se(nums)
                 same = len({n for n in nums if n is not None}) == 1
                 line.append(f"{m:.6g} ± {se:.2g}" if se is not None and not same else f"{m:.6g}")
+            elif _numeric_lists(vals):
+                lists = [np.asarray(_json(v), dtype=float) for v in vals]
+                mat = np.zeros((len(lists), max(len(x) for x in lists)))
+                for j, x in enumerate(lists):
+                    mat[j, :len(x)] = x
+                line.append(_fmt(json.dumps(mat.mean(axis=0).tolist())))
             else:
                 line.append(_fmt(vals[0]))
         body.append(line)
@@ -444,8 +456,20 @@ def _param_columns(rows: list[dict], meas: str, sidecar: dict) -> list[str]:
             keys += [k for k in p.get("params", {}) if k not in keys]
     if not keys:
         keys = [k for k in ("n", "d", "load") if any(k in r for r in rows)]
-    # show only parameters that vary or matter
     return keys
+
+
+def _split_params(rows: list[dict], keys: list[str]) -> tuple[list[str], dict]:
+    """Parameters that vary over the measurement's rows (shown as columns; n, d, λ always)
+    and those that are the same everywhere (shown once above the table)."""
+    varying, fixed = [], {}
+    for k in keys:
+        vals = {json.dumps(r.get(k)) for r in rows}
+        if k in ("n", "d", "load", "regime") or len(vals) > 1:
+            varying.append(k)
+        elif rows and rows[0].get(k) is not None:
+            fixed[k] = rows[0].get(k)
+    return varying, fixed
 
 
 # =========================================================================== writers
@@ -512,7 +536,11 @@ def build_report(out_dir, path, *, fmt: str = "html") -> str:
         for meas in measurements:
             mrows = [r for r in rows if r["measurement"] == meas]
             parts.append(f"<h2>{html.escape(meas)}</h2>")
-            header, body = _summary_table(meas, mrows, _param_columns(mrows, meas, side))
+            cols, fixed = _split_params(mrows, _param_columns(mrows, meas, side))
+            if fixed:
+                parts.append("<p>Same for every task: " + html.escape(", ".join(
+                    f"{k} = {_fmt(v)}" for k, v in fixed.items())) + "</p>")
+            header, body = _summary_table(meas, mrows, cols)
             parts.append(_html_table(header, body))
             for f in figs:
                 if getattr(f, "measurement", None) == meas:
@@ -533,8 +561,12 @@ def build_report(out_dir, path, *, fmt: str = "html") -> str:
     md += [f"- **{k}**: {v}" for k, v in _meta_lines(side, rows)]
     for meas in measurements:
         mrows = [r for r in rows if r["measurement"] == meas]
-        header, body = _summary_table(meas, mrows, _param_columns(mrows, meas, side))
-        md += ["", f"## {meas}", "", _md_table(header, body), ""]
+        cols, fixed = _split_params(mrows, _param_columns(mrows, meas, side))
+        header, body = _summary_table(meas, mrows, cols)
+        md += ["", f"## {meas}", ""]
+        if fixed:
+            md += ["Same for every task: " + ", ".join(f"{k} = {_fmt(v)}" for k, v in fixed.items()), ""]
+        md += [_md_table(header, body), ""]
         for f in figs:
             if getattr(f, "measurement", None) == meas:
                 png = path.with_name(f"{path.stem}_{f.name}.png")

@@ -1045,7 +1045,7 @@ def _run_sweep(sweep, out, workers, scheduler, client, progress) -> SweepOutcome
         if scheduler:
             _run_dask(todo, client, finished, report)
         else:
-            nw = workers or os.cpu_count() or 1
+            nw = min(workers or os.cpu_count() or 1, len(todo))
             if nw == 1 or len(todo) == 1:
                 for t in todo:
                     report(1)
