@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -421,6 +422,12 @@ def test_sigkill_then_resume_gives_the_uninterrupted_rows(tmp_path):
     assert killed_at is not None, "the sweep finished before it could be killed part way"
     assert proc.returncode == -signal.SIGKILL
     assert not (out / "results.parquet").exists()
+    # a report of the interrupted sweep uses the finished tasks and says it is partial
+    from supermarket.report import build_report
+    text = Path(build_report(out, tmp_path / "partial.html")).read_text()
+    assert "(partial: sweep not finished)" in text
+    done = int(re.search(r"<td>(\d+) of 8 \(", text).group(1))
+    assert killed_at <= done < total
     # the same command resumes: runs only the missing tasks
     r = cli("sweep", f, "--out", out, "--workers", "1", "--json")
     assert r.returncode == 0, r.stderr

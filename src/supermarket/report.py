@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from . import theory as th
-from .sweep import read_results, read_sidecar
+from .sweep import RESULTS_FILE, read_results, read_sidecar
 
 __all__ = ["build_report", "Figure", "collect_figures"]
 
@@ -503,7 +503,7 @@ def _meta_lines(side: dict, rows: list[dict]) -> list[tuple[str, str]]:
         ("sweep file", str(side.get("sweep_file"))),
         ("sweep hash (canonical)", str(side.get("sweep_sha256"))),
         ("seed", str(side.get("seed"))),
-        ("tasks", f"{len(rows)} ({ok} ok, {len(rows) - ok} failed)"),
+        ("tasks", f"{len(rows)} of {side.get('tasks_total', '?')} ({ok} ok, {len(rows) - ok} failed)"),
         ("status", str(side.get("status"))),
         ("package version", str(side.get("package_version"))),
         ("git commit", str(side.get("git_commit"))),
@@ -522,13 +522,14 @@ def build_report(out_dir, path, *, fmt: str = "html") -> str:
         raise ValueError(f"fmt must be 'html' or 'md'; got {fmt!r}")
     out_dir = Path(out_dir)
     side = read_sidecar(out_dir)
-    rows = read_results(out_dir).to_pylist()
+    rows = read_results(out_dir, partial=True).to_pylist()
+    partial = not (out_dir / RESULTS_FILE).exists()
     figs = collect_figures(rows)
     measurements = list(OrderedDict.fromkeys(r["measurement"] for r in rows))
     failed = [r for r in rows if r.get("status") != "ok"]
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    title = f"Sweep report: {side.get('sweep_name')}"
+    title = f"Sweep report: {side.get('sweep_name')}" + (" (partial: sweep not finished)" if partial else "")
     if fmt == "html":
         parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
                  f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>"]

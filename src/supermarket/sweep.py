@@ -852,14 +852,24 @@ def _read_part(path: Path) -> dict | None:
     return rows[0] if len(rows) == 1 else None
 
 
-def read_results(out_dir):
-    """The results table of a sweep directory (a :class:`pyarrow.Table`)."""
+def read_results(out_dir, *, partial: bool = False):
+    """The results table of a sweep directory (a :class:`pyarrow.Table`).
+
+    With ``partial=True`` and no ``results.parquet`` yet (a sweep still running, or
+    interrupted), the finished tasks' part files are read instead, in grid order.
+    """
     import pyarrow.parquet as pq
 
     path = Path(out_dir) / RESULTS_FILE
-    if not path.exists():
-        raise SweepDirError(f"{out_dir}: no {RESULTS_FILE} (run `supermarket sweep FILE --out {out_dir}` first)")
-    return pq.read_table(path)
+    if path.exists():
+        return pq.read_table(path)
+    parts = sorted((Path(out_dir) / PARTS_DIR).glob("*.parquet")) if partial else []
+    rows = [r for r in (_read_part(p) for p in parts) if r is not None]
+    if not rows:
+        raise SweepDirError(f"{out_dir}: no {RESULTS_FILE} and no finished task "
+                            f"(run `supermarket sweep FILE --out {out_dir}` first)")
+    rows.sort(key=lambda r: r["task_index"])
+    return _to_table(rows, ID_COLUMNS)
 
 
 def read_sidecar(out_dir) -> dict:
