@@ -111,3 +111,14 @@ def test_bad_input_one_line_exit_2(args, word):
     assert r.exit_code == 2
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and word in lines[0], r.stderr
+
+
+def test_start_profile_on_the_command_line():
+    r = run(["meanfield", "--time", "1", "--points", "2", "--start", "1,0.8,0.3", "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["trajectory"]["u"][0][:4] == [1.0, 0.8, 0.3, 0.0]
+    r = run(["meanfield", "--time", "1", "--start", "1,0.8,0.9"])
+    assert r.exit_code == 2
+    assert "level 3 (0.9) exceeds level 2 (0.8)" in r.stderr
+    r = run(["meanfield", "--time", "1", "--start", "0.5,1.5"])
+    assert r.exit_code == 2 and "level 2 is 1.5" in r.stderr

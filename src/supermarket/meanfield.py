@@ -92,12 +92,12 @@ def check_profile(u, name: str = "start profile") -> np.ndarray:
     bad = ~np.isfinite(arr) | (arr < 0) | (arr > 1)
     if bad.any():
         i = int(np.argmax(bad))
-        raise ValueError(f"{name} must have values in [0, 1]; level {i + 1} is {arr[i]!r}")
+        raise ValueError(f"{name} must have values in [0, 1]; level {i + 1} is {float(arr[i])!r}")
     inc = np.diff(arr) > 0
     if inc.any():
         i = int(np.argmax(inc)) + 2
-        raise ValueError(f"{name} must be non-increasing; level {i} ({arr[i - 1]!r}) exceeds "
-                         f"level {i - 1} ({arr[i - 2]!r})")
+        raise ValueError(f"{name} must be non-increasing; level {i} ({float(arr[i - 1])!r}) exceeds "
+                         f"level {i - 1} ({float(arr[i - 2])!r})")
     return arr
 
 

@@ -29,6 +29,25 @@ class DType(click.ParamType):
             self.fail(f"{exc} (or 'inf')", param, ctx)
 
 
+def _parse_start(start):
+    """A start name (empty, fixed-point, customers:G, long:L) or a profile written "0.9,0.5,0.1"."""
+    if isinstance(start, str) and "," in start or _is_number(start):
+        try:
+            return np.array([float(x) for x in str(start).split(",") if x.strip()])
+        except ValueError:
+            raise ValueError(f"--start: a profile must be numbers separated by commas, e.g. 1,0.8,0.3; "
+                             f"got {start!r}") from None
+    return start
+
+
+def _is_number(text) -> bool:
+    try:
+        float(text)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
 def build_report(d, load, n=None, time=None, start="empty", replace=True, points=201, levels=None) -> dict:
     """Everything ``supermarket meanfield`` prints, as a plain dict (also used by ``--json``)."""
     from .. import meanfield as mf
@@ -68,7 +87,7 @@ def build_report(d, load, n=None, time=None, start="empty", replace=True, points
                                     "centre x^n (= the fixed point with replacement)")
     if time is not None:
         t_eval = np.linspace(0.0, time, points)
-        sol = mf.solve_meanfield(d, lam, T=time, start=start, t_eval=t_eval, n=n if not replace else None,
+        sol = mf.solve_meanfield(d, lam, T=time, start=_parse_start(start), t_eval=t_eval, n=n,
                                  replace=replace)
         rep["trajectory"] = {"t": sol.t.tolist(), "u": sol.u.tolist(), "levels": sol.levels,
                              "mean_queue_length": sol.mean_queue_length.tolist()}
@@ -84,7 +103,8 @@ def build_report(d, load, n=None, time=None, start="empty", replace=True, points
 @click.option("--time", "time", type=float, default=None,
               help="Integrate the ODE (1.1) from --start up to this time (positive, finite).")
 @click.option("--start", "start", default="empty", show_default=True,
-              help="Start of the ODE: empty, fixed-point, customers:G, long:L (needs --n).")
+              help="Start of the ODE: empty, fixed-point, customers:G, long:L (needs --n), or a profile "
+                   "u_1,u_2,... such as 1,0.8,0.3 (non-increasing in [0, 1]).")
 @click.option("--without-replacement", "no_replace", is_flag=True,
               help="Sample the d queues without replacement (paper 002; needs --n).")
 @click.option("--levels", "levels", type=COUNT, default=None, help="Number of levels (default: automatic).")
