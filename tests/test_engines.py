@@ -1,0 +1,135 @@
+"""Engines against independent facts (MODEL.md §3, §7): closed forms, exact identities,
+agreement between engines, exact binomial ratios.  Tolerances: 4.5 standard errors."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from supermarket import theory as th
+from supermarket.engines.profile import log_p_all_at_least
+from supermarket.model import Params
+from supermarket.simulate import Chain, simulate
+
+ENGINES = ["profile", "queues", "buckets"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("mode", ["discrete", "continuous"])
+def test_d1_is_independent_mm1(engine, mode):
+    # d = 1: independent M/M/1 queues, E[u_i] = λ^i (MODEL.md §7)
+    lam = 0.7
+    res = simulate(40, 1, lam, steps=2_000_000, engine=engine, time_mode=mode, seed=2)
+    i = np.arange(1, len(res.u_mean) + 1)
+    exact = lam ** i
+    seen = exact > 1e-3
+    assert np.all((np.abs(res.u_mean - exact) <= 4.5 * res.u_stderr) | ~seen)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_u1_equals_load(engine):
+    # E[u_1] = λ for every n and d (MODEL.md §3)
+    res = simulate(500, 4, 0.9, steps=3_000_000, engine=engine, start="fixed-point", seed=4)
+    assert abs(res.u_mean[0] - 0.9) <= 4.5 * res.u_stderr[0]
+
+
+@pytest.mark.parametrize("rep", [True, False])
+def test_identity_u_i_equals_lambda_times_P_prev(rep):
+    # E[u_i] = λ E[P_{i-1}] (MODEL.md §3, derived; flow balance across level i)
+    lam = 0.95
+    res = simulate(300, 3, lam, steps=4_000_000, start="fixed-point", replace=rep, seed=9)
+    prev = np.concatenate([[1.0], res.ud_mean[:-1]])
+    prev_se = np.concatenate([[0.0], res.ud_stderr[:-1]])
+    diff = np.abs(res.u_mean - lam * prev)
+    tol = 4.5 * (res.u_stderr + lam * prev_se)
+    seen = res.u_mean > 1e-3
+    assert np.all((diff <= tol) | ~seen)
+    assert seen.sum() >= 4
+
+
+@pytest.mark.parametrize("engine", ["queues", "buckets"])
+@pytest.mark.parametrize("rep", [True, False])
+def test_engines_agree(engine, rep):
+    a = simulate(200, 5, 0.95, steps=3_000_000, engine="profile", replace=rep, start="fixed-point", seed=1)
+    b = simulate(200, 5, 0.95, steps=3_000_000, engine=engine, replace=rep, start="fixed-point", seed=2)
+    L = min(len(a.u_mean), len(b.u_mean))
+    se = np.sqrt(a.u_stderr[:L] ** 2 + b.u_stderr[:L] ** 2)
+    seen = a.u_mean[:L] > 1e-3
+    assert np.all((np.abs(a.u_mean[:L] - b.u_mean[:L]) <= 4.5 * se) | ~seen)
+
+
+def test_refined_mean_field_value():
+    # Gast–Van Houdt (MODEL.md §3): λ = 0.9, d = 2: Σπ(i) = 2.35265, ΣV_i ≈ 3.986,
+    # E[mean queue length] = Σπ + ΣV/n + O(1/n²)
+    n = 100
+    res = simulate(n, 2, 0.9, steps=20_000_000, start="fixed-point", seed=8)
+    target = 2.35265 + 3.986 / n
+    assert abs(res.mean_queue_length - target) <= 4.5 * res.mean_queue_length_stderr + 2.0 / n**2
+
+
+def test_mean_event_time_in_continuous_mode():
+    # uniformized at rate n(1+λ): S events take S/(n(1+λ)) time on average, s.d. √S/(n(1+λ))
+    n, lam, S = 1000, 0.9, 1_000_000
+    res = simulate(n, 2, lam, steps=S, burn_in=0, time_mode="continuous", seed=3)
+    rate = n * (1 + lam)
+    assert abs(res.sim_time - S / rate) <= 4.5 * math.sqrt(S) / rate
+
+
+@pytest.mark.parametrize("n,d,c", [(10**4, 300, 9_000), (10**6, 1000, 999_000), (10**6, 50, 10**6 - 3),
+                                   (500, 500, 500), (500, 499, 499), (10**5, 7, 12), (10**4, 5000, 9999)])
+def test_without_replacement_probability_is_exact(n, d, c):
+    # P_i = C(c,d)/C(n,d) (MODEL.md §2) against exact integer binomials
+    exact = (math.log(math.comb(c, d)) - math.log(math.comb(n, d))) if c >= d else -math.inf
+    got = log_p_all_at_least(c, n, d, False)
+    if exact == -math.inf:
+        assert got == -math.inf
+    else:
+        assert abs(got - exact) <= 1e-9 * max(1.0, abs(exact))
+
+
+def test_with_replacement_probability():
+    for n, d, c in [(10**12, 10**9, 10**12 - 10**6), (1000, 2, 900), (7, 3, 5)]:
+        assert math.isclose(log_p_all_at_least(c, n, d, True), d * math.log1p(-(n - c) / n), rel_tol=1e-14)
+
+
+def test_huge_n_and_d_run():
+    # n = 10^12, d = 10^9, λ = 1 − 10^-6 (MODEL.md §4: k = 1): runs, stays sane
+    lam = 1 - 1e-6
+    res = simulate(10**12, 10**9, lam, steps=2_000_000, start="fixed-point", seed=1)
+    assert res.k == 1
+    assert np.all(np.isfinite(res.u_mean)) and np.all(np.diff(res.u_mean) <= 0)
+    assert abs(res.u_mean[0] - lam) < 1e-5  # 2e6 events move c_1 by at most 2e6 of 1e12
+
+
+def test_chunking_does_not_change_numbers():
+    # the next event time and the RNG are part of the state: cutting a run is invisible
+    p = Params(50, 3, 0.9)
+    c0 = np.array([45, 30, 10])
+    for cont in (False, True):
+        a = Chain(p, "profile", c0, 77, continuous=cont)
+        b = Chain(p, "profile", c0, 77, continuous=cont)
+        a.advance(t_stop=math.inf, max_events=100_000)
+        for _ in range(100):
+            b.advance(t_stop=math.inf, max_events=1000)
+        assert np.array_equal(a.counts(), b.counts()) and a.now == b.now
+        ma, mb = a.measures(), b.measures()
+        np.testing.assert_allclose(ma["area_c"], mb["area_c"], rtol=1e-12)
+
+
+def test_queues_memory_is_four_bytes_per_server():
+    p = Params(1000, 2, 0.9)
+    ch = Chain(p, "queues", np.array([10]), 1)
+    assert ch.x.dtype == np.int32 and ch.x.nbytes == 4 * 1000
+    ch = Chain(p, "buckets", np.array([10]), 1)
+    assert ch.perm.dtype == np.int32 and ch.perm.nbytes == 4 * 1000
+
+
+def test_per_queue_lengths_are_consistent_with_counts():
+    for engine in ("queues", "buckets"):
+        res = simulate(300, 3, 0.9, steps=200_000, engine=engine, seed=6)
+        x = res.final_lengths
+        assert x is not None and len(x) == 300
+        c = np.array([(x >= i).sum() for i in range(1, x.max() + 1)])
+        assert np.array_equal(c, res.final_counts)

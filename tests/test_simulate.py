@@ -1,0 +1,157 @@
+"""simulate(): reproducibility, replications and workers, trajectories, results, bad input,
+and the `supermarket simulate` command."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from supermarket.cli import main
+from supermarket.simulate import SimulationResult, simulate
+from supermarket.cli._common import to_jsonable
+
+
+def test_same_seed_same_numbers_and_different_seed_differs():
+    a = simulate(100, 2, 0.9, steps=200_000, seed=12)
+    b = simulate(100, 2, 0.9, steps=200_000, seed=12)
+    c = simulate(100, 2, 0.9, steps=200_000, seed=13)
+    assert np.array_equal(a.u_mean, b.u_mean) and a.max_queue_dist == b.max_queue_dist
+    assert not np.array_equal(a.u_mean, c.u_mean)
+    g = simulate(100, 2, 0.9, steps=200_000, seed=np.random.SeedSequence(12))
+    assert np.array_equal(a.u_mean, g.u_mean)
+
+
+@pytest.mark.parametrize("engine", ["profile", "queues"])
+def test_workers_do_not_change_results(engine):
+    a = simulate(100, 3, 0.9, steps=100_000, replications=3, workers=1, engine=engine, seed=4)
+    b = simulate(100, 3, 0.9, steps=100_000, replications=3, workers=2, engine=engine, seed=4)
+    assert np.array_equal(a.u_mean, b.u_mean) and np.array_equal(a.u_stderr, b.u_stderr)
+    assert len(a.per_replication) == 3
+    # replication r uses child r of the root seed, whatever the number of replications
+    c = simulate(100, 3, 0.9, steps=100_000, replications=2, engine=engine, seed=4)
+    assert np.array_equal(c.per_replication[1].u_mean, a.per_replication[1].u_mean)
+
+
+def test_result_fields_and_json():
+    res = simulate(200, 2, 0.9, steps=300_000, seed=1)
+    assert isinstance(res, SimulationResult)
+    assert res.steps == 300_000 and res.burn_in == 30_000
+    assert res.u_mean[-1] == 0.0 and res.u_mean[-2] > 0
+    assert len(res.u_mean) == max(res.max_queue_dist) + 1
+    assert math.isclose(sum(res.max_queue_dist.values()), 1.0, rel_tol=1e-9)
+    assert 0.0 <= res.good_set_fraction <= 1.0 and res.k == 4
+    assert math.isclose(res.mean_sojourn_time, res.mean_queue_length / 0.9)
+    d = res.to_dict()
+    text = json.dumps(to_jsonable(d), allow_nan=False)
+    for key in ("params", "engine", "steps", "u_mean", "u_stderr", "max_queue_dist", "mean_queue_length",
+                "mean_queue_length_stderr", "good_set_fraction", "events_per_second"):
+        assert key in d
+    assert set(d["params"]) >= {"n", "d", "load", "replace"}
+    assert all(isinstance(k, str) for k in d["max_queue_dist"])
+    assert json.loads(text)["steps"] == 300_000
+
+
+def test_trajectory_discrete_and_continuous():
+    res = simulate(100, 2, 0.9, steps=10_000, burn_in=1000, record_every=100, record_levels=3, seed=1)
+    tr = res.trajectory
+    assert tr["u"].shape == (100, 3) and np.array_equal(tr["t"], np.arange(0, 10_000, 100))
+    assert np.all(tr["u"] >= 0) and np.all(tr["u"] <= 1)
+    assert np.all(np.diff(tr["u"], axis=1) <= 0)
+    assert np.all(tr["total"] >= 100 * tr["u"][:, 0])
+    res = simulate(1000, 5, 0.95, time=20.0, burn_in=2.0, time_mode="continuous", replace=False,
+                   record_every=0.05, record_levels=2, seed=3, start="fixed-point")
+    tr = res.trajectory
+    assert len(tr) == 400 and np.allclose(np.diff(tr.t), 0.05)
+    assert abs(res.sim_time - 20.0) < 1e-9
+    assert tr.u.shape == (400, 2)
+
+
+def test_plot_writes_a_file(tmp_path):
+    import matplotlib
+    matplotlib.use("Agg")
+    res = simulate(200, 2, 0.9, steps=100_000, seed=1)
+    path = tmp_path / "p.png"
+    res.plot(path)
+    assert path.stat().st_size > 1000
+
+
+def test_load_at_least_one_warns():
+    with pytest.warns(RuntimeWarning, match="no equilibrium"):
+        res = simulate(100, 2, 1.05, steps=100_000, seed=1)
+    assert res.good_set_fraction is None and res.k is None and res.fixed_point() is None
+    assert res.mean_queue_length > 0
+
+
+@pytest.mark.parametrize("kwargs,exc,match", [
+    (dict(engine="fast"), ValueError, "profile, queues, buckets"),
+    (dict(steps=0), ValueError, "steps"),
+    (dict(steps=-5), ValueError, "steps"),
+    (dict(steps=math.inf), ValueError, "steps"),
+    (dict(steps=1.5), ValueError, "steps"),
+    (dict(steps="10"), TypeError, "steps"),
+    (dict(time=math.nan), ValueError, "time"),
+    (dict(time=-1.0), ValueError, "time"),
+    (dict(steps=10, time=1.0), ValueError, "either"),
+    (dict(time_mode="weird"), ValueError, "time_mode"),
+    (dict(eps=0.5), ValueError, "eps"),
+    (dict(replications=0), ValueError, "replications"),
+    (dict(workers=0), ValueError, "workers"),
+    (dict(record_every=-1), ValueError, "record_every"),
+    (dict(start="bogus"), ValueError, "start"),
+    (dict(seed=-1), ValueError, "seed"),
+])
+def test_bad_input(kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        simulate(100, 2, 0.9, **{"steps": 1000, **kwargs} if "time" not in kwargs else kwargs)
+
+
+def test_bad_parameters():
+    with pytest.raises(ValueError, match="n"):
+        simulate(0, 2, 0.9, steps=10)
+    with pytest.raises(ValueError, match="load"):
+        simulate(10, 2, -0.5, steps=10)
+    with pytest.raises(ValueError, match="replace"):
+        simulate(10, 20, 0.9, steps=10, replace=False)
+    with pytest.raises(ValueError, match="profile"):
+        simulate(10**12, 2, 0.9, steps=10, engine="queues")
+    with pytest.raises(ValueError, match="GiB"):
+        simulate(3 * 10**9, 2, 0.9, steps=10, engine="buckets")
+
+
+# ----------------------------------------------------------------- CLI
+def test_cli_json_keys():
+    r = CliRunner().invoke(main, ["simulate", "--n", "200", "--d", "2", "--load", "0.9", "--steps", "1e5",
+                                  "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert d["params"] ["n"] == 200 and d["params"]["load"] == 0.9 and d["params"]["replace"] is True
+    assert d["steps"] == 100_000
+    for key in ("engine", "u_mean", "u_stderr", "max_queue_dist", "mean_queue_length",
+                "mean_queue_length_stderr", "good_set_fraction", "events_per_second"):
+        assert key in d
+
+
+def test_cli_table_plot_and_out(tmp_path):
+    out, png = tmp_path / "r.json", tmp_path / "r.png"
+    r = CliRunner().invoke(main, ["simulate", "--n", "300", "--d", "3", "--load", "0.95", "--steps", "2e5",
+                                  "--engine", "buckets", "--no-replace", "--time-mode", "continuous",
+                                  "--start", "fixed-point", "--replications", "2", "--workers", "2",
+                                  "--out", str(out), "--plot", str(png)])
+    assert r.exit_code == 0, r.output
+    assert "π(i)" in r.output and "k_(λ,d)" in r.output and "events per second" in r.output
+    assert json.loads(out.read_text())["engine"] == "buckets"
+    assert png.stat().st_size > 1000
+
+
+@pytest.mark.parametrize("args", [["--engine", "fast"], ["--steps", "0"], ["--steps", "abc"], ["--n", "0"],
+                                  ["--load", "-1"], ["--time", "-2"], ["--eps", "3"], ["--start", "nope"],
+                                  ["--burn-in", "x"], ["--d", "50", "--n", "10", "--no-replace"]])
+def test_cli_bad_input_exit_2(args):
+    r = CliRunner().invoke(main, ["simulate", "--steps", "1000", *args] if "--steps" not in args
+                           else ["simulate", *args])
+    assert r.exit_code == 2, r.output
+    assert "Traceback" not in r.output
