@@ -300,15 +300,20 @@ def _fluct_value(r: dict, group: str, m: str):
 
 def _fluct_figure(points) -> Figure | None:
     plt = _plt()
-    sims, lims, errs, names = [], [], [], []
+    sims, lims, errs, names, lna_x, lna_y, lna_e = [], [], [], [], [], [], []
     for rs in points.values():
         r = rs[0]
         for m in FLUCT_MOMENTS:
+            lna = _fluct_value(r, "lna", m)
             lim = _fluct_value(r, "limit", m)
             vals = [_fluct_value(x, "sim", m) for x in rs]
             mean, se = _mean_se(vals)
             if se is None and len(rs) == 1:
                 se = _num(r.get(f"sim_stderr_{m}")) or _num(r.get(f"sim_{m}_stderr"))
+            if lna is not None and mean is not None:
+                lna_x.append(lna)
+                lna_y.append(mean)
+                lna_e.append(0.0 if se is None else 2 * se)
             if lim is None or mean is None:
                 continue
             sims.append(mean)
@@ -318,14 +323,17 @@ def _fluct_figure(points) -> Figure | None:
     if not sims:
         return None
     fig, ax = plt.subplots(figsize=(5.5, 4.4))
-    ax.errorbar(lims, sims, yerr=errs, fmt="o", capsize=3, label="simulated (±2 se) against limit")
-    lo = min(min(lims), min(s - e for s, e in zip(sims, errs)))
-    hi = max(max(lims), max(s + e for s, e in zip(sims, errs)))
+    ax.errorbar(lims, sims, yerr=errs, fmt="o", capsize=3, label="simulated (±2 se) against limit (derived)")
+    if lna_x:
+        ax.errorbar(lna_x, lna_y, yerr=lna_e, fmt="s", mfc="none", capsize=2, alpha=0.7,
+                    label="simulated against finite-n LNA at x^n")
+    lo = min(min(lims + lna_x), min(s - e for s, e in zip(sims, errs)))
+    hi = max(max(lims + lna_x), max(s + e for s, e in zip(sims, errs)))
     pad = 0.1 * (hi - lo or 1.0)
     ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], "k--", lw=1, label="simulated = limit")
     for x, y, nm in zip(lims, sims, names):
         ax.annotate(nm, (x, y), fontsize=6, xytext=(3, -8), textcoords="offset points")
-    ax.set_xlabel("limit diffusion (derived)")
+    ax.set_xlabel("limit diffusion (derived) / linear noise approximation")
     ax.set_ylabel("simulated, scaled √n (G − x^n)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
@@ -333,7 +341,8 @@ def _fluct_figure(points) -> Figure | None:
     return Figure("fluctuations", "Fluctuation moments against the limits",
                   "Stationary means, variances and covariance of the scaled centred process (paper 002, "
                   "MODEL.md §8) against those of the limit diffusion of its regime (limits derived; closed "
-                  "forms in regime (a), simulated SDE in (b), (c)).", _fig_to_png(fig))
+                  "forms in regime (a), simulated SDE in (b), (c)), and against the finite-n linear noise "
+                  "approximation at the centre x^n (open squares).", _fig_to_png(fig))
 
 
 def _meanfield_figure(points) -> Figure | None:
