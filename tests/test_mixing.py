@@ -327,3 +327,20 @@ def test_coupled_copy_agrees_with_the_uncoupled_engine():
     est = prof.mean(axis=0)
     se = np.hypot(prof.std(axis=0, ddof=1) / math.sqrt(R), ref.u_stderr[:4])
     assert np.all(np.abs(est - ref.u_mean[:4]) <= Z * se), (est, ref.u_mean[:4], se)
+
+
+def test_growing_the_level_arrays_does_not_change_the_trajectory(monkeypatch):
+    """Arrays grow when a queue reaches their last level; no random number is wasted, so the
+    run is the same whatever the initial width."""
+    runs = []
+    for slack in (1, 200):
+        monkeypatch.setattr(mx, "LEVEL_SLACK", slack)
+        runs.append(mx.coupled_run(20, 2, 0.97, ["empty", "customers:2"], steps=30_000, seed=8,
+                                   time_average=True, track_max=True, record_every=1000))
+    a, b = runs
+    assert a.tau == b.tau and a.distance == b.distance
+    assert all(np.array_equal(x, y) for x, y in zip(a.final_counts, b.final_counts))
+    assert np.array_equal(a.records_total, b.records_total)
+    L = min(a.mean_profile.shape[1], b.mean_profile.shape[1])
+    assert np.allclose(a.mean_profile[:, :L], b.mean_profile[:, :L])
+    assert a.final_counts[0].size > 3  # queues did outgrow the narrow arrays

@@ -32,7 +32,7 @@ from numba import njit
 __all__ = ["run_coupled", "flush_area", "STATUS_DONE", "STATUS_GROW", "STATUS_COALESCED"]
 
 STATUS_DONE = 0  # the step budget of this call was used up
-STATUS_GROW = 1  # an arrival needs a level beyond the arrays: grow them and call again
+STATUS_GROW = 1  # a queue reached the last level of the arrays: grow them and call again
 STATUS_COALESCED = 2  # every copy equals copy 0 (only with stop_when_coalesced)
 
 
@@ -152,16 +152,18 @@ def run_coupled(c, top, dist, tau, n, d, p_arrival, replace, step0, max_steps, r
                     break
             if not alive:
                 return STATUS_COALESCED, step, increases, mismatches
+        # an arrival may create level top+1 (index top): grow the arrays before drawing,
+        # so that no random number is ever drawn and thrown away
+        for m in range(M):
+            if top[m] >= L:
+                return STATUS_GROW, step, increases, mismatches
         arrival = rng.random() < p_arrival
         u = 1.0 - rng.random()  # in (0, 1]
         if arrival:
             p = _arrival_position(u, n, d, replace, log_cnd)
             delta = 1
             for m in range(M):
-                ell = _length_at(c, m, top[m], p)
-                if ell >= L:
-                    return STATUS_GROW, step, increases, mismatches
-                lev[m] = ell  # index of c_{ell+1}
+                lev[m] = _length_at(c, m, top[m], p)  # index of c_{ell+1}, < L (checked above)
         else:
             p = int(math.ceil(n * u))
             if p < 1:
