@@ -308,6 +308,7 @@ def test_failed_task_recorded_others_go_on_and_rerun_retries(tmp_path, monkeypat
     assert all(r["status"] == "ok" and r["k"] is not None for r in rows if r["d"] == 2)
     side = json.loads((tmp_path / "o" / "sweep.json").read_text())
     assert side["status"] == "complete-with-failures" and len(side["failures"]) == 4
+    assert "RuntimeError: boom at d=10" in side["failures"][0]["traceback"]
     # the same command again retries only the failed tasks
     monkeypatch.setitem(sw.MEASUREMENTS, "theory", real)
     out2 = sw.run_sweep(s, tmp_path / "o", workers=1)

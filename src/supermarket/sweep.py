@@ -1032,6 +1032,7 @@ def _run_sweep(sweep, out, workers, scheduler, client, progress) -> SweepOutcome
 
     t0 = time.perf_counter()
     failures: list = []
+    details: dict = {}
     ok = 0
     by_id = {t.task_id: t for t in sweep.tasks}
 
@@ -1045,6 +1046,7 @@ def _run_sweep(sweep, out, workers, scheduler, client, progress) -> SweepOutcome
             ok += 1
         else:
             failures.append((task.task_id, rec["error"]))
+            details[task.task_id] = rec.get("error_detail")
 
     def report(running):
         if progress is not None:
@@ -1078,7 +1080,7 @@ def _run_sweep(sweep, out, workers, scheduler, client, progress) -> SweepOutcome
     state["status"] = "complete" if not failures else "complete-with-failures"
     state["runs"][-1].update(finished=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                              wall_seconds=wall, ok=ok, failed=len(failures))
-    state["failures"] = [{"task_id": i, "error": e} for i, e in failures]
+    state["failures"] = [{"task_id": i, "error": e, "traceback": details.get(i)} for i, e in failures]
     _atomic_write_bytes(out / SIDECAR_FILE, json.dumps(_sidecar(sweep, out, state), indent=1).encode())
     return SweepOutcome(out_dir=str(out), total=total, skipped=skipped, ran=len(todo), ok=ok + skipped,
                         failed=len(failures), failures=failures, wall_seconds=wall, backend=backend,
