@@ -457,6 +457,15 @@ def test_dask_cluster_gives_the_local_rows(tmp_path, dask_cluster):
         assert same([x], [y]), (x["task_id"], {k: (x[k], y.get(k)) for k in x if x[k] != y.get(k)})
 
 
-def test_example_quick_sweep_is_valid():
+def test_examples_are_valid():
     s = sw.load_sweep(ROOT / "examples" / "sweep-quick.toml")
     assert {t.measurement for t in s.tasks} == {"theory", "meanfield", "simulate", "mixing", "fluctuations"}
+    for path in sorted((ROOT / "examples").glob("*.toml")):
+        assert sw.load_sweep(path).tasks, path
+    # the heavy-traffic example keeps α/β away from integers: k = ⌈α/β⌉ (MODEL.md §4)
+    from supermarket import theory as th
+    heavy = sw.load_sweep(ROOT / "examples" / "sweep-heavy-traffic.toml")
+    for t in heavy.tasks:
+        ratio = t.params["alpha"] / t.params["beta"]
+        assert abs(ratio - round(ratio)) > 0.1
+        assert th.k_lambda_d(t.params["d"], t.params["load"]) == math.ceil(ratio)
