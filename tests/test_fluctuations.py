@@ -141,6 +141,17 @@ def test_kernel_agrees_with_simulate_profile_engine():
     assert_close(sim.moments, other)
 
 
+@pytest.mark.parametrize("replace", [False, True])
+def test_computed_log_p_equals_table(replace, monkeypatch):
+    # large n computes log P on the fly instead of tabulating it: same chain, same numbers
+    p = quiet(fl.regime_b, 900, 1.0, 0.5, replace=replace)
+    a = fl.simulate_fluctuations(p, time=10.0, burn_in=1.0, seed=3)
+    monkeypatch.setattr(fl, "TABLE_MAX_N", 10)
+    b = fl.simulate_fluctuations(p, time=10.0, burn_in=1.0, seed=3)
+    assert a.events == b.events
+    np.testing.assert_allclose(b.grid, a.grid, rtol=0, atol=1e-12)
+
+
 def test_results_do_not_depend_on_workers():
     p = quiet(fl.regime_b, 400, 1.0, 0.5)
     a = fl.simulate_fluctuations(p, time=20.0, replications=3, seed=11, workers=1)

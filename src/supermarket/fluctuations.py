@@ -89,6 +89,7 @@ LARGE_D_ONE_MINUS_LAMBDA = 10.0
 # "√n(1−c_n) small" for reading ζ as √n(1−λ_n) (JSQ, d_n/(√n log n) → ∞).
 SMALL_SQRT_N_GAP = 0.1
 LEVEL_CAPACITY = 128  # levels of the simulated profile (queues longer raise an error)
+TABLE_MAX_N = 1 << 23  # up to this n, log P is tabulated (8 MiB per 10^6 servers); above, computed
 
 
 class RegimeWarning(UserWarning):
@@ -495,9 +496,13 @@ def simulate_fluctuations(p: RegimeParams, *, time=200.0, burn_in=None, replicat
     max_lag = check_positive_float("max_lag", max_lag)
     G = int(time / grid_dt)
     if G < 2:
-        raise ValueError(f"grid_dt must be below time/2 = {time / 2:g}; got {grid_dt!r}")
+        raise ValueError(f"time must be at least 2·grid_dt = {2 * grid_dt:g}; got {time!r}")
     n, d = p.n, p.d
-    logp = _logp_table(n, d, p.replace)
+    if n <= TABLE_MAX_N:
+        logp, lgn = _logp_table(n, d, p.replace), 0.0
+    else:
+        logp = np.empty(0)
+        lgn = float(gammaln(n + 1) - gammaln(d + 1) - gammaln(n - d + 1)) if not p.replace else 0.0
     start = np.zeros(LEVEL_CAPACITY, dtype=np.int64)
     start[0] = n
     x = np.asarray(p.x)
@@ -510,7 +515,7 @@ def simulate_fluctuations(p: RegimeParams, *, time=200.0, burn_in=None, replicat
     def job(r):
         counts = start.copy()
         events[r] = fluct_ctmc(n, p.lam, logp, counts, p.m[0], p.m[1], burn_in, time, batches,
-                               grid_dt, seeds[r], sums[r], grid[r])
+                               grid_dt, seeds[r], sums[r], grid[r], d, p.replace, lgn)
 
     t0 = _time.perf_counter()
     _run_jobs(job, R, workers)

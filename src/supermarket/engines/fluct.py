@@ -38,13 +38,28 @@ OVERFLOW = -1  # return code: a queue grew past the level capacity of ``counts``
 
 
 @njit(cache=True, nogil=True)
+def _log_p(c, n, d, replace, logp, lgn):
+    """``log P`` for a level holding ``c`` queues: from the table when it has ``n + 1``
+    entries, else computed (``lgn = log C(n, d)`` without replacement)."""
+    if logp.shape[0] > 0:
+        return logp[c]
+    if c <= 0 or (not replace and c < d):
+        return -np.inf
+    if replace:
+        return d * math.log(c / n)
+    return math.lgamma(c + 1.0) - math.lgamma(c - d + 1.0) - math.lgamma(d + 1.0) - lgn
+
+
+@njit(cache=True, nogil=True)
 def fluct_ctmc(n, lam, logp, counts, m1, m2, burn_in, horizon, n_batches, grid_dt, seed,
-               batch_sums, grid):
+               batch_sums, grid, d=1, replace=True, lgn=0.0):
     """Run the chain for ``burn_in + horizon`` time units; return the number of events.
 
     ``counts``: int64 array, ``counts[0] = n``, ``counts[i] = c_i``; updated in place (the
     final state).  Its length is the level capacity; returns ``OVERFLOW`` if exceeded.
-    ``logp``: float64[n+1], ``log P`` for a level holding ``c`` queues (``-inf`` for 0).
+    ``logp``: float64[n+1], ``log P`` for a level holding ``c`` queues (``-inf`` for 0); or
+    empty, and then ``log P`` is computed from ``d``, ``replace`` and ``lgn = log C(n, d)``
+    (large ``n``, where the table would not fit in memory).
     ``batch_sums``: float64[n_batches, 5], filled with the time integrals over each batch of
     ``Z1, Z2, Z1², Z2², Z1·Z2``.  ``grid``: float64[G, 2], ``(Z1, Z2)`` at times
     ``burn_in + k·grid_dt``, ``k < G``.
@@ -105,7 +120,7 @@ def fluct_ctmc(n, lam, logp, counts, m1, m2, burn_in, horizon, n_batches, grid_d
         if np.random.random() * rate < arr_rate:
             logv = math.log(np.random.random())
             ell = 0
-            while ell + 1 < L and counts[ell + 1] > 0 and logp[counts[ell + 1]] > logv:
+            while ell + 1 < L and counts[ell + 1] > 0 and _log_p(counts[ell + 1], n, d, replace, logp, lgn) > logv:
                 ell += 1
             if ell + 1 >= L:
                 return OVERFLOW
