@@ -413,6 +413,8 @@ def autocorrelation(series, max_lag: int, segments: int = 10):
             f = np.fft.rfft(x, 2 * m)
             ac = np.fft.irfft(f * np.conj(f))[: max_lag + 1]
             pieces.append(ac / (m - np.arange(max_lag + 1)) / var)
+    if not pieces:
+        return np.full(max_lag + 1, np.nan), np.full(max_lag + 1, np.nan)
     P = np.array(pieces)
     se = P.std(axis=0, ddof=1) / math.sqrt(P.shape[0]) if P.shape[0] > 1 else np.full(max_lag + 1, np.nan)
     return P.mean(axis=0), se
