@@ -65,6 +65,7 @@ S_TOP, S_TOTAL, S_VIOL, S_NREC = 0, 1, 2, 3
 T_NOW, T_NEXT, T_TOPSINCE, T_GOODSINCE, T_GOODTIME, T_NEXTREC = 0, 1, 2, 3, 4, 5
 
 STATUS_DONE, STATUS_EVENTS, STATUS_GROW, STATUS_RECFULL = 0, 1, 2, 3
+_ST_RECORD, _ST_WINDOW, _ST_GENERAL = 4, 5, 6  # internal: why the fast path returned
 
 
 # ----------------------------------------------------------------- P_i (MODEL.md §2)
@@ -313,15 +314,10 @@ def _change(j, new, pold, now, c, stamp, area_c, area_P, k, n, lo, hi, gbad, vio
 
 
 @njit(cache=True, nogil=True)
-def profile_kernel(c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, hi, gbad,
-                   rec_t, rec_c, rec_max, rec_tot, s, pi, pf, si, sf, t_stop, max_events):
-    """Run the profile chain (MODEL.md §2) until time ``t_stop`` or ``max_events`` events.
-
-    Returns ``(events, status)``: status 0 reached ``t_stop``, 1 did ``max_events``, 2 needs
-    more level capacity (grow the level arrays and call again), 3 the record buffer is full.
-    The joined and departing lengths are counted without branches over the occupied
-    levels (``c`` is non-increasing, so a count equals the scan of MODEL.md §2).
-    """
+def _profile_general(c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, hi, gbad,
+                     rec_t, rec_c, rec_max, rec_tot, s, pi, pf, si, sf, t_stop, max_events):
+    """The profile chain for any state (levels beyond the windowed ones evaluate ``P``
+    directly); used by :func:`profile_kernel` when the fast path does not apply."""
     n = pi[I_N]
     d = pi[I_D]
     rep = pi[I_REP] != 0
@@ -437,3 +433,206 @@ def profile_kernel(c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, hi,
     sf[T_GOODSINCE] = good_since
     sf[T_GOODTIME] = good_time
     return events, status
+
+
+@njit(cache=True, nogil=True)
+def _profile_fast(c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windowed, loi, hii, gbad, s,
+                  pi, pf, si, sf, t_stop, max_events):
+    """The hot loop of the profile chain: no calls but the random numbers.
+
+    ``P`` at level index ``j`` and count ``x`` is ``tabf[j*tstride + x − tbase[j]]`` (the full
+    table with ``tstride = 0``, or the per-level windows).  Returns to :func:`profile_kernel`
+    for anything unusual: a record due, a window edge reached or a new level opened
+    (windowed mode), too many levels for the windows, level capacity, the horizon.
+    """
+    n = pi[I_N]
+    k = pi[I_K] if pi[I_K] > 0 else -1
+    fn = float(n)
+    cont = pi[I_CONT] != 0
+    p_arr = pf[F_PARR]
+    inv_p = 1.0 / p_arr
+    q_scale = fn / (1.0 - p_arr)
+    inv_rate = 1.0 / pf[F_RATE]
+    L = c.shape[0]
+    recording = pf[F_REC] > 0.0
+    next_rec = sf[T_NEXTREC]
+    top = si[S_TOP]
+    total = si[S_TOTAL]
+    viol = si[S_VIOL]
+    now = sf[T_NOW]
+    t_next = sf[T_NEXT]
+    top_since = sf[T_TOPSINCE]
+    good_since = sf[T_GOODSINCE]
+    good_time = sf[T_GOODTIME]
+    lw_top = LW - 1
+    events = 0
+    status = STATUS_DONE
+    while True:
+        if events >= max_events:
+            status = STATUS_EVENTS
+            break
+        if top + 2 > L:
+            status = STATUS_GROW
+            break
+        if windowed and top >= lw_top:
+            status = _ST_GENERAL
+            break
+        if recording and next_rec < (t_next if t_next <= t_stop else t_stop):
+            status = _ST_RECORD
+            break
+        if t_next > t_stop:
+            now = t_stop
+            status = STATUS_DONE
+            break
+        now = t_next
+        u = next_double(s)
+        if u < p_arr:
+            # arrival: joined length ℓ = #{i : U < P_i}, counted without branches
+            U = u * inv_p
+            j = 0
+            for i in range(top):
+                j += np.int64(tabf[i * tstride + c[i] - tbase[i]] > U)
+            old = c[j]
+            if j < top:
+                pold = tabf[j * tstride + old - tbase[j]]
+            else:
+                pold = 0.0
+                maxtime[top] += now - top_since
+                top_since = now
+                top += 1
+                if windowed:
+                    status = _ST_WINDOW  # the next level needs its window
+            new = old + 1
+            total += 1
+        else:
+            # potential departure from a uniform queue: ℓ = #{i : c_i > nU}
+            y = (u - p_arr) * q_scale
+            ell = 0
+            for i in range(top):
+                ell += np.int64(c[i] > y)
+            if ell == 0:
+                t_next = now + (1.0 if not cont else -math.log(1.0 - next_double(s)) * inv_rate)
+                events += 1
+                continue
+            j = ell - 1
+            old = c[j]
+            pold = tabf[j * tstride + old - tbase[j]]
+            new = old - 1
+            total -= 1
+            if new == 0:
+                maxtime[top] += now - top_since
+                top_since = now
+                top = j
+        # lazy time integrals of level j (MODEL.md §2 measurements)
+        dt = now - stamp[j]
+        area_c[j] += old * dt
+        area_P[j] += pold * dt
+        stamp[j] = now
+        c[j] = new
+        # good set N^ε, clauses (a) and (b) (MODEL.md §5)
+        if j <= k:
+            if j < k:
+                sh = n - new
+                bad = np.int64(sh < loi[j]) | np.int64(sh > hii[j])
+            else:
+                bad = np.int64(new > 0)
+            if bad != gbad[j]:
+                gbad[j] = bad
+                if viol == 0:
+                    good_time += now - good_since
+                viol += 2 * bad - 1
+                if viol == 0:
+                    good_since = now
+        if windowed:
+            off = new - tbase[j]
+            if (off < 1 and tbase[j] > 0) or (off > WIN - 2 and tbase[j] + WIN - 1 < n):
+                status = _ST_WINDOW
+        t_next = now + (1.0 if not cont else -math.log(1.0 - next_double(s)) * inv_rate)
+        events += 1
+        if status == _ST_WINDOW:
+            break
+    si[S_TOP] = top
+    si[S_TOTAL] = total
+    si[S_VIOL] = viol
+    sf[T_NOW] = now
+    sf[T_NEXT] = t_next
+    sf[T_TOPSINCE] = top_since
+    sf[T_GOODSINCE] = good_since
+    sf[T_GOODTIME] = good_time
+    return events, status
+
+
+@njit(cache=True)
+def _refresh_windows(c, top, pi, win, winbase):
+    """Make the window of every level index ``<= top`` (below ``LW``) hold its count with
+    room to move by one."""
+    n = pi[I_N]
+    m = top + 1 if top + 1 < LW else LW
+    for j in range(m):
+        x = c[j]
+        base = winbase[j]
+        off = x - base
+        if off < 0 or off >= WIN or (off < 1 and base > 0) or (off > WIN - 2 and base + WIN - 1 < n):
+            _rebuild_window(j, x, pi, win, winbase)
+
+
+@njit(cache=True, nogil=True)
+def profile_kernel(c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, hi, gbad,
+                   rec_t, rec_c, rec_max, rec_tot, s, pi, pf, si, sf, t_stop, max_events):
+    """Run the profile chain (MODEL.md §2) until time ``t_stop`` or ``max_events`` events.
+
+    Returns ``(events, status)``: status 0 reached ``t_stop``, 1 did ``max_events``, 2 needs
+    more level capacity (grow the level arrays and call again), 3 the record buffer is full.
+    The hot loop (:func:`_profile_fast`) counts the joined and departing lengths without
+    branches over the occupied levels (``c`` is non-increasing, so a count equals the scan
+    of MODEL.md §2); unusual states go through :func:`_profile_general`.
+    """
+    full = pi[I_FULL] != 0
+    windowed = not full
+    if full:
+        tabf = tab
+        tbase = np.zeros(c.shape[0], np.int64)
+        tstride = 0
+    else:
+        tabf = win.reshape(-1)
+        tbase = winbase
+        tstride = WIN
+    # integer bounds of clause (b): lo <= shorter <= hi  <=>  ceil(lo) <= shorter <= floor(hi)
+    kk = pi[I_K]
+    loi = np.empty(max(kk, 1), np.int64)
+    hii = np.empty(max(kk, 1), np.int64)
+    for j in range(kk):
+        loi[j] = np.int64(math.ceil(lo[j]))
+        hii[j] = np.int64(math.floor(hi[j]))
+    recording = pf[F_REC] > 0.0
+    events = 0
+    while True:
+        left = max_events - events
+        if left <= 0:
+            return events, STATUS_EVENTS
+        top = si[S_TOP]
+        if top + 2 > c.shape[0]:
+            return events, STATUS_GROW
+        t_next = sf[T_NEXT]
+        t_until = t_next if t_next <= t_stop else t_stop
+        if recording and sf[T_NEXTREC] < t_until:
+            if not _record_until(t_until, c, rec_t, rec_c, rec_max, rec_tot, pf, pi, si, sf):
+                return events, STATUS_RECFULL
+        if t_next > t_stop:
+            sf[T_NOW] = t_stop
+            return events, STATUS_DONE
+        if windowed:
+            if top >= LW - 1:
+                ev, st = _profile_general(c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, hi, gbad,
+                                          rec_t, rec_c, rec_max, rec_tot, s, pi, pf, si, sf, t_stop,
+                                          min(left, 4096))
+                events += ev
+                if st == STATUS_GROW or st == STATUS_RECFULL or st == STATUS_DONE:
+                    return events, st
+                continue
+            _refresh_windows(c, top, pi, win, winbase)
+        ev, st = _profile_fast(c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windowed, loi, hii,
+                               gbad, s, pi, pf, si, sf, t_stop, left)
+        events += ev
+        if st == STATUS_DONE or st == STATUS_GROW:
+            return events, st
