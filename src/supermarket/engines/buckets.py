@@ -24,8 +24,9 @@ import numpy as np
 from numba import njit
 
 from .profile import (
-    F_PARR, F_RATE, F_REC, I_CONT, I_N, S_TOP, S_TOTAL, STATUS_DONE, STATUS_EVENTS,
-    STATUS_GROW, STATUS_RECFULL, T_NEXT, T_NOW, _getp, _record_until, _set_level, _set_top,
+    F_PARR, F_RATE, F_REC, I_CONT, I_FULL, I_K, I_N, LW, S_TOP, S_TOTAL, S_VIOL, STATUS_DONE, STATUS_EVENTS,
+    STATUS_GROW, STATUS_RECFULL, T_GOODSINCE, T_GOODTIME, T_NEXT, T_NEXTREC, T_NOW, T_TOPSINCE, WIN,
+    _ST_GENERAL, _ST_RECORD, _ST_WINDOW, _getp, _record_until, _refresh_windows, _set_level, _set_top,
 )
 from .rng import next_below, next_double
 
@@ -35,10 +36,9 @@ MAX_N = 2**31 - 1
 
 
 @njit(cache=True, nogil=True)
-def buckets_kernel(perm, c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, hi, gbad,
-                   rec_t, rec_c, rec_max, rec_tot, s, pi, pf, si, sf, t_stop, max_events):
-    """Run the bucket chain until ``t_stop`` or ``max_events`` events (arguments and return
-    value as :func:`.profile.profile_kernel`; ``perm`` = queue identities by position)."""
+def _buckets_general(perm, c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, hi, gbad,
+                     rec_t, rec_c, rec_max, rec_tot, s, pi, pf, si, sf, t_stop, max_events):
+    """The bucket chain for any state (used by :func:`buckets_kernel` off the fast path)."""
     n = pi[I_N]
     cont = pi[I_CONT] != 0
     p_arr = pf[F_PARR]
@@ -113,6 +113,185 @@ def buckets_kernel(perm, c, stamp, area_c, area_P, maxtime, tab, win, winbase, l
             sf[T_NEXT] = now + 1.0
         events += 1
     return events, status
+
+
+@njit(cache=True, nogil=True)
+def _buckets_fast(perm, c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windowed, loi, hii, gbad, s,
+                  pi, pf, si, sf, t_stop, max_events):
+    """Hot loop of the bucket chain (same structure as ``profile._profile_fast``)."""
+    n = pi[I_N]
+    k = pi[I_K] if pi[I_K] > 0 else -1
+    cont = pi[I_CONT] != 0
+    p_arr = pf[F_PARR]
+    inv_p = 1.0 / p_arr
+    inv_rate = 1.0 / pf[F_RATE]
+    L = c.shape[0]
+    recording = pf[F_REC] > 0.0
+    next_rec = sf[T_NEXTREC]
+    top = si[S_TOP]
+    total = si[S_TOTAL]
+    viol = si[S_VIOL]
+    now = sf[T_NOW]
+    t_next = sf[T_NEXT]
+    top_since = sf[T_TOPSINCE]
+    good_since = sf[T_GOODSINCE]
+    good_time = sf[T_GOODTIME]
+    lw_top = LW - 1
+    events = 0
+    status = STATUS_DONE
+    while True:
+        if events >= max_events:
+            status = STATUS_EVENTS
+            break
+        if top + 2 > L:
+            status = STATUS_GROW
+            break
+        if windowed and top >= lw_top:
+            status = _ST_GENERAL
+            break
+        if recording and next_rec < (t_next if t_next <= t_stop else t_stop):
+            status = _ST_RECORD
+            break
+        if t_next > t_stop:
+            now = t_stop
+            status = STATUS_DONE
+            break
+        now = t_next
+        u = next_double(s)
+        if u < p_arr:
+            U = u * inv_p
+            j = 0
+            for i in range(top):
+                j += np.int64(tabf[i * tstride + c[i] - tbase[i]] > U)
+            old = c[j]
+            end = n if j == 0 else c[j - 1]
+            p = old + next_below(s, end - old)
+            q = perm[p]
+            perm[p] = perm[old]
+            perm[old] = q
+            if j < top:
+                pold = tabf[j * tstride + old - tbase[j]]
+            else:
+                pold = 0.0
+                maxtime[top] += now - top_since
+                top_since = now
+                top += 1
+                if windowed:
+                    status = _ST_WINDOW
+            new = old + 1
+            total += 1
+        else:
+            K = next_below(s, n)
+            ell = 0
+            for i in range(top):
+                ell += np.int64(c[i] > K)
+            if ell == 0:
+                t_next = now + (1.0 if not cont else -math.log(1.0 - next_double(s)) * inv_rate)
+                events += 1
+                continue
+            j = ell - 1
+            old = c[j]
+            last = old - 1
+            q = perm[K]
+            perm[K] = perm[last]
+            perm[last] = q
+            pold = tabf[j * tstride + old - tbase[j]]
+            new = old - 1
+            total -= 1
+            if new == 0:
+                maxtime[top] += now - top_since
+                top_since = now
+                top = j
+        dt = now - stamp[j]
+        area_c[j] += old * dt
+        area_P[j] += pold * dt
+        stamp[j] = now
+        c[j] = new
+        if j <= k:
+            if j < k:
+                sh = n - new
+                bad = np.int64(sh < loi[j]) | np.int64(sh > hii[j])
+            else:
+                bad = np.int64(new > 0)
+            if bad != gbad[j]:
+                gbad[j] = bad
+                if viol == 0:
+                    good_time += now - good_since
+                viol += 2 * bad - 1
+                if viol == 0:
+                    good_since = now
+        if windowed:
+            off = new - tbase[j]
+            if (off < 1 and tbase[j] > 0) or (off > WIN - 2 and tbase[j] + WIN - 1 < n):
+                status = _ST_WINDOW
+        t_next = now + (1.0 if not cont else -math.log(1.0 - next_double(s)) * inv_rate)
+        events += 1
+        if status == _ST_WINDOW:
+            break
+    si[S_TOP] = top
+    si[S_TOTAL] = total
+    si[S_VIOL] = viol
+    sf[T_NOW] = now
+    sf[T_NEXT] = t_next
+    sf[T_TOPSINCE] = top_since
+    sf[T_GOODSINCE] = good_since
+    sf[T_GOODTIME] = good_time
+    return events, status
+
+
+@njit(cache=True, nogil=True)
+def buckets_kernel(perm, c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, hi, gbad,
+                   rec_t, rec_c, rec_max, rec_tot, s, pi, pf, si, sf, t_stop, max_events):
+    """Run the bucket chain until ``t_stop`` or ``max_events`` events (arguments and return
+    value as :func:`.profile.profile_kernel`; ``perm`` = queue identities by position)."""
+    full = pi[I_FULL] != 0
+    windowed = not full
+    if full:
+        tabf = tab
+        tbase = np.zeros(c.shape[0], np.int64)
+        tstride = 0
+    else:
+        tabf = win.reshape(-1)
+        tbase = winbase
+        tstride = WIN
+    kk = pi[I_K]
+    loi = np.empty(max(kk, 1), np.int64)
+    hii = np.empty(max(kk, 1), np.int64)
+    for j in range(kk):
+        loi[j] = np.int64(math.ceil(lo[j]))
+        hii[j] = np.int64(math.floor(hi[j]))
+    recording = pf[F_REC] > 0.0
+    events = 0
+    while True:
+        left = max_events - events
+        if left <= 0:
+            return events, STATUS_EVENTS
+        top = si[S_TOP]
+        if top + 2 > c.shape[0]:
+            return events, STATUS_GROW
+        t_next = sf[T_NEXT]
+        t_until = t_next if t_next <= t_stop else t_stop
+        if recording and sf[T_NEXTREC] < t_until:
+            if not _record_until(t_until, c, rec_t, rec_c, rec_max, rec_tot, pf, pi, si, sf):
+                return events, STATUS_RECFULL
+        if t_next > t_stop:
+            sf[T_NOW] = t_stop
+            return events, STATUS_DONE
+        if windowed:
+            if top >= LW - 1:
+                ev, st = _buckets_general(perm, c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, hi,
+                                          gbad, rec_t, rec_c, rec_max, rec_tot, s, pi, pf, si, sf, t_stop,
+                                          min(left, 4096))
+                events += ev
+                if st == STATUS_GROW or st == STATUS_RECFULL or st == STATUS_DONE:
+                    return events, st
+                continue
+            _refresh_windows(c, top, pi, win, winbase)
+        ev, st = _buckets_fast(perm, c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windowed, loi, hii,
+                               gbad, s, pi, pf, si, sf, t_stop, left)
+        events += ev
+        if st == STATUS_DONE or st == STATUS_GROW:
+            return events, st
 
 
 def lengths_by_queue(perm: np.ndarray, counts: np.ndarray) -> np.ndarray:
