@@ -129,3 +129,24 @@ def test_quick_mode_under_three_minutes(tmp_path):
     assert hyp and all(r["modal_max"] == r["k"] for r in hyp)
     assert all(r["frac_at_k"] + Z * r["frac_at_k_se"] >= r["frac_at_k_bound"] for r in e1 if not r["integer_ratio"])
     assert "E4" in res["summary"]
+
+
+def test_equilibrium_max_and_good_set_shares_match_the_exact_law():
+    """Time share of each maximum queue length and of N^ε against the exact stationary law of
+    the profile chain (tests/exact_small.py, n = 4; an independent sparse solve of MODEL.md §2)."""
+    exact_small = pytest.importorskip("exact_small")
+    n, d, lam = 4, 2, 0.8
+    law = exact_small.profile_law(n, d, lam, M=14)
+    assert law.tail < 1e-4
+    k = theory.k_lambda_d(d, lam)
+    eq = p000.equilibrium(n, d, lam, steps=4_000_000, burn_in=10_000, levels=k + 2, seed=12, k=k,
+                          snapshots=40_000)
+    for m, p in law.max_dist.items():
+        if p < 1e-3:
+            continue
+        got = eq["max_share"][m] if m < eq["max_share"].size else 0.0
+        assert abs(got - p) <= Z * eq["max_share_se"][m], (m, got, p)
+    lo, hi = theory.good_set_bounds(n, d, lam, 0.1, k)
+    p_good = law.good(lo, hi, k)
+    assert 0.01 < p_good < 0.99
+    assert abs(eq["good_fraction"] - p_good) <= Z * eq["good_fraction_se"], (eq["good_fraction"], p_good)
