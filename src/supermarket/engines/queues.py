@@ -25,8 +25,9 @@ import numpy as np
 from numba import njit
 
 from .profile import (
-    F_PARR, F_RATE, F_REC, I_CONT, I_D, I_N, I_REP, S_TOP, S_TOTAL, STATUS_DONE, STATUS_EVENTS,
-    STATUS_GROW, STATUS_RECFULL, T_NEXT, T_NOW, _getp, _record_until, _set_level, _set_top,
+    F_PARR, F_RATE, F_REC, I_CONT, I_D, I_FULL, I_K, I_N, I_REP, LW, S_TOP, S_TOTAL, S_VIOL, STATUS_DONE,
+    STATUS_EVENTS, STATUS_GROW, STATUS_RECFULL, T_GOODSINCE, T_GOODTIME, T_NEXT, T_NEXTREC, T_NOW, T_TOPSINCE,
+    WIN, _ST_GENERAL, _ST_RECORD, _ST_WINDOW, _getp, _record_until, _refresh_windows, _set_level, _set_top,
 )
 from .rng import next_below, next_double
 
@@ -41,12 +42,9 @@ def bitset_words(n: int, replace: bool) -> int:
 
 
 @njit(cache=True, nogil=True)
-def queues_kernel(x, bits, scratch, c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, hi, gbad,
-                  rec_t, rec_c, rec_max, rec_tot, s, pi, pf, si, sf, t_stop, max_events):
-    """Run the per-queue chain until time ``t_stop`` or ``max_events`` events (see
-    :func:`.profile.profile_kernel` for the arguments and the return value); ``x`` holds
-    the queue lengths, ``bits`` a zeroed bit set of ``n`` bits (``replace=False``) and
-    ``scratch`` room for ``d`` indices when ``d < n/64``."""
+def _queues_general(x, bits, scratch, c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, hi, gbad,
+                    rec_t, rec_c, rec_max, rec_tot, s, pi, pf, si, sf, t_stop, max_events):
+    """The per-queue chain for any state (used by :func:`queues_kernel` off the fast path)."""
     n = pi[I_N]
     d = pi[I_D]
     rep = pi[I_REP] != 0
@@ -148,3 +146,220 @@ def queues_kernel(x, bits, scratch, c, stamp, area_c, area_P, maxtime, tab, win,
             sf[T_NEXT] = now + 1.0
         events += 1
     return events, status
+
+
+@njit(cache=True)
+def _join(x, bits, scratch, s, n, d, rep):
+    """The queue an arrival joins: the first minimal entry of a uniform d-tuple (MODEL.md §1)."""
+    best = np.int64(2**62)
+    arg = -1
+    if rep:
+        for _ in range(d):
+            K = next_below(s, n)
+            xl = np.int64(x[K])
+            if xl < best:  # strict: ties go to the first minimal entry
+                best = xl
+                arg = K
+        return arg
+    one = np.uint64(1)
+    small = scratch.shape[0] >= d
+    ties = 0
+    cnt = 0
+    for jj in range(n - d, n):  # Floyd's algorithm
+        t = next_below(s, jj + 1)
+        w = t >> 6
+        b = one << np.uint64(t & 63)
+        if bits[w] & b:
+            t = jj
+            w = t >> 6
+            b = one << np.uint64(t & 63)
+        bits[w] |= b
+        if small:
+            scratch[cnt] = t
+            cnt += 1
+        xl = np.int64(x[t])
+        if xl < best:
+            best = xl
+            arg = t
+            ties = 1
+        elif xl == best:
+            ties += 1
+            if next_below(s, ties) == 0:
+                arg = t
+    if small:
+        for r in range(cnt):
+            bits[scratch[r] >> 6] = np.uint64(0)
+    else:
+        bits[:] = np.uint64(0)
+    return arg
+
+
+@njit(cache=True, nogil=True)
+def _queues_fast(x, bits, scratch, c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windowed, loi, hii,
+                 gbad, s, pi, pf, si, sf, t_stop, max_events):
+    """Hot loop of the per-queue chain (same structure as ``profile._profile_fast``)."""
+    n = pi[I_N]
+    d = pi[I_D]
+    rep = pi[I_REP] != 0
+    k = pi[I_K] if pi[I_K] > 0 else -1
+    cont = pi[I_CONT] != 0
+    p_arr = pf[F_PARR]
+    inv_rate = 1.0 / pf[F_RATE]
+    L = c.shape[0]
+    recording = pf[F_REC] > 0.0
+    next_rec = sf[T_NEXTREC]
+    top = si[S_TOP]
+    total = si[S_TOTAL]
+    viol = si[S_VIOL]
+    now = sf[T_NOW]
+    t_next = sf[T_NEXT]
+    top_since = sf[T_TOPSINCE]
+    good_since = sf[T_GOODSINCE]
+    good_time = sf[T_GOODTIME]
+    lw_top = LW - 1
+    events = 0
+    status = STATUS_DONE
+    while True:
+        if events >= max_events:
+            status = STATUS_EVENTS
+            break
+        if top + 2 > L:
+            status = STATUS_GROW
+            break
+        if windowed and top >= lw_top:
+            status = _ST_GENERAL
+            break
+        if recording and next_rec < (t_next if t_next <= t_stop else t_stop):
+            status = _ST_RECORD
+            break
+        if t_next > t_stop:
+            now = t_stop
+            status = STATUS_DONE
+            break
+        now = t_next
+        u = next_double(s)
+        if u < p_arr:
+            q = _join(x, bits, scratch, s, n, d, rep)
+            j = np.int64(x[q])
+            x[q] = np.int32(j + 1)
+            old = c[j]
+            if j < top:
+                pold = tabf[j * tstride + old - tbase[j]]
+            else:
+                pold = 0.0
+                maxtime[top] += now - top_since
+                top_since = now
+                top += 1
+                if windowed:
+                    status = _ST_WINDOW
+            new = old + 1
+            total += 1
+        else:
+            K = next_below(s, n)
+            ell = np.int64(x[K])
+            if ell == 0:
+                t_next = now + (1.0 if not cont else -math.log(1.0 - next_double(s)) * inv_rate)
+                events += 1
+                continue
+            x[K] = np.int32(ell - 1)
+            j = ell - 1
+            old = c[j]
+            pold = tabf[j * tstride + old - tbase[j]]
+            new = old - 1
+            total -= 1
+            if new == 0:
+                maxtime[top] += now - top_since
+                top_since = now
+                top = j
+        dt = now - stamp[j]
+        area_c[j] += old * dt
+        area_P[j] += pold * dt
+        stamp[j] = now
+        c[j] = new
+        if j <= k:
+            if j < k:
+                sh = n - new
+                bad = np.int64(sh < loi[j]) | np.int64(sh > hii[j])
+            else:
+                bad = np.int64(new > 0)
+            if bad != gbad[j]:
+                gbad[j] = bad
+                if viol == 0:
+                    good_time += now - good_since
+                viol += 2 * bad - 1
+                if viol == 0:
+                    good_since = now
+        if windowed:
+            off = new - tbase[j]
+            if (off < 1 and tbase[j] > 0) or (off > WIN - 2 and tbase[j] + WIN - 1 < n):
+                status = _ST_WINDOW
+        t_next = now + (1.0 if not cont else -math.log(1.0 - next_double(s)) * inv_rate)
+        events += 1
+        if status == _ST_WINDOW:
+            break
+    si[S_TOP] = top
+    si[S_TOTAL] = total
+    si[S_VIOL] = viol
+    sf[T_NOW] = now
+    sf[T_NEXT] = t_next
+    sf[T_TOPSINCE] = top_since
+    sf[T_GOODSINCE] = good_since
+    sf[T_GOODTIME] = good_time
+    return events, status
+
+
+@njit(cache=True, nogil=True)
+def queues_kernel(x, bits, scratch, c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, hi, gbad,
+                  rec_t, rec_c, rec_max, rec_tot, s, pi, pf, si, sf, t_stop, max_events):
+    """Run the per-queue chain until time ``t_stop`` or ``max_events`` events (see
+    :func:`.profile.profile_kernel` for the arguments and the return value); ``x`` holds
+    the queue lengths, ``bits`` a zeroed bit set of ``n`` bits (``replace=False``) and
+    ``scratch`` room for ``d`` indices when ``d < n/64``."""
+    full = pi[I_FULL] != 0
+    windowed = not full
+    if full:
+        tabf = tab
+        tbase = np.zeros(c.shape[0], np.int64)
+        tstride = 0
+    else:
+        tabf = win.reshape(-1)
+        tbase = winbase
+        tstride = WIN
+    kk = pi[I_K]
+    loi = np.empty(max(kk, 1), np.int64)
+    hii = np.empty(max(kk, 1), np.int64)
+    for j in range(kk):
+        loi[j] = np.int64(math.ceil(lo[j]))
+        hii[j] = np.int64(math.floor(hi[j]))
+    recording = pf[F_REC] > 0.0
+    events = 0
+    while True:
+        left = max_events - events
+        if left <= 0:
+            return events, STATUS_EVENTS
+        top = si[S_TOP]
+        if top + 2 > c.shape[0]:
+            return events, STATUS_GROW
+        t_next = sf[T_NEXT]
+        t_until = t_next if t_next <= t_stop else t_stop
+        if recording and sf[T_NEXTREC] < t_until:
+            if not _record_until(t_until, c, rec_t, rec_c, rec_max, rec_tot, pf, pi, si, sf):
+                return events, STATUS_RECFULL
+        if t_next > t_stop:
+            sf[T_NOW] = t_stop
+            return events, STATUS_DONE
+        if windowed:
+            if top >= LW - 1:
+                ev, st = _queues_general(x, bits, scratch, c, stamp, area_c, area_P, maxtime, tab, win, winbase,
+                                         lo, hi, gbad, rec_t, rec_c, rec_max, rec_tot, s, pi, pf, si, sf, t_stop,
+                                         min(left, 4096))
+                events += ev
+                if st == STATUS_GROW or st == STATUS_RECFULL or st == STATUS_DONE:
+                    return events, st
+                continue
+            _refresh_windows(c, top, pi, win, winbase)
+        ev, st = _queues_fast(x, bits, scratch, c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windowed,
+                              loi, hii, gbad, s, pi, pf, si, sf, t_stop, left)
+        events += ev
+        if st == STATUS_DONE or st == STATUS_GROW:
+            return events, st
