@@ -60,16 +60,18 @@ def test_good_set_mask_agrees_with_theory_good_set():
 @pytest.fixture
 def tiny(monkeypatch):
     monkeypatch.setattr(p000, "_e1_configs", lambda quick: [(1000, 0.2, 0.5), (1024, 0.5, 0.5)])
-    monkeypatch.setattr(p000, "_e2_configs", lambda quick: (0.9, [(100, 3), (200, 3), (200, 10)], 4))
+    monkeypatch.setattr(p000, "_e2_configs", lambda quick: ([("n", 100, 3, 0.9), ("n", 200, 3, 0.9),
+                                                             ("d", 200, 4, 0.9), ("d", 200, 8, 0.9)], 4))
     monkeypatch.setattr(p000, "_e3_configs", lambda quick: (100, 3, 0.9, [5, 10], [20, 40], 4))
+    monkeypatch.setattr(p000, "_e3_tv_config", lambda quick: (30, 2, 0.8, "customers:5", 20))
     monkeypatch.setattr(p000, "_e4_configs", lambda quick: (0.8, [100, 1000], [1, 2], 30.0, 5.0))
 
 
 def test_run_writes_tables_figures_and_summaries(tiny, tmp_path):
     res = p000.run(tmp_path / "out", quick=True, seed=1, workers=1)
     out = tmp_path / "out"
-    for name in ("E1_equilibrium", "E2_mixing_scaling", "E3_bad_starts", "E4_power_of_choices"):
-        for ext in ("csv", "json", "png", "md"):
+    for name in ("E1_equilibrium", "E2_mixing_scaling", "E3_bad_starts", "E3_tv_curve", "E4_power_of_choices"):
+        for ext in ("csv", "json", "png") + (("md",) if name != "E3_tv_curve" else ()):
             f = out / f"{name}.{ext}"
             assert f.exists() and f.stat().st_size > 0, f
         rows = list(csv.DictReader(open(out / f"{name}.csv")))

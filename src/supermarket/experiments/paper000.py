@@ -368,22 +368,26 @@ def _e1_markdown(rows):
 
 # =========================================================================== E2
 def _e2_configs(quick):
-    lam = 0.95
-    ds = [3, 5, 25]  # k = 3, 2, 1 at λ = 0.95
+    """(sweep, n, d, λ) rows and the replications per row.  Sweep "n": λ = 0.95 and
+    d = 3, 5, 25 (k = 3, 2, 1) across n.  Sweep "d": λ = 0.99, k = 2 fixed, n fixed, d from
+    12 to 80 (d^{k−1} = d)."""
     ns = [250, 500, 1000, 2000] if quick else [500, 1000, 2000, 4000, 8000, 16000]
-    return lam, [(n, d) for d in ds for n in ns], (12 if quick else 50)
+    cfg = [("n", n, d, 0.95) for d in (3, 5, 25) for n in ns]
+    n_d = 1000 if quick else 4000
+    cfg += [("d", n_d, d, 0.99) for d in (12, 20, 40, 80)]
+    return cfg, (12 if quick else 50)
 
 
 def e2_mixing_scaling(out: Path, *, quick, seed, workers) -> dict:
-    lam, cfg, R = _e2_configs(quick)
+    cfg, R = _e2_configs(quick)
     seeds = spawn_seeds(seed, len(cfg))
     rows = []
-    for i, ((n, d), ss) in enumerate(zip(cfg, seeds)):
+    for i, ((sweep, n, d, lam), ss) in enumerate(zip(cfg, seeds)):
         _progress(f"E2 mixing scaling {i + 1}/{len(cfg)}: n={n}, d={d}, λ={lam}")
         res = mx.coalescence(n, d, lam, start="fixed-point", replications=R, seed=ss, workers=workers)
         dd = res.to_dict()
         s = dd["coalescence_steps"]
-        rows.append({"n": n, "d": d, "load": lam, "k": dd["k"], "replications": R,
+        rows.append({"sweep": sweep, "n": n, "d": d, "load": lam, "k": dd["k"], "replications": R,
                      "mean_steps": s["mean"], "mean_ci": s["ci"], "median_steps": s["median"],
                      "median_ci": s["median_ci"], "q90_steps": s["q90"], "tmix_bound_steps": dd["tmix_steps"],
                      "censored": dd["censored"], "upper_order": dd["bound_upper_steps"],
@@ -396,78 +400,108 @@ def e2_mixing_scaling(out: Path, *, quick, seed, workers) -> dict:
     ok = [r for r in rows if r["censored"] == 0]
     slope_up, icpt_up = _fit_slope([r["upper_order"] for r in ok], [r["mean_steps"] for r in ok])
     slope_lo, icpt_lo = _fit_slope([r["lower_order"] for r in ok], [r["mean_steps"] for r in ok])
+    nsw = [r for r in ok if r["sweep"] == "n"]
     per_d = {}
-    for d in sorted({r["d"] for r in ok}):
-        sel = [r for r in ok if r["d"] == d]
+    for d in sorted({r["d"] for r in nsw}):
+        sel = [r for r in nsw if r["d"] == d]
         per_d[d] = _fit_slope([r["n"] for r in sel], [r["mean_steps"] for r in sel])[0]
+    dsw = [r for r in ok if r["sweep"] == "d"]
+    slope_d = _fit_slope([r["d"] for r in dsw], [r["mean_steps"] for r in dsw])[0]
     slope_slow = _fit_slope([r["slow_mode_steps"] * math.log(r["n"]) for r in ok], [r["mean_steps"] for r in ok])[0]
-    ratio_by_d = {d: [min(r["mean_over_upper"] for r in ok if r["d"] == d),
-                      max(r["mean_over_upper"] for r in ok if r["d"] == d)] for d in per_d}
+    ratio_by_d = {d: [min(r["mean_over_upper"] for r in nsw if r["d"] == d),
+                      max(r["mean_over_upper"] for r in nsw if r["d"] == d)] for d in per_d}
     fits = {"slope_vs_upper": slope_up, "intercept_vs_upper": icpt_up, "slope_vs_lower": slope_lo,
-            "intercept_vs_lower": icpt_lo, "slope_vs_n_by_d": per_d,
+            "intercept_vs_lower": icpt_lo, "slope_vs_n_by_d": per_d, "slope_vs_d_at_fixed_n_k": slope_d,
             "slope_vs_slow_mode_log_n": slope_slow, "mean_over_upper_range_by_d": ratio_by_d}
     meta = {"experiment": "E2 mixing scaling", "quick": quick, "spec": "MODEL.md §2, §6",
             "start": "rounded fixed point (good state) vs stationary copy", "fits": fits}
     _write_table(out, "E2_mixing_scaling", rows, meta)
     _e2_figure(out, rows, fits)
-    md = _e2_markdown(rows, fits, lam, R)
+    md = _e2_markdown(rows, fits, R)
     (out / "E2_mixing_scaling.md").write_text(md)
     return {"rows": rows, "fits": fits, "markdown": md}
 
 
 def _e2_figure(out, rows, fits):
     plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
+    fig, axes = plt.subplots(1, 3, figsize=(17, 4.6))
+    groups = sorted({(r["sweep"], r["d"] if r["sweep"] == "n" else None, r["load"]) for r in rows},
+                    key=lambda g: (g[0], g[1] or 0))
+
+    def members(g):
+        return [r for r in rows if (r["sweep"], r["d"] if r["sweep"] == "n" else None, r["load"]) == g
+                and r["censored"] == 0]
+
+    def errs(sel):
+        return np.array([[r["mean_steps"] - r["mean_ci"][0], r["mean_ci"][1] - r["mean_steps"]] for r in sel]).T
+
     for ax, key, label, slope in ((axes[0], "upper_order", "k d^(k−1) n log n", fits["slope_vs_upper"]),
                                   (axes[1], "lower_order", "d^(k−1) n", fits["slope_vs_lower"])):
-        for d in sorted({r["d"] for r in rows}):
-            sel = [r for r in rows if r["d"] == d and r["censored"] == 0]
+        for g in groups:
+            sel = members(g)
             if not sel:
                 continue
-            x = np.array([r[key] for r in sel])
-            y = np.array([r["mean_steps"] for r in sel])
-            err = np.array([[r["mean_steps"] - r["mean_ci"][0], r["mean_ci"][1] - r["mean_steps"]] for r in sel]).T
-            ax.errorbar(x, y, yerr=err, fmt="o", label=f"d={d}, k={sel[0]['k']}")
+            lab = (f"n sweep, d={g[1]}, k={sel[0]['k']}, λ={g[2]}" if g[0] == "n"
+                   else f"d sweep, n={sel[0]['n']}, k=2, λ={g[2]}")
+            ax.errorbar([r[key] for r in sel], [r["mean_steps"] for r in sel], yerr=errs(sel), fmt="o", label=lab)
         xs = np.array([r[key] for r in rows])
         grid = np.geomspace(xs.min(), xs.max(), 20)
         icpt = fits["intercept_vs_upper"] if key == "upper_order" else fits["intercept_vs_lower"]
-        ax.plot(grid, np.exp(icpt) * grid ** slope, "k-", lw=1, label=f"fit: slope {slope:.2f}")
+        ax.plot(grid, np.exp(icpt) * grid ** slope, "k-", lw=1, label=f"pooled fit: slope {slope:.2f}")
         ax.plot(grid, grid, "k--", lw=1, label="τ = order")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel(f"{label} (steps)")
         ax.set_ylabel("mean coalescence time τ (steps, 95% CI)")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=7)
     axes[0].set_title("E2: τ from a good state vs the upper order")
     axes[1].set_title("E2: τ vs the lower order")
+    ax = axes[2]
+    sel = [r for r in rows if r["sweep"] == "d" and r["censored"] == 0]
+    if sel:
+        ax.errorbar([r["d"] for r in sel], [r["mean_steps"] for r in sel], yerr=errs(sel), fmt="o",
+                    label=f"slope {fits['slope_vs_d_at_fixed_n_k']:.2f} (d^(k−1) = d: 1)")
+        dg = np.array([r["d"] for r in sel], float)
+        ax.plot(dg, sel[0]["mean_steps"] * dg / dg[0], "k--", lw=1, label="∝ d")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.legend(fontsize=8)
+    ax.set_xlabel("d (k = 2 fixed)")
+    ax.set_ylabel("mean coalescence time τ (steps)")
+    ax.set_title("E2: τ against d at fixed n and k")
     fig.tight_layout()
     fig.savefig(out / "E2_mixing_scaling.png", dpi=110)
     plt.close(fig)
 
 
-def _e2_markdown(rows, fits, lam, R):
+def _e2_markdown(rows, fits, R):
     lines = ["# E2: mixing time from a good state (paper 000, MODEL.md §6)", "",
-             f"Coalescence time τ of a copy started at the rounded fixed point with a stationary copy "
-             f"(sorted coupling, MODEL.md §2), λ = {lam}, {R} pairs per row; t_mix(1/4) ≤ q75(τ).", "",
-             "| n | d | k | mean τ (95% CI) | median | q75 (t_mix bound) | k d^(k−1) n log n | d^(k−1) n | τ/upper | τ/lower | censored |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "Coalescence time τ of a copy started at the rounded fixed point with a stationary copy "
+             f"(sorted coupling, MODEL.md §2), {R} pairs per row; t_mix(1/4) ≤ q75(τ).", "",
+             "| sweep | n | d | λ | k | mean τ (95% CI) | median | q75 (t_mix bound) | k d^(k−1) n log n | d^(k−1) n | "
+             "τ/upper | τ/lower | censored |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['n']} | {r['d']} | {r['k']} | {_fmt(r['mean_steps'])} ({_fmt(r['mean_ci'][0])}–"
-                     f"{_fmt(r['mean_ci'][1])}) | {_fmt(r['median_steps'])} | {_fmt(r['tmix_bound_steps'])} | "
-                     f"{_fmt(r['upper_order'])} | {_fmt(r['lower_order'])} | {_fmt(r['mean_over_upper'])} | "
-                     f"{_fmt(r['mean_over_lower'])} | {r['censored']} |")
+        lines.append(f"| {r['sweep']} | {r['n']} | {r['d']} | {r['load']} | {r['k']} | {_fmt(r['mean_steps'])} "
+                     f"({_fmt(r['mean_ci'][0])}–{_fmt(r['mean_ci'][1])}) | {_fmt(r['median_steps'])} | "
+                     f"{_fmt(r['tmix_bound_steps'])} | {_fmt(r['upper_order'])} | {_fmt(r['lower_order'])} | "
+                     f"{_fmt(r['mean_over_upper'])} | {_fmt(r['mean_over_lower'])} | {r['censored']} |")
     lo = min(r["mean_over_lower"] for r in rows)
     up = [r["mean_over_upper"] for r in rows]
     lines += ["", "**What the runs show.**", "",
-              f"- log-log slope of mean τ against k d^(k−1) n log n: {fits['slope_vs_upper']:.3f}; against d^(k−1) n: "
-              f"{fits['slope_vs_lower']:.3f} (1 means τ grows like the order).",
-              "- slope of log τ against log n at fixed d: " + ", ".join(
+              "- slope of log τ against log n at fixed d (λ = 0.95): " + ", ".join(
                   f"d={d}: {s:.3f}" for d, s in fits["slope_vs_n_by_d"].items()) +
-              " (n log n would give slightly above 1).",
+              " (n log n over this range gives about 1.1).",
+              f"- slope of log τ against log d at fixed n and k = 2 (λ = 0.99): {fits['slope_vs_d_at_fixed_n_k']:.3f} "
+              "(d^(k−1) = d predicts 1; at this n the conditions of Theorem 1.2 fail by orders of magnitude: "
+              "(1−λ)d^k is far below 2 log² n for small d, and for large d most queues have length k−1 rather "
+              "than k, so the measured τ need not follow the asymptotic order).",
               "- at fixed d, τ / (k d^(k−1) n log n) stays nearly constant as n grows: " + ", ".join(
                   f"d={d}: {a:.3g}–{b:.3g}" for d, (a, b) in fits["mean_over_upper_range_by_d"].items()) +
-              f"; the constant depends on d (overall {min(up):.3g}–{max(up):.3g}; the papers give no constants, and "
-              "these (n, d, λ) are far from the conditions of Theorem 1.2), which is why the pooled slope differs from 1.",
+              f"; the constant depends on d and k (overall {min(up):.3g}–{max(up):.3g}; the papers give no constants, "
+              "and these (n, d, λ) are far from the conditions of Theorem 1.2), so the pooled log-log slope "
+              f"against k d^(k−1) n log n, {fits['slope_vs_upper']:.3f}, mixes configurations with different "
+              f"constants (against d^(k−1) n: {fits['slope_vs_lower']:.3f}).",
               f"- τ / (d^(k−1) n) ≥ {lo:.3g} everywhere: consistent with the Ω(d^(k−1) n) lower order.",
               f"- against the slow mode (derived): log-log slope of τ against n(1+λ)/μ_k · log n is "
               f"{fits['slope_vs_slow_mode_log_n']:.3f} (μ_k from theory.slow_mode; column slow_mode_steps).",
@@ -556,9 +590,49 @@ def e3_bad_starts(out: Path, *, quick, seed, workers) -> dict:
               f"time to mix once drained (good-state order k d^(k−1) n log n = {_fmt(rows[0]['good_state_upper'])}).",
               f"- log-log slopes: {fits['customers']:.3f} and {fits['long']:.3f}; they approach 1 as g and ℓ grow "
               "and the draining time dominates."]
-    md = "\n".join(lines) + "\n"
+    tv_lines, tv_dict = _e3_tv(out, quick=quick, seed=spawn_seeds(seed, len(starts) + 1)[-1], workers=workers)
+    md = "\n".join(lines + tv_lines) + "\n"
     (out / "E3_bad_starts.md").write_text(md)
-    return {"rows": rows, "fits": fits, "linear": lin, "markdown": md}
+    return {"rows": rows, "fits": fits, "linear": lin, "tv": tv_dict, "markdown": md}
+
+
+def _e3_tv_config(quick):
+    return (100, 3, 0.9, "customers:10", 100) if quick else (500, 3, 0.9, "customers:10", 400)
+
+
+def _e3_tv(out: Path, *, quick, seed, workers):
+    """TV distance to equilibrium of the total number of customers over time, from a bad start."""
+    n, d, lam, start, R = _e3_tv_config(quick)
+    _progress(f"E3 TV curve: n={n}, d={d}, λ={lam}, from {start}, {R} replicas")
+    tv = mx.tv_curve(n, d, lam, start=start, replications=R, points=30, seed=seed, workers=workers)
+    rows = [{"step": int(s), "time": float(t), "tv": float(v), "coupling_bound": float(c),
+             "mean_total": float(m)} for s, t, v, c, m in zip(tv.steps, tv.time, tv.tv, tv.coupling_bound,
+                                                              tv.mean_total)]
+    meta = {"experiment": "E3 TV curve", "n": n, "d": d, "load": lam, "start": start, "replications": R,
+            "bins": tv.bins, "noise_floor": tv.noise_floor, "stationary_mean_total": tv.stationary_mean_total,
+            "first_below_2x_floor_steps": tv.first_below_floor(),
+            "lower_order_steps": mx.start_bounds(n, d, lam, start)["lower_start"]}
+    _write_table(out, "E3_tv_curve", rows, meta)
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.5, 4.4))
+    ax.plot(tv.steps, tv.tv, "o-", ms=3, label="TV of ‖X_t‖₁ (binned, lower estimate)")
+    ax.plot(tv.steps, tv.coupling_bound, "s-", ms=3, label="P(τ > t) (coupling, upper bound)")
+    ax.axhline(tv.noise_floor, color="gray", ls=":", label=f"noise floor {tv.noise_floor:.3f} ({R} replicas)")
+    ax.axvline(meta["lower_order_steps"], color="k", ls="--", lw=1, label="(1−λ)^(−1) g n")
+    ax.set_xlabel("steps")
+    ax.set_ylabel("distance to equilibrium")
+    ax.set_title(f"E3: from {start}, n={n}, d={d}, λ={lam}")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "E3_tv_curve.png", dpi=110)
+    plt.close(fig)
+    first = tv.first_below_floor()
+    lines = ["", f"TV distance to equilibrium of the total number of customers, n = {n}, from {start}, {R} replicas "
+             f"(E3_tv_curve.*): {tv.tv[0]:.2f} at step {int(tv.steps[0])}, at most twice the noise floor "
+             f"({tv.noise_floor:.3f}) from step {first if first is not None else 'never'} on; the coupling bound "
+             f"P(τ > t) reaches {tv.coupling_bound[-1]:.2f} at step {int(tv.steps[-1])}. "
+             f"The lower order (1−λ)^(−1) g n is {meta['lower_order_steps']:.3g} steps."]
+    return lines, {"meta": meta, "rows": rows}
 
 
 # =========================================================================== E4
@@ -650,8 +724,8 @@ def e4_power_of_choices(out: Path, *, quick, seed, workers) -> dict:
 def expected_steps(quick: bool) -> float:
     """Planned kernel steps of a run (all experiments), for the duration estimate."""
     total = sum(p[5] + p[6] for p in _e1_plan(quick))
-    lam, cfg, R = _e2_configs(quick)
-    for n, d in cfg:
+    cfg, R = _e2_configs(quick)
+    for _, n, d, lam in cfg:
         up = th.mixing_bounds(n, d, lam).upper_steps
         total += R * (mx.BURN_IN_FACTOR * up + 2 * 2 * up)  # burn-in + about twice the order, 2 copies
     n, d, lam3, gs, ls, R3 = _e3_configs(quick)
@@ -660,6 +734,10 @@ def expected_steps(quick: bool) -> float:
         total += R3 * (mx.BURN_IN_FACTOR * up + 2 * (1 + lam3) * th.mixing_lower_customers(n, lam3, g))
     for ell in ls:
         total += R3 * (mx.BURN_IN_FACTOR * up + 2 * (1 + lam3) * th.mixing_lower_long(n, ell))
+    nt, dt, lt, st, Rt = _e3_tv_config(quick)
+    upt = th.mixing_bounds(nt, dt, lt).upper_steps
+    span = 3 * max(mx.start_bounds(nt, dt, lt, st)["lower_start"] * (1 + lt), upt)
+    total += Rt * (2 * mx.BURN_IN_FACTOR * upt + 3 * span)
     lam4, ns, ds, T, burn = _e4_configs(quick)
     total += sum(len(ds) * (T + burn) * n * (1 + lam4) for n in ns)
     return float(total)
