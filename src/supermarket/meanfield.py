@@ -43,6 +43,7 @@ from .theory import log_fixed_point
 __all__ = [
     "DEFAULT_TOL",
     "MAX_LEVELS",
+    "MAX_LYAPUNOV_LEVELS",
     "check_profile",
     "check_d",
     "levels_needed",
@@ -63,6 +64,7 @@ __all__ = [
 
 DEFAULT_TOL = 1e-13  # a level whose value stays below this is dropped
 MAX_LEVELS = 5000  # more levels than this is refused (d = 1 with λ near 1)
+MAX_LYAPUNOV_LEVELS = 1000  # the dense Lyapunov solve costs O(L^3): ~10 s at L = 800 on 2 cores
 
 
 # =========================================================================== validation
@@ -355,9 +357,13 @@ def solve_meanfield(d, lam, *, T, start="empty", t_eval=None, n=None, replace=Tr
             raise ValueError(f"levels={L} is smaller than the start profile's {_support(u0, 0.0)} occupied levels")
         grow = False
     else:
-        fp_levels = (levels_needed(d, lam, tol, max_levels) if (n is None or replace)
-                     else near_equilibrium_centre(n, d, lam, replace=False, tol=tol,
-                                                  max_levels=max_levels).size)
+        try:
+            fp_levels = (levels_needed(d, lam, tol, max_levels) if (n is None or replace)
+                         else near_equilibrium_centre(n, d, lam, replace=False, tol=tol,
+                                                      max_levels=max_levels).size)
+        except ValueError:
+            # the fixed point needs too many levels (d = 1, λ near 1); a finite run may not
+            fp_levels = _support(u0, 0.0) + 8
         L = max(fp_levels, _support(u0, 0.0) + 1, 2)
         if L > max_levels:
             raise ValueError(f"the start profile needs more than max_levels={max_levels} levels")
@@ -526,35 +532,55 @@ class DInfSolution:
                 "mean_queue_length": self.mean_queue_length.tolist()}
 
 
-def _dinf_generator(m, L, lam):
-    """Affine generator ``[[M, b], [0, 0]]`` of the free levels ``m+1..L`` with ``m`` levels full.
+def _dinf_piece(m, z0, s, lam):
+    """Closed-form solution of one piece of the d = ∞ ODE (MODEL.md §3, paper 002).
 
-    With levels ``1..m`` full (``g_i = 1``) the overflow of level ``m`` is
-    ``η_m' = λ − (1 − g_{m+1})`` and ``g_{m+1}' = λ − 1 + g_{m+2}``; when ``m = 0``,
-    ``g_1' = λ − g_1 + g_2``; higher levels follow ``g_i' = −(g_i − g_{i+1})``.
+    ``m`` levels are full (``g_1 = … = g_m = 1``); ``z0 = (g_{m+1}, …, g_L)`` at the start of
+    the piece; ``s``: array of elapsed times.  Returns ``z(s)``, shape ``(len(s), L − m)``.
+
+    Above the first free level every ``g_i`` obeys ``g_i' = g_{i+1} − g_i`` (departures
+    only), whose solution is ``g_i(s) = Σ_k e^{−s} s^k/k! · g_{i+k}(0)`` (a Poisson
+    mixture).  The first free level receives all arrivals that overflow the full levels:
+    ``g_1' = λ − g_1 + g_2`` when ``m = 0``, which adds ``λ(1 − e^{−s})``; and when
+    ``m >= 1`` its own departures are replaced by the overflow ``λ − (1 − g_{m+1})``, so
+    ``g_{m+1}' = λ − 1 + g_{m+2}`` and ``g_{m+1}(s) = g_{m+1}(0) + (λ−1)s +
+    Σ_k g_{m+2+k}(0) P(k+1, s)`` with ``P`` the regularised lower incomplete gamma function.
     """
-    k = L - m
-    G = np.zeros((k + 1, k + 1))
-    idx = np.arange(k)
-    G[idx, idx] = -1.0
-    G[idx[:-1], idx[:-1] + 1] = 1.0
+    from scipy.special import gammainc, gammaln
+
+    s = np.asarray(s, dtype=float)[:, None]
+    K = z0.size
+    k = np.arange(K, dtype=float)[None, :]
+    with np.errstate(divide="ignore"):
+        logs = np.log(s)  # −inf at s = 0
+    # Poisson weights e^{−s} s^k / k!, k = 0..K−1 (the k = 0 weight at s = 0 is 1)
+    klogs = np.multiply(k, logs, out=np.zeros((s.shape[0], K)), where=k > 0)
+    w = np.exp(-s + klogs - gammaln(k + 1.0))
+    z = np.empty((s.shape[0], K))
+    for i in range(K):
+        z[:, i] = w[:, : K - i] @ z0[i:]
     if m == 0:
-        G[0, k] = lam
+        z[:, 0] += lam * (1.0 - np.exp(-s[:, 0]))
     else:
-        G[0, 0] = 0.0
-        G[0, k] = lam - 1.0
-    return G
+        z[:, 0] = z0[0] + (lam - 1.0) * s[:, 0]
+        if K > 1:
+            inc = gammainc(k[:, : K - 1] + 1.0, s)  # P(k+1, s), k = 0..K−2
+            z[:, 0] += inc @ z0[1:]
+    return np.clip(z, 0.0, 1.0)
 
 
 def solve_dinf(lam, *, T, start="empty", t_eval=None, n=None, event_grid: float = 0.05):
     """Integrate the ``d = ∞`` constrained ODE of paper 002 exactly, piece by piece (MODEL.md §3).
 
-    Between events the profile solves a linear ODE, integrated by matrix exponentials; an
-    event is a level filling (``g_{m+1}`` reaches 1) or unfilling (the overflow rate
-    ``λ − 1 + g_{m+1}`` of the top full level turns negative); event times are found by
-    Brent's method on the closed-form solution, bracketed on a grid of step ``event_grid``.
-    For ``λ < 1`` no level above the start's top occupied level + 1 is ever reached, so the
-    truncation is exact.  Fixed point ``(λ, 0, 0, …)``.
+    Water-filling: arrivals (rate λ) go to the lowest level that is not full; every level
+    ``g_i <= 1``.  With the first ``m`` levels full, the others solve a linear ODE whose
+    solution is written in closed form (:func:`_dinf_piece`: Poisson mixtures and incomplete
+    gamma functions).  A piece ends at an event: level ``m+1`` fills (``g_{m+1}`` reaches 1)
+    or level ``m`` unfills (its overflow rate ``λ − 1 + g_{m+1}`` turns negative, i.e.
+    ``g_{m+1}`` falls to ``1 − λ``); event times are found by Brent's method on the closed
+    form, bracketed on a grid of step ``event_grid``.  For ``λ < 1`` no level above the
+    start's top occupied level + 1 is ever reached, so the truncation is exact.  Fixed point
+    ``(λ, 0, 0, …)``.
     """
     lam = check_load(lam)
     T = check_positive_float("T", T)
@@ -565,81 +591,68 @@ def solve_dinf(lam, *, T, start="empty", t_eval=None, n=None, event_grid: float 
     g = np.zeros(L)
     g[: u0.size] = u0[:L]
 
-    def full_levels(g):
-        m = 0
-        while m < L and g[m] >= 1.0:
-            m += 1
-        # a full level whose overflow would be negative unfills at once
-        while m >= 1 and (m >= L or lam - 1.0 + g[m] < 0.0):
-            m -= 1
-        return m
+    m = 0
+    while m < L and g[m] >= 1.0:
+        m += 1
+    # a full level whose overflow would be negative unfills at once
+    while m >= 1 and lam - 1.0 + g[m] < 0.0:
+        m -= 1
 
     out = np.empty((t_eval.size, L))
     events = []
     t = 0.0
-    m = full_levels(g)
     ti = 0
     while True:
-        G = _dinf_generator(m, L, lam)
-        y0 = np.concatenate((g[m:], [1.0]))
-
-        def state(s, G=G, y0=y0):
-            return (sla.expm(G * s) @ y0)[:-1]
-
-        # functions whose sign change ends the piece
-        def crit(y):
-            vals = [1.0 - y[0]]  # level m+1 fills when this reaches 0
-            if m >= 1:
-                vals.append(y[0] - (1.0 - lam))  # level m unfills when this reaches 0
-            return vals
-
-        h = event_grid
-        E = sla.expm(G * h)
-        y = y0.copy()
-        s = 0.0
+        z0 = g[m:].copy()
         t_end = T - t
+
+        def crit(z1, m=m):
+            """Sign changes end the piece: column 0, level m+1 fills; column 1, level m unfills."""
+            c = [1.0 - z1]
+            if m >= 1:
+                c.append(z1 - (1.0 - lam))
+            return np.stack(c, axis=-1)
+
+        grid = np.arange(0.0, t_end + event_grid, event_grid)
+        grid[-1] = min(grid[-1], t_end)
+        grid = np.unique(np.minimum(grid, t_end))
+        cvals = crit(_dinf_piece(m, z0, grid, lam)[:, 0])
         event = None
-        while s < t_end:
-            hs = min(h, t_end - s)
-            ynew = (E @ y) if hs == h else (sla.expm(G * hs) @ y)
-            c0, c1 = crit(y[:-1]), crit(ynew[:-1])
-            hit = [j for j in range(len(c0)) if c0[j] > 0 and c1[j] <= 0]
-            if hit:
-                roots = []
-                for j in hit:
-                    def fj(x, j=j, y=y):
-                        return crit((sla.expm(G * x) @ y)[:-1])[j] if x > 0 else c0[j]
-                    roots.append((s + brentq(fj, 0.0, hs, xtol=1e-15, rtol=1e-15), j))
-                event = min(roots)
-                break
-            y = ynew
-            s += hs
+        # the first grid interval where a criterion goes from > 0 to <= 0
+        hit = (cvals[:-1] > 0) & (cvals[1:] <= 0)
+        if hit.any():
+            k = int(np.argmax(hit.any(axis=1)))
+            roots = []
+            for j in np.nonzero(hit[k])[0]:
+                def fj(x, j=j):
+                    return crit(_dinf_piece(m, z0, np.array([x]), lam)[0, 0])[j]
+                roots.append((brentq(fj, grid[k], grid[k + 1], xtol=1e-15, rtol=1e-15), int(j)))
+            event = min(roots)
         piece_end = t + (event[0] if event else t_end)
-        # record outputs on this piece
-        while ti < t_eval.size and t_eval[ti] <= piece_end:
-            gi = np.empty(L)
-            gi[:m] = 1.0
-            gi[m:] = state(t_eval[ti] - t)
-            out[ti] = gi
-            ti += 1
+        tj = ti
+        while tj < t_eval.size and t_eval[tj] <= piece_end:
+            tj += 1
+        if tj > ti:
+            out[ti:tj, :m] = 1.0
+            out[ti:tj, m:] = _dinf_piece(m, z0, t_eval[ti:tj] - t, lam)
+            ti = tj
         if event is None:
             break
         s_ev, j = event
-        gnew = np.empty(L)
-        gnew[:m] = 1.0
-        gnew[m:] = state(s_ev)
+        gnew = g.copy()
+        gnew[m:] = _dinf_piece(m, z0, np.array([s_ev]), lam)[0]
         if j == 0:  # level m+1 fills
             gnew[m] = 1.0
             m += 1
         else:  # level m unfills
+            gnew[m - 1] = 1.0
             m -= 1
-        g = np.clip(gnew, 0.0, 1.0)
+        g = gnew
         t = piece_end
         events.append((t, m))
         if len(events) > 100000:
             raise RuntimeError("solve_dinf: too many events (chattering)")
-    out = np.clip(out, 0.0, 1.0)
-    return DInfSolution(lam=lam, T=T, t=t_eval, u=out, levels=L, events=tuple(events))
+    return DInfSolution(lam=lam, T=T, t=t_eval, u=np.clip(out, 0.0, 1.0), levels=L, events=tuple(events))
 
 
 # =========================================================================== refined mean field
@@ -677,6 +690,10 @@ class RefinedMeanField:
 
 def _lyapunov(u, d, lam, n, replace):
     """Jacobian ``A`` and the solution ``W`` of ``A W + W A^T + Q = 0`` at the profile ``u``."""
+    if u.size > MAX_LYAPUNOV_LEVELS:
+        raise ValueError(f"levels: the Lyapunov equation would have {u.size} levels (more than "
+                         f"{MAX_LYAPUNOV_LEVELS}; its dense solve costs O(levels^3)); at d={d}, load={lam!r} "
+                         "pass a larger tol (e.g. tol=1e-6) or fewer levels")
     A = drift_jacobian(u, d, lam, n=n, replace=replace)
     Q = np.diag(_noise_diag(u, d, lam, n, replace))
     W = sla.solve_continuous_lyapunov(A, -Q)
