@@ -48,7 +48,8 @@ def _is_number(text) -> bool:
     return True
 
 
-def build_report(d, load, n=None, time=None, start="empty", replace=True, points=201, levels=None) -> dict:
+def build_report(d, load, n=None, time=None, start="empty", replace=True, points=201, levels=None,
+                 tol=None) -> dict:
     """Everything ``supermarket meanfield`` prints, as a plain dict (also used by ``--json``)."""
     from .. import meanfield as mf
     from ..model import check_load, check_positive_float, check_positive_int
@@ -57,6 +58,9 @@ def build_report(d, load, n=None, time=None, start="empty", replace=True, points
     if time is not None:
         time = check_positive_float("--time", time)
     points = check_positive_int("--points", points, maximum=100_000)
+    kw = {} if tol is None else {"tol": check_positive_float("--tol", tol)}
+    if tol is not None and kw["tol"] >= 1:
+        raise ValueError(f"--tol must be in (0, 1); got {tol!r}")
     rep: dict = {"params": {"d": "inf" if math.isinf(d) else d, "load": lam, "n": n, "replace": replace,
                             "time": time, "start": start if isinstance(start, str) else "array"}}
     if math.isinf(d):
@@ -71,16 +75,19 @@ def build_report(d, load, n=None, time=None, start="empty", replace=True, points
     else:
         if n is not None and not replace and d > n:
             raise ValueError(f"--d must be <= --n without replacement; got d={d}, n={n}")
-        rmf = mf.refined_mean_field(d, lam, levels=levels)
+        rmf = mf.refined_mean_field(d, lam, levels=levels, **kw)
         rep["fixed_point"] = rmf.pi.tolist()
-        rep["mean_queue_length"] = float(rmf.pi.sum())
+        from ..theory import mean_queue_length
+
+        mql = mean_queue_length(d, lam)  # the whole series Σ_{i>=1} π(i), not only the levels kept
+        rep["mean_queue_length"] = mql
         rep["levels"] = rmf.levels
         if n is not None:
             rep["refined"] = {"V": rmf.V.tolist(), "sum_V": float(rmf.V.sum()),
                               "mean": rmf.mean(n).tolist(),
-                              "mean_queue_length": rmf.mean_queue_length(n),
+                              "mean_queue_length": mql + float(rmf.V.sum()) / n,
                               "sampling": "with replacement (Gast-Van Houdt expansion of the n-free drift)"}
-            res = mf.lna(d, lam, n=n, at="centre", replace=replace, levels=levels)
+            res = mf.lna(d, lam, n=n, at="centre", replace=replace, levels=levels, **kw)
             rep["centre"] = res.centre.tolist()
             rep["covariance"] = res.covariance.tolist()
             rep["covariance_of"] = ("sqrt(n) (u - x^n): linear-noise approximation at the near-equilibrium "
@@ -88,7 +95,7 @@ def build_report(d, load, n=None, time=None, start="empty", replace=True, points
     if time is not None:
         t_eval = np.linspace(0.0, time, points)
         sol = mf.solve_meanfield(d, lam, T=time, start=_parse_start(start), t_eval=t_eval, n=n,
-                                 replace=replace)
+                                 replace=replace, **kw)
         rep["trajectory"] = {"t": sol.t.tolist(), "u": sol.u.tolist(), "levels": sol.levels,
                              "mean_queue_length": sol.mean_queue_length.tolist()}
     return rep
@@ -108,19 +115,21 @@ def build_report(d, load, n=None, time=None, start="empty", replace=True, points
 @click.option("--without-replacement", "no_replace", is_flag=True,
               help="Sample the d queues without replacement (paper 002; needs --n).")
 @click.option("--levels", "levels", type=COUNT, default=None, help="Number of levels (default: automatic).")
+@click.option("--tol", "tol", type=float, default=None,
+              help="Drop levels whose value stays below this (default 1e-13).")
 @click.option("--points", "points", type=COUNT, default=201, show_default=True,
               help="Output times of the trajectory.")
 @click.option("--plot", "plot", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write a PNG: the trajectory u_i(t), or the fixed point vs the refined mean field.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
-def meanfield(d, load, n, time, start, no_replace, levels, points, plot, as_json):
+def meanfield(d, load, n, time, start, no_replace, levels, tol, points, plot, as_json):
     """Mean-field theory for (d, λ) (MODEL §3, §8): the fixed point π, the ODE (1.1) from a
     start profile, and with --n the refined mean field E[u_i] ≈ π(i) + V_i/n (Gast–Van Houdt)
     and the linear-noise covariance of √n u.  --d inf gives the water-filling limit of paper 002."""
     if no_replace and n is None:
         raise click.UsageError("--without-replacement needs --n")
     rep = build_report(d, load, n=n, time=time, start=start, replace=not no_replace, points=points,
-                       levels=levels)
+                       levels=levels, tol=tol)
     if plot:
         _plot(rep, n, plot)
         rep["plot"] = plot
