@@ -104,6 +104,8 @@ def test_human_output_and_plots(tmp_path):
     (["--n", "0"], "--n"),
     (["--start", "bogus", "--time", "1"], "start"),
     (["--without-replacement"], "--n"),
+    (["--tol", "2"], "--tol"),
+    (["--d", "1", "--load", "0.999", "--n", "10"], "tol"),
     (["--d", "30", "--n", "10", "--without-replacement"], "d"),
 ])
 def test_bad_input_one_line_exit_2(args, word):
@@ -122,3 +124,11 @@ def test_start_profile_on_the_command_line():
     assert "level 3 (0.9) exceeds level 2 (0.8)" in r.stderr
     r = run(["meanfield", "--time", "1", "--start", "0.5,1.5"])
     assert r.exit_code == 2 and "level 2 is 1.5" in r.stderr
+
+
+def test_d1_mean_queue_length_is_the_whole_series():
+    r = run(["meanfield", "--d", "1", "--load", "0.99", "--n", "10", "--tol", "1e-3", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["mean_queue_length"] == pytest.approx(99.0, rel=1e-12)  # λ/(1−λ)
+    assert len(out["fixed_point"]) < 1000
