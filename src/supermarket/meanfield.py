@@ -11,7 +11,7 @@ What is here, each with the MODEL.md section it implements:
   of the closed form :func:`supermarket.theory.fixed_point`);
 - :func:`near_equilibrium_centre`: the finite-n centre ``x^n`` of paper 002 (§8);
 - :func:`solve_dinf`: the ``d = ∞`` constrained (water-filling) ODE of paper 002 (§3),
-  integrated exactly, piece by piece, with matrix exponentials between events;
+  integrated exactly, piece by piece, in closed form between events;
 - :func:`refined_mean_field`: the ``1/n`` term ``V`` of Gast and Van Houdt (2018) (§3);
 - :func:`lna`: the linear-noise approximation, the stationary covariance of ``√n (u − x)``.
 
