@@ -420,3 +420,21 @@ if given is not None:
         integral = np.concatenate(([0.0], np.cumsum(0.5 * (rhs[1:] + rhs[:-1]) * np.diff(t))))
         # trapezoid error, h = 0.005 (observed at most 2e-6 over 60 random cases)
         assert abs(total[-1] - total[0] - integral[-1]) < 1e-4
+
+
+def test_overload_transient_grows_levels_and_balances_mass():
+    # λ > 1: no equilibrium, but a finite horizon is fine; customers pile up at rate λ − u_1
+    # trapezoid error h²/12 |u_1'(T) − u_1'(0)| ≈ 1.5 h²/12 = 3e-6 with h = 0.005
+    lam, T = 1.5, 40.0
+    t = np.linspace(0.0, T, 8001)
+    sol = mf.solve_meanfield(2, lam, T=T, t_eval=t)
+    assert sol.top_level_max <= sol.tol and sol.levels > 20
+    total = sol.u.sum(axis=1)
+    rhs = lam - sol.u[:, 0]
+    integral = np.concatenate(([0.0], np.cumsum(0.5 * (rhs[1:] + rhs[:-1]) * np.diff(t))))
+    assert np.max(np.abs(total - integral)) < 1e-5
+    assert sol.u[-1, 0] == pytest.approx(1.0, abs=1e-9)
+    with pytest.raises(ValueError, match="load"):
+        mf.solve_meanfield("inf", 1.5, T=1.0)
+    with pytest.raises(ValueError, match="load"):
+        mf.solve_meanfield(2, 1.5, T=1.0, start="fixed-point")

@@ -334,11 +334,13 @@ def solve_meanfield(d, lam, *, T, start="empty", t_eval=None, n=None, replace=Tr
       ``"auto"`` (default): LSODA up to 100 levels (fastest there), BDF with the sparse
       Jacobian above.
     - ``n``/``replace``: sampling without replacement at finite ``n`` (``P_n``).
-    - ``d = math.inf`` (or ``"inf"``) dispatches to :func:`solve_dinf`.
+    - ``d = math.inf`` (or ``"inf"``) dispatches to :func:`solve_dinf` (λ < 1 there).
+    - ``lam >= 1`` is allowed for finite ``d`` (a finite horizon needs no equilibrium).
     - ``t_eval``: output times (default 201 equally spaced points in ``[0, T]``).
     """
     d = check_d(d, allow_inf=True)
-    lam = check_load(lam)
+    # a finite horizon needs no equilibrium: λ >= 1 is allowed for finite d (the levels grow)
+    lam = check_load(lam, require_stable=math.isinf(d))
     T = check_positive_float("T", T)
     tol = check_positive_float("tol", tol)
     max_levels = check_positive_int("max_levels", max_levels)
@@ -362,7 +364,8 @@ def solve_meanfield(d, lam, *, T, start="empty", t_eval=None, n=None, replace=Tr
                          else near_equilibrium_centre(n, d, lam, replace=False, tol=tol,
                                                       max_levels=max_levels).size)
         except ValueError:
-            # the fixed point needs too many levels (d = 1, λ near 1); a finite run may not
+            # no fixed point (λ >= 1) or one with too many levels (d = 1, λ near 1): a
+            # finite run may need far fewer; grow from the start's support
             fp_levels = _support(u0, 0.0) + 8
         L = max(fp_levels, _support(u0, 0.0) + 1, 2)
         if L > max_levels:
