@@ -132,7 +132,9 @@ def test_bad_params():
     with pytest.raises(TypeError, match="d"):
         mf.solve_meanfield(2.5, 0.9, T=1.0)
     with pytest.raises(ValueError, match="load"):
-        mf.solve_meanfield(2, 1.0, T=1.0)
+        mf.solve_meanfield(2, 0.0, T=1.0)
+    with pytest.raises(ValueError, match="load"):
+        mf.refined_mean_field(2, 1.0)
     with pytest.raises(ValueError, match="method"):
         mf.solve_meanfield(2, 0.9, T=1.0, method="RK45")
     with pytest.raises(ValueError, match="n"):
@@ -433,7 +435,7 @@ def test_overload_transient_grows_levels_and_balances_mass():
     rhs = lam - sol.u[:, 0]
     integral = np.concatenate(([0.0], np.cumsum(0.5 * (rhs[1:] + rhs[:-1]) * np.diff(t))))
     assert np.max(np.abs(total - integral)) < 1e-5
-    assert sol.u[-1, 0] == pytest.approx(1.0, abs=1e-9)
+    assert sol.u[-1, 0] == pytest.approx(1.0, abs=1e-6)  # every server busy
     with pytest.raises(ValueError, match="load"):
         mf.solve_meanfield("inf", 1.5, T=1.0)
     with pytest.raises(ValueError, match="load"):
