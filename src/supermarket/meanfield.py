@@ -36,7 +36,7 @@ import scipy.sparse as sp
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
-from .model import check_int, check_load, check_positive_float, check_positive_int
+from .model import check_load, check_positive_float, check_positive_int
 from .states import parse_start
 from .theory import log_fixed_point
 
