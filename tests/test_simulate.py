@@ -155,3 +155,23 @@ def test_cli_bad_input_exit_2(args):
                            else ["simulate", *args])
     assert r.exit_code == 2, r.output
     assert "Traceback" not in r.output
+
+
+def test_ctrl_c_returns_partial_result():
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    code = ("from supermarket.cli import main; main(['simulate', '--n', '1000', '--d', '2', '--load', '0.9', "
+            "'--steps', '1e12', '--burn-in', '1e5', '--json'])")
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    time.sleep(4.0)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err.decode()
+    d = json.loads(out)
+    assert d["partial"] is True and 0 < d["steps"] < 10**12
+    assert abs(d["u_mean"][0] - 0.9) < 0.05

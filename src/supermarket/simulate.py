@@ -56,7 +56,7 @@ ENGINES = ("profile", "queues", "buckets")
 TIME_MODES = ("discrete", "continuous")
 BATCHES = 32
 CHUNK_EVENTS = 10_000_000
-DEFAULT_STEPS = 10**8
+DEFAULT_STEPS = 5 * 10**7
 PROGRESS_AFTER_S = 2.0
 _PER_QUEUE_MAX_N = 2**31 - 1
 
@@ -415,7 +415,7 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
 
     Horizon: ``steps`` (events after burn-in) or ``time`` (continuous-time units after
     burn-in; in discrete mode converted to ``round(time·n(1+λ))`` steps), not both; default
-    ``steps = 10**8``.  ``burn_in`` is in the same unit as the horizon (default a tenth of
+    ``steps = 5·10**7``.  ``burn_in`` is in the same unit as the horizon (default a tenth of
     it).  ``time_mode="continuous"`` uses exact exponential event times (MODEL.md §1).
     ``start``: see :mod:`supermarket.states` (``"empty"``, ``"fixed-point"``,
     ``"customers:G"``, ``"long:L"``, a queue-lengths vector, a profile array).
@@ -663,7 +663,9 @@ def _summarize(spec, raws, wall, interrupted, single=False) -> SimulationResult:
     L = top + 1
     Ttot = sum(b["T"] for b in batches)
     if Ttot <= 0:
-        raise RuntimeError("nothing was measured (interrupted before the first event)")
+        if interrupted:
+            raise KeyboardInterrupt("interrupted during burn-in: nothing was measured yet")
+        raise RuntimeError("nothing was measured")  # pragma: no cover - horizons are positive
     area_c = sum(_pad(b["area_c"], L) for b in batches)
     area_P = sum(_pad(b["area_P"], L) for b in batches)
     u_mean = area_c / (n * Ttot)
