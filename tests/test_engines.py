@@ -133,3 +133,16 @@ def test_per_queue_lengths_are_consistent_with_counts():
         assert x is not None and len(x) == 300
         c = np.array([(x >= i).sum() for i in range(1, x.max() + 1)])
         assert np.array_equal(c, res.final_counts)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_long_queue_drains_at_rate_one(engine):
+    # One queue of length 40 among n = 40000 (windowed tables, more levels than the fast
+    # path keeps: the general path runs).  It loses a customer at rate 1 and (d = 2) almost
+    # never gains one, so its length is 40 − N(t), N Poisson(1): the time average of the
+    # maximum over [0, 30] has mean 40 − 15 = 25 and s.d. √(30³/3)/30.
+    res = simulate(40_000, 2, 0.5, time=30.0, burn_in=0, time_mode="continuous", start="long:40",
+                   engine=engine, replications=6, seed=21)
+    means = np.array([sum(m * p for m, p in r.max_queue_dist.items()) for r in res.per_replication])
+    sd = math.sqrt(30.0**3 / 3) / 30.0
+    assert abs(means.mean() - 25.0) <= 4.5 * sd / math.sqrt(len(means))

@@ -55,7 +55,7 @@ __all__ = [
 
 HALF_WIN = 1024
 WIN = 2 * HALF_WIN
-LW = 16  # levels with a window table
+LW = 32  # levels with a window table
 FULL_TABLE_MAX_N = 1 << 15
 
 # indices into the small state arrays
