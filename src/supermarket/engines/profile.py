@@ -467,23 +467,33 @@ def _profile_fast(c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windo
     lw_top = LW - 1
     events = 0
     status = STATUS_DONE
+    if top + 2 > L:
+        return 0, STATUS_GROW
+    if windowed and top >= lw_top:
+        return 0, _ST_GENERAL
+    # pc[i] = P at level index i for its current count (one look-up per change)
+    pc = np.zeros(L)
+    for i in range(top):
+        pc[i] = tabf[i * tstride + c[i] - tbase[i]]
+    # discrete time: the events before the horizon or the next record are known in advance
+    budget = max_events
+    if not cont:
+        if t_stop - now < budget:
+            budget = np.int64(math.floor(t_stop - now))
+        if recording and next_rec - now < budget:
+            budget = np.int64(math.floor(next_rec - now))
     while True:
-        if events >= max_events:
+        if events >= budget:
             status = STATUS_EVENTS
             break
-        if top + 2 > L:
-            status = STATUS_GROW
-            break
-        if windowed and top >= lw_top:
-            status = _ST_GENERAL
-            break
-        if recording and next_rec < (t_next if t_next <= t_stop else t_stop):
-            status = _ST_RECORD
-            break
-        if t_next > t_stop:
-            now = t_stop
-            status = STATUS_DONE
-            break
+        if cont:
+            if recording and next_rec < (t_next if t_next <= t_stop else t_stop):
+                status = _ST_RECORD
+                break
+            if t_next > t_stop:
+                now = t_stop
+                status = STATUS_DONE
+                break
         now = t_next
         u = next_double(s)
         if u < p_arr:
@@ -491,17 +501,17 @@ def _profile_fast(c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windo
             U = u * inv_p
             j = 0
             for i in range(top):
-                j += np.int64(tabf[i * tstride + c[i] - tbase[i]] > U)
+                j += np.int64(pc[i] > U)
             old = c[j]
             if j < top:
-                pold = tabf[j * tstride + old - tbase[j]]
+                pold = pc[j]
             else:
                 pold = 0.0
                 maxtime[top] += now - top_since
                 top_since = now
                 top += 1
-                if windowed:
-                    status = _ST_WINDOW  # the next level needs its window
+                if windowed or top + 2 > L:
+                    status = _ST_WINDOW  # stop after this event: new window or more levels needed
             new = old + 1
             total += 1
         else:
@@ -516,7 +526,7 @@ def _profile_fast(c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windo
                 continue
             j = ell - 1
             old = c[j]
-            pold = tabf[j * tstride + old - tbase[j]]
+            pold = pc[j]
             new = old - 1
             total -= 1
             if new == 0:
@@ -529,6 +539,10 @@ def _profile_fast(c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windo
         area_P[j] += pold * dt
         stamp[j] = now
         c[j] = new
+        if new > 0:
+            pc[j] = tabf[j * tstride + new - tbase[j]]
+        else:
+            pc[j] = 0.0
         # good set N^ε, clauses (a) and (b) (MODEL.md §5)
         if j <= k:
             if j < k:
