@@ -175,3 +175,11 @@ def test_ctrl_c_returns_partial_result():
     d = json.loads(out)
     assert d["partial"] is True and 0 < d["steps"] < 10**12
     assert abs(d["u_mean"][0] - 0.9) < 0.05
+
+
+def test_time_horizon_and_burn_in_units():
+    # with `time`, the burn-in is in time units too; discrete mode converts at n(1+λ) steps per unit
+    r = simulate(100, 2, 0.9, time=100.0, burn_in=10.0, seed=1)
+    assert r.steps == 19_000 and r.burn_in == 1_900 and math.isclose(r.sim_time, 100.0)
+    r = simulate(100, 2, 0.9, time=100.0, burn_in=10.0, time_mode="continuous", seed=1)
+    assert math.isclose(r.sim_time, 100.0)

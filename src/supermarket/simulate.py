@@ -462,15 +462,15 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
     else:
         S = DEFAULT_STEPS if steps is None else _check_steps(steps)
         horizon = ("events", S) if continuous else ("time", float(S))
+    # burn-in, in the unit the horizon was given in (steps, or time units with `time`)
     if burn_in is None:
         burn = horizon[1] / 10.0
+    elif time is not None:
+        burn = _check_nonneg_float("burn_in", burn_in)
+        if not continuous:
+            burn = float(round(burn * rate))
     else:
-        if horizon[0] == "time" and not continuous:
-            burn = float(_check_count("burn_in", burn_in))
-        elif horizon[0] == "time":
-            burn = _check_nonneg_float("burn_in", burn_in)
-        else:
-            burn = float(_check_count("burn_in", burn_in))
+        burn = float(_check_count("burn_in", burn_in))
     if horizon[0] == "events" or not continuous:
         burn = float(math.floor(burn))
 
