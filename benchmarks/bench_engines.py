@@ -110,7 +110,7 @@ def rmftool_rate(n, d, lam, horizon, levels=20):
 
         ddpp.add_transition(up, arr)
         ddpp.add_transition(-up, dep)
-    ddpp.set_initial_state(np.array(th.fixed_point(d, lam, levels)))
+    ddpp.set_initial_state(np.rint(n * th.fixed_point(d, lam, levels)) / n)  # a state of the chain
     t = time.perf_counter()
     T, X = ddpp.simulate(n, horizon)
     wall = time.perf_counter() - t

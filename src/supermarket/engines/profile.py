@@ -45,7 +45,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .rng import next_double, next_u64
+from .rng import next_double, next_u64, step_double
 
 __all__ = [
     "HALF_WIN", "WIN", "LW", "FULL_TABLE_MAX_N",
@@ -465,6 +465,10 @@ def _profile_fast(c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windo
     good_since = sf[T_GOODSINCE]
     good_time = sf[T_GOODTIME]
     lw_top = LW - 1
+    r0 = s[0]
+    r1 = s[1]
+    r2 = s[2]
+    r3 = s[3]
     events = 0
     status = STATUS_DONE
     if top + 2 > L:
@@ -495,7 +499,7 @@ def _profile_fast(c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windo
                 status = STATUS_DONE
                 break
         now = t_next
-        u = next_double(s)
+        u, r0, r1, r2, r3 = step_double(r0, r1, r2, r3)
         if u < p_arr:
             # arrival: joined length ℓ = #{i : U < P_i}, counted without branches
             U = u * inv_p
@@ -521,7 +525,11 @@ def _profile_fast(c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windo
             for i in range(top):
                 ell += np.int64(c[i] > y)
             if ell == 0:
-                t_next = now + (1.0 if not cont else -math.log(1.0 - next_double(s)) * inv_rate)
+                if cont:
+                    v, r0, r1, r2, r3 = step_double(r0, r1, r2, r3)
+                    t_next = now - math.log(1.0 - v) * inv_rate
+                else:
+                    t_next = now + 1.0
                 events += 1
                 continue
             j = ell - 1
@@ -561,10 +569,18 @@ def _profile_fast(c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windo
             off = new - tbase[j]
             if (off < 1 and tbase[j] > 0) or (off > WIN - 2 and tbase[j] + WIN - 1 < n):
                 status = _ST_WINDOW
-        t_next = now + (1.0 if not cont else -math.log(1.0 - next_double(s)) * inv_rate)
+        if cont:
+            v, r0, r1, r2, r3 = step_double(r0, r1, r2, r3)
+            t_next = now - math.log(1.0 - v) * inv_rate
+        else:
+            t_next = now + 1.0
         events += 1
         if status == _ST_WINDOW:
             break
+    s[0] = r0
+    s[1] = r1
+    s[2] = r2
+    s[3] = r3
     si[S_TOP] = top
     si[S_TOTAL] = total
     si[S_VIOL] = viol

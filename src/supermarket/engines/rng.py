@@ -85,3 +85,19 @@ def next_below(s, n):
             m = x * nn
             low = m & np.uint64(0xFFFFFFFF)
     return np.int64(m >> np.uint64(32))
+
+
+@njit(cache=True)
+def step_double(s0, s1, s2, s3):
+    """``next_double`` on a state held in four local variables (for hot loops that keep
+    the state in registers): returns ``(u, s0, s1, s2, s3)``; write the words back to the
+    state array when the loop ends."""
+    result = _rotl(s1 * np.uint64(5), 7) * np.uint64(9)
+    t = s1 << np.uint64(17)
+    s2 ^= s0
+    s3 ^= s1
+    s1 ^= s2
+    s0 ^= s3
+    s2 ^= t
+    s3 = _rotl(s3, 45)
+    return np.float64(result >> np.uint64(11)) * TWO_M53, s0, s1, s2, s3
