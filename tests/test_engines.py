@@ -8,7 +8,6 @@ import math
 import numpy as np
 import pytest
 
-from supermarket import theory as th
 from supermarket.engines.profile import log_p_all_at_least
 from supermarket.model import Params
 from supermarket.simulate import Chain, simulate

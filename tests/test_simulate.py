@@ -158,7 +158,6 @@ def test_cli_bad_input_exit_2(args):
 
 
 def test_ctrl_c_returns_partial_result():
-    import os
     import signal
     import subprocess
     import sys

@@ -43,7 +43,7 @@ from .engines.profile import flush, p_table, profile_kernel, reset_measures
 from .engines.queues import bitset_words, queues_kernel
 from .engines.rng import new_state
 from .model import (
-    Params, as_seed_sequence, check_fraction, check_int, check_positive_float, check_positive_int,
+    Params, check_fraction, check_int, check_positive_float, check_positive_int,
     seed_to_uint64, spawn_seeds,
 )
 from .states import counts_from_lengths, lengths_from_counts, parse_start, start_counts
@@ -708,7 +708,7 @@ def _summarize(spec, raws, wall, interrupted, single=False) -> SimulationResult:
         steps=int(events), burn_in=int(burn_events), sim_time=float(sim_time),
         u_mean=u_mean, u_stderr=u_se, ud_mean=ud_mean, ud_stderr=ud_se, max_queue_dist=mq,
         good_set_fraction=good, good_set_fraction_stderr=(g_se if k else None), k=k,
-        eps=float(_th_eps(spec)), mean_queue_length=mql, mean_queue_length_stderr=mql_se,
+        eps=float(spec["eps"]), mean_queue_length=mql, mean_queue_length_stderr=mql_se,
         mean_sojourn_time=mql / lamf, mean_sojourn_time_stderr=mql_se / lamf,
         events_per_second=(total_events / kernel_wall if kernel_wall > 0 else math.nan),
         wall_time=float(wall), partial=bool(interrupted or any(raw["partial"] for raw in raws)),
@@ -716,6 +716,3 @@ def _summarize(spec, raws, wall, interrupted, single=False) -> SimulationResult:
         per_replication=per, final_lengths=r0["lengths"],
     )
 
-
-def _th_eps(spec):
-    return spec.get("eps", 0.1)

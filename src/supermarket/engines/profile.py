@@ -45,7 +45,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .rng import next_double, next_u64, step_double
+from .rng import next_double, step_double
 
 __all__ = [
     "HALF_WIN", "WIN", "LW", "FULL_TABLE_MAX_N",
