@@ -145,3 +145,20 @@ def test_long_queue_drains_at_rate_one(engine):
     means = np.array([sum(m * p for m, p in r.max_queue_dist.items()) for r in res.per_replication])
     sd = math.sqrt(30.0**3 / 3) / 30.0
     assert abs(means.mean() - 25.0) <= 4.5 * sd / math.sqrt(len(means))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rep", [True, False])
+def test_engines_agree_in_heavy_traffic(rep):
+    # n = 2000, d = 20, λ = 0.99 (k = 2): the regime of paper 000, all three engines
+    runs = {e: simulate(2000, 20, 0.99, steps=30_000_000, engine=e, replace=rep, start="fixed-point", seed=s)
+            for s, e in enumerate(ENGINES)}
+    a = runs["queues"]
+    for e in ("profile", "buckets"):
+        b = runs[e]
+        L = min(len(a.u_mean), len(b.u_mean))
+        se = np.sqrt(a.u_stderr[:L] ** 2 + b.u_stderr[:L] ** 2)
+        seen = a.u_mean[:L] > 1e-3
+        assert np.all((np.abs(a.u_mean[:L] - b.u_mean[:L]) <= 4.5 * se) | ~seen)
+        assert abs(a.good_set_fraction - b.good_set_fraction) <= 4.5 * math.hypot(
+            a.good_set_fraction_stderr, b.good_set_fraction_stderr)
