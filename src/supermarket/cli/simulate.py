@@ -153,7 +153,9 @@ def _print_result(res, load: str) -> None:
         mt.add_row(str(m), f"{res.max_queue_dist[m]:.6g}", mark)
     con.print(mt)
     if k is not None:
-        con.print(f"k_(λ,d) = {k}  ({kr.note})")
+        con.print(f"k_(λ,d) = {k}  ({kr.note}; paper 000's regime needs n ≥ 1e15)")
+        con.print(f"general hypothesis (MODEL §4, reconstructed): the maximum is within 1 of the largest k with "
+                  f"n·π(k) ≥ 1, here {th.k_hypothesis(p.n, p.d, p.lam)}")
         con.print(f"time in the good set N^ε (ε = {res.eps:g}, clauses (a),(b) of MODEL §5): "
                   f"{res.good_set_fraction:.6g} ± {_fmt(res.good_set_fraction_stderr, 2)}")
     mf = th.mean_queue_length(p.d, p.lam) if p.lam < 1 else None
