@@ -175,6 +175,7 @@ time_mode = 3
                       (9, "run[1].load"), (10, "run[1].steps"), (11, "run[1].replace"), (12, "run[1].time_mode")]:
         assert f"line {line}: {key}:" in r.stderr, (key, r.stderr)
     assert "8 errors" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "o").exists()
 
 

@@ -128,6 +128,8 @@ def meanfield(d, load, n, time, start, no_replace, levels, tol, points, plot, as
     and the linear-noise covariance of √n u.  --d inf gives the water-filling limit of paper 002."""
     if no_replace and n is None:
         raise click.UsageError("--without-replacement needs --n")
+    if time is None and start != "empty":
+        raise click.UsageError("--start is the initial profile of the ODE: it needs --time")
     rep = build_report(d, load, n=n, time=time, start=start, replace=not no_replace, points=points,
                        levels=levels, tol=tol)
     if plot:

@@ -68,7 +68,10 @@ def sweep(file, out, workers, scheduler, max_tasks, connect_timeout, check, as_j
     try:
         spec = sw.load_sweep(file)
     except sw.SweepFileError as exc:
-        click.echo(f"supermarket: error: {exc}", err=True)
+        # every error at once, on one line (the CLI's rule for user mistakes)
+        n_err = len(exc.errors)
+        click.echo(f"supermarket: error: {exc.path}: {n_err} error{'s' if n_err != 1 else ''} in sweep file: "
+                   + "; ".join(exc.errors), err=True)
         sys.exit(2)
     if check:
         info = {"file": str(file), "name": spec.name, "tasks": len(spec.tasks), "points": spec.points,
