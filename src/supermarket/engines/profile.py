@@ -500,31 +500,31 @@ def _profile_fast(c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windo
                 break
         now = t_next
         u, r0, r1, r2, r3 = step_double(r0, r1, r2, r3)
-        if u < p_arr:
-            # arrival: joined length ℓ = #{i : U < P_i}, counted without branches
-            U = u * inv_p
-            j = 0
-            for i in range(top):
-                j += np.int64(pc[i] > U)
-            old = c[j]
-            if j < top:
-                pold = pc[j]
-            else:
-                pold = 0.0
-                maxtime[top] += now - top_since
-                top_since = now
-                top += 1
-                if windowed or top + 2 > L:
-                    status = _ST_WINDOW  # stop after this event: new window or more levels needed
-            new = old + 1
-            total += 1
-        else:
-            # potential departure from a uniform queue: ℓ = #{i : c_i > nU}
-            y = (u - p_arr) * q_scale
-            ell = 0
-            for i in range(top):
-                ell += np.int64(c[i] > y)
-            if ell == 0:
+        # One uniform decides the event and its level.  Arrival (u < p_arr): the joined
+        # length is ℓ = #{i : U < P_i} with U = u/p_arr.  Potential departure: a uniform
+        # queue, ℓ = #{i : c_i > y} with y = n(u − p_arr)/(1 − p_arr).  Both counts are
+        # taken without branches and the common case is chosen by selects, so the 50/50
+        # arrival/departure outcome costs no branch misprediction.
+        arr = u < p_arr
+        U = u * inv_p
+        y = (u - p_arr) * q_scale
+        ja = 0
+        jd = 0
+        for i in range(top):
+            ja += np.int64(pc[i] > U)
+            jd += np.int64(c[i] > y)
+        j = ja if arr else jd - 1
+        delta = 1 if arr else -1
+        if (j < 0) | (j >= top - 1):
+            # rare: an idle server (no departure), a new top level, or the top level
+            if arr:
+                if j == top:
+                    maxtime[top] += now - top_since
+                    top_since = now
+                    top += 1
+                    if windowed or top + 2 > L:
+                        status = _ST_WINDOW  # stop after this event: new window or more levels needed
+            elif j < 0:
                 if cont:
                     v, r0, r1, r2, r3 = step_double(r0, r1, r2, r3)
                     t_next = now - math.log(1.0 - v) * inv_rate
@@ -532,15 +532,14 @@ def _profile_fast(c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windo
                     t_next = now + 1.0
                 events += 1
                 continue
-            j = ell - 1
-            old = c[j]
-            pold = pc[j]
-            new = old - 1
-            total -= 1
-            if new == 0:
+            elif c[j] == 1:
                 maxtime[top] += now - top_since
                 top_since = now
                 top = j
+        old = c[j]
+        pold = pc[j]
+        new = old + delta
+        total += delta
         # lazy time integrals of level j (MODEL.md §2 measurements)
         dt = now - stamp[j]
         area_c[j] += old * dt
