@@ -42,7 +42,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from .model import (
-    _as_real,
+    check_real,
     check_fraction,
     check_int,
     check_positive_float,
@@ -156,7 +156,7 @@ def _emit(p: RegimeParams, warn: bool) -> RegimeParams:
 
 
 def _real(name, value) -> float:
-    x = _as_real(name, value)
+    x = check_real(name, value)
     if not math.isfinite(x):
         raise ValueError(f"{name} must be a finite real number; got {value!r}")
     return x

@@ -27,6 +27,7 @@ __all__ = [
     "check_positive_int",
     "check_load",
     "check_positive_float",
+    "check_real",
     "check_fraction",
     "exact_load",
     "load_candidates",
@@ -85,6 +86,12 @@ def _as_real(name: str, value) -> float:
     if not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number; got {_describe(value)}")
     return float(value)
+
+
+def check_real(name: str, value) -> float:
+    """Any real number (int, float, Fraction, Decimal, numeric string) as a float; rejects
+    ``bool`` and non-numbers with ``TypeError``.  Range checks are the caller's."""
+    return _as_real(name, value)
 
 
 def check_positive_float(name: str, value, *, allow_inf: bool = False) -> float:
