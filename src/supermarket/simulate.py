@@ -194,8 +194,13 @@ class SimulationResult:
         ks = sorted(self.max_queue_dist)
         ax2.bar(ks, [self.max_queue_dist[k] for k in ks], color="tab:blue")
         if self.k is not None:
-            ax2.axvline(self.k, color="tab:red", ls="--", label=f"k_(λ,d) = {self.k}")
-            ax2.legend()
+            ax2.axvline(self.k, color="tab:red", ls="--", label=f"k_(λ,d) = {self.k} (paper 000)")
+        if p.lam < 1:
+            kh = _th.k_hypothesis(p.n, p.d, p.lam)
+            ax2.axvline(kh, color="tab:green", ls=":", label=f"largest k with nπ(k) ≥ 1: {kh}")
+        if self.k is not None or p.lam < 1:
+            ax2.legend(fontsize=8)
+        ax2.xaxis.get_major_locator().set_params(integer=True)
         ax2.set_xlabel("maximum queue length")
         ax2.set_ylabel("fraction of time")
         fig.tight_layout()
