@@ -297,7 +297,7 @@ def test_cli_json_has_the_documented_fields():
     r = _cli(["mixing", "--n", "60", "--d", "3", "--load", "0.9", "--from", "empty",
               "--replications", "8", "--workers", "1", "--json"])
     assert r.exit_code == 0, r.output
-    out = json.loads(r.output)
+    out = json.loads(r.stdout)
     for key in ("mean", "median", "q90", "ci"):
         assert key in out["coalescence_steps"]
     for key in ("tmix_steps", "bound_upper_steps", "bound_lower_steps", "tmix_time",

@@ -127,7 +127,7 @@ def test_cli_json_keys():
     r = CliRunner().invoke(main, ["simulate", "--n", "200", "--d", "2", "--load", "0.9", "--steps", "1e5",
                                   "--json"])
     assert r.exit_code == 0, r.output
-    d = json.loads(r.output)
+    d = json.loads(r.stdout)  # warnings go to stderr
     assert d["params"] ["n"] == 200 and d["params"]["load"] == 0.9 and d["params"]["replace"] is True
     assert d["steps"] == 100_000
     for key in ("engine", "u_mean", "u_stderr", "max_queue_dist", "mean_queue_length",
@@ -182,3 +182,14 @@ def test_time_horizon_and_burn_in_units():
     assert r.steps == 19_000 and r.burn_in == 1_900 and math.isclose(r.sim_time, 100.0)
     r = simulate(100, 2, 0.9, time=100.0, burn_in=10.0, time_mode="continuous", seed=1)
     assert math.isclose(r.sim_time, 100.0)
+
+
+def test_short_default_burn_in_from_empty_warns():
+    # 1/μ_k ≈ 102 time units at n=1e6, d=100, λ=0.999 (slow mode, derived); default burn-in 0.05 time units
+    with pytest.warns(RuntimeWarning, match="relaxation times"):
+        simulate(10**6, 100, 0.999, steps=10**5, seed=0)
+    import warnings as _w
+    with _w.catch_warnings():
+        _w.simplefilter("error")
+        simulate(10**6, 100, 0.999, steps=10**5, seed=0, start="fixed-point")
+        simulate(10**6, 100, 0.999, steps=10**5, seed=0, burn_in=10**5)

@@ -499,6 +499,9 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
     else:
         counts0 = start_counts(n, d, lam_in if stable else lamf, start)
 
+    if burn_in is None and stable and name == "empty":
+        _warn_short_burn_in(d, lamf, burn / rate if (horizon[0] == "events" or not continuous) else burn)
+
     if record_every is not None:
         record_every = (check_positive_float("record_every", record_every) if continuous
                         else float(check_positive_int("record_every", record_every)
@@ -530,6 +533,22 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
             raws[r] = f.result()
     wall = _time.perf_counter() - t0
     return _summarize(spec, raws, wall, interrupted)
+
+
+BURN_IN_RELAXATION_TIMES = 5.0
+
+
+def _warn_short_burn_in(d: int, lam: float, burn_time: float) -> None:
+    """Warn when the default burn-in from an empty start is shorter than a few relaxation
+    times: ``1/μ_k`` of the slow mode (MODEL.md §6, derived) for d >= 2, and the M/M/1
+    relaxation time ``1/(1−√λ)²`` for d = 1.  A heuristic, stated as such."""
+    t_relax = (1.0 / _th.slow_mode(d, lam).mu if d >= 2 else 1.0 / (1.0 - math.sqrt(lam)) ** 2)
+    if burn_time < BURN_IN_RELAXATION_TIMES * t_relax:
+        warnings.warn(
+            f"the default burn-in ({burn_time:.3g} time units) is shorter than {BURN_IN_RELAXATION_TIMES:g} "
+            f"relaxation times (1/μ = {t_relax:.3g} time units, slow mode, derived) from an empty start: the "
+            "averages may carry start-up bias; give a longer burn-in (burn_in=, --burn-in) or start from the "
+            "fixed point (start='fixed-point', --start fixed-point)", RuntimeWarning, stacklevel=3)
 
 
 def _check_steps(steps) -> int:
