@@ -23,16 +23,26 @@ import math
 import numpy as np
 from numba import njit
 
-from .profile import (
-    F_PARR, F_RATE, F_REC, I_CONT, I_FULL, I_K, I_N, LW, S_TOP, S_TOTAL, S_VIOL, STATUS_DONE, STATUS_EVENTS,
-    STATUS_GROW, STATUS_RECFULL, T_GOODSINCE, T_GOODTIME, T_NEXT, T_NEXTREC, T_NOW, T_TOPSINCE, WIN,
-    _ST_GENERAL, _ST_RECORD, _ST_WINDOW, _getp, _record_until, _refresh_windows, _set_level, _set_top,
+from .measure import (
+    F_PARR, F_RATE, F_REC, I_CONT, I_K, I_N, LW, S_TOP, S_TOTAL, STATUS_DONE, STATUS_EVENTS, STATUS_GROW,
+    STATUS_RECFULL, T_NEXT, T_NEXTREC, T_NOW, _GO_ON, _ST_WINDOW, chunk_gate, clause_ints, close_level, close_top,
+    fast_gate, fast_tables, good_step, is_final, record_until, set_level, set_top, state_load, state_store,
+    window_edge,
 )
+from .profile import _getp, _refresh_windows
 from .rng import next_below, next_double
 
 __all__ = ["buckets_kernel", "lengths_by_queue", "MAX_N"]
 
 MAX_N = 2**31 - 1
+
+
+@njit(cache=True, inline="always")
+def _swap(perm, a, b):
+    """Exchange the queues at positions ``a`` and ``b``."""
+    q = perm[a]
+    perm[a] = perm[b]
+    perm[b] = q
 
 
 @njit(cache=True, nogil=True)
@@ -57,12 +67,12 @@ def _buckets_general(perm, c, stamp, area_c, area_P, maxtime, tab, win, winbase,
             break
         t_next = sf[T_NEXT]
         if t_next > t_stop:
-            if recording and not _record_until(t_stop, c, rec_t, rec_c, rec_max, rec_tot, pf, pi, si, sf):
+            if recording and not record_until(t_stop, c, rec_t, rec_c, rec_max, rec_tot, pf, pi, si, sf):
                 status = STATUS_RECFULL
                 break
             sf[T_NOW] = t_stop
             break
-        if recording and not _record_until(t_next, c, rec_t, rec_c, rec_max, rec_tot, pf, pi, si, sf):
+        if recording and not record_until(t_next, c, rec_t, rec_c, rec_max, rec_tot, pf, pi, si, sf):
             status = STATUS_RECFULL
             break
         now = t_next
@@ -81,13 +91,11 @@ def _buckets_general(perm, c, stamp, area_c, area_P, maxtime, tab, win, winbase,
             first = c[j]
             end = n if j == 0 else c[j - 1]
             p = first + next_below(s, end - first)
-            q = perm[p]
-            perm[p] = perm[first]
-            perm[first] = q
+            _swap(perm, p, first)
             if j == top:
                 pj = 0.0
-                _set_top(top + 1, now, maxtime, si, sf)
-            _set_level(j, first + 1, pj, now, c, stamp, area_c, area_P, pi, lo, hi, gbad, si, sf)
+                set_top(top + 1, now, maxtime, si, sf)
+            set_level(j, first + 1, pj, now, c, stamp, area_c, area_P, pi, lo, hi, gbad, si, sf)
             si[S_TOTAL] += 1
         else:
             K = next_below(s, n)
@@ -98,13 +106,11 @@ def _buckets_general(perm, c, stamp, area_c, area_P, maxtime, tab, win, winbase,
                 lv = j - 1
                 old = c[lv]
                 last = old - 1
-                q = perm[K]
-                perm[K] = perm[last]
-                perm[last] = q
+                _swap(perm, K, last)
                 pold = _getp(lv, old, pi, tab, win, winbase)
-                _set_level(lv, old - 1, pold, now, c, stamp, area_c, area_P, pi, lo, hi, gbad, si, sf)
+                set_level(lv, old - 1, pold, now, c, stamp, area_c, area_P, pi, lo, hi, gbad, si, sf)
                 if old == 1:
-                    _set_top(lv, now, maxtime, si, sf)
+                    set_top(lv, now, maxtime, si, sf)
                 si[S_TOTAL] -= 1
         if cont:
             v = 1.0 - next_double(s)
@@ -128,33 +134,13 @@ def _buckets_fast(perm, c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride,
     L = c.shape[0]
     recording = pf[F_REC] > 0.0
     next_rec = sf[T_NEXTREC]
-    top = si[S_TOP]
-    total = si[S_TOTAL]
-    viol = si[S_VIOL]
-    now = sf[T_NOW]
-    t_next = sf[T_NEXT]
-    top_since = sf[T_TOPSINCE]
-    good_since = sf[T_GOODSINCE]
-    good_time = sf[T_GOODTIME]
-    lw_top = LW - 1
+    top, total, viol, now, t_next, top_since, good_since, good_time = state_load(si, sf)
     events = 0
-    status = STATUS_DONE
     while True:
-        if events >= max_events:
-            status = STATUS_EVENTS
-            break
-        if top + 2 > L:
-            status = STATUS_GROW
-            break
-        if windowed and top >= lw_top:
-            status = _ST_GENERAL
-            break
-        if recording and next_rec < (t_next if t_next <= t_stop else t_stop):
-            status = _ST_RECORD
-            break
-        if t_next > t_stop:
-            now = t_stop
-            status = STATUS_DONE
+        status = fast_gate(events, max_events, top, L, windowed, recording, next_rec, t_next, t_stop)
+        if status != _GO_ON:
+            if status == STATUS_DONE:
+                now = t_stop
             break
         now = t_next
         u = next_double(s)
@@ -166,15 +152,12 @@ def _buckets_fast(perm, c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride,
             old = c[j]
             end = n if j == 0 else c[j - 1]
             p = old + next_below(s, end - old)
-            q = perm[p]
-            perm[p] = perm[old]
-            perm[old] = q
+            _swap(perm, p, old)
             if j < top:
                 pold = tabf[j * tstride + old - tbase[j]]
             else:
                 pold = 0.0
-                maxtime[top] += now - top_since
-                top_since = now
+                top_since = close_top(maxtime, top, top_since, now)
                 top += 1
                 if windowed:
                     status = _ST_WINDOW
@@ -192,50 +175,24 @@ def _buckets_fast(perm, c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride,
             j = ell - 1
             old = c[j]
             last = old - 1
-            q = perm[K]
-            perm[K] = perm[last]
-            perm[last] = q
+            _swap(perm, K, last)
             pold = tabf[j * tstride + old - tbase[j]]
             new = old - 1
             total -= 1
             if new == 0:
-                maxtime[top] += now - top_since
-                top_since = now
+                top_since = close_top(maxtime, top, top_since, now)
                 top = j
-        dt = now - stamp[j]
-        area_c[j] += old * dt
-        area_P[j] += pold * dt
-        stamp[j] = now
-        c[j] = new
+        close_level(j, old, pold, new, now, c, stamp, area_c, area_P)
         if j <= k:
-            if j < k:
-                sh = n - new
-                bad = np.int64(sh < loi[j]) | np.int64(sh > hii[j])
-            else:
-                bad = np.int64(new > 0)
-            if bad != gbad[j]:
-                gbad[j] = bad
-                if viol == 0:
-                    good_time += now - good_since
-                viol += 2 * bad - 1
-                if viol == 0:
-                    good_since = now
-        if windowed:
-            off = new - tbase[j]
-            if (off < 1 and tbase[j] > 0) or (off > WIN - 2 and tbase[j] + WIN - 1 < n):
-                status = _ST_WINDOW
+            gbad[j], viol, good_since, good_time = good_step(j, k, new, n, loi[j], hii[j], gbad[j], now, viol,
+                                                             good_since, good_time)
+        if windowed and window_edge(new, tbase[j], n):
+            status = _ST_WINDOW
         t_next = now + (1.0 if not cont else -math.log(1.0 - next_double(s)) * inv_rate)
         events += 1
         if status == _ST_WINDOW:
             break
-    si[S_TOP] = top
-    si[S_TOTAL] = total
-    si[S_VIOL] = viol
-    sf[T_NOW] = now
-    sf[T_NEXT] = t_next
-    sf[T_TOPSINCE] = top_since
-    sf[T_GOODSINCE] = good_since
-    sf[T_GOODTIME] = good_time
+    state_store(si, sf, top, total, viol, now, t_next, top_since, good_since, good_time)
     return events, status
 
 
@@ -244,53 +201,24 @@ def buckets_kernel(perm, c, stamp, area_c, area_P, maxtime, tab, win, winbase, l
                    rec_t, rec_c, rec_max, rec_tot, s, pi, pf, si, sf, t_stop, max_events):
     """Run the bucket chain until ``t_stop`` or ``max_events`` events (arguments and return
     value as :func:`.profile.profile_kernel`; ``perm`` = queue identities by position)."""
-    full = pi[I_FULL] != 0
-    windowed = not full
-    if full:
-        tabf = tab
-        tbase = np.zeros(c.shape[0], np.int64)
-        tstride = 0
-    else:
-        tabf = win.reshape(-1)
-        tbase = winbase
-        tstride = WIN
-    kk = pi[I_K]
-    loi = np.empty(max(kk, 1), np.int64)
-    hii = np.empty(max(kk, 1), np.int64)
-    for j in range(kk):
-        loi[j] = np.int64(math.ceil(lo[j]))
-        hii[j] = np.int64(math.floor(hi[j]))
-    recording = pf[F_REC] > 0.0
+    tabf, tbase, tstride, windowed = fast_tables(c, tab, win, winbase, pi)
+    loi, hii = clause_ints(lo, hi, pi[I_K])
     events = 0
     while True:
-        left = max_events - events
-        if left <= 0:
-            return events, STATUS_EVENTS
-        top = si[S_TOP]
-        if top + 2 > c.shape[0]:
-            return events, STATUS_GROW
-        t_next = sf[T_NEXT]
-        t_until = t_next if t_next <= t_stop else t_stop
-        if recording and sf[T_NEXTREC] < t_until:
-            if not _record_until(t_until, c, rec_t, rec_c, rec_max, rec_tot, pf, pi, si, sf):
-                return events, STATUS_RECFULL
-        if t_next > t_stop:
-            sf[T_NOW] = t_stop
-            return events, STATUS_DONE
-        if windowed:
-            if top >= LW - 1:
-                ev, st = _buckets_general(perm, c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, hi,
-                                          gbad, rec_t, rec_c, rec_max, rec_tot, s, pi, pf, si, sf, t_stop,
-                                          min(left, 4096))
-                events += ev
-                if st == STATUS_GROW or st == STATUS_RECFULL or st == STATUS_DONE:
-                    return events, st
-                continue
-            _refresh_windows(c, top, pi, win, winbase)
-        ev, st = _buckets_fast(perm, c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windowed, loi, hii,
-                               gbad, s, pi, pf, si, sf, t_stop, left)
+        st = chunk_gate(max_events - events, c, rec_t, rec_c, rec_max, rec_tot, pf, pi, si, sf, t_stop)
+        if st != _GO_ON:
+            return events, st
+        if windowed and si[S_TOP] >= LW - 1:
+            ev, st = _buckets_general(perm, c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, hi, gbad,
+                                      rec_t, rec_c, rec_max, rec_tot, s, pi, pf, si, sf, t_stop,
+                                      min(max_events - events, 4096))
+        else:
+            if windowed:
+                _refresh_windows(c, si[S_TOP], pi, win, winbase)
+            ev, st = _buckets_fast(perm, c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windowed, loi,
+                                   hii, gbad, s, pi, pf, si, sf, t_stop, max_events - events)
         events += ev
-        if st == STATUS_DONE or st == STATUS_GROW:
+        if is_final(st):
             return events, st
 
 

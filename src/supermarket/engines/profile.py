@@ -45,6 +45,13 @@ import math
 import numpy as np
 from numba import njit
 
+from .measure import (  # the state layout is re-exported: callers read it from here
+    F_PARR, F_RATE, F_REC, HALF_WIN, I_CONT, I_D, I_FULL, I_K, I_N, I_REP, I_RL, LW, S_NREC, S_TOP, S_TOTAL,
+    S_VIOL, STATUS_DONE, STATUS_EVENTS, STATUS_GROW, STATUS_RECFULL, T_GOODSINCE, T_GOODTIME, T_NEXT,
+    T_NEXTREC, T_NOW, T_TOPSINCE, WIN, _GO_ON, _ST_GENERAL, _ST_RECORD, _ST_WINDOW, change_level, chunk_gate,
+    clause_bad, clause_ints, close_level, close_top, fast_tables, good_step, is_final, record_until, state_load,
+    state_store, window_edge,
+)
 from .rng import next_double, step_double
 
 __all__ = [
@@ -53,19 +60,7 @@ __all__ = [
     "profile_kernel", "flush", "reset_measures",
 ]
 
-HALF_WIN = 1024
-WIN = 2 * HALF_WIN
-LW = 32  # levels with a window table
 FULL_TABLE_MAX_N = 1 << 15
-
-# indices into the small state arrays
-I_N, I_D, I_REP, I_K, I_CONT, I_FULL, I_RL = 0, 1, 2, 3, 4, 5, 6
-F_PARR, F_RATE, F_REC = 0, 1, 2
-S_TOP, S_TOTAL, S_VIOL, S_NREC = 0, 1, 2, 3
-T_NOW, T_NEXT, T_TOPSINCE, T_GOODSINCE, T_GOODTIME, T_NEXTREC = 0, 1, 2, 3, 4, 5
-
-STATUS_DONE, STATUS_EVENTS, STATUS_GROW, STATUS_RECFULL = 0, 1, 2, 3
-_ST_RECORD, _ST_WINDOW, _ST_GENERAL = 4, 5, 6  # internal: why the fast path returned
 
 
 # ----------------------------------------------------------------- P_i (MODEL.md §2)
@@ -162,88 +157,15 @@ def _rebuild_window(j, cj, pi, win, winbase):
 
 # ----------------------------------------------------------------- measurements
 @njit(cache=True)
-def _set_level(j, new, pold, now, c, stamp, area_c, area_P, pi, lo, hi, gbad, si, sf):
-    """Set ``c[j] = new`` at time ``now``, closing the lazy time integrals of level ``j``
-    (``pold`` = P at the old count) and updating good-set membership (MODEL.md §5)."""
-    dt = now - stamp[j]
-    area_c[j] += c[j] * dt
-    area_P[j] += pold * dt
-    stamp[j] = now
-    c[j] = new
-    k = pi[I_K]
-    if k > 0 and j <= k:
-        if j < k:
-            shorter = float(pi[I_N] - new)
-            bad = 1 if (shorter < lo[j] or shorter > hi[j]) else 0
-        else:
-            bad = 1 if new > 0 else 0
-        if bad != gbad[j]:
-            gbad[j] = bad
-            v = si[S_VIOL]
-            if v == 0:
-                sf[T_GOODTIME] += now - sf[T_GOODSINCE]
-            v += 1 if bad else -1
-            si[S_VIOL] = v
-            if v == 0:
-                sf[T_GOODSINCE] = now
-
-
-@njit(cache=True)
-def _set_top(newtop, now, maxtime, si, sf):
-    maxtime[si[S_TOP]] += now - sf[T_TOPSINCE]
-    sf[T_TOPSINCE] = now
-    si[S_TOP] = newtop
-
-
-@njit(cache=True)
-def _record_until(t_until, c, rec_t, rec_c, rec_max, rec_tot, pf, pi, si, sf):
-    """Write the current state at every grid point ``< t_until``; False if the buffer is full."""
-    every = pf[F_REC]
-    if every <= 0.0:
-        return True
-    nxt = sf[T_NEXTREC]
-    if nxt >= t_until:
-        return True
-    need = int(math.ceil((t_until - nxt) / every))
-    if need < 1:
-        need = 1
-    nrec = si[S_NREC]
-    # count exactly (floating point): the grid points in [nxt, t_until)
-    cnt = 0
-    t = nxt
-    while t < t_until:
-        cnt += 1
-        t = nxt + cnt * every
-    if nrec + cnt > rec_t.shape[0]:
-        return False
-    rl = pi[I_RL]
-    top = si[S_TOP]
-    tot = si[S_TOTAL]
-    for r in range(cnt):
-        rec_t[nrec] = nxt + r * every
-        for j in range(rl):
-            rec_c[nrec, j] = c[j]
-        rec_max[nrec] = top
-        rec_tot[nrec] = tot
-        nrec += 1
-    si[S_NREC] = nrec
-    sf[T_NEXTREC] = nxt + cnt * every
-    return True
-
-
-@njit(cache=True)
 def flush(c, stamp, area_c, area_P, maxtime, tab, win, winbase, pi, si, sf):
     """Close every lazy time integral at the current time (call before reading them)."""
     now = sf[T_NOW]
     for j in range(c.shape[0]):
         cj = c[j]
         if cj > 0:
-            dt = now - stamp[j]
-            area_c[j] += cj * dt
-            area_P[j] += _getp(j, cj, pi, tab, win, winbase) * dt
+            close_level(j, cj, _getp(j, cj, pi, tab, win, winbase), cj, now, c, stamp, area_c, area_P)
         stamp[j] = now
-    maxtime[si[S_TOP]] += now - sf[T_TOPSINCE]
-    sf[T_TOPSINCE] = now
+    sf[T_TOPSINCE] = close_top(maxtime, si[S_TOP], sf[T_TOPSINCE], now)
     if pi[I_K] > 0 and si[S_VIOL] == 0:
         sf[T_GOODTIME] += now - sf[T_GOODSINCE]
         sf[T_GOODSINCE] = now
@@ -275,44 +197,14 @@ def reset_measures(c, stamp, area_c, area_P, maxtime, pi, lo, hi, gbad, si, sf):
     if k > 0:
         n = pi[I_N]
         for j in range(k + 1):
-            cj = c[j] if j < c.shape[0] else 0
-            if j < k:
-                shorter = float(n - cj)
-                bad = 1 if (shorter < lo[j] or shorter > hi[j]) else 0
-            else:
-                bad = 1 if cj > 0 else 0
+            b = min(j, k - 1)
+            bad = clause_bad(j, k, c[j] if j < c.shape[0] else 0, n, lo[b], hi[b])
             gbad[j] = bad
             v += bad
     si[S_VIOL] = v
 
 
 # ----------------------------------------------------------------- the profile kernel
-@njit(cache=True)
-def _change(j, new, pold, now, c, stamp, area_c, area_P, k, n, lo, hi, gbad, viol, good_since, good_time):
-    """Set ``c[j] = new`` at time ``now``: close the lazy integrals of level index ``j``
-    (``pold`` = P at the old count) and update good-set membership (MODEL.md §5).
-    Returns the updated ``(viol, good_since, good_time)``."""
-    dt = now - stamp[j]
-    area_c[j] += c[j] * dt
-    area_P[j] += pold * dt
-    stamp[j] = now
-    c[j] = new
-    if k > 0 and j <= k:
-        if j < k:
-            shorter = float(n - new)
-            bad = 1 if (shorter < lo[j] or shorter > hi[j]) else 0
-        else:
-            bad = 1 if new > 0 else 0
-        if bad != gbad[j]:
-            gbad[j] = bad
-            if viol == 0:
-                good_time += now - good_since
-            viol += 1 if bad else -1
-            if viol == 0:
-                good_since = now
-    return viol, good_since, good_time
-
-
 @njit(cache=True, nogil=True)
 def _profile_general(c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, hi, gbad,
                      rec_t, rec_c, rec_max, rec_tot, s, pi, pf, si, sf, t_stop, max_events):
@@ -331,14 +223,7 @@ def _profile_general(c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, h
     rate = pf[F_RATE]
     L = c.shape[0]
     recording = pf[F_REC] > 0.0
-    top = si[S_TOP]
-    total = si[S_TOTAL]
-    viol = si[S_VIOL]
-    now = sf[T_NOW]
-    t_next = sf[T_NEXT]
-    top_since = sf[T_TOPSINCE]
-    good_since = sf[T_GOODSINCE]
-    good_time = sf[T_GOODTIME]
+    top, total, viol, now, t_next, top_since, good_since, good_time = state_load(si, sf)
     events = 0
     status = STATUS_DONE
     while True:
@@ -351,8 +236,8 @@ def _profile_general(c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, h
         if recording and sf[T_NEXTREC] < (t_next if t_next <= t_stop else t_stop):
             si[S_TOP] = top
             si[S_TOTAL] = total
-            if not _record_until(t_next if t_next <= t_stop else t_stop, c, rec_t, rec_c, rec_max, rec_tot,
-                                 pf, pi, si, sf):
+            if not record_until(t_next if t_next <= t_stop else t_stop, c, rec_t, rec_c, rec_max, rec_tot,
+                                pf, pi, si, sf):
                 status = STATUS_RECFULL
                 break
         if t_next > t_stop:
@@ -388,11 +273,10 @@ def _profile_general(c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, h
                 else:
                     pold = p_all_at_least(c[j], n, d, rep)
             if j == top:
-                maxtime[top] += now - top_since
-                top_since = now
+                top_since = close_top(maxtime, top, top_since, now)
                 top += 1
-            viol, good_since, good_time = _change(j, c[j] + 1, pold, now, c, stamp, area_c, area_P, k, n,
-                                                  lo, hi, gbad, viol, good_since, good_time)
+            viol, good_since, good_time = change_level(j, c[j] + 1, pold, now, c, stamp, area_c, area_P, k, n,
+                                                       lo, hi, gbad, viol, good_since, good_time)
             total += 1
         else:
             # potential departure from a uniformly chosen queue: ℓ = #{i : c_i > nU}
@@ -412,11 +296,10 @@ def _profile_general(c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, h
                     pold = win[lv, off]
                 else:
                     pold = p_all_at_least(old, n, d, rep)
-                viol, good_since, good_time = _change(lv, old - 1, pold, now, c, stamp, area_c, area_P, k, n,
-                                                      lo, hi, gbad, viol, good_since, good_time)
+                viol, good_since, good_time = change_level(lv, old - 1, pold, now, c, stamp, area_c, area_P, k,
+                                                           n, lo, hi, gbad, viol, good_since, good_time)
                 if old == 1:
-                    maxtime[top] += now - top_since
-                    top_since = now
+                    top_since = close_top(maxtime, top, top_since, now)
                     top = lv
                 total -= 1
         if cont:
@@ -424,14 +307,7 @@ def _profile_general(c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, h
         else:
             t_next = now + 1.0
         events += 1
-    si[S_TOP] = top
-    si[S_TOTAL] = total
-    si[S_VIOL] = viol
-    sf[T_NOW] = now
-    sf[T_NEXT] = t_next
-    sf[T_TOPSINCE] = top_since
-    sf[T_GOODSINCE] = good_since
-    sf[T_GOODTIME] = good_time
+    state_store(si, sf, top, total, viol, now, t_next, top_since, good_since, good_time)
     return events, status
 
 
@@ -456,14 +332,7 @@ def _profile_fast(c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windo
     L = c.shape[0]
     recording = pf[F_REC] > 0.0
     next_rec = sf[T_NEXTREC]
-    top = si[S_TOP]
-    total = si[S_TOTAL]
-    viol = si[S_VIOL]
-    now = sf[T_NOW]
-    t_next = sf[T_NEXT]
-    top_since = sf[T_TOPSINCE]
-    good_since = sf[T_GOODSINCE]
-    good_time = sf[T_GOODTIME]
+    top, total, viol, now, t_next, top_since, good_since, good_time = state_load(si, sf)
     lw_top = LW - 1
     r0 = s[0]
     r1 = s[1]
@@ -519,8 +388,7 @@ def _profile_fast(c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windo
             # rare: an idle server (no departure), a new top level, or the top level
             if arr:
                 if j == top:
-                    maxtime[top] += now - top_since
-                    top_since = now
+                    top_since = close_top(maxtime, top, top_since, now)
                     top += 1
                     if windowed or top + 2 > L:
                         status = _ST_WINDOW  # stop after this event: new window or more levels needed
@@ -533,41 +401,24 @@ def _profile_fast(c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windo
                 events += 1
                 continue
             elif c[j] == 1:
-                maxtime[top] += now - top_since
-                top_since = now
+                top_since = close_top(maxtime, top, top_since, now)
                 top = j
         old = c[j]
         pold = pc[j]
         new = old + delta
         total += delta
         # lazy time integrals of level j (MODEL.md §2 measurements)
-        dt = now - stamp[j]
-        area_c[j] += old * dt
-        area_P[j] += pold * dt
-        stamp[j] = now
-        c[j] = new
+        close_level(j, old, pold, new, now, c, stamp, area_c, area_P)
         if new > 0:
             pc[j] = tabf[j * tstride + new - tbase[j]]
         else:
             pc[j] = 0.0
         # good set N^ε, clauses (a) and (b) (MODEL.md §5)
         if j <= k:
-            if j < k:
-                sh = n - new
-                bad = np.int64(sh < loi[j]) | np.int64(sh > hii[j])
-            else:
-                bad = np.int64(new > 0)
-            if bad != gbad[j]:
-                gbad[j] = bad
-                if viol == 0:
-                    good_time += now - good_since
-                viol += 2 * bad - 1
-                if viol == 0:
-                    good_since = now
-        if windowed:
-            off = new - tbase[j]
-            if (off < 1 and tbase[j] > 0) or (off > WIN - 2 and tbase[j] + WIN - 1 < n):
-                status = _ST_WINDOW
+            gbad[j], viol, good_since, good_time = good_step(j, k, new, n, loi[j], hii[j], gbad[j], now, viol,
+                                                             good_since, good_time)
+        if windowed and window_edge(new, tbase[j], n):
+            status = _ST_WINDOW
         if cont:
             v, r0, r1, r2, r3 = step_double(r0, r1, r2, r3)
             t_next = now - math.log(1.0 - v) * inv_rate
@@ -580,14 +431,7 @@ def _profile_fast(c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windo
     s[1] = r1
     s[2] = r2
     s[3] = r3
-    si[S_TOP] = top
-    si[S_TOTAL] = total
-    si[S_VIOL] = viol
-    sf[T_NOW] = now
-    sf[T_NEXT] = t_next
-    sf[T_TOPSINCE] = top_since
-    sf[T_GOODSINCE] = good_since
-    sf[T_GOODTIME] = good_time
+    state_store(si, sf, top, total, viol, now, t_next, top_since, good_since, good_time)
     return events, status
 
 
@@ -601,7 +445,7 @@ def _refresh_windows(c, top, pi, win, winbase):
         x = c[j]
         base = winbase[j]
         off = x - base
-        if off < 0 or off >= WIN or (off < 1 and base > 0) or (off > WIN - 2 and base + WIN - 1 < n):
+        if off < 0 or off >= WIN or window_edge(x, base, n):
             _rebuild_window(j, x, pi, win, winbase)
 
 
@@ -616,52 +460,22 @@ def profile_kernel(c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, hi,
     branches over the occupied levels (``c`` is non-increasing, so a count equals the scan
     of MODEL.md §2); unusual states go through :func:`_profile_general`.
     """
-    full = pi[I_FULL] != 0
-    windowed = not full
-    if full:
-        tabf = tab
-        tbase = np.zeros(c.shape[0], np.int64)
-        tstride = 0
-    else:
-        tabf = win.reshape(-1)
-        tbase = winbase
-        tstride = WIN
-    # integer bounds of clause (b): lo <= shorter <= hi  <=>  ceil(lo) <= shorter <= floor(hi)
-    kk = pi[I_K]
-    loi = np.empty(max(kk, 1), np.int64)
-    hii = np.empty(max(kk, 1), np.int64)
-    for j in range(kk):
-        loi[j] = np.int64(math.ceil(lo[j]))
-        hii[j] = np.int64(math.floor(hi[j]))
-    recording = pf[F_REC] > 0.0
+    tabf, tbase, tstride, windowed = fast_tables(c, tab, win, winbase, pi)
+    loi, hii = clause_ints(lo, hi, pi[I_K])
     events = 0
     while True:
-        left = max_events - events
-        if left <= 0:
-            return events, STATUS_EVENTS
-        top = si[S_TOP]
-        if top + 2 > c.shape[0]:
-            return events, STATUS_GROW
-        t_next = sf[T_NEXT]
-        t_until = t_next if t_next <= t_stop else t_stop
-        if recording and sf[T_NEXTREC] < t_until:
-            if not _record_until(t_until, c, rec_t, rec_c, rec_max, rec_tot, pf, pi, si, sf):
-                return events, STATUS_RECFULL
-        if t_next > t_stop:
-            sf[T_NOW] = t_stop
-            return events, STATUS_DONE
-        if windowed:
-            if top >= LW - 1:
-                ev, st = _profile_general(c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, hi, gbad,
-                                          rec_t, rec_c, rec_max, rec_tot, s, pi, pf, si, sf, t_stop,
-                                          min(left, 4096))
-                events += ev
-                if st == STATUS_GROW or st == STATUS_RECFULL or st == STATUS_DONE:
-                    return events, st
-                continue
-            _refresh_windows(c, top, pi, win, winbase)
-        ev, st = _profile_fast(c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windowed, loi, hii,
-                               gbad, s, pi, pf, si, sf, t_stop, left)
+        st = chunk_gate(max_events - events, c, rec_t, rec_c, rec_max, rec_tot, pf, pi, si, sf, t_stop)
+        if st != _GO_ON:
+            return events, st
+        if windowed and si[S_TOP] >= LW - 1:
+            ev, st = _profile_general(c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, hi, gbad,
+                                      rec_t, rec_c, rec_max, rec_tot, s, pi, pf, si, sf, t_stop,
+                                      min(max_events - events, 4096))
+        else:
+            if windowed:
+                _refresh_windows(c, si[S_TOP], pi, win, winbase)
+            ev, st = _profile_fast(c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windowed, loi, hii,
+                                   gbad, s, pi, pf, si, sf, t_stop, max_events - events)
         events += ev
-        if st == STATUS_DONE or st == STATUS_GROW:
+        if is_final(st):
             return events, st
