@@ -15,9 +15,12 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from supermarket import meanfield as mf
 from supermarket import theory as th
+from supermarket.simulate import simulate
 
 
 # --------------------------------------------------------------------------- ODE
@@ -339,7 +342,6 @@ def test_refined_closer_to_simulation_than_mean_field():
     """λ = 0.9, d = 2, n = 10, 20, 50: the simulated mean queue length (batch-means standard
     error) is far from Σπ and much closer to Σπ + ΣV/n; at n = 20 and 50 it agrees with the
     refined value within 4.5 standard errors (at n = 10 the O(1/n²) remainder shows)."""
-    simulate = pytest.importorskip("supermarket.simulate").simulate
     r = mf.refined_mean_field(2, 0.9)
     for n, seed in ((10, 11), (20, 12), (50, 13)):
         s = simulate(n, 2, 0.9, steps=2 * 10**7, seed=seed)
@@ -358,7 +360,6 @@ def test_refined_closer_to_simulation_than_mean_field():
 def test_lna_covariance_against_simulation_n_1e4():
     """Covariance of √n u at n = 10^4 (λ = 0.9, d = 2) from a recorded trajectory, with
     batch-means standard errors (20 batches of 500 records, 0.53 time units apart)."""
-    simulate = pytest.importorskip("supermarket.simulate").simulate
     n, d, lam, k = 10**4, 2, 0.9, 6
     s = simulate(n, d, lam, steps=10**8, seed=3, start="fixed-point", burn_in=10**6,
                  record_every=n, record_levels=k)
@@ -400,28 +401,21 @@ def test_V_satisfies_the_exact_equilibrium_identity():
         assert np.allclose(V[1:], rhs, rtol=1e-8, atol=1e-12 * np.abs(V).max())
 
 
-try:
-    from hypothesis import given, settings
-    from hypothesis import strategies as st
-except ImportError:  # pragma: no cover
-    given = None
-
-if given is not None:
-    @settings(max_examples=15, deadline=None)
-    @given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=12), st.integers(1, 50),
-           st.sampled_from([0.3, 0.9, 0.999]))
-    def test_any_valid_start_stays_a_profile_and_balances_mass(values, d, lam):
-        start = np.sort(np.array(values))[::-1]
-        t = np.linspace(0.0, 3.0, 601)
-        sol = mf.solve_meanfield(d, lam, T=3.0, start=start, t_eval=t)
-        assert sol.success
-        assert np.all((sol.u >= 0) & (sol.u <= 1))
-        assert np.all(np.diff(sol.u, axis=1) <= 1e-9)
-        total = sol.u.sum(axis=1)
-        rhs = lam - sol.u[:, 0]
-        integral = np.concatenate(([0.0], np.cumsum(0.5 * (rhs[1:] + rhs[:-1]) * np.diff(t))))
-        # trapezoid error, h = 0.005 (observed at most 2e-6 over 60 random cases)
-        assert abs(total[-1] - total[0] - integral[-1]) < 1e-4
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=12), st.integers(1, 50),
+       st.sampled_from([0.3, 0.9, 0.999]))
+def test_any_valid_start_stays_a_profile_and_balances_mass(values, d, lam):
+    start = np.sort(np.array(values))[::-1]
+    t = np.linspace(0.0, 3.0, 601)
+    sol = mf.solve_meanfield(d, lam, T=3.0, start=start, t_eval=t)
+    assert sol.success
+    assert np.all((sol.u >= 0) & (sol.u <= 1))
+    assert np.all(np.diff(sol.u, axis=1) <= 1e-9)
+    total = sol.u.sum(axis=1)
+    rhs = lam - sol.u[:, 0]
+    integral = np.concatenate(([0.0], np.cumsum(0.5 * (rhs[1:] + rhs[:-1]) * np.diff(t))))
+    # trapezoid error, h = 0.005 (observed at most 2e-6 over 60 random cases)
+    assert abs(total[-1] - total[0] - integral[-1]) < 1e-4
 
 
 def test_overload_transient_grows_levels_and_balances_mass():

@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from supermarket import mixing as mx
 from supermarket import theory
 from supermarket.engines import coupling as kern
+from supermarket.simulate import simulate
 
 Z = 4.5
 
@@ -317,7 +318,6 @@ def test_cli_human_output_and_errors():
 
 def test_coupled_copy_agrees_with_the_uncoupled_engine():
     """The time-averaged profile of a coupled copy agrees with simulate() (another engine)."""
-    simulate = pytest.importorskip("supermarket.simulate").simulate
     n, d, lam, steps = 100, 3, 0.9, 1_500_000
     ref = simulate(n, d, lam, steps=steps, burn_in=100_000, start="fixed-point", seed=9, replications=4,
                    workers=1)

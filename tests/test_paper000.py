@@ -19,6 +19,8 @@ from click.testing import CliRunner
 from supermarket import theory
 from supermarket.experiments import paper000 as p000
 
+import exact_small  # tests/exact_small.py: the exact stationary law of tiny systems
+
 Z = 4.5
 
 
@@ -136,7 +138,6 @@ def test_quick_mode_under_three_minutes(tmp_path):
 def test_equilibrium_max_and_good_set_shares_match_the_exact_law():
     """Time share of each maximum queue length and of N^ε against the exact stationary law of
     the profile chain (tests/exact_small.py, n = 4; an independent sparse solve of MODEL.md §2)."""
-    exact_small = pytest.importorskip("exact_small")
     n, d, lam = 4, 2, 0.8
     law = exact_small.profile_law(n, d, lam, M=14)
     assert law.tail < 1e-4
