@@ -222,7 +222,24 @@ def test_slow_mode_matrix_perron_frobenius():
     A = th.slow_mode_matrix(7, 0.999)
     a = 7 * 0.999
     M = A + (1 + a) * np.eye(len(A))
+    assert len(A) == th.k_lambda_d(7, 0.999) == 4
     assert np.all(M >= 0)
+    # irreducible (MODEL.md §6): every entry of (I + M)^(k-1) is positive
+    assert np.all(np.linalg.matrix_power(np.eye(len(M)) + M, len(M) - 1) > 0)
+
+
+@pytest.mark.parametrize("d,lam", [(7, 0.999), (2, 0.9), (20, 0.99), (10, 0.5), (100, 0.9999)])
+def test_slow_mode_matrix_has_the_linearised_profile_as_equilibrium(d, lam):
+    # MODEL.md §4 and §6: the linearised profile q_j = (1−λ)((λd)^j − 1)/(λd − 1) (checked
+    # against its closed form above) is the rest point of dq/dt = A_k q + (1−λ)e_k; and the
+    # slow mode is stable, μ_k > 0.
+    k = th.k_lambda_d(d, lam)
+    A = th.slow_mode_matrix(d, lam)
+    q = th.linearised_q(d, lam, k)
+    e = np.zeros(k)
+    e[-1] = 1.0
+    np.testing.assert_allclose(A @ q + (1 - lam) * e, 0.0, atol=1e-12 * max(1.0, np.abs(A).max()))
+    assert th.slow_mode(d, lam).mu > 0
 
 
 # --------------------------------------------------------------------------- §8 regime
