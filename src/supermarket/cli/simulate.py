@@ -158,6 +158,9 @@ def _print_result(res, load: str) -> None:
                   f"n·π(k) ≥ 1, here {th.k_hypothesis(p.n, p.d, p.lam)}")
         con.print(f"time in the good set N^ε (ε = {res.eps:g}, clauses (a),(b) of MODEL §5): "
                   f"{res.good_set_fraction:.6g} ± {_fmt(res.good_set_fraction_stderr, 2)}")
+        above = sum(f for m, f in res.max_queue_dist.items() if m > k)
+        if above > 0:
+            con.print(f"  a queue longer than k = {k} existed {above:.3g} of the time, and clause (a) fails then")
     mf = th.mean_queue_length(p.d, p.lam) if p.lam < 1 else None
     con.print(f"mean queue length {res.mean_queue_length:.6g} ± {_fmt(res.mean_queue_length_stderr, 2)}"
               + (f"  (mean field Σπ(i) = {mf:.6g})" if mf is not None else "")
