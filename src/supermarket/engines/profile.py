@@ -379,9 +379,10 @@ def _profile_fast(c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windo
         y = (u - p_arr) * q_scale
         ja = 0
         jd = 0
+        yi = np.int64(y)  # c_i > y  <=>  c_i > floor(y) for y >= 0 (departures); integer compares
         for i in range(top):
             ja += np.int64(pc[i] > U)
-            jd += np.int64(c[i] > y)
+            jd += np.int64(c[i] > yi)
         j = ja if arr else jd - 1
         delta = 1 if arr else -1
         if (j < 0) | (j >= top - 1):
