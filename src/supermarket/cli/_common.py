@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import math
 import sys
 
 import click
-import numpy as np
 
+from ..jsonable import to_jsonable  # noqa: F401 - re-exported for the commands
 from ..model import check_load, parse_count
 
 
@@ -43,24 +42,6 @@ class LoadType(click.ParamType):
 COUNT = CountType()
 LOAD = LoadType()
 LOAD_ANY = LoadType(require_stable=False)
-
-
-def to_jsonable(obj):
-    """Convert numpy scalars/arrays, tuples and non-finite floats into plain JSON values."""
-    if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return to_jsonable(obj.tolist())
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (np.floating, float)):
-        x = float(obj)
-        return x if math.isfinite(x) else (None if math.isnan(x) else ("inf" if x > 0 else "-inf"))
-    if isinstance(obj, np.bool_):
-        return bool(obj)
-    return obj
 
 
 def print_json(obj) -> None:

@@ -42,6 +42,7 @@ from .. import mixing as mx
 from .. import theory as th
 from ..model import as_seed_sequence, check_int, spawn_seeds
 from ..states import lengths_from_counts
+from ..jsonable import to_jsonable
 
 __all__ = ["run", "e1_equilibrium", "e2_mixing_scaling", "e3_bad_starts", "e4_power_of_choices",
            "equilibrium", "good_set_mask", "expected_steps"]
@@ -58,20 +59,8 @@ def _progress(msg: str) -> None:
 
 
 def _jsonable(obj):
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _jsonable(obj.tolist())
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (np.floating, float)):
-        x = float(obj)
-        return x if math.isfinite(x) else None
-    if isinstance(obj, np.bool_):
-        return bool(obj)
-    return obj
+    """Plain JSON for the tables (non-finite values become null)."""
+    return to_jsonable(obj, null_nonfinite=True)
 
 
 def _write_table(out: Path, name: str, rows: list[dict], meta: dict) -> None:

@@ -216,7 +216,7 @@ def run(out_dir, quick=False, seed=0, workers=None) -> dict:
         w = csv.DictWriter(f, fieldnames=list(scale[0].to_dict()))
         w.writeheader()
         w.writerows([r.to_dict() for r in scale])
-    from ..cli._common import to_jsonable
+    from ..jsonable import to_jsonable
 
     with open(os.path.join(out_dir, "moments.json"), "w") as f:
         json.dump(to_jsonable({"derived": fl.DERIVED_NOTE, "quick": quick, "seed": seed,
