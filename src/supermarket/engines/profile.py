@@ -346,6 +346,7 @@ def _profile_fast(c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windo
         return 0, _ST_GENERAL
     # pc[i] = P at level index i for its current count (one look-up per change)
     pc = np.zeros(L)
+    scan8 = L >= 8  # the fixed-count scan reads c[0..7] and pc[0..7]
     for i in range(top):
         pc[i] = tabf[i * tstride + c[i] - tbase[i]]
     # discrete time: the events before the horizon or the next record are known in advance
@@ -380,9 +381,17 @@ def _profile_fast(c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windo
         ja = 0
         jd = 0
         yi = np.int64(y)  # c_i > y  <=>  c_i > floor(y) for y >= 0 (departures); integer compares
-        for i in range(top):
-            ja += np.int64(pc[i] > U)
-            jd += np.int64(c[i] > yi)
+        if 4 < top <= 8 and scan8:
+            # 5 to 8 occupied levels (small d): a fixed trip count the compiler unrolls and
+            # vectorises; entries past `top` are 0 in both arrays and count for neither
+            # (U >= 0; yi >= 0 on a departure, and jd is unused on an arrival)
+            for i in range(8):
+                ja += np.int64(pc[i] > U)
+                jd += np.int64(c[i] > yi)
+        else:
+            for i in range(top):
+                ja += np.int64(pc[i] > U)
+                jd += np.int64(c[i] > yi)
         j = ja if arr else jd - 1
         delta = 1 if arr else -1
         if (j < 0) | (j >= top - 1):
