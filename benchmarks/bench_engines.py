@@ -6,7 +6,7 @@ against Ciw and rmftool at n = 1000, d = 2, λ = 0.9.
     .venv/bin/python benchmarks/bench_engines.py --no-others  # skip Ciw and rmftool
 
 Prints Markdown tables.  An "event" of our engines is one step of the uniformized chain
-(MODEL.md §1: an arrival or a potential departure, rate n(1+λ)); to compare tools that
+(docs/model.md §1: an arrival or a potential departure, rate n(1+λ)); to compare tools that
 count only real events, the side-by-side table also gives customers served per wall
 second (λ·n·simulated time / wall time), the same unit for every tool.  Each figure is
 the best of ``--repeat`` runs (the machine is shared: the best is the least disturbed).

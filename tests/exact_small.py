@@ -1,13 +1,13 @@
-"""Exact stationary laws of the supermarket chain for tiny n (MODEL.md §7): test oracles.
+"""Exact stationary laws of the supermarket chain for tiny n (docs/model.md §7): test oracles.
 
 Three independent constructions, each a sparse linear system ``π (P − I) = 0, Σπ = 1``
 solved with SciPy, on a space truncated at queue length ``M`` (an arrival that would make
 a queue longer than ``M`` is dropped; choose ``M`` so that ``P(max >= M)`` is negligible,
 :attr:`ExactLaw.tail` reports it):
 
-- :func:`profile_law`: the counts chain of MODEL.md §2 (joined length ``ℓ`` with
+- :func:`profile_law`: the counts chain of docs/model.md §2 (joined length ``ℓ`` with
   probability ``P_ℓ − P_{ℓ+1}``, with ``P_i = u_i^d`` or ``C(c_i,d)/C(n,d)``);
-- :func:`queue_law`: the per-queue chain of MODEL.md §1 on all vectors ``x ∈ {0..M}^n``,
+- :func:`queue_law`: the per-queue chain of docs/model.md §1 on all vectors ``x ∈ {0..M}^n``,
   enumerating every d-tuple (``n^d`` with replacement, every ordered d-tuple of distinct
   servers without) and joining the *first* minimal entry: the definition itself, nothing
   borrowed from the profile formulas;
@@ -68,7 +68,7 @@ class ExactLaw:
         return float(self.prob[self.states[:, -1] > 0].sum())
 
     def good(self, lo, hi, k) -> float:
-        """Stationary probability of N^ε: c_{k+1} = 0 and lo_j <= n − c_j <= hi_j (MODEL.md §5)."""
+        """Stationary probability of N^ε: c_{k+1} = 0 and lo_j <= n − c_j <= hi_j (docs/model.md §5)."""
         ok = np.ones(len(self.prob), bool)
         if k < self.states.shape[1]:
             ok &= self.states[:, k] == 0
@@ -105,7 +105,7 @@ def _counts(x, M):
 
 
 def profile_law(n, d, lam, *, replace=True, M=12) -> ExactLaw:
-    """Stationary law of the profile chain (MODEL.md §2), truncated at length ``M``."""
+    """Stationary law of the profile chain (docs/model.md §2), truncated at length ``M``."""
     if not replace and d > n:
         raise ValueError("d must be <= n without replacement")
     states = _sorted_states(n, M)
@@ -142,7 +142,7 @@ def profile_law(n, d, lam, *, replace=True, M=12) -> ExactLaw:
 
 
 def queue_law(n, d, lam, *, replace=True, M=10) -> ExactLaw:
-    """Stationary law of the per-queue chain of MODEL.md §1 (every d-tuple enumerated, the
+    """Stationary law of the per-queue chain of docs/model.md §1 (every d-tuple enumerated, the
     customer joins the first minimal entry), reported as a law of the counts."""
     if not replace and d > n:
         raise ValueError("d must be <= n without replacement")
@@ -181,7 +181,7 @@ def queue_law(n, d, lam, *, replace=True, M=10) -> ExactLaw:
 
 
 def jsq_law(n, lam, *, M=12) -> ExactLaw:
-    """Join the shortest queue (MODEL.md §1 with d = n, no replacement), on sorted vectors."""
+    """Join the shortest queue (docs/model.md §1 with d = n, no replacement), on sorted vectors."""
     states = _sorted_states(n, M)
     index = {x: i for i, x in enumerate(states)}
     pa = lam / (1 + lam)

@@ -1,4 +1,4 @@
-"""Engines against independent facts (MODEL.md §3, §7): closed forms, exact identities,
+"""Engines against independent facts (docs/model.md §3, §7): closed forms, exact identities,
 agreement between engines, exact binomial ratios.  Tolerances: 4.5 standard errors."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def _pad(a, L):
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("mode", ["discrete", "continuous"])
 def test_d1_is_independent_mm1(engine, mode):
-    # d = 1: independent M/M/1 queues, E[u_i] = λ^i (MODEL.md §7)
+    # d = 1: independent M/M/1 queues, E[u_i] = λ^i (docs/model.md §7)
     lam = 0.7
     res = simulate(40, 1, lam, steps=2_000_000, engine=engine, time_mode=mode, seed=2)
     L = max(len(res.u_mean), 20)  # λ^i > 1e-3 up to i = 19
@@ -38,14 +38,14 @@ def test_d1_is_independent_mm1(engine, mode):
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_u1_equals_load(engine):
-    # E[u_1] = λ for every n and d (MODEL.md §3)
+    # E[u_1] = λ for every n and d (docs/model.md §3)
     res = simulate(500, 4, 0.9, steps=3_000_000, engine=engine, start="fixed-point", seed=4)
     assert abs(res.u_mean[0] - 0.9) <= 4.5 * res.u_stderr[0]
 
 
 @pytest.mark.parametrize("rep", [True, False])
 def test_identity_u_i_equals_lambda_times_P_prev(rep):
-    # E[u_i] = λ E[P_{i-1}] (MODEL.md §3, derived; flow balance across level i)
+    # E[u_i] = λ E[P_{i-1}] (docs/model.md §3, derived; flow balance across level i)
     lam = 0.95
     res = simulate(300, 3, lam, steps=4_000_000, start="fixed-point", replace=rep, seed=9)
     prev = np.concatenate([[1.0], res.ud_mean[:-1]])
@@ -70,7 +70,7 @@ def test_engines_agree(engine, rep):
 
 
 def test_refined_mean_field_value():
-    # Gast–Van Houdt (MODEL.md §3): λ = 0.9, d = 2: Σπ(i) = 2.35265, ΣV_i ≈ 3.986,
+    # Gast–Van Houdt (docs/model.md §3): λ = 0.9, d = 2: Σπ(i) = 2.35265, ΣV_i ≈ 3.986,
     # E[mean queue length] = Σπ + ΣV/n + O(1/n²)
     n = 100
     res = simulate(n, 2, 0.9, steps=20_000_000, start="fixed-point", seed=8)
@@ -89,7 +89,7 @@ def test_mean_event_time_in_continuous_mode():
 @pytest.mark.parametrize("n,d,c", [(10**4, 300, 9_000), (10**6, 1000, 999_000), (10**6, 50, 10**6 - 3),
                                    (500, 500, 500), (500, 499, 499), (10**5, 7, 12), (10**4, 5000, 9999)])
 def test_without_replacement_probability_is_exact(n, d, c):
-    # P_i = C(c,d)/C(n,d) (MODEL.md §2) against exact integer binomials
+    # P_i = C(c,d)/C(n,d) (docs/model.md §2) against exact integer binomials
     exact = (math.log(math.comb(c, d)) - math.log(math.comb(n, d))) if c >= d else -math.inf
     got = log_p_all_at_least(c, n, d, False)
     if exact == -math.inf:
@@ -104,7 +104,7 @@ def test_with_replacement_probability():
 
 
 def test_huge_n_and_d_run():
-    # n = 10^12, d = 10^9, λ = 1 − 10^-6 (MODEL.md §4: k = 1): runs, stays sane
+    # n = 10^12, d = 10^9, λ = 1 − 10^-6 (docs/model.md §4: k = 1): runs, stays sane
     lam = 1 - 1e-6
     res = simulate(10**12, 10**9, lam, steps=2_000_000, start="fixed-point", seed=1)
     assert res.k == 1

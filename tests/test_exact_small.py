@@ -1,5 +1,5 @@
 """Every engine, in both time modes, with and without replacement, against the exact
-stationary law of tiny systems (MODEL.md §7), solved inside the test (tests/exact_small.py).
+stationary law of tiny systems (docs/model.md §7), solved inside the test (tests/exact_small.py).
 
 Tolerance: 4.5 standard errors (batch means) plus the truncation mass of the exact law."""
 
@@ -25,7 +25,7 @@ def laws():
 @pytest.mark.parametrize("n,d,lam,rep", [(3, 2, 0.6, True), (3, 2, 0.6, False), (2, 3, 0.5, True),
                                          (3, 3, 0.5, False)])
 def test_profile_chain_is_exact_for_the_per_queue_chain(n, d, lam, rep):
-    # MODEL.md §2: the counts are a Markov chain with the law of the per-queue chain's
+    # docs/model.md §2: the counts are a Markov chain with the law of the per-queue chain's
     # profile.  Same truncation on both sides, so the laws agree to solver precision.
     a = profile_law(n, d, lam, replace=rep, M=8)
     b = queue_law(n, d, lam, replace=rep, M=8)
@@ -78,7 +78,7 @@ def test_engine_matches_exact_law(laws, engine, mode, rep):
     res = simulate(N, D, LAM, steps=STEPS, burn_in=10_000, engine=engine, time_mode=mode, replace=rep, seed=11)
     law = laws[rep]
     _check(res, law, f"{engine}/{mode}/replace={rep}")
-    # time in the good set N^ε (MODEL.md §5) against its exact probability
+    # time in the good set N^ε (docs/model.md §5) against its exact probability
     k = th.k_lambda_d(D, LAM)
     lo, hi = th.good_set_bounds(N, D, LAM, 0.1, k)
     g = law.good(lo, hi, k)

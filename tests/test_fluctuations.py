@@ -1,4 +1,4 @@
-"""Tests of the paper-002 fluctuations (MODEL.md §8; the limits are derived).
+"""Tests of the paper-002 fluctuations (docs/model.md §8; the limits are derived).
 
 Independent facts checked: the regime-(a) closed form solves the Lyapunov equation of the
 linear SDE; the d = 1 chain is n independent M/M/1 queues (exact Bernoulli moments); the
@@ -170,7 +170,7 @@ def test_regime_a_matches_finite_n_lna():
     sim = fl.simulate_fluctuations(p, time=400.0, replications=4, seed=2)
     lna = fl.lna_moments(p)
     assert_close(sim.moments, lna, keys=("var_z1", "var_z2", "cov_z1z2"))
-    # E G1 = λ exactly (MODEL §7), so E Z1 = 0 exactly
+    # E G1 = λ exactly (docs/model.md §7), so E Z1 = 0 exactly
     assert abs(sim.moments.mean_z1) <= TOL * sim.moments.stderr["mean_z1"]
     # the autocorrelation of Z1 follows the LNA's e^{Jτ}W
     lags = sim.lags[[10, 20, 40]]

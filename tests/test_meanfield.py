@@ -1,4 +1,4 @@
-"""Tests of the mean-field theory (MODEL.md §3 and §8) against independent facts.
+"""Tests of the mean-field theory (docs/model.md §3 and §8) against independent facts.
 
 Independent facts used: the closed-form fixed point; the exact identity
 d/dt Σ u_i = λ − u_1; the d = 1 independent M/M/1 covariance; the exact stationary law of
@@ -263,7 +263,7 @@ def test_lna_centre_with_replacement_equals_fixed_point():
 
 # --------------------------------------------------------------------------- exact small n
 def _exact_profile_mean(n, d, lam, K):
-    """E[u_i] of the stationary profile chain (MODEL.md §2), queues truncated at length K."""
+    """E[u_i] of the stationary profile chain (docs/model.md §2), queues truncated at length K."""
     states = list(itertools.combinations_with_replacement(range(K + 1), n))
     index = {s: k for k, s in enumerate(states)}
     rows, cols, vals = [], [], []
@@ -390,7 +390,7 @@ def test_lyapunov_size_guard():
 
 
 def test_V_satisfies_the_exact_equilibrium_identity():
-    # MODEL §3 [derived]: E[u_i] = λ E[u_{i−1}^d] for every n.  Expanding both sides to
+    # docs/model.md §3 [derived]: E[u_i] = λ E[u_{i−1}^d] for every n.  Expanding both sides to
     # order 1/n with E[u] = π + V/n and Cov(u) = W/n gives
     # V_i = λ (d π_{i−1}^{d−1} V_{i−1} + ½ d(d−1) π_{i−1}^{d−2} W_{i−1,i−1}),  V_1 = 0.
     for d, lam in [(2, 0.9), (3, 0.7), (10, 0.99)]:

@@ -1,7 +1,7 @@
-"""Tests of the sorted coupling (MODEL.md §2) and the mixing estimates (§6).
+"""Tests of the sorted coupling (docs/model.md §2) and the mixing estimates (§6).
 
 The oracle is a brute-force chain on the *unsorted* queue-lengths vector of a tiny system,
-built from the definition in MODEL.md §1 (enumerate every d-tuple of queues, join the first
+built from the definition in docs/model.md §1 (enumerate every d-tuple of queues, join the first
 shortest one; a departure picks a uniform queue), independent of the profile formulas and of
 the sorted positions used by the kernel.  Statistical checks use fixed seeds and a tolerance
 of 4.5 standard errors.
@@ -27,7 +27,7 @@ Z = 4.5
 
 # --------------------------------------------------------------------------- brute-force oracle
 def _step_distribution(x, n, d, lam, replace, cap):
-    """Law of the next unsorted state from x (tuple), straight from MODEL.md §1."""
+    """Law of the next unsorted state from x (tuple), straight from docs/model.md §1."""
     out = {}
     pa = lam / (1 + lam)
     tuples = (list(itertools.product(range(n), repeat=d)) if replace

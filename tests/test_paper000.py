@@ -1,6 +1,6 @@
 """Tests of the paper-000 experiments (supermarket.experiments.paper000).
 
-Equilibrium statistics are checked against exact facts (MODEL.md §3, §7): for d = 1 the
+Equilibrium statistics are checked against exact facts (docs/model.md §3, §7): for d = 1 the
 queues are independent M/M/1 queues, E[u_i] = λ^i; for every d, E[u_1] = λ.  Tolerance:
 4.5 standard errors from the batch means the experiment itself reports.  The end-to-end run
 uses tiny grids (monkeypatched); the real quick mode is a slow test.
@@ -137,7 +137,7 @@ def test_quick_mode_under_three_minutes(tmp_path):
 
 def test_equilibrium_max_and_good_set_shares_match_the_exact_law():
     """Time share of each maximum queue length and of N^ε against the exact stationary law of
-    the profile chain (tests/exact_small.py, n = 4; an independent sparse solve of MODEL.md §2)."""
+    the profile chain (tests/exact_small.py, n = 4; an independent sparse solve of docs/model.md §2)."""
     n, d, lam = 4, 2, 0.8
     law = exact_small.profile_law(n, d, lam, M=14)
     assert law.tail < 1e-4

@@ -31,7 +31,7 @@ def test_run_writes_every_artefact(tiny, tmp_path):
     sources = {(r["regime"], r["source"]) for r in rows}
     assert {("a", "sim"), ("a", "limit_sde"), ("a", "limit_closed_form"), ("b", "sim"), ("c", "sim"),
             ("c", "limit_sde"), ("c", "limit_sde_bridge")} <= sources
-    # regime (a)'s closed form (MODEL.md §8, derived) at κ = 1: Var Z1 = 2/3, Cov = 1/3, Var Z2 = 1/3
+    # regime (a)'s closed form (docs/model.md §8, derived) at κ = 1: Var Z1 = 2/3, Cov = 1/3, Var Z2 = 1/3
     cf = next(r for r in rows if r["regime"] == "a" and r["source"] == "limit_closed_form")
     assert float(cf["var_z1"]) == pytest.approx(2 / 3) and float(cf["cov_z1z2"]) == pytest.approx(1 / 3)
     assert float(cf["var_z2"]) == pytest.approx(1 / 3)

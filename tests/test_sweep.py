@@ -258,7 +258,7 @@ def test_task_row_equals_direct_call_with_documented_seed(tmp_path):
                       seed=sw.task_seed(5, task.point_hash, 1), replications=1, workers=1, progress=False)
     assert json.loads(row["u_mean"]) == direct.u_mean.tolist()
     assert row["mean_queue_length"] == direct.mean_queue_length
-    # meanfield row: Σ V at λ = 0.9, d = 2 is about 3.986 (MODEL.md §3)
+    # meanfield row: Σ V at λ = 0.9, d = 2 is about 3.986 (docs/model.md §3)
     mf = next(r for r in rows if r["measurement"] == "meanfield")
     assert mf["refined_sum_V"] == pytest.approx(3.986, abs=1e-3)
 
@@ -463,7 +463,7 @@ def test_examples_are_valid():
     assert {t.measurement for t in s.tasks} == {"theory", "meanfield", "simulate", "mixing", "fluctuations"}
     for path in sorted((ROOT / "examples").glob("*.toml")):
         assert sw.load_sweep(path).tasks, path
-    # the heavy-traffic example keeps α/β away from integers: k = ⌈α/β⌉ (MODEL.md §4)
+    # the heavy-traffic example keeps α/β away from integers: k = ⌈α/β⌉ (docs/model.md §4)
     from supermarket import theory as th
     heavy = sw.load_sweep(ROOT / "examples" / "sweep-heavy-traffic.toml")
     for t in heavy.tasks:

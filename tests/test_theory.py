@@ -1,4 +1,4 @@
-"""Closed forms of MODEL.md §3–6 and §8, checked against independent facts."""
+"""Closed forms of docs/model.md §3–6 and §8, checked against independent facts."""
 
 import math
 from fractions import Fraction
@@ -19,7 +19,7 @@ def test_d1_fixed_point_is_geometric(lam):
 
 
 def test_known_sum_lambda_09_d2():
-    # MODEL.md §3: Σ π(i) = 2.35265 for λ = 0.9, d = 2
+    # docs/model.md §3: Σ π(i) = 2.35265 for λ = 0.9, d = 2
     assert round(th.mean_queue_length(2, 0.9), 5) == 2.35265
     assert th.mean_sojourn_time(2, 0.9) == pytest.approx(2.35265 / 0.9, abs=1e-5)
 
@@ -224,13 +224,13 @@ def test_slow_mode_matrix_perron_frobenius():
     M = A + (1 + a) * np.eye(len(A))
     assert len(A) == th.k_lambda_d(7, 0.999) == 4
     assert np.all(M >= 0)
-    # irreducible (MODEL.md §6): every entry of (I + M)^(k-1) is positive
+    # irreducible (docs/model.md §6): every entry of (I + M)^(k-1) is positive
     assert np.all(np.linalg.matrix_power(np.eye(len(M)) + M, len(M) - 1) > 0)
 
 
 @pytest.mark.parametrize("d,lam", [(7, 0.999), (2, 0.9), (20, 0.99), (10, 0.5), (100, 0.9999)])
 def test_slow_mode_matrix_has_the_linearised_profile_as_equilibrium(d, lam):
-    # MODEL.md §4 and §6: the linearised profile q_j = (1−λ)((λd)^j − 1)/(λd − 1) (checked
+    # docs/model.md §4 and §6: the linearised profile q_j = (1−λ)((λd)^j − 1)/(λd − 1) (checked
     # against its closed form above) is the rest point of dq/dt = A_k q + (1−λ)e_k; and the
     # slow mode is stable, μ_k > 0.
     k = th.k_lambda_d(d, lam)

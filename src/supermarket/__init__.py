@@ -1,6 +1,6 @@
 """supermarket: exact, fast simulation and theory of the supermarket model (JSQ(d)).
 
-The mathematics is restated, with sources, in MODEL.md; each module cites its sections.
+The mathematics is restated, with sources, in docs/model.md; each module cites its sections.
 Heavy modules (numba engines, Dask) load on first use: ``supermarket.simulate(...)`` works
 without importing them up front.
 """

@@ -1,11 +1,11 @@
 """Fluctuations near equilibrium with growing choices: the three regimes of paper 002.
 
-MODEL.md §8.  Continuous time, arrival rate ``nλ_n``, ``d_n <= n`` choices, sampled
+docs/model.md §8.  Continuous time, arrival rate ``nλ_n``, ``d_n <= n`` choices, sampled
 *without* replacement by default (as in paper 002; ``replace=True`` on request).  The
 occupancy ``G_i`` (fraction of queues with at least ``i`` customers) fluctuates by order
 ``n^{-1/2}`` around the near-equilibrium centre ``x^n``; the scaled process has one of three
 limits as ``d_n/√n → 0, c, ∞``.  **The limits and their parametrisations are derived** for
-this project (MODEL.md marks them [derived]); nothing here is a theorem of the paper.
+this project (docs/model.md marks them [derived]); nothing here is a theorem of the paper.
 
 What is here:
 
@@ -82,9 +82,9 @@ __all__ = [
 
 KEYS = ("mean_z1", "mean_z2", "var_z1", "var_z2", "cov_z1z2")
 DERIVED_NOTE = ("The limit diffusions of paper 002 and their parametrisation are derived for this "
-                "project (MODEL.md §8 marks them derived), not quoted theorems.")
+                "project (docs/model.md §8 marks them derived), not quoted theorems.")
 
-# d_n(1−λ_n) must be large for a single Brownian motion (MODEL.md §8): below this we warn.
+# d_n(1−λ_n) must be large for a single Brownian motion (docs/model.md §8): below this we warn.
 LARGE_D_ONE_MINUS_LAMBDA = 10.0
 # "√n(1−c_n) small" for reading ζ as √n(1−λ_n) (JSQ, d_n/(√n log n) → ∞).
 SMALL_SQRT_N_GAP = 0.1
@@ -93,7 +93,7 @@ TABLE_MAX_N = 1 << 23  # up to this n, log P is tabulated (8 MiB per 10^6 server
 
 
 class RegimeWarning(UserWarning):
-    """A condition of a paper-002 regime (MODEL.md §8) does not hold at these parameters."""
+    """A condition of a paper-002 regime (docs/model.md §8) does not hold at these parameters."""
 
 
 # =========================================================================== parameters
@@ -107,7 +107,7 @@ class RegimeCondition:
 
 @dataclass(frozen=True)
 class RegimeParams:
-    """``(n, d_n, λ_n)`` of one paper-002 regime, with its coordinates and conditions (MODEL.md §8).
+    """``(n, d_n, λ_n)`` of one paper-002 regime, with its coordinates and conditions (docs/model.md §8).
 
     ``m = (m_1, m_2)``: the scaled coordinates are ``z_j = √n(G_j − m_j)``.  ``limit``: the
     parameters of the limit diffusion matched at this ``n`` (``kappa`` for (a); ``c`` (the
@@ -169,7 +169,7 @@ def _check_replace(replace) -> bool:
 
 
 def _sample_prob(x: float, n: int, d: int, replace: bool) -> float:
-    """``P_n(x)`` (MODEL.md §2): ``x^d`` with replacement, ``C(nx,d)/C(n,d)`` without."""
+    """``P_n(x)`` (docs/model.md §2): ``x^d`` with replacement, ``C(nx,d)/C(n,d)`` without."""
     if x <= 0.0:
         return 0.0
     if replace:
@@ -181,7 +181,7 @@ def _sample_prob(x: float, n: int, d: int, replace: bool) -> float:
 
 
 def centre(n, d, lam, *, replace=False, levels=None, tol=1e-15) -> np.ndarray:
-    """The near-equilibrium centre ``x^n`` (MODEL.md §8): ``x^n_1 = λ``,
+    """The near-equilibrium centre ``x^n`` (docs/model.md §8): ``x^n_1 = λ``,
     ``x^n_i = λ P_n(x^n_{i−1})``.  By default levels run until the first value below ``tol``
     (at least 2 levels).  Index 0 is level 1.
     """
@@ -216,7 +216,7 @@ def _build(regime, n, d, lam, replace, centring, limit, extra_conditions) -> Reg
     noise2 = lam * (p1 - p2) + (x[1] - (x[2] if x.size > 2 else 0.0))
     conds = [RegimeCondition(
         f"d_n(1−λ_n) large (>= {LARGE_D_ONE_MINUS_LAMBDA:g})", d1, d1 >= LARGE_D_ONE_MINUS_LAMBDA,
-        "one Brownian motion needs d_n(1−λ_n) → ∞ (MODEL.md §8); here level 2 carries noise of "
+        "one Brownian motion needs d_n(1−λ_n) → ∞ (docs/model.md §8); here level 2 carries noise of "
         f"variance rate {noise2:.3g} beside {noise1:.3g} at level 1, which the limit "
         "diffusion (derived) ignores and the finite-n LNA keeps")]
     conds += extra_conditions
@@ -236,7 +236,7 @@ def _build(regime, n, d, lam, replace, centring, limit, extra_conditions) -> Reg
 
 
 def regime_a(n, kappa=1.0, *, d=None, theta=0.25, replace=False, warn=True) -> RegimeParams:
-    """Regime (a), ``d_n/√n → 0`` (MODEL.md §8, derived): ``λ_n = (κ/d_n)^{1/d_n}`` so that
+    """Regime (a), ``d_n/√n → 0`` (docs/model.md §8, derived): ``λ_n = (κ/d_n)^{1/d_n}`` so that
     ``d_n λ_n^{d_n} = κ`` exactly; ``d_n = ⌊n^θ⌋`` (``0 < θ < 1/2``) unless ``d`` is given.
     """
     n = check_int("n", n, minimum=4)
@@ -259,7 +259,7 @@ def regime_a(n, kappa=1.0, *, d=None, theta=0.25, replace=False, warn=True) -> R
 
 
 def regime_b(n, c=1.0, zeta=0.0, *, replace=False, warn=True) -> RegimeParams:
-    """Regime (b), ``d_n/√n → c`` (MODEL.md §8, derived): ``d_n = ⌊c√n⌋``,
+    """Regime (b), ``d_n/√n → c`` (docs/model.md §8, derived): ``d_n = ⌊c√n⌋``,
     ``λ_n = c_n − ζ/√n``.  The limit is matched at the actual ``d_n/√n`` and ``ζ``.
     """
     n = check_int("n", n, minimum=4)
@@ -285,10 +285,10 @@ def regime_b(n, c=1.0, zeta=0.0, *, replace=False, warn=True) -> RegimeParams:
 
 
 def regime_c(n, zeta=1.0, *, d=None, replace=False, centring="c_n", warn=True) -> RegimeParams:
-    """Regime (c), ``d_n/√n → ∞`` (MODEL.md §8, derived), reflected limit; ``ζ > 0``.
+    """Regime (c), ``d_n/√n → ∞`` (docs/model.md §8, derived), reflected limit; ``ζ > 0``.
 
     ``d`` defaults to ``n`` (JSQ when sampling without replacement).  ``centring="c_n"``:
-    ``λ_n = c_n − ζ/√n``, ``Q = √n(G_1 − c_n)`` (MODEL.md's coordinates; ``E Q = −ζ``
+    ``λ_n = c_n − ζ/√n``, ``Q = √n(G_1 − c_n)`` (docs/model.md's coordinates; ``E Q = −ζ``
     exactly).  ``centring="one"``: ``λ_n = 1 − ζ/√n``, ``Q = √n(G_1 − 1)`` — the JSQ reading,
     which equals the former in the limit when ``d_n/(√n log n) → ∞``.
     """
@@ -343,7 +343,7 @@ def regime_params(regime, n, *, kappa=None, c=None, zeta=None, d=None, theta=0.2
 
 
 def scaled(p: RegimeParams, G1, G2):
-    """The scaled coordinates ``(z1, z2) = √n(G_1 − m_1, G_2 − m_2)`` (MODEL.md §8)."""
+    """The scaled coordinates ``(z1, z2) = √n(G_1 − m_1, G_2 − m_2)`` (docs/model.md §8)."""
     sq = math.sqrt(p.n)
     return sq * (np.asarray(G1, float) - p.m[0]), sq * (np.asarray(G2, float) - p.m[1])
 
@@ -430,7 +430,7 @@ def _workers(workers, jobs: int) -> int:
 # =========================================================================== simulation
 @dataclass(frozen=True)
 class FluctuationSim:
-    """The exact chain's scaled process after burn-in (MODEL.md §1–2, §8).
+    """The exact chain's scaled process after burn-in (docs/model.md §1–2, §8).
 
     ``grid``: array ``(replications, G, 2)`` of ``(z1, z2)`` at times ``t`` (after burn-in);
     ``acf_*``: autocorrelation at lags ``lags`` (time units) with standard errors.
@@ -460,7 +460,7 @@ class FluctuationSim:
 
 
 def _logp_table(n: int, d: int, replace: bool) -> np.ndarray:
-    """``log P`` for a level holding ``c = 0..n`` queues (MODEL.md §2)."""
+    """``log P`` for a level holding ``c = 0..n`` queues (docs/model.md §2)."""
     c = np.arange(n + 1, dtype=float)
     with np.errstate(divide="ignore"):
         if replace:
@@ -477,7 +477,7 @@ def simulate_fluctuations(p: RegimeParams, *, time=200.0, burn_in=None, replicat
                           workers=None, grid_dt=0.05, batches=10, max_lag=10.0) -> FluctuationSim:
     """Simulate the continuous-time profile chain at ``p`` and measure ``(z1, z2)``.
 
-    Exact in law (MODEL.md §1–2): holding times ``Exp(nλ + c_1)``, arrivals join the
+    Exact in law (docs/model.md §1–2): holding times ``Exp(nλ + c_1)``, arrivals join the
     shortest of ``d_n`` sampled queues (without replacement unless ``p.replace``).  Each
     replication starts at the rounded centre ``n x^n``, runs ``burn_in`` (default
     ``max(20, time/10)``, and at least ``5/ζ²`` in (c)) then ``time`` time units; moments are time averages (weighted by
@@ -564,7 +564,7 @@ def _run_jobs(job, count: int, workers) -> None:
 # =========================================================================== limits
 @dataclass(frozen=True)
 class LimitSDE:
-    """Stationary statistics of a limit diffusion by Euler–Maruyama (MODEL.md §8, derived).
+    """Stationary statistics of a limit diffusion by Euler–Maruyama (docs/model.md §8, derived).
 
     ``max_q``: the largest first coordinate on any path (regime (c): never above 0).
     ``grid``: ``(recorded paths, G, 2)`` after burn-in at times ``t``.
@@ -601,7 +601,7 @@ SDE_CHUNK = 32  # paths per kernel call (chunk j gets child j of the seed)
 def limit_sde(regime, *, kappa=None, c=None, zeta=None, paths=256, time=100.0, burn_in=None,
               dt=1e-3, record_paths=8, grid_dt=0.05, max_lag=10.0, seed=0, workers=None,
               reflection="projection") -> LimitSDE:
-    """Simulate the limit diffusion of ``regime`` (MODEL.md §8, derived) with many paths.
+    """Simulate the limit diffusion of ``regime`` (docs/model.md §8, derived) with many paths.
 
     (a): ``kappa``; (b): ``c``, ``zeta``; (c): ``zeta`` (reflected at ``Q <= 0`` by projection,
     the projected amount added to ``Y``; ``reflection="bridge"`` pushes instead by the
@@ -687,7 +687,7 @@ def limit_for(p: RegimeParams, **kw) -> LimitSDE:
 
 
 def limit_closed_form(kappa) -> Moments:
-    """Stationary moments of the regime-(a) limit (MODEL.md §8, derived):
+    """Stationary moments of the regime-(a) limit (docs/model.md §8, derived):
     ``E Z = 0``, ``Var Z_1 = 2/(2+κ)``, ``Cov = κ/(2+κ)``, ``Var Z_2 = κ²/(2+κ)``."""
     k = check_positive_float("kappa", kappa)
     return Moments(mean_z1=0.0, mean_z2=0.0, var_z1=2 / (2 + k), var_z2=k * k / (2 + k),
@@ -711,7 +711,7 @@ def limit_acf_a(kappa, lags) -> tuple[np.ndarray, np.ndarray]:
 # =========================================================================== LNA
 def lna_moments(p: RegimeParams) -> Moments:
     """The finite-n linear noise approximation at the centre ``x^n``
-    (``meanfield.lna(at="centre")``, MODEL.md §3, §8) in the coordinates of ``p``: mean
+    (``meanfield.lna(at="centre")``, docs/model.md §3, §8) in the coordinates of ``p``: mean
     ``√n(x^n_j − m_j)``, covariance of ``√n(G − x^n)`` (levels 1, 2)."""
     from . import meanfield
 
@@ -728,7 +728,7 @@ def lna_moments(p: RegimeParams) -> Moments:
 
 def lna_acf(p: RegimeParams, lags) -> tuple[np.ndarray, np.ndarray]:
     """Autocorrelations of ``z1`` and ``z2`` in the finite-n LNA at ``x^n``:
-    ``Cov(ξ(t+τ), ξ(t)) = e^{Jτ} W`` with ``J`` the drift's Jacobian (MODEL.md §3, §8)."""
+    ``Cov(ξ(t+τ), ξ(t)) = e^{Jτ} W`` with ``J`` the drift's Jacobian (docs/model.md §3, §8)."""
     from scipy.linalg import expm
 
     from . import meanfield
@@ -783,7 +783,7 @@ def compare(p: RegimeParams, *, time=200.0, burn_in=None, replications=1, seed=0
             reflection="projection") -> Comparison:
     """The simulated stationary moments at ``p`` beside (i) the limit diffusion matched at
     ``p`` (Euler–Maruyama; for (a) also the closed form) and (ii) the finite-n LNA at
-    ``x^n`` (MODEL.md §8; the limits are derived)."""
+    ``x^n`` (docs/model.md §8; the limits are derived)."""
     ss = spawn_seeds(seed, 2)
     sim = simulate_fluctuations(p, time=time, burn_in=burn_in, replications=replications, seed=ss[0],
                                 workers=workers, grid_dt=grid_dt)
@@ -818,7 +818,7 @@ class ScalingRow:
 def scaling(ns=(10**3, 10**4, 10**5, 10**6), *, kappa=1.0, theta=0.25, time=100.0, replications=1,
             seed=0, workers=None) -> list[ScalingRow]:
     """The ``n^{-1/2}`` order in regime (a): ``sd(G_1)`` falls like ``n^{-1/2}`` while
-    ``√n·sd(G_1) = sd(Z_1)`` stays of order one (MODEL.md §8)."""
+    ``√n·sd(G_1) = sd(Z_1)`` stays of order one (docs/model.md §8)."""
     rows = []
     for i, (n, ss) in enumerate(zip(ns, spawn_seeds(seed, len(ns)))):
         with warnings.catch_warnings():

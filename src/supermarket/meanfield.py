@@ -1,6 +1,6 @@
-"""Mean-field theory of the supermarket model and its 1/n corrections (MODEL.md §3 and §8).
+"""Mean-field theory of the supermarket model and its 1/n corrections (docs/model.md §3 and §8).
 
-What is here, each with the MODEL.md section it implements:
+What is here, each with the docs/model.md section it implements:
 
 - the drift of the profile ``u`` (eq. (1.1) of paper 000, §3), its Jacobian and Hessian,
   with sampling with replacement (``P(u) = u^d``) or without (``P_n(u) = C(nu,d)/C(n,d)``);
@@ -17,7 +17,7 @@ What is here, each with the MODEL.md section it implements:
 
 Conventions: profiles are indexed from level 1 (``u[0] = u_1``), ``u_0 ≡ 1`` is implicit
 and the truncation sets ``u_{L+1} = 0`` above the top level ``L``.  Time is the continuous
-time of MODEL.md §1 (arrivals at rate ``nλ``, services at rate 1).
+time of docs/model.md §1 (arrivals at rate ``nλ``, services at rate 1).
 
 Powers ``u^d`` are computed with ``numpy.power`` (the C library ``pow``, accurate to an ulp
 for ``u`` near 1 and ``d`` up to 10^6 and beyond); without replacement ``log P_n`` is a sum of
@@ -117,7 +117,7 @@ def _check_n(n, d, replace):
 
 
 def levels_needed(d, lam, tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS) -> int:
-    """Number of levels ``L`` such that ``π(L) < tol`` (the first level below ``tol``), MODEL.md §3.
+    """Number of levels ``L`` such that ``π(L) < tol`` (the first level below ``tol``), docs/model.md §3.
 
     Raises ``ValueError`` when more than ``max_levels`` would be needed (``d = 1`` with λ
     very close to 1: ``π(i) = λ^i``).
@@ -141,7 +141,7 @@ def levels_needed(d, lam, tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS
 
 # =========================================================================== §1-§3: P(u)
 def sample_prob(u, d, *, n=None, replace=True, order: int = 0) -> np.ndarray:
-    """``P(u)`` (order 0), ``P'(u)`` (1) or ``P''(u)`` (2), elementwise (MODEL.md §2).
+    """``P(u)`` (order 0), ``P'(u)`` (1) or ``P''(u)`` (2), elementwise (docs/model.md §2).
 
     ``P(u) = u^d`` with replacement; ``P_n(u) = C(nu, d)/C(n, d) = Π_{j<d} (nu − j)/(n − j)``
     without (``nu`` need not be an integer; ``P_n = 0`` for ``nu <= d − 1``, where the
@@ -195,7 +195,7 @@ def _sample_prob_noreplace(u, d, n, order):
 
 # =========================================================================== §3: the drift
 def drift(u, d, lam, *, n=None, replace=True) -> np.ndarray:
-    """The drift ``f_i(u) = λ(P(u_{i−1}) − P(u_i)) − (u_i − u_{i+1})`` of eq. (1.1), MODEL.md §3.
+    """The drift ``f_i(u) = λ(P(u_{i−1}) − P(u_i)) − (u_i − u_{i+1})`` of eq. (1.1), docs/model.md §3.
 
     ``u_0 ≡ 1`` and ``u_{L+1} = 0`` (truncation at the top level ``L = len(u)``).
     """
@@ -216,7 +216,7 @@ def _jac_bands(u, d, lam, n, replace):
 
 
 def drift_jacobian(u, d, lam, *, n=None, replace=True) -> np.ndarray:
-    """Dense Jacobian ``∂f_i/∂u_j`` of :func:`drift` (tridiagonal), MODEL.md §3."""
+    """Dense Jacobian ``∂f_i/∂u_j`` of :func:`drift` (tridiagonal), docs/model.md §3."""
     u = np.asarray(u, dtype=float)
     diag, sub, sup = _jac_bands(u, d, lam, n, replace)
     return np.diag(diag) + np.diag(sub, -1) + np.diag(sup, 1)
@@ -233,7 +233,7 @@ def _noise_diag(u, d, lam, n, replace):
 # =========================================================================== transient ODE
 @dataclass(frozen=True)
 class MeanFieldSolution:
-    """Solution of the mean-field ODE (1.1) (MODEL.md §3).
+    """Solution of the mean-field ODE (1.1) (docs/model.md §3).
 
     ``t``: times, ``u``: array (times x levels), ``u[k, i−1] = u_i(t_k)``.  ``levels``: the
     number of levels kept (the top level stayed below ``tol`` over the run).
@@ -319,7 +319,7 @@ def _support(u, tol):
 def solve_meanfield(d, lam, *, T, start="empty", t_eval=None, n=None, replace=True,
                     levels=None, tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS,
                     method: str = "auto", rtol: float = 1e-10, atol: float = 1e-14):
-    """Integrate the mean-field ODE (1.1) from ``start`` to time ``T`` (MODEL.md §3).
+    """Integrate the mean-field ODE (1.1) from ``start`` to time ``T`` (docs/model.md §3).
 
     ``dv_i/dt = λ(P(v_{i−1}) − P(v_i)) − (v_i − v_{i+1})``, ``v_0 ≡ 1``.
 
@@ -428,7 +428,7 @@ def _integrate(d, lam, n, replace, y0, T, t_eval, method, rtol, atol):
 def fixed_point_newton(d, lam, levels=None, *, n=None, replace=True, start=None,
                        tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS,
                        max_iter: int = 500) -> np.ndarray:
-    """Root of the truncated drift ``f(u) = 0`` by Newton's method (MODEL.md §3).
+    """Root of the truncated drift ``f(u) = 0`` by Newton's method (docs/model.md §3).
 
     A generic solver that does not use the closed form; tests compare it with
     :func:`supermarket.theory.fixed_point`.  Globalised by pseudo-transient continuation:
@@ -479,7 +479,7 @@ def fixed_point_newton(d, lam, levels=None, *, n=None, replace=True, start=None,
 
 def near_equilibrium_centre(n, d, lam, *, replace=True, levels=None, tol: float = DEFAULT_TOL,
                             max_levels: int = MAX_LEVELS) -> np.ndarray:
-    """The near-equilibrium centre ``x^n`` of paper 002 (MODEL.md §8).
+    """The near-equilibrium centre ``x^n`` of paper 002 (docs/model.md §8).
 
     ``x^n_1 = λ``, ``x^n_i = λ P_n(x^n_{i−1})`` with ``P_n(x) = x^d`` (with replacement: then
     ``x^n = π``) or ``C(nx, d)/C(n, d)`` (without; ``nx`` need not be an integer).  By
@@ -507,7 +507,7 @@ def near_equilibrium_centre(n, d, lam, *, replace=True, levels=None, tol: float 
 # =========================================================================== d = ∞ (paper 002)
 @dataclass(frozen=True)
 class DInfSolution:
-    """Solution of the constrained (water-filling) ODE for ``d = ∞`` (MODEL.md §3, paper 002).
+    """Solution of the constrained (water-filling) ODE for ``d = ∞`` (docs/model.md §3, paper 002).
 
     ``t``, ``u`` (times x levels) as in :class:`MeanFieldSolution`; ``events``: list of
     ``(time, full_levels_after)`` at which a level filled or unfilled.
@@ -536,7 +536,7 @@ class DInfSolution:
 
 
 def _dinf_piece(m, z0, s, lam):
-    """Closed-form solution of one piece of the d = ∞ ODE (MODEL.md §3, paper 002).
+    """Closed-form solution of one piece of the d = ∞ ODE (docs/model.md §3, paper 002).
 
     ``m`` levels are full (``g_1 = … = g_m = 1``); ``z0 = (g_{m+1}, …, g_L)`` at the start of
     the piece; ``s``: array of elapsed times.  Returns ``z(s)``, shape ``(len(s), L − m)``.
@@ -573,7 +573,7 @@ def _dinf_piece(m, z0, s, lam):
 
 
 def solve_dinf(lam, *, T, start="empty", t_eval=None, n=None, event_grid: float = 0.05):
-    """Integrate the ``d = ∞`` constrained ODE of paper 002 exactly, piece by piece (MODEL.md §3).
+    """Integrate the ``d = ∞`` constrained ODE of paper 002 exactly, piece by piece (docs/model.md §3).
 
     Water-filling: arrivals (rate λ) go to the lowest level that is not full; every level
     ``g_i <= 1``.  With the first ``m`` levels full, the others solve a linear ODE whose
@@ -661,7 +661,7 @@ def solve_dinf(lam, *, T, start="empty", t_eval=None, n=None, event_grid: float 
 # =========================================================================== refined mean field
 @dataclass(frozen=True)
 class RefinedMeanField:
-    """Refined mean field (Gast and Van Houdt 2018), MODEL.md §3: ``E[u_i] ≈ π(i) + V_i/n``.
+    """Refined mean field (Gast and Van Houdt 2018), docs/model.md §3: ``E[u_i] ≈ π(i) + V_i/n``.
 
     ``pi``: fixed point; ``V``: the 1/n correction; ``W``: the LNA covariance at ``π``
     (solution of ``A W + W A^T + Q = 0``).
@@ -705,7 +705,7 @@ def _lyapunov(u, d, lam, n, replace):
 
 def refined_mean_field(d, lam, *, levels=None, tol: float = DEFAULT_TOL,
                        max_levels: int = MAX_LEVELS) -> RefinedMeanField:
-    """The ``1/n`` term of the steady state (Gast and Van Houdt 2018), MODEL.md §3.
+    """The ``1/n`` term of the steady state (Gast and Van Houdt 2018), docs/model.md §3.
 
     With ``A = Df(π)``, ``B = D²f(π)`` and the noise covariance ``Q`` at ``π``
     (``Q_ii = λ(π_{i−1}^d − π_i^d) + (π_i − π_{i+1})``: every event moves one level by 1/n),
@@ -731,7 +731,7 @@ def refined_mean_field(d, lam, *, levels=None, tol: float = DEFAULT_TOL,
 # =========================================================================== linear noise
 @dataclass(frozen=True)
 class LNAResult:
-    """Linear-noise approximation: stationary covariance of ``√n (u − x)`` (MODEL.md §3, §8).
+    """Linear-noise approximation: stationary covariance of ``√n (u − x)`` (docs/model.md §3, §8).
 
     ``centre``: the point ``x`` (the fixed point π or the finite-n centre ``x^n``);
     ``covariance``: ``levels x levels``; ``jacobian``: the drift's Jacobian at ``x``.
@@ -764,7 +764,7 @@ class LNAResult:
 
 def lna(d, lam, *, n=None, at="fixed-point", replace=True, levels=None, tol: float = DEFAULT_TOL,
         max_levels: int = MAX_LEVELS) -> LNAResult:
-    """Stationary covariance of ``√n (u − x)`` in the linear-noise approximation (MODEL.md §3, §8).
+    """Stationary covariance of ``√n (u − x)`` in the linear-noise approximation (docs/model.md §3, §8).
 
     Solves ``A W + W A^T + Q = 0`` with ``A`` the drift's Jacobian and ``Q`` the noise
     covariance at ``x``:

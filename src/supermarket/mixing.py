@@ -1,19 +1,19 @@
 """Mixing of the supermarket chain: coupled copies, coalescence times, t_mix, TV curves.
 
-Everything rests on the sorted coupling of MODEL.md §2: copies of the profile chain driven
+Everything rests on the sorted coupling of docs/model.md §2: copies of the profile chain driven
 by the same random numbers (one sorted position per event), under which the L1 distance of
 the sorted queue-lengths vectors never increases.  If ``τ`` is the first step at which a copy
 started from ``x`` equals a copy started from the stationary law, then
 
     d_TV(L(X_t^x), Π) <= P(τ > t)
 
-so the 0.75-quantile of ``τ`` bounds ``t_mix(1/4)`` (MODEL.md §2, §6).  The paper-000
-orders of magnitude (MODEL.md §6, constants taken as 1) come from :mod:`supermarket.theory`:
+so the 0.75-quantile of ``τ`` bounds ``t_mix(1/4)`` (docs/model.md §2, §6).  The paper-000
+orders of magnitude (docs/model.md §6, constants taken as 1) come from :mod:`supermarket.theory`:
 ``k d^{k−1} n log n`` (upper, from a good state), ``d^{k−1} n`` (lower),
 ``(1−λ)^{−1} g n`` (from ``‖x‖₁ = g n``) and ``ℓ n`` (from one queue of length ``ℓ``).
 
 Steps are steps of the uniformized discrete chain; ``n(1+λ)`` steps are one unit of
-continuous time (MODEL.md §1).  A copy that has not coalesced within the step budget is
+continuous time (docs/model.md §1).  A copy that has not coalesced within the step budget is
 *censored*: it is counted and reported as such, never as a number.
 
 Public API: :func:`coupled_run`, :func:`coalescence` (→ :class:`MixingResult`),
@@ -164,7 +164,7 @@ class _Chains:
 # --------------------------------------------------------------------------- coupled_run
 @dataclass(frozen=True)
 class CoupledRun:
-    """Copies of the chain driven by the sorted coupling (MODEL.md §2).
+    """Copies of the chain driven by the sorted coupling (docs/model.md §2).
 
     ``tau[m]``: first step at which copy ``m`` equalled copy 0 (``None``: censored, not
     within ``steps``).  ``distance[m]``: final L1 distance to copy 0.  ``increases``: how
@@ -261,7 +261,7 @@ def coupled_run(n, d, lam, starts, *, steps, seed=0, replace=True, burn_in=0,
 
 # --------------------------------------------------------------------------- bounds
 def start_bounds(n, d, lam, start) -> dict:
-    """The paper-000 orders for a start (MODEL.md §6, constants taken as 1), in steps.
+    """The paper-000 orders for a start (docs/model.md §6, constants taken as 1), in steps.
 
     ``upper``: ``k d^{k−1} n log n`` (from a good state); ``lower``: ``d^{k−1} n``;
     ``lower_start``: the start's own lower bound, ``(1−λ)^{−1} g n`` for ``customers:g``,
@@ -285,7 +285,7 @@ BURN_IN_FACTOR = 10
 
 def _default_burn_in(p: Params) -> int:
     """Steps for the stationary copy: 10 × the upper order ``k d^{k−1} n log n`` (d >= 2);
-    for d = 1, 20 relaxation times ``(1−√λ)^{−2}`` of an M/M/1 queue (MODEL.md §6, §7)."""
+    for d = 1, 20 relaxation times ``(1−√λ)^{−2}`` of an M/M/1 queue (docs/model.md §6, §7)."""
     if p.d >= 2:
         up = theory.mixing_bounds(p.n, p.d, p.lam).upper_steps
         return int(min(max(BURN_IN_FACTOR * up, 20 * p.n), MAX_STEPS))
@@ -391,7 +391,7 @@ def _coalescence_task(args):
 # --------------------------------------------------------------------------- coalescence
 @dataclass(frozen=True)
 class MixingResult:
-    """Coalescence of a copy from ``start`` with a stationary copy (MODEL.md §2, §6).
+    """Coalescence of a copy from ``start`` with a stationary copy (docs/model.md §2, §6).
 
     ``taus``: one entry per replication, the coalescence step or ``None`` (censored: not
     within ``max_steps``).  ``steps``: summary in steps (``mean`` is a lower bound when any
@@ -445,8 +445,8 @@ class MixingResult:
             "bound_upper_time": t(b["upper"]), "bound_lower_time": t(b["lower_start"]),
             "bound_lower_good_time": t(b["lower"]),
             "tmix_note": "t_mix(1/4) <= 0.75-quantile of the coalescence time, since d_TV(t) <= P(tau > t) "
-                         "(MODEL.md §2)",
-            "bounds_note": "paper 000 orders (MODEL.md §6), constants taken as 1; the upper "
+                         "(docs/model.md §2)",
+            "bounds_note": "paper 000 orders (docs/model.md §6), constants taken as 1; the upper "
                            "order holds from a good state",
             "coupling_increases": self.increases,
             "taus": [CENSORED if x is None else x for x in self.taus],

@@ -1,4 +1,4 @@
-"""Parameters of the (n, d, λ)-supermarket process and their validation (MODEL.md §1).
+"""Parameters of the (n, d, λ)-supermarket process and their validation (docs/model.md §1).
 
 Every public function of the package validates its input through this module, so that a
 bad value always produces the same clear message: the parameter's name, what was given,
@@ -163,7 +163,7 @@ def load_candidates(lam) -> tuple[Fraction, ...]:
 # --------------------------------------------------------------------------- parameters
 @dataclass(frozen=True)
 class Params:
-    """Validated parameters of the (n, d, λ)-supermarket process (MODEL.md §1).
+    """Validated parameters of the (n, d, λ)-supermarket process (docs/model.md §1).
 
     ``n``: number of servers (>= 1).  ``d``: number of choices (>= 1; with
     ``replace=False`` also ``d <= n``).  ``lam``: load λ > 0 (< 1 when ``stable``).

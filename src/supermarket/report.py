@@ -5,13 +5,13 @@
 the figures a reader of the papers expects:
 
 - ``simulate``: the time-averaged profile ``E[u_i]`` against the mean-field fixed point
-  ``π(i)`` (MODEL.md §3) and the linearised profile ``1 − q̃_i`` [derived] (MODEL.md §4);
-  the equilibrium maximum queue length against ``k_{λ,d}`` over the grid (MODEL.md §4);
+  ``π(i)`` (docs/model.md §3) and the linearised profile ``1 − q̃_i`` [derived] (docs/model.md §4);
+  the equilibrium maximum queue length against ``k_{λ,d}`` over the grid (docs/model.md §4);
 - ``mixing``: coalescence times against the paper-000 orders ``d^{k−1} n`` and
-  ``k d^{k−1} n log n`` (MODEL.md §6, constants 1);
-- ``fluctuations``: simulated stationary moments against the limit diffusion's (MODEL.md §8,
+  ``k d^{k−1} n log n`` (docs/model.md §6, constants 1);
+- ``fluctuations``: simulated stationary moments against the limit diffusion's (docs/model.md §8,
   limits derived);
-- ``meanfield``: ``π(i)`` and the refined ``π(i) + V_i/n`` (MODEL.md §3).
+- ``meanfield``: ``π(i)`` and the refined ``π(i) + V_i/n`` (docs/model.md §3).
 
 Statistics over replications are the mean and its standard error across replications.
 Figures are rendered with matplotlib's Agg backend; in HTML they are embedded as base64
@@ -173,8 +173,8 @@ def _profile_figure(points) -> Figure | None:
     fig.tight_layout()
     return Figure("profiles", "Profiles against π and the linearised prediction",
                   "Simulated time-averaged profile E[u_i] (mean over replications, error bars 2 standard "
-                  "errors) against the mean-field fixed point π(i) = λ^((d^i−1)/(d−1)) (MODEL.md §3) and the "
-                  "linearised profile 1 − q̃_i, q̃_i = (1−λ)((λd)^i−1)/(λd−1), derived (MODEL.md §4).",
+                  "errors) against the mean-field fixed point π(i) = λ^((d^i−1)/(d−1)) (docs/model.md §3) and the "
+                  "linearised profile 1 − q̃_i, q̃_i = (1−λ)((λd)^i−1)/(λd−1), derived (docs/model.md §4).",
                   _fig_to_png(fig))
 
 
@@ -230,7 +230,7 @@ def _max_queue_figure(points) -> Figure | None:
     ax.set_title("Equilibrium maximum queue length against k_(λ,d)", fontsize=10)
     return Figure("max_queue", "Maximum queue length against k_(λ,d)",
                   "For each grid point, the most frequent time-averaged maximum queue length (bars: the "
-                  "smallest and largest maxima seen) against k_(λ,d) (paper 000, MODEL.md §4). The paper "
+                  "smallest and largest maxima seen) against k_(λ,d) (paper 000, docs/model.md §4). The paper "
                   "predicts k, or k or k+1 when 1/(1−λ) is a power of d.", _fig_to_png(fig))
 
 
@@ -282,8 +282,8 @@ def _mixing_figure(points) -> Figure | None:
     ax.legend(fontsize=8)
     ax.set_title("Mixing: coalescence time against the paper-000 orders", fontsize=10)
     return Figure("mixing", "Mixing times against the bounds",
-                  "Coalescence time of the sorted coupling with a stationary copy (MODEL.md §2), mean over "
-                  "replications, against the orders of paper 000 (MODEL.md §6, constants taken as 1): "
+                  "Coalescence time of the sorted coupling with a stationary copy (docs/model.md §2), mean over "
+                  "replications, against the orders of paper 000 (docs/model.md §6, constants taken as 1): "
                   "Ω(d^(k−1) n) and O(k d^(k−1) n log n) steps from a good state. Censored replications "
                   "(no coalescence within the budget) are left out of the mean and counted.", _fig_to_png(fig))
 
@@ -340,7 +340,7 @@ def _fluct_figure(points) -> Figure | None:
     ax.set_title("Fluctuation moments against the limits", fontsize=10)
     return Figure("fluctuations", "Fluctuation moments against the limits",
                   "Stationary means, variances and covariance of the scaled centred process (paper 002, "
-                  "MODEL.md §8) against those of the limit diffusion of its regime (limits derived; closed "
+                  "docs/model.md §8) against those of the limit diffusion of its regime (limits derived; closed "
                   "forms in regime (a), simulated SDE in (b), (c)), and against the finite-n linear noise "
                   "approximation at the centre x^n (open squares).", _fig_to_png(fig))
 
@@ -373,8 +373,8 @@ def _meanfield_figure(points) -> Figure | None:
     ax.legend(fontsize=7)
     ax.set_title("Mean-field fixed point and refined mean field", fontsize=10)
     return Figure("meanfield", "Mean field and refined mean field",
-                  "Fixed point π(i) (MODEL.md §3) and, where n is given, the refined mean field π(i) + V_i/n "
-                  "(Gast–Van Houdt 2018, MODEL.md §3).", _fig_to_png(fig))
+                  "Fixed point π(i) (docs/model.md §3) and, where n is given, the refined mean field π(i) + V_i/n "
+                  "(Gast–Van Houdt 2018, docs/model.md §3).", _fig_to_png(fig))
 
 
 def collect_figures(rows: list[dict]) -> list[Figure]:

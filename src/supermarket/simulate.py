@@ -1,15 +1,15 @@
-"""Exact simulation of the (n, d, λ)-supermarket process (MODEL.md §1, §2, §5, §7).
+"""Exact simulation of the (n, d, λ)-supermarket process (docs/model.md §1, §2, §5, §7).
 
 One call, :func:`simulate`, runs the chain with one of three engines (all exact in law)
 and returns a :class:`SimulationResult`: the time-averaged profile ``E[u_i]`` with
 standard errors, the time average of ``P_i`` (``u_i^d`` with replacement) for the identity
-``E[u_i] = λ E[u_{i−1}^d]`` (MODEL.md §3, derived), the distribution of the maximum queue
-length, the fraction of time in the good set ``N^ε`` (MODEL.md §5), the mean queue length
+``E[u_i] = λ E[u_{i−1}^d]`` (docs/model.md §3, derived), the distribution of the maximum queue
+length, the fraction of time in the good set ``N^ε`` (docs/model.md §5), the mean queue length
 and sojourn time (Little), and optionally a trajectory.
 
 Engines (``engine=``):
 
-- ``"profile"``: the counts chain of MODEL.md §2; cost per event independent of ``n`` and
+- ``"profile"``: the counts chain of docs/model.md §2; cost per event independent of ``n`` and
   ``d``; ``n`` up to 10^12 and beyond;
 - ``"queues"``: per-queue lengths exactly as paper 000 defines the chain (d-tuple, ties to
   the first minimal entry); ``O(d)`` per arrival, 4 bytes per server; the reference;
@@ -421,12 +421,12 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
     Horizon: ``steps`` (events after burn-in) or ``time`` (continuous-time units after
     burn-in; in discrete mode converted to ``round(time·n(1+λ))`` steps), not both; default
     ``steps = 5·10**7``.  ``burn_in`` is in the same unit as the horizon (default a tenth of
-    it).  ``time_mode="continuous"`` uses exact exponential event times (MODEL.md §1).
+    it).  ``time_mode="continuous"`` uses exact exponential event times (docs/model.md §1).
     ``start``: see :mod:`supermarket.states` (``"empty"``, ``"fixed-point"``,
     ``"customers:G"``, ``"long:L"``, a queue-lengths vector, a profile array).
     ``replications`` independent runs from ``spawn_seeds(seed, R)``, run on ``workers``
     threads (default: up to the number of cores); the numbers do not depend on ``workers``.
-    ``eps``: ε of the good set ``N^ε`` (MODEL.md §5), ``k = k_{λ,d}``.
+    ``eps``: ε of the good set ``N^ε`` (docs/model.md §5), ``k = k_{λ,d}``.
     ``record_every`` (steps, or time units in continuous mode): record ``u_1..u_m``
     (``m = record_levels``), the maximum and the total on that grid after burn-in.
     ``progress``: a progress bar on stderr (default: only on a terminal, after 2 s).
@@ -481,7 +481,7 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
 
     _check_memory(engine, n, d, params.replace, replications, workers)
 
-    # good set (MODEL.md §5): only for λ < 1 and d >= 2
+    # good set (docs/model.md §5): only for λ < 1 and d >= 2
     k = None
     lo = hi = None
     if stable and d >= 2:
@@ -540,7 +540,7 @@ BURN_IN_RELAXATION_TIMES = 5.0
 
 def _warn_short_burn_in(d: int, lam: float, burn_time: float) -> None:
     """Warn when the default burn-in from an empty start is shorter than a few relaxation
-    times: ``1/μ_k`` of the slow mode (MODEL.md §6, derived) for d >= 2, and the M/M/1
+    times: ``1/μ_k`` of the slow mode (docs/model.md §6, derived) for d >= 2, and the M/M/1
     relaxation time ``1/(1−√λ)²`` for d = 1.  A heuristic, stated as such."""
     t_relax = (1.0 / _th.slow_mode(d, lam).mu if d >= 2 else 1.0 / (1.0 - math.sqrt(lam)) ** 2)
     if burn_time < BURN_IN_RELAXATION_TIMES * t_relax:

@@ -1,4 +1,4 @@
-"""Start states of the chain, as counts ``c_i = #{queues with length >= i}`` (MODEL.md §1–2).
+"""Start states of the chain, as counts ``c_i = #{queues with length >= i}`` (docs/model.md §1–2).
 
 Every engine starts from a counts vector ``c`` indexed from level 1 (``c[0] = c_1``), with
 ``n >= c_1 >= c_2 >= … >= 0``.  Per-queue engines expand it into the sorted queue-lengths

@@ -643,7 +643,7 @@ def _import(measurement: str, module: str, name: str):
 
 
 def measure_theory(params: dict, seed: np.random.SeedSequence) -> dict:
-    """Closed forms of MODEL.md §3–6, §8 (:func:`supermarket.theory.summary`)."""
+    """Closed forms of docs/model.md §3–6, §8 (:func:`supermarket.theory.summary`)."""
     from . import theory as th
 
     rep = th.summary(params["n"], params["d"], params["load"], params.get("eps", 0.1))
@@ -655,7 +655,7 @@ def measure_theory(params: dict, seed: np.random.SeedSequence) -> dict:
 
 
 def measure_meanfield(params: dict, seed: np.random.SeedSequence) -> dict:
-    """Fixed point, refined mean field and linear noise at π (MODEL.md §3;
+    """Fixed point, refined mean field and linear noise at π (docs/model.md §3;
     :func:`supermarket.meanfield.refined_mean_field` and :func:`supermarket.meanfield.lna`)."""
     refined_mean_field = _import("meanfield", "supermarket.meanfield", "refined_mean_field")
     lna = _import("meanfield", "supermarket.meanfield", "lna")
@@ -673,7 +673,7 @@ def measure_meanfield(params: dict, seed: np.random.SeedSequence) -> dict:
 
 
 def measure_simulate(params: dict, seed: np.random.SeedSequence) -> dict:
-    """One replication of :func:`supermarket.simulate.simulate` (MODEL.md §1–2, §5)."""
+    """One replication of :func:`supermarket.simulate.simulate` (docs/model.md §1–2, §5)."""
     simulate = _import("simulate", "supermarket.simulate", "simulate")
     kw = {k: params[k] for k in ("steps", "time", "burn_in", "engine", "replace", "start", "time_mode", "eps")
           if k in params}
@@ -683,7 +683,7 @@ def measure_simulate(params: dict, seed: np.random.SeedSequence) -> dict:
 
 
 def measure_mixing(params: dict, seed: np.random.SeedSequence) -> dict:
-    """One replication of :func:`supermarket.mixing.coalescence` (MODEL.md §2, §6)."""
+    """One replication of :func:`supermarket.mixing.coalescence` (docs/model.md §2, §6)."""
     coalescence = _import("mixing", "supermarket.mixing", "coalescence")
     kw = {k: params[k] for k in ("start", "max_steps", "burn_in", "replace") if k in params}
     res = coalescence(params["n"], params["d"], params["load"], seed=seed, replications=1, workers=1, **kw)
@@ -691,7 +691,7 @@ def measure_mixing(params: dict, seed: np.random.SeedSequence) -> dict:
 
 
 def measure_fluctuations(params: dict, seed: np.random.SeedSequence) -> dict:
-    """One replication of the paper-002 measurement (MODEL.md §8, limits derived): the exact
+    """One replication of the paper-002 measurement (docs/model.md §8, limits derived): the exact
     chain's scaled moments (``sim_*``), the limit diffusion's (``limit_*``: closed form in
     regime (a), Euler–Maruyama in (b), (c)) and the finite-n linear noise at ``x^n``
     (``lna_*``), from :mod:`supermarket.fluctuations`."""

@@ -1,7 +1,7 @@
-"""Closed forms and calculators of the papers (MODEL.md §3–6 and §8).
+"""Closed forms and calculators of the papers (docs/model.md §3–6 and §8).
 
 Everything here is exact or closed-form and fast; nothing is simulated.  Each function
-names the MODEL.md section it implements.  Items that MODEL.md marks **[derived]** (the
+names the docs/model.md section it implements.  Items that docs/model.md marks **[derived]** (the
 linearised profile, the slow mode, the paper-002 limits) are worked out for this project;
 user-facing text says "derived" for them, never "Theorem".
 
@@ -65,7 +65,7 @@ def _log_lambda(lam: float) -> float:
 
 
 def log_fixed_point(d, lam, levels) -> np.ndarray:
-    """``log π(i)`` for ``i = 1..levels`` (MODEL.md §3).
+    """``log π(i)`` for ``i = 1..levels`` (docs/model.md §3).
 
     ``log π(i) = log(λ)·(d^i − 1)/(d − 1)``, and ``i·log λ`` when ``d = 1``.  The geometric
     sum is built by ``S_{i+1} = d·S_i + 1``; when it overflows the value is ``-inf``, i.e.
@@ -87,7 +87,7 @@ def log_fixed_point(d, lam, levels) -> np.ndarray:
 
 def fixed_point(d, lam, levels: int | None = None, *, tol: float = TINY,
                 max_levels: int = MAX_FIXED_POINT_LEVELS) -> np.ndarray:
-    """Mean-field fixed point ``π(i) = λ^{(d^i−1)/(d−1)}`` for ``i = 1, 2, …`` (MODEL.md §3).
+    """Mean-field fixed point ``π(i) = λ^{(d^i−1)/(d−1)}`` for ``i = 1, 2, …`` (docs/model.md §3).
 
     With ``levels`` given, exactly that many values.  Otherwise values up to and including
     the first one below ``tol`` (default 1e-300), at most ``max_levels`` of them.
@@ -105,7 +105,7 @@ def fixed_point(d, lam, levels: int | None = None, *, tol: float = TINY,
 
 
 def mean_queue_length(d, lam) -> float:
-    """Mean-field mean queue length ``Σ_{i≥1} π(i)`` (MODEL.md §3).
+    """Mean-field mean queue length ``Σ_{i≥1} π(i)`` (docs/model.md §3).
 
     ``λ/(1−λ)`` when ``d = 1`` (M/M/1); otherwise the sum, carried on until the terms no
     longer change it.
@@ -126,7 +126,7 @@ def mean_queue_length(d, lam) -> float:
 
 
 def mean_sojourn_time(d, lam) -> float:
-    """Mean-field mean sojourn time ``Σ π(i)/λ`` (Little's law, MODEL.md §3)."""
+    """Mean-field mean sojourn time ``Σ π(i)/λ`` (Little's law, docs/model.md §3)."""
     return mean_queue_length(d, lam) / check_load(lam)
 
 
@@ -152,7 +152,7 @@ def _log_inv_one_minus(lam) -> float:
 
 
 def k_lambda_d(d, lam) -> int:
-    """``k_{λ,d} = ⌈log(1/(1−λ))/log d⌉``: the least ``k`` with ``1/(1−λ) <= d^k`` (MODEL.md §4).
+    """``k_{λ,d} = ⌈log(1/(1−λ))/log d⌉``: the least ``k`` with ``1/(1−λ) <= d^k`` (docs/model.md §4).
 
     Decided in exact integer arithmetic on the number the user wrote, so the boundary
     ``1/(1−λ) = d^k`` is handled exactly: ``λ = 0.9, d = 10`` gives 1, ``λ = 0.9000001``
@@ -181,7 +181,7 @@ class KReport:
 
 
 def k_report(d, lam, *, margin: float = 0.05) -> KReport:
-    """``k_{λ,d}`` and what paper 000 says of the maximum near a boundary (MODEL.md §4).
+    """``k_{λ,d}`` and what paper 000 says of the maximum near a boundary (docs/model.md §4).
 
     When ``1/(1−λ)`` is (close to) ``d^k`` — ``α/β`` an integer in the ``λ = 1 − n^{−α}``,
     ``d = n^β`` family — the equilibrium maximum is ``k`` or ``k + 1``.
@@ -207,7 +207,7 @@ def k_report(d, lam, *, margin: float = 0.05) -> KReport:
 
 
 def k_hypothesis(n, d, lam) -> int:
-    """The general hypothesis of paper 000 (MODEL.md §4, formula reconstructed): the
+    """The general hypothesis of paper 000 (docs/model.md §4, formula reconstructed): the
     largest ``k`` with ``n·π(k) >= 1`` (0 if ``n·π(1) < 1``).  The equilibrium maximum is
     conjectured to be within 1 of it."""
     n = check_positive_int("n", n)
@@ -224,7 +224,7 @@ def k_hypothesis(n, d, lam) -> int:
 
 
 def linearised_q(d, lam, k=None) -> np.ndarray:
-    """Linearised profile [derived] (MODEL.md §4): ``q̃_i = (1−λ)((λd)^i − 1)/(λd − 1)`` for
+    """Linearised profile [derived] (docs/model.md §4): ``q̃_i = (1−λ)((λd)^i − 1)/(λd − 1)`` for
     ``i = 1..k``, the predicted fraction of queues shorter than ``i``.  ``k`` defaults to
     ``k_{λ,d}``."""
     d = check_positive_int("d", d)
@@ -242,7 +242,7 @@ def linearised_q(d, lam, k=None) -> np.ndarray:
 def predicted_counts(n, d, lam, k=None) -> np.ndarray:
     """Predicted number of queues of each length ``0..k`` from the linearised profile
     [derived]: ``n(q̃_{j+1} − q̃_j) = n(1−λ)(λd)^j`` of length ``j < k`` and ``n(1 − q̃_k)`` of
-    length ``k`` (MODEL.md §4–5).  The last entry can be negative when the linearisation
+    length ``k`` (docs/model.md §4–5).  The last entry can be negative when the linearisation
     breaks down (``q̃_k > 1``)."""
     n = check_positive_int("n", n)
     q = linearised_q(d, lam, k)
@@ -253,7 +253,7 @@ def predicted_counts(n, d, lam, k=None) -> np.ndarray:
 
 # =========================================================================== §5
 def good_set_bounds(n, d, lam, eps=0.1, k=None) -> tuple[np.ndarray, np.ndarray]:
-    """Bounds of clause (b) of ``N^ε`` (MODEL.md §5), in numbers of queues: for ``j = 1..k``
+    """Bounds of clause (b) of ``N^ε`` (docs/model.md §5), in numbers of queues: for ``j = 1..k``
     the count of queues shorter than ``j`` must lie in ``[lo[j−1], hi[j−1]]`` where the
     target is ``n(1−λ)(λd)^{j−1}`` and the band is ``1 ± 5ε``."""
     n = check_positive_int("n", n)
@@ -275,7 +275,7 @@ class Clause:
 @dataclass(frozen=True)
 class GoodSetReport:
     """Membership of a state in the good set ``N^ε`` as stated by its consequences (a), (b)
-    of MODEL.md §5; clause (d) is reported but not required."""
+    of docs/model.md §5; clause (d) is reported but not required."""
 
     member: bool
     k: int
@@ -320,7 +320,7 @@ def _counts_from_input(lengths, counts, profile, n):
 
 
 def good_set(lengths=None, *, counts=None, profile=None, n=None, d, lam, eps=0.1, k=None) -> GoodSetReport:
-    """Is the state in ``N^ε(n, d, λ, k)``? (MODEL.md §5, membership as (a) and (b)).
+    """Is the state in ``N^ε(n, d, λ, k)``? (docs/model.md §5, membership as (a) and (b)).
 
     Give the state as ``lengths`` (queue-lengths vector), ``counts`` (``c_i = n·u_i``,
     indexed from level 1) or ``profile`` (``u_i``, from level 1) with ``n``.
@@ -379,7 +379,7 @@ SMALL_HEAVY_TRAFFIC = 0.1  # our reading of "(1−λ)^{−1}/√(nd) small"
 
 
 def theorem_1_2(n, d, lam, eps=0.1) -> TheoremReport:
-    """The conditions of Theorem 1.2 of paper 000 (MODEL.md §5), each with its value and
+    """The conditions of Theorem 1.2 of paper 000 (docs/model.md §5), each with its value and
     verdict.  ``applies`` is true only when every condition holds.
 
     "(1−λ)^{−1}/√(nd) small" is read as ``<= 0.1`` (a convention of this tool, stated in
@@ -412,7 +412,7 @@ def theorem_1_2(n, d, lam, eps=0.1) -> TheoremReport:
 # =========================================================================== §6
 @dataclass(frozen=True)
 class MixingBounds:
-    """Orders of the mixing time (MODEL.md §6, constants taken as 1)."""
+    """Orders of the mixing time (docs/model.md §6, constants taken as 1)."""
 
     k: int
     upper_steps: float  # k d^{k-1} n log n, from a good state
@@ -431,7 +431,7 @@ def steps_to_time(steps, n, lam) -> float:
 
 def mixing_bounds(n, d, lam) -> MixingBounds:
     """From a good state: mixing in ``O(k d^{k−1} n log n)`` steps, at least ``Ω(d^{k−1} n)``
-    (MODEL.md §6, paper 000; constants not given, taken as 1)."""
+    (docs/model.md §6, paper 000; constants not given, taken as 1)."""
     n = check_positive_int("n", n)
     d = check_int("d", d, minimum=2)
     lam = check_load(lam)
@@ -444,7 +444,7 @@ def mixing_bounds(n, d, lam) -> MixingBounds:
 
 
 def mixing_lower_customers(n, lam, g) -> float:
-    """From ``‖x‖₁ = g n`` with ``g ≫ k``: ``Ω((1−λ)^{−1} g n)`` steps (MODEL.md §6)."""
+    """From ``‖x‖₁ = g n`` with ``g ≫ k``: ``Ω((1−λ)^{−1} g n)`` steps (docs/model.md §6)."""
     n = check_positive_int("n", n)
     lam = check_load(lam)
     g = check_positive_float("g", g)
@@ -452,12 +452,12 @@ def mixing_lower_customers(n, lam, g) -> float:
 
 
 def mixing_lower_long(n, ell) -> float:
-    """From one long queue ``‖x‖∞ = ℓ ≫ k``: ``Ω(ℓ n)`` steps (MODEL.md §6)."""
+    """From one long queue ``‖x‖∞ = ℓ ≫ k``: ``Ω(ℓ n)`` steps (docs/model.md §6)."""
     return float(check_positive_int("n", n)) * check_positive_int("ell", ell)
 
 
 def slow_mode_matrix(d, lam, k=None) -> np.ndarray:
-    """``A_k`` [derived] (MODEL.md §6): ``k×k`` tridiagonal, sub-diagonal ``λd``,
+    """``A_k`` [derived] (docs/model.md §6): ``k×k`` tridiagonal, sub-diagonal ``λd``,
     super-diagonal 1, diagonal ``−(1+λd)`` except ``−1`` in the last row."""
     d = check_positive_int("d", d)
     lam = check_load(lam)
@@ -473,7 +473,7 @@ def slow_mode_matrix(d, lam, k=None) -> np.ndarray:
 
 @dataclass(frozen=True)
 class SlowMode:
-    """The slow mode of the linearised profile [derived] (MODEL.md §6)."""
+    """The slow mode of the linearised profile [derived] (docs/model.md §6)."""
 
     k: int
     mu: float  # −(eigenvalue of A_k with largest real part), per unit time
@@ -523,7 +523,7 @@ def _slow_mu(a: float, k: int) -> float:
 
 
 def slow_mode(d, lam, k=None) -> SlowMode:
-    """Slowest relaxation rate ``μ_k`` of the linearised profile [derived] (MODEL.md §6).
+    """Slowest relaxation rate ``μ_k`` of the linearised profile [derived] (docs/model.md §6).
 
     ``dq/dt = A_k q + (1−λ)e_k``; its eigenvalue of largest real part is ``−μ_k`` with
     ``μ_k ≈ (λd−1)/((λd)^k − 1) ≈ d^{−(k−1)}``.
@@ -541,7 +541,7 @@ def slow_mode(d, lam, k=None) -> SlowMode:
 # =========================================================================== §8
 @dataclass(frozen=True)
 class Regime002:
-    """Where ``(n, d, λ)`` sits among the three limits of paper 002 (MODEL.md §8, derived)."""
+    """Where ``(n, d, λ)`` sits among the three limits of paper 002 (docs/model.md §8, derived)."""
 
     d_over_sqrt_n: float
     kappa: float  # κ_n = d λ^d
@@ -560,7 +560,7 @@ REGIME_C_ABOVE = 5.0  # d/√n above this resembles (c)
 
 
 def regime_002(n, d, lam) -> Regime002:
-    """The paper-002 quantities of ``(n, d, λ)`` and the regime it resembles (MODEL.md §8).
+    """The paper-002 quantities of ``(n, d, λ)`` and the regime it resembles (docs/model.md §8).
 
     The regimes are limits (``d/√n → 0, c, ∞``); for one finite ``n`` we say (a) when
     ``d/√n < 0.2``, (c) when ``d/√n > 5``, (b) in between (a convention of this tool).
@@ -587,7 +587,7 @@ def regime_002(n, d, lam) -> Regime002:
 # =========================================================================== design
 @dataclass(frozen=True)
 class DesignReport:
-    """Least number of choices that keeps ``k_{λ,d} <= max_queue`` (MODEL.md §4)."""
+    """Least number of choices that keeps ``k_{λ,d} <= max_queue`` (docs/model.md §4)."""
 
     d: int
     k: int
@@ -601,7 +601,7 @@ class DesignReport:
 
 
 def design(lam, max_queue, n=None) -> DesignReport:
-    """The least ``d >= 2`` with ``k_{λ,d} <= K``, i.e. ``d^K >= 1/(1−λ)`` (MODEL.md §4),
+    """The least ``d >= 2`` with ``k_{λ,d} <= K``, i.e. ``d^K >= 1/(1−λ)`` (docs/model.md §4),
     and the predicted share of queues at each length for that ``d``."""
     lam_f = check_load(lam)
     K = check_positive_int("max_queue", max_queue)
@@ -624,7 +624,7 @@ def design(lam, max_queue, n=None) -> DesignReport:
 # =========================================================================== summary
 def summary(n, d, lam, eps=0.1) -> dict:
     """Everything the papers let us say about ``(n, d, λ)`` without simulating: the report
-    behind ``supermarket theory`` (MODEL.md §3–6, §8).  ``d = 1`` has no finite ``k``:
+    behind ``supermarket theory`` (docs/model.md §3–6, §8).  ``d = 1`` has no finite ``k``:
     the k-dependent entries are then ``None``."""
     n = check_positive_int("n", n)
     d = check_positive_int("d", d)

@@ -23,7 +23,7 @@ from ._common import COUNT, print_json, stderr_is_tty
               help="(b), (c) ζ: λ_n = c_n − ζ/√n with c_n = n^(−1/(2d_n)). Default 0 in (b), 1 in (c).")
 @click.option("--d", "d", type=COUNT, default=None, help="(a) d_n instead of ⌊n^θ⌋; (c) d_n (default n).")
 @click.option("--centring", type=click.Choice(["c_n", "one"]), default="c_n", show_default=True,
-              help="(c) Q = √n(G1 − c_n) (MODEL §8) or √n(G1 − 1) with λ_n = 1 − ζ/√n (JSQ reading).")
+              help="(c) Q = √n(G1 − c_n) (docs/model.md §8) or √n(G1 − 1) with λ_n = 1 − ζ/√n (JSQ reading).")
 @click.option("--time", "time_", type=float, default=200.0, show_default=True, help="Simulated time per replication after burn-in.")
 @click.option("--burn-in", "burn_in", type=float, default=None, help="Burn-in time (default max(20, time/10)).")
 @click.option("--replications", type=COUNT, default=2, show_default=True, help="Independent replications (child r of --seed).")
@@ -34,13 +34,13 @@ from ._common import COUNT, print_json, stderr_is_tty
 @click.option("--sde-time", "sde_time", type=float, default=100.0, show_default=True, help="Time per SDE path after burn-in.")
 @click.option("--dt", type=float, default=1e-3, show_default=True, help="Euler–Maruyama step.")
 @click.option("--reflection", type=click.Choice(["projection", "bridge"]), default="projection", show_default=True,
-              help="(c) reflection by projection (MODEL §8) or by the Brownian-bridge maximum (smaller bias).")
+              help="(c) reflection by projection (docs/model.md §8) or by the Brownian-bridge maximum (smaller bias).")
 @click.option("--plot", "plot", type=click.Path(dir_okay=False), default=None, help="Write a PNG: paths, histograms, autocorrelation.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def fluctuations(regime, n, kappa, theta, c, zeta, d, centring, time_, burn_in, replications, seed, replace,
                  workers, sde_paths, sde_time, dt, reflection, plot, as_json):
     """Fluctuations of order n^(−1/2) about the near-equilibrium centre in the three regimes
-    of paper 002 (MODEL §8; the limit diffusions are derived): the exact chain's stationary
+    of paper 002 (docs/model.md §8; the limit diffusions are derived): the exact chain's stationary
     moments of the scaled process (z1, z2) = (Z1, Z2) in (a), (Q, Y) in (b), (c), with
     standard errors, beside the limit diffusion (Euler–Maruyama) and the finite-n linear
     noise approximation at x^n.  Conditions of the regime that fail are warned about."""

@@ -67,7 +67,7 @@ def build_report(d, load, n=None, time=None, start="empty", replace=True, points
         rep["fixed_point"] = [lam]
         rep["mean_queue_length"] = lam
         rep["levels"] = 1
-        rep["note"] = ("d = inf: constrained (water-filling) ODE of paper 002 (MODEL §3), fixed point "
+        rep["note"] = ("d = inf: constrained (water-filling) ODE of paper 002 (docs/model.md §3), fixed point "
                        "(λ, 0, 0, ...); the refined mean field and the covariance are not defined there")
         if n is not None:
             rep["refined"] = None
@@ -123,7 +123,7 @@ def build_report(d, load, n=None, time=None, start="empty", replace=True, points
               help="Write a PNG: the trajectory u_i(t), or the fixed point vs the refined mean field.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 def meanfield(d, load, n, time, start, no_replace, levels, tol, points, plot, as_json):
-    """Mean-field theory for (d, λ) (MODEL §3, §8): the fixed point π, the ODE (1.1) from a
+    """Mean-field theory for (d, λ) (docs/model.md §3, §8): the fixed point π, the ODE (1.1) from a
     start profile, and with --n the refined mean field E[u_i] ≈ π(i) + V_i/n (Gast–Van Houdt)
     and the linear-noise covariance of √n u.  --d inf gives the water-filling limit of paper 002."""
     if no_replace and n is None:
@@ -146,7 +146,7 @@ def _print(rep: dict, n) -> None:
     p = rep["params"]
     con.print(f"[bold]supermarket meanfield[/]  d={p['d']}  λ={p['load']!r}"
               + (f"  n={n}" if n is not None else "") + ("" if p["replace"] else "  (without replacement)"))
-    con.print(f"mean-field mean queue length Σπ(i) = {rep['mean_queue_length']:.10g}   (MODEL §3)")
+    con.print(f"mean-field mean queue length Σπ(i) = {rep['mean_queue_length']:.10g}   (docs/model.md §3)")
     if "note" in rep:
         con.print(rep["note"])
     t = Table(title=f"Fixed point π(i) ({rep['levels']} levels)" +

@@ -1,4 +1,4 @@
-"""``supermarket mixing``: coalescence and mixing times from a chosen start (MODEL.md §2, §6)."""
+"""``supermarket mixing``: coalescence and mixing times from a chosen start (docs/model.md §2, §6)."""
 
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ from ._common import COUNT, LOAD, print_json, stderr_is_tty
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def mixing(n, d, load, start, replications, max_steps, burn_in, seed, workers, no_replace, as_json):
     """Coalescence time of a copy started at --from with a stationary copy under the sorted
-    coupling (MODEL.md §2), its mean, median and 90% quantile with 95% confidence intervals,
-    the bound t_mix(1/4) ≤ 0.75-quantile of τ, and the paper-000 orders (MODEL.md §6).
+    coupling (docs/model.md §2), its mean, median and 90% quantile with 95% confidence intervals,
+    the bound t_mix(1/4) ≤ 0.75-quantile of τ, and the paper-000 orders (docs/model.md §6).
 
     Steps are steps of the uniformized chain; n(1+λ) steps are one unit of time."""
     from .. import mixing as mx
@@ -62,7 +62,7 @@ def _print(out: dict) -> None:
               f"replications={out['replications']}  k={out['k']}")
     con.print(f"stationary copy: rounded fixed point after {out['burn_in_steps']} steps; "
               f"budget {out['max_steps']} steps per pair; {out['steps_per_time_unit']:.6g} steps = 1 time unit")
-    t = Table(title="Coalescence time τ (sorted coupling, MODEL.md §2)")
+    t = Table(title="Coalescence time τ (sorted coupling, docs/model.md §2)")
     for col in ("", "steps", "95% CI (steps)", "time units", "95% CI (time)"):
         t.add_column(col, justify="right")
     s, u = out["coalescence_steps"], out["coalescence_time"]
@@ -79,7 +79,7 @@ def _print(out: dict) -> None:
     if out["censored"]:
         con.print(f"[yellow]{out['censored']} of {out['replications']} pairs did not coalesce within "
                   f"{out['max_steps']} steps (censored)[/]")
-    b = Table(title="Paper 000 orders (MODEL.md §6, constants taken as 1)")
+    b = Table(title="Paper 000 orders (docs/model.md §6, constants taken as 1)")
     for col in ("bound", "steps", "time units"):
         b.add_column(col, justify="right")
     b.add_row("upper k d^(k−1) n log n (from a good state)", _fmt(out["bound_upper_steps"]), _fmt(out["bound_upper_time"]))

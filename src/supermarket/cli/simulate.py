@@ -118,7 +118,7 @@ def _print_result(res, load: str) -> None:
     k = res.k
     fp = res.fixed_point()
     lin = th.linearised_q(p.d, load, k) if k else None
-    t = Table(title="Time-averaged profile (MODEL §1–3)")
+    t = Table(title="Time-averaged profile (docs/model.md §1–3)")
     t.add_column("i", justify="right")
     t.add_column(escape("simulated E[u_i] ± s.e."), justify="right")
     t.add_column("mean field π(i)", justify="right")
@@ -154,9 +154,9 @@ def _print_result(res, load: str) -> None:
     con.print(mt)
     if k is not None:
         con.print(f"k_(λ,d) = {k}  ({kr.note}; paper 000's regime needs n ≥ 1e15)")
-        con.print(f"general hypothesis (MODEL §4, reconstructed): the maximum is within 1 of the largest k with "
+        con.print(f"general hypothesis (docs/model.md §4, reconstructed): the maximum is within 1 of the largest k with "
                   f"n·π(k) ≥ 1, here {th.k_hypothesis(p.n, p.d, p.lam)}")
-        con.print(f"time in the good set N^ε (ε = {res.eps:g}, clauses (a),(b) of MODEL §5): "
+        con.print(f"time in the good set N^ε (ε = {res.eps:g}, clauses (a),(b) of docs/model.md §5): "
                   f"{res.good_set_fraction:.6g} ± {_fmt(res.good_set_fraction_stderr, 2)}")
         above = sum(f for m, f in res.max_queue_dist.items() if m > k)
         if above > 0:

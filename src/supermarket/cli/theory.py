@@ -33,13 +33,13 @@ def _print_theory(rep: dict) -> None:
     con.print(f"[bold]supermarket theory[/]  n={p['n']}  d={p['d']}  λ={p['load']!r}  ε={p['eps']}")
     if rep["k"] is not None:
         kr = rep["k_report"]
-        con.print(f"k_(λ,d) = ⌈log(1/(1−λ))/log d⌉ = [bold]{rep['k']}[/]   (log_d(1/(1−λ)) = {kr['log_ratio']:.6g})  (paper 000, MODEL §4)")
+        con.print(f"k_(λ,d) = ⌈log(1/(1−λ))/log d⌉ = [bold]{rep['k']}[/]   (log_d(1/(1−λ)) = {kr['log_ratio']:.6g})  (paper 000, docs/model.md §4)")
         con.print(f"  {kr['note']}")
     else:
         con.print("k_(λ,d): none for d = 1 (independent M/M/1 queues, no bounded maximum)")
-    con.print(f"hypothesis maximum (largest k with n·π(k) ≥ 1) = {rep['k_hypothesis']}   (MODEL §4, reconstructed)")
+    con.print(f"hypothesis maximum (largest k with n·π(k) ≥ 1) = {rep['k_hypothesis']}   (docs/model.md §4, reconstructed)")
     con.print(f"mean-field mean queue length Σπ(i) = {rep['mean_queue_length']:.10g}, "
-              f"sojourn time = {rep['mean_sojourn_time']:.10g}   (MODEL §3)")
+              f"sojourn time = {rep['mean_sojourn_time']:.10g}   (docs/model.md §3)")
 
     t = Table(title="Fixed point π(i) and linearised profile (derived)")
     t.add_column("i", justify="right")
@@ -66,7 +66,7 @@ def _print_theory(rep: dict) -> None:
         con.print("Theorem 1.2 " + ("[green]applies[/]" if rep["theorem_1_2"]["applies"] else
                                     "[red]does not apply[/] (some condition fails)"))
         ms, mt = rep["mixing_steps"], rep["mixing_time"]
-        con.print(f"mixing from a good state (paper 000, MODEL §6, constants 1): "
+        con.print(f"mixing from a good state (paper 000, docs/model.md §6, constants 1): "
                   f"upper k d^(k−1) n log n = {ms['upper']:.4g} steps ({mt['upper']:.4g} time units), "
                   f"lower d^(k−1) n = {ms['lower']:.4g} steps ({mt['lower']:.4g} time units)")
         sm = rep["slow_mode"]
@@ -85,7 +85,7 @@ def _print_theory(rep: dict) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def design(n, load, max_queue, as_json):
     """The least d with k_(λ,d) ≤ K: how many choices keep every queue at most K long at
-    this load (MODEL §4), with the predicted share of queues at each length (derived)."""
+    this load (docs/model.md §4), with the predicted share of queues at each length (derived)."""
     rep = th.design(load, max_queue, n)
     out = rep.to_dict()
     if n is not None:

@@ -1,4 +1,4 @@
-"""Per-queue state with O(1) work per event (MODEL.md §2, "buckets").
+"""Per-queue state with O(1) work per event (docs/model.md §2, "buckets").
 
 Queues are kept in an array ``perm`` sorted by length, longest first: position ``p``
 (0-based) holds a queue of length ``#{i : c_i > p}``, so the queues of length exactly ``ℓ``
@@ -6,7 +6,7 @@ occupy the block of positions ``[c_{ℓ+1}, c_ℓ)`` (with ``c_0 = n``).  One st
 
 - arrival: the joined length ``ℓ`` is drawn from the profile as in :mod:`.profile`
   (``P(ℓ ≥ i) = P_i``); by exchangeability the joined queue is uniform among the queues of
-  length ``ℓ`` (MODEL.md §2): a uniform position of the block, swapped to the block's first
+  length ``ℓ`` (docs/model.md §2): a uniform position of the block, swapped to the block's first
   position, which then joins the block of length ``ℓ + 1`` (``c_{ℓ+1} += 1``);
 - potential departure: a uniform position ``K``; its queue has length ``ℓ = #{i : c_i > K}``;
   if ``ℓ ≥ 1`` it is swapped to the last position of its block and ``c_ℓ −= 1``.

@@ -1,4 +1,4 @@
-"""Numba kernels for copies of the profile chain driven by the sorted coupling (MODEL.md §2).
+"""Numba kernels for copies of the profile chain driven by the sorted coupling (docs/model.md §2).
 
 Every copy is a counts vector ``c_i = #{queues with length >= i}`` stored from level 1
 (``c[m, 0] = c_1`` of copy ``m``), with ``top[m]`` the highest occupied level.  Queues are
@@ -6,7 +6,7 @@ named by their position ``1..n`` in the sorted order, longest first; the queue a
 ``p`` has length ``#{i >= 1 : c_i >= p}`` (a binary search over the occupied levels, so an
 event costs ``O(M log top)`` for ``M`` copies, independent of ``n`` and ``d``).
 
-One step of the uniformized chain (MODEL.md §1), the same random numbers for every copy:
+One step of the uniformized chain (docs/model.md §1), the same random numbers for every copy:
 
 - with probability ``λ/(1+λ)`` an arrival: one position ``p`` with the law of the largest
   of ``d`` uniform positions (``p = ⌈n U^{1/d}⌉`` with replacement; without replacement the

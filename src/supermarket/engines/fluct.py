@@ -1,7 +1,7 @@
 """Continuous-time profile chain recording the scaled, centred coordinates of paper 002.
 
 One numba kernel, :func:`fluct_ctmc`, runs the counts chain ``c_i = #{queues >= i}`` of
-MODEL.md §2 in continuous time (MODEL.md §1: arrivals at rate ``nλ``, each busy server
+docs/model.md §2 in continuous time (docs/model.md §1: arrivals at rate ``nλ``, each busy server
 completes at rate 1), exact in law: from state ``c`` the next event comes after an
 ``Exp(nλ + c_1)`` holding time and is an arrival with probability ``nλ/(nλ + c_1)``.
 
@@ -9,7 +9,7 @@ completes at rate 1), exact in law: from state ``c`` the next event comes after 
   (``P_0 = 1``, ``P_i`` = probability that all ``d`` sampled queues have length ``>= i``):
   with ``V`` uniform, ``ℓ = max{i : P_i > V}``.  ``P_i`` is read from a table ``logp[c_i]``
   built by the caller: ``d·log(c/n)`` with replacement, ``log C(c,d) − log C(n,d)``
-  without (MODEL.md §2).
+  without (docs/model.md §2).
 - A departure picks a busy server uniformly, i.e. position ``K`` uniform in ``1..c_1`` of
   the queues sorted longest first; its length is ``#{i : c_i >= K}``; ``c_ℓ −= 1``.
 

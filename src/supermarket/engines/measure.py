@@ -1,7 +1,7 @@
 """State layout and per-event measurement steps shared by the engines' kernels.
 
 The profile, queues and buckets kernels keep the same small state arrays and measure the
-same time averages (MODEL.md §2 measurements, §5 good set); the steps they have in common
+same time averages (docs/model.md §2 measurements, §5 good set); the steps they have in common
 are written once here as small numba functions.  See :mod:`.profile` for what the arrays
 hold:
 
@@ -59,7 +59,7 @@ def close_level(j, old, pold, new, now, c, stamp, area_c, area_P):
 
 @njit(cache=True, inline="always")
 def clause_bad(j, k, cj, n, lo_j, hi_j):
-    """1 if clause ``j <= k`` of the good set ``N^ε`` (MODEL.md §5) fails with ``c[j] = cj``:
+    """1 if clause ``j <= k`` of the good set ``N^ε`` (docs/model.md §5) fails with ``c[j] = cj``:
     (b) ``lo_j <= n − c_{j+1} <= hi_j`` for ``j < k`` (float bounds, or their integer
     ceiling/floor), (a) ``c_{k+1} = 0`` for ``j = k`` (the bounds are then ignored)."""
     if j < k:
@@ -95,7 +95,7 @@ def good_step(j, k, new, n, lo_j, hi_j, was_bad, now, viol, good_since, good_tim
 @njit(cache=True)
 def change_level(j, new, pold, now, c, stamp, area_c, area_P, k, n, lo, hi, gbad, viol, good_since, good_time):
     """Set ``c[j] = new`` at time ``now``: close the lazy integrals of level index ``j``
-    (``pold`` = P at the old count) and update good-set membership (MODEL.md §5; ``k = 0``:
+    (``pold`` = P at the old count) and update good-set membership (docs/model.md §5; ``k = 0``:
     no good set; ``lo``/``hi``: the ``k`` float bounds of clause (b)).  Returns the updated
     ``(viol, good_since, good_time)``."""
     close_level(j, c[j], pold, new, now, c, stamp, area_c, area_P)

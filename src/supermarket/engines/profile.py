@@ -1,9 +1,9 @@
-"""The profile (counts) chain of MODEL.md §2 as a numba kernel, and the measurement
+"""The profile (counts) chain of docs/model.md §2 as a numba kernel, and the measurement
 machinery shared by every engine.
 
 State: ``c[j] = c_{j+1}`` = number of queues with at least ``j+1`` customers (0-based array
 index ``j`` stands for level ``j+1``), non-increasing, ``top`` = number of occupied levels
-(the maximum queue length).  One step of the uniformized chain (MODEL.md §1–2):
+(the maximum queue length).  One step of the uniformized chain (docs/model.md §1–2):
 
 - arrival, probability ``λ/(1+λ)``: the joined length is ``ℓ = #{i ≥ 1 : U < P_i}`` with ``U``
   uniform, ``P_i = u_i^d`` (with replacement) or ``C(c_i, d)/C(n, d)`` (without), so that
@@ -21,13 +21,13 @@ of ``c`` around the current count, rebuilt (``WIN`` evaluations) when ``c`` leav
 Levels above ``LW`` evaluate ``P`` directly.
 
 Time: the discrete chain (one step per unit of "time") or continuous time (the chain
-uniformized at rate ``n(1+λ)``: holding times exponential; exact, MODEL.md §1).  The next
+uniformized at rate ``n(1+λ)``: holding times exponential; exact, docs/model.md §1).  The next
 event time is part of the state, so a run cut into chunks gives exactly the same numbers.
 
 Measurements (time averages, O(1) work per event, lazily updated per level):
 ``area_c[j] = ∫ c_{j+1} dt``, ``area_P[j] = ∫ P_{j+1} dt`` (the time average of ``u_i^d``),
 ``maxtime[m] = time with maximum queue length m``, the time spent in the good set ``N^ε``
-(clauses (a) and (b) of MODEL.md §5, with a running count of violated clauses), and an
+(clauses (a) and (b) of docs/model.md §5, with a running count of violated clauses), and an
 optional trajectory recorded on a regular grid.
 
 Array layout shared by the kernels of this package (all owned by the caller):
@@ -63,7 +63,7 @@ __all__ = [
 FULL_TABLE_MAX_N = 1 << 15
 
 
-# ----------------------------------------------------------------- P_i (MODEL.md §2)
+# ----------------------------------------------------------------- P_i (docs/model.md §2)
 @njit(cache=True)
 def _lgamma_ratio(x, a):
     """``lgamma(x + a) − lgamma(x)`` for ``x > 0, a >= 0`` without cancellation.
@@ -86,7 +86,7 @@ def _lgamma_ratio(x, a):
 
 @njit(cache=True)
 def log_p_all_at_least(c, n, d, replace):
-    """``log P_i`` for a level with ``c`` queues of length ``>= i`` (MODEL.md §2).
+    """``log P_i`` for a level with ``c`` queues of length ``>= i`` (docs/model.md §2).
 
     With replacement ``d·log(c/n)``; without, ``log C(c,d) − log C(n,d)`` written through
     whichever of ``d`` and ``m = n − c`` is smaller (absolute error ~1e-16·min(d,m)·log n).
@@ -112,7 +112,7 @@ def log_p_all_at_least(c, n, d, replace):
 
 @njit(cache=True)
 def p_all_at_least(c, n, d, replace):
-    """``P_i``: probability that all d sampled queues have length >= i (MODEL.md §2)."""
+    """``P_i``: probability that all d sampled queues have length >= i (docs/model.md §2)."""
     if c >= n:
         return 1.0
     return math.exp(log_p_all_at_least(c, n, d, replace))
@@ -417,13 +417,13 @@ def _profile_fast(c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windo
         pold = pc[j]
         new = old + delta
         total += delta
-        # lazy time integrals of level j (MODEL.md §2 measurements)
+        # lazy time integrals of level j (docs/model.md §2 measurements)
         close_level(j, old, pold, new, now, c, stamp, area_c, area_P)
         if new > 0:
             pc[j] = tabf[j * tstride + new - tbase[j]]
         else:
             pc[j] = 0.0
-        # good set N^ε, clauses (a) and (b) (MODEL.md §5)
+        # good set N^ε, clauses (a) and (b) (docs/model.md §5)
         if j <= k:
             gbad[j], viol, good_since, good_time = good_step(j, k, new, n, loi[j], hii[j], gbad[j], now, viol,
                                                              good_since, good_time)
@@ -462,13 +462,13 @@ def _refresh_windows(c, top, pi, win, winbase):
 @njit(cache=True, nogil=True)
 def profile_kernel(c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, hi, gbad,
                    rec_t, rec_c, rec_max, rec_tot, s, pi, pf, si, sf, t_stop, max_events):
-    """Run the profile chain (MODEL.md §2) until time ``t_stop`` or ``max_events`` events.
+    """Run the profile chain (docs/model.md §2) until time ``t_stop`` or ``max_events`` events.
 
     Returns ``(events, status)``: status 0 reached ``t_stop``, 1 did ``max_events``, 2 needs
     more level capacity (grow the level arrays and call again), 3 the record buffer is full.
     The hot loop (:func:`_profile_fast`) counts the joined and departing lengths without
     branches over the occupied levels (``c`` is non-increasing, so a count equals the scan
-    of MODEL.md §2); unusual states go through :func:`_profile_general`.
+    of docs/model.md §2); unusual states go through :func:`_profile_general`.
     """
     tabf, tbase, tstride, windowed = fast_tables(c, tab, win, winbase, pi)
     loi, hii = clause_ints(lo, hi, pi[I_K])

@@ -1,4 +1,4 @@
-"""The per-queue chain exactly as paper 000 defines it (MODEL.md §1): the reference engine.
+"""The per-queue chain exactly as paper 000 defines it (docs/model.md §1): the reference engine.
 
 State: ``x`` (int32, one entry per server, <= 4 bytes per server) plus the counts
 ``c_i = #{j : x(j) >= i}`` kept alongside for the measurements (shared with
@@ -154,7 +154,7 @@ def _queues_general(x, bits, scratch, c, stamp, area_c, area_P, maxtime, tab, wi
 
 @njit(cache=True)
 def _join(x, bits, scratch, s, n, d, rep):
-    """The queue an arrival joins: the first minimal entry of a uniform d-tuple (MODEL.md §1)."""
+    """The queue an arrival joins: the first minimal entry of a uniform d-tuple (docs/model.md §1)."""
     best = np.int64(2**62)
     arg = -1
     if rep:

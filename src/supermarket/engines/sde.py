@@ -1,4 +1,4 @@
-"""Euler–Maruyama for the three limit diffusions of paper 002 (MODEL.md §8, derived).
+"""Euler–Maruyama for the three limit diffusions of paper 002 (docs/model.md §8, derived).
 
 One kernel, :func:`em_paths`, advances many independent paths of one of the limits with
 step ``h`` (one Brownian motion, entering the first coordinate only):

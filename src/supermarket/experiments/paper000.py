@@ -1,22 +1,22 @@
-"""The experiments of paper 000 at sizes a laptop can run (MODEL.md §4, §5, §6).
+"""The experiments of paper 000 at sizes a laptop can run (docs/model.md §4, §5, §6).
 
 ``run(out_dir, quick=False, seed=0, workers=None)`` writes, for each experiment, a table
 (``E*.csv`` and ``E*.json``), a figure (``E*.png``) and a short Markdown summary
 (``E*.md``), plus ``summary.md`` with every claim and what the runs show:
 
-- **E1 equilibrium** (MODEL.md §4, §5): ``λ = 1 − n^{−α}``, ``d = ⌊n^β⌋``.  For ``α/β``
+- **E1 equilibrium** (docs/model.md §4, §5): ``λ = 1 − n^{−α}``, ``d = ⌊n^β⌋``.  For ``α/β``
   not an integer: the maximum queue length against ``k = ⌈α/β⌉`` (and ``k_{λ,d}``, and the
   reconstructed hypothesis "largest k with nπ(k) >= 1"), the fraction of queues of length
   ``k`` against ``1 − 2n^{−α+(k−1)β}``, the counts of shorter queues against
   ``n(1−λ)(λd)^{j−1}``, the share of time in ``N^ε``.  For ``α/β`` an integer (``n`` chosen
   so that ``n^β`` is an integer and ``1/(1−λ) = d^k`` exactly): the maximum is ``k`` or
   ``k+1``.
-- **E2 mixing scaling** (MODEL.md §6): coalescence time from the rounded fixed point (a good
+- **E2 mixing scaling** (docs/model.md §6): coalescence time from the rounded fixed point (a good
   state) with a stationary copy, against ``k d^{k−1} n log n`` and ``d^{k−1} n``, log-log,
   with fitted slopes.
-- **E3 bad starts** (MODEL.md §6): from ``‖x‖₁ = g n`` and from one queue of length ``ℓ``,
+- **E3 bad starts** (docs/model.md §6): from ``‖x‖₁ = g n`` and from one queue of length ``ℓ``,
   against ``(1−λ)^{−1} g n`` and ``ℓ n``.
-- **E4 power of two choices** (MODEL.md §3): the equilibrium maximum for ``d = 1`` against
+- **E4 power of two choices** (docs/model.md §3): the equilibrium maximum for ``d = 1`` against
   ``log n / log(1/λ)``, and for ``d = 2, 3`` against ``log log n / log d``.
 
 Equilibrium statistics come from the profile chain run by the coupling kernel with one copy
@@ -127,7 +127,7 @@ def _equilibrium_task(args):
 def good_set_mask(snaps, n, d, lam, eps, k) -> np.ndarray:
     """Membership of each snapshot (rows of counts ``c_1..c_K``, ``K > k``) in ``N^ε``:
     clause (a) ``c_{k+1} = 0`` and clause (b) ``n − c_j`` within the bands of
-    :func:`supermarket.theory.good_set_bounds` for ``j = 1..k`` (MODEL.md §5)."""
+    :func:`supermarket.theory.good_set_bounds` for ``j = 1..k`` (docs/model.md §5)."""
     snaps = np.asarray(snaps)
     if snaps.ndim != 2 or snaps.shape[1] <= k:
         raise ValueError(f"snapshots must have more than k={k} levels")
@@ -144,7 +144,7 @@ def equilibrium(n, d, lam, *, steps, burn_in, levels, snapshots=2000, seed=0, ep
     ``steps`` measured steps after ``burn_in``, in ``8`` consecutive batches (batch means
     for standard errors).  Returns the mean profile ``u_1..u_{levels+1}`` with standard
     errors, the time share of each maximum queue length, and, when ``k`` is given, the share
-    of snapshots in the good set ``N^ε`` (clauses (a), (b) of MODEL.md §5; ``snapshots``
+    of snapshots in the good set ``N^ε`` (clauses (a), (b) of docs/model.md §5; ``snapshots``
     snapshots in all).
     """
     rows = _equilibrium_task((n, d, lam, steps, burn_in, levels, snapshots, as_seed_sequence(seed)))
@@ -256,7 +256,7 @@ def e1_equilibrium(out: Path, *, quick: bool, seed, workers) -> dict:
             row[f"shorter_than_{j}_se"] = float(n * eq["u_se"][j - 1])
             row[f"shorter_than_{j}_pred"] = float(n * (1 - lam) * (lam * d) ** (j - 1))
         rows.append(row)
-    meta = {"experiment": "E1 equilibrium", "quick": quick, "spec": "MODEL.md §4, §5",
+    meta = {"experiment": "E1 equilibrium", "quick": quick, "spec": "docs/model.md §4, §5",
             "lambda": "1 - n^-alpha", "d": "floor(n^beta) (exact n^beta when integer)", "eps": 0.1,
             "frac_at_k": "E[u_k - u_(k+1)], batch means over 8 batches"}
     _write_table(out, "E1_equilibrium", rows, meta)
@@ -313,7 +313,7 @@ def _e1_figure(out, rows):
 
 
 def _e1_markdown(rows):
-    lines = ["# E1: equilibrium at length k (paper 000, MODEL.md §4–5)", "",
+    lines = ["# E1: equilibrium at length k (paper 000, docs/model.md §4–5)", "",
              "λ = 1 − n^−α, d = ⌊n^β⌋, chain started at the rounded fixed point; time averages over "
              "8 batches (± standard error).", "",
              "| n | α | β | α/β | d | λ | k | hyp. | modal max | mean max | P(max=k) | P(max=k+1) | "
@@ -402,7 +402,7 @@ def e2_mixing_scaling(out: Path, *, quick, seed, workers) -> dict:
     fits = {"slope_vs_upper": slope_up, "intercept_vs_upper": icpt_up, "slope_vs_lower": slope_lo,
             "intercept_vs_lower": icpt_lo, "slope_vs_n_by_d": per_d, "slope_vs_d_at_fixed_n_k": slope_d,
             "slope_vs_slow_mode_log_n": slope_slow, "mean_over_upper_range_by_d": ratio_by_d}
-    meta = {"experiment": "E2 mixing scaling", "quick": quick, "spec": "MODEL.md §2, §6",
+    meta = {"experiment": "E2 mixing scaling", "quick": quick, "spec": "docs/model.md §2, §6",
             "start": "rounded fixed point (good state) vs stationary copy", "fits": fits}
     _write_table(out, "E2_mixing_scaling", rows, meta)
     _e2_figure(out, rows, fits)
@@ -464,9 +464,9 @@ def _e2_figure(out, rows, fits):
 
 
 def _e2_markdown(rows, fits, R):
-    lines = ["# E2: mixing time from a good state (paper 000, MODEL.md §6)", "",
+    lines = ["# E2: mixing time from a good state (paper 000, docs/model.md §6)", "",
              "Coalescence time τ of a copy started at the rounded fixed point with a stationary copy "
-             f"(sorted coupling, MODEL.md §2), {R} pairs per row; t_mix(1/4) ≤ q75(τ).", "",
+             f"(sorted coupling, docs/model.md §2), {R} pairs per row; t_mix(1/4) ≤ q75(τ).", "",
              "| sweep | n | d | λ | k | mean τ (95% CI) | median | q75 (t_mix bound) | k d^(k−1) n log n | d^(k−1) n | "
              "τ/upper | τ/lower | censored |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -533,7 +533,7 @@ def e3_bad_starts(out: Path, *, quick, seed, workers) -> dict:
             lin[kind] = {"slope": float(b), "intercept": float(a)}
         else:
             lin[kind] = {"slope": float("nan"), "intercept": float("nan")}
-    meta = {"experiment": "E3 bad starts", "quick": quick, "spec": "MODEL.md §6", "n": n, "d": d, "load": lam,
+    meta = {"experiment": "E3 bad starts", "quick": quick, "spec": "docs/model.md §6", "n": n, "d": d, "load": lam,
             "fits_slope_vs_lower": fits, "linear_fit_vs_lower": lin}
     _write_table(out, "E3_bad_starts", rows, meta)
     plt = _plt()
@@ -559,7 +559,7 @@ def e3_bad_starts(out: Path, *, quick, seed, workers) -> dict:
     fig.tight_layout()
     fig.savefig(out / "E3_bad_starts.png", dpi=110)
     plt.close(fig)
-    lines = ["# E3: mixing from bad starts (paper 000, MODEL.md §6)", "",
+    lines = ["# E3: mixing from bad starts (paper 000, docs/model.md §6)", "",
              f"n = {n}, d = {d}, λ = {lam}, {R} coupled pairs per start (copy from the start vs a stationary copy).", "",
              "| start | mean τ (95% CI) | median | q75 (t_mix bound) | lower order | τ / lower order | censored |",
              "|---|---|---|---|---|---|---|"]
@@ -661,7 +661,7 @@ def e4_power_of_choices(out: Path, *, quick, seed, workers) -> dict:
         y = np.array([r["mean_max"] for r in sel])
         b, a = np.polyfit(x, y, 1)
         fits[d] = {"slope": float(b), "intercept": float(a)}
-    meta = {"experiment": "E4 power of two choices", "quick": quick, "spec": "MODEL.md §3", "load": lam,
+    meta = {"experiment": "E4 power of two choices", "quick": quick, "spec": "docs/model.md §3", "load": lam,
             "fits_mean_max_vs_predictor": fits}
     _write_table(out, "E4_power_of_choices", rows, meta)
     plt = _plt()
@@ -687,7 +687,7 @@ def e4_power_of_choices(out: Path, *, quick, seed, workers) -> dict:
     fig.tight_layout()
     fig.savefig(out / "E4_power_of_choices.png", dpi=110)
     plt.close(fig)
-    lines = ["# E4: the power of two choices (MODEL.md §3, classical)", "",
+    lines = ["# E4: the power of two choices (docs/model.md §3, classical)", "",
              f"λ = {lam}, start at the rounded fixed point, {T:g} time units after {burn_t:g} of burn-in; "
              "time-averaged maximum queue length (± standard error, 8 batches).", "",
              "| n | d | mean max | modal max | predictor | hypothesis (largest k with nπ(k) ≥ 1) |",
@@ -767,7 +767,7 @@ def run(out_dir, quick=False, seed=0, workers=None) -> dict:
             f"Seed {seed}; wall time {wall:.0f} s (expected {est:.0f} s); "
             + ", ".join(f"{k} {v:.0f} s" for k, v in timings.items()) + ".",
             "Orders of magnitude are the papers' with constants taken as 1; \"derived\" marks items worked "
-            "out for this project (MODEL.md), not theorems of the papers.", ""]
+            "out for this project (docs/model.md), not theorems of the papers.", ""]
     summary = "\n".join(head) + "\n" + "\n".join(results[k]["markdown"] for k in ("E1", "E2", "E3", "E4"))
     (out / "summary.md").write_text(summary)
     with open(out / "run.json", "w") as fh:

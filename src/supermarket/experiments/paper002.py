@@ -1,6 +1,6 @@
 """``supermarket reproduce paper002``: the three diffusion regimes of paper 002.
 
-For each regime (MODEL.md §8; the limits are **derived** for this project) the exact
+For each regime (docs/model.md §8; the limits are **derived** for this project) the exact
 continuous-time chain (without replacement, as in paper 002) is simulated and its scaled,
 centred process set beside the limit diffusion (Euler–Maruyama) and the finite-n linear
 noise approximation at ``x^n``:
@@ -189,7 +189,7 @@ def run(out_dir, quick=False, seed=0, workers=None) -> dict:
         warn_lines += [str(w.message) for w in caught]
         cmp = fl.compare(p, seed=seeds[i], workers=workers, **sim_kw, **sde_kw)
         comparisons[label] = cmp
-        if label == "c":  # projection (MODEL §8) beside the Brownian-bridge reflection
+        if label == "c":  # projection (docs/model.md §8) beside the Brownian-bridge reflection
             bridges[label] = fl.limit_for(p, paths=sde_kw["sde_paths"], time=sde_kw["sde_time"],
                                           dt=sde_kw["dt"], seed=seeds[i], workers=workers,
                                           record_paths=0, reflection="bridge")
@@ -230,10 +230,10 @@ def run(out_dir, quick=False, seed=0, workers=None) -> dict:
 def _summary(out_dir, comparisons, scale, warn_lines, quick, seed, secs, bridges) -> None:
     L = ["# Paper 002: fluctuations near equilibrium with growing choices", "",
          f"Mode: {'quick' if quick else 'full'}, seed {seed}, {secs:.0f} s.  " + fl.DERIVED_NOTE, "",
-         "Chain: exact continuous-time profile chain (MODEL.md §1–2), sampling **without** "
+         "Chain: exact continuous-time profile chain (docs/model.md §1–2), sampling **without** "
          "replacement (paper 002), started at the rounded centre n·x^n, moments as time averages "
          "after burn-in with batch-means standard errors.  Limit: Euler–Maruyama with many paths "
-         "(MODEL.md §8), matched at this n.  LNA: finite-n linear noise approximation at x^n; in (b) "
+         "(docs/model.md §8), matched at this n.  LNA: finite-n linear noise approximation at x^n; in (b) "
          "and (c) it linearises an exponential or reflecting drift and is not expected to hold "
          "(shown for contrast), in (a) it is the finite-n reference.", ""]
     for label, cmp in comparisons.items():
@@ -260,7 +260,7 @@ def _summary(out_dir, comparisons, scale, warn_lines, quick, seed, secs, bridges
                      f"{cmp.sim.moments.mean_z1:.4f} ± {cmp.sim.moments.stderr['mean_z1']:.4f}.")
         if label == "c":
             L.append(f"Reflected limit: largest Q on any path = {cmp.limit.max_q:.3g} (never above 0).  "
-                     f"Projection (MODEL.md §8) misses excursions inside a step (bias of order √dt, "
+                     f"Projection (docs/model.md §8) misses excursions inside a step (bias of order √dt, "
                      f"dt = {cmp.limit.dt:g}); the Brownian-bridge row pushes by the sampled maximum "
                      "of the free path over each step instead.")
         L += ["", f"Figures: `regime_{label}_paths.png`, `regime_{label}_hist.png`.", ""]
