@@ -1,4 +1,8 @@
-"""Plain-JSON conversion of result objects (NumPy scalars and arrays, tuples, non-finite floats)."""
+"""Plain-JSON conversion of result objects (NumPy scalars and arrays, tuples, non-finite floats).
+
+Every result's ``to_dict()``, the CLI's ``--json`` output and the experiments' JSON tables go
+through :func:`to_jsonable`, so they are strict JSON (no ``NaN`` or ``Infinity`` tokens).
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,30 @@ def to_jsonable(obj, *, null_nonfinite: bool = False):
 
     NaN becomes ``null``; ±inf becomes the strings ``"inf"``/``"-inf"`` (or ``null`` with
     ``null_nonfinite``), so the output is valid strict JSON (``allow_nan=False``).
+
+    Parameters
+    ----------
+    obj : object
+        A result's ``to_dict()`` or any nesting of dicts, lists, tuples, NumPy arrays and
+        scalars, Python numbers, strings and ``None``.  Other objects are returned as they
+        are.
+    null_nonfinite : bool, optional
+        Write ±inf as ``null`` instead of ``"inf"``/``"-inf"`` (default ``False``).
+
+    Returns
+    -------
+    object
+        The same structure made of ``dict`` (string keys), ``list``, ``bool``, ``int``,
+        ``float`` (finite), ``str`` and ``None``.
+
+    Examples
+    --------
+    >>> import json
+    >>> import numpy as np
+    >>> to_jsonable({"u": np.array([0.5, np.nan]), 2: (np.int64(3), np.inf)})
+    {'u': [0.5, None], '2': [3, 'inf']}
+    >>> json.dumps(to_jsonable([-np.inf], null_nonfinite=True), allow_nan=False)
+    '[null]'
     """
     if isinstance(obj, dict):
         return {str(k): to_jsonable(v, null_nonfinite=null_nonfinite) for k, v in obj.items()}

@@ -70,6 +70,32 @@ def log_fixed_point(d, lam, levels) -> np.ndarray:
     ``log π(i) = log(λ)·(d^i − 1)/(d − 1)``, and ``i·log λ`` when ``d = 1``.  The geometric
     sum is built by ``S_{i+1} = d·S_i + 1``; when it overflows the value is ``-inf``, i.e.
     ``π(i) = 0`` exactly in double precision, never NaN.
+
+    Parameters
+    ----------
+    d : int
+        Number of choices, ``d >= 1``.
+    lam : float or str
+        Load λ in (0, 1).
+    levels : int
+        Number of levels, ``>= 0``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``log π(1), …, log π(levels)`` (``-inf`` where ``π`` underflows).
+
+    Raises
+    ------
+    ValueError, TypeError
+        If a parameter is outside its range or of the wrong type.
+
+    Examples
+    --------
+    >>> log_fixed_point(2, 0.9, 3).round(6).tolist()
+    [-0.105361, -0.316082, -0.737524]
+    >>> log_fixed_point(10**200, 0.5, 3)[1:].tolist()  # S_3 overflows: π(3) = 0 exactly
+    [-6.9314718055994525e+199, -inf]
     """
     d = check_positive_int("d", d)
     lam = check_load(lam)
@@ -92,6 +118,33 @@ def fixed_point(d, lam, levels: int | None = None, *, tol: float = TINY,
     With ``levels`` given, exactly that many values.  Otherwise values up to and including
     the first one below ``tol`` (default 1e-300), at most ``max_levels`` of them.
     Underflow gives exact zeros, never NaN or inf.
+
+    Parameters
+    ----------
+    d : int
+        Number of choices, ``d >= 1`` (``π(i) = λ^i`` when ``d = 1``).
+    lam : float or str
+        Load λ in (0, 1).
+    levels : int, optional
+        Exact number of levels to return.
+    tol : float, optional
+        Without ``levels``: stop after the first value below ``tol``.
+    max_levels : int, optional
+        Without ``levels``: at most this many values (default 64).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``π(1), π(2), …`` (index 0 is level 1).
+
+    Examples
+    --------
+    >>> fixed_point(2, 0.9, levels=3).round(6).tolist()
+    [0.9, 0.729, 0.478297]
+    >>> fixed_point(1, 0.5, levels=3).round(12).tolist()
+    [0.5, 0.25, 0.125]
+    >>> fixed_point(10**9, 0.5, levels=3).tolist()  # underflow: exact zeros
+    [0.5, 0.0, 0.0]
     """
     if levels is None:
         max_levels = check_positive_int("max_levels", max_levels)
@@ -109,6 +162,25 @@ def mean_queue_length(d, lam) -> float:
 
     ``λ/(1−λ)`` when ``d = 1`` (M/M/1); otherwise the sum, carried on until the terms no
     longer change it.
+
+    Parameters
+    ----------
+    d : int
+        Number of choices, ``d >= 1``.
+    lam : float or str
+        Load λ in (0, 1).
+
+    Returns
+    -------
+    float
+        The mean number of customers per server under the fixed point.
+
+    Examples
+    --------
+    >>> round(mean_queue_length(2, 0.9), 5)
+    2.35265
+    >>> mean_queue_length(1, 0.5)
+    1.0
     """
     d = check_positive_int("d", d)
     lam = check_load(lam)
@@ -126,7 +198,25 @@ def mean_queue_length(d, lam) -> float:
 
 
 def mean_sojourn_time(d, lam) -> float:
-    """Mean-field mean sojourn time ``Σ π(i)/λ`` (Little's law, docs/model.md §3)."""
+    """Mean-field mean sojourn time ``Σ π(i)/λ`` (Little's law, docs/model.md §3).
+
+    Parameters
+    ----------
+    d : int
+        Number of choices, ``d >= 1``.
+    lam : float or str
+        Load λ in (0, 1).
+
+    Returns
+    -------
+    float
+        :func:`mean_queue_length` divided by λ.
+
+    Examples
+    --------
+    >>> mean_sojourn_time(1, 0.5)  # M/M/1: 1/(1 − λ)
+    2.0
+    """
     return mean_queue_length(d, lam) / check_load(lam)
 
 
@@ -157,8 +247,32 @@ def k_lambda_d(d, lam) -> int:
     Decided in exact integer arithmetic on the number the user wrote, so the boundary
     ``1/(1−λ) = d^k`` is handled exactly: ``λ = 0.9, d = 10`` gives 1, ``λ = 0.9000001``
     gives 2.  A float stands for both its shortest decimal (``0.9``) and its exact binary
-    value (``1 − 2**-21``); on a boundary that only one of them meets, the boundary (the
-    smaller ``k``) is taken.  Requires ``d >= 2``.
+    value; on a boundary that only one of them meets, the boundary (the smaller ``k``) is
+    taken.
+
+    Parameters
+    ----------
+    d : int
+        Number of choices, ``d >= 2``.
+    lam : float or str
+        Load λ in (0, 1); a string such as ``"0.999"`` is read exactly.
+
+    Returns
+    -------
+    int
+        ``k_{λ,d} >= 1``.
+
+    Raises
+    ------
+    ValueError
+        If ``d < 2`` or λ is not in (0, 1).
+
+    Examples
+    --------
+    >>> k_lambda_d(100, 0.999)
+    2
+    >>> k_lambda_d(10, 0.9), k_lambda_d(10, "0.9000001")
+    (1, 2)
     """
     d = check_int("d", d, minimum=2)
     check_load(lam)
@@ -185,6 +299,30 @@ def k_report(d, lam, *, margin: float = 0.05) -> KReport:
 
     When ``1/(1−λ)`` is (close to) ``d^k`` — ``α/β`` an integer in the ``λ = 1 − n^{−α}``,
     ``d = n^β`` family — the equilibrium maximum is ``k`` or ``k + 1``.
+
+    Parameters
+    ----------
+    d : int
+        Number of choices, ``d >= 2``.
+    lam : float or str
+        Load λ in (0, 1).
+    margin : float, optional
+        "Near a boundary" means ``log(1/(1−λ))/log d`` within ``margin`` of an integer
+        (default 0.05, a convention of this tool).
+
+    Returns
+    -------
+    KReport
+        ``k``, the ratio ``log(1/(1−λ))/log d``, the boundary flags, the maxima the paper
+        allows and a one-line note.
+
+    Examples
+    --------
+    >>> r = k_report(10, 0.9)
+    >>> r.k, r.on_boundary, r.possible_max
+    (1, True, (1, 2))
+    >>> k_report(100, 0.999).possible_max
+    (2,)
     """
     k = k_lambda_d(d, lam)
     ratio = _log_inv_one_minus(lam) / math.log(d)
@@ -209,7 +347,27 @@ def k_report(d, lam, *, margin: float = 0.05) -> KReport:
 def k_hypothesis(n, d, lam) -> int:
     """The general hypothesis of paper 000 (docs/model.md §4, formula reconstructed): the
     largest ``k`` with ``n·π(k) >= 1`` (0 if ``n·π(1) < 1``).  The equilibrium maximum is
-    conjectured to be within 1 of it."""
+    conjectured to be within 1 of it.
+
+    Parameters
+    ----------
+    n : int
+        Number of servers, ``n >= 1``.
+    d : int
+        Number of choices, ``d >= 1``.
+    lam : float or str
+        Load λ in (0, 1).
+
+    Returns
+    -------
+    int
+        The largest ``k >= 0`` with ``(d^k − 1)/(d − 1) <= log n / log(1/λ)``.
+
+    Examples
+    --------
+    >>> k_hypothesis(10_000, 20, 0.99)  # n·π(3) ≈ 145 >= 1, n·π(4) < 1
+    3
+    """
     n = check_positive_int("n", n)
     d = check_positive_int("d", d)
     lam = check_load(lam)
@@ -225,8 +383,27 @@ def k_hypothesis(n, d, lam) -> int:
 
 def linearised_q(d, lam, k=None) -> np.ndarray:
     """Linearised profile [derived] (docs/model.md §4): ``q̃_i = (1−λ)((λd)^i − 1)/(λd − 1)`` for
-    ``i = 1..k``, the predicted fraction of queues shorter than ``i``.  ``k`` defaults to
-    ``k_{λ,d}``."""
+    ``i = 1..k``, the predicted fraction of queues shorter than ``i``.
+
+    Parameters
+    ----------
+    d : int
+        Number of choices, ``d >= 1``.
+    lam : float or str
+        Load λ in (0, 1).
+    k : int, optional
+        Number of levels; defaults to ``k_{λ,d}``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``q̃_1, …, q̃_k``.
+
+    Examples
+    --------
+    >>> linearised_q(20, 0.99).round(6).tolist()  # (1−λ)·[1, 1 + λd]
+    [0.01, 0.208]
+    """
     d = check_positive_int("d", d)
     lam = check_load(lam)
     k = k_lambda_d(d, lam) if k is None else check_positive_int("k", k)
@@ -243,7 +420,29 @@ def predicted_counts(n, d, lam, k=None) -> np.ndarray:
     """Predicted number of queues of each length ``0..k`` from the linearised profile
     [derived]: ``n(q̃_{j+1} − q̃_j) = n(1−λ)(λd)^j`` of length ``j < k`` and ``n(1 − q̃_k)`` of
     length ``k`` (docs/model.md §4–5).  The last entry can be negative when the linearisation
-    breaks down (``q̃_k > 1``)."""
+    breaks down (``q̃_k > 1``).
+
+    Parameters
+    ----------
+    n : int
+        Number of servers, ``n >= 1``.
+    d : int
+        Number of choices, ``d >= 1``.
+    lam : float or str
+        Load λ in (0, 1).
+    k : int, optional
+        Longest length; defaults to ``k_{λ,d}``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``k + 1`` numbers of queues, for lengths ``0, 1, …, k``; they sum to ``n``.
+
+    Examples
+    --------
+    >>> predicted_counts(10_000, 20, 0.99).round(6).tolist()
+    [100.0, 1980.0, 7920.0]
+    """
     n = check_positive_int("n", n)
     q = linearised_q(d, lam, k)
     q0 = np.concatenate([[0.0], q])
@@ -255,7 +454,32 @@ def predicted_counts(n, d, lam, k=None) -> np.ndarray:
 def good_set_bounds(n, d, lam, eps=0.1, k=None) -> tuple[np.ndarray, np.ndarray]:
     """Bounds of clause (b) of ``N^ε`` (docs/model.md §5), in numbers of queues: for ``j = 1..k``
     the count of queues shorter than ``j`` must lie in ``[lo[j−1], hi[j−1]]`` where the
-    target is ``n(1−λ)(λd)^{j−1}`` and the band is ``1 ± 5ε``."""
+    target is ``n(1−λ)(λd)^{j−1}`` and the band is ``1 ± 5ε``.
+
+    Parameters
+    ----------
+    n : int
+        Number of servers, ``n >= 1``.
+    d : int
+        Number of choices, ``d >= 1``.
+    lam : float or str
+        Load λ in (0, 1).
+    eps : float, optional
+        ε in (0, 1/10] (default 0.1).
+    k : int, optional
+        Defaults to ``k_{λ,d}``.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(lo, hi)``, each of length ``k``.
+
+    Examples
+    --------
+    >>> lo, hi = good_set_bounds(10_000, 20, 0.99, eps=0.1)
+    >>> lo.round(6).tolist(), hi.round(6).tolist()
+    ([50.0, 990.0], [150.0, 2970.0])
+    """
     n = check_positive_int("n", n)
     d = check_positive_int("d", d)
     lam = check_load(lam)
@@ -324,6 +548,46 @@ def good_set(lengths=None, *, counts=None, profile=None, n=None, d, lam, eps=0.1
 
     Give the state as ``lengths`` (queue-lengths vector), ``counts`` (``c_i = n·u_i``,
     indexed from level 1) or ``profile`` (``u_i``, from level 1) with ``n``.
+
+    Parameters
+    ----------
+    lengths : array_like of int, optional
+        Queue-lengths vector ``x(1), …, x(n)``.
+    counts : array_like, optional
+        ``c_1, c_2, …`` (non-increasing, in ``[0, n]``); needs ``n``.
+    profile : array_like, optional
+        ``u_1, u_2, …`` (non-increasing, in ``[0, 1]``); needs ``n``.
+    n : int, optional
+        Number of servers (required with ``counts`` or ``profile``).
+    d : int
+        Number of choices, ``d >= 1``.
+    lam : float or str
+        Load λ in (0, 1).
+    eps : float, optional
+        ε in (0, 1/10] (default 0.1).
+    k : int, optional
+        Defaults to ``k_{λ,d}``.
+
+    Returns
+    -------
+    GoodSetReport
+        ``member`` and each clause with its verdict and detail; clause (d) is reported
+        only when ``ελd >= 2`` and is never required.
+
+    Raises
+    ------
+    TypeError
+        If not exactly one of ``lengths``, ``counts``, ``profile`` is given.
+    ValueError
+        If the state or a parameter is invalid.
+
+    Examples
+    --------
+    >>> x = [0] * 100 + [1] * 1900 + [2] * 8000
+    >>> good_set(x, d=20, lam=0.99).member
+    True
+    >>> good_set([3] + x[1:], d=20, lam=0.99).failing  # a queue of length k + 1 = 3
+    'a'
     """
     n, c = _counts_from_input(lengths, counts, profile, n)
     d = check_positive_int("d", d)
@@ -384,6 +648,28 @@ def theorem_1_2(n, d, lam, eps=0.1) -> TheoremReport:
 
     "(1−λ)^{−1}/√(nd) small" is read as ``<= 0.1`` (a convention of this tool, stated in
     the condition's detail).
+
+    Parameters
+    ----------
+    n : int
+        Number of servers, ``n >= 1``.
+    d : int
+        Number of choices, ``d >= 2``.
+    lam : float or str
+        Load λ in (0, 1).
+    eps : float, optional
+        ε (default 0.1); values above 1/10 are accepted and fail the first condition.
+
+    Returns
+    -------
+    TheoremReport
+        Each condition with its value and verdict, ``k`` and ``applies``.
+
+    Examples
+    --------
+    >>> rep = theorem_1_2(10**6, 100, 0.999)
+    >>> rep.applies, rep.conditions[1].name, rep.conditions[1].holds
+    (False, 'd^k (1-λ) >= 2 log^2 n', False)
     """
     n = check_positive_int("n", n)
     d = check_int("d", d, minimum=2)
@@ -425,13 +711,55 @@ class MixingBounds:
 
 
 def steps_to_time(steps, n, lam) -> float:
-    """Discrete steps to continuous time: the chain is uniformized at rate ``n(1+λ)`` (§1)."""
+    """Discrete steps to continuous time: the chain is uniformized at rate ``n(1+λ)``
+    (docs/model.md §1).
+
+    Parameters
+    ----------
+    steps : float
+        Number of steps of the discrete chain.
+    n : int
+        Number of servers.
+    lam : float
+        Load λ.
+
+    Returns
+    -------
+    float
+        ``steps / (n(1+λ))``.
+
+    Examples
+    --------
+    >>> steps_to_time(1900, 100, 0.9)
+    10.0
+    """
     return float(steps) / (n * (1.0 + lam))
 
 
 def mixing_bounds(n, d, lam) -> MixingBounds:
     """From a good state: mixing in ``O(k d^{k−1} n log n)`` steps, at least ``Ω(d^{k−1} n)``
-    (docs/model.md §6, paper 000; constants not given, taken as 1)."""
+    (docs/model.md §6, paper 000; constants not given, taken as 1).
+
+    Parameters
+    ----------
+    n : int
+        Number of servers, ``n >= 1``.
+    d : int
+        Number of choices, ``d >= 2``.
+    lam : float or str
+        Load λ in (0, 1).
+
+    Returns
+    -------
+    MixingBounds
+        ``k``, both orders in steps and in continuous time.
+
+    Examples
+    --------
+    >>> b = mixing_bounds(1000, 10, 0.99)
+    >>> b.k, b.lower_steps, round(b.upper_steps)  # 2·10·1000·log(1000)
+    (2, 10000.0, 138155)
+    """
     n = check_positive_int("n", n)
     d = check_int("d", d, minimum=2)
     lam = check_load(lam)
@@ -444,7 +772,27 @@ def mixing_bounds(n, d, lam) -> MixingBounds:
 
 
 def mixing_lower_customers(n, lam, g) -> float:
-    """From ``‖x‖₁ = g n`` with ``g ≫ k``: ``Ω((1−λ)^{−1} g n)`` steps (docs/model.md §6)."""
+    """From ``‖x‖₁ = g n`` with ``g ≫ k``: ``Ω((1−λ)^{−1} g n)`` steps (docs/model.md §6).
+
+    Parameters
+    ----------
+    n : int
+        Number of servers.
+    lam : float or str
+        Load λ in (0, 1).
+    g : float
+        Customers per server at the start, ``g > 0``.
+
+    Returns
+    -------
+    float
+        ``g n / (1 − λ)`` (constant taken as 1).
+
+    Examples
+    --------
+    >>> round(mixing_lower_customers(100, 0.9, 3))
+    3000
+    """
     n = check_positive_int("n", n)
     lam = check_load(lam)
     g = check_positive_float("g", g)
@@ -452,13 +800,51 @@ def mixing_lower_customers(n, lam, g) -> float:
 
 
 def mixing_lower_long(n, ell) -> float:
-    """From one long queue ``‖x‖∞ = ℓ ≫ k``: ``Ω(ℓ n)`` steps (docs/model.md §6)."""
+    """From one long queue ``‖x‖∞ = ℓ ≫ k``: ``Ω(ℓ n)`` steps (docs/model.md §6).
+
+    Parameters
+    ----------
+    n : int
+        Number of servers.
+    ell : int
+        Length of the long queue, ``ℓ >= 1``.
+
+    Returns
+    -------
+    float
+        ``ℓ n`` (constant taken as 1).
+
+    Examples
+    --------
+    >>> mixing_lower_long(100, 50)
+    5000.0
+    """
     return float(check_positive_int("n", n)) * check_positive_int("ell", ell)
 
 
 def slow_mode_matrix(d, lam, k=None) -> np.ndarray:
     """``A_k`` [derived] (docs/model.md §6): ``k×k`` tridiagonal, sub-diagonal ``λd``,
-    super-diagonal 1, diagonal ``−(1+λd)`` except ``−1`` in the last row."""
+    super-diagonal 1, diagonal ``−(1+λd)`` except ``−1`` in the last row.
+
+    Parameters
+    ----------
+    d : int
+        Number of choices, ``d >= 1``.
+    lam : float or str
+        Load λ in (0, 1).
+    k : int, optional
+        Size; defaults to ``k_{λ,d}``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The ``k×k`` matrix of the linearised profile dynamics ``dq/dt = A_k q + (1−λ)e_k``.
+
+    Examples
+    --------
+    >>> slow_mode_matrix(10, 0.9, k=3).tolist()
+    [[-10.0, 1.0, 0.0], [9.0, -10.0, 1.0], [0.0, 9.0, -1.0]]
+    """
     d = check_positive_int("d", d)
     lam = check_load(lam)
     k = k_lambda_d(d, lam) if k is None else check_positive_int("k", k)
@@ -526,7 +912,32 @@ def slow_mode(d, lam, k=None) -> SlowMode:
     """Slowest relaxation rate ``μ_k`` of the linearised profile [derived] (docs/model.md §6).
 
     ``dq/dt = A_k q + (1−λ)e_k``; its eigenvalue of largest real part is ``−μ_k`` with
-    ``μ_k ≈ (λd−1)/((λd)^k − 1) ≈ d^{−(k−1)}``.
+    ``μ_k ≈ (λd−1)/((λd)^k − 1) ≈ d^{−(k−1)}``.  Found from the scalar equation
+    ``μ Σ_i q_i(μ) = 1`` of docs/model.md §6 by bisection, not by a dense eigen-solver.
+
+    Parameters
+    ----------
+    d : int
+        Number of choices, ``d >= 1``.
+    lam : float or str
+        Load λ in (0, 1).
+    k : int, optional
+        Defaults to ``k_{λ,d}``.
+
+    Returns
+    -------
+    SlowMode
+        ``mu``, its approximation ``mu_approx``, the relaxation time ``1/μ`` and
+        ``(1+λ)/μ`` steps per server.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sm = slow_mode(20, 0.99)
+    >>> round(sm.mu, 6), round(sm.mu_approx, 6)
+    (0.045968, 0.048077)
+    >>> bool(np.isclose(-sm.mu, np.linalg.eigvals(slow_mode_matrix(20, 0.99)).real.max()))
+    True
     """
     d = check_positive_int("d", d)
     lam = check_load(lam)
@@ -564,6 +975,26 @@ def regime_002(n, d, lam) -> Regime002:
 
     The regimes are limits (``d/√n → 0, c, ∞``); for one finite ``n`` we say (a) when
     ``d/√n < 0.2``, (c) when ``d/√n > 5``, (b) in between (a convention of this tool).
+
+    Parameters
+    ----------
+    n : int
+        Number of servers, ``n >= 1``.
+    d : int
+        Number of choices, ``d >= 1``.
+    lam : float or str
+        Load λ in (0, 1).
+
+    Returns
+    -------
+    Regime002
+        ``d/√n``, ``κ = dλ^d``, ``c_n = n^{−1/(2d)}``, ``ζ = √n(c_n − λ)``, ``d(1−λ)``, the
+        regime letter and a note (with a warning when ``d(1−λ)`` is not large).
+
+    Examples
+    --------
+    >>> regime_002(10_000, 10, 0.99).regime
+    'a'
     """
     n = check_positive_int("n", n)
     d = check_positive_int("d", d)
@@ -602,7 +1033,29 @@ class DesignReport:
 
 def design(lam, max_queue, n=None) -> DesignReport:
     """The least ``d >= 2`` with ``k_{λ,d} <= K``, i.e. ``d^K >= 1/(1−λ)`` (docs/model.md §4),
-    and the predicted share of queues at each length for that ``d``."""
+    and the predicted share of queues at each length for that ``d``.
+
+    Parameters
+    ----------
+    lam : float or str
+        Load λ in (0, 1).
+    max_queue : int
+        ``K >= 1``, the longest queue length to allow.
+    n : int, optional
+        Number of servers (validated only; the answer does not depend on it).
+
+    Returns
+    -------
+    DesignReport
+        ``d``, ``k = k_{λ,d}``, the linearised share of queues at each length ``0..k``
+        [derived] and ``π(1..k+1)``.
+
+    Examples
+    --------
+    >>> rep = design(0.999, 2)
+    >>> rep.d, rep.k, k_lambda_d(31, 0.999)
+    (32, 2, 3)
+    """
     lam_f = check_load(lam)
     K = check_positive_int("max_queue", max_queue)
     if n is not None:
@@ -625,7 +1078,33 @@ def design(lam, max_queue, n=None) -> DesignReport:
 def summary(n, d, lam, eps=0.1) -> dict:
     """Everything the papers let us say about ``(n, d, λ)`` without simulating: the report
     behind ``supermarket theory`` (docs/model.md §3–6, §8).  ``d = 1`` has no finite ``k``:
-    the k-dependent entries are then ``None``."""
+    the k-dependent entries are then ``None``.
+
+    Parameters
+    ----------
+    n : int
+        Number of servers, ``n >= 1``.
+    d : int
+        Number of choices, ``d >= 1``.
+    lam : float or str
+        Load λ in (0, 1).
+    eps : float, optional
+        ε of the good set, in (0, 1/10] (default 0.1).
+
+    Returns
+    -------
+    dict
+        Keys ``params``, ``fixed_point``, ``mean_queue_length``, ``mean_sojourn_time``,
+        ``k_hypothesis``, ``regime_002``, ``k``, ``k_report``, ``linearised_q``,
+        ``predicted_counts``, ``theorem_1_2``, ``mixing_steps``, ``mixing_time``,
+        ``slow_rate``, ``slow_mode``.
+
+    Examples
+    --------
+    >>> s = summary(10_000, 20, 0.99)
+    >>> s["k"], s["k_hypothesis"]
+    (2, 3)
+    """
     n = check_positive_int("n", n)
     d = check_positive_int("d", d)
     lam_f = check_load(lam)

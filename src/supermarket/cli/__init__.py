@@ -84,8 +84,19 @@ def _fail(message: str, code: int = 2):
     sys.exit(code)
 
 
+def _print_version(ctx, param, value):
+    """``--version``: the version of the imported package (also from an uninstalled source tree)."""
+    if not value or ctx.resilient_parsing:
+        return
+    from supermarket import __version__
+
+    click.echo(f"supermarket, version {__version__}")
+    ctx.exit()
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(package_name="supermarket", prog_name="supermarket")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Show the version and exit.")
 def main():
     """supermarket: the supermarket model (JSQ(d), power of d choices), simulated exactly and
     fast, with the mean-field theory and the calculators of its heavy-traffic papers.
