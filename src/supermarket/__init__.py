@@ -8,24 +8,22 @@ docs/model.md; each module cites its sections.
 name below is resolved on first use (PEP 562), so ``supermarket.simulate(...)`` pays for
 the numba engines only when it is called, and ``supermarket.theory`` costs NumPy only.
 
-Public names
-------------
-simulate, SimulationResult
-    :func:`supermarket.simulate.simulate`, the main job, and its result type.  The name
-    ``supermarket.simulate`` is the *function*, also after ``import supermarket.simulate``;
-    the module is ``sys.modules["supermarket.simulate"]``.
-Params
-    Validated ``(n, d, λ)`` parameters (:class:`supermarket.model.Params`).
-fixed_point, k_lambda_d
-    The closed forms :func:`supermarket.theory.fixed_point` and
-    :func:`supermarket.theory.k_lambda_d`.
-to_jsonable
-    :func:`supermarket.jsonable.to_jsonable`.
-theory, model, states, meanfield, mixing, fluctuations, sweep, report, jsonable
-    The submodules.
-__version__
-    The installed version (``"0.0.0+unknown"`` when running from a source tree that is not
-    installed).
+The public names, each loaded on first use:
+
+- ``simulate``, ``SimulationResult``: [`supermarket.simulate.simulate`][supermarket.simulate.simulate],
+  the main job, and its result type.  The name ``supermarket.simulate`` is the *function*,
+  also after ``import supermarket.simulate``; the module is
+  ``sys.modules["supermarket.simulate"]``.
+- ``Params``: validated ``(n, d, λ)`` parameters
+  ([`supermarket.model.Params`][supermarket.model.Params]).
+- ``fixed_point``, ``k_lambda_d``: the closed forms
+  [`supermarket.theory.fixed_point`][supermarket.theory.fixed_point] and
+  [`supermarket.theory.k_lambda_d`][supermarket.theory.k_lambda_d].
+- ``to_jsonable``: [`supermarket.jsonable.to_jsonable`][supermarket.jsonable.to_jsonable].
+- ``theory``, ``model``, ``states``, ``meanfield``, ``mixing``, ``fluctuations``, ``sweep``,
+  ``report``, ``jsonable``: the submodules.
+- ``__version__``: the installed version (``"0.0.0+unknown"`` when running from a source
+  tree that is not installed).
 
 Examples
 --------

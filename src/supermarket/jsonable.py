@@ -1,7 +1,8 @@
 """Plain-JSON conversion of result objects (NumPy scalars and arrays, tuples, non-finite floats).
 
-Every result's ``to_dict()``, the CLI's ``--json`` output and the experiments' JSON tables go
-through :func:`to_jsonable`, so they are strict JSON (no ``NaN`` or ``Infinity`` tokens).
+The CLI's ``--json`` output and the experiments' JSON tables go through
+[`to_jsonable`][supermarket.jsonable.to_jsonable], so they are strict JSON (no ``NaN`` or
+``Infinity`` tokens).
 """
 
 from __future__ import annotations

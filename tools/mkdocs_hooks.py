@@ -1,0 +1,36 @@
+"""MkDocs hook: the command-line reference is generated from the commands themselves.
+
+``docs/reference/cli.md`` holds the marker ``<!-- supermarket-cli-help -->``; at build time it
+is replaced by the ``--help`` text of ``supermarket`` and of every registered command, so
+the page cannot drift from the code.
+"""
+
+from __future__ import annotations
+
+import click
+
+MARKER = "<!-- supermarket-cli-help -->"
+
+
+def _help(command: click.Command, name: str, parent: click.Context) -> str:
+    return click.Context(command, info_name=name, parent=parent).get_help()
+
+
+def cli_reference() -> str:
+    from supermarket.cli import COMMANDS, main
+
+    settings = {**main.context_settings, "terminal_width": 100, "max_content_width": 100}
+    top = click.Context(main, info_name="supermarket", **settings)
+    parts = ["## supermarket", "", "```text", top.get_help(), "```", ""]
+    for name in COMMANDS:
+        command = main.get_command(top, name)
+        if command is None:  # a command whose module is not on this branch
+            continue
+        parts += [f"## supermarket {name}", "", "```text", _help(command, name, top), "```", ""]
+    return "\n".join(parts)
+
+
+def on_page_markdown(markdown: str, page, config, files):  # noqa: ARG001 - MkDocs hook signature
+    if MARKER in markdown:
+        return markdown.replace(MARKER, cli_reference())
+    return markdown
