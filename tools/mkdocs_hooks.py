@@ -7,6 +7,9 @@ the page cannot drift from the code.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import click
 
 MARKER = "<!-- supermarket-cli-help -->"
@@ -28,6 +31,14 @@ def cli_reference() -> str:
             continue
         parts += [f"## supermarket {name}", "", "```text", _help(command, name, top), "```", ""]
     return "\n".join(parts)
+
+
+def on_config(config):
+    """Document this checkout's package: its ``src`` goes first on ``sys.path``."""
+    src = str(Path(config.config_file_path).resolve().parent / "src")
+    if src not in sys.path:
+        sys.path.insert(0, src)
+    return config
 
 
 def on_page_markdown(markdown: str, page, config, files):  # noqa: ARG001 - MkDocs hook signature
