@@ -7,8 +7,8 @@ Checked:
 - every tracked text file (``git ls-files``; without git, every file under the repository
   except build outputs and virtual environments) for a parent-directory path to the shared
   notes, the notes' folder as a path, an absolute path of the development machine, and the
-  file names of the notes (upper-case ``MODEL.md``, ``ERRORS.md``, ``PERFECT.md``; the
-  repository's own ``docs/model.md`` is lower-case and allowed);
+  file names of the notes (MODEL, ERRORS and PERFECT in upper case with the Markdown suffix;
+  the repository's own ``docs/model.md`` is lower-case and allowed);
 - the ``--help`` text of ``supermarket`` and of every registered command, and the output
   (tables and ``--json``) of ``theory``, ``design`` and ``meanfield``.
 
