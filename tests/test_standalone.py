@@ -122,6 +122,20 @@ def test_import_is_light():
     assert out == "[]", f"import supermarket loaded {out}"
 
 
+def test_help_through_the_console_script_path_is_light():
+    # the installed `supermarket` script imports supermarket.cli and calls main() (no runpy,
+    # which would have imported importlib.util for us); --help must work and stay light
+    out = _fresh_python("import sys\n"
+                        "from supermarket.cli import main\n"
+                        "try:\n"
+                        "    main(['--help'], prog_name='supermarket')\n"
+                        "except SystemExit as exc:\n"
+                        "    code = exc.code\n"
+                        "print('RC', code, sorted(m for m in ('numba', 'scipy', 'numpy') if m in sys.modules))")
+    assert "Commands:" in out and "simulate" in out
+    assert out.splitlines()[-1] == "RC 0 []", out.splitlines()[-1]
+
+
 def test_simulate_name_is_the_function_whatever_is_imported_first():
     out = _fresh_python("import supermarket.simulate, supermarket.sweep\n"
                         "import supermarket as sm\n"

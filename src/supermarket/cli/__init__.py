@@ -11,6 +11,7 @@ code 2, without a traceback.
 from __future__ import annotations
 
 import importlib
+import importlib.util  # find_spec below; not loaded by `import importlib` alone
 import sys
 
 import click
