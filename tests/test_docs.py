@@ -33,7 +33,8 @@ def test_site_builds_strict(tmp_path):
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     site = tmp_path / "site"
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-f", str(CONFIG),
+    # no -q: with it MkDocs drops warnings before --strict counts them
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(CONFIG),
                            "-d", str(site)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"mkdocs build --strict failed:\n{proc.stdout}\n{proc.stderr}"
     # the pages exist and carry what they promise
