@@ -153,3 +153,60 @@ def test_equilibrium_max_and_good_set_shares_match_the_exact_law():
     p_good = law.good(lo, hi, k)
     assert 0.01 < p_good < 0.99
     assert abs(eq["good_fraction"] - p_good) <= Z * eq["good_fraction_se"], (eq["good_fraction"], p_good)
+
+
+def _findings(md: str) -> list[str]:
+    """The lines after "What the runs show." of a Markdown summary."""
+    return md.split("**What the runs show.**", 1)[1].strip().splitlines()
+
+
+def test_summary_sentences_follow_the_data(tiny, tmp_path):
+    """Every finding is computed from the tables: changing the data changes the sentences."""
+    import copy
+    res = p000.run(tmp_path / "out", quick=True, seed=1, workers=1)
+    e1 = res["E1"]["rows"]
+    base = _findings(p000._e1_markdown(e1))
+    moved = copy.deepcopy(e1)
+    for r in moved:
+        r["modal_max"] = r["k"] + 2
+        r["frac_at_k_meets_bound"] = not r["frac_at_k_meets_bound"]
+        r["good_set_time_fraction"] = 0.123
+        r["share_max_eq_k"] = 0.0
+        r["shorter_than_1"] *= 3
+    changed = _findings(p000._e1_markdown(moved))
+    assert len(changed) >= len(base)
+    assert all(a != b for a, b in zip(base[:5], changed[:5])), (base, changed)
+    assert "further from k" in changed[0] and "0.123" in changed[4]
+
+    e2 = res["E2"]
+    base = _findings(p000._e2_markdown(e2["rows"], e2["fits"], 4))
+    rows = copy.deepcopy(e2["rows"])
+    fits = copy.deepcopy(e2["fits"])
+    for r in rows:
+        r["coupling_increases"] = 1
+        r["mean_over_lower"] = 0.5
+    fits["slope_vs_n_by_d"] = {d: s + 1 for d, s in fits["slope_vs_n_by_d"].items()}
+    changed = _findings(p000._e2_markdown(rows, fits, 4))
+    assert base[0] != changed[0] and base[3] != changed[3] and base[-1] != changed[-1]
+    assert f"increased {len(rows)} times" in changed[-1] and "below 1 in" in changed[3]
+
+    e3 = res["E3"]
+    kw = dict(n=100, d=3, lam=0.9, R=4)
+    base = _findings("\n".join(p000._e3_markdown(e3["rows"], e3["fits"], e3["linear"], **kw)))
+    rows = copy.deepcopy(e3["rows"])
+    for r in rows:
+        r["mean_over_lower"] = 0.5
+    lin = {k: {"slope": v["slope"] + 1, "intercept": v["intercept"]} for k, v in e3["linear"].items()}
+    changed = _findings("\n".join(p000._e3_markdown(rows, e3["fits"], lin, **kw)))
+    assert all(a != b for a, b in zip(base[:2], changed[:2]))
+    assert changed[0].startswith(f"- {len(rows)} of {len(rows)} mean coalescence times are below")
+
+    e4 = res["E4"]
+    base = p000._e4_findings(e4["rows"], e4["fits"], [1, 2])
+    rows = copy.deepcopy(e4["rows"])
+    for r in rows:
+        r["modal_max"] = 7
+        r["mean_max"] += 1
+    changed = p000._e4_findings(rows, e4["fits"], [1, 2])
+    assert [a != b for a, b in zip(base, changed)] == [False] * 3 + [True] * 3
+    assert "values 7." in changed[3]

@@ -332,11 +332,19 @@ def _e1_markdown(rows):
     n_eq_k = sum(r["modal_max"] == r["k"] for r in ni)
     n_eq_hyp = sum(abs(r["modal_max"] - r["k_hypothesis"]) <= 1 for r in rows)
     hyp_k = [r for r in ni if r["k_hypothesis"] == r["k"]]
-    lines.append(f"- α/β not an integer: the modal maximum equals k in {n_eq_k} of {len(ni)} configurations; "
-                 f"in {sum(r['modal_max'] == r['k'] for r in hyp_k)} of the {len(hyp_k)} where n π(k+1) < 1 "
-                 "(n^(kβ−α) well above log n). Elsewhere it is k+1: the conditions of Theorem 1.2 need "
-                 "n ≥ 10^15 and do not hold at laptop n. The modal maximum is within 1 of the hypothesis "
-                 f"(largest k with nπ(k) ≥ 1, reconstructed) in {n_eq_hyp} of {len(rows)} configurations.")
+    others = [r for r in ni if r["modal_max"] != r["k"]]
+    at_k1 = sum(r["modal_max"] == r["k"] + 1 for r in others)
+    applies = [th.theorem_1_2(r["n"], r["d"], r["load"]).applies for r in rows]
+    sentence = (f"- α/β not an integer: the modal maximum equals k in {n_eq_k} of {len(ni)} configurations; "
+                f"in {sum(r['modal_max'] == r['k'] for r in hyp_k)} of the {len(hyp_k)} where the hypothesis "
+                "(largest k with nπ(k) ≥ 1, reconstructed) is k itself.")
+    if others:
+        sentence += (f" In the other {len(others)} it is k+1 in {at_k1}"
+                     + (f" and further from k in {len(others) - at_k1}" if at_k1 < len(others) else "") + ".")
+    sentence += (f" The conditions of Theorem 1.2 hold in {sum(applies)} of {len(rows)} configurations"
+                 + (" (they need n of order 10^15 or more)." if not any(applies) else ".")
+                 + f" The modal maximum is within 1 of the hypothesis in {n_eq_hyp} of {len(rows)} configurations.")
+    lines.append(sentence)
     meets = sum(r["frac_at_k_meets_bound"] for r in ni)
     lines.append(f"- The fraction of queues of length k is at least 1 − 2n^(−α+(k−1)β) in {meets} of {len(ni)} "
                  "configurations with α/β not an integer.")
@@ -347,8 +355,12 @@ def _e1_markdown(rows):
     lines.append(f"- α/β an integer (1/(1−λ) = d^k exactly): the modal maximum is k or k+1 in {in_km} of {len(it)} "
                  "configurations.")
     g = [r["good_set_time_fraction"] for r in rows]
-    lines.append(f"- Share of time in N^0.1 (clauses (a), (b)): from {min(g):.3g} to {max(g):.3g}; membership needs "
-                 "no queue longer than k, so it is 0 wherever the maximum is k+1.")
+    above = [r for r in rows if r["share_max_eq_k"] == 0.0 and r["modal_max"] > r["k"]]
+    line = f"- Share of time in N^0.1 (clauses (a), (b)): from {min(g):.3g} to {max(g):.3g}."
+    if above:
+        line += (f" In the {len(above)} configuration(s) whose maximum never was k or less, it is at most "
+                 f"{max(r['good_set_time_fraction'] for r in above):.3g} (membership needs no queue longer than k).")
+    lines.append(line)
     short = [r for r in rows if not r["steps_at_least_5_upper"]]
     if short:
         lines.append(f"- {len(short)} configuration(s) ran fewer than 5 × k d^(k−1) n log n steps (capped).")
@@ -476,25 +488,36 @@ def _e2_markdown(rows, fits, R):
                      f"{_fmt(r['tmix_bound_steps'])} | {_fmt(r['upper_order'])} | {_fmt(r['lower_order'])} | "
                      f"{_fmt(r['mean_over_upper'])} | {_fmt(r['mean_over_lower'])} | {r['censored']} |")
     lo = min(r["mean_over_lower"] for r in rows)
+    hi = max(r["mean_over_lower"] for r in rows)
     up = [r["mean_over_upper"] for r in rows]
+    n_sweep = sorted({r["n"] for r in rows if r["sweep"] == "n"})
+    nlogn = _fit_slope(n_sweep, [m * math.log(m) for m in n_sweep])[0] if len(n_sweep) > 1 else float("nan")
+    dsw = [r for r in rows if r["sweep"] == "d"]
+    cond = [th.theorem_1_2(r["n"], r["d"], r["load"]).applies for r in dsw]
+    spread = {d: (b / a if a > 0 else float("inf")) for d, (a, b) in fits["mean_over_upper_range_by_d"].items()}
+    increases = sum(r["coupling_increases"] for r in rows)
     lines += ["", "**What the runs show.**", "",
-              "- slope of log τ against log n at fixed d (λ = 0.95): " + ", ".join(
+              "- slope of log τ against log n at fixed d: " + ", ".join(
                   f"d={d}: {s:.3f}" for d, s in fits["slope_vs_n_by_d"].items()) +
-              " (n log n over this range gives about 1.1).",
-              f"- slope of log τ against log d at fixed n and k = 2 (λ = 0.99): {fits['slope_vs_d_at_fixed_n_k']:.3f} "
-              "(d^(k−1) = d predicts 1; at this n the conditions of Theorem 1.2 fail by orders of magnitude: "
-              "(1−λ)d^k is far below 2 log² n for small d, and for large d most queues have length k−1 rather "
-              "than k, so the measured τ need not follow the asymptotic order).",
-              "- at fixed d, τ / (k d^(k−1) n log n) stays nearly constant as n grows: " + ", ".join(
-                  f"d={d}: {a:.3g}–{b:.3g}" for d, (a, b) in fits["mean_over_upper_range_by_d"].items()) +
-              f"; the constant depends on d and k (overall {min(up):.3g}–{max(up):.3g}; the papers give no constants, "
-              "and these (n, d, λ) are far from the conditions of Theorem 1.2), so the pooled log-log slope "
-              f"against k d^(k−1) n log n, {fits['slope_vs_upper']:.3f}, mixes configurations with different "
-              f"constants (against d^(k−1) n: {fits['slope_vs_lower']:.3f}).",
-              f"- τ / (d^(k−1) n) ≥ {lo:.3g} everywhere: consistent with the Ω(d^(k−1) n) lower order.",
+              f" (n log n over n = {n_sweep[0] if n_sweep else '—'}…{n_sweep[-1] if n_sweep else '—'} "
+              f"has slope {nlogn:.3f}).",
+              f"- slope of log τ against log d at fixed n and k = 2: {_fmt(fits['slope_vs_d_at_fixed_n_k'])} "
+              f"(d^(k−1) = d predicts 1); the conditions of Theorem 1.2 hold in {sum(cond)} of the {len(dsw)} "
+              "rows of this sweep.",
+              "- at fixed d, τ / (k d^(k−1) n log n) across n: " + ", ".join(
+                  f"d={d}: {a:.3g}–{b:.3g} (max/min {spread[d]:.2g})"
+                  for d, (a, b) in fits["mean_over_upper_range_by_d"].items()) +
+              f"; overall {min(up):.3g}–{max(up):.3g}. The papers give orders without constants, so the pooled "
+              f"log-log slope against k d^(k−1) n log n, {fits['slope_vs_upper']:.3f}, mixes configurations with "
+              f"different constants (against d^(k−1) n: {fits['slope_vs_lower']:.3f}).",
+              f"- τ / (d^(k−1) n) ranges from {lo:.3g} to {hi:.3g}"
+              + (" (at least 1 everywhere, as the Ω(d^(k−1) n) lower order allows)." if lo >= 1 else
+                 f" (below 1 in {sum(r['mean_over_lower'] < 1 for r in rows)} rows; the order has no constant)."),
               f"- against the slow mode (derived): log-log slope of τ against n(1+λ)/μ_k · log n is "
               f"{fits['slope_vs_slow_mode_log_n']:.3f} (μ_k from theory.slow_mode; column slow_mode_steps).",
-              f"- the L1 distance never increased in any pair: {sum(r['coupling_increases'] for r in rows)} increases."]
+              ("- the L1 distance never increased in any pair." if increases == 0 else
+               f"- the L1 distance increased {increases} times (the sorted coupling should never let it grow)."),
+              ]
     return "\n".join(lines) + "\n"
 
 
@@ -559,6 +582,15 @@ def e3_bad_starts(out: Path, *, quick, seed, workers) -> dict:
     fig.tight_layout()
     fig.savefig(out / "E3_bad_starts.png", dpi=110)
     plt.close(fig)
+    lines = _e3_markdown(rows, fits, lin, n=n, d=d, lam=lam, R=R)
+    tv_lines, tv_dict = _e3_tv(out, quick=quick, seed=spawn_seeds(seed, len(starts) + 1)[-1], workers=workers)
+    md = "\n".join(lines + tv_lines) + "\n"
+    (out / "E3_bad_starts.md").write_text(md)
+    return {"rows": rows, "fits": fits, "linear": lin, "tv": tv_dict, "markdown": md}
+
+
+def _e3_markdown(rows, fits, lin, *, n, d, lam, R) -> list[str]:
+    """The E3 summary, every sentence computed from ``rows`` and the fits."""
     lines = ["# E3: mixing from bad starts (paper 000, docs/model.md §6)", "",
              f"n = {n}, d = {d}, λ = {lam}, {R} coupled pairs per start (copy from the start vs a stationary copy).", "",
              "| start | mean τ (95% CI) | median | q75 (t_mix bound) | lower order | τ / lower order | censored |",
@@ -567,22 +599,29 @@ def e3_bad_starts(out: Path, *, quick, seed, workers) -> dict:
         lines.append(f"| {r['start']} | {_fmt(r['mean_steps'])} ({_fmt(r['mean_ci'][0])}–{_fmt(r['mean_ci'][1])}) | "
                      f"{_fmt(r['median_steps'])} | {_fmt(r['tmix_bound_steps'])} | {_fmt(r['lower_order'])} | "
                      f"{_fmt(r['mean_over_lower'])} | {r['censored']} |")
-    ratio_ok = all(r["mean_over_lower"] >= 1 for r in rows)
+    ratios = [r["mean_over_lower"] for r in rows]
+    below = sum(x < 1 for x in ratios)
     lines += ["", "**What the runs show.**", "",
-              f"- every mean coalescence time is at least its lower order: {'yes' if ratio_ok else 'no'} "
-              f"(ratios {min(r['mean_over_lower'] for r in rows):.3g}–{max(r['mean_over_lower'] for r in rows):.3g}; "
-              "draining takes about (1+λ) × the order in steps, since a step is a departure with probability 1/(1+λ)).",
+              (f"- every mean coalescence time is at least its lower order" if below == 0 else
+               f"- {below} of {len(rows)} mean coalescence times are below their lower order")
+              + f" (ratios {min(ratios):.3g}–{max(ratios):.3g}).",
               f"- linear fit τ = a + b × order: b = {lin['customers']['slope']:.3f} for ‖x‖₁ = g n and "
-              f"b = {lin['long']['slope']:.3f} for one long queue (1+λ = {1 + lam:g} expected: the excess drains at "
-              "(1−λ)/(1+λ) customers per step, and a given queue is served with probability 1/(n(1+λ)) per step); "
-              f"the intercepts ({_fmt(lin['customers']['intercept'])}, {_fmt(lin['long']['intercept'])} steps) are the "
-              f"time to mix once drained (good-state order k d^(k−1) n log n = {_fmt(rows[0]['good_state_upper'])}).",
-              f"- log-log slopes: {fits['customers']:.3f} and {fits['long']:.3f}; they approach 1 as g and ℓ grow "
-              "and the draining time dominates."]
-    tv_lines, tv_dict = _e3_tv(out, quick=quick, seed=spawn_seeds(seed, len(starts) + 1)[-1], workers=workers)
-    md = "\n".join(lines + tv_lines) + "\n"
-    (out / "E3_bad_starts.md").write_text(md)
-    return {"rows": rows, "fits": fits, "linear": lin, "tv": tv_dict, "markdown": md}
+              f"b = {lin['long']['slope']:.3f} for one long queue, against 1+λ = {1 + lam:g} if the excess drains at "
+              "(1−λ)/(1+λ) customers per step (a step is a departure with probability 1/(1+λ)); "
+              f"the intercepts ({_fmt(lin['customers']['intercept'])}, {_fmt(lin['long']['intercept'])} steps) "
+              f"compare with the good-state order k d^(k−1) n log n = {_fmt(rows[0]['good_state_upper'])}."]
+    local = []
+    for kind, name in (("customers", "‖x‖₁ = g n"), ("long", "one long queue")):
+        sel = [r for r in rows if r["kind"] == kind and r["censored"] == 0]
+        if len(sel) >= 3:
+            first = _fit_slope([r["lower_order"] for r in sel[:2]], [r["mean_steps"] for r in sel[:2]])[0]
+            last = _fit_slope([r["lower_order"] for r in sel[-2:]], [r["mean_steps"] for r in sel[-2:]])[0]
+            local.append(f"{name}: {fits[kind]:.3f} overall, {first:.3f} between the two smallest starts and "
+                         f"{last:.3f} between the two largest")
+        else:
+            local.append(f"{name}: {fits[kind]:.3f}")
+    lines.append("- log-log slopes of τ against the lower order (1 when draining dominates): " + "; ".join(local) + ".")
+    return lines
 
 
 def _e3_tv_config(quick):
@@ -695,18 +734,26 @@ def e4_power_of_choices(out: Path, *, quick, seed, workers) -> dict:
     for r in rows:
         lines.append(f"| {r['n']} | {r['d']} | {r['mean_max']:.3f} ± {r['mean_max_se']:.2g} | {r['modal_max']} | "
                      f"{r['predictor_name']} = {r['predictor']:.3g} | {r['k_hypothesis']} |")
-    big = max(ns)
-    m1 = next(r["mean_max"] for r in rows if r["d"] == 1 and r["n"] == big)
-    m2 = next(r["mean_max"] for r in rows if r["d"] == 2 and r["n"] == big)
-    lines += ["", "**What the runs show.**", "",
-              f"- d = 1: the maximum grows like log n / log(1/λ): fitted slope {fits[1]['slope']:.3f} (1 expected).",
-              "- d = 2, 3: the maximum grows like log log n / log d: fitted slopes " +
-              ", ".join(f"d={d}: {fits[d]['slope']:.3f}" for d in ds if d > 1) +
-              " (1 expected; the maximum is an integer, so over this range of n it moves by one or two levels).",
-              f"- at n = {big}: mean maximum {m1:.2f} with one choice against {m2:.2f} with two."]
+    lines += _e4_findings(rows, fits, ds)
     md = "\n".join(lines) + "\n"
     (out / "E4_power_of_choices.md").write_text(md)
     return {"rows": rows, "fits": fits, "markdown": md}
+
+
+def _e4_findings(rows, fits, ds) -> list[str]:
+    """The E4 findings, every sentence computed from ``rows`` and the fits."""
+    big = max(r["n"] for r in rows)
+    means = {r["d"]: r["mean_max"] for r in rows if r["n"] == big}
+    out = ["", "**What the runs show.**", ""]
+    for d in ds:
+        sel = [r for r in rows if r["d"] == d]
+        modes = sorted({r["modal_max"] for r in sel})
+        out.append(f"- d = {d}: fitted slope of the mean maximum against {sel[0]['predictor_name']} is "
+                   f"{fits[d]['slope']:.3f} (the classical order predicts 1); over n = {sel[0]['n']}…{sel[-1]['n']} "
+                   f"the modal maximum takes the values {', '.join(map(str, modes))}.")
+    out.append(f"- at n = {big}: mean maximum " + ", ".join(
+        f"{means[d]:.2f} with d = {d}" for d in ds if d in means) + ".")
+    return out
 
 
 # =========================================================================== driver
