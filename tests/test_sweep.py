@@ -37,7 +37,7 @@ def cli(*args, timeout=120, **kw):
 
 
 def rows_of(out_dir) -> list[dict]:
-    return pq.read_table(Path(out_dir) / sw.RESULTS_FILE).to_pylist()
+    return sw.table_rows(pq.read_table(Path(out_dir) / sw.RESULTS_FILE))
 
 
 def comparable(rows):
@@ -256,7 +256,9 @@ def test_task_row_equals_direct_call_with_documented_seed(tmp_path):
     row = next(r for r in rows if r["task_id"] == task.task_id)
     direct = simulate(200, task.params["d"], 0.9, steps=20000, burn_in=2000, time_mode=task.params["time_mode"],
                       seed=sw.task_seed(5, task.point_hash, 1), replications=1, workers=1, progress=False)
-    assert json.loads(row["u_mean"]) == direct.u_mean.tolist()
+    assert row["u_mean"] == direct.u_mean.tolist()  # an Arrow list column, exact floats
+    assert row["u_stderr"] == direct.u_stderr.tolist()
+    assert row["max_queue_dist"] == direct.max_queue_dist  # a map<int64, double> column
     assert row["mean_queue_length"] == direct.mean_queue_length
     # meanfield row: Σ V at λ = 0.9, d = 2 is about 3.986 (docs/model.md §3)
     mf = next(r for r in rows if r["measurement"] == "meanfield")
@@ -336,7 +338,7 @@ def test_sidecar_and_table(tmp_path):
     from supermarket import theory as th
     for row in rows:  # the closed forms, computed independently here
         assert row["k"] == th.k_lambda_d(row["d"], row["load"])
-        assert json.loads(row["fixed_point"])[0] == pytest.approx(row["load"], rel=1e-15)
+        assert row["fixed_point"][0] == pytest.approx(row["load"], rel=1e-15)
 
 
 def test_different_sweep_refused_same_sweep_resumes(tmp_path):
