@@ -335,9 +335,9 @@ def map_tasks(fn: Callable[[Any], Any], tasks: Iterable, *, workers: int | None 
 
 def _run_serial(fn, tasks, deliver, report):
     total = len(tasks)
+    report(0, 1)
     with _sigint_watch() as watch:
         for i, task in enumerate(tasks):
-            report(i, 1)
             try:
                 value, error = fn(task), None
             except Exception as exc:  # noqa: BLE001 - delivered (or raised) as the task's error
