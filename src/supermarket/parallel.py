@@ -51,6 +51,7 @@ import signal
 import socket
 import struct
 import threading
+import time
 import uuid
 from contextlib import contextmanager
 from typing import Any, Callable, Iterable
@@ -104,10 +105,11 @@ def _probe_tcp(host: str, port: int, timeout: float, address: str) -> None:
     except (OSError, ValueError) as exc:
         raise SchedulerError(f"cannot reach the Dask scheduler at {address} within {timeout:g} s "
                              f"({type(exc).__name__}); is `dask scheduler` running there?") from None
+    deadline = time.monotonic() + timeout
     try:
-        sock.settimeout(timeout)
         head = b""
-        while len(head) < 16:
+        while len(head) < 16:  # at most 16 reads, all within one deadline
+            sock.settimeout(max(deadline - time.monotonic(), 1e-3))
             chunk = sock.recv(16 - len(head))
             if not chunk:
                 break

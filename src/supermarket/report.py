@@ -82,13 +82,18 @@ def _points(rows: list[dict]) -> "OrderedDict[int, list[dict]]":
     return out
 
 
+def _mean_se_columns(mat: np.ndarray):
+    """Mean over replications (rows) and its standard error (None for one replication)."""
+    mean = mat.mean(axis=0)
+    return mean, (mat.std(axis=0, ddof=1) / math.sqrt(mat.shape[0]) if mat.shape[0] > 1 else None)
+
+
 def _mean_se(values):
     x = np.array([v for v in values if v is not None], dtype=float)
     if x.size == 0:
         return None, None
-    if x.size == 1:
-        return float(x[0]), None
-    return float(x.mean()), float(x.std(ddof=1) / math.sqrt(x.size))
+    mean, se = _mean_se_columns(x[:, None])
+    return float(mean[0]), (None if se is None else float(se[0]))
 
 
 def _param_label(r: dict, keys=("n", "d", "load")) -> str:
@@ -138,8 +143,7 @@ def _profile_figure(points) -> Figure | None:
         mat = np.zeros((len(profiles), L))
         for j, p in enumerate(profiles):
             mat[j, :len(p)] = p
-        mean = mat.mean(axis=0)
-        se = mat.std(axis=0, ddof=1) / math.sqrt(len(profiles)) if len(profiles) > 1 else None
+        mean, se = _mean_se_columns(mat)
         if se is None:
             ses = [_json(r.get("u_stderr")) for r in rs]
             if ses and isinstance(ses[0], list):
