@@ -132,6 +132,7 @@ load = 0.9
 
 
 def test_markdown_with_pngs_beside_it(sweep_dir, tmp_path):
+    (tmp_path / "rep").mkdir()  # the directory must exist (a missing one is refused before any work)
     r = subprocess.run([sys.executable, "-m", "supermarket", "report", str(sweep_dir), "--md",
                         str(tmp_path / "rep" / "report.md")], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 0, r.stderr

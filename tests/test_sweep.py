@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -36,8 +37,20 @@ def cli(*args, timeout=120, **kw):
                           cwd=kw.pop("cwd", ROOT), **kw)
 
 
+def cli_here(*args):
+    """The CLI in this process (no interpreter start-up): returncode, stdout, stderr."""
+    from types import SimpleNamespace
+
+    from click.testing import CliRunner
+
+    from supermarket.cli import main
+
+    r = CliRunner().invoke(main, [str(a) for a in args])
+    return SimpleNamespace(returncode=r.exit_code, stdout=r.stdout, stderr=r.stderr)
+
+
 def rows_of(out_dir) -> list[dict]:
-    return pq.read_table(Path(out_dir) / sw.RESULTS_FILE).to_pylist()
+    return sw.table_rows(pq.read_table(Path(out_dir) / sw.RESULTS_FILE))
 
 
 def comparable(rows):
@@ -256,7 +269,9 @@ def test_task_row_equals_direct_call_with_documented_seed(tmp_path):
     row = next(r for r in rows if r["task_id"] == task.task_id)
     direct = simulate(200, task.params["d"], 0.9, steps=20000, burn_in=2000, time_mode=task.params["time_mode"],
                       seed=sw.task_seed(5, task.point_hash, 1), replications=1, workers=1, progress=False)
-    assert json.loads(row["u_mean"]) == direct.u_mean.tolist()
+    assert row["u_mean"] == direct.u_mean.tolist()  # an Arrow list column, exact floats
+    assert row["u_stderr"] == direct.u_stderr.tolist()
+    assert row["max_queue_dist"] == direct.max_queue_dist  # a map<int64, double> column
     assert row["mean_queue_length"] == direct.mean_queue_length
     # meanfield row: Σ V at λ = 0.9, d = 2 is about 3.986 (docs/model.md §3)
     mf = next(r for r in rows if r["measurement"] == "meanfield")
@@ -336,7 +351,7 @@ def test_sidecar_and_table(tmp_path):
     from supermarket import theory as th
     for row in rows:  # the closed forms, computed independently here
         assert row["k"] == th.k_lambda_d(row["d"], row["load"])
-        assert json.loads(row["fixed_point"])[0] == pytest.approx(row["load"], rel=1e-15)
+        assert row["fixed_point"][0] == pytest.approx(row["load"], rel=1e-15)
 
 
 def test_different_sweep_refused_same_sweep_resumes(tmp_path):
@@ -470,3 +485,88 @@ def test_examples_are_valid():
         ratio = t.params["alpha"] / t.params["beta"]
         assert abs(ratio - round(ratio)) > 0.1
         assert th.k_lambda_d(t.params["d"], t.params["load"]) == math.ceil(ratio)
+
+
+# =========================================================================== tidy Arrow tables
+@pytest.fixture(scope="module")
+def small_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("small") / "o"
+    res = sw.run_sweep(sw.parse_sweep(SMALL, path="small.toml"), d, workers=1)
+    assert res.failed == 0
+    return d
+
+
+def test_arrays_are_arrow_list_columns(small_dir):
+    import pyarrow as pa
+
+    schema = pq.read_schema(small_dir / "results.parquet")
+    for col in ("u_mean", "u_stderr", "fixed_point", "refined_V", "lna_variance", "linearised_q"):
+        assert pa.types.is_list(schema.field(col).type) and schema.field(col).type.value_type == pa.float64(), col
+    cov = schema.field("lna_covariance").type
+    assert pa.types.is_list(cov) and pa.types.is_list(cov.value_type)
+    assert schema.field("max_queue_dist").type == pa.map_(pa.int64(), pa.float64())
+    assert json.loads(schema.metadata[b"supermarket.json_columns"]) == []
+    import pandas as pd
+
+    df = pd.read_parquet(small_dir / "results.parquet")
+    sim = df[df.measurement == "simulate"]
+    assert all(len(u) == len(s) and u[0] > u[-1] for u, s in zip(sim.u_mean, sim.u_stderr))
+
+
+def test_duckdb_queries_a_sweep_directly(small_dir):
+    duckdb = pytest.importorskip("duckdb")
+    path = str(small_dir / "results.parquet")
+    con = duckdb.connect()
+    rows = con.execute(f"""
+        SELECT d, time_mode, count(*) AS reps,
+               max(abs(list_sum(map_values(max_queue_dist)) - 1)) AS dist_mass_error,
+               bool_and(list_sort(u_mean, 'DESC') = u_mean) AS profile_non_increasing,
+               avg(u_mean[1]) AS u1, max(len(u_mean) - len(u_stderr)) AS len_gap
+        FROM read_parquet('{path}') WHERE measurement = 'simulate'
+        GROUP BY d, time_mode ORDER BY d, time_mode""").fetchall()
+    assert [(r[0], r[1], r[2]) for r in rows] == [(2, "continuous", 2), (2, "discrete", 2),
+                                                  (3, "continuous", 2), (3, "discrete", 2)]
+    for _, _, _, mass_err, monotone, u1, gap in rows:
+        assert mass_err < 1e-9 and monotone and gap == 0  # a distribution; a profile u_1 >= u_2 >= ...
+        assert abs(u1 - 0.9) < 0.05  # E[u_1] = λ in equilibrium (flow balance), short runs
+    # meanfield: π(1) = λ and Σ π(i) is the stored mean queue length (docs/model.md §3)
+    (pi1, err), = con.execute(f"""SELECT fixed_point[1], abs(list_sum(fixed_point) - mean_queue_length)
+        FROM read_parquet('{path}') WHERE measurement = 'meanfield'""").fetchall()
+    assert pi1 == pytest.approx(0.9, rel=1e-15) and err < 1e-12
+
+
+def _downgrade_to_format_1(d: Path) -> None:
+    """Rewrite a sweep directory as the first version wrote it: arrays and maps as JSON text."""
+    def old(path):
+        rows = sw.table_rows(pq.read_table(path))
+        rows = [{k: (json.dumps({str(a): b for a, b in v.items()} if isinstance(v, dict) else v)
+                     if isinstance(v, (list, dict)) else v) for k, v in r.items()} for r in rows]
+        pq.write_table(pa.Table.from_pylist(rows), path)
+    for p in [d / "results.parquet", *sorted((d / "parts").glob("*.parquet"))]:
+        old(p)
+    side = json.loads((d / "sweep.json").read_text())
+    side["format"] = 1
+    (d / "sweep.json").write_text(json.dumps(side))
+
+
+def test_old_directories_refused_with_the_command_that_converts_them(small_dir, tmp_path):
+    import shutil
+
+    d = tmp_path / "old"
+    shutil.copytree(small_dir, d)
+    before = rows_of(d)
+    _downgrade_to_format_1(d)
+    f = write(tmp_path, SMALL, "small.toml")
+    for args in (("report", d, "--html", tmp_path / "r.html"), ("sweep", f, "--out", d, "--workers", "1")):
+        r = cli_here(*args)
+        assert r.returncode == 2, r.stderr
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and f"supermarket sweep --upgrade {d}" in lines[0], r.stderr
+    r = cli_here("sweep", "--upgrade", d)
+    assert r.returncode == 0 and "converted to format 2" in r.stdout, r.stderr
+    assert same(rows_of(d), before)
+    part, = sw.table_rows(pq.read_table(d / "parts" / f"{sw.parse_sweep(SMALL).tasks[5].task_id}.parquet"))
+    assert isinstance(part["u_mean"], list) and same([part], [{k: before[5][k] for k in part}])
+    assert cli_here("sweep", "--upgrade", d).stdout.strip().endswith("nothing to do")
+    r = cli_here("sweep", f, "--out", d, "--workers", "1", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["skipped"] == len(before)

@@ -31,7 +31,9 @@ from pathlib import Path
 import numpy as np
 
 from . import theory as th
-from .sweep import RESULTS_FILE, read_results, read_sidecar
+from .sweep import RESULTS_FILE, read_results, read_sidecar, table_rows
+from .sweep.storage import check_output_file, write_output
+from .sweep.values import check_choice
 
 __all__ = ["build_report", "Figure", "collect_figures"]
 
@@ -80,13 +82,18 @@ def _points(rows: list[dict]) -> "OrderedDict[int, list[dict]]":
     return out
 
 
+def _mean_se_columns(mat: np.ndarray):
+    """Mean over replications (rows) and its standard error (None for one replication)."""
+    mean = mat.mean(axis=0)
+    return mean, (mat.std(axis=0, ddof=1) / math.sqrt(mat.shape[0]) if mat.shape[0] > 1 else None)
+
+
 def _mean_se(values):
     x = np.array([v for v in values if v is not None], dtype=float)
     if x.size == 0:
         return None, None
-    if x.size == 1:
-        return float(x[0]), None
-    return float(x.mean()), float(x.std(ddof=1) / math.sqrt(x.size))
+    mean, se = _mean_se_columns(x[:, None])
+    return float(mean[0]), (None if se is None else float(se[0]))
 
 
 def _param_label(r: dict, keys=("n", "d", "load")) -> str:
@@ -136,8 +143,7 @@ def _profile_figure(points) -> Figure | None:
         mat = np.zeros((len(profiles), L))
         for j, p in enumerate(profiles):
             mat[j, :len(p)] = p
-        mean = mat.mean(axis=0)
-        se = mat.std(axis=0, ddof=1) / math.sqrt(len(profiles)) if len(profiles) > 1 else None
+        mean, se = _mean_se_columns(mat)
         if se is None:
             ses = [_json(r.get("u_stderr")) for r in rs]
             if ses and isinstance(ses[0], list):
@@ -415,11 +421,10 @@ def _fmt(v) -> str:
         return "yes" if v else "no"
     if isinstance(v, float):
         return f"{v:.6g}"
-    if isinstance(v, str) and v.startswith("["):
-        parsed = _json(v)
-        if isinstance(parsed, list) and all(isinstance(x, (int, float)) for x in parsed):
-            s = ", ".join(f"{x:.4g}" for x in parsed[:8]) + (", …" if len(parsed) > 8 else "")
-            return f"[{s}]"
+    parsed = _json(v)
+    if isinstance(parsed, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in parsed):
+        s = ", ".join(f"{x:.4g}" for x in parsed[:8]) + (", …" if len(parsed) > 8 else "")
+        return f"[{s}]"
     s = str(v)
     return s if len(s) <= 80 else s[:77] + "…"
 
@@ -451,7 +456,7 @@ def _summary_table(meas: str, rows: list[dict], params: list[str]) -> tuple[list
                 mat = np.zeros((len(lists), max(len(x) for x in lists)))
                 for j, x in enumerate(lists):
                     mat[j, :len(x)] = x
-                line.append(_fmt(json.dumps(mat.mean(axis=0).tolist())))
+                line.append(_fmt(mat.mean(axis=0).tolist()))
             else:
                 line.append(_fmt(vals[0]))
         body.append(line)
@@ -527,17 +532,15 @@ def build_report(out_dir, path, *, fmt: str = "html") -> str:
     HTML: one self-contained file, figures embedded as base64 PNG.  Markdown: the ``.md``
     file with the PNG figures beside it (``<stem>_<figure>.png``).  Returns the path.
     """
-    if fmt not in ("html", "md"):
-        raise ValueError(f"fmt must be 'html' or 'md'; got {fmt!r}")
+    fmt = check_choice("fmt", fmt, ("html", "md"))
+    path = check_output_file(path, f"--{fmt}")  # before any work: a missing or unwritable place fails now
     out_dir = Path(out_dir)
     side = read_sidecar(out_dir)
-    rows = read_results(out_dir, partial=True).to_pylist()
+    rows = table_rows(read_results(out_dir, partial=True))
     partial = not (out_dir / RESULTS_FILE).exists()
     figs = collect_figures(rows)
     measurements = list(OrderedDict.fromkeys(r["measurement"] for r in rows))
     failed = [r for r in rows if r.get("status") != "ok"]
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     title = f"Sweep report: {side.get('sweep_name')}" + (" (partial: sweep not finished)" if partial else "")
     if fmt == "html":
         parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
@@ -564,8 +567,7 @@ def build_report(out_dir, path, *, fmt: str = "html") -> str:
                                      [[r["task_id"], r["measurement"], str(r.get("error"))] for r in failed]))
         parts.append("<h2>Sweep file</h2><pre>" + html.escape(side.get("sweep_text", "")) + "</pre>")
         parts.append("</body></html>")
-        path.write_text("\n".join(parts), encoding="utf-8")
-        return str(path)
+        return write_output(path, "\n".join(parts), "--html")
     # Markdown with PNGs beside it
     md = [f"# {title}", ""]
     md += [f"- **{k}**: {v}" for k, v in _meta_lines(side, rows)]
@@ -580,15 +582,14 @@ def build_report(out_dir, path, *, fmt: str = "html") -> str:
         for f in figs:
             if getattr(f, "measurement", None) == meas:
                 png = path.with_name(f"{path.stem}_{f.name}.png")
-                png.write_bytes(f.png)
+                write_output(png, f.png, "--md")
                 md += [f"![{f.title}]({png.name})", "", f"*{f.title}.* {f.caption}", ""]
     if failed:
         md += ["", "## Failed tasks", "", _md_table(["task", "measurement", "error"],
                                                    [[r["task_id"], r["measurement"], str(r.get("error"))]
                                                     for r in failed])]
     md += ["", "## Sweep file", "", "```toml", side.get("sweep_text", "").rstrip(), "```", ""]
-    path.write_text("\n".join(md), encoding="utf-8")
-    return str(path)
+    return write_output(path, "\n".join(md), "--md")
 
 
 

@@ -32,13 +32,14 @@ def _progress_printer(label: str):
 
     def stop():
         if state["id"] is not None:
+            state["id"] = None
             prog.stop()
 
     return update, stop
 
 
 @click.command()
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path), required=False)
 @click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output directory: results.parquet, sweep.json, parts/. Run the same command "
                    "again to resume.")
@@ -52,8 +53,11 @@ def _progress_printer(label: str):
 @click.option("--timeout", "connect_timeout", type=click.FloatRange(min=0.1), default=5.0, show_default=True,
               help="Seconds to wait for the Dask scheduler before giving up.")
 @click.option("--check", is_flag=True, help="Only validate FILE and print the number of tasks.")
+@click.option("--upgrade", "upgrade_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              metavar="DIR", help="Convert the sweep directory DIR written by an older version (arrays as "
+                                  "JSON text) to the current format, in place; no FILE needed.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object summarising the run.")
-def sweep(file, out, workers, scheduler, max_tasks, connect_timeout, check, as_json):
+def sweep(file, out, workers, scheduler, max_tasks, connect_timeout, check, upgrade_dir, as_json):
     """Run the parameter sweep described by the TOML FILE (see docs/sweep.md).
 
     Each task (one grid point, one replication) gets a seed from the sweep seed and its own
@@ -63,6 +67,21 @@ def sweep(file, out, workers, scheduler, max_tasks, connect_timeout, check, as_j
     """
     from .. import sweep as sw
 
+    if upgrade_dir is not None:
+        if file is not None or out is not None:
+            raise click.UsageError("--upgrade DIR takes no FILE and no --out")
+        try:
+            n = sw.upgrade(upgrade_dir)
+        except sw.SweepDirError as exc:
+            raise UserError(str(exc)) from None
+        if as_json:
+            print_json({"directory": str(upgrade_dir), "files_rewritten": n, "format": sw.FORMAT_VERSION})
+        else:
+            click.echo(f"{upgrade_dir}: " + (f"converted to format {sw.FORMAT_VERSION} ({n} files rewritten)" if n
+                                             else f"already in format {sw.FORMAT_VERSION}; nothing to do"))
+        return
+    if file is None:
+        raise click.UsageError("missing argument FILE (the sweep's TOML file)")
     if workers is not None and scheduler is not None:
         raise click.UsageError("--workers and --scheduler exclude each other (the cluster has its own workers)")
     try:
@@ -90,8 +109,13 @@ def sweep(file, out, workers, scheduler, max_tasks, connect_timeout, check, as_j
     try:
         outcome = sw.run_sweep(spec, out, workers=workers, scheduler=scheduler, max_tasks=max_tasks,
                                progress=update, connect_timeout=connect_timeout)
-    except (sw.SweepDirError, sw.SchedulerError) as exc:
+    except (sw.SweepDirError, sw.SchedulerError, sw.OutputError) as exc:
         raise UserError(str(exc)) from None
+    except KeyboardInterrupt:
+        stop()
+        click.echo(f"supermarket: interrupted; the finished tasks are kept in {out}: run the same command "
+                   "to resume", err=True)
+        sys.exit(130)
     finally:
         stop()
     if as_json:
@@ -124,6 +148,7 @@ def report(directory, html, md, fmt, out):
     length against k_(λ,d), mixing times against the bounds, fluctuation moments against the
     limits)."""
     from .. import report as rp
+    from ..sweep.storage import check_output_file
 
     targets = []
     if html is not None:
@@ -139,6 +164,11 @@ def report(directory, html, md, fmt, out):
         targets = [(fmt, targets[0][1])]
     if not targets:
         targets.append(("html", directory / "report.html"))
+    for kind, path in targets:  # every target checked before any work
+        try:
+            check_output_file(path, f"--{kind}")
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
     for kind, path in targets:
         written = rp.build_report(directory, path, fmt=kind)
         click.echo(f"report: {written}")

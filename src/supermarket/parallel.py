@@ -1,0 +1,405 @@
+"""One parallel layer: map a function over tasks in this process, a local process pool or a
+Dask cluster, with the same results in the same order on every backend.
+
+Three backends, one call (:func:`map_tasks`):
+
+- ``workers=1`` (and no client): the tasks run one after the other in this process;
+- ``workers=N > 1``: a local pool of ``N`` processes (``spawn`` start method: no fork of a
+  process holding threads); the function and the tasks must be picklable (a module-level
+  function and plain data);
+- ``client=``: a :class:`dask.distributed.Client` (see :func:`connect`); the tasks run on the
+  cluster's workers. Only this backend needs the ``dask`` extra.
+
+Results come back in task order (the list :func:`map_tasks` returns) and, as they finish,
+through ``on_result(index, value, error)``, called in the caller's thread, so the caller can
+store each one at once (a sweep writes its part files there). ``progress(done, running,
+total)`` is called before the first task and after each one.
+
+**Interruption** (Ctrl-C, ``SIGINT``) is handled here, once for all callers: the workers of a
+pool ignore ``SIGINT`` and are terminated by the parent; Dask futures are cancelled; in this
+process, a task during which ``SIGINT`` arrived is *never* delivered, even when the task itself
+caught the :class:`KeyboardInterrupt` and returned a partial value. In every case
+:func:`map_tasks` raises :class:`KeyboardInterrupt` and ``on_result`` has seen only tasks that
+finished whole.
+
+Randomness: the layer passes tasks through unchanged; a task carries its own
+:class:`numpy.random.SeedSequence` (replication ``r`` gets child ``r`` of the root seed), so
+the numbers do not depend on the backend.
+
+Examples
+--------
+>>> from supermarket.parallel import map_tasks
+>>> map_tasks(abs, [-3, 1, -2])
+[3, 1, 2]
+>>> seen = []
+>>> map_tasks(abs, [-3, 1], on_result=lambda i, value, error: seen.append((i, value, error)))
+[3, 1]
+>>> seen
+[(0, 3, None), (1, 1, None)]
+>>> out = map_tasks(int, ["1", "x"], return_errors=True)
+>>> out[0], type(out[1]).__name__
+(1, 'ValueError')
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import math
+import os
+import re
+import signal
+import socket
+import struct
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+from typing import Any, Callable, Iterable
+
+__all__ = ["map_tasks", "connect", "dask_available", "default_workers", "SchedulerError"]
+
+ADDRESS = re.compile(r"^(tcp|tls|inproc|ws|wss|ucx)://[^\s/]+$")
+# A Dask TCP peer speaks first: an 8-byte length (the handshake's first frames, well under
+# this) and then the number of frames.  Anything else is not a Dask scheduler.
+_MAX_HANDSHAKE_BYTES = 1 << 26
+_MAX_HANDSHAKE_FRAMES = 1 << 16
+
+
+class SchedulerError(RuntimeError):
+    """The Dask scheduler cannot be reached or used (one line: the reason and the remedy)."""
+
+
+def default_workers() -> int:
+    """The number of CPU cores this process may use (at least 1).
+
+    >>> default_workers() >= 1
+    True
+    """
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def dask_available() -> bool:
+    """True when :mod:`dask.distributed` can be imported (the ``dask`` extra is installed).
+
+    >>> isinstance(dask_available(), bool)
+    True
+    """
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("distributed") is not None and \
+            importlib.util.find_spec("dask") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+# =========================================================================== Dask client
+def _probe_tcp(host: str, port: int, timeout: float, address: str) -> None:
+    """Check, with plain sockets and a hard deadline, that a Dask peer listens there: it must
+    accept and send a handshake whose first words are a sane length and frame count."""
+    try:
+        sock = socket.create_connection((host, port), timeout=timeout)
+    except (OSError, ValueError) as exc:
+        raise SchedulerError(f"cannot reach the Dask scheduler at {address} within {timeout:g} s "
+                             f"({type(exc).__name__}); is `dask scheduler` running there?") from None
+    deadline = time.monotonic() + timeout
+    try:
+        head = b""
+        while len(head) < 16:  # at most 16 reads, all within one deadline
+            sock.settimeout(max(deadline - time.monotonic(), 1e-3))
+            chunk = sock.recv(16 - len(head))
+            if not chunk:
+                break
+            head += chunk
+    except (socket.timeout, TimeoutError):
+        head = None
+    except OSError:
+        head = b""
+    finally:
+        sock.close()
+    if head is None:
+        raise SchedulerError(f"{address} accepted the connection but sent no Dask handshake within "
+                             f"{timeout:g} s: not a Dask scheduler")
+    if len(head) < 16:
+        raise SchedulerError(f"{address} closed the connection without a Dask handshake: not a Dask scheduler")
+    size, frames = struct.unpack("<QQ", head)
+    if not (16 <= size <= _MAX_HANDSHAKE_BYTES and 1 <= frames <= _MAX_HANDSHAKE_FRAMES):
+        raise SchedulerError(f"{address} answered with something that is not a Dask handshake "
+                             f"(first bytes {head[:8]!r}): not a Dask scheduler")
+
+
+def connect(address: str, timeout: float = 5.0):
+    """A :class:`dask.distributed.Client` connected to the scheduler at ``address``.
+
+    Returns within about ``timeout`` seconds whatever listens at the address: nothing
+    (refused), a server of another protocol (checked first with a raw socket for ``tcp://``),
+    or a scheduler that never answers.
+
+    Parameters
+    ----------
+    address : str
+        ``tcp://HOST:PORT`` (or another Dask scheme: ``tls``, ``inproc``, ``ws``, ``wss``, ``ucx``).
+    timeout : float
+        Seconds to wait, > 0.
+
+    Returns
+    -------
+    dask.distributed.Client
+
+    Raises
+    ------
+    SchedulerError
+        One line: a malformed address, the ``dask`` extra missing, nothing or something else
+        listening there, or no answer within ``timeout``.
+
+    Examples
+    --------
+    >>> connect("localhost:8786")
+    Traceback (most recent call last):
+    ...
+    supermarket.parallel.SchedulerError: 'localhost:8786' is not a Dask scheduler address like tcp://HOST:PORT
+    """
+    if not isinstance(address, str) or not ADDRESS.match(address.strip()):
+        raise SchedulerError(f"{address!r} is not a Dask scheduler address like tcp://HOST:PORT")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (0 < timeout < math.inf):
+        raise ValueError(f"timeout must be a positive number of seconds; got {timeout!r}")
+    address = address.strip()
+    try:
+        from dask.distributed import Client
+    except ImportError as exc:
+        raise SchedulerError(f"a Dask scheduler needs the 'dask' extra (pip install 'supermarket[dask]'): "
+                             f"{type(exc).__name__}: {exc}") from None
+    m = re.match(r"^tcp://(\[[^\]]+\]|[^:]+):(\d+)$", address)
+    if m:
+        _probe_tcp(m.group(1).strip("[]"), int(m.group(2)), float(timeout), address)
+    # Client() itself may hang on a peer that stops answering: bound it by a thread.
+    box: dict = {}
+
+    def make():
+        try:
+            box["client"] = Client(address, timeout=f"{timeout}s")
+        except BaseException as exc:  # noqa: BLE001 - reported below, in the caller's thread
+            box["error"] = exc
+
+    th = threading.Thread(target=make, name="supermarket-dask-connect", daemon=True)
+    th.start()
+    th.join(timeout + 2.0)
+    if th.is_alive() or "error" in box:
+        exc = box.get("error")
+        why = f" ({type(exc).__name__})" if exc is not None else ""
+        raise SchedulerError(f"cannot reach the Dask scheduler at {address} within {timeout:g} s{why}; "
+                             "is `dask scheduler` running there?")
+    return box["client"]
+
+
+# =========================================================================== interruption
+class _Watch:
+    fired = False
+
+
+@contextmanager
+def _sigint_watch():
+    """Note whether SIGINT arrives (the handler then behaves as Python's default: it raises
+    KeyboardInterrupt).  Off the main thread, or when SIGINT is ignored, nothing changes."""
+    watch = _Watch()
+    if threading.current_thread() is not threading.main_thread():
+        yield watch
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if previous in (signal.SIG_IGN, None):
+        yield watch
+        return
+
+    def handler(signum, frame):
+        watch.fired = True
+        if callable(previous):
+            previous(signum, frame)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, handler)
+    try:
+        yield watch
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _ignore_sigint() -> None:  # pool initializer: the parent decides about Ctrl-C
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _terminate(pool: cf.ProcessPoolExecutor) -> None:
+    procs = list(getattr(pool, "_processes", {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        try:
+            p.terminate()
+        except (OSError, ValueError, AttributeError):
+            pass
+    for p in procs:
+        try:
+            p.join(5)
+        except (OSError, ValueError, AttributeError, AssertionError):
+            pass
+
+
+# =========================================================================== the map
+def _check_workers(workers) -> int:
+    if workers is None:
+        return default_workers()
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be an integer >= 1 (or None: all cores); got {workers!r}")
+    return workers
+
+
+def map_tasks(fn: Callable[[Any], Any], tasks: Iterable, *, workers: int | None = 1, client=None,
+              on_result: Callable[[int, Any, BaseException | None], None] | None = None,
+              progress: Callable[[int, int, int], None] | None = None,
+              return_errors: bool = False, collect: bool = True) -> list | None:
+    """Apply ``fn`` to every task; results in task order on every backend.
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(task) -> value``.  For a pool or a cluster: picklable (a module-level function).
+    tasks : iterable
+        The tasks (plain, picklable data for a pool or a cluster).
+    workers : int or None, default 1
+        ``1``: in this process, one task after the other; ``N > 1``: a local pool of
+        ``min(N, len(tasks))`` processes; ``None``: one per CPU core.  Ignored with ``client``.
+    client : dask.distributed.Client, optional
+        Run the tasks on this cluster (see :func:`connect`).
+    on_result : callable, optional
+        ``on_result(index, value, error)`` in the caller's thread as each task finishes
+        (``error`` is ``None`` or the task's exception).  An exception it raises stops the map.
+    progress : callable, optional
+        ``progress(done, running, total)``: before the first task and after each one
+        (``running`` is the number of tasks that may be running).
+    return_errors : bool, default False
+        False: the first task that raises stops the map (the others are cancelled) and its
+        exception is raised.  True: the exception object takes the task's place in the result
+        (a worker process that died gives :class:`concurrent.futures.process.BrokenProcessPool`).
+    collect : bool, default True
+        False: keep no results (return ``None``); for callers that store them in ``on_result``.
+
+    Returns
+    -------
+    list or None
+        ``[fn(task) for task in tasks]`` (with exceptions in place when ``return_errors``).
+
+    Raises
+    ------
+    KeyboardInterrupt
+        On Ctrl-C, after stopping the workers; no unfinished task reaches ``on_result``.
+    ValueError
+        ``workers`` not an integer >= 1 or None.
+
+    Examples
+    --------
+    >>> map_tasks(pow, [])
+    []
+    >>> done = []
+    >>> map_tasks(len, ["ab", "c"], progress=lambda d, r, t: done.append((d, r, t)))
+    [2, 1]
+    >>> done
+    [(0, 1, 2), (1, 1, 2), (2, 0, 2)]
+    """
+    tasks = list(tasks)
+    nw = _check_workers(workers)
+    total = len(tasks)
+    results: list | None = [None] * total if collect else None
+
+    def deliver(i, value, error):
+        if error is not None and not return_errors:
+            raise error
+        if results is not None:
+            results[i] = error if error is not None else value
+        if on_result is not None:
+            on_result(i, value, error)
+
+    def report(done, running):
+        if progress is not None:
+            progress(done, running, total)
+
+    if total == 0:
+        report(0, 0)
+        return results
+    if client is not None:
+        _run_dask(fn, tasks, client, deliver, report)
+    elif min(nw, total) == 1:
+        _run_serial(fn, tasks, deliver, report)
+    else:
+        _run_pool(fn, tasks, min(nw, total), deliver, report)
+    return results
+
+
+def _run_serial(fn, tasks, deliver, report):
+    total = len(tasks)
+    report(0, 1)
+    with _sigint_watch() as watch:
+        for i, task in enumerate(tasks):
+            try:
+                value, error = fn(task), None
+            except Exception as exc:  # noqa: BLE001 - delivered (or raised) as the task's error
+                value, error = None, exc
+            if watch.fired:  # the task may have swallowed Ctrl-C and returned a partial value
+                raise KeyboardInterrupt("interrupted while a task was running")
+            deliver(i, value, error)
+            report(i + 1, 0 if i + 1 == total else 1)
+
+
+def _run_pool(fn, tasks, nw, deliver, report):
+    import multiprocessing as mp
+
+    pool = cf.ProcessPoolExecutor(max_workers=nw, mp_context=mp.get_context("spawn"), initializer=_ignore_sigint)
+    total = len(tasks)
+    try:
+        futs = {pool.submit(fn, t): i for i, t in enumerate(tasks)}
+        done = 0
+        report(0, min(nw, total))
+        for fut in cf.as_completed(futs):
+            i = futs[fut]
+            try:
+                value, error = fut.result(), None
+            except Exception as exc:  # noqa: BLE001 - includes BrokenProcessPool (a worker died)
+                value, error = None, exc
+            deliver(i, value, error)
+            done += 1
+            report(done, min(nw, total - done))
+    except BaseException:
+        _terminate(pool)  # Ctrl-C or a failing task: do not wait for the others
+        raise
+    pool.shutdown(wait=True)
+
+
+def _run_dask(fn, tasks, client, deliver, report):
+    from dask.distributed import as_completed
+
+    nthreads = sum(client.nthreads().values())
+    if not nthreads:
+        raise SchedulerError("the Dask scheduler has no workers; start some with `dask worker ADDRESS`")
+    token = uuid.uuid4().hex[:12]
+    name = getattr(fn, "__name__", "task")
+    futs = [client.submit(fn, t, key=f"supermarket-{name}-{token}-{i}", pure=False) for i, t in enumerate(tasks)]
+    index = {f.key: i for i, f in enumerate(futs)}
+    total = len(tasks)
+    try:
+        done = 0
+        report(0, min(nthreads, total))
+        for fut in as_completed(futs):
+            i = index[fut.key]
+            try:
+                value, error = fut.result(), None
+            except Exception as exc:  # noqa: BLE001 - e.g. KilledWorker: this task fails
+                value, error = None, exc
+            deliver(i, value, error)
+            done += 1
+            report(done, min(nthreads, total - done))
+    except BaseException:
+        try:
+            client.cancel(futs)
+        except Exception:  # noqa: BLE001 - the cluster may be gone; nothing more to do
+            pass
+        raise

@@ -1,0 +1,279 @@
+"""Measurements a sweep can run: one entry of :data:`REGISTRY` each.
+
+A measurement is its keys (name -> value checker), the rules between them, the derivation of
+a grid point's canonical parameters, and an adapter ``f(params, seed) -> dict`` that calls the
+library.  Adding a measurement is one :class:`Measurement` in :data:`REGISTRY`; validation,
+seeds, scheduling, storage, resume and the report tables need nothing else.
+
+The adapters return the library result's ``to_dict()``; :func:`flatten` turns it into the
+columns of one row (nested mappings with identifier keys become ``outer_inner`` columns;
+arrays stay arrays, stored as Arrow list columns by :mod:`.storage`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import numbers
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ..model import Params, spawn_seeds
+from ..simulate import ENGINES, TIME_MODES
+from . import values as v
+
+__all__ = ["Measurement", "REGISTRY", "MEASUREMENTS", "MEASUREMENT_KEYS", "DETERMINISTIC", "flatten", "scalar",
+           "measure_theory", "measure_meanfield", "measure_simulate", "measure_mixing", "measure_fluctuations"]
+
+# Regimes of paper 002 (docs/model.md §8); supermarket.fluctuations.regime_params dispatches on them.
+FLUCT_REGIMES = ("a", "b", "c")
+_EPS = v.bounded(minimum=1e-12, maximum=0.1)
+_GRID_NDL = {"n": v.count, "d": v.count, "load": v.load, "alpha": v.positive, "beta": v.positive}
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One measurement: its keys, rules, canonical parameters and adapter."""
+
+    name: str
+    keys: dict  # key -> checker(key, value) -> canonical value
+    adapter: Callable  # (params: dict, seed: SeedSequence) -> dict
+    rules: Callable  # (axes: dict, err(key, msg)) -> None, rules between keys of a block
+    derive: Callable  # (params: dict) -> canonical params (raises ValueError/TypeError)
+    deterministic: bool = False
+    defaults: dict = field(default_factory=dict)
+
+
+# =========================================================================== results -> columns
+def scalar(x):
+    """A plain Python scalar (bool, int, float, str or None) from a NumPy or Python value."""
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, numbers.Integral):
+        return int(x)
+    if isinstance(x, numbers.Real):
+        return float(x)
+    if x is None or isinstance(x, str):
+        return x
+    return str(x)
+
+
+def _plain(x):
+    if isinstance(x, dict):
+        return {str(k): _plain(y) for k, y in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(y) for y in x]
+    if isinstance(x, np.ndarray):
+        return _plain(x.tolist())
+    return scalar(x)
+
+
+def flatten(d: dict, prefix: str = "") -> dict:
+    """Columns of a result's ``to_dict()``: nested mappings with identifier keys become
+    ``outer_inner``; lists, arrays and other mappings stay (plain Python) values.
+
+    >>> flatten({"a": {"b": 1, "c": [1, 2]}, "m": {"3": 0.5}})
+    {'a_b': 1, 'a_c': [1, 2], 'm': {'3': 0.5}}
+    """
+    out = {}
+    for k, x in d.items():
+        name = f"{prefix}{k}"
+        if isinstance(x, dict) and x and all(isinstance(y, str) and y.isidentifier() for y in x):
+            out.update(flatten(x, name + "_"))
+        else:
+            out[name] = _plain(x)
+    return out
+
+
+# =========================================================================== adapters
+def _import(measurement: str, module: str, name: str):
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise RuntimeError(f"measurement {measurement!r} is not available: {module}.{name} could not be "
+                           f"loaded ({type(exc).__name__}: {exc})") from None
+
+
+def measure_theory(params: dict, seed: np.random.SeedSequence) -> dict:
+    """Closed forms of docs/model.md §3–6, §8 (:func:`supermarket.theory.summary`)."""
+    from .. import theory as th
+
+    rep = th.summary(params["n"], params["d"], params["load"], params.get("eps", 0.1))
+    rep.pop("params", None)
+    if rep.get("theorem_1_2"):
+        rep["theorem_1_2_applies"] = rep["theorem_1_2"]["applies"]
+        rep["theorem_1_2"] = rep["theorem_1_2"]["conditions"]
+    return rep
+
+
+def measure_meanfield(params: dict, seed: np.random.SeedSequence) -> dict:
+    """Fixed point, refined mean field and linear noise at π (docs/model.md §3;
+    :func:`supermarket.meanfield.refined_mean_field` and :func:`supermarket.meanfield.lna`)."""
+    refined_mean_field = _import("meanfield", "supermarket.meanfield", "refined_mean_field")
+    lna = _import("meanfield", "supermarket.meanfield", "lna")
+    d, lam = params["d"], params["load"]
+    rmf = refined_mean_field(d, lam)
+    out = {"levels": rmf.levels, "fixed_point": rmf.pi, "mean_queue_length": float(rmf.pi.sum()),
+           "refined_V": rmf.V, "refined_sum_V": float(rmf.V.sum())}
+    if "n" in params:
+        out["refined_u"] = rmf.mean(params["n"])
+        out["refined_mean_queue_length"] = rmf.mean_queue_length(params["n"])
+    cov = lna(d, lam).covariance
+    out["lna_variance"] = np.diag(cov)
+    out["lna_covariance"] = cov
+    return out
+
+
+def measure_simulate(params: dict, seed: np.random.SeedSequence) -> dict:
+    """One replication of :func:`supermarket.simulate.simulate` (docs/model.md §1–2, §5).
+
+    A run that :func:`~supermarket.simulate.simulate` reports as partial (it was interrupted
+    and returned what it had) is not a result: :class:`KeyboardInterrupt` is raised again.
+    """
+    simulate = _import("simulate", "supermarket.simulate", "simulate")
+    kw = {k: params[k] for k in ("steps", "time", "burn_in", "engine", "replace", "start", "time_mode", "eps")
+          if k in params}
+    res = simulate(params["n"], params["d"], params["load"], seed=seed, replications=1, workers=1,
+                   progress=False, **kw)
+    if getattr(res, "partial", False):
+        raise KeyboardInterrupt("the simulation was interrupted: its partial result is not stored")
+    return res.to_dict(per_replication=False)
+
+
+def measure_mixing(params: dict, seed: np.random.SeedSequence) -> dict:
+    """One replication of :func:`supermarket.mixing.coalescence` (docs/model.md §2, §6)."""
+    coalescence = _import("mixing", "supermarket.mixing", "coalescence")
+    kw = {k: params[k] for k in ("start", "max_steps", "burn_in", "replace") if k in params}
+    res = coalescence(params["n"], params["d"], params["load"], seed=seed, replications=1, workers=1, **kw)
+    return res.to_dict()
+
+
+def measure_fluctuations(params: dict, seed: np.random.SeedSequence) -> dict:
+    """One replication of the paper-002 measurement (docs/model.md §8, limits derived): the exact
+    chain's scaled moments (``sim_*``), the limit diffusion's (``limit_*``: closed form in
+    regime (a), Euler–Maruyama in (b), (c)) and the finite-n linear noise at ``x^n``
+    (``lna_*``), from :mod:`supermarket.fluctuations`."""
+    fl = importlib.import_module("supermarket.fluctuations")
+    kw = {k: params[k] for k in ("kappa", "c", "zeta", "d", "theta", "replace") if k in params}
+    p = fl.regime_params(params["regime"], params["n"], warn=False, **kw)
+    ss_sim, ss_lim = spawn_seeds(seed, 2)
+    sim = fl.simulate_fluctuations(p, time=params.get("time", 200.0), burn_in=params.get("burn_in"),
+                                   replications=1, seed=ss_sim, workers=1)
+    if p.regime == "a":
+        lim = fl.limit_closed_form(p.limit["kappa"]).to_dict()
+        lim["method"] = "closed form (derived)"
+    else:
+        lim = fl.limit_for(p, paths=params.get("sde_paths", 256), time=params.get("sde_time", 100.0),
+                           dt=params.get("dt", 1e-3), seed=ss_lim, workers=1).to_dict()
+        lim.pop("params", None)
+    out = {"d_n": p.d, "lambda_n": p.lam, "b_n": p.b_n, "kappa_n": p.kappa_n, "zeta_n": p.zeta_n,
+           "d_one_minus_lambda": p.d_one_minus_lambda, "coordinates": p.coordinates,
+           "warnings": list(p.warnings), "sim": sim.to_dict(), "limit": lim}
+    try:
+        out["lna"] = fl.lna_moments(p).to_dict()
+    except (ValueError, np.linalg.LinAlgError) as exc:
+        out["lna_note"] = f"not available: {exc}"
+    return out
+
+
+# =========================================================================== rules and derivations
+def _rules_ndl(name: str, needs_n: bool, extra=None):
+    def rules(axes, err):
+        if ("load" in axes) == ("alpha" in axes):
+            err("alpha" if "alpha" in axes else None, "give exactly one of 'load' and 'alpha' (λ = 1 − n^(−α))")
+        if ("d" in axes) == ("beta" in axes):
+            err("beta" if "beta" in axes else None, "give exactly one of 'd' and 'beta' (d = ⌊n^β⌋)")
+        if ("alpha" in axes or "beta" in axes) and "n" not in axes:
+            err("alpha" if "alpha" in axes else "beta", "alpha and beta need 'n'")
+        if needs_n and "n" not in axes:
+            err(None, "missing key 'n'")
+        if extra is not None:
+            extra(axes, err)
+    return rules
+
+
+def _rules_simulate(axes, err):
+    if ("steps" in axes) == ("time" in axes):
+        err("time" if "time" in axes else None, "give exactly one of 'steps' and 'time'")
+
+
+def _rules_fluct(axes, err):
+    if "n" not in axes:
+        err(None, "missing key 'n'")
+    if "regime" not in axes:
+        err(None, f"missing key 'regime' ({', '.join(FLUCT_REGIMES)})")
+
+
+def _derive_ndl(name: str, needs_d2: bool, defaults: dict):
+    def derive(params: dict) -> dict:
+        p = dict(params)
+        n = p.get("n")
+        if "alpha" in p:
+            lam = 1.0 - float(n) ** (-p["alpha"])
+            if not 0.0 < lam < 1.0:
+                raise ValueError(f"λ = 1 − n^(−α) = {lam!r} is not in (0, 1)")
+            p["load"] = lam
+        if "beta" in p:
+            p["d"] = max(1, int(math.floor(float(n) ** p["beta"] * (1 + 1e-12))))
+        if needs_d2 and p["d"] < 2:
+            raise ValueError(f"measurement {name!r} needs d >= 2 (k_(λ,d) is defined for d >= 2); got d={p['d']}")
+        Params(n if n is not None else max(p["d"], 1), p["d"], p["load"], replace=p.get("replace", True))
+        for k, x in defaults.items():
+            p.setdefault(k, x)
+        order = ["n", "d", "load", "alpha", "beta"]
+        return {k: p[k] for k in order if k in p} | {k: x for k, x in sorted(p.items()) if k not in order}
+    return derive
+
+
+_FLUCT_KEYS = {"a": {"kappa", "d", "theta"}, "b": {"c", "zeta"}, "c": {"zeta", "d"}}
+
+
+def _derive_fluct(params: dict) -> dict:
+    p = dict(params)
+    reg = p["regime"]
+    allowed = _FLUCT_KEYS[reg]
+    used = sorted(k for k in set().union(*_FLUCT_KEYS.values()) - allowed if k in p)
+    if used:
+        raise ValueError(f"regime {reg!r} does not use {', '.join(used)} (it takes {', '.join(sorted(allowed))})")
+    if reg == "a" and "kappa" not in p:
+        raise ValueError("regime 'a' needs kappa")
+    if reg == "a" and "d" in p and "theta" in p:
+        raise ValueError("regime 'a' takes d or theta, not both")
+    if reg == "b" and ("c" not in p or "zeta" not in p):
+        raise ValueError("regime 'b' needs c and zeta")
+    if reg == "c" and "zeta" not in p:
+        raise ValueError("regime 'c' needs zeta")
+    p.setdefault("replace", False)
+    order = ["n", "regime"]
+    return {k: p[k] for k in order} | {k: x for k, x in sorted(p.items()) if k not in order}
+
+
+# =========================================================================== the registry
+_SIM_DEFAULTS = {"engine": "profile", "time_mode": "discrete", "replace": True, "start": "empty"}
+
+REGISTRY: dict[str, Measurement] = {m.name: m for m in (
+    Measurement("theory", dict(_GRID_NDL, eps=_EPS), measure_theory, _rules_ndl("theory", True),
+                _derive_ndl("theory", True, {}), deterministic=True),
+    Measurement("meanfield", dict(_GRID_NDL), measure_meanfield, _rules_ndl("meanfield", False),
+                _derive_ndl("meanfield", False, {}), deterministic=True),
+    Measurement("simulate", dict(_GRID_NDL, steps=v.count, time=v.positive, burn_in=v.count0,
+                                 engine=v.choice(ENGINES), time_mode=v.choice(TIME_MODES), replace=v.boolean,
+                                 start=v.start, eps=_EPS),
+                measure_simulate, _rules_ndl("simulate", True, _rules_simulate),
+                _derive_ndl("simulate", False, _SIM_DEFAULTS), defaults=_SIM_DEFAULTS),
+    Measurement("mixing", dict(_GRID_NDL, start=v.start, max_steps=v.count, burn_in=v.count0, replace=v.boolean),
+                measure_mixing, _rules_ndl("mixing", True), _derive_ndl("mixing", True, {"start": "good"}),
+                defaults={"start": "good"}),
+    Measurement("fluctuations", dict(n=v.count, regime=v.choice(FLUCT_REGIMES), d=v.count, kappa=v.positive,
+                                     theta=v.bounded(positive=True, maximum=0.5), c=v.positive, zeta=v.real,
+                                     time=v.positive, burn_in=v.nonneg, replace=v.boolean, sde_paths=v.count,
+                                     sde_time=v.positive, dt=v.positive),
+                measure_fluctuations, _rules_fluct, _derive_fluct),
+)}
+
+# Views of the registry (the names of the first version of this module).
+MEASUREMENTS: dict[str, Callable] = {name: m.adapter for name, m in REGISTRY.items()}
+MEASUREMENT_KEYS: dict[str, dict] = {name: m.keys for name, m in REGISTRY.items()}
+DETERMINISTIC = frozenset(name for name, m in REGISTRY.items() if m.deterministic)

@@ -1,0 +1,309 @@
+"""The sweep file: TOML read with :mod:`tomllib`, validated in full before anything runs.
+
+Every error is listed at once with its line and key (:class:`SweepFileError`).  The grid
+expands into *tasks*: one task is one grid point and one replication, and gives one row of
+the results table.  The keys of each measurement, their checkers and the rules between them
+come from :data:`.measurements.REGISTRY`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import values as vals
+from .measurements import REGISTRY
+from .seeds import canonical_hash as _canonical_hash, task_seed
+
+__all__ = ["SweepFileError", "Task", "Sweep", "load_sweep", "parse_sweep", "FORMAT_VERSION", "SWEEP_KEYS"]
+
+FORMAT_VERSION = 2  # 1: arrays stored as JSON strings; 2: Arrow list and map columns
+CANONICAL_FORMAT = 1  # enters the canonical hash of a sweep: unchanged, so old hashes still match
+SWEEP_KEYS = {"name": vals.text, "description": vals.text, "seed": vals.seed, "replications": vals.count}
+
+
+class SweepFileError(ValueError):
+    """A sweep file with one or more errors; ``errors`` lists them all (one line each)."""
+
+    def __init__(self, path: str, errors: list[str]):
+        self.path = path
+        self.errors = list(errors)
+        head = f"{path}: {len(errors)} error{'s' if len(errors) != 1 else ''} in sweep file"
+        super().__init__(head + ":\n  " + "\n  ".join(self.errors))
+
+
+@dataclass(frozen=True)
+class Task:
+    """One grid point and one replication: one row of the results table."""
+
+    index: int  # position in grid order (rows are written in this order)
+    point: int  # index of the grid point
+    block: int  # index of the [[run]] block it came from
+    measurement: str
+    params: dict  # canonical parameters (scalars), defaults filled in
+    point_hash: str  # SHA-256 (hex) of the canonical parameters
+    replication: int
+    replications: int
+    seed: int  # the entropy of the sweep (or block) seed
+
+    @property
+    def task_id(self) -> str:
+        return f"{self.measurement}-{self.point_hash[:16]}-r{self.replication}"
+
+    def seed_sequence(self) -> np.random.SeedSequence:
+        return task_seed(self.seed, self.point_hash, self.replication)
+
+    def spec(self) -> dict:
+        """Plain-data description sent to a worker (picklable, no numpy)."""
+        return {"task_id": self.task_id, "measurement": self.measurement, "params": dict(self.params),
+                "point_hash": self.point_hash, "replication": self.replication,
+                "replications": self.replications, "seed": self.seed}
+
+
+@dataclass(frozen=True)
+class Sweep:
+    path: str
+    text: str
+    text_sha256: str
+    sweep_sha256: str  # hash of the parsed, canonical sweep (comments and layout do not count)
+    name: str
+    seed: int
+    tasks: tuple[Task, ...]
+    blocks: tuple[dict, ...] = field(repr=False, default=())
+
+    @property
+    def points(self) -> int:
+        return len({t.point for t in self.tasks})
+
+
+# --------------------------------------------------------------------------- line numbers
+_HEADER = re.compile(r"^\s*\[\[\s*([A-Za-z0-9_.\-]+)\s*\]\]")
+_TABLE = re.compile(r"^\s*\[\s*([A-Za-z0-9_.\-]+)\s*\]")
+_KEYLINE = re.compile(r"^\s*(\"[^\"]*\"|'[^']*'|[A-Za-z0-9_\-]+)\s*=")
+_STRINGS = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'[^']*'")
+
+
+def _key_lines(text: str) -> dict:
+    """``(section, block index or None, key) -> line``, and ``(section, index, None)`` for the
+    header lines, found by scanning the text (tomllib reports no positions)."""
+    where: dict = {}
+    section, idx = None, None
+    counts: dict = {}
+    depth = 0  # inside a multi-line array or inline table
+    for no, line in enumerate(text.splitlines(), start=1):
+        bare = _STRINGS.sub('""', line).split("#", 1)[0]
+        if depth == 0:
+            m = _HEADER.match(bare)
+            if m:
+                section = m.group(1)
+                idx = counts.get(section, 0)
+                counts[section] = idx + 1
+                where[(section, idx, None)] = no
+                continue
+            m = _TABLE.match(bare)
+            if m:
+                section, idx = m.group(1), None
+                where[(section, None, None)] = no
+                continue
+            m = _KEYLINE.match(bare)
+            if m:
+                where.setdefault((section, idx, m.group(1).strip("\"'")), no)
+        depth = max(0, depth + bare.count("[") + bare.count("{") - bare.count("]") - bare.count("}"))
+    return where
+
+
+# --------------------------------------------------------------------------- parsing
+def load_sweep(path) -> Sweep:
+    """Read and validate a sweep file; raise :class:`SweepFileError` listing every error."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SweepFileError(str(path), ["file not found"]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SweepFileError(str(path), [f"cannot read: {exc}"]) from None
+    return parse_sweep(text, path=str(path))
+
+
+def parse_sweep(text: str, path: str = "<sweep>") -> Sweep:
+    """Validate the TOML text of a sweep file and expand its grid into tasks.
+
+    Every problem found is collected; if there is any, :class:`SweepFileError` lists them
+    all, each as ``line L: key: message``.
+    """
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SweepFileError(path, [f"not valid TOML: {exc}"]) from None
+    lines = _key_lines(text)
+    errors: list[str] = []
+
+    def err(section, idx, key, msg):
+        no = lines.get((section, idx, key)) or lines.get((section, idx, None))
+        label = section if idx is None else f"{section}[{idx + 1}]"
+        where = f"{label}.{key}" if key else label
+        errors.append(f"line {no}: {where}: {msg}" if no else f"{where}: {msg}")
+
+    for key in data:
+        if key not in ("sweep", "run"):
+            err(None, None, key, f"unknown top-level key {key!r}; expected a [sweep] table and [[run]] blocks")
+    head = data.get("sweep", {})
+    if not isinstance(head, dict):
+        err(None, None, "sweep", "must be a table: [sweep]")
+        head = {}
+    name = head.get("name", Path(path).stem)
+    seed, replications = 0, 1
+    for key, value in head.items():
+        if key not in SWEEP_KEYS:
+            err("sweep", None, key, f"unknown key {key!r}; valid keys: {', '.join(sorted(SWEEP_KEYS))}")
+            continue
+        try:
+            checked = SWEEP_KEYS[key](key, value)
+        except (TypeError, ValueError) as exc:
+            err("sweep", None, key, str(exc) if key in ("seed", "replications") else
+                f"must be a string; got {value!r} ({type(value).__name__})")
+            continue
+        if key == "seed":
+            seed = checked
+        elif key == "replications":
+            replications = checked
+
+    runs = data.get("run")
+    if runs is None:
+        errors.append("no [[run]] block: a sweep needs at least one, e.g. [[run]] measurement = \"simulate\"")
+        runs = []
+    elif not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
+        err(None, None, "run", "must be an array of tables written [[run]]")
+        runs = []
+
+    tasks: list[Task] = []
+    blocks: list[dict] = []
+    seen: dict[str, int] = {}
+    point = 0
+    for b, block in enumerate(runs):
+        points, block_seed, block_reps, canon = _expand_block(b, block, seed, replications, err)
+        blocks.append(canon)
+        for params in points:
+            h = _canonical_hash({"measurement": canon["measurement"], **params})
+            if h in seen:
+                err("run", b, None, f"grid point {_short(params)} repeats one of run[{seen[h] + 1}]; "
+                    "each grid point may appear once")
+                continue
+            seen[h] = b
+            reps = 1 if REGISTRY[canon["measurement"]].deterministic else block_reps
+            for r in range(reps):
+                tasks.append(Task(index=len(tasks), point=point, block=b, measurement=canon["measurement"],
+                                  params=params, point_hash=h, replication=r, replications=reps,
+                                  seed=block_seed))
+            point += 1
+    if errors:
+        raise SweepFileError(path, sorted(errors, key=_line_of))
+    if not tasks:
+        raise SweepFileError(path, ["the grid is empty: no task to run"])
+    canon_all = {"format": CANONICAL_FORMAT, "name": str(name), "seed": seed, "replications": replications,
+                 "runs": blocks}
+    return Sweep(path=path, text=text, text_sha256=hashlib.sha256(text.encode()).hexdigest(),
+                 sweep_sha256=_canonical_hash(canon_all), name=str(name), seed=seed,
+                 tasks=tuple(tasks), blocks=tuple(blocks))
+
+
+def _line_of(msg: str) -> int:
+    m = re.match(r"line (\d+):", msg)
+    return int(m.group(1)) if m else 0
+
+
+def _short(params: dict) -> str:
+    return ", ".join(f"{k}={x}" for k, x in params.items())
+
+
+
+
+def _check_one(b: int, key: str, raw, checker, err) -> tuple[bool, object]:
+    try:
+        return True, checker(key, raw)
+    except (TypeError, ValueError) as exc:
+        err("run", b, key, str(exc))
+        return False, None
+
+
+def _expand_block(b, block, seed, replications, err):
+    """Validate one [[run]] block; return (grid points, seed, replications, canonical block)."""
+    names = ", ".join(REGISTRY)
+    meas = block.get("measurement")
+    if meas is None:
+        err("run", b, None, f"missing key 'measurement' (one of {names})")
+        return [], seed, replications, {"measurement": None}
+    if not isinstance(meas, str) or meas.strip().lower() not in REGISTRY:
+        err("run", b, "measurement", f"must be one of {names}; got {meas!r}")
+        return [], seed, replications, {"measurement": None}
+    meas = meas.strip().lower()
+    spec = REGISTRY[meas]
+    axes: dict[str, list] = {}
+    bad = False
+    block_seed, block_reps = seed, replications
+    for key, raw in block.items():
+        if key == "measurement":
+            continue
+        if key in ("seed", "replications"):
+            ok, value = _check_one(b, key, raw, SWEEP_KEYS[key], err)
+            bad |= not ok
+            if ok and key == "seed":
+                block_seed = value
+            elif ok:
+                block_reps = value
+                if spec.deterministic and value != 1:
+                    err("run", b, key, f"measurement {meas!r} is deterministic: replications must be 1")
+                    bad = True
+            continue
+        if key not in spec.keys:
+            err("run", b, key, f"unknown key {key!r} for measurement {meas!r}; valid keys: "
+                f"{', '.join(['measurement', 'replications', 'seed', *spec.keys])}")
+            bad = True
+            continue
+        values = raw if isinstance(raw, list) else [raw]
+        if not values:
+            err("run", b, key, "an empty list gives an empty grid; give at least one value")
+            bad = True
+            continue
+        out = []
+        for j, x in enumerate(values):
+            label = key if not isinstance(raw, list) else f"{key}[{j}]"
+            try:
+                out.append(spec.keys[key](label, x))
+            except (TypeError, ValueError) as exc:
+                err("run", b, key, str(exc))
+                bad = True
+        axes[key] = out
+
+    def rule_err(key, msg):
+        nonlocal bad
+        err("run", b, key, msg)
+        bad = True
+
+    spec.rules(axes, rule_err)
+    canon = {"measurement": meas, "seed": block_seed, "replications": block_reps,
+             "axes": {k: axes[k] for k in sorted(axes)}}
+    if bad:
+        return [], block_seed, block_reps, canon
+    keys = list(axes)
+    points = []
+    errs_seen = set()
+    for combo in itertools.product(*(axes[k] for k in keys)):
+        params = dict(zip(keys, combo))
+        try:
+            params = spec.derive(params)
+        except (TypeError, ValueError) as exc:
+            msg = str(exc)
+            if msg not in errs_seen:
+                errs_seen.add(msg)
+                err("run", b, None, f"grid point {_short(params)}: {msg}")
+            continue
+        points.append(params)
+    return points, block_seed, block_reps, canon
+

@@ -1,0 +1,538 @@
+"""Storage of a sweep: the output directory, part files, the results table, the sidecar.
+
+- **Directory**: created atomically (built under a temporary name beside it, with the sidecar
+  ``sweep.json`` written first, then renamed), so a kill at any instant leaves either nothing
+  or a directory the same command resumes.
+- **Parts**: each finished task is written to ``parts/<task_id>.parquet`` through a temporary
+  file and :func:`os.replace`; a part exists whole or not at all.  A part is accepted only if
+  the row it holds is the task it is named after (task id, point hash, seed, replication and
+  parameters); anything else is discarded and computed again.
+- **Results**: the parts, consolidated (atomically) into ``results.parquet`` in grid order.
+- **Tidy Arrow columns** (format 2): scalars are int64, float64, bool or string; arrays
+  (profiles, standard errors, covariances) are Arrow ``list`` columns (nested for matrices);
+  distributions keyed by integers (``max_queue_dist``) are ``map<int64, double>``; lists mixing
+  numbers and labels (confidence limits such as ``[0.0, "unbounded"]``) are ``list<string>``;
+  anything else irregular is JSON text, its column named in the schema metadata
+  ``supermarket.json_columns``.  pandas, Polars and DuckDB read the table directly.
+- Format 1 directories (arrays as JSON text) are refused with the command that converts
+  them: ``supermarket sweep --upgrade DIR`` (:func:`upgrade`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+
+from .seeds import SEED_RULE
+from .spec import FORMAT_VERSION, Sweep, Task
+
+__all__ = ["RESULTS_FILE", "SIDECAR_FILE", "SWEEP_COPY", "PARTS_DIR", "ID_COLUMNS", "TIMING_COLUMNS",
+           "SweepDirError", "OutputError", "check_output_file", "check_output_dir", "write_output",
+           "to_table", "table_rows", "read_results", "read_sidecar", "upgrade"]
+
+RESULTS_FILE = "results.parquet"
+SIDECAR_FILE = "sweep.json"
+SWEEP_COPY = "sweep.toml"
+PARTS_DIR = "parts"
+JSON_COLUMNS_KEY = b"supermarket.json_columns"
+FORMAT_KEY = b"supermarket.format"
+ID_COLUMNS = ("sweep", "task_id", "task_index", "point", "measurement", "replication", "replications",
+              "seed", "point_hash", "status", "error")
+# Columns whose values depend on the machine and the moment, not on the seeds.
+TIMING_COLUMNS = ("wall_seconds", "wall_time", "events_per_second", "seconds", "sim_seconds",
+                  "sim_events_per_second", "limit_seconds")
+
+
+class SweepDirError(ValueError):
+    """The output directory cannot be used for this sweep (one line: why, and what to do)."""
+
+
+class OutputError(ValueError):
+    """An output file cannot be written (one line)."""
+
+
+# =========================================================================== output paths
+def _probe_dir(d: Path, label: str, err=OutputError) -> None:
+    if not d.exists():
+        raise err(f"{label}: the directory {d} does not exist; create it first")
+    if not d.is_dir():
+        raise err(f"{label}: {d} is not a directory")
+    try:
+        fd, name = tempfile.mkstemp(prefix=".supermarket-probe-", dir=d)
+        os.close(fd)
+        os.unlink(name)
+    except OSError as exc:
+        raise err(f"{label}: cannot write in {d} ({exc.strerror or exc})") from None
+
+
+def check_output_file(path, label: str = "output") -> Path:
+    """Check, before any work, that ``path`` can be written: its directory exists and is
+    writable, and the path is not a directory.  Returns the path; raises :class:`OutputError`."""
+    p = Path(path)
+    if p.is_dir():
+        raise OutputError(f"{label}: {p} is a directory; give a file name")
+    if p.exists() and not p.is_file():
+        return p  # a device or a pipe (/dev/stdout): written directly, errors reported then
+    _probe_dir(p.parent if str(p.parent) else Path("."), label)
+    return p
+
+
+def check_output_dir(out, label: str = "--out") -> Path:
+    """Check, before any work, that the sweep directory ``out`` can be used: an existing
+    writable directory, or a missing one whose parent exists and is writable."""
+    p = Path(out)
+    if p.exists():
+        if not p.is_dir():
+            raise SweepDirError(f"{label} {p} exists and is not a directory")
+        _probe_dir(p, label, SweepDirError)
+    else:
+        _probe_dir(p.parent if str(p.parent) else Path("."), label, SweepDirError)
+    return p
+
+
+def write_output(path, data, label: str = "output") -> str:
+    """Write ``data`` (str or bytes) to ``path``: through a temporary file and a rename for a
+    regular file, directly for a device or pipe; any failure (a full disk: ``/dev/full``) raises
+    :class:`OutputError` instead of being reported as written."""
+    p = Path(path)
+    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    try:
+        if p.exists() and not p.is_file():
+            with open(p, "wb") as fh:
+                fh.write(raw)
+                fh.flush()
+        else:
+            _atomic_write_bytes(p, raw)
+    except OSError as exc:
+        raise OutputError(f"{label}: cannot write {p} ({exc.strerror or exc})") from None
+    return str(p)
+
+
+def _atomic_write_bytes(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _atomic_write_table(path: Path, table) -> None:
+    import pyarrow.parquet as pq
+
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        pq.write_table(table, tmp)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+# =========================================================================== Arrow typing
+def _kind(x) -> str:
+    if isinstance(x, bool):
+        return "bool"
+    if isinstance(x, int):
+        return "int"
+    if isinstance(x, float):
+        return "float"
+    if isinstance(x, str):
+        return "str"
+    if isinstance(x, (list, tuple)):
+        return "list"
+    if isinstance(x, dict):
+        return "map"
+    return "other"
+
+
+def _no_null(t):
+    """The type with every null leaf replaced by float64 (an empty list is a list of numbers)."""
+    import pyarrow as pa
+
+    if pa.types.is_null(t):
+        return pa.float64()
+    if pa.types.is_list(t):
+        return pa.list_(_no_null(t.value_type))
+    return t
+
+
+def _label(x) -> str | None:
+    return None if x is None else (x if isinstance(x, str) else json.dumps(x))
+
+
+def _int_key(k):
+    if isinstance(k, bool):
+        return None
+    if isinstance(k, int):
+        return k
+    if isinstance(k, str) and k.strip().lstrip("-").isdigit():
+        return int(k)
+    return None
+
+
+def _column(vals: list):
+    """(pyarrow array, is_json) for one column's values."""
+    import pyarrow as pa
+
+    kinds = {_kind(x) for x in vals if x is not None}
+    if not kinds:
+        return pa.array(vals, type=pa.null()), False
+    if kinds <= {"bool"}:
+        return pa.array(vals, type=pa.bool_()), False
+    if kinds <= {"int"}:
+        return pa.array(vals, type=pa.int64()), False
+    if kinds <= {"int", "float"}:
+        return pa.array([None if x is None else float(x) for x in vals], type=pa.float64()), False
+    if kinds <= {"bool", "int", "float", "str"}:
+        return pa.array([_label(x) for x in vals], type=pa.string()), False
+    try:
+        if kinds == {"list"}:
+            arr = pa.array([None if x is None else list(x) for x in vals])
+            return arr.cast(_no_null(arr.type)), False
+        if kinds == {"map"}:
+            keys = [_int_key(k) for x in vals if x is not None for k in x]
+            as_int = all(k is not None for k in keys)
+            items = [None if x is None else [(_int_key(k) if as_int else str(k), y) for k, y in x.items()]
+                     for x in vals]
+            vtype = _no_null(pa.array([y for x in vals if x is not None for y in x.values()]).type)
+            return pa.array(items, type=pa.map_(pa.int64() if as_int else pa.string(), vtype)), False
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        pass
+    flat = kinds == {"list"} and all(x is None or all(_kind(y) in ("bool", "int", "float", "str") or y is None
+                                                      for y in x) for x in vals)
+    if flat:  # numbers mixed with labels ("censored", "unbounded")
+        return pa.array([None if x is None else [_label(y) for y in x] for x in vals],
+                        type=pa.list_(pa.string())), False
+    return pa.array([None if x is None else json.dumps(x) for x in vals], type=pa.string()), True
+
+
+def to_table(rows: list[dict], first: tuple = ()):
+    """A :class:`pyarrow.Table` from rows with possibly different keys (missing values are
+    null), columns ``first`` first and ``wall_seconds`` last, typed as the module doc says."""
+    import pyarrow as pa
+
+    cols: list[str] = []
+    seen = set()
+    for k in first:
+        if any(k in r for r in rows):
+            seen.add(k)
+            cols.append(k)
+    seen.add("wall_seconds")
+    for r in rows:
+        for k in r:
+            if k not in seen:
+                seen.add(k)
+                cols.append(k)
+    if any("wall_seconds" in r for r in rows):
+        cols.append("wall_seconds")
+    arrays, as_json = {}, []
+    for c in cols:
+        arrays[c], is_json = _column([r.get(c) for r in rows])
+        if is_json:
+            as_json.append(c)
+    meta = {FORMAT_KEY: str(FORMAT_VERSION).encode(), JSON_COLUMNS_KEY: json.dumps(as_json).encode()}
+    return pa.table(arrays).replace_schema_metadata(meta)
+
+
+def table_rows(table) -> list[dict]:
+    """Rows of a results table as plain Python: map columns as dicts, JSON columns decoded."""
+    import pyarrow as pa
+
+    meta = table.schema.metadata or {}
+    as_json = set(json.loads(meta.get(JSON_COLUMNS_KEY, b"[]")))
+    maps = {f.name for f in table.schema if pa.types.is_map(f.type)}
+    rows = table.to_pylist()
+    if maps or as_json:
+        for r in rows:
+            for c in maps:
+                if r.get(c) is not None:
+                    r[c] = dict(r[c])
+            for c in as_json:
+                if isinstance(r.get(c), str):
+                    r[c] = json.loads(r[c])
+    return rows
+
+
+# =========================================================================== parts
+def part_path(out: Path, task: Task) -> Path:
+    return out / PARTS_DIR / f"{task.task_id}.parquet"
+
+
+def write_part(out: Path, task: Task, row: dict) -> None:
+    _atomic_write_table(part_path(out, task), to_table([row], ID_COLUMNS))
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return a == b
+
+
+def part_matches(task: Task, row: dict) -> bool:
+    """Whether ``row`` is the result of ``task``: same identity, seed and parameters."""
+    ident = {"task_id": task.task_id, "measurement": task.measurement, "point_hash": task.point_hash,
+             "replication": task.replication, "seed": task.seed}
+    if any(row.get(k) != x for k, x in ident.items()):
+        return False
+    for k, x in task.params.items():
+        want = float(x) if k == "load" else x
+        if not _same(row.get(k), want):
+            return False
+    return True
+
+
+def read_part(path: Path, task: Task | None = None) -> dict | None:
+    """The row of a part file, or None if it is unreadable, not one row, or (given ``task``)
+    not that task's result."""
+    import pyarrow.parquet as pq
+
+    try:
+        rows = table_rows(pq.read_table(path))
+    except Exception:  # noqa: BLE001 - an unreadable part is treated as not done
+        return None
+    if len(rows) != 1 or (task is not None and not part_matches(task, rows[0])):
+        return None
+    return rows[0]
+
+
+# =========================================================================== reading
+def _format_error(out_dir, fmt) -> SweepDirError:
+    return SweepDirError(f"{out_dir} holds a sweep in the old format {fmt} (arrays as JSON text); convert it "
+                         f"with `supermarket sweep --upgrade {out_dir}` (or run the sweep again into a new --out)")
+
+
+def read_sidecar(out_dir, *, check_format: bool = True) -> dict:
+    """The sidecar ``sweep.json`` of a sweep directory (a dict).
+
+    Raises :class:`SweepDirError` if there is none, it is unreadable, or (``check_format``) the
+    directory is in an older format (with the command that converts it)."""
+    path = Path(out_dir) / SIDECAR_FILE
+    if not path.exists():
+        raise SweepDirError(f"{out_dir}: no {SIDECAR_FILE}: not a sweep directory")
+    try:
+        side = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SweepDirError(f"{path} is unreadable ({exc}); not a usable sweep directory") from None
+    if not isinstance(side, dict):
+        raise SweepDirError(f"{path} is not a sweep sidecar")
+    fmt = side.get("format", 1)
+    if check_format and fmt != FORMAT_VERSION:
+        if isinstance(fmt, int) and fmt < FORMAT_VERSION:
+            raise _format_error(out_dir, fmt)
+        raise SweepDirError(f"{out_dir} was written by a newer supermarket (format {fmt}); upgrade supermarket")
+    return side
+
+
+def read_results(out_dir, *, partial: bool = False):
+    """The results table of a sweep directory (a :class:`pyarrow.Table`).
+
+    With ``partial=True`` and no ``results.parquet`` yet (a sweep still running, or
+    interrupted), the finished tasks' part files are read instead, in grid order.
+    """
+    import pyarrow.parquet as pq
+
+    out = Path(out_dir)
+    read_sidecar(out)
+    path = out / RESULTS_FILE
+    if path.exists():
+        return pq.read_table(path)
+    parts = sorted((out / PARTS_DIR).glob("*.parquet")) if partial else []
+    rows = [r for r in (read_part(p) for p in parts) if r is not None]
+    if not rows:
+        raise SweepDirError(f"{out_dir}: no {RESULTS_FILE} and no finished task "
+                            f"(run `supermarket sweep FILE --out {out_dir}` first)")
+    rows.sort(key=lambda r: r["task_index"])
+    return to_table(rows, ID_COLUMNS)
+
+
+# =========================================================================== the directory
+def _git_commit() -> str | None:
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (out.stdout.strip() or None) if out.returncode == 0 else None
+
+
+def sidecar(sweep: Sweep, state: dict) -> dict:
+    from .. import __version__
+
+    return {
+        "format": FORMAT_VERSION,
+        "package": "supermarket",
+        "package_version": __version__,
+        "git_commit": _git_commit(),
+        "python": sys.version.split()[0],
+        "sweep_name": sweep.name,
+        "sweep_file": sweep.path,
+        "sweep_text": sweep.text,
+        "sweep_text_sha256": sweep.text_sha256,
+        "sweep_sha256": sweep.sweep_sha256,
+        "seed": sweep.seed,
+        "seed_rule": SEED_RULE,
+        "tasks_total": len(sweep.tasks),
+        "points": [
+            {"point": t.point, "measurement": t.measurement, "params": t.params, "point_hash": t.point_hash,
+             "replications": t.replications, "seed": t.seed}
+            for t in sweep.tasks if t.replication == 0
+        ],
+        **state,
+    }
+
+
+def write_sidecar(out: Path, side: dict) -> None:
+    _atomic_write_bytes(out / SIDECAR_FILE, json.dumps(side, indent=1).encode())
+
+
+def _stale(name: str) -> bool:
+    return name.startswith(".") and (name.endswith(".tmp") or name.startswith(".supermarket-probe-"))
+
+
+def _clean_creations(out: Path) -> None:
+    """Remove the half-built directories ``.<name>.creating-<pid>-*`` of dead processes."""
+    for p in out.parent.glob(f".{out.name}.creating-*"):
+        try:
+            pid = int(p.name.rsplit(".creating-", 1)[1].split("-", 1)[0])
+            os.kill(pid, 0)
+            continue  # still being built by a live process
+        except ProcessLookupError:
+            shutil.rmtree(p, ignore_errors=True)
+        except (ValueError, IndexError, PermissionError, OSError):
+            continue
+
+
+def _populate(d: Path, sweep: Sweep) -> None:
+    write_sidecar(d, sidecar(sweep, {"status": "created", "runs": [], "task_seconds": {}}))
+    _atomic_write_bytes(d / SWEEP_COPY, sweep.text.encode())
+    (d / PARTS_DIR).mkdir(exist_ok=True)
+
+
+def prepare_dir(sweep: Sweep, out: Path) -> dict:
+    """Create the sweep directory atomically, or check an existing one; returns the previous
+    sidecar (``{}`` for a new directory).  Refuses a directory of another sweep, a non-empty
+    directory that is not a sweep, and an old-format one (with the command to convert it)."""
+    check_output_dir(out)
+    if not out.exists():
+        _clean_creations(out)
+        tmp = out.parent / f".{out.name}.creating-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        tmp.mkdir()
+        try:
+            _populate(tmp, sweep)
+            os.rename(tmp, out)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return {}
+    entries = [p for p in out.iterdir() if not _stale(p.name)]
+    side = out / SIDECAR_FILE
+    if not entries:
+        _populate(out, sweep)  # the sidecar first: from then on, the directory is this sweep's
+        return {}
+    if not side.exists():
+        # a directory left by an older version killed before it wrote the sidecar: resume
+        # it when it holds only this sweep's file and parts
+        names = {p.name for p in entries}
+        copy = out / SWEEP_COPY
+        if names <= {SWEEP_COPY, PARTS_DIR} and copy.exists():
+            from .spec import SweepFileError, parse_sweep
+
+            try:
+                same = parse_sweep(copy.read_text(encoding="utf-8"), str(copy)).sweep_sha256 == sweep.sweep_sha256
+            except (SweepFileError, OSError, UnicodeDecodeError):
+                same = False
+            if same:
+                _populate(out, sweep)
+                return {}
+        raise SweepDirError(f"--out {out} is not empty and holds no {SIDECAR_FILE}: refusing to write a "
+                            "sweep into it; choose a new or empty directory")
+    old = read_sidecar(out)
+    if old.get("sweep_sha256") != sweep.sweep_sha256:
+        raise SweepDirError(
+            f"--out {out} holds results of a different sweep ({old.get('sweep_file', '?')}, "
+            f"hash {str(old.get('sweep_sha256'))[:12]}) than {sweep.path} (hash {sweep.sweep_sha256[:12]}); "
+            "refusing to mix them: choose another --out")
+    (out / PARTS_DIR).mkdir(exist_ok=True)
+    if not (out / SWEEP_COPY).exists():
+        _atomic_write_bytes(out / SWEEP_COPY, sweep.text.encode())
+    return old
+
+
+def clean_stale(out: Path) -> None:
+    """Remove temporary files left by a killed run (they are never read)."""
+    for d in (out, out / PARTS_DIR):
+        for p in d.glob(".*"):
+            if _stale(p.name) and p.is_file():
+                p.unlink(missing_ok=True)
+
+
+# =========================================================================== format upgrade
+def _decode_json_text(rows: list[dict]) -> list[dict]:
+    """Format 1 -> 2: the columns whose every value is JSON text of an array or a mapping."""
+    cols = {k for r in rows for k in r if k not in ID_COLUMNS}
+    for c in cols:
+        vals = [r.get(c) for r in rows if r.get(c) is not None]
+        if not vals or not all(isinstance(x, str) and x[:1] in "[{" for x in vals):
+            continue
+        try:
+            parsed = [None if r.get(c) is None else json.loads(r[c]) for r in rows]
+        except ValueError:
+            continue
+        for r, x in zip(rows, parsed):
+            if c in r:
+                r[c] = x
+    return rows
+
+
+def upgrade(out_dir) -> int:
+    """Convert a sweep directory of an older format (arrays as JSON text) to the current one,
+    in place and atomically file by file; returns the number of files rewritten (0 when the
+    directory is already current).
+
+    Raises
+    ------
+    SweepDirError
+        Not a sweep directory, or one written by a newer version.
+    """
+    import pyarrow.parquet as pq
+
+    out = Path(out_dir)
+    side = read_sidecar(out, check_format=False)
+    fmt = side.get("format", 1)
+    if fmt == FORMAT_VERSION:
+        return 0
+    if not isinstance(fmt, int) or fmt > FORMAT_VERSION:
+        raise SweepDirError(f"{out} was written by a newer supermarket (format {fmt}); upgrade supermarket")
+    files = sorted((out / PARTS_DIR).glob("*.parquet")) + [out / RESULTS_FILE]
+    done = 0
+    for f in files:
+        if not f.exists():
+            continue
+        try:
+            rows = pq.read_table(f).to_pylist()
+        except Exception as exc:  # noqa: BLE001 - a damaged part is dropped (it is run again)
+            if f.parent.name == PARTS_DIR:
+                f.unlink(missing_ok=True)
+                continue
+            raise SweepDirError(f"{f} is unreadable ({type(exc).__name__}); run the sweep again") from None
+        _atomic_write_table(f, to_table(_decode_json_text(rows), ID_COLUMNS))
+        done += 1
+    side["format"] = FORMAT_VERSION
+    side.setdefault("upgrades", []).append({"from_format": fmt, "to_format": FORMAT_VERSION})
+    write_sidecar(out, side)
+    return done

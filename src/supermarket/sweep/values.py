@@ -1,0 +1,128 @@
+"""Value checkers of the sweep file: each takes ``(key, value)`` and returns the canonical
+value or raises :class:`ValueError` / :class:`TypeError` with a message naming the key.
+
+The enumerations are the library's own (:data:`supermarket.simulate.ENGINES`,
+:data:`supermarket.simulate.TIME_MODES`, :func:`supermarket.states.parse_start`): a new engine
+is accepted here as soon as the library knows it.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from decimal import Decimal, InvalidOperation
+
+from ..model import check_load, parse_count
+
+__all__ = ["check_choice", "choice", "count", "count0", "load", "real", "bounded", "positive", "nonneg",
+           "boolean", "start", "text", "seed"]
+
+
+def check_choice(key: str, value, options) -> str:
+    """``value`` (case and surrounding blanks ignored) if it is one of ``options``.
+
+    >>> check_choice("engine", " Profile", ("profile", "queues"))
+    'profile'
+    >>> check_choice("engine", "warp", ("profile", "queues"))
+    Traceback (most recent call last):
+    ...
+    ValueError: engine must be one of profile, queues; got 'warp'
+    """
+    options = tuple(options)
+    if not isinstance(value, str):
+        raise TypeError(f"{key} must be one of {', '.join(options)}; got {value!r} ({type(value).__name__})")
+    s = value.strip().lower()
+    if s not in options:
+        raise ValueError(f"{key} must be one of {', '.join(options)}; got {value!r}")
+    return s
+
+
+def choice(options):
+    """A checker accepting one of ``options`` (see :func:`check_choice`)."""
+    options = tuple(options)
+
+    def check(key, v):
+        return check_choice(key, v, options)
+
+    check.options = options  # type: ignore[attr-defined]
+    return check
+
+
+def count(key, v):
+    if isinstance(v, bool) or not isinstance(v, (numbers.Real, str)):
+        raise TypeError(f"{key} must be a positive integer such as 1000 or 1e5; got {v!r} ({type(v).__name__})")
+    if isinstance(v, float) and (not math.isfinite(v) or v != int(v)):
+        raise ValueError(f"{key} must be a positive integer such as 1000 or 1e5; got {v!r}")
+    return parse_count(key, v if not isinstance(v, float) else int(v))
+
+
+def count0(key, v):
+    if not isinstance(v, bool) and isinstance(v, (numbers.Integral, float)) and v == 0:
+        return 0
+    return count(key, v)
+
+
+def load(key, v):
+    if isinstance(v, bool) or not isinstance(v, (numbers.Real, str)):
+        raise TypeError(f"{key} must be a number in (0, 1) (a float or a string such as \"0.999\"); "
+                        f"got {v!r} ({type(v).__name__})")
+    check_load(v if not isinstance(v, str) else v.strip(), name=key)
+    return v.strip() if isinstance(v, str) else float(v)
+
+
+def real(key, v, *, positive=False, minimum=None, maximum=None):
+    if isinstance(v, bool) or not isinstance(v, (numbers.Real, str)):
+        raise TypeError(f"{key} must be a number; got {v!r} ({type(v).__name__})")
+    try:
+        x = float(Decimal(v.strip())) if isinstance(v, str) else float(v)
+    except (InvalidOperation, ValueError):
+        raise TypeError(f"{key} must be a number; got {v!r}") from None
+    if not math.isfinite(x) or (positive and x <= 0) or (minimum is not None and x < minimum) or \
+            (maximum is not None and x > maximum):
+        rng = "a positive finite number" if positive else "a finite number"
+        if minimum is not None or maximum is not None:
+            rng += f" in [{minimum if minimum is not None else '-inf'}, {maximum if maximum is not None else 'inf'}]"
+        raise ValueError(f"{key} must be {rng}; got {v!r}")
+    return x
+
+
+def bounded(*, positive=False, minimum=None, maximum=None):
+    """A checker of a real number in a range (see :func:`real`)."""
+    return lambda key, v: real(key, v, positive=positive, minimum=minimum, maximum=maximum)
+
+
+def positive(key, v):
+    return real(key, v, positive=True)
+
+
+def nonneg(key, v):
+    return real(key, v, minimum=0.0)
+
+
+def boolean(key, v):
+    if not isinstance(v, bool):
+        raise TypeError(f"{key} must be true or false; got {v!r} ({type(v).__name__})")
+    return v
+
+
+def start(key, v):
+    from ..states import parse_start
+
+    if not isinstance(v, str):
+        raise TypeError(f"{key} must be a start such as \"empty\", \"good\", \"customers:3\" or \"long:20\"; got {v!r}")
+    parse_start(v)
+    return v.strip()
+
+
+def text(key, v):
+    if not isinstance(v, str):
+        raise TypeError(f"{key} must be a string; got {v!r} ({type(v).__name__})")
+    return v
+
+
+def seed(key, v):
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise TypeError(f"{key} must be an integer >= 0; got {v!r} ({type(v).__name__})")
+    if v < 0:
+        raise ValueError(f"{key} must be an integer >= 0; got {v}")
+    return int(v)

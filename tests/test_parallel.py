@@ -1,0 +1,184 @@
+"""The parallel layer: the same results in task order on every backend (this process, a
+spawn pool, a real Dask scheduler and worker), errors, Ctrl-C, and a scheduler address that
+is not a Dask scheduler."""
+
+from __future__ import annotations
+
+import doctest
+import math
+import os
+import signal
+import socket
+import threading
+import time
+
+import pytest
+
+from supermarket import parallel
+from supermarket.parallel import SchedulerError, map_tasks
+from supermarket.sweep import TIMING_COLUMNS, parse_sweep, run_task
+
+from conftest import free_port
+
+SIM = """
+[sweep]
+seed = 17
+replications = 3
+
+[[run]]
+measurement = "simulate"
+n = 100
+d = [2, 3]
+load = 0.9
+steps = 5000
+burn_in = 500
+"""
+
+
+def _specs():
+    return [t.spec() for t in parse_sweep(SIM).tasks]
+
+
+def _values(records):
+    return [{k: v for k, v in r["result"].items() if k not in TIMING_COLUMNS} | {"id": r["task_id"]}
+            for r in records]
+
+
+def test_doctests():
+    res = doctest.testmod(parallel, optionflags=doctest.ELLIPSIS)
+    assert res.attempted >= 8 and res.failed == 0
+
+
+def test_order_on_result_and_progress_serial_and_pool():
+    for workers in (1, 2):
+        seen, prog = [], []
+        out = map_tasks(sum, [(7, 2), (9, 4), (1, 1)], workers=workers,
+                        on_result=lambda i, v, e: seen.append((i, v, e)), progress=lambda *a: prog.append(a))
+        assert out == [9, 13, 2]
+        assert sorted(seen) == [(0, 9, None), (1, 13, None), (2, 2, None)]
+        assert prog[0][0] == 0 and prog[-1] == (3, 0, 3) and [p[0] for p in prog] == sorted(p[0] for p in prog)
+
+
+def test_errors_raised_or_returned():
+    with pytest.raises(ValueError, match="invalid literal"):
+        map_tasks(int, ["1", "x", "3"])
+    for workers in (1, 2):
+        out = map_tasks(int, ["1", "x", "3"], workers=workers, return_errors=True)
+        assert out[0] == 1 and out[2] == 3 and isinstance(out[1], ValueError)
+    with pytest.raises(ValueError, match="workers"):
+        map_tasks(abs, [1], workers=0)
+    assert map_tasks(abs, [-1], collect=False) is None
+
+
+def test_same_results_serial_and_pool():
+    specs = _specs()
+    a = map_tasks(run_task, specs, workers=1)
+    b = map_tasks(run_task, specs, workers=2)
+    assert all(r["status"] == "ok" for r in a)
+    assert _values(a) == _values(b)
+    # the replications differ from each other (the seeds are really used)
+    assert a[0]["result"]["u_mean"] != a[1]["result"]["u_mean"]
+
+
+def test_same_results_on_a_real_dask_cluster(dask_cluster):
+    specs = _specs()
+    client = parallel.connect(dask_cluster, timeout=30)
+    try:
+        seen = []
+        c = map_tasks(run_task, specs, client=client, on_result=lambda i, v, e: seen.append(i))
+    finally:
+        client.close()
+    assert sorted(seen) == list(range(len(specs)))
+    assert _values(c) == _values(map_tasks(run_task, specs, workers=1))
+
+
+def test_serial_interruption_swallowed_by_the_task_is_not_delivered():
+    """A task that catches Ctrl-C and returns a partial value (as simulate does) must not be
+    delivered: the map raises KeyboardInterrupt after the tasks finished before it."""
+    delivered = []
+
+    def task(x):
+        if x == 2:
+            try:
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(5)
+            except KeyboardInterrupt:
+                return "partial"
+        return x
+
+    with pytest.raises(KeyboardInterrupt):
+        map_tasks(task, [0, 1, 2, 3], on_result=lambda i, v, e: delivered.append(v))
+    assert delivered == [0, 1]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+
+
+def test_pool_interruption_stops_quickly_and_terminates_workers():
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    delivered = []
+    t0 = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            map_tasks(time.sleep, [0.0, 30.0, 30.0], workers=2, on_result=lambda i, v, e: delivered.append(i))
+    finally:
+        timer.cancel()
+    assert time.monotonic() - t0 < 15
+    assert delivered in ([], [0])
+
+
+# --------------------------------------------------------------------------- scheduler addresses
+class _Server:
+    """A TCP server on loopback that, per connection, sends ``greeting`` (or nothing) and holds."""
+
+    def __init__(self, greeting: bytes | None):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        self.greeting = greeting
+        self.conns = []
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            self.conns.append(c)
+            if self.greeting:
+                try:
+                    c.sendall(self.greeting)
+                except OSError:
+                    pass
+
+    def close(self):
+        self.sock.close()
+        for c in self.conns:
+            c.close()
+
+
+@pytest.mark.parametrize("greeting", [None, b"SSH-2.0-OpenSSH_9.2\r\n", b"\xff" * 64, b"HTTP/1.1 400 Bad\r\n\r\n"])
+def test_not_a_dask_scheduler_fails_within_the_timeout(greeting):
+    srv = _Server(greeting)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(SchedulerError, match="not a Dask scheduler") as ei:
+            parallel.connect(f"tcp://127.0.0.1:{srv.port}", timeout=1.0)
+        assert time.monotonic() - t0 < 4
+        assert "\n" not in str(ei.value)
+    finally:
+        srv.close()
+
+
+def test_nothing_listening_and_bad_addresses():
+    t0 = time.monotonic()
+    with pytest.raises(SchedulerError, match="cannot reach the Dask scheduler"):
+        parallel.connect(f"tcp://127.0.0.1:{free_port()}", timeout=1.0)
+    assert time.monotonic() - t0 < 4
+    for bad in ("127.0.0.1:8786", "tcp://", "tcp://a b:1", 8786):
+        with pytest.raises(SchedulerError, match="tcp://HOST:PORT"):
+            parallel.connect(bad)
+    with pytest.raises(ValueError, match="timeout"):
+        parallel.connect("tcp://127.0.0.1:1", timeout=math.nan)
