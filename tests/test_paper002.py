@@ -40,6 +40,7 @@ def test_run_writes_every_artefact(tiny, tmp_path):
     assert [r["n"] for r in meta["scaling"]] == [100, 400]
     summary = (tmp_path / "summary.md").read_text()
     assert "derived" in summary.lower()
+    assert "Flow balance" in summary and " agrees (z = " in summary
     assert out["scaling"] and out["rows"]
 
 
@@ -79,8 +80,6 @@ def test_summary_changes_when_the_data_change(tiny, tmp_path, monkeypatch):
 
     from supermarket import fluctuations as fl
 
-    p002.run(tmp_path / "a", quick=True, seed=3)
-    before = (tmp_path / "a" / "summary.md").read_text()
     real = fl.compare
 
     def shifted(*a, **k):  # the chain's E Q moved far away: the flow-balance sentence must say so
@@ -91,8 +90,8 @@ def test_summary_changes_when_the_data_change(tiny, tmp_path, monkeypatch):
     monkeypatch.setattr(fl, "compare", shifted)
     p002.run(tmp_path / "b", quick=True, seed=3)
     after = (tmp_path / "b" / "summary.md").read_text()
-    assert "does not agree" in after and after.count("does not agree") > before.count("does not agree")
-    assert "mean_z1 differs" in after
+    # the unshifted tiny run agrees on E Q (test_run_writes_every_artefact checks the sentence)
+    assert "does not agree" in after and "mean_z1 differs" in after
 
 
 def test_study_markdown_is_computed_from_rows(monkeypatch):

@@ -537,12 +537,19 @@ def plot_study(pre_rows: list[dict], refl_rows: list[dict], path: str) -> None:
     plt.close(fig)
 
 
-def run_study(out_dir, *, quick=False, seed=0, workers=None) -> dict:
+def run_study(out_dir, *, quick=False, seed=0, workers=None, ns=None, chain_time=None, paths=None,
+              sde_time=None) -> dict:
     """Run both studies into ``out_dir``: ``prelimit.csv``, ``reflection.csv``,
-    ``study.md`` (tables and computed sentences) and ``study.png``."""
+    ``study.md`` (tables and computed sentences) and ``study.png``.  ``ns``, ``chain_time``,
+    ``paths``, ``sde_time`` override the sizes of the full run."""
     os.makedirs(out_dir, exist_ok=True)
     t0 = _time.perf_counter()
-    if quick:
+    custom = ns is not None or chain_time is not None or paths is not None or sde_time is not None
+    if custom:
+        pre = prelimit_study(tuple(ns or (10**3, 10**4, 10**5)), chain_time=chain_time,
+                             sde_paths=paths or 128, sde_time=sde_time or 100.0, seed=seed, workers=workers)
+        refl = reflection_study(paths=paths or 256, time=sde_time or 100.0, seed=seed, workers=workers)
+    elif quick:
         pre = prelimit_study((10**3, 10**4), chain_time=800.0, sde_paths=64, sde_time=50.0, seed=seed,
                              workers=workers)
         refl = reflection_study((0.04, 0.01, 0.0025), paths=64, time=50.0, seed=seed, workers=workers)
@@ -557,7 +564,8 @@ def run_study(out_dir, *, quick=False, seed=0, workers=None) -> dict:
     md = study_markdown(pre, refl)
     secs = _time.perf_counter() - t0
     with open(os.path.join(out_dir, "study.md"), "w") as f:
-        f.write(md + f"\n\n({'quick' if quick else 'full'} run, seed {seed}, {secs:.0f} s)\n")
+        mode = "custom-size" if custom else ("quick" if quick else "full")
+        f.write(md + f"\n\n({mode} run, seed {seed}, {secs:.0f} s)\n")
     plot_study(pre, refl, os.path.join(out_dir, "study.png"))
     return {"prelimit": pre, "reflection": refl, "markdown": md, "seconds": secs}
 
@@ -572,8 +580,14 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=None)
+    ap.add_argument("--ns", type=float, nargs="+", default=None, help="values of n (e.g. 1e3 1e4 4e4)")
+    ap.add_argument("--chain-time", type=float, default=None)
+    ap.add_argument("--paths", type=int, default=None)
+    ap.add_argument("--sde-time", type=float, default=None)
     a = ap.parse_args(argv)
-    res = run_study(a.out, quick=a.quick, seed=a.seed, workers=a.workers)
+    res = run_study(a.out, quick=a.quick, seed=a.seed, workers=a.workers,
+                    ns=None if a.ns is None else [int(x) for x in a.ns], chain_time=a.chain_time,
+                    paths=a.paths, sde_time=a.sde_time)
     print(res["markdown"])
     return 0
 
