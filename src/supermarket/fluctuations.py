@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 import time as _time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -47,9 +48,9 @@ from .model import (
     check_int,
     check_positive_float,
     check_positive_int,
-    seed_to_uint64,
     spawn_seeds,
 )
+from .engines.rng import state_from_seed_sequence
 from .theory import REGIME_A_BELOW, REGIME_C_ABOVE
 
 __all__ = [
@@ -67,6 +68,9 @@ __all__ = [
     "simulate_fluctuations",
     "LimitSDE",
     "limit_sde",
+    "prelimit_sde",
+    "integrated_autocorrelation_time",
+    "WorkWarning",
     "limit_for",
     "limit_closed_form",
     "limit_acf_a",
@@ -352,7 +356,15 @@ def scaled(p: RegimeParams, G1, G2):
 @dataclass(frozen=True)
 class Moments:
     """Stationary mean, variance and covariance of ``(z1, z2)``, with standard errors
-    (``stderr``; ``None`` for exact values)."""
+    (``stderr``; ``None`` for exact values).
+
+    ``tau_int``: the integrated autocorrelation time (time units) of the slowest of the five
+    functionals, estimated from the recorded grid (chain only); ``adequate``: whether each
+    batch is at least :data:`BATCH_TAU_FACTOR` of them long, the condition for the batch
+    means to be nearly independent — ``False`` means the run is too short to know its own
+    error bars (``note`` says so); ``None`` where it does not apply (independent paths,
+    exact values).
+    """
 
     mean_z1: float
     mean_z2: float
@@ -360,10 +372,19 @@ class Moments:
     var_z2: float
     cov_z1z2: float
     stderr: dict | None = None
+    tau_int: float | None = None
+    adequate: bool | None = None
+    note: str = ""
 
     def to_dict(self) -> dict:
         out = {k: float(getattr(self, k)) for k in KEYS}
         out["stderr"] = None if self.stderr is None else {k: float(self.stderr[k]) for k in KEYS}
+        if self.tau_int is not None:
+            out["tau_int"] = float(self.tau_int) if math.isfinite(self.tau_int) else None
+        if self.adequate is not None:
+            out["error_bars_adequate"] = bool(self.adequate)
+        if self.note:
+            out["error_bars_note"] = self.note
         return out
 
 
@@ -388,6 +409,59 @@ def _moments_from_blocks(avg: np.ndarray) -> Moments:
     }
     se = {k: (float(np.std(v, ddof=1) / math.sqrt(B)) if B > 1 else float("nan")) for k, v in pseudo.items()}
     return Moments(**{k: float(v) for k, v in vals.items()}, stderr=se)
+
+
+#: A batch must last this many integrated autocorrelation times for batch means to be
+#: trusted (the lag-one correlation of consecutive batch means is then below ~1/(2·this)).
+BATCH_TAU_FACTOR = 10.0
+
+
+def integrated_autocorrelation_time(series, dt: float, c: float = 5.0) -> float:
+    """Integrated autocorrelation time ``τ = dt·(1 + 2 Σ_k ρ_k)`` (time units) of a series
+    sampled every ``dt``, with Sokal's automatic window (the least ``W >= c·τ(W)``).
+
+    ``series``: array ``(R, G)`` of ``R`` independent runs (the autocovariance is pooled over
+    runs, about the overall mean).  Returns ``inf`` when no window fits in a quarter of a
+    run — the run is too short to estimate its own correlation time.
+    """
+    s = np.atleast_2d(np.asarray(series, dtype=float))
+    R, G = s.shape
+    x = s - s.mean()
+    var = float((x * x).mean())
+    if var <= 0 or G < 8:
+        return 0.0 if var <= 0 else math.inf
+    f = np.fft.rfft(x, 2 * G, axis=1)
+    ac = np.fft.irfft(f * np.conj(f), axis=1)[:, :G].sum(axis=0) / (R * (G - np.arange(G)))
+    rho = ac / ac[0]
+    tau = 1.0 + 2.0 * np.cumsum(rho[1:])  # tau(W) in steps, W = 1..G-1
+    W = np.arange(1, G)
+    ok = np.nonzero(W >= c * tau)[0]
+    if ok.size == 0 or W[ok[0]] > G // 4:
+        return math.inf
+    return float(max(tau[ok[0]], 1.0) * dt)
+
+
+def _with_adequacy(m: Moments, grid: np.ndarray, grid_dt: float, batch_time: float) -> Moments:
+    """``m`` with ``tau_int`` (slowest of the five functionals on the grid) and whether
+    the batches are long enough for their means to be independent (docs/model.md §9)."""
+    z1, z2 = grid[:, :, 0], grid[:, :, 1]
+    series = (z1, z2, (z1 - z1.mean()) ** 2, (z2 - z2.mean()) ** 2,
+              (z1 - z1.mean()) * (z2 - z2.mean()))
+    taus = [integrated_autocorrelation_time(s, grid_dt) for s in series]
+    tau = max(taus) if taus else math.inf
+    ok = math.isfinite(tau) and batch_time >= BATCH_TAU_FACTOR * tau
+    if ok:
+        note = ""
+    elif not math.isfinite(tau):
+        note = ("too short to know: the run is too short to estimate its autocorrelation time, "
+                "so the batch-means error bars cannot be trusted; run longer (time=)")
+    else:
+        note = (f"too short to know: batches of {batch_time:.3g} time units are under "
+                f"{BATCH_TAU_FACTOR:g} autocorrelation times ({tau:.3g} each), so the error bars "
+                f"may be too small; run longer (time >= {BATCH_TAU_FACTOR * tau * 1.0:.3g} × batches) "
+                "or use fewer batches")
+    return Moments(m.mean_z1, m.mean_z2, m.var_z1, m.var_z2, m.cov_z1z2, stderr=m.stderr,
+                   tau_int=tau, adequate=ok, note=note)
 
 
 def autocorrelation(series, max_lag: int, segments: int = 10):
@@ -425,6 +499,84 @@ def _workers(workers, jobs: int) -> int:
         workers = os.cpu_count() or 1
     workers = check_positive_int("workers", workers)
     return max(1, min(workers, jobs))
+
+
+# =========================================================================== work limits
+#: Kernel calls are cut into chunks of about this many events / steps (a few hundredths
+#: of a second), so Ctrl-C is honoured promptly; the numbers do not depend on the cut.
+CHUNK_EVENTS = 1 << 21
+CHUNK_STEPS = 1 << 21
+#: Rough speeds for the up-front estimates (one core).
+EVENTS_PER_SECOND = 5.0e6
+SDE_STEPS_PER_SECOND = 8.0e6
+#: Refuse work above this many events (about a day at the speed above; SDE steps are
+#: scaled by the speed ratio); warn above WARN_EVENTS (about two minutes).
+REFUSE_EVENTS = 5 * 10**11
+WARN_EVENTS = 6 * 10**8
+#: Refuse recorded grids (``(replications or paths, points, 2)`` float64) above this size.
+MAX_GRID_BYTES = 2 << 30
+
+
+class WorkWarning(UserWarning):
+    """A fluctuation run that will take long (the estimate is in the message)."""
+
+
+def _human_bytes(b: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if b < 1024 or unit == "EiB":
+            return f"{b:.3g} {unit}"
+        b /= 1024.0
+    return f"{b:.3g} EiB"  # pragma: no cover
+
+
+def _human_seconds(s: float) -> str:
+    if s < 120:
+        return f"{s:.0f} s"
+    if s < 7200:
+        return f"{s / 60:.0f} min"
+    if s < 2 * 86400:
+        return f"{s / 3600:.1f} h"
+    if s < 2 * 365 * 86400:
+        return f"{s / 86400:.0f} days"
+    return f"{s / (365 * 86400):.3g} years"
+
+
+def _check_grid(rows: int, points: float, what: str, option: str) -> None:
+    need = float(rows) * float(points) * 2 * 8
+    if need > MAX_GRID_BYTES:
+        raise ValueError(f"{what} would record {float(rows) * float(points):.3g} grid points "
+                         f"({_human_bytes(need)}, more than {_human_bytes(MAX_GRID_BYTES)}); {option}")
+
+
+def _check_work(units: float, speed: float, what: str, option: str, cores: int) -> None:
+    secs = units / (speed * max(cores, 1))
+    msg = f"{what}: about {units:.3g} in all, {_human_seconds(secs)} at {speed:.2g}/s per core on {cores} core(s)"
+    if units > REFUSE_EVENTS * (speed / EVENTS_PER_SECOND):
+        raise ValueError(f"{msg}; refused: {option}")
+    if units > WARN_EVENTS * (speed / EVENTS_PER_SECOND):
+        warnings.warn(f"{msg}; {option} to shorten it", WorkWarning, stacklevel=3)
+
+
+def _run_jobs(job, count: int, workers) -> None:
+    """Run ``job(r, stop)`` for ``r < count`` on ``workers`` threads.  On KeyboardInterrupt
+    (or any error) ``stop`` is set, every job returns after its current kernel chunk, and
+    the exception propagates."""
+    stop = threading.Event()
+    w = _workers(workers, count)
+    if w == 1:
+        for r in range(count):
+            job(r, stop)
+        return
+    ex = ThreadPoolExecutor(max_workers=w)
+    try:
+        futures = [ex.submit(job, r, stop) for r in range(count)]
+        for f in futures:
+            f.result()
+    except BaseException:
+        stop.set()
+        raise
+    finally:
+        ex.shutdown(wait=True, cancel_futures=True)
 
 
 # =========================================================================== simulation
@@ -480,12 +632,26 @@ def simulate_fluctuations(p: RegimeParams, *, time=200.0, burn_in=None, replicat
     Exact in law (docs/model.md §1–2): holding times ``Exp(nλ + c_1)``, arrivals join the
     shortest of ``d_n`` sampled queues (without replacement unless ``p.replace``).  Each
     replication starts at the rounded centre ``n x^n``, runs ``burn_in`` (default
-    ``max(20, time/10)``, and at least ``5/ζ²`` in (c)) then ``time`` time units; moments are time averages (weighted by
-    holding times) with batch-means standard errors over ``batches`` batches per
-    replication.  Replication ``r`` uses child ``r`` of ``seed``: identical results for any
-    ``workers``.
+    ``max(20, time/10)``, and at least ``5/ζ²`` in (c)) then ``time`` time units; moments
+    are time averages (weighted by holding times) with batch-means standard errors over
+    ``batches`` batches per replication, checked against the integrated autocorrelation
+    time measured on the grid (``moments.adequate``; ``moments.note`` says "too short to
+    know" when the batches are too short).  Replication ``r`` uses a xoshiro256** state from
+    child ``r`` of ``seed``: identical results for any ``workers`` (threads) and any
+    process.  The kernel runs in chunks of :data:`CHUNK_EVENTS` events, so Ctrl-C
+    (KeyboardInterrupt) stops the run within a fraction of a second.
+
+    Raises
+    ------
+    ValueError
+        Bad parameters; a recorded grid larger than :data:`MAX_GRID_BYTES` (raise
+        ``grid_dt`` or lower ``time``); more than :data:`REFUSE_EVENTS` events in all (the
+        message gives the estimate).  A :class:`WorkWarning` is issued above
+        :data:`WARN_EVENTS`.
+    TypeError
+        ``p`` is not a :class:`RegimeParams`.
     """
-    from .engines.fluct import OVERFLOW, fluct_ctmc
+    from .engines.fluct import DONE, OVERFLOW, fluct_ctmc
 
     if not isinstance(p, RegimeParams):
         raise TypeError("p must be a RegimeParams (from regime_a, regime_b or regime_c)")
@@ -496,10 +662,19 @@ def simulate_fluctuations(p: RegimeParams, *, time=200.0, burn_in=None, replicat
     batches = check_int("batches", batches, minimum=2)
     grid_dt = check_positive_float("grid_dt", grid_dt)
     max_lag = check_positive_float("max_lag", max_lag)
-    G = int(time / grid_dt)
+    Gf = time / grid_dt
+    _check_grid(R, Gf, f"time = {time:g} with grid_dt = {grid_dt:g} and {R} replication(s)",
+                "lower time (--time) or raise grid_dt (--grid-dt)")
+    G = int(Gf)
     if G < 2:
         raise ValueError(f"time must be at least 2·grid_dt = {2 * grid_dt:g}; got {time!r}")
     n, d = p.n, p.d
+    # E c_1 = nλ exactly (docs/model.md §7): events per time unit ≈ nλ + nλ
+    events_est = float(R) * (burn_in + time) * 2.0 * n * p.lam
+    _check_work(events_est, EVENTS_PER_SECOND,
+                f"the chain at n = {n:.6g} for {R} × (burn-in {burn_in:g} + time {time:g}) time units "
+                f"needs events (≈ 2nλ per time unit)",
+                "lower n, time (--time) or burn_in (--burn-in)", _workers(workers, R))
     if n <= TABLE_MAX_N:
         logp, lgn = _logp_table(n, d, p.replace), 0.0
     else:
@@ -509,24 +684,35 @@ def simulate_fluctuations(p: RegimeParams, *, time=200.0, burn_in=None, replicat
     start[0] = n
     x = np.asarray(p.x)
     start[1:1 + x.size] = np.minimum(np.round(n * x), n).astype(np.int64)
-    seeds = [seed_to_uint64(s) for s in spawn_seeds(seed, R)]
+    states = [state_from_seed_sequence(s) for s in spawn_seeds(seed, R)]
     sums = np.zeros((R, batches, 5))
     grid = np.zeros((R, G, 2))
     events = np.zeros(R, dtype=np.int64)
+    overflow = np.zeros(R, dtype=bool)
 
-    def job(r):
+    def job(r, stop):
         counts = start.copy()
-        events[r] = fluct_ctmc(n, p.lam, logp, counts, p.m[0], p.m[1], burn_in, time, batches,
-                               grid_dt, seeds[r], sums[r], grid[r], d, p.replace, lgn)
+        clock = np.zeros(3)
+        while True:
+            if stop.is_set():
+                return
+            st = fluct_ctmc(n, p.lam, logp, counts, p.m[0], p.m[1], burn_in, time, batches,
+                            grid_dt, states[r], sums[r], grid[r], d, p.replace, lgn, clock, CHUNK_EVENTS)
+            if st == OVERFLOW:
+                overflow[r] = True
+                break
+            if st == DONE:
+                break
+        events[r] = int(clock[2])
 
     t0 = _time.perf_counter()
     _run_jobs(job, R, workers)
     secs = _time.perf_counter() - t0
-    if (events == OVERFLOW).any():
+    if overflow.any():
         raise RuntimeError(f"a queue grew past {LEVEL_CAPACITY - 1} customers; the parameters are far "
                            "from the near-equilibrium regime")
     avg = sums.reshape(R * batches, 5) / (time / batches)
-    mom = _moments_from_blocks(avg)
+    mom = _with_adequacy(_moments_from_blocks(avg), grid, grid_dt, time / batches)
     L = max(1, min(int(max_lag / grid_dt), G // 4))
     a1, s1 = autocorrelation(grid[:, :, 0], L)
     a2, s2 = autocorrelation(grid[:, :, 1], L)
@@ -550,24 +736,19 @@ def _nonneg(name, value) -> float:
     return x
 
 
-def _run_jobs(job, count: int, workers) -> None:
-    w = _workers(workers, count)
-    if w == 1:
-        for r in range(count):
-            job(r)
-        return
-    with ThreadPoolExecutor(max_workers=w) as ex:
-        for f in [ex.submit(job, r) for r in range(count)]:
-            f.result()
-
-
 # =========================================================================== limits
 @dataclass(frozen=True)
 class LimitSDE:
-    """Stationary statistics of a limit diffusion by Euler–Maruyama (docs/model.md §8, derived).
+    """Stationary statistics of a limit (or pre-limit) diffusion by Euler–Maruyama
+    (docs/model.md §8, derived).
 
-    ``max_q``: the largest first coordinate on any path (regime (c): never above 0).
-    ``grid``: ``(recorded paths, G, 2)`` after burn-in at times ``t``.
+    ``regime``: ``"a"``, ``"b"``, ``"c"`` (the limits) or ``"pre-a"``, ``"pre-b"``, ``"pre-c"``
+    (the pre-limit diffusion at finite ``n``, :func:`prelimit_sde`).  ``max_q``: the largest
+    first coordinate on any path (regime (c): never above 0).  ``push_rate``,
+    ``y_push_rate``: the stationary rates ``E[dU]/dt`` and ``E[Y dU]/dt`` of the pushing
+    (regime (c); in the pre-limit, everything moved from level 1 to ``Y``), with standard
+    errors over paths (``None`` where there is no pushing).  ``grid``: ``(recorded paths,
+    G, 2)`` after burn-in at times ``t``.
     """
 
     regime: str
@@ -586,88 +767,79 @@ class LimitSDE:
     acf_z2: np.ndarray = field(repr=False)
     acf_z1_se: np.ndarray = field(repr=False)
     acf_z2_se: np.ndarray = field(repr=False)
+    push_rate: float | None = None
+    push_rate_se: float | None = None
+    y_push_rate: float | None = None
+    y_push_rate_se: float | None = None
 
     def to_dict(self) -> dict:
-        return {"regime": self.regime, "params": self.params, "paths": self.paths, "time": self.time,
-                "burn_in": self.burn_in, "dt": self.dt, "seconds": self.seconds, "max_q": self.max_q,
-                "method": "Euler–Maruyama" + (f", reflection by {self.params.get('reflection')}"
-                                               if self.regime == "c" else ""),
-                **self.moments.to_dict()}
+        if self.regime.startswith("pre"):
+            method = "Euler–Maruyama, pre-limit diffusion (finite-n coefficients; stiff term implicit)"
+        else:
+            method = "Euler–Maruyama" + (f", reflection by {self.params.get('reflection')}"
+                                         if self.regime == "c" else "")
+        out = {"regime": self.regime, "params": self.params, "paths": self.paths, "time": self.time,
+               "burn_in": self.burn_in, "dt": self.dt, "seconds": self.seconds, "max_q": self.max_q,
+               "method": method, **self.moments.to_dict()}
+        if self.push_rate is not None:
+            out.update(push_rate=self.push_rate, push_rate_se=self.push_rate_se,
+                       y_push_rate=self.y_push_rate, y_push_rate_se=self.y_push_rate_se)
+        return out
 
 
 SDE_CHUNK = 32  # paths per kernel call (chunk j gets child j of the seed)
+REFLECTIONS = ("bridge", "projection")
 
 
-def limit_sde(regime, *, kappa=None, c=None, zeta=None, paths=256, time=100.0, burn_in=None,
-              dt=1e-3, record_paths=8, grid_dt=0.05, max_lag=10.0, seed=0, workers=None,
-              reflection="projection") -> LimitSDE:
-    """Simulate the limit diffusion of ``regime`` (docs/model.md §8, derived) with many paths.
+def _run_sde(kind, par, z0, *, paths, time, burn_in, dt, grid_dt, record_paths, seed, workers,
+             max_lag, what):
+    """Shared driver of :func:`limit_sde` and :func:`prelimit_sde`: chunks of 32 paths
+    (chunk ``j``: xoshiro state from child ``j`` of ``seed``), each advanced in calls of
+    :data:`CHUNK_STEPS` steps.  Returns the pieces of a :class:`LimitSDE`."""
+    from .engines.sde import NS, em_paths
 
-    (a): ``kappa``; (b): ``c``, ``zeta``; (c): ``zeta`` (reflected at ``Q <= 0`` by projection,
-    the projected amount added to ``Y``; ``reflection="bridge"`` pushes instead by the
-    maximum of the free path over the step, sampled from its Brownian bridge, which removes
-    the ``O(√dt)`` bias of projection).  Each path runs ``burn_in`` (default 20, and at least
-    ``5/ζ²`` in (c), whose relaxation slows down as ``ζ → 0``) then ``time`` with step
-    ``dt``; the moments are averages of the per-path time averages, with standard errors
-    from their spread over the (independent) paths.  Chunk ``j`` of 32 paths uses child
-    ``j`` of ``seed``: identical results for any ``workers``.  The Euler–Maruyama bias is
-    ``O(dt)`` (``O(√dt)`` near the reflecting boundary in (c)).
-    """
-    from .engines.sde import KIND_A, KIND_B, KIND_C, em_paths
-
-    if regime == "a":
-        kappa = check_positive_float("kappa", kappa)
-        kind, p1, p2, z0 = KIND_A, kappa, 0.0, (0.0, 0.0)
-        params = {"kappa": kappa}
-    elif regime == "b":
-        c = check_positive_float("c", c)
-        zeta = _real("zeta", zeta)
-        kind, p1, p2 = KIND_B, c, zeta
-        z0 = (-zeta, math.exp(-c * zeta) if -c * zeta < 50 else 1.0)
-        params = {"c": c, "zeta": zeta}
-    elif regime == "c":
-        zeta = _positive_zeta(zeta)
-        kind, p1, p2, z0 = KIND_C, 0.0, zeta, (-zeta, 1.0 / zeta)
-        params = {"zeta": zeta}
-    else:
-        raise ValueError(f"regime must be 'a', 'b' or 'c'; got {regime!r}")
-    if reflection not in ("projection", "bridge"):
-        raise ValueError(f"reflection must be 'projection' or 'bridge'; got {reflection!r}")
-    bridge = reflection == "bridge"
-    if regime == "c":
-        params["reflection"] = reflection
     P = check_int("paths", paths, minimum=2)
     time = check_positive_float("time", time)
-    burn_in = _default_burn_in(regime, zeta, 20.0) if burn_in is None else _nonneg("burn_in", burn_in)
     dt = check_positive_float("dt", dt)
     grid_dt = check_positive_float("grid_dt", grid_dt)
+    Rp = check_int("record_paths", record_paths, minimum=0, maximum=P)
     rec_every = max(1, int(round(grid_dt / dt)))
     grid_dt = rec_every * dt
-    n_steps = int(round(time / dt))
+    steps_f = time / dt
+    _check_grid(Rp, steps_f / rec_every, f"{what}: time = {time:g} with grid_dt = {grid_dt:g} and "
+                f"{Rp} recorded path(s)", "lower the time or record fewer paths")
+    _check_work(P * (steps_f + burn_in / dt), SDE_STEPS_PER_SECOND,
+                f"{what}: {P} paths × (burn-in {burn_in:g} + time {time:g}) / dt {dt:g} needs steps",
+                "lower paths, time, burn_in or raise dt", _workers(workers, (P + SDE_CHUNK - 1) // SDE_CHUNK))
+    n_steps = int(round(steps_f))
     n_burn = int(round(burn_in / dt))
     if n_steps < 1:
         raise ValueError(f"dt must be below time = {time:g}; got {dt!r}")
     G = n_steps // rec_every
-    Rp = check_int("record_paths", record_paths, minimum=0, maximum=P)
-    chunks = [(j, min(SDE_CHUNK, P - j * SDE_CHUNK)) for j in range((P + SDE_CHUNK - 1) // SDE_CHUNK)]
-    seeds = [seed_to_uint64(s) for s in spawn_seeds(seed, len(chunks))]
-    sums = np.zeros((P, 5))
-    maxq = np.zeros(P)
+    chunks = [(j * SDE_CHUNK, min(SDE_CHUNK, P - j * SDE_CHUNK)) for j in range((P + SDE_CHUNK - 1) // SDE_CHUNK)]
+    states = [state_from_seed_sequence(s) for s in spawn_seeds(seed, len(chunks))]
+    ps = np.zeros((P, NS))
+    ps[:, 0], ps[:, 1], ps[:, 2] = z0[0], z0[1], z0[0]
     rec = np.zeros((Rp, G, 2))
+    par = np.asarray(par, dtype=float)
 
-    def job(i):
-        j, size = chunks[i]
-        lo = j * SDE_CHUNK
+    def job(i, stop):
+        lo, size = chunks[i]
         r_lo, r_hi = min(lo, Rp), min(lo + size, Rp)
         buf = np.zeros((r_hi - r_lo, G, 2))
-        em_paths(kind, p1, p2, z0[0], z0[1], dt, n_burn, n_steps, rec_every, seeds[i],
-                 sums[lo:lo + size], buf, maxq[lo:lo + size], bridge)
+        mine = ps[lo:lo + size]  # a view: the kernel writes the paths' state in place
+        while not stop.is_set():
+            if em_paths(kind, par, dt, n_burn, n_steps, rec_every, states[i], mine, buf, CHUNK_STEPS):
+                break
         rec[r_lo:r_hi] = buf
 
     t0 = _time.perf_counter()
     _run_jobs(job, len(chunks), workers)
     secs = _time.perf_counter() - t0
-    mom = _moments_from_blocks(sums / (n_steps * dt))
+    T = n_steps * dt
+    mom = _moments_from_blocks(ps[:, 3:8] * dt / T)
+    push = ps[:, 8] / T
+    ypush = ps[:, 9] / T
     if Rp > 0 and G >= 8:
         L = max(1, min(int(max_lag / grid_dt), G // 4))
         a1, s1 = autocorrelation(rec[:, :, 0], L)
@@ -675,10 +847,148 @@ def limit_sde(regime, *, kappa=None, c=None, zeta=None, paths=256, time=100.0, b
     else:
         L = 0
         a1 = a2 = s1 = s2 = np.ones(1)
-    return LimitSDE(regime=regime, params=params, paths=P, time=time, burn_in=burn_in, dt=dt,
-                    seconds=secs, moments=mom, max_q=float(maxq.max()), t=np.arange(G) * grid_dt,
-                    grid=rec, lags=np.arange(L + 1) * grid_dt, acf_z1=a1, acf_z2=a2,
-                    acf_z1_se=s1, acf_z2_se=s2)
+    return dict(paths=P, time=time, burn_in=burn_in, dt=dt, seconds=secs, moments=mom,
+                max_q=float(ps[:, 2].max()), t=np.arange(G) * grid_dt, grid=rec,
+                lags=np.arange(L + 1) * grid_dt, acf_z1=a1, acf_z2=a2, acf_z1_se=s1, acf_z2_se=s2,
+                push=(float(push.mean()), float(push.std(ddof=1) / math.sqrt(P)),
+                      float(ypush.mean()), float(ypush.std(ddof=1) / math.sqrt(P))))
+
+
+def limit_sde(regime, *, kappa=None, c=None, zeta=None, paths=256, time=100.0, burn_in=None,
+              dt=1e-3, record_paths=8, grid_dt=0.05, max_lag=10.0, seed=0, workers=None,
+              reflection="bridge") -> LimitSDE:
+    """Simulate the limit diffusion of ``regime`` (docs/model.md §8, derived) with many paths.
+
+    Parameters
+    ----------
+    regime : {"a", "b", "c"}
+        (a): ``kappa``; (b): ``c``, ``zeta``; (c): ``zeta`` (reflected at ``Q <= 0``).
+    reflection : {"bridge", "projection"}
+        Regime (c) only.  ``"bridge"`` (default) pushes by the maximum of the free path over
+        each step, sampled from its Brownian bridge: no ``O(√dt)`` bias from excursions
+        inside a step.  ``"projection"`` projects the end point onto ``Q <= 0`` and adds the
+        projected amount to ``Y``; it misses those excursions (a bias of order ``√dt``).
+    paths, time, burn_in, dt
+        Each path runs ``burn_in`` (default 20, and at least ``5/ζ²`` in (c), whose
+        relaxation slows down as ``ζ → 0``) then ``time`` with step ``dt``.
+    seed, workers
+        Chunk ``j`` of 32 paths uses a xoshiro256** state from child ``j`` of ``seed``:
+        identical results for any ``workers`` (threads), any process, any machine.
+
+    Returns
+    -------
+    LimitSDE
+        Moments = averages of the per-path time averages, with standard errors from their
+        spread over the independent paths; in (c) also the pushing rates ``E[dU]/dt`` and
+        ``E[Y dU]/dt``.  The Euler–Maruyama bias is ``O(dt)``.
+
+    Raises
+    ------
+    ValueError
+        Bad parameters, or work / memory beyond the limits of :func:`simulate_fluctuations`.
+
+    Examples
+    --------
+    >>> r = limit_sde("c", zeta=1.0, paths=32, time=5.0, burn_in=1.0, dt=1e-2)
+    >>> r.max_q <= 0.0
+    True
+    """
+    from .engines.sde import KIND_A, KIND_B, KIND_C
+
+    if regime == "a":
+        kappa = check_positive_float("kappa", kappa)
+        kind, par, z0 = KIND_A, [kappa], (0.0, 0.0)
+        params = {"kappa": kappa}
+    elif regime == "b":
+        c = check_positive_float("c", c)
+        zeta = _real("zeta", zeta)
+        kind, par = KIND_B, [c, zeta]
+        z0 = (-zeta, math.exp(-c * zeta) if -c * zeta < 50 else 1.0)
+        params = {"c": c, "zeta": zeta}
+    elif regime == "c":
+        zeta = _positive_zeta(zeta)
+        kind, par, z0 = KIND_C, [0.0, zeta, 0.0], (-zeta, 1.0 / zeta)
+        params = {"zeta": zeta}
+    else:
+        raise ValueError(f"regime must be 'a', 'b' or 'c'; got {regime!r}")
+    if reflection not in REFLECTIONS:
+        raise ValueError(f"reflection must be 'bridge' or 'projection'; got {reflection!r}")
+    if regime == "c":
+        params["reflection"] = reflection
+        par[2] = 1.0 if reflection == "bridge" else 0.0
+    burn_in = _default_burn_in(regime, zeta, 20.0) if burn_in is None else _nonneg("burn_in", burn_in)
+    out = _run_sde(kind, par, z0, paths=paths, time=time, burn_in=burn_in, dt=dt, grid_dt=grid_dt,
+                   record_paths=record_paths, seed=seed, workers=workers, max_lag=max_lag,
+                   what=f"the regime-({regime}) limit diffusion")
+    push = out.pop("push")
+    extra = dict(zip(("push_rate", "push_rate_se", "y_push_rate", "y_push_rate_se"), push)) if regime == "c" else {}
+    return LimitSDE(regime=regime, params=params, **out, **extra)
+
+
+def prelimit_sde(p: RegimeParams, *, paths=256, time=100.0, burn_in=None, dt=1e-3, record_paths=8,
+                 grid_dt=0.05, max_lag=10.0, seed=0, workers=None) -> LimitSDE:
+    """The pre-limit diffusion at ``p`` (docs/model.md §8, derived): the diffusion
+    approximation of the chain's levels 1 and 2 with the finite-``n`` coefficients.
+
+    In the coordinates ``Q = √n(G_1 − c_n)``, ``Y = √n G_2`` (any regime; in (a) the
+    reported coordinates are shifted to ``p``'s centring), with ``A(Q) = λ_n √n P_n(c_n + Q/√n)``
+    (``P_n`` the exact sampling probability, without replacement unless ``p.replace``):
+
+    ``dQ = (−ζ_n − Q + Y − A(Q))dt + σ_1 dW_1``, ``σ_1² = λ_n(1 − P_n) + G_1 − G_2``;
+    ``dY = (A(Q) − Y)dt + σ_2 dW_2``, ``σ_2² = (A(Q) + Y)/√n``;  ``Q <= √n(1 − c_n)``.
+
+    It drops only level 3 and above (``G_3``, ``P_n(G_2)``: of order ``P_n(Y/√n)``) and the
+    jump structure.  As ``n → ∞`` with ``d_n/√n → c``: ``A(Q) → e^{cQ}``, ``σ_1² → 2``,
+    ``σ_2² → 0``, ``ζ_n → ζ``: the regime-(b) limit; with ``d_n/√n → ∞`` the wall ``A`` steepens
+    into the reflection of (c).  The stiff term ``A`` is taken implicitly (stable for any
+    ``dt``); the remaining bias is ``O(dt)`` away from the wall.
+
+    Parameters and results as :func:`limit_sde`; ``burn_in`` defaults as there, with
+    ``ζ = ζ_n``.
+
+    Raises
+    ------
+    TypeError
+        ``p`` is not a :class:`RegimeParams`.
+    ValueError
+        Bad parameters or work beyond the limits.
+
+    Examples
+    --------
+    >>> p = regime_b(10**4, 1.0, 0.5)
+    >>> r = prelimit_sde(p, paths=32, time=5.0, burn_in=1.0, dt=1e-2)
+    >>> round(r.params["c_n"], 4)
+    0.955
+    """
+    from .engines.sde import KIND_PRE
+
+    if not isinstance(p, RegimeParams):
+        raise TypeError("p must be a RegimeParams (from regime_a, regime_b or regime_c)")
+    n, d, lam, sq = p.n, p.d, p.lam, math.sqrt(p.n)
+    c_n = p.c_n
+    zeta_n = sq * (c_n - lam)
+    lfall = 0.0 if p.replace else float(gammaln(n + 1) - gammaln(n - d + 1))
+    qmax = sq * (1.0 - c_n)
+    par = [sq, lam, c_n, zeta_n, float(d), float(n), 1.0 if p.replace else 0.0, lfall, qmax]
+    # start at the centre x^n in these coordinates
+    z0 = (sq * (p.x[0] - c_n), sq * (p.x[1] if len(p.x) > 1 else 0.0))
+    zeta_eff = zeta_n if zeta_n > 0 else None
+    burn_in = (_default_burn_in("c" if p.regime == "c" else p.regime, zeta_eff, 20.0) if burn_in is None
+               else _nonneg("burn_in", burn_in))
+    out = _run_sde(KIND_PRE, par, z0, paths=paths, time=time, burn_in=burn_in, dt=dt, grid_dt=grid_dt,
+                   record_paths=record_paths, seed=seed, workers=workers, max_lag=max_lag,
+                   what=f"the pre-limit diffusion at n = {n}")
+    push = out.pop("push")
+    # report in p's coordinates: z = √n(G − m) = (Q + √n(c_n − m_1), Y − √n m_2)
+    s1, s2 = sq * (c_n - p.m[0]), -sq * p.m[1]
+    m = out["moments"]
+    out["moments"] = Moments(m.mean_z1 + s1, m.mean_z2 + s2, m.var_z1, m.var_z2, m.cov_z1z2, stderr=m.stderr)
+    out["grid"] = out["grid"] + np.array([s1, s2])
+    out["max_q"] = out["max_q"] + s1
+    params = {"n": n, "d_n": d, "lambda_n": lam, "c_n": c_n, "zeta_n": zeta_n, "replace": p.replace,
+              "q_max": qmax, "effective_c": d / (sq * c_n)}
+    return LimitSDE(regime=f"pre-{p.regime}", params=params, push_rate=push[0], push_rate_se=push[1],
+                    y_push_rate=push[2], y_push_rate_se=push[3], **out)
 
 
 def limit_for(p: RegimeParams, **kw) -> LimitSDE:
@@ -744,18 +1054,24 @@ def lna_acf(p: RegimeParams, lags) -> tuple[np.ndarray, np.ndarray]:
 # =========================================================================== comparison
 @dataclass(frozen=True)
 class Comparison:
+    """The chain beside its references at one ``n`` (docs/model.md §8, derived): the limit
+    diffusion, the pre-limit diffusion at this ``n`` (``prelimit``; ``None`` when not
+    asked for), the finite-n LNA and, in (a), the limit's closed form."""
+
     params: RegimeParams
     sim: FluctuationSim
     limit: LimitSDE
     lna: Moments | None
     lna_note: str
     limit_exact: Moments | None  # regime (a): closed form
+    prelimit: LimitSDE | None = None
 
     def to_dict(self) -> dict:
         p = self.params
         out = {"regime": p.regime, "n": p.n, "d_n": p.d, "lambda_n": p.lam, "replace": p.replace,
                "coordinates": p.coordinates, "params": p.to_dict(), "derived": DERIVED_NOTE,
                "sim": self.sim.to_dict(), "limit": self.limit.to_dict(),
+               "prelimit": None if self.prelimit is None else self.prelimit.to_dict(),
                "lna": None if self.lna is None else self.lna.to_dict(), "lna_note": self.lna_note,
                "warnings": list(p.warnings)}
         if self.limit_exact is not None:
@@ -763,13 +1079,20 @@ class Comparison:
         out["z_scores"] = self.z_scores()
         return out
 
+    def references(self) -> list[tuple[str, Moments]]:
+        """``(name, moments)`` of every reference present."""
+        out = [("limit", self.limit.moments)]
+        if self.prelimit is not None:
+            out.append(("prelimit", self.prelimit.moments))
+        if self.lna is not None:
+            out.append(("lna", self.lna))
+        return out
+
     def z_scores(self) -> dict:
-        """``(sim − other)/stderr`` for each key, against the limit and the LNA."""
+        """``(sim − other)/stderr`` for each key, against the limit, the pre-limit and the LNA."""
         out = {}
         s = self.sim.moments
-        for name, other in (("limit", self.limit.moments), ("lna", self.lna)):
-            if other is None:
-                continue
+        for name, other in self.references():
             row = {}
             for k in KEYS:
                 se2 = s.stderr[k] ** 2 + (other.stderr[k] ** 2 if other.stderr else 0.0)
@@ -780,23 +1103,32 @@ class Comparison:
 
 def compare(p: RegimeParams, *, time=200.0, burn_in=None, replications=1, seed=0, workers=None,
             sde_paths=256, sde_time=100.0, sde_burn_in=None, dt=1e-3, grid_dt=0.05,
-            reflection="projection") -> Comparison:
+            reflection="bridge", prelimit=True) -> Comparison:
     """The simulated stationary moments at ``p`` beside (i) the limit diffusion matched at
-    ``p`` (Euler–Maruyama; for (a) also the closed form) and (ii) the finite-n LNA at
-    ``x^n`` (docs/model.md §8; the limits are derived)."""
-    ss = spawn_seeds(seed, 2)
+    ``p`` (Euler–Maruyama; for (a) also the closed form), (ii) the pre-limit diffusion at
+    this ``n`` (:func:`prelimit_sde`; ``prelimit=False`` skips it) and (iii) the finite-n
+    LNA at ``x^n`` (docs/model.md §8; the limits are derived).  Seeds: children 0 (chain),
+    1 (limit), 2 (pre-limit) of ``seed``."""
+    if reflection not in REFLECTIONS:
+        raise ValueError(f"reflection must be 'bridge' or 'projection'; got {reflection!r}")
+    if not isinstance(prelimit, (bool, np.bool_)):
+        raise TypeError(f"prelimit must be True or False; got {prelimit!r}")
+    ss = spawn_seeds(seed, 3)
     sim = simulate_fluctuations(p, time=time, burn_in=burn_in, replications=replications, seed=ss[0],
                                 workers=workers, grid_dt=grid_dt)
     extra = {"reflection": reflection} if p.regime == "c" else {}
-    lim = limit_for(p, paths=sde_paths, time=sde_time, burn_in=sde_burn_in, dt=dt, seed=ss[1], record_paths=min(32, sde_paths),
-                    workers=workers, grid_dt=grid_dt, **extra)
+    rp = min(32, sde_paths)
+    lim = limit_for(p, paths=sde_paths, time=sde_time, burn_in=sde_burn_in, dt=dt, seed=ss[1],
+                    record_paths=rp, workers=workers, grid_dt=grid_dt, **extra)
+    pre = (prelimit_sde(p, paths=sde_paths, time=sde_time, burn_in=sde_burn_in, dt=dt, seed=ss[2],
+                        record_paths=rp, workers=workers, grid_dt=grid_dt) if prelimit else None)
     try:
         lna = lna_moments(p)
         note = "meanfield.lna(at='centre'): covariance of √n(G − x^n), mean √n(x^n − m)"
     except (ImportError, AttributeError, ValueError, np.linalg.LinAlgError) as exc:
         lna, note = None, f"not available: {exc}"
     exact = limit_closed_form(p.limit["kappa"]) if p.regime == "a" else None
-    return Comparison(params=p, sim=sim, limit=lim, lna=lna, lna_note=note, limit_exact=exact)
+    return Comparison(params=p, sim=sim, limit=lim, lna=lna, lna_note=note, limit_exact=exact, prelimit=pre)
 
 
 # =========================================================================== n^{-1/2}

@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import math
 import os
-from concurrent.futures import ProcessPoolExecutor
+import threading
+import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,6 +34,7 @@ from scipy import stats
 
 from . import theory
 from .engines import coupling as _k
+from .engines.rng import state_from_seed_sequence
 from .model import (Params, check_int, check_positive_int, spawn_seeds, as_seed_sequence,
                     check_fraction)
 from .states import parse_start, start_counts
@@ -46,6 +49,7 @@ __all__ = [
     "order_statistic_ci",
     "start_bounds",
     "MAX_LEVELS",
+    "MixingWarning",
 ]
 
 #: Largest start level accepted (``customers:G`` needs G levels, ``long:L`` needs L): the
@@ -53,6 +57,43 @@ __all__ = [
 MAX_LEVELS = 2_000_000
 #: Largest step budget accepted (about an hour of kernel time).
 MAX_STEPS = 10**12
+#: Steps per kernel call: a call lasts well under a second, so Ctrl-C is honoured promptly
+#: and every thread checks for a stop request between calls (results do not depend on it).
+CHUNK_STEPS = 1 << 20
+#: Rough speed of the coupling kernel (steps of one pair per second on one core), used
+#: only for the up-front estimates below.
+STEPS_PER_SECOND = 1.5e7
+#: Refuse a run whose certain work (burn-in of every stationary copy) exceeds this many
+#: steps (about a day at the speed above); warn above WARN_STEPS.
+REFUSE_STEPS = 10**12
+WARN_STEPS = 10**9
+
+
+class MixingWarning(UserWarning):
+    """A mixing run that will take long (the estimate is in the message)."""
+
+
+def _hms(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    if seconds < 2 * 365 * 86400:
+        return f"{seconds / 86400:.0f} days"
+    return f"{seconds / (365 * 86400):.3g} years"
+
+
+def _check_work(certain_steps: float, what: str, option: str, workers: int = 1) -> None:
+    """Refuse (ValueError) or warn (MixingWarning) up front with the estimated run time."""
+    secs = certain_steps / (STEPS_PER_SECOND * max(workers, 1))
+    msg = (f"{what}: about {certain_steps:.3g} coupled steps in all, at least {_hms(secs)} at "
+           f"{STEPS_PER_SECOND:.2g} steps/s per core on {max(workers, 1)} core(s)")
+    if certain_steps > REFUSE_STEPS:
+        raise ValueError(f"{msg}; refused (more than {REFUSE_STEPS:.0e} steps): {option}")
+    if certain_steps > WARN_STEPS:
+        warnings.warn(f"{msg}; {option} to shorten it", MixingWarning, stacklevel=3)
 LEVEL_SLACK = 8  # free levels above the start's top when arrays are first allocated
 
 
@@ -135,15 +176,20 @@ class _Chains:
         if self.track_max:
             self.top_time = widen(self.top_time, L2 + 1)
 
-    def run(self, steps: int, rng, *, stop_when_coalesced=False, check=False):
-        """Advance by ``steps`` steps (or until every copy equals copy 0)."""
+    def run(self, steps: int, rng, *, stop_when_coalesced=False, check=False, stop=None):
+        """Advance by ``steps`` steps (or until every copy equals copy 0), in kernel calls of
+        at most ``CHUNK_STEPS`` steps; between calls a KeyboardInterrupt can arrive and
+        ``stop`` (a ``threading.Event``) is checked.  ``rng``: xoshiro256** state."""
         p = self.p
         target = self.step + int(steps)
         p_arrival = p.lam / (1.0 + p.lam)
         while True:
+            if stop is not None and stop.is_set():
+                raise KeyboardInterrupt
+            upto = min(target, self.step + CHUNK_STEPS)
             status, step, inc, mis = _k.run_coupled(
                 self.c, self.top, self.dist, self.tau, p.n, p.d, p_arrival, p.replace,
-                self.step, target, rng, stop_when_coalesced, self.area, self.last,
+                self.step, upto, rng, stop_when_coalesced, self.area, self.last,
                 self.top_time, self.record_every, self.rec_total, self.rec_dist, self.rec_c,
                 self.rec_count, check)
             self.step = int(step)
@@ -151,6 +197,8 @@ class _Chains:
             self.mismatches += int(mis)
             if status == _k.STATUS_GROW:
                 self._grow()
+                continue
+            if status == _k.STATUS_DONE and self.step < target:
                 continue
             return status
 
@@ -234,7 +282,7 @@ def coupled_run(n, d, lam, starts, *, steps, seed=0, replace=True, burn_in=0,
     record_every = check_int("record_every", record_every, minimum=0)
     record_levels = check_int("record_levels", record_levels, minimum=0, maximum=1000)
     counts = [_counts(p, s) for s in starts]
-    rng = np.random.default_rng(as_seed_sequence(seed))
+    rng = state_from_seed_sequence(as_seed_sequence(seed))
     if burn_in:
         pre = _Chains(p, counts[:1])
         pre.run(burn_in, rng)
@@ -364,26 +412,41 @@ def _summary(taus: np.ndarray, budget: float, level=0.95) -> dict:
 
 
 # --------------------------------------------------------------------------- workers
-def _map(fn, tasks, workers):
-    """Map ``fn`` over ``tasks`` in order, in a local process pool when ``workers > 1``."""
+def _workers(workers, jobs: int) -> int:
     if workers is None:
         workers = os.cpu_count() or 1
     workers = check_positive_int("workers", workers)
-    workers = min(workers, len(tasks))
-    if workers <= 1:
-        return [fn(t) for t in tasks]
-    with ProcessPoolExecutor(max_workers=workers) as ex:
-        return list(ex.map(fn, tasks, chunksize=max(1, len(tasks) // (4 * workers))))
+    return max(1, min(workers, jobs))
 
 
-def _coalescence_task(args):
+def _map(fn, tasks, workers):
+    """Map ``fn(task, stop)`` over ``tasks`` in order, on ``workers`` threads (the kernels
+    release the GIL).  Each task draws only from its own seed, so the results do not depend
+    on ``workers``.  On KeyboardInterrupt (or any error) every thread is told to stop after
+    its current kernel call (well under a second) and the exception propagates."""
+    stop = threading.Event()
+    w = _workers(workers, len(tasks))
+    if w <= 1:
+        return [fn(t, stop) for t in tasks]
+    ex = ThreadPoolExecutor(max_workers=w)
+    try:
+        futures = [ex.submit(fn, t, stop) for t in tasks]
+        return [f.result() for f in futures]
+    except BaseException:
+        stop.set()
+        raise
+    finally:
+        ex.shutdown(wait=True, cancel_futures=True)
+
+
+def _coalescence_task(args, stop=None):
     n, d, lam, replace, counts, burn_in, budget, ss = args
     p = Params(n, d, lam, replace=replace)
-    rng = np.random.default_rng(ss)
+    rng = state_from_seed_sequence(ss)
     stat = _Chains(p, [start_counts(n, d, lam, "fixed-point")])
-    stat.run(burn_in, rng)
+    stat.run(burn_in, rng, stop=stop)
     pair = _Chains(p, [stat.c[0, :stat.top[0]].copy(), counts])
-    pair.run(budget, rng, stop_when_coalesced=True)
+    pair.run(budget, rng, stop_when_coalesced=True, stop=stop)
     t = int(pair.tau[1])
     return (t if t >= 0 else -1), pair.increases
 
@@ -470,6 +533,11 @@ def coalescence(n, d, lam, *, start="good", replications=100, seed=0, max_steps=
     burn = _default_burn_in(p) if burn_in is None else _check_steps("burn_in", burn_in)
     budget = _default_budget(p, start) if max_steps is None else check_int(
         "max_steps", max_steps, minimum=1, maximum=MAX_STEPS)
+    option = ("pass a smaller --burn-in (burn_in=) or fewer --replications" if burn_in is None
+              else "lower burn_in, n or replications")
+    label_b = "the default burn-in of 10 × k d^(k−1) n log n" if burn_in is None else "burn_in"
+    _check_work(float(replications) * burn, f"{label_b} = {burn:.3g} steps per stationary copy × "
+                f"{replications} replication(s)", option, _workers(workers, replications))
     root = as_seed_sequence(seed)
     seeds = spawn_seeds(root, replications)
     tasks = [(p.n, p.d, p.lam, p.replace, counts, burn, budget, ss) for ss in seeds]
@@ -486,21 +554,21 @@ def coalescence(n, d, lam, *, start="good", replications=100, seed=0, max_steps=
 
 
 # --------------------------------------------------------------------------- TV curve
-def _tv_task(args):
+def _tv_task(args, stop=None):
     n, d, lam, replace, counts, burn_in, steps, every, ss = args
     p = Params(n, d, lam, replace=replace)
-    rng = np.random.default_rng(ss)
+    rng = state_from_seed_sequence(ss)
     T = steps // every
     # coupled pair (stationary copy, copy from x): the coupling bound P(τ > t)
     stat = _Chains(p, [start_counts(n, d, lam, "fixed-point")])
-    stat.run(burn_in, rng)
+    stat.run(burn_in, rng, stop=stop)
     pair = _Chains(p, [stat.c[0, :stat.top[0]].copy(), counts], record_every=every, records=T)
-    pair.run(steps, rng)
+    pair.run(steps, rng, stop=stop)
     # an independent stationary copy: the reference law of the total number of customers
     ref = _Chains(p, [start_counts(n, d, lam, "fixed-point")])
-    ref.run(burn_in, rng)
+    ref.run(burn_in, rng, stop=stop)
     ref2 = _Chains(p, [ref.c[0, :ref.top[0]].copy()], record_every=every, records=T)
-    ref2.run(steps, rng)
+    ref2.run(steps, rng, stop=stop)
     return pair.rec_total[1].copy(), pair.rec_dist[1].copy(), ref2.rec_total[0].copy()
 
 
@@ -574,6 +642,9 @@ def tv_curve(n, d, lam, *, start="empty", replications=200, steps=None, points=4
     steps = check_int("steps", steps, minimum=points, maximum=MAX_STEPS)
     every = steps // points
     bins = min(30, math.ceil(math.sqrt(replications))) if bins is None else check_int("bins", bins, minimum=2, maximum=1000)
+    _check_work(float(replications) * (2 * burn + 2 * every * points),
+                f"tv_curve: 2 × (burn-in {burn:.3g} + horizon {every * points:.3g}) steps × {replications} "
+                "replication(s)", "lower burn_in, steps or replications", _workers(workers, replications))
     seeds = spawn_seeds(seed, replications)
     tasks = [(p.n, p.d, p.lam, p.replace, counts, burn, every * points, every, ss) for ss in seeds]
     out = _map(_tv_task, tasks, workers)

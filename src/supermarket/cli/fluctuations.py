@@ -33,12 +33,18 @@ from ._common import COUNT, print_json, stderr_is_tty
 @click.option("--sde-paths", "sde_paths", type=COUNT, default=256, show_default=True, help="Paths of the limit SDE.")
 @click.option("--sde-time", "sde_time", type=float, default=100.0, show_default=True, help="Time per SDE path after burn-in.")
 @click.option("--dt", type=float, default=1e-3, show_default=True, help="Euler–Maruyama step.")
-@click.option("--reflection", type=click.Choice(["projection", "bridge"]), default="projection", show_default=True,
-              help="(c) reflection by projection (docs/model.md §8) or by the Brownian-bridge maximum (smaller bias).")
+@click.option("--reflection", type=click.Choice(["bridge", "projection"]), default="bridge", show_default=True,
+              help="(c) reflection by the Brownian-bridge maximum over each step (no O(√dt) bias) or by "
+                   "projection (biased by O(√dt); docs/model.md §8).")
+@click.option("--prelimit/--no-prelimit", "prelimit", default=True, show_default=True,
+              help="Also simulate the pre-limit diffusion (the limit's equations with this n's "
+                   "coefficients λ_n, c_n, d_n; derived, docs/model.md §8) as a third reference.")
+@click.option("--grid-dt", "grid_dt", type=float, default=0.05, show_default=True,
+              help="Spacing of the recorded grid (autocorrelations, histograms, error-bar check).")
 @click.option("--plot", "plot", type=click.Path(dir_okay=False), default=None, help="Write a PNG: paths, histograms, autocorrelation.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def fluctuations(regime, n, kappa, theta, c, zeta, d, centring, time_, burn_in, replications, seed, replace,
-                 workers, sde_paths, sde_time, dt, reflection, plot, as_json):
+                 workers, sde_paths, sde_time, dt, reflection, prelimit, grid_dt, plot, as_json):
     """Fluctuations of order n^(−1/2) about the near-equilibrium centre in the three regimes
     of paper 002 (docs/model.md §8; the limit diffusions are derived): the exact chain's stationary
     moments of the scaled process (z1, z2) = (Z1, Z2) in (a), (Q, Y) in (b), (c), with
@@ -48,10 +54,11 @@ def fluctuations(regime, n, kappa, theta, c, zeta, d, centring, time_, burn_in, 
 
     if regime != "c" and centring != "c_n":
         raise click.UsageError("--centring applies to --regime c only")
-    if regime != "c" and reflection != "projection":
+    if regime != "c" and reflection != "bridge":
         raise click.UsageError("--reflection applies to --regime c only")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", fl.RegimeWarning)
+        warnings.simplefilter("always", fl.WorkWarning)
         kw = dict(kappa=kappa, c=c, zeta=zeta, d=d, replace=replace)
         if regime == "a":
             kw["theta"] = theta
@@ -61,12 +68,17 @@ def fluctuations(regime, n, kappa, theta, c, zeta, d, centring, time_, burn_in, 
     for w in caught:
         click.echo(f"supermarket: warning: {w.message}", err=True)
     con = Console(stderr=True)
-    status = con.status("simulating the chain and the limit diffusion…") if stderr_is_tty() else None
+    status = con.status("simulating the chain and the diffusions… (Ctrl-C stops)") if stderr_is_tty() else None
     if status:
         status.start()
     try:
-        cmp = fl.compare(p, time=time_, burn_in=burn_in, replications=replications, seed=seed, workers=workers,
-                         sde_paths=sde_paths, sde_time=sde_time, dt=dt, reflection=reflection)
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", fl.WorkWarning)
+            # the estimate is printed at once, before the long run starts
+            warnings.showwarning = lambda message, *a, **k: click.echo(f"supermarket: warning: {message}", err=True)
+            cmp = fl.compare(p, time=time_, burn_in=burn_in, replications=replications, seed=seed,
+                             workers=workers, sde_paths=sde_paths, sde_time=sde_time, dt=dt,
+                             reflection=reflection, prelimit=prelimit, grid_dt=grid_dt)
     finally:
         if status:
             status.stop()
@@ -99,6 +111,8 @@ def _print(cmp, plot) -> None:
     for k in fl.KEYS:
         t.add_column(k, justify="right")
     rows = [("chain (simulated)", cmp.sim.moments), (f"limit diffusion (EM, {cmp.limit.paths} paths)", cmp.limit.moments)]
+    if cmp.prelimit is not None:
+        rows.append((f"pre-limit diffusion at n (EM, {cmp.prelimit.paths} paths)", cmp.prelimit.moments))
     if cmp.limit_exact is not None:
         rows.append(("limit, closed form (derived)", cmp.limit_exact))
     rows.append(("finite-n LNA at x^n", cmp.lna))
@@ -111,10 +125,17 @@ def _print(cmp, plot) -> None:
     for ref, row in cmp.z_scores().items():
         con.print(f"z-scores vs {ref}: " + ", ".join(f"{k} {v:+.2f}" for k, v in row.items()))
     s = cmp.sim
+    if s.moments.note:
+        con.print(f"[yellow]chain error bars: {s.moments.note}[/]")
+    else:
+        con.print(f"chain error bars: batches of {s.time / s.batches:g} time units, ≥ {fl.BATCH_TAU_FACTOR:g} × "
+                  f"the integrated autocorrelation time {s.moments.tau_int:.3g}")
     con.print(f"chain: {s.events:.3g} events in {s.seconds:.2f} s ({s.events / max(s.seconds, 1e-9):.3g}/s), "
               f"{s.replications} × {s.time:g} time units after burn-in {s.burn_in:g}")
     if p.regime == "c":
-        con.print(f"reflected limit: largest Q on any path = {cmp.limit.max_q:.3g}")
+        con.print(f"reflected limit ({cmp.limit.params.get('reflection')} reflection): largest Q on any path = "
+                  f"{cmp.limit.max_q:.3g}; pushing rate E[dU]/dt = {cmp.limit.push_rate:.4f} ± "
+                  f"{cmp.limit.push_rate_se:.4f} (equals E Y in the limit)")
     if p.warnings:
         con.print(f"[yellow]{len(p.warnings)} condition(s) of the regime fail at this n (warned on stderr)[/]")
     if plot:

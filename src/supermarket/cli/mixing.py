@@ -24,7 +24,7 @@ from ._common import COUNT, LOAD, print_json, stderr_is_tty
 @click.option("--burn-in", "burn_in", type=COUNT, default=None,
               help="Steps of the stationary copy alone (default: 10 × k d^(k−1) n log n).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Root seed (integer >= 0).")
-@click.option("--workers", type=int, default=None, help="Worker processes (default: all cores).")
+@click.option("--workers", type=COUNT, default=None, help="Threads (default: all cores); results do not depend on it.")
 @click.option("--no-replace", "no_replace", is_flag=True, help="Sample the d queues without replacement (paper 002).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def mixing(n, d, load, start, replications, max_steps, burn_in, seed, workers, no_replace, as_json):
@@ -33,13 +33,19 @@ def mixing(n, d, load, start, replications, max_steps, burn_in, seed, workers, n
     the bound t_mix(1/4) ≤ 0.75-quantile of τ, and the paper-000 orders (docs/model.md §6).
 
     Steps are steps of the uniformized chain; n(1+λ) steps are one unit of time."""
+    import warnings
+
     from .. import mixing as mx
 
     if stderr_is_tty() and not as_json:
-        click.echo(f"coupling {replications} pairs (n={n}, d={d}, λ={load}, from {start}) …", err=True)
-    res = mx.coalescence(n, d, load, start=start, replications=replications, seed=seed,
-                         max_steps=max_steps, burn_in=burn_in, replace=not no_replace,
-                         workers=workers)
+        click.echo(f"coupling {replications} pairs (n={n}, d={d}, λ={load}, from {start}) … (Ctrl-C stops)", err=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", mx.MixingWarning)
+        # the estimate is printed at once, before the long run starts
+        warnings.showwarning = lambda message, *a, **k: click.echo(f"supermarket: warning: {message}", err=True)
+        res = mx.coalescence(n, d, load, start=start, replications=replications, seed=seed,
+                             max_steps=max_steps, burn_in=burn_in, replace=not no_replace,
+                             workers=workers)
     out = res.to_dict()
     if as_json:
         print_json(out)

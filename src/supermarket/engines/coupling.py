@@ -20,6 +20,9 @@ the sorted queue-lengths vectors) is maintained incrementally; under this coupli
 increases (Luczak–McDiarmid), and every increase is counted so that tests can check it.
 
 Kernels take and return plain arrays; the friendly layer is :mod:`supermarket.mixing`.
+Randomness: ``rng`` is a xoshiro256** state (``engines/rng.py``, 4 uint64 words) advanced in
+place, so a run cut into chunks draws exactly the numbers of an uncut run; the kernels
+release the GIL, so copies may run on threads.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ import math
 import numpy as np
 from numba import njit
 
+from .rng import next_double
+
 __all__ = ["run_coupled", "flush_area", "STATUS_DONE", "STATUS_GROW", "STATUS_COALESCED"]
 
 STATUS_DONE = 0  # the step budget of this call was used up
@@ -36,7 +41,7 @@ STATUS_GROW = 1  # a queue reached the last level of the arrays: grow them and c
 STATUS_COALESCED = 2  # every copy equals copy 0 (only with stop_when_coalesced)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _length_at(c, m, top, p):
     """Length of the queue at sorted position ``p`` (1-based): ``#{i >= 1 : c_i >= p}``."""
     lo = 0  # c_lo >= p holds for lo (level 0 is "all queues")
@@ -50,12 +55,12 @@ def _length_at(c, m, top, p):
     return lo
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _log_choose(a, b):
     return math.lgamma(a + 1.0) - math.lgamma(b + 1.0) - math.lgamma(a - b + 1.0)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _arrival_position(u, n, d, replace, log_cnd):
     """Largest of ``d`` uniform positions in ``1..n`` from one uniform ``u`` in (0, 1]."""
     if replace:
@@ -105,7 +110,7 @@ def _arrival_position(u, n, d, replace, log_cnd):
     return p
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def run_coupled(c, top, dist, tau, n, d, p_arrival, replace, step0, max_steps, rng,
                 stop_when_coalesced, area, last, top_time, record_every, rec_total, rec_dist,
                 rec_c, rec_count, check):
@@ -124,6 +129,7 @@ def run_coupled(c, top, dist, tau, n, d, p_arrival, replace, step0, max_steps, r
       ``rec_c`` (M, T, K) int64 the counts ``c_1..c_K`` at the same steps (K may be 0),
       ``rec_count`` (1,) the number of records written so far.
 
+    ``rng``: xoshiro256** state, uint64[4] (advanced in place).
     ``check`` (debug mode): recompute every distance from scratch after each step.
 
     Returns ``(status, step, increases, mismatches)``: the STATUS_* code, the step reached,
@@ -157,8 +163,8 @@ def run_coupled(c, top, dist, tau, n, d, p_arrival, replace, step0, max_steps, r
         for m in range(M):
             if top[m] >= L:
                 return STATUS_GROW, step, increases, mismatches
-        arrival = rng.random() < p_arrival
-        u = 1.0 - rng.random()  # in (0, 1]
+        arrival = next_double(rng) < p_arrival
+        u = 1.0 - next_double(rng)  # in (0, 1]
         if arrival:
             p = _arrival_position(u, n, d, replace, log_cnd)
             delta = 1
@@ -237,7 +243,7 @@ def run_coupled(c, top, dist, tau, n, d, p_arrival, replace, step0, max_steps, r
     return STATUS_DONE, step, increases, mismatches
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def flush_area(c, area, last, step):
     """Close the running integrals at ``step``: afterwards ``area[m, i]`` is the sum of
     ``c_{i+1}`` over the states ``step0 .. step-1`` of copy ``m``."""

@@ -20,9 +20,11 @@ the burn-in (batch means give the standard errors), and writes ``(Z1, Z2)`` at t
 a time grid (for autocorrelations, histograms and sample paths).  Memory does not grow with
 the number of events.
 
-Randomness: NumPy's generator inside numba, seeded at the start of the call; numba keeps
-one generator per thread, so concurrent calls on different threads (the kernel releases
-the GIL) do not interfere and each call is reproducible from its seed.
+Randomness: a xoshiro256** state (``engines/rng.py``, 4 uint64 words) owned by the caller
+and advanced in place; the kernel stops after ``max_events`` events and resumes from
+``clock`` (time, next grid index) without changing a single number, so a run can be cut
+into bounded chunks (Ctrl-C, progress) and run on any thread: the stream depends only on
+the state, never on a global generator.
 """
 
 from __future__ import annotations
@@ -32,9 +34,13 @@ import math
 import numpy as np
 from numba import njit
 
-__all__ = ["fluct_ctmc", "OVERFLOW"]
+from .rng import next_double
+
+__all__ = ["fluct_ctmc", "OVERFLOW", "DONE", "MORE"]
 
 OVERFLOW = -1  # return code: a queue grew past the level capacity of ``counts``
+DONE = 0  # the run reached burn_in + horizon
+MORE = 1  # max_events events done: call again with the same arrays to go on
 
 
 @njit(cache=True, nogil=True)
@@ -51,39 +57,37 @@ def _log_p(c, n, d, replace, logp, lgn):
 
 
 @njit(cache=True, nogil=True)
-def fluct_ctmc(n, lam, logp, counts, m1, m2, burn_in, horizon, n_batches, grid_dt, seed,
-               batch_sums, grid, d=1, replace=True, lgn=0.0):
-    """Run the chain for ``burn_in + horizon`` time units; return the number of events.
+def fluct_ctmc(n, lam, logp, counts, m1, m2, burn_in, horizon, n_batches, grid_dt, rng,
+               batch_sums, grid, d, replace, lgn, clock, max_events):
+    """Run the chain from time ``clock[0]`` towards ``burn_in + horizon``; return
+    ``DONE``, ``MORE`` (``max_events`` events done; call again) or ``OVERFLOW``.
 
-    ``counts``: int64 array, ``counts[0] = n``, ``counts[i] = c_i``; updated in place (the
-    final state).  Its length is the level capacity; returns ``OVERFLOW`` if exceeded.
-    ``logp``: float64[n+1], ``log P`` for a level holding ``c`` queues (``-inf`` for 0); or
-    empty, and then ``log P`` is computed from ``d``, ``replace`` and ``lgn = log C(n, d)``
-    (large ``n``, where the table would not fit in memory).
-    ``batch_sums``: float64[n_batches, 5], filled with the time integrals over each batch of
-    ``Z1, Z2, Z1², Z2², Z1·Z2``.  ``grid``: float64[G, 2], ``(Z1, Z2)`` at times
-    ``burn_in + k·grid_dt``, ``k < G``.
+    ``counts``: int64 array, ``counts[0] = n``, ``counts[i] = c_i``; updated in place.  Its
+    length is the level capacity.  ``logp``: float64[n+1], ``log P`` for a level holding
+    ``c`` queues (``-inf`` for 0); or empty, and then ``log P`` is computed from ``d``,
+    ``replace`` and ``lgn = log C(n, d)``.  ``rng``: xoshiro256** state (advanced).
+    ``batch_sums``: float64[n_batches, 5], *added to*: the time integrals over each batch
+    of ``Z1, Z2, Z1², Z2², Z1·Z2`` (zero it before the first call).  ``grid``:
+    float64[G, 2], ``(Z1, Z2)`` at times ``burn_in + k·grid_dt``.  ``clock``: float64[3],
+    ``(t, next grid index, events so far)``, zero before the first call.
     """
-    np.random.seed(seed)
     L = counts.shape[0]
     sq = math.sqrt(n)
     nm1 = n * m1
     nm2 = n * m2
     arr_rate = n * lam
-    t = 0.0
+    t = clock[0]
+    k = int(clock[1])
     t_end = burn_in + horizon
     tb = horizon / n_batches
-    for b in range(n_batches):
-        for j in range(5):
-            batch_sums[b, j] = 0.0
     G = grid.shape[0]
-    k = 0
-    next_grid = burn_in
-    events = 0
-    while True:
+    next_grid = burn_in + k * grid_dt
+    done = 0
+    status = MORE
+    while done < max_events:
         c1 = counts[1]
         rate = arr_rate + c1
-        tau = -math.log(1.0 - np.random.random()) / rate
+        tau = -math.log(1.0 - next_double(rng)) / rate
         t_next = t + tau
         if t_next > burn_in:
             z1 = (c1 - nm1) / sq
@@ -114,23 +118,29 @@ def fluct_ctmc(n, lam, logp, counts, m1, m2, burn_in, horizon, n_batches, grid_d
                 k += 1
                 next_grid = burn_in + k * grid_dt
         if t_next >= t_end:
+            t = t_end
+            status = DONE
             break
         t = t_next
-        events += 1
-        if np.random.random() * rate < arr_rate:
-            logv = math.log(np.random.random())
+        done += 1
+        if next_double(rng) * rate < arr_rate:
+            logv = math.log(1.0 - next_double(rng))
             ell = 0
             while ell + 1 < L and counts[ell + 1] > 0 and _log_p(counts[ell + 1], n, d, replace, logp, lgn) > logv:
                 ell += 1
             if ell + 1 >= L:
-                return OVERFLOW
+                status = OVERFLOW
+                break
             counts[ell + 1] += 1
         else:
-            kq = 1 + int(np.random.random() * c1)
+            kq = 1 + int(next_double(rng) * c1)
             if kq > c1:
                 kq = c1
             ell = 1
             while ell + 1 < L and counts[ell + 1] >= kq:
                 ell += 1
             counts[ell] -= 1
-    return events
+    clock[0] = t
+    clock[1] = k
+    clock[2] += done
+    return status

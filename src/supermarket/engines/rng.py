@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["new_state", "next_u64", "next_double", "next_below", "seed_state"]
+__all__ = ["new_state", "next_u64", "next_double", "next_below", "seed_state", "next_normal",
+           "next_open_double", "state_from_seed_sequence"]
 
 _M64 = 0xFFFFFFFFFFFFFFFF
 TWO_M53 = 1.0 / 9007199254740992.0  # 2**-53
@@ -101,3 +102,29 @@ def step_double(s0, s1, s2, s3):
     s2 ^= t
     s3 = _rotl(s3, 45)
     return np.float64(result >> np.uint64(11)) * TWO_M53, s0, s1, s2, s3
+
+
+# --------------------------------------------------------------------------- additions
+def state_from_seed_sequence(ss) -> np.ndarray:
+    """A xoshiro256** state from a ``numpy.random.SeedSequence``: four words drawn from it
+    directly (``generate_state``), so that every child of a root seed gets its own state;
+    the all-zero state is replaced as in :func:`new_state`."""
+    out = np.asarray(ss.generate_state(4, dtype=np.uint64), dtype=np.uint64).copy()
+    if not out.any():
+        out[0] = 1
+    return out
+
+
+@njit(cache=True)
+def next_open_double(s):
+    """Uniform on ``{2^-53, …, 1}``: never 0, so its logarithm is finite."""
+    return 1.0 - next_double(s)
+
+
+@njit(cache=True)
+def next_normal(s):
+    """A standard normal from two uniforms (Box–Muller, cosine branch; the sine branch is
+    not kept, so the state holds nothing but the four words)."""
+    u1 = 1.0 - next_double(s)  # in (0, 1]
+    u2 = next_double(s)
+    return np.sqrt(-2.0 * np.log(u1)) * np.cos(6.283185307179586 * u2)
