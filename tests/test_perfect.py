@@ -181,6 +181,22 @@ def test_conditional_innovation_law_exact(n, d, replace):
                     assert serve(y, j) == want
 
 
+def test_d1_output_is_sorted_iid_geometric():
+    """d = 1 (random routing): the sampled law against its closed form, sorted i.i.d.
+    geometric (docs/model.md §12.3), chi-square at 1e-3; power >= 0.99 against d = 2."""
+    n, lam, N = 2, 0.6, 2000
+    M = 30
+    exact = {_counts_key(np.array(y), M): float(_pi_dominating(y, Fraction(lam))) for y in sorted_states(n, M)}
+    keys = _chi2_bins(exact, N)
+    alt, _ = _exact_state_probs(n, 2, lam, True, N=N)
+    alt = {k + (0,) * (M - len(k)): v for k, v in alt.items()}
+    assert _power(exact, alt, keys, N, ALPHA) >= 0.99
+    res = perfect.sample(n, 1, lam, samples=N, seed=12)
+    obs = Counter(_counts_key(x, M) for x in res.samples)
+    chi2, df = _chi2(obs, exact, keys, N)
+    assert stats.chi2.sf(chi2, df) > ALPHA, (chi2, df)
+
+
 def _pi_dominating(y, lam):
     """Stationary law of sorted i.i.d. geometric lengths: multinomial · ∏ (1−λ) λ^{y_i}."""
     n = len(y)
@@ -236,7 +252,7 @@ def test_apply_codes_matches_reference():
         L = 12
         codes = np.array([int(rng.integers(1, n + 1)) * (1 if rng.random() < 0.45 else -1) for _ in range(L)],
                          dtype=np.int64)
-        st = np.zeros(5, dtype=np.int64)
+        st = np.zeros(6, dtype=np.int64)
         st[0], st[1] = sum(xs), sum(ys)
         st[2] = int(st[0] == st[1])
         K.apply_codes(codes, 0, L, xl, cl, xu, cu, st)
@@ -372,7 +388,7 @@ def test_coalesced_output_does_not_depend_on_the_start_below_D():
         T = 64
         while True:
             past.extend(T)
-            met, x = past.run_from(T, None)
+            met, x, _ = past.run_from(T, None)
             if met:
                 break
             T *= 2
@@ -390,7 +406,7 @@ def test_coalesced_output_does_not_depend_on_the_start_below_D():
             assert _reference_run(z, codes) == tuple(x.tolist())
             checked += 1
         past.extend(4 * T)
-        met4, x4 = past.run_from(4 * T, None)
+        met4, x4, _ = past.run_from(4 * T, None)
         assert met4 and np.array_equal(x4, x)
     assert checked > 100
 
@@ -578,7 +594,9 @@ def test_bad_input(kwargs, exc, word):
 
 def test_budgets_refuse_rather_than_truncate():
     with pytest.raises(perfect.BudgetExceeded, match="max_memory"):
-        perfect.sample(2000, 2, 0.95, max_memory=200_000)
+        perfect.sample(2000, 2, 0.95, max_memory=200_000)  # refused when the blocks grow
+    with pytest.raises(perfect.BudgetExceeded, match="at least"):
+        perfect.sample(10**6, 2, 0.5, max_memory=10**6)  # refused before any work
     with pytest.raises(perfect.BudgetExceeded, match="max_time") as info:
         perfect.sample(3000, 2, 0.97, samples=2, max_time=0.05)
     assert info.value.completed is None or info.value.completed.samples.shape[0] < 2

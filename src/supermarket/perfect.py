@@ -87,8 +87,10 @@ class _Past:
     double from ``t0`` up to ``BLOCK_MAX``, so every horizon ``t0·2^j`` is a block boundary.
     """
 
-    def __init__(self, p: Params, ss: np.random.SeedSequence, t0: int, stop: threading.Event | None):
+    def __init__(self, p: Params, ss: np.random.SeedSequence, t0: int, stop: threading.Event | None,
+                 deadline: float | None = None):
         self.p = p
+        self.deadline = deadline
         self.n = p.n
         self.ss = ss
         self.t0 = t0
@@ -142,6 +144,8 @@ class _Past:
         while done < length:
             if self.stop is not None and self.stop.is_set():
                 raise KeyboardInterrupt
+            if self.deadline is not None and time.perf_counter() > self.deadline:
+                raise _OutOfTime(self.horizon)
             want = min(CHUNK, length - done)
             got = _k.generate_past(x, c, gs, s, self.buf, done, want, self.n, self.p.d, self.p.replace,
                                    self.p_arr, self.mark, self.picks)
@@ -197,7 +201,8 @@ class _Past:
     def run_from(self, horizon: int, deadline: float | None):
         """Run ``L`` (from empty) and ``U`` (from ``D_{−horizon}``) forwards to time 0.
 
-        ``horizon`` must be a block boundary.  Returns ``(met, x_L)``.
+        ``horizon`` must be a block boundary.  Returns ``(met, x_L, copy_steps)`` where
+        ``copy_steps`` counts the moves of both copies (one after they met).
         """
         kb = self.bounds.index(horizon)
         n = self.n
@@ -211,7 +216,7 @@ class _Past:
         cu[:m] = d_start[:m]
         xu = np.empty(n, dtype=np.int64)
         _k.fill_lengths(cu, xu)
-        st = np.zeros(5, dtype=np.int64)
+        st = np.zeros(6, dtype=np.int64)
         st[_k.A_TOTU] = int(xu.sum())
         st[_k.A_MET] = 1 if st[_k.A_TOTU] == 0 else 0
         for k in range(kb - 1, -1, -1):
@@ -229,11 +234,13 @@ class _Past:
                                        "(the copies must stay below the dominating process)")
                 hi = lo
         met = bool(st[_k.A_MET])
+        total = int(st[_k.A_STEP])
+        copy_steps = 2 * int(st[_k.A_METSTEP]) + (total - int(st[_k.A_METSTEP])) if met else 2 * total
         if not met:
             # L <= U componentwise (docs/model.md §12): check it, as a guard against bugs
             if (cl[:cap] > cu[:cap]).any():
                 raise RuntimeError("perfect sampler: L <= U violated; this is a bug")
-        return met, xl
+        return met, xl, copy_steps
 
 
 class _OutOfTime(Exception):
@@ -377,7 +384,7 @@ def _warm() -> None:
 
 def _one(p: Params, ss, t0, deadline, max_memory, stop):
     began = time.perf_counter()
-    past = _Past(p, ss, t0, stop)
+    past = _Past(p, ss, t0, stop, deadline)
     horizon = t0
     rounds = 0
     peak = past.memory_bytes()
@@ -408,8 +415,8 @@ def _one(p: Params, ss, t0, deadline, max_memory, stop):
         before = past.steps_generated
         past.extend(horizon)
         peak = max(peak, past.memory_bytes())
-        met, x = past.run_from(horizon, deadline)
-        work += past.steps_generated - before + 2 * horizon
+        met, x, copy_steps = past.run_from(horizon, deadline)
+        work += past.steps_generated - before + copy_steps
         if met:
             return x, horizon, rounds, work, peak
         horizon *= 2
@@ -483,6 +490,13 @@ def sample(n, d, lam, *, samples=1, seed=0, replace=True, max_time=None, max_mem
     root = as_seed_sequence(seed)
     children = spawn_seeds(root, S)
     t0 = _t0(p.n)
+    # refuse up front what cannot fit: three copies and a scratch vector of n entries, the
+    # first buffer, and D's level arrays (max of n geometric lengths ≈ log n / log(1/λ))
+    levels = (math.log(p.n) + 40.0) / -math.log(p.lam)
+    first = 4 * 8 * p.n + 8 * min(t0, BLOCK_MAX) + 3 * 8 * (levels + 64)
+    if first > max_memory:
+        raise BudgetExceeded(f"a sample needs at least {first / 2**20:.1f} MiB (n={p.n}, λ={p.lam:g}), "
+                             f"more than max_memory={max_memory / 2**20:.1f} MiB; refused")
     _warm()
     start = time.perf_counter()
     deadline = None if max_time is None or math.isinf(max_time) else start + max_time

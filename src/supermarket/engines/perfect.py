@@ -44,7 +44,7 @@ __all__ = [
     "conditional_max",
     "fill_lengths",
     "G_TOP", "G_PATHMAX",
-    "A_TOTL", "A_TOTU", "A_MET", "A_STEP", "A_STATUS",
+    "A_TOTL", "A_TOTU", "A_MET", "A_STEP", "A_STATUS", "A_METSTEP",
     "STATUS_OK", "STATUS_CAPACITY",
     "EXPLICIT_MAX_D",
 ]
@@ -58,6 +58,7 @@ A_TOTU = 1  # customers in the upper copy U
 A_MET = 2  # 1 once L and U have coalesced (then only L is moved)
 A_STEP = 3  # forward steps applied so far in this round
 A_STATUS = 4
+A_METSTEP = 5  # the step (of this round) at which L and U met
 STATUS_OK = 0
 STATUS_CAPACITY = 1  # a level array is too short: a bug in the caller (never a truncation)
 
@@ -217,7 +218,7 @@ def apply_codes(buf, lo, hi, xl, cl, xu, cu, st):
     """Run the lower copy ``L`` and the upper copy ``U`` forwards through ``buf[hi-1]``,
     ``buf[hi-2]``, …, ``buf[lo]`` (reverse order of generation = forward time).
 
-    ``st``: ``[total L, total U, met, steps, status]``.  ``L <= U`` componentwise holds
+    ``st``: ``[total L, total U, met, steps, status, step at which they met]``.  ``L <= U`` componentwise holds
     throughout (docs/model.md §12), so the copies are equal as soon as their totals are;
     from then on only ``L`` is moved (``met = 1``) and the caller copies it into ``U``.
     A level array too short for a move sets ``status = STATUS_CAPACITY`` and stops (the
@@ -252,6 +253,7 @@ def apply_codes(buf, lo, hi, xl, cl, xu, cu, st):
         steps += 1
         if met == 0 and totl == totu:
             met = 1
+            st[A_METSTEP] = steps
     st[A_TOTL] = totl
     st[A_TOTU] = totu
     st[A_MET] = met
