@@ -411,6 +411,26 @@ def test_coalesced_output_does_not_depend_on_the_start_below_D():
     assert checked > 100
 
 
+def test_kernel_max_choice_with_replacement_both_paths():
+    """conditional_max with replacement, explicit (d−1 <= 64) and inversion (d−1 > 64):
+    P(M <= m | J_1) = ((m+1)/n)^(d−1) for m >= J_1 (0-based), chi-square."""
+    for n, d, j1 in [(30, 3, 4), (300, 100, 10), (50, 200, 49)]:
+        s = np.random.SeedSequence(n + d).generate_state(4, dtype=np.uint64)
+        mark = np.zeros(n, dtype=np.int8)
+        picks = np.zeros(d, dtype=np.int64)
+        draws = np.array([K.conditional_max(j1, n, d, True, s, mark, picks) for _ in range(20000)])
+        cdf = np.array([((m + 1) / n) ** (d - 1) if m >= j1 else 0.0 for m in range(n)])
+        probs = np.diff(np.concatenate([[0.0], cdf]))
+        obs = np.bincount(draws, minlength=n)
+        assert obs[probs == 0].sum() == 0
+        keep = probs * draws.size >= 5
+        e = probs[keep] * draws.size
+        rest_e = draws.size - e.sum()
+        o = obs[keep]
+        chi2 = float(((o - e) ** 2 / e).sum()) + ((draws.size - o.sum() - rest_e) ** 2 / rest_e if rest_e > 1 else 0)
+        assert stats.chi2.sf(chi2, max(1, keep.sum())) > 1e-4, (n, d, chi2)
+
+
 def test_kernel_max_choice_without_replacement_all_paths():
     """conditional_max without replacement, both strategies (rejection for small d,
     top-down when (d-1)^2 > n-1): the law of M given J_1 against the exact law
@@ -551,6 +571,45 @@ def test_output_law_matches_exact_stationary_law_slow(n, d, lam, replace, N, see
     obs = Counter(_counts_key(x, M) for x in res.samples)
     chi2, df = _chi2(obs, exact, keys, N)
     assert stats.chi2.sf(chi2, df) > ALPHA, (chi2, df)
+
+
+def _flux_balance_check(res, d, lam, replace, levels, sigmas=5.0):
+    """Exact identity for every n (docs/model.md §12.8): in equilibrium the
+    flux into level i equals the flux out, λ E[P_i] = E[u_{i+1}] summed over the levels above,
+    i.e. E[u_i] = λ E[P_{i−1}] with P_0 = 1, P_j = u_j^d (with replacement) or
+    C(c_j, d)/C(n, d) (without).  Checked per sample as the mean of u_i − λ P_{i−1}, within
+    `sigmas` standard errors."""
+    n = res.params.n
+    c = res.counts
+    c = np.concatenate([np.full((c.shape[0], 1), n), c, np.zeros((c.shape[0], levels + 1), dtype=np.int64)], axis=1)
+    out = []
+    for i in range(1, levels + 1):
+        prev = c[:, i - 1]
+        P = (prev / n) ** d if replace else np.array([math.comb(int(v), d) / math.comb(n, d) for v in prev])
+        diff = c[:, i] / n - lam * P
+        se = diff.std(ddof=1) / math.sqrt(diff.size)
+        assert abs(diff.mean()) <= sigmas * se + 1e-12, (i, diff.mean(), se)
+        out.append((diff.mean(), se))
+    return out
+
+
+def test_flux_balance_at_moderate_n():
+    """At n = 100 (far beyond the exact solvers) the exact flux identity holds within 5 s.e.;
+    the d = 1 law would miss it at level 2 by λ² − λ E[u_1²] ≈ 0.13, hundreds of s.e."""
+    lam = 0.8
+    res = perfect.sample(100, 2, lam, samples=60, seed=21)
+    checks = _flux_balance_check(res, 2, lam, True, 4)
+    assert max(se for _, se in checks) < 0.01
+    res = perfect.sample(60, 3, lam, samples=40, seed=22, replace=False)
+    _flux_balance_check(res, 3, lam, False, 3)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n,d,lam,S", [(1000, 2, 0.9, 60), (1000, 5, 0.95, 40), (300, 100, 0.9, 60)])
+def test_flux_balance_large_slow(n, d, lam, S):
+    """The flux identity at n = 1000 (and d = 100 > 65, the inversion path for the maximum)."""
+    res = perfect.sample(n, d, lam, samples=S, seed=23)
+    _flux_balance_check(res, d, lam, True, 4)
 
 
 # =========================================================================== API and CLI
