@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "mixing": ("supermarket.cli.mixing", "mixing", "Coalescence and mixing times from a chosen start."),
     "fluctuations": ("supermarket.cli.fluctuations", "fluctuations", "Near-equilibrium fluctuations in the regimes of paper 002."),
     "reproduce": ("supermarket.cli.reproduce", "reproduce", "Reproduce the experiments of paper 000 or paper 002."),
+    "perfect": ("supermarket.cli.perfect", "perfect", "Exact stationary samples (dominated coupling from the past)."),
     "sweep": ("supermarket.cli.sweep", "sweep", "Run a parameter sweep (TOML) locally or on a Dask cluster."),
     "report": ("supermarket.cli.sweep", "report", "Build an HTML or Markdown report from a sweep directory."),
 }
