@@ -32,11 +32,8 @@ reading of (c) (``centring="one"``): ``Q = √n(G_1 − 1)`` and ``ζ = √n(1 �
 from __future__ import annotations
 
 import math
-import os
-import threading
 import time as _time
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -50,6 +47,7 @@ from .model import (
     check_positive_int,
     spawn_seeds,
 )
+from . import parallel
 from .engines.rng import state_from_seed_sequence
 from .theory import REGIME_A_BELOW, REGIME_C_ABOVE
 
@@ -496,7 +494,7 @@ def autocorrelation(series, max_lag: int, segments: int = 10):
 
 def _workers(workers, jobs: int) -> int:
     if workers is None:
-        workers = os.cpu_count() or 1
+        workers = parallel.default_workers()
     workers = check_positive_int("workers", workers)
     return max(1, min(workers, jobs))
 
@@ -557,26 +555,12 @@ def _check_work(units: float, speed: float, what: str, option: str, cores: int) 
         warnings.warn(f"{msg}; {option} to shorten it", WorkWarning, stacklevel=3)
 
 
-def _run_jobs(job, count: int, workers) -> None:
-    """Run ``job(r, stop)`` for ``r < count`` on ``workers`` threads.  On KeyboardInterrupt
-    (or any error) ``stop`` is set, every job returns after its current kernel chunk, and
-    the exception propagates."""
-    stop = threading.Event()
-    w = _workers(workers, count)
-    if w == 1:
-        for r in range(count):
-            job(r, stop)
-        return
-    ex = ThreadPoolExecutor(max_workers=w)
-    try:
-        futures = [ex.submit(job, r, stop) for r in range(count)]
-        for f in futures:
-            f.result()
-    except BaseException:
-        stop.set()
-        raise
-    finally:
-        ex.shutdown(wait=True, cancel_futures=True)
+def _run_jobs(fn, tasks, workers, client=None, progress=None) -> list:
+    """``fn`` over ``tasks`` in task order through :func:`supermarket.parallel.map_tasks`:
+    on ``client`` (Dask) when given, else on ``workers`` threads (the kernels release the
+    GIL).  Each task carries its own seed, so the results do not depend on the backend."""
+    return parallel.map_tasks(fn, tasks, workers=_workers(workers, len(tasks)), client=client,
+                              backend="threads", progress=progress)
 
 
 # =========================================================================== simulation
@@ -625,8 +609,32 @@ def _logp_table(n: int, d: int, replace: bool) -> np.ndarray:
     return out
 
 
+def _chain_task(args):
+    """One replication of the chain (module level: it runs on threads, processes or Dask)."""
+    from .engines.fluct import DONE, OVERFLOW, fluct_ctmc
+
+    (n, lam, logp, start, m0, m1, burn_in, time, batches, grid_dt, ss, G, d, replace, lgn) = args
+    counts = start.copy()
+    clock = np.zeros(3)
+    sums = np.zeros((batches, 5))
+    grid = np.zeros((G, 2))
+    state = state_from_seed_sequence(ss)
+    overflow = False
+    while True:
+        parallel.check_stop()
+        st = fluct_ctmc(n, lam, logp, counts, m0, m1, burn_in, time, batches, grid_dt, state, sums,
+                        grid, d, replace, lgn, clock, CHUNK_EVENTS)
+        if st == OVERFLOW:
+            overflow = True
+            break
+        if st == DONE:
+            break
+    return sums, grid, int(clock[2]), overflow
+
+
 def simulate_fluctuations(p: RegimeParams, *, time=200.0, burn_in=None, replications=1, seed=0,
-                          workers=None, grid_dt=0.05, batches=10, max_lag=10.0) -> FluctuationSim:
+                          workers=None, grid_dt=0.05, batches=10, max_lag=10.0, client=None,
+                          progress=None) -> FluctuationSim:
     """Simulate the continuous-time profile chain at ``p`` and measure ``(z1, z2)``.
 
     Exact in law (docs/model.md §1–2): holding times ``Exp(nλ + c_1)``, arrivals join the
@@ -651,8 +659,6 @@ def simulate_fluctuations(p: RegimeParams, *, time=200.0, burn_in=None, replicat
     TypeError
         ``p`` is not a :class:`RegimeParams`.
     """
-    from .engines.fluct import DONE, OVERFLOW, fluct_ctmc
-
     if not isinstance(p, RegimeParams):
         raise TypeError("p must be a RegimeParams (from regime_a, regime_b or regime_c)")
     time = check_positive_float("time", time)
@@ -684,30 +690,15 @@ def simulate_fluctuations(p: RegimeParams, *, time=200.0, burn_in=None, replicat
     start[0] = n
     x = np.asarray(p.x)
     start[1:1 + x.size] = np.minimum(np.round(n * x), n).astype(np.int64)
-    states = [state_from_seed_sequence(s) for s in spawn_seeds(seed, R)]
-    sums = np.zeros((R, batches, 5))
-    grid = np.zeros((R, G, 2))
-    events = np.zeros(R, dtype=np.int64)
-    overflow = np.zeros(R, dtype=bool)
-
-    def job(r, stop):
-        counts = start.copy()
-        clock = np.zeros(3)
-        while True:
-            if stop.is_set():
-                return
-            st = fluct_ctmc(n, p.lam, logp, counts, p.m[0], p.m[1], burn_in, time, batches,
-                            grid_dt, states[r], sums[r], grid[r], d, p.replace, lgn, clock, CHUNK_EVENTS)
-            if st == OVERFLOW:
-                overflow[r] = True
-                break
-            if st == DONE:
-                break
-        events[r] = int(clock[2])
-
+    tasks = [(n, p.lam, logp, start, p.m[0], p.m[1], burn_in, time, batches, grid_dt, ss, G, d,
+              p.replace, lgn) for ss in spawn_seeds(seed, R)]
     t0 = _time.perf_counter()
-    _run_jobs(job, R, workers)
+    out = _run_jobs(_chain_task, tasks, workers, client, progress)
     secs = _time.perf_counter() - t0
+    sums = np.stack([o[0] for o in out])
+    grid = np.stack([o[1] for o in out])
+    events = np.array([o[2] for o in out], dtype=np.int64)
+    overflow = np.array([o[3] for o in out], dtype=bool)
     if overflow.any():
         raise RuntimeError(f"a queue grew past {LEVEL_CAPACITY - 1} customers; the parameters are far "
                            "from the near-equilibrium regime")
@@ -791,12 +782,26 @@ SDE_CHUNK = 32  # paths per kernel call (chunk j gets child j of the seed)
 REFLECTIONS = ("bridge", "projection")
 
 
+def _sde_task(args):
+    """One chunk of paths of a diffusion (module level: threads, processes or Dask)."""
+    from .engines.sde import em_paths
+
+    kind, par, dt, n_burn, n_steps, rec_every, ss, mine, nrec, G = args
+    state = state_from_seed_sequence(ss)
+    buf = np.zeros((nrec, G, 2))
+    while True:
+        parallel.check_stop()
+        if em_paths(kind, par, dt, n_burn, n_steps, rec_every, state, mine, buf, CHUNK_STEPS):
+            break
+    return mine, buf
+
+
 def _run_sde(kind, par, z0, *, paths, time, burn_in, dt, grid_dt, record_paths, seed, workers,
-             max_lag, what):
+             max_lag, what, client=None, progress=None):
     """Shared driver of :func:`limit_sde` and :func:`prelimit_sde`: chunks of 32 paths
     (chunk ``j``: xoshiro state from child ``j`` of ``seed``), each advanced in calls of
     :data:`CHUNK_STEPS` steps.  Returns the pieces of a :class:`LimitSDE`."""
-    from .engines.sde import NS, em_paths
+    from .engines.sde import NS
 
     P = check_int("paths", paths, minimum=2)
     time = check_positive_float("time", time)
@@ -817,25 +822,17 @@ def _run_sde(kind, par, z0, *, paths, time, burn_in, dt, grid_dt, record_paths, 
         raise ValueError(f"dt must be below time = {time:g}; got {dt!r}")
     G = n_steps // rec_every
     chunks = [(j * SDE_CHUNK, min(SDE_CHUNK, P - j * SDE_CHUNK)) for j in range((P + SDE_CHUNK - 1) // SDE_CHUNK)]
-    states = [state_from_seed_sequence(s) for s in spawn_seeds(seed, len(chunks))]
     ps = np.zeros((P, NS))
     ps[:, 0], ps[:, 1], ps[:, 2] = z0[0], z0[1], z0[0]
-    rec = np.zeros((Rp, G, 2))
     par = np.asarray(par, dtype=float)
-
-    def job(i, stop):
-        lo, size = chunks[i]
-        r_lo, r_hi = min(lo, Rp), min(lo + size, Rp)
-        buf = np.zeros((r_hi - r_lo, G, 2))
-        mine = ps[lo:lo + size]  # a view: the kernel writes the paths' state in place
-        while not stop.is_set():
-            if em_paths(kind, par, dt, n_burn, n_steps, rec_every, states[i], mine, buf, CHUNK_STEPS):
-                break
-        rec[r_lo:r_hi] = buf
-
+    tasks = [(kind, par, dt, n_burn, n_steps, rec_every, ss, ps[lo:lo + size].copy(),
+              max(0, min(lo + size, Rp) - min(lo, Rp)), G)
+             for (lo, size), ss in zip(chunks, spawn_seeds(seed, len(chunks)))]
     t0 = _time.perf_counter()
-    _run_jobs(job, len(chunks), workers)
+    out = _run_jobs(_sde_task, tasks, workers, client, progress)
     secs = _time.perf_counter() - t0
+    ps = np.concatenate([o[0] for o in out])
+    rec = np.concatenate([o[1] for o in out]) if out else np.zeros((0, G, 2))
     T = n_steps * dt
     mom = _moments_from_blocks(ps[:, 3:8] * dt / T)
     push = ps[:, 8] / T
@@ -856,7 +853,7 @@ def _run_sde(kind, par, z0, *, paths, time, burn_in, dt, grid_dt, record_paths, 
 
 def limit_sde(regime, *, kappa=None, c=None, zeta=None, paths=256, time=100.0, burn_in=None,
               dt=1e-3, record_paths=8, grid_dt=0.05, max_lag=10.0, seed=0, workers=None,
-              reflection="bridge") -> LimitSDE:
+              reflection="bridge", client=None) -> LimitSDE:
     """Simulate the limit diffusion of ``regime`` (docs/model.md §8, derived) with many paths.
 
     Parameters
@@ -918,7 +915,7 @@ def limit_sde(regime, *, kappa=None, c=None, zeta=None, paths=256, time=100.0, b
         par[2] = 1.0 if reflection == "bridge" else 0.0
     burn_in = _default_burn_in(regime, zeta, 20.0) if burn_in is None else _nonneg("burn_in", burn_in)
     out = _run_sde(kind, par, z0, paths=paths, time=time, burn_in=burn_in, dt=dt, grid_dt=grid_dt,
-                   record_paths=record_paths, seed=seed, workers=workers, max_lag=max_lag,
+                   record_paths=record_paths, seed=seed, workers=workers, max_lag=max_lag, client=client,
                    what=f"the regime-({regime}) limit diffusion")
     push = out.pop("push")
     extra = dict(zip(("push_rate", "push_rate_se", "y_push_rate", "y_push_rate_se"), push)) if regime == "c" else {}
@@ -926,7 +923,7 @@ def limit_sde(regime, *, kappa=None, c=None, zeta=None, paths=256, time=100.0, b
 
 
 def prelimit_sde(p: RegimeParams, *, paths=256, time=100.0, burn_in=None, dt=1e-3, record_paths=8,
-                 grid_dt=0.05, max_lag=10.0, seed=0, workers=None) -> LimitSDE:
+                 grid_dt=0.05, max_lag=10.0, seed=0, workers=None, client=None) -> LimitSDE:
     """The pre-limit diffusion at ``p`` (docs/model.md §8, derived): the diffusion
     approximation of the chain's levels 1 and 2 with the finite-``n`` coefficients.
 
@@ -976,7 +973,7 @@ def prelimit_sde(p: RegimeParams, *, paths=256, time=100.0, burn_in=None, dt=1e-
     burn_in = (_default_burn_in("c" if p.regime == "c" else p.regime, zeta_eff, 20.0) if burn_in is None
                else _nonneg("burn_in", burn_in))
     out = _run_sde(KIND_PRE, par, z0, paths=paths, time=time, burn_in=burn_in, dt=dt, grid_dt=grid_dt,
-                   record_paths=record_paths, seed=seed, workers=workers, max_lag=max_lag,
+                   record_paths=record_paths, seed=seed, workers=workers, max_lag=max_lag, client=client,
                    what=f"the pre-limit diffusion at n = {n}")
     push = out.pop("push")
     # report in p's coordinates: z = √n(G − m) = (Q + √n(c_n − m_1), Y − √n m_2)
@@ -1103,7 +1100,7 @@ class Comparison:
 
 def compare(p: RegimeParams, *, time=200.0, burn_in=None, replications=1, seed=0, workers=None,
             sde_paths=256, sde_time=100.0, sde_burn_in=None, dt=1e-3, grid_dt=0.05,
-            reflection="bridge", prelimit=True) -> Comparison:
+            reflection="bridge", prelimit=True, client=None) -> Comparison:
     """The simulated stationary moments at ``p`` beside (i) the limit diffusion matched at
     ``p`` (Euler–Maruyama; for (a) also the closed form), (ii) the pre-limit diffusion at
     this ``n`` (:func:`prelimit_sde`; ``prelimit=False`` skips it) and (iii) the finite-n
@@ -1115,13 +1112,13 @@ def compare(p: RegimeParams, *, time=200.0, burn_in=None, replications=1, seed=0
         raise TypeError(f"prelimit must be True or False; got {prelimit!r}")
     ss = spawn_seeds(seed, 3)
     sim = simulate_fluctuations(p, time=time, burn_in=burn_in, replications=replications, seed=ss[0],
-                                workers=workers, grid_dt=grid_dt)
+                                workers=workers, grid_dt=grid_dt, client=client)
     extra = {"reflection": reflection} if p.regime == "c" else {}
     rp = min(32, sde_paths)
     lim = limit_for(p, paths=sde_paths, time=sde_time, burn_in=sde_burn_in, dt=dt, seed=ss[1],
-                    record_paths=rp, workers=workers, grid_dt=grid_dt, **extra)
+                    record_paths=rp, workers=workers, grid_dt=grid_dt, client=client, **extra)
     pre = (prelimit_sde(p, paths=sde_paths, time=sde_time, burn_in=sde_burn_in, dt=dt, seed=ss[2],
-                        record_paths=rp, workers=workers, grid_dt=grid_dt) if prelimit else None)
+                        record_paths=rp, workers=workers, grid_dt=grid_dt, client=client) if prelimit else None)
     try:
         lna = lna_moments(p)
         note = "meanfield.lna(at='centre'): covariance of √n(G − x^n), mean √n(x^n − m)"
@@ -1148,7 +1145,7 @@ class ScalingRow:
 
 
 def scaling(ns=(10**3, 10**4, 10**5, 10**6), *, kappa=1.0, theta=0.25, time=100.0, replications=1,
-            seed=0, workers=None) -> list[ScalingRow]:
+            seed=0, workers=None, client=None) -> list[ScalingRow]:
     """The ``n^{-1/2}`` order in regime (a): ``sd(G_1)`` falls like ``n^{-1/2}`` while
     ``√n·sd(G_1) = sd(Z_1)`` stays of order one (docs/model.md §8)."""
     rows = []
@@ -1156,7 +1153,8 @@ def scaling(ns=(10**3, 10**4, 10**5, 10**6), *, kappa=1.0, theta=0.25, time=100.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RegimeWarning)
             p = regime_a(n, kappa, theta=theta)
-        sim = simulate_fluctuations(p, time=time, replications=replications, seed=ss, workers=workers)
+        sim = simulate_fluctuations(p, time=time, replications=replications, seed=ss, workers=workers,
+                                    client=client)
         m = sim.moments
         sd = math.sqrt(max(m.var_z1, 0.0))
         sd_se = m.stderr["var_z1"] / (2 * sd) if sd > 0 else float("nan")

@@ -23,16 +23,13 @@ Public API: :func:`coupled_run`, :func:`coalescence` (→ :class:`MixingResult`)
 from __future__ import annotations
 
 import math
-import os
-import threading
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import stats
 
-from . import theory
+from . import parallel, theory
 from .engines import coupling as _k
 from .engines.rng import state_from_seed_sequence
 from .model import (Params, check_int, check_positive_int, spawn_seeds, as_seed_sequence,
@@ -176,16 +173,15 @@ class _Chains:
         if self.track_max:
             self.top_time = widen(self.top_time, L2 + 1)
 
-    def run(self, steps: int, rng, *, stop_when_coalesced=False, check=False, stop=None):
+    def run(self, steps: int, rng, *, stop_when_coalesced=False, check=False):
         """Advance by ``steps`` steps (or until every copy equals copy 0), in kernel calls of
         at most ``CHUNK_STEPS`` steps; between calls a KeyboardInterrupt can arrive and
-        ``stop`` (a ``threading.Event``) is checked.  ``rng``: xoshiro256** state."""
+        :func:`supermarket.parallel.check_stop` is called.  ``rng``: xoshiro256** state."""
         p = self.p
         target = self.step + int(steps)
         p_arrival = p.lam / (1.0 + p.lam)
         while True:
-            if stop is not None and stop.is_set():
-                raise KeyboardInterrupt
+            parallel.check_stop()
             upto = min(target, self.step + CHUNK_STEPS)
             status, step, inc, mis = _k.run_coupled(
                 self.c, self.top, self.dist, self.tau, p.n, p.d, p_arrival, p.replace,
@@ -414,39 +410,28 @@ def _summary(taus: np.ndarray, budget: float, level=0.95) -> dict:
 # --------------------------------------------------------------------------- workers
 def _workers(workers, jobs: int) -> int:
     if workers is None:
-        workers = os.cpu_count() or 1
+        workers = parallel.default_workers()
     workers = check_positive_int("workers", workers)
     return max(1, min(workers, jobs))
 
 
-def _map(fn, tasks, workers):
-    """Map ``fn(task, stop)`` over ``tasks`` in order, on ``workers`` threads (the kernels
+def _map(fn, tasks, workers, client=None, progress=None):
+    """``fn`` over ``tasks`` in task order through :func:`supermarket.parallel.map_tasks`:
+    on ``client`` (Dask) when given, else on ``workers`` threads (the coupling kernels
     release the GIL).  Each task draws only from its own seed, so the results do not depend
-    on ``workers``.  On KeyboardInterrupt (or any error) every thread is told to stop after
-    its current kernel call (well under a second) and the exception propagates."""
-    stop = threading.Event()
-    w = _workers(workers, len(tasks))
-    if w <= 1:
-        return [fn(t, stop) for t in tasks]
-    ex = ThreadPoolExecutor(max_workers=w)
-    try:
-        futures = [ex.submit(fn, t, stop) for t in tasks]
-        return [f.result() for f in futures]
-    except BaseException:
-        stop.set()
-        raise
-    finally:
-        ex.shutdown(wait=True, cancel_futures=True)
+    on the backend or on ``workers``."""
+    return parallel.map_tasks(fn, tasks, workers=_workers(workers, len(tasks)), client=client,
+                              backend="threads", progress=progress)
 
 
-def _coalescence_task(args, stop=None):
+def _coalescence_task(args):
     n, d, lam, replace, counts, burn_in, budget, ss = args
     p = Params(n, d, lam, replace=replace)
     rng = state_from_seed_sequence(ss)
     stat = _Chains(p, [start_counts(n, d, lam, "fixed-point")])
-    stat.run(burn_in, rng, stop=stop)
+    stat.run(burn_in, rng)
     pair = _Chains(p, [stat.c[0, :stat.top[0]].copy(), counts])
-    pair.run(budget, rng, stop_when_coalesced=True, stop=stop)
+    pair.run(budget, rng, stop_when_coalesced=True)
     t = int(pair.tau[1])
     return (t if t >= 0 else -1), pair.increases
 
@@ -517,7 +502,7 @@ class MixingResult:
 
 
 def coalescence(n, d, lam, *, start="good", replications=100, seed=0, max_steps=None,
-                burn_in=None, replace=True, workers=None) -> MixingResult:
+                burn_in=None, replace=True, workers=None, client=None, progress=None) -> MixingResult:
     """Coalescence time of a copy started at ``start`` with a stationary copy.
 
     The stationary copy starts at the rounded fixed point and runs ``burn_in`` steps alone
@@ -541,7 +526,7 @@ def coalescence(n, d, lam, *, start="good", replications=100, seed=0, max_steps=
     root = as_seed_sequence(seed)
     seeds = spawn_seeds(root, replications)
     tasks = [(p.n, p.d, p.lam, p.replace, counts, burn, budget, ss) for ss in seeds]
-    out = _map(_coalescence_task, tasks, workers)
+    out = _map(_coalescence_task, tasks, workers, client, progress)
     taus = np.array([t if t >= 0 else math.inf for t, _ in out], dtype=float)
     s = _summary(taus, budget)
     u = p.n * (1.0 + p.lam)
@@ -554,21 +539,21 @@ def coalescence(n, d, lam, *, start="good", replications=100, seed=0, max_steps=
 
 
 # --------------------------------------------------------------------------- TV curve
-def _tv_task(args, stop=None):
+def _tv_task(args):
     n, d, lam, replace, counts, burn_in, steps, every, ss = args
     p = Params(n, d, lam, replace=replace)
     rng = state_from_seed_sequence(ss)
     T = steps // every
     # coupled pair (stationary copy, copy from x): the coupling bound P(τ > t)
     stat = _Chains(p, [start_counts(n, d, lam, "fixed-point")])
-    stat.run(burn_in, rng, stop=stop)
+    stat.run(burn_in, rng)
     pair = _Chains(p, [stat.c[0, :stat.top[0]].copy(), counts], record_every=every, records=T)
-    pair.run(steps, rng, stop=stop)
+    pair.run(steps, rng)
     # an independent stationary copy: the reference law of the total number of customers
     ref = _Chains(p, [start_counts(n, d, lam, "fixed-point")])
-    ref.run(burn_in, rng, stop=stop)
+    ref.run(burn_in, rng)
     ref2 = _Chains(p, [ref.c[0, :ref.top[0]].copy()], record_every=every, records=T)
-    ref2.run(steps, rng, stop=stop)
+    ref2.run(steps, rng)
     return pair.rec_total[1].copy(), pair.rec_dist[1].copy(), ref2.rec_total[0].copy()
 
 
@@ -621,7 +606,7 @@ class TVCurve:
 
 
 def tv_curve(n, d, lam, *, start="empty", replications=200, steps=None, points=40, seed=0,
-             burn_in=None, bins=None, replace=True, workers=None) -> TVCurve:
+             burn_in=None, bins=None, replace=True, workers=None, client=None, progress=None) -> TVCurve:
     """TV distance to equilibrium over time of the total number of customers (see
     :class:`TVCurve`), with the coupling bound ``P(τ > t)`` from the same replications.
 
@@ -647,7 +632,7 @@ def tv_curve(n, d, lam, *, start="empty", replications=200, steps=None, points=4
                 "replication(s)", "lower burn_in, steps or replications", _workers(workers, replications))
     seeds = spawn_seeds(seed, replications)
     tasks = [(p.n, p.d, p.lam, p.replace, counts, burn, every * points, every, ss) for ss in seeds]
-    out = _map(_tv_task, tasks, workers)
+    out = _map(_tv_task, tasks, workers, client, progress)
     X = np.stack([o[0] for o in out])  # (R, T)
     D = np.stack([o[1] for o in out])
     S = np.stack([o[2] for o in out])
