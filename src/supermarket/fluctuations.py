@@ -48,12 +48,15 @@ from .model import (
     spawn_seeds,
 )
 from . import parallel
+from ._results import save_figure, text_table
 from .engines.rng import state_from_seed_sequence
-from .theory import REGIME_A_BELOW, REGIME_C_ABOVE
+from .theory import REGIME_A_BELOW, REGIME_C_ABOVE, Condition
 
 __all__ = [
     "RegimeWarning",
     "RegimeCondition",
+    "Condition",
+    "REGIMES",
     "RegimeParams",
     "regime_a",
     "regime_b",
@@ -82,6 +85,8 @@ __all__ = [
     "LARGE_D_ONE_MINUS_LAMBDA",
 ]
 
+#: The three regimes of paper 002 (docs/model.md §8): d_n/√n → 0, c, ∞.
+REGIMES = ("a", "b", "c")
 KEYS = ("mean_z1", "mean_z2", "var_z1", "var_z2", "cov_z1z2")
 DERIVED_NOTE = ("The limit diffusions of paper 002 and their parametrisation are derived for this "
                 "project (docs/model.md §8 marks them derived), not quoted theorems.")
@@ -99,12 +104,8 @@ class RegimeWarning(UserWarning):
 
 
 # =========================================================================== parameters
-@dataclass(frozen=True)
-class RegimeCondition:
-    name: str
-    value: float
-    holds: bool
-    detail: str = ""
+#: The condition type is the one of :mod:`supermarket.theory` (kept under this name too).
+RegimeCondition = Condition
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,7 @@ class RegimeParams:
     zeta_n: float  # √n (c_n − λ_n)
     d_one_minus_lambda: float
     coordinates: str
-    conditions: tuple[RegimeCondition, ...]
+    conditions: tuple[Condition, ...]
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -146,7 +147,7 @@ class RegimeParams:
         return out
 
 
-def _condition_message(p: RegimeParams, c: RegimeCondition) -> str:
+def _condition_message(p: RegimeParams, c: Condition) -> str:
     return (f"regime ({p.regime}) condition fails: {c.name} (value {c.value:.4g}); {c.detail}")
 
 
@@ -216,7 +217,7 @@ def _build(regime, n, d, lam, replace, centring, limit, extra_conditions) -> Reg
     # variance rates of the jumps at levels 1 and 2 (arrival + departure rates; → 2 and 0)
     noise1 = lam * (1.0 - p1) + (x[0] - x[1])
     noise2 = lam * (p1 - p2) + (x[1] - (x[2] if x.size > 2 else 0.0))
-    conds = [RegimeCondition(
+    conds = [Condition(
         f"d_n(1−λ_n) large (>= {LARGE_D_ONE_MINUS_LAMBDA:g})", d1, d1 >= LARGE_D_ONE_MINUS_LAMBDA,
         "one Brownian motion needs d_n(1−λ_n) → ∞ (docs/model.md §8); here level 2 carries noise of "
         f"variance rate {noise2:.3g} beside {noise1:.3g} at level 1, which the limit "
@@ -255,7 +256,7 @@ def regime_a(n, kappa=1.0, *, d=None, theta=0.25, replace=False, warn=True) -> R
         raise ValueError(f"kappa must lie in (0, d_n) = (0, {d}) so that λ_n = (κ/d_n)^(1/d_n) < 1; got {kappa!r}")
     lam = math.exp(math.log(kappa / d) / d)
     b = d / math.sqrt(n)
-    extra = [RegimeCondition(f"d_n/√n small (< {REGIME_A_BELOW:g})", b, b < REGIME_A_BELOW,
+    extra = [Condition(f"d_n/√n small (< {REGIME_A_BELOW:g})", b, b < REGIME_A_BELOW,
                              "regime (a) is the limit d_n/√n → 0")]
     return _emit(_build("a", n, d, lam, replace, "centre", {"kappa": kappa}, extra), warn)
 
@@ -280,7 +281,7 @@ def regime_b(n, c=1.0, zeta=0.0, *, replace=False, warn=True) -> RegimeParams:
         raise ValueError(f"zeta must lie in ({-sq * (1 - c_n):.6g}, {sq * c_n:.6g}) so that "
                          f"λ_n = c_n − ζ/√n is in (0, 1); got {zeta!r}")
     b = d / sq
-    extra = [RegimeCondition(f"d_n/√n of order 1 (in [{REGIME_A_BELOW:g}, {REGIME_C_ABOVE:g}])", b,
+    extra = [Condition(f"d_n/√n of order 1 (in [{REGIME_A_BELOW:g}, {REGIME_C_ABOVE:g}])", b,
                              REGIME_A_BELOW <= b <= REGIME_C_ABOVE,
                              "regime (b) is the limit d_n/√n → c in (0, ∞)")]
     return _emit(_build("b", n, d, lam, replace, "c_n", {"c": b, "zeta": zeta}, extra), warn)
@@ -308,11 +309,11 @@ def regime_c(n, zeta=1.0, *, d=None, replace=False, centring="c_n", warn=True) -
         raise ValueError(f"zeta must lie in ({-sq * (1 - top):.6g}, {sq * top:.6g}) so that "
                          f"λ_n = {'c_n' if centring == 'c_n' else '1'} − ζ/√n is in (0, 1); got {zeta!r}")
     b = d / sq
-    extra = [RegimeCondition(f"d_n/√n large (> {REGIME_C_ABOVE:g})", b, b > REGIME_C_ABOVE,
+    extra = [Condition(f"d_n/√n large (> {REGIME_C_ABOVE:g})", b, b > REGIME_C_ABOVE,
                              "regime (c) is the limit d_n/√n → ∞")]
     if centring == "one":
         gap = sq * (1.0 - c_n)
-        extra.append(RegimeCondition(
+        extra.append(Condition(
             f"√n(1 − c_n) small (<= {SMALL_SQRT_N_GAP:g})", gap, gap <= SMALL_SQRT_N_GAP,
             "reading ζ as √n(1−λ_n) and centring at 1 needs d_n/(√n log n) → ∞"))
     return _emit(_build("c", n, d, lam, replace, centring, {"zeta": zeta}, extra), warn)
@@ -585,8 +586,8 @@ class FluctuationSim:
     lags: np.ndarray = field(repr=False)
     acf_z1: np.ndarray = field(repr=False)
     acf_z2: np.ndarray = field(repr=False)
-    acf_z1_se: np.ndarray = field(repr=False)
-    acf_z2_se: np.ndarray = field(repr=False)
+    acf_z1_stderr: np.ndarray = field(repr=False)
+    acf_z2_stderr: np.ndarray = field(repr=False)
 
     def to_dict(self) -> dict:
         return {"time": self.time, "burn_in": self.burn_in, "replications": self.replications,
@@ -710,7 +711,7 @@ def simulate_fluctuations(p: RegimeParams, *, time=200.0, burn_in=None, replicat
     return FluctuationSim(params=p, time=time, burn_in=burn_in, replications=R, batches=batches,
                           events=int(events.sum()), seconds=secs, moments=mom,
                           t=np.arange(G) * grid_dt, grid=grid, lags=np.arange(L + 1) * grid_dt,
-                          acf_z1=a1, acf_z2=a2, acf_z1_se=s1, acf_z2_se=s2)
+                          acf_z1=a1, acf_z2=a2, acf_z1_stderr=s1, acf_z2_stderr=s2)
 
 
 def _default_burn_in(regime, zeta, base: float) -> float:
@@ -756,12 +757,12 @@ class LimitSDE:
     lags: np.ndarray = field(repr=False)
     acf_z1: np.ndarray = field(repr=False)
     acf_z2: np.ndarray = field(repr=False)
-    acf_z1_se: np.ndarray = field(repr=False)
-    acf_z2_se: np.ndarray = field(repr=False)
+    acf_z1_stderr: np.ndarray = field(repr=False)
+    acf_z2_stderr: np.ndarray = field(repr=False)
     push_rate: float | None = None
-    push_rate_se: float | None = None
+    push_rate_stderr: float | None = None
     y_push_rate: float | None = None
-    y_push_rate_se: float | None = None
+    y_push_rate_stderr: float | None = None
 
     def to_dict(self) -> dict:
         if self.regime.startswith("pre"):
@@ -773,8 +774,8 @@ class LimitSDE:
                "burn_in": self.burn_in, "dt": self.dt, "seconds": self.seconds, "max_q": self.max_q,
                "method": method, **self.moments.to_dict()}
         if self.push_rate is not None:
-            out.update(push_rate=self.push_rate, push_rate_se=self.push_rate_se,
-                       y_push_rate=self.y_push_rate, y_push_rate_se=self.y_push_rate_se)
+            out.update(push_rate=self.push_rate, push_rate_stderr=self.push_rate_stderr,
+                       y_push_rate=self.y_push_rate, y_push_rate_stderr=self.y_push_rate_stderr)
         return out
 
 
@@ -846,7 +847,7 @@ def _run_sde(kind, par, z0, *, paths, time, burn_in, dt, grid_dt, record_paths, 
         a1 = a2 = s1 = s2 = np.ones(1)
     return dict(paths=P, time=time, burn_in=burn_in, dt=dt, seconds=secs, moments=mom,
                 max_q=float(ps[:, 2].max()), t=np.arange(G) * grid_dt, grid=rec,
-                lags=np.arange(L + 1) * grid_dt, acf_z1=a1, acf_z2=a2, acf_z1_se=s1, acf_z2_se=s2,
+                lags=np.arange(L + 1) * grid_dt, acf_z1=a1, acf_z2=a2, acf_z1_stderr=s1, acf_z2_stderr=s2,
                 push=(float(push.mean()), float(push.std(ddof=1) / math.sqrt(P)),
                       float(ypush.mean()), float(ypush.std(ddof=1) / math.sqrt(P))))
 
@@ -918,7 +919,7 @@ def limit_sde(regime, *, kappa=None, c=None, zeta=None, paths=256, time=100.0, b
                    record_paths=record_paths, seed=seed, workers=workers, max_lag=max_lag, client=client,
                    what=f"the regime-({regime}) limit diffusion")
     push = out.pop("push")
-    extra = dict(zip(("push_rate", "push_rate_se", "y_push_rate", "y_push_rate_se"), push)) if regime == "c" else {}
+    extra = dict(zip(("push_rate", "push_rate_stderr", "y_push_rate", "y_push_rate_stderr"), push)) if regime == "c" else {}
     return LimitSDE(regime=regime, params=params, **out, **extra)
 
 
@@ -984,8 +985,8 @@ def prelimit_sde(p: RegimeParams, *, paths=256, time=100.0, burn_in=None, dt=1e-
     out["max_q"] = out["max_q"] + s1
     params = {"n": n, "d_n": d, "lambda_n": lam, "c_n": c_n, "zeta_n": zeta_n, "replace": p.replace,
               "q_max": qmax, "effective_c": d / (sq * c_n)}
-    return LimitSDE(regime=f"pre-{p.regime}", params=params, push_rate=push[0], push_rate_se=push[1],
-                    y_push_rate=push[2], y_push_rate_se=push[3], **out)
+    return LimitSDE(regime=f"pre-{p.regime}", params=params, push_rate=push[0], push_rate_stderr=push[1],
+                    y_push_rate=push[2], y_push_rate_stderr=push[3], **out)
 
 
 def limit_for(p: RegimeParams, **kw) -> LimitSDE:
@@ -1076,6 +1077,112 @@ class Comparison:
         out["z_scores"] = self.z_scores()
         return out
 
+    def _rows(self):
+        rows = [("chain (simulated)", self.sim.moments),
+                (f"limit diffusion (EM, {self.limit.paths} paths)", self.limit.moments)]
+        if self.prelimit is not None:
+            rows.append((f"pre-limit diffusion at n (EM, {self.prelimit.paths} paths)", self.prelimit.moments))
+        if self.limit_exact is not None:
+            rows.append(("limit, closed form (derived)", self.limit_exact))
+        rows.append(("finite-n LNA at x^n", self.lna))
+        return rows
+
+    def to_frame(self):
+        """Tidy moments: one row per (source, moment) with ``value`` and ``stderr`` (NaN for
+        exact values)."""
+        import pandas as pd
+
+        recs = []
+        for name, m in self._rows():
+            for k in KEYS:
+                recs.append({"source": name, "moment": k,
+                             "value": np.nan if m is None else float(getattr(m, k)),
+                             "stderr": np.nan if m is None or not m.stderr else float(m.stderr[k])})
+        return pd.DataFrame(recs)
+
+    def summary(self) -> str:
+        """The text ``supermarket fluctuations`` prints: the regime's numbers, the moments
+        table (± standard error), z-scores, the error-bar check and the chain's speed."""
+        p = self.params
+        lines = [f"supermarket fluctuations  regime ({p.regime})  n={p.n}  d_n={p.d}  λ_n={p.lam:.10g}  "
+                 f"{'with' if p.replace else 'without'} replacement",
+                 f"d_n/√n = {p.b_n:.4g}, d_n(1−λ_n) = {p.d_one_minus_lambda:.4g}, κ_n = d_nλ_n^d_n = "
+                 f"{p.kappa_n:.4g}, c_n = {p.c_n:.8g}, ζ_n = √n(c_n − λ_n) = {p.zeta_n:.4g}",
+                 f"coordinates: {p.coordinates}", DERIVED_NOTE, ""]
+        rows = []
+        for name, m in self._rows():
+            if m is None:
+                rows.append([name, *(["—"] * len(KEYS))])
+            else:
+                rows.append([name, *[f"{getattr(m, k):.4f}" + (f" ± {m.stderr[k]:.4f}" if m.stderr else "")
+                                     for k in KEYS]])
+        lines.append(text_table(["source", *KEYS], rows, title="Stationary moments (± standard error)"))
+        for ref, row in self.z_scores().items():
+            lines.append(f"z-scores vs {ref}: " + ", ".join(f"{k} {v:+.2f}" for k, v in row.items()))
+        s = self.sim
+        if s.moments.note:
+            lines.append(f"chain error bars: {s.moments.note}")
+        else:
+            lines.append(f"chain error bars: batches of {s.time / s.batches:g} time units, ≥ {BATCH_TAU_FACTOR:g} × "
+                         f"the integrated autocorrelation time {s.moments.tau_int:.3g}")
+        lines.append(f"chain: {s.events:.3g} events in {s.seconds:.2f} s ({s.events / max(s.seconds, 1e-9):.3g}/s), "
+                     f"{s.replications} × {s.time:g} time units after burn-in {s.burn_in:g}")
+        if p.regime == "c":
+            lines.append(f"reflected limit ({self.limit.params.get('reflection')} reflection): largest Q on any "
+                         f"path = {self.limit.max_q:.3g}; pushing rate E[dU]/dt = {self.limit.push_rate:.4f} ± "
+                         f"{self.limit.push_rate_stderr:.4f} (equals E Y in the limit)")
+        if p.warnings:
+            lines.append(f"{len(p.warnings)} condition(s) of the regime fail at this n: " + "; ".join(p.warnings))
+        return "\n".join(lines)
+
+    def plot(self, path=None):
+        """One figure: a path of the chain and of the limit, histograms of both coordinates,
+        the autocorrelation of the first; saved at ``path`` when given.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+        """
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        cmp = self
+        p = cmp.params
+        names = ("Z1", "Z2") if p.regime == "a" else ("Q", "Y")
+        fig, axes = plt.subplots(2, 2, figsize=(11, 7))
+        sim, lim = cmp.sim, cmp.limit
+        k = min(sim.t.size, max(2, int(30 / (sim.t[1] - sim.t[0]))))
+        axes[0, 0].plot(sim.t[:k], sim.grid[0, :k, 0], lw=0.7, label="chain")
+        if lim.t.size > 1:
+            kl = min(lim.t.size, max(2, int(30 / (lim.t[1] - lim.t[0]))))
+            axes[0, 0].plot(lim.t[:kl], lim.grid[0, :kl, 0], lw=0.7, label="limit (derived)")
+        axes[0, 0].set_xlabel("time")
+        axes[0, 0].set_ylabel(names[0])
+        axes[0, 0].legend(fontsize=7)
+        for j, ax in ((0, axes[0, 1]), (1, axes[1, 0])):
+            s = sim.grid[:, :, j].ravel()
+            l = lim.grid[:, :, j].ravel() if lim.grid.size else s  # noqa: E741
+            lo, hi = np.percentile(np.concatenate([s, l]), [0.1, 99.9])
+            bins = np.linspace(lo, hi if hi > lo else lo + 1, 50)
+            ax.hist(s, bins=bins, density=True, alpha=0.5, label="chain")
+            if lim.grid.size:
+                ax.hist(l, bins=bins, density=True, histtype="step", lw=1.5, label="limit (EM)")
+            ax.set_xlabel(names[j])
+            ax.legend(fontsize=7)
+        ax = axes[1, 1]
+        ax.errorbar(sim.lags, sim.acf_z1, yerr=sim.acf_z1_stderr, lw=1, label=f"chain {names[0]}")
+        if lim.lags.size > 1:
+            ax.plot(lim.lags, lim.acf_z1, lw=1, label=f"limit {names[0]}")
+        ax.set_xlabel("lag")
+        ax.set_ylabel("autocorrelation")
+        ax.legend(fontsize=7)
+        fig.suptitle(f"Regime ({p.regime}) n={p.n} d_n={p.d} λ_n={p.lam:.5g}: {p.coordinates}", fontsize=9)
+        fig.tight_layout()
+        plt.close(fig)
+        return save_figure(fig, path)
+
     def references(self) -> list[tuple[str, Moments]]:
         """``(name, moments)`` of every reference present."""
         out = [("limit", self.limit.moments)]
@@ -1135,9 +1242,9 @@ class ScalingRow:
     d: int
     lam: float
     sd_g1: float
-    sd_g1_se: float
+    sd_g1_stderr: float
     sqrt_n_sd_g1: float
-    sqrt_n_sd_g1_se: float
+    sqrt_n_sd_g1_stderr: float
     lna_sqrt_n_sd_g1: float | None
 
     def to_dict(self) -> dict:
@@ -1163,6 +1270,6 @@ def scaling(ns=(10**3, 10**4, 10**5, 10**6), *, kappa=1.0, theta=0.25, time=100.
         except ValueError:  # the LNA refuses sizes beyond its dense Lyapunov solve
             lna_sd = None
         sq = math.sqrt(p.n)
-        rows.append(ScalingRow(n=p.n, d=p.d, lam=p.lam, sd_g1=sd / sq, sd_g1_se=sd_se / sq,
-                               sqrt_n_sd_g1=sd, sqrt_n_sd_g1_se=sd_se, lna_sqrt_n_sd_g1=lna_sd))
+        rows.append(ScalingRow(n=p.n, d=p.d, lam=p.lam, sd_g1=sd / sq, sd_g1_stderr=sd_se / sq,
+                               sqrt_n_sd_g1=sd, sqrt_n_sd_g1_stderr=sd_se, lna_sqrt_n_sd_g1=lna_sd))
     return rows

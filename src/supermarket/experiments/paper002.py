@@ -101,7 +101,7 @@ def plot_hist(cmp: fl.Comparison, path: str) -> None:
         ax.set_xlabel(names[j])
         ax.legend(fontsize=7)
     ax = axes[2]
-    ax.errorbar(cmp.sim.lags, cmp.sim.acf_z1, yerr=cmp.sim.acf_z1_se, lw=1, label=f"chain, {names[0]}")
+    ax.errorbar(cmp.sim.lags, cmp.sim.acf_z1, yerr=cmp.sim.acf_z1_stderr, lw=1, label=f"chain, {names[0]}")
     if cmp.limit.lags.size > 1:
         ax.plot(cmp.limit.lags, cmp.limit.acf_z1, lw=1, label=f"limit (EM), {names[0]}")
     if p.regime == "a":
@@ -122,41 +122,8 @@ def plot_hist(cmp: fl.Comparison, path: str) -> None:
 
 
 def plot_comparison(cmp: fl.Comparison, path: str) -> None:
-    """One figure for ``supermarket fluctuations --plot``: paths, histograms, autocorrelation."""
-    plt = _agg()
-    p = cmp.params
-    names = NAMES[p.regime]
-    fig, axes = plt.subplots(2, 2, figsize=(11, 7))
-    sim, lim = cmp.sim, cmp.limit
-    k = min(sim.t.size, max(2, int(30 / (sim.t[1] - sim.t[0]))))
-    axes[0, 0].plot(sim.t[:k], sim.grid[0, :k, 0], lw=0.7, label="chain")
-    if lim.t.size > 1:
-        kl = min(lim.t.size, max(2, int(30 / (lim.t[1] - lim.t[0]))))
-        axes[0, 0].plot(lim.t[:kl], lim.grid[0, :kl, 0], lw=0.7, label="limit (derived)")
-    axes[0, 0].set_xlabel("time")
-    axes[0, 0].set_ylabel(names[0])
-    axes[0, 0].legend(fontsize=7)
-    for j, ax in ((0, axes[0, 1]), (1, axes[1, 0])):
-        s = sim.grid[:, :, j].ravel()
-        l = lim.grid[:, :, j].ravel() if lim.grid.size else s
-        lo, hi = np.percentile(np.concatenate([s, l]), [0.1, 99.9])
-        bins = np.linspace(lo, hi if hi > lo else lo + 1, 50)
-        ax.hist(s, bins=bins, density=True, alpha=0.5, label="chain")
-        if lim.grid.size:
-            ax.hist(l, bins=bins, density=True, histtype="step", lw=1.5, label="limit (EM)")
-        ax.set_xlabel(names[j])
-        ax.legend(fontsize=7)
-    ax = axes[1, 1]
-    ax.errorbar(sim.lags, sim.acf_z1, yerr=sim.acf_z1_se, lw=1, label=f"chain {names[0]}")
-    if lim.lags.size > 1:
-        ax.plot(lim.lags, lim.acf_z1, lw=1, label=f"limit {names[0]}")
-    ax.set_xlabel("lag")
-    ax.set_ylabel("autocorrelation")
-    ax.legend(fontsize=7)
-    fig.suptitle(f"Regime ({p.regime}) n={p.n} d_n={p.d} λ_n={p.lam:.5g}: {p.coordinates}", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    """One figure for ``supermarket fluctuations --plot`` (:meth:`Comparison.plot`)."""
+    cmp.plot(path)
 
 
 def _fmt(d: dict) -> str:
@@ -308,8 +275,8 @@ def _summary(out_dir, comparisons, scale, warn_lines, quick, seed, secs, bridges
     L += ["## The n^{-1/2} order (regime (a), κ = 1, d_n = ⌊n^{1/4}⌋)", "",
           "| n | d_n | sd(G_1) | √n·sd(G_1) | LNA √n·sd |", "|---|---|---|---|---|"]
     for r in scale:
-        L.append(f"| {r.n} | {r.d} | {r.sd_g1:.3e} ± {r.sd_g1_se:.1e} | {r.sqrt_n_sd_g1:.4f} ± "
-                 f"{r.sqrt_n_sd_g1_se:.4f} | {r.lna_sqrt_n_sd_g1 if r.lna_sqrt_n_sd_g1 is None else round(r.lna_sqrt_n_sd_g1, 4)} |")
+        L.append(f"| {r.n} | {r.d} | {r.sd_g1:.3e} ± {r.sd_g1_stderr:.1e} | {r.sqrt_n_sd_g1:.4f} ± "
+                 f"{r.sqrt_n_sd_g1_stderr:.4f} | {r.lna_sqrt_n_sd_g1 if r.lna_sqrt_n_sd_g1 is None else round(r.lna_sqrt_n_sd_g1, 4)} |")
     if len(scale) >= 2:
         L.append("")
         L.append("- " + scaling_sentence(scale))
@@ -415,7 +382,7 @@ def reflection_study(dts=(0.04, 0.02, 0.01, 0.005, 0.0025, 0.001, 0.0005), *, ze
             m = r.moments
             rows.append({"reflection": scheme, "dt": dt, "sqrt_dt": math.sqrt(dt), "mean_y": m.mean_z2,
                          "mean_y_se": m.stderr["mean_z2"], "var_q": m.var_z1, "var_q_se": m.stderr["var_z1"],
-                         "push_rate": r.push_rate, "push_rate_se": r.push_rate_se, "seconds": r.seconds})
+                         "push_rate": r.push_rate, "push_rate_se": r.push_rate_stderr, "seconds": r.seconds})
     return rows
 
 
