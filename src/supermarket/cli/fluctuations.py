@@ -52,6 +52,7 @@ def fluctuations(regime, n, kappa, theta, c, zeta, d, centring, time_, burn_in, 
     noise approximation at x^n.  Conditions of the regime that fail are warned about."""
     from .. import fluctuations as fl
 
+    client = dask_client(scheduler, connect_timeout, workers)  # before any work: a bad address fails at once
     if regime != "c" and centring != "c_n":
         raise click.UsageError("--centring applies to --regime c only")
     if regime != "c" and reflection != "bridge":
@@ -67,7 +68,6 @@ def fluctuations(regime, n, kappa, theta, c, zeta, d, centring, time_, burn_in, 
         p = fl.regime_params(regime, n, **kw)
     for w in caught:
         click.echo(f"supermarket: warning: {w.message}", err=True)
-    client = dask_client(scheduler, connect_timeout, workers)
     con = Console(stderr=True)
     status = con.status("simulating the chain and the diffusions… (Ctrl-C stops)") if stderr_is_tty() else None
     if status:
