@@ -52,11 +52,11 @@ def fluctuations(regime, n, kappa, theta, c, zeta, d, centring, time_, burn_in, 
     noise approximation at x^n.  Conditions of the regime that fail are warned about."""
     from .. import fluctuations as fl
 
-    client = dask_client(scheduler, connect_timeout, workers)  # before any work: a bad address fails at once
     if regime != "c" and centring != "c_n":
         raise click.UsageError("--centring applies to --regime c only")
     if regime != "c" and reflection != "bridge":
         raise click.UsageError("--reflection applies to --regime c only")
+    client = dask_client(scheduler, connect_timeout, workers)  # before any work: a bad address fails at once
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", fl.RegimeWarning)
         warnings.simplefilter("always", fl.WorkWarning)
