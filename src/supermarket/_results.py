@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-__all__ = ["mean_stderr", "text_table", "fmt", "save_figure"]
+__all__ = ["mean_stderr", "text_table", "fmt", "save_figure", "human_seconds"]
 
 
 def mean_stderr(values, axis: int = 0):
@@ -88,3 +88,22 @@ def save_figure(fig, path):
     if path is not None:
         fig.savefig(path, dpi=110, bbox_inches="tight")
     return fig
+
+
+def human_seconds(s: float) -> str:
+    """A duration for a message: ``"45 s"``, ``"12 min"``, ``"3.0 h"``, ``"9 days"``, ``"2 years"``.
+
+    Examples
+    --------
+    >>> human_seconds(90), human_seconds(5400)
+    ('90 s', '90 min')
+    """
+    if s < 120:
+        return f"{s:.0f} s"
+    if s < 7200:
+        return f"{s / 60:.0f} min"
+    if s < 2 * 86400:
+        return f"{s / 3600:.1f} h"
+    if s < 2 * 365 * 86400:
+        return f"{s / 86400:.0f} days"
+    return f"{s / (365 * 86400):.3g} years"

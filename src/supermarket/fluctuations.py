@@ -48,7 +48,7 @@ from .model import (
     spawn_seeds,
 )
 from . import parallel
-from ._results import save_figure, text_table
+from ._results import human_seconds, save_figure, text_table
 from .engines.rng import state_from_seed_sequence
 from .theory import REGIME_A_BELOW, REGIME_C_ABOVE, Condition
 
@@ -528,16 +528,7 @@ def _human_bytes(b: float) -> str:
     return f"{b:.3g} EiB"  # pragma: no cover
 
 
-def _human_seconds(s: float) -> str:
-    if s < 120:
-        return f"{s:.0f} s"
-    if s < 7200:
-        return f"{s / 60:.0f} min"
-    if s < 2 * 86400:
-        return f"{s / 3600:.1f} h"
-    if s < 2 * 365 * 86400:
-        return f"{s / 86400:.0f} days"
-    return f"{s / (365 * 86400):.3g} years"
+_human_seconds = human_seconds
 
 
 def _check_grid(rows: int, points: float, what: str, option: str) -> None:

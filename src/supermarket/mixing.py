@@ -30,7 +30,7 @@ import numpy as np
 from scipy import stats
 
 from . import parallel, theory
-from ._results import fmt as _fmt, save_figure, text_table
+from ._results import fmt as _fmt, human_seconds, save_figure, text_table
 from .engines import coupling as _k
 from .engines.rng import state_from_seed_sequence
 from .model import (Params, check_int, check_positive_int, spawn_seeds, as_seed_sequence,
@@ -71,16 +71,7 @@ class MixingWarning(UserWarning):
     """A mixing run that will take long (the estimate is in the message)."""
 
 
-def _hms(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 2 * 86400:
-        return f"{seconds / 3600:.1f} h"
-    if seconds < 2 * 365 * 86400:
-        return f"{seconds / 86400:.0f} days"
-    return f"{seconds / (365 * 86400):.3g} years"
+_hms = human_seconds
 
 
 def _check_work(certain_steps: float, what: str, option: str, workers: int = 1) -> None:

@@ -403,23 +403,28 @@ def _run_serial(fn, tasks, deliver, report):
             report(i + 1, 0 if i + 1 == total else 1)
 
 
+def _drain(futs, nw, total, deliver, report):
+    """Deliver the futures of a local pool (``{future: index}``) as they finish."""
+    done = 0
+    report(0, min(nw, total))
+    for fut in cf.as_completed(futs):
+        i = futs[fut]
+        try:
+            value, error = fut.result(), None
+        except Exception as exc:  # noqa: BLE001 - includes BrokenProcessPool (a worker died)
+            value, error = None, exc
+        deliver(i, value, error)
+        done += 1
+        report(done, min(nw, total - done))
+
+
 def _run_threads(fn, tasks, nw, deliver, report):
     pool = cf.ThreadPoolExecutor(max_workers=nw, thread_name_prefix="supermarket-task")
     total = len(tasks)
     futs = {}
     try:
         futs = {pool.submit(fn, t): i for i, t in enumerate(tasks)}
-        done = 0
-        report(0, min(nw, total))
-        for fut in cf.as_completed(futs):
-            i = futs[fut]
-            try:
-                value, error = fut.result(), None
-            except Exception as exc:  # noqa: BLE001 - delivered (or raised) as the task's error
-                value, error = None, exc
-            deliver(i, value, error)
-            done += 1
-            report(done, min(nw, total - done))
+        _drain(futs, nw, total, deliver, report)
     except BaseException:
         # Ctrl-C or a failing task: the running tasks see stop_requested() and return after
         # their current kernel call; the queued ones are cancelled
@@ -439,17 +444,7 @@ def _run_pool(fn, tasks, nw, deliver, report):
     total = len(tasks)
     try:
         futs = {pool.submit(fn, t): i for i, t in enumerate(tasks)}
-        done = 0
-        report(0, min(nw, total))
-        for fut in cf.as_completed(futs):
-            i = futs[fut]
-            try:
-                value, error = fut.result(), None
-            except Exception as exc:  # noqa: BLE001 - includes BrokenProcessPool (a worker died)
-                value, error = None, exc
-            deliver(i, value, error)
-            done += 1
-            report(done, min(nw, total - done))
+        _drain(futs, nw, total, deliver, report)
     except BaseException:
         _terminate(pool)  # Ctrl-C or a failing task: do not wait for the others
         raise
