@@ -101,14 +101,14 @@ def test_limit_c_reflected_identities(zeta):
     Q, Y = sde.grid[:, :, 0], sde.grid[:, :, 1]
     EY, EY_se = path_mean(Y)
     # E[dU]/dt = E Y (the kernel's pushing sum against the recorded Y)
-    assert abs(sde.push_rate - EY) <= TOL * math.hypot(sde.push_rate_se, EY_se)
+    assert abs(sde.push_rate - EY) <= TOL * math.hypot(sde.push_rate_stderr, EY_se)
     # E QY + ζ E Y / 2 = 0
     assert_zero("qy", Q * Y + zeta * Y / 2, extra=0.02)
     # E Q² − ζ² − 1 − E QY = 0
     assert_zero("q2", Q * Q - zeta ** 2 - 1.0 - Q * Y, extra=0.02)
     # E Y² = E[Y dU]/dt, up to the scheme's E[ΔU²]/(2dt) (of order √dt; small with the bridge)
     EY2, EY2_se = path_mean(Y * Y)
-    assert abs(sde.y_push_rate - EY2) <= TOL * math.hypot(sde.y_push_rate_se, EY2_se) + 0.05 * EY2
+    assert abs(sde.y_push_rate - EY2) <= TOL * math.hypot(sde.y_push_rate_stderr, EY2_se) + 0.05 * EY2
 
 
 def test_bridge_and_projection_converge_to_the_same_limit_projection_biased():

@@ -176,7 +176,7 @@ def test_regime_a_matches_finite_n_lna():
     lags = sim.lags[[10, 20, 40]]
     ref1, _ = fl.lna_acf(p, lags)
     got = sim.acf_z1[[10, 20, 40]]
-    se = sim.acf_z1_se[[10, 20, 40]]
+    se = sim.acf_z1_stderr[[10, 20, 40]]
     assert np.all(np.abs(got - ref1) <= TOL * se), (got, ref1, se)
 
 
@@ -210,8 +210,8 @@ def test_sde_a_matches_closed_form_and_acf():
     assert_close(sde.moments, fl.limit_closed_form(1.0))
     idx = [10, 20, 40]
     r1, r2 = fl.limit_acf_a(1.0, sde.lags[idx])
-    assert np.all(np.abs(sde.acf_z1[idx] - r1) <= TOL * sde.acf_z1_se[idx])
-    assert np.all(np.abs(sde.acf_z2[idx] - r2) <= TOL * sde.acf_z2_se[idx])
+    assert np.all(np.abs(sde.acf_z1[idx] - r1) <= TOL * sde.acf_z1_stderr[idx])
+    assert np.all(np.abs(sde.acf_z2[idx] - r2) <= TOL * sde.acf_z2_stderr[idx])
 
 
 # ----------------------------------------------------------------- CLI
@@ -272,4 +272,4 @@ def test_scaling_n_to_the_minus_half():
     sds = [r.sd_g1 for r in rows]
     assert all(a > 2.5 * b for a, b in zip(sds, sds[1:]))  # falls like n^{-1/2} (factor √10)
     for r in rows:  # while √n sd(G1) stays at the LNA's order-one value
-        assert abs(r.sqrt_n_sd_g1 - r.lna_sqrt_n_sd_g1) <= TOL * r.sqrt_n_sd_g1_se
+        assert abs(r.sqrt_n_sd_g1 - r.lna_sqrt_n_sd_g1) <= TOL * r.sqrt_n_sd_g1_stderr

@@ -295,7 +295,7 @@ def _cli(args):
 
 
 def test_cli_json_has_the_documented_fields():
-    r = _cli(["mixing", "--n", "60", "--d", "3", "--load", "0.9", "--from", "empty",
+    r = _cli(["mixing", "--n", "60", "--d", "3", "--load", "0.9", "--start", "empty",
               "--replications", "8", "--workers", "1", "--json"])
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
@@ -310,8 +310,8 @@ def test_cli_json_has_the_documented_fields():
 def test_cli_human_output_and_errors():
     r = _cli(["mixing", "--n", "60", "--d", "3", "--load", "0.9", "--replications", "5", "--workers", "1"])
     assert r.exit_code == 0 and "Coalescence" in r.output
-    for bad in (["--from", "long:-1"], ["--from", "customers:900000000"], ["--load", "1.5"],
-                ["--from", "nowhere"], ["--n", "0"]):
+    for bad in (["--start", "long:-1"], ["--start", "customers:900000000"], ["--load", "1.5"],
+                ["--start", "nowhere"], ["--n", "0"]):
         r = _cli(["mixing", "--replications", "2", *bad])
         assert r.exit_code == 2, (bad, r.output)
 

@@ -182,3 +182,60 @@ def test_nothing_listening_and_bad_addresses():
             parallel.connect(bad)
     with pytest.raises(ValueError, match="timeout"):
         parallel.connect("tcp://127.0.0.1:1", timeout=math.nan)
+
+
+# --------------------------------------------------------------------------- one layer, same numbers
+def _small_runs(**kw):
+    """A tiny coalescence, chain and limit-SDE run through the given backend."""
+    import warnings
+
+    from supermarket import fluctuations as fl
+    from supermarket import mixing as mx
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fl.RegimeWarning)
+        p = fl.regime_a(400, 1.0)
+    co = mx.coalescence(40, 2, 0.7, replications=4, seed=5, **kw)
+    sim = fl.simulate_fluctuations(p, time=4.0, burn_in=1.0, replications=3, seed=6, grid_dt=0.1, **kw)
+    sde = fl.limit_sde("a", kappa=1.0, paths=70, time=2.0, burn_in=0.5, dt=1e-2, seed=7, **kw)
+    return co.taus, sim.grid, sim.moments.to_dict(), sde.grid, sde.moments.to_dict()
+
+
+def _same(a, b):
+    import numpy as np
+
+    assert a[0] == b[0]
+    assert np.array_equal(a[1], b[1]) and a[2] == b[2]
+    assert np.array_equal(a[3], b[3]) and a[4] == b[4]
+
+
+def test_mixing_and_fluctuations_identical_on_threads_and_in_process():
+    """Replication r gets child r of the seed whatever the number of workers."""
+    _same(_small_runs(workers=1), _small_runs(workers=2))
+
+
+def test_mixing_and_fluctuations_identical_on_a_dask_cluster(dask_cluster):
+    """The same numbers from a real scheduler and worker as from this process."""
+    from supermarket.parallel import connect
+
+    local = _small_runs(workers=1)
+    client = connect(dask_cluster, timeout=30)
+    try:
+        remote = _small_runs(client=client)
+    finally:
+        client.close()
+    _same(local, remote)
+
+
+def test_cli_mixing_scheduler_gives_the_local_numbers(dask_cluster):
+    import json
+
+    from click.testing import CliRunner
+
+    from supermarket.cli import main
+
+    args = ["mixing", "--n", "40", "--d", "2", "--load", "0.7", "--replications", "4", "--seed", "5", "--json"]
+    a = CliRunner().invoke(main, [*args, "--workers", "1"])
+    b = CliRunner().invoke(main, [*args, "--scheduler", dask_cluster, "--timeout", "30"])
+    assert a.exit_code == 0 and b.exit_code == 0, (a.output, b.output)
+    assert json.loads(a.stdout)["taus"] == json.loads(b.stdout)["taus"]

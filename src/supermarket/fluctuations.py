@@ -32,11 +32,8 @@ reading of (c) (``centring="one"``): ``Q = √n(G_1 − 1)`` and ``ζ = √n(1 �
 from __future__ import annotations
 
 import math
-import os
-import threading
 import time as _time
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -50,12 +47,16 @@ from .model import (
     check_positive_int,
     spawn_seeds,
 )
+from . import parallel
+from ._results import human_seconds, save_figure, text_table
 from .engines.rng import state_from_seed_sequence
-from .theory import REGIME_A_BELOW, REGIME_C_ABOVE
+from .theory import REGIME_A_BELOW, REGIME_C_ABOVE, Condition
 
 __all__ = [
     "RegimeWarning",
     "RegimeCondition",
+    "Condition",
+    "REGIMES",
     "RegimeParams",
     "regime_a",
     "regime_b",
@@ -84,6 +85,8 @@ __all__ = [
     "LARGE_D_ONE_MINUS_LAMBDA",
 ]
 
+#: The three regimes of paper 002 (docs/model.md §8): d_n/√n → 0, c, ∞.
+REGIMES = ("a", "b", "c")
 KEYS = ("mean_z1", "mean_z2", "var_z1", "var_z2", "cov_z1z2")
 DERIVED_NOTE = ("The limit diffusions of paper 002 and their parametrisation are derived for this "
                 "project (docs/model.md §8 marks them derived), not quoted theorems.")
@@ -101,12 +104,8 @@ class RegimeWarning(UserWarning):
 
 
 # =========================================================================== parameters
-@dataclass(frozen=True)
-class RegimeCondition:
-    name: str
-    value: float
-    holds: bool
-    detail: str = ""
+#: The condition type is the one of :mod:`supermarket.theory` (kept under this name too).
+RegimeCondition = Condition
 
 
 @dataclass(frozen=True)
@@ -133,7 +132,7 @@ class RegimeParams:
     zeta_n: float  # √n (c_n − λ_n)
     d_one_minus_lambda: float
     coordinates: str
-    conditions: tuple[RegimeCondition, ...]
+    conditions: tuple[Condition, ...]
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -148,7 +147,7 @@ class RegimeParams:
         return out
 
 
-def _condition_message(p: RegimeParams, c: RegimeCondition) -> str:
+def _condition_message(p: RegimeParams, c: Condition) -> str:
     return (f"regime ({p.regime}) condition fails: {c.name} (value {c.value:.4g}); {c.detail}")
 
 
@@ -218,7 +217,7 @@ def _build(regime, n, d, lam, replace, centring, limit, extra_conditions) -> Reg
     # variance rates of the jumps at levels 1 and 2 (arrival + departure rates; → 2 and 0)
     noise1 = lam * (1.0 - p1) + (x[0] - x[1])
     noise2 = lam * (p1 - p2) + (x[1] - (x[2] if x.size > 2 else 0.0))
-    conds = [RegimeCondition(
+    conds = [Condition(
         f"d_n(1−λ_n) large (>= {LARGE_D_ONE_MINUS_LAMBDA:g})", d1, d1 >= LARGE_D_ONE_MINUS_LAMBDA,
         "one Brownian motion needs d_n(1−λ_n) → ∞ (docs/model.md §8); here level 2 carries noise of "
         f"variance rate {noise2:.3g} beside {noise1:.3g} at level 1, which the limit "
@@ -257,7 +256,7 @@ def regime_a(n, kappa=1.0, *, d=None, theta=0.25, replace=False, warn=True) -> R
         raise ValueError(f"kappa must lie in (0, d_n) = (0, {d}) so that λ_n = (κ/d_n)^(1/d_n) < 1; got {kappa!r}")
     lam = math.exp(math.log(kappa / d) / d)
     b = d / math.sqrt(n)
-    extra = [RegimeCondition(f"d_n/√n small (< {REGIME_A_BELOW:g})", b, b < REGIME_A_BELOW,
+    extra = [Condition(f"d_n/√n small (< {REGIME_A_BELOW:g})", b, b < REGIME_A_BELOW,
                              "regime (a) is the limit d_n/√n → 0")]
     return _emit(_build("a", n, d, lam, replace, "centre", {"kappa": kappa}, extra), warn)
 
@@ -282,7 +281,7 @@ def regime_b(n, c=1.0, zeta=0.0, *, replace=False, warn=True) -> RegimeParams:
         raise ValueError(f"zeta must lie in ({-sq * (1 - c_n):.6g}, {sq * c_n:.6g}) so that "
                          f"λ_n = c_n − ζ/√n is in (0, 1); got {zeta!r}")
     b = d / sq
-    extra = [RegimeCondition(f"d_n/√n of order 1 (in [{REGIME_A_BELOW:g}, {REGIME_C_ABOVE:g}])", b,
+    extra = [Condition(f"d_n/√n of order 1 (in [{REGIME_A_BELOW:g}, {REGIME_C_ABOVE:g}])", b,
                              REGIME_A_BELOW <= b <= REGIME_C_ABOVE,
                              "regime (b) is the limit d_n/√n → c in (0, ∞)")]
     return _emit(_build("b", n, d, lam, replace, "c_n", {"c": b, "zeta": zeta}, extra), warn)
@@ -310,11 +309,11 @@ def regime_c(n, zeta=1.0, *, d=None, replace=False, centring="c_n", warn=True) -
         raise ValueError(f"zeta must lie in ({-sq * (1 - top):.6g}, {sq * top:.6g}) so that "
                          f"λ_n = {'c_n' if centring == 'c_n' else '1'} − ζ/√n is in (0, 1); got {zeta!r}")
     b = d / sq
-    extra = [RegimeCondition(f"d_n/√n large (> {REGIME_C_ABOVE:g})", b, b > REGIME_C_ABOVE,
+    extra = [Condition(f"d_n/√n large (> {REGIME_C_ABOVE:g})", b, b > REGIME_C_ABOVE,
                              "regime (c) is the limit d_n/√n → ∞")]
     if centring == "one":
         gap = sq * (1.0 - c_n)
-        extra.append(RegimeCondition(
+        extra.append(Condition(
             f"√n(1 − c_n) small (<= {SMALL_SQRT_N_GAP:g})", gap, gap <= SMALL_SQRT_N_GAP,
             "reading ζ as √n(1−λ_n) and centring at 1 needs d_n/(√n log n) → ∞"))
     return _emit(_build("c", n, d, lam, replace, centring, {"zeta": zeta}, extra), warn)
@@ -496,7 +495,7 @@ def autocorrelation(series, max_lag: int, segments: int = 10):
 
 def _workers(workers, jobs: int) -> int:
     if workers is None:
-        workers = os.cpu_count() or 1
+        workers = parallel.default_workers()
     workers = check_positive_int("workers", workers)
     return max(1, min(workers, jobs))
 
@@ -529,16 +528,7 @@ def _human_bytes(b: float) -> str:
     return f"{b:.3g} EiB"  # pragma: no cover
 
 
-def _human_seconds(s: float) -> str:
-    if s < 120:
-        return f"{s:.0f} s"
-    if s < 7200:
-        return f"{s / 60:.0f} min"
-    if s < 2 * 86400:
-        return f"{s / 3600:.1f} h"
-    if s < 2 * 365 * 86400:
-        return f"{s / 86400:.0f} days"
-    return f"{s / (365 * 86400):.3g} years"
+_human_seconds = human_seconds
 
 
 def _check_grid(rows: int, points: float, what: str, option: str) -> None:
@@ -557,26 +547,12 @@ def _check_work(units: float, speed: float, what: str, option: str, cores: int) 
         warnings.warn(f"{msg}; {option} to shorten it", WorkWarning, stacklevel=3)
 
 
-def _run_jobs(job, count: int, workers) -> None:
-    """Run ``job(r, stop)`` for ``r < count`` on ``workers`` threads.  On KeyboardInterrupt
-    (or any error) ``stop`` is set, every job returns after its current kernel chunk, and
-    the exception propagates."""
-    stop = threading.Event()
-    w = _workers(workers, count)
-    if w == 1:
-        for r in range(count):
-            job(r, stop)
-        return
-    ex = ThreadPoolExecutor(max_workers=w)
-    try:
-        futures = [ex.submit(job, r, stop) for r in range(count)]
-        for f in futures:
-            f.result()
-    except BaseException:
-        stop.set()
-        raise
-    finally:
-        ex.shutdown(wait=True, cancel_futures=True)
+def _run_jobs(fn, tasks, workers, client=None, progress=None) -> list:
+    """``fn`` over ``tasks`` in task order through :func:`supermarket.parallel.map_tasks`:
+    on ``client`` (Dask) when given, else on ``workers`` threads (the kernels release the
+    GIL).  Each task carries its own seed, so the results do not depend on the backend."""
+    return parallel.map_tasks(fn, tasks, workers=_workers(workers, len(tasks)), client=client,
+                              backend="threads", progress=progress)
 
 
 # =========================================================================== simulation
@@ -601,8 +577,8 @@ class FluctuationSim:
     lags: np.ndarray = field(repr=False)
     acf_z1: np.ndarray = field(repr=False)
     acf_z2: np.ndarray = field(repr=False)
-    acf_z1_se: np.ndarray = field(repr=False)
-    acf_z2_se: np.ndarray = field(repr=False)
+    acf_z1_stderr: np.ndarray = field(repr=False)
+    acf_z2_stderr: np.ndarray = field(repr=False)
 
     def to_dict(self) -> dict:
         return {"time": self.time, "burn_in": self.burn_in, "replications": self.replications,
@@ -625,8 +601,32 @@ def _logp_table(n: int, d: int, replace: bool) -> np.ndarray:
     return out
 
 
+def _chain_task(args):
+    """One replication of the chain (module level: it runs on threads, processes or Dask)."""
+    from .engines.fluct import DONE, OVERFLOW, fluct_ctmc
+
+    (n, lam, logp, start, m0, m1, burn_in, time, batches, grid_dt, ss, G, d, replace, lgn) = args
+    counts = start.copy()
+    clock = np.zeros(3)
+    sums = np.zeros((batches, 5))
+    grid = np.zeros((G, 2))
+    state = state_from_seed_sequence(ss)
+    overflow = False
+    while True:
+        parallel.check_stop()
+        st = fluct_ctmc(n, lam, logp, counts, m0, m1, burn_in, time, batches, grid_dt, state, sums,
+                        grid, d, replace, lgn, clock, CHUNK_EVENTS)
+        if st == OVERFLOW:
+            overflow = True
+            break
+        if st == DONE:
+            break
+    return sums, grid, int(clock[2]), overflow
+
+
 def simulate_fluctuations(p: RegimeParams, *, time=200.0, burn_in=None, replications=1, seed=0,
-                          workers=None, grid_dt=0.05, batches=10, max_lag=10.0) -> FluctuationSim:
+                          workers=None, grid_dt=0.05, batches=10, max_lag=10.0, client=None,
+                          progress=None) -> FluctuationSim:
     """Simulate the continuous-time profile chain at ``p`` and measure ``(z1, z2)``.
 
     Exact in law (docs/model.md §1–2): holding times ``Exp(nλ + c_1)``, arrivals join the
@@ -651,8 +651,6 @@ def simulate_fluctuations(p: RegimeParams, *, time=200.0, burn_in=None, replicat
     TypeError
         ``p`` is not a :class:`RegimeParams`.
     """
-    from .engines.fluct import DONE, OVERFLOW, fluct_ctmc
-
     if not isinstance(p, RegimeParams):
         raise TypeError("p must be a RegimeParams (from regime_a, regime_b or regime_c)")
     time = check_positive_float("time", time)
@@ -684,30 +682,15 @@ def simulate_fluctuations(p: RegimeParams, *, time=200.0, burn_in=None, replicat
     start[0] = n
     x = np.asarray(p.x)
     start[1:1 + x.size] = np.minimum(np.round(n * x), n).astype(np.int64)
-    states = [state_from_seed_sequence(s) for s in spawn_seeds(seed, R)]
-    sums = np.zeros((R, batches, 5))
-    grid = np.zeros((R, G, 2))
-    events = np.zeros(R, dtype=np.int64)
-    overflow = np.zeros(R, dtype=bool)
-
-    def job(r, stop):
-        counts = start.copy()
-        clock = np.zeros(3)
-        while True:
-            if stop.is_set():
-                return
-            st = fluct_ctmc(n, p.lam, logp, counts, p.m[0], p.m[1], burn_in, time, batches,
-                            grid_dt, states[r], sums[r], grid[r], d, p.replace, lgn, clock, CHUNK_EVENTS)
-            if st == OVERFLOW:
-                overflow[r] = True
-                break
-            if st == DONE:
-                break
-        events[r] = int(clock[2])
-
+    tasks = [(n, p.lam, logp, start, p.m[0], p.m[1], burn_in, time, batches, grid_dt, ss, G, d,
+              p.replace, lgn) for ss in spawn_seeds(seed, R)]
     t0 = _time.perf_counter()
-    _run_jobs(job, R, workers)
+    out = _run_jobs(_chain_task, tasks, workers, client, progress)
     secs = _time.perf_counter() - t0
+    sums = np.stack([o[0] for o in out])
+    grid = np.stack([o[1] for o in out])
+    events = np.array([o[2] for o in out], dtype=np.int64)
+    overflow = np.array([o[3] for o in out], dtype=bool)
     if overflow.any():
         raise RuntimeError(f"a queue grew past {LEVEL_CAPACITY - 1} customers; the parameters are far "
                            "from the near-equilibrium regime")
@@ -719,7 +702,7 @@ def simulate_fluctuations(p: RegimeParams, *, time=200.0, burn_in=None, replicat
     return FluctuationSim(params=p, time=time, burn_in=burn_in, replications=R, batches=batches,
                           events=int(events.sum()), seconds=secs, moments=mom,
                           t=np.arange(G) * grid_dt, grid=grid, lags=np.arange(L + 1) * grid_dt,
-                          acf_z1=a1, acf_z2=a2, acf_z1_se=s1, acf_z2_se=s2)
+                          acf_z1=a1, acf_z2=a2, acf_z1_stderr=s1, acf_z2_stderr=s2)
 
 
 def _default_burn_in(regime, zeta, base: float) -> float:
@@ -765,12 +748,12 @@ class LimitSDE:
     lags: np.ndarray = field(repr=False)
     acf_z1: np.ndarray = field(repr=False)
     acf_z2: np.ndarray = field(repr=False)
-    acf_z1_se: np.ndarray = field(repr=False)
-    acf_z2_se: np.ndarray = field(repr=False)
+    acf_z1_stderr: np.ndarray = field(repr=False)
+    acf_z2_stderr: np.ndarray = field(repr=False)
     push_rate: float | None = None
-    push_rate_se: float | None = None
+    push_rate_stderr: float | None = None
     y_push_rate: float | None = None
-    y_push_rate_se: float | None = None
+    y_push_rate_stderr: float | None = None
 
     def to_dict(self) -> dict:
         if self.regime.startswith("pre"):
@@ -782,8 +765,8 @@ class LimitSDE:
                "burn_in": self.burn_in, "dt": self.dt, "seconds": self.seconds, "max_q": self.max_q,
                "method": method, **self.moments.to_dict()}
         if self.push_rate is not None:
-            out.update(push_rate=self.push_rate, push_rate_se=self.push_rate_se,
-                       y_push_rate=self.y_push_rate, y_push_rate_se=self.y_push_rate_se)
+            out.update(push_rate=self.push_rate, push_rate_stderr=self.push_rate_stderr,
+                       y_push_rate=self.y_push_rate, y_push_rate_stderr=self.y_push_rate_stderr)
         return out
 
 
@@ -791,12 +774,26 @@ SDE_CHUNK = 32  # paths per kernel call (chunk j gets child j of the seed)
 REFLECTIONS = ("bridge", "projection")
 
 
+def _sde_task(args):
+    """One chunk of paths of a diffusion (module level: threads, processes or Dask)."""
+    from .engines.sde import em_paths
+
+    kind, par, dt, n_burn, n_steps, rec_every, ss, mine, nrec, G = args
+    state = state_from_seed_sequence(ss)
+    buf = np.zeros((nrec, G, 2))
+    while True:
+        parallel.check_stop()
+        if em_paths(kind, par, dt, n_burn, n_steps, rec_every, state, mine, buf, CHUNK_STEPS):
+            break
+    return mine, buf
+
+
 def _run_sde(kind, par, z0, *, paths, time, burn_in, dt, grid_dt, record_paths, seed, workers,
-             max_lag, what):
+             max_lag, what, client=None, progress=None):
     """Shared driver of :func:`limit_sde` and :func:`prelimit_sde`: chunks of 32 paths
     (chunk ``j``: xoshiro state from child ``j`` of ``seed``), each advanced in calls of
     :data:`CHUNK_STEPS` steps.  Returns the pieces of a :class:`LimitSDE`."""
-    from .engines.sde import NS, em_paths
+    from .engines.sde import NS
 
     P = check_int("paths", paths, minimum=2)
     time = check_positive_float("time", time)
@@ -817,25 +814,17 @@ def _run_sde(kind, par, z0, *, paths, time, burn_in, dt, grid_dt, record_paths, 
         raise ValueError(f"dt must be below time = {time:g}; got {dt!r}")
     G = n_steps // rec_every
     chunks = [(j * SDE_CHUNK, min(SDE_CHUNK, P - j * SDE_CHUNK)) for j in range((P + SDE_CHUNK - 1) // SDE_CHUNK)]
-    states = [state_from_seed_sequence(s) for s in spawn_seeds(seed, len(chunks))]
     ps = np.zeros((P, NS))
     ps[:, 0], ps[:, 1], ps[:, 2] = z0[0], z0[1], z0[0]
-    rec = np.zeros((Rp, G, 2))
     par = np.asarray(par, dtype=float)
-
-    def job(i, stop):
-        lo, size = chunks[i]
-        r_lo, r_hi = min(lo, Rp), min(lo + size, Rp)
-        buf = np.zeros((r_hi - r_lo, G, 2))
-        mine = ps[lo:lo + size]  # a view: the kernel writes the paths' state in place
-        while not stop.is_set():
-            if em_paths(kind, par, dt, n_burn, n_steps, rec_every, states[i], mine, buf, CHUNK_STEPS):
-                break
-        rec[r_lo:r_hi] = buf
-
+    tasks = [(kind, par, dt, n_burn, n_steps, rec_every, ss, ps[lo:lo + size].copy(),
+              max(0, min(lo + size, Rp) - min(lo, Rp)), G)
+             for (lo, size), ss in zip(chunks, spawn_seeds(seed, len(chunks)))]
     t0 = _time.perf_counter()
-    _run_jobs(job, len(chunks), workers)
+    out = _run_jobs(_sde_task, tasks, workers, client, progress)
     secs = _time.perf_counter() - t0
+    ps = np.concatenate([o[0] for o in out])
+    rec = np.concatenate([o[1] for o in out]) if out else np.zeros((0, G, 2))
     T = n_steps * dt
     mom = _moments_from_blocks(ps[:, 3:8] * dt / T)
     push = ps[:, 8] / T
@@ -849,14 +838,14 @@ def _run_sde(kind, par, z0, *, paths, time, burn_in, dt, grid_dt, record_paths, 
         a1 = a2 = s1 = s2 = np.ones(1)
     return dict(paths=P, time=time, burn_in=burn_in, dt=dt, seconds=secs, moments=mom,
                 max_q=float(ps[:, 2].max()), t=np.arange(G) * grid_dt, grid=rec,
-                lags=np.arange(L + 1) * grid_dt, acf_z1=a1, acf_z2=a2, acf_z1_se=s1, acf_z2_se=s2,
+                lags=np.arange(L + 1) * grid_dt, acf_z1=a1, acf_z2=a2, acf_z1_stderr=s1, acf_z2_stderr=s2,
                 push=(float(push.mean()), float(push.std(ddof=1) / math.sqrt(P)),
                       float(ypush.mean()), float(ypush.std(ddof=1) / math.sqrt(P))))
 
 
 def limit_sde(regime, *, kappa=None, c=None, zeta=None, paths=256, time=100.0, burn_in=None,
               dt=1e-3, record_paths=8, grid_dt=0.05, max_lag=10.0, seed=0, workers=None,
-              reflection="bridge") -> LimitSDE:
+              reflection="bridge", client=None) -> LimitSDE:
     """Simulate the limit diffusion of ``regime`` (docs/model.md §8, derived) with many paths.
 
     Parameters
@@ -918,15 +907,15 @@ def limit_sde(regime, *, kappa=None, c=None, zeta=None, paths=256, time=100.0, b
         par[2] = 1.0 if reflection == "bridge" else 0.0
     burn_in = _default_burn_in(regime, zeta, 20.0) if burn_in is None else _nonneg("burn_in", burn_in)
     out = _run_sde(kind, par, z0, paths=paths, time=time, burn_in=burn_in, dt=dt, grid_dt=grid_dt,
-                   record_paths=record_paths, seed=seed, workers=workers, max_lag=max_lag,
+                   record_paths=record_paths, seed=seed, workers=workers, max_lag=max_lag, client=client,
                    what=f"the regime-({regime}) limit diffusion")
     push = out.pop("push")
-    extra = dict(zip(("push_rate", "push_rate_se", "y_push_rate", "y_push_rate_se"), push)) if regime == "c" else {}
+    extra = dict(zip(("push_rate", "push_rate_stderr", "y_push_rate", "y_push_rate_stderr"), push)) if regime == "c" else {}
     return LimitSDE(regime=regime, params=params, **out, **extra)
 
 
 def prelimit_sde(p: RegimeParams, *, paths=256, time=100.0, burn_in=None, dt=1e-3, record_paths=8,
-                 grid_dt=0.05, max_lag=10.0, seed=0, workers=None) -> LimitSDE:
+                 grid_dt=0.05, max_lag=10.0, seed=0, workers=None, client=None) -> LimitSDE:
     """The pre-limit diffusion at ``p`` (docs/model.md §8, derived): the diffusion
     approximation of the chain's levels 1 and 2 with the finite-``n`` coefficients.
 
@@ -976,7 +965,7 @@ def prelimit_sde(p: RegimeParams, *, paths=256, time=100.0, burn_in=None, dt=1e-
     burn_in = (_default_burn_in("c" if p.regime == "c" else p.regime, zeta_eff, 20.0) if burn_in is None
                else _nonneg("burn_in", burn_in))
     out = _run_sde(KIND_PRE, par, z0, paths=paths, time=time, burn_in=burn_in, dt=dt, grid_dt=grid_dt,
-                   record_paths=record_paths, seed=seed, workers=workers, max_lag=max_lag,
+                   record_paths=record_paths, seed=seed, workers=workers, max_lag=max_lag, client=client,
                    what=f"the pre-limit diffusion at n = {n}")
     push = out.pop("push")
     # report in p's coordinates: z = √n(G − m) = (Q + √n(c_n − m_1), Y − √n m_2)
@@ -987,8 +976,8 @@ def prelimit_sde(p: RegimeParams, *, paths=256, time=100.0, burn_in=None, dt=1e-
     out["max_q"] = out["max_q"] + s1
     params = {"n": n, "d_n": d, "lambda_n": lam, "c_n": c_n, "zeta_n": zeta_n, "replace": p.replace,
               "q_max": qmax, "effective_c": d / (sq * c_n)}
-    return LimitSDE(regime=f"pre-{p.regime}", params=params, push_rate=push[0], push_rate_se=push[1],
-                    y_push_rate=push[2], y_push_rate_se=push[3], **out)
+    return LimitSDE(regime=f"pre-{p.regime}", params=params, push_rate=push[0], push_rate_stderr=push[1],
+                    y_push_rate=push[2], y_push_rate_stderr=push[3], **out)
 
 
 def limit_for(p: RegimeParams, **kw) -> LimitSDE:
@@ -1079,6 +1068,112 @@ class Comparison:
         out["z_scores"] = self.z_scores()
         return out
 
+    def _rows(self):
+        rows = [("chain (simulated)", self.sim.moments),
+                (f"limit diffusion (EM, {self.limit.paths} paths)", self.limit.moments)]
+        if self.prelimit is not None:
+            rows.append((f"pre-limit diffusion at n (EM, {self.prelimit.paths} paths)", self.prelimit.moments))
+        if self.limit_exact is not None:
+            rows.append(("limit, closed form (derived)", self.limit_exact))
+        rows.append(("finite-n LNA at x^n", self.lna))
+        return rows
+
+    def to_frame(self):
+        """Tidy moments: one row per (source, moment) with ``value`` and ``stderr`` (NaN for
+        exact values)."""
+        import pandas as pd
+
+        recs = []
+        for name, m in self._rows():
+            for k in KEYS:
+                recs.append({"source": name, "moment": k,
+                             "value": np.nan if m is None else float(getattr(m, k)),
+                             "stderr": np.nan if m is None or not m.stderr else float(m.stderr[k])})
+        return pd.DataFrame(recs)
+
+    def summary(self) -> str:
+        """The text ``supermarket fluctuations`` prints: the regime's numbers, the moments
+        table (± standard error), z-scores, the error-bar check and the chain's speed."""
+        p = self.params
+        lines = [f"supermarket fluctuations  regime ({p.regime})  n={p.n}  d_n={p.d}  λ_n={p.lam:.10g}  "
+                 f"{'with' if p.replace else 'without'} replacement",
+                 f"d_n/√n = {p.b_n:.4g}, d_n(1−λ_n) = {p.d_one_minus_lambda:.4g}, κ_n = d_nλ_n^d_n = "
+                 f"{p.kappa_n:.4g}, c_n = {p.c_n:.8g}, ζ_n = √n(c_n − λ_n) = {p.zeta_n:.4g}",
+                 f"coordinates: {p.coordinates}", DERIVED_NOTE, ""]
+        rows = []
+        for name, m in self._rows():
+            if m is None:
+                rows.append([name, *(["—"] * len(KEYS))])
+            else:
+                rows.append([name, *[f"{getattr(m, k):.4f}" + (f" ± {m.stderr[k]:.4f}" if m.stderr else "")
+                                     for k in KEYS]])
+        lines.append(text_table(["source", *KEYS], rows, title="Stationary moments (± standard error)"))
+        for ref, row in self.z_scores().items():
+            lines.append(f"z-scores vs {ref}: " + ", ".join(f"{k} {v:+.2f}" for k, v in row.items()))
+        s = self.sim
+        if s.moments.note:
+            lines.append(f"chain error bars: {s.moments.note}")
+        else:
+            lines.append(f"chain error bars: batches of {s.time / s.batches:g} time units, ≥ {BATCH_TAU_FACTOR:g} × "
+                         f"the integrated autocorrelation time {s.moments.tau_int:.3g}")
+        lines.append(f"chain: {s.events:.3g} events in {s.seconds:.2f} s ({s.events / max(s.seconds, 1e-9):.3g}/s), "
+                     f"{s.replications} × {s.time:g} time units after burn-in {s.burn_in:g}")
+        if p.regime == "c":
+            lines.append(f"reflected limit ({self.limit.params.get('reflection')} reflection): largest Q on any "
+                         f"path = {self.limit.max_q:.3g}; pushing rate E[dU]/dt = {self.limit.push_rate:.4f} ± "
+                         f"{self.limit.push_rate_stderr:.4f} (equals E Y in the limit)")
+        if p.warnings:
+            lines.append(f"{len(p.warnings)} condition(s) of the regime fail at this n: " + "; ".join(p.warnings))
+        return "\n".join(lines)
+
+    def plot(self, path=None):
+        """One figure: a path of the chain and of the limit, histograms of both coordinates,
+        the autocorrelation of the first; saved at ``path`` when given.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+        """
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        cmp = self
+        p = cmp.params
+        names = ("Z1", "Z2") if p.regime == "a" else ("Q", "Y")
+        fig, axes = plt.subplots(2, 2, figsize=(11, 7))
+        sim, lim = cmp.sim, cmp.limit
+        k = min(sim.t.size, max(2, int(30 / (sim.t[1] - sim.t[0]))))
+        axes[0, 0].plot(sim.t[:k], sim.grid[0, :k, 0], lw=0.7, label="chain")
+        if lim.t.size > 1:
+            kl = min(lim.t.size, max(2, int(30 / (lim.t[1] - lim.t[0]))))
+            axes[0, 0].plot(lim.t[:kl], lim.grid[0, :kl, 0], lw=0.7, label="limit (derived)")
+        axes[0, 0].set_xlabel("time")
+        axes[0, 0].set_ylabel(names[0])
+        axes[0, 0].legend(fontsize=7)
+        for j, ax in ((0, axes[0, 1]), (1, axes[1, 0])):
+            s = sim.grid[:, :, j].ravel()
+            l = lim.grid[:, :, j].ravel() if lim.grid.size else s  # noqa: E741
+            lo, hi = np.percentile(np.concatenate([s, l]), [0.1, 99.9])
+            bins = np.linspace(lo, hi if hi > lo else lo + 1, 50)
+            ax.hist(s, bins=bins, density=True, alpha=0.5, label="chain")
+            if lim.grid.size:
+                ax.hist(l, bins=bins, density=True, histtype="step", lw=1.5, label="limit (EM)")
+            ax.set_xlabel(names[j])
+            ax.legend(fontsize=7)
+        ax = axes[1, 1]
+        ax.errorbar(sim.lags, sim.acf_z1, yerr=sim.acf_z1_stderr, lw=1, label=f"chain {names[0]}")
+        if lim.lags.size > 1:
+            ax.plot(lim.lags, lim.acf_z1, lw=1, label=f"limit {names[0]}")
+        ax.set_xlabel("lag")
+        ax.set_ylabel("autocorrelation")
+        ax.legend(fontsize=7)
+        fig.suptitle(f"Regime ({p.regime}) n={p.n} d_n={p.d} λ_n={p.lam:.5g}: {p.coordinates}", fontsize=9)
+        fig.tight_layout()
+        plt.close(fig)
+        return save_figure(fig, path)
+
     def references(self) -> list[tuple[str, Moments]]:
         """``(name, moments)`` of every reference present."""
         out = [("limit", self.limit.moments)]
@@ -1103,7 +1198,7 @@ class Comparison:
 
 def compare(p: RegimeParams, *, time=200.0, burn_in=None, replications=1, seed=0, workers=None,
             sde_paths=256, sde_time=100.0, sde_burn_in=None, dt=1e-3, grid_dt=0.05,
-            reflection="bridge", prelimit=True) -> Comparison:
+            reflection="bridge", prelimit=True, client=None) -> Comparison:
     """The simulated stationary moments at ``p`` beside (i) the limit diffusion matched at
     ``p`` (Euler–Maruyama; for (a) also the closed form), (ii) the pre-limit diffusion at
     this ``n`` (:func:`prelimit_sde`; ``prelimit=False`` skips it) and (iii) the finite-n
@@ -1115,13 +1210,13 @@ def compare(p: RegimeParams, *, time=200.0, burn_in=None, replications=1, seed=0
         raise TypeError(f"prelimit must be True or False; got {prelimit!r}")
     ss = spawn_seeds(seed, 3)
     sim = simulate_fluctuations(p, time=time, burn_in=burn_in, replications=replications, seed=ss[0],
-                                workers=workers, grid_dt=grid_dt)
+                                workers=workers, grid_dt=grid_dt, client=client)
     extra = {"reflection": reflection} if p.regime == "c" else {}
     rp = min(32, sde_paths)
     lim = limit_for(p, paths=sde_paths, time=sde_time, burn_in=sde_burn_in, dt=dt, seed=ss[1],
-                    record_paths=rp, workers=workers, grid_dt=grid_dt, **extra)
+                    record_paths=rp, workers=workers, grid_dt=grid_dt, client=client, **extra)
     pre = (prelimit_sde(p, paths=sde_paths, time=sde_time, burn_in=sde_burn_in, dt=dt, seed=ss[2],
-                        record_paths=rp, workers=workers, grid_dt=grid_dt) if prelimit else None)
+                        record_paths=rp, workers=workers, grid_dt=grid_dt, client=client) if prelimit else None)
     try:
         lna = lna_moments(p)
         note = "meanfield.lna(at='centre'): covariance of √n(G − x^n), mean √n(x^n − m)"
@@ -1138,9 +1233,9 @@ class ScalingRow:
     d: int
     lam: float
     sd_g1: float
-    sd_g1_se: float
+    sd_g1_stderr: float
     sqrt_n_sd_g1: float
-    sqrt_n_sd_g1_se: float
+    sqrt_n_sd_g1_stderr: float
     lna_sqrt_n_sd_g1: float | None
 
     def to_dict(self) -> dict:
@@ -1148,7 +1243,7 @@ class ScalingRow:
 
 
 def scaling(ns=(10**3, 10**4, 10**5, 10**6), *, kappa=1.0, theta=0.25, time=100.0, replications=1,
-            seed=0, workers=None) -> list[ScalingRow]:
+            seed=0, workers=None, client=None) -> list[ScalingRow]:
     """The ``n^{-1/2}`` order in regime (a): ``sd(G_1)`` falls like ``n^{-1/2}`` while
     ``√n·sd(G_1) = sd(Z_1)`` stays of order one (docs/model.md §8)."""
     rows = []
@@ -1156,7 +1251,8 @@ def scaling(ns=(10**3, 10**4, 10**5, 10**6), *, kappa=1.0, theta=0.25, time=100.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RegimeWarning)
             p = regime_a(n, kappa, theta=theta)
-        sim = simulate_fluctuations(p, time=time, replications=replications, seed=ss, workers=workers)
+        sim = simulate_fluctuations(p, time=time, replications=replications, seed=ss, workers=workers,
+                                    client=client)
         m = sim.moments
         sd = math.sqrt(max(m.var_z1, 0.0))
         sd_se = m.stderr["var_z1"] / (2 * sd) if sd > 0 else float("nan")
@@ -1165,6 +1261,6 @@ def scaling(ns=(10**3, 10**4, 10**5, 10**6), *, kappa=1.0, theta=0.25, time=100.
         except ValueError:  # the LNA refuses sizes beyond its dense Lyapunov solve
             lna_sd = None
         sq = math.sqrt(p.n)
-        rows.append(ScalingRow(n=p.n, d=p.d, lam=p.lam, sd_g1=sd / sq, sd_g1_se=sd_se / sq,
-                               sqrt_n_sd_g1=sd, sqrt_n_sd_g1_se=sd_se, lna_sqrt_n_sd_g1=lna_sd))
+        rows.append(ScalingRow(n=p.n, d=p.d, lam=p.lam, sd_g1=sd / sq, sd_g1_stderr=sd_se / sq,
+                               sqrt_n_sd_g1=sd, sqrt_n_sd_g1_stderr=sd_se, lna_sqrt_n_sd_g1=lna_sd))
     return rows

@@ -23,16 +23,14 @@ Public API: :func:`coupled_run`, :func:`coalescence` (→ :class:`MixingResult`)
 from __future__ import annotations
 
 import math
-import os
-import threading
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import stats
 
-from . import theory
+from . import parallel, theory
+from ._results import fmt as _fmt, human_seconds, save_figure, text_table
 from .engines import coupling as _k
 from .engines.rng import state_from_seed_sequence
 from .model import (Params, check_int, check_positive_int, spawn_seeds, as_seed_sequence,
@@ -73,16 +71,7 @@ class MixingWarning(UserWarning):
     """A mixing run that will take long (the estimate is in the message)."""
 
 
-def _hms(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 2 * 86400:
-        return f"{seconds / 3600:.1f} h"
-    if seconds < 2 * 365 * 86400:
-        return f"{seconds / 86400:.0f} days"
-    return f"{seconds / (365 * 86400):.3g} years"
+_hms = human_seconds
 
 
 def _check_work(certain_steps: float, what: str, option: str, workers: int = 1) -> None:
@@ -176,16 +165,15 @@ class _Chains:
         if self.track_max:
             self.top_time = widen(self.top_time, L2 + 1)
 
-    def run(self, steps: int, rng, *, stop_when_coalesced=False, check=False, stop=None):
+    def run(self, steps: int, rng, *, stop_when_coalesced=False, check=False):
         """Advance by ``steps`` steps (or until every copy equals copy 0), in kernel calls of
         at most ``CHUNK_STEPS`` steps; between calls a KeyboardInterrupt can arrive and
-        ``stop`` (a ``threading.Event``) is checked.  ``rng``: xoshiro256** state."""
+        :func:`supermarket.parallel.check_stop` is called.  ``rng``: xoshiro256** state."""
         p = self.p
         target = self.step + int(steps)
         p_arrival = p.lam / (1.0 + p.lam)
         while True:
-            if stop is not None and stop.is_set():
-                raise KeyboardInterrupt
+            parallel.check_stop()
             upto = min(target, self.step + CHUNK_STEPS)
             status, step, inc, mis = _k.run_coupled(
                 self.c, self.top, self.dist, self.tau, p.n, p.d, p_arrival, p.replace,
@@ -240,6 +228,7 @@ class CoupledRun:
 
     @property
     def time(self) -> float:
+        """``steps`` in time units (``steps / (n(1+λ))``)."""
         return theory.steps_to_time(self.steps, self.params.n, self.params.lam)
 
     def to_dict(self) -> dict:
@@ -253,6 +242,43 @@ class CoupledRun:
         if self.max_queue_share is not None:
             out["max_queue_share"] = self.max_queue_share.tolist()
         return out
+
+    def to_frame(self):
+        """One row per copy: ``copy``, ``tau_steps`` (NaN: censored), ``censored``, ``distance``.
+
+        Examples
+        --------
+        >>> r = coupled_run(20, 2, 0.5, ["fixed-point", "empty"], steps=2000, seed=1)
+        >>> list(r.to_frame().columns)
+        ['copy', 'tau_steps', 'censored', 'distance', 'total_customers']
+        """
+        import pandas as pd
+
+        return pd.DataFrame({
+            "copy": np.arange(len(self.tau)),
+            "tau_steps": [np.nan if t is None else float(t) for t in self.tau],
+            "censored": [t is None for t in self.tau],
+            "distance": list(self.distance),
+            # c_i = number of queues with at least i customers, so their sum is ‖x‖₁
+            "total_customers": [int(np.sum(c)) for c in self.final_counts],
+        })
+
+    def summary(self) -> str:
+        """The copies' coalescence steps and final distances to copy 0, as text.
+
+        Examples
+        --------
+        >>> r = coupled_run(20, 2, 0.5, ["fixed-point", "empty"], steps=2000, seed=1)
+        >>> r.summary().splitlines()[0]
+        'coupled run: n=20 d=2 λ=0.5, 2 copies, 2000 steps (≈ 66.67 time units)'
+        """
+        p = self.params
+        head = (f"coupled run: n={p.n} d={p.d} λ={p.lam:g}, {len(self.tau)} copies, {self.steps} steps "
+                f"(≈ {self.time:.4g} time units)")
+        rows = [[str(m), "censored" if t is None else str(t), str(dist)]
+                for m, (t, dist) in enumerate(zip(self.tau, self.distance))]
+        tail = f"distance increases under the coupling: {self.increases}"
+        return "\n".join([head, text_table(["copy", "τ (steps)", "L1 distance"], rows), tail])
 
 
 def _check_steps(name, steps):
@@ -414,39 +440,28 @@ def _summary(taus: np.ndarray, budget: float, level=0.95) -> dict:
 # --------------------------------------------------------------------------- workers
 def _workers(workers, jobs: int) -> int:
     if workers is None:
-        workers = os.cpu_count() or 1
+        workers = parallel.default_workers()
     workers = check_positive_int("workers", workers)
     return max(1, min(workers, jobs))
 
 
-def _map(fn, tasks, workers):
-    """Map ``fn(task, stop)`` over ``tasks`` in order, on ``workers`` threads (the kernels
+def _map(fn, tasks, workers, client=None, progress=None):
+    """``fn`` over ``tasks`` in task order through :func:`supermarket.parallel.map_tasks`:
+    on ``client`` (Dask) when given, else on ``workers`` threads (the coupling kernels
     release the GIL).  Each task draws only from its own seed, so the results do not depend
-    on ``workers``.  On KeyboardInterrupt (or any error) every thread is told to stop after
-    its current kernel call (well under a second) and the exception propagates."""
-    stop = threading.Event()
-    w = _workers(workers, len(tasks))
-    if w <= 1:
-        return [fn(t, stop) for t in tasks]
-    ex = ThreadPoolExecutor(max_workers=w)
-    try:
-        futures = [ex.submit(fn, t, stop) for t in tasks]
-        return [f.result() for f in futures]
-    except BaseException:
-        stop.set()
-        raise
-    finally:
-        ex.shutdown(wait=True, cancel_futures=True)
+    on the backend or on ``workers``."""
+    return parallel.map_tasks(fn, tasks, workers=_workers(workers, len(tasks)), client=client,
+                              backend="threads", progress=progress)
 
 
-def _coalescence_task(args, stop=None):
+def _coalescence_task(args):
     n, d, lam, replace, counts, burn_in, budget, ss = args
     p = Params(n, d, lam, replace=replace)
     rng = state_from_seed_sequence(ss)
     stat = _Chains(p, [start_counts(n, d, lam, "fixed-point")])
-    stat.run(burn_in, rng, stop=stop)
+    stat.run(burn_in, rng)
     pair = _Chains(p, [stat.c[0, :stat.top[0]].copy(), counts])
-    pair.run(budget, rng, stop_when_coalesced=True, stop=stop)
+    pair.run(budget, rng, stop_when_coalesced=True)
     t = int(pair.tau[1])
     return (t if t >= 0 else -1), pair.increases
 
@@ -515,9 +530,99 @@ class MixingResult:
             "taus": [CENSORED if x is None else x for x in self.taus],
         }
 
+    def to_frame(self):
+        """One row per replication: ``replication``, ``tau_steps``, ``tau_time`` (NaN when
+        censored), ``censored``.
+
+        Examples
+        --------
+        >>> r = coalescence(30, 2, 0.5, replications=3, seed=1, workers=1)
+        >>> r.to_frame().shape
+        (3, 4)
+        """
+        import pandas as pd
+
+        u = self.params.n * (1.0 + self.params.lam)
+        steps = np.array([np.nan if t is None else float(t) for t in self.taus])
+        return pd.DataFrame({"replication": np.arange(self.replications), "tau_steps": steps,
+                             "tau_time": steps / u, "censored": np.isnan(steps)})
+
+    def summary(self) -> str:
+        """The text ``supermarket mixing`` prints: τ's mean, median, q90 and the bound
+        ``t_mix(1/4) <= q75`` with 95% intervals, and the paper-000 orders.
+
+        Examples
+        --------
+        >>> r = coalescence(30, 2, 0.5, replications=3, seed=1, workers=1)
+        >>> r.summary().splitlines()[0]
+        'supermarket mixing  n=30  d=2  λ=0.5  from fixed-point  replications=3  k=1'
+        """
+        out = self.to_dict()
+        p = self.params
+        lines = [f"supermarket mixing  n={p.n}  d={p.d}  λ={p.lam:g}  from {self.start}  "
+                 f"replications={self.replications}  k={out['k']}",
+                 f"stationary copy: rounded fixed point after {self.burn_in} steps; budget {self.max_steps} "
+                 f"steps per pair; {out['steps_per_time_unit']:.6g} steps = 1 time unit", ""]
+        s, u = out["coalescence_steps"], out["coalescence_time"]
+
+        def ci(pair):
+            return f"[{_fmt(pair[0])}, {_fmt(pair[1])}]"
+
+        rows = [["mean (lower bound: censored)" if s["mean_is_lower_bound"] else "mean", _fmt(s["mean"]),
+                 ci(s["ci"]), _fmt(u["mean"]), ci(u["ci"])]]
+        for key in ("median", "q90"):
+            rows.append([key, _fmt(s[key]), ci(s[key + "_ci"]), _fmt(u[key]), ci(u[key + "_ci"])])
+        rows.append(["t_mix(1/4) ≤ q75", _fmt(out["tmix_steps"]), ci(out["tmix_ci_steps"]),
+                     _fmt(out["tmix_time"]), ci(out["tmix_ci_time"])])
+        lines.append(text_table(["", "steps", "95% CI (steps)", "time units", "95% CI (time)"], rows,
+                                title="Coalescence time τ (sorted coupling, docs/model.md §2)"))
+        if self.censored:
+            lines.append(f"{self.censored} of {self.replications} pairs did not coalesce within "
+                         f"{self.max_steps} steps (censored)")
+        b = [["upper k d^(k−1) n log n (from a good state)", _fmt(out["bound_upper_steps"]),
+              _fmt(out["bound_upper_time"])],
+             ["lower d^(k−1) n", _fmt(out["bound_lower_good_steps"]), _fmt(out["bound_lower_good_time"])]]
+        if out["bound_lower_steps"] != out["bound_lower_good_steps"]:
+            b.append([f"lower from {self.start}", _fmt(out["bound_lower_steps"]), _fmt(out["bound_lower_time"])])
+        lines += ["", text_table(["bound", "steps", "time units"], b,
+                                 title="Paper 000 orders (docs/model.md §6, constants taken as 1)")]
+        return "\n".join(lines)
+
+    def plot(self, path=None):
+        """The empirical survival ``P(τ > t)`` (an upper bound for ``d_TV(t)``) in time units,
+        with ``q75`` and the paper-000 orders; saved at ``path`` when given.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+        """
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        u = self.params.n * (1.0 + self.params.lam)
+        t = np.sort(np.array([np.inf if x is None else x / u for x in self.taus]))
+        fig, ax = plt.subplots(figsize=(6, 4))
+        finite = t[np.isfinite(t)]
+        surv = 1.0 - np.arange(1, finite.size + 1) / t.size
+        ax.step(np.concatenate([[0.0], finite]), np.concatenate([[1.0], surv]), where="post",
+                label="P(τ > t) (empirical)")
+        ax.axhline(0.25, color="grey", lw=0.8, ls=":")
+        for key, label in (("bound_upper_time", "upper order"), ("bound_lower_time", "lower order")):
+            v = self.to_dict()[key]
+            if v is not None:
+                ax.axvline(v, ls="--", lw=0.8, label=label)
+        ax.set_xlabel("time units")
+        ax.set_ylabel("P(τ > t) ≥ d_TV(t)")
+        ax.set_title(f"coalescence from {self.start}: n={self.params.n}, d={self.params.d}, λ={self.params.lam:g}")
+        ax.legend()
+        plt.close(fig)
+        return save_figure(fig, path)
+
 
 def coalescence(n, d, lam, *, start="good", replications=100, seed=0, max_steps=None,
-                burn_in=None, replace=True, workers=None) -> MixingResult:
+                burn_in=None, replace=True, workers=None, client=None, progress=None) -> MixingResult:
     """Coalescence time of a copy started at ``start`` with a stationary copy.
 
     The stationary copy starts at the rounded fixed point and runs ``burn_in`` steps alone
@@ -541,7 +646,7 @@ def coalescence(n, d, lam, *, start="good", replications=100, seed=0, max_steps=
     root = as_seed_sequence(seed)
     seeds = spawn_seeds(root, replications)
     tasks = [(p.n, p.d, p.lam, p.replace, counts, burn, budget, ss) for ss in seeds]
-    out = _map(_coalescence_task, tasks, workers)
+    out = _map(_coalescence_task, tasks, workers, client, progress)
     taus = np.array([t if t >= 0 else math.inf for t, _ in out], dtype=float)
     s = _summary(taus, budget)
     u = p.n * (1.0 + p.lam)
@@ -554,21 +659,21 @@ def coalescence(n, d, lam, *, start="good", replications=100, seed=0, max_steps=
 
 
 # --------------------------------------------------------------------------- TV curve
-def _tv_task(args, stop=None):
+def _tv_task(args):
     n, d, lam, replace, counts, burn_in, steps, every, ss = args
     p = Params(n, d, lam, replace=replace)
     rng = state_from_seed_sequence(ss)
     T = steps // every
     # coupled pair (stationary copy, copy from x): the coupling bound P(τ > t)
     stat = _Chains(p, [start_counts(n, d, lam, "fixed-point")])
-    stat.run(burn_in, rng, stop=stop)
+    stat.run(burn_in, rng)
     pair = _Chains(p, [stat.c[0, :stat.top[0]].copy(), counts], record_every=every, records=T)
-    pair.run(steps, rng, stop=stop)
+    pair.run(steps, rng)
     # an independent stationary copy: the reference law of the total number of customers
     ref = _Chains(p, [start_counts(n, d, lam, "fixed-point")])
-    ref.run(burn_in, rng, stop=stop)
+    ref.run(burn_in, rng)
     ref2 = _Chains(p, [ref.c[0, :ref.top[0]].copy()], record_every=every, records=T)
-    ref2.run(steps, rng, stop=stop)
+    ref2.run(steps, rng)
     return pair.rec_total[1].copy(), pair.rec_dist[1].copy(), ref2.rec_total[0].copy()
 
 
@@ -619,9 +724,65 @@ class TVCurve:
                 "stationary_mean_total": self.stationary_mean_total,
                 "first_below_2x_floor_steps": self.first_below_floor()}
 
+    def to_frame(self):
+        """One row per recorded step: ``step``, ``time``, ``tv``, ``coupling_bound``,
+        ``mean_total``.
+
+        Examples
+        --------
+        >>> r = tv_curve(20, 2, 0.5, replications=10, steps=200, points=4, burn_in=100, workers=1)
+        >>> r.to_frame().shape
+        (4, 5)
+        """
+        import pandas as pd
+
+        return pd.DataFrame({"step": self.steps, "time": self.time, "tv": self.tv,
+                             "coupling_bound": self.coupling_bound, "mean_total": self.mean_total})
+
+    def summary(self) -> str:
+        """The curve as a text table, with the noise floor.
+
+        Examples
+        --------
+        >>> r = tv_curve(20, 2, 0.5, replications=10, steps=200, points=4, burn_in=100, workers=1)
+        >>> r.summary().splitlines()[0]
+        'TV distance to equilibrium of ‖X_t‖₁ from empty: n=20 d=2 λ=0.5, 10 replications, 4 bins'
+        """
+        p = self.params
+        head = (f"TV distance to equilibrium of ‖X_t‖₁ from {self.start}: n={p.n} d={p.d} λ={p.lam:g}, "
+                f"{self.replications} replications, {self.bins} bins")
+        rows = [[str(int(st)), _fmt(t), f"{tv:.3f}", f"{cb:.3f}", _fmt(m)]
+                for st, t, tv, cb, m in zip(self.steps, self.time, self.tv, self.coupling_bound, self.mean_total)]
+        first = self.first_below_floor()
+        tail = (f"noise floor {self.noise_floor:.3f}; stationary mean of ‖X‖₁ {self.stationary_mean_total:.4g}; "
+                f"first step at or below 2 × floor: {first if first is not None else 'none'}")
+        return "\n".join([head, text_table(["step", "time", "TV (binned)", "P(τ > t)", "mean ‖X‖₁"], rows), tail])
+
+    def plot(self, path=None):
+        """TV estimate and coupling bound against time; saved at ``path`` when given.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+        """
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(6, 4))
+        ax.plot(self.time, self.tv, marker="o", ms=3, label="TV of ‖X_t‖₁ (binned, lower estimate)")
+        ax.plot(self.time, self.coupling_bound, label="P(τ > t) (coupling, upper bound)")
+        ax.axhline(self.noise_floor, color="grey", ls=":", label="noise floor")
+        ax.set_xlabel("time units")
+        ax.set_ylabel("distance to equilibrium")
+        ax.legend()
+        plt.close(fig)
+        return save_figure(fig, path)
+
 
 def tv_curve(n, d, lam, *, start="empty", replications=200, steps=None, points=40, seed=0,
-             burn_in=None, bins=None, replace=True, workers=None) -> TVCurve:
+             burn_in=None, bins=None, replace=True, workers=None, client=None, progress=None) -> TVCurve:
     """TV distance to equilibrium over time of the total number of customers (see
     :class:`TVCurve`), with the coupling bound ``P(τ > t)`` from the same replications.
 
@@ -647,7 +808,7 @@ def tv_curve(n, d, lam, *, start="empty", replications=200, steps=None, points=4
                 "replication(s)", "lower burn_in, steps or replications", _workers(workers, replications))
     seeds = spawn_seeds(seed, replications)
     tasks = [(p.n, p.d, p.lam, p.replace, counts, burn, every * points, every, ss) for ss in seeds]
-    out = _map(_tv_task, tasks, workers)
+    out = _map(_tv_task, tasks, workers, client, progress)
     X = np.stack([o[0] for o in out])  # (R, T)
     D = np.stack([o[1] for o in out])
     S = np.stack([o[2] for o in out])

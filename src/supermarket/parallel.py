@@ -6,7 +6,9 @@ Three backends, one call (:func:`map_tasks`):
 - ``workers=1`` (and no client): the tasks run one after the other in this process;
 - ``workers=N > 1``: a local pool of ``N`` processes (``spawn`` start method: no fork of a
   process holding threads); the function and the tasks must be picklable (a module-level
-  function and plain data);
+  function and plain data); with ``backend="threads"``, ``N`` threads of this process
+  instead (for tasks whose time is spent in numba kernels compiled with ``nogil=True``:
+  no process start-up, no pickling);
 - ``client=``: a :class:`dask.distributed.Client` (see :func:`connect`); the tasks run on the
   cluster's workers. Only this backend needs the ``dask`` extra.
 
@@ -18,7 +20,9 @@ total)`` is called before the first task and after each one.
 **Interruption** (Ctrl-C, ``SIGINT``) is handled here, once for all callers: the workers of a
 pool ignore ``SIGINT`` and are terminated by the parent; Dask futures are cancelled; in this
 process, a task during which ``SIGINT`` arrived is *never* delivered, even when the task itself
-caught the :class:`KeyboardInterrupt` and returned a partial value. In every case
+caught the :class:`KeyboardInterrupt` and returned a partial value; threads are told to stop
+(:func:`stop_requested` turns true: a long task polls it between kernel calls, or calls
+:func:`check_stop`) and are waited for. In every case
 :func:`map_tasks` raises :class:`KeyboardInterrupt` and ``on_result`` has seen only tasks that
 finished whole.
 
@@ -56,7 +60,11 @@ import uuid
 from contextlib import contextmanager
 from typing import Any, Callable, Iterable
 
-__all__ = ["map_tasks", "connect", "dask_available", "default_workers", "SchedulerError"]
+__all__ = ["map_tasks", "connect", "dask_available", "default_workers", "SchedulerError",
+           "stop_requested", "check_stop", "BACKENDS"]
+
+#: Local backends of :func:`map_tasks` (a Dask ``client`` overrides both).
+BACKENDS = ("processes", "threads")
 
 ADDRESS = re.compile(r"^(tcp|tls|inproc|ws|wss|ucx)://[^\s/]+$")
 # A Dask TCP peer speaks first: an 8-byte length (the handshake's first frames, well under
@@ -196,6 +204,42 @@ def connect(address: str, timeout: float = 5.0):
 
 
 # =========================================================================== interruption
+_STOP = threading.Event()  # set while a threads-backend map is being interrupted
+
+
+def stop_requested() -> bool:
+    """True when the map running this task (``backend="threads"``) was interrupted: a long
+    task polls it between kernel calls and returns early (its value is discarded).
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> stop_requested()
+    False
+    """
+    return _STOP.is_set()
+
+
+def check_stop() -> None:
+    """Raise :class:`KeyboardInterrupt` when :func:`stop_requested` is true.
+
+    Raises
+    ------
+    KeyboardInterrupt
+        The map running this task was interrupted.
+
+    Examples
+    --------
+    >>> check_stop() is None
+    True
+    """
+    if _STOP.is_set():
+        raise KeyboardInterrupt("stop requested")
+
+
 class _Watch:
     fired = False
 
@@ -255,6 +299,7 @@ def _check_workers(workers) -> int:
 
 
 def map_tasks(fn: Callable[[Any], Any], tasks: Iterable, *, workers: int | None = 1, client=None,
+              backend: str = "processes",
               on_result: Callable[[int, Any, BaseException | None], None] | None = None,
               progress: Callable[[int, int, int], None] | None = None,
               return_errors: bool = False, collect: bool = True) -> list | None:
@@ -271,6 +316,10 @@ def map_tasks(fn: Callable[[Any], Any], tasks: Iterable, *, workers: int | None 
         ``min(N, len(tasks))`` processes; ``None``: one per CPU core.  Ignored with ``client``.
     client : dask.distributed.Client, optional
         Run the tasks on this cluster (see :func:`connect`).
+    backend : {"processes", "threads"}, default "processes"
+        The local pool used when ``workers > 1`` (ignored with ``client`` or one worker).
+        ``"threads"``: for tasks that release the GIL (numba ``nogil`` kernels); on an
+        interruption :func:`stop_requested` turns true until every thread has returned.
     on_result : callable, optional
         ``on_result(index, value, error)`` in the caller's thread as each task finishes
         (``error`` is ``None`` or the task's exception).  An exception it raises stops the map.
@@ -294,7 +343,7 @@ def map_tasks(fn: Callable[[Any], Any], tasks: Iterable, *, workers: int | None 
     KeyboardInterrupt
         On Ctrl-C, after stopping the workers; no unfinished task reaches ``on_result``.
     ValueError
-        ``workers`` not an integer >= 1 or None.
+        ``workers`` not an integer >= 1 or None, or an unknown ``backend``.
 
     Examples
     --------
@@ -308,6 +357,8 @@ def map_tasks(fn: Callable[[Any], Any], tasks: Iterable, *, workers: int | None 
     """
     tasks = list(tasks)
     nw = _check_workers(workers)
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}; got {backend!r}")
     total = len(tasks)
     results: list | None = [None] * total if collect else None
 
@@ -330,6 +381,8 @@ def map_tasks(fn: Callable[[Any], Any], tasks: Iterable, *, workers: int | None 
         _run_dask(fn, tasks, client, deliver, report)
     elif min(nw, total) == 1:
         _run_serial(fn, tasks, deliver, report)
+    elif backend == "threads":
+        _run_threads(fn, tasks, min(nw, total), deliver, report)
     else:
         _run_pool(fn, tasks, min(nw, total), deliver, report)
     return results
@@ -350,6 +403,40 @@ def _run_serial(fn, tasks, deliver, report):
             report(i + 1, 0 if i + 1 == total else 1)
 
 
+def _drain(futs, nw, total, deliver, report):
+    """Deliver the futures of a local pool (``{future: index}``) as they finish."""
+    done = 0
+    report(0, min(nw, total))
+    for fut in cf.as_completed(futs):
+        i = futs[fut]
+        try:
+            value, error = fut.result(), None
+        except Exception as exc:  # noqa: BLE001 - includes BrokenProcessPool (a worker died)
+            value, error = None, exc
+        deliver(i, value, error)
+        done += 1
+        report(done, min(nw, total - done))
+
+
+def _run_threads(fn, tasks, nw, deliver, report):
+    pool = cf.ThreadPoolExecutor(max_workers=nw, thread_name_prefix="supermarket-task")
+    total = len(tasks)
+    futs = {}
+    try:
+        futs = {pool.submit(fn, t): i for i, t in enumerate(tasks)}
+        _drain(futs, nw, total, deliver, report)
+    except BaseException:
+        # Ctrl-C or a failing task: the running tasks see stop_requested() and return after
+        # their current kernel call; the queued ones are cancelled
+        _STOP.set()
+        try:
+            pool.shutdown(wait=True, cancel_futures=True)
+        finally:
+            _STOP.clear()
+        raise
+    pool.shutdown(wait=True)
+
+
 def _run_pool(fn, tasks, nw, deliver, report):
     import multiprocessing as mp
 
@@ -357,17 +444,7 @@ def _run_pool(fn, tasks, nw, deliver, report):
     total = len(tasks)
     try:
         futs = {pool.submit(fn, t): i for i, t in enumerate(tasks)}
-        done = 0
-        report(0, min(nw, total))
-        for fut in cf.as_completed(futs):
-            i = futs[fut]
-            try:
-                value, error = fut.result(), None
-            except Exception as exc:  # noqa: BLE001 - includes BrokenProcessPool (a worker died)
-                value, error = None, exc
-            deliver(i, value, error)
-            done += 1
-            report(done, min(nw, total - done))
+        _drain(futs, nw, total, deliver, report)
     except BaseException:
         _terminate(pool)  # Ctrl-C or a failing task: do not wait for the others
         raise

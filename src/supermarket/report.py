@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from . import theory as th
+from ._results import mean_stderr
 from .sweep import RESULTS_FILE, read_results, read_sidecar, table_rows
 from .sweep.storage import check_output_file, write_output
 from .sweep.values import check_choice
@@ -82,20 +83,6 @@ def _points(rows: list[dict]) -> "OrderedDict[int, list[dict]]":
     return out
 
 
-def _mean_se_columns(mat: np.ndarray):
-    """Mean over replications (rows) and its standard error (None for one replication)."""
-    mean = mat.mean(axis=0)
-    return mean, (mat.std(axis=0, ddof=1) / math.sqrt(mat.shape[0]) if mat.shape[0] > 1 else None)
-
-
-def _mean_se(values):
-    x = np.array([v for v in values if v is not None], dtype=float)
-    if x.size == 0:
-        return None, None
-    mean, se = _mean_se_columns(x[:, None])
-    return float(mean[0]), (None if se is None else float(se[0]))
-
-
 def _param_label(r: dict, keys=("n", "d", "load")) -> str:
     parts = []
     for k in keys:
@@ -143,7 +130,7 @@ def _profile_figure(points) -> Figure | None:
         mat = np.zeros((len(profiles), L))
         for j, p in enumerate(profiles):
             mat[j, :len(p)] = p
-        mean, se = _mean_se_columns(mat)
+        mean, se = mean_stderr(mat)
         if se is None:
             ses = [_json(r.get("u_stderr")) for r in rs]
             if ses and isinstance(ses[0], list):
@@ -259,7 +246,7 @@ def _mixing_figure(points) -> Figure | None:
                 taus.append(v)
         if lower is None or not taus:
             continue
-        m, se = _mean_se(taus)
+        m, se = mean_stderr(taus)
         xs.append(lower)
         ys.append(m)
         yerr.append(0.0 if se is None else 2 * se)
@@ -313,7 +300,7 @@ def _fluct_figure(points) -> Figure | None:
             lna = _fluct_value(r, "lna", m)
             lim = _fluct_value(r, "limit", m)
             vals = [_fluct_value(x, "sim", m) for x in rs]
-            mean, se = _mean_se(vals)
+            mean, se = mean_stderr(vals)
             if se is None and len(rs) == 1:
                 se = _num(r.get(f"sim_stderr_{m}")) or _num(r.get(f"sim_{m}_stderr"))
             if lna is not None and mean is not None:
@@ -448,7 +435,7 @@ def _summary_table(meas: str, rows: list[dict], params: list[str]) -> tuple[list
             nums = [_num(v) for v in vals]
             if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals if v is not None) \
                     and any(n is not None for n in nums) and len(rs) > 1:
-                m, se = _mean_se(nums)
+                m, se = mean_stderr(nums)
                 same = len({n for n in nums if n is not None}) == 1
                 line.append(f"{m:.6g} ± {se:.2g}" if se is not None and not same else f"{m:.6g}")
             elif _numeric_lists(vals):

@@ -623,6 +623,16 @@ def good_set(lengths=None, *, counts=None, profile=None, n=None, d, lam, eps=0.1
 
 @dataclass(frozen=True)
 class Condition:
+    """One checked condition (of a theorem here, of a paper-002 regime in
+    :mod:`supermarket.fluctuations`): its ``name``, the ``value`` tested, whether it
+    ``holds``, and a ``detail`` saying why it matters.
+
+    Examples
+    --------
+    >>> Condition("eps <= 1/10", 0.05, True).holds
+    True
+    """
+
     name: str
     value: float
     holds: bool

@@ -6,9 +6,9 @@ import warnings
 
 import click
 from rich.console import Console
-from rich.table import Table
 
 from ._common import COUNT, print_json, stderr_is_tty
+from .options import dask_client, json_option, parallel_options, replace_option, replications_option, seed_option
 
 
 @click.command()
@@ -26,10 +26,10 @@ from ._common import COUNT, print_json, stderr_is_tty
               help="(c) Q = √n(G1 − c_n) (docs/model.md §8) or √n(G1 − 1) with λ_n = 1 − ζ/√n (JSQ reading).")
 @click.option("--time", "time_", type=float, default=200.0, show_default=True, help="Simulated time per replication after burn-in.")
 @click.option("--burn-in", "burn_in", type=float, default=None, help="Burn-in time (default max(20, time/10)).")
-@click.option("--replications", type=COUNT, default=2, show_default=True, help="Independent replications (child r of --seed).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Root seed.")
-@click.option("--replace", is_flag=True, help="Sample the d_n queues with replacement (default: without, as in paper 002).")
-@click.option("--workers", type=COUNT, default=None, help="Threads (default: all cores); results do not depend on it.")
+@replications_option(2)
+@seed_option()
+@replace_option(False, "Sample the d_n queues with replacement (default --no-replace: without, as in paper 002).")
+@parallel_options
 @click.option("--sde-paths", "sde_paths", type=COUNT, default=256, show_default=True, help="Paths of the limit SDE.")
 @click.option("--sde-time", "sde_time", type=float, default=100.0, show_default=True, help="Time per SDE path after burn-in.")
 @click.option("--dt", type=float, default=1e-3, show_default=True, help="Euler–Maruyama step.")
@@ -42,9 +42,9 @@ from ._common import COUNT, print_json, stderr_is_tty
 @click.option("--grid-dt", "grid_dt", type=float, default=0.05, show_default=True,
               help="Spacing of the recorded grid (autocorrelations, histograms, error-bar check).")
 @click.option("--plot", "plot", type=click.Path(dir_okay=False), default=None, help="Write a PNG: paths, histograms, autocorrelation.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@json_option()
 def fluctuations(regime, n, kappa, theta, c, zeta, d, centring, time_, burn_in, replications, seed, replace,
-                 workers, sde_paths, sde_time, dt, reflection, prelimit, grid_dt, plot, as_json):
+                 workers, scheduler, connect_timeout, sde_paths, sde_time, dt, reflection, prelimit, grid_dt, plot, as_json):
     """Fluctuations of order n^(−1/2) about the near-equilibrium centre in the three regimes
     of paper 002 (docs/model.md §8; the limit diffusions are derived): the exact chain's stationary
     moments of the scaled process (z1, z2) = (Z1, Z2) in (a), (Q, Y) in (b), (c), with
@@ -56,6 +56,7 @@ def fluctuations(regime, n, kappa, theta, c, zeta, d, centring, time_, burn_in, 
         raise click.UsageError("--centring applies to --regime c only")
     if regime != "c" and reflection != "bridge":
         raise click.UsageError("--reflection applies to --regime c only")
+    client = dask_client(scheduler, connect_timeout, workers)  # before any work: a bad address fails at once
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", fl.RegimeWarning)
         warnings.simplefilter("always", fl.WorkWarning)
@@ -78,65 +79,20 @@ def fluctuations(regime, n, kappa, theta, c, zeta, d, centring, time_, burn_in, 
             warnings.showwarning = lambda message, *a, **k: click.echo(f"supermarket: warning: {message}", err=True)
             cmp = fl.compare(p, time=time_, burn_in=burn_in, replications=replications, seed=seed,
                              workers=workers, sde_paths=sde_paths, sde_time=sde_time, dt=dt,
-                             reflection=reflection, prelimit=prelimit, grid_dt=grid_dt)
+                             reflection=reflection, prelimit=prelimit, grid_dt=grid_dt, client=client)
     finally:
         if status:
             status.stop()
+        if client is not None:
+            client.close()
     if plot:
-        from ..experiments.paper002 import plot_comparison
-
-        plot_comparison(cmp, plot)
+        cmp.plot(plot)
     out = cmp.to_dict()
     if plot:
         out["plot"] = plot
     if as_json:
         print_json(out)
         return
-    _print(cmp, plot)
-
-
-def _print(cmp, plot) -> None:
-    from .. import fluctuations as fl
-
-    con = Console()
-    p = cmp.params
-    con.print(f"[bold]supermarket fluctuations[/]  regime ({p.regime})  n={p.n}  d_n={p.d}  λ_n={p.lam:.10g}  "
-              f"{'with' if p.replace else 'without'} replacement")
-    con.print(f"d_n/√n = {p.b_n:.4g}, d_n(1−λ_n) = {p.d_one_minus_lambda:.4g}, κ_n = d_nλ_n^d_n = {p.kappa_n:.4g}, "
-              f"c_n = {p.c_n:.8g}, ζ_n = √n(c_n − λ_n) = {p.zeta_n:.4g}")
-    con.print(f"coordinates: {p.coordinates}")
-    con.print(f"[italic]{fl.DERIVED_NOTE}[/]")
-    t = Table(title="Stationary moments (± standard error)")
-    t.add_column("source")
-    for k in fl.KEYS:
-        t.add_column(k, justify="right")
-    rows = [("chain (simulated)", cmp.sim.moments), (f"limit diffusion (EM, {cmp.limit.paths} paths)", cmp.limit.moments)]
-    if cmp.prelimit is not None:
-        rows.append((f"pre-limit diffusion at n (EM, {cmp.prelimit.paths} paths)", cmp.prelimit.moments))
-    if cmp.limit_exact is not None:
-        rows.append(("limit, closed form (derived)", cmp.limit_exact))
-    rows.append(("finite-n LNA at x^n", cmp.lna))
-    for name, m in rows:
-        if m is None:
-            t.add_row(name, *(["—"] * 5))
-            continue
-        t.add_row(name, *[f"{getattr(m, k):.4f}" + (f" ± {m.stderr[k]:.4f}" if m.stderr else "") for k in fl.KEYS])
-    con.print(t)
-    for ref, row in cmp.z_scores().items():
-        con.print(f"z-scores vs {ref}: " + ", ".join(f"{k} {v:+.2f}" for k, v in row.items()))
-    s = cmp.sim
-    if s.moments.note:
-        con.print(f"[yellow]chain error bars: {s.moments.note}[/]")
-    else:
-        con.print(f"chain error bars: batches of {s.time / s.batches:g} time units, ≥ {fl.BATCH_TAU_FACTOR:g} × "
-                  f"the integrated autocorrelation time {s.moments.tau_int:.3g}")
-    con.print(f"chain: {s.events:.3g} events in {s.seconds:.2f} s ({s.events / max(s.seconds, 1e-9):.3g}/s), "
-              f"{s.replications} × {s.time:g} time units after burn-in {s.burn_in:g}")
-    if p.regime == "c":
-        con.print(f"reflected limit ({cmp.limit.params.get('reflection')} reflection): largest Q on any path = "
-                  f"{cmp.limit.max_q:.3g}; pushing rate E[dU]/dt = {cmp.limit.push_rate:.4f} ± "
-                  f"{cmp.limit.push_rate_se:.4f} (equals E Y in the limit)")
-    if p.warnings:
-        con.print(f"[yellow]{len(p.warnings)} condition(s) of the regime fail at this n (warned on stderr)[/]")
+    click.echo(cmp.summary())
     if plot:
-        con.print(f"plot written to {plot}")
+        click.echo(f"plot written to {plot}")

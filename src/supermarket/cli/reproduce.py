@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import importlib
+import time
 
 import click
+
+from ._common import print_json
+from .options import dask_client, json_option, out_option, parallel_options, seed_option
 
 EXPERIMENTS = {
     "paper000": "supermarket.experiments.paper000",
@@ -12,15 +16,36 @@ EXPERIMENTS = {
 }
 
 
+def manifest(out_dir, wall_s: float, **extra) -> dict:
+    """What a run wrote under ``out_dir``: every file with its size, and the wall time."""
+    from pathlib import Path
+
+    root = Path(out_dir)
+    files = [{"path": str(f), "bytes": f.stat().st_size}
+             for f in sorted(root.rglob("*")) if f.is_file()]
+    return {**extra, "out": str(root), "files": files, "total_bytes": sum(f["bytes"] for f in files),
+            "wall_s": wall_s}
+
+
 @click.command()
 @click.argument("paper", type=click.Choice(sorted(EXPERIMENTS)))
 @click.option("--quick", is_flag=True, help="Small sizes: under 3 minutes on 2 cores, every claim still shown.")
-@click.option("--out", "out", type=click.Path(file_okay=False), required=True, help="Output directory.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Root seed.")
-@click.option("--workers", type=int, default=None, help="Worker processes (default: all cores).")
-def reproduce(paper, quick, out, seed, workers):
+@out_option(required=True, help="Output directory.")
+@seed_option()
+@parallel_options
+@json_option("Print a JSON manifest of the files written (paths, sizes) and the wall time.")
+def reproduce(paper, quick, out, seed, workers, scheduler, connect_timeout, as_json):
     """Reproduce the claims of paper 000 (equilibrium at k, good set, mixing) or paper 002
     (the three diffusion regimes): tables (CSV, JSON), figures (PNG) and a Markdown summary
     in --out."""
     module = importlib.import_module(EXPERIMENTS[paper])
-    module.run(out_dir=out, quick=quick, seed=seed, workers=workers)
+    client = dask_client(scheduler, connect_timeout, workers)
+    t0 = time.perf_counter()
+    try:
+        module.run(out_dir=out, quick=quick, seed=seed, workers=workers, client=client)
+    finally:
+        if client is not None:
+            client.close()
+    if as_json:
+        print_json(manifest(out, time.perf_counter() - t0, command="reproduce", paper=paper, quick=quick,
+                            seed=seed))

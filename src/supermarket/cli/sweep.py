@@ -10,6 +10,7 @@ import click
 
 from . import UserError
 from ._common import print_json, stderr_is_tty
+from .options import json_option, scheduler_option, timeout_option, workers_option
 
 
 def _progress_printer(label: str):
@@ -43,20 +44,16 @@ def _progress_printer(label: str):
 @click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output directory: results.parquet, sweep.json, parts/. Run the same command "
                    "again to resume.")
-@click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="Local worker processes [default: number of CPU cores; 1 runs in this process].")
-@click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
-              help="Run the tasks on an existing Dask cluster (started with `dask scheduler` and "
-                   "`dask worker`).")
+@workers_option("Local worker processes [default: number of CPU cores; 1 runs in this process].")
+@scheduler_option("Run the tasks on an existing Dask cluster (started with `dask scheduler` and `dask worker`).")
 @click.option("--max-tasks", type=click.IntRange(min=1), default=None,
               help="Refuse, before running, a sweep with more tasks (grid points × replications).")
-@click.option("--timeout", "connect_timeout", type=click.FloatRange(min=0.1), default=5.0, show_default=True,
-              help="Seconds to wait for the Dask scheduler before giving up.")
+@timeout_option()
 @click.option("--check", is_flag=True, help="Only validate FILE and print the number of tasks.")
 @click.option("--upgrade", "upgrade_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               metavar="DIR", help="Convert the sweep directory DIR written by an older version (arrays as "
                                   "JSON text) to the current format, in place; no FILE needed.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object summarising the run.")
+@json_option("Print one JSON object summarising the run.")
 def sweep(file, out, workers, scheduler, max_tasks, connect_timeout, check, upgrade_dir, as_json):
     """Run the parameter sweep described by the TOML FILE (see docs/sweep.md).
 
@@ -142,7 +139,8 @@ def sweep(file, out, workers, scheduler, max_tasks, connect_timeout, check, upgr
               help="Output format when the file is given with --out.")
 @click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Output file (format from --format or its suffix).")
-def report(directory, html, md, fmt, out):
+@json_option("Print a JSON manifest of the files written (paths, sizes) and the wall time.")
+def report(directory, html, md, fmt, out, as_json):
     """Build a report of the sweep in DIRECTORY: its tables and the figures of the
     measurements present (profiles against π and the linearised profile, the maximum queue
     length against k_(λ,d), mixing times against the bounds, fluctuation moments against the
@@ -169,6 +167,24 @@ def report(directory, html, md, fmt, out):
             check_output_file(path, f"--{kind}")
         except ValueError as exc:
             raise UserError(str(exc)) from None
+    t0 = time.perf_counter()
+    before = {}
+    for _, path in targets:
+        folder = Path(path).parent
+        if folder.is_dir():
+            before.update({f: f.stat().st_mtime_ns for f in folder.rglob("*") if f.is_file()})
+    reports = []
     for kind, path in targets:
         written = rp.build_report(directory, path, fmt=kind)
-        click.echo(f"report: {written}")
+        reports.append(str(written))
+        if not as_json:
+            click.echo(f"report: {written}")
+    if as_json:
+        files = set()
+        for _, path in targets:
+            for f in Path(path).parent.rglob("*"):
+                if f.is_file() and before.get(f) != f.stat().st_mtime_ns:
+                    files.add(f)
+        listed = [{"path": str(f), "bytes": f.stat().st_size} for f in sorted(files)]
+        print_json({"command": "report", "directory": str(directory), "reports": reports, "files": listed,
+                    "total_bytes": sum(f["bytes"] for f in listed), "wall_s": time.perf_counter() - t0})

@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import mixing as mx
+from .. import parallel
 from .. import theory as th
 from ..model import as_seed_sequence, check_int, spawn_seeds
 from ..states import lengths_from_counts
@@ -169,8 +170,11 @@ def equilibrium(n, d, lam, *, steps, burn_in, levels, snapshots=2000, seed=0, ep
     return out
 
 
-def _map_configs(fn, tasks, workers):
-    return mx._map(fn, tasks, workers)
+def _map_configs(fn, tasks, workers, client=None):
+    """One configuration per task through the one parallel layer (threads locally: the
+    kernels release the GIL; a Dask ``client`` when given); results in task order."""
+    return parallel.map_tasks(fn, tasks, workers=mx._workers(workers, len(tasks)), client=client,
+                              backend="threads")
 
 
 # =========================================================================== E1
@@ -219,12 +223,12 @@ def _e1_task(args):
     return eq
 
 
-def e1_equilibrium(out: Path, *, quick: bool, seed, workers) -> dict:
+def e1_equilibrium(out: Path, *, quick: bool, seed, workers, client=None) -> dict:
     plan = _e1_plan(quick)
     seeds = spawn_seeds(seed, len(plan))
     _progress(f"E1 equilibrium: {len(plan)} configurations, "
               f"{sum(p[5] + p[6] for p in plan) / 1e6:.0f}M steps")
-    res = _map_configs(_e1_task, [p[:7] + (s,) for p, s in zip(plan, seeds)], workers)
+    res = _map_configs(_e1_task, [p[:7] + (s,) for p, s in zip(plan, seeds)], workers, client)
     rows = []
     for (n, a, b, d, lam, steps, burn, long_enough), eq in zip(plan, res):
         ratio = a / b
@@ -379,13 +383,13 @@ def _e2_configs(quick):
     return cfg, (12 if quick else 50)
 
 
-def e2_mixing_scaling(out: Path, *, quick, seed, workers) -> dict:
+def e2_mixing_scaling(out: Path, *, quick, seed, workers, client=None) -> dict:
     cfg, R = _e2_configs(quick)
     seeds = spawn_seeds(seed, len(cfg))
     rows = []
     for i, ((sweep, n, d, lam), ss) in enumerate(zip(cfg, seeds)):
         _progress(f"E2 mixing scaling {i + 1}/{len(cfg)}: n={n}, d={d}, λ={lam}")
-        res = mx.coalescence(n, d, lam, start="fixed-point", replications=R, seed=ss, workers=workers)
+        res = mx.coalescence(n, d, lam, start="fixed-point", replications=R, seed=ss, workers=workers, client=client)
         dd = res.to_dict()
         s = dd["coalescence_steps"]
         rows.append({"sweep": sweep, "n": n, "d": d, "load": lam, "k": dd["k"], "replications": R,
@@ -530,14 +534,14 @@ def _e3_configs(quick):
     return n, d, lam, gs, ls, (10 if quick else 40)
 
 
-def e3_bad_starts(out: Path, *, quick, seed, workers) -> dict:
+def e3_bad_starts(out: Path, *, quick, seed, workers, client=None) -> dict:
     n, d, lam, gs, ls, R = _e3_configs(quick)
     starts = [f"customers:{g}" for g in gs] + [f"long:{l}" for l in ls]
     seeds = spawn_seeds(seed, len(starts))
     rows = []
     for i, (st, ss) in enumerate(zip(starts, seeds)):
         _progress(f"E3 bad starts {i + 1}/{len(starts)}: n={n}, d={d}, λ={lam}, from {st}")
-        res = mx.coalescence(n, d, lam, start=st, replications=R, seed=ss, workers=workers)
+        res = mx.coalescence(n, d, lam, start=st, replications=R, seed=ss, workers=workers, client=client)
         dd = res.to_dict()
         s = dd["coalescence_steps"]
         kind, val = st.split(":")
@@ -583,7 +587,7 @@ def e3_bad_starts(out: Path, *, quick, seed, workers) -> dict:
     fig.savefig(out / "E3_bad_starts.png", dpi=110)
     plt.close(fig)
     lines = _e3_markdown(rows, fits, lin, n=n, d=d, lam=lam, R=R)
-    tv_lines, tv_dict = _e3_tv(out, quick=quick, seed=spawn_seeds(seed, len(starts) + 1)[-1], workers=workers)
+    tv_lines, tv_dict = _e3_tv(out, quick=quick, seed=spawn_seeds(seed, len(starts) + 1)[-1], workers=workers, client=client)
     md = "\n".join(lines + tv_lines) + "\n"
     (out / "E3_bad_starts.md").write_text(md)
     return {"rows": rows, "fits": fits, "linear": lin, "tv": tv_dict, "markdown": md}
@@ -628,11 +632,11 @@ def _e3_tv_config(quick):
     return (100, 3, 0.9, "customers:10", 100) if quick else (500, 3, 0.9, "customers:10", 400)
 
 
-def _e3_tv(out: Path, *, quick, seed, workers):
+def _e3_tv(out: Path, *, quick, seed, workers, client=None):
     """TV distance to equilibrium of the total number of customers over time, from a bad start."""
     n, d, lam, start, R = _e3_tv_config(quick)
     _progress(f"E3 TV curve: n={n}, d={d}, λ={lam}, from {start}, {R} replicas")
-    tv = mx.tv_curve(n, d, lam, start=start, replications=R, points=30, seed=seed, workers=workers)
+    tv = mx.tv_curve(n, d, lam, start=start, replications=R, points=30, seed=seed, workers=workers, client=client)
     rows = [{"step": int(s), "time": float(t), "tv": float(v), "coupling_bound": float(c),
              "mean_total": float(m)} for s, t, v, c, m in zip(tv.steps, tv.time, tv.tv, tv.coupling_bound,
                                                               tv.mean_total)]
@@ -676,7 +680,7 @@ def _e4_task(args):
     return equilibrium(n, d, lam, steps=steps, burn_in=burn, levels=4, snapshots=16, seed=ss)
 
 
-def e4_power_of_choices(out: Path, *, quick, seed, workers) -> dict:
+def e4_power_of_choices(out: Path, *, quick, seed, workers, client=None) -> dict:
     lam, ns, ds, T, burn_t = _e4_configs(quick)
     cfg = [(n, d) for d in ds for n in ns]
     rate = lambda n: n * (1 + lam)  # noqa: E731 - steps per time unit
@@ -684,7 +688,7 @@ def e4_power_of_choices(out: Path, *, quick, seed, workers) -> dict:
              for (n, d), ss in zip(cfg, spawn_seeds(seed, len(cfg)))]
     _progress(f"E4 power of choices: {len(cfg)} configurations, "
               f"{sum(t[3] + t[4] for t in tasks) / 1e6:.0f}M steps")
-    res = _map_configs(_e4_task, tasks, workers)
+    res = _map_configs(_e4_task, tasks, workers, client)
     rows = []
     for (n, d), eq in zip(cfg, res):
         pred = math.log(n) / math.log(1 / lam) if d == 1 else math.log(math.log(n)) / math.log(d)
@@ -779,12 +783,13 @@ def expected_steps(quick: bool) -> float:
     return float(total)
 
 
-def run(out_dir, quick=False, seed=0, workers=None) -> dict:
+def run(out_dir, quick=False, seed=0, workers=None, client=None) -> dict:
     """Run E1–E4 and write tables, figures and Markdown into ``out_dir`` (created if missing).
 
     ``quick``: small sizes (under 3 minutes on 2 cores, every claim still shown).
-    ``seed``: root seed (experiment ``i`` uses child ``i``); ``workers``: processes
-    (default: all cores).  Returns a dict with each experiment's rows and the summary.
+    ``seed``: root seed (experiment ``i`` uses child ``i``); ``workers``: threads
+    (default: all cores); ``client``: a :class:`dask.distributed.Client` to run the
+    replications on instead (the numbers are the same).  Returns a dict with each experiment's rows and the summary.
     """
     if not isinstance(quick, (bool, np.bool_)):
         raise TypeError(f"quick must be True or False; got {quick!r}")
@@ -806,7 +811,7 @@ def run(out_dir, quick=False, seed=0, workers=None) -> dict:
     for name, fn, ss in (("E1", e1_equilibrium, seeds[0]), ("E2", e2_mixing_scaling, seeds[1]),
                          ("E3", e3_bad_starts, seeds[2]), ("E4", e4_power_of_choices, seeds[3])):
         t = time.perf_counter()
-        results[name] = fn(out, quick=quick, seed=ss, workers=workers)
+        results[name] = fn(out, quick=quick, seed=ss, workers=workers, client=client)
         timings[name] = time.perf_counter() - t
         _progress(f"{name} done in {timings[name]:.1f} s")
     wall = time.perf_counter() - t0

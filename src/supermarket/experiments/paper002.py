@@ -101,7 +101,7 @@ def plot_hist(cmp: fl.Comparison, path: str) -> None:
         ax.set_xlabel(names[j])
         ax.legend(fontsize=7)
     ax = axes[2]
-    ax.errorbar(cmp.sim.lags, cmp.sim.acf_z1, yerr=cmp.sim.acf_z1_se, lw=1, label=f"chain, {names[0]}")
+    ax.errorbar(cmp.sim.lags, cmp.sim.acf_z1, yerr=cmp.sim.acf_z1_stderr, lw=1, label=f"chain, {names[0]}")
     if cmp.limit.lags.size > 1:
         ax.plot(cmp.limit.lags, cmp.limit.acf_z1, lw=1, label=f"limit (EM), {names[0]}")
     if p.regime == "a":
@@ -122,41 +122,8 @@ def plot_hist(cmp: fl.Comparison, path: str) -> None:
 
 
 def plot_comparison(cmp: fl.Comparison, path: str) -> None:
-    """One figure for ``supermarket fluctuations --plot``: paths, histograms, autocorrelation."""
-    plt = _agg()
-    p = cmp.params
-    names = NAMES[p.regime]
-    fig, axes = plt.subplots(2, 2, figsize=(11, 7))
-    sim, lim = cmp.sim, cmp.limit
-    k = min(sim.t.size, max(2, int(30 / (sim.t[1] - sim.t[0]))))
-    axes[0, 0].plot(sim.t[:k], sim.grid[0, :k, 0], lw=0.7, label="chain")
-    if lim.t.size > 1:
-        kl = min(lim.t.size, max(2, int(30 / (lim.t[1] - lim.t[0]))))
-        axes[0, 0].plot(lim.t[:kl], lim.grid[0, :kl, 0], lw=0.7, label="limit (derived)")
-    axes[0, 0].set_xlabel("time")
-    axes[0, 0].set_ylabel(names[0])
-    axes[0, 0].legend(fontsize=7)
-    for j, ax in ((0, axes[0, 1]), (1, axes[1, 0])):
-        s = sim.grid[:, :, j].ravel()
-        l = lim.grid[:, :, j].ravel() if lim.grid.size else s
-        lo, hi = np.percentile(np.concatenate([s, l]), [0.1, 99.9])
-        bins = np.linspace(lo, hi if hi > lo else lo + 1, 50)
-        ax.hist(s, bins=bins, density=True, alpha=0.5, label="chain")
-        if lim.grid.size:
-            ax.hist(l, bins=bins, density=True, histtype="step", lw=1.5, label="limit (EM)")
-        ax.set_xlabel(names[j])
-        ax.legend(fontsize=7)
-    ax = axes[1, 1]
-    ax.errorbar(sim.lags, sim.acf_z1, yerr=sim.acf_z1_se, lw=1, label=f"chain {names[0]}")
-    if lim.lags.size > 1:
-        ax.plot(lim.lags, lim.acf_z1, lw=1, label=f"limit {names[0]}")
-    ax.set_xlabel("lag")
-    ax.set_ylabel("autocorrelation")
-    ax.legend(fontsize=7)
-    fig.suptitle(f"Regime ({p.regime}) n={p.n} d_n={p.d} λ_n={p.lam:.5g}: {p.coordinates}", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    """One figure for ``supermarket fluctuations --plot`` (:meth:`Comparison.plot`)."""
+    cmp.plot(path)
 
 
 def _fmt(d: dict) -> str:
@@ -173,7 +140,7 @@ def _config(quick: bool):
             dict(sde_paths=512, sde_time=200.0, dt=5e-4), (10**3, 10**4, 10**5, 10**6), 300.0)
 
 
-def run(out_dir, quick=False, seed=0, workers=None) -> dict:
+def run(out_dir, quick=False, seed=0, workers=None, client=None) -> dict:
     """Run the paper-002 experiment into ``out_dir`` (created); return the moments table."""
     os.makedirs(out_dir, exist_ok=True)
     t0 = _time.perf_counter()
@@ -187,11 +154,11 @@ def run(out_dir, quick=False, seed=0, workers=None) -> dict:
             warnings.simplefilter("always", fl.RegimeWarning)
             p = fl.regime_params(regime, n_of[label], **kw)
         warn_lines += [str(w.message) for w in caught]
-        cmp = fl.compare(p, seed=seeds[i], workers=workers, **sim_kw, **sde_kw)
+        cmp = fl.compare(p, seed=seeds[i], workers=workers, client=client, **sim_kw, **sde_kw)
         comparisons[label] = cmp
         if label == "c":  # the biased projection scheme beside the default bridge reflection
             bridges[label] = fl.limit_for(p, paths=sde_kw["sde_paths"], time=sde_kw["sde_time"],
-                                          dt=sde_kw["dt"], seed=seeds[i], workers=workers,
+                                          dt=sde_kw["dt"], seed=seeds[i], workers=workers, client=client,
                                           record_paths=0, reflection="projection")
         plot_paths(cmp, os.path.join(out_dir, f"regime_{label}_paths.png"))
         plot_hist(cmp, os.path.join(out_dir, f"regime_{label}_hist.png"))
@@ -208,7 +175,7 @@ def run(out_dir, quick=False, seed=0, workers=None) -> dict:
                 row[k] = getattr(m, k)
                 row[k + "_se"] = (m.stderr or {}).get(k, 0.0)
             rows.append(row)
-    scale = fl.scaling(scale_ns, time=scale_time, replications=2, seed=seeds[-1], workers=workers)
+    scale = fl.scaling(scale_ns, time=scale_time, replications=2, seed=seeds[-1], workers=workers, client=client)
     with open(os.path.join(out_dir, "moments.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
@@ -308,8 +275,8 @@ def _summary(out_dir, comparisons, scale, warn_lines, quick, seed, secs, bridges
     L += ["## The n^{-1/2} order (regime (a), κ = 1, d_n = ⌊n^{1/4}⌋)", "",
           "| n | d_n | sd(G_1) | √n·sd(G_1) | LNA √n·sd |", "|---|---|---|---|---|"]
     for r in scale:
-        L.append(f"| {r.n} | {r.d} | {r.sd_g1:.3e} ± {r.sd_g1_se:.1e} | {r.sqrt_n_sd_g1:.4f} ± "
-                 f"{r.sqrt_n_sd_g1_se:.4f} | {r.lna_sqrt_n_sd_g1 if r.lna_sqrt_n_sd_g1 is None else round(r.lna_sqrt_n_sd_g1, 4)} |")
+        L.append(f"| {r.n} | {r.d} | {r.sd_g1:.3e} ± {r.sd_g1_stderr:.1e} | {r.sqrt_n_sd_g1:.4f} ± "
+                 f"{r.sqrt_n_sd_g1_stderr:.4f} | {r.lna_sqrt_n_sd_g1 if r.lna_sqrt_n_sd_g1 is None else round(r.lna_sqrt_n_sd_g1, 4)} |")
     if len(scale) >= 2:
         L.append("")
         L.append("- " + scaling_sentence(scale))
@@ -354,7 +321,7 @@ STUDY_KEYS = ("mean_z2", "var_z1", "var_z2", "cov_z1z2")
 
 
 def prelimit_study(ns=(10**3, 10**4, 10**5), *, labels=("b", "c"), chain_time=None, replications=2,
-                   sde_paths=128, sde_time=100.0, dt=1e-3, seed=0, workers=None) -> list[dict]:
+                   sde_paths=128, sde_time=100.0, dt=1e-3, seed=0, workers=None, client=None) -> list[dict]:
     """For each regime and ``n``: the chain, the pre-limit diffusion at ``n`` and the limit
     (docs/model.md §8, derived), their moments with standard errors, the differences
     chain − pre-limit and pre-limit − limit, and the scale ``log n/√n`` (b) or
@@ -372,14 +339,14 @@ def prelimit_study(ns=(10**3, 10**4, 10**5), *, labels=("b", "c"), chain_time=No
             T = chain_time if chain_time is not None else (4000.0 if n <= 10**4 else 1500.0)
             s1, s2, s3 = spawn_seeds(ss, 3)
             t0 = _time.perf_counter()
-            sim = fl.simulate_fluctuations(p, time=T, replications=replications, seed=s1, workers=workers,
+            sim = fl.simulate_fluctuations(p, time=T, replications=replications, seed=s1, workers=workers, client=client,
                                            batches=10)
             t_sim = _time.perf_counter() - t0
             t0 = _time.perf_counter()
-            pre = fl.prelimit_sde(p, paths=sde_paths, time=sde_time, dt=dt, seed=s2, workers=workers,
+            pre = fl.prelimit_sde(p, paths=sde_paths, time=sde_time, dt=dt, seed=s2, workers=workers, client=client,
                                   record_paths=0)
             t_pre = _time.perf_counter() - t0
-            lim = fl.limit_for(p, paths=sde_paths, time=sde_time, dt=dt, seed=s3, workers=workers,
+            lim = fl.limit_for(p, paths=sde_paths, time=sde_time, dt=dt, seed=s3, workers=workers, client=client,
                                record_paths=0)
             # expected order of the pre-limit − limit gap (derived, docs/model.md §8): in (b) the
             # coefficients c_n − 1, d_n/√n − c are O(log n/√n); in (c) the exponential wall
@@ -404,18 +371,18 @@ def prelimit_study(ns=(10**3, 10**4, 10**5), *, labels=("b", "c"), chain_time=No
 
 
 def reflection_study(dts=(0.04, 0.02, 0.01, 0.005, 0.0025, 0.001, 0.0005), *, zeta=1.0, paths=256,
-                     time=100.0, seed=0, workers=None) -> list[dict]:
+                     time=100.0, seed=0, workers=None, client=None) -> list[dict]:
     """``E Y`` (and the pushing rate) of the regime-(c) limit against the step ``dt`` for
     both reflection schemes, same seed for every run (docs/model.md §8)."""
     rows = []
     for scheme in fl.REFLECTIONS:
         for dt in dts:
-            r = fl.limit_sde("c", zeta=zeta, paths=paths, time=time, dt=dt, seed=seed, workers=workers,
+            r = fl.limit_sde("c", zeta=zeta, paths=paths, time=time, dt=dt, seed=seed, workers=workers, client=client,
                              record_paths=0, reflection=scheme)
             m = r.moments
             rows.append({"reflection": scheme, "dt": dt, "sqrt_dt": math.sqrt(dt), "mean_y": m.mean_z2,
                          "mean_y_se": m.stderr["mean_z2"], "var_q": m.var_z1, "var_q_se": m.stderr["var_z1"],
-                         "push_rate": r.push_rate, "push_rate_se": r.push_rate_se, "seconds": r.seconds})
+                         "push_rate": r.push_rate, "push_rate_se": r.push_rate_stderr, "seconds": r.seconds})
     return rows
 
 
@@ -537,7 +504,7 @@ def plot_study(pre_rows: list[dict], refl_rows: list[dict], path: str) -> None:
     plt.close(fig)
 
 
-def run_study(out_dir, *, quick=False, seed=0, workers=None, ns=None, chain_time=None, paths=None,
+def run_study(out_dir, *, quick=False, seed=0, workers=None, client=None, ns=None, chain_time=None, paths=None,
               sde_time=None) -> dict:
     """Run both studies into ``out_dir``: ``prelimit.csv``, ``reflection.csv``,
     ``study.md`` (tables and computed sentences) and ``study.png``.  ``ns``, ``chain_time``,
@@ -547,15 +514,15 @@ def run_study(out_dir, *, quick=False, seed=0, workers=None, ns=None, chain_time
     custom = ns is not None or chain_time is not None or paths is not None or sde_time is not None
     if custom:
         pre = prelimit_study(tuple(ns or (10**3, 10**4, 10**5)), chain_time=chain_time,
-                             sde_paths=paths or 128, sde_time=sde_time or 100.0, seed=seed, workers=workers)
-        refl = reflection_study(paths=paths or 256, time=sde_time or 100.0, seed=seed, workers=workers)
+                             sde_paths=paths or 128, sde_time=sde_time or 100.0, seed=seed, workers=workers, client=client)
+        refl = reflection_study(paths=paths or 256, time=sde_time or 100.0, seed=seed, workers=workers, client=client)
     elif quick:
         pre = prelimit_study((10**3, 10**4), chain_time=800.0, sde_paths=64, sde_time=50.0, seed=seed,
-                             workers=workers)
-        refl = reflection_study((0.04, 0.01, 0.0025), paths=64, time=50.0, seed=seed, workers=workers)
+                             workers=workers, client=client)
+        refl = reflection_study((0.04, 0.01, 0.0025), paths=64, time=50.0, seed=seed, workers=workers, client=client)
     else:
-        pre = prelimit_study(seed=seed, workers=workers)
-        refl = reflection_study(seed=seed, workers=workers)
+        pre = prelimit_study(seed=seed, workers=workers, client=client)
+        refl = reflection_study(seed=seed, workers=workers, client=client)
     for name, rows in (("prelimit.csv", pre), ("reflection.csv", refl)):
         with open(os.path.join(out_dir, name), "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0]))

@@ -20,6 +20,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..fluctuations import REGIMES
 from ..model import Params, spawn_seeds
 from ..simulate import ENGINES, TIME_MODES
 from . import values as v
@@ -28,7 +29,7 @@ __all__ = ["Measurement", "REGISTRY", "MEASUREMENTS", "MEASUREMENT_KEYS", "DETER
            "measure_theory", "measure_meanfield", "measure_simulate", "measure_mixing", "measure_fluctuations"]
 
 # Regimes of paper 002 (docs/model.md §8); supermarket.fluctuations.regime_params dispatches on them.
-FLUCT_REGIMES = ("a", "b", "c")
+FLUCT_REGIMES = REGIMES
 _EPS = v.bounded(minimum=1e-12, maximum=0.1)
 _GRID_NDL = {"n": v.count, "d": v.count, "load": v.load, "alpha": v.positive, "beta": v.positive}
 

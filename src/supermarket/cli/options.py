@@ -1,0 +1,104 @@
+"""One CLI vocabulary: the options shared by several commands, defined once.
+
+Each function returns a click option decorator with one spelling and one type for one
+concept, so that every command says ``--seed``, ``--workers``, ``--replace/--no-replace``…
+the same way (``tests/test_cli_options.py`` walks every command and fails on a second
+spelling or a second type).  A command keeps its own default and help text where they
+differ (e.g. ``--replace`` defaults to off in ``fluctuations``, which follows paper 002,
+and on in ``mixing``).
+
+Also :func:`dask_client`: ``--scheduler``/``--timeout`` to a Dask client (or ``None``), with
+the one-line error (exit code 2) of the CLI when the address is bad, nothing answers or
+the ``dask`` extra is missing.
+"""
+
+from __future__ import annotations
+
+import click
+
+from ._common import COUNT
+
+#: A non-negative integer seed (the root of the SeedSequence tree).
+SEED = click.IntRange(min=0)
+#: Seconds to wait for a Dask scheduler.
+TIMEOUT = click.FloatRange(min=0.1)
+
+
+def start_option(default: str, help: str):
+    """``--start SPEC``: the initial state (see :mod:`supermarket.states`)."""
+    return click.option("--start", "start", default=default, show_default=True, help=help)
+
+
+def replace_option(default: bool, help: str | None = None):
+    """``--replace/--no-replace``: sample the d queues with or without replacement."""
+    return click.option("--replace/--no-replace", "replace", default=default, show_default=True,
+                        help=help or "Sample the d queues with replacement (--no-replace: without, as in "
+                                     "paper 002).")
+
+
+def workers_option(help: str = "Local workers (default: all cores); results do not depend on it."):
+    """``--workers N``: a COUNT (integer >= 1, ``1e3`` accepted); default: all cores."""
+    return click.option("--workers", "workers", type=COUNT, default=None, help=help)
+
+
+def seed_option(help: str = "Root seed (integer >= 0); replication r uses child r."):
+    """``--seed S``: a non-negative integer, default 0."""
+    return click.option("--seed", "seed", type=SEED, default=0, show_default=True, help=help)
+
+
+def replications_option(default: int, help: str = "Independent replications (replication r uses child r of --seed)."):
+    """``--replications R``: a COUNT."""
+    return click.option("--replications", "replications", type=COUNT, default=default, show_default=True,
+                        help=help)
+
+
+def out_option(required: bool = False, help: str = "Output directory."):
+    """``--out DIR``: a directory path."""
+    return click.option("--out", "out", type=click.Path(file_okay=False), required=required,
+                        default=None, help=help)
+
+
+def json_option(help: str = "Print one JSON object."):
+    """``--json``: print JSON instead of tables."""
+    return click.option("--json", "as_json", is_flag=True, help=help)
+
+
+def scheduler_option(help: str = "Run on an existing Dask cluster (`dask scheduler` and `dask worker`); "
+                                 "the numbers are the same as locally."):
+    """``--scheduler tcp://HOST:PORT``."""
+    return click.option("--scheduler", "scheduler", default=None, metavar="tcp://HOST:PORT", help=help)
+
+
+def timeout_option():
+    """``--timeout SECONDS``: how long to wait for the Dask scheduler."""
+    return click.option("--timeout", "connect_timeout", type=TIMEOUT, default=5.0, show_default=True,
+                        help="Seconds to wait for the Dask scheduler before giving up.")
+
+
+def parallel_options(f):
+    """``--workers``, ``--scheduler`` and ``--timeout`` together."""
+    for deco in (timeout_option(), scheduler_option(), workers_option()):
+        f = deco(f)
+    return f
+
+
+def dask_client(scheduler: str | None, timeout: float, workers=None):
+    """A :class:`dask.distributed.Client` for ``--scheduler`` (``None`` without one).
+
+    Raises :class:`~supermarket.cli.UserError` (one line, exit code 2) when ``--workers`` is
+    also given, the address is malformed, nothing answers, or the ``dask`` extra is missing.
+    """
+    from . import UserError
+
+    if scheduler is None:
+        return None
+    if workers is not None:
+        raise click.UsageError("--workers and --scheduler exclude each other (the cluster has its own workers)")
+    from ..parallel import SchedulerError, connect, dask_available
+
+    if not dask_available():
+        raise UserError("--scheduler needs the 'dask' extra: pip install 'supermarket[dask]'")
+    try:
+        return connect(scheduler, timeout)
+    except SchedulerError as exc:
+        raise UserError(str(exc)) from None
