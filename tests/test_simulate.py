@@ -163,13 +163,25 @@ def test_ctrl_c_returns_partial_result():
     import sys
     import time
 
-    code = ("from supermarket.cli import main; main(['simulate', '--n', '1000', '--d', '2', '--load', '0.9', "
+    # The child imports and compiles first, then says READY on stderr: the interrupt must
+    # land in the measurement, not in the import (which under CPU load can take seconds).
+    code = ("import sys; from supermarket.cli import main; from supermarket.simulate import simulate; "
+            "simulate(1000, 2, 0.9, steps=10_000, burn_in=100, start='fixed-point'); "
+            "sys.stderr.write('READY\\n'); sys.stderr.flush(); "
+            "main(['simulate', '--n', '1000', '--d', '2', '--load', '0.9', "
             "'--steps', '1e12', '--burn-in', '1e5', '--json'])")
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    time.sleep(4.0)
+    t0 = time.monotonic()
+    line = b""
+    while b"READY" not in line:
+        line = p.stderr.readline()
+        assert line or p.poll() is None, "child ended before READY"
+        assert time.monotonic() - t0 < 300, "child never became ready"
+    # the burn-in (1e5 events) takes milliseconds; 1.5 s later the run is measuring
+    time.sleep(1.5)
     p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=60)
+    out, err = p.communicate(timeout=120)
     assert p.returncode == 0, err.decode()
     d = json.loads(out)
     assert d["partial"] is True and 0 < d["steps"] < 10**12

@@ -33,7 +33,6 @@ import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy import stats as _st
 
 __all__ = ["ErrorEstimate", "MSERResult", "BlockingLevel", "blocking", "blocking_table", "mser",
            "replication_error", "t_quantile", "MIN_BLOCKS", "PLATEAU_ALPHA"]
@@ -55,6 +54,8 @@ def t_quantile(dof: float, confidence: float = 0.95) -> float:
     """
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must lie in (0, 1); got {confidence!r}")
+    from scipy import stats as _st  # imported here: scipy.stats costs a second at start-up
+
     q = 0.5 * (1.0 + confidence)
     if not dof > 0 or math.isnan(dof):
         return math.nan
@@ -255,6 +256,8 @@ def blocking(x, *, min_blocks: int = MIN_BLOCKS, alpha: float = PLATEAU_ALPHA) -
         raise ValueError(f"min_blocks must be an integer >= 2; got {min_blocks!r}")
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must lie in (0, 1); got {alpha!r}")
+    from scipy.stats import chi2
+
     N = a.size
     mean = float(a.mean()) if N else math.nan
     if N < 2:
@@ -274,7 +277,7 @@ def blocking(x, *, min_blocks: int = MIN_BLOCKS, alpha: float = PLATEAU_ALPHA) -
         rho1.append(g / v0 if v0 > 0 else 0.0)
     L = len(sizes)
     M = np.cumsum(np.asarray(stat)[::-1])[::-1]  # M_j = sum over levels i >= j
-    q = _st.chi2.ppf(1.0 - alpha, np.arange(L, 0, -1))  # L − j degrees of freedom at level j
+    q = chi2.ppf(1.0 - alpha, np.arange(L, 0, -1))  # L − j degrees of freedom at level j
     plateau = next((j for j in range(L) if M[j] < q[j]), None)
     if v_all == 0.0:  # a constant series: no variation seen at all
         return ErrorEstimate(mean, 0.0, N - 1.0, math.nan, math.nan, False, "blocking", N, 1,
