@@ -1102,6 +1102,13 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
         u_note = [((x + "; ") if x else "") + "a self-check failed" for x in u_note]
     ok_all = forgotten_all and not failed
     q_rel = bool(est_q.reliable and ok_all)
+    if stable and not est_q.reliable and ok_all:
+        # the queue length carries the slowest mode (docs/model.md §6): when its error cannot
+        # be estimated, a level whose own series looks settled may still drift with it
+        for i in range(L):
+            if u_rel[i]:
+                u_rel[i] = False
+                u_note[i] = "too short to estimate: the mean queue length (slowest mode) is not settled"
     g_rel = bool(est_g.reliable and ok_all) if est_g is not None else None
     unrel = [i + 1 for i in range(L) if not u_rel[i] and u_mean[i] > 0 and seen[i] >= MIN_BLOCKS]
     if ok_all and (unrel or not q_rel):
