@@ -266,7 +266,7 @@ class Chain:
     """
 
     def __init__(self, params: Params, engine: str, counts, seed_u64: int, *, continuous=False, k=0,
-                 lo=None, hi=None, lengths=None, record_every=0.0, record_levels=0):
+                 lo=None, hi=None, lengths=None, record_every=0.0, record_levels=0, _force_window=False):
         self.params = params
         self.engine = engine
         n, d = params.n, params.d
@@ -280,7 +280,9 @@ class Chain:
         self.area_c = np.zeros(L)
         self.area_P = np.zeros(L)
         self.maxtime = np.zeros(L + 1)
-        full = n + 1 <= _pk.FULL_TABLE_MAX_N
+        # ``_force_window`` (tests): the windowed P tables of large n at any n, to compare
+        # them with the full table bit for bit
+        full = n + 1 <= _pk.FULL_TABLE_MAX_N and not _force_window
         self.tab = p_table(n, d, params.replace) if full else np.zeros(1)
         self.win = np.zeros((_pk.LW, _pk.WIN))
         self.winbase = np.full(_pk.LW, -10 * _pk.WIN, np.int64)
@@ -460,7 +462,8 @@ def _default_record_levels(d: int, lam: float) -> int:
 # =========================================================================== simulate
 def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile", replace=True, start="empty",
              seed=0, replications=1, workers=None, time_mode="discrete", eps=0.1, record_every=None,
-             record_levels=None, batches=None, precision=None, max_steps=None, progress=None) -> SimulationResult:
+             record_levels=None, batches=None, precision=None, max_steps=None, progress=None,
+             _force_window=False) -> SimulationResult:
     """Simulate the (n, d, λ)-supermarket process and measure its time averages with honest errors.
 
     Parameters
@@ -644,7 +647,8 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
 
     spec = dict(params=params, engine=engine, counts0=counts0, lengths=lengths, continuous=continuous, k=k or 0,
                 lo=lo, hi=hi, horizon=horizon, burn=burn, batches=B, record_every=record_every or 0.0,
-                record_levels=rl, eps=eps, stable=stable, precision=precision, max_steps=max_steps)
+                record_levels=rl, eps=eps, stable=stable, precision=precision, max_steps=max_steps,
+                force_window=bool(_force_window))
     seeds = spawn_seeds(seed, replications)
     stop = threading.Event()
     done_frac = [0.0] * replications
@@ -813,7 +817,7 @@ class _Rep:
         spec = self.spec
         ch = Chain(spec["params"], spec["engine"], spec["counts0"], seed_to_uint64(self.ss),
                    continuous=spec["continuous"], k=spec["k"], lo=spec["lo"], hi=spec["hi"], lengths=spec["lengths"],
-                   record_levels=spec["record_levels"])
+                   record_levels=spec["record_levels"], _force_window=spec["force_window"])
         # compile (or load from numba's cache) every kernel of the run before the clock starts
         ch.advance(max_events=0)
         ch.measures()
