@@ -12,8 +12,10 @@ Engines (``engine=``):
 - ``"profile"``: the counts chain of docs/model.md §2; cost per event independent of ``n`` and
   ``d``; ``n`` up to 10^12 and beyond;
 - ``"queues"``: per-queue lengths exactly as paper 000 defines the chain (d-tuple, ties to
-  the first minimal entry); ``O(d)`` per arrival, 4 bytes per server; the reference;
-- ``"buckets"``: per-queue identities sorted by length, ``O(1)`` per event.
+  the first minimal entry); ``O(d)`` per arrival, 4 bytes per server (measured peak, with
+  the final lengths in the result: 4.5 bytes at n = 4·10^6); the reference;
+- ``"buckets"``: per-queue identities sorted by length, ``O(1)`` per event; 4 bytes per
+  server while running, 8 at the end while the final lengths are built (measured peak 8.5).
 
 Standard errors (docs/model.md §9): each replication's measured horizon is cut into
 ``BATCHES`` (1024) equal batches, at no cost per event; :mod:`supermarket.stats` does a
@@ -310,8 +312,12 @@ class Chain:
             self._extra = ()
             self._kernel = profile_kernel
         elif engine == "queues":
-            x = lengths if lengths is not None else lengths_from_counts(counts, n)
-            self.x = np.ascontiguousarray(x, dtype=np.int32)
+            if lengths is not None:
+                self.x = np.ascontiguousarray(lengths, dtype=np.int32)
+            else:  # built in place: no int64 temporary (8 more bytes per server at the peak)
+                self.x = np.zeros(n, np.int32)
+                for i, ci in enumerate(counts, start=1):
+                    self.x[:ci] = i
             self.bits = np.zeros(bitset_words(n, params.replace), np.uint64)
             small = (not params.replace) and d * 64 < n
             self.scratch = np.zeros(d if small else 0, np.int64)
@@ -319,10 +325,9 @@ class Chain:
             self._kernel = queues_kernel
         elif engine == "buckets":
             if lengths is not None:
-                perm = np.argsort(-np.asarray(lengths), kind="stable")
+                self.perm = np.argsort(-np.asarray(lengths), kind="stable").astype(np.int32)
             else:
-                perm = np.arange(n)
-            self.perm = perm.astype(np.int32)
+                self.perm = np.arange(n, dtype=np.int32)
             self._extra = (self.perm,)
             self._kernel = buckets_kernel
         else:  # pragma: no cover - validated by simulate()
@@ -407,7 +412,7 @@ class Chain:
 
     def lengths(self) -> np.ndarray | None:
         if self.engine == "queues":
-            return self.x.astype(np.int64)
+            return self.x  # the chain's own array (int32), not a copy: no extra bytes per server
         if self.engine == "buckets":
             return lengths_by_queue(self.perm, self.counts())
         return None
@@ -439,7 +444,10 @@ def _available_memory() -> int | None:
 def _check_memory(engine: str, n: int, d: int, replace: bool, replications: int, workers: int):
     if engine == "profile":
         return
-    per = 4 * n + (0 if (engine == "buckets" or replace) else 8 * ((n + 63) // 64) + (8 * d if d * 64 < n else 0))
+    # measured peaks (tracemalloc, tests/test_engines.py): queues 4 bytes per server (+ the bitset
+    # without replacement); buckets 8 (the final lengths are built beside the permutation)
+    per = (8 * n if engine == "buckets" else
+           4 * n + (0 if replace else 8 * ((n + 63) // 64) + (8 * d if d * 64 < n else 0)))
     need = per * min(replications, workers)
     if n > _PER_QUEUE_MAX_N:
         raise ValueError(f"engine={engine!r} keeps one entry per server and supports n <= {_PER_QUEUE_MAX_N}; "
@@ -603,7 +611,8 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
     if horizon[0] == "events" or not continuous:
         burn = float(math.floor(burn))
 
-    _check_memory(engine, n, d, params.replace, replications, workers)
+    # with precision= every replication's chain stays alive between stretches
+    _check_memory(engine, n, d, params.replace, replications, replications if precision is not None else workers)
 
     # good set (docs/model.md §5): only for λ < 1 and d >= 2
     k = None
@@ -799,6 +808,7 @@ class _Rep:
         self.r = r
         self.ss = ss
         self.ch = None
+        self.final = None
         kind, H = spec["horizon"]
         self.kind = kind
         self.num = H if kind == "time" else int(H)  # batch length = num/den
@@ -842,8 +852,23 @@ class _Rep:
                 ch.advance(t_stop=target_time, max_events=CHUNK_EVENTS)
                 done_frac[self.r] = min(ch.now / self.total_work, 1.0)
 
+    def events(self) -> int:
+        if self.ch is not None:
+            return self.ch.events
+        return self.final["events"] if self.final is not None else 0
+
     def measured_events(self) -> int:
-        return (self.ch.events - self.burn_events) if self.ch is not None else 0
+        return self.events() - self.burn_events if (self.ch is not None or self.final is not None) else 0
+
+    def result_state(self):
+        """``(final counts, final lengths or None, records or None)``."""
+        if self.ch is not None:
+            ch = self.ch
+            return (ch.counts(), ch.lengths() if self.r == 0 else None,
+                    ch.records() if self.spec["record_every"] > 0 else None)
+        if self.final is not None:
+            return self.final["counts"], self.final["lengths"], self.final["records"]
+        return np.zeros(0, np.int64), None, None
 
     @staticmethod
     def first_stretch(rep, stop, done_frac):
@@ -868,6 +893,16 @@ class _Rep:
             rep.partial = True
         rep.wall += _time.perf_counter() - t
         done_frac[rep.r] = 1.0
+        if rep.spec["precision"] is None:
+            rep.release()
+
+    def release(self):
+        """Keep what the result needs and drop the chain (per-queue engines hold 4 bytes per
+        server: replications beyond ``workers`` must not all stay in memory)."""
+        ch = self.ch
+        self.final = {"counts": ch.counts(), "lengths": ch.lengths() if self.r == 0 else None,
+                      "records": ch.records() if self.spec["record_every"] > 0 else None, "events": ch.events}
+        self.ch = None
 
     def _batches(self, stop, done_frac):
         ch = self.ch
@@ -1130,13 +1165,14 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
     # ---- the rest
     events = sum(rep.measured_events() for rep in reps)
     burn_events = sum(rep.burn_events for rep in reps)
-    total_events = sum(rep.ch.events if rep.ch is not None else 0 for rep in reps)
+    total_events = sum(rep.events() for rep in reps)
     kernel_wall = sum(rep.wall for rep in reps)
     sim_time = Ttot if continuous else Ttot / rate
     traj = None
     r0 = reps[0]
-    if spec["record_every"] > 0 and r0.ch is not None:
-        t, cc, mxr, tot = r0.ch.records()
+    counts0, lengths0, records0 = r0.result_state()
+    if records0 is not None:
+        t, cc, mxr, tot = records0
         traj = Trajectory(t=t - r0.t_meas0, u=cc / n, max=mxr, total=tot)
     per = ()
     if not single and len(reps) > 1:
@@ -1154,8 +1190,7 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
         events_per_second=(total_events / kernel_wall if kernel_wall > 0 else math.nan),
         wall_time=float(wall), partial=bool(interrupted or any(rep.partial for rep in reps)),
         replications=len(reps), batches=int(sum(len(rep.rows["T"]) for rep in reps)),
-        final_counts=(r0.ch.counts() if r0.ch is not None else np.zeros(0, np.int64)), trajectory=traj,
-        per_replication=per, final_lengths=(r0.ch.lengths() if r0.ch is not None else None),
+        final_counts=counts0, trajectory=traj, per_replication=per, final_lengths=lengths0,
         u_reliable=u_rel, u_half_width=np.array([hw(e) for e in est_u]),
         u_n_eff=np.array([e.n_eff for e in est_u]), u_note=tuple(u_note),
         mean_queue_length_reliable=q_rel, mean_queue_length_half_width=hw(est_q),
