@@ -173,3 +173,27 @@ def test_engines_agree_in_heavy_traffic(rep):
         assert np.all((np.abs(ua - ub) <= 4.5 * se) | ~seen)
         assert abs(a.good_set_fraction - b.good_set_fraction) <= 4.5 * math.hypot(
             a.good_set_fraction_stderr, b.good_set_fraction_stderr)
+
+
+@pytest.mark.parametrize("engine,limit", [("queues", 4.3), ("buckets", 8.3)])
+def test_per_queue_engines_measured_peak_bytes_per_server(engine, limit):
+    # the memory claim is a measured peak (tracemalloc sees NumPy's buffers) of a whole run
+    # with the final lengths in the result, per server: the slope between two sizes, so the
+    # fixed part (batch means, tables) drops out; an int64 temporary would add 8
+    import tracemalloc
+    import warnings
+
+    simulate(1000, 2, 0.9, steps=1000, engine=engine, start="fixed-point")  # compile first
+    peaks = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for n in (500_000, 2_500_000):
+            tracemalloc.start()
+            try:
+                res = simulate(n, 2, 0.9, steps=50_000, engine=engine, start="fixed-point")
+                _, peaks[n] = tracemalloc.get_traced_memory()
+            finally:
+                tracemalloc.stop()
+            assert res.final_lengths.dtype == np.int32 and len(res.final_lengths) == n
+    slope = (peaks[2_500_000] - peaks[500_000]) / 2_000_000
+    assert slope <= limit, slope

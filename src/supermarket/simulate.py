@@ -12,11 +12,16 @@ Engines (``engine=``):
 - ``"profile"``: the counts chain of docs/model.md §2; cost per event independent of ``n`` and
   ``d``; ``n`` up to 10^12 and beyond;
 - ``"queues"``: per-queue lengths exactly as paper 000 defines the chain (d-tuple, ties to
-  the first minimal entry); ``O(d)`` per arrival, 4 bytes per server; the reference;
-- ``"buckets"``: per-queue identities sorted by length, ``O(1)`` per event.
+  the first minimal entry); ``O(d)`` per arrival, 4 bytes per server (measured peak, with
+  the final lengths in the result: 4.5 bytes at n = 4·10^6); the reference;
+- ``"buckets"``: per-queue identities sorted by length, ``O(1)`` per event; 4 bytes per
+  server while running, 8 at the end while the final lengths are built (measured peak 8.5).
 
-Standard errors are batch means: each replication's measured horizon is cut into
-``BATCHES`` equal batches, and all batches of all replications are pooled.
+Standard errors (docs/model.md §9): each replication's measured horizon is cut into
+``BATCHES`` (1024) equal batches, at no cost per event; :mod:`supermarket.stats` does a
+blocking analysis of the batch means with an automatic plateau, says "too short to
+estimate" instead of a number when there is none, drops a start-up transient found by
+MSER-5, and checks exact identities (``E[u_1] = λ``, ``E[u_i] = λ E[P_{i−1}]``).
 Replication ``r`` uses ``spawn_seeds(seed, R)[r]``, so results do not depend on ``workers``.
 
 Low-level drivers, for code that needs its own loop around a kernel:
@@ -47,14 +52,19 @@ from .model import (
     seed_to_uint64, spawn_seeds,
 )
 from .states import counts_from_lengths, lengths_from_counts, parse_start, start_counts
+from . import stats as _st
 from . import theory as _th
+from .stats import MIN_BLOCKS, ErrorEstimate
 
 __all__ = ["simulate", "SimulationResult", "Trajectory", "Chain", "ENGINES", "TIME_MODES", "BATCHES",
-           "DEFAULT_STEPS"]
+           "DEFAULT_STEPS", "MAX_RECORDS", "PRECISION_LEVEL_MIN", "SELF_CHECK_Z"]
 
 ENGINES = ("profile", "queues", "buckets")
 TIME_MODES = ("discrete", "continuous")
-BATCHES = 32
+BATCHES = 1024  # batch means per replication (blocking needs many short ones, docs/model.md §9)
+MAX_RECORDS = 10**7  # trajectory records per replication
+PRECISION_LEVEL_MIN = 0.1  # precision= covers the levels with E[u_i] at least this (and the mean queue length)
+SELF_CHECK_Z = 4.0  # an exact identity off by more than this many standard errors fails
 CHUNK_EVENTS = 10_000_000
 DEFAULT_STEPS = 5 * 10**7
 PROGRESS_AFTER_S = 2.0
@@ -122,6 +132,29 @@ class SimulationResult:
     trajectory: Trajectory | None = None
     per_replication: tuple = field(default=(), repr=False)
     final_lengths: np.ndarray | None = field(default=None, repr=False)  # per-queue engines, replication 0
+    # error analysis (docs/model.md §9)
+    u_reliable: np.ndarray | None = None  # per level: can u_stderr be trusted?
+    u_half_width: np.ndarray | None = None  # 95 % half-width (Student t on the estimate's dof)
+    u_n_eff: np.ndarray | None = None  # effective number of independent batches
+    u_note: tuple = ()  # per level: why not reliable ("" when reliable)
+    mean_queue_length_reliable: bool = False
+    mean_queue_length_half_width: float = math.nan
+    mean_queue_length_n_eff: float = math.nan
+    good_set_fraction_reliable: bool | None = None
+    error_method: str = ""  # "blocking", "pooled" (blocking over replications) or "replications"
+    self_checks: tuple = ()  # dicts: identity, level, difference, stderr, z, result (pass/fail/inconclusive)
+    start_up: tuple = ()  # per replication: MSER-5 truncation and whether the start was forgotten
+    notes: tuple = ()  # the warnings of this run, in words
+    precision: dict | None = None  # target, achieved, met, cap_hit, rounds (with precision=)
+
+    @property
+    def reliable(self) -> bool:
+        """Whether every error bar that matters (levels seen often enough, the mean queue
+        length) is reliable and every self-check passed or was inconclusive."""
+        if self.u_reliable is None:
+            return False
+        lv = [i for i, x in enumerate(self.u_note) if not x.startswith("rare level")]
+        return bool(self.mean_queue_length_reliable and all(self.u_reliable[i] for i in lv))
 
     # ------------------------------------------------------------------ output
     def fixed_point(self) -> np.ndarray | None:
@@ -158,6 +191,20 @@ class SimulationResult:
             "replications": self.replications,
             "batches": self.batches,
             "final_counts": self.final_counts.tolist(),
+            "reliable": self.reliable,
+            "u_reliable": None if self.u_reliable is None else [bool(x) for x in self.u_reliable],
+            "u_half_width": None if self.u_half_width is None else self.u_half_width.tolist(),
+            "u_n_eff": None if self.u_n_eff is None else self.u_n_eff.tolist(),
+            "u_note": list(self.u_note),
+            "mean_queue_length_reliable": self.mean_queue_length_reliable,
+            "mean_queue_length_half_width": self.mean_queue_length_half_width,
+            "mean_queue_length_n_eff": self.mean_queue_length_n_eff,
+            "good_set_fraction_reliable": self.good_set_fraction_reliable,
+            "error_method": self.error_method,
+            "self_checks": [dict(c) for c in self.self_checks],
+            "start_up": [dict(c) for c in self.start_up],
+            "notes": list(self.notes),
+            "precision": None if self.precision is None else dict(self.precision),
         }
         fp = self.fixed_point()
         out["fixed_point"] = None if fp is None else fp.tolist()
@@ -221,7 +268,7 @@ class Chain:
     """
 
     def __init__(self, params: Params, engine: str, counts, seed_u64: int, *, continuous=False, k=0,
-                 lo=None, hi=None, lengths=None, record_every=0.0, record_levels=0):
+                 lo=None, hi=None, lengths=None, record_every=0.0, record_levels=0, _force_window=False):
         self.params = params
         self.engine = engine
         n, d = params.n, params.d
@@ -235,7 +282,9 @@ class Chain:
         self.area_c = np.zeros(L)
         self.area_P = np.zeros(L)
         self.maxtime = np.zeros(L + 1)
-        full = n + 1 <= _pk.FULL_TABLE_MAX_N
+        # ``_force_window`` (tests): the windowed P tables of large n at any n, to compare
+        # them with the full table bit for bit
+        full = n + 1 <= _pk.FULL_TABLE_MAX_N and not _force_window
         self.tab = p_table(n, d, params.replace) if full else np.zeros(1)
         self.win = np.zeros((_pk.LW, _pk.WIN))
         self.winbase = np.full(_pk.LW, -10 * _pk.WIN, np.int64)
@@ -263,8 +312,12 @@ class Chain:
             self._extra = ()
             self._kernel = profile_kernel
         elif engine == "queues":
-            x = lengths if lengths is not None else lengths_from_counts(counts, n)
-            self.x = np.ascontiguousarray(x, dtype=np.int32)
+            if lengths is not None:
+                self.x = np.ascontiguousarray(lengths, dtype=np.int32)
+            else:  # built in place: no int64 temporary (8 more bytes per server at the peak)
+                self.x = np.zeros(n, np.int32)
+                for i, ci in enumerate(counts, start=1):
+                    self.x[:ci] = i
             self.bits = np.zeros(bitset_words(n, params.replace), np.uint64)
             small = (not params.replace) and d * 64 < n
             self.scratch = np.zeros(d if small else 0, np.int64)
@@ -272,10 +325,9 @@ class Chain:
             self._kernel = queues_kernel
         elif engine == "buckets":
             if lengths is not None:
-                perm = np.argsort(-np.asarray(lengths), kind="stable")
+                self.perm = np.argsort(-np.asarray(lengths), kind="stable").astype(np.int32)
             else:
-                perm = np.arange(n)
-            self.perm = perm.astype(np.int32)
+                self.perm = np.arange(n, dtype=np.int32)
             self._extra = (self.perm,)
             self._kernel = buckets_kernel
         else:  # pragma: no cover - validated by simulate()
@@ -360,7 +412,7 @@ class Chain:
 
     def lengths(self) -> np.ndarray | None:
         if self.engine == "queues":
-            return self.x.astype(np.int64)
+            return self.x  # the chain's own array (int32), not a copy: no extra bytes per server
         if self.engine == "buckets":
             return lengths_by_queue(self.perm, self.counts())
         return None
@@ -392,7 +444,10 @@ def _available_memory() -> int | None:
 def _check_memory(engine: str, n: int, d: int, replace: bool, replications: int, workers: int):
     if engine == "profile":
         return
-    per = 4 * n + (0 if (engine == "buckets" or replace) else 8 * ((n + 63) // 64) + (8 * d if d * 64 < n else 0))
+    # measured peaks (tracemalloc, tests/test_engines.py): queues 4 bytes per server (+ the bitset
+    # without replacement); buckets 8 (the final lengths are built beside the permutation)
+    per = (8 * n if engine == "buckets" else
+           4 * n + (0 if replace else 8 * ((n + 63) // 64) + (8 * d if d * 64 < n else 0)))
     need = per * min(replications, workers)
     if n > _PER_QUEUE_MAX_N:
         raise ValueError(f"engine={engine!r} keeps one entry per server and supports n <= {_PER_QUEUE_MAX_N}; "
@@ -415,25 +470,81 @@ def _default_record_levels(d: int, lam: float) -> int:
 # =========================================================================== simulate
 def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile", replace=True, start="empty",
              seed=0, replications=1, workers=None, time_mode="discrete", eps=0.1, record_every=None,
-             record_levels=None, batches=BATCHES, progress=None) -> SimulationResult:
-    """Simulate the (n, d, λ)-supermarket process and measure its time averages.
+             record_levels=None, batches=None, precision=None, max_steps=None, progress=None,
+             _force_window=False) -> SimulationResult:
+    """Simulate the (n, d, λ)-supermarket process and measure its time averages with honest errors.
 
-    Horizon: ``steps`` (events after burn-in) or ``time`` (continuous-time units after
-    burn-in; in discrete mode converted to ``round(time·n(1+λ))`` steps), not both; default
-    ``steps = 5·10**7``.  ``burn_in`` is in the same unit as the horizon (default a tenth of
-    it).  ``time_mode="continuous"`` uses exact exponential event times (docs/model.md §1).
-    ``start``: see :mod:`supermarket.states` (``"empty"``, ``"fixed-point"``,
-    ``"customers:G"``, ``"long:L"``, a queue-lengths vector, a profile array).
-    ``replications`` independent runs from ``spawn_seeds(seed, R)``, run on ``workers``
-    threads (default: up to the number of cores); the numbers do not depend on ``workers``.
-    ``eps``: ε of the good set ``N^ε`` (docs/model.md §5), ``k = k_{λ,d}``.
-    ``record_every`` (steps, or time units in continuous mode): record ``u_1..u_m``
-    (``m = record_levels``), the maximum and the total on that grid after burn-in.
-    ``progress``: a progress bar on stderr (default: only on a terminal, after 2 s).
-    Ctrl-C returns what was measured so far with ``partial=True``.
+    Parameters
+    ----------
+    n, d, lam : int, int, float or str
+        Servers, choices, load λ (λ >= 1 runs a finite horizon with a warning: no
+        equilibrium, no good set, no self-checks).
+    steps, time : int or float, optional
+        Horizon after burn-in: ``steps`` events, or ``time`` continuous-time units (in
+        discrete mode converted to ``round(time·n(1+λ))`` steps); not both.  Default
+        ``steps = 5·10**7``.  With ``precision``, the first stretch of the run.
+    burn_in : int or float, optional
+        In the unit of the horizon; default a tenth of it.  MSER may extend it (see Notes).
+    engine : {"profile", "queues", "buckets"}
+        ``profile``: counts chain, any n; ``queues``: per-queue reference; ``buckets``: per
+        queue, O(1) per event.  All exact in law.
+    replace : bool
+        Sample the d queues with replacement (paper 000) or without (paper 002).
+    start : str or array
+        See :mod:`supermarket.states` (``"empty"``, ``"fixed-point"``, ``"customers:G"``,
+        ``"long:L"``, a queue-lengths vector, a profile array).
+    seed : int or numpy.random.SeedSequence
+        Replication ``r`` uses child ``r`` of ``SeedSequence(seed)``.
+    replications, workers : int
+        Independent runs, on ``workers`` threads (numbers do not depend on ``workers``).
+    time_mode : {"discrete", "continuous"}
+        The chain of paper 000, or exact exponential event times (docs/model.md §1).
+    eps : float
+        ε of the good set ``N^ε`` (docs/model.md §5), ``k = k_{λ,d}``.
+    record_every, record_levels : optional
+        Record ``u_1..u_m`` (``m = record_levels``), the maximum and the total on a grid
+        (steps, or time units in continuous mode) after burn-in; at most ``MAX_RECORDS``.
+    batches : int, optional
+        Batch means per replication (default ``BATCHES = 1024``, fewer for runs shorter
+        than that many steps); a power of two keeps blocking exact.  Must not exceed the
+        number of steps.
+    precision : float, optional
+        Target relative half-width of the 95 % intervals of the mean queue length and of
+        every ``E[u_i] >= PRECISION_LEVEL_MIN``: the run is extended (doubling) until met or
+        until ``max_steps``.
+    max_steps : int, optional
+        Cap on the measured events per replication with ``precision`` (default
+        ``40·DEFAULT_STEPS``); a warning says when it was hit.
+    progress : bool, optional
+        Progress bar on stderr (default: only on a terminal, after 2 s).
 
-    λ >= 1 is allowed (finite horizon; a warning says that no equilibrium exists; no
-    good set or fixed point then).
+    Returns
+    -------
+    SimulationResult
+        Means, standard errors, per-quantity ``reliable`` flags and effective sample sizes,
+        the self-checks, the start-up (MSER) diagnosis; ``partial=True`` after Ctrl-C.
+
+    Raises
+    ------
+    ValueError, TypeError
+        Bad parameters, named with their valid range, before any work.
+
+    Notes
+    -----
+    Error bars (docs/model.md §9): blocking analysis of the ``batches`` batch means of each
+    replication (:func:`supermarket.stats.blocking`); with several replications the
+    blocking errors are pooled when every one is reliable, otherwise the spread between
+    replications is used (Student t).  MSER-5 on the batch means of the queue length drops
+    a start-up transient (extending the burn-in); if it would drop more than half the run,
+    the start was not forgotten and nothing is flagged reliable.  Exact identities
+    ``E[u_1] = λ`` and ``E[u_i] = λ E[P_{i−1}]`` are checked; a failure by more than 4
+    standard errors is reported as error bars (or burn-in) too small.
+
+    Examples
+    --------
+    >>> r = simulate(100, 2, 0.9, steps=200_000, seed=1)
+    >>> bool(r.u_reliable[0]), abs(r.u_mean[0] - 0.9) < 5 * r.u_stderr[0]
+    (True, True)
     """
     engine = _check_engine(engine)
     time_mode = _check_time_mode(time_mode)
@@ -441,13 +552,9 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
     params = Params(n, d, lam, replace=replace, stable=False)
     n, d, lamf = params.n, params.d, params.lam
     stable = params.lam_exact < 1
-    if not stable:
-        warnings.warn(f"load λ = {lam_in} >= 1: the chain has no equilibrium; the time averages describe this "
-                      "finite horizon only", RuntimeWarning, stacklevel=2)
     replications = check_positive_int("replications", replications)
     workers = (min(replications, os.cpu_count() or 1) if workers is None
                else check_positive_int("workers", workers))
-    batches = check_int("batches", batches, minimum=2)
     eps = check_fraction("eps", eps, low=0.0, high=0.1)
     continuous = time_mode == "continuous"
     rate = n * (1.0 + lamf)
@@ -467,6 +574,31 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
     else:
         S = DEFAULT_STEPS if steps is None else _check_steps(steps)
         horizon = ("events", S) if continuous else ("time", float(S))
+    # events in the horizon (expected, for `time` in continuous mode)
+    events_h = horizon[1] * rate if (continuous and horizon[0] == "time") else horizon[1]
+    if batches is None:
+        B = BATCHES
+        while B > 1 and B > events_h:
+            B //= 2
+    else:
+        B = check_positive_int("batches", batches, maximum=2**20)
+        if not (continuous and horizon[0] == "time") and B > events_h:
+            raise ValueError(f"batches must be <= the number of measured steps ({int(events_h)}); got {B}")
+    if precision is not None:
+        precision = check_positive_float("precision", precision)
+        if not precision < 1:
+            raise ValueError(f"precision must lie in (0, 1) (a relative half-width); got {precision!r}")
+        if B < 4:
+            raise ValueError("precision needs at least 4 batches (give more steps)")
+    if max_steps is not None:
+        max_steps = _check_steps(max_steps) if not isinstance(max_steps, float) else _check_steps(max_steps)
+        if precision is None:
+            raise ValueError("max_steps caps a run with precision=; give precision too")
+        if max_steps < events_h:
+            raise ValueError(f"max_steps must be >= the first stretch of the run ({int(events_h)} steps); "
+                             f"got {max_steps}")
+    elif precision is not None:
+        max_steps = max(int(40 * DEFAULT_STEPS), int(events_h))
     # burn-in, in the unit the horizon was given in (steps, or time units with `time`)
     if burn_in is None:
         burn = horizon[1] / 10.0
@@ -479,7 +611,8 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
     if horizon[0] == "events" or not continuous:
         burn = float(math.floor(burn))
 
-    _check_memory(engine, n, d, params.replace, replications, workers)
+    # with precision= every replication's chain stays alive between stretches
+    _check_memory(engine, n, d, params.replace, replications, replications if precision is not None else workers)
 
     # good set (docs/model.md §5): only for λ < 1 and d >= 2
     k = None
@@ -499,40 +632,103 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
     else:
         counts0 = start_counts(n, d, lam_in if stable else lamf, start)
 
-    if burn_in is None and stable and name == "empty":
-        _warn_short_burn_in(d, lamf, burn / rate if (horizon[0] == "events" or not continuous) else burn)
-
     if record_every is not None:
         record_every = (check_positive_float("record_every", record_every) if continuous
                         else float(check_positive_int("record_every", record_every)
                                    if not isinstance(record_every, float) else
                                    check_positive_float("record_every", record_every)))
+        span = (max_steps if precision is not None else events_h)
+        span_t = span / rate if continuous else span
+        if span_t / record_every > MAX_RECORDS:
+            raise ValueError(f"record_every={record_every:g} would record {span_t / record_every:.3g} states per "
+                             f"replication; at most MAX_RECORDS = {MAX_RECORDS:.0e}: record less often")
     rl = (_default_record_levels(d, lamf) if record_levels is None
           else check_positive_int("record_levels", record_levels, maximum=10_000))
     if record_every is None:
         rl = 0
 
+    # warnings come after validation: bad input raises before any of them
+    if not stable:
+        warnings.warn(f"load λ = {lam_in} >= 1: the chain has no equilibrium; the time averages describe this "
+                      "finite horizon only", RuntimeWarning, stacklevel=2)
+    if burn_in is None and stable and name == "empty":
+        _warn_short_burn_in(d, lamf, burn / rate if (horizon[0] == "events" or not continuous) else burn)
+
     spec = dict(params=params, engine=engine, counts0=counts0, lengths=lengths, continuous=continuous, k=k or 0,
-                lo=lo, hi=hi, horizon=horizon, burn=burn, batches=batches, record_every=record_every or 0.0,
-                record_levels=rl, eps=eps)
+                lo=lo, hi=hi, horizon=horizon, burn=burn, batches=B, record_every=record_every or 0.0,
+                record_levels=rl, eps=eps, stable=stable, precision=precision, max_steps=max_steps,
+                force_window=bool(_force_window))
     seeds = spawn_seeds(seed, replications)
     stop = threading.Event()
     done_frac = [0.0] * replications
     t0 = _time.perf_counter()
-    raws = [None] * replications
+    reps = [_Rep(spec, seeds[r], r) for r in range(replications)]
     interrupted = False
+    precision_state = None
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        futs = {pool.submit(_run_one, spec, seeds[r], stop, done_frac, r): r for r in range(replications)}
-        try:
-            _wait_with_progress(list(futs), done_frac, progress, t0)
-        except KeyboardInterrupt:
-            interrupted = True
-            stop.set()
-            wait(list(futs))
-        for f, r in futs.items():
-            raws[r] = f.result()
+        def run_round(fn):
+            futs = [pool.submit(fn, rep, stop, done_frac) for rep in reps]
+            try:
+                _wait_with_progress(futs, done_frac, progress, t0)
+            except KeyboardInterrupt:
+                stop.set()
+                wait(futs)
+                return False
+            for f in futs:
+                f.result()
+            return not stop.is_set()
+
+        ok = run_round(_Rep.first_stretch)
+        interrupted = not ok
+        if ok and precision is not None:
+            precision_state = {"target": precision, "met": False, "cap_hit": False, "rounds": 1}
+            while True:
+                res = _summarize(spec, reps, _time.perf_counter() - t0, False)
+                worst, factor = _precision_need(res, precision)
+                precision_state["achieved"] = worst
+                if factor <= 1.0:
+                    precision_state["met"] = True
+                    break
+                f = 2
+                while f < factor and f < B // 2:
+                    f *= 2
+                done_ev = max(rep.measured_events() for rep in reps)
+                while f >= 2 and done_ev * f > max_steps:
+                    f //= 2
+                if f < 2:
+                    precision_state["cap_hit"] = True
+                    break
+                for rep in reps:
+                    rep.plan_extension(f)
+                precision_state["rounds"] += 1
+                if not run_round(_Rep.extend):
+                    interrupted = True
+                    break
     wall = _time.perf_counter() - t0
-    return _summarize(spec, raws, wall, interrupted)
+    res = _summarize(spec, reps, wall, interrupted, precision_state=precision_state)
+    for msg in res.notes:
+        warnings.warn(msg, RuntimeWarning, stacklevel=2)
+    return res
+
+
+def _precision_need(res: "SimulationResult", precision: float):
+    """``(worst relative half-width, factor by which the run should grow)`` for the
+    quantities a precision target covers: the mean queue length and every level with
+    ``E[u_i] >= PRECISION_LEVEL_MIN``.  An unreliable one asks for a factor 4."""
+    targets = [(res.mean_queue_length, res.mean_queue_length_half_width, res.mean_queue_length_reliable)]
+    for i, u in enumerate(res.u_mean):
+        if u >= PRECISION_LEVEL_MIN:
+            targets.append((u, res.u_half_width[i], bool(res.u_reliable[i])))
+    worst = 0.0
+    factor = 1.0
+    for value, hw, rel in targets:
+        r = hw / abs(value) if value != 0 and math.isfinite(hw) else math.inf
+        worst = max(worst, r)
+        if not rel:
+            factor = max(factor, 4.0)
+        elif r > precision:
+            factor = max(factor, 1.2 * (r / precision) ** 2)
+    return worst, factor
 
 
 BURN_IN_RELAXATION_TIMES = 5.0
@@ -598,75 +794,182 @@ def _wait_with_progress(futs, done_frac, progress, t0):
             bar.stop()
 
 
-def _run_one(spec, ss, stop, done_frac, r) -> dict:
-    """One replication: burn-in, then ``batches`` equal batches; returns raw integrals."""
-    params = spec["params"]
-    ch = Chain(params, spec["engine"], spec["counts0"], seed_to_uint64(ss), continuous=spec["continuous"],
-               k=spec["k"], lo=spec["lo"], hi=spec["hi"], lengths=spec["lengths"],
-               record_levels=spec["record_levels"])
-    kind, H = spec["horizon"]
-    burn = spec["burn"]
-    B = spec["batches"]
-    total_work = burn + H
-    # compile (or load from numba's cache) every kernel of the run before the clock starts
-    ch.advance(max_events=0)
-    ch.measures()
-    ch.start_measuring()
-    t_start = _time.perf_counter()
-    partial = False
+class _Rep:
+    """One replication: a :class:`Chain` and the time integrals of each of its batches.
 
-    def run_to(target_time=math.inf, target_events=None, base_work=0.0):
-        """Advance in chunks; returns False if stopped by the user."""
-        ev0 = ch.events
+    The measured stretch is cut into batches of equal length ``h`` (time, or events in
+    continuous mode with ``steps``); batch ``b`` ends at ``num·(b+1)/den`` after the start of
+    the measurement, so that extending a run (``precision``) merges batches in groups of
+    ``f`` and goes on with batches ``f`` times longer: the batches always stay equal.
+    """
+
+    def __init__(self, spec, ss, r):
+        self.spec = spec
+        self.r = r
+        self.ss = ss
+        self.ch = None
+        self.final = None
+        kind, H = spec["horizon"]
+        self.kind = kind
+        self.num = H if kind == "time" else int(H)  # batch length = num/den
+        self.den = spec["batches"]
+        self.target_batches = spec["batches"]
+        self.rows = {"c": [], "P": [], "max": [], "good": [], "T": [], "complete": []}
+        self.burn_events = 0
+        self.t_meas0 = 0.0
+        self.ev_meas0 = 0
+        self.partial = False
+        self.wall = 0.0
+        self.total_work = spec["burn"] + H
+
+    # ------------------------------------------------------------------ running
+    def _chain(self):
+        spec = self.spec
+        ch = Chain(spec["params"], spec["engine"], spec["counts0"], seed_to_uint64(self.ss),
+                   continuous=spec["continuous"], k=spec["k"], lo=spec["lo"], hi=spec["hi"], lengths=spec["lengths"],
+                   record_levels=spec["record_levels"], _force_window=spec["force_window"])
+        # compile (or load from numba's cache) every kernel of the run before the clock starts
+        ch.advance(max_events=0)
+        ch.measures()
+        ch.start_measuring()
+        return ch
+
+    def _run_to(self, stop, done_frac, target_time=math.inf, target_events=None):
+        """Advance in chunks to a time or an absolute event count; False if stopped."""
+        ch = self.ch
         while True:
             if stop.is_set():
                 return False
             if target_events is not None:
-                left = target_events - (ch.events - ev0)
+                left = target_events - ch.events
                 if left <= 0:
                     return True
                 ch.advance(max_events=min(left, CHUNK_EVENTS))
-                done_frac[r] = (base_work + (ch.events - ev0)) / total_work
+                done_frac[self.r] = min(ch.events / self.total_work, 1.0)
             else:
                 if ch.now >= target_time:
                     return True
                 ch.advance(t_stop=target_time, max_events=CHUNK_EVENTS)
-                done_frac[r] = (base_work + ch.now - t_burn0) / total_work if kind == "time" else done_frac[r]
+                done_frac[self.r] = min(ch.now / self.total_work, 1.0)
 
-    t_burn0 = ch.now
-    ok = True
-    if burn > 0:
-        ok = run_to(target_time=burn) if kind == "time" else run_to(target_events=int(burn))
-    burn_events = ch.events
-    ch.start_measuring()
-    t_meas0 = ch.now
-    if spec["record_every"] > 0:
-        ch.start_recording(spec["record_every"])
-    batches = []
-    if ok:
-        for b in range(B):
-            if kind == "time":
-                target = t_meas0 + H * (b + 1) / B
-                ok = run_to(target_time=target, base_work=0.0)
+    def events(self) -> int:
+        if self.ch is not None:
+            return self.ch.events
+        return self.final["events"] if self.final is not None else 0
+
+    def measured_events(self) -> int:
+        return self.events() - self.burn_events if (self.ch is not None or self.final is not None) else 0
+
+    def result_state(self):
+        """``(final counts, final lengths or None, records or None)``."""
+        if self.ch is not None:
+            ch = self.ch
+            return (ch.counts(), ch.lengths() if self.r == 0 else None,
+                    ch.records() if self.spec["record_every"] > 0 else None)
+        if self.final is not None:
+            return self.final["counts"], self.final["lengths"], self.final["records"]
+        return np.zeros(0, np.int64), None, None
+
+    @staticmethod
+    def first_stretch(rep, stop, done_frac):
+        """Burn-in, then the first ``batches`` batches."""
+        t = _time.perf_counter()
+        rep.ch = rep._chain()
+        ch = rep.ch
+        burn = rep.spec["burn"]
+        ok = True
+        if burn > 0:
+            ok = (rep._run_to(stop, done_frac, target_time=burn) if rep.kind == "time"
+                  else rep._run_to(stop, done_frac, target_events=int(burn)))
+        rep.burn_events = ch.events
+        rep.t_meas0 = ch.now
+        rep.ev_meas0 = ch.events
+        ch.start_measuring()
+        if rep.spec["record_every"] > 0:
+            ch.start_recording(rep.spec["record_every"])
+        if ok:
+            rep._batches(stop, done_frac)
+        else:
+            rep.partial = True
+        rep.wall += _time.perf_counter() - t
+        done_frac[rep.r] = 1.0
+        if rep.spec["precision"] is None:
+            rep.release()
+
+    def release(self):
+        """Keep what the result needs and drop the chain (per-queue engines hold 4 bytes per
+        server: replications beyond ``workers`` must not all stay in memory)."""
+        ch = self.ch
+        self.final = {"counts": ch.counts(), "lengths": ch.lengths() if self.r == 0 else None,
+                      "records": ch.records() if self.spec["record_every"] > 0 else None, "events": ch.events}
+        self.ch = None
+
+    def _batches(self, stop, done_frac):
+        ch = self.ch
+        while len(self.rows["T"]) < self.target_batches:
+            b = len(self.rows["T"])
+            t_begin = ch.now
+            if self.kind == "time":
+                ok = self._run_to(stop, done_frac, target_time=self.t_meas0 + self.num * (b + 1) / self.den)
             else:
-                ev_target = (int(H) * (b + 1)) // B - (int(H) * b) // B
-                ok = run_to(target_events=ev_target, base_work=burn + (int(H) * b) // B)
-            tb = ch.now - (t_meas0 if not batches else batches[-1]["t_end"])
+                ok = self._run_to(stop, done_frac, target_events=self.ev_meas0 + (self.num * (b + 1)) // self.den)
             m = ch.measures()
-            m["T"] = tb
-            m["t_end"] = ch.now
-            m["complete"] = ok
-            batches.append(m)
+            rows = self.rows
+            rows["c"].append(m["area_c"])
+            rows["P"].append(m["area_P"])
+            rows["max"].append(m["maxtime"])
+            rows["good"].append(m["good_time"])
+            rows["T"].append(ch.now - t_begin)
+            rows["complete"].append(ok)
             ch.start_measuring()
             if not ok:
-                break
-    partial = not ok
-    done_frac[r] = 1.0
-    rec = ch.records() if spec["record_every"] > 0 else None
-    return {"batches": batches, "burn_events": burn_events, "events": ch.events - burn_events,
-            "wall": _time.perf_counter() - t_start, "partial": partial, "counts": ch.counts(),
-            "records": rec, "t_meas0": t_meas0, "lengths": ch.lengths() if r == 0 else None,
-            "total_events": ch.events}
+                self.partial = True
+                return False
+        return True
+
+    def plan_extension(self, f: int):
+        """Merge the batches in groups of ``f`` (``f`` a power of two dividing their number)
+        and plan as many batches again, ``f`` times longer each."""
+        rows = self.rows
+        B = len(rows["T"])
+        if B % f:
+            raise RuntimeError("internal: batches do not divide")  # pragma: no cover
+        for key in ("c", "P", "max"):
+            L = max(len(a) for a in rows[key])
+            M = np.array([_pad(a, L) for a in rows[key]]).reshape(B // f, f, L).sum(axis=1)
+            rows[key] = list(M)
+        for key in ("good", "T"):
+            rows[key] = list(np.asarray(rows[key]).reshape(B // f, f).sum(axis=1))
+        rows["complete"] = [True] * (B // f)
+        self.num = self.num * f
+        self.total_work = self.spec["burn"] + self.num
+
+    @staticmethod
+    def extend(rep, stop, done_frac):
+        t = _time.perf_counter()
+        rep._batches(stop, done_frac)
+        rep.wall += _time.perf_counter() - t
+        done_frac[rep.r] = 1.0
+
+    # ------------------------------------------------------------------ results
+    def arrays(self, L):
+        """Batch integrals as arrays (batches × levels), zero-padded to ``L`` levels."""
+        rows = self.rows
+        B = len(rows["T"])
+        if B == 0:
+            return dict(c=np.zeros((0, L)), P=np.zeros((0, L)), max=np.zeros((0, L + 1)), good=np.zeros(0),
+                        T=np.zeros(0), complete=np.zeros(0, bool))
+        return dict(c=np.array([_pad(a, L) for a in rows["c"]]), P=np.array([_pad(a, L) for a in rows["P"]]),
+                    max=np.array([_pad(a, L + 1) for a in rows["max"]]), good=np.asarray(rows["good"], float),
+                    T=np.asarray(rows["T"], float), complete=np.asarray(rows["complete"], bool))
+
+    def top_level(self) -> int:
+        top = 0
+        for m in self.rows["max"]:
+            nz = np.nonzero(m > 0)[0]
+            if nz.size:
+                top = max(top, int(nz[-1]))
+        return top
 
 
 def _pad(a, L):
@@ -676,71 +979,222 @@ def _pad(a, L):
     return out
 
 
-def _summarize(spec, raws, wall, interrupted, single=False) -> SimulationResult:
+START_UP_Z = 4.0  # first tenth against last half of the run, in standard errors
+
+
+def _start_up(q):
+    """Start-up bias of one replication from the batch means ``q`` of the queue length:
+    ``(batches to drop, forgotten)``.  Detection: the first tenth of the run against its
+    last half, in standard errors scaled from the whole run's blocking estimate (``|z| >
+    START_UP_Z``).  If they disagree, MSER-5 (grouped at least as coarsely as the blocking
+    plateau, so that the groups are nearly uncorrelated) chooses the truncation, and the
+    test is repeated on what is left; if MSER wants more than half, or the rest still
+    disagrees, the start was not forgotten.  When the error itself is unknown, nothing is
+    dropped (the quantities are flagged unreliable anyway)."""
+    est = _st.blocking(q)
+    if not est.reliable or not est.stderr > 0:
+        return 0, True
+    sigma = est.stderr * math.sqrt(q.size)  # s.d. of one batch mean's contribution
+
+    def disagree(x):
+        a, b = x[: max(x.size // 10, 1)], x[x.size // 2:]
+        se = sigma * math.sqrt(1.0 / a.size + 1.0 / b.size)
+        return abs(a.mean() - b.mean()) > START_UP_Z * se
+
+    if not disagree(q):
+        return 0, True
+    m = _st.mser(q, group=int(max(5, est.block_size)))
+    if not m.forgotten or disagree(q[m.truncate:]):
+        return m.truncate, False
+    return m.truncate, True
+
+
+def _ratio_series(a, T):
+    """Batch values of a time average ``Σa/ΣT`` as equally weighted terms (delta method):
+    ``ā + (a_b − ā T_b)/T̄``; their mean is ``ā``, and for equal ``T_b`` they are ``a_b/T_b``."""
+    abar = a.sum() / T.sum()
+    return abar + (a - abar * T) / T.mean()
+
+
+def _estimate(parts, min_blocks=MIN_BLOCKS) -> ErrorEstimate:
+    """Combine replications: ``parts`` is a list of ``(a, T)`` (batch integrals and batch
+    lengths of the batches kept for the error analysis).  One replication: blocking.
+    Several: the blocking errors pooled when every one is reliable; otherwise the spread
+    between replications (Student t, R − 1 degrees of freedom)."""
+    parts = [(a, T) for a, T in parts if T.size > 0 and T.sum() > 0]
+    if not parts:
+        return ErrorEstimate(math.nan, math.nan, math.nan, math.nan, math.nan, False, "none", 0, 1,
+                             "nothing measured")
+    ests = [_st.blocking(_ratio_series(a, T), min_blocks=min_blocks) if T.size >= 2 else
+            ErrorEstimate(float(a.sum() / T.sum()), math.nan, math.nan, math.nan, math.nan, False, "blocking", 1, 1,
+                          "too short to estimate: one batch")
+            for a, T in parts]
+    if len(parts) == 1:
+        return ests[0]
+    w = np.array([T.sum() for _, T in parts])
+    means = np.array([a.sum() / T.sum() for a, T in parts])
+    mean = float(np.dot(w, means) / w.sum())
+    if all(e.reliable for e in ests):
+        ww = w / w.sum()
+        terms = np.array([(wi * e.stderr) ** 2 for wi, e in zip(ww, ests)])
+        var = float(terms.sum())
+        se = math.sqrt(var)
+        dof = var**2 / float(np.sum(terms**2 / np.array([e.dof for e in ests]))) if var > 0 else math.inf
+        n_eff = float(sum(e.n_eff for e in ests))
+        blocks = int(sum(e.blocks for e in ests))
+        return ErrorEstimate(mean, se, dof, n_eff, math.nan, True, "pooled", blocks, ests[0].block_size, "")
+    e = _st.replication_error(means, weights=w)
+    return ErrorEstimate(mean, e.stderr, e.dof, e.n_eff, e.tau_int, e.reliable, e.method, e.blocks, 1, e.note)
+
+
+def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None) -> SimulationResult:
     params = spec["params"]
     n, lamf = params.n, params.lam
     rate = n * (1.0 + lamf)
     continuous = spec["continuous"]
-    batches = [b for raw in raws for b in raw["batches"] if b["T"] > 0]
-    # highest level occupied during the measurement
-    top = 0
-    for b in batches:
-        nz = np.nonzero(b["maxtime"] > 0)[0]
-        if nz.size:
-            top = max(top, int(nz[-1]))
-    L = top + 1
-    Ttot = sum(b["T"] for b in batches)
+    stable = spec["stable"]
+    Lall = max(rep.top_level() for rep in reps) + 1
+    arrs = [rep.arrays(Lall) for rep in reps]
+    notes = []
+    # ---- start-up bias: MSER-5 on the batch means of the queue length, per replication
+    startup = []
+    keep = []
+    for rep, A in zip(reps, arrs):
+        comp = np.nonzero(A["complete"] & (A["T"] > 0))[0]
+        trunc, forgotten = 0, True
+        if stable and comp.size >= 20:
+            q = _ratio_series(A["c"][comp].sum(axis=1) / n, A["T"][comp])
+            trunc, forgotten = _start_up(q)
+        idx = comp[trunc:] if forgotten else comp
+        keep.append(idx)
+        startup.append({"replication": rep.r, "batches": int(comp.size), "truncated_batches": int(trunc),
+                        "truncated_time": float(A["T"][comp[:trunc]].sum() / (1.0 if continuous else rate)),
+                        "forgotten": bool(forgotten)})
+    forgotten_all = all(s["forgotten"] for s in startup)
+    if not forgotten_all:
+        bad = [s["replication"] for s in startup if not s["forgotten"]]
+        notes.append(f"the start was not forgotten (replication(s) {bad}): MSER-5 would drop more than half of "
+                     "the run as start-up transient; give a longer burn-in or run, or start from the fixed point; "
+                     "no error bar is marked reliable")
+    # ---- the batches kept: levels and time averages
+    used = [(A, idx) for A, idx in zip(arrs, keep)]
+    Ttot = sum(float(A["T"][idx].sum()) for A, idx in used)
+    if Ttot <= 0:  # nothing complete: fall back to every batch measured
+        used = [(A, np.nonzero(A["T"] > 0)[0]) for A in arrs]
+        Ttot = sum(float(A["T"][idx].sum()) for A, idx in used)
     if Ttot <= 0:
         if interrupted:
             raise KeyboardInterrupt("interrupted during burn-in: nothing was measured yet")
         raise RuntimeError("nothing was measured")  # pragma: no cover - horizons are positive
-    area_c = sum(_pad(b["area_c"], L) for b in batches)
-    area_P = sum(_pad(b["area_P"], L) for b in batches)
+    mx = sum(A["max"][idx].sum(axis=0) for A, idx in used)
+    top = int(np.nonzero(mx > 0)[0][-1]) if np.any(mx > 0) else 0
+    L = top + 1
+    parts_c = [[(A["c"][idx, i] / n, A["T"][idx]) for A, idx in used] for i in range(L)]
+    parts_P = [[(A["P"][idx, i], A["T"][idx]) for A, idx in used] for i in range(L)]
+    area_c = sum(A["c"][idx, :L].sum(axis=0) for A, idx in used)
+    area_P = sum(A["P"][idx, :L].sum(axis=0) for A, idx in used)
     u_mean = area_c / (n * Ttot)
     ud_mean = area_P / Ttot
-    maxtime = sum(_pad(b["maxtime"], L + 1) for b in batches)
-    mq = {int(m): float(maxtime[m] / Ttot) for m in range(L + 1) if maxtime[m] > 0}
-    full = [b for b in batches if b["complete"]]
-    if len(full) >= 2:
-        bu = np.array([_pad(b["area_c"], L) / (n * b["T"]) for b in full])
-        bp = np.array([_pad(b["area_P"], L) / b["T"] for b in full])
-        nb = len(full)
-        u_se = bu.std(axis=0, ddof=1) / math.sqrt(nb)
-        ud_se = bp.std(axis=0, ddof=1) / math.sqrt(nb)
-        mql_b = bu.sum(axis=1)
-        mql_se = float(mql_b.std(ddof=1) / math.sqrt(nb))
-        g_b = np.array([b["good_time"] / b["T"] for b in full])
-        g_se = float(g_b.std(ddof=1) / math.sqrt(nb))
-    else:
-        u_se = np.full(L, np.nan)
-        ud_se = np.full(L, np.nan)
-        mql_se = g_se = math.nan
-    mql = float(u_mean.sum())
+    mq = {int(m): float(mx[m] / Ttot) for m in range(L + 1) if mx[m] > 0}
+    est_u = [_estimate(p) for p in parts_c]
+    est_P = [_estimate(p) for p in parts_P]
+    est_q = _estimate([(A["c"][idx, :L].sum(axis=1) / n, A["T"][idx]) for A, idx in used])
     k = spec["k"] or None
-    good = (sum(b["good_time"] for b in batches) / Ttot) if k else None
-    events = sum(raw["events"] for raw in raws)
-    burn_events = sum(raw["burn_events"] for raw in raws)
-    total_events = sum(raw["total_events"] for raw in raws)
-    kernel_wall = sum(raw["wall"] for raw in raws)
+    good = (sum(float(A["good"][idx].sum()) for A, idx in used) / Ttot) if k else None
+    est_g = _estimate([(A["good"][idx], A["T"][idx]) for A, idx in used]) if k else None
+    # rare levels: too few batches ever saw them for an error estimate
+    seen = [sum(int(np.count_nonzero(A["c"][idx, i] > 0)) for A, idx in used) for i in range(L)]
+    u_rel = np.array([e.reliable and seen[i] >= MIN_BLOCKS and forgotten_all for i, e in enumerate(est_u)])
+    u_note = []
+    for i, e in enumerate(est_u):
+        if not forgotten_all:
+            u_note.append("start not forgotten")
+        elif seen[i] < MIN_BLOCKS:
+            u_note.append(f"rare level: seen in only {seen[i]} batches")
+        else:
+            u_note.append(e.note)
+    # ---- self-checks from exact identities (docs/model.md §9)
+    checks = []
+    if stable:
+        for i in range(L):
+            if i == 0:
+                parts = [(A["c"][idx, 0] / n - lamf * A["T"][idx], A["T"][idx]) for A, idx in used]
+                name = "E[u_1] = λ"
+            else:
+                parts = [(A["c"][idx, i] / n - lamf * A["P"][idx, i - 1], A["T"][idx]) for A, idx in used]
+                name = f"E[u_{i + 1}] = λ·E[P_{i}]"
+            e = _estimate(parts)
+            z = e.mean / e.stderr if e.stderr > 0 else math.nan
+            if not (e.reliable and seen[i] >= MIN_BLOCKS):
+                verdict = "inconclusive"
+            else:
+                verdict = "pass" if abs(z) <= SELF_CHECK_Z else "fail"
+            checks.append({"identity": name, "level": i + 1, "difference": e.mean, "stderr": e.stderr, "z": z,
+                           "result": verdict})
+    failed = [c for c in checks if c["result"] == "fail"]
+    if failed:
+        c = failed[0]
+        notes.append(f"self-check failed: {c['identity']} is off by {abs(c['z']):.1f} standard errors "
+                      f"({len(failed)} identity check(s) beyond {SELF_CHECK_Z:g}): the error bars (or the burn-in) "
+                      "are too small; no error bar is marked reliable")
+        u_rel[:] = False
+        u_note = [((x + "; ") if x else "") + "a self-check failed" for x in u_note]
+    ok_all = forgotten_all and not failed
+    q_rel = bool(est_q.reliable and ok_all)
+    if stable and not est_q.reliable and ok_all:
+        # the queue length carries the slowest mode (docs/model.md §6): when its error cannot
+        # be estimated, a level whose own series looks settled may still drift with it
+        for i in range(L):
+            if u_rel[i]:
+                u_rel[i] = False
+                u_note[i] = "too short to estimate: the mean queue length (slowest mode) is not settled"
+    g_rel = bool(est_g.reliable and ok_all) if est_g is not None else None
+    unrel = [i + 1 for i in range(L) if not u_rel[i] and u_mean[i] > 0 and seen[i] >= MIN_BLOCKS]
+    if ok_all and (unrel or not q_rel):
+        names = [f"E[u_{i}]" for i in unrel]
+        if len(names) > 4:
+            names = names[:3] + [f"… E[u_{unrel[-1]}] ({len(unrel)} levels)"]
+        what = ", ".join(names + ([] if q_rel else ["the mean queue length"]))
+        notes.append(f"run too short to estimate the error of {what}: no blocking plateau with at least "
+                     f"{MIN_BLOCKS} blocks (batches shorter than the correlation time); run longer, or use "
+                     "precision=/--precision")
+    if precision_state is not None and precision_state.get("cap_hit"):
+        notes.append(f"precision {precision_state['target']:g} not reached: stopped at max_steps = "
+                     f"{spec['max_steps']:,} steps per replication (worst relative half-width "
+                     f"{precision_state.get('achieved', math.nan):.3g}); raise max_steps/--max-steps")
+    # ---- the rest
+    events = sum(rep.measured_events() for rep in reps)
+    burn_events = sum(rep.burn_events for rep in reps)
+    total_events = sum(rep.events() for rep in reps)
+    kernel_wall = sum(rep.wall for rep in reps)
     sim_time = Ttot if continuous else Ttot / rate
     traj = None
-    r0 = raws[0]
-    if r0["records"] is not None:
-        t, cc, mx, tot = r0["records"]
-        traj = Trajectory(t=t - r0["t_meas0"], u=cc / n, max=mx, total=tot)
+    r0 = reps[0]
+    counts0, lengths0, records0 = r0.result_state()
+    if records0 is not None:
+        t, cc, mxr, tot = records0
+        traj = Trajectory(t=t - r0.t_meas0, u=cc / n, max=mxr, total=tot)
     per = ()
-    if not single and len(raws) > 1:
-        per = tuple(_summarize({**spec}, [raw], raw["wall"], interrupted, single=True) for raw in raws)
+    if not single and len(reps) > 1:
+        per = tuple(_summarize(spec, [rep], rep.wall, interrupted, single=True) for rep in reps)
+    lamx = lamf
+    hw = lambda e: e.half_width() if math.isfinite(e.stderr) else math.nan  # noqa: E731
     return SimulationResult(
         params=params, engine=spec["engine"], time_mode="continuous" if continuous else "discrete",
         steps=int(events), burn_in=int(burn_events), sim_time=float(sim_time),
-        u_mean=u_mean, u_stderr=u_se, ud_mean=ud_mean, ud_stderr=ud_se, max_queue_dist=mq,
-        good_set_fraction=good, good_set_fraction_stderr=(g_se if k else None), k=k,
-        eps=float(spec["eps"]), mean_queue_length=mql, mean_queue_length_stderr=mql_se,
-        mean_sojourn_time=mql / lamf, mean_sojourn_time_stderr=mql_se / lamf,
+        u_mean=u_mean, u_stderr=np.array([e.stderr for e in est_u]), ud_mean=ud_mean,
+        ud_stderr=np.array([e.stderr for e in est_P]), max_queue_dist=mq,
+        good_set_fraction=good, good_set_fraction_stderr=(est_g.stderr if k else None), k=k,
+        eps=float(spec["eps"]), mean_queue_length=float(u_mean.sum()), mean_queue_length_stderr=est_q.stderr,
+        mean_sojourn_time=float(u_mean.sum()) / lamx, mean_sojourn_time_stderr=est_q.stderr / lamx,
         events_per_second=(total_events / kernel_wall if kernel_wall > 0 else math.nan),
-        wall_time=float(wall), partial=bool(interrupted or any(raw["partial"] for raw in raws)),
-        replications=len(raws), batches=len(batches), final_counts=r0["counts"], trajectory=traj,
-        per_replication=per, final_lengths=r0["lengths"],
+        wall_time=float(wall), partial=bool(interrupted or any(rep.partial for rep in reps)),
+        replications=len(reps), batches=int(sum(len(rep.rows["T"]) for rep in reps)),
+        final_counts=counts0, trajectory=traj, per_replication=per, final_lengths=lengths0,
+        u_reliable=u_rel, u_half_width=np.array([hw(e) for e in est_u]),
+        u_n_eff=np.array([e.n_eff for e in est_u]), u_note=tuple(u_note),
+        mean_queue_length_reliable=q_rel, mean_queue_length_half_width=hw(est_q),
+        mean_queue_length_n_eff=est_q.n_eff,
+        good_set_fraction_reliable=g_rel, error_method=est_q.method,
+        self_checks=tuple(checks), start_up=tuple(startup), notes=tuple(notes), precision=precision_state,
     )
-

@@ -225,9 +225,7 @@ def buckets_kernel(perm, c, stamp, area_c, area_P, maxtime, tab, win, winbase, l
 def lengths_by_queue(perm: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Queue-lengths vector indexed by queue identity from the sorted arrangement."""
     n = perm.shape[0]
-    by_pos = np.zeros(n, dtype=np.int64)
-    for ci in counts:
-        by_pos[:ci] += 1
-    out = np.empty(n, dtype=np.int64)
-    out[perm] = by_pos
+    out = np.zeros(n, dtype=np.int32)  # 4 bytes per server, like the engine's own arrays
+    for i, ci in enumerate(counts, start=1):
+        out[perm[:ci]] = i  # the ci longest positions have length >= i
     return out

@@ -349,13 +349,16 @@ def _profile_fast(c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windo
     scan8 = L >= 8  # the fixed-count scan reads c[0..7] and pc[0..7]
     for i in range(top):
         pc[i] = tabf[i * tstride + c[i] - tbase[i]]
-    # discrete time: the events before the horizon or the next record are known in advance
+    # discrete time: the events before the horizon or the next record are known in advance.
+    # They happen at t_next, t_next + 1, ...: floor(t − t_next) + 1 of them up to time t
+    # (counted from t_next, not from now: after a stop at a fractional time, now is not
+    # t_next − 1, and counting from now gave a budget of 0 and an endless loop).
     budget = max_events
     if not cont:
-        if t_stop - now < budget:
-            budget = np.int64(math.floor(t_stop - now))
-        if recording and next_rec - now < budget:
-            budget = np.int64(math.floor(next_rec - now))
+        if t_stop - t_next + 1.0 < budget:
+            budget = max(np.int64(math.floor(t_stop - t_next)) + 1, np.int64(0))
+        if recording and next_rec - t_next + 1.0 < budget:
+            budget = max(np.int64(math.floor(next_rec - t_next)) + 1, np.int64(0))
     while True:
         if events >= budget:
             status = STATUS_EVENTS

@@ -1,0 +1,423 @@
+"""Standard errors of averages of correlated series (docs/model.md §9).
+
+The one place in ``supermarket`` that turns a series of measurements into a mean with an
+honest standard error.  Four tools, each a plain function of NumPy arrays:
+
+- :func:`blocking`: the blocking analysis of Flyvbjerg & Petersen (1989) on a series of
+  equal-length batch means, with the automatic plateau rule of Jonsson (2018): the first
+  blocking level from which on the lag-1 autocorrelations of the blocked series are
+  consistent with zero (a χ² test at level 1 %).  When that level leaves fewer than
+  ``min_blocks`` blocks the series is too short to know its own error, and the estimate
+  says so (``reliable=False``) instead of returning the last value;
+- :func:`blocking_table`: the whole blocking table (standard error against block size), for
+  plots and diagnostics;
+- :func:`mser`: MSER truncation of start-up bias (White 1997), by default MSER-5 (the series
+  averaged in groups of 5 first);
+- :func:`replication_error`: independent replications, standard error from their spread with
+  Student's t on ``R − 1`` degrees of freedom.
+
+Every estimate is an :class:`ErrorEstimate` (mean, standard error, degrees of freedom,
+effective sample size, integrated autocorrelation time, a ``reliable`` flag and the reason
+when it is not).  Conventions: ``tau_int = 1/2 + Σ_{k≥1} ρ_k`` in units of the series'
+own spacing (1/2 for an uncorrelated series), ``n_eff = N / (2 tau_int) = σ²/s.e.²`` with
+``σ²`` the sample variance of the series.
+
+References: H. Flyvbjerg and H. G. Petersen, J. Chem. Phys. 91, 461 (1989);
+M. Jonsson, Phys. Rev. E 98, 043304 (2018); K. P. White Jr., Simulation 69, 323 (1997);
+A. D. Sokal, *Monte Carlo methods in statistical mechanics* (Cargèse lectures, 1996).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+__all__ = ["ErrorEstimate", "MSERResult", "BlockingLevel", "blocking", "blocking_table", "mser",
+           "replication_error", "t_quantile", "MIN_BLOCKS", "PLATEAU_ALPHA"]
+
+MIN_BLOCKS = 32
+"""Fewest blocks the plateau level may leave for the estimate to be called reliable."""
+
+PLATEAU_ALPHA = 0.01
+"""Level of the χ² test that the remaining lag-1 autocorrelations are zero (Jonsson 2018)."""
+
+
+def t_quantile(dof: float, confidence: float = 0.95) -> float:
+    """Two-sided Student-t quantile ``t_{dof, (1+confidence)/2}`` (normal for ``dof = inf``).
+
+    Examples
+    --------
+    >>> round(t_quantile(math.inf), 3), round(t_quantile(9), 3)
+    (1.96, 2.262)
+    """
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must lie in (0, 1); got {confidence!r}")
+    from scipy import stats as _st  # imported here: scipy.stats costs a second at start-up
+
+    q = 0.5 * (1.0 + confidence)
+    if not dof > 0 or math.isnan(dof):
+        return math.nan
+    if math.isinf(dof):
+        return float(_st.norm.ppf(q))
+    return float(_st.t.ppf(q, dof))
+
+
+@dataclass(frozen=True)
+class ErrorEstimate:
+    """A mean with its standard error and how far to trust it.
+
+    Attributes
+    ----------
+    mean : float
+        The average.
+    stderr : float
+        Its standard error (NaN when it cannot be estimated at all).
+    dof : float
+        Degrees of freedom of ``stderr`` (for the Student-t quantile of an interval).
+    n_eff : float
+        Effective number of independent samples, ``σ²/stderr²`` (NaN if unknown).
+    tau_int : float
+        Integrated autocorrelation time in units of the series' spacing, ``N/(2 n_eff)``.
+    reliable : bool
+        Whether ``stderr`` can be trusted (a plateau was reached with enough blocks, or
+        enough independent replications).
+    method : str
+        ``"blocking"``, ``"replications"``, ``"pooled"`` or ``"none"``.
+    blocks : int
+        Blocks (or replications) behind ``stderr``.
+    block_size : int
+        Elements of the input series per block at the chosen level (1 for replications).
+    note : str
+        Why the estimate is not reliable ("" when it is).
+    """
+
+    mean: float
+    stderr: float
+    dof: float
+    n_eff: float
+    tau_int: float
+    reliable: bool
+    method: str
+    blocks: int
+    block_size: int
+    note: str = ""
+
+    def half_width(self, confidence: float = 0.95) -> float:
+        """Half-width of the two-sided ``confidence`` interval, ``t_{dof} · stderr``.
+
+        Examples
+        --------
+        >>> e = replication_error([1.0, 2.0, 3.0])
+        >>> round(e.half_width(), 4)  # t_2 = 4.303, s.e. = 1/√3
+        2.4841
+        """
+        return t_quantile(self.dof, confidence) * self.stderr
+
+    def interval(self, confidence: float = 0.95) -> tuple[float, float]:
+        """The two-sided ``confidence`` interval ``mean ± half_width``."""
+        h = self.half_width(confidence)
+        return (self.mean - h, self.mean + h)
+
+    def covers(self, value: float, confidence: float = 0.95) -> bool:
+        """Whether the ``confidence`` interval contains ``value``."""
+        lo, hi = self.interval(confidence)
+        return bool(lo <= value <= hi)
+
+    def to_dict(self) -> dict:
+        """JSON-safe dictionary of the fields (NaN stays NaN; :mod:`supermarket.jsonable` maps it)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class BlockingLevel:
+    """One row of a blocking table: ``blocks`` blocks of ``block_size`` input elements, the
+    naive standard error ``stderr`` of the mean at this level, its own standard error
+    ``stderr_err = stderr/√(2(blocks−1))``, and the lag-1 autocorrelation ``rho1`` of the
+    blocked series."""
+
+    block_size: int
+    blocks: int
+    stderr: float
+    stderr_err: float
+    rho1: float
+
+
+def _as_series(x, name="x") -> np.ndarray:
+    a = np.asarray(x, dtype=float)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be a 1-d series; got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} must be finite")
+    return a
+
+
+def _levels(x: np.ndarray):
+    """Yield the blocked series: level 0 is ``x``; each next level averages neighbouring
+    pairs (an odd element is dropped from the front, where start-up bias lives)."""
+    y = x
+    size = 1
+    while y.size >= 2:
+        yield size, y
+        if y.size % 2:
+            y = y[1:]
+        y = 0.5 * (y[0::2] + y[1::2])
+        size *= 2
+
+
+def blocking_table(x) -> list[BlockingLevel]:
+    """The blocking table of Flyvbjerg & Petersen (1989) for the series ``x``.
+
+    Parameters
+    ----------
+    x : array_like
+        A 1-d series of equally weighted measurements (for example batch means of equal
+        length), at least 2 long.
+
+    Returns
+    -------
+    list of BlockingLevel
+        One row per level, block size 1, 2, 4, … while at least 2 blocks remain.
+
+    Examples
+    --------
+    >>> t = blocking_table(np.arange(8.0))
+    >>> [(r.block_size, r.blocks) for r in t]
+    [(1, 8), (2, 4), (4, 2)]
+    """
+    a = _as_series(x)
+    out = []
+    for size, y in _levels(a):
+        m = y.size
+        v = float(np.var(y, ddof=1))
+        se = math.sqrt(v / m)
+        yc = y - y.mean()
+        v0 = float(np.dot(yc, yc)) / m
+        rho = float(np.dot(yc[:-1], yc[1:]) / m / v0) if v0 > 0 else 0.0
+        out.append(BlockingLevel(size, m, se, se / math.sqrt(2.0 * (m - 1)) if m > 1 else math.nan, rho))
+    return out
+
+
+def blocking(x, *, min_blocks: int = MIN_BLOCKS, alpha: float = PLATEAU_ALPHA) -> ErrorEstimate:
+    """Mean and standard error of a correlated series by blocking, with an automatic plateau.
+
+    The series is blocked repeatedly (neighbouring pairs averaged).  At level ``j`` with
+    ``n_j`` blocks of variance ``σ_j²`` and lag-1 autocovariance ``γ_j``, the statistic
+    ``M_j = Σ_{i≥j} n_i (γ_i/σ_i²)²`` is, once blocks are longer than the correlations,
+    χ²-distributed with as many degrees of freedom as levels from ``j`` on (Jonsson 2018).
+    The plateau is the first level with ``M_j`` below the ``1 − alpha`` quantile.  The
+    standard error there is ``σ_j/√n_j`` corrected for the correlation the test cannot see,
+    ``× √((1 + 2ρ̂_1)·n_j/(n_j − 1 − 2ρ̂_1))`` (``ρ̂_1`` the lag-1 autocorrelation of the blocks,
+    taken ``>= 0``), with about ``(n_j − 1)/3`` degrees of freedom (the estimated factor adds
+    noise).  Measured on AR(1) series against their exact variance of the mean: 95 %
+    intervals cover 93–96 % of the time once ``N/(2τ_int) >= 20``.
+
+    Parameters
+    ----------
+    x : array_like
+        1-d series of equally weighted measurements (batch means of equal length).
+    min_blocks : int, default 32
+        The plateau must leave at least this many blocks, otherwise the estimate is
+        returned with ``reliable=False`` ("too short to know its own error").
+    alpha : float, default 0.01
+        Level of the test that the remaining autocorrelations are zero.
+
+    Returns
+    -------
+    ErrorEstimate
+        ``method="blocking"``; when no plateau is reached with ``min_blocks`` blocks, the
+        standard error of the last level that still has ``min_blocks`` blocks (a lower
+        bound, flagged unreliable).
+
+    Raises
+    ------
+    ValueError
+        If ``x`` is not a finite 1-d series, or ``min_blocks < 2``.
+
+    Examples
+    --------
+    An uncorrelated series is on its plateau at once:
+
+    >>> rng = np.random.default_rng(1)
+    >>> e = blocking(rng.normal(size=4096))
+    >>> e.reliable, e.block_size, round(e.stderr, 4)
+    (True, 1, 0.0157)
+
+    A strongly correlated short one is too short to estimate:
+
+    >>> z = np.cumsum(rng.normal(size=256))
+    >>> e = blocking(z)
+    >>> e.reliable, e.note
+    (False, 'too short to estimate: no plateau with at least 32 blocks')
+    """
+    a = _as_series(x)
+    if not isinstance(min_blocks, (int, np.integer)) or min_blocks < 2:
+        raise ValueError(f"min_blocks must be an integer >= 2; got {min_blocks!r}")
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must lie in (0, 1); got {alpha!r}")
+    from scipy.stats import chi2
+
+    N = a.size
+    mean = float(a.mean()) if N else math.nan
+    if N < 2:
+        return ErrorEstimate(mean, math.nan, math.nan, math.nan, math.nan, False, "blocking", N, 1,
+                             "too short to estimate: fewer than 2 measurements")
+    v_all = float(np.var(a, ddof=1))
+    sizes, ns, var1, stat, rho1 = [], [], [], [], []
+    for size, y in _levels(a):
+        m = y.size
+        yc = y - y.mean()
+        v0 = float(np.dot(yc, yc)) / m
+        g = float(np.dot(yc[:-1], yc[1:])) / m
+        sizes.append(size)
+        ns.append(m)
+        var1.append(float(np.var(y, ddof=1)))
+        stat.append(m * (g / v0) ** 2 if v0 > 0 else 0.0)
+        rho1.append(g / v0 if v0 > 0 else 0.0)
+    L = len(sizes)
+    M = np.cumsum(np.asarray(stat)[::-1])[::-1]  # M_j = sum over levels i >= j
+    q = chi2.ppf(1.0 - alpha, np.arange(L, 0, -1))  # L − j degrees of freedom at level j
+    plateau = next((j for j in range(L) if M[j] < q[j]), None)
+    if v_all == 0.0:  # a constant series: no variation seen at all
+        return ErrorEstimate(mean, 0.0, N - 1.0, math.nan, math.nan, False, "blocking", N, 1,
+                             "constant series: no variation seen, error unknown")
+    if plateau is not None and ns[plateau] >= min_blocks:
+        j, ok, note = plateau, True, ""
+    else:
+        # the deepest level that still has min_blocks blocks (a lower bound on the error)
+        j = max((i for i in range(L) if ns[i] >= min_blocks), default=0)
+        ok, note = False, f"too short to estimate: no plateau with at least {min_blocks} blocks"
+    # Correlation left between neighbouring blocks at the plateau (the test cannot see a
+    # lag-1 autocorrelation much below 1/√n_j, which still biases σ_j²/n_j low by 2ρ_1):
+    # Var(mean) ≈ σ_j²/n_j · (1 + 2ρ_1) (later lags are negligible once blocks exceed the
+    # correlation time), and σ_j² itself is low by the mean's variance, a factor
+    # (1 − (1 + 2ρ_1)/n_j).  The factor is estimated, so its noise (Var ρ̂_1 ≈ 1/n_j, twice
+    # that of σ_j²'s relative variance 2/n_j) cuts the degrees of freedom to about n_j/3.
+    m = ns[j]
+    f = max(1.0 + 2.0 * rho1[j], 1.0)
+    f *= m / max(m - f, 1.0)
+    se = math.sqrt(var1[j] / m * f)
+    dof = max((m - 1.0) / 3.0, 1.0)
+    n_eff = v_all / se**2 if se > 0 else math.nan
+    tau = N / (2.0 * n_eff) if n_eff and n_eff > 0 else math.nan
+    return ErrorEstimate(mean, se, dof, n_eff, tau, ok, "blocking", m, sizes[j], note)
+
+
+@dataclass(frozen=True)
+class MSERResult:
+    """MSER truncation of a series: drop the first ``truncate`` elements.  ``forgotten`` is
+    False when the rule wanted to drop more than half of the series (the start has not been
+    forgotten: the run is too short for its start-up transient); ``statistic`` holds the
+    MSER values at each candidate truncation (in groups)."""
+
+    truncate: int
+    forgotten: bool
+    group: int
+    statistic: np.ndarray
+
+    def to_dict(self) -> dict:
+        return {"truncate": self.truncate, "forgotten": self.forgotten, "group": self.group}
+
+
+def mser(x, group: int = 5) -> MSERResult:
+    """MSER truncation point of a series (White 1997), by default MSER-5.
+
+    The series is first averaged in consecutive groups of ``group`` (a leftover at the end
+    is dropped); for each candidate ``d`` the statistic ``Σ_{i>d} (y_i − ȳ_d)² / (m − d)²``
+    (``ȳ_d`` the mean of the groups after ``d``) estimates the squared standard error of the
+    truncated mean; the truncation is its minimiser over ``d ≤ m − 2``.  A minimiser in the
+    second half of the series means the start-up transient has not died out.
+
+    Parameters
+    ----------
+    x : array_like
+        1-d series in time order (for example batch means).
+    group : int, default 5
+        Group size (MSER-5: 5).
+
+    Returns
+    -------
+    MSERResult
+        ``truncate`` in elements of ``x`` (a multiple of ``group``).
+
+    Raises
+    ------
+    ValueError
+        If ``x`` is not a finite 1-d series or ``group < 1``.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.r_[np.linspace(10, 0, 100), rng.normal(size=900)]   # a start-up transient
+    >>> r = mser(x)
+    >>> 60 <= r.truncate <= 150, r.forgotten
+    (True, True)
+    >>> mser(np.linspace(10, 0, 1000)).forgotten                   # never settles
+    False
+    """
+    a = _as_series(x)
+    if not isinstance(group, (int, np.integer)) or group < 1:
+        raise ValueError(f"group must be an integer >= 1; got {group!r}")
+    m = a.size // group
+    if m < 3:
+        return MSERResult(0, True, int(group), np.zeros(0))
+    y = a[: m * group].reshape(m, group).mean(axis=1)
+    # suffix sums give every truncated mean and sum of squares in O(m)
+    s1 = np.cumsum(y[::-1])[::-1]
+    s2 = np.cumsum((y * y)[::-1])[::-1]
+    cnt = np.arange(m, 0, -1, dtype=float)
+    ss = np.maximum(s2 - s1 * s1 / cnt, 0.0)
+    stat = (ss / cnt**2)[: m - 1]  # keep at least 2 groups
+    d = int(np.argmin(stat))
+    return MSERResult(d * int(group), bool(d <= m // 2), int(group), stat)
+
+
+def replication_error(means, *, weights=None) -> ErrorEstimate:
+    """Mean and standard error from ``R`` independent replications (Student t, ``R − 1`` dof).
+
+    Parameters
+    ----------
+    means : array_like
+        One estimate per replication (each an unbiased estimate of the same quantity).
+    weights : array_like, optional
+        Positive weights (for example measured times); the mean is then the weighted mean
+        and the standard error the delta-method one of a ratio, ``R/(R−1)·Σ w_r²(m_r − m̄)²
+        / (Σ w_r)²``; without weights the usual ``s/√R``.
+
+    Returns
+    -------
+    ErrorEstimate
+        ``method="replications"``, ``dof = R − 1``, reliable when ``R >= 2``.
+
+    Raises
+    ------
+    ValueError
+        If ``means`` is empty, not finite, or ``weights`` do not match.
+
+    Examples
+    --------
+    >>> e = replication_error([1.0, 2.0, 3.0])
+    >>> e.mean, round(e.stderr, 6), e.dof
+    (2.0, 0.57735, 2.0)
+    """
+    m = _as_series(means, "means")
+    R = m.size
+    if R == 0:
+        raise ValueError("means must hold at least one replication")
+    if weights is None:
+        w = np.ones(R)
+    else:
+        w = _as_series(weights, "weights")
+        if w.size != R or np.any(w <= 0):
+            raise ValueError("weights must be positive, one per replication")
+    mean = float(np.dot(w, m) / w.sum())
+    if R < 2:
+        return ErrorEstimate(mean, math.nan, math.nan, math.nan, math.nan, False, "replications", R, 1,
+                             "one replication: no spread to estimate the error from")
+    var = R / (R - 1.0) * float(np.dot(w * w, (m - mean) ** 2)) / float(w.sum()) ** 2
+    se = math.sqrt(var)
+    v_all = float(np.var(m, ddof=1))
+    n_eff = v_all / var if var > 0 else math.nan
+    return ErrorEstimate(mean, se, R - 1.0, n_eff, R / (2.0 * n_eff) if n_eff and n_eff > 0 else math.nan,
+                         True, "replications", R, 1, "")

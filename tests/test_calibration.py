@@ -1,0 +1,60 @@
+"""Calibration of simulate()'s stated 95 % intervals (docs/model.md §9): independent short
+replications at several (n, d, λ), counting how often a reliable interval covers the exact
+value.  The default suite runs a small version; ``-m slow`` runs M = 200 per case (the
+table of tests/calibration.py)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from calibration import Case, binomial_floor, cases, run_case
+
+
+def _check(r):
+    m = r["reliable"]
+    assert m >= 1
+    assert r["covered"] >= binomial_floor(m, z=3.0), r
+    # one run's standard error against the spread of the replication means
+    if m >= 20:
+        assert 0.6 <= r["se_rms"] / r["spread"] <= 1.5, r
+
+
+def test_calibration_small():
+    # E[u_1] = λ at n = 100 (fixed-point start) and E[u_2] of the exact n = 3 law: 40 runs each
+    from exact_small import profile_law
+    law = profile_law(3, 2, 0.9, replace=True, M=30)
+    for c in (Case("n=100", 100, 2, 0.9, 100_000),
+              Case("n=3 u_2", 3, 2, 0.9, 50_000, level=2, exact=float(law.u[1]))):
+        r = run_case(c, 40, seed=11)
+        assert r["reliable"] >= 30, r
+        _check(r)
+
+
+def test_reliable_flag_is_off_when_the_start_is_not_forgotten():
+    # the old 11σ case: every replication must decline to give a reliable interval
+    r = run_case(Case("d=3300", 33_000, 3300, 1 - 1 / 1650, 300_000), 8, seed=5)
+    assert r["reliable"] == 0, r
+
+
+def _full_cases():
+    out = []
+    for c in cases():
+        if c.name.startswith("n=10000 d=20"):
+            # measured (M = 200): 5 runs called reliable, 3 covered: near the threshold a few
+            # runs are wrongly confident; a known limitation (docs/model.md §9)
+            out.append(pytest.param(c, marks=pytest.mark.xfail(strict=False, reason="near-threshold runs")))
+        else:
+            out.append(c)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", _full_cases(), ids=lambda c: c.name)
+def test_calibration_full(case):
+    r = run_case(case, 200)
+    if not case.expect_reliable:
+        assert r["reliable"] <= 2, r  # the biased/too-short runs must decline (almost) always
+        return
+    _check(r)

@@ -1,0 +1,140 @@
+"""supermarket.stats against series whose variance of the mean is known exactly (AR(1)),
+independent replications, MSER on a planted transient, and its doctests."""
+
+from __future__ import annotations
+
+import doctest
+import math
+
+import numpy as np
+import pytest
+from scipy.signal import lfilter
+
+from supermarket import stats
+from supermarket.stats import blocking, blocking_table, mser, replication_error, t_quantile
+
+
+def ar1(rng, N, phi):
+    """A stationary AR(1) series x_t = φ x_{t−1} + e_t, e_t standard normal."""
+    e = rng.normal(size=N)
+    x0 = rng.normal() / math.sqrt(1 - phi**2)
+    y, _ = lfilter([1.0], [1.0, -phi], e, zi=[phi * x0])
+    return y
+
+
+def ar1_var_of_mean(N, phi):
+    """Exact Var(x̄) of N consecutive values: σ²/N · (1 + 2 Σ_k (1 − k/N) φ^k), σ² = 1/(1−φ²)."""
+    k = np.arange(1, N)
+    return (1 / (1 - phi**2)) / N * (1 + 2 * np.sum((1 - k / N) * phi**k))
+
+
+def test_doctests():
+    res = doctest.testmod(stats, optionflags=doctest.ELLIPSIS)
+    assert res.attempted > 8 and res.failed == 0
+
+
+@pytest.mark.parametrize("N,phi", [(4096, 0.0), (4096, 0.9), (4096, 0.976), (16384, 0.995)])
+def test_blocking_coverage_and_variance_on_ar1(N, phi):
+    # N/(2τ_int) from 4096 down to 41; 300 series each; exact variance of the mean known
+    rng = np.random.default_rng(2024)
+    M = 300
+    exact = ar1_var_of_mean(N, phi)
+    cover = reliable = 0
+    ratios = []
+    for _ in range(M):
+        e = blocking(ar1(rng, N, phi))
+        if not e.reliable:
+            continue
+        reliable += 1
+        cover += e.covers(0.0)
+        ratios.append(e.stderr**2 / exact)
+    assert reliable >= 0.95 * M
+    # Binomial(reliable, 0.95): 4.5 s.d. below the mean is a failure
+    p = 0.95
+    assert cover >= reliable * p - 4.5 * math.sqrt(reliable * p * (1 - p)), (cover, reliable)
+    # the mean of s.e.² / exact is 1 within its noise (relative s.d. of one s.e.² about √(6/blocks))
+    r = np.asarray(ratios)
+    assert abs(r.mean() - 1) < max(4.5 * r.std() / math.sqrt(r.size), 0.0) + 0.1, r.mean()
+
+
+def test_blocking_says_too_short_when_correlation_spans_the_series():
+    rng = np.random.default_rng(3)
+    # τ_int ≈ 1000 for a series of 2048: nothing to average over
+    flags = [blocking(ar1(rng, 2048, 0.999)).reliable for _ in range(50)]
+    assert sum(flags) <= 5
+    e = blocking(np.cumsum(rng.normal(size=1024)))
+    assert not e.reliable and "too short" in e.note
+    # reliability needs min_blocks at the plateau: 20 uncorrelated values can never give 32
+    e = blocking(rng.normal(size=20))
+    assert not e.reliable
+    assert blocking(rng.normal(size=20), min_blocks=8).reliable
+
+
+def test_blocking_iid_matches_naive_and_tau():
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=8192)
+    e = blocking(x)
+    assert e.reliable and e.block_size == 1
+    naive = x.std(ddof=1) / math.sqrt(x.size)
+    assert abs(e.stderr / naive - 1) < 0.1
+    assert abs(e.tau_int - 0.5) < 0.1 and abs(e.n_eff / x.size - 1) < 0.2
+
+
+def test_blocking_tau_int_of_ar1():
+    # τ_int = (1 + φ)/(2(1 − φ)) = 9.5 for φ = 0.9 (Sokal's convention, 1/2 when uncorrelated)
+    rng = np.random.default_rng(6)
+    taus = [blocking(ar1(rng, 65536, 0.9)).tau_int for _ in range(20)]
+    assert abs(np.mean(taus) / 9.5 - 1) < 0.1
+
+
+def test_blocking_table_rows():
+    t = blocking_table(np.arange(10.0))
+    assert [(r.block_size, r.blocks) for r in t] == [(1, 10), (2, 5), (4, 2)]
+    # odd counts drop the first element: level 2 averages (2,3,4,5),(6,7,8,9) -> 3.5, 7.5
+    assert math.isclose(t[2].stderr, np.std([3.5, 7.5], ddof=1) / math.sqrt(2))
+
+
+def test_blocking_constant_and_bad_input():
+    e = blocking(np.ones(100))
+    assert e.stderr == 0 and not e.reliable and "constant" in e.note
+    assert not blocking([1.0]).reliable
+    with pytest.raises(ValueError, match="1-d"):
+        blocking(np.ones((3, 3)))
+    with pytest.raises(ValueError, match="finite"):
+        blocking([1.0, math.nan])
+    with pytest.raises(ValueError, match="min_blocks"):
+        blocking(np.ones(10), min_blocks=1)
+
+
+def test_replication_error_is_student_t():
+    e = replication_error([1.0, 2.0, 3.0, 6.0])
+    assert e.mean == 3.0 and e.dof == 3
+    assert math.isclose(e.stderr, np.std([1, 2, 3, 6], ddof=1) / 2)
+    assert math.isclose(e.half_width(), 3.182446305284263 * e.stderr, rel_tol=1e-9)
+    assert not replication_error([1.0]).reliable
+    # weighted: equal weights give the unweighted answer
+    w = replication_error([1.0, 2.0, 3.0, 6.0], weights=[2, 2, 2, 2])
+    assert math.isclose(w.stderr, e.stderr) and w.mean == 3.0
+    # coverage of the t interval with R = 3 normal replications
+    rng = np.random.default_rng(8)
+    cover = sum(replication_error(rng.normal(size=3)).covers(0.0) for _ in range(2000))
+    assert abs(cover / 2000 - 0.95) < 4.5 * math.sqrt(0.95 * 0.05 / 2000)
+    with pytest.raises(ValueError):
+        replication_error([])
+
+
+def test_mser_finds_a_planted_transient_and_flags_a_trend():
+    rng = np.random.default_rng(9)
+    x = np.r_[np.linspace(20, 0, 200), rng.normal(size=1800)]
+    r = mser(x)
+    assert r.forgotten and 150 <= r.truncate <= 300
+    assert mser(rng.normal(size=1000)).truncate <= 500
+    assert not mser(np.linspace(5, 0, 1000) + 0.01 * rng.normal(size=1000)).forgotten
+    assert mser(x, group=1).truncate >= 150
+
+
+def test_t_quantile():
+    assert math.isclose(t_quantile(math.inf), 1.959963984540054)
+    assert math.isclose(t_quantile(1), 12.706204736174698)
+    with pytest.raises(ValueError):
+        t_quantile(3, confidence=1.5)
