@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from ._common import COUNT, LOAD, print_json, stderr_is_tty
+from .options import json_option, replace_option, seed_option, workers_option
 
 
 @click.command()
@@ -14,17 +15,15 @@ from ._common import COUNT, LOAD, print_json, stderr_is_tty
 @click.option("--load", "load", type=LOAD, default="0.9", show_default=True, help="Load λ in (0, 1).")
 @click.option("--samples", "samples", type=COUNT, default=10, show_default=True,
               help="Independent exact samples (sample s uses child s of --seed).")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Root seed (integer >= 0).")
+@seed_option("Root seed (integer >= 0); sample s uses child s.")
 @click.option("--max-seconds", "max_seconds", type=float, default=None,
               help="Wall-clock budget; if a sample cannot finish within it, exit 2 (no approximate sample).")
 @click.option("--max-memory-mb", "max_memory_mb", type=float, default=None,
               help="Memory budget of one sample in MiB (default 1024).")
-@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Threads running samples in parallel (results do not depend on it).")
-@click.option("--no-replace", "no_replace", is_flag=True, help="Sample the d queues without replacement (paper 002).")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print one JSON object (samples as sorted queue-lengths vectors, coalescence times).")
-def perfect(n, d, load, samples, seed, max_seconds, max_memory_mb, workers, no_replace, as_json):
+@workers_option("Threads running samples in parallel (default 1; results do not depend on it).")
+@replace_option(True)
+@json_option("Print one JSON object (samples as sorted queue-lengths vectors, coalescence times).")
+def perfect(n, d, load, samples, seed, max_seconds, max_memory_mb, workers, replace, as_json):
     """Exact samples from the stationary law of the (n, d, λ) chain: no burn-in, no
     truncation (dominated coupling from the past, random routing as the dominating
     process, docs/model.md §12).  Prints the mean of u_i over samples with standard errors
@@ -40,8 +39,8 @@ def perfect(n, d, load, samples, seed, max_seconds, max_memory_mb, workers, no_r
     if stderr_is_tty() and not as_json:
         click.echo(f"perfect sampling {samples} state(s) of (n={n}, d={d}, λ={load}) …", err=True)
     try:
-        res = pf.sample(n, d, load, samples=samples, seed=seed, replace=not no_replace,
-                        max_time=max_seconds, max_memory=max_memory, workers=workers)
+        res = pf.sample(n, d, load, samples=samples, seed=seed, replace=replace,
+                        max_time=max_seconds, max_memory=max_memory, workers=workers or 1)
     except pf.BudgetExceeded as exc:
         raise UserError(str(exc)) from None
     if as_json:
