@@ -334,13 +334,24 @@ def _stationary(Q, tot, x0=None) -> tuple[np.ndarray, float, str]:
     return pi, res, method
 
 
-def _check_size(n, cap, max_states):
+def _first_cap(d: int, lam: float, tol: float) -> int:
+    """The least ``M`` with ``π(M) < tol`` (mean-field fixed point, docs/model.md §3)."""
+    from .theory import log_fixed_point
+    logt = math.log(tol)
+    if d == 1:
+        return max(1, math.floor(logt / math.log(lam)) + 1)
+    lp = log_fixed_point(d, lam, 64)
+    below = np.nonzero(lp < logt)[0]
+    return int(below[0]) + 1 if below.size else 64
+
+
+def _check_size(n, cap, max_states, why=""):
     S = math.comb(n + cap, n)
     need = S * _nonzeros_per_state(n, cap) * BYTES_PER_NONZERO
     lim = _memory_limit()
     if S > max_states or need > lim:
         raise ValueError(
-            f"n={n} with queue lengths capped at {cap} has {S:,} states (C(n+cap, n)), about "
+            f"too large: n={n} with queue lengths capped at {cap}{why} has {S:,} states (C(n+cap, n)), about "
             f"{need / 2**30:.3g} GiB to solve (limit: {max_states:,} states, {lim / 2**30:.3g} GiB); "
             "use a smaller n, a larger --tol, or a smaller --cap")
     return S
@@ -426,7 +437,11 @@ def solve(n, d, lam, *, replace=True, tol=DEFAULT_TOL, cap=None, quantiles=_resp
         sol = _one(n, d, lamf, params.replace, cap, profile_law)
         M = cap
     else:
-        M = START_CAP
+        # E[u_M] >= π(M) (Jensen, with replacement; docs/model.md §3) and P(max >= M) >= E[u_M]:
+        # no cap with π(M) >= tol can pass, so the search starts there (and refuses at once
+        # when even that cap is too large)
+        M = max(START_CAP, _first_cap(d, lamf, tol))
+        _check_size(n, M, max_states, " (the least cap with π(cap) < tol, which no smaller cap can meet)")
         hist = []
         while True:
             _check_size(n, M, max_states)

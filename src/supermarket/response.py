@@ -55,6 +55,10 @@ __all__ = [
     "check_quantile",
     "FifoSample",
     "simulate_fifo",
+    "LatencyDesign",
+    "least_d_for_latency",
+    "max_load_for_latency",
+    "verify_latency",
 ]
 
 DEFAULT_QUANTILES = (0.5, 0.9, 0.99, 0.999)
@@ -828,3 +832,246 @@ def simulate_fifo(n, d, lam, *, customers=200_000, burn_in=None, seed=None, repl
     params = {"n": n, "d": d, "load": p.lam, "replace": p.replace, "customers": customers, "burn_in": burn}
     return FifoSample(params=params, sojourn=soj, waiting=wai, joined=jl, tails=w @ TB, tails_batches=TB,
                       u_mean=w @ UB, measured_time=float(sum(T_b)), batches=batches)
+
+
+# =========================================================================== sizing by latency
+@dataclass(frozen=True)
+class LatencyDesign:
+    """Answer of a latency-sizing question (docs/model.md §10), from the mean field.
+
+    ``question``: ``"least d"`` (given the load) or ``"largest load"`` (given ``d``);
+    ``answer``: that ``d`` or load; ``achieved``: the sojourn quantile there; ``neighbour``:
+    the quantile at ``d − 1`` (least d) or just above the load (largest load), showing the
+    answer is tight; ``checked``: the values used to check monotonicity; ``verify``: the
+    simulation check at finite ``n`` (or None).
+    """
+
+    question: str
+    quantile: float
+    latency: float
+    answer: float
+    achieved: float
+    neighbour: dict
+    load: float | None
+    d: int | None
+    floor: float
+    checked: tuple
+    monotone: bool
+    verify: dict | None = None
+
+    def to_dict(self) -> dict:
+        return {"question": self.question, "quantile": self.quantile, "latency": self.latency,
+                "answer": self.answer, "achieved": self.achieved, "neighbour": dict(self.neighbour),
+                "load": self.load, "d": self.d, "floor": self.floor, "monotone": self.monotone,
+                "checked": [list(c) for c in self.checked], "verify": self.verify}
+
+    def to_frame(self):
+        import pandas as pd
+        col = "d" if self.question == "least d" else "load"
+        return pd.DataFrame([{col: a, "sojourn_quantile": v} for a, v in self.checked])
+
+    def summary(self) -> str:
+        qn = f"p{100 * self.quantile:g}"
+        if self.question == "least d":
+            nb = self.neighbour
+            line = (f"At load λ = {self.load:g}, d = {int(self.answer)} choices give sojourn {qn} = "
+                    f"{self.achieved:.6g} ≤ {self.latency:g} (mean field)"
+                    + (f"; d = {nb['d']} would give {nb['value']:.6g}." if nb else "; d = 1 already meets it."))
+        else:
+            nb = self.neighbour
+            line = (f"With d = {self.d}, the largest load with sojourn {qn} ≤ {self.latency:g} is λ = "
+                    f"{self.answer:.8g} (mean field, {qn} = {self.achieved:.8g} there; "
+                    f"{nb['value']:.8g} at λ = {nb['load']:.8g}).")
+        lines = [line]
+        if not self.monotone:
+            lines.append("  warning: the quantile was not monotone on the points checked; the answer may not be unique")
+        v = self.verify
+        if v is not None:
+            lines.append(f"  verify (simulation, n = {v['n']}): " + v["note"])
+        return "\n".join(lines)
+
+
+def _check_latency(quantile, latency):
+    from .model import check_positive_float
+    q = check_quantile(quantile)
+    T = check_positive_float("latency", latency)
+    floor = -math.log1p(-q)
+    return q, T, floor
+
+
+def _mf_quantile(d, lam, q) -> float:
+    if d == 1:
+        return -math.log1p(-q) / (1.0 - lam)
+    return from_meanfield(d, lam, quantiles=(q,)).sojourn.quantiles[q]
+
+
+def least_d_for_latency(load, quantile, latency, *, d_max: int = 2**40) -> LatencyDesign:
+    """The least ``d`` whose mean-field sojourn-time ``quantile`` is at most ``latency``.
+
+    Parameters
+    ----------
+    load : float
+        λ in (0, 1).
+    quantile : float
+        Level in (0, 1), e.g. 0.99.
+    latency : float
+        Target time, in mean service times (> 0).
+    d_max : int
+        Largest ``d`` searched.
+
+    Returns
+    -------
+    LatencyDesign
+
+    Raises
+    ------
+    ValueError
+        The target cannot be met by any ``d``: with ``d = ∞`` every customer still needs its
+        own service, so the quantile is at least ``−log(1 − q)``; or ``d_max`` is not enough.
+
+    Examples
+    --------
+    >>> r = least_d_for_latency(0.9, 0.99, 8.0)
+    >>> int(r.answer), r.achieved <= 8.0 < r.neighbour["value"]
+    (3, True)
+    """
+    from .model import check_load, check_positive_int
+    lam = check_load(load)
+    q, T, floor = _check_latency(quantile, latency)
+    d_max = check_positive_int("d_max", d_max)
+    if T <= floor:
+        raise ValueError(
+            f"no d meets sojourn p{100 * q:g} ≤ {T:g}: even with d = ∞ every customer still needs its own "
+            f"exponential(1) service, whose p{100 * q:g} is −log(1−q) = {floor:.6g}")
+    checked = []
+
+    def f(d):
+        v = _mf_quantile(d, lam, q)
+        checked.append((d, v))
+        return v
+
+    d = 1
+    while f(d) > T:
+        if d >= d_max:
+            raise ValueError(f"sojourn p{100 * q:g} ≤ {T:g} needs more than d_max = {d_max} choices at load {lam:g}")
+        d = min(2 * d, d_max)
+    lo, hi = d // 2, d  # f(lo) > T >= f(hi) (lo = 0 when d = 1)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if f(mid) <= T:
+            hi = mid
+        else:
+            lo = mid
+    vals = sorted(set(checked))
+    monotone = all(b[1] <= a[1] + 1e-9 * max(1.0, a[1]) for a, b in zip(vals, vals[1:]))
+    nb = {} if hi == 1 else {"d": hi - 1, "value": dict(vals)[hi - 1] if (hi - 1) in dict(vals) else f(hi - 1)}
+    return LatencyDesign(question="least d", quantile=q, latency=T, answer=int(hi), achieved=dict(checked)[hi],
+                         neighbour=nb, load=lam, d=None, floor=floor, checked=tuple(sorted(set(checked))),
+                         monotone=monotone)
+
+
+def max_load_for_latency(d, quantile, latency, *, rtol: float = 1e-9) -> LatencyDesign:
+    """The largest load λ whose mean-field sojourn-time ``quantile`` is at most ``latency``
+    with ``d`` choices (bisection; the quantile grows with λ, checked on a grid).
+
+    Examples
+    --------
+    >>> r = max_load_for_latency(1, 0.99, 2 * 4.605170185988091)     # M/M/1: λ = 1 − (−log 0.01)/T
+    >>> round(r.answer, 6)
+    0.5
+    """
+    from .model import check_positive_int
+    d = check_positive_int("d", d)
+    q, T, floor = _check_latency(quantile, latency)
+    if T <= floor:
+        raise ValueError(
+            f"no load meets sojourn p{100 * q:g} ≤ {T:g}: even at vanishing load every customer needs its own "
+            f"exponential(1) service, whose p{100 * q:g} is −log(1−q) = {floor:.6g}")
+    if d == 1:
+        lam = 1.0 - floor / T
+        return LatencyDesign(question="largest load", quantile=q, latency=T, answer=lam, achieved=T,
+                             neighbour={"load": lam + (1 - lam) * 1e-3,
+                                        "value": floor / ((1 - lam) * (1 - 1e-3))},
+                             load=None, d=1, floor=floor, checked=((lam, T),), monotone=True)
+    lo, hi = 0.0, 1.0
+    checked = []
+    while hi - lo > rtol * max(hi, 1e-3) and hi - lo > 1e-15:
+        mid = 0.5 * (lo + hi)
+        v = _mf_quantile(d, mid, q)
+        checked.append((mid, v))
+        if v <= T:
+            lo = mid
+        else:
+            hi = mid
+    if lo == 0.0:  # pragma: no cover - T > floor makes small loads feasible
+        raise ValueError(f"no load found with sojourn p{100 * q:g} ≤ {T:g} at d = {d}")
+    grid = [(x, _mf_quantile(d, x, q)) for x in np.linspace(lo / 16, lo, 16)]
+    pts = sorted(set(checked + grid))
+    monotone = all(b[1] >= a[1] - 1e-9 * max(1.0, a[1]) for a, b in zip(pts, pts[1:]))
+    return LatencyDesign(question="largest load", quantile=q, latency=T, answer=lo, achieved=_mf_quantile(d, lo, q),
+                         neighbour={"load": hi, "value": _mf_quantile(d, hi, q)}, load=None, d=d, floor=floor,
+                         checked=tuple(pts), monotone=monotone)
+
+
+def verify_latency(design: LatencyDesign, n, *, steps=2_000_000, replications=8, seed=0, z: float = 2.0) -> dict:
+    """Check a mean-field latency answer by simulating ``n`` servers (docs/model.md §10).
+
+    The quantile at finite ``n`` comes from the simulated time averages of ``P_i``
+    (:func:`from_simulation`, standard errors across replications).  For "least d" the
+    answer ``d`` and ``d − 1`` are simulated; for "largest load" the answer itself.  A
+    quantile counts as meeting the target when it is below it by more than ``z`` standard
+    errors, as failing when above by more than ``z``, and as undecided otherwise.
+
+    Returns
+    -------
+    dict
+        ``n``, ``points`` (each: ``d``, ``load``, ``value``, ``stderr``, ``verdict``),
+        ``changes_answer`` (True / False / None when undecided) and a one-line ``note``.
+    """
+    from .model import check_positive_int
+    from .simulate import simulate
+    n = check_positive_int("n", n)
+    q, T = design.quantile, design.latency
+    pts = []
+    if design.question == "least d":
+        cand = [int(design.answer)] + ([int(design.answer) - 1] if design.answer > 1 else [])
+        runs = [(d, design.load) for d in cand]
+    else:
+        runs = [(design.d, design.answer)]
+    for d, lam in runs:
+        res = simulate(n, d, lam, steps=steps, replications=replications, seed=seed, start="fixed-point",
+                       progress=False)
+        r = from_simulation(res, quantiles=(q,))
+        v, se = r.sojourn.quantiles[q], r.sojourn.stderr["quantiles"][q]
+        verdict = "meets" if v + z * se < T else ("fails" if v - z * se > T else "undecided")
+        pts.append({"d": d, "load": lam, "value": v, "stderr": se, "verdict": verdict})
+    qn = f"p{100 * q:g}"
+    if design.question == "least d":
+        a = pts[0]
+        b = pts[1] if len(pts) > 1 else None
+        if a["verdict"] == "fails":
+            change, note = True, (f"d = {a['d']} gives {qn} = {a['value']:.4g} ± {a['stderr']:.2g} > {T:g}: "
+                                  f"finite n needs more choices than the mean field says")
+        elif b is not None and b["verdict"] == "meets":
+            change, note = True, (f"d = {b['d']} already gives {qn} = {b['value']:.4g} ± {b['stderr']:.2g} < {T:g}: "
+                                  f"finite n needs fewer choices than the mean field says")
+        elif a["verdict"] == "meets" and (b is None or b["verdict"] == "fails"):
+            change, note = False, (f"confirmed: d = {a['d']} gives {qn} = {a['value']:.4g} ± {a['stderr']:.2g}"
+                                   + (f", d = {b['d']} gives {b['value']:.4g} ± {b['stderr']:.2g}" if b else ""))
+        else:
+            change, note = None, (f"undecided within {z:g} standard errors: d = {a['d']} gives {a['value']:.4g} ± "
+                                  f"{a['stderr']:.2g}" + (f", d = {b['d']} gives {b['value']:.4g} ± {b['stderr']:.2g}"
+                                                          if b else "") + "; simulate longer (--steps)")
+    else:
+        a = pts[0]
+        if a["verdict"] == "fails":
+            change, note = True, (f"at λ = {a['load']:.6g}, {qn} = {a['value']:.4g} ± {a['stderr']:.2g} > {T:g}: "
+                                  "finite n supports a smaller load than the mean field says")
+        elif a["verdict"] == "meets":
+            change, note = None, (f"at λ = {a['load']:.6g}, {qn} = {a['value']:.4g} ± {a['stderr']:.2g} < {T:g}: "
+                                  "the load is met (finite n may allow somewhat more)")
+        else:
+            change, note = False, (f"at λ = {a['load']:.6g}, {qn} = {a['value']:.4g} ± {a['stderr']:.2g}: "
+                                   f"consistent with the target {T:g} within {z:g} standard errors")
+    return {"n": n, "steps": steps, "replications": replications, "points": pts, "changes_answer": change,
+            "note": note}
