@@ -881,7 +881,7 @@ class LatencyDesign:
             nb = self.neighbour
             line = (f"With d = {self.d}, the largest load with sojourn {qn} ≤ {self.latency:g} is λ = "
                     f"{self.answer:.8g} (mean field, {qn} = {self.achieved:.8g} there; "
-                    f"{nb['value']:.8g} at λ = {nb['load']:.8g}).")
+                    f"{nb['value']:.10g} at λ = {nb['load']:.10g}).")
         lines = [line]
         if not self.monotone:
             lines.append("  warning: the quantile was not monotone on the points checked; the answer may not be unique")
