@@ -809,7 +809,7 @@ def response_times(d, lam, *, n=None, refined=False, replace=True, quantiles=(0.
     --------
     >>> from supermarket.theory import fixed_point
     >>> r = response_times(2, 0.9)
-    >>> abs(r.sojourn.mean - fixed_point(2, 0.9).sum() / 0.9) < 1e-12     # Little's law
+    >>> bool(abs(r.sojourn.mean - fixed_point(2, 0.9).sum() / 0.9) < 1e-12)     # Little's law
     True
     """
     from .response import from_meanfield
