@@ -795,3 +795,23 @@ def lna(d, lam, *, n=None, at="fixed-point", replace=True, levels=None, tol: flo
         A, W = _lyapunov(x, d, lam, None, True)
     return LNAResult(d=d, lam=lam, n=n, at=at, replace=bool(replace), levels=int(x.size), centre=x,
                      covariance=W, jacobian=A)
+
+
+# =========================================================================== response times
+def response_times(d, lam, *, n=None, refined=False, replace=True, quantiles=(0.5, 0.9, 0.99, 0.999)):
+    """Equilibrium sojourn and waiting times of the mean field, or to order ``1/n`` (docs/model.md §10).
+
+    A thin entry point for ``supermarket meanfield``: see
+    :func:`supermarket.response.from_meanfield` (Erlang mixtures over the law of the joined
+    queue length, ``P(J >= i) = π(i)^d``; refined: derived).
+
+    Examples
+    --------
+    >>> from supermarket.theory import fixed_point
+    >>> r = response_times(2, 0.9)
+    >>> bool(abs(r.sojourn.mean - fixed_point(2, 0.9).sum() / 0.9) < 1e-12)     # Little's law
+    True
+    """
+    from .response import from_meanfield
+    return from_meanfield(d, lam, n=n, refined=refined, replace=replace, quantiles=quantiles)
+

@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "simulate": ("supermarket.cli.simulate", "simulate", "Simulate the chain and compare with theory (main job)."),
     "theory": ("supermarket.cli.theory", "theory", "The papers' calculators: k, fixed point, good set, Theorem 1.2, mixing bounds."),
     "design": ("supermarket.cli.theory", "design", "Least d that keeps every queue at most K long at this load."),
+    "exact": ("supermarket.cli.exact", "exact", "Exact stationary law and response times of a small system (sparse solve)."),
     "meanfield": ("supermarket.cli.meanfield", "meanfield", "Mean-field ODE, fixed point, refined mean field and linear noise."),
     "mixing": ("supermarket.cli.mixing", "mixing", "Coalescence and mixing times from a chosen start."),
     "fluctuations": ("supermarket.cli.fluctuations", "fluctuations", "Near-equilibrium fluctuations in the regimes of paper 002."),

@@ -79,13 +79,52 @@ def _print_theory(rep: dict) -> None:
 
 
 @click.command()
-@click.option("--n", "n", type=COUNT, default=None, help="Number of servers (for predicted counts).")
-@click.option("--load", "load", type=LOAD, required=True, help="Load λ in (0, 1).")
-@click.option("--max-queue", "max_queue", type=COUNT, required=True, help="Largest acceptable queue length K.")
+@click.option("--n", "n", type=COUNT, default=None, help="Number of servers (predicted counts; with --verify, the simulated n).")
+@click.option("--load", "load", type=LOAD, default=None, help="Load λ in (0, 1).")
+@click.option("--max-queue", "max_queue", type=COUNT, default=None, help="Largest acceptable queue length K.")
+@click.option("--latency", "latency", type=float, default=None,
+              help="Target sojourn-time quantile, in mean service times (with --load: least d; with --d: largest load).")
+@click.option("--quantile", "quantile", type=float, default=0.99, show_default=True, help="Quantile level of --latency.")
+@click.option("--d", "d", type=COUNT, default=None, help="Number of choices (with --latency: the largest load that meets it).")
+@click.option("--verify", "verify", is_flag=True, help="With --latency and --n: check the answer by simulating n servers.")
+@click.option("--steps", "steps", type=COUNT, default=2_000_000, show_default=True, help="Events per replication for --verify.")
+@click.option("--seed", "seed", type=int, default=0, show_default=True, help="Seed for --verify.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def design(n, load, max_queue, as_json):
-    """The least d with k_(λ,d) ≤ K: how many choices keep every queue at most K long at
-    this load (docs/model.md §4), with the predicted share of queues at each length (derived)."""
+def design(n, load, max_queue, latency, quantile, d, verify, steps, seed, as_json):
+    """Size a load balancer.  --max-queue K: the least d with k_(λ,d) ≤ K (docs/model.md §4).
+    --latency T: the least d (given --load) or the largest load (given --d) whose mean-field
+    sojourn-time --quantile is at most T (docs/model.md §10); --n N --verify checks it by simulation."""
+    if max_queue is not None and latency is not None:
+        raise click.UsageError("give either --max-queue or --latency, not both")
+    if latency is not None:
+        return _design_latency(n, load, latency, quantile, d, verify, steps, seed, as_json)
+    if max_queue is None:
+        raise click.UsageError("give --max-queue K (with --load) or --latency T (with --load or --d)")
+    if load is None:
+        raise click.UsageError("--max-queue needs --load")
+    _design_max_queue(n, load, max_queue, as_json)
+
+
+def _design_latency(n, load, latency, quantile, d, verify, steps, seed, as_json):
+    from .. import response as rs
+    if (load is None) == (d is None):
+        raise click.UsageError("--latency needs exactly one of --load (answer: least d) or --d (answer: largest load)")
+    if verify and n is None:
+        raise click.UsageError("--verify needs --n (the number of servers to simulate)")
+    if load is not None:
+        rep = rs.least_d_for_latency(load, quantile, latency)
+    else:
+        rep = rs.max_load_for_latency(d, quantile, latency)
+    if verify:
+        v = rs.verify_latency(rep, n, steps=steps, seed=seed)
+        rep = rs.LatencyDesign(**{**rep.__dict__, "verify": v})
+    if as_json:
+        print_json(rep.to_dict())
+        return
+    click.echo(rep.summary())
+
+
+def _design_max_queue(n, load, max_queue, as_json):
     rep = th.design(load, max_queue, n)
     out = rep.to_dict()
     if n is not None:

@@ -1,0 +1,52 @@
+"""``supermarket exact``: the exact stationary law of a small system (docs/model.md §11)."""
+
+from __future__ import annotations
+
+import click
+
+from ._common import COUNT, LOAD, print_json
+
+
+@click.command()
+@click.option("--n", "n", type=COUNT, default=3, show_default=True, help="Number of servers (small: the states are C(n+cap, n)).")
+@click.option("--d", "d", type=COUNT, default=2, show_default=True, help="Number of choices d.")
+@click.option("--load", "load", type=LOAD, default="0.9", show_default=True, help="Load λ in (0, 1).")
+@click.option("--no-replace", "no_replace", is_flag=True, help="Sample the d queues without replacement (d ≤ n).")
+@click.option("--tol", "tol", type=float, default=1e-6, show_default=True,
+              help="Raise the queue-length cap until P(some queue at the cap) < tol.")
+@click.option("--cap", "cap", type=COUNT, default=None, help="A fixed queue-length cap instead of the search.")
+@click.option("--quantile", "quantiles", type=float, multiple=True,
+              help="Response-time quantile level (repeatable; default 0.5 0.9 0.99 0.999).")
+@click.option("--profile-law", "profile_law", is_flag=True, help="Also print P(u = ·) (states with probability ≥ tol).")
+@click.option("--cdf", "cdf_points", type=COUNT, default=None, help="Also print the sojourn/waiting CDF on this many grid points.")
+@click.option("--plot", "plot", type=click.Path(dir_okay=False), default=None, help="Save a figure (PNG) of E[u_i] and the maximum.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def exact(n, d, load, no_replace, tol, cap, quantiles, profile_law, cdf_points, plot, as_json):
+    """Exact stationary law of the profile chain for small n (docs/model.md §11): E[u_i], the
+    law of the maximum queue length, the mean queue length and the response-time law, with
+    the truncation bound; sparse linear algebra, no simulation."""
+    from ..exact import solve
+    from ..response import DEFAULT_QUANTILES
+    qs = tuple(quantiles) if quantiles else DEFAULT_QUANTILES
+    res = solve(n, d, load, replace=not no_replace, tol=tol, cap=cap, quantiles=qs, profile_law=profile_law)
+    grid = None
+    if cdf_points is not None:
+        import numpy as np
+        grid = np.linspace(0.0, 1.1 * max(res.sojourn.quantiles.values()), cdf_points)
+    if plot:
+        res.plot(plot)
+    if as_json:
+        out = res.to_dict(profile_law=tol if profile_law else False)
+        if grid is not None:
+            out["cdf"] = res.response.to_dict(cdf_grid=grid)["cdf"]
+        print_json(out)
+        return
+    click.echo(res.summary())
+    if grid is not None:
+        click.echo("  t           P(S <= t)     P(W <= t)")
+        for t, a, b in zip(grid, res.response.sojourn_cdf(grid), res.response.waiting_cdf(grid)):
+            click.echo(f"  {t:<11.5g} {a:<13.8g} {b:.8g}")
+    if profile_law:
+        click.echo(f"P(u = ·): counts (c_1, c_2, …) with probability ≥ {tol:g}")
+        for c, p in res.profile_law(tol):
+            click.echo(f"  {c!s:<30} {p:.10g}")

@@ -1,0 +1,484 @@
+"""Exact stationary law of the supermarket chain for small ``n`` (docs/model.md §11).
+
+The profile chain (docs/model.md §2) lives on the non-increasing queue-length vectors
+``x_1 >= … >= x_n``; truncated at a queue-length cap ``M`` (an arrival that would join a
+queue of length ``M`` is dropped) it has ``C(n+M, n)`` states.  :func:`solve` builds its
+generator as a sparse matrix (continuous time: arrivals at rate ``nλ``, joining a queue of
+length ``ℓ`` with probability ``P_ℓ − P_{ℓ+1}``; each of the ``c_ℓ − c_{ℓ+1}`` queues of
+length exactly ``ℓ`` serves at rate 1), solves ``π Q = 0`` with SciPy's sparse LU, and
+raises the cap until the stationary probability that some queue sits at the cap is below
+``tol``.  The discrete chain of docs/model.md §1 is this generator uniformized, so it has
+the same law.
+
+States are indexed by the combinatorial number system: the ascending lengths
+``y_1 <= … <= y_n`` map to ``z_k = y_k + k − 1`` (strictly increasing) and to the rank
+``Σ_k C(z_k, k)``, a bijection onto ``0 .. C(n+M, n) − 1``; an event changes one ``z_k`` by
+one, so the rank of the next state is a table look-up.
+
+Reported (keys as in :class:`~supermarket.simulate.SimulationResult` where they mean the
+same): ``u_mean`` (``E[u_i]``), ``ud_mean`` (``E[P_i]``), ``max_queue_dist``,
+``mean_queue_length``, the response times (:mod:`supermarket.response`, exact given
+PASTA), ``states``, ``truncation`` and ``seconds``; the whole law ``P(u = ·)`` on request.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import time as _time
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from .model import Params, check_int, check_positive_float, check_positive_int
+from . import response as _resp
+
+__all__ = ["solve", "ExactResult", "count_states", "estimate_bytes", "DEFAULT_TOL", "MAX_STATES"]
+
+DEFAULT_TOL = 1e-6
+MAX_STATES = 1_000_000  # beyond this the solve takes many minutes on one core
+BYTES_PER_NONZERO = 220  # measured: COO build + CSC + SuperLU fill, per generator non-zero (see docs/exact.md)
+START_CAP = 4
+MAX_CAP = 100_000
+
+
+def count_states(n: int, cap: int) -> int:
+    """Number of states of the profile chain with queue lengths ``0..cap``: ``C(n+cap, n)``.
+
+    Examples
+    --------
+    >>> count_states(1, 10), count_states(4, 10), count_states(8, 20)
+    (11, 1001, 3108105)
+    """
+    n = check_positive_int("n", n)
+    cap = check_positive_int("cap", cap)
+    return math.comb(n + cap, n)
+
+
+def _nonzeros_per_state(n: int, cap: int) -> int:
+    return 2 * min(n, cap + 1) + 1
+
+
+def estimate_bytes(n: int, cap: int) -> int:
+    """A rough estimate of the memory :func:`solve` needs at this ``(n, cap)`` (bytes):
+    ``states × non-zeros per state × BYTES_PER_NONZERO`` (build, matrix and LU fill).
+
+    Examples
+    --------
+    >>> estimate_bytes(4, 10) < 10**7
+    True
+    """
+    return count_states(n, cap) * _nonzeros_per_state(n, cap) * BYTES_PER_NONZERO
+
+
+def _memory_limit() -> int:
+    try:
+        phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        phys = 8 * 2**30
+    return int(phys // 2)
+
+
+# =========================================================================== result
+@dataclass(frozen=True)
+class ExactResult:
+    """The exact stationary law of the (truncated) profile chain (docs/model.md §11).
+
+    Arrays are indexed from level 1 (``u_mean[0] = E[u_1]``) up to the cap.
+    ``truncation``: ``cap``, ``tol``, ``mass_at_cap`` (probability that some queue has the cap
+    length: the stopping rule), ``dropped_fraction`` (share of arrivals the truncation drops,
+    ``E[P_cap]``), ``previous_cap`` and ``u_change_from_previous_cap`` (largest change of any
+    ``E[u_i]`` between the last two caps: an empirical size of the truncation error).
+    """
+
+    params: Params
+    u_mean: np.ndarray
+    ud_mean: np.ndarray
+    max_queue_dist: dict
+    mean_queue_length: float
+    mean_sojourn_time: float
+    response: _resp.ResponseTimes
+    states: int
+    truncation: dict
+    seconds: float
+    residual: float
+    method: str = ""
+    profile_counts: np.ndarray | None = field(default=None, repr=False)
+    profile_prob: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def sojourn(self):
+        return self.response.sojourn
+
+    @property
+    def waiting(self):
+        return self.response.waiting
+
+    def profile_law(self, min_prob: float = 0.0) -> list:
+        """``P(u = ·)``: ``[(counts c_1..c_M, probability), …]`` sorted by probability, those
+        ``>= min_prob``.  Needs ``solve(..., profile_law=True)``."""
+        if self.profile_prob is None:
+            raise ValueError("the profile law was not kept; call solve(..., profile_law=True)")
+        order = np.argsort(-self.profile_prob, kind="stable")
+        out = []
+        for i in order:
+            p = float(self.profile_prob[i])
+            if p < min_prob:
+                break
+            c = self.profile_counts[i]
+            top = int(np.count_nonzero(c))
+            out.append((tuple(int(v) for v in c[:top]), p))
+        return out
+
+    def to_dict(self, *, profile_law: bool | float = False) -> dict:
+        out = {
+            "params": self.params.to_dict(),
+            "u_mean": self.u_mean.tolist(),
+            "ud_mean": self.ud_mean.tolist(),
+            "max_queue_dist": {str(k): v for k, v in self.max_queue_dist.items()},
+            "mean_queue_length": self.mean_queue_length,
+            "mean_sojourn_time": self.mean_sojourn_time,
+            "sojourn": self.response.sojourn.to_dict(),
+            "waiting": self.response.waiting.to_dict(),
+            "states": self.states,
+            "truncation": dict(self.truncation),
+            "seconds": self.seconds,
+            "residual": self.residual,
+            "method": self.method,
+        }
+        if profile_law is not False and self.profile_prob is not None:
+            mp = 0.0 if profile_law is True else float(profile_law)
+            out["profile_law"] = [{"counts": list(c), "prob": p} for c, p in self.profile_law(mp)]
+        return out
+
+    def to_frame(self):
+        """Tidy table: ``E[u_i]`` and ``E[P_i]`` per level, the law of the maximum, and the
+        response-time statistics (columns ``quantity, level, value``)."""
+        import pandas as pd
+        rows = []
+        for i, (u, p) in enumerate(zip(self.u_mean, self.ud_mean), start=1):
+            rows.append({"quantity": "u_mean", "level": i, "value": float(u)})
+            rows.append({"quantity": "ud_mean", "level": i, "value": float(p)})
+        for m, p in sorted(self.max_queue_dist.items()):
+            rows.append({"quantity": "max_queue_dist", "level": m, "value": float(p)})
+        for law in (self.response.sojourn, self.response.waiting):
+            rows.append({"quantity": f"{law.kind}_mean", "level": None, "value": law.mean})
+            for q, v in law.quantiles.items():
+                rows.append({"quantity": f"{law.kind}_quantile", "level": q, "value": v})
+        return pd.DataFrame(rows)
+
+    def summary(self) -> str:
+        p = self.params
+        tr = self.truncation
+        lines = [
+            f"Exact stationary law (docs/model.md §11): n={p.n}, d={p.d}, λ={p.lam:g}, "
+            f"{'with' if p.replace else 'without'} replacement",
+            f"  {self.states} states (queue lengths capped at {tr['cap']}), solved in {self.seconds:.3g} s, "
+            f"{self.method}, residual {self.residual:.2g}",
+            f"  truncation: P(some queue at the cap) = {tr['mass_at_cap']:.3g} (tol {tr['tol']:g}); "
+            f"arrivals dropped {tr['dropped_fraction']:.3g}"
+            + ("" if tr.get("u_change_from_previous_cap") is None else
+               f"; max |ΔE[u_i]| from cap {tr['previous_cap']}: {tr['u_change_from_previous_cap']:.3g}"),
+            f"  mean queue length {self.mean_queue_length:.10g}, mean sojourn time {self.mean_sojourn_time:.10g}",
+        ]
+        shown = [i for i, u in enumerate(self.u_mean) if u >= 1e-12]
+        lines.append("  E[u_i]: " + ", ".join(f"{self.u_mean[i]:.8g}" for i in shown[:12]))
+        lines.append("  max queue length: " + ", ".join(f"{m}: {v:.6g}" for m, v in sorted(self.max_queue_dist.items())
+                                                         if v >= 1e-12))
+        lines.append(self.response.summary())
+        return "\n".join(lines)
+
+    def plot(self, path=None):
+        """``E[u_i]`` (log scale), the law of the maximum, and the response-time tails."""
+        import matplotlib
+        if path is not None:
+            matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
+        lv = np.arange(1, self.u_mean.size + 1)
+        a1.semilogy(lv, np.maximum(self.u_mean, 1e-300), "o-", label="exact E[u_i]")
+        a1.set_xlabel("level i")
+        a1.set_ylim(max(1e-16, float(self.u_mean[self.u_mean > 0].min()) / 2), 1.5)
+        a1.legend(fontsize=8)
+        ks = sorted(self.max_queue_dist)
+        a2.bar(ks, [self.max_queue_dist[k] for k in ks])
+        a2.set_xlabel("maximum queue length")
+        a2.set_ylabel("probability")
+        p = self.params
+        fig.suptitle(f"exact law, n={p.n}, d={p.d}, λ={p.lam:g}", fontsize=10)
+        fig.tight_layout()
+        if path is not None:
+            fig.savefig(path, dpi=120)
+        return fig
+
+
+# =========================================================================== the chain
+def _sample_table(n: int, d: int, replace: bool) -> np.ndarray:
+    """``P`` as a function of the count ``c = 0..n``: ``(c/n)^d`` or ``C(c, d)/C(n, d)``."""
+    c = np.arange(n + 1)
+    if replace:
+        return (c / n) ** d
+    tot = math.comb(n, d)
+    return np.array([math.comb(int(k), d) / tot for k in c])
+
+
+def _states(n: int, cap: int):
+    """All ascending length vectors (``S x n``, row ``r`` has rank ``r``) and the binomial table."""
+    S = math.comb(n + cap, n)
+    Cb = np.zeros((n + cap + 1, n + 2), dtype=np.int64)
+    for a in range(n + cap + 1):
+        for b in range(min(a, n + 1) + 1):
+            Cb[a, b] = math.comb(a, b)
+    Z = np.fromiter(itertools.chain.from_iterable(itertools.combinations(range(n + cap), n)),
+                    dtype=np.int64, count=S * n).reshape(S, n)
+    k = np.arange(n)
+    rank = Cb[Z, k + 1].sum(axis=1)
+    Y = np.empty((S, n), dtype=np.int64)
+    Y[rank] = Z - k
+    return Y, Cb
+
+
+def _build(n: int, d: int, lam: float, replace: bool, cap: int):
+    """Generator ``Q`` (CSR, ``S x S``), the counts ``c_1..c_{cap}`` per state, and ``P`` per state."""
+    Y, Cb = _states(n, cap)
+    S = Y.shape[0]
+    lev = np.arange(cap + 2)
+    # counts: c[:, i] = #{k : y_k >= i}, i = 0..cap+1 (c_0 = n, c_{cap+1} = 0)
+    c = np.empty((S, cap + 2), dtype=np.int64)
+    for i in lev:
+        c[:, i] = (Y >= i).sum(axis=1)
+    tab = _sample_table(n, d, replace)
+    P = tab[c]  # P_i per state, i = 0..cap+1
+    rows, cols, vals = [], [], []
+    out = np.zeros(S)
+    r = np.arange(S, dtype=np.int64)
+    kk = np.arange(n)
+    for ell in range(cap):  # arrivals joining a queue of length ell < cap
+        rate = n * lam * (P[:, ell] - P[:, ell + 1])
+        ok = rate > 0
+        if not ok.any():
+            continue
+        src = r[ok]
+        k = n - c[ok, ell + 1] - 1  # last ascending position holding ell
+        z = ell + k
+        dst = src + Cb[z, k]
+        rows.append(src); cols.append(dst); vals.append(rate[ok])
+        out[ok] += rate[ok]
+    for ell in range(1, cap + 1):  # departures from a queue of length ell
+        rate = (c[:, ell] - c[:, ell + 1]).astype(float)
+        ok = rate > 0
+        if not ok.any():
+            continue
+        src = r[ok]
+        k = n - c[ok, ell]  # first ascending position holding ell
+        z = ell + k
+        dst = src - Cb[z - 1, k]
+        rows.append(src); cols.append(dst); vals.append(rate[ok])
+        out[ok] += rate[ok]
+    del kk
+    rows.append(r); cols.append(r); vals.append(-out)
+    Q = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(S, S))
+    return Q, c[:, 1:cap + 1], P[:, 1:cap + 1], Y[:, -1]
+
+
+DIRECT_MAX_STATES = 6000  # below this a sparse LU is fastest; above, its fill-in explodes
+
+
+def _stationary(Q, tot, x0=None) -> tuple[np.ndarray, float, str]:
+    """``π Q = 0``, ``Σπ = 1``: fix ``π`` at the empty state (rank 0) and solve for the rest.
+
+    Small systems: sparse LU.  Larger ones: GMRES preconditioned by an incomplete LU of the
+    matrix with the states ordered by their total number of customers (every event changes
+    it by one, so the matrix is block tridiagonal in that order), started from ``x0`` (the
+    previous cap's solution) when given.  Returns the law, the residual
+    ``max|π Q| / max|Q_ii|`` and the method used.
+    """
+    S = Q.shape[0]
+    if S == 1:
+        return np.ones(1), 0.0, "trivial"
+    A = Q.T.tocsc()
+    scale = float(np.abs(Q.diagonal()).max())
+    if S <= DIRECT_MAX_STATES:
+        x = spla.spsolve(A[1:, 1:], -np.asarray(A[1:, 0].todense()).ravel())
+        pi = np.concatenate(([1.0], np.asarray(x).ravel()))
+        method = "sparse LU"
+    else:
+        order = np.argsort(tot, kind="stable")  # order[0] = 0: the empty state stays first
+        B = A[order][:, order].tocsc()
+        sub = B[1:, 1:].tocsc()
+        rhs = -np.asarray(B[1:, 0].todense()).ravel()
+        guess = None
+        if x0 is not None:
+            g = x0[order] / x0[0]
+            guess = g[1:]
+        method = None
+        for drop, fill in ((1e-2, 5), (1e-3, 10), (1e-4, 20)):
+            ilu = spla.spilu(sub, drop_tol=drop, fill_factor=fill, permc_spec="NATURAL")
+            M = spla.LinearOperator(sub.shape, ilu.solve)
+            y, info = spla.gmres(sub, rhs, x0=guess, M=M, rtol=1e-13, atol=0.0, restart=60, maxiter=40)
+            if info == 0:
+                method = f"GMRES + ILU(drop {drop:g})"
+                break
+            guess = y
+        if method is None:
+            method = "GMRES + ILU (not converged: see the residual)"
+        piperm = np.concatenate(([1.0], y))
+        pi = np.empty(S)
+        pi[order] = piperm
+    pi = np.maximum(pi, 0.0)
+    pi /= pi.sum()
+    res = float(np.abs(Q.T @ pi).max()) / scale
+    return pi, res, method
+
+
+def _first_cap(d: int, lam: float, tol: float) -> int:
+    """The least ``M`` with ``π(M) < tol`` (mean-field fixed point, docs/model.md §3)."""
+    from .theory import log_fixed_point
+    logt = math.log(tol)
+    if d == 1:
+        return max(1, math.floor(logt / math.log(lam)) + 1)
+    lp = log_fixed_point(d, lam, 64)
+    below = np.nonzero(lp < logt)[0]
+    return int(below[0]) + 1 if below.size else 64
+
+
+def _check_size(n, cap, max_states, why=""):
+    S = math.comb(n + cap, n)
+    need = S * _nonzeros_per_state(n, cap) * BYTES_PER_NONZERO
+    lim = _memory_limit()
+    if S > max_states or need > lim:
+        raise ValueError(
+            f"too large: n={n} with queue lengths capped at {cap}{why} has {S:,} states (C(n+cap, n)), about "
+            f"{need / 2**30:.3g} GiB to solve (limit: {max_states:,} states, {lim / 2**30:.3g} GiB); "
+            "use a smaller n, a larger --tol, or a smaller --cap")
+    return S
+
+
+def _one(n, d, lam, replace, cap, keep, prev=None):
+    Q, c, P, mx = _build(n, d, lam, replace, cap)
+    tot = c.sum(axis=1)
+    x0 = None
+    if prev is not None and prev["pi"].size > 1:
+        # the previous cap's law, extended to the new states (ranks of the old states are
+        # unchanged: the colex rank does not depend on the cap) with a small floor
+        x0 = np.full(Q.shape[0], prev["pi"].min() if prev["pi"].min() > 0 else 1e-300)
+        x0[:prev["pi"].size] = prev["pi"]
+    pi, res, method = _stationary(Q, tot, x0)
+    u = (pi @ c) / n
+    ud = pi @ P
+    mq = np.bincount(mx, weights=pi, minlength=cap + 1)
+    out = {"u": u, "ud": ud, "max": mq, "res": res, "S": Q.shape[0], "method": method, "pi": pi}
+    if keep:
+        out["c"] = c
+    return out
+
+
+def solve(n, d, lam, *, replace=True, tol=DEFAULT_TOL, cap=None, quantiles=_resp.DEFAULT_QUANTILES,
+          profile_law: bool = False, max_states: int = MAX_STATES) -> ExactResult:
+    """Exact stationary law of the ``(n, d, λ)`` supermarket chain (docs/model.md §11).
+
+    Parameters
+    ----------
+    n : int
+        Servers, >= 1 (the state count ``C(n+cap, n)`` limits it to about 10).
+    d : int
+        Choices, >= 1 (``<= n`` without replacement).
+    lam : float
+        Load in (0, 1).
+    replace : bool
+        Sample the ``d`` queues with replacement (default) or without.
+    tol : float
+        Stop raising the cap once ``P(some queue has the cap length) < tol``; in (0, 0.1].
+    cap : int, optional
+        A fixed queue-length cap instead (no search); the mass at the cap is still reported.
+    quantiles : sequence of float
+        Response-time quantile levels.
+    profile_law : bool
+        Keep the whole law ``P(u = ·)`` (see :meth:`ExactResult.profile_law`).
+    max_states : int
+        Refuse (``ValueError``, before building) a cap whose state count exceeds this.
+
+    Returns
+    -------
+    ExactResult
+
+    Raises
+    ------
+    TypeError, ValueError
+        Bad parameters; or the system too large for memory (says so before trying).
+
+    Examples
+    --------
+    >>> r = solve(1, 2, 0.5, tol=1e-12)                      # n = 1: M/M/1
+    >>> round(float(r.u_mean[0]), 12), round(r.mean_queue_length, 9), round(r.sojourn.mean, 9)
+    (0.5, 1.0, 2.0)
+    >>> r = solve(3, 2, 0.6)
+    >>> round(float(r.u_mean[0]), 6)                            # E[u_1] = λ for every n, d (tol 1e-6)
+    0.6
+    """
+    params = Params(n, d, lam, replace=replace)
+    n, d, lamf = params.n, params.d, params.lam
+    tol = check_positive_float("tol", tol)
+    if tol > 0.1:
+        raise ValueError(f"tol must lie in (0, 0.1]; got {tol!r}")
+    max_states = check_positive_int("max_states", max_states)
+    if not isinstance(profile_law, (bool, np.bool_)):
+        raise TypeError(f"profile_law must be True or False; got {profile_law!r}")
+    quantiles = _resp._check_quantiles(quantiles)
+    if cap is not None:
+        cap = check_int("cap", cap, minimum=1, maximum=MAX_CAP)
+    t0 = _time.perf_counter()
+    prev = None
+    if cap is not None:
+        _check_size(n, cap, max_states)
+        sol = _one(n, d, lamf, params.replace, cap, profile_law)
+        M = cap
+    else:
+        # E[u_M] >= π(M) (Jensen, with replacement; docs/model.md §3) and P(max >= M) >= E[u_M]:
+        # no cap with π(M) >= tol can pass, so the search starts there (and refuses at once
+        # when even that cap is too large)
+        M = max(START_CAP, _first_cap(d, lamf, tol))
+        _check_size(n, M, max_states, " (the least cap with π(cap) < tol, which no smaller cap can meet)")
+        hist = []
+        while True:
+            _check_size(n, M, max_states)
+            sol = _one(n, d, lamf, params.replace, M, profile_law, prev[1] if prev else None)
+            mass = float(sol["max"][M])
+            hist.append((M, mass))
+            if mass < tol:
+                break
+            prev = (M, sol)
+            # the mass at the cap falls geometrically in M: extrapolate from the last two caps
+            if len(hist) >= 2 and hist[-2][1] > mass > 0:
+                (M1, m1), (M2, m2) = hist[-2], hist[-1]
+                rate = (math.log(m2) - math.log(m1)) / (M2 - M1)
+                step = math.ceil(math.log(tol / m2) / rate) + 1 if rate < 0 else M2
+                M = M2 + max(1, min(step, 4 * M2))
+            else:
+                M = M + max(2, M // 2)
+            if M > MAX_CAP:  # pragma: no cover - λ < 1 always gets there
+                raise ValueError(f"the cap would exceed {MAX_CAP}; pass a larger tol")
+    seconds = _time.perf_counter() - t0
+    u, ud, mq = sol["u"], sol["ud"], sol["max"]
+    trunc = {"cap": M, "tol": tol, "mass_at_cap": float(mq[M]), "dropped_fraction": float(ud[M - 1]),
+             "previous_cap": None, "u_change_from_previous_cap": None}
+    if prev is not None:
+        Mp, sp_ = prev
+        du = np.abs(u[:Mp] - sp_["u"]).max()
+        du = max(du, float(u[Mp:].max()) if M > Mp else 0.0)
+        trunc["previous_cap"] = Mp
+        trunc["u_change_from_previous_cap"] = float(du)
+    resp = _resp.from_tails(ud, quantiles=quantiles, source="exact stationary law",
+                            params={"n": n, "d": d, "load": lamf, "replace": params.replace})
+    mql = float(u.sum())
+    return ExactResult(
+        params=params, u_mean=u, ud_mean=ud,
+        max_queue_dist={int(m): float(p) for m, p in enumerate(mq) if p > 0},
+        mean_queue_length=mql, mean_sojourn_time=mql / lamf, response=resp, states=int(sol["S"]),
+        truncation=trunc, seconds=float(seconds), residual=float(sol["res"]),
+        method=sol["method"],
+        profile_counts=sol.get("c"), profile_prob=sol["pi"] if profile_law else None,
+    )
