@@ -5,13 +5,14 @@ from __future__ import annotations
 import click
 
 from ._common import COUNT, LOAD, print_json
+from .options import replace_option
 
 
 @click.command()
 @click.option("--n", "n", type=COUNT, default=3, show_default=True, help="Number of servers (small: the states are C(n+cap, n)).")
 @click.option("--d", "d", type=COUNT, default=2, show_default=True, help="Number of choices d.")
 @click.option("--load", "load", type=LOAD, default="0.9", show_default=True, help="Load λ in (0, 1).")
-@click.option("--no-replace", "no_replace", is_flag=True, help="Sample the d queues without replacement (d ≤ n).")
+@replace_option(True, "Sample the d queues with replacement (--no-replace: without, d ≤ n).")
 @click.option("--tol", "tol", type=float, default=1e-6, show_default=True,
               help="Raise the queue-length cap until P(some queue at the cap) < tol.")
 @click.option("--cap", "cap", type=COUNT, default=None, help="A fixed queue-length cap instead of the search.")
@@ -21,14 +22,14 @@ from ._common import COUNT, LOAD, print_json
 @click.option("--cdf", "cdf_points", type=COUNT, default=None, help="Also print the sojourn/waiting CDF on this many grid points.")
 @click.option("--plot", "plot", type=click.Path(dir_okay=False), default=None, help="Save a figure (PNG) of E[u_i] and the maximum.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def exact(n, d, load, no_replace, tol, cap, quantiles, profile_law, cdf_points, plot, as_json):
+def exact(n, d, load, replace, tol, cap, quantiles, profile_law, cdf_points, plot, as_json):
     """Exact stationary law of the profile chain for small n (docs/model.md §11): E[u_i], the
     law of the maximum queue length, the mean queue length and the response-time law, with
     the truncation bound; sparse linear algebra, no simulation."""
     from ..exact import solve
     from ..response import DEFAULT_QUANTILES
     qs = tuple(quantiles) if quantiles else DEFAULT_QUANTILES
-    res = solve(n, d, load, replace=not no_replace, tol=tol, cap=cap, quantiles=qs, profile_law=profile_law)
+    res = solve(n, d, load, replace=replace, tol=tol, cap=cap, quantiles=qs, profile_law=profile_law)
     grid = None
     if cdf_points is not None:
         import numpy as np

@@ -8,6 +8,7 @@ from rich.table import Table
 
 from .. import theory as th
 from ._common import COUNT, LOAD, print_json
+from .options import seed_option
 
 
 @click.command()
@@ -88,7 +89,7 @@ def _print_theory(rep: dict) -> None:
 @click.option("--d", "d", type=COUNT, default=None, help="Number of choices (with --latency: the largest load that meets it).")
 @click.option("--verify", "verify", is_flag=True, help="With --latency and --n: check the answer by simulating n servers.")
 @click.option("--steps", "steps", type=COUNT, default=2_000_000, show_default=True, help="Events per replication for --verify.")
-@click.option("--seed", "seed", type=int, default=0, show_default=True, help="Seed for --verify.")
+@seed_option("Root seed (integer >= 0) for --verify.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def design(n, load, max_queue, latency, quantile, d, verify, steps, seed, as_json):
     """Size a load balancer.  --max-queue K: the least d with k_(λ,d) ≤ K (docs/model.md §4).
