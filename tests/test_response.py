@@ -186,3 +186,31 @@ def test_from_simulation_against_exact():
     b = R.from_simulation(one)
     assert b.sojourn.stderr_kind == "bound"
     assert abs(b.sojourn.mean - ex.sojourn.mean) < 4.5 * b.sojourn.stderr["mean"]
+
+
+def test_simulation_result_carries_response_times_with_honest_errors():
+    """``SimulationResult.sojourn/.waiting`` (wired from the batch series of P_i, blocking
+    errors on each quantile's linear functional) against the exact law of n = 3 (an
+    independent sparse solve) and against M/M/1 for d = 1 (closed form)."""
+    import supermarket as sm
+    from supermarket.exact import solve
+
+    res = sm.simulate(3, 2, 0.7, steps=3_000_000, seed=5, start="fixed-point", progress=False)
+    ex = solve(3, 2, 0.7)
+    assert res.sojourn.stderr_kind == "delta-method, autocorrelation-aware"
+    for law, ref in ((res.sojourn, ex.sojourn), (res.waiting, ex.waiting)):
+        assert abs(law.mean - ref.mean) <= 4.5 * law.stderr["mean"], (law.kind, law.mean, ref.mean)
+        for q, t in ref.quantiles.items():
+            se = law.stderr["quantiles"][q]
+            assert se > 0 and abs(law.quantiles[q] - t) <= 4.5 * se, (law.kind, q, law.quantiles[q], t, se)
+    d = res.to_dict()
+    assert set(d["sojourn"]["quantiles"]) == {"0.5", "0.9", "0.99", "0.999"}
+    assert d["sojourn"]["stderr"]["quantiles"]["0.99"] > 0
+    lam = 0.8
+    mm1 = sm.simulate(100, 1, lam, steps=3_000_000, seed=6, start="fixed-point", progress=False)
+    for q in (0.5, 0.9, 0.99):
+        exact_q = -np.log(1 - q) / (1 - lam)  # M/M/1 sojourn is exponential(1 − λ)
+        se = mm1.sojourn.stderr["quantiles"][q]
+        assert abs(mm1.sojourn.quantiles[q] - exact_q) <= 4.5 * se, (q, mm1.sojourn.quantiles[q], exact_q, se)
+    over = sm.simulate(50, 2, 1.2, steps=20_000, seed=1, progress=False)
+    assert over.sojourn is None and over.to_dict()["sojourn"] is None

@@ -332,7 +332,7 @@ class ResponseTimes:
 
 
 # =========================================================================== builders
-def _law(kind, T, quantiles, cov=None, se=None):
+def _law(kind, T, quantiles, cov=None, se=None, stderr_of=None):
     """Mean, quantiles and their standard errors of one law from the tails ``T``."""
     if kind == "sojourn":
         shift = np.concatenate(([1.0], T))  # coefficient of pmf_i is T_i, T_0 = 1
@@ -356,9 +356,14 @@ def _law(kind, T, quantiles, cov=None, se=None):
             grads[q] = None
     stderr = None
     kind_se = None
-    if cov is not None or se is not None:
+    if cov is not None or se is not None or stderr_of is not None:
         ones = np.ones(T.size)
-        if cov is not None:
+        if stderr_of is not None:
+            kind_se = "delta-method, autocorrelation-aware"
+
+            def sd(g):
+                return float(stderr_of(np.asarray(g, dtype=float)))
+        elif cov is not None:
             kind_se = "delta-method"
 
             def sd(g):
@@ -374,7 +379,7 @@ def _law(kind, T, quantiles, cov=None, se=None):
 
 
 def from_tails(tails, *, cov=None, stderr=None, quantiles=DEFAULT_QUANTILES, source="given",
-               params=None, notes=()) -> ResponseTimes:
+               params=None, notes=(), stderr_of=None) -> ResponseTimes:
     """Response times from the tails ``T_i = P(J >= i)``, ``i = 1..L`` (docs/model.md §10).
 
     Parameters
@@ -391,6 +396,10 @@ def from_tails(tails, *, cov=None, stderr=None, quantiles=DEFAULT_QUANTILES, sou
         Levels in (0, 1) (default 0.5, 0.9, 0.99, 0.999).
     source : str
         A label for where the tails came from.
+    stderr_of : callable, optional
+        ``g -> standard error of Σ_i g_i T̂_i``: the estimator's own error of a linear
+        functional of the tails (a simulation computes it from its batch series, accounting
+        for autocorrelation).  Takes precedence over ``cov`` and ``stderr``.
 
     Returns
     -------
@@ -420,8 +429,8 @@ def from_tails(tails, *, cov=None, stderr=None, quantiles=DEFAULT_QUANTILES, sou
         if stderr.shape != T.shape:
             raise ValueError(f"stderr must have shape {T.shape} to match the tails; got {stderr.shape}")
         stderr = np.nan_to_num(stderr, nan=0.0)
-    soj = _law("sojourn", T, qs, cov, stderr)
-    wai = _law("waiting", T, qs, cov, stderr)
+    soj = _law("sojourn", T, qs, cov, stderr, stderr_of)
+    wai = _law("waiting", T, qs, cov, stderr, stderr_of)
     return ResponseTimes(source=str(source), tails=T, sojourn=soj, waiting=wai, params=dict(params or {}),
                          tails_cov=cov, notes=tuple(notes))
 

@@ -146,6 +146,18 @@ class SimulationResult:
     start_up: tuple = ()  # per replication: MSER-5 truncation and whether the start was forgotten
     notes: tuple = ()  # the warnings of this run, in words
     precision: dict | None = None  # target, achieved, met, cap_hit, rounds (with precision=)
+    response: object | None = field(default=None, repr=False)  # response.ResponseTimes (λ < 1)
+
+    @property
+    def sojourn(self):
+        """Sojourn-time law (``response.TimeLaw``: mean, quantiles, standard errors), or None
+        when λ >= 1 (no equilibrium)."""
+        return None if self.response is None else self.response.sojourn
+
+    @property
+    def waiting(self):
+        """Waiting-time law (``response.TimeLaw``), or None when λ >= 1."""
+        return None if self.response is None else self.response.waiting
 
     @property
     def reliable(self) -> bool:
@@ -208,6 +220,8 @@ class SimulationResult:
         }
         fp = self.fixed_point()
         out["fixed_point"] = None if fp is None else fp.tolist()
+        out["sojourn"] = None if self.response is None else self.response.sojourn.to_dict()
+        out["waiting"] = None if self.response is None else self.response.waiting.to_dict()
         if self.trajectory is not None:
             out["trajectory"] = self.trajectory.to_dict()
         if per_replication and self.per_replication:
@@ -1179,6 +1193,7 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
         per = tuple(_summarize(spec, [rep], rep.wall, interrupted, single=True) for rep in reps)
     lamx = lamf
     hw = lambda e: e.half_width() if math.isfinite(e.stderr) else math.nan  # noqa: E731
+    response = _response_times(ud_mean, used, L, params, spec["engine"]) if stable else None
     return SimulationResult(
         params=params, engine=spec["engine"], time_mode="continuous" if continuous else "discrete",
         steps=int(events), burn_in=int(burn_events), sim_time=float(sim_time),
@@ -1197,4 +1212,22 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
         mean_queue_length_n_eff=est_q.n_eff,
         good_set_fraction_reliable=g_rel, error_method=est_q.method,
         self_checks=tuple(checks), start_up=tuple(startup), notes=tuple(notes), precision=precision_state,
+        response=response,
     )
+
+
+def _response_times(ud_mean, used, L, params, engine):
+    """Sojourn and waiting time laws (docs/model.md §10) from the time averages of ``P_i``:
+    exact given them (PASTA, FIFO).  The standard error of each quantile is the error of a
+    linear functional of the ``P_i`` (delta method), estimated on the batch series itself with
+    the same blocking analysis as every other time average (docs/model.md §9)."""
+    from . import response as _rs
+
+    def stderr_of(g):
+        m = min(g.size, L)
+        return _estimate([(A["P"][idx, :m] @ g[:m], A["T"][idx]) for A, idx in used]).stderr
+
+    T = np.minimum.accumulate(np.clip(np.asarray(ud_mean, dtype=float), 0.0, 1.0))
+    p = params
+    return _rs.from_tails(T, stderr_of=stderr_of, source="simulation",
+                          params={"n": p.n, "d": p.d, "load": p.lam, "replace": p.replace, "engine": engine})
