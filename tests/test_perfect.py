@@ -700,3 +700,18 @@ def test_interruption_is_checked_between_chunks():
         past.extend(1024)
     with pytest.raises(KeyboardInterrupt):
         past.run_from(256, None)
+
+
+def test_simulate_start_perfect_needs_no_burn_in():
+    """``simulate(start="perfect")``: every replication starts from its own exact stationary
+    sample, the default burn-in is 0, the result says so, and E[u_1] = λ holds from the very
+    first step (an exact identity, docs/model.md §3)."""
+    import supermarket as sm
+    r = sm.simulate(50, 2, 0.8, steps=400_000, start="perfect", replications=2, seed=4, progress=False)
+    assert r.burn_in == 0 and "exact stationary sample" in r.start_note
+    assert abs(r.u_mean[0] - 0.8) <= 4.5 * r.u_stderr[0]
+    again = sm.simulate(50, 2, 0.8, steps=400_000, start="perfect", replications=2, seed=4, workers=1,
+                        progress=False)
+    assert np.array_equal(r.u_mean, again.u_mean)  # the same samples whatever the workers
+    with pytest.raises(ValueError, match="perfect"):
+        sm.simulate(50, 2, 1.1, steps=1000, start="perfect", progress=False)

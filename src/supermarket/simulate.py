@@ -69,6 +69,7 @@ CHUNK_EVENTS = 10_000_000
 DEFAULT_STEPS = 5 * 10**7
 PROGRESS_AFTER_S = 2.0
 _PER_QUEUE_MAX_N = 2**31 - 1
+PERFECT_CHILD = 0x7065  # child key of a replication's seed for its perfect-sampling start
 
 
 # =========================================================================== results
@@ -147,6 +148,7 @@ class SimulationResult:
     notes: tuple = ()  # the warnings of this run, in words
     precision: dict | None = None  # target, achieved, met, cap_hit, rounds (with precision=)
     response: object | None = field(default=None, repr=False)  # response.ResponseTimes (λ < 1)
+    start_note: str = ""  # what the start state means for the measurement (e.g. a perfect sample)
 
     @property
     def sojourn(self):
@@ -220,6 +222,7 @@ class SimulationResult:
         }
         fp = self.fixed_point()
         out["fixed_point"] = None if fp is None else fp.tolist()
+        out["start_note"] = self.start_note
         out["sojourn"] = None if self.response is None else self.response.sojourn.to_dict()
         out["waiting"] = None if self.response is None else self.response.waiting.to_dict()
         if self.trajectory is not None:
@@ -506,7 +509,9 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
         Sample the d queues with replacement (paper 000) or without (paper 002).
     start : str or array
         See :mod:`supermarket.states` (``"empty"``, ``"fixed-point"``, ``"customers:G"``,
-        ``"long:L"``, a queue-lengths vector, a profile array).
+        ``"long:L"``, a queue-lengths vector, a profile array), or ``"perfect"``: each
+        replication starts from its own exact stationary sample (:mod:`supermarket.perfect`,
+        docs/model.md §12), so the default burn-in is 0 and no start-up bias exists.
     seed : int or numpy.random.SeedSequence
         Replication ``r`` uses child ``r`` of ``SeedSequence(seed)``.
     replications, workers : int
@@ -636,9 +641,16 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
         lo, hi = _th.good_set_bounds(n, d, lamf, eps, k)
 
     # start state
-    name, val = parse_start(start)
+    perfect_start = isinstance(start, str) and start.strip().lower() == "perfect"
+    if perfect_start and not stable:
+        raise ValueError("start 'perfect' needs load < 1: an exact stationary sample exists only then")
+    name, val = ("perfect", None) if perfect_start else parse_start(start)
     lengths = None
-    if name == "array" and np.issubdtype(val.dtype, np.integer):
+    if perfect_start:
+        counts0 = np.zeros(0, dtype=np.int64)  # each replication draws its own exact sample below
+        if burn_in is None:
+            burn = 0.0  # the start is already stationary (docs/model.md §12): nothing to forget
+    elif name == "array" and np.issubdtype(val.dtype, np.integer):
         if val.ndim != 1 or val.size != n:
             raise ValueError(f"start queue-lengths vector must have n={n} entries; got shape {val.shape}")
         lengths = val.astype(np.int64)
@@ -671,12 +683,20 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
     spec = dict(params=params, engine=engine, counts0=counts0, lengths=lengths, continuous=continuous, k=k or 0,
                 lo=lo, hi=hi, horizon=horizon, burn=burn, batches=B, record_every=record_every or 0.0,
                 record_levels=rl, eps=eps, stable=stable, precision=precision, max_steps=max_steps,
-                force_window=bool(_force_window))
+                force_window=bool(_force_window), perfect=perfect_start)
     seeds = spawn_seeds(seed, replications)
     stop = threading.Event()
     done_frac = [0.0] * replications
     t0 = _time.perf_counter()
-    reps = [_Rep(spec, seeds[r], r) for r in range(replications)]
+    if perfect_start:
+        from . import perfect as _pf
+        # replication r starts from an exact stationary sample drawn with its own child
+        # stream (PERFECT_CHILD of the replication's seed), independent of the chain's
+        reps = [_Rep(dict(spec, counts0=_pf.sample_counts(
+            n, d, lam_in, seed=np.random.SeedSequence(seeds[r].entropy, spawn_key=(*seeds[r].spawn_key, PERFECT_CHILD)),
+            replace=params.replace)), seeds[r], r) for r in range(replications)]
+    else:
+        reps = [_Rep(spec, seeds[r], r) for r in range(replications)]
     interrupted = False
     precision_state = None
     with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -1213,6 +1233,9 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
         good_set_fraction_reliable=g_rel, error_method=est_q.method,
         self_checks=tuple(checks), start_up=tuple(startup), notes=tuple(notes), precision=precision_state,
         response=response,
+        start_note=("the start is an exact stationary sample (perfect sampling, docs/model.md §12): no burn-in "
+                    "was needed" + ("" if burn_events == 0 else f"; {int(burn_events):,} burn-in events were run anyway")
+                    if spec.get("perfect") else ""),
     )
 
 
