@@ -24,7 +24,7 @@ import numpy as np
 
 from supermarket import theory as th
 from supermarket.model import Params
-from supermarket.simulate import Chain
+from supermarket.simulation import Chain
 
 
 def _start(n, d, lam):

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from supermarket.simulate import simulate
+from supermarket.simulation import simulate
 
 
 @dataclass

@@ -10,7 +10,7 @@ import pytest
 
 from supermarket.engines.profile import log_p_all_at_least
 from supermarket.model import Params
-from supermarket.simulate import Chain, simulate
+from supermarket.simulation import Chain, simulate
 
 ENGINES = ["profile", "queues", "buckets"]
 

@@ -14,8 +14,8 @@ from click.testing import CliRunner
 
 from exact_small import profile_law, queue_law
 from supermarket.cli import main
-from supermarket.exact import count_states, solve
-from supermarket.simulate import simulate
+from supermarket.stationary import count_states, solve
+from supermarket.simulation import simulate
 
 
 @pytest.mark.parametrize("n,d,lam,rep", [(3, 2, 0.6, True), (3, 2, 0.6, False), (2, 3, 0.5, True),

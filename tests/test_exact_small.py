@@ -10,7 +10,7 @@ import pytest
 
 from exact_small import jsq_law, profile_law, queue_law
 from supermarket import theory as th
-from supermarket.simulate import simulate
+from supermarket.simulation import simulate
 
 N, D, LAM = 3, 2, 0.6
 M = 16

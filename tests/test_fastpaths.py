@@ -13,7 +13,7 @@ import pytest
 from supermarket import theory as th
 from supermarket.engines import profile as pk
 from supermarket.model import Params
-from supermarket.simulate import Chain, simulate
+from supermarket.simulation import Chain, simulate
 from supermarket.states import start_counts
 
 

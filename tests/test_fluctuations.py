@@ -129,7 +129,7 @@ def test_d1_chain_is_independent_mm1(replace):
 
 def test_kernel_agrees_with_simulate_profile_engine():
     # another implementation of the same chain: simulate(engine="profile", continuous time)
-    from supermarket.simulate import simulate
+    from supermarket.simulation import simulate
 
     p = quiet(fl.regime_b, 400, 1.0, 0.5)  # d = 20, without replacement
     r = simulate(p.n, p.d, p.lam, time=3000.0, burn_in=50.0, engine="profile", replace=False,

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from supermarket import meanfield as mf
 from supermarket import theory as th
-from supermarket.simulate import simulate
+from supermarket.simulation import simulate
 
 
 # --------------------------------------------------------------------------- ODE

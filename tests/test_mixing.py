@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from supermarket import mixing as mx
 from supermarket import theory
 from supermarket.engines import coupling as kern
-from supermarket.simulate import simulate
+from supermarket.simulation import simulate
 
 Z = 4.5
 

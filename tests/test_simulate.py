@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from supermarket.cli import main
-from supermarket.simulate import SimulationResult, simulate
+from supermarket.simulation import SimulationResult, simulate
 from supermarket.cli._common import to_jsonable
 
 
@@ -165,7 +165,7 @@ def test_ctrl_c_returns_partial_result():
 
     # The child imports and compiles first, then says READY on stderr: the interrupt must
     # land in the measurement, not in the import (which under CPU load can take seconds).
-    code = ("import sys; from supermarket.cli import main; from supermarket.simulate import simulate; "
+    code = ("import sys; from supermarket.cli import main; from supermarket.simulation import simulate; "
             "simulate(1000, 2, 0.9, steps=10_000, burn_in=100, start='fixed-point'); "
             "sys.stderr.write('READY\\n'); sys.stderr.flush(); "
             "main(['simulate', '--n', '1000', '--d', '2', '--load', '0.9', "

@@ -136,12 +136,15 @@ def test_help_through_the_console_script_path_is_light():
     assert out.splitlines()[-1] == "RC 0 []", out.splitlines()[-1]
 
 
-def test_simulate_name_is_the_function_whatever_is_imported_first():
-    out = _fresh_python("import supermarket.simulate, supermarket.sweep\n"
-                        "import supermarket as sm\n"
-                        "from supermarket.simulate import simulate\n"
-                        "print(callable(sm.simulate), sm.simulate is simulate, type(sm.simulate).__name__)")
-    assert out == "True True function"
+def test_no_public_function_shadows_a_module():
+    """``supermarket.simulate`` is the function and ``supermarket.simulation`` its module, and
+    so on: no public name of the package is both a callable and the name of a submodule."""
+    out = _fresh_python("import pkgutil, supermarket as sm, supermarket.simulation, supermarket.sweep\n"
+                        "from supermarket.simulation import simulate\n"
+                        "mods = {m.name for m in pkgutil.iter_modules(sm.__path__)}\n"
+                        "bad = [n for n in sm.__all__ if n in mods and not isinstance(getattr(sm, n), type(sm))]\n"
+                        "print(callable(sm.simulate), sm.simulate is simulate, bad)")
+    assert out == "True True []"
 
 
 def test_public_names_resolve_and_are_listed():

@@ -259,7 +259,7 @@ def test_task_seed_is_child_r_of_the_point_root():
 
 def test_task_row_equals_direct_call_with_documented_seed(tmp_path):
     """The simulate row equals supermarket.simulate called by hand with the task's seed."""
-    from supermarket.simulate import simulate
+    from supermarket.simulation import simulate
 
     s = sw.parse_sweep(SMALL, path="small.toml")
     out = sw.run_sweep(s, tmp_path / "o", workers=1)

@@ -10,18 +10,21 @@ the numba engines only when it is called, and ``supermarket.theory`` costs NumPy
 
 The public names, each loaded on first use:
 
-- ``simulate``, ``SimulationResult``: [`supermarket.simulate.simulate`][supermarket.simulate.simulate],
-  the main job, and its result type.  The name ``supermarket.simulate`` is the *function*,
-  also after ``import supermarket.simulate``; the module is
-  ``sys.modules["supermarket.simulate"]``.
+- ``simulate``, ``SimulationResult``: [`supermarket.simulation.simulate`][supermarket.simulation.simulate],
+  the main job, and its result type (module ``supermarket.simulation``: no function shares
+  its name with a module).
+- ``exact``: [`supermarket.stationary.solve`][supermarket.stationary.solve], the exact
+  stationary law of a small system; ``perfect_sample``:
+  [`supermarket.perfect.sample`][supermarket.perfect.sample], exact stationary samples.
 - ``Params``: validated ``(n, d, λ)`` parameters
   ([`supermarket.model.Params`][supermarket.model.Params]).
 - ``fixed_point``, ``k_lambda_d``: the closed forms
   [`supermarket.theory.fixed_point`][supermarket.theory.fixed_point] and
   [`supermarket.theory.k_lambda_d`][supermarket.theory.k_lambda_d].
 - ``to_jsonable``: [`supermarket.jsonable.to_jsonable`][supermarket.jsonable.to_jsonable].
-- ``theory``, ``model``, ``states``, ``meanfield``, ``mixing``, ``fluctuations``, ``sweep``,
-  ``report``, ``jsonable``: the submodules.
+- ``theory``, ``model``, ``states``, ``simulation``, ``meanfield``, ``mixing``,
+  ``fluctuations``, ``stationary``, ``perfect``, ``response``, ``stats``, ``parallel``,
+  ``sweep``, ``report``, ``jsonable``: the submodules.
 - ``__version__``: the installed version (``"0.0.0+unknown"`` when running from a source
   tree that is not installed).
 
@@ -39,17 +42,23 @@ True
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 
 # public name -> (module, attribute or None for the module itself); resolved lazily
 _LAZY: dict[str, tuple[str, str | None]] = {
-    "simulate": ("supermarket.simulate", "simulate"),
-    "SimulationResult": ("supermarket.simulate", "SimulationResult"),
+    "simulate": ("supermarket.simulation", "simulate"),
+    "SimulationResult": ("supermarket.simulation", "SimulationResult"),
     "Params": ("supermarket.model", "Params"),
     "fixed_point": ("supermarket.theory", "fixed_point"),
     "k_lambda_d": ("supermarket.theory", "k_lambda_d"),
     "to_jsonable": ("supermarket.jsonable", "to_jsonable"),
+    "exact": ("supermarket.stationary", "solve"),
+    "perfect_sample": ("supermarket.perfect", "sample"),
+    "simulation": ("supermarket.simulation", None),
+    "stationary": ("supermarket.stationary", None),
+    "perfect": ("supermarket.perfect", None),
+    "response": ("supermarket.response", None),
+    "stats": ("supermarket.stats", None),
+    "parallel": ("supermarket.parallel", None),
     "theory": ("supermarket.theory", None),
     "model": ("supermarket.model", None),
     "states": ("supermarket.states", None),
@@ -61,9 +70,10 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "jsonable": ("supermarket.jsonable", None),
 }
 
-__all__ = ["simulate", "SimulationResult", "Params", "fixed_point", "k_lambda_d", "to_jsonable",
-           "theory", "model", "states", "meanfield", "mixing", "fluctuations", "sweep", "report",
-           "jsonable", "__version__"]
+__all__ = ["simulate", "SimulationResult", "Params", "fixed_point", "k_lambda_d", "to_jsonable", "exact",
+           "perfect_sample", "theory", "model", "states", "simulation", "meanfield", "mixing", "fluctuations",
+           "stationary", "perfect", "response", "stats", "parallel", "sweep", "report", "jsonable",
+           "__version__"]
 
 
 def _version() -> str:
@@ -85,33 +95,9 @@ def __getattr__(name: str):
         value = module if attr is None else getattr(module, attr)
     else:
         raise AttributeError(f"module 'supermarket' has no attribute {name!r}")
-    if name != "simulate":  # 'simulate' is served by the property of _Package
-        globals()[name] = value
+    globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
-
-
-class _Package(types.ModuleType):
-    """The package's module type: keeps ``supermarket.simulate`` bound to the function.
-
-    Importing the submodule ``supermarket.simulate`` makes the import system set the
-    package attribute ``simulate`` to the module; this property ignores that assignment,
-    so the name means the function whatever was imported first.
-    """
-
-    @property
-    def simulate(self):
-        from .simulate import simulate as function
-
-        return function
-
-    @simulate.setter
-    def simulate(self, value):  # the import system binding the submodule: keep the function
-        if not isinstance(value, types.ModuleType):
-            raise AttributeError("supermarket.simulate is the simulate() function and cannot be rebound")
-
-
-sys.modules[__name__].__class__ = _Package

@@ -24,12 +24,12 @@ tails ``T`` come with a covariance (from a simulation), follow by the delta meth
 Sources of the tails:
 
 - :func:`from_join_probabilities` / :func:`from_tails`: given numbers (with optional covariance);
-- :func:`from_simulation`: the time averages of ``P_i`` a :class:`~supermarket.simulate.SimulationResult`
+- :func:`from_simulation`: the time averages of ``P_i`` a :class:`~supermarket.simulation.SimulationResult`
   measured (``ud_mean``), with standard errors from whatever per-batch or per-replication data
   the result carries;
 - :func:`from_meanfield`: the fixed point ``T_i = π(i)^d`` (mean field), or to first order in
   ``1/n`` (refined mean field, derived);
-- :func:`supermarket.exact.solve` (exact, small ``n``) uses :func:`from_tails`.
+- :func:`supermarket.stationary.solve` (exact, small ``n``) uses :func:`from_tails`.
 """
 
 from __future__ import annotations
@@ -508,7 +508,7 @@ def from_simulation(result, *, quantiles=DEFAULT_QUANTILES) -> ResponseTimes:
 
     Parameters
     ----------
-    result : supermarket.simulate.SimulationResult
+    result : supermarket.simulation.SimulationResult
         Anything with ``ud_mean`` (time average of ``P_i``, level 1 first) and ``params``.
     quantiles : sequence of float
 
@@ -1038,7 +1038,7 @@ def verify_latency(design: LatencyDesign, n, *, steps=2_000_000, replications=8,
         ``changes_answer`` (True / False / None when undecided) and a one-line ``note``.
     """
     from .model import check_positive_int
-    from .simulate import simulate
+    from .simulation import simulate
     n = check_positive_int("n", n)
     q, T = design.quantile, design.latency
     pts = []

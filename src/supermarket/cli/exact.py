@@ -26,7 +26,7 @@ def exact(n, d, load, replace, tol, cap, quantiles, profile_law, cdf_points, plo
     """Exact stationary law of the profile chain for small n (docs/model.md §11): E[u_i], the
     law of the maximum queue length, the mean queue length and the response-time law, with
     the truncation bound; sparse linear algebra, no simulation."""
-    from ..exact import solve
+    from ..stationary import solve
     from ..response import DEFAULT_QUANTILES
     qs = tuple(quantiles) if quantiles else DEFAULT_QUANTILES
     res = solve(n, d, load, replace=replace, tol=tol, cap=cap, quantiles=qs, profile_law=profile_law)

@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from .. import theory as th
-from ..simulate import DEFAULT_STEPS, ENGINES, TIME_MODES, simulate as _simulate
+from ..simulation import DEFAULT_STEPS, ENGINES, TIME_MODES, simulate as _simulate
 from ._common import COUNT, LOAD_ANY, print_json, to_jsonable
 
 

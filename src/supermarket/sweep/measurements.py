@@ -22,7 +22,7 @@ import numpy as np
 
 from ..fluctuations import REGIMES
 from ..model import Params, spawn_seeds
-from ..simulate import ENGINES, TIME_MODES
+from ..simulation import ENGINES, TIME_MODES
 from . import values as v
 
 __all__ = ["Measurement", "REGISTRY", "MEASUREMENTS", "MEASUREMENT_KEYS", "DETERMINISTIC", "flatten", "scalar",
@@ -128,12 +128,12 @@ def measure_meanfield(params: dict, seed: np.random.SeedSequence) -> dict:
 
 
 def measure_simulate(params: dict, seed: np.random.SeedSequence) -> dict:
-    """One replication of :func:`supermarket.simulate.simulate` (docs/model.md §1–2, §5).
+    """One replication of :func:`supermarket.simulation.simulate` (docs/model.md §1–2, §5).
 
-    A run that :func:`~supermarket.simulate.simulate` reports as partial (it was interrupted
+    A run that :func:`~supermarket.simulation.simulate` reports as partial (it was interrupted
     and returned what it had) is not a result: :class:`KeyboardInterrupt` is raised again.
     """
-    simulate = _import("simulate", "supermarket.simulate", "simulate")
+    simulate = _import("simulate", "supermarket.simulation", "simulate")
     kw = {k: params[k] for k in ("steps", "time", "burn_in", "engine", "replace", "start", "time_mode", "eps")
           if k in params}
     res = simulate(params["n"], params["d"], params["load"], seed=seed, replications=1, workers=1,

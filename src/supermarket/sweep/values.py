@@ -1,8 +1,8 @@
 """Value checkers of the sweep file: each takes ``(key, value)`` and returns the canonical
 value or raises :class:`ValueError` / :class:`TypeError` with a message naming the key.
 
-The enumerations are the library's own (:data:`supermarket.simulate.ENGINES`,
-:data:`supermarket.simulate.TIME_MODES`, :func:`supermarket.states.parse_start`): a new engine
+The enumerations are the library's own (:data:`supermarket.simulation.ENGINES`,
+:data:`supermarket.simulation.TIME_MODES`, :func:`supermarket.states.parse_start`): a new engine
 is accepted here as soon as the library knows it.
 """
 

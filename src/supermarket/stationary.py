@@ -15,7 +15,7 @@ States are indexed by the combinatorial number system: the ascending lengths
 ``Σ_k C(z_k, k)``, a bijection onto ``0 .. C(n+M, n) − 1``; an event changes one ``z_k`` by
 one, so the rank of the next state is a table look-up.
 
-Reported (keys as in :class:`~supermarket.simulate.SimulationResult` where they mean the
+Reported (keys as in :class:`~supermarket.simulation.SimulationResult` where they mean the
 same): ``u_mean`` (``E[u_i]``), ``ud_mean`` (``E[P_i]``), ``max_queue_dist``,
 ``mean_queue_length``, the response times (:mod:`supermarket.response`, exact given
 PASTA), ``states``, ``truncation`` and ``seconds``; the whole law ``P(u = ·)`` on request.
