@@ -58,19 +58,28 @@ def comparable(rows):
     return [{k: v for k, v in r.items() if k not in sw.TIMING_COLUMNS} for r in rows]
 
 
+def _equal(u, v) -> bool:
+    """Equal values, NaN equal to NaN, also inside lists, tuples, dicts and arrays."""
+    if isinstance(u, np.ndarray) or isinstance(v, np.ndarray):
+        u, v = np.asarray(u).tolist(), np.asarray(v).tolist()
+    if isinstance(u, float) and isinstance(v, float) and math.isnan(u) and math.isnan(v):
+        return True
+    if isinstance(u, (list, tuple)) and isinstance(v, (list, tuple)):
+        return len(u) == len(v) and all(_equal(a, b) for a, b in zip(u, v))
+    if isinstance(u, dict) and isinstance(v, dict):
+        return u.keys() == v.keys() and all(_equal(u[k], v[k]) for k in u)
+    return u == v
+
+
 def same(a, b) -> bool:
-    """Equal rows, NaN equal to NaN."""
+    """Equal rows, NaN equal to NaN (also inside array-valued columns)."""
     if len(a) != len(b):
         return False
     for x, y in zip(a, b):
         if x.keys() != y.keys():
             return False
-        for k in x:
-            u, v = x[k], y[k]
-            if isinstance(u, float) and isinstance(v, float) and math.isnan(u) and math.isnan(v):
-                continue
-            if u != v:
-                return False
+        if not all(_equal(x[k], y[k]) for k in x):
+            return False
     return True
 
 
