@@ -562,7 +562,7 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
     Examples
     --------
     >>> r = simulate(100, 2, 0.9, steps=200_000, seed=1)
-    >>> bool(r.u_reliable[0]), abs(r.u_mean[0] - 0.9) < 5 * r.u_stderr[0]
+    >>> bool(r.u_reliable[0]), bool(abs(r.u_mean[0] - 0.9) < 5 * r.u_stderr[0])
     (True, True)
     """
     engine = _check_engine(engine)
