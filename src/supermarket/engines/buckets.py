@@ -23,10 +23,10 @@ import math
 import numpy as np
 from numba import njit
 
-from .layout import GO_ON, ST_WINDOW, STATUS_DONE, STATUS_EVENTS, STATUS_GROW, STATUS_RECFULL
+from .layout import GO_ON, ST_WINDOW, STATUS_DONE
 from .measure import (
-    chunk_gate, close_level, close_top, fast_gate, good_ints, good_step, is_final, load_clock, record_until,
-    set_level, set_top, store_clock,
+    chunk_gate, close_level, close_top, fast_gate, general_gate, good_ints, good_step, is_final, load_clock,
+    next_event_time, set_level, set_top, store_clock,
 )
 from .rng import next_below, next_double
 from .tables import LW, flat_tables, get_p, refresh_windows, window_edge
@@ -49,31 +49,14 @@ def _buckets_general(perm, c, s, tables, meas, recs, setup, clock, t_stop, max_e
     """The bucket chain for any state (used by :func:`buckets_kernel` off the fast path)."""
     n = setup.n
     p_arr = setup.p_arrival
-    L = c.shape[0]
     st = clock[0]
-    recording = st.rec_every > 0.0
     events = 0
-    status = STATUS_DONE
     while True:
-        if events >= max_events:
-            status = STATUS_EVENTS
+        status = general_gate(recs, setup, clock, c, events, max_events, t_stop)
+        if status != GO_ON:
             break
         top = st.top
-        if top + 2 > L:
-            status = STATUS_GROW
-            break
-        t_next = st.t_next
-        if t_next > t_stop:
-            if recording and not record_until(recs, setup, clock, c, t_stop):
-                status = STATUS_RECFULL
-                break
-            st.now = t_stop
-            break
-        if recording and not record_until(recs, setup, clock, c, t_next):
-            status = STATUS_RECFULL
-            break
-        now = t_next
-        st.now = now
+        now = st.now
         unif = next_double(s)
         if unif < p_arr:
             U = unif / p_arr
@@ -109,18 +92,18 @@ def _buckets_general(perm, c, s, tables, meas, recs, setup, clock, t_stop, max_e
                 if old == 1:
                     set_top(clock, meas.maxtime, lv, now)
                 st.total -= 1
-        if setup.continuous:
-            v = 1.0 - next_double(s)
-            st.t_next = now - math.log(v) / setup.rate
-        else:
-            st.t_next = now + 1.0
+        st.t_next = next_event_time(s, setup, now)
         events += 1
     return events, status
 
 
 @njit(cache=True, nogil=True)
 def _buckets_fast(perm, c, s, flat, bounds, meas, setup, clock, t_stop, max_events):
-    """Hot loop of the bucket chain (same structure as ``profile._profile_fast``)."""
+    """Hot loop of the bucket chain (same structure as ``profile._profile_fast``).
+
+    DELIBERATE COPY of the fast loops' prologue and per-event bookkeeping (local copies of
+    the state, lazy integrals, good set, window edge, next time): an inlined helper over
+    arrays that branches leaves reference counting in the loop (see :mod:`.measure`)."""
     tabf, tbase, tstride, windowed = flat
     lo_int, hi_int = bounds
     stamp, area_c, area_P, maxtime, gbad = meas.stamp, meas.area_c, meas.area_P, meas.maxtime, meas.good_bad
@@ -198,7 +181,10 @@ def _buckets_fast(perm, c, s, flat, bounds, meas, setup, clock, t_stop, max_even
 @njit(cache=True, nogil=True)
 def buckets_kernel(perm, c, s, tables, meas, recs, setup, clock, t_stop, max_events):
     """Run the bucket chain until ``t_stop`` or ``max_events`` events (arguments and return
-    value as :func:`.profile.profile_kernel`; ``perm`` = queue identities by position)."""
+    value as :func:`.profile.profile_kernel`; ``perm`` = queue identities by position).
+    DELIBERATE COPY of :func:`.profile.profile_kernel`'s driver loop around this engine's
+    own fast and general loops (numba cannot cache one driver that takes the loops as
+    arguments)."""
     flat = flat_tables(tables, setup, c.shape[0])
     bounds = good_ints(meas, setup.k)
     events = 0

@@ -21,11 +21,12 @@ import numpy as np
 from numba import njit
 
 from .layout import GO_ON, ST_GENERAL, ST_RECORD, STATUS_DONE, STATUS_EVENTS, STATUS_GROW, STATUS_RECFULL
+from .rng import next_double
 from .tables import LW, get_p
 
 __all__ = ["close_level", "clause_bad", "good_flip", "good_step", "change_level", "close_top", "load_clock",
            "store_clock", "fast_gate", "good_ints", "set_level", "set_top", "record_until", "chunk_gate",
-           "is_final", "flush", "reset_measures"]
+           "is_final", "flush", "reset_measures", "general_gate", "next_event_time"]
 
 
 # ----------------------------------------------------------------- one level changes
@@ -215,6 +216,39 @@ def chunk_gate(recs, setup, clock, c, left, t_stop):
         st.now = t_stop
         return STATUS_DONE
     return GO_ON
+
+
+@njit(cache=True)
+def general_gate(recs, setup, clock, c, events, max_events, t_stop):
+    """Before each event of a general loop that keeps its state in the clock (queues,
+    buckets): write the records due, set ``now`` to the next event time and return
+    ``GO_ON``, or return the status to stop with (``now = t_stop`` at the horizon)."""
+    st = clock[0]
+    if events >= max_events:
+        return STATUS_EVENTS
+    if st.top + 2 > c.shape[0]:
+        return STATUS_GROW
+    t_next = st.t_next
+    recording = st.rec_every > 0.0
+    if t_next > t_stop:
+        if recording and not record_until(recs, setup, clock, c, t_stop):
+            return STATUS_RECFULL
+        st.now = t_stop
+        return STATUS_DONE
+    if recording and not record_until(recs, setup, clock, c, t_next):
+        return STATUS_RECFULL
+    st.now = t_next
+    return GO_ON
+
+
+@njit(cache=True)
+def next_event_time(s, setup, now):
+    """The time of the event after ``now``: ``now + 1`` (discrete time) or ``now`` plus an
+    exponential holding time of rate ``n(1+λ)`` (docs/model.md §1)."""
+    if setup.continuous:
+        v = 1.0 - next_double(s)
+        return now - math.log(v) / setup.rate
+    return now + 1.0
 
 
 @njit(cache=True, inline="always")

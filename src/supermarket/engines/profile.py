@@ -48,7 +48,7 @@ from .layout import (
 )
 from .measure import (
     change_level, chunk_gate, close_level, close_top, flush, good_ints, good_step, is_final, load_clock,
-    record_until, reset_measures, store_clock,
+    next_event_time, record_until, reset_measures, store_clock,
 )
 from .rng import next_double, step_double
 from .tables import (
@@ -67,7 +67,9 @@ __all__ = [  # P and the measurement entry points are re-exported: callers may r
 @njit(cache=True, nogil=True)
 def _profile_general(c, s, tables, meas, recs, setup, clock, t_stop, max_events):
     """The profile chain for any state (levels beyond the windowed ones evaluate ``P``
-    directly); used by :func:`profile_kernel` when the fast path does not apply."""
+    directly); used by :func:`profile_kernel` when the fast path does not apply.  Its stop
+    checks repeat those of :func:`_profile_fast` (DELIBERATE: in the hot loop they are
+    specialised to discrete time, where they are decided once per chunk)."""
     n, d, rep, full = setup.n, setup.d, setup.replace, setup.full_table
     tab, win, winbase = tables
     p_arr = setup.p_arrival
@@ -154,10 +156,7 @@ def _profile_general(c, s, tables, meas, recs, setup, clock, t_stop, max_events)
                     top_since = close_top(meas.maxtime, top, top_since, now)
                     top = lv
                 total -= 1
-        if setup.continuous:
-            t_next = now - math.log(1.0 - next_double(s)) / setup.rate
-        else:
-            t_next = now + 1.0
+        t_next = next_event_time(s, setup, now)
         events += 1
     store_clock(clock, top, total, viol, now, t_next, top_since, good_since, good_time)
     return events, status

@@ -24,10 +24,10 @@ import math
 import numpy as np
 from numba import njit
 
-from .layout import GO_ON, ST_WINDOW, STATUS_DONE, STATUS_EVENTS, STATUS_GROW, STATUS_RECFULL
+from .layout import GO_ON, ST_WINDOW, STATUS_DONE
 from .measure import (
-    chunk_gate, close_level, close_top, fast_gate, good_ints, good_step, is_final, load_clock, record_until,
-    set_level, set_top, store_clock,
+    chunk_gate, close_level, close_top, fast_gate, general_gate, good_ints, good_step, is_final, load_clock,
+    next_event_time, set_level, set_top, store_clock,
 )
 from .rng import next_below, next_double
 from .tables import LW, flat_tables, get_p, refresh_windows, window_edge
@@ -48,35 +48,18 @@ def _queues_general(queues, c, s, tables, meas, recs, setup, clock, t_stop, max_
     x, bits, scratch = queues
     n, d, rep = setup.n, setup.d, setup.replace
     p_arr = setup.p_arrival
-    L = c.shape[0]
     st = clock[0]
-    recording = st.rec_every > 0.0
     small = scratch.shape[0] >= d
     one = np.uint64(1)
     events = 0
-    status = STATUS_DONE
     while True:
-        if events >= max_events:
-            status = STATUS_EVENTS
+        status = general_gate(recs, setup, clock, c, events, max_events, t_stop)
+        if status != GO_ON:
             break
         top = st.top
-        if top + 2 > L:
-            status = STATUS_GROW
-            break
-        t_next = st.t_next
-        if t_next > t_stop:
-            if recording and not record_until(recs, setup, clock, c, t_stop):
-                status = STATUS_RECFULL
-                break
-            st.now = t_stop
-            break
-        if recording and not record_until(recs, setup, clock, c, t_next):
-            status = STATUS_RECFULL
-            break
-        now = t_next
-        st.now = now
+        now = st.now
         if next_double(s) < p_arr:
-            # the code of _join, kept inline: a call with four array arguments per arrival
+            # DELIBERATE COPY of _join's body: a call with four array arguments per arrival
             # costs ~18% of this loop's speed (measured, n = 10^5, d = 1)
             best = np.int64(2**62)
             arg = -1
@@ -138,11 +121,7 @@ def _queues_general(queues, c, s, tables, meas, recs, setup, clock, t_stop, max_
                 if old == 1:
                     set_top(clock, meas.maxtime, lv, now)
                 st.total -= 1
-        if setup.continuous:
-            v = 1.0 - next_double(s)
-            st.t_next = now - math.log(v) / setup.rate
-        else:
-            st.t_next = now + 1.0
+        st.t_next = next_event_time(s, setup, now)
         events += 1
     return events, status
 
@@ -195,7 +174,11 @@ def _join(x, bits, scratch, s, n, d, rep):
 
 @njit(cache=True, nogil=True)
 def _queues_fast(queues, c, s, flat, bounds, meas, setup, clock, t_stop, max_events):
-    """Hot loop of the per-queue chain (same structure as ``profile._profile_fast``)."""
+    """Hot loop of the per-queue chain (same structure as ``profile._profile_fast``).
+
+    DELIBERATE COPY of the fast loops' prologue and per-event bookkeeping (local copies of
+    the state, lazy integrals, good set, window edge, next time): an inlined helper over
+    arrays that branches leaves reference counting in the loop (see :mod:`.measure`)."""
     x, bits, scratch = queues
     tabf, tbase, tstride, windowed = flat
     lo_int, hi_int = bounds
@@ -268,7 +251,10 @@ def queues_kernel(queues, c, s, tables, meas, recs, setup, clock, t_stop, max_ev
     :func:`.profile.profile_kernel` for the other arguments and the return value);
     ``queues = (x, bits, scratch)``: ``x`` the queue lengths (int32), ``bits`` a zeroed bit
     set of ``n`` bits (``replace=False``), ``scratch`` room for ``d`` indices when
-    ``d < n/64``."""
+    ``d < n/64``.
+    DELIBERATE COPY of :func:`.profile.profile_kernel`'s driver loop around this engine's
+    own fast and general loops (numba cannot cache one driver that takes the loops as
+    arguments)."""
     flat = flat_tables(tables, setup, c.shape[0])
     bounds = good_ints(meas, setup.k)
     events = 0
