@@ -4,6 +4,8 @@ against Ciw and rmftool at n = 1000, d = 2, λ = 0.9.
     .venv/bin/python benchmarks/bench_engines.py            # everything (a few minutes)
     .venv/bin/python benchmarks/bench_engines.py --quick    # shorter runs
     .venv/bin/python benchmarks/bench_engines.py --no-others  # skip Ciw and rmftool
+    .venv/bin/python benchmarks/bench_engines.py --config profile:1e6:100:0.999 --repeat 5
+                                                 # only these rows (engine:n:d:λ, repeatable)
 
 Prints Markdown tables.  An "event" of our engines is one step of the uniformized chain
 (docs/model.md §1: an arrival or a potential departure, rate n(1+λ)); to compare tools that
@@ -122,9 +124,24 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="shorter runs")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-others", action="store_true", help="skip Ciw and rmftool")
+    ap.add_argument("--config", action="append", metavar="ENGINE:N:D:LAM",
+                    help="measure only these configurations (repeatable), e.g. profile:1e6:100:0.999")
     args = ap.parse_args(argv)
     E = 10**7 if args.quick else 5 * 10**7
     R = args.repeat
+    if args.config:
+        print("| engine | n | d | λ | million events/s |")
+        print("|---|---|---|---|---|")
+        for spec in args.config:
+            try:
+                eng, n, d, lam = spec.split(":")
+                n, d, lam = int(float(n)), int(float(d)), float(lam)
+            except ValueError:
+                ap.error(f"--config must be ENGINE:N:D:LAM, e.g. profile:1e6:100:0.999; got {spec!r}")
+            ev = E if eng == "profile" else E // 5 if eng == "queues" else E // 2
+            r, _ = engine_rate(eng, n, d, lam, ev, R)
+            print(f"| {eng} | {n:.0e} | {d} | {lam} | {r / 1e6:.1f} |", flush=True)
+        return
     print(f"python {platform.python_version()}, {platform.machine()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     print()
     print("| engine | n | d | λ | million events/s | bytes/server | target |")

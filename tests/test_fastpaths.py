@@ -32,7 +32,7 @@ def _run(n, d, lam, replace, force, events, start="empty", cont=False):
 def test_windowed_tables_are_bit_identical_to_the_full_table(n, d, lam, replace, cont):
     full = _run(n, d, lam, replace, False, 600_000, cont=cont)
     win = _run(n, d, lam, replace, True, 600_000, cont=cont)
-    assert full.pi[pk.I_FULL] == 1 and win.pi[pk.I_FULL] == 0
+    assert full.setup.full_table and not win.setup.full_table
     assert np.array_equal(full.c, win.c) and full.now == win.now
     mf, mw = full.measures(), win.measures()
     for key in ("area_c", "area_P", "maxtime"):
@@ -41,15 +41,15 @@ def test_windowed_tables_are_bit_identical_to_the_full_table(n, d, lam, replace,
     tab = pk.p_table(n, d, replace)
     used = 0
     for j in range(pk.LW):
-        base = int(win.winbase[j])
+        base = int(win.tables.winbase[j])
         if base < 0:
             continue
         hi = min(base + pk.WIN, n + 1)
-        assert np.array_equal(win.win[j, : hi - base], tab[base:hi]), j
+        assert np.array_equal(win.tables.win[j, : hi - base], tab[base:hi]), j
         used += 1
     assert used >= 2
     if d == 1:
-        assert int(win.si[pk.S_TOP]) > pk.LW  # the general path (direct evaluation) ran
+        assert int(win.clock[0]["top"]) > pk.LW  # the general path (direct evaluation) ran
 
 
 def test_window_edges_follow_the_count():
@@ -60,8 +60,8 @@ def test_window_edges_follow_the_count():
     for _ in range(40):
         ch.advance(max_events=20_000)
         j = 0
-        off = int(ch.c[j] - ch.winbase[j])
-        assert 0 <= off < pk.WIN and ch.win[j, off] == tab[ch.c[j]]
+        off = int(ch.c[j] - ch.tables.winbase[j])
+        assert 0 <= off < pk.WIN and ch.tables.win[j, off] == tab[ch.c[j]]
 
 
 def test_profile_and_queues_agree_above_the_full_table_size():
@@ -128,7 +128,7 @@ def test_good_set_band_by_hand(short, member):
     k = 3
     lo, hi = th.good_set_bounds(N, D, LAM, 0.1, k)
     ch = Chain(Params(N, D, LAM), "profile", c, 1, k=k, lo=lo, hi=hi)
-    assert (int(ch.si[pk.S_VIOL]) == 0) is member
+    assert (int(ch.clock[0]["viol"]) == 0) is member
 
 
 def test_good_set_clause_a_by_hand():
@@ -137,4 +137,4 @@ def test_good_set_clause_a_by_hand():
     lo, hi = th.good_set_bounds(N, D, LAM, 0.1, 3)
     assert np.allclose(lo, [500, 2475, 12251.25]) and np.allclose(hi, [1500, 7425, 36753.75])
     ch = Chain(Params(N, D, LAM), "profile", c, 1, k=3, lo=lo, hi=hi)
-    assert int(ch.si[pk.S_VIOL]) == 1
+    assert int(ch.clock[0]["viol"]) == 1

@@ -42,10 +42,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .engines import profile as _pk
 from .engines.buckets import buckets_kernel, lengths_by_queue
-from .engines.profile import flush, p_table, profile_kernel, reset_measures
+from .engines.layout import STATUS_GROW, STATUS_RECFULL, Measures, Records, Setup, Tables, new_clock
+from .engines.measure import flush, reset_measures
+from .engines.profile import profile_kernel
 from .engines.queues import bitset_words, queues_kernel
+from .engines.tables import FULL_TABLE_MAX_N, LW, WIN, p_table
 from .engines.rng import new_state
 from .model import (
     Params, check_fraction, check_int, check_positive_float, check_positive_int,
@@ -295,35 +297,28 @@ class Chain:
             L *= 2
         self.c = np.zeros(L, np.int64)
         self.c[: len(counts)] = counts
-        self.stamp = np.zeros(L)
-        self.area_c = np.zeros(L)
-        self.area_P = np.zeros(L)
-        self.maxtime = np.zeros(L + 1)
+        self.meas = Measures(stamp=np.zeros(L), area_c=np.zeros(L), area_P=np.zeros(L), maxtime=np.zeros(L + 1),
+                             good_lo=np.asarray(lo if lo is not None else np.zeros(0), dtype=float),
+                             good_hi=np.asarray(hi if hi is not None else np.zeros(0), dtype=float),
+                             good_bad=np.zeros(k + 1, np.int64))
         # ``_force_window`` (tests): the windowed P tables of large n at any n, to compare
         # them with the full table bit for bit
-        full = n + 1 <= _pk.FULL_TABLE_MAX_N and not _force_window
-        self.tab = p_table(n, d, params.replace) if full else np.zeros(1)
-        self.win = np.zeros((_pk.LW, _pk.WIN))
-        self.winbase = np.full(_pk.LW, -10 * _pk.WIN, np.int64)
-        self.lo = np.asarray(lo if lo is not None else np.zeros(0), dtype=float)
-        self.hi = np.asarray(hi if hi is not None else np.zeros(0), dtype=float)
-        self.gbad = np.zeros(k + 1, np.int64)
+        full = n + 1 <= FULL_TABLE_MAX_N and not _force_window
+        self.tables = Tables(tab=p_table(n, d, params.replace) if full else np.zeros(1),
+                             win=np.zeros((LW, WIN)), winbase=np.full(LW, -10 * WIN, np.int64))
         self.s = new_state(seed_u64)
-        self.pi = np.array([n, d, int(params.replace), k, int(continuous), int(full), record_levels], np.int64)
         lam = params.lam
-        rate = n * (1.0 + lam)
-        self.pf = np.array([lam / (1.0 + lam), rate, 0.0])
-        self.si = np.zeros(4, np.int64)
-        self.sf = np.zeros(6)
+        self.setup = Setup(n=int(n), d=int(d), replace=bool(params.replace), k=int(k), continuous=bool(continuous),
+                           full_table=bool(full), rec_levels=int(record_levels), p_arrival=lam / (1.0 + lam),
+                           rate=n * (1.0 + lam))
+        self.clock = new_clock()
         self.continuous = bool(continuous)
-        self.sf[_pk.T_NEXT] = self._first_event_time()
+        self.clock[0]["t_next"] = self._first_event_time()
         self.record_every = float(record_every)
         self.record_levels = int(record_levels)
         cap = 0
-        self.rec_t = np.zeros(cap)
-        self.rec_c = np.zeros((cap, max(record_levels, 1)), np.int64)
-        self.rec_max = np.zeros(cap, np.int64)
-        self.rec_tot = np.zeros(cap, np.int64)
+        self.recs = Records(t=np.zeros(cap), c=np.zeros((cap, max(record_levels, 1)), np.int64),
+                            max=np.zeros(cap, np.int64), total=np.zeros(cap, np.int64))
         self.events = 0
         if engine == "profile":
             self._extra = ()
@@ -338,7 +333,7 @@ class Chain:
             self.bits = np.zeros(bitset_words(n, params.replace), np.uint64)
             small = (not params.replace) and d * 64 < n
             self.scratch = np.zeros(d if small else 0, np.int64)
-            self._extra = (self.x, self.bits, self.scratch)
+            self._extra = ((self.x, self.bits, self.scratch),)
             self._kernel = queues_kernel
         elif engine == "buckets":
             if lengths is not None:
@@ -349,53 +344,48 @@ class Chain:
             self._kernel = buckets_kernel
         else:  # pragma: no cover - validated by simulate()
             raise ValueError(f"unknown engine {engine!r}")
-        reset_measures(self.c, self.stamp, self.area_c, self.area_P, self.maxtime, self.pi, self.lo, self.hi,
-                       self.gbad, self.si, self.sf)
+        reset_measures(self.c, self.meas, self.setup, self.clock)
 
     def _first_event_time(self) -> float:
         if not self.continuous:
             return 1.0
         from .engines.rng import next_double  # numba function, callable from Python
         v = 1.0 - next_double(self.s)
-        return -math.log(v) / self.pf[_pk.F_RATE]
+        return -math.log(v) / self.setup.rate
 
     @property
     def now(self) -> float:
-        return float(self.sf[_pk.T_NOW])
+        return float(self.clock[0]["now"])
 
     def _grow_levels(self):
         L = self.c.shape[0]
+        m = self.meas
         self.c = np.concatenate([self.c, np.zeros(L, np.int64)])
-        self.stamp = np.concatenate([self.stamp, np.full(L, self.now)])
-        self.area_c = np.concatenate([self.area_c, np.zeros(L)])
-        self.area_P = np.concatenate([self.area_P, np.zeros(L)])
-        self.maxtime = np.concatenate([self.maxtime, np.zeros(L)])
+        self.meas = m._replace(stamp=np.concatenate([m.stamp, np.full(L, self.now)]),
+                               area_c=np.concatenate([m.area_c, np.zeros(L)]),
+                               area_P=np.concatenate([m.area_P, np.zeros(L)]),
+                               maxtime=np.concatenate([m.maxtime, np.zeros(L)]))
 
     def _grow_records(self, extra: int):
-        cap = self.rec_t.shape[0]
+        cap = self.recs.t.shape[0]
         new = max(2 * cap, cap + extra, 1024)
-        def grow(a, shape):
-            b = np.zeros(shape, a.dtype)
+        def grow(a):
+            b = np.zeros((new,) + a.shape[1:], a.dtype)
             b[: a.shape[0]] = a
             return b
-        self.rec_t = grow(self.rec_t, new)
-        self.rec_c = grow(self.rec_c, (new, self.rec_c.shape[1]))
-        self.rec_max = grow(self.rec_max, new)
-        self.rec_tot = grow(self.rec_tot, new)
+        self.recs = Records(*(grow(a) for a in self.recs))
 
     def advance(self, t_stop=math.inf, max_events=CHUNK_EVENTS) -> int:
         """Run until time ``t_stop`` or ``max_events`` events (whichever first); returns
         the number of events.  Handles level growth and record buffers."""
         done = 0
         while True:
-            ev, status = self._kernel(*self._extra, self.c, self.stamp, self.area_c, self.area_P, self.maxtime,
-                                      self.tab, self.win, self.winbase, self.lo, self.hi, self.gbad,
-                                      self.rec_t, self.rec_c, self.rec_max, self.rec_tot, self.s, self.pi,
-                                      self.pf, self.si, self.sf, float(t_stop), int(max_events - done))
+            ev, status = self._kernel(*self._extra, self.c, self.s, self.tables, self.meas, self.recs, self.setup,
+                                      self.clock, float(t_stop), int(max_events - done))
             done += ev
-            if status == _pk.STATUS_GROW:
+            if status == STATUS_GROW:
                 self._grow_levels()
-            elif status == _pk.STATUS_RECFULL:
+            elif status == STATUS_RECFULL:
                 self._grow_records(1024)
             else:
                 break
@@ -403,29 +393,29 @@ class Chain:
         return done
 
     def start_recording(self, every: float):
-        self.pf[_pk.F_REC] = float(every)
-        self.sf[_pk.T_NEXTREC] = self.now
-        self.si[_pk.S_NREC] = 0
+        st = self.clock[0]
+        st["rec_every"] = float(every)
+        st["next_rec"] = self.now
+        st["nrec"] = 0
 
     def start_measuring(self):
-        reset_measures(self.c, self.stamp, self.area_c, self.area_P, self.maxtime, self.pi, self.lo, self.hi,
-                       self.gbad, self.si, self.sf)
+        reset_measures(self.c, self.meas, self.setup, self.clock)
 
     def measures(self) -> dict:
         """Flush and copy the time integrals since the last :meth:`start_measuring`."""
-        flush(self.c, self.stamp, self.area_c, self.area_P, self.maxtime, self.tab, self.win, self.winbase,
-              self.pi, self.si, self.sf)
-        return {"area_c": self.area_c.copy(), "area_P": self.area_P.copy(), "maxtime": self.maxtime.copy(),
-                "good_time": float(self.sf[_pk.T_GOODTIME])}
+        flush(self.c, self.tables, self.meas, self.setup, self.clock)
+        m = self.meas
+        return {"area_c": m.area_c.copy(), "area_P": m.area_P.copy(), "maxtime": m.maxtime.copy(),
+                "good_time": float(self.clock[0]["good_time"])}
 
     def counts(self) -> np.ndarray:
-        top = int(self.si[_pk.S_TOP])
+        top = int(self.clock[0]["top"])
         return self.c[:top].copy()
 
     def records(self):
-        m = int(self.si[_pk.S_NREC])
-        return (self.rec_t[:m].copy(), self.rec_c[:m, : self.record_levels].copy(),
-                self.rec_max[:m].copy(), self.rec_tot[:m].copy())
+        m = int(self.clock[0]["nrec"])
+        r = self.recs
+        return (r.t[:m].copy(), r.c[:m, : self.record_levels].copy(), r.max[:m].copy(), r.total[:m].copy())
 
     def lengths(self) -> np.ndarray | None:
         if self.engine == "queues":

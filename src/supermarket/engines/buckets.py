@@ -23,14 +23,13 @@ import math
 import numpy as np
 from numba import njit
 
+from .layout import GO_ON, ST_WINDOW, STATUS_DONE
 from .measure import (
-    F_PARR, F_RATE, F_REC, I_CONT, I_K, I_N, LW, S_TOP, S_TOTAL, STATUS_DONE, STATUS_EVENTS, STATUS_GROW,
-    STATUS_RECFULL, T_NEXT, T_NEXTREC, T_NOW, _GO_ON, _ST_WINDOW, chunk_gate, clause_ints, close_level, close_top,
-    fast_gate, fast_tables, good_step, is_final, record_until, set_level, set_top, state_load, state_store,
-    window_edge,
+    chunk_gate, close_level, close_top, fast_gate, general_gate, good_ints, good_step, is_final, load_clock,
+    next_event_time, set_level, set_top, store_clock,
 )
-from .profile import _getp, _refresh_windows
 from .rng import next_below, next_double
+from .tables import LW, flat_tables, get_p, refresh_windows, window_edge
 
 __all__ = ["buckets_kernel", "lengths_by_queue", "MAX_N"]
 
@@ -46,44 +45,25 @@ def _swap(perm, a, b):
 
 
 @njit(cache=True, nogil=True)
-def _buckets_general(perm, c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, hi, gbad,
-                     rec_t, rec_c, rec_max, rec_tot, s, pi, pf, si, sf, t_stop, max_events):
+def _buckets_general(perm, c, s, tables, meas, recs, setup, clock, t_stop, max_events):
     """The bucket chain for any state (used by :func:`buckets_kernel` off the fast path)."""
-    n = pi[I_N]
-    cont = pi[I_CONT] != 0
-    p_arr = pf[F_PARR]
-    rate = pf[F_RATE]
-    L = c.shape[0]
-    recording = pf[F_REC] > 0.0
+    n = setup.n
+    p_arr = setup.p_arrival
+    st = clock[0]
     events = 0
-    status = STATUS_DONE
     while True:
-        if events >= max_events:
-            status = STATUS_EVENTS
+        status = general_gate(recs, setup, clock, c, events, max_events, t_stop)
+        if status != GO_ON:
             break
-        top = si[S_TOP]
-        if top + 2 > L:
-            status = STATUS_GROW
-            break
-        t_next = sf[T_NEXT]
-        if t_next > t_stop:
-            if recording and not record_until(t_stop, c, rec_t, rec_c, rec_max, rec_tot, pf, pi, si, sf):
-                status = STATUS_RECFULL
-                break
-            sf[T_NOW] = t_stop
-            break
-        if recording and not record_until(t_next, c, rec_t, rec_c, rec_max, rec_tot, pf, pi, si, sf):
-            status = STATUS_RECFULL
-            break
-        now = t_next
-        sf[T_NOW] = now
-        u = next_double(s)
-        if u < p_arr:
-            U = u / p_arr
+        top = st.top
+        now = st.now
+        unif = next_double(s)
+        if unif < p_arr:
+            U = unif / p_arr
             j = 0
             pj = 0.0
             while j < top:
-                pj = _getp(j, c[j], pi, tab, win, winbase)
+                pj = get_p(tables, setup, j, c[j])
                 if pj <= U:
                     break
                 j += 1
@@ -94,9 +74,9 @@ def _buckets_general(perm, c, stamp, area_c, area_P, maxtime, tab, win, winbase,
             _swap(perm, p, first)
             if j == top:
                 pj = 0.0
-                set_top(top + 1, now, maxtime, si, sf)
-            set_level(j, first + 1, pj, now, c, stamp, area_c, area_P, pi, lo, hi, gbad, si, sf)
-            si[S_TOTAL] += 1
+                set_top(clock, meas.maxtime, top + 1, now)
+            set_level(meas, setup, clock, c, j, first + 1, pj, now)
+            st.total += 1
         else:
             K = next_below(s, n)
             j = 0
@@ -107,45 +87,47 @@ def _buckets_general(perm, c, stamp, area_c, area_P, maxtime, tab, win, winbase,
                 old = c[lv]
                 last = old - 1
                 _swap(perm, K, last)
-                pold = _getp(lv, old, pi, tab, win, winbase)
-                set_level(lv, old - 1, pold, now, c, stamp, area_c, area_P, pi, lo, hi, gbad, si, sf)
+                pold = get_p(tables, setup, lv, old)
+                set_level(meas, setup, clock, c, lv, old - 1, pold, now)
                 if old == 1:
-                    set_top(lv, now, maxtime, si, sf)
-                si[S_TOTAL] -= 1
-        if cont:
-            v = 1.0 - next_double(s)
-            sf[T_NEXT] = now - math.log(v) / rate
-        else:
-            sf[T_NEXT] = now + 1.0
+                    set_top(clock, meas.maxtime, lv, now)
+                st.total -= 1
+        st.t_next = next_event_time(s, setup, now)
         events += 1
     return events, status
 
 
 @njit(cache=True, nogil=True)
-def _buckets_fast(perm, c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windowed, loi, hii, gbad, s,
-                  pi, pf, si, sf, t_stop, max_events):
-    """Hot loop of the bucket chain (same structure as ``profile._profile_fast``)."""
-    n = pi[I_N]
-    k = pi[I_K] if pi[I_K] > 0 else -1
-    cont = pi[I_CONT] != 0
-    p_arr = pf[F_PARR]
+def _buckets_fast(perm, c, s, flat, bounds, meas, setup, clock, t_stop, max_events):
+    """Hot loop of the bucket chain (same structure as ``profile._profile_fast``).
+
+    DELIBERATE COPY of the fast loops' prologue and per-event bookkeeping (local copies of
+    the state, lazy integrals, good set, window edge, next time): an inlined helper over
+    arrays that branches leaves reference counting in the loop (see :mod:`.measure`)."""
+    tabf, tbase, tstride, windowed = flat
+    lo_int, hi_int = bounds
+    stamp, area_c, area_P, maxtime, gbad = meas.stamp, meas.area_c, meas.area_P, meas.maxtime, meas.good_bad
+    n = setup.n
+    k = setup.k if setup.k > 0 else -1
+    cont = setup.continuous
+    p_arr = setup.p_arrival
     inv_p = 1.0 / p_arr
-    inv_rate = 1.0 / pf[F_RATE]
+    inv_rate = 1.0 / setup.rate
     L = c.shape[0]
-    recording = pf[F_REC] > 0.0
-    next_rec = sf[T_NEXTREC]
-    top, total, viol, now, t_next, top_since, good_since, good_time = state_load(si, sf)
+    recording = clock[0].rec_every > 0.0
+    next_rec = clock[0].next_rec
+    top, total, viol, now, t_next, top_since, good_since, good_time = load_clock(clock)
     events = 0
     while True:
         status = fast_gate(events, max_events, top, L, windowed, recording, next_rec, t_next, t_stop)
-        if status != _GO_ON:
+        if status != GO_ON:
             if status == STATUS_DONE:
                 now = t_stop
             break
         now = t_next
-        u = next_double(s)
-        if u < p_arr:
-            U = u * inv_p
+        unif = next_double(s)
+        if unif < p_arr:
+            U = unif * inv_p
             j = 0
             for i in range(top):
                 j += np.int64(tabf[i * tstride + c[i] - tbase[i]] > U)
@@ -160,7 +142,7 @@ def _buckets_fast(perm, c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride,
                 top_since = close_top(maxtime, top, top_since, now)
                 top += 1
                 if windowed:
-                    status = _ST_WINDOW
+                    status = ST_WINDOW
             new = old + 1
             total += 1
         else:
@@ -184,42 +166,42 @@ def _buckets_fast(perm, c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride,
                 top = j
         close_level(j, old, pold, new, now, c, stamp, area_c, area_P)
         if j <= k:
-            gbad[j], viol, good_since, good_time = good_step(j, k, new, n, loi[j], hii[j], gbad[j], now, viol,
+            gbad[j], viol, good_since, good_time = good_step(j, k, new, n, lo_int[j], hi_int[j], gbad[j], now, viol,
                                                              good_since, good_time)
         if windowed and window_edge(new, tbase[j], n):
-            status = _ST_WINDOW
+            status = ST_WINDOW
         t_next = now + (1.0 if not cont else -math.log(1.0 - next_double(s)) * inv_rate)
         events += 1
-        if status == _ST_WINDOW:
+        if status == ST_WINDOW:
             break
-    state_store(si, sf, top, total, viol, now, t_next, top_since, good_since, good_time)
+    store_clock(clock, top, total, viol, now, t_next, top_since, good_since, good_time)
     return events, status
 
 
 @njit(cache=True, nogil=True)
-def buckets_kernel(perm, c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, hi, gbad,
-                   rec_t, rec_c, rec_max, rec_tot, s, pi, pf, si, sf, t_stop, max_events):
+def buckets_kernel(perm, c, s, tables, meas, recs, setup, clock, t_stop, max_events):
     """Run the bucket chain until ``t_stop`` or ``max_events`` events (arguments and return
-    value as :func:`.profile.profile_kernel`; ``perm`` = queue identities by position)."""
-    tabf, tbase, tstride, windowed = fast_tables(c, tab, win, winbase, pi)
-    loi, hii = clause_ints(lo, hi, pi[I_K])
+    value as :func:`.profile.profile_kernel`; ``perm`` = queue identities by position).
+    DELIBERATE COPY of :func:`.profile.profile_kernel`'s driver loop around this engine's
+    own fast and general loops (numba cannot cache one driver that takes the loops as
+    arguments)."""
+    flat = flat_tables(tables, setup, c.shape[0])
+    bounds = good_ints(meas, setup.k)
     events = 0
     while True:
-        st = chunk_gate(max_events - events, c, rec_t, rec_c, rec_max, rec_tot, pf, pi, si, sf, t_stop)
-        if st != _GO_ON:
-            return events, st
-        if windowed and si[S_TOP] >= LW - 1:
-            ev, st = _buckets_general(perm, c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, hi, gbad,
-                                      rec_t, rec_c, rec_max, rec_tot, s, pi, pf, si, sf, t_stop,
-                                      min(max_events - events, 4096))
+        status = chunk_gate(recs, setup, clock, c, max_events - events, t_stop)
+        if status != GO_ON:
+            return events, status
+        if flat[3] and clock[0].top >= LW - 1:
+            ev, status = _buckets_general(perm, c, s, tables, meas, recs, setup, clock, t_stop,
+                                          min(max_events - events, 4096))
         else:
-            if windowed:
-                _refresh_windows(c, si[S_TOP], pi, win, winbase)
-            ev, st = _buckets_fast(perm, c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windowed, loi,
-                                   hii, gbad, s, pi, pf, si, sf, t_stop, max_events - events)
+            if flat[3]:
+                refresh_windows(tables, setup, c, clock[0].top)
+            ev, status = _buckets_fast(perm, c, s, flat, bounds, meas, setup, clock, t_stop, max_events - events)
         events += ev
-        if is_final(st):
-            return events, st
+        if is_final(status):
+            return events, status
 
 
 def lengths_by_queue(perm: np.ndarray, counts: np.ndarray) -> np.ndarray:

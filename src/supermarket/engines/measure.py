@@ -1,18 +1,9 @@
-"""State layout and per-event measurement steps shared by the engines' kernels.
-
-The profile, queues and buckets kernels keep the same small state arrays and measure the
-same time averages (docs/model.md §2 measurements, §5 good set); the steps they have in common
-are written once here as small numba functions.  See :mod:`.profile` for what the arrays
-hold:
-
-``pi`` (int64): ``[n, d, replace, k, continuous, full_table, rec_levels]`` (``k = 0``: no
-good set);  ``pf`` (float64): ``[p_arrival, rate, rec_every]``;  ``si`` (int64):
-``[top, total customers, violated clauses, records written]``;  ``sf`` (float64):
-``[now, t_next, top_since, good_since, good_time, next_record]``.
+"""Per-event measurement steps shared by the engines' kernels (docs/model.md §2
+measurements, §5 good set), over the structures of :mod:`.layout`.
 
 Fast loops keep ``top, total, viol, now, t_next, top_since, good_since, good_time`` in
-local variables (:func:`state_load` / :func:`state_store`); general loops read and write
-``si``/``sf`` directly (:func:`set_level`, :func:`set_top`, :func:`record_until`).
+local variables (:func:`load_clock` / :func:`store_clock`); general loops read and write
+the clock record directly (:func:`set_level`, :func:`set_top`, :func:`record_until`).
 
 Speed (measured): the helpers used inside the per-event loops are ``inline="always"`` and
 either take only scalars or, if they take arrays, have no branches (:func:`close_level`,
@@ -29,19 +20,13 @@ import math
 import numpy as np
 from numba import njit
 
-HALF_WIN = 1024
-WIN = 2 * HALF_WIN
-LW = 32  # levels with a window table
+from .layout import GO_ON, ST_GENERAL, ST_RECORD, STATUS_DONE, STATUS_EVENTS, STATUS_GROW, STATUS_RECFULL
+from .rng import next_double
+from .tables import LW, get_p
 
-# indices into the small state arrays
-I_N, I_D, I_REP, I_K, I_CONT, I_FULL, I_RL = 0, 1, 2, 3, 4, 5, 6
-F_PARR, F_RATE, F_REC = 0, 1, 2
-S_TOP, S_TOTAL, S_VIOL, S_NREC = 0, 1, 2, 3
-T_NOW, T_NEXT, T_TOPSINCE, T_GOODSINCE, T_GOODTIME, T_NEXTREC = 0, 1, 2, 3, 4, 5
-
-STATUS_DONE, STATUS_EVENTS, STATUS_GROW, STATUS_RECFULL = 0, 1, 2, 3
-_ST_RECORD, _ST_WINDOW, _ST_GENERAL = 4, 5, 6  # internal: why the fast path returned
-_GO_ON = -1  # internal: no reason to stop
+__all__ = ["close_level", "clause_bad", "good_flip", "good_step", "change_level", "close_top", "load_clock",
+           "store_clock", "fast_gate", "good_ints", "set_level", "set_top", "record_until", "chunk_gate",
+           "is_final", "flush", "reset_measures", "general_gate", "next_event_time"]
 
 
 # ----------------------------------------------------------------- one level changes
@@ -93,26 +78,18 @@ def good_step(j, k, new, n, lo_j, hi_j, was_bad, now, viol, good_since, good_tim
 
 
 @njit(cache=True)
-def change_level(j, new, pold, now, c, stamp, area_c, area_P, k, n, lo, hi, gbad, viol, good_since, good_time):
+def change_level(meas, setup, c, j, new, pold, now, viol, good_since, good_time):
     """Set ``c[j] = new`` at time ``now``: close the lazy integrals of level index ``j``
-    (``pold`` = P at the old count) and update good-set membership (docs/model.md §5; ``k = 0``:
-    no good set; ``lo``/``hi``: the ``k`` float bounds of clause (b)).  Returns the updated
-    ``(viol, good_since, good_time)``."""
-    close_level(j, c[j], pold, new, now, c, stamp, area_c, area_P)
+    (``pold`` = P at the old count) and update good-set membership (docs/model.md §5).
+    Returns the updated ``(viol, good_since, good_time)``."""
+    close_level(j, c[j], pold, new, now, c, meas.stamp, meas.area_c, meas.area_P)
+    k = setup.k
     if k > 0 and j <= k:
         b = min(j, k - 1)
-        bad, viol, good_since, good_time = good_step(j, k, new, n, lo[b], hi[b], gbad[j], now, viol, good_since,
-                                                     good_time)
-        gbad[j] = bad
+        bad, viol, good_since, good_time = good_step(j, k, new, setup.n, meas.good_lo[b], meas.good_hi[b],
+                                                     meas.good_bad[j], now, viol, good_since, good_time)
+        meas.good_bad[j] = bad
     return viol, good_since, good_time
-
-
-@njit(cache=True, inline="always")
-def window_edge(x, base, n):
-    """Whether count ``x`` sits on the edge of a window of ``WIN`` values starting at
-    ``base`` (a step of one could leave it) where the window could still move."""
-    off = x - base
-    return (off < 1 and base > 0) or (off > WIN - 2 and base + WIN - 1 < n)
 
 
 @njit(cache=True, inline="always")
@@ -125,137 +102,208 @@ def close_top(maxtime, top, top_since, now):
 
 # ----------------------------------------------------------------- fast-loop state
 @njit(cache=True, inline="always")
-def state_load(si, sf):
-    """``(top, total, viol, now, t_next, top_since, good_since, good_time)`` from ``si``/``sf``."""
-    return (si[S_TOP], si[S_TOTAL], si[S_VIOL], sf[T_NOW], sf[T_NEXT], sf[T_TOPSINCE], sf[T_GOODSINCE],
-            sf[T_GOODTIME])
+def load_clock(clock):
+    """``(top, total, viol, now, t_next, top_since, good_since, good_time)`` from the clock."""
+    st = clock[0]
+    return st.top, st.total, st.viol, st.now, st.t_next, st.top_since, st.good_since, st.good_time
 
 
 @njit(cache=True, inline="always")
-def state_store(si, sf, top, total, viol, now, t_next, top_since, good_since, good_time):
-    """Write the local copies of :func:`state_load` back."""
-    si[S_TOP] = top
-    si[S_TOTAL] = total
-    si[S_VIOL] = viol
-    sf[T_NOW] = now
-    sf[T_NEXT] = t_next
-    sf[T_TOPSINCE] = top_since
-    sf[T_GOODSINCE] = good_since
-    sf[T_GOODTIME] = good_time
+def store_clock(clock, top, total, viol, now, t_next, top_since, good_since, good_time):
+    """Write the local copies of :func:`load_clock` back."""
+    st = clock[0]
+    st.top = top
+    st.total = total
+    st.viol = viol
+    st.now = now
+    st.t_next = t_next
+    st.top_since = top_since
+    st.good_since = good_since
+    st.good_time = good_time
 
 
 @njit(cache=True, inline="always")
 def fast_gate(events, max_events, top, L, windowed, recording, next_rec, t_next, t_stop):
-    """Why a fast loop must stop before its next event (a status), or ``_GO_ON``."""
+    """Why a fast loop must stop before its next event (a status), or ``GO_ON``."""
     if events >= max_events:
         return STATUS_EVENTS
     if top + 2 > L:
         return STATUS_GROW
     if windowed and top >= LW - 1:
-        return _ST_GENERAL
+        return ST_GENERAL
     if recording and next_rec < (t_next if t_next <= t_stop else t_stop):
-        return _ST_RECORD
+        return ST_RECORD
     if t_next > t_stop:
         return STATUS_DONE
-    return _GO_ON
+    return GO_ON
 
 
 @njit(cache=True)
-def fast_tables(c, tab, win, winbase, pi):
-    """``(tabf, tbase, tstride, windowed)``: P at level index ``j`` and count ``x`` is
-    ``tabf[j*tstride + x − tbase[j]]`` (the full table with ``tstride = 0``, or the windows)."""
-    full = pi[I_FULL] != 0
-    if full:
-        return tab, np.zeros(c.shape[0], np.int64), 0, False
-    return win.reshape(-1), winbase, WIN, True
-
-
-@njit(cache=True)
-def clause_ints(lo, hi, k):
+def good_ints(meas, k):
     """Integer bounds of clause (b): ``lo <= shorter <= hi  <=>  ceil(lo) <= shorter <= floor(hi)``
     (``k + 1`` entries, so that index ``k`` (clause (a), no bounds) can be read: it holds 0)."""
-    loi = np.zeros(k + 1, np.int64)
-    hii = np.zeros(k + 1, np.int64)
+    lo_int = np.zeros(k + 1, np.int64)
+    hi_int = np.zeros(k + 1, np.int64)
     for j in range(k):
-        loi[j] = np.int64(math.ceil(lo[j]))
-        hii[j] = np.int64(math.floor(hi[j]))
-    return loi, hii
+        lo_int[j] = np.int64(math.ceil(meas.good_lo[j]))
+        hi_int[j] = np.int64(math.floor(meas.good_hi[j]))
+    return lo_int, hi_int
 
 
-# ----------------------------------------------------------------- general loops (si/sf in place)
+# ----------------------------------------------------------------- general loops (clock in place)
 @njit(cache=True)
-def set_level(j, new, pold, now, c, stamp, area_c, area_P, pi, lo, hi, gbad, si, sf):
-    """:func:`change_level` on the state arrays (its body again: a call costs here)."""
-    close_level(j, c[j], pold, new, now, c, stamp, area_c, area_P)
-    k = pi[I_K]
-    if k > 0 and j <= k:
-        b = min(j, k - 1)
-        bad, si[S_VIOL], sf[T_GOODSINCE], sf[T_GOODTIME] = good_step(j, k, new, pi[I_N], lo[b], hi[b], gbad[j], now,
-                                                                      si[S_VIOL], sf[T_GOODSINCE], sf[T_GOODTIME])
-        gbad[j] = bad
+def set_level(meas, setup, clock, c, j, new, pold, now):
+    """:func:`change_level` on the clock record."""
+    st = clock[0]
+    st.viol, st.good_since, st.good_time = change_level(meas, setup, c, j, new, pold, now, st.viol, st.good_since,
+                                                        st.good_time)
 
 
 @njit(cache=True)
-def set_top(newtop, now, maxtime, si, sf):
+def set_top(clock, maxtime, newtop, now):
     """The maximum queue length becomes ``newtop`` at time ``now``."""
-    sf[T_TOPSINCE] = close_top(maxtime, si[S_TOP], sf[T_TOPSINCE], now)
-    si[S_TOP] = newtop
+    st = clock[0]
+    st.top_since = close_top(maxtime, st.top, st.top_since, now)
+    st.top = newtop
 
 
 @njit(cache=True)
-def record_until(t_until, c, rec_t, rec_c, rec_max, rec_tot, pf, pi, si, sf):
+def record_until(recs, setup, clock, c, t_until):
     """Write the current state at every grid point ``< t_until``; False if the buffer is full."""
-    every = pf[F_REC]
+    st = clock[0]
+    every = st.rec_every
     if every <= 0.0:
         return True
-    nxt = sf[T_NEXTREC]
+    nxt = st.next_rec
     if nxt >= t_until:
         return True
-    nrec = si[S_NREC]
+    nrec = st.nrec
     # count exactly (floating point): the grid points in [nxt, t_until)
     cnt = 0
     t = nxt
     while t < t_until:
         cnt += 1
         t = nxt + cnt * every
-    if nrec + cnt > rec_t.shape[0]:
+    if nrec + cnt > recs.t.shape[0]:
         return False
-    rl = pi[I_RL]
-    top = si[S_TOP]
-    tot = si[S_TOTAL]
     for r in range(cnt):
-        rec_t[nrec] = nxt + r * every
-        for j in range(rl):
-            rec_c[nrec, j] = c[j]
-        rec_max[nrec] = top
-        rec_tot[nrec] = tot
+        recs.t[nrec] = nxt + r * every
+        for j in range(setup.rec_levels):
+            recs.c[nrec, j] = c[j]
+        recs.max[nrec] = st.top
+        recs.total[nrec] = st.total
         nrec += 1
-    si[S_NREC] = nrec
-    sf[T_NEXTREC] = nxt + cnt * every
+    st.nrec = nrec
+    st.next_rec = nxt + cnt * every
     return True
 
 
 @njit(cache=True)
-def chunk_gate(left, c, rec_t, rec_c, rec_max, rec_tot, pf, pi, si, sf, t_stop):
+def chunk_gate(recs, setup, clock, c, left, t_stop):
     """Before a chunk of events in a kernel's driver loop: write the records due before the
-    next event; return the status to stop with, or ``_GO_ON``."""
+    next event; return the status to stop with, or ``GO_ON``."""
+    st = clock[0]
     if left <= 0:
         return STATUS_EVENTS
-    if si[S_TOP] + 2 > c.shape[0]:
+    if st.top + 2 > c.shape[0]:
         return STATUS_GROW
-    t_next = sf[T_NEXT]
+    t_next = st.t_next
     t_until = t_next if t_next <= t_stop else t_stop
-    if pf[F_REC] > 0.0 and sf[T_NEXTREC] < t_until:
-        if not record_until(t_until, c, rec_t, rec_c, rec_max, rec_tot, pf, pi, si, sf):
+    if st.rec_every > 0.0 and st.next_rec < t_until:
+        if not record_until(recs, setup, clock, c, t_until):
             return STATUS_RECFULL
     if t_next > t_stop:
-        sf[T_NOW] = t_stop
+        st.now = t_stop
         return STATUS_DONE
-    return _GO_ON
+    return GO_ON
+
+
+@njit(cache=True)
+def general_gate(recs, setup, clock, c, events, max_events, t_stop):
+    """Before each event of a general loop that keeps its state in the clock (queues,
+    buckets): write the records due, set ``now`` to the next event time and return
+    ``GO_ON``, or return the status to stop with (``now = t_stop`` at the horizon)."""
+    st = clock[0]
+    if events >= max_events:
+        return STATUS_EVENTS
+    if st.top + 2 > c.shape[0]:
+        return STATUS_GROW
+    t_next = st.t_next
+    recording = st.rec_every > 0.0
+    if t_next > t_stop:
+        if recording and not record_until(recs, setup, clock, c, t_stop):
+            return STATUS_RECFULL
+        st.now = t_stop
+        return STATUS_DONE
+    if recording and not record_until(recs, setup, clock, c, t_next):
+        return STATUS_RECFULL
+    st.now = t_next
+    return GO_ON
+
+
+@njit(cache=True)
+def next_event_time(s, setup, now):
+    """The time of the event after ``now``: ``now + 1`` (discrete time) or ``now`` plus an
+    exponential holding time of rate ``n(1+λ)`` (docs/model.md §1)."""
+    if setup.continuous:
+        v = 1.0 - next_double(s)
+        return now - math.log(v) / setup.rate
+    return now + 1.0
 
 
 @njit(cache=True, inline="always")
-def is_final(st):
+def is_final(status):
     """Whether a chunk's status ends the kernel call (the horizon, level capacity, a full
     record buffer); otherwise the driver loop goes on."""
-    return st == STATUS_DONE or st == STATUS_GROW or st == STATUS_RECFULL
+    return status == STATUS_DONE or status == STATUS_GROW or status == STATUS_RECFULL
+
+
+# ----------------------------------------------------------------- start and read the measurements
+@njit(cache=True)
+def flush(c, tables, meas, setup, clock):
+    """Close every lazy time integral at the current time (call before reading them)."""
+    st = clock[0]
+    now = st.now
+    stamp = meas.stamp
+    for j in range(c.shape[0]):
+        cj = c[j]
+        if cj > 0:
+            close_level(j, cj, get_p(tables, setup, j, cj), cj, now, c, stamp, meas.area_c, meas.area_P)
+        stamp[j] = now
+    st.top_since = close_top(meas.maxtime, st.top, st.top_since, now)
+    if setup.k > 0 and st.viol == 0:
+        st.good_time += now - st.good_since
+        st.good_since = now
+
+
+@njit(cache=True)
+def reset_measures(c, meas, setup, clock):
+    """Start measuring now: zero the integrals, recompute ``top``, the total and good-set
+    membership."""
+    st = clock[0]
+    now = st.now
+    for j in range(c.shape[0]):
+        meas.stamp[j] = now
+        meas.area_c[j] = 0.0
+        meas.area_P[j] = 0.0
+    meas.maxtime[:] = 0.0
+    top = 0
+    tot = 0
+    for j in range(c.shape[0]):
+        if c[j] > 0:
+            top = j + 1
+            tot += c[j]
+    st.top = top
+    st.total = tot
+    st.top_since = now
+    st.good_time = 0.0
+    st.good_since = now
+    k = setup.k
+    v = 0
+    if k > 0:
+        for j in range(k + 1):
+            b = min(j, k - 1)
+            bad = clause_bad(j, k, c[j] if j < c.shape[0] else 0, setup.n, meas.good_lo[b], meas.good_hi[b])
+            meas.good_bad[j] = bad
+            v += bad
+    st.viol = v

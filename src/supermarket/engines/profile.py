@@ -30,12 +30,10 @@ Measurements (time averages, O(1) work per event, lazily updated per level):
 (clauses (a) and (b) of docs/model.md §5, with a running count of violated clauses), and an
 optional trajectory recorded on a regular grid.
 
-Array layout shared by the kernels of this package (all owned by the caller):
-
-``pi`` (int64): ``[n, d, replace, k, continuous, full_table, rec_levels]`` (``k = 0``: no
-good set);  ``pf`` (float64): ``[p_arrival, rate, rec_every]``;  ``si`` (int64):
-``[top, total customers, violated clauses, records written]``;  ``sf`` (float64):
-``[now, t_next, top_since, good_since, good_time, next_record]``.
+The state is laid out in named structures shared by every engine (:mod:`.layout`):
+``c`` (the counts), ``s`` (the generator), ``tables`` (:class:`.layout.Tables`, see
+:mod:`.tables`), ``meas`` (:class:`.layout.Measures`), ``recs`` (:class:`.layout.Records`),
+``setup`` (:class:`.layout.Setup`) and ``clock`` (a record of :data:`.layout.CLOCK`).
 """
 
 from __future__ import annotations
@@ -45,185 +43,42 @@ import math
 import numpy as np
 from numba import njit
 
-from .measure import (  # the state layout is re-exported: callers read it from here
-    F_PARR, F_RATE, F_REC, HALF_WIN, I_CONT, I_D, I_FULL, I_K, I_N, I_REP, I_RL, LW, S_NREC, S_TOP, S_TOTAL,
-    S_VIOL, STATUS_DONE, STATUS_EVENTS, STATUS_GROW, STATUS_RECFULL, T_GOODSINCE, T_GOODTIME, T_NEXT,
-    T_NEXTREC, T_NOW, T_TOPSINCE, WIN, _GO_ON, _ST_GENERAL, _ST_RECORD, _ST_WINDOW, change_level, chunk_gate,
-    clause_bad, clause_ints, close_level, close_top, fast_tables, good_step, is_final, record_until, state_load,
-    state_store, window_edge,
+from .layout import (
+    GO_ON, ST_GENERAL, ST_RECORD, ST_WINDOW, STATUS_DONE, STATUS_EVENTS, STATUS_GROW, STATUS_RECFULL,
+)
+from .measure import (
+    change_level, chunk_gate, close_level, close_top, flush, good_ints, good_step, is_final, load_clock,
+    next_event_time, record_until, reset_measures, store_clock,
 )
 from .rng import next_double, step_double
+from .tables import (
+    FULL_TABLE_MAX_N, HALF_WIN, LW, WIN, flat_tables, log_p_all_at_least, p_all_at_least, p_table, rebuild_window,
+    refresh_windows, window_edge,
+)
 
-__all__ = [
+__all__ = [  # P and the measurement entry points are re-exported: callers may read them from here
     "HALF_WIN", "WIN", "LW", "FULL_TABLE_MAX_N",
     "log_p_all_at_least", "p_all_at_least", "p_table",
     "profile_kernel", "flush", "reset_measures",
 ]
 
-FULL_TABLE_MAX_N = 1 << 15
-
-
-# ----------------------------------------------------------------- P_i (docs/model.md §2)
-@njit(cache=True)
-def _lgamma_ratio(x, a):
-    """``lgamma(x + a) − lgamma(x)`` for ``x > 0, a >= 0`` without cancellation.
-
-    For ``x >= 30`` by Stirling's series written as ``(x−½)·log1p(a/x) + a·log(x+a) − a +
-    s(x+a) − s(x)``: relative accuracy ~1e-16 even when ``x`` is 10^12.
-    """
-    if a == 0.0:
-        return 0.0
-    if x < 30.0:
-        return math.lgamma(x + a) - math.lgamma(x)
-    y = x + a
-
-    def s(z):
-        z2 = 1.0 / (z * z)
-        return (1.0 / z) * (1.0 / 12.0 - z2 * (1.0 / 360.0 - z2 * (1.0 / 1260.0 - z2 / 1680.0)))
-
-    return (x - 0.5) * math.log1p(a / x) + a * math.log(y) - a + (s(y) - s(x))
-
-
-@njit(cache=True)
-def log_p_all_at_least(c, n, d, replace):
-    """``log P_i`` for a level with ``c`` queues of length ``>= i`` (docs/model.md §2).
-
-    With replacement ``d·log(c/n)``; without, ``log C(c,d) − log C(n,d)`` written through
-    whichever of ``d`` and ``m = n − c`` is smaller (absolute error ~1e-16·min(d,m)·log n).
-    """
-    if c >= n:
-        return 0.0
-    if c <= 0:
-        return -np.inf
-    fn = float(n)
-    fc = float(c)
-    fd = float(d)
-    if replace:
-        return fd * math.log1p(-(fn - fc) / fn)
-    if c < d:
-        return -np.inf
-    m = fn - fc
-    if fd <= m:
-        # log C(c,d) − log C(n,d) = [lgamma(c+1) − lgamma(c+1−d)] − [lgamma(n+1) − lgamma(n+1−d)]
-        return _lgamma_ratio(fc + 1.0 - fd, fd) - _lgamma_ratio(fn + 1.0 - fd, fd)
-    # = [lgamma(n−d+1) − lgamma(c−d+1)] − [lgamma(n+1) − lgamma(c+1)]
-    return _lgamma_ratio(fc - fd + 1.0, m) - _lgamma_ratio(fc + 1.0, m)
-
-
-@njit(cache=True)
-def p_all_at_least(c, n, d, replace):
-    """``P_i``: probability that all d sampled queues have length >= i (docs/model.md §2)."""
-    if c >= n:
-        return 1.0
-    return math.exp(log_p_all_at_least(c, n, d, replace))
-
-
-@njit(cache=True)
-def p_table(n, d, replace):
-    """``P(c)`` for ``c = 0..n`` (only for small ``n``)."""
-    out = np.empty(n + 1)
-    for c in range(n + 1):
-        out[c] = p_all_at_least(c, n, d, replace)
-    return out
-
-
-@njit(cache=True)
-def _getp(j, cj, pi, tab, win, winbase):
-    """``P`` at level index ``j`` holding count ``cj`` (table look-up, window rebuilt if needed)."""
-    if pi[I_FULL]:
-        return tab[cj]
-    if j < LW:
-        off = cj - winbase[j]
-        if off < 0 or off >= WIN:
-            off = _rebuild_window(j, cj, pi, win, winbase)
-        return win[j, off]
-    return p_all_at_least(cj, pi[I_N], pi[I_D], pi[I_REP] != 0)
-
-
-@njit(cache=True)
-def _rebuild_window(j, cj, pi, win, winbase):
-    """Refill the window of level index ``j`` around count ``cj``; returns ``cj``'s offset."""
-    base = cj - HALF_WIN
-    if base < 0:
-        base = 0
-    winbase[j] = base
-    n = pi[I_N]
-    d = pi[I_D]
-    rep = pi[I_REP] != 0
-    for t in range(WIN):
-        win[j, t] = p_all_at_least(base + t, n, d, rep)
-    return cj - base
-
-
-# ----------------------------------------------------------------- measurements
-@njit(cache=True)
-def flush(c, stamp, area_c, area_P, maxtime, tab, win, winbase, pi, si, sf):
-    """Close every lazy time integral at the current time (call before reading them)."""
-    now = sf[T_NOW]
-    for j in range(c.shape[0]):
-        cj = c[j]
-        if cj > 0:
-            close_level(j, cj, _getp(j, cj, pi, tab, win, winbase), cj, now, c, stamp, area_c, area_P)
-        stamp[j] = now
-    sf[T_TOPSINCE] = close_top(maxtime, si[S_TOP], sf[T_TOPSINCE], now)
-    if pi[I_K] > 0 and si[S_VIOL] == 0:
-        sf[T_GOODTIME] += now - sf[T_GOODSINCE]
-        sf[T_GOODSINCE] = now
-
-
-@njit(cache=True)
-def reset_measures(c, stamp, area_c, area_P, maxtime, pi, lo, hi, gbad, si, sf):
-    """Start measuring now: zero the integrals, recompute good-set membership."""
-    now = sf[T_NOW]
-    for j in range(c.shape[0]):
-        stamp[j] = now
-        area_c[j] = 0.0
-        area_P[j] = 0.0
-    for j in range(maxtime.shape[0]):
-        maxtime[j] = 0.0
-    top = 0
-    tot = 0
-    for j in range(c.shape[0]):
-        if c[j] > 0:
-            top = j + 1
-            tot += c[j]
-    si[S_TOP] = top
-    si[S_TOTAL] = tot
-    sf[T_TOPSINCE] = now
-    sf[T_GOODTIME] = 0.0
-    sf[T_GOODSINCE] = now
-    k = pi[I_K]
-    v = 0
-    if k > 0:
-        n = pi[I_N]
-        for j in range(k + 1):
-            b = min(j, k - 1)
-            bad = clause_bad(j, k, c[j] if j < c.shape[0] else 0, n, lo[b], hi[b])
-            gbad[j] = bad
-            v += bad
-    si[S_VIOL] = v
-
 
 # ----------------------------------------------------------------- the profile kernel
 @njit(cache=True, nogil=True)
-def _profile_general(c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, hi, gbad,
-                     rec_t, rec_c, rec_max, rec_tot, s, pi, pf, si, sf, t_stop, max_events):
+def _profile_general(c, s, tables, meas, recs, setup, clock, t_stop, max_events):
     """The profile chain for any state (levels beyond the windowed ones evaluate ``P``
-    directly); used by :func:`profile_kernel` when the fast path does not apply."""
-    n = pi[I_N]
-    d = pi[I_D]
-    rep = pi[I_REP] != 0
-    k = pi[I_K]
-    fn = float(n)
-    cont = pi[I_CONT] != 0
-    full = pi[I_FULL] != 0
-    p_arr = pf[F_PARR]
+    directly); used by :func:`profile_kernel` when the fast path does not apply.  Its stop
+    checks repeat those of :func:`_profile_fast` (DELIBERATE: in the hot loop they are
+    specialised to discrete time, where they are decided once per chunk)."""
+    n, d, rep, full = setup.n, setup.d, setup.replace, setup.full_table
+    tab, win, winbase = tables
+    p_arr = setup.p_arrival
     inv_p = 1.0 / p_arr
-    q_scale = fn / (1.0 - p_arr)
-    rate = pf[F_RATE]
+    q_scale = float(n) / (1.0 - p_arr)
     L = c.shape[0]
-    recording = pf[F_REC] > 0.0
-    top, total, viol, now, t_next, top_since, good_since, good_time = state_load(si, sf)
+    st = clock[0]
+    recording = st.rec_every > 0.0
+    top, total, viol, now, t_next, top_since, good_since, good_time = load_clock(clock)
     events = 0
     status = STATUS_DONE
     while True:
@@ -233,11 +88,10 @@ def _profile_general(c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, h
         if top + 2 > L:
             status = STATUS_GROW
             break
-        if recording and sf[T_NEXTREC] < (t_next if t_next <= t_stop else t_stop):
-            si[S_TOP] = top
-            si[S_TOTAL] = total
-            if not record_until(t_next if t_next <= t_stop else t_stop, c, rec_t, rec_c, rec_max, rec_tot,
-                                pf, pi, si, sf):
+        if recording and st.next_rec < (t_next if t_next <= t_stop else t_stop):
+            st.top = top
+            st.total = total
+            if not record_until(recs, setup, clock, c, t_next if t_next <= t_stop else t_stop):
                 status = STATUS_RECFULL
                 break
         if t_next > t_stop:
@@ -245,10 +99,10 @@ def _profile_general(c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, h
             status = STATUS_DONE
             break
         now = t_next
-        u = next_double(s)
-        if u < p_arr:
+        unif = next_double(s)
+        if unif < p_arr:
             # arrival: joined length ℓ = #{i : U < P_i}
-            U = u * inv_p
+            U = unif * inv_p
             ell = 0
             if full:
                 for j in range(top):
@@ -260,7 +114,7 @@ def _profile_general(c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, h
                 for j in range(m):
                     off = c[j] - winbase[j]
                     if off < 0 or off >= WIN:
-                        off = _rebuild_window(j, c[j], pi, win, winbase)
+                        off = rebuild_window(tables, setup, j, c[j])
                     ell += np.int64(win[j, off] > U)
                 if ell == LW:
                     while ell < top and p_all_at_least(c[ell], n, d, rep) > U:
@@ -273,14 +127,14 @@ def _profile_general(c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, h
                 else:
                     pold = p_all_at_least(c[j], n, d, rep)
             if j == top:
-                top_since = close_top(maxtime, top, top_since, now)
+                top_since = close_top(meas.maxtime, top, top_since, now)
                 top += 1
-            viol, good_since, good_time = change_level(j, c[j] + 1, pold, now, c, stamp, area_c, area_P, k, n,
-                                                       lo, hi, gbad, viol, good_since, good_time)
+            viol, good_since, good_time = change_level(meas, setup, c, j, c[j] + 1, pold, now, viol, good_since,
+                                                       good_time)
             total += 1
         else:
             # potential departure from a uniformly chosen queue: ℓ = #{i : c_i > nU}
-            y = (u - p_arr) * q_scale
+            y = (unif - p_arr) * q_scale
             ell = 0
             for j in range(top):
                 ell += np.int64(c[j] > y)
@@ -292,58 +146,54 @@ def _profile_general(c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, h
                 elif lv < LW:
                     off = old - winbase[lv]
                     if off < 0 or off >= WIN:
-                        off = _rebuild_window(lv, old, pi, win, winbase)
+                        off = rebuild_window(tables, setup, lv, old)
                     pold = win[lv, off]
                 else:
                     pold = p_all_at_least(old, n, d, rep)
-                viol, good_since, good_time = change_level(lv, old - 1, pold, now, c, stamp, area_c, area_P, k,
-                                                           n, lo, hi, gbad, viol, good_since, good_time)
+                viol, good_since, good_time = change_level(meas, setup, c, lv, old - 1, pold, now, viol, good_since,
+                                                           good_time)
                 if old == 1:
-                    top_since = close_top(maxtime, top, top_since, now)
+                    top_since = close_top(meas.maxtime, top, top_since, now)
                     top = lv
                 total -= 1
-        if cont:
-            t_next = now - math.log(1.0 - next_double(s)) / rate
-        else:
-            t_next = now + 1.0
+        t_next = next_event_time(s, setup, now)
         events += 1
-    state_store(si, sf, top, total, viol, now, t_next, top_since, good_since, good_time)
+    store_clock(clock, top, total, viol, now, t_next, top_since, good_since, good_time)
     return events, status
 
 
 @njit(cache=True, nogil=True)
-def _profile_fast(c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windowed, loi, hii, gbad, s,
-                  pi, pf, si, sf, t_stop, max_events):
+def _profile_fast(c, s, flat, bounds, meas, setup, clock, t_stop, max_events):
     """The hot loop of the profile chain: no calls but the random numbers.
 
-    ``P`` at level index ``j`` and count ``x`` is ``tabf[j*tstride + x − tbase[j]]`` (the full
-    table with ``tstride = 0``, or the per-level windows).  Returns to :func:`profile_kernel`
-    for anything unusual: a record due, a window edge reached or a new level opened
-    (windowed mode), too many levels for the windows, level capacity, the horizon.
+    ``flat = (tabf, tbase, tstride, windowed)`` (:func:`.tables.flat_tables`): ``P`` at level
+    index ``j`` and count ``x`` is ``tabf[j*tstride + x − tbase[j]]``; ``bounds`` = the
+    integer good-set bounds (:func:`.measure.good_ints`).  Returns to
+    :func:`profile_kernel` for anything unusual: a record due, a window edge reached or a
+    new level opened (windowed mode), too many levels for the windows, level capacity, the
+    horizon.
     """
-    n = pi[I_N]
-    k = pi[I_K] if pi[I_K] > 0 else -1
-    fn = float(n)
-    cont = pi[I_CONT] != 0
-    p_arr = pf[F_PARR]
+    tabf, tbase, tstride, windowed = flat
+    lo_int, hi_int = bounds
+    stamp, area_c, area_P, maxtime, gbad = meas.stamp, meas.area_c, meas.area_P, meas.maxtime, meas.good_bad
+    n = setup.n
+    k = setup.k if setup.k > 0 else -1
+    cont = setup.continuous
+    p_arr = setup.p_arrival
     inv_p = 1.0 / p_arr
-    q_scale = fn / (1.0 - p_arr)
-    inv_rate = 1.0 / pf[F_RATE]
+    q_scale = float(n) / (1.0 - p_arr)
+    inv_rate = 1.0 / setup.rate
     L = c.shape[0]
-    recording = pf[F_REC] > 0.0
-    next_rec = sf[T_NEXTREC]
-    top, total, viol, now, t_next, top_since, good_since, good_time = state_load(si, sf)
-    lw_top = LW - 1
-    r0 = s[0]
-    r1 = s[1]
-    r2 = s[2]
-    r3 = s[3]
+    recording = clock[0].rec_every > 0.0
+    next_rec = clock[0].next_rec
+    top, total, viol, now, t_next, top_since, good_since, good_time = load_clock(clock)
+    r0, r1, r2, r3 = s[0], s[1], s[2], s[3]
     events = 0
     status = STATUS_DONE
     if top + 2 > L:
         return 0, STATUS_GROW
-    if windowed and top >= lw_top:
-        return 0, _ST_GENERAL
+    if windowed and top >= LW - 1:
+        return 0, ST_GENERAL
     # pc[i] = P at level index i for its current count (one look-up per change)
     pc = np.zeros(L)
     scan8 = L >= 8  # the fixed-count scan reads c[0..7] and pc[0..7]
@@ -365,22 +215,22 @@ def _profile_fast(c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windo
             break
         if cont:
             if recording and next_rec < (t_next if t_next <= t_stop else t_stop):
-                status = _ST_RECORD
+                status = ST_RECORD
                 break
             if t_next > t_stop:
                 now = t_stop
                 status = STATUS_DONE
                 break
         now = t_next
-        u, r0, r1, r2, r3 = step_double(r0, r1, r2, r3)
-        # One uniform decides the event and its level.  Arrival (u < p_arr): the joined
-        # length is ℓ = #{i : U < P_i} with U = u/p_arr.  Potential departure: a uniform
-        # queue, ℓ = #{i : c_i > y} with y = n(u − p_arr)/(1 − p_arr).  Both counts are
+        unif, r0, r1, r2, r3 = step_double(r0, r1, r2, r3)
+        # One uniform decides the event and its level.  Arrival (unif < p_arr): the joined
+        # length is ℓ = #{i : U < P_i} with U = unif/p_arr.  Potential departure: a uniform
+        # queue, ℓ = #{i : c_i > y} with y = n(unif − p_arr)/(1 − p_arr).  Both counts are
         # taken without branches and the common case is chosen by selects, so the 50/50
         # arrival/departure outcome costs no branch misprediction.
-        arr = u < p_arr
-        U = u * inv_p
-        y = (u - p_arr) * q_scale
+        arr = unif < p_arr
+        U = unif * inv_p
+        y = (unif - p_arr) * q_scale
         ja = 0
         jd = 0
         yi = np.int64(y)  # c_i > y  <=>  c_i > floor(y) for y >= 0 (departures); integer compares
@@ -404,7 +254,7 @@ def _profile_fast(c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windo
                     top_since = close_top(maxtime, top, top_since, now)
                     top += 1
                     if windowed or top + 2 > L:
-                        status = _ST_WINDOW  # stop after this event: new window or more levels needed
+                        status = ST_WINDOW  # stop after this event: new window or more levels needed
             elif j < 0:
                 if cont:
                     v, r0, r1, r2, r3 = step_double(r0, r1, r2, r3)
@@ -428,67 +278,48 @@ def _profile_fast(c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windo
             pc[j] = 0.0
         # good set N^ε, clauses (a) and (b) (docs/model.md §5)
         if j <= k:
-            gbad[j], viol, good_since, good_time = good_step(j, k, new, n, loi[j], hii[j], gbad[j], now, viol,
+            gbad[j], viol, good_since, good_time = good_step(j, k, new, n, lo_int[j], hi_int[j], gbad[j], now, viol,
                                                              good_since, good_time)
         if windowed and window_edge(new, tbase[j], n):
-            status = _ST_WINDOW
+            status = ST_WINDOW
         if cont:
             v, r0, r1, r2, r3 = step_double(r0, r1, r2, r3)
             t_next = now - math.log(1.0 - v) * inv_rate
         else:
             t_next = now + 1.0
         events += 1
-        if status == _ST_WINDOW:
+        if status == ST_WINDOW:
             break
-    s[0] = r0
-    s[1] = r1
-    s[2] = r2
-    s[3] = r3
-    state_store(si, sf, top, total, viol, now, t_next, top_since, good_since, good_time)
+    s[0], s[1], s[2], s[3] = r0, r1, r2, r3
+    store_clock(clock, top, total, viol, now, t_next, top_since, good_since, good_time)
     return events, status
 
 
-@njit(cache=True)
-def _refresh_windows(c, top, pi, win, winbase):
-    """Make the window of every level index ``<= top`` (below ``LW``) hold its count with
-    room to move by one."""
-    n = pi[I_N]
-    m = top + 1 if top + 1 < LW else LW
-    for j in range(m):
-        x = c[j]
-        base = winbase[j]
-        off = x - base
-        if off < 0 or off >= WIN or window_edge(x, base, n):
-            _rebuild_window(j, x, pi, win, winbase)
-
-
 @njit(cache=True, nogil=True)
-def profile_kernel(c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, hi, gbad,
-                   rec_t, rec_c, rec_max, rec_tot, s, pi, pf, si, sf, t_stop, max_events):
+def profile_kernel(c, s, tables, meas, recs, setup, clock, t_stop, max_events):
     """Run the profile chain (docs/model.md §2) until time ``t_stop`` or ``max_events`` events.
 
-    Returns ``(events, status)``: status 0 reached ``t_stop``, 1 did ``max_events``, 2 needs
-    more level capacity (grow the level arrays and call again), 3 the record buffer is full.
+    Arguments: the structures of :mod:`.layout`, all updated in place.  Returns ``(events,
+    status)``: status 0 reached ``t_stop``, 1 did ``max_events``, 2 needs more level
+    capacity (grow the level arrays and call again), 3 the record buffer is full.
     The hot loop (:func:`_profile_fast`) counts the joined and departing lengths without
     branches over the occupied levels (``c`` is non-increasing, so a count equals the scan
     of docs/model.md §2); unusual states go through :func:`_profile_general`.
     """
-    tabf, tbase, tstride, windowed = fast_tables(c, tab, win, winbase, pi)
-    loi, hii = clause_ints(lo, hi, pi[I_K])
+    flat = flat_tables(tables, setup, c.shape[0])
+    bounds = good_ints(meas, setup.k)
     events = 0
     while True:
-        st = chunk_gate(max_events - events, c, rec_t, rec_c, rec_max, rec_tot, pf, pi, si, sf, t_stop)
-        if st != _GO_ON:
-            return events, st
-        if windowed and si[S_TOP] >= LW - 1:
-            ev, st = _profile_general(c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, hi, gbad,
-                                      rec_t, rec_c, rec_max, rec_tot, s, pi, pf, si, sf, t_stop,
-                                      min(max_events - events, 4096))
+        status = chunk_gate(recs, setup, clock, c, max_events - events, t_stop)
+        if status != GO_ON:
+            return events, status
+        if flat[3] and clock[0].top >= LW - 1:
+            ev, status = _profile_general(c, s, tables, meas, recs, setup, clock, t_stop,
+                                          min(max_events - events, 4096))
         else:
-            if windowed:
-                _refresh_windows(c, si[S_TOP], pi, win, winbase)
-            ev, st = _profile_fast(c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windowed, loi, hii,
-                                   gbad, s, pi, pf, si, sf, t_stop, max_events - events)
+            if flat[3]:
+                refresh_windows(tables, setup, c, clock[0].top)
+            ev, status = _profile_fast(c, s, flat, bounds, meas, setup, clock, t_stop, max_events - events)
         events += ev
-        if is_final(st):
-            return events, st
+        if is_final(status):
+            return events, status

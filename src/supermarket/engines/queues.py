@@ -24,14 +24,13 @@ import math
 import numpy as np
 from numba import njit
 
+from .layout import GO_ON, ST_WINDOW, STATUS_DONE
 from .measure import (
-    F_PARR, F_RATE, F_REC, I_CONT, I_D, I_K, I_N, I_REP, LW, S_TOP, S_TOTAL, STATUS_DONE, STATUS_EVENTS,
-    STATUS_GROW, STATUS_RECFULL, T_NEXT, T_NEXTREC, T_NOW, _GO_ON, _ST_WINDOW, chunk_gate, clause_ints, close_level,
-    close_top, fast_gate, fast_tables, good_step, is_final, record_until, set_level, set_top, state_load,
-    state_store, window_edge,
+    chunk_gate, close_level, close_top, fast_gate, general_gate, good_ints, good_step, is_final, load_clock,
+    next_event_time, set_level, set_top, store_clock,
 )
-from .profile import _getp, _refresh_windows
 from .rng import next_below, next_double
+from .tables import LW, flat_tables, get_p, refresh_windows, window_edge
 
 __all__ = ["queues_kernel", "bitset_words", "MAX_N"]
 
@@ -44,44 +43,23 @@ def bitset_words(n: int, replace: bool) -> int:
 
 
 @njit(cache=True, nogil=True)
-def _queues_general(x, bits, scratch, c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, hi, gbad,
-                    rec_t, rec_c, rec_max, rec_tot, s, pi, pf, si, sf, t_stop, max_events):
+def _queues_general(queues, c, s, tables, meas, recs, setup, clock, t_stop, max_events):
     """The per-queue chain for any state (used by :func:`queues_kernel` off the fast path)."""
-    n = pi[I_N]
-    d = pi[I_D]
-    rep = pi[I_REP] != 0
-    cont = pi[I_CONT] != 0
-    p_arr = pf[F_PARR]
-    rate = pf[F_RATE]
-    L = c.shape[0]
-    recording = pf[F_REC] > 0.0
+    x, bits, scratch = queues
+    n, d, rep = setup.n, setup.d, setup.replace
+    p_arr = setup.p_arrival
+    st = clock[0]
     small = scratch.shape[0] >= d
     one = np.uint64(1)
     events = 0
-    status = STATUS_DONE
     while True:
-        if events >= max_events:
-            status = STATUS_EVENTS
+        status = general_gate(recs, setup, clock, c, events, max_events, t_stop)
+        if status != GO_ON:
             break
-        top = si[S_TOP]
-        if top + 2 > L:
-            status = STATUS_GROW
-            break
-        t_next = sf[T_NEXT]
-        if t_next > t_stop:
-            if recording and not record_until(t_stop, c, rec_t, rec_c, rec_max, rec_tot, pf, pi, si, sf):
-                status = STATUS_RECFULL
-                break
-            sf[T_NOW] = t_stop
-            break
-        if recording and not record_until(t_next, c, rec_t, rec_c, rec_max, rec_tot, pf, pi, si, sf):
-            status = STATUS_RECFULL
-            break
-        now = t_next
-        sf[T_NOW] = now
-        u = next_double(s)
-        if u < p_arr:
-            # the code of _join, kept inline: a call with four array arguments per arrival
+        top = st.top
+        now = st.now
+        if next_double(s) < p_arr:
+            # DELIBERATE COPY of _join's body: a call with four array arguments per arrival
             # costs ~18% of this loop's speed (measured, n = 10^5, d = 1)
             best = np.int64(2**62)
             arg = -1
@@ -126,11 +104,11 @@ def _queues_general(x, bits, scratch, c, stamp, area_c, area_P, maxtime, tab, wi
             x[arg] = np.int32(ell + 1)
             if ell == top:
                 pold = 0.0
-                set_top(top + 1, now, maxtime, si, sf)
+                set_top(clock, meas.maxtime, top + 1, now)
             else:
-                pold = _getp(ell, c[ell], pi, tab, win, winbase)
-            set_level(ell, c[ell] + 1, pold, now, c, stamp, area_c, area_P, pi, lo, hi, gbad, si, sf)
-            si[S_TOTAL] += 1
+                pold = get_p(tables, setup, ell, c[ell])
+            set_level(meas, setup, clock, c, ell, c[ell] + 1, pold, now)
+            st.total += 1
         else:
             K = next_below(s, n)
             ell = np.int64(x[K])
@@ -138,16 +116,12 @@ def _queues_general(x, bits, scratch, c, stamp, area_c, area_P, maxtime, tab, wi
                 x[K] = np.int32(ell - 1)
                 lv = ell - 1
                 old = c[lv]
-                pold = _getp(lv, old, pi, tab, win, winbase)
-                set_level(lv, old - 1, pold, now, c, stamp, area_c, area_P, pi, lo, hi, gbad, si, sf)
+                pold = get_p(tables, setup, lv, old)
+                set_level(meas, setup, clock, c, lv, old - 1, pold, now)
                 if old == 1:
-                    set_top(lv, now, maxtime, si, sf)
-                si[S_TOTAL] -= 1
-        if cont:
-            v = 1.0 - next_double(s)
-            sf[T_NEXT] = now - math.log(v) / rate
-        else:
-            sf[T_NEXT] = now + 1.0
+                    set_top(clock, meas.maxtime, lv, now)
+                st.total -= 1
+        st.t_next = next_event_time(s, setup, now)
         events += 1
     return events, status
 
@@ -199,30 +173,34 @@ def _join(x, bits, scratch, s, n, d, rep):
 
 
 @njit(cache=True, nogil=True)
-def _queues_fast(x, bits, scratch, c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride, windowed, loi, hii,
-                 gbad, s, pi, pf, si, sf, t_stop, max_events):
-    """Hot loop of the per-queue chain (same structure as ``profile._profile_fast``)."""
-    n = pi[I_N]
-    d = pi[I_D]
-    rep = pi[I_REP] != 0
-    k = pi[I_K] if pi[I_K] > 0 else -1
-    cont = pi[I_CONT] != 0
-    p_arr = pf[F_PARR]
-    inv_rate = 1.0 / pf[F_RATE]
+def _queues_fast(queues, c, s, flat, bounds, meas, setup, clock, t_stop, max_events):
+    """Hot loop of the per-queue chain (same structure as ``profile._profile_fast``).
+
+    DELIBERATE COPY of the fast loops' prologue and per-event bookkeeping (local copies of
+    the state, lazy integrals, good set, window edge, next time): an inlined helper over
+    arrays that branches leaves reference counting in the loop (see :mod:`.measure`)."""
+    x, bits, scratch = queues
+    tabf, tbase, tstride, windowed = flat
+    lo_int, hi_int = bounds
+    stamp, area_c, area_P, maxtime, gbad = meas.stamp, meas.area_c, meas.area_P, meas.maxtime, meas.good_bad
+    n, d, rep = setup.n, setup.d, setup.replace
+    k = setup.k if setup.k > 0 else -1
+    cont = setup.continuous
+    p_arr = setup.p_arrival
+    inv_rate = 1.0 / setup.rate
     L = c.shape[0]
-    recording = pf[F_REC] > 0.0
-    next_rec = sf[T_NEXTREC]
-    top, total, viol, now, t_next, top_since, good_since, good_time = state_load(si, sf)
+    recording = clock[0].rec_every > 0.0
+    next_rec = clock[0].next_rec
+    top, total, viol, now, t_next, top_since, good_since, good_time = load_clock(clock)
     events = 0
     while True:
         status = fast_gate(events, max_events, top, L, windowed, recording, next_rec, t_next, t_stop)
-        if status != _GO_ON:
+        if status != GO_ON:
             if status == STATUS_DONE:
                 now = t_stop
             break
         now = t_next
-        u = next_double(s)
-        if u < p_arr:
+        if next_double(s) < p_arr:
             q = _join(x, bits, scratch, s, n, d, rep)
             j = np.int64(x[q])
             x[q] = np.int32(j + 1)
@@ -234,7 +212,7 @@ def _queues_fast(x, bits, scratch, c, stamp, area_c, area_P, maxtime, tabf, tbas
                 top_since = close_top(maxtime, top, top_since, now)
                 top += 1
                 if windowed:
-                    status = _ST_WINDOW
+                    status = ST_WINDOW
             new = old + 1
             total += 1
         else:
@@ -255,41 +233,42 @@ def _queues_fast(x, bits, scratch, c, stamp, area_c, area_P, maxtime, tabf, tbas
                 top = j
         close_level(j, old, pold, new, now, c, stamp, area_c, area_P)
         if j <= k:
-            gbad[j], viol, good_since, good_time = good_step(j, k, new, n, loi[j], hii[j], gbad[j], now, viol,
+            gbad[j], viol, good_since, good_time = good_step(j, k, new, n, lo_int[j], hi_int[j], gbad[j], now, viol,
                                                              good_since, good_time)
         if windowed and window_edge(new, tbase[j], n):
-            status = _ST_WINDOW
+            status = ST_WINDOW
         t_next = now + (1.0 if not cont else -math.log(1.0 - next_double(s)) * inv_rate)
         events += 1
-        if status == _ST_WINDOW:
+        if status == ST_WINDOW:
             break
-    state_store(si, sf, top, total, viol, now, t_next, top_since, good_since, good_time)
+    store_clock(clock, top, total, viol, now, t_next, top_since, good_since, good_time)
     return events, status
 
 
 @njit(cache=True, nogil=True)
-def queues_kernel(x, bits, scratch, c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, hi, gbad,
-                  rec_t, rec_c, rec_max, rec_tot, s, pi, pf, si, sf, t_stop, max_events):
+def queues_kernel(queues, c, s, tables, meas, recs, setup, clock, t_stop, max_events):
     """Run the per-queue chain until time ``t_stop`` or ``max_events`` events (see
-    :func:`.profile.profile_kernel` for the arguments and the return value); ``x`` holds
-    the queue lengths, ``bits`` a zeroed bit set of ``n`` bits (``replace=False``) and
-    ``scratch`` room for ``d`` indices when ``d < n/64``."""
-    tabf, tbase, tstride, windowed = fast_tables(c, tab, win, winbase, pi)
-    loi, hii = clause_ints(lo, hi, pi[I_K])
+    :func:`.profile.profile_kernel` for the other arguments and the return value);
+    ``queues = (x, bits, scratch)``: ``x`` the queue lengths (int32), ``bits`` a zeroed bit
+    set of ``n`` bits (``replace=False``), ``scratch`` room for ``d`` indices when
+    ``d < n/64``.
+    DELIBERATE COPY of :func:`.profile.profile_kernel`'s driver loop around this engine's
+    own fast and general loops (numba cannot cache one driver that takes the loops as
+    arguments)."""
+    flat = flat_tables(tables, setup, c.shape[0])
+    bounds = good_ints(meas, setup.k)
     events = 0
     while True:
-        st = chunk_gate(max_events - events, c, rec_t, rec_c, rec_max, rec_tot, pf, pi, si, sf, t_stop)
-        if st != _GO_ON:
-            return events, st
-        if windowed and si[S_TOP] >= LW - 1:
-            ev, st = _queues_general(x, bits, scratch, c, stamp, area_c, area_P, maxtime, tab, win, winbase, lo, hi,
-                                     gbad, rec_t, rec_c, rec_max, rec_tot, s, pi, pf, si, sf, t_stop,
-                                     min(max_events - events, 4096))
+        status = chunk_gate(recs, setup, clock, c, max_events - events, t_stop)
+        if status != GO_ON:
+            return events, status
+        if flat[3] and clock[0].top >= LW - 1:
+            ev, status = _queues_general(queues, c, s, tables, meas, recs, setup, clock, t_stop,
+                                         min(max_events - events, 4096))
         else:
-            if windowed:
-                _refresh_windows(c, si[S_TOP], pi, win, winbase)
-            ev, st = _queues_fast(x, bits, scratch, c, stamp, area_c, area_P, maxtime, tabf, tbase, tstride,
-                                  windowed, loi, hii, gbad, s, pi, pf, si, sf, t_stop, max_events - events)
+            if flat[3]:
+                refresh_windows(tables, setup, c, clock[0].top)
+            ev, status = _queues_fast(queues, c, s, flat, bounds, meas, setup, clock, t_stop, max_events - events)
         events += ev
-        if is_final(st):
-            return events, st
+        if is_final(status):
+            return events, status

@@ -92,7 +92,8 @@ def next_below(s, n):
 def step_double(s0, s1, s2, s3):
     """``next_double`` on a state held in four local variables (for hot loops that keep
     the state in registers): returns ``(u, s0, s1, s2, s3)``; write the words back to the
-    state array when the loop ends."""
+    state array when the loop ends.  DELIBERATE COPY of :func:`next_u64`'s step: the array
+    version must not pay for returning five values."""
     result = _rotl(s1 * np.uint64(5), 7) * np.uint64(9)
     t = s1 << np.uint64(17)
     s2 ^= s0

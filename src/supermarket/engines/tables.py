@@ -1,0 +1,143 @@
+"""``P_i`` (docs/model.md §2) and its look-up tables, shared by the engines' kernels.
+
+``P(c)`` is looked up, never recomputed per event: a full table ``P(0..n)`` when ``n`` is
+small, otherwise for each of the first ``LW`` levels a window of ``WIN`` consecutive values
+of ``c`` around the current count (:class:`.layout.Tables`), rebuilt (``WIN``
+evaluations) when ``c`` leaves it.  Levels above ``LW`` evaluate ``P`` directly.
+Probabilities are exact up to double rounding (``~2^-52``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+__all__ = ["HALF_WIN", "WIN", "LW", "FULL_TABLE_MAX_N", "log_p_all_at_least", "p_all_at_least", "p_table",
+           "get_p", "rebuild_window", "refresh_windows", "window_edge", "flat_tables"]
+
+HALF_WIN = 1024
+WIN = 2 * HALF_WIN
+LW = 32  # levels with a window table
+FULL_TABLE_MAX_N = 1 << 15
+
+
+@njit(cache=True)
+def _lgamma_ratio(x, a):
+    """``lgamma(x + a) − lgamma(x)`` for ``x > 0, a >= 0`` without cancellation.
+
+    For ``x >= 30`` by Stirling's series written as ``(x−½)·log1p(a/x) + a·log(x+a) − a +
+    s(x+a) − s(x)``: relative accuracy ~1e-16 even when ``x`` is 10^12.
+    """
+    if a == 0.0:
+        return 0.0
+    if x < 30.0:
+        return math.lgamma(x + a) - math.lgamma(x)
+    y = x + a
+
+    def s(z):
+        z2 = 1.0 / (z * z)
+        return (1.0 / z) * (1.0 / 12.0 - z2 * (1.0 / 360.0 - z2 * (1.0 / 1260.0 - z2 / 1680.0)))
+
+    return (x - 0.5) * math.log1p(a / x) + a * math.log(y) - a + (s(y) - s(x))
+
+
+@njit(cache=True)
+def log_p_all_at_least(c, n, d, replace):
+    """``log P_i`` for a level with ``c`` queues of length ``>= i`` (docs/model.md §2).
+
+    With replacement ``d·log(c/n)``; without, ``log C(c,d) − log C(n,d)`` written through
+    whichever of ``d`` and ``m = n − c`` is smaller (absolute error ~1e-16·min(d,m)·log n).
+    """
+    if c >= n:
+        return 0.0
+    if c <= 0:
+        return -np.inf
+    fn = float(n)
+    fc = float(c)
+    fd = float(d)
+    if replace:
+        return fd * math.log1p(-(fn - fc) / fn)
+    if c < d:
+        return -np.inf
+    m = fn - fc
+    if fd <= m:
+        # log C(c,d) − log C(n,d) = [lgamma(c+1) − lgamma(c+1−d)] − [lgamma(n+1) − lgamma(n+1−d)]
+        return _lgamma_ratio(fc + 1.0 - fd, fd) - _lgamma_ratio(fn + 1.0 - fd, fd)
+    # = [lgamma(n−d+1) − lgamma(c−d+1)] − [lgamma(n+1) − lgamma(c+1)]
+    return _lgamma_ratio(fc - fd + 1.0, m) - _lgamma_ratio(fc + 1.0, m)
+
+
+@njit(cache=True)
+def p_all_at_least(c, n, d, replace):
+    """``P_i``: probability that all d sampled queues have length >= i (docs/model.md §2)."""
+    if c >= n:
+        return 1.0
+    return math.exp(log_p_all_at_least(c, n, d, replace))
+
+
+@njit(cache=True)
+def p_table(n, d, replace):
+    """``P(c)`` for ``c = 0..n`` (only for small ``n``)."""
+    out = np.empty(n + 1)
+    for c in range(n + 1):
+        out[c] = p_all_at_least(c, n, d, replace)
+    return out
+
+
+@njit(cache=True)
+def rebuild_window(tables, setup, j, cj):
+    """Refill the window of level index ``j`` around count ``cj``; returns ``cj``'s offset."""
+    base = cj - HALF_WIN
+    if base < 0:
+        base = 0
+    tables.winbase[j] = base
+    win = tables.win
+    for t in range(WIN):
+        win[j, t] = p_all_at_least(base + t, setup.n, setup.d, setup.replace)
+    return cj - base
+
+
+@njit(cache=True)
+def get_p(tables, setup, j, cj):
+    """``P`` at level index ``j`` holding count ``cj`` (table look-up, window rebuilt if needed)."""
+    if setup.full_table:
+        return tables.tab[cj]
+    if j < LW:
+        off = cj - tables.winbase[j]
+        if off < 0 or off >= WIN:
+            off = rebuild_window(tables, setup, j, cj)
+        return tables.win[j, off]
+    return p_all_at_least(cj, setup.n, setup.d, setup.replace)
+
+
+@njit(cache=True, inline="always")
+def window_edge(x, base, n):
+    """Whether count ``x`` sits on the edge of a window of ``WIN`` values starting at
+    ``base`` (a step of one could leave it) where the window could still move."""
+    off = x - base
+    return (off < 1 and base > 0) or (off > WIN - 2 and base + WIN - 1 < n)
+
+
+@njit(cache=True)
+def refresh_windows(tables, setup, c, top):
+    """Make the window of every level index ``<= top`` (below ``LW``) hold its count with
+    room to move by one (before a fast loop, which only looks windows up)."""
+    m = top + 1 if top + 1 < LW else LW
+    for j in range(m):
+        x = c[j]
+        base = tables.winbase[j]
+        off = x - base
+        if off < 0 or off >= WIN or window_edge(x, base, setup.n):
+            rebuild_window(tables, setup, j, x)
+
+
+@njit(cache=True)
+def flat_tables(tables, setup, levels):
+    """``(tabf, tbase, tstride, windowed)`` for the fast loops: ``P`` at level index ``j``
+    and count ``x`` is ``tabf[j*tstride + x − tbase[j]]`` (the full table with ``tstride =
+    0``, or the windows); ``levels`` = length of the level arrays."""
+    if setup.full_table:
+        return tables.tab, np.zeros(levels, np.int64), 0, False
+    return tables.win.reshape(-1), tables.winbase, WIN, True
