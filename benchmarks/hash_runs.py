@@ -26,7 +26,7 @@ import warnings
 import numpy as np
 
 from supermarket.model import Params
-from supermarket.simulate import Chain, simulate
+from supermarket.simulation import Chain, simulate
 from supermarket.states import start_counts
 
 # (label, engine, n, d, lam, replace, time_mode, steps, extra keyword arguments)

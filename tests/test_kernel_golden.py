@@ -19,7 +19,7 @@ import numpy as np
 
 from supermarket import theory as th
 from supermarket.model import Params
-from supermarket.simulate import Chain
+from supermarket.simulation import Chain
 from supermarket.states import start_counts
 
 GOLDEN = "ee538ec29092f65217835fd16e3762710245bd125262749d0f065e2cf6a6ac41"
