@@ -18,6 +18,7 @@ from fractions import Fraction
 import numpy as np
 
 from .model import (
+    MAX_THEORY_N,
     check_fraction,
     check_int,
     check_load,
@@ -37,6 +38,8 @@ __all__ = [
     "k_hypothesis",
     "linearised_q",
     "predicted_counts",
+    "linearisation_valid",
+    "LINEARISATION_NOTE",
     "good_set_bounds",
     "GoodSetReport",
     "good_set",
@@ -161,7 +164,7 @@ def k_lambda_d(d, lam) -> int:
     smaller ``k``) is taken.  Requires ``d >= 2``.
     """
     d = check_int("d", d, minimum=2)
-    check_load(lam)
+    check_load(lam, exact=True)  # exact arithmetic: 1 − 10^-30 is fine here
     return min(_k_exact(d, c) for c in load_candidates(lam))
 
 
@@ -210,7 +213,7 @@ def k_hypothesis(n, d, lam) -> int:
     """The general hypothesis of paper 000 (docs/model.md §4, formula reconstructed): the
     largest ``k`` with ``n·π(k) >= 1`` (0 if ``n·π(1) < 1``).  The equilibrium maximum is
     conjectured to be within 1 of it."""
-    n = check_positive_int("n", n)
+    n = check_positive_int("n", n, maximum=MAX_THEORY_N)
     d = check_positive_int("d", d)
     lam = check_load(lam)
     bound = math.log(n) / -_log_lambda(lam)  # need S_k <= bound, S_k = (d^k-1)/(d-1)
@@ -244,11 +247,26 @@ def predicted_counts(n, d, lam, k=None) -> np.ndarray:
     [derived]: ``n(q̃_{j+1} − q̃_j) = n(1−λ)(λd)^j`` of length ``j < k`` and ``n(1 − q̃_k)`` of
     length ``k`` (docs/model.md §4–5).  The last entry can be negative when the linearisation
     breaks down (``q̃_k > 1``)."""
-    n = check_positive_int("n", n)
+    n = check_positive_int("n", n, maximum=MAX_THEORY_N)
     q = linearised_q(d, lam, k)
     q0 = np.concatenate([[0.0], q])
     shorter = np.diff(q0)  # length exactly j, j = 0..k-1
     return n * np.concatenate([shorter, [1.0 - q[-1]]])
+
+
+LINEARISATION_NOTE = ("the linearised profile (derived) is a first-order expansion valid only in its regime, "
+                      "where every predicted fraction q̃_i lies in [0, 1] (heavy traffic with λd large); "
+                      "here q̃_k = {qk:.6g} > 1, so it would predict a negative number of queues of length k; "
+                      "predictions outside their range are not shown")
+
+
+def linearisation_valid(d, lam, k=None) -> bool:
+    """Whether the linearised profile [derived] is inside its regime: ``q̃_k <= 1``
+    (docs/model.md §4).  ``q̃`` increases with ``i``, so then every predicted fraction
+    ``q̃_i`` lies in [0, 1] and every predicted count of :func:`predicted_counts` is >= 0;
+    otherwise the count of queues of length ``k`` would be negative."""
+    q = linearised_q(d, lam, k)
+    return bool(q[-1] <= 1.0)
 
 
 # =========================================================================== §5
@@ -256,7 +274,7 @@ def good_set_bounds(n, d, lam, eps=0.1, k=None) -> tuple[np.ndarray, np.ndarray]
     """Bounds of clause (b) of ``N^ε`` (docs/model.md §5), in numbers of queues: for ``j = 1..k``
     the count of queues shorter than ``j`` must lie in ``[lo[j−1], hi[j−1]]`` where the
     target is ``n(1−λ)(λd)^{j−1}`` and the band is ``1 ± 5ε``."""
-    n = check_positive_int("n", n)
+    n = check_positive_int("n", n, maximum=MAX_THEORY_N)
     d = check_positive_int("d", d)
     lam = check_load(lam)
     eps = check_fraction("eps", eps, low=0.0, high=0.1)
@@ -306,7 +324,7 @@ def _counts_from_input(lengths, counts, profile, n):
         return n, c.astype(float)
     if n is None:
         raise TypeError("n is required with counts or profile")
-    n = check_positive_int("n", n)
+    n = check_positive_int("n", n, maximum=MAX_THEORY_N)
     arr = np.asarray(counts if counts is not None else profile, dtype=float)
     if arr.ndim != 1:
         raise TypeError("counts/profile must be a 1-d array indexed from level 1")
@@ -385,7 +403,7 @@ def theorem_1_2(n, d, lam, eps=0.1) -> TheoremReport:
     "(1−λ)^{−1}/√(nd) small" is read as ``<= 0.1`` (a convention of this tool, stated in
     the condition's detail).
     """
-    n = check_positive_int("n", n)
+    n = check_positive_int("n", n, maximum=MAX_THEORY_N)
     d = check_int("d", d, minimum=2)
     lam = check_load(lam)
     eps_f = check_fraction("eps", eps, low=0.0, high=1.0)
@@ -432,7 +450,7 @@ def steps_to_time(steps, n, lam) -> float:
 def mixing_bounds(n, d, lam) -> MixingBounds:
     """From a good state: mixing in ``O(k d^{k−1} n log n)`` steps, at least ``Ω(d^{k−1} n)``
     (docs/model.md §6, paper 000; constants not given, taken as 1)."""
-    n = check_positive_int("n", n)
+    n = check_positive_int("n", n, maximum=MAX_THEORY_N)
     d = check_int("d", d, minimum=2)
     lam = check_load(lam)
     k = k_lambda_d(d, lam)
@@ -445,7 +463,7 @@ def mixing_bounds(n, d, lam) -> MixingBounds:
 
 def mixing_lower_customers(n, lam, g) -> float:
     """From ``‖x‖₁ = g n`` with ``g ≫ k``: ``Ω((1−λ)^{−1} g n)`` steps (docs/model.md §6)."""
-    n = check_positive_int("n", n)
+    n = check_positive_int("n", n, maximum=MAX_THEORY_N)
     lam = check_load(lam)
     g = check_positive_float("g", g)
     return g * n / (1.0 - lam)
@@ -453,7 +471,7 @@ def mixing_lower_customers(n, lam, g) -> float:
 
 def mixing_lower_long(n, ell) -> float:
     """From one long queue ``‖x‖∞ = ℓ ≫ k``: ``Ω(ℓ n)`` steps (docs/model.md §6)."""
-    return float(check_positive_int("n", n)) * check_positive_int("ell", ell)
+    return float(check_positive_int("n", n, maximum=MAX_THEORY_N)) * check_positive_int("ell", ell)
 
 
 def slow_mode_matrix(d, lam, k=None) -> np.ndarray:
@@ -565,7 +583,7 @@ def regime_002(n, d, lam) -> Regime002:
     The regimes are limits (``d/√n → 0, c, ∞``); for one finite ``n`` we say (a) when
     ``d/√n < 0.2``, (c) when ``d/√n > 5``, (b) in between (a convention of this tool).
     """
-    n = check_positive_int("n", n)
+    n = check_positive_int("n", n, maximum=MAX_THEORY_N)
     d = check_positive_int("d", d)
     lam = check_load(lam)
     b = d / math.sqrt(n)
@@ -593,8 +611,10 @@ class DesignReport:
     k: int
     max_queue: int
     load: float
-    share_by_length: tuple[float, ...]  # linearised prediction [derived], lengths 0..k
+    share_by_length: tuple[float, ...]  # linearised prediction [derived], lengths 0..k (NaN: outside its regime)
     fixed_point: tuple[float, ...]  # π(1..k+1) at this d
+    linearisation_valid: bool = True  # False when q̃_k > 1: the shares outside [0, 1] are NaN
+    note: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -606,7 +626,7 @@ def design(lam, max_queue, n=None) -> DesignReport:
     lam_f = check_load(lam)
     K = check_positive_int("max_queue", max_queue)
     if n is not None:
-        check_positive_int("n", n)
+        check_positive_int("n", n, maximum=MAX_THEORY_N)
     x = _log_inv_one_minus(lam)
     est = max(2, int(math.floor(math.exp(x / K))))
     d = max(2, est - 2)
@@ -616,9 +636,12 @@ def design(lam, max_queue, n=None) -> DesignReport:
         d -= 1
     k = k_lambda_d(d, lam)
     counts = predicted_counts(1, d, lam_f, k)
-    return DesignReport(d=d, k=k, max_queue=K, load=lam_f,
-                        share_by_length=tuple(float(v) for v in counts),
-                        fixed_point=tuple(float(v) for v in fixed_point(d, lam_f, k + 1)))
+    q = linearised_q(d, lam_f, k)
+    valid = bool(q[-1] <= 1.0)
+    share = tuple(float(v) if 0.0 <= v <= 1.0 else math.nan for v in counts)
+    return DesignReport(d=d, k=k, max_queue=K, load=lam_f, share_by_length=share,
+                        fixed_point=tuple(float(v) for v in fixed_point(d, lam_f, k + 1)),
+                        linearisation_valid=valid, note="" if valid else LINEARISATION_NOTE.format(qk=q[-1]))
 
 
 # =========================================================================== summary
@@ -626,7 +649,7 @@ def summary(n, d, lam, eps=0.1) -> dict:
     """Everything the papers let us say about ``(n, d, λ)`` without simulating: the report
     behind ``supermarket theory`` (docs/model.md §3–6, §8).  ``d = 1`` has no finite ``k``:
     the k-dependent entries are then ``None``."""
-    n = check_positive_int("n", n)
+    n = check_positive_int("n", n, maximum=MAX_THEORY_N)
     d = check_positive_int("d", d)
     lam_f = check_load(lam)
     eps = check_fraction("eps", eps, low=0.0, high=0.1)
@@ -648,11 +671,17 @@ def summary(n, d, lam, eps=0.1) -> dict:
     k = kr.k
     mb = mixing_bounds(n, d, lam_f)
     sm = slow_mode(d, lam_f, k)
+    q = linearised_q(d, lam_f, k)
+    cnt = predicted_counts(n, d, lam_f, k)
+    valid = bool(q[-1] <= 1.0)
     out.update(
         k=k,
         k_report=kr.to_dict(),
-        linearised_q=linearised_q(d, lam_f, k).tolist(),
-        predicted_counts=predicted_counts(n, d, lam_f, k).tolist(),
+        # predictions outside their range (q̃_i > 1, a negative count) are None, not numbers
+        linearised_q=[float(v) if v <= 1.0 else None for v in q],
+        predicted_counts=[float(v) if v >= 0.0 else None for v in cnt],
+        linearisation={"valid": valid, "q_k": float(q[-1]),
+                       "note": "" if valid else LINEARISATION_NOTE.format(qk=q[-1])},
         theorem_1_2=theorem_1_2(n, d, lam_f, eps).to_dict(),
         mixing_steps={"upper": mb.upper_steps, "lower": mb.lower_steps},
         mixing_time={"upper": mb.upper_time, "lower": mb.lower_time},
