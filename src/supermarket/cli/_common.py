@@ -53,41 +53,64 @@ def _exists_ancestor(path: Path) -> Path:
     return p
 
 
+def _can_create_in(directory: Path) -> bool:
+    """Whether a file can be created in ``directory``: a real probe (a temporary file, removed
+    at once), since permission bits do not tell for root, read-only mounts or /proc."""
+    import tempfile
+
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return False
+    try:
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".supermarket-probe-"):
+            pass
+    except OSError:
+        return False
+    return True
+
+
 class OutputFile(click.ParamType):
     """A file the command will write: checked before any work.
 
     The parent directory must exist and be writable (or the file exist and be writable);
-    the path must not be a directory.  Nothing is created here.  ``path_type=Path`` gives a
+    with ``parents=True`` (the command creates missing directories) its nearest existing
+    ancestor must be a writable directory.  The path must not be a directory.  Nothing is created here.  ``path_type=Path`` gives a
     ``pathlib.Path``.
     """
 
     name = "FILE"
 
-    def __init__(self, path_type=str):
+    def __init__(self, path_type=str, figure: bool = False, parents: bool = False):
         self.path_type = path_type
+        self.figure = figure  # a matplotlib figure: the suffix must name a format it writes
+        self.parents = parents  # the command creates missing parent directories itself
 
     def convert(self, value, param, ctx):
         text = os.fspath(value) if isinstance(value, os.PathLike) else str(value)
         if not text.strip():
-            self.fail(f"{_opt_name(param)}: an empty path is not a file name", param, ctx)
+            self.fail("an empty path is not a file name", param, ctx)
         if "\x00" in text:
-            self.fail(f"{_opt_name(param)}: a path cannot contain a NUL character", param, ctx)
+            self.fail("a path cannot contain a NUL character", param, ctx)
         path = Path(text).expanduser()
         try:
             if path.is_dir():
-                self.fail(f"{_opt_name(param)}: {text!r} is a directory, not a file", param, ctx)
+                self.fail(f"{text!r} is a directory, not a file", param, ctx)
             parent = path.parent if str(path.parent) else Path(".")
+            if self.parents and not parent.exists():
+                parent = _exists_ancestor(parent.absolute())
             if not parent.is_dir():
-                self.fail(f"{_opt_name(param)}: the directory {str(parent)!r} of {text!r} does not exist "
+                self.fail(f"the directory {str(parent)!r} of {text!r} does not exist "
                           "(create it first)", param, ctx)
             if path.exists():
                 if not os.access(path, os.W_OK):
-                    self.fail(f"{_opt_name(param)}: {text!r} is not writable", param, ctx)
-            elif not os.access(parent, os.W_OK | os.X_OK):
-                self.fail(f"{_opt_name(param)}: cannot create {text!r}: the directory {str(parent)!r} is not "
+                    self.fail(f"{text!r} is not writable", param, ctx)
+            elif not _can_create_in(parent):
+                self.fail(f"cannot create {text!r}: the directory {str(parent)!r} is not "
                           "writable", param, ctx)
+            if self.figure and _figure_format(path) not in FIGURE_FORMATS:
+                self.fail(f"unknown figure format {_figure_format(path)!r} of {text!r}; "
+                          f"use one of {', '.join('.' + f for f in FIGURE_FORMATS)}", param, ctx)
         except OSError as exc:  # e.g. a name too long
-            self.fail(f"{_opt_name(param)}: {text!r}: {exc.strerror or exc}", param, ctx)
+            self.fail(f"{text!r}: {exc.strerror or exc}", param, ctx)
         return self.path_type(text)
 
 
@@ -106,26 +129,26 @@ class OutputDir(click.ParamType):
     def convert(self, value, param, ctx):
         text = os.fspath(value) if isinstance(value, os.PathLike) else str(value)
         if not text.strip():
-            self.fail(f"{_opt_name(param)}: an empty path is not a directory name", param, ctx)
+            self.fail("an empty path is not a directory name", param, ctx)
         if "\x00" in text:
-            self.fail(f"{_opt_name(param)}: a path cannot contain a NUL character", param, ctx)
+            self.fail("a path cannot contain a NUL character", param, ctx)
         path = Path(text).expanduser()
         try:
             if path.exists():
                 if not path.is_dir():
-                    self.fail(f"{_opt_name(param)}: {text!r} exists and is not a directory", param, ctx)
+                    self.fail(f"{text!r} exists and is not a directory", param, ctx)
                 if not os.access(path, os.W_OK | os.X_OK):
-                    self.fail(f"{_opt_name(param)}: the directory {text!r} is not writable", param, ctx)
+                    self.fail(f"the directory {text!r} is not writable", param, ctx)
             else:
                 anc = _exists_ancestor(path.absolute())
                 if not anc.is_dir():
-                    self.fail(f"{_opt_name(param)}: cannot create {text!r}: {str(anc)!r} is not a directory",
+                    self.fail(f"cannot create {text!r}: {str(anc)!r} is not a directory",
                               param, ctx)
-                if not os.access(anc, os.W_OK | os.X_OK):
-                    self.fail(f"{_opt_name(param)}: cannot create {text!r}: the directory {str(anc)!r} is not "
+                if not _can_create_in(anc):
+                    self.fail(f"cannot create {text!r}: the directory {str(anc)!r} is not "
                               "writable", param, ctx)
         except OSError as exc:
-            self.fail(f"{_opt_name(param)}: {text!r}: {exc.strerror or exc}", param, ctx)
+            self.fail(f"{text!r}: {exc.strerror or exc}", param, ctx)
         return self.path_type(text)
 
 
@@ -148,10 +171,33 @@ def write_text(path, text: str) -> None:
         raise OutputError(f"could not write {os.fspath(path)!r}: {exc.strerror or exc}") from None
 
 
+FIGURE_FORMATS = ("png", "pdf", "svg", "svgz", "eps", "ps", "jpg", "jpeg", "tif", "tiff", "webp", "pgf")
+
+
+def _figure_format(path) -> str:
+    suffix = Path(os.fspath(path)).suffix.lower().lstrip(".")
+    return suffix if suffix else "png"
+
+
 def save_figure(fig, path, **kw) -> None:
-    """``fig.savefig(path)`` with write errors turned into :class:`OutputError`."""
+    """Save a matplotlib figure to ``path``; any write error is :class:`OutputError`.
+
+    The figure is rendered in memory and written with :func:`write_bytes`, because some
+    writers swallow the error of the final flush (a PNG to ``/dev/full`` "succeeds").
+    """
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format=_figure_format(path), **kw)
+    write_bytes(path, buf.getvalue())
+
+
+def write_bytes(path, data: bytes) -> None:
+    """Write ``data`` to ``path``, flushed, or raise :class:`OutputError` (one line)."""
     try:
-        fig.savefig(path, **kw)
+        with open(path, "wb") as fh:
+            fh.write(data)
+            fh.flush()
     except OSError as exc:
         raise OutputError(f"could not write {os.fspath(path)!r}: {exc.strerror or exc}") from None
 
@@ -176,6 +222,7 @@ COUNT = CountType()
 N_COUNT = CountType(maximum=MAX_N)  # number of servers for the simulation engines (2^53)
 REPLICATIONS = CountType(maximum=MAX_REPLICATIONS)
 OUTPUT_FILE = OutputFile()
+OUTPUT_FIGURE = OutputFile(figure=True)
 OUTPUT_DIR = OutputDir()
 LOAD = LoadType()
 LOAD_ANY = LoadType(require_stable=False)

@@ -8,34 +8,34 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from ._common import COUNT, print_json, stderr_is_tty
+from ._common import COUNT, FLOAT, N_COUNT, OUTPUT_FIGURE, REPLICATIONS, print_json, stderr_is_tty
 
 
 @click.command()
 @click.option("--regime", type=click.Choice(["a", "b", "c"]), required=True,
               help="a: d_n/√n → 0 (from --kappa); b: d_n/√n → c (from --c, --zeta); "
                    "c: d_n/√n → ∞ (from --zeta, --d; d = n is JSQ).")
-@click.option("--n", "n", type=COUNT, default=10_000, show_default=True, help="Number of servers (1e6 accepted).")
-@click.option("--kappa", type=float, default=None, help="(a) κ = d_n λ_n^{d_n}; λ_n = (κ/d_n)^{1/d_n}. Default 1.")
-@click.option("--theta", type=float, default=0.25, show_default=True, help="(a) d_n = ⌊n^θ⌋, 0 < θ < 1/2, unless --d.")
-@click.option("--c", "c", type=float, default=None, help="(b) d_n = ⌊c√n⌋. Default 1.")
-@click.option("--zeta", type=float, default=None,
+@click.option("--n", "n", type=N_COUNT, default=10_000, show_default=True, help="Number of servers (1e6 accepted).")
+@click.option("--kappa", type=FLOAT, default=None, help="(a) κ = d_n λ_n^{d_n}; λ_n = (κ/d_n)^{1/d_n}. Default 1.")
+@click.option("--theta", type=FLOAT, default=0.25, show_default=True, help="(a) d_n = ⌊n^θ⌋, 0 < θ < 1/2, unless --d.")
+@click.option("--c", "c", type=FLOAT, default=None, help="(b) d_n = ⌊c√n⌋. Default 1.")
+@click.option("--zeta", type=FLOAT, default=None,
               help="(b), (c) ζ: λ_n = c_n − ζ/√n with c_n = n^(−1/(2d_n)). Default 0 in (b), 1 in (c).")
 @click.option("--d", "d", type=COUNT, default=None, help="(a) d_n instead of ⌊n^θ⌋; (c) d_n (default n).")
 @click.option("--centring", type=click.Choice(["c_n", "one"]), default="c_n", show_default=True,
               help="(c) Q = √n(G1 − c_n) (docs/model.md §8) or √n(G1 − 1) with λ_n = 1 − ζ/√n (JSQ reading).")
-@click.option("--time", "time_", type=float, default=200.0, show_default=True, help="Simulated time per replication after burn-in.")
-@click.option("--burn-in", "burn_in", type=float, default=None, help="Burn-in time (default max(20, time/10)).")
-@click.option("--replications", type=COUNT, default=2, show_default=True, help="Independent replications (child r of --seed).")
+@click.option("--time", "time_", type=FLOAT, default=200.0, show_default=True, help="Simulated time per replication after burn-in.")
+@click.option("--burn-in", "burn_in", type=FLOAT, default=None, help="Burn-in time (default max(20, time/10)).")
+@click.option("--replications", type=REPLICATIONS, default=2, show_default=True, help="Independent replications (child r of --seed).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Root seed.")
 @click.option("--replace", is_flag=True, help="Sample the d_n queues with replacement (default: without, as in paper 002).")
 @click.option("--workers", type=COUNT, default=None, help="Threads (default: all cores); results do not depend on it.")
 @click.option("--sde-paths", "sde_paths", type=COUNT, default=256, show_default=True, help="Paths of the limit SDE.")
-@click.option("--sde-time", "sde_time", type=float, default=100.0, show_default=True, help="Time per SDE path after burn-in.")
-@click.option("--dt", type=float, default=1e-3, show_default=True, help="Euler–Maruyama step.")
+@click.option("--sde-time", "sde_time", type=FLOAT, default=100.0, show_default=True, help="Time per SDE path after burn-in.")
+@click.option("--dt", type=FLOAT, default=1e-3, show_default=True, help="Euler–Maruyama step.")
 @click.option("--reflection", type=click.Choice(["projection", "bridge"]), default="projection", show_default=True,
               help="(c) reflection by projection (docs/model.md §8) or by the Brownian-bridge maximum (smaller bias).")
-@click.option("--plot", "plot", type=click.Path(dir_okay=False), default=None, help="Write a PNG: paths, histograms, autocorrelation.")
+@click.option("--plot", "plot", type=OUTPUT_FIGURE, default=None, help="Write a PNG: paths, histograms, autocorrelation.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def fluctuations(regime, n, kappa, theta, c, zeta, d, centring, time_, burn_in, replications, seed, replace,
                  workers, sde_paths, sde_time, dt, reflection, plot, as_json):

@@ -10,7 +10,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from ._common import COUNT, FLOAT, CountType, LOAD, OUTPUT_FILE, print_json, save_figure
+from ._common import COUNT, FLOAT, LOAD, OUTPUT_FIGURE, CountType, print_json, save_figure
 
 
 class DType(click.ParamType):
@@ -147,7 +147,7 @@ def build_report(d, load, n=None, time=None, start="empty", replace=True, points
               help="Drop levels whose value stays below this (default 1e-13).")
 @click.option("--points", "points", type=CountType(maximum=100_000), default=201, show_default=True,
               help="Output times of the trajectory.")
-@click.option("--plot", "plot", type=OUTPUT_FILE, default=None,
+@click.option("--plot", "plot", type=OUTPUT_FIGURE, default=None,
               help="Write a PNG: the trajectory u_i(t), or the fixed point vs the refined mean field.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 def meanfield(d, load, n, time, start, no_replace, levels, tol, points, plot, as_json):

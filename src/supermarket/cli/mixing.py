@@ -6,17 +6,17 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from ._common import COUNT, LOAD, print_json, stderr_is_tty
+from ._common import COUNT, LOAD, N_COUNT, REPLICATIONS, print_json, stderr_is_tty
 
 
 @click.command()
-@click.option("--n", "n", type=COUNT, default=1000, show_default=True, help="Number of servers (1e4 accepted).")
+@click.option("--n", "n", type=N_COUNT, default=1000, show_default=True, help="Number of servers (1e4 accepted).")
 @click.option("--d", "d", type=COUNT, default=10, show_default=True, help="Number of choices d.")
 @click.option("--load", "load", type=LOAD, default="0.99", show_default=True, help="Load λ in (0, 1).")
 @click.option("--from", "start", default="good", show_default=True,
               help="Start: good (rounded fixed point), empty, customers:G (every queue at G, ‖x‖₁ = Gn) "
                    "or long:L (fixed point with one queue of length L).")
-@click.option("--replications", "replications", type=COUNT, default=100, show_default=True,
+@click.option("--replications", "replications", type=REPLICATIONS, default=100, show_default=True,
               help="Independent coupled pairs (replication r uses child r of --seed).")
 @click.option("--max-steps", "max_steps", type=COUNT, default=None,
               help="Step budget per pair; pairs not coalesced are reported as censored "

@@ -6,6 +6,8 @@ import importlib
 
 import click
 
+from ._common import OUTPUT_DIR
+
 EXPERIMENTS = {
     "paper000": "supermarket.experiments.paper000",
     "paper002": "supermarket.experiments.paper002",
@@ -15,7 +17,7 @@ EXPERIMENTS = {
 @click.command()
 @click.argument("paper", type=click.Choice(sorted(EXPERIMENTS)))
 @click.option("--quick", is_flag=True, help="Small sizes: under 3 minutes on 2 cores, every claim still shown.")
-@click.option("--out", "out", type=click.Path(file_okay=False), required=True, help="Output directory.")
+@click.option("--out", "out", type=OUTPUT_DIR, required=True, help="Output directory.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Root seed.")
 @click.option("--workers", type=int, default=None, help="Worker processes (default: all cores).")
 def reproduce(paper, quick, out, seed, workers):

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from . import UserError
-from ._common import print_json, stderr_is_tty
+from ._common import OutputDir, OutputFile, print_json, stderr_is_tty
 
 
 def _progress_printer(label: str):
@@ -39,7 +39,7 @@ def _progress_printer(label: str):
 
 @click.command()
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--out", "out", type=OutputDir(path_type=Path), default=None,
               help="Output directory: results.parquet, sweep.json, parts/. Run the same command "
                    "again to resume.")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
@@ -110,13 +110,13 @@ def sweep(file, out, workers, scheduler, max_tasks, connect_timeout, check, as_j
 
 @click.command()
 @click.argument("directory", type=click.Path(file_okay=False, exists=True, path_type=Path))
-@click.option("--html", "html", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--html", "html", type=OutputFile(path_type=Path, parents=True), default=None,
               help="Write one self-contained HTML file (figures embedded).")
-@click.option("--md", "md", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--md", "md", type=OutputFile(path_type=Path, parents=True), default=None,
               help="Write Markdown, with the PNG figures beside it.")
 @click.option("--format", "fmt", type=click.Choice(["html", "md"]), default=None,
               help="Output format when the file is given with --out.")
-@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--out", "out", type=OutputFile(path_type=Path, parents=True), default=None,
               help="Output file (format from --format or its suffix).")
 def report(directory, html, md, fmt, out):
     """Build a report of the sweep in DIRECTORY: its tables and the figures of the
