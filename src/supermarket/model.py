@@ -120,6 +120,8 @@ def check_positive_int(name: str, value, *, maximum: int | None = None) -> int:
 
 
 def _range_text(minimum, maximum) -> str:
+    if isinstance(maximum, int) and maximum > INT64_MAX:
+        maximum = _sci(maximum)
     if minimum is not None and maximum is not None:
         return f" in [{minimum}, {maximum}]"
     if minimum is not None:

@@ -7,11 +7,14 @@ from rich.console import Console
 from rich.table import Table
 
 from .. import theory as th
-from ._common import COUNT, FLOAT, LOAD, print_json
+from ..model import MAX_THEORY_N
+from ._common import COUNT, FLOAT, LOAD, CountType, print_json
+
+THEORY_N = CountType(maximum=MAX_THEORY_N)  # closed forms: n up to 1e100 (Theorem 1.2 needs n >= 1e15)
 
 
 @click.command()
-@click.option("--n", "n", type=COUNT, default=10_000, show_default=True, help="Number of servers (1e6 accepted).")
+@click.option("--n", "n", type=THEORY_N, default=10_000, show_default=True, help="Number of servers (1e6 accepted; up to 1e100).")
 @click.option("--d", "d", type=COUNT, default=20, show_default=True, help="Number of choices d.")
 @click.option("--load", "load", type=LOAD, default="0.99", show_default=True, help="Load λ in (0, 1), read exactly as written.")
 @click.option("--eps", "eps", type=FLOAT, default=0.1, show_default=True, help="ε of the good set N^ε, in (0, 1/10].")
@@ -88,7 +91,7 @@ def _pred(values, j) -> str:
 
 
 @click.command()
-@click.option("--n", "n", type=COUNT, default=None, help="Number of servers (for predicted counts).")
+@click.option("--n", "n", type=THEORY_N, default=None, help="Number of servers (for predicted counts).")
 @click.option("--load", "load", type=LOAD, required=True, help="Load λ in (0, 1).")
 @click.option("--max-queue", "max_queue", type=COUNT, required=True, help="Largest acceptable queue length K.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
