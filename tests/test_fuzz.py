@@ -66,6 +66,15 @@ def _hostile():
                      st.text(max_size=6).filter(lambda s: "\x00" not in s))
 
 
+def _valid_or_hostile(*valid):
+    """Half the draws a plausible valid value, half hostile: both paths get exercised."""
+    return st.one_of(st.sampled_from([str(v) for v in valid]), _hostile())
+
+
+COUNTS = ("1", "2", "3", "10", "1e3", "1e15", "9223372036854775807")
+LOADS = ("0.5", "0.9", "0.99", "0.999999", "0.99999999999999989", "1e-300", "0.1")
+
+
 def _small_or_bad(*small):
     return st.one_of(st.sampled_from(INVALID_OR_BAD), st.sampled_from([str(s) for s in small]))
 
@@ -134,15 +143,19 @@ def _fuzz(examples):
 
 # --------------------------------------------------------------------------- command specs
 def _theory_spec():
-    return {"--n": _hostile(), "--d": _hostile(), "--load": _hostile(), "--eps": _hostile(), "--json": None}
+    return {"--n": _valid_or_hostile(*COUNTS, "1e20", "1e100"), "--d": _valid_or_hostile(*COUNTS),
+            "--load": _valid_or_hostile(*LOADS), "--eps": _valid_or_hostile("0.1", "0.05", "1e-300"),
+            "--json": None}
 
 
 def _design_spec():
-    return {"--n": _hostile(), "--load": _hostile(), "--max-queue": _hostile(), "--json": None}
+    return {"--n": _valid_or_hostile(*COUNTS), "--load": _valid_or_hostile(*LOADS),
+            "--max-queue": _valid_or_hostile(*COUNTS), "--json": None}
 
 
 def _meanfield_spec():
-    return {"--d": st.one_of(_hostile(), st.just("inf")), "--load": _hostile(), "--n": _hostile(),
+    return {"--d": _valid_or_hostile("inf", "1", "2", "3", "20", "1e6", "9223372036854775807"),
+            "--load": _valid_or_hostile(*LOADS), "--n": _valid_or_hostile(*COUNTS),
             "--time": _small_or_bad(0.5, 3, 10), "--start": st.sampled_from(START),
             "--without-replacement": None, "--levels": _small_or_bad(1, 3, 20), "--tol": _hostile(),
             "--points": _small_or_bad(1, 2, 11), "--json": None, "--plot": st.sampled_from(PATHS)}
@@ -151,7 +164,8 @@ def _meanfield_spec():
 def _simulate_spec():
     return {"--n": st.one_of(st.sampled_from(INVALID_OR_BAD + ["1", "2", "20", "1e15", "9007199254740992",
                                                                "9007199254740993", "1e19"])),
-            "--d": _hostile(), "--load": _hostile(), "--steps": _small_or_bad(100, 400),
+            "--d": _valid_or_hostile(*COUNTS), "--load": _valid_or_hostile(*LOADS, "1", "2.5", "1e6"),
+            "--steps": _small_or_bad(100, 400),
             "--burn-in": _small_or_bad(0, 50), "--engine": st.sampled_from(["profile", "queues", "buckets", "x", ""]),
             "--no-replace": None, "--time-mode": st.sampled_from(["discrete", "continuous", "x"]),
             "--start": st.sampled_from(START), "--seed": _hostile(), "--replications": _small_or_bad(1, 2),
@@ -160,7 +174,8 @@ def _simulate_spec():
 
 
 def _mixing_spec():
-    return {"--n": _small_or_bad(1, 2, 20), "--d": _hostile(), "--load": _hostile(),
+    return {"--n": _small_or_bad(1, 2, 20), "--d": _valid_or_hostile(*COUNTS),
+            "--load": _valid_or_hostile(*LOADS),
             "--from": st.sampled_from(START), "--replications": _small_or_bad(1, 3),
             "--max-steps": _small_or_bad(10, 500), "--burn-in": _small_or_bad(1, 100), "--seed": _hostile(),
             "--workers": _small_or_bad(1), "--no-replace": None}
@@ -168,7 +183,8 @@ def _mixing_spec():
 
 def _fluct_spec():
     return {"--regime": st.sampled_from(["a", "b", "c", "d", ""]), "--n": _small_or_bad(4, 100),
-            "--kappa": _hostile(), "--theta": _hostile(), "--c": _hostile(), "--zeta": _hostile(),
+            "--kappa": _valid_or_hostile("0.5", "1", "3"), "--theta": _valid_or_hostile("0.1", "0.25", "0.49"),
+            "--c": _valid_or_hostile("0.5", "1", "2"), "--zeta": _valid_or_hostile("-1", "0", "1", "3"),
             "--d": _small_or_bad(2, 3, 10), "--centring": st.sampled_from(["c_n", "one", "x"]),
             "--time": _small_or_bad(1, 2), "--burn-in": _small_or_bad(0.5, 1), "--replications": _small_or_bad(1),
             "--seed": _hostile(), "--replace": None, "--sde-paths": _small_or_bad(2, 4),

@@ -61,6 +61,9 @@ beyond it a service is rarer than one event in 10^6 and the run is all arrivals.
 MAX_REPLICATIONS = 10**6
 """Largest number of replications a command accepts (one seed and one result each)."""
 
+MAX_SEEDS = 10**7 + 1
+"""Largest number of child seeds :func:`spawn_seeds` makes at once (a list of SeedSequences)."""
+
 
 def _int_text(value: int) -> str:
     """An integer as text, in scientific form when long (``repr`` of a huge int can fail)."""
@@ -141,7 +144,11 @@ def _as_real(name: str, value) -> float:
             raise TypeError(f"{name} must be a real number; got {_describe(value)}") from None
     if not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number; got {_describe(value)}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an int or Fraction beyond the doubles (about 1.8e308)
+        raise ValueError(f"{name} must be a finite real number (at most about 1.8e308 in magnitude); "
+                         f"got {_describe(value)}") from None
 
 
 def _shown(value) -> str:
@@ -303,6 +310,8 @@ def spawn_seeds(seed, count: int) -> list[np.random.SeedSequence]:
     Uses ``SeedSequence(entropy, spawn_key=(r,))`` rather than ``.spawn`` so that the
     r-th child does not depend on how many children were spawned before.
     """
+    # a list of 10^7 seeds is about a gigabyte; 10^400 replications would never end
+    count = check_int("number of replications (seeds)", count, minimum=0, maximum=MAX_SEEDS)
     root = as_seed_sequence(seed)
     return [np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (r,),
                                    pool_size=root.pool_size) for r in range(count)]

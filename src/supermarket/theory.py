@@ -58,6 +58,7 @@ __all__ = [
 ]
 
 MAX_FIXED_POINT_LEVELS = 64
+MAX_K = 1000  # an explicit k (a level): k_{λ,d} <= 53·log2... is far below; A_k is k×k dense
 TINY = 1e-300
 
 
@@ -232,7 +233,7 @@ def linearised_q(d, lam, k=None) -> np.ndarray:
     ``k_{λ,d}``."""
     d = check_positive_int("d", d)
     lam = check_load(lam)
-    k = k_lambda_d(d, lam) if k is None else check_positive_int("k", k)
+    k = k_lambda_d(d, lam) if k is None else check_positive_int("k", k, maximum=MAX_K)
     a = lam * d
     i = np.arange(1, k + 1, dtype=float)
     if abs(a - 1.0) < 1e-12:
@@ -278,7 +279,7 @@ def good_set_bounds(n, d, lam, eps=0.1, k=None) -> tuple[np.ndarray, np.ndarray]
     d = check_positive_int("d", d)
     lam = check_load(lam)
     eps = check_fraction("eps", eps, low=0.0, high=0.1)
-    k = k_lambda_d(d, lam) if k is None else check_positive_int("k", k)
+    k = k_lambda_d(d, lam) if k is None else check_positive_int("k", k, maximum=MAX_K)
     target = n * (1 - lam) * (lam * d) ** np.arange(k, dtype=float)
     return (1 - 5 * eps) * target, (1 + 5 * eps) * target
 
@@ -325,7 +326,12 @@ def _counts_from_input(lengths, counts, profile, n):
     if n is None:
         raise TypeError("n is required with counts or profile")
     n = check_positive_int("n", n, maximum=MAX_THEORY_N)
-    arr = np.asarray(counts if counts is not None else profile, dtype=float)
+    try:
+        arr = np.asarray(counts if counts is not None else profile, dtype=float)
+    except OverflowError:
+        raise ValueError("counts/profile values must be finite numbers (counts in [0, n])") from None
+    except (TypeError, ValueError):
+        raise TypeError("counts/profile must be a 1-d array of numbers indexed from level 1") from None
     if arr.ndim != 1:
         raise TypeError("counts/profile must be a 1-d array indexed from level 1")
     c = arr if counts is not None else arr * n
@@ -347,7 +353,7 @@ def good_set(lengths=None, *, counts=None, profile=None, n=None, d, lam, eps=0.1
     d = check_positive_int("d", d)
     lam = check_load(lam)
     eps = check_fraction("eps", eps, low=0.0, high=0.1)
-    k = k_lambda_d(d, lam) if k is None else check_positive_int("k", k)
+    k = k_lambda_d(d, lam) if k is None else check_positive_int("k", k, maximum=MAX_K)
 
     def c_at(i):  # c_i for i >= 1, 0 past the end
         return float(c[i - 1]) if i - 1 < len(c) else 0.0
@@ -479,7 +485,7 @@ def slow_mode_matrix(d, lam, k=None) -> np.ndarray:
     super-diagonal 1, diagonal ``−(1+λd)`` except ``−1`` in the last row."""
     d = check_positive_int("d", d)
     lam = check_load(lam)
-    k = k_lambda_d(d, lam) if k is None else check_positive_int("k", k)
+    k = k_lambda_d(d, lam) if k is None else check_positive_int("k", k, maximum=MAX_K)
     a = lam * d
     A = np.diag(np.full(k, -(1.0 + a)))
     A[-1, -1] = -1.0
@@ -525,7 +531,13 @@ def _slow_mu(a: float, k: int) -> float:
 
     if k == 1:
         return 1.0
-    hi = 1.0 / sum(a ** j for j in range(k)) if a != 1 else 1.0 / k
+    if a == 1:
+        hi = 1.0 / k
+    else:
+        # 1/Σ_{j<k} a^j, in logs: a^j overflows a double for large k or a
+        log_sum = (k * math.log(a) + math.log1p(-a ** -k) - math.log(a - 1.0)) if a > 1 else \
+            (math.log1p(-a ** k) - math.log1p(-a))
+        hi = math.exp(-log_sum) if -log_sum > -745 else 5e-324
     while g(hi) < 0:
         hi *= 2.0
     lo = 0.0
@@ -548,12 +560,18 @@ def slow_mode(d, lam, k=None) -> SlowMode:
     """
     d = check_positive_int("d", d)
     lam = check_load(lam)
-    k = k_lambda_d(d, lam) if k is None else check_positive_int("k", k)
+    k = k_lambda_d(d, lam) if k is None else check_positive_int("k", k, maximum=MAX_K)
     a = lam * d
     mu = _slow_mu(a, k)
-    approx = 1.0 / k if a == 1.0 else (a - 1.0) / (a ** k - 1.0)
-    return SlowMode(k=k, mu=mu, mu_approx=approx, relaxation_time=1.0 / mu,
-                    relaxation_steps_per_server=(1.0 + lam) / mu)
+    if a == 1.0:
+        approx = 1.0 / k
+    elif a > 1.0 and k * math.log(a) > 700:  # a^k overflows: (a−1)/(a^k−1) ≈ (a−1) a^{−k}
+        approx = math.exp(math.log(a - 1.0) - k * math.log(a)) if a > 1.0 else 0.0
+    else:
+        approx = (a - 1.0) / (a ** k - 1.0)
+    # μ below the smallest double (an explicit large k) is 0: the relaxation time is infinite
+    return SlowMode(k=k, mu=mu, mu_approx=approx, relaxation_time=1.0 / mu if mu > 0 else math.inf,
+                    relaxation_steps_per_server=(1.0 + lam) / mu if mu > 0 else math.inf)
 
 
 # =========================================================================== §8
