@@ -166,7 +166,7 @@ def test_refined_outside_unit_interval_at_small_n_is_explained():
     (["--time", "1e400"], "--time must be a finite number"),
     (["--levels", "1e6"], "--levels must be an integer in [1, 5000]"),
     (["--points", "1e9", "--time", "1"], "--points must be an integer in [1, 100000]"),
-    (["--plot", "/nonexistent-dir/x.png"], "does not exist"),
+    (["--plot", "/proc/missing-dir/x.png"], "does not exist"),
     (["--plot", "x.unknownformat"], "unknown figure format"),
 ])
 def test_hostile_values_are_one_line_errors(args, msg):

@@ -81,7 +81,8 @@ def check_d(d, *, allow_inf: bool = False):
     if allow_inf:
         if isinstance(d, str) and d.strip().lower() in ("inf", "infinity", "∞"):
             return math.inf
-        if isinstance(d, numbers.Real) and not isinstance(d, (bool, np.bool_)) and math.isinf(d) and d > 0:
+        if (isinstance(d, numbers.Real) and not isinstance(d, (bool, np.bool_, numbers.Integral))
+                and math.isinf(d) and d > 0):
             return math.inf
     try:
         return check_positive_int("d", d)
@@ -373,8 +374,15 @@ def solve_meanfield(d, lam, *, T, start="empty", t_eval=None, n=None, replace=Tr
                                                       max_levels=max_levels).size)
         except ValueError:
             # no fixed point (λ >= 1) or one with too many levels (d = 1, λ near 1): a
-            # finite run may need far fewer; grow from the start's support
-            fp_levels = _support(u0, 0.0) + 8
+            # finite run may need far fewer.  The mass Σu_i grows at rate at most λ, so
+            # start from the start's support + λT (one integration instead of a dozen
+            # ever longer ones), and refuse at once when that exceeds max_levels
+            grow_by = lam * T
+            if _support(u0, 0.0) + grow_by > max_levels:
+                raise ValueError(f"a run to T={T!r} at load={lam!r} may fill about {grow_by:.3g} more levels than "
+                                 f"the start's {_support(u0, 0.0)}, more than max_levels={max_levels}; "
+                                 "shorten T or raise max_levels") from None
+            fp_levels = _support(u0, 0.0) + int(math.ceil(grow_by)) + 8
         L = max(fp_levels, _support(u0, 0.0) + 1, 2)
         if L > max_levels:
             raise ValueError(f"the start profile needs more than max_levels={max_levels} levels")
