@@ -461,13 +461,27 @@ def _check_result(name, out):
         assert all(s != s or 0 <= s <= 1 for s in out.share_by_length)
 
 
+def _known_api_failure(name, n, d, lam):
+    """Cases recorded as strict xfails below (owned elsewhere), skipped by the fuzz so that it
+    can look for others."""
+    big_n = isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n > 2**53
+    return name.startswith("regime_") and big_n
+
+
 def _run_api_fuzz(examples):
     calls = _api_calls()
     counter = {"cases": 0, "ok": 0}
 
+    # half the draws plausible (n, d, λ), half hostile, so that both paths get exercised
+    ns = st.one_of(st.sampled_from([1, 10, 1000, 10**6, 10**15, 2**63 - 1]), API_VALUES)
+    ds = st.one_of(st.sampled_from([1, 2, 3, 20, 10**6, 2**63 - 1]), API_VALUES)
+    lams = st.one_of(st.sampled_from([0.5, 0.9, 0.99, "0.999", 1 - 2.0 ** -53, 1e-300, 1.5]), API_VALUES)
+
     @_fuzz(examples)
-    @given(st.sampled_from(sorted(calls)), API_VALUES, API_VALUES, API_VALUES)
+    @given(st.sampled_from(sorted(calls)), ns, ds, lams)
     def inner(name, n, d, lam):
+        if _known_api_failure(name, n, d, lam):
+            return
         res = _check_api(name, calls[name], n, d, lam)
         counter["cases"] += 1
         counter["ok"] += res == "ok"
@@ -482,7 +496,7 @@ def test_fuzz_python_api():
 
 @pytest.mark.slow
 def test_fuzz_python_api_long(capsys):
-    c = _run_api_fuzz(2000)
+    c = _run_api_fuzz(1500)
     with capsys.disabled():
         print(f"\nfuzz python API: {c['cases']} cases, {c['ok']} returned a result")
 
@@ -601,3 +615,13 @@ def test_known_simulate_few_steps_hang():
 def test_known_fluctuations_ctrl_c_waits():
     rc, out, err = _interrupt(["fluctuations", "--regime", "a", "--n", "1000", "--time", "1e6"], after=8, wait=20)
     assert rc == 130 and "Traceback" not in err
+
+
+@pytest.mark.xfail(strict=True, reason="fluctuations.py (fluctuations owner): regime_a/_b/_c with n beyond "
+                                       "about 2^53 raise OverflowError (math range error in _sample_prob) "
+                                       "instead of ValueError naming n and its range")
+def test_known_regime_huge_n_overflow():
+    from supermarket import fluctuations as fl
+
+    with pytest.raises((ValueError, TypeError)):
+        fl.regime_a(2**63 - 1, 0.5, warn=False)

@@ -317,3 +317,14 @@ def test_design_never_reports_a_negative_share():
     assert rep.share_by_length[:3] == pytest.approx([0.1, 0.27, 0.729])
     ok = th.design(0.9, 1)
     assert ok.linearisation_valid and ok.note == "" and ok.share_by_length == pytest.approx((0.1, 0.9))
+
+
+def test_design_is_a_bisection_not_a_walk():
+    # a float load stands for 1 − 10^-16 (as typed) and 1 − 2^-53 (its binary value): the
+    # least d with k <= 1 is 2^53 (the smaller k is taken on such a boundary); this used to
+    # walk down 10^15 values of d one at a time
+    rep = th.design(1 - 2.0 ** -53, 1)
+    assert rep.d == 2**53 and rep.k == 1
+    for lam, K in [("0.9", 1), ("0.9", 2), ("0.99", 2), ("0.999999", 5), ("0.9999999999", 1)]:
+        d = th.design(lam, K).d
+        assert th.k_lambda_d(d, lam) <= K and (d == 2 or th.k_lambda_d(d - 1, lam) > K)

@@ -646,12 +646,22 @@ def design(lam, max_queue, n=None) -> DesignReport:
     if n is not None:
         check_positive_int("n", n, maximum=MAX_THEORY_N)
     x = _log_inv_one_minus(lam)
-    est = max(2, int(math.floor(math.exp(x / K))))
-    d = max(2, est - 2)
-    while k_lambda_d(d, lam) > K:
-        d += 1
-    while d > 2 and k_lambda_d(d - 1, lam) <= K:
-        d -= 1
+    # k_{λ,d} does not increase with d: bisect for the least d with k <= K.  (A walk of one
+    # d at a time from an estimate never ended where the two readings of a float load,
+    # 1/(1−λ) = 10^16 or 2^53, lie 10^15 apart.)
+    hi = max(3, int(math.ceil(math.exp(min(x / K, 700.0)))) + 2)
+    while k_lambda_d(hi, lam) > K:
+        hi *= 2
+    lo = 2
+    if k_lambda_d(lo, lam) <= K:
+        hi = lo
+    while hi - lo > 1:  # invariant: k(lo) > K >= k(hi)
+        mid = (lo + hi) // 2
+        if k_lambda_d(mid, lam) <= K:
+            hi = mid
+        else:
+            lo = mid
+    d = hi
     k = k_lambda_d(d, lam)
     counts = predicted_counts(1, d, lam_f, k)
     q = linearised_q(d, lam_f, k)
