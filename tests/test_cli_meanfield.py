@@ -132,3 +132,56 @@ def test_d1_mean_queue_length_is_the_whole_series():
     out = json.loads(r.stdout)
     assert out["mean_queue_length"] == pytest.approx(9.0, rel=1e-12)  # λ/(1−λ)
     assert len(out["fixed_point"]) < 80
+
+
+# --------------------------------------------------------------------------- hardening
+def test_near_one_refined_is_explained_not_printed():
+    r = run(["meanfield", "--d", "2", "--load", "0.99999999999999989", "--n", "1000"])
+    assert r.exit_code == 0, r.output
+    assert "refined mean field π + V/n: not shown" in r.stdout
+    assert "Only the mean field" in r.stdout
+    assert "e+11" not in r.stdout and "e+14" not in r.stdout  # no −2.7·10^11 anywhere
+    assert "linear-noise covariance: not shown" in r.stdout
+    r = run(["meanfield", "--d", "2", "--load", "0.99999999999999989", "--n", "1000", "--json"])
+    out = json.loads(r.stdout)
+    assert out["refined"]["trusted"] is False and "V" not in out["refined"]
+    assert out["covariance"] is None and "not accurate" in out["covariance_note"]
+    assert out["fixed_point"][0] == 0.99999999999999989
+
+
+def test_refined_outside_unit_interval_at_small_n_is_explained():
+    r = run(["meanfield", "--d", "2", "--load", "0.999999", "--n", "1000", "--json"])
+    out = json.loads(r.stdout)
+    ref = out["refined"]
+    assert ref["trusted"] is True and ref["valid_for_n"] is False
+    assert ref["mean_queue_length"] is None and None in ref["mean"]
+    assert all(m is None or 0 <= m <= 1 for m in ref["mean"])
+    r = run(["meanfield", "--d", "2", "--load", "0.999999", "--n", "1000"])
+    assert "refined mean queue length: not shown" in r.stdout and "too small" in r.stdout
+
+
+@pytest.mark.parametrize("args, msg", [
+    (["--d", "1e400"], "--d must be an integer in [1, 9223372036854775807]"),
+    (["--n", "1e400"], "--n must be an integer"),
+    (["--time", "1e400"], "--time must be a finite number"),
+    (["--levels", "1e6"], "--levels must be an integer in [1, 5000]"),
+    (["--points", "1e9", "--time", "1"], "--points must be an integer in [1, 100000]"),
+    (["--plot", "/proc/missing-dir/x.png"], "does not exist"),
+    (["--plot", "x.unknownformat"], "unknown figure format"),
+])
+def test_hostile_values_are_one_line_errors(args, msg):
+    r = CliRunner().invoke(main, ["meanfield", *args])
+    assert r.exit_code == 2, r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and msg in lines[0], r.stderr
+
+
+def test_plot_to_a_full_device_is_an_io_error_not_written():
+    import os
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    r = CliRunner().invoke(main, ["meanfield", "--plot", "/dev/full"])
+    assert r.exit_code == 1
+    assert r.stderr.strip() == "supermarket: error: could not write '/dev/full': No space left on device"
+    assert "written" not in r.stdout

@@ -72,3 +72,56 @@ def test_design_json():
 def test_help_lists_commands():
     r = run(["--help"])
     assert r.exit_code == 0 and "theory" in r.stdout and "design" in r.stdout
+
+
+# --------------------------------------------------------------------------- hardening
+def test_theory_does_not_print_negative_predicted_counts():
+    r = run(["theory", "--n", "1000", "--d", "2", "--load", "0.9"])
+    assert r.exit_code == 0, r.output
+    assert "-187" not in r.stdout and "−187" not in r.stdout
+    assert "valid only in its regime" in " ".join(r.stdout.split())
+    out = json.loads(run(["theory", "--n", "1000", "--d", "2", "--load", "0.9", "--json"]).stdout)
+    assert out["predicted_counts"][-1] is None and out["linearisation"]["valid"] is False
+
+
+def test_design_does_not_print_a_negative_share():
+    r = run(["design", "--load", "0.9", "--max-queue", "3", "--n", "100"])
+    assert r.exit_code == 0, r.output
+    assert "-0.0" not in r.stdout and "-9.9" not in r.stdout
+    assert "valid only in its regime" in " ".join(r.stdout.split())
+    out = json.loads(run(["design", "--load", "0.9", "--max-queue", "3", "--n", "100", "--json"]).stdout)
+    assert out["share_by_length"][-1] is None and out["predicted_counts"][-1] is None
+
+
+@pytest.mark.parametrize("args, msg", [
+    (["theory", "--n", "1e400"], "--n must be an integer in [1, 1e100]"),
+    (["theory", "--d", "1e400"], "--d must be an integer in [1, 9223372036854775807]"),
+    (["theory", "--load", "1e300"], "must be in (0, 1)"),
+    (["theory", "--load", "0.99999999999999999999"], "rounds to 1"),
+    (["theory", "--eps", "nan"], "--eps must be a finite number"),
+    (["design", "--load", "0.9", "--max-queue", "1e400"], "--max-queue must be an integer"),
+    (["theory", "--lod", "0.9"], "Did you mean"),
+    (["theroy"], "Did you mean 'theory'"),
+])
+def test_hostile_values_are_one_line_errors(args, msg):
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 2, r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and msg in lines[0], r.stderr
+
+
+def test_theory_at_huge_n_is_a_number_not_a_crash():
+    out = json.loads(run(["theory", "--n", "1e20", "--d", "2", "--load", "0.9", "--json"]).stdout)
+    assert out["params"]["n"] == 10**20
+
+
+def test_interrupt_gives_130_without_traceback(monkeypatch):
+    from supermarket import theory as th_mod
+
+    def boom(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(th_mod, "summary", boom)
+    r = CliRunner().invoke(main, ["theory"])
+    assert r.exit_code == 130
+    assert r.stderr.strip() == "supermarket: interrupted" and "Traceback" not in r.output

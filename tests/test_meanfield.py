@@ -434,3 +434,93 @@ def test_overload_transient_grows_levels_and_balances_mass():
         mf.solve_meanfield("inf", 1.5, T=1.0)
     with pytest.raises(ValueError, match="load"):
         mf.solve_meanfield(2, 1.5, T=1.0, start="fixed-point")
+
+
+# --------------------------------------------------------------------------- loss of accuracy near λ = 1
+def _refined_exact(d, lam, L, dps=40):
+    """V and W of the refined mean field at L levels, in 40-digit arithmetic (mpmath): the
+    Lyapunov equation written as its Kronecker system, π from the closed form at the exact
+    binary value of λ.  An independent reference for the double-precision solver."""
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = dps
+    lam = mp.mpf(lam)
+    pi = [lam ** ((mp.mpf(d) ** i - 1) / (d - 1)) for i in range(1, L + 1)]
+    p1 = [d * p ** (d - 1) for p in pi]
+    p2 = [d * (d - 1) * p ** (d - 2) for p in pi]
+    pd = [p ** d for p in pi]
+    A = mp.zeros(L, L)
+    for i in range(L):
+        A[i, i] = -lam * p1[i] - 1
+        if i > 0:
+            A[i, i - 1] = lam * p1[i - 1]
+        if i < L - 1:
+            A[i, i + 1] = 1
+    Q = [lam * ((1 if i == 0 else pd[i - 1]) - pd[i]) + pi[i] - (pi[i + 1] if i < L - 1 else 0) for i in range(L)]
+    K = mp.zeros(L * L, L * L)
+    for i in range(L):
+        for j in range(L):
+            for k in range(L):
+                K[i * L + j, k * L + j] += A[i, k]
+                K[i * L + j, i * L + k] += A[j, k]
+    w = mp.lu_solve(K, mp.matrix([-(Q[i] if i == j else 0) for i in range(L) for j in range(L)]))
+    W = [[w[i * L + j] for j in range(L)] for i in range(L)]
+    term = [-lam * p2[i] * W[i][i] + (lam * p2[i - 1] * W[i - 1][i - 1] if i else 0) for i in range(L)]
+    V = mp.lu_solve(A, mp.matrix([-t / 2 for t in term]))
+    return np.array([float(x) for x in V]), np.array([[float(x) for x in r] for r in W])
+
+
+@pytest.mark.parametrize("d, lam", [(20, 0.99), (20, 1 - 1e-6), (10**6, 0.999999999), (100, 1 - 1e-13)])
+def test_refined_error_estimate_is_honest(d, lam):
+    """The a-posteriori error estimate is within a factor 3 of the true error (40-digit
+    reference), and the flag follows it: accurate iff the estimate is below ACCURACY_TOL."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", mf.AccuracyWarning)
+        r = mf.refined_mean_field(d, lam)
+    V, W = _refined_exact(d, lam, r.levels)
+    err = max(np.max(np.abs(r.V - V)) / np.max(np.abs(V)), np.max(np.abs(r.W - W)) / np.max(np.abs(W)))
+    assert err <= 3 * r.error_estimate + 1e-14
+    assert r.error_estimate <= 3 * err + 1e-14
+    assert r.accurate == (r.error_estimate <= mf.ACCURACY_TOL)
+    if (d, lam) == (100, 1 - 1e-13):
+        assert not r.accurate and err > 1e-3  # flagged, and rightly so
+
+
+def test_refined_near_one_is_flagged_not_printed_as_a_number():
+    lam = 1 - 2.0 ** -53  # 0.99999999999999989
+    with pytest.warns(mf.AccuracyWarning, match="not accurate"):
+        r = mf.refined_mean_field(2, lam)
+    assert not r.accurate and r.error_estimate > 1
+    assert any("condition number" in x for x in r.issues)
+    assert r.to_dict()["accurate"] is False
+    with pytest.warns(mf.AccuracyWarning):
+        r.mean(1000)
+    assert not r.valid_for(1000)
+    with pytest.warns(mf.AccuracyWarning, match="not accurate"):
+        res = mf.lna(2, lam, n=1000, at="centre")
+    assert not res.accurate
+    # the mean field itself stays exact: π(1) = λ
+    assert r.pi[0] == lam
+
+
+def test_refined_ordinary_case_is_accurate_and_silent():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = mf.refined_mean_field(2, 0.9)
+        res = mf.lna(2, 0.9)
+        r.mean(1000)
+    assert r.accurate and r.error_estimate < 1e-12 and r.issues == ()
+    assert res.accurate and np.all(np.diag(res.covariance) >= 0)
+    assert r.valid_for(1000)
+
+
+def test_refined_mean_outside_unit_interval_is_not_valid_for_small_n():
+    r = mf.refined_mean_field(2, 1 - 1e-6)
+    assert r.accurate
+    assert not r.valid_for(1000)  # π + V/n reaches 187 at n = 1000
+    with pytest.warns(mf.AccuracyWarning, match="leaves"):
+        r.mean(1000)
+    assert r.valid_for(10**12)

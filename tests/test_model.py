@@ -116,3 +116,66 @@ def test_start_states():
         start_counts(n, d, lam, np.array([0.2, 0.5]))
     with pytest.raises(ValueError, match="entries"):
         start_counts(n, d, lam, np.array([1, 2, 3]))
+
+
+# --------------------------------------------------------------------------- machine limits
+from supermarket.model import INT64_MAX, MAX_LOAD, MAX_N  # noqa: E402
+
+
+@pytest.mark.parametrize("text", ["1e400", "1e999999999999", "9223372036854775808", "1e19"])
+def test_parse_count_refuses_beyond_int64_without_building_the_int(text):
+    with pytest.raises(ValueError, match=r"--n must be an integer in \[1, 9223372036854775807\]"):
+        parse_count("--n", text)
+
+
+def test_parse_count_bounds_are_exact():
+    assert parse_count("--n", "9223372036854775807") == INT64_MAX
+    assert parse_count("--n", "1e18") == 10**18
+    assert parse_count("--r", "1000000", maximum=10**6) == 10**6
+    with pytest.raises(ValueError, match=r"in \[1, 1000000\]"):
+        parse_count("--r", "1000001", maximum=10**6)
+    for bad in ["1.5", "nan", "inf", "-3", "0", "1e-999999999999"]:
+        with pytest.raises(ValueError):
+            parse_count("--n", bad)
+    for bad in ["", "abc", "1e", "--"]:
+        with pytest.raises(TypeError):
+            parse_count("--n", bad)
+
+
+def test_python_api_raises_value_error_not_overflow_for_huge_ints():
+    for big in [10**19, 10**400, -(10**400)]:
+        with pytest.raises(ValueError, match="n must be an integer"):
+            Params(big, 2, 0.5)
+        with pytest.raises(ValueError, match="d must be an integer"):
+            th.fixed_point(big, 0.5)
+    with pytest.raises(ValueError, match=r"about 10\^400"):
+        th.theorem_1_2(10**400, 10, 0.9)
+
+
+def test_engine_limit_on_n_and_theory_limit():
+    assert Params(MAX_N, 2, 0.5).n == MAX_N
+    with pytest.raises(ValueError, match=r"2\^53"):
+        Params(MAX_N + 1, 2, 0.5)
+    # the closed forms work in double precision well beyond the engines (Theorem 1.2 needs n >= 1e15)
+    assert th.k_hypothesis(10**20, 2, 0.9) >= 1
+    with pytest.raises(ValueError, match=r"in \[1, 1e100\]"):
+        th.k_hypothesis(10**101, 2, 0.9)
+
+
+def test_load_that_rounds_to_one_is_refused_except_in_exact_arithmetic():
+    lam = "0.99999999999999999999"  # < 1 exactly, 1.0 as a double
+    with pytest.raises(ValueError, match="rounds to 1"):
+        check_load(lam)
+    with pytest.raises(ValueError, match="rounds to 1"):
+        th.mean_queue_length(1, lam)  # was ZeroDivisionError
+    assert th.k_lambda_d(10, lam) == 20  # exact: 1/(1−λ) = 10^20
+    assert check_load(0.99999999999999989) < 1  # 1 − 2^-53 is the largest accepted
+
+
+def test_unstable_load_has_a_ceiling():
+    assert check_load(MAX_LOAD, require_stable=False) == MAX_LOAD
+    for bad in [MAX_LOAD * 1.0001, "1e300", 1e308]:
+        with pytest.raises(ValueError, match="finite horizon"):
+            check_load(bad, require_stable=False)
+    with pytest.raises(ValueError, match="finite number > 0"):
+        check_load("1e-400")  # 0 in double precision

@@ -283,3 +283,48 @@ def test_summary_d1_has_no_k():
     rep = th.summary(100, 1, 0.5)
     assert rep["k"] is None and rep["theorem_1_2"] is None
     assert rep["fixed_point"][0] == 0.5
+
+
+# --------------------------------------------------------------------------- regime of the linearisation
+def test_linearisation_outside_its_regime_is_not_a_number():
+    # n = 1000, d = 2, λ = 0.9: k = 4, q̃_4 = 0.1 (1.8^4 − 1)/0.8 = 1.1872 > 1, so n(1 − q̃_4) = −187.2
+    q4 = 0.1 * (1.8 ** 4 - 1) / 0.8
+    assert th.predicted_counts(1000, 2, 0.9)[-1] == pytest.approx(1000 * (1 - q4))
+    assert not th.linearisation_valid(2, 0.9)
+    rep = th.summary(1000, 2, 0.9)
+    assert rep["linearisation"]["valid"] is False
+    assert rep["linearisation"]["q_k"] == pytest.approx(q4)
+    assert rep["predicted_counts"][-1] is None and rep["linearised_q"][-1] is None
+    # the entries inside the regime are kept: n(1−λ)(λd)^j, j < k
+    assert rep["predicted_counts"][:3] == pytest.approx([100, 180, 324])
+    assert all(c is None or c >= 0 for c in rep["predicted_counts"])
+
+
+def test_linearisation_inside_its_regime_is_kept():
+    assert th.linearisation_valid(20, 0.99)
+    rep = th.summary(10_000, 20, 0.99)
+    assert rep["linearisation"]["valid"] is True
+    assert None not in rep["predicted_counts"]
+    assert sum(rep["predicted_counts"]) == pytest.approx(10_000)
+
+
+def test_design_never_reports_a_negative_share():
+    # λ = 0.9, K = 3: d = 3 (3^3 >= 10 > 2^3), k = 3, q̃_3 = 0.1 (1 + 2.7 + 7.29) = 1.099 > 1
+    rep = th.design(0.9, 3)
+    assert (rep.d, rep.k) == (3, 3)
+    assert not rep.linearisation_valid and "q̃_k = 1.099" in rep.note
+    assert math.isnan(rep.share_by_length[-1])
+    assert rep.share_by_length[:3] == pytest.approx([0.1, 0.27, 0.729])
+    ok = th.design(0.9, 1)
+    assert ok.linearisation_valid and ok.note == "" and ok.share_by_length == pytest.approx((0.1, 0.9))
+
+
+def test_design_is_a_bisection_not_a_walk():
+    # a float load stands for 1 − 10^-16 (as typed) and 1 − 2^-53 (its binary value): the
+    # least d with k <= 1 is 2^53 (the smaller k is taken on such a boundary); this used to
+    # walk down 10^15 values of d one at a time
+    rep = th.design(1 - 2.0 ** -53, 1)
+    assert rep.d == 2**53 and rep.k == 1
+    for lam, K in [("0.9", 1), ("0.9", 2), ("0.99", 2), ("0.999999", 5), ("0.9999999999", 1)]:
+        d = th.design(lam, K).d
+        assert th.k_lambda_d(d, lam) <= K and (d == 2 or th.k_lambda_d(d - 1, lam) > K)

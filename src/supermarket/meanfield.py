@@ -60,11 +60,19 @@ __all__ = [
     "refined_mean_field",
     "LNAResult",
     "lna",
+    "AccuracyWarning",
+    "ACCURACY_TOL",
 ]
 
 DEFAULT_TOL = 1e-13  # a level whose value stays below this is dropped
 MAX_LEVELS = 5000  # more levels than this is refused (d = 1 with λ near 1)
 MAX_LYAPUNOV_LEVELS = 1000  # the dense Lyapunov solve costs O(L^3): ~10 s at L = 800 on 2 cores
+ACCURACY_TOL = 1e-4  # a refined mean field / covariance whose estimated relative error exceeds this is flagged
+
+
+class AccuracyWarning(RuntimeWarning):
+    """A linear solve lost its accuracy (ill-conditioned near λ = 1): the result is flagged
+    ``accurate=False`` and its numbers must not be used."""
 
 
 # =========================================================================== validation
@@ -73,7 +81,8 @@ def check_d(d, *, allow_inf: bool = False):
     if allow_inf:
         if isinstance(d, str) and d.strip().lower() in ("inf", "infinity", "∞"):
             return math.inf
-        if isinstance(d, numbers.Real) and not isinstance(d, (bool, np.bool_)) and math.isinf(d) and d > 0:
+        if (isinstance(d, numbers.Real) and not isinstance(d, (bool, np.bool_, numbers.Integral))
+                and math.isinf(d) and d > 0):
             return math.inf
     try:
         return check_positive_int("d", d)
@@ -365,8 +374,15 @@ def solve_meanfield(d, lam, *, T, start="empty", t_eval=None, n=None, replace=Tr
                                                       max_levels=max_levels).size)
         except ValueError:
             # no fixed point (λ >= 1) or one with too many levels (d = 1, λ near 1): a
-            # finite run may need far fewer; grow from the start's support
-            fp_levels = _support(u0, 0.0) + 8
+            # finite run may need far fewer.  The mass Σu_i grows at rate at most λ, so
+            # start from the start's support + λT (one integration instead of a dozen
+            # ever longer ones), and refuse at once when that exceeds max_levels
+            grow_by = lam * T
+            if _support(u0, 0.0) + grow_by > max_levels:
+                raise ValueError(f"a run to T={T!r} at load={lam!r} may fill about {grow_by:.3g} more levels than "
+                                 f"the start's {_support(u0, 0.0)}, more than max_levels={max_levels}; "
+                                 "shorten T or raise max_levels") from None
+            fp_levels = _support(u0, 0.0) + int(math.ceil(grow_by)) + 8
         L = max(fp_levels, _support(u0, 0.0) + 1, 2)
         if L > max_levels:
             raise ValueError(f"the start profile needs more than max_levels={max_levels} levels")
@@ -673,10 +689,34 @@ class RefinedMeanField:
     pi: np.ndarray
     V: np.ndarray
     W: np.ndarray = field(repr=False)
+    accurate: bool = True  # False: the linear solves lost their accuracy; V and W are not to be used
+    error_estimate: float = 0.0  # estimated relative error of V and W (see _accuracy)
+    issues: tuple = ()  # why accurate is False, in words
+
+    def valid_for(self, n) -> bool:
+        """Whether ``π + V/n`` is a profile at all for ``n`` servers: accurate, every value in
+        [0, 1].  Otherwise ``n`` is too small for the 1/n expansion at this load (or the
+        numbers are not accurate)."""
+        n = check_positive_int("n", n)
+        m = self.pi + self.V / n
+        return bool(self.accurate and np.all(np.isfinite(m)) and np.all((m >= 0) & (m <= 1)))
 
     def mean(self, n) -> np.ndarray:
-        """``π + V/n``: the refined approximation of ``E[u]`` for ``n`` servers."""
+        """``π + V/n``: the refined approximation of ``E[u]`` for ``n`` servers.
+
+        Warns (:class:`AccuracyWarning`) when the result is not accurate or leaves [0, 1]
+        (see :meth:`valid_for`)."""
         n = check_positive_int("n", n)
+        if not self.accurate:
+            import warnings
+
+            warnings.warn(f"refined mean field at d={self.d}, load={self.lam!r} is not accurate: "
+                          + "; ".join(self.issues), AccuracyWarning, stacklevel=2)
+        elif not self.valid_for(n):
+            import warnings
+
+            warnings.warn(f"π + V/n leaves [0, 1] at n={n} (d={self.d}, load={self.lam!r}): n is too small "
+                          "for the 1/n expansion here", AccuracyWarning, stacklevel=2)
         return self.pi + self.V / n
 
     def mean_queue_length(self, n=None) -> float:
@@ -688,7 +728,8 @@ class RefinedMeanField:
 
     def to_dict(self) -> dict:
         return {"d": self.d, "load": self.lam, "levels": self.levels, "pi": self.pi.tolist(),
-                "V": self.V.tolist(), "sum_pi": float(self.pi.sum()), "sum_V": float(self.V.sum())}
+                "V": self.V.tolist(), "sum_pi": float(self.pi.sum()), "sum_V": float(self.V.sum()),
+                "accurate": self.accurate, "error_estimate": self.error_estimate, "issues": list(self.issues)}
 
 
 def _lyapunov(u, d, lam, n, replace):
@@ -699,8 +740,84 @@ def _lyapunov(u, d, lam, n, replace):
                          "pass a larger tol (e.g. tol=1e-6) or fewer levels")
     A = drift_jacobian(u, d, lam, n=n, replace=replace)
     Q = np.diag(_noise_diag(u, d, lam, n, replace))
-    W = sla.solve_continuous_lyapunov(A, -Q)
+    import warnings
+
+    with warnings.catch_warnings():
+        # SciPy's own ill-conditioning warnings are replaced by the flag of _accuracy
+        warnings.simplefilter("ignore", sla.LinAlgWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        W = sla.solve_continuous_lyapunov(A, -Q)
     return A, 0.5 * (W + W.T)
+
+
+def _accuracy(A, W, Q_diag, V=None, rhs_of=None):
+    """Estimated relative error of the solution ``W`` of ``A W + W A^T + Q = 0`` (and of ``V``,
+    the solution of ``A V = rhs_of(W)``), and the reasons to distrust them, if any.
+
+    Up to 300 levels the estimate is a posteriori: one step of iterative refinement with the
+    residuals computed in extended precision (``numpy.longdouble``), ``‖δW‖/‖W‖`` with
+    ``A δW + δW A^T = −R``, and for ``V`` its own residual correction plus the change of
+    ``V`` under ``W + δW``.  Above 300 levels (the dense solves are costly) the worst-case
+    bound ``cond_1(A)·ε`` is used.  The drift's Jacobian has an eigenvalue near 0 when λ is
+    near 1 (the slow mode of docs/model.md §6), so both grow like ``1/(1−λ)``.  Then checks
+    that the covariance is one: finite, variances >= 0, no eigenvalue below
+    ``−(estimate)·‖W‖``.  Flagged when the estimate exceeds :data:`ACCURACY_TOL` or
+    ``cond_1(A)·ε >= 1`` (then no estimate can be trusted either).
+    """
+    import warnings
+
+    issues = []
+    eps = np.finfo(float).eps
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            cond = float(np.linalg.norm(A, 1) * np.linalg.norm(np.linalg.inv(A), 1))
+        except np.linalg.LinAlgError:
+            cond = math.inf
+        if not math.isfinite(cond):
+            cond = math.inf
+        wmax = float(np.max(np.abs(W))) if W.size and np.all(np.isfinite(W)) else math.inf
+        finite = bool(np.all(np.isfinite(W)) and (V is None or np.all(np.isfinite(V))))
+        if not finite:
+            issues.append("non-finite values")
+            est = math.inf
+        elif W.shape[0] <= 300 and math.isfinite(cond):
+            Al = A.astype(np.longdouble)
+            Wl = W.astype(np.longdouble)
+            R = (Al @ Wl + Wl @ Al.T + np.diag(np.asarray(Q_diag, dtype=np.longdouble))).astype(float)
+            dW = sla.solve_continuous_lyapunov(A, -R)
+            est = float(np.max(np.abs(dW))) / wmax if wmax > 0 else 0.0
+            if V is not None and rhs_of is not None:
+                b = rhs_of(W)
+                rv = (Al @ V.astype(np.longdouble) - np.asarray(b, dtype=np.longdouble)).astype(float)
+                dV = np.linalg.solve(A, -rv) + (np.linalg.solve(A, rhs_of(W + dW)) - V)
+                vmax = float(np.max(np.abs(V)))
+                if vmax > 0:
+                    est = max(est, float(np.max(np.abs(dV))) / vmax)
+            if not math.isfinite(est):
+                est = math.inf
+        else:
+            est = cond * eps
+    if cond * eps >= 1.0:
+        issues.append(f"the drift's Jacobian has condition number {cond:.3g} (more than 1/ε = 4.5e15), so a "
+                      "solve with it keeps no correct digit")
+    elif est > ACCURACY_TOL:
+        issues.append(f"estimated relative error {est:.3g} (the drift's Jacobian has condition number "
+                      f"{cond:.3g})")
+    if finite and W.size:
+        wd = np.diag(W)
+        tol_w = max(min(est, 1.0), 1e-12) * wmax
+        if np.any(wd < -tol_w):
+            i = int(np.argmin(wd))
+            issues.append(f"negative variance {wd[i]:.3g} at level {i + 1}")
+        else:
+            try:
+                lo = float(np.linalg.eigvalsh(W)[0])
+            except np.linalg.LinAlgError:
+                lo = -math.inf
+            if lo < -tol_w * W.shape[0]:
+                issues.append(f"the covariance is not positive semi-definite (eigenvalue {lo:.3g})")
+    return est, tuple(issues)
 
 
 def refined_mean_field(d, lam, *, levels=None, tol: float = DEFAULT_TOL,
@@ -724,8 +841,24 @@ def refined_mean_field(d, lam, *, levels=None, tol: float = DEFAULT_TOL,
     # (½ Σ_jk B_{i,jk} W_jk) = ½ λ (P''(π_{i−1}) W_{i−1,i−1} − P''(π_i) W_ii), with π_0 = 1 fixed
     term = -lam * p2 * wdiag
     term[1:] += lam * p2[:-1] * wdiag[:-1]
-    V = -np.linalg.solve(A, 0.5 * term)
-    return RefinedMeanField(d=d, lam=lam, levels=L, pi=pi, V=V, W=W)
+    import warnings
+
+    def rhs_of(w):
+        wd = np.diag(w)
+        t = -lam * p2 * wd
+        t[1:] += lam * p2[:-1] * wd[:-1]
+        return -0.5 * t
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        V = -np.linalg.solve(A, 0.5 * term)
+    est, issues = _accuracy(A, W, _noise_diag(pi, d, lam, None, True), V, rhs_of)
+    accurate = not issues
+    if not accurate:
+        warnings.warn(f"refined mean field at d={d}, load={lam!r} is not accurate ({'; '.join(issues)}): "
+                      "V and W are not to be used (the mean field π is)", AccuracyWarning, stacklevel=2)
+    return RefinedMeanField(d=d, lam=lam, levels=L, pi=pi, V=V, W=W, accurate=accurate,
+                            error_estimate=float(est), issues=issues)
 
 
 # =========================================================================== linear noise
@@ -746,6 +879,9 @@ class LNAResult:
     centre: np.ndarray
     covariance: np.ndarray
     jacobian: np.ndarray = field(repr=False)
+    accurate: bool = True  # False: the Lyapunov solve lost its accuracy; the covariance is not to be used
+    error_estimate: float = 0.0
+    issues: tuple = ()
 
     @property
     def mean(self) -> np.ndarray:
@@ -759,7 +895,8 @@ class LNAResult:
     def to_dict(self) -> dict:
         return {"d": self.d, "load": self.lam, "n": self.n, "at": self.at, "replace": self.replace,
                 "levels": self.levels, "centre": self.centre.tolist(),
-                "covariance": self.covariance.tolist()}
+                "covariance": self.covariance.tolist(), "accurate": self.accurate,
+                "error_estimate": self.error_estimate, "issues": list(self.issues)}
 
 
 def lna(d, lam, *, n=None, at="fixed-point", replace=True, levels=None, tol: float = DEFAULT_TOL,
@@ -793,8 +930,15 @@ def lna(d, lam, *, n=None, at="fixed-point", replace=True, levels=None, tol: flo
              else levels_needed(d, lam, tol, max_levels))
         x = np.exp(log_fixed_point(d, lam, L))
         A, W = _lyapunov(x, d, lam, None, True)
+        pn = None
+    est, issues = _accuracy(A, W, _noise_diag(x, d, lam, pn, replace if at == "centre" else True))
+    if issues:
+        import warnings
+
+        warnings.warn(f"linear-noise covariance at d={d}, load={lam!r} is not accurate ({'; '.join(issues)}): "
+                      "it is not to be used (the centre is)", AccuracyWarning, stacklevel=2)
     return LNAResult(d=d, lam=lam, n=n, at=at, replace=bool(replace), levels=int(x.size), centre=x,
-                     covariance=W, jacobian=A)
+                     covariance=W, jacobian=A, accurate=not issues, error_estimate=float(est), issues=issues)
 
 
 # =========================================================================== response times

@@ -34,11 +34,60 @@ __all__ = [
     "as_seed_sequence",
     "spawn_seeds",
     "parse_count",
+    "INT64_MAX",
+    "MAX_N",
+    "MAX_THEORY_N",
+    "MAX_LOAD",
+    "MAX_REPLICATIONS",
 ]
+
+INT64_MAX = 2**63 - 1
+"""Largest integer any parameter may take: counts end up in 64-bit integers (NumPy, numba)."""
+
+MAX_THEORY_N = 10**100
+"""Largest number of servers the closed forms accept (they compute in double precision;
+paper 000's Theorem 1.2 needs n >= 1e15, and n = 1e20 is a fair question)."""
+
+MAX_N = 2**53
+"""Largest number of servers the simulation engines accept (about 9.0e15).  Up to 2^53 the
+integer ``n`` and every count ``c_i <= n`` are exact in double precision, on which the
+engines compute the sampling probabilities ``c_i/n``; and ``n`` times a queue length of up
+to 1024 still fits the 64-bit total of customers."""
+
+MAX_LOAD = 1e6
+"""Largest load accepted where no equilibrium is needed (a finite horizon with λ >= 1):
+beyond it a service is rarer than one event in 10^6 and the run is all arrivals."""
+
+MAX_REPLICATIONS = 10**6
+"""Largest number of replications a command accepts (one seed and one result each)."""
+
+MAX_SEEDS = 10**7 + 1
+"""Largest number of child seeds :func:`spawn_seeds` makes at once (a list of SeedSequences)."""
+
+
+def _int_text(value: int) -> str:
+    """An integer as text, in scientific form when long (``repr`` of a huge int can fail)."""
+    if abs(value) <= INT64_MAX:
+        return str(value)
+    digits = int(value.bit_length() * 0.30103)
+    return f"about 10^{digits}" if value > 0 else f"about -10^{digits}"
+
+
+def _sci(value: int) -> str:
+    """``10**100`` as ``1e100`` (exact powers of ten only; otherwise the digits)."""
+    text = str(value)
+    if text.startswith("1") and set(text[1:]) == {"0"}:
+        return f"1e{len(text) - 1}"
+    return text
 
 
 def _describe(value) -> str:
-    text = repr(value)
+    if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
+        return f"{_int_text(int(value))} ({type(value).__name__})"
+    try:
+        text = repr(value)
+    except ValueError:  # e.g. a huge int inside a container
+        text = f"<{type(value).__name__}>"
     if len(text) > 60:
         text = text[:57] + "..."
     return f"{text} ({type(value).__name__})"
@@ -49,14 +98,22 @@ def check_int(name: str, value, *, minimum: int | None = None, maximum: int | No
 
     Accepts ``int`` and NumPy integers; rejects ``bool``, floats (even integral ones such
     as ``3.0``: write ``3`` or ``10**6``), strings and everything else with ``TypeError``.
-    Values outside ``[minimum, maximum]`` raise ``ValueError``.
+    Values outside ``[minimum, maximum]`` raise ``ValueError``.  Unless ``maximum`` says
+    otherwise (a larger explicit ``maximum``, for closed forms computed in double
+    precision), the value must fit a signed 64-bit integer (``|value| <= 2^63 − 1``): counts
+    end up in NumPy or numba integers, and a Python ``int`` such as ``10**400`` is not a
+    number any computation here can use.
     """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         rng = _range_text(minimum, maximum)
         raise TypeError(f"{name} must be an integer{rng}; got {_describe(value)}")
     value = int(value)
     if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-        raise ValueError(f"{name} must be an integer{_range_text(minimum, maximum)}; got {value}")
+        raise ValueError(f"{name} must be an integer{_range_text(minimum, maximum)}; got {_int_text(value)}")
+    if abs(value) > INT64_MAX and (maximum is None or maximum <= INT64_MAX or value < -INT64_MAX):
+        hi = INT64_MAX if maximum is None else min(maximum, INT64_MAX)
+        raise ValueError(f"{name} must be an integer{_range_text(minimum, hi)} (a 64-bit integer); "
+                         f"got {_int_text(value)}")
     return value
 
 
@@ -66,6 +123,8 @@ def check_positive_int(name: str, value, *, maximum: int | None = None) -> int:
 
 
 def _range_text(minimum, maximum) -> str:
+    if isinstance(maximum, int) and maximum > INT64_MAX:
+        maximum = _sci(maximum)
     if minimum is not None and maximum is not None:
         return f" in [{minimum}, {maximum}]"
     if minimum is not None:
@@ -85,7 +144,19 @@ def _as_real(name: str, value) -> float:
             raise TypeError(f"{name} must be a real number; got {_describe(value)}") from None
     if not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number; got {_describe(value)}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an int or Fraction beyond the doubles (about 1.8e308)
+        raise ValueError(f"{name} must be a finite real number (at most about 1.8e308 in magnitude); "
+                         f"got {_describe(value)}") from None
+
+
+def _shown(value) -> str:
+    """A value as typed (strings and floats as ``repr``), shortened; other types via ``_describe``."""
+    if isinstance(value, (str, float)):
+        text = repr(value)
+        return text if len(text) <= 60 else text[:57] + "..."
+    return _describe(value)
 
 
 def check_real(name: str, value) -> float:
@@ -116,18 +187,33 @@ def check_fraction(name: str, value, *, low: float = 0.0, high: float = 1.0,
 
 
 # --------------------------------------------------------------------------- load λ
-def check_load(lam, *, require_stable: bool = True, name: str = "load") -> float:
+def check_load(lam, *, require_stable: bool = True, name: str = "load", exact: bool = False) -> float:
     """Validate the load λ (per-server arrival rate) and return it as a float.
 
-    λ must be a finite real number > 0; with ``require_stable`` (anything that needs an
-    equilibrium) also λ < 1.  Strings such as ``"0.999"`` are accepted and read exactly.
+    λ must be a finite real number > 0 whose double is > 0 (``1e-400`` is refused: it is 0
+    in double precision).  With ``require_stable`` (anything that needs an equilibrium)
+    also λ < 1, and its double must be < 1 too: ``1 − 1e-20`` is below 1 but rounds to 1,
+    where ``1/(1−λ)`` and every equilibrium quantity are infinite; the largest load that
+    is accepted is ``1 − 2^-53 = 0.99999999999999989``.  Without ``require_stable`` (a
+    finite horizon), λ <= :data:`MAX_LOAD`.  Strings such as ``"0.999"`` are read exactly.
+    ``exact=True`` (for calculations done in exact arithmetic on the number as written, such
+    as ``k_{λ,d}``) accepts an exact λ < 1 whose double rounds to 1.
     """
     x = _as_real(name, lam)
+    shown = _shown(lam)
     if math.isnan(x) or math.isinf(x) or x <= 0:
-        raise ValueError(f"{name} (λ) must be a finite number > 0; got {lam!r}")
-    if require_stable and exact_load(lam) >= 1:
-        raise ValueError(
-            f"{name} (λ) must be in (0, 1) for an equilibrium to exist; got {lam!r}")
+        raise ValueError(f"{name} (λ) must be a finite number > 0; got {shown}")
+    if require_stable:
+        if exact_load(lam) >= 1:
+            raise ValueError(
+                f"{name} (λ) must be in (0, 1) for an equilibrium to exist; got {shown}")
+        if x >= 1.0 and not exact:
+            raise ValueError(
+                f"{name} (λ) must be in (0, 1) for an equilibrium to exist, and below 1 in double precision "
+                f"(at most 1 − 2^-53 = 0.99999999999999989); got {shown}, which rounds to 1")
+    elif x > MAX_LOAD:
+        raise ValueError(f"{name} (λ) must be in (0, {MAX_LOAD:g}] (a finite horizon at a higher load is "
+                         f"all arrivals); got {shown}")
     return x
 
 
@@ -180,6 +266,9 @@ class Params:
 
     def __post_init__(self):
         n = check_positive_int("n", self.n)
+        if n > MAX_N:
+            raise ValueError(f"n must be an integer in [1, 2^53 = {MAX_N}] for the simulation engines (they "
+                             f"compute c_i/n in double precision, exact up to 2^53); got {_int_text(n)}")
         d = check_positive_int("d", self.d)
         if not isinstance(self.replace, (bool, np.bool_)):
             raise TypeError(f"replace must be True or False; got {_describe(self.replace)}")
@@ -221,6 +310,8 @@ def spawn_seeds(seed, count: int) -> list[np.random.SeedSequence]:
     Uses ``SeedSequence(entropy, spawn_key=(r,))`` rather than ``.spawn`` so that the
     r-th child does not depend on how many children were spawned before.
     """
+    # a list of 10^7 seeds is about a gigabyte; 10^400 replications would never end
+    count = check_int("number of replications (seeds)", count, minimum=0, maximum=MAX_SEEDS)
     root = as_seed_sequence(seed)
     return [np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (r,),
                                    pool_size=root.pool_size) for r in range(count)]
@@ -232,14 +323,28 @@ def seed_to_uint64(ss: np.random.SeedSequence) -> int:
 
 
 # --------------------------------------------------------------------------- CLI helpers
-def parse_count(name: str, text) -> int:
-    """Read a count such as ``1e7`` or ``10000000`` (CLI convenience) as an exact int."""
+def parse_count(name: str, text, *, maximum: int = INT64_MAX, minimum: int = 1) -> int:
+    """Read a count such as ``1e7`` or ``10000000`` (CLI convenience) as an exact int.
+
+    The value must lie in ``[minimum, maximum]`` (``maximum`` at most 2^63 − 1); the range
+    is checked on the decimal before any integer is built, so ``1e400`` or
+    ``1e999999999999`` is refused at once instead of becoming a huge Python ``int``.
+    """
+    rng = f"in [{minimum}, {maximum if maximum <= INT64_MAX else _sci(maximum)}]"
     if isinstance(text, numbers.Integral) and not isinstance(text, bool):
-        return check_positive_int(name, text)
+        return check_int(name, text, minimum=minimum, maximum=maximum)
+    shown = str(text)
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
     try:
-        value = Decimal(str(text).strip())
+        value = Decimal(str(text).strip().replace("_", ""))
     except (InvalidOperation, ValueError):
-        raise TypeError(f"{name} must be a positive integer such as 1000 or 1e7; got {text!r}") from None
-    if not value.is_finite() or value != value.to_integral_value():
-        raise ValueError(f"{name} must be a positive integer such as 1000 or 1e7; got {text!r}")
-    return check_positive_int(name, int(value))
+        raise TypeError(f"{name} must be an integer {rng} such as 1000 or 1e7; got {shown!r}") from None
+    try:
+        integral = value.is_finite() and value == value.to_integral_value()
+    except InvalidOperation:  # an exponent too large for the decimal context: far out of range
+        integral = True
+    if not integral:
+        raise ValueError(f"{name} must be an integer {rng} such as 1000 or 1e7; got {shown!r}")
+    if value < minimum or value > maximum:
+        raise ValueError(f"{name} must be an integer {rng}; got {shown!r}")
+    return int(value)

@@ -18,6 +18,7 @@ from fractions import Fraction
 import numpy as np
 
 from .model import (
+    MAX_THEORY_N,
     check_fraction,
     check_int,
     check_load,
@@ -37,6 +38,8 @@ __all__ = [
     "k_hypothesis",
     "linearised_q",
     "predicted_counts",
+    "linearisation_valid",
+    "LINEARISATION_NOTE",
     "good_set_bounds",
     "GoodSetReport",
     "good_set",
@@ -55,6 +58,7 @@ __all__ = [
 ]
 
 MAX_FIXED_POINT_LEVELS = 64
+MAX_K = 1000  # an explicit k (a level): k_{λ,d} <= 53·log2... is far below; A_k is k×k dense
 TINY = 1e-300
 
 
@@ -275,7 +279,7 @@ def k_lambda_d(d, lam) -> int:
     (1, 2)
     """
     d = check_int("d", d, minimum=2)
-    check_load(lam)
+    check_load(lam, exact=True)  # exact arithmetic: 1 − 10^-30 is fine here
     return min(_k_exact(d, c) for c in load_candidates(lam))
 
 
@@ -368,7 +372,7 @@ def k_hypothesis(n, d, lam) -> int:
     >>> k_hypothesis(10_000, 20, 0.99)  # n·π(3) ≈ 145 >= 1, n·π(4) < 1
     3
     """
-    n = check_positive_int("n", n)
+    n = check_positive_int("n", n, maximum=MAX_THEORY_N)
     d = check_positive_int("d", d)
     lam = check_load(lam)
     bound = math.log(n) / -_log_lambda(lam)  # need S_k <= bound, S_k = (d^k-1)/(d-1)
@@ -406,7 +410,7 @@ def linearised_q(d, lam, k=None) -> np.ndarray:
     """
     d = check_positive_int("d", d)
     lam = check_load(lam)
-    k = k_lambda_d(d, lam) if k is None else check_positive_int("k", k)
+    k = k_lambda_d(d, lam) if k is None else check_positive_int("k", k, maximum=MAX_K)
     a = lam * d
     i = np.arange(1, k + 1, dtype=float)
     if abs(a - 1.0) < 1e-12:
@@ -443,11 +447,26 @@ def predicted_counts(n, d, lam, k=None) -> np.ndarray:
     >>> predicted_counts(10_000, 20, 0.99).round(6).tolist()
     [100.0, 1980.0, 7920.0]
     """
-    n = check_positive_int("n", n)
+    n = check_positive_int("n", n, maximum=MAX_THEORY_N)
     q = linearised_q(d, lam, k)
     q0 = np.concatenate([[0.0], q])
     shorter = np.diff(q0)  # length exactly j, j = 0..k-1
     return n * np.concatenate([shorter, [1.0 - q[-1]]])
+
+
+LINEARISATION_NOTE = ("the linearised profile (derived) is a first-order expansion valid only in its regime, "
+                      "where every predicted fraction q̃_i lies in [0, 1] (heavy traffic with λd large); "
+                      "here q̃_k = {qk:.6g} > 1, so it would predict a negative number of queues of length k; "
+                      "predictions outside their range are not shown")
+
+
+def linearisation_valid(d, lam, k=None) -> bool:
+    """Whether the linearised profile [derived] is inside its regime: ``q̃_k <= 1``
+    (docs/model.md §4).  ``q̃`` increases with ``i``, so then every predicted fraction
+    ``q̃_i`` lies in [0, 1] and every predicted count of :func:`predicted_counts` is >= 0;
+    otherwise the count of queues of length ``k`` would be negative."""
+    q = linearised_q(d, lam, k)
+    return bool(q[-1] <= 1.0)
 
 
 # =========================================================================== §5
@@ -480,11 +499,11 @@ def good_set_bounds(n, d, lam, eps=0.1, k=None) -> tuple[np.ndarray, np.ndarray]
     >>> lo.round(6).tolist(), hi.round(6).tolist()
     ([50.0, 990.0], [150.0, 2970.0])
     """
-    n = check_positive_int("n", n)
+    n = check_positive_int("n", n, maximum=MAX_THEORY_N)
     d = check_positive_int("d", d)
     lam = check_load(lam)
     eps = check_fraction("eps", eps, low=0.0, high=0.1)
-    k = k_lambda_d(d, lam) if k is None else check_positive_int("k", k)
+    k = k_lambda_d(d, lam) if k is None else check_positive_int("k", k, maximum=MAX_K)
     target = n * (1 - lam) * (lam * d) ** np.arange(k, dtype=float)
     return (1 - 5 * eps) * target, (1 + 5 * eps) * target
 
@@ -530,8 +549,13 @@ def _counts_from_input(lengths, counts, profile, n):
         return n, c.astype(float)
     if n is None:
         raise TypeError("n is required with counts or profile")
-    n = check_positive_int("n", n)
-    arr = np.asarray(counts if counts is not None else profile, dtype=float)
+    n = check_positive_int("n", n, maximum=MAX_THEORY_N)
+    try:
+        arr = np.asarray(counts if counts is not None else profile, dtype=float)
+    except OverflowError:
+        raise ValueError("counts/profile values must be finite numbers (counts in [0, n])") from None
+    except (TypeError, ValueError):
+        raise TypeError("counts/profile must be a 1-d array of numbers indexed from level 1") from None
     if arr.ndim != 1:
         raise TypeError("counts/profile must be a 1-d array indexed from level 1")
     c = arr if counts is not None else arr * n
@@ -593,7 +617,7 @@ def good_set(lengths=None, *, counts=None, profile=None, n=None, d, lam, eps=0.1
     d = check_positive_int("d", d)
     lam = check_load(lam)
     eps = check_fraction("eps", eps, low=0.0, high=0.1)
-    k = k_lambda_d(d, lam) if k is None else check_positive_int("k", k)
+    k = k_lambda_d(d, lam) if k is None else check_positive_int("k", k, maximum=MAX_K)
 
     def c_at(i):  # c_i for i >= 1, 0 past the end
         return float(c[i - 1]) if i - 1 < len(c) else 0.0
@@ -681,7 +705,7 @@ def theorem_1_2(n, d, lam, eps=0.1) -> TheoremReport:
     >>> rep.applies, rep.conditions[1].name, rep.conditions[1].holds
     (False, 'd^k (1-λ) >= 2 log^2 n', False)
     """
-    n = check_positive_int("n", n)
+    n = check_positive_int("n", n, maximum=MAX_THEORY_N)
     d = check_int("d", d, minimum=2)
     lam = check_load(lam)
     eps_f = check_fraction("eps", eps, low=0.0, high=1.0)
@@ -770,7 +794,7 @@ def mixing_bounds(n, d, lam) -> MixingBounds:
     >>> b.k, b.lower_steps, round(b.upper_steps)  # 2·10·1000·log(1000)
     (2, 10000.0, 138155)
     """
-    n = check_positive_int("n", n)
+    n = check_positive_int("n", n, maximum=MAX_THEORY_N)
     d = check_int("d", d, minimum=2)
     lam = check_load(lam)
     k = k_lambda_d(d, lam)
@@ -803,7 +827,7 @@ def mixing_lower_customers(n, lam, g) -> float:
     >>> round(mixing_lower_customers(100, 0.9, 3))
     3000
     """
-    n = check_positive_int("n", n)
+    n = check_positive_int("n", n, maximum=MAX_THEORY_N)
     lam = check_load(lam)
     g = check_positive_float("g", g)
     return g * n / (1.0 - lam)
@@ -829,7 +853,7 @@ def mixing_lower_long(n, ell) -> float:
     >>> mixing_lower_long(100, 50)
     5000.0
     """
-    return float(check_positive_int("n", n)) * check_positive_int("ell", ell)
+    return float(check_positive_int("n", n, maximum=MAX_THEORY_N)) * check_positive_int("ell", ell)
 
 
 def slow_mode_matrix(d, lam, k=None) -> np.ndarray:
@@ -857,7 +881,7 @@ def slow_mode_matrix(d, lam, k=None) -> np.ndarray:
     """
     d = check_positive_int("d", d)
     lam = check_load(lam)
-    k = k_lambda_d(d, lam) if k is None else check_positive_int("k", k)
+    k = k_lambda_d(d, lam) if k is None else check_positive_int("k", k, maximum=MAX_K)
     a = lam * d
     A = np.diag(np.full(k, -(1.0 + a)))
     A[-1, -1] = -1.0
@@ -903,7 +927,13 @@ def _slow_mu(a: float, k: int) -> float:
 
     if k == 1:
         return 1.0
-    hi = 1.0 / sum(a ** j for j in range(k)) if a != 1 else 1.0 / k
+    if a == 1:
+        hi = 1.0 / k
+    else:
+        # 1/Σ_{j<k} a^j, in logs: a^j overflows a double for large k or a
+        log_sum = (k * math.log(a) + math.log1p(-a ** -k) - math.log(a - 1.0)) if a > 1 else \
+            (math.log1p(-a ** k) - math.log1p(-a))
+        hi = math.exp(-log_sum) if -log_sum > -745 else 5e-324
     while g(hi) < 0:
         hi *= 2.0
     lo = 0.0
@@ -951,12 +981,18 @@ def slow_mode(d, lam, k=None) -> SlowMode:
     """
     d = check_positive_int("d", d)
     lam = check_load(lam)
-    k = k_lambda_d(d, lam) if k is None else check_positive_int("k", k)
+    k = k_lambda_d(d, lam) if k is None else check_positive_int("k", k, maximum=MAX_K)
     a = lam * d
     mu = _slow_mu(a, k)
-    approx = 1.0 / k if a == 1.0 else (a - 1.0) / (a ** k - 1.0)
-    return SlowMode(k=k, mu=mu, mu_approx=approx, relaxation_time=1.0 / mu,
-                    relaxation_steps_per_server=(1.0 + lam) / mu)
+    if a == 1.0:
+        approx = 1.0 / k
+    elif a > 1.0 and k * math.log(a) > 700:  # a^k overflows: (a−1)/(a^k−1) ≈ (a−1) a^{−k}
+        approx = math.exp(math.log(a - 1.0) - k * math.log(a)) if a > 1.0 else 0.0
+    else:
+        approx = (a - 1.0) / (a ** k - 1.0)
+    # μ below the smallest double (an explicit large k) is 0: the relaxation time is infinite
+    return SlowMode(k=k, mu=mu, mu_approx=approx, relaxation_time=1.0 / mu if mu > 0 else math.inf,
+                    relaxation_steps_per_server=(1.0 + lam) / mu if mu > 0 else math.inf)
 
 
 # =========================================================================== §8
@@ -1006,7 +1042,7 @@ def regime_002(n, d, lam) -> Regime002:
     >>> regime_002(10_000, 10, 0.99).regime
     'a'
     """
-    n = check_positive_int("n", n)
+    n = check_positive_int("n", n, maximum=MAX_THEORY_N)
     d = check_positive_int("d", d)
     lam = check_load(lam)
     b = d / math.sqrt(n)
@@ -1034,8 +1070,10 @@ class DesignReport:
     k: int
     max_queue: int
     load: float
-    share_by_length: tuple[float, ...]  # linearised prediction [derived], lengths 0..k
+    share_by_length: tuple[float, ...]  # linearised prediction [derived], lengths 0..k (NaN: outside its regime)
     fixed_point: tuple[float, ...]  # π(1..k+1) at this d
+    linearisation_valid: bool = True  # False when q̃_k > 1: the shares outside [0, 1] are NaN
+    note: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -1069,19 +1107,32 @@ def design(lam, max_queue, n=None) -> DesignReport:
     lam_f = check_load(lam)
     K = check_positive_int("max_queue", max_queue)
     if n is not None:
-        check_positive_int("n", n)
+        check_positive_int("n", n, maximum=MAX_THEORY_N)
     x = _log_inv_one_minus(lam)
-    est = max(2, int(math.floor(math.exp(x / K))))
-    d = max(2, est - 2)
-    while k_lambda_d(d, lam) > K:
-        d += 1
-    while d > 2 and k_lambda_d(d - 1, lam) <= K:
-        d -= 1
+    # k_{λ,d} does not increase with d: bisect for the least d with k <= K.  (A walk of one
+    # d at a time from an estimate never ended where the two readings of a float load,
+    # 1/(1−λ) = 10^16 or 2^53, lie 10^15 apart.)
+    hi = max(3, int(math.ceil(math.exp(min(x / K, 700.0)))) + 2)
+    while k_lambda_d(hi, lam) > K:
+        hi *= 2
+    lo = 2
+    if k_lambda_d(lo, lam) <= K:
+        hi = lo
+    while hi - lo > 1:  # invariant: k(lo) > K >= k(hi)
+        mid = (lo + hi) // 2
+        if k_lambda_d(mid, lam) <= K:
+            hi = mid
+        else:
+            lo = mid
+    d = hi
     k = k_lambda_d(d, lam)
     counts = predicted_counts(1, d, lam_f, k)
-    return DesignReport(d=d, k=k, max_queue=K, load=lam_f,
-                        share_by_length=tuple(float(v) for v in counts),
-                        fixed_point=tuple(float(v) for v in fixed_point(d, lam_f, k + 1)))
+    q = linearised_q(d, lam_f, k)
+    valid = bool(q[-1] <= 1.0)
+    share = tuple(float(v) if 0.0 <= v <= 1.0 else math.nan for v in counts)
+    return DesignReport(d=d, k=k, max_queue=K, load=lam_f, share_by_length=share,
+                        fixed_point=tuple(float(v) for v in fixed_point(d, lam_f, k + 1)),
+                        linearisation_valid=valid, note="" if valid else LINEARISATION_NOTE.format(qk=q[-1]))
 
 
 # =========================================================================== summary
@@ -1115,7 +1166,7 @@ def summary(n, d, lam, eps=0.1) -> dict:
     >>> s["k"], s["k_hypothesis"]
     (2, 3)
     """
-    n = check_positive_int("n", n)
+    n = check_positive_int("n", n, maximum=MAX_THEORY_N)
     d = check_positive_int("d", d)
     lam_f = check_load(lam)
     eps = check_fraction("eps", eps, low=0.0, high=0.1)
@@ -1137,11 +1188,17 @@ def summary(n, d, lam, eps=0.1) -> dict:
     k = kr.k
     mb = mixing_bounds(n, d, lam_f)
     sm = slow_mode(d, lam_f, k)
+    q = linearised_q(d, lam_f, k)
+    cnt = predicted_counts(n, d, lam_f, k)
+    valid = bool(q[-1] <= 1.0)
     out.update(
         k=k,
         k_report=kr.to_dict(),
-        linearised_q=linearised_q(d, lam_f, k).tolist(),
-        predicted_counts=predicted_counts(n, d, lam_f, k).tolist(),
+        # predictions outside their range (q̃_i > 1, a negative count) are None, not numbers
+        linearised_q=[float(v) if v <= 1.0 else None for v in q],
+        predicted_counts=[float(v) if v >= 0.0 else None for v in cnt],
+        linearisation={"valid": valid, "q_k": float(q[-1]),
+                       "note": "" if valid else LINEARISATION_NOTE.format(qk=q[-1])},
         theorem_1_2=theorem_1_2(n, d, lam_f, eps).to_dict(),
         mixing_steps={"upper": mb.upper_steps, "lower": mb.lower_steps},
         mixing_time={"upper": mb.upper_time, "lower": mb.lower_time},

@@ -4,8 +4,10 @@ Each command lives in its own module of this package (``cli/theory.py``,
 ``cli/simulate.py``, …) and is loaded only when used, so ``supermarket --help`` stays fast
 and a heavy import (numba, dask) is paid only by the command that needs it.
 
-User mistakes (bad option values, bad parameters) print one line on stderr and exit with
-code 2, without a traceback.
+User mistakes (bad option values, bad parameters, an output path that cannot be written)
+print one line on stderr and exit with code 2, without a traceback, before any work.  A
+write that fails after the computation (a full disk) prints one line and exits with code 1.
+Ctrl-C prints ``supermarket: interrupted`` and exits with code 130.
 """
 
 from __future__ import annotations
@@ -42,6 +44,16 @@ class LazyGroup(click.Group):
     def list_commands(self, ctx):
         return [name for name, (mod, _, _) in COMMANDS.items() if importlib.util.find_spec(mod) is not None]
 
+    def resolve_command(self, ctx, args):
+        name = args[0] if args else None
+        if name is not None and name not in COMMANDS and not name.startswith("-"):
+            import difflib
+
+            close = difflib.get_close_matches(name, list(COMMANDS), n=3, cutoff=0.6)
+            hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+            raise click.UsageError(f"No such command {name!r}.{hint} Commands: {', '.join(COMMANDS)}.", ctx)
+        return super().resolve_command(ctx, args)
+
     def get_command(self, ctx, name):
         if name not in COMMANDS:
             return None
@@ -64,9 +76,19 @@ class LazyGroup(click.Group):
         try:
             rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var,
                               standalone_mode=False, **extra)
-        except click.exceptions.Abort:
+        except (click.exceptions.Abort, KeyboardInterrupt):
             click.echo("supermarket: interrupted", err=True)
             sys.exit(130)
+        except BrokenPipeError:
+            # the reader went away (`supermarket theory | head -1`): stop quietly
+            try:
+                import os
+
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())  # no flush of a dead pipe at exit
+            except (OSError, ValueError, AttributeError):
+                pass
+            sys.exit(1)
         except click.exceptions.NoArgsIsHelpError as exc:  # pragma: no cover - click >= 8.2
             click.echo(exc.ctx.get_help() if exc.ctx else str(exc))
             sys.exit(0)
@@ -76,6 +98,11 @@ class LazyGroup(click.Group):
             _fail(exc.format_message(), exc.exit_code)
         except (ValueError, TypeError) as exc:
             _fail(str(exc))
+        except OSError as exc:
+            # an I/O failure outside the commands' own checks (writing a result, reading a
+            # file): one line, exit code 1
+            where = f" {exc.filename!r}:" if getattr(exc, "filename", None) else ""
+            _fail(f"I/O error:{where} {exc.strerror or exc}", 1)
         if isinstance(rv, int) and standalone_mode:
             sys.exit(rv)
         return rv

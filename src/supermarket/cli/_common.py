@@ -1,26 +1,205 @@
-"""Shared option types and output helpers for the CLI commands."""
+"""Shared option types and output helpers for the CLI commands.
+
+Every numeric option is checked by its type against what the machine can represent and what
+the computation can do, before any work: a count such as ``--n 1e400`` is refused at once
+(one line, exit code 2).  Output paths (``--plot``, ``--out``, …) are checked for
+writability before any work too (:class:`OutputFile`, :class:`OutputDir`); a write that
+still fails after the computation (a full disk, ``/dev/full``) is one line on stderr and
+exit code 1 (an I/O failure, not a usage mistake), never a traceback and never "written".
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+from pathlib import Path
 
 import click
 
 from ..jsonable import to_jsonable  # noqa: F401 - re-exported for the commands
-from ..model import check_load, parse_count
+from ..model import INT64_MAX, MAX_N, MAX_REPLICATIONS, check_load, parse_count
+
+
+def _opt_name(param) -> str:
+    if param is None:
+        return "value"
+    opts = [o for o in getattr(param, "opts", []) if o.startswith("--")]
+    return opts[0] if opts else f"--{param.name.replace('_', '-')}"
 
 
 class CountType(click.ParamType):
-    """A positive integer that may be written ``1e7``."""
+    """A positive integer that may be written ``1e7``, at most ``maximum`` (default 2^63 − 1)."""
 
     name = "COUNT"
 
+    def __init__(self, maximum: int = INT64_MAX, minimum: int = 1):
+        self.maximum = maximum
+        self.minimum = minimum
+
     def convert(self, value, param, ctx):
         try:
-            return parse_count(f"--{param.name.replace('_', '-')}" if param else "value", value)
+            return parse_count(_opt_name(param), value, maximum=self.maximum, minimum=self.minimum)
         except (TypeError, ValueError) as exc:
             self.fail(str(exc), param, ctx)
+
+
+def _exists_ancestor(path: Path) -> Path:
+    p = path
+    while not p.exists():
+        if p.parent == p:
+            break
+        p = p.parent
+    return p
+
+
+def _can_create_in(directory: Path) -> bool:
+    """Whether a file can be created in ``directory``: a real probe (a temporary file, removed
+    at once), since permission bits do not tell for root, read-only mounts or /proc."""
+    import tempfile
+
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return False
+    try:
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".supermarket-probe-"):
+            pass
+    except OSError:
+        return False
+    return True
+
+
+class OutputFile(click.ParamType):
+    """A file the command will write: checked before any work.
+
+    The parent directory must exist and be writable (or the file exist and be writable);
+    with ``parents=True`` (the command creates missing directories) its nearest existing
+    ancestor must be a writable directory.  The path must not be a directory.  Nothing is created here.  ``path_type=Path`` gives a
+    ``pathlib.Path``.
+    """
+
+    name = "FILE"
+
+    def __init__(self, path_type=str, figure: bool = False, parents: bool = False):
+        self.path_type = path_type
+        self.figure = figure  # a matplotlib figure: the suffix must name a format it writes
+        self.parents = parents  # the command creates missing parent directories itself
+
+    def convert(self, value, param, ctx):
+        text = os.fspath(value) if isinstance(value, os.PathLike) else str(value)
+        if not text.strip():
+            self.fail("an empty path is not a file name", param, ctx)
+        if "\x00" in text:
+            self.fail("a path cannot contain a NUL character", param, ctx)
+        path = Path(text).expanduser()
+        try:
+            if path.is_dir():
+                self.fail(f"{text!r} is a directory, not a file", param, ctx)
+            parent = path.parent if str(path.parent) else Path(".")
+            if self.parents and not parent.exists():
+                parent = _exists_ancestor(parent.absolute())
+            if not parent.is_dir():
+                self.fail(f"the directory {str(parent)!r} of {text!r} does not exist "
+                          "(create it first)", param, ctx)
+            if path.exists():
+                if not os.access(path, os.W_OK):
+                    self.fail(f"{text!r} is not writable", param, ctx)
+            elif not _can_create_in(parent):
+                self.fail(f"cannot create {text!r}: the directory {str(parent)!r} is not "
+                          "writable", param, ctx)
+            if self.figure and _figure_format(path) not in FIGURE_FORMATS:
+                self.fail(f"unknown figure format {_figure_format(path)!r} of {text!r}; "
+                          f"use one of {', '.join('.' + f for f in FIGURE_FORMATS)}", param, ctx)
+        except OSError as exc:  # e.g. a name too long
+            self.fail(f"{text!r}: {exc.strerror or exc}", param, ctx)
+        return self.path_type(text)
+
+
+class OutputDir(click.ParamType):
+    """A directory the command will create or fill: checked before any work.
+
+    It may not exist yet; then its nearest existing ancestor must be a writable directory.
+    An existing path must be a writable directory.
+    """
+
+    name = "DIR"
+
+    def __init__(self, path_type=str):
+        self.path_type = path_type
+
+    def convert(self, value, param, ctx):
+        text = os.fspath(value) if isinstance(value, os.PathLike) else str(value)
+        if not text.strip():
+            self.fail("an empty path is not a directory name", param, ctx)
+        if "\x00" in text:
+            self.fail("a path cannot contain a NUL character", param, ctx)
+        path = Path(text).expanduser()
+        try:
+            if path.exists():
+                if not path.is_dir():
+                    self.fail(f"{text!r} exists and is not a directory", param, ctx)
+                if not os.access(path, os.W_OK | os.X_OK):
+                    self.fail(f"the directory {text!r} is not writable", param, ctx)
+            else:
+                anc = _exists_ancestor(path.absolute())
+                if not anc.is_dir():
+                    self.fail(f"cannot create {text!r}: {str(anc)!r} is not a directory",
+                              param, ctx)
+                if not _can_create_in(anc):
+                    self.fail(f"cannot create {text!r}: the directory {str(anc)!r} is not "
+                              "writable", param, ctx)
+        except OSError as exc:
+            self.fail(f"{text!r}: {exc.strerror or exc}", param, ctx)
+        return self.path_type(text)
+
+
+class OutputError(click.ClickException):
+    """Writing a result failed after the computation (disk full, device error): exit code 1."""
+
+    exit_code = 1
+
+
+def write_text(path, text: str) -> None:
+    """Write ``text`` to ``path``, flushed and synced, or raise :class:`OutputError` (one line).
+
+    A write error that only shows at flush or close (``/dev/full``, a full disk) is caught too.
+    """
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+    except OSError as exc:
+        raise OutputError(f"could not write {os.fspath(path)!r}: {exc.strerror or exc}") from None
+
+
+FIGURE_FORMATS = ("png", "pdf", "svg", "svgz", "eps", "ps", "jpg", "jpeg", "tif", "tiff", "webp", "pgf")
+
+
+def _figure_format(path) -> str:
+    suffix = Path(os.fspath(path)).suffix.lower().lstrip(".")
+    return suffix if suffix else "png"
+
+
+def save_figure(fig, path, **kw) -> None:
+    """Save a matplotlib figure to ``path``; any write error is :class:`OutputError`.
+
+    The figure is rendered in memory and written with :func:`write_bytes`, because some
+    writers swallow the error of the final flush (a PNG to ``/dev/full`` "succeeds").
+    """
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format=_figure_format(path), **kw)
+    write_bytes(path, buf.getvalue())
+
+
+def write_bytes(path, data: bytes) -> None:
+    """Write ``data`` to ``path``, flushed, or raise :class:`OutputError` (one line)."""
+    try:
+        with open(path, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+    except OSError as exc:
+        raise OutputError(f"could not write {os.fspath(path)!r}: {exc.strerror or exc}") from None
 
 
 class LoadType(click.ParamType):
@@ -40,8 +219,37 @@ class LoadType(click.ParamType):
 
 
 COUNT = CountType()
+N_COUNT = CountType(maximum=MAX_N)  # number of servers for the simulation engines (2^53)
+REPLICATIONS = CountType(maximum=MAX_REPLICATIONS)
+OUTPUT_FILE = OutputFile()
+OUTPUT_FIGURE = OutputFile(figure=True)
+OUTPUT_DIR = OutputDir()
 LOAD = LoadType()
 LOAD_ANY = LoadType(require_stable=False)
+
+
+class FloatType(click.ParamType):
+    """A real number, finite unless ``allow_inf``; NaN never.  ``1e400`` (inf) is refused
+    with the option's name instead of being passed on as infinity."""
+
+    name = "FLOAT"
+
+    def __init__(self, allow_inf: bool = False):
+        self.allow_inf = allow_inf
+
+    def convert(self, value, param, ctx):
+        import math
+
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{_opt_name(param)} must be a number; got {str(value)[:40]!r}", param, ctx)
+        if math.isnan(x) or (math.isinf(x) and not self.allow_inf):
+            self.fail(f"{_opt_name(param)} must be a finite number; got {str(value)[:40]!r}", param, ctx)
+        return x
+
+
+FLOAT = FloatType()
 
 
 def print_json(obj) -> None:

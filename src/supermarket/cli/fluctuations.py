@@ -7,7 +7,7 @@ import warnings
 import click
 from rich.console import Console
 
-from ._common import COUNT, print_json, stderr_is_tty
+from ._common import COUNT, FLOAT, N_COUNT, OUTPUT_FIGURE, print_json, stderr_is_tty
 from .options import dask_client, json_option, parallel_options, replace_option, replications_option, seed_option
 
 
@@ -15,33 +15,33 @@ from .options import dask_client, json_option, parallel_options, replace_option,
 @click.option("--regime", type=click.Choice(["a", "b", "c"]), required=True,
               help="a: d_n/√n → 0 (from --kappa); b: d_n/√n → c (from --c, --zeta); "
                    "c: d_n/√n → ∞ (from --zeta, --d; d = n is JSQ).")
-@click.option("--n", "n", type=COUNT, default=10_000, show_default=True, help="Number of servers (1e6 accepted).")
-@click.option("--kappa", type=float, default=None, help="(a) κ = d_n λ_n^{d_n}; λ_n = (κ/d_n)^{1/d_n}. Default 1.")
-@click.option("--theta", type=float, default=0.25, show_default=True, help="(a) d_n = ⌊n^θ⌋, 0 < θ < 1/2, unless --d.")
-@click.option("--c", "c", type=float, default=None, help="(b) d_n = ⌊c√n⌋. Default 1.")
-@click.option("--zeta", type=float, default=None,
+@click.option("--n", "n", type=N_COUNT, default=10_000, show_default=True, help="Number of servers (1e6 accepted).")
+@click.option("--kappa", type=FLOAT, default=None, help="(a) κ = d_n λ_n^{d_n}; λ_n = (κ/d_n)^{1/d_n}. Default 1.")
+@click.option("--theta", type=FLOAT, default=0.25, show_default=True, help="(a) d_n = ⌊n^θ⌋, 0 < θ < 1/2, unless --d.")
+@click.option("--c", "c", type=FLOAT, default=None, help="(b) d_n = ⌊c√n⌋. Default 1.")
+@click.option("--zeta", type=FLOAT, default=None,
               help="(b), (c) ζ: λ_n = c_n − ζ/√n with c_n = n^(−1/(2d_n)). Default 0 in (b), 1 in (c).")
 @click.option("--d", "d", type=COUNT, default=None, help="(a) d_n instead of ⌊n^θ⌋; (c) d_n (default n).")
 @click.option("--centring", type=click.Choice(["c_n", "one"]), default="c_n", show_default=True,
               help="(c) Q = √n(G1 − c_n) (docs/model.md §8) or √n(G1 − 1) with λ_n = 1 − ζ/√n (JSQ reading).")
-@click.option("--time", "time_", type=float, default=200.0, show_default=True, help="Simulated time per replication after burn-in.")
-@click.option("--burn-in", "burn_in", type=float, default=None, help="Burn-in time (default max(20, time/10)).")
+@click.option("--time", "time_", type=FLOAT, default=200.0, show_default=True, help="Simulated time per replication after burn-in.")
+@click.option("--burn-in", "burn_in", type=FLOAT, default=None, help="Burn-in time (default max(20, time/10)).")
 @replications_option(2)
 @seed_option()
 @replace_option(False, "Sample the d_n queues with replacement (default --no-replace: without, as in paper 002).")
 @parallel_options
 @click.option("--sde-paths", "sde_paths", type=COUNT, default=256, show_default=True, help="Paths of the limit SDE.")
-@click.option("--sde-time", "sde_time", type=float, default=100.0, show_default=True, help="Time per SDE path after burn-in.")
-@click.option("--dt", type=float, default=1e-3, show_default=True, help="Euler–Maruyama step.")
+@click.option("--sde-time", "sde_time", type=FLOAT, default=100.0, show_default=True, help="Time per SDE path after burn-in.")
+@click.option("--dt", type=FLOAT, default=1e-3, show_default=True, help="Euler–Maruyama step.")
 @click.option("--reflection", type=click.Choice(["bridge", "projection"]), default="bridge", show_default=True,
               help="(c) reflection by the Brownian-bridge maximum over each step (no O(√dt) bias) or by "
                    "projection (biased by O(√dt); docs/model.md §8).")
 @click.option("--prelimit/--no-prelimit", "prelimit", default=True, show_default=True,
               help="Also simulate the pre-limit diffusion (the limit's equations with this n's "
                    "coefficients λ_n, c_n, d_n; derived, docs/model.md §8) as a third reference.")
-@click.option("--grid-dt", "grid_dt", type=float, default=0.05, show_default=True,
+@click.option("--grid-dt", "grid_dt", type=FLOAT, default=0.05, show_default=True,
               help="Spacing of the recorded grid (autocorrelations, histograms, error-bar check).")
-@click.option("--plot", "plot", type=click.Path(dir_okay=False), default=None, help="Write a PNG: paths, histograms, autocorrelation.")
+@click.option("--plot", "plot", type=OUTPUT_FIGURE, default=None, help="Write a PNG: paths, histograms, autocorrelation.")
 @json_option()
 def fluctuations(regime, n, kappa, theta, c, zeta, d, centring, time_, burn_in, replications, seed, replace,
                  workers, scheduler, connect_timeout, sde_paths, sde_time, dt, reflection, prelimit, grid_dt, plot, as_json):

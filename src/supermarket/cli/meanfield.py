@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import click
 import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from ._common import COUNT, LOAD, print_json
+from ._common import COUNT, FLOAT, LOAD, OUTPUT_FIGURE, CountType, print_json, save_figure
 
 
 class DType(click.ParamType):
@@ -61,6 +62,8 @@ def build_report(d, load, n=None, time=None, start="empty", replace=True, points
     kw = {} if tol is None else {"tol": check_positive_float("--tol", tol)}
     if tol is not None and kw["tol"] >= 1:
         raise ValueError(f"--tol must be in (0, 1); got {tol!r}")
+    if levels is not None and levels > mf.MAX_LEVELS:
+        raise ValueError(f"--levels must be an integer in [1, {mf.MAX_LEVELS}]; got {levels}")
     rep: dict = {"params": {"d": "inf" if math.isinf(d) else d, "load": lam, "n": n, "replace": replace,
                             "time": time, "start": start if isinstance(start, str) else "array"}}
     if math.isinf(d):
@@ -75,7 +78,9 @@ def build_report(d, load, n=None, time=None, start="empty", replace=True, points
     else:
         if n is not None and not replace and d > n:
             raise ValueError(f"--d must be <= --n without replacement; got d={d}, n={n}")
-        rmf = mf.refined_mean_field(d, lam, levels=levels, **kw)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", mf.AccuracyWarning)  # reported below, in words
+            rmf = mf.refined_mean_field(d, lam, levels=levels, **kw)
         rep["fixed_point"] = rmf.pi.tolist()
         from ..theory import mean_queue_length
 
@@ -83,15 +88,38 @@ def build_report(d, load, n=None, time=None, start="empty", replace=True, points
         rep["mean_queue_length"] = mql
         rep["levels"] = rmf.levels
         if n is not None:
-            rep["refined"] = {"V": rmf.V.tolist(), "sum_V": float(rmf.V.sum()),
-                              "mean": rmf.mean(n).tolist(),
-                              "mean_queue_length": mql + float(rmf.V.sum()) / n,
-                              "sampling": "with replacement (Gast-Van Houdt expansion of the n-free drift)"}
-            res = mf.lna(d, lam, n=n, at="centre", replace=replace, levels=levels, **kw)
+            sampling = "with replacement (Gast-Van Houdt expansion of the n-free drift)"
+            if not rmf.accurate:
+                # the numbers would be meaningless: say so instead of printing them
+                rep["refined"] = {"trusted": False, "error_estimate": rmf.error_estimate,
+                                  "reason": "; ".join(rmf.issues), "sampling": sampling}
+            else:
+                m = rmf.pi + rmf.V / n
+                inside = (m >= 0) & (m <= 1)
+                valid = bool(inside.all())
+                rep["refined"] = {"trusted": True, "error_estimate": rmf.error_estimate,
+                                  "V": rmf.V.tolist(), "sum_V": float(rmf.V.sum()),
+                                  # π + V/n outside [0, 1] is no fraction of queues: None
+                                  "mean": [float(v) if ok else None for v, ok in zip(m, inside)],
+                                  "valid_for_n": valid,
+                                  "mean_queue_length": mql + float(rmf.V.sum()) / n if valid else None,
+                                  "sampling": sampling}
+                if not valid:
+                    ratio = float(np.max(np.abs(rmf.V) / np.maximum(rmf.pi, 1e-300)))
+                    rep["refined"]["note"] = (
+                        f"π(i) + V_i/n leaves [0, 1] at n={n}: n is too small for the 1/n expansion at this "
+                        f"load (it needs n much larger than max_i |V_i|/π(i) = {ratio:.3g})")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", mf.AccuracyWarning)
+                res = mf.lna(d, lam, n=n, at="centre", replace=replace, levels=levels, **kw)
             rep["centre"] = res.centre.tolist()
-            rep["covariance"] = res.covariance.tolist()
             rep["covariance_of"] = ("sqrt(n) (u - x^n): linear-noise approximation at the near-equilibrium "
                                     "centre x^n (= the fixed point with replacement)")
+            if res.accurate:
+                rep["covariance"] = res.covariance.tolist()
+            else:
+                rep["covariance"] = None
+                rep["covariance_note"] = "not accurate: " + "; ".join(res.issues)
     if time is not None:
         t_eval = np.linspace(0.0, time, points)
         sol = mf.solve_meanfield(d, lam, T=time, start=_parse_start(start), t_eval=t_eval, n=n,
@@ -107,19 +135,19 @@ def build_report(d, load, n=None, time=None, start="empty", replace=True, points
 @click.option("--load", "load", type=LOAD, default="0.9", show_default=True, help="Load λ in (0, 1).")
 @click.option("--n", "n", type=COUNT, default=None,
               help="Number of servers: adds the refined mean field π + V/n and the covariance of √n u.")
-@click.option("--time", "time", type=float, default=None,
+@click.option("--time", "time", type=FLOAT, default=None,
               help="Integrate the ODE (1.1) from --start up to this time (positive, finite).")
 @click.option("--start", "start", default="empty", show_default=True,
               help="Start of the ODE: empty, fixed-point, customers:G, long:L (needs --n), or a profile "
                    "u_1,u_2,... such as 1,0.8,0.3 (non-increasing in [0, 1]).")
 @click.option("--without-replacement", "no_replace", is_flag=True,
               help="Sample the d queues without replacement (paper 002; needs --n).")
-@click.option("--levels", "levels", type=COUNT, default=None, help="Number of levels (default: automatic).")
-@click.option("--tol", "tol", type=float, default=None,
+@click.option("--levels", "levels", type=CountType(maximum=5000), default=None, help="Number of levels (default: automatic).")
+@click.option("--tol", "tol", type=FLOAT, default=None,
               help="Drop levels whose value stays below this (default 1e-13).")
-@click.option("--points", "points", type=COUNT, default=201, show_default=True,
+@click.option("--points", "points", type=CountType(maximum=100_000), default=201, show_default=True,
               help="Output times of the trajectory.")
-@click.option("--plot", "plot", type=click.Path(dir_okay=False, writable=True), default=None,
+@click.option("--plot", "plot", type=OUTPUT_FIGURE, default=None,
               help="Write a PNG: the trajectory u_i(t), or the fixed point vs the refined mean field.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 def meanfield(d, load, n, time, start, no_replace, levels, tol, points, plot, as_json):
@@ -154,19 +182,35 @@ def _print(rep: dict, n) -> None:
     t.add_column("i", justify="right")
     t.add_column("π(i)", justify="right")
     ref = rep.get("refined")
+    shown = bool(ref and ref.get("trusted"))
     cov = rep.get("covariance")
-    if ref:
+    if shown:
         t.add_column("V_i", justify="right")
         t.add_column("π(i)+V_i/n", justify="right")
+    if cov is not None:
         t.add_column("sd of √n u_i (LNA)", justify="right")
     for i, pi in enumerate(rep["fixed_point"]):
         row = [str(i + 1), f"{pi:.8g}"]
-        if ref:
-            row += [f"{ref['V'][i]:.6g}", f"{ref['mean'][i]:.8g}", (f"{math.sqrt(max(cov[i][i], 0.0)):.6g}" if i < len(cov) else "0")]
+        if shown:
+            mi = ref["mean"][i]
+            row += [f"{ref['V'][i]:.6g}", "—" if mi is None else f"{mi:.8g}"]
+        if cov is not None:
+            row.append(f"{math.sqrt(max(cov[i][i], 0.0)):.6g}" if i < len(cov) else "0")
         t.add_row(*row)
     con.print(t)
-    if ref:
-        con.print(f"refined mean queue length Σπ + ΣV/n = {ref['mean_queue_length']:.10g}  (ΣV = {ref['sum_V']:.6g})")
+    if ref and not ref.get("trusted"):
+        con.print("[yellow]refined mean field π + V/n: not shown[/] — the linear solves lost their accuracy here "
+                  f"({ref['reason']}; estimated relative error {ref['error_estimate']:.3g}). Only the mean field "
+                  "π(i) above can be trusted.")
+    elif shown:
+        if ref["mean_queue_length"] is not None:
+            con.print(f"refined mean queue length Σπ + ΣV/n = {ref['mean_queue_length']:.10g}  "
+                      f"(ΣV = {ref['sum_V']:.6g})")
+        else:
+            con.print(f"[yellow]refined mean queue length: not shown[/] — {ref['note']} (— in the table); "
+                      f"ΣV = {ref['sum_V']:.6g}")
+    if rep.get("covariance_note"):
+        con.print(f"[yellow]linear-noise covariance: not shown[/] — {rep['covariance_note']}.")
     tr = rep.get("trajectory")
     if tr:
         tt = Table(title=f"ODE trajectory from {p['start']} ({tr['levels']} levels)")
@@ -204,13 +248,15 @@ def _plot(rep: dict, n, path: str) -> None:
         pi = np.asarray(rep["fixed_point"])
         lv = np.arange(1, pi.size + 1)
         ax.semilogy(lv, np.where(pi > 0, pi, np.nan), "o-", label="π(i) (mean field)")
-        if rep.get("refined"):
-            m = np.asarray(rep["refined"]["mean"])
+        if rep.get("refined") and rep["refined"].get("trusted"):
+            m = np.asarray([np.nan if v is None else v for v in rep["refined"]["mean"]], dtype=float)
             ax.semilogy(lv, np.where(m > 0, m, np.nan), "s--", label=f"π(i) + V_i/n, n={n}")
         ax.set_xlabel("level i")
         ax.set_ylabel("fraction of queues with ≥ i customers")
         ax.set_title(f"fixed point, d={rep['params']['d']}, λ={rep['params']['load']}")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    try:
+        save_figure(fig, path, dpi=110)
+    finally:
+        plt.close(fig)

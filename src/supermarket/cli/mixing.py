@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import click
 
-from ._common import COUNT, LOAD, print_json, stderr_is_tty
+from ._common import COUNT, LOAD, N_COUNT, print_json, stderr_is_tty
 from .options import (dask_client, json_option, parallel_options, replace_option, replications_option,
                       seed_option, start_option)
 
 
 @click.command()
-@click.option("--n", "n", type=COUNT, default=1000, show_default=True, help="Number of servers (1e4 accepted).")
+@click.option("--n", "n", type=N_COUNT, default=1000, show_default=True, help="Number of servers (1e4 accepted).")
 @click.option("--d", "d", type=COUNT, default=10, show_default=True, help="Number of choices d.")
 @click.option("--load", "load", type=LOAD, default="0.99", show_default=True, help="Load λ in (0, 1).")
 @start_option("good", "Start: good (rounded fixed point), empty, customers:G (every queue at G, ‖x‖₁ = Gn) "

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import click
 
-from ._common import COUNT
+from ._common import COUNT, OUTPUT_DIR, REPLICATIONS
 
 #: A non-negative integer seed (the root of the SeedSequence tree).
 SEED = click.IntRange(min=0)
@@ -47,14 +47,14 @@ def seed_option(help: str = "Root seed (integer >= 0); replication r uses child 
 
 
 def replications_option(default: int, help: str = "Independent replications (replication r uses child r of --seed)."):
-    """``--replications R``: a COUNT."""
-    return click.option("--replications", "replications", type=COUNT, default=default, show_default=True,
+    """``--replications R``: a count in ``[1, MAX_REPLICATIONS]`` (``1e3`` accepted)."""
+    return click.option("--replications", "replications", type=REPLICATIONS, default=default, show_default=True,
                         help=help)
 
 
 def out_option(required: bool = False, help: str = "Output directory."):
     """``--out DIR``: a directory path."""
-    return click.option("--out", "out", type=click.Path(file_okay=False), required=required,
+    return click.option("--out", "out", type=OUTPUT_DIR, required=required,
                         default=None, help=help)
 
 

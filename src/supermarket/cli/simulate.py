@@ -14,7 +14,7 @@ from rich.table import Table
 
 from .. import theory as th
 from ..simulation import DEFAULT_STEPS, ENGINES, TIME_MODES, simulate as _simulate
-from ._common import COUNT, LOAD_ANY, print_json, to_jsonable
+from ._common import COUNT, FLOAT, LOAD_ANY, N_COUNT, OUTPUT_FIGURE, OUTPUT_FILE, REPLICATIONS, print_json, save_figure, to_jsonable
 
 
 def _number(name: str, text):
@@ -29,17 +29,17 @@ def _number(name: str, text):
         raise click.BadParameter(f"{name} must be finite; got {text!r}")
     if v < 0:
         raise click.BadParameter(f"{name} must be >= 0; got {text!r}")
-    return int(v) if v == v.to_integral_value() else float(v)
+    return int(v) if v == v.to_integral_value() and v.adjusted() <= 18 else float(v)  # 1e400: float inf, refused
 
 
 @click.command()
-@click.option("--n", "n", type=COUNT, default=10_000, show_default=True, help="Number of servers (1e6 accepted).")
+@click.option("--n", "n", type=N_COUNT, default=10_000, show_default=True, help="Number of servers (1e6 accepted).")
 @click.option("--d", "d", type=COUNT, default=20, show_default=True, help="Number of choices d.")
 @click.option("--load", "load", type=LOAD_ANY, default="0.99", show_default=True,
               help="Load λ (arrival rate per server). λ >= 1 runs a finite horizon with a warning.")
 @click.option("--steps", "steps", type=COUNT, default=None,
               help=f"Events after burn-in (1e7 accepted). Default {DEFAULT_STEPS:.0e} unless --time is given.")
-@click.option("--time", "time_", type=float, default=None,
+@click.option("--time", "time_", type=FLOAT, default=None,
               help="Horizon in continuous-time units after burn-in (instead of --steps).")
 @click.option("--burn-in", "burn_in", type=str, default=None,
               help="Burn-in, in the unit of the horizon (steps, or time with --time). Default: a tenth of it.")
@@ -53,13 +53,13 @@ def _number(name: str, text):
 @click.option("--start", "start", type=str, default="empty", show_default=True,
               help="Start state: empty, fixed-point, customers:G (every queue at G), long:L (one queue of L).")
 @click.option("--seed", "seed", type=click.IntRange(min=0), default=0, show_default=True, help="Random seed.")
-@click.option("--replications", "replications", type=COUNT, default=1, show_default=True,
+@click.option("--replications", "replications", type=REPLICATIONS, default=1, show_default=True,
               help="Independent replications (seeds spawned from --seed).")
 @click.option("--workers", "workers", type=COUNT, default=None, help="Threads for replications (default: cores).")
-@click.option("--eps", "eps", type=float, default=0.1, show_default=True, help="ε of the good set N^ε, in (0, 1/10].")
-@click.option("--plot", "plot", type=click.Path(dir_okay=False, writable=True), default=None,
+@click.option("--eps", "eps", type=FLOAT, default=0.1, show_default=True, help="ε of the good set N^ε, in (0, 1/10].")
+@click.option("--plot", "plot", type=OUTPUT_FIGURE, default=None,
               help="Save a figure (profile vs π and the linearised prediction; maximum vs k) to this file.")
-@click.option("--out", "out", type=click.Path(dir_okay=False, writable=True), default=None,
+@click.option("--out", "out", type=OUTPUT_FILE, default=None,
               help="Write the full result as JSON to this file.")
 @click.option("--precision", "precision", type=float, default=None,
               help="Run until the 95% intervals of the mean queue length and of every E[u_i] >= 0.1 have a "
@@ -103,7 +103,7 @@ def simulate(n, d, load, steps, time_, burn_in, engine, no_replace, time_mode, s
     if plot:
         import matplotlib
         matplotlib.use("Agg")
-        res.plot(plot)
+        save_figure(res.plot(), plot, dpi=120)  # a write error (disk full) is one line, exit 1
     if as_json:
         print_json(data)
         return

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from . import UserError
-from ._common import print_json, stderr_is_tty
+from ._common import OutputDir, OutputFile, print_json, stderr_is_tty
 from .options import json_option, scheduler_option, timeout_option, workers_option
 
 
@@ -41,7 +41,7 @@ def _progress_printer(label: str):
 
 @click.command()
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path), required=False)
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--out", "out", type=OutputDir(path_type=Path), default=None,
               help="Output directory: results.parquet, sweep.json, parts/. Run the same command "
                    "again to resume.")
 @workers_option("Local worker processes [default: number of CPU cores; 1 runs in this process].")
@@ -131,13 +131,13 @@ def sweep(file, out, workers, scheduler, max_tasks, connect_timeout, check, upgr
 
 @click.command()
 @click.argument("directory", type=click.Path(file_okay=False, exists=True, path_type=Path))
-@click.option("--html", "html", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--html", "html", type=OutputFile(path_type=Path, parents=True), default=None,
               help="Write one self-contained HTML file (figures embedded).")
-@click.option("--md", "md", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--md", "md", type=OutputFile(path_type=Path, parents=True), default=None,
               help="Write Markdown, with the PNG figures beside it.")
 @click.option("--format", "fmt", type=click.Choice(["html", "md"]), default=None,
               help="Output format when the file is given with --out.")
-@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--out", "out", type=OutputFile(path_type=Path, parents=True), default=None,
               help="Output file (format from --format or its suffix).")
 @json_option("Print a JSON manifest of the files written (paths, sizes) and the wall time.")
 def report(directory, html, md, fmt, out, as_json):

@@ -7,15 +7,18 @@ from rich.console import Console
 from rich.table import Table
 
 from .. import theory as th
-from ._common import COUNT, LOAD, print_json
+from ..model import MAX_THEORY_N
+from ._common import COUNT, FLOAT, LOAD, CountType, print_json
 from .options import seed_option
+
+THEORY_N = CountType(maximum=MAX_THEORY_N)  # closed forms: n up to 1e100 (Theorem 1.2 needs n >= 1e15)
 
 
 @click.command()
-@click.option("--n", "n", type=COUNT, default=10_000, show_default=True, help="Number of servers (1e6 accepted).")
+@click.option("--n", "n", type=THEORY_N, default=10_000, show_default=True, help="Number of servers (1e6 accepted; up to 1e100).")
 @click.option("--d", "d", type=COUNT, default=20, show_default=True, help="Number of choices d.")
 @click.option("--load", "load", type=LOAD, default="0.99", show_default=True, help="Load λ in (0, 1), read exactly as written.")
-@click.option("--eps", "eps", type=float, default=0.1, show_default=True, help="ε of the good set N^ε, in (0, 1/10].")
+@click.option("--eps", "eps", type=FLOAT, default=0.1, show_default=True, help="ε of the good set N^ε, in (0, 1/10].")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 def theory(n, d, load, eps, as_json):
     """Closed forms for (n, d, λ): k_{λ,d}, the fixed point π, the linearised profile
@@ -54,9 +57,11 @@ def _print_theory(rep: dict) -> None:
     for i in range(1, shown + 1):
         pi = rep["fixed_point"][i - 1]
         t.add_row(str(i), f"{pi:.6g}", f"{1 - pi:.6g}",
-                  f"{lin[i - 1]:.6g}" if i <= len(lin) else "",
-                  f"{cnt[i - 1]:.6g}" if i <= len(cnt) else "")
+                  _pred(lin, i - 1), _pred(cnt, i - 1))
     con.print(t)
+    lz = rep.get("linearisation")
+    if lz and not lz["valid"]:
+        con.print(f"[yellow]note:[/] {lz['note']} (—).")
     if rep["theorem_1_2"] is not None:
         tt = Table(title="Theorem 1.2 of paper 000: conditions")
         for col in ("condition", "value", "holds", "detail"):
@@ -79,13 +84,20 @@ def _print_theory(rep: dict) -> None:
               f"→ resembles regime ({r['regime']}): {r['note']}")
 
 
+def _pred(values, j) -> str:
+    """A prediction as text: empty past the end, "—" where it is outside its range (None)."""
+    if j >= len(values):
+        return ""
+    return "—" if values[j] is None else f"{values[j]:.6g}"
+
+
 @click.command()
-@click.option("--n", "n", type=COUNT, default=None, help="Number of servers (predicted counts; with --verify, the simulated n).")
+@click.option("--n", "n", type=THEORY_N, default=None, help="Number of servers (predicted counts; with --verify, the simulated n).")
 @click.option("--load", "load", type=LOAD, default=None, help="Load λ in (0, 1).")
 @click.option("--max-queue", "max_queue", type=COUNT, default=None, help="Largest acceptable queue length K.")
-@click.option("--latency", "latency", type=float, default=None,
+@click.option("--latency", "latency", type=FLOAT, default=None,
               help="Target sojourn-time quantile, in mean service times (with --load: least d; with --d: largest load).")
-@click.option("--quantile", "quantile", type=float, default=0.99, show_default=True, help="Quantile level of --latency.")
+@click.option("--quantile", "quantile", type=FLOAT, default=0.99, show_default=True, help="Quantile level of --latency.")
 @click.option("--d", "d", type=COUNT, default=None, help="Number of choices (with --latency: the largest load that meets it).")
 @click.option("--verify", "verify", is_flag=True, help="With --latency and --n: check the answer by simulating n servers.")
 @click.option("--steps", "steps", type=COUNT, default=2_000_000, show_default=True, help="Events per replication for --verify.")
@@ -129,7 +141,7 @@ def _design_max_queue(n, load, max_queue, as_json):
     rep = th.design(load, max_queue, n)
     out = rep.to_dict()
     if n is not None:
-        out["predicted_counts"] = [n * s for s in rep.share_by_length]
+        out["predicted_counts"] = [n * s for s in rep.share_by_length]  # NaN (outside the regime) -> null
     if as_json:
         print_json(out)
         return
@@ -142,6 +154,11 @@ def _design_max_queue(n, load, max_queue, as_json):
     if n is not None:
         t.add_column("queues (of n)", justify="right")
     for j, s in enumerate(rep.share_by_length):
-        row = [str(j), f"{s:.6g}"] + ([f"{n * s:.6g}"] if n is not None else [])
+        if s != s:  # NaN: outside the linearisation's regime
+            row = [str(j), "—"] + (["—"] if n is not None else [])
+        else:
+            row = [str(j), f"{s:.6g}"] + ([f"{n * s:.6g}"] if n is not None else [])
         t.add_row(*row)
     con.print(t)
+    if not rep.linearisation_valid:
+        con.print(f"[yellow]note:[/] {rep.note} (—).")
