@@ -77,9 +77,32 @@ PERFECT_CHILD = 0x7065  # child key of a replication's seed for its perfect-samp
 # =========================================================================== results
 @dataclass(frozen=True)
 class Trajectory:
-    """A recorded trajectory: ``t`` (steps in discrete time, time units in continuous time,
-    counted from the end of burn-in), ``u`` (records × levels: ``u_1, u_2, …``), ``max``
-    (maximum queue length) and ``total`` (customers in the system)."""
+    """A recorded trajectory of replication 0 (``simulate(..., record_every=...)``).
+
+    Also readable as a mapping (``traj["u"]``, ``traj.keys()``); ``len(traj)`` is the number
+    of records.
+
+    Parameters
+    ----------
+    t : numpy.ndarray
+        Record times: steps in discrete time, time units in continuous time, counted from
+        the end of burn-in.
+    u : numpy.ndarray
+        Records × levels: ``u_1, u_2, …, u_m`` (``m = record_levels``).
+    max : numpy.ndarray
+        Maximum queue length at each record.
+    total : numpy.ndarray
+        Customers in the system at each record.
+
+    Examples
+    --------
+    >>> r = simulate(100, 2, 0.9, steps=10_000, seed=1, start="fixed-point", record_every=1000)
+    >>> traj = r.trajectory
+    >>> len(traj), traj["u"].shape[0], [float(x) for x in traj.t[:3]]
+    (10, 10, [0.0, 1000.0, 2000.0])
+    >>> bool(((traj.u >= 0) & (traj.u <= 1)).all())
+    True
+    """
 
     t: np.ndarray
     u: np.ndarray
@@ -98,14 +121,98 @@ class Trajectory:
         return len(self.t)
 
     def to_dict(self) -> dict:
+        """The four arrays as lists (JSON-safe).
+
+        Returns
+        -------
+        dict
+            Keys ``t``, ``u``, ``max``, ``total``.
+        """
         return {"t": self.t.tolist(), "u": self.u.tolist(), "max": self.max.tolist(),
                 "total": self.total.tolist()}
 
 
 @dataclass(frozen=True)
 class SimulationResult:
-    """What :func:`simulate` measured.  Arrays are indexed from level 1 (``u_mean[0]`` is
-    ``E[u_1]``) up to one past the highest level occupied during the measurement."""
+    """What :func:`simulate` measured (frozen; built by :func:`simulate`, not by hand).
+
+    Arrays are indexed from level 1 (``u_mean[0]`` is ``E[u_1]``) up to one past the highest
+    level occupied during the measurement.  Output: :meth:`summary` (the text the CLI
+    prints), :meth:`to_dict` (JSON-safe), :meth:`to_frame` (tidy, one row per level),
+    :meth:`plot`.
+
+    Parameters
+    ----------
+    params : supermarket.model.Params
+        n, d, λ and the sampling (with or without replacement).
+    engine, time_mode : str
+        The engine and clock that ran.
+    steps, burn_in : int
+        Events measured after burn-in, and of burn-in, all replications together.
+    sim_time : float
+        Measured time (continuous-time units), all replications together.
+    u_mean, u_stderr : numpy.ndarray
+        Time-averaged profile ``E[u_i]`` and its standard error (docs/model.md §9).
+    ud_mean, ud_stderr : numpy.ndarray
+        Time average of ``P_i`` (``u_i^d`` with replacement): ``E[u_{i+1}] = λ E[P_i]``.
+    max_queue_dist : dict
+        Maximum queue length -> fraction of time.
+    good_set_fraction, good_set_fraction_stderr : float or None
+        Fraction of time in ``N^ε`` (docs/model.md §5); None when λ >= 1 or d = 1.
+    k : int or None
+        ``k_{λ,d}`` (None when λ >= 1 or d = 1).
+    eps : float
+        ε of the good set.
+    mean_queue_length, mean_queue_length_stderr : float
+        ``Σ E[u_i]`` and its standard error.
+    mean_sojourn_time, mean_sojourn_time_stderr : float
+        By Little's law, ``Σ E[u_i] / λ``.
+    events_per_second, wall_time : float
+        Speed of the kernels (per core) and wall time of the call.
+    partial : bool
+        True after Ctrl-C: what was measured until then.
+    replications, batches : int
+        Replications and batch means (all replications together).
+    final_counts : numpy.ndarray
+        ``c_1, c_2, …`` at the end of replication 0.
+    trajectory : Trajectory or None
+        With ``record_every``.
+    per_replication : tuple of SimulationResult
+        Each replication's own result (when there are several).
+    final_lengths : numpy.ndarray or None
+        Per-queue engines: the final queue lengths of replication 0.
+    u_reliable, u_half_width, u_n_eff, u_note
+        Per level: whether the error bar can be trusted, the 95 % half-width (Student t),
+        the effective number of independent batches, and why not reliable.
+    mean_queue_length_reliable, mean_queue_length_half_width, mean_queue_length_n_eff
+        The same for the mean queue length.
+    good_set_fraction_reliable : bool or None
+    error_method : str
+        ``"blocking"``, ``"pooled"`` (blocking over replications) or ``"replications"``.
+    self_checks : tuple of dict
+        Exact identities checked on the data: identity, level, difference, stderr, z, result.
+    start_up : tuple of dict
+        Per replication: MSER-5 truncation and whether the start was forgotten.
+    notes : tuple of str
+        The warnings of the run, in words.
+    precision : dict or None
+        With ``precision=``: target, achieved, met, cap_hit, rounds.
+    response : supermarket.response.ResponseTimes or None
+        Sojourn and waiting time laws with standard errors (docs/model.md §10); None when
+        λ >= 1.
+    start_note : str
+        What the start means for the measurement (``start="perfect"``), else "".
+
+    Examples
+    --------
+    >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
+    >>> r.steps, r.replications, r.partial
+    (20000, 1, False)
+    >>> bool(abs(r.u_mean[0] - 0.5) < 5 * r.u_stderr[0])  # E[u_1] = λ exactly
+    True
+    >>> bool(abs(r.sojourn.mean - r.mean_sojourn_time) < 5 * r.mean_sojourn_time_stderr)  # Little
+    True
+    """
 
     params: Params
     engine: str
@@ -155,18 +262,38 @@ class SimulationResult:
     @property
     def sojourn(self):
         """Sojourn-time law (``response.TimeLaw``: mean, quantiles, standard errors), or None
-        when λ >= 1 (no equilibrium)."""
+        when λ >= 1 (no equilibrium).
+
+        Examples
+        --------
+        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
+        >>> sorted(r.sojourn.quantiles)
+        [0.5, 0.9, 0.99, 0.999]
+        """
         return None if self.response is None else self.response.sojourn
 
     @property
     def waiting(self):
-        """Waiting-time law (``response.TimeLaw``), or None when λ >= 1."""
+        """Waiting-time law (``response.TimeLaw``), or None when λ >= 1.
+
+        Examples
+        --------
+        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
+        >>> bool(0 < r.waiting.atom_at_zero < 1) and r.waiting.mean < r.sojourn.mean
+        True
+        """
         return None if self.response is None else self.response.waiting
 
     @property
     def reliable(self) -> bool:
         """Whether every error bar that matters (levels seen often enough, the mean queue
-        length) is reliable and every self-check passed or was inconclusive."""
+        length) is reliable and every self-check passed or was inconclusive.
+
+        Examples
+        --------
+        >>> simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point").reliable
+        True
+        """
         if self.u_reliable is None:
             return False
         lv = [i for i, x in enumerate(self.u_note) if not x.startswith("rare level")]
@@ -174,7 +301,20 @@ class SimulationResult:
 
     # ------------------------------------------------------------------ output
     def fixed_point(self) -> np.ndarray | None:
-        """Mean-field π(i) on the levels of ``u_mean`` (None when λ >= 1)."""
+        """Mean-field π(i) on the levels of ``u_mean`` (None when λ >= 1).
+
+        Returns
+        -------
+        numpy.ndarray or None
+            ``π(i) = λ^((d^i − 1)/(d − 1))`` (docs/model.md §3; ``λ^i`` when d = 1),
+            ``i = 1..len(u_mean)``.
+
+        Examples
+        --------
+        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
+        >>> [round(float(x), 12) for x in r.fixed_point()[:3]]
+        [0.5, 0.125, 0.0078125]
+        """
         if self.params.lam >= 1:
             return None
         return _th.fixed_point(self.params.d, self.params.lam, len(self.u_mean))
@@ -610,11 +750,50 @@ def _table(header, rows, left=()) -> str:
 class Chain:
     """The arrays of one replication and the kernel that advances it (low-level driver).
 
-    ``Chain(params, engine, counts, seed_u64, continuous=False, k=0, lo=None, hi=None,
-    lengths=None, record_every=0.0, record_levels=0)``; then :meth:`advance` (to a time or
-    by a number of events), :meth:`start_measuring`, :meth:`measures` (flushes and returns
-    the time integrals since the last :meth:`start_measuring`).  ``now`` is steps in
-    discrete time, continuous time otherwise.
+    :func:`simulate` builds one per replication; use it directly for a loop of your own
+    around a kernel: :meth:`advance` (to a time or by a number of events),
+    :meth:`start_measuring`, :meth:`measures` (flushes and returns the time integrals since
+    the last :meth:`start_measuring`).  ``now`` is steps in discrete time, continuous time
+    otherwise.  Nothing here is validated beyond what ``Params`` checks.
+
+    Parameters
+    ----------
+    params : supermarket.model.Params
+        n, d, λ, with or without replacement.
+    engine : {"profile", "queues", "buckets"}
+        The kernel (all exact in law; see the module docstring).
+    counts : array of int
+        Start state as counts ``c_1, c_2, …`` (``c_i``: queues with at least ``i``
+        customers, non-increasing).
+    seed_u64 : int
+        Seed of the xoshiro stream (``supermarket.model.seed_to_uint64`` of a SeedSequence).
+    continuous : bool, default False
+        Exact exponential event times instead of the jump chain.
+    k : int, default 0
+        ``k_{λ,d}`` for the good-set clock (0: none), with ``lo``, ``hi`` its bounds
+        (``supermarket.theory.good_set_bounds``).
+    lengths : array of int, optional
+        Per-queue engines: the start as queue lengths (else built from ``counts``).
+    record_every, record_levels : float, int
+        Trajectory records (with :meth:`start_recording`); ``record_levels`` levels each.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from supermarket.model import Params, seed_to_uint64
+    >>> ch = Chain(Params(100, 2, 0.9), "profile", [50, 10], seed_to_uint64(np.random.SeedSequence(1)))
+    >>> ch.advance(max_events=20_000), ch.now
+    (20000, 20000.0)
+    >>> ch.start_measuring()
+    >>> ch.advance(max_events=200_000)
+    200000
+    >>> u1 = ch.measures()["area_c"][0] / (ch.now - 20_000) / 100  # time average of u_1
+    >>> bool(abs(u1 - 0.9) < 0.02)  # E[u_1] = λ
+    True
+    >>> ch = Chain(Params(100, 2, 0.9), "queues", [50, 10], 7, continuous=True)
+    >>> _ = ch.advance(t_stop=5.0)
+    >>> ch.now, len(ch.lengths()), int(ch.lengths().sum()) == int(ch.counts().sum())
+    (5.0, 100, True)
     """
 
     def __init__(self, params: Params, engine: str, counts, seed_u64: int, *, continuous=False, k=0,
@@ -707,8 +886,20 @@ class Chain:
         self.recs = Records(*(grow(a) for a in self.recs))
 
     def advance(self, t_stop=math.inf, max_events=CHUNK_EVENTS) -> int:
-        """Run until time ``t_stop`` or ``max_events`` events (whichever first); returns
-        the number of events.  Handles level growth and record buffers."""
+        """Run until time ``t_stop`` or ``max_events`` events, whichever comes first.
+
+        Parameters
+        ----------
+        t_stop : float, default inf
+            Stop time (steps in discrete time, time units in continuous time).
+        max_events : int, default CHUNK_EVENTS
+            At most this many events (a long run is a loop of chunks, so that Ctrl-C is seen).
+
+        Returns
+        -------
+        int
+            The number of events run.  Level growth and record buffers are handled here.
+        """
         done = 0
         while True:
             ev, status = self._kernel(*self._extra, self.c, self.s, self.tables, self.meas, self.recs, self.setup,
@@ -724,31 +915,44 @@ class Chain:
         return done
 
     def start_recording(self, every: float):
+        """Record the state every ``every`` (steps or time units) from now on."""
         st = self.clock[0]
         st["rec_every"] = float(every)
         st["next_rec"] = self.now
         st["nrec"] = 0
 
     def start_measuring(self):
+        """Reset the time integrals: :meth:`measures` counts from now on."""
         reset_measures(self.c, self.meas, self.setup, self.clock)
 
     def measures(self) -> dict:
-        """Flush and copy the time integrals since the last :meth:`start_measuring`."""
+        """Flush and copy the time integrals since the last :meth:`start_measuring`.
+
+        Returns
+        -------
+        dict
+            ``area_c`` (∫ c_i dt per level), ``area_P`` (∫ P_i dt), ``maxtime`` (time with
+            maximum queue length m, per m), ``good_time`` (time in the good set).
+        """
         flush(self.c, self.tables, self.meas, self.setup, self.clock)
         m = self.meas
         return {"area_c": m.area_c.copy(), "area_P": m.area_P.copy(), "maxtime": m.maxtime.copy(),
                 "good_time": float(self.clock[0]["good_time"])}
 
     def counts(self) -> np.ndarray:
+        """The current counts ``c_1, c_2, …`` (a copy), up to the highest occupied level."""
         top = int(self.clock[0]["top"])
         return self.c[:top].copy()
 
     def records(self):
+        """The records so far: ``(t, counts of the recorded levels, max, total)``."""
         m = int(self.clock[0]["nrec"])
         r = self.recs
         return (r.t[:m].copy(), r.c[:m, : self.record_levels].copy(), r.max[:m].copy(), r.total[:m].copy())
 
     def lengths(self) -> np.ndarray | None:
+        """Per-queue engines: the queue lengths (``queues``: the chain's own array, not a
+        copy); None for the profile engine."""
         if self.engine == "queues":
             return self.x  # the chain's own array (int32), not a copy: no extra bytes per server
         if self.engine == "buckets":
@@ -836,7 +1040,8 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
     seed : int or numpy.random.SeedSequence
         Replication ``r`` uses child ``r`` of ``SeedSequence(seed)``.
     replications, workers : int
-        Independent runs, on ``workers`` threads (numbers do not depend on ``workers``).
+        Independent runs, on ``workers`` threads (numbers do not depend on ``workers``;
+        default: the cores, at most ``replications``).
     time_mode : {"discrete", "continuous"}
         The chain of paper 000, or exact exponential event times (docs/model.md §1).
     eps : float
@@ -856,7 +1061,13 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
         Cap on the measured events per replication with ``precision`` (default
         ``40·DEFAULT_STEPS``); a warning says when it was hit.
     progress : bool, optional
-        Progress bar on stderr (default: only on a terminal, after 2 s).
+        Progress bar on stderr (default: only on a terminal, after 2 s; none with ``client``).
+    client : dask.distributed.Client, optional
+        Run each replication, whole, as one task on this Dask cluster
+        (:func:`supermarket.parallel.connect`); the numbers are identical to a local run
+        (replication ``r`` uses child ``r`` of the seed, and the results are combined the
+        same way).  Excludes ``workers`` and ``precision`` (its stretches are planned from
+        all replications together and keep every chain alive between them).
 
     Returns
     -------
@@ -867,7 +1078,11 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
     Raises
     ------
     ValueError, TypeError
-        Bad parameters, named with their valid range, before any work.
+        Bad parameters, named with their valid range, before any work; ``client`` with
+        ``workers`` or ``precision``; ``client`` not a Dask client.
+    KeyboardInterrupt
+        Ctrl-C during burn-in (nothing measured yet), or on a cluster before any
+        replication finished (otherwise Ctrl-C returns a partial result).
 
     Notes
     -----
@@ -885,6 +1100,12 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
     >>> r = simulate(100, 2, 0.9, steps=200_000, seed=1)
     >>> bool(r.u_reliable[0]), bool(abs(r.u_mean[0] - 0.9) < 5 * r.u_stderr[0])
     (True, True)
+    >>> r.sojourn.mean > r.waiting.mean > 0
+    True
+    >>> a = simulate(50, 2, 0.5, steps=20_000, seed=3, replications=2, workers=1, start="fixed-point")
+    >>> b = simulate(50, 2, 0.5, steps=20_000, seed=3, replications=2, workers=2, start="fixed-point")
+    >>> bool((a.u_mean == b.u_mean).all())  # results do not depend on workers
+    True
     """
     engine = _check_engine(engine)
     time_mode = _check_time_mode(time_mode)
