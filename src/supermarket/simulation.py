@@ -22,7 +22,13 @@ Standard errors (docs/model.md §9): each replication's measured horizon is cut 
 blocking analysis of the batch means with an automatic plateau, says "too short to
 estimate" instead of a number when there is none, drops a start-up transient found by
 MSER-5, and checks exact identities (``E[u_1] = λ``, ``E[u_i] = λ E[P_{i−1}]``).
-Replication ``r`` uses ``spawn_seeds(seed, R)[r]``, so results do not depend on ``workers``.
+Replication ``r`` uses ``spawn_seeds(seed, R)[r]``, so results do not depend on ``workers``,
+nor on running the replications on a Dask cluster (``client=``, one task per replication).
+
+Output (one protocol): :meth:`SimulationResult.summary` (the text ``supermarket simulate``
+prints), :meth:`~SimulationResult.to_dict` (JSON-safe), :meth:`~SimulationResult.to_frame`
+(tidy, one row per level), :meth:`~SimulationResult.plot`; response times (sojourn and
+waiting laws with standard errors, docs/model.md §10) in ``result.response``.
 
 Low-level drivers, for code that needs its own loop around a kernel:
 :class:`Chain` (allocates the arrays of one replication and advances it with
