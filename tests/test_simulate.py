@@ -475,3 +475,31 @@ def test_dask_cluster_gives_the_local_numbers(dask_cluster):
     da, db = json.loads(a.stdout), json.loads(b.stdout)
     _same_but_speed(da, db)
     assert da["cdf"] == db["cdf"] and da["u_mean"] == db["u_mean"]
+
+
+def test_ctrl_c_on_a_cluster_keeps_the_finished_replications(monkeypatch):
+    """Ctrl-C during a cluster run: the replications that finished whole make a partial
+    result (their numbers are the local ones); none finished: KeyboardInterrupt."""
+    from supermarket import parallel, simulation as sim
+
+    def one_then_interrupt(fn, tasks, *, on_result=None, **kw):
+        on_result(1, fn(tasks[1]), None)  # replication 1 finished, then Ctrl-C
+        raise KeyboardInterrupt
+
+    class Fake:
+        def submit(self, *a, **k):  # pragma: no cover - map_tasks is replaced
+            raise AssertionError
+
+    monkeypatch.setattr(parallel, "map_tasks", one_then_interrupt)
+    kw = dict(steps=20_000, seed=5, replications=3, start="fixed-point")
+    res = sim.simulate(40, 2, 0.6, client=Fake(), **kw)
+    assert res.partial and res.replications == 1
+    local = sim.simulate(40, 2, 0.6, workers=1, **kw)
+    assert np.array_equal(res.u_mean, local.per_replication[1].u_mean)
+
+    def interrupt_at_once(fn, tasks, **kw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(parallel, "map_tasks", interrupt_at_once)
+    with pytest.raises(KeyboardInterrupt):
+        sim.simulate(40, 2, 0.6, client=Fake(), **kw)
