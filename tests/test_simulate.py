@@ -286,3 +286,220 @@ def test_precision_is_met_or_the_cap_is_reported():
     r = CliRunner().invoke(main, ["simulate", "--n", "100", "--d", "2", "--load", "0.9", "--steps", "1e5",
                                   "--start", "fixed-point", "--precision", "1e-5", "--max-steps", "4e5"])
     assert r.exit_code == 0 and "max steps reached" in r.output and "max_steps" in r.output
+
+
+# ----------------------------------------------------------------- one result protocol
+_FAST = dict(steps=40_000, seed=2, start="fixed-point")
+
+
+def _same_but_speed(a: dict, b: dict):
+    """Two result dicts agree on every number except the speed and wall time."""
+    skip = {"wall_time", "events_per_second"}
+    for key in set(a) | set(b):
+        if key in skip:
+            continue
+        if key == "per_replication":
+            assert len(a[key]) == len(b[key])
+            for x, y in zip(a[key], b[key]):
+                _same_but_speed(x, y)
+            continue
+        assert json.dumps(to_jsonable(a[key]), sort_keys=True) == json.dumps(to_jsonable(b[key]), sort_keys=True), key
+
+
+def test_summary_is_what_the_cli_prints_and_has_the_response_times():
+    res = simulate(60, 2, 0.7, **_FAST)
+    r = CliRunner().invoke(main, ["simulate", "--n", "60", "--d", "2", "--load", "0.7", "--steps", "40000",
+                                  "--seed", "2", "--start", "fixed-point"])
+    assert r.exit_code == 0, r.output
+    cli_lines = r.stdout.rstrip("\n").splitlines()
+    lib_lines = res.summary().splitlines()
+    # identical but for the last line (speed and wall time of this run)
+    assert cli_lines[:-1] == lib_lines[:-1] and "events per second" in cli_lines[-1]
+    text = r.stdout
+    so, wa = res.response.sojourn, res.response.waiting
+    assert "sojourn" in text and "waiting" in text
+    for law in (so, wa):
+        assert f"mean {law.mean:.6g} ± {law.stderr['mean']:.2g}" in text
+        assert f"p99.9 {law.quantiles[0.999]:.6g} ± {law.stderr['quantiles'][0.999]:.2g}" in text
+    # PASTA + FIFO: E[W] = E[J] = Σ_i P(J >= i), the tails being the time averages of P_i
+    # (an exact identity of docs/model.md §10), and E[S] = E[W] + 1 (one exponential(1) service)
+    assert math.isclose(wa.mean, float(np.sum(res.ud_mean)), rel_tol=1e-9, abs_tol=1e-12)
+    assert math.isclose(so.mean, wa.mean + 1.0, rel_tol=1e-12)
+    # Little's law (an independent route: the queue length over λ) agrees within the errors
+    assert abs(so.mean - res.mean_sojourn_time) < 5 * math.hypot(so.stderr["mean"], res.mean_sojourn_time_stderr)
+    assert "start:" not in text  # no start note for a plain start
+
+
+def test_summary_says_what_a_perfect_start_means():
+    res = simulate(40, 2, 0.6, steps=20_000, seed=1, start="perfect")
+    assert res.start_note and res.burn_in == 0
+    assert f"start: {res.start_note}" in res.summary()
+
+
+def test_to_frame_one_row_per_level():
+    from supermarket import theory as th
+
+    res = simulate(60, 3, 0.8, **_FAST)
+    f = res.to_frame()
+    L = len(res.u_mean)
+    assert list(f["level"]) == list(range(1, L + 1))
+    assert np.array_equal(f["u_mean"].to_numpy(), res.u_mean)
+    assert np.array_equal(f["u_stderr"].to_numpy(), res.u_stderr)
+    assert np.array_equal(f["u_half_width"].to_numpy(), res.u_half_width, equal_nan=True)
+    assert list(f["u_reliable"]) == [bool(x) for x in res.u_reliable]
+    # π(i) = λ^((d^i − 1)/(d − 1)) in closed form, not through the code under test
+    assert np.allclose(f["fixed_point"], [0.8 ** ((3**i - 1) / 2) for i in range(1, L + 1)], rtol=1e-12, atol=0)
+    # the identity column is λ·E[P_(i−1)] with P_0 = 1
+    assert f["identity"].iloc[0] == 0.8 and math.isclose(f["identity"].iloc[2], 0.8 * res.ud_mean[1])
+    k = res.k
+    lin = 1 - np.asarray(th.linearised_q(3, "0.8", k))
+    assert np.allclose(f["linearised"].iloc[:k], lin) and f["linearised"].iloc[k] == 0
+    assert f["linearised"].iloc[k + 1:].isna().all()
+    assert set(f["n"]) == {60} and set(f["engine"]) == {"profile"} and set(f["replace"]) == {True}
+
+
+def test_plot_has_a_response_time_panel(tmp_path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    res = simulate(60, 2, 0.7, **_FAST)
+    fig = res.plot(tmp_path / "p.png")
+    assert len(fig.axes) == 3 and "response" in fig.axes[2].get_title()
+    x, y = fig.axes[2].get_lines()[0].get_data()  # the sojourn survival P(S > t)
+    assert np.allclose(y, 1 - res.response.sojourn_cdf(x))
+    plt.close(fig)
+    with pytest.warns(RuntimeWarning):
+        over = simulate(30, 2, 1.1, steps=10_000, seed=1)
+    fig = over.plot()
+    assert len(fig.axes) == 2  # no equilibrium, no response times
+    plt.close(fig)
+
+
+def test_cli_cdf_json_and_text():
+    n_points = 7
+    r = CliRunner().invoke(main, ["simulate", "--n", "60", "--d", "2", "--load", "0.7", "--steps", "40000",
+                                  "--seed", "2", "--start", "fixed-point", "--cdf", str(n_points), "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    cdf = d["cdf"]
+    t, s, w = (np.array(cdf[k]) for k in ("t", "sojourn", "waiting"))
+    assert len(t) == len(s) == len(w) == n_points and t[0] == 0 and np.all(np.diff(t) > 0)
+    assert math.isclose(t[-1], 1.1 * d["sojourn"]["quantiles"]["0.999"] if "0.999" in d["sojourn"]["quantiles"]
+                        else 1.1 * max(d["sojourn"]["quantiles"].values()))
+    # laws: nondecreasing in [0, 1]; S = W + service, so P(S <= t) <= P(W <= t); S > 0 a.s.;
+    # the waiting time's atom at 0 is P(J = 0) = 1 − E[P_1] (PASTA)
+    for c in (s, w):
+        assert np.all(np.diff(c) >= -1e-12) and np.all((c >= 0) & (c <= 1))
+    assert np.all(s <= w + 1e-12) and s[0] == 0
+    assert math.isclose(w[0], 1 - d["ud_mean"][0], rel_tol=1e-9)
+    assert s[-1] > 0.999  # the grid ends beyond the p99.9
+    # the text prints the same table
+    r2 = CliRunner().invoke(main, ["simulate", "--n", "60", "--d", "2", "--load", "0.7", "--steps", "40000",
+                                   "--seed", "2", "--start", "fixed-point", "--cdf", str(n_points)])
+    assert r2.exit_code == 0, r2.output
+    assert f"Response-time CDF on {n_points} points" in r2.stdout
+    rows = [line.split() for line in r2.stdout.splitlines()]
+    for i in range(n_points):
+        assert [f"{t[i]:.6g}", f"{s[i]:.6g}", f"{w[i]:.6g}"] in rows, i
+
+
+def test_cli_no_replace_and_replace_pair():
+    base = ["simulate", "--n", "30", "--d", "3", "--load", "0.8", "--steps", "20000", "--seed", "1",
+            "--start", "fixed-point", "--json"]
+    r_no = CliRunner().invoke(main, [*base, "--no-replace"])
+    r_yes = CliRunner().invoke(main, [*base, "--replace"])
+    r_def = CliRunner().invoke(main, base)
+    for r in (r_no, r_yes, r_def):
+        assert r.exit_code == 0, r.output
+    no, yes, dflt = (json.loads(r.stdout) for r in (r_no, r_yes, r_def))
+    assert no["params"]["replace"] is False and yes["params"]["replace"] is True and dflt["params"]["replace"] is True
+    assert yes["u_mean"] == dflt["u_mean"] and no["u_mean"] != yes["u_mean"]
+    lib = simulate(30, 3, 0.8, steps=20_000, seed=1, start="fixed-point", replace=False)
+    assert no["u_mean"] == lib.u_mean.tolist()
+
+
+@pytest.mark.parametrize("args", [["--cdf", "1"], ["--cdf", "4", "--load", "1.5"], ["--seed", "-1"],
+                                  ["--replications", "0"], ["--workers", "0"], ["--replace", "--d", "0"],
+                                  ["--scheduler", "not-an-address"], ["--scheduler", "tcp://127.0.0.1:1", "--workers", "2"],
+                                  ["--scheduler", "tcp://127.0.0.1:1", "--precision", "0.01"],
+                                  ["--timeout", "0"]])
+def test_cli_bad_input_is_one_line(args):
+    r = CliRunner().invoke(main, ["simulate", "--n", "30", "--d", "2", "--steps", "1000", *args])
+    assert r.exit_code == 2, (args, r.output)
+    lines = [x for x in r.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith("supermarket: error:"), (args, r.stderr)
+    assert "Traceback" not in r.output
+
+
+def test_client_refusals_are_clear():
+    class NotAClient:
+        pass
+
+    with pytest.raises(TypeError, match="client"):
+        simulate(30, 2, 0.5, steps=1000, client=NotAClient())
+
+    class Fake:  # refused before it is used
+        def submit(self, *a, **k):  # pragma: no cover - never called
+            raise AssertionError("used")
+
+    with pytest.raises(ValueError, match="precision"):
+        simulate(30, 2, 0.5, steps=1000, precision=0.01, client=Fake())
+    with pytest.raises(ValueError, match="workers"):
+        simulate(30, 2, 0.5, steps=1000, workers=2, client=Fake())
+
+
+def test_dask_cluster_gives_the_local_numbers(dask_cluster):
+    """Each replication runs whole as one task on a real scheduler + worker: the result equals
+    the local run's number for number (replication r = child r of the seed), through the
+    library and through the CLI."""
+    from supermarket.parallel import connect
+
+    kw = dict(steps=30_000, seed=9, replications=3, start="perfect")
+    local = simulate(40, 2, 0.8, workers=2, **kw)
+    client = connect(dask_cluster, timeout=30)
+    try:
+        remote = simulate(40, 2, 0.8, client=client, **kw)
+        queues = simulate(40, 2, 0.8, client=client, engine="queues", **kw)
+    finally:
+        client.close()
+    _same_but_speed(local.to_dict(), remote.to_dict())
+    assert np.array_equal(local.u_mean, remote.u_mean) and local.response.sojourn.quantiles == \
+        remote.response.sojourn.quantiles
+    assert np.array_equal(simulate(40, 2, 0.8, engine="queues", workers=1, **kw).final_lengths, queues.final_lengths)
+    args = ["simulate", "--n", "40", "--d", "3", "--load", "0.7", "--steps", "20000", "--seed", "4",
+            "--replications", "2", "--start", "fixed-point", "--cdf", "5", "--json"]
+    a = CliRunner().invoke(main, args)
+    b = CliRunner().invoke(main, [*args, "--scheduler", dask_cluster, "--timeout", "30"])
+    assert a.exit_code == 0 and b.exit_code == 0, (a.output, b.output)
+    da, db = json.loads(a.stdout), json.loads(b.stdout)
+    _same_but_speed(da, db)
+    assert da["cdf"] == db["cdf"] and da["u_mean"] == db["u_mean"]
+
+
+def test_ctrl_c_on_a_cluster_keeps_the_finished_replications(monkeypatch):
+    """Ctrl-C during a cluster run: the replications that finished whole make a partial
+    result (their numbers are the local ones); none finished: KeyboardInterrupt."""
+    from supermarket import parallel, simulation as sim
+
+    def one_then_interrupt(fn, tasks, *, on_result=None, **kw):
+        on_result(1, fn(tasks[1]), None)  # replication 1 finished, then Ctrl-C
+        raise KeyboardInterrupt
+
+    class Fake:
+        def submit(self, *a, **k):  # pragma: no cover - map_tasks is replaced
+            raise AssertionError
+
+    monkeypatch.setattr(parallel, "map_tasks", one_then_interrupt)
+    kw = dict(steps=20_000, seed=5, replications=3, start="fixed-point")
+    res = sim.simulate(40, 2, 0.6, client=Fake(), **kw)
+    assert res.partial and res.replications == 1
+    local = sim.simulate(40, 2, 0.6, workers=1, **kw)
+    assert np.array_equal(res.u_mean, local.per_replication[1].u_mean)
+
+    def interrupt_at_once(fn, tasks, **kw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(parallel, "map_tasks", interrupt_at_once)
+    with pytest.raises(KeyboardInterrupt):
+        sim.simulate(40, 2, 0.6, client=Fake(), **kw)

@@ -22,7 +22,13 @@ Standard errors (docs/model.md §9): each replication's measured horizon is cut 
 blocking analysis of the batch means with an automatic plateau, says "too short to
 estimate" instead of a number when there is none, drops a start-up transient found by
 MSER-5, and checks exact identities (``E[u_1] = λ``, ``E[u_i] = λ E[P_{i−1}]``).
-Replication ``r`` uses ``spawn_seeds(seed, R)[r]``, so results do not depend on ``workers``.
+Replication ``r`` uses ``spawn_seeds(seed, R)[r]``, so results do not depend on ``workers``,
+nor on running the replications on a Dask cluster (``client=``, one task per replication).
+
+Output (one protocol): :meth:`SimulationResult.summary` (the text ``supermarket simulate``
+prints), :meth:`~SimulationResult.to_dict` (JSON-safe), :meth:`~SimulationResult.to_frame`
+(tidy, one row per level), :meth:`~SimulationResult.plot`; response times (sojourn and
+waiting laws with standard errors, docs/model.md §10) in ``result.response``.
 
 Low-level drivers, for code that needs its own loop around a kernel:
 :class:`Chain` (allocates the arrays of one replication and advances it with
@@ -77,9 +83,32 @@ PERFECT_CHILD = 0x7065  # child key of a replication's seed for its perfect-samp
 # =========================================================================== results
 @dataclass(frozen=True)
 class Trajectory:
-    """A recorded trajectory: ``t`` (steps in discrete time, time units in continuous time,
-    counted from the end of burn-in), ``u`` (records × levels: ``u_1, u_2, …``), ``max``
-    (maximum queue length) and ``total`` (customers in the system)."""
+    """A recorded trajectory of replication 0 (``simulate(..., record_every=...)``).
+
+    Also readable as a mapping (``traj["u"]``, ``traj.keys()``); ``len(traj)`` is the number
+    of records.
+
+    Parameters
+    ----------
+    t : numpy.ndarray
+        Record times: steps in discrete time, time units in continuous time, counted from
+        the end of burn-in.
+    u : numpy.ndarray
+        Records × levels: ``u_1, u_2, …, u_m`` (``m = record_levels``).
+    max : numpy.ndarray
+        Maximum queue length at each record.
+    total : numpy.ndarray
+        Customers in the system at each record.
+
+    Examples
+    --------
+    >>> r = simulate(100, 2, 0.9, steps=10_000, seed=1, start="fixed-point", record_every=1000)
+    >>> traj = r.trajectory
+    >>> len(traj), traj["u"].shape[0], [float(x) for x in traj.t[:3]]
+    (10, 10, [0.0, 1000.0, 2000.0])
+    >>> bool(((traj.u >= 0) & (traj.u <= 1)).all())
+    True
+    """
 
     t: np.ndarray
     u: np.ndarray
@@ -98,14 +127,98 @@ class Trajectory:
         return len(self.t)
 
     def to_dict(self) -> dict:
+        """The four arrays as lists (JSON-safe).
+
+        Returns
+        -------
+        dict
+            Keys ``t``, ``u``, ``max``, ``total``.
+        """
         return {"t": self.t.tolist(), "u": self.u.tolist(), "max": self.max.tolist(),
                 "total": self.total.tolist()}
 
 
 @dataclass(frozen=True)
 class SimulationResult:
-    """What :func:`simulate` measured.  Arrays are indexed from level 1 (``u_mean[0]`` is
-    ``E[u_1]``) up to one past the highest level occupied during the measurement."""
+    """What :func:`simulate` measured (frozen; built by :func:`simulate`, not by hand).
+
+    Arrays are indexed from level 1 (``u_mean[0]`` is ``E[u_1]``) up to one past the highest
+    level occupied during the measurement.  Output: :meth:`summary` (the text the CLI
+    prints), :meth:`to_dict` (JSON-safe), :meth:`to_frame` (tidy, one row per level),
+    :meth:`plot`.
+
+    Parameters
+    ----------
+    params : supermarket.model.Params
+        n, d, λ and the sampling (with or without replacement).
+    engine, time_mode : str
+        The engine and clock that ran.
+    steps, burn_in : int
+        Events measured after burn-in, and of burn-in, all replications together.
+    sim_time : float
+        Measured time (continuous-time units), all replications together.
+    u_mean, u_stderr : numpy.ndarray
+        Time-averaged profile ``E[u_i]`` and its standard error (docs/model.md §9).
+    ud_mean, ud_stderr : numpy.ndarray
+        Time average of ``P_i`` (``u_i^d`` with replacement): ``E[u_{i+1}] = λ E[P_i]``.
+    max_queue_dist : dict
+        Maximum queue length -> fraction of time.
+    good_set_fraction, good_set_fraction_stderr : float or None
+        Fraction of time in ``N^ε`` (docs/model.md §5); None when λ >= 1 or d = 1.
+    k : int or None
+        ``k_{λ,d}`` (None when λ >= 1 or d = 1).
+    eps : float
+        ε of the good set.
+    mean_queue_length, mean_queue_length_stderr : float
+        ``Σ E[u_i]`` and its standard error.
+    mean_sojourn_time, mean_sojourn_time_stderr : float
+        By Little's law, ``Σ E[u_i] / λ``.
+    events_per_second, wall_time : float
+        Speed of the kernels (per core) and wall time of the call.
+    partial : bool
+        True after Ctrl-C: what was measured until then.
+    replications, batches : int
+        Replications and batch means (all replications together).
+    final_counts : numpy.ndarray
+        ``c_1, c_2, …`` at the end of replication 0.
+    trajectory : Trajectory or None
+        With ``record_every``.
+    per_replication : tuple of SimulationResult
+        Each replication's own result (when there are several).
+    final_lengths : numpy.ndarray or None
+        Per-queue engines: the final queue lengths of replication 0.
+    u_reliable, u_half_width, u_n_eff, u_note
+        Per level: whether the error bar can be trusted, the 95 % half-width (Student t),
+        the effective number of independent batches, and why not reliable.
+    mean_queue_length_reliable, mean_queue_length_half_width, mean_queue_length_n_eff
+        The same for the mean queue length.
+    good_set_fraction_reliable : bool or None
+    error_method : str
+        ``"blocking"``, ``"pooled"`` (blocking over replications) or ``"replications"``.
+    self_checks : tuple of dict
+        Exact identities checked on the data: identity, level, difference, stderr, z, result.
+    start_up : tuple of dict
+        Per replication: MSER-5 truncation and whether the start was forgotten.
+    notes : tuple of str
+        The warnings of the run, in words.
+    precision : dict or None
+        With ``precision=``: target, achieved, met, cap_hit, rounds.
+    response : supermarket.response.ResponseTimes or None
+        Sojourn and waiting time laws with standard errors (docs/model.md §10); None when
+        λ >= 1.
+    start_note : str
+        What the start means for the measurement (``start="perfect"``), else "".
+
+    Examples
+    --------
+    >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
+    >>> r.steps, r.replications, r.partial
+    (20000, 1, False)
+    >>> bool(abs(r.u_mean[0] - 0.5) < 5 * r.u_stderr[0])  # E[u_1] = λ exactly
+    True
+    >>> bool(abs(r.sojourn.mean - r.mean_sojourn_time) < 5 * r.mean_sojourn_time_stderr)  # Little
+    True
+    """
 
     params: Params
     engine: str
@@ -155,18 +268,38 @@ class SimulationResult:
     @property
     def sojourn(self):
         """Sojourn-time law (``response.TimeLaw``: mean, quantiles, standard errors), or None
-        when λ >= 1 (no equilibrium)."""
+        when λ >= 1 (no equilibrium).
+
+        Examples
+        --------
+        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
+        >>> sorted(r.sojourn.quantiles)
+        [0.5, 0.9, 0.99, 0.999]
+        """
         return None if self.response is None else self.response.sojourn
 
     @property
     def waiting(self):
-        """Waiting-time law (``response.TimeLaw``), or None when λ >= 1."""
+        """Waiting-time law (``response.TimeLaw``), or None when λ >= 1.
+
+        Examples
+        --------
+        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
+        >>> bool(0 < r.waiting.atom_at_zero < 1) and r.waiting.mean < r.sojourn.mean
+        True
+        """
         return None if self.response is None else self.response.waiting
 
     @property
     def reliable(self) -> bool:
         """Whether every error bar that matters (levels seen often enough, the mean queue
-        length) is reliable and every self-check passed or was inconclusive."""
+        length) is reliable and every self-check passed or was inconclusive.
+
+        Examples
+        --------
+        >>> simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point").reliable
+        True
+        """
         if self.u_reliable is None:
             return False
         lv = [i for i, x in enumerate(self.u_note) if not x.startswith("rare level")]
@@ -174,12 +307,54 @@ class SimulationResult:
 
     # ------------------------------------------------------------------ output
     def fixed_point(self) -> np.ndarray | None:
-        """Mean-field π(i) on the levels of ``u_mean`` (None when λ >= 1)."""
+        """Mean-field π(i) on the levels of ``u_mean`` (None when λ >= 1).
+
+        Returns
+        -------
+        numpy.ndarray or None
+            ``π(i) = λ^((d^i − 1)/(d − 1))`` (docs/model.md §3; ``λ^i`` when d = 1),
+            ``i = 1..len(u_mean)``.
+
+        Examples
+        --------
+        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
+        >>> [round(float(x), 12) for x in r.fixed_point()[:3]]
+        [0.5, 0.125, 0.0078125]
+        """
         if self.params.lam >= 1:
             return None
         return _th.fixed_point(self.params.d, self.params.lam, len(self.u_mean))
 
-    def to_dict(self, *, per_replication: bool = True) -> dict:
+    def to_dict(self, *, per_replication: bool = True, cdf_points=None) -> dict:
+        """Everything, JSON-safe (lists, numbers, strings, None).
+
+        Parameters
+        ----------
+        per_replication : bool, default True
+            Include ``per_replication`` (each replication's own result) when there are several.
+        cdf_points : int, optional
+            Add ``cdf``: ``{"t", "sojourn", "waiting"}``, the two CDFs on :meth:`cdf_grid`.
+
+        Returns
+        -------
+        dict
+            The fields of the result, with ``reliable``, ``fixed_point``, ``start_note``,
+            ``sojourn`` and ``waiting`` (mean, quantiles, standard errors; None when λ >= 1).
+
+        Raises
+        ------
+        ValueError
+            ``cdf_points`` < 2, or given when λ >= 1.
+
+        Examples
+        --------
+        >>> import json
+        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
+        >>> d = r.to_dict(cdf_points=4)
+        >>> len(d["cdf"]["t"]), d["sojourn"]["mean"] == r.response.sojourn.mean
+        (4, True)
+        >>> s = json.dumps(d)
+        """
         p = self.params
         out = {
             "params": p.to_dict(),
@@ -227,23 +402,278 @@ class SimulationResult:
         out["start_note"] = self.start_note
         out["sojourn"] = None if self.response is None else self.response.sojourn.to_dict()
         out["waiting"] = None if self.response is None else self.response.waiting.to_dict()
+        if cdf_points is not None:
+            out["cdf"] = self._cdf(cdf_points)
         if self.trajectory is not None:
             out["trajectory"] = self.trajectory.to_dict()
         if per_replication and self.per_replication:
             out["per_replication"] = [r.to_dict(per_replication=False) for r in self.per_replication]
         return out
 
+    # ------------------------------------------------------------------ response-time CDF
+    def cdf_grid(self, points: int) -> np.ndarray:
+        """``points`` equally spaced times from 0 to 1.1 × the largest sojourn quantile
+        (p99.9 by default): the grid of :meth:`summary` and :meth:`to_dict` with ``cdf_points``.
+
+        Parameters
+        ----------
+        points : int
+            Number of grid points, >= 2.
+
+        Returns
+        -------
+        numpy.ndarray
+            The times, in mean service times.
+
+        Raises
+        ------
+        ValueError
+            ``points`` < 2, or no response times (λ >= 1: no equilibrium).
+
+        Examples
+        --------
+        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
+        >>> g = r.cdf_grid(3)
+        >>> len(g), float(g[0])
+        (3, 0.0)
+        """
+        points = check_positive_int("cdf_points", points)
+        if points < 2:
+            raise ValueError(f"cdf_points must be an integer >= 2; got {points}")
+        if self.response is None:
+            raise ValueError("no response-time CDF: load >= 1 has no equilibrium (cdf_points needs load < 1)")
+        top = max(self.response.sojourn.quantiles.values()) if self.response.sojourn.quantiles else 10.0
+        return np.linspace(0.0, 1.1 * top, points)
+
+    def _cdf(self, points):
+        g = self.cdf_grid(points)
+        return self.response.to_dict(cdf_grid=g)["cdf"]
+
+    # ------------------------------------------------------------------ tidy table and text
+    def to_frame(self):
+        """Tidy table: one row per level ``i`` of the profile.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``level``, ``u_mean``, ``u_stderr``, ``u_half_width`` (95 %),
+            ``u_n_eff``, ``u_reliable``, ``u_note``, ``ud_mean`` and ``ud_stderr`` (time
+            average of ``P_i``), ``identity`` (``λ·E[P_{i−1}]``, equal to ``E[u_i]`` in
+            equilibrium, derived), ``fixed_point`` (mean-field π(i), NaN when λ >= 1),
+            ``linearised`` (``1 − q̃_i``, derived, NaN beyond ``k + 1``), and the run's
+            ``n``, ``d``, ``load``, ``replace``, ``engine``, ``time_mode``.
+
+        Examples
+        --------
+        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
+        >>> f = r.to_frame()
+        >>> list(f["level"][:2]), bool(f["u_mean"].iloc[0] == r.u_mean[0])
+        ([1, 2], True)
+        """
+        import pandas as pd
+
+        p = self.params
+        L = len(self.u_mean)
+        fp = self.fixed_point()
+        lin = self._linearised(L)
+        nan = np.full(L, np.nan)
+        prev = np.concatenate(([1.0], self.ud_mean[:-1])) if L else np.zeros(0)
+        return pd.DataFrame({
+            "level": np.arange(1, L + 1),
+            "u_mean": self.u_mean, "u_stderr": self.u_stderr,
+            "u_half_width": self.u_half_width if self.u_half_width is not None else nan,
+            "u_n_eff": self.u_n_eff if self.u_n_eff is not None else nan,
+            "u_reliable": (np.asarray(self.u_reliable, bool) if self.u_reliable is not None
+                           else np.zeros(L, bool)),
+            "u_note": list(self.u_note) if len(self.u_note) == L else [""] * L,
+            "ud_mean": self.ud_mean, "ud_stderr": self.ud_stderr,
+            "identity": p.lam * prev,
+            "fixed_point": fp if fp is not None else nan,
+            "linearised": lin,
+            "n": p.n, "d": p.d, "load": p.lam, "replace": p.replace, "engine": self.engine,
+            "time_mode": self.time_mode,
+        })
+
+    def _linearised(self, L):
+        """``1 − q̃_i`` (derived) for ``i = 1..k``, 0 at ``k + 1``, NaN elsewhere."""
+        out = np.full(L, np.nan)
+        if self.k is None:
+            return out
+        q = _th.linearised_q(self.params.d, self.params.lam_exact, self.k)
+        m = min(self.k, L)
+        out[:m] = 1.0 - np.asarray(q, float)[:m]
+        if self.k < L:
+            out[self.k] = 0.0
+        return out
+
+    def summary(self, *, cdf_points=None) -> str:
+        """The text ``supermarket simulate`` prints (plain text, no markup).
+
+        Parameters
+        ----------
+        cdf_points : int, optional
+            Also tabulate the sojourn and waiting CDFs on this many times (see
+            :meth:`cdf_grid`).
+
+        Returns
+        -------
+        str
+            The run, the profile table (``E[u_i]`` ± s.e. against π(i), the linearised
+            profile and the identity), the maximum queue length against ``k_{λ,d}``, the
+            good set, the mean queue length, the response times (mean and quantiles ± s.e.
+            of sojourn and waiting), how the error bars were made, the self-checks, the
+            start (``start_note``), the precision target and the speed.
+
+        Raises
+        ------
+        ValueError
+            ``cdf_points`` < 2, or given when λ >= 1.
+
+        Examples
+        --------
+        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
+        >>> text = r.summary()
+        >>> "E[u_i]" in text and "sojourn" in text and "waiting" in text
+        True
+        """
+        cdf = self._cdf(cdf_points) if cdf_points is not None else None
+        p = self.params
+        lam_txt = f"{p.lam:.10g}"
+        out = [f"supermarket simulate  n={p.n}  d={p.d}  λ={lam_txt}  "
+               f"{'with' if p.replace else 'without'} replacement  engine={self.engine}  time={self.time_mode}",
+               f"{self.steps:,} events measured after {self.burn_in:,} of burn-in ({self.sim_time:.6g} time units), "
+               f"{self.replications} replication(s), {self.batches} batches"
+               + ("  PARTIAL (interrupted)" if self.partial else "")]
+        if self.start_note:
+            out.append(f"start: {self.start_note}")
+        k = self.k
+        fp = self.fixed_point()
+        L = len(self.u_mean)
+        lin = self._linearised(L)
+        ident = "λ·E[u_(i−1)^d] (identity, derived)" if p.replace else "λ·E[P_(i−1)] (identity, derived)"
+        rows = []
+        for i in range(1, L + 1):
+            rel = bool(self.u_reliable[i - 1]) if self.u_reliable is not None else False
+            note = self.u_note[i - 1] if len(self.u_note) == L else ""
+            prev = 1.0 if i == 1 else self.ud_mean[i - 2]
+            rows.append([str(i), _pm(self.u_mean[i - 1], self.u_stderr[i - 1], rel, note),
+                         _fmt(self.u_n_eff[i - 1], 3) if rel and self.u_n_eff is not None else "",
+                         _fmt(fp[i - 1]) if fp is not None else "—",
+                         "" if math.isnan(lin[i - 1]) else _fmt(lin[i - 1]),
+                         _fmt(p.lam * prev)])
+        out.append("")
+        out.append("Time-averaged profile (docs/model.md §1–3)")
+        out.append(_table(["i", "simulated E[u_i] ± s.e.", "n_eff", "mean field π(i)",
+                           "linearised 1 − q̃_i (derived)", ident], rows))
+        kr = _th.k_report(p.d, p.lam_exact) if k else None
+        mrows = []
+        for m in sorted(self.max_queue_dist):
+            mark = ""
+            if k is not None and m == k:
+                mark = "= k_(λ,d)"
+            elif kr is not None and m in kr.possible_max:
+                mark = "allowed near the boundary"
+            mrows.append([str(m), f"{self.max_queue_dist[m]:.6g}", mark])
+        out.append("")
+        out.append("Maximum queue length: fraction of time")
+        out.append(_table(["max length", "fraction", ""], mrows, left=(2,)))
+        out.append("")
+        if k is not None:
+            out.append(f"k_(λ,d) = {k}  ({kr.note}; paper 000's regime needs n ≥ 1e15)")
+            out.append(f"general hypothesis (docs/model.md §4, reconstructed): the maximum is within 1 of the largest "
+                       f"k with n·π(k) ≥ 1, here {_th.k_hypothesis(p.n, p.d, p.lam)}")
+            out.append(f"time in the good set N^ε (ε = {self.eps:g}, clauses (a),(b) of docs/model.md §5): "
+                       + _pm(self.good_set_fraction, self.good_set_fraction_stderr,
+                             bool(self.good_set_fraction_reliable)))
+            above = sum(f for m, f in self.max_queue_dist.items() if m > k)
+            if above > 0:
+                out.append(f"  a queue longer than k = {k} existed {above:.3g} of the time, and clause (a) fails then")
+        mf = _th.mean_queue_length(p.d, p.lam) if p.lam < 1 else None
+        out.append("mean queue length "
+                   + _pm(self.mean_queue_length, self.mean_queue_length_stderr, self.mean_queue_length_reliable)
+                   + (f"  (mean field Σπ(i) = {mf:.6g})" if mf is not None else "")
+                   + f";  mean sojourn time (Little) {self.mean_sojourn_time:.6g}")
+        if self.response is not None:
+            out.append(self.response.summary())
+        else:
+            out.append("response times: none (load >= 1: no equilibrium)")
+        if cdf is not None:
+            out.append("")
+            out.append(f"Response-time CDF on {len(cdf['t'])} points (docs/model.md §10)")
+            out.append(_table(["t", "P(S ≤ t)", "P(W ≤ t)"],
+                              [[f"{t:.6g}", f"{a:.6g}", f"{b:.6g}"]
+                               for t, a, b in zip(cdf["t"], cdf["sojourn"], cdf["waiting"])]))
+        out.extend(self._error_lines())
+        out.append(f"{self.events_per_second / 1e6:.1f} million events per second per core; "
+                   f"wall time {self.wall_time:.2f} s")
+        return "\n".join(out)
+
+    def _error_lines(self) -> list:
+        """How the error bars were made, the self-checks and the start-up diagnosis."""
+        how = {"blocking": "blocking analysis of batch means (automatic plateau)",
+               "pooled": f"blocking analysis of batch means, pooled over {self.replications} replications",
+               "replications": f"spread of {self.replications} replications (Student t)"}.get(self.error_method,
+                                                                                             self.error_method)
+        out = [f"error bars: 1 s.e., {how}; 95% intervals use Student t (docs/model.md §9)"]
+        if self.self_checks:
+            done = [c for c in self.self_checks if c["result"] != "inconclusive"]
+            fails = [c for c in done if c["result"] == "fail"]
+            inc = len(self.self_checks) - len(done)
+            text = "self-checks (exact identities E[u_1] = λ, E[u_i] = λ·E[P_(i−1)]): "
+            if done:
+                w = max(done, key=lambda c: abs(c["z"]))
+                text += (f"{len(done) - len(fails)} pass, {len(fails)} FAIL; largest |z| = {abs(w['z']):.1f} s.e. "
+                         f"(i = {w['level']})")
+            else:
+                text += "none conclusive"
+            if inc:
+                text += f"; {inc} inconclusive (rare levels or unknown error)"
+            out.append(text)
+        trunc = [s for s in self.start_up if s["truncated_batches"] > 0 and s["forgotten"]]
+        if trunc:
+            tt = sum(s["truncated_time"] for s in trunc)
+            out.append(f"start-up transient detected: burn-in extended by {tt:.4g} time units in all "
+                       f"(MSER-5, {len(trunc)} replication(s))")
+        if self.precision is not None:
+            pr = self.precision
+            state = ("met" if pr["met"] else ("NOT met: max steps reached" if pr["cap_hit"]
+                                              else "not met (interrupted)"))
+            out.append(f"precision target {pr['target']:g} (relative 95% half-width): {state}; worst "
+                       f"{pr.get('achieved', float('nan')):.3g} after {pr['rounds']} stretch(es)")
+        return out
+
     def plot(self, path=None):
         """Simulated profile with error bars against π and the linearised prediction
-        (derived); maximum-queue distribution against ``k_{λ,d}``.  Returns the figure;
-        saves it when ``path`` is given."""
+        (derived); maximum-queue distribution against ``k_{λ,d}``; and, when there are
+        response times (λ < 1), the sojourn and waiting survival ``P(S > t)``, ``P(W > t)``
+        with the sojourn quantiles ± 2 s.e.
+
+        Parameters
+        ----------
+        path : str or path-like, optional
+            Save the figure there (any format matplotlib knows, by the suffix).
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+
+        Examples
+        --------
+        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
+        >>> fig = r.plot()
+        >>> len(fig.axes)
+        3
+        >>> import matplotlib.pyplot as plt; plt.close(fig)
+        """
         import matplotlib
         if path is not None:
             matplotlib.use("Agg", force=False)
         import matplotlib.pyplot as plt
 
         p = self.params
-        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+        panels = 3 if self.response is not None else 2
+        fig, axes = plt.subplots(1, panels, figsize=(5.5 * panels, 4.2))
+        ax1, ax2 = axes[0], axes[1]
         lv = np.arange(1, len(self.u_mean) + 1)
         ax1.errorbar(lv, 1 - self.u_mean, yerr=4.5 * self.u_stderr, fmt="o", label="simulated 1 − E[u_i] (±4.5 s.e.)")
         fp = self.fixed_point()
@@ -269,21 +699,107 @@ class SimulationResult:
         ax2.xaxis.get_major_locator().set_params(integer=True)
         ax2.set_xlabel("maximum queue length")
         ax2.set_ylabel("fraction of time")
+        if self.response is not None:
+            ax3 = axes[2]
+            rt = self.response
+            grid = self.cdf_grid(300)
+            ax3.semilogy(grid, np.maximum(1.0 - rt.sojourn_cdf(grid), 1e-300), label="sojourn P(S > t)")
+            ax3.semilogy(grid, np.maximum(1.0 - rt.waiting_cdf(grid), 1e-300), label="waiting P(W > t)")
+            se = rt.sojourn.stderr
+            for q, v in rt.sojourn.quantiles.items():
+                xe = None if se is None or not math.isfinite(se["quantiles"][q]) else 2 * se["quantiles"][q]
+                ax3.errorbar([v], [1.0 - q], xerr=xe, fmt="k|", ms=8, capsize=3)
+                ax3.text(v, 1.0 - q, f" p{100 * q:g}", fontsize=7, va="bottom")
+            ax3.set_ylim(max(1e-6, 0.1 * (1 - max(rt.sojourn.quantiles))), 1.05)
+            ax3.set_xlabel("time (mean service times)")
+            ax3.set_ylabel("survival")
+            ax3.set_title("response times (quantiles ± 2 s.e.)", fontsize=9)
+            ax3.legend(fontsize=8)
         fig.tight_layout()
         if path is not None:
             fig.savefig(path, dpi=120)
         return fig
 
 
+def _fmt(x, digits=6):
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "—"
+    return f"{x:.{digits}g}"
+
+
+def _pm(mean, se, reliable, note=""):
+    """``mean ± s.e.`` when the error bar is reliable; otherwise say why there is none."""
+    if mean is None:
+        return "—"
+    if reliable:
+        return f"{mean:.6g} ± {_fmt(se, 2)}"
+    if note.startswith("rare level") or mean == 0:
+        return f"{mean:.6g} (rare: no error bar)"
+    if "start not forgotten" in note:
+        return f"{mean:.6g} (start not forgotten)"
+    if "self-check" in note:
+        return f"{mean:.6g} (error bars failed a self-check)"
+    return f"{mean:.6g} (too short to estimate)"
+
+
+def _table(header, rows, left=()) -> str:
+    """A plain-text table: columns right-aligned (those in ``left`` left-aligned)."""
+    cols = len(header)
+    w = [max([len(header[j])] + [len(r[j]) for r in rows]) for j in range(cols)]
+
+    def line(cells):
+        return "  ".join(c.ljust(w[j]) if j in left else c.rjust(w[j]) for j, c in enumerate(cells)).rstrip()
+    return "\n".join([line(header), line(["-" * x for x in w])] + [line(r) for r in rows])
+
+
 # =========================================================================== one chain
 class Chain:
     """The arrays of one replication and the kernel that advances it (low-level driver).
 
-    ``Chain(params, engine, counts, seed_u64, continuous=False, k=0, lo=None, hi=None,
-    lengths=None, record_every=0.0, record_levels=0)``; then :meth:`advance` (to a time or
-    by a number of events), :meth:`start_measuring`, :meth:`measures` (flushes and returns
-    the time integrals since the last :meth:`start_measuring`).  ``now`` is steps in
-    discrete time, continuous time otherwise.
+    :func:`simulate` builds one per replication; use it directly for a loop of your own
+    around a kernel: :meth:`advance` (to a time or by a number of events),
+    :meth:`start_measuring`, :meth:`measures` (flushes and returns the time integrals since
+    the last :meth:`start_measuring`).  ``now`` is steps in discrete time, continuous time
+    otherwise.  Nothing here is validated beyond what ``Params`` checks.
+
+    Parameters
+    ----------
+    params : supermarket.model.Params
+        n, d, λ, with or without replacement.
+    engine : {"profile", "queues", "buckets"}
+        The kernel (all exact in law; see the module docstring).
+    counts : array of int
+        Start state as counts ``c_1, c_2, …`` (``c_i``: queues with at least ``i``
+        customers, non-increasing).
+    seed_u64 : int
+        Seed of the xoshiro stream (``supermarket.model.seed_to_uint64`` of a SeedSequence).
+    continuous : bool, default False
+        Exact exponential event times instead of the jump chain.
+    k : int, default 0
+        ``k_{λ,d}`` for the good-set clock (0: none), with ``lo``, ``hi`` its bounds
+        (``supermarket.theory.good_set_bounds``).
+    lengths : array of int, optional
+        Per-queue engines: the start as queue lengths (else built from ``counts``).
+    record_every, record_levels : float, int
+        Trajectory records (with :meth:`start_recording`); ``record_levels`` levels each.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from supermarket.model import Params, seed_to_uint64
+    >>> ch = Chain(Params(100, 2, 0.9), "profile", [50, 10], seed_to_uint64(np.random.SeedSequence(1)))
+    >>> ch.advance(max_events=20_000), ch.now
+    (20000, 20000.0)
+    >>> ch.start_measuring()
+    >>> ch.advance(max_events=200_000)
+    200000
+    >>> u1 = ch.measures()["area_c"][0] / (ch.now - 20_000) / 100  # time average of u_1
+    >>> bool(abs(u1 - 0.9) < 0.02)  # E[u_1] = λ
+    True
+    >>> ch = Chain(Params(100, 2, 0.9), "queues", [50, 10], 7, continuous=True)
+    >>> _ = ch.advance(t_stop=5.0)
+    >>> ch.now, len(ch.lengths()), int(ch.lengths().sum()) == int(ch.counts().sum())
+    (5.0, 100, True)
     """
 
     def __init__(self, params: Params, engine: str, counts, seed_u64: int, *, continuous=False, k=0,
@@ -376,8 +892,20 @@ class Chain:
         self.recs = Records(*(grow(a) for a in self.recs))
 
     def advance(self, t_stop=math.inf, max_events=CHUNK_EVENTS) -> int:
-        """Run until time ``t_stop`` or ``max_events`` events (whichever first); returns
-        the number of events.  Handles level growth and record buffers."""
+        """Run until time ``t_stop`` or ``max_events`` events, whichever comes first.
+
+        Parameters
+        ----------
+        t_stop : float, default inf
+            Stop time (steps in discrete time, time units in continuous time).
+        max_events : int, default CHUNK_EVENTS
+            At most this many events (a long run is a loop of chunks, so that Ctrl-C is seen).
+
+        Returns
+        -------
+        int
+            The number of events run.  Level growth and record buffers are handled here.
+        """
         done = 0
         while True:
             ev, status = self._kernel(*self._extra, self.c, self.s, self.tables, self.meas, self.recs, self.setup,
@@ -393,31 +921,44 @@ class Chain:
         return done
 
     def start_recording(self, every: float):
+        """Record the state every ``every`` (steps or time units) from now on."""
         st = self.clock[0]
         st["rec_every"] = float(every)
         st["next_rec"] = self.now
         st["nrec"] = 0
 
     def start_measuring(self):
+        """Reset the time integrals: :meth:`measures` counts from now on."""
         reset_measures(self.c, self.meas, self.setup, self.clock)
 
     def measures(self) -> dict:
-        """Flush and copy the time integrals since the last :meth:`start_measuring`."""
+        """Flush and copy the time integrals since the last :meth:`start_measuring`.
+
+        Returns
+        -------
+        dict
+            ``area_c`` (∫ c_i dt per level), ``area_P`` (∫ P_i dt), ``maxtime`` (time with
+            maximum queue length m, per m), ``good_time`` (time in the good set).
+        """
         flush(self.c, self.tables, self.meas, self.setup, self.clock)
         m = self.meas
         return {"area_c": m.area_c.copy(), "area_P": m.area_P.copy(), "maxtime": m.maxtime.copy(),
                 "good_time": float(self.clock[0]["good_time"])}
 
     def counts(self) -> np.ndarray:
+        """The current counts ``c_1, c_2, …`` (a copy), up to the highest occupied level."""
         top = int(self.clock[0]["top"])
         return self.c[:top].copy()
 
     def records(self):
+        """The records so far: ``(t, counts of the recorded levels, max, total)``."""
         m = int(self.clock[0]["nrec"])
         r = self.recs
         return (r.t[:m].copy(), r.c[:m, : self.record_levels].copy(), r.max[:m].copy(), r.total[:m].copy())
 
     def lengths(self) -> np.ndarray | None:
+        """Per-queue engines: the queue lengths (``queues``: the chain's own array, not a
+        copy); None for the profile engine."""
         if self.engine == "queues":
             return self.x  # the chain's own array (int32), not a copy: no extra bytes per server
         if self.engine == "buckets":
@@ -477,7 +1018,7 @@ def _default_record_levels(d: int, lam: float) -> int:
 # =========================================================================== simulate
 def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile", replace=True, start="empty",
              seed=0, replications=1, workers=None, time_mode="discrete", eps=0.1, record_every=None,
-             record_levels=None, batches=None, precision=None, max_steps=None, progress=None,
+             record_levels=None, batches=None, precision=None, max_steps=None, progress=None, client=None,
              _force_window=False) -> SimulationResult:
     """Simulate the (n, d, λ)-supermarket process and measure its time averages with honest errors.
 
@@ -505,7 +1046,8 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
     seed : int or numpy.random.SeedSequence
         Replication ``r`` uses child ``r`` of ``SeedSequence(seed)``.
     replications, workers : int
-        Independent runs, on ``workers`` threads (numbers do not depend on ``workers``).
+        Independent runs, on ``workers`` threads (numbers do not depend on ``workers``;
+        default: the cores, at most ``replications``).
     time_mode : {"discrete", "continuous"}
         The chain of paper 000, or exact exponential event times (docs/model.md §1).
     eps : float
@@ -525,7 +1067,13 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
         Cap on the measured events per replication with ``precision`` (default
         ``40·DEFAULT_STEPS``); a warning says when it was hit.
     progress : bool, optional
-        Progress bar on stderr (default: only on a terminal, after 2 s).
+        Progress bar on stderr (default: only on a terminal, after 2 s; none with ``client``).
+    client : dask.distributed.Client, optional
+        Run each replication, whole, as one task on this Dask cluster
+        (:func:`supermarket.parallel.connect`); the numbers are identical to a local run
+        (replication ``r`` uses child ``r`` of the seed, and the results are combined the
+        same way).  Excludes ``workers`` and ``precision`` (its stretches are planned from
+        all replications together and keep every chain alive between them).
 
     Returns
     -------
@@ -536,7 +1084,11 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
     Raises
     ------
     ValueError, TypeError
-        Bad parameters, named with their valid range, before any work.
+        Bad parameters, named with their valid range, before any work; ``client`` with
+        ``workers`` or ``precision``; ``client`` not a Dask client.
+    KeyboardInterrupt
+        Ctrl-C during burn-in (nothing measured yet), or on a cluster before any
+        replication finished (otherwise Ctrl-C returns a partial result).
 
     Notes
     -----
@@ -554,6 +1106,12 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
     >>> r = simulate(100, 2, 0.9, steps=200_000, seed=1)
     >>> bool(r.u_reliable[0]), bool(abs(r.u_mean[0] - 0.9) < 5 * r.u_stderr[0])
     (True, True)
+    >>> r.sojourn.mean > r.waiting.mean > 0
+    True
+    >>> a = simulate(50, 2, 0.5, steps=20_000, seed=3, replications=2, workers=1, start="fixed-point")
+    >>> b = simulate(50, 2, 0.5, steps=20_000, seed=3, replications=2, workers=2, start="fixed-point")
+    >>> bool((a.u_mean == b.u_mean).all())  # results do not depend on workers
+    True
     """
     engine = _check_engine(engine)
     time_mode = _check_time_mode(time_mode)
@@ -562,6 +1120,15 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
     n, d, lamf = params.n, params.d, params.lam
     stable = params.lam_exact < 1
     replications = check_positive_int("replications", replications)
+    if client is not None:
+        if not callable(getattr(client, "submit", None)):
+            raise TypeError(f"client must be a dask.distributed.Client (or None); got {type(client).__name__}")
+        if workers is not None:
+            raise ValueError("workers and client exclude each other (the cluster has its own workers)")
+        if precision is not None:
+            raise ValueError("precision= cannot run on a client: its stretches are planned from all "
+                             "replications together and keep every chain alive between them; run it locally "
+                             "(client=None, --scheduler not given)")
     workers = (min(replications, os.cpu_count() or 1) if workers is None
                else check_positive_int("workers", workers))
     eps = check_fraction("eps", eps, low=0.0, high=0.1)
@@ -689,6 +1256,13 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
         reps = [_Rep(spec, seeds[r], r) for r in range(replications)]
     interrupted = False
     precision_state = None
+    if client is not None:
+        reps, interrupted = _run_on_client(reps, client)
+        wall = _time.perf_counter() - t0
+        res = _summarize(spec, reps, wall, interrupted)
+        for msg in res.notes:
+            warnings.warn(msg, RuntimeWarning, stacklevel=2)
+        return res
     with ThreadPoolExecutor(max_workers=workers) as pool:
         def run_round(fn):
             futs = [pool.submit(fn, rep, stop, done_frac) for rep in reps]
@@ -733,6 +1307,33 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
     for msg in res.notes:
         warnings.warn(msg, RuntimeWarning, stacklevel=2)
     return res
+
+
+def _replication_task(rep: "_Rep") -> "_Rep":
+    """One whole replication (burn-in and measurement) as one task of a Dask cluster: the
+    same :meth:`_Rep.first_stretch` as the local threads run, with the same seed, so the
+    numbers are those of a local run.  Returns the replication with its chain released
+    (batch integrals, final state): plain picklable data."""
+    stop = threading.Event()  # a cluster task is cancelled, not stopped: never set here
+    _Rep.first_stretch(rep, stop, [0.0] * (rep.r + 1))
+    return rep
+
+
+def _run_on_client(reps, client):
+    """Run every replication as one task on ``client``; ``(finished replications in order,
+    interrupted)``.  On Ctrl-C the unfinished tasks are cancelled and the replications that
+    finished whole are kept (the result is then partial); none finished: KeyboardInterrupt."""
+    from . import parallel
+
+    done = {}
+    try:
+        parallel.map_tasks(_replication_task, reps, client=client, collect=False,
+                           on_result=lambda i, value, error: done.__setitem__(i, value))
+    except KeyboardInterrupt:
+        if not done:
+            raise KeyboardInterrupt("interrupted before any replication finished on the cluster") from None
+        return [done[i] for i in sorted(done)], True
+    return [done[i] for i in range(len(reps))], False
 
 
 def _precision_need(res: "SimulationResult", precision: float):
