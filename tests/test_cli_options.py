@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from supermarket.cli import COMMANDS, main
-from supermarket.cli._common import CountType
+from supermarket.cli._common import CountType, OutputDir, OutputFile
 
 # concept -> (canonical spelling(s), every spelling that means the concept, type check)
 CONCEPTS = {
@@ -30,7 +30,11 @@ CONCEPTS = {
              lambda p: isinstance(p.type, click.IntRange) and p.type.min == 0),
     "replications": ({"--replications"}, {"--replications", "--reps", "--runs", "--repeats"},
                      lambda p: isinstance(p.type, CountType)),
-    "out": ({"--out"}, {"--out", "--output", "--out-dir", "-o"}, lambda p: isinstance(p.type, click.Path)),
+    # --out is where a command's output goes: a directory for commands that write many files
+    # (sweep, reproduce), one file for those that write one (simulate, report); either way a
+    # path checked writable before any work (cli/_common.py's OutputDir / OutputFile)
+    "out": ({"--out"}, {"--out", "--output", "--out-dir", "-o"},
+            lambda p: isinstance(p.type, (OutputDir, OutputFile))),
     "json": ({"--json"}, {"--json", "--as-json"}, lambda p: p.is_flag and p.name == "as_json"),
     "scheduler": ({"--scheduler"}, {"--scheduler", "--dask", "--cluster", "--address"},
                   lambda p: isinstance(p.type, click.types.StringParamType)),
