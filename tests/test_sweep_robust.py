@@ -266,7 +266,7 @@ def test_local_sweep_and_report_without_dask(tmp_path):
 # =========================================================================== output paths
 def test_output_places_checked_before_any_work(tmp_path):
     f = write(tmp_path, INTERRUPT)  # a 3 s task: a check made after it would show in the time
-    for out, what in [(tmp_path / "missing" / "o", "does not exist"), (Path("/proc/supermarket-x"), "cannot write"),
+    for out, what in [(tmp_path / "missing" / "o", "does not exist"), (Path("/proc/supermarket-x"), "not writable"),
                       (Path("/dev/full"), "not a directory")]:
         t0 = time.monotonic()
         r = cli_here("sweep", f, "--out", out, "--workers", "1")
@@ -281,7 +281,7 @@ def test_report_output_places(tmp_path):
     sw.run_sweep(s, tmp_path / "o", workers=1)
     for opt, target, what in [("--html", tmp_path / "missing" / "r.html", "does not exist"),
                               ("--md", tmp_path / "missing" / "r.md", "does not exist"),
-                              ("--md", Path("/proc/r.md"), "cannot write"),
+                              ("--md", Path("/proc/r.md"), "not writable"),
                               ("--html", tmp_path, "is a directory"),
                               ("--html", Path("/dev/full"), "cannot write /dev/full")]:
         r = cli_here("report", tmp_path / "o", opt, target)
