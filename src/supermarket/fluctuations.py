@@ -80,6 +80,7 @@ __all__ = [
     "Comparison",
     "compare",
     "ScalingRow",
+    "ScalingResult",
     "scaling",
     "autocorrelation",
     "LARGE_D_ONE_MINUS_LAMBDA",
@@ -145,6 +146,44 @@ class RegimeParams:
         out["warnings"] = list(self.warnings)
         out["derived"] = DERIVED_NOTE
         return out
+
+    def to_frame(self):
+        """Tidy table of the regime's conditions: one row per condition (``condition``,
+        ``value``, ``holds``) beside the scalar parameters (``regime``, ``n``, ``d_n``,
+        ``lambda_n``, ``b_n``, ``c_n``, ``kappa_n``, ``zeta_n``).
+
+        Returns
+        -------
+        pandas.DataFrame
+
+        Examples
+        --------
+        >>> regime_c(100, 1.0, warn=False).to_frame()[["condition", "holds"]].shape
+        (2, 2)
+        """
+        import pandas as pd
+
+        base = {"regime": self.regime, "n": self.n, "d_n": self.d, "lambda_n": self.lam,
+                "replace": self.replace, "b_n": self.b_n, "c_n": self.c_n, "kappa_n": self.kappa_n,
+                "zeta_n": self.zeta_n}
+        return pd.DataFrame([{**base, "condition": c.name, "value": float(c.value), "holds": bool(c.holds)}
+                             for c in self.conditions])
+
+    def summary(self) -> str:
+        """Plain text: the regime's numbers, its coordinates and each condition (holds / fails).
+
+        Examples
+        --------
+        >>> print(regime_a(10**4, 1.0, warn=False).summary().splitlines()[0])
+        regime (a)  n=10000  d_n=10  λ_n=0.7943282347  without replacement
+        """
+        lines = [f"regime ({self.regime})  n={self.n}  d_n={self.d}  λ_n={self.lam:.10g}  "
+                 f"{'with' if self.replace else 'without'} replacement",
+                 f"d_n/√n = {self.b_n:.4g}, d_n(1−λ_n) = {self.d_one_minus_lambda:.4g}, κ_n = d_nλ_n^d_n = "
+                 f"{self.kappa_n:.4g}, c_n = {self.c_n:.8g}, ζ_n = √n(c_n − λ_n) = {self.zeta_n:.4g}",
+                 f"coordinates: {self.coordinates}"]
+        lines += [f"  {'holds' if c.holds else 'FAILS'}: {c.name} (value {c.value:.4g})" for c in self.conditions]
+        return "\n".join(lines)
 
 
 def _condition_message(p: RegimeParams, c: Condition) -> str:
@@ -386,6 +425,40 @@ class Moments:
             out["error_bars_note"] = self.note
         return out
 
+    def to_frame(self):
+        """Tidy table: one row per moment (``moment``, ``value``, ``stderr``; NaN for exact values).
+
+        Examples
+        --------
+        >>> limit_closed_form(1.0).to_frame()["value"].round(4).tolist()
+        [0.0, 0.0, 0.6667, 0.3333, 0.3333]
+        """
+        import pandas as pd
+
+        return pd.DataFrame([{"moment": k, "value": float(getattr(self, k)),
+                              "stderr": float(self.stderr[k]) if self.stderr else np.nan} for k in KEYS])
+
+    def summary(self) -> str:
+        """The five moments as a plain-text table (± standard error where there is one).
+
+        Examples
+        --------
+        >>> print(limit_closed_form(2.0).summary())
+        moment    value
+        --------  -----
+        mean_z1       0
+        mean_z2       0
+        var_z1      0.5
+        var_z2        1
+        cov_z1z2    0.5
+        """
+        rows = [[k, f"{getattr(self, k):.6g}" + (f" ± {self.stderr[k]:.2g}" if self.stderr else "")]
+                for k in KEYS]
+        out = text_table(["moment", "value"], rows)
+        if self.note:
+            out += f"\nerror bars: {self.note}"
+        return out
+
 
 def _moments_from_blocks(avg: np.ndarray) -> Moments:
     """Moments from equal-weight block time-averages ``avg[b] = (Z1, Z2, Z1², Z2², Z1Z2)``.
@@ -556,20 +629,14 @@ def _run_jobs(fn, tasks, workers, client=None, progress=None) -> list:
 
 
 # =========================================================================== simulation
-@dataclass(frozen=True)
-class FluctuationSim:
-    """The exact chain's scaled process after burn-in (docs/model.md §1–2, §8).
+@dataclass(frozen=True, kw_only=True)
+class _ScaledRun:
+    """Fields and result protocol shared by :class:`FluctuationSim` and :class:`LimitSDE`:
+    stationary moments of ``(z1, z2)``, a recorded grid ``(rows, G, 2)`` at times ``t`` and
+    autocorrelations at lags ``lags`` (time units) with standard errors."""
 
-    ``grid``: array ``(replications, G, 2)`` of ``(z1, z2)`` at times ``t`` (after burn-in);
-    ``acf_*``: autocorrelation at lags ``lags`` (time units) with standard errors.
-    """
-
-    params: RegimeParams
     time: float
     burn_in: float
-    replications: int
-    batches: int
-    events: int
     seconds: float
     moments: Moments
     t: np.ndarray = field(repr=False)
@@ -579,6 +646,117 @@ class FluctuationSim:
     acf_z2: np.ndarray = field(repr=False)
     acf_z1_stderr: np.ndarray = field(repr=False)
     acf_z2_stderr: np.ndarray = field(repr=False)
+
+    def _label(self) -> str:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def _names(self) -> tuple[str, str]:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def to_frame(self):
+        """Tidy stationary moments: one row per moment (``moment``, ``value``, ``stderr``)
+        with a ``source`` column naming the run.
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
+        df = self.moments.to_frame()
+        df.insert(0, "source", self._label())
+        return df
+
+    def acf_frame(self):
+        """Tidy autocorrelations: one row per (coordinate, lag) with ``acf`` and ``stderr``.
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
+        import pandas as pd
+
+        recs = []
+        for name, a, se in (("z1", self.acf_z1, self.acf_z1_stderr), ("z2", self.acf_z2, self.acf_z2_stderr)):
+            for lag, v, e in zip(self.lags, a, se):
+                recs.append({"coordinate": name, "lag": float(lag), "acf": float(v), "stderr": float(e)})
+        return pd.DataFrame(recs)
+
+    def summary(self) -> str:
+        """Plain text: what was run, then the moments table (± standard error)."""
+        return f"{self._label()}: {self._header()}\n{self.moments.summary()}"
+
+    def plot(self, path=None):
+        """A recorded path, the histograms of both coordinates and the autocorrelations;
+        saved at ``path`` when given.
+
+        Parameters
+        ----------
+        path : str or path-like, optional
+            Where to save the figure (PNG by the suffix).
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+        """
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        names = self._names()
+        fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
+        if self.grid.size and self.t.size > 1:
+            k = min(self.t.size, max(2, int(30 / (self.t[1] - self.t[0]))))
+            axes[0].plot(self.t[:k], self.grid[0, :k, 0], lw=0.7, label=names[0])
+            axes[0].plot(self.t[:k], self.grid[0, :k, 1], lw=0.7, label=names[1])
+            for j in (0, 1):
+                axes[1].hist(self.grid[:, :, j].ravel(), bins=50, density=True, alpha=0.5, label=names[j])
+        axes[0].set_xlabel("time")
+        axes[0].legend(fontsize=7)
+        axes[1].set_xlabel("value")
+        axes[1].legend(fontsize=7)
+        for a, se, nm in ((self.acf_z1, self.acf_z1_stderr, names[0]), (self.acf_z2, self.acf_z2_stderr, names[1])):
+            if self.lags.size > 1:
+                axes[2].errorbar(self.lags, a, yerr=se, lw=1, label=nm)
+        axes[2].set_xlabel("lag")
+        axes[2].set_ylabel("autocorrelation")
+        axes[2].legend(fontsize=7)
+        fig.suptitle(self._label(), fontsize=9)
+        fig.tight_layout()
+        plt.close(fig)
+        return save_figure(fig, path)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FluctuationSim(_ScaledRun):
+    """The exact chain's scaled process after burn-in (docs/model.md §1–2, §8).
+
+    ``grid``: array ``(replications, G, 2)`` of ``(z1, z2)`` at times ``t`` (after burn-in);
+    ``acf_*``: autocorrelation at lags ``lags`` (time units) with standard errors.
+    Result protocol: :meth:`to_dict`, :meth:`to_frame` (moments), :meth:`acf_frame`,
+    :meth:`summary`, :meth:`plot`.
+
+    Examples
+    --------
+    >>> p = regime_a(400, 1.0, d=2, warn=False)
+    >>> s = simulate_fluctuations(p, time=20.0, burn_in=2.0, grid_dt=0.5, max_lag=2.0, workers=1)
+    >>> list(s.to_frame()["moment"])
+    ['mean_z1', 'mean_z2', 'var_z1', 'var_z2', 'cov_z1z2']
+    """
+
+    params: RegimeParams
+    replications: int
+    batches: int
+    events: int
+
+    def _label(self) -> str:
+        return f"chain, regime ({self.params.regime}) n={self.params.n}"
+
+    def _names(self) -> tuple[str, str]:
+        return ("Z1", "Z2") if self.params.regime == "a" else ("Q", "Y")
+
+    def _header(self) -> str:
+        return (f"{self.replications} × {self.time:g} time units after burn-in {self.burn_in:g}, "
+                f"{self.events:.3g} events in {self.seconds:.2f} s")
 
     def to_dict(self) -> dict:
         return {"time": self.time, "burn_in": self.burn_in, "replications": self.replications,
@@ -720,8 +898,8 @@ def _nonneg(name, value) -> float:
 
 
 # =========================================================================== limits
-@dataclass(frozen=True)
-class LimitSDE:
+@dataclass(frozen=True, kw_only=True)
+class LimitSDE(_ScaledRun):
     """Stationary statistics of a limit (or pre-limit) diffusion by Euler–Maruyama
     (docs/model.md §8, derived).
 
@@ -731,29 +909,37 @@ class LimitSDE:
     ``y_push_rate``: the stationary rates ``E[dU]/dt`` and ``E[Y dU]/dt`` of the pushing
     (regime (c); in the pre-limit, everything moved from level 1 to ``Y``), with standard
     errors over paths (``None`` where there is no pushing).  ``grid``: ``(recorded paths,
-    G, 2)`` after burn-in at times ``t``.
+    G, 2)`` after burn-in at times ``t``.  Result protocol as :class:`FluctuationSim`.
+
+    Examples
+    --------
+    >>> r = limit_sde("a", kappa=1.0, paths=4, time=2.0, burn_in=0.5, dt=0.01, record_paths=0)
+    >>> r.to_frame()[["source", "moment"]].iloc[0].tolist()
+    ['limit diffusion (a), 4 paths', 'mean_z1']
     """
 
     regime: str
     params: dict
     paths: int
-    time: float
-    burn_in: float
     dt: float
-    seconds: float
-    moments: Moments
     max_q: float
-    t: np.ndarray = field(repr=False)
-    grid: np.ndarray = field(repr=False)
-    lags: np.ndarray = field(repr=False)
-    acf_z1: np.ndarray = field(repr=False)
-    acf_z2: np.ndarray = field(repr=False)
-    acf_z1_stderr: np.ndarray = field(repr=False)
-    acf_z2_stderr: np.ndarray = field(repr=False)
     push_rate: float | None = None
     push_rate_stderr: float | None = None
     y_push_rate: float | None = None
     y_push_rate_stderr: float | None = None
+
+    def _label(self) -> str:
+        kind = "pre-limit diffusion" if self.regime.startswith("pre") else "limit diffusion"
+        return f"{kind} ({self.regime.removeprefix('pre-')}), {self.paths} paths"
+
+    def _names(self) -> tuple[str, str]:
+        return ("Z1", "Z2") if self.regime.endswith("a") else ("Q", "Y")
+
+    def _header(self) -> str:
+        out = f"{self.time:g} time units after burn-in {self.burn_in:g}, dt {self.dt:g}, {self.seconds:.2f} s"
+        if self.push_rate is not None:
+            out += f"; pushing rate {self.push_rate:.4g} ± {self.push_rate_stderr:.2g}"
+        return out
 
     def to_dict(self) -> dict:
         if self.regime.startswith("pre"):
@@ -1095,11 +1281,7 @@ class Comparison:
         """The text ``supermarket fluctuations`` prints: the regime's numbers, the moments
         table (± standard error), z-scores, the error-bar check and the chain's speed."""
         p = self.params
-        lines = [f"supermarket fluctuations  regime ({p.regime})  n={p.n}  d_n={p.d}  λ_n={p.lam:.10g}  "
-                 f"{'with' if p.replace else 'without'} replacement",
-                 f"d_n/√n = {p.b_n:.4g}, d_n(1−λ_n) = {p.d_one_minus_lambda:.4g}, κ_n = d_nλ_n^d_n = "
-                 f"{p.kappa_n:.4g}, c_n = {p.c_n:.8g}, ζ_n = √n(c_n − λ_n) = {p.zeta_n:.4g}",
-                 f"coordinates: {p.coordinates}", DERIVED_NOTE, ""]
+        lines = ["supermarket fluctuations  " + "\n".join(p.summary().splitlines()[:3]), DERIVED_NOTE, ""]
         rows = []
         for name, m in self._rows():
             if m is None:
@@ -1229,6 +1411,10 @@ def compare(p: RegimeParams, *, time=200.0, burn_in=None, replications=1, seed=0
 # =========================================================================== n^{-1/2}
 @dataclass(frozen=True)
 class ScalingRow:
+    """One ``n`` of :func:`scaling`: ``sd(G_1)`` and ``√n·sd(G_1)`` with standard errors
+    (delta method from the variance's), and the finite-n LNA's ``√n·sd(G_1)`` (``None``
+    where the LNA refuses the size)."""
+
     n: int
     d: int
     lam: float
@@ -1241,9 +1427,90 @@ class ScalingRow:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def to_frame(self):
+        """This row as a one-row :class:`pandas.DataFrame`."""
+        import pandas as pd
+
+        return pd.DataFrame([self.to_dict()])
+
+    def summary(self) -> str:
+        """One line: ``n``, ``d_n``, ``sd(G_1)`` and ``√n·sd(G_1)`` with standard errors."""
+        lna = "—" if self.lna_sqrt_n_sd_g1 is None else f"{self.lna_sqrt_n_sd_g1:.4g}"
+        return (f"n={self.n} d_n={self.d}: sd(G1) = {self.sd_g1:.4g} ± {self.sd_g1_stderr:.2g}, "
+                f"√n sd(G1) = {self.sqrt_n_sd_g1:.4g} ± {self.sqrt_n_sd_g1_stderr:.2g} (LNA {lna})")
+
+
+@dataclass(frozen=True)
+class ScalingResult:
+    """The rows of :func:`scaling`, one per ``n`` (a read-only sequence of :class:`ScalingRow`).
+
+    Examples
+    --------
+    >>> r = ScalingResult((ScalingRow(100, 3, 0.9, 0.06, 0.01, 0.6, 0.1, 0.62),))
+    >>> len(r), r[0].n, r.to_frame()["sqrt_n_sd_g1"].tolist()
+    (1, 100, [0.6])
+    """
+
+    rows: tuple[ScalingRow, ...]
+
+    def __iter__(self):
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i):
+        return self.rows[i]
+
+    def to_dict(self) -> dict:
+        return {"rows": [r.to_dict() for r in self.rows], "derived": DERIVED_NOTE}
+
+    def to_frame(self):
+        """One row per ``n`` (the fields of :class:`ScalingRow`)."""
+        import pandas as pd
+
+        return pd.DataFrame([r.to_dict() for r in self.rows])
+
+    def summary(self) -> str:
+        """A table of ``sd(G_1)`` and ``√n·sd(G_1)`` (± standard error) against ``n``."""
+        rows = [[str(r.n), str(r.d), f"{r.sd_g1:.4g} ± {r.sd_g1_stderr:.2g}",
+                 f"{r.sqrt_n_sd_g1:.4g} ± {r.sqrt_n_sd_g1_stderr:.2g}",
+                 "—" if r.lna_sqrt_n_sd_g1 is None else f"{r.lna_sqrt_n_sd_g1:.4g}"] for r in self.rows]
+        return text_table(["n", "d_n", "sd(G1)", "√n sd(G1)", "LNA √n sd(G1)"], rows,
+                          title="The n^(-1/2) order in regime (a)")
+
+    def plot(self, path=None):
+        """``sd(G_1)`` against ``n`` on log axes (±2 standard errors) with an ``n^{-1/2}``
+        guide through the first point; saved at ``path`` when given.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+        """
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        ns = np.array([r.n for r in self.rows], dtype=float)
+        sd = np.array([r.sd_g1 for r in self.rows])
+        se = np.array([r.sd_g1_stderr for r in self.rows])
+        fig, ax = plt.subplots(figsize=(5, 4))
+        ax.errorbar(ns, sd, yerr=2 * se, fmt="o", capsize=3, label="simulated sd(G1) (±2 se)")
+        if ns.size:
+            ax.plot(ns, sd[0] * np.sqrt(ns[0] / ns), "k--", lw=1, label="n^(-1/2)")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("n")
+        ax.set_ylabel("sd(G1)")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        plt.close(fig)
+        return save_figure(fig, path)
+
 
 def scaling(ns=(10**3, 10**4, 10**5, 10**6), *, kappa=1.0, theta=0.25, time=100.0, replications=1,
-            seed=0, workers=None, client=None) -> list[ScalingRow]:
+            seed=0, workers=None, client=None) -> ScalingResult:
     """The ``n^{-1/2}`` order in regime (a): ``sd(G_1)`` falls like ``n^{-1/2}`` while
     ``√n·sd(G_1) = sd(Z_1)`` stays of order one (docs/model.md §8)."""
     rows = []
@@ -1263,4 +1530,4 @@ def scaling(ns=(10**3, 10**4, 10**5, 10**6), *, kappa=1.0, theta=0.25, time=100.
         sq = math.sqrt(p.n)
         rows.append(ScalingRow(n=p.n, d=p.d, lam=p.lam, sd_g1=sd / sq, sd_g1_stderr=sd_se / sq,
                                sqrt_n_sd_g1=sd, sqrt_n_sd_g1_stderr=sd_se, lna_sqrt_n_sd_g1=lna_sd))
-    return rows
+    return ScalingResult(tuple(rows))
