@@ -312,3 +312,34 @@ def test_result_protocol_of_every_fluctuation_result(tmp_path):
     assert scale.to_frame()["n"].tolist() == [100, 400] and [r.n for r in scale] == [100, 400]
     assert "—" in scale.summary() and "0.62" in scale.summary()
     assert scale.plot(tmp_path / "s.png").axes
+
+
+def test_standard_errors_are_the_replication_estimator_of_stats():
+    """The moments' batch-means errors, the pushing-rate errors and mixing's t-interval are
+    supermarket.stats.replication_error on the same numbers: equal to s/√B (ddof=1) and
+    t_{B−1} up to rounding (the numbers published before the move), and NaN-free."""
+    from scipy import stats as st
+
+    from supermarket import mixing
+    from supermarket._results import mean_stderr
+    from supermarket.stats import replication_error
+
+    rng = np.random.default_rng(7)
+    avg = rng.normal(size=(12, 5)) + np.array([0.0, 1.0, 2.0, 3.0, 0.5])
+    m = fl._moments_from_blocks(avg)
+    mu = avg.mean(axis=0)
+    pseudo_var1 = avg[:, 2] - 2 * mu[0] * avg[:, 0]
+    assert m.stderr["var_z1"] == pytest.approx(np.std(pseudo_var1, ddof=1) / math.sqrt(12), rel=1e-12)
+    assert m.stderr["mean_z2"] == replication_error(avg[:, 1]).stderr
+    # 2-d (column-wise) and 1-d forms of mean_stderr agree with replication_error
+    mm, se = mean_stderr(avg, axis=0)
+    for j in range(5):
+        e = replication_error(avg[:, j])
+        assert mm[j] == pytest.approx(e.mean, rel=1e-14) and se[j] == pytest.approx(e.stderr, rel=1e-12)
+    assert mean_stderr([1.0, math.nan])[0] != mean_stderr([1.0, math.nan])[0]  # NaN propagates, no raise
+    # mixing: mean and t-interval as before (t_{R-1} · s/√R)
+    taus = rng.integers(10, 1000, size=9).astype(float)
+    out = mixing._summary(taus, budget=10**6)
+    half = st.t.ppf(0.975, 8) * taus.std(ddof=1) / 3.0
+    assert out["mean"] == taus.mean()
+    assert out["ci"][1] == pytest.approx(taus.mean() + half, rel=1e-12)

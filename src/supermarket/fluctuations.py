@@ -48,7 +48,7 @@ from .model import (
     spawn_seeds,
 )
 from . import parallel
-from ._results import human_seconds, save_figure, text_table
+from ._results import human_seconds, mean_stderr, save_figure, text_table
 from .engines.rng import state_from_seed_sequence
 from .theory import REGIME_A_BELOW, REGIME_C_ABOVE, Condition
 
@@ -464,7 +464,17 @@ def _moments_from_blocks(avg: np.ndarray) -> Moments:
     """Moments from equal-weight block time-averages ``avg[b] = (Z1, Z2, Z1², Z2², Z1Z2)``.
 
     Standard errors by batch means with the variance and covariance linearised around the
-    overall means (pseudo-values), so that each block contributes an unbiased term.
+    overall means (pseudo-values), so that each block contributes an unbiased term; the
+    spread of the ``B`` pseudo-values is :func:`supermarket.stats.replication_error` (``s/√B``,
+    ``B − 1`` degrees of freedom; through :func:`supermarket._results.mean_stderr`).
+
+    Why batch means here and not :func:`supermarket.stats.blocking`: the kernel accumulates
+    holding-time-weighted integrals per batch (exact time averages, not grid samples), and a
+    run has ``batches`` (default 10) of them per replication, far fewer than the
+    :data:`supermarket.stats.MIN_BLOCKS` a blocking plateau needs.  Whether the batches are
+    long enough to be independent is checked separately (:func:`_with_adequacy`) with Sokal's
+    windowed integrated autocorrelation time on the recorded grid, which needs no plateau
+    and works on short runs; a failed check is reported (``Moments.adequate``), not hidden.
     """
     avg = np.asarray(avg, dtype=float)
     B = avg.shape[0]
@@ -479,7 +489,7 @@ def _moments_from_blocks(avg: np.ndarray) -> Moments:
         "var_z2": avg[:, 3] - 2 * m2 * avg[:, 1],
         "cov_z1z2": avg[:, 4] - m2 * avg[:, 0] - m1 * avg[:, 1],
     }
-    se = {k: (float(np.std(v, ddof=1) / math.sqrt(B)) if B > 1 else float("nan")) for k, v in pseudo.items()}
+    se = {k: (mean_stderr(v)[1] if B > 1 else float("nan")) for k, v in pseudo.items()}
     return Moments(**{k: float(v) for k, v in vals.items()}, stderr=se)
 
 
@@ -495,6 +505,13 @@ def integrated_autocorrelation_time(series, dt: float, c: float = 5.0) -> float:
     ``series``: array ``(R, G)`` of ``R`` independent runs (the autocovariance is pooled over
     runs, about the overall mean).  Returns ``inf`` when no window fits in a quarter of a
     run — the run is too short to estimate its own correlation time.
+
+    This is not :func:`supermarket.stats.blocking`: it serves only the adequacy check of the
+    batch means (:func:`_with_adequacy`), on a grid of a few hundred points per run pooled
+    over runs, where a blocking plateau (at least 32 blocks left) is usually out of reach;
+    Sokal's window gives a usable ``τ`` there and says ``inf`` when it cannot.  Its ``τ`` is
+    ``1 + 2Σρ_k`` in time units (twice :mod:`supermarket.stats`' ``tau_int``, which is
+    ``1/2 + Σρ_k`` in steps).
     """
     s = np.atleast_2d(np.asarray(series, dtype=float))
     R, G = s.shape
@@ -561,9 +578,8 @@ def autocorrelation(series, max_lag: int, segments: int = 10):
             pieces.append(ac / (m - np.arange(max_lag + 1)) / var)
     if not pieces:
         return np.full(max_lag + 1, np.nan), np.full(max_lag + 1, np.nan)
-    P = np.array(pieces)
-    se = P.std(axis=0, ddof=1) / math.sqrt(P.shape[0]) if P.shape[0] > 1 else np.full(max_lag + 1, np.nan)
-    return P.mean(axis=0), se
+    mean_acf, se = mean_stderr(np.array(pieces), axis=0)
+    return mean_acf, (np.full(max_lag + 1, np.nan) if se is None else se)
 
 
 def _workers(workers, jobs: int) -> int:
@@ -1025,8 +1041,14 @@ def _run_sde(kind, par, z0, *, paths, time, burn_in, dt, grid_dt, record_paths, 
     return dict(paths=P, time=time, burn_in=burn_in, dt=dt, seconds=secs, moments=mom,
                 max_q=float(ps[:, 2].max()), t=np.arange(G) * grid_dt, grid=rec,
                 lags=np.arange(L + 1) * grid_dt, acf_z1=a1, acf_z2=a2, acf_z1_stderr=s1, acf_z2_stderr=s2,
-                push=(float(push.mean()), float(push.std(ddof=1) / math.sqrt(P)),
-                      float(ypush.mean()), float(ypush.std(ddof=1) / math.sqrt(P))))
+                push=(*_mean_and_stderr(push), *_mean_and_stderr(ypush)))
+
+
+def _mean_and_stderr(per_path: np.ndarray) -> tuple[float, float]:
+    """Mean over independent paths and its standard error (:func:`supermarket.stats.replication_error`,
+    through :func:`supermarket._results.mean_stderr`)."""
+    m, se = mean_stderr(per_path)
+    return m, se
 
 
 def limit_sde(regime, *, kappa=None, c=None, zeta=None, paths=256, time=100.0, burn_in=None,

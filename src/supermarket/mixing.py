@@ -36,6 +36,7 @@ from .engines.rng import state_from_seed_sequence
 from .model import (Params, check_int, check_positive_int, spawn_seeds, as_seed_sequence,
                     check_fraction)
 from .states import parse_start, start_counts
+from .stats import replication_error
 
 __all__ = [
     "CoupledRun",
@@ -425,8 +426,9 @@ def _summary(taus: np.ndarray, budget: float, level=0.95) -> dict:
     cens = ~np.isfinite(taus)
     nc = int(cens.sum())
     filled = np.where(cens, float(budget), taus)
-    mean = float(filled.mean())
-    half = stats.t.ppf(0.5 + level / 2, R - 1) * filled.std(ddof=1) / math.sqrt(R) if R > 1 else math.inf
+    err = replication_error(filled)  # Student t on R − 1 degrees of freedom
+    mean = err.mean
+    half = err.half_width(level) if R > 1 else math.inf
     out = {"mean": mean, "mean_is_lower_bound": nc > 0,
            "ci": [max(mean - half, 0.0), CENSORED if nc else (mean + half if R > 1 else UNBOUNDED)]}
     for name, q in (("median", 0.5), ("q75", 0.75), ("q90", 0.9)):
