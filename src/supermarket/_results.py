@@ -16,7 +16,7 @@ import numpy as np
 
 from .stats import replication_error
 
-__all__ = ["mean_stderr", "text_table", "fmt", "save_figure", "human_seconds"]
+__all__ = ["mean_stderr", "text_table", "fmt", "save_figure", "pyplot", "human_seconds"]
 
 
 def mean_stderr(values, axis: int = 0):
@@ -91,6 +91,17 @@ def text_table(header, rows, title: str | None = None) -> str:
     out = ([title] if title else []) + [line(cells[0]), "  ".join("-" * x for x in w)]
     out += [line(r) for r in cells[1:]]
     return "\n".join(out)
+
+
+def pyplot():
+    """``matplotlib.pyplot`` on the non-interactive Agg backend (imported on first use: the
+    library does not need matplotlib until a result is plotted)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def save_figure(fig, path):

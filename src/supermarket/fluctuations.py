@@ -48,7 +48,7 @@ from .model import (
     spawn_seeds,
 )
 from . import parallel
-from ._results import human_seconds, mean_stderr, save_figure, text_table
+from ._results import human_seconds, mean_stderr, pyplot, save_figure, text_table
 from .engines.rng import state_from_seed_sequence
 from .theory import REGIME_A_BELOW, REGIME_C_ABOVE, Condition
 
@@ -713,10 +713,7 @@ class _ScaledRun:
         -------
         matplotlib.figure.Figure
         """
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
 
         names = self._names()
         fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
@@ -1338,10 +1335,7 @@ class Comparison:
         -------
         matplotlib.figure.Figure
         """
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
 
         cmp = self
         p = cmp.params
@@ -1503,16 +1497,18 @@ class ScalingResult:
 
     def plot(self, path=None):
         """``sd(G_1)`` against ``n`` on log axes (±2 standard errors) with an ``n^{-1/2}``
-        guide through the first point; saved at ``path`` when given.
+        guide through the first point.
+
+        Parameters
+        ----------
+        path : str or path-like, optional
+            Save the figure there (PNG by the suffix).
 
         Returns
         -------
         matplotlib.figure.Figure
         """
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
 
         ns = np.array([r.n for r in self.rows], dtype=float)
         sd = np.array([r.sd_g1 for r in self.rows])

@@ -30,7 +30,7 @@ import numpy as np
 from scipy import stats
 
 from . import parallel, theory
-from ._results import fmt as _fmt, human_seconds, save_figure, text_table
+from ._results import fmt as _fmt, human_seconds, pyplot, save_figure, text_table
 from .engines import coupling as _k
 from .engines.rng import state_from_seed_sequence
 from .model import (Params, check_int, check_positive_int, spawn_seeds, as_seed_sequence,
@@ -598,10 +598,7 @@ class MixingResult:
         -------
         matplotlib.figure.Figure
         """
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
 
         u = self.params.n * (1.0 + self.params.lam)
         t = np.sort(np.array([np.inf if x is None else x / u for x in self.taus]))
@@ -767,10 +764,7 @@ class TVCurve:
         -------
         matplotlib.figure.Figure
         """
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
 
         fig, ax = plt.subplots(figsize=(6, 4))
         ax.plot(self.time, self.tv, marker="o", ms=3, label="TV of ‖X_t‖₁ (binned, lower estimate)")
