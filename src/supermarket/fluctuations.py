@@ -226,6 +226,33 @@ def centre(n, d, lam, *, replace=False, levels=None, tol=1e-15) -> np.ndarray:
     """The near-equilibrium centre ``x^n`` (docs/model.md §8): ``x^n_1 = λ``,
     ``x^n_i = λ P_n(x^n_{i−1})``.  By default levels run until the first value below ``tol``
     (at least 2 levels).  Index 0 is level 1.
+
+    Parameters
+    ----------
+    n, d : int
+        Servers and choices (``d <= n`` without replacement).
+    lam : float
+        Load in ``[0, 1)``.
+    replace : bool, default False
+        Sample with replacement (``P_n(x) = x^d``).
+    levels : int, optional
+        Exactly this many levels (at most ``LEVEL_CAPACITY``).
+    tol : float, default 1e-15
+        Without ``levels``: stop after the first value below it.
+
+    Returns
+    -------
+    numpy.ndarray
+
+    Raises
+    ------
+    ValueError, TypeError
+        Bad parameters (named).
+
+    Examples
+    --------
+    >>> centre(100, 2, 0.5).round(4)[:3]
+    array([0.5   , 0.1237, 0.0071])
     """
     n = check_positive_int("n", n)
     d = check_positive_int("d", d)
@@ -280,6 +307,34 @@ def _build(regime, n, d, lam, replace, centring, limit, extra_conditions) -> Reg
 def regime_a(n, kappa=1.0, *, d=None, theta=0.25, replace=False, warn=True) -> RegimeParams:
     """Regime (a), ``d_n/√n → 0`` (docs/model.md §8, derived): ``λ_n = (κ/d_n)^{1/d_n}`` so that
     ``d_n λ_n^{d_n} = κ`` exactly; ``d_n = ⌊n^θ⌋`` (``0 < θ < 1/2``) unless ``d`` is given.
+
+    Parameters
+    ----------
+    n : int
+        Servers, at least 4.
+    kappa : float, default 1.0
+        ``κ`` in ``(0, d_n)``.
+    d : int, optional
+        ``d_n`` (at least 2); by default ``⌊n^θ⌋``.
+    theta : float, default 0.25
+    replace : bool, default False
+    warn : bool, default True
+        Issue a :class:`RegimeWarning` for each condition of the regime that fails.
+
+    Returns
+    -------
+    RegimeParams
+
+    Raises
+    ------
+    ValueError, TypeError
+        Bad parameters (named), ``d_n < 2`` or ``κ >= d_n``.
+
+    Examples
+    --------
+    >>> p = regime_a(10**4, 1.0, warn=False)
+    >>> p.d, round(p.kappa_n, 12)
+    (10, 1.0)
     """
     n = check_int("n", n, minimum=4)
     kappa = check_positive_float("kappa", kappa)
@@ -303,6 +358,33 @@ def regime_a(n, kappa=1.0, *, d=None, theta=0.25, replace=False, warn=True) -> R
 def regime_b(n, c=1.0, zeta=0.0, *, replace=False, warn=True) -> RegimeParams:
     """Regime (b), ``d_n/√n → c`` (docs/model.md §8, derived): ``d_n = ⌊c√n⌋``,
     ``λ_n = c_n − ζ/√n``.  The limit is matched at the actual ``d_n/√n`` and ``ζ``.
+
+    Parameters
+    ----------
+    n : int
+        Servers, at least 4.
+    c : float, default 1.0
+        ``d_n = ⌊c√n⌋`` (at least 1).
+    zeta : float, default 0.0
+        Any real with ``λ_n`` in ``(0, 1)``.
+    replace : bool, default False
+    warn : bool, default True
+        Issue a :class:`RegimeWarning` for each condition of the regime that fails.
+
+    Returns
+    -------
+    RegimeParams
+
+    Raises
+    ------
+    ValueError, TypeError
+        Bad parameters (named), ``d_n`` out of ``[1, n]`` or ``λ_n`` out of ``(0, 1)``.
+
+    Examples
+    --------
+    >>> p = regime_b(10**4, 1.0, 0.5, warn=False)
+    >>> p.d, round(p.zeta_n, 12)
+    (100, 0.5)
     """
     n = check_int("n", n, minimum=4)
     c = check_positive_float("c", c)
@@ -333,6 +415,34 @@ def regime_c(n, zeta=1.0, *, d=None, replace=False, centring="c_n", warn=True) -
     ``λ_n = c_n − ζ/√n``, ``Q = √n(G_1 − c_n)`` (docs/model.md's coordinates; ``E Q = −ζ``
     exactly).  ``centring="one"``: ``λ_n = 1 − ζ/√n``, ``Q = √n(G_1 − 1)`` — the JSQ reading,
     which equals the former in the limit when ``d_n/(√n log n) → ∞``.
+
+    Parameters
+    ----------
+    n : int
+        Servers, at least 4.
+    zeta : float, default 1.0
+        ``ζ > 0``.
+    d : int, optional
+        ``d_n`` (default ``n``).
+    replace : bool, default False
+    centring : {"c_n", "one"}, default "c_n"
+    warn : bool, default True
+        Issue a :class:`RegimeWarning` for each condition of the regime that fails.
+
+    Returns
+    -------
+    RegimeParams
+
+    Raises
+    ------
+    ValueError, TypeError
+        Bad parameters (named), ``ζ <= 0`` or ``λ_n`` out of ``(0, 1)``.
+
+    Examples
+    --------
+    >>> p = regime_c(100, 1.0, warn=False)
+    >>> p.d, p.m
+    (100, (0.9772372209558107, 0.0))
     """
     n = check_int("n", n, minimum=4)
     zeta = _positive_zeta(zeta)
@@ -368,7 +478,31 @@ def _positive_zeta(zeta) -> float:
 
 def regime_params(regime, n, *, kappa=None, c=None, zeta=None, d=None, theta=0.25,
                   replace=False, centring="c_n", warn=True) -> RegimeParams:
-    """Dispatch on ``regime`` in ``{"a", "b", "c"}`` (the CLI's entry point)."""
+    """Dispatch on ``regime`` in ``{"a", "b", "c"}`` (the CLI's entry point).
+
+    Parameters
+    ----------
+    regime : {"a", "b", "c"}
+    n : int
+    kappa, c, zeta, d, theta, replace, centring, warn
+        Passed to :func:`regime_a` (``kappa``, ``d``, ``theta``), :func:`regime_b` (``c``,
+        ``zeta``) or :func:`regime_c` (``zeta``, ``d``, ``centring``); ``None`` takes that
+        function's default.
+
+    Returns
+    -------
+    RegimeParams
+
+    Raises
+    ------
+    ValueError
+        An unknown regime, or a parameter that the regime does not take.
+
+    Examples
+    --------
+    >>> round(regime_params("c", 100, zeta=2.0, warn=False).zeta_n, 12)
+    2.0
+    """
     if regime == "a":
         if c is not None or zeta is not None:
             raise ValueError("regime (a) takes kappa (and optionally d or theta), not c or zeta")
@@ -385,7 +519,24 @@ def regime_params(regime, n, *, kappa=None, c=None, zeta=None, d=None, theta=0.2
 
 
 def scaled(p: RegimeParams, G1, G2):
-    """The scaled coordinates ``(z1, z2) = √n(G_1 − m_1, G_2 − m_2)`` (docs/model.md §8)."""
+    """The scaled coordinates ``(z1, z2) = √n(G_1 − m_1, G_2 − m_2)`` (docs/model.md §8).
+
+    Parameters
+    ----------
+    p : RegimeParams
+    G1, G2 : float or array_like
+        Fractions of queues with at least 1 and at least 2 customers.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+
+    Examples
+    --------
+    >>> p = regime_c(100, 1.0, warn=False)
+    >>> [round(float(z), 4) for z in scaled(p, p.lam, 0.05)]  # E Q = −ζ at G_1 = λ_n
+    [-1.0, 0.5]
+    """
     sq = math.sqrt(p.n)
     return sq * (np.asarray(G1, float) - p.m[0]), sq * (np.asarray(G2, float) - p.m[1])
 
@@ -402,6 +553,12 @@ class Moments:
     means to be nearly independent — ``False`` means the run is too short to know its own
     error bars (``note`` says so); ``None`` where it does not apply (independent paths,
     exact values).
+
+    Examples
+    --------
+    >>> m = limit_closed_form(1.0)
+    >>> round(m.var_z1, 4), m.stderr is None
+    (0.6667, True)
     """
 
     mean_z1: float
@@ -506,6 +663,25 @@ def integrated_autocorrelation_time(series, dt: float, c: float = 5.0) -> float:
     runs, about the overall mean).  Returns ``inf`` when no window fits in a quarter of a
     run — the run is too short to estimate its own correlation time.
 
+    Parameters
+    ----------
+    series : array_like
+        ``(R, G)`` or ``(G,)``.
+    dt : float
+        Grid spacing (time units).
+    c : float, default 5.0
+        Sokal's window constant.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> integrated_autocorrelation_time(np.random.default_rng(0).normal(size=(4, 1000)), 0.1)
+    0.1
+
     This is not :func:`supermarket.stats.blocking`: it serves only the adequacy check of the
     batch means (:func:`_with_adequacy`), on a grid of a few hundred points per run pooled
     over runs, where a blocking plateau (at least 32 blocks left) is usually out of reach;
@@ -560,6 +736,24 @@ def autocorrelation(series, max_lag: int, segments: int = 10):
     pieces; the autocovariance of each piece (about the overall mean, divided by the overall
     variance) is averaged; the standard error is the spread over pieces.  Returns
     ``(acf, stderr)`` for lags ``0..max_lag``.
+
+    Parameters
+    ----------
+    series : array_like
+    max_lag : int
+        In grid steps.
+    segments : int, default 10
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> acf, se = autocorrelation(np.random.default_rng(0).normal(size=(2, 1000)), 3)
+    >>> float(acf[0]), bool(abs(acf[1]) < 5 * se[1])
+    (1.0, True)
     """
     s = np.atleast_2d(np.asarray(series, dtype=float))
     mean = s.mean()
@@ -832,6 +1026,29 @@ def simulate_fluctuations(p: RegimeParams, *, time=200.0, burn_in=None, replicat
     process.  The kernel runs in chunks of :data:`CHUNK_EVENTS` events, so Ctrl-C
     (KeyboardInterrupt) stops the run within a fraction of a second.
 
+    Parameters
+    ----------
+    p : RegimeParams
+    time : float, default 200.0
+        Measured time units per replication, after ``burn_in``.
+    burn_in : float, optional
+    replications : int, default 1
+    seed : int or numpy.random.SeedSequence, default 0
+    workers : int, optional
+        Threads (default: all cores).
+    grid_dt : float, default 0.05
+        Spacing of the recorded grid.
+    batches : int, default 10
+        Batches per replication for the batch means (at least 2).
+    max_lag : float, default 10.0
+        Largest autocorrelation lag (time units).
+    client : dask.distributed.Client, optional
+    progress : callable, optional
+
+    Returns
+    -------
+    FluctuationSim
+
     Raises
     ------
     ValueError
@@ -841,6 +1058,13 @@ def simulate_fluctuations(p: RegimeParams, *, time=200.0, burn_in=None, replicat
         :data:`WARN_EVENTS`.
     TypeError
         ``p`` is not a :class:`RegimeParams`.
+
+    Examples
+    --------
+    >>> p = regime_c(100, 1.0, warn=False)
+    >>> s = simulate_fluctuations(p, time=20.0, burn_in=5.0, grid_dt=0.5, max_lag=2.0, workers=1)
+    >>> s.grid.shape, bool(s.grid[:, :, 0].max() <= math.sqrt(100) * (1 - p.c_n))
+    ((1, 40, 2), True)
     """
     if not isinstance(p, RegimeParams):
         raise TypeError("p must be a RegimeParams (from regime_a, regime_b or regime_c)")
@@ -1140,6 +1364,12 @@ def prelimit_sde(p: RegimeParams, *, paths=256, time=100.0, burn_in=None, dt=1e-
     Parameters and results as :func:`limit_sde`; ``burn_in`` defaults as there, with
     ``ζ = ζ_n``.
 
+    Returns
+    -------
+    LimitSDE
+        ``regime = "pre-" + p.regime``; moments in ``p``'s coordinates; ``params`` holds
+        ``n, d_n, lambda_n, c_n, zeta_n, replace, q_max, effective_c``.
+
     Raises
     ------
     TypeError
@@ -1149,7 +1379,7 @@ def prelimit_sde(p: RegimeParams, *, paths=256, time=100.0, burn_in=None, dt=1e-
 
     Examples
     --------
-    >>> p = regime_b(10**4, 1.0, 0.5)
+    >>> p = regime_b(10**4, 1.0, 0.5, warn=False)
     >>> r = prelimit_sde(p, paths=32, time=5.0, burn_in=1.0, dt=1e-2)
     >>> round(r.params["c_n"], 4)
     0.955
@@ -1186,13 +1416,51 @@ def prelimit_sde(p: RegimeParams, *, paths=256, time=100.0, burn_in=None, dt=1e-
 
 
 def limit_for(p: RegimeParams, **kw) -> LimitSDE:
-    """:func:`limit_sde` with the limit parameters matched at ``p`` (``p.limit``)."""
+    """:func:`limit_sde` with the limit parameters matched at ``p`` (``p.limit``).
+
+    Parameters
+    ----------
+    p : RegimeParams
+    **kw
+        Further arguments of :func:`limit_sde`.
+
+    Returns
+    -------
+    LimitSDE
+
+    Examples
+    --------
+    >>> r = limit_for(regime_c(100, 1.0, warn=False), paths=4, time=1.0, burn_in=0.2, dt=0.01, record_paths=0)
+    >>> r.regime, r.max_q <= 0
+    ('c', True)
+    """
     return limit_sde(p.regime, **p.limit, **kw)
 
 
 def limit_closed_form(kappa) -> Moments:
     """Stationary moments of the regime-(a) limit (docs/model.md §8, derived):
-    ``E Z = 0``, ``Var Z_1 = 2/(2+κ)``, ``Cov = κ/(2+κ)``, ``Var Z_2 = κ²/(2+κ)``."""
+    ``E Z = 0``, ``Var Z_1 = 2/(2+κ)``, ``Cov = κ/(2+κ)``, ``Var Z_2 = κ²/(2+κ)``.
+
+    Parameters
+    ----------
+    kappa : float
+        ``κ > 0``.
+
+    Returns
+    -------
+    Moments
+        Exact (``stderr=None``).
+
+    Raises
+    ------
+    ValueError
+        ``kappa`` not a positive number.
+
+    Examples
+    --------
+    >>> limit_closed_form(2.0).var_z2
+    1.0
+    """
     k = check_positive_float("kappa", kappa)
     return Moments(mean_z1=0.0, mean_z2=0.0, var_z1=2 / (2 + k), var_z2=k * k / (2 + k),
                    cov_z1z2=k / (2 + k), stderr=None)
@@ -1200,7 +1468,24 @@ def limit_closed_form(kappa) -> Moments:
 
 def limit_acf_a(kappa, lags) -> tuple[np.ndarray, np.ndarray]:
     """Autocorrelations of ``Z_1`` and ``Z_2`` in the stationary regime-(a) limit:
-    ``Cov(Z(t+τ), Z(t)) = e^{Aτ} Σ`` with ``A = [[−(1+κ), 1], [κ, −1]]`` (derived)."""
+    ``Cov(Z(t+τ), Z(t)) = e^{Aτ} Σ`` with ``A = [[−(1+κ), 1], [κ, −1]]`` (derived).
+
+    Parameters
+    ----------
+    kappa : float
+    lags : array_like
+        Time lags.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+
+    Examples
+    --------
+    >>> a1, a2 = limit_acf_a(1.0, [0.0, 1.0])
+    >>> a1.round(4).tolist(), a2.round(4).tolist()
+    ([1.0, 0.3777], [1.0, 0.7866])
+    """
     from scipy.linalg import expm
 
     k = check_positive_float("kappa", kappa)
@@ -1216,7 +1501,27 @@ def limit_acf_a(kappa, lags) -> tuple[np.ndarray, np.ndarray]:
 def lna_moments(p: RegimeParams) -> Moments:
     """The finite-n linear noise approximation at the centre ``x^n``
     (``meanfield.lna(at="centre")``, docs/model.md §3, §8) in the coordinates of ``p``: mean
-    ``√n(x^n_j − m_j)``, covariance of ``√n(G − x^n)`` (levels 1, 2)."""
+    ``√n(x^n_j − m_j)``, covariance of ``√n(G − x^n)`` (levels 1, 2).
+
+    Parameters
+    ----------
+    p : RegimeParams
+
+    Returns
+    -------
+    Moments
+        Exact for the approximation (``stderr=None``).
+
+    Raises
+    ------
+    ValueError
+        Sizes beyond the LNA's dense Lyapunov solve.
+
+    Examples
+    --------
+    >>> round(lna_moments(regime_a(10**4, 1.0, warn=False)).var_z1, 3)
+    0.503
+    """
     from . import meanfield
 
     res = meanfield.lna(p.d, p.lam, n=p.n, at="centre", replace=p.replace)
@@ -1232,7 +1537,23 @@ def lna_moments(p: RegimeParams) -> Moments:
 
 def lna_acf(p: RegimeParams, lags) -> tuple[np.ndarray, np.ndarray]:
     """Autocorrelations of ``z1`` and ``z2`` in the finite-n LNA at ``x^n``:
-    ``Cov(ξ(t+τ), ξ(t)) = e^{Jτ} W`` with ``J`` the drift's Jacobian (docs/model.md §3, §8)."""
+    ``Cov(ξ(t+τ), ξ(t)) = e^{Jτ} W`` with ``J`` the drift's Jacobian (docs/model.md §3, §8).
+
+    Parameters
+    ----------
+    p : RegimeParams
+    lags : array_like
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+
+    Examples
+    --------
+    >>> a1, a2 = lna_acf(regime_a(10**4, 1.0, warn=False), [0.0, 1.0])
+    >>> a1.round(4).tolist()
+    [1.0, 0.3992]
+    """
     from scipy.linalg import expm
 
     from . import meanfield
@@ -1401,7 +1722,35 @@ def compare(p: RegimeParams, *, time=200.0, burn_in=None, replications=1, seed=0
     ``p`` (Euler–Maruyama; for (a) also the closed form), (ii) the pre-limit diffusion at
     this ``n`` (:func:`prelimit_sde`; ``prelimit=False`` skips it) and (iii) the finite-n
     LNA at ``x^n`` (docs/model.md §8; the limits are derived).  Seeds: children 0 (chain),
-    1 (limit), 2 (pre-limit) of ``seed``."""
+    1 (limit), 2 (pre-limit) of ``seed``.
+
+    Parameters
+    ----------
+    p : RegimeParams
+    time, burn_in, replications, seed, workers, grid_dt, client
+        The chain's, as :func:`simulate_fluctuations`.
+    sde_paths, sde_time, sde_burn_in, dt
+        The diffusions', as ``paths``, ``time``, ``burn_in``, ``dt`` of :func:`limit_sde`.
+    reflection : {"bridge", "projection"}
+        Regime (c)'s reflection scheme.
+    prelimit : bool, default True
+
+    Returns
+    -------
+    Comparison
+
+    Raises
+    ------
+    ValueError, TypeError
+        Bad parameters (named).
+
+    Examples
+    --------
+    >>> cmp = compare(regime_a(400, 1.0, d=2, warn=False), time=10.0, burn_in=1.0, grid_dt=0.5,
+    ...               sde_paths=4, sde_time=1.0, sde_burn_in=0.2, dt=0.01, workers=1)
+    >>> sorted(cmp.z_scores())
+    ['limit', 'lna', 'prelimit']
+    """
     if reflection not in REFLECTIONS:
         raise ValueError(f"reflection must be 'bridge' or 'projection'; got {reflection!r}")
     if not isinstance(prelimit, (bool, np.bool_)):
@@ -1530,7 +1879,26 @@ class ScalingResult:
 def scaling(ns=(10**3, 10**4, 10**5, 10**6), *, kappa=1.0, theta=0.25, time=100.0, replications=1,
             seed=0, workers=None, client=None) -> ScalingResult:
     """The ``n^{-1/2}`` order in regime (a): ``sd(G_1)`` falls like ``n^{-1/2}`` while
-    ``√n·sd(G_1) = sd(Z_1)`` stays of order one (docs/model.md §8)."""
+    ``√n·sd(G_1) = sd(Z_1)`` stays of order one (docs/model.md §8).
+
+    Parameters
+    ----------
+    ns : sequence of int
+    kappa, theta
+        As :func:`regime_a`.
+    time, replications, seed, workers, client
+        As :func:`simulate_fluctuations` (entry ``i`` of ``ns``: child ``i`` of ``seed``).
+
+    Returns
+    -------
+    ScalingResult
+
+    Examples
+    --------
+    >>> r = scaling((100, 400), time=5.0, workers=1)
+    >>> r.to_frame()["n"].tolist()
+    [100, 400]
+    """
     rows = []
     for i, (n, ss) in enumerate(zip(ns, spawn_seeds(seed, len(ns)))):
         with warnings.catch_warnings():
