@@ -43,7 +43,18 @@ MAX_TABLE_ROWS = 200
 
 
 class Figure:
-    """A rendered figure: ``name`` (file stem), ``title``, ``caption`` and PNG bytes."""
+    """A rendered figure: ``name`` (file stem), ``title``, ``caption`` and PNG bytes.
+
+    Parameters
+    ----------
+    name, title, caption : str
+    png : bytes
+
+    Examples
+    --------
+    >>> Figure("mixing", "Mixing", "Coalescence times.", b"").name
+    'mixing'
+    """
 
     def __init__(self, name: str, title: str, caption: str, png: bytes):
         self.name, self.title, self.caption, self.png = name, title, caption, png
@@ -369,7 +380,29 @@ def _meanfield_figure(points) -> Figure | None:
 
 
 def collect_figures(rows: list[dict]) -> list[Figure]:
-    """The figures for the measurements present in ``rows`` (none for absent ones)."""
+    """The figures for the measurements present in ``rows`` (none for absent ones).
+
+    Parameters
+    ----------
+    rows : list of dict
+        Rows of a results table (:func:`supermarket.sweep.table_rows`).
+
+    Returns
+    -------
+    list of Figure
+        Each with a ``measurement`` attribute; ``theory`` rows give none.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from supermarket.sweep import parse_sweep, run_sweep
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"
+    >>> _ = run_sweep(parse_sweep('[[run]]\\nmeasurement = "meanfield"\\nn = 50\\nd = 2\\nload = 0.9\\n'), out, workers=1)
+    >>> from supermarket.sweep import read_results, table_rows
+    >>> [f.name for f in collect_figures(table_rows(read_results(out)))]
+    ['meanfield']
+    >>> import shutil; shutil.rmtree(out.parent)
+    """
     figs: list[Figure] = []
     by_meas: dict[str, list[dict]] = {}
     for r in rows:
@@ -516,6 +549,38 @@ def build_report(out_dir, path, *, fmt: str = "html") -> str:
 
     HTML: one self-contained file, figures embedded as base64 PNG.  Markdown: the ``.md``
     file with the PNG figures beside it (``<stem>_<figure>.png``).  Returns the path.
+
+    Parameters
+    ----------
+    out_dir : str or path-like
+        A sweep directory (finished, or partial: the finished tasks are reported).
+    path : str or path-like
+        The report file; its directory must exist.
+    fmt : {"html", "md"}, default "html"
+
+    Returns
+    -------
+    str
+        ``path``.
+
+    Raises
+    ------
+    ValueError
+        A bad ``fmt``.
+    OutputError, SweepDirError
+        ``path`` cannot be written (checked before any work), or ``out_dir`` is not a sweep
+        directory.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from supermarket.sweep import parse_sweep, run_sweep
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"
+    >>> _ = run_sweep(parse_sweep('[[run]]\\nmeasurement = "meanfield"\\nn = 50\\nd = 2\\nload = 0.9\\n'), out, workers=1)
+    >>> p = build_report(out, out.parent / "r.md", fmt="md")
+    >>> sorted(f.name for f in out.parent.glob("r*"))
+    ['r.md', 'r_meanfield.png']
+    >>> import shutil; shutil.rmtree(out.parent)
     """
     fmt = check_choice("fmt", fmt, ("html", "md"))
     path = check_output_file(path, f"--{fmt}")  # before any work: a missing or unwritable place fails now
