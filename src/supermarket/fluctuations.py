@@ -115,7 +115,14 @@ class RegimeParams:
 
     ``m = (m_1, m_2)``: the scaled coordinates are ``z_j = √n(G_j − m_j)``.  ``limit``: the
     parameters of the limit diffusion matched at this ``n`` (``kappa`` for (a); ``c`` (the
-    actual ``d_n/√n``) and ``zeta`` for (b); ``zeta`` for (c)).
+    actual ``d_n/√n``) and ``zeta`` for (b); ``zeta`` for (c)).  Result protocol:
+    :meth:`to_dict`, :meth:`to_frame` (the conditions), :meth:`summary`.
+
+    Examples
+    --------
+    >>> p = regime_b(10**4, 1.0, 0.5, warn=False)
+    >>> p.limit, [c.holds for c in p.conditions]
+    ({'c': 1.0, 'zeta': 0.5}, [False, True])
     """
 
     regime: str
@@ -367,9 +374,8 @@ def regime_b(n, c=1.0, zeta=0.0, *, replace=False, warn=True) -> RegimeParams:
         ``d_n = ⌊c√n⌋`` (at least 1).
     zeta : float, default 0.0
         Any real with ``λ_n`` in ``(0, 1)``.
-    replace : bool, default False
-    warn : bool, default True
-        Issue a :class:`RegimeWarning` for each condition of the regime that fails.
+    replace, warn
+        As :func:`regime_a`.
 
     Returns
     -------
@@ -426,8 +432,8 @@ def regime_c(n, zeta=1.0, *, d=None, replace=False, centring="c_n", warn=True) -
         ``d_n`` (default ``n``).
     replace : bool, default False
     centring : {"c_n", "one"}, default "c_n"
-    warn : bool, default True
-        Issue a :class:`RegimeWarning` for each condition of the regime that fails.
+    warn
+        As :func:`regime_a`.
 
     Returns
     -------
@@ -1571,7 +1577,16 @@ def lna_acf(p: RegimeParams, lags) -> tuple[np.ndarray, np.ndarray]:
 class Comparison:
     """The chain beside its references at one ``n`` (docs/model.md §8, derived): the limit
     diffusion, the pre-limit diffusion at this ``n`` (``prelimit``; ``None`` when not
-    asked for), the finite-n LNA and, in (a), the limit's closed form."""
+    asked for), the finite-n LNA and, in (a), the limit's closed form.  Result protocol:
+    :meth:`to_dict`, :meth:`to_frame`, :meth:`summary`, :meth:`plot`.
+
+    Examples
+    --------
+    >>> cmp = compare(regime_a(400, 1.0, d=2, warn=False), time=10.0, burn_in=1.0, grid_dt=0.5,
+    ...               sde_paths=4, sde_time=1.0, sde_burn_in=0.2, dt=0.01, workers=1, prelimit=False)
+    >>> sorted(set(cmp.to_frame()["source"]))[:2]
+    ['chain (simulated)', 'finite-n LNA at x^n']
+    """
 
     params: RegimeParams
     sim: FluctuationSim
@@ -1778,7 +1793,13 @@ def compare(p: RegimeParams, *, time=200.0, burn_in=None, replications=1, seed=0
 class ScalingRow:
     """One ``n`` of :func:`scaling`: ``sd(G_1)`` and ``√n·sd(G_1)`` with standard errors
     (delta method from the variance's), and the finite-n LNA's ``√n·sd(G_1)`` (``None``
-    where the LNA refuses the size)."""
+    where the LNA refuses the size).
+
+    Examples
+    --------
+    >>> ScalingRow(100, 3, 0.9, 0.06, 0.01, 0.6, 0.1, None).summary()
+    'n=100 d_n=3: sd(G1) = 0.06 ± 0.01, √n sd(G1) = 0.6 ± 0.1 (LNA —)'
+    """
 
     n: int
     d: int

@@ -262,10 +262,8 @@ def table_rows(table) -> list[dict]:
 
     Examples
     --------
-    >>> import tempfile, pathlib
-    >>> from supermarket.sweep import parse_sweep, run_sweep
-    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"
-    >>> _ = run_sweep(parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = [2, 3]\\nload = 0.9\\n'), out, workers=1)
+    >>> import tempfile, pathlib; from supermarket.sweep import parse_sweep, run_sweep
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"; _ = run_sweep(parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = [2, 3]\\nload = 0.9\\n'), out, workers=1)
     >>> [r["d"] for r in table_rows(read_results(out))]
     [2, 3]
     >>> import shutil; shutil.rmtree(out.parent)
@@ -356,10 +354,8 @@ def read_sidecar(out_dir, *, check_format: bool = True) -> dict:
 
     Examples
     --------
-    >>> import tempfile, pathlib
-    >>> from supermarket.sweep import parse_sweep, run_sweep
-    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"
-    >>> _ = run_sweep(parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = [2, 3]\\nload = 0.9\\n'), out, workers=1)
+    >>> import tempfile, pathlib; from supermarket.sweep import parse_sweep, run_sweep
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"; _ = run_sweep(parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = [2, 3]\\nload = 0.9\\n'), out, workers=1)
     >>> read_sidecar(out)["tasks_total"]
     2
     >>> import shutil; shutil.rmtree(out.parent)
@@ -403,10 +399,8 @@ def read_results(out_dir, *, partial: bool = False):
 
     Examples
     --------
-    >>> import tempfile, pathlib
-    >>> from supermarket.sweep import parse_sweep, run_sweep
-    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"
-    >>> _ = run_sweep(parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = [2, 3]\\nload = 0.9\\n'), out, workers=1)
+    >>> import tempfile, pathlib; from supermarket.sweep import parse_sweep, run_sweep
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"; _ = run_sweep(parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = [2, 3]\\nload = 0.9\\n'), out, workers=1)
     >>> read_results(out).num_rows
     2
     >>> import shutil; shutil.rmtree(out.parent)
@@ -582,10 +576,8 @@ def upgrade(out_dir) -> int:
 
     Examples
     --------
-    >>> import tempfile, pathlib
-    >>> from supermarket.sweep import parse_sweep, run_sweep
-    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"
-    >>> _ = run_sweep(parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = [2, 3]\\nload = 0.9\\n'), out, workers=1)
+    >>> import tempfile, pathlib; from supermarket.sweep import parse_sweep, run_sweep
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"; _ = run_sweep(parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = [2, 3]\\nload = 0.9\\n'), out, workers=1)
     >>> upgrade(out)  # already current
     0
     >>> import shutil; shutil.rmtree(out.parent)
