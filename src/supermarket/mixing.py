@@ -288,6 +288,47 @@ class CoupledRun:
         tail = f"distance increases under the coupling: {self.increases}"
         return "\n".join([head, text_table(["copy", "τ (steps)", "L1 distance"], rows), tail])
 
+    def plot(self, path=None):
+        """Total customers of each copy and L1 distance to copy 0 against steps (needs
+        ``record_every``); saved at ``path`` when given.
+
+        Parameters
+        ----------
+        path : str or path-like, optional
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+
+        Raises
+        ------
+        ValueError
+            Nothing was recorded (``record_every=0``).
+
+        Examples
+        --------
+        >>> r = coupled_run(20, 2, 0.5, ["fixed-point", "empty"], steps=200, seed=1, record_every=10)
+        >>> [ax.get_ylabel() for ax in r.plot().axes]
+        ['total customers', 'L1 distance to copy 0']
+        """
+        if self.records_total is None:
+            raise ValueError("record_every: nothing was recorded; run coupled_run with record_every >= 1")
+        plt = pyplot()
+        x = self.record_every * np.arange(1, self.records_total.shape[1] + 1)
+        fig, (a0, a1) = plt.subplots(1, 2, figsize=(10, 3.6))
+        for m in range(self.records_total.shape[0]):
+            a0.plot(x, self.records_total[m], lw=0.8, label=f"copy {m}")
+            if m:
+                a1.plot(x, self.records_distance[m], lw=0.8, label=f"copy {m}")
+        a0.set_ylabel("total customers")
+        a1.set_ylabel("L1 distance to copy 0")
+        for ax in (a0, a1):
+            ax.set_xlabel("step")
+            ax.legend(fontsize=7)
+        fig.tight_layout()
+        plt.close(fig)
+        return save_figure(fig, path)
+
 
 def _check_steps(name, steps):
     return check_int(name, steps, minimum=0, maximum=MAX_STEPS)
