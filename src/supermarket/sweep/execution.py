@@ -107,6 +107,14 @@ class SweepOutcome:
         Part files that did not hold their task's result (computed again).
 
     Result protocol: :meth:`to_dict`, :meth:`to_frame`, :meth:`summary`.
+
+    Examples
+    --------
+    >>> o = SweepOutcome("out", 3, 0, 3, 2, 1, [("theory-ab-r0", "ValueError: x")], 0.5, "in-process",
+    ...                  "out/results.parquet")
+    >>> print(o.summary())
+    3 tasks, 3 run now, 0 finished earlier, 1 failed (in-process, 0.5 s) -> out/results.parquet
+      failed theory-ab-r0: ValueError: x
     """
 
     out_dir: str
