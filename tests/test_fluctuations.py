@@ -273,3 +273,73 @@ def test_scaling_n_to_the_minus_half():
     assert all(a > 2.5 * b for a, b in zip(sds, sds[1:]))  # falls like n^{-1/2} (factor √10)
     for r in rows:  # while √n sd(G1) stays at the LNA's order-one value
         assert abs(r.sqrt_n_sd_g1 - r.lna_sqrt_n_sd_g1) <= TOL * r.sqrt_n_sd_g1_stderr
+
+
+# ----------------------------------------------------------------- result protocol
+def test_result_protocol_of_every_fluctuation_result(tmp_path):
+    """to_dict (strict JSON), to_frame (tidy, the same numbers), summary (the numbers), plot."""
+    from supermarket.jsonable import to_jsonable
+
+    p = quiet(fl.regime_a, 400, 1.0, d=2)
+    sim = fl.simulate_fluctuations(p, time=20.0, burn_in=2.0, grid_dt=0.5, max_lag=2.0, workers=1, seed=4)
+    lim = fl.limit_sde("c", zeta=1.0, paths=4, time=2.0, burn_in=0.5, dt=0.01, record_paths=2, grid_dt=0.1)
+    pre = fl.prelimit_sde(p, paths=4, time=2.0, burn_in=0.5, dt=0.01, record_paths=0)
+    scale = fl.ScalingResult((fl.ScalingRow(100, 3, 0.9, 0.06, 0.01, 0.6, 0.1, None),
+                              fl.ScalingRow(400, 4, 0.9, 0.03, 0.005, 0.6, 0.1, 0.62)))
+    for res in (p, sim, lim, pre, sim.moments, fl.limit_closed_form(2.0), scale, scale[0]):
+        json.dumps(to_jsonable(res.to_dict()), allow_nan=False)
+        assert len(res.to_frame()) >= 1
+        assert isinstance(res.summary(), str) and res.summary()
+    for res in (sim, lim):
+        df = res.to_frame()
+        for k in fl.KEYS:  # the frame carries the result's own numbers and standard errors
+            row = df[df["moment"] == k].iloc[0]
+            assert row["value"] == getattr(res.moments, k)
+            assert row["stderr"] == res.moments.stderr[k]
+        assert f"{res.moments.var_z1:.6g}" in res.summary()
+        acf = res.acf_frame()
+        assert set(acf["coordinate"]) == {"z1", "z2"} and len(acf) == 2 * res.lags.size
+        fig = res.plot(tmp_path / f"{type(res).__name__}.png")
+        assert fig.axes and (tmp_path / f"{type(res).__name__}.png").stat().st_size > 0
+    assert "limit diffusion (c)" in lim.summary() and "pushing rate" in lim.summary()
+    assert "pre-limit diffusion (a)" in pre.summary()
+    # regime conditions: one row each, and the summary says which fail
+    df = p.to_frame()
+    assert list(df["condition"]) == [c.name for c in p.conditions]
+    assert list(df["holds"]) == [c.holds for c in p.conditions]
+    assert p.summary().count("FAILS") == sum(not c.holds for c in p.conditions)
+    # the scaling table is the rows' numbers; a sequence as before
+    assert scale.to_frame()["n"].tolist() == [100, 400] and [r.n for r in scale] == [100, 400]
+    assert "—" in scale.summary() and "0.62" in scale.summary()
+    assert scale.plot(tmp_path / "s.png").axes
+
+
+def test_standard_errors_are_the_replication_estimator_of_stats():
+    """The moments' batch-means errors, the pushing-rate errors and mixing's t-interval are
+    supermarket.stats.replication_error on the same numbers: equal to s/√B (ddof=1) and
+    t_{B−1} up to rounding (the numbers published before the move), and NaN-free."""
+    from scipy import stats as st
+
+    from supermarket import mixing
+    from supermarket._results import mean_stderr
+    from supermarket.stats import replication_error
+
+    rng = np.random.default_rng(7)
+    avg = rng.normal(size=(12, 5)) + np.array([0.0, 1.0, 2.0, 3.0, 0.5])
+    m = fl._moments_from_blocks(avg)
+    mu = avg.mean(axis=0)
+    pseudo_var1 = avg[:, 2] - 2 * mu[0] * avg[:, 0]
+    assert m.stderr["var_z1"] == pytest.approx(np.std(pseudo_var1, ddof=1) / math.sqrt(12), rel=1e-12)
+    assert m.stderr["mean_z2"] == replication_error(avg[:, 1]).stderr
+    # 2-d (column-wise) and 1-d forms of mean_stderr agree with replication_error
+    mm, se = mean_stderr(avg, axis=0)
+    for j in range(5):
+        e = replication_error(avg[:, j])
+        assert mm[j] == pytest.approx(e.mean, rel=1e-14) and se[j] == pytest.approx(e.stderr, rel=1e-12)
+    assert mean_stderr([1.0, math.nan])[0] != mean_stderr([1.0, math.nan])[0]  # NaN propagates, no raise
+    # mixing: mean and t-interval as before (t_{R-1} · s/√R)
+    taus = rng.integers(10, 1000, size=9).astype(float)
+    out = mixing._summary(taus, budget=10**6)
+    half = st.t.ppf(0.975, 8) * taus.std(ddof=1) / 3.0
+    assert out["mean"] == taus.mean()
+    assert out["ci"][1] == pytest.approx(taus.mean() + half, rel=1e-12)

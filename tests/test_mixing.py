@@ -346,3 +346,13 @@ def test_growing_the_level_arrays_does_not_change_the_trajectory(monkeypatch):
     # levels only the wider arrays hold were never reached
     assert not a.mean_profile[:, L:].any() and not b.mean_profile[:, L:].any()
     assert a.final_counts[0].size > 3  # queues did outgrow the narrow arrays
+
+
+def test_coupled_run_plot_needs_records_and_draws_them(tmp_path):
+    r = mx.coupled_run(20, 2, 0.5, ["fixed-point", "empty"], steps=200, seed=1, record_every=10)
+    fig = r.plot(tmp_path / "c.png")
+    assert (tmp_path / "c.png").stat().st_size > 0
+    lines = fig.axes[0].get_lines()
+    assert len(lines) == 2 and list(lines[1].get_ydata()) == list(r.records_total[1])
+    with pytest.raises(ValueError, match="record_every"):
+        mx.coupled_run(20, 2, 0.5, ["empty"], steps=10, seed=1).plot()

@@ -334,6 +334,21 @@ def test_failed_task_recorded_others_go_on_and_rerun_retries(tmp_path, monkeypat
     side = json.loads((tmp_path / "o" / "sweep.json").read_text())
     assert side["status"] == "complete-with-failures" and len(side["failures"]) == 4
     assert "RuntimeError: boom at d=10" in side["failures"][0]["traceback"]
+    # result protocol of the outcome: the failures, in JSON, in a frame and in the summary
+    from supermarket.jsonable import to_jsonable
+
+    d = json.loads(json.dumps(to_jsonable(out.to_dict()), allow_nan=False))
+    assert d["failed"] == 4 and len(d["failures"]) == 4 and "boom at d=10" in d["failures"][0][1]
+    df = out.to_frame()
+    assert list(df.columns) == ["task_id", "error"] and len(df) == 4
+    text = out.summary(max_failures=2)
+    assert text.startswith("8 tasks, 8 run now, 0 finished earlier, 4 failed")
+    assert text.count("  failed ") == 2 and "... and 2 more" in text
+    # the sweep itself: one frame row per task, its parameters as columns
+    sf = s.to_frame()
+    assert len(sf) == len(s.tasks) == 8 and sorted(set(sf["d"])) == [2, 10]
+    assert json.loads(json.dumps(s.to_dict()))["points"] == s.points
+    assert f"{s.points} grid points, 8 tasks" in s.summary()
     # the same command again retries only the failed tasks
     monkeypatch.setitem(sw.MEASUREMENTS, "theory", real)
     out2 = sw.run_sweep(s, tmp_path / "o", workers=1)

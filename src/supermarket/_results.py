@@ -3,7 +3,9 @@
 across-replication mean / standard-error estimator, a plain-text table for ``summary()``
 and saving a figure for ``plot(path)``.
 
-(:func:`mean_stderr` is the one place to point to a shared statistics module later.)
+:func:`mean_stderr` is a thin adapter over :func:`supermarket.stats.replication_error`, the
+package's one across-replication estimator (Student t on ``R − 1`` degrees of freedom); only
+its column-wise form for 2-d input is computed here, with the same formula.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ import math
 
 import numpy as np
 
-__all__ = ["mean_stderr", "text_table", "fmt", "save_figure", "human_seconds"]
+from .stats import replication_error
+
+__all__ = ["mean_stderr", "text_table", "fmt", "save_figure", "pyplot", "human_seconds"]
 
 
 def mean_stderr(values, axis: int = 0):
@@ -32,8 +36,9 @@ def mean_stderr(values, axis: int = 0):
 
     Examples
     --------
-    >>> mean_stderr([1.0, 2.0, 3.0])
-    (2.0, 0.5773502691896258)
+    >>> m, se = mean_stderr([1.0, 2.0, 3.0])
+    >>> m, round(se, 12)
+    (2.0, 0.57735026919)
     >>> mean_stderr([4.0])
     (4.0, None)
     """
@@ -42,6 +47,11 @@ def mean_stderr(values, axis: int = 0):
     x = np.asarray(values, dtype=float)
     if x.size == 0:
         return None, None
+    if x.ndim == 1 and np.all(np.isfinite(x)):
+        e = replication_error(x)
+        return e.mean, (e.stderr if x.size > 1 else None)
+    # column by column (or with non-finite entries, which replication_error refuses and
+    # which must propagate as NaN/inf here): the same estimator, s/√R with ddof=1
     R = x.shape[axis]
     mean = x.mean(axis=axis)
     se = x.std(axis=axis, ddof=1) / math.sqrt(R) if R > 1 else None
@@ -81,6 +91,17 @@ def text_table(header, rows, title: str | None = None) -> str:
     out = ([title] if title else []) + [line(cells[0]), "  ".join("-" * x for x in w)]
     out += [line(r) for r in cells[1:]]
     return "\n".join(out)
+
+
+def pyplot():
+    """``matplotlib.pyplot`` on the non-interactive Agg backend (imported on first use: the
+    library does not need matplotlib until a result is plotted)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def save_figure(fig, path):

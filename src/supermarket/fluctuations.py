@@ -48,7 +48,7 @@ from .model import (
     spawn_seeds,
 )
 from . import parallel
-from ._results import human_seconds, save_figure, text_table
+from ._results import human_seconds, mean_stderr, pyplot, save_figure, text_table
 from .engines.rng import state_from_seed_sequence
 from .theory import REGIME_A_BELOW, REGIME_C_ABOVE, Condition
 
@@ -80,6 +80,7 @@ __all__ = [
     "Comparison",
     "compare",
     "ScalingRow",
+    "ScalingResult",
     "scaling",
     "autocorrelation",
     "LARGE_D_ONE_MINUS_LAMBDA",
@@ -114,7 +115,14 @@ class RegimeParams:
 
     ``m = (m_1, m_2)``: the scaled coordinates are ``z_j = √n(G_j − m_j)``.  ``limit``: the
     parameters of the limit diffusion matched at this ``n`` (``kappa`` for (a); ``c`` (the
-    actual ``d_n/√n``) and ``zeta`` for (b); ``zeta`` for (c)).
+    actual ``d_n/√n``) and ``zeta`` for (b); ``zeta`` for (c)).  Result protocol:
+    :meth:`to_dict`, :meth:`to_frame` (the conditions), :meth:`summary`.
+
+    Examples
+    --------
+    >>> p = regime_b(10**4, 1.0, 0.5, warn=False)
+    >>> p.limit, [c.holds for c in p.conditions]
+    ({'c': 1.0, 'zeta': 0.5}, [False, True])
     """
 
     regime: str
@@ -145,6 +153,44 @@ class RegimeParams:
         out["warnings"] = list(self.warnings)
         out["derived"] = DERIVED_NOTE
         return out
+
+    def to_frame(self):
+        """Tidy table of the regime's conditions: one row per condition (``condition``,
+        ``value``, ``holds``) beside the scalar parameters (``regime``, ``n``, ``d_n``,
+        ``lambda_n``, ``b_n``, ``c_n``, ``kappa_n``, ``zeta_n``).
+
+        Returns
+        -------
+        pandas.DataFrame
+
+        Examples
+        --------
+        >>> regime_c(100, 1.0, warn=False).to_frame()[["condition", "holds"]].shape
+        (2, 2)
+        """
+        import pandas as pd
+
+        base = {"regime": self.regime, "n": self.n, "d_n": self.d, "lambda_n": self.lam,
+                "replace": self.replace, "b_n": self.b_n, "c_n": self.c_n, "kappa_n": self.kappa_n,
+                "zeta_n": self.zeta_n}
+        return pd.DataFrame([{**base, "condition": c.name, "value": float(c.value), "holds": bool(c.holds)}
+                             for c in self.conditions])
+
+    def summary(self) -> str:
+        """Plain text: the regime's numbers, its coordinates and each condition (holds / fails).
+
+        Examples
+        --------
+        >>> print(regime_a(10**4, 1.0, warn=False).summary().splitlines()[0])
+        regime (a)  n=10000  d_n=10  λ_n=0.7943282347  without replacement
+        """
+        lines = [f"regime ({self.regime})  n={self.n}  d_n={self.d}  λ_n={self.lam:.10g}  "
+                 f"{'with' if self.replace else 'without'} replacement",
+                 f"d_n/√n = {self.b_n:.4g}, d_n(1−λ_n) = {self.d_one_minus_lambda:.4g}, κ_n = d_nλ_n^d_n = "
+                 f"{self.kappa_n:.4g}, c_n = {self.c_n:.8g}, ζ_n = √n(c_n − λ_n) = {self.zeta_n:.4g}",
+                 f"coordinates: {self.coordinates}"]
+        lines += [f"  {'holds' if c.holds else 'FAILS'}: {c.name} (value {c.value:.4g})" for c in self.conditions]
+        return "\n".join(lines)
 
 
 def _condition_message(p: RegimeParams, c: Condition) -> str:
@@ -187,6 +233,33 @@ def centre(n, d, lam, *, replace=False, levels=None, tol=1e-15) -> np.ndarray:
     """The near-equilibrium centre ``x^n`` (docs/model.md §8): ``x^n_1 = λ``,
     ``x^n_i = λ P_n(x^n_{i−1})``.  By default levels run until the first value below ``tol``
     (at least 2 levels).  Index 0 is level 1.
+
+    Parameters
+    ----------
+    n, d : int
+        Servers and choices (``d <= n`` without replacement).
+    lam : float
+        Load in ``[0, 1)``.
+    replace : bool, default False
+        Sample with replacement (``P_n(x) = x^d``).
+    levels : int, optional
+        Exactly this many levels (at most ``LEVEL_CAPACITY``).
+    tol : float, default 1e-15
+        Without ``levels``: stop after the first value below it.
+
+    Returns
+    -------
+    numpy.ndarray
+
+    Raises
+    ------
+    ValueError, TypeError
+        Bad parameters (named).
+
+    Examples
+    --------
+    >>> centre(100, 2, 0.5).round(4)[:3]
+    array([0.5   , 0.1237, 0.0071])
     """
     n = check_positive_int("n", n)
     d = check_positive_int("d", d)
@@ -241,6 +314,34 @@ def _build(regime, n, d, lam, replace, centring, limit, extra_conditions) -> Reg
 def regime_a(n, kappa=1.0, *, d=None, theta=0.25, replace=False, warn=True) -> RegimeParams:
     """Regime (a), ``d_n/√n → 0`` (docs/model.md §8, derived): ``λ_n = (κ/d_n)^{1/d_n}`` so that
     ``d_n λ_n^{d_n} = κ`` exactly; ``d_n = ⌊n^θ⌋`` (``0 < θ < 1/2``) unless ``d`` is given.
+
+    Parameters
+    ----------
+    n : int
+        Servers, at least 4.
+    kappa : float, default 1.0
+        ``κ`` in ``(0, d_n)``.
+    d : int, optional
+        ``d_n`` (at least 2); by default ``⌊n^θ⌋``.
+    theta : float, default 0.25
+    replace : bool, default False
+    warn : bool, default True
+        Issue a :class:`RegimeWarning` for each condition of the regime that fails.
+
+    Returns
+    -------
+    RegimeParams
+
+    Raises
+    ------
+    ValueError, TypeError
+        Bad parameters (named), ``d_n < 2`` or ``κ >= d_n``.
+
+    Examples
+    --------
+    >>> p = regime_a(10**4, 1.0, warn=False)
+    >>> p.d, round(p.kappa_n, 12)
+    (10, 1.0)
     """
     n = check_int("n", n, minimum=4)
     kappa = check_positive_float("kappa", kappa)
@@ -264,6 +365,32 @@ def regime_a(n, kappa=1.0, *, d=None, theta=0.25, replace=False, warn=True) -> R
 def regime_b(n, c=1.0, zeta=0.0, *, replace=False, warn=True) -> RegimeParams:
     """Regime (b), ``d_n/√n → c`` (docs/model.md §8, derived): ``d_n = ⌊c√n⌋``,
     ``λ_n = c_n − ζ/√n``.  The limit is matched at the actual ``d_n/√n`` and ``ζ``.
+
+    Parameters
+    ----------
+    n : int
+        Servers, at least 4.
+    c : float, default 1.0
+        ``d_n = ⌊c√n⌋`` (at least 1).
+    zeta : float, default 0.0
+        Any real with ``λ_n`` in ``(0, 1)``.
+    replace, warn
+        As :func:`regime_a`.
+
+    Returns
+    -------
+    RegimeParams
+
+    Raises
+    ------
+    ValueError, TypeError
+        Bad parameters (named), ``d_n`` out of ``[1, n]`` or ``λ_n`` out of ``(0, 1)``.
+
+    Examples
+    --------
+    >>> p = regime_b(10**4, 1.0, 0.5, warn=False)
+    >>> p.d, round(p.zeta_n, 12)
+    (100, 0.5)
     """
     n = check_int("n", n, minimum=4)
     c = check_positive_float("c", c)
@@ -294,6 +421,34 @@ def regime_c(n, zeta=1.0, *, d=None, replace=False, centring="c_n", warn=True) -
     ``λ_n = c_n − ζ/√n``, ``Q = √n(G_1 − c_n)`` (docs/model.md's coordinates; ``E Q = −ζ``
     exactly).  ``centring="one"``: ``λ_n = 1 − ζ/√n``, ``Q = √n(G_1 − 1)`` — the JSQ reading,
     which equals the former in the limit when ``d_n/(√n log n) → ∞``.
+
+    Parameters
+    ----------
+    n : int
+        Servers, at least 4.
+    zeta : float, default 1.0
+        ``ζ > 0``.
+    d : int, optional
+        ``d_n`` (default ``n``).
+    replace : bool, default False
+    centring : {"c_n", "one"}, default "c_n"
+    warn
+        As :func:`regime_a`.
+
+    Returns
+    -------
+    RegimeParams
+
+    Raises
+    ------
+    ValueError, TypeError
+        Bad parameters (named), ``ζ <= 0`` or ``λ_n`` out of ``(0, 1)``.
+
+    Examples
+    --------
+    >>> p = regime_c(100, 1.0, warn=False)
+    >>> p.d, p.m
+    (100, (0.9772372209558107, 0.0))
     """
     n = check_int("n", n, minimum=4)
     zeta = _positive_zeta(zeta)
@@ -329,7 +484,31 @@ def _positive_zeta(zeta) -> float:
 
 def regime_params(regime, n, *, kappa=None, c=None, zeta=None, d=None, theta=0.25,
                   replace=False, centring="c_n", warn=True) -> RegimeParams:
-    """Dispatch on ``regime`` in ``{"a", "b", "c"}`` (the CLI's entry point)."""
+    """Dispatch on ``regime`` in ``{"a", "b", "c"}`` (the CLI's entry point).
+
+    Parameters
+    ----------
+    regime : {"a", "b", "c"}
+    n : int
+    kappa, c, zeta, d, theta, replace, centring, warn
+        Passed to :func:`regime_a` (``kappa``, ``d``, ``theta``), :func:`regime_b` (``c``,
+        ``zeta``) or :func:`regime_c` (``zeta``, ``d``, ``centring``); ``None`` takes that
+        function's default.
+
+    Returns
+    -------
+    RegimeParams
+
+    Raises
+    ------
+    ValueError
+        An unknown regime, or a parameter that the regime does not take.
+
+    Examples
+    --------
+    >>> round(regime_params("c", 100, zeta=2.0, warn=False).zeta_n, 12)
+    2.0
+    """
     if regime == "a":
         if c is not None or zeta is not None:
             raise ValueError("regime (a) takes kappa (and optionally d or theta), not c or zeta")
@@ -346,7 +525,24 @@ def regime_params(regime, n, *, kappa=None, c=None, zeta=None, d=None, theta=0.2
 
 
 def scaled(p: RegimeParams, G1, G2):
-    """The scaled coordinates ``(z1, z2) = √n(G_1 − m_1, G_2 − m_2)`` (docs/model.md §8)."""
+    """The scaled coordinates ``(z1, z2) = √n(G_1 − m_1, G_2 − m_2)`` (docs/model.md §8).
+
+    Parameters
+    ----------
+    p : RegimeParams
+    G1, G2 : float or array_like
+        Fractions of queues with at least 1 and at least 2 customers.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+
+    Examples
+    --------
+    >>> p = regime_c(100, 1.0, warn=False)
+    >>> [round(float(z), 4) for z in scaled(p, p.lam, 0.05)]  # E Q = −ζ at G_1 = λ_n
+    [-1.0, 0.5]
+    """
     sq = math.sqrt(p.n)
     return sq * (np.asarray(G1, float) - p.m[0]), sq * (np.asarray(G2, float) - p.m[1])
 
@@ -363,6 +559,12 @@ class Moments:
     means to be nearly independent — ``False`` means the run is too short to know its own
     error bars (``note`` says so); ``None`` where it does not apply (independent paths,
     exact values).
+
+    Examples
+    --------
+    >>> m = limit_closed_form(1.0)
+    >>> round(m.var_z1, 4), m.stderr is None
+    (0.6667, True)
     """
 
     mean_z1: float
@@ -386,12 +588,56 @@ class Moments:
             out["error_bars_note"] = self.note
         return out
 
+    def to_frame(self):
+        """Tidy table: one row per moment (``moment``, ``value``, ``stderr``; NaN for exact values).
+
+        Examples
+        --------
+        >>> limit_closed_form(1.0).to_frame()["value"].round(4).tolist()
+        [0.0, 0.0, 0.6667, 0.3333, 0.3333]
+        """
+        import pandas as pd
+
+        return pd.DataFrame([{"moment": k, "value": float(getattr(self, k)),
+                              "stderr": float(self.stderr[k]) if self.stderr else np.nan} for k in KEYS])
+
+    def summary(self) -> str:
+        """The five moments as a plain-text table (± standard error where there is one).
+
+        Examples
+        --------
+        >>> print(limit_closed_form(2.0).summary())
+        moment    value
+        --------  -----
+        mean_z1       0
+        mean_z2       0
+        var_z1      0.5
+        var_z2        1
+        cov_z1z2    0.5
+        """
+        rows = [[k, f"{getattr(self, k):.6g}" + (f" ± {self.stderr[k]:.2g}" if self.stderr else "")]
+                for k in KEYS]
+        out = text_table(["moment", "value"], rows)
+        if self.note:
+            out += f"\nerror bars: {self.note}"
+        return out
+
 
 def _moments_from_blocks(avg: np.ndarray) -> Moments:
     """Moments from equal-weight block time-averages ``avg[b] = (Z1, Z2, Z1², Z2², Z1Z2)``.
 
     Standard errors by batch means with the variance and covariance linearised around the
-    overall means (pseudo-values), so that each block contributes an unbiased term.
+    overall means (pseudo-values), so that each block contributes an unbiased term; the
+    spread of the ``B`` pseudo-values is :func:`supermarket.stats.replication_error` (``s/√B``,
+    ``B − 1`` degrees of freedom; through :func:`supermarket._results.mean_stderr`).
+
+    Why batch means here and not :func:`supermarket.stats.blocking`: the kernel accumulates
+    holding-time-weighted integrals per batch (exact time averages, not grid samples), and a
+    run has ``batches`` (default 10) of them per replication, far fewer than the
+    :data:`supermarket.stats.MIN_BLOCKS` a blocking plateau needs.  Whether the batches are
+    long enough to be independent is checked separately (:func:`_with_adequacy`) with Sokal's
+    windowed integrated autocorrelation time on the recorded grid, which needs no plateau
+    and works on short runs; a failed check is reported (``Moments.adequate``), not hidden.
     """
     avg = np.asarray(avg, dtype=float)
     B = avg.shape[0]
@@ -406,7 +652,7 @@ def _moments_from_blocks(avg: np.ndarray) -> Moments:
         "var_z2": avg[:, 3] - 2 * m2 * avg[:, 1],
         "cov_z1z2": avg[:, 4] - m2 * avg[:, 0] - m1 * avg[:, 1],
     }
-    se = {k: (float(np.std(v, ddof=1) / math.sqrt(B)) if B > 1 else float("nan")) for k, v in pseudo.items()}
+    se = {k: (mean_stderr(v)[1] if B > 1 else float("nan")) for k, v in pseudo.items()}
     return Moments(**{k: float(v) for k, v in vals.items()}, stderr=se)
 
 
@@ -422,6 +668,32 @@ def integrated_autocorrelation_time(series, dt: float, c: float = 5.0) -> float:
     ``series``: array ``(R, G)`` of ``R`` independent runs (the autocovariance is pooled over
     runs, about the overall mean).  Returns ``inf`` when no window fits in a quarter of a
     run — the run is too short to estimate its own correlation time.
+
+    Parameters
+    ----------
+    series : array_like
+        ``(R, G)`` or ``(G,)``.
+    dt : float
+        Grid spacing (time units).
+    c : float, default 5.0
+        Sokal's window constant.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> integrated_autocorrelation_time(np.random.default_rng(0).normal(size=(4, 1000)), 0.1)
+    0.1
+
+    This is not :func:`supermarket.stats.blocking`: it serves only the adequacy check of the
+    batch means (:func:`_with_adequacy`), on a grid of a few hundred points per run pooled
+    over runs, where a blocking plateau (at least 32 blocks left) is usually out of reach;
+    Sokal's window gives a usable ``τ`` there and says ``inf`` when it cannot.  Its ``τ`` is
+    ``1 + 2Σρ_k`` in time units (twice :mod:`supermarket.stats`' ``tau_int``, which is
+    ``1/2 + Σρ_k`` in steps).
     """
     s = np.atleast_2d(np.asarray(series, dtype=float))
     R, G = s.shape
@@ -470,6 +742,24 @@ def autocorrelation(series, max_lag: int, segments: int = 10):
     pieces; the autocovariance of each piece (about the overall mean, divided by the overall
     variance) is averaged; the standard error is the spread over pieces.  Returns
     ``(acf, stderr)`` for lags ``0..max_lag``.
+
+    Parameters
+    ----------
+    series : array_like
+    max_lag : int
+        In grid steps.
+    segments : int, default 10
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> acf, se = autocorrelation(np.random.default_rng(0).normal(size=(2, 1000)), 3)
+    >>> float(acf[0]), bool(abs(acf[1]) < 5 * se[1])
+    (1.0, True)
     """
     s = np.atleast_2d(np.asarray(series, dtype=float))
     mean = s.mean()
@@ -488,9 +778,8 @@ def autocorrelation(series, max_lag: int, segments: int = 10):
             pieces.append(ac / (m - np.arange(max_lag + 1)) / var)
     if not pieces:
         return np.full(max_lag + 1, np.nan), np.full(max_lag + 1, np.nan)
-    P = np.array(pieces)
-    se = P.std(axis=0, ddof=1) / math.sqrt(P.shape[0]) if P.shape[0] > 1 else np.full(max_lag + 1, np.nan)
-    return P.mean(axis=0), se
+    mean_acf, se = mean_stderr(np.array(pieces), axis=0)
+    return mean_acf, (np.full(max_lag + 1, np.nan) if se is None else se)
 
 
 def _workers(workers, jobs: int) -> int:
@@ -556,20 +845,14 @@ def _run_jobs(fn, tasks, workers, client=None, progress=None) -> list:
 
 
 # =========================================================================== simulation
-@dataclass(frozen=True)
-class FluctuationSim:
-    """The exact chain's scaled process after burn-in (docs/model.md §1–2, §8).
+@dataclass(frozen=True, kw_only=True)
+class _ScaledRun:
+    """Fields and result protocol shared by :class:`FluctuationSim` and :class:`LimitSDE`:
+    stationary moments of ``(z1, z2)``, a recorded grid ``(rows, G, 2)`` at times ``t`` and
+    autocorrelations at lags ``lags`` (time units) with standard errors."""
 
-    ``grid``: array ``(replications, G, 2)`` of ``(z1, z2)`` at times ``t`` (after burn-in);
-    ``acf_*``: autocorrelation at lags ``lags`` (time units) with standard errors.
-    """
-
-    params: RegimeParams
     time: float
     burn_in: float
-    replications: int
-    batches: int
-    events: int
     seconds: float
     moments: Moments
     t: np.ndarray = field(repr=False)
@@ -579,6 +862,114 @@ class FluctuationSim:
     acf_z2: np.ndarray = field(repr=False)
     acf_z1_stderr: np.ndarray = field(repr=False)
     acf_z2_stderr: np.ndarray = field(repr=False)
+
+    def _label(self) -> str:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def _names(self) -> tuple[str, str]:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def to_frame(self):
+        """Tidy stationary moments: one row per moment (``moment``, ``value``, ``stderr``)
+        with a ``source`` column naming the run.
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
+        df = self.moments.to_frame()
+        df.insert(0, "source", self._label())
+        return df
+
+    def acf_frame(self):
+        """Tidy autocorrelations: one row per (coordinate, lag) with ``acf`` and ``stderr``.
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
+        import pandas as pd
+
+        recs = []
+        for name, a, se in (("z1", self.acf_z1, self.acf_z1_stderr), ("z2", self.acf_z2, self.acf_z2_stderr)):
+            for lag, v, e in zip(self.lags, a, se):
+                recs.append({"coordinate": name, "lag": float(lag), "acf": float(v), "stderr": float(e)})
+        return pd.DataFrame(recs)
+
+    def summary(self) -> str:
+        """Plain text: what was run, then the moments table (± standard error)."""
+        return f"{self._label()}: {self._header()}\n{self.moments.summary()}"
+
+    def plot(self, path=None):
+        """A recorded path, the histograms of both coordinates and the autocorrelations;
+        saved at ``path`` when given.
+
+        Parameters
+        ----------
+        path : str or path-like, optional
+            Where to save the figure (PNG by the suffix).
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+        """
+        plt = pyplot()
+
+        names = self._names()
+        fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
+        if self.grid.size and self.t.size > 1:
+            k = min(self.t.size, max(2, int(30 / (self.t[1] - self.t[0]))))
+            axes[0].plot(self.t[:k], self.grid[0, :k, 0], lw=0.7, label=names[0])
+            axes[0].plot(self.t[:k], self.grid[0, :k, 1], lw=0.7, label=names[1])
+            for j in (0, 1):
+                axes[1].hist(self.grid[:, :, j].ravel(), bins=50, density=True, alpha=0.5, label=names[j])
+        axes[0].set_xlabel("time")
+        axes[0].legend(fontsize=7)
+        axes[1].set_xlabel("value")
+        axes[1].legend(fontsize=7)
+        for a, se, nm in ((self.acf_z1, self.acf_z1_stderr, names[0]), (self.acf_z2, self.acf_z2_stderr, names[1])):
+            if self.lags.size > 1:
+                axes[2].errorbar(self.lags, a, yerr=se, lw=1, label=nm)
+        axes[2].set_xlabel("lag")
+        axes[2].set_ylabel("autocorrelation")
+        axes[2].legend(fontsize=7)
+        fig.suptitle(self._label(), fontsize=9)
+        fig.tight_layout()
+        plt.close(fig)
+        return save_figure(fig, path)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FluctuationSim(_ScaledRun):
+    """The exact chain's scaled process after burn-in (docs/model.md §1–2, §8).
+
+    ``grid``: array ``(replications, G, 2)`` of ``(z1, z2)`` at times ``t`` (after burn-in);
+    ``acf_*``: autocorrelation at lags ``lags`` (time units) with standard errors.
+    Result protocol: :meth:`to_dict`, :meth:`to_frame` (moments), :meth:`acf_frame`,
+    :meth:`summary`, :meth:`plot`.
+
+    Examples
+    --------
+    >>> p = regime_a(400, 1.0, d=2, warn=False)
+    >>> s = simulate_fluctuations(p, time=20.0, burn_in=2.0, grid_dt=0.5, max_lag=2.0, workers=1)
+    >>> list(s.to_frame()["moment"])
+    ['mean_z1', 'mean_z2', 'var_z1', 'var_z2', 'cov_z1z2']
+    """
+
+    params: RegimeParams
+    replications: int
+    batches: int
+    events: int
+
+    def _label(self) -> str:
+        return f"chain, regime ({self.params.regime}) n={self.params.n}"
+
+    def _names(self) -> tuple[str, str]:
+        return ("Z1", "Z2") if self.params.regime == "a" else ("Q", "Y")
+
+    def _header(self) -> str:
+        return (f"{self.replications} × {self.time:g} time units after burn-in {self.burn_in:g}, "
+                f"{self.events:.3g} events in {self.seconds:.2f} s")
 
     def to_dict(self) -> dict:
         return {"time": self.time, "burn_in": self.burn_in, "replications": self.replications,
@@ -641,6 +1032,29 @@ def simulate_fluctuations(p: RegimeParams, *, time=200.0, burn_in=None, replicat
     process.  The kernel runs in chunks of :data:`CHUNK_EVENTS` events, so Ctrl-C
     (KeyboardInterrupt) stops the run within a fraction of a second.
 
+    Parameters
+    ----------
+    p : RegimeParams
+    time : float, default 200.0
+        Measured time units per replication, after ``burn_in``.
+    burn_in : float, optional
+    replications : int, default 1
+    seed : int or numpy.random.SeedSequence, default 0
+    workers : int, optional
+        Threads (default: all cores).
+    grid_dt : float, default 0.05
+        Spacing of the recorded grid.
+    batches : int, default 10
+        Batches per replication for the batch means (at least 2).
+    max_lag : float, default 10.0
+        Largest autocorrelation lag (time units).
+    client : dask.distributed.Client, optional
+    progress : callable, optional
+
+    Returns
+    -------
+    FluctuationSim
+
     Raises
     ------
     ValueError
@@ -650,6 +1064,13 @@ def simulate_fluctuations(p: RegimeParams, *, time=200.0, burn_in=None, replicat
         :data:`WARN_EVENTS`.
     TypeError
         ``p`` is not a :class:`RegimeParams`.
+
+    Examples
+    --------
+    >>> p = regime_c(100, 1.0, warn=False)
+    >>> s = simulate_fluctuations(p, time=20.0, burn_in=5.0, grid_dt=0.5, max_lag=2.0, workers=1)
+    >>> s.grid.shape, bool(s.grid[:, :, 0].max() <= math.sqrt(100) * (1 - p.c_n))
+    ((1, 40, 2), True)
     """
     if not isinstance(p, RegimeParams):
         raise TypeError("p must be a RegimeParams (from regime_a, regime_b or regime_c)")
@@ -720,8 +1141,8 @@ def _nonneg(name, value) -> float:
 
 
 # =========================================================================== limits
-@dataclass(frozen=True)
-class LimitSDE:
+@dataclass(frozen=True, kw_only=True)
+class LimitSDE(_ScaledRun):
     """Stationary statistics of a limit (or pre-limit) diffusion by Euler–Maruyama
     (docs/model.md §8, derived).
 
@@ -731,29 +1152,37 @@ class LimitSDE:
     ``y_push_rate``: the stationary rates ``E[dU]/dt`` and ``E[Y dU]/dt`` of the pushing
     (regime (c); in the pre-limit, everything moved from level 1 to ``Y``), with standard
     errors over paths (``None`` where there is no pushing).  ``grid``: ``(recorded paths,
-    G, 2)`` after burn-in at times ``t``.
+    G, 2)`` after burn-in at times ``t``.  Result protocol as :class:`FluctuationSim`.
+
+    Examples
+    --------
+    >>> r = limit_sde("a", kappa=1.0, paths=4, time=2.0, burn_in=0.5, dt=0.01, record_paths=0)
+    >>> r.to_frame()[["source", "moment"]].iloc[0].tolist()
+    ['limit diffusion (a), 4 paths', 'mean_z1']
     """
 
     regime: str
     params: dict
     paths: int
-    time: float
-    burn_in: float
     dt: float
-    seconds: float
-    moments: Moments
     max_q: float
-    t: np.ndarray = field(repr=False)
-    grid: np.ndarray = field(repr=False)
-    lags: np.ndarray = field(repr=False)
-    acf_z1: np.ndarray = field(repr=False)
-    acf_z2: np.ndarray = field(repr=False)
-    acf_z1_stderr: np.ndarray = field(repr=False)
-    acf_z2_stderr: np.ndarray = field(repr=False)
     push_rate: float | None = None
     push_rate_stderr: float | None = None
     y_push_rate: float | None = None
     y_push_rate_stderr: float | None = None
+
+    def _label(self) -> str:
+        kind = "pre-limit diffusion" if self.regime.startswith("pre") else "limit diffusion"
+        return f"{kind} ({self.regime.removeprefix('pre-')}), {self.paths} paths"
+
+    def _names(self) -> tuple[str, str]:
+        return ("Z1", "Z2") if self.regime.endswith("a") else ("Q", "Y")
+
+    def _header(self) -> str:
+        out = f"{self.time:g} time units after burn-in {self.burn_in:g}, dt {self.dt:g}, {self.seconds:.2f} s"
+        if self.push_rate is not None:
+            out += f"; pushing rate {self.push_rate:.4g} ± {self.push_rate_stderr:.2g}"
+        return out
 
     def to_dict(self) -> dict:
         if self.regime.startswith("pre"):
@@ -839,8 +1268,14 @@ def _run_sde(kind, par, z0, *, paths, time, burn_in, dt, grid_dt, record_paths, 
     return dict(paths=P, time=time, burn_in=burn_in, dt=dt, seconds=secs, moments=mom,
                 max_q=float(ps[:, 2].max()), t=np.arange(G) * grid_dt, grid=rec,
                 lags=np.arange(L + 1) * grid_dt, acf_z1=a1, acf_z2=a2, acf_z1_stderr=s1, acf_z2_stderr=s2,
-                push=(float(push.mean()), float(push.std(ddof=1) / math.sqrt(P)),
-                      float(ypush.mean()), float(ypush.std(ddof=1) / math.sqrt(P))))
+                push=(*_mean_and_stderr(push), *_mean_and_stderr(ypush)))
+
+
+def _mean_and_stderr(per_path: np.ndarray) -> tuple[float, float]:
+    """Mean over independent paths and its standard error (:func:`supermarket.stats.replication_error`,
+    through :func:`supermarket._results.mean_stderr`)."""
+    m, se = mean_stderr(per_path)
+    return m, se
 
 
 def limit_sde(regime, *, kappa=None, c=None, zeta=None, paths=256, time=100.0, burn_in=None,
@@ -935,6 +1370,12 @@ def prelimit_sde(p: RegimeParams, *, paths=256, time=100.0, burn_in=None, dt=1e-
     Parameters and results as :func:`limit_sde`; ``burn_in`` defaults as there, with
     ``ζ = ζ_n``.
 
+    Returns
+    -------
+    LimitSDE
+        ``regime = "pre-" + p.regime``; moments in ``p``'s coordinates; ``params`` holds
+        ``n, d_n, lambda_n, c_n, zeta_n, replace, q_max, effective_c``.
+
     Raises
     ------
     TypeError
@@ -944,7 +1385,7 @@ def prelimit_sde(p: RegimeParams, *, paths=256, time=100.0, burn_in=None, dt=1e-
 
     Examples
     --------
-    >>> p = regime_b(10**4, 1.0, 0.5)
+    >>> p = regime_b(10**4, 1.0, 0.5, warn=False)
     >>> r = prelimit_sde(p, paths=32, time=5.0, burn_in=1.0, dt=1e-2)
     >>> round(r.params["c_n"], 4)
     0.955
@@ -981,13 +1422,51 @@ def prelimit_sde(p: RegimeParams, *, paths=256, time=100.0, burn_in=None, dt=1e-
 
 
 def limit_for(p: RegimeParams, **kw) -> LimitSDE:
-    """:func:`limit_sde` with the limit parameters matched at ``p`` (``p.limit``)."""
+    """:func:`limit_sde` with the limit parameters matched at ``p`` (``p.limit``).
+
+    Parameters
+    ----------
+    p : RegimeParams
+    **kw
+        Further arguments of :func:`limit_sde`.
+
+    Returns
+    -------
+    LimitSDE
+
+    Examples
+    --------
+    >>> r = limit_for(regime_c(100, 1.0, warn=False), paths=4, time=1.0, burn_in=0.2, dt=0.01, record_paths=0)
+    >>> r.regime, r.max_q <= 0
+    ('c', True)
+    """
     return limit_sde(p.regime, **p.limit, **kw)
 
 
 def limit_closed_form(kappa) -> Moments:
     """Stationary moments of the regime-(a) limit (docs/model.md §8, derived):
-    ``E Z = 0``, ``Var Z_1 = 2/(2+κ)``, ``Cov = κ/(2+κ)``, ``Var Z_2 = κ²/(2+κ)``."""
+    ``E Z = 0``, ``Var Z_1 = 2/(2+κ)``, ``Cov = κ/(2+κ)``, ``Var Z_2 = κ²/(2+κ)``.
+
+    Parameters
+    ----------
+    kappa : float
+        ``κ > 0``.
+
+    Returns
+    -------
+    Moments
+        Exact (``stderr=None``).
+
+    Raises
+    ------
+    ValueError
+        ``kappa`` not a positive number.
+
+    Examples
+    --------
+    >>> limit_closed_form(2.0).var_z2
+    1.0
+    """
     k = check_positive_float("kappa", kappa)
     return Moments(mean_z1=0.0, mean_z2=0.0, var_z1=2 / (2 + k), var_z2=k * k / (2 + k),
                    cov_z1z2=k / (2 + k), stderr=None)
@@ -995,7 +1474,24 @@ def limit_closed_form(kappa) -> Moments:
 
 def limit_acf_a(kappa, lags) -> tuple[np.ndarray, np.ndarray]:
     """Autocorrelations of ``Z_1`` and ``Z_2`` in the stationary regime-(a) limit:
-    ``Cov(Z(t+τ), Z(t)) = e^{Aτ} Σ`` with ``A = [[−(1+κ), 1], [κ, −1]]`` (derived)."""
+    ``Cov(Z(t+τ), Z(t)) = e^{Aτ} Σ`` with ``A = [[−(1+κ), 1], [κ, −1]]`` (derived).
+
+    Parameters
+    ----------
+    kappa : float
+    lags : array_like
+        Time lags.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+
+    Examples
+    --------
+    >>> a1, a2 = limit_acf_a(1.0, [0.0, 1.0])
+    >>> a1.round(4).tolist(), a2.round(4).tolist()
+    ([1.0, 0.3777], [1.0, 0.7866])
+    """
     from scipy.linalg import expm
 
     k = check_positive_float("kappa", kappa)
@@ -1011,7 +1507,27 @@ def limit_acf_a(kappa, lags) -> tuple[np.ndarray, np.ndarray]:
 def lna_moments(p: RegimeParams) -> Moments:
     """The finite-n linear noise approximation at the centre ``x^n``
     (``meanfield.lna(at="centre")``, docs/model.md §3, §8) in the coordinates of ``p``: mean
-    ``√n(x^n_j − m_j)``, covariance of ``√n(G − x^n)`` (levels 1, 2)."""
+    ``√n(x^n_j − m_j)``, covariance of ``√n(G − x^n)`` (levels 1, 2).
+
+    Parameters
+    ----------
+    p : RegimeParams
+
+    Returns
+    -------
+    Moments
+        Exact for the approximation (``stderr=None``).
+
+    Raises
+    ------
+    ValueError
+        Sizes beyond the LNA's dense Lyapunov solve.
+
+    Examples
+    --------
+    >>> round(lna_moments(regime_a(10**4, 1.0, warn=False)).var_z1, 3)
+    0.503
+    """
     from . import meanfield
 
     res = meanfield.lna(p.d, p.lam, n=p.n, at="centre", replace=p.replace)
@@ -1027,7 +1543,23 @@ def lna_moments(p: RegimeParams) -> Moments:
 
 def lna_acf(p: RegimeParams, lags) -> tuple[np.ndarray, np.ndarray]:
     """Autocorrelations of ``z1`` and ``z2`` in the finite-n LNA at ``x^n``:
-    ``Cov(ξ(t+τ), ξ(t)) = e^{Jτ} W`` with ``J`` the drift's Jacobian (docs/model.md §3, §8)."""
+    ``Cov(ξ(t+τ), ξ(t)) = e^{Jτ} W`` with ``J`` the drift's Jacobian (docs/model.md §3, §8).
+
+    Parameters
+    ----------
+    p : RegimeParams
+    lags : array_like
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+
+    Examples
+    --------
+    >>> a1, a2 = lna_acf(regime_a(10**4, 1.0, warn=False), [0.0, 1.0])
+    >>> a1.round(4).tolist()
+    [1.0, 0.3992]
+    """
     from scipy.linalg import expm
 
     from . import meanfield
@@ -1045,7 +1577,16 @@ def lna_acf(p: RegimeParams, lags) -> tuple[np.ndarray, np.ndarray]:
 class Comparison:
     """The chain beside its references at one ``n`` (docs/model.md §8, derived): the limit
     diffusion, the pre-limit diffusion at this ``n`` (``prelimit``; ``None`` when not
-    asked for), the finite-n LNA and, in (a), the limit's closed form."""
+    asked for), the finite-n LNA and, in (a), the limit's closed form.  Result protocol:
+    :meth:`to_dict`, :meth:`to_frame`, :meth:`summary`, :meth:`plot`.
+
+    Examples
+    --------
+    >>> cmp = compare(regime_a(400, 1.0, d=2, warn=False), time=10.0, burn_in=1.0, grid_dt=0.5,
+    ...               sde_paths=4, sde_time=1.0, sde_burn_in=0.2, dt=0.01, workers=1, prelimit=False)
+    >>> sorted(set(cmp.to_frame()["source"]))[:2]
+    ['chain (simulated)', 'finite-n LNA at x^n']
+    """
 
     params: RegimeParams
     sim: FluctuationSim
@@ -1095,11 +1636,7 @@ class Comparison:
         """The text ``supermarket fluctuations`` prints: the regime's numbers, the moments
         table (± standard error), z-scores, the error-bar check and the chain's speed."""
         p = self.params
-        lines = [f"supermarket fluctuations  regime ({p.regime})  n={p.n}  d_n={p.d}  λ_n={p.lam:.10g}  "
-                 f"{'with' if p.replace else 'without'} replacement",
-                 f"d_n/√n = {p.b_n:.4g}, d_n(1−λ_n) = {p.d_one_minus_lambda:.4g}, κ_n = d_nλ_n^d_n = "
-                 f"{p.kappa_n:.4g}, c_n = {p.c_n:.8g}, ζ_n = √n(c_n − λ_n) = {p.zeta_n:.4g}",
-                 f"coordinates: {p.coordinates}", DERIVED_NOTE, ""]
+        lines = ["supermarket fluctuations  " + "\n".join(p.summary().splitlines()[:3]), DERIVED_NOTE, ""]
         rows = []
         for name, m in self._rows():
             if m is None:
@@ -1134,10 +1671,7 @@ class Comparison:
         -------
         matplotlib.figure.Figure
         """
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
 
         cmp = self
         p = cmp.params
@@ -1203,7 +1737,35 @@ def compare(p: RegimeParams, *, time=200.0, burn_in=None, replications=1, seed=0
     ``p`` (Euler–Maruyama; for (a) also the closed form), (ii) the pre-limit diffusion at
     this ``n`` (:func:`prelimit_sde`; ``prelimit=False`` skips it) and (iii) the finite-n
     LNA at ``x^n`` (docs/model.md §8; the limits are derived).  Seeds: children 0 (chain),
-    1 (limit), 2 (pre-limit) of ``seed``."""
+    1 (limit), 2 (pre-limit) of ``seed``.
+
+    Parameters
+    ----------
+    p : RegimeParams
+    time, burn_in, replications, seed, workers, grid_dt, client
+        The chain's, as :func:`simulate_fluctuations`.
+    sde_paths, sde_time, sde_burn_in, dt
+        The diffusions', as ``paths``, ``time``, ``burn_in``, ``dt`` of :func:`limit_sde`.
+    reflection : {"bridge", "projection"}
+        Regime (c)'s reflection scheme.
+    prelimit : bool, default True
+
+    Returns
+    -------
+    Comparison
+
+    Raises
+    ------
+    ValueError, TypeError
+        Bad parameters (named).
+
+    Examples
+    --------
+    >>> cmp = compare(regime_a(400, 1.0, d=2, warn=False), time=10.0, burn_in=1.0, grid_dt=0.5,
+    ...               sde_paths=4, sde_time=1.0, sde_burn_in=0.2, dt=0.01, workers=1)
+    >>> sorted(cmp.z_scores())
+    ['limit', 'lna', 'prelimit']
+    """
     if reflection not in REFLECTIONS:
         raise ValueError(f"reflection must be 'bridge' or 'projection'; got {reflection!r}")
     if not isinstance(prelimit, (bool, np.bool_)):
@@ -1229,6 +1791,16 @@ def compare(p: RegimeParams, *, time=200.0, burn_in=None, replications=1, seed=0
 # =========================================================================== n^{-1/2}
 @dataclass(frozen=True)
 class ScalingRow:
+    """One ``n`` of :func:`scaling`: ``sd(G_1)`` and ``√n·sd(G_1)`` with standard errors
+    (delta method from the variance's), and the finite-n LNA's ``√n·sd(G_1)`` (``None``
+    where the LNA refuses the size).
+
+    Examples
+    --------
+    >>> ScalingRow(100, 3, 0.9, 0.06, 0.01, 0.6, 0.1, None).summary()
+    'n=100 d_n=3: sd(G1) = 0.06 ± 0.01, √n sd(G1) = 0.6 ± 0.1 (LNA —)'
+    """
+
     n: int
     d: int
     lam: float
@@ -1241,11 +1813,113 @@ class ScalingRow:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def to_frame(self):
+        """This row as a one-row :class:`pandas.DataFrame`."""
+        import pandas as pd
+
+        return pd.DataFrame([self.to_dict()])
+
+    def summary(self) -> str:
+        """One line: ``n``, ``d_n``, ``sd(G_1)`` and ``√n·sd(G_1)`` with standard errors."""
+        lna = "—" if self.lna_sqrt_n_sd_g1 is None else f"{self.lna_sqrt_n_sd_g1:.4g}"
+        return (f"n={self.n} d_n={self.d}: sd(G1) = {self.sd_g1:.4g} ± {self.sd_g1_stderr:.2g}, "
+                f"√n sd(G1) = {self.sqrt_n_sd_g1:.4g} ± {self.sqrt_n_sd_g1_stderr:.2g} (LNA {lna})")
+
+
+@dataclass(frozen=True)
+class ScalingResult:
+    """The rows of :func:`scaling`, one per ``n`` (a read-only sequence of :class:`ScalingRow`).
+
+    Examples
+    --------
+    >>> r = ScalingResult((ScalingRow(100, 3, 0.9, 0.06, 0.01, 0.6, 0.1, 0.62),))
+    >>> len(r), r[0].n, r.to_frame()["sqrt_n_sd_g1"].tolist()
+    (1, 100, [0.6])
+    """
+
+    rows: tuple[ScalingRow, ...]
+
+    def __iter__(self):
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i):
+        return self.rows[i]
+
+    def to_dict(self) -> dict:
+        return {"rows": [r.to_dict() for r in self.rows], "derived": DERIVED_NOTE}
+
+    def to_frame(self):
+        """One row per ``n`` (the fields of :class:`ScalingRow`)."""
+        import pandas as pd
+
+        return pd.DataFrame([r.to_dict() for r in self.rows])
+
+    def summary(self) -> str:
+        """A table of ``sd(G_1)`` and ``√n·sd(G_1)`` (± standard error) against ``n``."""
+        rows = [[str(r.n), str(r.d), f"{r.sd_g1:.4g} ± {r.sd_g1_stderr:.2g}",
+                 f"{r.sqrt_n_sd_g1:.4g} ± {r.sqrt_n_sd_g1_stderr:.2g}",
+                 "—" if r.lna_sqrt_n_sd_g1 is None else f"{r.lna_sqrt_n_sd_g1:.4g}"] for r in self.rows]
+        return text_table(["n", "d_n", "sd(G1)", "√n sd(G1)", "LNA √n sd(G1)"], rows,
+                          title="The n^(-1/2) order in regime (a)")
+
+    def plot(self, path=None):
+        """``sd(G_1)`` against ``n`` on log axes (±2 standard errors) with an ``n^{-1/2}``
+        guide through the first point.
+
+        Parameters
+        ----------
+        path : str or path-like, optional
+            Save the figure there (PNG by the suffix).
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+        """
+        plt = pyplot()
+
+        ns = np.array([r.n for r in self.rows], dtype=float)
+        sd = np.array([r.sd_g1 for r in self.rows])
+        se = np.array([r.sd_g1_stderr for r in self.rows])
+        fig, ax = plt.subplots(figsize=(5, 4))
+        ax.errorbar(ns, sd, yerr=2 * se, fmt="o", capsize=3, label="simulated sd(G1) (±2 se)")
+        if ns.size:
+            ax.plot(ns, sd[0] * np.sqrt(ns[0] / ns), "k--", lw=1, label="n^(-1/2)")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("n")
+        ax.set_ylabel("sd(G1)")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        plt.close(fig)
+        return save_figure(fig, path)
+
 
 def scaling(ns=(10**3, 10**4, 10**5, 10**6), *, kappa=1.0, theta=0.25, time=100.0, replications=1,
-            seed=0, workers=None, client=None) -> list[ScalingRow]:
+            seed=0, workers=None, client=None) -> ScalingResult:
     """The ``n^{-1/2}`` order in regime (a): ``sd(G_1)`` falls like ``n^{-1/2}`` while
-    ``√n·sd(G_1) = sd(Z_1)`` stays of order one (docs/model.md §8)."""
+    ``√n·sd(G_1) = sd(Z_1)`` stays of order one (docs/model.md §8).
+
+    Parameters
+    ----------
+    ns : sequence of int
+    kappa, theta
+        As :func:`regime_a`.
+    time, replications, seed, workers, client
+        As :func:`simulate_fluctuations` (entry ``i`` of ``ns``: child ``i`` of ``seed``).
+
+    Returns
+    -------
+    ScalingResult
+
+    Examples
+    --------
+    >>> r = scaling((100, 400), time=5.0, workers=1)
+    >>> r.to_frame()["n"].tolist()
+    [100, 400]
+    """
     rows = []
     for i, (n, ss) in enumerate(zip(ns, spawn_seeds(seed, len(ns)))):
         with warnings.catch_warnings():
@@ -1263,4 +1937,4 @@ def scaling(ns=(10**3, 10**4, 10**5, 10**6), *, kappa=1.0, theta=0.25, time=100.
         sq = math.sqrt(p.n)
         rows.append(ScalingRow(n=p.n, d=p.d, lam=p.lam, sd_g1=sd / sq, sd_g1_stderr=sd_se / sq,
                                sqrt_n_sd_g1=sd, sqrt_n_sd_g1_stderr=sd_se, lna_sqrt_n_sd_g1=lna_sd))
-    return rows
+    return ScalingResult(tuple(rows))

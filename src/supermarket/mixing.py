@@ -30,12 +30,13 @@ import numpy as np
 from scipy import stats
 
 from . import parallel, theory
-from ._results import fmt as _fmt, human_seconds, save_figure, text_table
+from ._results import fmt as _fmt, human_seconds, pyplot, save_figure, text_table
 from .engines import coupling as _k
 from .engines.rng import state_from_seed_sequence
 from .model import (Params, check_int, check_positive_int, spawn_seeds, as_seed_sequence,
                     check_fraction)
 from .states import parse_start, start_counts
+from .stats import replication_error
 
 __all__ = [
     "CoupledRun",
@@ -210,6 +211,13 @@ class CoupledRun:
     fraction of steps with maximum queue length ``j`` (with ``track_max``).
     ``records_total`` / ``records_distance`` (M, T): total customers and distance at steps
     ``record_every·(1..T)``; ``records_counts`` (M, T, K): ``c_1..c_K`` at those steps.
+    Result protocol: :meth:`to_dict`, :meth:`to_frame`, :meth:`summary`.
+
+    Examples
+    --------
+    >>> r = coupled_run(20, 2, 0.5, ["fixed-point", "empty"], steps=2000, seed=1, stop_when_coalesced=True)
+    >>> r.tau[1] is not None, r.increases
+    (True, 0)
     """
 
     params: Params
@@ -280,6 +288,47 @@ class CoupledRun:
         tail = f"distance increases under the coupling: {self.increases}"
         return "\n".join([head, text_table(["copy", "τ (steps)", "L1 distance"], rows), tail])
 
+    def plot(self, path=None):
+        """Total customers of each copy and L1 distance to copy 0 against steps (needs
+        ``record_every``); saved at ``path`` when given.
+
+        Parameters
+        ----------
+        path : str or path-like, optional
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+
+        Raises
+        ------
+        ValueError
+            Nothing was recorded (``record_every=0``).
+
+        Examples
+        --------
+        >>> r = coupled_run(20, 2, 0.5, ["fixed-point", "empty"], steps=200, seed=1, record_every=10)
+        >>> [ax.get_ylabel() for ax in r.plot().axes]
+        ['total customers', 'L1 distance to copy 0']
+        """
+        if self.records_total is None:
+            raise ValueError("record_every: nothing was recorded; run coupled_run with record_every >= 1")
+        plt = pyplot()
+        x = self.record_every * np.arange(1, self.records_total.shape[1] + 1)
+        fig, (a0, a1) = plt.subplots(1, 2, figsize=(10, 3.6))
+        for m in range(self.records_total.shape[0]):
+            a0.plot(x, self.records_total[m], lw=0.8, label=f"copy {m}")
+            if m:
+                a1.plot(x, self.records_distance[m], lw=0.8, label=f"copy {m}")
+        a0.set_ylabel("total customers")
+        a1.set_ylabel("L1 distance to copy 0")
+        for ax in (a0, a1):
+            ax.set_xlabel("step")
+            ax.legend(fontsize=7)
+        fig.tight_layout()
+        plt.close(fig)
+        return save_figure(fig, path)
+
 
 def _check_steps(name, steps):
     return check_int(name, steps, minimum=0, maximum=MAX_STEPS)
@@ -297,6 +346,38 @@ def coupled_run(n, d, lam, starts, *, steps, seed=0, replace=True, burn_in=0,
     steps (and ``c_1..c_{record_levels}``).  ``time_average``: time-averaged profile;
     ``track_max``: time share of each maximum queue length.  ``check``: recompute the L1
     distances after every step (debug mode, slow).
+
+    Parameters
+    ----------
+    n, d, lam : int, int, float
+        Servers, choices, load ``λ`` in ``(0, 1)`` (docs/model.md §1).
+    starts : list
+        One start spec per copy (``"empty"``, ``"fixed-point"``, ``"customers:g"``, …, or an
+        array of counts); copy 0 is the reference.
+    steps : int
+        Steps of the jump chain to run (at most ``MAX_STEPS``).
+    seed : int or numpy.random.SeedSequence, default 0
+    replace : bool, default True
+        Sample the ``d`` queues with replacement.
+    burn_in, stop_when_coalesced, record_every, record_levels, time_average, track_max, check
+        As above.
+
+    Returns
+    -------
+    CoupledRun
+
+    Raises
+    ------
+    TypeError
+        ``starts`` is not a list of start specs.
+    ValueError
+        Bad parameters (named), an empty ``starts`` or an unknown start spec.
+
+    Examples
+    --------
+    >>> r = coupled_run(20, 2, 0.5, ["fixed-point", "empty"], steps=2000, seed=1, stop_when_coalesced=True)
+    >>> r.distance  # every copy has met copy 0
+    (0, 0)
     """
     p = Params(n, d, lam, replace=replace)
     if isinstance(starts, (str, np.ndarray)) or not hasattr(starts, "__len__"):
@@ -340,6 +421,29 @@ def start_bounds(n, d, lam, start) -> dict:
     ``upper``: ``k d^{k−1} n log n`` (from a good state); ``lower``: ``d^{k−1} n``;
     ``lower_start``: the start's own lower bound, ``(1−λ)^{−1} g n`` for ``customers:g``,
     ``ℓ n`` for ``long:ℓ``, else ``d^{k−1} n``.  ``None`` where undefined (``d = 1``).
+
+    Parameters
+    ----------
+    n, d, lam : int, int, float
+        Servers, choices and load (docs/model.md §1).
+    start : str or array_like
+        A start spec (:mod:`supermarket.states`).
+
+    Returns
+    -------
+    dict
+        ``{"k", "upper", "lower", "lower_start"}``.
+
+    Raises
+    ------
+    ValueError
+        Bad parameters (named).
+
+    Examples
+    --------
+    >>> b = start_bounds(100, 2, 0.9, "good")
+    >>> b["k"], b["lower"]
+    (4, 800.0)
     """
     p = Params(n, d, lam)
     name, val = parse_start(start) if isinstance(start, str) else ("array", None)
@@ -382,6 +486,29 @@ def order_statistic_ci(sample, q, level=0.95):
     the Kaplan–Meier estimate with a common censoring time).  Returns
     ``(estimate, low, high)``: ``inf`` where the order statistic is censored, ``None``
     where its rank falls outside the sample (too few replications for that confidence).
+
+    Parameters
+    ----------
+    sample : array_like
+        Observations (``inf`` for censored ones).
+    q : float
+        The quantile, in ``(0, 1)``.
+    level : float, default 0.95
+        Confidence of the interval (binomial ranks).
+
+    Returns
+    -------
+    (estimate, low, high)
+
+    Raises
+    ------
+    ValueError
+        An empty ``sample`` or ``q`` outside ``(0, 1)``.
+
+    Examples
+    --------
+    >>> order_statistic_ci(range(1, 21), 0.5)
+    (10.0, 6.0, 15.0)
     """
     x = np.sort(np.asarray(sample, dtype=float))
     R = x.size
@@ -425,8 +552,9 @@ def _summary(taus: np.ndarray, budget: float, level=0.95) -> dict:
     cens = ~np.isfinite(taus)
     nc = int(cens.sum())
     filled = np.where(cens, float(budget), taus)
-    mean = float(filled.mean())
-    half = stats.t.ppf(0.5 + level / 2, R - 1) * filled.std(ddof=1) / math.sqrt(R) if R > 1 else math.inf
+    err = replication_error(filled)  # Student t on R − 1 degrees of freedom
+    mean = err.mean
+    half = err.half_width(level) if R > 1 else math.inf
     out = {"mean": mean, "mean_is_lower_bound": nc > 0,
            "ci": [max(mean - half, 0.0), CENSORED if nc else (mean + half if R > 1 else UNBOUNDED)]}
     for name, q in (("median", 0.5), ("q75", 0.75), ("q90", 0.9)):
@@ -477,6 +605,13 @@ class MixingResult:
     time units (steps / (n(1+λ))).  ``tmix_steps``: the 0.75-quantile of τ, an upper bound
     for ``t_mix(1/4)`` since ``d_TV(t) <= P(τ > t)``; ``tmix_ci``: its 95% order-statistic
     interval.  ``bounds``: the paper-000 orders (constants 1) for this start.
+    Result protocol: :meth:`to_dict`, :meth:`to_frame`, :meth:`summary`, :meth:`plot`.
+
+    Examples
+    --------
+    >>> r = coalescence(20, 2, 0.5, replications=10, seed=1, workers=1)
+    >>> r.censored, len(r.to_frame())
+    (0, 10)
     """
 
     params: Params
@@ -596,10 +731,7 @@ class MixingResult:
         -------
         matplotlib.figure.Figure
         """
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
 
         u = self.params.n * (1.0 + self.params.lam)
         t = np.sort(np.array([np.inf if x is None else x / u for x in self.taus]))
@@ -630,6 +762,39 @@ def coalescence(n, d, lam, *, start="good", replications=100, seed=0, max_steps=
     they are equal or ``max_steps`` steps have passed (default: 20 × (burn-in + the
     start's own lower order × (1+λ))).  Replication ``r`` uses child ``r`` of ``seed``;
     results do not depend on ``workers`` (default: all cores; 1 runs in this process).
+
+    Parameters
+    ----------
+    n, d, lam : int, int, float
+        Servers, choices and load (docs/model.md §1).
+    start : str or array_like, default "good"
+        Start spec of the non-stationary copy (:mod:`supermarket.states`).
+    replications : int, default 100
+    seed : int or numpy.random.SeedSequence, default 0
+    max_steps, burn_in : int, optional
+        Step budget and burn-in (defaults above).
+    replace : bool, default True
+    workers : int, optional
+    client : dask.distributed.Client, optional
+        Run the replications on this cluster instead.
+    progress : callable, optional
+        Called as replications finish.
+
+    Returns
+    -------
+    MixingResult
+
+    Raises
+    ------
+    ValueError
+        Bad parameters (named), or a burn-in beyond the work limit (the message gives the
+        estimate).
+
+    Examples
+    --------
+    >>> r = coalescence(20, 2, 0.5, replications=10, seed=1, workers=1)
+    >>> r.steps["mean"] > 0 and r.steps["censored"] == 0
+    True
     """
     p = Params(n, d, lam, replace=replace)
     replications = check_positive_int("replications", replications, maximum=10**7)
@@ -696,6 +861,13 @@ class TVCurve:
     mean over 200 resamples): values below it are indistinguishable from equilibrium.
     ``coupling_bound[j]``: the fraction of coupled pairs not yet coalesced, an estimate of
     ``P(τ > t)``, which bounds ``d_TV`` of the whole chain from above.
+    Result protocol: :meth:`to_dict`, :meth:`to_frame`, :meth:`summary`, :meth:`plot`.
+
+    Examples
+    --------
+    >>> c = tv_curve(20, 2, 0.5, replications=10, points=5, seed=1, workers=1)
+    >>> c.tv.shape, bool(((c.tv >= 0) & (c.tv <= 1)).all())
+    ((5,), True)
     """
 
     params: Params
@@ -765,10 +937,7 @@ class TVCurve:
         -------
         matplotlib.figure.Figure
         """
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
 
         fig, ax = plt.subplots(figsize=(6, 4))
         ax.plot(self.time, self.tv, marker="o", ms=3, label="TV of ‖X_t‖₁ (binned, lower estimate)")
@@ -789,6 +958,35 @@ def tv_curve(n, d, lam, *, start="empty", replications=200, steps=None, points=4
     ``steps``: horizon (default: 3 × the start's own order, at least the upper order
     ``k d^{k−1} n log n``); ``points``: recorded times; ``bins``: quantile bins of the
     stationary law (default ``⌈√replications⌉``, at most 30).
+
+    Parameters
+    ----------
+    n, d, lam : int, int, float
+        Servers, choices and load (docs/model.md §1).
+    start : str or array_like, default "empty"
+    replications : int, default 200
+        At least 10.
+    steps, points, bins, burn_in : int, optional
+        As above.
+    seed : int or numpy.random.SeedSequence, default 0
+    replace : bool, default True
+    workers, client, progress
+        As for :func:`coalescence`.
+
+    Returns
+    -------
+    TVCurve
+
+    Raises
+    ------
+    ValueError
+        Bad parameters (named) or work beyond the limit.
+
+    Examples
+    --------
+    >>> c = tv_curve(20, 2, 0.5, replications=10, points=5, seed=1, workers=1)
+    >>> bool(c.coupling_bound[-1] <= c.coupling_bound[0])
+    True
     """
     p = Params(n, d, lam, replace=replace)
     replications = check_int("replications", replications, minimum=10, maximum=10**6)

@@ -43,7 +43,18 @@ MAX_TABLE_ROWS = 200
 
 
 class Figure:
-    """A rendered figure: ``name`` (file stem), ``title``, ``caption`` and PNG bytes."""
+    """A rendered figure: ``name`` (file stem), ``title``, ``caption`` and PNG bytes.
+
+    Parameters
+    ----------
+    name, title, caption : str
+    png : bytes
+
+    Examples
+    --------
+    >>> Figure("mixing", "Mixing", "Coalescence times.", b"").name
+    'mixing'
+    """
 
     def __init__(self, name: str, title: str, caption: str, png: bytes):
         self.name, self.title, self.caption, self.png = name, title, caption, png
@@ -107,6 +118,16 @@ def _fig_to_png(fig) -> bytes:
 
     plt.close(fig)
     return buf.getvalue()
+
+
+def _finish(fig, ax, *, xlabel, ylabel, title, name, heading, caption, which="major", legend_size=8) -> Figure:
+    """Label, grid, legend and title one-axis figures the same way; render to a :class:`Figure`."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3, which=which)
+    ax.legend(fontsize=legend_size)
+    ax.set_title(title, fontsize=10)
+    return Figure(name, heading, caption, _fig_to_png(fig))
 
 
 def _plt():
@@ -214,17 +235,14 @@ def _max_queue_figure(points) -> Figure | None:
     top = max(max(xs), max(m + h for m, h in zip(modes, hi))) + 1
     ax.plot([0, top], [0, top], "k--", lw=1, label="maximum = k")
     ax.plot([0, top], [1, top + 1], ":", color="grey", lw=1, label="maximum = k + 1")
-    ax.set_xlabel("k_(λ,d) = ⌈log(1/(1−λ))/log d⌉")
-    ax.set_ylabel("maximum queue length")
     ax.set_xlim(0, top)
     ax.set_ylim(0, top + 1)
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    ax.set_title("Equilibrium maximum queue length against k_(λ,d)", fontsize=10)
-    return Figure("max_queue", "Maximum queue length against k_(λ,d)",
+    return _finish(fig, ax, xlabel="k_(λ,d) = ⌈log(1/(1−λ))/log d⌉", ylabel="maximum queue length",
+                   title="Equilibrium maximum queue length against k_(λ,d)", name="max_queue",
+                   heading="Maximum queue length against k_(λ,d)", caption=
                   "For each grid point, the most frequent time-averaged maximum queue length (bars: the "
                   "smallest and largest maxima seen) against k_(λ,d) (paper 000, docs/model.md §4). The paper "
-                  "predicts k, or k or k+1 when 1/(1−λ) is a power of d.", _fig_to_png(fig))
+                  "predicts k, or k or k+1 when 1/(1−λ) is a power of d.")
 
 
 def _mixing_figure(points) -> Figure | None:
@@ -269,16 +287,13 @@ def _mixing_figure(points) -> Figure | None:
             ax.annotate(f"{c} censored", (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("d^(k−1) n  (steps)")
-    ax.set_ylabel("coalescence time (steps)")
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
-    ax.set_title("Mixing: coalescence time against the paper-000 orders", fontsize=10)
-    return Figure("mixing", "Mixing times against the bounds",
+    return _finish(fig, ax, xlabel="d^(k−1) n  (steps)", ylabel="coalescence time (steps)", which="both",
+                   title="Mixing: coalescence time against the paper-000 orders", name="mixing",
+                   heading="Mixing times against the bounds", caption=
                   "Coalescence time of the sorted coupling with a stationary copy (docs/model.md §2), mean over "
                   "replications, against the orders of paper 000 (docs/model.md §6, constants taken as 1): "
                   "Ω(d^(k−1) n) and O(k d^(k−1) n log n) steps from a good state. Censored replications "
-                  "(no coalescence within the budget) are left out of the mean and counted.", _fig_to_png(fig))
+                  "(no coalescence within the budget) are left out of the mean and counted.")
 
 
 FLUCT_MOMENTS = ("mean_z1", "mean_z2", "var_z1", "var_z2", "cov_z1z2")
@@ -326,16 +341,13 @@ def _fluct_figure(points) -> Figure | None:
     ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], "k--", lw=1, label="simulated = limit")
     for x, y, nm in zip(lims, sims, names):
         ax.annotate(nm, (x, y), fontsize=6, xytext=(3, -8), textcoords="offset points")
-    ax.set_xlabel("limit diffusion (derived) / linear noise approximation")
-    ax.set_ylabel("simulated, scaled √n (G − x^n)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    ax.set_title("Fluctuation moments against the limits", fontsize=10)
-    return Figure("fluctuations", "Fluctuation moments against the limits",
+    return _finish(fig, ax, xlabel="limit diffusion (derived) / linear noise approximation",
+                   ylabel="simulated, scaled √n (G − x^n)", title="Fluctuation moments against the limits",
+                   name="fluctuations", heading="Fluctuation moments against the limits", caption=
                   "Stationary means, variances and covariance of the scaled centred process (paper 002, "
                   "docs/model.md §8) against those of the limit diffusion of its regime (limits derived; closed "
                   "forms in regime (a), simulated SDE in (b), (c)), and against the finite-n linear noise "
-                  "approximation at the centre x^n (open squares).", _fig_to_png(fig))
+                  "approximation at the centre x^n (open squares).")
 
 
 def _meanfield_figure(points) -> Figure | None:
@@ -359,19 +371,36 @@ def _meanfield_figure(points) -> Figure | None:
     if not any_:
         plt.close(fig)
         return None
-    ax.set_xlabel("level i")
-    ax.set_ylabel("u_i")
     ax.set_ylim(1e-12, 2)
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7)
-    ax.set_title("Mean-field fixed point and refined mean field", fontsize=10)
-    return Figure("meanfield", "Mean field and refined mean field",
+    return _finish(fig, ax, xlabel="level i", ylabel="u_i", which="both", legend_size=7,
+                   title="Mean-field fixed point and refined mean field", name="meanfield",
+                   heading="Mean field and refined mean field", caption=
                   "Fixed point π(i) (docs/model.md §3) and, where n is given, the refined mean field π(i) + V_i/n "
-                  "(Gast–Van Houdt 2018, docs/model.md §3).", _fig_to_png(fig))
+                  "(Gast–Van Houdt 2018, docs/model.md §3).")
 
 
 def collect_figures(rows: list[dict]) -> list[Figure]:
-    """The figures for the measurements present in ``rows`` (none for absent ones)."""
+    """The figures for the measurements present in ``rows`` (none for absent ones).
+
+    Parameters
+    ----------
+    rows : list of dict
+        Rows of a results table (:func:`supermarket.sweep.table_rows`).
+
+    Returns
+    -------
+    list of Figure
+        Each with a ``measurement`` attribute; ``theory`` rows give none.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib; from supermarket.sweep import parse_sweep, run_sweep
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"; _ = run_sweep(parse_sweep('[[run]]\\nmeasurement = "meanfield"\\nn = 50\\nd = 2\\nload = 0.9\\n'), out, workers=1)
+    >>> from supermarket.sweep import read_results, table_rows
+    >>> [f.name for f in collect_figures(table_rows(read_results(out)))]
+    ['meanfield']
+    >>> import shutil; shutil.rmtree(out.parent)
+    """
     figs: list[Figure] = []
     by_meas: dict[str, list[dict]] = {}
     for r in rows:
@@ -518,6 +547,36 @@ def build_report(out_dir, path, *, fmt: str = "html") -> str:
 
     HTML: one self-contained file, figures embedded as base64 PNG.  Markdown: the ``.md``
     file with the PNG figures beside it (``<stem>_<figure>.png``).  Returns the path.
+
+    Parameters
+    ----------
+    out_dir : str or path-like
+        A sweep directory (finished, or partial: the finished tasks are reported).
+    path : str or path-like
+        The report file; its directory must exist.
+    fmt : {"html", "md"}, default "html"
+
+    Returns
+    -------
+    str
+        ``path``.
+
+    Raises
+    ------
+    ValueError
+        A bad ``fmt``.
+    OutputError, SweepDirError
+        ``path`` cannot be written (checked before any work), or ``out_dir`` is not a sweep
+        directory.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib; from supermarket.sweep import parse_sweep, run_sweep
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"; _ = run_sweep(parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = 2\\nload = 0.9\\n'), out, workers=1)
+    >>> p = build_report(out, out.parent / "r.md", fmt="md")
+    >>> "## theory" in pathlib.Path(p).read_text()  # theory rows: a table, no figure
+    True
+    >>> import shutil; shutil.rmtree(out.parent)
     """
     fmt = check_choice("fmt", fmt, ("html", "md"))
     path = check_output_file(path, f"--{fmt}")  # before any work: a missing or unwritable place fails now

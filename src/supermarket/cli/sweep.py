@@ -102,7 +102,6 @@ def sweep(file, out, workers, scheduler, max_tasks, connect_timeout, check, upgr
     if out is None:
         raise click.UsageError("--out DIR is required (the directory for results.parquet and sweep.json)")
     update, stop = _progress_printer(spec.name)
-    t0 = time.perf_counter()
     try:
         outcome = sw.run_sweep(spec, out, workers=workers, scheduler=scheduler, max_tasks=max_tasks,
                                progress=update, connect_timeout=connect_timeout)
@@ -118,13 +117,10 @@ def sweep(file, out, workers, scheduler, max_tasks, connect_timeout, check, upgr
     if as_json:
         print_json(outcome.to_dict())
     else:
-        click.echo(f"sweep {spec.name}: {outcome.total} tasks, {outcome.ran} run now, {outcome.skipped} "
-                   f"finished earlier, {outcome.failed} failed ({outcome.backend}, "
-                   f"{time.perf_counter() - t0:.1f} s) -> {outcome.results_path}")
-        for task_id, error in outcome.failures[:10]:
-            click.echo(f"  failed {task_id}: {error}", err=True)
-        if len(outcome.failures) > 10:
-            click.echo(f"  ... and {len(outcome.failures) - 10} more (see sweep.json)", err=True)
+        head, *failures = outcome.summary().splitlines()
+        click.echo(f"sweep {spec.name}: {head}")
+        for line in failures:
+            click.echo(line, err=True)
     if outcome.failed:
         sys.exit(1)
 

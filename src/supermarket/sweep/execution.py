@@ -34,6 +34,24 @@ def run_task(spec: dict) -> dict:
 
     Never raises for a failing measurement: the error is recorded instead.  An interruption
     (:class:`KeyboardInterrupt`) is not a failure: it propagates.
+
+    Parameters
+    ----------
+    spec : dict
+        ``Task.spec()``: ``task_id``, ``measurement``, ``params``, ``point_hash``,
+        ``replication``, ``replications``, ``seed``.
+
+    Returns
+    -------
+    dict
+
+    Examples
+    --------
+    >>> from supermarket.sweep import parse_sweep
+    >>> t = parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = 2\\nload = 0.9\\n').tasks[0]
+    >>> rec = run_task(t.spec())
+    >>> rec["status"], rec["result"]["k"]
+    ('ok', 4)
     """
     t0 = time.perf_counter()
     seed = task_seed(spec["seed"], spec["point_hash"], spec["replication"])
@@ -70,7 +88,34 @@ def _row(task: Task, sweep: Sweep, rec: dict) -> dict:
 
 @dataclass
 class SweepOutcome:
-    """What :func:`run_sweep` did."""
+    """What :func:`run_sweep` did.
+
+    Attributes
+    ----------
+    out_dir, results_path : str
+        The sweep directory and its ``results.parquet``.
+    total, skipped, ran, ok, failed : int
+        Tasks in the sweep, finished in an earlier run, run now, succeeded (this run and
+        earlier), failed.
+    failures : list
+        ``(task_id, error)`` of each failed task.
+    wall_seconds : float
+        Wall time of this run.
+    backend : str
+        ``"in-process"``, a local process pool or the Dask scheduler.
+    discarded : int
+        Part files that did not hold their task's result (computed again).
+
+    Result protocol: :meth:`to_dict`, :meth:`to_frame`, :meth:`summary`.
+
+    Examples
+    --------
+    >>> o = SweepOutcome("out", 3, 0, 3, 2, 1, [("theory-ab-r0", "ValueError: x")], 0.5, "in-process",
+    ...                  "out/results.parquet")
+    >>> print(o.summary())
+    3 tasks, 3 run now, 0 finished earlier, 1 failed (in-process, 0.5 s) -> out/results.parquet
+      failed theory-ab-r0: ValueError: x
+    """
 
     out_dir: str
     total: int
@@ -85,7 +130,28 @@ class SweepOutcome:
     discarded: int = 0  # part files that did not hold their task's result (computed again)
 
     def to_dict(self) -> dict:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        """The fields as a JSON-safe dict (``failures`` as ``[task_id, error]`` lists)."""
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        out["failures"] = [[str(t), str(e)] for t, e in self.failures]
+        return out
+
+    def to_frame(self):
+        """One row per failed task (``task_id``, ``error``); empty (with those columns) when
+        none failed.  The counts are in :meth:`to_dict`."""
+        import pandas as pd
+
+        return pd.DataFrame([{"task_id": str(t), "error": str(e)} for t, e in self.failures],
+                            columns=["task_id", "error"])
+
+    def summary(self, max_failures: int = 10) -> str:
+        """The lines ``supermarket sweep`` prints: the counts, then up to ``max_failures``
+        failed tasks (one line each)."""
+        lines = [f"{self.total} tasks, {self.ran} run now, {self.skipped} finished earlier, {self.failed} failed "
+                 f"({self.backend}, {self.wall_seconds:.1f} s) -> {self.results_path}"]
+        lines += [f"  failed {t}: {e}" for t, e in self.failures[:max_failures]]
+        if len(self.failures) > max_failures:
+            lines.append(f"  ... and {len(self.failures) - max_failures} more (see sweep.json)")
+        return "\n".join(lines)
 
 
 def _now() -> str:
@@ -126,6 +192,19 @@ def run_sweep(sweep: Sweep, out_dir, *, workers: int | None = None, scheduler: s
         The scheduler cannot be used (one line, within about ``connect_timeout``).
     KeyboardInterrupt
         Ctrl-C: the finished tasks are stored, the interrupted ones are not; call again to resume.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from supermarket.sweep import parse_sweep
+    >>> s = parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = [2, 3]\\nload = 0.9\\n')
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"
+    >>> o = run_sweep(s, out, workers=1)
+    >>> o.total, o.failed, o.to_frame().empty
+    (2, 0, True)
+    >>> run_sweep(s, out, workers=1).skipped  # a second call resumes: nothing left to run
+    2
+    >>> import shutil; shutil.rmtree(out.parent)
     """
     total = len(sweep.tasks)
     if max_tasks is not None and total > max_tasks:

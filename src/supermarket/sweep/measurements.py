@@ -36,7 +36,28 @@ _GRID_NDL = {"n": v.count, "d": v.count, "load": v.load, "alpha": v.positive, "b
 
 @dataclass(frozen=True)
 class Measurement:
-    """One measurement: its keys, rules, canonical parameters and adapter."""
+    """One measurement: its keys, rules, canonical parameters and adapter.
+
+    Attributes
+    ----------
+    name : str
+    keys : dict
+        ``key -> checker(key, value)`` returning the canonical value.
+    adapter : callable
+        ``(params, seed) -> dict`` of results.
+    rules : callable
+        ``(axes, err)``: rules between the keys of one block.
+    derive : callable
+        ``params -> canonical params``.
+    deterministic : bool
+        No randomness (one replication is enough).
+    defaults : dict
+
+    Examples
+    --------
+    >>> REGISTRY["theory"].deterministic
+    True
+    """
 
     name: str
     keys: dict  # key -> checker(key, value) -> canonical value

@@ -40,7 +40,27 @@ class SweepFileError(ValueError):
 
 @dataclass(frozen=True)
 class Task:
-    """One grid point and one replication: one row of the results table."""
+    """One grid point and one replication: one row of the results table.
+
+    Attributes
+    ----------
+    index, point, block : int
+        Position in grid order, grid point, ``[[run]]`` block.
+    measurement : str
+    params : dict
+        Canonical parameters (defaults filled in).
+    point_hash : str
+        Hex SHA-256 of the canonical parameters (the seed depends on it, not on the order).
+    replication, replications : int
+    seed : int
+        The sweep's (or the block's) seed.
+
+    Examples
+    --------
+    >>> t = parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = 2\\nload = 0.9\\n').tasks[0]
+    >>> t.task_id.startswith("theory-"), t.params["d"]
+    (True, 2)
+    """
 
     index: int  # position in grid order (rows are written in this order)
     point: int  # index of the grid point
@@ -68,6 +88,28 @@ class Task:
 
 @dataclass(frozen=True)
 class Sweep:
+    """A validated sweep file and its tasks (from :func:`load_sweep` or :func:`parse_sweep`).
+
+    Attributes
+    ----------
+    path, text : str
+        Where it came from and its text.
+    text_sha256, sweep_sha256 : str
+        Hashes of the text and of the parsed, canonical sweep (layout and comments do not count).
+    name : str
+    seed : int
+    tasks : tuple of Task
+        In grid order.
+    blocks : tuple of dict
+        The parsed ``[[run]]`` blocks.
+
+    Examples
+    --------
+    >>> s = parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = [2, 3]\\nload = 0.9\\n')
+    >>> s.points, len(s.to_frame()), s.summary().splitlines()[0]
+    (2, 2, 'sweep <sweep>: 2 grid points, 2 tasks, seed 0')
+    """
+
     path: str
     text: str
     text_sha256: str
@@ -79,7 +121,30 @@ class Sweep:
 
     @property
     def points(self) -> int:
+        """Number of grid points."""
         return len({t.point for t in self.tasks})
+
+    def to_dict(self) -> dict:
+        """JSON-safe: name, path, hashes, seed, the counts and each task's ``spec()``."""
+        return {"name": self.name, "path": self.path, "text_sha256": self.text_sha256,
+                "sweep_sha256": self.sweep_sha256, "seed": self.seed, "points": self.points,
+                "tasks": [t.spec() for t in self.tasks]}
+
+    def to_frame(self):
+        """One row per task: ``task_id``, ``measurement``, ``point``, ``replication`` and the
+        task's parameters as columns."""
+        import pandas as pd
+
+        return pd.DataFrame([{"task_id": t.task_id, "measurement": t.measurement, "point": t.point,
+                              "replication": t.replication, **t.params} for t in self.tasks])
+
+    def summary(self) -> str:
+        """Plain text: the counts, then the tasks per measurement."""
+        per: dict[str, int] = {}
+        for t in self.tasks:
+            per[t.measurement] = per.get(t.measurement, 0) + 1
+        return "\n".join([f"sweep {self.name}: {self.points} grid points, {len(self.tasks)} tasks, seed {self.seed}"]
+                         + [f"  {m}: {k} task(s)" for m, k in per.items()])
 
 
 # --------------------------------------------------------------------------- line numbers
@@ -120,7 +185,30 @@ def _key_lines(text: str) -> dict:
 
 # --------------------------------------------------------------------------- parsing
 def load_sweep(path) -> Sweep:
-    """Read and validate a sweep file; raise :class:`SweepFileError` listing every error."""
+    """Read and validate a sweep file; raise :class:`SweepFileError` listing every error.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A TOML sweep file.
+
+    Returns
+    -------
+    Sweep
+
+    Raises
+    ------
+    SweepFileError
+        A missing or unreadable file, or any error in it (all listed, with lines).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "s.toml"
+    >>> _ = f.write_text('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = 2\\nload = 0.9\\n')
+    >>> len(load_sweep(f).tasks)
+    1
+    """
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -136,6 +224,32 @@ def parse_sweep(text: str, path: str = "<sweep>") -> Sweep:
 
     Every problem found is collected; if there is any, :class:`SweepFileError` lists them
     all, each as ``line L: key: message``.
+
+    Parameters
+    ----------
+    text : str
+        The TOML text.
+    path : str, default "<sweep>"
+        A name for messages and the sidecar.
+
+    Returns
+    -------
+    Sweep
+
+    Raises
+    ------
+    SweepFileError
+        Every problem of the file, at once.
+
+    Examples
+    --------
+    >>> parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = [2, 3]\\nload = 0.9\\n').points
+    2
+    >>> try:
+    ...     parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 0\\nd = 2\\nload = 1.5\\n')
+    ... except SweepFileError as e:
+    ...     len(e.errors)
+    2
     """
     try:
         data = tomllib.loads(text)

@@ -249,7 +249,25 @@ def to_table(rows: list[dict], first: tuple = ()):
 
 
 def table_rows(table) -> list[dict]:
-    """Rows of a results table as plain Python: map columns as dicts, JSON columns decoded."""
+    """Rows of a results table as plain Python: map columns as dicts, JSON columns decoded.
+
+    Parameters
+    ----------
+    table : pyarrow.Table
+        From :func:`read_results`.
+
+    Returns
+    -------
+    list of dict
+
+    Examples
+    --------
+    >>> import tempfile, pathlib; from supermarket.sweep import parse_sweep, run_sweep
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"; _ = run_sweep(parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = [2, 3]\\nload = 0.9\\n'), out, workers=1)
+    >>> [r["d"] for r in table_rows(read_results(out))]
+    [2, 3]
+    >>> import shutil; shutil.rmtree(out.parent)
+    """
     import pyarrow as pa
 
     meta = table.schema.metadata or {}
@@ -318,8 +336,30 @@ def _format_error(out_dir, fmt) -> SweepDirError:
 def read_sidecar(out_dir, *, check_format: bool = True) -> dict:
     """The sidecar ``sweep.json`` of a sweep directory (a dict).
 
-    Raises :class:`SweepDirError` if there is none, it is unreadable, or (``check_format``) the
-    directory is in an older format (with the command that converts it)."""
+    Parameters
+    ----------
+    out_dir : str or path-like
+    check_format : bool, default True
+        Refuse a directory of another format.
+
+    Returns
+    -------
+    dict
+
+    Raises
+    ------
+    SweepDirError
+        There is no sidecar, it is unreadable, or (``check_format``) the directory is in an
+        older format (the message gives the command that converts it) or a newer one.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib; from supermarket.sweep import parse_sweep, run_sweep
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"; _ = run_sweep(parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = [2, 3]\\nload = 0.9\\n'), out, workers=1)
+    >>> read_sidecar(out)["tasks_total"]
+    2
+    >>> import shutil; shutil.rmtree(out.parent)
+    """
     path = Path(out_dir) / SIDECAR_FILE
     if not path.exists():
         raise SweepDirError(f"{out_dir}: no {SIDECAR_FILE}: not a sweep directory")
@@ -342,6 +382,28 @@ def read_results(out_dir, *, partial: bool = False):
 
     With ``partial=True`` and no ``results.parquet`` yet (a sweep still running, or
     interrupted), the finished tasks' part files are read instead, in grid order.
+
+    Parameters
+    ----------
+    out_dir : str or path-like
+    partial : bool, default False
+
+    Returns
+    -------
+    pyarrow.Table
+
+    Raises
+    ------
+    SweepDirError
+        Not a sweep directory, or no results (and, with ``partial``, no finished task).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib; from supermarket.sweep import parse_sweep, run_sweep
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"; _ = run_sweep(parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = [2, 3]\\nload = 0.9\\n'), out, workers=1)
+    >>> read_results(out).num_rows
+    2
+    >>> import shutil; shutil.rmtree(out.parent)
     """
     import pyarrow.parquet as pq
 
@@ -503,6 +565,22 @@ def upgrade(out_dir) -> int:
     """Convert a sweep directory of an older format (arrays as JSON text) to the current one,
     in place and atomically file by file; returns the number of files rewritten (0 when the
     directory is already current).
+
+    Parameters
+    ----------
+    out_dir : str or path-like
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> import tempfile, pathlib; from supermarket.sweep import parse_sweep, run_sweep
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"; _ = run_sweep(parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = [2, 3]\\nload = 0.9\\n'), out, workers=1)
+    >>> upgrade(out)  # already current
+    0
+    >>> import shutil; shutil.rmtree(out.parent)
 
     Raises
     ------
