@@ -6,12 +6,19 @@ against Ciw and rmftool at n = 1000, d = 2, λ = 0.9.
     .venv/bin/python benchmarks/bench_engines.py --no-others  # skip Ciw and rmftool
     .venv/bin/python benchmarks/bench_engines.py --config profile:1e6:100:0.999 --repeat 5
                                                  # only these rows (engine:n:d:λ, repeatable)
+    .venv/bin/python benchmarks/bench_engines.py --against /tmp/old/src --repeat 7 \
+        --config profile:1e6:100:0.999 --config profile:1e3:2:0.9 --config queues:1e6:2:0.9
+                                                 # this tree against another source tree
 
 Prints Markdown tables.  An "event" of our engines is one step of the uniformized chain
 (docs/model.md §1: an arrival or a potential departure, rate n(1+λ)); to compare tools that
 count only real events, the side-by-side table also gives customers served per wall
 second (λ·n·simulated time / wall time), the same unit for every tool.  Each figure is
 the best of ``--repeat`` runs (the machine is shared: the best is the least disturbed).
+``--against SRC`` compares this tree with another checkout's ``src`` folder (a speed
+regression check): one worker process per tree, runs interleaved (old, new, new, old, ...)
+so that both see the same machine load, CPU time (``time.process_time``) instead of wall
+time, best of ``--repeat`` per tree.
 Ciw and rmftool are the optional ``bench`` extra (``pip install ciw rmftool sympy``).
 """
 
@@ -19,7 +26,10 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import platform
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -52,6 +62,65 @@ def engine_rate(engine, n, d, lam, events, repeat, replace=True):
     elif engine == "buckets":
         mem = ch.perm.nbytes / n
     return best, mem
+
+
+_WORKER = r"""
+import sys, time
+import numpy as np
+try:
+    from supermarket.simulation import Chain
+except ImportError:  # source trees from before the module was renamed
+    from supermarket.simulate import Chain
+from supermarket import theory as th
+from supermarket.model import Params
+chains = {}
+print("ready", flush=True)
+for line in sys.stdin:
+    eng, n, d, lam, events = line.split()
+    n, d, lam, events = int(float(n)), int(d), float(lam), int(events)
+    key = (eng, n, d, lam)
+    if key not in chains:
+        k = th.k_lambda_d(d, lam) if d >= 2 else 0
+        lo, hi = th.good_set_bounds(n, d, lam, 0.1, k) if k else (None, None)
+        c = np.rint(n * th.fixed_point(d, lam)).astype(np.int64)
+        chains[key] = ch = Chain(Params(n, d, lam), eng, c[c > 0], 12345, k=k, lo=lo, hi=hi)
+        ch.advance(max_events=min(events, 10**6))
+    t = time.process_time()
+    chains[key].advance(max_events=events)
+    print(time.process_time() - t, flush=True)
+"""
+
+
+def compare_trees(old_src, configs, repeat):
+    """Best CPU seconds per configuration for this tree ("new") and ``old_src`` ("old"),
+    runs interleaved; ``configs`` = [(engine, n, d, λ, events)].  Yields (config, old, new)."""
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "src")
+    procs = {}
+    try:
+        for name, src in (("old", old_src), ("new", here)):
+            env = dict(os.environ, PYTHONPATH=os.path.abspath(src))
+            procs[name] = subprocess.Popen([sys.executable, "-c", _WORKER], stdin=subprocess.PIPE,
+                                           stdout=subprocess.PIPE, text=True, env=env)
+            if procs[name].stdout.readline().strip() != "ready":
+                raise RuntimeError(f"the worker for {src} did not start")
+
+        def run(name, cfg):
+            procs[name].stdin.write(" ".join(map(str, cfg)) + "\n")
+            procs[name].stdin.flush()
+            return float(procs[name].stdout.readline())
+
+        for cfg in configs:
+            run("old", cfg)  # warm-up: compile or load, fill the caches and windows
+            run("new", cfg)
+            best = {"old": math.inf, "new": math.inf}
+            for r in range(repeat):
+                for name in (("old", "new") if r % 2 == 0 else ("new", "old")):
+                    best[name] = min(best[name], run(name, cfg))
+            yield cfg, best["old"], best["new"]
+    finally:
+        for p in procs.values():
+            p.stdin.close()
+            p.wait()
 
 
 def ciw_rate(n, d, lam, horizon, seed=1):
@@ -126,19 +195,41 @@ def main(argv=None):
     ap.add_argument("--no-others", action="store_true", help="skip Ciw and rmftool")
     ap.add_argument("--config", action="append", metavar="ENGINE:N:D:LAM",
                     help="measure only these configurations (repeatable), e.g. profile:1e6:100:0.999")
+    ap.add_argument("--against", metavar="SRC",
+                    help="compare with the package in another source tree (its src folder), CPU time, interleaved")
     args = ap.parse_args(argv)
     E = 10**7 if args.quick else 5 * 10**7
     R = args.repeat
-    if args.config:
+    configs = []
+    for spec in args.config or []:
+        try:
+            eng, n, d, lam = spec.split(":")
+            n, d, lam = int(float(n)), int(float(d)), float(lam)
+        except ValueError:
+            ap.error(f"--config must be ENGINE:N:D:LAM, e.g. profile:1e6:100:0.999; got {spec!r}")
+        if eng not in ("profile", "buckets", "queues"):
+            ap.error(f"--config: engine must be profile, buckets or queues; got {eng!r}")
+        configs.append((eng, n, d, lam, E if eng == "profile" else E // 5 if eng == "queues" else E // 2))
+    if args.against:
+        if not os.path.isdir(os.path.join(args.against, "supermarket")):
+            ap.error(f"--against must be a folder holding the package supermarket/; got {args.against!r}")
+        if not configs:
+            configs = [("profile", 10**6, 100, 0.999, E), ("profile", 1000, 2, 0.9, E),
+                       ("queues", 10**6, 2, 0.9, E // 5)]
+        print(f"CPU time, best of {R} interleaved runs per tree, "
+              f"load average {os.getloadavg()[0]:.1f} at the start")
+        print()
+        print("| engine | n | d | λ | events | old: million events/s | new: million events/s | new/old time |")
+        print("|---|---|---|---|---|---|---|---|")
+        for (eng, n, d, lam, ev), t_old, t_new in compare_trees(args.against, configs, R):
+            print(f"| {eng} | {n:.0e} | {d} | {lam} | {ev:.0e} | {ev / t_old / 1e6:.1f} | {ev / t_new / 1e6:.1f} "
+                  f"| {t_new / t_old:.3f} |", flush=True)
+        print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
+        return
+    if configs:
         print("| engine | n | d | λ | million events/s |")
         print("|---|---|---|---|---|")
-        for spec in args.config:
-            try:
-                eng, n, d, lam = spec.split(":")
-                n, d, lam = int(float(n)), int(float(d)), float(lam)
-            except ValueError:
-                ap.error(f"--config must be ENGINE:N:D:LAM, e.g. profile:1e6:100:0.999; got {spec!r}")
-            ev = E if eng == "profile" else E // 5 if eng == "queues" else E // 2
+        for eng, n, d, lam, ev in configs:
             r, _ = engine_rate(eng, n, d, lam, ev, R)
             print(f"| {eng} | {n:.0e} | {d} | {lam} | {r / 1e6:.1f} |", flush=True)
         return
