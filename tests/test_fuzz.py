@@ -616,10 +616,8 @@ def test_known_fluctuations_ctrl_c_waits():
     assert rc == 130 and "Traceback" not in err
 
 
-@pytest.mark.xfail(strict=True, reason="fluctuations.py (fluctuations owner): regime_a/_b/_c with n beyond "
-                                       "about 2^53 raise OverflowError (math range error in _sample_prob) "
-                                       "instead of ValueError naming n and its range")
-def test_known_regime_huge_n_overflow():
+def test_regime_huge_n_is_a_value_error():
+    """n beyond 2^53 (the engines' limit) is a ValueError naming n, not an OverflowError."""
     from supermarket import fluctuations as fl
 
     with pytest.raises((ValueError, TypeError)):

@@ -503,3 +503,17 @@ def test_ctrl_c_on_a_cluster_keeps_the_finished_replications(monkeypatch):
     monkeypatch.setattr(parallel, "map_tasks", interrupt_at_once)
     with pytest.raises(KeyboardInterrupt):
         sim.simulate(40, 2, 0.6, client=Fake(), **kw)
+
+
+def test_linearised_profile_not_shown_outside_its_regime():
+    """At n = 1000, d = 2, λ = 0.9 the linearised profile has q̃_k > 1 (it would predict a
+    negative 1 − q̃_4 = −0.187): the table shows no number there and says why; where it is
+    valid (d = 20, λ = 0.99) the column holds 1 − q̃_i."""
+    from supermarket import theory
+    bad = simulate(1000, 2, 0.9, steps=20_000, seed=1, start="fixed-point", progress=False)
+    assert not theory.linearisation_valid(2, 0.9)
+    text = bad.summary()
+    assert "-0.187" not in text and "linearised profile not shown" in text
+    good = simulate(1000, 20, 0.99, steps=20_000, seed=1, start="fixed-point", progress=False)
+    q = theory.linearised_q(20, 0.99)
+    assert np.allclose(good._linearised(len(good.u_mean))[: len(q)], 1 - q)

@@ -40,6 +40,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from .model import (
+    MAX_N,
     check_real,
     check_fraction,
     check_int,
@@ -343,7 +344,7 @@ def regime_a(n, kappa=1.0, *, d=None, theta=0.25, replace=False, warn=True) -> R
     >>> p.d, round(p.kappa_n, 12)
     (10, 1.0)
     """
-    n = check_int("n", n, minimum=4)
+    n = check_int("n", n, minimum=4, maximum=MAX_N)
     kappa = check_positive_float("kappa", kappa)
     replace = _check_replace(replace)
     if d is None:
@@ -392,7 +393,7 @@ def regime_b(n, c=1.0, zeta=0.0, *, replace=False, warn=True) -> RegimeParams:
     >>> p.d, round(p.zeta_n, 12)
     (100, 0.5)
     """
-    n = check_int("n", n, minimum=4)
+    n = check_int("n", n, minimum=4, maximum=MAX_N)
     c = check_positive_float("c", c)
     zeta = _real("zeta", zeta)
     replace = _check_replace(replace)
@@ -450,7 +451,7 @@ def regime_c(n, zeta=1.0, *, d=None, replace=False, centring="c_n", warn=True) -
     >>> p.d, p.m
     (100, (0.9772372209558107, 0.0))
     """
-    n = check_int("n", n, minimum=4)
+    n = check_int("n", n, minimum=4, maximum=MAX_N)
     zeta = _positive_zeta(zeta)
     replace = _check_replace(replace)
     if centring not in ("c_n", "one"):

@@ -497,8 +497,8 @@ class SimulationResult:
     def _linearised(self, L):
         """``1 − q̃_i`` (derived) for ``i = 1..k``, 0 at ``k + 1``, NaN elsewhere."""
         out = np.full(L, np.nan)
-        if self.k is None:
-            return out
+        if self.k is None or not _th.linearisation_valid(self.params.d, self.params.lam_exact, self.k):
+            return out  # outside its regime (q̃_k > 1) the linearised profile predicts nothing
         q = _th.linearised_q(self.params.d, self.params.lam_exact, self.k)
         m = min(self.k, L)
         out[:m] = 1.0 - np.asarray(q, float)[:m]
@@ -559,12 +559,15 @@ class SimulationResult:
             rows.append([str(i), _pm(self.u_mean[i - 1], self.u_stderr[i - 1], rel, note),
                          _fmt(self.u_n_eff[i - 1], 3) if rel and self.u_n_eff is not None else "",
                          _fmt(fp[i - 1]) if fp is not None else "—",
-                         "" if math.isnan(lin[i - 1]) else _fmt(lin[i - 1]),
+                         ("—" if k and i <= k else "") if math.isnan(lin[i - 1]) else _fmt(lin[i - 1]),
                          _fmt(p.lam * prev)])
         out.append("")
         out.append("Time-averaged profile (docs/model.md §1–3)")
         out.append(_table(["i", "simulated E[u_i] ± s.e.", "n_eff", "mean field π(i)",
                            "linearised 1 − q̃_i (derived)", ident], rows))
+        if k and np.all(np.isnan(lin)):
+            out.append(f"linearised profile not shown: q̃_k > 1 for k = {k}, outside the regime where it "
+                       "holds (docs/model.md §4)")
         kr = _th.k_report(p.d, p.lam_exact) if k else None
         mrows = []
         for m in sorted(self.max_queue_dist):
@@ -679,8 +682,8 @@ class SimulationResult:
         fp = self.fixed_point()
         if fp is not None:
             ax1.plot(lv, 1 - fp, "s--", mfc="none", label="mean field 1 − π(i)")
-        if self.k is not None:
-            q = _th.linearised_q(p.d, p.lam_exact if p.lam < 1 else p.lam, self.k)
+        if self.k is not None and _th.linearisation_valid(p.d, p.lam_exact, self.k):
+            q = _th.linearised_q(p.d, p.lam_exact, self.k)
             ax1.plot(np.arange(1, self.k + 1), q, "x:", label="linearised q̃_i (derived)")
         ax1.set_yscale("log")
         ax1.set_xlabel("level i")

@@ -7,7 +7,7 @@ import warnings
 import click
 from rich.console import Console
 
-from ._common import COUNT, FLOAT, N_COUNT, OUTPUT_FIGURE, print_json, stderr_is_tty
+from ._common import COUNT, FLOAT, N_COUNT, OUTPUT_FIGURE, print_json, save_figure, stderr_is_tty
 from .options import dask_client, json_option, parallel_options, replace_option, replications_option, seed_option
 
 
@@ -86,7 +86,12 @@ def fluctuations(regime, n, kappa, theta, c, zeta, d, centring, time_, burn_in, 
         if client is not None:
             client.close()
     if plot:
-        cmp.plot(plot)
+        import matplotlib.pyplot as plt
+        fig = cmp.plot()
+        try:
+            save_figure(fig, plot, dpi=110)  # a failed write (a full disk) is one line, exit 1
+        finally:
+            plt.close(fig)
     out = cmp.to_dict()
     if plot:
         out["plot"] = plot
