@@ -328,3 +328,16 @@ def test_design_is_a_bisection_not_a_walk():
     for lam, K in [("0.9", 1), ("0.9", 2), ("0.99", 2), ("0.999999", 5), ("0.9999999999", 1)]:
         d = th.design(lam, K).d
         assert th.k_lambda_d(d, lam) <= K and (d == 2 or th.k_lambda_d(d - 1, lam) > K)
+
+
+def test_good_set_bounds_exact_integer_edges():
+    """Edges that are integers come out exactly (exact λ = 99/100, not the float 0.99)."""
+    lo, hi = th.good_set_bounds(100_000, 5, 0.99, 0.1, 3)
+    assert lo.tolist() == [500.0, 2475.0, 12251.25] and hi.tolist() == [1500.0, 7425.0, 36753.75]
+    assert lo.dtype == float
+    # a string load is read exactly too
+    lo2, _ = th.good_set_bounds(100_000, 5, "0.99", 0.1, 3)
+    assert lo2.tolist() == lo.tolist()
+    # past the float range: inf, no OverflowError
+    lo3, hi3 = th.good_set_bounds(10, 10**6, 0.5, 0.1, 60)
+    assert math.isinf(hi3[-1]) and math.isinf(lo3[-1]) and np.isfinite(lo3[0])

@@ -24,6 +24,7 @@ from .model import (
     check_load,
     check_positive_float,
     check_positive_int,
+    exact_load,
     load_candidates,
 )
 
@@ -501,11 +502,34 @@ def good_set_bounds(n, d, lam, eps=0.1, k=None) -> tuple[np.ndarray, np.ndarray]
     """
     n = check_positive_int("n", n, maximum=MAX_THEORY_N)
     d = check_positive_int("d", d)
+    lam_in = lam
     lam = check_load(lam)
+    eps_in = eps
     eps = check_fraction("eps", eps, low=0.0, high=0.1)
-    k = k_lambda_d(d, lam) if k is None else check_positive_int("k", k, maximum=MAX_K)
-    target = n * (1 - lam) * (lam * d) ** np.arange(k, dtype=float)
-    return (1 - 5 * eps) * target, (1 + 5 * eps) * target
+    k = k_lambda_d(d, lam_in) if k is None else check_positive_int("k", k, maximum=MAX_K)
+    # exact rational arithmetic on the numbers the user wrote (λ = 0.99 is 99/100), so that an
+    # edge that is an integer (500 for n = 10^5, λ = 0.99, ε = 0.1) comes out exactly 500.0, not
+    # 500.00000000000045, and a state on the edge is not wrongly excluded; each bound is then
+    # rounded once to the nearest float
+    x, e = exact_load(lam_in), exact_load(eps_in)
+    lo_f, hi_f = 1 - 5 * e, 1 + 5 * e
+    lo, hi = np.empty(k), np.empty(k)
+    t = n * (1 - x)
+    for j in range(k):
+        lo[j], hi[j] = _fraction_to_float(lo_f * t), _fraction_to_float(hi_f * t)
+        if math.isinf(hi[j]):  # past the float range: every later bound too
+            lo[j + 1:], hi[j + 1:] = math.inf, math.inf
+            break
+        t *= x * d
+    return lo, hi
+
+
+def _fraction_to_float(q: Fraction) -> float:
+    """``float(q)`` correctly rounded, ``inf`` past the float range."""
+    try:
+        return float(q)
+    except OverflowError:
+        return math.inf
 
 
 @dataclass(frozen=True)
