@@ -40,7 +40,6 @@ CONCEPTS = {
 
 # commands that do not follow the vocabulary yet (owned elsewhere): flips to XPASS when fixed
 NOT_YET = {
-    "meanfield": "meanfield spells the replace concept --without-replacement (one flag, not --replace/--no-replace)",
     "simulate": "simulate has --no-replace as a single flag, not the --replace/--no-replace pair",
 }
 

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ._common import COUNT, FLOAT, LOAD, OUTPUT_FIGURE, CountType, print_json, save_figure
+from .options import json_option, replace_option
 
 
 class DType(click.ParamType):
@@ -50,7 +51,7 @@ def _is_number(text) -> bool:
 
 
 def build_report(d, load, n=None, time=None, start="empty", replace=True, points=201, levels=None,
-                 tol=None) -> dict:
+                 tol=None, cdf=None) -> dict:
     """Everything ``supermarket meanfield`` prints, as a plain dict (also used by ``--json``)."""
     from .. import meanfield as mf
     from ..model import check_load, check_positive_float, check_positive_int
@@ -120,6 +121,8 @@ def build_report(d, load, n=None, time=None, start="empty", replace=True, points
             else:
                 rep["covariance"] = None
                 rep["covariance_note"] = "not accurate: " + "; ".join(res.issues)
+    _add_response_times(rep, d, lam, n, replace, None if cdf is None else check_positive_int("--cdf", cdf, maximum=100_000),
+                        kw.get("tol", mf.DEFAULT_TOL))
     if time is not None:
         t_eval = np.linspace(0.0, time, points)
         sol = mf.solve_meanfield(d, lam, T=time, start=_parse_start(start), t_eval=t_eval, n=n,
@@ -127,6 +130,67 @@ def build_report(d, load, n=None, time=None, start="empty", replace=True, points
         rep["trajectory"] = {"t": sol.t.tolist(), "u": sol.u.tolist(), "levels": sol.levels,
                              "mean_queue_length": sol.mean_queue_length.tolist()}
     return rep
+
+
+def _add_response_times(rep: dict, d, lam, n, replace, cdf, tol) -> None:
+    """Sojourn and waiting times (docs/model.md §10) into ``rep``: the mean field's at the top
+    level (``sojourn``, ``waiting``, ``response_source``, ``cdf``), the refined ones (derived,
+    order 1/n) inside ``rep["refined"]`` when the refined mean field is trusted at this n."""
+    from .. import response as rs
+
+    if math.isinf(d):  # fixed point (λ, 0, 0, ...): every customer finds an empty queue
+        rt = rs.from_tails(np.zeros(1), source="mean field, d = ∞ (every customer joins an empty queue)",
+                           params={"d": "inf", "load": lam})
+    else:
+        rt = rs.from_meanfield(d, lam, n=None if replace else n, replace=replace, tol=tol)
+    rep["response_source"] = rt.source
+    rep["sojourn"], rep["waiting"] = rt.sojourn.to_dict(), rt.waiting.to_dict()
+    if rt.notes:
+        rep["response_notes"] = list(rt.notes)
+    grid = None
+    if cdf is not None:
+        grid = np.linspace(0.0, 1.1 * max(rt.sojourn.quantiles.values()), cdf)
+        rep["cdf"] = {"t": grid.tolist(), "sojourn": rt.sojourn_cdf(grid).tolist(),
+                      "waiting": rt.waiting_cdf(grid).tolist()}
+    ref = rep.get("refined")
+    if not ref:
+        return
+    why = None
+    if not ref.get("trusted"):
+        why = "the refined mean field is not trusted here (see above)"
+    elif not replace:
+        why = "the refined (1/n) response times are derived for sampling with replacement only"
+    elif not ref.get("valid_for_n"):
+        why = f"π + V/n leaves [0, 1] at n={n} (n is too small for the 1/n expansion)"
+    rt2 = None
+    if why is None:
+        with warnings.catch_warnings():
+            from .. import meanfield as mf
+
+            warnings.simplefilter("ignore", mf.AccuracyWarning)
+            rt2 = rs.from_meanfield(d, lam, n=n, refined=True, tol=tol)
+        if rt2.notes:
+            why = "; ".join(rt2.notes)
+            rt2 = None
+    if rt2 is None:
+        ref["sojourn"] = ref["waiting"] = None
+        ref["response_note"] = why
+        return
+    ref["response_source"] = rt2.source
+    ref["sojourn"], ref["waiting"] = rt2.sojourn.to_dict(), rt2.waiting.to_dict()
+    if grid is not None:
+        ref["cdf"] = {"t": grid.tolist(), "sojourn": rt2.sojourn_cdf(grid).tolist(),
+                      "waiting": rt2.waiting_cdf(grid).tolist()}
+
+
+def _response_lines(title: str, soj: dict, wai: dict) -> list[str]:
+    """The response-time lines of the text output, from the JSON dicts of the two laws."""
+    out = [f"response times ({title}; FIFO, exponential(1) service, docs/model.md §10)"]
+    for kind, law in (("sojourn", soj), ("waiting", wai)):
+        parts = [f"mean {law['mean']:.6g}"] + [f"p{100 * float(q):g} {v:.6g}" for q, v in law["quantiles"].items()]
+        extra = f"  (P(W = 0) = {law['atom_at_zero']:.6g})" if kind == "waiting" else ""
+        out.append(f"  {kind:8s} " + ", ".join(parts) + extra)
+    return out
 
 
 @click.command()
@@ -140,8 +204,8 @@ def build_report(d, load, n=None, time=None, start="empty", replace=True, points
 @click.option("--start", "start", default="empty", show_default=True,
               help="Start of the ODE: empty, fixed-point, customers:G, long:L (needs --n), or a profile "
                    "u_1,u_2,... such as 1,0.8,0.3 (non-increasing in [0, 1]).")
-@click.option("--without-replacement", "no_replace", is_flag=True,
-              help="Sample the d queues without replacement (paper 002; needs --n).")
+@replace_option(True, "Sample the d queues with replacement (default; --no-replace: without, as in "
+                     "paper 002, needs --n).")
 @click.option("--levels", "levels", type=CountType(maximum=5000), default=None, help="Number of levels (default: automatic).")
 @click.option("--tol", "tol", type=FLOAT, default=None,
               help="Drop levels whose value stays below this (default 1e-13).")
@@ -149,17 +213,20 @@ def build_report(d, load, n=None, time=None, start="empty", replace=True, points
               help="Output times of the trajectory.")
 @click.option("--plot", "plot", type=OUTPUT_FIGURE, default=None,
               help="Write a PNG: the trajectory u_i(t), or the fixed point vs the refined mean field.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
-def meanfield(d, load, n, time, start, no_replace, levels, tol, points, plot, as_json):
+@click.option("--cdf", "cdf", type=CountType(maximum=100_000), default=None,
+              help="Add the sojourn and waiting time CDFs on this many grid points (0 to 1.1 × the p99.9 "
+                   "sojourn time).")
+@json_option("Print one JSON object instead of tables.")
+def meanfield(d, load, n, time, start, replace, levels, tol, points, cdf, plot, as_json):
     """Mean-field theory for (d, λ) (docs/model.md §3, §8): the fixed point π, the ODE (1.1) from a
     start profile, and with --n the refined mean field E[u_i] ≈ π(i) + V_i/n (Gast–Van Houdt)
     and the linear-noise covariance of √n u.  --d inf gives the water-filling limit of paper 002."""
-    if no_replace and n is None:
-        raise click.UsageError("--without-replacement needs --n")
+    if not replace and n is None:
+        raise click.UsageError("--no-replace needs --n (the sampling law without replacement depends on n)")
     if time is None and start != "empty":
         raise click.UsageError("--start is the initial profile of the ODE: it needs --time")
-    rep = build_report(d, load, n=n, time=time, start=start, replace=not no_replace, points=points,
-                       levels=levels, tol=tol)
+    rep = build_report(d, load, n=n, time=time, start=start, replace=replace, points=points,
+                       levels=levels, tol=tol, cdf=cdf)
     if plot:
         _plot(rep, n, plot)
         rep["plot"] = plot
@@ -211,6 +278,19 @@ def _print(rep: dict, n) -> None:
                       f"ΣV = {ref['sum_V']:.6g}")
     if rep.get("covariance_note"):
         con.print(f"[yellow]linear-noise covariance: not shown[/] — {rep['covariance_note']}.")
+    for line in _response_lines(rep["response_source"], rep["sojourn"], rep["waiting"]):
+        con.print(line, highlight=False, soft_wrap=True)
+    for note in rep.get("response_notes", ()):
+        con.print(f"  note: {note}")
+    if ref and ref.get("sojourn"):
+        for line in _response_lines(ref["response_source"], ref["sojourn"], ref["waiting"]):
+            con.print(line, highlight=False, soft_wrap=True)
+    elif ref and ref.get("response_note"):
+        con.print(f"[yellow]refined response times (1/n, derived): not shown[/] — {ref['response_note']}.")
+    if rep.get("cdf"):
+        c = rep["cdf"]
+        con.print(f"CDFs of the sojourn and waiting times on {len(c['t'])} points from t = 0 to "
+                  f"{c['t'][-1]:.6g} (in --json: cdf{', refined.cdf' if ref and ref.get('cdf') else ''})")
     tr = rep.get("trajectory")
     if tr:
         tt = Table(title=f"ODE trajectory from {p['start']} ({tr['levels']} levels)")
