@@ -239,9 +239,63 @@ def _noise_diag(u, d, lam, n, replace):
     return lam * (prev - p) + (u - nxt)
 
 
+# =========================================================================== result protocol
+class _Trajectory:
+    """``to_frame``, ``summary`` and ``plot`` shared by the two ODE solutions."""
+
+    def to_frame(self):
+        """Tidy table: one row per (time, level) with ``t``, ``level`` (from 1), ``u``."""
+        import pandas as pd
+
+        T, L = self.u.shape
+        return pd.DataFrame({"t": np.repeat(self.t, L), "level": np.tile(np.arange(1, L + 1), T),
+                             "u": self.u.ravel()})
+
+    def summary(self, rows: int = 11, columns: int = 4) -> str:
+        """A table of ``u_1 … u_columns`` and ``Σ u_i`` at ``rows`` times spread over the run."""
+        from ._results import text_table
+
+        shown = min(columns, self.u.shape[1])
+        idx = np.unique(np.linspace(0, len(self.t) - 1, min(rows, len(self.t))).astype(int))
+        body = [[f"{self.t[k]:.6g}", *[f"{self.u[k, i]:.8g}" for i in range(shown)],
+                 f"{self.mean_queue_length[k]:.8g}"] for k in idx]
+        d = "∞" if math.isinf(self.d) else f"{self.d:g}"
+        return text_table(["t", *[f"u_{i + 1}" for i in range(shown)], "Σ u_i"], body,
+                          title=f"mean-field ODE trajectory, d={d}, λ={self.lam!r} ({self.levels} levels)")
+
+    def plot(self, path=None, *, max_levels: int = 8):
+        """``u_i(t)`` for the first ``max_levels`` levels that leave 0.  Returns the figure;
+        saves it (PNG) when ``path`` is given."""
+        import matplotlib
+
+        if path is not None:
+            matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+
+        from ._results import save_figure
+
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for i in range(min(max_levels, self.u.shape[1])):
+            if self.u[:, i].max() > 1e-12:
+                ax.plot(self.t, self.u[:, i], label=f"u_{i + 1}")
+        ax.set_xlabel("time t")
+        ax.set_ylabel("u_i(t)")
+        d = "∞" if math.isinf(self.d) else f"{self.d:g}"
+        ax.set_title(f"mean-field ODE, d={d}, λ={self.lam}")
+        ax.legend()
+        fig.tight_layout()
+        return save_figure(fig, path)
+
+
+def _jsonable(obj):
+    from .jsonable import to_jsonable
+
+    return to_jsonable(obj)
+
+
 # =========================================================================== transient ODE
 @dataclass(frozen=True)
-class MeanFieldSolution:
+class MeanFieldSolution(_Trajectory):
     """Solution of the mean-field ODE (1.1) (docs/model.md §3).
 
     ``t``: times, ``u``: array (times x levels), ``u[k, i−1] = u_i(t_k)``.  ``levels``: the
@@ -274,12 +328,13 @@ class MeanFieldSolution:
         return self.u[-1]
 
     def to_dict(self) -> dict:
-        return {"d": self.d, "load": self.lam, "T": self.T, "levels": self.levels, "tol": self.tol,
+        """JSON-safe (``inf`` as ``"inf"``): parameters, solver statistics, ``t``, ``u``, Σu."""
+        return _jsonable({"d": self.d, "load": self.lam, "T": self.T, "levels": self.levels, "tol": self.tol,
                 "method": self.method, "nfev": self.nfev, "njev": self.njev, "success": self.success,
                 "message": self.message, "n": self.n, "replace": self.replace,
                 "top_level_max": self.top_level_max,
                 "t": self.t.tolist(), "u": self.u.tolist(),
-                "mean_queue_length": self.mean_queue_length.tolist()}
+                "mean_queue_length": self.mean_queue_length.tolist()})
 
 
 def _start_profile(start, d, lam, n, tol, max_levels, replace=True):
@@ -522,7 +577,7 @@ def near_equilibrium_centre(n, d, lam, *, replace=True, levels=None, tol: float 
 
 # =========================================================================== d = ∞ (paper 002)
 @dataclass(frozen=True)
-class DInfSolution:
+class DInfSolution(_Trajectory):
     """Solution of the constrained (water-filling) ODE for ``d = ∞`` (docs/model.md §3, paper 002).
 
     ``t``, ``u`` (times x levels) as in :class:`MeanFieldSolution`; ``events``: list of
@@ -546,9 +601,10 @@ class DInfSolution:
         return self.u[-1]
 
     def to_dict(self) -> dict:
-        return {"d": "inf", "load": self.lam, "T": self.T, "levels": self.levels,
-                "events": [list(e) for e in self.events], "t": self.t.tolist(), "u": self.u.tolist(),
-                "mean_queue_length": self.mean_queue_length.tolist()}
+        """JSON-safe: parameters, the fill/unfill ``events``, ``t``, ``u``, Σu."""
+        return _jsonable({"d": "inf", "load": self.lam, "T": self.T, "levels": self.levels,
+                          "events": [list(e) for e in self.events], "t": self.t.tolist(), "u": self.u.tolist(),
+                          "mean_queue_length": self.mean_queue_length.tolist()})
 
 
 def _dinf_piece(m, z0, s, lam):
@@ -727,9 +783,67 @@ class RefinedMeanField:
         return float(self.pi.sum() + self.V.sum() / n)
 
     def to_dict(self) -> dict:
-        return {"d": self.d, "load": self.lam, "levels": self.levels, "pi": self.pi.tolist(),
-                "V": self.V.tolist(), "sum_pi": float(self.pi.sum()), "sum_V": float(self.V.sum()),
-                "accurate": self.accurate, "error_estimate": self.error_estimate, "issues": list(self.issues)}
+        """JSON-safe: ``pi``, ``V``, their sums and the accuracy flags (``W`` is left out)."""
+        return _jsonable({"d": self.d, "load": self.lam, "levels": self.levels, "pi": self.pi.tolist(),
+                          "V": self.V.tolist(), "sum_pi": float(self.pi.sum()), "sum_V": float(self.V.sum()),
+                          "accurate": self.accurate, "error_estimate": self.error_estimate,
+                          "issues": list(self.issues)})
+
+    def to_frame(self, n=None):
+        """Tidy table by level: ``level``, ``pi``, ``V``, ``W_ii``, and ``refined`` = π + V/n when
+        ``n`` is given (no warning here: check :meth:`valid_for`)."""
+        import pandas as pd
+
+        out = {"level": np.arange(1, self.levels + 1), "pi": self.pi, "V": self.V, "W_ii": np.diag(self.W)}
+        if n is not None:
+            out["refined"] = self.pi + self.V / check_positive_int("n", n)
+        return pd.DataFrame(out)
+
+    def summary(self, n=None) -> str:
+        """π and V by level (and π + V/n with ``n``), Σπ and ΣV; the numbers are replaced by the
+        reason when the solves lost their accuracy, and π + V/n by a note when it leaves [0, 1]."""
+        from ._results import text_table
+
+        head = (f"refined mean field, d={self.d}, λ={self.lam!r} ({self.levels} levels, docs/model.md §3): "
+                f"Σπ = {self.pi.sum():.10g}")
+        if not self.accurate:
+            return (head + f"\nV not shown: the linear solves lost their accuracy ({'; '.join(self.issues)}; "
+                    f"estimated relative error {self.error_estimate:.3g})")
+        ok = n is not None and self.valid_for(n)
+        m = self.pi + self.V / n if n is not None else None
+        rows = [[str(i + 1), f"{self.pi[i]:.8g}", f"{self.V[i]:.6g}"] + ([f"{m[i]:.8g}" if ok else "—"] if n is not None else [])
+                for i in range(self.levels)]
+        t = text_table(["i", "π(i)", "V_i"] + ([f"π(i)+V_i/n, n={n}"] if n is not None else []), rows)
+        out = head + f", ΣV = {self.V.sum():.6g}\n" + t
+        if n is not None:
+            out += (f"\nrefined mean queue length Σπ + ΣV/n = {self.mean_queue_length(n):.10g}" if ok else
+                    f"\nπ + V/n leaves [0, 1] at n={n}: n is too small for the 1/n expansion here (—)")
+        return out
+
+    def plot(self, path=None, *, n):
+        """π(i) against π(i) + V_i/n on a log scale.  Returns the figure; saves it when ``path``
+        is given."""
+        import matplotlib
+
+        if path is not None:
+            matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+
+        from ._results import save_figure
+
+        n = check_positive_int("n", n)
+        lv = np.arange(1, self.levels + 1)
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        ax.semilogy(lv, np.where(self.pi > 0, self.pi, np.nan), "o-", label="π(i) (mean field)")
+        if self.accurate:
+            m = self.pi + self.V / n
+            ax.semilogy(lv, np.where(m > 0, m, np.nan), "s--", label=f"π(i) + V_i/n, n={n}")
+        ax.set_xlabel("level i")
+        ax.set_ylabel("fraction of queues with ≥ i customers")
+        ax.set_title(f"refined mean field, d={self.d}, λ={self.lam}")
+        ax.legend()
+        fig.tight_layout()
+        return save_figure(fig, path)
 
 
 def _lyapunov(u, d, lam, n, replace):
@@ -893,10 +1007,36 @@ class LNAResult:
         return np.sqrt(np.clip(np.diag(self.covariance), 0.0, None))
 
     def to_dict(self) -> dict:
-        return {"d": self.d, "load": self.lam, "n": self.n, "at": self.at, "replace": self.replace,
-                "levels": self.levels, "centre": self.centre.tolist(),
-                "covariance": self.covariance.tolist(), "accurate": self.accurate,
-                "error_estimate": self.error_estimate, "issues": list(self.issues)}
+        """JSON-safe: parameters, ``centre``, ``covariance`` and the accuracy flags."""
+        return _jsonable({"d": self.d, "load": self.lam, "n": self.n, "at": self.at, "replace": self.replace,
+                          "levels": self.levels, "centre": self.centre.tolist(),
+                          "covariance": self.covariance.tolist(), "accurate": self.accurate,
+                          "error_estimate": self.error_estimate, "issues": list(self.issues)})
+
+    def to_frame(self):
+        """Tidy table: one row per pair of levels (``i``, ``j`` from 1) with ``covariance``;
+        the diagonal rows also carry ``centre`` and ``std`` (NaN elsewhere)."""
+        import pandas as pd
+
+        L = self.levels
+        i, j = np.meshgrid(np.arange(1, L + 1), np.arange(1, L + 1), indexing="ij")
+        diag = i.ravel() == j.ravel()
+        centre = np.where(diag, self.centre[i.ravel() - 1], np.nan)
+        std = np.where(diag, self.std[i.ravel() - 1], np.nan)
+        return pd.DataFrame({"i": i.ravel(), "j": j.ravel(), "covariance": self.covariance.ravel(),
+                             "centre": centre, "std": std})
+
+    def summary(self) -> str:
+        """The centre and the standard deviation of √n u_i by level (or why they are not shown)."""
+        from ._results import text_table
+
+        where = "fixed point π" if self.at == "fixed-point" else f"near-equilibrium centre x^n (n={self.n})"
+        head = (f"linear-noise approximation at the {where}, d={self.d}, λ={self.lam!r}"
+                + ("" if self.replace else ", without replacement") + " (docs/model.md §3, §8)")
+        if not self.accurate:
+            return head + f"\ncovariance not shown: not accurate ({'; '.join(self.issues)})"
+        rows = [[str(k + 1), f"{self.centre[k]:.8g}", f"{self.std[k]:.6g}"] for k in range(self.levels)]
+        return head + "\n" + text_table(["i", "centre", "sd of √n u_i"], rows)
 
 
 def lna(d, lam, *, n=None, at="fixed-point", replace=True, levels=None, tol: float = DEFAULT_TOL,
