@@ -247,3 +247,18 @@ def test_no_replace_response_times():
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     assert "without replacement" in out["response_source"] and out["refined"]["sojourn"] is None
+
+
+def test_text_is_the_report_summary(tmp_path):
+    """The command prints MeanFieldReport(data).summary() of the data its --json prints."""
+    from supermarket.meanfield import MeanFieldReport
+
+    args = ["meanfield", "--d", "3", "--load", "0.8", "--n", "40", "--time", "2", "--points", "3"]
+    text = run(args).stdout
+    data = json.loads(run([*args, "--json"]).stdout)
+    rep = MeanFieldReport(data)
+    assert text.rstrip("\n") == rep.summary()
+    f = rep.to_frame()
+    assert f["pi"].tolist() == data["fixed_point"] and f["refined"].tolist() == data["refined"]["mean"]
+    rep.plot(tmp_path / "t.png")
+    assert (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG"

@@ -7,8 +7,6 @@ import warnings
 
 import click
 import numpy as np
-from rich.console import Console
-from rich.table import Table
 
 from ._common import COUNT, FLOAT, LOAD, OUTPUT_FIGURE, CountType, print_json, save_figure
 from .options import json_option, replace_option
@@ -183,16 +181,6 @@ def _add_response_times(rep: dict, d, lam, n, replace, cdf, tol) -> None:
                       "waiting": rt2.waiting_cdf(grid).tolist()}
 
 
-def _response_lines(title: str, soj: dict, wai: dict) -> list[str]:
-    """The response-time lines of the text output, from the JSON dicts of the two laws."""
-    out = [f"response times ({title}; FIFO, exponential(1) service, docs/model.md §10)"]
-    for kind, law in (("sojourn", soj), ("waiting", wai)):
-        parts = [f"mean {law['mean']:.6g}"] + [f"p{100 * float(q):g} {v:.6g}" for q, v in law["quantiles"].items()]
-        extra = f"  (P(W = 0) = {law['atom_at_zero']:.6g})" if kind == "waiting" else ""
-        out.append(f"  {kind:8s} " + ", ".join(parts) + extra)
-    return out
-
-
 @click.command()
 @click.option("--d", "d", type=DType(), default="2", show_default=True,
               help="Number of choices d (1e6 accepted), or 'inf' for the constrained d = ∞ limit.")
@@ -227,116 +215,21 @@ def meanfield(d, load, n, time, start, replace, levels, tol, points, cdf, plot, 
         raise click.UsageError("--start is the initial profile of the ODE: it needs --time")
     rep = build_report(d, load, n=n, time=time, start=start, replace=replace, points=points,
                        levels=levels, tol=tol, cdf=cdf)
+    from ..meanfield import MeanFieldReport
+
     if plot:
-        _plot(rep, n, plot)
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig = MeanFieldReport(rep).plot()
+        try:
+            save_figure(fig, plot, dpi=110)
+        finally:
+            plt.close(fig)
         rep["plot"] = plot
     if as_json:
         print_json(rep)
         return
-    _print(rep, n)
-
-
-def _print(rep: dict, n) -> None:
-    con = Console()
-    p = rep["params"]
-    con.print(f"[bold]supermarket meanfield[/]  d={p['d']}  λ={p['load']!r}"
-              + (f"  n={n}" if n is not None else "") + ("" if p["replace"] else "  (without replacement)"))
-    con.print(f"mean-field mean queue length Σπ(i) = {rep['mean_queue_length']:.10g}   (docs/model.md §3)")
-    if "note" in rep:
-        con.print(rep["note"])
-    t = Table(title=f"Fixed point π(i) ({rep['levels']} levels)" +
-              (" and 1/n corrections" if rep.get("refined") else ""))
-    t.add_column("i", justify="right")
-    t.add_column("π(i)", justify="right")
-    ref = rep.get("refined")
-    shown = bool(ref and ref.get("trusted"))
-    cov = rep.get("covariance")
-    if shown:
-        t.add_column("V_i", justify="right")
-        t.add_column("π(i)+V_i/n", justify="right")
-    if cov is not None:
-        t.add_column("sd of √n u_i (LNA)", justify="right")
-    for i, pi in enumerate(rep["fixed_point"]):
-        row = [str(i + 1), f"{pi:.8g}"]
-        if shown:
-            mi = ref["mean"][i]
-            row += [f"{ref['V'][i]:.6g}", "—" if mi is None else f"{mi:.8g}"]
-        if cov is not None:
-            row.append(f"{math.sqrt(max(cov[i][i], 0.0)):.6g}" if i < len(cov) else "0")
-        t.add_row(*row)
-    con.print(t)
-    if ref and not ref.get("trusted"):
-        con.print("[yellow]refined mean field π + V/n: not shown[/] — the linear solves lost their accuracy here "
-                  f"({ref['reason']}; estimated relative error {ref['error_estimate']:.3g}). Only the mean field "
-                  "π(i) above can be trusted.")
-    elif shown:
-        if ref["mean_queue_length"] is not None:
-            con.print(f"refined mean queue length Σπ + ΣV/n = {ref['mean_queue_length']:.10g}  "
-                      f"(ΣV = {ref['sum_V']:.6g})")
-        else:
-            con.print(f"[yellow]refined mean queue length: not shown[/] — {ref['note']} (— in the table); "
-                      f"ΣV = {ref['sum_V']:.6g}")
-    if rep.get("covariance_note"):
-        con.print(f"[yellow]linear-noise covariance: not shown[/] — {rep['covariance_note']}.")
-    for line in _response_lines(rep["response_source"], rep["sojourn"], rep["waiting"]):
-        con.print(line, highlight=False, soft_wrap=True)
-    for note in rep.get("response_notes", ()):
-        con.print(f"  note: {note}")
-    if ref and ref.get("sojourn"):
-        for line in _response_lines(ref["response_source"], ref["sojourn"], ref["waiting"]):
-            con.print(line, highlight=False, soft_wrap=True)
-    elif ref and ref.get("response_note"):
-        con.print(f"[yellow]refined response times (1/n, derived): not shown[/] — {ref['response_note']}.")
-    if rep.get("cdf"):
-        c = rep["cdf"]
-        con.print(f"CDFs of the sojourn and waiting times on {len(c['t'])} points from t = 0 to "
-                  f"{c['t'][-1]:.6g} (in --json: cdf{', refined.cdf' if ref and ref.get('cdf') else ''})")
-    tr = rep.get("trajectory")
-    if tr:
-        tt = Table(title=f"ODE trajectory from {p['start']} ({tr['levels']} levels)")
-        tt.add_column("t", justify="right")
-        shown = min(4, len(tr["u"][0]))
-        for i in range(shown):
-            tt.add_column(f"u_{i + 1}", justify="right")
-        tt.add_column("Σ u_i", justify="right")
-        idx = np.unique(np.linspace(0, len(tr["t"]) - 1, min(11, len(tr["t"]))).astype(int))
-        for k in idx:
-            tt.add_row(f"{tr['t'][k]:.6g}", *[f"{tr['u'][k][i]:.8g}" for i in range(shown)],
-                       f"{tr['mean_queue_length'][k]:.8g}")
-        con.print(tt)
-    if rep.get("plot"):
-        con.print(f"plot written to {rep['plot']}")
-
-
-def _plot(rep: dict, n, path: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    tr = rep.get("trajectory")
-    if tr:
-        u = np.asarray(tr["u"])
-        for i in range(min(8, u.shape[1])):
-            if u[:, i].max() > 1e-12:
-                ax.plot(tr["t"], u[:, i], label=f"u_{i + 1}")
-        ax.set_xlabel("time t")
-        ax.set_ylabel("u_i(t)")
-        ax.set_title(f"mean-field ODE, d={rep['params']['d']}, λ={rep['params']['load']}")
-    else:
-        pi = np.asarray(rep["fixed_point"])
-        lv = np.arange(1, pi.size + 1)
-        ax.semilogy(lv, np.where(pi > 0, pi, np.nan), "o-", label="π(i) (mean field)")
-        if rep.get("refined") and rep["refined"].get("trusted"):
-            m = np.asarray([np.nan if v is None else v for v in rep["refined"]["mean"]], dtype=float)
-            ax.semilogy(lv, np.where(m > 0, m, np.nan), "s--", label=f"π(i) + V_i/n, n={n}")
-        ax.set_xlabel("level i")
-        ax.set_ylabel("fraction of queues with ≥ i customers")
-        ax.set_title(f"fixed point, d={rep['params']['d']}, λ={rep['params']['load']}")
-    ax.legend()
-    fig.tight_layout()
-    try:
-        save_figure(fig, path, dpi=110)
-    finally:
-        plt.close(fig)
+    click.echo(MeanFieldReport(rep).summary())
