@@ -74,12 +74,41 @@ ACCURACY_TOL = 1e-4  # a refined mean field / covariance whose estimated relativ
 
 class AccuracyWarning(RuntimeWarning):
     """A linear solve lost its accuracy (ill-conditioned near λ = 1): the result is flagged
-    ``accurate=False`` and its numbers must not be used."""
+    ``accurate=False`` and its numbers must not be used.
+
+    Examples
+    --------
+    >>> issubclass(AccuracyWarning, RuntimeWarning)
+    True
+    """
 
 
 # =========================================================================== validation
 def check_d(d, *, allow_inf: bool = False):
-    """``d`` as a positive ``int``, or ``math.inf`` (also the strings "inf", "infinity") when allowed."""
+    """``d`` as a positive ``int``, or ``math.inf`` (also the strings "inf", "infinity") when allowed.
+
+    Parameters
+    ----------
+    d : int, float or str
+        Number of choices.
+    allow_inf : bool, default False
+        Accept ``math.inf`` / ``"inf"`` (the constrained limit).
+
+    Returns
+    -------
+    int or float
+        ``d`` as an ``int``, or ``math.inf``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``d`` is not a positive integer (or ``inf`` where allowed).
+
+    Examples
+    --------
+    >>> check_d(3), check_d("inf", allow_inf=True)
+    (3, inf)
+    """
     if allow_inf:
         if isinstance(d, str) and d.strip().lower() in ("inf", "infinity", "∞"):
             return math.inf
@@ -95,7 +124,32 @@ def check_d(d, *, allow_inf: bool = False):
 
 
 def check_profile(u, name: str = "start profile") -> np.ndarray:
-    """A profile ``u_1, u_2, …``: finite, in [0, 1], non-increasing; the first bad level is named."""
+    """A profile ``u_1, u_2, …``: finite, in [0, 1], non-increasing; the first bad level is named.
+
+    Parameters
+    ----------
+    u : array_like of float
+        The profile, level 1 first.
+    name : str
+        What to call it in the message.
+
+    Returns
+    -------
+    numpy.ndarray of float
+
+    Raises
+    ------
+    TypeError, ValueError
+        If it is not 1-d, not finite, outside [0, 1] or increases somewhere.
+
+    Examples
+    --------
+    >>> check_profile([1, 0.5, 0.25]).tolist()
+    [1.0, 0.5, 0.25]
+    >>> check_profile([0.5, 0.6])
+    Traceback (most recent call last):
+    ValueError: start profile must be non-increasing; level 2 (0.6) exceeds level 1 (0.5)
+    """
     try:
         arr = np.asarray(u, dtype=float)
     except (TypeError, ValueError):
@@ -132,6 +186,31 @@ def levels_needed(d, lam, tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS
 
     Raises ``ValueError`` when more than ``max_levels`` would be needed (``d = 1`` with λ
     very close to 1: ``π(i) = λ^i``).
+
+    Parameters
+    ----------
+    d : int
+        Number of choices, ``d >= 1``.
+    lam : float or str
+        Load λ in (0, 1).
+    tol : float
+        Threshold of the last level.
+    max_levels : int
+        Largest number of levels allowed.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValueError
+        Bad parameters, or more than ``max_levels`` levels needed.
+
+    Examples
+    --------
+    >>> levels_needed(1, 0.5, tol=1e-3)   # π(i) = 0.5^i: 0.5^10 < 1e-3
+    10
     """
     d = check_positive_int("d", d)
     lam = check_load(lam)
@@ -157,6 +236,34 @@ def sample_prob(u, d, *, n=None, replace=True, order: int = 0) -> np.ndarray:
     ``P(u) = u^d`` with replacement; ``P_n(u) = C(nu, d)/C(n, d) = Π_{j<d} (nu − j)/(n − j)``
     without (``nu`` need not be an integer; ``P_n = 0`` for ``nu <= d − 1``, where the
     binomial of an integer argument vanishes).
+
+    Parameters
+    ----------
+    u : array_like of float
+        Values in [0, 1].
+    d : int
+        Number of choices.
+    n : int, optional
+        Servers; required with ``replace=False``.
+    replace : bool, default True
+    order : {0, 1, 2}
+        Derivative order.
+
+    Returns
+    -------
+    numpy.ndarray
+
+    Raises
+    ------
+    ValueError
+        Bad ``d``, ``n`` or ``order``; ``replace=False`` without ``n``.
+
+    Examples
+    --------
+    >>> sample_prob([0.5], 2).tolist(), sample_prob([0.5], 2, order=1).tolist()
+    ([0.25], [1.0])
+    >>> round(float(sample_prob([0.5], 2, n=4, replace=False)[0]), 15)   # C(2, 2)/C(4, 2) = 1/6
+    0.166666666666667
     """
     u = np.asarray(u, dtype=float)
     if replace:
@@ -209,6 +316,29 @@ def drift(u, d, lam, *, n=None, replace=True) -> np.ndarray:
     """The drift ``f_i(u) = λ(P(u_{i−1}) − P(u_i)) − (u_i − u_{i+1})`` of eq. (1.1), docs/model.md §3.
 
     ``u_0 ≡ 1`` and ``u_{L+1} = 0`` (truncation at the top level ``L = len(u)``).
+
+    Parameters
+    ----------
+    u : array_like of float
+        Profile ``u_1, …, u_L``.
+    d : int
+        Number of choices.
+    lam : float
+        Load λ > 0.
+    n : int, optional
+        Servers (needed without replacement).
+    replace : bool, default True
+
+    Returns
+    -------
+    numpy.ndarray
+        ``f_1(u), …, f_L(u)``.
+
+    Examples
+    --------
+    >>> from supermarket.theory import fixed_point
+    >>> bool(abs(drift(fixed_point(2, 0.9, 12), 2, 0.9)).max() < 1e-15)   # π is a zero of f
+    True
     """
     u = np.asarray(u, dtype=float)
     p = sample_prob(u, d, n=n, replace=replace)
@@ -227,7 +357,23 @@ def _jac_bands(u, d, lam, n, replace):
 
 
 def drift_jacobian(u, d, lam, *, n=None, replace=True) -> np.ndarray:
-    """Dense Jacobian ``∂f_i/∂u_j`` of :func:`drift` (tridiagonal), docs/model.md §3."""
+    """Dense Jacobian ``∂f_i/∂u_j`` of :func:`drift` (tridiagonal), docs/model.md §3.
+
+    Parameters
+    ----------
+    u, d, lam, n, replace
+        As in :func:`drift`.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``L x L``.
+
+    Examples
+    --------
+    >>> drift_jacobian([0.5, 0.25], 1, 0.5).tolist()   # d = 1: −(1+λ) on the diagonal
+    [[-1.5, 1.0], [0.5, -1.5]]
+    """
     u = np.asarray(u, dtype=float)
     diag, sub, sup = _jac_bands(u, d, lam, n, replace)
     return np.diag(diag) + np.diag(sub, -1) + np.diag(sup, 1)
@@ -302,6 +448,12 @@ class MeanFieldSolution(_Trajectory):
 
     ``t``: times, ``u``: array (times x levels), ``u[k, i−1] = u_i(t_k)``.  ``levels``: the
     number of levels kept (the top level stayed below ``tol`` over the run).
+
+    Examples
+    --------
+    >>> sol = solve_meanfield(2, 0.9, T=1.0, t_eval=[0.0, 1.0])
+    >>> sol.u.shape[0], sol.to_frame().columns.tolist()
+    (2, ['t', 'level', 'u'])
     """
 
     d: float
@@ -403,6 +555,42 @@ def solve_meanfield(d, lam, *, T, start="empty", t_eval=None, n=None, replace=Tr
     - ``d = math.inf`` (or ``"inf"``) dispatches to :func:`solve_dinf` (λ < 1 there).
     - ``lam >= 1`` is allowed for finite ``d`` (a finite horizon needs no equilibrium).
     - ``t_eval``: output times (default 201 equally spaced points in ``[0, T]``).
+
+    Parameters
+    ----------
+    d : int or inf
+        Number of choices (``inf`` calls :func:`solve_dinf`).
+    lam : float or str
+        Load λ > 0 (λ >= 1 allowed at finite ``d``: a transient).
+    T : float
+        Final time, positive and finite.
+    start : str or array_like, default "empty"
+    t_eval : array_like, optional
+        Output times in ``[0, T]`` (default: the solver's steps).
+    n : int, optional
+        Servers (``long:L`` start, sampling without replacement).
+    replace : bool, default True
+    levels : int, optional
+    tol : float
+    max_levels : int
+    method : str, default "auto"
+    rtol, atol : float
+        Tolerances of the solver.
+
+    Returns
+    -------
+    MeanFieldSolution or DInfSolution
+
+    Raises
+    ------
+    TypeError, ValueError
+        A bad parameter or start.
+
+    Examples
+    --------
+    >>> sol = solve_meanfield(1, 0.5, T=300.0, start="empty")
+    >>> round(float(sol.final[0]), 6), round(float(sol.mean_queue_length[-1]), 5)   # M/M/1: u_1 → λ, Σu → 1
+    (0.5, 1.0)
     """
     d = check_d(d, allow_inf=True)
     # a finite horizon needs no equilibrium: λ >= 1 is allowed for finite d (the levels grow)
@@ -509,6 +697,38 @@ def fixed_point_newton(d, lam, levels=None, *, n=None, replace=True, start=None,
     (an implicit Euler step of the ODE, which is globally attracted to the fixed point), and
     ``τ`` grows as the residual falls (switched evolution relaxation), so the last steps are
     pure Newton steps with quadratic convergence.  ``start`` defaults to the empty profile.
+
+    Parameters
+    ----------
+    d : int
+        Number of choices.
+    lam : float
+        Load λ in (0, 1).
+    levels : int, optional
+        Number of levels (default: automatic).
+    n : int, optional
+        Servers (without replacement).
+    replace : bool, default True
+    start : array_like, optional
+    tol, max_levels, max_iter
+        Truncation and iteration limits.
+
+    Returns
+    -------
+    numpy.ndarray
+        The root ``u_1, …, u_L``.
+
+    Raises
+    ------
+    ValueError
+        Bad parameters; RuntimeError when the iteration does not converge.
+
+    Examples
+    --------
+    >>> from supermarket.theory import fixed_point
+    >>> u = fixed_point_newton(2, 0.9)
+    >>> bool(abs(u - fixed_point(2, 0.9, u.size)).max() < 1e-12)
+    True
     """
     d = check_positive_int("d", d)
     lam = check_load(lam)
@@ -558,6 +778,35 @@ def near_equilibrium_centre(n, d, lam, *, replace=True, levels=None, tol: float 
     ``x^n = π``) or ``C(nx, d)/C(n, d)`` (without; ``nx`` need not be an integer).  By
     default the levels run until the first value below ``tol``.  It is the fixed point of the
     drift with ``P_n``.
+
+    Parameters
+    ----------
+    n : int
+        Servers.
+    d : int
+        Number of choices, ``d <= n`` without replacement.
+    lam : float
+        Load λ in (0, 1).
+    replace : bool, default True
+    levels : int, optional
+    tol, max_levels
+        Truncation.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``x^n_1, x^n_2, …``.
+
+    Raises
+    ------
+    ValueError
+        Bad parameters.
+
+    Examples
+    --------
+    >>> x = near_equilibrium_centre(20, 5, 0.9, replace=False)
+    >>> round(float(x[1]), 12) == round(0.9 * 8568 / 15504, 12)   # λ C(18, 5)/C(20, 5)
+    True
     """
     n = check_positive_int("n", n)
     d = check_positive_int("d", d)
@@ -584,6 +833,11 @@ class DInfSolution(_Trajectory):
 
     ``t``, ``u`` (times x levels) as in :class:`MeanFieldSolution`; ``events``: list of
     ``(time, full_levels_after)`` at which a level filled or unfilled.
+
+    Examples
+    --------
+    >>> solve_dinf(0.5, T=1.0).to_dict()["d"]
+    'inf'
     """
 
     lam: float
@@ -658,6 +912,35 @@ def solve_dinf(lam, *, T, start="empty", t_eval=None, n=None, event_grid: float 
     form, bracketed on a grid of step ``event_grid``.  For ``λ < 1`` no level above the
     start's top occupied level + 1 is ever reached, so the truncation is exact.  Fixed point
     ``(λ, 0, 0, …)``.
+
+    Parameters
+    ----------
+    lam : float
+        Load λ in (0, 1).
+    T : float
+        Final time.
+    start : str or array_like, default "empty"
+    t_eval : array_like, optional
+        Output times in ``[0, T]``.
+    n : int, optional
+        Servers (for ``long:L``).
+    event_grid : float
+        Step of the grid that brackets the events.
+
+    Returns
+    -------
+    DInfSolution
+
+    Raises
+    ------
+    ValueError
+        Bad parameters or start.
+
+    Examples
+    --------
+    >>> sol = solve_dinf(0.9, T=9.0, start="customers:3", t_eval=[0.0, 9.0])
+    >>> [round(float(v), 12) for v in sol.u[-1, :3]]   # level 3 drains at rate 1 − λ
+    [1.0, 1.0, 0.1]
     """
     lam = check_load(lam)
     T = check_positive_float("T", T)
@@ -739,6 +1022,12 @@ class RefinedMeanField:
 
     ``pi``: fixed point; ``V``: the 1/n correction; ``W``: the LNA covariance at ``π``
     (solution of ``A W + W A^T + Q = 0``).
+
+    Examples
+    --------
+    >>> r = refined_mean_field(1, 0.5)
+    >>> r.valid_for(100), r.to_frame(100).columns.tolist()
+    (True, ['level', 'pi', 'V', 'W_ii', 'refined'])
     """
 
     d: int
@@ -945,6 +1234,33 @@ def refined_mean_field(d, lam, *, levels=None, tol: float = DEFAULT_TOL,
     ``W`` solves ``A W + W A^T + Q = 0`` and ``V = −A^{−1} (½ Σ_{jk} B_{·,jk} W_{jk})``.
     The drift's Hessian is diagonal in each component: ``∂²f_i/∂u_{i−1}² = λP''(π_{i−1})``
     and ``∂²f_i/∂u_i² = −λP''(π_i)``.  Sampling with replacement.
+
+    Parameters
+    ----------
+    d : int
+        Number of choices, ``d >= 1``.
+    lam : float or str
+        Load λ in (0, 1).
+    levels : int, optional
+    tol, max_levels
+        Truncation.
+
+    Returns
+    -------
+    RefinedMeanField
+        ``accurate`` is False (with an :class:`AccuracyWarning`) when the solves lost their
+        accuracy near λ = 1.
+
+    Raises
+    ------
+    ValueError
+        Bad parameters.
+
+    Examples
+    --------
+    >>> r = refined_mean_field(2, 0.9)
+    >>> round(r.mean_queue_length(), 5), round(float(r.V.sum()), 3)
+    (2.35265, 3.986)
     """
     d = check_positive_int("d", d)
     lam = check_load(lam)
@@ -984,6 +1300,11 @@ class LNAResult:
 
     ``centre``: the point ``x`` (the fixed point π or the finite-n centre ``x^n``);
     ``covariance``: ``levels x levels``; ``jacobian``: the drift's Jacobian at ``x``.
+
+    Examples
+    --------
+    >>> lna(2, 0.9).std.size == lna(2, 0.9).levels
+    True
     """
 
     d: int
@@ -1050,6 +1371,35 @@ def lna(d, lam, *, n=None, at="fixed-point", replace=True, levels=None, tol: flo
     - ``at="fixed-point"``: ``x = π`` (mean-field fixed point, sampling with replacement);
     - ``at="centre"``: ``x = x^n``, the near-equilibrium centre of paper 002, with the drift
       of the finite-n sampling law ``P_n`` (needs ``n``; with ``replace=True`` it equals π).
+
+    Parameters
+    ----------
+    d : int
+        Number of choices.
+    lam : float or str
+        Load λ in (0, 1).
+    n : int, optional
+        Servers (needed with ``at="centre"``).
+    at : {"fixed-point", "centre"}
+    replace : bool, default True
+    levels : int, optional
+    tol, max_levels
+        Truncation.
+
+    Returns
+    -------
+    LNAResult
+
+    Raises
+    ------
+    ValueError
+        Bad parameters.
+
+    Examples
+    --------
+    >>> c = lna(1, 0.5)   # d = 1: independent M/M/1 queues, Var(√n u_1) = λ(1 − λ)
+    >>> round(float(c.covariance[0, 0]), 12)
+    0.25
     """
     d = check_positive_int("d", d)
     lam = check_load(lam)
@@ -1097,6 +1447,28 @@ def response_times(d, lam, *, n=None, refined=False, replace=True, quantiles=(0.
     >>> r = response_times(2, 0.9)
     >>> bool(abs(r.sojourn.mean - fixed_point(2, 0.9).sum() / 0.9) < 1e-12)     # Little's law
     True
+
+    Parameters
+    ----------
+    d : int
+        Number of choices.
+    lam : float or str
+        Load λ in (0, 1).
+    n : int, optional
+        Servers; needed with ``refined`` or ``replace=False``.
+    refined : bool, default False
+        Add the ``1/n`` term (derived).
+    replace : bool, default True
+    quantiles : sequence of float
+
+    Returns
+    -------
+    supermarket.response.ResponseTimes
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`supermarket.response.from_meanfield`.
     """
     from .response import from_meanfield
     return from_meanfield(d, lam, n=n, refined=refined, replace=replace, quantiles=quantiles)
