@@ -314,7 +314,13 @@ def k_lambda_d(d, lam) -> int:
 
 @dataclass(frozen=True)
 class KReport(_Result):
-    """``k_{λ,d}`` with its position between the boundaries ``d^{k−1} < 1/(1−λ) <= d^k``."""
+    """``k_{λ,d}`` with its position between the boundaries ``d^{k−1} < 1/(1−λ) <= d^k``.
+
+    Examples
+    --------
+    >>> k_report(10, 0.9).on_boundary
+    True
+    """
 
     k: int
     log_ratio: float  # log(1/(1−λ)) / log d, in (k−1, k]
@@ -498,7 +504,22 @@ def linearisation_valid(d, lam, k=None) -> bool:
     """Whether the linearised profile [derived] is inside its regime: ``q̃_k <= 1``
     (docs/model.md §4).  ``q̃`` increases with ``i``, so then every predicted fraction
     ``q̃_i`` lies in [0, 1] and every predicted count of :func:`predicted_counts` is >= 0;
-    otherwise the count of queues of length ``k`` would be negative."""
+    otherwise the count of queues of length ``k`` would be negative.
+
+    Parameters
+    ----------
+    d, lam, k
+        As in :func:`linearised_q`.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> linearisation_valid(20, 0.99), linearisation_valid(2, 0.9)
+    (True, False)
+    """
     q = linearised_q(d, lam, k)
     return bool(q[-1] <= 1.0)
 
@@ -575,7 +596,14 @@ class Clause:
 @dataclass(frozen=True)
 class GoodSetReport(_Result):
     """Membership of a state in the good set ``N^ε`` as stated by its consequences (a), (b)
-    of docs/model.md §5; clause (d) is reported but not required."""
+    of docs/model.md §5; clause (d) is reported but not required.
+
+    Examples
+    --------
+    >>> g = good_set([0] * 100 + [1] * 1900 + [2] * 8000, d=20, lam=0.99)
+    >>> g.member, g.to_frame()["clause"].tolist()
+    (True, ['a', 'b'])
+    """
 
     member: bool
     k: int
@@ -735,7 +763,13 @@ class Condition:
 
 @dataclass(frozen=True)
 class TheoremReport(_Result):
-    """The conditions of Theorem 1.2 of paper 000, each checked; ``applies`` when all hold."""
+    """The conditions of Theorem 1.2 of paper 000, each checked; ``applies`` when all hold.
+
+    Examples
+    --------
+    >>> theorem_1_2(10_000, 20, 0.99).applies
+    False
+    """
 
     conditions: tuple[Condition, ...]
     applies: bool
@@ -818,7 +852,13 @@ def theorem_1_2(n, d, lam, eps=0.1) -> TheoremReport:
 # =========================================================================== §6
 @dataclass(frozen=True)
 class MixingBounds(_Result):
-    """Orders of the mixing time (docs/model.md §6, constants taken as 1)."""
+    """Orders of the mixing time (docs/model.md §6, constants taken as 1).
+
+    Examples
+    --------
+    >>> mixing_bounds(10_000, 20, 0.99).to_frame()["bound"].tolist()
+    ['upper', 'lower']
+    """
 
     k: int
     upper_steps: float  # k d^{k-1} n log n, from a good state
@@ -989,7 +1029,14 @@ def slow_mode_matrix(d, lam, k=None) -> np.ndarray:
 
 @dataclass(frozen=True)
 class SlowMode(_Result):
-    """The slow mode of the linearised profile [derived] (docs/model.md §6)."""
+    """The slow mode of the linearised profile [derived] (docs/model.md §6).
+
+    Examples
+    --------
+    >>> s = slow_mode(20, 0.99)
+    >>> bool(abs(s.relaxation_time * s.mu - 1) < 1e-12)
+    True
+    """
 
     k: int
     mu: float  # −(eigenvalue of A_k with largest real part), per unit time
@@ -1098,7 +1145,13 @@ def slow_mode(d, lam, k=None) -> SlowMode:
 # =========================================================================== §8
 @dataclass(frozen=True)
 class Regime002(_Result):
-    """Where ``(n, d, λ)`` sits among the three limits of paper 002 (docs/model.md §8, derived)."""
+    """Where ``(n, d, λ)`` sits among the three limits of paper 002 (docs/model.md §8, derived).
+
+    Examples
+    --------
+    >>> regime_002(10_000, 20, 0.99).regime
+    'b'
+    """
 
     d_over_sqrt_n: float
     kappa: float  # κ_n = d λ^d
@@ -1169,7 +1222,13 @@ def regime_002(n, d, lam) -> Regime002:
 # =========================================================================== design
 @dataclass(frozen=True)
 class DesignReport(_Result):
-    """Least number of choices that keeps ``k_{λ,d} <= max_queue`` (docs/model.md §4)."""
+    """Least number of choices that keeps ``k_{λ,d} <= max_queue`` (docs/model.md §4).
+
+    Examples
+    --------
+    >>> print(design(0.999, 2).summary().splitlines()[0])
+    At load λ = 0.999, d = 32 choices give k_(λ,d) = 2 ≤ 2 (d = 31 would give 3).
+    """
 
     d: int
     k: int
