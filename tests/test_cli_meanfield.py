@@ -72,7 +72,7 @@ def test_extreme_parameters():
 
 
 def test_without_replacement_centre():
-    r = run(["meanfield", "--d", "5", "--load", "0.9", "--n", "20", "--without-replacement", "--json"])
+    r = run(["meanfield", "--d", "5", "--load", "0.9", "--n", "20", "--no-replace", "--json"])
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     c = out["centre"]
@@ -103,10 +103,10 @@ def test_human_output_and_plots(tmp_path):
     (["--load", "1"], "--load"),
     (["--n", "0"], "--n"),
     (["--start", "bogus", "--time", "1"], "start"),
-    (["--without-replacement"], "--n"),
+    (["--no-replace"], "--n"),
     (["--tol", "2"], "--tol"),
     (["--d", "1", "--load", "0.999", "--n", "10"], "tol"),
-    (["--d", "30", "--n", "10", "--without-replacement"], "d"),
+    (["--d", "30", "--n", "10", "--no-replace"], "d"),
 ])
 def test_bad_input_one_line_exit_2(args, word):
     r = run(["meanfield"] + args)
@@ -185,3 +185,80 @@ def test_plot_to_a_full_device_is_an_io_error_not_written():
     assert r.exit_code == 1
     assert r.stderr.strip() == "supermarket: error: could not write '/dev/full': No space left on device"
     assert "written" not in r.stdout
+
+
+# --------------------------------------------------------------------------- response times
+Q = ("0.5", "0.9", "0.99", "0.999")
+
+
+def test_response_times_d1_closed_form():
+    """d = 1 is M/M/1: sojourn ~ Exp(1 − λ) (quantile −log(1−q)/(1−λ)), W = 0 w.p. 1 − λ."""
+    lam = 0.7
+    r = run(["meanfield", "--d", "1", "--load", str(lam), "--cdf", "7", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    soj, wai = out["sojourn"], out["waiting"]
+    assert set(soj) >= {"mean", "quantiles", "stderr"} and set(soj["quantiles"]) == set(Q)
+    assert soj["stderr"] is None  # a theoretical law: no sampling error
+    assert soj["mean"] == pytest.approx(1 / (1 - lam), rel=1e-10)
+    assert wai["mean"] == pytest.approx(lam / (1 - lam), rel=1e-10)
+    for q in Q:
+        assert soj["quantiles"][q] == pytest.approx(-np.log(1 - float(q)) / (1 - lam), rel=1e-9)
+        # P(W > t) = λ e^{−(1−λ)t}: quantile log(λ/(1−q))/(1−λ) when 1 − q < λ
+        assert wai["quantiles"][q] == pytest.approx(max(0.0, np.log(lam / (1 - float(q)))) / (1 - lam),
+                                                    rel=1e-9, abs=1e-12)
+    t = np.array(out["cdf"]["t"])
+    assert len(t) == 7 and t[0] == 0.0
+    assert np.allclose(out["cdf"]["sojourn"], 1 - np.exp(-(1 - lam) * t), atol=1e-12)
+    assert np.allclose(out["cdf"]["waiting"], 1 - lam * np.exp(-(1 - lam) * t), atol=1e-12)
+    assert "refined" not in out  # no --n
+
+
+def test_refined_response_times_little():
+    """Refined (1/n, derived) mean sojourn = (Σπ + ΣV/n)/λ (Little's law), to 1e-10."""
+    lam, n = 0.9, 100
+    r = run(["meanfield", "--d", "2", "--load", str(lam), "--n", str(n), "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    ref = out["refined"]
+    assert set(ref["sojourn"]["quantiles"]) == set(Q) and set(ref["waiting"]) >= {"mean", "quantiles", "stderr"}
+    little = (sum(out["fixed_point"]) + sum(ref["V"]) / n) / lam
+    assert abs(ref["sojourn"]["mean"] - little) < 1e-10
+    assert abs(ref["waiting"]["mean"] - (little - 1)) < 1e-10
+    assert abs(out["sojourn"]["mean"] - out["mean_queue_length"] / lam) < 1e-10
+    assert "derived" in ref["response_source"]
+    text = run(["meanfield", "--d", "2", "--load", str(lam), "--n", str(n)]).output
+    assert "response times (mean field" in text and "response times (refined" in text and "derived" in text
+
+
+def test_refined_response_times_withheld_when_not_trusted():
+    r = run(["meanfield", "--d", "2", "--load", "0.99999999999999989", "--n", "1000", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["refined"]["trusted"] is False and out["refined"]["sojourn"] is None
+    assert out["refined"]["response_note"]
+    assert out["sojourn"]["mean"] > 0
+    text = run(["meanfield", "--d", "2", "--load", "0.99999999999999989", "--n", "1000"]).output
+    assert "refined response times (1/n, derived): not shown" in text and "response times (refined" not in text
+
+
+def test_no_replace_response_times():
+    r = run(["meanfield", "--d", "3", "--load", "0.9", "--n", "20", "--no-replace", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert "without replacement" in out["response_source"] and out["refined"]["sojourn"] is None
+
+
+def test_text_is_the_report_summary(tmp_path):
+    """The command prints MeanFieldReport(data).summary() of the data its --json prints."""
+    from supermarket.meanfield import MeanFieldReport
+
+    args = ["meanfield", "--d", "3", "--load", "0.8", "--n", "40", "--time", "2", "--points", "3"]
+    text = run(args).stdout
+    data = json.loads(run([*args, "--json"]).stdout)
+    rep = MeanFieldReport(data)
+    assert text.rstrip("\n") == rep.summary()
+    f = rep.to_frame()
+    assert f["pi"].tolist() == data["fixed_point"] and f["refined"].tolist() == data["refined"]["mean"]
+    rep.plot(tmp_path / "t.png")
+    assert (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG"

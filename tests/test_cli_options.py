@@ -44,7 +44,6 @@ CONCEPTS = {
 
 # commands that do not follow the vocabulary yet (owned elsewhere): flips to XPASS when fixed
 NOT_YET = {
-    "meanfield": "meanfield spells the replace concept --without-replacement (one flag, not --replace/--no-replace)",
 }
 
 

@@ -106,10 +106,7 @@ def _counts(s1, s2, s3, c4=0):
 
 
 @pytest.mark.parametrize("short,member", [
-    pytest.param((500, 2475, 12252), True, marks=pytest.mark.xfail(strict=True, reason=(
-        "exact lower edges: theory.good_set_bounds computes n(1−λ) in floating point, 1000.0000000000009 "
-        "for λ = 0.99, so the edge 500 becomes 500.00000000000045 and the state is wrongly excluded "
-        "(kernel too, via ceil); reported, theory.py is not this branch's file"))),
+    ((500, 2475, 12252), True),      # every lower edge exactly (exact bounds from λ = 99/100)
     ((501, 2476, 12252), True),      # one queue inside every lower edge
     ((1500, 7425, 36753), True),     # every upper edge, just inside
     ((1000, 4950, 24503), True),     # the targets

@@ -159,7 +159,7 @@ def _meanfield_spec():
     return {"--d": _valid_or_hostile("inf", "1", "2", "3", "20", "1e6", "9223372036854775807"),
             "--load": _valid_or_hostile(*LOADS), "--n": _valid_or_hostile(*COUNTS),
             "--time": _small_or_bad(0.5, 3, 10), "--start": st.sampled_from(START),
-            "--without-replacement": None, "--levels": _small_or_bad(1, 3, 20), "--tol": _hostile(),
+            "--no-replace": None, "--levels": _small_or_bad(1, 3, 20), "--tol": _hostile(),
             "--points": _small_or_bad(1, 2, 11), "--json": None, "--plot": st.sampled_from(PATHS)}
 
 

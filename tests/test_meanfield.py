@@ -524,3 +524,38 @@ def test_refined_mean_outside_unit_interval_is_not_valid_for_small_n():
     with pytest.warns(mf.AccuracyWarning, match="leaves"):
         r.mean(1000)
     assert r.valid_for(10**12)
+
+
+def test_result_protocol_meanfield(tmp_path):
+    """to_dict (strict JSON), to_frame (tidy), summary (text), plot (PNG) of the four results."""
+    import json
+
+    sol = mf.solve_meanfield(2, 0.9, T=2.0, t_eval=np.linspace(0, 2, 5))
+    f = sol.to_frame()
+    assert list(f.columns) == ["t", "level", "u"] and len(f) == sol.u.size
+    assert f[(f.t == 2.0) & (f.level == 1)]["u"].item() == sol.u[-1, 0]
+    assert "mean-field ODE trajectory" in sol.summary() and f"{sol.mean_queue_length[-1]:.8g}" in sol.summary()
+    json.dumps(sol.to_dict(), allow_nan=False)
+    sol.plot(tmp_path / "u.png")
+    assert (tmp_path / "u.png").read_bytes()[:4] == b"\x89PNG"
+
+    di = mf.solve_dinf(0.9, T=5.0, start="customers:3", t_eval=np.linspace(0, 5, 3))
+    assert json.loads(json.dumps(di.to_dict(), allow_nan=False))["d"] == "inf"
+    assert "d=∞" in di.summary() and len(di.to_frame()) == di.u.size
+
+    r = mf.refined_mean_field(2, 0.9)
+    fr = r.to_frame(100)
+    assert np.allclose(fr["refined"], r.pi + r.V / 100, rtol=0, atol=0)
+    assert f"{r.mean_queue_length(100):.10g}" in r.summary(n=100)
+    json.dumps(r.to_dict(), allow_nan=False)
+    r.plot(tmp_path / "r.png", n=100)
+    assert (tmp_path / "r.png").stat().st_size > 1000
+
+    ln = mf.lna(1, 0.5)
+    fl = ln.to_frame()
+    assert len(fl) == ln.levels ** 2
+    d1 = fl[fl.i == fl.j]
+    # d = 1: independent M/M/1 queues, Var(√n u_i) = λ^i − λ^{2i}
+    assert np.allclose(d1["std"] ** 2, 0.5 ** d1["i"] - 0.25 ** d1["i"], atol=1e-11)
+    assert "sd of √n u_i" in ln.summary()
+    json.dumps(ln.to_dict(), allow_nan=False)

@@ -328,3 +328,57 @@ def test_design_is_a_bisection_not_a_walk():
     for lam, K in [("0.9", 1), ("0.9", 2), ("0.99", 2), ("0.999999", 5), ("0.9999999999", 1)]:
         d = th.design(lam, K).d
         assert th.k_lambda_d(d, lam) <= K and (d == 2 or th.k_lambda_d(d - 1, lam) > K)
+
+
+def test_good_set_bounds_exact_integer_edges():
+    """Edges that are integers come out exactly (exact λ = 99/100, not the float 0.99)."""
+    lo, hi = th.good_set_bounds(100_000, 5, 0.99, 0.1, 3)
+    assert lo.tolist() == [500.0, 2475.0, 12251.25] and hi.tolist() == [1500.0, 7425.0, 36753.75]
+    assert lo.dtype == float
+    # a string load is read exactly too
+    lo2, _ = th.good_set_bounds(100_000, 5, "0.99", 0.1, 3)
+    assert lo2.tolist() == lo.tolist()
+    # past the float range: inf, no OverflowError
+    lo3, hi3 = th.good_set_bounds(10, 10**6, 0.5, 0.1, 60)
+    assert math.isinf(hi3[-1]) and math.isinf(lo3[-1]) and np.isfinite(lo3[0])
+
+
+def test_result_protocol_theory():
+    """Every result of theory.py: strict-JSON to_dict, a tidy DataFrame, a summary text."""
+    import json
+
+    import pandas as pd
+
+    x = [0] * 100 + [1] * 1900 + [2] * 8000
+    results = [th.k_report(20, 0.99), th.good_set(x, d=20, lam=0.99), th.good_set([3] + x[1:], d=20, lam=0.99),
+               th.theorem_1_2(10_000, 20, 0.99), th.mixing_bounds(10_000, 20, 0.99), th.slow_mode(20, 0.99),
+               th.regime_002(10_000, 20, 0.99), th.design(0.9, 3, 100), th.theory_report(10_000, 20, 0.99),
+               th.theory_report(100, 1, 0.5)]
+    for r in results:
+        json.dumps(r.to_dict(), allow_nan=False)
+        f = r.to_frame()
+        assert isinstance(f, pd.DataFrame) and len(f) > 0, type(r)
+        assert isinstance(r.summary(), str) and r.summary(), type(r)
+    gs_bad = results[2]
+    assert "not a member (clause (a) fails)" in gs_bad.summary()
+    assert gs_bad.to_frame().set_index("clause").loc["a", "holds"] == False  # noqa: E712
+    assert "Theorem 1.2 does not apply" in results[3].summary()
+    mb = results[4].to_frame().set_index("bound")
+    assert mb.loc["upper", "steps"] == results[4].upper_steps and mb.loc["lower", "time"] == results[4].lower_time
+    de = results[7]
+    assert de.d == 3 and "d = 2 would give 4" in de.summary()
+    assert de.to_frame()["queues"].iloc[0] == pytest.approx(10.0)
+    assert "n" not in de.to_dict() and de.to_dict()["share_by_length"][-1] is None  # NaN: outside the regime
+    rep = results[8]
+    fr = rep.to_frame()
+    assert fr["pi"].tolist()[:2] == rep.to_dict()["fixed_point"][:2]
+    assert fr["predicted_queues_of_length_i_minus_1"].tolist()[:3] == pytest.approx([100.0, 1980.0, 7920.0])
+
+
+def test_cli_theory_prints_the_report_summary():
+    from click.testing import CliRunner
+
+    from supermarket.cli import main
+
+    r = CliRunner().invoke(main, ["theory", "--n", "1e4", "--d", "20", "--load", "0.99"])
+    assert r.exit_code == 0 and r.stdout.rstrip("\n") == th.theory_report(10_000, 20, "0.99").summary()

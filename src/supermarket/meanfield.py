@@ -62,6 +62,8 @@ __all__ = [
     "lna",
     "AccuracyWarning",
     "ACCURACY_TOL",
+    "response_times",
+    "MeanFieldReport",
 ]
 
 DEFAULT_TOL = 1e-13  # a level whose value stays below this is dropped
@@ -72,12 +74,41 @@ ACCURACY_TOL = 1e-4  # a refined mean field / covariance whose estimated relativ
 
 class AccuracyWarning(RuntimeWarning):
     """A linear solve lost its accuracy (ill-conditioned near λ = 1): the result is flagged
-    ``accurate=False`` and its numbers must not be used."""
+    ``accurate=False`` and its numbers must not be used.
+
+    Examples
+    --------
+    >>> issubclass(AccuracyWarning, RuntimeWarning)
+    True
+    """
 
 
 # =========================================================================== validation
 def check_d(d, *, allow_inf: bool = False):
-    """``d`` as a positive ``int``, or ``math.inf`` (also the strings "inf", "infinity") when allowed."""
+    """``d`` as a positive ``int``, or ``math.inf`` (also the strings "inf", "infinity") when allowed.
+
+    Parameters
+    ----------
+    d : int, float or str
+        Number of choices.
+    allow_inf : bool, default False
+        Accept ``math.inf`` / ``"inf"`` (the constrained limit).
+
+    Returns
+    -------
+    int or float
+        ``d`` as an ``int``, or ``math.inf``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``d`` is not a positive integer (or ``inf`` where allowed).
+
+    Examples
+    --------
+    >>> check_d(3), check_d("inf", allow_inf=True)
+    (3, inf)
+    """
     if allow_inf:
         if isinstance(d, str) and d.strip().lower() in ("inf", "infinity", "∞"):
             return math.inf
@@ -93,7 +124,32 @@ def check_d(d, *, allow_inf: bool = False):
 
 
 def check_profile(u, name: str = "start profile") -> np.ndarray:
-    """A profile ``u_1, u_2, …``: finite, in [0, 1], non-increasing; the first bad level is named."""
+    """A profile ``u_1, u_2, …``: finite, in [0, 1], non-increasing; the first bad level is named.
+
+    Parameters
+    ----------
+    u : array_like of float
+        The profile, level 1 first.
+    name : str
+        What to call it in the message.
+
+    Returns
+    -------
+    numpy.ndarray of float
+
+    Raises
+    ------
+    TypeError, ValueError
+        If it is not 1-d, not finite, outside [0, 1] or increases somewhere.
+
+    Examples
+    --------
+    >>> check_profile([1, 0.5, 0.25]).tolist()
+    [1.0, 0.5, 0.25]
+    >>> check_profile([0.5, 0.6])
+    Traceback (most recent call last):
+    ValueError: start profile must be non-increasing; level 2 (0.6) exceeds level 1 (0.5)
+    """
     try:
         arr = np.asarray(u, dtype=float)
     except (TypeError, ValueError):
@@ -130,6 +186,31 @@ def levels_needed(d, lam, tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS
 
     Raises ``ValueError`` when more than ``max_levels`` would be needed (``d = 1`` with λ
     very close to 1: ``π(i) = λ^i``).
+
+    Parameters
+    ----------
+    d : int
+        Number of choices, ``d >= 1``.
+    lam : float or str
+        Load λ in (0, 1).
+    tol : float
+        Threshold of the last level.
+    max_levels : int
+        Largest number of levels allowed.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValueError
+        Bad parameters, or more than ``max_levels`` levels needed.
+
+    Examples
+    --------
+    >>> levels_needed(1, 0.5, tol=1e-3)   # π(i) = 0.5^i: 0.5^10 < 1e-3
+    10
     """
     d = check_positive_int("d", d)
     lam = check_load(lam)
@@ -155,6 +236,34 @@ def sample_prob(u, d, *, n=None, replace=True, order: int = 0) -> np.ndarray:
     ``P(u) = u^d`` with replacement; ``P_n(u) = C(nu, d)/C(n, d) = Π_{j<d} (nu − j)/(n − j)``
     without (``nu`` need not be an integer; ``P_n = 0`` for ``nu <= d − 1``, where the
     binomial of an integer argument vanishes).
+
+    Parameters
+    ----------
+    u : array_like of float
+        Values in [0, 1].
+    d : int
+        Number of choices.
+    n : int, optional
+        Servers; required with ``replace=False``.
+    replace : bool, default True
+    order : {0, 1, 2}
+        Derivative order.
+
+    Returns
+    -------
+    numpy.ndarray
+
+    Raises
+    ------
+    ValueError
+        Bad ``d``, ``n`` or ``order``; ``replace=False`` without ``n``.
+
+    Examples
+    --------
+    >>> sample_prob([0.5], 2).tolist(), sample_prob([0.5], 2, order=1).tolist()
+    ([0.25], [1.0])
+    >>> round(float(sample_prob([0.5], 2, n=4, replace=False)[0]), 15)   # C(2, 2)/C(4, 2) = 1/6
+    0.166666666666667
     """
     u = np.asarray(u, dtype=float)
     if replace:
@@ -207,6 +316,29 @@ def drift(u, d, lam, *, n=None, replace=True) -> np.ndarray:
     """The drift ``f_i(u) = λ(P(u_{i−1}) − P(u_i)) − (u_i − u_{i+1})`` of eq. (1.1), docs/model.md §3.
 
     ``u_0 ≡ 1`` and ``u_{L+1} = 0`` (truncation at the top level ``L = len(u)``).
+
+    Parameters
+    ----------
+    u : array_like of float
+        Profile ``u_1, …, u_L``.
+    d : int
+        Number of choices.
+    lam : float
+        Load λ > 0.
+    n : int, optional
+        Servers (needed without replacement).
+    replace : bool, default True
+
+    Returns
+    -------
+    numpy.ndarray
+        ``f_1(u), …, f_L(u)``.
+
+    Examples
+    --------
+    >>> from supermarket.theory import fixed_point
+    >>> bool(abs(drift(fixed_point(2, 0.9, 12), 2, 0.9)).max() < 1e-15)   # π is a zero of f
+    True
     """
     u = np.asarray(u, dtype=float)
     p = sample_prob(u, d, n=n, replace=replace)
@@ -225,7 +357,23 @@ def _jac_bands(u, d, lam, n, replace):
 
 
 def drift_jacobian(u, d, lam, *, n=None, replace=True) -> np.ndarray:
-    """Dense Jacobian ``∂f_i/∂u_j`` of :func:`drift` (tridiagonal), docs/model.md §3."""
+    """Dense Jacobian ``∂f_i/∂u_j`` of :func:`drift` (tridiagonal), docs/model.md §3.
+
+    Parameters
+    ----------
+    u, d, lam, n, replace
+        As in :func:`drift`.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``L x L``.
+
+    Examples
+    --------
+    >>> drift_jacobian([0.5, 0.25], 1, 0.5).tolist()   # d = 1: −(1+λ) on the diagonal
+    [[-1.5, 1.0], [0.5, -1.5]]
+    """
     u = np.asarray(u, dtype=float)
     diag, sub, sup = _jac_bands(u, d, lam, n, replace)
     return np.diag(diag) + np.diag(sub, -1) + np.diag(sup, 1)
@@ -239,13 +387,73 @@ def _noise_diag(u, d, lam, n, replace):
     return lam * (prev - p) + (u - nxt)
 
 
+# =========================================================================== result protocol
+class _Trajectory:
+    """``to_frame``, ``summary`` and ``plot`` shared by the two ODE solutions."""
+
+    def to_frame(self):
+        """Tidy table: one row per (time, level) with ``t``, ``level`` (from 1), ``u``."""
+        import pandas as pd
+
+        T, L = self.u.shape
+        return pd.DataFrame({"t": np.repeat(self.t, L), "level": np.tile(np.arange(1, L + 1), T),
+                             "u": self.u.ravel()})
+
+    def summary(self, rows: int = 11, columns: int = 4) -> str:
+        """A table of ``u_1 … u_columns`` and ``Σ u_i`` at ``rows`` times spread over the run."""
+        from ._results import text_table
+
+        shown = min(columns, self.u.shape[1])
+        idx = np.unique(np.linspace(0, len(self.t) - 1, min(rows, len(self.t))).astype(int))
+        body = [[f"{self.t[k]:.6g}", *[f"{self.u[k, i]:.8g}" for i in range(shown)],
+                 f"{self.mean_queue_length[k]:.8g}"] for k in idx]
+        d = "∞" if math.isinf(self.d) else f"{self.d:g}"
+        return text_table(["t", *[f"u_{i + 1}" for i in range(shown)], "Σ u_i"], body,
+                          title=f"mean-field ODE trajectory, d={d}, λ={self.lam!r} ({self.levels} levels)")
+
+    def plot(self, path=None, *, max_levels: int = 8):
+        """``u_i(t)`` for the first ``max_levels`` levels that leave 0.  Returns the figure;
+        saves it (PNG) when ``path`` is given."""
+        import matplotlib
+
+        if path is not None:
+            matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+
+        from ._results import save_figure
+
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for i in range(min(max_levels, self.u.shape[1])):
+            if self.u[:, i].max() > 1e-12:
+                ax.plot(self.t, self.u[:, i], label=f"u_{i + 1}")
+        ax.set_xlabel("time t")
+        ax.set_ylabel("u_i(t)")
+        d = "∞" if math.isinf(self.d) else f"{self.d:g}"
+        ax.set_title(f"mean-field ODE, d={d}, λ={self.lam}")
+        ax.legend()
+        fig.tight_layout()
+        return save_figure(fig, path)
+
+
+def _jsonable(obj):
+    from .jsonable import to_jsonable
+
+    return to_jsonable(obj)
+
+
 # =========================================================================== transient ODE
 @dataclass(frozen=True)
-class MeanFieldSolution:
+class MeanFieldSolution(_Trajectory):
     """Solution of the mean-field ODE (1.1) (docs/model.md §3).
 
     ``t``: times, ``u``: array (times x levels), ``u[k, i−1] = u_i(t_k)``.  ``levels``: the
     number of levels kept (the top level stayed below ``tol`` over the run).
+
+    Examples
+    --------
+    >>> sol = solve_meanfield(2, 0.9, T=1.0, t_eval=[0.0, 1.0])
+    >>> sol.u.shape[0], sol.to_frame().columns.tolist()
+    (2, ['t', 'level', 'u'])
     """
 
     d: float
@@ -274,12 +482,13 @@ class MeanFieldSolution:
         return self.u[-1]
 
     def to_dict(self) -> dict:
-        return {"d": self.d, "load": self.lam, "T": self.T, "levels": self.levels, "tol": self.tol,
+        """JSON-safe (``inf`` as ``"inf"``): parameters, solver statistics, ``t``, ``u``, Σu."""
+        return _jsonable({"d": self.d, "load": self.lam, "T": self.T, "levels": self.levels, "tol": self.tol,
                 "method": self.method, "nfev": self.nfev, "njev": self.njev, "success": self.success,
                 "message": self.message, "n": self.n, "replace": self.replace,
                 "top_level_max": self.top_level_max,
                 "t": self.t.tolist(), "u": self.u.tolist(),
-                "mean_queue_length": self.mean_queue_length.tolist()}
+                "mean_queue_length": self.mean_queue_length.tolist()})
 
 
 def _start_profile(start, d, lam, n, tol, max_levels, replace=True):
@@ -346,6 +555,42 @@ def solve_meanfield(d, lam, *, T, start="empty", t_eval=None, n=None, replace=Tr
     - ``d = math.inf`` (or ``"inf"``) dispatches to :func:`solve_dinf` (λ < 1 there).
     - ``lam >= 1`` is allowed for finite ``d`` (a finite horizon needs no equilibrium).
     - ``t_eval``: output times (default 201 equally spaced points in ``[0, T]``).
+
+    Parameters
+    ----------
+    d : int or inf
+        Number of choices (``inf`` calls :func:`solve_dinf`).
+    lam : float or str
+        Load λ > 0 (λ >= 1 allowed at finite ``d``: a transient).
+    T : float
+        Final time, positive and finite.
+    start : str or array_like, default "empty"
+    t_eval : array_like, optional
+        Output times in ``[0, T]`` (default: the solver's steps).
+    n : int, optional
+        Servers (``long:L`` start, sampling without replacement).
+    replace : bool, default True
+    levels : int, optional
+    tol : float
+    max_levels : int
+    method : str, default "auto"
+    rtol, atol : float
+        Tolerances of the solver.
+
+    Returns
+    -------
+    MeanFieldSolution or DInfSolution
+
+    Raises
+    ------
+    TypeError, ValueError
+        A bad parameter or start.
+
+    Examples
+    --------
+    >>> sol = solve_meanfield(1, 0.5, T=300.0, start="empty")
+    >>> round(float(sol.final[0]), 6), round(float(sol.mean_queue_length[-1]), 5)   # M/M/1: u_1 → λ, Σu → 1
+    (0.5, 1.0)
     """
     d = check_d(d, allow_inf=True)
     # a finite horizon needs no equilibrium: λ >= 1 is allowed for finite d (the levels grow)
@@ -452,6 +697,38 @@ def fixed_point_newton(d, lam, levels=None, *, n=None, replace=True, start=None,
     (an implicit Euler step of the ODE, which is globally attracted to the fixed point), and
     ``τ`` grows as the residual falls (switched evolution relaxation), so the last steps are
     pure Newton steps with quadratic convergence.  ``start`` defaults to the empty profile.
+
+    Parameters
+    ----------
+    d : int
+        Number of choices.
+    lam : float
+        Load λ in (0, 1).
+    levels : int, optional
+        Number of levels (default: automatic).
+    n : int, optional
+        Servers (without replacement).
+    replace : bool, default True
+    start : array_like, optional
+    tol, max_levels, max_iter
+        Truncation and iteration limits.
+
+    Returns
+    -------
+    numpy.ndarray
+        The root ``u_1, …, u_L``.
+
+    Raises
+    ------
+    ValueError
+        Bad parameters; RuntimeError when the iteration does not converge.
+
+    Examples
+    --------
+    >>> from supermarket.theory import fixed_point
+    >>> u = fixed_point_newton(2, 0.9)
+    >>> bool(abs(u - fixed_point(2, 0.9, u.size)).max() < 1e-12)
+    True
     """
     d = check_positive_int("d", d)
     lam = check_load(lam)
@@ -501,6 +778,35 @@ def near_equilibrium_centre(n, d, lam, *, replace=True, levels=None, tol: float 
     ``x^n = π``) or ``C(nx, d)/C(n, d)`` (without; ``nx`` need not be an integer).  By
     default the levels run until the first value below ``tol``.  It is the fixed point of the
     drift with ``P_n``.
+
+    Parameters
+    ----------
+    n : int
+        Servers.
+    d : int
+        Number of choices, ``d <= n`` without replacement.
+    lam : float
+        Load λ in (0, 1).
+    replace : bool, default True
+    levels : int, optional
+    tol, max_levels
+        Truncation.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``x^n_1, x^n_2, …``.
+
+    Raises
+    ------
+    ValueError
+        Bad parameters.
+
+    Examples
+    --------
+    >>> x = near_equilibrium_centre(20, 5, 0.9, replace=False)
+    >>> round(float(x[1]), 12) == round(0.9 * 8568 / 15504, 12)   # λ C(18, 5)/C(20, 5)
+    True
     """
     n = check_positive_int("n", n)
     d = check_positive_int("d", d)
@@ -522,11 +828,16 @@ def near_equilibrium_centre(n, d, lam, *, replace=True, levels=None, tol: float 
 
 # =========================================================================== d = ∞ (paper 002)
 @dataclass(frozen=True)
-class DInfSolution:
+class DInfSolution(_Trajectory):
     """Solution of the constrained (water-filling) ODE for ``d = ∞`` (docs/model.md §3, paper 002).
 
     ``t``, ``u`` (times x levels) as in :class:`MeanFieldSolution`; ``events``: list of
     ``(time, full_levels_after)`` at which a level filled or unfilled.
+
+    Examples
+    --------
+    >>> solve_dinf(0.5, T=1.0).to_dict()["d"]
+    'inf'
     """
 
     lam: float
@@ -546,9 +857,10 @@ class DInfSolution:
         return self.u[-1]
 
     def to_dict(self) -> dict:
-        return {"d": "inf", "load": self.lam, "T": self.T, "levels": self.levels,
-                "events": [list(e) for e in self.events], "t": self.t.tolist(), "u": self.u.tolist(),
-                "mean_queue_length": self.mean_queue_length.tolist()}
+        """JSON-safe: parameters, the fill/unfill ``events``, ``t``, ``u``, Σu."""
+        return _jsonable({"d": "inf", "load": self.lam, "T": self.T, "levels": self.levels,
+                          "events": [list(e) for e in self.events], "t": self.t.tolist(), "u": self.u.tolist(),
+                          "mean_queue_length": self.mean_queue_length.tolist()})
 
 
 def _dinf_piece(m, z0, s, lam):
@@ -600,6 +912,35 @@ def solve_dinf(lam, *, T, start="empty", t_eval=None, n=None, event_grid: float 
     form, bracketed on a grid of step ``event_grid``.  For ``λ < 1`` no level above the
     start's top occupied level + 1 is ever reached, so the truncation is exact.  Fixed point
     ``(λ, 0, 0, …)``.
+
+    Parameters
+    ----------
+    lam : float
+        Load λ in (0, 1).
+    T : float
+        Final time.
+    start : str or array_like, default "empty"
+    t_eval : array_like, optional
+        Output times in ``[0, T]``.
+    n : int, optional
+        Servers (for ``long:L``).
+    event_grid : float
+        Step of the grid that brackets the events.
+
+    Returns
+    -------
+    DInfSolution
+
+    Raises
+    ------
+    ValueError
+        Bad parameters or start.
+
+    Examples
+    --------
+    >>> sol = solve_dinf(0.9, T=9.0, start="customers:3", t_eval=[0.0, 9.0])
+    >>> [round(float(v), 12) for v in sol.u[-1, :3]]   # level 3 drains at rate 1 − λ
+    [1.0, 1.0, 0.1]
     """
     lam = check_load(lam)
     T = check_positive_float("T", T)
@@ -681,6 +1022,12 @@ class RefinedMeanField:
 
     ``pi``: fixed point; ``V``: the 1/n correction; ``W``: the LNA covariance at ``π``
     (solution of ``A W + W A^T + Q = 0``).
+
+    Examples
+    --------
+    >>> r = refined_mean_field(1, 0.5)
+    >>> r.valid_for(100), r.to_frame(100).columns.tolist()
+    (True, ['level', 'pi', 'V', 'W_ii', 'refined'])
     """
 
     d: int
@@ -727,9 +1074,67 @@ class RefinedMeanField:
         return float(self.pi.sum() + self.V.sum() / n)
 
     def to_dict(self) -> dict:
-        return {"d": self.d, "load": self.lam, "levels": self.levels, "pi": self.pi.tolist(),
-                "V": self.V.tolist(), "sum_pi": float(self.pi.sum()), "sum_V": float(self.V.sum()),
-                "accurate": self.accurate, "error_estimate": self.error_estimate, "issues": list(self.issues)}
+        """JSON-safe: ``pi``, ``V``, their sums and the accuracy flags (``W`` is left out)."""
+        return _jsonable({"d": self.d, "load": self.lam, "levels": self.levels, "pi": self.pi.tolist(),
+                          "V": self.V.tolist(), "sum_pi": float(self.pi.sum()), "sum_V": float(self.V.sum()),
+                          "accurate": self.accurate, "error_estimate": self.error_estimate,
+                          "issues": list(self.issues)})
+
+    def to_frame(self, n=None):
+        """Tidy table by level: ``level``, ``pi``, ``V``, ``W_ii``, and ``refined`` = π + V/n when
+        ``n`` is given (no warning here: check :meth:`valid_for`)."""
+        import pandas as pd
+
+        out = {"level": np.arange(1, self.levels + 1), "pi": self.pi, "V": self.V, "W_ii": np.diag(self.W)}
+        if n is not None:
+            out["refined"] = self.pi + self.V / check_positive_int("n", n)
+        return pd.DataFrame(out)
+
+    def summary(self, n=None) -> str:
+        """π and V by level (and π + V/n with ``n``), Σπ and ΣV; the numbers are replaced by the
+        reason when the solves lost their accuracy, and π + V/n by a note when it leaves [0, 1]."""
+        from ._results import text_table
+
+        head = (f"refined mean field, d={self.d}, λ={self.lam!r} ({self.levels} levels, docs/model.md §3): "
+                f"Σπ = {self.pi.sum():.10g}")
+        if not self.accurate:
+            return (head + f"\nV not shown: the linear solves lost their accuracy ({'; '.join(self.issues)}; "
+                    f"estimated relative error {self.error_estimate:.3g})")
+        ok = n is not None and self.valid_for(n)
+        m = self.pi + self.V / n if n is not None else None
+        rows = [[str(i + 1), f"{self.pi[i]:.8g}", f"{self.V[i]:.6g}"] + ([f"{m[i]:.8g}" if ok else "—"] if n is not None else [])
+                for i in range(self.levels)]
+        t = text_table(["i", "π(i)", "V_i"] + ([f"π(i)+V_i/n, n={n}"] if n is not None else []), rows)
+        out = head + f", ΣV = {self.V.sum():.6g}\n" + t
+        if n is not None:
+            out += (f"\nrefined mean queue length Σπ + ΣV/n = {self.mean_queue_length(n):.10g}" if ok else
+                    f"\nπ + V/n leaves [0, 1] at n={n}: n is too small for the 1/n expansion here (—)")
+        return out
+
+    def plot(self, path=None, *, n):
+        """π(i) against π(i) + V_i/n on a log scale.  Returns the figure; saves it when ``path``
+        is given."""
+        import matplotlib
+
+        if path is not None:
+            matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+
+        from ._results import save_figure
+
+        n = check_positive_int("n", n)
+        lv = np.arange(1, self.levels + 1)
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        ax.semilogy(lv, np.where(self.pi > 0, self.pi, np.nan), "o-", label="π(i) (mean field)")
+        if self.accurate:
+            m = self.pi + self.V / n
+            ax.semilogy(lv, np.where(m > 0, m, np.nan), "s--", label=f"π(i) + V_i/n, n={n}")
+        ax.set_xlabel("level i")
+        ax.set_ylabel("fraction of queues with ≥ i customers")
+        ax.set_title(f"refined mean field, d={self.d}, λ={self.lam}")
+        ax.legend()
+        fig.tight_layout()
+        return save_figure(fig, path)
 
 
 def _lyapunov(u, d, lam, n, replace):
@@ -829,6 +1234,33 @@ def refined_mean_field(d, lam, *, levels=None, tol: float = DEFAULT_TOL,
     ``W`` solves ``A W + W A^T + Q = 0`` and ``V = −A^{−1} (½ Σ_{jk} B_{·,jk} W_{jk})``.
     The drift's Hessian is diagonal in each component: ``∂²f_i/∂u_{i−1}² = λP''(π_{i−1})``
     and ``∂²f_i/∂u_i² = −λP''(π_i)``.  Sampling with replacement.
+
+    Parameters
+    ----------
+    d : int
+        Number of choices, ``d >= 1``.
+    lam : float or str
+        Load λ in (0, 1).
+    levels : int, optional
+    tol, max_levels
+        Truncation.
+
+    Returns
+    -------
+    RefinedMeanField
+        ``accurate`` is False (with an :class:`AccuracyWarning`) when the solves lost their
+        accuracy near λ = 1.
+
+    Raises
+    ------
+    ValueError
+        Bad parameters.
+
+    Examples
+    --------
+    >>> r = refined_mean_field(2, 0.9)
+    >>> round(r.mean_queue_length(), 5), round(float(r.V.sum()), 3)
+    (2.35265, 3.986)
     """
     d = check_positive_int("d", d)
     lam = check_load(lam)
@@ -868,6 +1300,11 @@ class LNAResult:
 
     ``centre``: the point ``x`` (the fixed point π or the finite-n centre ``x^n``);
     ``covariance``: ``levels x levels``; ``jacobian``: the drift's Jacobian at ``x``.
+
+    Examples
+    --------
+    >>> lna(2, 0.9).std.size == lna(2, 0.9).levels
+    True
     """
 
     d: int
@@ -893,10 +1330,36 @@ class LNAResult:
         return np.sqrt(np.clip(np.diag(self.covariance), 0.0, None))
 
     def to_dict(self) -> dict:
-        return {"d": self.d, "load": self.lam, "n": self.n, "at": self.at, "replace": self.replace,
-                "levels": self.levels, "centre": self.centre.tolist(),
-                "covariance": self.covariance.tolist(), "accurate": self.accurate,
-                "error_estimate": self.error_estimate, "issues": list(self.issues)}
+        """JSON-safe: parameters, ``centre``, ``covariance`` and the accuracy flags."""
+        return _jsonable({"d": self.d, "load": self.lam, "n": self.n, "at": self.at, "replace": self.replace,
+                          "levels": self.levels, "centre": self.centre.tolist(),
+                          "covariance": self.covariance.tolist(), "accurate": self.accurate,
+                          "error_estimate": self.error_estimate, "issues": list(self.issues)})
+
+    def to_frame(self):
+        """Tidy table: one row per pair of levels (``i``, ``j`` from 1) with ``covariance``;
+        the diagonal rows also carry ``centre`` and ``std`` (NaN elsewhere)."""
+        import pandas as pd
+
+        L = self.levels
+        i, j = np.meshgrid(np.arange(1, L + 1), np.arange(1, L + 1), indexing="ij")
+        diag = i.ravel() == j.ravel()
+        centre = np.where(diag, self.centre[i.ravel() - 1], np.nan)
+        std = np.where(diag, self.std[i.ravel() - 1], np.nan)
+        return pd.DataFrame({"i": i.ravel(), "j": j.ravel(), "covariance": self.covariance.ravel(),
+                             "centre": centre, "std": std})
+
+    def summary(self) -> str:
+        """The centre and the standard deviation of √n u_i by level (or why they are not shown)."""
+        from ._results import text_table
+
+        where = "fixed point π" if self.at == "fixed-point" else f"near-equilibrium centre x^n (n={self.n})"
+        head = (f"linear-noise approximation at the {where}, d={self.d}, λ={self.lam!r}"
+                + ("" if self.replace else ", without replacement") + " (docs/model.md §3, §8)")
+        if not self.accurate:
+            return head + f"\ncovariance not shown: not accurate ({'; '.join(self.issues)})"
+        rows = [[str(k + 1), f"{self.centre[k]:.8g}", f"{self.std[k]:.6g}"] for k in range(self.levels)]
+        return head + "\n" + text_table(["i", "centre", "sd of √n u_i"], rows)
 
 
 def lna(d, lam, *, n=None, at="fixed-point", replace=True, levels=None, tol: float = DEFAULT_TOL,
@@ -908,6 +1371,35 @@ def lna(d, lam, *, n=None, at="fixed-point", replace=True, levels=None, tol: flo
     - ``at="fixed-point"``: ``x = π`` (mean-field fixed point, sampling with replacement);
     - ``at="centre"``: ``x = x^n``, the near-equilibrium centre of paper 002, with the drift
       of the finite-n sampling law ``P_n`` (needs ``n``; with ``replace=True`` it equals π).
+
+    Parameters
+    ----------
+    d : int
+        Number of choices.
+    lam : float or str
+        Load λ in (0, 1).
+    n : int, optional
+        Servers (needed with ``at="centre"``).
+    at : {"fixed-point", "centre"}
+    replace : bool, default True
+    levels : int, optional
+    tol, max_levels
+        Truncation.
+
+    Returns
+    -------
+    LNAResult
+
+    Raises
+    ------
+    ValueError
+        Bad parameters.
+
+    Examples
+    --------
+    >>> c = lna(1, 0.5)   # d = 1: independent M/M/1 queues, Var(√n u_1) = λ(1 − λ)
+    >>> round(float(c.covariance[0, 0]), 12)
+    0.25
     """
     d = check_positive_int("d", d)
     lam = check_load(lam)
@@ -955,7 +1447,185 @@ def response_times(d, lam, *, n=None, refined=False, replace=True, quantiles=(0.
     >>> r = response_times(2, 0.9)
     >>> bool(abs(r.sojourn.mean - fixed_point(2, 0.9).sum() / 0.9) < 1e-12)     # Little's law
     True
+
+    Parameters
+    ----------
+    d : int
+        Number of choices.
+    lam : float or str
+        Load λ in (0, 1).
+    n : int, optional
+        Servers; needed with ``refined`` or ``replace=False``.
+    refined : bool, default False
+        Add the ``1/n`` term (derived).
+    replace : bool, default True
+    quantiles : sequence of float
+
+    Returns
+    -------
+    supermarket.response.ResponseTimes
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`supermarket.response.from_meanfield`.
     """
     from .response import from_meanfield
     return from_meanfield(d, lam, n=n, refined=refined, replace=replace, quantiles=quantiles)
 
+
+
+# =========================================================================== the command's report
+def _response_lines(title: str, soj: dict, wai: dict) -> list:
+    out = [f"response times ({title}; FIFO, exponential(1) service, docs/model.md §10)"]
+    for kind, law in (("sojourn", soj), ("waiting", wai)):
+        parts = [f"mean {law['mean']:.6g}"] + [f"p{100 * float(q):g} {v:.6g}" for q, v in law["quantiles"].items()]
+        extra = f"  (P(W = 0) = {law['atom_at_zero']:.6g})" if kind == "waiting" else ""
+        out.append(f"  {kind:8s} " + ", ".join(parts) + extra)
+    return out
+
+
+@dataclass(frozen=True)
+class MeanFieldReport:
+    """What ``supermarket meanfield`` reports for one ``(d, λ[, n])``, as a result.
+
+    ``data`` is the JSON object of ``supermarket meanfield --json`` (keys ``params``,
+    ``fixed_point``, ``mean_queue_length``, ``levels``, ``sojourn``, ``waiting``,
+    ``response_source``, and with ``n``: ``refined``, ``centre``, ``covariance``; with a time
+    horizon: ``trajectory``; see docs/meanfield.md).  ``summary()`` is the text the command
+    prints, ``to_frame()`` the fixed point by level, ``plot()`` the trajectory or π against
+    π + V/n.
+
+    Examples
+    --------
+    >>> rep = MeanFieldReport({"params": {"d": 1, "load": 0.5, "n": None, "replace": True,
+    ...                                   "time": None, "start": "empty"},
+    ...                        "fixed_point": [0.5, 0.25], "mean_queue_length": 1.0, "levels": 2})
+    >>> print(rep.summary().splitlines()[1])
+    mean-field mean queue length Σπ(i) = 1   (docs/model.md §3)
+    >>> rep.to_frame()["pi"].tolist()
+    [0.5, 0.25]
+    """
+
+    data: dict
+
+    def to_dict(self) -> dict:
+        """The JSON object (strict JSON values)."""
+        from .jsonable import to_jsonable
+
+        return to_jsonable(self.data)
+
+    def to_frame(self):
+        """Tidy table by level: ``level``, ``pi`` and, where shown, ``V``, ``refined`` (π + V/n)
+        and ``sd_lna`` (standard deviation of √n u_i)."""
+        import pandas as pd
+
+        r = self.data
+        pi = r["fixed_point"]
+        out = {"level": list(range(1, len(pi) + 1)), "pi": pi}
+        ref = r.get("refined")
+        if ref and ref.get("trusted"):
+            out["V"] = ref["V"]
+            out["refined"] = ref["mean"]
+        cov = r.get("covariance")
+        if cov is not None:
+            out["sd_lna"] = [math.sqrt(max(cov[i][i], 0.0)) if i < len(cov) else 0.0 for i in range(len(pi))]
+        return pd.DataFrame(out)
+
+    def summary(self) -> str:
+        """The text ``supermarket meanfield`` prints."""
+        from ._results import text_table
+
+        r, p = self.data, self.data["params"]
+        n = p.get("n")
+        lines = [f"supermarket meanfield  d={p['d']}  λ={p['load']!r}" + (f"  n={n}" if n is not None else "")
+                 + ("" if p["replace"] else "  (without replacement)")]
+        lines.append(f"mean-field mean queue length Σπ(i) = {r['mean_queue_length']:.10g}   (docs/model.md §3)")
+        if "note" in r:
+            lines.append(r["note"])
+        ref = r.get("refined")
+        shown = bool(ref and ref.get("trusted"))
+        cov = r.get("covariance")
+        header = ["i", "π(i)"] + (["V_i", "π(i)+V_i/n"] if shown else []) + (["sd of √n u_i (LNA)"] if cov is not None else [])
+        rows = []
+        for i, pi in enumerate(r["fixed_point"]):
+            row = [str(i + 1), f"{pi:.8g}"]
+            if shown:
+                mi = ref["mean"][i]
+                row += [f"{ref['V'][i]:.6g}", "—" if mi is None else f"{mi:.8g}"]
+            if cov is not None:
+                row.append(f"{math.sqrt(max(cov[i][i], 0.0)):.6g}" if i < len(cov) else "0")
+            rows.append(row)
+        lines.append(text_table(header, rows, title=f"Fixed point π(i) ({r['levels']} levels)"
+                                + (" and 1/n corrections" if ref else "")))
+        if ref and not ref.get("trusted"):
+            lines.append("refined mean field π + V/n: not shown — the linear solves lost their accuracy here "
+                         f"({ref['reason']}; estimated relative error {ref['error_estimate']:.3g}). Only the mean "
+                         "field π(i) above can be trusted.")
+        elif shown:
+            if ref["mean_queue_length"] is not None:
+                lines.append(f"refined mean queue length Σπ + ΣV/n = {ref['mean_queue_length']:.10g}  "
+                             f"(ΣV = {ref['sum_V']:.6g})")
+            else:
+                lines.append(f"refined mean queue length: not shown — {ref['note']} (— in the table); "
+                             f"ΣV = {ref['sum_V']:.6g}")
+        if r.get("covariance_note"):
+            lines.append(f"linear-noise covariance: not shown — {r['covariance_note']}.")
+        if "sojourn" in r:
+            lines += _response_lines(r["response_source"], r["sojourn"], r["waiting"])
+            lines += [f"  note: {x}" for x in r.get("response_notes", ())]
+        if ref and ref.get("sojourn"):
+            lines += _response_lines(ref["response_source"], ref["sojourn"], ref["waiting"])
+        elif ref and ref.get("response_note"):
+            lines.append(f"refined response times (1/n, derived): not shown — {ref['response_note']}.")
+        if r.get("cdf"):
+            c = r["cdf"]
+            lines.append(f"CDFs of the sojourn and waiting times on {len(c['t'])} points from t = 0 to "
+                         f"{c['t'][-1]:.6g} (in --json: cdf{', refined.cdf' if ref and ref.get('cdf') else ''})")
+        tr = r.get("trajectory")
+        if tr:
+            k = min(4, len(tr["u"][0]))
+            idx = np.unique(np.linspace(0, len(tr["t"]) - 1, min(11, len(tr["t"]))).astype(int))
+            body = [[f"{tr['t'][j]:.6g}", *[f"{tr['u'][j][i]:.8g}" for i in range(k)],
+                     f"{tr['mean_queue_length'][j]:.8g}"] for j in idx]
+            lines.append(text_table(["t", *[f"u_{i + 1}" for i in range(k)], "Σ u_i"], body,
+                                    title=f"ODE trajectory from {p['start']} ({tr['levels']} levels)"))
+        if r.get("plot"):
+            lines.append(f"plot written to {r['plot']}")
+        return "\n".join(lines)
+
+    def plot(self, path=None):
+        """The trajectory ``u_i(t)`` when there is one, else π(i) against π(i) + V_i/n (log
+        scale).  Returns the figure; saves it when ``path`` is given."""
+        import matplotlib
+
+        if path is not None:
+            matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+
+        from ._results import save_figure
+
+        r, p = self.data, self.data["params"]
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        tr = r.get("trajectory")
+        if tr:
+            u = np.asarray(tr["u"])
+            for i in range(min(8, u.shape[1])):
+                if u[:, i].max() > 1e-12:
+                    ax.plot(tr["t"], u[:, i], label=f"u_{i + 1}")
+            ax.set_xlabel("time t")
+            ax.set_ylabel("u_i(t)")
+            ax.set_title(f"mean-field ODE, d={p['d']}, λ={p['load']}")
+        else:
+            pi = np.asarray(r["fixed_point"])
+            lv = np.arange(1, pi.size + 1)
+            ax.semilogy(lv, np.where(pi > 0, pi, np.nan), "o-", label="π(i) (mean field)")
+            if r.get("refined") and r["refined"].get("trusted"):
+                m = np.asarray([np.nan if v is None else v for v in r["refined"]["mean"]], dtype=float)
+                ax.semilogy(lv, np.where(m > 0, m, np.nan), "s--", label=f"π(i) + V_i/n, n={p['n']}")
+            ax.set_xlabel("level i")
+            ax.set_ylabel("fraction of queues with ≥ i customers")
+            ax.set_title(f"fixed point, d={p['d']}, λ={p['load']}")
+        ax.legend()
+        fig.tight_layout()
+        return save_figure(fig, path)

@@ -103,6 +103,34 @@ def check_int(name: str, value, *, minimum: int | None = None, maximum: int | No
     precision), the value must fit a signed 64-bit integer (``|value| <= 2^63 − 1``): counts
     end up in NumPy or numba integers, and a Python ``int`` such as ``10**400`` is not a
     number any computation here can use.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, used in the message.
+    value : int
+        The value to check.
+    minimum, maximum : int, optional
+        Inclusive bounds.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not an integer (``bool`` and floats included).
+    ValueError
+        If it lies outside ``[minimum, maximum]`` or outside the 64-bit range.
+
+    Examples
+    --------
+    >>> check_int("n", np.int64(5), minimum=1)
+    5
+    >>> check_int("n", 0, minimum=1)
+    Traceback (most recent call last):
+    ValueError: n must be an integer >= 1; got 0
     """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         rng = _range_text(minimum, maximum)
@@ -118,7 +146,33 @@ def check_int(name: str, value, *, minimum: int | None = None, maximum: int | No
 
 
 def check_positive_int(name: str, value, *, maximum: int | None = None) -> int:
-    """An integer ``>= 1``."""
+    """An integer ``>= 1``.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, used in the message.
+    value : int
+    maximum : int, optional
+        Inclusive upper bound (default: 2^63 − 1).
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`check_int`.
+
+    Examples
+    --------
+    >>> check_positive_int("d", 3)
+    3
+    >>> check_positive_int("d", 2.0)
+    Traceback (most recent call last):
+    TypeError: d must be an integer >= 1; got 2.0 (float)
+    """
     return check_int(name, value, minimum=1, maximum=maximum)
 
 
@@ -161,12 +215,62 @@ def _shown(value) -> str:
 
 def check_real(name: str, value) -> float:
     """Any real number (int, float, Fraction, Decimal, numeric string) as a float; rejects
-    ``bool`` and non-numbers with ``TypeError``.  Range checks are the caller's."""
+    ``bool`` and non-numbers with ``TypeError``.  Range checks are the caller's.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, used in the message.
+    value : int, float, Fraction, Decimal or str
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a real number.
+    ValueError
+        If it is beyond the double range.
+
+    Examples
+    --------
+    >>> check_real("t", "0.25")
+    0.25
+    """
     return _as_real(name, value)
 
 
 def check_positive_float(name: str, value, *, allow_inf: bool = False) -> float:
-    """A finite real number ``> 0`` (``inf`` only when ``allow_inf``)."""
+    """A finite real number ``> 0`` (``inf`` only when ``allow_inf``).
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, used in the message.
+    value : real number
+    allow_inf : bool, default False
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a real number.
+    ValueError
+        If it is NaN, ``<= 0``, or infinite without ``allow_inf``.
+
+    Examples
+    --------
+    >>> check_positive_float("T", 2)
+    2.0
+    >>> check_positive_float("T", float("inf"))
+    Traceback (most recent call last):
+    ValueError: T must be a positive finite number; got inf
+    """
     x = _as_real(name, value)
     if math.isnan(x) or x <= 0 or (math.isinf(x) and not allow_inf):
         what = "a positive number" if allow_inf else "a positive finite number"
@@ -176,7 +280,37 @@ def check_positive_float(name: str, value, *, allow_inf: bool = False) -> float:
 
 def check_fraction(name: str, value, *, low: float = 0.0, high: float = 1.0,
                    low_open: bool = True, high_open: bool = False) -> float:
-    """A real number in the interval between ``low`` and ``high``."""
+    """A real number in the interval between ``low`` and ``high``.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, used in the message.
+    value : real number
+    low, high : float
+        The ends of the interval.
+    low_open, high_open : bool
+        Whether each end is excluded (default: ``(low, high]``).
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a real number.
+    ValueError
+        If it is NaN or outside the interval.
+
+    Examples
+    --------
+    >>> check_fraction("eps", 0.1, high=0.1)
+    0.1
+    >>> check_fraction("eps", 0, high=0.1)
+    Traceback (most recent call last):
+    ValueError: eps must lie in (0, 0.1]; got 0
+    """
     x = _as_real(name, value)
     bad = math.isnan(x) or (x <= low if low_open else x < low) or (x >= high if high_open else x > high)
     if bad:
@@ -198,6 +332,38 @@ def check_load(lam, *, require_stable: bool = True, name: str = "load", exact: b
     finite horizon), λ <= :data:`MAX_LOAD`.  Strings such as ``"0.999"`` are read exactly.
     ``exact=True`` (for calculations done in exact arithmetic on the number as written, such
     as ``k_{λ,d}``) accepts an exact λ < 1 whose double rounds to 1.
+
+    Parameters
+    ----------
+    lam : real number or str
+        The load λ.
+    require_stable : bool, default True
+        Require λ < 1.
+    name : str, default "load"
+        The parameter's name, used in the message.
+    exact : bool, default False
+        Accept an exact λ < 1 whose double rounds to 1.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    TypeError
+        If ``lam`` is not a real number.
+    ValueError
+        If it is outside the range above.
+
+    Examples
+    --------
+    >>> check_load("0.9")
+    0.9
+    >>> check_load(1.5, require_stable=False)
+    1.5
+    >>> check_load(1)
+    Traceback (most recent call last):
+    ValueError: load (λ) must be in (0, 1) for an equilibrium to exist; got 1 (int)
     """
     x = _as_real(name, lam)
     shown = _shown(lam)
@@ -222,6 +388,24 @@ def exact_load(lam) -> Fraction:
 
     A string or ``Decimal`` is read exactly (``"0.9"`` is 9/10).  A float is read as its
     shortest decimal representation (``0.9`` is 9/10 too), the number a person typed.
+
+    Parameters
+    ----------
+    lam : float, int, str, Decimal or Fraction
+
+    Returns
+    -------
+    fractions.Fraction
+
+    Raises
+    ------
+    decimal.InvalidOperation, ValueError
+        If a string is not a number (validate with :func:`check_load` first).
+
+    Examples
+    --------
+    >>> exact_load(0.9), exact_load("0.999")
+    (Fraction(9, 10), Fraction(999, 1000))
     """
     if isinstance(lam, Fraction):
         return lam
@@ -238,6 +422,22 @@ def load_candidates(lam) -> tuple[Fraction, ...]:
     For a float, both its shortest decimal (what a person typed, e.g. ``0.9``) and its exact
     binary value (what a program computed, e.g. ``1 - 2**-21``); both round to the same
     double, so both are legitimate readings.  Strings, Decimals and Fractions are exact.
+
+    Parameters
+    ----------
+    lam : float, int, str, Decimal or Fraction
+
+    Returns
+    -------
+    tuple of fractions.Fraction
+        One reading, or two (decimal first) for a float whose two readings differ.
+
+    Examples
+    --------
+    >>> load_candidates(0.5)
+    (Fraction(1, 2),)
+    >>> [str(x) for x in load_candidates(0.1)]
+    ['1/10', '3602879701896397/36028797018963968']
     """
     if isinstance(lam, float) or isinstance(lam, np.floating):
         dec = exact_load(float(lam))
@@ -255,6 +455,17 @@ class Params:
     ``replace=False`` also ``d <= n``).  ``lam``: load λ > 0 (< 1 when ``stable``).
     ``replace``: sample the d queues with replacement (paper 000, default) or without
     (paper 002).
+
+    Raises
+    ------
+    TypeError, ValueError
+        A parameter of the wrong type or outside its range (``n`` at most 2^53).
+
+    Examples
+    --------
+    >>> p = Params(1000, 2, "0.9")
+    >>> p.lam, p.lam_exact, p.to_dict()["replace"]
+    (0.9, Fraction(9, 10), True)
     """
 
     n: int
@@ -290,7 +501,29 @@ class Params:
 
 # --------------------------------------------------------------------------- seeds
 def as_seed_sequence(seed) -> np.random.SeedSequence:
-    """Turn ``seed`` (None, int >= 0, SeedSequence or Generator) into a SeedSequence."""
+    """Turn ``seed`` (None, int >= 0, SeedSequence or Generator) into a SeedSequence.
+
+    Parameters
+    ----------
+    seed : None, int >= 0, numpy.random.SeedSequence or numpy.random.Generator
+        ``None`` draws fresh entropy from the operating system.
+
+    Returns
+    -------
+    numpy.random.SeedSequence
+
+    Raises
+    ------
+    TypeError
+        If ``seed`` is of another type.
+    ValueError
+        If it is a negative integer.
+
+    Examples
+    --------
+    >>> as_seed_sequence(7).entropy
+    7
+    """
     if isinstance(seed, np.random.SeedSequence):
         return seed
     if isinstance(seed, np.random.Generator):
@@ -309,6 +542,28 @@ def spawn_seeds(seed, count: int) -> list[np.random.SeedSequence]:
 
     Uses ``SeedSequence(entropy, spawn_key=(r,))`` rather than ``.spawn`` so that the
     r-th child does not depend on how many children were spawned before.
+
+    Parameters
+    ----------
+    seed : None, int >= 0, SeedSequence or Generator
+        The root (see :func:`as_seed_sequence`).
+    count : int
+        Number of children, in ``[0, MAX_SEEDS]``.
+
+    Returns
+    -------
+    list of numpy.random.SeedSequence
+
+    Raises
+    ------
+    TypeError, ValueError
+        A bad ``seed`` or ``count``.
+
+    Examples
+    --------
+    >>> a, b = spawn_seeds(1, 2)
+    >>> bool(spawn_seeds(1, 5)[1].generate_state(1)[0] == b.generate_state(1)[0])  # child 1 of any count
+    True
     """
     # a list of 10^7 seeds is about a gigabyte; 10^400 replications would never end
     count = check_int("number of replications (seeds)", count, minimum=0, maximum=MAX_SEEDS)
@@ -318,7 +573,22 @@ def spawn_seeds(seed, count: int) -> list[np.random.SeedSequence]:
 
 
 def seed_to_uint64(ss: np.random.SeedSequence) -> int:
-    """A 63-bit integer seed for a numba kernel, derived from a SeedSequence."""
+    """A 63-bit integer seed for a numba kernel, derived from a SeedSequence.
+
+    Parameters
+    ----------
+    ss : numpy.random.SeedSequence
+
+    Returns
+    -------
+    int
+        In ``[0, 2^63)``.
+
+    Examples
+    --------
+    >>> 0 <= seed_to_uint64(as_seed_sequence(3)) < 2**63
+    True
+    """
     return int(ss.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
 
 
@@ -329,6 +599,33 @@ def parse_count(name: str, text, *, maximum: int = INT64_MAX, minimum: int = 1) 
     The value must lie in ``[minimum, maximum]`` (``maximum`` at most 2^63 − 1); the range
     is checked on the decimal before any integer is built, so ``1e400`` or
     ``1e999999999999`` is refused at once instead of becoming a huge Python ``int``.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, used in the message.
+    text : str or int
+    maximum, minimum : int
+        Inclusive bounds.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    TypeError
+        If ``text`` is not a number.
+    ValueError
+        If it is not an integer or is out of range.
+
+    Examples
+    --------
+    >>> parse_count("--n", "1e7")
+    10000000
+    >>> parse_count("--n", "2.5")
+    Traceback (most recent call last):
+    ValueError: --n must be an integer in [1, 9223372036854775807] such as 1000 or 1e7; got '2.5'
     """
     rng = f"in [{minimum}, {maximum if maximum <= INT64_MAX else _sci(maximum)}]"
     if isinstance(text, numbers.Integral) and not isinstance(text, bool):

@@ -29,7 +29,30 @@ MAX_START_LEVEL = 10**8  # a queue longer than this is refused (memory of the pr
 
 
 def counts_from_lengths(lengths) -> np.ndarray:
-    """``c_i = #{j : x(j) >= i}`` for ``i = 1..max x`` from a queue-lengths vector."""
+    """``c_i = #{j : x(j) >= i}`` for ``i = 1..max x`` from a queue-lengths vector.
+
+    Parameters
+    ----------
+    lengths : array_like of int
+        A non-empty 1-d queue-lengths vector, entries ``>= 0``.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        ``c_1, …, c_{max x}`` (empty when every queue is empty).
+
+    Raises
+    ------
+    TypeError
+        If ``lengths`` is not a non-empty 1-d integer array.
+    ValueError
+        If a length is negative or above ``MAX_START_LEVEL``.
+
+    Examples
+    --------
+    >>> counts_from_lengths(np.array([0, 2, 1, 2])).tolist()
+    [3, 2]
+    """
     x = np.asarray(lengths)
     if x.ndim != 1 or x.size == 0 or not np.issubdtype(x.dtype, np.integer):
         raise TypeError("a queue-lengths vector must be a non-empty 1-d integer array")
@@ -43,8 +66,36 @@ def counts_from_lengths(lengths) -> np.ndarray:
 
 
 def lengths_from_counts(counts, n: int) -> np.ndarray:
-    """The sorted queue-lengths vector (longest first) with the given counts."""
+    """The sorted queue-lengths vector (longest first) with the given counts.
+
+    Parameters
+    ----------
+    counts : array_like of int
+        ``c_1, c_2, …`` with ``n >= c_1 >= c_2 >= … >= 0``.
+    n : int
+        Number of queues, ``n >= 1``.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        ``x(p) = #{i >= 1 : c_i >= p}``, ``p = 1..n``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        A bad ``n``, or counts that are not a non-increasing vector in ``[0, n]``.
+
+    Examples
+    --------
+    >>> lengths_from_counts([3, 2], 4).tolist()
+    [2, 2, 1, 0]
+    >>> counts_from_lengths(lengths_from_counts([3, 2], 4)).tolist()
+    [3, 2]
+    """
+    n = check_positive_int("n", n)
     c = np.asarray(counts, dtype=np.int64)
+    if c.ndim != 1 or (c.size and (c[0] > n or c[-1] < 0 or (np.diff(c) > 0).any())):
+        raise ValueError(f"counts must be a 1-d array with n >= c_1 >= c_2 >= ... >= 0 (n={n})")
     x = np.zeros(n, dtype=np.int64)
     for i, ci in enumerate(c, start=1):
         x[:ci] = i
@@ -52,7 +103,30 @@ def lengths_from_counts(counts, n: int) -> np.ndarray:
 
 
 def parse_start(start):
-    """Split a start spec such as ``"customers:3"`` into ``(name, value)``."""
+    """Split a start spec such as ``"customers:3"`` into ``(name, value)``.
+
+    Parameters
+    ----------
+    start : str or array_like
+        ``"empty"``, ``"fixed-point"`` (also ``"good"``), ``"customers:G"`` (``"uniform:G"``),
+        ``"long:L"``, or an array (queue lengths or a profile).
+
+    Returns
+    -------
+    tuple
+        ``(name, value)``: ``name`` in ``"empty"``, ``"fixed-point"``, ``"customers"``,
+        ``"long"``, ``"array"``; ``value`` the integer, the array, or ``None``.
+
+    Raises
+    ------
+    ValueError
+        An unknown name, a missing or non-integer value, or a value out of range.
+
+    Examples
+    --------
+    >>> parse_start("customers:3"), parse_start("good")
+    (('customers', 3), ('fixed-point', None))
+    """
     if isinstance(start, str):
         name, _, arg = start.partition(":")
         name = name.strip().lower().replace("_", "-")
@@ -75,7 +149,38 @@ def parse_start(start):
 
 
 def start_counts(n, d, lam, start="empty") -> np.ndarray:
-    """Counts ``c_1, c_2, …`` (int64) of the start state (see the module doc for specs)."""
+    """Counts ``c_1, c_2, …`` (int64) of the start state (see the module doc for specs).
+
+    Parameters
+    ----------
+    n : int
+        Number of servers, ``n >= 1``.
+    d : int
+        Number of choices, ``d >= 1`` (used by the fixed point).
+    lam : float or str
+        Load λ (``< 1`` for ``"fixed-point"`` and ``"long:L"``).
+    start : str or array_like, default "empty"
+        A start specification (see the module doc).
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        ``c_1, c_2, …`` with ``n >= c_1 >= … > 0`` (empty for the empty state).
+
+    Raises
+    ------
+    TypeError, ValueError
+        A bad parameter or start specification (the message names it).
+
+    Examples
+    --------
+    >>> start_counts(10, 2, 0.5, "customers:2").tolist()
+    [10, 10]
+    >>> start_counts(1000, 2, 0.9, "fixed-point").tolist()  # round(1000 π(i)), π(i) = 0.9^(2^i − 1)
+    [900, 729, 478, 206, 38, 1]
+    >>> start_counts(4, 2, 0.5, np.array([0, 2, 1, 2])).tolist()
+    [3, 2]
+    """
     n = check_positive_int("n", n)
     d = check_positive_int("d", d)
     name, val = parse_start(start)

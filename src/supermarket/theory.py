@@ -24,8 +24,35 @@ from .model import (
     check_load,
     check_positive_float,
     check_positive_int,
+    exact_load,
     load_candidates,
 )
+
+
+def _frame(rows):
+    import pandas as pd
+
+    return pd.DataFrame(rows)
+
+
+class _Result:
+    """The result protocol shared by the small results of this module: ``to_dict()`` (JSON-safe),
+    ``to_frame()`` (tidy: one row per quantity, unless a result overrides it) and ``summary()``
+    (the plain text the command line prints)."""
+
+    def to_dict(self) -> dict:
+        from .jsonable import to_jsonable
+
+        return to_jsonable(asdict(self))
+
+    def to_frame(self):
+        """Tidy table: one row per scalar quantity (``quantity``, ``value``)."""
+        return _frame([{"quantity": k, "value": v} for k, v in self.to_dict().items()
+                       if not isinstance(v, (list, dict))])
+
+    def summary(self) -> str:  # pragma: no cover - every result overrides it
+        return "\n".join(f"{k} = {v}" for k, v in self.to_dict().items())
+
 
 __all__ = [
     "log_fixed_point",
@@ -54,6 +81,8 @@ __all__ = [
     "Regime002",
     "regime_002",
     "design",
+    "TheoryReport",
+    "theory_report",
     "DesignReport",
 ]
 
@@ -284,8 +313,14 @@ def k_lambda_d(d, lam) -> int:
 
 
 @dataclass(frozen=True)
-class KReport:
-    """``k_{λ,d}`` with its position between the boundaries ``d^{k−1} < 1/(1−λ) <= d^k``."""
+class KReport(_Result):
+    """``k_{λ,d}`` with its position between the boundaries ``d^{k−1} < 1/(1−λ) <= d^k``.
+
+    Examples
+    --------
+    >>> k_report(10, 0.9).on_boundary
+    True
+    """
 
     k: int
     log_ratio: float  # log(1/(1−λ)) / log d, in (k−1, k]
@@ -296,6 +331,11 @@ class KReport:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def summary(self) -> str:
+        """``k_{λ,d}`` and the note on its boundaries, as ``supermarket theory`` prints them."""
+        return (f"k_(λ,d) = ⌈log(1/(1−λ))/log d⌉ = {self.k}   (log_d(1/(1−λ)) = {self.log_ratio:.6g})  "
+                f"(paper 000, docs/model.md §4)\n  {self.note}")
 
 
 def k_report(d, lam, *, margin: float = 0.05) -> KReport:
@@ -464,7 +504,22 @@ def linearisation_valid(d, lam, k=None) -> bool:
     """Whether the linearised profile [derived] is inside its regime: ``q̃_k <= 1``
     (docs/model.md §4).  ``q̃`` increases with ``i``, so then every predicted fraction
     ``q̃_i`` lies in [0, 1] and every predicted count of :func:`predicted_counts` is >= 0;
-    otherwise the count of queues of length ``k`` would be negative."""
+    otherwise the count of queues of length ``k`` would be negative.
+
+    Parameters
+    ----------
+    d, lam, k
+        As in :func:`linearised_q`.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> linearisation_valid(20, 0.99), linearisation_valid(2, 0.9)
+    (True, False)
+    """
     q = linearised_q(d, lam, k)
     return bool(q[-1] <= 1.0)
 
@@ -501,11 +556,34 @@ def good_set_bounds(n, d, lam, eps=0.1, k=None) -> tuple[np.ndarray, np.ndarray]
     """
     n = check_positive_int("n", n, maximum=MAX_THEORY_N)
     d = check_positive_int("d", d)
+    lam_in = lam
     lam = check_load(lam)
+    eps_in = eps
     eps = check_fraction("eps", eps, low=0.0, high=0.1)
-    k = k_lambda_d(d, lam) if k is None else check_positive_int("k", k, maximum=MAX_K)
-    target = n * (1 - lam) * (lam * d) ** np.arange(k, dtype=float)
-    return (1 - 5 * eps) * target, (1 + 5 * eps) * target
+    k = k_lambda_d(d, lam_in) if k is None else check_positive_int("k", k, maximum=MAX_K)
+    # exact rational arithmetic on the numbers the user wrote (λ = 0.99 is 99/100), so that an
+    # edge that is an integer (500 for n = 10^5, λ = 0.99, ε = 0.1) comes out exactly 500.0, not
+    # 500.00000000000045, and a state on the edge is not wrongly excluded; each bound is then
+    # rounded once to the nearest float
+    x, e = exact_load(lam_in), exact_load(eps_in)
+    lo_f, hi_f = 1 - 5 * e, 1 + 5 * e
+    lo, hi = np.empty(k), np.empty(k)
+    t = n * (1 - x)
+    for j in range(k):
+        lo[j], hi[j] = _fraction_to_float(lo_f * t), _fraction_to_float(hi_f * t)
+        if math.isinf(hi[j]):  # past the float range: every later bound too
+            lo[j + 1:], hi[j + 1:] = math.inf, math.inf
+            break
+        t *= x * d
+    return lo, hi
+
+
+def _fraction_to_float(q: Fraction) -> float:
+    """``float(q)`` correctly rounded, ``inf`` past the float range."""
+    try:
+        return float(q)
+    except OverflowError:
+        return math.inf
 
 
 @dataclass(frozen=True)
@@ -516,9 +594,16 @@ class Clause:
 
 
 @dataclass(frozen=True)
-class GoodSetReport:
+class GoodSetReport(_Result):
     """Membership of a state in the good set ``N^ε`` as stated by its consequences (a), (b)
-    of docs/model.md §5; clause (d) is reported but not required."""
+    of docs/model.md §5; clause (d) is reported but not required.
+
+    Examples
+    --------
+    >>> g = good_set([0] * 100 + [1] * 1900 + [2] * 8000, d=20, lam=0.99)
+    >>> g.member, g.to_frame()["clause"].tolist()
+    (True, ['a', 'b'])
+    """
 
     member: bool
     k: int
@@ -529,6 +614,19 @@ class GoodSetReport:
     def to_dict(self) -> dict:
         return {"member": self.member, "k": self.k, "eps": self.eps, "failing": self.failing,
                 "clauses": [asdict(c) for c in self.clauses]}
+
+    def to_frame(self):
+        """One row per clause: ``clause``, ``holds``, ``required``, ``detail``."""
+        return _frame([{"clause": c.name, "holds": c.holds, "required": c.name in ("a", "b"),
+                        "detail": c.detail} for c in self.clauses])
+
+    def summary(self) -> str:
+        """Verdict, then one line per clause."""
+        head = (f"good set N^ε (ε = {self.eps:g}, k = {self.k}, docs/model.md §5): "
+                + ("member" if self.member else f"not a member (clause ({self.failing}) fails)"))
+        return "\n".join([head] + [f"  ({c.name}) {'holds' if c.holds else 'fails'}: {c.detail}"
+                                    + ("" if c.name in ("a", "b") else " [not required]")
+                                    for c in self.clauses])
 
 
 def _counts_from_input(lengths, counts, profile, n):
@@ -664,13 +762,35 @@ class Condition:
 
 
 @dataclass(frozen=True)
-class TheoremReport:
+class TheoremReport(_Result):
+    """The conditions of Theorem 1.2 of paper 000, each checked; ``applies`` when all hold.
+
+    Examples
+    --------
+    >>> theorem_1_2(10_000, 20, 0.99).applies
+    False
+    """
+
     conditions: tuple[Condition, ...]
     applies: bool
     k: int
 
     def to_dict(self) -> dict:
         return {"conditions": [asdict(c) for c in self.conditions], "applies": self.applies, "k": self.k}
+
+    def to_frame(self):
+        """One row per condition: ``condition``, ``value``, ``holds``, ``detail``."""
+        return _frame([{"condition": c.name, "value": c.value, "holds": c.holds, "detail": c.detail}
+                       for c in self.conditions])
+
+    def summary(self) -> str:
+        """The conditions as a table, then the verdict."""
+        from ._results import text_table
+
+        t = text_table(["condition", "value", "holds", "detail"],
+                       [[c.name, f"{c.value:.6g}", "yes" if c.holds else "no", c.detail] for c in self.conditions],
+                       title="Theorem 1.2 of paper 000: conditions")
+        return t + "\nTheorem 1.2 " + ("applies" if self.applies else "does not apply (some condition fails)")
 
 
 SMALL_HEAVY_TRAFFIC = 0.1  # our reading of "(1−λ)^{−1}/√(nd) small"
@@ -731,8 +851,14 @@ def theorem_1_2(n, d, lam, eps=0.1) -> TheoremReport:
 
 # =========================================================================== §6
 @dataclass(frozen=True)
-class MixingBounds:
-    """Orders of the mixing time (docs/model.md §6, constants taken as 1)."""
+class MixingBounds(_Result):
+    """Orders of the mixing time (docs/model.md §6, constants taken as 1).
+
+    Examples
+    --------
+    >>> mixing_bounds(10_000, 20, 0.99).to_frame()["bound"].tolist()
+    ['upper', 'lower']
+    """
 
     k: int
     upper_steps: float  # k d^{k-1} n log n, from a good state
@@ -742,6 +868,16 @@ class MixingBounds:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def to_frame(self):
+        """Two rows (``bound`` = upper, lower) with ``steps`` and ``time``."""
+        return _frame([{"bound": "upper", "k": self.k, "steps": self.upper_steps, "time": self.upper_time},
+                       {"bound": "lower", "k": self.k, "steps": self.lower_steps, "time": self.lower_time}])
+
+    def summary(self) -> str:
+        return (f"mixing from a good state (paper 000, docs/model.md §6, constants 1): "
+                f"upper k d^(k−1) n log n = {self.upper_steps:.4g} steps ({self.upper_time:.4g} time units), "
+                f"lower d^(k−1) n = {self.lower_steps:.4g} steps ({self.lower_time:.4g} time units)")
 
 
 def steps_to_time(steps, n, lam) -> float:
@@ -892,8 +1028,15 @@ def slow_mode_matrix(d, lam, k=None) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class SlowMode:
-    """The slow mode of the linearised profile [derived] (docs/model.md §6)."""
+class SlowMode(_Result):
+    """The slow mode of the linearised profile [derived] (docs/model.md §6).
+
+    Examples
+    --------
+    >>> s = slow_mode(20, 0.99)
+    >>> bool(abs(s.relaxation_time * s.mu - 1) < 1e-12)
+    True
+    """
 
     k: int
     mu: float  # −(eigenvalue of A_k with largest real part), per unit time
@@ -903,6 +1046,10 @@ class SlowMode:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def summary(self) -> str:
+        return (f"slow mode (derived): μ_k = {self.mu:.6g} per unit time (approx. {self.mu_approx:.6g}), "
+                f"relaxation time {self.relaxation_time:.6g}")
 
 
 def _slow_mu(a: float, k: int) -> float:
@@ -997,8 +1144,14 @@ def slow_mode(d, lam, k=None) -> SlowMode:
 
 # =========================================================================== §8
 @dataclass(frozen=True)
-class Regime002:
-    """Where ``(n, d, λ)`` sits among the three limits of paper 002 (docs/model.md §8, derived)."""
+class Regime002(_Result):
+    """Where ``(n, d, λ)`` sits among the three limits of paper 002 (docs/model.md §8, derived).
+
+    Examples
+    --------
+    >>> regime_002(10_000, 20, 0.99).regime
+    'b'
+    """
 
     d_over_sqrt_n: float
     kappa: float  # κ_n = d λ^d
@@ -1010,6 +1163,11 @@ class Regime002:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def summary(self) -> str:
+        return (f"paper 002 (derived limits): d/√n = {self.d_over_sqrt_n:.4g}, κ = dλ^d = {self.kappa:.4g}, "
+                f"c_n = {self.c_n:.6g}, ζ_n = {self.zeta:.4g}, d(1−λ) = {self.d_one_minus_lambda:.4g} "
+                f"→ resembles regime ({self.regime}): {self.note}")
 
 
 REGIME_A_BELOW = 0.2  # d/√n below this resembles (a)
@@ -1063,8 +1221,14 @@ def regime_002(n, d, lam) -> Regime002:
 
 # =========================================================================== design
 @dataclass(frozen=True)
-class DesignReport:
-    """Least number of choices that keeps ``k_{λ,d} <= max_queue`` (docs/model.md §4)."""
+class DesignReport(_Result):
+    """Least number of choices that keeps ``k_{λ,d} <= max_queue`` (docs/model.md §4).
+
+    Examples
+    --------
+    >>> print(design(0.999, 2).summary().splitlines()[0])
+    At load λ = 0.999, d = 32 choices give k_(λ,d) = 2 ≤ 2 (d = 31 would give 3).
+    """
 
     d: int
     k: int
@@ -1074,9 +1238,41 @@ class DesignReport:
     fixed_point: tuple[float, ...]  # π(1..k+1) at this d
     linearisation_valid: bool = True  # False when q̃_k > 1: the shares outside [0, 1] are NaN
     note: str = ""
+    n: int | None = field(default=None, compare=False)  # servers, for predicted counts (not in to_dict)
+    k_one_less: int | None = field(default=None, compare=False)  # k_{λ,d−1} (None for d = 2)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """JSON-safe: a share outside the linearisation's regime (NaN) is ``None``."""
+        from .jsonable import to_jsonable
+
+        out = asdict(self)
+        del out["n"], out["k_one_less"]
+        return to_jsonable(out)
+
+    def to_frame(self):
+        """One row per queue length: ``length``, ``share`` (NaN outside the linearisation's regime),
+        and ``queues`` (``n × share``) when ``n`` was given."""
+        return _frame([{"length": j, "share": s, **({"queues": self.n * s} if self.n is not None else {})}
+                       for j, s in enumerate(self.share_by_length)])
+
+    def summary(self) -> str:
+        """The answer and the predicted shares by length, as ``supermarket design`` prints them."""
+        from ._results import text_table
+
+        other = "—" if self.k_one_less is None else str(self.k_one_less)
+        head = (f"At load λ = {self.load}, d = {self.d} choices give k_(λ,d) = {self.k} ≤ {self.max_queue} "
+                f"(d = {self.d - 1} would give {other}).")
+        rows = []
+        for j, s in enumerate(self.share_by_length):
+            ok = s == s  # NaN: outside the linearisation's regime
+            rows.append([str(j), f"{s:.6g}" if ok else "—"]
+                        + ([f"{self.n * s:.6g}" if ok else "—"] if self.n is not None else []))
+        t = text_table(["length", "share"] + (["queues (of n)"] if self.n is not None else []), rows,
+                       title="Predicted share of queues by length (linearised profile, derived)")
+        out = head + "\n" + t
+        if not self.linearisation_valid:
+            out += f"\nnote: {self.note} (—)."
+        return out
 
 
 def design(lam, max_queue, n=None) -> DesignReport:
@@ -1132,7 +1328,9 @@ def design(lam, max_queue, n=None) -> DesignReport:
     share = tuple(float(v) if 0.0 <= v <= 1.0 else math.nan for v in counts)
     return DesignReport(d=d, k=k, max_queue=K, load=lam_f, share_by_length=share,
                         fixed_point=tuple(float(v) for v in fixed_point(d, lam_f, k + 1)),
-                        linearisation_valid=valid, note="" if valid else LINEARISATION_NOTE.format(qk=q[-1]))
+                        linearisation_valid=valid, note="" if valid else LINEARISATION_NOTE.format(qk=q[-1]),
+                        n=None if n is None else check_positive_int("n", n, maximum=MAX_THEORY_N),
+                        k_one_less=k_lambda_d(d - 1, lam) if d > 2 else None)
 
 
 # =========================================================================== summary
@@ -1206,3 +1404,136 @@ def summary(n, d, lam, eps=0.1) -> dict:
         slow_mode=sm.to_dict(),
     )
     return out
+
+
+@dataclass(frozen=True)
+class TheoryReport(_Result):
+    """The report behind ``supermarket theory``: the dict of :func:`summary` as a result.
+
+    ``data`` has the keys listed in :func:`summary`.  ``to_dict()`` returns it (JSON-safe),
+    ``to_frame()`` the fixed point with the linearised profile by level, ``summary()`` the
+    text the command line prints, ``plot(path)`` π(i) against the linearised profile.
+
+    Examples
+    --------
+    >>> rep = theory_report(10_000, 20, 0.99)
+    >>> rep.to_dict()["k"], "Theorem 1.2" in rep.summary()
+    (2, True)
+    >>> rep.to_frame().columns.tolist()
+    ['level', 'pi', 'one_minus_pi', 'q_tilde', 'predicted_queues_of_length_i_minus_1']
+    """
+
+    data: dict
+
+    def to_dict(self) -> dict:
+        from .jsonable import to_jsonable
+
+        return to_jsonable(self.data)
+
+    def _rows(self):
+        r = self.data
+        lin = r["linearised_q"] or []
+        cnt = r["predicted_counts"] or []
+        shown = min(len(r["fixed_point"]), max(len(lin) + 2, 6))
+        for i in range(1, shown + 1):
+            pi = r["fixed_point"][i - 1]
+            yield (i, pi, 1 - pi, lin[i - 1] if i - 1 < len(lin) else None,
+                   cnt[i - 1] if i - 1 < len(cnt) else None, i - 1 < len(lin))
+
+    def to_frame(self):
+        """One row per level ``i`` (the levels the text shows): ``pi``, ``one_minus_pi``,
+        ``q_tilde`` and the predicted number of queues of length ``i − 1`` (derived; None
+        past ``k`` or outside the linearisation's regime)."""
+        return _frame([{"level": i, "pi": pi, "one_minus_pi": om, "q_tilde": q,
+                        "predicted_queues_of_length_i_minus_1": c} for i, pi, om, q, c, _ in self._rows()])
+
+    def summary(self) -> str:
+        """The text ``supermarket theory`` prints."""
+        from ._results import text_table
+
+        r, p = self.data, self.data["params"]
+        lines = [f"supermarket theory  n={p['n']}  d={p['d']}  λ={p['load']!r}  ε={p['eps']}"]
+        if r["k"] is not None:
+            kr = r["k_report"]
+            lines.append(f"k_(λ,d) = ⌈log(1/(1−λ))/log d⌉ = {r['k']}   (log_d(1/(1−λ)) = {kr['log_ratio']:.6g})  "
+                         "(paper 000, docs/model.md §4)")
+            lines.append(f"  {kr['note']}")
+        else:
+            lines.append("k_(λ,d): none for d = 1 (independent M/M/1 queues, no bounded maximum)")
+        lines.append(f"hypothesis maximum (largest k with n·π(k) ≥ 1) = {r['k_hypothesis']}   "
+                     "(docs/model.md §4, reconstructed)")
+        lines.append(f"mean-field mean queue length Σπ(i) = {r['mean_queue_length']:.10g}, "
+                     f"sojourn time = {r['mean_sojourn_time']:.10g}   (docs/model.md §3)")
+
+        def pred(v, inside):
+            return "" if not inside else ("—" if v is None else f"{v:.6g}")
+
+        rows = [[str(i), f"{pi:.6g}", f"{om:.6g}", pred(q, ins), pred(c, ins)]
+                for i, pi, om, q, c, ins in self._rows()]
+        lines.append(text_table(["i", "π(i)", "1−π(i)", "q̃_i (derived)", "predicted queues of length i−1"],
+                                rows, title="Fixed point π(i) and linearised profile (derived)"))
+        lz = r.get("linearisation")
+        if lz and not lz["valid"]:
+            lines.append(f"note: {lz['note']} (—).")
+        if r["theorem_1_2"] is not None:
+            th12 = r["theorem_1_2"]
+            conds = tuple(Condition(**c) for c in th12["conditions"])
+            lines.append(TheoremReport(conds, th12["applies"], th12["k"]).summary())
+            lines.append(MixingBounds(r["k"], r["mixing_steps"]["upper"], r["mixing_steps"]["lower"],
+                                      r["mixing_time"]["upper"], r["mixing_time"]["lower"]).summary())
+            lines.append(SlowMode(**r["slow_mode"]).summary())
+        lines.append(Regime002(**r["regime_002"]).summary())
+        return "\n".join(lines)
+
+    def plot(self, path=None):
+        """π(i) (mean field) and ``1 − q̃_i`` (the linearised profile, derived) against the level,
+        on a log scale.  Returns the figure; saves it when ``path`` is given."""
+        import matplotlib
+
+        if path is not None:
+            matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+
+        from ._results import save_figure
+
+        pi = np.asarray(self.data["fixed_point"], dtype=float)
+        fig, ax = plt.subplots(figsize=(6.4, 4.2))
+        lv = np.arange(1, pi.size + 1)
+        ax.semilogy(lv, np.where(pi > 0, pi, np.nan), "o-", label="π(i) (mean field)")
+        lin = self.data["linearised_q"]
+        if lin:
+            q = np.array([np.nan if v is None else 1.0 - v for v in lin])
+            ax.semilogy(np.arange(1, q.size + 1), np.where(q > 0, q, np.nan), "s--",
+                        label="1 − q̃_i (linearised, derived)")
+        ax.set_xlabel("level i")
+        ax.set_ylabel("fraction of queues with ≥ i customers")
+        p = self.data["params"]
+        ax.set_title(f"n={p['n']}, d={p['d']}, λ={p['load']}", fontsize=9)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        return save_figure(fig, path)
+
+
+def theory_report(n, d, lam, eps=0.1) -> TheoryReport:
+    """:func:`summary` as a :class:`TheoryReport` (``to_dict``, ``to_frame``, ``summary``, ``plot``).
+
+    Parameters
+    ----------
+    n, d, lam, eps
+        As in :func:`summary`.
+
+    Returns
+    -------
+    TheoryReport
+
+    Raises
+    ------
+    ValueError
+        As :func:`summary`.
+
+    Examples
+    --------
+    >>> theory_report(100, 1, 0.5).to_dict()["k"] is None
+    True
+    """
+    return TheoryReport(summary(n, d, lam, eps))

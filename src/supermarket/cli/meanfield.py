@@ -7,10 +7,9 @@ import warnings
 
 import click
 import numpy as np
-from rich.console import Console
-from rich.table import Table
 
 from ._common import COUNT, FLOAT, LOAD, OUTPUT_FIGURE, CountType, print_json, save_figure
+from .options import json_option, replace_option
 
 
 class DType(click.ParamType):
@@ -50,7 +49,7 @@ def _is_number(text) -> bool:
 
 
 def build_report(d, load, n=None, time=None, start="empty", replace=True, points=201, levels=None,
-                 tol=None) -> dict:
+                 tol=None, cdf=None) -> dict:
     """Everything ``supermarket meanfield`` prints, as a plain dict (also used by ``--json``)."""
     from .. import meanfield as mf
     from ..model import check_load, check_positive_float, check_positive_int
@@ -120,6 +119,8 @@ def build_report(d, load, n=None, time=None, start="empty", replace=True, points
             else:
                 rep["covariance"] = None
                 rep["covariance_note"] = "not accurate: " + "; ".join(res.issues)
+    _add_response_times(rep, d, lam, n, replace, None if cdf is None else check_positive_int("--cdf", cdf, maximum=100_000),
+                        kw.get("tol", mf.DEFAULT_TOL))
     if time is not None:
         t_eval = np.linspace(0.0, time, points)
         sol = mf.solve_meanfield(d, lam, T=time, start=_parse_start(start), t_eval=t_eval, n=n,
@@ -127,6 +128,57 @@ def build_report(d, load, n=None, time=None, start="empty", replace=True, points
         rep["trajectory"] = {"t": sol.t.tolist(), "u": sol.u.tolist(), "levels": sol.levels,
                              "mean_queue_length": sol.mean_queue_length.tolist()}
     return rep
+
+
+def _add_response_times(rep: dict, d, lam, n, replace, cdf, tol) -> None:
+    """Sojourn and waiting times (docs/model.md §10) into ``rep``: the mean field's at the top
+    level (``sojourn``, ``waiting``, ``response_source``, ``cdf``), the refined ones (derived,
+    order 1/n) inside ``rep["refined"]`` when the refined mean field is trusted at this n."""
+    from .. import response as rs
+
+    if math.isinf(d):  # fixed point (λ, 0, 0, ...): every customer finds an empty queue
+        rt = rs.from_tails(np.zeros(1), source="mean field, d = ∞ (every customer joins an empty queue)",
+                           params={"d": "inf", "load": lam})
+    else:
+        rt = rs.from_meanfield(d, lam, n=None if replace else n, replace=replace, tol=tol)
+    rep["response_source"] = rt.source
+    rep["sojourn"], rep["waiting"] = rt.sojourn.to_dict(), rt.waiting.to_dict()
+    if rt.notes:
+        rep["response_notes"] = list(rt.notes)
+    grid = None
+    if cdf is not None:
+        grid = np.linspace(0.0, 1.1 * max(rt.sojourn.quantiles.values()), cdf)
+        rep["cdf"] = {"t": grid.tolist(), "sojourn": rt.sojourn_cdf(grid).tolist(),
+                      "waiting": rt.waiting_cdf(grid).tolist()}
+    ref = rep.get("refined")
+    if not ref:
+        return
+    why = None
+    if not ref.get("trusted"):
+        why = "the refined mean field is not trusted here (see above)"
+    elif not replace:
+        why = "the refined (1/n) response times are derived for sampling with replacement only"
+    elif not ref.get("valid_for_n"):
+        why = f"π + V/n leaves [0, 1] at n={n} (n is too small for the 1/n expansion)"
+    rt2 = None
+    if why is None:
+        with warnings.catch_warnings():
+            from .. import meanfield as mf
+
+            warnings.simplefilter("ignore", mf.AccuracyWarning)
+            rt2 = rs.from_meanfield(d, lam, n=n, refined=True, tol=tol)
+        if rt2.notes:
+            why = "; ".join(rt2.notes)
+            rt2 = None
+    if rt2 is None:
+        ref["sojourn"] = ref["waiting"] = None
+        ref["response_note"] = why
+        return
+    ref["response_source"] = rt2.source
+    ref["sojourn"], ref["waiting"] = rt2.sojourn.to_dict(), rt2.waiting.to_dict()
+    if grid is not None:
+        ref["cdf"] = {"t": grid.tolist(), "sojourn": rt2.sojourn_cdf(grid).tolist(),
+                      "waiting": rt2.waiting_cdf(grid).tolist()}
 
 
 @click.command()
@@ -140,8 +192,8 @@ def build_report(d, load, n=None, time=None, start="empty", replace=True, points
 @click.option("--start", "start", default="empty", show_default=True,
               help="Start of the ODE: empty, fixed-point, customers:G, long:L (needs --n), or a profile "
                    "u_1,u_2,... such as 1,0.8,0.3 (non-increasing in [0, 1]).")
-@click.option("--without-replacement", "no_replace", is_flag=True,
-              help="Sample the d queues without replacement (paper 002; needs --n).")
+@replace_option(True, "Sample the d queues with replacement (default; --no-replace: without, as in "
+                     "paper 002, needs --n).")
 @click.option("--levels", "levels", type=CountType(maximum=5000), default=None, help="Number of levels (default: automatic).")
 @click.option("--tol", "tol", type=FLOAT, default=None,
               help="Drop levels whose value stays below this (default 1e-13).")
@@ -149,114 +201,35 @@ def build_report(d, load, n=None, time=None, start="empty", replace=True, points
               help="Output times of the trajectory.")
 @click.option("--plot", "plot", type=OUTPUT_FIGURE, default=None,
               help="Write a PNG: the trajectory u_i(t), or the fixed point vs the refined mean field.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
-def meanfield(d, load, n, time, start, no_replace, levels, tol, points, plot, as_json):
+@click.option("--cdf", "cdf", type=CountType(maximum=100_000), default=None,
+              help="Add the sojourn and waiting time CDFs on this many grid points (0 to 1.1 × the p99.9 "
+                   "sojourn time).")
+@json_option("Print one JSON object instead of tables.")
+def meanfield(d, load, n, time, start, replace, levels, tol, points, cdf, plot, as_json):
     """Mean-field theory for (d, λ) (docs/model.md §3, §8): the fixed point π, the ODE (1.1) from a
     start profile, and with --n the refined mean field E[u_i] ≈ π(i) + V_i/n (Gast–Van Houdt)
     and the linear-noise covariance of √n u.  --d inf gives the water-filling limit of paper 002."""
-    if no_replace and n is None:
-        raise click.UsageError("--without-replacement needs --n")
+    if not replace and n is None:
+        raise click.UsageError("--no-replace needs --n (the sampling law without replacement depends on n)")
     if time is None and start != "empty":
         raise click.UsageError("--start is the initial profile of the ODE: it needs --time")
-    rep = build_report(d, load, n=n, time=time, start=start, replace=not no_replace, points=points,
-                       levels=levels, tol=tol)
+    rep = build_report(d, load, n=n, time=time, start=start, replace=replace, points=points,
+                       levels=levels, tol=tol, cdf=cdf)
+    from ..meanfield import MeanFieldReport
+
     if plot:
-        _plot(rep, n, plot)
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig = MeanFieldReport(rep).plot()
+        try:
+            save_figure(fig, plot, dpi=110)
+        finally:
+            plt.close(fig)
         rep["plot"] = plot
     if as_json:
         print_json(rep)
         return
-    _print(rep, n)
-
-
-def _print(rep: dict, n) -> None:
-    con = Console()
-    p = rep["params"]
-    con.print(f"[bold]supermarket meanfield[/]  d={p['d']}  λ={p['load']!r}"
-              + (f"  n={n}" if n is not None else "") + ("" if p["replace"] else "  (without replacement)"))
-    con.print(f"mean-field mean queue length Σπ(i) = {rep['mean_queue_length']:.10g}   (docs/model.md §3)")
-    if "note" in rep:
-        con.print(rep["note"])
-    t = Table(title=f"Fixed point π(i) ({rep['levels']} levels)" +
-              (" and 1/n corrections" if rep.get("refined") else ""))
-    t.add_column("i", justify="right")
-    t.add_column("π(i)", justify="right")
-    ref = rep.get("refined")
-    shown = bool(ref and ref.get("trusted"))
-    cov = rep.get("covariance")
-    if shown:
-        t.add_column("V_i", justify="right")
-        t.add_column("π(i)+V_i/n", justify="right")
-    if cov is not None:
-        t.add_column("sd of √n u_i (LNA)", justify="right")
-    for i, pi in enumerate(rep["fixed_point"]):
-        row = [str(i + 1), f"{pi:.8g}"]
-        if shown:
-            mi = ref["mean"][i]
-            row += [f"{ref['V'][i]:.6g}", "—" if mi is None else f"{mi:.8g}"]
-        if cov is not None:
-            row.append(f"{math.sqrt(max(cov[i][i], 0.0)):.6g}" if i < len(cov) else "0")
-        t.add_row(*row)
-    con.print(t)
-    if ref and not ref.get("trusted"):
-        con.print("[yellow]refined mean field π + V/n: not shown[/] — the linear solves lost their accuracy here "
-                  f"({ref['reason']}; estimated relative error {ref['error_estimate']:.3g}). Only the mean field "
-                  "π(i) above can be trusted.")
-    elif shown:
-        if ref["mean_queue_length"] is not None:
-            con.print(f"refined mean queue length Σπ + ΣV/n = {ref['mean_queue_length']:.10g}  "
-                      f"(ΣV = {ref['sum_V']:.6g})")
-        else:
-            con.print(f"[yellow]refined mean queue length: not shown[/] — {ref['note']} (— in the table); "
-                      f"ΣV = {ref['sum_V']:.6g}")
-    if rep.get("covariance_note"):
-        con.print(f"[yellow]linear-noise covariance: not shown[/] — {rep['covariance_note']}.")
-    tr = rep.get("trajectory")
-    if tr:
-        tt = Table(title=f"ODE trajectory from {p['start']} ({tr['levels']} levels)")
-        tt.add_column("t", justify="right")
-        shown = min(4, len(tr["u"][0]))
-        for i in range(shown):
-            tt.add_column(f"u_{i + 1}", justify="right")
-        tt.add_column("Σ u_i", justify="right")
-        idx = np.unique(np.linspace(0, len(tr["t"]) - 1, min(11, len(tr["t"]))).astype(int))
-        for k in idx:
-            tt.add_row(f"{tr['t'][k]:.6g}", *[f"{tr['u'][k][i]:.8g}" for i in range(shown)],
-                       f"{tr['mean_queue_length'][k]:.8g}")
-        con.print(tt)
-    if rep.get("plot"):
-        con.print(f"plot written to {rep['plot']}")
-
-
-def _plot(rep: dict, n, path: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    tr = rep.get("trajectory")
-    if tr:
-        u = np.asarray(tr["u"])
-        for i in range(min(8, u.shape[1])):
-            if u[:, i].max() > 1e-12:
-                ax.plot(tr["t"], u[:, i], label=f"u_{i + 1}")
-        ax.set_xlabel("time t")
-        ax.set_ylabel("u_i(t)")
-        ax.set_title(f"mean-field ODE, d={rep['params']['d']}, λ={rep['params']['load']}")
-    else:
-        pi = np.asarray(rep["fixed_point"])
-        lv = np.arange(1, pi.size + 1)
-        ax.semilogy(lv, np.where(pi > 0, pi, np.nan), "o-", label="π(i) (mean field)")
-        if rep.get("refined") and rep["refined"].get("trusted"):
-            m = np.asarray([np.nan if v is None else v for v in rep["refined"]["mean"]], dtype=float)
-            ax.semilogy(lv, np.where(m > 0, m, np.nan), "s--", label=f"π(i) + V_i/n, n={n}")
-        ax.set_xlabel("level i")
-        ax.set_ylabel("fraction of queues with ≥ i customers")
-        ax.set_title(f"fixed point, d={rep['params']['d']}, λ={rep['params']['load']}")
-    ax.legend()
-    fig.tight_layout()
-    try:
-        save_figure(fig, path, dpi=110)
-    finally:
-        plt.close(fig)
+    click.echo(MeanFieldReport(rep).summary())

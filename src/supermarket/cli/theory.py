@@ -24,64 +24,11 @@ def theory(n, d, load, eps, as_json):
     """Closed forms for (n, d, λ): k_{λ,d}, the fixed point π, the linearised profile
     (derived), the good set, the conditions of Theorem 1.2, mixing bounds, the slow mode
     (derived) and the paper-002 regime (derived)."""
-    rep = th.summary(n, d, load, eps)
+    rep = th.theory_report(n, d, load, eps)
     if as_json:
-        print_json(rep)
+        print_json(rep.to_dict())
         return
-    _print_theory(rep)
-
-
-def _print_theory(rep: dict) -> None:
-    con = Console()
-    p = rep["params"]
-    con.print(f"[bold]supermarket theory[/]  n={p['n']}  d={p['d']}  λ={p['load']!r}  ε={p['eps']}")
-    if rep["k"] is not None:
-        kr = rep["k_report"]
-        con.print(f"k_(λ,d) = ⌈log(1/(1−λ))/log d⌉ = [bold]{rep['k']}[/]   (log_d(1/(1−λ)) = {kr['log_ratio']:.6g})  (paper 000, docs/model.md §4)")
-        con.print(f"  {kr['note']}")
-    else:
-        con.print("k_(λ,d): none for d = 1 (independent M/M/1 queues, no bounded maximum)")
-    con.print(f"hypothesis maximum (largest k with n·π(k) ≥ 1) = {rep['k_hypothesis']}   (docs/model.md §4, reconstructed)")
-    con.print(f"mean-field mean queue length Σπ(i) = {rep['mean_queue_length']:.10g}, "
-              f"sojourn time = {rep['mean_sojourn_time']:.10g}   (docs/model.md §3)")
-
-    t = Table(title="Fixed point π(i) and linearised profile (derived)")
-    t.add_column("i", justify="right")
-    t.add_column("π(i)", justify="right")
-    t.add_column("1−π(i)", justify="right")
-    t.add_column("q̃_i (derived)", justify="right")
-    t.add_column("predicted queues of length i−1", justify="right")
-    lin = rep["linearised_q"] or []
-    cnt = rep["predicted_counts"] or []
-    shown = min(len(rep["fixed_point"]), max(len(lin) + 2, 6))
-    for i in range(1, shown + 1):
-        pi = rep["fixed_point"][i - 1]
-        t.add_row(str(i), f"{pi:.6g}", f"{1 - pi:.6g}",
-                  _pred(lin, i - 1), _pred(cnt, i - 1))
-    con.print(t)
-    lz = rep.get("linearisation")
-    if lz and not lz["valid"]:
-        con.print(f"[yellow]note:[/] {lz['note']} (—).")
-    if rep["theorem_1_2"] is not None:
-        tt = Table(title="Theorem 1.2 of paper 000: conditions")
-        for col in ("condition", "value", "holds", "detail"):
-            tt.add_column(col)
-        for c in rep["theorem_1_2"]["conditions"]:
-            tt.add_row(c["name"], f"{c['value']:.6g}", "yes" if c["holds"] else "[red]no[/]", c["detail"])
-        con.print(tt)
-        con.print("Theorem 1.2 " + ("[green]applies[/]" if rep["theorem_1_2"]["applies"] else
-                                    "[red]does not apply[/] (some condition fails)"))
-        ms, mt = rep["mixing_steps"], rep["mixing_time"]
-        con.print(f"mixing from a good state (paper 000, docs/model.md §6, constants 1): "
-                  f"upper k d^(k−1) n log n = {ms['upper']:.4g} steps ({mt['upper']:.4g} time units), "
-                  f"lower d^(k−1) n = {ms['lower']:.4g} steps ({mt['lower']:.4g} time units)")
-        sm = rep["slow_mode"]
-        con.print(f"slow mode (derived): μ_k = {sm['mu']:.6g} per unit time (approx. {sm['mu_approx']:.6g}), "
-                  f"relaxation time {sm['relaxation_time']:.6g}")
-    r = rep["regime_002"]
-    con.print(f"paper 002 (derived limits): d/√n = {r['d_over_sqrt_n']:.4g}, κ = dλ^d = {r['kappa']:.4g}, "
-              f"c_n = {r['c_n']:.6g}, ζ_n = {r['zeta']:.4g}, d(1−λ) = {r['d_one_minus_lambda']:.4g} "
-              f"→ resembles regime ({r['regime']}): {r['note']}")
+    click.echo(rep.summary())
 
 
 def _pred(values, j) -> str:
@@ -145,20 +92,4 @@ def _design_max_queue(n, load, max_queue, as_json):
     if as_json:
         print_json(out)
         return
-    con = Console()
-    con.print(f"At load λ = {load}, d = [bold]{rep.d}[/] choices give k_(λ,d) = {rep.k} ≤ {max_queue} "
-              f"(d = {rep.d - 1} would give {th.k_lambda_d(rep.d - 1, load) if rep.d > 2 else '—'}).")
-    t = Table(title="Predicted share of queues by length (linearised profile, derived)")
-    t.add_column("length", justify="right")
-    t.add_column("share", justify="right")
-    if n is not None:
-        t.add_column("queues (of n)", justify="right")
-    for j, s in enumerate(rep.share_by_length):
-        if s != s:  # NaN: outside the linearisation's regime
-            row = [str(j), "—"] + (["—"] if n is not None else [])
-        else:
-            row = [str(j), f"{s:.6g}"] + ([f"{n * s:.6g}"] if n is not None else [])
-        t.add_row(*row)
-    con.print(t)
-    if not rep.linearisation_valid:
-        con.print(f"[yellow]note:[/] {rep.note} (—).")
+    click.echo(rep.summary())
