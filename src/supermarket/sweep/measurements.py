@@ -13,6 +13,7 @@ arrays stay arrays, stored as Arrow list columns by :mod:`.storage`).
 from __future__ import annotations
 
 import importlib
+import warnings
 import math
 import numbers
 from dataclasses import dataclass, field
@@ -157,8 +158,12 @@ def measure_simulate(params: dict, seed: np.random.SeedSequence) -> dict:
     simulate = _import("simulate", "supermarket.simulation", "simulate")
     kw = {k: params[k] for k in ("steps", "time", "burn_in", "engine", "replace", "start", "time_mode", "eps")
           if k in params}
-    res = simulate(params["n"], params["d"], params["load"], seed=seed, replications=1, workers=1,
-                   progress=False, **kw)
+    with warnings.catch_warnings():
+        # the run's warnings are stored with the row (``notes``, ``reliable``, ``self_checks``):
+        # printing them from a worker as raw Python warnings would only add noise to stderr
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = simulate(params["n"], params["d"], params["load"], seed=seed, replications=1, workers=1,
+                       progress=False, **kw)
     if getattr(res, "partial", False):
         raise KeyboardInterrupt("the simulation was interrupted: its partial result is not stored")
     return res.to_dict(per_replication=False)
