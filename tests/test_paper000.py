@@ -139,8 +139,12 @@ def test_quick_mode_under_three_minutes(tmp_path):
     assert time.perf_counter() - t < 180
     e1 = json.load(open(tmp_path / "E1_equilibrium.json"))["rows"]
     # the claims the quick mode must show: max = k where nπ(k+1) < 1, and the fraction bound
+    # where the hypothesis is k, the data do not contradict "the maximum is k most of the time"
+    # (at n = 1000 a share near 1/2 may fall on either side; a reliable share well below 1/2 fails)
     hyp = [r for r in e1 if not r["integer_ratio"] and r["k_hypothesis"] == r["k"]]
-    assert hyp and all(r["modal_max"] == r["k"] for r in hyp)
+    assert hyp and sum(r["modal_max"] == r["k"] for r in hyp) >= len(hyp) - 1
+    assert all(r["share_max_eq_k"] + Z * r["share_max_eq_k_stderr"] >= 0.5
+               for r in hyp if r["share_max_eq_k_reliable"])
     assert all(r["frac_at_k_verdict"] in ("meets", "within error") for r in e1 if not r["integer_ratio"])
     assert "E4" in res["summary"]
 
@@ -242,5 +246,10 @@ def test_summary_sentences_follow_the_data(tiny, tmp_path):
         r["modal_max"] = 7
         r["mean_max"] += 1
     changed = p000._e4_findings(rows, e4["fits"], [1, 2])
-    assert [a != b for a, b in zip(base, changed)] == [False] * 3 + [True] * 3
+    assert [a != b for a, b in zip(base, changed)] == [False] * 3 + [True] * 3 + [False]
     assert "values 7." in changed[3]
+    for r in rows:
+        r["mean_max_reliable"] = not r["mean_max_reliable"]
+        r["max_always"] = False
+    flipped = p000._e4_findings(rows, e4["fits"], [1, 2])
+    assert flipped[-1] != changed[-1] and ("too short to know" in flipped[-1] + changed[-1])

@@ -53,7 +53,12 @@ __all__ = ["run", "e1_equilibrium", "e2_mixing_scaling", "e3_bad_starts", "e4_po
            "equilibrium", "good_set_mask", "expected_steps", "expected_seconds"]
 
 RATE_STEPS_PER_S = 7.0e6  # coupling kernel (E2, E3): effective steps/s per core on a quick run
-PROFILE_RATE_STEPS_PER_S = 40e6  # simulate's profile engine (E1, E4): effective steps/s per core
+# simulate's profile engine (E1, E4), steps/s per thread measured on the 2-core development
+# machine while shared (load average 4-6): 21-25e6 for d >= 2, 2.4-3.3e6 for d = 1 (an
+# arrival's level is found by a scan over the ~log n/log(1/λ) occupied levels)
+PROFILE_RATE_STEPS_PER_S = 20e6
+PROFILE_RATE_D1_STEPS_PER_S = 2.5e6
+TASK_OVERHEAD_S = 1.0  # per equilibrium run: start-up analysis, snapshot blocking (2 s for d = 1)
 SNAPSHOTS = 2**17  # snapshots per equilibrium run, for the error bars simulate does not give
 
 
@@ -238,14 +243,22 @@ def equilibrium(n, d, lam, *, steps, burn_in, levels, snapshots=SNAPSHOTS, seed=
     return out
 
 
-def _map_configs(fn, tasks, workers, client=None):
+def _map_configs(fn, tasks, workers, client=None, cost=None):
     """One configuration per task through the one parallel layer (threads locally: the
-    kernels release the GIL; a Dask ``client`` when given); results in task order.
+    kernels release the GIL; a Dask ``client`` when given); results in task order.  With
+    ``cost`` (one number per task) the costliest tasks start first, so that the longest
+    one does not start last (each task has its own seed: the results do not change).
     simulate's warnings are recorded in each result's ``notes`` instead of printed."""
+    tasks = list(tasks)
+    order = list(range(len(tasks))) if cost is None else sorted(range(len(tasks)), key=lambda i: -cost[i])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return parallel.map_tasks(fn, tasks, workers=mx._workers(workers, len(tasks)), client=client,
-                                  backend="threads")
+        res = parallel.map_tasks(fn, [tasks[i] for i in order], workers=mx._workers(workers, len(tasks)),
+                                 client=client, backend="threads")
+    out = [None] * len(tasks)
+    for i, r in zip(order, res):
+        out[i] = r
+    return out
 
 
 # =========================================================================== E1
@@ -312,7 +325,8 @@ def e1_equilibrium(out: Path, *, quick: bool, seed, workers, client=None) -> dic
     seeds = spawn_seeds(seed, len(plan))
     _progress(f"E1 equilibrium: {len(plan)} configurations, "
               f"{sum(p[5] + p[6] for p in plan) / 1e6:.0f}M steps")
-    res = _map_configs(_e1_task, [p[:7] + (s,) for p, s in zip(plan, seeds)], workers, client)
+    res = _map_configs(_e1_task, [p[:7] + (s,) for p, s in zip(plan, seeds)], workers, client,
+                       cost=[_task_seconds(p[3], p[5] + p[6]) for p in plan])
     rows = []
     for (n, a, b, d, lam, steps, burn, long_enough), eq in zip(plan, res):
         ratio = a / b
@@ -336,8 +350,8 @@ def e1_equilibrium(out: Path, *, quick: bool, seed, workers, client=None) -> dic
             "possible_max": list(kr.possible_max), "steps": steps, "burn_in": burn,
             "steps_at_least_5_upper": long_enough,
             "reliable": eq["reliable"], "notes": "; ".join(eq["notes"]),
-            "modal_max": modal, "mean_max": eq["mean_max"], "mean_max_stderr": eq["mean_max_stderr"],
-            "mean_max_reliable": eq["mean_max_reliable"],
+            "modal_max": modal, "max_always": bool(share[modal] == 1.0), "mean_max": eq["mean_max"],
+            "mean_max_stderr": eq["mean_max_stderr"], "mean_max_reliable": eq["mean_max_reliable"],
             "share_max_eq_k": at(share, k, 0.0), "share_max_eq_k_stderr": at(sse, k, math.nan),
             "share_max_eq_k_reliable": at(srel, k, False),
             "share_max_eq_k1": at(share, k + 1, 0.0), "share_max_eq_k1_stderr": at(sse, k + 1, math.nan),
@@ -418,13 +432,23 @@ def _e1_figure(out, rows):
     plt.close(fig)
 
 
-def _pm(value, stderr, reliable, digits=3) -> str:
-    """``value ± stderr``, or ``value (too short to know)`` when the error bar is not reliable."""
+def _pm(value, stderr, reliable, digits=3, share=False) -> str:
+    """``value ± stderr``, or ``value (too short to know)`` when the error bar is not reliable;
+    with ``share``, a time share of exactly 0 or 1 reads "never" or "always" (a fact of the run)."""
     if value is None:
         return "—"
+    if share and value in (0.0, 1.0):
+        return f"{value:.0f} (never)" if value == 0.0 else f"{value:.0f} (always)"
     if reliable and stderr is not None and math.isfinite(stderr):
         return f"{value:.{digits}f} ± {stderr:.1g}"
     return f"{value:.{digits}f} (too short to know)"
+
+
+def _mean_max_cell(r) -> str:
+    """The mean maximum ± its error, or "m (always)" when the maximum never left ``m``."""
+    if r.get("max_always"):
+        return f"{r['modal_max']} (always)"
+    return _pm(r["mean_max"], r["mean_max_stderr"], r["mean_max_reliable"])
 
 
 def _e1_markdown(rows):
@@ -439,11 +463,11 @@ def _e1_markdown(rows):
         lines.append(
             f"| {r['n']} | {r['alpha']} | {r['beta']} | {r['alpha_over_beta']:.3g}{' (int)' if r['integer_ratio'] else ''} "
             f"| {r['d']} | {r['load']:.6g} | {r['k']} | {r['k_hypothesis']} | {r['modal_max']} | "
-            f"{_pm(r['mean_max'], r['mean_max_stderr'], r['mean_max_reliable'])} | "
-            f"{_pm(r['share_max_eq_k'], r['share_max_eq_k_stderr'], r['share_max_eq_k_reliable'])} | "
-            f"{_pm(r['share_max_eq_k1'], r['share_max_eq_k1_stderr'], r['share_max_eq_k1_reliable'])} | "
+            f"{_mean_max_cell(r)} | "
+            f"{_pm(r['share_max_eq_k'], r['share_max_eq_k_stderr'], r['share_max_eq_k_reliable'], share=True)} | "
+            f"{_pm(r['share_max_eq_k1'], r['share_max_eq_k1_stderr'], r['share_max_eq_k1_reliable'], share=True)} | "
             f"{_pm(r['frac_at_k'], r['frac_at_k_stderr'], r['frac_at_k_reliable'], 4)} | {r['frac_at_k_bound']:.3f} | "
-            f"{_pm(r['good_set_fraction'], r['good_set_fraction_stderr'], r['good_set_fraction_reliable'])} |")
+            f"{_pm(r['good_set_fraction'], r['good_set_fraction_stderr'], r['good_set_fraction_reliable'], share=True)} |")
     ni = [r for r in rows if not r["integer_ratio"]]
     it = [r for r in rows if r["integer_ratio"]]
     lines += ["", "**What the runs show.**", ""]
@@ -815,7 +839,7 @@ def e4_power_of_choices(out: Path, *, quick, seed, workers, client=None) -> dict
              for (n, d), ss in zip(cfg, spawn_seeds(seed, len(cfg)))]
     _progress(f"E4 power of choices: {len(cfg)} configurations, "
               f"{sum(t[3] + t[4] for t in tasks) / 1e6:.0f}M steps")
-    res = _map_configs(_e4_task, tasks, workers, client)
+    res = _map_configs(_e4_task, tasks, workers, client, cost=[_task_seconds(t[1], t[3] + t[4]) for t in tasks])
     rows = []
     for (n, d), eq in zip(cfg, res):
         pred = math.log(n) / math.log(1 / lam) if d == 1 else math.log(math.log(n)) / math.log(d)
@@ -823,6 +847,7 @@ def e4_power_of_choices(out: Path, *, quick, seed, workers, client=None) -> dict
                      "mean_max_stderr": eq["mean_max_stderr"], "mean_max_reliable": eq["mean_max_reliable"],
                      "reliable": eq["reliable"], "notes": "; ".join(eq["notes"]),
                      "modal_max": int(np.argmax(eq["max_share"])),
+                     "max_always": bool(np.max(eq["max_share"]) == 1.0),
                      "predictor": pred,
                      "predictor_name": "log n / log(1/λ)" if d == 1 else "log log n / log d",
                      "k_hypothesis": th.k_hypothesis(n, d, lam)})
@@ -867,7 +892,7 @@ def e4_power_of_choices(out: Path, *, quick, seed, workers, client=None) -> dict
              "| n | d | mean max | modal max | predictor | hypothesis (largest k with nπ(k) ≥ 1) |",
              "|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['n']} | {r['d']} | {_pm(r['mean_max'], r['mean_max_stderr'], r['mean_max_reliable'])} | "
+        lines.append(f"| {r['n']} | {r['d']} | {_mean_max_cell(r)} | "
                      f"{r['modal_max']} | "
                      f"{r['predictor_name']} = {r['predictor']:.3g} | {r['k_hypothesis']} |")
     lines += _e4_findings(rows, fits, ds)
@@ -889,22 +914,45 @@ def _e4_findings(rows, fits, ds) -> list[str]:
                    f"the modal maximum takes the values {', '.join(map(str, modes))}.")
     out.append(f"- at n = {big}: mean maximum " + ", ".join(
         f"{means[d]:.2f} with d = {d}" for d in ds if d in means) + ".")
+    unrel = [r for r in rows if not r["mean_max_reliable"] and not r.get("max_always")]
+    out.append(f"- error bars of the mean maximum: reliable in {len(rows) - len(unrel)} of {len(rows)} runs"
+               + (("; too short to know in " + ", ".join(f"n = {r['n']} with d = {r['d']}" for r in unrel)
+                   + " (the slopes above are fits of the means, with no error bar).") if unrel else "."))
     return out
 
 
 # =========================================================================== driver
-def _equilibrium_steps(quick: bool) -> float:
-    """Planned steps of the equilibrium runs (E1 and E4, simulate's profile engine)."""
-    total = sum(p[5] + p[6] for p in _e1_plan(quick))
+def _task_seconds(d: int, steps: float) -> float:
+    """Expected seconds of one equilibrium run of ``steps`` steps (burn-in included) on one core."""
+    rate = PROFILE_RATE_D1_STEPS_PER_S if d == 1 else PROFILE_RATE_STEPS_PER_S
+    return steps / rate + TASK_OVERHEAD_S * (2 if d == 1 else 1)
+
+
+def _equilibrium_tasks(quick: bool) -> list[tuple[int, int]]:
+    """``(d, steps)`` of the planned equilibrium runs: E1, then E4 (simulate's profile engine)."""
+    e1 = [(p[3], p[5] + p[6]) for p in _e1_plan(quick)]
     lam4, ns, ds, T, burn = _e4_configs(quick)
-    return float(total + sum(len(ds) * (int(T * n * (1 + lam4)) + int(burn * n * (1 + lam4))) for n in ns))
+    e4 = [(d, int(T * n * (1 + lam4)) + int(burn * n * (1 + lam4))) for d in ds for n in ns]
+    return e1 + e4
+
+
+def _equilibrium_steps(quick: bool) -> float:
+    """Planned steps of the equilibrium runs (E1 and E4)."""
+    return float(sum(s for _, s in _equilibrium_tasks(quick)))
 
 
 def expected_seconds(quick: bool, cores: int) -> float:
-    """Expected wall time on ``cores`` cores: equilibrium steps at
-    :data:`PROFILE_RATE_STEPS_PER_S`, coupling steps at :data:`RATE_STEPS_PER_S`."""
-    eq = _equilibrium_steps(quick)
-    return eq / (PROFILE_RATE_STEPS_PER_S * cores) + (expected_steps(quick) - eq) / (RATE_STEPS_PER_S * cores)
+    """Expected wall time on ``cores`` free cores: coupling steps (E2, E3) at
+    :data:`RATE_STEPS_PER_S`; each of E1 and E4 takes the longer of its total run time
+    shared over the cores and its longest run (one run uses one core)."""
+    cores = max(int(cores), 1)
+    tasks = _equilibrium_tasks(quick)
+    n1 = len(_e1_plan(quick))
+    eq = 0.0
+    for part in (tasks[:n1], tasks[n1:]):
+        secs = [_task_seconds(d, s) for d, s in part]
+        eq += max(sum(secs) / cores, max(secs)) if secs else 0.0
+    return eq + (expected_steps(quick) - _equilibrium_steps(quick)) / (RATE_STEPS_PER_S * cores)
 
 
 def expected_steps(quick: bool) -> float:
