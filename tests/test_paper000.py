@@ -253,3 +253,21 @@ def test_summary_sentences_follow_the_data(tiny, tmp_path):
         r["max_always"] = False
     flipped = p000._e4_findings(rows, e4["fits"], [1, 2])
     assert flipped[-1] != changed[-1] and ("too short to know" in flipped[-1] + changed[-1])
+
+
+def test_costliest_runs_first_keeps_task_order():
+    seen = []
+
+    def fn(x):
+        seen.append(x)
+        return 2 * x
+
+    assert p000._map_configs(fn, [1, 2, 3, 4], 1, cost=[1.0, 3.0, 2.0, 0.5]) == [2, 4, 6, 8]
+    assert seen == [2, 3, 1, 4]  # one worker: strictly by decreasing cost
+
+
+def test_duration_estimate_is_bounded_by_the_longest_run():
+    secs = [p000._task_seconds(d, s) for d, s in p000._equilibrium_tasks(False)]
+    assert p000.expected_seconds(False, 10**4) >= max(secs)
+    assert p000.expected_seconds(False, 1) >= sum(secs)
+    assert p000._task_seconds(1, 1e9) > p000._task_seconds(2, 1e9)  # d = 1 scans its levels

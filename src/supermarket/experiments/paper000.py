@@ -312,6 +312,12 @@ def _e1_plan(quick: bool):
     return plan
 
 
+def _equilibrium_task(args):
+    """``("E1" | "E4", task)``: one equilibrium run of either experiment."""
+    which, task = args
+    return _e1_task(task) if which == "E1" else _e4_task(task)
+
+
 def _e1_task(args):
     n, a, b, d, lam, steps, burn, ss = args
     k = th.k_lambda_d(d, lam)
@@ -320,13 +326,23 @@ def _e1_task(args):
     return eq
 
 
-def e1_equilibrium(out: Path, *, quick: bool, seed, workers, client=None) -> dict:
+def _e1_tasks(quick: bool, seed):
+    """The E1 equilibrium runs: tasks for :func:`_e1_task` and their expected seconds."""
     plan = _e1_plan(quick)
-    seeds = spawn_seeds(seed, len(plan))
-    _progress(f"E1 equilibrium: {len(plan)} configurations, "
-              f"{sum(p[5] + p[6] for p in plan) / 1e6:.0f}M steps")
-    res = _map_configs(_e1_task, [p[:7] + (s,) for p, s in zip(plan, seeds)], workers, client,
-                       cost=[_task_seconds(p[3], p[5] + p[6]) for p in plan])
+    tasks = [p[:7] + (s,) for p, s in zip(plan, spawn_seeds(seed, len(plan)))]
+    return tasks, [_task_seconds(p[3], p[5] + p[6]) for p in plan]
+
+
+def e1_equilibrium(out: Path, *, quick: bool, seed, workers, client=None, results=None) -> dict:
+    """E1 (see the module docstring); ``results``: the outputs of :func:`_e1_task` for
+    :func:`_e1_tasks` ``(quick, seed)``, when already run (``run`` runs E1 and E4 together)."""
+    plan = _e1_plan(quick)
+    if results is None:
+        tasks, cost = _e1_tasks(quick, seed)
+        _progress(f"E1 equilibrium: {len(plan)} configurations, "
+                  f"{sum(p[5] + p[6] for p in plan) / 1e6:.0f}M steps")
+        results = _map_configs(_e1_task, tasks, workers, client, cost=cost)
+    res = results
     rows = []
     for (n, a, b, d, lam, steps, burn, long_enough), eq in zip(plan, res):
         ratio = a / b
@@ -831,15 +847,26 @@ def _e4_task(args):
     return equilibrium(n, d, lam, steps=steps, burn_in=burn, levels=2, seed=ss)
 
 
-def e4_power_of_choices(out: Path, *, quick, seed, workers, client=None) -> dict:
+def _e4_tasks(quick: bool, seed):
+    """The E4 equilibrium runs: tasks for :func:`_e4_task` and their expected seconds."""
     lam, ns, ds, T, burn_t = _e4_configs(quick)
     cfg = [(n, d) for d in ds for n in ns]
     rate = lambda n: n * (1 + lam)  # noqa: E731 - steps per time unit
     tasks = [(n, d, lam, int(T * rate(n)), int(burn_t * rate(n)), ss)
              for (n, d), ss in zip(cfg, spawn_seeds(seed, len(cfg)))]
-    _progress(f"E4 power of choices: {len(cfg)} configurations, "
-              f"{sum(t[3] + t[4] for t in tasks) / 1e6:.0f}M steps")
-    res = _map_configs(_e4_task, tasks, workers, client, cost=[_task_seconds(t[1], t[3] + t[4]) for t in tasks])
+    return tasks, [_task_seconds(t[1], t[3] + t[4]) for t in tasks]
+
+
+def e4_power_of_choices(out: Path, *, quick, seed, workers, client=None, results=None) -> dict:
+    """E4 (see the module docstring); ``results`` as for :func:`e1_equilibrium`."""
+    lam, ns, ds, T, burn_t = _e4_configs(quick)
+    cfg = [(n, d) for d in ds for n in ns]
+    if results is None:
+        tasks, cost = _e4_tasks(quick, seed)
+        _progress(f"E4 power of choices: {len(cfg)} configurations, "
+                  f"{sum(t[3] + t[4] for t in tasks) / 1e6:.0f}M steps")
+        results = _map_configs(_e4_task, tasks, workers, client, cost=cost)
+    res = results
     rows = []
     for (n, d), eq in zip(cfg, res):
         pred = math.log(n) / math.log(1 / lam) if d == 1 else math.log(math.log(n)) / math.log(d)
@@ -943,15 +970,12 @@ def _equilibrium_steps(quick: bool) -> float:
 
 def expected_seconds(quick: bool, cores: int) -> float:
     """Expected wall time on ``cores`` free cores: coupling steps (E2, E3) at
-    :data:`RATE_STEPS_PER_S`; each of E1 and E4 takes the longer of its total run time
-    shared over the cores and its longest run (one run uses one core)."""
+    :data:`RATE_STEPS_PER_S`; the equilibrium runs of E1 and E4 (run together, costliest
+    first) take the longer of their total run time shared over the cores and the longest
+    run (one run uses one core)."""
     cores = max(int(cores), 1)
-    tasks = _equilibrium_tasks(quick)
-    n1 = len(_e1_plan(quick))
-    eq = 0.0
-    for part in (tasks[:n1], tasks[n1:]):
-        secs = [_task_seconds(d, s) for d, s in part]
-        eq += max(sum(secs) / cores, max(secs)) if secs else 0.0
+    secs = [_task_seconds(d, s) for d, s in _equilibrium_tasks(quick)]
+    eq = max(sum(secs) / cores, max(secs)) if secs else 0.0
     return eq + (expected_steps(quick) - _equilibrium_steps(quick)) / (RATE_STEPS_PER_S * cores)
 
 
@@ -1000,10 +1024,22 @@ def run(out_dir, quick=False, seed=0, workers=None, client=None) -> dict:
     t0 = time.perf_counter()
     results = {}
     timings = {}
+    # the equilibrium runs of E1 and E4 share one pool, costliest first: the longest run
+    # (E4, d = 1, largest n) overlaps with the others instead of ending last
+    t = time.perf_counter()
+    t1, c1 = _e1_tasks(quick, seeds[0])
+    t4, c4 = _e4_tasks(quick, seeds[3])
+    _progress(f"E1 and E4 equilibrium: {len(t1) + len(t4)} runs, "
+              f"{_equilibrium_steps(quick) / 1e6:.0f}M steps")
+    eq = _map_configs(_equilibrium_task, [("E1", x) for x in t1] + [("E4", x) for x in t4], workers, client,
+                      cost=c1 + c4)
+    timings["E1+E4 runs"] = time.perf_counter() - t
+    pre = {"E1": eq[:len(t1)], "E4": eq[len(t1):]}
     for name, fn, ss in (("E1", e1_equilibrium, seeds[0]), ("E2", e2_mixing_scaling, seeds[1]),
                          ("E3", e3_bad_starts, seeds[2]), ("E4", e4_power_of_choices, seeds[3])):
         t = time.perf_counter()
-        results[name] = fn(out, quick=quick, seed=ss, workers=workers, client=client)
+        kw = {"results": pre[name]} if name in pre else {}
+        results[name] = fn(out, quick=quick, seed=ss, workers=workers, client=client, **kw)
         timings[name] = time.perf_counter() - t
         _progress(f"{name} done in {timings[name]:.1f} s")
     wall = time.perf_counter() - t0
