@@ -271,3 +271,12 @@ def test_duration_estimate_is_bounded_by_the_longest_run():
     assert p000.expected_seconds(False, 10**4) >= max(secs)
     assert p000.expected_seconds(False, 1) >= sum(secs)
     assert p000._task_seconds(1, 1e9) > p000._task_seconds(2, 1e9)  # d = 1 scans its levels
+
+
+def test_modal_calls_count_close_and_unknown_rows():
+    base = {"share_max_eq_k": 0.46, "share_max_eq_k1": 0.54, "share_max_eq_k_stderr": 0.06,
+            "share_max_eq_k1_stderr": 0.06, "share_max_eq_k_reliable": True, "share_max_eq_k1_reliable": True}
+    far = dict(base, share_max_eq_k_stderr=0.001, share_max_eq_k1_stderr=0.001)
+    unknown = dict(base, share_max_eq_k1_reliable=False)
+    always = dict(unknown, share_max_eq_k=1.0, share_max_eq_k1=0.0)
+    assert p000._modal_calls([base, far, unknown, always]) == (1, 1)

@@ -460,6 +460,22 @@ def _pm(value, stderr, reliable, digits=3, share=False) -> str:
     return f"{value:.{digits}f} (too short to know)"
 
 
+def _modal_calls(rows):
+    """``(close, unknown)``: rows where P(max = k) and P(max = k+1) differ by at most
+    ``Z_FINDING`` standard errors (both error bars reliable), and rows where an error bar
+    needed for the call is not reliable (shares of exactly 0 or 1 need none)."""
+    close = unknown = 0
+    for r in rows:
+        a, b = r["share_max_eq_k"], r["share_max_eq_k1"]
+        if a in (0.0, 1.0) or b in (0.0, 1.0):
+            continue
+        if not (r["share_max_eq_k_reliable"] and r["share_max_eq_k1_reliable"]):
+            unknown += 1
+        elif abs(a - b) <= Z_FINDING * math.hypot(r["share_max_eq_k_stderr"], r["share_max_eq_k1_stderr"]):
+            close += 1
+    return close, unknown
+
+
 def _mean_max_cell(r) -> str:
     """The mean maximum ± its error, or "m (always)" when the maximum never left ``m``."""
     if r.get("max_always"):
@@ -499,6 +515,13 @@ def _e1_markdown(rows):
     if others:
         sentence += (f" In the other {len(others)} it is k+1 in {at_k1}"
                      + (f" and further from k in {len(others) - at_k1}" if at_k1 < len(others) else "") + ".")
+    close, unknown = _modal_calls(ni)
+    if close or unknown:
+        sentence += (" Which of k and k+1 is modal is"
+                     + (f" within {Z_FINDING:g} standard errors (too close to call) in {close}" if close else "")
+                     + (" and" if close and unknown else "")
+                     + (f" too short to know in {unknown}" if unknown else "")
+                     + f" of the {len(ni)}.")
     sentence += (f" The conditions of Theorem 1.2 hold in {sum(applies)} of {len(rows)} configurations"
                  + (" (they need n of order 10^15 or more)." if not any(applies) else ".")
                  + f" The modal maximum is within 1 of the hypothesis in {n_eq_hyp} of {len(rows)} configurations.")
