@@ -193,8 +193,8 @@ def equilibrium(n, d, lam, *, steps, burn_in, levels, snapshots=SNAPSHOTS, seed=
     Examples
     --------
     >>> eq = equilibrium(100, 2, 0.8, steps=400_000, burn_in=20_000, levels=3, seed=1)
-    >>> abs(eq["u_mean"][0] - 0.8) < 5 * eq["u_stderr"][0]
-    True
+    >>> bool(eq["u_reliable"][0]), bool(abs(eq["u_mean"][0] - 0.8) < 5 * eq["u_stderr"][0])
+    (True, True)
     """
     levels = check_int("levels", levels, minimum=1, maximum=10_000)
     snapshots = check_int("snapshots", snapshots, minimum=64, maximum=sim.MAX_RECORDS)
