@@ -178,6 +178,8 @@ def test_equilibrium_max_and_good_set_shares_match_the_exact_law():
     assert eq["good_set_fraction_reliable"]
     assert abs(eq["good_set_fraction"] - p_good) <= tol * eq["good_set_fraction_stderr"], (eq["good_set_fraction"],
                                                                                            p_good)
+    # the recount on the snapshots (good_set_mask, independent of the kernel's accounting)
+    assert abs(eq["good_set_fraction_snapshots"] - p_good) <= tol * eq["good_set_fraction_snapshots_stderr"]
 
 
 def test_bound_verdict_uses_the_error_bar_only_when_reliable():

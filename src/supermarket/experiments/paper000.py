@@ -172,6 +172,8 @@ def equilibrium(n, d, lam, *, steps, burn_in, levels, snapshots=SNAPSHOTS, seed=
         maximum queue length, from simulate), ``max_share_stderr``, ``max_share_reliable``;
         ``mean_max``, ``mean_max_stderr``, ``mean_max_reliable``; ``good_set_fraction``,
         ``good_set_fraction_stderr``, ``good_set_fraction_reliable`` (None for ``d = 1``);
+        ``good_set_fraction_snapshots`` and its ``_stderr``: the same share recounted on the
+        snapshots with :func:`good_set_mask` (None when ``levels <= k``);
         ``reliable`` (simulate's verdict: every error bar that matters is trusted),
         ``self_checks_failed``, ``notes``, ``snapshots``, ``steps``, ``events_per_second``.
 
@@ -229,6 +231,12 @@ def equilibrium(n, d, lam, *, steps, burn_in, levels, snapshots=SNAPSHOTS, seed=
     se_rel = [_snapshot_error(mxs == mm, trusted) for mm in range(width)]
     mean_max = float(np.dot(np.arange(width), share))
     mm_se, mm_rel = _snapshot_error(mxs, trusted)
+    # an independent recount of N^ε on the snapshots (good_set_mask, from theory's bands)
+    gs_snap = gs_snap_se = None
+    if res.k is not None and us.shape[1] > res.k:
+        good = good_set_mask(np.rint(us * n).astype(np.int64), n, d, lam, eps, res.k)
+        gs_snap = float(good.mean())
+        gs_snap_se = _snapshot_error(good, trusted)[0]
     out = {"u_mean": u_mean, "u_stderr": u_se, "u_reliable": u_rel,
            "frac_mean": frac_mean, "frac_stderr": np.array([f[0] for f in fs]),
            "frac_reliable": np.array([f[1] for f in fs]),
@@ -237,6 +245,7 @@ def equilibrium(n, d, lam, *, steps, burn_in, levels, snapshots=SNAPSHOTS, seed=
            "mean_max": mean_max, "mean_max_stderr": mm_se, "mean_max_reliable": mm_rel,
            "good_set_fraction": res.good_set_fraction, "good_set_fraction_stderr": res.good_set_fraction_stderr,
            "good_set_fraction_reliable": res.good_set_fraction_reliable,
+           "good_set_fraction_snapshots": gs_snap, "good_set_fraction_snapshots_stderr": gs_snap_se,
            "reliable": bool(res.reliable and trusted), "self_checks_failed": len(failed),
            "notes": list(res.notes), "snapshots": int(len(mxs)), "steps": int(res.steps),
            "events_per_second": float(res.events_per_second)}
