@@ -53,11 +53,12 @@ __all__ = ["run", "e1_equilibrium", "e2_mixing_scaling", "e3_bad_starts", "e4_po
            "equilibrium", "good_set_mask", "expected_steps", "expected_seconds"]
 
 RATE_STEPS_PER_S = 7.0e6  # coupling kernel (E2, E3): effective steps/s per core on a quick run
-# simulate's profile engine (E1, E4), steps/s per thread measured on the 2-core development
-# machine while shared (load average 4-6): 21-25e6 for d >= 2, 2.4-3.3e6 for d = 1 (an
-# arrival's level is found by a scan over the ~log n/log(1/λ) occupied levels)
-PROFILE_RATE_STEPS_PER_S = 20e6
-PROFILE_RATE_D1_STEPS_PER_S = 2.5e6
+# simulate's profile engine (E1, E4), effective steps/s per thread (kernel, analysis and
+# snapshots) measured on the shared 2-core development machine at load average 2.4: 35-47e6
+# for the n = 10^6 runs of E1, 23-28e6 for E4 with d = 2, 3, 6e6 for d = 1 (an arrival's
+# level is found by a scan over the ~log n/log(1/λ) occupied levels); at load 5-6 about half
+PROFILE_RATE_STEPS_PER_S = 30e6
+PROFILE_RATE_D1_STEPS_PER_S = 5e6
 TASK_OVERHEAD_S = 1.0  # per equilibrium run: start-up analysis, snapshot blocking (2 s for d = 1)
 SNAPSHOTS = 2**17  # snapshots per equilibrium run, for the error bars simulate does not give
 
