@@ -40,7 +40,14 @@ def test_run_writes_every_artefact(tiny, tmp_path):
     assert [r["n"] for r in meta["scaling"]] == [100, 400]
     summary = (tmp_path / "summary.md").read_text()
     assert "derived" in summary.lower()
-    assert "Flow balance" in summary and " agrees (z = " in summary
+    # the flow balance gets a verdict only where the chain's error bars are adequate
+    flow = [x for x in summary.splitlines() if x.startswith("- Flow balance")]
+    adequate = [meta["comparisons"][r]["sim"].get("error_bars_adequate") for r in ("b", "c")]
+    assert len(flow) == 2
+    for line, ok in zip(flow, adequate):
+        assert ("too short to know" in line) == (ok is False), (line, ok)
+        if ok:
+            assert " agrees (z = " in line, line
     assert out["scaling"] and out["rows"]
 
 
@@ -67,6 +74,11 @@ def test_summary_sentences_follow_the_data():
     assert a != b and "4 of 5" in b and "var_z2 differs (z = +7.5)" in b
     assert "agrees" in p002.flow_sentence(-0.49, 0.02, -0.5)
     assert "does not agree" in p002.flow_sentence(-0.30, 0.02, -0.5)
+    # error bars not adequate (batches shorter than the autocorrelation allows): no verdict
+    assert "too short to know" in p002.flow_sentence(-0.30, 0.02, -0.5, adequate=False)
+    assert "does not agree" not in p002.flow_sentence(-0.30, 0.02, -0.5, adequate=False)
+    bad = p002.agreement_sentence("limit diffusion", z_bad, adequate=False)
+    assert "too short to know" in bad and "differs" not in bad
     from supermarket.fluctuations import ScalingRow
 
     rows = [ScalingRow(10**3, 5, 0.9, 0.02, 1e-3, 0.63, 0.01, 0.64), ScalingRow(10**5, 17, 0.9, 0.002, 1e-4, 0.63, 0.01, 0.64)]
@@ -84,7 +96,8 @@ def test_summary_changes_when_the_data_change(tiny, tmp_path, monkeypatch):
 
     def shifted(*a, **k):  # the chain's E Q moved far away: the flow-balance sentence must say so
         c = real(*a, **k)
-        m = dataclasses.replace(c.sim.moments, mean_z1=c.sim.moments.mean_z1 + 100.0)
+        # (marked adequate: with inadequate error bars the sentence gives no verdict at all)
+        m = dataclasses.replace(c.sim.moments, mean_z1=c.sim.moments.mean_z1 + 100.0, adequate=True)
         return dataclasses.replace(c, sim=dataclasses.replace(c.sim, moments=m))
 
     monkeypatch.setattr(fl, "compare", shifted)

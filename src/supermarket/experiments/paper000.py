@@ -19,9 +19,11 @@
 - **E4 power of two choices** (docs/model.md §3): the equilibrium maximum for ``d = 1`` against
   ``log n / log(1/λ)``, and for ``d = 2, 3`` against ``log log n / log d``.
 
-Equilibrium statistics come from the profile chain run by the coupling kernel with one copy
-(:func:`supermarket.mixing.coupled_run`), started at the rounded fixed point, with batch
-means for standard errors; mixing times from :func:`supermarket.mixing.coalescence`.  The
+Equilibrium statistics (E1, E4) come from :func:`supermarket.simulate` (profile engine,
+discrete time) started at the rounded fixed point, with blocking standard errors and a
+``reliable`` flag per error bar (docs/model.md §9); comparisons whose error bar is not
+reliable are reported as "too short to know".  Mixing times come from
+:func:`supermarket.mixing.coalescence`.  The
 papers' orders are taken with constant 1.  Quick mode runs in under 3 minutes on 2 cores;
 full mode prints its expected duration first.
 """
@@ -34,22 +36,31 @@ import math
 import os
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 
 from .. import mixing as mx
 from .. import parallel
+from .. import simulation as sim
+from .. import stats
 from .. import theory as th
-from ..model import as_seed_sequence, check_int, spawn_seeds
-from ..states import lengths_from_counts
+from ..model import check_int, spawn_seeds
 from ..jsonable import to_jsonable
 
 __all__ = ["run", "e1_equilibrium", "e2_mixing_scaling", "e3_bad_starts", "e4_power_of_choices",
-           "equilibrium", "good_set_mask", "expected_steps"]
+           "equilibrium", "good_set_mask", "expected_steps", "expected_seconds"]
 
-RATE_STEPS_PER_S = 7.0e6  # effective steps/s per core measured on a quick run (kernel + overheads)
-BATCHES = 8
+RATE_STEPS_PER_S = 7.0e6  # coupling kernel (E2, E3): effective steps/s per core on a quick run
+# simulate's profile engine (E1, E4), effective steps/s per thread (kernel, analysis and
+# snapshots) measured on the shared 2-core development machine at load average 2.4: 35-47e6
+# for the n = 10^6 runs of E1, 23-28e6 for E4 with d = 2, 3, 6e6 for d = 1 (an arrival's
+# level is found by a scan over the ~log n/log(1/λ) occupied levels); at load 5-6 about half
+PROFILE_RATE_STEPS_PER_S = 30e6
+PROFILE_RATE_D1_STEPS_PER_S = 5e6
+TASK_OVERHEAD_S = 1.0  # per equilibrium run: start-up analysis, snapshot blocking (2 s for d = 1)
+SNAPSHOTS = 2**17  # snapshots per equilibrium run, for the error bars simulate does not give
 
 
 # =========================================================================== helpers
@@ -105,26 +116,6 @@ def _fmt(x, digits=3):
 
 
 # =========================================================================== equilibrium
-def _equilibrium_task(args):
-    n, d, lam, steps, burn_in, levels, snapshots, ss = args
-    seeds = spawn_seeds(ss, BATCHES + 1)
-    per = max(steps // BATCHES, 1)
-    every = max(per // max(snapshots // BATCHES, 1), 1)
-    state = "fixed-point"
-    rows = []
-    for b in range(BATCHES):
-        run = mx.coupled_run(n, d, lam, [state], steps=per, seed=seeds[b],
-                             burn_in=burn_in if b == 0 else 0, time_average=True, track_max=True,
-                             record_every=every, record_levels=levels)
-        prof = np.zeros(levels + 1)
-        mp = run.mean_profile[0][: levels + 1]
-        prof[: mp.size] = mp
-        share = run.max_queue_share[0]
-        rows.append((prof, share, run.records_counts[0] if run.records_counts is not None else None))
-        state = lengths_from_counts(run.final_counts[0], n)
-    return rows
-
-
 def good_set_mask(snaps, n, d, lam, eps, k) -> np.ndarray:
     """Membership of each snapshot (rows of counts ``c_1..c_K``, ``K > k``) in ``N^ε``:
     clause (a) ``c_{k+1} = 0`` and clause (b) ``n − c_j`` within the bands of
@@ -139,45 +130,161 @@ def good_set_mask(snaps, n, d, lam, eps, k) -> np.ndarray:
     return ok_a & ok_b
 
 
-def equilibrium(n, d, lam, *, steps, burn_in, levels, snapshots=2000, seed=0, eps=0.1, k=None):
-    """Equilibrium statistics of the chain started at the rounded fixed point.
+def _snapshot_error(series, trusted: bool):
+    """Blocking standard error of the average of an equally spaced snapshot series
+    (:func:`supermarket.stats.blocking`), as ``(stderr, reliable)``; ``reliable`` also needs
+    the run itself to be trusted (start forgotten, self-checks passed).  A series that
+    differs from its median in fewer than ``MIN_BLOCKS`` snapshots (a rare event) gets no
+    error bar: ``(nan, False)``."""
+    x = np.asarray(series, dtype=float)
+    if np.count_nonzero(x != np.median(x)) < stats.MIN_BLOCKS:
+        return math.nan, False  # (almost) constant: too few changes seen to know the error
+    e = stats.blocking(x)
+    return float(e.stderr), bool(e.reliable and trusted)
 
-    ``steps`` measured steps after ``burn_in``, in ``8`` consecutive batches (batch means
-    for standard errors).  Returns the mean profile ``u_1..u_{levels+1}`` with standard
-    errors, the time share of each maximum queue length, and, when ``k`` is given, the share
-    of snapshots in the good set ``N^ε`` (clauses (a), (b) of docs/model.md §5; ``snapshots``
-    snapshots in all).
+
+def equilibrium(n, d, lam, *, steps, burn_in, levels, snapshots=SNAPSHOTS, seed=0, eps=0.1, k=None):
+    """Equilibrium statistics of the chain started at the rounded fixed point, measured by
+    :func:`supermarket.simulate` (profile engine, discrete time, one replication).
+
+    Parameters
+    ----------
+    n, d, lam : int, int, float
+        The system (``λ < 1``).
+    steps, burn_in : int
+        Measured steps, and steps of burn-in before them (MSER-5 may drop more).
+    levels : int
+        Profile levels returned, ``u_1..u_{levels+1}``, and fractions at length ``1..levels``.
+    snapshots : int
+        About this many equally spaced snapshots of the state after the burn-in (for the
+        error bars of the maximum's law and of ``u_j − u_{j+1}``).
+    seed : int or numpy.random.SeedSequence
+    eps : float
+        ε of the good set ``N^ε`` (docs/model.md §5).
+    k : int, optional
+        When given, must equal ``k_{λ,d}`` (the good set is always measured for ``d >= 2``).
+
+    Returns
+    -------
+    dict
+        ``u_mean``, ``u_stderr``, ``u_reliable`` (time averages with blocking errors, from
+        simulate); ``frac_mean``, ``frac_stderr``, ``frac_reliable`` (fraction of queues of
+        length ``j = 1..levels``, ``E[u_j − u_{j+1}]``); ``max_share`` (time share of each
+        maximum queue length, from simulate), ``max_share_stderr``, ``max_share_reliable``;
+        ``mean_max``, ``mean_max_stderr``, ``mean_max_reliable``; ``good_set_fraction``,
+        ``good_set_fraction_stderr``, ``good_set_fraction_reliable`` (None for ``d = 1``);
+        ``good_set_fraction_snapshots`` and its ``_stderr``: the same share recounted on the
+        snapshots with :func:`good_set_mask` (None when ``levels <= k``);
+        ``reliable`` (simulate's verdict: every error bar that matters is trusted),
+        ``self_checks_failed``, ``notes``, ``snapshots``, ``steps``, ``events_per_second``.
+
+    Notes
+    -----
+    The time shares of the maximum come from simulate's time averages; simulate gives no
+    standard error for them, so theirs (and those of the mean maximum and of ``u_j − u_{j+1}``)
+    come from a blocking analysis of the snapshot series: the standard error of the snapshot
+    average.  With snapshots much denser than the correlation time it is close to that of
+    the time average (and not smaller, up to its own noise).  Error bars are marked reliable
+    only when the blocking reached a plateau and simulate trusts the run (start forgotten,
+    self-checks passed).
+
+    Raises
+    ------
+    ValueError
+        ``k`` is not ``k_{λ,d}``; bad parameters (from simulate).
+
+    Examples
+    --------
+    >>> eq = equilibrium(100, 2, 0.8, steps=400_000, burn_in=20_000, levels=3, seed=1)
+    >>> bool(eq["u_reliable"][0]), bool(abs(eq["u_mean"][0] - 0.8) < 5 * eq["u_stderr"][0])
+    (True, True)
     """
-    rows = _equilibrium_task((n, d, lam, steps, burn_in, levels, snapshots, as_seed_sequence(seed)))
-    profs = np.array([r[0] for r in rows])
-    width = max(r[1].size for r in rows)
-    shares = np.zeros((len(rows), width))
-    for i, r in enumerate(rows):
-        shares[i, : r[1].size] = r[1]
-    out = {"u_mean": profs.mean(axis=0), "u_se": profs.std(axis=0, ddof=1) / math.sqrt(len(rows)),
-           "max_share": shares.mean(axis=0), "max_share_se": shares.std(axis=0, ddof=1) / math.sqrt(len(rows))}
-    mean_max = shares @ np.arange(width)
-    out["mean_max"] = float(mean_max.mean())
-    out["mean_max_se"] = float(mean_max.std(ddof=1) / math.sqrt(len(rows)))
+    levels = check_int("levels", levels, minimum=1, maximum=10_000)
+    snapshots = check_int("snapshots", snapshots, minimum=64, maximum=sim.MAX_RECORDS)
+    steps = check_int("steps", steps, minimum=1)
     if k is not None:
-        snaps = np.concatenate([r[2] for r in rows])  # (T, levels): c_1..c_levels
-        good = good_set_mask(snaps, n, d, lam, eps, k)
-        per_batch = np.array_split(good, len(rows))
-        fr = np.array([g.mean() for g in per_batch])
-        out["good_fraction"] = float(good.mean())
-        out["good_fraction_se"] = float(fr.std(ddof=1) / math.sqrt(len(rows)))
-        out["snapshots"] = int(len(snaps))
+        k_ld = th.k_lambda_d(check_int("d", d, minimum=2), lam)
+        if check_int("k", k, minimum=1) != k_ld:
+            raise ValueError(f"k must be k_(λ,d) = {k_ld} (the good set of docs/model.md §5); got {k!r}")
+    res = sim.simulate(n, d, lam, steps=steps, burn_in=burn_in, start="fixed-point", eps=eps, seed=seed,
+                       record_every=max(steps // snapshots, 1), record_levels=levels + 1, progress=False)
+    failed = [c for c in res.self_checks if c["result"] == "fail"]
+    trusted = bool(all(s["forgotten"] for s in res.start_up) and not failed)
+    traj = res.trajectory
+    L = levels + 1
+    u_mean = np.zeros(L)
+    u_se = np.full(L, np.nan)
+    u_rel = np.zeros(L, dtype=bool)
+    m = min(L, res.u_mean.size)
+    u_mean[:m] = res.u_mean[:m]
+    u_se[:m] = res.u_stderr[:m]
+    u_rel[:m] = res.u_reliable[:m]
+    u_se[m:] = 0.0  # levels never reached: exactly 0 in this run, no error to estimate
+    us = np.asarray(traj.u)  # (T, L): u_1..u_{levels+1}
+    frac_mean = u_mean[:-1] - u_mean[1:]
+    fs = [_snapshot_error(us[:, j] - us[:, j + 1], trusted) for j in range(levels)]
+    top = max(res.max_queue_dist) if res.max_queue_dist else 0
+    width = max(top, int(traj.max.max()) if traj.max.size else 0) + 1
+    share = np.zeros(width)
+    for mm, p in res.max_queue_dist.items():
+        share[mm] = p
+    mxs = np.asarray(traj.max)
+    se_rel = [_snapshot_error(mxs == mm, trusted) for mm in range(width)]
+    mean_max = float(np.dot(np.arange(width), share))
+    mm_se, mm_rel = _snapshot_error(mxs, trusted)
+    # an independent recount of N^ε on the snapshots (good_set_mask, from theory's bands)
+    gs_snap = gs_snap_se = None
+    if res.k is not None and us.shape[1] > res.k:
+        good = good_set_mask(np.rint(us * n).astype(np.int64), n, d, lam, eps, res.k)
+        gs_snap = float(good.mean())
+        gs_snap_se = _snapshot_error(good, trusted)[0]
+    out = {"u_mean": u_mean, "u_stderr": u_se, "u_reliable": u_rel,
+           "frac_mean": frac_mean, "frac_stderr": np.array([f[0] for f in fs]),
+           "frac_reliable": np.array([f[1] for f in fs]),
+           "max_share": share, "max_share_stderr": np.array([s[0] for s in se_rel]),
+           "max_share_reliable": np.array([s[1] for s in se_rel]),
+           "mean_max": mean_max, "mean_max_stderr": mm_se, "mean_max_reliable": mm_rel,
+           "good_set_fraction": res.good_set_fraction, "good_set_fraction_stderr": res.good_set_fraction_stderr,
+           "good_set_fraction_reliable": res.good_set_fraction_reliable,
+           "good_set_fraction_snapshots": gs_snap, "good_set_fraction_snapshots_stderr": gs_snap_se,
+           "reliable": bool(res.reliable and trusted), "self_checks_failed": len(failed),
+           "notes": list(res.notes), "snapshots": int(len(mxs)), "steps": int(res.steps),
+           "events_per_second": float(res.events_per_second)}
     return out
 
 
-def _map_configs(fn, tasks, workers, client=None):
+def _map_configs(fn, tasks, workers, client=None, cost=None):
     """One configuration per task through the one parallel layer (threads locally: the
-    kernels release the GIL; a Dask ``client`` when given); results in task order."""
-    return parallel.map_tasks(fn, tasks, workers=mx._workers(workers, len(tasks)), client=client,
-                              backend="threads")
+    kernels release the GIL; a Dask ``client`` when given); results in task order.  With
+    ``cost`` (one number per task) the costliest tasks start first, so that the longest
+    one does not start last (each task has its own seed: the results do not change).
+    simulate's warnings are recorded in each result's ``notes`` instead of printed."""
+    tasks = list(tasks)
+    order = list(range(len(tasks))) if cost is None else sorted(range(len(tasks)), key=lambda i: -cost[i])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = parallel.map_tasks(fn, [tasks[i] for i in order], workers=mx._workers(workers, len(tasks)),
+                                 client=client, backend="threads")
+    out = [None] * len(tasks)
+    for i, r in zip(order, res):
+        out[i] = r
+    return out
 
 
 # =========================================================================== E1
+Z_FINDING = 4.5  # standard errors: a difference smaller than this is "within error"
+
+
+def _bound_verdict(value, stderr, reliable, bound) -> str:
+    """``value`` against a lower ``bound``: "meets", "within error", "below", or "too short
+    to know" when the error bar is not reliable and the value is below the bound."""
+    if value >= bound:
+        return "meets"
+    if not reliable or not math.isfinite(stderr):
+        return "too short to know"
+    return "within error" if bound - value <= Z_FINDING * stderr else "below"
+
+
 def _e1_configs(quick: bool):
     # k = 2, 2, 1 with (1−λ)d^k = n^{kβ−α} well above log n (the maximum is k at laptop n), and
     # k = 2, 3 with n^{kβ−α} below log n (the maximum is still k+1 at laptop n)
@@ -215,6 +322,12 @@ def _e1_plan(quick: bool):
     return plan
 
 
+def _equilibrium_task(args):
+    """``("E1" | "E4", task)``: one equilibrium run of either experiment."""
+    which, task = args
+    return _e1_task(task) if which == "E1" else _e4_task(task)
+
+
 def _e1_task(args):
     n, a, b, d, lam, steps, burn, ss = args
     k = th.k_lambda_d(d, lam)
@@ -223,12 +336,23 @@ def _e1_task(args):
     return eq
 
 
-def e1_equilibrium(out: Path, *, quick: bool, seed, workers, client=None) -> dict:
+def _e1_tasks(quick: bool, seed):
+    """The E1 equilibrium runs: tasks for :func:`_e1_task` and their expected seconds."""
     plan = _e1_plan(quick)
-    seeds = spawn_seeds(seed, len(plan))
-    _progress(f"E1 equilibrium: {len(plan)} configurations, "
-              f"{sum(p[5] + p[6] for p in plan) / 1e6:.0f}M steps")
-    res = _map_configs(_e1_task, [p[:7] + (s,) for p, s in zip(plan, seeds)], workers, client)
+    tasks = [p[:7] + (s,) for p, s in zip(plan, spawn_seeds(seed, len(plan)))]
+    return tasks, [_task_seconds(p[3], p[5] + p[6]) for p in plan]
+
+
+def e1_equilibrium(out: Path, *, quick: bool, seed, workers, client=None, results=None) -> dict:
+    """E1 (see the module docstring); ``results``: the outputs of :func:`_e1_task` for
+    :func:`_e1_tasks` ``(quick, seed)``, when already run (``run`` runs E1 and E4 together)."""
+    plan = _e1_plan(quick)
+    if results is None:
+        tasks, cost = _e1_tasks(quick, seed)
+        _progress(f"E1 equilibrium: {len(plan)} configurations, "
+                  f"{sum(p[5] + p[6] for p in plan) / 1e6:.0f}M steps")
+        results = _map_configs(_e1_task, tasks, workers, client, cost=cost)
+    res = results
     rows = []
     for (n, a, b, d, lam, steps, burn, long_enough), eq in zip(plan, res):
         ratio = a / b
@@ -237,32 +361,50 @@ def e1_equilibrium(out: Path, *, quick: bool, seed, workers, client=None) -> dic
         k = th.k_lambda_d(d, lam)
         kr = th.k_report(d, lam)
         share = eq["max_share"]
+        sse = eq["max_share_stderr"]
+        srel = eq["max_share_reliable"]
         modal = int(np.argmax(share))
         u = eq["u_mean"]
-        frac_k = float(u[k - 1] - u[k])
-        frac_k_se = float(math.hypot(eq["u_se"][k - 1], eq["u_se"][k]))
+        frac_k = float(eq["frac_mean"][k - 1])
+        frac_k_se = float(eq["frac_stderr"][k - 1])
+        frac_k_rel = bool(eq["frac_reliable"][k - 1])
         bound = 1 - 2 * n ** (-a + (k - 1) * b)
+        at = lambda arr, i, default: (arr[i].item() if i < arr.size else default)  # noqa: E731
         row = {
             "n": n, "alpha": a, "beta": b, "alpha_over_beta": round(ratio, 6), "integer_ratio": integer,
             "d": d, "load": lam, "k_grid": k_grid, "k": k, "k_hypothesis": th.k_hypothesis(n, d, lam),
             "possible_max": list(kr.possible_max), "steps": steps, "burn_in": burn,
             "steps_at_least_5_upper": long_enough,
-            "modal_max": modal, "mean_max": eq["mean_max"], "mean_max_se": eq["mean_max_se"],
-            "share_max_eq_k": float(share[k]) if k < share.size else 0.0,
-            "share_max_eq_k1": float(share[k + 1]) if k + 1 < share.size else 0.0,
+            "reliable": eq["reliable"], "notes": "; ".join(eq["notes"]),
+            "modal_max": modal, "max_always": bool(share[modal] == 1.0), "mean_max": eq["mean_max"],
+            "mean_max_stderr": eq["mean_max_stderr"], "mean_max_reliable": eq["mean_max_reliable"],
+            "share_max_eq_k": at(share, k, 0.0), "share_max_eq_k_stderr": at(sse, k, math.nan),
+            "share_max_eq_k_reliable": at(srel, k, False),
+            "share_max_eq_k1": at(share, k + 1, 0.0), "share_max_eq_k1_stderr": at(sse, k + 1, math.nan),
+            "share_max_eq_k1_reliable": at(srel, k + 1, False),
             "share_max_gt_k1": float(share[k + 2:].sum()),
-            "frac_at_k": frac_k, "frac_at_k_se": frac_k_se, "frac_at_k_bound": bound,
-            "frac_at_k_meets_bound": frac_k >= bound,
-            "good_set_time_fraction": eq["good_fraction"], "good_set_time_fraction_se": eq["good_fraction_se"],
+            "frac_at_k": frac_k, "frac_at_k_stderr": frac_k_se, "frac_at_k_reliable": frac_k_rel,
+            "frac_at_k_bound": bound, "frac_at_k_meets_bound": frac_k >= bound,
+            "frac_at_k_verdict": _bound_verdict(frac_k, frac_k_se, frac_k_rel, bound),
+            "good_set_fraction": eq["good_set_fraction"], "good_set_fraction_stderr": eq["good_set_fraction_stderr"],
+            "good_set_fraction_reliable": eq["good_set_fraction_reliable"],
         }
         for j in range(1, k + 1):
             row[f"shorter_than_{j}"] = float(n * (1 - u[j - 1]))
-            row[f"shorter_than_{j}_se"] = float(n * eq["u_se"][j - 1])
+            row[f"shorter_than_{j}_stderr"] = float(n * eq["u_stderr"][j - 1])
+            row[f"shorter_than_{j}_reliable"] = bool(eq["u_reliable"][j - 1])
             row[f"shorter_than_{j}_pred"] = float(n * (1 - lam) * (lam * d) ** (j - 1))
         rows.append(row)
     meta = {"experiment": "E1 equilibrium", "quick": quick, "spec": "docs/model.md §4, §5",
             "lambda": "1 - n^-alpha", "d": "floor(n^beta) (exact n^beta when integer)", "eps": 0.1,
-            "frac_at_k": "E[u_k - u_(k+1)], batch means over 8 batches"}
+            "engine": "supermarket.simulate (profile engine, discrete time, start at the rounded fixed point)",
+            "errors": "u, shorter_than_j, good_set_fraction: simulate's blocking analysis of 1024 batch means; "
+                      "frac_at_k, mean_max, share_max_*: blocking analysis of about "
+                      f"{SNAPSHOTS} equally spaced snapshots; *_reliable: the blocking reached a plateau "
+                      "with at least 32 blocks, the start was forgotten and the self-checks passed",
+            "frac_at_k": "E[u_k - u_(k+1)]",
+            "frac_at_k_verdict": f"meets: frac >= bound; within error: below by at most {Z_FINDING} stderr; "
+                                 f"below: by more; too short to know: error bar not reliable"}
     _write_table(out, "E1_equilibrium", rows, meta)
     _e1_figure(out, rows)
     md = _e1_markdown(rows)
@@ -288,7 +430,7 @@ def _e1_figure(out, rows):
     ax = axes[1]
     sel = [r for r in rows if not r["integer_ratio"]]
     ax.errorbar([r["frac_at_k_bound"] for r in sel], [r["frac_at_k"] for r in sel],
-                yerr=[4.5 * r["frac_at_k_se"] for r in sel], fmt="o")
+                yerr=[Z_FINDING * r["frac_at_k_stderr"] if r["frac_at_k_reliable"] else 0.0 for r in sel], fmt="o")
     lo = min(min(r["frac_at_k_bound"] for r in sel), 0)
     ax.plot([lo, 1], [lo, 1], "k--", lw=1, label="fraction = bound")
     ax.set_xlabel("1 − 2 n^(−α+(k−1)β)")
@@ -316,10 +458,46 @@ def _e1_figure(out, rows):
     plt.close(fig)
 
 
+def _pm(value, stderr, reliable, digits=3, share=False) -> str:
+    """``value ± stderr``, or ``value (too short to know)`` when the error bar is not reliable;
+    with ``share``, a time share of exactly 0 or 1 reads "never" or "always" (a fact of the run)."""
+    if value is None:
+        return "—"
+    if share and value in (0.0, 1.0):
+        return f"{value:.0f} (never)" if value == 0.0 else f"{value:.0f} (always)"
+    if reliable and stderr is not None and math.isfinite(stderr):
+        return f"{value:.{digits}f} ± {stderr:.1g}"
+    return f"{value:.{digits}f} (too short to know)"
+
+
+def _modal_calls(rows):
+    """``(close, unknown)``: rows where P(max = k) and P(max = k+1) differ by at most
+    ``Z_FINDING`` standard errors (both error bars reliable), and rows where an error bar
+    needed for the call is not reliable (shares of exactly 0 or 1 need none)."""
+    close = unknown = 0
+    for r in rows:
+        a, b = r["share_max_eq_k"], r["share_max_eq_k1"]
+        if a in (0.0, 1.0) or b in (0.0, 1.0):
+            continue
+        if not (r["share_max_eq_k_reliable"] and r["share_max_eq_k1_reliable"]):
+            unknown += 1
+        elif abs(a - b) <= Z_FINDING * math.hypot(r["share_max_eq_k_stderr"], r["share_max_eq_k1_stderr"]):
+            close += 1
+    return close, unknown
+
+
+def _mean_max_cell(r) -> str:
+    """The mean maximum ± its error, or "m (always)" when the maximum never left ``m``."""
+    if r.get("max_always"):
+        return f"{r['modal_max']} (always)"
+    return _pm(r["mean_max"], r["mean_max_stderr"], r["mean_max_reliable"])
+
+
 def _e1_markdown(rows):
     lines = ["# E1: equilibrium at length k (paper 000, docs/model.md §4–5)", "",
-             "λ = 1 − n^−α, d = ⌊n^β⌋, chain started at the rounded fixed point; time averages over "
-             "8 batches (± standard error).", "",
+             "λ = 1 − n^−α, d = ⌊n^β⌋, chain started at the rounded fixed point (supermarket.simulate, "
+             "profile engine); time averages ± standard error from a blocking analysis (\"too short to know\": "
+             "the run is shorter than needed to estimate its own error).", "",
              "| n | α | β | α/β | d | λ | k | hyp. | modal max | mean max | P(max=k) | P(max=k+1) | "
              "frac at k | bound 1−2n^(−α+(k−1)β) | time in N^0.1 |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -327,9 +505,11 @@ def _e1_markdown(rows):
         lines.append(
             f"| {r['n']} | {r['alpha']} | {r['beta']} | {r['alpha_over_beta']:.3g}{' (int)' if r['integer_ratio'] else ''} "
             f"| {r['d']} | {r['load']:.6g} | {r['k']} | {r['k_hypothesis']} | {r['modal_max']} | "
-            f"{r['mean_max']:.3f} | {r['share_max_eq_k']:.3f} | {r['share_max_eq_k1']:.3f} | "
-            f"{r['frac_at_k']:.4f} ± {r['frac_at_k_se']:.1g} | {r['frac_at_k_bound']:.3f} | "
-            f"{r['good_set_time_fraction']:.3f} |")
+            f"{_mean_max_cell(r)} | "
+            f"{_pm(r['share_max_eq_k'], r['share_max_eq_k_stderr'], r['share_max_eq_k_reliable'], share=True)} | "
+            f"{_pm(r['share_max_eq_k1'], r['share_max_eq_k1_stderr'], r['share_max_eq_k1_reliable'], share=True)} | "
+            f"{_pm(r['frac_at_k'], r['frac_at_k_stderr'], r['frac_at_k_reliable'], 4)} | {r['frac_at_k_bound']:.3f} | "
+            f"{_pm(r['good_set_fraction'], r['good_set_fraction_stderr'], r['good_set_fraction_reliable'], share=True)} |")
     ni = [r for r in rows if not r["integer_ratio"]]
     it = [r for r in rows if r["integer_ratio"]]
     lines += ["", "**What the runs show.**", ""]
@@ -345,26 +525,46 @@ def _e1_markdown(rows):
     if others:
         sentence += (f" In the other {len(others)} it is k+1 in {at_k1}"
                      + (f" and further from k in {len(others) - at_k1}" if at_k1 < len(others) else "") + ".")
+    close, unknown = _modal_calls(ni)
+    if close or unknown:
+        sentence += (" Which of k and k+1 is modal is"
+                     + (f" within {Z_FINDING:g} standard errors (too close to call) in {close}" if close else "")
+                     + (" and" if close and unknown else "")
+                     + (f" too short to know in {unknown}" if unknown else "")
+                     + f" of the {len(ni)}.")
     sentence += (f" The conditions of Theorem 1.2 hold in {sum(applies)} of {len(rows)} configurations"
                  + (" (they need n of order 10^15 or more)." if not any(applies) else ".")
                  + f" The modal maximum is within 1 of the hypothesis in {n_eq_hyp} of {len(rows)} configurations.")
     lines.append(sentence)
-    meets = sum(r["frac_at_k_meets_bound"] for r in ni)
-    lines.append(f"- The fraction of queues of length k is at least 1 − 2n^(−α+(k−1)β) in {meets} of {len(ni)} "
-                 "configurations with α/β not an integer.")
+    verdicts = {v: sum(r["frac_at_k_verdict"] == v for r in ni)
+                for v in ("meets", "within error", "below", "too short to know")}
+    line = (f"- The fraction of queues of length k is at least 1 − 2n^(−α+(k−1)β) in {verdicts['meets']} of {len(ni)} "
+            "configurations with α/β not an integer")
+    rest = [f"below it by at most {Z_FINDING:g} standard errors in {verdicts['within error']}"
+            if verdicts["within error"] else "",
+            f"below it by more in {verdicts['below']}" if verdicts["below"] else "",
+            f"below it with an error bar too short to know in {verdicts['too short to know']}"
+            if verdicts["too short to know"] else ""]
+    rest = [x for x in rest if x]
+    lines.append(line + ("; " + "; ".join(rest) if rest else "") + ".")
     ratios = [r[f"shorter_than_{j}"] / r[f"shorter_than_{j}_pred"] for r in rows for j in range(1, r["k"] + 1)]
     lines.append(f"- Queues shorter than j against n(1−λ)(λd)^(j−1) (linearised profile, derived): ratio "
                  f"from {min(ratios):.3g} to {max(ratios):.3g} (1 would be exact agreement).")
     in_km = sum(r["modal_max"] in (r["k"], r["k"] + 1) for r in it)
     lines.append(f"- α/β an integer (1/(1−λ) = d^k exactly): the modal maximum is k or k+1 in {in_km} of {len(it)} "
                  "configurations.")
-    g = [r["good_set_time_fraction"] for r in rows]
+    g = [r["good_set_fraction"] for r in rows]
     above = [r for r in rows if r["share_max_eq_k"] == 0.0 and r["modal_max"] > r["k"]]
     line = f"- Share of time in N^0.1 (clauses (a), (b)): from {min(g):.3g} to {max(g):.3g}."
     if above:
         line += (f" In the {len(above)} configuration(s) whose maximum never was k or less, it is at most "
-                 f"{max(r['good_set_time_fraction'] for r in above):.3g} (membership needs no queue longer than k).")
+                 f"{max(r['good_set_fraction'] for r in above):.3g} (membership needs no queue longer than k).")
     lines.append(line)
+    unrel = [r for r in rows if not r["reliable"]]
+    lines.append(f"- Error bars: {len(rows) - len(unrel)} of {len(rows)} runs were long enough for simulate to trust "
+                 "every error bar that matters" + (
+                     "; in the others (n = " + ", ".join(str(r["n"]) for r in unrel)
+                     + ") the comparisons that need an error bar are too short to know." if unrel else "."))
     short = [r for r in rows if not r["steps_at_least_5_upper"]]
     if short:
         lines.append(f"- {len(short)} configuration(s) ran fewer than 5 × k d^(k−1) n log n steps (capped).")
@@ -677,23 +877,37 @@ def _e4_configs(quick):
 
 def _e4_task(args):
     n, d, lam, steps, burn, ss = args
-    return equilibrium(n, d, lam, steps=steps, burn_in=burn, levels=4, snapshots=16, seed=ss)
+    return equilibrium(n, d, lam, steps=steps, burn_in=burn, levels=2, seed=ss)
 
 
-def e4_power_of_choices(out: Path, *, quick, seed, workers, client=None) -> dict:
+def _e4_tasks(quick: bool, seed):
+    """The E4 equilibrium runs: tasks for :func:`_e4_task` and their expected seconds."""
     lam, ns, ds, T, burn_t = _e4_configs(quick)
     cfg = [(n, d) for d in ds for n in ns]
     rate = lambda n: n * (1 + lam)  # noqa: E731 - steps per time unit
     tasks = [(n, d, lam, int(T * rate(n)), int(burn_t * rate(n)), ss)
              for (n, d), ss in zip(cfg, spawn_seeds(seed, len(cfg)))]
-    _progress(f"E4 power of choices: {len(cfg)} configurations, "
-              f"{sum(t[3] + t[4] for t in tasks) / 1e6:.0f}M steps")
-    res = _map_configs(_e4_task, tasks, workers, client)
+    return tasks, [_task_seconds(t[1], t[3] + t[4]) for t in tasks]
+
+
+def e4_power_of_choices(out: Path, *, quick, seed, workers, client=None, results=None) -> dict:
+    """E4 (see the module docstring); ``results`` as for :func:`e1_equilibrium`."""
+    lam, ns, ds, T, burn_t = _e4_configs(quick)
+    cfg = [(n, d) for d in ds for n in ns]
+    if results is None:
+        tasks, cost = _e4_tasks(quick, seed)
+        _progress(f"E4 power of choices: {len(cfg)} configurations, "
+                  f"{sum(t[3] + t[4] for t in tasks) / 1e6:.0f}M steps")
+        results = _map_configs(_e4_task, tasks, workers, client, cost=cost)
+    res = results
     rows = []
     for (n, d), eq in zip(cfg, res):
         pred = math.log(n) / math.log(1 / lam) if d == 1 else math.log(math.log(n)) / math.log(d)
         rows.append({"n": n, "d": d, "load": lam, "time_units": T, "mean_max": eq["mean_max"],
-                     "mean_max_se": eq["mean_max_se"], "modal_max": int(np.argmax(eq["max_share"])),
+                     "mean_max_stderr": eq["mean_max_stderr"], "mean_max_reliable": eq["mean_max_reliable"],
+                     "reliable": eq["reliable"], "notes": "; ".join(eq["notes"]),
+                     "modal_max": int(np.argmax(eq["max_share"])),
+                     "max_always": bool(np.max(eq["max_share"]) == 1.0),
                      "predictor": pred,
                      "predictor_name": "log n / log(1/λ)" if d == 1 else "log log n / log d",
                      "k_hypothesis": th.k_hypothesis(n, d, lam)})
@@ -712,7 +926,8 @@ def e4_power_of_choices(out: Path, *, quick, seed, workers, client=None) -> dict
     for d in ds:
         sel = [r for r in rows if r["d"] == d]
         axes[0].errorbar([r["n"] for r in sel], [r["mean_max"] for r in sel],
-                         yerr=[4.5 * r["mean_max_se"] for r in sel], fmt="o-", label=f"d = {d}")
+                         yerr=[Z_FINDING * r["mean_max_stderr"] if r["mean_max_reliable"] else 0.0 for r in sel],
+                         fmt="o-", label=f"d = {d}")
         ax = axes[1]
         ax.plot([r["predictor"] for r in sel], [r["mean_max"] for r in sel], "o",
                 label=f"d={d} vs {sel[0]['predictor_name']}: slope {fits[d]['slope']:.2f}")
@@ -732,11 +947,13 @@ def e4_power_of_choices(out: Path, *, quick, seed, workers, client=None) -> dict
     plt.close(fig)
     lines = ["# E4: the power of two choices (docs/model.md §3, classical)", "",
              f"λ = {lam}, start at the rounded fixed point, {T:g} time units after {burn_t:g} of burn-in; "
-             "time-averaged maximum queue length (± standard error, 8 batches).", "",
+             "time-averaged maximum queue length (supermarket.simulate, profile engine; ± standard error from a "
+             "blocking analysis of equally spaced snapshots, \"too short to know\" where it reached no plateau).", "",
              "| n | d | mean max | modal max | predictor | hypothesis (largest k with nπ(k) ≥ 1) |",
              "|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['n']} | {r['d']} | {r['mean_max']:.3f} ± {r['mean_max_se']:.2g} | {r['modal_max']} | "
+        lines.append(f"| {r['n']} | {r['d']} | {_mean_max_cell(r)} | "
+                     f"{r['modal_max']} | "
                      f"{r['predictor_name']} = {r['predictor']:.3g} | {r['k_hypothesis']} |")
     lines += _e4_findings(rows, fits, ds)
     md = "\n".join(lines) + "\n"
@@ -757,13 +974,47 @@ def _e4_findings(rows, fits, ds) -> list[str]:
                    f"the modal maximum takes the values {', '.join(map(str, modes))}.")
     out.append(f"- at n = {big}: mean maximum " + ", ".join(
         f"{means[d]:.2f} with d = {d}" for d in ds if d in means) + ".")
+    unrel = [r for r in rows if not r["mean_max_reliable"] and not r.get("max_always")]
+    out.append(f"- error bars of the mean maximum: reliable in {len(rows) - len(unrel)} of {len(rows)} runs"
+               + (("; too short to know in " + ", ".join(f"n = {r['n']} with d = {r['d']}" for r in unrel)
+                   + " (the slopes above are fits of the means, with no error bar).") if unrel else "."))
     return out
 
 
 # =========================================================================== driver
+def _task_seconds(d: int, steps: float) -> float:
+    """Expected seconds of one equilibrium run of ``steps`` steps (burn-in included) on one core."""
+    rate = PROFILE_RATE_D1_STEPS_PER_S if d == 1 else PROFILE_RATE_STEPS_PER_S
+    return steps / rate + TASK_OVERHEAD_S * (2 if d == 1 else 1)
+
+
+def _equilibrium_tasks(quick: bool) -> list[tuple[int, int]]:
+    """``(d, steps)`` of the planned equilibrium runs: E1, then E4 (simulate's profile engine)."""
+    e1 = [(p[3], p[5] + p[6]) for p in _e1_plan(quick)]
+    lam4, ns, ds, T, burn = _e4_configs(quick)
+    e4 = [(d, int(T * n * (1 + lam4)) + int(burn * n * (1 + lam4))) for d in ds for n in ns]
+    return e1 + e4
+
+
+def _equilibrium_steps(quick: bool) -> float:
+    """Planned steps of the equilibrium runs (E1 and E4)."""
+    return float(sum(s for _, s in _equilibrium_tasks(quick)))
+
+
+def expected_seconds(quick: bool, cores: int) -> float:
+    """Expected wall time on ``cores`` free cores: coupling steps (E2, E3) at
+    :data:`RATE_STEPS_PER_S`; the equilibrium runs of E1 and E4 (run together, costliest
+    first) take the longer of their total run time shared over the cores and the longest
+    run (one run uses one core)."""
+    cores = max(int(cores), 1)
+    secs = [_task_seconds(d, s) for d, s in _equilibrium_tasks(quick)]
+    eq = max(sum(secs) / cores, max(secs)) if secs else 0.0
+    return eq + (expected_steps(quick) - _equilibrium_steps(quick)) / (RATE_STEPS_PER_S * cores)
+
+
 def expected_steps(quick: bool) -> float:
     """Planned kernel steps of a run (all experiments), for the duration estimate."""
-    total = sum(p[5] + p[6] for p in _e1_plan(quick))
+    total = _equilibrium_steps(quick)
     cfg, R = _e2_configs(quick)
     for _, n, d, lam in cfg:
         up = th.mixing_bounds(n, d, lam).upper_steps
@@ -778,8 +1029,6 @@ def expected_steps(quick: bool) -> float:
     upt = th.mixing_bounds(nt, dt, lt).upper_steps
     span = 3 * max(mx.start_bounds(nt, dt, lt, st)["lower_start"] * (1 + lt), upt)
     total += Rt * (2 * mx.BURN_IN_FACTOR * upt + 3 * span)
-    lam4, ns, ds, T, burn = _e4_configs(quick)
-    total += sum(len(ds) * (T + burn) * n * (1 + lam4) for n in ns)
     return float(total)
 
 
@@ -800,7 +1049,7 @@ def run(out_dir, quick=False, seed=0, workers=None, client=None) -> dict:
         raise ValueError(f"out_dir {str(out)!r} exists and is not a directory")
     out.mkdir(parents=True, exist_ok=True)
     cores = workers or os.cpu_count() or 1
-    est = expected_steps(quick) / (RATE_STEPS_PER_S * cores)
+    est = expected_seconds(quick, cores)
     msg = (f"paper 000 {'quick' if quick else 'full'} run: about {expected_steps(quick) / 1e9:.2f}e9 kernel steps, "
            f"expected {est / 60:.1f} minutes on {cores} core(s)")
     print(msg, file=sys.stderr, flush=True) if not quick else _progress(msg)
@@ -808,10 +1057,22 @@ def run(out_dir, quick=False, seed=0, workers=None, client=None) -> dict:
     t0 = time.perf_counter()
     results = {}
     timings = {}
+    # the equilibrium runs of E1 and E4 share one pool, costliest first: the longest run
+    # (E4, d = 1, largest n) overlaps with the others instead of ending last
+    t = time.perf_counter()
+    t1, c1 = _e1_tasks(quick, seeds[0])
+    t4, c4 = _e4_tasks(quick, seeds[3])
+    _progress(f"E1 and E4 equilibrium: {len(t1) + len(t4)} runs, "
+              f"{_equilibrium_steps(quick) / 1e6:.0f}M steps")
+    eq = _map_configs(_equilibrium_task, [("E1", x) for x in t1] + [("E4", x) for x in t4], workers, client,
+                      cost=c1 + c4)
+    timings["E1+E4 runs"] = time.perf_counter() - t
+    pre = {"E1": eq[:len(t1)], "E4": eq[len(t1):]}
     for name, fn, ss in (("E1", e1_equilibrium, seeds[0]), ("E2", e2_mixing_scaling, seeds[1]),
                          ("E3", e3_bad_starts, seeds[2]), ("E4", e4_power_of_choices, seeds[3])):
         t = time.perf_counter()
-        results[name] = fn(out, quick=quick, seed=ss, workers=workers, client=client)
+        kw = {"results": pre[name]} if name in pre else {}
+        results[name] = fn(out, quick=quick, seed=ss, workers=workers, client=client, **kw)
         timings[name] = time.perf_counter() - t
         _progress(f"{name} done in {timings[name]:.1f} s")
     wall = time.perf_counter() - t0

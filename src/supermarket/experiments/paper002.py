@@ -198,8 +198,12 @@ def run(out_dir, quick=False, seed=0, workers=None, client=None) -> dict:
 AGREE_SIGMA = 3.0  # "agree" in the summary: within this many standard errors
 
 
-def agreement_sentence(reference: str, z: dict, sigma: float = AGREE_SIGMA) -> str:
-    """One sentence from the z-scores ``(chain − reference)/se`` of the five moments."""
+def agreement_sentence(reference: str, z: dict, sigma: float = AGREE_SIGMA, adequate: bool | None = True) -> str:
+    """One sentence from the z-scores ``(chain − reference)/se`` of the five moments;
+    "too short to know" when the chain's error bars are not adequate (``adequate=False``)."""
+    if adequate is False:
+        return (f"Against the {reference}: too short to know (the chain's error bars are not reliable, "
+                "so no difference is called agreement or disagreement).")
     vals = {k: v for k, v in z.items() if v == v}  # drop NaN
     if not vals:
         return f"Against the {reference}: no standard errors, no comparison."
@@ -213,9 +217,14 @@ def agreement_sentence(reference: str, z: dict, sigma: float = AGREE_SIGMA) -> s
             f"errors; " + ", ".join(f"{k} differs (z = {vals[k]:+.1f})" for k in bad) + ".")
 
 
-def flow_sentence(mean_q: float, se: float, exact: float, sigma: float = AGREE_SIGMA) -> str:
-    """The flow balance E Q = −ζ_n (exact for the chain: E G_1 = λ_n)."""
+def flow_sentence(mean_q: float, se: float, exact: float, sigma: float = AGREE_SIGMA,
+                  adequate: bool | None = True) -> str:
+    """The flow balance E Q = −ζ_n (exact for the chain: E G_1 = λ_n); "too short to know"
+    when the chain's error bars are not adequate."""
     z = (mean_q - exact) / se if se > 0 else float("nan")
+    if adequate is False:
+        return (f"Flow balance (exact: E G_1 = λ_n, so E Q = {exact:.4g}): the chain's {mean_q:.4f} "
+                f"(error bar too short to know, z = {z:+.1f} is not reliable).")
     verdict = "agrees" if abs(z) <= sigma else "does not agree"
     return (f"Flow balance (exact: E G_1 = λ_n, so E Q = {exact:.4g}): the chain's {mean_q:.4f} ± {se:.4f} "
             f"{verdict} (z = {z:+.1f}).")
@@ -256,11 +265,12 @@ def _summary(out_dir, comparisons, scale, warn_lines, quick, seed, secs, bridges
             L.append(f"| {name} | " + " | ".join(cells) + " |")
         L.append("")
         for ref, row in cmp.z_scores().items():
-            L.append("- " + agreement_sentence(names.get(ref, ref), row))
+            L.append("- " + agreement_sentence(names.get(ref, ref), row, adequate=cmp.sim.moments.adequate))
         L.append("- " + adequacy_sentence(cmp.sim.moments))
         if label in ("b", "c"):
             L.append("- " + flow_sentence(cmp.sim.moments.mean_z1, cmp.sim.moments.stderr["mean_z1"],
-                                          -p.zeta_n if p.centring != "one" else -cmp.limit.params["zeta"]))
+                                          -p.zeta_n if p.centring != "one" else -cmp.limit.params["zeta"],
+                                          adequate=cmp.sim.moments.adequate))
         if label == "c":
             mq = cmp.limit.max_q
             L.append(f"- Reflected limit: the largest Q on any path is {mq:.3g}, "
