@@ -40,7 +40,6 @@ import numpy as np
 from scipy.special import gammaln
 
 from .model import (
-    MAX_N,
     check_real,
     check_fraction,
     check_int,
@@ -277,6 +276,11 @@ def centre(n, d, lam, *, replace=False, levels=None, tol=1e-15) -> np.ndarray:
     return np.array(out)
 
 
+
+MAX_REGIME_N = 10**17
+"""Largest n of a regime's parameters (the scaled coefficients and the linear noise are closed
+forms; the chain's engines stop at 2^53 anyway): beyond it the sampling probabilities overflow."""
+
 def _c_n(n: int, d: int) -> float:
     return math.exp(-math.log(n) / (2.0 * d))
 
@@ -344,7 +348,7 @@ def regime_a(n, kappa=1.0, *, d=None, theta=0.25, replace=False, warn=True) -> R
     >>> p.d, round(p.kappa_n, 12)
     (10, 1.0)
     """
-    n = check_int("n", n, minimum=4, maximum=MAX_N)
+    n = check_int("n", n, minimum=4, maximum=MAX_REGIME_N)
     kappa = check_positive_float("kappa", kappa)
     replace = _check_replace(replace)
     if d is None:
@@ -393,7 +397,7 @@ def regime_b(n, c=1.0, zeta=0.0, *, replace=False, warn=True) -> RegimeParams:
     >>> p.d, round(p.zeta_n, 12)
     (100, 0.5)
     """
-    n = check_int("n", n, minimum=4, maximum=MAX_N)
+    n = check_int("n", n, minimum=4, maximum=MAX_REGIME_N)
     c = check_positive_float("c", c)
     zeta = _real("zeta", zeta)
     replace = _check_replace(replace)
@@ -451,7 +455,7 @@ def regime_c(n, zeta=1.0, *, d=None, replace=False, centring="c_n", warn=True) -
     >>> p.d, p.m
     (100, (0.9772372209558107, 0.0))
     """
-    n = check_int("n", n, minimum=4, maximum=MAX_N)
+    n = check_int("n", n, minimum=4, maximum=MAX_REGIME_N)
     zeta = _positive_zeta(zeta)
     replace = _check_replace(replace)
     if centring not in ("c_n", "one"):
