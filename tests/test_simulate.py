@@ -517,3 +517,13 @@ def test_linearised_profile_not_shown_outside_its_regime():
     good = simulate(1000, 20, 0.99, steps=20_000, seed=1, start="fixed-point", progress=False)
     q = theory.linearised_q(20, 0.99)
     assert np.allclose(good._linearised(len(good.u_mean))[: len(q)], 1 - q)
+
+
+def test_trajectory_to_frame_is_tidy():
+    """One row per (record, level); the u column reproduces the recorded array."""
+    r = simulate(50, 2, 0.8, steps=20_000, record_every=1000, seed=1, progress=False)
+    tr = r.trajectory
+    f = tr.to_frame()
+    assert len(f) == tr.u.size and set(f.columns) == {"t", "level", "u", "max", "total"}
+    assert np.array_equal(f["u"].to_numpy().reshape(tr.u.shape), tr.u)
+    assert f"{len(tr.t)} records" in tr.summary()

@@ -126,6 +126,29 @@ class Trajectory:
     def __len__(self):
         return len(self.t)
 
+    def to_frame(self):
+        """Tidy table: one row per record and level (``t``, ``level``, ``u``), with the
+        record's ``max`` and ``total`` repeated on each of its rows.
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
+        import pandas as pd
+        u = np.asarray(self.u, dtype=float).reshape(len(self.t), -1)
+        R, L = u.shape
+        return pd.DataFrame({"t": np.repeat(np.asarray(self.t, dtype=float), L),
+                             "level": np.tile(np.arange(1, L + 1), R), "u": u.ravel(),
+                             "max": np.repeat(np.asarray(self.max), L), "total": np.repeat(np.asarray(self.total), L)})
+
+    def summary(self) -> str:
+        """One line: how many records, over which span, the range of the maximum."""
+        if len(self.t) == 0:
+            return "trajectory: no records"
+        return (f"trajectory: {len(self.t)} records from t = {float(self.t[0]):.6g} to {float(self.t[-1]):.6g}; "
+                f"maximum queue length {int(np.min(self.max))}–{int(np.max(self.max))}; "
+                f"customers {int(np.min(self.total))}–{int(np.max(self.total))}")
+
     def to_dict(self) -> dict:
         """The four arrays as lists (JSON-safe).
 
