@@ -101,7 +101,20 @@ TABLE_MAX_N = 1 << 23  # up to this n, log P is tabulated (8 MiB per 10^6 server
 
 
 class RegimeWarning(UserWarning):
-    """A condition of a paper-002 regime (docs/model.md §8) does not hold at these parameters."""
+    """A condition of a paper-002 regime (docs/model.md §8) does not hold at these parameters.
+
+    Issued (not raised) by :func:`regime_a`, :func:`regime_b`, :func:`regime_c` and
+    :func:`regime_params` once per failing condition, unless ``warn=False``.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     p = regime_a(16, d=3)        # d_n/√n = 0.75 is not small
+    >>> any(w.category is RegimeWarning for w in caught)
+    True
+    """
 
 
 # =========================================================================== parameters
@@ -811,7 +824,20 @@ MAX_GRID_BYTES = 2 << 30
 
 
 class WorkWarning(UserWarning):
-    """A fluctuation run that will take long (the estimate is in the message)."""
+    """A fluctuation run that will take long (the estimate is in the message).
+
+    Issued (not raised) before the run starts when the estimated work exceeds the warning
+    threshold; above the refusal threshold a ``ValueError`` is raised instead.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> issubclass(WorkWarning, UserWarning)
+    True
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", WorkWarning)     # accept long runs silently
+    ...     warnings.warn("about 1e11 events", WorkWarning)
+    """
 
 
 def _human_bytes(b: float) -> str:
@@ -1374,6 +1400,23 @@ def prelimit_sde(p: RegimeParams, *, paths=256, time=100.0, burn_in=None, dt=1e-
 
     Parameters and results as :func:`limit_sde`; ``burn_in`` defaults as there, with
     ``ζ = ζ_n``.
+
+    Parameters
+    ----------
+    p : RegimeParams
+        The finite-``n`` point (:func:`regime_a`, :func:`regime_b`, :func:`regime_c`).
+    paths, time, burn_in, dt
+        Each path runs ``burn_in`` then ``time`` with step ``dt`` (as in :func:`limit_sde`).
+    record_paths : int, default 8
+        Paths whose trajectories are kept.
+    grid_dt : float, default 0.05
+        Spacing of the recorded grid.
+    max_lag : float, default 10.0
+        Largest autocorrelation lag (time units).
+    seed, workers
+        As in :func:`limit_sde`: identical results for any ``workers``.
+    client : dask.distributed.Client, optional
+        Run the chunks of paths on this Dask client instead of threads.
 
     Returns
     -------

@@ -69,7 +69,21 @@ WARN_STEPS = 10**9
 
 
 class MixingWarning(UserWarning):
-    """A mixing run that will take long (the estimate is in the message)."""
+    """A mixing run that will take long (the estimate is in the message).
+
+    Issued (not raised) before the run starts, when the estimated number of coupled steps
+    exceeds the warning threshold; above the refusal threshold a ``ValueError`` is raised
+    instead.  Silence it with the :mod:`warnings` filters.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> issubclass(MixingWarning, UserWarning)
+    True
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", MixingWarning)   # accept long runs silently
+    ...     warnings.warn("about 1e12 coupled steps", MixingWarning)
+    """
 
 
 _hms = human_seconds

@@ -74,12 +74,33 @@ _MAX_HANDSHAKE_FRAMES = 1 << 16
 
 
 class SchedulerError(RuntimeError):
-    """The Dask scheduler cannot be reached or used (one line: the reason and the remedy)."""
+    """The Dask scheduler cannot be reached or used (one line: the reason and the remedy).
+
+    Raised by :func:`connect` (and so by sweeps run with a scheduler address) before any
+    task is submitted.
+
+    Examples
+    --------
+    >>> issubclass(SchedulerError, RuntimeError)
+    True
+    >>> try:
+    ...     raise SchedulerError("cannot reach tcp://127.0.0.1:1; start a scheduler first")
+    ... except RuntimeError as e:
+    ...     print(type(e).__name__)
+    SchedulerError
+    """
 
 
 def default_workers() -> int:
     """The number of CPU cores this process may use (at least 1).
 
+    Returns
+    -------
+    int
+        The size of the process's CPU affinity set (``os.cpu_count()`` where there is none).
+
+    Examples
+    --------
     >>> default_workers() >= 1
     True
     """
@@ -92,6 +113,13 @@ def default_workers() -> int:
 def dask_available() -> bool:
     """True when :mod:`dask.distributed` can be imported (the ``dask`` extra is installed).
 
+    Returns
+    -------
+    bool
+        Whether both ``dask`` and ``distributed`` are importable (nothing is imported).
+
+    Examples
+    --------
     >>> isinstance(dask_available(), bool)
     True
     """

@@ -58,6 +58,14 @@ class BudgetExceeded(RuntimeError):
     ``completed`` holds the samples finished before the budget ran out (a
     :class:`PerfectResult`, or ``None``).  A perfect sample is never truncated into an
     approximate one.
+
+    Examples
+    --------
+    >>> try:
+    ...     sample(50, 2, 0.95, samples=1, max_time=1e-4)   # far too little time
+    ... except BudgetExceeded as e:
+    ...     print(e.completed)
+    None
     """
 
     def __init__(self, message: str, completed: "PerfectResult | None" = None):
@@ -66,7 +74,25 @@ class BudgetExceeded(RuntimeError):
 
 
 def steps_per_time_unit(n: int, lam: float) -> float:
-    """``n(1+λ)`` steps of the uniformized chain are one unit of continuous time (docs/model.md §1)."""
+    """``n(1+λ)`` steps of the uniformized chain are one unit of continuous time (docs/model.md §1).
+
+    Parameters
+    ----------
+    n : int
+        Servers.
+    lam : float
+        Arrival rate per server.
+
+    Returns
+    -------
+    float
+        ``n(1+λ)``: the total event rate (arrivals ``nλ`` plus potential services ``n``).
+
+    Examples
+    --------
+    >>> steps_per_time_unit(10, 0.5)
+    15.0
+    """
     return n * (1.0 + lam)
 
 
@@ -276,6 +302,14 @@ class PerfectResult:
         Wall-clock time of the call.
     seed : int or None
         The root seed's entropy (sample ``s`` used child ``s``).
+
+    Examples
+    --------
+    >>> r = sample(2, 2, 0.5, samples=3, seed=1)
+    >>> r.samples.shape
+    (3, 2)
+    >>> bool((r.samples[:, 0] >= r.samples[:, 1]).all())    # sorted longest first
+    True
     """
 
     params: Params

@@ -67,7 +67,37 @@ _ATOL = 1e-9  # tolerance on probabilities given as input (sums, ranges)
 
 # =========================================================================== validation
 def check_quantile(q, name: str = "quantile") -> float:
-    """A quantile level ``q`` in (0, 1) as a float; ``TypeError``/``ValueError`` otherwise."""
+    """A quantile level ``q`` in (0, 1) as a float; ``TypeError``/``ValueError`` otherwise.
+
+    Parameters
+    ----------
+    q : float
+        The level to check.
+    name : str, default "quantile"
+        The parameter's name, used in the error message.
+
+    Returns
+    -------
+    float
+        ``q`` as a Python float.
+
+    Raises
+    ------
+    TypeError
+        ``q`` is not a real number (booleans are refused).
+    ValueError
+        ``q`` is outside the open interval (0, 1).
+
+    Examples
+    --------
+    >>> check_quantile(0.99)
+    0.99
+    >>> try:
+    ...     check_quantile(1.0, "q")
+    ... except ValueError as e:
+    ...     print(e)
+    q must lie in (0, 1); got 1.0
+    """
     if isinstance(q, (bool, np.bool_)) or not isinstance(q, numbers.Real):
         raise TypeError(f"{name} must be a real number in (0, 1); got {q!r} ({type(q).__name__})")
     x = float(q)
@@ -150,6 +180,23 @@ def sojourn_survival(tails, t) -> np.ndarray:
 def waiting_survival(tails, t) -> np.ndarray:
     """``P(W > t)`` for the tails ``T_i = P(J >= i)`` (docs/model.md §10); ``P(W > 0) = T_1``.
 
+    Parameters
+    ----------
+    tails : array_like
+        ``T_1, T_2, …``: non-increasing probabilities in [0, 1].
+    t : float or array_like
+        Times (non-negative).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``P(W > t)`` at each time (1-d, one entry per time).
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``tails`` is not a non-increasing 1-d array of probabilities.
+
     Examples
     --------
     >>> import numpy as np
@@ -193,6 +240,15 @@ class TimeLaw:
     theoretical law) or ``{"mean": s, "quantiles": {q: s_q}}``; ``stderr_kind`` says how the
     errors were obtained (``"delta-method"`` from a covariance, ``"bound"`` from per-level
     standard errors when the correlations are unknown: ``Σ_i |∂/∂T_i| s_i``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> law = from_tails(0.5 ** np.arange(1, 200)).sojourn    # M/M/1 at λ = 0.5: Exp(1/2)
+    >>> law.kind, round(law.mean, 9), round(law.quantiles[0.5], 6)   # median 2 log 2
+    ('sojourn', 2.0, 1.386294)
+    >>> law.stderr is None                                      # an exact law
+    True
     """
 
     kind: str  # "sojourn" or "waiting"
@@ -223,6 +279,15 @@ class ResponseTimes:
     ``tails``: ``T_i = P(J >= i)``, ``i = 1..L`` (``J``: length of the queue a customer joins);
     ``p_join``: ``P(J = j)``, ``j = 0..L``; ``source``: where the tails came from;
     ``notes``: caveats the numbers carry (e.g. a refined expansion clipped at small ``n``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> r = from_tails(0.5 ** np.arange(1, 200))              # M/M/1 at λ = 0.5
+    >>> r.p_join[:3]
+    array([0.5  , 0.25 , 0.125])
+    >>> round(r.waiting.atom_at_zero, 9)                       # P(W = 0) = 1 − λ
+    0.5
     """
 
     source: str
@@ -653,6 +718,14 @@ class FifoSample:
     who arrived after the burn-in, in arrival order, cut into ``batches`` consecutive batches
     of equal size; ``tails``: time average of ``P_i`` over the same window (and per batch in
     ``tails_batches``), ``u_mean``: time average of ``u_i``.
+
+    Examples
+    --------
+    >>> s = simulate_fifo(4, 2, 0.5, customers=2000, seed=1)
+    >>> s.sojourn.shape, s.batches
+    ((2000,), 32)
+    >>> bool((s.sojourn >= s.waiting).all())                   # sojourn = waiting + service
+    True
     """
 
     params: dict
@@ -853,6 +926,12 @@ class LatencyDesign:
     the quantile at ``d − 1`` (least d) or just above the load (largest load), showing the
     answer is tight; ``checked``: the values used to check monotonicity; ``verify``: the
     simulation check at finite ``n`` (or None).
+
+    Examples
+    --------
+    >>> r = max_load_for_latency(1, 0.99, 2 * 4.605170185988091)   # M/M/1: λ = 1 − (−log 0.01)/T
+    >>> r.question, r.d, round(r.answer, 6), r.monotone
+    ('largest load', 1, 0.5, True)
     """
 
     question: str
@@ -983,6 +1062,29 @@ def max_load_for_latency(d, quantile, latency, *, rtol: float = 1e-9) -> Latency
     """The largest load λ whose mean-field sojourn-time ``quantile`` is at most ``latency``
     with ``d`` choices (bisection; the quantile grows with λ, checked on a grid).
 
+    Parameters
+    ----------
+    d : int
+        Choices per arrival (at least 1).
+    quantile : float
+        Level ``q`` in (0, 1) of the sojourn-time quantile.
+    latency : float
+        Target ``T > 0`` for that quantile.
+    rtol : float, default 1e-9
+        Relative width at which the bisection on λ stops.
+
+    Returns
+    -------
+    LatencyDesign
+        ``answer`` is the largest load; ``neighbour`` the quantile just above it; ``monotone``
+        whether the quantile was found non-decreasing in λ on the points checked.
+
+    Raises
+    ------
+    TypeError, ValueError
+        A parameter out of range, or ``latency`` at or below ``−log(1−q)`` (the quantile of
+        the service time alone, which no load can beat).
+
     Examples
     --------
     >>> r = max_load_for_latency(1, 0.99, 2 * 4.605170185988091)     # M/M/1: λ = 1 − (−log 0.01)/T
@@ -1031,11 +1133,41 @@ def verify_latency(design: LatencyDesign, n, *, steps=2_000_000, replications=8,
     quantile counts as meeting the target when it is below it by more than ``z`` standard
     errors, as failing when above by more than ``z``, and as undecided otherwise.
 
+    Parameters
+    ----------
+    design : LatencyDesign
+        The mean-field answer (:func:`least_d_for_latency` or :func:`max_load_for_latency`).
+    n : int
+        Servers to simulate (at least 1).
+    steps : int, default 2_000_000
+        Steps per replication (see :func:`supermarket.simulation.simulate`).
+    replications : int, default 8
+        Independent replications (their spread gives the standard errors).
+    seed : int or SeedSequence, default 0
+        Root seed.
+    z : float, default 2.0
+        Standard errors a quantile must clear to count as meeting or failing the target.
+
     Returns
     -------
     dict
         ``n``, ``points`` (each: ``d``, ``load``, ``value``, ``stderr``, ``verdict``),
         ``changes_answer`` (True / False / None when undecided) and a one-line ``note``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``n`` or a simulation parameter out of range.
+
+    Examples
+    --------
+    A deliberately tiny run (4 servers, short replications): the verdicts of such a run
+    carry wide error bars; use the defaults for a real check.
+
+    >>> design = max_load_for_latency(2, 0.9, 5.0)
+    >>> v = verify_latency(design, 4, steps=20_000, replications=2, seed=1)
+    >>> v["n"], len(v["points"]), v["points"][0]["verdict"] in ("meets", "fails", "undecided")
+    (4, 1, True)
     """
     from .model import check_positive_int
     from .simulation import simulate

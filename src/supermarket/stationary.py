@@ -48,6 +48,23 @@ MAX_CAP = 100_000
 def count_states(n: int, cap: int) -> int:
     """Number of states of the profile chain with queue lengths ``0..cap``: ``C(n+cap, n)``.
 
+    Parameters
+    ----------
+    n : int
+        Servers (at least 1).
+    cap : int
+        Largest queue length kept (at least 1).
+
+    Returns
+    -------
+    int
+        The number of profiles (multisets of ``n`` queue lengths in ``0..cap``).
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``n`` or ``cap`` is not a positive integer.
+
     Examples
     --------
     >>> count_states(1, 10), count_states(4, 10), count_states(8, 20)
@@ -65,6 +82,23 @@ def _nonzeros_per_state(n: int, cap: int) -> int:
 def estimate_bytes(n: int, cap: int) -> int:
     """A rough estimate of the memory :func:`solve` needs at this ``(n, cap)`` (bytes):
     ``states × non-zeros per state × BYTES_PER_NONZERO`` (build, matrix and LU fill).
+
+    Parameters
+    ----------
+    n : int
+        Servers (at least 1).
+    cap : int
+        Largest queue length kept (at least 1).
+
+    Returns
+    -------
+    int
+        Estimated peak memory in bytes.
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``n`` or ``cap`` is not a positive integer.
 
     Examples
     --------
@@ -92,6 +126,14 @@ class ExactResult:
     length: the stopping rule), ``dropped_fraction`` (share of arrivals the truncation drops,
     ``E[P_cap]``), ``previous_cap`` and ``u_change_from_previous_cap`` (largest change of any
     ``E[u_i]`` between the last two caps: an empirical size of the truncation error).
+
+    Examples
+    --------
+    >>> r = solve(1, 1, 0.5)                 # M/M/1: E[u_i] = λ^i, mean queue λ/(1−λ)
+    >>> round(float(r.u_mean[0]), 4), round(r.mean_queue_length, 4)
+    (0.5, 1.0)
+    >>> sorted(r.to_dict())[:3]
+    ['max_queue_dist', 'mean_queue_length', 'mean_sojourn_time']
     """
 
     params: Params

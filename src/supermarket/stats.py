@@ -47,6 +47,23 @@ PLATEAU_ALPHA = 0.01
 def t_quantile(dof: float, confidence: float = 0.95) -> float:
     """Two-sided Student-t quantile ``t_{dof, (1+confidence)/2}`` (normal for ``dof = inf``).
 
+    Parameters
+    ----------
+    dof : float
+        Degrees of freedom (``math.inf`` for the normal quantile).
+    confidence : float, default 0.95
+        Two-sided confidence level in (0, 1).
+
+    Returns
+    -------
+    float
+        The quantile; NaN when ``dof`` is not positive or is NaN.
+
+    Raises
+    ------
+    ValueError
+        ``confidence`` outside (0, 1).
+
     Examples
     --------
     >>> round(t_quantile(math.inf), 3), round(t_quantile(9), 3)
@@ -91,6 +108,15 @@ class ErrorEstimate:
         Elements of the input series per block at the chosen level (1 for replications).
     note : str
         Why the estimate is not reliable ("" when it is).
+
+    Examples
+    --------
+    >>> e = replication_error([1.0, 2.0, 3.0, 4.0])      # stderr = sample sd / √4
+    >>> e.method, e.mean, round(e.stderr, 6), e.dof
+    ('replications', 2.5, 0.645497, 3.0)
+    >>> lo, hi = e.interval()
+    >>> bool(lo < 2.5 < hi)
+    True
     """
 
     mean: float
@@ -135,7 +161,15 @@ class BlockingLevel:
     """One row of a blocking table: ``blocks`` blocks of ``block_size`` input elements, the
     naive standard error ``stderr`` of the mean at this level, its own standard error
     ``stderr_err = stderr/√(2(blocks−1))``, and the lag-1 autocorrelation ``rho1`` of the
-    blocked series."""
+    blocked series.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rows = blocking_table(np.arange(8.0))
+    >>> [(r.block_size, r.blocks) for r in rows]
+    [(1, 8), (2, 4), (4, 2)]
+    """
 
     block_size: int
     blocks: int
@@ -309,7 +343,16 @@ class MSERResult:
     """MSER truncation of a series: drop the first ``truncate`` elements.  ``forgotten`` is
     False when the rule wanted to drop more than half of the series (the start has not been
     forgotten: the run is too short for its start-up transient); ``statistic`` holds the
-    MSER values at each candidate truncation (in groups)."""
+    MSER values at each candidate truncation (in groups).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.r_[np.full(50, 10.0), np.random.default_rng(0).standard_normal(200)]
+    >>> r = mser(x)                  # the constant start-up transient is dropped
+    >>> r.truncate, r.forgotten, r.group
+    (50, True, 5)
+    """
 
     truncate: int
     forgotten: bool

@@ -29,7 +29,21 @@ SWEEP_KEYS = {"name": vals.text, "description": vals.text, "seed": vals.seed, "r
 
 
 class SweepFileError(ValueError):
-    """A sweep file with one or more errors; ``errors`` lists them all (one line each)."""
+    """A sweep file with one or more errors; ``errors`` lists them all (one line each).
+
+    Raised by :func:`load_sweep` and :func:`parse_sweep`, which report every error of the
+    file at once rather than stopping at the first.
+
+    Examples
+    --------
+    >>> e = SweepFileError("runs.toml", ["line 3: n must be a positive integer", "line 4: unknown key 'x'"])
+    >>> isinstance(e, ValueError), e.path, len(e.errors)
+    (True, 'runs.toml', 2)
+    >>> print(e)
+    runs.toml: 2 errors in sweep file:
+      line 3: n must be a positive integer
+      line 4: unknown key 'x'
+    """
 
     def __init__(self, path: str, errors: list[str]):
         self.path = path

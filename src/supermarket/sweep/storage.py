@@ -51,11 +51,38 @@ TIMING_COLUMNS = ("wall_seconds", "wall_time", "events_per_second", "seconds", "
 
 
 class SweepDirError(ValueError):
-    """The output directory cannot be used for this sweep (one line: why, and what to do)."""
+    """The output directory cannot be used for this sweep (one line: why, and what to do).
+
+    Raised before any task runs, e.g. by :func:`read_sidecar` on a directory that holds no
+    sweep, or when ``--out`` is a non-empty directory of something else.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     try:
+    ...         read_sidecar(d)                       # an empty directory is not a sweep
+    ...     except SweepDirError as e:
+    ...         print(isinstance(e, ValueError), "not a sweep directory" in str(e))
+    True True
+    """
 
 
 class OutputError(ValueError):
-    """An output file cannot be written (one line)."""
+    """An output file cannot be written (one line).
+
+    Raised by :func:`check_output_file` (before any work) and :func:`write_output`.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     try:
+    ...         check_output_file(d)                  # a directory, not a file name
+    ...     except OutputError as e:
+    ...         print(isinstance(e, ValueError), "is a directory" in str(e))
+    True True
+    """
 
 
 # =========================================================================== output paths
