@@ -142,7 +142,7 @@ def report(directory, html, md, fmt, out, as_json):
     length against k_(λ,d), mixing times against the bounds, fluctuation moments against the
     limits)."""
     from .. import report as rp
-    from ..sweep.storage import check_output_file
+    from ..sweep.storage import SweepDirError, check_output_file, read_sidecar
 
     targets = []
     if html is not None:
@@ -163,12 +163,20 @@ def report(directory, html, md, fmt, out, as_json):
             check_output_file(path, f"--{kind}")
         except ValueError as exc:
             raise UserError(str(exc)) from None
+    try:  # a directory that is no sweep is refused before anything is read or written
+        read_sidecar(directory)
+    except (SweepDirError, ValueError) as exc:
+        raise UserError(str(exc)) from None
     t0 = time.perf_counter()
+
+    def beside(path):
+        """The files next to a report: it writes itself and ``<stem>_<figure>.png`` there."""
+        folder = Path(path).parent
+        return [f for f in folder.iterdir() if f.is_file()] if folder.is_dir() else []
+
     before = {}
     for _, path in targets:
-        folder = Path(path).parent
-        if folder.is_dir():
-            before.update({f: f.stat().st_mtime_ns for f in folder.rglob("*") if f.is_file()})
+        before.update({f: f.stat().st_mtime_ns for f in beside(path)})
     reports = []
     for kind, path in targets:
         written = rp.build_report(directory, path, fmt=kind)
@@ -178,8 +186,8 @@ def report(directory, html, md, fmt, out, as_json):
     if as_json:
         files = set()
         for _, path in targets:
-            for f in Path(path).parent.rglob("*"):
-                if f.is_file() and before.get(f) != f.stat().st_mtime_ns:
+            for f in beside(path):
+                if before.get(f) != f.stat().st_mtime_ns:
                     files.add(f)
         listed = [{"path": str(f), "bytes": f.stat().st_size} for f in sorted(files)]
         print_json({"command": "report", "directory": str(directory), "reports": reports, "files": listed,
