@@ -1857,6 +1857,8 @@ class ScalingRow:
     sqrt_n_sd_g1: float
     sqrt_n_sd_g1_stderr: float
     lna_sqrt_n_sd_g1: float | None
+    error_bars_adequate: bool | None = None  # the chain's batches long against its autocorrelation
+    note: str = ""  # why the error bars are not adequate ("too short to know …")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -1870,6 +1872,9 @@ class ScalingRow:
     def summary(self) -> str:
         """One line: ``n``, ``d_n``, ``sd(G_1)`` and ``√n·sd(G_1)`` with standard errors."""
         lna = "—" if self.lna_sqrt_n_sd_g1 is None else f"{self.lna_sqrt_n_sd_g1:.4g}"
+        if self.error_bars_adequate is False:  # no confident ± on a run too short to know its error
+            return (f"n={self.n} d_n={self.d}: sd(G1) = {self.sd_g1:.4g}, √n sd(G1) = {self.sqrt_n_sd_g1:.4g} "
+                    f"(too short to know its error) (LNA {lna})")
         return (f"n={self.n} d_n={self.d}: sd(G1) = {self.sd_g1:.4g} ± {self.sd_g1_stderr:.2g}, "
                 f"√n sd(G1) = {self.sqrt_n_sd_g1:.4g} ± {self.sqrt_n_sd_g1_stderr:.2g} (LNA {lna})")
 
@@ -1984,5 +1989,6 @@ def scaling(ns=(10**3, 10**4, 10**5, 10**6), *, kappa=1.0, theta=0.25, time=100.
             lna_sd = None
         sq = math.sqrt(p.n)
         rows.append(ScalingRow(n=p.n, d=p.d, lam=p.lam, sd_g1=sd / sq, sd_g1_stderr=sd_se / sq,
-                               sqrt_n_sd_g1=sd, sqrt_n_sd_g1_stderr=sd_se, lna_sqrt_n_sd_g1=lna_sd))
+                               sqrt_n_sd_g1=sd, sqrt_n_sd_g1_stderr=sd_se, lna_sqrt_n_sd_g1=lna_sd,
+                               error_bars_adequate=m.adequate, note=m.note or ""))
     return ScalingResult(tuple(rows))
