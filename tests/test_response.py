@@ -214,3 +214,22 @@ def test_simulation_result_carries_response_times_with_honest_errors():
         assert abs(mm1.sojourn.quantiles[q] - exact_q) <= 4.5 * se, (q, mm1.sojourn.quantiles[q], exact_q, se)
     over = sm.simulate(50, 2, 1.2, steps=20_000, seed=1, progress=False)
     assert over.sojourn is None and over.to_dict()["sojourn"] is None
+
+
+def test_simulation_quantile_errors_match_the_spread_across_runs():
+    """The stated standard error of a simulated sojourn quantile is the spread of that
+    quantile across independent runs (not a bound, not a guess): 40 runs of n = 3; the ratio
+    mean(stated s.e.) / sd(estimates) is measured at 0.79 (p50) and 0.91 (p99) with this seed,
+    and its own sampling error is about 11 %, so [0.6, 1.5] fails a factor of 2 either way."""
+    import warnings
+
+    import supermarket as sm
+    est, se = [], []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for s in range(40):
+            r = sm.simulate(3, 2, 0.7, steps=300_000, seed=200 + s, start="fixed-point", progress=False, workers=1)
+            est.append([r.sojourn.quantiles[q] for q in (0.5, 0.99)])
+            se.append([r.sojourn.stderr["quantiles"][q] for q in (0.5, 0.99)])
+    ratio = np.mean(se, axis=0) / np.std(est, axis=0, ddof=1)
+    assert np.all((0.6 < ratio) & (ratio < 1.5)), ratio
