@@ -35,13 +35,45 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 __all__ = ["ErrorEstimate", "MSERResult", "BlockingLevel", "blocking", "blocking_table", "mser",
-           "replication_error", "t_quantile", "MIN_BLOCKS", "PLATEAU_ALPHA"]
+           "replication_error", "t_quantile", "MIN_BLOCKS", "PLATEAU_ALPHA", "PLATEAU_RHO_MAX"]
 
 MIN_BLOCKS = 32
 """Fewest blocks the plateau level may leave for the estimate to be called reliable."""
 
 PLATEAU_ALPHA = 0.01
 """Level of the χ² test that the remaining lag-1 autocorrelations are zero (Jonsson 2018)."""
+
+PLATEAU_RHO_MAX = 0.6
+"""A plateau level's lag-1 autocorrelation, bias-corrected, must stay below this.  Jonsson's
+χ² pools the deeper levels, whose few blocks only add noise, and so misses the correlation
+of a series barely longer than its correlation time (measured: on AR(1) series with
+``N/(2τ_int) = 10`` the χ² alone called 57 % of runs reliable, and their intervals covered
+83 %)."""
+
+
+def _block_rho(x: float) -> float:
+    """Lag-1 autocorrelation of neighbouring block means of a process with autocorrelation
+    ``e^{−t/τ}``, blocks of length ``b = xτ``: ``(1 − e^{−x})² / (2(x − 1 + e^{−x}))``."""
+    if x < 1e-6:
+        return 1.0 - x / 3.0
+    return math.expm1(-x) ** 2 / (2.0 * (x - 1.0 + math.exp(-x)))
+
+
+def _block_factor(r: float) -> float:
+    """``Var(mean of many blocks) / (σ_block²/blocks)`` for block means with lag-1
+    autocorrelation ``r`` under the exponential-correlation model: lag ``k`` is
+    ``r e^{−(k−1)x}`` with ``x`` solved from :func:`_block_rho`, so the factor is
+    ``1 + 2r/(1 − e^{−x})`` (``1 + 2r`` for long blocks, ``(1 + r)/(1 − r)`` for short)."""
+    if r <= 0.0:
+        return 1.0
+    lo, hi = 1e-6, 1e6  # _block_rho decreases from 1 to 0; bisect in log x
+    for _ in range(80):
+        mid = math.sqrt(lo * hi)
+        if _block_rho(mid) > r:
+            lo = mid
+        else:
+            hi = mid
+    return 1.0 + 2.0 * r / -math.expm1(-math.sqrt(lo * hi))
 
 
 def t_quantile(dof: float, confidence: float = 0.95) -> float:
@@ -240,12 +272,26 @@ def blocking(x, *, min_blocks: int = MIN_BLOCKS, alpha: float = PLATEAU_ALPHA) -
     ``n_j`` blocks of variance ``σ_j²`` and lag-1 autocovariance ``γ_j``, the statistic
     ``M_j = Σ_{i≥j} n_i (γ_i/σ_i²)²`` is, once blocks are longer than the correlations,
     χ²-distributed with as many degrees of freedom as levels from ``j`` on (Jonsson 2018).
-    The plateau is the first level with ``M_j`` below the ``1 − alpha`` quantile.  The
-    standard error there is ``σ_j/√n_j`` corrected for the correlation the test cannot see,
-    ``× √((1 + 2ρ̂_1)·n_j/(n_j − 1 − 2ρ̂_1))`` (``ρ̂_1`` the lag-1 autocorrelation of the blocks,
-    taken ``>= 0``), with about ``(n_j − 1)/3`` degrees of freedom (the estimated factor adds
-    noise).  Measured on AR(1) series against their exact variance of the mean: 95 %
-    intervals cover 93–96 % of the time once ``N/(2τ_int) >= 20``.
+    The plateau is the first level with ``M_j`` below the ``1 − alpha`` quantile *and* whose
+    own lag-1 autocorrelation, bias-corrected to ``ρ̃_j = ρ̂_j + (1 + 4ρ̂_j)/n_j`` (the mean
+    is estimated), is below ``PLATEAU_RHO_MAX`` = 0.6 (the pooled χ² alone has little power
+    when the deeper levels hold only a few blocks each).  The standard error there is
+    ``σ_j/√n_j`` corrected for the correlation left between the blocks, which the tests cannot
+    see below about ``1/√n_j``: with the series' autocorrelation taken as ``e^{−t/τ}``, block
+    means of length ``b`` have lag-``k`` correlation ``ρ_1 e^{−(k−1)b/τ}``, ``b/τ`` follows from
+    ``ρ̃`` and the factor is ``f = 1 + 2ρ̃/(1 − e^{−b/τ})`` (first order ``1 + 2ρ̃`` for long
+    blocks); times ``n_j/(n_j − f)`` for the variance of the estimated mean, with about
+    ``(n_j − 1)/3`` degrees of freedom (the estimated factor adds noise).
+
+    Measured on 1,000 AR(1) series of length 1024 per row, against the exact variance of the
+    mean (``python benchmarks/blocking_calibration.py``, seed 1): with ``N/(2τ_int)`` = 1024,
+    114, 54, 26, 16, 10, 5 independent samples, the fraction of runs called reliable is
+    1.00, 1.00, 0.99, 0.90, 0.60, 0.29, 0.06 and their 95 % intervals cover 95 %, 96 %, 96 %,
+    95 %, 93 %, 85 %, 63 %; the rate of a confident interval that
+    misses stays near 5 % throughout (it was 10 % at ``N/(2τ_int) = 10`` with the χ² rule and
+    the factor ``1 + 2ρ̂`` alone).  A slow component hidden under a fast one (two time scales)
+    can still fool any single-run estimate; independent replications
+    (:func:`replication_error`) are the remedy.
 
     Parameters
     ----------
@@ -312,7 +358,10 @@ def blocking(x, *, min_blocks: int = MIN_BLOCKS, alpha: float = PLATEAU_ALPHA) -
     L = len(sizes)
     M = np.cumsum(np.asarray(stat)[::-1])[::-1]  # M_j = sum over levels i >= j
     q = chi2.ppf(1.0 - alpha, np.arange(L, 0, -1))  # L − j degrees of freedom at level j
-    plateau = next((j for j in range(L) if M[j] < q[j]), None)
+    def rho_tilde(i):  # lag-1 autocorrelation of level i, less the bias of an estimated mean
+        return rho1[i] + (1.0 + 4.0 * max(rho1[i], 0.0)) / ns[i]
+
+    plateau = next((j for j in range(L) if M[j] < q[j] and rho_tilde(j) < PLATEAU_RHO_MAX), None)
     if v_all == 0.0:  # a constant series: no variation seen at all
         return ErrorEstimate(mean, 0.0, N - 1.0, math.nan, math.nan, False, "blocking", N, 1,
                              "constant series: no variation seen, error unknown")
@@ -322,14 +371,14 @@ def blocking(x, *, min_blocks: int = MIN_BLOCKS, alpha: float = PLATEAU_ALPHA) -
         # the deepest level that still has min_blocks blocks (a lower bound on the error)
         j = max((i for i in range(L) if ns[i] >= min_blocks), default=0)
         ok, note = False, f"too short to estimate: no plateau with at least {min_blocks} blocks"
-    # Correlation left between neighbouring blocks at the plateau (the test cannot see a
-    # lag-1 autocorrelation much below 1/√n_j, which still biases σ_j²/n_j low by 2ρ_1):
-    # Var(mean) ≈ σ_j²/n_j · (1 + 2ρ_1) (later lags are negligible once blocks exceed the
-    # correlation time), and σ_j² itself is low by the mean's variance, a factor
-    # (1 − (1 + 2ρ_1)/n_j).  The factor is estimated, so its noise (Var ρ̂_1 ≈ 1/n_j, twice
-    # that of σ_j²'s relative variance 2/n_j) cuts the degrees of freedom to about n_j/3.
+    # Correlation left between the blocks at the plateau (the tests cannot see a lag-1
+    # autocorrelation much below 1/√n_j, which still biases σ_j²/n_j low): the factor of the
+    # exponential-correlation model (see _block_factor), and σ_j² is itself low by the
+    # mean's variance, a factor (1 − f/n_j).  ρ̂_1 of n_j blocks is low by about (1 + 4ρ)/n_j,
+    # hence ρ̃.  The factor is estimated, so its noise (Var ρ̂_1 ≈ 1/n_j, twice that of σ_j²'s
+    # relative variance 2/n_j) cuts the degrees of freedom to about n_j/3.
     m = ns[j]
-    f = max(1.0 + 2.0 * rho1[j], 1.0)
+    f = _block_factor(min(rho_tilde(j), 0.95))
     f *= m / max(m - f, 1.0)
     se = math.sqrt(var1[j] / m * f)
     dof = max((m - 1.0) / 3.0, 1.0)
