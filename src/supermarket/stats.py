@@ -6,7 +6,9 @@ honest standard error.  Four tools, each a plain function of NumPy arrays:
 - :func:`blocking`: the blocking analysis of Flyvbjerg & Petersen (1989) on a series of
   equal-length batch means, with the automatic plateau rule of Jonsson (2018): the first
   blocking level from which on the lag-1 autocorrelations of the blocked series are
-  consistent with zero (a χ² test at level 1 %).  When that level leaves fewer than
+  consistent with zero (a χ² test at level 1 %) and whose own lag-1 autocorrelation is
+  below 0.6, with the remaining correlation corrected for by an exponential-correlation
+  model.  When that level leaves fewer than
   ``min_blocks`` blocks the series is too short to know its own error, and the estimate
   says so (``reliable=False``) instead of returning the last value;
 - :func:`blocking_table`: the whole blocking table (standard error against block size), for
@@ -23,7 +25,8 @@ own spacing (1/2 for an uncorrelated series), ``n_eff = N / (2 tau_int) = σ²/s
 ``σ²`` the sample variance of the series.
 
 References: H. Flyvbjerg and H. G. Petersen, J. Chem. Phys. 91, 461 (1989);
-M. Jonsson, Phys. Rev. E 98, 043304 (2018); K. P. White Jr., Simulation 69, 323 (1997);
+M. Jonsson, Phys. Rev. E 98, 043304 (2018); F. H. C. Marriott and J. A. Pope,
+Biometrika 41, 390 (1954); K. P. White Jr., Simulation 69, 323 (1997);
 A. D. Sokal, *Monte Carlo methods in statistical mechanics* (Cargèse lectures, 1996).
 """
 
