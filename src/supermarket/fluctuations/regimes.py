@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy.special import gammaln
 
-from .model import (
+from ..model import (
     check_real,
     check_fraction,
     check_int,
@@ -47,10 +47,10 @@ from .model import (
     check_positive_int,
     spawn_seeds,
 )
-from . import parallel
-from ._results import human_seconds, mean_stderr, pyplot, save_figure, text_table
-from .engines.rng import state_from_seed_sequence
-from .theory import REGIME_A_BELOW, REGIME_C_ABOVE, Condition
+from .. import parallel
+from .._results import human_seconds, mean_stderr, pyplot, save_figure, text_table
+from ..engines.rng import state_from_seed_sequence
+from ..theory import REGIME_A_BELOW, REGIME_C_ABOVE, Condition
 
 __all__ = [
     "RegimeWarning",
@@ -1025,7 +1025,7 @@ def _logp_table(n: int, d: int, replace: bool) -> np.ndarray:
 
 def _chain_task(args):
     """One replication of the chain (module level: it runs on threads, processes or Dask)."""
-    from .engines.fluct import DONE, OVERFLOW, fluct_ctmc
+    from ..engines.fluct import DONE, OVERFLOW, fluct_ctmc
 
     (n, lam, logp, start, m0, m1, burn_in, time, batches, grid_dt, ss, G, d, replace, lgn) = args
     counts = start.copy()
@@ -1236,7 +1236,7 @@ REFLECTIONS = ("bridge", "projection")
 
 def _sde_task(args):
     """One chunk of paths of a diffusion (module level: threads, processes or Dask)."""
-    from .engines.sde import em_paths
+    from ..engines.sde import em_paths
 
     kind, par, dt, n_burn, n_steps, rec_every, ss, mine, nrec, G = args
     state = state_from_seed_sequence(ss)
@@ -1253,7 +1253,7 @@ def _run_sde(kind, par, z0, *, paths, time, burn_in, dt, grid_dt, record_paths, 
     """Shared driver of :func:`limit_sde` and :func:`prelimit_sde`: chunks of 32 paths
     (chunk ``j``: xoshiro state from child ``j`` of ``seed``), each advanced in calls of
     :data:`CHUNK_STEPS` steps.  Returns the pieces of a :class:`LimitSDE`."""
-    from .engines.sde import NS
+    from ..engines.sde import NS
 
     P = check_int("paths", paths, minimum=2)
     time = check_positive_float("time", time)
@@ -1348,7 +1348,7 @@ def limit_sde(regime, *, kappa=None, c=None, zeta=None, paths=256, time=100.0, b
     >>> r.max_q <= 0.0
     True
     """
-    from .engines.sde import KIND_A, KIND_B, KIND_C
+    from ..engines.sde import KIND_A, KIND_B, KIND_C
 
     if regime == "a":
         kappa = check_positive_float("kappa", kappa)
@@ -1438,7 +1438,7 @@ def prelimit_sde(p: RegimeParams, *, paths=256, time=100.0, burn_in=None, dt=1e-
     >>> round(r.params["c_n"], 4)
     0.955
     """
-    from .engines.sde import KIND_PRE
+    from ..engines.sde import KIND_PRE
 
     if not isinstance(p, RegimeParams):
         raise TypeError("p must be a RegimeParams (from regime_a, regime_b or regime_c)")
@@ -1576,7 +1576,7 @@ def lna_moments(p: RegimeParams) -> Moments:
     >>> round(lna_moments(regime_a(10**4, 1.0, warn=False)).var_z1, 3)
     0.503
     """
-    from . import meanfield
+    from .. import meanfield
 
     res = meanfield.lna(p.d, p.lam, n=p.n, at="centre", replace=p.replace)
     W = np.asarray(res.covariance)
@@ -1610,7 +1610,7 @@ def lna_acf(p: RegimeParams, lags) -> tuple[np.ndarray, np.ndarray]:
     """
     from scipy.linalg import expm
 
-    from . import meanfield
+    from .. import meanfield
 
     res = meanfield.lna(p.d, p.lam, n=p.n, at="centre", replace=p.replace)
     J = np.asarray(res.jacobian)
