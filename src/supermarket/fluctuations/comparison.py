@@ -278,7 +278,9 @@ def compare(p: RegimeParams, *, time=200.0, burn_in=None, replications=1, seed=0
     Raises
     ------
     ValueError, TypeError
-        Bad parameters (named).
+        Bad parameters (named): an unknown ``reflection``, a ``prelimit`` that is not a
+        bool, or what :func:`simulate_fluctuations` and :func:`limit_sde` refuse (among
+        them work or memory beyond their limits).
 
     Examples
     --------

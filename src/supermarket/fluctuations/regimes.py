@@ -219,7 +219,8 @@ def centre(n, d, lam, *, replace=False, levels=None, tol=1e-15) -> np.ndarray:
     Raises
     ------
     ValueError, TypeError
-        Bad parameters (named).
+        Bad parameters (named), ``d > n`` without replacement, ``levels`` above
+        ``LEVEL_CAPACITY``.
 
     Examples
     --------
@@ -248,6 +249,16 @@ forms; the chain's engines stop at 2^53 anyway): beyond it the sampling probabil
 
 def _c_n(n: int, d: int) -> float:
     return math.exp(-math.log(n) / (2.0 * d))
+
+
+def _lambda_below(top: float, top_name: str, zeta: float, sq: float) -> float:
+    """``λ_n = top − ζ/√n`` (regimes (b) and (c)), refused (naming ``zeta``'s range) unless
+    it lies in ``(0, 1)``."""
+    lam = top - zeta / sq
+    if not 0.0 < lam < 1.0:
+        raise ValueError(f"zeta must lie in ({-sq * (1 - top):.6g}, {sq * top:.6g}) so that "
+                         f"λ_n = {top_name} − ζ/√n is in (0, 1); got {zeta!r}")
+    return lam
 
 
 def _build(regime, n, d, lam, replace, centring, limit, extra_conditions) -> RegimeParams:
@@ -301,6 +312,7 @@ def regime_a(n, kappa=1.0, *, d=None, theta=0.25, replace=False, warn=True) -> R
     Returns
     -------
     RegimeParams
+        Centred at ``x^n`` (coordinates ``Z_1, Z_2``); ``limit = {"kappa": κ}``.
 
     Raises
     ------
@@ -350,6 +362,7 @@ def regime_b(n, c=1.0, zeta=0.0, *, replace=False, warn=True) -> RegimeParams:
     Returns
     -------
     RegimeParams
+        Centred at ``(c_n, 0)`` (coordinates ``Q, Y``); ``limit = {"c": d_n/√n, "zeta": ζ}``.
 
     Raises
     ------
@@ -372,11 +385,7 @@ def regime_b(n, c=1.0, zeta=0.0, *, replace=False, warn=True) -> RegimeParams:
         raise ValueError(f"c must be >= 1/√n = {1 / sq:.4g} so that d_n = ⌊c√n⌋ >= 1; got {c!r}")
     if not replace and d > n:
         raise ValueError(f"c must be <= √n = {sq:.4g} so that d_n <= n without replacement; got {c!r}")
-    c_n = _c_n(n, d)
-    lam = c_n - zeta / sq
-    if not 0.0 < lam < 1.0:
-        raise ValueError(f"zeta must lie in ({-sq * (1 - c_n):.6g}, {sq * c_n:.6g}) so that "
-                         f"λ_n = c_n − ζ/√n is in (0, 1); got {zeta!r}")
+    lam = _lambda_below(_c_n(n, d), "c_n", zeta, sq)
     b = d / sq
     extra = [Condition(f"d_n/√n of order 1 (in [{REGIME_A_BELOW:g}, {REGIME_C_ABOVE:g}])", b,
                              REGIME_A_BELOW <= b <= REGIME_C_ABOVE,
@@ -408,6 +417,8 @@ def regime_c(n, zeta=1.0, *, d=None, replace=False, centring="c_n", warn=True) -
     Returns
     -------
     RegimeParams
+        Centred at ``(c_n, 0)`` or ``(1, 0)`` by ``centring`` (coordinates ``Q, Y``);
+        ``limit = {"zeta": ζ}``.
 
     Raises
     ------
@@ -428,11 +439,8 @@ def regime_c(n, zeta=1.0, *, d=None, replace=False, centring="c_n", warn=True) -
     d = n if d is None else check_int("d", d, minimum=1, maximum=None if replace else n)
     sq = math.sqrt(n)
     c_n = _c_n(n, d)
-    top = c_n if centring == "c_n" else 1.0
-    lam = top - zeta / sq
-    if not 0.0 < lam < 1.0:
-        raise ValueError(f"zeta must lie in ({-sq * (1 - top):.6g}, {sq * top:.6g}) so that "
-                         f"λ_n = {'c_n' if centring == 'c_n' else '1'} − ζ/√n is in (0, 1); got {zeta!r}")
+    top, top_name = (c_n, "c_n") if centring == "c_n" else (1.0, "1")
+    lam = _lambda_below(top, top_name, zeta, sq)
     b = d / sq
     extra = [Condition(f"d_n/√n large (> {REGIME_C_ABOVE:g})", b, b > REGIME_C_ABOVE,
                              "regime (c) is the limit d_n/√n → ∞")]
