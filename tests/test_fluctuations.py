@@ -148,7 +148,7 @@ def test_computed_log_p_equals_table(replace, monkeypatch):
     # large n computes log P on the fly instead of tabulating it: same chain, same numbers
     p = quiet(fl.regime_b, 900, 1.0, 0.5, replace=replace)
     a = fl.simulate_fluctuations(p, time=10.0, burn_in=1.0, seed=3)
-    monkeypatch.setattr(fl, "TABLE_MAX_N", 10)
+    monkeypatch.setattr(fl.chain, "TABLE_MAX_N", 10)  # where simulate_fluctuations reads it
     b = fl.simulate_fluctuations(p, time=10.0, burn_in=1.0, seed=3)
     assert a.events == b.events
     np.testing.assert_allclose(b.grid, a.grid, rtol=0, atol=1e-12)
@@ -333,7 +333,7 @@ def test_standard_errors_are_the_replication_estimator_of_stats():
 
     rng = np.random.default_rng(7)
     avg = rng.normal(size=(12, 5)) + np.array([0.0, 1.0, 2.0, 3.0, 0.5])
-    m = fl._moments_from_blocks(avg)
+    m = fl.moments._moments_from_blocks(avg)
     mu = avg.mean(axis=0)
     pseudo_var1 = avg[:, 2] - 2 * mu[0] * avg[:, 0]
     assert m.stderr["var_z1"] == pytest.approx(np.std(pseudo_var1, ddof=1) / math.sqrt(12), rel=1e-12)

@@ -1,0 +1,260 @@
+"""Stationary moments of the scaled process and their error bars (docs/model.md §8, §9).
+
+:class:`Moments` holds the mean, variance and covariance of ``(z1, z2)`` (the five
+:data:`KEYS`) with standard errors.  ``_moments_from_blocks`` turns batch time-averages
+into moments with batch-means standard errors; ``_with_adequacy`` checks that the batches
+are long against :func:`integrated_autocorrelation_time` (Sokal's window) and says "too
+short to know" when they are not; :func:`autocorrelation` estimates a grid series'
+autocorrelation with standard errors.  Pure statistics on arrays: nothing here simulates.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._results import mean_stderr, text_table
+
+__all__ = ["KEYS", "BATCH_TAU_FACTOR", "Moments", "integrated_autocorrelation_time", "autocorrelation"]
+
+#: The five stationary moments of ``(z1, z2)``, in the order every table uses.
+KEYS = ("mean_z1", "mean_z2", "var_z1", "var_z2", "cov_z1z2")
+
+
+@dataclass(frozen=True)
+class Moments:
+    """Stationary mean, variance and covariance of ``(z1, z2)``, with standard errors
+    (``stderr``; ``None`` for exact values).
+
+    ``tau_int``: the integrated autocorrelation time (time units) of the slowest of the five
+    functionals, estimated from the recorded grid (chain only); ``adequate``: whether each
+    batch is at least :data:`BATCH_TAU_FACTOR` of them long, the condition for the batch
+    means to be nearly independent — ``False`` means the run is too short to know its own
+    error bars (``note`` says so); ``None`` where it does not apply (independent paths,
+    exact values).
+
+    Examples
+    --------
+    >>> from supermarket.fluctuations import limit_closed_form
+    >>> m = limit_closed_form(1.0)
+    >>> round(m.var_z1, 4), m.stderr is None
+    (0.6667, True)
+    """
+
+    mean_z1: float
+    mean_z2: float
+    var_z1: float
+    var_z2: float
+    cov_z1z2: float
+    stderr: dict | None = None
+    tau_int: float | None = None
+    adequate: bool | None = None
+    note: str = ""
+
+    def to_dict(self) -> dict:
+        out = {k: float(getattr(self, k)) for k in KEYS}
+        out["stderr"] = None if self.stderr is None else {k: float(self.stderr[k]) for k in KEYS}
+        if self.tau_int is not None:
+            out["tau_int"] = float(self.tau_int) if math.isfinite(self.tau_int) else None
+        if self.adequate is not None:
+            out["error_bars_adequate"] = bool(self.adequate)
+        if self.note:
+            out["error_bars_note"] = self.note
+        return out
+
+    def to_frame(self):
+        """Tidy table: one row per moment (``moment``, ``value``, ``stderr``; NaN for exact values).
+
+        Examples
+        --------
+        >>> from supermarket.fluctuations import limit_closed_form
+        >>> limit_closed_form(1.0).to_frame()["value"].round(4).tolist()
+        [0.0, 0.0, 0.6667, 0.3333, 0.3333]
+        """
+        import pandas as pd
+
+        return pd.DataFrame([{"moment": k, "value": float(getattr(self, k)),
+                              "stderr": float(self.stderr[k]) if self.stderr else np.nan} for k in KEYS])
+
+    def summary(self) -> str:
+        """The five moments as a plain-text table (± standard error where there is one).
+
+        Examples
+        --------
+        >>> from supermarket.fluctuations import limit_closed_form
+        >>> print(limit_closed_form(2.0).summary())
+        moment    value
+        --------  -----
+        mean_z1       0
+        mean_z2       0
+        var_z1      0.5
+        var_z2        1
+        cov_z1z2    0.5
+        """
+        rows = [[k, f"{getattr(self, k):.6g}" + (f" ± {self.stderr[k]:.2g}" if self.stderr else "")]
+                for k in KEYS]
+        out = text_table(["moment", "value"], rows)
+        if self.note:
+            out += f"\nerror bars: {self.note}"
+        return out
+
+
+def _moments_from_blocks(avg: np.ndarray) -> Moments:
+    """Moments from equal-weight block time-averages ``avg[b] = (Z1, Z2, Z1², Z2², Z1Z2)``.
+
+    Standard errors by batch means with the variance and covariance linearised around the
+    overall means (pseudo-values), so that each block contributes an unbiased term; the
+    spread of the ``B`` pseudo-values is :func:`supermarket.stats.replication_error` (``s/√B``,
+    ``B − 1`` degrees of freedom; through :func:`supermarket._results.mean_stderr`).
+
+    Why batch means here and not :func:`supermarket.stats.blocking`: the kernel accumulates
+    holding-time-weighted integrals per batch (exact time averages, not grid samples), and a
+    run has ``batches`` (default 10) of them per replication, far fewer than the
+    :data:`supermarket.stats.MIN_BLOCKS` a blocking plateau needs.  Whether the batches are
+    long enough to be independent is checked separately (:func:`_with_adequacy`) with Sokal's
+    windowed integrated autocorrelation time on the recorded grid, which needs no plateau
+    and works on short runs; a failed check is reported (``Moments.adequate``), not hidden.
+    """
+    avg = np.asarray(avg, dtype=float)
+    B = avg.shape[0]
+    mu = avg.mean(axis=0)
+    m1, m2 = mu[0], mu[1]
+    vals = {"mean_z1": m1, "mean_z2": m2, "var_z1": mu[2] - m1 * m1, "var_z2": mu[3] - m2 * m2,
+            "cov_z1z2": mu[4] - m1 * m2}
+    pseudo = {
+        "mean_z1": avg[:, 0],
+        "mean_z2": avg[:, 1],
+        "var_z1": avg[:, 2] - 2 * m1 * avg[:, 0],
+        "var_z2": avg[:, 3] - 2 * m2 * avg[:, 1],
+        "cov_z1z2": avg[:, 4] - m2 * avg[:, 0] - m1 * avg[:, 1],
+    }
+    se = {k: (mean_stderr(v)[1] if B > 1 else float("nan")) for k, v in pseudo.items()}
+    return Moments(**{k: float(v) for k, v in vals.items()}, stderr=se)
+
+
+#: A batch must last this many integrated autocorrelation times for batch means to be
+#: trusted (the lag-one correlation of consecutive batch means is then below ~1/(2·this)).
+BATCH_TAU_FACTOR = 10.0
+
+
+def integrated_autocorrelation_time(series, dt: float, c: float = 5.0) -> float:
+    """Integrated autocorrelation time ``τ = dt·(1 + 2 Σ_k ρ_k)`` (time units) of a series
+    sampled every ``dt``, with Sokal's automatic window (the least ``W >= c·τ(W)``).
+
+    ``series``: array ``(R, G)`` of ``R`` independent runs (the autocovariance is pooled over
+    runs, about the overall mean).  Returns ``inf`` when no window fits in a quarter of a
+    run — the run is too short to estimate its own correlation time.
+
+    Parameters
+    ----------
+    series : array_like
+        ``(R, G)`` or ``(G,)``.
+    dt : float
+        Grid spacing (time units).
+    c : float, default 5.0
+        Sokal's window constant.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> integrated_autocorrelation_time(np.random.default_rng(0).normal(size=(4, 1000)), 0.1)
+    0.1
+
+    This is not :func:`supermarket.stats.blocking`: it serves only the adequacy check of the
+    batch means (:func:`_with_adequacy`), on a grid of a few hundred points per run pooled
+    over runs, where a blocking plateau (at least 32 blocks left) is usually out of reach;
+    Sokal's window gives a usable ``τ`` there and says ``inf`` when it cannot.  Its ``τ`` is
+    ``1 + 2Σρ_k`` in time units (twice :mod:`supermarket.stats`' ``tau_int``, which is
+    ``1/2 + Σρ_k`` in steps).
+    """
+    s = np.atleast_2d(np.asarray(series, dtype=float))
+    R, G = s.shape
+    x = s - s.mean()
+    var = float((x * x).mean())
+    if var <= 0 or G < 8:
+        return 0.0 if var <= 0 else math.inf
+    f = np.fft.rfft(x, 2 * G, axis=1)
+    ac = np.fft.irfft(f * np.conj(f), axis=1)[:, :G].sum(axis=0) / (R * (G - np.arange(G)))
+    rho = ac / ac[0]
+    tau = 1.0 + 2.0 * np.cumsum(rho[1:])  # tau(W) in steps, W = 1..G-1
+    W = np.arange(1, G)
+    ok = np.nonzero(W >= c * tau)[0]
+    if ok.size == 0 or W[ok[0]] > G // 4:
+        return math.inf
+    return float(max(tau[ok[0]], 1.0) * dt)
+
+
+def _with_adequacy(m: Moments, grid: np.ndarray, grid_dt: float, batch_time: float) -> Moments:
+    """``m`` with ``tau_int`` (slowest of the five functionals on the grid) and whether
+    the batches are long enough for their means to be independent (docs/model.md §9)."""
+    z1, z2 = grid[:, :, 0], grid[:, :, 1]
+    series = (z1, z2, (z1 - z1.mean()) ** 2, (z2 - z2.mean()) ** 2,
+              (z1 - z1.mean()) * (z2 - z2.mean()))
+    taus = [integrated_autocorrelation_time(s, grid_dt) for s in series]
+    tau = max(taus) if taus else math.inf
+    ok = math.isfinite(tau) and batch_time >= BATCH_TAU_FACTOR * tau
+    if ok:
+        note = ""
+    elif not math.isfinite(tau):
+        note = ("too short to know: the run is too short to estimate its autocorrelation time, "
+                "so the batch-means error bars cannot be trusted; run longer (time=)")
+    else:
+        note = (f"too short to know: batches of {batch_time:.3g} time units are under "
+                f"{BATCH_TAU_FACTOR:g} autocorrelation times ({tau:.3g} each), so the error bars "
+                f"may be too small; run longer (time >= {BATCH_TAU_FACTOR * tau * 1.0:.3g} × batches) "
+                "or use fewer batches")
+    return Moments(m.mean_z1, m.mean_z2, m.var_z1, m.var_z2, m.cov_z1z2, stderr=m.stderr,
+                   tau_int=tau, adequate=ok, note=note)
+
+
+def autocorrelation(series, max_lag: int, segments: int = 10):
+    """Autocorrelation of a stationary series sampled on a grid, with standard errors.
+
+    ``series``: array ``(R, G)`` (R independent runs).  Each run is cut into ``segments``
+    pieces; the autocovariance of each piece (about the overall mean, divided by the overall
+    variance) is averaged; the standard error is the spread over pieces.  Returns
+    ``(acf, stderr)`` for lags ``0..max_lag``.
+
+    Parameters
+    ----------
+    series : array_like
+    max_lag : int
+        In grid steps.
+    segments : int, default 10
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> acf, se = autocorrelation(np.random.default_rng(0).normal(size=(2, 1000)), 3)
+    >>> float(acf[0]), bool(abs(acf[1]) < 5 * se[1])
+    (1.0, True)
+    """
+    s = np.atleast_2d(np.asarray(series, dtype=float))
+    mean = s.mean()
+    var = s.var()
+    if var <= 0:
+        return np.ones(max_lag + 1), np.zeros(max_lag + 1)
+    R, G = s.shape
+    seg = max(G // segments, max_lag + 2)
+    pieces = []
+    for r in range(R):
+        for k in range(G // seg):
+            x = s[r, k * seg:(k + 1) * seg] - mean
+            m = x.size
+            f = np.fft.rfft(x, 2 * m)
+            ac = np.fft.irfft(f * np.conj(f))[: max_lag + 1]
+            pieces.append(ac / (m - np.arange(max_lag + 1)) / var)
+    if not pieces:
+        return np.full(max_lag + 1, np.nan), np.full(max_lag + 1, np.nan)
+    mean_acf, se = mean_stderr(np.array(pieces), axis=0)
+    return mean_acf, (np.full(max_lag + 1, np.nan) if se is None else se)

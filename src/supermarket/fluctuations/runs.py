@@ -1,0 +1,206 @@
+"""What the chain and the diffusions share: work limits, the job runner, the burn-in rule
+and the result base of a simulated run.
+
+Every simulation of this package (:func:`simulate_fluctuations`, :func:`limit_sde`,
+:func:`prelimit_sde`) estimates its work and the memory of its recorded grid before it
+starts (``_check_work``, ``_check_grid``): a :class:`WorkWarning` above
+:data:`WARN_EVENTS`, a ``ValueError`` above :data:`REFUSE_EVENTS` or
+:data:`MAX_GRID_BYTES`.  ``_run_jobs`` runs the per-replication (or per-chunk) tasks in
+task order on threads or a Dask client through :func:`supermarket.parallel.map_tasks`;
+each task carries its own seed, so the numbers do not depend on the backend.
+``_ScaledRun`` is the common base of :class:`FluctuationSim` and :class:`LimitSDE`
+(moments, recorded grid, autocorrelations; ``to_frame``, ``acf_frame``, ``summary``,
+``plot``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import parallel
+from .._results import human_seconds, pyplot, save_figure
+from ..model import check_positive_int
+from .moments import Moments
+
+__all__ = ["WorkWarning", "EVENTS_PER_SECOND", "SDE_STEPS_PER_SECOND", "REFUSE_EVENTS", "WARN_EVENTS",
+           "MAX_GRID_BYTES"]
+
+
+#: Rough speeds for the up-front estimates (one core).
+EVENTS_PER_SECOND = 5.0e6
+SDE_STEPS_PER_SECOND = 8.0e6
+#: Refuse work above this many events (about a day at the speed above; SDE steps are
+#: scaled by the speed ratio); warn above WARN_EVENTS (about two minutes).
+REFUSE_EVENTS = 5 * 10**11
+WARN_EVENTS = 6 * 10**8
+#: Refuse recorded grids (``(replications or paths, points, 2)`` float64) above this size.
+MAX_GRID_BYTES = 2 << 30
+
+
+class WorkWarning(UserWarning):
+    """A fluctuation run that will take long (the estimate is in the message).
+
+    :func:`simulate_fluctuations`, :func:`limit_sde` and :func:`prelimit_sde` estimate
+    their work (events of the chain, Euler steps of a diffusion) from their arguments before
+    anything runs.  Above :data:`WARN_EVENTS` events (about two minutes on one core) this
+    warning is issued and the run goes on; above :data:`REFUSE_EVENTS` a ``ValueError``
+    refuses it.  Diffusion steps count by the ratio of the two speeds.
+
+    Examples
+    --------
+    Turned into an error, it stops a long run before its first event:
+
+    >>> import warnings
+    >>> from supermarket.fluctuations import regime_a, simulate_fluctuations
+    >>> p = regime_a(10**6, 1.0, warn=False)
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("error", WorkWarning)
+    ...     try:
+    ...         simulate_fluctuations(p, time=1000.0, workers=1)
+    ...     except WorkWarning as w:
+    ...         print(str(w).split(": about")[0])
+    the chain at n = 1e+06 for 1 × (burn-in 100 + time 1000) time units needs events (≈ 2nλ per time unit)
+    """
+
+
+def _human_bytes(b: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if b < 1024 or unit == "EiB":
+            return f"{b:.3g} {unit}"
+        b /= 1024.0
+    return f"{b:.3g} EiB"  # pragma: no cover
+
+
+def _check_grid(rows: int, points: float, what: str, option: str) -> None:
+    need = float(rows) * float(points) * 2 * 8
+    if need > MAX_GRID_BYTES:
+        raise ValueError(f"{what} would record {float(rows) * float(points):.3g} grid points "
+                         f"({_human_bytes(need)}, more than {_human_bytes(MAX_GRID_BYTES)}); {option}")
+
+
+def _check_work(units: float, speed: float, what: str, option: str, cores: int) -> None:
+    secs = units / (speed * max(cores, 1))
+    msg = f"{what}: about {units:.3g} in all, {human_seconds(secs)} at {speed:.2g}/s per core on {cores} core(s)"
+    if units > REFUSE_EVENTS * (speed / EVENTS_PER_SECOND):
+        raise ValueError(f"{msg}; refused: {option}")
+    if units > WARN_EVENTS * (speed / EVENTS_PER_SECOND):
+        warnings.warn(f"{msg}; {option} to shorten it", WorkWarning, stacklevel=3)
+
+
+def _workers(workers, jobs: int) -> int:
+    if workers is None:
+        workers = parallel.default_workers()
+    workers = check_positive_int("workers", workers)
+    return max(1, min(workers, jobs))
+
+
+def _run_jobs(fn, tasks, workers, client=None, progress=None) -> list:
+    """``fn`` over ``tasks`` in task order through :func:`supermarket.parallel.map_tasks`:
+    on ``client`` (Dask) when given, else on ``workers`` threads (the kernels release the
+    GIL).  Each task carries its own seed, so the results do not depend on the backend."""
+    return parallel.map_tasks(fn, tasks, workers=_workers(workers, len(tasks)), client=client,
+                              backend="threads", progress=progress)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _ScaledRun:
+    """Fields and result protocol shared by :class:`FluctuationSim` and :class:`LimitSDE`:
+    stationary moments of ``(z1, z2)``, a recorded grid ``(rows, G, 2)`` at times ``t`` and
+    autocorrelations at lags ``lags`` (time units) with standard errors."""
+
+    time: float
+    burn_in: float
+    seconds: float
+    moments: Moments
+    t: np.ndarray = field(repr=False)
+    grid: np.ndarray = field(repr=False)
+    lags: np.ndarray = field(repr=False)
+    acf_z1: np.ndarray = field(repr=False)
+    acf_z2: np.ndarray = field(repr=False)
+    acf_z1_stderr: np.ndarray = field(repr=False)
+    acf_z2_stderr: np.ndarray = field(repr=False)
+
+    def _label(self) -> str:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def _names(self) -> tuple[str, str]:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def to_frame(self):
+        """Tidy stationary moments: one row per moment (``moment``, ``value``, ``stderr``)
+        with a ``source`` column naming the run.
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
+        df = self.moments.to_frame()
+        df.insert(0, "source", self._label())
+        return df
+
+    def acf_frame(self):
+        """Tidy autocorrelations: one row per (coordinate, lag) with ``acf`` and ``stderr``.
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
+        import pandas as pd
+
+        recs = []
+        for name, a, se in (("z1", self.acf_z1, self.acf_z1_stderr), ("z2", self.acf_z2, self.acf_z2_stderr)):
+            for lag, v, e in zip(self.lags, a, se):
+                recs.append({"coordinate": name, "lag": float(lag), "acf": float(v), "stderr": float(e)})
+        return pd.DataFrame(recs)
+
+    def summary(self) -> str:
+        """Plain text: what was run, then the moments table (± standard error)."""
+        return f"{self._label()}: {self._header()}\n{self.moments.summary()}"
+
+    def plot(self, path=None):
+        """A recorded path, the histograms of both coordinates and the autocorrelations;
+        saved at ``path`` when given.
+
+        Parameters
+        ----------
+        path : str or path-like, optional
+            Where to save the figure (PNG by the suffix).
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+        """
+        plt = pyplot()
+
+        names = self._names()
+        fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
+        if self.grid.size and self.t.size > 1:
+            k = min(self.t.size, max(2, int(30 / (self.t[1] - self.t[0]))))
+            axes[0].plot(self.t[:k], self.grid[0, :k, 0], lw=0.7, label=names[0])
+            axes[0].plot(self.t[:k], self.grid[0, :k, 1], lw=0.7, label=names[1])
+            for j in (0, 1):
+                axes[1].hist(self.grid[:, :, j].ravel(), bins=50, density=True, alpha=0.5, label=names[j])
+        axes[0].set_xlabel("time")
+        axes[0].legend(fontsize=7)
+        axes[1].set_xlabel("value")
+        axes[1].legend(fontsize=7)
+        for a, se, nm in ((self.acf_z1, self.acf_z1_stderr, names[0]), (self.acf_z2, self.acf_z2_stderr, names[1])):
+            if self.lags.size > 1:
+                axes[2].errorbar(self.lags, a, yerr=se, lw=1, label=nm)
+        axes[2].set_xlabel("lag")
+        axes[2].set_ylabel("autocorrelation")
+        axes[2].legend(fontsize=7)
+        fig.suptitle(self._label(), fontsize=9)
+        fig.tight_layout()
+        plt.close(fig)
+        return save_figure(fig, path)
+
+
+def _default_burn_in(regime, zeta, base: float) -> float:
+    """Burn-in: ``base``, and in (c) at least ``5/ζ²`` (relaxation grows like ``ζ^{-2}``)."""
+    if regime == "c" and zeta:
+        return max(base, 5.0 / zeta ** 2)
+    return base
