@@ -19,6 +19,7 @@ import pytest
 
 from supermarket import fluctuations as fl
 from supermarket import mixing as mx
+from supermarket.mixing import coupling as mx_coupling
 
 
 def quiet(fn, *a, **k):
@@ -77,7 +78,7 @@ def test_chunking_does_not_change_the_numbers(monkeypatch):
     c = job("coupling", 5)
     monkeypatch.setattr(fl, "CHUNK_EVENTS", 97)
     monkeypatch.setattr(fl, "CHUNK_STEPS", 101)
-    monkeypatch.setattr(mx, "CHUNK_STEPS", 89)
+    monkeypatch.setattr(mx_coupling, "CHUNK_STEPS", 89)  # where _Chains.run looks it up
     assert job("chain", 5) == a and job("limit", 5) == b and job("coupling", 5) == c
 
 

@@ -46,6 +46,7 @@ from .. import parallel
 from .. import simulation as sim
 from .. import stats
 from .. import theory as th
+from ..mixing.coupling import _workers as _mixing_workers
 from ..model import check_int, spawn_seeds
 from ..jsonable import to_jsonable
 
@@ -263,7 +264,7 @@ def _map_configs(fn, tasks, workers, client=None, cost=None):
     order = list(range(len(tasks))) if cost is None else sorted(range(len(tasks)), key=lambda i: -cost[i])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        res = parallel.map_tasks(fn, [tasks[i] for i in order], workers=mx._workers(workers, len(tasks)),
+        res = parallel.map_tasks(fn, [tasks[i] for i in order], workers=_mixing_workers(workers, len(tasks)),
                                  client=client, backend="threads")
     out = [None] * len(tasks)
     for i, r in zip(order, res):
