@@ -27,6 +27,7 @@ from ..states import parse_start, start_counts
 
 __all__ = ["CoupledRun", "coupled_run", "MixingWarning", "MAX_LEVELS", "MAX_STEPS"]
 
+#: Largest start level accepted (``customers:G`` needs G levels, ``long:L`` needs L): the
 #: per-copy arrays hold one int64 per level, so this keeps a copy under 16 MiB.
 MAX_LEVELS = 2_000_000
 #: Largest step budget accepted (about an hour of kernel time).
