@@ -34,6 +34,7 @@ Public API: :func:`coupled_run`, :func:`coalescence` (→ :class:`MixingResult`)
 
 from __future__ import annotations
 
+# BURN_IN_FACTOR and MAX_STEPS (not in __all__) stay readable as mixing.NAME, as before the split
 from .coalescence_time import BURN_IN_FACTOR, MixingResult, coalescence, order_statistic_ci, start_bounds
 from .coupling import MAX_LEVELS, MAX_STEPS, CoupledRun, MixingWarning, coupled_run
 from .tv import TVCurve, tv_curve

@@ -14,8 +14,8 @@ import numpy as np
 
 from ... import theory as th
 from ...model import spawn_seeds
-from .equilibrium_run import SNAPSHOTS, _run_equilibrium_tasks, _task_seconds, equilibrium
-from .output import Z_FINDING, _bound_verdict, _mean_max_cell, _plt, _pm, _write_table
+from .equilibrium_run import SNAPSHOTS, _equilibrium_results, _task_seconds, equilibrium
+from .output import Z_FINDING, _bound_verdict, _mean_max_cell, _plt, _pm, _save_figure, _write_table
 
 __all__ = ["e1_equilibrium", "e4_power_of_choices"]
 
@@ -82,11 +82,8 @@ def e1_equilibrium(out: Path, *, quick: bool, seed, workers, client=None, result
     """E1 (see the module docstring); ``results``: the outputs of :func:`_e1_task` for
     :func:`_e1_tasks` ``(quick, seed)``, when already run (``run`` runs E1 and E4 together)."""
     plan = _e1_plan(quick)
-    if results is None:
-        tasks, cost = _e1_tasks(quick, seed)
-        results = _run_equilibrium_tasks("E1 equilibrium", _e1_task, tasks, cost,
-                                         sum(p[5] + p[6] for p in plan), workers, client)
-    res = results
+    res = _equilibrium_results(results, "E1 equilibrium", _e1_tasks, _e1_task, lambda t: t[5] + t[6],
+                               quick, seed, workers, client)
     rows = []
     for (n, a, b, d, lam, steps, burn, long_enough), eq in zip(plan, res):
         ratio = a / b
@@ -187,9 +184,7 @@ def _e1_figure(out, rows):
     ax.set_ylabel("queues shorter than j (simulated)")
     ax.set_title("E1: shorter queues (linearised, derived)")
     fig.colorbar(sc, ax=ax, label="j")
-    fig.tight_layout()
-    fig.savefig(out / "E1_equilibrium.png", dpi=110)
-    plt.close(fig)
+    _save_figure(fig, out, "E1_equilibrium")
 
 
 def _modal_calls(rows):
@@ -313,11 +308,8 @@ def e4_power_of_choices(out: Path, *, quick, seed, workers, client=None, results
     """E4 (see the module docstring); ``results`` as for :func:`e1_equilibrium`."""
     lam, ns, ds, T, burn_t = _e4_configs(quick)
     cfg = [(n, d) for d in ds for n in ns]
-    if results is None:
-        tasks, cost = _e4_tasks(quick, seed)
-        results = _run_equilibrium_tasks("E4 power of choices", _e4_task, tasks, cost,
-                                         sum(t[3] + t[4] for t in tasks), workers, client)
-    res = results
+    res = _equilibrium_results(results, "E4 power of choices", _e4_tasks, _e4_task, lambda t: t[3] + t[4],
+                               quick, seed, workers, client)
     rows = []
     for (n, d), eq in zip(cfg, res):
         pred = math.log(n) / math.log(1 / lam) if d == 1 else math.log(math.log(n)) / math.log(d)
@@ -360,9 +352,7 @@ def e4_power_of_choices(out: Path, *, quick, seed, workers, client=None, results
     axes[1].set_ylabel("time-averaged maximum")
     axes[1].set_title("E4: against the classical orders")
     axes[1].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / "E4_power_of_choices.png", dpi=110)
-    plt.close(fig)
+    _save_figure(fig, out, "E4_power_of_choices")
     lines = ["# E4: the power of two choices (docs/model.md §3, classical)", "",
              f"λ = {lam}, start at the rounded fixed point, {T:g} time units after {burn_t:g} of burn-in; "
              "time-averaged maximum queue length (supermarket.simulate, profile engine; ± standard error from a "

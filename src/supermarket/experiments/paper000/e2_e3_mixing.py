@@ -14,7 +14,7 @@ import numpy as np
 from ... import mixing as mx
 from ... import theory as th
 from ...model import spawn_seeds
-from .output import _fit_slope, _fmt, _plt, _progress, _write_table
+from .output import _fit_slope, _fmt, _plt, _progress, _save_figure, _write_table
 
 __all__ = ["e2_mixing_scaling", "e3_bad_starts"]
 
@@ -122,9 +122,7 @@ def _e2_figure(out, rows, fits):
     ax.set_xlabel("d (k = 2 fixed)")
     ax.set_ylabel("mean coalescence time τ (steps)")
     ax.set_title("E2: τ against d at fixed n and k")
-    fig.tight_layout()
-    fig.savefig(out / "E2_mixing_scaling.png", dpi=110)
-    plt.close(fig)
+    _save_figure(fig, out, "E2_mixing_scaling")
 
 
 def _e2_markdown(rows, fits, R):
@@ -231,9 +229,7 @@ def e3_bad_starts(out: Path, *, quick, seed, workers, client=None) -> dict:
     ax.set_ylabel("mean coalescence time (steps)")
     ax.set_title(f"E3: bad starts, n={n}, d={d}, λ={lam}")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / "E3_bad_starts.png", dpi=110)
-    plt.close(fig)
+    _save_figure(fig, out, "E3_bad_starts")
     lines = _e3_markdown(rows, fits, lin, n=n, d=d, lam=lam, R=R)
     tv_lines, tv_dict = _e3_tv(out, quick=quick, seed=spawn_seeds(seed, len(starts) + 1)[-1], workers=workers, client=client)
     md = "\n".join(lines + tv_lines) + "\n"
@@ -303,9 +299,7 @@ def _e3_tv(out: Path, *, quick, seed, workers, client=None):
     ax.set_ylabel("distance to equilibrium")
     ax.set_title(f"E3: from {start}, n={n}, d={d}, λ={lam}")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / "E3_tv_curve.png", dpi=110)
-    plt.close(fig)
+    _save_figure(fig, out, "E3_tv_curve")
     first = tv.first_below_floor()
     lines = ["", f"TV distance to equilibrium of the total number of customers, n = {n}, from {start}, {R} replicas "
              f"(E3_tv_curve.*): {tv.tv[0]:.2f} at step {int(tv.steps[0])}, at most twice the noise floor "

@@ -194,7 +194,12 @@ def _task_seconds(d: int, steps: float) -> float:
     return steps / rate + TASK_OVERHEAD_S * (2 if d == 1 else 1)
 
 
-def _run_equilibrium_tasks(what, fn, tasks, cost, steps, workers, client):
-    """Run the equilibrium ``tasks`` of one experiment (``steps`` in all) with a progress line."""
-    _progress(f"{what}: {len(tasks)} configurations, {steps / 1e6:.0f}M steps")
+def _equilibrium_results(results, what, make_tasks, fn, steps_of, quick, seed, workers, client):
+    """``results`` when given (:func:`.driver.run` runs E1 and E4 together), else the
+    experiment's equilibrium runs: ``make_tasks(quick, seed)`` gives the tasks and their
+    costs, ``fn`` runs one, ``steps_of(task)`` is its steps (for the progress line)."""
+    if results is not None:
+        return results
+    tasks, cost = make_tasks(quick, seed)
+    _progress(f"{what}: {len(tasks)} configurations, {sum(steps_of(t) for t in tasks) / 1e6:.0f}M steps")
     return _map_configs(fn, tasks, workers, client, cost=cost)

@@ -54,6 +54,13 @@ def _plt():
     return plt
 
 
+def _save_figure(fig, out: Path, name: str) -> None:
+    """Lay ``fig`` out, write it to ``out/<name>.png`` (110 dpi) and close it."""
+    fig.tight_layout()
+    fig.savefig(out / f"{name}.png", dpi=110)
+    _plt().close(fig)
+
+
 def _fit_slope(x, y):
     """Least-squares slope and intercept of log y against log x."""
     lx, ly = np.log(np.asarray(x, float)), np.log(np.asarray(y, float))
