@@ -327,7 +327,7 @@ def test_standard_errors_are_the_replication_estimator_of_stats():
     t_{B−1} up to rounding (the numbers published before the move), and NaN-free."""
     from scipy import stats as st
 
-    from supermarket import mixing
+    from supermarket.mixing import coalescence_time as mixing_coalescence
     from supermarket._results import mean_stderr
     from supermarket.stats import replication_error
 
@@ -346,7 +346,7 @@ def test_standard_errors_are_the_replication_estimator_of_stats():
     assert mean_stderr([1.0, math.nan])[0] != mean_stderr([1.0, math.nan])[0]  # NaN propagates, no raise
     # mixing: mean and t-interval as before (t_{R-1} · s/√R)
     taus = rng.integers(10, 1000, size=9).astype(float)
-    out = mixing._summary(taus, budget=10**6)
+    out = mixing_coalescence._summary(taus, budget=10**6)
     half = st.t.ppf(0.975, 8) * taus.std(ddof=1) / 3.0
     assert out["mean"] == taus.mean()
     assert out["ci"][1] == pytest.approx(taus.mean() + half, rel=1e-12)

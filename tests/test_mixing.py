@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from supermarket import mixing as mx
+from supermarket.mixing import coupling as mx_coupling
 from supermarket import theory
 from supermarket.engines import coupling as kern
 from supermarket.simulation import simulate
@@ -334,7 +335,7 @@ def test_growing_the_level_arrays_does_not_change_the_trajectory(monkeypatch):
     run is the same whatever the initial width."""
     runs = []
     for slack in (1, 200):
-        monkeypatch.setattr(mx, "LEVEL_SLACK", slack)
+        monkeypatch.setattr(mx_coupling, "LEVEL_SLACK", slack)  # where _Chains looks it up
         runs.append(mx.coupled_run(20, 2, 0.97, ["empty", "customers:2"], steps=30_000, seed=8,
                                    time_average=True, track_max=True, record_every=1000))
     a, b = runs

@@ -19,6 +19,11 @@ from click.testing import CliRunner
 
 from supermarket import theory
 from supermarket.experiments import paper000 as p000
+from supermarket.experiments.paper000 import driver as p000_driver
+from supermarket.experiments.paper000 import e1_e4_equilibrium as p000_e14
+from supermarket.experiments.paper000 import e2_e3_mixing as p000_e23
+from supermarket.experiments.paper000 import equilibrium_run as p000_eq
+from supermarket.experiments.paper000 import output as p000_out
 
 import exact_small  # tests/exact_small.py: the exact stationary law of tiny systems
 
@@ -71,12 +76,12 @@ def test_good_set_mask_agrees_with_theory_good_set():
 
 @pytest.fixture
 def tiny(monkeypatch):
-    monkeypatch.setattr(p000, "_e1_configs", lambda quick: [(1000, 0.2, 0.5), (1024, 0.5, 0.5)])
-    monkeypatch.setattr(p000, "_e2_configs", lambda quick: ([("n", 100, 3, 0.9), ("n", 200, 3, 0.9),
-                                                             ("d", 200, 4, 0.9), ("d", 200, 8, 0.9)], 4))
-    monkeypatch.setattr(p000, "_e3_configs", lambda quick: (100, 3, 0.9, [5, 10], [20, 40], 4))
-    monkeypatch.setattr(p000, "_e3_tv_config", lambda quick: (30, 2, 0.8, "customers:5", 20))
-    monkeypatch.setattr(p000, "_e4_configs", lambda quick: (0.8, [100, 1000], [1, 2], 30.0, 5.0))
+    monkeypatch.setattr(p000_e14, "_e1_configs", lambda quick: [(1000, 0.2, 0.5), (1024, 0.5, 0.5)])
+    monkeypatch.setattr(p000_e23, "_e2_configs", lambda quick: ([("n", 100, 3, 0.9), ("n", 200, 3, 0.9),
+                                                                 ("d", 200, 4, 0.9), ("d", 200, 8, 0.9)], 4))
+    monkeypatch.setattr(p000_e23, "_e3_configs", lambda quick: (100, 3, 0.9, [5, 10], [20, 40], 4))
+    monkeypatch.setattr(p000_e23, "_e3_tv_config", lambda quick: (30, 2, 0.8, "customers:5", 20))
+    monkeypatch.setattr(p000_e14, "_e4_configs", lambda quick: (0.8, [100, 1000], [1, 2], 30.0, 5.0))
 
 
 def test_run_writes_tables_figures_and_summaries(tiny, tmp_path):
@@ -183,7 +188,7 @@ def test_equilibrium_max_and_good_set_shares_match_the_exact_law():
 
 
 def test_bound_verdict_uses_the_error_bar_only_when_reliable():
-    v = p000._bound_verdict
+    v = p000_out._bound_verdict
     assert v(0.9, 0.01, True, 0.9) == "meets" and v(0.95, float("nan"), False, 0.9) == "meets"
     assert v(0.9 - 0.99 * p000.Z_FINDING * 0.01, 0.01, True, 0.9) == "within error"
     assert v(0.9 - 1.01 * p000.Z_FINDING * 0.01, 0.01, True, 0.9) == "below"
@@ -200,7 +205,7 @@ def test_summary_sentences_follow_the_data(tiny, tmp_path):
     import copy
     res = p000.run(tmp_path / "out", quick=True, seed=1, workers=1)
     e1 = res["E1"]["rows"]
-    base = _findings(p000._e1_markdown(e1))
+    base = _findings(p000_e14._e1_markdown(e1))
     moved = copy.deepcopy(e1)
     for r in moved:
         r["modal_max"] = r["k"] + 2
@@ -209,7 +214,7 @@ def test_summary_sentences_follow_the_data(tiny, tmp_path):
         r["good_set_fraction"] = 0.123
         r["share_max_eq_k"] = 0.0
         r["shorter_than_1"] *= 3
-    changed = _findings(p000._e1_markdown(moved))
+    changed = _findings(p000_e14._e1_markdown(moved))
     assert len(changed) >= len(base)
     assert all(a != b for a, b in zip(base[:5], changed[:5])), (base, changed)
     assert "further from k" in changed[0] and "0.123" in changed[4]
@@ -219,41 +224,41 @@ def test_summary_sentences_follow_the_data(tiny, tmp_path):
     assert base[5] != changed[5] and "too short to know" in (base[5] + changed[5])
 
     e2 = res["E2"]
-    base = _findings(p000._e2_markdown(e2["rows"], e2["fits"], 4))
+    base = _findings(p000_e23._e2_markdown(e2["rows"], e2["fits"], 4))
     rows = copy.deepcopy(e2["rows"])
     fits = copy.deepcopy(e2["fits"])
     for r in rows:
         r["coupling_increases"] = 1
         r["mean_over_lower"] = 0.5
     fits["slope_vs_n_by_d"] = {d: s + 1 for d, s in fits["slope_vs_n_by_d"].items()}
-    changed = _findings(p000._e2_markdown(rows, fits, 4))
+    changed = _findings(p000_e23._e2_markdown(rows, fits, 4))
     assert base[0] != changed[0] and base[3] != changed[3] and base[-1] != changed[-1]
     assert f"increased {len(rows)} times" in changed[-1] and "below 1 in" in changed[3]
 
     e3 = res["E3"]
     kw = dict(n=100, d=3, lam=0.9, R=4)
-    base = _findings("\n".join(p000._e3_markdown(e3["rows"], e3["fits"], e3["linear"], **kw)))
+    base = _findings("\n".join(p000_e23._e3_markdown(e3["rows"], e3["fits"], e3["linear"], **kw)))
     rows = copy.deepcopy(e3["rows"])
     for r in rows:
         r["mean_over_lower"] = 0.5
     lin = {k: {"slope": v["slope"] + 1, "intercept": v["intercept"]} for k, v in e3["linear"].items()}
-    changed = _findings("\n".join(p000._e3_markdown(rows, e3["fits"], lin, **kw)))
+    changed = _findings("\n".join(p000_e23._e3_markdown(rows, e3["fits"], lin, **kw)))
     assert all(a != b for a, b in zip(base[:2], changed[:2]))
     assert changed[0].startswith(f"- {len(rows)} of {len(rows)} mean coalescence times are below")
 
     e4 = res["E4"]
-    base = p000._e4_findings(e4["rows"], e4["fits"], [1, 2])
+    base = p000_e14._e4_findings(e4["rows"], e4["fits"], [1, 2])
     rows = copy.deepcopy(e4["rows"])
     for r in rows:
         r["modal_max"] = 7
         r["mean_max"] += 1
-    changed = p000._e4_findings(rows, e4["fits"], [1, 2])
+    changed = p000_e14._e4_findings(rows, e4["fits"], [1, 2])
     assert [a != b for a, b in zip(base, changed)] == [False] * 3 + [True] * 3 + [False]
     assert "values 7." in changed[3]
     for r in rows:
         r["mean_max_reliable"] = not r["mean_max_reliable"]
         r["max_always"] = False
-    flipped = p000._e4_findings(rows, e4["fits"], [1, 2])
+    flipped = p000_e14._e4_findings(rows, e4["fits"], [1, 2])
     assert flipped[-1] != changed[-1] and ("too short to know" in flipped[-1] + changed[-1])
 
 
@@ -264,15 +269,15 @@ def test_costliest_runs_first_keeps_task_order():
         seen.append(x)
         return 2 * x
 
-    assert p000._map_configs(fn, [1, 2, 3, 4], 1, cost=[1.0, 3.0, 2.0, 0.5]) == [2, 4, 6, 8]
+    assert p000_eq._map_configs(fn, [1, 2, 3, 4], 1, cost=[1.0, 3.0, 2.0, 0.5]) == [2, 4, 6, 8]
     assert seen == [2, 3, 1, 4]  # one worker: strictly by decreasing cost
 
 
 def test_duration_estimate_is_bounded_by_the_longest_run():
-    secs = [p000._task_seconds(d, s) for d, s in p000._equilibrium_tasks(False)]
+    secs = [p000_eq._task_seconds(d, s) for d, s in p000_driver._equilibrium_tasks(False)]
     assert p000.expected_seconds(False, 10**4) >= max(secs)
     assert p000.expected_seconds(False, 1) >= sum(secs)
-    assert p000._task_seconds(1, 1e9) > p000._task_seconds(2, 1e9)  # d = 1 scans its levels
+    assert p000_eq._task_seconds(1, 1e9) > p000_eq._task_seconds(2, 1e9)  # d = 1 scans its levels
 
 
 def test_modal_calls_count_close_and_unknown_rows():
@@ -281,4 +286,4 @@ def test_modal_calls_count_close_and_unknown_rows():
     far = dict(base, share_max_eq_k_stderr=0.001, share_max_eq_k1_stderr=0.001)
     unknown = dict(base, share_max_eq_k1_reliable=False)
     always = dict(unknown, share_max_eq_k=1.0, share_max_eq_k1=0.0)
-    assert p000._modal_calls([base, far, unknown, always]) == (1, 1)
+    assert p000_e14._modal_calls([base, far, unknown, always]) == (1, 1)

@@ -19,6 +19,7 @@ import pytest
 
 from supermarket import fluctuations as fl
 from supermarket import mixing as mx
+from supermarket.mixing import coupling as mx_coupling
 
 
 def quiet(fn, *a, **k):
@@ -75,10 +76,10 @@ def test_chunking_does_not_change_the_numbers(monkeypatch):
     a = job("chain", 5)
     b = job("limit", 5)
     c = job("coupling", 5)
-    # patched where the kernels' drivers look them up (the package only re-exports them)
+    # patched where the kernels' drivers look them up (the packages only re-export them)
     monkeypatch.setattr(fl.chain, "CHUNK_EVENTS", 97)
     monkeypatch.setattr(fl.diffusions, "CHUNK_STEPS", 101)
-    monkeypatch.setattr(mx, "CHUNK_STEPS", 89)
+    monkeypatch.setattr(mx_coupling, "CHUNK_STEPS", 89)
     assert job("chain", 5) == a and job("limit", 5) == b and job("coupling", 5) == c
 
 

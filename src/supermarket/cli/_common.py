@@ -68,6 +68,17 @@ def _can_create_in(directory: Path) -> bool:
     return True
 
 
+def _path_text(ptype: click.ParamType, value, what: str, param, ctx) -> tuple[str, Path]:
+    """The text of a path option and its expanded :class:`~pathlib.Path`; an empty path or
+    one with a NUL character fails (``what``: "file" or "directory", for the message)."""
+    text = os.fspath(value) if isinstance(value, os.PathLike) else str(value)
+    if not text.strip():
+        ptype.fail(f"an empty path is not a {what} name", param, ctx)
+    if "\x00" in text:
+        ptype.fail("a path cannot contain a NUL character", param, ctx)
+    return text, Path(text).expanduser()
+
+
 class OutputFile(click.ParamType):
     """A file the command will write: checked before any work.
 
@@ -85,12 +96,7 @@ class OutputFile(click.ParamType):
         self.parents = parents  # the command creates missing parent directories itself
 
     def convert(self, value, param, ctx):
-        text = os.fspath(value) if isinstance(value, os.PathLike) else str(value)
-        if not text.strip():
-            self.fail("an empty path is not a file name", param, ctx)
-        if "\x00" in text:
-            self.fail("a path cannot contain a NUL character", param, ctx)
-        path = Path(text).expanduser()
+        text, path = _path_text(self, value, "file", param, ctx)
         try:
             if path.is_dir():
                 self.fail(f"{text!r} is a directory, not a file", param, ctx)
@@ -127,12 +133,7 @@ class OutputDir(click.ParamType):
         self.path_type = path_type
 
     def convert(self, value, param, ctx):
-        text = os.fspath(value) if isinstance(value, os.PathLike) else str(value)
-        if not text.strip():
-            self.fail("an empty path is not a directory name", param, ctx)
-        if "\x00" in text:
-            self.fail("a path cannot contain a NUL character", param, ctx)
-        path = Path(text).expanduser()
+        text, path = _path_text(self, value, "directory", param, ctx)
         try:
             if path.exists():
                 if not path.is_dir():

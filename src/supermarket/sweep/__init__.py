@@ -24,7 +24,7 @@ The parts, one module each:
 5. **Storage** (:mod:`.storage`): the directory is created atomically; each finished task is
    written to its own part file, checked against its task when read back; the parts are
    consolidated, again atomically, into ``results.parquet`` with Arrow list and map columns
-   for arrays.  Running the same command again resumes; a kill at any instant leaves a
+   for arrays (:mod:`.columns`).  Running the same command again resumes; a kill at any instant leaves a
    directory that the same command resumes.  ``sweep.json`` (the sidecar) records the
    package version, the git commit, the sweep file's text and hashes, the seeds and timings.
 """

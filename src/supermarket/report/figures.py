@@ -1,45 +1,24 @@
-"""Reports of a sweep directory: one self-contained HTML file, or Markdown with PNGs.
-
-:func:`build_report` reads ``results.parquet`` and ``sweep.json`` (written by
-:mod:`supermarket.sweep`) and writes the sweep's tables and, for each measurement present,
-the figures a reader of the papers expects:
-
-- ``simulate``: the time-averaged profile ``E[u_i]`` against the mean-field fixed point
-  ``π(i)`` (docs/model.md §3) and the linearised profile ``1 − q̃_i`` [derived] (docs/model.md §4);
-  the equilibrium maximum queue length against ``k_{λ,d}`` over the grid (docs/model.md §4);
-- ``mixing``: coalescence times against the paper-000 orders ``d^{k−1} n`` and
-  ``k d^{k−1} n log n`` (docs/model.md §6, constants 1);
-- ``fluctuations``: simulated stationary moments against the limit diffusion's (docs/model.md §8,
-  limits derived);
-- ``meanfield``: ``π(i)`` and the refined ``π(i) + V_i/n`` (docs/model.md §3).
-
-Statistics over replications are the mean and its standard error across replications.
-Figures are rendered with matplotlib's Agg backend; in HTML they are embedded as base64
-PNG, so the file can be mailed or archived alone.
+"""The figures of a sweep report (:func:`collect_figures`), one maker per measurement, and
+the helpers that read a results table's cells (numbers, JSON text, censored labels) and
+group its rows by grid point.  Rendered with matplotlib's Agg backend into PNG bytes
+(:class:`Figure`); :mod:`.document` places them in the report.
 """
 
 from __future__ import annotations
 
-import base64
-import html
 import io
 import json
 import math
 from collections import OrderedDict
-from pathlib import Path
 
 import numpy as np
 
-from . import theory as th
-from ._results import mean_stderr
-from .sweep import RESULTS_FILE, read_results, read_sidecar, table_rows
-from .sweep.storage import check_output_file, write_output
-from .sweep.values import check_choice
+from .. import theory as th
+from .._results import mean_stderr
 
-__all__ = ["build_report", "Figure", "collect_figures"]
+__all__ = ["Figure", "collect_figures"]
 
 MAX_PROFILE_PANELS = 9
-MAX_TABLE_ROWS = 200
 
 
 class Figure:
@@ -417,225 +396,3 @@ def collect_figures(rows: list[dict]) -> list[Figure]:
                 fig.measurement = meas  # type: ignore[attr-defined]
                 figs.append(fig)
     return figs
-
-
-# =========================================================================== tables
-SUMMARY_COLUMNS = {
-    "simulate": ("u_mean", "mean_queue_length", "good_set_fraction", "events_per_second"),
-    "mixing": ("coalescence_steps_mean", "censored", "bound_lower_steps", "bound_upper_steps", "tmix_steps"),
-    "fluctuations": tuple(f"sim_{m}" for m in FLUCT_MOMENTS) + tuple(f"limit_{m}" for m in FLUCT_MOMENTS),
-    "meanfield": ("mean_queue_length", "refined_sum_V", "refined_mean_queue_length", "levels"),
-    "theory": ("k", "k_hypothesis", "mean_queue_length", "mixing_steps_upper", "mixing_steps_lower",
-               "slow_rate", "theorem_1_2_applies"),
-}
-
-
-def _fmt(v) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, float):
-        return f"{v:.6g}"
-    parsed = _json(v)
-    if isinstance(parsed, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in parsed):
-        s = ", ".join(f"{x:.4g}" for x in parsed[:8]) + (", …" if len(parsed) > 8 else "")
-        return f"[{s}]"
-    s = str(v)
-    return s if len(s) <= 80 else s[:77] + "…"
-
-
-def _numeric_lists(vals) -> bool:
-    parsed = [_json(v) for v in vals]
-    return bool(parsed) and all(isinstance(p, list) and p and all(isinstance(x, (int, float)) for x in p)
-                                for p in parsed)
-
-
-def _summary_table(meas: str, rows: list[dict], params: list[str]) -> tuple[list[str], list[list[str]]]:
-    """One line per grid point: its parameters, replications, and mean ± se of the main values."""
-    cols = [c for c in SUMMARY_COLUMNS.get(meas, ()) if any(c in r for r in rows)]
-    header = params + ["replications ok"] + [f"{c} (mean)" if c == "u_mean" else c for c in cols]
-    body = []
-    for rs in _points(rows).values():
-        r = rs[0]
-        line = [_fmt(r.get(p)) for p in params] + [str(len(rs))]
-        for c in cols:
-            vals = [x.get(c) for x in rs]
-            nums = [_num(v) for v in vals]
-            if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals if v is not None) \
-                    and any(n is not None for n in nums) and len(rs) > 1:
-                m, se = mean_stderr(nums)
-                same = len({n for n in nums if n is not None}) == 1
-                line.append(f"{m:.6g} ± {se:.2g}" if se is not None and not same else f"{m:.6g}")
-            elif _numeric_lists(vals):
-                lists = [np.asarray(_json(v), dtype=float) for v in vals]
-                mat = np.zeros((len(lists), max(len(x) for x in lists)))
-                for j, x in enumerate(lists):
-                    mat[j, :len(x)] = x
-                line.append(_fmt(mat.mean(axis=0).tolist()))
-            else:
-                line.append(_fmt(vals[0]))
-        body.append(line)
-    return header, body
-
-
-def _param_columns(rows: list[dict], meas: str, sidecar: dict) -> list[str]:
-    keys: list[str] = []
-    for p in sidecar.get("points", []):
-        if p.get("measurement") == meas:
-            keys += [k for k in p.get("params", {}) if k not in keys]
-    if not keys:
-        keys = [k for k in ("n", "d", "load") if any(k in r for r in rows)]
-    return keys
-
-
-def _split_params(rows: list[dict], keys: list[str]) -> tuple[list[str], dict]:
-    """Parameters that vary over the measurement's rows (shown as columns; n, d, λ always)
-    and those that are the same everywhere (shown once above the table)."""
-    varying, fixed = [], {}
-    for k in keys:
-        vals = {json.dumps(r.get(k)) for r in rows}
-        if k in ("n", "d", "load", "regime") or len(vals) > 1:
-            varying.append(k)
-        elif rows and rows[0].get(k) is not None:
-            fixed[k] = rows[0].get(k)
-    return varying, fixed
-
-
-# =========================================================================== writers
-def _html_table(header, body) -> str:
-    h = "".join(f"<th>{html.escape(c)}</th>" for c in header)
-    b = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in line) + "</tr>" for line in body[:MAX_TABLE_ROWS])
-    more = f"<p>… {len(body) - MAX_TABLE_ROWS} more rows in results.parquet</p>" if len(body) > MAX_TABLE_ROWS else ""
-    return f"<table><thead><tr>{h}</tr></thead><tbody>{b}</tbody></table>{more}"
-
-
-def _md_table(header, body) -> str:
-    def esc(s):
-        return s.replace("|", "\\|")
-    lines = ["| " + " | ".join(esc(c) for c in header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(esc(c) for c in line) + " |" for line in body[:MAX_TABLE_ROWS]]
-    return "\n".join(lines)
-
-
-CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;font-size:12px;margin:1em 0}th,td{border:1px solid #ccc;padding:3px 6px;
-text-align:right}th{background:#f3f3f3}figure{margin:1.5em 0}figcaption{font-size:13px;color:#444;max-width:800px}
-img{max-width:100%;border:1px solid #eee}pre{background:#f7f7f7;padding:.7em;font-size:12px;overflow:auto}
-.failed{color:#a00}"""
-
-
-def _meta_lines(side: dict, rows: list[dict]) -> list[tuple[str, str]]:
-    runs = side.get("runs", [])
-    ok = sum(1 for r in rows if r.get("status") == "ok")
-    return [
-        ("sweep", str(side.get("sweep_name"))),
-        ("sweep file", str(side.get("sweep_file"))),
-        ("sweep hash (canonical)", str(side.get("sweep_sha256"))),
-        ("seed", str(side.get("seed"))),
-        ("tasks", f"{len(rows)} of {side.get('tasks_total', '?')} ({ok} ok, {len(rows) - ok} failed)"),
-        ("status", str(side.get("status"))),
-        ("package version", str(side.get("package_version"))),
-        ("git commit", str(side.get("git_commit"))),
-        ("runs", "; ".join(f"{r.get('started')} {r.get('backend')} ran {r.get('to_run')} "
-                           f"({r.get('wall_seconds', float('nan')):.1f} s)" for r in runs)),
-    ]
-
-
-def build_report(out_dir, path, *, fmt: str = "html") -> str:
-    """Write the report of the sweep in ``out_dir`` to ``path`` (``fmt``: "html" or "md").
-
-    HTML: one self-contained file, figures embedded as base64 PNG.  Markdown: the ``.md``
-    file with the PNG figures beside it (``<stem>_<figure>.png``).  Returns the path.
-
-    Parameters
-    ----------
-    out_dir : str or path-like
-        A sweep directory (finished, or partial: the finished tasks are reported).
-    path : str or path-like
-        The report file; its directory must exist.
-    fmt : {"html", "md"}, default "html"
-
-    Returns
-    -------
-    str
-        ``path``.
-
-    Raises
-    ------
-    ValueError
-        A bad ``fmt``.
-    OutputError, SweepDirError
-        ``path`` cannot be written (checked before any work), or ``out_dir`` is not a sweep
-        directory.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib; from supermarket.sweep import parse_sweep, run_sweep
-    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"; _ = run_sweep(parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = 2\\nload = 0.9\\n'), out, workers=1)
-    >>> p = build_report(out, out.parent / "r.md", fmt="md")
-    >>> "## theory" in pathlib.Path(p).read_text()  # theory rows: a table, no figure
-    True
-    >>> import shutil; shutil.rmtree(out.parent)
-    """
-    fmt = check_choice("fmt", fmt, ("html", "md"))
-    path = check_output_file(path, f"--{fmt}")  # before any work: a missing or unwritable place fails now
-    out_dir = Path(out_dir)
-    side = read_sidecar(out_dir)
-    rows = table_rows(read_results(out_dir, partial=True))
-    partial = not (out_dir / RESULTS_FILE).exists()
-    figs = collect_figures(rows)
-    measurements = list(OrderedDict.fromkeys(r["measurement"] for r in rows))
-    failed = [r for r in rows if r.get("status") != "ok"]
-    title = f"Sweep report: {side.get('sweep_name')}" + (" (partial: sweep not finished)" if partial else "")
-    if fmt == "html":
-        parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-                 f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>"]
-        parts.append(_html_table(["", ""], [[k, v] for k, v in _meta_lines(side, rows)]))
-        for meas in measurements:
-            mrows = [r for r in rows if r["measurement"] == meas]
-            parts.append(f"<h2>{html.escape(meas)}</h2>")
-            cols, fixed = _split_params(mrows, _param_columns(mrows, meas, side))
-            if fixed:
-                parts.append("<p>Same for every task: " + html.escape(", ".join(
-                    f"{k} = {_fmt(v)}" for k, v in fixed.items())) + "</p>")
-            header, body = _summary_table(meas, mrows, cols)
-            parts.append(_html_table(header, body))
-            for f in figs:
-                if getattr(f, "measurement", None) == meas:
-                    b64 = base64.b64encode(f.png).decode("ascii")
-                    parts.append(f"<figure><img alt='{html.escape(f.title)}' data-figure='{f.name}' "
-                                 f"src='data:image/png;base64,{b64}'><figcaption><b>{html.escape(f.title)}.</b> "
-                                 f"{html.escape(f.caption)}</figcaption></figure>")
-        if failed:
-            parts.append("<h2 class='failed'>Failed tasks</h2>")
-            parts.append(_html_table(["task", "measurement", "error"],
-                                     [[r["task_id"], r["measurement"], str(r.get("error"))] for r in failed]))
-        parts.append("<h2>Sweep file</h2><pre>" + html.escape(side.get("sweep_text", "")) + "</pre>")
-        parts.append("</body></html>")
-        return write_output(path, "\n".join(parts), "--html")
-    # Markdown with PNGs beside it
-    md = [f"# {title}", ""]
-    md += [f"- **{k}**: {v}" for k, v in _meta_lines(side, rows)]
-    for meas in measurements:
-        mrows = [r for r in rows if r["measurement"] == meas]
-        cols, fixed = _split_params(mrows, _param_columns(mrows, meas, side))
-        header, body = _summary_table(meas, mrows, cols)
-        md += ["", f"## {meas}", ""]
-        if fixed:
-            md += ["Same for every task: " + ", ".join(f"{k} = {_fmt(v)}" for k, v in fixed.items()), ""]
-        md += [_md_table(header, body), ""]
-        for f in figs:
-            if getattr(f, "measurement", None) == meas:
-                png = path.with_name(f"{path.stem}_{f.name}.png")
-                write_output(png, f.png, "--md")
-                md += [f"![{f.title}]({png.name})", "", f"*{f.title}.* {f.caption}", ""]
-    if failed:
-        md += ["", "## Failed tasks", "", _md_table(["task", "measurement", "error"],
-                                                   [[r["task_id"], r["measurement"], str(r.get("error"))]
-                                                    for r in failed])]
-    md += ["", "## Sweep file", "", "```toml", side.get("sweep_text", "").rstrip(), "```", ""]
-    return write_output(path, "\n".join(md), "--md")
-
-
-

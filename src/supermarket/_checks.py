@@ -1,0 +1,333 @@
+"""The number checkers every public function validates its input with (re-exported by
+:mod:`supermarket.model`, where the package's parameters and their ranges live).
+
+Integers (:func:`check_int`, :func:`check_positive_int`), real numbers
+(:func:`check_real`, :func:`check_positive_float`, :func:`check_fraction`) and counts
+typed on the command line (:func:`parse_count`, ``1e7`` read exactly).  A bad value always
+gets the same kind of message: the parameter's name, what was given (shortened, with its
+type) and the valid range; ``TypeError`` for the wrong kind of value, ``ValueError`` for
+the right kind outside the range.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from decimal import Decimal, InvalidOperation
+
+import numpy as np
+
+__all__ = ["check_int", "check_positive_int", "check_real", "check_positive_float", "check_fraction",
+           "parse_count", "INT64_MAX"]
+
+INT64_MAX = 2**63 - 1
+"""Largest integer any parameter may take: counts end up in 64-bit integers (NumPy, numba)."""
+
+
+def _int_text(value: int) -> str:
+    """An integer as text, in scientific form when long (``repr`` of a huge int can fail)."""
+    if abs(value) <= INT64_MAX:
+        return str(value)
+    digits = int(value.bit_length() * 0.30103)
+    return f"about 10^{digits}" if value > 0 else f"about -10^{digits}"
+
+
+def _sci(value: int) -> str:
+    """``10**100`` as ``1e100`` (exact powers of ten only; otherwise the digits)."""
+    text = str(value)
+    if text.startswith("1") and set(text[1:]) == {"0"}:
+        return f"1e{len(text) - 1}"
+    return text
+
+
+def _describe(value) -> str:
+    if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
+        return f"{_int_text(int(value))} ({type(value).__name__})"
+    try:
+        text = repr(value)
+    except ValueError:  # e.g. a huge int inside a container
+        text = f"<{type(value).__name__}>"
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{text} ({type(value).__name__})"
+
+
+def check_int(name: str, value, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """Return ``value`` as a Python ``int`` or raise a clear error.
+
+    Accepts ``int`` and NumPy integers; rejects ``bool``, floats (even integral ones such
+    as ``3.0``: write ``3`` or ``10**6``), strings and everything else with ``TypeError``.
+    Values outside ``[minimum, maximum]`` raise ``ValueError``.  Unless ``maximum`` says
+    otherwise (a larger explicit ``maximum``, for closed forms computed in double
+    precision), the value must fit a signed 64-bit integer (``|value| <= 2^63 − 1``): counts
+    end up in NumPy or numba integers, and a Python ``int`` such as ``10**400`` is not a
+    number any computation here can use.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, used in the message.
+    value : int
+        The value to check.
+    minimum, maximum : int, optional
+        Inclusive bounds.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not an integer (``bool`` and floats included).
+    ValueError
+        If it lies outside ``[minimum, maximum]`` or outside the 64-bit range.
+
+    Examples
+    --------
+    >>> check_int("n", np.int64(5), minimum=1)
+    5
+    >>> check_int("n", 0, minimum=1)
+    Traceback (most recent call last):
+    ValueError: n must be an integer >= 1; got 0
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        rng = _range_text(minimum, maximum)
+        raise TypeError(f"{name} must be an integer{rng}; got {_describe(value)}")
+    value = int(value)
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        raise ValueError(f"{name} must be an integer{_range_text(minimum, maximum)}; got {_int_text(value)}")
+    if abs(value) > INT64_MAX and (maximum is None or maximum <= INT64_MAX or value < -INT64_MAX):
+        hi = INT64_MAX if maximum is None else min(maximum, INT64_MAX)
+        raise ValueError(f"{name} must be an integer{_range_text(minimum, hi)} (a 64-bit integer); "
+                         f"got {_int_text(value)}")
+    return value
+
+
+def check_positive_int(name: str, value, *, maximum: int | None = None) -> int:
+    """An integer ``>= 1``.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, used in the message.
+    value : int
+    maximum : int, optional
+        Inclusive upper bound (default: 2^63 − 1).
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`check_int`.
+
+    Examples
+    --------
+    >>> check_positive_int("d", 3)
+    3
+    >>> check_positive_int("d", 2.0)
+    Traceback (most recent call last):
+    TypeError: d must be an integer >= 1; got 2.0 (float)
+    """
+    return check_int(name, value, minimum=1, maximum=maximum)
+
+
+def _range_text(minimum, maximum) -> str:
+    if isinstance(maximum, int) and maximum > INT64_MAX:
+        maximum = _sci(maximum)
+    if minimum is not None and maximum is not None:
+        return f" in [{minimum}, {maximum}]"
+    if minimum is not None:
+        return f" >= {minimum}"
+    if maximum is not None:
+        return f" <= {maximum}"
+    return ""
+
+
+def _as_real(name: str, value) -> float:
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a real number; got {_describe(value)}")
+    if isinstance(value, str):
+        try:
+            return float(Decimal(value.strip()))
+        except (InvalidOperation, ValueError):
+            raise TypeError(f"{name} must be a real number; got {_describe(value)}") from None
+    if not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number; got {_describe(value)}")
+    try:
+        return float(value)
+    except OverflowError:  # an int or Fraction beyond the doubles (about 1.8e308)
+        raise ValueError(f"{name} must be a finite real number (at most about 1.8e308 in magnitude); "
+                         f"got {_describe(value)}") from None
+
+
+def _shown(value) -> str:
+    """A value as typed (strings and floats as ``repr``), shortened; other types via ``_describe``."""
+    if isinstance(value, (str, float)):
+        text = repr(value)
+        return text if len(text) <= 60 else text[:57] + "..."
+    return _describe(value)
+
+
+def check_real(name: str, value) -> float:
+    """Any real number (int, float, Fraction, Decimal, numeric string) as a float; rejects
+    ``bool`` and non-numbers with ``TypeError``.  Range checks are the caller's.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, used in the message.
+    value : int, float, Fraction, Decimal or str
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a real number.
+    ValueError
+        If it is beyond the double range.
+
+    Examples
+    --------
+    >>> check_real("t", "0.25")
+    0.25
+    """
+    return _as_real(name, value)
+
+
+def check_positive_float(name: str, value, *, allow_inf: bool = False) -> float:
+    """A finite real number ``> 0`` (``inf`` only when ``allow_inf``).
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, used in the message.
+    value : real number
+    allow_inf : bool, default False
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a real number.
+    ValueError
+        If it is NaN, ``<= 0``, or infinite without ``allow_inf``.
+
+    Examples
+    --------
+    >>> check_positive_float("T", 2)
+    2.0
+    >>> check_positive_float("T", float("inf"))
+    Traceback (most recent call last):
+    ValueError: T must be a positive finite number; got inf
+    """
+    x = _as_real(name, value)
+    if math.isnan(x) or x <= 0 or (math.isinf(x) and not allow_inf):
+        what = "a positive number" if allow_inf else "a positive finite number"
+        raise ValueError(f"{name} must be {what}; got {value!r}")
+    return x
+
+
+def check_fraction(name: str, value, *, low: float = 0.0, high: float = 1.0,
+                   low_open: bool = True, high_open: bool = False) -> float:
+    """A real number in the interval between ``low`` and ``high``.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, used in the message.
+    value : real number
+    low, high : float
+        The ends of the interval.
+    low_open, high_open : bool
+        Whether each end is excluded (default: ``(low, high]``).
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a real number.
+    ValueError
+        If it is NaN or outside the interval.
+
+    Examples
+    --------
+    >>> check_fraction("eps", 0.1, high=0.1)
+    0.1
+    >>> check_fraction("eps", 0, high=0.1)
+    Traceback (most recent call last):
+    ValueError: eps must lie in (0, 0.1]; got 0
+    """
+    x = _as_real(name, value)
+    bad = math.isnan(x) or (x <= low if low_open else x < low) or (x >= high if high_open else x > high)
+    if bad:
+        lb = "(" if low_open else "["
+        rb = ")" if high_open else "]"
+        raise ValueError(f"{name} must lie in {lb}{low:g}, {high:g}{rb}; got {value!r}")
+    return x
+
+
+def parse_count(name: str, text, *, maximum: int = INT64_MAX, minimum: int = 1) -> int:
+    """Read a count such as ``1e7`` or ``10000000`` (CLI convenience) as an exact int.
+
+    The value must lie in ``[minimum, maximum]`` (``maximum`` at most 2^63 − 1); the range
+    is checked on the decimal before any integer is built, so ``1e400`` or
+    ``1e999999999999`` is refused at once instead of becoming a huge Python ``int``.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, used in the message.
+    text : str or int
+    maximum, minimum : int
+        Inclusive bounds.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    TypeError
+        If ``text`` is not a number.
+    ValueError
+        If it is not an integer or is out of range.
+
+    Examples
+    --------
+    >>> parse_count("--n", "1e7")
+    10000000
+    >>> parse_count("--n", "2.5")
+    Traceback (most recent call last):
+    ValueError: --n must be an integer in [1, 9223372036854775807] such as 1000 or 1e7; got '2.5'
+    """
+    rng = f"in [{minimum}, {maximum if maximum <= INT64_MAX else _sci(maximum)}]"
+    if isinstance(text, numbers.Integral) and not isinstance(text, bool):
+        return check_int(name, text, minimum=minimum, maximum=maximum)
+    shown = str(text)
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    try:
+        value = Decimal(str(text).strip().replace("_", ""))
+    except (InvalidOperation, ValueError):
+        raise TypeError(f"{name} must be an integer {rng} such as 1000 or 1e7; got {shown!r}") from None
+    try:
+        integral = value.is_finite() and value == value.to_integral_value()
+    except InvalidOperation:  # an exponent too large for the decimal context: far out of range
+        integral = True
+    if not integral:
+        raise ValueError(f"{name} must be an integer {rng} such as 1000 or 1e7; got {shown!r}")
+    if value < minimum or value > maximum:
+        raise ValueError(f"{name} must be an integer {rng}; got {shown!r}")
+    return int(value)

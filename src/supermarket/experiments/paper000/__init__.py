@@ -1,0 +1,54 @@
+"""The experiments of paper 000 at sizes a laptop can run (docs/model.md §4, §5, §6).
+
+``run(out_dir, quick=False, seed=0, workers=None)`` writes, for each experiment, a table
+(``E*.csv`` and ``E*.json``), a figure (``E*.png``) and a short Markdown summary
+(``E*.md``), plus ``summary.md`` with every claim and what the runs show:
+
+- **E1 equilibrium** (docs/model.md §4, §5): ``λ = 1 − n^{−α}``, ``d = ⌊n^β⌋``.  For ``α/β``
+  not an integer: the maximum queue length against ``k = ⌈α/β⌉`` (and ``k_{λ,d}``, and the
+  reconstructed hypothesis "largest k with nπ(k) >= 1"), the fraction of queues of length
+  ``k`` against ``1 − 2n^{−α+(k−1)β}``, the counts of shorter queues against
+  ``n(1−λ)(λd)^{j−1}``, the share of time in ``N^ε``.  For ``α/β`` an integer (``n`` chosen
+  so that ``n^β`` is an integer and ``1/(1−λ) = d^k`` exactly): the maximum is ``k`` or
+  ``k+1``.
+- **E2 mixing scaling** (docs/model.md §6): coalescence time from the rounded fixed point (a good
+  state) with a stationary copy, against ``k d^{k−1} n log n`` and ``d^{k−1} n``, log-log,
+  with fitted slopes.
+- **E3 bad starts** (docs/model.md §6): from ``‖x‖₁ = g n`` and from one queue of length ``ℓ``,
+  against ``(1−λ)^{−1} g n`` and ``ℓ n``.
+- **E4 power of two choices** (docs/model.md §3): the equilibrium maximum for ``d = 1`` against
+  ``log n / log(1/λ)``, and for ``d = 2, 3`` against ``log log n / log d``.
+
+Equilibrium statistics (E1, E4) come from :func:`supermarket.simulate` (profile engine,
+discrete time) started at the rounded fixed point, with blocking standard errors and a
+``reliable`` flag per error bar (docs/model.md §9); comparisons whose error bar is not
+reliable are reported as "too short to know".  Mixing times come from
+:func:`supermarket.mixing.coalescence`.  The
+papers' orders are taken with constant 1.  Quick mode runs in under 3 minutes on 2 cores;
+full mode prints its expected duration first.
+
+The parts, one module each:
+
+1. **Output** (:mod:`.output`): tables (CSV + JSON), the figures' backend, log-log slopes,
+   numbers with their error bars and the verdict rule (:data:`Z_FINDING`).
+2. **Equilibrium run** (:mod:`.equilibrium_run`): :func:`equilibrium`, :func:`good_set_mask`,
+   the parallel map over configurations and the expected cost of a run.
+3. **E1 and E4** (:mod:`.e1_e4_equilibrium`): :func:`e1_equilibrium`,
+   :func:`e4_power_of_choices`.
+4. **E2 and E3** (:mod:`.e2_e3_mixing`): :func:`e2_mixing_scaling`, :func:`e3_bad_starts`
+   (with the TV curve).
+5. **Driver** (:mod:`.driver`): :func:`run`, :func:`expected_steps`, :func:`expected_seconds`.
+"""
+
+from __future__ import annotations
+
+# the constants (RATE_STEPS_PER_S, SNAPSHOTS, Z_FINDING, ...) stay readable as paper000.NAME, as before the split
+from .driver import RATE_STEPS_PER_S, expected_seconds, expected_steps, run
+from .e1_e4_equilibrium import e1_equilibrium, e4_power_of_choices
+from .e2_e3_mixing import e2_mixing_scaling, e3_bad_starts
+from .equilibrium_run import (PROFILE_RATE_D1_STEPS_PER_S, PROFILE_RATE_STEPS_PER_S, SNAPSHOTS, TASK_OVERHEAD_S,
+                              equilibrium, good_set_mask)
+from .output import Z_FINDING
+
+__all__ = ["run", "e1_equilibrium", "e2_mixing_scaling", "e3_bad_starts", "e4_power_of_choices",
+           "equilibrium", "good_set_mask", "expected_steps", "expected_seconds"]

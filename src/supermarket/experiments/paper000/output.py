@@ -1,0 +1,107 @@
+"""How the paper-000 experiments write and phrase their results: CSV/JSON tables, the
+figures' backend, log-log slopes, and numbers with their error bars ("± stderr", "too short
+to know", "always"), with the one rule that calls a value against a bound
+(:data:`Z_FINDING` standard errors).  Every sentence of a summary is built from these and
+the data; none is fixed text that the data could contradict.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from ...jsonable import to_jsonable
+
+Z_FINDING = 4.5  # standard errors: a difference smaller than this is "within error"
+
+
+def _progress(msg: str) -> None:
+    """One progress line on stderr (only when stderr is a terminal)."""
+    if sys.stderr.isatty():
+        print(f"[paper000] {msg}", file=sys.stderr, flush=True)
+
+
+def _jsonable(obj):
+    """Plain JSON for the tables (non-finite values become null)."""
+    return to_jsonable(obj, null_nonfinite=True)
+
+
+def _write_table(out: Path, name: str, rows: list[dict], meta: dict) -> None:
+    cols: list[str] = []
+    for r in rows:
+        for k in r:
+            if k not in cols:
+                cols.append(k)
+    with open(out / f"{name}.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=cols)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (json.dumps(_jsonable(v)) if isinstance(v, (list, dict, tuple)) else _jsonable(v))
+                        for k, v in r.items()})
+    with open(out / f"{name}.json", "w") as fh:
+        json.dump(_jsonable({"meta": meta, "rows": rows}), fh, indent=2)
+
+
+def _plt():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _save_figure(fig, out: Path, name: str) -> None:
+    """Lay ``fig`` out, write it to ``out/<name>.png`` (110 dpi) and close it."""
+    fig.tight_layout()
+    fig.savefig(out / f"{name}.png", dpi=110)
+    _plt().close(fig)
+
+
+def _fit_slope(x, y):
+    """Least-squares slope and intercept of log y against log x."""
+    lx, ly = np.log(np.asarray(x, float)), np.log(np.asarray(y, float))
+    if lx.size < 2 or np.ptp(lx) == 0:
+        return float("nan"), float("nan")
+    b, a = np.polyfit(lx, ly, 1)
+    return float(b), float(a)
+
+
+def _fmt(x, digits=3):
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "—"
+    if isinstance(x, str):
+        return x
+    return f"{x:.{digits}g}"
+
+
+def _bound_verdict(value, stderr, reliable, bound) -> str:
+    """``value`` against a lower ``bound``: "meets", "within error", "below", or "too short
+    to know" when the error bar is not reliable and the value is below the bound."""
+    if value >= bound:
+        return "meets"
+    if not reliable or not math.isfinite(stderr):
+        return "too short to know"
+    return "within error" if bound - value <= Z_FINDING * stderr else "below"
+
+
+def _pm(value, stderr, reliable, digits=3, share=False) -> str:
+    """``value ± stderr``, or ``value (too short to know)`` when the error bar is not reliable;
+    with ``share``, a time share of exactly 0 or 1 reads "never" or "always" (a fact of the run)."""
+    if value is None:
+        return "—"
+    if share and value in (0.0, 1.0):
+        return f"{value:.0f} (never)" if value == 0.0 else f"{value:.0f} (always)"
+    if reliable and stderr is not None and math.isfinite(stderr):
+        return f"{value:.{digits}f} ± {stderr:.1g}"
+    return f"{value:.{digits}f} (too short to know)"
+
+
+def _mean_max_cell(r) -> str:
+    """The mean maximum ± its error, or "m (always)" when the maximum never left ``m``."""
+    if r.get("max_always"):
+        return f"{r['modal_max']} (always)"
+    return _pm(r["mean_max"], r["mean_max_stderr"], r["mean_max_reliable"])

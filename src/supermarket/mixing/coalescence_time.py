@@ -1,0 +1,425 @@
+"""Coalescence of a copy from a start with a stationary copy: τ, ``t_mix(1/4)``, the bounds.
+
+If ``τ`` is the first step at which a copy started from ``x`` equals a copy started from
+the stationary law (both under the sorted coupling of docs/model.md §2), then
+
+    d_TV(L(X_t^x), Π) <= P(τ > t)
+
+so the 0.75-quantile of ``τ`` bounds ``t_mix(1/4)`` (docs/model.md §2, §6).  The paper-000
+orders (docs/model.md §6, constants taken as 1) come from :mod:`supermarket.theory`
+(:func:`start_bounds`).  A copy that has not coalesced within the step budget is
+*censored*: it is counted and reported as such, never as a number; quantiles get
+distribution-free order-statistic intervals (:func:`order_statistic_ci`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from .. import theory
+from .._results import fmt as _fmt, pyplot, save_figure, text_table
+from ..engines.rng import state_from_seed_sequence
+from ..model import (Params, check_int, check_positive_int, spawn_seeds, as_seed_sequence,
+                     check_fraction)
+from ..states import parse_start, start_counts
+from ..stats import replication_error
+from .coupling import (MAX_STEPS, _Chains, _check_steps, _check_work, _counts, _map, _start_label,
+                       _workers)
+
+__all__ = ["MixingResult", "coalescence", "order_statistic_ci", "start_bounds", "BURN_IN_FACTOR"]
+
+
+def start_bounds(n, d, lam, start) -> dict:
+    """The paper-000 orders for a start (docs/model.md §6, constants taken as 1), in steps.
+
+    ``upper``: ``k d^{k−1} n log n`` (from a good state); ``lower``: ``d^{k−1} n``;
+    ``lower_start``: the start's own lower bound, ``(1−λ)^{−1} g n`` for ``customers:g``,
+    ``ℓ n`` for ``long:ℓ``, else ``d^{k−1} n``.  ``None`` where undefined (``d = 1``).
+
+    Parameters
+    ----------
+    n, d, lam : int, int, float
+        Servers, choices and load (docs/model.md §1).
+    start : str or array_like
+        A start spec (:mod:`supermarket.states`).
+
+    Returns
+    -------
+    dict
+        ``{"k", "upper", "lower", "lower_start"}``.
+
+    Raises
+    ------
+    ValueError
+        Bad parameters (named).
+
+    Examples
+    --------
+    >>> b = start_bounds(100, 2, 0.9, "good")
+    >>> b["k"], b["lower"]
+    (4, 800.0)
+    """
+    p = Params(n, d, lam)
+    name, val = parse_start(start) if isinstance(start, str) else ("array", None)
+    out = {"k": None, "upper": None, "lower": None, "lower_start": None}
+    if p.d >= 2:
+        mb = theory.mixing_bounds(p.n, p.d, lam)
+        out.update(k=mb.k, upper=mb.upper_steps, lower=mb.lower_steps, lower_start=mb.lower_steps)
+    if name == "customers" and val:
+        out["lower_start"] = theory.mixing_lower_customers(p.n, p.lam, val)
+    elif name == "long":
+        out["lower_start"] = theory.mixing_lower_long(p.n, val)
+    return out
+
+
+BURN_IN_FACTOR = 10
+
+
+def _default_burn_in(p: Params) -> int:
+    """Steps for the stationary copy: 10 × the upper order ``k d^{k−1} n log n`` (d >= 2);
+    for d = 1, 20 relaxation times ``(1−√λ)^{−2}`` of an M/M/1 queue (docs/model.md §6, §7)."""
+    if p.d >= 2:
+        up = theory.mixing_bounds(p.n, p.d, p.lam).upper_steps
+        return int(min(max(BURN_IN_FACTOR * up, 20 * p.n), MAX_STEPS))
+    relax = 1.0 / (1.0 - math.sqrt(p.lam)) ** 2
+    return int(min(20 * relax * p.n * (1 + p.lam), MAX_STEPS))
+
+
+def _default_budget(p: Params, start) -> int:
+    """Default step budget: 20 × (burn-in + the start's own lower order × (1+λ))."""
+    b = start_bounds(p.n, p.d, p.lam, start) if p.d >= 2 or isinstance(start, str) else {}
+    extra = (b.get("lower_start") or 0.0) * (1 + p.lam)
+    return int(min(20 * (_default_burn_in(p) + extra), MAX_STEPS))
+
+
+# --------------------------------------------------------------------------- statistics
+def order_statistic_ci(sample, q, level=0.95):
+    """Distribution-free confidence interval for the ``q``-quantile from order statistics.
+
+    ``sample`` may contain ``inf`` (censored values, all larger than every observed one:
+    the Kaplan–Meier estimate with a common censoring time).  Returns
+    ``(estimate, low, high)``: ``inf`` where the order statistic is censored, ``None``
+    where its rank falls outside the sample (too few replications for that confidence).
+
+    Parameters
+    ----------
+    sample : array_like
+        Observations (``inf`` for censored ones).
+    q : float
+        The quantile, in ``(0, 1)``.
+    level : float, default 0.95
+        Confidence of the interval (binomial ranks).
+
+    Returns
+    -------
+    (estimate, low, high)
+
+    Raises
+    ------
+    ValueError
+        An empty ``sample`` or ``q`` outside ``(0, 1)``.
+
+    Examples
+    --------
+    >>> order_statistic_ci(range(1, 21), 0.5)
+    (10.0, 6.0, 15.0)
+    """
+    x = np.sort(np.asarray(sample, dtype=float))
+    R = x.size
+    if R == 0:
+        raise ValueError("empty sample")
+    q = check_fraction("q", q, low=0.0, high=1.0, low_open=True, high_open=True)
+    est = x[min(max(math.ceil(q * R), 1), R) - 1]
+    a = (1 - level) / 2
+    lo_rank = int(stats.binom.ppf(a, R, q))  # P(B <= lo_rank - 1) <= a
+    hi_rank = int(stats.binom.ppf(1 - a, R, q)) + 1
+    low = float(x[lo_rank - 1]) if lo_rank >= 1 else None
+    high = float(x[hi_rank - 1]) if hi_rank <= R else None
+    return float(est), low, high
+
+
+CENSORED = "censored"
+UNBOUNDED = "unbounded"
+
+
+def _label(x, *, low=False):
+    """A statistic for output: a float, ``"censored"`` (beyond the step budget) or, for a
+    confidence limit whose rank falls outside the sample, 0 (lower) / ``"unbounded"``."""
+    if x is None:
+        return 0.0 if low else UNBOUNDED
+    if not math.isfinite(x):
+        return CENSORED
+    return float(x)
+
+
+def _num(x):
+    """A statistic as a float, or None when censored / unbounded."""
+    return float(x) if isinstance(x, (int, float)) and math.isfinite(x) else None
+
+
+def _summary(taus: np.ndarray, budget: float, level=0.95) -> dict:
+    """Summary of coalescence times (censored = inf): mean (a lower bound, computed with
+    censored times set to the budget, when any is censored) with a t-interval, median,
+    q75 and q90 with order-statistic intervals; statistics beyond the budget are
+    ``"censored"``."""
+    R = taus.size
+    cens = ~np.isfinite(taus)
+    nc = int(cens.sum())
+    filled = np.where(cens, float(budget), taus)
+    err = replication_error(filled)  # Student t on R − 1 degrees of freedom
+    mean = err.mean
+    half = err.half_width(level) if R > 1 else math.inf
+    out = {"mean": mean, "mean_is_lower_bound": nc > 0,
+           "ci": [max(mean - half, 0.0), CENSORED if nc else (mean + half if R > 1 else UNBOUNDED)]}
+    for name, q in (("median", 0.5), ("q75", 0.75), ("q90", 0.9)):
+        est, lo, hi = order_statistic_ci(taus, q, level)
+        out[name] = _label(est)
+        out[f"{name}_ci"] = [_label(lo, low=True), CENSORED if hi is None and nc else _label(hi)]
+    out["censored"] = nc
+    return out
+
+
+
+def _coalescence_task(args):
+    n, d, lam, replace, counts, burn_in, budget, ss = args
+    p = Params(n, d, lam, replace=replace)
+    rng = state_from_seed_sequence(ss)
+    stat = _Chains(p, [start_counts(n, d, lam, "fixed-point")])
+    stat.run(burn_in, rng)
+    pair = _Chains(p, [stat.c[0, :stat.top[0]].copy(), counts])
+    pair.run(budget, rng, stop_when_coalesced=True)
+    t = int(pair.tau[1])
+    return (t if t >= 0 else -1), pair.increases
+
+
+# --------------------------------------------------------------------------- coalescence
+@dataclass(frozen=True)
+class MixingResult:
+    """Coalescence of a copy from ``start`` with a stationary copy (docs/model.md §2, §6).
+
+    ``taus``: one entry per replication, the coalescence step or ``None`` (censored: not
+    within ``max_steps``).  ``steps``: summary in steps (``mean`` is a lower bound when any
+    replication is censored; quantiles are ``None`` when censored); ``time``: the same in
+    time units (steps / (n(1+λ))).  ``tmix_steps``: the 0.75-quantile of τ, an upper bound
+    for ``t_mix(1/4)`` since ``d_TV(t) <= P(τ > t)``; ``tmix_ci``: its 95% order-statistic
+    interval.  ``bounds``: the paper-000 orders (constants 1) for this start.
+    Result protocol: :meth:`to_dict`, :meth:`to_frame`, :meth:`summary`, :meth:`plot`.
+
+    Examples
+    --------
+    >>> r = coalescence(20, 2, 0.5, replications=10, seed=1, workers=1)
+    >>> r.censored, len(r.to_frame())
+    (0, 10)
+    """
+
+    params: Params
+    start: str
+    replications: int
+    max_steps: int
+    burn_in: int
+    taus: tuple
+    steps: dict
+    time: dict
+    bounds: dict
+    increases: int
+    seed_entropy: int
+
+    @property
+    def censored(self) -> int:
+        return self.steps["censored"]
+
+    @property
+    def tmix_steps(self):
+        """0.75-quantile of τ in steps (None when censored)."""
+        return _num(self.steps["q75"])
+
+    def to_dict(self) -> dict:
+        p = self.params
+        u = p.n * (1.0 + p.lam)
+        b = self.bounds
+
+        def t(x):
+            return None if x is None else x / u
+
+        keep = ("mean", "mean_is_lower_bound", "ci", "median", "median_ci", "q75", "q75_ci", "q90", "q90_ci")
+        return {
+            "params": p.to_dict(), "start": self.start, "replications": self.replications,
+            "max_steps": self.max_steps, "burn_in_steps": self.burn_in,
+            "steps_per_time_unit": u, "k": b["k"],
+            "censored": self.censored,
+            "coalescence_steps": {key: self.steps[key] for key in keep},
+            "coalescence_time": {key: self.time[key] for key in keep},
+            "tmix_steps": self.steps["q75"], "tmix_ci_steps": self.steps["q75_ci"],
+            "tmix_time": self.time["q75"], "tmix_ci_time": self.time["q75_ci"],
+            "bound_upper_steps": b["upper"], "bound_lower_steps": b["lower_start"],
+            "bound_lower_good_steps": b["lower"],
+            "bound_upper_time": t(b["upper"]), "bound_lower_time": t(b["lower_start"]),
+            "bound_lower_good_time": t(b["lower"]),
+            "tmix_note": "t_mix(1/4) <= 0.75-quantile of the coalescence time, since d_TV(t) <= P(tau > t) "
+                         "(docs/model.md §2)",
+            "bounds_note": "paper 000 orders (docs/model.md §6), constants taken as 1; the upper "
+                           "order holds from a good state",
+            "coupling_increases": self.increases,
+            "taus": [CENSORED if x is None else x for x in self.taus],
+        }
+
+    def to_frame(self):
+        """One row per replication: ``replication``, ``tau_steps``, ``tau_time`` (NaN when
+        censored), ``censored``.
+
+        Examples
+        --------
+        >>> r = coalescence(30, 2, 0.5, replications=3, seed=1, workers=1)
+        >>> r.to_frame().shape
+        (3, 4)
+        """
+        import pandas as pd
+
+        u = self.params.n * (1.0 + self.params.lam)
+        steps = np.array([np.nan if t is None else float(t) for t in self.taus])
+        return pd.DataFrame({"replication": np.arange(self.replications), "tau_steps": steps,
+                             "tau_time": steps / u, "censored": np.isnan(steps)})
+
+    def summary(self) -> str:
+        """The text ``supermarket mixing`` prints: τ's mean, median, q90 and the bound
+        ``t_mix(1/4) <= q75`` with 95% intervals, and the paper-000 orders.
+
+        Examples
+        --------
+        >>> r = coalescence(30, 2, 0.5, replications=3, seed=1, workers=1)
+        >>> r.summary().splitlines()[0]
+        'supermarket mixing  n=30  d=2  λ=0.5  from fixed-point  replications=3  k=1'
+        """
+        out = self.to_dict()
+        p = self.params
+        lines = [f"supermarket mixing  n={p.n}  d={p.d}  λ={p.lam:g}  from {self.start}  "
+                 f"replications={self.replications}  k={out['k']}",
+                 f"stationary copy: rounded fixed point after {self.burn_in} steps; budget {self.max_steps} "
+                 f"steps per pair; {out['steps_per_time_unit']:.6g} steps = 1 time unit", ""]
+        s, u = out["coalescence_steps"], out["coalescence_time"]
+
+        def ci(pair):
+            return f"[{_fmt(pair[0])}, {_fmt(pair[1])}]"
+
+        rows = [["mean (lower bound: censored)" if s["mean_is_lower_bound"] else "mean", _fmt(s["mean"]),
+                 ci(s["ci"]), _fmt(u["mean"]), ci(u["ci"])]]
+        for key in ("median", "q90"):
+            rows.append([key, _fmt(s[key]), ci(s[key + "_ci"]), _fmt(u[key]), ci(u[key + "_ci"])])
+        rows.append(["t_mix(1/4) ≤ q75", _fmt(out["tmix_steps"]), ci(out["tmix_ci_steps"]),
+                     _fmt(out["tmix_time"]), ci(out["tmix_ci_time"])])
+        lines.append(text_table(["", "steps", "95% CI (steps)", "time units", "95% CI (time)"], rows,
+                                title="Coalescence time τ (sorted coupling, docs/model.md §2)"))
+        if self.censored:
+            lines.append(f"{self.censored} of {self.replications} pairs did not coalesce within "
+                         f"{self.max_steps} steps (censored)")
+        b = [["upper k d^(k−1) n log n (from a good state)", _fmt(out["bound_upper_steps"]),
+              _fmt(out["bound_upper_time"])],
+             ["lower d^(k−1) n", _fmt(out["bound_lower_good_steps"]), _fmt(out["bound_lower_good_time"])]]
+        if out["bound_lower_steps"] != out["bound_lower_good_steps"]:
+            b.append([f"lower from {self.start}", _fmt(out["bound_lower_steps"]), _fmt(out["bound_lower_time"])])
+        lines += ["", text_table(["bound", "steps", "time units"], b,
+                                 title="Paper 000 orders (docs/model.md §6, constants taken as 1)")]
+        return "\n".join(lines)
+
+    def plot(self, path=None):
+        """The empirical survival ``P(τ > t)`` (an upper bound for ``d_TV(t)``) in time units,
+        with ``q75`` and the paper-000 orders; saved at ``path`` when given.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+        """
+        plt = pyplot()
+
+        u = self.params.n * (1.0 + self.params.lam)
+        t = np.sort(np.array([np.inf if x is None else x / u for x in self.taus]))
+        fig, ax = plt.subplots(figsize=(6, 4))
+        finite = t[np.isfinite(t)]
+        surv = 1.0 - np.arange(1, finite.size + 1) / t.size
+        ax.step(np.concatenate([[0.0], finite]), np.concatenate([[1.0], surv]), where="post",
+                label="P(τ > t) (empirical)")
+        ax.axhline(0.25, color="grey", lw=0.8, ls=":")
+        for key, label in (("bound_upper_time", "upper order"), ("bound_lower_time", "lower order")):
+            v = self.to_dict()[key]
+            if v is not None:
+                ax.axvline(v, ls="--", lw=0.8, label=label)
+        ax.set_xlabel("time units")
+        ax.set_ylabel("P(τ > t) ≥ d_TV(t)")
+        ax.set_title(f"coalescence from {self.start}: n={self.params.n}, d={self.params.d}, λ={self.params.lam:g}")
+        ax.legend()
+        plt.close(fig)
+        return save_figure(fig, path)
+
+
+def coalescence(n, d, lam, *, start="good", replications=100, seed=0, max_steps=None,
+                burn_in=None, replace=True, workers=None, client=None, progress=None) -> MixingResult:
+    """Coalescence time of a copy started at ``start`` with a stationary copy.
+
+    The stationary copy starts at the rounded fixed point and runs ``burn_in`` steps alone
+    (default: 10 × ``k d^{k−1} n log n``); then both run under the sorted coupling until
+    they are equal or ``max_steps`` steps have passed (default: 20 × (burn-in + the
+    start's own lower order × (1+λ))).  Replication ``r`` uses child ``r`` of ``seed``;
+    results do not depend on ``workers`` (default: all cores; 1 runs in this process).
+
+    Parameters
+    ----------
+    n, d, lam : int, int, float
+        Servers, choices and load (docs/model.md §1).
+    start : str or array_like, default "good"
+        Start spec of the non-stationary copy (:mod:`supermarket.states`).
+    replications : int, default 100
+    seed : int or numpy.random.SeedSequence, default 0
+    max_steps, burn_in : int, optional
+        Step budget and burn-in (defaults above).
+    replace : bool, default True
+    workers : int, optional
+    client : dask.distributed.Client, optional
+        Run the replications on this cluster instead.
+    progress : callable, optional
+        Called as replications finish.
+
+    Returns
+    -------
+    MixingResult
+
+    Raises
+    ------
+    ValueError
+        Bad parameters (named), or a burn-in beyond the work limit (the message gives the
+        estimate).
+
+    Examples
+    --------
+    >>> r = coalescence(20, 2, 0.5, replications=10, seed=1, workers=1)
+    >>> r.steps["mean"] > 0 and r.steps["censored"] == 0
+    True
+    """
+    p = Params(n, d, lam, replace=replace)
+    replications = check_positive_int("replications", replications, maximum=10**7)
+    label = _start_label(start)
+    counts = _counts(p, start)
+    burn = _default_burn_in(p) if burn_in is None else _check_steps("burn_in", burn_in)
+    budget = _default_budget(p, start) if max_steps is None else check_int(
+        "max_steps", max_steps, minimum=1, maximum=MAX_STEPS)
+    option = ("pass a smaller --burn-in (burn_in=) or fewer --replications" if burn_in is None
+              else "lower burn_in, n or replications")
+    label_b = "the default burn-in of 10 × k d^(k−1) n log n" if burn_in is None else "burn_in"
+    _check_work(float(replications) * burn, f"{label_b} = {burn:.3g} steps per stationary copy × "
+                f"{replications} replication(s)", option, _workers(workers, replications))
+    root = as_seed_sequence(seed)
+    seeds = spawn_seeds(root, replications)
+    tasks = [(p.n, p.d, p.lam, p.replace, counts, burn, budget, ss) for ss in seeds]
+    out = _map(_coalescence_task, tasks, workers, client, progress)
+    taus = np.array([t if t >= 0 else math.inf for t, _ in out], dtype=float)
+    s = _summary(taus, budget)
+    u = p.n * (1.0 + p.lam)
+    tu = _summary(taus / u, budget / u)
+    bounds = start_bounds(p.n, p.d, p.lam, start) if isinstance(start, str) else start_bounds(p.n, p.d, p.lam, "good")
+    return MixingResult(params=p, start=label, replications=replications, max_steps=budget,
+                        burn_in=burn, taus=tuple(None if not math.isfinite(t) else int(t) for t in taus),
+                        steps=s, time=tu, bounds=bounds, increases=sum(i for _, i in out),
+                        seed_entropy=int(root.entropy) if isinstance(root.entropy, int) else 0)

@@ -1,0 +1,422 @@
+"""Coupled copies of the profile chain under the sorted coupling (docs/model.md §2).
+
+The driver every mixing measurement runs on: :class:`_Chains` holds the counts of M copies
+driven by the same random numbers (one sorted position per event) and calls the kernel of
+:mod:`supermarket.engines.coupling` in chunks; :func:`coupled_run` exposes it
+(→ :class:`CoupledRun`).  Also here: the start specs' memory check, the up-front work
+estimate (:class:`MixingWarning`) and the thread/Dask map used by
+:mod:`.coalescence_time` and :mod:`.tv`.
+
+Steps are steps of the uniformized discrete chain; ``n(1+λ)`` steps are one unit of
+continuous time (docs/model.md §1).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import parallel, theory
+from .._results import human_seconds, pyplot, save_figure, text_table
+from ..engines import coupling as _k
+from ..engines.rng import state_from_seed_sequence
+from ..model import Params, check_int, check_positive_int, as_seed_sequence
+from ..states import parse_start, start_counts
+
+__all__ = ["CoupledRun", "coupled_run", "MixingWarning", "MAX_LEVELS", "MAX_STEPS"]
+
+#: Largest start level accepted (``customers:G`` needs G levels, ``long:L`` needs L): the
+#: per-copy arrays hold one int64 per level, so this keeps a copy under 16 MiB.
+MAX_LEVELS = 2_000_000
+#: Largest step budget accepted (about an hour of kernel time).
+MAX_STEPS = 10**12
+#: Steps per kernel call: a call lasts well under a second, so Ctrl-C is honoured promptly
+#: and every thread checks for a stop request between calls (results do not depend on it).
+CHUNK_STEPS = 1 << 20
+#: Rough speed of the coupling kernel (steps of one pair per second on one core), used
+#: only for the up-front estimates below.
+STEPS_PER_SECOND = 1.5e7
+#: Refuse a run whose certain work (burn-in of every stationary copy) exceeds this many
+#: steps (about a day at the speed above); warn above WARN_STEPS.
+REFUSE_STEPS = 10**12
+WARN_STEPS = 10**9
+
+
+class MixingWarning(UserWarning):
+    """A mixing run that will take long (the estimate is in the message).
+
+    Issued (not raised) before the run starts, when the estimated number of coupled steps
+    exceeds the warning threshold; above the refusal threshold a ``ValueError`` is raised
+    instead.  Silence it with the :mod:`warnings` filters.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> issubclass(MixingWarning, UserWarning)
+    True
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", MixingWarning)   # accept long runs silently
+    ...     warnings.warn("about 1e12 coupled steps", MixingWarning)
+    """
+
+
+_hms = human_seconds
+
+
+def _check_work(certain_steps: float, what: str, option: str, workers: int = 1) -> None:
+    """Refuse (ValueError) or warn (MixingWarning) up front with the estimated run time."""
+    secs = certain_steps / (STEPS_PER_SECOND * max(workers, 1))
+    msg = (f"{what}: about {certain_steps:.3g} coupled steps in all, at least {_hms(secs)} at "
+           f"{STEPS_PER_SECOND:.2g} steps/s per core on {max(workers, 1)} core(s)")
+    if certain_steps > REFUSE_STEPS:
+        raise ValueError(f"{msg}; refused (more than {REFUSE_STEPS:.0e} steps): {option}")
+    if certain_steps > WARN_STEPS:
+        warnings.warn(f"{msg}; {option} to shorten it", MixingWarning, stacklevel=3)
+LEVEL_SLACK = 8  # free levels above the start's top when arrays are first allocated
+
+
+# --------------------------------------------------------------------------- starts
+def _start_levels(start) -> int | None:
+    """Levels a start spec needs, without building it (None for arrays)."""
+    name, val = parse_start(start)
+    if name in ("customers", "long"):
+        return val
+    return None
+
+
+def _counts(p: Params, start) -> np.ndarray:
+    """Counts c_1.. of a start, with a clear error when it would not fit in memory."""
+    need = _start_levels(start)
+    if need is not None and need > MAX_LEVELS:
+        raise ValueError(f"start {start!r} needs {need} levels, more than the supported {MAX_LEVELS} "
+                         f"(memory of the counts arrays); use a smaller value")
+    return start_counts(p.n, p.d, p.lam, start)
+
+
+def _start_label(start) -> str:
+    if isinstance(start, str):
+        name, val = parse_start(start)
+        return name if val is None else f"{name}:{val}"
+    return "array"
+
+
+# --------------------------------------------------------------------------- kernel driver
+def _empty(shape, dtype):
+    return np.zeros(shape, dtype=dtype)
+
+
+class _Chains:
+    """Arrays of M coupled copies and the loop that grows them when a queue outgrows them."""
+
+    def __init__(self, p: Params, counts: list[np.ndarray], *, time_average=False,
+                 track_max=False, record_every=0, records=0, record_levels=0):
+        self.p = p
+        M = len(counts)
+        L = max([len(c) for c in counts] + [1]) + LEVEL_SLACK
+        self.c = np.zeros((M, L), dtype=np.int64)
+        for m, cm in enumerate(counts):
+            self.c[m, :len(cm)] = cm
+        self.top = np.array([int(np.count_nonzero(cm)) for cm in counts], dtype=np.int64)
+        self.dist = np.array([int(np.abs(self.c[m] - self.c[0]).sum()) for m in range(M)], dtype=np.int64)
+        self.tau = np.where(self.dist == 0, 0, -1).astype(np.int64)
+        self.time_average = time_average
+        self.track_max = track_max
+        self.area = _empty((M, L if time_average else 0), np.float64)
+        self.last = _empty((M, L if time_average else 0), np.int64)
+        self.top_time = _empty((M, L + 1 if track_max else 0), np.float64)
+        self.record_every = int(record_every)
+        self.rec_total = _empty((M, records), np.int64)
+        self.rec_dist = _empty((M, records), np.int64)
+        self.rec_c = _empty((M, records, record_levels), np.int64)
+        self.rec_count = np.zeros(1, dtype=np.int64)
+        self.step = 0
+        self.increases = 0
+        self.mismatches = 0
+
+    def _grow(self):
+        M, L = self.c.shape
+        L2 = 2 * L
+        if L2 > 4 * MAX_LEVELS:
+            raise ValueError(f"a queue grew beyond {4 * MAX_LEVELS} customers; the load is too "
+                             "high for this step budget")
+
+        def widen(a, width):
+            b = np.zeros((a.shape[0], width), dtype=a.dtype)
+            b[:, :a.shape[1]] = a
+            return b
+
+        self.c = widen(self.c, L2)
+        if self.time_average:
+            self.area = widen(self.area, L2)
+            last = np.full((M, L2), self.step, dtype=np.int64)  # new levels start now (value 0)
+            last[:, :L] = self.last
+            self.last = last
+        if self.track_max:
+            self.top_time = widen(self.top_time, L2 + 1)
+
+    def run(self, steps: int, rng, *, stop_when_coalesced=False, check=False):
+        """Advance by ``steps`` steps (or until every copy equals copy 0), in kernel calls of
+        at most ``CHUNK_STEPS`` steps; between calls a KeyboardInterrupt can arrive and
+        :func:`supermarket.parallel.check_stop` is called.  ``rng``: xoshiro256** state."""
+        p = self.p
+        target = self.step + int(steps)
+        p_arrival = p.lam / (1.0 + p.lam)
+        while True:
+            parallel.check_stop()
+            upto = min(target, self.step + CHUNK_STEPS)
+            status, step, inc, mis = _k.run_coupled(
+                self.c, self.top, self.dist, self.tau, p.n, p.d, p_arrival, p.replace,
+                self.step, upto, rng, stop_when_coalesced, self.area, self.last,
+                self.top_time, self.record_every, self.rec_total, self.rec_dist, self.rec_c,
+                self.rec_count, check)
+            self.step = int(step)
+            self.increases += int(inc)
+            self.mismatches += int(mis)
+            if status == _k.STATUS_GROW:
+                self._grow()
+                continue
+            if status == _k.STATUS_DONE and self.step < target:
+                continue
+            return status
+
+    def mean_profile(self, start_step: int) -> np.ndarray:
+        """Time-averaged counts / n over the states ``start_step .. step-1``."""
+        _k.flush_area(self.c, self.area, self.last, self.step)
+        span = max(self.step - start_step, 1)
+        return self.area / (span * self.p.n)
+
+
+# --------------------------------------------------------------------------- coupled_run
+@dataclass(frozen=True)
+class CoupledRun:
+    """Copies of the chain driven by the sorted coupling (docs/model.md §2).
+
+    ``tau[m]``: first step at which copy ``m`` equalled copy 0 (``None``: censored, not
+    within ``steps``).  ``distance[m]``: final L1 distance to copy 0.  ``increases``: how
+    often a distance increased (0 under the coupling).  ``mismatches``: with ``check``, how
+    often the incremental distance differed from a recomputation.  ``mean_profile`` (M, L):
+    time-averaged ``u_i`` of each copy (with ``time_average``); ``max_queue_share`` (M, L+1):
+    fraction of steps with maximum queue length ``j`` (with ``track_max``).
+    ``records_total`` / ``records_distance`` (M, T): total customers and distance at steps
+    ``record_every·(1..T)``; ``records_counts`` (M, T, K): ``c_1..c_K`` at those steps.
+    Result protocol: :meth:`to_dict`, :meth:`to_frame`, :meth:`summary`.
+
+    Examples
+    --------
+    >>> r = coupled_run(20, 2, 0.5, ["fixed-point", "empty"], steps=2000, seed=1, stop_when_coalesced=True)
+    >>> r.tau[1] is not None, r.increases
+    (True, 0)
+    """
+
+    params: Params
+    steps: int
+    tau: tuple
+    distance: tuple
+    increases: int
+    mismatches: int
+    final_counts: tuple
+    record_every: int
+    records_total: np.ndarray | None = field(default=None, repr=False)
+    records_distance: np.ndarray | None = field(default=None, repr=False)
+    records_counts: np.ndarray | None = field(default=None, repr=False)
+    mean_profile: np.ndarray | None = field(default=None, repr=False)
+    max_queue_share: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def time(self) -> float:
+        """``steps`` in time units (``steps / (n(1+λ))``)."""
+        return theory.steps_to_time(self.steps, self.params.n, self.params.lam)
+
+    def to_dict(self) -> dict:
+        out = {"params": self.params.to_dict(), "steps": self.steps, "time": self.time,
+               "tau": ["censored" if t is None else t for t in self.tau],
+               "distance": list(self.distance), "increases": self.increases,
+               "mismatches": self.mismatches,
+               "final_counts": [c.tolist() for c in self.final_counts]}
+        if self.mean_profile is not None:
+            out["mean_profile"] = self.mean_profile.tolist()
+        if self.max_queue_share is not None:
+            out["max_queue_share"] = self.max_queue_share.tolist()
+        return out
+
+    def to_frame(self):
+        """One row per copy: ``copy``, ``tau_steps`` (NaN: censored), ``censored``, ``distance``.
+
+        Examples
+        --------
+        >>> r = coupled_run(20, 2, 0.5, ["fixed-point", "empty"], steps=2000, seed=1)
+        >>> list(r.to_frame().columns)
+        ['copy', 'tau_steps', 'censored', 'distance', 'total_customers']
+        """
+        import pandas as pd
+
+        return pd.DataFrame({
+            "copy": np.arange(len(self.tau)),
+            "tau_steps": [np.nan if t is None else float(t) for t in self.tau],
+            "censored": [t is None for t in self.tau],
+            "distance": list(self.distance),
+            # c_i = number of queues with at least i customers, so their sum is ‖x‖₁
+            "total_customers": [int(np.sum(c)) for c in self.final_counts],
+        })
+
+    def summary(self) -> str:
+        """The copies' coalescence steps and final distances to copy 0, as text.
+
+        Examples
+        --------
+        >>> r = coupled_run(20, 2, 0.5, ["fixed-point", "empty"], steps=2000, seed=1)
+        >>> r.summary().splitlines()[0]
+        'coupled run: n=20 d=2 λ=0.5, 2 copies, 2000 steps (≈ 66.67 time units)'
+        """
+        p = self.params
+        head = (f"coupled run: n={p.n} d={p.d} λ={p.lam:g}, {len(self.tau)} copies, {self.steps} steps "
+                f"(≈ {self.time:.4g} time units)")
+        rows = [[str(m), "censored" if t is None else str(t), str(dist)]
+                for m, (t, dist) in enumerate(zip(self.tau, self.distance))]
+        tail = f"distance increases under the coupling: {self.increases}"
+        return "\n".join([head, text_table(["copy", "τ (steps)", "L1 distance"], rows), tail])
+
+    def plot(self, path=None):
+        """Total customers of each copy and L1 distance to copy 0 against steps (needs
+        ``record_every``); saved at ``path`` when given.
+
+        Parameters
+        ----------
+        path : str or path-like, optional
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+
+        Raises
+        ------
+        ValueError
+            Nothing was recorded (``record_every=0``).
+
+        Examples
+        --------
+        >>> r = coupled_run(20, 2, 0.5, ["fixed-point", "empty"], steps=200, seed=1, record_every=10)
+        >>> [ax.get_ylabel() for ax in r.plot().axes]
+        ['total customers', 'L1 distance to copy 0']
+        """
+        if self.records_total is None:
+            raise ValueError("record_every: nothing was recorded; run coupled_run with record_every >= 1")
+        plt = pyplot()
+        x = self.record_every * np.arange(1, self.records_total.shape[1] + 1)
+        fig, (a0, a1) = plt.subplots(1, 2, figsize=(10, 3.6))
+        for m in range(self.records_total.shape[0]):
+            a0.plot(x, self.records_total[m], lw=0.8, label=f"copy {m}")
+            if m:
+                a1.plot(x, self.records_distance[m], lw=0.8, label=f"copy {m}")
+        a0.set_ylabel("total customers")
+        a1.set_ylabel("L1 distance to copy 0")
+        for ax in (a0, a1):
+            ax.set_xlabel("step")
+            ax.legend(fontsize=7)
+        fig.tight_layout()
+        plt.close(fig)
+        return save_figure(fig, path)
+
+
+def _check_steps(name, steps):
+    return check_int(name, steps, minimum=0, maximum=MAX_STEPS)
+
+
+def coupled_run(n, d, lam, starts, *, steps, seed=0, replace=True, burn_in=0,
+                stop_when_coalesced=False, record_every=0, record_levels=0,
+                time_average=False, track_max=False, check=False) -> CoupledRun:
+    """Run copies of the chain from ``starts`` (a list of start specs, see
+    :mod:`supermarket.states`; copy 0 first) under the sorted coupling for ``steps`` steps.
+
+    ``burn_in``: steps that copy 0 runs alone first (its own random numbers), so that copy
+    0 can stand for the stationary law.  ``stop_when_coalesced``: stop once every copy
+    equals copy 0.  ``record_every``: record total customers and distances every so many
+    steps (and ``c_1..c_{record_levels}``).  ``time_average``: time-averaged profile;
+    ``track_max``: time share of each maximum queue length.  ``check``: recompute the L1
+    distances after every step (debug mode, slow).
+
+    Parameters
+    ----------
+    n, d, lam : int, int, float
+        Servers, choices, load ``λ`` in ``(0, 1)`` (docs/model.md §1).
+    starts : list
+        One start spec per copy (``"empty"``, ``"fixed-point"``, ``"customers:g"``, …, or an
+        array of counts); copy 0 is the reference.
+    steps : int
+        Steps of the jump chain to run (at most ``MAX_STEPS``).
+    seed : int or numpy.random.SeedSequence, default 0
+    replace : bool, default True
+        Sample the ``d`` queues with replacement.
+    burn_in, stop_when_coalesced, record_every, record_levels, time_average, track_max, check
+        As above.
+
+    Returns
+    -------
+    CoupledRun
+
+    Raises
+    ------
+    TypeError
+        ``starts`` is not a list of start specs.
+    ValueError
+        Bad parameters (named), an empty ``starts`` or an unknown start spec.
+
+    Examples
+    --------
+    >>> r = coupled_run(20, 2, 0.5, ["fixed-point", "empty"], steps=2000, seed=1, stop_when_coalesced=True)
+    >>> r.distance  # every copy has met copy 0
+    (0, 0)
+    """
+    p = Params(n, d, lam, replace=replace)
+    if isinstance(starts, (str, np.ndarray)) or not hasattr(starts, "__len__"):
+        raise TypeError("starts must be a list of start specs (one per copy), e.g. ['fixed-point', 'empty']")
+    if len(starts) < 1:
+        raise ValueError("starts must name at least one copy")
+    steps = _check_steps("steps", steps)
+    burn_in = _check_steps("burn_in", burn_in)
+    record_every = check_int("record_every", record_every, minimum=0)
+    record_levels = check_int("record_levels", record_levels, minimum=0, maximum=1000)
+    counts = [_counts(p, s) for s in starts]
+    rng = state_from_seed_sequence(as_seed_sequence(seed))
+    if burn_in:
+        pre = _Chains(p, counts[:1])
+        pre.run(burn_in, rng)
+        counts[0] = pre.c[0, :pre.top[0]].copy()
+    records = steps // record_every if record_every else 0
+    ch = _Chains(p, counts, time_average=time_average, track_max=track_max,
+                 record_every=record_every, records=records, record_levels=record_levels)
+    ch.run(steps, rng, stop_when_coalesced=stop_when_coalesced, check=check)
+    T = int(ch.rec_count[0])
+    prof = ch.mean_profile(0) if time_average else None
+    share = ch.top_time / max(ch.step, 1) if track_max else None
+    return CoupledRun(
+        params=p, steps=ch.step,
+        tau=tuple(None if t < 0 else int(t) for t in ch.tau),
+        distance=tuple(int(x) for x in ch.dist), increases=ch.increases,
+        mismatches=ch.mismatches,
+        final_counts=tuple(ch.c[m, :ch.top[m]].copy() for m in range(len(counts))),
+        record_every=record_every,
+        records_total=ch.rec_total[:, :T] if records else None,
+        records_distance=ch.rec_dist[:, :T] if records else None,
+        records_counts=ch.rec_c[:, :T] if records and record_levels else None,
+        mean_profile=prof, max_queue_share=share)
+
+
+
+# --------------------------------------------------------------------------- workers
+def _workers(workers, jobs: int) -> int:
+    if workers is None:
+        workers = parallel.default_workers()
+    workers = check_positive_int("workers", workers)
+    return max(1, min(workers, jobs))
+
+
+def _map(fn, tasks, workers, client=None, progress=None):
+    """``fn`` over ``tasks`` in task order through :func:`supermarket.parallel.map_tasks`:
+    on ``client`` (Dask) when given, else on ``workers`` threads (the coupling kernels
+    release the GIL).  Each task draws only from its own seed, so the results do not depend
+    on the backend or on ``workers``."""
+    return parallel.map_tasks(fn, tasks, workers=_workers(workers, len(tasks)), client=client,
+                              backend="threads", progress=progress)

@@ -1,0 +1,162 @@
+"""How a sweep's rows become a tidy Arrow table and back (:func:`to_table`, :func:`table_rows`).
+
+Tidy Arrow columns (format 2): scalars are int64, float64, bool or string; arrays
+(profiles, standard errors, covariances) are Arrow ``list`` columns (nested for matrices);
+distributions keyed by integers (``max_queue_dist``) are ``map<int64, double>``; lists mixing
+numbers and labels (confidence limits such as ``[0.0, "unbounded"]``) are ``list<string>``;
+anything else irregular is JSON text, its column named in the schema metadata
+``supermarket.json_columns``.  pandas, Polars and DuckDB read the table directly.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .spec import FORMAT_VERSION
+
+__all__ = ["to_table", "table_rows", "JSON_COLUMNS_KEY", "FORMAT_KEY"]
+
+JSON_COLUMNS_KEY = b"supermarket.json_columns"
+FORMAT_KEY = b"supermarket.format"
+
+
+def _kind(x) -> str:
+    if isinstance(x, bool):
+        return "bool"
+    if isinstance(x, int):
+        return "int"
+    if isinstance(x, float):
+        return "float"
+    if isinstance(x, str):
+        return "str"
+    if isinstance(x, (list, tuple)):
+        return "list"
+    if isinstance(x, dict):
+        return "map"
+    return "other"
+
+
+def _no_null(t):
+    """The type with every null leaf replaced by float64 (an empty list is a list of numbers)."""
+    import pyarrow as pa
+
+    if pa.types.is_null(t):
+        return pa.float64()
+    if pa.types.is_list(t):
+        return pa.list_(_no_null(t.value_type))
+    return t
+
+
+def _label(x) -> str | None:
+    return None if x is None else (x if isinstance(x, str) else json.dumps(x))
+
+
+def _int_key(k):
+    if isinstance(k, bool):
+        return None
+    if isinstance(k, int):
+        return k
+    if isinstance(k, str) and k.strip().lstrip("-").isdigit():
+        return int(k)
+    return None
+
+
+def _column(vals: list):
+    """(pyarrow array, is_json) for one column's values."""
+    import pyarrow as pa
+
+    kinds = {_kind(x) for x in vals if x is not None}
+    if not kinds:
+        return pa.array(vals, type=pa.null()), False
+    if kinds <= {"bool"}:
+        return pa.array(vals, type=pa.bool_()), False
+    if kinds <= {"int"}:
+        return pa.array(vals, type=pa.int64()), False
+    if kinds <= {"int", "float"}:
+        return pa.array([None if x is None else float(x) for x in vals], type=pa.float64()), False
+    if kinds <= {"bool", "int", "float", "str"}:
+        return pa.array([_label(x) for x in vals], type=pa.string()), False
+    try:
+        if kinds == {"list"}:
+            arr = pa.array([None if x is None else list(x) for x in vals])
+            return arr.cast(_no_null(arr.type)), False
+        if kinds == {"map"}:
+            keys = [_int_key(k) for x in vals if x is not None for k in x]
+            as_int = all(k is not None for k in keys)
+            items = [None if x is None else [(_int_key(k) if as_int else str(k), y) for k, y in x.items()]
+                     for x in vals]
+            vtype = _no_null(pa.array([y for x in vals if x is not None for y in x.values()]).type)
+            return pa.array(items, type=pa.map_(pa.int64() if as_int else pa.string(), vtype)), False
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        pass
+    flat = kinds == {"list"} and all(x is None or all(_kind(y) in ("bool", "int", "float", "str") or y is None
+                                                      for y in x) for x in vals)
+    if flat:  # numbers mixed with labels ("censored", "unbounded")
+        return pa.array([None if x is None else [_label(y) for y in x] for x in vals],
+                        type=pa.list_(pa.string())), False
+    return pa.array([None if x is None else json.dumps(x) for x in vals], type=pa.string()), True
+
+
+def to_table(rows: list[dict], first: tuple = ()):
+    """A :class:`pyarrow.Table` from rows with possibly different keys (missing values are
+    null), columns ``first`` first and ``wall_seconds`` last, typed as the module doc says."""
+    import pyarrow as pa
+
+    cols: list[str] = []
+    seen = set()
+    for k in first:
+        if any(k in r for r in rows):
+            seen.add(k)
+            cols.append(k)
+    seen.add("wall_seconds")
+    for r in rows:
+        for k in r:
+            if k not in seen:
+                seen.add(k)
+                cols.append(k)
+    if any("wall_seconds" in r for r in rows):
+        cols.append("wall_seconds")
+    arrays, as_json = {}, []
+    for c in cols:
+        arrays[c], is_json = _column([r.get(c) for r in rows])
+        if is_json:
+            as_json.append(c)
+    meta = {FORMAT_KEY: str(FORMAT_VERSION).encode(), JSON_COLUMNS_KEY: json.dumps(as_json).encode()}
+    return pa.table(arrays).replace_schema_metadata(meta)
+
+
+def table_rows(table) -> list[dict]:
+    """Rows of a results table as plain Python: map columns as dicts, JSON columns decoded.
+
+    Parameters
+    ----------
+    table : pyarrow.Table
+        From :func:`read_results`.
+
+    Returns
+    -------
+    list of dict
+
+    Examples
+    --------
+    >>> import tempfile, pathlib; from supermarket.sweep import parse_sweep, read_results, run_sweep
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"; _ = run_sweep(parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = [2, 3]\\nload = 0.9\\n'), out, workers=1)
+    >>> [r["d"] for r in table_rows(read_results(out))]
+    [2, 3]
+    >>> import shutil; shutil.rmtree(out.parent)
+    """
+    import pyarrow as pa
+
+    meta = table.schema.metadata or {}
+    as_json = set(json.loads(meta.get(JSON_COLUMNS_KEY, b"[]")))
+    maps = {f.name for f in table.schema if pa.types.is_map(f.type)}
+    rows = table.to_pylist()
+    if maps or as_json:
+        for r in rows:
+            for c in maps:
+                if r.get(c) is not None:
+                    r[c] = dict(r[c])
+            for c in as_json:
+                if isinstance(r.get(c), str):
+                    r[c] = json.loads(r[c])
+    return rows
