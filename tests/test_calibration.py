@@ -40,22 +40,22 @@ def test_reliable_flag_is_off_when_the_start_is_not_forgotten():
     assert r["reliable"] == 0, r
 
 
-def _full_cases():
-    out = []
-    for c in cases():
-        if c.name.startswith("n=10000 d=20"):
-            # measured (M = 200): 5 runs called reliable, 3 covered: near the threshold a few
-            # runs are wrongly confident; a known limitation (docs/model.md §9)
-            out.append(pytest.param(c, marks=pytest.mark.xfail(strict=False, reason="near-threshold runs")))
-        else:
-            out.append(c)
-    return out
+def _confidently_wrong_ceiling(m: int, p: float = 0.05, z: float = 3.0) -> float:
+    """Most runs of m that may be called reliable *and* miss, at rate p (z s.d. above)."""
+    return m * p + z * math.sqrt(m * p * (1 - p))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", _full_cases(), ids=lambda c: c.name)
+@pytest.mark.parametrize("case", cases(), ids=lambda c: c.name)
 def test_calibration_full(case):
+    # Measured (M = 200, seed 2024; python tests/calibration.py 200): see docs/model.md §9.
     r = run_case(case, 200)
+    # In every case, short or long: at most about 5 % of all runs may be confident and wrong
+    # (near the threshold the few runs called reliable cover less often; this is the rate a
+    # user meets).  It was 2.5-4.5 % in the measured table.
+    assert r["reliable"] - r["covered"] <= _confidently_wrong_ceiling(r["M"]), r
+    if case.expect_reliable is None:
+        return
     if not case.expect_reliable:
         assert r["reliable"] <= 2, r  # the biased/too-short runs must decline (almost) always
         return
