@@ -456,15 +456,36 @@ def _one(p: Params, ss, t0, deadline, max_memory, stop):
         horizon *= 2
 
 
+def _job(p, ss, s, t0, deadline, max_time, max_memory, stop):
+    """Sample ``s`` (seed ``ss``): :func:`_one`, with running out of time as :class:`BudgetExceeded`."""
+    try:
+        return _one(p, ss, t0, deadline, max_memory, stop)
+    except _OutOfTime as exc:
+        what = "would not finish" if exc.predicted else "was being tried"
+        raise BudgetExceeded(f"sample {s} did not coalesce within max_time={max_time:g} s (the round "
+                             f"with horizon {exc.horizon / steps_per_time_unit(p.n, p.lam):.4g} time units "
+                             f"{what}); no approximate sample is returned") from None
+
+
+def _cluster_task(task):
+    """One sample as a task of :func:`supermarket.parallel.map_tasks` (a Dask worker): the
+    wall-clock deadline becomes this machine's ``perf_counter`` deadline after the kernels are
+    loaded, so compiling them does not eat the budget."""
+    p, ss, s, t0, wall_deadline, max_time, max_memory = task
+    _warm()
+    deadline = None if wall_deadline is None else time.perf_counter() + (wall_deadline - time.time())
+    return _job(p, ss, s, t0, deadline, max_time, max_memory, None)
+
+
 def sample(n, d, lam, *, samples=1, seed=0, replace=True, max_time=None, max_memory=None,
-           workers=1) -> PerfectResult:
+           workers=1, client=None) -> PerfectResult:
     """Exact samples from the stationary law of the (n, d, λ) supermarket chain.
 
     Dominated coupling from the past with random routing as the dominating process
     (docs/model.md §12): no burn-in, no truncation; each returned vector has exactly the
     stationary law of the sorted queue-lengths vector (up to double rounding of the
-    event probabilities).  Sample ``s`` uses child ``s`` of ``seed``, so results do not
-    depend on ``workers``.
+    event probabilities).  Sample ``s`` uses child ``s`` of ``seed`` on every backend, so the
+    samples do not depend on ``workers`` or ``client``.
 
     Parameters
     ----------
@@ -487,6 +508,11 @@ def sample(n, d, lam, *, samples=1, seed=0, replace=True, max_time=None, max_mem
         Memory budget of one sample in bytes (default 1 GiB).
     workers : int, optional
         Threads running samples in parallel (default 1).
+    client : dask.distributed.Client, optional
+        Run each sample as one task on this Dask cluster (:func:`supermarket.parallel.map_tasks`);
+        excludes ``workers`` > 1.  ``max_time`` is then measured on the workers' clocks against
+        the deadline set here (the machines' clocks are assumed synchronised), and a sample that
+        runs out of it stops the others.
 
     Returns
     -------
@@ -515,6 +541,11 @@ def sample(n, d, lam, *, samples=1, seed=0, replace=True, max_time=None, max_mem
         raise ValueError(f"n must be <= {MAX_N} for perfect sampling (memory of the sorted vectors); got {p.n}")
     S = check_positive_int("samples", samples)
     workers = check_positive_int("workers", workers)
+    if client is not None:
+        if not callable(getattr(client, "submit", None)):
+            raise TypeError(f"client must be a dask.distributed.Client (or None); got {type(client).__name__}")
+        if workers != 1:
+            raise ValueError("workers and client exclude each other (the cluster has its own workers)")
     if max_time is not None:
         max_time = check_positive_float("max_time", max_time, allow_inf=True)
     if max_memory is None:
@@ -531,23 +562,26 @@ def sample(n, d, lam, *, samples=1, seed=0, replace=True, max_time=None, max_mem
     if first > max_memory:
         raise BudgetExceeded(f"a sample needs at least {first / 2**20:.1f} MiB (n={p.n}, λ={p.lam:g}), "
                              f"more than max_memory={max_memory / 2**20:.1f} MiB; refused")
-    _warm()
+    if client is None:
+        _warm()
     start = time.perf_counter()
     deadline = None if max_time is None or math.isinf(max_time) else start + max_time
     out = [None] * S
     stop = threading.Event()
 
     def job(s):
-        try:
-            out[s] = _one(p, children[s], t0, deadline, max_memory, stop)
-        except _OutOfTime as exc:
-            what = "would not finish" if exc.predicted else "was being tried"
-            raise BudgetExceeded(f"sample {s} did not coalesce within max_time={max_time:g} s (the round "
-                                 f"with horizon {exc.horizon / steps_per_time_unit(p.n, p.lam):.4g} time units "
-                                 f"{what}); no approximate sample is returned") from None
+        out[s] = _job(p, children[s], s, t0, deadline, max_time, max_memory, stop)
 
     try:
-        if workers == 1 or S == 1:
+        if client is not None:
+            from .parallel import map_tasks
+
+            # the deadline travels as wall-clock (epoch) time: perf_counter is per machine
+            wall_deadline = None if deadline is None else time.time() + (deadline - time.perf_counter())
+            tasks = [(p, children[s], s, t0, wall_deadline, max_time, max_memory) for s in range(S)]
+            map_tasks(_cluster_task, tasks, client=client, collect=False,
+                      on_result=lambda s, value, error: out.__setitem__(s, value))
+        elif workers == 1 or S == 1:
             for s in range(S):
                 job(s)
         else:

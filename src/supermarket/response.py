@@ -1124,7 +1124,8 @@ def max_load_for_latency(d, quantile, latency, *, rtol: float = 1e-9) -> Latency
                          checked=tuple(pts), monotone=monotone)
 
 
-def verify_latency(design: LatencyDesign, n, *, steps=2_000_000, replications=8, seed=0, z: float = 2.0) -> dict:
+def verify_latency(design: LatencyDesign, n, *, steps=2_000_000, replications=8, seed=0, z: float = 2.0,
+                   workers=None, client=None) -> dict:
     """Check a mean-field latency answer by simulating ``n`` servers (docs/model.md §10).
 
     The quantile at finite ``n`` comes from the simulated time averages of ``P_i``
@@ -1147,6 +1148,12 @@ def verify_latency(design: LatencyDesign, n, *, steps=2_000_000, replications=8,
         Root seed.
     z : float, default 2.0
         Standard errors a quantile must clear to count as meeting or failing the target.
+    workers : int, optional
+        Local processes running the replications (default: all cores); the numbers do not
+        depend on it.
+    client : dask.distributed.Client, optional
+        Run each replication as one task on this Dask cluster instead (replication ``r``
+        keeps child ``r`` of ``seed``: the same numbers as locally); excludes ``workers``.
 
     Returns
     -------
@@ -1157,7 +1164,7 @@ def verify_latency(design: LatencyDesign, n, *, steps=2_000_000, replications=8,
     Raises
     ------
     TypeError, ValueError
-        ``n`` or a simulation parameter out of range.
+        ``n`` or a simulation parameter out of range; ``workers`` with ``client``.
 
     Examples
     --------
@@ -1181,7 +1188,7 @@ def verify_latency(design: LatencyDesign, n, *, steps=2_000_000, replications=8,
         runs = [(design.d, design.answer)]
     for d, lam in runs:
         res = simulate(n, d, lam, steps=steps, replications=replications, seed=seed, start="fixed-point",
-                       progress=False)
+                       progress=False, workers=workers, client=client)
         r = from_simulation(res, quantiles=(q,))
         v, se = r.sojourn.quantiles[q], r.sojourn.stderr["quantiles"][q]
         verdict = "meets" if v + z * se < T else ("fails" if v - z * se > T else "undecided")
