@@ -297,3 +297,20 @@ def test_cli_commands_give_the_local_json_on_a_dask_cluster(dask_cluster, case):
     assert _no_clock(ja) == _no_clock(jb)
     if case == "design-verify":
         assert [p["verdict"] for p in jb["verify"]["points"]]  # the check really ran
+
+
+def test_perfect_on_a_cluster_keeps_its_budget_and_refuses_workers(dask_cluster):
+    """perfect.sample(client=): a sample out of time on a worker is BudgetExceeded here (never
+    an approximate sample); workers > 1 with a client is refused before any work."""
+    from supermarket import perfect
+
+    client = parallel.connect(dask_cluster, timeout=30)
+    try:
+        with pytest.raises(perfect.BudgetExceeded, match="max_time"):
+            perfect.sample(50, 2, 0.95, samples=2, max_time=1e-4, client=client)
+        with pytest.raises(ValueError, match="workers and client"):
+            perfect.sample(5, 2, 0.7, samples=2, workers=2, client=client)
+        with pytest.raises(TypeError, match="client"):
+            perfect.sample(5, 2, 0.7, samples=2, client="tcp://127.0.0.1:1")
+    finally:
+        client.close()
