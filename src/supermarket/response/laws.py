@@ -663,9 +663,9 @@ def from_meanfield(d, lam, *, n=None, refined=False, replace=True, quantiles=DEF
     >>> round(r.sojourn.mean, 9), round(r.sojourn.quantiles[0.99], 9)
     (2.0, 9.210340372)
     """
-    from . import meanfield as mf
-    from .model import check_load, check_positive_int
-    from .theory import log_fixed_point
+    from .. import meanfield as mf
+    from ..model import check_load, check_positive_int
+    from ..theory import log_fixed_point
 
     d = check_positive_int("d", d)
     lam = check_load(lam)
@@ -838,9 +838,9 @@ def simulate_fifo(n, d, lam, *, customers=200_000, burn_in=None, seed=None, repl
     >>> abs(e["mean"] - 2.0) < 5 * e["mean_stderr"]
     True
     """
-    from .engines import fifo as _f
-    from .engines.rng import new_state
-    from .model import Params, as_seed_sequence, check_int, check_positive_float, seed_to_uint64
+    from ..engines import fifo as _f
+    from ..engines.rng import new_state
+    from ..model import Params, as_seed_sequence, check_int, check_positive_float, seed_to_uint64
 
     p = Params(n, d, lam, replace=replace)
     customers = check_int("customers", customers, minimum=4, maximum=10**9)
@@ -980,7 +980,7 @@ class LatencyDesign:
 
 
 def _check_latency(quantile, latency):
-    from .model import check_positive_float
+    from ..model import check_positive_float
     q = check_quantile(quantile)
     T = check_positive_float("latency", latency)
     floor = -math.log1p(-q)
@@ -1023,7 +1023,7 @@ def least_d_for_latency(load, quantile, latency, *, d_max: int = 2**40) -> Laten
     >>> int(r.answer), r.achieved <= 8.0 < r.neighbour["value"]
     (3, True)
     """
-    from .model import check_load, check_positive_int
+    from ..model import check_load, check_positive_int
     lam = check_load(load)
     q, T, floor = _check_latency(quantile, latency)
     d_max = check_positive_int("d_max", d_max)
@@ -1091,7 +1091,7 @@ def max_load_for_latency(d, quantile, latency, *, rtol: float = 1e-9) -> Latency
     >>> round(r.answer, 6)
     0.5
     """
-    from .model import check_positive_int
+    from ..model import check_positive_int
     d = check_positive_int("d", d)
     q, T, floor = _check_latency(quantile, latency)
     if T <= floor:
@@ -1176,8 +1176,8 @@ def verify_latency(design: LatencyDesign, n, *, steps=2_000_000, replications=8,
     >>> v["n"], len(v["points"]), v["points"][0]["verdict"] in ("meets", "fails", "undecided")
     (4, 1, True)
     """
-    from .model import check_positive_int
-    from .simulation import simulate
+    from ..model import check_positive_int
+    from ..simulation import simulate
     n = check_positive_int("n", n)
     q, T = design.quantile, design.latency
     pts = []
