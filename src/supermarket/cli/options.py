@@ -16,6 +16,8 @@ commands whose work is one deterministic computation (``exact``, ``theory``, ``m
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import click
 
 from ._common import COUNT, OUTPUT_DIR, REPLICATIONS
@@ -119,6 +121,17 @@ def one_task_options(f):
     return f
 
 
+@contextmanager
+def dask_session(scheduler: str | None, timeout: float, workers=None):
+    """:func:`dask_client` as a context: the client (or ``None``), closed on the way out."""
+    client = dask_client(scheduler, timeout, workers)
+    try:
+        yield client
+    finally:
+        if client is not None:
+            client.close()
+
+
 def run_once(scheduler: str | None, timeout: float, fn, *args, **kwargs):
     """``fn(*args, **kwargs)`` here, or with ``--scheduler`` as one task on the cluster.
 
@@ -127,9 +140,5 @@ def run_once(scheduler: str | None, timeout: float, fn, *args, **kwargs):
     """
     from ..parallel import call
 
-    client = dask_client(scheduler, timeout)
-    try:
+    with dask_session(scheduler, timeout) as client:
         return call(fn, *args, client=client, **kwargs)
-    finally:
-        if client is not None:
-            client.close()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from ._common import COUNT, LOAD, print_json, stderr_is_tty
-from .options import (dask_client, json_option, replace_option, scheduler_option, seed_option, timeout_option,
+from .options import (dask_session, json_option, replace_option, scheduler_option, seed_option, timeout_option,
                       workers_option)
 
 
@@ -42,17 +42,14 @@ def perfect(n, d, load, samples, seed, max_seconds, max_memory_mb, workers, sche
         if not max_memory_mb > 0:
             raise UserError(f"--max-memory-mb must be a positive number; got {max_memory_mb!r}")
         max_memory = max(1, int(max_memory_mb * 2**20))
-    client = dask_client(scheduler, connect_timeout, workers)
-    if stderr_is_tty() and not as_json:
-        click.echo(f"perfect sampling {samples} state(s) of (n={n}, d={d}, λ={load}) …", err=True)
-    try:
-        res = pf.sample(n, d, load, samples=samples, seed=seed, replace=replace,
-                        max_time=max_seconds, max_memory=max_memory, workers=workers or 1, client=client)
-    except pf.BudgetExceeded as exc:
-        raise UserError(str(exc)) from None
-    finally:
-        if client is not None:
-            client.close()
+    with dask_session(scheduler, connect_timeout, workers) as client:
+        if stderr_is_tty() and not as_json:
+            click.echo(f"perfect sampling {samples} state(s) of (n={n}, d={d}, λ={load}) …", err=True)
+        try:
+            res = pf.sample(n, d, load, samples=samples, seed=seed, replace=replace,
+                            max_time=max_seconds, max_memory=max_memory, workers=workers or 1, client=client)
+        except pf.BudgetExceeded as exc:
+            raise UserError(str(exc)) from None
     if as_json:
         print_json(res.to_dict())
         return

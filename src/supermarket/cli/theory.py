@@ -10,7 +10,7 @@ from .. import theory as th
 from ..parallel import call
 from ..model import MAX_THEORY_N
 from ._common import COUNT, FLOAT, LOAD, CountType, print_json
-from .options import ONE_TASK_HELP, dask_client, one_task_options, run_once, scheduler_option, seed_option, \
+from .options import ONE_TASK_HELP, dask_session, one_task_options, run_once, scheduler_option, seed_option, \
     timeout_option, workers_option
 
 THEORY_N = CountType(maximum=MAX_THEORY_N)  # closed forms: n up to 1e100 (Theorem 1.2 needs n >= 1e15)
@@ -84,8 +84,7 @@ def _design_latency(n, load, latency, quantile, d, verify, steps, seed, workers,
         raise click.UsageError("--latency needs exactly one of --load (answer: least d) or --d (answer: largest load)")
     if verify and n is None:
         raise click.UsageError("--verify needs --n (the number of servers to simulate)")
-    client = dask_client(scheduler, connect_timeout, workers)
-    try:
+    with dask_session(scheduler, connect_timeout, workers) as client:
         # the mean-field answer is one computation (one task on the cluster); the
         # replications of --verify are one task each
         if load is not None:
@@ -95,9 +94,6 @@ def _design_latency(n, load, latency, quantile, d, verify, steps, seed, workers,
         if verify:
             v = rs.verify_latency(rep, n, steps=steps, seed=seed, workers=workers, client=client)
             rep = rs.LatencyDesign(**{**rep.__dict__, "verify": v})
-    finally:
-        if client is not None:
-            client.close()
     if as_json:
         print_json(rep.to_dict())
         return
