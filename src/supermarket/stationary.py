@@ -35,7 +35,7 @@ import scipy.sparse.linalg as spla
 
 from .model import Params, check_int, check_positive_float, check_positive_int
 from . import response as _resp
-from .response.laws import _check_quantiles
+from .response.mixture import _check_quantiles
 
 __all__ = ["solve", "ExactResult", "count_states", "estimate_bytes", "DEFAULT_TOL", "MAX_STATES"]
 
