@@ -34,8 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .engines import perfect as _k
-from .model import Params, as_seed_sequence, check_positive_float, check_positive_int, spawn_seeds
+from ..engines import perfect as _k
+from ..model import Params, as_seed_sequence, check_positive_float, check_positive_int, spawn_seeds
 
 __all__ = ["PerfectResult", "BudgetExceeded", "sample", "sample_counts", "steps_per_time_unit",
            "DEFAULT_MAX_MEMORY", "MAX_HORIZON_STEPS", "MAX_N"]
@@ -574,7 +574,7 @@ def sample(n, d, lam, *, samples=1, seed=0, replace=True, max_time=None, max_mem
 
     try:
         if client is not None:
-            from .parallel import map_tasks
+            from ..parallel import map_tasks
 
             # the deadline travels as wall-clock (epoch) time: perf_counter is per machine
             wall_deadline = None if deadline is None else time.time() + (deadline - time.perf_counter())
