@@ -27,7 +27,7 @@ import pytest
 from scipy import stats
 
 from supermarket import perfect
-from supermarket.perfect import sampler as perfect_past  # the private _Past lives there
+from supermarket.perfect import past as perfect_past  # the private _Past lives there
 from supermarket.engines import perfect as K
 from supermarket.model import Params, spawn_seeds
 
