@@ -259,7 +259,7 @@ CLUSTER_CASES = {
     "design-latency": (["design", "--latency", "5", "--quantile", "0.9", "--d", "2", "--json"], [], {"_apply": 1}),
     # least d: d and d - 1 are simulated, 8 replications each
     "design-verify": (["design", "--latency", "5", "--quantile", "0.9", "--load", "0.8", "--n", "4", "--verify",
-                       "--steps", "20000", "--seed", "1", "--json"], ["--workers", "1"],
+                       "--steps", "5000", "--seed", "1", "--json"], ["--workers", "1"],
                       {"_apply": 1, "_replication_task": 16}),
 }
 _WALL_CLOCK = {"seconds", "wall_s"}  # elapsed times: the only fields that may differ
