@@ -91,6 +91,53 @@ def test_the_table_catches_a_second_spelling():
         assert f"_old: {concept}" in joined, probs
 
 
+# "every command takes --scheduler" (issue #13), with this one exception:
+NO_SCHEDULER = {
+    "report": "computes nothing: it reads a sweep directory on this machine's disk and writes the "
+              "report files here; a cluster's workers would not even see those files",
+}
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_every_command_takes_scheduler_and_timeout(name):
+    cmd = _command(name)
+    opts = {o for p in cmd.params for o in (*getattr(p, "opts", []), *getattr(p, "secondary_opts", []))}
+    if name in NO_SCHEDULER:
+        assert "--scheduler" not in opts, f"{name} now takes --scheduler: remove it from NO_SCHEDULER"
+        return
+    assert {"--scheduler", "--timeout"} <= opts, f"{name} lacks --scheduler/--timeout"
+    help_text = next(p.help for p in cmd.params if "--scheduler" in getattr(p, "opts", []))
+    assert "Dask cluster" in help_text, help_text
+
+
+# the commands that gained --scheduler last, each with a quick valid invocation
+NEW_SCHEDULER_COMMANDS = {
+    "perfect": ["perfect", "--n", "5", "--samples", "2"],
+    "exact": ["exact", "--n", "3"],
+    "theory": ["theory"],
+    "meanfield": ["meanfield", "--d", "2"],
+    "design": ["design", "--max-queue", "3", "--load", "0.9"],
+    "design-latency": ["design", "--latency", "5", "--d", "2"],
+    "design-verify": ["design", "--latency", "5", "--load", "0.8", "--n", "4", "--verify", "--steps", "1000"],
+}
+
+
+@pytest.mark.parametrize("address", ["tcp://127.0.0.1:1", "localhost:8786"])
+@pytest.mark.parametrize("case", list(NEW_SCHEDULER_COMMANDS))
+def test_bad_scheduler_address_is_one_line_exit_2(case, address):
+    """Nothing listening, or no tcp:// scheme: one line on stderr, exit 2, no output, within --timeout."""
+    import time
+
+    t = time.monotonic()
+    r = CliRunner().invoke(main, [*NEW_SCHEDULER_COMMANDS[case], "--scheduler", address, "--timeout", "2", "--json"])
+    elapsed = time.monotonic() - t
+    assert r.exit_code == 2, (case, r.output)
+    lines = [x for x in r.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith("supermarket: error:") and address in lines[0], r.stderr
+    assert r.stdout == ""
+    assert elapsed < 2 + 3, elapsed
+
+
 def test_scheduler_without_dask_is_one_line(monkeypatch):
     """Without the dask extra, --scheduler says so in one line (exit 2)."""
     import supermarket.parallel as par
@@ -98,7 +145,8 @@ def test_scheduler_without_dask_is_one_line(monkeypatch):
     monkeypatch.setattr(par, "dask_available", lambda: False)
     for args in (["mixing", "--n", "20", "--d", "2", "--load", "0.5", "--replications", "2"],
                  ["fluctuations", "--regime", "a", "--n", "100"],
-                 ["reproduce", "paper000", "--out", "unused-dir"]):
+                 ["reproduce", "paper000", "--out", "unused-dir"],
+                 *[args for args in NEW_SCHEDULER_COMMANDS.values()]):
         r = CliRunner().invoke(main, [*args, "--scheduler", "tcp://127.0.0.1:1"])
         assert r.exit_code == 2, (args, r.output)
         lines = [x for x in r.stderr.splitlines() if x.strip()]

@@ -243,3 +243,74 @@ def test_cli_mixing_scheduler_gives_the_local_numbers(dask_cluster):
     b = CliRunner().invoke(main, [*args, "--scheduler", dask_cluster, "--timeout", "30"])
     assert a.exit_code == 0 and b.exit_code == 0, (a.output, b.output)
     assert json.loads(a.stdout)["taus"] == json.loads(b.stdout)["taus"]
+
+
+# ------------------------------------------------------------------ every command on a cluster
+# (command line for this process, command line with --scheduler, the task names the cluster
+# must have run: the key of a map_tasks task is "supermarket-<function>-<token>-<index>")
+CLUSTER_CASES = {
+    "perfect": (["perfect", "--n", "5", "--d", "2", "--load", "0.7", "--samples", "4", "--seed", "3", "--json"],
+                ["--workers", "2"], {"_cluster_task": 4}),
+    "exact": (["exact", "--n", "3", "--d", "2", "--load", "0.7", "--json"], [], {"_apply": 1}),
+    "theory": (["theory", "--n", "1000", "--d", "5", "--load", "0.9", "--json"], [], {"_apply": 1}),
+    "meanfield": (["meanfield", "--d", "2", "--load", "0.9", "--n", "100", "--json"], [], {"_apply": 1}),
+    "design-max-queue": (["design", "--max-queue", "3", "--load", "0.95", "--n", "1000", "--json"], [],
+                         {"_apply": 1}),
+    "design-latency": (["design", "--latency", "5", "--quantile", "0.9", "--d", "2", "--json"], [], {"_apply": 1}),
+    # least d: d and d - 1 are simulated, 8 replications each
+    "design-verify": (["design", "--latency", "5", "--quantile", "0.9", "--load", "0.8", "--n", "4", "--verify",
+                       "--steps", "5000", "--seed", "1", "--json"], ["--workers", "1"],
+                      {"_apply": 1, "_replication_task": 16}),
+}
+_WALL_CLOCK = {"seconds", "wall_s"}  # elapsed times: the only fields that may differ
+
+
+def _no_clock(obj):
+    if isinstance(obj, dict):
+        return {k: _no_clock(v) for k, v in obj.items() if k not in _WALL_CLOCK}
+    if isinstance(obj, list):
+        return [_no_clock(v) for v in obj]
+    return obj
+
+
+@pytest.mark.parametrize("case", list(CLUSTER_CASES))
+def test_cli_commands_give_the_local_json_on_a_dask_cluster(dask_cluster, case):
+    """perfect, exact, theory, meanfield and design: --scheduler gives exactly the local JSON,
+    and the work did run on the cluster (its task stream shows the tasks)."""
+    import json
+    from collections import Counter
+
+    from click.testing import CliRunner
+    from dask.distributed import Client, get_task_stream
+
+    from supermarket.cli import main
+
+    args, local_extra, expected = CLUSTER_CASES[case]
+    a = CliRunner().invoke(main, [*args, *local_extra])
+    assert a.exit_code == 0, a.output
+    with Client(dask_cluster, timeout="30s") as watcher, get_task_stream(watcher) as ts:
+        b = CliRunner().invoke(main, [*args, "--scheduler", dask_cluster, "--timeout", "30"])
+        assert b.exit_code == 0, b.output
+    ran = Counter(rec["key"].split("-")[1] for rec in ts.data if str(rec["key"]).startswith("supermarket-"))
+    assert dict(ran) == expected
+    ja, jb = json.loads(a.stdout), json.loads(b.stdout)
+    assert _no_clock(ja) == _no_clock(jb)
+    if case == "design-verify":
+        assert [p["verdict"] for p in jb["verify"]["points"]]  # the check really ran
+
+
+def test_perfect_on_a_cluster_keeps_its_budget_and_refuses_workers(dask_cluster):
+    """perfect.sample(client=): a sample out of time on a worker is BudgetExceeded here (never
+    an approximate sample); workers > 1 with a client is refused before any work."""
+    from supermarket import perfect
+
+    client = parallel.connect(dask_cluster, timeout=30)
+    try:
+        with pytest.raises(perfect.BudgetExceeded, match="max_time"):
+            perfect.sample(50, 2, 0.95, samples=2, max_time=1e-4, client=client)
+        with pytest.raises(ValueError, match="workers and client"):
+            perfect.sample(5, 2, 0.7, samples=2, workers=2, client=client)
+        with pytest.raises(TypeError, match="client"):
+            perfect.sample(5, 2, 0.7, samples=2, client="tcp://127.0.0.1:1")
+    finally:
+        client.close()

@@ -27,6 +27,7 @@ import pytest
 from scipy import stats
 
 from supermarket import perfect
+from supermarket.perfect import past as perfect_past  # the private _Past lives there
 from supermarket.engines import perfect as K
 from supermarket.model import Params, spawn_seeds
 
@@ -354,7 +355,7 @@ def test_past_is_regenerated_bit_identically():
     from its checkpoint and seed equals the block as first generated."""
     p = Params(50, 2, 0.8)
     ss = spawn_seeds(4, 1)[0]
-    past = perfect._Past(p, ss, 64, None)
+    past = perfect_past._Past(p, ss, 64, None)
     first = []
     for k in range(6):  # blocks of 64, 64, 128, 256, 512, 1024 steps
         past.extend(past.horizon + 1)
@@ -362,9 +363,9 @@ def test_past_is_regenerated_bit_identically():
     all_first = np.concatenate(first)
     assert all_first.size == 2048
     assert np.array_equal(past.innovations(2048), all_first)  # regenerated from checkpoints
-    short = perfect._Past(p, ss, 64, None).innovations(256)
+    short = perfect_past._Past(p, ss, 64, None).innovations(256)
     assert np.array_equal(short, all_first[:256])  # a shorter past is a prefix of a longer one
-    other = perfect._Past(p, spawn_seeds(5, 1)[0], 64, None).innovations(256)
+    other = perfect_past._Past(p, spawn_seeds(5, 1)[0], 64, None).innovations(256)
     assert not np.array_equal(other, short)
 
 
@@ -384,7 +385,7 @@ def test_coalesced_output_does_not_depend_on_the_start_below_D():
     checked = 0
     for r in range(40):
         ss = spawn_seeds(100, 40)[r]
-        past = perfect._Past(p, ss, 64, None)
+        past = perfect_past._Past(p, ss, 64, None)
         T = 64
         while True:
             past.extend(T)
@@ -693,7 +694,7 @@ def test_interruption_is_checked_between_chunks():
     import threading
 
     stop = threading.Event()
-    past = perfect._Past(Params(50, 2, 0.8), spawn_seeds(0, 1)[0], 64, stop)
+    past = perfect_past._Past(Params(50, 2, 0.8), spawn_seeds(0, 1)[0], 64, stop)
     past.extend(256)
     stop.set()
     with pytest.raises(KeyboardInterrupt):

@@ -60,7 +60,7 @@ import uuid
 from contextlib import contextmanager
 from typing import Any, Callable, Iterable
 
-__all__ = ["map_tasks", "connect", "dask_available", "default_workers", "SchedulerError",
+__all__ = ["map_tasks", "call", "connect", "dask_available", "default_workers", "SchedulerError",
            "stop_requested", "check_stop", "BACKENDS"]
 
 #: Local backends of :func:`map_tasks` (a Dask ``client`` overrides both).
@@ -414,6 +414,51 @@ def map_tasks(fn: Callable[[Any], Any], tasks: Iterable, *, workers: int | None 
     else:
         _run_pool(fn, tasks, min(nw, total), deliver, report)
     return results
+
+
+def _apply(task):
+    fn, args, kwargs = task
+    return fn(*args, **kwargs)
+
+
+def call(fn: Callable[..., Any], /, *args, client=None, **kwargs) -> Any:
+    """``fn(*args, **kwargs)``, here or as one task on a Dask cluster; the same value either way.
+
+    For a deterministic computation that is one piece of work (an exact solve, a mean-field
+    report): with ``client`` it runs on one of the cluster's workers (useful when that machine
+    has more memory or cores) and its value comes back here; without, it runs in this process.
+    Ctrl-C cancels the task (see :func:`map_tasks`).
+
+    Parameters
+    ----------
+    fn : callable
+        A module-level function (it is pickled by reference for the cluster).
+    *args, **kwargs
+        Its arguments (picklable).  ``client`` is this function's own keyword, never passed on.
+    client : dask.distributed.Client, optional
+        Run on this cluster (see :func:`connect`); ``None``: in this process.
+
+    Returns
+    -------
+    object
+        What ``fn`` returns.
+
+    Raises
+    ------
+    Exception
+        Whatever ``fn`` raises (re-raised here); :class:`SchedulerError` when the cluster has
+        no workers; :class:`KeyboardInterrupt` on Ctrl-C.
+
+    Examples
+    --------
+    >>> call(divmod, 17, 5)
+    (3, 2)
+    >>> call(sorted, [3, 1, 2], reverse=True)
+    [3, 2, 1]
+    """
+    if client is None:
+        return fn(*args, **kwargs)
+    return map_tasks(_apply, [(fn, args, kwargs)], client=client)[0]
 
 
 def _run_serial(fn, tasks, deliver, report):

@@ -35,6 +35,7 @@ import scipy.sparse.linalg as spla
 
 from .model import Params, check_int, check_positive_float, check_positive_int
 from . import response as _resp
+from .response.mixture import _check_quantiles
 
 __all__ = ["solve", "ExactResult", "count_states", "estimate_bytes", "DEFAULT_TOL", "MAX_STATES"]
 
@@ -469,7 +470,7 @@ def solve(n, d, lam, *, replace=True, tol=DEFAULT_TOL, cap=None, quantiles=_resp
     max_states = check_positive_int("max_states", max_states)
     if not isinstance(profile_law, (bool, np.bool_)):
         raise TypeError(f"profile_law must be True or False; got {profile_law!r}")
-    quantiles = _resp._check_quantiles(quantiles)
+    quantiles = _check_quantiles(quantiles)
     if cap is not None:
         cap = check_int("cap", cap, minimum=1, maximum=MAX_CAP)
     t0 = _time.perf_counter()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ._common import COUNT, LOAD, print_json
-from .options import replace_option
+from .options import one_task_options, replace_option, run_once
 
 
 @click.command()
@@ -21,15 +21,18 @@ from .options import replace_option
 @click.option("--profile-law", "profile_law", is_flag=True, help="Also print P(u = ·) (states with probability ≥ tol).")
 @click.option("--cdf", "cdf_points", type=COUNT, default=None, help="Also print the sojourn/waiting CDF on this many grid points.")
 @click.option("--plot", "plot", type=click.Path(dir_okay=False), default=None, help="Save a figure (PNG) of E[u_i] and the maximum.")
+@one_task_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def exact(n, d, load, replace, tol, cap, quantiles, profile_law, cdf_points, plot, as_json):
+def exact(n, d, load, replace, tol, cap, quantiles, profile_law, cdf_points, plot, scheduler, connect_timeout,
+          as_json):
     """Exact stationary law of the profile chain for small n (docs/model.md §11): E[u_i], the
     law of the maximum queue length, the mean queue length and the response-time law, with
     the truncation bound; sparse linear algebra, no simulation."""
     from ..stationary import solve
     from ..response import DEFAULT_QUANTILES
     qs = tuple(quantiles) if quantiles else DEFAULT_QUANTILES
-    res = solve(n, d, load, replace=replace, tol=tol, cap=cap, quantiles=qs, profile_law=profile_law)
+    res = run_once(scheduler, connect_timeout, solve, n, d, load, replace=replace, tol=tol, cap=cap, quantiles=qs,
+                   profile_law=profile_law)
     grid = None
     if cdf_points is not None:
         import numpy as np

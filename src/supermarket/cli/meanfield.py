@@ -9,7 +9,7 @@ import click
 import numpy as np
 
 from ._common import COUNT, FLOAT, LOAD, OUTPUT_FIGURE, CountType, print_json, save_figure
-from .options import json_option, replace_option
+from .options import json_option, one_task_options, replace_option, run_once
 
 
 class DType(click.ParamType):
@@ -204,8 +204,9 @@ def _add_response_times(rep: dict, d, lam, n, replace, cdf, tol) -> None:
 @click.option("--cdf", "cdf", type=CountType(maximum=100_000), default=None,
               help="Add the sojourn and waiting time CDFs on this many grid points (0 to 1.1 × the p99.9 "
                    "sojourn time).")
+@one_task_options
 @json_option("Print one JSON object instead of tables.")
-def meanfield(d, load, n, time, start, replace, levels, tol, points, cdf, plot, as_json):
+def meanfield(d, load, n, time, start, replace, levels, tol, points, cdf, plot, scheduler, connect_timeout, as_json):
     """Mean-field theory for (d, λ) (docs/model.md §3, §8): the fixed point π, the ODE (1.1) from a
     start profile, and with --n the refined mean field E[u_i] ≈ π(i) + V_i/n (Gast–Van Houdt)
     and the linear-noise covariance of √n u.  --d inf gives the water-filling limit of paper 002."""
@@ -213,8 +214,8 @@ def meanfield(d, load, n, time, start, replace, levels, tol, points, cdf, plot, 
         raise click.UsageError("--no-replace needs --n (the sampling law without replacement depends on n)")
     if time is None and start != "empty":
         raise click.UsageError("--start is the initial profile of the ODE: it needs --time")
-    rep = build_report(d, load, n=n, time=time, start=start, replace=replace, points=points,
-                       levels=levels, tol=tol, cdf=cdf)
+    rep = run_once(scheduler, connect_timeout, build_report, d, load, n=n, time=time, start=start, replace=replace,
+                   points=points, levels=levels, tol=tol, cdf=cdf)
     from ..meanfield import MeanFieldReport
 
     if plot:

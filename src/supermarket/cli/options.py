@@ -9,10 +9,14 @@ and on in ``mixing``).
 
 Also :func:`dask_client`: ``--scheduler``/``--timeout`` to a Dask client (or ``None``), with
 the one-line error (exit code 2) of the CLI when the address is bad, nothing answers or
-the ``dask`` extra is missing.
+the ``dask`` extra is missing; and :func:`one_task_options` / :func:`run_once` for the
+commands whose work is one deterministic computation (``exact``, ``theory``, ``meanfield``,
+``design``): with ``--scheduler`` it runs as one task on the cluster, same result.
 """
 
 from __future__ import annotations
+
+from contextlib import contextmanager
 
 import click
 
@@ -102,3 +106,39 @@ def dask_client(scheduler: str | None, timeout: float, workers=None):
         return connect(scheduler, timeout)
     except SchedulerError as exc:
         raise UserError(str(exc)) from None
+
+
+ONE_TASK_HELP = ("Run the computation as one task on an existing Dask cluster (`dask scheduler` and "
+                 "`dask worker`), e.g. on a machine with more memory or cores. It is deterministic: "
+                 "the result is identical to a local run.")
+
+
+def one_task_options(f):
+    """``--scheduler`` (help: :data:`ONE_TASK_HELP`) and ``--timeout``, for a command whose work
+    is one deterministic computation, run with :func:`run_once`."""
+    for deco in (timeout_option(), scheduler_option(ONE_TASK_HELP)):
+        f = deco(f)
+    return f
+
+
+@contextmanager
+def dask_session(scheduler: str | None, timeout: float, workers=None):
+    """:func:`dask_client` as a context: the client (or ``None``), closed on the way out."""
+    client = dask_client(scheduler, timeout, workers)
+    try:
+        yield client
+    finally:
+        if client is not None:
+            client.close()
+
+
+def run_once(scheduler: str | None, timeout: float, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` here, or with ``--scheduler`` as one task on the cluster.
+
+    The connection is made (or refused in one line, exit code 2, within ``timeout``) before
+    any work, and closed afterwards.  ``fn`` must be a module-level function.
+    """
+    from ..parallel import call
+
+    with dask_session(scheduler, timeout) as client:
+        return call(fn, *args, client=client, **kwargs)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import click
 
 from ._common import COUNT, LOAD, print_json, stderr_is_tty
-from .options import json_option, replace_option, seed_option, workers_option
+from .options import (dask_session, json_option, replace_option, scheduler_option, seed_option, timeout_option,
+                      workers_option)
 
 
 @click.command()
@@ -21,9 +22,14 @@ from .options import json_option, replace_option, seed_option, workers_option
 @click.option("--max-memory-mb", "max_memory_mb", type=float, default=None,
               help="Memory budget of one sample in MiB (default 1024).")
 @workers_option("Threads running samples in parallel (default 1; results do not depend on it).")
+@scheduler_option("Run each sample as one task on an existing Dask cluster (`dask scheduler` and "
+                  "`dask worker`); sample s still uses child s of --seed, so the samples are the same "
+                  "as locally. --max-seconds is then timed on the workers' clocks.")
+@timeout_option()
 @replace_option(True)
 @json_option("Print one JSON object (samples as sorted queue-lengths vectors, coalescence times).")
-def perfect(n, d, load, samples, seed, max_seconds, max_memory_mb, workers, replace, as_json):
+def perfect(n, d, load, samples, seed, max_seconds, max_memory_mb, workers, scheduler, connect_timeout, replace,
+            as_json):
     """Exact samples from the stationary law of the (n, d, λ) chain: no burn-in, no
     truncation (dominated coupling from the past, random routing as the dominating
     process, docs/model.md §12).  Prints the mean of u_i over samples with standard errors
@@ -36,13 +42,14 @@ def perfect(n, d, load, samples, seed, max_seconds, max_memory_mb, workers, repl
         if not max_memory_mb > 0:
             raise UserError(f"--max-memory-mb must be a positive number; got {max_memory_mb!r}")
         max_memory = max(1, int(max_memory_mb * 2**20))
-    if stderr_is_tty() and not as_json:
-        click.echo(f"perfect sampling {samples} state(s) of (n={n}, d={d}, λ={load}) …", err=True)
-    try:
-        res = pf.sample(n, d, load, samples=samples, seed=seed, replace=replace,
-                        max_time=max_seconds, max_memory=max_memory, workers=workers or 1)
-    except pf.BudgetExceeded as exc:
-        raise UserError(str(exc)) from None
+    with dask_session(scheduler, connect_timeout, workers) as client:
+        if stderr_is_tty() and not as_json:
+            click.echo(f"perfect sampling {samples} state(s) of (n={n}, d={d}, λ={load}) …", err=True)
+        try:
+            res = pf.sample(n, d, load, samples=samples, seed=seed, replace=replace,
+                            max_time=max_seconds, max_memory=max_memory, workers=workers or 1, client=client)
+        except pf.BudgetExceeded as exc:
+            raise UserError(str(exc)) from None
     if as_json:
         print_json(res.to_dict())
         return

@@ -7,9 +7,11 @@ from rich.console import Console
 from rich.table import Table
 
 from .. import theory as th
+from ..parallel import call
 from ..model import MAX_THEORY_N
 from ._common import COUNT, FLOAT, LOAD, CountType, print_json
-from .options import seed_option
+from .options import ONE_TASK_HELP, dask_session, one_task_options, run_once, scheduler_option, seed_option, \
+    timeout_option, workers_option
 
 THEORY_N = CountType(maximum=MAX_THEORY_N)  # closed forms: n up to 1e100 (Theorem 1.2 needs n >= 1e15)
 
@@ -19,12 +21,13 @@ THEORY_N = CountType(maximum=MAX_THEORY_N)  # closed forms: n up to 1e100 (Theor
 @click.option("--d", "d", type=COUNT, default=20, show_default=True, help="Number of choices d.")
 @click.option("--load", "load", type=LOAD, default="0.99", show_default=True, help="Load λ in (0, 1), read exactly as written.")
 @click.option("--eps", "eps", type=FLOAT, default=0.1, show_default=True, help="ε of the good set N^ε, in (0, 1/10].")
+@one_task_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
-def theory(n, d, load, eps, as_json):
+def theory(n, d, load, eps, scheduler, connect_timeout, as_json):
     """Closed forms for (n, d, λ): k_{λ,d}, the fixed point π, the linearised profile
     (derived), the good set, the conditions of Theorem 1.2, mixing bounds, the slow mode
     (derived) and the paper-002 regime (derived)."""
-    rep = th.theory_report(n, d, load, eps)
+    rep = run_once(scheduler, connect_timeout, th.theory_report, n, d, load, eps)
     if as_json:
         print_json(rep.to_dict())
         return
@@ -49,43 +52,56 @@ def _pred(values, j) -> str:
 @click.option("--verify", "verify", is_flag=True, help="With --latency and --n: check the answer by simulating n servers.")
 @click.option("--steps", "steps", type=COUNT, default=2_000_000, show_default=True, help="Events per replication for --verify.")
 @seed_option("Root seed (integer >= 0) for --verify.")
+@workers_option("With --verify: local processes running the replications (default: all cores); "
+                "the numbers do not depend on it.")
+@scheduler_option(ONE_TASK_HELP + " With --verify, each verification replication is one task on the "
+                  "cluster instead (replication r keeps child r of --seed: the same numbers as locally).")
+@timeout_option()
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def design(n, load, max_queue, latency, quantile, d, verify, steps, seed, as_json):
+def design(n, load, max_queue, latency, quantile, d, verify, steps, seed, workers, scheduler, connect_timeout,
+           as_json):
     """Size a load balancer.  --max-queue K: the least d with k_(λ,d) ≤ K (docs/model.md §4).
     --latency T: the least d (given --load) or the largest load (given --d) whose mean-field
     sojourn-time --quantile is at most T (docs/model.md §10); --n N --verify checks it by simulation."""
     if max_queue is not None and latency is not None:
         raise click.UsageError("give either --max-queue or --latency, not both")
+    if workers is not None and not verify:
+        raise click.UsageError("--workers is for the replications of --verify")
     if latency is not None:
-        return _design_latency(n, load, latency, quantile, d, verify, steps, seed, as_json)
+        return _design_latency(n, load, latency, quantile, d, verify, steps, seed, workers, scheduler,
+                               connect_timeout, as_json)
     if max_queue is None:
         raise click.UsageError("give --max-queue K (with --load) or --latency T (with --load or --d)")
     if load is None:
         raise click.UsageError("--max-queue needs --load")
-    _design_max_queue(n, load, max_queue, as_json)
+    _design_max_queue(n, load, max_queue, scheduler, connect_timeout, as_json)
 
 
-def _design_latency(n, load, latency, quantile, d, verify, steps, seed, as_json):
+def _design_latency(n, load, latency, quantile, d, verify, steps, seed, workers, scheduler, connect_timeout,
+                    as_json):
     from .. import response as rs
     if (load is None) == (d is None):
         raise click.UsageError("--latency needs exactly one of --load (answer: least d) or --d (answer: largest load)")
     if verify and n is None:
         raise click.UsageError("--verify needs --n (the number of servers to simulate)")
-    if load is not None:
-        rep = rs.least_d_for_latency(load, quantile, latency)
-    else:
-        rep = rs.max_load_for_latency(d, quantile, latency)
-    if verify:
-        v = rs.verify_latency(rep, n, steps=steps, seed=seed)
-        rep = rs.LatencyDesign(**{**rep.__dict__, "verify": v})
+    with dask_session(scheduler, connect_timeout, workers) as client:
+        # the mean-field answer is one computation (one task on the cluster); the
+        # replications of --verify are one task each
+        if load is not None:
+            rep = call(rs.least_d_for_latency, load, quantile, latency, client=client)
+        else:
+            rep = call(rs.max_load_for_latency, d, quantile, latency, client=client)
+        if verify:
+            v = rs.verify_latency(rep, n, steps=steps, seed=seed, workers=workers, client=client)
+            rep = rs.LatencyDesign(**{**rep.__dict__, "verify": v})
     if as_json:
         print_json(rep.to_dict())
         return
     click.echo(rep.summary())
 
 
-def _design_max_queue(n, load, max_queue, as_json):
-    rep = th.design(load, max_queue, n)
+def _design_max_queue(n, load, max_queue, scheduler, connect_timeout, as_json):
+    rep = run_once(scheduler, connect_timeout, th.design, load, max_queue, n)
     out = rep.to_dict()
     if n is not None:
         out["predicted_counts"] = [n * s for s in rep.share_by_length]  # NaN (outside the regime) -> null

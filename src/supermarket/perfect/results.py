@@ -1,0 +1,192 @@
+"""What a perfect sampler returns: :class:`PerfectResult` (the exact samples, their
+coalescence horizons and costs), :class:`BudgetExceeded` (a sample refused rather than
+truncated) and :func:`steps_per_time_unit`, the uniformization rate that converts steps of
+the chain to units of time (docs/model.md §1, §12)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model import Params
+
+__all__ = ["PerfectResult", "BudgetExceeded", "steps_per_time_unit"]
+
+
+class BudgetExceeded(RuntimeError):
+    """A sample would exceed its time, memory or horizon budget; nothing is returned for it.
+
+    ``completed`` holds the samples finished before the budget ran out (a
+    :class:`PerfectResult`, or ``None``).  A perfect sample is never truncated into an
+    approximate one.
+
+    Examples
+    --------
+    >>> from supermarket.perfect import sample
+    >>> try:
+    ...     sample(50, 2, 0.95, samples=1, max_time=1e-4)   # far too little time
+    ... except BudgetExceeded as e:
+    ...     print(e.completed)
+    None
+    """
+
+    def __init__(self, message: str, completed: "PerfectResult | None" = None):
+        super().__init__(message)
+        self.completed = completed
+
+
+def steps_per_time_unit(n: int, lam: float) -> float:
+    """``n(1+λ)`` steps of the uniformized chain are one unit of continuous time (docs/model.md §1).
+
+    Parameters
+    ----------
+    n : int
+        Servers.
+    lam : float
+        Arrival rate per server.
+
+    Returns
+    -------
+    float
+        ``n(1+λ)``: the total event rate (arrivals ``nλ`` plus potential services ``n``).
+
+    Examples
+    --------
+    >>> steps_per_time_unit(10, 0.5)
+    15.0
+    """
+    return n * (1.0 + lam)
+
+@dataclass(frozen=True)
+class PerfectResult:
+    """Exact stationary samples of the (n, d, λ) chain (docs/model.md §12).
+
+    Attributes
+    ----------
+    params : Params
+        The chain's parameters.
+    samples : numpy.ndarray
+        ``(samples, n)`` int64: one queue-lengths vector per sample, sorted longest first.
+    coalescence_steps : numpy.ndarray
+        The horizon ``T`` (steps of the uniformized chain) at which the copies from ``−T``
+        coalesced by time 0 (a power-of-two multiple of ``t0``; the least coalescing
+        horizon lies in ``(T/2, T]``).
+    coalescence_time : numpy.ndarray
+        The same horizon in units of continuous time (``T / (n(1+λ))``).
+    rounds : numpy.ndarray
+        Doublings of the horizon needed per sample.
+    work_steps : numpy.ndarray
+        Steps actually simulated per sample (generation, regeneration and both copies).
+    peak_memory : numpy.ndarray
+        Bytes held by the sampler for each sample at its largest.
+    seconds : float
+        Wall-clock time of the call.
+    seed : int or None
+        The root seed's entropy (sample ``s`` used child ``s``).
+
+    Examples
+    --------
+    >>> from supermarket.perfect import sample
+    >>> r = sample(2, 2, 0.5, samples=3, seed=1)
+    >>> r.samples.shape
+    (3, 2)
+    >>> bool((r.samples[:, 0] >= r.samples[:, 1]).all())    # sorted longest first
+    True
+    """
+
+    params: Params
+    samples: np.ndarray
+    coalescence_steps: np.ndarray
+    coalescence_time: np.ndarray
+    rounds: np.ndarray
+    work_steps: np.ndarray
+    peak_memory: np.ndarray
+    seconds: float
+    seed: object = None
+    t0: int = 0
+
+    @property
+    def counts(self) -> np.ndarray:
+        """``(samples, max+1)`` counts: column ``i-1`` is ``c_i = #{queues with length >= i}``."""
+        top = int(self.samples.max()) if self.samples.size else 0
+        out = np.zeros((self.samples.shape[0], max(top, 1)), dtype=np.int64)
+        for i in range(1, top + 1):
+            out[:, i - 1] = (self.samples >= i).sum(axis=1)
+        return out
+
+    def mean_profile(self):
+        """``(mean, se)`` of ``u_i = c_i / n`` over samples, ``i = 1..max`` (s.e. = sd/√samples)."""
+        u = self.counts / self.params.n
+        S = u.shape[0]
+        mean = u.mean(axis=0)
+        se = u.std(axis=0, ddof=1) / math.sqrt(S) if S > 1 else np.full_like(mean, np.nan)
+        return mean, se
+
+    def to_dict(self) -> dict:
+        """JSON-safe dictionary (``samples``: sorted queue-lengths vectors; times in time units)."""
+        mean, se = self.mean_profile()
+        return {
+            "method": "dominated coupling from the past (docs/model.md §12)",
+            "params": self.params.to_dict(),
+            "samples": [row.tolist() for row in self.samples],
+            "coalescence_time": self.coalescence_time.tolist(),
+            "coalescence_steps": self.coalescence_steps.tolist(),
+            "steps_per_time_unit": steps_per_time_unit(self.params.n, self.params.lam),
+            "rounds": self.rounds.tolist(),
+            "work_steps": self.work_steps.tolist(),
+            "peak_memory_bytes": self.peak_memory.tolist(),
+            "mean_u": mean.tolist(),
+            "se_u": [None if not math.isfinite(v) else float(v) for v in se],
+            "seconds": float(self.seconds),
+            "seed": self.seed,
+            "t0_steps": int(self.t0),
+        }
+
+    def to_frame(self):
+        """Tidy DataFrame: one row per (sample, level) with ``u = c_level / n``, plus the
+        sample's coalescence horizon (time units)."""
+        import pandas as pd
+
+        c = self.counts
+        S, L = c.shape
+        return pd.DataFrame({
+            "sample": np.repeat(np.arange(S), L),
+            "level": np.tile(np.arange(1, L + 1), S),
+            "u": (c / self.params.n).ravel(),
+            "coalescence_time": np.repeat(self.coalescence_time, L),
+        })
+
+    def summary(self) -> str:
+        """The text ``supermarket perfect`` prints."""
+        p = self.params
+        S = self.samples.shape[0]
+        mean, se = self.mean_profile()
+        lines = [f"perfect samples of the (n={p.n}, d={p.d}, λ={p.lam:g}) supermarket chain "
+                 f"({'with' if p.replace else 'without'} replacement): {S} sample(s), "
+                 f"dominated coupling from the past (docs/model.md §12)"]
+        lines.append("  i    mean u_i     s.e.")
+        for i, (m, s) in enumerate(zip(mean, se), start=1):
+            if i > 12 and m < 1e-3:
+                break
+            lines.append(f"{i:3d}  {m:10.6f}  {s:9.2e}" if math.isfinite(s) else f"{i:3d}  {m:10.6f}        —")
+        t = self.coalescence_time
+        lines.append(f"coalescence horizon (time units): mean {t.mean():.4g}, median {np.median(t):.4g}, "
+                     f"max {t.max():.4g}  ({steps_per_time_unit(p.n, p.lam):.6g} steps per time unit)")
+        lines.append(f"mean rounds {self.rounds.mean():.3g}; steps simulated per sample {self.work_steps.mean():.4g}; "
+                     f"peak memory {self.peak_memory.max() / 2**20:.3g} MiB; {self.seconds:.3g} s")
+        return "\n".join(lines)
+
+
+def _result(p, rows, seconds, root, t0) -> PerfectResult:
+    xs = np.array([r[0] for r in rows], dtype=np.int64).reshape(len(rows), p.n)
+    T = np.array([r[1] for r in rows], dtype=np.int64)
+    entropy = root.entropy if isinstance(root.entropy, int) else None
+    return PerfectResult(
+        params=p, samples=xs, coalescence_steps=T,
+        coalescence_time=T / steps_per_time_unit(p.n, p.lam),
+        rounds=np.array([r[2] for r in rows], dtype=np.int64),
+        work_steps=np.array([r[3] for r in rows], dtype=np.int64),
+        peak_memory=np.array([r[4] for r in rows], dtype=np.int64),
+        seconds=float(seconds), seed=entropy, t0=t0)

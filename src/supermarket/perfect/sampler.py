@@ -1,0 +1,261 @@
+"""The perfect sampler's driver (docs/model.md §12): :func:`sample` doubles the horizon of
+each sample's past until its two copies coalesce, within time and memory budgets, one sample
+per seed child, in this process, in threads or as tasks on a Dask cluster;
+:func:`sample_counts` gives one sample as a start state for a simulation."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from ..model import Params, as_seed_sequence, check_positive_float, check_positive_int, spawn_seeds
+from .past import BLOCK_MAX, _OutOfTime, _Past
+from .results import BudgetExceeded, PerfectResult, _result, steps_per_time_unit
+
+__all__ = ["sample", "sample_counts", "DEFAULT_MAX_MEMORY", "MAX_HORIZON_STEPS", "MAX_N"]
+
+#: Default memory budget of one sample (bytes): buffer, checkpoints and the three copies.
+DEFAULT_MAX_MEMORY = 1 << 30
+#: Largest horizon (steps of the uniformized chain) ever tried; beyond it a sample is refused.
+MAX_HORIZON_STEPS = 1 << 52
+#: Largest n (three sorted vectors of n int64 are held per sample, plus a scratch array).
+MAX_N = 1 << 27
+
+
+def _t0(n: int) -> int:
+    """Smallest horizon tried: the power of two >= max(64, n) (about half a time unit)."""
+    t = 64
+    while t < n:
+        t *= 2
+    return t
+
+
+_WARM = False
+
+
+def _warm() -> None:
+    """Load (or compile) the kernels once, so that a time budget measures sampling only."""
+    global _WARM
+    if not _WARM:
+        _one(Params(2, 2, 0.5), np.random.SeedSequence(0), 64, None, DEFAULT_MAX_MEMORY, None)
+        _one(Params(2, 2, 0.5, replace=False), np.random.SeedSequence(0), 64, None, DEFAULT_MAX_MEMORY, None)
+        _WARM = True
+
+
+def _one(p: Params, ss, t0, deadline, max_memory, stop):
+    began = time.perf_counter()
+    past = _Past(p, ss, t0, stop, deadline)
+    horizon = t0
+    rounds = 0
+    peak = past.memory_bytes()
+    work = 0
+    while True:
+        rounds += 1
+        if horizon > MAX_HORIZON_STEPS:
+            raise BudgetExceeded(f"no coalescence within {MAX_HORIZON_STEPS} steps of the past; "
+                                 "sample refused")
+        # memory after extending: one checkpoint per new block, each about D's level count
+        new_blocks = 0
+        b = past.horizon
+        while b < horizon:
+            b += min(b, past.block_max) if b else t0
+            new_blocks += 1
+        projected = past.memory_bytes() + new_blocks * (past.pathmax + 2) * 8 + (past.pathmax + 4) * 16 \
+            + min(horizon, past.block_max) * 8
+        if projected > max_memory:
+            raise BudgetExceeded(f"the next round (horizon {horizon} steps) would need about "
+                                 f"{projected / 2**20:.1f} MiB, more than max_memory="
+                                 f"{max_memory / 2**20:.1f} MiB; sample refused")
+        if deadline is not None and work > 0:
+            # refuse a round that the throughput measured so far says cannot finish in time
+            rate = work / max(time.perf_counter() - began, 1e-9)
+            cost = (horizon - past.horizon) + 3 * horizon
+            if time.perf_counter() + cost / rate > deadline:
+                raise _OutOfTime(horizon, predicted=True)
+        before = past.steps_generated
+        past.extend(horizon)
+        peak = max(peak, past.memory_bytes())
+        met, x, copy_steps = past.run_from(horizon, deadline)
+        work += past.steps_generated - before + copy_steps
+        if met:
+            return x, horizon, rounds, work, peak
+        horizon *= 2
+
+
+def _job(p, ss, s, t0, deadline, max_time, max_memory, stop):
+    """Sample ``s`` (seed ``ss``): :func:`_one`, with running out of time as :class:`BudgetExceeded`."""
+    try:
+        return _one(p, ss, t0, deadline, max_memory, stop)
+    except _OutOfTime as exc:
+        what = "would not finish" if exc.predicted else "was being tried"
+        raise BudgetExceeded(f"sample {s} did not coalesce within max_time={max_time:g} s (the round "
+                             f"with horizon {exc.horizon / steps_per_time_unit(p.n, p.lam):.4g} time units "
+                             f"{what}); no approximate sample is returned") from None
+
+
+def _cluster_task(task):
+    """One sample as a task of :func:`supermarket.parallel.map_tasks` (a Dask worker): the
+    wall-clock deadline becomes this machine's ``perf_counter`` deadline after the kernels are
+    loaded, so compiling them does not eat the budget."""
+    p, ss, s, t0, wall_deadline, max_time, max_memory = task
+    _warm()
+    deadline = None if wall_deadline is None else time.perf_counter() + (wall_deadline - time.time())
+    return _job(p, ss, s, t0, deadline, max_time, max_memory, None)
+
+
+def sample(n, d, lam, *, samples=1, seed=0, replace=True, max_time=None, max_memory=None,
+           workers=1, client=None) -> PerfectResult:
+    """Exact samples from the stationary law of the (n, d, λ) supermarket chain.
+
+    Dominated coupling from the past with random routing as the dominating process
+    (docs/model.md §12): no burn-in, no truncation; each returned vector has exactly the
+    stationary law of the sorted queue-lengths vector (up to double rounding of the
+    event probabilities).  Sample ``s`` uses child ``s`` of ``seed`` on every backend, so the
+    samples do not depend on ``workers`` or ``client``.
+
+    Parameters
+    ----------
+    n : int
+        Number of servers, ``1 <= n <= 2**27``.
+    d : int
+        Number of choices, ``>= 1`` (``<= n`` without replacement).
+    lam : float
+        Load λ in (0, 1).
+    samples : int, optional
+        Number of independent samples (default 1).
+    seed : int, SeedSequence or None, optional
+        Root seed (default 0).
+    replace : bool, optional
+        Sample the ``d`` queues with replacement (default) or without.
+    max_time : float, optional
+        Wall-clock budget of the whole call in seconds.  A sample that would exceed it
+        is stopped and :class:`BudgetExceeded` raised (never an approximate sample).
+    max_memory : int, optional
+        Memory budget of one sample in bytes (default 1 GiB).
+    workers : int, optional
+        Threads running samples in parallel (default 1).
+    client : dask.distributed.Client, optional
+        Run each sample as one task on this Dask cluster (:func:`supermarket.parallel.map_tasks`);
+        excludes ``workers`` > 1.  ``max_time`` is then measured on the workers' clocks against
+        the deadline set here (the machines' clocks are assumed synchronised), and a sample that
+        runs out of it stops the others.
+
+    Returns
+    -------
+    PerfectResult
+
+    Raises
+    ------
+    TypeError, ValueError
+        Bad parameters (named, with their valid range).
+    BudgetExceeded
+        A sample would exceed ``max_time``, ``max_memory`` or the horizon limit.
+
+    Examples
+    --------
+    >>> from supermarket import perfect
+    >>> res = perfect.sample(3, 2, 0.7, samples=4, seed=1)
+    >>> res.samples.shape
+    (4, 3)
+    >>> bool((res.samples[:, :-1] >= res.samples[:, 1:]).all())   # sorted, longest first
+    True
+    >>> perfect.sample(3, 2, 0.7, samples=4, seed=1, workers=2).samples.tolist() == res.samples.tolist()
+    True
+    """
+    p = Params(n, d, lam, replace=replace)
+    if p.n > MAX_N:
+        raise ValueError(f"n must be <= {MAX_N} for perfect sampling (memory of the sorted vectors); got {p.n}")
+    S = check_positive_int("samples", samples)
+    workers = check_positive_int("workers", workers)
+    if client is not None:
+        if not callable(getattr(client, "submit", None)):
+            raise TypeError(f"client must be a dask.distributed.Client (or None); got {type(client).__name__}")
+        if workers != 1:
+            raise ValueError("workers and client exclude each other (the cluster has its own workers)")
+    if max_time is not None:
+        max_time = check_positive_float("max_time", max_time, allow_inf=True)
+    if max_memory is None:
+        max_memory = DEFAULT_MAX_MEMORY
+    else:
+        max_memory = check_positive_int("max_memory", max_memory)
+    root = as_seed_sequence(seed)
+    children = spawn_seeds(root, S)
+    t0 = _t0(p.n)
+    # refuse up front what cannot fit: three copies and a scratch vector of n entries, the
+    # first buffer, and D's level arrays (max of n geometric lengths ≈ log n / log(1/λ))
+    levels = (math.log(p.n) + 40.0) / -math.log(p.lam)
+    first = 4 * 8 * p.n + 8 * min(t0, BLOCK_MAX) + 3 * 8 * (levels + 64)
+    if first > max_memory:
+        raise BudgetExceeded(f"a sample needs at least {first / 2**20:.1f} MiB (n={p.n}, λ={p.lam:g}), "
+                             f"more than max_memory={max_memory / 2**20:.1f} MiB; refused")
+    if client is None:
+        _warm()
+    start = time.perf_counter()
+    deadline = None if max_time is None or math.isinf(max_time) else start + max_time
+    out = [None] * S
+    stop = threading.Event()
+
+    def job(s):
+        out[s] = _job(p, children[s], s, t0, deadline, max_time, max_memory, stop)
+
+    try:
+        if client is not None:
+            from ..parallel import map_tasks
+
+            # the deadline travels as wall-clock (epoch) time: perf_counter is per machine
+            wall_deadline = None if deadline is None else time.time() + (deadline - time.perf_counter())
+            tasks = [(p, children[s], s, t0, wall_deadline, max_time, max_memory) for s in range(S)]
+            map_tasks(_cluster_task, tasks, client=client, collect=False,
+                      on_result=lambda s, value, error: out.__setitem__(s, value))
+        elif workers == 1 or S == 1:
+            for s in range(S):
+                job(s)
+        else:
+            with ThreadPoolExecutor(max_workers=min(workers, S)) as ex:
+                futs = [ex.submit(job, s) for s in range(S)]
+                try:
+                    for f in futs:
+                        f.result()
+                except BaseException:
+                    stop.set()
+                    raise
+    except BudgetExceeded as exc:
+        done = [s for s in range(S) if out[s] is not None]
+        partial = _result(p, [out[s] for s in done], time.perf_counter() - start, root, t0) if done else None
+        raise BudgetExceeded(f"{exc} ({len(done)} of {S} samples completed)", partial) from None
+    return _result(p, out, time.perf_counter() - start, root, t0)
+
+
+def sample_counts(n, d, lam, seed=0, replace=True, *, max_time=None, max_memory=None) -> np.ndarray:
+    """One exact stationary sample as counts ``c_1, c_2, …`` (int64, ``c[0] = c_1``).
+
+    This is the start-state representation of :mod:`supermarket.states` (trailing zeros
+    dropped; the empty state is an empty array), so a simulation can start exactly in
+    equilibrium.  The sample is ``sample(n, d, lam, samples=1, seed=seed).samples[0]``
+    (child 0 of ``seed``): pass a seed independent of the simulation's own stream.
+
+    Parameters
+    ----------
+    n, d, lam, seed, replace, max_time, max_memory
+        As in :func:`sample`.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``c_i = #{queues with length >= i}`` for ``i = 1..max``.
+
+    Examples
+    --------
+    >>> from supermarket import perfect
+    >>> c = perfect.sample_counts(5, 2, 0.5, seed=3)
+    >>> bool(c.size == 0 or (c[0] <= 5 and (c[:-1] >= c[1:]).all() and c[-1] > 0))
+    True
+    """
+    res = sample(n, d, lam, samples=1, seed=seed, replace=replace, max_time=max_time, max_memory=max_memory)
+    x = res.samples[0]
+    top = int(x.max())
+    return np.array([int((x >= i).sum()) for i in range(1, top + 1)], dtype=np.int64)
