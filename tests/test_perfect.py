@@ -17,8 +17,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import subprocess
-import sys
 from collections import Counter
 from fractions import Fraction
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ._common import COUNT, LOAD, N_COUNT, print_json, stderr_is_tty
-from .options import (dask_client, json_option, parallel_options, replace_option, replications_option,
+from .options import (dask_session, json_option, parallel_options, replace_option, replications_option,
                       seed_option, start_option)
 
 
@@ -37,10 +37,10 @@ def mixing(n, d, load, start, replications, max_steps, burn_in, seed, workers, s
 
     from .. import mixing as mx
 
-    client = dask_client(scheduler, connect_timeout, workers)
-    if stderr_is_tty() and not as_json:
-        click.echo(f"coupling {replications} pairs (n={n}, d={d}, λ={load}, from {start}) … (Ctrl-C stops)", err=True)
-    try:
+    with dask_session(scheduler, connect_timeout, workers) as client:  # a bad address fails before any work
+        if stderr_is_tty() and not as_json:
+            click.echo(f"coupling {replications} pairs (n={n}, d={d}, λ={load}, from {start}) … (Ctrl-C stops)",
+                       err=True)
         with warnings.catch_warnings():
             warnings.simplefilter("always", mx.MixingWarning)
             # the estimate is printed at once, before the long run starts
@@ -48,9 +48,6 @@ def mixing(n, d, load, start, replications, max_steps, burn_in, seed, workers, s
             res = mx.coalescence(n, d, load, start=start, replications=replications, seed=seed,
                                  max_steps=max_steps, burn_in=burn_in, replace=replace,
                                  workers=workers, client=client)
-    finally:
-        if client is not None:
-            client.close()
     if as_json:
         print_json(res.to_dict())
         return

@@ -9,7 +9,7 @@ from decimal import Decimal, InvalidOperation
 import click
 
 from ..simulation import DEFAULT_STEPS, ENGINES, TIME_MODES, simulate as _simulate
-from ._common import COUNT, FLOAT, LOAD_ANY, N_COUNT, OUTPUT_FIGURE, OUTPUT_FILE, REPLICATIONS, print_json, save_figure, to_jsonable
+from ._common import COUNT, FLOAT, LOAD_ANY, N_COUNT, OUTPUT_FIGURE, OUTPUT_FILE, print_json, save_figure, to_jsonable
 from .options import (dask_client, json_option, parallel_options, replace_option, replications_option,
                       seed_option, start_option)
 

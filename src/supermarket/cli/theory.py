@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from .. import theory as th
 from ..parallel import call

@@ -462,8 +462,8 @@ def study_markdown(pre_rows: list[dict], refl_rows: list[dict]) -> str:
         gaps = [abs(r["prelimit_minus_limit_mean_z2"]) for r in rows]
         if len(gaps) >= 2:
             shrinking = all(a > b for a, b in zip(gaps, gaps[1:]))
-            L.append(f"- Pre-limit against limit, |E Y gap|: " + ", ".join(f"{g:.4f}" for g in gaps)
-                     + f" for n = " + ", ".join(f"{r['n']:.0e}" for r in rows) + "; "
+            L.append("- Pre-limit against limit, |E Y gap|: " + ", ".join(f"{g:.4f}" for g in gaps)
+                     + " for n = " + ", ".join(f"{r['n']:.0e}" for r in rows) + "; "
                      + ("it shrinks at every step." if shrinking else "it does not shrink at every step."))
             ratios = [r["prelimit_minus_limit_mean_z2"] / r["scale"] for r in rows]
             spread = (max(ratios) - min(ratios)) / max(abs(sum(ratios) / len(ratios)), 1e-12)

@@ -250,7 +250,7 @@ def _e3_markdown(rows, fits, lin, *, n, d, lam, R) -> list[str]:
     ratios = [r["mean_over_lower"] for r in rows]
     below = sum(x < 1 for x in ratios)
     lines += ["", "**What the runs show.**", "",
-              (f"- every mean coalescence time is at least its lower order" if below == 0 else
+              ("- every mean coalescence time is at least its lower order" if below == 0 else
                f"- {below} of {len(rows)} mean coalescence times are below their lower order")
               + f" (ratios {min(ratios):.3g}–{max(ratios):.3g}).",
               f"- linear fit τ = a + b × order: b = {lin['customers']['slope']:.3f} for ‖x‖₁ = g n and "
