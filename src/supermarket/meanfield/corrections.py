@@ -18,9 +18,9 @@ from .drift import (
     DEFAULT_TOL,
     MAX_LEVELS,
     _check_n,
+    _levels,
     _noise_diag,
     drift_jacobian,
-    levels_needed,
     near_equilibrium_centre,
     sample_prob,
 )
@@ -101,9 +101,9 @@ class RefinedMeanField:
     def to_dict(self) -> dict:
         """JSON-safe: ``pi``, ``V``, their sums and the accuracy flags (``W`` is left out)."""
         return to_jsonable({"d": self.d, "load": self.lam, "levels": self.levels, "pi": self.pi.tolist(),
-                          "V": self.V.tolist(), "sum_pi": float(self.pi.sum()), "sum_V": float(self.V.sum()),
-                          "accurate": self.accurate, "error_estimate": self.error_estimate,
-                          "issues": list(self.issues)})
+                            "V": self.V.tolist(), "sum_pi": float(self.pi.sum()), "sum_V": float(self.V.sum()),
+                            "accurate": self.accurate, "error_estimate": self.error_estimate,
+                            "issues": list(self.issues)})
 
     def to_frame(self, n=None):
         """Tidy table by level: ``level``, ``pi``, ``V``, ``W_ii``, and ``refined`` = π + V/n when
@@ -262,13 +262,13 @@ def refined_mean_field(d, lam, *, levels=None, tol: float = DEFAULT_TOL,
 
     Parameters
     ----------
-    d : int
-        Number of choices, ``d >= 1``.
-    lam : float or str
-        Load λ in (0, 1).
+    d, lam
+        The choices ``d >= 1`` (int) and the load λ in (0, 1) (float or str).
     levels : int, optional
+        Number of levels kept (at most ``max_levels``); by default up to the first level
+        with ``π(i) < tol`` (:func:`levels_needed`).
     tol, max_levels
-        Truncation.
+        That threshold and the largest number of levels allowed.
 
     Returns
     -------
@@ -279,7 +279,8 @@ def refined_mean_field(d, lam, *, levels=None, tol: float = DEFAULT_TOL,
     Raises
     ------
     ValueError
-        Bad parameters.
+        If ``d`` or λ is out of range, or the truncation needs more than ``max_levels`` levels
+        (or more than :data:`MAX_LYAPUNOV_LEVELS` for the dense Lyapunov solve).
 
     Examples
     --------
@@ -289,26 +290,25 @@ def refined_mean_field(d, lam, *, levels=None, tol: float = DEFAULT_TOL,
     """
     d = check_positive_int("d", d)
     lam = check_load(lam)
-    L = (check_positive_int("levels", levels, maximum=max_levels) if levels is not None
-         else levels_needed(d, lam, tol, max_levels))
+    L = _levels(d, lam, levels, tol, max_levels)
     pi = np.exp(log_fixed_point(d, lam, L))
     A, W = _lyapunov(pi, d, lam, None, True)
     p2 = sample_prob(pi, d, order=2)
-    wdiag = np.diag(W)
-    # (½ Σ_jk B_{i,jk} W_jk) = ½ λ (P''(π_{i−1}) W_{i−1,i−1} − P''(π_i) W_ii), with π_0 = 1 fixed
-    term = -lam * p2 * wdiag
-    term[1:] += lam * p2[:-1] * wdiag[:-1]
     import warnings
 
-    def rhs_of(w):
+    def half_hessian_term(w):
+        """``½ Σ_jk B_{i,jk} w_jk = ½ λ (P''(π_{i−1}) w_{i−1,i−1} − P''(π_i) w_ii)``, ``π_0 = 1`` fixed."""
         wd = np.diag(w)
         t = -lam * p2 * wd
         t[1:] += lam * p2[:-1] * wd[:-1]
-        return -0.5 * t
+        return 0.5 * t
+
+    def rhs_of(w):  # V solves A V = rhs_of(W)
+        return -half_hessian_term(w)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        V = -np.linalg.solve(A, 0.5 * term)
+        V = -np.linalg.solve(A, half_hessian_term(W))
     est, issues = _accuracy(A, W, _noise_diag(pi, d, lam, None, True), V, rhs_of)
     accurate = not issues
     if not accurate:
@@ -357,9 +357,9 @@ class LNAResult:
     def to_dict(self) -> dict:
         """JSON-safe: parameters, ``centre``, ``covariance`` and the accuracy flags."""
         return to_jsonable({"d": self.d, "load": self.lam, "n": self.n, "at": self.at, "replace": self.replace,
-                          "levels": self.levels, "centre": self.centre.tolist(),
-                          "covariance": self.covariance.tolist(), "accurate": self.accurate,
-                          "error_estimate": self.error_estimate, "issues": list(self.issues)})
+                            "levels": self.levels, "centre": self.centre.tolist(),
+                            "covariance": self.covariance.tolist(), "accurate": self.accurate,
+                            "error_estimate": self.error_estimate, "issues": list(self.issues)})
 
     def to_frame(self):
         """Tidy table: one row per pair of levels (``i``, ``j`` from 1) with ``covariance``;
@@ -399,17 +399,16 @@ def lna(d, lam, *, n=None, at="fixed-point", replace=True, levels=None, tol: flo
 
     Parameters
     ----------
-    d : int
-        Number of choices.
-    lam : float or str
-        Load λ in (0, 1).
+    d, lam
+        The choices ``d >= 1`` (int) and the load λ in (0, 1) (float or str).
     n : int, optional
         Servers (needed with ``at="centre"``).
     at : {"fixed-point", "centre"}
+        Where the noise is linearised: the fixed point ``π`` or the finite-n centre ``x^n``.
     replace : bool, default True
-    levels : int, optional
-    tol, max_levels
-        Truncation.
+        Sampling with replacement; ``False`` (without) needs ``at="centre"``.
+    levels, tol, max_levels
+        Truncation, as in :func:`refined_mean_field`.
 
     Returns
     -------
@@ -418,7 +417,8 @@ def lna(d, lam, *, n=None, at="fixed-point", replace=True, levels=None, tol: flo
     Raises
     ------
     ValueError
-        Bad parameters.
+        If ``at`` is neither ``"fixed-point"`` nor ``"centre"``, ``at="centre"`` lacks ``n``,
+        ``at="fixed-point"`` is asked with ``replace=False``, or a parameter is out of range.
 
     Examples
     --------
@@ -443,9 +443,7 @@ def lna(d, lam, *, n=None, at="fixed-point", replace=True, levels=None, tol: flo
             n = check_positive_int("n", n)
         if not replace:
             raise ValueError("at='fixed-point' uses sampling with replacement; use at='centre' for replace=False")
-        L = (check_positive_int("levels", levels, maximum=max_levels) if levels is not None
-             else levels_needed(d, lam, tol, max_levels))
-        x = np.exp(log_fixed_point(d, lam, L))
+        x = np.exp(log_fixed_point(d, lam, _levels(d, lam, levels, tol, max_levels)))
         A, W = _lyapunov(x, d, lam, None, True)
         pn = None
     est, issues = _accuracy(A, W, _noise_diag(x, d, lam, pn, replace if at == "centre" else True))

@@ -18,7 +18,7 @@ import numbers
 import numpy as np
 import scipy.linalg as sla
 
-from ..model import check_load, check_positive_float, check_positive_int
+from ..model import check_load, check_positive_float, check_positive_int, check_vector
 from ..theory import log_fixed_point
 
 DEFAULT_TOL = 1e-13  # a level whose value stays below this is dropped
@@ -92,12 +92,7 @@ def check_profile(u, name: str = "start profile") -> np.ndarray:
     Traceback (most recent call last):
     ValueError: start profile must be non-increasing; level 2 (0.6) exceeds level 1 (0.5)
     """
-    try:
-        arr = np.asarray(u, dtype=float)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a 1-d array of numbers in [0, 1]; got {type(u).__name__}") from None
-    if arr.ndim != 1 or arr.size == 0:
-        raise TypeError(f"{name} must be a non-empty 1-d array (u_1, u_2, ...); got shape {arr.shape}")
+    arr = check_vector(name, u, of="numbers in [0, 1]", shape=" (u_1, u_2, ...)")
     bad = ~np.isfinite(arr) | (arr < 0) | (arr > 1)
     if bad.any():
         i = int(np.argmax(bad))
@@ -131,10 +126,8 @@ def levels_needed(d, lam, tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS
 
     Parameters
     ----------
-    d : int
-        Number of choices, ``d >= 1``.
-    lam : float or str
-        Load λ in (0, 1).
+    d, lam
+        The choices ``d >= 1`` (int) and the load λ in (0, 1) (float or str).
     tol : float
         Threshold of the last level.
     max_levels : int
@@ -169,6 +162,13 @@ def levels_needed(d, lam, tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS
         raise ValueError(f"levels: the fixed point stays above tol={tol:g} for more than max_levels={max_levels} "
                          f"levels at d={d}, load={lam!r}; raise max_levels or tol")
     return need
+
+
+def _levels(d, lam, levels, tol, max_levels) -> int:
+    """The number of levels to keep: ``levels`` when given (at most ``max_levels``), else
+    :func:`levels_needed` (``π`` below ``tol``)."""
+    return (check_positive_int("levels", levels, maximum=max_levels) if levels is not None
+            else levels_needed(d, lam, tol, max_levels))
 
 
 # =========================================================================== §1-§3: P(u)
@@ -377,8 +377,7 @@ def fixed_point_newton(d, lam, levels=None, *, n=None, replace=True, start=None,
     d = check_positive_int("d", d)
     lam = check_load(lam)
     n = _check_n(n, d, replace)
-    L = (check_positive_int("levels", levels, maximum=max_levels) if levels is not None
-         else levels_needed(d, lam, tol, max_levels))
+    L = _levels(d, lam, levels, tol, max_levels)
     max_iter = check_positive_int("max_iter", max_iter)
     pn = n if not replace else None
     if start is None:
@@ -432,9 +431,11 @@ def near_equilibrium_centre(n, d, lam, *, replace=True, levels=None, tol: float 
     lam : float
         Load λ in (0, 1).
     replace : bool, default True
+        Sampling with replacement (``P_n(x) = x^d``) or without.
     levels : int, optional
+        Number of levels; by default up to the first value below ``tol``.
     tol, max_levels
-        Truncation.
+        That threshold and the largest number of levels allowed.
 
     Returns
     -------
@@ -444,7 +445,8 @@ def near_equilibrium_centre(n, d, lam, *, replace=True, levels=None, tol: float 
     Raises
     ------
     ValueError
-        Bad parameters.
+        If a parameter is out of range, ``d > n`` without replacement, or the centre stays
+        above ``tol`` for more than ``max_levels`` levels.
 
     Examples
     --------

@@ -36,9 +36,25 @@ from .drift import (
     near_equilibrium_centre,
 )
 
+
 # =========================================================================== result protocol
 class _Trajectory:
-    """``to_frame``, ``summary`` and ``plot`` shared by the two ODE solutions."""
+    """What the two ODE solutions share: ``mean_queue_length``, ``final``, ``to_frame``,
+    ``summary``, ``plot`` and the arrays of ``to_dict``."""
+
+    @property
+    def mean_queue_length(self) -> np.ndarray:
+        """``Σ_i u_i(t)`` at each time (mean number of customers per server)."""
+        return self.u.sum(axis=1)
+
+    @property
+    def final(self) -> np.ndarray:
+        """The profile at the last time."""
+        return self.u[-1]
+
+    def _series(self) -> dict:
+        """``t``, ``u`` and ``mean_queue_length`` as lists, the end of both ``to_dict``."""
+        return {"t": self.t.tolist(), "u": self.u.tolist(), "mean_queue_length": self.mean_queue_length.tolist()}
 
     def to_frame(self):
         """Tidy table: one row per (time, level) with ``t``, ``level`` (from 1), ``u``."""
@@ -115,23 +131,12 @@ class MeanFieldSolution(_Trajectory):
     replace: bool = True
     top_level_max: float = 0.0
 
-    @property
-    def mean_queue_length(self) -> np.ndarray:
-        """``Σ_i u_i(t)`` at each time (mean number of customers per server)."""
-        return self.u.sum(axis=1)
-
-    @property
-    def final(self) -> np.ndarray:
-        return self.u[-1]
-
     def to_dict(self) -> dict:
         """JSON-safe (``inf`` as ``"inf"``): parameters, solver statistics, ``t``, ``u``, Σu."""
         return to_jsonable({"d": self.d, "load": self.lam, "T": self.T, "levels": self.levels, "tol": self.tol,
-                "method": self.method, "nfev": self.nfev, "njev": self.njev, "success": self.success,
-                "message": self.message, "n": self.n, "replace": self.replace,
-                "top_level_max": self.top_level_max,
-                "t": self.t.tolist(), "u": self.u.tolist(),
-                "mean_queue_length": self.mean_queue_length.tolist()})
+                            "method": self.method, "nfev": self.nfev, "njev": self.njev, "success": self.success,
+                            "message": self.message, "n": self.n, "replace": self.replace,
+                            "top_level_max": self.top_level_max, **self._series()})
 
 
 def _start_profile(start, d, lam, n, tol, max_levels, replace=True):
@@ -350,19 +355,10 @@ class DInfSolution(_Trajectory):
     events: tuple
     d: float = math.inf
 
-    @property
-    def mean_queue_length(self) -> np.ndarray:
-        return self.u.sum(axis=1)
-
-    @property
-    def final(self) -> np.ndarray:
-        return self.u[-1]
-
     def to_dict(self) -> dict:
         """JSON-safe: parameters, the fill/unfill ``events``, ``t``, ``u``, Σu."""
         return to_jsonable({"d": "inf", "load": self.lam, "T": self.T, "levels": self.levels,
-                          "events": [list(e) for e in self.events], "t": self.t.tolist(), "u": self.u.tolist(),
-                          "mean_queue_length": self.mean_queue_length.tolist()})
+                            "events": [list(e) for e in self.events], **self._series()})
 
 
 def _dinf_piece(m, z0, s, lam):

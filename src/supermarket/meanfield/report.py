@@ -25,16 +25,16 @@ def response_times(d, lam, *, n=None, refined=False, replace=True, quantiles=(0.
 
     Parameters
     ----------
-    d : int
-        Number of choices.
-    lam : float or str
-        Load λ in (0, 1).
+    d, lam
+        The choices ``d >= 1`` (int) and the load λ in (0, 1) (float or str).
     n : int, optional
         Servers; needed with ``refined`` or ``replace=False``.
     refined : bool, default False
         Add the ``1/n`` term (derived).
     replace : bool, default True
+        Sampling with replacement (``False``: without, needs ``n``).
     quantiles : sequence of float
+        The levels, in (0, 1), of the quantiles reported.
 
     Returns
     -------

@@ -28,3 +28,12 @@ class _Result:
 
     def summary(self) -> str:  # pragma: no cover - every result overrides it
         return "\n".join(f"{k} = {v}" for k, v in self.to_dict().items())
+
+
+class _PlainResult(_Result):
+    """A result whose fields are plain numbers, strings and tuples: ``to_dict()`` is ``asdict``
+    unconverted, so that ``Cls(**result.to_dict())`` rebuilds it (``inf`` stays a float);
+    :class:`~supermarket.theory.TheoryReport` does so from its stored dict."""
+
+    def to_dict(self) -> dict:
+        return asdict(self)

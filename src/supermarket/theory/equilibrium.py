@@ -13,13 +13,13 @@ Conventions: a *profile* array ``u`` is indexed from level 1, ``u[0] = u_1``; li
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
 from ..model import MAX_THEORY_N, check_int, check_load, check_positive_int, load_candidates
-from ._result import _Result
+from ._result import _PlainResult
 
 MAX_FIXED_POINT_LEVELS = 64
 MAX_K = 1000  # an explicit k (a level): k_{λ,d} <= 53·log2... is far below; A_k is k×k dense
@@ -41,10 +41,8 @@ def log_fixed_point(d, lam, levels) -> np.ndarray:
 
     Parameters
     ----------
-    d : int
-        Number of choices, ``d >= 1``.
-    lam : float or str
-        Load λ in (0, 1).
+    d, lam
+        The choices ``d >= 1`` (int) and the load λ in (0, 1) (float or str).
     levels : int
         Number of levels, ``>= 0``.
 
@@ -89,10 +87,9 @@ def fixed_point(d, lam, levels: int | None = None, *, tol: float = TINY,
 
     Parameters
     ----------
-    d : int
-        Number of choices, ``d >= 1`` (``π(i) = λ^i`` when ``d = 1``).
-    lam : float or str
-        Load λ in (0, 1).
+    d, lam
+        The choices ``d >= 1`` (int; ``π(i) = λ^i`` when ``d = 1``) and the load λ in (0, 1)
+        (float or str).
     levels : int, optional
         Exact number of levels to return.
     tol : float, optional
@@ -133,10 +130,8 @@ def mean_queue_length(d, lam) -> float:
 
     Parameters
     ----------
-    d : int
-        Number of choices, ``d >= 1``.
-    lam : float or str
-        Load λ in (0, 1).
+    d, lam
+        The choices ``d >= 1`` (int) and the load λ in (0, 1) (float or str).
 
     Returns
     -------
@@ -170,10 +165,8 @@ def mean_sojourn_time(d, lam) -> float:
 
     Parameters
     ----------
-    d : int
-        Number of choices, ``d >= 1``.
-    lam : float or str
-        Load λ in (0, 1).
+    d, lam
+        As in :func:`mean_queue_length`.
 
     Returns
     -------
@@ -220,10 +213,9 @@ def k_lambda_d(d, lam) -> int:
 
     Parameters
     ----------
-    d : int
-        Number of choices, ``d >= 2``.
-    lam : float or str
-        Load λ in (0, 1); a string such as ``"0.999"`` is read exactly.
+    d, lam
+        The choices ``d >= 2`` (int) and the load λ in (0, 1) (float or str); a string such as
+        ``"0.999"`` is read exactly.
 
     Returns
     -------
@@ -248,7 +240,7 @@ def k_lambda_d(d, lam) -> int:
 
 
 @dataclass(frozen=True)
-class KReport(_Result):
+class KReport(_PlainResult):
     """``k_{λ,d}`` with its position between the boundaries ``d^{k−1} < 1/(1−λ) <= d^k``.
 
     Examples
@@ -264,9 +256,6 @@ class KReport(_Result):
     possible_max: tuple[int, ...]  # maximum queue lengths the paper allows in equilibrium
     note: str
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
     def summary(self) -> str:
         """``k_{λ,d}`` and the note on its boundaries, as ``supermarket theory`` prints them."""
         return (f"k_(λ,d) = ⌈log(1/(1−λ))/log d⌉ = {self.k}   (log_d(1/(1−λ)) = {self.log_ratio:.6g})  "
@@ -281,10 +270,8 @@ def k_report(d, lam, *, margin: float = 0.05) -> KReport:
 
     Parameters
     ----------
-    d : int
-        Number of choices, ``d >= 2``.
-    lam : float or str
-        Load λ in (0, 1).
+    d, lam
+        The choices ``d >= 2`` (int) and the load λ in (0, 1) (float or str).
     margin : float, optional
         "Near a boundary" means ``log(1/(1−λ))/log d`` within ``margin`` of an integer
         (default 0.05, a convention of this tool).
@@ -330,12 +317,9 @@ def k_hypothesis(n, d, lam) -> int:
 
     Parameters
     ----------
-    n : int
-        Number of servers, ``n >= 1``.
-    d : int
-        Number of choices, ``d >= 1``.
-    lam : float or str
-        Load λ in (0, 1).
+    n, d, lam
+        The servers ``n >= 1`` and choices ``d >= 1`` (ints; ``d = 1`` gives
+        ``⌊log n / log(1/λ)⌋``) and the load λ in (0, 1) (float or str).
 
     Returns
     -------
@@ -366,10 +350,8 @@ def linearised_q(d, lam, k=None) -> np.ndarray:
 
     Parameters
     ----------
-    d : int
-        Number of choices, ``d >= 1``.
-    lam : float or str
-        Load λ in (0, 1).
+    d, lam
+        The choices ``d >= 1`` (int) and the load λ in (0, 1) (float or str).
     k : int, optional
         Number of levels; defaults to ``k_{λ,d}``.
 
@@ -403,12 +385,9 @@ def predicted_counts(n, d, lam, k=None) -> np.ndarray:
 
     Parameters
     ----------
-    n : int
-        Number of servers, ``n >= 1``.
-    d : int
-        Number of choices, ``d >= 1``.
-    lam : float or str
-        Load λ in (0, 1).
+    n, d, lam
+        The servers ``n >= 1`` (the counts sum to ``n``), choices ``d >= 1`` (ints) and the
+        load λ in (0, 1) (float or str).
     k : int, optional
         Longest length; defaults to ``k_{λ,d}``.
 

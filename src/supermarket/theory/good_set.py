@@ -20,12 +20,10 @@ def good_set_bounds(n, d, lam, eps=0.1, k=None) -> tuple[np.ndarray, np.ndarray]
 
     Parameters
     ----------
-    n : int
-        Number of servers, ``n >= 1``.
-    d : int
-        Number of choices, ``d >= 1``.
-    lam : float or str
-        Load λ in (0, 1).
+    n, d, lam
+        The servers ``n >= 1``, choices ``d >= 1`` (ints) and the load λ in (0, 1) (float or
+        str); λ and ε are read exactly (``0.99`` is 99/100), so an edge that is an integer
+        comes out exactly.
     eps : float, optional
         ε in (0, 1/10] (default 0.1).
     k : int, optional
@@ -169,14 +167,8 @@ def good_set(lengths=None, *, counts=None, profile=None, n=None, d, lam, eps=0.1
         ``u_1, u_2, …`` (non-increasing, in ``[0, 1]``); needs ``n``.
     n : int, optional
         Number of servers (required with ``counts`` or ``profile``).
-    d : int
-        Number of choices, ``d >= 1``.
-    lam : float or str
-        Load λ in (0, 1).
-    eps : float, optional
-        ε in (0, 1/10] (default 0.1).
-    k : int, optional
-        Defaults to ``k_{λ,d}``.
+    d, lam, eps, k
+        As in :func:`good_set_bounds`.
 
     Returns
     -------
@@ -293,12 +285,9 @@ def theorem_1_2(n, d, lam, eps=0.1) -> TheoremReport:
 
     Parameters
     ----------
-    n : int
-        Number of servers, ``n >= 1``.
-    d : int
-        Number of choices, ``d >= 2``.
-    lam : float or str
-        Load λ in (0, 1).
+    n, d, lam
+        The servers ``n >= 1``, choices ``d >= 2`` (ints; the conditions need ``k_{λ,d}``) and
+        the load λ in (0, 1) (float or str).
     eps : float, optional
         ε (default 0.1); values above 1/10 are accepted and fail the first condition.
 

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..model import MAX_THEORY_N, check_int, check_load, check_positive_float, check_positive_int
-from ._result import _frame, _Result
+from ._result import _frame, _PlainResult
 from .equilibrium import MAX_K, k_lambda_d
 
 # =========================================================================== §6
 @dataclass(frozen=True)
-class MixingBounds(_Result):
+class MixingBounds(_PlainResult):
     """Orders of the mixing time (docs/model.md §6, constants taken as 1).
 
     Examples
@@ -27,9 +27,6 @@ class MixingBounds(_Result):
     lower_steps: float  # d^{k-1} n
     upper_time: float  # steps / (n(1+λ))
     lower_time: float
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
     def to_frame(self):
         """Two rows (``bound`` = upper, lower) with ``steps`` and ``time``."""
@@ -74,12 +71,9 @@ def mixing_bounds(n, d, lam) -> MixingBounds:
 
     Parameters
     ----------
-    n : int
-        Number of servers, ``n >= 1``.
-    d : int
-        Number of choices, ``d >= 2``.
-    lam : float or str
-        Load λ in (0, 1).
+    n, d, lam
+        The servers ``n >= 1``, choices ``d >= 2`` (ints) and the load λ in (0, 1) (float or
+        str); steps become time at the rate ``n(1+λ)`` of :func:`steps_to_time`.
 
     Returns
     -------
@@ -160,10 +154,8 @@ def slow_mode_matrix(d, lam, k=None) -> np.ndarray:
 
     Parameters
     ----------
-    d : int
-        Number of choices, ``d >= 1``.
-    lam : float or str
-        Load λ in (0, 1).
+    d, lam
+        The choices ``d >= 1`` (int) and the load λ in (0, 1) (float or str).
     k : int, optional
         Size; defaults to ``k_{λ,d}``.
 
@@ -190,7 +182,7 @@ def slow_mode_matrix(d, lam, k=None) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class SlowMode(_Result):
+class SlowMode(_PlainResult):
     """The slow mode of the linearised profile [derived] (docs/model.md §6).
 
     Examples
@@ -205,9 +197,6 @@ class SlowMode(_Result):
     mu_approx: float  # (λd−1)/((λd)^k − 1)
     relaxation_time: float  # 1/μ
     relaxation_steps_per_server: float  # (1+λ)/μ: steps are n(1+λ) per unit time
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
     def summary(self) -> str:
         return (f"slow mode (derived): μ_k = {self.mu:.6g} per unit time (approx. {self.mu_approx:.6g}), "
@@ -266,10 +255,8 @@ def slow_mode(d, lam, k=None) -> SlowMode:
 
     Parameters
     ----------
-    d : int
-        Number of choices, ``d >= 1``.
-    lam : float or str
-        Load λ in (0, 1).
+    d, lam
+        The choices ``d >= 1`` (int) and the load λ in (0, 1) (float or str).
     k : int, optional
         Defaults to ``k_{λ,d}``.
 

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from ..model import MAX_THEORY_N, check_load, check_positive_int
-from ._result import _Result
+from ._result import _PlainResult
 from .equilibrium import _log_lambda
 
 # =========================================================================== §8
 @dataclass(frozen=True)
-class Regime002(_Result):
+class Regime002(_PlainResult):
     """Where ``(n, d, λ)`` sits among the three limits of paper 002 (docs/model.md §8, derived).
 
     Examples
@@ -27,9 +27,6 @@ class Regime002(_Result):
     d_one_minus_lambda: float  # d(1−λ): must be large for a single Brownian motion
     regime: str  # "a", "b" or "c"
     note: str
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
     def summary(self) -> str:
         return (f"paper 002 (derived limits): d/√n = {self.d_over_sqrt_n:.4g}, κ = dλ^d = {self.kappa:.4g}, "
@@ -49,12 +46,9 @@ def regime_002(n, d, lam) -> Regime002:
 
     Parameters
     ----------
-    n : int
-        Number of servers, ``n >= 1``.
-    d : int
-        Number of choices, ``d >= 1``.
-    lam : float or str
-        Load λ in (0, 1).
+    n, d, lam
+        The servers ``n >= 1``, choices ``d >= 1`` (ints) and the load λ in (0, 1) (float or
+        str); paper 002 needs ``d(1−λ)`` large, and the note warns when it is below 10.
 
     Returns
     -------

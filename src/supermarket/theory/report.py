@@ -30,12 +30,9 @@ def summary(n, d, lam, eps=0.1) -> dict:
 
     Parameters
     ----------
-    n : int
-        Number of servers, ``n >= 1``.
-    d : int
-        Number of choices, ``d >= 1``.
-    lam : float or str
-        Load λ in (0, 1).
+    n, d, lam
+        The servers ``n >= 1``, choices ``d >= 1`` (ints; ``d = 1`` has no ``k_{λ,d}``) and
+        the load λ in (0, 1) (float or str).
     eps : float, optional
         ε of the good set, in (0, 1/10] (default 0.1).
 
