@@ -2,7 +2,7 @@
 
 What is here, each with the docs/model.md section it implements, one module each:
 
-- :mod:`.drift`: the drift of the profile ``u`` (eq. (1.1) of paper 000, §3) and its
+- :mod:`.dynamics`: the drift of the profile ``u`` (eq. (1.1) of paper 000, §3) and its
   Jacobian, with sampling with replacement (``P(u) = u^d``) or without
   (``P_n(u) = C(nu,d)/C(n,d)``); its zeros: :func:`fixed_point_newton`, a generic Newton
   solve of the truncated drift (a cross-check of the closed form
@@ -40,7 +40,7 @@ from .corrections import (
     lna,
     refined_mean_field,
 )
-from .drift import (
+from .dynamics import (
     DEFAULT_TOL,
     MAX_LEVELS,
     check_d,

@@ -14,7 +14,7 @@ import scipy.linalg as sla
 from ..jsonable import to_jsonable
 from ..model import check_load, check_positive_int
 from ..theory import log_fixed_point
-from .drift import (
+from .dynamics import (
     DEFAULT_TOL,
     MAX_LEVELS,
     _check_n,

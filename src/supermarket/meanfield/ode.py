@@ -24,7 +24,7 @@ from ..jsonable import to_jsonable
 from ..model import check_load, check_positive_float, check_positive_int
 from ..states import parse_start
 from ..theory import log_fixed_point
-from .drift import (
+from .dynamics import (
     DEFAULT_TOL,
     MAX_LEVELS,
     _check_n,
@@ -106,7 +106,9 @@ class MeanFieldSolution(_Trajectory):
     """Solution of the mean-field ODE (1.1) (docs/model.md §3).
 
     ``t``: times, ``u``: array (times x levels), ``u[k, i−1] = u_i(t_k)``.  ``levels``: the
-    number of levels kept (the top level stayed below ``tol`` over the run).
+    number of levels kept (the top level stayed below ``tol`` over the run).  Properties:
+    ``mean_queue_length``, ``Σ_i u_i(t)`` at each time (mean number of customers per
+    server), and ``final``, the profile at the last time.
 
     Examples
     --------
@@ -338,8 +340,9 @@ def _integrate(d, lam, n, replace, y0, T, t_eval, method, rtol, atol):
 class DInfSolution(_Trajectory):
     """Solution of the constrained (water-filling) ODE for ``d = ∞`` (docs/model.md §3, paper 002).
 
-    ``t``, ``u`` (times x levels) as in :class:`MeanFieldSolution`; ``events``: list of
-    ``(time, full_levels_after)`` at which a level filled or unfilled.
+    ``t``, ``u`` (times x levels), ``mean_queue_length`` and ``final`` as in
+    :class:`MeanFieldSolution`; ``events``: list of ``(time, full_levels_after)`` at which a
+    level filled or unfilled.
 
     Examples
     --------

@@ -12,16 +12,19 @@ The parts, one module each:
   ``k_{λ,d}`` (:func:`k_lambda_d`, :func:`k_report`), :func:`k_hypothesis`; the linearised
   profile ``q̃`` [derived] (:func:`linearised_q`, :func:`predicted_counts`,
   :func:`linearisation_valid`).
-- :mod:`.good_set` (§5): the good set ``N^ε`` (:func:`good_set_bounds`, :func:`good_set`)
+- :mod:`.good_set_theorem` (§5): the good set ``N^ε`` (:func:`good_set_bounds`, :func:`good_set`)
   and the conditions of Theorem 1.2 of paper 000 (:func:`theorem_1_2`, :class:`Condition`).
-- :mod:`.mixing_bounds` (§6): the mixing-time orders (:func:`mixing_bounds`,
+- :mod:`.mixing_time` (§6): the mixing-time orders (:func:`mixing_bounds`,
   :func:`mixing_lower_customers`, :func:`mixing_lower_long`, :func:`steps_to_time`) and the
   slow mode of the linearised profile [derived] (:func:`slow_mode_matrix`, :func:`slow_mode`).
-- :mod:`.regime_002` (§8): the paper-002 quantities and the regime ``(n, d, λ)`` resembles.
-- :mod:`.design` (§4): the least ``d`` that keeps ``k_{λ,d} <= K`` (:func:`design`).
+- :mod:`.paper002` (§8): the paper-002 quantities and the regime ``(n, d, λ)`` resembles.
+- :mod:`.sizing` (§4): the least ``d`` that keeps ``k_{λ,d} <= K`` (:func:`design`).
 - :mod:`.report`: all of the above for one ``(n, d, λ)`` (:func:`summary`,
   :func:`theory_report`), the report behind ``supermarket theory``.
 - :mod:`._result`: the ``to_dict`` / ``to_frame`` / ``summary`` protocol of the results.
+
+No submodule is named like a function (``good_set``, ``mixing_bounds``, ``design``): the
+package attribute is the function, so the module names differ.
 
 Conventions: a *profile* array ``u`` is indexed from level 1, ``u[0] = u_1``; likewise
 ``pi[0] = π(1)``.  ``n`` servers (``1 <= n <= MAX_THEORY_N``), ``d`` choices, load ``lam``
@@ -30,7 +33,6 @@ Conventions: a *profile* array ``u`` is indexed from level 1, ``u[0] = u_1``; li
 
 from __future__ import annotations
 
-from .design import DesignReport, design
 from .equilibrium import (
     LINEARISATION_NOTE,
     MAX_FIXED_POINT_LEVELS,
@@ -48,7 +50,7 @@ from .equilibrium import (
     mean_sojourn_time,
     predicted_counts,
 )
-from .good_set import (
+from .good_set_theorem import (
     SMALL_HEAVY_TRAFFIC,
     Clause,
     Condition,
@@ -58,7 +60,7 @@ from .good_set import (
     good_set_bounds,
     theorem_1_2,
 )
-from .mixing_bounds import (
+from .mixing_time import (
     MixingBounds,
     SlowMode,
     mixing_bounds,
@@ -68,8 +70,9 @@ from .mixing_bounds import (
     slow_mode_matrix,
     steps_to_time,
 )
-from .regime_002 import REGIME_A_BELOW, REGIME_C_ABOVE, Regime002, regime_002
+from .paper002 import REGIME_A_BELOW, REGIME_C_ABOVE, Regime002, regime_002
 from .report import TheoryReport, summary, theory_report
+from .sizing import DesignReport, design
 
 __all__ = [
     "log_fixed_point",
@@ -101,4 +104,10 @@ __all__ = [
     "TheoryReport",
     "theory_report",
     "DesignReport",
+    # public before the split too (documented, used by other modules), now listed so that the
+    # API page, which renders what __all__ names, still shows them
+    "steps_to_time",
+    "mixing_lower_customers",
+    "mixing_lower_long",
+    "summary",
 ]

@@ -18,9 +18,9 @@ from .equilibrium import (
     mean_sojourn_time,
     predicted_counts,
 )
-from .good_set import Condition, TheoremReport, theorem_1_2
-from .mixing_bounds import MixingBounds, SlowMode, mixing_bounds, slow_mode
-from .regime_002 import Regime002, regime_002
+from .good_set_theorem import Condition, TheoremReport, theorem_1_2
+from .mixing_time import MixingBounds, SlowMode, mixing_bounds, slow_mode
+from .paper002 import Regime002, regime_002
 
 # =========================================================================== summary
 def summary(n, d, lam, eps=0.1) -> dict:

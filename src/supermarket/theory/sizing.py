@@ -1,4 +1,5 @@
-"""Design: the least number of choices ``d`` that keeps ``k_{λ,d}`` below a given queue length (docs/model.md §4)."""
+"""Sizing (:func:`design`): the least number of choices ``d`` with ``k_{λ,d}`` at most a given queue length
+(docs/model.md §4)."""
 
 from __future__ import annotations
 
