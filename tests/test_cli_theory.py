@@ -116,12 +116,12 @@ def test_theory_at_huge_n_is_a_number_not_a_crash():
 
 
 def test_interrupt_gives_130_without_traceback(monkeypatch):
-    from supermarket import theory as th_mod
+    from supermarket.theory import report as th_report  # where theory_report looks summary up
 
     def boom(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(th_mod, "summary", boom)
+    monkeypatch.setattr(th_report, "summary", boom)
     r = CliRunner().invoke(main, ["theory"])
     assert r.exit_code == 130
     assert r.stderr.strip() == "supermarket: interrupted" and "Traceback" not in r.output

@@ -542,7 +542,7 @@ def _interrupt(args, after, wait=60):
 
 
 INTERRUPT_POINTS = [
-    (["theory"], "supermarket.theory", "summary"),
+    (["theory"], "supermarket.theory.report", "summary"),  # where theory_report looks it up
     (["design", "--load", "0.9", "--max-queue", "2"], "supermarket.theory", "design"),
     (["meanfield"], "supermarket.meanfield", "refined_mean_field"),
     (["simulate", "--n", "20", "--steps", "100"], "supermarket.cli.simulate", "_simulate"),

@@ -559,3 +559,15 @@ def test_result_protocol_meanfield(tmp_path):
     assert np.allclose(d1["std"] ** 2, 0.5 ** d1["i"] - 0.25 ** d1["i"], atol=1e-11)
     assert "sd of √n u_i" in ln.summary()
     json.dumps(ln.to_dict(), allow_nan=False)
+
+
+def test_check_profile_type_errors_name_the_problem():
+    """Not numbers, empty, or not 1-d: a TypeError naming the parameter and what it must be
+    (the messages are built by model.check_vector since the meanfield split)."""
+    with pytest.raises(TypeError, match=r"^start profile must be a 1-d array of numbers in \[0, 1\]; got str$"):
+        mf.check_profile("abc")
+    with pytest.raises(TypeError, match=r"^start profile must be a non-empty 1-d array \(u_1, u_2, \.\.\.\); "
+                                        r"got shape \(0,\)$"):
+        mf.check_profile([])
+    with pytest.raises(TypeError, match=r"^u must be a non-empty 1-d array \(u_1, u_2, \.\.\.\); got shape \(1, 2\)$"):
+        mf.check_profile([[0.5, 0.25]], "u")

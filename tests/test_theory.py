@@ -344,7 +344,7 @@ def test_good_set_bounds_exact_integer_edges():
 
 
 def test_result_protocol_theory():
-    """Every result of theory.py: strict-JSON to_dict, a tidy DataFrame, a summary text."""
+    """Every result of supermarket.theory: strict-JSON to_dict, a tidy DataFrame, a summary text."""
     import json
 
     import pandas as pd

@@ -1,0 +1,82 @@
+"""Mean-field theory of the supermarket model and its 1/n corrections (docs/model.md §3 and §8).
+
+What is here, each with the docs/model.md section it implements, one module each:
+
+- :mod:`.dynamics`: the drift of the profile ``u`` (eq. (1.1) of paper 000, §3) and its
+  Jacobian, with sampling with replacement (``P(u) = u^d``) or without
+  (``P_n(u) = C(nu,d)/C(n,d)``); its zeros: :func:`fixed_point_newton`, a generic Newton
+  solve of the truncated drift (a cross-check of the closed form
+  :func:`supermarket.theory.fixed_point`), and :func:`near_equilibrium_centre`, the finite-n
+  centre ``x^n`` of paper 002 (§8); the shared checks (:func:`check_d`,
+  :func:`check_profile`, :func:`levels_needed`);
+- :mod:`.ode`: :func:`solve_meanfield`, the transient ODE from any start profile to a time
+  ``T``, with the number of levels chosen automatically and a stiff solver using the
+  analytic (tridiagonal, sparse) Jacobian; :func:`solve_dinf`, the ``d = ∞`` constrained
+  (water-filling) ODE of paper 002 (§3), integrated exactly, piece by piece, in closed form
+  between events;
+- :mod:`.corrections`: :func:`refined_mean_field`, the ``1/n`` term ``V`` of Gast and Van
+  Houdt (2018) (§3), and :func:`lna`, the linear-noise approximation, the stationary
+  covariance of ``√n (u − x)``, each with an estimate of its accuracy;
+- :mod:`.report`: :func:`response_times` and :class:`MeanFieldReport`, what
+  ``supermarket meanfield`` prints.
+
+Conventions: profiles are indexed from level 1 (``u[0] = u_1``), ``u_0 ≡ 1`` is implicit
+and the truncation sets ``u_{L+1} = 0`` above the top level ``L``.  Time is the continuous
+time of docs/model.md §1 (arrivals at rate ``nλ``, services at rate 1).
+
+Powers ``u^d`` are computed with ``numpy.power`` (the C library ``pow``, accurate to an ulp
+for ``u`` near 1 and ``d`` up to 10^6 and beyond); without replacement ``log P_n`` is a sum of
+``log1p`` terms, so that ``λ = 1 − 1e-9`` and ``d = 10^6`` stay accurate.
+"""
+
+from __future__ import annotations
+
+from .corrections import (
+    ACCURACY_TOL,
+    MAX_LYAPUNOV_LEVELS,
+    AccuracyWarning,
+    LNAResult,
+    RefinedMeanField,
+    lna,
+    refined_mean_field,
+)
+from .dynamics import (
+    DEFAULT_TOL,
+    MAX_LEVELS,
+    check_d,
+    check_profile,
+    drift,
+    drift_jacobian,
+    fixed_point_newton,
+    levels_needed,
+    near_equilibrium_centre,
+    sample_prob,
+)
+from .ode import DInfSolution, MeanFieldSolution, solve_dinf, solve_meanfield
+from .report import MeanFieldReport, response_times
+
+__all__ = [
+    "DEFAULT_TOL",
+    "MAX_LEVELS",
+    "MAX_LYAPUNOV_LEVELS",
+    "check_profile",
+    "check_d",
+    "levels_needed",
+    "sample_prob",
+    "drift",
+    "drift_jacobian",
+    "MeanFieldSolution",
+    "solve_meanfield",
+    "fixed_point_newton",
+    "near_equilibrium_centre",
+    "DInfSolution",
+    "solve_dinf",
+    "RefinedMeanField",
+    "refined_mean_field",
+    "LNAResult",
+    "lna",
+    "AccuracyWarning",
+    "ACCURACY_TOL",
+    "response_times",
+    "MeanFieldReport",
+]

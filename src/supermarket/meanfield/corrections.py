@@ -1,0 +1,456 @@
+"""The ``1/n`` corrections to the mean field (docs/model.md §3, §8): the refined mean field of Gast and
+Van Houdt (2018) (:func:`refined_mean_field`) and the linear-noise approximation (:func:`lna`), each
+with an a-posteriori estimate of its accuracy (:class:`AccuracyWarning`, :data:`ACCURACY_TOL`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.linalg as sla
+
+from ..jsonable import to_jsonable
+from ..model import check_load, check_positive_int
+from ..theory import log_fixed_point
+from .dynamics import (
+    DEFAULT_TOL,
+    MAX_LEVELS,
+    _check_n,
+    _levels,
+    _noise_diag,
+    drift_jacobian,
+    near_equilibrium_centre,
+    sample_prob,
+)
+
+MAX_LYAPUNOV_LEVELS = 1000  # the dense Lyapunov solve costs O(L^3): ~10 s at L = 800 on 2 cores
+ACCURACY_TOL = 1e-4  # a refined mean field / covariance whose estimated relative error exceeds this is flagged
+
+
+class AccuracyWarning(RuntimeWarning):
+    """A linear solve lost its accuracy (ill-conditioned near λ = 1): the result is flagged
+    ``accurate=False`` and its numbers must not be used.
+
+    Examples
+    --------
+    >>> issubclass(AccuracyWarning, RuntimeWarning)
+    True
+    """
+
+
+# =========================================================================== refined mean field
+@dataclass(frozen=True)
+class RefinedMeanField:
+    """Refined mean field (Gast and Van Houdt 2018), docs/model.md §3: ``E[u_i] ≈ π(i) + V_i/n``.
+
+    ``pi``: fixed point; ``V``: the 1/n correction; ``W``: the LNA covariance at ``π``
+    (solution of ``A W + W A^T + Q = 0``).
+
+    Examples
+    --------
+    >>> r = refined_mean_field(1, 0.5)
+    >>> r.valid_for(100), r.to_frame(100).columns.tolist()
+    (True, ['level', 'pi', 'V', 'W_ii', 'refined'])
+    """
+
+    d: int
+    lam: float
+    levels: int
+    pi: np.ndarray
+    V: np.ndarray
+    W: np.ndarray = field(repr=False)
+    accurate: bool = True  # False: the linear solves lost their accuracy; V and W are not to be used
+    error_estimate: float = 0.0  # estimated relative error of V and W (see _accuracy)
+    issues: tuple = ()  # why accurate is False, in words
+
+    def valid_for(self, n) -> bool:
+        """Whether ``π + V/n`` is a profile at all for ``n`` servers: accurate, every value in
+        [0, 1].  Otherwise ``n`` is too small for the 1/n expansion at this load (or the
+        numbers are not accurate)."""
+        n = check_positive_int("n", n)
+        m = self.pi + self.V / n
+        return bool(self.accurate and np.all(np.isfinite(m)) and np.all((m >= 0) & (m <= 1)))
+
+    def mean(self, n) -> np.ndarray:
+        """``π + V/n``: the refined approximation of ``E[u]`` for ``n`` servers.
+
+        Warns (:class:`AccuracyWarning`) when the result is not accurate or leaves [0, 1]
+        (see :meth:`valid_for`)."""
+        n = check_positive_int("n", n)
+        if not self.accurate:
+            import warnings
+
+            warnings.warn(f"refined mean field at d={self.d}, load={self.lam!r} is not accurate: "
+                          + "; ".join(self.issues), AccuracyWarning, stacklevel=2)
+        elif not self.valid_for(n):
+            import warnings
+
+            warnings.warn(f"π + V/n leaves [0, 1] at n={n} (d={self.d}, load={self.lam!r}): n is too small "
+                          "for the 1/n expansion here", AccuracyWarning, stacklevel=2)
+        return self.pi + self.V / n
+
+    def mean_queue_length(self, n=None) -> float:
+        """``Σπ + ΣV/n`` (``Σπ`` when ``n`` is None)."""
+        if n is None:
+            return float(self.pi.sum())
+        n = check_positive_int("n", n)
+        return float(self.pi.sum() + self.V.sum() / n)
+
+    def to_dict(self) -> dict:
+        """JSON-safe: ``pi``, ``V``, their sums and the accuracy flags (``W`` is left out)."""
+        return to_jsonable({"d": self.d, "load": self.lam, "levels": self.levels, "pi": self.pi.tolist(),
+                            "V": self.V.tolist(), "sum_pi": float(self.pi.sum()), "sum_V": float(self.V.sum()),
+                            "accurate": self.accurate, "error_estimate": self.error_estimate,
+                            "issues": list(self.issues)})
+
+    def to_frame(self, n=None):
+        """Tidy table by level: ``level``, ``pi``, ``V``, ``W_ii``, and ``refined`` = π + V/n when
+        ``n`` is given (no warning here: check :meth:`valid_for`)."""
+        import pandas as pd
+
+        out = {"level": np.arange(1, self.levels + 1), "pi": self.pi, "V": self.V, "W_ii": np.diag(self.W)}
+        if n is not None:
+            out["refined"] = self.pi + self.V / check_positive_int("n", n)
+        return pd.DataFrame(out)
+
+    def summary(self, n=None) -> str:
+        """π and V by level (and π + V/n with ``n``), Σπ and ΣV; the numbers are replaced by the
+        reason when the solves lost their accuracy, and π + V/n by a note when it leaves [0, 1]."""
+        from .._results import text_table
+
+        head = (f"refined mean field, d={self.d}, λ={self.lam!r} ({self.levels} levels, docs/model.md §3): "
+                f"Σπ = {self.pi.sum():.10g}")
+        if not self.accurate:
+            return (head + f"\nV not shown: the linear solves lost their accuracy ({'; '.join(self.issues)}; "
+                    f"estimated relative error {self.error_estimate:.3g})")
+        ok = n is not None and self.valid_for(n)
+        m = self.pi + self.V / n if n is not None else None
+        rows = [[str(i + 1), f"{self.pi[i]:.8g}", f"{self.V[i]:.6g}"] + ([f"{m[i]:.8g}" if ok else "—"] if n is not None else [])
+                for i in range(self.levels)]
+        t = text_table(["i", "π(i)", "V_i"] + ([f"π(i)+V_i/n, n={n}"] if n is not None else []), rows)
+        out = head + f", ΣV = {self.V.sum():.6g}\n" + t
+        if n is not None:
+            out += (f"\nrefined mean queue length Σπ + ΣV/n = {self.mean_queue_length(n):.10g}" if ok else
+                    f"\nπ + V/n leaves [0, 1] at n={n}: n is too small for the 1/n expansion here (—)")
+        return out
+
+    def plot(self, path=None, *, n):
+        """π(i) against π(i) + V_i/n on a log scale.  Returns the figure; saves it when ``path``
+        is given."""
+        import matplotlib
+
+        if path is not None:
+            matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+
+        from .._results import save_figure
+
+        n = check_positive_int("n", n)
+        lv = np.arange(1, self.levels + 1)
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        ax.semilogy(lv, np.where(self.pi > 0, self.pi, np.nan), "o-", label="π(i) (mean field)")
+        if self.accurate:
+            m = self.pi + self.V / n
+            ax.semilogy(lv, np.where(m > 0, m, np.nan), "s--", label=f"π(i) + V_i/n, n={n}")
+        ax.set_xlabel("level i")
+        ax.set_ylabel("fraction of queues with ≥ i customers")
+        ax.set_title(f"refined mean field, d={self.d}, λ={self.lam}")
+        ax.legend()
+        fig.tight_layout()
+        return save_figure(fig, path)
+
+
+def _lyapunov(u, d, lam, n, replace):
+    """Jacobian ``A`` and the solution ``W`` of ``A W + W A^T + Q = 0`` at the profile ``u``."""
+    if u.size > MAX_LYAPUNOV_LEVELS:
+        raise ValueError(f"levels: the Lyapunov equation would have {u.size} levels (more than "
+                         f"{MAX_LYAPUNOV_LEVELS}; its dense solve costs O(levels^3)); at d={d}, load={lam!r} "
+                         "pass a larger tol (e.g. tol=1e-6) or fewer levels")
+    A = drift_jacobian(u, d, lam, n=n, replace=replace)
+    Q = np.diag(_noise_diag(u, d, lam, n, replace))
+    import warnings
+
+    with warnings.catch_warnings():
+        # SciPy's own ill-conditioning warnings are replaced by the flag of _accuracy
+        warnings.simplefilter("ignore", sla.LinAlgWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        W = sla.solve_continuous_lyapunov(A, -Q)
+    return A, 0.5 * (W + W.T)
+
+
+def _accuracy(A, W, Q_diag, V=None, rhs_of=None):
+    """Estimated relative error of the solution ``W`` of ``A W + W A^T + Q = 0`` (and of ``V``,
+    the solution of ``A V = rhs_of(W)``), and the reasons to distrust them, if any.
+
+    Up to 300 levels the estimate is a posteriori: one step of iterative refinement with the
+    residuals computed in extended precision (``numpy.longdouble``), ``‖δW‖/‖W‖`` with
+    ``A δW + δW A^T = −R``, and for ``V`` its own residual correction plus the change of
+    ``V`` under ``W + δW``.  Above 300 levels (the dense solves are costly) the worst-case
+    bound ``cond_1(A)·ε`` is used.  The drift's Jacobian has an eigenvalue near 0 when λ is
+    near 1 (the slow mode of docs/model.md §6), so both grow like ``1/(1−λ)``.  Then checks
+    that the covariance is one: finite, variances >= 0, no eigenvalue below
+    ``−(estimate)·‖W‖``.  Flagged when the estimate exceeds :data:`ACCURACY_TOL` or
+    ``cond_1(A)·ε >= 1`` (then no estimate can be trusted either).
+    """
+    import warnings
+
+    issues = []
+    eps = np.finfo(float).eps
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            cond = float(np.linalg.norm(A, 1) * np.linalg.norm(np.linalg.inv(A), 1))
+        except np.linalg.LinAlgError:
+            cond = math.inf
+        if not math.isfinite(cond):
+            cond = math.inf
+        wmax = float(np.max(np.abs(W))) if W.size and np.all(np.isfinite(W)) else math.inf
+        finite = bool(np.all(np.isfinite(W)) and (V is None or np.all(np.isfinite(V))))
+        if not finite:
+            issues.append("non-finite values")
+            est = math.inf
+        elif W.shape[0] <= 300 and math.isfinite(cond):
+            Al = A.astype(np.longdouble)
+            Wl = W.astype(np.longdouble)
+            R = (Al @ Wl + Wl @ Al.T + np.diag(np.asarray(Q_diag, dtype=np.longdouble))).astype(float)
+            dW = sla.solve_continuous_lyapunov(A, -R)
+            est = float(np.max(np.abs(dW))) / wmax if wmax > 0 else 0.0
+            if V is not None and rhs_of is not None:
+                b = rhs_of(W)
+                rv = (Al @ V.astype(np.longdouble) - np.asarray(b, dtype=np.longdouble)).astype(float)
+                dV = np.linalg.solve(A, -rv) + (np.linalg.solve(A, rhs_of(W + dW)) - V)
+                vmax = float(np.max(np.abs(V)))
+                if vmax > 0:
+                    est = max(est, float(np.max(np.abs(dV))) / vmax)
+            if not math.isfinite(est):
+                est = math.inf
+        else:
+            est = cond * eps
+    if cond * eps >= 1.0:
+        issues.append(f"the drift's Jacobian has condition number {cond:.3g} (more than 1/ε = 4.5e15), so a "
+                      "solve with it keeps no correct digit")
+    elif est > ACCURACY_TOL:
+        issues.append(f"estimated relative error {est:.3g} (the drift's Jacobian has condition number "
+                      f"{cond:.3g})")
+    if finite and W.size:
+        wd = np.diag(W)
+        tol_w = max(min(est, 1.0), 1e-12) * wmax
+        if np.any(wd < -tol_w):
+            i = int(np.argmin(wd))
+            issues.append(f"negative variance {wd[i]:.3g} at level {i + 1}")
+        else:
+            try:
+                lo = float(np.linalg.eigvalsh(W)[0])
+            except np.linalg.LinAlgError:
+                lo = -math.inf
+            if lo < -tol_w * W.shape[0]:
+                issues.append(f"the covariance is not positive semi-definite (eigenvalue {lo:.3g})")
+    return est, tuple(issues)
+
+
+def refined_mean_field(d, lam, *, levels=None, tol: float = DEFAULT_TOL,
+                       max_levels: int = MAX_LEVELS) -> RefinedMeanField:
+    """The ``1/n`` term of the steady state (Gast and Van Houdt 2018), docs/model.md §3.
+
+    With ``A = Df(π)``, ``B = D²f(π)`` and the noise covariance ``Q`` at ``π``
+    (``Q_ii = λ(π_{i−1}^d − π_i^d) + (π_i − π_{i+1})``: every event moves one level by 1/n),
+    ``W`` solves ``A W + W A^T + Q = 0`` and ``V = −A^{−1} (½ Σ_{jk} B_{·,jk} W_{jk})``.
+    The drift's Hessian is diagonal in each component: ``∂²f_i/∂u_{i−1}² = λP''(π_{i−1})``
+    and ``∂²f_i/∂u_i² = −λP''(π_i)``.  Sampling with replacement.
+
+    Parameters
+    ----------
+    d, lam
+        The choices ``d >= 1`` (int) and the load λ in (0, 1) (float or str).
+    levels : int, optional
+        Number of levels kept (at most ``max_levels``); by default up to the first level
+        with ``π(i) < tol`` (:func:`levels_needed`).
+    tol, max_levels
+        That threshold and the largest number of levels allowed.
+
+    Returns
+    -------
+    RefinedMeanField
+        ``accurate`` is False (with an :class:`AccuracyWarning`) when the solves lost their
+        accuracy near λ = 1.
+
+    Raises
+    ------
+    ValueError
+        If ``d`` or λ is out of range, or the truncation needs more than ``max_levels`` levels
+        (or more than :data:`MAX_LYAPUNOV_LEVELS` for the dense Lyapunov solve).
+
+    Examples
+    --------
+    >>> r = refined_mean_field(2, 0.9)
+    >>> round(r.mean_queue_length(), 5), round(float(r.V.sum()), 3)
+    (2.35265, 3.986)
+    """
+    d = check_positive_int("d", d)
+    lam = check_load(lam)
+    L = _levels(d, lam, levels, tol, max_levels)
+    pi = np.exp(log_fixed_point(d, lam, L))
+    A, W = _lyapunov(pi, d, lam, None, True)
+    p2 = sample_prob(pi, d, order=2)
+    import warnings
+
+    def half_hessian_term(w):
+        """``½ Σ_jk B_{i,jk} w_jk = ½ λ (P''(π_{i−1}) w_{i−1,i−1} − P''(π_i) w_ii)``, ``π_0 = 1`` fixed."""
+        wd = np.diag(w)
+        t = -lam * p2 * wd
+        t[1:] += lam * p2[:-1] * wd[:-1]
+        return 0.5 * t
+
+    def rhs_of(w):  # V solves A V = rhs_of(W)
+        return -half_hessian_term(w)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        V = -np.linalg.solve(A, half_hessian_term(W))
+    est, issues = _accuracy(A, W, _noise_diag(pi, d, lam, None, True), V, rhs_of)
+    accurate = not issues
+    if not accurate:
+        warnings.warn(f"refined mean field at d={d}, load={lam!r} is not accurate ({'; '.join(issues)}): "
+                      "V and W are not to be used (the mean field π is)", AccuracyWarning, stacklevel=2)
+    return RefinedMeanField(d=d, lam=lam, levels=L, pi=pi, V=V, W=W, accurate=accurate,
+                            error_estimate=float(est), issues=issues)
+
+
+# =========================================================================== linear noise
+@dataclass(frozen=True)
+class LNAResult:
+    """Linear-noise approximation: stationary covariance of ``√n (u − x)`` (docs/model.md §3, §8).
+
+    ``centre``: the point ``x`` (the fixed point π or the finite-n centre ``x^n``);
+    ``covariance``: ``levels x levels``; ``jacobian``: the drift's Jacobian at ``x``.
+
+    Examples
+    --------
+    >>> lna(2, 0.9).std.size == lna(2, 0.9).levels
+    True
+    """
+
+    d: int
+    lam: float
+    n: int | None
+    at: str
+    replace: bool
+    levels: int
+    centre: np.ndarray
+    covariance: np.ndarray
+    jacobian: np.ndarray = field(repr=False)
+    accurate: bool = True  # False: the Lyapunov solve lost its accuracy; the covariance is not to be used
+    error_estimate: float = 0.0
+    issues: tuple = ()
+
+    @property
+    def mean(self) -> np.ndarray:
+        return self.centre
+
+    @property
+    def std(self) -> np.ndarray:
+        """Standard deviations of ``√n u_i``."""
+        return np.sqrt(np.clip(np.diag(self.covariance), 0.0, None))
+
+    def to_dict(self) -> dict:
+        """JSON-safe: parameters, ``centre``, ``covariance`` and the accuracy flags."""
+        return to_jsonable({"d": self.d, "load": self.lam, "n": self.n, "at": self.at, "replace": self.replace,
+                            "levels": self.levels, "centre": self.centre.tolist(),
+                            "covariance": self.covariance.tolist(), "accurate": self.accurate,
+                            "error_estimate": self.error_estimate, "issues": list(self.issues)})
+
+    def to_frame(self):
+        """Tidy table: one row per pair of levels (``i``, ``j`` from 1) with ``covariance``;
+        the diagonal rows also carry ``centre`` and ``std`` (NaN elsewhere)."""
+        import pandas as pd
+
+        L = self.levels
+        i, j = np.meshgrid(np.arange(1, L + 1), np.arange(1, L + 1), indexing="ij")
+        diag = i.ravel() == j.ravel()
+        centre = np.where(diag, self.centre[i.ravel() - 1], np.nan)
+        std = np.where(diag, self.std[i.ravel() - 1], np.nan)
+        return pd.DataFrame({"i": i.ravel(), "j": j.ravel(), "covariance": self.covariance.ravel(),
+                             "centre": centre, "std": std})
+
+    def summary(self) -> str:
+        """The centre and the standard deviation of √n u_i by level (or why they are not shown)."""
+        from .._results import text_table
+
+        where = "fixed point π" if self.at == "fixed-point" else f"near-equilibrium centre x^n (n={self.n})"
+        head = (f"linear-noise approximation at the {where}, d={self.d}, λ={self.lam!r}"
+                + ("" if self.replace else ", without replacement") + " (docs/model.md §3, §8)")
+        if not self.accurate:
+            return head + f"\ncovariance not shown: not accurate ({'; '.join(self.issues)})"
+        rows = [[str(k + 1), f"{self.centre[k]:.8g}", f"{self.std[k]:.6g}"] for k in range(self.levels)]
+        return head + "\n" + text_table(["i", "centre", "sd of √n u_i"], rows)
+
+
+def lna(d, lam, *, n=None, at="fixed-point", replace=True, levels=None, tol: float = DEFAULT_TOL,
+        max_levels: int = MAX_LEVELS) -> LNAResult:
+    """Stationary covariance of ``√n (u − x)`` in the linear-noise approximation (docs/model.md §3, §8).
+
+    Solves ``A W + W A^T + Q = 0`` with ``A`` the drift's Jacobian and ``Q`` the noise
+    covariance at ``x``:
+    - ``at="fixed-point"``: ``x = π`` (mean-field fixed point, sampling with replacement);
+    - ``at="centre"``: ``x = x^n``, the near-equilibrium centre of paper 002, with the drift
+      of the finite-n sampling law ``P_n`` (needs ``n``; with ``replace=True`` it equals π).
+
+    Parameters
+    ----------
+    d, lam
+        The choices ``d >= 1`` (int) and the load λ in (0, 1) (float or str).
+    n : int, optional
+        Servers (needed with ``at="centre"``).
+    at : {"fixed-point", "centre"}
+        Where the noise is linearised: the fixed point ``π`` or the finite-n centre ``x^n``.
+    replace : bool, default True
+        Sampling with replacement; ``False`` (without) needs ``at="centre"``.
+    levels, tol, max_levels
+        Truncation, as in :func:`refined_mean_field`.
+
+    Returns
+    -------
+    LNAResult
+
+    Raises
+    ------
+    ValueError
+        If ``at`` is neither ``"fixed-point"`` nor ``"centre"``, ``at="centre"`` lacks ``n``,
+        ``at="fixed-point"`` is asked with ``replace=False``, or a parameter is out of range.
+
+    Examples
+    --------
+    >>> c = lna(1, 0.5)   # d = 1: independent M/M/1 queues, Var(√n u_1) = λ(1 − λ)
+    >>> round(float(c.covariance[0, 0]), 12)
+    0.25
+    """
+    d = check_positive_int("d", d)
+    lam = check_load(lam)
+    if at not in ("fixed-point", "centre", "center"):
+        raise ValueError(f"at must be 'fixed-point' or 'centre'; got {at!r}")
+    at = "centre" if at in ("centre", "center") else at
+    if at == "centre":
+        if n is None:
+            raise ValueError("at='centre' needs the number of servers n")
+        n = _check_n(n, d, replace)
+        x = near_equilibrium_centre(n, d, lam, replace=replace, levels=levels, tol=tol, max_levels=max_levels)
+        pn = None if replace else n
+        A, W = _lyapunov(x, d, lam, pn, replace)
+    else:
+        if n is not None:
+            n = check_positive_int("n", n)
+        if not replace:
+            raise ValueError("at='fixed-point' uses sampling with replacement; use at='centre' for replace=False")
+        x = np.exp(log_fixed_point(d, lam, _levels(d, lam, levels, tol, max_levels)))
+        A, W = _lyapunov(x, d, lam, None, True)
+        pn = None
+    est, issues = _accuracy(A, W, _noise_diag(x, d, lam, pn, replace if at == "centre" else True))
+    if issues:
+        import warnings
+
+        warnings.warn(f"linear-noise covariance at d={d}, load={lam!r} is not accurate ({'; '.join(issues)}): "
+                      "it is not to be used (the centre is)", AccuracyWarning, stacklevel=2)
+    return LNAResult(d=d, lam=lam, n=n, at=at, replace=bool(replace), levels=int(x.size), centre=x,
+                     covariance=W, jacobian=A, accurate=not issues, error_estimate=float(est), issues=issues)

@@ -1,0 +1,205 @@
+"""What ``supermarket meanfield`` reports: the response times of the mean field
+(:func:`response_times`) and :class:`MeanFieldReport`."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+# =========================================================================== response times
+def response_times(d, lam, *, n=None, refined=False, replace=True, quantiles=(0.5, 0.9, 0.99, 0.999)):
+    """Equilibrium sojourn and waiting times of the mean field, or to order ``1/n`` (docs/model.md §10).
+
+    A thin entry point for ``supermarket meanfield``: see
+    :func:`supermarket.response.from_meanfield` (Erlang mixtures over the law of the joined
+    queue length, ``P(J >= i) = π(i)^d``; refined: derived).
+
+    Examples
+    --------
+    >>> from supermarket.theory import fixed_point
+    >>> r = response_times(2, 0.9)
+    >>> bool(abs(r.sojourn.mean - fixed_point(2, 0.9).sum() / 0.9) < 1e-12)     # Little's law
+    True
+
+    Parameters
+    ----------
+    d, lam
+        The choices ``d >= 1`` (int) and the load λ in (0, 1) (float or str).
+    n : int, optional
+        Servers; needed with ``refined`` or ``replace=False``.
+    refined : bool, default False
+        Add the ``1/n`` term (derived).
+    replace : bool, default True
+        Sampling with replacement (``False``: without, needs ``n``).
+    quantiles : sequence of float
+        The levels, in (0, 1), of the quantiles reported.
+
+    Returns
+    -------
+    supermarket.response.ResponseTimes
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`supermarket.response.from_meanfield`.
+    """
+    from ..response import from_meanfield
+    return from_meanfield(d, lam, n=n, refined=refined, replace=replace, quantiles=quantiles)
+
+
+# =========================================================================== the command's report
+def _response_lines(title: str, soj: dict, wai: dict) -> list:
+    out = [f"response times ({title}; FIFO, exponential(1) service, docs/model.md §10)"]
+    for kind, law in (("sojourn", soj), ("waiting", wai)):
+        parts = [f"mean {law['mean']:.6g}"] + [f"p{100 * float(q):g} {v:.6g}" for q, v in law["quantiles"].items()]
+        extra = f"  (P(W = 0) = {law['atom_at_zero']:.6g})" if kind == "waiting" else ""
+        out.append(f"  {kind:8s} " + ", ".join(parts) + extra)
+    return out
+
+
+@dataclass(frozen=True)
+class MeanFieldReport:
+    """What ``supermarket meanfield`` reports for one ``(d, λ[, n])``, as a result.
+
+    ``data`` is the JSON object of ``supermarket meanfield --json`` (keys ``params``,
+    ``fixed_point``, ``mean_queue_length``, ``levels``, ``sojourn``, ``waiting``,
+    ``response_source``, and with ``n``: ``refined``, ``centre``, ``covariance``; with a time
+    horizon: ``trajectory``; see docs/meanfield.md).  ``summary()`` is the text the command
+    prints, ``to_frame()`` the fixed point by level, ``plot()`` the trajectory or π against
+    π + V/n.
+
+    Examples
+    --------
+    >>> rep = MeanFieldReport({"params": {"d": 1, "load": 0.5, "n": None, "replace": True,
+    ...                                   "time": None, "start": "empty"},
+    ...                        "fixed_point": [0.5, 0.25], "mean_queue_length": 1.0, "levels": 2})
+    >>> print(rep.summary().splitlines()[1])
+    mean-field mean queue length Σπ(i) = 1   (docs/model.md §3)
+    >>> rep.to_frame()["pi"].tolist()
+    [0.5, 0.25]
+    """
+
+    data: dict
+
+    def to_dict(self) -> dict:
+        """The JSON object (strict JSON values)."""
+        from ..jsonable import to_jsonable
+
+        return to_jsonable(self.data)
+
+    def to_frame(self):
+        """Tidy table by level: ``level``, ``pi`` and, where shown, ``V``, ``refined`` (π + V/n)
+        and ``sd_lna`` (standard deviation of √n u_i)."""
+        import pandas as pd
+
+        r = self.data
+        pi = r["fixed_point"]
+        out = {"level": list(range(1, len(pi) + 1)), "pi": pi}
+        ref = r.get("refined")
+        if ref and ref.get("trusted"):
+            out["V"] = ref["V"]
+            out["refined"] = ref["mean"]
+        cov = r.get("covariance")
+        if cov is not None:
+            out["sd_lna"] = [math.sqrt(max(cov[i][i], 0.0)) if i < len(cov) else 0.0 for i in range(len(pi))]
+        return pd.DataFrame(out)
+
+    def summary(self) -> str:
+        """The text ``supermarket meanfield`` prints."""
+        from .._results import text_table
+
+        r, p = self.data, self.data["params"]
+        n = p.get("n")
+        lines = [f"supermarket meanfield  d={p['d']}  λ={p['load']!r}" + (f"  n={n}" if n is not None else "")
+                 + ("" if p["replace"] else "  (without replacement)")]
+        lines.append(f"mean-field mean queue length Σπ(i) = {r['mean_queue_length']:.10g}   (docs/model.md §3)")
+        if "note" in r:
+            lines.append(r["note"])
+        ref = r.get("refined")
+        shown = bool(ref and ref.get("trusted"))
+        cov = r.get("covariance")
+        header = ["i", "π(i)"] + (["V_i", "π(i)+V_i/n"] if shown else []) + (["sd of √n u_i (LNA)"] if cov is not None else [])
+        rows = []
+        for i, pi in enumerate(r["fixed_point"]):
+            row = [str(i + 1), f"{pi:.8g}"]
+            if shown:
+                mi = ref["mean"][i]
+                row += [f"{ref['V'][i]:.6g}", "—" if mi is None else f"{mi:.8g}"]
+            if cov is not None:
+                row.append(f"{math.sqrt(max(cov[i][i], 0.0)):.6g}" if i < len(cov) else "0")
+            rows.append(row)
+        lines.append(text_table(header, rows, title=f"Fixed point π(i) ({r['levels']} levels)"
+                                + (" and 1/n corrections" if ref else "")))
+        if ref and not ref.get("trusted"):
+            lines.append("refined mean field π + V/n: not shown — the linear solves lost their accuracy here "
+                         f"({ref['reason']}; estimated relative error {ref['error_estimate']:.3g}). Only the mean "
+                         "field π(i) above can be trusted.")
+        elif shown:
+            if ref["mean_queue_length"] is not None:
+                lines.append(f"refined mean queue length Σπ + ΣV/n = {ref['mean_queue_length']:.10g}  "
+                             f"(ΣV = {ref['sum_V']:.6g})")
+            else:
+                lines.append(f"refined mean queue length: not shown — {ref['note']} (— in the table); "
+                             f"ΣV = {ref['sum_V']:.6g}")
+        if r.get("covariance_note"):
+            lines.append(f"linear-noise covariance: not shown — {r['covariance_note']}.")
+        if "sojourn" in r:
+            lines += _response_lines(r["response_source"], r["sojourn"], r["waiting"])
+            lines += [f"  note: {x}" for x in r.get("response_notes", ())]
+        if ref and ref.get("sojourn"):
+            lines += _response_lines(ref["response_source"], ref["sojourn"], ref["waiting"])
+        elif ref and ref.get("response_note"):
+            lines.append(f"refined response times (1/n, derived): not shown — {ref['response_note']}.")
+        if r.get("cdf"):
+            c = r["cdf"]
+            lines.append(f"CDFs of the sojourn and waiting times on {len(c['t'])} points from t = 0 to "
+                         f"{c['t'][-1]:.6g} (in --json: cdf{', refined.cdf' if ref and ref.get('cdf') else ''})")
+        tr = r.get("trajectory")
+        if tr:
+            k = min(4, len(tr["u"][0]))
+            idx = np.unique(np.linspace(0, len(tr["t"]) - 1, min(11, len(tr["t"]))).astype(int))
+            body = [[f"{tr['t'][j]:.6g}", *[f"{tr['u'][j][i]:.8g}" for i in range(k)],
+                     f"{tr['mean_queue_length'][j]:.8g}"] for j in idx]
+            lines.append(text_table(["t", *[f"u_{i + 1}" for i in range(k)], "Σ u_i"], body,
+                                    title=f"ODE trajectory from {p['start']} ({tr['levels']} levels)"))
+        if r.get("plot"):
+            lines.append(f"plot written to {r['plot']}")
+        return "\n".join(lines)
+
+    def plot(self, path=None):
+        """The trajectory ``u_i(t)`` when there is one, else π(i) against π(i) + V_i/n (log
+        scale).  Returns the figure; saves it when ``path`` is given."""
+        import matplotlib
+
+        if path is not None:
+            matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+
+        from .._results import save_figure
+
+        r, p = self.data, self.data["params"]
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        tr = r.get("trajectory")
+        if tr:
+            u = np.asarray(tr["u"])
+            for i in range(min(8, u.shape[1])):
+                if u[:, i].max() > 1e-12:
+                    ax.plot(tr["t"], u[:, i], label=f"u_{i + 1}")
+            ax.set_xlabel("time t")
+            ax.set_ylabel("u_i(t)")
+            ax.set_title(f"mean-field ODE, d={p['d']}, λ={p['load']}")
+        else:
+            pi = np.asarray(r["fixed_point"])
+            lv = np.arange(1, pi.size + 1)
+            ax.semilogy(lv, np.where(pi > 0, pi, np.nan), "o-", label="π(i) (mean field)")
+            if r.get("refined") and r["refined"].get("trusted"):
+                m = np.asarray([np.nan if v is None else v for v in r["refined"]["mean"]], dtype=float)
+                ax.semilogy(lv, np.where(m > 0, m, np.nan), "s--", label=f"π(i) + V_i/n, n={p['n']}")
+            ax.set_xlabel("level i")
+            ax.set_ylabel("fraction of queues with ≥ i customers")
+            ax.set_title(f"fixed point, d={p['d']}, λ={p['load']}")
+        ax.legend()
+        fig.tight_layout()
+        return save_figure(fig, path)

@@ -1,0 +1,438 @@
+"""The mean-field fixed point and ``k_{λ,d}`` (docs/model.md §3–§4).
+
+- §3: the fixed point ``π(i) = λ^{(d^i−1)/(d−1)}`` (:func:`fixed_point`, in logs
+  :func:`log_fixed_point`), the mean queue length and sojourn time it gives;
+- §4: ``k_{λ,d}`` decided exactly (:func:`k_lambda_d`, :func:`k_report`), the general
+  hypothesis :func:`k_hypothesis`, and the linearised profile [derived]
+  (:func:`linearised_q`, :func:`predicted_counts`, :func:`linearisation_valid`).
+
+Conventions: a *profile* array ``u`` is indexed from level 1, ``u[0] = u_1``; likewise
+``pi[0] = π(1)``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from ..model import MAX_THEORY_N, check_int, check_load, check_positive_int, load_candidates
+from ._result import _PlainResult
+
+MAX_FIXED_POINT_LEVELS = 64
+MAX_K = 1000  # an explicit k (a level): k_{λ,d} <= 53·log2... is far below; A_k is k×k dense
+TINY = 1e-300
+
+
+# =========================================================================== §3
+def _log_lambda(lam: float) -> float:
+    """log λ accurate for λ near 1 (λ − 1 is exact in floating point for λ ∈ [1/2, 2])."""
+    return math.log1p(lam - 1.0) if lam >= 0.5 else math.log(lam)
+
+
+def log_fixed_point(d, lam, levels) -> np.ndarray:
+    """``log π(i)`` for ``i = 1..levels`` (docs/model.md §3).
+
+    ``log π(i) = log(λ)·(d^i − 1)/(d − 1)``, and ``i·log λ`` when ``d = 1``.  The geometric
+    sum is built by ``S_{i+1} = d·S_i + 1``; when it overflows the value is ``-inf``, i.e.
+    ``π(i) = 0`` exactly in double precision, never NaN.
+
+    Parameters
+    ----------
+    d, lam
+        The choices ``d >= 1`` (int) and the load λ in (0, 1) (float or str).
+    levels : int
+        Number of levels, ``>= 0``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``log π(1), …, log π(levels)`` (``-inf`` where ``π`` underflows).
+
+    Raises
+    ------
+    ValueError, TypeError
+        If a parameter is outside its range or of the wrong type.
+
+    Examples
+    --------
+    >>> log_fixed_point(2, 0.9, 3).round(6).tolist()
+    [-0.105361, -0.316082, -0.737524]
+    >>> log_fixed_point(10**18, 0.5, 19)[[1, -1]].tolist()  # S_19 ≈ d^18 overflows: π(19) = 0 exactly
+    [-6.931471805599453e+17, -inf]
+    """
+    d = check_positive_int("d", d)
+    lam = check_load(lam)
+    levels = check_int("levels", levels, minimum=0)
+    out = np.empty(levels)
+    loglam = _log_lambda(lam)
+    s = 1.0
+    fd = float(d)
+    for i in range(levels):
+        out[i] = loglam * s if math.isfinite(s) else -math.inf
+        if math.isfinite(s):
+            s = fd * s + 1.0 if d > 1 else s + 1.0
+    return out
+
+
+def fixed_point(d, lam, levels: int | None = None, *, tol: float = TINY,
+                max_levels: int = MAX_FIXED_POINT_LEVELS) -> np.ndarray:
+    """Mean-field fixed point ``π(i) = λ^{(d^i−1)/(d−1)}`` for ``i = 1, 2, …`` (docs/model.md §3).
+
+    With ``levels`` given, exactly that many values.  Otherwise values up to and including
+    the first one below ``tol`` (default 1e-300), at most ``max_levels`` of them.
+    Underflow gives exact zeros, never NaN or inf.
+
+    Parameters
+    ----------
+    d, lam
+        The choices ``d >= 1`` (int; ``π(i) = λ^i`` when ``d = 1``) and the load λ in (0, 1)
+        (float or str).
+    levels : int, optional
+        Exact number of levels to return.
+    tol : float, optional
+        Without ``levels``: stop after the first value below ``tol``.
+    max_levels : int, optional
+        Without ``levels``: at most this many values (default 64).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``π(1), π(2), …`` (index 0 is level 1).
+
+    Examples
+    --------
+    >>> fixed_point(2, 0.9, levels=3).round(6).tolist()
+    [0.9, 0.729, 0.478297]
+    >>> fixed_point(1, 0.5, levels=3).round(12).tolist()
+    [0.5, 0.25, 0.125]
+    >>> fixed_point(10**9, 0.5, levels=3).tolist()  # underflow: exact zeros
+    [0.5, 0.0, 0.0]
+    """
+    if levels is None:
+        max_levels = check_positive_int("max_levels", max_levels)
+        logs = log_fixed_point(d, lam, max_levels)
+        below = np.nonzero(logs < math.log(tol))[0]
+        if below.size:
+            logs = logs[: below[0] + 1]
+    else:
+        logs = log_fixed_point(d, lam, levels)
+    return np.exp(logs)
+
+
+def mean_queue_length(d, lam) -> float:
+    """Mean-field mean queue length ``Σ_{i≥1} π(i)`` (docs/model.md §3).
+
+    ``λ/(1−λ)`` when ``d = 1`` (M/M/1); otherwise the sum, carried on until the terms no
+    longer change it.
+
+    Parameters
+    ----------
+    d, lam
+        The choices ``d >= 1`` (int) and the load λ in (0, 1) (float or str).
+
+    Returns
+    -------
+    float
+        The mean number of customers per server under the fixed point.
+
+    Examples
+    --------
+    >>> round(mean_queue_length(2, 0.9), 5)
+    2.35265
+    >>> mean_queue_length(1, 0.5)
+    1.0
+    """
+    d = check_positive_int("d", d)
+    lam = check_load(lam)
+    if d == 1:
+        return lam / (1.0 - lam)
+    total = 0.0
+    loglam = _log_lambda(lam)
+    s = 1.0
+    while True:
+        term = math.exp(loglam * s) if math.isfinite(s) else 0.0
+        total += term
+        if term <= 1e-18 * total or term == 0.0:
+            return total
+        s = d * s + 1.0
+
+
+def mean_sojourn_time(d, lam) -> float:
+    """Mean-field mean sojourn time ``Σ π(i)/λ`` (Little's law, docs/model.md §3).
+
+    Parameters
+    ----------
+    d, lam
+        As in :func:`mean_queue_length`.
+
+    Returns
+    -------
+    float
+        :func:`mean_queue_length` divided by λ.
+
+    Examples
+    --------
+    >>> mean_sojourn_time(1, 0.5)  # M/M/1: 1/(1 − λ)
+    2.0
+    """
+    return mean_queue_length(d, lam) / check_load(lam)
+
+
+# =========================================================================== §4
+def _k_exact(d: int, x: Fraction) -> int:
+    """Least ``k >= 1`` with ``d^k (1 − x) >= 1``, for exact rational ``x`` in (0, 1)."""
+    one_minus = 1 - x
+    num, den = one_minus.numerator, one_minus.denominator  # 1/(1-x) = den/num
+    # d^k * num >= den  <=>  1/(1-x) <= d^k
+    est = max(1, int(math.ceil(math.log(den / num if num else math.inf) / math.log(d))) if num else 1)
+    k = max(1, est - 1)
+    while d ** k * num < den:
+        k += 1
+    while k > 1 and d ** (k - 1) * num >= den:
+        k -= 1
+    return k
+
+
+def _log_inv_one_minus(lam) -> float:
+    """``log(1/(1−λ))`` from the exact value of λ (finite even where float(λ) rounds to 1)."""
+    one_minus = 1 - load_candidates(lam)[0]
+    return math.log(one_minus.denominator) - math.log(one_minus.numerator)
+
+
+def k_lambda_d(d, lam) -> int:
+    """``k_{λ,d} = ⌈log(1/(1−λ))/log d⌉``: the least ``k`` with ``1/(1−λ) <= d^k`` (docs/model.md §4).
+
+    Decided in exact integer arithmetic on the number the user wrote, so the boundary
+    ``1/(1−λ) = d^k`` is handled exactly: ``λ = 0.9, d = 10`` gives 1, ``λ = 0.9000001``
+    gives 2.  A float stands for both its shortest decimal (``0.9``) and its exact binary
+    value; on a boundary that only one of them meets, the boundary (the smaller ``k``) is
+    taken.
+
+    Parameters
+    ----------
+    d, lam
+        The choices ``d >= 2`` (int) and the load λ in (0, 1) (float or str); a string such as
+        ``"0.999"`` is read exactly.
+
+    Returns
+    -------
+    int
+        ``k_{λ,d} >= 1``.
+
+    Raises
+    ------
+    ValueError
+        If ``d < 2`` or λ is not in (0, 1).
+
+    Examples
+    --------
+    >>> k_lambda_d(100, 0.999)
+    2
+    >>> k_lambda_d(10, 0.9), k_lambda_d(10, "0.9000001")
+    (1, 2)
+    """
+    d = check_int("d", d, minimum=2)
+    check_load(lam, exact=True)  # exact arithmetic: 1 − 10^-30 is fine here
+    return min(_k_exact(d, c) for c in load_candidates(lam))
+
+
+@dataclass(frozen=True)
+class KReport(_PlainResult):
+    """``k_{λ,d}`` with its position between the boundaries ``d^{k−1} < 1/(1−λ) <= d^k``.
+
+    Examples
+    --------
+    >>> k_report(10, 0.9).on_boundary
+    True
+    """
+
+    k: int
+    log_ratio: float  # log(1/(1−λ)) / log d, in (k−1, k]
+    on_boundary: bool  # 1/(1−λ) = d^k exactly
+    near_boundary: bool  # within 0.05 of an integer on the log_d scale
+    possible_max: tuple[int, ...]  # maximum queue lengths the paper allows in equilibrium
+    note: str
+
+    def summary(self) -> str:
+        """``k_{λ,d}`` and the note on its boundaries, as ``supermarket theory`` prints them."""
+        return (f"k_(λ,d) = ⌈log(1/(1−λ))/log d⌉ = {self.k}   (log_d(1/(1−λ)) = {self.log_ratio:.6g})  "
+                f"(paper 000, docs/model.md §4)\n  {self.note}")
+
+
+def k_report(d, lam, *, margin: float = 0.05) -> KReport:
+    """``k_{λ,d}`` and what paper 000 says of the maximum near a boundary (docs/model.md §4).
+
+    When ``1/(1−λ)`` is (close to) ``d^k`` — ``α/β`` an integer in the ``λ = 1 − n^{−α}``,
+    ``d = n^β`` family — the equilibrium maximum is ``k`` or ``k + 1``.
+
+    Parameters
+    ----------
+    d, lam
+        The choices ``d >= 2`` (int) and the load λ in (0, 1) (float or str).
+    margin : float, optional
+        "Near a boundary" means ``log(1/(1−λ))/log d`` within ``margin`` of an integer
+        (default 0.05, a convention of this tool).
+
+    Returns
+    -------
+    KReport
+        ``k``, the ratio ``log(1/(1−λ))/log d``, the boundary flags, the maxima the paper
+        allows and a one-line note.
+
+    Examples
+    --------
+    >>> r = k_report(10, 0.9)
+    >>> r.k, r.on_boundary, r.possible_max
+    (1, True, (1, 2))
+    >>> k_report(100, 0.999).possible_max
+    (2,)
+    """
+    k = k_lambda_d(d, lam)
+    ratio = _log_inv_one_minus(lam) / math.log(d)
+    on_boundary = any(d ** k * (1 - c) == 1 for c in load_candidates(lam))
+    frac = ratio - math.floor(ratio)
+    near = on_boundary or min(frac, 1 - frac) < margin
+    if on_boundary or (near and abs(ratio - k) < margin):
+        possible = (k, k + 1)
+        note = (f"1/(1-λ) is {'exactly' if on_boundary else 'close to'} d^{k}: paper 000 says the "
+                f"equilibrium maximum is {k} or {k + 1}")
+    elif near:
+        possible = (k - 1, k) if k > 1 else (k,)
+        note = (f"1/(1-λ) is just above d^{k - 1}: the maximum is {k}, with few queues at length {k}"
+                if k > 1 else "")
+    else:
+        possible = (k,)
+        note = f"away from a boundary: the equilibrium maximum is {k}"
+    return KReport(k=k, log_ratio=ratio, on_boundary=on_boundary, near_boundary=near,
+                   possible_max=possible, note=note)
+
+
+def k_hypothesis(n, d, lam) -> int:
+    """The general hypothesis of paper 000 (docs/model.md §4, formula reconstructed): the
+    largest ``k`` with ``n·π(k) >= 1`` (0 if ``n·π(1) < 1``).  The equilibrium maximum is
+    conjectured to be within 1 of it.
+
+    Parameters
+    ----------
+    n, d, lam
+        The servers ``n >= 1`` and choices ``d >= 1`` (ints; ``d = 1`` gives
+        ``⌊log n / log(1/λ)⌋``) and the load λ in (0, 1) (float or str).
+
+    Returns
+    -------
+    int
+        The largest ``k >= 0`` with ``(d^k − 1)/(d − 1) <= log n / log(1/λ)``.
+
+    Examples
+    --------
+    >>> k_hypothesis(10_000, 20, 0.99)  # n·π(3) ≈ 145 >= 1, n·π(4) < 1
+    3
+    """
+    n = check_positive_int("n", n, maximum=MAX_THEORY_N)
+    d = check_positive_int("d", d)
+    lam = check_load(lam)
+    bound = math.log(n) / -_log_lambda(lam)  # need S_k <= bound, S_k = (d^k-1)/(d-1)
+    if d == 1:
+        return int(math.floor(bound * (1 + 1e-15)))
+    k, s = 0, 1.0
+    while s <= bound * (1 + 1e-15):
+        k += 1
+        s = d * s + 1.0
+    return k
+
+
+def linearised_q(d, lam, k=None) -> np.ndarray:
+    """Linearised profile [derived] (docs/model.md §4): ``q̃_i = (1−λ)((λd)^i − 1)/(λd − 1)`` for
+    ``i = 1..k``, the predicted fraction of queues shorter than ``i``.
+
+    Parameters
+    ----------
+    d, lam
+        The choices ``d >= 1`` (int) and the load λ in (0, 1) (float or str).
+    k : int, optional
+        Number of levels; defaults to ``k_{λ,d}``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``q̃_1, …, q̃_k``.
+
+    Examples
+    --------
+    >>> linearised_q(20, 0.99).round(6).tolist()  # (1−λ)·[1, 1 + λd]
+    [0.01, 0.208]
+    """
+    d = check_positive_int("d", d)
+    lam = check_load(lam)
+    k = k_lambda_d(d, lam) if k is None else check_positive_int("k", k, maximum=MAX_K)
+    a = lam * d
+    i = np.arange(1, k + 1, dtype=float)
+    if abs(a - 1.0) < 1e-12:
+        return (1 - lam) * i
+    # (a^i - 1)/(a - 1) = sum_{j<i} a^j, accumulated to avoid cancellation
+    geo = np.cumsum(a ** (i - 1))
+    return (1 - lam) * geo
+
+
+def predicted_counts(n, d, lam, k=None) -> np.ndarray:
+    """Predicted number of queues of each length ``0..k`` from the linearised profile
+    [derived]: ``n(q̃_{j+1} − q̃_j) = n(1−λ)(λd)^j`` of length ``j < k`` and ``n(1 − q̃_k)`` of
+    length ``k`` (docs/model.md §4–5).  The last entry can be negative when the linearisation
+    breaks down (``q̃_k > 1``).
+
+    Parameters
+    ----------
+    n, d, lam
+        The servers ``n >= 1`` (the counts sum to ``n``), choices ``d >= 1`` (ints) and the
+        load λ in (0, 1) (float or str).
+    k : int, optional
+        Longest length; defaults to ``k_{λ,d}``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``k + 1`` numbers of queues, for lengths ``0, 1, …, k``; they sum to ``n``.
+
+    Examples
+    --------
+    >>> predicted_counts(10_000, 20, 0.99).round(6).tolist()
+    [100.0, 1980.0, 7920.0]
+    """
+    n = check_positive_int("n", n, maximum=MAX_THEORY_N)
+    q = linearised_q(d, lam, k)
+    q0 = np.concatenate([[0.0], q])
+    shorter = np.diff(q0)  # length exactly j, j = 0..k-1
+    return n * np.concatenate([shorter, [1.0 - q[-1]]])
+
+
+LINEARISATION_NOTE = ("the linearised profile (derived) is a first-order expansion valid only in its regime, "
+                      "where every predicted fraction q̃_i lies in [0, 1] (heavy traffic with λd large); "
+                      "here q̃_k = {qk:.6g} > 1, so it would predict a negative number of queues of length k; "
+                      "predictions outside their range are not shown")
+
+
+def linearisation_valid(d, lam, k=None) -> bool:
+    """Whether the linearised profile [derived] is inside its regime: ``q̃_k <= 1``
+    (docs/model.md §4).  ``q̃`` increases with ``i``, so then every predicted fraction
+    ``q̃_i`` lies in [0, 1] and every predicted count of :func:`predicted_counts` is >= 0;
+    otherwise the count of queues of length ``k`` would be negative.
+
+    Parameters
+    ----------
+    d, lam, k
+        As in :func:`linearised_q`.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> linearisation_valid(20, 0.99), linearisation_valid(2, 0.9)
+    (True, False)
+    """
+    q = linearised_q(d, lam, k)
+    return bool(q[-1] <= 1.0)

@@ -1,0 +1,291 @@
+"""Mixing-time orders of paper 000 and the slow mode of the linearised profile (docs/model.md §6)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model import MAX_THEORY_N, check_int, check_load, check_positive_float, check_positive_int
+from ._result import _frame, _PlainResult
+from .equilibrium import MAX_K, k_lambda_d
+
+# =========================================================================== §6
+@dataclass(frozen=True)
+class MixingBounds(_PlainResult):
+    """Orders of the mixing time (docs/model.md §6, constants taken as 1).
+
+    Examples
+    --------
+    >>> mixing_bounds(10_000, 20, 0.99).to_frame()["bound"].tolist()
+    ['upper', 'lower']
+    """
+
+    k: int
+    upper_steps: float  # k d^{k-1} n log n, from a good state
+    lower_steps: float  # d^{k-1} n
+    upper_time: float  # steps / (n(1+λ))
+    lower_time: float
+
+    def to_frame(self):
+        """Two rows (``bound`` = upper, lower) with ``steps`` and ``time``."""
+        return _frame([{"bound": "upper", "k": self.k, "steps": self.upper_steps, "time": self.upper_time},
+                       {"bound": "lower", "k": self.k, "steps": self.lower_steps, "time": self.lower_time}])
+
+    def summary(self) -> str:
+        return (f"mixing from a good state (paper 000, docs/model.md §6, constants 1): "
+                f"upper k d^(k−1) n log n = {self.upper_steps:.4g} steps ({self.upper_time:.4g} time units), "
+                f"lower d^(k−1) n = {self.lower_steps:.4g} steps ({self.lower_time:.4g} time units)")
+
+
+def steps_to_time(steps, n, lam) -> float:
+    """Discrete steps to continuous time: the chain is uniformized at rate ``n(1+λ)``
+    (docs/model.md §1).
+
+    Parameters
+    ----------
+    steps : float
+        Number of steps of the discrete chain.
+    n : int
+        Number of servers.
+    lam : float
+        Load λ.
+
+    Returns
+    -------
+    float
+        ``steps / (n(1+λ))``.
+
+    Examples
+    --------
+    >>> steps_to_time(1900, 100, 0.9)
+    10.0
+    """
+    return float(steps) / (n * (1.0 + lam))
+
+
+def mixing_bounds(n, d, lam) -> MixingBounds:
+    """From a good state: mixing in ``O(k d^{k−1} n log n)`` steps, at least ``Ω(d^{k−1} n)``
+    (docs/model.md §6, paper 000; constants not given, taken as 1).
+
+    Parameters
+    ----------
+    n, d, lam
+        The servers ``n >= 1``, choices ``d >= 2`` (ints) and the load λ in (0, 1) (float or
+        str); steps become time at the rate ``n(1+λ)`` of :func:`steps_to_time`.
+
+    Returns
+    -------
+    MixingBounds
+        ``k``, both orders in steps and in continuous time.
+
+    Examples
+    --------
+    >>> b = mixing_bounds(1000, 10, 0.99)
+    >>> b.k, b.lower_steps, round(b.upper_steps)  # 2·10·1000·log(1000)
+    (2, 10000.0, 138155)
+    """
+    n = check_positive_int("n", n, maximum=MAX_THEORY_N)
+    d = check_int("d", d, minimum=2)
+    lam = check_load(lam)
+    k = k_lambda_d(d, lam)
+    dk1 = float(d) ** (k - 1)
+    up = k * dk1 * n * math.log(max(n, 2))
+    lo = dk1 * n
+    return MixingBounds(k=k, upper_steps=up, lower_steps=lo,
+                        upper_time=steps_to_time(up, n, lam), lower_time=steps_to_time(lo, n, lam))
+
+
+def mixing_lower_customers(n, lam, g) -> float:
+    """From ``‖x‖₁ = g n`` with ``g ≫ k``: ``Ω((1−λ)^{−1} g n)`` steps (docs/model.md §6).
+
+    Parameters
+    ----------
+    n : int
+        Number of servers.
+    lam : float or str
+        Load λ in (0, 1).
+    g : float
+        Customers per server at the start, ``g > 0``.
+
+    Returns
+    -------
+    float
+        ``g n / (1 − λ)`` (constant taken as 1).
+
+    Examples
+    --------
+    >>> round(mixing_lower_customers(100, 0.9, 3))
+    3000
+    """
+    n = check_positive_int("n", n, maximum=MAX_THEORY_N)
+    lam = check_load(lam)
+    g = check_positive_float("g", g)
+    return g * n / (1.0 - lam)
+
+
+def mixing_lower_long(n, ell) -> float:
+    """From one long queue ``‖x‖∞ = ℓ ≫ k``: ``Ω(ℓ n)`` steps (docs/model.md §6).
+
+    Parameters
+    ----------
+    n : int
+        Number of servers.
+    ell : int
+        Length of the long queue, ``ℓ >= 1``.
+
+    Returns
+    -------
+    float
+        ``ℓ n`` (constant taken as 1).
+
+    Examples
+    --------
+    >>> mixing_lower_long(100, 50)
+    5000.0
+    """
+    return float(check_positive_int("n", n, maximum=MAX_THEORY_N)) * check_positive_int("ell", ell)
+
+
+def slow_mode_matrix(d, lam, k=None) -> np.ndarray:
+    """``A_k`` [derived] (docs/model.md §6): ``k×k`` tridiagonal, sub-diagonal ``λd``,
+    super-diagonal 1, diagonal ``−(1+λd)`` except ``−1`` in the last row.
+
+    Parameters
+    ----------
+    d, lam
+        The choices ``d >= 1`` (int) and the load λ in (0, 1) (float or str).
+    k : int, optional
+        Size; defaults to ``k_{λ,d}``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The ``k×k`` matrix of the linearised profile dynamics ``dq/dt = A_k q + (1−λ)e_k``.
+
+    Examples
+    --------
+    >>> slow_mode_matrix(10, 0.9, k=3).tolist()
+    [[-10.0, 1.0, 0.0], [9.0, -10.0, 1.0], [0.0, 9.0, -1.0]]
+    """
+    d = check_positive_int("d", d)
+    lam = check_load(lam)
+    k = k_lambda_d(d, lam) if k is None else check_positive_int("k", k, maximum=MAX_K)
+    a = lam * d
+    A = np.diag(np.full(k, -(1.0 + a)))
+    A[-1, -1] = -1.0
+    idx = np.arange(k - 1)
+    A[idx + 1, idx] = a
+    A[idx, idx + 1] = 1.0
+    return A
+
+
+@dataclass(frozen=True)
+class SlowMode(_PlainResult):
+    """The slow mode of the linearised profile [derived] (docs/model.md §6).
+
+    Examples
+    --------
+    >>> s = slow_mode(20, 0.99)
+    >>> bool(abs(s.relaxation_time * s.mu - 1) < 1e-12)
+    True
+    """
+
+    k: int
+    mu: float  # −(eigenvalue of A_k with largest real part), per unit time
+    mu_approx: float  # (λd−1)/((λd)^k − 1)
+    relaxation_time: float  # 1/μ
+    relaxation_steps_per_server: float  # (1+λ)/μ: steps are n(1+λ) per unit time
+
+    def summary(self) -> str:
+        return (f"slow mode (derived): μ_k = {self.mu:.6g} per unit time (approx. {self.mu_approx:.6g}), "
+                f"relaxation time {self.relaxation_time:.6g}")
+
+
+def _slow_mu(a: float, k: int) -> float:
+    """Smallest ``μ > 0`` with ``A_k q = −μ q``.
+
+    Writing the eigenvector as ``q_1 = 1``, ``D_i = q_{i+1} − q_i`` with ``D_0 = 1`` and
+    ``D_i = a D_{i−1} − μ q_i``, the rows of ``A_k`` reduce to the scalar equation
+    ``μ Σ_{i=1}^k q_i(μ) = 1`` (no cancellation for small ``μ``, unlike a dense
+    eigen-solver whose absolute error ``~1e-16·λd`` swamps ``μ ≈ d^{−(k−1)}``).
+    Below the smallest eigenvalue all ``q_i > 0`` (Sturm), so the first root is bracketed
+    by increasing ``μ`` from 0.
+    """
+    def g(mu):
+        q, D, s = 1.0, 1.0, 0.0
+        for i in range(k):
+            s += q
+            if q <= 0:
+                return math.inf  # passed an eigenvalue: treat as beyond the root
+            D = a * D - mu * q
+            q = q + D
+        return mu * s - 1.0
+
+    if k == 1:
+        return 1.0
+    if a == 1:
+        hi = 1.0 / k
+    else:
+        # 1/Σ_{j<k} a^j, in logs: a^j overflows a double for large k or a
+        log_sum = (k * math.log(a) + math.log1p(-a ** -k) - math.log(a - 1.0)) if a > 1 else \
+            (math.log1p(-a ** k) - math.log1p(-a))
+        hi = math.exp(-log_sum) if -log_sum > -745 else 5e-324
+    while g(hi) < 0:
+        hi *= 2.0
+    lo = 0.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if g(mid) < 0:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-15 * hi:
+            break
+    return 0.5 * (lo + hi)
+
+
+def slow_mode(d, lam, k=None) -> SlowMode:
+    """Slowest relaxation rate ``μ_k`` of the linearised profile [derived] (docs/model.md §6).
+
+    ``dq/dt = A_k q + (1−λ)e_k``; its eigenvalue of largest real part is ``−μ_k`` with
+    ``μ_k ≈ (λd−1)/((λd)^k − 1) ≈ d^{−(k−1)}``.  Found from the scalar equation
+    ``μ Σ_i q_i(μ) = 1`` of docs/model.md §6 by bisection, not by a dense eigen-solver.
+
+    Parameters
+    ----------
+    d, lam
+        The choices ``d >= 1`` (int) and the load λ in (0, 1) (float or str).
+    k : int, optional
+        Defaults to ``k_{λ,d}``.
+
+    Returns
+    -------
+    SlowMode
+        ``mu``, its approximation ``mu_approx``, the relaxation time ``1/μ`` and
+        ``(1+λ)/μ`` steps per server.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sm = slow_mode(20, 0.99)
+    >>> round(sm.mu, 6), round(sm.mu_approx, 6)
+    (0.045968, 0.048077)
+    >>> bool(np.isclose(-sm.mu, np.linalg.eigvals(slow_mode_matrix(20, 0.99)).real.max()))
+    True
+    """
+    d = check_positive_int("d", d)
+    lam = check_load(lam)
+    k = k_lambda_d(d, lam) if k is None else check_positive_int("k", k, maximum=MAX_K)
+    a = lam * d
+    mu = _slow_mu(a, k)
+    if a == 1.0:
+        approx = 1.0 / k
+    elif a > 1.0 and k * math.log(a) > 700:  # a^k overflows: (a−1)/(a^k−1) ≈ (a−1) a^{−k}
+        approx = math.exp(math.log(a - 1.0) - k * math.log(a)) if a > 1.0 else 0.0
+    else:
+        approx = (a - 1.0) / (a ** k - 1.0)
+    # μ below the smallest double (an explicit large k) is 0: the relaxation time is infinite
+    return SlowMode(k=k, mu=mu, mu_approx=approx, relaxation_time=1.0 / mu if mu > 0 else math.inf,
+                    relaxation_steps_per_server=(1.0 + lam) / mu if mu > 0 else math.inf)

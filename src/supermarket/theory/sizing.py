@@ -1,0 +1,131 @@
+"""Sizing (:func:`design`): the least number of choices ``d`` with ``k_{λ,d}`` at most a given queue length
+(docs/model.md §4)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+from ..model import MAX_THEORY_N, check_load, check_positive_int
+from ._result import _frame, _Result
+from .equilibrium import (
+    LINEARISATION_NOTE,
+    _log_inv_one_minus,
+    fixed_point,
+    k_lambda_d,
+    linearised_q,
+    predicted_counts,
+)
+
+# =========================================================================== design
+@dataclass(frozen=True)
+class DesignReport(_Result):
+    """Least number of choices that keeps ``k_{λ,d} <= max_queue`` (docs/model.md §4).
+
+    Examples
+    --------
+    >>> print(design(0.999, 2).summary().splitlines()[0])
+    At load λ = 0.999, d = 32 choices give k_(λ,d) = 2 ≤ 2 (d = 31 would give 3).
+    """
+
+    d: int
+    k: int
+    max_queue: int
+    load: float
+    share_by_length: tuple[float, ...]  # linearised prediction [derived], lengths 0..k (NaN: outside its regime)
+    fixed_point: tuple[float, ...]  # π(1..k+1) at this d
+    linearisation_valid: bool = True  # False when q̃_k > 1: the shares outside [0, 1] are NaN
+    note: str = ""
+    n: int | None = field(default=None, compare=False)  # servers, for predicted counts (not in to_dict)
+    k_one_less: int | None = field(default=None, compare=False)  # k_{λ,d−1} (None for d = 2)
+
+    def to_dict(self) -> dict:
+        """JSON-safe: a share outside the linearisation's regime (NaN) is ``None``."""
+        from ..jsonable import to_jsonable
+
+        out = asdict(self)
+        del out["n"], out["k_one_less"]
+        return to_jsonable(out)
+
+    def to_frame(self):
+        """One row per queue length: ``length``, ``share`` (NaN outside the linearisation's regime),
+        and ``queues`` (``n × share``) when ``n`` was given."""
+        return _frame([{"length": j, "share": s, **({"queues": self.n * s} if self.n is not None else {})}
+                       for j, s in enumerate(self.share_by_length)])
+
+    def summary(self) -> str:
+        """The answer and the predicted shares by length, as ``supermarket design`` prints them."""
+        from .._results import text_table
+
+        other = "—" if self.k_one_less is None else str(self.k_one_less)
+        head = (f"At load λ = {self.load}, d = {self.d} choices give k_(λ,d) = {self.k} ≤ {self.max_queue} "
+                f"(d = {self.d - 1} would give {other}).")
+        rows = []
+        for j, s in enumerate(self.share_by_length):
+            ok = s == s  # NaN: outside the linearisation's regime
+            rows.append([str(j), f"{s:.6g}" if ok else "—"]
+                        + ([f"{self.n * s:.6g}" if ok else "—"] if self.n is not None else []))
+        t = text_table(["length", "share"] + (["queues (of n)"] if self.n is not None else []), rows,
+                       title="Predicted share of queues by length (linearised profile, derived)")
+        out = head + "\n" + t
+        if not self.linearisation_valid:
+            out += f"\nnote: {self.note} (—)."
+        return out
+
+
+def design(lam, max_queue, n=None) -> DesignReport:
+    """The least ``d >= 2`` with ``k_{λ,d} <= K``, i.e. ``d^K >= 1/(1−λ)`` (docs/model.md §4),
+    and the predicted share of queues at each length for that ``d``.
+
+    Parameters
+    ----------
+    lam : float or str
+        Load λ in (0, 1).
+    max_queue : int
+        ``K >= 1``, the longest queue length to allow.
+    n : int, optional
+        Number of servers (validated only; the answer does not depend on it).
+
+    Returns
+    -------
+    DesignReport
+        ``d``, ``k = k_{λ,d}``, the linearised share of queues at each length ``0..k``
+        [derived] and ``π(1..k+1)``.
+
+    Examples
+    --------
+    >>> rep = design(0.999, 2)
+    >>> rep.d, rep.k, k_lambda_d(31, 0.999)
+    (32, 2, 3)
+    """
+    lam_f = check_load(lam)
+    K = check_positive_int("max_queue", max_queue)
+    if n is not None:
+        check_positive_int("n", n, maximum=MAX_THEORY_N)
+    x = _log_inv_one_minus(lam)
+    # k_{λ,d} does not increase with d: bisect for the least d with k <= K.  (A walk of one
+    # d at a time from an estimate never ended where the two readings of a float load,
+    # 1/(1−λ) = 10^16 or 2^53, lie 10^15 apart.)
+    hi = max(3, int(math.ceil(math.exp(min(x / K, 700.0)))) + 2)
+    while k_lambda_d(hi, lam) > K:
+        hi *= 2
+    lo = 2
+    if k_lambda_d(lo, lam) <= K:
+        hi = lo
+    while hi - lo > 1:  # invariant: k(lo) > K >= k(hi)
+        mid = (lo + hi) // 2
+        if k_lambda_d(mid, lam) <= K:
+            hi = mid
+        else:
+            lo = mid
+    d = hi
+    k = k_lambda_d(d, lam)
+    counts = predicted_counts(1, d, lam_f, k)
+    q = linearised_q(d, lam_f, k)
+    valid = bool(q[-1] <= 1.0)
+    share = tuple(float(v) if 0.0 <= v <= 1.0 else math.nan for v in counts)
+    return DesignReport(d=d, k=k, max_queue=K, load=lam_f, share_by_length=share,
+                        fixed_point=tuple(float(v) for v in fixed_point(d, lam_f, k + 1)),
+                        linearisation_valid=valid, note="" if valid else LINEARISATION_NOTE.format(qk=q[-1]),
+                        n=None if n is None else check_positive_int("n", n, maximum=MAX_THEORY_N),
+                        k_one_less=k_lambda_d(d - 1, lam) if d > 2 else None)
