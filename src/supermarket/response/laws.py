@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..model import check_vector
 from .mixture import (_ATOL, DEFAULT_QUANTILES, _check_quantiles, _check_tails, _poisson_pmf, _quantile,
                       sojourn_survival, waiting_survival)
 
@@ -317,12 +318,7 @@ def from_join_probabilities(p_join, *, quantiles=DEFAULT_QUANTILES, source="give
     >>> r.sojourn.mean, round(r.sojourn.quantiles[0.99], 12), r.waiting.quantiles[0.99]
     (1.0, 4.605170185988, 0.0)
     """
-    try:
-        p = np.asarray(p_join, dtype=float)
-    except (TypeError, ValueError):
-        raise TypeError(f"p_join must be a 1-d array of probabilities; got {type(p_join).__name__}") from None
-    if p.ndim != 1 or p.size == 0:
-        raise TypeError(f"p_join must be a non-empty 1-d array; got shape {p.shape}")
+    p = check_vector("p_join", p_join, of="probabilities")
     if (~np.isfinite(p)).any() or (p < -_ATOL).any():
         raise ValueError("p_join must hold finite non-negative probabilities")
     if abs(p.sum() - 1.0) > 1e-9:
