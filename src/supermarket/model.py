@@ -29,6 +29,7 @@ __all__ = [
     "check_positive_float",
     "check_real",
     "check_fraction",
+    "check_choice",
     "exact_load",
     "load_candidates",
     "as_seed_sequence",
@@ -318,6 +319,47 @@ def check_fraction(name: str, value, *, low: float = 0.0, high: float = 1.0,
         rb = ")" if high_open else "]"
         raise ValueError(f"{name} must lie in {lb}{low:g}, {high:g}{rb}; got {value!r}")
     return x
+
+
+def check_choice(name: str, value, options) -> str:
+    """``value`` (case and surrounding blanks ignored) if it is one of ``options``.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, used in the message.
+    value : str
+    options : iterable of str
+        The valid values, lower case.
+
+    Returns
+    -------
+    str
+        The canonical (stripped, lower-case) value.
+
+    Raises
+    ------
+    TypeError
+        ``value`` is not a string.
+    ValueError
+        ``value`` is none of ``options`` (the message lists them).
+
+    Examples
+    --------
+    >>> check_choice("engine", " Profile", ("profile", "queues"))
+    'profile'
+    >>> check_choice("engine", "warp", ("profile", "queues"))
+    Traceback (most recent call last):
+    ...
+    ValueError: engine must be one of profile, queues; got 'warp'
+    """
+    options = tuple(options)
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be one of {', '.join(options)}; got {value!r} ({type(value).__name__})")
+    s = value.strip().lower()
+    if s not in options:
+        raise ValueError(f"{name} must be one of {', '.join(options)}; got {value!r}")
+    return s
 
 
 # --------------------------------------------------------------------------- load λ
