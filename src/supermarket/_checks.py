@@ -17,7 +17,7 @@ from decimal import Decimal, InvalidOperation
 
 import numpy as np
 
-__all__ = ["check_int", "check_positive_int", "check_real", "check_positive_float", "check_fraction",
+__all__ = ["check_choice", "check_vector", "check_int", "check_positive_int", "check_real", "check_positive_float", "check_fraction",
            "parse_count", "INT64_MAX"]
 
 INT64_MAX = 2**63 - 1
@@ -331,3 +331,84 @@ def parse_count(name: str, text, *, maximum: int = INT64_MAX, minimum: int = 1) 
     if value < minimum or value > maximum:
         raise ValueError(f"{name} must be an integer {rng}; got {shown!r}")
     return int(value)
+
+
+def check_vector(name: str, value, *, of: str = "numbers", shape: str = "") -> np.ndarray:
+    """A non-empty 1-d array of floats; values are the caller's to check.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, used in the message.
+    value : array_like
+        The vector.
+    of : str, optional
+        What its entries are, for the message ("numbers in [0, 1]", "probabilities").
+    shape : str, optional
+        A hint appended to "non-empty 1-d array" in the message, e.g. ``" (u_1, u_2, ...)"``.
+
+    Returns
+    -------
+    numpy.ndarray of float
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not numeric, not 1-d, or empty.
+
+    Examples
+    --------
+    >>> check_vector("p", [1, 0.5]).tolist()
+    [1.0, 0.5]
+    >>> check_vector("p", [[1.0]], of="probabilities")
+    Traceback (most recent call last):
+    TypeError: p must be a non-empty 1-d array; got shape (1, 1)
+    """
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a 1-d array of {of}; got {type(value).__name__}") from None
+    if arr.ndim != 1 or arr.size == 0:
+        raise TypeError(f"{name} must be a non-empty 1-d array{shape}; got shape {arr.shape}")
+    return arr
+
+
+def check_choice(name: str, value, options) -> str:
+    """``value`` (case and surrounding blanks ignored) if it is one of ``options``.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, used in the message.
+    value : str
+    options : iterable of str
+        The valid values, lower case.
+
+    Returns
+    -------
+    str
+        The canonical (stripped, lower-case) value.
+
+    Raises
+    ------
+    TypeError
+        ``value`` is not a string.
+    ValueError
+        ``value`` is none of ``options`` (the message lists them).
+
+    Examples
+    --------
+    >>> check_choice("engine", " Profile", ("profile", "queues"))
+    'profile'
+    >>> check_choice("engine", "warp", ("profile", "queues"))
+    Traceback (most recent call last):
+    ...
+    ValueError: engine must be one of profile, queues; got 'warp'
+    """
+    options = tuple(options)
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be one of {', '.join(options)}; got {value!r} ({type(value).__name__})")
+    s = value.strip().lower()
+    if s not in options:
+        raise ValueError(f"{name} must be one of {', '.join(options)}; got {value!r}")
+    return s

@@ -22,8 +22,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from ._checks import (INT64_MAX, _as_real, _describe, _int_text, _shown, check_fraction, check_int,
-                      check_positive_float, check_positive_int, check_real, parse_count)
+from ._checks import (INT64_MAX, _as_real, _describe, _int_text, _shown, check_choice, check_fraction, check_int,
+                      check_positive_float, check_positive_int, check_real, check_vector, parse_count)
 
 __all__ = [
     "Params",
@@ -34,6 +34,7 @@ __all__ = [
     "check_real",
     "check_fraction",
     "check_vector",
+    "check_choice",
     "exact_load",
     "load_candidates",
     "as_seed_sequence",
@@ -68,46 +69,6 @@ MAX_SEEDS = 10**7 + 1
 
 
 # --------------------------------------------------------------------------- load λ
-def check_vector(name: str, value, *, of: str = "numbers", shape: str = "") -> np.ndarray:
-    """A non-empty 1-d array of floats; values are the caller's to check.
-
-    Parameters
-    ----------
-    name : str
-        The parameter's name, used in the message.
-    value : array_like
-        The vector.
-    of : str, optional
-        What its entries are, for the message ("numbers in [0, 1]", "probabilities").
-    shape : str, optional
-        A hint appended to "non-empty 1-d array" in the message, e.g. ``" (u_1, u_2, ...)"``.
-
-    Returns
-    -------
-    numpy.ndarray of float
-
-    Raises
-    ------
-    TypeError
-        If ``value`` is not numeric, not 1-d, or empty.
-
-    Examples
-    --------
-    >>> check_vector("p", [1, 0.5]).tolist()
-    [1.0, 0.5]
-    >>> check_vector("p", [[1.0]], of="probabilities")
-    Traceback (most recent call last):
-    TypeError: p must be a non-empty 1-d array; got shape (1, 1)
-    """
-    try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a 1-d array of {of}; got {type(value).__name__}") from None
-    if arr.ndim != 1 or arr.size == 0:
-        raise TypeError(f"{name} must be a non-empty 1-d array{shape}; got shape {arr.shape}")
-    return arr
-
-
 def check_load(lam, *, require_stable: bool = True, name: str = "load", exact: bool = False) -> float:
     """Validate the load λ (per-server arrival rate) and return it as a float.
 

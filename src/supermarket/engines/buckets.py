@@ -101,9 +101,9 @@ def _buckets_general(perm, c, s, tables, meas, recs, setup, clock, t_stop, max_e
 def _buckets_fast(perm, c, s, flat, bounds, meas, setup, clock, t_stop, max_events):
     """Hot loop of the bucket chain (same structure as ``profile._profile_fast``).
 
-    DELIBERATE COPY of the fast loops' prologue and per-event bookkeeping (local copies of
-    the state, lazy integrals, good set, window edge, next time): an inlined helper over
-    arrays that branches leaves reference counting in the loop (see :mod:`.measure`)."""
+    DELIBERATE COPY, for speed, of the prologue and per-event bookkeeping that
+    ``queues._queues_fast`` repeats too (local copies of the state, lazy integrals, good
+    set, window edge, next time); a shared helper halves the speed (measured: see there)."""
     tabf, tbase, tstride, windowed = flat
     lo_int, hi_int = bounds
     stamp, area_c, area_P, maxtime, gbad = meas.stamp, meas.area_c, meas.area_P, meas.maxtime, meas.good_bad
@@ -182,9 +182,8 @@ def _buckets_fast(perm, c, s, flat, bounds, meas, setup, clock, t_stop, max_even
 def buckets_kernel(perm, c, s, tables, meas, recs, setup, clock, t_stop, max_events):
     """Run the bucket chain until ``t_stop`` or ``max_events`` events (arguments and return
     value as :func:`.profile.profile_kernel`; ``perm`` = queue identities by position).
-    DELIBERATE COPY of :func:`.profile.profile_kernel`'s driver loop around this engine's
-    own fast and general loops (numba cannot cache one driver that takes the loops as
-    arguments)."""
+    DELIBERATE COPY of :func:`.profile.profile_kernel`'s driver loop, like
+    :func:`.queues.queues_kernel` (why: see there)."""
     flat = flat_tables(tables, setup, c.shape[0])
     bounds = good_ints(meas, setup.k)
     events = 0

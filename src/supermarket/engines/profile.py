@@ -178,6 +178,8 @@ def _profile_fast(c, s, flat, bounds, meas, setup, clock, t_stop, max_events):
     events left down (one counter, not ``events`` and ``budget``) and folds ``L >= 8`` into
     the bound ``top8`` of the fixed-count scan (not ``L`` and a flag): with these two the
     named-structure version runs 0-3 % faster than the old kernel, without them 2-5 % slower.
+    The queues and buckets fast loops repeat its prologue and per-event bookkeeping
+    (deliberate, for speed: see there); change them together.
     """
     tabf, tbase, tstride, windowed = flat
     lo_int, hi_int = bounds
@@ -311,6 +313,8 @@ def profile_kernel(c, s, tables, meas, recs, setup, clock, t_stop, max_events):
     The hot loop (:func:`_profile_fast`) counts the joined and departing lengths without
     branches over the occupied levels (``c`` is non-increasing, so a count equals the scan
     of docs/model.md §2); unusual states go through :func:`_profile_general`.
+    :func:`.queues.queues_kernel` and :func:`.buckets.buckets_kernel` repeat this driver
+    around their own loops (deliberate: see there); change the three together.
     """
     flat = flat_tables(tables, setup, c.shape[0])
     bounds = good_ints(meas, setup.k)

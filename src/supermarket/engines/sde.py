@@ -222,18 +222,9 @@ def em_paths(kind, par, h, n_burn, n_steps, rec_every, rng, ps, rec, max_work):
                 mq = z1
             step += 1
             work += 1
-        ps[p, 0] = z1
-        ps[p, 1] = z2
-        ps[p, 2] = mq
-        ps[p, 3] = s0
-        ps[p, 4] = s1
-        ps[p, 5] = s2
-        ps[p, 6] = s3
-        ps[p, 7] = s4
-        ps[p, 8] = su
-        ps[p, 9] = syu
-        ps[p, 10] = step
-        ps[p, 11] = g
+        state = (z1, z2, mq, s0, s1, s2, s3, s4, su, syu, float(step), float(g))  # the NS columns, as loaded
+        for col in range(NS):
+            ps[p, col] = state[col]
         if step < total:
             return 0
     return 1

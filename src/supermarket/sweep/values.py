@@ -12,29 +12,10 @@ import math
 import numbers
 from decimal import Decimal, InvalidOperation
 
-from ..model import check_load, parse_count
+from ..model import check_choice, check_load, parse_count  # check_choice: shared with simulate()
 
 __all__ = ["check_choice", "choice", "count", "count0", "load", "real", "bounded", "positive", "nonneg",
            "boolean", "start", "text", "seed"]
-
-
-def check_choice(key: str, value, options) -> str:
-    """``value`` (case and surrounding blanks ignored) if it is one of ``options``.
-
-    >>> check_choice("engine", " Profile", ("profile", "queues"))
-    'profile'
-    >>> check_choice("engine", "warp", ("profile", "queues"))
-    Traceback (most recent call last):
-    ...
-    ValueError: engine must be one of profile, queues; got 'warp'
-    """
-    options = tuple(options)
-    if not isinstance(value, str):
-        raise TypeError(f"{key} must be one of {', '.join(options)}; got {value!r} ({type(value).__name__})")
-    s = value.strip().lower()
-    if s not in options:
-        raise ValueError(f"{key} must be one of {', '.join(options)}; got {value!r}")
-    return s
 
 
 def choice(options):

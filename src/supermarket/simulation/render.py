@@ -1,0 +1,218 @@
+"""The text and the figure of a :class:`~supermarket.simulation.SimulationResult`: what
+``supermarket simulate`` prints (:func:`summary_text`, behind ``SimulationResult.summary``)
+and the three-panel figure (:func:`plot`, behind ``SimulationResult.plot``).
+
+Plain functions of a result, so that the result type (:mod:`.results`) stays a record of
+numbers and this module holds every sentence and table the data are shown in.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import theory as _th
+
+
+def summary_text(res, cdf_points=None) -> str:
+    """The text of ``res.summary(cdf_points=...)`` (see :meth:`SimulationResult.summary`)."""
+    cdf = res._cdf(cdf_points) if cdf_points is not None else None
+    p = res.params
+    lam_txt = f"{p.lam:.10g}"
+    out = [f"supermarket simulate  n={p.n}  d={p.d}  λ={lam_txt}  "
+           f"{'with' if p.replace else 'without'} replacement  engine={res.engine}  time={res.time_mode}",
+           f"{res.steps:,} events measured after {res.burn_in:,} of burn-in ({res.sim_time:.6g} time units), "
+           f"{res.replications} replication(s), {res.batches} batches"
+           + ("  PARTIAL (interrupted)" if res.partial else "")]
+    if res.start_note:
+        out.append(f"start: {res.start_note}")
+    k = res.k
+    fp = res.fixed_point()
+    L = len(res.u_mean)
+    lin = res._linearised(L)
+    ident = "λ·E[u_(i−1)^d] (identity, derived)" if p.replace else "λ·E[P_(i−1)] (identity, derived)"
+    rows = []
+    for i in range(1, L + 1):
+        rel = bool(res.u_reliable[i - 1]) if res.u_reliable is not None else False
+        note = res.u_note[i - 1] if len(res.u_note) == L else ""
+        prev = 1.0 if i == 1 else res.ud_mean[i - 2]
+        rows.append([str(i), _pm(res.u_mean[i - 1], res.u_stderr[i - 1], rel, note),
+                     _fmt(res.u_n_eff[i - 1], 3) if rel and res.u_n_eff is not None else "",
+                     _fmt(fp[i - 1]) if fp is not None else "—",
+                     ("—" if k and i <= k else "") if math.isnan(lin[i - 1]) else _fmt(lin[i - 1]),
+                     _fmt(p.lam * prev)])
+    out.append("")
+    out.append("Time-averaged profile (docs/model.md §1–3)")
+    out.append(_table(["i", "simulated E[u_i] ± s.e.", "n_eff", "mean field π(i)",
+                       "linearised 1 − q̃_i (derived)", ident], rows))
+    if k and np.all(np.isnan(lin)):
+        out.append(f"linearised profile not shown: q̃_k > 1 for k = {k}, outside the regime where it "
+                   "holds (docs/model.md §4)")
+    kr = _th.k_report(p.d, p.lam_exact) if k else None
+    mrows = []
+    for m in sorted(res.max_queue_dist):
+        mark = ""
+        if k is not None and m == k:
+            mark = "= k_(λ,d)"
+        elif kr is not None and m in kr.possible_max:
+            mark = "allowed near the boundary"
+        mrows.append([str(m), f"{res.max_queue_dist[m]:.6g}", mark])
+    out.append("")
+    out.append("Maximum queue length: fraction of time")
+    out.append(_table(["max length", "fraction", ""], mrows, left=(2,)))
+    out.append("")
+    if k is not None:
+        out.append(f"k_(λ,d) = {k}  ({kr.note}; paper 000's regime needs n ≥ 1e15)")
+        out.append(f"general hypothesis (docs/model.md §4, reconstructed): the maximum is within 1 of the largest "
+                   f"k with n·π(k) ≥ 1, here {_th.k_hypothesis(p.n, p.d, p.lam)}")
+        out.append(f"time in the good set N^ε (ε = {res.eps:g}, clauses (a),(b) of docs/model.md §5): "
+                   + _pm(res.good_set_fraction, res.good_set_fraction_stderr,
+                         bool(res.good_set_fraction_reliable)))
+        above = sum(f for m, f in res.max_queue_dist.items() if m > k)
+        if above > 0:
+            out.append(f"  a queue longer than k = {k} existed {above:.3g} of the time, and clause (a) fails then")
+    mf = _th.mean_queue_length(p.d, p.lam) if p.lam < 1 else None
+    out.append("mean queue length "
+               + _pm(res.mean_queue_length, res.mean_queue_length_stderr, res.mean_queue_length_reliable)
+               + (f"  (mean field Σπ(i) = {mf:.6g})" if mf is not None else "")
+               + f";  mean sojourn time (Little) {res.mean_sojourn_time:.6g}")
+    if res.response is not None:
+        out.append(res.response.summary())
+    else:
+        out.append("response times: none (load >= 1: no equilibrium)")
+    if cdf is not None:
+        out.append("")
+        out.append(f"Response-time CDF on {len(cdf['t'])} points (docs/model.md §10)")
+        out.append(_table(["t", "P(S ≤ t)", "P(W ≤ t)"],
+                          [[f"{t:.6g}", f"{a:.6g}", f"{b:.6g}"]
+                           for t, a, b in zip(cdf["t"], cdf["sojourn"], cdf["waiting"])]))
+    out.extend(error_lines(res))
+    out.append(f"{res.events_per_second / 1e6:.1f} million events per second per core; "
+               f"wall time {res.wall_time:.2f} s")
+    return "\n".join(out)
+
+
+def error_lines(res) -> list:
+    """How the error bars were made, the self-checks and the start-up diagnosis."""
+    how = {"blocking": "blocking analysis of batch means (automatic plateau)",
+           "pooled": f"blocking analysis of batch means, pooled over {res.replications} replications",
+           "replications": f"spread of {res.replications} replications (Student t)"}.get(res.error_method,
+                                                                                        res.error_method)
+    out = [f"error bars: 1 s.e., {how}; 95% intervals use Student t (docs/model.md §9)"]
+    if res.self_checks:
+        done = [c for c in res.self_checks if c["result"] != "inconclusive"]
+        fails = [c for c in done if c["result"] == "fail"]
+        inc = len(res.self_checks) - len(done)
+        text = "self-checks (exact identities E[u_1] = λ, E[u_i] = λ·E[P_(i−1)]): "
+        if done:
+            w = max(done, key=lambda c: abs(c["z"]))
+            text += (f"{len(done) - len(fails)} pass, {len(fails)} FAIL; largest |z| = {abs(w['z']):.1f} s.e. "
+                     f"(i = {w['level']})")
+        else:
+            text += "none conclusive"
+        if inc:
+            text += f"; {inc} inconclusive (rare levels or unknown error)"
+        out.append(text)
+    trunc = [s for s in res.start_up if s["truncated_batches"] > 0 and s["forgotten"]]
+    if trunc:
+        tt = sum(s["truncated_time"] for s in trunc)
+        out.append(f"start-up transient detected: burn-in extended by {tt:.4g} time units in all "
+                   f"(MSER-5, {len(trunc)} replication(s))")
+    if res.precision is not None:
+        pr = res.precision
+        state = ("met" if pr["met"] else ("NOT met: max steps reached" if pr["cap_hit"]
+                                          else "not met (interrupted)"))
+        out.append(f"precision target {pr['target']:g} (relative 95% half-width): {state}; worst "
+                   f"{pr.get('achieved', float('nan')):.3g} after {pr['rounds']} stretch(es)")
+    return out
+
+
+def plot(res, path=None):
+    """The figure of ``res.plot(path)`` (see :meth:`SimulationResult.plot`)."""
+    import matplotlib
+    if path is not None:
+        matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    p = res.params
+    panels = 3 if res.response is not None else 2
+    fig, axes = plt.subplots(1, panels, figsize=(5.5 * panels, 4.2))
+    ax1, ax2 = axes[0], axes[1]
+    lv = np.arange(1, len(res.u_mean) + 1)
+    ax1.errorbar(lv, 1 - res.u_mean, yerr=4.5 * res.u_stderr, fmt="o", label="simulated 1 − E[u_i] (±4.5 s.e.)")
+    fp = res.fixed_point()
+    if fp is not None:
+        ax1.plot(lv, 1 - fp, "s--", mfc="none", label="mean field 1 − π(i)")
+    if res.k is not None and _th.linearisation_valid(p.d, p.lam_exact, res.k):
+        q = _th.linearised_q(p.d, p.lam_exact, res.k)
+        ax1.plot(np.arange(1, res.k + 1), q, "x:", label="linearised q̃_i (derived)")
+    ax1.set_yscale("log")
+    ax1.set_xlabel("level i")
+    ax1.set_ylabel("fraction of queues shorter than i")
+    ax1.set_title(f"n={p.n}, d={p.d}, λ={p.lam:g} ({res.engine})")
+    ax1.legend(fontsize=8)
+    ks = sorted(res.max_queue_dist)
+    ax2.bar(ks, [res.max_queue_dist[k] for k in ks], color="tab:blue")
+    if res.k is not None:
+        ax2.axvline(res.k, color="tab:red", ls="--", label=f"k_(λ,d) = {res.k} (paper 000)")
+    if p.lam < 1:
+        kh = _th.k_hypothesis(p.n, p.d, p.lam)
+        ax2.axvline(kh, color="tab:green", ls=":", label=f"largest k with nπ(k) ≥ 1: {kh}")
+    if res.k is not None or p.lam < 1:
+        ax2.legend(fontsize=8)
+    ax2.xaxis.get_major_locator().set_params(integer=True)
+    ax2.set_xlabel("maximum queue length")
+    ax2.set_ylabel("fraction of time")
+    if res.response is not None:
+        ax3 = axes[2]
+        rt = res.response
+        grid = res.cdf_grid(300)
+        ax3.semilogy(grid, np.maximum(1.0 - rt.sojourn_cdf(grid), 1e-300), label="sojourn P(S > t)")
+        ax3.semilogy(grid, np.maximum(1.0 - rt.waiting_cdf(grid), 1e-300), label="waiting P(W > t)")
+        se = rt.sojourn.stderr
+        for q, v in rt.sojourn.quantiles.items():
+            xe = None if se is None or not math.isfinite(se["quantiles"][q]) else 2 * se["quantiles"][q]
+            ax3.errorbar([v], [1.0 - q], xerr=xe, fmt="k|", ms=8, capsize=3)
+            ax3.text(v, 1.0 - q, f" p{100 * q:g}", fontsize=7, va="bottom")
+        ax3.set_ylim(max(1e-6, 0.1 * (1 - max(rt.sojourn.quantiles))), 1.05)
+        ax3.set_xlabel("time (mean service times)")
+        ax3.set_ylabel("survival")
+        ax3.set_title("response times (quantiles ± 2 s.e.)", fontsize=9)
+        ax3.legend(fontsize=8)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=120)
+    return fig
+
+
+def _fmt(x, digits=6):
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "—"
+    return f"{x:.{digits}g}"
+
+
+def _pm(mean, se, reliable, note=""):
+    """``mean ± s.e.`` when the error bar is reliable; otherwise say why there is none."""
+    if mean is None:
+        return "—"
+    if reliable:
+        return f"{mean:.6g} ± {_fmt(se, 2)}"
+    if note.startswith("rare level") or mean == 0:
+        return f"{mean:.6g} (rare: no error bar)"
+    if "start not forgotten" in note:
+        return f"{mean:.6g} (start not forgotten)"
+    if "self-check" in note:
+        return f"{mean:.6g} (error bars failed a self-check)"
+    return f"{mean:.6g} (too short to estimate)"
+
+
+def _table(header, rows, left=()) -> str:
+    """A plain-text table: columns right-aligned (those in ``left`` left-aligned)."""
+    cols = len(header)
+    w = [max([len(header[j])] + [len(r[j]) for r in rows]) for j in range(cols)]
+
+    def line(cells):
+        return "  ".join(c.ljust(w[j]) if j in left else c.rjust(w[j]) for j, c in enumerate(cells)).rstrip()
+    return "\n".join([line(header), line(["-" * x for x in w])] + [line(r) for r in rows])
+

@@ -1,0 +1,538 @@
+"""The result types of :func:`~supermarket.simulation.simulate`: :class:`SimulationResult`
+(means, standard errors, reliability flags, self-checks, response times; ``to_dict``,
+``to_frame``, ``summary``, ``plot``) and :class:`Trajectory` (the recorded states of
+replication 0).  Records only: the numbers are made in :mod:`.estimate`, the text and the
+figure in :mod:`.render`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..model import Params, check_positive_int
+from .. import theory as _th
+from . import render as _render
+
+__all__ = ["SimulationResult", "Trajectory"]
+
+
+
+# =========================================================================== results
+@dataclass(frozen=True)
+class Trajectory:
+    """A recorded trajectory of replication 0 (``simulate(..., record_every=...)``).
+
+    Also readable as a mapping (``traj["u"]``, ``traj.keys()``); ``len(traj)`` is the number
+    of records.
+
+    Parameters
+    ----------
+    t : numpy.ndarray
+        Record times: steps in discrete time, time units in continuous time, counted from
+        the end of burn-in.
+    u : numpy.ndarray
+        Records × levels: ``u_1, u_2, …, u_m`` (``m = record_levels``).
+    max : numpy.ndarray
+        Maximum queue length at each record.
+    total : numpy.ndarray
+        Customers in the system at each record.
+
+    Examples
+    --------
+    >>> from supermarket.simulation import simulate
+    >>> r = simulate(100, 2, 0.9, steps=10_000, seed=1, start="fixed-point", record_every=1000)
+    >>> traj = r.trajectory
+    >>> len(traj), traj["u"].shape[0], [float(x) for x in traj.t[:3]]
+    (10, 10, [0.0, 1000.0, 2000.0])
+    >>> bool(((traj.u >= 0) & (traj.u <= 1)).all())
+    True
+    """
+
+    t: np.ndarray
+    u: np.ndarray
+    max: np.ndarray
+    total: np.ndarray
+
+    def __getitem__(self, key):
+        if key not in ("t", "u", "max", "total"):
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def keys(self):
+        return ("t", "u", "max", "total")
+
+    def __len__(self):
+        return len(self.t)
+
+    def to_frame(self):
+        """Tidy table: one row per record and level (``t``, ``level``, ``u``), with the
+        record's ``max`` and ``total`` repeated on each of its rows.
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
+        import pandas as pd
+        u = np.asarray(self.u, dtype=float).reshape(len(self.t), -1)
+        R, L = u.shape
+        return pd.DataFrame({"t": np.repeat(np.asarray(self.t, dtype=float), L),
+                             "level": np.tile(np.arange(1, L + 1), R), "u": u.ravel(),
+                             "max": np.repeat(np.asarray(self.max), L), "total": np.repeat(np.asarray(self.total), L)})
+
+    def summary(self) -> str:
+        """One line: how many records, over which span, the range of the maximum."""
+        if len(self.t) == 0:
+            return "trajectory: no records"
+        return (f"trajectory: {len(self.t)} records from t = {float(self.t[0]):.6g} to {float(self.t[-1]):.6g}; "
+                f"maximum queue length {int(np.min(self.max))}–{int(np.max(self.max))}; "
+                f"customers {int(np.min(self.total))}–{int(np.max(self.total))}")
+
+    def to_dict(self) -> dict:
+        """The four arrays as lists (JSON-safe).
+
+        Returns
+        -------
+        dict
+            Keys ``t``, ``u``, ``max``, ``total``.
+        """
+        return {"t": self.t.tolist(), "u": self.u.tolist(), "max": self.max.tolist(),
+                "total": self.total.tolist()}
+
+
+@dataclass(frozen=True)
+class SimulationResult:
+    """What :func:`simulate` measured (frozen; built by :func:`simulate`, not by hand).
+
+    Arrays are indexed from level 1 (``u_mean[0]`` is ``E[u_1]``) up to one past the highest
+    level occupied during the measurement.  Output: :meth:`summary` (the text the CLI
+    prints), :meth:`to_dict` (JSON-safe), :meth:`to_frame` (tidy, one row per level),
+    :meth:`plot`.
+
+    Parameters
+    ----------
+    params : supermarket.model.Params
+        n, d, λ and the sampling (with or without replacement).
+    engine, time_mode : str
+        The engine and clock that ran.
+    steps, burn_in : int
+        Events measured after burn-in, and of burn-in, all replications together.
+    sim_time : float
+        Measured time (continuous-time units), all replications together.
+    u_mean, u_stderr : numpy.ndarray
+        Time-averaged profile ``E[u_i]`` and its standard error (docs/model.md §9).
+    ud_mean, ud_stderr : numpy.ndarray
+        Time average of ``P_i`` (``u_i^d`` with replacement): ``E[u_{i+1}] = λ E[P_i]``.
+    max_queue_dist : dict
+        Maximum queue length -> fraction of time.
+    good_set_fraction, good_set_fraction_stderr : float or None
+        Fraction of time in ``N^ε`` (docs/model.md §5); None when λ >= 1 or d = 1.
+    k : int or None
+        ``k_{λ,d}`` (None when λ >= 1 or d = 1).
+    eps : float
+        ε of the good set.
+    mean_queue_length, mean_queue_length_stderr : float
+        ``Σ E[u_i]`` and its standard error.
+    mean_sojourn_time, mean_sojourn_time_stderr : float
+        By Little's law, ``Σ E[u_i] / λ``.
+    events_per_second, wall_time : float
+        Speed of the kernels (per core) and wall time of the call.
+    partial : bool
+        True after Ctrl-C: what was measured until then.
+    replications, batches : int
+        Replications and batch means (all replications together).
+    final_counts : numpy.ndarray
+        ``c_1, c_2, …`` at the end of replication 0.
+    trajectory : Trajectory or None
+        With ``record_every``.
+    per_replication : tuple of SimulationResult
+        Each replication's own result (when there are several).
+    final_lengths : numpy.ndarray or None
+        Per-queue engines: the final queue lengths of replication 0.
+    u_reliable, u_half_width, u_n_eff, u_note
+        Per level: whether the error bar can be trusted, the 95 % half-width (Student t),
+        the effective number of independent batches, and why not reliable.
+    mean_queue_length_reliable, mean_queue_length_half_width, mean_queue_length_n_eff
+        The same for the mean queue length.
+    good_set_fraction_reliable : bool or None
+    error_method : str
+        ``"blocking"``, ``"pooled"`` (blocking over replications) or ``"replications"``.
+    self_checks : tuple of dict
+        Exact identities checked on the data: identity, level, difference, stderr, z, result.
+    start_up : tuple of dict
+        Per replication: MSER-5 truncation and whether the start was forgotten.
+    notes : tuple of str
+        The warnings of the run, in words.
+    precision : dict or None
+        With ``precision=``: target, achieved, met, cap_hit, rounds.
+    response : supermarket.response.ResponseTimes or None
+        Sojourn and waiting time laws with standard errors (docs/model.md §10); None when
+        λ >= 1.
+    start_note : str
+        What the start means for the measurement (``start="perfect"``), else "".
+
+    Examples
+    --------
+    >>> from supermarket.simulation import simulate
+    >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
+    >>> r.steps, r.replications, r.partial
+    (20000, 1, False)
+    >>> bool(abs(r.u_mean[0] - 0.5) < 5 * r.u_stderr[0])  # E[u_1] = λ exactly
+    True
+    >>> bool(abs(r.sojourn.mean - r.mean_sojourn_time) < 5 * r.mean_sojourn_time_stderr)  # Little
+    True
+    """
+
+    params: Params
+    engine: str
+    time_mode: str
+    steps: int  # events after burn-in, all replications together
+    burn_in: int  # events of burn-in, all replications together
+    sim_time: float  # measured time (continuous-time units), all replications together
+    u_mean: np.ndarray
+    u_stderr: np.ndarray
+    ud_mean: np.ndarray  # time average of P_i (u_i^d with replacement)
+    ud_stderr: np.ndarray
+    max_queue_dist: dict  # length -> fraction of time
+    good_set_fraction: float | None
+    good_set_fraction_stderr: float | None
+    k: int | None
+    eps: float
+    mean_queue_length: float
+    mean_queue_length_stderr: float
+    mean_sojourn_time: float
+    mean_sojourn_time_stderr: float
+    events_per_second: float
+    wall_time: float
+    partial: bool
+    replications: int
+    batches: int
+    final_counts: np.ndarray  # c_1, c_2, … at the end (replication 0)
+    trajectory: Trajectory | None = None
+    per_replication: tuple = field(default=(), repr=False)
+    final_lengths: np.ndarray | None = field(default=None, repr=False)  # per-queue engines, replication 0
+    # error analysis (docs/model.md §9)
+    u_reliable: np.ndarray | None = None  # per level: can u_stderr be trusted?
+    u_half_width: np.ndarray | None = None  # 95 % half-width (Student t on the estimate's dof)
+    u_n_eff: np.ndarray | None = None  # effective number of independent batches
+    u_note: tuple = ()  # per level: why not reliable ("" when reliable)
+    mean_queue_length_reliable: bool = False
+    mean_queue_length_half_width: float = math.nan
+    mean_queue_length_n_eff: float = math.nan
+    good_set_fraction_reliable: bool | None = None
+    error_method: str = ""  # "blocking", "pooled" (blocking over replications) or "replications"
+    self_checks: tuple = ()  # dicts: identity, level, difference, stderr, z, result (pass/fail/inconclusive)
+    start_up: tuple = ()  # per replication: MSER-5 truncation and whether the start was forgotten
+    notes: tuple = ()  # the warnings of this run, in words
+    precision: dict | None = None  # target, achieved, met, cap_hit, rounds (with precision=)
+    response: object | None = field(default=None, repr=False)  # response.ResponseTimes (λ < 1)
+    start_note: str = ""  # what the start state means for the measurement (e.g. a perfect sample)
+
+    @property
+    def sojourn(self):
+        """Sojourn-time law (``response.TimeLaw``: mean, quantiles, standard errors), or None
+        when λ >= 1 (no equilibrium).
+
+        Examples
+        --------
+        >>> from supermarket.simulation import simulate
+        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
+        >>> sorted(r.sojourn.quantiles)
+        [0.5, 0.9, 0.99, 0.999]
+        """
+        return None if self.response is None else self.response.sojourn
+
+    @property
+    def waiting(self):
+        """Waiting-time law (``response.TimeLaw``), or None when λ >= 1.
+
+        Examples
+        --------
+        >>> from supermarket.simulation import simulate
+        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
+        >>> bool(0 < r.waiting.atom_at_zero < 1) and r.waiting.mean < r.sojourn.mean
+        True
+        """
+        return None if self.response is None else self.response.waiting
+
+    @property
+    def reliable(self) -> bool:
+        """Whether every error bar that matters (levels seen often enough, the mean queue
+        length) is reliable and every self-check passed or was inconclusive.
+
+        Examples
+        --------
+        >>> from supermarket.simulation import simulate
+        >>> simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point").reliable
+        True
+        """
+        if self.u_reliable is None:
+            return False
+        lv = [i for i, x in enumerate(self.u_note) if not x.startswith("rare level")]
+        return bool(self.mean_queue_length_reliable and all(self.u_reliable[i] for i in lv))
+
+    # ------------------------------------------------------------------ output
+    def fixed_point(self) -> np.ndarray | None:
+        """Mean-field π(i) on the levels of ``u_mean`` (None when λ >= 1).
+
+        Returns
+        -------
+        numpy.ndarray or None
+            ``π(i) = λ^((d^i − 1)/(d − 1))`` (docs/model.md §3; ``λ^i`` when d = 1),
+            ``i = 1..len(u_mean)``.
+
+        Examples
+        --------
+        >>> from supermarket.simulation import simulate
+        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
+        >>> [round(float(x), 12) for x in r.fixed_point()[:3]]
+        [0.5, 0.125, 0.0078125]
+        """
+        if self.params.lam >= 1:
+            return None
+        return _th.fixed_point(self.params.d, self.params.lam, len(self.u_mean))
+
+    def to_dict(self, *, per_replication: bool = True, cdf_points=None) -> dict:
+        """Everything, JSON-safe (lists, numbers, strings, None).
+
+        Parameters
+        ----------
+        per_replication : bool, default True
+            Include ``per_replication`` (each replication's own result) when there are several.
+        cdf_points : int, optional
+            Add ``cdf``: ``{"t", "sojourn", "waiting"}``, the two CDFs on :meth:`cdf_grid`.
+
+        Returns
+        -------
+        dict
+            The fields of the result, with ``reliable``, ``fixed_point``, ``start_note``,
+            ``sojourn`` and ``waiting`` (mean, quantiles, standard errors; None when λ >= 1).
+
+        Raises
+        ------
+        ValueError
+            ``cdf_points`` < 2, or given when λ >= 1.
+
+        Examples
+        --------
+        >>> import json
+        >>> from supermarket.simulation import simulate
+        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
+        >>> d = r.to_dict(cdf_points=4)
+        >>> len(d["cdf"]["t"]), d["sojourn"]["mean"] == r.response.sojourn.mean
+        (4, True)
+        >>> s = json.dumps(d)
+        """
+        p = self.params
+        out = {
+            "params": p.to_dict(),
+            "engine": self.engine,
+            "time_mode": self.time_mode,
+            "steps": self.steps,
+            "burn_in": self.burn_in,
+            "sim_time": self.sim_time,
+            "u_mean": self.u_mean.tolist(),
+            "u_stderr": self.u_stderr.tolist(),
+            "ud_mean": self.ud_mean.tolist(),
+            "ud_stderr": self.ud_stderr.tolist(),
+            "max_queue_dist": {str(k): v for k, v in self.max_queue_dist.items()},
+            "good_set_fraction": self.good_set_fraction,
+            "good_set_fraction_stderr": self.good_set_fraction_stderr,
+            "k": self.k,
+            "eps": self.eps,
+            "mean_queue_length": self.mean_queue_length,
+            "mean_queue_length_stderr": self.mean_queue_length_stderr,
+            "mean_sojourn_time": self.mean_sojourn_time,
+            "mean_sojourn_time_stderr": self.mean_sojourn_time_stderr,
+            "events_per_second": self.events_per_second,
+            "wall_time": self.wall_time,
+            "partial": self.partial,
+            "replications": self.replications,
+            "batches": self.batches,
+            "final_counts": self.final_counts.tolist(),
+            "reliable": self.reliable,
+            "u_reliable": None if self.u_reliable is None else [bool(x) for x in self.u_reliable],
+            "u_half_width": None if self.u_half_width is None else self.u_half_width.tolist(),
+            "u_n_eff": None if self.u_n_eff is None else self.u_n_eff.tolist(),
+            "u_note": list(self.u_note),
+            "mean_queue_length_reliable": self.mean_queue_length_reliable,
+            "mean_queue_length_half_width": self.mean_queue_length_half_width,
+            "mean_queue_length_n_eff": self.mean_queue_length_n_eff,
+            "good_set_fraction_reliable": self.good_set_fraction_reliable,
+            "error_method": self.error_method,
+            "self_checks": [dict(c) for c in self.self_checks],
+            "start_up": [dict(c) for c in self.start_up],
+            "notes": list(self.notes),
+            "precision": None if self.precision is None else dict(self.precision),
+        }
+        fp = self.fixed_point()
+        out["fixed_point"] = None if fp is None else fp.tolist()
+        out["start_note"] = self.start_note
+        out["sojourn"] = None if self.response is None else self.response.sojourn.to_dict()
+        out["waiting"] = None if self.response is None else self.response.waiting.to_dict()
+        if cdf_points is not None:
+            out["cdf"] = self._cdf(cdf_points)
+        if self.trajectory is not None:
+            out["trajectory"] = self.trajectory.to_dict()
+        if per_replication and self.per_replication:
+            out["per_replication"] = [r.to_dict(per_replication=False) for r in self.per_replication]
+        return out
+
+    # ------------------------------------------------------------------ response-time CDF
+    def cdf_grid(self, points: int) -> np.ndarray:
+        """``points`` equally spaced times from 0 to 1.1 × the largest sojourn quantile
+        (p99.9 by default): the grid of :meth:`summary` and :meth:`to_dict` with ``cdf_points``.
+
+        Parameters
+        ----------
+        points : int
+            Number of grid points, >= 2.
+
+        Returns
+        -------
+        numpy.ndarray
+            The times, in mean service times.
+
+        Raises
+        ------
+        ValueError
+            ``points`` < 2, or no response times (λ >= 1: no equilibrium).
+
+        Examples
+        --------
+        >>> from supermarket.simulation import simulate
+        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
+        >>> g = r.cdf_grid(3)
+        >>> len(g), float(g[0])
+        (3, 0.0)
+        """
+        points = check_positive_int("cdf_points", points)
+        if points < 2:
+            raise ValueError(f"cdf_points must be an integer >= 2; got {points}")
+        if self.response is None:
+            raise ValueError("no response-time CDF: load >= 1 has no equilibrium (cdf_points needs load < 1)")
+        top = max(self.response.sojourn.quantiles.values()) if self.response.sojourn.quantiles else 10.0
+        return np.linspace(0.0, 1.1 * top, points)
+
+    def _cdf(self, points):
+        g = self.cdf_grid(points)
+        return self.response.to_dict(cdf_grid=g)["cdf"]
+
+    # ------------------------------------------------------------------ tidy table and text
+    def to_frame(self):
+        """Tidy table: one row per level ``i`` of the profile.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``level``, ``u_mean``, ``u_stderr``, ``u_half_width`` (95 %),
+            ``u_n_eff``, ``u_reliable``, ``u_note``, ``ud_mean`` and ``ud_stderr`` (time
+            average of ``P_i``), ``identity`` (``λ·E[P_{i−1}]``, equal to ``E[u_i]`` in
+            equilibrium, derived), ``fixed_point`` (mean-field π(i), NaN when λ >= 1),
+            ``linearised`` (``1 − q̃_i``, derived, NaN beyond ``k + 1``), and the run's
+            ``n``, ``d``, ``load``, ``replace``, ``engine``, ``time_mode``.
+
+        Examples
+        --------
+        >>> from supermarket.simulation import simulate
+        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
+        >>> f = r.to_frame()
+        >>> list(f["level"][:2]), bool(f["u_mean"].iloc[0] == r.u_mean[0])
+        ([1, 2], True)
+        """
+        import pandas as pd
+
+        p = self.params
+        L = len(self.u_mean)
+        fp = self.fixed_point()
+        lin = self._linearised(L)
+        nan = np.full(L, np.nan)
+        prev = np.concatenate(([1.0], self.ud_mean[:-1])) if L else np.zeros(0)
+        return pd.DataFrame({
+            "level": np.arange(1, L + 1),
+            "u_mean": self.u_mean, "u_stderr": self.u_stderr,
+            "u_half_width": self.u_half_width if self.u_half_width is not None else nan,
+            "u_n_eff": self.u_n_eff if self.u_n_eff is not None else nan,
+            "u_reliable": (np.asarray(self.u_reliable, bool) if self.u_reliable is not None
+                           else np.zeros(L, bool)),
+            "u_note": list(self.u_note) if len(self.u_note) == L else [""] * L,
+            "ud_mean": self.ud_mean, "ud_stderr": self.ud_stderr,
+            "identity": p.lam * prev,
+            "fixed_point": fp if fp is not None else nan,
+            "linearised": lin,
+            "n": p.n, "d": p.d, "load": p.lam, "replace": p.replace, "engine": self.engine,
+            "time_mode": self.time_mode,
+        })
+
+    def _linearised(self, L):
+        """``1 − q̃_i`` (derived) for ``i = 1..k``, 0 at ``k + 1``, NaN elsewhere."""
+        out = np.full(L, np.nan)
+        if self.k is None or not _th.linearisation_valid(self.params.d, self.params.lam_exact, self.k):
+            return out  # outside its regime (q̃_k > 1) the linearised profile predicts nothing
+        q = _th.linearised_q(self.params.d, self.params.lam_exact, self.k)
+        m = min(self.k, L)
+        out[:m] = 1.0 - np.asarray(q, float)[:m]
+        if self.k < L:
+            out[self.k] = 0.0
+        return out
+
+    def summary(self, *, cdf_points=None) -> str:
+        """The text ``supermarket simulate`` prints (plain text, no markup).
+
+        Parameters
+        ----------
+        cdf_points : int, optional
+            Also tabulate the sojourn and waiting CDFs on this many times (see
+            :meth:`cdf_grid`).
+
+        Returns
+        -------
+        str
+            The run, the profile table (``E[u_i]`` ± s.e. against π(i), the linearised
+            profile and the identity), the maximum queue length against ``k_{λ,d}``, the
+            good set, the mean queue length, the response times (mean and quantiles ± s.e.
+            of sojourn and waiting), how the error bars were made, the self-checks, the
+            start (``start_note``), the precision target and the speed.
+
+        Raises
+        ------
+        ValueError
+            As :meth:`cdf_grid`: ``cdf_points`` < 2, or given when λ >= 1 (no response times).
+
+        Examples
+        --------
+        >>> from supermarket.simulation import simulate
+        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
+        >>> text = r.summary()
+        >>> "E[u_i]" in text and "sojourn" in text and "waiting" in text
+        True
+        """
+        return _render.summary_text(self, cdf_points)
+
+    def plot(self, path=None):
+        """Simulated profile with error bars against π and the linearised prediction
+        (derived); maximum-queue distribution against ``k_{λ,d}``; and, when there are
+        response times (λ < 1), the sojourn and waiting survival ``P(S > t)``, ``P(W > t)``
+        with the sojourn quantiles ± 2 s.e.
+
+        Parameters
+        ----------
+        path : str or path-like, optional
+            Save the figure there (any format matplotlib knows, by the suffix).
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+
+        Examples
+        --------
+        >>> from supermarket.simulation import simulate
+        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
+        >>> fig = r.plot()
+        >>> len(fig.axes)
+        3
+        >>> import matplotlib.pyplot as plt; plt.close(fig)
+        """
+        return _render.plot(self, path)
