@@ -137,18 +137,23 @@ class ResponseTimes:
     def summary(self) -> str:
         """The text the CLI prints: means and quantiles (± s.e. where there is one)."""
         lines = [f"Response times ({self.source}; FIFO, exponential(1) service, docs/model.md §10)"]
+        unknown = []  # values whose error the run was too short to know (NaN standard error)
         for law in (self.sojourn, self.waiting):
             se = law.stderr
 
             def fmt(v, s):
-                return f"{v:.6g}" if s is None else f"{v:.6g} ± {s:.2g}"
+                if s is not None and math.isnan(s):
+                    unknown.append(v)
+                return f"{v:.6g}" if s is None or math.isnan(s) else f"{v:.6g} ± {s:.2g}"
             parts = [f"mean {fmt(law.mean, None if se is None else se['mean'])}"]
             for q, v in law.quantiles.items():
                 parts.append(f"p{100 * q:g} {fmt(v, None if se is None else se['quantiles'][q])}")
             extra = f"  (P(W = 0) = {law.atom_at_zero:.6g})" if law.kind == "waiting" else ""
             lines.append(f"  {law.kind:8s} " + ", ".join(parts) + extra)
         if self.sojourn.stderr is not None:
-            lines.append(f"  (± one standard error, {self.sojourn.stderr_kind})")
+            lines.append(f"  (± one standard error, {self.sojourn.stderr_kind}"
+                         + ("; values without ± : the run is too short to know their error, docs/model.md §9)"
+                            if unknown else ")"))
         for note in self.notes:
             lines.append(f"  note: {note}")
         return "\n".join(lines)

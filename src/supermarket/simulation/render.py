@@ -108,7 +108,7 @@ def error_lines(res) -> list:
         if done:
             w = max(done, key=lambda c: abs(c["z"]))
             text += (f"{len(done) - len(fails)} pass, {len(fails)} FAIL; largest |z| = {abs(w['z']):.1f} s.e. "
-                     f"(i = {w['level']})")
+                     f"(i = {w['level']}; fails beyond {w.get('threshold', 4.0):.1f})")
         else:
             text += "none conclusive"
         if inc:
