@@ -25,10 +25,9 @@ def regime_facts(label: str, cmp, sigma: float) -> dict:
     """The numbers of one regime's comparison that the claims use (plain, JSON-safe)."""
     p = cmp.params
     m = cmp.sim.moments
-    if label == "a":  # Z_1 = √n(G_1 − x^n_1) with x^n_1 = λ_n, and E G_1 = λ_n exactly (docs/model.md §7)
-        exact = 0.0
-    else:
-        exact = -p.zeta_n if p.centring != "one" else -cmp.limit.params["zeta"]
+    # z_1 = √n(G_1 − m_1) and E G_1 = λ_n exactly (docs/model.md §7): E z_1 = √n(λ_n − m_1), which is 0 in (a)
+    # (m_1 = x^n_1 = λ_n), −ζ_n in (b) (m_1 = c_n) and −√n(1 − λ_n) in (c) centred at 1
+    exact = math.sqrt(p.n) * (p.lam - p.m[0])
     return {"regime": label, "n": p.n, "d": p.d, "lam": p.lam, "sigma": sigma, "adequate": m.adequate,
             "z": {ref: dict(row) for ref, row in cmp.z_scores().items()},
             "mean_z1": m.mean_z1, "mean_z1_se": m.stderr["mean_z1"], "flow_exact": exact,
