@@ -308,7 +308,8 @@ def test_count_verdict():
     assert v(3, 3) == "reproduced" and v(0, 3) == "not reproduced at these sizes"
     assert v(1, 3) == "partly: 1 of 3 configurations" and v(0, 0) == "not tested"
     assert v(0, 3, unknown=1, unit="rows") == "partly: 0 of 3 rows (1 too short to know)"
-    assert v(0, 2, unknown=2) == "too short to know" and v(2, 3, unknown=1) == "partly: 2 of 3 configurations (1 too short to know)"
+    assert v(0, 2, unknown=2) == "too short to know"
+    assert v(2, 3, unknown=1) == "partly: 2 of 3 configurations (1 too short to know)"
 
 
 def _verdict(results, prefix):

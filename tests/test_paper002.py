@@ -180,3 +180,6 @@ def test_claims_table_follows_the_data(tiny, tmp_path):
     for r in sc:
         r["sd_g1"] = 0.7 / r["n"] ** 0.25
     assert _claim(facts, "the occupancies fluctuate")["verdict"] == "not reproduced at these sizes"
+    sc[0]["error_bars_adequate"] = False  # one size left: no slope to call
+    row = _claim(facts, "the occupancies fluctuate")
+    assert row["verdict"] == "too short to know" and f"n = {sc[0]['n']} (left out)" in row["evidence"]

@@ -10,7 +10,7 @@ noise approximation at ``x^n``:
   Gaussian closed form in (a), the diffusion's histogram in (b), (c)) and autocorrelations;
 - ``moments.csv`` / ``moments.json``: the table of stationary moments with standard errors;
 - ``scaling.csv``: the ``n^{-1/2}`` order, ``√n·sd(G_1)`` flat while ``sd(G_1)`` falls;
-- ``summary.md``: what was run and what it shows.
+- ``summary.md``: a "Claims" table (:mod:`.paper002_claims`), then what was run and what it shows.
 
 Quick mode keeps the whole run under 3 minutes on 2 cores.
 """

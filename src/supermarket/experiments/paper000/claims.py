@@ -110,7 +110,8 @@ def _good_set(ni) -> dict:
             ok += g >= GOOD_SHARE
             never += [r] if g == 0.0 else []
             continue
-        call = _bound_verdict(g, r["good_set_fraction_stderr"], r["good_set_fraction_reliable"], GOOD_SHARE)
+        se = r["good_set_fraction_stderr"]
+        call = _bound_verdict(g, math.nan if se is None else se, r["good_set_fraction_reliable"], GOOD_SHARE)
         ok += call in ("meets", "within error")
         unknown += call == "too short to know"
     tested = [r for r in ni if r["good_set_fraction"] is not None]
@@ -131,17 +132,21 @@ def _good_set(ni) -> dict:
 
 def _hypothesis(e1, e4) -> dict:
     rows = list(e1) + list(e4)
-    ok = sum(abs(r["modal_max"] - r["k_hypothesis"]) <= 1 for r in rows)
-    ev = (f"modal maximum within 1 of the largest k with nπ(k) ≥ 1 in {sum(abs(r['modal_max'] - r['k_hypothesis']) <= 1 for r in e1)} "
-          f"of {len(e1)} E1 and {sum(abs(r['modal_max'] - r['k_hypothesis']) <= 1 for r in e4)} of {len(e4)} E4 "
-          f"configurations; equal to it in {sum(r['modal_max'] == r['k_hypothesis'] for r in rows)} of {len(rows)}")
+    def near(rr):
+        return sum(abs(r["modal_max"] - r["k_hypothesis"]) <= 1 for r in rr)
+
+    ok = near(rows)
+    ev = (f"modal maximum within 1 of the largest k with nπ(k) ≥ 1 in {near(e1)} of {len(e1)} E1 and {near(e4)} of "
+          f"{len(e4)} E4 configurations; equal to it in {sum(r['modal_max'] == r['k_hypothesis'] for r in rows)} "
+          f"of {len(rows)}")
     miss = [r for r in rows if abs(r["modal_max"] - r["k_hypothesis"]) > 1]
     if miss:
         ev += "; further in " + ", ".join(f"n = {r['n']}, d = {r['d']} ({r['modal_max']} against {r['k_hypothesis']})"
                                           for r in miss)
     return {"claim": "the equilibrium maximum is within 1 of the largest k with nπ(k) ≥ 1 (docs/model.md §4 "
                      "[paper; the inequality reconstructed])",
-            "where": f"E1 and E4 (d = 1, 2, 3 at λ = {e4[0]['load'] if e4 else '—'}): {len(rows)} configurations",
+            "where": (f"E1 (all {len(e1)}) and E4 (d = {', '.join(str(d) for d in sorted({r['d'] for r in e4}))}, "
+                      f"λ = {e4[0]['load'] if e4 else '—'}, {len(e4)}): {len(rows)} configurations"),
             "verdict": count_verdict(ok, len(rows)), "evidence": ev + "."}
 
 
