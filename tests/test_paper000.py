@@ -19,6 +19,7 @@ from click.testing import CliRunner
 
 from supermarket import theory
 from supermarket.experiments import paper000 as p000
+from supermarket.experiments.paper000 import claims as p000_claims
 from supermarket.experiments.paper000 import driver as p000_driver
 from supermarket.experiments.paper000 import e1_e4_equilibrium as p000_e14
 from supermarket.experiments.paper000 import e2_e3_mixing as p000_e23
@@ -74,14 +75,27 @@ def test_good_set_mask_agrees_with_theory_good_set():
     assert 0 < mask.sum() < len(mask)  # both outcomes are exercised
 
 
+def _shrink(mp):
+    mp.setattr(p000_e14, "_e1_configs", lambda quick: [(1000, 0.2, 0.5), (1024, 0.5, 0.5)])
+    mp.setattr(p000_e23, "_e2_configs", lambda quick: ([("n", 100, 3, 0.9), ("n", 200, 3, 0.9),
+                                                        ("d", 200, 4, 0.9), ("d", 200, 8, 0.9)], 4))
+    mp.setattr(p000_e23, "_e3_configs", lambda quick: (100, 3, 0.9, [5, 10], [20, 40], 4))
+    mp.setattr(p000_e23, "_e3_tv_config", lambda quick: (30, 2, 0.8, "customers:5", 20))
+    mp.setattr(p000_e14, "_e4_configs", lambda quick: (0.8, [100, 1000], [1, 2], 30.0, 5.0))
+
+
 @pytest.fixture
 def tiny(monkeypatch):
-    monkeypatch.setattr(p000_e14, "_e1_configs", lambda quick: [(1000, 0.2, 0.5), (1024, 0.5, 0.5)])
-    monkeypatch.setattr(p000_e23, "_e2_configs", lambda quick: ([("n", 100, 3, 0.9), ("n", 200, 3, 0.9),
-                                                                 ("d", 200, 4, 0.9), ("d", 200, 8, 0.9)], 4))
-    monkeypatch.setattr(p000_e23, "_e3_configs", lambda quick: (100, 3, 0.9, [5, 10], [20, 40], 4))
-    monkeypatch.setattr(p000_e23, "_e3_tv_config", lambda quick: (30, 2, 0.8, "customers:5", 20))
-    monkeypatch.setattr(p000_e14, "_e4_configs", lambda quick: (0.8, [100, 1000], [1, 2], 30.0, 5.0))
+    _shrink(monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """One run on the tiny grids, shared by the tests that only read (deep copies of) its results."""
+    with pytest.MonkeyPatch.context() as mp:
+        _shrink(mp)
+        out = tmp_path_factory.mktemp("tiny_run") / "out"
+        return out, p000.run(out, quick=True, seed=1, workers=1)
 
 
 def test_run_writes_tables_figures_and_summaries(tiny, tmp_path):
@@ -200,10 +214,10 @@ def _findings(md: str) -> list[str]:
     return md.split("**What the runs show.**", 1)[1].strip().splitlines()
 
 
-def test_summary_sentences_follow_the_data(tiny, tmp_path):
+def test_summary_sentences_follow_the_data(tiny_run):
     """Every finding is computed from the tables: changing the data changes the sentences."""
     import copy
-    res = p000.run(tmp_path / "out", quick=True, seed=1, workers=1)
+    res = tiny_run[1]
     e1 = res["E1"]["rows"]
     base = _findings(p000_e14._e1_markdown(e1))
     moved = copy.deepcopy(e1)
@@ -287,3 +301,97 @@ def test_modal_calls_count_close_and_unknown_rows():
     unknown = dict(base, share_max_eq_k1_reliable=False)
     always = dict(unknown, share_max_eq_k=1.0, share_max_eq_k1=0.0)
     assert p000_e14._modal_calls([base, far, unknown, always]) == (1, 1)
+
+
+def test_count_verdict():
+    v = p000_claims.count_verdict
+    assert v(3, 3) == "reproduced" and v(0, 3) == "not reproduced at these sizes"
+    assert v(1, 3) == "partly: 1 of 3 configurations" and v(0, 0) == "not tested"
+    assert v(0, 3, unknown=1, unit="rows") == "partly: 0 of 3 rows (1 too short to know)"
+    assert v(0, 2, unknown=2) == "too short to know"
+    assert v(2, 3, unknown=1) == "partly: 2 of 3 configurations (1 too short to know)"
+
+
+def _verdict(results, prefix):
+    """The verdict cell of the claim whose text starts with ``prefix``."""
+    (row,) = [c for c in p000_claims.claims_rows(results) if c["claim"].startswith(prefix)]
+    return row
+
+
+def test_claims_table_follows_the_data(tiny_run):
+    """The Claims table sits after the header of summary.md, and its verdicts are computed
+    from the rows: changing the data changes the verdict cells."""
+    import copy
+    out, res = tiny_run
+    summary = (out / "summary.md").read_text()
+    assert summary.index("## Claims") < summary.index("# E1")
+    table = [x for x in summary.split("## Claims", 1)[1].split("# E1", 1)[0].splitlines() if x.startswith("| ")][1:]
+    assert len(table) == len(res["claims"]) == 10
+    for line, c in zip(table, res["claims"]):
+        assert f"| {c['verdict']} |" in line
+    base = {k: copy.deepcopy(res[k]) for k in ("E1", "E2", "E3", "E4")}
+    ni = [r for r in base["E1"]["rows"] if not r["integer_ratio"]]
+    assert len(ni) == 1
+    base["E1"]["rows"] += copy.deepcopy(ni)  # two non-integer configurations: "partly" becomes possible
+    ni = [r for r in base["E1"]["rows"] if not r["integer_ratio"]]
+
+    # the maximum is k: from the modal maximum of each configuration
+    for r in ni:
+        r["modal_max"], r["share_max_eq_k"], r["share_max_eq_k1"] = r["k"], 1.0, 0.0
+    assert _verdict(base, "maximum queue length")["verdict"] == "reproduced"
+    ni[0]["modal_max"], ni[0]["share_max_eq_k"], ni[0]["share_max_eq_k1"] = ni[0]["k"] + 1, 0.0, 1.0
+    row = _verdict(base, "maximum queue length")
+    assert row["verdict"] == "partly: 1 of 2 configurations"
+    assert "Theorem 1.2's conditions hold in 0 of 2 configurations" in row["evidence"]
+    ni[1].update(modal_max=ni[1]["k"] + 1, share_max_eq_k=0.4, share_max_eq_k1=0.6, share_max_eq_k_stderr=0.01,
+                 share_max_eq_k1_stderr=0.01, share_max_eq_k_reliable=False, share_max_eq_k1_reliable=True)
+    assert _verdict(base, "maximum queue length")["verdict"] == (
+        "partly: 0 of 2 configurations (1 too close or too short to call)")
+    ni[1]["share_max_eq_k_reliable"] = True  # 0.2 apart with 0.014 error: a call
+    assert _verdict(base, "maximum queue length")["verdict"] == "not reproduced at these sizes"
+
+    # the fraction at length k: from the per-row verdicts against the bound
+    for a, b, want in (("meets", "within error", "reproduced"), ("meets", "below", "partly: 1 of 2 configurations"),
+                       ("below", "below", "not reproduced at these sizes"),
+                       ("too short to know", "too short to know", "too short to know")):
+        ni[0]["frac_at_k_verdict"], ni[1]["frac_at_k_verdict"] = a, b
+        assert _verdict(base, "almost all queues")["verdict"] == want, (a, b)
+
+    # the good set: share of time in N^0.1 against GOOD_SHARE, with the error bar when reliable
+    for r in ni:
+        r.update(good_set_fraction=0.95, good_set_fraction_stderr=0.01, good_set_fraction_reliable=True)
+    assert _verdict(base, "the equilibrium chain stays")["verdict"] == "reproduced"
+    ni[0]["good_set_fraction"] = 0.0
+    ni[1]["good_set_fraction"] = p000_claims.GOOD_SHARE - 10 * 0.01
+    assert _verdict(base, "the equilibrium chain stays")["verdict"] == "not reproduced at these sizes"
+    ni[1]["good_set_fraction_reliable"] = False
+    assert _verdict(base, "the equilibrium chain stays")["verdict"] == "partly: 0 of 2 configurations (1 too short to know)"
+
+    # mixing against d at fixed n and k: from the fitted slope
+    base["E2"]["fits"]["slope_vs_d_at_fixed_n_k"] = 1.1
+    assert _verdict(base, "the two orders together")["verdict"] == "reproduced"
+    base["E2"]["fits"]["slope_vs_d_at_fixed_n_k"] = 0.0
+    assert _verdict(base, "the two orders together")["verdict"] == "not reproduced at these sizes"
+
+    # bad starts: each mean coalescence time (and its interval) against its lower order
+    rows = base["E3"]["rows"]
+    for r in rows:
+        r.update(mean_steps=2 * r["lower_order"], mean_ci=[1.5 * r["lower_order"], 2.5 * r["lower_order"]], censored=0)
+    assert _verdict(base, "from bad starts")["verdict"] == "reproduced"
+    rows[0].update(mean_steps=0.5 * rows[0]["lower_order"], mean_ci=[0.4 * rows[0]["lower_order"],
+                                                                      0.6 * rows[0]["lower_order"]])
+    assert _verdict(base, "from bad starts")["verdict"] == f"partly: {len(rows) - 1} of {len(rows)} starts"
+
+    # the power of d choices: slopes against the classical orders and the drop at the largest n
+    e4 = base["E4"]
+    for d in e4["fits"]:
+        e4["fits"][d]["slope"] = 1.0
+    big = max(r["n"] for r in e4["rows"])
+    for r in e4["rows"]:
+        if r["n"] == big:
+            r["mean_max"] = 20.0 if r["d"] == 1 else 4.0
+    assert _verdict(base, "power of d choices")["verdict"] == "reproduced"
+    for r in e4["rows"]:
+        if r["n"] == big:
+            r["mean_max"] = 5.0
+    assert _verdict(base, "power of d choices")["verdict"] == f"partly: {len(e4['fits'])} of {len(e4['fits']) + 1} checks"

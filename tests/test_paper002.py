@@ -127,3 +127,59 @@ def test_study_markdown_is_computed_from_rows(monkeypatch):
     rows[1] = dict(rows[1], prelimit_minus_limit_mean_z2=-0.3, chain_minus_prelimit_var_z2_z=6.0)
     md2 = p002.study_markdown(rows, refl)
     assert "7 of 8 moment comparisons agree" in md2 and "does not shrink" in md2
+
+
+# ----------------------------------------------------------------- the Claims table
+def _claim(facts, prefix):
+    from supermarket.experiments import paper002_claims as c2
+
+    (row,) = [c for c in c2.claims_rows(facts["regimes"], facts["scaling"]) if c["claim"].startswith(prefix)]
+    return row
+
+
+def test_claims_table_follows_the_data(tiny, tmp_path):
+    """The Claims table sits after the header of summary.md; its verdicts are computed from
+    the run's numbers (z-scores, flow balance, scaling rows): changing them changes the cells."""
+    import copy
+
+    res = p002.run(tmp_path, quick=True, seed=3)
+    summary = (tmp_path / "summary.md").read_text()
+    assert summary.index("## Claims") < summary.index("## Regime (a)")
+    table = [x for x in summary.split("## Claims", 1)[1].split("## Regime (a)", 1)[0].splitlines()
+             if x.startswith("| ")][1:]
+    assert len(table) == len(res["claims"]) == 5
+    for line, c in zip(table, res["claims"]):
+        assert f"| {c['verdict']} |" in line
+    facts = copy.deepcopy(res["claims_facts"])
+    # regime (b) against its limit: the count of moments within AGREE_SIGMA standard errors
+    (fb,) = [f for f in facts["regimes"] if f["regime"] == "b"]
+    fb["adequate"] = True
+    fb["z"]["limit"] = {k: 0.5 for k in fb["z"]["limit"]}
+    assert _claim(facts, "regime (b)")["verdict"] == "reproduced"
+    fb["z"]["limit"]["var_z2"] = p002.AGREE_SIGMA + 0.1
+    row = _claim(facts, "regime (b)")
+    assert row["verdict"] == "partly: 4 of 5 moments" and "var_z2: z = +3.1" in row["evidence"]
+    fb["z"]["limit"] = {k: -9.0 for k in fb["z"]["limit"]}
+    assert _claim(facts, "regime (b)")["verdict"] == "not reproduced at these sizes"
+    fb["adequate"] = False
+    assert _claim(facts, "regime (b)")["verdict"] == "too short to know"
+    # flow balance: the chain's mean of z1 against its exact value, regime by regime
+    for f in facts["regimes"]:
+        f.update(adequate=True, mean_z1=f["flow_exact"] + 0.5 * f["mean_z1_se"])
+    assert _claim(facts, "flow balance")["verdict"] == "reproduced"
+    facts["regimes"][0]["mean_z1"] = facts["regimes"][0]["flow_exact"] + 5 * facts["regimes"][0]["mean_z1_se"]
+    assert _claim(facts, "flow balance")["verdict"] == "partly: 2 of 3 regimes"
+    facts["regimes"][1]["adequate"] = False
+    assert _claim(facts, "flow balance")["verdict"] == "partly: 1 of 3 regimes (1 too short to know)"
+    # the n^(-1/2) order: the fall of sd(G_1) per decade of n against √10
+    sc = facts["scaling"]
+    for r in sc:
+        r["error_bars_adequate"] = True
+        r["sd_g1"] = 0.7 / r["n"] ** 0.5
+    assert _claim(facts, "the occupancies fluctuate")["verdict"] == "reproduced"
+    for r in sc:
+        r["sd_g1"] = 0.7 / r["n"] ** 0.25
+    assert _claim(facts, "the occupancies fluctuate")["verdict"] == "not reproduced at these sizes"
+    sc[0]["error_bars_adequate"] = False  # one size left: no slope to call
+    row = _claim(facts, "the occupancies fluctuate")
+    assert row["verdict"] == "too short to know" and f"n = {sc[0]['n']} (left out)" in row["evidence"]

@@ -10,7 +10,7 @@ noise approximation at ``x^n``:
   Gaussian closed form in (a), the diffusion's histogram in (b), (c)) and autocorrelations;
 - ``moments.csv`` / ``moments.json``: the table of stationary moments with standard errors;
 - ``scaling.csv``: the ``n^{-1/2}`` order, ``√n·sd(G_1)`` flat while ``sd(G_1)`` falls;
-- ``summary.md``: what was run and what it shows.
+- ``summary.md``: a "Claims" table (:mod:`.paper002_claims`), then what was run and what it shows.
 
 Quick mode keeps the whole run under 3 minutes on 2 cores.
 """
@@ -28,6 +28,7 @@ import numpy as np
 
 from .. import fluctuations as fl
 from ..model import spawn_seeds
+from . import paper002_claims as claims
 
 __all__ = ["run", "plot_comparison", "CASES"]
 
@@ -191,8 +192,11 @@ def run(out_dir, quick=False, seed=0, workers=None, client=None) -> dict:
                                "comparisons": {k: c.to_dict() for k, c in comparisons.items()},
                                "scaling": [r.to_dict() for r in scale]}), f, indent=2)
     secs = _time.perf_counter() - t0
-    _summary(out_dir, comparisons, scale, warn_lines, quick, seed, secs, bridges)
-    return {"rows": rows, "scaling": [r.to_dict() for r in scale], "seconds": secs}
+    facts = {"regimes": [claims.regime_facts(k, c, AGREE_SIGMA) for k, c in comparisons.items()],
+             "scaling": claims.scaling_facts(scale)}  # what the Claims table is computed from
+    _summary(out_dir, comparisons, scale, warn_lines, quick, seed, secs, bridges, facts)
+    return {"rows": rows, "scaling": [r.to_dict() for r in scale], "seconds": secs, "claims_facts": facts,
+            "claims": claims.claims_rows(facts["regimes"], facts["scaling"])}
 
 
 AGREE_SIGMA = 3.0  # "agree" in the summary: within this many standard errors
@@ -237,9 +241,10 @@ def adequacy_sentence(m: fl.Moments) -> str:
     return f"Chain error bars: {m.note}."
 
 
-def _summary(out_dir, comparisons, scale, warn_lines, quick, seed, secs, bridges) -> None:
+def _summary(out_dir, comparisons, scale, warn_lines, quick, seed, secs, bridges, facts) -> None:
     L = ["# Paper 002: fluctuations near equilibrium with growing choices", "",
          f"Mode: {'quick' if quick else 'full'}, seed {seed}, {secs:.0f} s.  " + fl.DERIVED_NOTE, "",
+         claims.claims_markdown(facts["regimes"], facts["scaling"]),
          "Chain: exact continuous-time profile chain (docs/model.md §1–2), sampling **without** "
          "replacement (paper 002), started at the rounded centre n·x^n, moments as time averages "
          "after burn-in with batch-means standard errors.  Limit: Euler–Maruyama with many paths "

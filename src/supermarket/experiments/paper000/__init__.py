@@ -38,6 +38,8 @@ The parts, one module each:
 4. **E2 and E3** (:mod:`.e2_e3_mixing`): :func:`e2_mixing_scaling`, :func:`e3_bad_starts`
    (with the TV curve).
 5. **Driver** (:mod:`.driver`): :func:`run`, :func:`expected_steps`, :func:`expected_seconds`.
+6. **Claims** (:mod:`.claims`): the "Claims" table at the top of ``summary.md``, one row
+   per claim of paper 000 with a verdict and evidence computed from the rows and fits of E1–E4.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from ... import theory as th
 from ...model import check_int, spawn_seeds
 from . import e1_e4_equilibrium as e1_e4
 from . import e2_e3_mixing as e2_e3
+from .claims import claims_markdown, claims_rows
 from .e1_e4_equilibrium import _e1_tasks, _e4_tasks, _equilibrium_task, e1_equilibrium, e4_power_of_choices
 from .e2_e3_mixing import e2_mixing_scaling, e3_bad_starts
 from .equilibrium_run import _map_configs, _task_seconds
@@ -124,9 +125,10 @@ def run(out_dir, quick=False, seed=0, workers=None, client=None) -> dict:
             + ", ".join(f"{k} {v:.0f} s" for k, v in timings.items()) + ".",
             "Orders of magnitude are the papers' with constants taken as 1; \"derived\" marks items worked "
             "out for this project (docs/model.md), not theorems of the papers.", ""]
-    summary = "\n".join(head) + "\n" + "\n".join(results[k]["markdown"] for k in ("E1", "E2", "E3", "E4"))
+    summary = ("\n".join(head) + "\n" + claims_markdown(results) + "\n"
+               + "\n".join(results[k]["markdown"] for k in ("E1", "E2", "E3", "E4")))
     (out / "summary.md").write_text(summary)
     with open(out / "run.json", "w") as fh:
         json.dump({"quick": quick, "seed": seed, "workers": workers, "wall_s": wall, "expected_s": est,
                    "timings_s": timings}, fh, indent=2)
-    return {"summary": summary, "wall_s": wall, "expected_s": est, **results}
+    return {"summary": summary, "wall_s": wall, "expected_s": est, "claims": claims_rows(results), **results}
