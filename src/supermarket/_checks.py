@@ -75,6 +75,7 @@ def check_int(name: str, value, *, minimum: int | None = None, maximum: int | No
     Returns
     -------
     int
+        ``value`` as a plain Python ``int`` (NumPy integers converted).
 
     Raises
     ------
@@ -185,6 +186,7 @@ def check_real(name: str, value) -> float:
     Returns
     -------
     float
+        The nearest double (a string is read exactly first).
 
     Raises
     ------
@@ -297,6 +299,7 @@ def parse_count(name: str, text, *, maximum: int = INT64_MAX, minimum: int = 1) 
     Returns
     -------
     int
+        The count that ``text`` writes, exactly (``"1e6"`` is 1000000).
 
     Raises
     ------

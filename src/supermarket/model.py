@@ -95,6 +95,7 @@ def check_load(lam, *, require_stable: bool = True, name: str = "load", exact: b
     Returns
     -------
     float
+        λ as a double (with ``exact=True`` possibly 1.0: keep the exact value yourself).
 
     Raises
     ------
