@@ -90,6 +90,33 @@ def test_block_factor_matches_ar1_block_means(phi, b):
     assert abs(stats._block_factor(c1 / c0) / exact - 1) < 0.02, (stats._block_factor(c1 / c0), exact)
 
 
+def test_min_block_size_catches_a_slow_component_the_tests_cannot_see():
+    # x = AR(0.5) + 0.05·AR(0.99): the slow part (τ ≈ 100 steps) has 9 % of the variance
+    # and ~85 % of the variance of the mean.  In 1024 steps the plateau tests pass on short
+    # blocks, and (measured) a quarter of all runs are confidently wrong; told the slow
+    # time (min_block_size = 100, as simulate does with the slow mode's 1/μ), blocking says
+    # "too short".  At 8192 steps the same rule gives honest intervals.
+    def runs(N, mbs, M=200, seed=11):
+        rng = np.random.default_rng(seed)
+        exact = ar1_var_of_mean(N, 0.5) + 0.05**2 * ar1_var_of_mean(N, 0.99)
+        out = [blocking(ar1(rng, N, 0.5) + 0.05 * ar1(rng, N, 0.99), min_block_size=mbs) for _ in range(M)]
+        rel = [e for e in out if e.reliable]
+        return len(rel), sum(not e.covers(0.0) for e in rel), [e.stderr**2 / exact for e in rel]
+
+    rel, wrong, _ = runs(1024, 1)
+    assert wrong >= 0.15 * 200, (rel, wrong)  # the failure the rule exists for
+    rel, wrong, _ = runs(1024, 100)
+    assert rel == 0 and wrong == 0
+    rel, wrong, ratios = runs(8192, 128)
+    assert rel >= 0.95 * 200
+    assert wrong <= 0.05 * rel + 3 * math.sqrt(rel * 0.05 * 0.95), (rel, wrong)
+    assert abs(np.mean(ratios) - 1) < 0.2, np.mean(ratios)
+    e = blocking(np.random.default_rng(1).normal(size=1024), min_block_size=100)
+    assert not e.reliable and "of at least 100 measurements" in e.note
+    with pytest.raises(ValueError, match="min_block_size"):
+        blocking(np.zeros(8) + np.arange(8), min_block_size=0)
+
+
 def test_blocking_says_too_short_when_correlation_spans_the_series():
     rng = np.random.default_rng(3)
     # τ_int ≈ 1000 for a series of 2048: nothing to average over

@@ -268,7 +268,8 @@ def blocking_table(x) -> list[BlockingLevel]:
     return out
 
 
-def blocking(x, *, min_blocks: int = MIN_BLOCKS, alpha: float = PLATEAU_ALPHA) -> ErrorEstimate:
+def blocking(x, *, min_blocks: int = MIN_BLOCKS, alpha: float = PLATEAU_ALPHA,
+             min_block_size: int = 1) -> ErrorEstimate:
     """Mean and standard error of a correlated series by blocking, with an automatic plateau.
 
     The series is blocked repeatedly (neighbouring pairs averaged).  At level ``j`` with
@@ -305,6 +306,12 @@ def blocking(x, *, min_blocks: int = MIN_BLOCKS, alpha: float = PLATEAU_ALPHA) -
         returned with ``reliable=False`` ("too short to know its own error").
     alpha : float, default 0.01
         Level of the test that the remaining autocorrelations are zero.
+    min_block_size : int, default 1
+        Shortest block (in elements of ``x``) the plateau may use: a correlation time known
+        from outside (a model's slowest relaxation time, in units of the series' spacing).
+        A slow component with a small share of the variance can pass every test on short
+        blocks and still dominate the error of the mean; this makes the plateau look only
+        at blocks long enough to see it.
 
     Returns
     -------
@@ -339,6 +346,8 @@ def blocking(x, *, min_blocks: int = MIN_BLOCKS, alpha: float = PLATEAU_ALPHA) -
         raise ValueError(f"min_blocks must be an integer >= 2; got {min_blocks!r}")
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must lie in (0, 1); got {alpha!r}")
+    if not isinstance(min_block_size, (int, np.integer)) or min_block_size < 1:
+        raise ValueError(f"min_block_size must be an integer >= 1; got {min_block_size!r}")
     from scipy.stats import chi2
 
     N = a.size
@@ -364,7 +373,8 @@ def blocking(x, *, min_blocks: int = MIN_BLOCKS, alpha: float = PLATEAU_ALPHA) -
     def rho_tilde(i):  # lag-1 autocorrelation of level i, less the bias of an estimated mean
         return rho1[i] + (1.0 + 4.0 * max(rho1[i], 0.0)) / ns[i]
 
-    plateau = next((j for j in range(L) if M[j] < q[j] and rho_tilde(j) < PLATEAU_RHO_MAX), None)
+    plateau = next((j for j in range(L) if sizes[j] >= min_block_size and M[j] < q[j]
+                    and rho_tilde(j) < PLATEAU_RHO_MAX), None)
     if v_all == 0.0:  # a constant series: no variation seen at all
         return ErrorEstimate(mean, 0.0, N - 1.0, math.nan, math.nan, False, "blocking", N, 1,
                              "constant series: no variation seen, error unknown")
@@ -374,6 +384,8 @@ def blocking(x, *, min_blocks: int = MIN_BLOCKS, alpha: float = PLATEAU_ALPHA) -
         # the deepest level that still has min_blocks blocks (a lower bound on the error)
         j = max((i for i in range(L) if ns[i] >= min_blocks), default=0)
         ok, note = False, f"too short to estimate: no plateau with at least {min_blocks} blocks"
+        if min_block_size > 1:
+            note += f" of at least {int(min_block_size)} measurements (the known correlation time)"
     # Correlation left between the blocks at the plateau (the tests cannot see a lag-1
     # autocorrelation much below 1/√n_j, which still biases σ_j²/n_j low): the factor of the
     # exponential-correlation model (see _block_factor), and σ_j² is itself low by the

@@ -76,7 +76,24 @@ def _ratio_series(a, T):
     return abar + (a - abar * T) / T.mean()
 
 
-def _estimate(parts, min_blocks=MIN_BLOCKS) -> ErrorEstimate:
+def relaxation_time(d: int, lam: float) -> float:
+    """The slowest relaxation time of the equilibrium, in time units (docs/model.md §6,
+    derived): ``1/μ_k`` of the slow mode for d >= 2, the M/M/1 value ``1/(1−√λ)²`` for d = 1.
+    Every time average's autocorrelation decays no slower than this (its modes are those of
+    the linearised drift), so batch means need blocks at least this long."""
+    from .. import theory as _th
+
+    return 1.0 / _th.slow_mode(d, lam).mu if d >= 2 else 1.0 / (1.0 - math.sqrt(lam)) ** 2
+
+
+def _min_block(T, relax) -> int:
+    """Batches per block needed to span ``relax`` (in the units of the batch lengths ``T``)."""
+    if not relax or not relax > 0 or T.size == 0 or not T.mean() > 0:
+        return 1
+    return max(1, min(int(math.ceil(relax / float(T.mean()))), T.size))
+
+
+def _estimate(parts, min_blocks=MIN_BLOCKS, relax=None) -> ErrorEstimate:
     """Combine replications: ``parts`` is a list of ``(a, T)`` (batch integrals and batch
     lengths of the batches kept for the error analysis).  One replication: blocking.
     Several: the blocking errors pooled when every one is reliable; otherwise the spread
@@ -85,7 +102,8 @@ def _estimate(parts, min_blocks=MIN_BLOCKS) -> ErrorEstimate:
     if not parts:
         return ErrorEstimate(math.nan, math.nan, math.nan, math.nan, math.nan, False, "none", 0, 1,
                              "nothing measured")
-    ests = [_st.blocking(_ratio_series(a, T), min_blocks=min_blocks) if T.size >= 2 else
+    ests = [_st.blocking(_ratio_series(a, T), min_blocks=min_blocks, min_block_size=_min_block(T, relax))
+            if T.size >= 2 else
             ErrorEstimate(float(a.sum() / T.sum()), math.nan, math.nan, math.nan, math.nan, False, "blocking", 1, 1,
                           "too short to estimate: one batch")
             for a, T in parts]
@@ -113,6 +131,11 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
     rate = n * (1.0 + lamf)
     continuous = spec["continuous"]
     stable = spec["stable"]
+    # blocks must span the slowest relaxation time (in the units of the batch lengths)
+    try:
+        relax = relaxation_time(params.d, lamf) * (1.0 if continuous else rate) if stable else None
+    except (ValueError, ArithmeticError):  # no slow mode to be had (e.g. λ below double range)
+        relax = None
     Lall = max(rep.top_level() for rep in reps) + 1
     arrs = [rep.arrays(Lall) for rep in reps]
     notes = []
@@ -156,12 +179,12 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
     u_mean = area_c / (n * Ttot)
     ud_mean = area_P / Ttot
     mq = {int(m): float(mx[m] / Ttot) for m in range(L + 1) if mx[m] > 0}
-    est_u = [_estimate(p) for p in parts_c]
-    est_P = [_estimate(p) for p in parts_P]
-    est_q = _estimate([(A["c"][idx, :L].sum(axis=1) / n, A["T"][idx]) for A, idx in used])
+    est_u = [_estimate(p, relax=relax) for p in parts_c]
+    est_P = [_estimate(p, relax=relax) for p in parts_P]
+    est_q = _estimate([(A["c"][idx, :L].sum(axis=1) / n, A["T"][idx]) for A, idx in used], relax=relax)
     k = spec["k"] or None
     good = (sum(float(A["good"][idx].sum()) for A, idx in used) / Ttot) if k else None
-    est_g = _estimate([(A["good"][idx], A["T"][idx]) for A, idx in used]) if k else None
+    est_g = _estimate([(A["good"][idx], A["T"][idx]) for A, idx in used], relax=relax) if k else None
     # rare levels: too few batches ever saw them for an error estimate
     seen = [sum(int(np.count_nonzero(A["c"][idx, i] > 0)) for A, idx in used) for i in range(L)]
     u_rel = np.array([e.reliable and seen[i] >= MIN_BLOCKS and forgotten_all for i, e in enumerate(est_u)])
@@ -183,7 +206,7 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
             else:
                 parts = [(A["c"][idx, i] / n - lamf * A["P"][idx, i - 1], A["T"][idx]) for A, idx in used]
                 name = f"E[u_{i + 1}] = λ·E[P_{i}]"
-            e = _estimate(parts)
+            e = _estimate(parts, relax=relax)
             z = e.mean / e.stderr if e.stderr > 0 else math.nan
             limit = self_check_threshold(e.dof)
             if not (e.reliable and seen[i] >= MIN_BLOCKS):
@@ -240,7 +263,7 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
         per = tuple(_summarize(spec, [rep], rep.wall, interrupted, single=True) for rep in reps)
     lamx = lamf
     hw = lambda e: e.half_width() if math.isfinite(e.stderr) else math.nan  # noqa: E731
-    response = _response_times(ud_mean, used, L, params, spec["engine"]) if stable else None
+    response = _response_times(ud_mean, used, L, params, spec["engine"], relax) if stable else None
     return SimulationResult(
         params=params, engine=spec["engine"], time_mode="continuous" if continuous else "discrete",
         steps=int(events), burn_in=int(burn_events), sim_time=float(sim_time),
@@ -266,7 +289,7 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
     )
 
 
-def _response_times(ud_mean, used, L, params, engine):
+def _response_times(ud_mean, used, L, params, engine, relax=None):
     """Sojourn and waiting time laws (docs/model.md §10) from the time averages of ``P_i``:
     exact given them (PASTA, FIFO).  The standard error of each quantile is the error of a
     linear functional of the ``P_i`` (delta method), estimated on the batch series itself with
@@ -276,7 +299,7 @@ def _response_times(ud_mean, used, L, params, engine):
 
     def stderr_of(g):  # NaN (no error bar) when the run is too short to know it
         m = min(g.size, L)
-        e = _estimate([(A["P"][idx, :m] @ g[:m], A["T"][idx]) for A, idx in used])
+        e = _estimate([(A["P"][idx, :m] @ g[:m], A["T"][idx]) for A, idx in used], relax=relax)
         return e.stderr if e.reliable else math.nan
 
     T = np.minimum.accumulate(np.clip(np.asarray(ud_mean, dtype=float), 0.0, 1.0))

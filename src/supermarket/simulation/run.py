@@ -22,7 +22,7 @@ from ..model import (
 from ..states import counts_from_lengths, parse_start, start_counts
 from .. import theory as _th
 from .chain import _Rep
-from .estimate import _summarize
+from .estimate import _summarize, relaxation_time
 from .results import SimulationResult
 
 __all__ = ["simulate", "ENGINES", "TIME_MODES", "BATCHES", "DEFAULT_STEPS", "MAX_RECORDS", "PRECISION_LEVEL_MIN"]
@@ -420,7 +420,7 @@ def _warn_short_burn_in(d: int, lam: float, burn_time: float) -> None:
     """Warn when the default burn-in from an empty start is shorter than a few relaxation
     times: ``1/μ_k`` of the slow mode (docs/model.md §6, derived) for d >= 2, and the M/M/1
     relaxation time ``1/(1−√λ)²`` for d = 1.  A heuristic, stated as such."""
-    t_relax = (1.0 / _th.slow_mode(d, lam).mu if d >= 2 else 1.0 / (1.0 - math.sqrt(lam)) ** 2)
+    t_relax = relaxation_time(d, lam)
     if burn_time < BURN_IN_RELAXATION_TIMES * t_relax:
         warnings.warn(
             f"the default burn-in ({burn_time:.3g} time units) is shorter than {BURN_IN_RELAXATION_TIMES:g} "
