@@ -216,6 +216,7 @@ def check_positive_float(name: str, value, *, allow_inf: bool = False) -> float:
     Returns
     -------
     float
+        ``value`` as a double, positive (``inf`` only with ``allow_inf``).
 
     Raises
     ------
@@ -256,6 +257,7 @@ def check_fraction(name: str, value, *, low: float = 0.0, high: float = 1.0,
     Returns
     -------
     float
+        ``value`` as a double, inside the interval.
 
     Raises
     ------

@@ -100,9 +100,9 @@ def check_load(lam, *, require_stable: bool = True, name: str = "load", exact: b
     Raises
     ------
     TypeError
-        If ``lam`` is not a real number.
+        ``lam`` is neither a real number nor a string holding one.
     ValueError
-        If it is outside the range above.
+        ``lam`` is outside the range above (the message gives the range).
 
     Examples
     --------

@@ -86,10 +86,8 @@ def estimate_bytes(n: int, cap: int) -> int:
 
     Parameters
     ----------
-    n : int
-        Servers (at least 1).
-    cap : int
-        Largest queue length kept (at least 1).
+    n, cap : int
+        As in :func:`count_states`.
 
     Returns
     -------
@@ -99,7 +97,7 @@ def estimate_bytes(n: int, cap: int) -> int:
     Raises
     ------
     TypeError, ValueError
-        ``n`` or ``cap`` is not a positive integer.
+        As :func:`count_states`.
 
     Examples
     --------

@@ -209,6 +209,7 @@ def load_sweep(path) -> Sweep:
     Returns
     -------
     Sweep
+        The validated sweep, read as :func:`parse_sweep` reads text.
 
     Raises
     ------
@@ -249,6 +250,7 @@ def parse_sweep(text: str, path: str = "<sweep>") -> Sweep:
     Returns
     -------
     Sweep
+        The validated sweep with its grid expanded into tasks.
 
     Raises
     ------
