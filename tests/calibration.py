@@ -72,7 +72,9 @@ def cases() -> list[Case]:
     law = profile_law(3, 2, 0.9, replace=True, M=30)
     return [
         Case("n=100 d=2 λ=0.9, 2e5 steps", 100, 2, 0.9, 200_000),
-        Case("n=1000 d=2 λ=0.9 from empty, burn-in 2e5", 1000, 2, 0.9, 1_000_000, start="empty", burn_in=200_000),
+        # 4e6 steps span about 100 slow-mode relaxation times (1/μ = 20 time units); at 1e6
+        # (26 of them) every run now declines: blocks must be at least 1/μ long
+        Case("n=1000 d=2 λ=0.9 from empty, burn-in 2e5", 1000, 2, 0.9, 4_000_000, start="empty", burn_in=200_000),
         Case("n=1000 d=50 λ=0.99 heavy traffic, 8e6 steps", 1000, 50, 0.99, 8_000_000),
         # 2e6 steps is about 20 slow-mode relaxation times (1/μ = 51 time units): short
         Case("n=1000 d=50 λ=0.99 heavy traffic, 2e6 steps (short)", 1000, 50, 0.99, 2_000_000,

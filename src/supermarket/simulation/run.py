@@ -32,7 +32,7 @@ TIME_MODES = ("discrete", "continuous")
 BATCHES = 1024  # batch means per replication (blocking needs many short ones, docs/model.md §9)
 MAX_RECORDS = 10**7  # trajectory records per replication
 PRECISION_LEVEL_MIN = 0.1  # precision= covers the levels with E[u_i] at least this (and the mean queue length)
-DEFAULT_STEPS = 5 * 10**7
+DEFAULT_STEPS = 10**8  # the default job (n = 10^4, d = 20, λ = 0.99) knows every error bar: 5e7 left E[u_3] "too short"
 PROGRESS_AFTER_S = 2.0
 _PER_QUEUE_MAX_N = 2**31 - 1
 PERFECT_CHILD = 0x7065  # child key of a replication's seed for its perfect-sampling start
