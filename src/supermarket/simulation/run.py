@@ -32,6 +32,7 @@ TIME_MODES = ("discrete", "continuous")
 BATCHES = 1024  # batch means per replication (blocking needs many short ones, docs/model.md §9)
 MAX_RECORDS = 10**7  # trajectory records per replication
 PRECISION_LEVEL_MIN = 0.1  # precision= covers the levels with E[u_i] at least this (and the mean queue length)
+DEFAULT_MAX_STEPS = 2 * 10**9  # cap on measured steps per replication with precision=
 DEFAULT_STEPS = 10**8  # the default job (n = 10^4, d = 20, λ = 0.99) knows every error bar: 5e7 left E[u_3] "too short"
 PROGRESS_AFTER_S = 2.0
 _PER_QUEUE_MAX_N = 2**31 - 1
@@ -122,7 +123,7 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
         until ``max_steps``.
     max_steps : int, optional
         Cap on the measured events per replication with ``precision`` (default
-        ``40·DEFAULT_STEPS``); a warning says when it was hit.
+        ``DEFAULT_MAX_STEPS`` = 2·10^9); a warning says when it was hit.
     progress : bool, optional
         Progress bar on stderr (default: only on a terminal, after 2 s; none with ``client``).
     client : dask.distributed.Client, optional
@@ -231,7 +232,7 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
             raise ValueError(f"max_steps must be >= the first stretch of the run ({int(events_h)} steps); "
                              f"got {max_steps}")
     elif precision is not None:
-        max_steps = max(int(40 * DEFAULT_STEPS), int(events_h))
+        max_steps = max(DEFAULT_MAX_STEPS, int(events_h))
     # burn-in, in the unit the horizon was given in (steps, or time units with `time`)
     if burn_in is None:
         burn = horizon[1] / 10.0
