@@ -85,6 +85,11 @@ def test_summary_sentences_follow_the_data():
     assert "close to √10" in p002.scaling_sentence(rows)
     rows[1] = ScalingRow(10**5, 17, 0.9, 0.01, 1e-4, 3.2, 0.01, 0.64)
     assert "far from √10" in p002.scaling_sentence(rows)
+    # a size whose error bars cannot be trusted is left out, and with one left no factor is given
+    rows.append(ScalingRow(10**6, 31, 0.9, 0.0001, 1e-5, 0.1, 0.01, 0.64, error_bars_adequate=False))
+    assert "far from √10" in p002.scaling_sentence(rows) and "n = 1000000 left out" in p002.scaling_sentence(rows)
+    rows[0] = ScalingRow(10**3, 5, 0.9, 0.02, 1e-3, 0.63, 0.01, 0.64, error_bars_adequate=False)
+    assert p002.scaling_sentence(rows).startswith("too short to know")
 
 
 def test_summary_changes_when_the_data_change(tiny, tmp_path, monkeypatch):

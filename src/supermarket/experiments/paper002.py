@@ -137,8 +137,10 @@ def _config(quick: bool):
     if quick:
         return ({"a": 10**4, "b": 10**4, "c": 10**4}, dict(time=2500.0, replications=2),
                 dict(sde_paths=256, sde_time=100.0, dt=1e-3), (10**3, 10**4, 10**5), 500.0)
+    # the scaling runs: 10 batches of 60 time units, over 10 autocorrelation times (about 4.4)
+    # each, so that their error bars can be trusted (at 300 none could)
     return ({"a": 10**5, "b": 10**5, "c": 10**5}, dict(time=2000.0, replications=4),
-            dict(sde_paths=512, sde_time=200.0, dt=5e-4), (10**3, 10**4, 10**5, 10**6), 300.0)
+            dict(sde_paths=512, sde_time=200.0, dt=5e-4), (10**3, 10**4, 10**5, 10**6), 600.0)
 
 
 def run(out_dir, quick=False, seed=0, workers=None, client=None) -> dict:
@@ -290,8 +292,13 @@ def _summary(out_dir, comparisons, scale, warn_lines, quick, seed, secs, bridges
     L += ["## The n^{-1/2} order (regime (a), κ = 1, d_n = ⌊n^{1/4}⌋)", "",
           "| n | d_n | sd(G_1) | √n·sd(G_1) | LNA √n·sd |", "|---|---|---|---|---|"]
     for r in scale:
-        L.append(f"| {r.n} | {r.d} | {r.sd_g1:.3e} ± {r.sd_g1_stderr:.1e} | {r.sqrt_n_sd_g1:.4f} ± "
-                 f"{r.sqrt_n_sd_g1_stderr:.4f} | {r.lna_sqrt_n_sd_g1 if r.lna_sqrt_n_sd_g1 is None else round(r.lna_sqrt_n_sd_g1, 4)} |")
+        lna = r.lna_sqrt_n_sd_g1 if r.lna_sqrt_n_sd_g1 is None else round(r.lna_sqrt_n_sd_g1, 4)
+        if r.error_bars_adequate is False:  # no ± a reader could mistake for a trusted error bar
+            L.append(f"| {r.n} | {r.d} | {r.sd_g1:.3e} (too short to know) | {r.sqrt_n_sd_g1:.4f} "
+                     f"(too short to know) | {lna} |")
+        else:
+            L.append(f"| {r.n} | {r.d} | {r.sd_g1:.3e} ± {r.sd_g1_stderr:.1e} | {r.sqrt_n_sd_g1:.4f} ± "
+                     f"{r.sqrt_n_sd_g1_stderr:.4f} | {lna} |")
     if len(scale) >= 2:
         L.append("")
         L.append("- " + scaling_sentence(scale))
@@ -302,15 +309,22 @@ def _summary(out_dir, comparisons, scale, warn_lines, quick, seed, secs, bridges
 
 
 def scaling_sentence(scale) -> str:
-    """What the scaling table shows: the fall of sd(G_1) per decade of n against √10."""
-    first, last = scale[0], scale[-1]
+    """What the scaling table shows: the fall of sd(G_1) per decade of n against √10, from
+    the sizes whose error bars can be trusted (the others are named and left out)."""
+    good = [r for r in scale if getattr(r, "error_bars_adequate", None) is not False]
+    short = [r.n for r in scale if getattr(r, "error_bars_adequate", None) is False]
+    left = f" (n = {', '.join(str(n) for n in short)} left out: too short to know)" if short else ""
+    if len(good) < 2:
+        return (f"too short to know: the error bars of {len(short)} of {len(scale)} sizes cannot be trusted "
+                "(batches under 10 autocorrelation times), so no per-decade factor is given.")
+    first, last = good[0], good[-1]
     decades = math.log10(last.n / first.n)
     per_decade = (first.sd_g1 / last.sd_g1) ** (1 / decades) if decades > 0 and last.sd_g1 > 0 else float("nan")
-    lo = min(r.sqrt_n_sd_g1 for r in scale)
-    hi = max(r.sqrt_n_sd_g1 for r in scale)
+    lo = min(r.sqrt_n_sd_g1 for r in good)
+    hi = max(r.sqrt_n_sd_g1 for r in good)
     verdict = ("close to" if abs(per_decade - math.sqrt(10)) <= 0.25 * math.sqrt(10) else "far from")
     return (f"sd(G_1) falls by a factor {per_decade:.2f} per decade of n ({verdict} √10 = 3.16, the n^(−1/2) "
-            f"order), while √n·sd(G_1) stays between {lo:.3f} and {hi:.3f}.")
+            f"order), while √n·sd(G_1) stays between {lo:.3f} and {hi:.3f}{left}.")
 
 
 # =========================================================================== studies
