@@ -527,3 +527,43 @@ def test_trajectory_to_frame_is_tidy():
     assert len(f) == tr.u.size and set(f.columns) == {"t", "level", "u", "max", "total"}
     assert np.array_equal(f["u"].to_numpy().reshape(tr.u.shape), tr.u)
     assert f"{len(tr.t)} records" in tr.summary()
+
+
+# --------------------------------------------------------------------------- error-bar rules (docs/model.md §9)
+def test_blocks_must_span_the_slow_mode_in_both_time_modes():
+    """Heavy traffic n = 1000, d = 50, λ = 0.99 (1/μ = 51 time units): 2e6 steps span about
+    20 relaxation times, too short whatever the plateau tests see on shorter blocks (they
+    called half such runs reliable, with errors 16 % small); 8e6 steps are enough.  The
+    minimum block is in the units of the batches: steps in discrete time, time otherwise."""
+    import supermarket.simulation.estimate as es
+    from supermarket import theory
+
+    relax = es.relaxation_time(50, 0.99)
+    assert abs(relax - 1 / theory.slow_mode(50, 0.99).mu) < 1e-12
+    assert abs(es.relaxation_time(1, 0.81) - 1 / (1 - 0.9) ** 2) < 1e-9  # M/M/1: 1/(1 − √λ)²
+    for mode in ("discrete", "continuous"):
+        short = simulate(1000, 50, 0.99, steps=2_000_000, start="fixed-point", seed=3, time_mode=mode,
+                         progress=False)
+        assert not short.u_reliable[0] and "known correlation time" in short.u_note[0], (mode, short.u_note)
+        # 1024 batches of 1953 steps (0.98 time units): blocks of ⌈51.5/0.98⌉ = 53 batches at least
+        assert "of at least 53 measurements" in short.u_note[0], short.u_note[0]
+        # its response-time errors are unknown too (NaN), not a confident number
+        assert math.isnan(short.sojourn.stderr["mean"]) and math.isnan(short.sojourn.stderr["quantiles"][0.99])
+        long = simulate(1000, 50, 0.99, steps=8_000_000, start="fixed-point", seed=3, time_mode=mode,
+                        progress=False)
+        assert long.u_reliable[0] and long.mean_queue_length_reliable, (mode, long.u_note)
+        assert abs(long.u_mean[0] - 0.99) <= long.u_half_width[0] * 1.5  # E[u_1] = λ
+        assert long.sojourn.stderr["mean"] > 0
+
+
+def test_self_checks_use_the_t_threshold(monkeypatch):
+    """A failed identity unmarks every error bar; the verdict compares |z| with
+    self_check_threshold(dof) (4.0 for dof = ∞, 6.6 for 10: see its doctest)."""
+    import supermarket.simulation.estimate as es
+
+    kw = dict(steps=400_000, start="fixed-point", seed=1, progress=False)
+    ok = simulate(100, 2, 0.9, **kw)
+    assert ok.u_reliable[0] and all(c["threshold"] >= 4.0 for c in ok.self_checks)
+    monkeypatch.setattr(es, "self_check_threshold", lambda dof: 0.0)  # every conclusive check fails
+    bad = simulate(100, 2, 0.9, **kw)
+    assert any(c["result"] == "fail" for c in bad.self_checks) and not bad.u_reliable.any()
