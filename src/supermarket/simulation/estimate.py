@@ -83,7 +83,7 @@ def relaxation_time(d: int, lam: float) -> float:
     the linearised drift), so batch means need blocks at least this long."""
     from .. import theory as _th
 
-    return 1.0 / _th.slow_mode(d, lam).mu if d >= 2 else 1.0 / (1.0 - math.sqrt(lam)) ** 2
+    return _th.slow_mode(d, lam).relaxation_time if d >= 2 else 1.0 / (1.0 - math.sqrt(lam)) ** 2
 
 
 def _min_block(T, relax) -> int:
