@@ -370,6 +370,7 @@ def blocking(x, *, min_blocks: int = MIN_BLOCKS, alpha: float = PLATEAU_ALPHA,
     L = len(sizes)
     M = np.cumsum(np.asarray(stat)[::-1])[::-1]  # M_j = sum over levels i >= j
     q = chi2.ppf(1.0 - alpha, np.arange(L, 0, -1))  # L − j degrees of freedom at level j
+
     def rho_tilde(i):  # lag-1 autocorrelation of level i, less the bias of an estimated mean
         return rho1[i] + (1.0 + 4.0 * max(rho1[i], 0.0)) / ns[i]
 
