@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._results import save_figure, text_table
+from ..jsonable import to_jsonable
 from ..model import check_load, check_positive_int
 from ..response import DEFAULT_QUANTILES, ResponseTimes, from_tails
 from ..response.mixture import _check_quantiles
@@ -149,7 +151,6 @@ class MeanFieldReport:
 
     def to_dict(self) -> dict:
         """The JSON object (strict JSON values)."""
-        from ..jsonable import to_jsonable
 
         return to_jsonable(self.data)
 
@@ -172,7 +173,6 @@ class MeanFieldReport:
 
     def summary(self) -> str:
         """The text ``supermarket meanfield`` prints."""
-        from .._results import text_table
 
         r, p = self.data, self.data["params"]
         n = p.get("n")
@@ -241,7 +241,6 @@ class MeanFieldReport:
             matplotlib.use("Agg", force=False)
         import matplotlib.pyplot as plt
 
-        from .._results import save_figure
 
         r, p = self.data, self.data["params"]
         fig, ax = plt.subplots(figsize=(7, 4.5))
