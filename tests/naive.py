@@ -17,6 +17,9 @@ consumes random numbers, which a reference must share to be compared state for s
 - ``buckets``: an arrival's level comes from ``u`` as in ``profile``, then one ``below`` picks
   the joining queue uniformly in its block of the sorted arrangement; a departure draws a
   position with ``below(n)``;
+- ``coupling`` (the sorted coupling of §2, several copies on the same numbers): a second
+  uniform ``u' = 1 − v`` in ``(0, 1]`` gives the arrival's position (the largest of ``d``
+  uniform positions) or the departure's position ``⌈n u'⌉``;
 - in continuous time every step ends with one more uniform ``v``, the holding time
   ``−log(1 − v)/(n(1+λ))``, and one such draw precedes the first step (the first event
   time); in discrete time the ``k``-th step happens at time ``k``.
@@ -32,7 +35,7 @@ from functools import lru_cache
 
 M64 = (1 << 64) - 1
 
-__all__ = ["Xoshiro", "splitmix64_stream", "NaiveProfile", "NaiveQueues", "NaiveBuckets", "NAIVE"]
+__all__ = ["Xoshiro", "splitmix64_stream", "NaiveProfile", "NaiveQueues", "NaiveBuckets", "NAIVE", "NaiveCoupling"]
 
 
 # --------------------------------------------------------------------------- random numbers
@@ -269,3 +272,74 @@ class NaiveBuckets(_Naive):
 
 
 NAIVE = {"profile": NaiveProfile, "queues": NaiveQueues, "buckets": NaiveBuckets}
+
+
+# --------------------------------------------------------------------------- the sorted coupling
+class NaiveCoupling:
+    """Copies of the profile chain under the sorted coupling (docs/model.md §2): queues are
+    named by their position ``1..n`` in the sorted order, longest first, so the queue at
+    position ``p`` of a copy has length ``#{i ≥ 1 : c_i ≥ p}``; every copy takes the same
+    step (an arrival at the same position, or a departure from the same position).
+    ``dist[m]`` is ``Σ_i |c_i − c_i(copy 0)|``, ``tau[m]`` the first step at which copy ``m``
+    equalled copy 0 (``0`` when it starts equal, ``-1`` before)."""
+
+    def __init__(self, n, d, lam, replace, starts, words):
+        self.n, self.d, self.replace = int(n), int(d), bool(replace)
+        self.p = float(lam) / (1.0 + float(lam))
+        self.rng = Xoshiro(words)
+        self.c = [[int(v) for v in cm if v > 0] for cm in starts]
+        self.step_no = 0
+        self.dist = [self._l1(m) for m in range(len(self.c))]
+        self.tau = [0 if x == 0 else -1 for x in self.dist]
+
+    def _l1(self, m: int) -> int:
+        a, b = self.c[m], self.c[0]
+        L = max(len(a), len(b))
+        return sum(abs((a[i] if i < len(a) else 0) - (b[i] if i < len(b) else 0)) for i in range(L))
+
+    def arrival_position(self, u: float) -> int:
+        """The largest of ``d`` uniform positions: the least ``m`` with ``P(max ≤ m) ≥ u``,
+        ``P(max ≤ m) = (m/n)^d`` with replacement, ``C(m, d)/C(n, d)`` without (exact
+        integers against the dyadic ``u``)."""
+        from fractions import Fraction
+
+        n, d = self.n, self.d
+        target = Fraction(u)
+        if self.replace:
+            ok = lambda m: m**d >= target * n**d  # noqa: E731
+            lo = 1
+        else:
+            total = math.comb(n, d)
+            ok = lambda m: math.comb(m, d) >= target * total  # noqa: E731
+            lo = d
+        hi = n  # ok(n) holds; bisection for the least m with ok(m)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if ok(mid):
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    def step(self) -> None:
+        arrival = self.rng.double() < self.p
+        u = 1.0 - self.rng.double()  # in (0, 1]
+        if arrival:
+            pos, delta = self.arrival_position(u), 1
+        else:
+            pos, delta = max(1, min(self.n, math.ceil(self.n * u))), -1
+        for cm in self.c:
+            ell = sum(1 for ci in cm if ci >= pos)  # the length of the queue at position pos
+            if delta > 0:
+                if ell == len(cm):
+                    cm.append(0)
+                cm[ell] += 1  # c_{ℓ+1} += 1
+            elif ell > 0:
+                cm[ell - 1] -= 1  # c_ℓ −= 1
+                if cm[-1] == 0:
+                    cm.pop()
+        self.step_no += 1
+        for m in range(1, len(self.c)):
+            self.dist[m] = self._l1(m)
+            if self.tau[m] < 0 and self.dist[m] == 0:
+                self.tau[m] = self.step_no

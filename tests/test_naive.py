@@ -5,7 +5,10 @@ xoshiro256**; the generator is first checked against published test vectors and 
 the kernels' raw outputs.  Each case then steps a :class:`Chain` one event per call next to
 the reference and compares, after every event, the counts, the time and (per-queue
 engines) the queue lengths or the sorted arrangement; a second chain runs the same events
-in one call and must end in the same state with the reference's time integrals.
+in one call and must end in the same state with the reference's time integrals.  The
+sorted coupling's kernel (copies of the profile chain on the same numbers, mixing) is
+compared the same way: every copy's counts, the distances to copy 0 and the coalescence
+times, after every step.
 """
 
 from __future__ import annotations
@@ -14,10 +17,11 @@ import math
 
 import numpy as np
 import pytest
-from naive import NAIVE, Xoshiro, splitmix64_stream
+from naive import NAIVE, NaiveCoupling, Xoshiro, splitmix64_stream
 
 from supermarket.engines import rng
 from supermarket.engines.tables import LW
+from supermarket.mixing.coupling import _Chains
 from supermarket.model import Params
 from supermarket.simulation import Chain
 
@@ -146,3 +150,34 @@ def test_engine_matches_naive_step_for_step(engine, case):
     np.testing.assert_allclose(m["area_P"][:L], nv.area_P, rtol=1e-9, atol=1e-12 * nv.now)
     np.testing.assert_allclose(m["maxtime"][: len(nv.maxtime)], nv.maxtime, rtol=1e-9, atol=1e-12 * nv.now)
     assert not m["area_c"][L:].any()
+
+
+# --------------------------------------------------------------------------- the sorted coupling
+# (n, d, λ, replace, the copies' start counts, steps)
+COUPLING_CASES = {
+    "rep": (40, 2, 0.9, True, [[30, 10, 2], [], [40] * 12], 10_000),
+    "norep": (30, 3, 0.8, False, [[], [25, 5], [10] * 6], 10_000),
+    "d>n": (4, 9, 0.7, True, [[2], [4, 4, 1]], 3_000),
+}
+
+
+@pytest.mark.parametrize("case", list(COUPLING_CASES))
+def test_sorted_coupling_matches_naive_step_for_step(case):
+    n, d, lam, rep, starts, steps = COUPLING_CASES[case]
+    params = Params(n, d, lam, replace=rep)
+    ch = _Chains(params, [np.asarray(s, dtype=np.int64) for s in starts])
+    s = rng.new_state(77 + n)
+    nv = NaiveCoupling(n, d, lam, rep, starts, [int(w) for w in s])
+    met = 0
+    for step in range(1, steps + 1):
+        ch.run(1, s)
+        nv.step()
+        for m, cm in enumerate(nv.c):
+            assert ch.c[m, : ch.top[m]].tolist() == cm, f"copy {m} differs at step {step}"
+            assert not ch.c[m, ch.top[m]:].any()
+        assert ch.dist.tolist() == nv.dist, f"distances differ at step {step}"
+        assert ch.tau.tolist() == nv.tau, f"coalescence times differ at step {step}"
+        met += nv.dist[1] == 0
+    assert ch.increases == 0  # the coupling never increases a distance (docs/model.md §2)
+    assert [int(w) for w in s] == nv.rng.s
+    assert met > 0 and min(nv.tau) >= 0  # every copy met copy 0: the comparison saw coalescence
