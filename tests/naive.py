@@ -39,7 +39,16 @@ from functools import lru_cache
 
 M64 = (1 << 64) - 1
 
-__all__ = ["Xoshiro", "splitmix64_stream", "NaiveProfile", "NaiveQueues", "NaiveBuckets", "NAIVE", "NaiveCoupling", "NaiveFluct"]
+__all__ = [
+    "Xoshiro",
+    "splitmix64_stream",
+    "NaiveProfile",
+    "NaiveQueues",
+    "NaiveBuckets",
+    "NAIVE",
+    "NaiveCoupling",
+    "NaiveFluct",
+]
 
 
 # --------------------------------------------------------------------------- random numbers
@@ -171,7 +180,7 @@ class _Naive:
     def joined_length(self, u: float) -> int:
         """§2: ``ℓ = #{i ≥ 1 : U < P_i}`` with ``U = u/p`` uniform on ``(0, 1)``."""
         U = u / self.p
-        return sum(1 for ci in self.c if U < self.P(ci))
+        return sum(1 for ci in self.c if self.P(ci) > U)
 
 
 @lru_cache(maxsize=1 << 16)

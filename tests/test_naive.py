@@ -17,8 +17,8 @@ import math
 
 import numpy as np
 import pytest
-from naive import NAIVE, NaiveCoupling, NaiveFluct, Xoshiro, splitmix64_stream
 
+from naive import NAIVE, NaiveCoupling, NaiveFluct, Xoshiro, splitmix64_stream
 from supermarket.engines import rng
 from supermarket.engines.fluct import MORE, fluct_ctmc
 from supermarket.engines.tables import LW
@@ -27,13 +27,22 @@ from supermarket.model import Params
 from supermarket.simulation import Chain
 
 
-
 # --------------------------------------------------------------------------- the generator
 def test_xoshiro_published_vector():
     # the reference outputs of xoshiro256** from the state (1, 2, 3, 4) (as published with
     # the reference implementations, e.g. the Rust crate rand_xoshiro's test)
-    want = [11520, 0, 1509978240, 1215971899390074240, 1216172134540287360, 607988272756665600,
-            16172922978634559625, 8476171486693032832, 10595114339597558777, 2904607092377533576]
+    want = [
+        11520,
+        0,
+        1509978240,
+        1215971899390074240,
+        1216172134540287360,
+        607988272756665600,
+        16172922978634559625,
+        8476171486693032832,
+        10595114339597558777,
+        2904607092377533576,
+    ]
     py = Xoshiro([1, 2, 3, 4])
     assert [py.next_u64() for _ in want] == want
     s = np.array([1, 2, 3, 4], dtype=np.uint64)
@@ -42,8 +51,13 @@ def test_xoshiro_published_vector():
 
 def test_splitmix64_published_vector_and_seeding():
     # SplitMix64 from seed 1234567 (the reference splitmix64.c outputs)
-    assert splitmix64_stream(1234567, 5) == [6457827717110365317, 3203168211198807973, 9817491932198370423,
-                                             4593380528125082431, 16408922859458223821]
+    assert splitmix64_stream(1234567, 5) == [
+        6457827717110365317,
+        3203168211198807973,
+        9817491932198370423,
+        4593380528125082431,
+        16408922859458223821,
+    ]
     for seed in (0, 1, 1234567, 2**63 - 1, 2**64 - 1):
         assert [int(w) for w in rng.new_state(seed)] == Xoshiro.from_seed(seed).s
 
@@ -175,7 +189,7 @@ def test_sorted_coupling_matches_naive_step_for_step(case):
         nv.step()
         for m, cm in enumerate(nv.c):
             assert ch.c[m, : ch.top[m]].tolist() == cm, f"copy {m} differs at step {step}"
-            assert not ch.c[m, ch.top[m]:].any()
+            assert not ch.c[m, ch.top[m] :].any()
         assert ch.dist.tolist() == nv.dist, f"distances differ at step {step}"
         assert ch.tau.tolist() == nv.tau, f"coalescence times differ at step {step}"
         met += nv.dist[1] == 0
@@ -215,8 +229,7 @@ def test_fluct_kernel_matches_naive_step_for_step(case):
     nv = NaiveFluct(n, d, lam, rep, start, [int(w) for w in s])
     sums, grid, clock = np.zeros((1, 5)), np.zeros((0, 2)), np.zeros(3)
     for step in range(1, steps + 1):
-        status = fluct_ctmc(n, lam, logp, counts, 0.5, 0.1, 0.0, 1e12, 1, 1.0, s, sums, grid, d, rep, lgn,
-                            clock, 1)
+        status = fluct_ctmc(n, lam, logp, counts, 0.5, 0.1, 0.0, 1e12, 1, 1.0, s, sums, grid, d, rep, lgn, clock, 1)
         nv.step()
         assert status == MORE
         top = int(np.count_nonzero(counts[1:]))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .laws import ResponseTimes, from_tails
-from .mixture import DEFAULT_QUANTILES, _check_quantiles
+from .mixture import DEFAULT_QUANTILES
 
 __all__ = ["from_simulation"]
 
