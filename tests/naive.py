@@ -127,7 +127,19 @@ class _Naive:
         self.area_c: list[float] = []
         self.area_P: list[float] = []
         self.maxtime: list[float] = []
+        self.good: tuple | None = None
+        self.good_time = 0.0
         self.t_next = self._holding() if self.continuous else 1.0
+
+    def watch_good_set(self, k: int, lo, hi) -> None:
+        """Integrate the time spent in the good set ``N^ε`` of docs/model.md §5 as the code
+        states it: (a) ``c_{k+1} = 0`` and (b) ``lo_j <= n − c_j <= hi_j`` for ``j = 1..k``."""
+        self.good = (int(k), [float(x) for x in lo], [float(x) for x in hi])
+
+    def in_good_set(self) -> bool:
+        k, lo, hi = self.good
+        c = self.c + [0] * (k + 1)
+        return c[k] == 0 and all(lo[j - 1] <= self.n - c[j - 1] <= hi[j - 1] for j in range(1, k + 1))
 
     # §1: discrete steps at 1, 2, …; continuous: exponential holding times of rate n(1+λ)
     def _holding(self) -> float:
@@ -148,6 +160,8 @@ class _Naive:
             self.area_P[i] += self.P(ci) * dt
         self.maxtime.extend([0.0] * (L + 1 - len(self.maxtime)))
         self.maxtime[L] += dt
+        if self.good is not None and self.in_good_set():
+            self.good_time += dt
         self.now = t
 
     def _level_up(self, ell: int) -> None:

@@ -25,6 +25,7 @@ from supermarket.engines.tables import LW
 from supermarket.mixing.coupling import _Chains
 from supermarket.model import Params
 from supermarket.simulation import Chain
+from supermarket.theory import good_set_bounds, k_lambda_d
 
 
 # --------------------------------------------------------------------------- the generator
@@ -115,6 +116,10 @@ SLOW_CASES = {
     "large-n": (40_000, 10, 0.99, True, True, [30_000, 5_000], False, 10_000),
 }
 ALL_CASES = {**CASES, **SLOW_CASES}
+# The time in the good set is compared too.  Cases whose runs never enter N^ε with the
+# paper's bounds use clause (a) alone at a level their maximum crosses (read off the
+# reference's time at each maximum), so that the set is entered and left many times.
+GOOD_K = {"norep-cont": 3, "window-rebuilt": 1, "window-norep": 1, "general-norep": 32, "general-rep-cont": 32}
 CASE_PARAMS = [pytest.param(c, marks=pytest.mark.slow) if c in SLOW_CASES else c for c in ALL_CASES]
 
 
@@ -132,8 +137,15 @@ def test_engine_matches_naive_step_for_step(engine, case):
     n, d, lam, rep, cont, counts, force, steps = ALL_CASES[case]
     seed = 1000 + len(case)
     params = Params(n, d, lam, replace=rep)
-    ch = Chain(params, engine, counts, seed, continuous=cont, _force_window=force)
+    k = GOOD_K.get(case)
+    if k is None:  # the good set N^ε of docs/model.md §5 with the paper's bounds
+        k = k_lambda_d(d, lam)
+        lo, hi = good_set_bounds(n, d, lam, eps=0.1, k=k)
+    else:  # clause (a) alone, no queue longer than k
+        lo, hi = np.full(k, -1.0), np.full(k, n + 1.0)
+    ch = Chain(params, engine, counts, seed, continuous=cont, k=k, lo=lo, hi=hi, _force_window=force)
     nv = NAIVE[engine](n, d, lam, rep, counts, seed, cont)
+    nv.watch_good_set(k, lo, hi)
     per_queue = engine != "profile"
     full_every = 1 if n <= 500 else 1000  # whole per-queue arrays: every step at small n
     tall = 0  # steps with at least LW − 1 occupied levels (windowed: the general loop's states)
@@ -153,7 +165,7 @@ def test_engine_matches_naive_step_for_step(engine, case):
         assert tall > 1000  # the general loop ran
 
     # the same events in one kernel call: same end state, and the reference's integrals
-    bulk = Chain(params, engine, counts, seed, continuous=cont, _force_window=force)
+    bulk = Chain(params, engine, counts, seed, continuous=cont, k=k, lo=lo, hi=hi, _force_window=force)
     assert bulk.advance(max_events=steps) == steps
     assert bulk.counts().tolist() == nv.c
     if per_queue:
@@ -165,6 +177,9 @@ def test_engine_matches_naive_step_for_step(engine, case):
     np.testing.assert_allclose(m["area_P"][:L], nv.area_P, rtol=1e-9, atol=1e-12 * nv.now)
     np.testing.assert_allclose(m["maxtime"][: len(nv.maxtime)], nv.maxtime, rtol=1e-9, atol=1e-12 * nv.now)
     assert not m["area_c"][L:].any()
+    assert math.isclose(m["good_time"], nv.good_time, rel_tol=1e-9, abs_tol=1e-12 * nv.now)
+    if case != "large-n":
+        assert 0 < nv.good_time < nv.now  # the set was entered and left
 
 
 # --------------------------------------------------------------------------- the sorted coupling
