@@ -6,6 +6,9 @@
 - ``chromium``: the path of a headless Chromium; installs the Debian ``chromium`` package
   with ``apt-get install -y chromium`` when none is found (CI runs as root); skips with the
   reason only when it cannot be installed.
+
+Every test that uses either fixture is marked ``integration`` (:func:`pytest_collection_modifyitems`),
+so the fast tier ``-m "not slow and not integration"`` starts no cluster and no browser.
 """
 
 from __future__ import annotations
@@ -134,3 +137,13 @@ def chromium():
         if path is None:
             pytest.skip("apt-get install chromium succeeded but no chromium executable was found")
     return path
+
+
+INTEGRATION_FIXTURES = {"dask_cluster", "chromium"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark ``integration`` every test that starts a Dask cluster or a browser."""
+    for item in items:
+        if INTEGRATION_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.integration)

@@ -9,12 +9,13 @@ import math
 import pytest
 from click.testing import CliRunner
 
-from supermarket import response as R
+from supermarket import latency as R
+from supermarket import meanfield as mf
 from supermarket.cli import main
 
 
 def _q(d, lam, q):
-    return R.from_meanfield(d, lam, quantiles=(q,)).sojourn.quantiles[q]
+    return mf.response_times(d, lam, quantiles=(q,)).sojourn.quantiles[q]
 
 
 @pytest.mark.parametrize("lam,q,T", [(0.9, 0.99, 8.0), (0.99, 0.999, 10.0), (0.7, 0.5, 1.0), (0.5, 0.9, 100.0)])

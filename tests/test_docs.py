@@ -26,6 +26,7 @@ def _missing_tools() -> list[str]:
     return [m for m in names if importlib.util.find_spec(m) is None]
 
 
+@pytest.mark.integration
 def test_site_builds_strict(tmp_path):
     missing = _missing_tools()
     if missing:

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from supermarket.engines.profile import log_p_all_at_least
+from supermarket.engines.tables import log_p_all_at_least
 from supermarket.model import Params
 from supermarket.simulation import Chain, simulate
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from supermarket import theory as th
-from supermarket.engines import profile as pk
+from supermarket.engines import tables
 from supermarket.model import Params
 from supermarket.simulation import Chain, simulate
 from supermarket.states import start_counts
@@ -38,30 +38,30 @@ def test_windowed_tables_are_bit_identical_to_the_full_table(n, d, lam, replace,
     for key in ("area_c", "area_P", "maxtime"):
         assert np.array_equal(mf[key], mw[key]), key
     # every window entry in use is the full table's value at its own count (not a neighbour's)
-    tab = pk.p_table(n, d, replace)
+    tab = tables.p_table(n, d, replace)
     used = 0
-    for j in range(pk.LW):
+    for j in range(tables.LW):
         base = int(win.tables.winbase[j])
         if base < 0:
             continue
-        hi = min(base + pk.WIN, n + 1)
+        hi = min(base + tables.WIN, n + 1)
         assert np.array_equal(win.tables.win[j, : hi - base], tab[base:hi]), j
         used += 1
     assert used >= 2
     if d == 1:
-        assert int(win.clock[0]["top"]) > pk.LW  # the general path (direct evaluation) ran
+        assert int(win.clock[0]["top"]) > tables.LW  # the general path (direct evaluation) ran
 
 
 def test_window_edges_follow_the_count():
     # a level whose count crosses a window edge many times (n = 5000 > WIN = 2048)
     p = Params(5000, 2, 0.9)
     ch = Chain(p, "profile", np.array([2500]), 3, _force_window=True)
-    tab = pk.p_table(5000, 2, True)
+    tab = tables.p_table(5000, 2, True)
     for _ in range(40):
         ch.advance(max_events=20_000)
         j = 0
         off = int(ch.c[j] - ch.tables.winbase[j])
-        assert 0 <= off < pk.WIN and ch.tables.win[j, off] == tab[ch.c[j]]
+        assert 0 <= off < tables.WIN and ch.tables.win[j, off] == tab[ch.c[j]]
 
 
 def test_profile_and_queues_agree_above_the_full_table_size():

@@ -99,6 +99,26 @@ def test_seeds_child_r_independent_of_count():
         as_seed_sequence(1.5)
 
 
+def test_a_generator_is_consumed_as_numpy_consumes_one():
+    # a Generator passed as seed advances: the same generator twice gives two different
+    # runs; a generator in the same state, an int or a SeedSequence give the same run again
+    from supermarket import simulate
+
+    def run(seed):
+        return simulate(30, 2, 0.8, steps=20_000, seed=seed, progress=False).u_mean.tolist()
+
+    g = np.random.default_rng(3)
+    first, second = run(g), run(g)
+    assert first != second
+    assert run(np.random.default_rng(3)) == first
+    h = np.random.default_rng(3)
+    run(h)
+    assert h.random() != np.random.default_rng(3).random()  # the generator was drawn from
+    assert run(5) == run(5)
+    ss = np.random.SeedSequence(5)
+    assert run(ss) == run(ss) == run(5)
+
+
 def test_start_states():
     n, d, lam = 100, 3, 0.9
     assert start_counts(n, d, lam, "empty").size == 0

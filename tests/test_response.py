@@ -21,7 +21,7 @@ QS = (0.5, 0.9, 0.99, 0.999)
 
 @pytest.mark.parametrize("lam", [0.3, 0.8, 0.95])
 def test_d1_is_mm1(lam):
-    r = R.from_meanfield(1, lam)
+    r = mf.response_times(1, lam)
     for q in QS:
         assert r.sojourn.quantiles[q] == pytest.approx(-math.log1p(-q) / (1 - lam), rel=1e-9)
         # waiting: atom 1 − λ at 0, then P(W > t) = λ e^{−(1−λ)t}
@@ -63,7 +63,7 @@ def test_infinite_d_limit_is_one_service():
 def test_refined_join_law_satisfies_the_exact_identity(d, lam, n):
     # docs/model.md §10 (derived): E[P_i] to order 1/n equals (π(i+1) + V_{i+1}/n)/λ
     rmf = mf.refined_mean_field(d, lam)
-    r = R.from_meanfield(d, lam, n=n, refined=True)
+    r = mf.response_times(d, lam, n=n, refined=True)
     other = (rmf.pi[1:] + rmf.V[1:] / n) / lam
     m = other.size
     np.testing.assert_allclose(r.tails[:m], other, atol=1e-12)
@@ -74,8 +74,8 @@ def test_refined_converges_to_exact_at_moderate_n():
     # the 1/n term must move the mean-field answer towards the exact one, and the remaining
     # error must be of smaller order than the correction itself
     ex = solve(6, 2, 0.6, tol=1e-9)
-    mfr = R.from_meanfield(2, 0.6)
-    rf = R.from_meanfield(2, 0.6, n=6, refined=True)
+    mfr = mf.response_times(2, 0.6)
+    rf = mf.response_times(2, 0.6, n=6, refined=True)
     for q in (0.9, 0.99):
         e, a, b = ex.sojourn.quantiles[q], mfr.sojourn.quantiles[q], rf.sojourn.quantiles[q]
         assert abs(b - e) < 0.5 * abs(a - e)
@@ -97,7 +97,7 @@ def test_delta_method_matches_monte_carlo():
 
 
 def test_result_formats(tmp_path):
-    r = R.from_meanfield(2, 0.9)
+    r = mf.response_times(2, 0.9)
     dct = r.to_dict()
     assert set(dct["sojourn"]) >= {"mean", "quantiles", "stderr"}
     assert set(dct["sojourn"]["quantiles"]) == {"0.5", "0.9", "0.99", "0.999"}
@@ -124,9 +124,9 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="non-increasing"):
         R.from_tails([0.3, 0.5])
     with pytest.raises(ValueError, match="needs the number of servers"):
-        R.from_meanfield(2, 0.9, refined=True)
+        mf.response_times(2, 0.9, refined=True)
     with pytest.raises(ValueError, match="load"):
-        R.from_meanfield(2, 1.0)
+        mf.response_times(2, 1.0)
     with pytest.raises(TypeError):
         R.from_simulation(3)
 

@@ -23,7 +23,7 @@ The public names, each loaded on first use:
   [`supermarket.theory.k_lambda_d`][supermarket.theory.k_lambda_d].
 - ``to_jsonable``: [`supermarket.jsonable.to_jsonable`][supermarket.jsonable.to_jsonable].
 - ``theory``, ``model``, ``states``, ``simulation``, ``meanfield``, ``mixing``,
-  ``fluctuations``, ``stationary``, ``perfect``, ``response``, ``stats``, ``parallel``,
+  ``fluctuations``, ``stationary``, ``perfect``, ``response``, ``latency``, ``stats``, ``parallel``,
   ``sweep``, ``report``, ``jsonable``: the submodules.
 - ``__version__``: the installed version (``"0.0.0+unknown"`` when running from a source
   tree that is not installed).
@@ -57,6 +57,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "stationary": ("supermarket.stationary", None),
     "perfect": ("supermarket.perfect", None),
     "response": ("supermarket.response", None),
+    "latency": ("supermarket.latency", None),
     "stats": ("supermarket.stats", None),
     "parallel": ("supermarket.parallel", None),
     "theory": ("supermarket.theory", None),
@@ -72,7 +73,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
 
 __all__ = ["simulate", "SimulationResult", "Params", "fixed_point", "k_lambda_d", "to_jsonable", "exact",
            "perfect_sample", "theory", "model", "states", "simulation", "meanfield", "mixing", "fluctuations",
-           "stationary", "perfect", "response", "stats", "parallel", "sweep", "report", "jsonable",
+           "stationary", "perfect", "response", "latency", "stats", "parallel", "sweep", "report", "jsonable",
            "__version__"]
 
 

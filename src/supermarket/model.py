@@ -255,7 +255,11 @@ def as_seed_sequence(seed) -> np.random.SeedSequence:
     Parameters
     ----------
     seed : None, int >= 0, numpy.random.SeedSequence or numpy.random.Generator
-        ``None`` draws fresh entropy from the operating system.
+        ``None`` draws fresh entropy from the operating system.  A ``Generator`` is used as
+        NumPy uses one: it is consumed, 128 bits drawn from it are the entropy of the
+        returned SeedSequence, so the generator advances and two calls with the same
+        generator give different streams (a generator in the same state gives the same
+        one).  An int or a SeedSequence gives the same stream every time.
 
     Returns
     -------
@@ -272,11 +276,14 @@ def as_seed_sequence(seed) -> np.random.SeedSequence:
     --------
     >>> as_seed_sequence(7).entropy
     7
+    >>> g = np.random.default_rng(7)
+    >>> as_seed_sequence(g).entropy == as_seed_sequence(g).entropy  # the generator advanced
+    False
     """
     if isinstance(seed, np.random.SeedSequence):
         return seed
     if isinstance(seed, np.random.Generator):
-        return seed.bit_generator.seed_seq  # type: ignore[return-value]
+        return np.random.SeedSequence(seed.integers(0, 2**64, size=2, dtype=np.uint64).tolist())
     if seed is None:
         return np.random.SeedSequence()
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral):

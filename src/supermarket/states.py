@@ -22,9 +22,8 @@ import numpy as np
 from .model import check_int, check_load, check_positive_int
 from .theory import fixed_point
 
-__all__ = ["start_counts", "counts_from_lengths", "lengths_from_counts", "parse_start", "START_NAMES"]
+__all__ = ["start_counts", "counts_from_lengths", "lengths_from_counts", "parse_start"]
 
-START_NAMES = ("empty", "fixed-point", "customers:G", "long:L")
 MAX_START_LEVEL = 10**8  # a queue longer than this is refused (memory of the profile arrays)
 
 

@@ -36,6 +36,7 @@ import scipy.sparse.linalg as spla
 from .model import Params, check_int, check_positive_float, check_positive_int
 from . import response as _resp
 from .response.mixture import _check_quantiles
+from .theory import log_fixed_point
 
 __all__ = ["solve", "ExactResult", "count_states", "estimate_bytes", "DEFAULT_TOL", "MAX_STATES"]
 
@@ -377,7 +378,6 @@ def _stationary(Q, tot, x0=None) -> tuple[np.ndarray, float, str]:
 
 def _first_cap(d: int, lam: float, tol: float) -> int:
     """The least ``M`` with ``π(M) < tol`` (mean-field fixed point, docs/model.md §3)."""
-    from .theory import log_fixed_point
     logt = math.log(tol)
     if d == 1:
         return max(1, math.floor(logt / math.log(lam)) + 1)

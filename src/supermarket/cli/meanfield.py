@@ -134,13 +134,14 @@ def _add_response_times(rep: dict, d, lam, n, replace, cdf, tol) -> None:
     """Sojourn and waiting times (docs/model.md §10) into ``rep``: the mean field's at the top
     level (``sojourn``, ``waiting``, ``response_source``, ``cdf``), the refined ones (derived,
     order 1/n) inside ``rep["refined"]`` when the refined mean field is trusted at this n."""
+    from .. import meanfield as mf
     from .. import response as rs
 
     if math.isinf(d):  # fixed point (λ, 0, 0, ...): every customer finds an empty queue
         rt = rs.from_tails(np.zeros(1), source="mean field, d = ∞ (every customer joins an empty queue)",
                            params={"d": "inf", "load": lam})
     else:
-        rt = rs.from_meanfield(d, lam, n=None if replace else n, replace=replace, tol=tol)
+        rt = mf.response_times(d, lam, n=None if replace else n, replace=replace, tol=tol)
     rep["response_source"] = rt.source
     rep["sojourn"], rep["waiting"] = rt.sojourn.to_dict(), rt.waiting.to_dict()
     if rt.notes:
@@ -166,7 +167,7 @@ def _add_response_times(rep: dict, d, lam, n, replace, cdf, tol) -> None:
             from .. import meanfield as mf
 
             warnings.simplefilter("ignore", mf.AccuracyWarning)
-            rt2 = rs.from_meanfield(d, lam, n=n, refined=True, tol=tol)
+            rt2 = mf.response_times(d, lam, n=n, refined=True, tol=tol)
         if rt2.notes:
             why = "; ".join(rt2.notes)
             rt2 = None

@@ -77,7 +77,7 @@ def design(n, load, max_queue, latency, quantile, d, verify, steps, seed, worker
 
 def _design_latency(n, load, latency, quantile, d, verify, steps, seed, workers, scheduler, connect_timeout,
                     as_json):
-    from .. import response as rs
+    from .. import latency as lt
     if (load is None) == (d is None):
         raise click.UsageError("--latency needs exactly one of --load (answer: least d) or --d (answer: largest load)")
     if verify and n is None:
@@ -86,12 +86,12 @@ def _design_latency(n, load, latency, quantile, d, verify, steps, seed, workers,
         # the mean-field answer is one computation (one task on the cluster); the
         # replications of --verify are one task each
         if load is not None:
-            rep = call(rs.least_d_for_latency, load, quantile, latency, client=client)
+            rep = call(lt.least_d_for_latency, load, quantile, latency, client=client)
         else:
-            rep = call(rs.max_load_for_latency, d, quantile, latency, client=client)
+            rep = call(lt.max_load_for_latency, d, quantile, latency, client=client)
         if verify:
-            v = rs.verify_latency(rep, n, steps=steps, seed=seed, workers=workers, client=client)
-            rep = rs.LatencyDesign(**{**rep.__dict__, "verify": v})
+            v = lt.verify_latency(rep, n, steps=steps, seed=seed, workers=workers, client=client)
+            rep = lt.LatencyDesign(**{**rep.__dict__, "verify": v})
     if as_json:
         print_json(rep.to_dict())
         return

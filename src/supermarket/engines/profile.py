@@ -1,5 +1,4 @@
-"""The profile (counts) chain of docs/model.md §2 as a numba kernel, and the measurement
-machinery shared by every engine.
+"""The profile (counts) chain of docs/model.md §2 as a numba kernel.
 
 State: ``c[j] = c_{j+1}`` = number of queues with at least ``j+1`` customers (0-based array
 index ``j`` stands for level ``j+1``), non-increasing, ``top`` = number of occupied levels
@@ -47,20 +46,13 @@ from .layout import (
     GO_ON, ST_GENERAL, ST_RECORD, ST_WINDOW, STATUS_DONE, STATUS_EVENTS, STATUS_GROW, STATUS_RECFULL,
 )
 from .measure import (
-    change_level, chunk_gate, close_level, close_top, flush, good_ints, good_step, is_final, load_clock,
-    next_event_time, record_until, reset_measures, store_clock,
+    change_level, chunk_gate, close_level, close_top, good_ints, good_step, is_final, load_clock, next_event_time,
+    record_until, store_clock,
 )
 from .rng import next_double, step_double
-from .tables import (
-    FULL_TABLE_MAX_N, HALF_WIN, LW, WIN, flat_tables, log_p_all_at_least, p_all_at_least, p_table, rebuild_window,
-    refresh_windows, window_edge,
-)
+from .tables import LW, WIN, flat_tables, p_all_at_least, rebuild_window, refresh_windows, window_edge
 
-__all__ = [  # P and the measurement entry points are re-exported: callers may read them from here
-    "HALF_WIN", "WIN", "LW", "FULL_TABLE_MAX_N",
-    "log_p_all_at_least", "p_all_at_least", "p_table",
-    "profile_kernel", "flush", "reset_measures",
-]
+__all__ = ["profile_kernel"]
 
 
 # ----------------------------------------------------------------- the profile kernel

@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["new_state", "next_u64", "next_double", "next_below", "seed_state", "next_normal",
-           "next_open_double", "state_from_seed_sequence"]
+__all__ = ["new_state", "next_u64", "next_double", "next_below", "step_double", "next_normal",
+           "state_from_seed_sequence"]
 
 _M64 = 0xFFFFFFFFFFFFFFFF
 TWO_M53 = 1.0 / 9007199254740992.0  # 2**-53
@@ -34,9 +34,6 @@ def new_state(seed: int) -> np.ndarray:
     if not out.any():  # the all-zero state is the one forbidden state
         out[0] = 1
     return out
-
-
-seed_state = new_state
 
 
 @njit(cache=True)
@@ -110,12 +107,6 @@ def state_from_seed_sequence(ss) -> np.ndarray:
     if not out.any():
         out[0] = 1
     return out
-
-
-@njit(cache=True)
-def next_open_double(s):
-    """Uniform on ``{2^-53, …, 1}``: never 0, so its logarithm is finite."""
-    return 1.0 - next_double(s)
 
 
 @njit(cache=True)

@@ -20,6 +20,7 @@ import scipy.sparse as sp
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
+from .._results import save_figure, text_table
 from ..jsonable import to_jsonable
 from ..model import check_load, check_positive_float, check_positive_int
 from ..states import parse_start
@@ -66,7 +67,6 @@ class _Trajectory:
 
     def summary(self, rows: int = 11, columns: int = 4) -> str:
         """A table of ``u_1 … u_columns`` and ``Σ u_i`` at ``rows`` times spread over the run."""
-        from .._results import text_table
 
         shown = min(columns, self.u.shape[1])
         idx = np.unique(np.linspace(0, len(self.t) - 1, min(rows, len(self.t))).astype(int))
@@ -85,7 +85,6 @@ class _Trajectory:
             matplotlib.use("Agg", force=False)
         import matplotlib.pyplot as plt
 
-        from .._results import save_figure
 
         fig, ax = plt.subplots(figsize=(7, 4.5))
         for i in range(min(max_levels, self.u.shape[1])):

@@ -1,5 +1,6 @@
-"""What ``supermarket meanfield`` reports: the response times of the mean field
-(:func:`response_times`) and :class:`MeanFieldReport`."""
+"""The response times of the mean field and of the refined mean field
+(:func:`response_times`, docs/model.md §10) and :class:`MeanFieldReport`, what
+``supermarket meanfield`` reports."""
 
 from __future__ import annotations
 
@@ -8,45 +9,110 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._results import save_figure, text_table
+from ..jsonable import to_jsonable
+from ..model import check_load, check_positive_int
+from ..response import DEFAULT_QUANTILES, ResponseTimes, from_tails
+from ..response.mixture import _check_quantiles
+from ..theory import log_fixed_point
+from .corrections import refined_mean_field
+from .dynamics import levels_needed, near_equilibrium_centre, sample_prob
+
+
 # =========================================================================== response times
-def response_times(d, lam, *, n=None, refined=False, replace=True, quantiles=(0.5, 0.9, 0.99, 0.999)):
-    """Equilibrium sojourn and waiting times of the mean field, or to order ``1/n`` (docs/model.md §10).
+def response_times(d, lam, *, n=None, refined=False, replace=True, quantiles=DEFAULT_QUANTILES,
+                   tol: float = 1e-13) -> ResponseTimes:
+    """Response times of the mean field (``n = ∞``) or of the refined mean field (order ``1/n``).
 
-    A thin entry point for ``supermarket meanfield``: see
-    :func:`supermarket.response.from_meanfield` (Erlang mixtures over the law of the joined
-    queue length, ``P(J >= i) = π(i)^d``; refined: derived).
-
-    Examples
-    --------
-    >>> from supermarket.theory import fixed_point
-    >>> r = response_times(2, 0.9)
-    >>> bool(abs(r.sojourn.mean - fixed_point(2, 0.9).sum() / 0.9) < 1e-12)     # Little's law
-    True
+    Erlang mixtures over the law of the joined queue length (docs/model.md §10) with the
+    tails ``T_i = P(J >= i)`` of the mean field: ``T_i = π(i)^d = π(i+1)/λ`` (docs/model.md
+    §3, §10).  Refined (derived, docs/model.md §10): a second-order expansion of
+    ``E[u_i^d]`` around ``π``, ``T_i ≈ π_i^d + (d π_i^{d−1} V_i + ½ d(d−1) π_i^{d−2} W_ii)/n``,
+    with ``V`` the refined mean field's ``1/n`` term and ``W`` the linear-noise covariance;
+    it equals ``(π(i+1) + V_{i+1}/n)/λ``, the exact identity ``E[u_{i+1}] = λ E[P_i]`` to
+    the same order.  Without replacement (``replace=False``, needs ``n``) the plain mean
+    field uses the centre ``x^n`` with the finite-n sampling law ``T_i = C(n x_i, d)/C(n, d)``
+    (docs/model.md §8).
 
     Parameters
     ----------
-    d, lam
-        The choices ``d >= 1`` (int) and the load λ in (0, 1) (float or str).
+    d : int
+        Choices, >= 1.
+    lam : float or str
+        Load in (0, 1).
     n : int, optional
-        Servers; needed with ``refined`` or ``replace=False``.
+        Servers; needed with ``refined=True`` or ``replace=False``.
     refined : bool, default False
-        Add the ``1/n`` term (derived).
+        Add the ``1/n`` term (derived; sampling with replacement only).
     replace : bool, default True
         Sampling with replacement (``False``: without, needs ``n``).
     quantiles : sequence of float
         The levels, in (0, 1), of the quantiles reported.
+    tol : float
+        Levels whose ``π`` falls below ``tol`` are dropped.
 
     Returns
     -------
     supermarket.response.ResponseTimes
+        Exact laws of the (refined) mean-field tails, without standard errors (a limit, not an
+        estimate); ``source`` says which approximation, ``notes`` flag a refined expansion
+        clipped into [0, 1] (``n`` too small to trust it).
 
     Raises
     ------
     TypeError, ValueError
-        As :func:`supermarket.response.from_meanfield`.
+        Bad ``d``, ``lam``, ``n``; ``refined`` without ``n`` or without replacement.
+
+    Examples
+    --------
+    >>> r = response_times(1, 0.5)                           # M/M/1: S ~ Exp(1 − λ)
+    >>> round(r.sojourn.mean, 9), round(r.sojourn.quantiles[0.99], 9)
+    (2.0, 9.210340372)
+    >>> from supermarket.theory import fixed_point
+    >>> r = response_times(2, 0.9)
+    >>> bool(abs(r.sojourn.mean - fixed_point(2, 0.9).sum() / 0.9) < 1e-12)     # Little's law
+    True
     """
-    from ..response import from_meanfield
-    return from_meanfield(d, lam, n=n, refined=refined, replace=replace, quantiles=quantiles)
+    d = check_positive_int("d", d)
+    lam = check_load(lam)
+    qs = _check_quantiles(quantiles)
+    if not isinstance(refined, (bool, np.bool_)):
+        raise TypeError(f"refined must be True or False; got {refined!r}")
+    if not isinstance(replace, (bool, np.bool_)):
+        raise TypeError(f"replace must be True or False; got {replace!r}")
+    if n is not None:
+        n = check_positive_int("n", n)
+    if refined and n is None:
+        raise ValueError("refined=True needs the number of servers n (the correction is V/n)")
+    if refined and not replace:
+        raise ValueError("refined=True is available with sampling with replacement only (replace=True)")
+    if not replace and n is None:
+        raise ValueError("replace=False needs the number of servers n (the sampling law depends on n)")
+    if not replace and d > n:
+        raise ValueError(f"d must be <= n when sampling without replacement; got d={d}, n={n}")
+    notes = []
+    params = {"d": d, "load": lam, "n": n, "replace": bool(replace), "refined": bool(refined)}
+    if not replace:
+        x = near_equilibrium_centre(n, d, lam, replace=False, tol=tol)
+        T = sample_prob(x, d, n=n, replace=False)
+        return from_tails(np.minimum.accumulate(np.clip(T, 0, 1)), quantiles=qs,
+                          source=f"mean field (centre x^n, sampling without replacement, n = {n})",
+                          params=params)
+    if not refined:
+        L = levels_needed(d, lam, tol)
+        T = np.exp(float(d) * log_fixed_point(d, lam, L + 1))  # π_i^d, i = 1..L+1
+        return from_tails(T, quantiles=qs, source="mean field", params=params)
+    rmf = refined_mean_field(d, lam, tol=tol)
+    p1 = sample_prob(rmf.pi, d, order=1)
+    p2 = sample_prob(rmf.pi, d, order=2)
+    corr = p1 * rmf.V + 0.5 * p2 * np.diag(rmf.W)
+    Tr = sample_prob(rmf.pi, d) + corr / n
+    if np.any(Tr < 0) or np.any(Tr > 1) or np.any(np.diff(Tr) > 0):
+        notes.append(f"the 1/n expansion leaves [0, 1] or stops falling at n = {n}; clipped (n is too small "
+                     "for the refined mean field to be trusted)")
+    Tr = np.minimum.accumulate(np.clip(Tr, 0.0, 1.0))
+    return from_tails(Tr, quantiles=qs, source=f"refined mean field, order 1/n (derived), n = {n}",
+                      params=params, notes=notes)
 
 
 # =========================================================================== the command's report
@@ -85,7 +151,6 @@ class MeanFieldReport:
 
     def to_dict(self) -> dict:
         """The JSON object (strict JSON values)."""
-        from ..jsonable import to_jsonable
 
         return to_jsonable(self.data)
 
@@ -108,7 +173,6 @@ class MeanFieldReport:
 
     def summary(self) -> str:
         """The text ``supermarket meanfield`` prints."""
-        from .._results import text_table
 
         r, p = self.data, self.data["params"]
         n = p.get("n")
@@ -177,7 +241,6 @@ class MeanFieldReport:
             matplotlib.use("Agg", force=False)
         import matplotlib.pyplot as plt
 
-        from .._results import save_figure
 
         r, p = self.data, self.data["params"]
         fig, ax = plt.subplots(figsize=(7, 4.5))

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..model import Params, as_seed_sequence, check_positive_float, check_positive_int, spawn_seeds
+from ..parallel import map_tasks
 from .past import BLOCK_MAX, _OutOfTime, _Past
 from .results import BudgetExceeded, PerfectResult, _result, steps_per_time_unit
 
@@ -204,7 +205,6 @@ def sample(n, d, lam, *, samples=1, seed=0, replace=True, max_time=None, max_mem
 
     try:
         if client is not None:
-            from ..parallel import map_tasks
 
             # the deadline travels as wall-clock (epoch) time: perf_counter is per machine
             wall_deadline = None if deadline is None else time.time() + (deadline - time.perf_counter())

@@ -27,8 +27,8 @@ Sources of the tails:
 - :func:`from_simulation`: the time averages of ``P_i`` a :class:`~supermarket.simulation.SimulationResult`
   measured (``ud_mean``), with standard errors from whatever per-batch or per-replication data
   the result carries;
-- :func:`from_meanfield`: the fixed point ``T_i = π(i)^d`` (mean field), or to first order in
-  ``1/n`` (refined mean field, derived);
+- :func:`supermarket.meanfield.response_times`: the fixed point ``T_i = π(i)^d`` (mean
+  field), or to first order in ``1/n`` (refined mean field, derived);
 - :func:`supermarket.stationary.solve` (exact, small ``n``) uses :func:`from_tails`.
 
 Where each part lives:
@@ -39,20 +39,22 @@ Where each part lives:
 - :mod:`supermarket.response.laws`: the results :class:`TimeLaw` and :class:`ResponseTimes`
   and the builders from given numbers, :func:`from_tails` and :func:`from_join_probabilities`
   (delta-method standard errors);
-- :mod:`supermarket.response.sources`: :func:`from_simulation` and :func:`from_meanfield`;
+- :mod:`supermarket.response.sources`: :func:`from_simulation`;
 - :mod:`supermarket.response.fifo`: the FIFO simulation that follows every customer,
-  :func:`simulate_fifo` (→ :class:`FifoSample`), an independent check of the laws;
-- :mod:`supermarket.response.latency`: sizing by a latency target, :func:`least_d_for_latency`,
-  :func:`max_load_for_latency`, :func:`verify_latency` (→ :class:`LatencyDesign`).
+  :func:`simulate_fifo` (→ :class:`FifoSample`), an independent check of the laws.
+
+This package is a low layer (CONTRIBUTING.md): it imports only :mod:`supermarket.model`
+and the engines, so that :mod:`supermarket.meanfield`, :mod:`supermarket.simulation` and
+:mod:`supermarket.stationary` can all build on it.  Sizing by a latency target, which
+needs the mean field and runs simulations, is :mod:`supermarket.latency`.
 """
 
 from __future__ import annotations
 
 from .fifo import FifoSample, simulate_fifo
-from .latency import LatencyDesign, least_d_for_latency, max_load_for_latency, verify_latency
 from .laws import ResponseTimes, TimeLaw, from_join_probabilities, from_tails
 from .mixture import DEFAULT_QUANTILES, check_quantile, sojourn_survival, waiting_survival
-from .sources import from_meanfield, from_simulation
+from .sources import from_simulation
 
 __all__ = [
     "DEFAULT_QUANTILES",
@@ -61,14 +63,9 @@ __all__ = [
     "from_join_probabilities",
     "from_tails",
     "from_simulation",
-    "from_meanfield",
     "sojourn_survival",
     "waiting_survival",
     "check_quantile",
     "FifoSample",
     "simulate_fifo",
-    "LatencyDesign",
-    "least_d_for_latency",
-    "max_load_for_latency",
-    "verify_latency",
 ]

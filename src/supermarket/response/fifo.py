@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..model import Params, as_seed_sequence, check_int, check_positive_float, seed_to_uint64
 from .laws import ResponseTimes, _qkey, from_tails
 from .mixture import DEFAULT_QUANTILES, _check_quantiles
 from .sources import _pad
@@ -147,7 +148,6 @@ def simulate_fifo(n, d, lam, *, customers=200_000, burn_in=None, seed=None, repl
     """
     from ..engines import fifo as _f
     from ..engines.rng import new_state
-    from ..model import Params, as_seed_sequence, check_int, check_positive_float, seed_to_uint64
 
     p = Params(n, d, lam, replace=replace)
     customers = check_int("customers", customers, minimum=4, maximum=10**9)

@@ -1,16 +1,17 @@
-"""Where the tails ``T_i = P(J >= i)`` come from: a simulation's time averages of ``P_i``
-(:func:`from_simulation`, with its Monte-Carlo errors) or the mean field and the refined mean
-field (:func:`from_meanfield`) (docs/model.md §10).  The exact law of a small system is in
-:func:`supermarket.stationary.solve`."""
+"""Tails ``T_i = P(J >= i)`` from a simulation's time averages of ``P_i``
+(:func:`from_simulation`, with its Monte-Carlo errors; docs/model.md §10).  The mean field
+and the refined mean field give theirs in :func:`supermarket.meanfield.response_times`, the
+exact law of a small system in :func:`supermarket.stationary.solve`; all three use
+:func:`.laws.from_tails`."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from .laws import ResponseTimes, from_tails
-from .mixture import DEFAULT_QUANTILES, _check_quantiles
+from .mixture import DEFAULT_QUANTILES
 
-__all__ = ["from_simulation", "from_meanfield"]
+__all__ = ["from_simulation"]
 
 
 def _pad(a, L):
@@ -89,93 +90,3 @@ def from_simulation(result, *, quantiles=DEFAULT_QUANTILES) -> ResponseTimes:
     params = {"n": p.n, "d": p.d, "load": p.lam, "replace": p.replace, "engine": getattr(result, "engine", None)}
     return from_tails(T, cov=cov, stderr=se, quantiles=quantiles, source=f"simulation ({how})", params=params)
 
-
-def from_meanfield(d, lam, *, n=None, refined=False, replace=True, quantiles=DEFAULT_QUANTILES,
-                   tol: float = 1e-13) -> ResponseTimes:
-    """Response times of the mean field (``n = ∞``) or of the refined mean field (order ``1/n``).
-
-    Mean field: ``T_i = π(i)^d = π(i+1)/λ`` (docs/model.md §3, §10).  Refined (derived,
-    docs/model.md §10): a second-order expansion of ``E[u_i^d]`` around ``π``,
-    ``T_i ≈ π_i^d + (d π_i^{d−1} V_i + ½ d(d−1) π_i^{d−2} W_ii)/n``, with ``V`` the refined
-    mean field's ``1/n`` term and ``W`` the linear-noise covariance; it equals
-    ``(π(i+1) + V_{i+1}/n)/λ``, the exact identity ``E[u_{i+1}] = λ E[P_i]`` to the same order.
-    Without replacement (``replace=False``, needs ``n``) the plain mean field uses the centre
-    ``x^n`` with the finite-n sampling law ``T_i = C(n x_i, d)/C(n, d)`` (docs/model.md §8).
-
-    Parameters
-    ----------
-    d : int
-        Choices, >= 1.
-    lam : float
-        Load in (0, 1).
-    n : int, optional
-        Servers; needed with ``refined=True`` or ``replace=False``.
-    refined : bool
-        Add the ``1/n`` term (sampling with replacement only).
-    replace : bool
-    quantiles : sequence of float
-    tol : float
-        Levels whose ``π`` falls below ``tol`` are dropped.
-
-    Returns
-    -------
-    ResponseTimes
-        Exact laws of the (refined) mean-field tails, without standard errors (a limit, not an
-        estimate); ``source`` says which approximation, ``notes`` flag a refined expansion
-        clipped into [0, 1] (``n`` too small to trust it).
-
-    Raises
-    ------
-    TypeError, ValueError
-        Bad ``d``, ``lam``, ``n``; ``refined`` without ``n`` or without replacement.
-
-    Examples
-    --------
-    >>> r = from_meanfield(1, 0.5)                           # M/M/1: S ~ Exp(1 − λ)
-    >>> round(r.sojourn.mean, 9), round(r.sojourn.quantiles[0.99], 9)
-    (2.0, 9.210340372)
-    """
-    from .. import meanfield as mf
-    from ..model import check_load, check_positive_int
-    from ..theory import log_fixed_point
-
-    d = check_positive_int("d", d)
-    lam = check_load(lam)
-    qs = _check_quantiles(quantiles)
-    if not isinstance(refined, (bool, np.bool_)):
-        raise TypeError(f"refined must be True or False; got {refined!r}")
-    if not isinstance(replace, (bool, np.bool_)):
-        raise TypeError(f"replace must be True or False; got {replace!r}")
-    if n is not None:
-        n = check_positive_int("n", n)
-    if refined and n is None:
-        raise ValueError("refined=True needs the number of servers n (the correction is V/n)")
-    if refined and not replace:
-        raise ValueError("refined=True is available with sampling with replacement only (replace=True)")
-    if not replace and n is None:
-        raise ValueError("replace=False needs the number of servers n (the sampling law depends on n)")
-    if not replace and d > n:
-        raise ValueError(f"d must be <= n when sampling without replacement; got d={d}, n={n}")
-    notes = []
-    params = {"d": d, "load": lam, "n": n, "replace": bool(replace), "refined": bool(refined)}
-    if not replace:
-        x = mf.near_equilibrium_centre(n, d, lam, replace=False, tol=tol)
-        T = mf.sample_prob(x, d, n=n, replace=False)
-        return from_tails(np.minimum.accumulate(np.clip(T, 0, 1)), quantiles=qs,
-                          source=f"mean field (centre x^n, sampling without replacement, n = {n})",
-                          params=params)
-    if not refined:
-        L = mf.levels_needed(d, lam, tol)
-        T = np.exp(float(d) * log_fixed_point(d, lam, L + 1))  # π_i^d, i = 1..L+1
-        return from_tails(T, quantiles=qs, source="mean field", params=params)
-    rmf = mf.refined_mean_field(d, lam, tol=tol)
-    p1 = mf.sample_prob(rmf.pi, d, order=1)
-    p2 = mf.sample_prob(rmf.pi, d, order=2)
-    corr = p1 * rmf.V + 0.5 * p2 * np.diag(rmf.W)
-    Tr = mf.sample_prob(rmf.pi, d) + corr / n
-    if np.any(Tr < 0) or np.any(Tr > 1) or np.any(np.diff(Tr) > 0):
-        notes.append(f"the 1/n expansion leaves [0, 1] or stops falling at n = {n}; clipped (n is too small "
-                     "for the refined mean field to be trusted)")
-    Tr = np.minimum.accumulate(np.clip(Tr, 0.0, 1.0))
-    return from_tails(Tr, quantiles=qs, source=f"refined mean field, order 1/n (derived), n = {n}",
-                      params=params, notes=notes)

@@ -314,31 +314,30 @@ class _Rep:
             return self.final["counts"], self.final["lengths"], self.final["records"]
         return np.zeros(0, np.int64), None, None
 
-    @staticmethod
-    def first_stretch(rep, stop, done_frac):
+    def first_stretch(self, stop, done_frac):
         """Burn-in, then the first ``batches`` batches."""
-        rep.ch = rep._chain()  # compiles (or loads) every kernel: kept out of the timed work
+        self.ch = self._chain()  # compiles (or loads) every kernel: kept out of the timed work
         t = _time.perf_counter()
-        ch = rep.ch
-        burn = rep.spec["burn"]
+        ch = self.ch
+        burn = self.spec["burn"]
         ok = True
         if burn > 0:
-            ok = (rep._run_to(stop, done_frac, target_time=burn) if rep.kind == "time"
-                  else rep._run_to(stop, done_frac, target_events=int(burn)))
-        rep.burn_events = ch.events
-        rep.t_meas0 = ch.now
-        rep.ev_meas0 = ch.events
+            ok = (self._run_to(stop, done_frac, target_time=burn) if self.kind == "time"
+                  else self._run_to(stop, done_frac, target_events=int(burn)))
+        self.burn_events = ch.events
+        self.t_meas0 = ch.now
+        self.ev_meas0 = ch.events
         ch.start_measuring()
-        if rep.spec["record_every"] > 0:
-            ch.start_recording(rep.spec["record_every"])
+        if self.spec["record_every"] > 0:
+            ch.start_recording(self.spec["record_every"])
         if ok:
-            rep._batches(stop, done_frac)
+            self._batches(stop, done_frac)
         else:
-            rep.partial = True
-        rep.wall += _time.perf_counter() - t
-        done_frac[rep.r] = 1.0
-        if rep.spec["precision"] is None:
-            rep.release()
+            self.partial = True
+        self.wall += _time.perf_counter() - t
+        done_frac[self.r] = 1.0
+        if self.spec["precision"] is None:
+            self.release()
 
     def release(self):
         """Keep what the result needs and drop the chain (per-queue engines hold 4 bytes per
@@ -388,12 +387,11 @@ class _Rep:
         self.num = self.num * f
         self.total_work = self.spec["burn"] + self.num
 
-    @staticmethod
-    def extend(rep, stop, done_frac):
+    def extend(self, stop, done_frac):
         t = _time.perf_counter()
-        rep._batches(stop, done_frac)
-        rep.wall += _time.perf_counter() - t
-        done_frac[rep.r] = 1.0
+        self._batches(stop, done_frac)
+        self.wall += _time.perf_counter() - t
+        done_frac[self.r] = 1.0
 
     # ------------------------------------------------------------------ results
     def arrays(self, L):

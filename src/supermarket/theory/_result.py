@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+from ..jsonable import to_jsonable
+
 
 def _frame(rows):
     import pandas as pd
@@ -17,7 +19,6 @@ class _Result:
     (the plain text the command line prints)."""
 
     def to_dict(self) -> dict:
-        from ..jsonable import to_jsonable
 
         return to_jsonable(asdict(self))
 

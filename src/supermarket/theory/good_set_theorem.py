@@ -8,6 +8,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from .._results import text_table
 from ..model import MAX_THEORY_N, check_fraction, check_int, check_load, check_positive_int, exact_load
 from ._result import _frame, _Result
 from .equilibrium import MAX_K, k_lambda_d
@@ -265,7 +266,6 @@ class TheoremReport(_Result):
 
     def summary(self) -> str:
         """The conditions as a table, then the verdict."""
-        from .._results import text_table
 
         t = text_table(["condition", "value", "holds", "detail"],
                        [[c.name, f"{c.value:.6g}", "yes" if c.holds else "no", c.detail] for c in self.conditions],

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._results import save_figure, text_table
+from ..jsonable import to_jsonable
 from ..model import MAX_THEORY_N, check_fraction, check_load, check_positive_int
 from ._result import _frame, _Result
 from .equilibrium import (
@@ -112,7 +114,6 @@ class TheoryReport(_Result):
     data: dict
 
     def to_dict(self) -> dict:
-        from ..jsonable import to_jsonable
 
         return to_jsonable(self.data)
 
@@ -135,7 +136,6 @@ class TheoryReport(_Result):
 
     def summary(self) -> str:
         """The text ``supermarket theory`` prints."""
-        from .._results import text_table
 
         r, p = self.data, self.data["params"]
         lines = [f"supermarket theory  n={p['n']}  d={p['d']}  λ={p['load']!r}  ε={p['eps']}"]
@@ -180,7 +180,6 @@ class TheoryReport(_Result):
             matplotlib.use("Agg", force=False)
         import matplotlib.pyplot as plt
 
-        from .._results import save_figure
 
         pi = np.asarray(self.data["fixed_point"], dtype=float)
         fig, ax = plt.subplots(figsize=(6.4, 4.2))

@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
+from .._results import text_table
+from ..jsonable import to_jsonable
 from ..model import MAX_THEORY_N, check_load, check_positive_int
 from ._result import _frame, _Result
 from .equilibrium import (
@@ -41,7 +43,6 @@ class DesignReport(_Result):
 
     def to_dict(self) -> dict:
         """JSON-safe: a share outside the linearisation's regime (NaN) is ``None``."""
-        from ..jsonable import to_jsonable
 
         out = asdict(self)
         del out["n"], out["k_one_less"]
@@ -55,7 +56,6 @@ class DesignReport(_Result):
 
     def summary(self) -> str:
         """The answer and the predicted shares by length, as ``supermarket design`` prints them."""
-        from .._results import text_table
 
         other = "—" if self.k_one_less is None else str(self.k_one_less)
         head = (f"At load λ = {self.load}, d = {self.d} choices give k_(λ,d) = {self.k} ≤ {self.max_queue} "

@@ -1,6 +1,11 @@
 """Sizing by a latency target (docs/model.md §10): the least ``d`` (given the load) or the
 largest load (given ``d``) whose mean-field sojourn-time quantile meets the target, and the
-check of such an answer by simulating ``n`` servers (locally or on a Dask cluster)."""
+check of such an answer by simulating ``n`` servers (locally or on a Dask cluster).
+
+It sits above both the mean field and the simulation it checks against (CONTRIBUTING.md,
+layers), beside :func:`supermarket.theory.design`, the sizing by a maximum queue length;
+the response-time laws themselves are the lower layer :mod:`supermarket.response`.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .mixture import check_quantile
-from .sources import from_meanfield, from_simulation
+from .meanfield import response_times
+from .model import check_load, check_positive_float, check_positive_int
+from .response import check_quantile, from_simulation
 
 __all__ = ["LatencyDesign", "least_d_for_latency", "max_load_for_latency", "verify_latency"]
 
@@ -78,7 +84,6 @@ class LatencyDesign:
 
 
 def _check_latency(quantile, latency):
-    from ..model import check_positive_float
     q = check_quantile(quantile)
     T = check_positive_float("latency", latency)
     floor = -math.log1p(-q)
@@ -88,7 +93,7 @@ def _check_latency(quantile, latency):
 def _mf_quantile(d, lam, q) -> float:
     if d == 1:
         return -math.log1p(-q) / (1.0 - lam)
-    return from_meanfield(d, lam, quantiles=(q,)).sojourn.quantiles[q]
+    return response_times(d, lam, quantiles=(q,)).sojourn.quantiles[q]
 
 
 def least_d_for_latency(load, quantile, latency, *, d_max: int = 2**40) -> LatencyDesign:
@@ -121,7 +126,6 @@ def least_d_for_latency(load, quantile, latency, *, d_max: int = 2**40) -> Laten
     >>> int(r.answer), r.achieved <= 8.0 < r.neighbour["value"]
     (3, True)
     """
-    from ..model import check_load, check_positive_int
     lam = check_load(load)
     q, T, floor = _check_latency(quantile, latency)
     d_max = check_positive_int("d_max", d_max)
@@ -189,7 +193,6 @@ def max_load_for_latency(d, quantile, latency, *, rtol: float = 1e-9) -> Latency
     >>> round(r.answer, 6)
     0.5
     """
-    from ..model import check_positive_int
     d = check_positive_int("d", d)
     q, T, floor = _check_latency(quantile, latency)
     if T <= floor:
@@ -227,7 +230,7 @@ def verify_latency(design: LatencyDesign, n, *, steps=2_000_000, replications=8,
     """Check a mean-field latency answer by simulating ``n`` servers (docs/model.md §10).
 
     The quantile at finite ``n`` comes from the simulated time averages of ``P_i``
-    (:func:`from_simulation`, standard errors across replications).  For "least d" the
+    (:func:`supermarket.response.from_simulation`, standard errors across replications).  For "least d" the
     answer ``d`` and ``d − 1`` are simulated; for "largest load" the answer itself.  A
     quantile counts as meeting the target when it is below it by more than ``z`` standard
     errors, as failing when above by more than ``z``, and as undecided otherwise.
@@ -274,8 +277,7 @@ def verify_latency(design: LatencyDesign, n, *, steps=2_000_000, replications=8,
     >>> v["n"], len(v["points"]), v["points"][0]["verdict"] in ("meets", "fails", "undecided")
     (4, 1, True)
     """
-    from ..model import check_positive_int
-    from ..simulation import simulate
+    from .simulation import simulate  # here, not at the top: it loads numba, which sizing alone does not need
     n = check_positive_int("n", n)
     q, T = design.quantile, design.latency
     pts = []

@@ -1,0 +1,413 @@
+"""A naive reference for the engines: the chain of docs/model.md §1–2 stepped in plain Python.
+
+Nothing here imports the package: the random numbers are a plain-Python xoshiro256**
+(Blackman and Vigna; seeded through SplitMix64, as ``engines/rng.py`` says it is), and each
+chain is written from the model's definition, with integers and exactly rounded
+probabilities.  The only thing taken from the kernels is the *order* in which a step
+consumes random numbers, which a reference must share to be compared state for state:
+
+- every step starts with one 53-bit uniform ``u``; it is an arrival when ``u < λ/(1+λ)``;
+- ``profile``: the same ``u`` gives the level (docs/model.md §2): an arrival joins length
+  ``ℓ = #{i ≥ 1 : U < P_i}`` with ``U = u/p``, a departure hits length
+  ``ℓ = #{i ≥ 1 : c_i > n(u − p)/(1 − p)}``;
+- ``queues``: an arrival then draws its ``d`` servers with :meth:`Xoshiro.below` (with
+  replacement: ``d`` independent draws, the first minimal entry joins; without: Floyd's
+  sample of ``d`` distinct servers, the minimal entries' tie broken uniformly by reservoir
+  sampling, one more draw per tie); a departure draws its server with ``below(n)``;
+- ``buckets``: an arrival's level comes from ``u`` as in ``profile``, then one ``below`` picks
+  the joining queue uniformly in its block of the sorted arrangement; a departure draws a
+  position with ``below(n)``;
+- ``coupling`` (the sorted coupling of §2, several copies on the same numbers): a second
+  uniform ``u' = 1 − v`` in ``(0, 1]`` gives the arrival's position (the largest of ``d``
+  uniform positions) or the departure's position ``⌈n u'⌉``;
+- ``fluct`` (the chain of paper 002's fluctuations, continuous time without
+  uniformization): a holding time ``−log(1 − u₁)/(nλ + c_1)``, then ``u₂``: an arrival when
+  ``u₂ (nλ + c_1) < nλ``; an arrival joins length ``#{i ≥ 1 : P_i > 1 − u₃}``, a departure
+  leaves the busy server at position ``K = 1 + ⌊u₃ c_1⌋``;
+- in continuous time every step ends with one more uniform ``v``, the holding time
+  ``−log(1 − v)/(n(1+λ))``, and one such draw precedes the first step (the first event
+  time); in discrete time the ``k``-th step happens at time ``k``.
+
+Time integrals (``∫ c_i dt``, ``∫ P_i dt`` and the time at each maximum) are accumulated
+step by step here, where the kernels integrate lazily level by level.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+M64 = (1 << 64) - 1
+
+__all__ = [
+    "Xoshiro",
+    "splitmix64_stream",
+    "NaiveProfile",
+    "NaiveQueues",
+    "NaiveBuckets",
+    "NAIVE",
+    "NaiveCoupling",
+    "NaiveFluct",
+]
+
+
+# --------------------------------------------------------------------------- random numbers
+def splitmix64_stream(seed: int, count: int) -> list[int]:
+    """The first ``count`` outputs of SplitMix64 seeded with ``seed`` (Steele, Lea, Flood 2014)."""
+    x = seed & M64
+    out = []
+    for _ in range(count):
+        x = (x + 0x9E3779B97F4A7C15) & M64
+        z = x
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+        out.append(z ^ (z >> 31))
+    return out
+
+
+def _rotl(x: int, k: int) -> int:
+    return ((x << k) | (x >> (64 - k))) & M64
+
+
+class Xoshiro:
+    """xoshiro256** on four Python integers (the public-domain ``xoshiro256starstar.c``)."""
+
+    def __init__(self, words):
+        self.s = [int(w) & M64 for w in words]
+
+    @classmethod
+    def from_seed(cls, seed: int) -> Xoshiro:
+        """Four words of SplitMix64 from ``seed``; the all-zero state (never reached in
+        practice) is replaced by ``(1, 0, 0, 0)``."""
+        words = splitmix64_stream(seed, 4)
+        if not any(words):
+            words[0] = 1
+        return cls(words)
+
+    def next_u64(self) -> int:
+        s = self.s
+        result = (_rotl((s[1] * 5) & M64, 7) * 9) & M64
+        t = (s[1] << 17) & M64
+        s[2] ^= s[0]
+        s[3] ^= s[1]
+        s[1] ^= s[2]
+        s[0] ^= s[3]
+        s[2] ^= t
+        s[3] = _rotl(s[3], 45)
+        return result
+
+    def double(self) -> float:
+        """Uniform on ``{0, 2^-53, …, 1 − 2^-53}``: the top 53 bits."""
+        return (self.next_u64() >> 11) / 9007199254740992.0
+
+    def below(self, n: int) -> int:
+        """Exactly uniform on ``0..n-1`` for ``1 <= n < 2^32`` (Lemire 2019: the high word of
+        ``x·n`` for a 32-bit ``x``, rejecting the ``2^32 mod n`` low words that bias it)."""
+        assert 1 <= n < 1 << 32
+        while True:
+            m = (self.next_u64() >> 32) * n
+            if (m & 0xFFFFFFFF) >= (1 << 32) % n:
+                return m >> 32
+
+
+# --------------------------------------------------------------------------- the chains
+class _Naive:
+    """The common part: parameters, time, counts ``c[0] = c_1, c[1] = c_2, …`` (trailing
+    zeros trimmed) and the time integrals."""
+
+    def __init__(self, n, d, lam, replace, counts, seed, continuous):
+        self.n, self.d, self.lam, self.replace = int(n), int(d), float(lam), bool(replace)
+        self.p = self.lam / (1.0 + self.lam)  # probability that a step is an arrival (§1)
+        self.rate = self.n * (1.0 + self.lam)  # the uniformization rate n(1+λ) (§1)
+        self.rng = Xoshiro.from_seed(seed)
+        self.continuous = bool(continuous)
+        self.c = [int(v) for v in counts if v > 0]
+        self.now = 0.0
+        self.steps = 0
+        self.area_c: list[float] = []
+        self.area_P: list[float] = []
+        self.maxtime: list[float] = []
+        self.good: tuple | None = None
+        self.good_time = 0.0
+        self.t_next = self._holding() if self.continuous else 1.0
+
+    def watch_good_set(self, k: int, lo, hi) -> None:
+        """Integrate the time spent in the good set ``N^ε`` of docs/model.md §5 as the code
+        states it: (a) ``c_{k+1} = 0`` and (b) ``lo_j <= n − c_j <= hi_j`` for ``j = 1..k``."""
+        self.good = (int(k), [float(x) for x in lo], [float(x) for x in hi])
+
+    def in_good_set(self) -> bool:
+        k, lo, hi = self.good
+        c = self.c + [0] * (k + 1)
+        return c[k] == 0 and all(lo[j - 1] <= self.n - c[j - 1] <= hi[j - 1] for j in range(1, k + 1))
+
+    # §1: discrete steps at 1, 2, …; continuous: exponential holding times of rate n(1+λ)
+    def _holding(self) -> float:
+        return -math.log(1.0 - self.rng.double()) / self.rate
+
+    def P(self, c: int) -> float:
+        """``P_i`` for a level with ``c`` queues of length ``>= i`` (docs/model.md §2),
+        correctly rounded from exact integers."""
+        return _p_exact(c, self.n, self.d, self.replace)
+
+    def _integrate(self, t: float) -> None:
+        dt = t - self.now
+        L = len(self.c)
+        for acc in (self.area_c, self.area_P):
+            acc.extend([0.0] * (L - len(acc)))
+        for i, ci in enumerate(self.c):
+            self.area_c[i] += ci * dt
+            self.area_P[i] += self.P(ci) * dt
+        self.maxtime.extend([0.0] * (L + 1 - len(self.maxtime)))
+        self.maxtime[L] += dt
+        if self.good is not None and self.in_good_set():
+            self.good_time += dt
+        self.now = t
+
+    def _level_up(self, ell: int) -> None:
+        """A customer joins a queue of length ``ell``: ``c_{ell+1} += 1``."""
+        if ell == len(self.c):
+            self.c.append(0)
+        self.c[ell] += 1
+
+    def _level_down(self, ell: int) -> None:
+        """A customer leaves a queue of length ``ell >= 1``: ``c_ell -= 1``."""
+        self.c[ell - 1] -= 1
+        if self.c[-1] == 0:
+            self.c.pop()
+
+    def step(self) -> None:
+        """One event of the uniformized chain, at time ``t_next``."""
+        self._integrate(self.t_next)
+        u = self.rng.double()
+        if u < self.p:
+            self._arrival(u)
+        else:
+            self._departure(u)
+        self.steps += 1
+        self.t_next = self.now + (self._holding() if self.continuous else 1.0)
+
+    def run(self, steps: int) -> None:
+        for _ in range(steps):
+            self.step()
+
+    def joined_length(self, u: float) -> int:
+        """§2: ``ℓ = #{i ≥ 1 : U < P_i}`` with ``U = u/p`` uniform on ``(0, 1)``."""
+        U = u / self.p
+        return sum(1 for ci in self.c if self.P(ci) > U)
+
+
+@lru_cache(maxsize=1 << 16)
+def _p_exact(c: int, n: int, d: int, replace: bool) -> float:
+    if replace:
+        return c**d / n**d  # int / int: correctly rounded
+    if c < d:
+        return 0.0
+    return math.comb(c, d) / math.comb(n, d)
+
+
+class NaiveProfile(_Naive):
+    """The counts chain (docs/model.md §2): the state is ``c`` alone."""
+
+    def _arrival(self, u):
+        self._level_up(self.joined_length(u))
+
+    def _departure(self, u):
+        y = self.n * (u - self.p) / (1.0 - self.p)  # uniform on (0, n): a uniform queue
+        ell = sum(1 for ci in self.c if ci > y)
+        if ell:
+            self._level_down(ell)
+
+
+class NaiveQueues(_Naive):
+    """The per-queue chain exactly as §1 defines it: ``x[j]`` is the length of queue ``j``;
+    the start gives the ``c_i`` longest queues length ``>= i`` (queues ``0..c_1−1`` busy)."""
+
+    def __init__(self, n, d, lam, replace, counts, seed, continuous):
+        super().__init__(n, d, lam, replace, counts, seed, continuous)
+        self.x = [sum(1 for ci in self.c if ci > j) for j in range(self.n)]
+
+    def _arrival(self, u):
+        below, x = self.rng.below, self.x
+        if self.replace:
+            # a uniform d-tuple from {0..n-1}^d; join its first minimal entry
+            tup = [below(self.n) for _ in range(self.d)]
+            q = min(tup, key=lambda k: x[k])  # min returns the first minimal entry
+        else:
+            # d distinct servers (Floyd's algorithm); the shortest, ties broken uniformly
+            chosen: set[int] = set()
+            q, best, ties = -1, None, 0
+            for jj in range(self.n - self.d, self.n):
+                t = below(jj + 1)
+                if t in chosen:
+                    t = jj
+                chosen.add(t)
+                if best is None or x[t] < best:
+                    q, best, ties = t, x[t], 1
+                elif x[t] == best:
+                    ties += 1
+                    if below(ties) == 0:  # the new tie replaces the choice with probability 1/ties
+                        q = t
+        self._level_up(x[q])
+        x[q] += 1
+
+    def _departure(self, u):
+        K = self.rng.below(self.n)
+        if self.x[K] > 0:
+            self._level_down(self.x[K])
+            self.x[K] -= 1
+
+
+class NaiveBuckets(_Naive):
+    """The sorted arrangement of §2: ``perm[p]`` is the queue at position ``p``, longest
+    first, so the queues of length exactly ``ℓ`` sit at positions ``[c_{ℓ+1}, c_ℓ)``
+    (``c_0 = n``); the start puts queue ``p`` at position ``p``."""
+
+    def __init__(self, n, d, lam, replace, counts, seed, continuous):
+        super().__init__(n, d, lam, replace, counts, seed, continuous)
+        self.perm = list(range(self.n))
+
+    def _count(self, i: int) -> int:
+        """``c_i`` with ``c_0 = n`` and ``c_i = 0`` above the top."""
+        if i == 0:
+            return self.n
+        return self.c[i - 1] if i <= len(self.c) else 0
+
+    def _arrival(self, u):
+        ell = self.joined_length(u)
+        first, end = self._count(ell + 1), self._count(ell)  # the block of length-ℓ queues
+        p = first + self.rng.below(end - first)  # a uniform queue of length ℓ joins
+        perm = self.perm
+        perm[p], perm[first] = perm[first], perm[p]  # it moves to the block's edge …
+        self._level_up(ell)  # … which becomes the last position of length ℓ + 1
+
+    def _departure(self, u):
+        K = self.rng.below(self.n)  # a uniform position
+        ell = sum(1 for ci in self.c if ci > K)  # its length, #{i : c_i > K}
+        if ell:
+            last = self._count(ell) - 1
+            perm = self.perm
+            perm[K], perm[last] = perm[last], perm[K]
+            self._level_down(ell)
+
+    def lengths(self) -> list[int]:
+        """Queue lengths by queue identity."""
+        out = [0] * self.n
+        for p, q in enumerate(self.perm):
+            out[q] = sum(1 for ci in self.c if ci > p)
+        return out
+
+
+NAIVE = {"profile": NaiveProfile, "queues": NaiveQueues, "buckets": NaiveBuckets}
+
+
+# --------------------------------------------------------------------------- the sorted coupling
+class NaiveCoupling:
+    """Copies of the profile chain under the sorted coupling (docs/model.md §2): queues are
+    named by their position ``1..n`` in the sorted order, longest first, so the queue at
+    position ``p`` of a copy has length ``#{i ≥ 1 : c_i ≥ p}``; every copy takes the same
+    step (an arrival at the same position, or a departure from the same position).
+    ``dist[m]`` is ``Σ_i |c_i − c_i(copy 0)|``, ``tau[m]`` the first step at which copy ``m``
+    equalled copy 0 (``0`` when it starts equal, ``-1`` before)."""
+
+    def __init__(self, n, d, lam, replace, starts, words):
+        self.n, self.d, self.replace = int(n), int(d), bool(replace)
+        self.p = float(lam) / (1.0 + float(lam))
+        self.rng = Xoshiro(words)
+        self.c = [[int(v) for v in cm if v > 0] for cm in starts]
+        self.step_no = 0
+        self.dist = [self._l1(m) for m in range(len(self.c))]
+        self.tau = [0 if x == 0 else -1 for x in self.dist]
+
+    def _l1(self, m: int) -> int:
+        a, b = self.c[m], self.c[0]
+        L = max(len(a), len(b))
+        return sum(abs((a[i] if i < len(a) else 0) - (b[i] if i < len(b) else 0)) for i in range(L))
+
+    def arrival_position(self, u: float) -> int:
+        """The largest of ``d`` uniform positions: the least ``m`` with ``P(max ≤ m) ≥ u``,
+        ``P(max ≤ m) = (m/n)^d`` with replacement, ``C(m, d)/C(n, d)`` without (exact
+        integers against the dyadic ``u``)."""
+        from fractions import Fraction
+
+        n, d = self.n, self.d
+        target = Fraction(u)
+        if self.replace:
+            ok = lambda m: m**d >= target * n**d  # noqa: E731
+            lo = 1
+        else:
+            total = math.comb(n, d)
+            ok = lambda m: math.comb(m, d) >= target * total  # noqa: E731
+            lo = d
+        hi = n  # ok(n) holds; bisection for the least m with ok(m)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if ok(mid):
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    def step(self) -> None:
+        arrival = self.rng.double() < self.p
+        u = 1.0 - self.rng.double()  # in (0, 1]
+        if arrival:
+            pos, delta = self.arrival_position(u), 1
+        else:
+            pos, delta = max(1, min(self.n, math.ceil(self.n * u))), -1
+        for cm in self.c:
+            ell = sum(1 for ci in cm if ci >= pos)  # the length of the queue at position pos
+            if delta > 0:
+                if ell == len(cm):
+                    cm.append(0)
+                cm[ell] += 1  # c_{ℓ+1} += 1
+            elif ell > 0:
+                cm[ell - 1] -= 1  # c_ℓ −= 1
+                if cm[-1] == 0:
+                    cm.pop()
+        self.step_no += 1
+        for m in range(1, len(self.c)):
+            self.dist[m] = self._l1(m)
+            if self.tau[m] < 0 and self.dist[m] == 0:
+                self.tau[m] = self.step_no
+
+
+# --------------------------------------------------------------------------- paper 002's chain
+class NaiveFluct:
+    """The counts chain in continuous time as a jump chain (docs/model.md §1–2): from ``c``
+    the next event comes after an exponential time of rate ``nλ + c_1`` (arrivals at rate
+    ``nλ``, each of the ``c_1`` busy servers completes at rate 1) and is an arrival with
+    probability ``nλ/(nλ + c_1)``; an arrival joins a queue of length ``ℓ`` with
+    ``P(ℓ ≥ i) = P_i``, a departure leaves a uniformly chosen busy server, the one at
+    position ``K`` of the queues sorted longest first, whose length is ``#{i : c_i ≥ K}``."""
+
+    def __init__(self, n, d, lam, replace, counts, words):
+        self.n, self.d, self.replace = int(n), int(d), bool(replace)
+        self.arr_rate = self.n * float(lam)
+        self.rng = Xoshiro(words)
+        self.c = [int(v) for v in counts if v > 0]
+        self.t = 0.0
+
+    def step(self) -> None:
+        from fractions import Fraction
+
+        c1 = self.c[0] if self.c else 0
+        rate = self.arr_rate + c1
+        self.t += -math.log(1.0 - self.rng.double()) / rate
+        if self.rng.double() * rate < self.arr_rate:
+            V = Fraction(1.0 - self.rng.double())  # uniform on (0, 1]
+            n, d = self.n, self.d
+            if self.replace:
+                ell = sum(1 for ci in self.c if ci**d > V * n**d)  # P_i = (c_i/n)^d > V
+            else:
+                total = math.comb(n, d)
+                ell = sum(1 for ci in self.c if math.comb(ci, d) > V * total)
+            if ell == len(self.c):
+                self.c.append(0)
+            self.c[ell] += 1
+        else:
+            K = min(1 + int(self.rng.double() * c1), c1)
+            ell = sum(1 for ci in self.c if ci >= K)
+            self.c[ell - 1] -= 1
+            if self.c[-1] == 0:
+                self.c.pop()
