@@ -112,7 +112,7 @@ def test_every_command_takes_scheduler_and_timeout(name):
 
 # the commands that gained --scheduler last, each with a quick valid invocation
 NEW_SCHEDULER_COMMANDS = {
-    "perfect": ["perfect", "--n", "5", "--samples", "2"],
+    "perfect": ["perfect", "--n", "5", "--replications", "2"],
     "exact": ["exact", "--n", "3"],
     "theory": ["theory"],
     "meanfield": ["meanfield", "--d", "2"],

@@ -134,6 +134,20 @@ def test_reproduce_cli_calls_run(tiny, tmp_path):
                                   "--workers", "1"])
     assert r.exit_code == 0, r.output
     assert (tmp_path / "o" / "summary.md").exists()
+    # issue 19: a closing line says what was written (files, size, where, the summary)
+    files = [f for f in (tmp_path / "o").rglob("*") if f.is_file()]
+    assert r.stdout.startswith(f"wrote {len(files)} files (") and f"start with {tmp_path / 'o' / 'summary.md'}" in r.stdout
+
+
+def test_reproduce_without_out_is_one_clear_line():
+    """Issue 19: without --out it failed with "expected str, bytes or os.PathLike object, not
+    NoneType" (click >= 8.3 treats an explicit default=None as given)."""
+    from supermarket.cli import main
+    for paper in ("paper000", "paper002"):
+        r = CliRunner().invoke(main, ["reproduce", paper, "--quick"])
+        assert r.exit_code == 2
+        assert r.stderr.count("\n") == 1 and r.stderr.startswith("supermarket: error: --out DIR is required"), r.stderr
+        assert f"--out {paper}-quick" in r.stderr and "NoneType" not in r.stderr
 
 
 def test_run_bad_input(tmp_path):

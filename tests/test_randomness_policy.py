@@ -155,7 +155,7 @@ def test_cli_refuses_in_one_line():
 
 
 @pytest.mark.parametrize("args", [
-    ["mixing", "--n", "1e6", "--load", "0.99", "--replications", "2", "--burn-in", "1e11", "--workers", "2"],
+    ["mixing", "--n", "1e6", "--load", "0.99", "--replications", "2", "--burn-in-steps", "1e11", "--workers", "2"],
     pytest.param(["fluctuations", "--regime", "b", "--n", "1e5", "--time", "1e5", "--replications", "2",
                   "--no-prelimit"], marks=pytest.mark.slow),
 ])

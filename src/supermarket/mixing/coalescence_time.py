@@ -431,7 +431,7 @@ def coalescence(n, d, lam, *, start="good", replications=100, seed=0, max_steps=
     burn = _default_burn_in(p) if burn_in is None else _check_steps("burn_in", burn_in)
     budget = _default_budget(p, start) if max_steps is None else check_int(
         "max_steps", max_steps, minimum=1, maximum=MAX_STEPS)
-    option = ("pass a smaller --burn-in (burn_in=) or fewer --replications" if burn_in is None
+    option = ("pass a smaller --burn-in-steps (burn_in=) or fewer --replications" if burn_in is None
               else "lower burn_in, n or replications")
     label_b = "the default burn-in of 10 × k d^(k−1) n log n" if burn_in is None else "burn_in"
     _check_work(float(replications) * burn, f"{label_b} = {burn:.3g} steps per stationary copy × "
