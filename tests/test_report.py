@@ -219,3 +219,13 @@ def test_mixing_table_names_what_it_shows(sweep_dir, tmp_path):
     for line in fl.splitlines():
         if line.startswith("| ") and "too short to know" in line:  # no ± beside a distrusted value
             assert not re.search(r"\(too short to know\) ±|± [^|]*\(too short", line)
+
+
+def test_report_out_is_deprecated_for_html_or_md(sweep_dir, tmp_path):
+    from click.testing import CliRunner
+
+    from supermarket.cli import main
+
+    r = CliRunner().invoke(main, ["report", str(sweep_dir), "--out", str(tmp_path / "r.md")])
+    assert r.exit_code == 0 and (tmp_path / "r.md").exists()
+    assert r.stderr.startswith("supermarket: warning: report --out FILE is deprecated; use --html FILE or --md FILE")
