@@ -242,11 +242,24 @@ def test_refined_response_times_withheld_when_not_trusted():
     assert "refined response times (1/n, derived): not shown" in text and "response times (refined" not in text
 
 
-def test_no_replace_response_times():
-    r = run(["meanfield", "--d", "3", "--load", "0.9", "--n", "20", "--no-replace", "--json"])
+def test_no_replace_refined_mean_field_and_response_times():
+    """Issue 19: without replacement the refined numbers were those with replacement (2.0307)
+    and the refined response times were refused.  Now V includes the drift's 1/n term
+    (docs/model.md §3): Σπ + ΣV/n = 1.97487 (a simulation gives 1.9952 ± 0.0016: the same
+    O(1/n²) above it as with replacement), and the refined sojourn mean obeys Little's law."""
+    args = ["meanfield", "--d", "3", "--load", "0.9", "--n", "20"]
+    r = run([*args, "--no-replace", "--json"])
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
-    assert "without replacement" in out["response_source"] and out["refined"]["sojourn"] is None
+    with_r = json.loads(run([*args, "--json"]).stdout)
+    assert "without replacement" in out["response_source"]
+    ref = out["refined"]
+    assert "without replacement" in ref["sampling"] and "with replacement" not in out["covariance_of"]
+    assert with_r["refined"]["mean_queue_length"] == pytest.approx(2.0307, abs=1e-4)
+    assert ref["mean_queue_length"] == pytest.approx(1.97487, abs=1e-5)
+    assert ref["V"] != with_r["refined"]["V"]
+    assert ref["sojourn"]["mean"] == pytest.approx(ref["mean_queue_length"] / 0.9, rel=1e-9)  # Little
+    assert "with replacement only" not in run([*args, "--no-replace"]).output
 
 
 def test_text_is_the_report_summary(tmp_path):

@@ -30,9 +30,9 @@ CONCEPTS = {
              lambda p: isinstance(p.type, click.IntRange) and p.type.min == 0),
     "replications": ({"--replications"}, {"--replications", "--reps", "--runs", "--repeats"},
                      lambda p: isinstance(p.type, CountType)),
-    # --out is where a command's output goes: a directory for commands that write many files
-    # (sweep, reproduce), one file for those that write one (simulate, report); either way a
-    # path checked writable before any work (cli/_common.py's OutputDir / OutputFile)
+    # --out is where a command's output goes, a path checked writable before any work
+    # (cli/_common.py's OutputDir / OutputFile); one meaning (a directory) is checked by
+    # test_one_meaning_per_option_name below (report's file --out is a hidden deprecated alias)
     "out": ({"--out"}, {"--out", "--output", "--out-dir", "-o"},
             lambda p: isinstance(p.type, (OutputDir, OutputFile))),
     "json": ({"--json"}, {"--json", "--as-json"}, lambda p: p.is_flag and p.name == "as_json"),
@@ -112,7 +112,7 @@ def test_every_command_takes_scheduler_and_timeout(name):
 
 # the commands that gained --scheduler last, each with a quick valid invocation
 NEW_SCHEDULER_COMMANDS = {
-    "perfect": ["perfect", "--n", "5", "--samples", "2"],
+    "perfect": ["perfect", "--n", "5", "--replications", "2"],
     "exact": ["exact", "--n", "3"],
     "theory": ["theory"],
     "meanfield": ["meanfield", "--d", "2"],
@@ -174,3 +174,61 @@ def test_report_json_manifest(tmp_path):
 
     for f in man["files"]:
         assert Path(f["path"]).stat().st_size == f["bytes"]
+
+
+# One meaning per option name (issue 19): --out is a directory, the burn-in says its unit,
+# independent repetitions are --replications, --workers defaults to all cores.  simulate is
+# owned by another branch: the lead renames its --out FILE (to --save FILE) and --burn-in (to
+# --burn-in-steps / --burn-in-time); the strict xfail then flips and must be removed.
+ONE_MEANING_NOT_YET = {
+    "simulate": "cli/simulate.py is another branch's: --out FILE -> --save FILE, --burn-in -> "
+                "--burn-in-steps/--burn-in-time (hidden deprecated aliases kept)",
+}
+
+
+def _meaning_problems(name) -> list[str]:
+    from supermarket.cli._common import FloatType
+
+    out = []
+    for p in _command(name).params:
+        if not isinstance(p, click.Option) or p.hidden:
+            continue
+        opts = set(p.opts)
+        if "--out" in opts and not isinstance(p.type, OutputDir):
+            out.append(f"{name}: --out is not a directory ({p.type!r})")
+        if opts & {"--burn-in", "--samples"}:
+            out.append(f"{name}: {sorted(opts)} (use --burn-in-steps/--burn-in-time, --replications)")
+        if "--burn-in-steps" in opts and not isinstance(p.type, CountType):
+            out.append(f"{name}: --burn-in-steps is not a count")
+        if "--burn-in-time" in opts and not isinstance(p.type, FloatType):
+            out.append(f"{name}: --burn-in-time is not a number")
+        if "--workers" in opts and p.default is not None:
+            out.append(f"{name}: --workers defaults to {p.default!r}, not all cores")
+    return out
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=ONE_MEANING_NOT_YET[n]))
+                                  if n in ONE_MEANING_NOT_YET else n for n in COMMANDS])
+def test_one_meaning_per_option_name(name):
+    assert _meaning_problems(name) == []
+
+
+def test_deprecated_names_still_work_with_one_warning_line():
+    new = CliRunner().invoke(main, ["mixing", "--n", "20", "--d", "2", "--load", "0.5", "--replications", "3",
+                                    "--burn-in-steps", "50", "--workers", "1", "--json"])
+    old = CliRunner().invoke(main, ["mixing", "--n", "20", "--d", "2", "--load", "0.5", "--replications", "3",
+                                    "--burn-in", "50", "--workers", "1", "--json"])
+    assert new.exit_code == old.exit_code == 0 and new.stderr == ""
+    assert json.loads(new.stdout)["taus"] == json.loads(old.stdout)["taus"]
+    assert json.loads(old.stdout)["burn_in_steps"] == 50
+    assert old.stderr.splitlines() == ["supermarket: warning: --burn-in is deprecated; use --burn-in-steps "
+                                       "(--burn-in-steps and --burn-in-time say the unit in every command)"]
+    hidden = {o for p in _command("mixing").params if getattr(p, "hidden", False) for o in p.opts}
+    helptext = CliRunner().invoke(main, ["mixing", "--help"]).output
+    assert hidden == {"--burn-in"} and "--burn-in " not in helptext and "--burn-in-steps" in helptext
+
+
+def test_exact_plot_ends_with_what_it_wrote(tmp_path):
+    r = CliRunner().invoke(main, ["exact", "--n", "2", "--d", "2", "--load", "0.5", "--plot", str(tmp_path / "e.png")])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.rstrip().splitlines()[-1] == f"wrote {tmp_path / 'e.png'}" and (tmp_path / "e.png").stat().st_size

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import warnings
 
 import numpy as np
@@ -235,7 +236,93 @@ def test_cli_json_and_errors():
     assert bad.exit_code == 2
 
 
+def test_regime_c_lna_is_marked_does_not_apply_and_not_scored():
+    """Issue 19: regime (c) scored the chain against a linear-noise row whose second coordinate
+    is identically 0 (x^n_2 = 0 at d_n = n: one level kept).  It is marked, not scored."""
+    from click.testing import CliRunner
+
+    from supermarket.cli import main
+
+    p = quiet(fl.regime_c, 400, 1.0)
+    lna = fl.lna_moments(p)
+    assert lna.mean_z2 == lna.var_z2 == lna.cov_z1z2 == 0.0  # the fact the rule rests on
+    assert fl.comparison.lna_does_not_apply(lna).startswith("does not apply")
+    assert fl.comparison.lna_does_not_apply(fl.lna_moments(quiet(fl.regime_a, 10**3, 1.0))) == ""
+    args = ["fluctuations", "--regime", "c", "--n", "400", "--time", "300", "--replications", "2",
+            "--sde-paths", "16", "--sde-time", "5", "--dt", "0.01", "--no-prelimit", "--seed", "3"]
+    out = json.loads(CliRunner().invoke(main, [*args, "--json"]).stdout)
+    assert out["lna_applies"] is False and out["lna_note"].startswith("does not apply")
+    assert out["z_scores"] is None or "lna" not in out["z_scores"]
+    text = CliRunner().invoke(main, args).output
+    assert "does not apply" in text and "z-scores vs lna" not in text
+    # regime (a): the LNA applies and is scored
+    r = CliRunner().invoke(main, ["fluctuations", "--regime", "a", "--n", "1e3", "--time", "400",
+                                  "--replications", "2", "--sde-paths", "16", "--sde-time", "5", "--dt", "0.01",
+                                  "--no-prelimit", "--json"])
+    out = json.loads(r.stdout)
+    assert out["lna_applies"] is True
+
+
+def test_too_short_run_shows_no_plus_minus_and_advice_names_real_options():
+    """Issue 19: a run too short to know its error printed ± and z-scores, and its advice named a
+    --batches option the command does not have.  Now: no ± on the chain's row, no z-scores, and
+    the advice names --time with a value that has margin over what the estimated τ needs."""
+    from click.testing import CliRunner
+
+    from supermarket.cli import main
+    from supermarket.fluctuations.moments import ADVICE_MARGIN, BATCH_TAU_FACTOR
+
+    args = ["fluctuations", "--regime", "a", "--n", "1e3", "--time", "10", "--replications", "2",
+            "--sde-paths", "16", "--sde-time", "5", "--dt", "0.01", "--no-prelimit"]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    chain = next(x for x in r.output.splitlines() if x.startswith("chain (simulated)"))
+    assert "±" not in chain and "z-scores vs" not in r.output and "--batches" not in r.output
+    advice = next(x for x in r.output.splitlines() if x.startswith("advice:"))
+    opts = {o for prm in main.get_command(None, "fluctuations").params for o in prm.opts + prm.secondary_opts}
+    named = set(re.findall(r"--[a-z][a-z-]*", advice))
+    assert named and named <= opts, (named, advice)
+    out = json.loads(CliRunner().invoke(main, [*args, "--json"]).stdout)
+    m = out["sim"]
+    assert m["error_bars_adequate"] is False and out["z_scores"] is None
+    need = float(re.search(r"--time ([0-9.e+]+)", advice).group(1))
+    assert need == m["time_needed"]
+    if m["tau_int"] is not None:
+        assert need >= max(ADVICE_MARGIN * BATCH_TAU_FACTOR * m["tau_int"] * 10, 4 * 10)
+    else:
+        assert need == 100
+
+
 # ----------------------------------------------------------------- slow
+@pytest.mark.slow
+@pytest.mark.parametrize("regime", ["a", "b", "c"])
+def test_default_options_answer_with_error_bars(regime):
+    """Issue 19: with its default options every regime ends with error bars the chain trusts
+    (--time 2000, 4 replications: batches of 200 time units against 10 τ ≈ 55–70), in about a
+    minute on 2 shared cores."""
+    from click.testing import CliRunner
+
+    from supermarket.cli import main
+
+    out = json.loads(CliRunner().invoke(main, ["fluctuations", "--regime", regime, "--json"]).stdout)
+    assert out["sim"]["error_bars_adequate"] is True, out["sim"].get("error_bars_note")
+    assert out["z_scores"] is not None
+
+
+@pytest.mark.slow
+def test_following_the_advice_gives_error_bars():
+    from click.testing import CliRunner
+
+    from supermarket.cli import main
+
+    args = ["fluctuations", "--regime", "c", "--n", "400", "--replications", "2", "--sde-paths", "16",
+            "--sde-time", "5", "--dt", "0.01", "--no-prelimit", "--json"]
+    first = json.loads(CliRunner().invoke(main, [*args, "--time", "170"]).stdout)["sim"]
+    assert first["error_bars_adequate"] is False
+    again = json.loads(CliRunner().invoke(main, [*args, "--time", f"{first['time_needed']:g}"]).stdout)["sim"]
+    assert again["error_bars_adequate"] is True, again.get("error_bars_note")
+
+
 def test_lna_tends_to_limit_closed_form():
     # the finite-n LNA (another method) tends to the derived limit 2/(2+κ) as d_n grows
     vals = [fl.lna_moments(quiet(fl.regime_a, n, 1.0, d=d)) for n, d in ((10**4, 10), (10**8, 100), (10**16, 10**4))]

@@ -179,7 +179,7 @@ def _mixing_spec():
     return {"--n": _small_or_bad(1, 2, 20), "--d": _valid_or_hostile(*COUNTS),
             "--load": _valid_or_hostile(*LOADS),
             "--from": st.sampled_from(START), "--replications": _small_or_bad(1, 3),
-            "--max-steps": _small_or_bad(10, 500), "--burn-in": _small_or_bad(1, 100), "--seed": _hostile(),
+            "--max-steps": _small_or_bad(10, 500), "--burn-in-steps": _small_or_bad(1, 100), "--seed": _hostile(),
             "--workers": _small_or_bad(1), "--no-replace": None}
 
 
@@ -188,7 +188,7 @@ def _fluct_spec():
             "--kappa": _valid_or_hostile("0.5", "1", "3"), "--theta": _valid_or_hostile("0.1", "0.25", "0.49"),
             "--c": _valid_or_hostile("0.5", "1", "2"), "--zeta": _valid_or_hostile("-1", "0", "1", "3"),
             "--d": _small_or_bad(2, 3, 10), "--centring": st.sampled_from(["c_n", "one", "x"]),
-            "--time": _small_or_bad(1, 2), "--burn-in": _small_or_bad(0.5, 1), "--replications": _small_or_bad(1),
+            "--time": _small_or_bad(1, 2), "--burn-in-time": _small_or_bad(0.5, 1), "--replications": _small_or_bad(1),
             "--seed": _hostile(), "--replace": None, "--sde-paths": _small_or_bad(2, 4),
             "--sde-time": _small_or_bad(1, 2), "--dt": _small_or_bad(0.01, 0.1),
             "--reflection": st.sampled_from(["projection", "bridge", "x"]), "--plot": st.sampled_from(PATHS)}
@@ -200,8 +200,8 @@ BASE = {
     "meanfield": ["--d", "2", "--load", "0.9"],
     "simulate": ["--n", "20", "--d", "2", "--load", "0.9", "--steps", "400", "--burn-in", "0", "--json"],
     "mixing": ["--n", "20", "--d", "2", "--load", "0.5", "--replications", "3", "--max-steps", "2000",
-               "--burn-in", "100", "--workers", "1", "--json"],
-    "fluctuations": ["--regime", "a", "--n", "100", "--time", "2", "--burn-in", "1", "--replications", "1",
+               "--burn-in-steps", "100", "--workers", "1", "--json"],
+    "fluctuations": ["--regime", "a", "--n", "100", "--time", "2", "--burn-in-time", "1", "--replications", "1",
                      "--sde-paths", "4", "--sde-time", "2", "--dt", "0.01", "--workers", "1", "--json"],
 }
 SPECS = {"theory": _theory_spec, "design": _design_spec, "meanfield": _meanfield_spec,

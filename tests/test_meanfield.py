@@ -337,7 +337,105 @@ def test_refined_mean_field_matches_rmftool():
     assert np.max(np.abs(ours.V - V_r)) < 1e-6
 
 
+def test_sampling_first_order_against_exact_binomial_ratios():
+    # C(c, d)/C(n, d) = v^d + h(v)/n + O(1/n²) with h(v) = −½d(d−1)(v^{d−1} − v^d), v = c/n:
+    # n² × the remainder stays bounded (here it settles), while without h even n × it does not vanish
+    from math import comb
+
+    from supermarket.meanfield.corrections import sampling_first_order
+
+    for d in (2, 3, 4, 7):
+        for v in (0.3, 0.7):
+            rem2, rem1 = [], []
+            for n in (100, 1000, 10000):
+                c = round(v * n)
+                exact = comb(c, d) / comb(n, d)
+                rem2.append(n * n * abs(exact - v**d - float(sampling_first_order([v], d)[0]) / n))
+                rem1.append(n * abs(exact - v**d))
+            assert rem2[-1] < 1.2 * max(rem2[0], 1e-3) and rem2[-1] < 50, (d, v, rem2)
+            assert rem1[-1] > 0.9 * rem1[0] > 0, (d, v, rem1)  # the 1/n term is really there
+    assert np.all(sampling_first_order([0.0, 0.4, 1.0], 1) == 0)  # d = 1: one queue, no difference
+    assert float(sampling_first_order([1.0], 5)[0]) == 0.0  # every queue qualifies: C(n, d)/C(n, d) = 1
+
+
+def _exact_noreplace_errors(d, lam, ns, replace_V):
+    """n² × Σ_i |E[u_i] − π_i − V_i/n| against the exact law without replacement (§11)."""
+    from supermarket import stationary
+
+    r = mf.refined_mean_field(d, lam, replace=replace_V, levels=20)
+    out = []
+    for n in ns:
+        e = stationary.solve(n, d, lam, replace=False, tol=1e-10)
+        k = e.u_mean.size
+        assert k < 20
+        um = np.zeros(20)
+        um[:k] = e.u_mean
+        out.append(n * n * np.abs(um - (r.pi + r.V / n)).sum())
+    return np.array(out)
+
+
+def test_refined_without_replacement_against_exact_law():
+    """docs/model.md §3 (refined mean field without replacement, derived): the error of π + V/n
+    against the exact law of the chain without replacement is O(1/n²): n² × error does not grow
+    from n = 4 to n = 7 (it falls, 0.45 → 0.35), while the with-replacement V leaves an O(1/n)
+    error (n² × error grows like n: × 1.5 over the same range).  d = 4: the coefficient
+    d(d−1)/2 = 6 differs from d, d − 1, d(d−1) and (d−1)(d−2)/2."""
+    ns = (4, 5, 7)
+    ours = _exact_noreplace_errors(4, 0.6, ns, False)
+    theirs = _exact_noreplace_errors(4, 0.6, ns, True)
+    assert ours[-1] <= 1.05 * ours[0], ours
+    assert theirs[-1] >= 1.3 * theirs[0], theirs
+    assert np.all(ours < theirs)
+
+
+def test_refined_without_replacement_V_satisfies_the_flow_identity():
+    # docs/model.md §3: E[u_i] = λ E[C(c_{i−1}, d)/C(n, d)] exactly; to order 1/n with
+    # C(c, d)/C(n, d) = v^d + h(v)/n: V_i = λ(d π^{d−1} V + ½d(d−1) π^{d−2} W + h(π))_{i−1}, V_1 = 0
+    from supermarket.meanfield.corrections import sampling_first_order
+
+    for d, lam in [(2, 0.9), (3, 0.7), (10, 0.95)]:
+        r = mf.refined_mean_field(d, lam, replace=False)
+        pi, V, W = r.pi, r.V, r.W
+        rhs = lam * (d * pi[:-1] ** (d - 1) * V[:-1] + 0.5 * d * (d - 1) * pi[:-1] ** (d - 2) * np.diag(W)[:-1]
+                     + sampling_first_order(pi[:-1], d))
+        assert abs(V[0]) < 1e-10 * np.abs(V).max()
+        assert np.allclose(V[1:], rhs, rtol=1e-8, atol=1e-12 * np.abs(V).max())
+        assert r.replace is False and r.to_dict()["replace"] is False
+    # d = 1: sampling one queue is the same either way
+    assert np.allclose(mf.refined_mean_field(1, 0.7, replace=False).V, mf.refined_mean_field(1, 0.7).V,
+                       rtol=0, atol=0)
+    with pytest.raises(ValueError, match="n must be >= d"):
+        mf.refined_mean_field(3, 0.7, replace=False).mean(2)
+
+
+def test_refined_response_times_without_replacement_obey_littles_law():
+    # E[S] = 1 + Σ T_i must equal E[Σ u_i]/λ (Little) with E[u] = π + V/n, the V without replacement
+    d, lam, n = 3, 0.9, 20
+    rt = mf.response_times(d, lam, n=n, refined=True, replace=False)
+    r = mf.refined_mean_field(d, lam, replace=False)
+    assert rt.sojourn.mean == pytest.approx(r.mean_queue_length(n) / lam, rel=1e-9)
+    assert not rt.notes
+
+
 # --------------------------------------------------------------------------- against simulation
+def test_refined_without_replacement_against_simulation_n20():
+    """λ = 0.9, d = 3, n = 20 without replacement (the case of issue 19): the simulated mean queue
+    length sits O(1/n²) from Σπ + ΣV/n with the V without replacement, as the simulation with
+    replacement sits from its own refined value: the two offsets agree within 4.5 standard
+    errors of their difference plus 1/n² (the O(1/n²) remainders need not be equal).  With the
+    with-replacement V the first offset would move by ΣV_drift/n = −0.056 and fail (7 s.e. of
+    the difference); the exact-law test above separates the two V's sharply."""
+    n, d, lam = 20, 3, 0.9
+    r_nr = mf.refined_mean_field(d, lam, replace=False)
+    r_wr = mf.refined_mean_field(d, lam)
+    s_nr = simulate(n, d, lam, steps=2 * 10**7, seed=21, replace=False, start="fixed-point")
+    s_wr = simulate(n, d, lam, steps=2 * 10**7, seed=22, start="fixed-point")
+    off_nr = s_nr.mean_queue_length - r_nr.mean_queue_length(n)
+    off_wr = s_wr.mean_queue_length - r_wr.mean_queue_length(n)
+    se = math.hypot(s_nr.mean_queue_length_stderr, s_wr.mean_queue_length_stderr)
+    assert abs(off_nr - off_wr) < 4.5 * se + 1 / n**2, (off_nr, off_wr, se)
+
+
 def test_refined_closer_to_simulation_than_mean_field():
     """λ = 0.9, d = 2, n = 10, 20, 50: the simulated mean queue length (batch-means standard
     error) is far from Σπ and much closer to Σπ + ΣV/n; at n = 20 and 50 it agrees with the

@@ -227,6 +227,25 @@ def test_censoring_is_reported_never_as_a_number():
     assert res.tmix_steps is None
 
 
+def test_summary_gives_the_ratio_of_the_measured_time_to_each_bound():
+    """Issue 19: the bounds were printed without the ratio of the measured time to them.  The
+    ratio is q75 of τ (the measured bound on t_mix(1/4)) over each order, from the taus."""
+    res = mx.coalescence(40, 3, 0.9, start="empty", replications=40, seed=3, workers=1)
+    d = res.to_dict()
+    taus = sorted(res.taus)
+    assert d["tmix_steps"] in taus  # an order statistic of the measured times
+    for key, bound in (("upper", d["bound_upper_steps"]), ("lower", d["bound_lower_steps"]),
+                       ("lower_good", d["bound_lower_good_steps"])):
+        assert d[f"tmix_over_bound_{key}"] == pytest.approx(d["tmix_steps"] / bound, rel=1e-12)
+    text = res.summary()
+    assert "q75 / bound [95% CI]" in text
+    lo, hi = d["tmix_ci_steps"]
+    up = d["bound_upper_steps"]
+    assert f"{d['tmix_steps'] / up:.3g} [{lo / up:.3g}, {hi / up:.3g}]" in text
+    cens = mx.coalescence(100, 2, 0.9, start="long:300", replications=2, max_steps=1000, workers=1)
+    assert cens.to_dict()["tmix_over_bound_upper"] is None and "— (censored)" in cens.summary()
+
+
 def test_results_do_not_depend_on_workers():
     a = mx.coalescence(40, 2, 0.8, start="empty", replications=6, seed=11, workers=1)
     b = mx.coalescence(40, 2, 0.8, start="empty", replications=6, seed=11, workers=2)

@@ -134,6 +134,20 @@ def test_reproduce_cli_calls_run(tiny, tmp_path):
                                   "--workers", "1"])
     assert r.exit_code == 0, r.output
     assert (tmp_path / "o" / "summary.md").exists()
+    # issue 19: a closing line says what was written (files, size, where, the summary)
+    files = [f for f in (tmp_path / "o").rglob("*") if f.is_file()]
+    assert r.stdout.startswith(f"wrote {len(files)} files (") and f"start with {tmp_path / 'o' / 'summary.md'}" in r.stdout
+
+
+def test_reproduce_without_out_is_one_clear_line():
+    """Issue 19: without --out it failed with "expected str, bytes or os.PathLike object, not
+    NoneType" (click >= 8.3 treats an explicit default=None as given)."""
+    from supermarket.cli import main
+    for paper in ("paper000", "paper002"):
+        r = CliRunner().invoke(main, ["reproduce", paper, "--quick"])
+        assert r.exit_code == 2
+        assert r.stderr.count("\n") == 1 and r.stderr.startswith("supermarket: error: --out DIR is required"), r.stderr
+        assert f"--out {paper}-quick" in r.stderr and "NoneType" not in r.stderr
 
 
 def test_run_bad_input(tmp_path):
@@ -301,6 +315,28 @@ def test_modal_calls_count_close_and_unknown_rows():
     unknown = dict(base, share_max_eq_k1_reliable=False)
     always = dict(unknown, share_max_eq_k=1.0, share_max_eq_k1=0.0)
     assert p000_e14._modal_calls([base, far, unknown, always]) == (1, 1)
+
+
+def test_claims_and_e1_count_undecided_modal_calls_alike(tiny_run):
+    """Issue 19: the Claims table said "(1 too close or too short to call)" while the E1 section
+    said "too close to call in 1 and too short to know in 2": the Claims row skipped undecided
+    configurations whose point estimate happened to be k.  One rule (_modal_call) feeds both."""
+    import copy
+    _, res = tiny_run
+    base = {k: copy.deepcopy(res[k]) for k in ("E1", "E2", "E3", "E4")}
+    (row,) = [r for r in base["E1"]["rows"] if not r["integer_ratio"]]
+    rel = dict(share_max_eq_k_stderr=0.01, share_max_eq_k1_stderr=0.01, share_max_eq_k_reliable=True,
+               share_max_eq_k1_reliable=True)
+    decided = dict(copy.deepcopy(row), modal_max=row["k"], share_max_eq_k=0.8, share_max_eq_k1=0.2, **rel)
+    close_k = dict(decided, share_max_eq_k=0.505, share_max_eq_k1=0.495)  # modal k, 0.7 s.e. apart
+    short_k = dict(decided, share_max_eq_k=0.6, share_max_eq_k1=0.4, share_max_eq_k_reliable=False)
+    short_k1 = dict(short_k, modal_max=row["k"] + 1, share_max_eq_k=0.4, share_max_eq_k1=0.6)
+    base["E1"]["rows"] = [r for r in base["E1"]["rows"] if r["integer_ratio"]] + [decided, close_k, short_k, short_k1]
+    claim = _verdict(base, "maximum queue length")
+    assert claim["verdict"] == "partly: 1 of 4 configurations (3 too close or too short to call)"
+    words = "within 4.5 standard errors (too close to call) in 1 and too short to know in 2 of the 4"
+    assert words in claim["evidence"]
+    assert f"Which of k and k+1 is modal is {words}." in p000_e14._e1_markdown(base["E1"]["rows"])
 
 
 def test_count_verdict():

@@ -58,10 +58,18 @@ def test_same_seed_same_tables(tiny, tmp_path):
     assert key(a["rows"]) == key(b["rows"])
 
 
-def test_reproduce_cli_runs_paper002(tiny, tmp_path):
+def test_reproduce_cli_runs_paper002(tiny, tmp_path, monkeypatch):
+    lines = []
+    monkeypatch.setattr(p002, "_progress", lines.append)  # stderr is no terminal here: record the lines
     r = CliRunner().invoke(main, ["reproduce", "paper002", "--quick", "--out", str(tmp_path)])
     assert r.exit_code == 0, r.output
     assert (tmp_path / "summary.md").exists()
+    # issue 19: it printed nothing for 36 s; now a line per stage (a terminal only) and a closing line
+    assert [x.split(",")[0] for x in lines] == ["regime (a)", "regime (b)", "regime (c)", "the n^(-1/2) order: n = 100"]
+    assert r.stdout.startswith("wrote ") and "summary.md" in r.stdout
+    summary = (tmp_path / "summary.md").read_text()
+    c = summary.split("## Regime (c)", 1)[1].split("## ", 1)[0]
+    assert "| finite-n LNA | does not apply |" in c and "Against the finite-n LNA: does not apply" in c
 
 
 # ----------------------------------------------------------------- computed sentences

@@ -249,7 +249,7 @@ def test_cli_mixing_scheduler_gives_the_local_numbers(dask_cluster):
 # (command line for this process, command line with --scheduler, the task names the cluster
 # must have run: the key of a map_tasks task is "supermarket-<function>-<token>-<index>")
 CLUSTER_CASES = {
-    "perfect": (["perfect", "--n", "5", "--d", "2", "--load", "0.7", "--samples", "4", "--seed", "3", "--json"],
+    "perfect": (["perfect", "--n", "5", "--d", "2", "--load", "0.7", "--replications", "4", "--seed", "3", "--json"],
                 ["--workers", "2"], {"_cluster_task": 4}),
     "exact": (["exact", "--n", "3", "--d", "2", "--load", "0.7", "--json"], [], {"_apply": 1}),
     "theory": (["theory", "--n", "1000", "--d", "5", "--load", "0.9", "--json"], [], {"_apply": 1}),

@@ -672,19 +672,52 @@ def _cli(*args):
 
 
 def test_cli():
-    r = _cli("--n", "4", "--d", "2", "--load", "0.7", "--samples", "50", "--seed", "3")
+    r = _cli("--n", "4", "--d", "2", "--load", "0.7", "--replications", "50", "--seed", "3")
     assert r.exit_code == 0, r.output
     assert "mean u_i" in r.stdout
-    r = _cli("--n", "4", "--d", "2", "--load", "0.7", "--samples", "5", "--json")
+    r = _cli("--n", "4", "--d", "2", "--load", "0.7", "--replications", "5", "--json")
     assert r.exit_code == 0
     out = json.loads(r.stdout)
     assert len(out["samples"]) == 5 and len(out["samples"][0]) == 4
     assert out["samples"] == perfect.sample(4, 2, 0.7, samples=5, seed=0).samples.tolist()
-    for bad in (["--load", "1.5"], ["--samples", "0"], ["--max-seconds", "0.05", "--n", "3000", "--load", "0.97"],
+    for bad in (["--load", "1.5"], ["--replications", "0"], ["--max-seconds", "0.05", "--n", "3000", "--load", "0.97"],
                 ["--max-memory-mb", "0.1", "--n", "3000", "--load", "0.97"]):
         r = _cli("--d", "2", *bad)
         assert r.exit_code == 2, (bad, r.output)
         assert r.stderr.startswith("supermarket: error:") and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_cli_keeps_completed_samples_and_speaks_cli_words(monkeypatch):
+    """Issue 19: --max-seconds threw away the samples it had completed and named the Python
+    parameter max_time.  The completed samples are printed (each exact), the rest named in CLI
+    words, and the JSON says it is partial."""
+    done = perfect.sample(4, 2, 0.7, samples=3, seed=0)
+
+    def out_of_time(*a, **k):
+        raise perfect.BudgetExceeded("sample 3 did not coalesce within max_time=30 s (…); no approximate sample "
+                                     "is returned (3 of 10 samples completed)", done)
+
+    monkeypatch.setattr(perfect, "sample", out_of_time)
+    r = _cli("--n", "4", "--d", "2", "--load", "0.7", "--max-seconds", "30")
+    assert r.exit_code == 0 and "mean u_i" in r.stdout
+    assert "3 of 10 samples finished and are kept" in r.stderr and "--max-seconds 30" in r.stderr
+    assert "max_time" not in r.stderr
+    out = json.loads(_cli("--n", "4", "--d", "2", "--load", "0.7", "--max-seconds", "30", "--json").stdout)
+    assert out["partial"] is True and out["replications_requested"] == 10 and len(out["samples"]) == 3
+    assert out["samples"] == done.samples.tolist()
+
+
+def test_cli_samples_is_a_deprecated_alias_and_workers_do_not_change_samples():
+    args = ("--n", "5", "--d", "2", "--load", "0.7", "--seed", "4", "--json")
+    new = _cli(*args, "--replications", "6")
+    old = _cli(*args, "--samples", "6")
+    one = _cli(*args, "--replications", "6", "--workers", "1")
+    assert json.loads(new.stdout)["samples"] == json.loads(old.stdout)["samples"] == json.loads(one.stdout)["samples"]
+    assert new.stderr == "" and old.stderr.strip() == ("supermarket: warning: --samples is deprecated; use "
+                                                       "--replications (one name for independent repetitions in "
+                                                       "every command)")
+    both = _cli(*args, "--samples", "2", "--replications", "3")
+    assert both.exit_code == 2 and "give --replications only" in both.stderr
 
 
 def test_interruption_is_checked_between_chunks():

@@ -187,3 +187,45 @@ def test_every_figure_loads_in_headless_chromium(sweep_dir, tmp_path, chromium):
     broken.write_text(text.replace("src='data:image/png;base64,iVBOR", "src='data:image/png;base64,AAAA", 1))
     checked, flags = _browser_check(chromium, broken)
     assert checked == "done" and flags.count("no") == 1 and flags.count("yes") == len(FIGURES_ALL) - 1
+
+
+def test_no_plus_minus_where_a_run_distrusts_its_error():
+    """Issue 19: the quick sweep's report printed "-1.48168 ± 0.04" on fluctuation rows whose runs
+    said sim_error_bars_adequate = False.  The rule of every command holds in the report too."""
+    from supermarket.report import document as doc
+
+    def rows(adequate):
+        return [{"n": 400, "regime": "c", "task_index": j, "point": 0, "status": "ok", "sim_mean_z1": v,
+                 "sim_error_bars_adequate": adequate, "limit_mean_z1": -1.0 + 0.01 * j}
+                for j, v in enumerate((-1.5, -1.4))]
+
+    _, body = doc._summary_table("fluctuations", rows(False), ["n", "regime"])
+    (line,) = body
+    assert "-1.45 (too short to know)" in line and not any("±" in c for c in line[3:4])
+    assert any("±" in c for c in line[4:])  # the limit's own error bar stays: its run knows it
+    _, body = doc._summary_table("fluctuations", rows(True), ["n", "regime"])
+    assert "-1.45 ± 0.05" in body[0]
+    sim = [{"n": 10, "task_index": j, "point": 0, "status": "ok", "mean_queue_length": 1.0 + j,
+            "mean_queue_length_reliable": j == 0} for j in range(2)]
+    assert doc._summary_table("simulate", sim, ["n"])[1][0][-1] == "1.5 (too short to know)"
+
+
+def test_mixing_table_names_what_it_shows(sweep_dir, tmp_path):
+    md = Path(rp.build_report(sweep_dir, tmp_path / "r.md", fmt="md")).read_text()
+    section = md.split("## mixing", 1)[1].split("\n## ", 1)[0]
+    assert "tmix_steps" not in section and "coalescence steps (mean over the pairs, one per task)" in section
+    assert "not t_mix(1/4)" in section
+    fl = md.split("## fluctuations", 1)[1].split("\n## ", 1)[0]
+    for line in fl.splitlines():
+        if line.startswith("| ") and "too short to know" in line:  # no ± beside a distrusted value
+            assert not re.search(r"\(too short to know\) ±|± [^|]*\(too short", line)
+
+
+def test_report_out_is_deprecated_for_html_or_md(sweep_dir, tmp_path):
+    from click.testing import CliRunner
+
+    from supermarket.cli import main
+
+    r = CliRunner().invoke(main, ["report", str(sweep_dir), "--out", str(tmp_path / "r.md")])
+    assert r.exit_code == 0 and (tmp_path / "r.md").exists()
+    assert r.stderr.startswith("supermarket: warning: report --out FILE is deprecated; use --html FILE or --md FILE")

@@ -259,3 +259,56 @@ def print_json(obj) -> None:
 
 def stderr_is_tty() -> bool:
     return sys.stderr.isatty()
+
+
+class TaskProgress:
+    """Progress of a command's independent tasks on stderr: a rich bar with the count done,
+    the elapsed time and the time left (a terminal only, like ``simulate``'s); otherwise
+    nothing.  ``update(done, total)`` (also accepts ``(done, running, total)`` as
+    :func:`supermarket.parallel.map_tasks` calls it); a context manager that stops the bar.
+
+    Examples
+    --------
+    >>> with TaskProgress("pairs", enabled=False) as p:
+    ...     p.update(1, 2)
+    """
+
+    def __init__(self, label: str, enabled: bool | None = None):
+        self.label = label
+        self.enabled = stderr_is_tty() if enabled is None else bool(enabled)
+        self._prog = None
+        self._id = None
+
+    def update(self, done, *rest):
+        if not self.enabled:
+            return
+        total = rest[-1]
+        if self._prog is None:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self._prog = Progress(TextColumn(self.label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                  TextColumn("left"), TimeRemainingColumn(), console=Console(stderr=True),
+                                  transient=True)
+            self._prog.start()
+            self._id = self._prog.add_task(self.label, total=total)
+        self._prog.update(self._id, completed=done)
+
+    def __call__(self, done, *rest):
+        self.update(done, *rest)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self._prog is not None:
+            self._prog.stop()
+            self._prog = None
+        return False

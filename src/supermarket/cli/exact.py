@@ -54,3 +54,5 @@ def exact(n, d, load, replace, tol, cap, quantiles, profile_law, cdf_points, plo
         click.echo(f"P(u = ·): counts (c_1, c_2, …) with probability ≥ {tol:g}")
         for c, p in res.profile_law(tol):
             click.echo(f"  {c!s:<30} {p:.10g}")
+    if plot:
+        click.echo(f"wrote {plot}")  # the closing line of every command that writes a file

@@ -8,7 +8,8 @@ import click
 from rich.console import Console
 
 from ._common import COUNT, FLOAT, N_COUNT, OUTPUT_FIGURE, print_json, save_figure, stderr_is_tty
-from .options import dask_client, json_option, parallel_options, replace_option, replications_option, seed_option
+from .options import (dask_client, deprecated_alias, json_option, parallel_options, replace_option,
+                      replications_option, seed_option)
 
 
 @click.command()
@@ -24,9 +25,13 @@ from .options import dask_client, json_option, parallel_options, replace_option,
 @click.option("--d", "d", type=COUNT, default=None, help="(a) d_n instead of ⌊n^θ⌋; (c) d_n (default n).")
 @click.option("--centring", type=click.Choice(["c_n", "one"]), default="c_n", show_default=True,
               help="(c) Q = √n(G1 − c_n) (docs/model.md §8) or √n(G1 − 1) with λ_n = 1 − ζ/√n (JSQ reading).")
-@click.option("--time", "time_", type=FLOAT, default=200.0, show_default=True, help="Simulated time per replication after burn-in.")
-@click.option("--burn-in", "burn_in", type=FLOAT, default=None, help="Burn-in time (default max(20, time/10)).")
-@replications_option(2)
+@click.option("--time", "time_", type=FLOAT, default=2000.0, show_default=True,
+              help="Simulated time per replication after burn-in (10 batches each; the error bars need "
+                   "every batch 10 autocorrelation times long: 55-70 in each regime at the defaults, so the "
+                   "default has about 3 × margin).")
+@click.option("--burn-in-time", "burn_in", type=FLOAT, default=None,
+              help="Burn-in, in time units, before each replication is measured (default max(20, time/10)).")
+@replications_option(4)
 @seed_option()
 @replace_option(False, "Sample the d_n queues with replacement (default --no-replace: without, as in paper 002).")
 @parallel_options
@@ -43,6 +48,8 @@ from .options import dask_client, json_option, parallel_options, replace_option,
               help="Spacing of the recorded grid (autocorrelations, histograms, error-bar check).")
 @click.option("--plot", "plot", type=OUTPUT_FIGURE, default=None, help="Write a PNG: paths, histograms, autocorrelation.")
 @json_option()
+@deprecated_alias("--burn-in", "--burn-in-time", "burn_in", type=FLOAT, why="--burn-in-steps and --burn-in-time "
+                  "say the unit in every command")
 def fluctuations(regime, n, kappa, theta, c, zeta, d, centring, time_, burn_in, replications, seed, replace,
                  workers, scheduler, connect_timeout, sde_paths, sde_time, dt, reflection, prelimit, grid_dt, plot, as_json):
     """Fluctuations of order n^(−1/2) about the near-equilibrium centre in the three regimes
@@ -99,5 +106,9 @@ def fluctuations(regime, n, kappa, theta, c, zeta, d, centring, time_, burn_in, 
         print_json(out)
         return
     click.echo(cmp.summary())
+    m = cmp.sim.moments
+    if m.adequate is False:
+        click.echo(f"advice: the chain's error bars are too short to know: rerun with --time {m.time_needed:g} "
+                   "(more --replications do not lengthen the batches)")
     if plot:
         click.echo(f"plot written to {plot}")

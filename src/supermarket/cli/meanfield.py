@@ -79,7 +79,7 @@ def build_report(d, load, n=None, time=None, start="empty", replace=True, points
             raise ValueError(f"--d must be <= --n without replacement; got d={d}, n={n}")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", mf.AccuracyWarning)  # reported below, in words
-            rmf = mf.refined_mean_field(d, lam, levels=levels, **kw)
+            rmf = mf.refined_mean_field(d, lam, replace=replace, levels=levels, **kw)
         rep["fixed_point"] = rmf.pi.tolist()
         from ..theory import mean_queue_length
 
@@ -87,7 +87,9 @@ def build_report(d, load, n=None, time=None, start="empty", replace=True, points
         rep["mean_queue_length"] = mql
         rep["levels"] = rmf.levels
         if n is not None:
-            sampling = "with replacement (Gast-Van Houdt expansion of the n-free drift)"
+            sampling = ("with replacement (Gast-Van Houdt expansion of the n-free drift)" if replace else
+                        "without replacement (Gast-Van Houdt expansion, V including the drift's own 1/n term, "
+                        "docs/model.md §3, derived)")
             if not rmf.accurate:
                 # the numbers would be meaningless: say so instead of printing them
                 rep["refined"] = {"trusted": False, "error_estimate": rmf.error_estimate,
@@ -113,7 +115,8 @@ def build_report(d, load, n=None, time=None, start="empty", replace=True, points
                 res = mf.lna(d, lam, n=n, at="centre", replace=replace, levels=levels, **kw)
             rep["centre"] = res.centre.tolist()
             rep["covariance_of"] = ("sqrt(n) (u - x^n): linear-noise approximation at the near-equilibrium "
-                                    "centre x^n (= the fixed point with replacement)")
+                                    + ("centre x^n (= the fixed point with replacement)" if replace else
+                                       f"centre x^n of the drift without replacement at n={n} (docs/model.md §8)"))
             if res.accurate:
                 rep["covariance"] = res.covariance.tolist()
             else:
@@ -157,8 +160,6 @@ def _add_response_times(rep: dict, d, lam, n, replace, cdf, tol) -> None:
     why = None
     if not ref.get("trusted"):
         why = "the refined mean field is not trusted here (see above)"
-    elif not replace:
-        why = "the refined (1/n) response times are derived for sampling with replacement only"
     elif not ref.get("valid_for_n"):
         why = f"π + V/n leaves [0, 1] at n={n} (n is too small for the 1/n expansion)"
     rt2 = None
@@ -167,7 +168,7 @@ def _add_response_times(rep: dict, d, lam, n, replace, cdf, tol) -> None:
             from .. import meanfield as mf
 
             warnings.simplefilter("ignore", mf.AccuracyWarning)
-            rt2 = mf.response_times(d, lam, n=n, refined=True, tol=tol)
+            rt2 = mf.response_times(d, lam, n=n, refined=True, replace=replace, tol=tol)
         if rt2.notes:
             why = "; ".join(rt2.notes)
             rt2 = None

@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import click
 
-from ._common import COUNT, LOAD, N_COUNT, print_json, stderr_is_tty
-from .options import (dask_session, json_option, parallel_options, replace_option, replications_option,
-                      seed_option, start_option)
+from ._common import COUNT, LOAD, N_COUNT, TaskProgress, print_json, stderr_is_tty
+from .options import (
+    dask_session,
+    deprecated_alias,
+    json_option,
+    parallel_options,
+    replace_option,
+    replications_option,
+    seed_option,
+    start_option,
+)
 
 
 @click.command()
@@ -17,15 +25,19 @@ from .options import (dask_session, json_option, parallel_options, replace_optio
                       "or long:L (fixed point with one queue of length L).")
 @replications_option(100, "Independent coupled pairs (replication r uses child r of --seed).")
 @click.option("--max-steps", "max_steps", type=COUNT, default=None,
-              help="Step budget per pair; pairs not coalesced are reported as censored "
-                   "(default: 20 × (burn-in + the start's own lower order × (1+λ))).")
-@click.option("--burn-in", "burn_in", type=COUNT, default=None,
-              help="Steps of the stationary copy alone (default: 10 × k d^(k−1) n log n).")
+              help="The most steps one replication (a coupled pair) runs after its burn-in; pairs not coalesced "
+                   "by then are reported as censored (default: 20 × (burn-in + the start's own lower order × "
+                   "(1+λ))).")
+@click.option("--burn-in-steps", "burn_in", type=COUNT, default=None,
+              help="Steps of the stationary copy alone before the pair is coupled (default: 10 × k d^(k−1) n "
+                   "log n).")
 @seed_option()
 @parallel_options
 @replace_option(True, "Sample the d queues with replacement (default) or, with --no-replace, without "
                       "(as in paper 002).")
 @json_option()
+@deprecated_alias("--burn-in", "--burn-in-steps", "burn_in", type=COUNT, why="--burn-in-steps and --burn-in-time "
+                  "say the unit in every command")
 def mixing(n, d, load, start, replications, max_steps, burn_in, seed, workers, scheduler, connect_timeout,
            replace, as_json):
     """Coalescence time of a copy started at --start with a stationary copy under the sorted
@@ -37,17 +49,15 @@ def mixing(n, d, load, start, replications, max_steps, burn_in, seed, workers, s
 
     from .. import mixing as mx
 
-    with dask_session(scheduler, connect_timeout, workers) as client:  # a bad address fails before any work
-        if stderr_is_tty() and not as_json:
-            click.echo(f"coupling {replications} pairs (n={n}, d={d}, λ={load}, from {start}) … (Ctrl-C stops)",
-                       err=True)
-        with warnings.catch_warnings():
-            warnings.simplefilter("always", mx.MixingWarning)
-            # the estimate is printed at once, before the long run starts
-            warnings.showwarning = lambda message, *a, **k: click.echo(f"supermarket: warning: {message}", err=True)
-            res = mx.coalescence(n, d, load, start=start, replications=replications, seed=seed,
-                                 max_steps=max_steps, burn_in=burn_in, replace=replace,
-                                 workers=workers, client=client)
+    bar = TaskProgress("coupled pairs", enabled=stderr_is_tty() and not as_json)
+    # dask_session first: a bad address fails before any work
+    with dask_session(scheduler, connect_timeout, workers) as client, warnings.catch_warnings(), bar:
+        warnings.simplefilter("always", mx.MixingWarning)
+        # the estimate is printed at once, before the long run starts
+        warnings.showwarning = lambda message, *a, **k: click.echo(f"supermarket: warning: {message}", err=True)
+        res = mx.coalescence(n, d, load, start=start, replications=replications, seed=seed,
+                             max_steps=max_steps, burn_in=burn_in, replace=replace,
+                             workers=workers, client=client, progress=bar)
     if as_json:
         print_json(res.to_dict())
         return

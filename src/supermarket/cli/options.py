@@ -57,9 +57,44 @@ def replications_option(default: int, help: str = "Independent replications (rep
 
 
 def out_option(required: bool = False, help: str = "Output directory."):
-    """``--out DIR``: a directory path."""
-    return click.option("--out", "out", type=OUTPUT_DIR, required=required,
-                        default=None, help=help)
+    """``--out DIR``: a directory the command fills (one meaning in every command: a directory).
+
+    ``required``: the command refuses to run without it (click >= 8.3 treats an explicit
+    ``default=None`` as a value, so the default is left unset here)."""
+    if required:
+        return click.option("--out", "out", type=OUTPUT_DIR, required=True, help=help)
+    return click.option("--out", "out", type=OUTPUT_DIR, default=None, help=help)
+
+
+def deprecated_alias(old: str, new: str, dest: str, type=None, why: str = ""):
+    """Keep ``old`` as a hidden, deprecated spelling of the option ``new`` (parameter ``dest``).
+
+    Given on the command line, ``old`` prints one line ``supermarket: warning: OLD is
+    deprecated; use NEW`` on stderr and its value (converted by ``type``, the new option's
+    type) is passed as ``dest``; giving both is refused (exit 2).  Apply it *below* the
+    ``click.command`` decorator and the new option, like any option."""
+    import functools
+
+    from click.core import ParameterSource
+
+    hidden = "deprecated_" + old.lstrip("-").replace("-", "_")
+
+    def deco(f):
+        @functools.wraps(f)
+        def wrapper(*args, **kwargs):
+            value = kwargs.pop(hidden, None)
+            if value is not None:
+                ctx = click.get_current_context()
+                if ctx.get_parameter_source(dest) is ParameterSource.COMMANDLINE:
+                    raise click.UsageError(f"give {new} only ({old} is its deprecated name)")
+                click.echo(f"supermarket: warning: {old} is deprecated; use {new}" + (f" ({why})" if why else ""),
+                           err=True)
+                kwargs[dest] = value
+            return f(*args, **kwargs)
+
+        return click.option(old, hidden, type=type, default=None, hidden=True)(wrapper)
+
+    return deco
 
 
 def json_option(help: str = "Print one JSON object."):

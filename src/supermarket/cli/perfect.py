@@ -5,30 +5,42 @@ from __future__ import annotations
 
 import click
 
-from ._common import COUNT, LOAD, print_json, stderr_is_tty
-from .options import (dask_session, json_option, replace_option, scheduler_option, seed_option, timeout_option,
-                      workers_option)
+from ._common import COUNT, LOAD, TaskProgress, print_json, stderr_is_tty
+from .options import (dask_session, deprecated_alias, json_option, replace_option, replications_option,
+                      scheduler_option, seed_option, timeout_option, workers_option)
+
+# the library's parameter names in a budget message, in the words of this command
+_CLI_WORDS = (("max_time=", "--max-seconds "), ("max_memory=", "--max-memory-mb "), ("max_time", "--max-seconds"),
+              ("max_memory", "--max-memory-mb"))
+
+
+def _cli_words(message: str) -> str:
+    for py, cli in _CLI_WORDS:
+        message = message.replace(py, cli)
+    return message
 
 
 @click.command()
 @click.option("--n", "n", type=COUNT, default=100, show_default=True, help="Number of servers (1e4 accepted).")
 @click.option("--d", "d", type=COUNT, default=2, show_default=True, help="Number of choices d.")
 @click.option("--load", "load", type=LOAD, default="0.9", show_default=True, help="Load λ in (0, 1).")
-@click.option("--samples", "samples", type=COUNT, default=10, show_default=True,
-              help="Independent exact samples (sample s uses child s of --seed).")
+@replications_option(10, "Independent exact samples (sample s uses child s of --seed).")
 @seed_option("Root seed (integer >= 0); sample s uses child s.")
 @click.option("--max-seconds", "max_seconds", type=float, default=None,
               help="Wall-clock budget; if a sample cannot finish within it, exit 2 (no approximate sample).")
 @click.option("--max-memory-mb", "max_memory_mb", type=float, default=None,
               help="Memory budget of one sample in MiB (default 1024).")
-@workers_option("Threads running samples in parallel (default 1; results do not depend on it).")
+@workers_option("Threads running samples in parallel (default: all cores, at most one per sample; "
+                "results do not depend on it; memory: --max-memory-mb per running sample).")
 @scheduler_option("Run each sample as one task on an existing Dask cluster (`dask scheduler` and "
                   "`dask worker`); sample s still uses child s of --seed, so the samples are the same "
                   "as locally. --max-seconds is then timed on the workers' clocks.")
 @timeout_option()
 @replace_option(True)
 @json_option("Print one JSON object (samples as sorted queue-lengths vectors, coalescence times).")
-def perfect(n, d, load, samples, seed, max_seconds, max_memory_mb, workers, scheduler, connect_timeout, replace,
+@deprecated_alias("--samples", "--replications", "replications", type=COUNT,
+                  why="one name for independent repetitions in every command")
+def perfect(n, d, load, replications, seed, max_seconds, max_memory_mb, workers, scheduler, connect_timeout, replace,
             as_json):
     """Exact samples from the stationary law of the (n, d, λ) chain: no burn-in, no
     truncation (dominated coupling from the past, random routing as the dominating
@@ -42,15 +54,48 @@ def perfect(n, d, load, samples, seed, max_seconds, max_memory_mb, workers, sche
         if not max_memory_mb > 0:
             raise UserError(f"--max-memory-mb must be a positive number; got {max_memory_mb!r}")
         max_memory = max(1, int(max_memory_mb * 2**20))
+    samples = replications
+    threads = 1 if scheduler is not None else _threads(workers, samples, max_memory)
     with dask_session(scheduler, connect_timeout, workers) as client:
-        if stderr_is_tty() and not as_json:
-            click.echo(f"perfect sampling {samples} state(s) of (n={n}, d={d}, λ={load}) …", err=True)
-        try:
-            res = pf.sample(n, d, load, samples=samples, seed=seed, replace=replace,
-                            max_time=max_seconds, max_memory=max_memory, workers=workers or 1, client=client)
-        except pf.BudgetExceeded as exc:
-            raise UserError(str(exc)) from None
+        partial = None
+        with TaskProgress("exact samples", enabled=stderr_is_tty() and not as_json) as bar:
+            try:
+                res = pf.sample(n, d, load, samples=samples, seed=seed, replace=replace, max_time=max_seconds,
+                                max_memory=max_memory, workers=threads, client=client,
+                                progress=bar)
+            except pf.BudgetExceeded as exc:
+                if exc.completed is None:
+                    raise UserError(_cli_words(str(exc))) from None
+                res, partial = exc.completed, _cli_words(str(exc))
+    done = res.samples.shape[0]
     if as_json:
-        print_json(res.to_dict())
-        return
-    click.echo(res.summary())
+        out = res.to_dict()
+        out["replications_requested"] = samples
+        if partial:
+            out["partial"] = True
+            out["partial_note"] = partial
+        print_json(out)
+    else:
+        click.echo(res.summary())
+    if partial:
+        click.echo(f"supermarket: warning: {done} of {samples} samples finished and are kept above (each one "
+                   f"exact); the rest did not: {partial}", err=True)
+
+
+def _threads(workers, samples: int, max_memory) -> int:
+    """Threads for the samples: ``--workers``, or by default all cores, at most one per sample
+    and (default only) no more than half the machine's memory holds at the memory budget of
+    one sample each."""
+    import os
+
+    from ..perfect.sampler import DEFAULT_MAX_MEMORY
+
+    if workers is not None:
+        return min(workers, samples)
+    try:
+        half = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        half = 8 * 2**30
+    fit = max(1, half // (max_memory or DEFAULT_MAX_MEMORY))
+    return max(1, min(os.cpu_count() or 1, samples, fit))
+

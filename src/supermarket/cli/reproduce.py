@@ -30,7 +30,7 @@ def manifest(out_dir, wall_s: float, **extra) -> dict:
 @click.command()
 @click.argument("paper", type=click.Choice(sorted(EXPERIMENTS)))
 @click.option("--quick", is_flag=True, help="Small sizes: under 3 minutes on 2 cores, every claim still shown.")
-@out_option(required=True, help="Output directory.")
+@out_option(help="Output directory for the tables, figures and summary.md (required).")
 @seed_option()
 @parallel_options
 @json_option("Print a JSON manifest of the files written (paths, sizes) and the wall time.")
@@ -38,6 +38,9 @@ def reproduce(paper, quick, out, seed, workers, scheduler, connect_timeout, as_j
     """Reproduce the claims of paper 000 (equilibrium at k, good set, mixing) or paper 002
     (the three diffusion regimes): tables (CSV, JSON), figures (PNG) and a Markdown summary
     in --out."""
+    if out is None:
+        raise click.UsageError(f"--out DIR is required: the directory for the tables, figures and summary.md "
+                               f"(e.g. --out {paper}{'-quick' if quick else ''})")
     module = importlib.import_module(EXPERIMENTS[paper])
     client = dask_client(scheduler, connect_timeout, workers)
     t0 = time.perf_counter()
@@ -46,6 +49,17 @@ def reproduce(paper, quick, out, seed, workers, scheduler, connect_timeout, as_j
     finally:
         if client is not None:
             client.close()
+    m = manifest(out, time.perf_counter() - t0, command="reproduce", paper=paper, quick=quick, seed=seed)
     if as_json:
-        print_json(manifest(out, time.perf_counter() - t0, command="reproduce", paper=paper, quick=quick,
-                            seed=seed))
+        print_json(m)
+    else:
+        click.echo(closing_line(m))
+
+
+def closing_line(m: dict) -> str:
+    """What a reproduction wrote, in one line: files, size, where, the summary, the wall time."""
+    from pathlib import Path
+
+    summary = Path(m["out"]) / "summary.md"
+    return (f"wrote {len(m['files'])} files ({m['total_bytes'] / 2**20:.1f} MiB) to {m['out']} in "
+            f"{m['wall_s']:.0f} s" + (f"; start with {summary}" if summary.exists() else ""))

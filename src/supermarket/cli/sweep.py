@@ -132,9 +132,9 @@ def sweep(file, out, workers, scheduler, max_tasks, connect_timeout, check, upgr
 @click.option("--md", "md", type=OutputFile(path_type=Path, parents=True), default=None,
               help="Write Markdown, with the PNG figures beside it.")
 @click.option("--format", "fmt", type=click.Choice(["html", "md"]), default=None,
-              help="Output format when the file is given with --out.")
-@click.option("--out", "out", type=OutputFile(path_type=Path, parents=True), default=None,
-              help="Output file (format from --format or its suffix).")
+              help="Write DIRECTORY/report.html or report.md (when neither --html nor --md is given).")
+@click.option("--out", "out", type=OutputFile(path_type=Path, parents=True), default=None, hidden=True,
+              help="Deprecated: --out names a directory in every other command; use --html FILE or --md FILE.")
 @json_option("Print a JSON manifest of the files written (paths, sizes) and the wall time.")
 def report(directory, html, md, fmt, out, as_json):
     """Build a report of the sweep in DIRECTORY: its tables and the figures of the
@@ -144,6 +144,9 @@ def report(directory, html, md, fmt, out, as_json):
     from .. import report as rp
     from ..sweep.storage import SweepDirError, check_output_file, read_sidecar
 
+    if out is not None:
+        click.echo("supermarket: warning: report --out FILE is deprecated; use --html FILE or --md FILE (--out "
+                   "names a directory in every other command)", err=True)
     targets = []
     if html is not None:
         targets.append(("html", html))

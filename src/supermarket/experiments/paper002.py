@@ -21,6 +21,7 @@ import csv
 import json
 import math
 import os
+import sys
 import time as _time
 import warnings
 
@@ -143,6 +144,12 @@ def _config(quick: bool):
             dict(sde_paths=512, sde_time=200.0, dt=5e-4), (10**3, 10**4, 10**5, 10**6), 600.0)
 
 
+def _progress(msg: str) -> None:
+    """One progress line on stderr (only when stderr is a terminal), as paper 000's."""
+    if sys.stderr.isatty():
+        print(f"[paper002] {msg}", file=sys.stderr, flush=True)
+
+
 def run(out_dir, quick=False, seed=0, workers=None, client=None) -> dict:
     """Run the paper-002 experiment into ``out_dir`` (created); return the moments table."""
     os.makedirs(out_dir, exist_ok=True)
@@ -157,6 +164,9 @@ def run(out_dir, quick=False, seed=0, workers=None, client=None) -> dict:
             warnings.simplefilter("always", fl.RegimeWarning)
             p = fl.regime_params(regime, n_of[label], **kw)
         warn_lines += [str(w.message) for w in caught]
+        _progress(f"regime ({label}), n = {p.n}, d_n = {p.d}: the chain ({sim_kw['replications']} × "
+                  f"{sim_kw['time']:g} time units) and the diffusions ({sde_kw['sde_paths']} paths) "
+                  f"[{i + 1} of {len(CASES) + 1}, {_time.perf_counter() - t0:.0f} s so far]")
         cmp = fl.compare(p, seed=seeds[i], workers=workers, client=client, **sim_kw, **sde_kw)
         comparisons[label] = cmp
         if label == "c":  # the biased projection scheme beside the default bridge reflection
@@ -178,6 +188,8 @@ def run(out_dir, quick=False, seed=0, workers=None, client=None) -> dict:
                 row[k] = getattr(m, k)
                 row[k + "_se"] = (m.stderr or {}).get(k, 0.0)
             rows.append(row)
+    _progress(f"the n^(-1/2) order: n = {', '.join(str(n) for n in scale_ns)} (2 × {scale_time:g} time units each) "
+              f"[{len(CASES) + 1} of {len(CASES) + 1}, {_time.perf_counter() - t0:.0f} s so far]")
     scale = fl.scaling(scale_ns, time=scale_time, replications=2, seed=seeds[-1], workers=workers, client=client)
     with open(os.path.join(out_dir, "moments.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -268,9 +280,14 @@ def _summary(out_dir, comparisons, scale, warn_lines, quick, seed, secs, bridges
                         ("limit (closed form)", cmp.limit_exact), ("finite-n LNA", cmp.lna)):
             if m is None:
                 continue
+            if m is cmp.lna and cmp.lna_not_applicable:
+                L.append(f"| {name} | " + " | ".join(["does not apply"] * len(fl.KEYS)) + " |")
+                continue
             cells = [f"{getattr(m, k):.4f}" + (f" ± {m.stderr[k]:.4f}" if m.stderr else "") for k in fl.KEYS]
             L.append(f"| {name} | " + " | ".join(cells) + " |")
         L.append("")
+        if cmp.lna_not_applicable:
+            L.append(f"- Against the finite-n LNA: {cmp.lna_not_applicable}.")
         for ref, row in cmp.z_scores().items():
             L.append("- " + agreement_sentence(names.get(ref, ref), row, adequate=cmp.sim.moments.adequate))
         L.append("- " + adequacy_sentence(cmp.sim.moments))

@@ -189,7 +189,7 @@ def simulate_fluctuations(p: RegimeParams, *, time=200.0, burn_in=None, replicat
     _check_work(events_est, EVENTS_PER_SECOND,
                 f"the chain at n = {n:.6g} for {R} × (burn-in {burn_in:g} + time {time:g}) time units "
                 f"needs events (≈ 2nλ per time unit)",
-                "lower n, time (--time) or burn_in (--burn-in)", _workers(workers, R))
+                "lower n, time (--time) or burn_in (--burn-in-time)", _workers(workers, R))
     if n <= TABLE_MAX_N:
         logp, lgn = _logp_table(n, d, p.replace), 0.0
     else:
@@ -212,7 +212,7 @@ def simulate_fluctuations(p: RegimeParams, *, time=200.0, burn_in=None, replicat
         raise RuntimeError(f"a queue grew past {LEVEL_CAPACITY - 1} customers; the parameters are far "
                            "from the near-equilibrium regime")
     avg = sums.reshape(R * batches, 5) / (time / batches)
-    mom = _with_adequacy(_moments_from_blocks(avg), grid, grid_dt, time / batches)
+    mom = _with_adequacy(_moments_from_blocks(avg), grid, grid_dt, time / batches, batches)
     L = max(1, min(int(max_lag / grid_dt), G // 4))
     a1, s1 = autocorrelation(grid[:, :, 0], L)
     a2, s2 = autocorrelation(grid[:, :, 1], L)

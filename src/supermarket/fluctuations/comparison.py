@@ -23,7 +23,7 @@ from .diffusions import REFLECTIONS, LimitSDE, limit_closed_form, limit_for, pre
 from .moments import BATCH_TAU_FACTOR, KEYS, Moments
 from .regimes import DERIVED_NOTE, RegimeParams, RegimeWarning, regime_a
 
-__all__ = ["lna_moments", "lna_acf", "Comparison", "compare", "ScalingRow", "ScalingResult", "scaling"]
+__all__ = ["lna_moments", "lna_acf", "lna_does_not_apply", "Comparison", "compare", "ScalingRow", "ScalingResult", "scaling"]
 
 
 def lna_moments(p: RegimeParams) -> Moments:
@@ -61,6 +61,31 @@ def lna_moments(p: RegimeParams) -> Moments:
     w12 = W[0, 1] if W.shape[0] > 1 else 0.0
     return Moments(mean_z1=sq * (x[0] - p.m[0]), mean_z2=sq * (x2 - p.m[1]), var_z1=float(W[0, 0]),
                    var_z2=float(w22), cov_z1z2=float(w12), stderr=None)
+
+
+def lna_does_not_apply(m: Moments | None) -> str:
+    """Why the finite-n LNA is no reference for the chain's moments (empty when it is one).
+
+    The LNA is a Gaussian linearisation about ``x^n``: when its second coordinate is
+    identically zero (``x^n_2`` and its noise vanish at the levels kept: regime (c) with
+    ``d_n`` of order ``n``, where the chain's ``Y`` lives on the overflow the limit's
+    reflection produces), its moments of ``z2`` are zero by construction, not a prediction,
+    and z-scores against them measure nothing.
+
+    Examples
+    --------
+    >>> lna_does_not_apply(Moments(0.0, 0.0, 1.0, 0.0, 0.0, stderr=None))[:14]
+    'does not apply'
+    >>> lna_does_not_apply(Moments(0.0, 0.1, 1.0, 0.2, 0.05, stderr=None))
+    ''
+    """
+    if m is None:
+        return ""
+    if m.mean_z2 == 0.0 and m.var_z2 == 0.0 and m.cov_z1z2 == 0.0:
+        return ("does not apply: its second coordinate is identically 0 (x^n_2 and its noise vanish at the "
+                "levels kept), so it predicts nothing about z2, and a Gaussian linearisation cannot follow the "
+                "reflection at the boundary that produces it; not scored")
+    return ""
 
 
 def lna_acf(p: RegimeParams, lags) -> tuple[np.ndarray, np.ndarray]:
@@ -127,8 +152,20 @@ class Comparison:
                "warnings": list(p.warnings)}
         if self.limit_exact is not None:
             out["limit_exact"] = self.limit_exact.to_dict()
-        out["z_scores"] = self.z_scores()
+        out["lna_applies"] = not self.lna_not_applicable
+        if self.lna_not_applicable:
+            out["lna_note"] = self.lna_not_applicable
+        if self.sim.moments.adequate is False:  # a z-score needs an error bar the chain can trust
+            out["z_scores"] = None
+            out["z_scores_note"] = "not computed: " + self.sim.moments.note
+        else:
+            out["z_scores"] = self.z_scores()
         return out
+
+    @property
+    def lna_not_applicable(self) -> str:
+        """Why the finite-n LNA is no reference here (:func:`lna_does_not_apply`); empty when it is one."""
+        return lna_does_not_apply(self.lna)
 
     def _rows(self):
         rows = [("chain (simulated)", self.sim.moments),
@@ -159,15 +196,25 @@ class Comparison:
         p = self.params
         lines = ["supermarket fluctuations  " + "\n".join(p.summary().splitlines()[:3]), DERIVED_NOTE, ""]
         rows = []
+        short = self.sim.moments.adequate is False  # the chain cannot know its own error: no ±, no z
         for name, m in self._rows():
             if m is None:
                 rows.append([name, *(["—"] * len(KEYS))])
+            elif m is self.lna and self.lna_not_applicable:
+                rows.append([name, *(["does not apply"] * len(KEYS))])
             else:
-                rows.append([name, *[f"{getattr(m, k):.4f}" + (f" ± {m.stderr[k]:.4f}" if m.stderr else "")
+                own = m.stderr and not (short and m is self.sim.moments)
+                rows.append([name, *[f"{getattr(m, k):.4f}" + (f" ± {m.stderr[k]:.4f}" if own else "")
                                      for k in KEYS]])
-        lines.append(text_table(["source", *KEYS], rows, title="Stationary moments (± standard error)"))
-        for ref, row in self.z_scores().items():
-            lines.append(f"z-scores vs {ref}: " + ", ".join(f"{k} {v:+.2f}" for k, v in row.items()))
+        title = "Stationary moments (± standard error" + ("; the chain's: too short to know" if short else "") + ")"
+        lines.append(text_table(["source", *KEYS], rows, title=title))
+        if self.lna_not_applicable:
+            lines.append(f"finite-n LNA at x^n: {self.lna_not_applicable}")
+        if short:
+            lines.append("z-scores: not computed, the chain's error bars are too short to know (below)")
+        else:
+            for ref, row in self.z_scores().items():
+                lines.append(f"z-scores vs {ref}: " + ", ".join(f"{k} {v:+.2f}" for k, v in row.items()))
         s = self.sim
         if s.moments.note:
             lines.append(f"chain error bars: {s.moments.note}")
@@ -230,11 +277,12 @@ class Comparison:
         return save_figure(fig, path)
 
     def references(self) -> list[tuple[str, Moments]]:
-        """``(name, moments)`` of every reference present."""
+        """``(name, moments)`` of every reference present that applies (the LNA is left out
+        where :attr:`lna_not_applicable` says why)."""
         out = [("limit", self.limit.moments)]
         if self.prelimit is not None:
             out.append(("prelimit", self.prelimit.moments))
-        if self.lna is not None:
+        if self.lna is not None and not self.lna_not_applicable:
             out.append(("lna", self.lna))
         return out
 

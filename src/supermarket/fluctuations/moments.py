@@ -52,6 +52,7 @@ class Moments:
     tau_int: float | None = None
     adequate: bool | None = None
     note: str = ""
+    time_needed: float | None = None  # not adequate: the time per replication advised (with margin)
 
     def to_dict(self) -> dict:
         out = {k: float(getattr(self, k)) for k in KEYS}
@@ -62,6 +63,8 @@ class Moments:
             out["error_bars_adequate"] = bool(self.adequate)
         if self.note:
             out["error_bars_note"] = self.note
+        if self.time_needed is not None:
+            out["time_needed"] = float(self.time_needed)
         return out
 
     def to_frame(self):
@@ -190,7 +193,19 @@ def integrated_autocorrelation_time(series, dt: float, c: float = 5.0) -> float:
     return float(max(tau[ok[0]], 1.0) * dt)
 
 
-def _with_adequacy(m: Moments, grid: np.ndarray, grid_dt: float, batch_time: float) -> Moments:
+ADVICE_MARGIN = 3.0  # the advised time is this × what the estimated τ needs (a short run's τ is noisy: ±30 % per functional)
+ADVICE_FLOOR = 4.0  # ... and at least this × the run's own time
+
+
+def _round_up(x: float) -> str:
+    """``x`` rounded up to two significant digits, as text (``217.3`` → ``"220"``)."""
+    if not math.isfinite(x) or x <= 0:
+        return f"{x:g}"
+    e = 10 ** (math.floor(math.log10(x)) - 1)
+    return f"{math.ceil(x / e) * e:g}"
+
+
+def _with_adequacy(m: Moments, grid: np.ndarray, grid_dt: float, batch_time: float, batches: int = 10) -> Moments:
     """``m`` with ``tau_int`` (slowest of the five functionals on the grid) and whether
     the batches are long enough for their means to be independent (docs/model.md §9)."""
     z1, z2 = grid[:, :, 0], grid[:, :, 1]
@@ -199,18 +214,26 @@ def _with_adequacy(m: Moments, grid: np.ndarray, grid_dt: float, batch_time: flo
     taus = [integrated_autocorrelation_time(s, grid_dt) for s in series]
     tau = max(taus) if taus else math.inf
     ok = math.isfinite(tau) and batch_time >= BATCH_TAU_FACTOR * tau
+    need = None
     if ok:
         note = ""
     elif not math.isfinite(tau):
+        need = float(_round_up(10 * batch_time * batches))
         note = ("too short to know: the run is too short to estimate its autocorrelation time, "
-                "so the batch-means error bars cannot be trusted; run longer (time=)")
+                f"so the batch-means error bars cannot be trusted; run longer: time at least {need:g} per "
+                "replication (10 × this run)")
     else:
+        # a short run underestimates τ (Sokal's window sees only the fast part of the decay), so
+        # the advice is never less than ADVICE_FLOOR × this run
+        need = float(_round_up(max(ADVICE_MARGIN * BATCH_TAU_FACTOR * tau, ADVICE_FLOOR * batch_time) * batches))
         note = (f"too short to know: batches of {batch_time:.3g} time units are under "
                 f"{BATCH_TAU_FACTOR:g} autocorrelation times ({tau:.3g} each), so the error bars "
-                f"may be too small; run longer (time >= {BATCH_TAU_FACTOR * tau * 1.0:.3g} × batches) "
-                "or use fewer batches")
+                f"may be too small; run longer: time at least {need:g} per replication "
+                f"({batches} batches of {BATCH_TAU_FACTOR:g} autocorrelation times, with "
+                f"{ADVICE_MARGIN:g} × margin, and at least {ADVICE_FLOOR:g} × this run: a short run "
+                "underestimates its autocorrelation time)")
     return Moments(m.mean_z1, m.mean_z2, m.var_z1, m.var_z2, m.cov_z1z2, stderr=m.stderr,
-                   tau_int=tau, adequate=ok, note=note)
+                   tau_int=tau, adequate=ok, note=note, time_needed=need)
 
 
 def autocorrelation(series, max_lag: int, segments: int = 10):

@@ -46,7 +46,8 @@ class RefinedMeanField:
     """Refined mean field (Gast and Van Houdt 2018), docs/model.md §3: ``E[u_i] ≈ π(i) + V_i/n``.
 
     ``pi``: fixed point; ``V``: the 1/n correction; ``W``: the LNA covariance at ``π``
-    (solution of ``A W + W A^T + Q = 0``).
+    (solution of ``A W + W A^T + Q = 0``); ``replace``: the sampling law ``V`` is for (without
+    replacement ``V`` also holds the drift's own ``1/n`` term, ``V_drift``; zero with replacement).
 
     Examples
     --------
@@ -64,12 +65,20 @@ class RefinedMeanField:
     accurate: bool = True  # False: the linear solves lost their accuracy; V and W are not to be used
     error_estimate: float = 0.0  # estimated relative error of V and W (see _accuracy)
     issues: tuple = ()  # why accurate is False, in words
+    replace: bool = True  # sampling with replacement (True) or without (False)
+    V_drift: np.ndarray | None = field(default=None, repr=False)  # −A^{−1} g(π), included in V (without replacement)
+
+    def _check_n(self, n) -> int:
+        n = check_positive_int("n", n)
+        if not self.replace and self.d > n:
+            raise ValueError(f"n must be >= d={self.d} when sampling without replacement; got n={n}")
+        return n
 
     def valid_for(self, n) -> bool:
         """Whether ``π + V/n`` is a profile at all for ``n`` servers: accurate, every value in
         [0, 1].  Otherwise ``n`` is too small for the 1/n expansion at this load (or the
         numbers are not accurate)."""
-        n = check_positive_int("n", n)
+        n = self._check_n(n)
         m = self.pi + self.V / n
         return bool(self.accurate and np.all(np.isfinite(m)) and np.all((m >= 0) & (m <= 1)))
 
@@ -78,7 +87,7 @@ class RefinedMeanField:
 
         Warns (:class:`AccuracyWarning`) when the result is not accurate or leaves [0, 1]
         (see :meth:`valid_for`)."""
-        n = check_positive_int("n", n)
+        n = self._check_n(n)
         if not self.accurate:
             import warnings
 
@@ -95,12 +104,13 @@ class RefinedMeanField:
         """``Σπ + ΣV/n`` (``Σπ`` when ``n`` is None)."""
         if n is None:
             return float(self.pi.sum())
-        n = check_positive_int("n", n)
+        n = self._check_n(n)
         return float(self.pi.sum() + self.V.sum() / n)
 
     def to_dict(self) -> dict:
         """JSON-safe: ``pi``, ``V``, their sums and the accuracy flags (``W`` is left out)."""
-        return to_jsonable({"d": self.d, "load": self.lam, "levels": self.levels, "pi": self.pi.tolist(),
+        return to_jsonable({"d": self.d, "load": self.lam, "replace": self.replace, "levels": self.levels,
+                            "pi": self.pi.tolist(),
                             "V": self.V.tolist(), "sum_pi": float(self.pi.sum()), "sum_V": float(self.V.sum()),
                             "accurate": self.accurate, "error_estimate": self.error_estimate,
                             "issues": list(self.issues)})
@@ -112,7 +122,7 @@ class RefinedMeanField:
 
         out = {"level": np.arange(1, self.levels + 1), "pi": self.pi, "V": self.V, "W_ii": np.diag(self.W)}
         if n is not None:
-            out["refined"] = self.pi + self.V / check_positive_int("n", n)
+            out["refined"] = self.pi + self.V / self._check_n(n)
         return pd.DataFrame(out)
 
     def summary(self, n=None) -> str:
@@ -120,7 +130,9 @@ class RefinedMeanField:
         reason when the solves lost their accuracy, and π + V/n by a note when it leaves [0, 1]."""
         from .._results import text_table
 
-        head = (f"refined mean field, d={self.d}, λ={self.lam!r} ({self.levels} levels, docs/model.md §3): "
+        head = (f"refined mean field, d={self.d}, λ={self.lam!r}"
+                + ("" if self.replace else ", without replacement (V includes the drift's 1/n term)")
+                + f" ({self.levels} levels, docs/model.md §3): "
                 f"Σπ = {self.pi.sum():.10g}")
         if not self.accurate:
             return (head + f"\nV not shown: the linear solves lost their accuracy ({'; '.join(self.issues)}; "
@@ -147,7 +159,7 @@ class RefinedMeanField:
 
         from .._results import save_figure
 
-        n = check_positive_int("n", n)
+        n = self._check_n(n)
         lv = np.arange(1, self.levels + 1)
         fig, ax = plt.subplots(figsize=(7, 4.5))
         ax.semilogy(lv, np.where(self.pi > 0, self.pi, np.nan), "o-", label="π(i) (mean field)")
@@ -250,7 +262,7 @@ def _accuracy(A, W, Q_diag, V=None, rhs_of=None):
     return est, tuple(issues)
 
 
-def refined_mean_field(d, lam, *, levels=None, tol: float = DEFAULT_TOL,
+def refined_mean_field(d, lam, *, replace=True, levels=None, tol: float = DEFAULT_TOL,
                        max_levels: int = MAX_LEVELS) -> RefinedMeanField:
     """The ``1/n`` term of the steady state (Gast and Van Houdt 2018), docs/model.md §3.
 
@@ -258,12 +270,19 @@ def refined_mean_field(d, lam, *, levels=None, tol: float = DEFAULT_TOL,
     (``Q_ii = λ(π_{i−1}^d − π_i^d) + (π_i − π_{i+1})``: every event moves one level by 1/n),
     ``W`` solves ``A W + W A^T + Q = 0`` and ``V = −A^{−1} (½ Σ_{jk} B_{·,jk} W_{jk})``.
     The drift's Hessian is diagonal in each component: ``∂²f_i/∂u_{i−1}² = λP''(π_{i−1})``
-    and ``∂²f_i/∂u_i² = −λP''(π_i)``.  Sampling with replacement.
+    and ``∂²f_i/∂u_i² = −λP''(π_i)``.
+
+    Without replacement (``replace=False``, [derived]) the drift itself has a ``1/n`` term:
+    ``C(nu, d)/C(n, d) = u^d + h(u)/n + O(1/n²)`` with ``h(u) = −½d(d−1)(u^{d−1} − u^d)``, so
+    the drift is ``f + g/n`` with ``g_i = λ(h(π_{i−1}) − h(π_i))`` and ``V`` gains
+    ``V_drift = −A^{−1} g(π)``: ``V = −A^{−1}(½ B:W + g)``.  ``V`` does not depend on ``n``.
 
     Parameters
     ----------
     d, lam
         The choices ``d >= 1`` (int) and the load λ in (0, 1) (float or str).
+    replace : bool, default True
+        Sampling with replacement, or without (then ``π + V/n`` needs ``n >= d``).
     levels : int, optional
         Number of levels kept (at most ``max_levels``); by default up to the first level
         with ``π(i) < tol`` (:func:`levels_needed`).
@@ -290,10 +309,13 @@ def refined_mean_field(d, lam, *, levels=None, tol: float = DEFAULT_TOL,
     """
     d = check_positive_int("d", d)
     lam = check_load(lam)
+    if not isinstance(replace, (bool, np.bool_)):
+        raise TypeError(f"replace must be True or False; got {replace!r}")
     L = _levels(d, lam, levels, tol, max_levels)
     pi = np.exp(log_fixed_point(d, lam, L))
     A, W = _lyapunov(pi, d, lam, None, True)
     p2 = sample_prob(pi, d, order=2)
+    g = np.zeros(L) if replace else drift_first_order(pi, d, lam)
     import warnings
 
     def half_hessian_term(w):
@@ -304,18 +326,44 @@ def refined_mean_field(d, lam, *, levels=None, tol: float = DEFAULT_TOL,
         return 0.5 * t
 
     def rhs_of(w):  # V solves A V = rhs_of(W)
-        return -half_hessian_term(w)
+        return -half_hessian_term(w) - g
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        V = -np.linalg.solve(A, half_hessian_term(W))
+        V = np.linalg.solve(A, rhs_of(W))
+        V_drift = None if replace else -np.linalg.solve(A, g)
     est, issues = _accuracy(A, W, _noise_diag(pi, d, lam, None, True), V, rhs_of)
     accurate = not issues
     if not accurate:
         warnings.warn(f"refined mean field at d={d}, load={lam!r} is not accurate ({'; '.join(issues)}): "
                       "V and W are not to be used (the mean field π is)", AccuracyWarning, stacklevel=2)
     return RefinedMeanField(d=d, lam=lam, levels=L, pi=pi, V=V, W=W, accurate=accurate,
-                            error_estimate=float(est), issues=issues)
+                            error_estimate=float(est), issues=issues, replace=bool(replace), V_drift=V_drift)
+
+
+def sampling_first_order(v, d) -> np.ndarray:
+    """``h(v) = −½d(d−1)(v^{d−1} − v^d)``, the ``1/n`` term of sampling without replacement:
+    ``C(nv, d)/C(n, d) = v^d + h(v)/n + O(1/n²)`` (docs/model.md §3, derived).
+
+    Examples
+    --------
+    >>> from math import comb
+    >>> n, c, d = 1000, 700, 3                   # 1000² × (exact − (v^d + h/n)) stays O(1)
+    >>> v = c / n
+    >>> abs(comb(c, d) / comb(n, d) - v**d - float(sampling_first_order([v], d)[0]) / n) * n**2 < 1
+    True
+    """
+    v = np.asarray(v, dtype=float)
+    if d == 1:
+        return np.zeros_like(v)
+    return -0.5 * d * (d - 1.0) * np.power(v, d - 1.0) * (1.0 - v)
+
+
+def drift_first_order(u, d, lam) -> np.ndarray:
+    """``g_i(u) = λ(h(u_{i−1}) − h(u_i))`` (``u_0 = 1``, ``h(1) = 0``): the ``1/n`` term of the
+    drift without replacement, ``f_n = f + g/n + O(1/n²)`` (docs/model.md §3, derived)."""
+    hu = sampling_first_order(u, d)
+    return lam * (np.concatenate(([0.0], hu[:-1])) - hu)
 
 
 # =========================================================================== linear noise

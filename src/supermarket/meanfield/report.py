@@ -15,7 +15,7 @@ from ..model import check_load, check_positive_int
 from ..response import DEFAULT_QUANTILES, ResponseTimes, from_tails
 from ..response.mixture import _check_quantiles
 from ..theory import log_fixed_point
-from .corrections import refined_mean_field
+from .corrections import refined_mean_field, sampling_first_order
 from .dynamics import levels_needed, near_equilibrium_centre, sample_prob
 
 
@@ -32,7 +32,8 @@ def response_times(d, lam, *, n=None, refined=False, replace=True, quantiles=DEF
     it equals ``(π(i+1) + V_{i+1}/n)/λ``, the exact identity ``E[u_{i+1}] = λ E[P_i]`` to
     the same order.  Without replacement (``replace=False``, needs ``n``) the plain mean
     field uses the centre ``x^n`` with the finite-n sampling law ``T_i = C(n x_i, d)/C(n, d)``
-    (docs/model.md §8).
+    (docs/model.md §8); the refined one adds the sampling law's own ``1/n`` term ``h(π_i)/n``
+    and uses the ``V`` without replacement (docs/model.md §3, §10).
 
     Parameters
     ----------
@@ -43,7 +44,7 @@ def response_times(d, lam, *, n=None, refined=False, replace=True, quantiles=DEF
     n : int, optional
         Servers; needed with ``refined=True`` or ``replace=False``.
     refined : bool, default False
-        Add the ``1/n`` term (derived; sampling with replacement only).
+        Add the ``1/n`` term (derived).
     replace : bool, default True
         Sampling with replacement (``False``: without, needs ``n``).
     quantiles : sequence of float
@@ -61,7 +62,7 @@ def response_times(d, lam, *, n=None, refined=False, replace=True, quantiles=DEF
     Raises
     ------
     TypeError, ValueError
-        Bad ``d``, ``lam``, ``n``; ``refined`` without ``n`` or without replacement.
+        Bad ``d``, ``lam``, ``n``; ``refined`` or ``replace=False`` without ``n``.
 
     Examples
     --------
@@ -84,15 +85,13 @@ def response_times(d, lam, *, n=None, refined=False, replace=True, quantiles=DEF
         n = check_positive_int("n", n)
     if refined and n is None:
         raise ValueError("refined=True needs the number of servers n (the correction is V/n)")
-    if refined and not replace:
-        raise ValueError("refined=True is available with sampling with replacement only (replace=True)")
     if not replace and n is None:
         raise ValueError("replace=False needs the number of servers n (the sampling law depends on n)")
     if not replace and d > n:
         raise ValueError(f"d must be <= n when sampling without replacement; got d={d}, n={n}")
     notes = []
     params = {"d": d, "load": lam, "n": n, "replace": bool(replace), "refined": bool(refined)}
-    if not replace:
+    if not replace and not refined:
         x = near_equilibrium_centre(n, d, lam, replace=False, tol=tol)
         T = sample_prob(x, d, n=n, replace=False)
         return from_tails(np.minimum.accumulate(np.clip(T, 0, 1)), quantiles=qs,
@@ -102,10 +101,12 @@ def response_times(d, lam, *, n=None, refined=False, replace=True, quantiles=DEF
         L = levels_needed(d, lam, tol)
         T = np.exp(float(d) * log_fixed_point(d, lam, L + 1))  # π_i^d, i = 1..L+1
         return from_tails(T, quantiles=qs, source="mean field", params=params)
-    rmf = refined_mean_field(d, lam, tol=tol)
+    rmf = refined_mean_field(d, lam, replace=bool(replace), tol=tol)
     p1 = sample_prob(rmf.pi, d, order=1)
     p2 = sample_prob(rmf.pi, d, order=2)
     corr = p1 * rmf.V + 0.5 * p2 * np.diag(rmf.W)
+    if not replace:  # the sampling law's own 1/n term: C(nu, d)/C(n, d) = u^d + h(u)/n + O(1/n²)
+        corr = corr + sampling_first_order(rmf.pi, d)
     Tr = sample_prob(rmf.pi, d) + corr / n
     if np.any(Tr < 0) or np.any(Tr > 1) or np.any(np.diff(Tr) > 0):
         notes.append(f"the 1/n expansion leaves [0, 1] or stops falling at n = {n}; clipped (n is too small "

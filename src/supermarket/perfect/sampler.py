@@ -109,7 +109,7 @@ def _cluster_task(task):
 
 
 def sample(n, d, lam, *, samples=1, seed=0, replace=True, max_time=None, max_memory=None,
-           workers=1, client=None) -> PerfectResult:
+           workers=1, client=None, progress=None) -> PerfectResult:
     """Exact samples from the stationary law of the (n, d, λ) supermarket chain.
 
     Dominated coupling from the past with random routing as the dominating process
@@ -144,6 +144,8 @@ def sample(n, d, lam, *, samples=1, seed=0, replace=True, max_time=None, max_mem
         excludes ``workers`` > 1.  ``max_time`` is then measured on the workers' clocks against
         the deadline set here (the machines' clocks are assumed synchronised), and a sample that
         runs out of it stops the others.
+    progress : callable, optional
+        ``progress(done, total)`` after each finished sample (and once with 0 before the first).
 
     Returns
     -------
@@ -200,8 +202,18 @@ def sample(n, d, lam, *, samples=1, seed=0, replace=True, max_time=None, max_mem
     out = [None] * S
     stop = threading.Event()
 
+    lock = threading.Lock()
+
+    def finished():
+        if progress is not None:
+            with lock:
+                progress(sum(x is not None for x in out), S)
+
     def job(s):
         out[s] = _job(p, children[s], s, t0, deadline, max_time, max_memory, stop)
+        finished()
+
+    finished()
 
     try:
         if client is not None:
@@ -210,7 +222,7 @@ def sample(n, d, lam, *, samples=1, seed=0, replace=True, max_time=None, max_mem
             wall_deadline = None if deadline is None else time.time() + (deadline - time.perf_counter())
             tasks = [(p, children[s], s, t0, wall_deadline, max_time, max_memory) for s in range(S)]
             map_tasks(_cluster_task, tasks, client=client, collect=False,
-                      on_result=lambda s, value, error: out.__setitem__(s, value))
+                      on_result=lambda s, value, error: (out.__setitem__(s, value), finished()))
         elif workers == 1 or S == 1:
             for s in range(S):
                 job(s)

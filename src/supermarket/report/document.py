@@ -27,12 +27,45 @@ MAX_TABLE_ROWS = 200
 
 SUMMARY_COLUMNS = {
     "simulate": ("u_mean", "mean_queue_length", "good_set_fraction", "events_per_second"),
-    "mixing": ("coalescence_steps_mean", "censored", "bound_lower_steps", "bound_upper_steps", "tmix_steps"),
+    # a sweep task couples one pair: its "tmix_steps" (the 0.75-quantile of τ over the task's
+    # pairs) is that pair's τ again, not a bound on t_mix, so it is not shown
+    "mixing": ("coalescence_steps_mean", "censored", "bound_lower_steps", "bound_upper_steps"),
     "fluctuations": tuple(f"sim_{m}" for m in FLUCT_MOMENTS) + tuple(f"limit_{m}" for m in FLUCT_MOMENTS),
     "meanfield": ("mean_queue_length", "refined_sum_V", "refined_mean_queue_length", "levels"),
     "theory": ("k", "k_hypothesis", "mean_queue_length", "mixing_steps_upper", "mixing_steps_lower",
                "slow_rate", "theorem_1_2_applies"),
 }
+
+
+# column headers that say what a value is where the stored name does not
+HEADERS = {
+    "mixing": {"coalescence_steps_mean": "coalescence steps (mean over the pairs, one per task)"},
+}
+
+# what a table shows instead of "mean ± se" when a row's own run distrusts the value
+TOO_SHORT = "too short to know"
+
+# (column prefix or name, flag): the row's flag that says the run could not know the column's error
+DISTRUST_FLAGS = {
+    "simulate": (("mean_queue_length", "mean_queue_length_reliable"),
+                 ("good_set_fraction", "good_set_fraction_reliable")),
+    "fluctuations": (("sim_", "sim_error_bars_adequate"),),
+}
+
+NOTES = {
+    "mixing": ("Each sweep task couples one pair from the start with a stationary copy: the column is the "
+               "mean coalescence time of the task's pairs, not t_mix(1/4). The bound t_mix(1/4) ≤ the "
+               "0.75-quantile of the coalescence time needs many pairs: supermarket mixing --replications 100."),
+}
+
+
+def _distrusted(meas: str, column: str, rows: list[dict]) -> bool:
+    """Whether any replication of a grid point says it is too short to know the column's error
+    (then the table shows no ± for it: the rule of every command)."""
+    for prefix, flag in DISTRUST_FLAGS.get(meas, ()):
+        if column == prefix or (prefix.endswith("_") and column.startswith(prefix)):
+            return any(r.get(flag) is False for r in rows)
+    return False
 
 
 def _fmt(v) -> str:
@@ -59,7 +92,8 @@ def _numeric_lists(vals) -> bool:
 def _summary_table(meas: str, rows: list[dict], params: list[str]) -> tuple[list[str], list[list[str]]]:
     """One line per grid point: its parameters, replications, and mean ± se of the main values."""
     cols = [c for c in SUMMARY_COLUMNS.get(meas, ()) if any(c in r for r in rows)]
-    header = params + ["replications ok"] + [f"{c} (mean)" if c == "u_mean" else c for c in cols]
+    names = HEADERS.get(meas, {})
+    header = params + ["replications ok"] + [f"{c} (mean)" if c == "u_mean" else names.get(c, c) for c in cols]
     body = []
     for rs in _points(rows).values():
         r = rs[0]
@@ -71,7 +105,10 @@ def _summary_table(meas: str, rows: list[dict], params: list[str]) -> tuple[list
                     and any(n is not None for n in nums) and len(rs) > 1:
                 m, se = mean_stderr(nums)
                 same = len({n for n in nums if n is not None}) == 1
-                line.append(f"{m:.6g} ± {se:.2g}" if se is not None and not same else f"{m:.6g}")
+                if _distrusted(meas, c, rs):
+                    line.append(f"{m:.6g} ({TOO_SHORT})")
+                else:
+                    line.append(f"{m:.6g} ± {se:.2g}" if se is not None and not same else f"{m:.6g}")
             elif _numeric_lists(vals):
                 lists = [np.asarray(_json(v), dtype=float) for v in vals]
                 mat = np.zeros((len(lists), max(len(x) for x in lists)))
@@ -82,6 +119,12 @@ def _summary_table(meas: str, rows: list[dict], params: list[str]) -> tuple[list
                 line.append(_fmt(vals[0]))
         body.append(line)
     return header, body
+
+
+def _too_short_note(meas: str) -> str:
+    flags = ", ".join(f for _, f in DISTRUST_FLAGS.get(meas, ()))
+    return (f"\"{TOO_SHORT}\": a replication of the grid point says its run was too short to estimate its own "
+            f"error ({flags} false), so no ± is shown; run longer (docs/model.md §9).")
 
 
 def _param_columns(rows: list[dict], meas: str, sidecar: dict) -> list[str]:
@@ -206,6 +249,10 @@ def build_report(out_dir, path, *, fmt: str = "html") -> str:
                     f"{k} = {_fmt(v)}" for k, v in fixed.items())) + "</p>")
             header, body = _summary_table(meas, mrows, cols)
             parts.append(_html_table(header, body))
+            if meas in NOTES:
+                parts.append(f"<p>{html.escape(NOTES[meas])}</p>")
+            if any("(" + TOO_SHORT + ")" in c for line in body for c in line):
+                parts.append(f"<p>{html.escape(_too_short_note(meas))}</p>")
             for f in figs:
                 if getattr(f, "measurement", None) == meas:
                     b64 = base64.b64encode(f.png).decode("ascii")
@@ -230,6 +277,10 @@ def build_report(out_dir, path, *, fmt: str = "html") -> str:
         if fixed:
             md += ["Same for every task: " + ", ".join(f"{k} = {_fmt(v)}" for k, v in fixed.items()), ""]
         md += [_md_table(header, body), ""]
+        if meas in NOTES:
+            md += [NOTES[meas], ""]
+        if any("(" + TOO_SHORT + ")" in c for line in body for c in line):
+            md += [_too_short_note(meas), ""]
         for f in figs:
             if getattr(f, "measurement", None) == meas:
                 png = path.with_name(f"{path.stem}_{f.name}.png")

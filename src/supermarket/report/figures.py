@@ -288,6 +288,7 @@ def _fluct_value(r: dict, group: str, m: str):
 def _fluct_figure(points) -> Figure | None:
     plt = _plt()
     sims, lims, errs, names, lna_x, lna_y, lna_e = [], [], [], [], [], [], []
+    short = 0
     for rs in points.values():
         r = rs[0]
         for m in FLUCT_MOMENTS:
@@ -297,6 +298,9 @@ def _fluct_figure(points) -> Figure | None:
             mean, se = mean_stderr(vals)
             if se is None and len(rs) == 1:
                 se = _num(r.get(f"sim_stderr_{m}")) or _num(r.get(f"sim_{m}_stderr"))
+            if any(x.get("sim_error_bars_adequate") is False for x in rs):
+                se = None  # the run is too short to know its error: no error bar (drawn as ×)
+                short += 1
             if lna is not None and mean is not None:
                 lna_x.append(lna)
                 lna_y.append(mean)
@@ -306,7 +310,7 @@ def _fluct_figure(points) -> Figure | None:
             sims.append(mean)
             lims.append(lim)
             errs.append(0.0 if se is None else 2 * se)
-            names.append(f"({r.get('regime')}) {m}")
+            names.append(f"({r.get('regime')}) {m}" + (" (too short to know)" if se is None else ""))
     if not sims:
         return None
     fig, ax = plt.subplots(figsize=(5.5, 4.4))
@@ -326,7 +330,9 @@ def _fluct_figure(points) -> Figure | None:
                   "Stationary means, variances and covariance of the scaled centred process (paper 002, "
                   "docs/model.md §8) against those of the limit diffusion of its regime (limits derived; closed "
                   "forms in regime (a), simulated SDE in (b), (c)), and against the finite-n linear noise "
-                  "approximation at the centre x^n (open squares).")
+                  "approximation at the centre x^n (open squares)."
+                  + (" Points labelled \"too short to know\" come from runs too short to estimate their own "
+                     "error: they have no error bar." if short else ""))
 
 
 def _meanfield_figure(points) -> Figure | None:

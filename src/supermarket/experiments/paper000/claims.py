@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from ... import theory as th
-from .e1_e4_equilibrium import _modal_calls
+from .e1_e4_equilibrium import _modal_call, _modal_calls, modal_sentence
 from .output import Z_FINDING, _bound_verdict, _fit_slope
 
 __all__ = ["claims_rows", "claims_markdown", "count_verdict", "SLOPE_TOL", "GOOD_SHARE"]
@@ -50,18 +50,23 @@ def _theorem(rows) -> tuple[int, str]:
 
 
 def _max_is_k(ni) -> dict:
-    ok = [r for r in ni if r["modal_max"] == r["k"]]
-    unknown = sum(1 for r in ni if r["modal_max"] != r["k"] and _modal_calls([r]) != (0, 0))
+    # one rule with the E1 section (_modal_call): a configuration whose modal call is too close
+    # or too short counts as undecided whatever its point estimate of the modal maximum
+    ok = [r for r in ni if r["modal_max"] == r["k"] and _modal_call(r) is None]
+    close, short = _modal_calls(ni)
+    unknown = close + short
     hyp_k = [r for r in ni if r["k_hypothesis"] == r["k"]]
     others = [r for r in ni if r["modal_max"] != r["k"]]
     at_k1 = [r for r in others if r["modal_max"] == r["k"] + 1]
-    ev = (f"modal maximum = k in {len(ok)} of {len(ni)}; in {sum(r['modal_max'] == r['k'] for r in hyp_k)} "
+    n_eq_k = sum(r["modal_max"] == r["k"] for r in ni)
+    ev = (f"modal maximum = k in {n_eq_k} of {len(ni)}; in {sum(r['modal_max'] == r['k'] for r in hyp_k)} "
           f"of the {len(hyp_k)} where the hypothesis (largest k with nπ(k) ≥ 1) is k")
     if others:
         ev += (f"; k+1 in {len(at_k1)} of the other {len(others)}, where nπ(k+1) ≥ 1 in "
                f"{sum(r['k_hypothesis'] >= r['k'] + 1 for r in at_k1)}")
-        if unknown:
-            ev += f"; k against k+1 too close or too short to call in {unknown}"
+    if unknown:
+        ev += f"; which of k and k+1 is modal is {modal_sentence(close, short, len(ni))}"
+    if others or unknown:
         ev += "; " + _theorem(ni)[1]
     return {"claim": "maximum queue length in equilibrium is k = ⌈log(1/(1−λ))/log d⌉ (α/β not an integer; "
                      "docs/model.md §4 [paper])",

@@ -187,20 +187,35 @@ def _e1_figure(out, rows):
     _save_figure(fig, out, "E1_equilibrium")
 
 
+def _modal_call(r) -> str | None:
+    """Whether a row's "which of k and k+1 is modal" can be called: ``"too close"`` when
+    P(max = k) and P(max = k+1) differ by at most ``Z_FINDING`` standard errors (both error
+    bars reliable), ``"too short"`` when an error bar needed for the call is not reliable
+    (shares of exactly 0 or 1 need none), ``None`` when the call is made.  The one rule that
+    the E1 section and the Claims table both count with."""
+    a, b = r["share_max_eq_k"], r["share_max_eq_k1"]
+    if a in (0.0, 1.0) or b in (0.0, 1.0):
+        return None
+    if not (r["share_max_eq_k_reliable"] and r["share_max_eq_k1_reliable"]):
+        return "too short"
+    if abs(a - b) <= Z_FINDING * math.hypot(r["share_max_eq_k_stderr"], r["share_max_eq_k1_stderr"]):
+        return "too close"
+    return None
+
+
 def _modal_calls(rows):
-    """``(close, unknown)``: rows where P(max = k) and P(max = k+1) differ by at most
-    ``Z_FINDING`` standard errors (both error bars reliable), and rows where an error bar
-    needed for the call is not reliable (shares of exactly 0 or 1 need none)."""
-    close = unknown = 0
-    for r in rows:
-        a, b = r["share_max_eq_k"], r["share_max_eq_k1"]
-        if a in (0.0, 1.0) or b in (0.0, 1.0):
-            continue
-        if not (r["share_max_eq_k_reliable"] and r["share_max_eq_k1_reliable"]):
-            unknown += 1
-        elif abs(a - b) <= Z_FINDING * math.hypot(r["share_max_eq_k_stderr"], r["share_max_eq_k1_stderr"]):
-            close += 1
-    return close, unknown
+    """``(close, unknown)``: how many rows :func:`_modal_call` finds too close to call, and
+    how many too short to know."""
+    calls = [_modal_call(r) for r in rows]
+    return calls.count("too close"), calls.count("too short")
+
+
+def modal_sentence(close: int, unknown: int, total: int) -> str:
+    """"too close to call in 1 and too short to know in 2 of the 10" (empty when both are 0):
+    the words the E1 section and the Claims table share."""
+    parts = ([f"within {Z_FINDING:g} standard errors (too close to call) in {close}"] if close else []) + \
+        ([f"too short to know in {unknown}"] if unknown else [])
+    return " and ".join(parts) + f" of the {total}" if parts else ""
 
 
 def _e1_markdown(rows):
@@ -237,11 +252,7 @@ def _e1_markdown(rows):
                      + (f" and further from k in {len(others) - at_k1}" if at_k1 < len(others) else "") + ".")
     close, unknown = _modal_calls(ni)
     if close or unknown:
-        sentence += (" Which of k and k+1 is modal is"
-                     + (f" within {Z_FINDING:g} standard errors (too close to call) in {close}" if close else "")
-                     + (" and" if close and unknown else "")
-                     + (f" too short to know in {unknown}" if unknown else "")
-                     + f" of the {len(ni)}.")
+        sentence += f" Which of k and k+1 is modal is {modal_sentence(close, unknown, len(ni))}."
     sentence += (f" The conditions of Theorem 1.2 hold in {sum(applies)} of {len(rows)} configurations"
                  + (" (they need n of order 10^15 or more)." if not any(applies) else ".")
                  + f" The modal maximum is within 1 of the hypothesis in {n_eq_hyp} of {len(rows)} configurations.")
