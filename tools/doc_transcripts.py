@@ -159,6 +159,7 @@ VOLATILE = [
     (re.compile(r"wall time [\d.]+(?:e[+-]?\d+)? ?(?:s|min|h)\b"), "wall time ..."),
     (re.compile(r"\b(solved|computed|finished|took|ran) in [\d.]+(?:e[+-]?\d+)? ?(?:s|ms|min)\b"), r"\1 in ..."),
     (re.compile(r"\b[\d.]+(?:e[+-]?\d+)? ?(?:s|ms) (?:wall|elapsed)\b"), "... wall"),
+    (re.compile(r"(?<=; )[\d.]+(?:e[+-]?\d+)? s$"), "... s"),  # "…; peak memory 0.26 MiB; 0.255 s"
 ]
 
 

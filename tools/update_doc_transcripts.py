@@ -58,6 +58,7 @@ def _update_python(source: str, namespace: dict, where: str) -> str:
     test = doctest.DocTest([p for p in pieces if isinstance(p, doctest.Example)], namespace, where, where, 0, source)
     runner = _Recorder()
     runner.run(test, out=sys.stderr.write, clear_globs=False)
+    namespace.update(test.globs)  # DocTest ran on a copy: later blocks see its names
     out = []
     for piece in pieces:
         if isinstance(piece, str):
