@@ -159,7 +159,9 @@ VOLATILE = [
     (re.compile(r"wall time [\d.]+(?:e[+-]?\d+)? ?(?:s|min|h)\b"), "wall time ..."),
     (re.compile(r"\b(solved|computed|finished|took|ran) in [\d.]+(?:e[+-]?\d+)? ?(?:s|ms|min)\b"), r"\1 in ..."),
     (re.compile(r"\b[\d.]+(?:e[+-]?\d+)? ?(?:s|ms) (?:wall|elapsed)\b"), "... wall"),
-    (re.compile(r"(?<=; )[\d.]+(?:e[+-]?\d+)? s$"), "... s"),  # "…; peak memory 0.26 MiB; 0.255 s"
+    (re.compile(r"(?<=; )[\d.]+(?:e[+-]?\d+)? s$"), "... s"),
+    (re.compile(r", [\d.]+(?:e[+-]?\d+)? s\)"), ", ... s)"),  # "(local-processes, 76.2 s)"
+    (re.compile(r"events in [\d.]+(?:e[+-]?\d+)? s \([\d.]+(?:e[+-]?\d+)?/s\)"), "events in ... s (.../s)"),  # "…; peak memory 0.26 MiB; 0.255 s"
 ]
 
 
@@ -307,21 +309,24 @@ class Block:
     body_start: int  # index into the file's lines of the first source line
     body_end: int  # index of the closing fence
     skip: str | None  # the arguments of a ``skip: next`` directive just above, if any
+    indent: int = 0  # columns of indentation of the fence (a block inside a list item)
 
 
 def scan(path: Path) -> list[Block]:
-    """Fenced blocks (top level, backtick or tilde fences) with their skip directives."""
+    """Fenced blocks (backtick or tilde fences, also indented in a list item) with the
+    ``skip: next`` directive on the line above each (blank lines between allowed)."""
     lines = path.read_text(encoding="utf-8").splitlines()
     blocks: list[Block] = []
     i = 0
     pending: str | None = None
     while i < len(lines):
-        skip = SKIP.match(lines[i].strip())
+        text = lines[i].strip()
+        skip = SKIP.match(text)
         if skip:
             pending = skip.group("args")
             i += 1
             continue
-        fence = FENCE.match(lines[i].strip()) if lines[i].lstrip() == lines[i] else None
+        fence = FENCE.match(text)
         if fence:
             mark = fence.group("fence")
             j = i + 1
@@ -329,12 +334,12 @@ def scan(path: Path) -> list[Block]:
                                           and not lines[j].strip().strip(mark[0])):
                 j += 1
             blocks.append(Block(path, fence.group("info").strip(), "\n".join(lines[i + 1:j]) + "\n",
-                                i + 1, i + 1, j, pending))
+                                i + 1, i + 1, j, pending, len(lines[i]) - len(lines[i].lstrip())))
             pending = None
             i = j + 1
             continue
-        if lines[i].strip():
-            pending = None if not lines[i].strip().startswith("<!--") else pending
+        if text and not text.startswith("<!--"):
+            pending = None
         i += 1
     return blocks
 
@@ -351,3 +356,69 @@ def skip_reason(args: str | None, run_long: bool) -> str | None:
         return m.group("r")
     raise ValueError(f"skip directive {args!r}: use `skip: next \"reason\"` or "
                      "`skip: next if(not run_long, \"reason\")`")
+
+
+# --------------------------------------------------------------------------- Sybil
+
+
+def evaluate_command_block(example) -> None:
+    """Sybil evaluator of a command block: a ``console`` transcript is checked; any other
+    command block fails (it reaches here only when no skip directive stands above it)."""
+    language = example.parsed["language"]
+    if language != "console":
+        shown = "no language" if not language else f"`{language}`"
+        raise AssertionError(
+            f"{example.path}:{example.line}: a command block ({shown}) is neither checked nor skipped: "
+            "write it as a ```console transcript ($ commands and their output) or put "
+            '<!-- skip: next "reason" --> on the line above it')
+    try:
+        check(str(example.parsed["source"]), example.namespace["__docs_dir__"],
+              where=f"{Path(example.path).name}:{example.line}")
+    except MissingProgram as exc:
+        import pytest
+
+        pytest.skip(str(exc))
+
+
+class CommandBlockParser:
+    """Sybil parser of fenced command blocks: console, bash, sh, shell, zsh, text, or none."""
+
+    def __init__(self):
+        from sybil.parsers.markdown.lexers import FencedCodeBlockLexer
+
+        langs = "|".join(x for x in COMMAND_LANGUAGES if x)
+        self.lexer = FencedCodeBlockLexer(language=f"(?:{langs})?")
+
+    def __call__(self, document):
+        from sybil import Region
+
+        for lexed in self.lexer(document):
+            parsed = {"language": lexed.lexemes["language"], "source": lexed.lexemes["source"]}
+            yield Region(lexed.start, lexed.end, parsed, evaluate_command_block)
+
+
+def setup_page(namespace: dict) -> None:
+    """Sybil setup of one page: a scratch working directory, ``run_long`` from the environment."""
+    work = scratch_dir()
+    namespace["__docs_dir__"] = work
+    namespace["__docs_cwd__"] = os.getcwd()
+    namespace["run_long"] = bool(os.environ.get(LONG_ENV))
+    os.chdir(work)
+
+
+def teardown_page(namespace: dict) -> None:
+    os.chdir(namespace["__docs_cwd__"])
+    shutil.rmtree(namespace["__docs_dir__"], ignore_errors=True)
+
+
+def make_sybil(patterns=("README.md", "docs/*.md"), path: str | Path = ROOT):
+    """The Sybil that runs the documentation (conftest.py)."""
+    import doctest
+
+    from sybil import Sybil
+    from sybil.parsers.markdown import PythonCodeBlockParser, SkipParser
+
+    return Sybil(
+        parsers=[PythonCodeBlockParser(doctest_optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE),
+                 CommandBlockParser(), SkipParser()],
+        patterns=list(patterns), path=str(path), setup=setup_page, teardown=teardown_page)

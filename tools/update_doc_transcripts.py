@@ -70,6 +70,8 @@ def _update_python(source: str, namespace: dict, where: str) -> str:
         got = runner.got.get(id(piece), piece.want)
         if got is None:  # an exception: keep what was shown
             got = piece.want
+        if got is not piece.want:
+            got = "\n".join(dt.mask_volatile(line) for line in got.splitlines())
         out.append("".join(pad + (line.rstrip() or "<BLANKLINE>") + "\n" for line in got.splitlines()))
     return "".join(out)
 
@@ -88,8 +90,8 @@ def update_page(path: Path, run_long: bool) -> str:
         for block in blocks:
             reason = dt.skip_reason(block.skip, run_long)
             where = f"{path.name}:{block.line}"
-            if reason is not None:
-                continue
+            if reason is not None or block.indent:
+                continue  # skipped now, or inside a list item (update those by hand)
             if block.language == "console":
                 steps = dt.parse_transcript(block.source)
                 for step in steps:
