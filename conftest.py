@@ -27,6 +27,6 @@ ROOT = Path(__file__).resolve().parent
 
 if importlib.util.find_spec("sybil") is not None:  # sybil comes with the test extra
     sys.path.insert(0, str(ROOT / "tools"))
-    import doc_transcripts  # noqa: E402
+    import doc_transcripts
 
     pytest_collect_file = doc_transcripts.make_sybil(path=ROOT).pytest()

@@ -252,7 +252,7 @@ def run(command: str, cwd: Path, timeout: float = 600) -> tuple[int, list[str]]:
         prog = part.split()[0] if part.split() else ""
         if prog and shutil.which(prog, path=_env()["PATH"]) is None:
             raise MissingProgram(f"{prog} is not installed")
-    proc = subprocess.run(["bash", "-c", command], cwd=cwd, env=_env(), stdout=subprocess.PIPE,
+    proc = subprocess.run(["bash", "-c", command], check=False, cwd=cwd, env=_env(), stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, timeout=timeout)
     return proc.returncode, normalise(proc.stdout)
 

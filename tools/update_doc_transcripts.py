@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import doc_transcripts as dt  # noqa: E402
+import doc_transcripts as dt
 
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
@@ -132,7 +132,8 @@ def main(argv=None) -> int:
             if not args.check:
                 path.write_text(new, encoding="utf-8")
     for path in changed:
-        print(f"{'would change' if args.check else 'updated'}: {path.relative_to(dt.ROOT)}")
+        shown = path.relative_to(dt.ROOT) if path.is_relative_to(dt.ROOT) else path
+        print(f"{'would change' if args.check else 'updated'}: {shown}")
     return 1 if (args.check and changed) else 0
 
 
