@@ -45,6 +45,26 @@ def test_site_builds_strict(tmp_path):
     assert "supermarket design" in cli and "--max-queue" in cli  # the hook inserted --help
     model = (site / "model" / "index.html").read_text(encoding="utf-8")
     assert "k_{λ,d}" in model
+    # no Sphinx role shows on any page (mkdocstrings renders numpy docstrings as Markdown,
+    # which knows no roles; tools/mkdocs_hooks.py drops them and keeps the name)
+    role = re.compile(r":(?:py:)?(?:func|meth|class|mod|data|attr|exc|obj|const|ref|term|doc|any):(?:<code>|`)")
+    shown = {p.relative_to(site).as_posix(): role.findall(p.read_text(encoding="utf-8"))[:3]
+             for p in site.rglob("*.html")}
+    shown = {page: found for page, found in shown.items() if found}
+    assert not shown, f"raw Sphinx roles on {len(shown)} page(s): {shown}"
+    assert "<code>simulate</code>" in (site / "reference" / "simulation" / "index.html").read_text(encoding="utf-8")
+
+
+def test_sphinx_roles_are_dropped_and_names_kept():
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        from mkdocs_hooks import strip_sphinx_roles
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+    assert strip_sphinx_roles("see :func:<code>simulate</code> and :py:meth:<code>x.y</code>") == \
+        "see <code>simulate</code> and <code>x.y</code>"
+    assert strip_sphinx_roles("<code>:meth:`to_dict`, :class:`A`.</code>") == "<code>to_dict, A.</code>"
+    assert strip_sphinx_roles("a ratio 1:2:<b>3</b> and time 10:30") == "a ratio 1:2:<b>3</b> and time 10:30"
 
 
 def _nav_pages() -> set[str]:

@@ -7,12 +7,29 @@ the page cannot drift from the code.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
 import click
 
 MARKER = "<!-- supermarket-cli-help -->"
+
+#: a Sphinx role as rendered by Markdown (``:func:<code>x</code>``) or left raw inside a
+#: code span (``<code>:meth:`x`</code>``, a docstring line that numpydoc read as a type)
+SPHINX_ROLE_RENDERED = re.compile(r":(?:py:)?(?:func|meth|class|mod|data|attr|exc|obj|const|ref|term|doc|any):<code>([^<]*)</code>")
+SPHINX_ROLE_RAW = re.compile(r":(?:py:)?(?:func|meth|class|mod|data|attr|exc|obj|const|ref|term|doc|any):`([^`<]*)`")
+
+
+def strip_sphinx_roles(html: str) -> str:
+    """``html`` without Sphinx role markers; the names stay in code font."""
+    # a role's "~a.b.c" shows only the last name, "c"
+    html = SPHINX_ROLE_RENDERED.sub(lambda m: "<code>" + _name(m.group(1)) + "</code>", html)
+    return SPHINX_ROLE_RAW.sub(lambda m: _name(m.group(1)), html)
+
+
+def _name(target: str) -> str:
+    return target[1:].rsplit(".", 1)[-1] if target.startswith("~") else target
 
 
 def _help(command: click.Command, name: str, parent: click.Context) -> str:
@@ -45,3 +62,7 @@ def on_page_markdown(markdown: str, page, config, files):  # noqa: ARG001 - MkDo
     if MARKER in markdown:
         return markdown.replace(MARKER, cli_reference())
     return markdown
+
+
+def on_page_content(html: str, page, config, files):  # noqa: ARG001 - MkDocs hook signature
+    return strip_sphinx_roles(html)
