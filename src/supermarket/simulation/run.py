@@ -77,7 +77,7 @@ def _default_record_levels(d: int, lam: float) -> int:
 def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile", replace=True, start="empty",
              seed=0, replications=1, workers=None, time_mode="discrete", eps=0.1, record_every=None,
              record_levels=None, batches=None, precision=None, max_steps=None, progress=None, client=None,
-             _force_window=False) -> SimulationResult:
+             control_variates=True, _force_window=False) -> SimulationResult:
     """Simulate the (n, d, λ)-supermarket process and measure its time averages with honest errors.
 
     Parameters
@@ -171,6 +171,8 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
     >>> bool((a.u_mean == b.u_mean).all())  # results do not depend on workers
     True
     """
+    if not isinstance(control_variates, (bool, np.bool_)):
+        raise TypeError(f"control_variates must be True or False; got {control_variates!r}")
     engine = check_choice("engine", engine, ENGINES)
     time_mode = check_choice("time_mode", time_mode, TIME_MODES)
     lam_in = lam
@@ -298,7 +300,7 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
     spec = dict(params=params, engine=engine, counts0=counts0, lengths=lengths, continuous=continuous, k=k or 0,
                 lo=lo, hi=hi, horizon=horizon, burn=burn, batches=B, record_every=record_every or 0.0,
                 record_levels=rl, eps=eps, stable=stable, precision=precision, max_steps=max_steps,
-                force_window=bool(_force_window), perfect=perfect_start)
+                force_window=bool(_force_window), perfect=perfect_start, control_variates=bool(control_variates))
     seeds = spawn_seeds(seed, replications)
     stop = threading.Event()
     done_frac = [0.0] * replications
