@@ -507,7 +507,7 @@ class _Controls:
             if not c.used and c.reason and c.plain.mean > 0:
                 groups.setdefault(c.reason, []).append(f"E[u_{i + 1}]")
         for name, c in (("the mean queue length", cq), ("the time in the good set", cg)):
-            if c is not None and not c.used and c.reason:
+            if c is not None and not c.used and c.reason and c.plain.mean > 0:
                 groups.setdefault(c.reason, []).append(name)
         for reason, names in groups.items():
             if len(names) > 4:

@@ -209,12 +209,16 @@ class SimulationResult:
         The plain time averages (no controls) and their errors, whatever
         ``control_variates`` says: with it off they equal the fields without ``_plain``.
     mean_queue_length_plain, mean_queue_length_stderr_plain, mean_queue_length_reliable_plain
+        The plain mean queue length, its error and whether that error is reliable.
     mean_sojourn_time_plain, mean_sojourn_time_stderr_plain
+        The plain mean sojourn time (Little) and its error.
     good_set_fraction_plain, good_set_fraction_stderr_plain, good_set_fraction_reliable_plain
-        The same for these quantities.
+        The plain time in ``N^ε``, its error and whether that error is reliable.
     response_plain : supermarket.response.ResponseTimes or None
         The response times from the plain tails.
 
+    Notes
+    -----
     Every standard error (and half-width) is NaN where its ``reliable`` flag is False, with
     the reason in ``u_note`` or ``notes``: an error bar the run cannot trust is never given
     as a number.
