@@ -192,8 +192,10 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
     seen = [sum(int(np.count_nonzero(A["c"][idx, i] > 0)) for A, idx in used) for i in range(L)]
     # ---- control variates: the identities Z_i = u_i − λP_{i−1} (docs/model.md §9)
     cvs = _Controls(spec, used, L, n, lamf, seen, stable, forgotten_all, relax)
-    cu = [cvs.apply(p, est, own=i + 1, bounds=(0.0, 1.0)) for i, (p, est) in enumerate(zip(parts_c, est_u0))]
-    cP = [cvs.apply(p, est, own=i + 2, bounds=(0.0, 1.0)) for i, (p, est) in enumerate(zip(parts_P, est_P0))]
+    cu = [cvs.apply(p, est, own=i + 1, bounds=(0.0, 1.0), seen=seen[i])
+          for i, (p, est) in enumerate(zip(parts_c, est_u0))]
+    cP = [cvs.apply(p, est, own=i + 2, bounds=(0.0, 1.0), seen=seen[i])
+          for i, (p, est) in enumerate(zip(parts_P, est_P0))]
     cq = cvs.apply(parts_q, est_q0, bounds=(0.0, math.inf))
     cg = cvs.apply(parts_g, est_g0, bounds=(0.0, 1.0)) if k else None
     est_u = [c.est for c in cu]
@@ -388,6 +390,7 @@ class _CV:
         self.ratio = ratio  # (plain s.e. / CV s.e.)², NaN when not measurable or not used
         self.reason = reason  # why the plain estimate was kept ("" when the CV one is used)
         self.m = m
+        self.exact = False  # the controls determine the quantity exactly
 
     @property
     def used(self) -> bool:
@@ -398,6 +401,41 @@ class _CV:
         if not self.used:
             return plain_mean
         return float(sum(float(a.sum()) for a in self.adjusted) / Ttot)
+
+
+def _cv_estimate(parts, controls, plain, relax, bounds=(-math.inf, math.inf)) -> _CV:
+    """One quantity with the controls ``controls`` (per replication, batches x m): the
+    split-sample adjusted integrals (:func:`.control.crossfit`) through the same error
+    analysis as the plain ones (:func:`_estimate`), with ``m`` fewer degrees of freedom; the
+    adjusted estimate is used when its error is the smaller (see docs/model.md §9), else the
+    plain estimate ``plain`` with the reason."""
+    from . import control as _cv
+
+    fit = _cv.crossfit(parts, controls)
+    if fit is None:
+        return _CV(plain, reason="too few batches for the regression, or the quantity does not vary")
+    if fit.exact:
+        c = _CV(plain, reason="determined exactly by the identities: the plain estimate is kept as a check")
+        c.exact = True
+        return c
+    m = fit.controls
+    T_parts = [T for _, T in parts]
+    e = _estimate(list(zip(fit.adjusted, T_parts)), relax=relax)
+    if math.isfinite(e.dof):
+        e = dataclasses.replace(e, dof=max(e.dof - m, 1.0))  # m coefficients estimated
+    Ttot = sum(float(T.sum()) for T in T_parts)
+    value = sum(float(a.sum()) for a in fit.adjusted) / Ttot
+    if not bounds[0] <= value <= bounds[1]:
+        return _CV(plain, reason=f"the adjusted estimate {value:.3g} lies outside its range")
+    ratio = (plain.stderr / e.stderr) ** 2 if (e.stderr > 0 and plain.reliable and e.reliable) else math.nan
+    if e.reliable and plain.reliable:
+        if not e.stderr < plain.stderr:
+            return _CV(plain, reason="the controls did not reduce the error")
+    elif plain.reliable:
+        return _CV(plain, reason="the error of the adjusted series cannot be estimated")
+    elif not e.reliable and not (e.stderr < plain.stderr):
+        return _CV(plain, reason="the controls did not reduce the error")
+    return _CV(plain, est=e, adjusted=fit.adjusted, ratio=ratio, m=m)
 
 
 class _Controls:
@@ -440,46 +478,29 @@ class _Controls:
             return
         self.Z = Zs
 
-    def _fit(self, parts, levels):
-        from . import control as _cv
-
+    def _controls(self, levels):
         cols = [lv - 1 for lv in levels]
-        return _cv.crossfit(parts, [Zr[:, cols] for Zr in self.Z])
+        return [Zr[:, cols] for Zr in self.Z]
 
-    def apply(self, parts, plain, *, own=None, bounds=(-math.inf, math.inf)) -> _CV:
+    def apply(self, parts, plain, *, own=None, bounds=(-math.inf, math.inf), seen=None) -> _CV:
         """The estimate of the quantity with batch integrals ``parts`` (per replication):
-        the control-variate one when it has the smaller error, else the plain one with a reason."""
+        the control-variate one when it has the smaller error, else the plain one with a
+        reason.  ``own``: the level of the control that is the quantity's own identity (for
+        ``u_i``, ``Z_i``), left out when the controls would determine the quantity exactly;
+        ``seen``: batches in which the quantity was nonzero (a rare one keeps its plain estimate)."""
         if not self.on or parts is None:
             return _CV(plain)
         if not self.levels:
             return _CV(plain, reason=self.reason)
+        if seen is not None and seen < MIN_BLOCKS:
+            return _CV(plain, reason=f"rare (seen in fewer than {MIN_BLOCKS} batches)")
         levels = list(self.levels)
-        fit = self._fit(parts, levels)
-        if fit is not None and fit.exact and own in levels:
+        c = _cv_estimate(parts, self._controls(levels), plain, self.relax, bounds)
+        if c.exact and own in levels:
             levels.remove(own)  # u_1 = Z_1 + λ: estimate it from the other identities
-            fit = self._fit(parts, levels) if levels else None
-        if fit is None:
-            return _CV(plain, reason="too few batches for the regression, or the quantity does not vary")
-        if fit.exact:
-            return _CV(plain, reason="determined exactly by the identities: the plain estimate is kept as a check")
-        m = fit.controls
-        T_parts = [T for _, T in parts]
-        e = _estimate(list(zip(fit.adjusted, T_parts)), relax=self.relax)
-        if math.isfinite(e.dof):
-            e = dataclasses.replace(e, dof=max(e.dof - m, 1.0))  # m coefficients estimated
-        Ttot = sum(float(T.sum()) for T in T_parts)
-        value = sum(float(a.sum()) for a in fit.adjusted) / Ttot
-        if not bounds[0] <= value <= bounds[1]:
-            return _CV(plain, reason=f"the adjusted estimate {value:.3g} lies outside its range")
-        ratio = (plain.stderr / e.stderr) ** 2 if (e.stderr > 0 and plain.reliable and e.reliable) else math.nan
-        if e.reliable and plain.reliable:
-            if not e.stderr < plain.stderr:
-                return _CV(plain, reason="the controls did not reduce the error")
-        elif plain.reliable:
-            return _CV(plain, reason="the error of the adjusted series cannot be estimated")
-        elif not e.reliable and not (e.stderr < plain.stderr):
-            return _CV(plain, reason="the controls did not reduce the error")
-        return _CV(plain, est=e, adjusted=fit.adjusted, ratio=ratio, m=m)
+            c = _cv_estimate(parts, self._controls(levels), plain, self.relax, bounds) if levels else _CV(
+                plain, reason="determined exactly by the identities: the plain estimate is kept as a check")
+        return c
 
     def adjusted_matrix(self, cP, parts_P):
         """Per replication, ``(P integrals (batches x levels), T)`` with each level's adjusted
