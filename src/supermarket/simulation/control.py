@@ -1,4 +1,4 @@
-"""Control variates from the model's own identities (docs/model.md §9, "The identities as
+"""Control variates from the model's own identities (docs/model.md §9.1, "The identities as
 control variates"): pure NumPy regression on batch means, with split-sample cross-fitting.
 
 In equilibrium every ``Z_i = u_i − λ P_{i−1}`` (``P_0 = 1``) has mean exactly zero, in both
@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["MAX_CONTROLS", "CONDITION_TOL", "EXACT_R2", "MIN_FIT_ROWS_PER_CONTROL", "CrossFit",
-           "ratio_series", "select_controls", "crossfit"]
+__all__ = ["CONDITION_TOL", "EXACT_R2", "MAX_CONTROLS", "MIN_FIT_ROWS_PER_CONTROL", "CrossFit", "crossfit",
+           "ratio_series", "select_controls"]
 
 MAX_CONTROLS = 8
 """At most this many controls (the lowest levels with mass carry nearly all the gain; each

@@ -190,7 +190,7 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
     est_g0 = _estimate(parts_g, relax=relax) if k else None
     # rare levels: too few batches ever saw them for an error estimate
     seen = [sum(int(np.count_nonzero(A["c"][idx, i] > 0)) for A, idx in used) for i in range(L)]
-    # ---- control variates: the identities Z_i = u_i − λP_{i−1} (docs/model.md §9)
+    # ---- control variates: the identities Z_i = u_i − λP_{i−1} (docs/model.md §9.1)
     cvs = _Controls(spec, used, L, n, lamf, seen, stable, forgotten_all, relax)
     cu = [cvs.apply(p, est, own=i + 1, bounds=(0.0, 1.0), seen=seen[i])
           for i, (p, est) in enumerate(zip(parts_c, est_u0))]
@@ -407,7 +407,7 @@ def _cv_estimate(parts, controls, plain, relax, bounds=(-math.inf, math.inf)) ->
     """One quantity with the controls ``controls`` (per replication, batches x m): the
     split-sample adjusted integrals (:func:`.control.crossfit`) through the same error
     analysis as the plain ones (:func:`_estimate`), with ``m`` fewer degrees of freedom; the
-    adjusted estimate is used when its error is the smaller (see docs/model.md §9), else the
+    adjusted estimate is used when its error is the smaller (see docs/model.md §9.1), else the
     plain estimate ``plain`` with the reason."""
     from . import control as _cv
 
@@ -439,7 +439,7 @@ def _cv_estimate(parts, controls, plain, relax, bounds=(-math.inf, math.inf)) ->
 
 
 class _Controls:
-    """The controls of a run (docs/model.md §9): ``Z_i = u_i − λ P_{i−1}`` per batch, the
+    """The controls of a run (docs/model.md §9.1): ``Z_i = u_i − λ P_{i−1}`` per batch, the
     levels chosen from the data, and the split-sample estimate of any quantity."""
 
     def __init__(self, spec, used, L, n, lam, seen, stable, forgotten_all, relax):
@@ -521,8 +521,8 @@ class _Controls:
         if not self.levels:
             return (f"control variates not used: {self.reason}",)
         lv = self.levels
-        out = [f"controls Z_i = u_i − λ·P_(i−1) for i = {', '.join(map(str, lv))} ({len(lv)}; exact mean 0 in "
-               "equilibrium), split-sample regression on batch means (docs/model.md §9)"]
+        out = [(f"controls Z_i = u_i − λ·P_(i−1) for i = {', '.join(map(str, lv))} ({len(lv)}; exact mean 0 in "
+                "equilibrium), split-sample regression on batch means (docs/model.md §9.1)")]
         groups = {}
         for i, c in enumerate(cu):
             if not c.used and c.reason and c.plain.mean > 0:
