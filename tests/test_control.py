@@ -137,6 +137,14 @@ def test_cv_estimates_agree_with_the_exact_law_of_n3(laws, engine, mode, rep, se
             assert abs(est[i] - exact[i]) <= Z * se[i] + law.tail, (i, est[i], exact[i], se[i])
     assert abs(res.mean_queue_length - law.mean_queue_length) <= Z * res.mean_queue_length_stderr + M3 * law.tail
     assert abs(res.sojourn.mean - law.mean_queue_length / LAM3) <= Z * res.sojourn.stderr["mean"] + M3 * law.tail
+    # the law of the maximum, through the same regression
+    checked = 0
+    for m, p in law.max_dist.items():
+        if p >= 0.02:
+            se = res.max_queue_dist_stderr[m]
+            assert np.isfinite(se) and abs(res.max_queue_dist[m] - p) <= Z * se + law.tail, (m, p, se)
+            checked += 1
+    assert checked >= 3
 
 
 def test_d1_gives_the_closed_form_lambda_to_the_i():

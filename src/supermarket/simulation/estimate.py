@@ -206,6 +206,13 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
     ud_mean = np.array([c.mean(ud_plain[i], Ttot) for i, c in enumerate(cP)]) if L else ud_plain
     mql = cq.mean(float(u_plain.sum()), Ttot)
     good = cg.mean(good_plain, Ttot) if k else None
+    # the law of the maximum: the fraction of time at each maximum, the same regression
+    parts_mx = {m: [(A["max"][idx, m], A["T"][idx]) for A, idx in used] for m in mq}
+    seen_mx = {m: sum(int(np.count_nonzero(A["max"][idx, m] > 0)) for A, idx in used) for m in mq}
+    cm = {m: cvs.apply(parts_mx[m], _estimate(parts_mx[m], relax=relax), bounds=(0.0, 1.0), seen=seen_mx[m])
+          for m in mq}
+    mq_plain = mq
+    mq = {m: cm[m].mean(mq_plain[m], Ttot) for m in mq_plain}
     # ---- self-checks from exact identities (docs/model.md §9)
     checks = []
     if stable:
@@ -239,6 +246,9 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
     u0_rel, _ = _gate(est_u0, est_q0, seen, forgotten_all, bool(failed), stable)
     P0_rel, _ = _gate(est_P0, est_q0, seen, forgotten_all, bool(failed), stable)
     q0_rel = bool(est_q0.reliable and ok_all)
+    # the maximum's law: trusted as the levels are (its own plateau, seen often enough, the run's checks)
+    mx_rel = {m: bool(c.est.reliable and seen_mx[m] >= MIN_BLOCKS and ok_all and (q_rel or not stable))
+              for m, c in cm.items()}
     g0_rel = bool(est_g0.reliable and ok_all) if est_g0 is not None else None
     unrel = [i + 1 for i in range(L) if not u_rel[i] and u_mean[i] > 0 and seen[i] >= MIN_BLOCKS]
     if ok_all and (unrel or not q_rel):
@@ -288,7 +298,8 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
     if cvs.on:
         vr = {"u_mean": [c.ratio for c in cu], "ud_mean": [c.ratio for c in cP],
               "mean_queue_length": cq.ratio, "mean_sojourn_time": cq.ratio,
-              "good_set_fraction": cg.ratio if k else None}
+              "good_set_fraction": cg.ratio if k else None,
+              "max_queue_dist": {m: c.ratio for m, c in cm.items()}}
         if response is not None:
             vr["sojourn"] = _response_ratios(response.sojourn, response_plain.sojourn)
             vr["waiting"] = _response_ratios(response.waiting, response_plain.waiting)
@@ -306,6 +317,7 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
         steps=int(events), burn_in=int(burn_events), sim_time=float(sim_time),
         u_mean=u_mean, u_stderr=np.array([se(e, ok) for e, ok in zip(est_u, u_rel)]), ud_mean=ud_mean,
         ud_stderr=np.array([se(e, ok) for e, ok in zip(est_P, P_rel)]), max_queue_dist=mq,
+        max_queue_dist_stderr={m: se(c.est, mx_rel[m]) for m, c in cm.items()}, max_queue_dist_plain=mq_plain,
         good_set_fraction=good, good_set_fraction_stderr=(se(est_g, g_rel) if k else None), k=k,
         eps=float(spec["eps"]), mean_queue_length=float(mql), mean_queue_length_stderr=se(est_q, q_rel),
         mean_sojourn_time=float(mql) / lamx, mean_sojourn_time_stderr=se(est_q, q_rel) / lamx,
@@ -324,7 +336,7 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
                     "was needed" + ("" if burn_events == 0 else f"; {int(burn_events):,} burn-in events were run anyway")
                     if spec.get("perfect") else ""),
         control_variates=bool(spec.get("control_variates", True)), controls=tuple(cvs.levels),
-        control_notes=cvs.notes(cu, cP, cq, cg), variance_reduction=vr,
+        control_notes=cvs.notes(cu, cP, cq, cg, cm), variance_reduction=vr,
         u_mean_plain=plain["u_mean"], u_stderr_plain=plain["u_stderr"], u_reliable_plain=plain["u_reliable"],
         ud_mean_plain=plain["ud_mean"], ud_stderr_plain=plain["ud_stderr"],
         mean_queue_length_plain=plain["mean_queue_length"],
@@ -514,7 +526,7 @@ class _Controls:
             out.append((np.column_stack(cols) if cols else np.zeros((T.size, 0)), T))
         return out
 
-    def notes(self, cu, cP, cq, cg) -> tuple:
+    def notes(self, cu, cP, cq, cg, cm) -> tuple:
         """In words: the controls used, and each quantity that kept its plain estimate."""
         if not self.on:
             return ()
@@ -527,6 +539,9 @@ class _Controls:
         for i, c in enumerate(cu):
             if not c.used and c.reason and c.plain.mean > 0:
                 groups.setdefault(c.reason, []).append(f"E[u_{i + 1}]")
+        for m, c in cm.items():
+            if not c.used and c.reason and c.plain.mean > 0:
+                groups.setdefault(c.reason, []).append(f"P(max = {m})")
         for name, c in (("the mean queue length", cq), ("the time in the good set", cg)):
             if c is not None and not c.used and c.reason and c.plain.mean > 0:
                 groups.setdefault(c.reason, []).append(name)

@@ -216,6 +216,12 @@ class SimulationResult:
         The plain time in ``N^ε``, its error and whether that error is reliable.
     response_plain : supermarket.response.ResponseTimes or None
         The response times from the plain tails.
+    max_queue_dist_stderr : dict or None
+        Maximum queue length -> standard error of its fraction of time (NaN where not
+        trusted: the same rule as the levels').
+    max_queue_dist_plain : dict or None
+        The plain fractions of time (with control variates, ``max_queue_dist`` holds the
+        adjusted ones, where they have the smaller error).
 
     Notes
     -----
@@ -298,6 +304,8 @@ class SimulationResult:
     good_set_fraction_stderr_plain: float | None = None
     good_set_fraction_reliable_plain: bool | None = None
     response_plain: object | None = field(default=None, repr=False)  # response.ResponseTimes of the plain tails
+    max_queue_dist_stderr: dict | None = field(default=None, repr=False)  # length -> s.e. (NaN: not trusted)
+    max_queue_dist_plain: dict | None = field(default=None, repr=False)  # length -> plain fraction of time
 
     @property
     def sojourn(self):
@@ -407,6 +415,8 @@ class SimulationResult:
             "ud_mean": self.ud_mean.tolist(),
             "ud_stderr": self.ud_stderr.tolist(),
             "max_queue_dist": {str(k): v for k, v in self.max_queue_dist.items()},
+            "max_queue_dist_stderr": (None if self.max_queue_dist_stderr is None else
+                                      {str(k): v for k, v in self.max_queue_dist_stderr.items()}),
             "good_set_fraction": self.good_set_fraction,
             "good_set_fraction_stderr": self.good_set_fraction_stderr,
             "k": self.k,
@@ -469,6 +479,8 @@ class SimulationResult:
                 "good_set_fraction": self.good_set_fraction_plain,
                 "good_set_fraction_stderr": self.good_set_fraction_stderr_plain,
                 "good_set_fraction_reliable": self.good_set_fraction_reliable_plain,
+                "max_queue_dist": (None if self.max_queue_dist_plain is None else
+                                   {str(k): v for k, v in self.max_queue_dist_plain.items()}),
                 "sojourn": None if self.response_plain is None else self.response_plain.sojourn.to_dict(),
                 "waiting": None if self.response_plain is None else self.response_plain.waiting.to_dict()}
 
