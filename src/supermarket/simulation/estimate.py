@@ -209,8 +209,7 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
     # the law of the maximum: the fraction of time at each maximum, the same regression
     parts_mx = {m: [(A["max"][idx, m], A["T"][idx]) for A, idx in used] for m in mq}
     seen_mx = {m: sum(int(np.count_nonzero(A["max"][idx, m] > 0)) for A, idx in used) for m in mq}
-    cm = {m: cvs.apply(parts_mx[m], _estimate(parts_mx[m], relax=relax), bounds=(0.0, 1.0), seen=seen_mx[m])
-          for m in mq}
+    cm = cvs.apply_law({m: (parts_mx[m], _estimate(parts_mx[m], relax=relax)) for m in mq})
     mq_plain = mq
     mq = {m: cm[m].mean(mq_plain[m], Ttot) for m in mq_plain}
     # ---- self-checks from exact identities (docs/model.md §9)
@@ -415,12 +414,13 @@ class _CV:
         return float(sum(float(a.sum()) for a in self.adjusted) / Ttot)
 
 
-def _cv_estimate(parts, controls, plain, relax, bounds=(-math.inf, math.inf)) -> _CV:
+def _cv_estimate(parts, controls, plain, relax, bounds=(-math.inf, math.inf), force=False) -> _CV:
     """One quantity with the controls ``controls`` (per replication, batches x m): the
     split-sample adjusted integrals (:func:`.control.crossfit`) through the same error
     analysis as the plain ones (:func:`_estimate`), with ``m`` fewer degrees of freedom; the
     adjusted estimate is used when its error is the smaller (see docs/model.md §9.1), else the
-    plain estimate ``plain`` with the reason."""
+    plain estimate ``plain`` with the reason (``force``: the adjusted one whenever it exists
+    and lies in ``bounds``)."""
     from . import control as _cv
 
     fit = _cv.crossfit(parts, controls)
@@ -440,6 +440,8 @@ def _cv_estimate(parts, controls, plain, relax, bounds=(-math.inf, math.inf)) ->
     if not bounds[0] <= value <= bounds[1]:
         return _CV(plain, reason=f"the adjusted estimate {value:.3g} lies outside its range")
     ratio = (plain.stderr / e.stderr) ** 2 if (e.stderr > 0 and plain.reliable and e.reliable) else math.nan
+    if force:
+        return _CV(plain, est=e, adjusted=fit.adjusted, ratio=ratio, m=m)
     if e.reliable and plain.reliable:
         if not e.stderr < plain.stderr:
             return _CV(plain, reason="the controls did not reduce the error")
@@ -514,6 +516,28 @@ class _Controls:
                 plain, reason="determined exactly by the identities: the plain estimate is kept as a check")
         return c
 
+    def apply_law(self, quantities) -> dict:
+        """A probability law (``{value: (parts, plain estimate)}``, fractions of time that sum
+        to 1): all values with the controls, or all plain, so that the law still sums to 1
+        (least squares is linear in y, and the sum of the indicators is constant).  The
+        controls are used when every value has an adjusted estimate in [0, 1] and the summed
+        variance of the values whose errors are reliable both ways is the smaller."""
+        if not self.on or not quantities:
+            return {m: _CV(p) for m, (_, p) in quantities.items()}
+        if not self.levels:
+            return {m: _CV(p, reason=self.reason) for m, (_, p) in quantities.items()}
+        ctrl = self._controls(self.levels)
+        out = {m: _cv_estimate(parts, ctrl, p, self.relax, (0.0, 1.0), force=True)
+               for m, (parts, p) in quantities.items()}
+        bad = [m for m, c in out.items() if not c.used and 0 < c.plain.mean < 1]
+        both = [c for c in out.values() if c.used and c.est.reliable and c.plain.reliable]
+        v_cv = sum(c.est.stderr ** 2 for c in both)
+        v_plain = sum(c.plain.stderr ** 2 for c in both)
+        if bad or not both or not v_cv < v_plain:
+            why = (out[bad[0]].reason if bad else "the controls did not reduce the error of the law")
+            return {m: _CV(c.plain, reason=why) for m, c in out.items()}
+        return out
+
     def adjusted_matrix(self, cP, parts_P):
         """Per replication, ``(P integrals (batches x levels), T)`` with each level's adjusted
         integrals where its control-variate estimate is used (a linear functional of these is
@@ -540,7 +564,7 @@ class _Controls:
             if not c.used and c.reason and c.plain.mean > 0:
                 groups.setdefault(c.reason, []).append(f"E[u_{i + 1}]")
         for m, c in cm.items():
-            if not c.used and c.reason and c.plain.mean > 0:
+            if not c.used and c.reason and 0 < c.plain.mean < 1:
                 groups.setdefault(c.reason, []).append(f"P(max = {m})")
         for name, c in (("the mean queue length", cq), ("the time in the good set", cg)):
             if c is not None and not c.used and c.reason and c.plain.mean > 0:

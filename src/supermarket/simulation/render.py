@@ -62,7 +62,8 @@ def summary_text(res, cdf_points=None) -> str:
         elif kr is not None and m in kr.possible_max:
             mark = "allowed near the boundary"
         mse = res.max_queue_dist_stderr.get(m, math.nan) if res.max_queue_dist_stderr else math.nan
-        cell = _pm(res.max_queue_dist[m], mse, math.isfinite(mse))
+        cell = ("1 (all the time)" if res.max_queue_dist[m] == 1.0 else
+                _pm(res.max_queue_dist[m], mse, math.isfinite(mse)))
         row = [str(m), cell]
         if vr is not None:
             row.append(_factor(vr.get("max_queue_dist", {}).get(m)) if math.isfinite(mse) else "")
