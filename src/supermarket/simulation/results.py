@@ -20,6 +20,23 @@ __all__ = ["SimulationResult", "Trajectory"]
 
 
 
+def _vr_jsonable(vr):
+    """``variance_reduction`` with NaN as None (JSON ``null``: not used or not measurable)."""
+    if vr is None:
+        return None
+
+    def conv(x):
+        if isinstance(x, dict):
+            return {str(k): conv(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple, np.ndarray)):
+            return [conv(v) for v in x]
+        if x is None:
+            return None
+        x = float(x)
+        return x if math.isfinite(x) else None
+    return conv(vr)
+
+
 # =========================================================================== results
 @dataclass(frozen=True)
 class Trajectory:
@@ -172,6 +189,45 @@ class SimulationResult:
         λ >= 1.
     start_note : str
         What the start means for the measurement (``start="perfect"``), else "".
+    control_variates : bool
+        Whether control variates were asked for (``simulate(..., control_variates=True)``,
+        the default).  When on, ``u_mean``, ``u_stderr``, ``ud_mean``, ``ud_stderr``, the
+        mean queue length, the mean sojourn time, the good-set fraction and the response
+        times hold the control-variate estimates (docs/model.md §9), each quantity falling
+        back to its plain estimate where the controls do not reduce its error.
+    controls : tuple of int
+        The levels ``i`` of the controls ``Z_i = u_i − λ P_{i−1}`` used (empty: none).
+    control_notes : tuple of str
+        The controls in words, and each quantity that kept its plain estimate, with why.
+    variance_reduction : dict or None
+        ``(plain s.e. / control-variate s.e.)²`` per quantity: ``"u_mean"`` and ``"ud_mean"``
+        (lists per level), ``"mean_queue_length"``, ``"mean_sojourn_time"``,
+        ``"good_set_fraction"``, ``"sojourn"`` and ``"waiting"`` (dicts: ``"mean"`` and each
+        quantile); NaN where the plain estimate is used or either error is not reliable.
+        None with ``control_variates=False``.
+    u_mean_plain, u_stderr_plain, u_reliable_plain, ud_mean_plain, ud_stderr_plain
+        The plain time averages (no controls) and their errors, whatever
+        ``control_variates`` says: with it off they equal the fields without ``_plain``.
+    mean_queue_length_plain, mean_queue_length_stderr_plain, mean_queue_length_reliable_plain
+        The plain mean queue length, its error and whether that error is reliable.
+    mean_sojourn_time_plain, mean_sojourn_time_stderr_plain
+        The plain mean sojourn time (Little) and its error.
+    good_set_fraction_plain, good_set_fraction_stderr_plain, good_set_fraction_reliable_plain
+        The plain time in ``N^ε``, its error and whether that error is reliable.
+    response_plain : supermarket.response.ResponseTimes or None
+        The response times from the plain tails.
+    max_queue_dist_stderr : dict or None
+        Maximum queue length -> standard error of its fraction of time (NaN where not
+        trusted: the same rule as the levels').
+    max_queue_dist_plain : dict or None
+        The plain fractions of time (with control variates, ``max_queue_dist`` holds the
+        adjusted ones, where they have the smaller error).
+
+    Notes
+    -----
+    Every standard error (and half-width) is NaN where its ``reliable`` flag is False, with
+    the reason in ``u_note`` or ``notes``: an error bar the run cannot trust is never given
+    as a number.
 
     Examples
     --------
@@ -229,6 +285,27 @@ class SimulationResult:
     precision: dict | None = None  # target, achieved, met, cap_hit, rounds (with precision=)
     response: object | None = field(default=None, repr=False)  # response.ResponseTimes (λ < 1)
     start_note: str = ""  # what the start state means for the measurement (e.g. a perfect sample)
+    # control variates (docs/model.md §9): the fields above hold the estimates in use; the plain ones here
+    control_variates: bool = False  # whether control variates were asked for
+    controls: tuple = ()  # levels i of the controls Z_i = u_i − λP_{i−1} used (empty: none)
+    control_notes: tuple = ()  # the controls in words, and each quantity that kept its plain estimate
+    variance_reduction: dict | None = None  # (plain s.e. / CV s.e.)² per quantity; NaN where not used/measurable
+    u_mean_plain: np.ndarray | None = field(default=None, repr=False)
+    u_stderr_plain: np.ndarray | None = field(default=None, repr=False)
+    u_reliable_plain: np.ndarray | None = field(default=None, repr=False)
+    ud_mean_plain: np.ndarray | None = field(default=None, repr=False)
+    ud_stderr_plain: np.ndarray | None = field(default=None, repr=False)
+    mean_queue_length_plain: float = math.nan
+    mean_queue_length_stderr_plain: float = math.nan
+    mean_queue_length_reliable_plain: bool = False
+    mean_sojourn_time_plain: float = math.nan
+    mean_sojourn_time_stderr_plain: float = math.nan
+    good_set_fraction_plain: float | None = None
+    good_set_fraction_stderr_plain: float | None = None
+    good_set_fraction_reliable_plain: bool | None = None
+    response_plain: object | None = field(default=None, repr=False)  # response.ResponseTimes of the plain tails
+    max_queue_dist_stderr: dict | None = field(default=None, repr=False)  # length -> s.e. (NaN: not trusted)
+    max_queue_dist_plain: dict | None = field(default=None, repr=False)  # length -> plain fraction of time
 
     @property
     def sojourn(self):
@@ -338,6 +415,8 @@ class SimulationResult:
             "ud_mean": self.ud_mean.tolist(),
             "ud_stderr": self.ud_stderr.tolist(),
             "max_queue_dist": {str(k): v for k, v in self.max_queue_dist.items()},
+            "max_queue_dist_stderr": (None if self.max_queue_dist_stderr is None else
+                                      {str(k): v for k, v in self.max_queue_dist_stderr.items()}),
             "good_set_fraction": self.good_set_fraction,
             "good_set_fraction_stderr": self.good_set_fraction_stderr,
             "k": self.k,
@@ -366,6 +445,11 @@ class SimulationResult:
             "start_up": [dict(c) for c in self.start_up],
             "notes": list(self.notes),
             "precision": None if self.precision is None else dict(self.precision),
+            "control_variates": self.control_variates,
+            "controls": list(self.controls),
+            "control_notes": list(self.control_notes),
+            "variance_reduction": _vr_jsonable(self.variance_reduction),
+            "plain": self._plain_dict(),
         }
         fp = self.fixed_point()
         out["fixed_point"] = None if fp is None else fp.tolist()
@@ -379,6 +463,26 @@ class SimulationResult:
         if per_replication and self.per_replication:
             out["per_replication"] = [r.to_dict(per_replication=False) for r in self.per_replication]
         return out
+
+    def _plain_dict(self) -> dict | None:
+        """The plain estimates (JSON-safe), or None when not recorded."""
+        if self.u_mean_plain is None:
+            return None
+        return {"u_mean": self.u_mean_plain.tolist(), "u_stderr": self.u_stderr_plain.tolist(),
+                "u_reliable": [bool(x) for x in self.u_reliable_plain],
+                "ud_mean": self.ud_mean_plain.tolist(), "ud_stderr": self.ud_stderr_plain.tolist(),
+                "mean_queue_length": self.mean_queue_length_plain,
+                "mean_queue_length_stderr": self.mean_queue_length_stderr_plain,
+                "mean_queue_length_reliable": self.mean_queue_length_reliable_plain,
+                "mean_sojourn_time": self.mean_sojourn_time_plain,
+                "mean_sojourn_time_stderr": self.mean_sojourn_time_stderr_plain,
+                "good_set_fraction": self.good_set_fraction_plain,
+                "good_set_fraction_stderr": self.good_set_fraction_stderr_plain,
+                "good_set_fraction_reliable": self.good_set_fraction_reliable_plain,
+                "max_queue_dist": (None if self.max_queue_dist_plain is None else
+                                   {str(k): v for k, v in self.max_queue_dist_plain.items()}),
+                "sojourn": None if self.response_plain is None else self.response_plain.sojourn.to_dict(),
+                "waiting": None if self.response_plain is None else self.response_plain.waiting.to_dict()}
 
     # ------------------------------------------------------------------ response-time CDF
     def cdf_grid(self, points: int) -> np.ndarray:
@@ -428,8 +532,10 @@ class SimulationResult:
         -------
         pandas.DataFrame
             Columns ``level``, ``u_mean``, ``u_stderr``, ``u_half_width`` (95 %),
-            ``u_n_eff``, ``u_reliable``, ``u_note``, ``ud_mean`` and ``ud_stderr`` (time
-            average of ``P_i``), ``identity`` (``λ·E[P_{i−1}]``, equal to ``E[u_i]`` in
+            ``u_n_eff``, ``u_reliable``, ``u_note``, ``u_mean_plain`` and ``u_stderr_plain``
+            (without control variates), ``variance_reduction`` (``(plain s.e./s.e.)²``, NaN
+            where not used), ``ud_mean`` and ``ud_stderr`` (time average of ``P_i``),
+            ``identity`` (``λ·E[P_{i−1}]`` of the plain estimates, equal to ``E[u_i]`` in
             equilibrium, derived), ``fixed_point`` (mean-field π(i), NaN when λ >= 1),
             ``linearised`` (``1 − q̃_i``, derived, NaN beyond ``k + 1``), and the run's
             ``n``, ``d``, ``load``, ``replace``, ``engine``, ``time_mode``.
@@ -449,7 +555,8 @@ class SimulationResult:
         fp = self.fixed_point()
         lin = self._linearised(L)
         nan = np.full(L, np.nan)
-        prev = np.concatenate(([1.0], self.ud_mean[:-1])) if L else np.zeros(0)
+        ud = self.ud_mean_plain if self.ud_mean_plain is not None else self.ud_mean  # the check: plain
+        prev = np.concatenate(([1.0], ud[:-1])) if L else np.zeros(0)
         return pd.DataFrame({
             "level": np.arange(1, L + 1),
             "u_mean": self.u_mean, "u_stderr": self.u_stderr,
@@ -458,6 +565,10 @@ class SimulationResult:
             "u_reliable": (np.asarray(self.u_reliable, bool) if self.u_reliable is not None
                            else np.zeros(L, bool)),
             "u_note": list(self.u_note) if len(self.u_note) == L else [""] * L,
+            "u_mean_plain": self.u_mean_plain if self.u_mean_plain is not None else self.u_mean,
+            "u_stderr_plain": self.u_stderr_plain if self.u_stderr_plain is not None else self.u_stderr,
+            "variance_reduction": (np.asarray(self.variance_reduction["u_mean"], dtype=float)
+                                   if self.variance_reduction is not None else nan),
             "ud_mean": self.ud_mean, "ud_stderr": self.ud_stderr,
             "identity": p.lam * prev,
             "fixed_point": fp if fp is not None else nan,
