@@ -177,13 +177,9 @@ def test_report_json_manifest(tmp_path):
 
 
 # One meaning per option name (issue 19): --out is a directory, the burn-in says its unit,
-# independent repetitions are --replications, --workers defaults to all cores.  simulate is
-# owned by another branch: the lead renames its --out FILE (to --save FILE) and --burn-in (to
-# --burn-in-steps / --burn-in-time); the strict xfail then flips and must be removed.
-ONE_MEANING_NOT_YET = {
-    "simulate": "cli/simulate.py is another branch's: --out FILE -> --save FILE, --burn-in -> "
-                "--burn-in-steps/--burn-in-time (hidden deprecated aliases kept)",
-}
+# independent repetitions are --replications, --workers defaults to all cores; simulate's
+# JSON file is --save.  A command listed here is a known exception (a strict xfail).
+ONE_MEANING_NOT_YET: dict = {}
 
 
 def _meaning_problems(name) -> list[str]:

@@ -198,7 +198,7 @@ BASE = {
     "theory": [],
     "design": ["--load", "0.9", "--max-queue", "2"],
     "meanfield": ["--d", "2", "--load", "0.9"],
-    "simulate": ["--n", "20", "--d", "2", "--load", "0.9", "--steps", "400", "--burn-in", "0", "--json"],
+    "simulate": ["--n", "20", "--d", "2", "--load", "0.9", "--steps", "400", "--burn-in-steps", "0", "--json"],
     "mixing": ["--n", "20", "--d", "2", "--load", "0.5", "--replications", "3", "--max-steps", "2000",
                "--burn-in-steps", "100", "--workers", "1", "--json"],
     "fluctuations": ["--regime", "a", "--n", "100", "--time", "2", "--burn-in-time", "1", "--replications", "1",
@@ -600,7 +600,7 @@ def test_full_disk_and_closed_pipe_are_one_line():
 # --------------------------------------------------------------------------- known failures elsewhere
 def test_simulate_few_steps_ends():
     """`simulate --steps 10` (fewer steps than batches) used to spin forever; it must end."""
-    p = _subprocess(["simulate", "--n", "10", "--d", "2", "--steps", "10", "--burn-in", "0", "--json"])
+    p = _subprocess(["simulate", "--n", "10", "--d", "2", "--steps", "10", "--burn-in-steps", "0", "--json"])
     try:
         p.communicate(timeout=12)  # the same run with --steps 400 takes about 3 s
     except subprocess.TimeoutExpired:

@@ -140,7 +140,7 @@ def test_cli_table_plot_and_out(tmp_path):
     r = CliRunner().invoke(main, ["simulate", "--n", "300", "--d", "3", "--load", "0.95", "--steps", "2e5",
                                   "--engine", "buckets", "--no-replace", "--time-mode", "continuous",
                                   "--start", "fixed-point", "--replications", "2", "--workers", "2",
-                                  "--out", str(out), "--plot", str(png)])
+                                  "--save", str(out), "--plot", str(png)])
     assert r.exit_code == 0, r.output
     assert "π(i)" in r.output and "k_(λ,d)" in r.output and "events per second" in r.output
     assert json.loads(out.read_text())["engine"] == "buckets"
@@ -149,12 +149,30 @@ def test_cli_table_plot_and_out(tmp_path):
 
 @pytest.mark.parametrize("args", [["--engine", "fast"], ["--steps", "0"], ["--steps", "abc"], ["--n", "0"],
                                   ["--load", "-1"], ["--time", "-2"], ["--eps", "3"], ["--start", "nope"],
-                                  ["--burn-in", "x"], ["--d", "50", "--n", "10", "--no-replace"]])
+                                  ["--burn-in", "x"], ["--burn-in-steps", "x"], ["--burn-in-time", "5"],
+                                  ["--time", "5", "--burn-in-steps", "10"], ["--burn-in-steps", "1", "--burn-in", "1"],
+                                  ["--d", "50", "--n", "10", "--no-replace"]])
 def test_cli_bad_input_exit_2(args):
     r = CliRunner().invoke(main, ["simulate", "--steps", "1000", *args] if "--steps" not in args
                            else ["simulate", *args])
     assert r.exit_code == 2, r.output
     assert "Traceback" not in r.output
+
+
+def test_cli_burn_in_units_and_deprecated_names(tmp_path):
+    """--burn-in-steps / --burn-in-time give the same run as the old --burn-in in the unit of the
+    horizon; the old names (--burn-in, --out) still work with one warning line."""
+    base = ["simulate", "--n", "50", "--d", "2", "--load", "0.5", "--seed", "3", "--json"]
+    a = CliRunner().invoke(main, [*base, "--steps", "20000", "--burn-in-steps", "500"])
+    b = CliRunner().invoke(main, [*base, "--steps", "20000", "--burn-in", "500", "--out", str(tmp_path / "o.json")])
+    assert a.exit_code == b.exit_code == 0, (a.output, b.output)
+    assert json.loads(a.stdout)["u_mean"] == json.loads(b.stdout)["u_mean"]
+    assert json.loads((tmp_path / "o.json").read_text())["u_mean"] == json.loads(a.stdout)["u_mean"]
+    warn = [x for x in b.stderr.splitlines() if "deprecated" in x]
+    assert len(warn) == 2 and all(x.startswith("supermarket: warning:") for x in warn), b.stderr
+    c = CliRunner().invoke(main, [*base, "--time", "200", "--burn-in-time", "5"])
+    d = CliRunner().invoke(main, [*base, "--time", "200", "--burn-in", "5"])
+    assert c.exit_code == d.exit_code == 0 and json.loads(c.stdout)["u_mean"] == json.loads(d.stdout)["u_mean"]
 
 
 def test_ctrl_c_returns_partial_result():

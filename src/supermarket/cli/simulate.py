@@ -10,8 +10,8 @@ import click
 
 from ..simulation import DEFAULT_STEPS, ENGINES, TIME_MODES, simulate as _simulate
 from ._common import COUNT, FLOAT, LOAD_ANY, N_COUNT, OUTPUT_FIGURE, OUTPUT_FILE, print_json, save_figure, to_jsonable
-from .options import (dask_client, json_option, parallel_options, replace_option, replications_option,
-                      seed_option, start_option)
+from .options import (dask_client, deprecated_alias, json_option, parallel_options, replace_option,
+                      replications_option, seed_option, start_option)
 
 
 def _number(name: str, text):
@@ -38,8 +38,11 @@ def _number(name: str, text):
               help=f"Events after burn-in (1e7 accepted). Default {DEFAULT_STEPS:.0e} unless --time is given.")
 @click.option("--time", "time_", type=FLOAT, default=None,
               help="Horizon in continuous-time units after burn-in (instead of --steps).")
-@click.option("--burn-in", "burn_in", type=str, default=None,
-              help="Burn-in, in the unit of the horizon (steps, or time with --time). Default: a tenth of it.")
+@click.option("--burn-in-steps", "burn_in_steps", type=COUNT, default=None,
+              help="Burn-in in events, with a horizon in --steps. Default: a tenth of the horizon.")
+@click.option("--burn-in-time", "burn_in_time", type=FLOAT, default=None,
+              help="Burn-in in continuous-time units, with a horizon in --time. Default: a tenth of the horizon.")
+@click.option("--burn-in", "burn_in", type=str, default=None, hidden=True)
 @click.option("--engine", "engine", type=click.Choice(ENGINES), default="profile", show_default=True,
               help="profile: counts chain, O(1) per event, any n; queues: per-queue reference (O(d) per "
                    "arrival); buckets: per-queue, O(1) per event.")
@@ -55,7 +58,7 @@ def _number(name: str, text):
 @click.option("--eps", "eps", type=FLOAT, default=0.1, show_default=True, help="ε of the good set N^ε, in (0, 1/10].")
 @click.option("--plot", "plot", type=OUTPUT_FIGURE, default=None,
               help="Save a figure (profile vs π and the linearised prediction; maximum vs k) to this file.")
-@click.option("--out", "out", type=OUTPUT_FILE, default=None,
+@click.option("--save", "out", type=OUTPUT_FILE, default=None,
               help="Write the full result as JSON to this file.")
 @click.option("--precision", "precision", type=FLOAT, default=None,
               help="Run until the 95% intervals of the mean queue length and of every E[u_i] >= 0.1 have a "
@@ -72,7 +75,8 @@ def _number(name: str, text):
                    "regression on batch means, docs/model.md §9.1); --no-control-variates gives the plain time "
                    "averages.")
 @json_option("Print one JSON object instead of tables.")
-def simulate(n, d, load, steps, time_, burn_in, engine, replace, time_mode, start, seed, replications,
+@deprecated_alias("--out", "--save", "out", type=OUTPUT_FILE, why="--out names a directory in every other command")
+def simulate(n, d, load, steps, time_, burn_in_steps, burn_in_time, burn_in, engine, replace, time_mode, start, seed, replications,
              workers, scheduler, connect_timeout, eps, precision, max_steps, batches, cdf, control_variates, plot, out,
              as_json):
     """Simulate the (n, d, λ)-supermarket process exactly and compare with the theory.
@@ -102,7 +106,24 @@ def simulate(n, d, load, steps, time_, burn_in, engine, replace, time_mode, star
     --scheduler tcp://HOST:PORT runs each replication as one task on a Dask cluster, with
     the same numbers as a local run (replication r uses child r of --seed).
     """
-    burn = _number("--burn-in", burn_in)
+    if burn_in is not None:  # the deprecated spelling, in the unit of the horizon
+        if burn_in_steps is not None or burn_in_time is not None:
+            raise click.UsageError("give --burn-in-steps or --burn-in-time only (--burn-in is their deprecated name)")
+        click.echo("supermarket: warning: --burn-in is deprecated; use --burn-in-steps (with --steps) or "
+                   "--burn-in-time (with --time)", err=True)
+        burn = _number("--burn-in", burn_in)
+    elif burn_in_steps is not None:
+        if time_ is not None:
+            raise click.BadParameter("goes with a horizon in --steps; with --time give --burn-in-time",
+                                     param_hint="--burn-in-steps")
+        burn = burn_in_steps
+    elif burn_in_time is not None:
+        if time_ is None:
+            raise click.BadParameter("goes with a horizon in --time; with --steps give --burn-in-steps",
+                                     param_hint="--burn-in-time")
+        burn = burn_in_time
+    else:
+        burn = None
     if cdf is not None:
         if cdf < 2:
             raise click.BadParameter(f"must be an integer >= 2; got {cdf}", param_hint="--cdf")
