@@ -54,9 +54,13 @@ def test_blocking_coverage_and_variance_on_ar1(N, phi, min_reliable):
     # Binomial(reliable, 0.95): 4.5 s.d. below the mean is a failure
     p = 0.95
     assert cover >= reliable * p - 4.5 * math.sqrt(reliable * p * (1 - p)), (cover, reliable)
-    # the mean of s.e.² / exact is 1 within its noise (relative s.d. of one s.e.² about √(6/blocks))
+    # The mean of s.e.² / exact is not below 1 beyond its own noise (4.5 of its standard
+    # errors: narrower error bars fail).  Above 1 the factor f(ρ̃), convex in the noisy ρ̃,
+    # adds a conservative bias that grows as the plateau's blocks shorten (measured with this
+    # seed: 1.003, 1.03, 1.04, 1.08, 1.13 ± 0.03 for the five rows); 0.2 bounds it.
     r = np.asarray(ratios)
-    assert abs(r.mean() - 1) < max(4.5 * r.std() / math.sqrt(r.size), 0.0) + 0.1, r.mean()
+    se = r.std() / math.sqrt(r.size)
+    assert 1 - 4.5 * se <= r.mean() <= 1 + 0.2 + 4.5 * se, (r.mean(), se)
 
 
 def test_blocking_is_rarely_confident_and_wrong_near_the_threshold():
