@@ -99,8 +99,17 @@ def test_without_replacement_probability_is_exact(n, d, c):
 
 
 def test_with_replacement_probability():
-    for n, d, c in [(10**12, 10**9, 10**12 - 10**6), (1000, 2, 900), (7, 3, 5)]:
-        assert math.isclose(log_p_all_at_least(c, n, d, True), d * math.log1p(-(n - c) / n), rel_tol=1e-14)
+    # P_i = (c/n)^d (docs/model.md §2), its logarithm to 40 digits in decimal arithmetic from
+    # the integers themselves (the code's own log1p expression would only repeat the code)
+    from decimal import Decimal, localcontext
+
+    for n, d, c in [(10**12, 10**9, 10**12 - 10**6), (1000, 2, 900), (7, 3, 5), (10**6, 3, 1), (50, 10**6, 49)]:
+        with localcontext() as ctx:
+            ctx.prec = 40
+            exact = float(d * (Decimal(c) / Decimal(n)).ln())
+        # double rounding of (n − c)/n, amplified by log1p's 1/(1 − x) = n/c near c ≪ n
+        tol = 1e-14 * abs(exact) + 4 * d * 2.0**-52 * (n - c) / c
+        assert abs(log_p_all_at_least(c, n, d, True) - exact) <= tol, (n, d, c)
 
 
 def test_huge_n_and_d_run():
@@ -142,6 +151,29 @@ def test_per_queue_lengths_are_consistent_with_counts():
         assert x is not None and len(x) == 300
         c = np.array([(x >= i).sum() for i in range(1, x.max() + 1)])
         assert np.array_equal(c, res.final_counts)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_time_in_good_set_with_fractional_bounds_equals_a_naive_count(engine):
+    # The fast loops test clause (b) of N^ε (docs/model.md §5) on integer bounds
+    # (ceil(lo) <= shorter <= floor(hi)); the naive count below uses the float bounds as
+    # written.  Discrete time, a record after every event: the time in N^ε is exactly the
+    # number of unit intervals whose state is in it.  n = 20, d = 2, λ = 0.5, k = 2, bounds
+    # [9.5, 12.5] and [16.5, 18.5] (shorter than 1 and than 2): the chain sits at 9 and at 16
+    # queues shorter, just outside, in about an eighth of all steps, so floor(lo) in place of
+    # ceil(lo) (or ceil(hi) for floor(hi)) adds thousands of steps.
+    n, k = 20, 2
+    lo, hi = np.array([9.5, 16.5]), np.array([12.5, 18.5])
+    ch = Chain(Params(n, 2, 0.5), engine, np.array([10, 3]), 5, k=k, lo=lo, hi=hi, record_levels=k + 1)
+    ch.start_recording(1.0)
+    ch.start_measuring()
+    ch.advance(max_events=100_000)
+    t, c, _, _ = ch.records()
+    assert ch.now == 100_000 and len(t) == 100_000 and np.array_equal(t, np.arange(100_000.0))
+    shorter = n - c[:, :k]
+    member = np.all((shorter >= lo) & (shorter <= hi), axis=1) & (c[:, k] == 0)
+    assert np.sum(shorter == [9, 16], axis=0).min() > 5000  # the edges are visited
+    assert ch.measures()["good_time"] == member.sum()
 
 
 @pytest.mark.parametrize("engine", ENGINES)
