@@ -199,7 +199,9 @@ def test_a_level_without_mass_keeps_its_plain_estimate_and_says_so():
 # ----------------------------------------------------------------- plain mode is today's
 def test_no_control_variates_reproduces_the_plain_numbers_bit_for_bit():
     """Values computed on main before control variates existed (same seeds), and the plain
-    fields of a control-variate run equal to the plain run's fields."""
+    fields of a control-variate run equal to the plain run's fields.  The means are main's;
+    the standard errors were re-pinned once when blocking lost its few-blocks bias
+    (stats._block_factor, (m−1)/(m−f): a deliberate change of about 2 %)."""
     a = simulate(100, 2, 0.9, steps=200_000, seed=1, control_variates=False)
     assert [x.hex() for x in a.u_mean[:4]] == [
         "0x1.cc66813e59012p-1",
@@ -208,10 +210,10 @@ def test_no_control_variates_reproduces_the_plain_numbers_bit_for_bit():
         "0x1.b9c75162c922fp-3",
     ]
     assert a.mean_queue_length.hex() == "0x1.302901ec694a4p+1"
-    assert a.mean_queue_length_stderr.hex() == "0x1.b19dca6df6a38p-5"
-    assert a.u_stderr[1].hex() == "0x1.3a0f82ae95dcfp-7"
+    assert a.mean_queue_length_stderr.hex() == "0x1.aac98f0d1d4d6p-5"
+    assert a.u_stderr[1].hex() == "0x1.351d4c1d2669ap-7"
     assert a.sojourn.mean.hex() == "0x1.52404175e37e4p+1"
-    assert a.sojourn.stderr["mean"].hex() == "0x1.6c1d94fe16364p-5"
+    assert a.sojourn.stderr["mean"].hex() == "0x1.66618f5117c94p-5"
     assert a.variance_reduction is None and a.controls == () and not a.control_variates
     b = simulate(
         20,
@@ -225,7 +227,7 @@ def test_no_control_variates_reproduces_the_plain_numbers_bit_for_bit():
         control_variates=False,
     )
     assert b.u_mean[2].hex() == "0x1.8da30bf323d98p-4" and b.mean_queue_length.hex() == "0x1.57474e696f920p+0"
-    assert b.mean_queue_length_stderr.hex() == "0x1.b473da5b6c507p-6"
+    assert b.mean_queue_length_stderr.hex() == "0x1.b2be8b6bd780bp-6"
     c = simulate(100, 2, 0.9, steps=200_000, seed=1)
     assert c.control_variates
     assert np.array_equal(c.u_mean_plain, a.u_mean) and np.array_equal(c.u_stderr_plain, a.u_stderr, equal_nan=True)
