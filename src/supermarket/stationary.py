@@ -252,7 +252,9 @@ class ExactResult:
         fig.suptitle(f"exact law, n={p.n}, d={p.d}, λ={p.lam:g}", fontsize=10)
         fig.tight_layout()
         if path is not None:
-            fig.savefig(path, dpi=120)
+            from ._files import save_figure_atomic
+
+            save_figure_atomic(fig, path, dpi=120)  # whole or not at all
         return fig
 
 

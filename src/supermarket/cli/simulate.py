@@ -9,7 +9,8 @@ from decimal import Decimal, InvalidOperation
 import click
 
 from ..simulation import DEFAULT_STEPS, ENGINES, TIME_MODES, simulate as _simulate
-from ._common import COUNT, FLOAT, LOAD_ANY, N_COUNT, OUTPUT_FIGURE, OUTPUT_FILE, print_json, save_figure, to_jsonable
+from ._common import (COUNT, FLOAT, LOAD_ANY, N_COUNT, OUTPUT_FIGURE, OUTPUT_FILE, print_json, save_figure,
+                      to_jsonable, write_text)
 from .options import (dask_client, json_option, parallel_options, replace_option, replications_option,
                       seed_option, start_option)
 
@@ -118,8 +119,7 @@ def simulate(n, d, load, steps, time_, burn_in, engine, replace, time_mode, star
     data["params"]["load"] = float(load)
     data["params"]["load_text"] = load
     if out:
-        with open(out, "w") as fh:
-            json.dump(to_jsonable(data), fh, indent=2, allow_nan=False)
+        write_text(out, json.dumps(to_jsonable(data), indent=2, allow_nan=False))  # whole or not at all
     if plot:
         import matplotlib
         matplotlib.use("Agg")

@@ -142,7 +142,7 @@ def report(directory, html, md, fmt, out, as_json):
     length against k_(λ,d), mixing times against the bounds, fluctuation moments against the
     limits)."""
     from .. import report as rp
-    from ..sweep.storage import SweepDirError, check_output_file, read_sidecar
+    from ..sweep.storage import SweepDirError, check_not_sweep_file, check_output_file, read_sidecar
 
     targets = []
     if html is not None:
@@ -161,6 +161,7 @@ def report(directory, html, md, fmt, out, as_json):
     for kind, path in targets:  # every target checked before any work
         try:
             check_output_file(path, f"--{kind}")
+            check_not_sweep_file(directory, path, f"--{kind}")
         except ValueError as exc:
             raise UserError(str(exc)) from None
     try:  # a directory that is no sweep is refused before anything is read or written
