@@ -133,6 +133,10 @@ def dask_available() -> bool:
 
 
 # =========================================================================== Dask client
+#: The longest wait for a scheduler (seconds): beyond about 9e9 s the socket layer overflows.
+MAX_TIMEOUT = 1e6
+
+
 def _probe_tcp(host: str, port: int, timeout: float, address: str) -> None:
     """Check, with plain sockets and a hard deadline, that a Dask peer listens there: it must
     accept and send a handshake whose first words are a sane length and frame count."""
@@ -200,8 +204,9 @@ def connect(address: str, timeout: float = 5.0):
     """
     if not isinstance(address, str) or not ADDRESS.match(address.strip()):
         raise SchedulerError(f"{address!r} is not a Dask scheduler address like tcp://HOST:PORT")
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (0 < timeout < math.inf):
-        raise ValueError(f"timeout must be a positive number of seconds; got {timeout!r}")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (0 < timeout <= MAX_TIMEOUT):
+        raise ValueError(f"timeout must be a positive number of seconds, at most {MAX_TIMEOUT:g} (11.6 days); "
+                         f"got {timeout!r}")
     address = address.strip()
     try:
         from dask.distributed import Client

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ._common import COUNT, LOAD, OUTPUT_FIGURE, print_json, save_figure
+from ..model import MAX_CDF_POINTS
+from ._common import COUNT, CountType, LOAD, OUTPUT_FIGURE, print_json, save_figure
 from .options import one_task_options, replace_option, run_once
 
 
@@ -19,7 +20,7 @@ from .options import one_task_options, replace_option, run_once
 @click.option("--quantile", "quantiles", type=float, multiple=True,
               help="Response-time quantile level (repeatable; default 0.5 0.9 0.99 0.999).")
 @click.option("--profile-law", "profile_law", is_flag=True, help="Also print P(u = ·) (states with probability ≥ tol).")
-@click.option("--cdf", "cdf_points", type=COUNT, default=None, help="Also print the sojourn/waiting CDF on this many grid points.")
+@click.option("--cdf", "cdf_points", type=CountType(maximum=MAX_CDF_POINTS, minimum=2), default=None, help="Also print the sojourn/waiting CDF on this many grid points.")
 @click.option("--plot", "plot", type=OUTPUT_FIGURE, default=None,
               help="Save a figure (PNG, or by the suffix) of E[u_i] and the maximum.")
 @one_task_options

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from ._common import COUNT, LOAD, print_json, stderr_is_tty
+from ._common import COUNT, FLOAT, LOAD, print_json, stderr_is_tty
 from .options import (dask_session, json_option, replace_option, scheduler_option, seed_option, timeout_option,
                       workers_option)
 
@@ -17,9 +17,9 @@ from .options import (dask_session, json_option, replace_option, scheduler_optio
 @click.option("--samples", "samples", type=COUNT, default=10, show_default=True,
               help="Independent exact samples (sample s uses child s of --seed).")
 @seed_option("Root seed (integer >= 0); sample s uses child s.")
-@click.option("--max-seconds", "max_seconds", type=float, default=None,
+@click.option("--max-seconds", "max_seconds", type=FLOAT, default=None,
               help="Wall-clock budget; if a sample cannot finish within it, exit 2 (no approximate sample).")
-@click.option("--max-memory-mb", "max_memory_mb", type=float, default=None,
+@click.option("--max-memory-mb", "max_memory_mb", type=FLOAT, default=None,
               help="Memory budget of one sample in MiB (default 1024).")
 @workers_option("Threads running samples in parallel (default 1; results do not depend on it).")
 @scheduler_option("Run each sample as one task on an existing Dask cluster (`dask scheduler` and "
@@ -39,8 +39,9 @@ def perfect(n, d, load, samples, seed, max_seconds, max_memory_mb, workers, sche
 
     max_memory = None
     if max_memory_mb is not None:
-        if not max_memory_mb > 0:
-            raise UserError(f"--max-memory-mb must be a positive number; got {max_memory_mb!r}")
+        if not 0 < max_memory_mb <= 2**43:
+            raise UserError(f"--max-memory-mb must be a positive number of MiB, at most 2^43 (8 EiB); "
+                            f"got {max_memory_mb!r}")
         max_memory = max(1, int(max_memory_mb * 2**20))
     with dask_session(scheduler, connect_timeout, workers) as client:
         if stderr_is_tty() and not as_json:

@@ -82,7 +82,7 @@ def sweep(file, out, workers, scheduler, max_tasks, connect_timeout, check, upgr
     if workers is not None and scheduler is not None:
         raise click.UsageError("--workers and --scheduler exclude each other (the cluster has its own workers)")
     try:
-        spec = sw.load_sweep(file)
+        spec = sw.load_sweep(file, max_tasks=max_tasks)  # the size is counted before the grid is built
     except sw.SweepFileError as exc:
         # every error at once, on one line (the CLI's rule for user mistakes)
         n_err = len(exc.errors)
