@@ -1,0 +1,292 @@
+"""Hostile inputs and faults (issue 19): every case ends in a one-line refusal before any work
+(CLI: one line on stderr, exit code 2, no traceback; library: ValueError/TypeError naming the
+parameter and its range), or a bounded run that says what it costs; no command overwrites a
+sweep's files or an earlier output with a partial one; no orphaned workers after a kill."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from supermarket.cli import main
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def run_cli(*args, timeout=60):
+    """The installed entry point in a subprocess: real stderr, real exit code."""
+    env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, "-m", "supermarket", *map(str, args)], capture_output=True, text=True,
+                       timeout=timeout, env=env)
+    return p, time.perf_counter() - t0
+
+
+def refused(result, *needles, code=2):
+    """One line `supermarket: error: …` on stderr, the exit code, no traceback."""
+    err = result.stderr if hasattr(result, "stderr") else result.output
+    rc = result.returncode if hasattr(result, "returncode") else result.exit_code
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert rc == code, (rc, err)
+    assert "Traceback" not in err, err
+    assert len(lines) == 1 and lines[0].startswith("supermarket: error: "), err
+    for s in needles:
+        assert s in lines[0], (s, lines[0])
+    return lines[0]
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, list(map(str, args)))
+
+
+# =========================================================================== data destroyed
+THEORY_SWEEP = '[[run]]\nmeasurement = "theory"\nn = 100\nd = [2, 3]\nload = 0.9\n'
+
+
+@pytest.fixture(scope="module")
+def sweep_dir(tmp_path_factory):
+    from supermarket.sweep import parse_sweep, run_sweep
+
+    out = tmp_path_factory.mktemp("hostile") / "sw"
+    run_sweep(parse_sweep(THEORY_SWEEP), out, workers=1)
+    return out
+
+
+def _snapshot(d: Path) -> dict:
+    return {p.relative_to(d): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("opt,name", [("--md", "sweep.json"), ("--html", "results.parquet"),
+                                      ("--md", "sweep.toml"), ("--out", "parts/x.md"),
+                                      ("--md", "./sweep.json")])
+def test_report_never_writes_over_the_sweep(sweep_dir, opt, name):
+    before = _snapshot(sweep_dir)
+    r = invoke("report", sweep_dir, opt, sweep_dir / name)
+    refused(r, opt if opt != "--out" else "--md", "would destroy the sweep")
+    assert _snapshot(sweep_dir) == before
+
+
+def test_report_beside_the_sweep_still_works(sweep_dir, tmp_path):
+    r = invoke("report", sweep_dir, "--md", tmp_path / "r.md")
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "r.md").read_text().startswith("# Sweep report")
+
+
+def test_report_refuses_a_hand_edited_sidecar(sweep_dir, tmp_path):
+    import shutil
+
+    bad = tmp_path / "bad"
+    shutil.copytree(sweep_dir, bad)
+    side = json.loads((bad / "sweep.json").read_text())
+    side["runs"] = "x"
+    (bad / "sweep.json").write_text(json.dumps(side))
+    refused(invoke("report", bad), "'runs' must be a list")
+    side["runs"], side["tasks_total"] = [], "7"
+    (bad / "sweep.json").write_text(json.dumps(side))
+    refused(invoke("report", bad), "'tasks_total' must be an integer")
+
+
+def test_atomic_write_keeps_the_earlier_file_on_a_full_disk(tmp_path, monkeypatch):
+    from supermarket import _files
+
+    target = tmp_path / "result.json"
+    target.write_text('{"earlier": 1}')
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(_files.os, "fsync", full)
+    with pytest.raises(OSError):
+        _files.atomic_write(target, "x" * 10_000)
+    assert target.read_text() == '{"earlier": 1}'
+    assert [p.name for p in tmp_path.iterdir()] == ["result.json"]  # no temporary left
+
+
+def test_simulate_out_on_a_full_disk_keeps_the_earlier_file(tmp_path, monkeypatch):
+    from supermarket import _files
+
+    out, fig = tmp_path / "r.json", tmp_path / "r.png"
+    out.write_text("earlier")
+    monkeypatch.setattr(_files.os, "fsync", lambda fd: (_ for _ in ()).throw(OSError(errno.ENOSPC, "No space")))
+    r = invoke("simulate", "--n", 20, "--d", 2, "--load", 0.5, "--steps", "1e4", "--out", out, "--plot", fig)
+    refused(r, "could not write", str(out), code=1)
+    assert out.read_text() == "earlier"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]  # no 0-byte PNG, no temporary
+
+
+def test_exact_plot_to_a_full_device_fails():
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    r = invoke("exact", "--n", 2, "--plot", "/dev/full")
+    refused(r, "/dev/full", "No space left", code=1)
+
+
+def test_plot_path_of_the_library_is_atomic(tmp_path, monkeypatch):
+    from supermarket import _files
+    from supermarket.stationary import solve
+
+    res = solve(2, 2, 0.5)
+    f = tmp_path / "x.png"
+    f.write_bytes(b"earlier")
+    monkeypatch.setattr(_files.os, "fsync", lambda fd: (_ for _ in ()).throw(OSError(errno.ENOSPC, "No space")))
+    with pytest.raises(OSError):
+        res.plot(f)
+    assert f.read_bytes() == b"earlier"
+
+
+# =========================================================================== tracebacks
+@pytest.mark.parametrize("cmd", ["theory", "simulate", "sweep", "exact", "perfect"])
+def test_timeout_beyond_the_socket_layer_is_refused(cmd):
+    refused(invoke(cmd, "--timeout", "1e10", "--scheduler", "tcp://127.0.0.1:1"), "--timeout")
+
+
+def test_connect_timeout_range_in_the_library():
+    from supermarket.parallel import MAX_TIMEOUT, connect
+    from supermarket.cli.options import TIMEOUT
+
+    assert TIMEOUT.max == MAX_TIMEOUT
+    with pytest.raises(ValueError, match="timeout must be a positive number of seconds, at most"):
+        connect("tcp://127.0.0.1:1", 1e10)
+
+
+@pytest.mark.parametrize("args,needle", [
+    (("perfect", "--max-memory-mb", "inf"), "--max-memory-mb"),
+    (("perfect", "--max-memory-mb", "1e300"), "--max-memory-mb"),
+    (("perfect", "--d", "1e12"), "max_memory"),
+    (("simulate", "--n", 20, "--steps", "1e4", "--cdf", "1e12"), "--cdf"),
+    (("exact", "--cdf", "1e12"), "--cdf"),
+])
+def test_sizes_that_used_to_allocate_terabytes(args, needle):
+    refused(invoke(*args), needle)
+
+
+def test_cdf_points_bounded_in_the_library():
+    from supermarket.model import MAX_CDF_POINTS
+    from supermarket.simulation import simulate
+
+    r = simulate(20, 2, 0.5, steps=10_000, seed=1)
+    with pytest.raises(ValueError, match=r"cdf_points must be an integer in \[2, 100000\]"):
+        r.cdf_grid(10**12)
+    assert len(r.cdf_grid(MAX_CDF_POINTS)) == MAX_CDF_POINTS
+
+
+def test_perfect_memory_budget_counts_d():
+    from supermarket import perfect
+
+    with pytest.raises(perfect.BudgetExceeded, match="d=1000000000000"):
+        perfect.sample(100, 10**12, 0.9)
+
+
+# =========================================================================== sweep files
+def _sweep_file(tmp_path, text, name="s.toml"):
+    f = tmp_path / name
+    f.write_text(text)
+    return f
+
+
+def test_sweep_beta_overflow_and_deep_nesting(tmp_path):
+    f = _sweep_file(tmp_path, '[[run]]\nmeasurement = "theory"\nalpha = 0.5\nbeta = 400\nn = 100\n')
+    refused(invoke("sweep", f, "--check"), "more than 2^62")
+    f = _sweep_file(tmp_path, "x = " + "[" * 5000 + "]" * 5000 + "\n")
+    refused(invoke("sweep", f, "--check"), "nested too deeply")
+
+
+def test_sweep_size_counted_before_the_grid_is_built(tmp_path):
+    loads = ", ".join(f"0.{5000 + i}" for i in range(4000))
+    eps = ", ".join(f"0.0{100 + i}" for i in range(800))
+    f = _sweep_file(tmp_path, f'[[run]]\nmeasurement = "theory"\nn = 100\nd = [2, 3, 4]\nload = [{loads}]\n'
+                              f'eps = [{eps}]\n')
+    t0 = time.perf_counter()
+    refused(invoke("sweep", f, "--check"), "9,600,000 tasks")
+    assert time.perf_counter() - t0 < 10  # was minutes: the grid was built first
+    small = _sweep_file(tmp_path, THEORY_SWEEP, "small.toml")
+    refused(invoke("sweep", small, "--check", "--max-tasks", 1), "2 tasks", "more than --max-tasks 1")
+    reps = _sweep_file(tmp_path, '[sweep]\nreplications = 1000000000000\n[[run]]\nmeasurement = "simulate"\n'
+                                 'n = 100\nd = 2\nload = 0.9\nsteps = 1000\n', "reps.toml")
+    t0 = time.perf_counter()
+    refused(invoke("sweep", reps, "--check"), "1,000,000,000,000 tasks")
+    assert time.perf_counter() - t0 < 10
+
+
+@pytest.mark.parametrize("block", [
+    'measurement = "simulate"\nn = 100\nd = 2\nload = [0.9, "0.9"]\nsteps = 1000\n',
+    'measurement = "simulate"\nn = 100\nd = 2\nload = [0.9, "9e-1"]\nsteps = 1000\n',
+    'measurement = "simulate"\nn = 100\nd = 2\nload = ["0.90", 0.9]\nsteps = 1000\n',
+    'measurement = "mixing"\nn = 100\nd = 2\nload = 0.9\nstart = ["good", "fixed-point"]\n',
+    'measurement = "mixing"\nn = 100\nd = 2\nload = 0.9\nstart = ["long:5", "LONG:5"]\n',
+])
+def test_sweep_duplicates_written_differently_are_refused(block):
+    from supermarket.sweep import SweepFileError, parse_sweep
+
+    with pytest.raises(SweepFileError, match="repeats one of run"):
+        parse_sweep("[[run]]\n" + block)
+
+
+def test_sweep_duplicate_default_written_out_is_refused():
+    from supermarket.sweep import SweepFileError, parse_sweep
+
+    base = 'measurement = "mixing"\nn = 100\nd = 2\nload = 0.9\n'
+    with pytest.raises(SweepFileError, match="repeats one of run"):
+        parse_sweep(f"[[run]]\n{base}[[run]]\n{base}replace = true\n")
+    with pytest.raises(SweepFileError, match="repeats one of run"):
+        parse_sweep(f"[[run]]\n{base}[[run]]\n{base}start = \"good\"\n")
+    # a different value is a different point
+    assert parse_sweep(f"[[run]]\n{base}[[run]]\n{base}replace = false\n").points == 2
+    assert parse_sweep('[[run]]\nmeasurement = "theory"\nn = 100\nd = 2\nload = [0.9, "0.9000001"]\n').points == 2
+
+
+@pytest.mark.parametrize("keys,needle", [
+    ('regime = "a"\nn = 1\nkappa = 1', "n must be an integer in [4,"),
+    ('regime = "a"\nn = 100\nkappa = 1\ntheta = 0.5', "theta must lie in (0, 0.5)"),
+    ('regime = "c"\nn = 100\nzeta = -5', "zeta must be > 0 in regime (c)"),
+    ('regime = "b"\nn = 100\nc = 1\nzeta = 0\ndt = 1e-300', "refused"),
+])
+def test_sweep_refuses_what_the_fluctuations_command_refuses(keys, needle):
+    from supermarket.sweep import SweepFileError, parse_sweep
+
+    with pytest.raises(SweepFileError) as e:
+        parse_sweep(f'[[run]]\nmeasurement = "fluctuations"\n{keys}\n')
+    assert needle in str(e.value)
+
+
+# =========================================================================== simulate costs
+def test_simulate_refuses_a_horizon_it_cannot_run():
+    t0 = time.perf_counter()
+    refused(invoke("simulate", "--time", "1e300"), "refused (more than 1e+13 events)")
+    assert time.perf_counter() - t0 < 10
+
+
+def test_simulate_long_start_refused_before_any_work():
+    t0 = time.perf_counter()
+    refused(invoke("simulate", "--n", 20, "--start", "long:100000"), "long:100000", "GiB")
+    assert time.perf_counter() - t0 < 10
+
+
+def test_simulate_says_what_a_long_run_costs_before_it_starts():
+    import warnings
+
+    from supermarket.simulation import simulate
+    from supermarket.simulation.run import CostWarning
+
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with pytest.raises(ValueError, match="refused"):
+            simulate(100, 2, 0.9, steps=10**14)
+    assert not w  # a refusal, not a warning and then a refusal
+    # a run over the warning threshold says its cost first (checked without running it:
+    # the estimate is made before anything is built, so an interrupt right after it is cheap)
+    from supermarket.simulation import run as _run
+
+    assert _run._cost_of(1e8, 1, 1) is None
+    msg = _run._cost_of(1e11, 2, 2)
+    assert "2e+11 events" in msg and "core(s)" in msg and issubclass(CostWarning, UserWarning)
