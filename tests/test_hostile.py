@@ -290,3 +290,61 @@ def test_simulate_says_what_a_long_run_costs_before_it_starts():
     assert _run._cost_of(1e8, 1, 1) is None
     msg = _run._cost_of(1e11, 2, 2)
     assert "2e+11 events" in msg and "core(s)" in msg and issubclass(CostWarning, UserWarning)
+
+
+# =========================================================================== faults
+def _group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of a process group, from /proc."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            out.append(int(d.name))
+    return out
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid and fields[0] != "Z":
+                out.append(int(d.name))
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_sigkill_of_a_local_sweep_leaves_no_workers(tmp_path):
+    f = _sweep_file(tmp_path, '[[run]]\nmeasurement = "simulate"\nn = 1000\nd = 2\nload = [0.9, 0.8]\n'
+                              'steps = 2e9\n')
+    env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen([sys.executable, "-m", "supermarket", "sweep", str(f), "--out", str(tmp_path / "o"),
+                             "--workers", "2"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(_children(proc.pid)) < 2:
+            time.sleep(0.2)
+        assert len(_children(proc.pid)) >= 2, "the sweep did not start its workers"
+        time.sleep(1.0)  # the workers have run their initializer
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and _group_members(proc.pid):
+            time.sleep(0.2)
+        left = _group_members(proc.pid)
+        assert not left, f"processes left after SIGKILL of the sweep: {left}"
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

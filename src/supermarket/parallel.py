@@ -303,8 +303,27 @@ def _sigint_watch():
         signal.signal(signal.SIGINT, previous)
 
 
-def _ignore_sigint() -> None:  # pool initializer: the parent decides about Ctrl-C
+def _ignore_sigint() -> None:  # the parent decides about Ctrl-C
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+#: How often a worker process checks that its parent is still alive (seconds).
+ORPHAN_POLL_SECONDS = 0.5
+
+
+def _worker_init(parent_pid: int) -> None:
+    """Pool initializer: ignore Ctrl-C (the parent decides), and exit as soon as the parent
+    is gone.  A parent killed by SIGKILL runs no clean-up: without this its workers (and,
+    through them, multiprocessing's resource tracker) would live on, computing for nobody."""
+    _ignore_sigint()
+
+    def watch():
+        while True:
+            time.sleep(ORPHAN_POLL_SECONDS)
+            if os.getppid() != parent_pid:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="supermarket-orphan-watch", daemon=True).start()
 
 
 def _terminate(pool: cf.ProcessPoolExecutor) -> None:
@@ -518,7 +537,8 @@ def _run_threads(fn, tasks, nw, deliver, report):
 def _run_pool(fn, tasks, nw, deliver, report):
     import multiprocessing as mp
 
-    pool = cf.ProcessPoolExecutor(max_workers=nw, mp_context=mp.get_context("spawn"), initializer=_ignore_sigint)
+    pool = cf.ProcessPoolExecutor(max_workers=nw, mp_context=mp.get_context("spawn"), initializer=_worker_init,
+                                  initargs=(os.getpid(),))
     total = len(tasks)
     try:
         futs = {pool.submit(fn, t): i for i, t in enumerate(tasks)}
