@@ -348,3 +348,55 @@ def test_sigkill_of_a_local_sweep_leaves_no_workers(tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+@pytest.mark.slow  # two real processes racing (about 25 s on 2 shared cores); the lock itself is tested below
+def test_two_sweeps_at_once_on_one_out(tmp_path):
+    f = _sweep_file(tmp_path, '[[run]]\nmeasurement = "simulate"\nn = 100\nd = 2\nload = [0.9, 0.8, 0.7]\n'
+                              'steps = 1e7\n')
+    env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    cmd = [sys.executable, "-m", "supermarket", "sweep", str(f), "--out", str(tmp_path / "o"), "--workers", "1"]
+    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=240) for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    assert codes == [0, 2], (codes, outs)
+    err = outs[[p.returncode for p in procs].index(2)][1]
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "in use by another sweep running now" in lines[0], err
+    assert "Directory not empty" not in err
+    # the lock does not outlive the sweep: the same command resumes with nothing to run
+    p, _ = run_cli("sweep", f, "--out", tmp_path / "o", "--workers", 1)
+    assert p.returncode == 0 and "0 run now" in p.stdout, (p.stdout, p.stderr)
+
+
+def test_sweep_lock_refuses_a_second_holder_and_is_released(tmp_path):
+    from supermarket.sweep.storage import SweepDirError, SweepLock
+
+    with SweepLock(tmp_path):
+        with pytest.raises(SweepDirError, match=rf"in use by another sweep running now \(process {os.getpid()}\)"):
+            SweepLock(tmp_path).acquire()
+    with SweepLock(tmp_path):  # released on exit
+        pass
+
+
+def test_sweep_whose_out_appears_meanwhile_is_checked_not_crashed(tmp_path, monkeypatch):
+    """Two sweeps started at once: the second's rename finds --out already made by the first."""
+    from supermarket.sweep import parse_sweep, run_sweep
+    from supermarket.sweep import storage
+
+    sweep = parse_sweep(THEORY_SWEEP)
+    out = tmp_path / "o"
+    real_rename = os.rename
+
+    def racing_rename(src, dst):
+        if Path(dst) == out and not out.exists():
+            storage._populate(Path(out).parent / "first", sweep)  # the other process wins the race
+            real_rename(Path(out).parent / "first", out)
+        return real_rename(src, dst)
+
+    (tmp_path / "first").mkdir()
+    monkeypatch.setattr(storage.os, "rename", racing_rename)
+    o = run_sweep(sweep, out, workers=1)
+    assert o.total == 2 and o.failed == 0
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".o.creating")]

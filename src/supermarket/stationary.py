@@ -388,6 +388,32 @@ def _first_cap(d: int, lam: float, tol: float) -> int:
     return int(below[0]) + 1 if below.size else 64
 
 
+def _erlang_c(n: int, lam: float) -> float:
+    """Erlang's C formula: the probability that an arrival waits in M/M/n at load λ
+    (offered traffic ``a = nλ``) [classical]."""
+    a = n * lam
+    term, s = 1.0, 1.0  # a^k/k! for k = 0, and the sum over k < n
+    for k in range(1, n):
+        term *= a / k
+        s += term
+    top = term * a / n / (1.0 - lam)  # a^n/n! · 1/(1 − λ)
+    return top / (s + top)
+
+
+def _least_cap(n: int, lam: float, tol: float) -> int:
+    """The least cap ``M`` that the search can end at (docs/model.md §11, [derived]): the total
+    number of customers dominates that of M/M/n with the same arrivals (at most ``min(N, n)``
+    servers are busy), and the maximum is at least ``⌈N/n⌉``, so ``P(max >= M) >=
+    P(N_{M/M/n} >= n(M−1)+1) = C(n, nλ) λ^{n(M−2)+1}``; the mass at the cap falls below ``tol``
+    only for ``M`` past this bound."""
+    C = _erlang_c(n, lam) * (1.0 - lam)
+    if C <= 0.0:
+        return 1
+    # C λ^{n(M−2)+1} < tol  <=>  n(M−2)+1 > log(tol/C)/log λ
+    x = math.log(tol / C) / math.log(lam)
+    return max(1, math.floor((x - 1.0) / n) + 3) if x > 1.0 else 2
+
+
 def _check_size(n, cap, max_states, why=""):
     S = math.comb(n + cap, n)
     need = S * _nonzeros_per_state(n, cap) * BYTES_PER_NONZERO

@@ -32,7 +32,7 @@ from .seeds import SEED_RULE
 from .spec import FORMAT_VERSION, Sweep, Task
 
 __all__ = ["RESULTS_FILE", "SIDECAR_FILE", "SWEEP_COPY", "PARTS_DIR", "ID_COLUMNS", "TIMING_COLUMNS",
-           "LOCK_FILE", "SweepDirError", "OutputError", "check_output_file", "check_not_sweep_file", "check_output_dir", "write_output",
+           "LOCK_FILE", "SweepLock", "SweepDirError", "OutputError", "check_output_file", "check_not_sweep_file", "check_output_dir", "write_output",
            "to_table", "table_rows", "read_results", "read_sidecar", "upgrade"]
 
 RESULTS_FILE = "results.parquet"
@@ -418,11 +418,17 @@ def prepare_dir(sweep: Sweep, out: Path) -> dict:
         try:
             _populate(tmp, sweep)
             os.rename(tmp, out)
+            return {}
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if not out.is_dir():
+                raise
+            # another process created --out first (two sweeps started at once): check its
+            # directory as any existing one; the lock then tells whether that sweep runs
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        return {}
-    entries = [p for p in out.iterdir() if not _stale(p.name)]
+    entries = [p for p in out.iterdir() if not _stale(p.name) and p.name != LOCK_FILE]
     side = out / SIDECAR_FILE
     if not entries:
         _populate(out, sweep)  # the sidecar first: from then on, the directory is this sweep's
@@ -454,6 +460,52 @@ def prepare_dir(sweep: Sweep, out: Path) -> dict:
     if not (out / SWEEP_COPY).exists():
         _atomic_write_bytes(out / SWEEP_COPY, sweep.text.encode())
     return old
+
+
+class SweepLock:
+    """An exclusive lock on a sweep directory (``flock`` of ``<out>/.lock``), held while a
+    sweep runs there: a second sweep on the same ``--out`` is refused in one line instead of
+    racing the first.  The kernel releases it when the process dies (a killed sweep does
+    not leave a stale lock)."""
+
+    def __init__(self, out: Path):
+        self.out = Path(out)
+        self.fd = None
+
+    def acquire(self) -> "SweepLock":
+        import fcntl
+
+        path = self.out / LOCK_FILE
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                holder = os.read(fd, 64).decode("ascii", "replace").strip()
+            except OSError:
+                holder = ""
+            os.close(fd)
+            who = f" (process {holder})" if holder.isdigit() else ""
+            raise SweepDirError(f"--out {self.out} is in use by another sweep running now{who}; wait for it "
+                                "to finish (then run the same command to resume) or choose another --out") from None
+        except OSError:
+            os.close(fd)
+            raise
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self.fd = fd
+        return self
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # closing the descriptor releases the flock
+            self.fd = None
+
+    def __enter__(self):
+        return self.acquire()
+
+    def __exit__(self, *exc):
+        self.release()
 
 
 def clean_stale(out: Path) -> None:
