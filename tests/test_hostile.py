@@ -400,3 +400,149 @@ def test_sweep_whose_out_appears_meanwhile_is_checked_not_crashed(tmp_path, monk
     o = run_sweep(sweep, out, workers=1)
     assert o.total == 2 and o.failed == 0
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".o.creating")]
+
+
+# =========================================================================== exact, meanfield
+def test_erlang_c_closed_forms():
+    from supermarket.stationary import _erlang_c
+
+    for lam in (0.1, 0.5, 0.9, 0.999):
+        assert _erlang_c(1, lam) == pytest.approx(lam, rel=1e-12)  # M/M/1: P(wait) = λ
+        assert _erlang_c(2, lam) == pytest.approx(2 * lam**2 / (1 + lam), rel=1e-12)  # M/M/2
+
+
+@pytest.mark.parametrize("n,d,lam,tol", [(1, 2, 0.7, 1e-3), (2, 2, 0.8, 1e-6), (2, 3, 0.9, 1e-3),
+                                         (3, 2, 0.7, 1e-6), (3, 3, 0.5, 1e-9)])
+def test_least_cap_never_above_the_search(n, d, lam, tol):
+    """The [derived] M/M/n bound used to refuse early never exceeds the cap the search ends at."""
+    from supermarket.stationary import least_states, solve
+
+    M, _ = least_states(n, d, lam, tol)
+    assert M <= solve(n, d, lam, tol=tol).truncation["cap"]
+
+
+def test_exact_refuses_hopeless_searches_at_once():
+    from supermarket.stationary import least_states
+
+    t0 = time.perf_counter()
+    refused(invoke("exact", "--tol", "1e-100"), "least cap the search can end at")
+    refused(invoke("exact", "--n", 9, "--d", 3, "--load", 0.9), "states")
+    assert time.perf_counter() - t0 < 15
+    assert least_states(8, 3, 0.9)[1] > 100_000  # n = 8: the command says "expect minutes" first
+
+
+def test_meanfield_tiny_horizon_refused():
+    from supermarket.meanfield import solve_meanfield
+
+    with pytest.raises(ValueError, match=r"T must be a time in \[1e-12, inf\)"):
+        solve_meanfield(2, 0.9, T=1e-150)
+    refused(invoke("meanfield", "--time", "1e-150"), "--time must be in [1e-12, inf)")
+
+
+# =========================================================================== misleading
+def test_design_options_that_would_do_nothing_are_refused():
+    refused(invoke("design", "--d", 3, "--max-queue", 2, "--load", 0.9), "--d applies to --latency only")
+    refused(invoke("design", "--max-queue", 2, "--load", 0.9, "--quantile", 0.9), "--quantile")
+    refused(invoke("design", "--latency", 5, "--load", 0.9, "--steps", "1e5"), "--steps applies to --verify only")
+    refused(invoke("fluctuations", "--regime", "c", "--theta", 0.3), "--theta applies to --regime a only")
+
+
+def test_verify_from_a_run_whose_self_check_failed_confirms_nothing(monkeypatch):
+    import dataclasses
+
+    import supermarket.simulation as simmod
+    from supermarket import response as rs
+
+    real = simmod.simulate
+
+    def failing(*a, **k):
+        res = real(*a, **k)
+        bad = {"identity": "E[u_1] = λ", "level": 1, "difference": 0.1, "stderr": 1e-4, "z": 694.0,
+               "result": "fail"}
+        return dataclasses.replace(res, self_checks=(bad,))
+
+    monkeypatch.setattr(simmod, "simulate", failing)
+    design = rs.max_load_for_latency(2, 0.9, 5.0)
+    v = rs.verify_latency(design, 20, steps=20_000, replications=2, seed=1, workers=1)
+    assert v["changes_answer"] is None
+    assert v["note"].startswith("not verified") and "694" in v["note"]
+    assert "±" not in v["note"] and "confirmed" not in v["note"]
+    assert all(p["stderr"] is None and p["verdict"] == "unknown" for p in v["points"])
+
+
+# =========================================================================== library, hostile values
+HOSTILE = [0, -1, 0.5, float("nan"), float("inf"), -float("inf"), 10**400, 1e308,
+           Fraction(10**400 - 1, 10**400), True, "x", None, 10**18]
+
+
+def _theory_calls():
+    from supermarket import theory as th
+
+    good = {"d": 10, "lam": 0.9, "n": 100, "eps": 0.1, "levels": 10, "max_queue": 2, "steps": 1000, "g": 3,
+            "ell": 5}
+    sigs = {th.log_fixed_point: ("d", "lam", "levels"), th.fixed_point: ("d", "lam"),
+            th.mean_queue_length: ("d", "lam"), th.k_lambda_d: ("d", "lam"), th.k_hypothesis: ("n", "d", "lam"),
+            th.linearised_q: ("d", "lam"), th.predicted_counts: ("n", "d", "lam"),
+            th.good_set_bounds: ("n", "d", "lam", "eps"), th.theorem_1_2: ("n", "d", "lam", "eps"),
+            th.mixing_bounds: ("n", "d", "lam"), th.slow_mode: ("d", "lam"), th.regime_002: ("n", "d", "lam"),
+            th.design: ("lam", "max_queue"), th.steps_to_time: ("steps", "n", "lam"),
+            th.mixing_lower_customers: ("n", "lam", "g"), th.mixing_lower_long: ("n", "ell")}
+    for f, names in sigs.items():
+        for pos in range(len(names)):
+            yield f, [good[k] for k in names], pos
+
+
+def _no_nan_or_complex(value, where):
+    import numpy as np
+
+    if isinstance(value, dict):
+        for v in value.values():
+            _no_nan_or_complex(v, where)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _no_nan_or_complex(v, where)
+    elif isinstance(value, np.ndarray) and value.dtype.kind in "fc":
+        assert value.dtype.kind == "f" and not np.isnan(value).any(), where
+    elif isinstance(value, (float, complex)):
+        assert isinstance(value, float) and value == value, where
+
+
+def test_theory_functions_refuse_hostile_values_cleanly():
+    """Every public calculator, each argument replaced by a hostile value: a result without NaN
+    or complex numbers, or ValueError/TypeError — never OverflowError, ZeroDivisionError,
+    MemoryError."""
+    import numpy as np
+
+    for f, args, pos in _theory_calls():
+        for x in HOSTILE:
+            a = list(args)
+            a[pos] = x
+            where = f"{f.__name__}{tuple(a)!r:.120}"
+            try:
+                r = f(*a)
+            except (ValueError, TypeError):
+                continue
+            if f.__name__ == "design":  # predictions outside their range are NaN by design ("not shown")
+                continue
+            d = r.to_dict() if hasattr(r, "to_dict") else r
+            _no_nan_or_complex(d if not isinstance(d, np.ndarray) else d.astype(float), where)
+
+
+def test_k_lambda_d_with_a_load_within_1e_400_of_one():
+    from supermarket import theory
+
+    assert theory.k_lambda_d(10, Fraction(10**400 - 1, 10**400)) == 400  # 1/(1−λ) = 10^400 = d^400
+    assert theory.k_lambda_d(10, Fraction(10**400 - 2, 10**400)) == 400
+    assert theory.k_lambda_d(10, Fraction(10**401 - 1, 10**401)) == 401
+
+
+def test_steps_to_time_validates():
+    from supermarket import theory
+
+    assert theory.steps_to_time(1900, 100, 0.9) == 10.0
+    with pytest.raises(ValueError, match=r"n must be an integer in \[1,"):
+        theory.steps_to_time(1000, 0, 0.9)
+    with pytest.raises(ValueError, match="load"):
+        theory.steps_to_time(1000, 100, -1)
+    with pytest.raises(ValueError, match="steps must be a finite number >= 0"):
+        theory.steps_to_time(float("nan"), 100, 0.9)

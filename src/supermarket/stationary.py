@@ -37,7 +37,8 @@ from .model import Params, check_int, check_positive_float, check_positive_int
 from . import response as _resp
 from .response.mixture import _check_quantiles
 
-__all__ = ["solve", "ExactResult", "count_states", "estimate_bytes", "DEFAULT_TOL", "MAX_STATES"]
+__all__ = ["solve", "ExactResult", "count_states", "estimate_bytes", "least_states", "DEFAULT_TOL", "MAX_STATES",
+           "SLOW_STATES"]
 
 DEFAULT_TOL = 1e-6
 MAX_STATES = 1_000_000  # beyond this the solve takes many minutes on one core
@@ -414,6 +415,27 @@ def _least_cap(n: int, lam: float, tol: float) -> int:
     return max(1, math.floor((x - 1.0) / n) + 3) if x > 1.0 else 2
 
 
+#: Above this many states (at the least cap the search can end at) a solve takes minutes on
+#: one core: the command says so before it starts.
+SLOW_STATES = 100_000
+
+
+def least_states(n, d, lam, tol=DEFAULT_TOL) -> tuple[int, int]:
+    """``(cap, states)``: the least cap the cap search of :func:`solve` can end at (the larger
+    of the mean-field and the M/M/n bounds, docs/model.md §11) and its state count, computed
+    without solving anything; a lower bound on the work of :func:`solve`.
+
+    Examples
+    --------
+    >>> least_states(1, 2, 0.5, 1e-6)[0] >= 19   # M/M/1: (1 − λ)λ^M < 1e-6 needs M >= 19
+    True
+    """
+    params = Params(n, d, lam)
+    tol = check_positive_float("tol", tol)
+    M = max(START_CAP, _first_cap(params.d, params.lam, tol), _least_cap(params.n, params.lam, tol))
+    return M, count_states(params.n, M)
+
+
 def _check_size(n, cap, max_states, why=""):
     S = math.comb(n + cap, n)
     need = S * _nonzeros_per_state(n, cap) * BYTES_PER_NONZERO
@@ -511,6 +533,11 @@ def solve(n, d, lam, *, replace=True, tol=DEFAULT_TOL, cap=None, quantiles=_resp
         # when even that cap is too large)
         M = max(START_CAP, _first_cap(d, lamf, tol))
         _check_size(n, M, max_states, " (the least cap with π(cap) < tol, which no smaller cap can meet)")
+        # the finite-n bound (comparison with M/M/n, [derived]) is usually far above the
+        # mean-field one: refuse now, not after solving ever larger caps for minutes
+        _check_size(n, max(M, _least_cap(n, lamf, tol)), max_states,
+                    " (the least cap the search can end at: by comparison with M/M/n, P(max >= cap) "
+                    "stays above tol below it, docs/model.md §11)")
         hist = []
         while True:
             _check_size(n, M, max_states)

@@ -33,6 +33,14 @@ def exact(n, d, load, replace, tol, cap, quantiles, profile_law, cdf_points, plo
     from ..stationary import solve
     from ..response import DEFAULT_QUANTILES
     qs = tuple(quantiles) if quantiles else DEFAULT_QUANTILES
+    if cap is None and 0 < tol <= 0.1:
+        from ..stationary import MAX_STATES, SLOW_STATES, least_states
+
+        M, S = least_states(n, d, load, tol)
+        if SLOW_STATES < S <= MAX_STATES:  # (larger ones are refused by solve, at once)
+            click.echo(f"supermarket: the cap search ends at a cap of at least {M} ({S:,} states, and each "
+                       "smaller cap it tries first): expect minutes; a larger --tol or a fixed --cap is "
+                       "faster", err=True)
     res = run_once(scheduler, connect_timeout, solve, n, d, load, replace=replace, tol=tol, cap=cap, quantiles=qs,
                    profile_law=profile_law)
     grid = None
