@@ -546,3 +546,73 @@ def test_steps_to_time_validates():
         theory.steps_to_time(1000, 100, -1)
     with pytest.raises(ValueError, match="steps must be a finite number >= 0"):
         theory.steps_to_time(float("nan"), 100, 0.9)
+
+
+# =========================================================================== a Dask cluster that goes away
+def _own_cluster(tmp_path, workers: int = 1):
+    """A private scheduler and worker(s) (this test kills them; the session cluster stays)."""
+    from conftest import BIN, _wait_port, free_port
+
+    dask = BIN / "dask"
+    if not dask.exists():
+        pytest.skip("the dask CLI is not installed (install the 'dask' extra)")
+    port = free_port()
+    slog = tmp_path / "scheduler.log"
+    sched = subprocess.Popen([str(dask), "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+                             stdout=open(slog, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+    _wait_port(port, sched, 60, slog)
+    address = f"tcp://127.0.0.1:{port}"
+    worker = subprocess.Popen([str(dask), "worker", address, "--host", "127.0.0.1", "--nworkers", str(workers),
+                               "--nthreads", "1", "--no-dashboard", "--memory-limit", "0",
+                               "--local-directory", str(tmp_path / "w")],
+                              stdout=open(tmp_path / "worker.log", "wb"), stderr=subprocess.STDOUT,
+                              start_new_session=True)
+    from dask.distributed import Client
+
+    with Client(address, timeout="30s") as client:
+        client.wait_for_workers(workers, timeout=60)
+    return address, sched, worker
+
+
+SLOW_SWEEP = ('[[run]]\nmeasurement = "simulate"\nn = 1000\nd = 2\nload = [0.9, 0.8, 0.7, 0.6, 0.5, 0.4]\n'
+              'steps = 1e9\n')
+
+
+def _sweep_then_kill(tmp_path, victim: str):
+    f = _sweep_file(tmp_path, SLOW_SWEEP)
+    address, sched, worker = _own_cluster(tmp_path)
+    env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "supermarket", "sweep", str(f), "--out", str(tmp_path / "o"),
+                                 "--scheduler", address], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        time.sleep(15)  # connected, tasks running on the worker
+        target = sched if victim == "scheduler" else worker
+        os.killpg(target.pid, signal.SIGKILL)
+        t0 = time.monotonic()
+        out, err = proc.communicate(timeout=180)
+        return proc.returncode, err, time.monotonic() - t0
+    finally:
+        for p in (worker, sched):
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+@pytest.mark.slow  # a private cluster, killed mid-sweep (about a minute)
+def test_sweep_says_when_the_cluster_has_no_workers_left(tmp_path):
+    from supermarket.parallel import DASK_POLL_SECONDS, NO_WORKERS_GRACE_SECONDS
+
+    rc, err, waited = _sweep_then_kill(tmp_path, "worker")
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert rc == 2 and len(lines) == 1 and "has had no workers" in lines[0], err
+    assert waited < NO_WORKERS_GRACE_SECONDS + 4 * DASK_POLL_SECONDS + 30
+
+
+@pytest.mark.slow
+def test_sweep_says_when_the_scheduler_is_gone(tmp_path):
+    rc, err, waited = _sweep_then_kill(tmp_path, "scheduler")
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert rc == 2 and len(lines) == 1 and "lost the Dask scheduler" in lines[0], err
+    assert "Traceback" not in err and "CancelledError" not in err

@@ -550,9 +550,9 @@ def _run_pool(fn, tasks, nw, deliver, report):
 
 
 def _run_dask(fn, tasks, client, deliver, report):
-    from dask.distributed import as_completed
+    from dask.distributed import wait
 
-    nthreads = sum(client.nthreads().values())
+    nthreads = _cluster_threads(client)
     if not nthreads:
         raise SchedulerError("the Dask scheduler has no workers; start some with `dask worker ADDRESS`")
     token = uuid.uuid4().hex[:12]
@@ -560,21 +560,73 @@ def _run_dask(fn, tasks, client, deliver, report):
     futs = [client.submit(fn, t, key=f"supermarket-{name}-{token}-{i}", pure=False) for i, t in enumerate(tasks)]
     index = {f.key: i for i, f in enumerate(futs)}
     total = len(tasks)
+    pending = set(futs)
+    idle_since = None
     try:
         done = 0
         report(0, min(nthreads, total))
-        for fut in as_completed(futs):
-            i = index[fut.key]
+        while pending:
             try:
-                value, error = fut.result(), None
-            except Exception as exc:  # noqa: BLE001 - e.g. KilledWorker: this task fails
-                value, error = None, exc
-            deliver(i, value, error)
-            done += 1
-            report(done, min(nthreads, total - done))
+                finished = wait(pending, timeout=DASK_POLL_SECONDS, return_when="FIRST_COMPLETED").done
+            except TimeoutError:  # nothing finished in this poll
+                finished = set()
+            except BaseException as exc:
+                if not isinstance(exc, (KeyboardInterrupt, SystemExit)) and "Cancelled" in type(exc).__name__:
+                    # FuturesCancelledError: "scheduler-connection-lost"
+                    raise SchedulerError(_lost_scheduler(client)) from None
+                raise
+            for fut in sorted(finished, key=lambda f: index[f.key]):
+                pending.discard(fut)
+                if fut.status == "cancelled":
+                    # the scheduler went away (or cancelled our work): not a failure of the task
+                    raise SchedulerError(_lost_scheduler(client))
+                try:
+                    value, error = fut.result(), None
+                except Exception as exc:  # noqa: BLE001 - e.g. KilledWorker: this task fails
+                    value, error = None, exc
+                deliver(index[fut.key], value, error)
+                done += 1
+                report(done, min(nthreads, total - done))
+            if finished:
+                idle_since = None
+                continue
+            # nothing finished: are there still workers to run the pending tasks?
+            nthreads = _cluster_threads(client)
+            if nthreads:
+                idle_since = None
+            elif idle_since is None:
+                idle_since = time.monotonic()
+            elif time.monotonic() - idle_since > NO_WORKERS_GRACE_SECONDS:
+                raise SchedulerError(
+                    f"the Dask cluster has had no workers for {NO_WORKERS_GRACE_SECONDS:g} s ({len(pending)} of "
+                    f"{total} tasks not run); the finished ones are kept: start workers (`dask worker "
+                    f"{_address(client)}`) and run the same command again to resume")
     except BaseException:
         try:
             client.cancel(futs)
         except Exception:  # noqa: BLE001 - the cluster may be gone; nothing more to do
             pass
         raise
+
+
+#: How often the Dask loop checks the cluster while no task finishes (seconds).
+DASK_POLL_SECONDS = 2.0
+#: A cluster without workers for this long ends the run with :class:`SchedulerError`.
+NO_WORKERS_GRACE_SECONDS = 30.0
+
+
+def _address(client) -> str:
+    return str(getattr(getattr(client, "scheduler", None), "address", None) or "ADDRESS")
+
+
+def _lost_scheduler(client) -> str:
+    return (f"lost the Dask scheduler {_address(client)} mid-run (it stopped or the connection broke); "
+            "the finished tasks are kept: restart it and run the same command again to resume")
+
+
+def _cluster_threads(client) -> int:
+    """Worker threads of the cluster now; :class:`SchedulerError` when the scheduler is gone."""
+    try:
+        return sum(client.nthreads().values())
+    except Exception as exc:  # noqa: BLE001 - CommClosedError, OSError, TimeoutError, ...
+        raise SchedulerError(_lost_scheduler(client)) from exc
