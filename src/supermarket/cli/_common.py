@@ -193,10 +193,11 @@ def write_bytes(path, data: bytes) -> None:
     from .._files import atomic_write
 
     try:
+        existed = os.path.isfile(path)  # a regular file (not a device such as /dev/full)
         atomic_write(path, data)
     except OSError as exc:
-        raise OutputError(f"could not write {os.fspath(path)!r}: {exc.strerror or exc}; "
-                          "an earlier file there is unchanged") from None
+        kept = "; the earlier file there is unchanged" if existed else ""
+        raise OutputError(f"could not write {os.fspath(path)!r}: {exc.strerror or exc}{kept}") from None
 
 
 class LoadType(click.ParamType):
