@@ -590,7 +590,7 @@ def _sweep_then_kill(tmp_path, victim: str):
         target = sched if victim == "scheduler" else worker
         os.killpg(target.pid, signal.SIGKILL)
         t0 = time.monotonic()
-        out, err = proc.communicate(timeout=180)
+        _, err = proc.communicate(timeout=180)
         return proc.returncode, err, time.monotonic() - t0
     finally:
         for p in (worker, sched):
@@ -612,7 +612,7 @@ def test_sweep_says_when_the_cluster_has_no_workers_left(tmp_path):
 
 @pytest.mark.slow
 def test_sweep_says_when_the_scheduler_is_gone(tmp_path):
-    rc, err, waited = _sweep_then_kill(tmp_path, "scheduler")
+    rc, err, _ = _sweep_then_kill(tmp_path, "scheduler")
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert rc == 2 and len(lines) == 1 and "lost the Dask scheduler" in lines[0], err
     assert "Traceback" not in err and "CancelledError" not in err

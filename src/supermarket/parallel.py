@@ -48,7 +48,6 @@ Examples
 from __future__ import annotations
 
 import concurrent.futures as cf
-import math
 import os
 import re
 import signal

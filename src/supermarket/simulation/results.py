@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..model import Params, check_int, check_positive_int
+from ..model import Params, check_int
 from .. import theory as _th
 from . import render as _render
 
