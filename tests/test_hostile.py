@@ -272,6 +272,11 @@ def test_simulate_long_start_refused_before_any_work():
     assert time.perf_counter() - t0 < 10
 
 
+def test_simulate_above_load_one_refused_when_its_levels_would_not_fit():
+    # n = 20, λ = 2, 1.1e8 events: the longest queue reaches >= 1.8e6, 42 GiB of per-level batch sums
+    refused(invoke("simulate", "--n", 20, "--load", 2, "--steps", "1e8"), "at load > 1", "GiB")
+
+
 def test_simulate_says_what_a_long_run_costs_before_it_starts():
     import warnings
 

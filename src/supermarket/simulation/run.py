@@ -290,9 +290,11 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
 
     # sizes and costs, before anything is built (docs/simulate.md): the per-level batch
     # statistics of a start with a queue of length L, and the events the horizon asks for
-    _check_start_levels(start, len(counts0) if lengths is None else int(lengths.max(initial=0)), B,
-                        min(replications, workers))
     burn_events = burn * rate if (continuous and horizon[0] == "time") else burn
+    top0 = len(counts0) if lengths is None else int(lengths.max(initial=0))
+    # above load 1 the total grows by (λ − 1)/(1 + λ) per event and the maximum by at least 1/n of it
+    growth = (events_h + burn_events) * max(lamf - 1.0, 0.0) / ((1.0 + lamf) * n)
+    _check_start_levels(start, top0 + int(growth), B, min(replications, workers), growth=growth)
     cost = _cost_of(events_h + burn_events, replications, workers)
 
     # warnings come after validation: bad input raises before any of them
@@ -468,12 +470,15 @@ def _cost_of(events: float, replications: int, workers: int) -> str | None:
     return msg if total > WARN_RUN_EVENTS else None
 
 
-def _check_start_levels(start, top: int, batches: int, alive: int) -> None:
+def _check_start_levels(start, top: int, batches: int, alive: int, growth: float = 0.0) -> None:
     need = 3 * 8 * (top + 1) * batches * alive
     if need > MAX_LEVEL_BYTES:
-        raise ValueError(f"start={start!r} has a queue of length {top}: its per-level statistics over {batches} "
-                         f"batches need about {need / 2**30:.3g} GiB (more than {MAX_LEVEL_BYTES / 2**30:.3g} GiB); "
-                         "start with a shorter queue or give fewer batches")
+        what = (f"at load > 1 the longest queue grows to at least {top} over this horizon" if growth >= 1
+                else f"start={start!r} has a queue of length {top}")
+        raise ValueError(f"{what}: the per-level statistics over {batches} batches need about "
+                         f"{need / 2**30:.3g} GiB (more than {MAX_LEVEL_BYTES / 2**30:.3g} GiB); "
+                         + ("give fewer steps or a shorter time" if growth >= 1
+                            else "start with a shorter queue or give fewer batches"))
 
 
 def _check_steps(steps) -> int:
