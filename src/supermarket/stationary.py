@@ -425,6 +425,25 @@ def least_states(n, d, lam, tol=DEFAULT_TOL) -> tuple[int, int]:
     of the mean-field and the M/M/n bounds, docs/model.md §11) and its state count, computed
     without solving anything; a lower bound on the work of :func:`solve`.
 
+    Parameters
+    ----------
+    n, d : int
+        Servers and choices (as in :func:`solve`).
+    lam : float
+        Load in (0, 1).
+    tol : float, default DEFAULT_TOL
+        The search's tolerance on the mass at the cap.
+
+    Returns
+    -------
+    (int, int)
+        The least cap and ``C(n + cap, n)``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Bad parameters.
+
     Examples
     --------
     >>> least_states(1, 2, 0.5, 1e-6)[0] >= 19   # M/M/1: (1 − λ)λ^M < 1e-6 needs M >= 19
