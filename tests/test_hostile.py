@@ -416,6 +416,22 @@ def test_erlang_c_closed_forms():
         assert _erlang_c(2, lam) == pytest.approx(2 * lam**2 / (1 + lam), rel=1e-12)  # M/M/2
 
 
+@pytest.mark.parametrize("lam", [0.3, 0.7, 0.9, 0.99])
+@pytest.mark.parametrize("tol", [1e-3, 1e-6, 1e-9])
+def test_least_cap_from_the_queue_length_tails(lam, tol):
+    """The bound from its definition: the least M with (1 − λ) P(N >= n(M−1)+1) < tol, where N
+    is the M/M/n queue length (closed-form tails for n = 1, 2), searched by brute force."""
+    from supermarket.stationary import _least_cap
+
+    tails = {1: lambda k: lam**k,                                   # M/M/1: P(N >= k) = λ^k
+             2: lambda k: 2 * lam**2 / (1 + lam) * lam ** (k - 2)}  # M/M/2, k >= 2
+    for n, tail in tails.items():
+        M = 2
+        while (1 - lam) * tail(n * (M - 1) + 1) >= tol:
+            M += 1
+        assert _least_cap(n, lam, tol) == M, (n, lam, tol)
+
+
 @pytest.mark.parametrize("n,d,lam,tol", [(1, 2, 0.7, 1e-3), (2, 2, 0.8, 1e-6), (2, 3, 0.9, 1e-3),
                                          (3, 2, 0.7, 1e-6), (3, 3, 0.5, 1e-9)])
 def test_least_cap_never_above_the_search(n, d, lam, tol):
