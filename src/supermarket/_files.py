@@ -6,7 +6,8 @@ part-way (a full disk, a kill) leaves the earlier file untouched and no temporar
 reader never sees a truncated file.  A target that is not a regular file (``/dev/stdout``,
 ``/dev/null``, ``/dev/full``, a pipe) cannot be replaced and is written directly; its error
 (``ENOSPC`` from ``/dev/full``) is raised, never swallowed.  A symbolic link is followed:
-the file it names is replaced, the link stays.
+the file it names is replaced, the link stays.  A writable file in a directory where no file
+can be created is rewritten in place (the one case that cannot be atomic).
 
 :func:`figure_bytes` renders a matplotlib figure in memory (some writers swallow the error
 of their final flush, so a figure is never written straight to its path).
@@ -77,7 +78,18 @@ def atomic_write(path, data) -> str:
             fh.write(raw)
             fh.flush()
         return os.fspath(path)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f"{TEMP_PREFIX}{target.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f"{TEMP_PREFIX}{target.name}.", suffix=".tmp")
+    except PermissionError:
+        if st is None or not os.access(target, os.W_OK):
+            raise
+        # a writable file in a directory we may not create files in: it can only be
+        # rewritten in place (not atomic: the one case where a failed write can truncate it)
+        with open(target, "wb") as fh:
+            fh.write(raw)
+            fh.flush()
+            os.fsync(fh.fileno())
+        return os.fspath(path)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(raw)
