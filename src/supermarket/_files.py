@@ -15,6 +15,7 @@ of their final flush, so a figure is never written straight to its path).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import tempfile
@@ -104,10 +105,8 @@ def atomic_write(path, data) -> str:
         os.chmod(tmp, mode)
         os.replace(tmp, target)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
     return os.fspath(path)
 
