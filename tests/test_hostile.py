@@ -265,6 +265,14 @@ def test_sweep_duplicate_default_written_out_is_refused():
     assert parse_sweep('[[run]]\nmeasurement = "theory"\nn = 100\nd = 2\nload = [0.9, "0.9000001"]\n').points == 2
 
 
+def test_sweep_refuses_a_simulate_horizon_the_command_refuses():
+    from supermarket.sweep import SweepFileError, parse_sweep
+
+    with pytest.raises(SweepFileError, match=r"refused \(more than 1e\+13 events\)"):
+        parse_sweep('[[run]]\nmeasurement = "simulate"\nn = 100\nd = 2\nload = 0.9\ntime = 1e300\n')
+    assert parse_sweep('[[run]]\nmeasurement = "simulate"\nn = 100\nd = 2\nload = 0.9\nsteps = 1e6\n').points == 1
+
+
 @pytest.mark.parametrize(
     "keys,needle",
     [

@@ -249,6 +249,13 @@ def _derive_ndl(name: str, needs_d2: bool, defaults: dict):
         if needs_d2 and p["d"] < 2:
             raise ValueError(f"measurement {name!r} needs d >= 2 (k_(λ,d) is defined for d >= 2); got d={p['d']}")
         Params(n if n is not None else max(p["d"], 1), p["d"], p["load"], replace=p.get("replace", True))
+        if name == "simulate":  # the horizon simulate() itself would refuse, refused with the file
+            from ..simulation.run import _cost_of
+
+            lam = float(p["load"])
+            events = p["steps"] if "steps" in p else p["time"] * n * (1.0 + lam)
+            burn = p.get("burn_in", events / 10.0) * (n * (1.0 + lam) if "time" in p and "burn_in" in p else 1)
+            _cost_of(events + burn, 1, 1)
         for k, x in defaults.items():
             p.setdefault(k, x)
         order = ["n", "d", "load", "alpha", "beta"]
