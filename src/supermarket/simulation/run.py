@@ -288,7 +288,7 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
     if record_every is None:
         rl = 0
 
-    # sizes and costs, before anything is built (docs/simulate.md): the per-level batch
+    # sizes and costs, before anything is built: the per-level batch
     # statistics of a start with a queue of length L, and the events the horizon asks for
     burn_events = burn * rate if (continuous and horizon[0] == "time") else burn
     top0 = len(counts0) if lengths is None else int(lengths.max(initial=0))
