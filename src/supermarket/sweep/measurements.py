@@ -162,6 +162,9 @@ def measure_simulate(params: dict, seed: np.random.SeedSequence) -> dict:
         # the run's warnings are stored with the row (``notes``, ``reliable``, ``self_checks``):
         # printing them from a worker as raw Python warnings would only add noise to stderr
         warnings.simplefilter("ignore", RuntimeWarning)
+        from ..simulation.run import CostWarning
+
+        warnings.simplefilter("ignore", CostWarning)  # the sweep's own progress says how far it is
         res = simulate(params["n"], params["d"], params["load"], seed=seed, replications=1, workers=1,
                        progress=False, **kw)
     if getattr(res, "partial", False):
