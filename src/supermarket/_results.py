@@ -105,9 +105,12 @@ def pyplot():
 
 
 def save_figure(fig, path):
-    """Save ``fig`` at ``path`` when given (PNG by the suffix) and return it."""
+    """Save ``fig`` at ``path`` when given (format by the suffix, PNG without one) and return
+    it; the file is written whole or not at all (:func:`supermarket._files.save_figure_atomic`)."""
     if path is not None:
-        fig.savefig(path, dpi=110, bbox_inches="tight")
+        from ._files import save_figure_atomic
+
+        save_figure_atomic(fig, path, dpi=110, bbox_inches="tight")
     return fig
 
 

@@ -286,14 +286,41 @@ def verify_latency(design: LatencyDesign, n, *, steps=2_000_000, replications=8,
         runs = [(d, design.load) for d in cand]
     else:
         runs = [(design.d, design.answer)]
+    import warnings
+
+    distrusted = []
     for d, lam in runs:
-        res = simulate(n, d, lam, steps=steps, replications=replications, seed=seed, start="fixed-point",
-                       progress=False, workers=workers, client=client)
+        with warnings.catch_warnings(record=True) as caught:
+            # the run's own warnings (too short, a failed self-check) decide the verdict
+            # below and are kept in the result's notes, not printed as raw Python warnings
+            warnings.simplefilter("always")
+            res = simulate(n, d, lam, steps=steps, replications=replications, seed=seed, start="fixed-point",
+                           progress=False, workers=workers, client=client)
         r = from_simulation(res, quantiles=(q,))
         v, se = r.sojourn.quantiles[q], r.sojourn.stderr["quantiles"][q]
+        failed = [c for c in getattr(res, "self_checks", ()) if c.get("result") == "fail"]
+        why = None
+        if failed:
+            c = failed[0]
+            zc = c.get("z")
+            why = (f"the simulation's own self-check {c.get('identity', '')!s} failed"
+                   + (f" by {abs(zc):.3g} standard errors" if isinstance(zc, (int, float)) and math.isfinite(zc) else ""))
+        elif se is None or not math.isfinite(se):
+            why = "the run is too short to know the error of the quantile"
+        if why is not None:
+            distrusted.append(f"d = {d}, λ = {lam:.6g}: {why}")
+            pts.append({"d": d, "load": lam, "value": v, "stderr": None, "verdict": "unknown", "why": why,
+                        "warnings": [str(w.message) for w in caught]})
+            continue
         verdict = "meets" if v + z * se < T else ("fails" if v - z * se > T else "undecided")
         pts.append({"d": d, "load": lam, "value": v, "stderr": se, "verdict": verdict})
     qn = f"p{100 * q:g}"
+    if distrusted:
+        # no confirmation and no ± from a run that distrusts itself
+        return {"n": n, "steps": steps, "replications": replications, "points": pts, "changes_answer": None,
+                "note": (f"not verified: {'; '.join(distrusted)}; the simulated {qn} "
+                         + ", ".join(f"{p['value']:.4g} (d = {p['d']})" for p in pts)
+                         + " is shown without an error bar; simulate longer (--steps)")}
     if design.question == "least d":
         a = pts[0]
         b = pts[1] if len(pts) > 1 else None

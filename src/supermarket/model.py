@@ -65,6 +65,9 @@ MAX_REPLICATIONS = 10**6
 """Largest number of replications a command accepts (one seed and one result each)."""
 
 MAX_SEEDS = 10**7 + 1
+#: Most points of a tabulated response-time CDF (``--cdf N``, ``cdf_points``): 10^5 rows is
+#: already far past any figure or table; more would only allocate (10^12 points: 7 TiB).
+MAX_CDF_POINTS = 10**5
 """Largest number of child seeds :func:`spawn_seeds` makes at once (a list of SeedSequences)."""
 
 

@@ -48,7 +48,6 @@ Examples
 from __future__ import annotations
 
 import concurrent.futures as cf
-import math
 import os
 import re
 import signal
@@ -133,6 +132,10 @@ def dask_available() -> bool:
 
 
 # =========================================================================== Dask client
+#: The longest wait for a scheduler (seconds): beyond about 9e9 s the socket layer overflows.
+MAX_TIMEOUT = 1e6
+
+
 def _probe_tcp(host: str, port: int, timeout: float, address: str) -> None:
     """Check, with plain sockets and a hard deadline, that a Dask peer listens there: it must
     accept and send a handshake whose first words are a sane length and frame count."""
@@ -200,8 +203,9 @@ def connect(address: str, timeout: float = 5.0):
     """
     if not isinstance(address, str) or not ADDRESS.match(address.strip()):
         raise SchedulerError(f"{address!r} is not a Dask scheduler address like tcp://HOST:PORT")
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (0 < timeout < math.inf):
-        raise ValueError(f"timeout must be a positive number of seconds; got {timeout!r}")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (0 < timeout <= MAX_TIMEOUT):
+        raise ValueError(f"timeout must be a positive number of seconds, at most {MAX_TIMEOUT:g} (11.6 days); "
+                         f"got {timeout!r}")
     address = address.strip()
     try:
         from dask.distributed import Client
@@ -298,8 +302,27 @@ def _sigint_watch():
         signal.signal(signal.SIGINT, previous)
 
 
-def _ignore_sigint() -> None:  # pool initializer: the parent decides about Ctrl-C
+def _ignore_sigint() -> None:  # the parent decides about Ctrl-C
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+#: How often a worker process checks that its parent is still alive (seconds).
+ORPHAN_POLL_SECONDS = 0.5
+
+
+def _worker_init(parent_pid: int) -> None:
+    """Pool initializer: ignore Ctrl-C (the parent decides), and exit as soon as the parent
+    is gone.  A parent killed by SIGKILL runs no clean-up: without this its workers (and,
+    through them, multiprocessing's resource tracker) would live on, computing for nobody."""
+    _ignore_sigint()
+
+    def watch():
+        while True:
+            time.sleep(ORPHAN_POLL_SECONDS)
+            if os.getppid() != parent_pid:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="supermarket-orphan-watch", daemon=True).start()
 
 
 def _terminate(pool: cf.ProcessPoolExecutor) -> None:
@@ -513,7 +536,8 @@ def _run_threads(fn, tasks, nw, deliver, report):
 def _run_pool(fn, tasks, nw, deliver, report):
     import multiprocessing as mp
 
-    pool = cf.ProcessPoolExecutor(max_workers=nw, mp_context=mp.get_context("spawn"), initializer=_ignore_sigint)
+    pool = cf.ProcessPoolExecutor(max_workers=nw, mp_context=mp.get_context("spawn"), initializer=_worker_init,
+                                  initargs=(os.getpid(),))
     total = len(tasks)
     try:
         futs = {pool.submit(fn, t): i for i, t in enumerate(tasks)}
@@ -525,9 +549,9 @@ def _run_pool(fn, tasks, nw, deliver, report):
 
 
 def _run_dask(fn, tasks, client, deliver, report):
-    from dask.distributed import as_completed
+    from dask.distributed import wait
 
-    nthreads = sum(client.nthreads().values())
+    nthreads = _cluster_threads(client)
     if not nthreads:
         raise SchedulerError("the Dask scheduler has no workers; start some with `dask worker ADDRESS`")
     token = uuid.uuid4().hex[:12]
@@ -535,21 +559,73 @@ def _run_dask(fn, tasks, client, deliver, report):
     futs = [client.submit(fn, t, key=f"supermarket-{name}-{token}-{i}", pure=False) for i, t in enumerate(tasks)]
     index = {f.key: i for i, f in enumerate(futs)}
     total = len(tasks)
+    pending = set(futs)
+    idle_since = None
     try:
         done = 0
         report(0, min(nthreads, total))
-        for fut in as_completed(futs):
-            i = index[fut.key]
+        while pending:
             try:
-                value, error = fut.result(), None
-            except Exception as exc:  # noqa: BLE001 - e.g. KilledWorker: this task fails
-                value, error = None, exc
-            deliver(i, value, error)
-            done += 1
-            report(done, min(nthreads, total - done))
+                finished = wait(pending, timeout=DASK_POLL_SECONDS, return_when="FIRST_COMPLETED").done
+            except TimeoutError:  # nothing finished in this poll
+                finished = set()
+            except BaseException as exc:
+                if not isinstance(exc, (KeyboardInterrupt, SystemExit)) and "Cancelled" in type(exc).__name__:
+                    # FuturesCancelledError: "scheduler-connection-lost"
+                    raise SchedulerError(_lost_scheduler(client)) from None
+                raise
+            for fut in sorted(finished, key=lambda f: index[f.key]):
+                pending.discard(fut)
+                if fut.status == "cancelled":
+                    # the scheduler went away (or cancelled our work): not a failure of the task
+                    raise SchedulerError(_lost_scheduler(client))
+                try:
+                    value, error = fut.result(), None
+                except Exception as exc:  # noqa: BLE001 - e.g. KilledWorker: this task fails
+                    value, error = None, exc
+                deliver(index[fut.key], value, error)
+                done += 1
+                report(done, min(nthreads, total - done))
+            if finished:
+                idle_since = None
+                continue
+            # nothing finished: are there still workers to run the pending tasks?
+            nthreads = _cluster_threads(client)
+            if nthreads:
+                idle_since = None
+            elif idle_since is None:
+                idle_since = time.monotonic()
+            elif time.monotonic() - idle_since > NO_WORKERS_GRACE_SECONDS:
+                raise SchedulerError(
+                    f"the Dask cluster has had no workers for {NO_WORKERS_GRACE_SECONDS:g} s ({len(pending)} of "
+                    f"{total} tasks not run); the finished ones are kept: start workers (`dask worker "
+                    f"{_address(client)}`) and run the same command again to resume")
     except BaseException:
         try:
             client.cancel(futs)
         except Exception:  # noqa: BLE001 - the cluster may be gone; nothing more to do
             pass
         raise
+
+
+#: How often the Dask loop checks the cluster while no task finishes (seconds).
+DASK_POLL_SECONDS = 2.0
+#: A cluster without workers for this long ends the run with :class:`SchedulerError`.
+NO_WORKERS_GRACE_SECONDS = 30.0
+
+
+def _address(client) -> str:
+    return str(getattr(getattr(client, "scheduler", None), "address", None) or "ADDRESS")
+
+
+def _lost_scheduler(client) -> str:
+    return (f"lost the Dask scheduler {_address(client)} mid-run (it stopped or the connection broke); "
+            "the finished tasks are kept: restart it and run the same command again to resume")
+
+
+def _cluster_threads(client) -> int:
+    """Worker threads of the cluster now; :class:`SchedulerError` when the scheduler is gone."""
+    try:
+        return sum(client.nthreads().values())
+    except Exception as exc:  # noqa: BLE001 - CommClosedError, OSError, TimeoutError, ...
+        raise SchedulerError(_lost_scheduler(client)) from exc

@@ -38,7 +38,8 @@ from . import response as _resp
 from .response.mixture import _check_quantiles
 from .theory import log_fixed_point
 
-__all__ = ["solve", "ExactResult", "count_states", "estimate_bytes", "DEFAULT_TOL", "MAX_STATES"]
+__all__ = ["solve", "ExactResult", "count_states", "estimate_bytes", "least_states", "DEFAULT_TOL", "MAX_STATES",
+           "SLOW_STATES"]
 
 DEFAULT_TOL = 1e-6
 MAX_STATES = 1_000_000  # beyond this the solve takes many minutes on one core
@@ -253,7 +254,9 @@ class ExactResult:
         fig.suptitle(f"exact law, n={p.n}, d={p.d}, λ={p.lam:g}", fontsize=10)
         fig.tight_layout()
         if path is not None:
-            fig.savefig(path, dpi=120)
+            from ._files import save_figure_atomic
+
+            save_figure_atomic(fig, path, dpi=120)  # whole or not at all
         return fig
 
 
@@ -386,6 +389,72 @@ def _first_cap(d: int, lam: float, tol: float) -> int:
     return int(below[0]) + 1 if below.size else 64
 
 
+def _erlang_c(n: int, lam: float) -> float:
+    """Erlang's C formula: the probability that an arrival waits in M/M/n at load λ
+    (offered traffic ``a = nλ``) [classical]."""
+    a = n * lam
+    term, s = 1.0, 1.0  # a^k/k! for k = 0, and the sum over k < n
+    for k in range(1, n):
+        term *= a / k
+        s += term
+    top = term * a / n / (1.0 - lam)  # a^n/n! · 1/(1 − λ)
+    return top / (s + top)
+
+
+def _least_cap(n: int, lam: float, tol: float) -> int:
+    """The least cap ``M`` that the search can end at (docs/model.md §11, [derived]): the total
+    number of customers dominates that of M/M/n with the same arrivals (at most ``min(N, n)``
+    servers are busy), and the maximum is at least ``⌈N/n⌉``, so ``P(max >= M) >=
+    P(N_{M/M/n} >= n(M−1)+1) = C(n, nλ) λ^{n(M−2)+1}``; the mass at the cap falls below ``tol``
+    only for ``M`` past this bound."""
+    C = _erlang_c(n, lam) * (1.0 - lam)
+    if C <= 0.0:
+        return 1
+    # C λ^{n(M−2)+1} < tol  <=>  n(M−2)+1 > log(tol/C)/log λ
+    x = math.log(tol / C) / math.log(lam)
+    return max(1, math.floor((x - 1.0) / n) + 3) if x > 1.0 else 2
+
+
+#: Above this many states (at the least cap the search can end at) a solve takes minutes on
+#: one core: the command says so before it starts.
+SLOW_STATES = 100_000
+
+
+def least_states(n, d, lam, tol=DEFAULT_TOL) -> tuple[int, int]:
+    """``(cap, states)``: the least cap the cap search of :func:`solve` can end at (the larger
+    of the mean-field and the M/M/n bounds, docs/model.md §11) and its state count, computed
+    without solving anything; a lower bound on the work of :func:`solve`.
+
+    Parameters
+    ----------
+    n, d : int
+        Servers and choices (as in :func:`solve`).
+    lam : float
+        Load in (0, 1).
+    tol : float, default DEFAULT_TOL
+        The search's tolerance on the mass at the cap.
+
+    Returns
+    -------
+    (int, int)
+        The least cap and ``C(n + cap, n)``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Bad parameters.
+
+    Examples
+    --------
+    >>> least_states(1, 2, 0.5, 1e-6)[0] >= 19   # M/M/1: (1 − λ)λ^M < 1e-6 needs M >= 19
+    True
+    """
+    params = Params(n, d, lam)
+    tol = check_positive_float("tol", tol)
+    M = max(START_CAP, _first_cap(params.d, params.lam, tol), _least_cap(params.n, params.lam, tol))
+    return M, count_states(params.n, M)
+
+
 def _check_size(n, cap, max_states, why=""):
     S = math.comb(n + cap, n)
     need = S * _nonzeros_per_state(n, cap) * BYTES_PER_NONZERO
@@ -483,6 +552,11 @@ def solve(n, d, lam, *, replace=True, tol=DEFAULT_TOL, cap=None, quantiles=_resp
         # when even that cap is too large)
         M = max(START_CAP, _first_cap(d, lamf, tol))
         _check_size(n, M, max_states, " (the least cap with π(cap) < tol, which no smaller cap can meet)")
+        # the finite-n bound (comparison with M/M/n, [derived]) is usually far above the
+        # mean-field one: refuse now, not after solving ever larger caps for minutes
+        _check_size(n, max(M, _least_cap(n, lamf, tol)), max_states,
+                    " (the least cap the search can end at: by comparison with M/M/n, P(max >= cap) "
+                    "stays above tol below it, docs/model.md §11)")
         hist = []
         while True:
             _check_size(n, M, max_states)

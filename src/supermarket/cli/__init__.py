@@ -73,6 +73,7 @@ class LazyGroup(click.Group):
                 formatter.write_dl(rows)
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        _quiet_dask_client_logs()
         try:
             rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var,
                               standalone_mode=False, **extra)
@@ -106,6 +107,19 @@ class LazyGroup(click.Group):
         if isinstance(rv, int) and standalone_mode:
             sys.exit(rv)
         return rv
+
+
+def _quiet_dask_client_logs() -> None:
+    """A lost scheduler is reported by the command in one line (``SchedulerError``); the Dask
+    client's own reconnection tracebacks (30 lines of CancelledError on stderr) are not
+    shown.  Only the client side is quieted: nothing of the cluster's own logs changes."""
+    import logging
+
+    def drop(record):  # a filter, not a level: importing distributed resets the levels
+        return record.levelno >= logging.CRITICAL
+
+    for name in ("distributed.client", "distributed.comm", "tornado.application"):
+        logging.getLogger(name).addFilter(drop)
 
 
 def _fail(message: str, code: int = 2):

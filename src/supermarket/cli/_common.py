@@ -160,16 +160,11 @@ class OutputError(click.ClickException):
 
 
 def write_text(path, text: str) -> None:
-    """Write ``text`` to ``path``, flushed and synced, or raise :class:`OutputError` (one line).
-
-    A write error that only shows at flush or close (``/dev/full``, a full disk) is caught too.
+    """Write ``text`` to ``path`` whole or not at all (a temporary file in the same directory,
+    then :func:`os.replace`), or raise :class:`OutputError` (one line).  A failed write (a full
+    disk, ``/dev/full``) leaves the earlier file as it was.
     """
-    try:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-    except OSError as exc:
-        raise OutputError(f"could not write {os.fspath(path)!r}: {exc.strerror or exc}") from None
+    write_bytes(path, text.encode("utf-8"))
 
 
 FIGURE_FORMATS = ("png", "pdf", "svg", "svgz", "eps", "ps", "jpg", "jpeg", "tif", "tiff", "webp", "pgf")
@@ -183,24 +178,26 @@ def _figure_format(path) -> str:
 def save_figure(fig, path, **kw) -> None:
     """Save a matplotlib figure to ``path``; any write error is :class:`OutputError`.
 
-    The figure is rendered in memory and written with :func:`write_bytes`, because some
-    writers swallow the error of the final flush (a PNG to ``/dev/full`` "succeeds").
+    The figure is rendered in memory (some writers swallow the error of the final flush: a
+    PNG to ``/dev/full`` "succeeds") and written with :func:`write_bytes`: whole or not at
+    all, never a 0-byte or truncated file.
     """
-    import io
+    from .._files import figure_bytes
 
-    buf = io.BytesIO()
-    fig.savefig(buf, format=_figure_format(path), **kw)
-    write_bytes(path, buf.getvalue())
+    write_bytes(path, figure_bytes(fig, _figure_format(path), **kw))
 
 
 def write_bytes(path, data: bytes) -> None:
-    """Write ``data`` to ``path``, flushed, or raise :class:`OutputError` (one line)."""
+    """Write ``data`` to ``path`` whole or not at all (:func:`supermarket._files.atomic_write`),
+    or raise :class:`OutputError` (one line)."""
+    from .._files import atomic_write
+
     try:
-        with open(path, "wb") as fh:
-            fh.write(data)
-            fh.flush()
+        existed = os.path.isfile(path)  # a regular file (not a device such as /dev/full)
+        atomic_write(path, data)
     except OSError as exc:
-        raise OutputError(f"could not write {os.fspath(path)!r}: {exc.strerror or exc}") from None
+        kept = "; the earlier file there is unchanged" if existed else ""
+        raise OutputError(f"could not write {os.fspath(path)!r}: {exc.strerror or exc}{kept}") from None
 
 
 class LoadType(click.ParamType):

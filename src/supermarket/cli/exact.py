@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ._common import COUNT, LOAD, print_json
+from ..model import MAX_CDF_POINTS
+from ._common import COUNT, CountType, LOAD, OUTPUT_FIGURE, print_json, save_figure
 from .options import one_task_options, replace_option, run_once
 
 
@@ -19,8 +20,9 @@ from .options import one_task_options, replace_option, run_once
 @click.option("--quantile", "quantiles", type=float, multiple=True,
               help="Response-time quantile level (repeatable; default 0.5 0.9 0.99 0.999).")
 @click.option("--profile-law", "profile_law", is_flag=True, help="Also print P(u = ·) (states with probability ≥ tol).")
-@click.option("--cdf", "cdf_points", type=COUNT, default=None, help="Also print the sojourn/waiting CDF on this many grid points.")
-@click.option("--plot", "plot", type=click.Path(dir_okay=False), default=None, help="Save a figure (PNG) of E[u_i] and the maximum.")
+@click.option("--cdf", "cdf_points", type=CountType(maximum=MAX_CDF_POINTS, minimum=2), default=None, help="Also print the sojourn/waiting CDF on this many grid points.")
+@click.option("--plot", "plot", type=OUTPUT_FIGURE, default=None,
+              help="Save a figure (PNG, or by the suffix) of E[u_i] and the maximum.")
 @one_task_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def exact(n, d, load, replace, tol, cap, quantiles, profile_law, cdf_points, plot, scheduler, connect_timeout,
@@ -31,6 +33,14 @@ def exact(n, d, load, replace, tol, cap, quantiles, profile_law, cdf_points, plo
     from ..stationary import solve
     from ..response import DEFAULT_QUANTILES
     qs = tuple(quantiles) if quantiles else DEFAULT_QUANTILES
+    if cap is None and 0 < tol <= 0.1:
+        from ..stationary import MAX_STATES, SLOW_STATES, least_states
+
+        M, S = least_states(n, d, load, tol)
+        if SLOW_STATES < S <= MAX_STATES:  # (larger ones are refused by solve, at once)
+            click.echo(f"supermarket: the cap search ends at a cap of at least {M} ({S:,} states, and each "
+                       "smaller cap it tries first): expect minutes; a larger --tol or a fixed --cap is "
+                       "faster", err=True)
     res = run_once(scheduler, connect_timeout, solve, n, d, load, replace=replace, tol=tol, cap=cap, quantiles=qs,
                    profile_law=profile_law)
     grid = None
@@ -38,7 +48,16 @@ def exact(n, d, load, replace, tol, cap, quantiles, profile_law, cdf_points, plo
         import numpy as np
         grid = np.linspace(0.0, 1.1 * max(res.sojourn.quantiles.values()), cdf_points)
     if plot:
-        res.plot(plot)
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig = res.plot()
+        try:
+            save_figure(fig, plot, dpi=120)  # whole or not at all; a write error is one line, exit 1
+        finally:
+            plt.close(fig)
     if as_json:
         out = res.to_dict(profile_law=tol if profile_law else False)
         if grid is not None:

@@ -59,6 +59,11 @@ def fluctuations(regime, n, kappa, theta, c, zeta, d, centring, time_, burn_in, 
     noise approximation at x^n.  Conditions of the regime that fail are warned about."""
     from .. import fluctuations as fl
 
+    from click.core import ParameterSource
+
+    if regime != "a" and click.get_current_context().get_parameter_source("theta") != ParameterSource.DEFAULT:
+        raise click.UsageError(f"--theta applies to --regime a only (regime {regime} sets d_n from "
+                               f"{'--c' if regime == 'b' else '--d'})")
     if regime != "c" and centring != "c_n":
         raise click.UsageError("--centring applies to --regime c only")
     if regime != "c" and reflection != "bridge":

@@ -57,6 +57,11 @@ def build_report(d, load, n=None, time=None, start="empty", replace=True, points
     lam = check_load(load)
     if time is not None:
         time = check_positive_float("--time", time)
+        from ..meanfield.ode import MIN_T
+
+        if time < MIN_T:
+            raise ValueError(f"--time must be in [{MIN_T:g}, inf) (shorter, the profile moves by less than the "
+                             f"solver's tolerance); got {time!r}")
     points = check_positive_int("--points", points, maximum=100_000)
     kw = {} if tol is None else {"tol": check_positive_float("--tol", tol)}
     if tol is not None and kw["tol"] >= 1:

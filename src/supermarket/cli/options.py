@@ -24,8 +24,9 @@ from ._common import COUNT, OUTPUT_DIR, REPLICATIONS
 
 #: A non-negative integer seed (the root of the SeedSequence tree).
 SEED = click.IntRange(min=0)
-#: Seconds to wait for a Dask scheduler.
-TIMEOUT = click.FloatRange(min=0.1)
+#: Seconds to wait for a Dask scheduler (at most ``parallel.MAX_TIMEOUT``, 10^6 s: beyond about
+#: 9e9 s the socket layer overflows).
+TIMEOUT = click.FloatRange(min=0.1, max=1e6)
 
 
 def start_option(default: str, help: str):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from ._common import COUNT, LOAD, TaskProgress, print_json, stderr_is_tty
+from ._common import COUNT, FLOAT, LOAD, TaskProgress, print_json, stderr_is_tty
 from .options import (dask_session, deprecated_alias, json_option, replace_option, replications_option,
                       scheduler_option, seed_option, timeout_option, workers_option)
 
@@ -26,9 +26,10 @@ def _cli_words(message: str) -> str:
 @click.option("--load", "load", type=LOAD, default="0.9", show_default=True, help="Load λ in (0, 1).")
 @replications_option(10, "Independent exact samples (sample s uses child s of --seed).")
 @seed_option("Root seed (integer >= 0); sample s uses child s.")
-@click.option("--max-seconds", "max_seconds", type=float, default=None,
-              help="Wall-clock budget; if a sample cannot finish within it, exit 2 (no approximate sample).")
-@click.option("--max-memory-mb", "max_memory_mb", type=float, default=None,
+@click.option("--max-seconds", "max_seconds", type=FLOAT, default=None,
+              help="Wall-clock budget: the samples finished within it are kept (JSON partial: true); if none "
+                   "finished, exit 2. No approximate sample is ever returned.")
+@click.option("--max-memory-mb", "max_memory_mb", type=FLOAT, default=None,
               help="Memory budget of one sample in MiB (default 1024).")
 @workers_option("Threads running samples in parallel (default: all cores, at most one per sample; "
                 "results do not depend on it; memory: --max-memory-mb per running sample).")
@@ -51,8 +52,9 @@ def perfect(n, d, load, replications, seed, max_seconds, max_memory_mb, workers,
 
     max_memory = None
     if max_memory_mb is not None:
-        if not max_memory_mb > 0:
-            raise UserError(f"--max-memory-mb must be a positive number; got {max_memory_mb!r}")
+        if not 0 < max_memory_mb <= 2**43:
+            raise UserError(f"--max-memory-mb must be a positive number of MiB, at most 2^43 (8 EiB); "
+                            f"got {max_memory_mb!r}")
         max_memory = max(1, int(max_memory_mb * 2**20))
     samples = replications
     threads = 1 if scheduler is not None else _threads(workers, samples, max_memory)

@@ -9,9 +9,25 @@ from decimal import Decimal, InvalidOperation
 import click
 
 from ..simulation import DEFAULT_STEPS, ENGINES, TIME_MODES, simulate as _simulate
-from ._common import COUNT, FLOAT, LOAD_ANY, N_COUNT, OUTPUT_FIGURE, OUTPUT_FILE, print_json, save_figure, to_jsonable
-from .options import (dask_client, deprecated_alias, json_option, parallel_options, replace_option,
-                      replications_option, seed_option, start_option)
+from ..model import MAX_CDF_POINTS
+from ._common import (COUNT, CountType, FLOAT, LOAD_ANY, N_COUNT, OUTPUT_FIGURE, OUTPUT_FILE, print_json, save_figure,
+                      to_jsonable, write_text)
+from .options import (dask_client, deprecated_alias, json_option, parallel_options, replace_option, replications_option,
+                      seed_option, start_option)
+
+
+def _collect_warnings(caught: list):
+    """A ``warnings.showwarning`` that prints the run's cost estimate (a CostWarning) at once,
+    before the run, and keeps the other warnings in ``caught`` for after it."""
+    from ..simulation.run import CostWarning
+
+    def show(message, category, *args, **kwargs):
+        if issubclass(category, CostWarning):
+            click.echo(f"supermarket: {message}", err=True)
+        else:
+            caught.append(warnings.WarningMessage(message, category, "", 0))
+
+    return show
 
 
 def _number(name: str, text):
@@ -67,7 +83,7 @@ def _number(name: str, text):
               help="Cap on measured steps per replication with --precision (default 2e9).")
 @click.option("--batches", "batches", type=COUNT, default=None,
               help="Batch means per replication for the error analysis (default 1024; at most --steps).")
-@click.option("--cdf", "cdf", type=COUNT, default=None, metavar="N",
+@click.option("--cdf", "cdf", type=CountType(maximum=MAX_CDF_POINTS, minimum=2), default=None, metavar="N",
               help="Also give the sojourn and waiting CDFs on N equally spaced times, 0 to 1.1 × the sojourn "
                    "p99.9 (text table, and the key 'cdf' of the JSON); needs load < 1.")
 @click.option("--control-variates/--no-control-variates", "control_variates", default=True, show_default=True,
@@ -135,8 +151,10 @@ def simulate(n, d, load, steps, time_, burn_in_steps, burn_in_time, burn_in, eng
                                "replications together; run it locally")
     client = dask_client(scheduler, connect_timeout, workers)
     try:
-        with warnings.catch_warnings(record=True) as caught:
+        caught = []
+        with warnings.catch_warnings():
             warnings.simplefilter("always")
+            warnings.showwarning = _collect_warnings(caught)
             res = _simulate(n, d, load, steps=steps, time=time_, burn_in=burn, engine=engine, replace=replace,
                             start=start, seed=seed, replications=replications, workers=workers,
                             time_mode=time_mode, eps=eps, precision=precision, max_steps=max_steps,
@@ -150,8 +168,7 @@ def simulate(n, d, load, steps, time_, burn_in_steps, burn_in_time, burn_in, eng
     data["params"]["load"] = float(load)
     data["params"]["load_text"] = load
     if out:
-        with open(out, "w") as fh:
-            json.dump(to_jsonable(data), fh, indent=2, allow_nan=False)
+        write_text(out, json.dumps(to_jsonable(data), indent=2, allow_nan=False))  # whole or not at all
     if plot:
         import matplotlib
         matplotlib.use("Agg")

@@ -82,7 +82,7 @@ def sweep(file, out, workers, scheduler, max_tasks, connect_timeout, check, upgr
     if workers is not None and scheduler is not None:
         raise click.UsageError("--workers and --scheduler exclude each other (the cluster has its own workers)")
     try:
-        spec = sw.load_sweep(file)
+        spec = sw.load_sweep(file, max_tasks=max_tasks)  # the size is counted before the grid is built
     except sw.SweepFileError as exc:
         # every error at once, on one line (the CLI's rule for user mistakes)
         n_err = len(exc.errors)
@@ -142,7 +142,7 @@ def report(directory, html, md, fmt, out, as_json):
     length against k_(λ,d), mixing times against the bounds, fluctuation moments against the
     limits)."""
     from .. import report as rp
-    from ..sweep.storage import SweepDirError, check_output_file, read_sidecar
+    from ..sweep.storage import SweepDirError, check_not_sweep_file, check_output_file, read_sidecar
 
     if out is not None:
         click.echo("supermarket: warning: report --out FILE is deprecated; use --html FILE or --md FILE (--out "
@@ -164,6 +164,7 @@ def report(directory, html, md, fmt, out, as_json):
     for kind, path in targets:  # every target checked before any work
         try:
             check_output_file(path, f"--{kind}")
+            check_not_sweep_file(directory, path, f"--{kind}")
         except ValueError as exc:
             raise UserError(str(exc)) from None
     try:  # a directory that is no sweep is refused before anything is read or written

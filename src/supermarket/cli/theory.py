@@ -63,6 +63,14 @@ def design(n, load, max_queue, latency, quantile, d, verify, steps, seed, worker
     sojourn-time --quantile is at most T (docs/model.md §10); --n N --verify checks it by simulation."""
     if max_queue is not None and latency is not None:
         raise click.UsageError("give either --max-queue or --latency, not both")
+    given = _given_options(("quantile", "d", "verify", "steps", "seed"))
+    if latency is None and max_queue is not None and given:
+        raise click.UsageError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to --latency only; "
+                               "--max-queue K computes the least d for --load (drop "
+                               f"{'it' if len(given) == 1 else 'them'})")
+    unused = [o for o in _given_options(("steps", "seed")) if not verify]
+    if unused:
+        raise click.UsageError(f"{', '.join(unused)} appl{'ies' if len(unused) == 1 else 'y'} to --verify only")
     if workers is not None and not verify:
         raise click.UsageError("--workers is for the replications of --verify")
     if latency is not None:
@@ -73,6 +81,15 @@ def design(n, load, max_queue, latency, quantile, d, verify, steps, seed, worker
     if load is None:
         raise click.UsageError("--max-queue needs --load")
     _design_max_queue(n, load, max_queue, scheduler, connect_timeout, as_json)
+
+
+def _given_options(names) -> list[str]:
+    """The options among ``names`` that the user gave on the command line (not defaults)."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context()
+    return [f"--{name.replace('_', '-')}" for name in names
+            if ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)]
 
 
 def _design_latency(n, load, latency, quantile, d, verify, steps, seed, workers, scheduler, connect_timeout,

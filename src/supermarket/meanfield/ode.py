@@ -244,7 +244,7 @@ def solve_meanfield(d, lam, *, T, start="empty", t_eval=None, n=None, replace=Tr
     d = check_d(d, allow_inf=True)
     # a finite horizon needs no equilibrium: λ >= 1 is allowed for finite d (the levels grow)
     lam = check_load(lam, require_stable=math.isinf(d))
-    T = check_positive_float("T", T)
+    T = _check_T(T)
     tol = check_positive_float("tol", tol)
     max_levels = check_positive_int("max_levels", max_levels)
     if math.isinf(d):
@@ -302,6 +302,20 @@ def solve_meanfield(d, lam, *, T, start="empty", t_eval=None, n=None, replace=Tr
     return MeanFieldSolution(d=d, lam=lam, T=T, t=np.asarray(t, dtype=float), u=u, levels=L, tol=tol,
                              method=used, nfev=int(sol.nfev), njev=int(sol.njev), success=bool(sol.success),
                              message=str(sol.message), n=n, replace=bool(replace), top_level_max=top)
+
+
+#: The shortest horizon: over a shorter time every u_i moves by less than (1 + λ)·T, under
+#: the solver's absolute tolerance, and the stiff solvers' step control underflows (T = 1e-150
+#: never returned).
+MIN_T = 1e-12
+
+
+def _check_T(T) -> float:
+    T = check_positive_float("T", T)
+    if T < MIN_T:
+        raise ValueError(f"T must be a time in [{MIN_T:g}, inf) (shorter, the profile moves by less than the "
+                         f"solver's tolerance); got {T!r}")
+    return T
 
 
 def _check_t_eval(t_eval, T):

@@ -149,7 +149,7 @@ class _Past:
         return np.concatenate(out)[:horizon]
 
     def memory_bytes(self) -> int:
-        return int(self.buf.nbytes + self.checkpoint_bytes + 4 * self.n * 8 + self.dc.nbytes)
+        return int(self.buf.nbytes + self.checkpoint_bytes + 4 * self.n * 8 + self.dc.nbytes + self.picks.nbytes)
 
     def run_from(self, horizon: int, deadline: float | None):
         """Run ``L`` (from empty) and ``U`` (from ``D_{−horizon}``) forwards to time 0.

@@ -191,9 +191,10 @@ def sample(n, d, lam, *, samples=1, seed=0, replace=True, max_time=None, max_mem
     # refuse up front what cannot fit: three copies and a scratch vector of n entries, the
     # first buffer, and D's level arrays (max of n geometric lengths ≈ log n / log(1/λ))
     levels = (math.log(p.n) + 40.0) / -math.log(p.lam)
-    first = 4 * 8 * p.n + 8 * min(t0, BLOCK_MAX) + 3 * 8 * (levels + 64)
+    # ... and the d sampled indices of one arrival (d may exceed n with replacement)
+    first = 4 * 8 * p.n + 8 * min(t0, BLOCK_MAX) + 3 * 8 * (levels + 64) + 8 * p.d
     if first > max_memory:
-        raise BudgetExceeded(f"a sample needs at least {first / 2**20:.1f} MiB (n={p.n}, λ={p.lam:g}), "
+        raise BudgetExceeded(f"a sample needs at least {first / 2**20:.1f} MiB (n={p.n}, d={p.d}, λ={p.lam:g}), "
                              f"more than max_memory={max_memory / 2**20:.1f} MiB; refused")
     if client is None:
         _warm()

@@ -16,7 +16,7 @@ import numpy as np
 
 from .._results import mean_stderr
 from ..sweep import RESULTS_FILE, read_results, read_sidecar, table_rows
-from ..sweep.storage import check_output_file, write_output
+from ..sweep.storage import check_not_sweep_file, check_output_file, write_output
 from ..sweep.values import check_choice
 from .figures import FLUCT_MOMENTS, _json, _num, _points, collect_figures
 
@@ -228,6 +228,7 @@ def build_report(out_dir, path, *, fmt: str = "html") -> str:
     """
     fmt = check_choice("fmt", fmt, ("html", "md"))
     path = check_output_file(path, f"--{fmt}")  # before any work: a missing or unwritable place fails now
+    check_not_sweep_file(out_dir, path, f"--{fmt}")  # never over the data it reports
     out_dir = Path(out_dir)
     side = read_sidecar(out_dir)
     rows = table_rows(read_results(out_dir, partial=True))

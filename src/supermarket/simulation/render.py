@@ -209,7 +209,9 @@ def plot(res, path=None):
         ax3.legend(fontsize=8)
     fig.tight_layout()
     if path is not None:
-        fig.savefig(path, dpi=120)
+        from .._files import save_figure_atomic
+
+        save_figure_atomic(fig, path, dpi=120)  # whole or not at all
     return fig
 
 

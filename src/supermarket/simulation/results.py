@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..model import Params, check_positive_int
+from ..model import Params, check_int
 from .. import theory as _th
 from . import render as _render
 
@@ -512,9 +512,9 @@ class SimulationResult:
         >>> len(g), float(g[0])
         (3, 0.0)
         """
-        points = check_positive_int("cdf_points", points)
-        if points < 2:
-            raise ValueError(f"cdf_points must be an integer >= 2; got {points}")
+        from ..model import MAX_CDF_POINTS
+
+        points = check_int("cdf_points", points, minimum=2, maximum=MAX_CDF_POINTS)
         if self.response is None:
             raise ValueError("no response-time CDF: load >= 1 has no equilibrium (cdf_points needs load < 1)")
         top = max(self.response.sojourn.quantiles.values()) if self.response.sojourn.quantiles else 10.0

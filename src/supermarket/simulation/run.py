@@ -306,7 +306,18 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
     if record_every is None:
         rl = 0
 
+    # sizes and costs, before anything is built: the per-level batch
+    # statistics of a start with a queue of length L, and the events the horizon asks for
+    burn_events = burn * rate if (continuous and horizon[0] == "time") else burn
+    top0 = len(counts0) if lengths is None else int(lengths.max(initial=0))
+    # above load 1 the total grows by (λ − 1)/(1 + λ) per event and the maximum by at least 1/n of it
+    growth = (events_h + burn_events) * max(lamf - 1.0, 0.0) / ((1.0 + lamf) * n)
+    _check_start_levels(start, top0 + int(growth), B, min(replications, workers), growth=growth)
+    cost = _cost_of(events_h + burn_events, replications, workers)
+
     # warnings come after validation: bad input raises before any of them
+    if cost is not None:
+        warnings.warn(cost, CostWarning, stacklevel=2)
     if not stable:
         warnings.warn(f"load λ = {lam_in} >= 1: the chain has no equilibrium; the time averages describe this "
                       "finite horizon only", RuntimeWarning, stacklevel=2)
@@ -446,6 +457,46 @@ def _warn_short_burn_in(d: int, lam: float, burn_time: float) -> None:
             f"relaxation times (1/μ = {t_relax:.3g} time units, slow mode, derived) from an empty start: the "
             "averages may carry start-up bias; give a longer burn-in (burn_in=, --burn-in) or start from the "
             "fixed point (start='fixed-point', --start fixed-point)", RuntimeWarning, stacklevel=3)
+
+
+class CostWarning(UserWarning):
+    """A run long enough to say beforehand what it will cost (issued before it starts)."""
+
+
+#: Events per second per core assumed for the up-front estimate (profile engine, measured
+#: 2e7-1e8 in benchmarks/README.md: the low end, so that the estimate is not optimistic).
+EST_EVENTS_PER_SECOND = 2e7
+#: Runs of more events than this are refused (about 6 days on one core at the rate above).
+MAX_RUN_EVENTS = 10**13
+#: Above this many events the run first says what it will cost (about 2.5 min on one core).
+WARN_RUN_EVENTS = 3 * 10**9
+#: Memory allowed for the per-level batch statistics of one replication.
+MAX_LEVEL_BYTES = 2**30
+
+
+def _cost_of(events: float, replications: int, workers: int) -> str | None:
+    total = float(events) * replications
+    cores = max(1, min(workers, replications))
+    secs = total / (EST_EVENTS_PER_SECOND * cores)
+    from .._results import human_seconds
+
+    msg = (f"this run is about {total:.3g} events ({replications} replication(s) of {float(events):.3g}), "
+           f"about {human_seconds(secs)} at {EST_EVENTS_PER_SECOND:.0e} events/s per core on {cores} core(s)")
+    if total > MAX_RUN_EVENTS:
+        raise ValueError(f"{msg}: refused (more than {MAX_RUN_EVENTS:.0e} events); give fewer steps or a "
+                         "shorter time")
+    return msg if total > WARN_RUN_EVENTS else None
+
+
+def _check_start_levels(start, top: int, batches: int, alive: int, growth: float = 0.0) -> None:
+    need = 3 * 8 * (top + 1) * batches * alive
+    if need > MAX_LEVEL_BYTES:
+        what = (f"at load > 1 the longest queue grows to at least {top} over this horizon" if growth >= 1
+                else f"start={start!r} has a queue of length {top}")
+        raise ValueError(f"{what}: the per-level statistics over {batches} batches need about "
+                         f"{need / 2**30:.3g} GiB (more than {MAX_LEVEL_BYTES / 2**30:.3g} GiB); "
+                         + ("give fewer steps or a shorter time" if growth >= 1
+                            else "start with a shorter queue or give fewer batches"))
 
 
 def _check_steps(steps) -> int:

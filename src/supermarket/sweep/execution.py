@@ -19,7 +19,7 @@ from ..parallel import SchedulerError
 from .measurements import MEASUREMENTS, flatten, scalar
 from .seeds import task_seed
 from .spec import Sweep, Task
-from .storage import (ID_COLUMNS, RESULTS_FILE, SweepDirError, _atomic_write_table, clean_stale, part_path,
+from .storage import (ID_COLUMNS, RESULTS_FILE, SweepDirError, SweepLock, _atomic_write_table, clean_stale, part_path,
                       prepare_dir, read_part, sidecar, to_table, write_part, write_sidecar)
 
 __all__ = ["run_task", "run_sweep", "SweepOutcome", "SchedulerError"]
@@ -227,8 +227,13 @@ def run_sweep(sweep: Sweep, out_dir, *, workers: int | None = None, scheduler: s
 
 
 def _run(sweep: Sweep, out: Path, workers, scheduler, client, progress) -> SweepOutcome:
-    total = len(sweep.tasks)
     previous = prepare_dir(sweep, out)
+    with SweepLock(out):  # one sweep at a time in a directory; released when it ends or dies
+        return _run_locked(sweep, out, workers, scheduler, client, progress, previous)
+
+
+def _run_locked(sweep: Sweep, out: Path, workers, scheduler, client, progress, previous) -> SweepOutcome:
+    total = len(sweep.tasks)
     clean_stale(out)
     done, discarded = set(), []
     for t in sweep.tasks:

@@ -162,6 +162,9 @@ def measure_simulate(params: dict, seed: np.random.SeedSequence) -> dict:
         # the run's warnings are stored with the row (``notes``, ``reliable``, ``self_checks``):
         # printing them from a worker as raw Python warnings would only add noise to stderr
         warnings.simplefilter("ignore", RuntimeWarning)
+        from ..simulation.run import CostWarning
+
+        warnings.simplefilter("ignore", CostWarning)  # the sweep's own progress says how far it is
         res = simulate(params["n"], params["d"], params["load"], seed=seed, replications=1, workers=1,
                        progress=False, **kw)
     if getattr(res, "partial", False):
@@ -243,10 +246,19 @@ def _derive_ndl(name: str, needs_d2: bool, defaults: dict):
                 raise ValueError(f"λ = 1 − n^(−α) = {lam!r} is not in (0, 1)")
             p["load"] = lam
         if "beta" in p:
+            if p["beta"] * math.log(float(n)) > math.log(2.0 ** 62):
+                raise ValueError(f"d = ⌊n^β⌋ = {n}^{p['beta']:g} is more than 2^62; lower beta")
             p["d"] = max(1, int(math.floor(float(n) ** p["beta"] * (1 + 1e-12))))
         if needs_d2 and p["d"] < 2:
             raise ValueError(f"measurement {name!r} needs d >= 2 (k_(λ,d) is defined for d >= 2); got d={p['d']}")
         Params(n if n is not None else max(p["d"], 1), p["d"], p["load"], replace=p.get("replace", True))
+        if name == "simulate":  # the horizon simulate() itself would refuse, refused with the file
+            from ..simulation.run import _cost_of
+
+            lam = float(p["load"])
+            events = p["steps"] if "steps" in p else p["time"] * n * (1.0 + lam)
+            burn = p.get("burn_in", events / 10.0) * (n * (1.0 + lam) if "time" in p and "burn_in" in p else 1)
+            _cost_of(events + burn, 1, 1)
         for k, x in defaults.items():
             p.setdefault(k, x)
         order = ["n", "d", "load", "alpha", "beta"]
@@ -273,8 +285,31 @@ def _derive_fluct(params: dict) -> dict:
     if reg == "c" and "zeta" not in p:
         raise ValueError("regime 'c' needs zeta")
     p.setdefault("replace", False)
+    _validate_fluct(p)
     order = ["n", "regime"]
     return {k: p[k] for k in order} | {k: x for k, x in sorted(p.items()) if k not in order}
+
+
+def _validate_fluct(p: dict) -> None:
+    """What the ``fluctuations`` command refuses, refused here too, by the same library calls:
+    the regime's parameters (:func:`supermarket.fluctuations.regime_params`: ``n >= 4``,
+    ``0 < θ < 1/2``, ``ζ > 0`` in regime (c), …) and the cost of the limit SDE (paths ×
+    time / dt steps, counted before anything runs)."""
+    fl = importlib.import_module("supermarket.fluctuations")
+    kw = {k: p[k] for k in ("kappa", "c", "zeta", "d", "theta", "replace") if k in p}
+    fp = fl.regime_params(p["regime"], p["n"], warn=False, **kw)
+    if fp.regime != "a":  # regime (a) uses the closed form: no SDE
+        from ..fluctuations import runs as _runs
+
+        paths, sde_time, dt = p.get("sde_paths", 256), p.get("sde_time", 100.0), p.get("dt", 1e-3)
+        if dt >= sde_time:
+            raise ValueError(f"dt must be below sde_time = {sde_time:g}; got {dt!r}")
+        # burn-in not counted: this is a lower bound of the work the task would refuse
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", _runs.WorkWarning)  # a long task is allowed; only refusals count
+            _runs._check_work(paths * sde_time / dt, _runs.SDE_STEPS_PER_SECOND,
+                              f"the regime-({fp.regime}) limit diffusion: {paths} paths × time {sde_time:g} / dt "
+                              f"{dt:g} needs steps", "lower sde_paths, sde_time or raise dt", 1)
 
 
 # =========================================================================== the registry

@@ -21,10 +21,12 @@ from . import values as vals
 from .measurements import REGISTRY
 from .seeds import canonical_hash as _canonical_hash, task_seed
 
-__all__ = ["SweepFileError", "Task", "Sweep", "load_sweep", "parse_sweep", "FORMAT_VERSION", "SWEEP_KEYS"]
+__all__ = ["SweepFileError", "Task", "Sweep", "load_sweep", "parse_sweep", "FORMAT_VERSION", "SWEEP_KEYS", "MAX_TASKS"]
 
 FORMAT_VERSION = 2  # 1: arrays stored as JSON strings; 2: Arrow list and map columns
 CANONICAL_FORMAT = 1  # enters the canonical hash of a sweep: unchanged, so old hashes still match
+#: The most tasks (grid points × replications) one sweep may hold: each is a part file and a row.
+MAX_TASKS = 10**6
 SWEEP_KEYS = {"name": vals.text, "description": vals.text, "seed": vals.seed, "replications": vals.count}
 
 
@@ -198,13 +200,15 @@ def _key_lines(text: str) -> dict:
 
 
 # --------------------------------------------------------------------------- parsing
-def load_sweep(path) -> Sweep:
+def load_sweep(path, *, max_tasks: int | None = None) -> Sweep:
     """Read and validate a sweep file; raise :class:`SweepFileError` listing every error.
 
     Parameters
     ----------
     path : str or path-like
         A TOML sweep file.
+    max_tasks : int, optional
+        As in :func:`parse_sweep`.
 
     Returns
     -------
@@ -231,10 +235,10 @@ def load_sweep(path) -> Sweep:
         raise SweepFileError(str(path), ["file not found"]) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise SweepFileError(str(path), [f"cannot read: {exc}"]) from None
-    return parse_sweep(text, path=str(path))
+    return parse_sweep(text, path=str(path), max_tasks=max_tasks)
 
 
-def parse_sweep(text: str, path: str = "<sweep>") -> Sweep:
+def parse_sweep(text: str, path: str = "<sweep>", *, max_tasks: int | None = None) -> Sweep:
     """Validate the TOML text of a sweep file and expand its grid into tasks.
 
     Every problem found is collected; if there is any, :class:`SweepFileError` lists them
@@ -246,6 +250,9 @@ def parse_sweep(text: str, path: str = "<sweep>") -> Sweep:
         The TOML text.
     path : str, default "<sweep>"
         A name for messages and the sidecar.
+    max_tasks : int, optional
+        Refuse a sweep with more tasks (grid points × replications), counted before the grid
+        is built; at most :data:`MAX_TASKS` in any case.
 
     Returns
     -------
@@ -267,10 +274,15 @@ def parse_sweep(text: str, path: str = "<sweep>") -> Sweep:
     ...     len(e.errors)
     2
     """
+    if max_tasks is not None:
+        max_tasks = vals.count("max_tasks", max_tasks)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SweepFileError(path, [f"not valid TOML: {exc}"]) from None
+    except RecursionError:  # arrays or tables nested thousands deep
+        raise SweepFileError(path, ["not a usable sweep file: arrays or tables nested too deeply "
+                                    "(a sweep file needs at most one level of lists)"]) from None
     lines = _key_lines(text)
     errors: list[str] = []
 
@@ -316,16 +328,29 @@ def parse_sweep(text: str, path: str = "<sweep>") -> Sweep:
     blocks: list[dict] = []
     seen: dict[str, int] = {}
     point = 0
-    for b, block in enumerate(runs):
-        points, block_seed, block_reps, canon = _expand_block(b, block, seed, replications, err)
+    checked = [_check_block(b, block, seed, replications, err) for b, block in enumerate(runs)]
+    # the size of the grid, counted before it is built (a 10^7-point grid or 10^12
+    # replications are refused at once, not after minutes of expansion)
+    limit = MAX_TASKS if max_tasks is None else min(max_tasks, MAX_TASKS)
+    count = sum(c[4] for c in checked if c[4] is not None)
+    if count > limit:
+        if max_tasks is not None and count <= MAX_TASKS:
+            why = f"more than --max-tasks {max_tasks}"
+        else:
+            why = f"more than the {MAX_TASKS:,} a sweep may hold; split it into several sweeps"
+        raise SweepFileError(path, [f"the sweep has {count:,} tasks (grid points × replications), {why}"])
+    for b, c in enumerate(checked):
+        points, block_seed, block_reps, canon = _expand_block(b, c, err)
         blocks.append(canon)
         for params in points:
             h = _canonical_hash({"measurement": canon["measurement"], **params})
-            if h in seen:
-                err("run", b, None, f"grid point {_short(params)} repeats one of run[{seen[h] + 1}]; "
-                    "each grid point may appear once")
+            same = _canonical_hash({"measurement": canon["measurement"],
+                                    **_normalised(canon["measurement"], params)})
+            if same in seen:
+                err("run", b, None, f"grid point {_short(params)} repeats one of run[{seen[same] + 1}] "
+                    "(the same values, perhaps written differently); each grid point may appear once")
                 continue
-            seen[h] = b
+            seen[same] = b
             reps = 1 if REGISTRY[canon["measurement"]].deterministic else block_reps
             for r in range(reps):
                 tasks.append(Task(index=len(tasks), point=point, block=b, measurement=canon["measurement"],
@@ -362,16 +387,37 @@ def _check_one(b: int, key: str, raw, checker, err) -> tuple[bool, object]:
         return False, None
 
 
-def _expand_block(b, block, seed, replications, err):
-    """Validate one [[run]] block; return (grid points, seed, replications, canonical block)."""
+def _normalised(measurement: str, params: dict) -> dict:
+    """The values of a grid point as the library reads them, for the duplicate check: a load
+    written ``0.9``, ``"0.9"`` or ``"9e-1"`` is one exact decimal; a start by its canonical
+    name (``"good"`` is ``"fixed-point"``); a key left at its default is the default."""
+    from ..model import exact_load
+    from ..states import parse_start
+
+    p = dict(REGISTRY[measurement].defaults) | dict(params)
+    if measurement == "mixing":
+        p.setdefault("replace", True)
+    for k, x in list(p.items()):
+        if k == "load":
+            q = exact_load(x)
+            p[k] = f"{q.numerator}/{q.denominator}"
+        elif k == "start" and isinstance(x, str):
+            name, value = parse_start(x)
+            p[k] = name if value is None else f"{name}:{value}"
+    return {k: p[k] for k in sorted(p)}
+
+
+def _check_block(b, block, seed, replications, err):
+    """Validate one [[run]] block's keys and values (no grid built yet); return
+    ``(spec, axes, seed, replications, task count or None, canonical block, bad)``."""
     names = ", ".join(REGISTRY)
     meas = block.get("measurement")
     if meas is None:
         err("run", b, None, f"missing key 'measurement' (one of {names})")
-        return [], seed, replications, {"measurement": None}
+        return None, {}, seed, replications, None, {"measurement": None}, True
     if not isinstance(meas, str) or meas.strip().lower() not in REGISTRY:
         err("run", b, "measurement", f"must be one of {names}; got {meas!r}")
-        return [], seed, replications, {"measurement": None}
+        return None, {}, seed, replications, None, {"measurement": None}, True
     meas = meas.strip().lower()
     spec = REGISTRY[meas]
     axes: dict[str, list] = {}
@@ -419,6 +465,17 @@ def _expand_block(b, block, seed, replications, err):
     spec.rules(axes, rule_err)
     canon = {"measurement": meas, "seed": block_seed, "replications": block_reps,
              "axes": {k: axes[k] for k in sorted(axes)}}
+    count = 1
+    for x in axes.values():
+        count *= len(x)
+    count *= 1 if spec.deterministic else block_reps
+    return spec, axes, block_seed, block_reps, count, canon, bad
+
+
+def _expand_block(b, checked, err):
+    """Expand one checked [[run]] block (:func:`_check_block`) into its grid points; return
+    (grid points, seed, replications, canonical block)."""
+    spec, axes, block_seed, block_reps, _, canon, bad = checked
     if bad:
         return [], block_seed, block_reps, canon
     keys = list(axes)
@@ -428,7 +485,7 @@ def _expand_block(b, block, seed, replications, err):
         params = dict(zip(keys, combo))
         try:
             params = spec.derive(params)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, ArithmeticError) as exc:
             msg = str(exc)
             if msg not in errs_seen:
                 errs_seen.add(msg)

@@ -32,13 +32,14 @@ from .seeds import SEED_RULE
 from .spec import FORMAT_VERSION, Sweep, Task
 
 __all__ = ["RESULTS_FILE", "SIDECAR_FILE", "SWEEP_COPY", "PARTS_DIR", "ID_COLUMNS", "TIMING_COLUMNS",
-           "SweepDirError", "OutputError", "check_output_file", "check_output_dir", "write_output",
+           "LOCK_FILE", "SweepLock", "SweepDirError", "OutputError", "check_output_file", "check_not_sweep_file", "check_output_dir", "write_output",
            "to_table", "table_rows", "read_results", "read_sidecar", "upgrade"]
 
 RESULTS_FILE = "results.parquet"
 SIDECAR_FILE = "sweep.json"
 SWEEP_COPY = "sweep.toml"
 PARTS_DIR = "parts"
+LOCK_FILE = ".lock"  # held (flock) by the process running the sweep
 ID_COLUMNS = ("sweep", "task_id", "task_index", "point", "measurement", "replication", "replications",
               "seed", "point_hash", "status", "error")
 # Columns whose values depend on the machine and the moment, not on the seeds.
@@ -107,6 +108,31 @@ def check_output_file(path, label: str = "output") -> Path:
     return p
 
 
+def check_not_sweep_file(out_dir, path, label: str = "output") -> Path:
+    """Refuse (:class:`OutputError`, before any work) an output ``path`` that is one of the
+    sweep's own files in ``out_dir`` (``sweep.json``, ``results.parquet``, ``sweep.toml``, its
+    lock, anything under ``parts/``): a report never overwrites the data it reports.
+
+    Examples
+    --------
+    >>> try:
+    ...     check_not_sweep_file("quick", "quick/./sweep.json", "--md")
+    ... except OutputError as e:
+    ...     print(e)
+    --md quick/./sweep.json is the sweep's own file quick/sweep.json: writing there would destroy the sweep; choose another name (e.g. quick/report.md)
+    """
+    d = Path(os.path.realpath(out_dir))
+    p = Path(os.path.realpath(path))
+    own = {d / SIDECAR_FILE, d / RESULTS_FILE, d / SWEEP_COPY, d / LOCK_FILE, d / PARTS_DIR}
+    if p in own or (d / PARTS_DIR) in p.parents:
+        rel = Path(out_dir) / p.relative_to(d)
+        ext = ".md" if "md" in label else ".html"
+        what = f"is the sweep's own file {rel}" if p in own else f"lies in the sweep's {PARTS_DIR}/ directory"
+        raise OutputError(f"{label} {path} {what}: writing there would destroy the sweep; choose another "
+                          f"name (e.g. {Path(out_dir) / ('report' + ext)})")
+    return Path(path)
+
+
 def check_output_dir(out, label: str = "--out") -> Path:
     """Check, before any work, that the sweep directory ``out`` can be used: an existing
     writable directory, or a missing one whose parent exists and is writable."""
@@ -127,28 +153,16 @@ def write_output(path, data, label: str = "output") -> str:
     p = Path(path)
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     try:
-        if p.exists() and not p.is_file():
-            with open(p, "wb") as fh:
-                fh.write(raw)
-                fh.flush()
-        else:
-            _atomic_write_bytes(p, raw)
+        _atomic_write_bytes(p, raw)  # a device or pipe is written directly, by the helper
     except OSError as exc:
         raise OutputError(f"{label}: cannot write {p} ({exc.strerror or exc})") from None
     return str(p)
 
 
 def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    from .._files import atomic_write
+
+    atomic_write(path, data)
 
 
 def _atomic_write_table(path: Path, table) -> None:
@@ -213,6 +227,32 @@ def _format_error(out_dir, fmt) -> SweepDirError:
                          f"with `supermarket sweep --upgrade {out_dir}` (or run the sweep again into a new --out)")
 
 
+# the sidecar's fields and the JSON types they must have (a hand-edited sidecar is refused
+# in one line naming the field, instead of failing deep inside report or resume)
+_SIDECAR_TYPES = {
+    "format": (int,), "sweep_name": (str,), "sweep_file": (str, type(None)), "sweep_text": (str,),
+    "sweep_sha256": (str,), "seed": (int,), "tasks_total": (int,), "status": (str,),
+    "runs": (list,), "task_seconds": (dict,), "points": (list,), "failures": (list,),
+}
+
+
+def _check_sidecar_types(path, side: dict) -> None:
+    for key, types in _SIDECAR_TYPES.items():
+        if key in side and (not isinstance(side[key], types) or isinstance(side[key], bool)):
+            want = " or ".join({"int": "an integer", "str": "a string", "NoneType": "null", "list": "a list",
+                                "dict": "an object"}[t.__name__] for t in types)
+            raise SweepDirError(f"{path}: field {key!r} must be {want}, not {type(side[key]).__name__} "
+                                f"{str(side[key])[:30]!r} (hand-edited?); not a usable sweep directory")
+    for key in ("runs", "points", "failures"):
+        if any(not isinstance(x, dict) for x in side.get(key, [])):
+            raise SweepDirError(f"{path}: field {key!r} must be a list of objects (hand-edited?); "
+                                "not a usable sweep directory")
+    for p in side.get("points", []):
+        if not isinstance(p.get("params", {}), dict):
+            raise SweepDirError(f"{path}: a point's 'params' must be an object (hand-edited?); "
+                                "not a usable sweep directory")
+
+
 def read_sidecar(out_dir, *, check_format: bool = True) -> dict:
     """The sidecar ``sweep.json`` of a sweep directory (a dict).
 
@@ -249,6 +289,7 @@ def read_sidecar(out_dir, *, check_format: bool = True) -> dict:
         raise SweepDirError(f"{path} is unreadable ({exc}); not a usable sweep directory") from None
     if not isinstance(side, dict):
         raise SweepDirError(f"{path} is not a sweep sidecar")
+    _check_sidecar_types(path, side)
     fmt = side.get("format", 1)
     if check_format and fmt != FORMAT_VERSION:
         if isinstance(fmt, int) and fmt < FORMAT_VERSION:
@@ -377,11 +418,17 @@ def prepare_dir(sweep: Sweep, out: Path) -> dict:
         try:
             _populate(tmp, sweep)
             os.rename(tmp, out)
+            return {}
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if not out.is_dir():
+                raise
+            # another process created --out first (two sweeps started at once): check its
+            # directory as any existing one; the lock then tells whether that sweep runs
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        return {}
-    entries = [p for p in out.iterdir() if not _stale(p.name)]
+    entries = [p for p in out.iterdir() if not _stale(p.name) and p.name != LOCK_FILE]
     side = out / SIDECAR_FILE
     if not entries:
         _populate(out, sweep)  # the sidecar first: from then on, the directory is this sweep's
@@ -413,6 +460,52 @@ def prepare_dir(sweep: Sweep, out: Path) -> dict:
     if not (out / SWEEP_COPY).exists():
         _atomic_write_bytes(out / SWEEP_COPY, sweep.text.encode())
     return old
+
+
+class SweepLock:
+    """An exclusive lock on a sweep directory (``flock`` of ``<out>/.lock``), held while a
+    sweep runs there: a second sweep on the same ``--out`` is refused in one line instead of
+    racing the first.  The kernel releases it when the process dies (a killed sweep does
+    not leave a stale lock)."""
+
+    def __init__(self, out: Path):
+        self.out = Path(out)
+        self.fd = None
+
+    def acquire(self) -> "SweepLock":
+        import fcntl
+
+        path = self.out / LOCK_FILE
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                holder = os.read(fd, 64).decode("ascii", "replace").strip()
+            except OSError:
+                holder = ""
+            os.close(fd)
+            who = f" (process {holder})" if holder.isdigit() else ""
+            raise SweepDirError(f"--out {self.out} is in use by another sweep running now{who}; wait for it "
+                                "to finish (then run the same command to resume) or choose another --out") from None
+        except OSError:
+            os.close(fd)
+            raise
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self.fd = fd
+        return self
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # closing the descriptor releases the flock
+            self.fd = None
+
+    def __enter__(self):
+        return self.acquire()
+
+    def __exit__(self, *exc):
+        self.release()
 
 
 def clean_stale(out: Path) -> None:

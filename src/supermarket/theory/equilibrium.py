@@ -21,6 +21,9 @@ import numpy as np
 from ..model import MAX_THEORY_N, check_int, check_load, check_positive_int, load_candidates
 from ._result import _PlainResult
 
+#: The most levels :func:`log_fixed_point` tabulates (an array of floats; 10^7 is 80 MB).
+MAX_LEVELS = 10**7
+
 MAX_FIXED_POINT_LEVELS = 64
 MAX_K = 1000  # an explicit k (a level): k_{λ,d} <= 53·log2... is far below; A_k is k×k dense
 TINY = 1e-300
@@ -65,7 +68,7 @@ def log_fixed_point(d, lam, levels) -> np.ndarray:
     """
     d = check_positive_int("d", d)
     lam = check_load(lam)
-    levels = check_int("levels", levels, minimum=0)
+    levels = check_int("levels", levels, minimum=0, maximum=MAX_LEVELS)
     out = np.empty(levels)
     loglam = _log_lambda(lam)
     s = 1.0
@@ -187,7 +190,8 @@ def _k_exact(d: int, x: Fraction) -> int:
     one_minus = 1 - x
     num, den = one_minus.numerator, one_minus.denominator  # 1/(1-x) = den/num
     # d^k * num >= den  <=>  1/(1-x) <= d^k
-    est = max(1, int(math.ceil(math.log(den / num if num else math.inf) / math.log(d))) if num else 1)
+    # log(den/num) from the logs of the integers: den/num itself may overflow a float (1 − 10^-400)
+    est = max(1, int(math.ceil((math.log(den) - math.log(num)) / math.log(d)))) if num else 1
     k = max(1, est - 1)
     while d ** k * num < den:
         k += 1

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model import MAX_THEORY_N, check_int, check_load, check_positive_float, check_positive_int
+from ..model import MAX_THEORY_N, check_int, check_load, check_positive_float, check_positive_int, check_real
 from ._result import _frame, _PlainResult
 from .equilibrium import MAX_K, k_lambda_d
 
@@ -62,7 +62,12 @@ def steps_to_time(steps, n, lam) -> float:
     >>> steps_to_time(1900, 100, 0.9)
     10.0
     """
-    return float(steps) / (n * (1.0 + lam))
+    steps = check_real("steps", steps)
+    if not 0 <= steps < math.inf:
+        raise ValueError(f"steps must be a finite number >= 0; got {steps!r}")
+    n = check_positive_int("n", n, maximum=MAX_THEORY_N)
+    lam = check_load(lam, require_stable=False)
+    return steps / (n * (1.0 + lam))
 
 
 def mixing_bounds(n, d, lam) -> MixingBounds:
