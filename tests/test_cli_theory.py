@@ -125,3 +125,16 @@ def test_interrupt_gives_130_without_traceback(monkeypatch):
     r = CliRunner().invoke(main, ["theory"])
     assert r.exit_code == 130
     assert r.stderr.strip() == "supermarket: interrupted" and "Traceback" not in r.output
+
+
+def test_new_user_round_theory():
+    # issue 19 item 7: the --eps error names the option; a light load has a note, not a blank
+    # line; an upper mixing order below the lower one (k log n < 1, here 1·log 2) is said so
+    r = run(["theory", "--eps", "0.2"])
+    assert r.exit_code == 2 and "'--eps'" in r.output and "(0, 0.1]" in r.output
+    lines = run(["theory", "--load", "1e-6"]).stdout.splitlines()
+    assert all(line.strip() for line in lines)
+    assert "just above 1" in lines[2]
+    out = run(["theory", "--n", "2", "--d", "2", "--load", "0.5"]).stdout
+    assert "the upper order is below the lower one here" in out
+    assert "below the lower" not in run(["theory"]).stdout

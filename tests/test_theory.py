@@ -399,3 +399,16 @@ def test_design_says_how_many_queues_the_mean_field_puts_above_K():
     # K far above k: π(K+1) underflows to 0 without building K levels
     assert th.design(0.5, 10**18).share_above_max_queue == 0.0
     assert "(d = 1 has no bounded maximum)" in th.design(0.5, 1).summary()
+
+
+def test_k_report_has_a_note_at_light_load():
+    # log_2(1/(1 − 0.03)) = 0.0439: near the boundary d^0 = 1, k = 1
+    r = th.k_report(2, "0.03")
+    assert r.k == 1 and r.near_boundary and r.note.startswith("1/(1-λ) is just above 1")
+
+
+def test_mixing_bounds_say_when_the_orders_cross():
+    # upper/lower = k log n: below 1 only for k log n < 1 (n = 2, k = 1), where the text says so
+    assert th.mixing_bounds(2, 2, 0.5).upper_steps == pytest.approx(2 * math.log(2))
+    assert "below the lower one" in th.mixing_bounds(2, 2, 0.5).summary()
+    assert "below the lower one" not in th.mixing_bounds(3, 2, 0.5).summary()  # log 3 > 1

@@ -143,7 +143,8 @@ class TheoryReport(_Result):
             kr = r["k_report"]
             lines.append(f"k_(λ,d) = ⌈log(1/(1−λ))/log d⌉ = {r['k']}   (log_d(1/(1−λ)) = {kr['log_ratio']:.6g})  "
                          "(paper 000, docs/model.md §4)")
-            lines.append(f"  {kr['note']}")
+            if kr["note"]:
+                lines.append(f"  {kr['note']}")
         else:
             lines.append("k_(λ,d): none for d = 1 (independent M/M/1 queues, no bounded maximum)")
         lines.append(f"hypothesis maximum (largest k with n·π(k) ≥ 1) = {r['k_hypothesis']}   "
