@@ -138,3 +138,12 @@ def test_new_user_round_theory():
     out = run(["theory", "--n", "2", "--d", "2", "--load", "0.5"]).stdout
     assert "the upper order is below the lower one here" in out
     assert "below the lower" not in run(["theory"]).stdout
+
+
+def test_theory_table_shows_the_count_at_length_k():
+    # docs/tutorial.md: "about 100 empty queues, 1980 of length 1 and 7920 of length 2"; the
+    # row of length k = 2 (level 3) was left blank. n(1 − q̃_2) = 10^4 (1 − 0.01(1 + 19.8)) = 7920
+    rows = {line.split()[0]: line.split() for line in run(["theory"]).stdout.splitlines()
+            if line[:1].isdigit()}
+    assert rows["1"][-1] == "100" and rows["2"][-1] == "1980" and rows["3"][-1] == "7920"
+    assert len(rows["4"]) == 3  # past length k: no prediction
