@@ -437,3 +437,17 @@ def test_standard_errors_are_the_replication_estimator_of_stats():
     half = st.t.ppf(0.975, 8) * taus.std(ddof=1) / 3.0
     assert out["mean"] == taus.mean()
     assert out["ci"][1] == pytest.approx(taus.mean() + half, rel=1e-12)
+
+
+def test_cli_n_below_4_names_the_option():
+    # issue 19 item 7: "--n 1" was refused with the Python name ("n must be …"); the CLI's
+    # bound is the library's
+    from click.testing import CliRunner
+
+    from supermarket.cli import fluctuations as cli_fl
+    from supermarket.cli import main
+    from supermarket.fluctuations.regimes import MAX_REGIME_N
+
+    assert cli_fl.MAX_REGIME_N == MAX_REGIME_N
+    r = CliRunner().invoke(main, ["fluctuations", "--regime", "a", "--n", "1"])
+    assert r.exit_code == 2 and "Invalid value for '--n': --n must be an integer in [4," in r.output

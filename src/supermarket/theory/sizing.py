@@ -82,7 +82,7 @@ class DesignReport(_Result):
         if self.n is not None:
             out += (f" (about {self.n * self.share_above_max_queue:.6g} of n = {self.n}); hypothesis maximum "
                     f"at this n (largest k with n·π(k) ≥ 1, docs/model.md §4, reconstructed): {self.hypothesis_max}")
-        out += (f"\nk_(λ,d) is paper 000's heavy-traffic statement (λ → 1 with d growing)"
+        out += ("\nk_(λ,d) is paper 000's heavy-traffic statement (λ → 1 with d growing)"
                 + (f"; {self.k_note}" if self.k_note else "") + ".")
         return out
 
@@ -145,7 +145,7 @@ def design(lam, max_queue, n=None) -> DesignReport:
                         fixed_point=tuple(float(v) for v in fixed_point(d, lam_f, k + 1)),
                         linearisation_valid=valid, note="" if valid else LINEARISATION_NOTE.format(qk=q[-1]),
                         # π(k+1+j) <= exp(−d^j): zero in floating point for j >= 64
-                        share_above_max_queue=float(fixed_point(d, lam_f, K + 1)[K]) if K <= k + 64 else 0.0,
+                        share_above_max_queue=float(fixed_point(d, lam_f, K + 1)[K]) if K - k <= 64 else 0.0,
                         k_note=k_report(d, lam).note,
                         hypothesis_max=None if n is None else k_hypothesis(n, d, lam),
                         n=n,
