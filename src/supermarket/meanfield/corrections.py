@@ -130,8 +130,9 @@ class RefinedMeanField:
         elif not self.valid_for(n):
             import warnings
 
-            warnings.warn(f"π + V/n leaves [0, 1] at n={n} (d={self.d}, load={self.lam!r}): n is too small "
-                          "for the 1/n expansion here", AccuracyWarning, stacklevel=2)
+            warnings.warn(f"π + V/n leaves [0, 1] or increases with the level at n={n} (d={self.d}, "
+                          f"load={self.lam!r}): n is too small for the 1/n expansion here (a profile from "
+                          f"n = {self.min_n()})", AccuracyWarning, stacklevel=2)
         return self.pi + self.V / n
 
     def mean_queue_length(self, n=None) -> float:
@@ -179,7 +180,8 @@ class RefinedMeanField:
         out = head + f", ΣV = {self.V.sum():.6g}\n" + t
         if n is not None:
             out += (f"\nrefined mean queue length Σπ + ΣV/n = {self.mean_queue_length(n):.10g}" if ok else
-                    f"\nπ + V/n leaves [0, 1] at n={n}: n is too small for the 1/n expansion here (—)")
+                    f"\nπ + V/n leaves [0, 1] or increases with the level at n={n}: n is too small for the 1/n "
+                    f"expansion here (a profile from n = {self.min_n()}) (—)")
         return out
 
     def plot(self, path=None, *, n):
