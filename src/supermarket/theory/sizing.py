@@ -78,7 +78,7 @@ class DesignReport(_Result):
             out += f"\nnote: {self.note} (—)."
         K = self.max_queue
         out += (f"\nmean field at d = {self.d} (n → ∞, docs/model.md §3): a share π({K + 1}) = "
-                f"{self.share_above_max_queue:.6g} of queues hold more than {K} customers")
+                f"{self.share_above_max_queue:.6g} of queues hold more than {K} customer{'s' if K > 1 else ''}")
         if self.n is not None:
             out += (f" (about {self.n * self.share_above_max_queue:.6g} of n = {self.n}); hypothesis maximum "
                     f"at this n (largest k with n·π(k) ≥ 1, docs/model.md §4, reconstructed): {self.hypothesis_max}")
