@@ -147,3 +147,15 @@ def test_theory_table_shows_the_count_at_length_k():
             if line[:1].isdigit()}
     assert rows["1"][-1] == "100" and rows["2"][-1] == "1980" and rows["3"][-1] == "7920"
     assert len(rows["4"]) == 3  # past length k: no prediction
+
+
+@pytest.mark.parametrize("args,named", [
+    (["design", "--load", "0.9", "--max-queue", "2", "--d", "3"], "--d applies to --latency"),
+    (["design", "--load", "0.9", "--max-queue", "2", "--quantile", "0.9", "--seed", "1"], "--quantile, --seed apply"),
+    (["fluctuations", "--regime", "c", "--theta", "0.3"], "--theta applies to --regime a only"),
+])
+def test_options_that_would_do_nothing_are_refused(args, named):
+    # issue 19: `design --d 3 --max-queue 2` answered d = 4 and ignored --d in silence;
+    # `fluctuations --regime c --theta 0.3` ran with the theta unused
+    r = run(args)
+    assert r.exit_code == 2 and named in r.output, r.output

@@ -15,6 +15,12 @@ from .options import (dask_client, deprecated_alias, json_option, parallel_optio
 MAX_REGIME_N = 10**17
 
 
+def _given(ctx) -> set:
+    """The parameters the user wrote on the command line (not their defaults)."""
+    return {name for name in ctx.params
+            if ctx.get_parameter_source(name) not in (click.core.ParameterSource.DEFAULT, None)}
+
+
 @click.command()
 @click.option("--regime", type=click.Choice(["a", "b", "c"]), required=True,
               help="a: d_n/√n → 0 (from --kappa); b: d_n/√n → c (from --c, --zeta); "
@@ -63,6 +69,9 @@ def fluctuations(regime, n, kappa, theta, c, zeta, d, centring, time_, burn_in, 
     noise approximation at x^n.  Conditions of the regime that fail are warned about."""
     from .. import fluctuations as fl
 
+    given = _given(click.get_current_context())
+    if regime != "a" and "theta" in given:
+        raise click.UsageError("--theta applies to --regime a only (d_n = ⌊n^θ⌋)")
     if regime != "c" and centring != "c_n":
         raise click.UsageError("--centring applies to --regime c only")
     if regime != "c" and reflection != "bridge":

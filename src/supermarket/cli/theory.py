@@ -65,6 +65,13 @@ def design(n, load, max_queue, latency, quantile, d, verify, steps, seed, worker
     sojourn-time --quantile is at most T (docs/model.md §10); --n N --verify checks it by simulation."""
     if max_queue is not None and latency is not None:
         raise click.UsageError("give either --max-queue or --latency, not both")
+    if max_queue is not None:  # options that only --latency reads would be ignored in silence
+        ctx = click.get_current_context()
+        unused = [f"--{name.replace('_', '-')}" for name in ("d", "quantile", "verify", "steps", "seed")
+                  if ctx.get_parameter_source(name) not in (click.core.ParameterSource.DEFAULT, None)]
+        if unused:
+            raise click.UsageError(f"{', '.join(unused)} appl{'ies' if len(unused) == 1 else 'y'} to --latency, "
+                                   "not to --max-queue (which finds the least d itself)")
     if workers is not None and not verify:
         raise click.UsageError("--workers is for the replications of --verify")
     if latency is not None:
