@@ -291,3 +291,10 @@ def test_refined_note_gives_the_least_n_not_a_tail_ratio():
     assert out["refined"]["sojourn"] is None
     ok = json.loads(run(["meanfield", "--d", "2", "--load", "0.9", "--n", "4", "--json"]).stdout)["refined"]
     assert ok["valid_for_n"] is True and "min_n" not in ok
+
+
+def test_points_without_time_is_refused():
+    # issue 19 item 7: --points (output times of the ODE) without --time did nothing, in silence
+    r = run(["meanfield", "--points", "5"])
+    assert r.exit_code == 2 and "--points" in r.output and "--time" in r.output
+    assert run(["meanfield", "--points", "3", "--time", "1", "--json"]).exit_code == 0

@@ -219,6 +219,9 @@ def meanfield(d, load, n, time, start, replace, levels, tol, points, cdf, plot, 
         raise click.UsageError("--no-replace needs --n (the sampling law without replacement depends on n)")
     if time is None and start != "empty":
         raise click.UsageError("--start is the initial profile of the ODE: it needs --time")
+    if time is None and click.get_current_context().get_parameter_source("points") not in (
+            click.core.ParameterSource.DEFAULT, None):
+        raise click.UsageError("--points are the output times of the ODE: it needs --time")
     rep = run_once(scheduler, connect_timeout, build_report, d, load, n=n, time=time, start=start, replace=replace,
                    points=points, levels=levels, tol=tol, cdf=cdf)
     from ..meanfield import MeanFieldReport
