@@ -275,3 +275,26 @@ def test_text_is_the_report_summary(tmp_path):
     assert f["pi"].tolist() == data["fixed_point"] and f["refined"].tolist() == data["refined"]["mean"]
     rep.plot(tmp_path / "t.png")
     assert (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_refined_note_gives_the_least_n_not_a_tail_ratio():
+    # issue 19 item 7: at n = 1 the note said "n much larger than max_i |V_i|/π(i) = 4.66e+11",
+    # a ratio set by the 9th level (π = 4e-24); π + V/n is a profile from n = 4
+    out = json.loads(run(["meanfield", "--d", "2", "--load", "0.9", "--n", "1", "--json"]).stdout)
+    ref = out["refined"]
+    assert ref["valid_for_n"] is False and ref["mean_queue_length"] is None and ref["min_n"] == 4
+    assert "from n = 4" in ref["note"] and "e+11" not in ref["note"]
+    # without replacement at n = 2 the refined profile increases with i: no refined mean queue
+    # length either (the refined response times were already refused)
+    out = json.loads(run(["meanfield", "--d", "2", "--load", "0.9", "--n", "2", "--no-replace", "--json"]).stdout)
+    assert out["refined"]["valid_for_n"] is False and out["refined"]["mean_queue_length"] is None
+    assert out["refined"]["sojourn"] is None
+    ok = json.loads(run(["meanfield", "--d", "2", "--load", "0.9", "--n", "4", "--json"]).stdout)["refined"]
+    assert ok["valid_for_n"] is True and "min_n" not in ok
+
+
+def test_points_without_time_is_refused():
+    # issue 19 item 7: --points (output times of the ODE) without --time did nothing, in silence
+    r = run(["meanfield", "--points", "5"])
+    assert r.exit_code == 2 and "--points" in r.output and "--time" in r.output
+    assert run(["meanfield", "--points", "3", "--time", "1", "--json"]).exit_code == 0

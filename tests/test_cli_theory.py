@@ -125,3 +125,37 @@ def test_interrupt_gives_130_without_traceback(monkeypatch):
     r = CliRunner().invoke(main, ["theory"])
     assert r.exit_code == 130
     assert r.stderr.strip() == "supermarket: interrupted" and "Traceback" not in r.output
+
+
+def test_new_user_round_theory():
+    # issue 19 item 7: the --eps error names the option; a light load has a note, not a blank
+    # line; an upper mixing order below the lower one (k log n < 1, here 1·log 2) is said so
+    r = run(["theory", "--eps", "0.2"])
+    assert r.exit_code == 2 and "'--eps'" in r.output and "(0, 0.1]" in r.output
+    lines = run(["theory", "--load", "1e-6"]).stdout.splitlines()
+    assert all(line.strip() for line in lines)
+    assert "just above 1" in lines[2]
+    out = run(["theory", "--n", "2", "--d", "2", "--load", "0.5"]).stdout
+    assert "the upper order is below the lower one here" in out
+    assert "below the lower" not in run(["theory"]).stdout
+
+
+def test_theory_table_shows_the_count_at_length_k():
+    # docs/tutorial.md: "about 100 empty queues, 1980 of length 1 and 7920 of length 2"; the
+    # row of length k = 2 (level 3) was left blank. n(1 − q̃_2) = 10^4 (1 − 0.01(1 + 19.8)) = 7920
+    rows = {line.split()[0]: line.split() for line in run(["theory"]).stdout.splitlines()
+            if line[:1].isdigit()}
+    assert rows["1"][-1] == "100" and rows["2"][-1] == "1980" and rows["3"][-1] == "7920"
+    assert len(rows["4"]) == 3  # past length k: no prediction
+
+
+@pytest.mark.parametrize("args,named", [
+    (["design", "--load", "0.9", "--max-queue", "2", "--d", "3"], "--d applies to --latency"),
+    (["design", "--load", "0.9", "--max-queue", "2", "--quantile", "0.9", "--seed", "1"], "--quantile, --seed apply"),
+    (["fluctuations", "--regime", "c", "--theta", "0.3"], "--theta applies to --regime a only"),
+])
+def test_options_that_would_do_nothing_are_refused(args, named):
+    # issue 19: `design --d 3 --max-queue 2` answered d = 4 and ignored --d in silence;
+    # `fluctuations --regime c --theta 0.3` ran with the theta unused
+    r = run(args)
+    assert r.exit_code == 2 and named in r.output, r.output

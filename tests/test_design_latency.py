@@ -84,3 +84,15 @@ def test_verify_says_when_finite_n_changes_the_answer():
     v = R.verify_latency(d, 20, steps=300_000, replications=6, seed=1)
     assert v["points"][0]["d"] == 3
     assert v["changes_answer"] is True and "more choices" in v["note"]
+
+
+def test_d_1_answer_reads_as_a_sentence():
+    # issue 19 item 7: "d = 1 choices give …; d = 1 already meets it"; d = 1 is M/M/1:
+    # p99 = −log(0.01)/(1 − λ) = 9.21034 at λ = 0.5, within the target 10
+    from click.testing import CliRunner
+
+    from supermarket.cli import main
+
+    out = CliRunner().invoke(main, ["design", "--load", "0.5", "--latency", "10"]).stdout
+    assert out.startswith("At load λ = 0.5, d = 1 choice gives sojourn p99 = 9.21034 ≤ 10")
+    assert "choices give" not in out and "already meets" not in out

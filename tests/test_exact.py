@@ -145,3 +145,14 @@ def test_cli_exact_json_and_errors(tmp_path):
     assert bad.exit_code == 2 and "too large" in bad.output and "Traceback" not in bad.output
     bad = run.invoke(main, ["exact", "--n", "2", "--d", "3", "--no-replace"])
     assert bad.exit_code == 2
+
+
+def test_cli_warns_when_a_fixed_cap_truncates_more_than_tol():
+    # issue 19 item 7: `exact --n 3 --cap 2` printed E[u_1] = 0.71 (the model's is λ = 0.9 by
+    # flow balance) as "the exact stationary law" without a word; the mass at the cap is 0.646
+    r = CliRunner().invoke(main, ["exact", "--n", "3", "--cap", "2"], catch_exceptions=False)
+    assert r.exit_code == 0
+    assert "supermarket: warning: P(some queue at the cap) = 0.646" in r.stderr
+    assert "capped at 2" in r.stderr
+    r = CliRunner().invoke(main, ["exact", "--n", "1", "--d", "1", "--load", "0.5"], catch_exceptions=False)
+    assert r.stderr == ""

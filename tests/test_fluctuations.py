@@ -437,3 +437,32 @@ def test_standard_errors_are_the_replication_estimator_of_stats():
     half = st.t.ppf(0.975, 8) * taus.std(ddof=1) / 3.0
     assert out["mean"] == taus.mean()
     assert out["ci"][1] == pytest.approx(taus.mean() + half, rel=1e-12)
+
+
+def test_cli_n_below_4_names_the_option():
+    # issue 19 item 7: "--n 1" was refused with the Python name ("n must be …"); the CLI's
+    # bound is the library's
+    from click.testing import CliRunner
+
+    from supermarket.cli import fluctuations as cli_fl
+    from supermarket.cli import main
+    from supermarket.fluctuations.regimes import MAX_REGIME_N
+
+    assert cli_fl.MAX_REGIME_N == MAX_REGIME_N
+    r = CliRunner().invoke(main, ["fluctuations", "--regime", "a", "--n", "1"])
+    assert r.exit_code == 2 and "Invalid value for '--n': --n must be an integer in [4," in r.output
+
+
+def test_too_short_run_has_no_error_bar_in_python_or_json():
+    """Issue 19 item 7 (one rule everywhere): docs/fluctuations.md's `compare(p, time=400)`
+    returned numbers from `z_scores()` and `to_dict()["sim"]["stderr"]` although the run says
+    it is too short to know them; now NaN (Python) and null (JSON), the reason beside them."""
+    p = fl.regime_a(1000, kappa=1.0, warn=False)
+    cmp = fl.compare(p, time=10, replications=2, sde_paths=16, sde_time=5, dt=0.01, prelimit=False, workers=1)
+    assert cmp.sim.moments.adequate is False
+    assert all(math.isnan(v) for row in cmp.z_scores().values() for v in row.values())
+    sim = cmp.to_dict()["sim"]
+    assert set(sim["stderr"]) == set(fl.KEYS) and all(v is None for v in sim["stderr"].values())
+    assert "too short to know" in sim["error_bars_note"]
+    # the raw numbers stay on the object for who wants to look (moments.stderr), with the flag
+    assert all(math.isfinite(v) for v in cmp.sim.moments.stderr.values())

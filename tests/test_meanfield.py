@@ -674,3 +674,29 @@ def test_check_profile_type_errors_name_the_problem():
         mf.check_profile([])
     with pytest.raises(TypeError, match=r"^u must be a non-empty 1-d array \(u_1, u_2, \.\.\.\); got shape \(1, 2\)$"):
         mf.check_profile([[0.5, 0.25]], "u")
+
+
+@pytest.mark.parametrize("d,lam,replace", [(2, 0.9, True), (3, 0.99, True), (2, 0.999, True), (3, 0.9, False)])
+def test_min_n_is_the_least_n_where_pi_plus_V_over_n_is_a_profile(d, lam, replace):
+    # checked against the definition by a scan: every n below fails (a value outside [0, 1] or
+    # an increase with i), min_n passes, and so does every n above (the conditions are n >= c)
+    r = mf.refined_mean_field(d, lam, replace=replace)
+    m = r.min_n()
+    low = 1 if replace else d
+
+    def profile(n):
+        v = r.pi + r.V / n
+        return bool(np.all((v >= 0) & (v <= 1)) and np.all(np.diff(v) <= 0))
+
+    assert profile(m) and all(not profile(n) for n in range(low, m))
+    assert all(profile(n) for n in (m + 1, 2 * m, 10 * m, 10**9))
+    assert r.valid_for(m) and (m == low or not r.valid_for(m - 1))
+
+
+def test_valid_for_refuses_a_refined_profile_that_increases():
+    # without replacement at n = 2 (d = 2, λ = 0.9): π + V/n stays in [0, 1] but rises from
+    # level 3 (0.666) to level 4 (0.747), which no E[u_i] can do
+    r = mf.refined_mean_field(2, 0.9, replace=False)
+    v = r.pi + r.V / 2
+    assert np.all((v >= 0) & (v <= 1)) and v[3] > v[2]
+    assert not r.valid_for(2) and r.min_n() == 3

@@ -376,3 +376,10 @@ def test_coupled_run_plot_needs_records_and_draws_them(tmp_path):
     assert len(lines) == 2 and list(lines[1].get_ydata()) == list(r.records_total[1])
     with pytest.raises(ValueError, match="record_every"):
         mx.coupled_run(20, 2, 0.5, ["empty"], steps=10, seed=1).plot()
+
+
+def test_summary_head_says_no_k_for_d_1():
+    # issue 19 item 7: the header printed Python's "k=None" for d = 1
+    r = mx.coalescence(20, 1, 0.5, replications=2, seed=1, workers=1)
+    head = r.summary().splitlines()[0]
+    assert "None" not in head and "k: none (d = 1" in head

@@ -337,6 +337,10 @@ def test_claims_and_e1_count_undecided_modal_calls_alike(tiny_run):
     words = "within 4.5 standard errors (too close to call) in 1 and too short to know in 2 of the 4"
     assert words in claim["evidence"]
     assert f"Which of k and k+1 is modal is {words}." in p000_e14._e1_markdown(base["E1"]["rows"])
+    # issue 19 item 7: the evidence's "modal maximum = k in 3 of 4" beside the verdict's "1 of 4"
+    # says which count the verdict uses
+    assert "modal maximum = k in 3 of 4 (1 of them called with confidence: the verdict counts those)" \
+        in claim["evidence"]
 
 
 def test_count_verdict():

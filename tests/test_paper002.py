@@ -196,3 +196,18 @@ def test_claims_table_follows_the_data(tiny, tmp_path):
     sc[0]["error_bars_adequate"] = False  # one size left: no slope to call
     row = _claim(facts, "the occupancies fluctuate")
     assert row["verdict"] == "too short to know" and f"n = {sc[0]['n']} (left out)" in row["evidence"]
+
+
+def test_regime_claim_scores_nothing_when_the_chain_is_too_short():
+    # issue 19 item 7: the evidence counted "3 of 5 moments within 3 standard errors" from error
+    # bars the run distrusts; now the z-scores are NaN and the evidence says why
+    from supermarket.experiments.paper002_claims import _regime_claim
+
+    nan = float("nan")
+    z = {ref: dict.fromkeys(("mean_z1", "mean_z2", "var_z1", "var_z2", "cov_z1z2"), nan)
+         for ref in ("limit", "prelimit", "lna")}
+    f = {"regime": "a", "n": 1000, "d": 5, "lam": 0.9, "sigma": 3.0, "adequate": False, "z": z,
+         "mean_z1": 0.0, "mean_z1_se": 0.01, "flow_exact": 0.0, "max_q": None, "failed_conditions": []}
+    c = _regime_claim(f)
+    assert c["verdict"] == "too short to know"
+    assert "no moment is scored" in c["evidence"] and "0 of 0" not in c["evidence"]

@@ -747,3 +747,17 @@ def test_simulate_start_perfect_needs_no_burn_in():
     assert np.array_equal(r.u_mean, again.u_mean)  # the same samples whatever the workers
     with pytest.raises(ValueError, match="perfect"):
         sm.simulate(50, 2, 1.1, steps=1000, start="perfect", progress=False)
+
+
+def test_json_names_u_mean_u_stderr_as_simulate_and_exact():
+    # issue 19 item 7: perfect wrote mean_u/se_u where simulate and exact write u_mean/u_stderr
+    from click.testing import CliRunner
+
+    from supermarket.cli import main
+
+    r = CliRunner().invoke(main, ["perfect", "--n", "2", "--d", "2", "--load", "0.5", "--replications", "3",
+                                  "--json", "--workers", "1"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["u_mean"] == out["mean_u"] and out["u_stderr"] == out["se_u"]
+    assert len(out["u_mean"]) == len(out["u_stderr"]) >= 1 and out["replications_requested"] == 3

@@ -382,3 +382,33 @@ def test_cli_theory_prints_the_report_summary():
 
     r = CliRunner().invoke(main, ["theory", "--n", "1e4", "--d", "20", "--load", "0.99"])
     assert r.exit_code == 0 and r.stdout.rstrip("\n") == th.theory_report(10_000, 20, "0.99").summary()
+
+
+def test_design_says_how_many_queues_the_mean_field_puts_above_K():
+    # README's example: d = 32 at λ = 0.999 gives k = 2, but (d^3 − 1)/(d − 1) = 1057, so the
+    # mean field leaves π(3) = 0.999^1057 ≈ 0.347 of the queues above K = 2 (near a boundary).
+    rep = th.design("0.999", 2, 1000)
+    assert rep.d == 32
+    assert rep.share_above_max_queue == pytest.approx(0.999 ** 1057, rel=1e-12)
+    assert rep.hypothesis_max == 3  # n·π(3) ≈ 347 >= 1 > n·π(4) = 1000·0.999^33825
+    assert "2 or 3" in rep.k_note
+    text = rep.summary()
+    assert "0.347313" in text and "347.313 of n = 1000" in text and "2 or 3" in text
+    assert th.design(0.9, 2).to_dict()["share_above_max_queue"] == pytest.approx(0.9 ** 21, rel=1e-12)
+    assert th.design(0.9, 2).to_dict()["hypothesis_max"] is None
+    # K far above k: π(K+1) underflows to 0 without building K levels
+    assert th.design(0.5, 10**18).share_above_max_queue == 0.0
+    assert "(d = 1 has no bounded maximum)" in th.design(0.5, 1).summary()
+
+
+def test_k_report_has_a_note_at_light_load():
+    # log_2(1/(1 − 0.03)) = 0.0439: near the boundary d^0 = 1, k = 1
+    r = th.k_report(2, "0.03")
+    assert r.k == 1 and r.near_boundary and r.note.startswith("1/(1-λ) is just above 1")
+
+
+def test_mixing_bounds_say_when_the_orders_cross():
+    # upper/lower = k log n: below 1 only for k log n < 1 (n = 2, k = 1), where the text says so
+    assert th.mixing_bounds(2, 2, 0.5).upper_steps == pytest.approx(2 * math.log(2))
+    assert "below the lower one" in th.mixing_bounds(2, 2, 0.5).summary()
+    assert "below the lower one" not in th.mixing_bounds(3, 2, 0.5).summary()  # log 3 > 1

@@ -66,9 +66,11 @@ class LatencyDesign:
         qn = f"p{100 * self.quantile:g}"
         if self.question == "least d":
             nb = self.neighbour
-            line = (f"At load λ = {self.load:g}, d = {int(self.answer)} choices give sojourn {qn} = "
-                    f"{self.achieved:.6g} ≤ {self.latency:g} (mean field)"
-                    + (f"; d = {nb['d']} would give {nb['value']:.6g}." if nb else "; d = 1 already meets it."))
+            one = int(self.answer) == 1
+            line = (f"At load λ = {self.load:g}, d = {int(self.answer)} choice{'' if one else 's'} give{'s' if one else ''} "
+                    f"sojourn {qn} = {self.achieved:.6g} ≤ {self.latency:g} (mean field)"
+                    + (f"; d = {nb['d']} would give {nb['value']:.6g}." if nb else
+                       " (random routing: independent M/M/1 queues, no choice needed)."))
         else:
             nb = self.neighbour
             line = (f"With d = {self.d}, the largest load with sojourn {qn} ≤ {self.latency:g} is λ = "

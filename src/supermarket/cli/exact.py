@@ -43,6 +43,12 @@ def exact(n, d, load, replace, tol, cap, quantiles, profile_law, cdf_points, plo
                        "faster", err=True)
     res = run_once(scheduler, connect_timeout, solve, n, d, load, replace=replace, tol=tol, cap=cap, quantiles=qs,
                    profile_law=profile_law)
+    tr = res.truncation
+    if tr["mass_at_cap"] >= tol:  # only a fixed --cap gets here: the law of a capped system, not of the model
+        click.echo(f"supermarket: warning: P(some queue at the cap) = {tr['mass_at_cap']:.3g} ≥ --tol {tol:g} "
+                   f"(arrivals dropped {tr['dropped_fraction']:.3g}): the numbers are those of a system whose "
+                   f"queues are capped at {tr['cap']} and may differ from the model's by about that much; "
+                   "raise --cap or leave it out (the search raises the cap until below --tol)", err=True)
     grid = None
     if cdf_points is not None:
         import numpy as np

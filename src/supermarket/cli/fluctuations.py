@@ -7,16 +7,20 @@ import warnings
 import click
 from rich.console import Console
 
-from ._common import COUNT, FLOAT, N_COUNT, OUTPUT_FIGURE, print_json, save_figure, stderr_is_tty
+from ._common import COUNT, FLOAT, OUTPUT_FIGURE, CountType, print_json, save_figure, stderr_is_tty
 from .options import (dask_client, deprecated_alias, json_option, parallel_options, replace_option,
                       replications_option, seed_option)
+
+# fluctuations.regimes.MAX_REGIME_N, written out: importing it would load NumPy before any command runs
+MAX_REGIME_N = 10**17
 
 
 @click.command()
 @click.option("--regime", type=click.Choice(["a", "b", "c"]), required=True,
               help="a: d_n/√n → 0 (from --kappa); b: d_n/√n → c (from --c, --zeta); "
                    "c: d_n/√n → ∞ (from --zeta, --d; d = n is JSQ).")
-@click.option("--n", "n", type=N_COUNT, default=10_000, show_default=True, help="Number of servers (1e6 accepted).")
+@click.option("--n", "n", type=CountType(maximum=MAX_REGIME_N, minimum=4), default=10_000, show_default=True,
+              help="Number of servers, at least 4 (1e6 accepted).")
 @click.option("--kappa", type=FLOAT, default=None, help="(a) κ = d_n λ_n^{d_n}; λ_n = (κ/d_n)^{1/d_n}. Default 1.")
 @click.option("--theta", type=FLOAT, default=0.25, show_default=True, help="(a) d_n = ⌊n^θ⌋, 0 < θ < 1/2, unless --d.")
 @click.option("--c", "c", type=FLOAT, default=None, help="(b) d_n = ⌊c√n⌋. Default 1.")

@@ -102,7 +102,7 @@ def build_report(d, load, n=None, time=None, start="empty", replace=True, points
             else:
                 m = rmf.pi + rmf.V / n
                 inside = (m >= 0) & (m <= 1)
-                valid = bool(inside.all())
+                valid = rmf.valid_for(n)  # in [0, 1] and non-increasing: a profile
                 rep["refined"] = {"trusted": True, "error_estimate": rmf.error_estimate,
                                   "V": rmf.V.tolist(), "sum_V": float(rmf.V.sum()),
                                   # π + V/n outside [0, 1] is no fraction of queues: None
@@ -111,10 +111,13 @@ def build_report(d, load, n=None, time=None, start="empty", replace=True, points
                                   "mean_queue_length": mql + float(rmf.V.sum()) / n if valid else None,
                                   "sampling": sampling}
                 if not valid:
-                    ratio = float(np.max(np.abs(rmf.V) / np.maximum(rmf.pi, 1e-300)))
+                    least = rmf.min_n()
+                    rep["refined"]["min_n"] = least if math.isfinite(least) else None
                     rep["refined"]["note"] = (
-                        f"π(i) + V_i/n leaves [0, 1] at n={n}: n is too small for the 1/n expansion at this "
-                        f"load (it needs n much larger than max_i |V_i|/π(i) = {ratio:.3g})")
+                        f"π(i) + V_i/n is no profile at n={n} (it leaves [0, 1] or increases with i): n is too "
+                        "small for the 1/n expansion at this load ("
+                        + (f"it is a profile from n = {least}; trust it only well above that)" if math.isfinite(least)
+                           else "it is no profile at any n)"))
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", mf.AccuracyWarning)
                 res = mf.lna(d, lam, n=n, at="centre", replace=replace, levels=levels, **kw)
@@ -166,7 +169,7 @@ def _add_response_times(rep: dict, d, lam, n, replace, cdf, tol) -> None:
     if not ref.get("trusted"):
         why = "the refined mean field is not trusted here (see above)"
     elif not ref.get("valid_for_n"):
-        why = f"π + V/n leaves [0, 1] at n={n} (n is too small for the 1/n expansion)"
+        why = f"π + V/n is no profile at n={n} (n is too small for the 1/n expansion)"
     rt2 = None
     if why is None:
         with warnings.catch_warnings():
@@ -221,6 +224,9 @@ def meanfield(d, load, n, time, start, replace, levels, tol, points, cdf, plot, 
         raise click.UsageError("--no-replace needs --n (the sampling law without replacement depends on n)")
     if time is None and start != "empty":
         raise click.UsageError("--start is the initial profile of the ODE: it needs --time")
+    if time is None and click.get_current_context().get_parameter_source("points") not in (
+            click.core.ParameterSource.DEFAULT, None):
+        raise click.UsageError("--points are the output times of the ODE: it needs --time")
     rep = run_once(scheduler, connect_timeout, build_report, d, load, n=n, time=time, start=start, replace=replace,
                    points=points, levels=levels, tol=tol, cdf=cdf)
     from ..meanfield import MeanFieldReport

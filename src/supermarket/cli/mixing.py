@@ -21,7 +21,8 @@ from .options import (
 @click.option("--n", "n", type=N_COUNT, default=1000, show_default=True, help="Number of servers (1e4 accepted).")
 @click.option("--d", "d", type=COUNT, default=10, show_default=True, help="Number of choices d.")
 @click.option("--load", "load", type=LOAD, default="0.99", show_default=True, help="Load λ in (0, 1).")
-@start_option("good", "Start: good (rounded fixed point), empty, customers:G (every queue at G, ‖x‖₁ = Gn) "
+@start_option("good", "Start: good or fixed-point (the same: the rounded fixed point, reported as "
+                      "fixed-point), empty, customers:G (every queue at G, ‖x‖₁ = Gn) "
                       "or long:L (fixed point with one queue of length L).")
 @replications_option(100, "Independent coupled pairs (replication r uses child r of --seed).")
 @click.option("--max-steps", "max_steps", type=COUNT, default=None,

@@ -25,6 +25,8 @@ def theory(n, d, load, eps, scheduler, connect_timeout, as_json):
     """Closed forms for (n, d, λ): k_{λ,d}, the fixed point π, the linearised profile
     (derived), the good set, the conditions of Theorem 1.2, mixing bounds, the slow mode
     (derived) and the paper-002 regime (derived)."""
+    if not 0 < eps <= 0.1:  # checked here so that the message names the option
+        raise click.BadParameter(f"ε must lie in (0, 0.1] (0.1 = 1/10, paper 000); got {eps!r}", param_hint="'--eps'")
     rep = run_once(scheduler, connect_timeout, th.theory_report, n, d, load, eps)
     if as_json:
         print_json(rep.to_dict())

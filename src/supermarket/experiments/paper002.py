@@ -283,7 +283,9 @@ def _summary(out_dir, comparisons, scale, warn_lines, quick, seed, secs, bridges
             if m is cmp.lna and cmp.lna_not_applicable:
                 L.append(f"| {name} | " + " | ".join(["does not apply"] * len(fl.KEYS)) + " |")
                 continue
-            cells = [f"{getattr(m, k):.4f}" + (f" ± {m.stderr[k]:.4f}" if m.stderr else "") for k in fl.KEYS]
+            short = m.adequate is False  # a chain run too short to know its error: no ±
+            cells = [f"{getattr(m, k):.4f}" + (" (too short to know)" if short else
+                                               f" ± {m.stderr[k]:.4f}" if m.stderr else "") for k in fl.KEYS]
             L.append(f"| {name} | " + " | ".join(cells) + " |")
         L.append("")
         if cmp.lna_not_applicable:

@@ -54,7 +54,10 @@ def _regime_claim(f: dict) -> dict:
                  key=lambda kv: -abs(kv[1]))
     if bad:
         ev += " (" + ", ".join(f"{k}: z = {v:+.1f}" for k, v in bad) + ")"
-    for ref in ("prelimit", "lna"):
+    if f["adequate"] is False:  # z-scores from error bars the chain cannot trust are not scores (NaN)
+        ev = ("chain: too short to know its own error bars, so no moment is scored against the limit "
+              "diffusion, the pre-limit diffusion or the finite-n LNA")
+    for ref in ("prelimit", "lna") if f["adequate"] is not False else ():
         if ref in f["z"]:
             a, t = _agree(f["z"][ref], sigma)
             ev += f"; against the {_REF_NAMES[ref]} at this n: {a} of {t}"
@@ -65,8 +68,6 @@ def _regime_claim(f: dict) -> dict:
                                                              for name, v in f["failed_conditions"])
     if f["max_q"] is not None:
         ev += f"; largest Q of the reflected limit {f['max_q']:.3g} ({'≤ 0' if f['max_q'] <= 0 else 'ABOVE 0'})"
-    if f["adequate"] is False:
-        ev += "; the chain's batches are shorter than its autocorrelation allows"
     what = {"a": "d_n/√n → 0: linear diffusion with a Gaussian stationary law",
             "b": "d_n/√n → c: diffusion with the exponential term e^{cQ}",
             "c": "d_n/√n → ∞: reflected diffusion (JSQ at d_n = n)"}[label]

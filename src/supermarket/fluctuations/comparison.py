@@ -287,14 +287,18 @@ class Comparison:
         return out
 
     def z_scores(self) -> dict:
-        """``(sim − other)/stderr`` for each key, against the limit, the pre-limit and the LNA."""
+        """``(sim − other)/stderr`` for each key, against the limit, the pre-limit and the LNA;
+        NaN when the chain's run is too short to know its own error (``sim.moments.adequate``
+        False, the reason in ``sim.moments.note``)."""
         out = {}
         s = self.sim.moments
+        short = s.adequate is False
         for name, other in self.references():
             row = {}
             for k in KEYS:
                 se2 = s.stderr[k] ** 2 + (other.stderr[k] ** 2 if other.stderr else 0.0)
-                row[k] = (getattr(s, k) - getattr(other, k)) / math.sqrt(se2) if se2 > 0 else float("nan")
+                row[k] = ((getattr(s, k) - getattr(other, k)) / math.sqrt(se2) if se2 > 0 and not short
+                          else float("nan"))
             out[name] = row
         return out
 

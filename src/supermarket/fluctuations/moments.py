@@ -56,7 +56,9 @@ class Moments:
 
     def to_dict(self) -> dict:
         out = {k: float(getattr(self, k)) for k in KEYS}
-        out["stderr"] = None if self.stderr is None else {k: float(self.stderr[k]) for k in KEYS}
+        # a run too short to know its own error keeps no error bar: null, the reason in error_bars_note
+        out["stderr"] = (None if self.stderr is None else
+                         {k: None if self.adequate is False else float(self.stderr[k]) for k in KEYS})
         if self.tau_int is not None:
             out["tau_int"] = float(self.tau_int) if math.isfinite(self.tau_int) else None
         if self.adequate is not None:

@@ -76,11 +76,45 @@ class RefinedMeanField:
 
     def valid_for(self, n) -> bool:
         """Whether ``π + V/n`` is a profile at all for ``n`` servers: accurate, every value in
-        [0, 1].  Otherwise ``n`` is too small for the 1/n expansion at this load (or the
-        numbers are not accurate)."""
+        [0, 1] and non-increasing in the level (as ``E[u_i]`` is).  Otherwise ``n`` is too small
+        for the 1/n expansion at this load (or the numbers are not accurate); see :meth:`min_n`."""
         n = self._check_n(n)
         m = self.pi + self.V / n
-        return bool(self.accurate and np.all(np.isfinite(m)) and np.all((m >= 0) & (m <= 1)))
+        return bool(self.accurate and np.all(np.isfinite(m)) and np.all((m >= 0) & (m <= 1))
+                    and np.all(np.diff(m) <= 0))
+
+    def min_n(self) -> float:
+        """The least ``n`` from which ``π + V/n`` is a profile (:meth:`valid_for`): every
+        condition is ``n >= c`` — ``−V_i/π(i)`` where ``V_i < 0``, ``V_i/(1 − π(i))`` where
+        ``V_i > 0``, ``(V_{i+1} − V_i)/(π(i) − π(i+1))`` where ``V`` increases — so it is
+        ``⌈max c⌉`` (``inf`` when no ``n`` will do, e.g. ``V_1 > 0 = 1 − π(1)``).  Being a
+        profile is necessary, not sufficient: the expansion is only trusted well above it.
+
+        >>> from supermarket.meanfield import refined_mean_field
+        >>> r = refined_mean_field(1, 0.5)  # d = 1: V = 0, π + V/n = π for every n
+        >>> r.min_n()
+        1
+        """
+        if not self.accurate:
+            return math.inf
+        pi, V = self.pi, self.V
+        low = 1 if self.replace else int(self.d)  # without replacement n >= d
+        c = [float(low)]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            c += [float(x) for x in np.where(V < 0, -V / pi, 0.0)]
+            c += [float(x) for x in np.where(V > 0, V / (1.0 - pi), 0.0)]
+            dV, dpi = np.diff(V), -np.diff(pi)
+            c += [float(x) for x in np.where(dV > 0, dV / dpi, 0.0)]
+        worst = max(math.inf if math.isnan(x) else x for x in c)
+        if not math.isfinite(worst):
+            return math.inf
+        n = math.ceil(worst)
+        for _ in range(4):  # rounding of the quotients: step to the least n that passes
+            if n > low and self.valid_for(n - 1):
+                n -= 1
+            elif not self.valid_for(n):
+                n += 1
+        return n
 
     def mean(self, n) -> np.ndarray:
         """``π + V/n``: the refined approximation of ``E[u]`` for ``n`` servers.
@@ -96,8 +130,9 @@ class RefinedMeanField:
         elif not self.valid_for(n):
             import warnings
 
-            warnings.warn(f"π + V/n leaves [0, 1] at n={n} (d={self.d}, load={self.lam!r}): n is too small "
-                          "for the 1/n expansion here", AccuracyWarning, stacklevel=2)
+            warnings.warn(f"π + V/n leaves [0, 1] or increases with the level at n={n} (d={self.d}, "
+                          f"load={self.lam!r}): n is too small for the 1/n expansion here (a profile from "
+                          f"n = {self.min_n()})", AccuracyWarning, stacklevel=2)
         return self.pi + self.V / n
 
     def mean_queue_length(self, n=None) -> float:
@@ -145,7 +180,8 @@ class RefinedMeanField:
         out = head + f", ΣV = {self.V.sum():.6g}\n" + t
         if n is not None:
             out += (f"\nrefined mean queue length Σπ + ΣV/n = {self.mean_queue_length(n):.10g}" if ok else
-                    f"\nπ + V/n leaves [0, 1] at n={n}: n is too small for the 1/n expansion here (—)")
+                    f"\nπ + V/n leaves [0, 1] or increases with the level at n={n}: n is too small for the 1/n "
+                    f"expansion here (a profile from n = {self.min_n()}) (—)")
         return out
 
     def plot(self, path=None, *, n):

@@ -313,7 +313,8 @@ class MixingResult:
         out = self.to_dict()
         p = self.params
         lines = [f"supermarket mixing  n={p.n}  d={p.d}  λ={p.lam:g}  from {self.start}  "
-                 f"replications={self.replications}  k={out['k']}",
+                 f"replications={self.replications}  "
+                 + (f"k={out['k']}" if out["k"] is not None else "k: none (d = 1, no paper-000 orders)"),
                  f"stationary copy: rounded fixed point after {self.burn_in} steps; budget {self.max_steps} "
                  f"steps per pair; {out['steps_per_time_unit']:.6g} steps = 1 time unit", ""]
         s, u = out["coalescence_steps"], out["coalescence_time"]

@@ -137,6 +137,9 @@ class PerfectResult:
             "rounds": self.rounds.tolist(),
             "work_steps": self.work_steps.tolist(),
             "peak_memory_bytes": self.peak_memory.tolist(),
+            # u_mean, u_stderr: the names simulate and exact use; mean_u, se_u: the same, older names
+            "u_mean": mean.tolist(),
+            "u_stderr": [None if not math.isfinite(v) else float(v) for v in se],
             "mean_u": mean.tolist(),
             "se_u": [None if not math.isfinite(v) else float(v) for v in se],
             "seconds": float(self.seconds),

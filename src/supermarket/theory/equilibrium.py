@@ -305,8 +305,8 @@ def k_report(d, lam, *, margin: float = 0.05) -> KReport:
                 f"equilibrium maximum is {k} or {k + 1}")
     elif near:
         possible = (k - 1, k) if k > 1 else (k,)
-        note = (f"1/(1-λ) is just above d^{k - 1}: the maximum is {k}, with few queues at length {k}"
-                if k > 1 else "")
+        note = (f"1/(1-λ) is just above d^{k - 1}" if k > 1 else "1/(1-λ) is just above 1 (a light load)")
+        note += f": the maximum is {k}, with few queues at length {k}"
     else:
         possible = (k,)
         note = f"away from a boundary: the equilibrium maximum is {k}"

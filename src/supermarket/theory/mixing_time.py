@@ -36,7 +36,9 @@ class MixingBounds(_PlainResult):
     def summary(self) -> str:
         return (f"mixing from a good state (paper 000, docs/model.md §6, constants 1): "
                 f"upper k d^(k−1) n log n = {self.upper_steps:.4g} steps ({self.upper_time:.4g} time units), "
-                f"lower d^(k−1) n = {self.lower_steps:.4g} steps ({self.lower_time:.4g} time units)")
+                f"lower d^(k−1) n = {self.lower_steps:.4g} steps ({self.lower_time:.4g} time units)"
+                + ("; the upper order is below the lower one here (their ratio k log n is below 1): "
+                   "orders for large n, not bounds at this n" if self.upper_steps < self.lower_steps else ""))
 
 
 def steps_to_time(steps, n, lam) -> float:

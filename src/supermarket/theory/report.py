@@ -143,7 +143,8 @@ class TheoryReport(_Result):
             kr = r["k_report"]
             lines.append(f"k_(λ,d) = ⌈log(1/(1−λ))/log d⌉ = {r['k']}   (log_d(1/(1−λ)) = {kr['log_ratio']:.6g})  "
                          "(paper 000, docs/model.md §4)")
-            lines.append(f"  {kr['note']}")
+            if kr["note"]:
+                lines.append(f"  {kr['note']}")
         else:
             lines.append("k_(λ,d): none for d = 1 (independent M/M/1 queues, no bounded maximum)")
         lines.append(f"hypothesis maximum (largest k with n·π(k) ≥ 1) = {r['k_hypothesis']}   "
@@ -154,7 +155,8 @@ class TheoryReport(_Result):
         def pred(v, inside):
             return "" if not inside else ("—" if v is None else f"{v:.6g}")
 
-        rows = [[str(i), f"{pi:.6g}", f"{om:.6g}", pred(q, ins), pred(c, ins)]
+        n_counts = len(r["predicted_counts"] or [])  # lengths 0..k: one row more than q̃_1..q̃_k
+        rows = [[str(i), f"{pi:.6g}", f"{om:.6g}", pred(q, ins), pred(c, i <= n_counts)]
                 for i, pi, om, q, c, ins in self._rows()]
         lines.append(text_table(["i", "π(i)", "1−π(i)", "q̃_i (derived)", "predicted queues of length i−1"],
                                 rows, title="Fixed point π(i) and linearised profile (derived)"))

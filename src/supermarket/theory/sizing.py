@@ -16,6 +16,8 @@ from .equilibrium import (
     fixed_point,
     k_lambda_d,
     linearised_q,
+    k_hypothesis,
+    k_report,
     predicted_counts,
 )
 
@@ -38,6 +40,10 @@ class DesignReport(_Result):
     fixed_point: tuple[float, ...]  # π(1..k+1) at this d
     linearisation_valid: bool = True  # False when q̃_k > 1: the shares outside [0, 1] are NaN
     note: str = ""
+    # π(K+1) at this d: the mean field's (n → ∞ at fixed d) share of queues longer than K
+    share_above_max_queue: float = 0.0
+    k_note: str = ""  # what paper 000 says of the maximum near a boundary (k_report)
+    hypothesis_max: int | None = None  # largest k with n·π(k) >= 1 at the given n (None without n)
     n: int | None = field(default=None, compare=False)  # servers, for predicted counts (not in to_dict)
     k_one_less: int | None = field(default=None, compare=False)  # k_{λ,d−1} (None for d = 2)
 
@@ -57,9 +63,9 @@ class DesignReport(_Result):
     def summary(self) -> str:
         """The answer and the predicted shares by length, as ``supermarket design`` prints them."""
 
-        other = "—" if self.k_one_less is None else str(self.k_one_less)
-        head = (f"At load λ = {self.load}, d = {self.d} choices give k_(λ,d) = {self.k} ≤ {self.max_queue} "
-                f"(d = {self.d - 1} would give {other}).")
+        other = ("d = 1 has no bounded maximum" if self.k_one_less is None else
+                 f"d = {self.d - 1} would give {self.k_one_less}")
+        head = f"At load λ = {self.load}, d = {self.d} choices give k_(λ,d) = {self.k} ≤ {self.max_queue} ({other})."
         rows = []
         for j, s in enumerate(self.share_by_length):
             ok = s == s  # NaN: outside the linearisation's regime
@@ -70,6 +76,14 @@ class DesignReport(_Result):
         out = head + "\n" + t
         if not self.linearisation_valid:
             out += f"\nnote: {self.note} (—)."
+        K = self.max_queue
+        out += (f"\nmean field at d = {self.d} (n → ∞, docs/model.md §3): a share π({K + 1}) = "
+                f"{self.share_above_max_queue:.6g} of queues hold more than {K} customer{'s' if K > 1 else ''}")
+        if self.n is not None:
+            out += (f" (about {self.n * self.share_above_max_queue:.6g} of n = {self.n}); hypothesis maximum "
+                    f"at this n (largest k with n·π(k) ≥ 1, docs/model.md §4, reconstructed): {self.hypothesis_max}")
+        out += ("\nk_(λ,d) is paper 000's heavy-traffic statement (λ → 1 with d growing)"
+                + (f"; {self.k_note}" if self.k_note else "") + ".")
         return out
 
 
@@ -84,13 +98,15 @@ def design(lam, max_queue, n=None) -> DesignReport:
     max_queue : int
         ``K >= 1``, the longest queue length to allow.
     n : int, optional
-        Number of servers (validated only; the answer does not depend on it).
+        Number of servers: the answer does not depend on it; it gives the expected number of
+        queues longer than ``K`` and the hypothesis maximum at this ``n``.
 
     Returns
     -------
     DesignReport
         ``d``, ``k = k_{λ,d}``, the linearised share of queues at each length ``0..k``
-        [derived] and ``π(1..k+1)``.
+        [derived], ``π(1..k+1)``, the mean field's share ``π(K+1)`` of queues longer than
+        ``K`` (not small near a boundary: ``k_note``) and, with ``n``, the hypothesis maximum.
 
     Examples
     --------
@@ -124,8 +140,13 @@ def design(lam, max_queue, n=None) -> DesignReport:
     q = linearised_q(d, lam_f, k)
     valid = bool(q[-1] <= 1.0)
     share = tuple(float(v) if 0.0 <= v <= 1.0 else math.nan for v in counts)
+    n = None if n is None else check_positive_int("n", n, maximum=MAX_THEORY_N)
     return DesignReport(d=d, k=k, max_queue=K, load=lam_f, share_by_length=share,
                         fixed_point=tuple(float(v) for v in fixed_point(d, lam_f, k + 1)),
                         linearisation_valid=valid, note="" if valid else LINEARISATION_NOTE.format(qk=q[-1]),
-                        n=None if n is None else check_positive_int("n", n, maximum=MAX_THEORY_N),
+                        # π(k+1+j) <= exp(−d^j): zero in floating point for j >= 64
+                        share_above_max_queue=float(fixed_point(d, lam_f, K + 1)[K]) if K - k <= 64 else 0.0,
+                        k_note=k_report(d, lam).note,
+                        hypothesis_max=None if n is None else k_hypothesis(n, d, lam),
+                        n=n,
                         k_one_less=k_lambda_d(d - 1, lam) if d > 2 else None)

@@ -59,7 +59,9 @@ def _max_is_k(ni) -> dict:
     others = [r for r in ni if r["modal_max"] != r["k"]]
     at_k1 = [r for r in others if r["modal_max"] == r["k"] + 1]
     n_eq_k = sum(r["modal_max"] == r["k"] for r in ni)
-    ev = (f"modal maximum = k in {n_eq_k} of {len(ni)}; in {sum(r['modal_max'] == r['k'] for r in hyp_k)} "
+    called = f" ({len(ok)} of them called with confidence: the verdict counts those)" if len(ok) != n_eq_k else ""
+    ev = (f"modal maximum = k in {n_eq_k} of {len(ni)}{called}; "
+          f"in {sum(r['modal_max'] == r['k'] for r in hyp_k)} "
           f"of the {len(hyp_k)} where the hypothesis (largest k with nπ(k) ≥ 1) is k")
     if others:
         ev += (f"; k+1 in {len(at_k1)} of the other {len(others)}, where nπ(k+1) ≥ 1 in "
