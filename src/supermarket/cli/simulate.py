@@ -67,9 +67,14 @@ def _number(name: str, text):
 @click.option("--cdf", "cdf", type=COUNT, default=None, metavar="N",
               help="Also give the sojourn and waiting CDFs on N equally spaced times, 0 to 1.1 × the sojourn "
                    "p99.9 (text table, and the key 'cdf' of the JSON); needs load < 1.")
+@click.option("--control-variates/--no-control-variates", "control_variates", default=True, show_default=True,
+              help="Estimate with the model's identities Z_i = u_i − λ·P_(i−1) as control variates (split-sample "
+                   "regression on batch means, docs/model.md §9); --no-control-variates gives the plain time "
+                   "averages.")
 @json_option("Print one JSON object instead of tables.")
 def simulate(n, d, load, steps, time_, burn_in, engine, replace, time_mode, start, seed, replications,
-             workers, scheduler, connect_timeout, eps, precision, max_steps, batches, cdf, plot, out, as_json):
+             workers, scheduler, connect_timeout, eps, precision, max_steps, batches, cdf, control_variates, plot, out,
+             as_json):
     """Simulate the (n, d, λ)-supermarket process exactly and compare with the theory.
 
     With no options: n = 10000, d = 20, λ = 0.99 (k = 2), a run of a few seconds.  Prints
@@ -108,7 +113,7 @@ def simulate(n, d, load, steps, time_, burn_in, engine, replace, time_mode, star
             res = _simulate(n, d, load, steps=steps, time=time_, burn_in=burn, engine=engine, replace=replace,
                             start=start, seed=seed, replications=replications, workers=workers,
                             time_mode=time_mode, eps=eps, precision=precision, max_steps=max_steps,
-                            batches=batches, client=client)
+                            batches=batches, client=client, control_variates=control_variates)
     finally:
         if client is not None:
             client.close()

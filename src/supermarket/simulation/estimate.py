@@ -6,6 +6,7 @@ the response-time laws (docs/model.md §10).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -176,26 +177,33 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
     parts_P = [[(A["P"][idx, i], A["T"][idx]) for A, idx in used] for i in range(L)]
     area_c = sum(A["c"][idx, :L].sum(axis=0) for A, idx in used)
     area_P = sum(A["P"][idx, :L].sum(axis=0) for A, idx in used)
-    u_mean = area_c / (n * Ttot)
-    ud_mean = area_P / Ttot
+    u_plain = area_c / (n * Ttot)
+    ud_plain = area_P / Ttot
     mq = {int(m): float(mx[m] / Ttot) for m in range(L + 1) if mx[m] > 0}
-    est_u = [_estimate(p, relax=relax) for p in parts_c]
-    est_P = [_estimate(p, relax=relax) for p in parts_P]
-    est_q = _estimate([(A["c"][idx, :L].sum(axis=1) / n, A["T"][idx]) for A, idx in used], relax=relax)
+    est_u0 = [_estimate(p, relax=relax) for p in parts_c]
+    est_P0 = [_estimate(p, relax=relax) for p in parts_P]
+    parts_q = [(A["c"][idx, :L].sum(axis=1) / n, A["T"][idx]) for A, idx in used]
+    est_q0 = _estimate(parts_q, relax=relax)
     k = spec["k"] or None
-    good = (sum(float(A["good"][idx].sum()) for A, idx in used) / Ttot) if k else None
-    est_g = _estimate([(A["good"][idx], A["T"][idx]) for A, idx in used], relax=relax) if k else None
+    good_plain = (sum(float(A["good"][idx].sum()) for A, idx in used) / Ttot) if k else None
+    parts_g = [(A["good"][idx], A["T"][idx]) for A, idx in used] if k else None
+    est_g0 = _estimate(parts_g, relax=relax) if k else None
     # rare levels: too few batches ever saw them for an error estimate
     seen = [sum(int(np.count_nonzero(A["c"][idx, i] > 0)) for A, idx in used) for i in range(L)]
-    u_rel = np.array([e.reliable and seen[i] >= MIN_BLOCKS and forgotten_all for i, e in enumerate(est_u)])
-    u_note = []
-    for i, e in enumerate(est_u):
-        if not forgotten_all:
-            u_note.append("start not forgotten")
-        elif seen[i] < MIN_BLOCKS:
-            u_note.append(f"rare level: seen in only {seen[i]} batches")
-        else:
-            u_note.append(e.note)
+    # ---- control variates: the identities Z_i = u_i − λP_{i−1} (docs/model.md §9)
+    cvs = _Controls(spec, used, L, n, lamf, seen, stable, forgotten_all, relax)
+    cu = [cvs.apply(p, est, own=i + 1, bounds=(0.0, 1.0)) for i, (p, est) in enumerate(zip(parts_c, est_u0))]
+    cP = [cvs.apply(p, est, own=i + 2, bounds=(0.0, 1.0)) for i, (p, est) in enumerate(zip(parts_P, est_P0))]
+    cq = cvs.apply(parts_q, est_q0, bounds=(0.0, math.inf))
+    cg = cvs.apply(parts_g, est_g0, bounds=(0.0, 1.0)) if k else None
+    est_u = [c.est for c in cu]
+    est_P = [c.est for c in cP]
+    est_q = cq.est
+    est_g = cg.est if k else None
+    u_mean = np.array([c.mean(u_plain[i], Ttot) for i, c in enumerate(cu)]) if L else u_plain
+    ud_mean = np.array([c.mean(ud_plain[i], Ttot) for i, c in enumerate(cP)]) if L else ud_plain
+    mql = cq.mean(float(u_plain.sum()), Ttot)
+    good = cg.mean(good_plain, Ttot) if k else None
     # ---- self-checks from exact identities (docs/model.md §9)
     checks = []
     if stable:
@@ -221,18 +229,15 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
         notes.append(f"self-check failed: {c['identity']} is off by {abs(c['z']):.1f} standard errors, beyond "
                      f"{c['threshold']:.1f} (as rare as {SELF_CHECK_Z:g} for an exact error bar; {len(failed)} identity "
                      "check(s) failed): the error bars (or the burn-in) are too small; no error bar is marked reliable")
-        u_rel[:] = False
-        u_note = [((x + "; ") if x else "") + "a self-check failed" for x in u_note]
     ok_all = forgotten_all and not failed
+    u_rel, u_note = _gate(est_u, est_q, seen, forgotten_all, bool(failed), stable)
+    P_rel, _ = _gate(est_P, est_q, seen, forgotten_all, bool(failed), stable)
     q_rel = bool(est_q.reliable and ok_all)
-    if stable and not est_q.reliable and ok_all:
-        # the queue length carries the slowest mode (docs/model.md §6): when its error cannot
-        # be estimated, a level whose own series looks settled may still drift with it
-        for i in range(L):
-            if u_rel[i]:
-                u_rel[i] = False
-                u_note[i] = "too short to estimate: the mean queue length (slowest mode) is not settled"
     g_rel = bool(est_g.reliable and ok_all) if est_g is not None else None
+    u0_rel, _ = _gate(est_u0, est_q0, seen, forgotten_all, bool(failed), stable)
+    P0_rel, _ = _gate(est_P0, est_q0, seen, forgotten_all, bool(failed), stable)
+    q0_rel = bool(est_q0.reliable and ok_all)
+    g0_rel = bool(est_g0.reliable and ok_all) if est_g0 is not None else None
     unrel = [i + 1 for i in range(L) if not u_rel[i] and u_mean[i] > 0 and seen[i] >= MIN_BLOCKS]
     if ok_all and (unrel or not q_rel):
         names = [f"E[u_{i}]" for i in unrel]
@@ -262,23 +267,53 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
     if not single and len(reps) > 1:
         per = tuple(_summarize(spec, [rep], rep.wall, interrupted, single=True) for rep in reps)
     lamx = lamf
-    hw = lambda e: e.half_width() if math.isfinite(e.stderr) else math.nan  # noqa: E731
-    response = _response_times(ud_mean, used, L, params, spec["engine"], relax) if stable else None
+    nan = math.nan
+
+    def hw(e, ok):  # 95 % half-width; NaN when the error bar is not trusted (one rule everywhere)
+        return e.half_width() if ok and math.isfinite(e.stderr) else nan
+
+    def se(e, ok):
+        return e.stderr if ok else nan
+
+    P_adj = cvs.adjusted_matrix(cP, parts_P)
+    trust = ok_all and q_rel
+    response = _response_times(ud_mean, P_adj, L, params, spec["engine"], relax, trust) if stable else None
+    response_plain = response
+    if cvs.on and stable:
+        response_plain = _response_times(ud_plain, [(A["P"][idx, :L], A["T"][idx]) for A, idx in used], L,
+                                         params, spec["engine"], relax, ok_all and q0_rel)
+    vr = None
+    if cvs.on:
+        vr = {"u_mean": [c.ratio for c in cu], "ud_mean": [c.ratio for c in cP],
+              "mean_queue_length": cq.ratio, "mean_sojourn_time": cq.ratio,
+              "good_set_fraction": cg.ratio if k else None}
+        if response is not None:
+            vr["sojourn"] = _response_ratios(response.sojourn, response_plain.sojourn)
+            vr["waiting"] = _response_ratios(response.waiting, response_plain.waiting)
+    plain = {"u_mean": u_plain, "u_stderr": np.array([se(e, ok) for e, ok in zip(est_u0, u0_rel)]),
+             "u_reliable": u0_rel, "ud_mean": ud_plain,
+             "ud_stderr": np.array([se(e, ok) for e, ok in zip(est_P0, P0_rel)]),
+             "mean_queue_length": float(u_plain.sum()), "mean_queue_length_stderr": se(est_q0, q0_rel),
+             "mean_queue_length_reliable": q0_rel,
+             "mean_sojourn_time": float(u_plain.sum()) / lamx, "mean_sojourn_time_stderr": se(est_q0, q0_rel) / lamx,
+             "good_set_fraction": good_plain,
+             "good_set_fraction_stderr": se(est_g0, g0_rel) if k else None,
+             "good_set_fraction_reliable": g0_rel}
     return SimulationResult(
         params=params, engine=spec["engine"], time_mode="continuous" if continuous else "discrete",
         steps=int(events), burn_in=int(burn_events), sim_time=float(sim_time),
-        u_mean=u_mean, u_stderr=np.array([e.stderr for e in est_u]), ud_mean=ud_mean,
-        ud_stderr=np.array([e.stderr for e in est_P]), max_queue_dist=mq,
-        good_set_fraction=good, good_set_fraction_stderr=(est_g.stderr if k else None), k=k,
-        eps=float(spec["eps"]), mean_queue_length=float(u_mean.sum()), mean_queue_length_stderr=est_q.stderr,
-        mean_sojourn_time=float(u_mean.sum()) / lamx, mean_sojourn_time_stderr=est_q.stderr / lamx,
+        u_mean=u_mean, u_stderr=np.array([se(e, ok) for e, ok in zip(est_u, u_rel)]), ud_mean=ud_mean,
+        ud_stderr=np.array([se(e, ok) for e, ok in zip(est_P, P_rel)]), max_queue_dist=mq,
+        good_set_fraction=good, good_set_fraction_stderr=(se(est_g, g_rel) if k else None), k=k,
+        eps=float(spec["eps"]), mean_queue_length=float(mql), mean_queue_length_stderr=se(est_q, q_rel),
+        mean_sojourn_time=float(mql) / lamx, mean_sojourn_time_stderr=se(est_q, q_rel) / lamx,
         events_per_second=(total_events / kernel_wall if kernel_wall > 0 else math.nan),
         wall_time=float(wall), partial=bool(interrupted or any(rep.partial for rep in reps)),
         replications=len(reps), batches=int(sum(len(rep.rows["T"]) for rep in reps)),
         final_counts=counts0, trajectory=traj, per_replication=per, final_lengths=lengths0,
-        u_reliable=u_rel, u_half_width=np.array([hw(e) for e in est_u]),
+        u_reliable=u_rel, u_half_width=np.array([hw(e, ok) for e, ok in zip(est_u, u_rel)]),
         u_n_eff=np.array([e.n_eff for e in est_u]), u_note=tuple(u_note),
-        mean_queue_length_reliable=q_rel, mean_queue_length_half_width=hw(est_q),
+        mean_queue_length_reliable=q_rel, mean_queue_length_half_width=hw(est_q, q_rel),
         mean_queue_length_n_eff=est_q.n_eff,
         good_set_fraction_reliable=g_rel, error_method=est_q.method,
         self_checks=tuple(checks), start_up=tuple(startup), notes=tuple(notes), precision=precision_state,
@@ -286,20 +321,218 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
         start_note=("the start is an exact stationary sample (perfect sampling, docs/model.md §12): no burn-in "
                     "was needed" + ("" if burn_events == 0 else f"; {int(burn_events):,} burn-in events were run anyway")
                     if spec.get("perfect") else ""),
+        control_variates=bool(spec.get("control_variates", True)), controls=tuple(cvs.levels),
+        control_notes=cvs.notes(cu, cP, cq, cg), variance_reduction=vr,
+        u_mean_plain=plain["u_mean"], u_stderr_plain=plain["u_stderr"], u_reliable_plain=plain["u_reliable"],
+        ud_mean_plain=plain["ud_mean"], ud_stderr_plain=plain["ud_stderr"],
+        mean_queue_length_plain=plain["mean_queue_length"],
+        mean_queue_length_stderr_plain=plain["mean_queue_length_stderr"],
+        mean_queue_length_reliable_plain=plain["mean_queue_length_reliable"],
+        mean_sojourn_time_plain=plain["mean_sojourn_time"],
+        mean_sojourn_time_stderr_plain=plain["mean_sojourn_time_stderr"],
+        good_set_fraction_plain=plain["good_set_fraction"],
+        good_set_fraction_stderr_plain=plain["good_set_fraction_stderr"],
+        good_set_fraction_reliable_plain=plain["good_set_fraction_reliable"],
+        response_plain=response_plain,
     )
 
 
-def _response_times(ud_mean, used, L, params, engine, relax=None):
+def _response_ratios(cv_law, plain_law):
+    """Variance reduction of a response-time law's mean and quantiles: (plain s.e. / CV s.e.)²,
+    NaN where either error is unknown."""
+    def r(a, b):
+        return (b / a) ** 2 if a is not None and b is not None and a > 0 and math.isfinite(a) and math.isfinite(b) \
+            else math.nan
+    if cv_law.stderr is None or plain_law.stderr is None:
+        return None
+    out = {"mean": r(cv_law.stderr["mean"], plain_law.stderr["mean"])}
+    for q in cv_law.stderr["quantiles"]:
+        out[f"{q:g}"] = r(cv_law.stderr["quantiles"][q], plain_law.stderr["quantiles"].get(q))
+    return out
+
+
+def _gate(ests, est_q, seen, forgotten_all, failed, stable):
+    """Per level: whether the error bar of ``ests[i]`` can be trusted, and why not
+    (docs/model.md §9, reliability rule): a rare level, a start not forgotten, a failed
+    self-check, or a mean queue length (the slowest mode) whose error is unknown."""
+    L = len(ests)
+    rel = np.array([e.reliable and seen[i] >= MIN_BLOCKS and forgotten_all for i, e in enumerate(ests)], dtype=bool)
+    note = []
+    for i, e in enumerate(ests):
+        if not forgotten_all:
+            note.append("start not forgotten")
+        elif seen[i] < MIN_BLOCKS:
+            note.append(f"rare level: seen in only {seen[i]} batches")
+        else:
+            note.append(e.note)
+    if failed:
+        rel[:] = False
+        note = [((x + "; ") if x else "") + "a self-check failed" for x in note]
+    elif stable and not est_q.reliable and forgotten_all:
+        # the queue length carries the slowest mode (docs/model.md §6): when its error cannot
+        # be estimated, a level whose own series looks settled may still drift with it
+        for i in range(L):
+            if rel[i]:
+                rel[i] = False
+                note[i] = "too short to estimate: the mean queue length (slowest mode) is not settled"
+    return rel, note
+
+
+class _CV:
+    """One quantity's plain and control-variate estimates and which one is used."""
+
+    def __init__(self, plain, est=None, adjusted=None, ratio=math.nan, reason="", m=0):
+        self.plain = plain
+        self.est = plain if est is None else est
+        self.adjusted = adjusted  # adjusted batch integrals per replication, when the CV estimate is used
+        self.ratio = ratio  # (plain s.e. / CV s.e.)², NaN when not measurable or not used
+        self.reason = reason  # why the plain estimate was kept ("" when the CV one is used)
+        self.m = m
+
+    @property
+    def used(self) -> bool:
+        return self.adjusted is not None
+
+    def mean(self, plain_mean, Ttot):
+        """The estimate: the plain one (exactly as computed before) or Σ adjusted / ΣT."""
+        if not self.used:
+            return plain_mean
+        return float(sum(float(a.sum()) for a in self.adjusted) / Ttot)
+
+
+class _Controls:
+    """The controls of a run (docs/model.md §9): ``Z_i = u_i − λ P_{i−1}`` per batch, the
+    levels chosen from the data, and the split-sample estimate of any quantity."""
+
+    def __init__(self, spec, used, L, n, lam, seen, stable, forgotten_all, relax):
+        from . import control as _cv
+
+        self.relax = relax
+        self.levels = []
+        self.reason = ""
+        self.Z = None
+        self.on = bool(spec.get("control_variates", True))
+        if not self.on:
+            return
+        if not stable:
+            self.reason = "no equilibrium (λ >= 1): the identities do not hold"
+        elif not forgotten_all:
+            self.reason = "the start was not forgotten: the controls have mean 0 only in equilibrium"
+        if self.reason:
+            return
+        # candidate levels: seen in enough batches for both halves of the fit
+        cand = [i for i in range(L) if seen[i] >= 2 * MIN_BLOCKS][: 4 * _cv.MAX_CONTROLS]
+        Zs = []
+        for A, idx in used:
+            T = A["T"][idx]
+            prev = np.column_stack([T] + [A["P"][idx, i - 1] for i in range(1, L)]) if L else np.zeros((T.size, 0))
+            Zs.append(A["c"][idx, :L] / n - lam * prev)
+        rows = min((Zr.shape[0] // 2 for Zr in Zs), default=0) * len(Zs)
+        cap = min(_cv.MAX_CONTROLS, rows // _cv.MIN_FIT_ROWS_PER_CONTROL)
+        if not cand or cap < 1:
+            self.reason = "no level qualifies as a control (too few batches, or no level seen often enough)"
+            return
+        stack = np.concatenate([_cv.ratio_series(Zr[:, cand], A["T"][idx]) for Zr, (A, idx) in zip(Zs, used)])
+        keep = _cv.select_controls(stack, max_controls=cap)
+        self.levels = [cand[j] + 1 for j in keep]
+        if not self.levels:
+            self.reason = "no level qualifies as a control (none varies independently of the others)"
+            return
+        self.Z = Zs
+
+    def _fit(self, parts, levels):
+        from . import control as _cv
+
+        cols = [lv - 1 for lv in levels]
+        return _cv.crossfit(parts, [Zr[:, cols] for Zr in self.Z])
+
+    def apply(self, parts, plain, *, own=None, bounds=(-math.inf, math.inf)) -> _CV:
+        """The estimate of the quantity with batch integrals ``parts`` (per replication):
+        the control-variate one when it has the smaller error, else the plain one with a reason."""
+        if not self.on or parts is None:
+            return _CV(plain)
+        if not self.levels:
+            return _CV(plain, reason=self.reason)
+        levels = list(self.levels)
+        fit = self._fit(parts, levels)
+        if fit is not None and fit.exact and own in levels:
+            levels.remove(own)  # u_1 = Z_1 + λ: estimate it from the other identities
+            fit = self._fit(parts, levels) if levels else None
+        if fit is None:
+            return _CV(plain, reason="too few batches for the regression, or the quantity does not vary")
+        if fit.exact:
+            return _CV(plain, reason="determined exactly by the identities: the plain estimate is kept as a check")
+        m = fit.controls
+        T_parts = [T for _, T in parts]
+        e = _estimate(list(zip(fit.adjusted, T_parts)), relax=self.relax)
+        if math.isfinite(e.dof):
+            e = dataclasses.replace(e, dof=max(e.dof - m, 1.0))  # m coefficients estimated
+        Ttot = sum(float(T.sum()) for T in T_parts)
+        value = sum(float(a.sum()) for a in fit.adjusted) / Ttot
+        if not bounds[0] <= value <= bounds[1]:
+            return _CV(plain, reason=f"the adjusted estimate {value:.3g} lies outside its range")
+        ratio = (plain.stderr / e.stderr) ** 2 if (e.stderr > 0 and plain.reliable and e.reliable) else math.nan
+        if e.reliable and plain.reliable:
+            if not e.stderr < plain.stderr:
+                return _CV(plain, reason="the controls did not reduce the error")
+        elif plain.reliable:
+            return _CV(plain, reason="the error of the adjusted series cannot be estimated")
+        elif not e.reliable and not (e.stderr < plain.stderr):
+            return _CV(plain, reason="the controls did not reduce the error")
+        return _CV(plain, est=e, adjusted=fit.adjusted, ratio=ratio, m=m)
+
+    def adjusted_matrix(self, cP, parts_P):
+        """Per replication, ``(P integrals (batches x levels), T)`` with each level's adjusted
+        integrals where its control-variate estimate is used (a linear functional of these is
+        the control-variate estimate of the functional: least squares is linear in y)."""
+        R = len(parts_P[0]) if parts_P else 0
+        out = []
+        for r in range(R):
+            cols = [(c.adjusted[r] if c.used else parts_P[i][r][0]) for i, c in enumerate(cP)]
+            T = parts_P[0][r][1]
+            out.append((np.column_stack(cols) if cols else np.zeros((T.size, 0)), T))
+        return out
+
+    def notes(self, cu, cP, cq, cg) -> tuple:
+        """In words: the controls used, and each quantity that kept its plain estimate."""
+        if not self.on:
+            return ()
+        if not self.levels:
+            return (f"control variates not used: {self.reason}",)
+        lv = self.levels
+        out = [f"controls Z_i = u_i − λ·P_(i−1) for i = {', '.join(map(str, lv))} ({len(lv)}; exact mean 0 in "
+               "equilibrium), split-sample regression on batch means (docs/model.md §9)"]
+        groups = {}
+        for i, c in enumerate(cu):
+            if not c.used and c.reason and c.plain.mean > 0:
+                groups.setdefault(c.reason, []).append(f"E[u_{i + 1}]")
+        for name, c in (("the mean queue length", cq), ("the time in the good set", cg)):
+            if c is not None and not c.used and c.reason and c.plain.mean > 0:
+                groups.setdefault(c.reason, []).append(name)
+        for reason, names in groups.items():
+            if len(names) > 4:
+                names = names[:3] + [f"… ({len(names)} quantities)"]
+            out.append(f"plain estimate kept for {', '.join(names)}: {reason}")
+        return tuple(out)
+
+
+def _response_times(ud_mean, Pparts, L, params, engine, relax=None, trust=True):
     """Sojourn and waiting time laws (docs/model.md §10) from the time averages of ``P_i``:
     exact given them (PASTA, FIFO).  The standard error of each quantile is the error of a
     linear functional of the ``P_i`` (delta method), estimated on the batch series itself with
     the same blocking analysis as every other time average (docs/model.md §9); where that
-    analysis cannot trust its own error (too short a run), the error is NaN, not a number."""
+    analysis cannot trust its own error (too short a run), or the run trusts none of its error
+    bars (``trust=False``: start not forgotten, a self-check failed, the slowest mode not
+    settled), the error is NaN, not a number.  ``Pparts`` holds, per replication, the batch
+    integrals of ``P_1..P_L`` (control-variate adjusted where those estimates are used) and
+    the batch lengths."""
     from .. import response as _rs
 
     def stderr_of(g):  # NaN (no error bar) when the run is too short to know it
+        if not trust:
+            return math.nan
         m = min(g.size, L)
-        e = _estimate([(A["P"][idx, :m] @ g[:m], A["T"][idx]) for A, idx in used], relax=relax)
+        e = _estimate([(P[:, :m] @ g[:m], T) for P, T in Pparts], relax=relax)
         return e.stderr if e.reliable else math.nan
 
     T = np.minimum.accumulate(np.clip(np.asarray(ud_mean, dtype=float), 0.0, 1.0))

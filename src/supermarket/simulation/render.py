@@ -32,20 +32,24 @@ def summary_text(res, cdf_points=None) -> str:
     L = len(res.u_mean)
     lin = res._linearised(L)
     ident = "λ·E[u_(i−1)^d] (identity, derived)" if p.replace else "λ·E[P_(i−1)] (identity, derived)"
+    vr = res.variance_reduction
     rows = []
     for i in range(1, L + 1):
         rel = bool(res.u_reliable[i - 1]) if res.u_reliable is not None else False
         note = res.u_note[i - 1] if len(res.u_note) == L else ""
-        prev = 1.0 if i == 1 else res.ud_mean[i - 2]
-        rows.append([str(i), _pm(res.u_mean[i - 1], res.u_stderr[i - 1], rel, note),
-                     _fmt(res.u_n_eff[i - 1], 3) if rel and res.u_n_eff is not None else "",
-                     _fmt(fp[i - 1]) if fp is not None else "—",
-                     ("—" if k and i <= k else "") if math.isnan(lin[i - 1]) else _fmt(lin[i - 1]),
-                     _fmt(p.lam * prev)])
+        ud = res.ud_mean_plain if res.ud_mean_plain is not None else res.ud_mean  # a check: plain, not CV
+        prev = 1.0 if i == 1 else ud[i - 2]
+        row = [str(i), _pm(res.u_mean[i - 1], res.u_stderr[i - 1], rel, note)]
+        if vr is not None:
+            row.append(_factor(vr["u_mean"][i - 1]) if rel else "")
+        rows.append(row + [_fmt(res.u_n_eff[i - 1], 3) if rel and res.u_n_eff is not None else "",
+                           _fmt(fp[i - 1]) if fp is not None else "—",
+                           ("—" if k and i <= k else "") if math.isnan(lin[i - 1]) else _fmt(lin[i - 1]),
+                           _fmt(p.lam * prev)])
     out.append("")
     out.append("Time-averaged profile (docs/model.md §1–3)")
-    out.append(_table(["i", "simulated E[u_i] ± s.e.", "n_eff", "mean field π(i)",
-                       "linearised 1 − q̃_i (derived)", ident], rows))
+    head = ["i", "simulated E[u_i] ± s.e."] + (["var. reduction"] if vr is not None else [])
+    out.append(_table(head + ["n_eff", "mean field π(i)", "linearised 1 − q̃_i (derived)", ident], rows))
     if k and np.all(np.isnan(lin)):
         out.append(f"linearised profile not shown: q̃_k > 1 for k = {k}, outside the regime where it "
                    "holds (docs/model.md §4)")
@@ -63,9 +67,12 @@ def summary_text(res, cdf_points=None) -> str:
     out.append(_table(["max length", "fraction", ""], mrows, left=(2,)))
     out.append("")
     if k is not None:
-        out.append(f"k_(λ,d) = {k}  ({kr.note}; paper 000's regime needs n ≥ 1e15)")
-        out.append(f"general hypothesis (docs/model.md §4, reconstructed): the maximum is within 1 of the largest "
-                   f"k with n·π(k) ≥ 1, here {_th.k_hypothesis(p.n, p.d, p.lam)}")
+        kh = _th.k_hypothesis(p.n, p.d, p.lam)
+        out.append(f"k_(λ,d) = {k}: paper 000's n → ∞ statement" + (f" ({kr.note})" if kr.note else "")
+                   + "; its theorem needs n ≥ 1e15")
+        out.append(f"at n = {p.n} the finite-n hypothesis applies (docs/model.md §4, reconstructed): the "
+                   f"equilibrium maximum is within 1 of {kh}, the largest k with n·π(k) ≥ 1"
+                   + ("" if kh == k else f" (not k_(λ,d) = {k})"))
         out.append(f"time in the good set N^ε (ε = {res.eps:g}, clauses (a),(b) of docs/model.md §5): "
                    + _pm(res.good_set_fraction, res.good_set_fraction_stderr,
                          bool(res.good_set_fraction_reliable)))
@@ -73,8 +80,11 @@ def summary_text(res, cdf_points=None) -> str:
         if above > 0:
             out.append(f"  a queue longer than k = {k} existed {above:.3g} of the time, and clause (a) fails then")
     mf = _th.mean_queue_length(p.d, p.lam) if p.lam < 1 else None
+    vq = ""
+    if vr is not None and res.mean_queue_length_reliable and _factor(vr["mean_queue_length"]):
+        vq = f" (variance reduction {_factor(vr['mean_queue_length'])})"
     out.append("mean queue length "
-               + _pm(res.mean_queue_length, res.mean_queue_length_stderr, res.mean_queue_length_reliable)
+               + _pm(res.mean_queue_length, res.mean_queue_length_stderr, res.mean_queue_length_reliable) + vq
                + (f"  (mean field Σπ(i) = {mf:.6g})" if mf is not None else "")
                + f";  mean sojourn time (Little) {res.mean_sojourn_time:.6g}")
     if res.response is not None:
@@ -100,6 +110,16 @@ def error_lines(res) -> list:
            "replications": f"spread of {res.replications} replications (Student t)"}.get(res.error_method,
                                                                                         res.error_method)
     out = [f"error bars: 1 s.e., {how}; 95% intervals use Student t (docs/model.md §9)"]
+    if res.control_variates:
+        cn = list(res.control_notes)
+        if cn and res.controls:
+            out.append(f"control variates: {cn[0]}; 'var. reduction' = (plain s.e. / this s.e.)², "
+                       "--no-control-variates for the plain estimates")
+            out.extend(f"  {x}" for x in cn[1:])
+        else:
+            out.extend(cn)
+    else:
+        out.append("control variates: off (plain time averages)")
     if res.self_checks:
         done = [c for c in res.self_checks if c["result"] != "inconclusive"]
         fails = [c for c in done if c["result"] == "fail"]
@@ -190,6 +210,13 @@ def _fmt(x, digits=6):
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "—"
     return f"{x:.{digits}g}"
+
+
+def _factor(x):
+    """A variance-reduction factor for the table: ``×1234``, "" when not measured."""
+    if x is None or not isinstance(x, (int, float)) or not math.isfinite(x):
+        return ""
+    return f"×{x:.3g}" if x < 1e4 else f"×{x:.2e}"
 
 
 def _pm(mean, se, reliable, note=""):

@@ -20,6 +20,23 @@ __all__ = ["SimulationResult", "Trajectory"]
 
 
 
+def _vr_jsonable(vr):
+    """``variance_reduction`` with NaN as None (JSON ``null``: not used or not measurable)."""
+    if vr is None:
+        return None
+
+    def conv(x):
+        if isinstance(x, dict):
+            return {str(k): conv(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple, np.ndarray)):
+            return [conv(v) for v in x]
+        if x is None:
+            return None
+        x = float(x)
+        return x if math.isfinite(x) else None
+    return conv(vr)
+
+
 # =========================================================================== results
 @dataclass(frozen=True)
 class Trajectory:
@@ -172,6 +189,39 @@ class SimulationResult:
         λ >= 1.
     start_note : str
         What the start means for the measurement (``start="perfect"``), else "".
+    control_variates : bool
+        Whether control variates were asked for (``simulate(..., control_variates=True)``,
+        the default).  When on, ``u_mean``, ``u_stderr``, ``ud_mean``, ``ud_stderr``, the
+        mean queue length, the mean sojourn time, the good-set fraction and the response
+        times hold the control-variate estimates (docs/model.md §9), each quantity falling
+        back to its plain estimate where the controls do not reduce its error.
+    controls : tuple of int
+        The levels ``i`` of the controls ``Z_i = u_i − λ P_{i−1}`` used (empty: none).
+    control_notes : tuple of str
+        The controls in words, and each quantity that kept its plain estimate, with why.
+    variance_reduction : dict or None
+        ``(plain s.e. / control-variate s.e.)²`` per quantity: ``"u_mean"`` and ``"ud_mean"``
+        (lists per level), ``"mean_queue_length"``, ``"mean_sojourn_time"``,
+        ``"good_set_fraction"``, ``"sojourn"`` and ``"waiting"`` (dicts: ``"mean"`` and each
+        quantile); NaN where the plain estimate is used or either error is not reliable.
+        None with ``control_variates=False``.
+    u_mean_plain, u_stderr_plain, u_reliable_plain, ud_mean_plain, ud_stderr_plain
+        The plain time averages (no controls) and their errors, whatever
+        ``control_variates`` says: with it off they equal the fields without ``_plain``.
+    mean_queue_length_plain, mean_queue_length_stderr_plain, mean_queue_length_reliable_plain
+        The plain mean queue length, its error and whether that error is reliable.
+    mean_sojourn_time_plain, mean_sojourn_time_stderr_plain
+        The plain mean sojourn time (Little) and its error.
+    good_set_fraction_plain, good_set_fraction_stderr_plain, good_set_fraction_reliable_plain
+        The plain time in ``N^ε``, its error and whether that error is reliable.
+    response_plain : supermarket.response.ResponseTimes or None
+        The response times from the plain tails.
+
+    Notes
+    -----
+    Every standard error (and half-width) is NaN where its ``reliable`` flag is False, with
+    the reason in ``u_note`` or ``notes``: an error bar the run cannot trust is never given
+    as a number.
 
     Examples
     --------
@@ -229,6 +279,25 @@ class SimulationResult:
     precision: dict | None = None  # target, achieved, met, cap_hit, rounds (with precision=)
     response: object | None = field(default=None, repr=False)  # response.ResponseTimes (λ < 1)
     start_note: str = ""  # what the start state means for the measurement (e.g. a perfect sample)
+    # control variates (docs/model.md §9): the fields above hold the estimates in use; the plain ones here
+    control_variates: bool = False  # whether control variates were asked for
+    controls: tuple = ()  # levels i of the controls Z_i = u_i − λP_{i−1} used (empty: none)
+    control_notes: tuple = ()  # the controls in words, and each quantity that kept its plain estimate
+    variance_reduction: dict | None = None  # (plain s.e. / CV s.e.)² per quantity; NaN where not used/measurable
+    u_mean_plain: np.ndarray | None = field(default=None, repr=False)
+    u_stderr_plain: np.ndarray | None = field(default=None, repr=False)
+    u_reliable_plain: np.ndarray | None = field(default=None, repr=False)
+    ud_mean_plain: np.ndarray | None = field(default=None, repr=False)
+    ud_stderr_plain: np.ndarray | None = field(default=None, repr=False)
+    mean_queue_length_plain: float = math.nan
+    mean_queue_length_stderr_plain: float = math.nan
+    mean_queue_length_reliable_plain: bool = False
+    mean_sojourn_time_plain: float = math.nan
+    mean_sojourn_time_stderr_plain: float = math.nan
+    good_set_fraction_plain: float | None = None
+    good_set_fraction_stderr_plain: float | None = None
+    good_set_fraction_reliable_plain: bool | None = None
+    response_plain: object | None = field(default=None, repr=False)  # response.ResponseTimes of the plain tails
 
     @property
     def sojourn(self):
@@ -366,6 +435,11 @@ class SimulationResult:
             "start_up": [dict(c) for c in self.start_up],
             "notes": list(self.notes),
             "precision": None if self.precision is None else dict(self.precision),
+            "control_variates": self.control_variates,
+            "controls": list(self.controls),
+            "control_notes": list(self.control_notes),
+            "variance_reduction": _vr_jsonable(self.variance_reduction),
+            "plain": self._plain_dict(),
         }
         fp = self.fixed_point()
         out["fixed_point"] = None if fp is None else fp.tolist()
@@ -379,6 +453,24 @@ class SimulationResult:
         if per_replication and self.per_replication:
             out["per_replication"] = [r.to_dict(per_replication=False) for r in self.per_replication]
         return out
+
+    def _plain_dict(self) -> dict | None:
+        """The plain estimates (JSON-safe), or None when not recorded."""
+        if self.u_mean_plain is None:
+            return None
+        return {"u_mean": self.u_mean_plain.tolist(), "u_stderr": self.u_stderr_plain.tolist(),
+                "u_reliable": [bool(x) for x in self.u_reliable_plain],
+                "ud_mean": self.ud_mean_plain.tolist(), "ud_stderr": self.ud_stderr_plain.tolist(),
+                "mean_queue_length": self.mean_queue_length_plain,
+                "mean_queue_length_stderr": self.mean_queue_length_stderr_plain,
+                "mean_queue_length_reliable": self.mean_queue_length_reliable_plain,
+                "mean_sojourn_time": self.mean_sojourn_time_plain,
+                "mean_sojourn_time_stderr": self.mean_sojourn_time_stderr_plain,
+                "good_set_fraction": self.good_set_fraction_plain,
+                "good_set_fraction_stderr": self.good_set_fraction_stderr_plain,
+                "good_set_fraction_reliable": self.good_set_fraction_reliable_plain,
+                "sojourn": None if self.response_plain is None else self.response_plain.sojourn.to_dict(),
+                "waiting": None if self.response_plain is None else self.response_plain.waiting.to_dict()}
 
     # ------------------------------------------------------------------ response-time CDF
     def cdf_grid(self, points: int) -> np.ndarray:

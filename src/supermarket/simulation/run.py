@@ -25,7 +25,8 @@ from .chain import _Rep
 from .estimate import _summarize, relaxation_time
 from .results import SimulationResult
 
-__all__ = ["simulate", "ENGINES", "TIME_MODES", "BATCHES", "DEFAULT_STEPS", "MAX_RECORDS", "PRECISION_LEVEL_MIN"]
+__all__ = ["simulate", "ENGINES", "TIME_MODES", "BATCHES", "DEFAULT_STEPS", "MAX_RECORDS", "PRECISION_LEVEL_MIN",
+           "PRECISION_FIRST_STEPS"]
 
 ENGINES = ("profile", "queues", "buckets")
 TIME_MODES = ("discrete", "continuous")
@@ -34,6 +35,7 @@ MAX_RECORDS = 10**7  # trajectory records per replication
 PRECISION_LEVEL_MIN = 0.1  # precision= covers the levels with E[u_i] at least this (and the mean queue length)
 DEFAULT_MAX_STEPS = 2 * 10**9  # cap on measured steps per replication with precision=
 DEFAULT_STEPS = 10**8  # the default job (n = 10^4, d = 20, λ = 0.99) knows every error bar: 5e7 left E[u_3] "too short"
+PRECISION_FIRST_STEPS = 10**7  # first stretch of a precision= run without steps/time: it doubles from there
 PROGRESS_AFTER_S = 2.0
 _PER_QUEUE_MAX_N = 2**31 - 1
 PERFECT_CHILD = 0x7065  # child key of a replication's seed for its perfect-sampling start
@@ -77,7 +79,7 @@ def _default_record_levels(d: int, lam: float) -> int:
 def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile", replace=True, start="empty",
              seed=0, replications=1, workers=None, time_mode="discrete", eps=0.1, record_every=None,
              record_levels=None, batches=None, precision=None, max_steps=None, progress=None, client=None,
-             _force_window=False) -> SimulationResult:
+             control_variates=True, _force_window=False) -> SimulationResult:
     """Simulate the (n, d, λ)-supermarket process and measure its time averages with honest errors.
 
     Parameters
@@ -88,7 +90,8 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
     steps, time : int or float, optional
         Horizon after burn-in: ``steps`` events, or ``time`` continuous-time units (in
         discrete mode converted to ``round(time·n(1+λ))`` steps); not both.  Default
-        ``steps = 5·10**7``.  With ``precision``, the first stretch of the run.
+        ``steps = DEFAULT_STEPS`` = 10^8.  With ``precision``, the first stretch of the run
+        (default ``PRECISION_FIRST_STEPS`` = 10^7).
     burn_in : int or float, optional
         In the unit of the horizon; default a tenth of it.  MSER may extend it (see Notes).
     engine : {"profile", "queues", "buckets"}
@@ -132,6 +135,12 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
         (replication ``r`` uses child ``r`` of the seed, and the results are combined the
         same way).  Excludes ``workers`` and ``precision`` (its stretches are planned from
         all replications together and keep every chain alive between them).
+    control_variates : bool, default True
+        Estimate every time average with the identities ``Z_i = u_i − λ P_{i−1}`` (mean 0
+        in equilibrium) as control variates (docs/model.md §9): a split-sample regression on
+        the batch means, per quantity, used only where it reduces the error.  False gives
+        the plain time averages (the same numbers as before control variates existed); the
+        plain estimates are in the result's ``*_plain`` fields either way.
 
     Returns
     -------
@@ -143,7 +152,8 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
     ------
     ValueError, TypeError
         Bad parameters, named with their valid range, before any work; ``client`` with
-        ``workers`` or ``precision``; ``client`` not a Dask client.
+        ``workers`` or ``precision``; ``client`` not a Dask client; ``control_variates`` not
+        a bool.
     KeyboardInterrupt
         Ctrl-C during burn-in (nothing measured yet), or on a cluster before any
         replication finished (otherwise Ctrl-C returns a partial result).
@@ -156,8 +166,13 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
     replications is used (Student t).  MSER-5 on the batch means of the queue length drops
     a start-up transient (extending the burn-in); if it would drop more than half the run,
     the start was not forgotten and nothing is flagged reliable.  Exact identities
-    ``E[u_1] = λ`` and ``E[u_i] = λ E[P_{i−1}]`` are checked; a failure by more than 4
-    standard errors is reported as error bars (or burn-in) too small.
+    ``E[u_1] = λ`` and ``E[u_i] = λ E[P_{i−1}]`` are checked on the plain estimators; a miss
+    beyond the Student-t quantile (on the error's own degrees of freedom) with the tail of 4
+    normal standard errors is reported as error bars (or burn-in) too small.  Control
+    variates (on by default) replace each batch integral ``a_b`` by ``a_b − β·Z_b``, with
+    ``β`` fitted on the other half of the batches, and the adjusted series goes through the
+    same error analysis with ``m`` fewer degrees of freedom (``m`` controls); a standard
+    error the run cannot trust is NaN, with the reason in ``u_note`` or ``notes``.
 
     Examples
     --------
@@ -171,6 +186,8 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
     >>> bool((a.u_mean == b.u_mean).all())  # results do not depend on workers
     True
     """
+    if not isinstance(control_variates, (bool, np.bool_)):
+        raise TypeError(f"control_variates must be True or False; got {control_variates!r}")
     engine = check_choice("engine", engine, ENGINES)
     time_mode = check_choice("time_mode", time_mode, TIME_MODES)
     lam_in = lam
@@ -206,7 +223,8 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
                 raise ValueError(f"time={time} is less than one step (a step is 1/(n(1+λ)) = {1 / rate:.3g})")
             horizon = ("time", float(S))
     else:
-        S = DEFAULT_STEPS if steps is None else _check_steps(steps)
+        S = ((PRECISION_FIRST_STEPS if precision is not None else DEFAULT_STEPS) if steps is None
+             else _check_steps(steps))
         horizon = ("events", S) if continuous else ("time", float(S))
     # events in the horizon (expected, for `time` in continuous mode)
     events_h = horizon[1] * rate if (continuous and horizon[0] == "time") else horizon[1]
@@ -298,7 +316,7 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
     spec = dict(params=params, engine=engine, counts0=counts0, lengths=lengths, continuous=continuous, k=k or 0,
                 lo=lo, hi=hi, horizon=horizon, burn=burn, batches=B, record_every=record_every or 0.0,
                 record_levels=rl, eps=eps, stable=stable, precision=precision, max_steps=max_steps,
-                force_window=bool(_force_window), perfect=perfect_start)
+                force_window=bool(_force_window), perfect=perfect_start, control_variates=bool(control_variates))
     seeds = spawn_seeds(seed, replications)
     stop = threading.Event()
     done_frac = [0.0] * replications

@@ -1,0 +1,243 @@
+"""Control variates from the model's own identities (docs/model.md §9, "The identities as
+control variates"): pure NumPy regression on batch means, with split-sample cross-fitting.
+
+In equilibrium every ``Z_i = u_i − λ P_{i−1}`` (``P_0 = 1``) has mean exactly zero, in both
+time modes and with or without replacement.  A time average ``ȳ`` of any quantity can
+therefore be replaced by ``ȳ − β·Z̄`` for any fixed ``β`` without changing its mean, and the
+``β`` that best predicts the batch means of ``y`` from those of the ``Z_i`` removes most of its
+variance.  This module does the regression only:
+
+- :func:`ratio_series`: batch values of a time average as equally weighted terms;
+- :func:`select_controls`: which candidate controls to use (in priority order, dropping
+  those with no variation or nearly explained by the ones already kept);
+- :func:`crossfit`: ``β`` fitted on one half of the batches and applied to the other half,
+  and vice versa, so that the fit never sees the batches it adjusts.
+
+The error analysis of the adjusted series (blocking, pooling, the "too short" rule) and
+the choice between the adjusted and the plain estimate are made by the caller
+(:mod:`.estimate`).
+
+References: S. S. Lavenberg and P. D. Welch, Management Science 27, 322 (1981); B. L.
+Nelson, Operations Research 38, 974 (1990); S. G. Henderson and P. W. Glynn, Mathematics
+of Operations Research 27, 253 (2002).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["MAX_CONTROLS", "CONDITION_TOL", "EXACT_R2", "MIN_FIT_ROWS_PER_CONTROL", "CrossFit",
+           "ratio_series", "select_controls", "crossfit"]
+
+MAX_CONTROLS = 8
+"""At most this many controls (the lowest levels with mass carry nearly all the gain; each
+control costs a degree of freedom)."""
+
+CONDITION_TOL = 1e-4
+"""A candidate control is dropped when the part of its standardized series not explained by
+the controls already kept has a relative norm below this (the regression would be
+ill-conditioned: condition number above about ``1/CONDITION_TOL``)."""
+
+EXACT_R2 = 1e-12
+"""When the residual variance of a fit is below this fraction of the variance of ``y``, the
+controls determine ``y`` exactly (``u_1 = Z_1 + λ``; every level when d = 1): the
+regression then only reproduces the identity and says nothing about the run."""
+
+MIN_FIT_ROWS_PER_CONTROL = 16
+"""Each half of the batches must hold at least this many rows per control."""
+
+
+def ratio_series(a, T) -> np.ndarray:
+    """Batch values of the time average ``Σa/ΣT`` as equally weighted terms (delta method):
+    ``ā + (a_b − ā T_b)/T̄`` with ``ā = Σa/ΣT``; their mean is ``ā``, and for equal ``T_b``
+    they are ``a_b/T_b``.  Columns of a 2-d ``a`` are treated one by one.
+
+    Examples
+    --------
+    >>> ratio_series(np.array([1.0, 3.0]), np.array([1.0, 1.0])).tolist()
+    [1.0, 3.0]
+    >>> float(ratio_series(np.array([1.0, 3.0]), np.array([1.0, 3.0])).mean())  # Σa/ΣT
+    1.0
+    """
+    a = np.asarray(a, dtype=float)
+    T = np.asarray(T, dtype=float)
+    abar = a.sum(axis=0) / T.sum()
+    if a.ndim == 1:
+        return abar + (a - abar * T) / T.mean()
+    return abar + (a - abar * T[:, None]) / T.mean()
+
+
+def select_controls(Z, *, max_controls: int = MAX_CONTROLS, tol: float = CONDITION_TOL) -> list[int]:
+    """Columns of ``Z`` to use as controls, taken in order (the caller's priority).
+
+    A column is kept when it varies and the part of its centred, standardized series not
+    explained by the columns already kept (Gram–Schmidt, a rank-revealing QR in the given
+    order) has a relative norm above ``tol``; at most ``max_controls`` are kept.
+
+    Parameters
+    ----------
+    Z : array_like
+        ``N x K`` candidate control series (rows: batches).
+    max_controls : int
+        Cap on the number kept.
+    tol : float
+        Relative norm below which a column counts as explained by the others.
+
+    Returns
+    -------
+    list of int
+        Indices of the kept columns, increasing.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(size=(100, 2))
+    >>> Z = np.column_stack([x[:, 0], 2 * x[:, 0] + 1, np.zeros(100), x[:, 1]])
+    >>> select_controls(Z)        # a copy of column 0 and a constant are dropped
+    [0, 3]
+    >>> select_controls(Z, max_controls=1)
+    [0]
+    """
+    Z = np.asarray(Z, dtype=float)
+    if Z.ndim != 2:
+        raise ValueError(f"Z must be an N x K array; got shape {Z.shape}")
+    kept: list[int] = []
+    basis: list[np.ndarray] = []
+    for j in range(Z.shape[1]):
+        if len(kept) >= max_controls:
+            break
+        z = Z[:, j] - Z[:, j].mean()
+        s = float(np.linalg.norm(z))
+        if not s > 0 or not math.isfinite(s):
+            continue
+        r = z / s
+        for q in basis:  # twice for numerical orthogonality
+            r = r - q * float(q @ r)
+        for q in basis:
+            r = r - q * float(q @ r)
+        rn = float(np.linalg.norm(r))
+        if rn > tol:
+            kept.append(j)
+            basis.append(r / rn)
+    return kept
+
+
+@dataclass(frozen=True)
+class CrossFit:
+    """The result of :func:`crossfit`.
+
+    Attributes
+    ----------
+    adjusted : list of numpy.ndarray
+        Per part, the adjusted batch integrals ``a_b − β·Z_b`` (``β`` of the other half).
+    beta : tuple of numpy.ndarray
+        ``(β fitted on the first halves, β fitted on the second halves)``.
+    residual_fraction : float
+        The larger over the two halves of (residual variance)/(variance of ``y``) of the fit;
+        below ``EXACT_R2`` the controls determine ``y`` exactly.
+    controls : int
+        Number of controls ``m``.
+    """
+
+    adjusted: list
+    beta: tuple
+    residual_fraction: float
+    controls: int
+
+    @property
+    def exact(self) -> bool:
+        """Whether the controls determine ``y`` exactly (nothing is learned from the run)."""
+        return self.residual_fraction < EXACT_R2
+
+
+def _split(N: int) -> int:
+    return N // 2
+
+
+def crossfit(parts, controls) -> CrossFit | None:
+    """Split-sample control-variate adjustment of batch integrals.
+
+    Each part (one replication) is cut into its first and second half of batches.  On each
+    half, the ratio series (:func:`ratio_series`) of ``y`` and of the controls, centred
+    within every part's half, give ``β`` by least squares; the integrals of the *other*
+    half are adjusted with it, ``a_b − β·Z_b``.  The fit of ``β`` never sees the batches it
+    adjusts, so the ``O(m/B)`` bias of a regression fitted on its own data does not enter,
+    and the adjusted series has the same mean as ``a`` whenever the controls have mean 0.
+
+    Parameters
+    ----------
+    parts : list of (numpy.ndarray, numpy.ndarray)
+        Per part, ``(a, T)``: batch integrals of ``y`` and batch lengths.
+    controls : list of numpy.ndarray
+        Per part, the ``N x m`` batch integrals of the controls (mean zero per unit time).
+
+    Returns
+    -------
+    CrossFit or None
+        None when there are no controls, or a half too small for the fit (fewer than
+        ``MIN_FIT_ROWS_PER_CONTROL·m`` rows), or ``y`` does not vary.
+
+    Examples
+    --------
+    ``y = 3 + 2 z + noise`` with ``E z = 0``: the adjusted integrals keep the mean 3 and lose
+    the variance of ``2z``.
+
+    >>> rng = np.random.default_rng(2)
+    >>> z = rng.normal(size=400)
+    >>> y = 3 + 2 * z + 0.01 * rng.normal(size=400)
+    >>> f = crossfit([(y, np.ones(400))], [z[:, None]])
+    >>> [round(float(b[0]), 2) for b in f.beta]
+    [2.0, 2.0]
+    >>> round(float(f.adjusted[0].mean()), 2), bool(f.adjusted[0].std() < 0.02)
+    (3.0, True)
+    >>> f.exact, crossfit([(3 + 2 * z, np.ones(400))], [z[:, None]]).exact   # y fixed by z
+    (False, True)
+    """
+    if not parts or not controls or len(parts) != len(controls):
+        return None
+    m = int(np.asarray(controls[0]).shape[1]) if np.asarray(controls[0]).ndim == 2 else 0
+    if m == 0:
+        return None
+    X = ([], [])
+    Y = ([], [])
+    for (a, T), Zc in zip(parts, controls):
+        N = T.size
+        if N < 4:
+            continue
+        ry = ratio_series(a, T)
+        rz = ratio_series(Zc, T)
+        h = _split(N)
+        for f, sl in ((0, slice(0, h)), (1, slice(h, N))):
+            X[f].append(rz[sl] - rz[sl].mean(axis=0))
+            Y[f].append(ry[sl] - ry[sl].mean())
+    if not X[0] or not X[1]:
+        return None
+    Xs = [np.concatenate(x) for x in X]
+    Ys = [np.concatenate(y) for y in Y]
+    if min(x.shape[0] for x in Xs) < MIN_FIT_ROWS_PER_CONTROL * m:
+        return None
+    betas = []
+    frac = 0.0
+    for x, y in zip(Xs, Ys):
+        sst = float(y @ y)
+        if not sst > 0:
+            return None
+        b, *_ = np.linalg.lstsq(x, y, rcond=None)
+        r = y - x @ b
+        frac = max(frac, float(r @ r) / sst)
+        betas.append(b)
+    adjusted = []
+    for (a, T), Zc in zip(parts, controls):
+        N = T.size
+        h = _split(N)
+        adj = np.array(a, dtype=float, copy=True)
+        if N >= 4:
+            adj[:h] -= Zc[:h] @ betas[1]  # first half: β of the second halves
+            adj[h:] -= Zc[h:] @ betas[0]  # second half: β of the first halves
+        else:  # too short to split: no adjustment (its own mean is unchanged)
+            pass
+        adjusted.append(adj)
+    return CrossFit(adjusted=adjusted, beta=(betas[0], betas[1]), residual_fraction=frac, controls=m)
