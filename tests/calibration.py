@@ -53,6 +53,7 @@ class Case:
     # of confident misses is checked)
     expect_reliable: bool | None = True
     ref_steps: int = 0  # steps of the reference run (exact is None, level > 1 or 0)
+    batches: int | None = None  # simulate's default (1024) unless given
 
     @property
     def quantity(self) -> str:
@@ -64,7 +65,8 @@ def _run(case: Case, M: int, seed: int, estimator: str, steps: int | None = None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return simulate(case.n, case.d, case.lam, steps=steps or case.steps, burn_in=case.burn_in, start=case.start,
-                        replications=M, seed=seed, replace=case.replace, progress=False, **kw)
+                        replications=M, seed=seed, replace=case.replace, batches=case.batches, progress=False,
+                        **kw)
 
 
 def _value(r, level: int):
