@@ -47,7 +47,7 @@ def test_calibration_small():
 @pytest.mark.skipif(not HAS_CV, reason="simulate() has no control_variates keyword")
 def test_calibration_small_control_variates():
     # the control-variate estimates of E[u_2] against the exact n = 3 law and the d = 1 closed
-    # form λ² (not E[u_1]: the control Z_1 = u_1 − λ makes its estimate λ by construction);
+    # form λ²;
     # 20 and 10 runs, 256 batches (the summary's cost grows with the batches: 0.27 s of CPU per
     # run here; the full table uses 1024 and 200 runs)
     from exact_small import profile_law
