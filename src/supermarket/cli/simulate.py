@@ -69,7 +69,7 @@ def _number(name: str, text):
                    "p99.9 (text table, and the key 'cdf' of the JSON); needs load < 1.")
 @click.option("--control-variates/--no-control-variates", "control_variates", default=True, show_default=True,
               help="Estimate with the model's identities Z_i = u_i − λ·P_(i−1) as control variates (split-sample "
-                   "regression on batch means, docs/model.md §9); --no-control-variates gives the plain time "
+                   "regression on batch means, docs/model.md §9.1); --no-control-variates gives the plain time "
                    "averages.")
 @json_option("Print one JSON object instead of tables.")
 def simulate(n, d, load, steps, time_, burn_in, engine, replace, time_mode, start, seed, replications,
@@ -89,6 +89,12 @@ def simulate(n, d, load, steps, time_, burn_in, engine, replace, time_mode, star
     E[u_i] = λ·E[P_(i−1)] (exact identities); a start-up transient found by MSER-5 is
     dropped, or reported when the start was not forgotten.  --precision runs until a
     target is met.  Ctrl-C stops early and reports what was measured, marked partial.
+
+    \b
+    Control variates (docs/model.md §9.1, on by default): every estimate is adjusted by the
+    identities Z_i = u_i − λ·P_(i−1) (mean 0 in equilibrium) with a split-sample regression
+    on the batch means; the column "var. reduction" is (plain s.e. / this s.e.)².
+    --no-control-variates gives the plain time averages.
 
     \b
     Response times (docs/model.md §10): mean and quantiles ± s.e. of the sojourn and waiting

@@ -1,4 +1,4 @@
-"""Control variates from the model's own identities (docs/model.md §9, "The identities as
+"""Control variates from the model's own identities (docs/model.md §9.1, "The identities as
 control variates"): pure NumPy regression on batch means, with split-sample cross-fitting.
 
 In equilibrium every ``Z_i = u_i − λ P_{i−1}`` (``P_0 = 1``) has mean exactly zero, in both
@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["MAX_CONTROLS", "CONDITION_TOL", "EXACT_R2", "MIN_FIT_ROWS_PER_CONTROL", "CrossFit",
-           "ratio_series", "select_controls", "crossfit"]
+__all__ = ["CONDITION_TOL", "EXACT_R2", "MAX_CONTROLS", "MIN_FIT_ROWS_PER_CONTROL", "CrossFit", "crossfit",
+           "ratio_series", "select_controls"]
 
 MAX_CONTROLS = 8
 """At most this many controls (the lowest levels with mass carry nearly all the gain; each
@@ -178,7 +178,8 @@ def crossfit(parts, controls) -> CrossFit | None:
     -------
     CrossFit or None
         None when there are no controls, or a half too small for the fit (fewer than
-        ``MIN_FIT_ROWS_PER_CONTROL·m`` rows), or ``y`` does not vary.
+        ``MIN_FIT_ROWS_PER_CONTROL·m`` rows), or ``y`` does not vary (constant within each
+        part's halves; on a half where it is constant, ``β = 0``).
 
     Examples
     --------
@@ -221,10 +222,13 @@ def crossfit(parts, controls) -> CrossFit | None:
         return None
     betas = []
     frac = 0.0
+    if not any(float(y @ y) > 0 for y in Ys):
+        return None  # y does not vary
     for x, y in zip(Xs, Ys):
         sst = float(y @ y)
-        if not sst > 0:
-            return None
+        if not sst > 0:  # constant on this half: nothing to predict, β = 0
+            betas.append(np.zeros(m))
+            continue
         b, *_ = np.linalg.lstsq(x, y, rcond=None)
         r = y - x @ b
         frac = max(frac, float(r @ r) / sst)

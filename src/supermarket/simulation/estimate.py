@@ -190,10 +190,12 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
     est_g0 = _estimate(parts_g, relax=relax) if k else None
     # rare levels: too few batches ever saw them for an error estimate
     seen = [sum(int(np.count_nonzero(A["c"][idx, i] > 0)) for A, idx in used) for i in range(L)]
-    # ---- control variates: the identities Z_i = u_i − λP_{i−1} (docs/model.md §9)
+    # ---- control variates: the identities Z_i = u_i − λP_{i−1} (docs/model.md §9.1)
     cvs = _Controls(spec, used, L, n, lamf, seen, stable, forgotten_all, relax)
-    cu = [cvs.apply(p, est, own=i + 1, bounds=(0.0, 1.0)) for i, (p, est) in enumerate(zip(parts_c, est_u0))]
-    cP = [cvs.apply(p, est, own=i + 2, bounds=(0.0, 1.0)) for i, (p, est) in enumerate(zip(parts_P, est_P0))]
+    cu = [cvs.apply(p, est, own=i + 1, bounds=(0.0, 1.0), seen=seen[i])
+          for i, (p, est) in enumerate(zip(parts_c, est_u0))]
+    cP = [cvs.apply(p, est, own=i + 2, bounds=(0.0, 1.0), seen=seen[i])
+          for i, (p, est) in enumerate(zip(parts_P, est_P0))]
     cq = cvs.apply(parts_q, est_q0, bounds=(0.0, math.inf))
     cg = cvs.apply(parts_g, est_g0, bounds=(0.0, 1.0)) if k else None
     est_u = [c.est for c in cu]
@@ -204,6 +206,12 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
     ud_mean = np.array([c.mean(ud_plain[i], Ttot) for i, c in enumerate(cP)]) if L else ud_plain
     mql = cq.mean(float(u_plain.sum()), Ttot)
     good = cg.mean(good_plain, Ttot) if k else None
+    # the law of the maximum: the fraction of time at each maximum, the same regression
+    parts_mx = {m: [(A["max"][idx, m], A["T"][idx]) for A, idx in used] for m in mq}
+    seen_mx = {m: sum(int(np.count_nonzero(A["max"][idx, m] > 0)) for A, idx in used) for m in mq}
+    cm = cvs.apply_law({m: (parts_mx[m], _estimate(parts_mx[m], relax=relax)) for m in mq})
+    mq_plain = mq
+    mq = {m: cm[m].mean(mq_plain[m], Ttot) for m in mq_plain}
     # ---- self-checks from exact identities (docs/model.md §9)
     checks = []
     if stable:
@@ -237,6 +245,9 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
     u0_rel, _ = _gate(est_u0, est_q0, seen, forgotten_all, bool(failed), stable)
     P0_rel, _ = _gate(est_P0, est_q0, seen, forgotten_all, bool(failed), stable)
     q0_rel = bool(est_q0.reliable and ok_all)
+    # the maximum's law: trusted as the levels are (its own plateau, seen often enough, the run's checks)
+    mx_rel = {m: bool(c.est.reliable and seen_mx[m] >= MIN_BLOCKS and ok_all and (q_rel or not stable))
+              for m, c in cm.items()}
     g0_rel = bool(est_g0.reliable and ok_all) if est_g0 is not None else None
     unrel = [i + 1 for i in range(L) if not u_rel[i] and u_mean[i] > 0 and seen[i] >= MIN_BLOCKS]
     if ok_all and (unrel or not q_rel):
@@ -286,7 +297,8 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
     if cvs.on:
         vr = {"u_mean": [c.ratio for c in cu], "ud_mean": [c.ratio for c in cP],
               "mean_queue_length": cq.ratio, "mean_sojourn_time": cq.ratio,
-              "good_set_fraction": cg.ratio if k else None}
+              "good_set_fraction": cg.ratio if k else None,
+              "max_queue_dist": {m: c.ratio for m, c in cm.items()}}
         if response is not None:
             vr["sojourn"] = _response_ratios(response.sojourn, response_plain.sojourn)
             vr["waiting"] = _response_ratios(response.waiting, response_plain.waiting)
@@ -304,6 +316,7 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
         steps=int(events), burn_in=int(burn_events), sim_time=float(sim_time),
         u_mean=u_mean, u_stderr=np.array([se(e, ok) for e, ok in zip(est_u, u_rel)]), ud_mean=ud_mean,
         ud_stderr=np.array([se(e, ok) for e, ok in zip(est_P, P_rel)]), max_queue_dist=mq,
+        max_queue_dist_stderr={m: se(c.est, mx_rel[m]) for m, c in cm.items()}, max_queue_dist_plain=mq_plain,
         good_set_fraction=good, good_set_fraction_stderr=(se(est_g, g_rel) if k else None), k=k,
         eps=float(spec["eps"]), mean_queue_length=float(mql), mean_queue_length_stderr=se(est_q, q_rel),
         mean_sojourn_time=float(mql) / lamx, mean_sojourn_time_stderr=se(est_q, q_rel) / lamx,
@@ -322,7 +335,7 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
                     "was needed" + ("" if burn_events == 0 else f"; {int(burn_events):,} burn-in events were run anyway")
                     if spec.get("perfect") else ""),
         control_variates=bool(spec.get("control_variates", True)), controls=tuple(cvs.levels),
-        control_notes=cvs.notes(cu, cP, cq, cg), variance_reduction=vr,
+        control_notes=cvs.notes(cu, cP, cq, cg, cm), variance_reduction=vr,
         u_mean_plain=plain["u_mean"], u_stderr_plain=plain["u_stderr"], u_reliable_plain=plain["u_reliable"],
         ud_mean_plain=plain["ud_mean"], ud_stderr_plain=plain["ud_stderr"],
         mean_queue_length_plain=plain["mean_queue_length"],
@@ -388,6 +401,7 @@ class _CV:
         self.ratio = ratio  # (plain s.e. / CV s.e.)², NaN when not measurable or not used
         self.reason = reason  # why the plain estimate was kept ("" when the CV one is used)
         self.m = m
+        self.exact = False  # the controls determine the quantity exactly
 
     @property
     def used(self) -> bool:
@@ -400,8 +414,46 @@ class _CV:
         return float(sum(float(a.sum()) for a in self.adjusted) / Ttot)
 
 
+def _cv_estimate(parts, controls, plain, relax, bounds=(-math.inf, math.inf), force=False) -> _CV:
+    """One quantity with the controls ``controls`` (per replication, batches x m): the
+    split-sample adjusted integrals (:func:`.control.crossfit`) through the same error
+    analysis as the plain ones (:func:`_estimate`), with ``m`` fewer degrees of freedom; the
+    adjusted estimate is used when its error is the smaller (see docs/model.md §9.1), else the
+    plain estimate ``plain`` with the reason (``force``: the adjusted one whenever it exists
+    and lies in ``bounds``)."""
+    from . import control as _cv
+
+    fit = _cv.crossfit(parts, controls)
+    if fit is None:
+        return _CV(plain, reason="too few batches for the regression, or the quantity does not vary")
+    if fit.exact:
+        c = _CV(plain, reason="determined exactly by the identities: the plain estimate is kept as a check")
+        c.exact = True
+        return c
+    m = fit.controls
+    T_parts = [T for _, T in parts]
+    e = _estimate(list(zip(fit.adjusted, T_parts)), relax=relax)
+    if math.isfinite(e.dof):
+        e = dataclasses.replace(e, dof=max(e.dof - m, 1.0))  # m coefficients estimated
+    Ttot = sum(float(T.sum()) for T in T_parts)
+    value = sum(float(a.sum()) for a in fit.adjusted) / Ttot
+    if not bounds[0] <= value <= bounds[1]:
+        return _CV(plain, reason=f"the adjusted estimate {value:.3g} lies outside its range")
+    ratio = (plain.stderr / e.stderr) ** 2 if (e.stderr > 0 and plain.reliable and e.reliable) else math.nan
+    if force:
+        return _CV(plain, est=e, adjusted=fit.adjusted, ratio=ratio, m=m)
+    if e.reliable and plain.reliable:
+        if not e.stderr < plain.stderr:
+            return _CV(plain, reason="the controls did not reduce the error")
+    elif plain.reliable:
+        return _CV(plain, reason="the error of the adjusted series cannot be estimated")
+    elif not e.reliable and not (e.stderr < plain.stderr):
+        return _CV(plain, reason="the controls did not reduce the error")
+    return _CV(plain, est=e, adjusted=fit.adjusted, ratio=ratio, m=m)
+
+
 class _Controls:
-    """The controls of a run (docs/model.md §9): ``Z_i = u_i − λ P_{i−1}`` per batch, the
+    """The controls of a run (docs/model.md §9.1): ``Z_i = u_i − λ P_{i−1}`` per batch, the
     levels chosen from the data, and the split-sample estimate of any quantity."""
 
     def __init__(self, spec, used, L, n, lam, seen, stable, forgotten_all, relax):
@@ -440,46 +492,51 @@ class _Controls:
             return
         self.Z = Zs
 
-    def _fit(self, parts, levels):
-        from . import control as _cv
-
+    def _controls(self, levels):
         cols = [lv - 1 for lv in levels]
-        return _cv.crossfit(parts, [Zr[:, cols] for Zr in self.Z])
+        return [Zr[:, cols] for Zr in self.Z]
 
-    def apply(self, parts, plain, *, own=None, bounds=(-math.inf, math.inf)) -> _CV:
+    def apply(self, parts, plain, *, own=None, bounds=(-math.inf, math.inf), seen=None) -> _CV:
         """The estimate of the quantity with batch integrals ``parts`` (per replication):
-        the control-variate one when it has the smaller error, else the plain one with a reason."""
+        the control-variate one when it has the smaller error, else the plain one with a
+        reason.  ``own``: the level of the control that is the quantity's own identity (for
+        ``u_i``, ``Z_i``), left out when the controls would determine the quantity exactly;
+        ``seen``: batches in which the quantity was nonzero (a rare one keeps its plain estimate)."""
         if not self.on or parts is None:
             return _CV(plain)
         if not self.levels:
             return _CV(plain, reason=self.reason)
+        if seen is not None and seen < MIN_BLOCKS:
+            return _CV(plain, reason=f"rare (seen in fewer than {MIN_BLOCKS} batches)")
         levels = list(self.levels)
-        fit = self._fit(parts, levels)
-        if fit is not None and fit.exact and own in levels:
+        c = _cv_estimate(parts, self._controls(levels), plain, self.relax, bounds)
+        if c.exact and own in levels:
             levels.remove(own)  # u_1 = Z_1 + λ: estimate it from the other identities
-            fit = self._fit(parts, levels) if levels else None
-        if fit is None:
-            return _CV(plain, reason="too few batches for the regression, or the quantity does not vary")
-        if fit.exact:
-            return _CV(plain, reason="determined exactly by the identities: the plain estimate is kept as a check")
-        m = fit.controls
-        T_parts = [T for _, T in parts]
-        e = _estimate(list(zip(fit.adjusted, T_parts)), relax=self.relax)
-        if math.isfinite(e.dof):
-            e = dataclasses.replace(e, dof=max(e.dof - m, 1.0))  # m coefficients estimated
-        Ttot = sum(float(T.sum()) for T in T_parts)
-        value = sum(float(a.sum()) for a in fit.adjusted) / Ttot
-        if not bounds[0] <= value <= bounds[1]:
-            return _CV(plain, reason=f"the adjusted estimate {value:.3g} lies outside its range")
-        ratio = (plain.stderr / e.stderr) ** 2 if (e.stderr > 0 and plain.reliable and e.reliable) else math.nan
-        if e.reliable and plain.reliable:
-            if not e.stderr < plain.stderr:
-                return _CV(plain, reason="the controls did not reduce the error")
-        elif plain.reliable:
-            return _CV(plain, reason="the error of the adjusted series cannot be estimated")
-        elif not e.reliable and not (e.stderr < plain.stderr):
-            return _CV(plain, reason="the controls did not reduce the error")
-        return _CV(plain, est=e, adjusted=fit.adjusted, ratio=ratio, m=m)
+            c = _cv_estimate(parts, self._controls(levels), plain, self.relax, bounds) if levels else _CV(
+                plain, reason="determined exactly by the identities: the plain estimate is kept as a check")
+        return c
+
+    def apply_law(self, quantities) -> dict:
+        """A probability law (``{value: (parts, plain estimate)}``, fractions of time that sum
+        to 1): all values with the controls, or all plain, so that the law still sums to 1
+        (least squares is linear in y, and the sum of the indicators is constant).  The
+        controls are used when every value has an adjusted estimate in [0, 1] and the summed
+        variance of the values whose errors are reliable both ways is the smaller."""
+        if not self.on or not quantities:
+            return {m: _CV(p) for m, (_, p) in quantities.items()}
+        if not self.levels:
+            return {m: _CV(p, reason=self.reason) for m, (_, p) in quantities.items()}
+        ctrl = self._controls(self.levels)
+        out = {m: _cv_estimate(parts, ctrl, p, self.relax, (0.0, 1.0), force=True)
+               for m, (parts, p) in quantities.items()}
+        bad = [m for m, c in out.items() if not c.used and 0 < c.plain.mean < 1]
+        both = [c for c in out.values() if c.used and c.est.reliable and c.plain.reliable]
+        v_cv = sum(c.est.stderr ** 2 for c in both)
+        v_plain = sum(c.plain.stderr ** 2 for c in both)
+        if bad or not both or not v_cv < v_plain:
+            why = (out[bad[0]].reason if bad else "the controls did not reduce the error of the law")
+            return {m: _CV(c.plain, reason=why) for m, c in out.items()}
+        return out
 
     def adjusted_matrix(self, cP, parts_P):
         """Per replication, ``(P integrals (batches x levels), T)`` with each level's adjusted
@@ -493,19 +550,22 @@ class _Controls:
             out.append((np.column_stack(cols) if cols else np.zeros((T.size, 0)), T))
         return out
 
-    def notes(self, cu, cP, cq, cg) -> tuple:
+    def notes(self, cu, cP, cq, cg, cm) -> tuple:
         """In words: the controls used, and each quantity that kept its plain estimate."""
         if not self.on:
             return ()
         if not self.levels:
             return (f"control variates not used: {self.reason}",)
         lv = self.levels
-        out = [f"controls Z_i = u_i − λ·P_(i−1) for i = {', '.join(map(str, lv))} ({len(lv)}; exact mean 0 in "
-               "equilibrium), split-sample regression on batch means (docs/model.md §9)"]
+        out = [(f"controls Z_i = u_i − λ·P_(i−1) for i = {', '.join(map(str, lv))} ({len(lv)}; exact mean 0 in "
+                "equilibrium), split-sample regression on batch means (docs/model.md §9.1)")]
         groups = {}
         for i, c in enumerate(cu):
             if not c.used and c.reason and c.plain.mean > 0:
                 groups.setdefault(c.reason, []).append(f"E[u_{i + 1}]")
+        for m, c in cm.items():
+            if not c.used and c.reason and 0 < c.plain.mean < 1:
+                groups.setdefault(c.reason, []).append(f"P(max = {m})")
         for name, c in (("the mean queue length", cq), ("the time in the good set", cg)):
             if c is not None and not c.used and c.reason and c.plain.mean > 0:
                 groups.setdefault(c.reason, []).append(name)

@@ -61,10 +61,17 @@ def summary_text(res, cdf_points=None) -> str:
             mark = "= k_(λ,d)"
         elif kr is not None and m in kr.possible_max:
             mark = "allowed near the boundary"
-        mrows.append([str(m), f"{res.max_queue_dist[m]:.6g}", mark])
+        mse = res.max_queue_dist_stderr.get(m, math.nan) if res.max_queue_dist_stderr else math.nan
+        cell = ("1 (all the time)" if res.max_queue_dist[m] == 1.0 else
+                _pm(res.max_queue_dist[m], mse, math.isfinite(mse)))
+        row = [str(m), cell]
+        if vr is not None:
+            row.append(_factor(vr.get("max_queue_dist", {}).get(m)) if math.isfinite(mse) else "")
+        mrows.append(row + [mark])
     out.append("")
     out.append("Maximum queue length: fraction of time")
-    out.append(_table(["max length", "fraction", ""], mrows, left=(2,)))
+    mhead = ["max length", "fraction ± s.e."] + (["var. reduction"] if vr is not None else []) + [""]
+    out.append(_table(mhead, mrows, left=(len(mhead) - 1,)))
     out.append("")
     if k is not None:
         kh = _th.k_hypothesis(p.n, p.d, p.lam)

@@ -216,6 +216,12 @@ class SimulationResult:
         The plain time in ``N^ε``, its error and whether that error is reliable.
     response_plain : supermarket.response.ResponseTimes or None
         The response times from the plain tails.
+    max_queue_dist_stderr : dict or None
+        Maximum queue length -> standard error of its fraction of time (NaN where not
+        trusted: the same rule as the levels').
+    max_queue_dist_plain : dict or None
+        The plain fractions of time (with control variates, ``max_queue_dist`` holds the
+        adjusted ones, where they have the smaller error).
 
     Notes
     -----
@@ -298,6 +304,8 @@ class SimulationResult:
     good_set_fraction_stderr_plain: float | None = None
     good_set_fraction_reliable_plain: bool | None = None
     response_plain: object | None = field(default=None, repr=False)  # response.ResponseTimes of the plain tails
+    max_queue_dist_stderr: dict | None = field(default=None, repr=False)  # length -> s.e. (NaN: not trusted)
+    max_queue_dist_plain: dict | None = field(default=None, repr=False)  # length -> plain fraction of time
 
     @property
     def sojourn(self):
@@ -407,6 +415,8 @@ class SimulationResult:
             "ud_mean": self.ud_mean.tolist(),
             "ud_stderr": self.ud_stderr.tolist(),
             "max_queue_dist": {str(k): v for k, v in self.max_queue_dist.items()},
+            "max_queue_dist_stderr": (None if self.max_queue_dist_stderr is None else
+                                      {str(k): v for k, v in self.max_queue_dist_stderr.items()}),
             "good_set_fraction": self.good_set_fraction,
             "good_set_fraction_stderr": self.good_set_fraction_stderr,
             "k": self.k,
@@ -469,6 +479,8 @@ class SimulationResult:
                 "good_set_fraction": self.good_set_fraction_plain,
                 "good_set_fraction_stderr": self.good_set_fraction_stderr_plain,
                 "good_set_fraction_reliable": self.good_set_fraction_reliable_plain,
+                "max_queue_dist": (None if self.max_queue_dist_plain is None else
+                                   {str(k): v for k, v in self.max_queue_dist_plain.items()}),
                 "sojourn": None if self.response_plain is None else self.response_plain.sojourn.to_dict(),
                 "waiting": None if self.response_plain is None else self.response_plain.waiting.to_dict()}
 
@@ -520,8 +532,10 @@ class SimulationResult:
         -------
         pandas.DataFrame
             Columns ``level``, ``u_mean``, ``u_stderr``, ``u_half_width`` (95 %),
-            ``u_n_eff``, ``u_reliable``, ``u_note``, ``ud_mean`` and ``ud_stderr`` (time
-            average of ``P_i``), ``identity`` (``λ·E[P_{i−1}]``, equal to ``E[u_i]`` in
+            ``u_n_eff``, ``u_reliable``, ``u_note``, ``u_mean_plain`` and ``u_stderr_plain``
+            (without control variates), ``variance_reduction`` (``(plain s.e./s.e.)²``, NaN
+            where not used), ``ud_mean`` and ``ud_stderr`` (time average of ``P_i``),
+            ``identity`` (``λ·E[P_{i−1}]`` of the plain estimates, equal to ``E[u_i]`` in
             equilibrium, derived), ``fixed_point`` (mean-field π(i), NaN when λ >= 1),
             ``linearised`` (``1 − q̃_i``, derived, NaN beyond ``k + 1``), and the run's
             ``n``, ``d``, ``load``, ``replace``, ``engine``, ``time_mode``.
@@ -541,7 +555,8 @@ class SimulationResult:
         fp = self.fixed_point()
         lin = self._linearised(L)
         nan = np.full(L, np.nan)
-        prev = np.concatenate(([1.0], self.ud_mean[:-1])) if L else np.zeros(0)
+        ud = self.ud_mean_plain if self.ud_mean_plain is not None else self.ud_mean  # the check: plain
+        prev = np.concatenate(([1.0], ud[:-1])) if L else np.zeros(0)
         return pd.DataFrame({
             "level": np.arange(1, L + 1),
             "u_mean": self.u_mean, "u_stderr": self.u_stderr,
@@ -550,6 +565,10 @@ class SimulationResult:
             "u_reliable": (np.asarray(self.u_reliable, bool) if self.u_reliable is not None
                            else np.zeros(L, bool)),
             "u_note": list(self.u_note) if len(self.u_note) == L else [""] * L,
+            "u_mean_plain": self.u_mean_plain if self.u_mean_plain is not None else self.u_mean,
+            "u_stderr_plain": self.u_stderr_plain if self.u_stderr_plain is not None else self.u_stderr,
+            "variance_reduction": (np.asarray(self.variance_reduction["u_mean"], dtype=float)
+                                   if self.variance_reduction is not None else nan),
             "ud_mean": self.ud_mean, "ud_stderr": self.ud_stderr,
             "identity": p.lam * prev,
             "fixed_point": fp if fp is not None else nan,

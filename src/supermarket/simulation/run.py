@@ -137,7 +137,7 @@ def simulate(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile"
         all replications together and keep every chain alive between them).
     control_variates : bool, default True
         Estimate every time average with the identities ``Z_i = u_i − λ P_{i−1}`` (mean 0
-        in equilibrium) as control variates (docs/model.md §9): a split-sample regression on
+        in equilibrium) as control variates (docs/model.md §9.1): a split-sample regression on
         the batch means, per quantity, used only where it reduces the error.  False gives
         the plain time averages (the same numbers as before control variates existed); the
         plain estimates are in the result's ``*_plain`` fields either way.
