@@ -117,11 +117,23 @@ def run_case(case: Case, M: int, seed: int = 2024, estimator: str = "cv") -> dic
     rel = np.array([v[3] for v in vals])
     cover = int(np.sum(rel & (np.abs(means - true) <= hw)))
     spread = float(means.std(ddof=1))
+    # standardized errors of the reliable runs: their s.d. is about 1 when the error bars are
+    # right, even when the runs' errors differ (a run that kept its plain estimate has an
+    # error hundreds of times larger, and a few of them dominate both s.e. and spread)
+    z = (means[rel] - true) / se[rel]
+    fallback = 0
+    if estimator == "cv":
+        key = "mean_queue_length" if case.level == 0 else "u_mean"
+        for r in per:
+            vr = (r.variance_reduction or {}).get(key)
+            v = vr if case.level == 0 else (vr[case.level - 1] if vr is not None and len(vr) >= case.level else None)
+            fallback += int(v is None or not np.isfinite(v))
     return {"case": case.name, "estimator": estimator, "quantity": case.quantity, "M": M,
             "reliable": int(rel.sum()), "covered": cover, "coverage": cover / max(int(rel.sum()), 1),
             # one run's s.e. against the spread across replications (reliable runs)
             "se_rms": float(np.sqrt(np.mean(se[rel] ** 2))) if rel.any() else math.nan,
-            "spread": spread,
+            "spread": spread, "z_sd": float(z.std(ddof=1)) if z.size > 1 else math.nan,
+            "plain_kept": fallback,  # cv: runs whose quantity kept the plain estimate (or no ratio)
             "bias_z": float((means.mean() - true) / math.sqrt(spread**2 / M + true_se**2)) if spread > 0 else math.nan,
             # the reference's own error against one run's: it must be small for coverage to mean anything
             "ref_se_ratio": float(true_se / spread) if spread > 0 else math.nan}
@@ -181,7 +193,7 @@ def format_row(r: dict) -> str:
     return (f"{r['case']:74s} {r['estimator']:5s} reliable {r['reliable']:4d}/{r['M']}  covered {r['covered']:4d}  "
             f"({r['coverage']:.3f})  confident misses {r['reliable'] - r['covered']:3d}  "
             f"rms s.e. {r['se_rms']:.3g} vs spread {r['spread']:.3g}  "
-            f"bias {r['bias_z']:+.1f} s.e.")
+            f"bias {r['bias_z']:+.1f} s.e.  sd(z) {r['z_sd']:.2f}  plain kept {r['plain_kept']}")
 
 
 if __name__ == "__main__":

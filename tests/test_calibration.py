@@ -29,6 +29,8 @@ def _check(r, upper=True):
     # one run's standard error against the spread of the replication means
     if m >= 20:
         assert 0.6 <= r["se_rms"] / r["spread"] <= 1.5, r
+        # the same, robust to runs whose errors differ (a run that kept its plain estimate)
+        assert 0.7 <= r["z_sd"] <= 1.4, r
 
 
 def test_calibration_small():
