@@ -74,9 +74,21 @@ def _confidently_wrong_ceiling(m: int, p: float = 0.05, z: float = 3.0) -> float
     return m * p + z * math.sqrt(m * p * (1 - p))
 
 
+def _full_params():
+    out = []
+    for c in cases():
+        for est in ESTIMATORS:
+            marks = ()
+            if est == "cv" and c.level == 0 and c.n <= 20:
+                # measured 167/199 (n = 3) and 170/200 (d = 1) covered: docs/control-variates.md
+                marks = pytest.mark.xfail(strict=True, reason="control variates under-cover the mean queue length "
+                                          "of tiny systems (the residual is the rarely occupied deep levels)")
+            out.append(pytest.param(c, est, marks=marks, id=f"{c.name} [{est}]"))
+    return out
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("estimator", ESTIMATORS)
-@pytest.mark.parametrize("case", cases(), ids=lambda c: c.name)
+@pytest.mark.parametrize("case,estimator", _full_params())
 def test_calibration_full(case, estimator):
     # Measured (M = 200, seed 2024; python tests/calibration.py 200): docs/control-variates.md.
     # (E[u_1] with control variates is estimated from the other identities Z_2, Z_3, …: the
