@@ -118,16 +118,22 @@ def laws():
     return {rep: profile_law(N3, D3, LAM3, replace=rep, M=M3) for rep in (True, False)}
 
 
-@pytest.mark.parametrize("engine,mode,rep,seed", [("profile", "discrete", True, 1), ("profile", "discrete", True, 2),
-                                                  ("profile", "continuous", False, 3), ("queues", "discrete", False, 4),
-                                                  ("buckets", "continuous", True, 5)])
+@pytest.mark.parametrize(
+    "engine,mode,rep,seed",
+    [
+        ("profile", "discrete", True, 1),
+        ("profile", "discrete", True, 2),
+        ("profile", "continuous", False, 3),
+        ("queues", "discrete", False, 4),
+        ("buckets", "continuous", True, 5),
+    ],
+)
 def test_cv_estimates_agree_with_the_exact_law_of_n3(laws, engine, mode, rep, seed):
     """E[u_i], E[P_i], the mean queue length and the mean sojourn time against the exact
     stationary law, within 4.5 of their control-variate standard errors (plus the
     truncation mass of the exact law), with the controls actually used."""
     law = laws[rep]
-    res = simulate(N3, D3, LAM3, steps=400_000, burn_in=10_000, engine=engine, time_mode=mode, replace=rep,
-                   seed=seed)
+    res = simulate(N3, D3, LAM3, steps=400_000, burn_in=10_000, engine=engine, time_mode=mode, replace=rep, seed=seed)
     assert res.control_variates and len(res.controls) >= 3
     vr = res.variance_reduction
     assert vr["u_mean"][1] > 2 and np.isfinite(vr["mean_queue_length"])  # E[u_2] uses the controls
@@ -157,7 +163,7 @@ def test_d1_gives_the_closed_form_lambda_to_the_i():
     assert len(used) >= 4 and all(res.variance_reduction["u_mean"][i] > 1 for i in used)
     for i in range(6):
         assert abs(res.u_mean[i] - lam ** (i + 1)) <= Z * res.u_stderr[i], (i, res.u_mean[i], res.u_stderr[i])
-    assert abs(res.mean_queue_length - lam / (1 - lam)) <= Z * res.mean_queue_length_stderr + 20 * lam ** 20
+    assert abs(res.mean_queue_length - lam / (1 - lam)) <= Z * res.mean_queue_length_stderr + 20 * lam**20
 
 
 def test_the_variance_reduction_is_large_where_the_dynamics_are_nearly_linear():
@@ -179,8 +185,9 @@ def test_the_variance_reduction_is_large_where_the_dynamics_are_nearly_linear():
 def test_a_level_without_mass_keeps_its_plain_estimate_and_says_so():
     res = simulate(100, 2, 0.9, steps=300_000, start="fixed-point", seed=1)
     vr = res.variance_reduction["u_mean"]
-    rare = [i for i in range(len(res.u_mean)) if 0 < res.u_mean_plain[i] and math.isnan(vr[i])
-            and not res.u_reliable[i]]
+    rare = [
+        i for i in range(len(res.u_mean)) if res.u_mean_plain[i] > 0 and math.isnan(vr[i]) and not res.u_reliable[i]
+    ]
     assert rare, vr
     i = rare[-1]
     assert res.u_mean[i] == res.u_mean_plain[i]
@@ -194,18 +201,31 @@ def test_no_control_variates_reproduces_the_plain_numbers_bit_for_bit():
     """Values computed on main before control variates existed (same seeds), and the plain
     fields of a control-variate run equal to the plain run's fields."""
     a = simulate(100, 2, 0.9, steps=200_000, seed=1, control_variates=False)
-    assert [x.hex() for x in a.u_mean[:4]] == ['0x1.cc66813e59012p-1', '0x1.74680b821441dp-1',
-                                              '0x1.eae9325e211d8p-2', '0x1.b9c75162c922fp-3']
-    assert a.mean_queue_length.hex() == '0x1.302901ec694a4p+1'
-    assert a.mean_queue_length_stderr.hex() == '0x1.b19dca6df6a38p-5'
-    assert a.u_stderr[1].hex() == '0x1.3a0f82ae95dcfp-7'
-    assert a.sojourn.mean.hex() == '0x1.52404175e37e4p+1'
-    assert a.sojourn.stderr["mean"].hex() == '0x1.6c1d94fe16364p-5'
+    assert [x.hex() for x in a.u_mean[:4]] == [
+        "0x1.cc66813e59012p-1",
+        "0x1.74680b821441dp-1",
+        "0x1.eae9325e211d8p-2",
+        "0x1.b9c75162c922fp-3",
+    ]
+    assert a.mean_queue_length.hex() == "0x1.302901ec694a4p+1"
+    assert a.mean_queue_length_stderr.hex() == "0x1.b19dca6df6a38p-5"
+    assert a.u_stderr[1].hex() == "0x1.3a0f82ae95dcfp-7"
+    assert a.sojourn.mean.hex() == "0x1.52404175e37e4p+1"
+    assert a.sojourn.stderr["mean"].hex() == "0x1.6c1d94fe16364p-5"
     assert a.variance_reduction is None and a.controls == () and not a.control_variates
-    b = simulate(20, 3, 0.8, steps=100_000, seed=2, replace=False, time_mode="continuous", start="fixed-point",
-                 control_variates=False)
-    assert b.u_mean[2].hex() == '0x1.8da30bf323d98p-4' and b.mean_queue_length.hex() == '0x1.57474e696f920p+0'
-    assert b.mean_queue_length_stderr.hex() == '0x1.b473da5b6c507p-6'
+    b = simulate(
+        20,
+        3,
+        0.8,
+        steps=100_000,
+        seed=2,
+        replace=False,
+        time_mode="continuous",
+        start="fixed-point",
+        control_variates=False,
+    )
+    assert b.u_mean[2].hex() == "0x1.8da30bf323d98p-4" and b.mean_queue_length.hex() == "0x1.57474e696f920p+0"
+    assert b.mean_queue_length_stderr.hex() == "0x1.b473da5b6c507p-6"
     c = simulate(100, 2, 0.9, steps=200_000, seed=1)
     assert c.control_variates
     assert np.array_equal(c.u_mean_plain, a.u_mean) and np.array_equal(c.u_stderr_plain, a.u_stderr, equal_nan=True)
@@ -227,9 +247,11 @@ def test_an_error_bar_the_run_distrusts_is_nan_null_and_never_printed(cv_on):
     assert np.all(np.isnan(res.u_stderr)) and np.all(np.isnan(res.u_half_width))
     assert math.isnan(res.mean_queue_length_stderr) and math.isnan(res.mean_sojourn_time_stderr)
     assert np.all(np.isnan(res.ud_stderr))
-    assert math.isnan(res.sojourn.stderr["mean"]) and all(math.isnan(v) for v in res.sojourn.stderr["quantiles"].values())
+    se = res.sojourn.stderr
+    assert math.isnan(se["mean"]) and all(math.isnan(v) for v in se["quantiles"].values())
     assert all(x for x in res.u_note[:3])  # the reason is given
     from supermarket.jsonable import to_jsonable
+
     d = json.loads(json.dumps(to_jsonable(res.to_dict()), allow_nan=False))
     assert all(x is None for x in d["u_stderr"]) and d["mean_queue_length_stderr"] is None
     text = res.summary()
@@ -256,8 +278,10 @@ def test_precision_uses_the_control_variate_errors():
     kw = dict(steps=200_000, seed=1, start="fixed-point", precision=2e-3, max_steps=800_000)
     a = simulate(100, 2, 0.9, **kw)
     b = simulate(100, 2, 0.9, control_variates=False, **kw)
-    worst = max([a.mean_queue_length_half_width / a.mean_queue_length]
-                + [a.u_half_width[i] / a.u_mean[i] for i in range(len(a.u_mean)) if a.u_mean[i] >= 0.1])
+    worst = max(
+        [a.mean_queue_length_half_width / a.mean_queue_length]
+        + [a.u_half_width[i] / a.u_mean[i] for i in range(len(a.u_mean)) if a.u_mean[i] >= 0.1]
+    )
     assert a.precision["achieved"] == pytest.approx(worst, rel=1e-12)
     assert a.precision["achieved"] < b.precision["achieved"] / 3
 

@@ -29,8 +29,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["CONDITION_TOL", "EXACT_R2", "MAX_CONTROLS", "MIN_FIT_ROWS_PER_CONTROL", "CrossFit", "crossfit",
-           "ratio_series", "select_controls"]
+__all__ = [
+    "CONDITION_TOL",
+    "EXACT_R2",
+    "MAX_CONTROLS",
+    "MIN_FIT_ROWS_PER_CONTROL",
+    "CrossFit",
+    "crossfit",
+    "ratio_series",
+    "select_controls",
+]
 
 MAX_CONTROLS = 8
 """At most this many controls (the lowest levels with mass carry nearly all the gain; each
