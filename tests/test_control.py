@@ -109,6 +109,53 @@ def test_controls_that_do_not_help_fall_back_to_the_plain_estimate():
     assert not c.used and c.est is plain and math.isnan(c.ratio) and "did not reduce" in c.reason
 
 
+def test_the_adjusted_error_has_at_most_one_degree_of_freedom_per_25_relaxation_times():
+    """The adjusted standard error's degrees of freedom are capped by the run's length in
+    slow-mode relaxation times, T/(25·relax), whatever the number of blocks (docs/model.md
+    §9.1): 4096 batches of length 1 with relax = 8 and 16 leave hundreds of blocks (blocking
+    claims about a third as many degrees of freedom), capped at 4096/(25·8) = 20.48 and
+    10.24; with relax = 0.1 the cap (1638) is above blocking's, less the m = 2 controls.
+    Mutations caught: the cap removed, relax not in the units of T, the controls no longer
+    subtracted below the cap."""
+    rng = np.random.default_rng(13)
+    N, m = 4096, 2
+    zz = rng.normal(size=(N, m))
+    y = 1 + zz @ np.array([1.0, -2.0]) + 0.3 * rng.normal(size=N)
+    T = np.ones(N)
+    for relax, want in ((8.0, N / (cv.DOF_RELAXATION_TIMES * 8.0)), (16.0, N / (cv.DOF_RELAXATION_TIMES * 16.0))):
+        plain = es._estimate([(y, T)], relax=relax)
+        c = es._cv_estimate([(y, T)], [zz], plain, relax=relax)
+        assert c.used and c.est.reliable
+        b = stats.blocking(cv.ratio_series(c.adjusted[0], T), min_block_size=int(relax))
+        assert b.dof - m > want  # the cap binds
+        assert c.est.dof == pytest.approx(want) and c.est.stderr == pytest.approx(b.stderr)
+    # a long run in relaxation times: blocking less m is the smaller (relax = 0.1: cap 1638)
+    plain = es._estimate([(y, T)], relax=0.1)
+    c = es._cv_estimate([(y, T)], [zz], plain, relax=0.1)
+    b = stats.blocking(cv.ratio_series(c.adjusted[0], T), min_block_size=1)
+    assert b.dof - m < N / (cv.DOF_RELAXATION_TIMES * 0.1) and c.est.dof == pytest.approx(b.dof - m)
+
+
+@pytest.mark.parametrize("r2,used", [(0.3, False), (0.85, True)])
+def test_the_controls_are_used_only_for_at_least_a_twofold_variance_gain(r2, used):
+    """y = √R²·z + √(1 − R²)·ε with independent standard normals: the controls remove the
+    fraction R² of the variance, a gain of 1/(1 − R²): 1.43 at R² = 0.3 (below 2: the plain
+    estimate is kept, and says why), 6.7 at 0.85 (used).  Mutation caught: choosing the
+    smaller of the two errors (the 1.43 gain would be used)."""
+    rng = np.random.default_rng(17)
+    N = 4096
+    z = rng.normal(size=N)
+    y = math.sqrt(r2) * z + math.sqrt(1 - r2) * rng.normal(size=N)
+    T = np.ones(N)
+    plain = es._estimate([(y, T)])
+    c = es._cv_estimate([(y, T)], [z[:, None]], plain, relax=None)
+    assert c.used is used
+    if used:
+        assert abs(c.ratio * (1 - r2) - 1) < 0.2  # the stated gain is 1/(1 − R²) within its noise
+    else:
+        assert c.est is plain and "2-fold" in c.reason
+
+
 # ----------------------------------------------------------------- simulate: exact facts
 N3, D3, LAM3, M3 = 3, 2, 0.6, 16
 
@@ -308,3 +355,21 @@ def test_cli_control_variates_switch():
 def test_control_variates_must_be_a_bool():
     with pytest.raises(TypeError, match="control_variates"):
         simulate(10, 2, 0.5, steps=100, control_variates="yes")
+
+
+@pytest.mark.slow
+def test_adjusted_intervals_cover_in_heavy_traffic():
+    """n = 1000, d = 50, λ = 0.99, 8·10^6 steps (78 slow-mode relaxation times), 100 runs
+    (seeds of benchmarks/cv_spot_check.py --seed 7): the adjusted 95 % intervals of E[u_2]
+    and the mean queue length cover a long reference run's values (8·10^8 steps, its own
+    s.e. a tenth of one run's error) at least 89 times (Binomial(100, 0.95) less 3 s.d.).
+    Measured 93 and 91; with blocking's degrees of freedom (no cap) the mean queue length
+    covered 83 to 85 of 100 at two other seeds.  About a minute."""
+    ref = {"u2": 0.6301899, "q": 1.6264649}
+    cov = {"u2": 0, "q": 0}
+    for s in np.random.SeedSequence(7).spawn(100):
+        r = simulate(1000, 50, 0.99, steps=8_000_000, seed=s, start="fixed-point")
+        cov["u2"] += bool(abs(r.u_mean[1] - ref["u2"]) <= r.u_half_width[1])
+        cov["q"] += bool(abs(r.mean_queue_length - ref["q"]) <= r.mean_queue_length_half_width)
+    floor = 100 * 0.95 - 3 * math.sqrt(100 * 0.95 * 0.05)
+    assert cov["u2"] >= floor and cov["q"] >= floor, cov

@@ -417,10 +417,11 @@ class _CV:
 def _cv_estimate(parts, controls, plain, relax, bounds=(-math.inf, math.inf), force=False) -> _CV:
     """One quantity with the controls ``controls`` (per replication, batches x m): the
     split-sample adjusted integrals (:func:`.control.crossfit`) through the same error
-    analysis as the plain ones (:func:`_estimate`), with ``m`` fewer degrees of freedom; the
-    adjusted estimate is used when its error is the smaller (see docs/model.md §9.1), else the
-    plain estimate ``plain`` with the reason (``force``: the adjusted one whenever it exists
-    and lies in ``bounds``)."""
+    analysis as the plain ones (:func:`_estimate`), with ``m`` fewer degrees of freedom and at
+    most one per ``DOF_RELAXATION_TIMES`` relaxation times of the run; the adjusted estimate is
+    used when its estimated variance is at least ``MIN_GAIN`` times smaller (see docs/model.md
+    §9.1), else the plain estimate ``plain`` with the reason (``force``: the adjusted one
+    whenever it exists and lies in ``bounds``)."""
     from . import control as _cv
 
     fit = _cv.crossfit(parts, controls)
@@ -433,9 +434,14 @@ def _cv_estimate(parts, controls, plain, relax, bounds=(-math.inf, math.inf), fo
     m = fit.controls
     T_parts = [T for _, T in parts]
     e = _estimate(list(zip(fit.adjusted, T_parts)), relax=relax)
-    if math.isfinite(e.dof):
-        e = dataclasses.replace(e, dof=max(e.dof - m, 1.0))  # m coefficients estimated
     Ttot = sum(float(T.sum()) for T in T_parts)
+    if math.isfinite(e.dof):
+        dof = e.dof - m  # m coefficients estimated
+        if e.method in ("blocking", "pooled") and relax and relax > 0:
+            # the residual's error is carried by the slow mode's rare excursions: at most one
+            # degree of freedom per DOF_RELAXATION_TIMES relaxation times (docs/model.md §9.1)
+            dof = min(dof, Ttot / (_cv.DOF_RELAXATION_TIMES * relax))
+        e = dataclasses.replace(e, dof=max(dof, 1.0))
     value = sum(float(a.sum()) for a in fit.adjusted) / Ttot
     if not bounds[0] <= value <= bounds[1]:
         return _CV(plain, reason=f"the adjusted estimate {value:.3g} lies outside its range")
@@ -445,6 +451,9 @@ def _cv_estimate(parts, controls, plain, relax, bounds=(-math.inf, math.inf), fo
     if e.reliable and plain.reliable:
         if not e.stderr < plain.stderr:
             return _CV(plain, reason="the controls did not reduce the error")
+        if not plain.stderr**2 >= _cv.MIN_GAIN * e.stderr**2:
+            return _CV(plain, reason=f"the controls did not reduce the variance {_cv.MIN_GAIN:g}-fold (a smaller "
+                       "gain is within the noise of the two estimated errors)")
     elif plain.reliable:
         return _CV(plain, reason="the error of the adjusted series cannot be estimated")
     elif not e.reliable and not (e.stderr < plain.stderr):
