@@ -229,6 +229,29 @@ def test_the_variance_reduction_is_large_where_the_dynamics_are_nearly_linear():
     assert d0 == pytest.approx(res.u_mean_plain[1] - 0.9 * res.ud_mean_plain[0], abs=1e-12)
 
 
+def test_a_remainder_of_rare_levels_keeps_the_plain_mean_queue_length():
+    """d = 1, n = 20, λ = 0.5: the controls Z_1..Z_8 determine u_1..u_8 exactly (u_i = Z_i + λu_{i−1}),
+    so what they leave of the mean queue length is Σ_{i>8} u_i, occupied in a few per cent of the
+    batches; its blocking error is erratic run to run (measured over 100 runs: coverage 0.85,
+    sd(z) 1.38), so the plain estimate is kept, with the reason (coverage 0.94 over the same runs)."""
+    res = simulate(20, 1, 0.5, steps=200_000, start="fixed-point", seed=3)
+    assert res.mean_queue_length == res.mean_queue_length_plain
+    assert any("mean queue length" in x and "rarely occupied levels above" in x for x in res.control_notes), \
+        res.control_notes
+    # a large system keeps its gain: nothing rare above the controls
+    big = simulate(1000, 2, 0.9, steps=2_000_000, start="fixed-point", seed=3)
+    assert big.variance_reduction["mean_queue_length"] > 50
+
+
+def test_tiny_systems_block_over_the_m_m_n_relaxation_time():
+    """The slow mode of the mean field misses the slow excursions of the total at tiny n: the
+    relaxation time used for blocks and degrees of freedom is at least M/M/n's 1/(n(1−√λ)²)."""
+    from supermarket.simulation.estimate import relaxation_time
+
+    assert relaxation_time(2, 0.9, n=3) == pytest.approx(1 / (3 * (1 - math.sqrt(0.9)) ** 2), rel=1e-12)
+    assert relaxation_time(2, 0.9, n=1000) == relaxation_time(2, 0.9)
+
+
 def test_a_level_without_mass_keeps_its_plain_estimate_and_says_so():
     res = simulate(100, 2, 0.9, steps=300_000, start="fixed-point", seed=1)
     vr = res.variance_reduction["u_mean"]
