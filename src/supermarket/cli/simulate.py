@@ -54,7 +54,7 @@ def _number(name: str, text):
               help=f"Events after burn-in (1e7 accepted). Default {DEFAULT_STEPS:.0e} unless --time is given.")
 @click.option("--time", "time_", type=FLOAT, default=None,
               help="Horizon in continuous-time units after burn-in (instead of --steps).")
-@click.option("--burn-in-steps", "burn_in_steps", type=COUNT, default=None,
+@click.option("--burn-in-steps", "burn_in_steps", type=CountType(minimum=0), default=None,
               help="Burn-in in events, with a horizon in --steps. Default: a tenth of the horizon.")
 @click.option("--burn-in-time", "burn_in_time", type=FLOAT, default=None,
               help="Burn-in in continuous-time units, with a horizon in --time. Default: a tenth of the horizon.")
