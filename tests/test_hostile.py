@@ -730,3 +730,63 @@ def test_sweep_says_when_the_scheduler_is_gone(tmp_path):
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert rc == 2 and len(lines) == 1 and "lost the Dask scheduler" in lines[0], err
     assert "Traceback" not in err and "CancelledError" not in err
+
+
+# =========================================================================== reproduce: files whole
+def _failing_fsync(fd):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_reproduce_tables_and_figures_are_written_whole(tmp_path, monkeypatch):
+    """A write that fails midway (a full disk at the final sync) leaves each earlier file of a
+    reproduction unchanged and no temporary file beside it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from supermarket import _files
+    from supermarket.experiments import paper002
+    from supermarket.experiments.paper000 import output
+
+    names = ["T.csv", "T.json", "F.png", "m.csv", "g.png"]
+    for name in names:
+        (tmp_path / name).write_text("earlier")
+    monkeypatch.setattr(_files.os, "fsync", _failing_fsync)
+    rows = [{"a": 1, "b": [1, 2]}]
+    with pytest.raises(OSError):
+        output._write_table(tmp_path, "T", rows, {"x": 1})
+    with pytest.raises(OSError):
+        output._save_figure(plt.figure(), tmp_path, "F")
+    with pytest.raises(OSError):
+        paper002._write_csv(tmp_path / "m.csv", rows)
+    with pytest.raises(OSError):
+        paper002._save_figure(plt.figure(), tmp_path / "g.png", 100)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names)  # no temporary left
+    assert all((tmp_path / name).read_text() == "earlier" for name in names)
+    monkeypatch.undo()
+    output._write_table(tmp_path, "T", rows, {"x": 1})  # and a write that succeeds replaces them
+    assert (tmp_path / "T.csv").read_bytes() == b'a,b\r\n1,"[1, 2]"\r\n'  # as csv writes it
+    assert json.loads((tmp_path / "T.json").read_text()) == {"meta": {"x": 1}, "rows": [{"a": 1, "b": [1, 2]}]}
+
+
+def test_reproduce_writes_only_through_the_atomic_writer():
+    """No plain open(..., "w"), write_text or savefig-to-a-path left in the experiments."""
+    import re
+
+    root = Path(SRC) / "supermarket" / "experiments"
+    bad = re.compile(r"""open\([^)]*["'][wa]b?["']|\.write_text\(|\.write_bytes\(|savefig\((?!buf)""")
+    hits = [f"{p.name}:{i}: {ln.strip()}" for p in root.rglob("*.py")
+            for i, ln in enumerate(p.read_text().splitlines(), 1) if bad.search(ln)]
+    assert not hits, hits
+
+
+def test_reproduce_write_failure_is_one_line(tmp_path, monkeypatch):
+    from supermarket.experiments import paper002
+
+    def run(out_dir, **kw):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(paper002, "run", run)
+    r = invoke("reproduce", "paper002", "--quick", "--out", tmp_path)
+    refused(r, "could not write", str(tmp_path), "No space left", code=1)
