@@ -145,3 +145,28 @@ def test_cli_exact_json_and_errors(tmp_path):
     assert bad.exit_code == 2 and "too large" in bad.output and "Traceback" not in bad.output
     bad = run.invoke(main, ["exact", "--n", "2", "--d", "3", "--no-replace"])
     assert bad.exit_code == 2
+
+
+@pytest.mark.parametrize("n,cap", [(1, 5), (2, 7), (3, 4), (4, 9), (6, 3), (8, 2)])
+def test_count_nonzeros_is_the_built_matrix(n, cap):
+    """The closed form the cost model uses, against the generator actually built."""
+    from supermarket.stationary import _build, count_nonzeros
+
+    Q = _build(n, 2, 0.7, True, cap)[0]
+    assert count_nonzeros(n, cap) == Q.nnz
+    Qw = _build(n, min(2, n), 0.7, False, cap)[0]  # without replacement: an upper bound
+    assert Qw.nnz <= count_nonzeros(n, cap)
+
+
+def test_cost_model_is_monotone_and_refuses_nothing_that_runs_today():
+    """The predicted cost grows with the cap and with n; the systems of the docs' size table
+    (each solved in seconds) stay under the default limit, the issue's case does not."""
+    from supermarket.stationary import MAX_SECONDS, estimate_seconds, least_states
+
+    for n in (1, 3, 6):
+        e = [estimate_seconds(n, c) for c in range(1, 60)]
+        assert all(a < b for a, b in zip(e, e[1:]))
+    assert all(estimate_seconds(n, 20) < estimate_seconds(n + 1, 20) for n in range(1, 10))
+    for n, d, lam in [(1, 2, 0.9), (2, 2, 0.9), (3, 2, 0.9), (4, 2, 0.9), (4, 2, 0.7), (5, 2, 0.7), (6, 2, 0.7)]:
+        assert estimate_seconds(n, least_states(n, d, lam)[0]) < MAX_SECONDS / 4, (n, d, lam)
+    assert estimate_seconds(8, least_states(8, 3, 0.9)[0]) > MAX_SECONDS

@@ -488,6 +488,116 @@ def test_exact_refuses_hopeless_searches_at_once():
     assert least_states(8, 3, 0.9)[1] > 100_000  # n = 8: the command says "expect minutes" first
 
 
+@pytest.mark.parametrize(
+    "args,needles",
+    [
+        # issue 19: 47 s of work before refusing; its least cap is predicted to take 3 min
+        (("--n", 8, "--d", 3, "--load", 0.9), ("too slow", "735,471 states", "n <= 6 fits", "supermarket perfect")),
+        (("--n", 20), ("too large", "3,108,105 states")),
+        (("--tol", "1e-100"), ("least cap the search can end at",)),
+        (("--n", 7, "--d", 3, "--load", 0.9), ("too slow", "--max-seconds", "n <= 6 fits")),
+        (("--n", 4, "--cap", 60), ("too slow", "the cap 60", "a --cap up to 56 fits")),
+        (("--n", 5, "--load", 0.9, "--max-seconds", 1), ("max_seconds = 1 s", "n <= 4 fits")),
+    ],
+)
+def test_exact_refuses_slow_solves_before_any_work(args, needles, monkeypatch):
+    """The cost is predicted from the sizes alone: nothing is built (both the build and the
+    solve are made to fail), and the refusal is immediate."""
+    from supermarket import stationary
+
+    def never(*a, **k):
+        raise AssertionError("built or solved before refusing")
+
+    monkeypatch.setattr(stationary, "_build", never)
+    monkeypatch.setattr(stationary, "_stationary", never)
+    t0 = time.perf_counter()
+    refused(invoke("exact", *args), *needles)
+    assert time.perf_counter() - t0 < 1.0
+
+
+def test_exact_refusal_of_the_library_is_the_same_line():
+    from supermarket.stationary import solve
+
+    with pytest.raises(ValueError, match="too slow") as e:
+        solve(8, 3, 0.9)
+    line = refused(invoke("exact", "--n", 8, "--d", 3, "--load", 0.9))
+    assert line == f"supermarket: error: {e.value}"
+    with pytest.raises(ValueError, match="max_seconds must be"):
+        solve(2, 2, 0.5, max_seconds=0)
+    refused(invoke("exact", "--max-seconds", "0"), "--max-seconds must be a positive number")
+
+
+def test_exact_largest_fitting_n_is_the_boundary():
+    """The n the refusal names fits and n + 1 does not, by the same cost model."""
+    from supermarket.stationary import estimate_seconds, least_states, solve
+
+    import re
+
+    for n, d, lam, limit in ((8, 3, 0.9, 60.0), (6, 2, 0.9, 1.0), (7, 2, 0.9, 10.0)):
+        with pytest.raises(ValueError, match=r"n <= (\d+) fits") as e:
+            solve(n, d, lam, max_seconds=limit)
+        m = int(re.search(r"n <= (\d+) fits", str(e.value)).group(1))
+        assert 1 <= m < n
+        assert estimate_seconds(m, least_states(m, d, lam)[0]) <= limit
+        assert estimate_seconds(m + 1, least_states(m + 1, d, lam)[0]) > limit
+    with pytest.raises(ValueError, match=r"a --cap up to (\d+) fits") as e:
+        solve(4, 2, 0.9, cap=60)
+    c = int(re.search(r"up to (\d+) fits", str(e.value)).group(1))
+    assert estimate_seconds(4, c) <= 60 < estimate_seconds(4, c + 1)
+
+
+def test_exact_search_is_bounded_by_max_seconds(monkeypatch):
+    """With a cost model of one second per cap level, the search never starts a cap that would
+    take it past max_seconds: it clamps the extrapolated cap or refuses, saying so."""
+    from supermarket import stationary
+
+    tried = []
+    one = stationary._one
+
+    def counted(n, d, lam, replace, cap, *a):
+        tried.append(cap)
+        return one(n, d, lam, replace, cap, *a)
+
+    k = 1000.0  # predicted seconds per cap level: the real seconds spent are negligible beside it
+    monkeypatch.setattr(stationary, "estimate_seconds", lambda n, cap: k * cap)
+    monkeypatch.setattr(stationary, "_one", counted)
+    args = (2, 2, 0.9)
+    free = stationary.solve(*args, max_seconds=1e9)  # the unbounded search, for reference
+    end, steps = free.truncation["cap"], list(tried)
+    least = stationary.least_states(*args)[0]
+    assert len(steps) >= 3 and steps[-2] >= least and end > steps[-2] + 2, (steps, least)  # [8, 12, 56, 62]
+    tried.clear()
+    # the caps before the last fit, the last does not, nor any above the one before it: refused
+    with pytest.raises(ValueError, match=r"after \d+ s the cap search needs a cap of at least"):
+        stationary.solve(*args, max_seconds=k * (steps[-2] + 0.5))
+    assert tried == steps[:-1], (tried, steps)
+    tried.clear()
+    # the last is clamped to the largest cap that fits: that one is solved, then passes or is refused
+    try:
+        r = stationary.solve(*args, max_seconds=k * (end - 1.5))
+        assert r.truncation["cap"] == end - 2 and r.truncation["mass_at_cap"] < 1e-6
+    except ValueError as e:
+        assert "the cap search needs a cap of at least" in str(e)
+    assert tried == [*steps[:-1], end - 2], (tried, steps)
+    tried.clear()
+    r = stationary.solve(*args, max_seconds=k * (end + 0.5))  # the end cap itself fits: the same search
+    assert tried == steps and r.truncation == free.truncation
+
+
+@pytest.mark.slow
+def test_exact_solve_stops_at_ctrl_c():
+    """spilu runs in a thread: SIGINT mid-solve ends the command within seconds (130)."""
+    env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    p = subprocess.Popen([sys.executable, "-m", "supermarket", "exact", "--n", "6", "--load", "0.9", "--cap", "20"],
+                         stderr=subprocess.PIPE, text=True, env=env)
+    time.sleep(6)  # into the factorization of 230,230 states (about 25 s of CPU)
+    assert p.poll() is None
+    t0 = time.perf_counter()
+    p.send_signal(signal.SIGINT)
+    rc = p.wait(timeout=30)
+    assert rc == 130 and time.perf_counter() - t0 < 3.0, (rc, time.perf_counter() - t0, p.stderr.read())
+
+
 def test_meanfield_tiny_horizon_refused():
     from supermarket.meanfield import solve_meanfield
 

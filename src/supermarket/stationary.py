@@ -150,25 +150,37 @@ def estimate_seconds(n: int, cap: int) -> float:
     return BUILD_COEF * S * (n + cap) + SOLVE_COEF * count_nonzeros(n, cap) ** SOLVE_EXP
 
 
+ILU_THREAD = "supermarket-exact-ilu"
+
+
 def _interruptible(fn, *args, **kw):
-    """``fn(*args, **kw)`` in a daemon thread, the calling thread waiting in short joins.
+    """``fn(*args, **kw)`` in a helper thread, the calling thread waiting in short waits.
 
     SuperLU's ``spilu`` is one C call that releases the GIL but never checks for signals: run
     directly, Ctrl-C waits until it returns (tens of seconds for 10^5 states).  Here the main
-    thread takes the ``KeyboardInterrupt`` at once; the abandoned factorization ends with the
-    process.  The result is the same call's, bit for bit."""
+    thread takes the ``KeyboardInterrupt`` at once; the abandoned factorization runs on to its
+    end (bounded by ``max_seconds``) and its result is dropped.  The thread is not a daemon:
+    an interpreter that exits meanwhile waits for it (a daemon thread inside SuperLU crashes
+    the interpreter's finalization); the CLI, which has nothing left to do, exits at once
+    (:data:`ILU_THREAD` names it).  The result is the same call's, bit for bit."""
     box: dict = {}
+    done = threading.Event()
 
     def target():
         try:
             box["value"] = fn(*args, **kw)
         except BaseException as exc:  # handed to the caller
             box["error"] = exc
+        finally:
+            done.set()
 
-    th = threading.Thread(target=target, name="supermarket-exact-ilu", daemon=True)
+    th = threading.Thread(target=target, name=ILU_THREAD, daemon=False)
     th.start()
-    while th.is_alive():
-        th.join(0.1)
+    # an Event, not Thread.join: a KeyboardInterrupt inside join's lock leaves the thread
+    # marked as stopped while it runs on (Python 3.11), and the exit then crashes
+    while not done.wait(0.1):
+        pass
+    th.join()
     if "error" in box:
         raise box["error"]
     return box["value"]
@@ -583,8 +595,8 @@ def _check_size(n, cap, max_states, why=""):
 
 def _fits(n, cap, max_states, max_seconds) -> bool:
     S = math.comb(n + cap, n)
-    return (S <= max_states and S * _nonzeros_per_state(n, cap) * BYTES_PER_NONZERO <= _memory_limit()
-            and estimate_seconds(n, cap) <= max_seconds)
+    need = S * _nonzeros_per_state(n, cap) * BYTES_PER_NONZERO
+    return S <= max_states and need <= _memory_limit() and estimate_seconds(n, cap) <= max_seconds
 
 
 def _largest_fitting_n(n, d, lam, tol, max_states, max_seconds) -> int:
@@ -621,12 +633,14 @@ def _check_seconds(n, d, lam, tol, cap, max_states, max_seconds, *, fixed: bool,
         what = f"the cap {cap}"
         fit = f"a --cap up to {c} fits" if c >= 1 else "no cap fits at this n"
     else:
-        m = _largest_fitting_n(n, d, lam, tol, max_states, max_seconds)
-        what = ("the cap search ends at a cap of at least" if not spent else
-                f"after {spent:.0f} s the cap search needs a cap of at least")
-        what = f"{what} {cap}"
-        fit = (f"n <= {m} fits at this d, λ and tol" if m >= 1 else
-               "no n fits at this d, λ and tol") + " (or a larger --tol)"
+        if spent:  # the least cap fitted, the search's next one does not
+            what = f"after {spent:.0f} s the cap search needs a cap of at least {cap}"
+            fit = "a larger --max-seconds or --tol ends it"
+        else:
+            m = _largest_fitting_n(n, d, lam, tol, max_states, max_seconds)
+            what = f"the cap search ends at a cap of at least {cap}"
+            fit = (f"n <= {m} fits at this d, λ and tol" if m >= 1 else
+                   "no n fits at this d, λ and tol") + " (or a larger --tol)"
     raise ValueError(
         f"{head}{what} ({S:,} states, {count_nonzeros(n, cap):,} non-zeros) is predicted to take "
         f"{human_seconds(secs)}{' more' if spent else ''} on one core "

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import os
+import sys
 
 import click
 
@@ -61,8 +63,22 @@ def exact(n, d, load, replace, tol, cap, quantiles, profile_law, cdf_points, max
             click.echo(f"supermarket: the cap search ends at a cap of at least {M} ({S:,} states): expect at "
                        f"least {human_seconds(secs)} (one idle core; more on a busy one); a larger --tol or a "
                        "fixed --cap is faster", err=True)
-    res = run_once(scheduler, connect_timeout, solve, n, d, load, replace=replace, tol=tol, cap=cap, quantiles=qs,
-                   profile_law=profile_law, max_seconds=max_seconds)
+    try:
+        res = run_once(scheduler, connect_timeout, solve, n, d, load, replace=replace, tol=tol, cap=cap,
+                       quantiles=qs, profile_law=profile_law, max_seconds=max_seconds)
+    except KeyboardInterrupt:
+        import threading
+
+        from ..stationary import ILU_THREAD
+
+        if any(t.name == ILU_THREAD and t.is_alive() for t in threading.enumerate()):
+            # Ctrl-C during an incomplete LU (one C call that cannot be stopped): nothing is
+            # left to write, so leave now instead of waiting for the factorization to end
+            click.echo("supermarket: interrupted", err=True)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(130)
+        raise
     grid = None
     if cdf_points is not None:
         import numpy as np
