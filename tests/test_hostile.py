@@ -529,9 +529,9 @@ def test_exact_refusal_of_the_library_is_the_same_line():
 
 def test_exact_largest_fitting_n_is_the_boundary():
     """The n the refusal names fits and n + 1 does not, by the same cost model."""
-    from supermarket.stationary import estimate_seconds, least_states, solve
-
     import re
+
+    from supermarket.stationary import estimate_seconds, least_states, solve
 
     for n, d, lam, limit in ((8, 3, 0.9, 60.0), (6, 2, 0.9, 1.0), (7, 2, 0.9, 10.0)):
         with pytest.raises(ValueError, match=r"n <= (\d+) fits") as e:
