@@ -547,8 +547,9 @@ def test_exact_largest_fitting_n_is_the_boundary():
 
 
 def test_exact_search_is_bounded_by_max_seconds(monkeypatch):
-    """With a cost model of one second per cap level, the search never starts a cap that would
-    take it past max_seconds: it clamps the extrapolated cap or refuses, saying so."""
+    """With a cost model of k seconds per cap level, the search never starts a cap that would
+    take the predicted total past max_seconds: it clamps the extrapolated cap or refuses,
+    saying so (the predicted cost, not the clock: the caps tried depend on the inputs only)."""
     from supermarket import stationary
 
     tried = []
@@ -558,7 +559,7 @@ def test_exact_search_is_bounded_by_max_seconds(monkeypatch):
         tried.append(cap)
         return one(n, d, lam, replace, cap, *a)
 
-    k = 1000.0  # predicted seconds per cap level: the real seconds spent are negligible beside it
+    k = 1000.0  # predicted seconds per cap level
     monkeypatch.setattr(stationary, "estimate_seconds", lambda n, cap: k * cap)
     monkeypatch.setattr(stationary, "_one", counted)
     args = (2, 2, 0.9)
@@ -568,19 +569,19 @@ def test_exact_search_is_bounded_by_max_seconds(monkeypatch):
     assert len(steps) >= 3 and steps[-2] >= least and end > steps[-2] + 2, (steps, least)  # [8, 12, 56, 62]
     tried.clear()
     # the caps before the last fit, the last does not, nor any above the one before it: refused
-    with pytest.raises(ValueError, match=r"after \d+ s the cap search needs a cap of at least"):
-        stationary.solve(*args, max_seconds=k * (steps[-2] + 0.5))
+    with pytest.raises(ValueError, match=r"after caps predicted to take \S+ s the cap search needs a cap of at least"):
+        stationary.solve(*args, max_seconds=k * (sum(steps[:-1]) + 0.5))
     assert tried == steps[:-1], (tried, steps)
     tried.clear()
     # the last is clamped to the largest cap that fits: that one is solved, then passes or is refused
     try:
-        r = stationary.solve(*args, max_seconds=k * (end - 1.5))
+        r = stationary.solve(*args, max_seconds=k * (sum(steps[:-1]) + end - 1.5))
         assert r.truncation["cap"] == end - 2 and r.truncation["mass_at_cap"] < 1e-6
     except ValueError as e:
         assert "the cap search needs a cap of at least" in str(e)
     assert tried == [*steps[:-1], end - 2], (tried, steps)
     tried.clear()
-    r = stationary.solve(*args, max_seconds=k * (end + 0.5))  # the end cap itself fits: the same search
+    r = stationary.solve(*args, max_seconds=k * (sum(steps) + 0.5))  # the whole search fits: the same one
     assert tried == steps and r.truncation == free.truncation
 
 

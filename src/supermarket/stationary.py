@@ -620,7 +620,8 @@ def _largest_fitting_cap(n, cap, max_states, max_seconds) -> int:
 
 def _check_seconds(n, d, lam, tol, cap, max_states, max_seconds, *, fixed: bool, spent: float = 0.0):
     """Refuse (``ValueError``, one line) a cap whose predicted cost (:func:`estimate_seconds`),
-    after ``spent`` seconds already, exceeds ``max_seconds``; the message says what fits."""
+    after the predicted ``spent`` seconds of the caps already solved, exceeds ``max_seconds``;
+    the message says what fits."""
     secs = estimate_seconds(n, cap)
     if spent + secs <= max_seconds:
         return
@@ -634,7 +635,7 @@ def _check_seconds(n, d, lam, tol, cap, max_states, max_seconds, *, fixed: bool,
         fit = f"a --cap up to {c} fits" if c >= 1 else "no cap fits at this n"
     else:
         if spent:  # the least cap fitted, the search's next one does not
-            what = f"after {spent:.0f} s the cap search needs a cap of at least {cap}"
+            what = f"after caps predicted to take {spent:.3g} s the cap search needs a cap of at least {cap}"
             fit = "a larger --max-seconds or --tol ends it"
         else:
             m = _largest_fitting_n(n, d, lam, tol, max_states, max_seconds)
@@ -697,7 +698,9 @@ def solve(n, d, lam, *, replace=True, tol=DEFAULT_TOL, cap=None, quantiles=_resp
         (:func:`estimate_seconds`, one idle core) of the fixed ``cap``, or of the least cap the
         search can end at (:func:`least_states`), exceeds this; the message names the largest
         ``n`` (or ``cap``) that fits.  During the search a cap that would take the total past
-        it is clamped to the largest cap that fits, or refused: the run is bounded.
+        it (the predicted time of the caps solved so far plus this one: never the clock, so
+        the caps tried depend on the inputs only) is clamped to the largest cap that fits, or
+        refused: the run is bounded.
 
     Returns
     -------
@@ -752,7 +755,9 @@ def solve(n, d, lam, *, replace=True, tol=DEFAULT_TOL, cap=None, quantiles=_resp
         hist = []
         while True:
             _check_size(n, M, max_states)
-            spent = _time.perf_counter() - t0
+            # the predicted cost of the caps solved so far, not the clock: the caps tried (and so
+            # the answer) depend on the inputs only, never on how busy the machine is
+            spent = sum(estimate_seconds(n, m) for m, _ in hist)
             if prev is not None and spent + estimate_seconds(n, M) > max_seconds:
                 # the extrapolated cap would take the run past its limit: the largest cap
                 # above the last one that still fits, or a refusal (the run stays bounded)
