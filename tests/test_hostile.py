@@ -485,7 +485,7 @@ def test_exact_refuses_hopeless_searches_at_once():
     refused(invoke("exact", "--tol", "1e-100"), "least cap the search can end at")
     refused(invoke("exact", "--n", 10, "--d", 3, "--load", 0.9), "1,144,066 states")
     assert time.perf_counter() - t0 < 15
-    assert least_states(8, 3, 0.9)[1] > 100_000  # n = 8: the command says "expect minutes" first
+    assert least_states(8, 3, 0.9)[1] > 100_000  # n = 8: refused by its predicted time (below)
 
 
 @pytest.mark.parametrize(

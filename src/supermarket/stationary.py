@@ -541,8 +541,8 @@ def _least_cap(n: int, lam: float, tol: float) -> int:
     return max(1, math.floor((x - 1.0) / n) + 3) if x > 1.0 else 2
 
 
-#: Above this many states (at the least cap the search can end at) a solve takes minutes on
-#: one core: the command says so before it starts.
+#: Kept for callers: about where (at the least cap the search can end at) a solve starts to
+#: take many seconds.  The CLI now decides from :func:`estimate_seconds` instead.
 SLOW_STATES = 100_000
 
 
