@@ -640,8 +640,9 @@ def _check_seconds(n, d, lam, tol, cap, max_states, max_seconds, *, fixed: bool,
         else:
             m = _largest_fitting_n(n, d, lam, tol, max_states, max_seconds)
             what = f"the cap search ends at a cap of at least {cap}"
-            fit = (f"n <= {m} fits at this d, λ and tol" if m >= 1 else
-                   "no n fits at this d, λ and tol") + " (or a larger --tol)"
+            fit = (f"n <= {m} fits at its least cap at this d, λ and tol (the search often ends a few caps "
+                   "higher, at several times the cost), or a larger --tol" if m >= 1 else
+                   "no n fits at this d, λ and tol: a larger --tol")
     raise ValueError(
         f"{head}{what} ({S:,} states, {count_nonzeros(n, cap):,} non-zeros) is predicted to take "
         f"{human_seconds(secs)}{' more' if spent else ''} on one core "
