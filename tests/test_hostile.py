@@ -485,7 +485,118 @@ def test_exact_refuses_hopeless_searches_at_once():
     refused(invoke("exact", "--tol", "1e-100"), "least cap the search can end at")
     refused(invoke("exact", "--n", 10, "--d", 3, "--load", 0.9), "1,144,066 states")
     assert time.perf_counter() - t0 < 15
-    assert least_states(8, 3, 0.9)[1] > 100_000  # n = 8: the command says "expect minutes" first
+    assert least_states(8, 3, 0.9)[1] > 100_000  # n = 8: refused by its predicted time (below)
+
+
+@pytest.mark.parametrize(
+    "args,needles",
+    [
+        # issue 19: 47 s of work before refusing; its least cap is predicted to take 3 min
+        (("--n", 8, "--d", 3, "--load", 0.9), ("too slow", "735,471 states", "n <= 6 fits", "supermarket perfect")),
+        (("--n", 20), ("too large", "3,108,105 states")),
+        (("--tol", "1e-100"), ("least cap the search can end at",)),
+        (("--n", 7, "--d", 3, "--load", 0.9), ("too slow", "--max-seconds", "n <= 6 fits")),
+        (("--n", 4, "--cap", 60), ("too slow", "the cap 60", "a --cap up to 56 fits")),
+        (("--n", 5, "--load", 0.9, "--max-seconds", 1), ("max_seconds = 1 s", "n <= 4 fits")),
+    ],
+)
+def test_exact_refuses_slow_solves_before_any_work(args, needles, monkeypatch):
+    """The cost is predicted from the sizes alone: nothing is built (both the build and the
+    solve are made to fail), and the refusal is immediate."""
+    from supermarket import stationary
+
+    def never(*a, **k):
+        raise AssertionError("built or solved before refusing")
+
+    monkeypatch.setattr(stationary, "_build", never)
+    monkeypatch.setattr(stationary, "_stationary", never)
+    t0 = time.perf_counter()
+    refused(invoke("exact", *args), *needles)
+    assert time.perf_counter() - t0 < 1.0
+
+
+def test_exact_refusal_of_the_library_is_the_same_line():
+    from supermarket.stationary import solve
+
+    with pytest.raises(ValueError, match="too slow") as e:
+        solve(8, 3, 0.9)
+    line = refused(invoke("exact", "--n", 8, "--d", 3, "--load", 0.9))
+    assert line == f"supermarket: error: {e.value}"
+    with pytest.raises(ValueError, match="max_seconds must be"):
+        solve(2, 2, 0.5, max_seconds=0)
+    refused(invoke("exact", "--max-seconds", "0"), "--max-seconds must be a positive number")
+
+
+def test_exact_largest_fitting_n_is_the_boundary():
+    """The n the refusal names fits and n + 1 does not, by the same cost model."""
+    import re
+
+    from supermarket.stationary import estimate_seconds, least_states, solve
+
+    for n, d, lam, limit in ((8, 3, 0.9, 60.0), (6, 2, 0.9, 1.0), (7, 2, 0.9, 10.0)):
+        with pytest.raises(ValueError, match=r"n <= (\d+) fits") as e:
+            solve(n, d, lam, max_seconds=limit)
+        m = int(re.search(r"n <= (\d+) fits", str(e.value)).group(1))
+        assert 1 <= m < n
+        assert estimate_seconds(m, least_states(m, d, lam)[0]) <= limit
+        assert estimate_seconds(m + 1, least_states(m + 1, d, lam)[0]) > limit
+    with pytest.raises(ValueError, match=r"a --cap up to (\d+) fits") as e:
+        solve(4, 2, 0.9, cap=60)
+    c = int(re.search(r"up to (\d+) fits", str(e.value)).group(1))
+    assert estimate_seconds(4, c) <= 60 < estimate_seconds(4, c + 1)
+
+
+def test_exact_search_is_bounded_by_max_seconds(monkeypatch):
+    """With a cost model of k seconds per cap level, the search never starts a cap that would
+    take the predicted total past max_seconds: it clamps the extrapolated cap or refuses,
+    saying so (the predicted cost, not the clock: the caps tried depend on the inputs only)."""
+    from supermarket import stationary
+
+    tried = []
+    one = stationary._one
+
+    def counted(n, d, lam, replace, cap, *a):
+        tried.append(cap)
+        return one(n, d, lam, replace, cap, *a)
+
+    k = 1000.0  # predicted seconds per cap level
+    monkeypatch.setattr(stationary, "estimate_seconds", lambda n, cap: k * cap)
+    monkeypatch.setattr(stationary, "_one", counted)
+    args = (2, 2, 0.9)
+    free = stationary.solve(*args, max_seconds=1e9)  # the unbounded search, for reference
+    end, steps = free.truncation["cap"], list(tried)
+    least = stationary.least_states(*args)[0]
+    assert len(steps) >= 3 and steps[-2] >= least and end > steps[-2] + 2, (steps, least)  # [8, 12, 56, 62]
+    tried.clear()
+    # the caps before the last fit, the last does not, nor any above the one before it: refused
+    with pytest.raises(ValueError, match=r"after caps predicted to take \S+ s the cap search needs a cap of at least"):
+        stationary.solve(*args, max_seconds=k * (sum(steps[:-1]) + 0.5))
+    assert tried == steps[:-1], (tried, steps)
+    tried.clear()
+    # the last is clamped to the largest cap that fits: that one is solved, then passes or is refused
+    try:
+        r = stationary.solve(*args, max_seconds=k * (sum(steps[:-1]) + end - 1.5))
+        assert r.truncation["cap"] == end - 2 and r.truncation["mass_at_cap"] < 1e-6
+    except ValueError as e:
+        assert "the cap search needs a cap of at least" in str(e)
+    assert tried == [*steps[:-1], end - 2], (tried, steps)
+    tried.clear()
+    r = stationary.solve(*args, max_seconds=k * (sum(steps) + 0.5))  # the whole search fits: the same one
+    assert tried == steps and r.truncation == free.truncation
+
+
+@pytest.mark.slow
+def test_exact_solve_stops_at_ctrl_c():
+    """spilu runs in a thread: SIGINT mid-solve ends the command within seconds (130)."""
+    env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    p = subprocess.Popen([sys.executable, "-m", "supermarket", "exact", "--n", "6", "--load", "0.9", "--cap", "20"],
+                         stderr=subprocess.PIPE, text=True, env=env)
+    time.sleep(6)  # into the factorization of 230,230 states (about 25 s of CPU)
+    assert p.poll() is None
+    t0 = time.perf_counter()
+    p.send_signal(signal.SIGINT)
+    rc = p.wait(timeout=30)
+    assert rc == 130 and time.perf_counter() - t0 < 3.0, (rc, time.perf_counter() - t0, p.stderr.read())
 
 
 def test_meanfield_tiny_horizon_refused():
@@ -730,3 +841,63 @@ def test_sweep_says_when_the_scheduler_is_gone(tmp_path):
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert rc == 2 and len(lines) == 1 and "lost the Dask scheduler" in lines[0], err
     assert "Traceback" not in err and "CancelledError" not in err
+
+
+# =========================================================================== reproduce: files whole
+def _failing_fsync(fd):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_reproduce_tables_and_figures_are_written_whole(tmp_path, monkeypatch):
+    """A write that fails midway (a full disk at the final sync) leaves each earlier file of a
+    reproduction unchanged and no temporary file beside it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from supermarket import _files
+    from supermarket.experiments import paper002
+    from supermarket.experiments.paper000 import output
+
+    names = ["T.csv", "T.json", "F.png", "m.csv", "g.png"]
+    for name in names:
+        (tmp_path / name).write_text("earlier")
+    monkeypatch.setattr(_files.os, "fsync", _failing_fsync)
+    rows = [{"a": 1, "b": [1, 2]}]
+    with pytest.raises(OSError):
+        output._write_table(tmp_path, "T", rows, {"x": 1})
+    with pytest.raises(OSError):
+        output._save_figure(plt.figure(), tmp_path, "F")
+    with pytest.raises(OSError):
+        paper002._write_csv(tmp_path / "m.csv", rows)
+    with pytest.raises(OSError):
+        paper002._save_figure(plt.figure(), tmp_path / "g.png", 100)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names)  # no temporary left
+    assert all((tmp_path / name).read_text() == "earlier" for name in names)
+    monkeypatch.undo()
+    output._write_table(tmp_path, "T", rows, {"x": 1})  # and a write that succeeds replaces them
+    assert (tmp_path / "T.csv").read_bytes() == b'a,b\r\n1,"[1, 2]"\r\n'  # as csv writes it
+    assert json.loads((tmp_path / "T.json").read_text()) == {"meta": {"x": 1}, "rows": [{"a": 1, "b": [1, 2]}]}
+
+
+def test_reproduce_writes_only_through_the_atomic_writer():
+    """No plain open(..., "w"), write_text or savefig-to-a-path left in the experiments."""
+    import re
+
+    root = Path(SRC) / "supermarket" / "experiments"
+    bad = re.compile(r"""open\([^)]*["'][wa]b?["']|\.write_text\(|\.write_bytes\(|savefig\((?!buf)""")
+    hits = [f"{p.name}:{i}: {ln.strip()}" for p in root.rglob("*.py")
+            for i, ln in enumerate(p.read_text().splitlines(), 1) if bad.search(ln)]
+    assert not hits, hits
+
+
+def test_reproduce_write_failure_is_one_line(tmp_path, monkeypatch):
+    from supermarket.experiments import paper002
+
+    def run(out_dir, **kw):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(paper002, "run", run)
+    r = invoke("reproduce", "paper002", "--quick", "--out", tmp_path)
+    refused(r, "could not write", str(tmp_path), "No space left", code=1)

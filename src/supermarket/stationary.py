@@ -26,6 +26,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import threading
 import time as _time
 from dataclasses import dataclass, field
 
@@ -38,8 +39,8 @@ from . import response as _resp
 from .response.mixture import _check_quantiles
 from .theory import log_fixed_point
 
-__all__ = ["solve", "ExactResult", "count_states", "estimate_bytes", "least_states", "DEFAULT_TOL", "MAX_STATES",
-           "SLOW_STATES"]
+__all__ = ["solve", "ExactResult", "count_states", "count_nonzeros", "estimate_bytes", "estimate_seconds",
+           "least_states", "DEFAULT_TOL", "MAX_STATES", "MAX_SECONDS", "SLOW_STATES"]
 
 DEFAULT_TOL = 1e-6
 MAX_STATES = 1_000_000  # beyond this the solve takes many minutes on one core
@@ -80,6 +81,109 @@ def count_states(n: int, cap: int) -> int:
 
 def _nonzeros_per_state(n: int, cap: int) -> int:
     return 2 * min(n, cap + 1) + 1
+
+
+def count_nonzeros(n: int, cap: int) -> int:
+    """Non-zeros of the generator :func:`solve` builds at ``(n, cap)``, with replacement:
+    ``C(n+cap, n) + 2 cap C(n+cap−1, n−1)`` [derived].
+
+    One diagonal entry per state, one arrival per distinct length ``ℓ < cap`` present and one
+    departure per distinct length ``ℓ >= 1`` present; summed over the profiles, the number of
+    distinct lengths in ``{0..cap−1}`` (or in ``{1..cap}``) present is ``cap C(n+cap−1, n−1)``
+    (a given length is absent from ``C(n+cap−1, n)`` of the ``C(n+cap, n)`` profiles).
+    Without replacement an arrival's rate ``nλ (C(c_ℓ, d) − C(c_{ℓ+1}, d))/C(n, d)`` can be 0
+    (fewer than ``d`` queues at ``ℓ`` or above): then this is an upper bound.
+
+    Examples
+    --------
+    >>> count_nonzeros(1, 5)        # M/M/1/5: 6 diagonal, 5 up, 5 down
+    16
+    >>> count_nonzeros(8, 8)
+    115830
+    """
+    n = check_positive_int("n", n)
+    cap = check_positive_int("cap", cap)
+    return math.comb(n + cap, n) + 2 * cap * math.comb(n + cap - 1, n - 1)
+
+
+#: The cost model of one cap (one core, seconds; measured with ``time.process_time`` on the
+#: project's 2-core machine, d = 2, 3, λ = 0.7, 0.9, with replacement):
+#:
+#:   build ≈ BUILD_COEF · S · (n + cap)         (S states; the counts and the 2·cap event passes)
+#:   solve ≈ SOLVE_COEF · nnz ** SOLVE_EXP       (nnz = count_nonzeros: ILU(drop 1e-2) + GMRES)
+#:
+#: measured (n, d, cap: states, non-zeros, build s, solve s):
+#:   (8, 3,   8:  12,870,   115,830, 0.018, 0.20)   (4, 2,  30:  46,376,   373,736, 0.134, 1.56)
+#:   (5, 3,  20:  53,130,   478,170, 0.099, 1.47)   (5, 2,  15:  15,504,   131,784, 0.016, 0.30)
+#:   (6, 3,  14:  38,760,   364,344, 0.053, 0.81)   (8, 3,  10:  43,758,   432,718, 0.044, 1.00)
+#:   (3, 2,  60:  39,711,   266,631, 0.155, 0.94)   (4, 2,  40: 135,751, 1,123,031, 0.741, 8.66)
+#:   (2, 2, 300:  45,451,   226,051, 1.099, 0.28)   (3, 2, 100: 176,851, 1,207,051, 1.390, 7.81)
+#:   (7, 3,  14: 116,280, 1,201,560, 0.211, 3.29)   (5, 2,  24: 118,755, 1,101,555, 0.345, 9.76)
+#:   (6, 2,  20: 230,230, 2,355,430, 0.711, 35.8)
+#:
+#: a least-squares fit of log(solve) on log(nnz) (13 points, λ = 0.9 but (5, 2, 15) at 0.7):
+#: slope 1.63, each point within a factor 0.43–1.55 of the fit (ILU fill varies with the shape
+#: of the matrix; log-residual sd a factor 1.5); build within a factor 0.7–1.4.  Wall time
+#: equals this on an idle core and is 2–5 times more on a loaded machine.  (Before GMRES
+#: stopped on a residual relative to the solution, (8, 3, 8) took 28 s instead of 0.2 s:
+#: three ILUs x 40 restarts that could not reach |r| <= 1e-13 |b|.)
+BUILD_COEF = 9e-8
+SOLVE_COEF = 8.9e-10
+SOLVE_EXP = 1.63
+#: Default ``max_seconds`` of :func:`solve`: refuse a solve predicted to take longer.
+MAX_SECONDS = 60.0
+
+
+def estimate_seconds(n: int, cap: int) -> float:
+    """Predicted seconds (one idle core) to build and solve the chain at one ``(n, cap)``:
+    ``BUILD_COEF · S (n + cap) + SOLVE_COEF · nnz^SOLVE_EXP`` (fitted to measurements, see the
+    comment above :data:`BUILD_COEF`; good to a factor of about 2).
+
+    Examples
+    --------
+    >>> round(estimate_seconds(8, 16))     # n = 8, d = 3, λ = 0.9: the least cap its search can end at
+    180
+    >>> estimate_seconds(3, 20) < 0.1
+    True
+    """
+    S = count_states(n, cap)
+    return BUILD_COEF * S * (n + cap) + SOLVE_COEF * count_nonzeros(n, cap) ** SOLVE_EXP
+
+
+ILU_THREAD = "supermarket-exact-ilu"
+
+
+def _interruptible(fn, *args, **kw):
+    """``fn(*args, **kw)`` in a helper thread, the calling thread waiting in short waits.
+
+    SuperLU's ``spilu`` is one C call that releases the GIL but never checks for signals: run
+    directly, Ctrl-C waits until it returns (tens of seconds for 10^5 states).  Here the main
+    thread takes the ``KeyboardInterrupt`` at once; the abandoned factorization runs on to its
+    end (bounded by ``max_seconds``) and its result is dropped.  The thread is not a daemon:
+    an interpreter that exits meanwhile waits for it (a daemon thread inside SuperLU crashes
+    the interpreter's finalization); the CLI, which has nothing left to do, exits at once
+    (:data:`ILU_THREAD` names it).  The result is the same call's, bit for bit."""
+    box: dict = {}
+    done = threading.Event()
+
+    def target():
+        try:
+            box["value"] = fn(*args, **kw)
+        except BaseException as exc:  # handed to the caller
+            box["error"] = exc
+        finally:
+            done.set()
+
+    th = threading.Thread(target=target, name=ILU_THREAD, daemon=False)
+    th.start()
+    # an Event, not Thread.join: a KeyboardInterrupt inside join's lock leaves the thread
+    # marked as stopped while it runs on (Python 3.11), and the exit then crashes
+    while not done.wait(0.1):
+        pass
+    th.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def estimate_bytes(n: int, cap: int) -> int:
@@ -329,6 +433,15 @@ def _build(n: int, d: int, lam: float, replace: bool, cap: int):
     return Q, c[:, 1:cap + 1], P[:, 1:cap + 1], Y[:, -1]
 
 
+GMRES_TOL = 1e-15  # |πQ|_2 relative to max|Q_ii| Σπ: GMRES stops below it (see _stationary)
+
+
+class _Converged(Exception):
+    def __init__(self, y):
+        super().__init__()
+        self.y = y
+
+
 DIRECT_MAX_STATES = 6000  # below this a sparse LU is fastest; above, its fill-in explodes
 
 
@@ -360,10 +473,23 @@ def _stationary(Q, tot, x0=None) -> tuple[np.ndarray, float, str]:
             g = x0[order] / x0[0]
             guess = g[1:]
         method = None
+
+        def small_enough(y):
+            # GMRES's own test, |r| <= 1e-13 |b|, is out of reach in floating point when the
+            # empty state is rare (|y| = 1/π_0 - 1 huge: n = 8, d = 3, λ = 0.9 has π_0 ~ 5e-5,
+            # and 3 x 40 restarts took 67 s for 12,870 states); stop instead, after a restart,
+            # once the residual is small relative to the scale of the solution
+            if np.linalg.norm(sub @ y - rhs) <= GMRES_TOL * scale * (1.0 + np.abs(y).sum()):
+                raise _Converged(y)
+
         for drop, fill in ((1e-2, 5), (1e-3, 10), (1e-4, 20)):
-            ilu = spla.spilu(sub, drop_tol=drop, fill_factor=fill, permc_spec="NATURAL")
+            ilu = _interruptible(spla.spilu, sub, drop_tol=drop, fill_factor=fill, permc_spec="NATURAL")
             M = spla.LinearOperator(sub.shape, ilu.solve)
-            y, info = spla.gmres(sub, rhs, x0=guess, M=M, rtol=1e-13, atol=0.0, restart=60, maxiter=40)
+            try:
+                y, info = spla.gmres(sub, rhs, x0=guess, M=M, rtol=1e-13, atol=0.0, restart=60, maxiter=40,
+                                     callback=small_enough, callback_type="x")
+            except _Converged as stop:
+                y, info = stop.y, 0
             if info == 0:
                 method = f"GMRES + ILU(drop {drop:g})"
                 break
@@ -415,8 +541,8 @@ def _least_cap(n: int, lam: float, tol: float) -> int:
     return max(1, math.floor((x - 1.0) / n) + 3) if x > 1.0 else 2
 
 
-#: Above this many states (at the least cap the search can end at) a solve takes minutes on
-#: one core: the command says so before it starts.
+#: Kept for callers: about where (at the least cap the search can end at) a solve starts to
+#: take many seconds.  The CLI now decides from :func:`estimate_seconds` instead.
 SLOW_STATES = 100_000
 
 
@@ -467,6 +593,63 @@ def _check_size(n, cap, max_states, why=""):
     return S
 
 
+def _fits(n, cap, max_states, max_seconds) -> bool:
+    S = math.comb(n + cap, n)
+    need = S * _nonzeros_per_state(n, cap) * BYTES_PER_NONZERO
+    return S <= max_states and need <= _memory_limit() and estimate_seconds(n, cap) <= max_seconds
+
+
+def _largest_fitting_n(n, d, lam, tol, max_states, max_seconds) -> int:
+    """The largest ``m < n`` whose least cap (:func:`least_states`) fits the limits, 0 if none
+    (the cost grows with ``m``: searched upward)."""
+    best = 0
+    for m in range(1, n):
+        if not _fits(m, least_states(m, d, lam, tol)[0], max_states, max_seconds):
+            break
+        best = m
+    return best
+
+
+def _largest_fitting_cap(n, cap, max_states, max_seconds) -> int:
+    lo, hi = 0, cap  # the cost grows with the cap: bisect for the largest that fits
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if _fits(n, mid, max_states, max_seconds) else (lo, mid)
+    return lo
+
+
+def _check_seconds(n, d, lam, tol, cap, max_states, max_seconds, *, fixed: bool, spent: float = 0.0):
+    """Refuse (``ValueError``, one line) a cap whose predicted cost (:func:`estimate_seconds`),
+    after the predicted ``spent`` seconds of the caps already solved, exceeds ``max_seconds``;
+    the message says what fits."""
+    secs = estimate_seconds(n, cap)
+    if spent + secs <= max_seconds:
+        return
+    from ._results import human_seconds
+
+    S = math.comb(n + cap, n)
+    head = f"too slow: n={n}, d={d}, λ={lam:g}, tol={tol:g}: "
+    if fixed:
+        c = _largest_fitting_cap(n, cap, max_states, max_seconds)
+        what = f"the cap {cap}"
+        fit = f"a --cap up to {c} fits" if c >= 1 else "no cap fits at this n"
+    else:
+        if spent:  # the least cap fitted, the search's next one does not
+            what = f"after caps predicted to take {spent:.3g} s the cap search needs a cap of at least {cap}"
+            fit = "a larger --max-seconds or --tol ends it"
+        else:
+            m = _largest_fitting_n(n, d, lam, tol, max_states, max_seconds)
+            what = f"the cap search ends at a cap of at least {cap}"
+            fit = (f"n <= {m} fits at its least cap at this d, λ and tol (the search often ends a few caps "
+                   "higher, at several times the cost), or a larger --tol" if m >= 1 else
+                   "no n fits at this d, λ and tol: a larger --tol")
+    raise ValueError(
+        f"{head}{what} ({S:,} states, {count_nonzeros(n, cap):,} non-zeros) is predicted to take "
+        f"{human_seconds(secs)}{' more' if spent else ''} on one core "
+        f"(limit max_seconds = {max_seconds:g} s, --max-seconds); {fit}; "
+        "for larger systems use `supermarket perfect` (exact samples) or `supermarket simulate`")
+
+
 def _one(n, d, lam, replace, cap, keep, prev=None):
     Q, c, P, mx = _build(n, d, lam, replace, cap)
     tot = c.sum(axis=1)
@@ -487,7 +670,8 @@ def _one(n, d, lam, replace, cap, keep, prev=None):
 
 
 def solve(n, d, lam, *, replace=True, tol=DEFAULT_TOL, cap=None, quantiles=_resp.DEFAULT_QUANTILES,
-          profile_law: bool = False, max_states: int = MAX_STATES) -> ExactResult:
+          profile_law: bool = False, max_states: int = MAX_STATES,
+          max_seconds: float = MAX_SECONDS) -> ExactResult:
     """Exact stationary law of the ``(n, d, λ)`` supermarket chain (docs/model.md §11).
 
     Parameters
@@ -510,6 +694,14 @@ def solve(n, d, lam, *, replace=True, tol=DEFAULT_TOL, cap=None, quantiles=_resp
         Keep the whole law ``P(u = ·)`` (see :meth:`ExactResult.profile_law`).
     max_states : int
         Refuse (``ValueError``, before building) a cap whose state count exceeds this.
+    max_seconds : float, default MAX_SECONDS (60)
+        Refuse (``ValueError``, before building anything) when the predicted time
+        (:func:`estimate_seconds`, one idle core) of the fixed ``cap``, or of the least cap the
+        search can end at (:func:`least_states`), exceeds this; the message names the largest
+        ``n`` (or ``cap``) that fits.  During the search a cap that would take the total past
+        it (the predicted time of the caps solved so far plus this one: never the clock, so
+        the caps tried depend on the inputs only) is clamped to the largest cap that fits, or
+        refused: the run is bounded.
 
     Returns
     -------
@@ -535,6 +727,7 @@ def solve(n, d, lam, *, replace=True, tol=DEFAULT_TOL, cap=None, quantiles=_resp
     if tol > 0.1:
         raise ValueError(f"tol must lie in (0, 0.1]; got {tol!r}")
     max_states = check_positive_int("max_states", max_states)
+    max_seconds = check_positive_float("max_seconds", max_seconds)
     if not isinstance(profile_law, (bool, np.bool_)):
         raise TypeError(f"profile_law must be True or False; got {profile_law!r}")
     quantiles = _check_quantiles(quantiles)
@@ -544,6 +737,7 @@ def solve(n, d, lam, *, replace=True, tol=DEFAULT_TOL, cap=None, quantiles=_resp
     prev = None
     if cap is not None:
         _check_size(n, cap, max_states)
+        _check_seconds(n, d, lamf, tol, cap, max_states, max_seconds, fixed=True)
         sol = _one(n, d, lamf, params.replace, cap, profile_law)
         M = cap
     else:
@@ -557,9 +751,23 @@ def solve(n, d, lam, *, replace=True, tol=DEFAULT_TOL, cap=None, quantiles=_resp
         _check_size(n, max(M, _least_cap(n, lamf, tol)), max_states,
                     " (the least cap the search can end at: by comparison with M/M/n, P(max >= cap) "
                     "stays above tol below it, docs/model.md §11)")
+        least = max(M, _least_cap(n, lamf, tol))
+        _check_seconds(n, d, lamf, tol, least, max_states, max_seconds, fixed=False)
         hist = []
         while True:
             _check_size(n, M, max_states)
+            # the predicted cost of the caps solved so far, not the clock: the caps tried (and so
+            # the answer) depend on the inputs only, never on how busy the machine is
+            spent = sum(estimate_seconds(n, m) for m, _ in hist)
+            if prev is not None and spent + estimate_seconds(n, M) > max_seconds:
+                # the extrapolated cap would take the run past its limit: the largest cap
+                # above the last one that still fits, or a refusal (the run stays bounded)
+                fit = _largest_fitting_cap(n, M, max_states, max_seconds - spent)
+                if fit >= max(prev[0] + 1, least):
+                    M = fit
+                else:
+                    _check_seconds(n, d, lamf, tol, max(prev[0] + 1, least), max_states, max_seconds,
+                                   fixed=False, spent=spent)
             sol = _one(n, d, lamf, params.replace, M, profile_law, prev[1] if prev else None)
             mass = float(sol["max"][M])
             hist.append((M, mass))

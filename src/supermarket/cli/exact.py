@@ -2,11 +2,28 @@
 
 from __future__ import annotations
 
+import math
+import os
+import sys
+
 import click
 
 from ..model import MAX_CDF_POINTS
-from ._common import COUNT, CountType, LOAD, OUTPUT_FIGURE, print_json, save_figure
+from ._common import COUNT, CountType, FloatType, LOAD, OUTPUT_FIGURE, print_json, save_figure
 from .options import one_task_options, replace_option, run_once
+
+
+NOTE_SECONDS = 5.0  # a search predicted to take longer says so before it starts
+
+
+class _Seconds(FloatType):
+    """A positive finite number of seconds."""
+
+    def convert(self, value, param, ctx):
+        x = super().convert(value, param, ctx)
+        if not x > 0:
+            self.fail(f"--max-seconds must be a positive number of seconds; got {str(value)[:40]!r}", param, ctx)
+        return x
 
 
 @click.command()
@@ -21,28 +38,47 @@ from .options import one_task_options, replace_option, run_once
               help="Response-time quantile level (repeatable; default 0.5 0.9 0.99 0.999).")
 @click.option("--profile-law", "profile_law", is_flag=True, help="Also print P(u = ·) (states with probability ≥ tol).")
 @click.option("--cdf", "cdf_points", type=CountType(maximum=MAX_CDF_POINTS, minimum=2), default=None, help="Also print the sojourn/waiting CDF on this many grid points.")
+@click.option("--max-seconds", "max_seconds", type=_Seconds(), default=60.0, show_default=True,
+              help="Refuse at once a solve predicted (one idle core) to take longer; the refusal names the "
+                   "largest n (or --cap) that fits.")
 @click.option("--plot", "plot", type=OUTPUT_FIGURE, default=None,
               help="Save a figure (PNG, or by the suffix) of E[u_i] and the maximum.")
 @one_task_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def exact(n, d, load, replace, tol, cap, quantiles, profile_law, cdf_points, plot, scheduler, connect_timeout,
-          as_json):
+def exact(n, d, load, replace, tol, cap, quantiles, profile_law, cdf_points, max_seconds, plot, scheduler,
+          connect_timeout, as_json):
     """Exact stationary law of the profile chain for small n (docs/model.md §11): E[u_i], the
     law of the maximum queue length, the mean queue length and the response-time law, with
     the truncation bound; sparse linear algebra, no simulation."""
     from ..stationary import solve
     from ..response import DEFAULT_QUANTILES
     qs = tuple(quantiles) if quantiles else DEFAULT_QUANTILES
-    if cap is None and 0 < tol <= 0.1:
-        from ..stationary import MAX_STATES, SLOW_STATES, least_states
+    if cap is None and 0 < tol <= 0.1 and max_seconds > 0:
+        from .._results import human_seconds
+        from ..stationary import MAX_STATES, estimate_seconds, least_states
 
         M, S = least_states(n, d, load, tol)
-        if SLOW_STATES < S <= MAX_STATES:  # (larger ones are refused by solve, at once)
-            click.echo(f"supermarket: the cap search ends at a cap of at least {M} ({S:,} states, and each "
-                       "smaller cap it tries first): expect minutes; a larger --tol or a fixed --cap is "
-                       "faster", err=True)
-    res = run_once(scheduler, connect_timeout, solve, n, d, load, replace=replace, tol=tol, cap=cap, quantiles=qs,
-                   profile_law=profile_law)
+        secs = estimate_seconds(n, M) if S <= MAX_STATES else math.inf
+        if NOTE_SECONDS < secs <= max_seconds:  # (beyond the limits solve refuses at once, in one line)
+            click.echo(f"supermarket: the cap search ends at a cap of at least {M} ({S:,} states): expect at "
+                       f"least {human_seconds(secs)} (one idle core; more on a busy one); a larger --tol or a "
+                       "fixed --cap is faster", err=True)
+    try:
+        res = run_once(scheduler, connect_timeout, solve, n, d, load, replace=replace, tol=tol, cap=cap,
+                       quantiles=qs, profile_law=profile_law, max_seconds=max_seconds)
+    except KeyboardInterrupt:
+        import threading
+
+        from ..stationary import ILU_THREAD
+
+        if any(t.name == ILU_THREAD and t.is_alive() for t in threading.enumerate()):
+            # Ctrl-C during an incomplete LU (one C call that cannot be stopped): nothing is
+            # left to write, so leave now instead of waiting for the factorization to end
+            click.echo("supermarket: interrupted", err=True)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(130)
+        raise
     tr = res.truncation
     if tr["mass_at_cap"] >= tol:  # only a fixed --cap gets here: the law of a capped system, not of the model
         click.echo(f"supermarket: warning: P(some queue at the cap) = {tr['mass_at_cap']:.3g} ≥ --tol {tol:g} "

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import importlib
+import os
 import time
 
 import click
 
-from ._common import print_json
+from ._common import OutputError, print_json
 from .options import dask_client, json_option, out_option, parallel_options, seed_option
 
 EXPERIMENTS = {
@@ -46,6 +47,10 @@ def reproduce(paper, quick, out, seed, workers, scheduler, connect_timeout, as_j
     t0 = time.perf_counter()
     try:
         module.run(out_dir=out, quick=quick, seed=seed, workers=workers, client=client)
+    except OSError as exc:  # a file is written whole or not at all (supermarket._files.atomic_write)
+        where = exc.filename if exc.filename is not None else out
+        raise OutputError(f"could not write {os.fspath(where)!r}: {exc.strerror or exc}; every file there is "
+                          "whole (the earlier version of one not rewritten is unchanged)") from None
     finally:
         if client is not None:
             client.close()

@@ -28,6 +28,7 @@ import warnings
 import numpy as np
 
 from .. import fluctuations as fl
+from .._files import atomic_write, save_figure_atomic
 from ..model import spawn_seeds
 from . import paper002_claims as claims
 
@@ -41,6 +42,28 @@ CASES = {
 }
 
 NAMES = {"a": ("Z1", "Z2"), "b": ("Q", "Y"), "c": ("Q", "Y")}
+
+
+def _write_csv(path, rows: list[dict]) -> None:
+    """``rows`` as CSV (columns of the first row) written whole or not at all."""
+    import io
+
+    buf = io.StringIO(newline="")
+    w = csv.DictWriter(buf, fieldnames=list(rows[0]))
+    w.writeheader()
+    w.writerows(rows)
+    atomic_write(path, buf.getvalue())
+
+
+def _save_figure(fig, path, dpi: int) -> None:
+    """Write ``fig`` whole or not at all (no 0-byte or truncated PNG in place of an earlier
+    one) and close it."""
+    import matplotlib.pyplot as plt
+
+    try:
+        save_figure_atomic(fig, path, dpi=dpi)
+    finally:
+        plt.close(fig)
 
 
 def _agg():
@@ -75,8 +98,7 @@ def plot_paths(cmp: fl.Comparison, path: str, span: float = 30.0) -> None:
     axes[1, 1].set_xlabel("time")
     fig.suptitle(f"Regime ({p.regime}): {p.coordinates}", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save_figure(fig, path, 110)
 
 
 def plot_hist(cmp: fl.Comparison, path: str) -> None:
@@ -119,8 +141,7 @@ def plot_hist(cmp: fl.Comparison, path: str) -> None:
     ax.legend(fontsize=7)
     fig.suptitle(f"Regime ({p.regime}), n={p.n}, d_n={p.d}: stationary law (limits derived)", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save_figure(fig, path, 110)
 
 
 def plot_comparison(cmp: fl.Comparison, path: str) -> None:
@@ -191,20 +212,14 @@ def run(out_dir, quick=False, seed=0, workers=None, client=None) -> dict:
     _progress(f"the n^(-1/2) order: n = {', '.join(str(n) for n in scale_ns)} (2 × {scale_time:g} time units each) "
               f"[{len(CASES) + 1} of {len(CASES) + 1}, {_time.perf_counter() - t0:.0f} s so far]")
     scale = fl.scaling(scale_ns, time=scale_time, replications=2, seed=seeds[-1], workers=workers, client=client)
-    with open(os.path.join(out_dir, "moments.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    with open(os.path.join(out_dir, "scaling.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(scale[0].to_dict()))
-        w.writeheader()
-        w.writerows([r.to_dict() for r in scale])
+    _write_csv(os.path.join(out_dir, "moments.csv"), rows)
+    _write_csv(os.path.join(out_dir, "scaling.csv"), [r.to_dict() for r in scale])
     from ..jsonable import to_jsonable
 
-    with open(os.path.join(out_dir, "moments.json"), "w") as f:
-        json.dump(to_jsonable({"derived": fl.DERIVED_NOTE, "quick": quick, "seed": seed,
-                               "comparisons": {k: c.to_dict() for k, c in comparisons.items()},
-                               "scaling": [r.to_dict() for r in scale]}), f, indent=2)
+    atomic_write(os.path.join(out_dir, "moments.json"),
+                 json.dumps(to_jsonable({"derived": fl.DERIVED_NOTE, "quick": quick, "seed": seed,
+                                         "comparisons": {k: c.to_dict() for k, c in comparisons.items()},
+                                         "scaling": [r.to_dict() for r in scale]}), indent=2))
     secs = _time.perf_counter() - t0
     facts = {"regimes": [claims.regime_facts(k, c, AGREE_SIGMA) for k, c in comparisons.items()],
              "scaling": claims.scaling_facts(scale)}  # what the Claims table is computed from
@@ -323,8 +338,7 @@ def _summary(out_dir, comparisons, scale, warn_lines, quick, seed, secs, bridges
         L.append("- " + scaling_sentence(scale))
     if warn_lines:
         L += ["", "## Conditions that fail at these finite n (warned)", ""] + [f"- {w}" for w in warn_lines]
-    with open(os.path.join(out_dir, "summary.md"), "w") as f:
-        f.write("\n".join(L) + "\n")
+    atomic_write(os.path.join(out_dir, "summary.md"), "\n".join(L) + "\n")
 
 
 def scaling_sentence(scale) -> str:
@@ -548,8 +562,7 @@ def plot_study(pre_rows: list[dict], refl_rows: list[dict], path: str) -> None:
     ax.set_title("regime (c) limit: reflection schemes")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    _save_figure(fig, path, 100)
 
 
 def run_study(out_dir, *, quick=False, seed=0, workers=None, client=None, ns=None, chain_time=None, paths=None,
@@ -572,15 +585,11 @@ def run_study(out_dir, *, quick=False, seed=0, workers=None, client=None, ns=Non
         pre = prelimit_study(seed=seed, workers=workers, client=client)
         refl = reflection_study(seed=seed, workers=workers, client=client)
     for name, rows in (("prelimit.csv", pre), ("reflection.csv", refl)):
-        with open(os.path.join(out_dir, name), "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
+        _write_csv(os.path.join(out_dir, name), rows)
     md = study_markdown(pre, refl)
     secs = _time.perf_counter() - t0
-    with open(os.path.join(out_dir, "study.md"), "w") as f:
-        mode = "custom-size" if custom else ("quick" if quick else "full")
-        f.write(md + f"\n\n({mode} run, seed {seed}, {secs:.0f} s)\n")
+    mode = "custom-size" if custom else ("quick" if quick else "full")
+    atomic_write(os.path.join(out_dir, "study.md"), md + f"\n\n({mode} run, seed {seed}, {secs:.0f} s)\n")
     plot_study(pre, refl, os.path.join(out_dir, "study.png"))
     return {"prelimit": pre, "reflection": refl, "markdown": md, "seconds": secs}
 

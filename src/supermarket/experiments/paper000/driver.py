@@ -17,6 +17,7 @@ import numpy as np
 
 from ... import mixing as mx
 from ... import theory as th
+from ..._files import atomic_write
 from ...model import check_int, spawn_seeds
 from . import e1_e4_equilibrium as e1_e4
 from . import e2_e3_mixing as e2_e3
@@ -127,8 +128,7 @@ def run(out_dir, quick=False, seed=0, workers=None, client=None) -> dict:
             "out for this project (docs/model.md), not theorems of the papers.", ""]
     summary = ("\n".join(head) + "\n" + claims_markdown(results) + "\n"
                + "\n".join(results[k]["markdown"] for k in ("E1", "E2", "E3", "E4")))
-    (out / "summary.md").write_text(summary)
-    with open(out / "run.json", "w") as fh:
-        json.dump({"quick": quick, "seed": seed, "workers": workers, "wall_s": wall, "expected_s": est,
-                   "timings_s": timings}, fh, indent=2)
+    atomic_write(out / "summary.md", summary)  # whole or not at all, as every file of a reproduction
+    atomic_write(out / "run.json", json.dumps({"quick": quick, "seed": seed, "workers": workers, "wall_s": wall,
+                                               "expected_s": est, "timings_s": timings}, indent=2))
     return {"summary": summary, "wall_s": wall, "expected_s": est, "claims": claims_rows(results), **results}

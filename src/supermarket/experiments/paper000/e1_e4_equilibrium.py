@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ... import theory as th
+from ..._files import atomic_write
 from ...model import spawn_seeds
 from .equilibrium_run import SNAPSHOTS, _equilibrium_results, _task_seconds, equilibrium
 from .output import Z_FINDING, _bound_verdict, _mean_max_cell, _plt, _pm, _save_figure, _write_table
@@ -139,7 +140,7 @@ def e1_equilibrium(out: Path, *, quick: bool, seed, workers, client=None, result
     _write_table(out, "E1_equilibrium", rows, meta)
     _e1_figure(out, rows)
     md = _e1_markdown(rows)
-    (out / "E1_equilibrium.md").write_text(md)
+    atomic_write(out / "E1_equilibrium.md", md)
     return {"rows": rows, "markdown": md}
 
 
@@ -376,7 +377,7 @@ def e4_power_of_choices(out: Path, *, quick, seed, workers, client=None, results
                      f"{r['predictor_name']} = {r['predictor']:.3g} | {r['k_hypothesis']} |")
     lines += _e4_findings(rows, fits, ds)
     md = "\n".join(lines) + "\n"
-    (out / "E4_power_of_choices.md").write_text(md)
+    atomic_write(out / "E4_power_of_choices.md", md)
     return {"rows": rows, "fits": fits, "markdown": md}
 
 

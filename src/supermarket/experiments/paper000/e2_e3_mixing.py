@@ -13,6 +13,7 @@ import numpy as np
 
 from ... import mixing as mx
 from ... import theory as th
+from ..._files import atomic_write
 from ...model import spawn_seeds
 from .output import _fit_slope, _fmt, _plt, _progress, _save_figure, _write_table
 
@@ -71,7 +72,7 @@ def e2_mixing_scaling(out: Path, *, quick, seed, workers, client=None) -> dict:
     _write_table(out, "E2_mixing_scaling", rows, meta)
     _e2_figure(out, rows, fits)
     md = _e2_markdown(rows, fits, R)
-    (out / "E2_mixing_scaling.md").write_text(md)
+    atomic_write(out / "E2_mixing_scaling.md", md)
     return {"rows": rows, "fits": fits, "markdown": md}
 
 
@@ -233,7 +234,7 @@ def e3_bad_starts(out: Path, *, quick, seed, workers, client=None) -> dict:
     lines = _e3_markdown(rows, fits, lin, n=n, d=d, lam=lam, R=R)
     tv_lines, tv_dict = _e3_tv(out, quick=quick, seed=spawn_seeds(seed, len(starts) + 1)[-1], workers=workers, client=client)
     md = "\n".join(lines + tv_lines) + "\n"
-    (out / "E3_bad_starts.md").write_text(md)
+    atomic_write(out / "E3_bad_starts.md", md)
     return {"rows": rows, "fits": fits, "linear": lin, "tv": tv_dict, "markdown": md}
 
 

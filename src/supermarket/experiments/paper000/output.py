@@ -8,6 +8,7 @@ the data; none is fixed text that the data could contradict.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..._files import atomic_write, save_figure_atomic
 from ...jsonable import to_jsonable
 
 Z_FINDING = 4.5  # standard errors: a difference smaller than this is "within error"
@@ -37,14 +39,15 @@ def _write_table(out: Path, name: str, rows: list[dict], meta: dict) -> None:
         for k in r:
             if k not in cols:
                 cols.append(k)
-    with open(out / f"{name}.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=cols)
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: (json.dumps(_jsonable(v)) if isinstance(v, (list, dict, tuple)) else _jsonable(v))
-                        for k, v in r.items()})
-    with open(out / f"{name}.json", "w") as fh:
-        json.dump(_jsonable({"meta": meta, "rows": rows}), fh, indent=2)
+    fh = io.StringIO(newline="")
+    w = csv.DictWriter(fh, fieldnames=cols)
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: (json.dumps(_jsonable(v)) if isinstance(v, (list, dict, tuple)) else _jsonable(v))
+                    for k, v in r.items()})
+    # each file whole or not at all: a full disk or Ctrl-C leaves the earlier one in place
+    atomic_write(out / f"{name}.csv", fh.getvalue())
+    atomic_write(out / f"{name}.json", json.dumps(_jsonable({"meta": meta, "rows": rows}), indent=2))
 
 
 def _plt():
@@ -57,8 +60,10 @@ def _plt():
 def _save_figure(fig, out: Path, name: str) -> None:
     """Lay ``fig`` out, write it to ``out/<name>.png`` (110 dpi) and close it."""
     fig.tight_layout()
-    fig.savefig(out / f"{name}.png", dpi=110)
-    _plt().close(fig)
+    try:
+        save_figure_atomic(fig, out / f"{name}.png", dpi=110)  # whole or not at all
+    finally:
+        _plt().close(fig)
 
 
 def _fit_slope(x, y):
