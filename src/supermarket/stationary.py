@@ -94,6 +94,18 @@ def count_nonzeros(n: int, cap: int) -> int:
     Without replacement an arrival's rate ``nλ (C(c_ℓ, d) − C(c_{ℓ+1}, d))/C(n, d)`` can be 0
     (fewer than ``d`` queues at ``ℓ`` or above): then this is an upper bound.
 
+    Parameters
+    ----------
+    n : int
+        Servers, >= 1.
+    cap : int
+        The queue-length cap, >= 1.
+
+    Returns
+    -------
+    int
+        The number of non-zero entries of the generator.
+
     Examples
     --------
     >>> count_nonzeros(1, 5)        # M/M/1/5: 6 diagonal, 5 up, 5 down
@@ -138,6 +150,19 @@ def estimate_seconds(n: int, cap: int) -> float:
     """Predicted seconds (one idle core) to build and solve the chain at one ``(n, cap)``:
     ``BUILD_COEF · S (n + cap) + SOLVE_COEF · nnz^SOLVE_EXP`` (fitted to measurements, see the
     comment above :data:`BUILD_COEF`; good to a factor of about 2).
+
+    Parameters
+    ----------
+    n : int
+        Servers, >= 1.
+    cap : int
+        The queue-length cap, >= 1.
+
+    Returns
+    -------
+    float
+        Predicted CPU seconds of the build and the solve at this one cap (a whole cap search
+        solves several caps).
 
     Examples
     --------
