@@ -26,6 +26,13 @@ import pytest
 
 from hypothesis import settings as _hypothesis_settings
 
+# A suite started in the background of a non-interactive shell (`cmd &`) inherits SIGINT
+# ignored, and Python then never raises KeyboardInterrupt: the Ctrl-C tests (and the
+# children they start, which inherit the disposition) would test nothing.  Restore
+# Python's default handler, as an interactive start has it.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 # Property tests draw their examples from a fixed seed, so a CI run is reproducible: the
 # same examples every run (a counterexample, once found, is found again).
 _hypothesis_settings.register_profile("reproducible", derandomize=True, deadline=None)
