@@ -153,10 +153,8 @@ def estimate_seconds(n: int, cap: int) -> float:
 
     Parameters
     ----------
-    n : int
-        Servers, >= 1.
-    cap : int
-        The queue-length cap, >= 1.
+    n, cap : int
+        As in :func:`count_nonzeros`.
 
     Returns
     -------
