@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import time as _time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,6 +19,9 @@ from ..engines.queues import bitset_words, queues_kernel
 from ..engines.tables import FULL_TABLE_MAX_N, LW, WIN, p_table
 from ..engines.rng import new_state
 from ..model import Params, seed_to_uint64
+
+if TYPE_CHECKING:
+    from .run import RunPlan
 
 __all__ = ["Chain", "CHUNK_EVENTS"]
 
@@ -247,31 +251,30 @@ class _Rep:
     ``f`` and goes on with batches ``f`` times longer: the batches always stay equal.
     """
 
-    def __init__(self, spec, ss, r):
-        self.spec = spec
+    def __init__(self, plan: RunPlan, ss: np.random.SeedSequence, r: int):
+        self.plan = plan
         self.r = r
         self.ss = ss
-        self.ch = None
-        self.final = None
-        kind, H = spec["horizon"]
-        self.kind = kind
+        self.ch: Chain | None = None
+        self.final: dict | None = None
+        self.kind = kind = plan.horizon_kind
+        H = plan.horizon
         self.num = H if kind == "time" else int(H)  # batch length = num/den
-        self.den = spec["batches"]
-        self.target_batches = spec["batches"]
+        self.den = plan.batches
+        self.target_batches = plan.batches
         self.rows = {"c": [], "P": [], "max": [], "good": [], "T": [], "complete": []}
         self.burn_events = 0
         self.t_meas0 = 0.0
         self.ev_meas0 = 0
         self.partial = False
         self.wall = 0.0
-        self.total_work = spec["burn"] + H
+        self.total_work = plan.burn + H
 
     # ------------------------------------------------------------------ running
     def _chain(self):
-        spec = self.spec
-        ch = Chain(spec["params"], spec["engine"], spec["counts0"], seed_to_uint64(self.ss),
-                   continuous=spec["continuous"], k=spec["k"], lo=spec["lo"], hi=spec["hi"], lengths=spec["lengths"],
-                   record_levels=spec["record_levels"], _force_window=spec["force_window"])
+        p = self.plan
+        ch = Chain(p.params, p.engine, p.counts0, seed_to_uint64(self.ss), continuous=p.continuous, k=p.k, lo=p.lo,
+                   hi=p.hi, lengths=p.lengths, record_levels=p.record_levels, _force_window=p.force_window)
         # compile (or load from numba's cache) every kernel of the run before the clock starts
         ch.advance(max_events=0)
         ch.measures()
@@ -309,7 +312,7 @@ class _Rep:
         if self.ch is not None:
             ch = self.ch
             return (ch.counts(), ch.lengths() if self.r == 0 else None,
-                    ch.records() if self.spec["record_every"] > 0 else None)
+                    ch.records() if self.plan.record_every > 0 else None)
         if self.final is not None:
             return self.final["counts"], self.final["lengths"], self.final["records"]
         return np.zeros(0, np.int64), None, None
@@ -319,7 +322,7 @@ class _Rep:
         self.ch = self._chain()  # compiles (or loads) every kernel: kept out of the timed work
         t = _time.perf_counter()
         ch = self.ch
-        burn = self.spec["burn"]
+        burn = self.plan.burn
         ok = True
         if burn > 0:
             ok = (self._run_to(stop, done_frac, target_time=burn) if self.kind == "time"
@@ -328,15 +331,15 @@ class _Rep:
         self.t_meas0 = ch.now
         self.ev_meas0 = ch.events
         ch.start_measuring()
-        if self.spec["record_every"] > 0:
-            ch.start_recording(self.spec["record_every"])
+        if self.plan.record_every > 0:
+            ch.start_recording(self.plan.record_every)
         if ok:
             self._batches(stop, done_frac)
         else:
             self.partial = True
         self.wall += _time.perf_counter() - t
         done_frac[self.r] = 1.0
-        if self.spec["precision"] is None:
+        if self.plan.precision is None:
             self.release()
 
     def release(self):
@@ -344,7 +347,7 @@ class _Rep:
         server: replications beyond ``workers`` must not all stay in memory)."""
         ch = self.ch
         self.final = {"counts": ch.counts(), "lengths": ch.lengths() if self.r == 0 else None,
-                      "records": ch.records() if self.spec["record_every"] > 0 else None, "events": ch.events}
+                      "records": ch.records() if self.plan.record_every > 0 else None, "events": ch.events}
         self.ch = None
 
     def _batches(self, stop, done_frac):
@@ -385,7 +388,7 @@ class _Rep:
             rows[key] = list(np.asarray(rows[key]).reshape(B // f, f).sum(axis=1))
         rows["complete"] = [True] * (B // f)
         self.num = self.num * f
-        self.total_work = self.spec["burn"] + self.num
+        self.total_work = self.plan.burn + self.num
 
     def extend(self, stop, done_frac):
         t = _time.perf_counter()

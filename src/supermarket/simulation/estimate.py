@@ -145,12 +145,12 @@ def _estimate(parts, min_blocks=MIN_BLOCKS, relax=None) -> ErrorEstimate:
     return ErrorEstimate(mean, e.stderr, e.dof, e.n_eff, e.tau_int, e.reliable, e.method, e.blocks, 1, e.note)
 
 
-def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None) -> SimulationResult:
-    params = spec["params"]
+def _summarize(plan, reps, wall, interrupted, single=False, precision_state=None) -> SimulationResult:
+    params = plan.params
     n, lamf = params.n, params.lam
     rate = n * (1.0 + lamf)
-    continuous = spec["continuous"]
-    stable = spec["stable"]
+    continuous = plan.continuous
+    stable = plan.stable
     # blocks must span the slowest relaxation time (in the units of the batch lengths)
     try:
         relax = relaxation_time(params.d, lamf, n) * (1.0 if continuous else rate) if stable else None
@@ -203,14 +203,14 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
     est_P0 = [_estimate(p, relax=relax) for p in parts_P]
     parts_q = [(A["c"][idx, :L].sum(axis=1) / n, A["T"][idx]) for A, idx in used]
     est_q0 = _estimate(parts_q, relax=relax)
-    k = spec["k"] or None
+    k = plan.k or None
     good_plain = (sum(float(A["good"][idx].sum()) for A, idx in used) / Ttot) if k else None
     parts_g = [(A["good"][idx], A["T"][idx]) for A, idx in used] if k else None
     est_g0 = _estimate(parts_g, relax=relax) if k else None
     # rare levels: too few batches ever saw them for an error estimate
     seen = [sum(int(np.count_nonzero(A["c"][idx, i] > 0)) for A, idx in used) for i in range(L)]
     # ---- control variates: the identities Z_i = u_i − λP_{i−1} (docs/model.md §9.1)
-    cvs = _Controls(spec, used, L, n, lamf, seen, stable, forgotten_all, relax)
+    cvs = _Controls(plan, used, L, n, lamf, seen, stable, forgotten_all, relax)
     cu = [cvs.apply(p, est, own=i + 1, bounds=(0.0, 1.0), seen=seen[i])
           for i, (p, est) in enumerate(zip(parts_c, est_u0))]
     cP = [cvs.apply(p, est, own=i + 2, bounds=(0.0, 1.0), seen=seen[i])
@@ -280,7 +280,7 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
                      "precision=/--precision")
     if precision_state is not None and precision_state.get("cap_hit"):
         notes.append(f"precision {precision_state['target']:g} not reached: stopped at max_steps = "
-                     f"{spec['max_steps']:,} steps per replication (worst relative half-width "
+                     f"{plan.max_steps:,} steps per replication (worst relative half-width "
                      f"{precision_state.get('achieved', math.nan):.3g}); raise max_steps/--max-steps")
     # ---- the rest
     events = sum(rep.measured_events() for rep in reps)
@@ -296,7 +296,7 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
         traj = Trajectory(t=t - r0.t_meas0, u=cc / n, max=mxr, total=tot)
     per = ()
     if not single and len(reps) > 1:
-        per = tuple(_summarize(spec, [rep], rep.wall, interrupted, single=True) for rep in reps)
+        per = tuple(_summarize(plan, [rep], rep.wall, interrupted, single=True) for rep in reps)
     lamx = lamf
     nan = math.nan
 
@@ -308,11 +308,11 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
 
     P_adj = cvs.adjusted_matrix(cP, parts_P)
     trust = ok_all and q_rel
-    response = _response_times(ud_mean, P_adj, L, params, spec["engine"], relax, trust) if stable else None
+    response = _response_times(ud_mean, P_adj, L, params, plan.engine, relax, trust) if stable else None
     response_plain = response
     if cvs.on and stable:
         response_plain = _response_times(ud_plain, [(A["P"][idx, :L], A["T"][idx]) for A, idx in used], L,
-                                         params, spec["engine"], relax, ok_all and q0_rel)
+                                         params, plan.engine, relax, ok_all and q0_rel)
     vr = None
     if cvs.on:
         vr = {"u_mean": [c.ratio for c in cu], "ud_mean": [c.ratio for c in cP],
@@ -332,13 +332,13 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
              "good_set_fraction_stderr": se(est_g0, g0_rel) if k else None,
              "good_set_fraction_reliable": g0_rel}
     return SimulationResult(
-        params=params, engine=spec["engine"], time_mode="continuous" if continuous else "discrete",
+        params=params, engine=plan.engine, time_mode="continuous" if continuous else "discrete",
         steps=int(events), burn_in=int(burn_events), sim_time=float(sim_time),
         u_mean=u_mean, u_stderr=np.array([se(e, ok) for e, ok in zip(est_u, u_rel)]), ud_mean=ud_mean,
         ud_stderr=np.array([se(e, ok) for e, ok in zip(est_P, P_rel)]), max_queue_dist=mq,
         max_queue_dist_stderr={m: se(c.est, mx_rel[m]) for m, c in cm.items()}, max_queue_dist_plain=mq_plain,
         good_set_fraction=good, good_set_fraction_stderr=(se(est_g, g_rel) if k else None), k=k,
-        eps=float(spec["eps"]), mean_queue_length=float(mql), mean_queue_length_stderr=se(est_q, q_rel),
+        eps=float(plan.eps), mean_queue_length=float(mql), mean_queue_length_stderr=se(est_q, q_rel),
         mean_sojourn_time=float(mql) / lamx, mean_sojourn_time_stderr=se(est_q, q_rel) / lamx,
         events_per_second=(total_events / kernel_wall if kernel_wall > 0 else math.nan),
         wall_time=float(wall), partial=bool(interrupted or any(rep.partial for rep in reps)),
@@ -353,8 +353,8 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
         response=response,
         start_note=("the start is an exact stationary sample (perfect sampling, docs/model.md §12): no burn-in "
                     "was needed" + ("" if burn_events == 0 else f"; {int(burn_events):,} burn-in events were run anyway")
-                    if spec.get("perfect") else ""),
-        control_variates=bool(spec.get("control_variates", True)), controls=tuple(cvs.levels),
+                    if plan.perfect else ""),
+        control_variates=plan.control_variates, controls=tuple(cvs.levels),
         control_notes=cvs.notes(cu, cP, cq, cg, cm), variance_reduction=vr,
         u_mean_plain=plain["u_mean"], u_stderr_plain=plain["u_stderr"], u_reliable_plain=plain["u_reliable"],
         ud_mean_plain=plain["ud_mean"], ud_stderr_plain=plain["ud_stderr"],
@@ -493,14 +493,14 @@ class _Controls:
     """The controls of a run (docs/model.md §9.1): ``Z_i = u_i − λ P_{i−1}`` per batch, the
     levels chosen from the data, and the split-sample estimate of any quantity."""
 
-    def __init__(self, spec, used, L, n, lam, seen, stable, forgotten_all, relax):
+    def __init__(self, plan, used, L, n, lam, seen, stable, forgotten_all, relax):
         from . import control as _cv
 
         self.relax = relax
         self.levels = []
         self.reason = ""
         self.Z = None
-        self.on = bool(spec.get("control_variates", True))
+        self.on = plan.control_variates
         if not self.on:
             return
         if not stable:
