@@ -44,7 +44,8 @@ Where each part lives (one job per module; import from the package, not from the
   built on it;
 - :mod:`.estimate`: from batch integrals to a :class:`SimulationResult`: start-up (MSER-5),
   error bars, self-checks (``SELF_CHECK_Z``), response times;
-- :mod:`.results`: the result types :class:`SimulationResult` and :class:`Trajectory`;
+- :mod:`.results`: the result types :class:`SimulationResult`, :class:`Estimate` (one
+  reported quantity) and :class:`Trajectory`;
 - :mod:`.render`: the text of ``SimulationResult.summary`` and the figure of ``plot``.
 """
 
@@ -52,8 +53,8 @@ from __future__ import annotations
 
 from .chain import Chain
 from .estimate import SELF_CHECK_Z
-from .results import SimulationResult, Trajectory
+from .results import Estimate, SimulationResult, Trajectory
 from .run import BATCHES, DEFAULT_STEPS, ENGINES, MAX_RECORDS, PRECISION_LEVEL_MIN, TIME_MODES, simulate
 
-__all__ = ["simulate", "SimulationResult", "Trajectory", "Chain", "ENGINES", "TIME_MODES", "BATCHES",
+__all__ = ["simulate", "SimulationResult", "Estimate", "Trajectory", "Chain", "ENGINES", "TIME_MODES", "BATCHES",
            "DEFAULT_STEPS", "MAX_RECORDS", "PRECISION_LEVEL_MIN", "SELF_CHECK_Z"]

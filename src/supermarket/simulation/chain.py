@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import time as _time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -111,6 +111,8 @@ class Chain:
         self.recs = Records(t=np.zeros(cap), c=np.zeros((cap, max(record_levels, 1)), np.int64),
                             max=np.zeros(cap, np.int64), total=np.zeros(cap, np.int64))
         self.events = 0
+        self._extra: tuple = ()
+        self._kernel: Any = profile_kernel
         if engine == "profile":
             self._extra = ()
             self._kernel = profile_kernel
@@ -262,7 +264,7 @@ class _Rep:
         self.num = H if kind == "time" else int(H)  # batch length = num/den
         self.den = plan.batches
         self.target_batches = plan.batches
-        self.rows = {"c": [], "P": [], "max": [], "good": [], "T": [], "complete": []}
+        self.rows: dict[str, list] = {"c": [], "P": [], "max": [], "good": [], "T": [], "complete": []}
         self.burn_events = 0
         self.t_meas0 = 0.0
         self.ev_meas0 = 0

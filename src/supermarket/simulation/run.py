@@ -25,7 +25,7 @@ from ..model import (
 from ..states import counts_from_lengths, parse_start, start_counts
 from .. import theory as _th
 from .chain import _Rep
-from .estimate import _summarize, relaxation_time
+from .estimate import _result, _summarize, relaxation_time
 from .results import SimulationResult
 
 __all__ = ["simulate", "RunPlan", "ENGINES", "TIME_MODES", "BATCHES", "DEFAULT_STEPS", "MAX_RECORDS", "PRECISION_LEVEL_MIN",
@@ -219,7 +219,7 @@ def _plan(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile", r
         counts0 = np.zeros(0, dtype=np.int64)  # each replication draws its own exact sample
         if burn_in is None:
             burn = 0.0  # the start is already stationary (docs/model.md §12): nothing to forget
-    elif name == "array" and np.issubdtype(val.dtype, np.integer):
+    elif name == "array" and val is not None and np.issubdtype(val.dtype, np.integer):
         if val.ndim != 1 or val.size != n:
             raise ValueError(f"start queue-lengths vector must have n={n} entries; got shape {val.shape}")
         lengths = val.astype(np.int64)
@@ -252,7 +252,7 @@ def _plan(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile", r
     seeds = tuple(spawn_seeds(seed, replications))
 
     # warnings, issued when the run starts: bad input raises before any of them
-    cautions = []
+    cautions: list[tuple[str, type[Warning]]] = []
     if cost is not None:
         cautions.append((cost, CostWarning))
     if not stable:
@@ -418,14 +418,14 @@ def _execute(plan: RunPlan, *, progress: bool | None = None, client: Any = None)
         if not interrupted and plan.precision is not None:
             precision_state = {"target": plan.precision, "met": False, "cap_hit": False, "rounds": 1}
             while True:
-                worst, factor = _precision_need(_summarize(plan, reps, _time.perf_counter() - t0, False),
+                worst, factor = _precision_need(_result(plan, reps, _time.perf_counter() - t0, False),
                                                 plan.precision)
                 precision_state["achieved"] = worst
                 if factor <= 1.0:
                     precision_state["met"] = True
                     break
                 f = _growth_factor(factor, plan.batches, max(rep.measured_events() for rep in reps),
-                                   plan.max_steps)
+                                   plan.max_steps or math.inf)
                 if f < 2:
                     precision_state["cap_hit"] = True
                     break
@@ -438,7 +438,7 @@ def _execute(plan: RunPlan, *, progress: bool | None = None, client: Any = None)
     return _summarize(plan, reps, _time.perf_counter() - t0, interrupted, precision_state=precision_state)
 
 
-def _growth_factor(factor: float, batches: int, done_events: int, max_steps: int) -> int:
+def _growth_factor(factor: float, batches: int, done_events: int, max_steps: float) -> int:
     """The power of two (at least ``factor``, below ``batches/2``, within ``max_steps``) by
     which a precision run grows; below 2: the cap is hit."""
     f = 2
