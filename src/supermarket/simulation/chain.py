@@ -10,6 +10,7 @@ import time as _time
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..engines.buckets import buckets_kernel, lengths_by_queue
 from ..engines.layout import STATUS_GROW, STATUS_RECFULL, Measures, Records, Setup, Tables, new_clock
@@ -77,8 +78,9 @@ class Chain:
     (5.0, 100, True)
     """
 
-    def __init__(self, params: Params, engine: str, counts, seed_u64: int, *, continuous=False, k=0,
-                 lo=None, hi=None, lengths=None, record_every=0.0, record_levels=0, _force_window=False):
+    def __init__(self, params: Params, engine: str, counts: ArrayLike, seed_u64: int, *, continuous: bool = False,
+                 k: int = 0, lo: ArrayLike | None = None, hi: ArrayLike | None = None, lengths: ArrayLike | None = None,
+                 record_every: float = 0.0, record_levels: int = 0, _force_window: bool = False) -> None:
         self.params = params
         self.engine = engine
         n, d = params.n, params.d
@@ -168,7 +170,7 @@ class Chain:
             return b
         self.recs = Records(*(grow(a) for a in self.recs))
 
-    def advance(self, t_stop=math.inf, max_events=CHUNK_EVENTS) -> int:
+    def advance(self, t_stop: float = math.inf, max_events: int = CHUNK_EVENTS) -> int:
         """Run until time ``t_stop`` or ``max_events`` events, whichever comes first.
 
         Parameters
@@ -197,14 +199,14 @@ class Chain:
         self.events += done
         return done
 
-    def start_recording(self, every: float):
+    def start_recording(self, every: float) -> None:
         """Record the state every ``every`` (steps or time units) from now on."""
         st = self.clock[0]
         st["rec_every"] = float(every)
         st["next_rec"] = self.now
         st["nrec"] = 0
 
-    def start_measuring(self):
+    def start_measuring(self) -> None:
         """Reset the time integrals: :meth:`measures` counts from now on."""
         reset_measures(self.c, self.meas, self.setup, self.clock)
 
@@ -227,7 +229,7 @@ class Chain:
         top = int(self.clock[0]["top"])
         return self.c[:top].copy()
 
-    def records(self):
+    def records(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The records so far: ``(t, counts of the recorded levels, max, total)``."""
         m = int(self.clock[0]["nrec"])
         r = self.recs

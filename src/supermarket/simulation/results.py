@@ -8,6 +8,7 @@ figure in :mod:`.render`.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,18 +102,18 @@ class Trajectory:
     max: np.ndarray
     total: np.ndarray
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: str) -> np.ndarray:
         if key not in ("t", "u", "max", "total"):
             raise KeyError(key)
         return getattr(self, key)
 
-    def keys(self):
+    def keys(self) -> tuple[str, ...]:
         return ("t", "u", "max", "total")
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.t)
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """Tidy table: one row per record and level (``t``, ``level``, ``u``), with the
         record's ``max`` and ``total`` repeated on each of its rows.
 
@@ -314,6 +315,21 @@ class SimulationResult:
     True
     >>> bool(abs(r.sojourn.mean - r.mean_sojourn_time) < 5 * r.mean_sojourn_time_stderr)  # Little
     True
+    >>> r.reliable, sorted(r.sojourn.quantiles), bool(0 < r.waiting.atom_at_zero < 1)
+    (True, [0.5, 0.9, 0.99, 0.999], True)
+    >>> [round(float(x), 12) for x in r.fixed_point()[:3]]  # π(i) = λ^(2^i − 1)
+    [0.5, 0.125, 0.0078125]
+    >>> d = r.to_dict(cdf_points=4)
+    >>> len(d["cdf"]["t"]), d["sojourn"]["mean"] == r.response.sojourn.mean, float(r.cdf_grid(3)[0])
+    (4, True, 0.0)
+    >>> f = r.to_frame()
+    >>> list(f["level"][:2]), bool(f["u_mean"].iloc[0] == r.u_mean[0])
+    ([1, 2], True)
+    >>> "E[u_i]" in r.summary() and "waiting" in r.summary()
+    True
+    >>> import matplotlib.pyplot as plt; fig = r.plot(); len(fig.axes)
+    3
+    >>> plt.close(fig)
     """
 
     params: Params
@@ -412,43 +428,20 @@ class SimulationResult:
         return vr
 
     @property
-    def sojourn(self):
+    def sojourn(self) -> Any:
         """Sojourn-time law (``response.TimeLaw``: mean, quantiles, standard errors), or None
-        when λ >= 1 (no equilibrium).
-
-        Examples
-        --------
-        >>> from supermarket.simulation import simulate
-        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
-        >>> sorted(r.sojourn.quantiles)
-        [0.5, 0.9, 0.99, 0.999]
-        """
+        when λ >= 1 (no equilibrium)."""
         return None if self.response is None else self.response.sojourn
 
     @property
-    def waiting(self):
-        """Waiting-time law (``response.TimeLaw``), or None when λ >= 1.
-
-        Examples
-        --------
-        >>> from supermarket.simulation import simulate
-        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
-        >>> bool(0 < r.waiting.atom_at_zero < 1) and r.waiting.mean < r.sojourn.mean
-        True
-        """
+    def waiting(self) -> Any:
+        """Waiting-time law (``response.TimeLaw``), or None when λ >= 1."""
         return None if self.response is None else self.response.waiting
 
     @property
     def reliable(self) -> bool:
         """Whether every error bar that matters (levels seen often enough, the mean queue
-        length) is reliable and every self-check passed or was inconclusive.
-
-        Examples
-        --------
-        >>> from supermarket.simulation import simulate
-        >>> simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point").reliable
-        True
-        """
+        length) is reliable and every self-check passed or was inconclusive."""
         if self.u_reliable is None:
             return False
         lv = [i for i, x in enumerate(self.u_note) if not x.startswith("rare level")]
@@ -463,19 +456,12 @@ class SimulationResult:
         numpy.ndarray or None
             ``π(i) = λ^((d^i − 1)/(d − 1))`` (docs/model.md §3; ``λ^i`` when d = 1),
             ``i = 1..len(u_mean)``.
-
-        Examples
-        --------
-        >>> from supermarket.simulation import simulate
-        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
-        >>> [round(float(x), 12) for x in r.fixed_point()[:3]]
-        [0.5, 0.125, 0.0078125]
         """
         if self.params.lam >= 1:
             return None
         return _th.fixed_point(self.params.d, self.params.lam, len(self.u_mean))
 
-    def to_dict(self, *, per_replication: bool = True, cdf_points=None) -> dict:
+    def to_dict(self, *, per_replication: bool = True, cdf_points: int | None = None) -> dict:
         """Everything, JSON-safe (lists, numbers, strings, None).
 
         Parameters
@@ -495,16 +481,6 @@ class SimulationResult:
         ------
         ValueError
             ``cdf_points`` < 2, or given when λ >= 1.
-
-        Examples
-        --------
-        >>> import json
-        >>> from supermarket.simulation import simulate
-        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
-        >>> d = r.to_dict(cdf_points=4)
-        >>> len(d["cdf"]["t"]), d["sojourn"]["mean"] == r.response.sojourn.mean
-        (4, True)
-        >>> s = json.dumps(d)
         """
         out: dict[str, Any] = {"params": self.params.to_dict()}
         out.update((key, _jsonable(getattr(self, key))) for key in _JSON_KEYS)
@@ -546,14 +522,6 @@ class SimulationResult:
         ------
         ValueError
             ``points`` < 2, or no response times (λ >= 1: no equilibrium).
-
-        Examples
-        --------
-        >>> from supermarket.simulation import simulate
-        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
-        >>> g = r.cdf_grid(3)
-        >>> len(g), float(g[0])
-        (3, 0.0)
         """
         from ..model import MAX_CDF_POINTS
 
@@ -568,7 +536,7 @@ class SimulationResult:
         return self.response.to_dict(cdf_grid=g)["cdf"]
 
     # ------------------------------------------------------------------ tidy table and text
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """Tidy table: one row per level ``i`` of the profile.
 
         Returns
@@ -582,14 +550,6 @@ class SimulationResult:
             equilibrium, derived), ``fixed_point`` (mean-field π(i), NaN when λ >= 1),
             ``linearised`` (``1 − q̃_i``, derived, NaN beyond ``k + 1``), and the run's
             ``n``, ``d``, ``load``, ``replace``, ``engine``, ``time_mode``.
-
-        Examples
-        --------
-        >>> from supermarket.simulation import simulate
-        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
-        >>> f = r.to_frame()
-        >>> list(f["level"][:2]), bool(f["u_mean"].iloc[0] == r.u_mean[0])
-        ([1, 2], True)
         """
         import pandas as pd
 
@@ -632,7 +592,7 @@ class SimulationResult:
             out[self.k] = 0.0
         return out
 
-    def summary(self, *, cdf_points=None) -> str:
+    def summary(self, *, cdf_points: int | None = None) -> str:
         """The text ``supermarket simulate`` prints (plain text, no markup).
 
         Parameters
@@ -654,18 +614,10 @@ class SimulationResult:
         ------
         ValueError
             As :meth:`cdf_grid`: ``cdf_points`` < 2, or given when λ >= 1 (no response times).
-
-        Examples
-        --------
-        >>> from supermarket.simulation import simulate
-        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
-        >>> text = r.summary()
-        >>> "E[u_i]" in text and "sojourn" in text and "waiting" in text
-        True
         """
         return _render.summary_text(self, cdf_points)
 
-    def plot(self, path=None):
+    def plot(self, path: str | os.PathLike | None = None) -> Any:
         """Simulated profile with error bars against π and the linearised prediction
         (derived); maximum-queue distribution against ``k_{λ,d}``; and, when there are
         response times (λ < 1), the sojourn and waiting survival ``P(S > t)``, ``P(W > t)``
@@ -679,14 +631,5 @@ class SimulationResult:
         Returns
         -------
         matplotlib.figure.Figure
-
-        Examples
-        --------
-        >>> from supermarket.simulation import simulate
-        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
-        >>> fig = r.plot()
-        >>> len(fig.axes)
-        3
-        >>> import matplotlib.pyplot as plt; plt.close(fig)
         """
         return _render.plot(self, path)

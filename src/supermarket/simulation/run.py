@@ -111,12 +111,6 @@ class RunPlan:
     cautions: tuple = ()  # (message, warning class), issued when the run starts
     force_window: bool = False  # tests: the windowed P tables at any n
 
-    @property
-    def horizon_events(self) -> float:
-        """Events in the horizon (expected, for a time in continuous mode)."""
-        rate = self.params.n * (1.0 + self.params.lam)
-        return self.horizon * rate if (self.continuous and self.horizon_kind == "time") else self.horizon
-
 
 def _plan(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile", replace=True, start="empty",
           seed=0, replications=1, workers=None, time_mode="discrete", eps=0.1, record_every=None,
