@@ -3,18 +3,38 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 import warnings
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 
 import click
 
-from ..simulation import DEFAULT_STEPS, ENGINES, TIME_MODES, simulate as _simulate
 from ..model import MAX_CDF_POINTS
-from ._common import (COUNT, CountType, FLOAT, LOAD_ANY, N_COUNT, OUTPUT_FIGURE, OUTPUT_FILE, print_json, save_figure,
-                      to_jsonable, write_text)
-from .options import (dask_client, deprecated_alias, json_option, parallel_options, replace_option, replications_option,
-                      seed_option, start_option)
+from ..simulation import DEFAULT_STEPS, ENGINES, TIME_MODES
+from ..simulation import simulate as _simulate
+from ._common import (
+    COUNT,
+    FLOAT,
+    LOAD_ANY,
+    N_COUNT,
+    OUTPUT_FIGURE,
+    OUTPUT_FILE,
+    CountType,
+    print_json,
+    save_figure,
+    to_jsonable,
+    write_text,
+)
+from .options import (
+    dask_client,
+    deprecated_alias,
+    json_option,
+    parallel_options,
+    replace_option,
+    replications_option,
+    seed_option,
+    start_option,
+)
 
 
 def _collect_warnings(caught: list) -> Callable[..., None]:

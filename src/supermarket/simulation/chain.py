@@ -17,8 +17,8 @@ from ..engines.layout import STATUS_GROW, STATUS_RECFULL, Measures, Records, Set
 from ..engines.measure import flush, reset_measures
 from ..engines.profile import profile_kernel
 from ..engines.queues import bitset_words, queues_kernel
-from ..engines.tables import FULL_TABLE_MAX_N, LW, WIN, p_table
 from ..engines.rng import new_state
+from ..engines.tables import FULL_TABLE_MAX_N, LW, WIN, p_table
 from ..model import Params, seed_to_uint64
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ class Chain:
         n, d = params.n, params.d
         counts = np.asarray(counts, dtype=np.int64)
         L = 32
-        while L < len(counts) + 4 or L < record_levels + 2 or L < k + 3:
+        while len(counts) + 4 > L or record_levels + 2 > L or k + 3 > L:
             L *= 2
         self.c = np.zeros(L, np.int64)
         self.c[: len(counts)] = counts

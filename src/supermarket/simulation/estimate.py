@@ -274,8 +274,9 @@ def _result(plan, reps, wall, interrupted, precision_state=None, per=()) -> Simu
     if failed:
         c = failed[0]
         notes.append(f"self-check failed: {c['identity']} is off by {abs(c['z']):.1f} standard errors, beyond "
-                     f"{c['threshold']:.1f} (as rare as {SELF_CHECK_Z:g} for an exact error bar; {len(failed)} identity "
-                     "check(s) failed): the error bars (or the burn-in) are too small; no error bar is marked reliable")
+                     f"{c['threshold']:.1f} (as rare as {SELF_CHECK_Z:g} for an exact error bar; {len(failed)} "
+                     "identity check(s) failed): the error bars (or the burn-in) are too small; no error bar is "
+                     "marked reliable")
     ok_all = forgotten_all and not failed
     gate = dict(seen=seen, forgotten_all=forgotten_all, failed=bool(failed), stable=stable)
     u_rel, u_note = _gate([c.est for c in cu], cq.est, **gate)

@@ -78,8 +78,8 @@ def summary_text(res: SimulationResult, cdf_points: int | None = None) -> str:
     out.append("")
     if k is not None:
         kh = _th.k_hypothesis(p.n, p.d, p.lam)
-        out.append(f"k_(λ,d) = {k}: paper 000's n → ∞ statement" + (f" ({kr.note})" if kr is not None and kr.note else "")
-                   + "; its theorem needs n ≥ 1e15")
+        note = f" ({kr.note})" if kr is not None and kr.note else ""
+        out.append(f"k_(λ,d) = {k}: paper 000's n → ∞ statement{note}; its theorem needs n ≥ 1e15")
         out.append(f"at n = {p.n} the finite-n hypothesis applies (docs/model.md §4, reconstructed): the "
                    f"equilibrium maximum is within 1 of {kh}, the largest k with n·π(k) ≥ 1"
                    + ("" if kh == k else f" (not k_(λ,d) = {k})"))

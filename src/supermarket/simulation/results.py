@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ..model import Params, check_int
 from .. import theory as _th
+from ..model import Params, check_int
 from . import render as _render
 
 __all__ = ["Estimate", "SimulationResult", "Trajectory"]

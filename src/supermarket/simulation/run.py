@@ -19,17 +19,23 @@ from typing import Any
 
 import numpy as np
 
+from .. import theory as _th
 from ..model import (
-    Params, check_choice, check_fraction, check_int, check_positive_float, check_positive_int, spawn_seeds,
+    Params,
+    check_choice,
+    check_fraction,
+    check_int,
+    check_positive_float,
+    check_positive_int,
+    spawn_seeds,
 )
 from ..states import counts_from_lengths, parse_start, start_counts
-from .. import theory as _th
 from .chain import _Rep
 from .estimate import _result, _summarize, relaxation_time
 from .results import SimulationResult
 
-__all__ = ["simulate", "RunPlan", "ENGINES", "TIME_MODES", "BATCHES", "DEFAULT_STEPS", "MAX_RECORDS", "PRECISION_LEVEL_MIN",
-           "PRECISION_FIRST_STEPS"]
+__all__ = ["simulate", "RunPlan", "ENGINES", "TIME_MODES", "BATCHES", "DEFAULT_STEPS", "MAX_RECORDS",
+           "PRECISION_LEVEL_MIN", "PRECISION_FIRST_STEPS"]
 
 ENGINES = ("profile", "queues", "buckets")
 TIME_MODES = ("discrete", "continuous")
@@ -161,11 +167,11 @@ def _plan(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile", r
     events_h = H * rate if timed else H
     if batches is None:
         B = BATCHES
-        while B > 1 and B > events_h:
+        while B > 1 and events_h < B:
             B //= 2
     else:
         B = check_positive_int("batches", batches, maximum=2**20)
-        if not timed and B > events_h:
+        if not timed and events_h < B:
             raise ValueError(f"batches must be <= the number of measured steps ({int(events_h)}); got {B}")
     if precision is not None:
         precision = check_positive_float("precision", precision)
@@ -443,7 +449,7 @@ def _growth_factor(factor: float, batches: int, done_events: int, max_steps: flo
     return f
 
 
-def _replication_task(rep: "_Rep") -> "_Rep":
+def _replication_task(rep: _Rep) -> _Rep:
     """One whole replication (burn-in and measurement) as one task of a Dask cluster: the
     same :meth:`_Rep.first_stretch` as the local threads run, with the same seed, so the
     numbers are those of a local run.  Returns the replication with its chain released
@@ -470,7 +476,7 @@ def _run_on_client(reps, client):
     return [done[i] for i in range(len(reps))], False
 
 
-def _precision_need(res: "SimulationResult", precision: float):
+def _precision_need(res: SimulationResult, precision: float):
     """``(worst relative half-width, factor by which the run should grow)`` for the
     quantities a precision target covers: the mean queue length and every level with
     ``E[u_i] >= PRECISION_LEVEL_MIN``.  An unreliable one asks for a factor 4."""
