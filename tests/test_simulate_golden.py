@@ -82,3 +82,33 @@ def test_simulate_output_is_unchanged(name):
 if __name__ == "__main__":  # print the table for GOLDEN (after a change meant to alter the output)
     for name in sorted(CASES):
         print(f"    {name!r}: {_hashes(CASES[name])!r},")
+
+
+def test_windowed_tables_give_the_same_run_through_the_plan():
+    """The private ``force_window`` field of the run plan (no longer a keyword of
+    ``simulate``) runs the windowed P tables of large n at small n: bit for bit the run of
+    the full table (both are exact tables of the same probabilities)."""
+    import dataclasses
+    import inspect
+
+    from supermarket.simulation import run
+
+    assert "_force_window" not in inspect.signature(simulate).parameters
+    kw = dict(CASES["queues-records-noreplace"])
+    n, d, lam = kw.pop("n"), kw.pop("d"), kw.pop("lam")
+    plan = run._plan(n, d, lam, **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        full = run._execute(plan, progress=False)
+        windowed = run._execute(dataclasses.replace(plan, force_window=True), progress=False)
+    assert json.dumps(_mask(full.to_dict())) == json.dumps(_mask(windowed.to_dict()))  # NaN != NaN in a dict
+
+
+@pytest.mark.parametrize("bad, name", [(dict(steps=0), "steps"), (dict(batches=0), "batches"),
+                                       (dict(record_every=-1), "record_every"), (dict(precision=2.0), "precision"),
+                                       (dict(control_variates="yes"), "control_variates")])
+def test_the_plan_names_the_bad_parameter(bad, name):
+    from supermarket.simulation import run
+
+    with pytest.raises((ValueError, TypeError), match=name):
+        run._plan(100, 2, 0.9, **bad)
