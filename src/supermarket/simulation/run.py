@@ -62,7 +62,8 @@ def _check_memory(engine: str, n: int, d: int, replace: bool, replications: int,
     if engine == "profile":
         return
     # measured peaks (tracemalloc, tests/test_engines.py): queues 4 bytes per server (+ the bitset
-    # without replacement); buckets 8 (the final lengths are built beside the permutation)
+    # without replacement; 4.5 with the final lengths at n = 4·10^6); buckets 8 (8.5 measured: the
+    # final lengths are built beside the permutation)
     per = (8 * n if engine == "buckets" else
            4 * n + (0 if replace else 8 * ((n + 63) // 64) + (8 * d if d * 64 < n else 0)))
     need = per * min(replications, workers)
