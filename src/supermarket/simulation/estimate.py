@@ -148,8 +148,10 @@ def _estimate(parts, min_blocks=MIN_BLOCKS, relax=None) -> ErrorEstimate:
 def _summarize(plan, reps, wall, interrupted, precision_state=None) -> SimulationResult:
     """The result of a run: all replications together, with each one's own result when
     there are several."""
-    per = tuple(_result(plan, [rep], rep.wall, interrupted) for rep in reps) if len(reps) > 1 else ()
-    return _result(plan, reps, wall, interrupted, precision_state, per)
+    res = _result(plan, reps, wall, interrupted, precision_state)
+    if len(reps) == 1:
+        return res
+    return dataclasses.replace(res, per_replication=tuple(_result(plan, [rep], rep.wall, interrupted) for rep in reps))
 
 
 def _relax(plan, rate):
@@ -225,7 +227,7 @@ def _too_short_note(levels, seen, q_rel) -> str:
             "(batches shorter than the correlation time); run longer, or use precision=/--precision")
 
 
-def _result(plan, reps, wall, interrupted, precision_state=None, per=()) -> SimulationResult:
+def _result(plan, reps, wall, interrupted, precision_state=None) -> SimulationResult:
     """One :class:`SimulationResult` from the batch integrals of ``reps`` (docs/model.md §9)."""
     params = plan.params
     n, lam, stable = params.n, params.lam, plan.stable
@@ -333,7 +335,7 @@ def _result(plan, reps, wall, interrupted, precision_state=None, per=()) -> Simu
         eps=float(plan.eps), events_per_second=(total_events / kernel_wall if kernel_wall > 0 else math.nan),
         wall_time=float(wall), partial=bool(interrupted or any(rep.partial for rep in reps)),
         replications=len(reps), batches=int(sum(len(rep.rows["T"]) for rep in reps)),
-        final_counts=counts0, trajectory=traj, per_replication=per, final_lengths=lengths0,
+        final_counts=counts0, trajectory=traj, final_lengths=lengths0,
         error_method=cq.est.method, self_checks=tuple(checks), start_up=tuple(startup), notes=tuple(notes),
         precision=precision_state, response=response, response_plain=response_plain, start_note=start_note,
         control_variates=plan.control_variates, controls=tuple(cvs.levels),
