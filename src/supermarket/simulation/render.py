@@ -58,18 +58,13 @@ def summary_text(res: SimulationResult, cdf_points: int | None = None) -> str:
                    "holds (docs/model.md §4)")
     kr = _th.k_report(p.d, p.lam_exact) if k else None
     mrows = []
-    for m in sorted(res.max_queue_dist):
-        mark = ""
-        if k is not None and m == k:
-            mark = "= k_(λ,d)"
-        elif kr is not None and m in kr.possible_max:
-            mark = "allowed near the boundary"
-        mse = res.max_queue_dist_stderr.get(m, math.nan) if res.max_queue_dist_stderr else math.nan
-        cell = ("1 (all the time)" if res.max_queue_dist[m] == 1.0 else
-                _pm(res.max_queue_dist[m], mse, math.isfinite(mse)))
-        row = [str(m), cell]
+    for m, e in sorted(res.max_queue.items()):
+        mark = ("= k_(λ,d)" if k is not None and m == k else
+                "allowed near the boundary" if kr is not None and m in kr.possible_max else "")
+        ok = math.isfinite(e.stderr)
+        row = [str(m), "1 (all the time)" if e.value == 1.0 else _pm(e.value, e.stderr, ok)]
         if vr is not None:
-            row.append(_factor(vr.get("max_queue_dist", {}).get(m)) if math.isfinite(mse) else "")
+            row.append(_factor(e.variance_reduction) if ok else "")
         mrows.append(row + [mark])
     out.append("")
     out.append("Maximum queue length: fraction of time")
