@@ -15,28 +15,11 @@ from typing import Any
 import numpy as np
 
 from .. import theory as _th
+from ..jsonable import to_jsonable
 from ..model import Params, check_int
 from . import render as _render
 
 __all__ = ["Estimate", "SimulationResult", "Trajectory"]
-
-
-
-def _vr_jsonable(vr):
-    """``variance_reduction`` with NaN as None (JSON ``null``: not used or not measurable)."""
-    if vr is None:
-        return None
-
-    def conv(x):
-        if isinstance(x, dict):
-            return {str(k): conv(v) for k, v in x.items()}
-        if isinstance(x, (list, tuple, np.ndarray)):
-            return [conv(v) for v in x]
-        if x is None:
-            return None
-        x = float(x)
-        return x if math.isfinite(x) else None
-    return conv(vr)
 
 
 #: The keys of ``SimulationResult.to_dict`` after ``params``, in order (attributes of the result).
@@ -484,7 +467,7 @@ class SimulationResult:
         """
         out: dict[str, Any] = {"params": self.params.to_dict()}
         out.update((key, _jsonable(getattr(self, key))) for key in _JSON_KEYS)
-        out["variance_reduction"] = _vr_jsonable(self.variance_reduction)
+        out["variance_reduction"] = to_jsonable(self.variance_reduction, null_nonfinite=True)  # NaN: null
         out["plain"] = (None if self.u_mean_plain is None else
                         {key: _jsonable(getattr(self, f"{key}_plain")) for key in _PLAIN_KEYS})
         if out["plain"] is not None:
