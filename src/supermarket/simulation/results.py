@@ -425,8 +425,6 @@ class SimulationResult:
     def reliable(self) -> bool:
         """Whether every error bar that matters (levels seen often enough, the mean queue
         length) is reliable and every self-check passed or was inconclusive."""
-        if self.u_reliable is None:
-            return False
         lv = [i for i, x in enumerate(self.u_note) if not x.startswith("rare level")]
         return bool(self.mean_queue_length_reliable and all(self.u_reliable[i] for i in lv))
 
@@ -468,11 +466,9 @@ class SimulationResult:
         out: dict[str, Any] = {"params": self.params.to_dict()}
         out.update((key, _jsonable(getattr(self, key))) for key in _JSON_KEYS)
         out["variance_reduction"] = to_jsonable(self.variance_reduction, null_nonfinite=True)  # NaN: null
-        out["plain"] = (None if self.u_mean_plain is None else
-                        {key: _jsonable(getattr(self, f"{key}_plain")) for key in _PLAIN_KEYS})
-        if out["plain"] is not None:
-            for law in ("sojourn", "waiting"):
-                out["plain"][law] = None if self.response_plain is None else getattr(self.response_plain, law).to_dict()
+        out["plain"] = {key: _jsonable(getattr(self, f"{key}_plain")) for key in _PLAIN_KEYS}
+        for law in ("sojourn", "waiting"):
+            out["plain"][law] = None if self.response_plain is None else getattr(self.response_plain, law).to_dict()
         fp = self.fixed_point()
         out["fixed_point"] = None if fp is None else fp.tolist()
         out["start_note"] = self.start_note
@@ -541,20 +537,14 @@ class SimulationResult:
         fp = self.fixed_point()
         lin = self._linearised(L)
         nan = np.full(L, np.nan)
-        ud = self.ud_mean_plain if self.ud_mean_plain is not None else self.ud_mean  # the check: plain
-        prev = np.concatenate(([1.0], ud[:-1])) if L else np.zeros(0)
+        prev = np.concatenate(([1.0], self.ud_mean_plain[:-1]))  # the identity is a check: plain
         return pd.DataFrame({
             "level": np.arange(1, L + 1),
-            "u_mean": self.u_mean, "u_stderr": self.u_stderr,
-            "u_half_width": self.u_half_width if self.u_half_width is not None else nan,
-            "u_n_eff": self.u_n_eff if self.u_n_eff is not None else nan,
-            "u_reliable": (np.asarray(self.u_reliable, bool) if self.u_reliable is not None
-                           else np.zeros(L, bool)),
-            "u_note": list(self.u_note) if len(self.u_note) == L else [""] * L,
-            "u_mean_plain": self.u_mean_plain if self.u_mean_plain is not None else self.u_mean,
-            "u_stderr_plain": self.u_stderr_plain if self.u_stderr_plain is not None else self.u_stderr,
-            "variance_reduction": (np.asarray(self.variance_reduction["u_mean"], dtype=float)
-                                   if self.variance_reduction is not None else nan),
+            "u_mean": self.u_mean, "u_stderr": self.u_stderr, "u_half_width": self.u_half_width,
+            "u_n_eff": self.u_n_eff, "u_reliable": self.u_reliable, "u_note": list(self.u_note),
+            "u_mean_plain": self.u_mean_plain, "u_stderr_plain": self.u_stderr_plain,
+            "variance_reduction": (np.array([e.variance_reduction for e in self.levels], dtype=float)
+                                   if self.control_variates else nan),
             "ud_mean": self.ud_mean, "ud_stderr": self.ud_stderr,
             "identity": p.lam * prev,
             "fixed_point": fp if fp is not None else nan,
