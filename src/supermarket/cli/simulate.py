@@ -4,24 +4,45 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 
 import click
 
-from ..simulation import DEFAULT_STEPS, ENGINES, TIME_MODES, simulate as _simulate
 from ..model import MAX_CDF_POINTS
-from ._common import (COUNT, CountType, FLOAT, LOAD_ANY, N_COUNT, OUTPUT_FIGURE, OUTPUT_FILE, print_json, save_figure,
-                      to_jsonable, write_text)
-from .options import (dask_client, deprecated_alias, json_option, parallel_options, replace_option, replications_option,
-                      seed_option, start_option)
+from ..simulation import DEFAULT_STEPS, ENGINES, TIME_MODES
+from ..simulation import simulate as _simulate
+from ._common import (
+    COUNT,
+    FLOAT,
+    LOAD_ANY,
+    N_COUNT,
+    OUTPUT_FIGURE,
+    OUTPUT_FILE,
+    CountType,
+    print_json,
+    save_figure,
+    to_jsonable,
+    write_text,
+)
+from .options import (
+    dask_client,
+    deprecated_alias,
+    json_option,
+    parallel_options,
+    replace_option,
+    replications_option,
+    seed_option,
+    start_option,
+)
 
 
-def _collect_warnings(caught: list):
+def _collect_warnings(caught: list) -> Callable[..., None]:
     """A ``warnings.showwarning`` that prints the run's cost estimate (a CostWarning) at once,
     before the run, and keeps the other warnings in ``caught`` for after it."""
     from ..simulation.run import CostWarning
 
-    def show(message, category, *args, **kwargs):
+    def show(message: Warning | str, category: type[Warning], *args: object, **kwargs: object) -> None:
         if issubclass(category, CostWarning):
             click.echo(f"supermarket: {message}", err=True)
         else:
@@ -30,7 +51,7 @@ def _collect_warnings(caught: list):
     return show
 
 
-def _number(name: str, text):
+def _number(name: str, text: object) -> int | float | None:
     """``1e7`` -> 10000000 (int when integral), ``2.5`` -> 2.5."""
     if text is None:
         return None
@@ -92,9 +113,11 @@ def _number(name: str, text):
                    "averages.")
 @json_option("Print one JSON object instead of tables.")
 @deprecated_alias("--out", "--save", "out", type=OUTPUT_FILE, why="--out names a directory in every other command")
-def simulate(n, d, load, steps, time_, burn_in_steps, burn_in_time, burn_in, engine, replace, time_mode, start, seed, replications,
-             workers, scheduler, connect_timeout, eps, precision, max_steps, batches, cdf, control_variates, plot, out,
-             as_json):
+def simulate(n: int, d: int, load: str, steps: int | None, time_: float | None, burn_in_steps: int | None,
+             burn_in_time: float | None, burn_in: str | None, engine: str, replace: bool, time_mode: str, start: str,
+             seed: int, replications: int, workers: int | None, scheduler: str | None, connect_timeout: float,
+             eps: float, precision: float | None, max_steps: int | None, batches: int | None, cdf: int | None,
+             control_variates: bool, plot: str | None, out: str | None, as_json: bool) -> None:
     """Simulate the (n, d, λ)-supermarket process exactly and compare with the theory.
 
     With no options: n = 10000, d = 20, λ = 0.99 (k = 2), a run of a few seconds.  Prints
@@ -151,7 +174,7 @@ def simulate(n, d, load, steps, time_, burn_in_steps, burn_in_time, burn_in, eng
                                "replications together; run it locally")
     client = dask_client(scheduler, connect_timeout, workers)
     try:
-        caught = []
+        caught: list[warnings.WarningMessage] = []
         with warnings.catch_warnings():
             warnings.simplefilter("always")
             warnings.showwarning = _collect_warnings(caught)

@@ -7,17 +7,22 @@ from __future__ import annotations
 
 import math
 import time as _time
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..engines.buckets import buckets_kernel, lengths_by_queue
 from ..engines.layout import STATUS_GROW, STATUS_RECFULL, Measures, Records, Setup, Tables, new_clock
 from ..engines.measure import flush, reset_measures
 from ..engines.profile import profile_kernel
 from ..engines.queues import bitset_words, queues_kernel
-from ..engines.tables import FULL_TABLE_MAX_N, LW, WIN, p_table
 from ..engines.rng import new_state
+from ..engines.tables import FULL_TABLE_MAX_N, LW, WIN, p_table
 from ..model import Params, seed_to_uint64
+
+if TYPE_CHECKING:
+    from .run import RunPlan
 
 __all__ = ["Chain", "CHUNK_EVENTS"]
 
@@ -73,14 +78,15 @@ class Chain:
     (5.0, 100, True)
     """
 
-    def __init__(self, params: Params, engine: str, counts, seed_u64: int, *, continuous=False, k=0,
-                 lo=None, hi=None, lengths=None, record_every=0.0, record_levels=0, _force_window=False):
+    def __init__(self, params: Params, engine: str, counts: ArrayLike, seed_u64: int, *, continuous: bool = False,
+                 k: int = 0, lo: ArrayLike | None = None, hi: ArrayLike | None = None, lengths: ArrayLike | None = None,
+                 record_every: float = 0.0, record_levels: int = 0, _force_window: bool = False) -> None:
         self.params = params
         self.engine = engine
         n, d = params.n, params.d
         counts = np.asarray(counts, dtype=np.int64)
         L = 32
-        while L < len(counts) + 4 or L < record_levels + 2 or L < k + 3:
+        while len(counts) + 4 > L or record_levels + 2 > L or k + 3 > L:
             L *= 2
         self.c = np.zeros(L, np.int64)
         self.c[: len(counts)] = counts
@@ -107,6 +113,8 @@ class Chain:
         self.recs = Records(t=np.zeros(cap), c=np.zeros((cap, max(record_levels, 1)), np.int64),
                             max=np.zeros(cap, np.int64), total=np.zeros(cap, np.int64))
         self.events = 0
+        self._extra: tuple = ()
+        self._kernel: Any = profile_kernel
         if engine == "profile":
             self._extra = ()
             self._kernel = profile_kernel
@@ -162,7 +170,7 @@ class Chain:
             return b
         self.recs = Records(*(grow(a) for a in self.recs))
 
-    def advance(self, t_stop=math.inf, max_events=CHUNK_EVENTS) -> int:
+    def advance(self, t_stop: float = math.inf, max_events: int = CHUNK_EVENTS) -> int:
         """Run until time ``t_stop`` or ``max_events`` events, whichever comes first.
 
         Parameters
@@ -191,14 +199,14 @@ class Chain:
         self.events += done
         return done
 
-    def start_recording(self, every: float):
+    def start_recording(self, every: float) -> None:
         """Record the state every ``every`` (steps or time units) from now on."""
         st = self.clock[0]
         st["rec_every"] = float(every)
         st["next_rec"] = self.now
         st["nrec"] = 0
 
-    def start_measuring(self):
+    def start_measuring(self) -> None:
         """Reset the time integrals: :meth:`measures` counts from now on."""
         reset_measures(self.c, self.meas, self.setup, self.clock)
 
@@ -221,7 +229,7 @@ class Chain:
         top = int(self.clock[0]["top"])
         return self.c[:top].copy()
 
-    def records(self):
+    def records(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The records so far: ``(t, counts of the recorded levels, max, total)``."""
         m = int(self.clock[0]["nrec"])
         r = self.recs
@@ -247,31 +255,30 @@ class _Rep:
     ``f`` and goes on with batches ``f`` times longer: the batches always stay equal.
     """
 
-    def __init__(self, spec, ss, r):
-        self.spec = spec
+    def __init__(self, plan: RunPlan, ss: np.random.SeedSequence, r: int):
+        self.plan = plan
         self.r = r
         self.ss = ss
-        self.ch = None
-        self.final = None
-        kind, H = spec["horizon"]
-        self.kind = kind
+        self.ch: Chain | None = None
+        self.final: dict | None = None
+        self.kind = kind = plan.horizon_kind
+        H = plan.horizon
         self.num = H if kind == "time" else int(H)  # batch length = num/den
-        self.den = spec["batches"]
-        self.target_batches = spec["batches"]
-        self.rows = {"c": [], "P": [], "max": [], "good": [], "T": [], "complete": []}
+        self.den = plan.batches
+        self.target_batches = plan.batches
+        self.rows: dict[str, list] = {"c": [], "P": [], "max": [], "good": [], "T": [], "complete": []}
         self.burn_events = 0
         self.t_meas0 = 0.0
         self.ev_meas0 = 0
         self.partial = False
         self.wall = 0.0
-        self.total_work = spec["burn"] + H
+        self.total_work = plan.burn + H
 
     # ------------------------------------------------------------------ running
     def _chain(self):
-        spec = self.spec
-        ch = Chain(spec["params"], spec["engine"], spec["counts0"], seed_to_uint64(self.ss),
-                   continuous=spec["continuous"], k=spec["k"], lo=spec["lo"], hi=spec["hi"], lengths=spec["lengths"],
-                   record_levels=spec["record_levels"], _force_window=spec["force_window"])
+        p = self.plan
+        ch = Chain(p.params, p.engine, p.counts0, seed_to_uint64(self.ss), continuous=p.continuous, k=p.k, lo=p.lo,
+                   hi=p.hi, lengths=p.lengths, record_levels=p.record_levels, _force_window=p.force_window)
         # compile (or load from numba's cache) every kernel of the run before the clock starts
         ch.advance(max_events=0)
         ch.measures()
@@ -309,7 +316,7 @@ class _Rep:
         if self.ch is not None:
             ch = self.ch
             return (ch.counts(), ch.lengths() if self.r == 0 else None,
-                    ch.records() if self.spec["record_every"] > 0 else None)
+                    ch.records() if self.plan.record_every > 0 else None)
         if self.final is not None:
             return self.final["counts"], self.final["lengths"], self.final["records"]
         return np.zeros(0, np.int64), None, None
@@ -319,7 +326,7 @@ class _Rep:
         self.ch = self._chain()  # compiles (or loads) every kernel: kept out of the timed work
         t = _time.perf_counter()
         ch = self.ch
-        burn = self.spec["burn"]
+        burn = self.plan.burn
         ok = True
         if burn > 0:
             ok = (self._run_to(stop, done_frac, target_time=burn) if self.kind == "time"
@@ -328,15 +335,15 @@ class _Rep:
         self.t_meas0 = ch.now
         self.ev_meas0 = ch.events
         ch.start_measuring()
-        if self.spec["record_every"] > 0:
-            ch.start_recording(self.spec["record_every"])
+        if self.plan.record_every > 0:
+            ch.start_recording(self.plan.record_every)
         if ok:
             self._batches(stop, done_frac)
         else:
             self.partial = True
         self.wall += _time.perf_counter() - t
         done_frac[self.r] = 1.0
-        if self.spec["precision"] is None:
+        if self.plan.precision is None:
             self.release()
 
     def release(self):
@@ -344,7 +351,7 @@ class _Rep:
         server: replications beyond ``workers`` must not all stay in memory)."""
         ch = self.ch
         self.final = {"counts": ch.counts(), "lengths": ch.lengths() if self.r == 0 else None,
-                      "records": ch.records() if self.spec["record_every"] > 0 else None, "events": ch.events}
+                      "records": ch.records() if self.plan.record_every > 0 else None, "events": ch.events}
         self.ch = None
 
     def _batches(self, stop, done_frac):
@@ -385,7 +392,7 @@ class _Rep:
             rows[key] = list(np.asarray(rows[key]).reshape(B // f, f).sum(axis=1))
         rows["complete"] = [True] * (B // f)
         self.num = self.num * f
-        self.total_work = self.spec["burn"] + self.num
+        self.total_work = self.plan.burn + self.num
 
     def extend(self, stop, done_frac):
         t = _time.perf_counter()

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import stats as _st
 from ..stats import MIN_BLOCKS, ErrorEstimate
-from .results import SimulationResult, Trajectory
+from .results import Estimate, SimulationResult, Trajectory
 
 SELF_CHECK_Z = 4.0
 """An exact identity fails when it is off by more than this many standard errors, read as a
@@ -145,42 +145,37 @@ def _estimate(parts, min_blocks=MIN_BLOCKS, relax=None) -> ErrorEstimate:
     return ErrorEstimate(mean, e.stderr, e.dof, e.n_eff, e.tau_int, e.reliable, e.method, e.blocks, 1, e.note)
 
 
-def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None) -> SimulationResult:
-    params = spec["params"]
-    n, lamf = params.n, params.lam
-    rate = n * (1.0 + lamf)
-    continuous = spec["continuous"]
-    stable = spec["stable"]
-    # blocks must span the slowest relaxation time (in the units of the batch lengths)
+def _summarize(plan, reps, wall, interrupted, precision_state=None) -> SimulationResult:
+    """The result of a run: all replications together, with each one's own result when
+    there are several."""
+    res = _result(plan, reps, wall, interrupted, precision_state)
+    if len(reps) == 1:
+        return res
+    return dataclasses.replace(res, per_replication=tuple(_result(plan, [rep], rep.wall, interrupted) for rep in reps))
+
+
+def _relax(plan, rate):
+    """The slowest relaxation time in the units of the batch lengths (None: λ >= 1)."""
+    p = plan.params
     try:
-        relax = relaxation_time(params.d, lamf, n) * (1.0 if continuous else rate) if stable else None
+        return relaxation_time(p.d, p.lam, p.n) * (1.0 if plan.continuous else rate) if plan.stable else None
     except (ValueError, ArithmeticError):  # no slow mode to be had (e.g. λ below double range)
-        relax = None
-    Lall = max(rep.top_level() for rep in reps) + 1
-    arrs = [rep.arrays(Lall) for rep in reps]
-    notes = []
-    # ---- start-up bias: MSER-5 on the batch means of the queue length, per replication
-    startup = []
-    keep = []
+        return None
+
+
+def _kept(plan, reps, arrs, rate, interrupted):
+    """The start-up diagnosis (MSER-5 on the queue length's batch means) per replication and
+    the batches kept: ``(start_up records, [(arrays, kept indices)], measured time)``."""
+    startup, used = [], []
     for rep, A in zip(reps, arrs):
         comp = np.nonzero(A["complete"] & (A["T"] > 0))[0]
         trunc, forgotten = 0, True
-        if stable and comp.size >= 20:
-            q = _ratio_series(A["c"][comp].sum(axis=1) / n, A["T"][comp])
-            trunc, forgotten = _start_up(q)
-        idx = comp[trunc:] if forgotten else comp
-        keep.append(idx)
+        if plan.stable and comp.size >= 20:
+            trunc, forgotten = _start_up(_ratio_series(A["c"][comp].sum(axis=1) / plan.params.n, A["T"][comp]))
+        used.append((A, comp[trunc:] if forgotten else comp))
         startup.append({"replication": rep.r, "batches": int(comp.size), "truncated_batches": int(trunc),
-                        "truncated_time": float(A["T"][comp[:trunc]].sum() / (1.0 if continuous else rate)),
+                        "truncated_time": float(A["T"][comp[:trunc]].sum() / (1.0 if plan.continuous else rate)),
                         "forgotten": bool(forgotten)})
-    forgotten_all = all(s["forgotten"] for s in startup)
-    if not forgotten_all:
-        bad = [s["replication"] for s in startup if not s["forgotten"]]
-        notes.append(f"the start was not forgotten (replication(s) {bad}): MSER-5 would drop more than half of "
-                     "the run as start-up transient; give a longer burn-in or run, or start from the fixed point; "
-                     "no error bar is marked reliable")
-    # ---- the batches kept: levels and time averages
-    used = [(A, idx) for A, idx in zip(arrs, keep)]
     Ttot = sum(float(A["T"][idx].sum()) for A, idx in used)
     if Ttot <= 0:  # nothing complete: fall back to every batch measured
         used = [(A, np.nonzero(A["T"] > 0)[0]) for A in arrs]
@@ -189,199 +184,162 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
         if interrupted:
             raise KeyboardInterrupt("interrupted during burn-in: nothing was measured yet")
         raise RuntimeError("nothing was measured")  # pragma: no cover - horizons are positive
+    return startup, used, Ttot
+
+
+def _self_checks(used, L, n, lam, relax, seen) -> list[dict]:
+    """The exact identities ``E[u_1] = λ``, ``E[u_i] = λ E[P_{i−1}]`` on the plain batch
+    integrals (docs/model.md §9), with a verdict against :func:`self_check_threshold`."""
+    checks = []
+    for i in range(L):
+        prev = [A["T"][idx] if i == 0 else A["P"][idx, i - 1] for A, idx in used]
+        e = _estimate([(A["c"][idx, i] / n - lam * p, A["T"][idx]) for (A, idx), p in zip(used, prev)], relax=relax)
+        z = e.mean / e.stderr if e.stderr > 0 else math.nan
+        limit = self_check_threshold(e.dof)
+        verdict = ("inconclusive" if not (e.reliable and seen[i] >= MIN_BLOCKS) else
+                   "pass" if abs(z) <= limit else "fail")
+        checks.append({"identity": "E[u_1] = λ" if i == 0 else f"E[u_{i + 1}] = λ·E[P_{i}]", "level": i + 1,
+                       "difference": e.mean, "stderr": e.stderr, "z": z, "threshold": limit, "result": verdict})
+    return checks
+
+
+def _record(c, value, plain_value, rel, plain_rel, note="") -> Estimate:
+    """An :class:`Estimate` from a quantity's ``_CV`` and its reliability verdicts: the
+    standard error and half-width are NaN where not reliable (one rule everywhere)."""
+    e, p = c.est, c.plain
+    return Estimate(value=value, stderr=e.stderr if rel else math.nan,
+                    half_width=e.half_width() if rel and math.isfinite(e.stderr) else math.nan,
+                    reliable=rel, n_eff=e.n_eff, note=note, plain=plain_value,
+                    plain_stderr=p.stderr if plain_rel else math.nan, plain_reliable=plain_rel,
+                    variance_reduction=c.ratio)
+
+
+def _too_short_note(levels, seen, q_rel) -> str:
+    """The note for a run whose error bars lack a blocking plateau ("" when none lacks one)."""
+    unrel = [i + 1 for i, e in enumerate(levels) if not e.reliable and e.value > 0 and seen[i] >= MIN_BLOCKS]
+    if not unrel and q_rel:
+        return ""
+    names = [f"E[u_{i}]" for i in unrel]
+    if len(names) > 4:
+        names = names[:3] + [f"… E[u_{unrel[-1]}] ({len(unrel)} levels)"]
+    what = ", ".join(names + ([] if q_rel else ["the mean queue length"]))
+    return (f"run too short to estimate the error of {what}: no blocking plateau with at least {MIN_BLOCKS} blocks "
+            "(batches shorter than the correlation time); run longer, or use precision=/--precision")
+
+
+def _result(plan, reps, wall, interrupted, precision_state=None) -> SimulationResult:
+    """One :class:`SimulationResult` from the batch integrals of ``reps`` (docs/model.md §9)."""
+    params = plan.params
+    n, lam, stable = params.n, params.lam, plan.stable
+    rate = n * (1.0 + lam)
+    relax = _relax(plan, rate)
+    Lall = max(rep.top_level() for rep in reps) + 1
+    arrs = [rep.arrays(Lall) for rep in reps]
+    startup, used, Ttot = _kept(plan, reps, arrs, rate, interrupted)
+    forgotten_all = all(s["forgotten"] for s in startup)
+    notes = []
+    if not forgotten_all:
+        bad = [s["replication"] for s in startup if not s["forgotten"]]
+        notes.append(f"the start was not forgotten (replication(s) {bad}): MSER-5 would drop more than half of "
+                     "the run as start-up transient; give a longer burn-in or run, or start from the fixed point; "
+                     "no error bar is marked reliable")
+    # ---- the plain time averages of the levels, the queue length, the good set, the maximum
     mx = sum(A["max"][idx].sum(axis=0) for A, idx in used)
-    top = int(np.nonzero(mx > 0)[0][-1]) if np.any(mx > 0) else 0
-    L = top + 1
+    L = int(np.nonzero(mx > 0)[0][-1]) + 1 if np.any(mx > 0) else 1
     parts_c = [[(A["c"][idx, i] / n, A["T"][idx]) for A, idx in used] for i in range(L)]
     parts_P = [[(A["P"][idx, i], A["T"][idx]) for A, idx in used] for i in range(L)]
-    area_c = sum(A["c"][idx, :L].sum(axis=0) for A, idx in used)
-    area_P = sum(A["P"][idx, :L].sum(axis=0) for A, idx in used)
-    u_plain = area_c / (n * Ttot)
-    ud_plain = area_P / Ttot
-    mq = {int(m): float(mx[m] / Ttot) for m in range(L + 1) if mx[m] > 0}
-    est_u0 = [_estimate(p, relax=relax) for p in parts_c]
-    est_P0 = [_estimate(p, relax=relax) for p in parts_P]
     parts_q = [(A["c"][idx, :L].sum(axis=1) / n, A["T"][idx]) for A, idx in used]
-    est_q0 = _estimate(parts_q, relax=relax)
-    k = spec["k"] or None
+    u_plain = sum(A["c"][idx, :L].sum(axis=0) for A, idx in used) / (n * Ttot)
+    ud_plain = sum(A["P"][idx, :L].sum(axis=0) for A, idx in used) / Ttot
+    mq_plain = {int(m): float(mx[m] / Ttot) for m in range(L + 1) if mx[m] > 0}
+    k = plan.k or None
     good_plain = (sum(float(A["good"][idx].sum()) for A, idx in used) / Ttot) if k else None
     parts_g = [(A["good"][idx], A["T"][idx]) for A, idx in used] if k else None
-    est_g0 = _estimate(parts_g, relax=relax) if k else None
     # rare levels: too few batches ever saw them for an error estimate
     seen = [sum(int(np.count_nonzero(A["c"][idx, i] > 0)) for A, idx in used) for i in range(L)]
     # ---- control variates: the identities Z_i = u_i − λP_{i−1} (docs/model.md §9.1)
-    cvs = _Controls(spec, used, L, n, lamf, seen, stable, forgotten_all, relax)
-    cu = [cvs.apply(p, est, own=i + 1, bounds=(0.0, 1.0), seen=seen[i])
-          for i, (p, est) in enumerate(zip(parts_c, est_u0))]
-    cP = [cvs.apply(p, est, own=i + 2, bounds=(0.0, 1.0), seen=seen[i])
-          for i, (p, est) in enumerate(zip(parts_P, est_P0))]
-    cq = cvs.apply(parts_q, est_q0, bounds=(0.0, math.inf),
+    cvs = _Controls(plan, used, L, n, lam, seen, stable, forgotten_all, relax)
+    cu = [cvs.apply(p, _estimate(p, relax=relax), own=i + 1, bounds=(0.0, 1.0), seen=seen[i])
+          for i, p in enumerate(parts_c)]
+    cP = [cvs.apply(p, _estimate(p, relax=relax), own=i + 2, bounds=(0.0, 1.0), seen=seen[i])
+          for i, p in enumerate(parts_P)]
+    cq = cvs.apply(parts_q, _estimate(parts_q, relax=relax), bounds=(0.0, math.inf),
                    tail=lambda top: [(A["c"][idx, top:L].sum(axis=1) / n, A["T"][idx]) for A, idx in used])
-    cg = cvs.apply(parts_g, est_g0, bounds=(0.0, 1.0)) if k else None
-    est_u = [c.est for c in cu]
-    est_P = [c.est for c in cP]
-    est_q = cq.est
-    est_g = cg.est if k else None
-    u_mean = np.array([c.mean(u_plain[i], Ttot) for i, c in enumerate(cu)]) if L else u_plain
-    ud_mean = np.array([c.mean(ud_plain[i], Ttot) for i, c in enumerate(cP)]) if L else ud_plain
-    mql = cq.mean(float(u_plain.sum()), Ttot)
-    good = cg.mean(good_plain, Ttot) if k else None
+    cg = cvs.apply(parts_g, _estimate(parts_g, relax=relax), bounds=(0.0, 1.0)) if k else None
     # the law of the maximum: the fraction of time at each maximum, the same regression
-    parts_mx = {m: [(A["max"][idx, m], A["T"][idx]) for A, idx in used] for m in mq}
-    seen_mx = {m: sum(int(np.count_nonzero(A["max"][idx, m] > 0)) for A, idx in used) for m in mq}
-    cm = cvs.apply_law({m: (parts_mx[m], _estimate(parts_mx[m], relax=relax)) for m in mq})
-    mq_plain = mq
-    mq = {m: cm[m].mean(mq_plain[m], Ttot) for m in mq_plain}
-    # ---- self-checks from exact identities (docs/model.md §9)
-    checks = []
-    if stable:
-        for i in range(L):
-            if i == 0:
-                parts = [(A["c"][idx, 0] / n - lamf * A["T"][idx], A["T"][idx]) for A, idx in used]
-                name = "E[u_1] = λ"
-            else:
-                parts = [(A["c"][idx, i] / n - lamf * A["P"][idx, i - 1], A["T"][idx]) for A, idx in used]
-                name = f"E[u_{i + 1}] = λ·E[P_{i}]"
-            e = _estimate(parts, relax=relax)
-            z = e.mean / e.stderr if e.stderr > 0 else math.nan
-            limit = self_check_threshold(e.dof)
-            if not (e.reliable and seen[i] >= MIN_BLOCKS):
-                verdict = "inconclusive"
-            else:
-                verdict = "pass" if abs(z) <= limit else "fail"
-            checks.append({"identity": name, "level": i + 1, "difference": e.mean, "stderr": e.stderr, "z": z,
-                           "threshold": limit, "result": verdict})
+    parts_mx = {m: [(A["max"][idx, m], A["T"][idx]) for A, idx in used] for m in mq_plain}
+    seen_mx = {m: sum(int(np.count_nonzero(A["max"][idx, m] > 0)) for A, idx in used) for m in mq_plain}
+    cm = cvs.apply_law({m: (parts_mx[m], _estimate(parts_mx[m], relax=relax)) for m in mq_plain})
+    # ---- self-checks from exact identities (docs/model.md §9), and what the run trusts
+    checks = _self_checks(used, L, n, lam, relax, seen) if stable else []
     failed = [c for c in checks if c["result"] == "fail"]
     if failed:
         c = failed[0]
         notes.append(f"self-check failed: {c['identity']} is off by {abs(c['z']):.1f} standard errors, beyond "
-                     f"{c['threshold']:.1f} (as rare as {SELF_CHECK_Z:g} for an exact error bar; {len(failed)} identity "
-                     "check(s) failed): the error bars (or the burn-in) are too small; no error bar is marked reliable")
+                     f"{c['threshold']:.1f} (as rare as {SELF_CHECK_Z:g} for an exact error bar; {len(failed)} "
+                     "identity check(s) failed): the error bars (or the burn-in) are too small; no error bar is "
+                     "marked reliable")
     ok_all = forgotten_all and not failed
-    u_rel, u_note = _gate(est_u, est_q, seen, forgotten_all, bool(failed), stable)
-    P_rel, _ = _gate(est_P, est_q, seen, forgotten_all, bool(failed), stable)
-    q_rel = bool(est_q.reliable and ok_all)
-    g_rel = bool(est_g.reliable and ok_all) if est_g is not None else None
-    u0_rel, _ = _gate(est_u0, est_q0, seen, forgotten_all, bool(failed), stable)
-    P0_rel, _ = _gate(est_P0, est_q0, seen, forgotten_all, bool(failed), stable)
-    q0_rel = bool(est_q0.reliable and ok_all)
+    gate = dict(seen=seen, forgotten_all=forgotten_all, failed=bool(failed), stable=stable)
+    u_rel, u_note = _gate([c.est for c in cu], cq.est, **gate)
+    P_rel, _ = _gate([c.est for c in cP], cq.est, **gate)
+    u0_rel, _ = _gate([c.plain for c in cu], cq.plain, **gate)
+    P0_rel, _ = _gate([c.plain for c in cP], cq.plain, **gate)
+    q_rel, q0_rel = bool(cq.est.reliable and ok_all), bool(cq.plain.reliable and ok_all)
+    levels = tuple(_record(c, c.mean(u_plain[i], Ttot), u_plain[i], u_rel[i], u0_rel[i], u_note[i])
+                   for i, c in enumerate(cu))
+    tails = tuple(_record(c, c.mean(ud_plain[i], Ttot), ud_plain[i], P_rel[i], P0_rel[i]) for i, c in enumerate(cP))
+    queue = _record(cq, float(cq.mean(float(u_plain.sum()), Ttot)), float(u_plain.sum()), q_rel, q0_rel)
+    good = (None if cg is None else _record(cg, cg.mean(good_plain, Ttot), good_plain,
+                                            bool(cg.est.reliable and ok_all), bool(cg.plain.reliable and ok_all)))
     # the maximum's law: trusted as the levels are (its own plateau, seen often enough, the run's checks)
-    mx_rel = {m: bool(c.est.reliable and seen_mx[m] >= MIN_BLOCKS and ok_all and (q_rel or not stable))
-              for m, c in cm.items()}
-    g0_rel = bool(est_g0.reliable and ok_all) if est_g0 is not None else None
-    unrel = [i + 1 for i in range(L) if not u_rel[i] and u_mean[i] > 0 and seen[i] >= MIN_BLOCKS]
-    if ok_all and (unrel or not q_rel):
-        names = [f"E[u_{i}]" for i in unrel]
-        if len(names) > 4:
-            names = names[:3] + [f"… E[u_{unrel[-1]}] ({len(unrel)} levels)"]
-        what = ", ".join(names + ([] if q_rel else ["the mean queue length"]))
-        notes.append(f"run too short to estimate the error of {what}: no blocking plateau with at least "
-                     f"{MIN_BLOCKS} blocks (batches shorter than the correlation time); run longer, or use "
-                     "precision=/--precision")
+    max_queue = {m: _record(c, c.mean(mq_plain[m], Ttot), mq_plain[m],
+                            bool(c.est.reliable and seen_mx[m] >= MIN_BLOCKS and ok_all and (q_rel or not stable)),
+                            False) for m, c in cm.items()}
+    too_short = _too_short_note(levels, seen, q_rel) if ok_all else ""
+    if too_short:
+        notes.append(too_short)
     if precision_state is not None and precision_state.get("cap_hit"):
         notes.append(f"precision {precision_state['target']:g} not reached: stopped at max_steps = "
-                     f"{spec['max_steps']:,} steps per replication (worst relative half-width "
+                     f"{plan.max_steps:,} steps per replication (worst relative half-width "
                      f"{precision_state.get('achieved', math.nan):.3g}); raise max_steps/--max-steps")
+    # ---- response times, from the estimates in use and from the plain ones
+    response = response_plain = None
+    if stable:
+        response = _response_times(np.array([e.value for e in tails]), cvs.adjusted_matrix(cP, parts_P), L, params,
+                                   plan.engine, relax, ok_all and q_rel)
+        response_plain = response
+        if cvs.on:
+            response_plain = _response_times(ud_plain, [(A["P"][idx, :L], A["T"][idx]) for A, idx in used], L,
+                                             params, plan.engine, relax, ok_all and q0_rel)
     # ---- the rest
     events = sum(rep.measured_events() for rep in reps)
     burn_events = sum(rep.burn_events for rep in reps)
     total_events = sum(rep.events() for rep in reps)
     kernel_wall = sum(rep.wall for rep in reps)
-    sim_time = Ttot if continuous else Ttot / rate
-    traj = None
     r0 = reps[0]
     counts0, lengths0, records0 = r0.result_state()
+    traj = None
     if records0 is not None:
         t, cc, mxr, tot = records0
         traj = Trajectory(t=t - r0.t_meas0, u=cc / n, max=mxr, total=tot)
-    per = ()
-    if not single and len(reps) > 1:
-        per = tuple(_summarize(spec, [rep], rep.wall, interrupted, single=True) for rep in reps)
-    lamx = lamf
-    nan = math.nan
-
-    def hw(e, ok):  # 95 % half-width; NaN when the error bar is not trusted (one rule everywhere)
-        return e.half_width() if ok and math.isfinite(e.stderr) else nan
-
-    def se(e, ok):
-        return e.stderr if ok else nan
-
-    P_adj = cvs.adjusted_matrix(cP, parts_P)
-    trust = ok_all and q_rel
-    response = _response_times(ud_mean, P_adj, L, params, spec["engine"], relax, trust) if stable else None
-    response_plain = response
-    if cvs.on and stable:
-        response_plain = _response_times(ud_plain, [(A["P"][idx, :L], A["T"][idx]) for A, idx in used], L,
-                                         params, spec["engine"], relax, ok_all and q0_rel)
-    vr = None
-    if cvs.on:
-        vr = {"u_mean": [c.ratio for c in cu], "ud_mean": [c.ratio for c in cP],
-              "mean_queue_length": cq.ratio, "mean_sojourn_time": cq.ratio,
-              "good_set_fraction": cg.ratio if k else None,
-              "max_queue_dist": {m: c.ratio for m, c in cm.items()}}
-        if response is not None:
-            vr["sojourn"] = _response_ratios(response.sojourn, response_plain.sojourn)
-            vr["waiting"] = _response_ratios(response.waiting, response_plain.waiting)
-    plain = {"u_mean": u_plain, "u_stderr": np.array([se(e, ok) for e, ok in zip(est_u0, u0_rel)]),
-             "u_reliable": u0_rel, "ud_mean": ud_plain,
-             "ud_stderr": np.array([se(e, ok) for e, ok in zip(est_P0, P0_rel)]),
-             "mean_queue_length": float(u_plain.sum()), "mean_queue_length_stderr": se(est_q0, q0_rel),
-             "mean_queue_length_reliable": q0_rel,
-             "mean_sojourn_time": float(u_plain.sum()) / lamx, "mean_sojourn_time_stderr": se(est_q0, q0_rel) / lamx,
-             "good_set_fraction": good_plain,
-             "good_set_fraction_stderr": se(est_g0, g0_rel) if k else None,
-             "good_set_fraction_reliable": g0_rel}
+    start_note = ""
+    if plan.perfect:
+        start_note = ("the start is an exact stationary sample (perfect sampling, docs/model.md §12): no burn-in "
+                      "was needed" + ("" if burn_events == 0 else
+                                      f"; {int(burn_events):,} burn-in events were run anyway"))
     return SimulationResult(
-        params=params, engine=spec["engine"], time_mode="continuous" if continuous else "discrete",
-        steps=int(events), burn_in=int(burn_events), sim_time=float(sim_time),
-        u_mean=u_mean, u_stderr=np.array([se(e, ok) for e, ok in zip(est_u, u_rel)]), ud_mean=ud_mean,
-        ud_stderr=np.array([se(e, ok) for e, ok in zip(est_P, P_rel)]), max_queue_dist=mq,
-        max_queue_dist_stderr={m: se(c.est, mx_rel[m]) for m, c in cm.items()}, max_queue_dist_plain=mq_plain,
-        good_set_fraction=good, good_set_fraction_stderr=(se(est_g, g_rel) if k else None), k=k,
-        eps=float(spec["eps"]), mean_queue_length=float(mql), mean_queue_length_stderr=se(est_q, q_rel),
-        mean_sojourn_time=float(mql) / lamx, mean_sojourn_time_stderr=se(est_q, q_rel) / lamx,
-        events_per_second=(total_events / kernel_wall if kernel_wall > 0 else math.nan),
+        params=params, engine=plan.engine, time_mode="continuous" if plan.continuous else "discrete",
+        steps=int(events), burn_in=int(burn_events), sim_time=float(Ttot if plan.continuous else Ttot / rate),
+        levels=levels, tails=tails, queue_length=queue, good_set=good, max_queue=max_queue, k=k,
+        eps=float(plan.eps), events_per_second=(total_events / kernel_wall if kernel_wall > 0 else math.nan),
         wall_time=float(wall), partial=bool(interrupted or any(rep.partial for rep in reps)),
         replications=len(reps), batches=int(sum(len(rep.rows["T"]) for rep in reps)),
-        final_counts=counts0, trajectory=traj, per_replication=per, final_lengths=lengths0,
-        u_reliable=u_rel, u_half_width=np.array([hw(e, ok) for e, ok in zip(est_u, u_rel)]),
-        u_n_eff=np.array([e.n_eff for e in est_u]), u_note=tuple(u_note),
-        mean_queue_length_reliable=q_rel, mean_queue_length_half_width=hw(est_q, q_rel),
-        mean_queue_length_n_eff=est_q.n_eff,
-        good_set_fraction_reliable=g_rel, error_method=est_q.method,
-        self_checks=tuple(checks), start_up=tuple(startup), notes=tuple(notes), precision=precision_state,
-        response=response,
-        start_note=("the start is an exact stationary sample (perfect sampling, docs/model.md §12): no burn-in "
-                    "was needed" + ("" if burn_events == 0 else f"; {int(burn_events):,} burn-in events were run anyway")
-                    if spec.get("perfect") else ""),
-        control_variates=bool(spec.get("control_variates", True)), controls=tuple(cvs.levels),
-        control_notes=cvs.notes(cu, cP, cq, cg, cm), variance_reduction=vr,
-        u_mean_plain=plain["u_mean"], u_stderr_plain=plain["u_stderr"], u_reliable_plain=plain["u_reliable"],
-        ud_mean_plain=plain["ud_mean"], ud_stderr_plain=plain["ud_stderr"],
-        mean_queue_length_plain=plain["mean_queue_length"],
-        mean_queue_length_stderr_plain=plain["mean_queue_length_stderr"],
-        mean_queue_length_reliable_plain=plain["mean_queue_length_reliable"],
-        mean_sojourn_time_plain=plain["mean_sojourn_time"],
-        mean_sojourn_time_stderr_plain=plain["mean_sojourn_time_stderr"],
-        good_set_fraction_plain=plain["good_set_fraction"],
-        good_set_fraction_stderr_plain=plain["good_set_fraction_stderr"],
-        good_set_fraction_reliable_plain=plain["good_set_fraction_reliable"],
-        response_plain=response_plain,
-    )
-
-
-def _response_ratios(cv_law, plain_law):
-    """Variance reduction of a response-time law's mean and quantiles: (plain s.e. / CV s.e.)²,
-    NaN where either error is unknown."""
-    def r(a, b):
-        return (b / a) ** 2 if a is not None and b is not None and a > 0 and math.isfinite(a) and math.isfinite(b) \
-            else math.nan
-    if cv_law.stderr is None or plain_law.stderr is None:
-        return None
-    out = {"mean": r(cv_law.stderr["mean"], plain_law.stderr["mean"])}
-    for q in cv_law.stderr["quantiles"]:
-        out[f"{q:g}"] = r(cv_law.stderr["quantiles"][q], plain_law.stderr["quantiles"].get(q))
-    return out
+        final_counts=counts0, trajectory=traj, final_lengths=lengths0,
+        error_method=cq.est.method, self_checks=tuple(checks), start_up=tuple(startup), notes=tuple(notes),
+        precision=precision_state, response=response, response_plain=response_plain, start_note=start_note,
+        control_variates=plan.control_variates, controls=tuple(cvs.levels),
+        control_notes=cvs.notes(cu, cP, cq, cg, cm))
 
 
 def _gate(ests, est_q, seen, forgotten_all, failed, stable):
@@ -493,14 +451,14 @@ class _Controls:
     """The controls of a run (docs/model.md §9.1): ``Z_i = u_i − λ P_{i−1}`` per batch, the
     levels chosen from the data, and the split-sample estimate of any quantity."""
 
-    def __init__(self, spec, used, L, n, lam, seen, stable, forgotten_all, relax):
+    def __init__(self, plan, used, L, n, lam, seen, stable, forgotten_all, relax):
         from . import control as _cv
 
         self.relax = relax
         self.levels = []
         self.reason = ""
         self.Z = None
-        self.on = bool(spec.get("control_variates", True))
+        self.on = plan.control_variates
         if not self.on:
             return
         if not stable:
@@ -622,7 +580,7 @@ class _Controls:
         lv = self.levels
         out = [(f"controls Z_i = u_i − λ·P_(i−1) for i = {', '.join(map(str, lv))} ({len(lv)}; exact mean 0 in "
                 "equilibrium), split-sample regression on batch means (docs/model.md §9.1)")]
-        groups = {}
+        groups: dict[str, list[str]] = {}
         for i, c in enumerate(cu):
             if not c.used and c.reason and c.plain.mean > 0:
                 groups.setdefault(c.reason, []).append(f"E[u_{i + 1}]")

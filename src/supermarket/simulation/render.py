@@ -9,13 +9,18 @@ numbers and this module holds every sentence and table the data are shown in.
 from __future__ import annotations
 
 import math
+import os
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import theory as _th
 
+if TYPE_CHECKING:
+    from .results import SimulationResult
 
-def summary_text(res, cdf_points=None) -> str:
+
+def summary_text(res: SimulationResult, cdf_points: int | None = None) -> str:
     """The text of ``res.summary(cdf_points=...)`` (see :meth:`SimulationResult.summary`)."""
     cdf = res._cdf(cdf_points) if cdf_points is not None else None
     p = res.params
@@ -34,15 +39,13 @@ def summary_text(res, cdf_points=None) -> str:
     ident = "λ·E[u_(i−1)^d] (identity, derived)" if p.replace else "λ·E[P_(i−1)] (identity, derived)"
     vr = res.variance_reduction
     rows = []
-    for i in range(1, L + 1):
-        rel = bool(res.u_reliable[i - 1]) if res.u_reliable is not None else False
-        note = res.u_note[i - 1] if len(res.u_note) == L else ""
-        ud = res.ud_mean_plain if res.ud_mean_plain is not None else res.ud_mean  # a check: plain, not CV
-        prev = 1.0 if i == 1 else ud[i - 2]
-        row = [str(i), _pm(res.u_mean[i - 1], res.u_stderr[i - 1], rel, note)]
+    for i, e in enumerate(res.levels, start=1):
+        rel = bool(e.reliable)
+        prev = 1.0 if i == 1 else res.tails[i - 2].plain  # the identity is a check: plain, not CV
+        row = [str(i), _pm(e.value, e.stderr, rel, e.note)]
         if vr is not None:
-            row.append(_factor(vr["u_mean"][i - 1]) if rel else "")
-        rows.append(row + [_fmt(res.u_n_eff[i - 1], 3) if rel and res.u_n_eff is not None else "",
+            row.append(_factor(e.variance_reduction) if rel else "")
+        rows.append(row + [_fmt(e.n_eff, 3) if rel else "",
                            _fmt(fp[i - 1]) if fp is not None else "—",
                            ("—" if k and i <= k else "") if math.isnan(lin[i - 1]) else _fmt(lin[i - 1]),
                            _fmt(p.lam * prev)])
@@ -55,18 +58,13 @@ def summary_text(res, cdf_points=None) -> str:
                    "holds (docs/model.md §4)")
     kr = _th.k_report(p.d, p.lam_exact) if k else None
     mrows = []
-    for m in sorted(res.max_queue_dist):
-        mark = ""
-        if k is not None and m == k:
-            mark = "= k_(λ,d)"
-        elif kr is not None and m in kr.possible_max:
-            mark = "allowed near the boundary"
-        mse = res.max_queue_dist_stderr.get(m, math.nan) if res.max_queue_dist_stderr else math.nan
-        cell = ("1 (all the time)" if res.max_queue_dist[m] == 1.0 else
-                _pm(res.max_queue_dist[m], mse, math.isfinite(mse)))
-        row = [str(m), cell]
+    for m, e in sorted(res.max_queue.items()):
+        mark = ("= k_(λ,d)" if k is not None and m == k else
+                "allowed near the boundary" if kr is not None and m in kr.possible_max else "")
+        ok = math.isfinite(e.stderr)
+        row = [str(m), "1 (all the time)" if e.value == 1.0 else _pm(e.value, e.stderr, ok)]
         if vr is not None:
-            row.append(_factor(vr.get("max_queue_dist", {}).get(m)) if math.isfinite(mse) else "")
+            row.append(_factor(e.variance_reduction) if ok else "")
         mrows.append(row + [mark])
     out.append("")
     out.append("Maximum queue length: fraction of time")
@@ -75,8 +73,8 @@ def summary_text(res, cdf_points=None) -> str:
     out.append("")
     if k is not None:
         kh = _th.k_hypothesis(p.n, p.d, p.lam)
-        out.append(f"k_(λ,d) = {k}: paper 000's n → ∞ statement" + (f" ({kr.note})" if kr.note else "")
-                   + "; its theorem needs n ≥ 1e15")
+        note = f" ({kr.note})" if kr is not None and kr.note else ""
+        out.append(f"k_(λ,d) = {k}: paper 000's n → ∞ statement{note}; its theorem needs n ≥ 1e15")
         out.append(f"at n = {p.n} the finite-n hypothesis applies (docs/model.md §4, reconstructed): the "
                    f"equilibrium maximum is within 1 of {kh}, the largest k with n·π(k) ≥ 1"
                    + ("" if kh == k else f" (not k_(λ,d) = {k})"))
@@ -110,7 +108,7 @@ def summary_text(res, cdf_points=None) -> str:
     return "\n".join(out)
 
 
-def error_lines(res) -> list:
+def error_lines(res: SimulationResult) -> list[str]:
     """How the error bars were made, the self-checks and the start-up diagnosis."""
     how = {"blocking": "blocking analysis of batch means (automatic plateau)",
            "pooled": f"blocking analysis of batch means, pooled over {res.replications} replications",
@@ -155,7 +153,7 @@ def error_lines(res) -> list:
     return out
 
 
-def plot(res, path=None):
+def plot(res: SimulationResult, path: str | os.PathLike | None = None) -> Any:
     """The figure of ``res.plot(path)`` (see :meth:`SimulationResult.plot`)."""
     import matplotlib
     if path is not None:
