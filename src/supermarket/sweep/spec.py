@@ -16,7 +16,7 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -390,7 +390,7 @@ def _short(params: dict) -> str:
 _Err = Callable[[str | None, int | None, str | None, str], None]  # err(section, index, key, message)
 
 
-def _check_one(b: int, key: str, raw: object, checker: vals.Checker, err: _Err) -> tuple[bool, object]:
+def _check_one(b: int, key: str, raw: object, checker: vals.Checker, err: _Err) -> tuple[bool, Any]:
     try:
         return True, checker(key, raw)
     except (TypeError, ValueError) as exc:
@@ -418,7 +418,7 @@ def _normalised(measurement: str, params: dict) -> dict:
     return {k: p[k] for k in sorted(p)}
 
 
-def _check_block(b, block, seed, replications, err):
+def _check_block(b: int, block: dict, seed: int, replications: int, err: _Err) -> tuple:
     """Validate one [[run]] block's keys and values (no grid built yet); return
     ``(spec, axes, seed, replications, task count or None, canonical block, bad)``."""
     names = ", ".join(REGISTRY)
