@@ -18,8 +18,8 @@ from decimal import Decimal, InvalidOperation
 
 import numpy as np
 
-__all__ = ["check_choice", "check_vector", "check_int", "check_positive_int", "check_real", "check_positive_float", "check_fraction",
-           "parse_count", "INT64_MAX"]
+__all__ = ["check_choice", "check_vector", "check_int", "check_positive_int", "check_real", "check_positive_float",
+           "check_fraction", "parse_count", "INT64_MAX"]
 
 INT64_MAX = 2**63 - 1
 """Largest integer any parameter may take: counts end up in 64-bit integers (NumPy, numba)."""

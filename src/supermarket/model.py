@@ -23,8 +23,21 @@ from typing import SupportsFloat, cast
 
 import numpy as np
 
-from ._checks import (INT64_MAX, _as_real, _describe, _int_text, _shown, check_choice, check_fraction, check_int,
-                      check_positive_float, check_positive_int, check_real, check_vector, parse_count)
+from ._checks import (
+    INT64_MAX,
+    _as_real,
+    _describe,
+    _int_text,
+    _shown,
+    check_choice,
+    check_fraction,
+    check_int,
+    check_positive_float,
+    check_positive_int,
+    check_real,
+    check_vector,
+    parse_count,
+)
 
 __all__ = [
     "Params",
@@ -196,7 +209,7 @@ def load_candidates(lam: object) -> tuple[Fraction, ...]:
     >>> [str(x) for x in load_candidates(0.1)]
     ['1/10', '3602879701896397/36028797018963968']
     """
-    if isinstance(lam, float) or isinstance(lam, np.floating):
+    if isinstance(lam, (float, np.floating)):
         dec = exact_load(float(lam))
         binary = Fraction(float(lam))
         return (dec,) if dec == binary else (dec, binary)
