@@ -23,10 +23,21 @@ import math
 import numpy as np
 from numba import njit
 
-from .layout import GO_ON, ST_WINDOW, STATUS_DONE
+from .layout import GO_ON, ST_WINDOW, STATUS_DONE, Measures, Records, Setup, Tables
 from .measure import (
-    chunk_gate, close_level, close_top, fast_gate, general_gate, good_ints, good_step, is_final, load_clock,
-    next_event_time, set_level, set_top, store_clock,
+    chunk_gate,
+    close_level,
+    close_top,
+    fast_gate,
+    general_gate,
+    good_ints,
+    good_step,
+    is_final,
+    load_clock,
+    next_event_time,
+    set_level,
+    set_top,
+    store_clock,
 )
 from .rng import next_below, next_double
 from .tables import LW, flat_tables, get_p, refresh_windows, window_edge
@@ -179,7 +190,8 @@ def _buckets_fast(perm, c, s, flat, bounds, meas, setup, clock, t_stop, max_even
 
 
 @njit(cache=True, nogil=True)
-def buckets_kernel(perm, c, s, tables, meas, recs, setup, clock, t_stop, max_events):
+def buckets_kernel(perm: np.ndarray, c: np.ndarray, s: np.ndarray, tables: Tables, meas: Measures, recs: Records,
+                   setup: Setup, clock: np.ndarray, t_stop: float, max_events: int) -> tuple[int, int]:
     """Run the bucket chain until ``t_stop`` or ``max_events`` events (arguments and return
     value as :func:`.profile.profile_kernel`; ``perm`` = queue identities by position).
     DELIBERATE COPY of :func:`.profile.profile_kernel`'s driver loop, like

@@ -43,11 +43,31 @@ import numpy as np
 from numba import njit
 
 from .layout import (
-    GO_ON, ST_GENERAL, ST_RECORD, ST_WINDOW, STATUS_DONE, STATUS_EVENTS, STATUS_GROW, STATUS_RECFULL,
+    GO_ON,
+    ST_GENERAL,
+    ST_RECORD,
+    ST_WINDOW,
+    STATUS_DONE,
+    STATUS_EVENTS,
+    STATUS_GROW,
+    STATUS_RECFULL,
+    Measures,
+    Records,
+    Setup,
+    Tables,
 )
 from .measure import (
-    change_level, chunk_gate, close_level, close_top, good_ints, good_step, is_final, load_clock, next_event_time,
-    record_until, store_clock,
+    change_level,
+    chunk_gate,
+    close_level,
+    close_top,
+    good_ints,
+    good_step,
+    is_final,
+    load_clock,
+    next_event_time,
+    record_until,
+    store_clock,
 )
 from .rng import next_double, step_double
 from .tables import LW, WIN, flat_tables, p_all_at_least, rebuild_window, refresh_windows, window_edge
@@ -296,7 +316,8 @@ def _profile_fast(c, s, flat, bounds, meas, setup, clock, t_stop, max_events):
 
 
 @njit(cache=True, nogil=True)
-def profile_kernel(c, s, tables, meas, recs, setup, clock, t_stop, max_events):
+def profile_kernel(c: np.ndarray, s: np.ndarray, tables: Tables, meas: Measures, recs: Records, setup: Setup,
+                   clock: np.ndarray, t_stop: float, max_events: int) -> tuple[int, int]:
     """Run the profile chain (docs/model.md §2) until time ``t_stop`` or ``max_events`` events.
 
     Arguments: the structures of :mod:`.layout`, all updated in place.  Returns ``(events,
