@@ -285,6 +285,7 @@ def verify_latency(design: LatencyDesign, n, *, steps=2_000_000, replications=8,
     pts = []
     if design.question == "least d":
         cand = [int(design.answer)] + ([int(design.answer) - 1] if design.answer > 1 else [])
+        assert design.load is not None  # a "least d" design is made at a given load
         runs = [(d, design.load) for d in cand]
     else:
         runs = [(design.d, design.answer)]
