@@ -33,9 +33,11 @@ from .model import as_seed_sequence, check_load
 from .phase_law import check_ph
 from .stats import blocking
 
-__all__ = ["PhaseRun", "simulate_phase", "law_arrays", "PhaseChain"]
+__all__ = ["PhaseRun", "simulate_phase", "law_arrays", "PhaseChain", "MIN_CROSSINGS"]
 
 _CHUNK_EVENTS = 1 << 24
+MIN_CROSSINGS = 100
+"""Fewest expected arrivals into a level for its (I1) z-score."""
 
 
 def law_arrays(alpha, T, t0):
@@ -125,7 +127,9 @@ class PhaseRun:
     ud_mean, ud_stderr : ``E[P_ℓ]`` (for JSQ(d) with replacement the time average of ``u_ℓ^d``).
     phase_mean : ``E[N[ℓ, φ]/n]`` (rows: levels).
     busy_mean, busy_stderr, busy_exact : ``E[B_φ/n]`` and its value ``λ (α(−T)^{-1})_φ`` (I2).
-    flow_z : z-scores of (I1), one per level (levels whose sides are both below 1e-9 give 0).
+    flow_z : z-scores of (I1), one per level (NaN where blocking finds no trusted error bar or
+        fewer than :data:`MIN_CROSSINGS` arrivals are expected into the level: the count of
+        crossings is then too small for a normal error bar).
     busy_z : z-scores of (I2), one per phase.
     mean_queue_length, mean_queue_length_stderr : ``E[Σ_ℓ u_ℓ]`` (plain).
     reliable : whether every standard error came from a blocking plateau.
@@ -273,7 +277,11 @@ def simulate_phase(n, d, lam, alpha, T, *, t_end=2000.0, burn_in=None, batches=1
         ep = blocking(Pl[:, i])
         ud[i], ud_se[i] = ep.mean, ep.stderr
         ez = blocking(Z[:, i])
-        fz[i] = ez.mean / ez.stderr if ez.stderr > 0 else (0.0 if ez.mean == 0 else math.inf)
+        crossings = n * lam * float(Pprev[:, i].mean()) * t_end  # expected arrivals into places >= ℓ
+        if not ez.reliable or crossings < MIN_CROSSINGS:
+            fz[i] = math.nan
+        else:
+            fz[i] = ez.mean / ez.stderr if ez.stderr > 0 else (0.0 if ez.mean == 0 else math.inf)
         if u_mean[i] > 1e-3:
             reliable = reliable and e.reliable and ecv.reliable
     Bser = YN.sum(axis=1)  # B_φ/n per batch
