@@ -140,9 +140,16 @@ def test_random_routing_is_n_independent_mph1(name):
     assert abs(r.mean_queue_length - pk_mean(lam, SCV[name])) <= Z * r.mean_queue_length_stderr
 
 
-@pytest.mark.parametrize(("n", "d", "rep", "name", "lam", "cap"),
-                         [(2, 2, True, "E2", 0.7, 30), (2, 2, True, "H2", 0.6, 45), (3, 2, True, "H2", 0.4, 18),
-                          (3, 2, False, "E2", 0.7, 14), (3, 2, True, "C3", 0.5, 12)])
+@pytest.mark.parametrize(
+    ("n", "d", "rep", "name", "lam", "cap"),
+    [
+        (2, 2, True, "E2", 0.7, 30),
+        (2, 2, True, "H2", 0.6, 45),
+        (3, 2, True, "H2", 0.4, 18),
+        (3, 2, False, "E2", 0.7, 14),
+        (3, 2, True, "C3", 0.5, 12),
+    ],
+)
 def test_sim_tiny_n_is_exact(n, d, rep, name, lam, cap):
     a, T = LAWS[name]
     K = len(a)
@@ -213,18 +220,62 @@ def test_counts_stay_consistent():
     assert ch.ints[1] == ch.c[1:].sum() and np.all(ch.N >= 0)
 
 
-@pytest.mark.parametrize(("kw", "match"), [
-    ({"alpha": [0.5, 0.4], "T": [[-2.0, 0.0], [0.0, -2.0]]}, "sum to 1"),
-    ({"alpha": [1.0], "T": [[-2.0]]}, "mean"),
-    ({"alpha": [1.0, 0.0], "T": [[-1.0, 2.0], [0.0, -1.0]]}, "row sums"),
-    ({"alpha": [1.0], "T": [[-1.0, 0.0]]}, "shape"),
-    ({"alpha": [1.0, 0.0], "T": [[-1.0, -0.5], [0.0, -1.0]]}, "off-diagonal"),
-    ({"lam": 1.0}, "load"),
-    ({"n": 0}, "n"),
-    ({"batches": 8}, "batches"),
-    ({"holding": "none"}, "holding"),
-])
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"alpha": [0.5, 0.4], "T": [[-2.0, 0.0], [0.0, -2.0]]}, "sum to 1"),
+        ({"alpha": [1.0], "T": [[-2.0]]}, "mean"),
+        ({"alpha": [1.0, 0.0], "T": [[-1.0, 2.0], [0.0, -1.0]]}, "row sums"),
+        ({"alpha": [1.0], "T": [[-1.0, 0.0]]}, "shape"),
+        ({"alpha": [1.0, 0.0], "T": [[-1.0, -0.5], [0.0, -1.0]]}, "off-diagonal"),
+        ({"lam": 1.0}, "load"),
+        ({"n": 0}, "n"),
+        ({"batches": 8}, "batches"),
+        ({"holding": "none"}, "holding"),
+    ],
+)
 def test_bad_input(kw, match):
     args = {"n": 10, "d": 2, "lam": 0.5, "alpha": [1.0], "T": [[-1.0]]} | kw
     with pytest.raises(ValueError, match=match):
         simulate_phase(args.pop("n"), args.pop("d"), args.pop("lam"), args.pop("alpha"), args.pop("T"), **args)
+
+
+# ------------------------------------------------------------ mean field
+@pytest.mark.parametrize(("d", "lam"), [(2, 0.9), (3, 0.99), (5, 0.95), (1, 0.7)])
+def test_meanfield_one_phase_is_todays(d, lam):
+    from supermarket.meanfield.phase import phase_fixed_point
+    from supermarket.theory import fixed_point
+
+    fp = phase_fixed_point(d, lam, [1.0], [[-1.0]])
+    assert np.max(np.abs(fp.u - fixed_point(d, lam, levels=len(fp.u)))) < 1e-12
+
+
+def test_meanfield_one_phase_drift_is_todays():
+    from supermarket.meanfield.dynamics import drift
+    from supermarket.meanfield.phase import phase_drift
+
+    u = np.array([0.8, 0.5, 0.2, 0.05, 0.01, 0.0])
+    x = (u - np.append(u[1:], 0.0))[:, None]
+    dx = phase_drift(x, 0.85, 3, np.ones(1), -np.ones((1, 1)), np.ones(1))[:, 0]
+    du = np.cumsum(dx[::-1])[::-1]
+    ref = drift(u, 3, 0.85)
+    assert np.allclose(du[:-1], np.asarray(ref)[:-1], rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("name", ["E2", "E4", "H2", "C3"])
+def test_meanfield_d1_is_mph1(name):
+    from supermarket.meanfield.phase import phase_fixed_point
+
+    fp = phase_fixed_point(1, 0.7, *LAWS[name])
+    assert np.max(np.abs(fp.u[:40] - mph1_tail(0.7, *LAWS[name], 40))) < 1e-12
+
+
+@pytest.mark.parametrize("name", ["E4", "H2", "C3"])
+def test_meanfield_identities(name):
+    # (I1) and (I2) hold exactly at the fixed point (docs/model.md §12)
+    from supermarket.meanfield.phase import phase_fixed_point
+
+    a, T = LAWS[name]
+    fp = phase_fixed_point(2, 0.9, a, T)
+    assert fp.flow_error < 1e-13 and fp.residual < 1e-13
+    assert np.allclose(fp.x.sum(axis=0), 0.9 * np.linalg.solve(-np.asarray(T).T, a), atol=1e-13)

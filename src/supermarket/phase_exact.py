@@ -9,7 +9,8 @@ phase engine's formulas: the joined queue of an arrival is found by enumerating 
 ``d``-tuple of labelled queues (``n^d`` with replacement, ``n!/(n−d)!`` ordered tuples
 without) and taking the first shortest in the tuple; phases move by ``T``, complete by
 ``t0 = −T·1``, and a new service starts in phase ``~ α``.  ``π Q = 0`` is solved as for exponential
-service (:mod:`supermarket.stationary`: sparse LU, or GMRES with an incomplete LU).  With ``n = 1`` this is the M/PH/1 queue, whose mean queue length is
+service (:mod:`supermarket.stationary`: sparse LU, or GMRES with an incomplete LU).  With
+``n = 1`` this is the M/PH/1 queue, whose mean queue length is
 Pollaczek–Khinchine's ``ρ + ρ²(1 + SCV)/(2(1 − ρ))`` [classical].
 """
 
@@ -205,5 +206,19 @@ def solve_phase(n, d, lam, alpha, T, *, cap=30, replace=True) -> PhaseExact:
                 ud[: lens[pos]] += pi[i] * jl[pos]
         if max(lens) == cap:
             trunc += pi[i]
-    return PhaseExact(n=n, d=d, lam=lam, replace=bool(replace), cap=cap, states=S, u=u, queue_law=queue_law,
-                      phase_mean=phase_mean, ud=ud, mean_queue_length=float(u.sum()), truncation=float(trunc), residual=residual, method=method)
+    return PhaseExact(
+        n=n,
+        d=d,
+        lam=lam,
+        replace=bool(replace),
+        cap=cap,
+        states=S,
+        u=u,
+        queue_law=queue_law,
+        phase_mean=phase_mean,
+        ud=ud,
+        mean_queue_length=float(u.sum()),
+        truncation=float(trunc),
+        residual=residual,
+        method=method,
+    )

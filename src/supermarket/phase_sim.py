@@ -100,8 +100,9 @@ class PhaseChain:
         while True:
             state = (self.N, self.B, self.c, self.P, self.ints)
             meas = (self.areaN, self.stampN, self.areaP, self.stampP)
-            ev, status = phase_kernel(state, meas, self.law, self.setup, self.tab, self.s, self.clock,
-                                      float(t_stop), _CHUNK_EVENTS)
+            ev, status = phase_kernel(
+                state, meas, self.law, self.setup, self.tab, self.s, self.clock, float(t_stop), _CHUNK_EVENTS
+            )
             self.events += int(ev)
             if status == STATUS_GROW:
                 self._grow()
@@ -176,8 +177,9 @@ def _cv(y, z):
     return blocking(y - beta * z)
 
 
-def simulate_phase(n, d, lam, alpha, T, *, t_end=2000.0, burn_in=None, batches=128, replace=True, seed=None,
-                   holding="mean") -> PhaseRun:
+def simulate_phase(
+    n, d, lam, alpha, T, *, t_end=2000.0, burn_in=None, batches=128, replace=True, seed=None, holding="mean"
+) -> PhaseRun:
     """Simulate JSQ(d) with phase-type service ``PH(α, T)`` of mean 1 (docs/model.md §12).
 
     Parameters
@@ -295,10 +297,30 @@ def simulate_phase(n, d, lam, alpha, T, *, t_end=2000.0, burn_in=None, batches=1
     last = int(np.max(np.nonzero(u_mean)[0], initial=-1)) + 2
     cut = slice(0, max(last, 1))
     return PhaseRun(
-        n=n, d=d, lam=lam, replace=bool(replace), alpha=a.tolist(), T=M.tolist(), t_end=t_end, burn_in=burn_in,
-        batches=batches, events=ch.events - events0, holding=holding,
-        u_mean=u_mean[cut], u_stderr=u_se[cut], u_mean_cv=ucv[cut], u_stderr_cv=ucv_se[cut],
-        ud_mean=ud[cut], ud_stderr=ud_se[cut], phase_mean=YN.mean(axis=0)[1:][cut],
-        busy_mean=busy_mean, busy_stderr=busy_se, busy_exact=busy_exact, flow_z=fz[cut], busy_z=busy_z,
-        mean_queue_length=eq.mean, mean_queue_length_stderr=eq.stderr, reliable=bool(reliable and eq.reliable),
+        n=n,
+        d=d,
+        lam=lam,
+        replace=bool(replace),
+        alpha=a.tolist(),
+        T=M.tolist(),
+        t_end=t_end,
+        burn_in=burn_in,
+        batches=batches,
+        events=ch.events - events0,
+        holding=holding,
+        u_mean=u_mean[cut],
+        u_stderr=u_se[cut],
+        u_mean_cv=ucv[cut],
+        u_stderr_cv=ucv_se[cut],
+        ud_mean=ud[cut],
+        ud_stderr=ud_se[cut],
+        phase_mean=YN.mean(axis=0)[1:][cut],
+        busy_mean=busy_mean,
+        busy_stderr=busy_se,
+        busy_exact=busy_exact,
+        flow_z=fz[cut],
+        busy_z=busy_z,
+        mean_queue_length=eq.mean,
+        mean_queue_length_stderr=eq.stderr,
+        reliable=bool(reliable and eq.reliable),
     )

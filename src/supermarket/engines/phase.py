@@ -67,8 +67,17 @@ from numba import njit
 from .rng import next_double, next_u64
 from .tables import p_all_at_least
 
-__all__ = ["POLICY_JSQD", "FULL_MAX_N", "p_of", "phase_tables", "phase_kernel", "close_all",
-           "STATUS_DONE", "STATUS_EVENTS", "STATUS_GROW"]
+__all__ = [
+    "POLICY_JSQD",
+    "FULL_MAX_N",
+    "p_of",
+    "phase_tables",
+    "phase_kernel",
+    "close_all",
+    "STATUS_DONE",
+    "STATUS_EVENTS",
+    "STATUS_GROW",
+]
 
 POLICY_JSQD = 0
 FULL_MAX_N = 1 << 22  # P table of n + 1 doubles (32 MiB) up to here, direct evaluation above
