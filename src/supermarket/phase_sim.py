@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from ._checks import check_int, check_positive_float
-from .engines.phase import POLICY_JSQD, STATUS_GROW, close_all, phase_kernel, phase_tables
+from .engines.phase import POLICY_JSQD, STATUS_GROW, close_all, p_of, phase_kernel, phase_tables
 from .engines.rng import state_from_seed_sequence
 from .model import as_seed_sequence, check_load
 from .phase_law import check_ph
@@ -84,6 +84,35 @@ class PhaseChain:
         self.clock = np.array([0.0, -1.0])
         self.events = 0
 
+    def set_counts(self, N):
+        """Start from the counts ``N[ℓ, φ]`` (rows ``ℓ = 1..``; row 0 is ignored), with the
+        derived ``c``, ``B``, ``P``, the maximum and the total; time and integrals restart at 0."""
+        N = np.asarray(N, dtype=np.int64)
+        L = max(N.shape[0] + 2, self.N.shape[0])
+        K = self.K
+        if N.shape[1] != K or np.any(N < 0) or N[1:].sum() > self.n:
+            raise ValueError(f"N: counts must be >= 0, with {K} phases and at most n = {self.n} busy queues")
+        self.N = np.zeros((L, K), np.int64)
+        self.N[1 : N.shape[0]] = N[1:]
+        self.B = self.N.sum(axis=0)
+        self.c = np.cumsum(self.N.sum(axis=1)[::-1])[::-1].copy()
+        self.c[0] = self.n
+        self.P = np.array(
+            [
+                float(self.tab[x])
+                if self.tab.size
+                else p_of(POLICY_JSQD, x, *self.setup[:1], self.setup[2], self.setup[3], self.tab)
+                for x in self.c
+            ]
+        )
+        top = int(np.max(np.nonzero(self.c[1:])[0], initial=-1)) + 1
+        self.ints = np.array([top, int(self.c[1:].sum())], np.int64)
+        self.areaN = np.zeros((L, K))
+        self.stampN = np.zeros((L, K))
+        self.areaP = np.zeros(L)
+        self.stampP = np.zeros(L)
+        self.clock = np.array([0.0, -1.0])
+
     def _grow(self):
         L, K = self.N.shape
         now = self.clock[0]
@@ -108,6 +137,18 @@ class PhaseChain:
                 self._grow()
             elif self.clock[0] >= t_stop:
                 return
+
+    def run_events(self, events):
+        """Advance by exactly ``events`` events (no time limit)."""
+        left = int(events)
+        while left > 0:
+            state = (self.N, self.B, self.c, self.P, self.ints)
+            meas = (self.areaN, self.stampN, self.areaP, self.stampP)
+            ev, status = phase_kernel(state, meas, self.law, self.setup, self.tab, self.s, self.clock, math.inf, left)
+            self.events += int(ev)
+            left -= int(ev)
+            if status == STATUS_GROW:
+                self._grow()
 
     def integrals(self):
         """``(∫N dt, ∫P dt)`` closed up to now (copies)."""

@@ -64,7 +64,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .rng import next_double, next_u64
+from .rng import next_double, step_double
 from .tables import p_all_at_least
 
 __all__ = [
@@ -85,8 +85,6 @@ FULL_MAX_N = 1 << 22  # P table of n + 1 doubles (32 MiB) up to here, direct eva
 STATUS_DONE = 0  # reached t_stop
 STATUS_EVENTS = 1  # did max_events
 STATUS_GROW = 2  # needs more level capacity (grow N, c, P, areaN, stampN, areaP, stampP)
-
-_TWO_M53 = 1.0 / 9007199254740992.0
 
 
 @njit(cache=True)
@@ -178,6 +176,7 @@ def phase_kernel(state, meas, law, setup, tab, s, clock, t_stop, max_events):
             t_next = now - math.log(1.0 - next_double(s)) / R
         else:
             t_next = now + 1.0 / R
+    r0, r1, r2, r3 = s[0], s[1], s[2], s[3]  # the generator in registers (written back at the end)
     events = 0
     status = STATUS_EVENTS
     while events < max_events:
@@ -189,14 +188,15 @@ def phase_kernel(state, meas, law, setup, tab, s, clock, t_stop, max_events):
             status = STATUS_DONE
             break
         now = t_next
-        x = np.float64(next_u64(s) >> np.uint64(11)) * _TWO_M53 * R
+        x, r0, r1, r2, r3 = step_double(r0, r1, r2, r3)
+        x *= R
         if x < nlam:
             # arrival: joined length ℓ = #{i >= 1 : U < P_i} (P non-increasing)
             U = x / nlam
             ell = 0
             while ell < top and P[ell + 1] > U:
                 ell += 1
-            v = next_double(s)
+            v, r0, r1, r2, r3 = step_double(r0, r1, r2, r3)
             if ell == 0:
                 ph = _pick(alpha_cum, v)
                 B[ph] += 1
@@ -235,7 +235,8 @@ def phase_kernel(state, meas, law, setup, tab, s, clock, t_stop, max_events):
             while ell < top and acc <= y:
                 ell += 1
                 acc += N[ell, ph]
-            v = next_double(s) * mu[ph]
+            v, r0, r1, r2, r3 = step_double(r0, r1, r2, r3)
+            v *= mu[ph]
             to = 0
             while to < K and move_cum[ph, to] <= v:
                 to += 1
@@ -248,7 +249,8 @@ def phase_kernel(state, meas, law, setup, tab, s, clock, t_stop, max_events):
             else:
                 # completion: c_ℓ −= 1, the next customer (if any) starts in phase ~ α
                 if ell >= 2:
-                    nph = _pick(alpha_cum, next_double(s))
+                    v, r0, r1, r2, r3 = step_double(r0, r1, r2, r3)
+                    nph = _pick(alpha_cum, v)
                     _bump(N, areaN, stampN, ell - 1, nph, 1, now)
                     B[nph] += 1
                 areaP[ell] += P[ell] * (now - stampP[ell])
@@ -263,10 +265,12 @@ def phase_kernel(state, meas, law, setup, tab, s, clock, t_stop, max_events):
         for q in range(K):
             R += mu[q] * B[q]
         if holding_exp:
-            t_next = now - math.log(1.0 - next_double(s)) / R
+            v, r0, r1, r2, r3 = step_double(r0, r1, r2, r3)
+            t_next = now - math.log(1.0 - v) / R
         else:
             t_next = now + 1.0 / R
         events += 1
+    s[0], s[1], s[2], s[3] = r0, r1, r2, r3
     ints[0] = top
     ints[1] = total
     clock[0] = now
