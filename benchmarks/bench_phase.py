@@ -1,14 +1,14 @@
-"""Speed of the phase-type counts engine (docs/model.md §12): events per second, one core,
+"""Speed of the phase-type counts engine (docs/model.md §13): events per second, one core,
 JSQ(2) at λ = 0.9 with Erlang-4 and hyperexponential (H2, SCV 4, balanced means) service.
 
     .venv/bin/python benchmarks/bench_phase.py                 # n = 10^6, both laws (about a minute)
     .venv/bin/python benchmarks/bench_phase.py --n 1000 --events 1e7 --repeat 5
 
 Each chain starts from the mean-field fixed point (counts rounded), runs 10^6 events to
-warm up, then ``--events`` events are timed (CPU time of this process, ``time.process_time``,
-best of ``--repeat``: the machine may be shared).  An *event* is a real transition of the jump chain: an arrival, a phase move
-or a service completion (no dummy events: the engine is not uniformized); the table also
-gives customers served per second (arrivals per event × events/s) for comparison with
+warm up, then ``--events`` events are timed (CPU time of this process,
+``time.process_time``, best of ``--repeat``: the machine may be shared).  An *event* is a
+real transition of the jump chain: an arrival, a phase move or a service completion (no
+dummy events: the engine is not uniformized); the table also gives customers served per second (arrivals per event × events/s) for comparison with
 engines that count only arrivals and departures.  Target: >= 20 million events/s at
 n = 10^6.
 """
@@ -20,8 +20,8 @@ import math
 import platform
 import time
 
-import numpy as np
 import numba
+import numpy as np
 
 from supermarket.meanfield.phase import phase_fixed_point
 from supermarket.phase_law import check_ph

@@ -1,4 +1,4 @@
-"""Phase-type service (docs/model.md §12) against independent facts: Pollaczek–Khinchine's
+"""Phase-type service (docs/model.md §13) against independent facts: Pollaczek–Khinchine's
 M/PH/1 mean, Neuts' matrix-geometric M/PH/1 queue-length law, the exact law of tiny systems
 built from the definition (labelled queues, enumerated d-tuples), today's exponential
 engines and exact solver, and the exact identities (I1), (I2).  Tolerances: 4.5 standard
@@ -185,7 +185,7 @@ def test_one_phase_in_law_as_the_profile_engine():
 
 @pytest.mark.parametrize("name", ["E4", "H2", "C3"])
 def test_identities_hold(name):
-    # (I1) flow across each level and (I2) phase balance, docs/model.md §12
+    # (I1) flow across each level and (I2) phase balance, docs/model.md §13
     r = simulate_phase(1000, 2, 0.9, *LAWS[name], t_end=300.0, seed=2)
     z = r.flow_z[np.isfinite(r.flow_z)]  # NaN: a level too rare for a trusted error bar
     assert z.size >= 3 and np.all(np.abs(z) <= Z), r.flow_z
@@ -272,7 +272,7 @@ def test_meanfield_d1_is_mph1(name):
 
 @pytest.mark.parametrize("name", ["E4", "H2", "C3"])
 def test_meanfield_identities(name):
-    # (I1) and (I2) hold exactly at the fixed point (docs/model.md §12)
+    # (I1) and (I2) hold exactly at the fixed point (docs/model.md §13)
     from supermarket.meanfield.phase import phase_fixed_point
 
     a, T = LAWS[name]

@@ -1,4 +1,4 @@
-"""Exact stationary law of a tiny supermarket model with phase-type service (docs/model.md §12).
+"""Exact stationary law of a tiny supermarket model with phase-type service (docs/model.md §13).
 
 The state is the multiset of ``(length, phase)`` over the ``n`` queues (idle queues have no
 phase), lengths truncated at ``cap`` (an arrival that would make a queue longer than
@@ -85,7 +85,7 @@ def _join_law(lengths, d, replace):
 
 
 def solve_phase(n, d, lam, alpha, T, *, cap=30, replace=True) -> PhaseExact:
-    """Exact stationary law of JSQ(d) with ``PH(α, T)`` service for tiny ``n`` (docs/model.md §12).
+    """Exact stationary law of JSQ(d) with ``PH(α, T)`` service for tiny ``n`` (docs/model.md §13).
 
     Parameters
     ----------

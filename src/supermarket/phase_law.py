@@ -1,5 +1,5 @@
 """Phase-type service laws ``PH(α, T)`` as the phase engine, mean field and exact solver take
-them (docs/model.md §12): the checks of a representation and its first two moments.
+them (docs/model.md §13): the checks of a representation and its first two moments.
 
 A representation is a probability vector ``α`` (length ``K``) and a sub-generator ``T``
 (``K × K``: off-diagonal entries ``>= 0``, row sums ``<= 0``, invertible), with exit rates

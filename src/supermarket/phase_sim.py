@@ -1,4 +1,4 @@
-"""Simulation of the supermarket model with phase-type service (docs/model.md §12): the
+"""Simulation of the supermarket model with phase-type service (docs/model.md §13): the
 friendly layer over :func:`supermarket.engines.phase.phase_kernel`.
 
 :func:`simulate_phase` validates its input, runs the counts chain ``N[ℓ, φ]`` (queues of
@@ -7,7 +7,7 @@ length ``ℓ`` whose customer in service is in phase ``φ``) for a burn-in and t
 ``E[u_ℓ]`` (``u_ℓ = c_ℓ/n``, the share of queues with at least ``ℓ`` customers), ``E[P_ℓ]``
 and ``E[N[ℓ, φ]/n]``, with autocorrelation-aware standard errors (blocking of the batch
 means, :func:`supermarket.stats.blocking`), control-variate estimates of ``E[u_ℓ]`` and the
-self-checks of the exact identities of §12:
+self-checks of the exact identities of §13:
 
 - (I1) flow across level ``ℓ`` (customers in places ``>= ℓ``): ``E[Σ_φ t0_φ N_{>=ℓ, φ}/n] =
   λ E[P_{ℓ−1}]`` for every ``ℓ >= 1`` (``P_0 = 1``; ``N_{>=ℓ, φ} = Σ_{i>=ℓ} N[i, φ]``);
@@ -158,7 +158,7 @@ class PhaseChain:
 
 @dataclass(frozen=True)
 class PhaseRun:
-    """Time averages of a phase-type run (docs/model.md §12); level ``ℓ`` at index ``ℓ − 1``.
+    """Time averages of a phase-type run (docs/model.md §13); level ``ℓ`` at index ``ℓ − 1``.
 
     Attributes
     ----------
@@ -221,7 +221,7 @@ def _cv(y, z):
 def simulate_phase(
     n, d, lam, alpha, T, *, t_end=2000.0, burn_in=None, batches=128, replace=True, seed=None, holding="mean"
 ) -> PhaseRun:
-    """Simulate JSQ(d) with phase-type service ``PH(α, T)`` of mean 1 (docs/model.md §12).
+    """Simulate JSQ(d) with phase-type service ``PH(α, T)`` of mean 1 (docs/model.md §13).
 
     Parameters
     ----------
@@ -257,7 +257,7 @@ def simulate_phase(
     Examples
     --------
     >>> r = simulate_phase(1000, 2, 0.7, [1.0, 0.0], [[-2.0, 2.0], [0.0, -2.0]], t_end=200.0, seed=1)
-    >>> bool(abs(r.u_mean[0] - 0.7) < 4.5 * r.u_stderr[0])       # E[u_1] = λ (§12, I2)
+    >>> bool(abs(r.u_mean[0] - 0.7) < 4.5 * r.u_stderr[0])       # E[u_1] = λ (§13, I2)
     True
     """
     n = check_int("n", n, minimum=1, maximum=1 << 40)

@@ -1,4 +1,4 @@
-"""The counts chain of the supermarket model with phase-type service (docs/model.md §12).
+"""The counts chain of the supermarket model with phase-type service (docs/model.md §13).
 
 Service times are phase-type ``PH(α, T)`` with ``K`` phases and mean 1: a customer starts
 service in phase ``φ`` with probability ``α_φ``, moves from ``φ`` to ``ψ ≠ φ`` at rate
@@ -47,9 +47,9 @@ Dispatch rules: ``policy`` is a code; ``POLICY_JSQD = 0`` is JSQ(d).  Another ru
 its branch there), one whose ``P_i`` also depends on ``c_1`` (join-idle-queue) through the
 same function with a refresh of ``P`` when ``c_1`` changes.
 
-Measurements, lazily updated per cell (docs/model.md §12): ``areaN[ℓ, φ] = ∫ N[ℓ, φ] dt``
+Measurements, lazily updated per cell (docs/model.md §13): ``areaN[ℓ, φ] = ∫ N[ℓ, φ] dt``
 and ``areaP[ℓ] = ∫ P_ℓ dt`` (``stampN``, ``stampP``: the time up to which each is closed);
-``∫ c_ℓ dt`` is a sum of ``areaN``.  These give the flow-balance identities of §12 (checked
+``∫ c_ℓ dt`` is a sum of ``areaN``.  These give the flow-balance identities of §13 (checked
 by the Python layer, used as control variates).
 
 Generator: xoshiro256** (:mod:`.rng`), state ``s`` owned by the caller; the next event time

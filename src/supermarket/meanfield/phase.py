@@ -1,4 +1,4 @@
-"""Mean field of the supermarket model with phase-type service (docs/model.md §12).
+"""Mean field of the supermarket model with phase-type service (docs/model.md §13).
 
 ``x[ℓ, φ]`` is the share of queues of length ``ℓ >= 1`` whose customer in service is in phase
 ``φ`` (array row ``ℓ − 1``), ``s_ℓ = Σ_{i>=ℓ} Σ_φ x[i, φ]`` the share with at least ``ℓ``
@@ -12,7 +12,7 @@ with ``g_ℓ = (s_ℓ^d − s_{ℓ+1}^d)/(s_ℓ − s_{ℓ+1}) = Σ_{k<d} s_ℓ^
 which one queue of length ``ℓ`` is joined per unit of ``λ`` (JSQ(d), sampling with
 replacement; the joined queue's phase is that of a uniform queue of its length).  With one
 phase (``α = 1``, ``T = −1``) summing over ``φ`` gives the drift of docs/model.md §3,
-``ds_ℓ/dt = λ(s_{ℓ−1}^d − s_ℓ^d) − (s_ℓ − s_{ℓ+1})``.  At a fixed point the identities of §12
+``ds_ℓ/dt = λ(s_{ℓ−1}^d − s_ℓ^d) − (s_ℓ − s_{ℓ+1})``.  At a fixed point the identities of §13
 hold exactly: ``Σ_φ t0_φ x_{>=ℓ, φ} = λ s_{ℓ−1}^d`` (I1) and ``Σ_ℓ x[ℓ, ·] = λ α(−T)^{-1}`` (I2).
 
 The truncation keeps ``L`` levels: an arrival at a queue of length ``L`` is dropped (the
@@ -75,7 +75,7 @@ def phase_drift(x, lam, d, alpha, T, t0):
 
 @dataclass(frozen=True)
 class PhaseFixedPoint:
-    """The mean-field fixed point with phase-type service (docs/model.md §12).
+    """The mean-field fixed point with phase-type service (docs/model.md §13).
 
     Attributes
     ----------
@@ -132,7 +132,7 @@ def _flow_error(x, lam, d, t0):
 
 
 def phase_fixed_point(d, lam, alpha, T, *, levels=None, tol=1e-14) -> PhaseFixedPoint:
-    """The fixed point of the phase-type mean field (docs/model.md §12).
+    """The fixed point of the phase-type mean field (docs/model.md §13).
 
     A Newton-type root finder (MINPACK ``hybr``) on the truncated drift, started from the
     exponential fixed point with the phases of a busy server (``∝ α(−T)^{-1}``), or, if that
