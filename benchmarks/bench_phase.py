@@ -8,9 +8,9 @@ Each chain starts from the mean-field fixed point (counts rounded), runs 10^6 ev
 warm up, then ``--events`` events are timed (CPU time of this process,
 ``time.process_time``, best of ``--repeat``: the machine may be shared).  An *event* is a
 real transition of the jump chain: an arrival, a phase move or a service completion (no
-dummy events: the engine is not uniformized); the table also gives customers served per second (arrivals per event × events/s) for comparison with
-engines that count only arrivals and departures.  Target: >= 20 million events/s at
-n = 10^6.
+dummy events: the engine is not uniformized); the table also gives customers served per
+second (arrivals per event × events/s) for comparison with engines that count only
+arrivals and departures.  Target: >= 20 million events/s at n = 10^6.
 """
 
 from __future__ import annotations
