@@ -279,3 +279,20 @@ def test_meanfield_identities(name):
     fp = phase_fixed_point(2, 0.9, a, T)
     assert fp.flow_error < 1e-13 and fp.residual < 1e-13
     assert np.allclose(fp.x.sum(axis=0), 0.9 * np.linalg.solve(-np.asarray(T).T, a), atol=1e-13)
+
+
+@pytest.mark.parametrize(
+    ("name", "lam", "n", "t_end"),
+    [("E4", 0.9, 10_000, 300.0), pytest.param("H2", 0.8, 10_000, 3000.0, marks=pytest.mark.slow)],
+)
+def test_meanfield_matches_large_n(name, lam, n, t_end):
+    # the mean field is the n → ∞ limit; at n = 10^4 the 1/n bias is far below the error bars
+    from supermarket.meanfield.phase import phase_fixed_point
+
+    a, T = LAWS[name]
+    fp = phase_fixed_point(2, lam, a, T)
+    r = simulate_phase(n, 2, lam, a, T, t_end=t_end, burn_in=20.0, seed=1, start="fixed-point")
+    assert r.reliable
+    L = 6
+    ok, z = _close(r.u_mean_cv[:L], r.u_stderr_cv[:L], fp.u[:L], fp.u[:L] > 1e-3)
+    assert ok, z

@@ -219,7 +219,19 @@ def _cv(y, z):
 
 
 def simulate_phase(
-    n, d, lam, alpha, T, *, t_end=2000.0, burn_in=None, batches=128, replace=True, seed=None, holding="mean"
+    n,
+    d,
+    lam,
+    alpha,
+    T,
+    *,
+    t_end=2000.0,
+    burn_in=None,
+    batches=128,
+    replace=True,
+    seed=None,
+    holding="mean",
+    start="empty",
 ) -> PhaseRun:
     """Simulate JSQ(d) with phase-type service ``PH(α, T)`` of mean 1 (docs/model.md §13).
 
@@ -244,6 +256,9 @@ def simulate_phase(
     holding : ``"mean"`` or ``"exp"``
         Holding times: their conditional means ``1/R`` (default: lower variance) or exponential
         draws (the path is the process in law); see :mod:`supermarket.engines.phase`.
+    start : ``"empty"`` or ``"fixed-point"``
+        All queues empty, or the counts ``round(n x)`` of the mean-field fixed point
+        (:func:`supermarket.meanfield.phase.phase_fixed_point`; shortens the burn-in at large ``n``).
 
     Returns
     -------
@@ -275,9 +290,21 @@ def simulate_phase(
         raise ValueError(f"holding: must be 'mean' or 'exp', got {holding!r}")
     if not isinstance(replace, (bool, np.bool_)):
         raise TypeError(f"replace: must be a bool, got {type(replace).__name__}")
+    if start not in ("empty", "fixed-point"):
+        raise ValueError(f"start: must be 'empty' or 'fixed-point', got {start!r}")
     ss = as_seed_sequence(seed)
 
     ch = PhaseChain(n, d, lam, a, M, t0, replace=replace, seed=ss, holding_exp=(holding == "exp"))
+    if start == "fixed-point":
+        from .meanfield.phase import phase_fixed_point
+
+        x = phase_fixed_point(d, lam, a, M).x
+        N0 = np.zeros((x.shape[0] + 1, a.size), np.int64)
+        N0[1:] = np.rint(x * n).astype(np.int64)
+        while N0.sum() > n:  # rounding up may overfill by a few queues
+            i, j = np.unravel_index(np.argmax(N0), N0.shape)
+            N0[i, j] -= 1
+        ch.set_counts(N0)
     ch.run(burn_in)
     events0 = ch.events
     prevN, prevP = ch.integrals()
