@@ -164,6 +164,9 @@ def test_sim_tiny_n_is_exact(n, d, rep, name, lam, cap):
     assert ok, z
     ok, z = _close(r.u_mean_cv[:L], r.u_stderr_cv[:L], ex.u[:L], seen)
     assert ok, z
+    # E[P_ℓ]: the law of the joined length (the exact side enumerates d-tuples)
+    ok, z = _close(r.ud_mean[:L], r.ud_stderr[:L], ex.ud[:L], ex.ud[:L] > 1e-3)
+    assert ok, z
     # the phase of the customer in service, level by level
     pm = np.zeros((L, K))
     m = min(L, r.phase_mean.shape[0])
