@@ -235,6 +235,9 @@ def test_counts_stay_consistent():
         ({"n": 0}, "n"),
         ({"batches": 8}, "batches"),
         ({"holding": "none"}, "holding"),
+        ({"start": "full"}, "start"),
+        ({"d": 20, "n": 10, "replace": False}, "d"),
+        ({"t_end": -1.0}, "t_end"),
     ],
 )
 def test_bad_input(kw, match):
@@ -299,3 +302,16 @@ def test_meanfield_matches_large_n(name, lam, n, t_end):
     L = 6
     ok, z = _close(r.u_mean_cv[:L], r.u_stderr_cv[:L], fp.u[:L], fp.u[:L] > 1e-3)
     assert ok, z
+
+
+def test_bad_input_exact_and_meanfield():
+    from supermarket.meanfield.phase import phase_fixed_point
+
+    with pytest.raises(ValueError, match="cap"):
+        solve_phase(3, 2, 0.5, *LAWS["H2"], cap=500)
+    with pytest.raises(ValueError, match="d"):
+        solve_phase(2, 3, 0.5, [1.0], [[-1.0]], replace=False)
+    with pytest.raises(ValueError, match="load"):
+        phase_fixed_point(2, 1.2, [1.0], [[-1.0]])
+    with pytest.raises(TypeError):
+        check_ph("abc", [[-1.0]])
