@@ -28,9 +28,10 @@ Events (continuous time):
 
 Time: the jump chain of the continuous-time process (Gillespie), *not* uniformized.  The
 total rate ``R = nλ + Σ_φ μ_φ B_φ`` changes with the state, and uniformizing at its maximum
-``n(λ + max μ)`` would waste most events on idle or slow-phase servers (for H2 with SCV 4
-the fast phase has rate 1.77 and the busy servers' mean rate is near 0.3: six dummy events
-in seven); the jump chain wastes none, and ``R`` is ``K`` multiply-adds.  The holding time
+``n(λ + max μ)`` would spend events on idle and slow-phase servers (H2 with SCV 4 at
+λ = 0.9: phases of rate 1.77 and 0.23, each holding 0.45n busy servers in equilibrium, so
+the real rate is 1.8n of a uniformized 2.68n: a third of the events would do nothing; with
+unequal rates far apart, most); the jump chain wastes none, and ``R`` is ``K`` multiply-adds.  The holding time
 in a state is either an exponential draw of rate ``R`` (``holding_exp = True``: the path is
 the process in law) or its conditional mean ``1/R`` (``False``, the default of the Python
 layer: time averages are then ratio estimators with the same limit and a smaller variance,

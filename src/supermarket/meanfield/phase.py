@@ -59,7 +59,33 @@ def _profile(x):
 
 
 def phase_drift(x, lam, d, alpha, T, t0):
-    """The mean-field drift ``dx/dt`` (same shape ``(L, K)`` as ``x``), see the module docstring."""
+    """The mean-field drift ``dx/dt`` of docs/model.md §13 (see the module docstring).
+
+    Parameters
+    ----------
+    x : numpy.ndarray (L, K)
+        Shares by length (rows ``ℓ = 1..L``) and phase in service.
+    lam : float
+        Load.
+    d : int
+        Choices.
+    alpha, T, t0 : numpy.ndarray
+        The checked law (:func:`supermarket.phase_law.check_ph`).
+
+    Returns
+    -------
+    numpy.ndarray (L, K)
+
+    Examples
+    --------
+    One phase, summed from the top: the drift of §3, ``λ(s_{ℓ−1}^d − s_ℓ^d) − (s_ℓ − s_{ℓ+1})``.
+
+    >>> import numpy as np
+    >>> x = np.array([[0.3], [0.2]])              # s_1 = 0.5, s_2 = 0.2
+    >>> dx = phase_drift(x, 0.5, 2, np.ones(1), -np.ones((1, 1)), np.ones(1))
+    >>> np.cumsum(dx[::-1, 0])[::-1].round(12).tolist()   # 0.5·0.75 − 0.3, 0.5·0.21 − 0.2
+    [0.075, -0.095]
+    """
     L = x.shape[0]
     s = _profile(x)
     g = _g(s, d)  # g[ℓ], ℓ = 0..L
@@ -89,6 +115,12 @@ class PhaseFixedPoint:
         ``max |drift|`` at ``x``.
     flow_error : float
         ``max_ℓ |Σ_φ t0_φ x_{>=ℓ, φ} − λ s_{ℓ−1}^d|``, identity (I1) (zero up to rounding).
+
+    Examples
+    --------
+    >>> fp = phase_fixed_point(2, 0.8, [1.0, 0.0], [[-2.0, 2.0], [0.0, -2.0]])   # Erlang-2
+    >>> round(float(fp.u[0]), 12), fp.flow_error < 1e-14          # u_1 = λ
+    (0.8, True)
     """
 
     x: np.ndarray
@@ -202,8 +234,24 @@ def _polish(x0, lam, d, a, M, t0):
 def solve_phase_meanfield(d, lam, alpha, T, *, T_end, levels=40, start=None, t_eval=None, rtol=1e-10, atol=1e-13):
     """The phase-type mean-field ODE from ``start`` (default: all queues empty) to time ``T_end``.
 
-    Returns ``(t, x)``: the times and the states ``x[i]`` of shape ``(levels, K)`` (rows: ``ℓ =
-    1..levels``).  Stiff solver (LSODA).
+    Parameters
+    ----------
+    d, lam, alpha, T : as :func:`phase_fixed_point`.
+    T_end : float
+        Final time.
+    levels : int
+        Levels kept (arrivals at a queue of length ``levels`` are dropped).
+    start : array_like (levels, K), optional
+        Initial shares (default: all queues empty).
+    t_eval : array_like, optional
+        Times at which to return the state (default: the solver's steps).
+    rtol, atol : float
+        Tolerances of the stiff solver (LSODA).
+
+    Returns
+    -------
+    (t, x)
+        The times and the states ``x[i]`` of shape ``(levels, K)`` (rows ``ℓ = 1..levels``).
 
     Examples
     --------
