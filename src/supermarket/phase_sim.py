@@ -254,7 +254,7 @@ def simulate_phase(
     seed : None, int, SeedSequence or Generator
         Randomness (:func:`supermarket.model.as_seed_sequence`).
     holding : ``"mean"`` or ``"exp"``
-        Holding times: their conditional means ``1/R`` (default: lower variance) or exponential
+        Holding times: their conditional means ``1/R`` (default: one logarithm less per event) or exponential
         draws (the path is the process in law); see :mod:`supermarket.engines.phase`.
     start : ``"empty"`` or ``"fixed-point"``
         All queues empty, or the counts ``round(n x)`` of the mean-field fixed point

@@ -34,9 +34,10 @@ the real rate is 1.8n of a uniformized 2.68n: a third of the events would do not
 unequal rates far apart, most); the jump chain wastes none, and ``R`` is ``K`` multiply-adds.  The holding time
 in a state is either an exponential draw of rate ``R`` (``holding_exp = True``: the path is
 the process in law) or its conditional mean ``1/R`` (``False``, the default of the Python
-layer: time averages are then ratio estimators with the same limit and a smaller variance,
-the Rao–Blackwellised holding times of the simulation literature, and an event costs one
-logarithm less).
+layer: time averages are then ratio estimators with the same limit, an event costs one
+logarithm less, and the time axis is a function of the path; the conditioning removes the
+holding times' own noise, but measured on n = 3, H2 the seed-to-seed spread of the mean queue
+length was the same in both modes within its noise, 0.029 and 0.025 over 30 seeds).
 
 Cost per event: one or two uniforms, a scan of the ``K`` phases and of the occupied levels
 (the joined length, or the level of a phase event), O(1) table look-ups.  Nothing depends
