@@ -17,6 +17,8 @@ What is here, each with the docs/model.md section it implements, one module each
 - :mod:`.corrections`: :func:`refined_mean_field`, the ``1/n`` term ``V`` of Gast and Van
   Houdt (2018) (§3), and :func:`lna`, the linear-noise approximation, the stationary
   covariance of ``√n (u − x)``, each with an estimate of its accuracy;
+- :mod:`.phase`: phase-type service (§13): :func:`phase_drift`, :func:`solve_phase_meanfield`
+  and :func:`phase_fixed_point` over the shares ``x[ℓ, φ]`` by length and phase in service;
 - :mod:`.report`: :func:`response_times` and :class:`MeanFieldReport`, what
   ``supermarket meanfield`` prints.
 
@@ -53,6 +55,7 @@ from .dynamics import (
     sample_prob,
 )
 from .ode import DInfSolution, MeanFieldSolution, solve_dinf, solve_meanfield
+from .phase import PhaseFixedPoint, phase_drift, phase_fixed_point, solve_phase_meanfield
 from .report import MeanFieldReport, response_times
 
 __all__ = [
@@ -79,4 +82,8 @@ __all__ = [
     "ACCURACY_TOL",
     "response_times",
     "MeanFieldReport",
+    "phase_drift",
+    "PhaseFixedPoint",
+    "phase_fixed_point",
+    "solve_phase_meanfield",
 ]
