@@ -1,6 +1,5 @@
-"""Small helpers shared by the result types of :mod:`supermarket.mixing`,
-:mod:`supermarket.fluctuations`, :mod:`supermarket.report` and the experiments: the one
-across-replication mean / standard-error estimator, a plain-text table for ``summary()``
+"""The base of the package's result types, :class:`Result`, and small helpers they share: the
+one across-replication mean / standard-error estimator, a plain-text table for ``summary()``
 and saving a figure for ``plot(path)``.
 
 :func:`mean_stderr` is a thin adapter over :func:`supermarket.stats.replication_error`, the
@@ -10,13 +9,105 @@ its column-wise form for 2-d input is computed here, with the same formula.
 
 from __future__ import annotations
 
+import json
 import math
+from dataclasses import asdict, fields, is_dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
-from .stats import replication_error
+from .jsonable import to_jsonable
 
-__all__ = ["mean_stderr", "text_table", "fmt", "save_figure", "pyplot", "human_seconds"]
+__all__ = ["Result", "frame", "mean_stderr", "text_table", "fmt", "save_figure", "pyplot", "human_seconds"]
+
+
+def frame(rows: Any, **kw: Any) -> Any:
+    """``pandas.DataFrame(rows, **kw)`` (pandas imported on first use)."""
+    import pandas as pd
+
+    return pd.DataFrame(rows, **kw)
+
+
+def _plain(v: Any) -> Any:
+    """A field's value for ``to_dict``: a result by its ``to_dict()``, another dataclass by
+    ``asdict``, tuples and lists of them element by element."""
+    if isinstance(v, Result):
+        return v.to_dict()
+    if is_dataclass(v) and not isinstance(v, type):
+        return asdict(v)
+    if isinstance(v, (tuple, list)) and any(is_dataclass(x) for x in v):
+        return [_plain(x) for x in v]
+    return v
+
+
+class Result:
+    """Base of the dataclass results: :meth:`to_dict`, :meth:`to_frame` and :meth:`to_json`
+    from the fields.  A subclass declares what differs from the fields, as class attributes:
+
+    ``_omit``
+        fields left out of ``to_dict``;
+    ``_rename``
+        ``{field: key}`` for fields written under another key;
+    ``_extra``
+        properties (or methods taking no argument) added as keys after the fields;
+    ``_columns``
+        ``{column: attribute}``: ``to_frame()`` is then one row per entry of those
+        equal-length arrays (otherwise the tidy ``quantity``/``value`` table of the scalars);
+    ``_plain``
+        ``to_dict`` keeps the values as they are (no JSON conversion), so that
+        ``Cls(**r.to_dict())`` rebuilds the result.
+
+    ``summary()`` and ``plot()`` are written by the results that have them.
+
+    Examples
+    --------
+    >>> from dataclasses import dataclass
+    >>> @dataclass
+    ... class Demo(Result):
+    ...     x: float
+    ...     hidden: int = 0
+    ...     _omit = ("hidden",)
+    ...     _extra = ("twice",)
+    ...     @property
+    ...     def twice(self) -> float:
+    ...         return 2 * self.x
+    >>> Demo(float("inf")).to_dict()
+    {'x': 'inf', 'twice': 'inf'}
+    >>> Demo(1.5).to_frame().values.tolist()
+    [['x', 1.5], ['twice', 3.0]]
+    """
+
+    _omit: ClassVar[tuple[str, ...]] = ()
+    _rename: ClassVar[dict[str, str]] = {}
+    _extra: ClassVar[tuple[str, ...]] = ()
+    _columns: ClassVar[dict[str, str]] = {}
+    _plain: ClassVar[bool] = False
+
+    def _fields_dict(self) -> dict[str, Any]:
+        out = {self._rename.get(f.name, f.name): _plain(getattr(self, f.name))
+               for f in fields(self) if f.name not in self._omit}  # type: ignore[arg-type]
+        for name in self._extra:
+            v = getattr(self, name)
+            out[name] = _plain(v() if callable(v) else v)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields (as the class declares them) as a JSON-safe dict
+        (:func:`supermarket.jsonable.to_jsonable`)."""
+        d = self._fields_dict()
+        return d if self._plain else to_jsonable(d)
+
+    def to_frame(self) -> Any:
+        """A pandas DataFrame: one row per entry of the ``_columns`` arrays, or else one row
+        per scalar quantity (``quantity``, ``value``)."""
+        if self._columns:
+            return frame({c: getattr(self, a) for c, a in self._columns.items()})
+        return frame([{"quantity": k, "value": v} for k, v in self.to_dict().items()
+                      if not isinstance(v, (list, dict))])
+
+    def to_json(self, **kw: Any) -> str:
+        """``to_dict()`` as strict JSON text (keyword arguments go to :func:`json.dumps`)."""
+        return json.dumps(to_jsonable(self.to_dict()), allow_nan=False, **kw)
 
 
 def mean_stderr(values, axis: int = 0):
@@ -48,6 +139,8 @@ def mean_stderr(values, axis: int = 0):
     if x.size == 0:
         return None, None
     if x.ndim == 1 and np.all(np.isfinite(x)):
+        from .stats import replication_error  # here: stats imports this module for Result
+
         e = replication_error(x)
         return e.mean, (e.stderr if x.size > 1 else None)
     # column by column (or with non-finite entries, which replication_error refuses and

@@ -21,7 +21,6 @@ The parts, one module each:
 - :mod:`.sizing` (§4): the least ``d`` that keeps ``k_{λ,d} <= K`` (:func:`design`).
 - :mod:`.report`: all of the above for one ``(n, d, λ)`` (:func:`summary`,
   :func:`theory_report`), the report behind ``supermarket theory``.
-- :mod:`._result`: the ``to_dict`` / ``to_frame`` / ``summary`` protocol of the results.
 
 No submodule is named like a function (``good_set``, ``mixing_bounds``, ``design``): the
 package attribute is the function, so the module names differ.

@@ -19,7 +19,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..model import MAX_THEORY_N, check_int, check_load, check_positive_int, load_candidates
-from ._result import _PlainResult
+from .._results import Result
 
 #: The most levels :func:`log_fixed_point` tabulates (an array of floats; 10^7 is 80 MB).
 MAX_LEVELS = 10**7
@@ -244,7 +244,7 @@ def k_lambda_d(d, lam) -> int:
 
 
 @dataclass(frozen=True)
-class KReport(_PlainResult):
+class KReport(Result):
     """``k_{λ,d}`` with its position between the boundaries ``d^{k−1} < 1/(1−λ) <= d^k``.
 
     Examples
@@ -252,6 +252,8 @@ class KReport(_PlainResult):
     >>> k_report(10, 0.9).on_boundary
     True
     """
+
+    _plain = True  # to_dict() is the fields as they are: Cls(**r.to_dict()) rebuilds it
 
     k: int
     log_ratio: float  # log(1/(1−λ)) / log d, in (k−1, k]

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
-from .._results import text_table
+from .._results import Result, frame, text_table
 from ..model import MAX_THEORY_N, check_fraction, check_int, check_load, check_positive_int, exact_load
-from ._result import _frame, _Result
 from .equilibrium import MAX_K, k_lambda_d
 
 # =========================================================================== §5
@@ -81,7 +80,7 @@ class Clause:
 
 
 @dataclass(frozen=True)
-class GoodSetReport(_Result):
+class GoodSetReport(Result):
     """Membership of a state in the good set ``N^ε`` as stated by its consequences (a), (b)
     of docs/model.md §5; clause (d) is reported but not required.
 
@@ -98,13 +97,9 @@ class GoodSetReport(_Result):
     clauses: tuple[Clause, ...]
     failing: str | None  # the first failing required clause
 
-    def to_dict(self) -> dict:
-        return {"member": self.member, "k": self.k, "eps": self.eps, "failing": self.failing,
-                "clauses": [asdict(c) for c in self.clauses]}
-
     def to_frame(self):
         """One row per clause: ``clause``, ``holds``, ``required``, ``detail``."""
-        return _frame([{"clause": c.name, "holds": c.holds, "required": c.name in ("a", "b"),
+        return frame([{"clause": c.name, "holds": c.holds, "required": c.name in ("a", "b"),
                         "detail": c.detail} for c in self.clauses])
 
     def summary(self) -> str:
@@ -243,7 +238,7 @@ class Condition:
 
 
 @dataclass(frozen=True)
-class TheoremReport(_Result):
+class TheoremReport(Result):
     """The conditions of Theorem 1.2 of paper 000, each checked; ``applies`` when all hold.
 
     Examples
@@ -256,12 +251,9 @@ class TheoremReport(_Result):
     applies: bool
     k: int
 
-    def to_dict(self) -> dict:
-        return {"conditions": [asdict(c) for c in self.conditions], "applies": self.applies, "k": self.k}
-
     def to_frame(self):
         """One row per condition: ``condition``, ``value``, ``holds``, ``detail``."""
-        return _frame([{"condition": c.name, "value": c.value, "holds": c.holds, "detail": c.detail}
+        return frame([{"condition": c.name, "value": c.value, "holds": c.holds, "detail": c.detail}
                        for c in self.conditions])
 
     def summary(self) -> str:

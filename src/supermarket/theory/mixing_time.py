@@ -8,12 +8,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model import MAX_THEORY_N, check_int, check_load, check_positive_float, check_positive_int, check_real
-from ._result import _frame, _PlainResult
+from .._results import Result, frame
 from .equilibrium import MAX_K, k_lambda_d
 
 # =========================================================================== §6
 @dataclass(frozen=True)
-class MixingBounds(_PlainResult):
+class MixingBounds(Result):
     """Orders of the mixing time (docs/model.md §6, constants taken as 1).
 
     Examples
@@ -21,6 +21,8 @@ class MixingBounds(_PlainResult):
     >>> mixing_bounds(10_000, 20, 0.99).to_frame()["bound"].tolist()
     ['upper', 'lower']
     """
+
+    _plain = True  # to_dict() is the fields as they are: Cls(**r.to_dict()) rebuilds it
 
     k: int
     upper_steps: float  # k d^{k-1} n log n, from a good state
@@ -30,7 +32,7 @@ class MixingBounds(_PlainResult):
 
     def to_frame(self):
         """Two rows (``bound`` = upper, lower) with ``steps`` and ``time``."""
-        return _frame([{"bound": "upper", "k": self.k, "steps": self.upper_steps, "time": self.upper_time},
+        return frame([{"bound": "upper", "k": self.k, "steps": self.upper_steps, "time": self.upper_time},
                        {"bound": "lower", "k": self.k, "steps": self.lower_steps, "time": self.lower_time}])
 
     def summary(self) -> str:
@@ -189,7 +191,7 @@ def slow_mode_matrix(d, lam, k=None) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class SlowMode(_PlainResult):
+class SlowMode(Result):
     """The slow mode of the linearised profile [derived] (docs/model.md §6).
 
     Examples
@@ -198,6 +200,8 @@ class SlowMode(_PlainResult):
     >>> bool(abs(s.relaxation_time * s.mu - 1) < 1e-12)
     True
     """
+
+    _plain = True  # to_dict() is the fields as they are: Cls(**r.to_dict()) rebuilds it
 
     k: int
     mu: float  # −(eigenvalue of A_k with largest real part), per unit time

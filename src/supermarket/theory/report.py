@@ -6,10 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._results import save_figure, text_table
+from .._results import Result, frame, save_figure, text_table
 from ..jsonable import to_jsonable
 from ..model import MAX_THEORY_N, check_fraction, check_load, check_positive_int
-from ._result import _frame, _Result
 from .equilibrium import (
     LINEARISATION_NOTE,
     fixed_point,
@@ -95,7 +94,7 @@ def summary(n, d, lam, eps=0.1) -> dict:
 
 
 @dataclass(frozen=True)
-class TheoryReport(_Result):
+class TheoryReport(Result):
     """The report behind ``supermarket theory``: the dict of :func:`summary` as a result.
 
     ``data`` has the keys listed in :func:`summary`.  ``to_dict()`` returns it (JSON-safe),
@@ -114,7 +113,6 @@ class TheoryReport(_Result):
     data: dict
 
     def to_dict(self) -> dict:
-
         return to_jsonable(self.data)
 
     def _rows(self):
@@ -131,7 +129,7 @@ class TheoryReport(_Result):
         """One row per level ``i`` (the levels the text shows): ``pi``, ``one_minus_pi``,
         ``q_tilde`` and the predicted number of queues of length ``i − 1`` (derived; None
         past ``k`` or outside the linearisation's regime)."""
-        return _frame([{"level": i, "pi": pi, "one_minus_pi": om, "q_tilde": q,
+        return frame([{"level": i, "pi": pi, "one_minus_pi": om, "q_tilde": q,
                         "predicted_queues_of_length_i_minus_1": c} for i, pi, om, q, c, _ in self._rows()])
 
     def summary(self) -> str:
