@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
 
-from ..jsonable import to_jsonable
+from .._results import Result, frame, save_figure, text_table
 from ..model import check_load, check_positive_int
 from ..theory import log_fixed_point
 from .dynamics import (
@@ -42,7 +43,7 @@ class AccuracyWarning(RuntimeWarning):
 
 # =========================================================================== refined mean field
 @dataclass(frozen=True)
-class RefinedMeanField:
+class RefinedMeanField(Result):
     """Refined mean field (Gast and Van Houdt 2018), docs/model.md §3: ``E[u_i] ≈ π(i) + V_i/n``.
 
     ``pi``: fixed point; ``V``: the 1/n correction; ``W``: the LNA covariance at ``π``
@@ -142,29 +143,29 @@ class RefinedMeanField:
         n = self._check_n(n)
         return float(self.pi.sum() + self.V.sum() / n)
 
-    def to_dict(self) -> dict:
-        """JSON-safe: ``pi``, ``V``, their sums and the accuracy flags (``W`` is left out)."""
-        return to_jsonable({"d": self.d, "load": self.lam, "replace": self.replace, "levels": self.levels,
-                            "pi": self.pi.tolist(),
-                            "V": self.V.tolist(), "sum_pi": float(self.pi.sum()), "sum_V": float(self.V.sum()),
-                            "accurate": self.accurate, "error_estimate": self.error_estimate,
-                            "issues": list(self.issues)})
+    _rename = {"lam": "load"}
+    _omit = ("W", "V_drift")
+    _extra = ("sum_pi", "sum_V")
 
-    def to_frame(self, n=None):
+    @property
+    def sum_pi(self) -> float:
+        return float(self.pi.sum())
+
+    @property
+    def sum_V(self) -> float:
+        return float(self.V.sum())
+
+    def to_frame(self, n: int | None = None) -> Any:
         """Tidy table by level: ``level``, ``pi``, ``V``, ``W_ii``, and ``refined`` = π + V/n when
         ``n`` is given (no warning here: check :meth:`valid_for`)."""
-        import pandas as pd
-
         out = {"level": np.arange(1, self.levels + 1), "pi": self.pi, "V": self.V, "W_ii": np.diag(self.W)}
         if n is not None:
             out["refined"] = self.pi + self.V / self._check_n(n)
-        return pd.DataFrame(out)
+        return frame(out)
 
     def summary(self, n=None) -> str:
         """π and V by level (and π + V/n with ``n``), Σπ and ΣV; the numbers are replaced by the
         reason when the solves lost their accuracy, and π + V/n by a note when it leaves [0, 1]."""
-        from .._results import text_table
-
         head = (f"refined mean field, d={self.d}, λ={self.lam!r}"
                 + ("" if self.replace else ", without replacement (V includes the drift's 1/n term)")
                 + f" ({self.levels} levels, docs/model.md §3): "
@@ -192,8 +193,6 @@ class RefinedMeanField:
         if path is not None:
             matplotlib.use("Agg", force=False)
         import matplotlib.pyplot as plt
-
-        from .._results import save_figure
 
         n = self._check_n(n)
         lv = np.arange(1, self.levels + 1)
@@ -404,7 +403,7 @@ def drift_first_order(u, d, lam) -> np.ndarray:
 
 # =========================================================================== linear noise
 @dataclass(frozen=True)
-class LNAResult:
+class LNAResult(Result):
     """Linear-noise approximation: stationary covariance of ``√n (u − x)`` (docs/model.md §3, §8).
 
     ``centre``: the point ``x`` (the fixed point π or the finite-n centre ``x^n``);
@@ -438,30 +437,22 @@ class LNAResult:
         """Standard deviations of ``√n u_i``."""
         return np.sqrt(np.clip(np.diag(self.covariance), 0.0, None))
 
-    def to_dict(self) -> dict:
-        """JSON-safe: parameters, ``centre``, ``covariance`` and the accuracy flags."""
-        return to_jsonable({"d": self.d, "load": self.lam, "n": self.n, "at": self.at, "replace": self.replace,
-                            "levels": self.levels, "centre": self.centre.tolist(),
-                            "covariance": self.covariance.tolist(), "accurate": self.accurate,
-                            "error_estimate": self.error_estimate, "issues": list(self.issues)})
+    _rename = {"lam": "load"}
+    _omit = ("jacobian",)
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """Tidy table: one row per pair of levels (``i``, ``j`` from 1) with ``covariance``;
         the diagonal rows also carry ``centre`` and ``std`` (NaN elsewhere)."""
-        import pandas as pd
-
         L = self.levels
         i, j = np.meshgrid(np.arange(1, L + 1), np.arange(1, L + 1), indexing="ij")
         diag = i.ravel() == j.ravel()
         centre = np.where(diag, self.centre[i.ravel() - 1], np.nan)
         std = np.where(diag, self.std[i.ravel() - 1], np.nan)
-        return pd.DataFrame({"i": i.ravel(), "j": j.ravel(), "covariance": self.covariance.ravel(),
-                             "centre": centre, "std": std})
+        return frame({"i": i.ravel(), "j": j.ravel(), "covariance": self.covariance.ravel(),
+                      "centre": centre, "std": std})
 
     def summary(self) -> str:
         """The centre and the standard deviation of √n u_i by level (or why they are not shown)."""
-        from .._results import text_table
-
         where = "fixed point π" if self.at == "fixed-point" else f"near-equilibrium centre x^n (n={self.n})"
         head = (f"linear-noise approximation at the {where}, d={self.d}, λ={self.lam!r}"
                 + ("" if self.replace else ", without replacement") + " (docs/model.md §3, §8)")

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
-from .._results import save_figure, text_table
-from ..jsonable import to_jsonable
+from .._results import Result, frame, save_figure, text_table
 from ..model import check_load, check_positive_float, check_positive_int
 from ..states import parse_start
 from ..theory import log_fixed_point
@@ -39,7 +39,7 @@ from .dynamics import (
 
 
 # =========================================================================== result protocol
-class _Trajectory:
+class _Trajectory(Result):
     """What the two ODE solutions share: ``mean_queue_length``, ``final``, ``to_frame``,
     ``summary``, ``plot`` and the arrays of ``to_dict``."""
 
@@ -53,17 +53,13 @@ class _Trajectory:
         """The profile at the last time."""
         return self.u[-1]
 
-    def _series(self) -> dict:
-        """``t``, ``u`` and ``mean_queue_length`` as lists, the end of both ``to_dict``."""
-        return {"t": self.t.tolist(), "u": self.u.tolist(), "mean_queue_length": self.mean_queue_length.tolist()}
+    _rename = {"lam": "load"}
+    _extra = ("mean_queue_length",)
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """Tidy table: one row per (time, level) with ``t``, ``level`` (from 1), ``u``."""
-        import pandas as pd
-
         T, L = self.u.shape
-        return pd.DataFrame({"t": np.repeat(self.t, L), "level": np.tile(np.arange(1, L + 1), T),
-                             "u": self.u.ravel()})
+        return frame({"t": np.repeat(self.t, L), "level": np.tile(np.arange(1, L + 1), T), "u": self.u.ravel()})
 
     def summary(self, rows: int = 11, columns: int = 4) -> str:
         """A table of ``u_1 … u_columns`` and ``Σ u_i`` at ``rows`` times spread over the run."""
@@ -131,13 +127,6 @@ class MeanFieldSolution(_Trajectory):
     n: int | None = None
     replace: bool = True
     top_level_max: float = 0.0
-
-    def to_dict(self) -> dict:
-        """JSON-safe (``inf`` as ``"inf"``): parameters, solver statistics, ``t``, ``u``, Σu."""
-        return to_jsonable({"d": self.d, "load": self.lam, "T": self.T, "levels": self.levels, "tol": self.tol,
-                            "method": self.method, "nfev": self.nfev, "njev": self.njev, "success": self.success,
-                            "message": self.message, "n": self.n, "replace": self.replace,
-                            "top_level_max": self.top_level_max, **self._series()})
 
 
 def _start_profile(start, d, lam, n, tol, max_levels, replace=True):
@@ -370,11 +359,6 @@ class DInfSolution(_Trajectory):
     levels: int
     events: tuple
     d: float = math.inf
-
-    def to_dict(self) -> dict:
-        """JSON-safe: parameters, the fill/unfill ``events``, ``t``, ``u``, Σu."""
-        return to_jsonable({"d": "inf", "load": self.lam, "T": self.T, "levels": self.levels,
-                            "events": [list(e) for e in self.events], **self._series()})
 
 
 def _dinf_piece(m, z0, s, lam):

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from .._results import save_figure, text_table
+from .._results import Result, frame, save_figure, text_table
 from ..jsonable import to_jsonable
 from ..model import check_load, check_positive_int
 from ..response import DEFAULT_QUANTILES, ResponseTimes, from_tails
@@ -127,7 +128,7 @@ def _response_lines(title: str, soj: dict, wai: dict) -> list:
 
 
 @dataclass(frozen=True)
-class MeanFieldReport:
+class MeanFieldReport(Result):
     """What ``supermarket meanfield`` reports for one ``(d, λ[, n])``, as a result.
 
     ``data`` is the JSON object of ``supermarket meanfield --json`` (keys ``params``,
@@ -152,14 +153,11 @@ class MeanFieldReport:
 
     def to_dict(self) -> dict:
         """The JSON object (strict JSON values)."""
-
         return to_jsonable(self.data)
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """Tidy table by level: ``level``, ``pi`` and, where shown, ``V``, ``refined`` (π + V/n)
         and ``sd_lna`` (standard deviation of √n u_i)."""
-        import pandas as pd
-
         r = self.data
         pi = r["fixed_point"]
         out = {"level": list(range(1, len(pi) + 1)), "pi": pi}
@@ -170,7 +168,7 @@ class MeanFieldReport:
         cov = r.get("covariance")
         if cov is not None:
             out["sd_lna"] = [math.sqrt(max(cov[i][i], 0.0)) if i < len(cov) else 0.0 for i in range(len(pi))]
-        return pd.DataFrame(out)
+        return frame(out)
 
     def summary(self) -> str:
         """The text ``supermarket meanfield`` prints."""
