@@ -29,9 +29,9 @@ def frame(rows: Any, **kw: Any) -> Any:
 
 
 def _plain(v: Any) -> Any:
-    """A field's value for ``to_dict``: a result by its ``to_dict()``, another dataclass by
-    ``asdict``, tuples and lists of them element by element."""
-    if isinstance(v, Result):
+    """A field's value for ``to_dict``: an object with a ``to_dict()`` (a result, ``Params``) by
+    it, another dataclass by ``asdict``, tuples and lists of them element by element."""
+    if hasattr(v, "to_dict") and not isinstance(v, type):
         return v.to_dict()
     if is_dataclass(v) and not isinstance(v, type):
         return asdict(v)
@@ -49,7 +49,8 @@ class Result:
     ``_rename``
         ``{field: key}`` for fields written under another key;
     ``_extra``
-        properties (or methods taking no argument) added as keys after the fields;
+        properties (or methods taking no argument) added as keys after the fields, by name
+        or as ``{key: attribute}``;
     ``_columns``
         ``{column: attribute}``: ``to_frame()`` is then one row per entry of those
         equal-length arrays (otherwise the tidy ``quantity``/``value`` table of the scalars);
@@ -79,16 +80,17 @@ class Result:
 
     _omit: ClassVar[tuple[str, ...]] = ()
     _rename: ClassVar[dict[str, str]] = {}
-    _extra: ClassVar[tuple[str, ...]] = ()
+    _extra: ClassVar[tuple[str, ...] | dict[str, str]] = ()
     _columns: ClassVar[dict[str, str]] = {}
     _plain: ClassVar[bool] = False
 
     def _fields_dict(self) -> dict[str, Any]:
         out = {self._rename.get(f.name, f.name): _plain(getattr(self, f.name))
                for f in fields(self) if f.name not in self._omit}  # type: ignore[arg-type]
-        for name in self._extra:
+        extra = self._extra if isinstance(self._extra, dict) else {k: k for k in self._extra}
+        for key, name in extra.items():
             v = getattr(self, name)
-            out[name] = _plain(v() if callable(v) else v)
+            out[key] = _plain(v() if callable(v) else v)
         return out
 
     def to_dict(self) -> dict[str, Any]:

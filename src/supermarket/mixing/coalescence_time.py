@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import stats
 
 from .. import theory
-from .._results import fmt as _fmt, pyplot, save_figure, text_table
+from .._results import Result, fmt as _fmt, frame, pyplot, save_figure, text_table
 from ..engines.rng import state_from_seed_sequence
 from ..model import (Params, check_int, check_positive_int, spawn_seeds, as_seed_sequence,
                      check_fraction)
@@ -211,7 +212,7 @@ def _ratio(x, bound) -> str:
 
 # --------------------------------------------------------------------------- coalescence
 @dataclass(frozen=True)
-class MixingResult:
+class MixingResult(Result):
     """Coalescence of a copy from ``start`` with a stationary copy (docs/model.md §2, §6).
 
     ``taus``: one entry per replication, the coalescence step or ``None`` (censored: not
@@ -283,7 +284,7 @@ class MixingResult:
             "taus": [CENSORED if x is None else x for x in self.taus],
         }
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """One row per replication: ``replication``, ``tau_steps``, ``tau_time`` (NaN when
         censored), ``censored``.
 
@@ -293,12 +294,10 @@ class MixingResult:
         >>> r.to_frame().shape
         (3, 4)
         """
-        import pandas as pd
-
         u = self.params.n * (1.0 + self.params.lam)
         steps = np.array([np.nan if t is None else float(t) for t in self.taus])
-        return pd.DataFrame({"replication": np.arange(self.replications), "tau_steps": steps,
-                             "tau_time": steps / u, "censored": np.isnan(steps)})
+        return frame({"replication": np.arange(self.replications), "tau_steps": steps,
+                      "tau_time": steps / u, "censored": np.isnan(steps)})
 
     def summary(self) -> str:
         """The text ``supermarket mixing`` prints: τ's mean, median, q90 and the bound

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from .. import parallel, theory
-from .._results import human_seconds, pyplot, save_figure, text_table
+from .._results import Result, frame, human_seconds, pyplot, save_figure, text_table
 from ..engines import coupling as _k
 from ..engines.rng import state_from_seed_sequence
 from ..model import Params, check_int, check_positive_int, as_seed_sequence
@@ -190,7 +191,7 @@ class _Chains:
 
 # --------------------------------------------------------------------------- coupled_run
 @dataclass(frozen=True)
-class CoupledRun:
+class CoupledRun(Result):
     """Copies of the chain driven by the sorted coupling (docs/model.md §2).
 
     ``tau[m]``: first step at which copy ``m`` equalled copy 0 (``None``: censored, not
@@ -241,7 +242,7 @@ class CoupledRun:
             out["max_queue_share"] = self.max_queue_share.tolist()
         return out
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """One row per copy: ``copy``, ``tau_steps`` (NaN: censored), ``censored``, ``distance``.
 
         Examples
@@ -250,9 +251,7 @@ class CoupledRun:
         >>> list(r.to_frame().columns)
         ['copy', 'tau_steps', 'censored', 'distance', 'total_customers']
         """
-        import pandas as pd
-
-        return pd.DataFrame({
+        return frame({
             "copy": np.arange(len(self.tau)),
             "tau_steps": [np.nan if t is None else float(t) for t in self.tau],
             "censored": [t is None for t in self.tau],
