@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
-from .._results import pyplot, save_figure, text_table
+from .._results import Result, frame, pyplot, save_figure, text_table
 from ..model import spawn_seeds
 from .chain import FluctuationSim, simulate_fluctuations
 from .diffusions import REFLECTIONS, LimitSDE, limit_closed_form, limit_for, prelimit_sde
@@ -120,7 +121,7 @@ def lna_acf(p: RegimeParams, lags) -> tuple[np.ndarray, np.ndarray]:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class Comparison(Result):
     """The chain beside its references at one ``n`` (docs/model.md §8, derived): the limit
     diffusion, the pre-limit diffusion at this ``n`` (``prelimit``; ``None`` when not
     asked for), the finite-n LNA and, in (a), the limit's closed form.  Result protocol:
@@ -177,18 +178,16 @@ class Comparison:
         rows.append(("finite-n LNA at x^n", self.lna))
         return rows
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """Tidy moments: one row per (source, moment) with ``value`` and ``stderr`` (NaN for
         exact values)."""
-        import pandas as pd
-
         recs = []
         for name, m in self._rows():
             for k in KEYS:
                 recs.append({"source": name, "moment": k,
                              "value": np.nan if m is None else float(getattr(m, k)),
                              "stderr": np.nan if m is None or not m.stderr else float(m.stderr[k])})
-        return pd.DataFrame(recs)
+        return frame(recs)
 
     def summary(self) -> str:
         """The text ``supermarket fluctuations`` prints: the regime's numbers, the moments
@@ -364,7 +363,7 @@ def compare(p: RegimeParams, *, time=200.0, burn_in=None, replications=1, seed=0
 
 
 @dataclass(frozen=True)
-class ScalingRow:
+class ScalingRow(Result):
     """One ``n`` of :func:`scaling`: ``sd(G_1)`` and ``√n·sd(G_1)`` with standard errors
     (delta method from the variance's), and the finite-n LNA's ``√n·sd(G_1)`` (``None``
     where the LNA refuses the size).
@@ -386,14 +385,11 @@ class ScalingRow:
     error_bars_adequate: bool | None = None  # the chain's batches long against its autocorrelation
     note: str = ""  # why the error bars are not adequate ("too short to know …")
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+    _plain = True
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """This row as a one-row :class:`pandas.DataFrame`."""
-        import pandas as pd
-
-        return pd.DataFrame([self.to_dict()])
+        return frame([self.to_dict()])
 
     def summary(self) -> str:
         """One line: ``n``, ``d_n``, ``sd(G_1)`` and ``√n·sd(G_1)`` with standard errors."""
@@ -406,7 +402,7 @@ class ScalingRow:
 
 
 @dataclass(frozen=True)
-class ScalingResult:
+class ScalingResult(Result):
     """The rows of :func:`scaling`, one per ``n`` (a read-only sequence of :class:`ScalingRow`).
 
     Examples
@@ -424,17 +420,15 @@ class ScalingResult:
     def __len__(self) -> int:
         return len(self.rows)
 
-    def __getitem__(self, i):
+    def __getitem__(self, i: int) -> ScalingRow:
         return self.rows[i]
 
-    def to_dict(self) -> dict:
-        return {"rows": [r.to_dict() for r in self.rows], "derived": DERIVED_NOTE}
+    derived: ClassVar[str] = DERIVED_NOTE
+    _extra = ("derived",)
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """One row per ``n`` (the fields of :class:`ScalingRow`)."""
-        import pandas as pd
-
-        return pd.DataFrame([r.to_dict() for r in self.rows])
+        return frame([r.to_dict() for r in self.rows])
 
     def summary(self) -> str:
         """A table of ``sd(G_1)`` and ``√n·sd(G_1)`` (± standard error) against ``n``."""

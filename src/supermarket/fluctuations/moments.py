@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from .._results import mean_stderr, text_table
+from .._results import Result, frame, mean_stderr, text_table
 
 __all__ = ["KEYS", "BATCH_TAU_FACTOR", "Moments", "integrated_autocorrelation_time", "autocorrelation"]
 
@@ -24,7 +25,7 @@ KEYS = ("mean_z1", "mean_z2", "var_z1", "var_z2", "cov_z1z2")
 
 
 @dataclass(frozen=True)
-class Moments:
+class Moments(Result):
     """Stationary mean, variance and covariance of ``(z1, z2)``, with standard errors
     (``stderr``; ``None`` for exact values).
 
@@ -69,7 +70,7 @@ class Moments:
             out["time_needed"] = float(self.time_needed)
         return out
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """Tidy table: one row per moment (``moment``, ``value``, ``stderr``; NaN for exact values).
 
         Examples
@@ -78,10 +79,8 @@ class Moments:
         >>> limit_closed_form(1.0).to_frame()["value"].round(4).tolist()
         [0.0, 0.0, 0.6667, 0.3333, 0.3333]
         """
-        import pandas as pd
-
-        return pd.DataFrame([{"moment": k, "value": float(getattr(self, k)),
-                              "stderr": float(self.stderr[k]) if self.stderr else np.nan} for k in KEYS])
+        return frame([{"moment": k, "value": float(getattr(self, k)),
+                       "stderr": float(self.stderr[k]) if self.stderr else np.nan} for k in KEYS])
 
     def summary(self) -> str:
         """The five moments as a plain-text table (± standard error where there is one).

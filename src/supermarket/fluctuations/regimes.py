@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy.special import gammaln
 
+from .._results import Result, frame
 from ..model import check_fraction, check_int, check_positive_float, check_positive_int, check_real
 from ..theory import REGIME_A_BELOW, REGIME_C_ABOVE, Condition
 
@@ -75,7 +77,7 @@ RegimeCondition = Condition
 
 
 @dataclass(frozen=True)
-class RegimeParams:
+class RegimeParams(Result):
     """``(n, d_n, λ_n)`` of one paper-002 regime, with its coordinates and conditions (docs/model.md §8).
 
     ``m = (m_1, m_2)``: the scaled coordinates are ``z_j = √n(G_j − m_j)``.  ``limit``: the
@@ -111,15 +113,11 @@ class RegimeParams:
     def warnings(self) -> tuple[str, ...]:
         return tuple(_condition_message(self, c) for c in self.conditions if not c.holds)
 
-    def to_dict(self) -> dict:
-        out = asdict(self)
-        out["lambda_n"] = self.lam
-        out["d_n"] = self.d
-        out["warnings"] = list(self.warnings)
-        out["derived"] = DERIVED_NOTE
-        return out
+    derived: ClassVar[str] = DERIVED_NOTE
+    _plain = True
+    _extra = {"lambda_n": "lam", "d_n": "d", "warnings": "warnings", "derived": "derived"}
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """Tidy table of the regime's conditions: one row per condition (``condition``,
         ``value``, ``holds``) beside the scalar parameters (``regime``, ``n``, ``d_n``,
         ``lambda_n``, ``b_n``, ``c_n``, ``kappa_n``, ``zeta_n``).
@@ -133,13 +131,11 @@ class RegimeParams:
         >>> regime_c(100, 1.0, warn=False).to_frame()[["condition", "holds"]].shape
         (2, 2)
         """
-        import pandas as pd
-
         base = {"regime": self.regime, "n": self.n, "d_n": self.d, "lambda_n": self.lam,
                 "replace": self.replace, "b_n": self.b_n, "c_n": self.c_n, "kappa_n": self.kappa_n,
                 "zeta_n": self.zeta_n}
-        return pd.DataFrame([{**base, "condition": c.name, "value": float(c.value), "holds": bool(c.holds)}
-                             for c in self.conditions])
+        return frame([{**base, "condition": c.name, "value": float(c.value), "holds": bool(c.holds)}
+                      for c in self.conditions])
 
     def summary(self) -> str:
         """Plain text: the regime's numbers, its coordinates and each condition (holds / fails).

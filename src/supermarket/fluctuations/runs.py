@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import parallel
-from .._results import human_seconds, pyplot, save_figure
+from .._results import Result, frame, human_seconds, pyplot, save_figure
 from ..model import check_positive_int
 from .moments import Moments
 
@@ -106,7 +106,7 @@ def _run_jobs(fn, tasks, workers, client=None, progress=None) -> list:
 
 
 @dataclass(frozen=True, kw_only=True)
-class _ScaledRun:
+class _ScaledRun(Result):
     """Fields and result protocol shared by :class:`FluctuationSim` and :class:`LimitSDE`:
     stationary moments of ``(z1, z2)``, a recorded grid ``(rows, G, 2)`` at times ``t`` and
     autocorrelations at lags ``lags`` (time units) with standard errors."""
@@ -148,13 +148,11 @@ class _ScaledRun:
         -------
         pandas.DataFrame
         """
-        import pandas as pd
-
         recs = []
         for name, a, se in (("z1", self.acf_z1, self.acf_z1_stderr), ("z2", self.acf_z2, self.acf_z2_stderr)):
             for lag, v, e in zip(self.lags, a, se):
                 recs.append({"coordinate": name, "lag": float(lag), "acf": float(v), "stderr": float(e)})
-        return pd.DataFrame(recs)
+        return frame(recs)
 
     def summary(self) -> str:
         """Plain text: what was run, then the moments table (± standard error)."""
