@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from ._results import Result, frame
 from .meanfield import response_times
 from .model import check_load, check_positive_float, check_positive_int
 from .response import check_quantile, from_simulation
@@ -22,7 +24,7 @@ __all__ = ["LatencyDesign", "least_d_for_latency", "max_load_for_latency", "veri
 
 
 @dataclass(frozen=True)
-class LatencyDesign:
+class LatencyDesign(Result):
     """Answer of a latency-sizing question (docs/model.md §10), from the mean field.
 
     ``question``: ``"least d"`` (given the load) or ``"largest load"`` (given ``d``);
@@ -51,16 +53,9 @@ class LatencyDesign:
     monotone: bool
     verify: dict | None = None
 
-    def to_dict(self) -> dict:
-        return {"question": self.question, "quantile": self.quantile, "latency": self.latency,
-                "answer": self.answer, "achieved": self.achieved, "neighbour": dict(self.neighbour),
-                "load": self.load, "d": self.d, "floor": self.floor, "monotone": self.monotone,
-                "checked": [list(c) for c in self.checked], "verify": self.verify}
-
-    def to_frame(self):
-        import pandas as pd
+    def to_frame(self) -> Any:
         col = "d" if self.question == "least d" else "load"
-        return pd.DataFrame([{col: a, "sojourn_quantile": v} for a, v in self.checked])
+        return frame([{col: a, "sojourn_quantile": v} for a, v in self.checked])
 
     def summary(self) -> str:
         qn = f"p{100 * self.quantile:g}"

@@ -7,9 +7,11 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from .._results import Result, frame
 from ..model import Params, as_seed_sequence, check_int, check_positive_float, seed_to_uint64
 from .laws import ResponseTimes, _qkey, from_tails
 from .mixture import DEFAULT_QUANTILES, _check_quantiles
@@ -19,7 +21,7 @@ __all__ = ["FifoSample", "simulate_fifo"]
 
 
 @dataclass(frozen=True)
-class FifoSample:
+class FifoSample(Result):
     """Customers followed one by one by the FIFO engine (``engines/fifo.py``, docs/model.md §10).
 
     ``sojourn``, ``waiting``, ``joined`` (length of the queue joined): one entry per customer
@@ -91,15 +93,14 @@ class FifoSample:
                 "sojourn": law(emp["sojourn"]), "waiting": law(emp["waiting"]),
                 "tails": self.tails.tolist(), "u_mean": self.u_mean.tolist()}
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """Tidy table of the empirical statistics (kind, statistic, value, stderr)."""
-        import pandas as pd
         rows = []
         for kind, e in self.empirical().items():
             rows.append({"kind": kind, "statistic": "mean", "value": e["mean"], "stderr": e["mean_stderr"]})
             for q, (v, s) in e["quantiles"].items():
                 rows.append({"kind": kind, "statistic": f"p{100 * q:g}", "value": v, "stderr": s})
-        return pd.DataFrame(rows)
+        return frame(rows)
 
     def summary(self) -> str:
         lines = [f"FIFO simulation: {self.sojourn.size} customers over {self.measured_time:.6g} time units "

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from .._results import Result, frame
 from ..model import check_vector
 from .mixture import (_ATOL, DEFAULT_QUANTILES, _check_quantiles, _check_tails, _poisson_pmf, _quantile,
                       sojourn_survival, waiting_survival)
@@ -18,7 +20,7 @@ __all__ = ["TimeLaw", "ResponseTimes", "from_tails", "from_join_probabilities"]
 
 
 @dataclass(frozen=True)
-class TimeLaw:
+class TimeLaw(Result):
     """One response-time law (sojourn or waiting): mean, quantiles and their standard errors.
 
     ``quantiles`` maps the level ``q`` to the time ``t_q``; ``stderr`` is ``None`` (an exact or
@@ -58,7 +60,7 @@ def _qkey(q: float) -> str:
 
 
 @dataclass(frozen=True)
-class ResponseTimes:
+class ResponseTimes(Result):
     """Equilibrium sojourn and waiting time laws (Erlang mixtures, docs/model.md §10).
 
     ``tails``: ``T_i = P(J >= i)``, ``i = 1..L`` (``J``: length of the queue a customer joins);
@@ -99,7 +101,6 @@ class ResponseTimes:
 
     def cdf_frame(self, grid=None):
         """The two CDFs on a time grid (default: 0 to the sojourn p99.9, 200 points), tidy."""
-        import pandas as pd
         if grid is None:
             top = max(self.sojourn.quantiles.values()) if self.sojourn.quantiles else 10.0
             grid = np.linspace(0.0, 1.1 * top, 200)
@@ -108,7 +109,7 @@ class ResponseTimes:
         for kind, f in (("sojourn", self.sojourn_cdf), ("waiting", self.waiting_cdf)):
             for t, c in zip(grid, f(grid)):
                 rows.append({"kind": kind, "t": float(t), "cdf": float(c), "survival": float(1.0 - c)})
-        return pd.DataFrame(rows)
+        return frame(rows)
 
     # ----------------------------------------------------------------- output
     def to_dict(self, *, cdf_grid=None) -> dict:
@@ -121,9 +122,8 @@ class ResponseTimes:
                           "waiting": self.waiting_cdf(g).tolist()}
         return out
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """Tidy table: one row per (kind, statistic) with value and standard error."""
-        import pandas as pd
         rows = []
         for law in (self.sojourn, self.waiting):
             se = law.stderr
@@ -132,7 +132,7 @@ class ResponseTimes:
             for q, v in law.quantiles.items():
                 rows.append({"kind": law.kind, "statistic": f"p{100 * q:g}", "value": v,
                              "stderr": None if se is None else se["quantiles"][q], "source": self.source})
-        return pd.DataFrame(rows)
+        return frame(rows)
 
     def summary(self) -> str:
         """The text the CLI prints: means and quantiles (± s.e. where there is one)."""
