@@ -210,9 +210,9 @@ GOLDEN = {
         "8d4fef64f36feb25cf096fdcbbe856a55e62e660cc06f8d20438e92a9cfb16b3",
         "8e89725ca398a168b3e37ab26dc342abd47c48569ce2f404470ac8d8d2e4f366",
     ),
-    "response.TimeLaw": (
+    "response.TimeLaw": (  # the table: new with the result base (it had no to_frame)
         "fcb4ec4e8eca9fb91806a2e38f0d64f00f18acee0d74fa94280823f5c7039707",
-        None,
+        "bb9ce7bbe536f1912337d6504f2a922ecec076d462ebcd803fe51814d46f6d04",
     ),
     "response.FifoSample": (
         "2602e9a47ede803d3467e92d96007b79b78b156d460382c7d1a68c3ae21a9702",
