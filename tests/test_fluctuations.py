@@ -415,7 +415,7 @@ def test_standard_errors_are_the_replication_estimator_of_stats():
     from scipy import stats as st
 
     from supermarket.mixing import coalescence_time as mixing_coalescence
-    from supermarket._results import mean_stderr
+    from supermarket.stats import mean_stderr
     from supermarket.stats import replication_error
 
     rng = np.random.default_rng(7)

@@ -1,24 +1,15 @@
-"""The base of the package's result types, :class:`Result`, and small helpers they share: the
-one across-replication mean / standard-error estimator, a plain-text table for ``summary()``
-and saving a figure for ``plot(path)``.
-
-:func:`mean_stderr` is a thin adapter over :func:`supermarket.stats.replication_error`, the
-package's one across-replication estimator (Student t on ``R − 1`` degrees of freedom); only
-its column-wise form for 2-d input is computed here, with the same formula.
-"""
+"""The base of the package's result types, :class:`Result`, and small helpers they share: a
+plain-text table for ``summary()`` and saving a figure for ``plot(path)``."""
 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import asdict, fields, is_dataclass
 from typing import Any, ClassVar
 
-import numpy as np
-
 from .jsonable import to_jsonable
 
-__all__ = ["Result", "frame", "mean_stderr", "text_table", "fmt", "save_figure", "pyplot", "human_seconds"]
+__all__ = ["Result", "frame", "text_table", "fmt", "save_figure", "pyplot", "human_seconds"]
 
 
 def frame(rows: Any, **kw: Any) -> Any:
@@ -110,49 +101,6 @@ class Result:
     def to_json(self, **kw: Any) -> str:
         """``to_dict()`` as strict JSON text (keyword arguments go to :func:`json.dumps`)."""
         return json.dumps(to_jsonable(self.to_dict()), allow_nan=False, **kw)
-
-
-def mean_stderr(values, axis: int = 0):
-    """Mean over independent replications and its standard error ``s/√R`` (``ddof=1``).
-
-    Parameters
-    ----------
-    values : array_like
-        Replications along ``axis`` (``None`` entries of a 1-d list are dropped).
-    axis : int, default 0
-
-    Returns
-    -------
-    (mean, stderr)
-        Floats for 1-d input, arrays otherwise; ``stderr`` is ``None`` with fewer than two
-        replications; ``(None, None)`` for no replication.
-
-    Examples
-    --------
-    >>> m, se = mean_stderr([1.0, 2.0, 3.0])
-    >>> m, round(se, 12)
-    (2.0, 0.57735026919)
-    >>> mean_stderr([4.0])
-    (4.0, None)
-    """
-    if isinstance(values, (list, tuple)) and all(np.ndim(v) == 0 for v in values):
-        values = [v for v in values if v is not None]
-    x = np.asarray(values, dtype=float)
-    if x.size == 0:
-        return None, None
-    if x.ndim == 1 and np.all(np.isfinite(x)):
-        from .stats import replication_error  # here: stats imports this module for Result
-
-        e = replication_error(x)
-        return e.mean, (e.stderr if x.size > 1 else None)
-    # column by column (or with non-finite entries, which replication_error refuses and
-    # which must propagate as NaN/inf here): the same estimator, s/√R with ddof=1
-    R = x.shape[axis]
-    mean = x.mean(axis=axis)
-    se = x.std(axis=axis, ddof=1) / math.sqrt(R) if R > 1 else None
-    if x.ndim == 1:
-        return float(mean), (None if se is None else float(se))
-    return mean, se
 
 
 def fmt(x, digits: int = 4) -> str:

@@ -34,12 +34,15 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from ._results import Result
+
 __all__ = ["ErrorEstimate", "MSERResult", "BlockingLevel", "blocking", "blocking_table", "mser",
-           "replication_error", "t_quantile", "MIN_BLOCKS", "PLATEAU_ALPHA", "PLATEAU_RHO_MAX"]
+           "replication_error", "mean_stderr", "t_quantile", "MIN_BLOCKS", "PLATEAU_ALPHA", "PLATEAU_RHO_MAX"]
 
 MIN_BLOCKS = 32
 """Fewest blocks the plateau level may leave for the estimate to be called reliable."""
@@ -155,7 +158,7 @@ def t_quantile(dof: float, confidence: float = 0.95) -> float:
 
 
 @dataclass(frozen=True)
-class ErrorEstimate:
+class ErrorEstimate(Result):
     """A mean with its standard error and how far to trust it.
 
     Attributes
@@ -224,13 +227,11 @@ class ErrorEstimate:
         lo, hi = self.interval(confidence)
         return bool(lo <= value <= hi)
 
-    def to_dict(self) -> dict:
-        """JSON-safe dictionary of the fields (NaN stays NaN; :mod:`supermarket.jsonable` maps it)."""
-        return asdict(self)
+    _plain = True  # NaN stays NaN in to_dict (supermarket.jsonable maps it)
 
 
 @dataclass(frozen=True)
-class BlockingLevel:
+class BlockingLevel(Result):
     """One row of a blocking table: ``blocks`` blocks of ``block_size`` input elements, the
     naive standard error ``stderr`` of the mean at this level, its own standard error
     ``stderr_err = stderr/√(2(blocks−1))``, and the lag-1 autocorrelation ``rho1`` of the
@@ -451,7 +452,7 @@ def blocking(x, *, min_blocks: int = MIN_BLOCKS, alpha: float = PLATEAU_ALPHA,
 
 
 @dataclass(frozen=True)
-class MSERResult:
+class MSERResult(Result):
     """MSER truncation of a series: drop the first ``truncate`` elements.  ``forgotten`` is
     False when the rule wanted to drop more than half of the series (the start has not been
     forgotten: the run is too short for its start-up transient); ``statistic`` holds the
@@ -471,8 +472,8 @@ class MSERResult:
     group: int
     statistic: np.ndarray
 
-    def to_dict(self) -> dict:
-        return {"truncate": self.truncate, "forgotten": self.forgotten, "group": self.group}
+    _plain = True
+    _omit = ("statistic",)
 
 
 def mser(x, group: int = 5) -> MSERResult:
@@ -576,3 +577,46 @@ def replication_error(means, *, weights=None) -> ErrorEstimate:
     n_eff = v_all / var if var > 0 else math.nan
     return ErrorEstimate(mean, se, R - 1.0, n_eff, R / (2.0 * n_eff) if n_eff and n_eff > 0 else math.nan,
                          True, "replications", R, 1, "")
+
+
+def mean_stderr(values: Any, axis: int = 0) -> tuple[Any, Any]:
+    """Mean over independent replications and its standard error ``s/√R`` (``ddof=1``): a thin
+    adapter over :func:`replication_error` (its column-wise form for 2-d input is computed
+    here, with the same formula).
+
+    Parameters
+    ----------
+    values : array_like
+        Replications along ``axis`` (``None`` entries of a 1-d list are dropped).
+    axis : int, default 0
+
+    Returns
+    -------
+    (mean, stderr)
+        Floats for 1-d input, arrays otherwise; ``stderr`` is ``None`` with fewer than two
+        replications; ``(None, None)`` for no replication.
+
+    Examples
+    --------
+    >>> m, se = mean_stderr([1.0, 2.0, 3.0])
+    >>> m, round(se, 12)
+    (2.0, 0.57735026919)
+    >>> mean_stderr([4.0])
+    (4.0, None)
+    """
+    if isinstance(values, (list, tuple)) and all(np.ndim(v) == 0 for v in values):
+        values = [v for v in values if v is not None]
+    x = np.asarray(values, dtype=float)
+    if x.size == 0:
+        return None, None
+    if x.ndim == 1 and np.all(np.isfinite(x)):
+        e = replication_error(x)
+        return e.mean, (e.stderr if x.size > 1 else None)
+    # column by column (or with non-finite entries, which replication_error refuses and
+    # which must propagate as NaN/inf here): the same estimator, s/√R with ddof=1
+    R = x.shape[axis]
+    mean = x.mean(axis=axis)
+    se = x.std(axis=axis, ddof=1) / math.sqrt(R) if R > 1 else None
+    if x.ndim == 1:
+        return float(mean), (None if se is None else float(se))
+    return mean, se

@@ -22,7 +22,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from .. import parallel
-from .._results import mean_stderr
+from ..stats import mean_stderr
 from ..engines.rng import state_from_seed_sequence
 from ..model import check_int, check_positive_float, spawn_seeds
 from .moments import Moments, _moments_from_blocks, autocorrelation
@@ -169,7 +169,7 @@ def _run_sde(kind, par, z0, *, paths, time, burn_in, dt, grid_dt, record_paths, 
 
 def _mean_and_stderr(per_path: np.ndarray) -> tuple[float, float]:
     """Mean over independent paths and its standard error (:func:`supermarket.stats.replication_error`,
-    through :func:`supermarket._results.mean_stderr`)."""
+    through :func:`supermarket.stats.mean_stderr`)."""
     m, se = mean_stderr(per_path)
     return m, se
 

@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from .._results import Result, frame, mean_stderr, text_table
+from .._results import Result, frame, text_table
+from ..stats import mean_stderr
 
 __all__ = ["KEYS", "BATCH_TAU_FACTOR", "Moments", "integrated_autocorrelation_time", "autocorrelation"]
 
@@ -111,7 +112,7 @@ def _moments_from_blocks(avg: np.ndarray) -> Moments:
     Standard errors by batch means with the variance and covariance linearised around the
     overall means (pseudo-values), so that each block contributes an unbiased term; the
     spread of the ``B`` pseudo-values is :func:`supermarket.stats.replication_error` (``s/√B``,
-    ``B − 1`` degrees of freedom; through :func:`supermarket._results.mean_stderr`).
+    ``B − 1`` degrees of freedom; through :func:`supermarket.stats.mean_stderr`).
 
     Why batch means here and not :func:`supermarket.stats.blocking`: the kernel accumulates
     holding-time-weighted integrals per batch (exact time averages, not grid samples), and a
