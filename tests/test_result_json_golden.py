@@ -222,17 +222,17 @@ GOLDEN = {
         "205b1c1f001da048b9652f3dec03968907b19fa1728c6f241b9485b6293938b8",
         "2c76a29a4de75906fc713259a87ebfe6dc28972287cf25bcc173514416314337",
     ),
-    "stats.ErrorEstimate": (
+    "stats.ErrorEstimate": (  # the table: new with the result base
         "8712b8c87944305af64883fa824218db62cb78536a36bd227d627e016201401a",
-        None,
+        "f7550a4567489d41e3c37cb025a320f0733181a11ba87ffb13fc27ecf662a7f9",
     ),
-    "stats.ErrorEstimate_blocking": (
+    "stats.ErrorEstimate_blocking": (  # the table: new with the result base
         "c6b3dc9bdc28d7016d25428d2427029ab93a7592ba7e68bcdb2b4bbe3b2b3821",
-        None,
+        "3d01cd68d44580484af80dad13ead9d0f784f5678c787364f5b3d7119d308610",
     ),
-    "stats.MSERResult": (
+    "stats.MSERResult": (  # the table: new with the result base
         "84b4bf14128e0a39571b128b7ab7d70866ad6eca2abf13641b3712d9a533379e",
-        None,
+        "03f4b3498cf222671a91d5dbe4aa52627f6fff176ac0e7d34173ea40085865fc",
     ),
     "latency.LatencyDesign": (
         "3af00efa0be693cde4cd60f01cb3abdb33a827d0d4cfb09c87c5a2830034a50d",
