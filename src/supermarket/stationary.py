@@ -29,11 +29,13 @@ import os
 import threading
 import time as _time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from ._results import Result, frame
 from .model import Params, check_int, check_positive_float, check_positive_int
 from . import response as _resp
 from .response.mixture import _check_quantiles
@@ -246,7 +248,7 @@ def _memory_limit() -> int:
 
 # =========================================================================== result
 @dataclass(frozen=True)
-class ExactResult:
+class ExactResult(Result):
     """The exact stationary law of the (truncated) profile chain (docs/model.md §11).
 
     Arrays are indexed from level 1 (``u_mean[0] = E[u_1]``) up to the cap.
@@ -303,31 +305,21 @@ class ExactResult:
             out.append((tuple(int(v) for v in c[:top]), p))
         return out
 
-    def to_dict(self, *, profile_law: bool | float = False) -> dict:
-        out = {
-            "params": self.params.to_dict(),
-            "u_mean": self.u_mean.tolist(),
-            "ud_mean": self.ud_mean.tolist(),
-            "max_queue_dist": {str(k): v for k, v in self.max_queue_dist.items()},
-            "mean_queue_length": self.mean_queue_length,
-            "mean_sojourn_time": self.mean_sojourn_time,
-            "sojourn": self.response.sojourn.to_dict(),
-            "waiting": self.response.waiting.to_dict(),
-            "states": self.states,
-            "truncation": dict(self.truncation),
-            "seconds": self.seconds,
-            "residual": self.residual,
-            "method": self.method,
-        }
+    _omit = ("response", "profile_counts", "profile_prob")
+    _extra = ("sojourn", "waiting")
+
+    def to_dict(self, *, profile_law: bool | float = False) -> dict[str, Any]:
+        """The fields (``response`` as ``sojourn`` and ``waiting``), JSON-safe; with
+        ``profile_law`` (True, or the least probability kept), the law of the profile too."""
+        out = super().to_dict()
         if profile_law is not False and self.profile_prob is not None:
             mp = 0.0 if profile_law is True else float(profile_law)
             out["profile_law"] = [{"counts": list(c), "prob": p} for c, p in self.profile_law(mp)]
         return out
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """Tidy table: ``E[u_i]`` and ``E[P_i]`` per level, the law of the maximum, and the
         response-time statistics (columns ``quantity, level, value``)."""
-        import pandas as pd
         rows = []
         for i, (u, p) in enumerate(zip(self.u_mean, self.ud_mean), start=1):
             rows.append({"quantity": "u_mean", "level": i, "value": float(u)})
@@ -338,7 +330,7 @@ class ExactResult:
             rows.append({"quantity": f"{law.kind}_mean", "level": None, "value": law.mean})
             for q, v in law.quantiles.items():
                 rows.append({"quantity": f"{law.kind}_quantile", "level": q, "value": v})
-        return pd.DataFrame(rows)
+        return frame(rows)
 
     def summary(self) -> str:
         p = self.params
