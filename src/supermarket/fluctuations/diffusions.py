@@ -22,9 +22,9 @@ import numpy as np
 from scipy.special import gammaln
 
 from .. import parallel
-from ..stats import mean_stderr
 from ..engines.rng import state_from_seed_sequence
 from ..model import check_int, check_positive_float, spawn_seeds
+from ..stats import mean_stderr
 from .moments import Moments, _moments_from_blocks, autocorrelation
 from .regimes import RegimeParams, _nonneg, _positive_zeta, _real
 from .runs import SDE_STEPS_PER_SECOND, _check_grid, _check_work, _default_burn_in, _run_jobs, _ScaledRun, _workers

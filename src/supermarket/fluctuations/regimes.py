@@ -115,7 +115,7 @@ class RegimeParams(Result):
 
     derived: ClassVar[str] = DERIVED_NOTE
     _plain = True
-    _extra = {"lambda_n": "lam", "d_n": "d", "warnings": "warnings", "derived": "derived"}
+    _extra: ClassVar[dict[str, str]] = {"lambda_n": "lam", "d_n": "d", "warnings": "warnings", "derived": "derived"}
 
     def to_frame(self) -> Any:
         """Tidy table of the regime's conditions: one row per condition (``condition``,

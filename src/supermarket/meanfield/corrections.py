@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.linalg as sla
@@ -143,7 +143,7 @@ class RefinedMeanField(Result):
         n = self._check_n(n)
         return float(self.pi.sum() + self.V.sum() / n)
 
-    _rename = {"lam": "load"}
+    _rename: ClassVar[dict[str, str]] = {"lam": "load"}
     _omit = ("W", "V_drift")
     _extra = ("sum_pi", "sum_V")
 
@@ -437,7 +437,7 @@ class LNAResult(Result):
         """Standard deviations of ``√n u_i``."""
         return np.sqrt(np.clip(np.diag(self.covariance), 0.0, None))
 
-    _rename = {"lam": "load"}
+    _rename: ClassVar[dict[str, str]] = {"lam": "load"}
     _omit = ("jacobian",)
 
     def to_frame(self) -> Any:

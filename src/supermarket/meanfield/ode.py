@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -53,7 +53,7 @@ class _Trajectory(Result):
         """The profile at the last time."""
         return self.u[-1]
 
-    _rename = {"lam": "load"}
+    _rename: ClassVar[dict[str, str]] = {"lam": "load"}
     _extra = ("mean_queue_length",)
 
     def to_frame(self) -> Any:

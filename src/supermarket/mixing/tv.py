@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -86,9 +87,9 @@ class TVCurve(Result):
         idx = np.nonzero(self.tv <= 2 * self.noise_floor)[0]
         return int(self.steps[idx[0]]) if idx.size else None
 
-    _extra = {"first_below_2x_floor_steps": "first_below_floor"}
-    _columns = {"step": "steps", "time": "time", "tv": "tv", "coupling_bound": "coupling_bound",
-                "mean_total": "mean_total"}
+    _extra: ClassVar[dict[str, str]] = {"first_below_2x_floor_steps": "first_below_floor"}
+    _columns: ClassVar[dict[str, str]] = {
+        "step": "steps", "time": "time", "tv": "tv", "coupling_bound": "coupling_bound", "mean_total": "mean_total"}
 
     def summary(self) -> str:
         """The curve as a text table, with the noise floor.

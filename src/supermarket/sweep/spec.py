@@ -13,10 +13,12 @@ import itertools
 import re
 import tomllib
 from dataclasses import dataclass, field
+from typing import Any
 from pathlib import Path
 
 import numpy as np
 
+from .._results import Result, frame
 from . import values as vals
 from .measurements import REGISTRY
 from .seeds import canonical_hash as _canonical_hash, task_seed
@@ -103,7 +105,7 @@ class Task:
 
 
 @dataclass(frozen=True)
-class Sweep:
+class Sweep(Result):
     """A validated sweep file and its tasks (from :func:`load_sweep` or :func:`parse_sweep`).
 
     Attributes
@@ -146,13 +148,11 @@ class Sweep:
                 "sweep_sha256": self.sweep_sha256, "seed": self.seed, "points": self.points,
                 "tasks": [t.spec() for t in self.tasks]}
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """One row per task: ``task_id``, ``measurement``, ``point``, ``replication`` and the
         task's parameters as columns."""
-        import pandas as pd
-
-        return pd.DataFrame([{"task_id": t.task_id, "measurement": t.measurement, "point": t.point,
-                              "replication": t.replication, **t.params} for t in self.tasks])
+        return frame([{"task_id": t.task_id, "measurement": t.measurement, "point": t.point,
+                       "replication": t.replication, **t.params} for t in self.tasks])
 
     def summary(self) -> str:
         """Plain text: the counts, then the tasks per measurement."""
