@@ -35,6 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from ._checks import check_bool
 from ._results import Result, frame
 from .model import Params, check_int, check_positive_float, check_positive_int
 from . import response as _resp
@@ -743,8 +744,7 @@ def solve(n, d, lam, *, replace=True, tol=DEFAULT_TOL, cap=None, quantiles=_resp
         raise ValueError(f"tol must lie in (0, 0.1]; got {tol!r}")
     max_states = check_positive_int("max_states", max_states)
     max_seconds = check_positive_float("max_seconds", max_seconds)
-    if not isinstance(profile_law, (bool, np.bool_)):
-        raise TypeError(f"profile_law must be True or False; got {profile_law!r}")
+    check_bool("profile_law", profile_law)
     quantiles = _check_quantiles(quantiles)
     if cap is not None:
         cap = check_int("cap", cap, minimum=1, maximum=MAX_CAP)

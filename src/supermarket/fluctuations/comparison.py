@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._checks import check_bool
 from .._results import Result, frame, pyplot, save_figure, text_table
 from ..model import spawn_seeds
 from .chain import FluctuationSim, simulate_fluctuations
@@ -342,8 +343,7 @@ def compare(p: RegimeParams, *, time=200.0, burn_in=None, replications=1, seed=0
     """
     if reflection not in REFLECTIONS:
         raise ValueError(f"reflection must be 'bridge' or 'projection'; got {reflection!r}")
-    if not isinstance(prelimit, (bool, np.bool_)):
-        raise TypeError(f"prelimit must be True or False; got {prelimit!r}")
+    check_bool("prelimit", prelimit)
     ss = spawn_seeds(seed, 3)
     sim = simulate_fluctuations(p, time=time, burn_in=burn_in, replications=replications, seed=ss[0],
                                 workers=workers, grid_dt=grid_dt, client=client)

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.special import gammaln
 
+from .._checks import check_bool
 from .._results import Result, frame
 from ..model import check_fraction, check_int, check_positive_float, check_positive_int, check_real
 from ..theory import REGIME_A_BELOW, REGIME_C_ABOVE, Condition
@@ -173,9 +174,7 @@ def _real(name, value) -> float:
 
 
 def _check_replace(replace) -> bool:
-    if not isinstance(replace, (bool, np.bool_)):
-        raise TypeError(f"replace must be True or False; got {replace!r}")
-    return bool(replace)
+    return check_bool("replace", replace)
 
 
 def _sample_prob(x: float, n: int, d: int, replace: bool) -> float:

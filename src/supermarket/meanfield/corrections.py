@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.linalg as sla
 
+from .._checks import check_bool
 from .._results import Result, frame, save_figure, text_table
 from ..model import check_load, check_positive_int
 from ..theory import log_fixed_point
@@ -344,8 +345,7 @@ def refined_mean_field(d, lam, *, replace=True, levels=None, tol: float = DEFAUL
     """
     d = check_positive_int("d", d)
     lam = check_load(lam)
-    if not isinstance(replace, (bool, np.bool_)):
-        raise TypeError(f"replace must be True or False; got {replace!r}")
+    check_bool("replace", replace)
     L = _levels(d, lam, levels, tol, max_levels)
     pi = np.exp(log_fixed_point(d, lam, L))
     A, W = _lyapunov(pi, d, lam, None, True)

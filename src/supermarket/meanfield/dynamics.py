@@ -18,6 +18,7 @@ import numbers
 import numpy as np
 import scipy.linalg as sla
 
+from .._checks import check_bool
 from ..model import check_load, check_positive_float, check_positive_int, check_vector
 from ..theory import log_fixed_point
 
@@ -111,8 +112,7 @@ def _check_n(n, d, replace):
             raise ValueError("replace=False (sampling without replacement) needs the number of servers n")
         return None
     n = check_positive_int("n", n)
-    if not isinstance(replace, (bool, np.bool_)):
-        raise TypeError(f"replace must be True or False; got {replace!r}")
+    check_bool("replace", replace)
     if not replace and d > n:
         raise ValueError(f"d must be <= n when sampling without replacement (replace=False); got d={d}, n={n}")
     return n

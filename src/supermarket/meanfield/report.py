@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from .._checks import check_bool
 from .._results import Result, frame, save_figure, text_table
 from ..jsonable import to_jsonable
 from ..model import check_load, check_positive_int
@@ -78,10 +79,8 @@ def response_times(d, lam, *, n=None, refined=False, replace=True, quantiles=DEF
     d = check_positive_int("d", d)
     lam = check_load(lam)
     qs = _check_quantiles(quantiles)
-    if not isinstance(refined, (bool, np.bool_)):
-        raise TypeError(f"refined must be True or False; got {refined!r}")
-    if not isinstance(replace, (bool, np.bool_)):
-        raise TypeError(f"replace must be True or False; got {replace!r}")
+    check_bool("refined", refined)
+    check_bool("replace", replace)
     if n is not None:
         n = check_positive_int("n", n)
     if refined and n is None:

@@ -13,10 +13,9 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 from ... import mixing as mx
 from ... import theory as th
+from ..._checks import check_bool
 from ..._files import atomic_write
 from ...model import check_int, spawn_seeds
 from . import e1_e4_equilibrium as e1_e4
@@ -85,8 +84,7 @@ def run(out_dir, quick=False, seed=0, workers=None, client=None) -> dict:
     (default: all cores); ``client``: a :class:`dask.distributed.Client` to run the
     replications on instead (the numbers are the same).  Returns a dict with each experiment's rows and the summary.
     """
-    if not isinstance(quick, (bool, np.bool_)):
-        raise TypeError(f"quick must be True or False; got {quick!r}")
+    check_bool("quick", quick)
     if workers is not None:
         workers = check_int("workers", workers, minimum=1, maximum=4096)
     out = Path(out_dir)
