@@ -53,9 +53,7 @@ PLATEAU_ALPHA = 0.01
 PLATEAU_RHO_MAX = 0.6
 """A plateau level's lag-1 autocorrelation, bias-corrected, must stay below this.  Jonsson's
 χ² pools the deeper levels, whose few blocks only add noise, and so misses the correlation
-of a series barely longer than its correlation time (measured: on AR(1) series with
-``N/(2τ_int) = 10`` the χ² alone called 57 % of runs reliable, and their intervals covered
-83 %)."""
+of a series barely longer than its correlation time (measured: benchmarks/README.md)."""
 
 
 def _block_rho(x: float) -> float:
@@ -74,8 +72,7 @@ def _block_factor(r: float) -> float:
 
     For ``r <= 0`` it is the first-order ``1 + 2r``, the same line the model approaches as
     ``r → 0``: an estimated ``r`` scatters by about ``1/√blocks`` around a true value near 0,
-    and a factor cut off at 1 below 0 would be biased high by that scatter (measured: the
-    variance of the mean of 32 independent values came out 19 % too large)."""
+    and a factor cut off at 1 below 0 would be biased high by that scatter."""
     if r <= 0.0:
         return 1.0 + 2.0 * r
     lo, hi = 1e-6, 1e6  # _block_rho decreases from 1 to 0; bisect in log x
@@ -106,9 +103,8 @@ def _blocking_dof(m: int) -> float:
     independent values), carried through ``g'/g = f' m/(f (m − f)) = 2m/(m − 1)`` at ``ρ̃ = 0``
     (``f = 1``, ``f' = 2``; blocks at a plateau are nearly uncorrelated).  A fixed function of
     ``m``: taken at each run's own ``ρ̃`` it would give the runs whose ``f`` happens to be
-    small the fewest degrees of freedom, and the widest intervals (measured: 97.5 %
-    coverage).  About ``m/3.9`` at 32 blocks, ``m/3.4`` at 64, ``m/3`` for many (measured on
-    independent values: 8.0 and 18.6 as ``2 E[s.e.²]²/Var(s.e.²)`` over 20,000 and 10,000 series).
+    small the fewest degrees of freedom, and the widest intervals.  About ``m/3.9`` at 32
+    blocks, ``m/3.4`` at 64, ``m/3`` for many (measurements: benchmarks/README.md).
 
     Examples
     --------
@@ -325,23 +321,10 @@ def blocking(x, *, min_blocks: int = MIN_BLOCKS, alpha: float = PLATEAU_ALPHA,
     ``ρ̃`` and the factor is ``f = 1 + 2ρ̃/(1 − e^{−b/τ})`` (first order ``1 + 2ρ̃`` for long
     blocks, ``1 + 2ρ̃`` for ``ρ̃ <= 0``); times ``(n_j − 1)/(n_j − f)`` for the variance of the
     estimated mean (exact when ``f`` is), with the degrees of freedom of :func:`_blocking_dof`
-    (about ``n_j/3``: the estimated factor adds noise).  On 20,000 series of 32 independent
-    values (32 blocks, the fewest a reliable estimate has) the mean of ``s.e.²`` is 1.01 times
-    the exact variance of the mean (1.006 ± 0.004 and 1.015 ± 0.004 with two seeds) (it was 1.19 with the factor cut off at 1 for ``ρ̃ < 0``,
-    the bias term taken at ``max(ρ̂, 0)`` and ``n_j/(n_j − f)``); on AR(1) series with 32
-    blocks of about 6τ, 1.04-1.05 (the factor is convex in the noisy ρ̃: a second-order
-    bias of order ``1/n_j``).  ``PYTHONPATH=src python benchmarks/blocking_calibration.py --few-blocks``
-    prints these with the miss rates of the 95 % and 99 % intervals.
-
-    Measured on 1,000 AR(1) series of length 1024 per row, against the exact variance of the
-    mean (``python benchmarks/blocking_calibration.py``, seed 1): with ``N/(2τ_int)`` = 1024,
-    114, 54, 26, 16, 10, 5 independent samples, the fraction of runs called reliable is
-    1.00, 1.00, 0.99, 0.90, 0.60, 0.29, 0.06 and their 95 % intervals cover 94 %, 96 %, 96 %,
-    96 %, 94 %, 86 %, 63 %; the rate of a confident interval that
-    misses stays near 5 % throughout (it was 10 % at ``N/(2τ_int) = 10`` with the χ² rule and
-    the factor ``1 + 2ρ̂`` alone).  A slow component hidden under a fast one (two time scales)
-    can still fool any single-run estimate; independent replications
-    (:func:`replication_error`) are the remedy.
+    (about ``n_j/3``: the estimated factor adds noise).  Its calibration (bias, coverage,
+    how often a run is called reliable) is in docs/model.md §9; a slow component hidden
+    under a fast one can still fool any single-run estimate, which independent replications
+    (:func:`replication_error`) remedy.
 
     Parameters
     ----------
