@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from .paper000.claims import count_verdict
+from .paper000.claims import claims_table, count_verdict
 
 __all__ = ["regime_facts", "scaling_facts", "claims_rows", "claims_markdown", "PER_DECADE_TOL"]
 
@@ -132,10 +132,6 @@ def claims_rows(facts: list[dict], scale_rows: list[dict]) -> list[dict]:
 
 def claims_markdown(facts: list[dict], scale_rows: list[dict]) -> str:
     """The "## Claims" section of the paper-002 summary."""
-    lines = ["## Claims", "",
-             "One row per claim (docs/model.md §7–§8; the limits are derived for this project, not quoted theorems); "
-             "verdict and evidence are computed from the tables below.", "",
-             "| claim | where tested | verdict | evidence |", "|---|---|---|---|"]
-    for c in claims_rows(facts, scale_rows):
-        lines.append("| " + " | ".join(c[k].replace("|", "/") for k in ("claim", "where", "verdict", "evidence")) + " |")
-    return "\n".join(lines) + "\n"
+    return claims_table("One row per claim (docs/model.md §7–§8; the limits are derived for this project, not quoted "
+                        "theorems); verdict and evidence are computed from the tables below.",
+                        claims_rows(facts, scale_rows))
