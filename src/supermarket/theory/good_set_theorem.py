@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 from fractions import Fraction
 
 import numpy as np
@@ -13,7 +14,8 @@ from ..model import MAX_THEORY_N, check_fraction, check_int, check_load, check_p
 from .equilibrium import MAX_K, k_lambda_d
 
 # =========================================================================== §5
-def good_set_bounds(n, d, lam, eps=0.1, k=None) -> tuple[np.ndarray, np.ndarray]:
+def good_set_bounds(n: int, d: int, lam: float | str, eps: float = 0.1,
+                    k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Bounds of clause (b) of ``N^ε`` (docs/model.md §5), in numbers of queues: for ``j = 1..k``
     the count of queues shorter than ``j`` must lie in ``[lo[j−1], hi[j−1]]`` where the
     target is ``n(1−λ)(λd)^{j−1}`` and the band is ``1 ± 5ε``.
@@ -97,7 +99,7 @@ class GoodSetReport(Result):
     clauses: tuple[Clause, ...]
     failing: str | None  # the first failing required clause
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """One row per clause: ``clause``, ``holds``, ``required``, ``detail``."""
         return frame([{"clause": c.name, "holds": c.holds, "required": c.name in ("a", "b"),
                         "detail": c.detail} for c in self.clauses])
@@ -147,7 +149,8 @@ def _counts_from_input(lengths, counts, profile, n):
     return n, c
 
 
-def good_set(lengths=None, *, counts=None, profile=None, n=None, d, lam, eps=0.1, k=None) -> GoodSetReport:
+def good_set(lengths: Any = None, *, counts: Any = None, profile: Any = None, n: int | None = None, d: int,
+             lam: float | str, eps: float = 0.1, k: int | None = None) -> GoodSetReport:
     """Is the state in ``N^ε(n, d, λ, k)``? (docs/model.md §5, membership as (a) and (b)).
 
     Give the state as ``lengths`` (queue-lengths vector), ``counts`` (``c_i = n·u_i``,
@@ -268,7 +271,7 @@ class TheoremReport(Result):
 SMALL_HEAVY_TRAFFIC = 0.1  # our reading of "(1−λ)^{−1}/√(nd) small"
 
 
-def theorem_1_2(n, d, lam, eps=0.1) -> TheoremReport:
+def theorem_1_2(n: int, d: int, lam: float | str, eps: float = 0.1) -> TheoremReport:
     """The conditions of Theorem 1.2 of paper 000 (docs/model.md §5), each with its value and
     verdict.  ``applies`` is true only when every condition holds.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +31,7 @@ class MixingBounds(Result):
     upper_time: float  # steps / (n(1+λ))
     lower_time: float
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """Two rows (``bound`` = upper, lower) with ``steps`` and ``time``."""
         return frame([{"bound": "upper", "k": self.k, "steps": self.upper_steps, "time": self.upper_time},
                        {"bound": "lower", "k": self.k, "steps": self.lower_steps, "time": self.lower_time}])
@@ -43,7 +44,7 @@ class MixingBounds(Result):
                    "orders for large n, not bounds at this n" if self.upper_steps < self.lower_steps else ""))
 
 
-def steps_to_time(steps, n, lam) -> float:
+def steps_to_time(steps: float, n: int, lam: float | str) -> float:
     """Discrete steps to continuous time: the chain is uniformized at rate ``n(1+λ)``
     (docs/model.md §1).
 
@@ -74,7 +75,7 @@ def steps_to_time(steps, n, lam) -> float:
     return steps / (n * (1.0 + lam))
 
 
-def mixing_bounds(n, d, lam) -> MixingBounds:
+def mixing_bounds(n: int, d: int, lam: float | str) -> MixingBounds:
     """From a good state: mixing in ``O(k d^{k−1} n log n)`` steps, at least ``Ω(d^{k−1} n)``
     (docs/model.md §6, paper 000; constants not given, taken as 1).
 
@@ -106,7 +107,7 @@ def mixing_bounds(n, d, lam) -> MixingBounds:
                         upper_time=steps_to_time(up, n, lam), lower_time=steps_to_time(lo, n, lam))
 
 
-def mixing_lower_customers(n, lam, g) -> float:
+def mixing_lower_customers(n: int, lam: float | str, g: float) -> float:
     """From ``‖x‖₁ = g n`` with ``g ≫ k``: ``Ω((1−λ)^{−1} g n)`` steps (docs/model.md §6).
 
     Parameters
@@ -134,7 +135,7 @@ def mixing_lower_customers(n, lam, g) -> float:
     return g * n / (1.0 - lam)
 
 
-def mixing_lower_long(n, ell) -> float:
+def mixing_lower_long(n: int, ell: int) -> float:
     """From one long queue ``‖x‖∞ = ℓ ≫ k``: ``Ω(ℓ n)`` steps (docs/model.md §6).
 
     Parameters
@@ -157,7 +158,7 @@ def mixing_lower_long(n, ell) -> float:
     return float(check_positive_int("n", n, maximum=MAX_THEORY_N)) * check_positive_int("ell", ell)
 
 
-def slow_mode_matrix(d, lam, k=None) -> np.ndarray:
+def slow_mode_matrix(d: int, lam: float | str, k: int | None = None) -> np.ndarray:
     """``A_k`` [derived] (docs/model.md §6): ``k×k`` tridiagonal, sub-diagonal ``λd``,
     super-diagonal 1, diagonal ``−(1+λd)`` except ``−1`` in the last row.
 
@@ -257,7 +258,7 @@ def _slow_mu(a: float, k: int) -> float:
     return 0.5 * (lo + hi)
 
 
-def slow_mode(d, lam, k=None) -> SlowMode:
+def slow_mode(d: int, lam: float | str, k: int | None = None) -> SlowMode:
     """Slowest relaxation rate ``μ_k`` of the linearised profile [derived] (docs/model.md §6).
 
     ``dq/dt = A_k q + (1−λ)e_k``; its eigenvalue of largest real part is ``−μ_k`` with

@@ -40,7 +40,7 @@ REGIME_A_BELOW = 0.2  # d/√n below this resembles (a)
 REGIME_C_ABOVE = 5.0  # d/√n above this resembles (c)
 
 
-def regime_002(n, d, lam) -> Regime002:
+def regime_002(n: int, d: int, lam: float | str) -> Regime002:
     """The paper-002 quantities of ``(n, d, λ)`` and the regime it resembles (docs/model.md §8).
 
     The regimes are limits (``d/√n → 0, c, ∞``); for one finite ``n`` we say (a) when

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -24,7 +25,7 @@ from .mixing_time import MixingBounds, SlowMode, mixing_bounds, slow_mode
 from .paper002 import Regime002, regime_002
 
 # =========================================================================== summary
-def summary(n, d, lam, eps=0.1) -> dict:
+def summary(n: int, d: int, lam: float | str, eps: float = 0.1) -> dict:
     """Everything the papers let us say about ``(n, d, λ)`` without simulating: the report
     behind ``supermarket theory`` (docs/model.md §3–6, §8).  ``d = 1`` has no finite ``k``:
     the k-dependent entries are then ``None``.
@@ -125,7 +126,7 @@ class TheoryReport(Result):
             yield (i, pi, 1 - pi, lin[i - 1] if i - 1 < len(lin) else None,
                    cnt[i - 1] if i - 1 < len(cnt) else None, i - 1 < len(lin))
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """One row per level ``i`` (the levels the text shows): ``pi``, ``one_minus_pi``,
         ``q_tilde`` and the predicted number of queues of length ``i − 1`` (derived; None
         past ``k`` or outside the linearisation's regime)."""
@@ -171,7 +172,7 @@ class TheoryReport(Result):
         lines.append(Regime002(**r["regime_002"]).summary())
         return "\n".join(lines)
 
-    def plot(self, path=None):
+    def plot(self, path: Any = None) -> Any:
         """π(i) (mean field) and ``1 − q̃_i`` (the linearised profile, derived) against the level,
         on a log scale.  Returns the figure; saves it when ``path`` is given."""
         import matplotlib
@@ -199,7 +200,7 @@ class TheoryReport(Result):
         return save_figure(fig, path)
 
 
-def theory_report(n, d, lam, eps=0.1) -> TheoryReport:
+def theory_report(n: int, d: int, lam: float | str, eps: float = 0.1) -> TheoryReport:
     """:func:`summary` as a :class:`TheoryReport` (``to_dict``, ``to_frame``, ``summary``, ``plot``).
 
     Parameters

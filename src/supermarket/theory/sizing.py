@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from .._results import Result, frame, text_table
 from ..model import MAX_THEORY_N, check_load, check_positive_int
@@ -47,7 +48,7 @@ class DesignReport(Result):
 
     _omit = ("n", "k_one_less")
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """One row per queue length: ``length``, ``share`` (NaN outside the linearisation's regime),
         and ``queues`` (``n × share``) when ``n`` was given."""
         return frame([{"length": j, "share": s, **({"queues": self.n * s} if self.n is not None else {})}
@@ -80,7 +81,7 @@ class DesignReport(Result):
         return out
 
 
-def design(lam, max_queue, n=None) -> DesignReport:
+def design(lam: float | str, max_queue: int, n: int | None = None) -> DesignReport:
     """The least ``d >= 2`` with ``k_{λ,d} <= K``, i.e. ``d^K >= 1/(1−λ)`` (docs/model.md §4),
     and the predicted share of queues at each length for that ``d``.
 
