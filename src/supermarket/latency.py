@@ -93,7 +93,7 @@ def _mf_quantile(d, lam, q) -> float:
     return response_times(d, lam, quantiles=(q,)).sojourn.quantiles[q]
 
 
-def least_d_for_latency(load, quantile, latency, *, d_max: int = 2**40) -> LatencyDesign:
+def least_d_for_latency(load: float | str, quantile: float, latency: float, *, d_max: int = 2**40) -> LatencyDesign:
     """The least ``d`` whose mean-field sojourn-time ``quantile`` is at most ``latency``.
 
     Parameters
@@ -157,7 +157,7 @@ def least_d_for_latency(load, quantile, latency, *, d_max: int = 2**40) -> Laten
                          monotone=monotone)
 
 
-def max_load_for_latency(d, quantile, latency, *, rtol: float = 1e-9) -> LatencyDesign:
+def max_load_for_latency(d: int, quantile: float, latency: float, *, rtol: float = 1e-9) -> LatencyDesign:
     """The largest load λ whose mean-field sojourn-time ``quantile`` is at most ``latency``
     with ``d`` choices (bisection; the quantile grows with λ, checked on a grid).
 
@@ -222,8 +222,8 @@ def max_load_for_latency(d, quantile, latency, *, rtol: float = 1e-9) -> Latency
                          checked=tuple(pts), monotone=monotone)
 
 
-def verify_latency(design: LatencyDesign, n, *, steps=2_000_000, replications=8, seed=0, z: float = 2.0,
-                   workers=None, client=None) -> dict:
+def verify_latency(design: LatencyDesign, n: int, *, steps: int = 2_000_000, replications: int = 8, seed: Any = 0,
+                   z: float = 2.0, workers: int | None = None, client: Any = None) -> dict:
     """Check a mean-field latency answer by simulating ``n`` servers (docs/model.md §10).
 
     The quantile at finite ``n`` comes from the simulated time averages of ``P_i``

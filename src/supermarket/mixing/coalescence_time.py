@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import stats
 
 from .. import theory
@@ -34,7 +35,7 @@ from .coupling import (MAX_STEPS, _Chains, _check_steps, _check_work, _counts, _
 __all__ = ["MixingResult", "coalescence", "order_statistic_ci", "start_bounds", "BURN_IN_FACTOR"]
 
 
-def start_bounds(n, d, lam, start) -> dict:
+def start_bounds(n: int, d: int, lam: float | str, start: str) -> dict:
     """The paper-000 orders for a start (docs/model.md §6, constants taken as 1), in steps.
 
     ``upper``: ``k d^{k−1} n log n`` (from a good state); ``lower``: ``d^{k−1} n``;
@@ -98,7 +99,7 @@ def _default_budget(p: Params, start) -> int:
 
 
 # --------------------------------------------------------------------------- statistics
-def order_statistic_ci(sample, q, level=0.95):
+def order_statistic_ci(sample: ArrayLike, q: float, level: float = 0.95) -> tuple:
     """Distribution-free confidence interval for the ``q``-quantile from order statistics.
 
     ``sample`` may contain ``inf`` (censored values, all larger than every observed one:
@@ -247,7 +248,7 @@ class MixingResult(Result):
         return self.steps["censored"]
 
     @property
-    def tmix_steps(self):
+    def tmix_steps(self) -> int | None:
         """0.75-quantile of τ in steps (None when censored)."""
         return _num(self.steps["q75"])
 
@@ -351,7 +352,7 @@ class MixingResult(Result):
                   "constants are 1, so only how the ratio changes with n, d, k is the paper's claim"]
         return "\n".join(lines)
 
-    def plot(self, path=None):
+    def plot(self, path: Any = None) -> Any:
         """The empirical survival ``P(τ > t)`` (an upper bound for ``d_TV(t)``) in time units,
         with ``q75`` and the paper-000 orders; saved at ``path`` when given.
 
@@ -381,8 +382,9 @@ class MixingResult(Result):
         return save_figure(fig, path)
 
 
-def coalescence(n, d, lam, *, start="good", replications=100, seed=0, max_steps=None,
-                burn_in=None, replace=True, workers=None, client=None, progress=None) -> MixingResult:
+def coalescence(n: int, d: int, lam: float | str, *, start: str = "good", replications: int = 100, seed: Any = 0,
+                max_steps: int | None = None, burn_in: int | None = None, replace: bool = True,
+                workers: int | None = None, client: Any = None, progress: Any = None) -> MixingResult:
     """Coalescence time of a copy started at ``start`` with a stationary copy.
 
     The stationary copy starts at the rounded fixed point and runs ``burn_in`` steps alone

@@ -157,7 +157,7 @@ class _Chains:
         if self.track_max:
             self.top_time = widen(self.top_time, L2 + 1)
 
-    def run(self, steps: int, rng, *, stop_when_coalesced=False, check=False):
+    def run(self, steps: int, rng: Any, *, stop_when_coalesced: bool = False, check: bool = False) -> int:
         """Advance by ``steps`` steps (or until every copy equals copy 0), in kernel calls of
         at most ``CHUNK_STEPS`` steps; between calls a KeyboardInterrupt can arrive and
         :func:`supermarket.parallel.check_stop` is called.  ``rng``: xoshiro256** state."""
@@ -277,7 +277,7 @@ class CoupledRun(Result):
         tail = f"distance increases under the coupling: {self.increases}"
         return "\n".join([head, text_table(["copy", "τ (steps)", "L1 distance"], rows), tail])
 
-    def plot(self, path=None):
+    def plot(self, path: Any = None) -> Any:
         """Total customers of each copy and L1 distance to copy 0 against steps (needs
         ``record_every``); saved at ``path`` when given.
 
@@ -323,9 +323,9 @@ def _check_steps(name, steps):
     return check_int(name, steps, minimum=0, maximum=MAX_STEPS)
 
 
-def coupled_run(n, d, lam, starts, *, steps, seed=0, replace=True, burn_in=0,
-                stop_when_coalesced=False, record_every=0, record_levels=0,
-                time_average=False, track_max=False, check=False) -> CoupledRun:
+def coupled_run(n: int, d: int, lam: float | str, starts: Any, *, steps: int, seed: Any = 0, replace: bool = True,
+                burn_in: int = 0, stop_when_coalesced: bool = False, record_every: int = 0, record_levels: int = 0,
+                time_average: bool = False, track_max: bool = False, check: bool = False) -> CoupledRun:
     """Run copies of the chain from ``starts`` (a list of start specs, see
     :mod:`supermarket.states`; copy 0 first) under the sorted coupling for ``steps`` steps.
 

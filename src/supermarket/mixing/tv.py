@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -110,7 +110,7 @@ class TVCurve(Result):
                 f"first step at or below 2 × floor: {first if first is not None else 'none'}")
         return "\n".join([head, text_table(["step", "time", "TV (binned)", "P(τ > t)", "mean ‖X‖₁"], rows), tail])
 
-    def plot(self, path=None):
+    def plot(self, path: Any = None) -> Any:
         """TV estimate and coupling bound against time; saved at ``path`` when given.
 
         Returns
@@ -130,8 +130,10 @@ class TVCurve(Result):
         return save_figure(fig, path)
 
 
-def tv_curve(n, d, lam, *, start="empty", replications=200, steps=None, points=40, seed=0,
-             burn_in=None, bins=None, replace=True, workers=None, client=None, progress=None) -> TVCurve:
+def tv_curve(n: int, d: int, lam: float | str, *, start: str = "empty", replications: int = 200,
+             steps: int | None = None, points: int = 40, seed: Any = 0, burn_in: int | None = None,
+             bins: int | None = None, replace: bool = True, workers: int | None = None, client: Any = None,
+             progress: Any = None) -> TVCurve:
     """TV distance to equilibrium over time of the total number of customers (see
     :class:`TVCurve`), with the coupling bound ``P(τ > t)`` from the same replications.
 
