@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import scipy.linalg as sla
+from numpy.typing import ArrayLike
 
 from .._checks import check_bool
 from .._results import Result, frame, save_figure, text_table
@@ -76,7 +77,7 @@ class RefinedMeanField(Result):
             raise ValueError(f"n must be >= d={self.d} when sampling without replacement; got n={n}")
         return n
 
-    def valid_for(self, n) -> bool:
+    def valid_for(self, n: int) -> bool:
         """Whether ``π + V/n`` is a profile at all for ``n`` servers: accurate, every value in
         [0, 1] and non-increasing in the level (as ``E[u_i]`` is).  Otherwise ``n`` is too small
         for the 1/n expansion at this load (or the numbers are not accurate); see :meth:`min_n`."""
@@ -118,7 +119,7 @@ class RefinedMeanField(Result):
                 n += 1
         return n
 
-    def mean(self, n) -> np.ndarray:
+    def mean(self, n: int) -> np.ndarray:
         """``π + V/n``: the refined approximation of ``E[u]`` for ``n`` servers.
 
         Warns (:class:`AccuracyWarning`) when the result is not accurate or leaves [0, 1]
@@ -137,7 +138,7 @@ class RefinedMeanField(Result):
                           f"n = {self.min_n()})", AccuracyWarning, stacklevel=2)
         return self.pi + self.V / n
 
-    def mean_queue_length(self, n=None) -> float:
+    def mean_queue_length(self, n: int | None = None) -> float:
         """``Σπ + ΣV/n`` (``Σπ`` when ``n`` is None)."""
         if n is None:
             return float(self.pi.sum())
@@ -164,7 +165,7 @@ class RefinedMeanField(Result):
             out["refined"] = self.pi + self.V / self._check_n(n)
         return frame(out)
 
-    def summary(self, n=None) -> str:
+    def summary(self, n: int | None = None) -> str:
         """π and V by level (and π + V/n with ``n``), Σπ and ΣV; the numbers are replaced by the
         reason when the solves lost their accuracy, and π + V/n by a note when it leaves [0, 1]."""
         head = (f"refined mean field, d={self.d}, λ={self.lam!r}"
@@ -186,7 +187,7 @@ class RefinedMeanField(Result):
                     f"expansion here (a profile from n = {self.min_n()}) (—)")
         return out
 
-    def plot(self, path=None, *, n):
+    def plot(self, path: Any = None, *, n: int) -> Any:
         """π(i) against π(i) + V_i/n on a log scale.  Returns the figure; saves it when ``path``
         is given."""
         import matplotlib
@@ -298,8 +299,8 @@ def _accuracy(A, W, Q_diag, V=None, rhs_of=None):
     return est, tuple(issues)
 
 
-def refined_mean_field(d, lam, *, replace=True, levels=None, tol: float = DEFAULT_TOL,
-                       max_levels: int = MAX_LEVELS) -> RefinedMeanField:
+def refined_mean_field(d: int, lam: float | str, *, replace: bool = True, levels: int | None = None,
+                       tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS) -> RefinedMeanField:
     """The ``1/n`` term of the steady state (Gast and Van Houdt 2018), docs/model.md §3.
 
     With ``A = Df(π)``, ``B = D²f(π)`` and the noise covariance ``Q`` at ``π``
@@ -376,7 +377,7 @@ def refined_mean_field(d, lam, *, replace=True, levels=None, tol: float = DEFAUL
                             error_estimate=float(est), issues=issues, replace=bool(replace), V_drift=V_drift)
 
 
-def sampling_first_order(v, d) -> np.ndarray:
+def sampling_first_order(v: ArrayLike, d: int) -> np.ndarray:
     """``h(v) = −½d(d−1)(v^{d−1} − v^d)``, the ``1/n`` term of sampling without replacement:
     ``C(nv, d)/C(n, d) = v^d + h(v)/n + O(1/n²)`` (docs/model.md §3, derived).
 
@@ -394,7 +395,7 @@ def sampling_first_order(v, d) -> np.ndarray:
     return -0.5 * d * (d - 1.0) * np.power(v, d - 1.0) * (1.0 - v)
 
 
-def drift_first_order(u, d, lam) -> np.ndarray:
+def drift_first_order(u: ArrayLike, d: int, lam: float | str) -> np.ndarray:
     """``g_i(u) = λ(h(u_{i−1}) − h(u_i))`` (``u_0 = 1``, ``h(1) = 0``): the ``1/n`` term of the
     drift without replacement, ``f_n = f + g/n + O(1/n²)`` (docs/model.md §3, derived)."""
     hu = sampling_first_order(u, d)
@@ -462,8 +463,8 @@ class LNAResult(Result):
         return head + "\n" + text_table(["i", "centre", "sd of √n u_i"], rows)
 
 
-def lna(d, lam, *, n=None, at="fixed-point", replace=True, levels=None, tol: float = DEFAULT_TOL,
-        max_levels: int = MAX_LEVELS) -> LNAResult:
+def lna(d: int, lam: float | str, *, n: int | None = None, at: str = "fixed-point", replace: bool = True,
+        levels: int | None = None, tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS) -> LNAResult:
     """Stationary covariance of ``√n (u − x)`` in the linear-noise approximation (docs/model.md §3, §8).
 
     Solves ``A W + W A^T + Q = 0`` with ``A`` the drift's Jacobian and ``Q`` the noise

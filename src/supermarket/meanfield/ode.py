@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
@@ -72,7 +73,7 @@ class _Trajectory(Result):
         return text_table(["t", *[f"u_{i + 1}" for i in range(shown)], "Σ u_i"], body,
                           title=f"mean-field ODE trajectory, d={d}, λ={self.lam!r} ({self.levels} levels)")
 
-    def plot(self, path=None, *, max_levels: int = 8):
+    def plot(self, path: Any = None, *, max_levels: int = 8) -> Any:
         """``u_i(t)`` for the first ``max_levels`` levels that leave 0.  Returns the figure;
         saves it (PNG) when ``path`` is given."""
         import matplotlib
@@ -172,9 +173,10 @@ def _support(u, tol):
     return int(nz[-1]) + 1 if nz.size else 0
 
 
-def solve_meanfield(d, lam, *, T, start="empty", t_eval=None, n=None, replace=True,
-                    levels=None, tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS,
-                    method: str = "auto", rtol: float = 1e-10, atol: float = 1e-14):
+def solve_meanfield(d: float, lam: float | str, *, T: float, start: str | ArrayLike = "empty",
+                    t_eval: ArrayLike | None = None, n: int | None = None, replace: bool = True,
+                    levels: int | None = None, tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS,
+                    method: str = "auto", rtol: float = 1e-10, atol: float = 1e-14) -> MeanFieldSolution:
     """Integrate the mean-field ODE (1.1) from ``start`` to time ``T`` (docs/model.md §3).
 
     ``dv_i/dt = λ(P(v_{i−1}) − P(v_i)) − (v_i − v_{i+1})``, ``v_0 ≡ 1``.
@@ -398,7 +400,8 @@ def _dinf_piece(m, z0, s, lam):
     return np.clip(z, 0.0, 1.0)
 
 
-def solve_dinf(lam, *, T, start="empty", t_eval=None, n=None, event_grid: float = 0.05):
+def solve_dinf(lam: float | str, *, T: float, start: str | ArrayLike = "empty", t_eval: ArrayLike | None = None,
+               n: int | None = None, event_grid: float = 0.05) -> DInfSolution:
     """Integrate the ``d = ∞`` constrained ODE of paper 002 exactly, piece by piece (docs/model.md §3).
 
     Water-filling: arrivals (rate λ) go to the lowest level that is not full; every level

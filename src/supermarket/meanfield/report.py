@@ -22,8 +22,8 @@ from .dynamics import levels_needed, near_equilibrium_centre, sample_prob
 
 
 # =========================================================================== response times
-def response_times(d, lam, *, n=None, refined=False, replace=True, quantiles=DEFAULT_QUANTILES,
-                   tol: float = 1e-13) -> ResponseTimes:
+def response_times(d: int, lam: float | str, *, n: int | None = None, refined: bool = False, replace: bool = True,
+                   quantiles: Any = DEFAULT_QUANTILES, tol: float = 1e-13) -> ResponseTimes:
     """Response times of the mean field (``n = ∞``) or of the refined mean field (order ``1/n``).
 
     Erlang mixtures over the law of the joined queue length (docs/model.md §10) with the
@@ -230,7 +230,7 @@ class MeanFieldReport(Result):
             lines.append(f"plot written to {r['plot']}")
         return "\n".join(lines)
 
-    def plot(self, path=None):
+    def plot(self, path: Any = None) -> Any:
         """The trajectory ``u_i(t)`` when there is one, else π(i) against π(i) + V_i/n (log
         scale).  Returns the figure; saves it when ``path`` is given."""
         import matplotlib
