@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._checks import check_bool
 from .._results import Result, frame, pyplot, save_figure, text_table
@@ -90,7 +91,7 @@ def lna_does_not_apply(m: Moments | None) -> str:
     return ""
 
 
-def lna_acf(p: RegimeParams, lags) -> tuple[np.ndarray, np.ndarray]:
+def lna_acf(p: RegimeParams, lags: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Autocorrelations of ``z1`` and ``z2`` in the finite-n LNA at ``x^n``:
     ``Cov(ξ(t+τ), ξ(t)) = e^{Jτ} W`` with ``J`` the drift's Jacobian (docs/model.md §3, §8).
 
@@ -231,7 +232,7 @@ class Comparison(Result):
             lines.append(f"{len(p.warnings)} condition(s) of the regime fail at this n: " + "; ".join(p.warnings))
         return "\n".join(lines)
 
-    def plot(self, path=None):
+    def plot(self, path: Any = None) -> Any:
         """One figure: a path of the chain and of the limit, histograms of both coordinates,
         the autocorrelation of the first; saved at ``path`` when given.
 
@@ -303,9 +304,10 @@ class Comparison(Result):
         return out
 
 
-def compare(p: RegimeParams, *, time=200.0, burn_in=None, replications=1, seed=0, workers=None,
-            sde_paths=256, sde_time=100.0, sde_burn_in=None, dt=1e-3, grid_dt=0.05,
-            reflection="bridge", prelimit=True, client=None) -> Comparison:
+def compare(p: RegimeParams, *, time: float = 200.0, burn_in: float | None = None, replications: int = 1, seed: Any = 0,
+            workers: int | None = None, sde_paths: int = 256, sde_time: float = 100.0, sde_burn_in: float | None = None,
+            dt: float = 1e-3, grid_dt: float = 0.05, reflection: str = "bridge", prelimit: bool = True,
+            client: Any = None) -> Comparison:
     """The simulated stationary moments at ``p`` beside (i) the limit diffusion matched at
     ``p`` (Euler–Maruyama; for (a) also the closed form), (ii) the pre-limit diffusion at
     this ``n`` (:func:`prelimit_sde`; ``prelimit=False`` skips it) and (iii) the finite-n
@@ -470,8 +472,8 @@ class ScalingResult(Result):
         return save_figure(fig, path)
 
 
-def scaling(ns=(10**3, 10**4, 10**5, 10**6), *, kappa=1.0, theta=0.25, time=100.0, replications=1,
-            seed=0, workers=None, client=None) -> ScalingResult:
+def scaling(ns: Any = (10**3, 10**4, 10**5, 10**6), *, kappa: float = 1.0, theta: float = 0.25, time: float = 100.0,
+            replications: int = 1, seed: Any = 0, workers: int | None = None, client: Any = None) -> ScalingResult:
     """The ``n^{-1/2}`` order in regime (a): ``sd(G_1)`` falls like ``n^{-1/2}`` while
     ``√n·sd(G_1) = sd(Z_1)`` stays of order one (docs/model.md §8).
 

@@ -17,8 +17,10 @@ from __future__ import annotations
 import math
 import time as _time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import gammaln
 
 from .. import parallel
@@ -174,9 +176,10 @@ def _mean_and_stderr(per_path: np.ndarray) -> tuple[float, float]:
     return m, se
 
 
-def limit_sde(regime, *, kappa=None, c=None, zeta=None, paths=256, time=100.0, burn_in=None,
-              dt=1e-3, record_paths=8, grid_dt=0.05, max_lag=10.0, seed=0, workers=None,
-              reflection="bridge", client=None) -> LimitSDE:
+def limit_sde(regime: str, *, kappa: float | None = None, c: float | None = None, zeta: float | None = None,
+              paths: int = 256, time: float = 100.0, burn_in: float | None = None, dt: float = 1e-3,
+              record_paths: int = 8, grid_dt: float = 0.05, max_lag: float = 10.0, seed: Any = 0,
+              workers: int | None = None, reflection: str = "bridge", client: Any = None) -> LimitSDE:
     """Simulate the limit diffusion of ``regime`` (docs/model.md §8, derived) with many paths.
 
     Parameters
@@ -245,8 +248,9 @@ def limit_sde(regime, *, kappa=None, c=None, zeta=None, paths=256, time=100.0, b
     return LimitSDE(regime=regime, params=params, **out, **extra)
 
 
-def prelimit_sde(p: RegimeParams, *, paths=256, time=100.0, burn_in=None, dt=1e-3, record_paths=8,
-                 grid_dt=0.05, max_lag=10.0, seed=0, workers=None, client=None) -> LimitSDE:
+def prelimit_sde(p: RegimeParams, *, paths: int = 256, time: float = 100.0, burn_in: float | None = None,
+                 dt: float = 1e-3, record_paths: int = 8, grid_dt: float = 0.05, max_lag: float = 10.0, seed: Any = 0,
+                 workers: int | None = None, client: Any = None) -> LimitSDE:
     """The pre-limit diffusion at ``p`` (docs/model.md §8, derived): the diffusion
     approximation of the chain's levels 1 and 2 with the finite-``n`` coefficients.
 
@@ -335,7 +339,7 @@ def prelimit_sde(p: RegimeParams, *, paths=256, time=100.0, burn_in=None, dt=1e-
                     y_push_rate=push[2], y_push_rate_stderr=push[3], **out)
 
 
-def limit_for(p: RegimeParams, **kw) -> LimitSDE:
+def limit_for(p: RegimeParams, **kw: Any) -> LimitSDE:
     """:func:`limit_sde` with the limit parameters matched at ``p`` (``p.limit``).
 
     Parameters
@@ -358,7 +362,7 @@ def limit_for(p: RegimeParams, **kw) -> LimitSDE:
     return limit_sde(p.regime, **p.limit, **kw)
 
 
-def limit_closed_form(kappa) -> Moments:
+def limit_closed_form(kappa: float) -> Moments:
     """Stationary moments of the regime-(a) limit (docs/model.md §8, derived):
     ``E Z = 0``, ``Var Z_1 = 2/(2+κ)``, ``Cov = κ/(2+κ)``, ``Var Z_2 = κ²/(2+κ)``.
 
@@ -387,7 +391,7 @@ def limit_closed_form(kappa) -> Moments:
                    cov_z1z2=k / (2 + k), stderr=None)
 
 
-def limit_acf_a(kappa, lags) -> tuple[np.ndarray, np.ndarray]:
+def limit_acf_a(kappa: float, lags: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Autocorrelations of ``Z_1`` and ``Z_2`` in the stationary regime-(a) limit:
     ``Cov(Z(t+τ), Z(t)) = e^{Aτ} Σ`` with ``A = [[−(1+κ), 1], [κ, −1]]`` (derived).
 

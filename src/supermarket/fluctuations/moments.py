@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._results import Result, frame, text_table
 from ..stats import mean_stderr
@@ -144,7 +145,7 @@ def _moments_from_blocks(avg: np.ndarray) -> Moments:
 BATCH_TAU_FACTOR = 10.0
 
 
-def integrated_autocorrelation_time(series, dt: float, c: float = 5.0) -> float:
+def integrated_autocorrelation_time(series: ArrayLike, dt: float, c: float = 5.0) -> float:
     """Integrated autocorrelation time ``τ = dt·(1 + 2 Σ_k ρ_k)`` (time units) of a series
     sampled every ``dt``, with Sokal's automatic window (the least ``W >= c·τ(W)``).
 
@@ -238,7 +239,7 @@ def _with_adequacy(m: Moments, grid: np.ndarray, grid_dt: float, batch_time: flo
                    tau_int=tau, adequate=ok, note=note, time_needed=need)
 
 
-def autocorrelation(series, max_lag: int, segments: int = 10):
+def autocorrelation(series: ArrayLike, max_lag: int, segments: int = 10) -> tuple[np.ndarray, np.ndarray]:
     """Autocorrelation of a stationary series sampled on a grid, with standard errors.
 
     ``series``: array ``(R, G)`` (R independent runs).  Each run is cut into ``segments``

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import gammaln
 
 from .._checks import check_bool
@@ -189,7 +190,8 @@ def _sample_prob(x: float, n: int, d: int, replace: bool) -> float:
     return math.exp(gammaln(m + 1) - gammaln(m - d + 1) - gammaln(n + 1) + gammaln(n - d + 1))
 
 
-def centre(n, d, lam, *, replace=False, levels=None, tol=1e-15) -> np.ndarray:
+def centre(n: int, d: int, lam: float, *, replace: bool = False, levels: int | None = None,
+           tol: float = 1e-15) -> np.ndarray:
     """The near-equilibrium centre ``x^n`` (docs/model.md §8): ``x^n_1 = λ``,
     ``x^n_i = λ P_n(x^n_{i−1})``.  By default levels run until the first value below ``tol``
     (at least 2 levels).  Index 0 is level 1.
@@ -287,7 +289,8 @@ def _build(regime, n, d, lam, replace, centring, limit, extra_conditions) -> Reg
                         d_one_minus_lambda=d1, coordinates=coords, conditions=tuple(conds))
 
 
-def regime_a(n, kappa=1.0, *, d=None, theta=0.25, replace=False, warn=True) -> RegimeParams:
+def regime_a(n: int, kappa: float = 1.0, *, d: int | None = None, theta: float = 0.25, replace: bool = False,
+             warn: bool = True) -> RegimeParams:
     """Regime (a), ``d_n/√n → 0`` (docs/model.md §8, derived): ``λ_n = (κ/d_n)^{1/d_n}`` so that
     ``d_n λ_n^{d_n} = κ`` exactly; ``d_n = ⌊n^θ⌋`` (``0 < θ < 1/2``) unless ``d`` is given.
 
@@ -339,7 +342,7 @@ def regime_a(n, kappa=1.0, *, d=None, theta=0.25, replace=False, warn=True) -> R
     return _emit(_build("a", n, d, lam, replace, "centre", {"kappa": kappa}, extra), warn)
 
 
-def regime_b(n, c=1.0, zeta=0.0, *, replace=False, warn=True) -> RegimeParams:
+def regime_b(n: int, c: float = 1.0, zeta: float = 0.0, *, replace: bool = False, warn: bool = True) -> RegimeParams:
     """Regime (b), ``d_n/√n → c`` (docs/model.md §8, derived): ``d_n = ⌊c√n⌋``,
     ``λ_n = c_n − ζ/√n``.  The limit is matched at the actual ``d_n/√n`` and ``ζ``.
 
@@ -388,7 +391,8 @@ def regime_b(n, c=1.0, zeta=0.0, *, replace=False, warn=True) -> RegimeParams:
     return _emit(_build("b", n, d, lam, replace, "c_n", {"c": b, "zeta": zeta}, extra), warn)
 
 
-def regime_c(n, zeta=1.0, *, d=None, replace=False, centring="c_n", warn=True) -> RegimeParams:
+def regime_c(n: int, zeta: float = 1.0, *, d: int | None = None, replace: bool = False, centring: str = "c_n",
+             warn: bool = True) -> RegimeParams:
     """Regime (c), ``d_n/√n → ∞`` (docs/model.md §8, derived), reflected limit; ``ζ > 0``.
 
     ``d`` defaults to ``n`` (JSQ when sampling without replacement).  ``centring="c_n"``:
@@ -455,8 +459,9 @@ def _positive_zeta(zeta) -> float:
     return z
 
 
-def regime_params(regime, n, *, kappa=None, c=None, zeta=None, d=None, theta=0.25,
-                  replace=False, centring="c_n", warn=True) -> RegimeParams:
+def regime_params(regime: str, n: int, *, kappa: float | None = None, c: float | None = None, zeta: float | None = None,
+                  d: int | None = None, theta: float = 0.25, replace: bool = False, centring: str = "c_n",
+                  warn: bool = True) -> RegimeParams:
     """Dispatch on ``regime`` in ``{"a", "b", "c"}`` (the CLI's entry point).
 
     Parameters
@@ -497,7 +502,7 @@ def regime_params(regime, n, *, kappa=None, c=None, zeta=None, d=None, theta=0.2
     raise ValueError(f"regime must be 'a', 'b' or 'c'; got {regime!r}")
 
 
-def scaled(p: RegimeParams, G1, G2):
+def scaled(p: RegimeParams, G1: ArrayLike, G2: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """The scaled coordinates ``(z1, z2) = √n(G_1 − m_1, G_2 − m_2)`` (docs/model.md §8).
 
     Parameters

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -129,7 +130,7 @@ class _ScaledRun(Result):
     def _names(self) -> tuple[str, str]:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """Tidy stationary moments: one row per moment (``moment``, ``value``, ``stderr``)
         with a ``source`` column naming the run.
 
@@ -141,7 +142,7 @@ class _ScaledRun(Result):
         df.insert(0, "source", self._label())
         return df
 
-    def acf_frame(self):
+    def acf_frame(self) -> Any:
         """Tidy autocorrelations: one row per (coordinate, lag) with ``acf`` and ``stderr``.
 
         Returns
@@ -158,7 +159,7 @@ class _ScaledRun(Result):
         """Plain text: what was run, then the moments table (± standard error)."""
         return f"{self._label()}: {self._header()}\n{self.moments.summary()}"
 
-    def plot(self, path=None):
+    def plot(self, path: Any = None) -> Any:
         """A recorded path, the histograms of both coordinates and the autocorrelations;
         saved at ``path`` when given.
 
