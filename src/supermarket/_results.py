@@ -103,7 +103,7 @@ class Result:
         return json.dumps(to_jsonable(self.to_dict()), allow_nan=False, **kw)
 
 
-def fmt(x, digits: int = 4) -> str:
+def fmt(x: Any, digits: int = 4) -> str:
     """A number for a table: ``—`` for None, strings as they are, else ``digits`` significant."""
     if x is None:
         return "—"
@@ -112,7 +112,7 @@ def fmt(x, digits: int = 4) -> str:
     return f"{x:.{digits}g}"
 
 
-def text_table(header, rows, title: str | None = None) -> str:
+def text_table(header: Any, rows: Any, title: str | None = None) -> str:
     """A plain-text table (columns padded; the first left-aligned, the others right).
 
     Examples
@@ -136,7 +136,7 @@ def text_table(header, rows, title: str | None = None) -> str:
     return "\n".join(out)
 
 
-def pyplot():
+def pyplot() -> Any:
     """``matplotlib.pyplot`` on the non-interactive Agg backend (imported on first use: the
     library does not need matplotlib until a result is plotted)."""
     import matplotlib
@@ -147,7 +147,7 @@ def pyplot():
     return plt
 
 
-def save_figure(fig, path):
+def save_figure(fig: Any, path: Any) -> Any:
     """Save ``fig`` at ``path`` when given (format by the suffix, PNG without one) and return
     it; the file is written whole or not at all (:func:`supermarket._files.save_figure_atomic`)."""
     if path is not None:

@@ -283,11 +283,11 @@ class ExactResult(Result):
     profile_prob: np.ndarray | None = field(default=None, repr=False)
 
     @property
-    def sojourn(self):
+    def sojourn(self) -> _resp.TimeLaw:
         return self.response.sojourn
 
     @property
-    def waiting(self):
+    def waiting(self) -> _resp.TimeLaw:
         return self.response.waiting
 
     def profile_law(self, min_prob: float = 0.0) -> list:
@@ -354,7 +354,7 @@ class ExactResult(Result):
         lines.append(self.response.summary())
         return "\n".join(lines)
 
-    def plot(self, path=None):
+    def plot(self, path: Any = None) -> Any:
         """``E[u_i]`` (log scale), the law of the maximum, and the response-time tails."""
         import matplotlib
         if path is not None:
@@ -562,7 +562,7 @@ def _least_cap(n: int, lam: float, tol: float) -> int:
 SLOW_STATES = 100_000
 
 
-def least_states(n, d, lam, tol=DEFAULT_TOL) -> tuple[int, int]:
+def least_states(n: int, d: int, lam: float | str, tol: float = DEFAULT_TOL) -> tuple[int, int]:
     """``(cap, states)``: the least cap the cap search of :func:`solve` can end at (the larger
     of the mean-field and the M/M/n bounds, docs/model.md §11) and its state count, computed
     without solving anything; a lower bound on the work of :func:`solve`.
@@ -685,8 +685,8 @@ def _one(n, d, lam, replace, cap, keep, prev=None):
     return out
 
 
-def solve(n, d, lam, *, replace=True, tol=DEFAULT_TOL, cap=None, quantiles=_resp.DEFAULT_QUANTILES,
-          profile_law: bool = False, max_states: int = MAX_STATES,
+def solve(n: int, d: int, lam: float | str, *, replace: bool = True, tol: float = DEFAULT_TOL, cap: int | None = None,
+          quantiles: Any = _resp.DEFAULT_QUANTILES, profile_law: bool = False, max_states: int = MAX_STATES,
           max_seconds: float = MAX_SECONDS) -> ExactResult:
     """Exact stationary law of the ``(n, d, λ)`` supermarket chain (docs/model.md §11).
 

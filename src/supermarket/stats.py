@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._results import Result
 
@@ -270,7 +271,7 @@ def _levels(x: np.ndarray):
         size *= 2
 
 
-def blocking_table(x) -> list[BlockingLevel]:
+def blocking_table(x: ArrayLike) -> list[BlockingLevel]:
     """The blocking table of Flyvbjerg & Petersen (1989) for the series ``x``.
 
     Parameters
@@ -303,7 +304,7 @@ def blocking_table(x) -> list[BlockingLevel]:
     return out
 
 
-def blocking(x, *, min_blocks: int = MIN_BLOCKS, alpha: float = PLATEAU_ALPHA,
+def blocking(x: ArrayLike, *, min_blocks: int = MIN_BLOCKS, alpha: float = PLATEAU_ALPHA,
              min_block_size: int = 1) -> ErrorEstimate:
     """Mean and standard error of a correlated series by blocking, with an automatic plateau.
 
@@ -459,7 +460,7 @@ class MSERResult(Result):
     _omit = ("statistic",)
 
 
-def mser(x, group: int = 5) -> MSERResult:
+def mser(x: ArrayLike, group: int = 5) -> MSERResult:
     """MSER truncation point of a series (White 1997), by default MSER-5.
 
     The series is first averaged in consecutive groups of ``group`` (a leftover at the end
@@ -512,7 +513,7 @@ def mser(x, group: int = 5) -> MSERResult:
     return MSERResult(d * int(group), bool(d <= m // 2), int(group), stat)
 
 
-def replication_error(means, *, weights=None) -> ErrorEstimate:
+def replication_error(means: ArrayLike, *, weights: ArrayLike | None = None) -> ErrorEstimate:
     """Mean and standard error from ``R`` independent replications (Student t, ``R − 1`` dof).
 
     Parameters

@@ -12,6 +12,7 @@ change the facts and see the verdicts change.  Verdicts: "reproduced", "partly: 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from .paper000.claims import claims_table, count_verdict
 
@@ -21,7 +22,7 @@ PER_DECADE_TOL = 0.25  # sd(G_1) falls by √10 per decade of n "within" this re
 _REF_NAMES = {"limit": "limit diffusion", "prelimit": "pre-limit diffusion", "lna": "finite-n LNA"}
 
 
-def regime_facts(label: str, cmp, sigma: float) -> dict:
+def regime_facts(label: str, cmp: Any, sigma: float) -> dict:
     """The numbers of one regime's comparison that the claims use (plain, JSON-safe)."""
     p = cmp.params
     m = cmp.sim.moments
@@ -35,7 +36,7 @@ def regime_facts(label: str, cmp, sigma: float) -> dict:
             "failed_conditions": [(c.name, float(c.value)) for c in p.conditions if not c.holds]}
 
 
-def scaling_facts(scale) -> list[dict]:
+def scaling_facts(scale: Any) -> list[dict]:
     """The rows of the ``n^{-1/2}`` run as plain dicts."""
     return [r.to_dict() for r in scale]
 

@@ -118,7 +118,7 @@ class PerfectResult(Result):
             out[:, i - 1] = (self.samples >= i).sum(axis=1)
         return out
 
-    def mean_profile(self):
+    def mean_profile(self) -> tuple[np.ndarray, np.ndarray]:
         """``(mean, se)`` of ``u_i = c_i / n`` over samples, ``i = 1..max`` (s.e. = sd/√samples)."""
         u = self.counts / self.params.n
         S = u.shape[0]

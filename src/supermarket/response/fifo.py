@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._results import Result, frame
 from ..model import Params, as_seed_sequence, check_int, check_positive_float, seed_to_uint64
@@ -51,7 +52,7 @@ class FifoSample(Result):
     def _batched(self, x):
         return np.array_split(x, self.batches)
 
-    def empirical(self, quantiles=DEFAULT_QUANTILES) -> dict:
+    def empirical(self, quantiles: Any = DEFAULT_QUANTILES) -> dict:
         """Empirical means and quantiles of the recorded times, with batch-means standard
         errors: ``{"sojourn": {"mean", "mean_stderr", "quantiles": {q: (value, stderr)}}, "waiting": …}``."""
         qs = _check_quantiles(quantiles)
@@ -67,12 +68,12 @@ class FifoSample(Result):
             out[kind] = entry
         return out
 
-    def empirical_cdf(self, t, kind="sojourn") -> np.ndarray:
+    def empirical_cdf(self, t: ArrayLike, kind: str = "sojourn") -> np.ndarray:
         """Fraction of recorded customers with sojourn (or waiting) time ``<= t``."""
         x = np.sort(self.sojourn if kind == "sojourn" else self.waiting)
         return np.searchsorted(x, np.asarray(t, dtype=float), side="right") / x.size
 
-    def predicted(self, quantiles=DEFAULT_QUANTILES) -> ResponseTimes:
+    def predicted(self, quantiles: Any = DEFAULT_QUANTILES) -> ResponseTimes:
         """The Erlang mixture from this run's own time-averaged ``P_i`` (with batch-means
         covariance, delta method)."""
         B = self.tails_batches
@@ -111,8 +112,8 @@ class FifoSample(Result):
         return "\n".join(lines)
 
 
-def simulate_fifo(n, d, lam, *, customers=200_000, burn_in=None, seed=None, replace=True,
-                  batches: int = 32) -> FifoSample:
+def simulate_fifo(n: int, d: int, lam: float | str, *, customers: int = 200_000, burn_in: int | None = None,
+                  seed: Any = None, replace: bool = True, batches: int = 32) -> FifoSample:
     """Follow every customer of the ``(n, d, λ)`` system with FIFO queues (docs/model.md §10).
 
     An independent check of the response-time laws: customers carry their own exponential(1)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._results import Result, frame
 from ..model import check_vector
@@ -91,15 +92,15 @@ class ResponseTimes(Result):
         return T[:-1] - T[1:]
 
     # ----------------------------------------------------------------- laws on a grid
-    def sojourn_cdf(self, t) -> np.ndarray:
+    def sojourn_cdf(self, t: ArrayLike) -> np.ndarray:
         """``P(S <= t)`` on the times ``t``."""
         return 1.0 - sojourn_survival(self.tails, t)
 
-    def waiting_cdf(self, t) -> np.ndarray:
+    def waiting_cdf(self, t: ArrayLike) -> np.ndarray:
         """``P(W <= t)`` on the times ``t`` (includes the atom ``P(W = 0)`` at ``t = 0``)."""
         return 1.0 - waiting_survival(self.tails, t)
 
-    def cdf_frame(self, grid=None):
+    def cdf_frame(self, grid: ArrayLike | None = None) -> Any:
         """The two CDFs on a time grid (default: 0 to the sojourn p99.9, 200 points), tidy."""
         if grid is None:
             top = max(self.sojourn.quantiles.values()) if self.sojourn.quantiles else 10.0
@@ -112,7 +113,7 @@ class ResponseTimes(Result):
         return frame(rows)
 
     # ----------------------------------------------------------------- output
-    def to_dict(self, *, cdf_grid=None) -> dict:
+    def to_dict(self, *, cdf_grid: ArrayLike | None = None) -> dict:
         out = {"source": self.source, "params": dict(self.params),
                "sojourn": self.sojourn.to_dict(), "waiting": self.waiting.to_dict(),
                "p_join": self.p_join.tolist(), "notes": list(self.notes)}
@@ -158,7 +159,7 @@ class ResponseTimes(Result):
             lines.append(f"  note: {note}")
         return "\n".join(lines)
 
-    def plot(self, path=None, *, grid=None):
+    def plot(self, path: Any = None, *, grid: ArrayLike | None = None) -> Any:
         """Survival functions ``P(S > t)`` and ``P(W > t)`` on a log scale (the tail), with the
         quantiles marked.  Returns the figure; saves it when ``path`` is given."""
         import matplotlib
@@ -235,8 +236,9 @@ def _law(kind, T, quantiles, cov=None, se=None, stderr_of=None):
     return TimeLaw(kind=kind, mean=mean, quantiles=qv, stderr=stderr, stderr_kind=kind_se, atom_at_zero=atom)
 
 
-def from_tails(tails, *, cov=None, stderr=None, quantiles=DEFAULT_QUANTILES, source="given",
-               params=None, notes=(), stderr_of=None) -> ResponseTimes:
+def from_tails(tails: ArrayLike, *, cov: ArrayLike | None = None, stderr: ArrayLike | None = None,
+               quantiles: Any = DEFAULT_QUANTILES, source: str = "given", params: dict | None = None, notes: tuple = (),
+               stderr_of: Any = None) -> ResponseTimes:
     """Response times from the tails ``T_i = P(J >= i)``, ``i = 1..L`` (docs/model.md §10).
 
     Parameters
@@ -294,8 +296,8 @@ def from_tails(tails, *, cov=None, stderr=None, quantiles=DEFAULT_QUANTILES, sou
                          tails_cov=cov, notes=tuple(notes))
 
 
-def from_join_probabilities(p_join, *, quantiles=DEFAULT_QUANTILES, source="given", params=None,
-                            cov=None) -> ResponseTimes:
+def from_join_probabilities(p_join: ArrayLike, *, quantiles: Any = DEFAULT_QUANTILES, source: str = "given",
+                            params: dict | None = None, cov: ArrayLike | None = None) -> ResponseTimes:
     """Response times from ``P(J = j)``, ``j = 0, 1, …``: the law of the queue length a customer
     joins (docs/model.md §10).
 

@@ -12,6 +12,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from ... import mixing as mx
 from ... import theory as th
@@ -76,7 +77,7 @@ def expected_steps(quick: bool) -> float:
     return float(total)
 
 
-def run(out_dir, quick=False, seed=0, workers=None, client=None) -> dict:
+def run(out_dir: Any, quick: bool = False, seed: Any = 0, workers: int | None = None, client: Any = None) -> dict:
     """Run E1–E4 and write tables, figures and Markdown into ``out_dir`` (created if missing).
 
     ``quick``: small sizes (under 3 minutes on 2 cores, every claim still shown).
