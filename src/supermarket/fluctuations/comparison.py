@@ -440,7 +440,7 @@ class ScalingResult(Result):
         return text_table(["n", "d_n", "sd(G1)", "√n sd(G1)", "LNA √n sd(G1)"], rows,
                           title="The n^(-1/2) order in regime (a)")
 
-    def plot(self, path=None):
+    def plot(self, path: Any = None) -> Any:
         """``sd(G_1)`` against ``n`` on log axes (±2 standard errors) with an ``n^{-1/2}``
         guide through the first point.
 

@@ -157,8 +157,8 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def run_sweep(sweep: Sweep, out_dir, *, workers: int | None = None, scheduler: str | None = None,
-              max_tasks: int | None = None, progress=None, connect_timeout: float = 5.0) -> SweepOutcome:
+def run_sweep(sweep: Sweep, out_dir: str | Path, *, workers: int | None = None, scheduler: str | None = None,
+              max_tasks: int | None = None, progress: Any = None, connect_timeout: float = 5.0) -> SweepOutcome:
     """Run (or resume) a sweep into ``out_dir``.
 
     Parameters

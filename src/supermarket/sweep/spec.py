@@ -200,7 +200,7 @@ def _key_lines(text: str) -> dict:
 
 
 # --------------------------------------------------------------------------- parsing
-def load_sweep(path, *, max_tasks: int | None = None) -> Sweep:
+def load_sweep(path: str | Path, *, max_tasks: int | None = None) -> Sweep:
     """Read and validate a sweep file; raise :class:`SweepFileError` listing every error.
 
     Parameters

@@ -254,7 +254,7 @@ class TheoremReport(Result):
     applies: bool
     k: int
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """One row per condition: ``condition``, ``value``, ``holds``, ``detail``."""
         return frame([{"condition": c.name, "value": c.value, "holds": c.holds, "detail": c.detail}
                        for c in self.conditions])
