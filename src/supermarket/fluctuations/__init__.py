@@ -37,10 +37,8 @@ Submodules import one way: ``regimes``, ``moments`` → ``runs`` → ``chain``, 
 ``diffusions.CHUNK_STEPS``, the work limits in ``runs``) are re-exported here for reading;
 to change one (tests do), patch it in the submodule that uses it.
 
-Coordinates.  Regime (a): ``Z_1 = √n(G_1 − x^n_1)``, ``Z_2 = √n(G_2 − x^n_2)``.  Regimes
-(b), (c): ``Q = √n(G_1 − c_n)``, ``Y = √n G_2`` with ``c_n = n^{−1/(2d_n)}`` (so
-``√n c_n^{d_n} = 1``), reported under the keys ``z1`` (= Q) and ``z2`` (= Y).  For the JSQ
-reading of (c) (``centring="one"``): ``Q = √n(G_1 − 1)`` and ``ζ = √n(1 − λ_n)``.
+Coordinates (docs/model.md §8): ``Z_1, Z_2`` in regime (a), ``Q, Y`` in (b) and (c), both
+reported under the keys ``z1`` and ``z2``.
 """
 
 from __future__ import annotations

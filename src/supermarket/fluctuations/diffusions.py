@@ -254,18 +254,10 @@ def prelimit_sde(p: RegimeParams, *, paths: int = 256, time: float = 100.0, burn
     """The pre-limit diffusion at ``p`` (docs/model.md §8, derived): the diffusion
     approximation of the chain's levels 1 and 2 with the finite-``n`` coefficients.
 
-    In the coordinates ``Q = √n(G_1 − c_n)``, ``Y = √n G_2`` (any regime; in (a) the
-    reported coordinates are shifted to ``p``'s centring), with ``A(Q) = λ_n √n P_n(c_n + Q/√n)``
-    (``P_n`` the exact sampling probability, without replacement unless ``p.replace``):
-
-    ``dQ = (−ζ_n − Q + Y − A(Q))dt + σ_1 dW_1``, ``σ_1² = λ_n(1 − P_n) + G_1 − G_2``;
-    ``dY = (A(Q) − Y)dt + σ_2 dW_2``, ``σ_2² = (A(Q) + Y)/√n``;  ``Q <= √n(1 − c_n)``.
-
-    It drops only level 3 and above (``G_3``, ``P_n(G_2)``: of order ``P_n(Y/√n)``) and the
-    jump structure.  As ``n → ∞`` with ``d_n/√n → c``: ``A(Q) → e^{cQ}``, ``σ_1² → 2``,
-    ``σ_2² → 0``, ``ζ_n → ζ``: the regime-(b) limit; with ``d_n/√n → ∞`` the wall ``A`` steepens
-    into the reflection of (c).  The stiff term ``A`` is taken implicitly (stable for any
-    ``dt``); the remaining bias is ``O(dt)`` away from the wall.
+    The SDE in ``Q = √n(G_1 − c_n)``, ``Y = √n G_2`` and its limits are in docs/model.md §8
+    (in (a) the reported coordinates are shifted to ``p``'s centring).  The stiff term
+    ``A(Q)`` is taken implicitly (stable for any ``dt``); the remaining bias is ``O(dt)``
+    away from the wall.
 
     Parameters and results as :func:`limit_sde`; ``burn_in`` defaults as there, with
     ``ζ = ζ_n``.

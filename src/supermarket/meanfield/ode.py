@@ -176,44 +176,32 @@ def _support(u, tol):
 def solve_meanfield(d: float, lam: float | str, *, T: float, start: str | ArrayLike = "empty",
                     t_eval: ArrayLike | None = None, n: int | None = None, replace: bool = True,
                     levels: int | None = None, tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS,
-                    method: str = "auto", rtol: float = 1e-10, atol: float = 1e-14) -> MeanFieldSolution:
+                    method: str = "auto", rtol: float = 1e-10, atol: float = 1e-14) -> MeanFieldSolution | DInfSolution:
     """Integrate the mean-field ODE (1.1) from ``start`` to time ``T`` (docs/model.md §3).
-
-    ``dv_i/dt = λ(P(v_{i−1}) − P(v_i)) − (v_i − v_{i+1})``, ``v_0 ≡ 1``.
-
-    - ``start``: ``"empty"``, ``"fixed-point"``, ``"customers:G"`` (every queue of length
-      G), ``"long:L"`` (needs ``n``), a queue-lengths vector (int array) or a profile
-      ``u_1, u_2, …`` (float array, non-increasing in [0, 1]).
-    - ``levels``: fixed number of levels; by default chosen automatically: start from the
-      levels where the fixed point and the start profile exceed ``tol``, and grow until the
-      top level stays below ``tol`` over the whole run.
-    - ``method``: a stiff solver of ``scipy.integrate.solve_ivp`` ("Radau", "BDF", "LSODA"),
-      given the analytic tridiagonal Jacobian (sparse for Radau/BDF, dense for LSODA).
-      ``"auto"`` (default): LSODA up to 100 levels (fastest there), BDF with the sparse
-      Jacobian above.
-    - ``n``/``replace``: sampling without replacement at finite ``n`` (``P_n``).
-    - ``d = math.inf`` (or ``"inf"``) dispatches to :func:`solve_dinf` (λ < 1 there).
-    - ``lam >= 1`` is allowed for finite ``d`` (a finite horizon needs no equilibrium).
-    - ``t_eval``: output times (default 201 equally spaced points in ``[0, T]``).
 
     Parameters
     ----------
     d : int or inf
-        Number of choices (``inf`` calls :func:`solve_dinf`).
+        Number of choices (``inf`` or ``"inf"`` calls :func:`solve_dinf`).
     lam : float or str
         Load λ > 0 (λ >= 1 allowed at finite ``d``: a transient).
     T : float
         Final time, positive and finite.
     start : str or array_like, default "empty"
+        ``"empty"``, ``"fixed-point"``, ``"customers:G"``, ``"long:L"`` (needs ``n``), a
+        queue-lengths vector (int array) or a profile ``u_1, u_2, …`` (float array).
     t_eval : array_like, optional
         Output times in ``[0, T]`` (default: the solver's steps).
     n : int, optional
         Servers (``long:L`` start, sampling without replacement).
     replace : bool, default True
     levels : int, optional
+        Fixed number of levels; by default grown until the top level stays below ``tol``.
     tol : float
     max_levels : int
     method : str, default "auto"
+        A stiff solver of ``scipy.integrate.solve_ivp`` ("Radau", "BDF", "LSODA") with the
+        analytic Jacobian; "auto": LSODA up to 100 levels, BDF (sparse Jacobian) above.
     rtol, atol : float
         Tolerances of the solver.
 

@@ -26,16 +26,10 @@ def response_times(d: int, lam: float | str, *, n: int | None = None, refined: b
                    quantiles: Any = DEFAULT_QUANTILES, tol: float = 1e-13) -> ResponseTimes:
     """Response times of the mean field (``n = ∞``) or of the refined mean field (order ``1/n``).
 
-    Erlang mixtures over the law of the joined queue length (docs/model.md §10) with the
-    tails ``T_i = P(J >= i)`` of the mean field: ``T_i = π(i)^d = π(i+1)/λ`` (docs/model.md
-    §3, §10).  Refined (derived, docs/model.md §10): a second-order expansion of
-    ``E[u_i^d]`` around ``π``, ``T_i ≈ π_i^d + (d π_i^{d−1} V_i + ½ d(d−1) π_i^{d−2} W_ii)/n``,
-    with ``V`` the refined mean field's ``1/n`` term and ``W`` the linear-noise covariance;
-    it equals ``(π(i+1) + V_{i+1}/n)/λ``, the exact identity ``E[u_{i+1}] = λ E[P_i]`` to
-    the same order.  Without replacement (``replace=False``, needs ``n``) the plain mean
-    field uses the centre ``x^n`` with the finite-n sampling law ``T_i = C(n x_i, d)/C(n, d)``
-    (docs/model.md §8); the refined one adds the sampling law's own ``1/n`` term ``h(π_i)/n``
-    and uses the ``V`` without replacement (docs/model.md §3, §10).
+    Erlang mixtures over the law of the joined queue length with the tails
+    ``T_i = P(J >= i)`` of the mean field, ``π(i)^d``, or of its ``1/n`` refinement, and
+    without replacement (``replace=False``, needs ``n``) of the centre ``x^n``: the formulas
+    are in docs/model.md §10 (refined: derived).
 
     Parameters
     ----------
