@@ -1,19 +1,9 @@
 """Exact stationary law of the supermarket chain for small ``n`` (docs/model.md §11).
 
-The profile chain (docs/model.md §2) lives on the non-increasing queue-length vectors
-``x_1 >= … >= x_n``; truncated at a queue-length cap ``M`` (an arrival that would join a
-queue of length ``M`` is dropped) it has ``C(n+M, n)`` states.  :func:`solve` builds its
-generator as a sparse matrix (continuous time: arrivals at rate ``nλ``, joining a queue of
-length ``ℓ`` with probability ``P_ℓ − P_{ℓ+1}``; each of the ``c_ℓ − c_{ℓ+1}`` queues of
-length exactly ``ℓ`` serves at rate 1), solves ``π Q = 0`` with SciPy's sparse LU, and
-raises the cap until the stationary probability that some queue sits at the cap is below
-``tol``.  The discrete chain of docs/model.md §1 is this generator uniformized, so it has
-the same law.
-
-States are indexed by the combinatorial number system: the ascending lengths
-``y_1 <= … <= y_n`` map to ``z_k = y_k + k − 1`` (strictly increasing) and to the rank
-``Σ_k C(z_k, k)``, a bijection onto ``0 .. C(n+M, n) − 1``; an event changes one ``z_k`` by
-one, so the rank of the next state is a table look-up.
+:func:`solve` builds the generator of the profile chain truncated at a queue-length cap
+``M`` (``C(n+M, n)`` states, indexed by the combinatorial number system) as a sparse
+matrix, solves ``π Q = 0`` with SciPy's sparse LU and raises the cap until the stationary
+probability of a queue at the cap is below ``tol`` (docs/model.md §11).
 
 Reported (keys as in :class:`~supermarket.simulation.SimulationResult` where they mean the
 same): ``u_mean`` (``E[u_i]``), ``ud_mean`` (``E[P_i]``), ``max_queue_dist``,

@@ -1,33 +1,13 @@
 """Standard errors of averages of correlated series (docs/model.md §9).
 
 The one place in ``supermarket`` that turns a series of measurements into a mean with an
-honest standard error.  Four tools, each a plain function of NumPy arrays:
-
-- :func:`blocking`: the blocking analysis of Flyvbjerg & Petersen (1989) on a series of
-  equal-length batch means, with the automatic plateau rule of Jonsson (2018): the first
-  blocking level from which on the lag-1 autocorrelations of the blocked series are
-  consistent with zero (a χ² test at level 1 %) and whose own lag-1 autocorrelation is
-  below 0.6, with the remaining correlation corrected for by an exponential-correlation
-  model.  When that level leaves fewer than
-  ``min_blocks`` blocks the series is too short to know its own error, and the estimate
-  says so (``reliable=False``) instead of returning the last value;
-- :func:`blocking_table`: the whole blocking table (standard error against block size), for
-  plots and diagnostics;
-- :func:`mser`: MSER truncation of start-up bias (White 1997), by default MSER-5 (the series
-  averaged in groups of 5 first);
-- :func:`replication_error`: independent replications, standard error from their spread with
-  Student's t on ``R − 1`` degrees of freedom.
-
-Every estimate is an :class:`ErrorEstimate` (mean, standard error, degrees of freedom,
-effective sample size, integrated autocorrelation time, a ``reliable`` flag and the reason
-when it is not).  Conventions: ``tau_int = 1/2 + Σ_{k≥1} ρ_k`` in units of the series'
-own spacing (1/2 for an uncorrelated series), ``n_eff = N / (2 tau_int) = σ²/s.e.²`` with
-``σ²`` the sample variance of the series.
-
-References: H. Flyvbjerg and H. G. Petersen, J. Chem. Phys. 91, 461 (1989);
-M. Jonsson, Phys. Rev. E 98, 043304 (2018); F. H. C. Marriott and J. A. Pope,
-Biometrika 41, 390 (1954); K. P. White Jr., Simulation 69, 323 (1997);
-A. D. Sokal, *Monte Carlo methods in statistical mechanics* (Cargèse lectures, 1996).
+honest standard error: :func:`blocking` (Flyvbjerg–Petersen blocking with Jonsson's
+automatic plateau; ``reliable=False`` when the series is too short to know its own error),
+:func:`blocking_table`, :func:`mser` (start-up truncation, White 1997),
+:func:`replication_error` (independent replications, Student t on ``R − 1`` degrees of
+freedom) and :func:`mean_stderr`.  Every estimate is an :class:`ErrorEstimate`; the rules,
+conventions (``tau_int = 1/2 + Σ_{k≥1} ρ_k``, ``n_eff = N/(2 tau_int)``) and references
+are in docs/model.md §9.
 """
 
 from __future__ import annotations
@@ -308,24 +288,14 @@ def blocking(x: ArrayLike, *, min_blocks: int = MIN_BLOCKS, alpha: float = PLATE
              min_block_size: int = 1) -> ErrorEstimate:
     """Mean and standard error of a correlated series by blocking, with an automatic plateau.
 
-    The series is blocked repeatedly (neighbouring pairs averaged).  At level ``j`` with
-    ``n_j`` blocks of variance ``σ_j²`` and lag-1 autocovariance ``γ_j``, the statistic
-    ``M_j = Σ_{i≥j} n_i (γ_i/σ_i²)²`` is, once blocks are longer than the correlations,
-    χ²-distributed with as many degrees of freedom as levels from ``j`` on (Jonsson 2018).
-    The plateau is the first level with ``M_j`` below the ``1 − alpha`` quantile *and* whose
-    own lag-1 autocorrelation, bias-corrected to ``ρ̃_j = ρ̂_j + (1 + 4ρ̂_j)/n_j`` (the mean
-    is estimated), is below ``PLATEAU_RHO_MAX`` = 0.6 (the pooled χ² alone has little power
-    when the deeper levels hold only a few blocks each).  The standard error there is
-    ``σ_j/√n_j`` corrected for the correlation left between the blocks, which the tests cannot
-    see below about ``1/√n_j``: with the series' autocorrelation taken as ``e^{−t/τ}``, block
-    means of length ``b`` have lag-``k`` correlation ``ρ_1 e^{−(k−1)b/τ}``, ``b/τ`` follows from
-    ``ρ̃`` and the factor is ``f = 1 + 2ρ̃/(1 − e^{−b/τ})`` (first order ``1 + 2ρ̃`` for long
-    blocks, ``1 + 2ρ̃`` for ``ρ̃ <= 0``); times ``(n_j − 1)/(n_j − f)`` for the variance of the
-    estimated mean (exact when ``f`` is), with the degrees of freedom of :func:`_blocking_dof`
-    (about ``n_j/3``: the estimated factor adds noise).  Its calibration (bias, coverage,
-    how often a run is called reliable) is in docs/model.md §9; a slow component hidden
-    under a fast one can still fool any single-run estimate, which independent replications
-    (:func:`replication_error`) remedy.
+    The series is blocked repeatedly (neighbouring pairs averaged); the plateau is the first
+    level that passes Jonsson's χ² test at level ``alpha`` and whose bias-corrected lag-1
+    autocorrelation is below :data:`PLATEAU_RHO_MAX`.  The standard error there is corrected
+    for the correlation left between blocks (an exponential-correlation model), with Student t
+    on the degrees of freedom of :func:`_blocking_dof`.  The rule, its derivation and its
+    calibration are in docs/model.md §9; a slow component hidden under a fast one can still
+    fool any single-run estimate, which independent replications (:func:`replication_error`)
+    remedy.
 
     Parameters
     ----------
