@@ -136,12 +136,15 @@ def text_table(header: Any, rows: Any, title: str | None = None) -> str:
     return "\n".join(out)
 
 
-def pyplot() -> Any:
-    """``matplotlib.pyplot`` on the non-interactive Agg backend (imported on first use: the
-    library does not need matplotlib until a result is plotted)."""
+def pyplot(agg: bool = True, *, force: bool = True) -> Any:
+    """``matplotlib.pyplot``, imported on first use (the library does not need matplotlib
+    until a result is plotted), on the non-interactive Agg backend when ``agg``; with
+    ``force=False`` a backend already chosen is kept (``plot(path)`` of a result: Agg to
+    write a file, the user's backend to show one)."""
     import matplotlib
 
-    matplotlib.use("Agg")
+    if agg:
+        matplotlib.use("Agg", force=force)
     import matplotlib.pyplot as plt
 
     return plt

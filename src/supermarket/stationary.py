@@ -26,7 +26,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ._checks import check_bool
-from ._results import Result, frame
+from ._results import Result, frame, pyplot
 from .model import Params, check_int, check_positive_float, check_positive_int
 from . import response as _resp
 from .response.mixture import _check_quantiles
@@ -346,10 +346,7 @@ class ExactResult(Result):
 
     def plot(self, path: Any = None) -> Any:
         """``E[u_i]`` (log scale), the law of the maximum, and the response-time tails."""
-        import matplotlib
-        if path is not None:
-            matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
+        plt = pyplot(path is not None, force=False)
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
         lv = np.arange(1, self.u_mean.size + 1)
         a1.semilogy(lv, np.maximum(self.u_mean, 1e-300), "o-", label="exact E[u_i]")

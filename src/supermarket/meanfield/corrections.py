@@ -14,7 +14,7 @@ import scipy.linalg as sla
 from numpy.typing import ArrayLike
 
 from .._checks import check_bool
-from .._results import Result, frame, save_figure, text_table
+from .._results import Result, frame, pyplot, save_figure, text_table
 from ..model import check_load, check_positive_int
 from ..theory import log_fixed_point
 from .dynamics import (
@@ -190,11 +190,7 @@ class RefinedMeanField(Result):
     def plot(self, path: Any = None, *, n: int) -> Any:
         """π(i) against π(i) + V_i/n on a log scale.  Returns the figure; saves it when ``path``
         is given."""
-        import matplotlib
-
-        if path is not None:
-            matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
+        plt = pyplot(path is not None, force=False)
 
         n = self._check_n(n)
         lv = np.arange(1, self.levels + 1)

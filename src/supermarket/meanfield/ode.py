@@ -22,7 +22,7 @@ from numpy.typing import ArrayLike
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
-from .._results import Result, frame, save_figure, text_table
+from .._results import Result, frame, pyplot, save_figure, text_table
 from ..model import check_load, check_positive_float, check_positive_int
 from ..states import parse_start
 from ..theory import log_fixed_point
@@ -76,11 +76,7 @@ class _Trajectory(Result):
     def plot(self, path: Any = None, *, max_levels: int = 8) -> Any:
         """``u_i(t)`` for the first ``max_levels`` levels that leave 0.  Returns the figure;
         saves it (PNG) when ``path`` is given."""
-        import matplotlib
-
-        if path is not None:
-            matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
+        plt = pyplot(path is not None, force=False)
 
 
         fig, ax = plt.subplots(figsize=(7, 4.5))

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_bool
-from .._results import Result, frame, save_figure, text_table
+from .._results import Result, frame, pyplot, save_figure, text_table
 from ..jsonable import to_jsonable
 from ..model import check_load, check_positive_int
 from ..response import DEFAULT_QUANTILES, ResponseTimes, from_tails
@@ -227,11 +227,7 @@ class MeanFieldReport(Result):
     def plot(self, path: Any = None) -> Any:
         """The trajectory ``u_i(t)`` when there is one, else π(i) against π(i) + V_i/n (log
         scale).  Returns the figure; saves it when ``path`` is given."""
-        import matplotlib
-
-        if path is not None:
-            matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
+        plt = pyplot(path is not None, force=False)
 
 
         r, p = self.data, self.data["params"]

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._results import Result, frame
+from .._results import Result, frame, pyplot
 from ..model import check_vector
 from .mixture import (_ATOL, DEFAULT_QUANTILES, _check_quantiles, _check_tails, _poisson_pmf, _quantile,
                       sojourn_survival, waiting_survival)
@@ -162,10 +162,7 @@ class ResponseTimes(Result):
     def plot(self, path: Any = None, *, grid: ArrayLike | None = None) -> Any:
         """Survival functions ``P(S > t)`` and ``P(W > t)`` on a log scale (the tail), with the
         quantiles marked.  Returns the figure; saves it when ``path`` is given."""
-        import matplotlib
-        if path is not None:
-            matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
+        plt = pyplot(path is not None, force=False)
         if grid is None:
             top = max(self.sojourn.quantiles.values())
             grid = np.linspace(0.0, 1.2 * top, 300)

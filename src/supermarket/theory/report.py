@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .._results import Result, frame, save_figure, text_table
+from .._results import Result, frame, pyplot, save_figure, text_table
 from ..jsonable import to_jsonable
 from ..model import MAX_THEORY_N, check_fraction, check_load, check_positive_int
 from .equilibrium import (
@@ -175,11 +175,7 @@ class TheoryReport(Result):
     def plot(self, path: Any = None) -> Any:
         """π(i) (mean field) and ``1 − q̃_i`` (the linearised profile, derived) against the level,
         on a log scale.  Returns the figure; saves it when ``path`` is given."""
-        import matplotlib
-
-        if path is not None:
-            matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
+        plt = pyplot(path is not None, force=False)
 
 
         pi = np.asarray(self.data["fixed_point"], dtype=float)
