@@ -42,6 +42,8 @@ class Result:
     ``_extra``
         properties (or methods taking no argument) added as keys after the fields, by name
         or as ``{key: attribute}``;
+    ``_order``
+        keys put first, in this order (the JSON a command prints keeps its layout);
     ``_columns``
         ``{column: attribute}``: ``to_frame()`` is then one row per entry of those
         equal-length arrays (otherwise the tidy ``quantity``/``value`` table of the scalars);
@@ -72,6 +74,7 @@ class Result:
     _omit: ClassVar[tuple[str, ...]] = ()
     _rename: ClassVar[dict[str, str]] = {}
     _extra: ClassVar[tuple[str, ...] | dict[str, str]] = ()
+    _order: ClassVar[tuple[str, ...]] = ()
     _columns: ClassVar[dict[str, str]] = {}
     _plain: ClassVar[bool] = False
 
@@ -82,7 +85,7 @@ class Result:
         for key, name in extra.items():
             v = getattr(self, name)
             out[key] = _plain(v() if callable(v) else v)
-        return out
+        return {**{k: out.pop(k) for k in self._order if k in out}, **out}
 
     def to_dict(self) -> dict[str, Any]:
         """The fields (as the class declares them) as a JSON-safe dict

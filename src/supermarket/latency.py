@@ -53,6 +53,9 @@ class LatencyDesign(Result):
     monotone: bool
     verify: dict | None = None
 
+    _order = ("question", "quantile", "latency", "answer", "achieved", "neighbour", "load", "d", "floor",
+              "monotone")
+
     def to_frame(self) -> Any:
         col = "d" if self.question == "least d" else "load"
         return frame([{col: a, "sojourn_quantile": v} for a, v in self.checked])

@@ -298,6 +298,8 @@ class ExactResult(Result):
 
     _omit = ("response", "profile_counts", "profile_prob")
     _extra = ("sojourn", "waiting")
+    _order = ("params", "u_mean", "ud_mean", "max_queue_dist", "mean_queue_length", "mean_sojourn_time",
+              "sojourn", "waiting")
 
     def to_dict(self, *, profile_law: bool | float = False) -> dict[str, Any]:
         """The fields (``response`` as ``sojourn`` and ``waiting``), JSON-safe; with

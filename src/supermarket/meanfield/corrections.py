@@ -148,6 +148,7 @@ class RefinedMeanField(Result):
     _rename: ClassVar[dict[str, str]] = {"lam": "load"}
     _omit = ("W", "V_drift")
     _extra = ("sum_pi", "sum_V")
+    _order = ("d", "load", "replace", "levels", "pi", "V", "sum_pi", "sum_V")
 
     @property
     def sum_pi(self) -> float:

@@ -56,6 +56,8 @@ class _Trajectory(Result):
 
     _rename: ClassVar[dict[str, str]] = {"lam": "load"}
     _extra = ("mean_queue_length",)
+    _order = ("d", "load", "T", "levels", "tol", "method", "nfev", "njev", "success", "message", "n", "replace",
+              "top_level_max", "events")
 
     def to_frame(self) -> Any:
         """Tidy table: one row per (time, level) with ``t``, ``level`` (from 1), ``u``."""

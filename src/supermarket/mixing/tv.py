@@ -88,6 +88,7 @@ class TVCurve(Result):
         return int(self.steps[idx[0]]) if idx.size else None
 
     _extra: ClassVar[dict[str, str]] = {"first_below_2x_floor_steps": "first_below_floor"}
+    _order = ("params", "start", "replications", "bins")
     _columns: ClassVar[dict[str, str]] = {
         "step": "steps", "time": "time", "tv": "tv", "coupling_bound": "coupling_bound", "mean_total": "mean_total"}
 

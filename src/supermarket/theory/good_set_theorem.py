@@ -99,6 +99,8 @@ class GoodSetReport(Result):
     clauses: tuple[Clause, ...]
     failing: str | None  # the first failing required clause
 
+    _order = ("member", "k", "eps", "failing")
+
     def to_frame(self) -> Any:
         """One row per clause: ``clause``, ``holds``, ``required``, ``detail``."""
         return frame([{"clause": c.name, "holds": c.holds, "required": c.name in ("a", "b"),
