@@ -300,16 +300,10 @@ def refined_mean_field(d: int, lam: float | str, *, replace: bool = True, levels
                        tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS) -> RefinedMeanField:
     """The ``1/n`` term of the steady state (Gast and Van Houdt 2018), docs/model.md §3.
 
-    With ``A = Df(π)``, ``B = D²f(π)`` and the noise covariance ``Q`` at ``π``
-    (``Q_ii = λ(π_{i−1}^d − π_i^d) + (π_i − π_{i+1})``: every event moves one level by 1/n),
-    ``W`` solves ``A W + W A^T + Q = 0`` and ``V = −A^{−1} (½ Σ_{jk} B_{·,jk} W_{jk})``.
-    The drift's Hessian is diagonal in each component: ``∂²f_i/∂u_{i−1}² = λP''(π_{i−1})``
-    and ``∂²f_i/∂u_i² = −λP''(π_i)``.
-
-    Without replacement (``replace=False``, [derived]) the drift itself has a ``1/n`` term:
-    ``C(nu, d)/C(n, d) = u^d + h(u)/n + O(1/n²)`` with ``h(u) = −½d(d−1)(u^{d−1} − u^d)``, so
-    the drift is ``f + g/n`` with ``g_i = λ(h(π_{i−1}) − h(π_i))`` and ``V`` gains
-    ``V_drift = −A^{−1} g(π)``: ``V = −A^{−1}(½ B:W + g)``.  ``V`` does not depend on ``n``.
+    ``W`` solves ``A W + W A^T + Q = 0`` and ``V = −A^{−1} (½ B:W)``, with ``A``, ``B`` the
+    drift's Jacobian and Hessian at ``π`` and ``Q`` the noise covariance; without replacement
+    ([derived]) ``V`` gains the drift's own ``1/n`` term, ``V_drift = −A^{−1} g(π)``.  The
+    formulas are in docs/model.md §3; ``V`` does not depend on ``n``.
 
     Parameters
     ----------

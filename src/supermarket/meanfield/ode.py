@@ -390,15 +390,10 @@ def solve_dinf(lam: float | str, *, T: float, start: str | ArrayLike = "empty", 
                n: int | None = None, event_grid: float = 0.05) -> DInfSolution:
     """Integrate the ``d = ∞`` constrained ODE of paper 002 exactly, piece by piece (docs/model.md §3).
 
-    Water-filling: arrivals (rate λ) go to the lowest level that is not full; every level
-    ``g_i <= 1``.  With the first ``m`` levels full, the others solve a linear ODE whose
-    solution is written in closed form (:func:`_dinf_piece`: Poisson mixtures and incomplete
-    gamma functions).  A piece ends at an event: level ``m+1`` fills (``g_{m+1}`` reaches 1)
-    or level ``m`` unfills (its overflow rate ``λ − 1 + g_{m+1}`` turns negative, i.e.
-    ``g_{m+1}`` falls to ``1 − λ``); event times are found by Brent's method on the closed
-    form, bracketed on a grid of step ``event_grid``.  For ``λ < 1`` no level above the
-    start's top occupied level + 1 is ever reached, so the truncation is exact.  Fixed point
-    ``(λ, 0, 0, …)``.
+    Water-filling (docs/model.md §3): with the first ``m`` levels full the others have a
+    closed-form solution (:func:`_dinf_piece`); a piece ends when level ``m+1`` fills or level
+    ``m`` unfills, found by Brent's method bracketed on a grid of step ``event_grid``.  For
+    ``λ < 1`` the truncation is exact; the fixed point is ``(λ, 0, 0, …)``.
 
     Parameters
     ----------
