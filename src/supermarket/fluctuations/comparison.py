@@ -1,11 +1,5 @@
-"""The chain beside its references, and the ``n^{-1/2}`` order (docs/model.md §3, §8).
-
-:func:`lna_moments` and :func:`lna_acf`: the finite-n linear noise approximation at the
-centre ``x^n`` (``meanfield.lna(at="centre")``) in a regime's coordinates.
-:func:`compare` runs the chain, the limit diffusion, the pre-limit diffusion and the LNA
-at one :class:`RegimeParams` and returns a :class:`Comparison` (moments side by side,
-z-scores, the text ``supermarket fluctuations`` prints).  :func:`scaling` measures
-``sd(G_1)`` against ``n`` in regime (a) (:class:`ScalingResult` of :class:`ScalingRow`).
+"""The chain beside its references (limit and pre-limit diffusions, finite-n LNA) and the
+``n^{-1/2}`` order (docs/model.md §3, §8).
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
-"""The diffusion limits of regimes (a), (b), (c) and the pre-limit diffusion (docs/model.md §8, derived).
-
-:func:`limit_sde` simulates the limit diffusion of a regime by Euler–Maruyama over many
-independent paths (engine :mod:`supermarket.engines.sde`); regime (c) is reflected at
-``Q <= 0`` by one of the :data:`REFLECTIONS` schemes (``"bridge"``: the Brownian-bridge
-maximum over each step; ``"projection"``: project the end point).  :func:`limit_for`
-matches the limit to a :class:`RegimeParams`.  :func:`prelimit_sde` is the diffusion
-approximation of levels 1 and 2 with the finite-``n`` coefficients.  Both return a
-:class:`LimitSDE`.  For regime (a) the limit is Gaussian and known in closed form:
-:func:`limit_closed_form` (moments) and :func:`limit_acf_a` (autocorrelations).
-Paths run in chunks of :data:`SDE_CHUNK` (chunk ``j``: child ``j`` of the seed), each
-advanced in kernel calls of :data:`CHUNK_STEPS` steps.
+"""The diffusion limits of regimes (a), (b), (c) and the pre-limit diffusion (docs/model.md §8,
+derived), by Euler–Maruyama over independent paths (engine :mod:`supermarket.engines.sde`);
+paths run in chunks of :data:`SDE_CHUNK` (chunk ``j``: child ``j`` of the seed), each advanced
+in kernel calls of :data:`CHUNK_STEPS` steps.
 """
 
 from __future__ import annotations

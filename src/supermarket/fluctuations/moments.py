@@ -1,11 +1,5 @@
-"""Stationary moments of the scaled process and their error bars (docs/model.md §8, §9).
-
-:class:`Moments` holds the mean, variance and covariance of ``(z1, z2)`` (the five
-:data:`KEYS`) with standard errors.  ``_moments_from_blocks`` turns batch time-averages
-into moments with batch-means standard errors; ``_with_adequacy`` checks that the batches
-are long against :func:`integrated_autocorrelation_time` (Sokal's window) and says "too
-short to know" when they are not; :func:`autocorrelation` estimates a grid series'
-autocorrelation with standard errors.  Pure statistics on arrays: nothing here simulates.
+"""Stationary moments of the scaled process and their error bars (docs/model.md §8, §9):
+batch means checked against the integrated autocorrelation time.  Nothing here simulates.
 """
 
 from __future__ import annotations

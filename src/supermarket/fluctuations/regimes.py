@@ -1,13 +1,5 @@
-"""The three regimes of paper 002 and their parameters (docs/model.md §8, derived).
-
-:func:`regime_a` (``d_n/√n → 0``, from ``κ``), :func:`regime_b` (``d_n/√n → c``, from
-``c, ζ``) and :func:`regime_c` (``d_n/√n → ∞``, from ``ζ`` and ``d_n``; ``d_n = n`` is JSQ)
-each return a :class:`RegimeParams` with the conditions of the regime checked (a failing
-one is warned about with :class:`RegimeWarning`, naming the condition);
-:func:`regime_params` dispatches on the regime's letter.  :func:`centre` is the
-near-equilibrium centre ``x^n``; :func:`scaled` maps ``(G_1, G_2)`` to the coordinates
-``(z1, z2)``.  The argument checks the other submodules share (``_real``, ``_nonneg``,
-``_positive_zeta``) live here too.
+"""The three regimes of paper 002 and their parameters (docs/model.md §8, derived), with the
+argument checks the other submodules share (``_real``, ``_nonneg``, ``_positive_zeta``).
 """
 
 from __future__ import annotations

@@ -1,13 +1,5 @@
-"""The drift of the mean-field profile and its zeros (docs/model.md §3, §8).
-
-- the checks every mean-field calculation shares (:func:`check_d`, :func:`check_profile`,
-  :func:`levels_needed`);
-- the sampling law ``P(u)`` (:func:`sample_prob`, with or without replacement), the drift of
-  eq. (1.1) of paper 000 (:func:`drift`), its tridiagonal Jacobian (:func:`drift_jacobian`)
-  and the diagonal of the noise covariance;
-- its zeros: a generic Newton solve of the truncated drift (:func:`fixed_point_newton`, a
-  cross-check of the closed form :func:`supermarket.theory.fixed_point`) and the finite-n
-  centre ``x^n`` of paper 002 (:func:`near_equilibrium_centre`).
+"""The drift of the mean-field profile, its Jacobian and its zeros, and the checks every
+mean-field calculation shares (docs/model.md §3, §8).
 """
 
 from __future__ import annotations

@@ -1,13 +1,5 @@
-"""The mean-field ODEs, integrated from a start profile to a time ``T`` (docs/model.md §3).
-
-- :func:`solve_meanfield`: the ODE (1.1) of paper 000 for finite ``d``, with the number of
-  levels chosen automatically and a stiff solver using the analytic (tridiagonal, sparse)
-  Jacobian;
-- :func:`solve_dinf`: the ``d = ∞`` constrained (water-filling) ODE of paper 002, integrated
-  exactly, piece by piece, in closed form between events.
-
-Both return a trajectory (:class:`MeanFieldSolution`, :class:`DInfSolution`) with
-``to_dict``, ``to_frame``, ``summary`` and ``plot``.
+"""The mean-field ODEs integrated from a start profile to a time ``T`` (docs/model.md §3):
+:func:`solve_meanfield` (finite ``d``) and :func:`solve_dinf` (``d = ∞``, exactly).
 """
 
 from __future__ import annotations

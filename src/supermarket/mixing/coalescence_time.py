@@ -1,15 +1,6 @@
-"""Coalescence of a copy from a start with a stationary copy: τ, ``t_mix(1/4)``, the bounds.
-
-If ``τ`` is the first step at which a copy started from ``x`` equals a copy started from
-the stationary law (both under the sorted coupling of docs/model.md §2), then
-
-    d_TV(L(X_t^x), Π) <= P(τ > t)
-
-so the 0.75-quantile of ``τ`` bounds ``t_mix(1/4)`` (docs/model.md §2, §6).  The paper-000
-orders (docs/model.md §6, constants taken as 1) come from :mod:`supermarket.theory`
-(:func:`start_bounds`).  A copy that has not coalesced within the step budget is
-*censored*: it is counted and reported as such, never as a number; quantiles get
-distribution-free order-statistic intervals (:func:`order_statistic_ci`).
+"""Coalescence of a copy from a start with a stationary copy: τ, ``t_mix(1/4) <= q75(τ)``
+and the paper-000 orders (docs/model.md §2, §6).  A copy that has not coalesced within the
+budget is *censored*: counted and reported as such, never as a number.
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
-"""Coupled copies of the profile chain under the sorted coupling (docs/model.md §2).
-
-The driver every mixing measurement runs on: :class:`_Chains` holds the counts of M copies
-driven by the same random numbers (one sorted position per event) and calls the kernel of
-:mod:`supermarket.engines.coupling` in chunks; :func:`coupled_run` exposes it
-(→ :class:`CoupledRun`).  Also here: the start specs' memory check, the up-front work
-estimate (:class:`MixingWarning`) and the thread/Dask map used by
-:mod:`.coalescence_time` and :mod:`.tv`.
-
-Steps are steps of the uniformized discrete chain; ``n(1+λ)`` steps are one unit of
-continuous time (docs/model.md §1).
+"""Coupled copies of the profile chain under the sorted coupling (docs/model.md §2): the
+driver every mixing measurement runs on (:class:`_Chains`, chunked kernel calls), the
+up-front work estimate (:class:`MixingWarning`) and :func:`coupled_run`.
 """
 
 from __future__ import annotations

@@ -1,13 +1,5 @@
-"""The mean-field fixed point and ``k_{λ,d}`` (docs/model.md §3–§4).
-
-- §3: the fixed point ``π(i) = λ^{(d^i−1)/(d−1)}`` (:func:`fixed_point`, in logs
-  :func:`log_fixed_point`), the mean queue length and sojourn time it gives;
-- §4: ``k_{λ,d}`` decided exactly (:func:`k_lambda_d`, :func:`k_report`), the general
-  hypothesis :func:`k_hypothesis`, and the linearised profile [derived]
-  (:func:`linearised_q`, :func:`predicted_counts`, :func:`linearisation_valid`).
-
-Conventions: a *profile* array ``u`` is indexed from level 1, ``u[0] = u_1``; likewise
-``pi[0] = π(1)``.
+"""The mean-field fixed point ``π``, ``k_{λ,d}`` and the linearised profile [derived]
+(docs/model.md §3–§4).  Profiles are indexed from level 1: ``u[0] = u_1``, ``pi[0] = π(1)``.
 """
 
 from __future__ import annotations
