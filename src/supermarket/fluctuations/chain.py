@@ -1,12 +1,7 @@
-"""The exact continuous-time profile chain at a regime's parameters (docs/model.md §1–2, §8).
-
-:func:`simulate_fluctuations` runs the chain (engine :mod:`supermarket.engines.fluct`) from
-the rounded centre ``n x^n``, one replication per task (replication ``r``: child ``r`` of
-the seed), and returns a :class:`FluctuationSim`: time-averaged moments of ``(z1, z2)``
-with batch-means standard errors checked against the autocorrelation time, a recorded grid
-and autocorrelations.  ``log P`` is tabulated up to :data:`TABLE_MAX_N` servers and
-computed on the fly above; kernel calls are cut into :data:`CHUNK_EVENTS` events so that
-Ctrl-C is honoured promptly.
+"""The exact continuous-time profile chain at a regime's parameters (docs/model.md §1–2, §8),
+engine :mod:`supermarket.engines.fluct`: ``log P`` is tabulated up to :data:`TABLE_MAX_N`
+servers, and kernel calls are cut into :data:`CHUNK_EVENTS` events so that Ctrl-C is
+honoured promptly.
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
-"""What the chain and the diffusions share: work limits, the job runner, the burn-in rule
-and the result base of a simulated run.
-
-Every simulation of this package (:func:`simulate_fluctuations`, :func:`limit_sde`,
-:func:`prelimit_sde`) estimates its work and the memory of its recorded grid before it
-starts (``_check_work``, ``_check_grid``): a :class:`WorkWarning` above
-:data:`WARN_EVENTS`, a ``ValueError`` above :data:`REFUSE_EVENTS` or
-:data:`MAX_GRID_BYTES`.  ``_run_jobs`` runs the per-replication (or per-chunk) tasks in
-task order on threads or a Dask client through :func:`supermarket.parallel.map_tasks`;
-each task carries its own seed, so the numbers do not depend on the backend.
-``_ScaledRun`` is the common base of :class:`FluctuationSim` and :class:`LimitSDE`
-(moments, recorded grid, autocorrelations; ``to_frame``, ``acf_frame``, ``summary``,
-``plot``).
+"""What the chain and the diffusions share: the work and grid-memory limits checked before a
+run (:class:`WorkWarning` above :data:`WARN_EVENTS`, ``ValueError`` above
+:data:`REFUSE_EVENTS` or :data:`MAX_GRID_BYTES`), the job runner (one seed per task, so
+the numbers do not depend on the backend), the burn-in rule and ``_ScaledRun``, the result
+base of :class:`FluctuationSim` and :class:`LimitSDE`.
 """
 
 from __future__ import annotations

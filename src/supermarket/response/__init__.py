@@ -5,16 +5,6 @@ With FIFO service every response-time law is an Erlang mixture determined by the
 the closed forms of the survival functions and means (derived) and the delta-method
 standard errors of the quantiles, which are found by root finding on those sums.
 
-Sources of the tails:
-
-- :func:`from_join_probabilities` / :func:`from_tails`: given numbers (with optional covariance);
-- :func:`from_simulation`: the time averages of ``P_i`` a :class:`~supermarket.simulation.SimulationResult`
-  measured (``ud_mean``), with standard errors from whatever per-batch or per-replication data
-  the result carries;
-- :func:`supermarket.meanfield.response_times`: the fixed point ``T_i = π(i)^d`` (mean
-  field), or to first order in ``1/n`` (refined mean field, derived);
-- :func:`supermarket.stationary.solve` (exact, small ``n``) uses :func:`from_tails`.
-
 Where each part lives:
 
 - :mod:`supermarket.response.mixture`: the Erlang-mixture survival functions
