@@ -10,6 +10,8 @@ import json
 import numpy as np
 import pytest
 
+from supermarket.jsonable import to_jsonable
+
 
 def _builders():
     import supermarket.fluctuations as fl
@@ -261,3 +263,56 @@ GOLDEN = {
 def test_result_json_golden(name):
     r = _builders()[name]()
     assert _hashes(r) == GOLDEN[name]
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN))
+def test_to_json_is_strict_json_of_to_dict(name):
+    """``to_json()`` is the strict JSON (no NaN, no Infinity) of ``to_dict()``."""
+    r = _builders()[name]()
+    if not hasattr(r, "to_json"):
+        pytest.skip("not a Result")
+    text = r.to_json(sort_keys=True)
+    assert json.loads(text) == json.loads(json.dumps(to_jsonable(r.to_dict()), sort_keys=True))
+
+
+def test_result_declarations():
+    """Each declaration of the base changes only what it names: omit, rename, extra (by
+    name and as key: attribute), order, columns, plain."""
+    from dataclasses import dataclass
+
+    from supermarket._results import Result
+
+    @dataclass
+    class R(Result):
+        a: float
+        b: tuple
+        hidden: int = 0
+        _omit = ("hidden",)
+        _rename = {"a": "alpha"}  # noqa: RUF012
+        _extra = {"twice": "twice", "n_b": "count"}  # noqa: RUF012
+        _order = ("n_b", "b")
+
+        @property
+        def twice(self) -> float:
+            return 2 * self.a
+
+        def count(self) -> int:
+            return len(self.b)
+
+    r = R(float("nan"), (1, 2))
+    assert list(r.to_dict()) == ["n_b", "b", "alpha", "twice"]
+    assert r.to_dict() == {"n_b": 2, "b": [1, 2], "alpha": None, "twice": None}
+    assert json.loads(r.to_json()) == r.to_dict()
+    assert r.to_frame()["quantity"].tolist() == ["n_b", "alpha", "twice"]
+
+    @dataclass
+    class P(Result):
+        x: float
+        y: np.ndarray
+        _plain = True
+        _columns = {"col": "y"}  # noqa: RUF012
+
+    p = P(float("inf"), np.array([1.0, 2.0]))
+    assert p.to_dict()["x"] == float("inf") and isinstance(p.to_dict()["y"], np.ndarray)
+    assert p.to_frame()["col"].tolist() == [1.0, 2.0]
+    assert json.loads(p.to_json()) == {"x": "inf", "y": [1.0, 2.0]}
