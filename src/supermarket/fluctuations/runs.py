@@ -122,6 +122,9 @@ class _ScaledRun(Result):
     def _names(self) -> tuple[str, str]:  # pragma: no cover - overridden
         raise NotImplementedError
 
+    def _header(self) -> str:  # pragma: no cover - overridden
+        raise NotImplementedError
+
     def to_frame(self) -> Any:
         """Tidy stationary moments: one row per moment (``moment``, ``value``, ``stderr``)
         with a ``source`` column naming the run.

@@ -36,6 +36,13 @@ class _Trajectory(Result):
     """What the two ODE solutions share: ``mean_queue_length``, ``final``, ``to_frame``,
     ``summary``, ``plot`` and the arrays of ``to_dict``."""
 
+    d: float
+    lam: float
+    T: float
+    t: np.ndarray
+    u: np.ndarray
+    levels: int
+
     @property
     def mean_queue_length(self) -> np.ndarray:
         """``Σ_i u_i(t)`` at each time (mean number of customers per server)."""
@@ -418,7 +425,7 @@ def solve_dinf(lam: float | str, *, T: float, start: str | ArrayLike = "empty", 
     """
     lam = check_load(lam)
     T = check_positive_float("T", T)
-    t_eval = _check_t_eval(t_eval, T)
+    times = _check_t_eval(t_eval, T)
     event_grid = check_positive_float("event_grid", event_grid)
     u0 = _start_profile(start, math.inf, lam, n, DEFAULT_TOL, MAX_LEVELS)
     L = max(_support(u0, 0.0) + 1, 2)
@@ -432,7 +439,7 @@ def solve_dinf(lam: float | str, *, T: float, start: str | ArrayLike = "empty", 
     while m >= 1 and lam - 1.0 + g[m] < 0.0:
         m -= 1
 
-    out = np.empty((t_eval.size, L))
+    out = np.empty((times.size, L))
     events = []
     t = 0.0
     ti = 0
@@ -464,11 +471,11 @@ def solve_dinf(lam: float | str, *, T: float, start: str | ArrayLike = "empty", 
             event = min(roots)
         piece_end = t + (event[0] if event else t_end)
         tj = ti
-        while tj < t_eval.size and t_eval[tj] <= piece_end:
+        while tj < times.size and times[tj] <= piece_end:
             tj += 1
         if tj > ti:
             out[ti:tj, :m] = 1.0
-            out[ti:tj, m:] = _dinf_piece(m, z0, t_eval[ti:tj] - t, lam)
+            out[ti:tj, m:] = _dinf_piece(m, z0, times[ti:tj] - t, lam)
             ti = tj
         if event is None:
             break
@@ -486,4 +493,4 @@ def solve_dinf(lam: float | str, *, T: float, start: str | ArrayLike = "empty", 
         events.append((t, m))
         if len(events) > 100000:
             raise RuntimeError("solve_dinf: too many events (chattering)")
-    return DInfSolution(lam=lam, T=T, t=t_eval, u=np.clip(out, 0.0, 1.0), levels=L, events=tuple(events))
+    return DInfSolution(lam=lam, T=T, t=times, u=np.clip(out, 0.0, 1.0), levels=L, events=tuple(events))
