@@ -1,10 +1,6 @@
 """Sizing by a latency target (docs/model.md §10): the least ``d`` (given the load) or the
 largest load (given ``d``) whose mean-field sojourn-time quantile meets the target, and the
 check of such an answer by simulating ``n`` servers (locally or on a Dask cluster).
-
-It sits above both the mean field and the simulation it checks against (CONTRIBUTING.md,
-layers), beside :func:`supermarket.theory.design`, the sizing by a maximum queue length;
-the response-time laws themselves are the lower layer :mod:`supermarket.response`.
 """
 
 from __future__ import annotations
