@@ -133,6 +133,6 @@ def claims_rows(facts: list[dict], scale_rows: list[dict]) -> list[dict]:
 
 def claims_markdown(facts: list[dict], scale_rows: list[dict]) -> str:
     """The "## Claims" section of the paper-002 summary."""
-    return claims_table("One row per claim (docs/model.md §7–§8; the limits are derived for this project, not quoted "
-                        "theorems); verdict and evidence are computed from the tables below.",
-                        claims_rows(facts, scale_rows))
+    intro = ("One row per claim (docs/model.md §7–§8; the limits are derived for this project, not quoted theorems); "
+             "verdict and evidence are computed from the tables below.")
+    return claims_table(intro, claims_rows(facts, scale_rows))

@@ -274,6 +274,7 @@ def claims_table(intro: str, rows: list[dict]) -> str:
 
 def claims_markdown(results: dict) -> str:
     """The "## Claims" section of summary.md: the table of :func:`claims_rows`."""
-    return claims_table("One row per claim of paper 000 (as docs/model.md states it); verdict and evidence are computed "
-                        "from the experiments' tables below (orders with constant 1; \"too short to know\": the error "
-                        "bars needed are not reliable).", claims_rows(results))
+    intro = ("One row per claim of paper 000 (as docs/model.md states it); verdict and evidence are computed from "
+             "the experiments' tables below (orders with constant 1; \"too short to know\": the error bars needed "
+             "are not reliable).")
+    return claims_table(intro, claims_rows(results))
