@@ -26,7 +26,7 @@ from .coupling import (MAX_STEPS, _Chains, _check_steps, _check_work, _counts, _
 __all__ = ["MixingResult", "coalescence", "order_statistic_ci", "start_bounds", "BURN_IN_FACTOR"]
 
 
-def start_bounds(n: int, d: int, lam: float | str, start: str) -> dict:
+def start_bounds(n: int, d: int, lam: float | str, start: str | ArrayLike) -> dict:
     """The paper-000 orders for a start (docs/model.md §6, constants taken as 1), in steps.
 
     ``upper``: ``k d^{k−1} n log n`` (from a good state); ``lower``: ``d^{k−1} n``;
@@ -373,8 +373,8 @@ class MixingResult(Result):
         return save_figure(fig, path)
 
 
-def coalescence(n: int, d: int, lam: float | str, *, start: str = "good", replications: int = 100, seed: Any = 0,
-                max_steps: int | None = None, burn_in: int | None = None, replace: bool = True,
+def coalescence(n: int, d: int, lam: float | str, *, start: str | ArrayLike = "good", replications: int = 100,
+                seed: Any = 0, max_steps: int | None = None, burn_in: int | None = None, replace: bool = True,
                 workers: int | None = None, client: Any = None, progress: Any = None) -> MixingResult:
     """Coalescence time of a copy started at ``start`` with a stationary copy.
 

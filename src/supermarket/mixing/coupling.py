@@ -315,7 +315,7 @@ def _check_steps(name, steps):
     return check_int(name, steps, minimum=0, maximum=MAX_STEPS)
 
 
-def coupled_run(n: int, d: int, lam: float | str, starts: Any, *, steps: int, seed: Any = 0, replace: bool = True,
+def coupled_run(n: int, d: int, lam: float | str, starts: list, *, steps: int, seed: Any = 0, replace: bool = True,
                 burn_in: int = 0, stop_when_coalesced: bool = False, record_every: int = 0, record_levels: int = 0,
                 time_average: bool = False, track_max: bool = False, check: bool = False) -> CoupledRun:
     """Run copies of the chain from ``starts`` (a list of start specs, see

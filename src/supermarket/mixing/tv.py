@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._results import Result, fmt as _fmt, pyplot, save_figure, text_table
 from ..engines.rng import state_from_seed_sequence
@@ -131,7 +132,7 @@ class TVCurve(Result):
         return save_figure(fig, path)
 
 
-def tv_curve(n: int, d: int, lam: float | str, *, start: str = "empty", replications: int = 200,
+def tv_curve(n: int, d: int, lam: float | str, *, start: str | ArrayLike = "empty", replications: int = 200,
              steps: int | None = None, points: int = 40, seed: Any = 0, burn_in: int | None = None,
              bins: int | None = None, replace: bool = True, workers: int | None = None, client: Any = None,
              progress: Any = None) -> TVCurve:
