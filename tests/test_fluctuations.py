@@ -415,8 +415,8 @@ def test_standard_errors_are_the_replication_estimator_of_stats():
     t_{B−1} up to rounding (the numbers published before the move), and NaN-free."""
     from scipy import stats as st
 
-    from supermarket._results import mean_stderr
     from supermarket.mixing import coalescence_time as mixing_coalescence
+    from supermarket.stats import mean_stderr
     from supermarket.stats import replication_error
 
     rng = np.random.default_rng(7)

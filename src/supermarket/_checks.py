@@ -418,3 +418,25 @@ def check_choice(name: str, value: object, options: Iterable[str]) -> str:
     if s not in options:
         raise ValueError(f"{name} must be one of {', '.join(options)}; got {value!r}")
     return s
+
+
+def check_bool(name: str, value: object) -> bool:
+    """``value`` as a ``bool``, which it must already be (``True``/``False`` or NumPy's).
+
+    Raises
+    ------
+    TypeError
+        ``value`` is not a boolean (``0``/``1`` and strings are refused too).
+
+    Examples
+    --------
+    >>> check_bool("replace", True)
+    True
+    >>> check_bool("replace", 1)
+    Traceback (most recent call last):
+    ...
+    TypeError: replace must be True or False; got 1
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False; got {value!r}")
+    return bool(value)

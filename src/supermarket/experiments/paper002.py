@@ -29,6 +29,7 @@ import numpy as np
 
 from .. import fluctuations as fl
 from .._files import atomic_write, save_figure_atomic
+from .._results import pyplot as _agg
 from ..model import spawn_seeds
 from . import paper002_claims as claims
 
@@ -64,15 +65,6 @@ def _save_figure(fig, path, dpi: int) -> None:
         save_figure_atomic(fig, path, dpi=dpi)
     finally:
         plt.close(fig)
-
-
-def _agg():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def plot_paths(cmp: fl.Comparison, path: str, span: float = 30.0) -> None:

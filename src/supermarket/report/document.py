@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._results import mean_stderr
+from ..stats import mean_stderr
 from ..sweep import RESULTS_FILE, read_results, read_sidecar, table_rows
 from ..sweep.storage import check_not_sweep_file, check_output_file, write_output
 from ..sweep.values import check_choice

@@ -1,10 +1,6 @@
 """The Erlang mixture behind every response-time law (docs/model.md §10): checks of the
-inputs (quantile levels, tails ``T_i = P(J >= i)``) and the closed forms
-
-- sojourn ``P(S > t) = Σ_{i>=0} T_i e^{−t} t^i / i!`` (``T_0 = 1``);
-- waiting ``P(W > t) = Σ_{i>=0} T_{i+1} e^{−t} t^i / i!``;
-
-with the quantile of such a sum (root finding) and its density (for the delta method).
+inputs (quantile levels, tails ``T_i = P(J >= i)``), the sojourn and waiting survival
+functions, the quantile of such a sum (root finding) and its density (delta method).
 """
 
 from __future__ import annotations

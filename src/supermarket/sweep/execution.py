@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import parallel
+from .._results import Result, frame
 from ..parallel import SchedulerError
 from .measurements import MEASUREMENTS, flatten, scalar
 from .seeds import task_seed
@@ -110,7 +111,7 @@ def _row(task: Task, sweep: Sweep, rec: dict) -> dict:
 
 
 @dataclass
-class SweepOutcome:
+class SweepOutcome(Result):
     """What :func:`run_sweep` did.
 
     Attributes
@@ -154,17 +155,14 @@ class SweepOutcome:
 
     def to_dict(self) -> dict:
         """The fields as a JSON-safe dict (``failures`` as ``[task_id, error]`` lists)."""
-        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        out = super().to_dict()
         out["failures"] = [[str(t), str(e)] for t, e in self.failures]
         return out
 
     def to_frame(self) -> pd.DataFrame:
         """One row per failed task (``task_id``, ``error``); empty (with those columns) when
         none failed.  The counts are in :meth:`to_dict`."""
-        import pandas as pd
-
-        return pd.DataFrame([{"task_id": str(t), "error": str(e)} for t, e in self.failures],
-                            columns=["task_id", "error"])
+        return frame([{"task_id": str(t), "error": str(e)} for t, e in self.failures], columns=["task_id", "error"])
 
     def summary(self, max_failures: int = 10) -> str:
         """The lines ``supermarket sweep`` prints: the counts, then up to ``max_failures``

@@ -15,11 +15,13 @@ import re
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._results import Result, frame
 from . import values as vals
 
 if TYPE_CHECKING:
@@ -111,7 +113,7 @@ class Task:
 
 
 @dataclass(frozen=True)
-class Sweep:
+class Sweep(Result):
     """A validated sweep file and its tasks (from :func:`load_sweep` or :func:`parse_sweep`).
 
     Attributes
@@ -157,10 +159,8 @@ class Sweep:
     def to_frame(self) -> pd.DataFrame:
         """One row per task: ``task_id``, ``measurement``, ``point``, ``replication`` and the
         task's parameters as columns."""
-        import pandas as pd
-
-        return pd.DataFrame([{"task_id": t.task_id, "measurement": t.measurement, "point": t.point,
-                              "replication": t.replication, **t.params} for t in self.tasks])
+        return frame([{"task_id": t.task_id, "measurement": t.measurement, "point": t.point,
+                       "replication": t.replication, **t.params} for t in self.tasks])
 
     def summary(self) -> str:
         """Plain text: the counts, then the tasks per measurement."""
