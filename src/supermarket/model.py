@@ -19,7 +19,7 @@ import numbers
 from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
-from typing import SupportsFloat, cast
+from typing import TYPE_CHECKING, SupportsFloat, cast
 
 import numpy as np
 
@@ -245,6 +245,11 @@ class Params:
     stable: bool = True
     # None (the default) means "from lam": __post_init__ always sets a Fraction
     lam_exact: Fraction = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
+
+    if TYPE_CHECKING:  # the load may be given exactly (a string or Fraction); it is stored as a float
+
+        def __init__(self, n: int, d: int, lam: float | str | Fraction, replace: bool = True,
+                     stable: bool = True, lam_exact: Fraction | None = None) -> None: ...
 
     def __post_init__(self) -> None:
         n = check_positive_int("n", self.n)
