@@ -30,5 +30,17 @@ from .estimate import SELF_CHECK_Z
 from .results import Estimate, SimulationResult, Trajectory
 from .run import BATCHES, DEFAULT_STEPS, ENGINES, MAX_RECORDS, PRECISION_LEVEL_MIN, TIME_MODES, simulate
 
-__all__ = ["simulate", "SimulationResult", "Estimate", "Trajectory", "Chain", "ENGINES", "TIME_MODES", "BATCHES",
-           "DEFAULT_STEPS", "MAX_RECORDS", "PRECISION_LEVEL_MIN", "SELF_CHECK_Z"]
+__all__ = [
+    "simulate",
+    "SimulationResult",
+    "Estimate",
+    "Trajectory",
+    "Chain",
+    "ENGINES",
+    "TIME_MODES",
+    "BATCHES",
+    "DEFAULT_STEPS",
+    "MAX_RECORDS",
+    "PRECISION_LEVEL_MIN",
+    "SELF_CHECK_Z",
+]

@@ -40,6 +40,8 @@ def self_check_threshold(dof: float) -> float:
     if not dof > 0 or math.isinf(dof):
         return SELF_CHECK_Z
     return float(_ss.t.isf(_ss.norm.sf(SELF_CHECK_Z), dof))
+
+
 START_UP_Z = 4.0  # first tenth against last half of the run, in standard errors
 
 
@@ -58,14 +60,14 @@ def _start_up(q):
     sigma = est.stderr * math.sqrt(q.size)  # s.d. of one batch mean's contribution
 
     def disagree(x):
-        a, b = x[: max(x.size // 10, 1)], x[x.size // 2:]
+        a, b = x[: max(x.size // 10, 1)], x[x.size // 2 :]
         se = sigma * math.sqrt(1.0 / a.size + 1.0 / b.size)
         return abs(a.mean() - b.mean()) > START_UP_Z * se
 
     if not disagree(q):
         return 0, True
     m = _st.mser(q, group=int(max(5, est.block_size)))
-    if not m.forgotten or disagree(q[m.truncate:]):
+    if not m.forgotten or disagree(q[m.truncate :]):
         return m.truncate, False
     return m.truncate, True
 
@@ -120,13 +122,24 @@ def _estimate(parts, min_blocks=MIN_BLOCKS, relax=None) -> ErrorEstimate:
     between replications (Student t, R − 1 degrees of freedom)."""
     parts = [(a, T) for a, T in parts if T.size > 0 and T.sum() > 0]
     if not parts:
-        return ErrorEstimate(math.nan, math.nan, math.nan, math.nan, math.nan, False, "none", 0, 1,
-                             "nothing measured")
-    ests = [_st.blocking(_ratio_series(a, T), min_blocks=min_blocks, min_block_size=_min_block(T, relax))
-            if T.size >= 2 else
-            ErrorEstimate(float(a.sum() / T.sum()), math.nan, math.nan, math.nan, math.nan, False, "blocking", 1, 1,
-                          "too short to estimate: one batch")
-            for a, T in parts]
+        return ErrorEstimate(math.nan, math.nan, math.nan, math.nan, math.nan, False, "none", 0, 1, "nothing measured")
+    ests = [
+        _st.blocking(_ratio_series(a, T), min_blocks=min_blocks, min_block_size=_min_block(T, relax))
+        if T.size >= 2
+        else ErrorEstimate(
+            float(a.sum() / T.sum()),
+            math.nan,
+            math.nan,
+            math.nan,
+            math.nan,
+            False,
+            "blocking",
+            1,
+            1,
+            "too short to estimate: one batch",
+        )
+        for a, T in parts
+    ]
     if len(parts) == 1:
         return ests[0]
     w = np.array([T.sum() for _, T in parts])
@@ -173,9 +186,15 @@ def _kept(plan, reps, arrs, rate, interrupted):
         if plan.stable and comp.size >= 20:
             trunc, forgotten = _start_up(_ratio_series(A["c"][comp].sum(axis=1) / plan.params.n, A["T"][comp]))
         used.append((A, comp[trunc:] if forgotten else comp))
-        startup.append({"replication": rep.r, "batches": int(comp.size), "truncated_batches": int(trunc),
-                        "truncated_time": float(A["T"][comp[:trunc]].sum() / (1.0 if plan.continuous else rate)),
-                        "forgotten": bool(forgotten)})
+        startup.append(
+            {
+                "replication": rep.r,
+                "batches": int(comp.size),
+                "truncated_batches": int(trunc),
+                "truncated_time": float(A["T"][comp[:trunc]].sum() / (1.0 if plan.continuous else rate)),
+                "forgotten": bool(forgotten),
+            }
+        )
     Ttot = sum(float(A["T"][idx].sum()) for A, idx in used)
     if Ttot <= 0:  # nothing complete: fall back to every batch measured
         used = [(A, np.nonzero(A["T"] > 0)[0]) for A in arrs]
@@ -196,10 +215,20 @@ def _self_checks(used, L, n, lam, relax, seen) -> list[dict]:
         e = _estimate([(A["c"][idx, i] / n - lam * p, A["T"][idx]) for (A, idx), p in zip(used, prev)], relax=relax)
         z = e.mean / e.stderr if e.stderr > 0 else math.nan
         limit = self_check_threshold(e.dof)
-        verdict = ("inconclusive" if not (e.reliable and seen[i] >= MIN_BLOCKS) else
-                   "pass" if abs(z) <= limit else "fail")
-        checks.append({"identity": "E[u_1] = λ" if i == 0 else f"E[u_{i + 1}] = λ·E[P_{i}]", "level": i + 1,
-                       "difference": e.mean, "stderr": e.stderr, "z": z, "threshold": limit, "result": verdict})
+        verdict = (
+            "inconclusive" if not (e.reliable and seen[i] >= MIN_BLOCKS) else "pass" if abs(z) <= limit else "fail"
+        )
+        checks.append(
+            {
+                "identity": "E[u_1] = λ" if i == 0 else f"E[u_{i + 1}] = λ·E[P_{i}]",
+                "level": i + 1,
+                "difference": e.mean,
+                "stderr": e.stderr,
+                "z": z,
+                "threshold": limit,
+                "result": verdict,
+            }
+        )
     return checks
 
 
@@ -207,11 +236,18 @@ def _record(c, value, plain_value, rel, plain_rel, note="") -> Estimate:
     """An :class:`Estimate` from a quantity's ``_CV`` and its reliability verdicts: the
     standard error and half-width are NaN where not reliable (one rule everywhere)."""
     e, p = c.est, c.plain
-    return Estimate(value=value, stderr=e.stderr if rel else math.nan,
-                    half_width=e.half_width() if rel and math.isfinite(e.stderr) else math.nan,
-                    reliable=rel, n_eff=e.n_eff, note=note, plain=plain_value,
-                    plain_stderr=p.stderr if plain_rel else math.nan, plain_reliable=plain_rel,
-                    variance_reduction=c.ratio)
+    return Estimate(
+        value=value,
+        stderr=e.stderr if rel else math.nan,
+        half_width=e.half_width() if rel and math.isfinite(e.stderr) else math.nan,
+        reliable=rel,
+        n_eff=e.n_eff,
+        note=note,
+        plain=plain_value,
+        plain_stderr=p.stderr if plain_rel else math.nan,
+        plain_reliable=plain_rel,
+        variance_reduction=c.ratio,
+    )
 
 
 def _too_short_note(levels, seen, q_rel) -> str:
@@ -223,8 +259,10 @@ def _too_short_note(levels, seen, q_rel) -> str:
     if len(names) > 4:
         names = names[:3] + [f"… E[u_{unrel[-1]}] ({len(unrel)} levels)"]
     what = ", ".join(names + ([] if q_rel else ["the mean queue length"]))
-    return (f"run too short to estimate the error of {what}: no blocking plateau with at least {MIN_BLOCKS} blocks "
-            "(batches shorter than the correlation time); run longer, or use precision=/--precision")
+    return (
+        f"run too short to estimate the error of {what}: no blocking plateau with at least {MIN_BLOCKS} blocks "
+        "(batches shorter than the correlation time); run longer, or use precision=/--precision"
+    )
 
 
 def _result(plan, reps, wall, interrupted, precision_state=None) -> SimulationResult:
@@ -240,9 +278,11 @@ def _result(plan, reps, wall, interrupted, precision_state=None) -> SimulationRe
     notes = []
     if not forgotten_all:
         bad = [s["replication"] for s in startup if not s["forgotten"]]
-        notes.append(f"the start was not forgotten (replication(s) {bad}): MSER-5 would drop more than half of "
-                     "the run as start-up transient; give a longer burn-in or run, or start from the fixed point; "
-                     "no error bar is marked reliable")
+        notes.append(
+            f"the start was not forgotten (replication(s) {bad}): MSER-5 would drop more than half of "
+            "the run as start-up transient; give a longer burn-in or run, or start from the fixed point; "
+            "no error bar is marked reliable"
+        )
     # ---- the plain time averages of the levels, the queue length, the good set, the maximum
     mx = sum(A["max"][idx].sum(axis=0) for A, idx in used)
     L = int(np.nonzero(mx > 0)[0][-1]) + 1 if np.any(mx > 0) else 1
@@ -259,12 +299,20 @@ def _result(plan, reps, wall, interrupted, precision_state=None) -> SimulationRe
     seen = [sum(int(np.count_nonzero(A["c"][idx, i] > 0)) for A, idx in used) for i in range(L)]
     # ---- control variates: the identities Z_i = u_i − λP_{i−1} (docs/model.md §9.1)
     cvs = _Controls(plan, used, L, n, lam, seen, stable, forgotten_all, relax)
-    cu = [cvs.apply(p, _estimate(p, relax=relax), own=i + 1, bounds=(0.0, 1.0), seen=seen[i])
-          for i, p in enumerate(parts_c)]
-    cP = [cvs.apply(p, _estimate(p, relax=relax), own=i + 2, bounds=(0.0, 1.0), seen=seen[i])
-          for i, p in enumerate(parts_P)]
-    cq = cvs.apply(parts_q, _estimate(parts_q, relax=relax), bounds=(0.0, math.inf),
-                   tail=lambda top: [(A["c"][idx, top:L].sum(axis=1) / n, A["T"][idx]) for A, idx in used])
+    cu = [
+        cvs.apply(p, _estimate(p, relax=relax), own=i + 1, bounds=(0.0, 1.0), seen=seen[i])
+        for i, p in enumerate(parts_c)
+    ]
+    cP = [
+        cvs.apply(p, _estimate(p, relax=relax), own=i + 2, bounds=(0.0, 1.0), seen=seen[i])
+        for i, p in enumerate(parts_P)
+    ]
+    cq = cvs.apply(
+        parts_q,
+        _estimate(parts_q, relax=relax),
+        bounds=(0.0, math.inf),
+        tail=lambda top: [(A["c"][idx, top:L].sum(axis=1) / n, A["T"][idx]) for A, idx in used],
+    )
     cg = cvs.apply(parts_g, _estimate(parts_g, relax=relax), bounds=(0.0, 1.0)) if k else None
     # the law of the maximum: the fraction of time at each maximum, the same regression
     parts_mx = {m: [(A["max"][idx, m], A["T"][idx]) for A, idx in used] for m in mq_plain}
@@ -275,10 +323,12 @@ def _result(plan, reps, wall, interrupted, precision_state=None) -> SimulationRe
     failed = [c for c in checks if c["result"] == "fail"]
     if failed:
         c = failed[0]
-        notes.append(f"self-check failed: {c['identity']} is off by {abs(c['z']):.1f} standard errors, beyond "
-                     f"{c['threshold']:.1f} (as rare as {SELF_CHECK_Z:g} for an exact error bar; {len(failed)} "
-                     "identity check(s) failed): the error bars (or the burn-in) are too small; no error bar is "
-                     "marked reliable")
+        notes.append(
+            f"self-check failed: {c['identity']} is off by {abs(c['z']):.1f} standard errors, beyond "
+            f"{c['threshold']:.1f} (as rare as {SELF_CHECK_Z:g} for an exact error bar; {len(failed)} "
+            "identity check(s) failed): the error bars (or the burn-in) are too small; no error bar is "
+            "marked reliable"
+        )
     ok_all = forgotten_all and not failed
     gate = dict(seen=seen, forgotten_all=forgotten_all, failed=bool(failed), stable=stable)
     u_rel, u_note = _gate([c.est for c in cu], cq.est, **gate)
@@ -286,32 +336,65 @@ def _result(plan, reps, wall, interrupted, precision_state=None) -> SimulationRe
     u0_rel, _ = _gate([c.plain for c in cu], cq.plain, **gate)
     P0_rel, _ = _gate([c.plain for c in cP], cq.plain, **gate)
     q_rel, q0_rel = bool(cq.est.reliable and ok_all), bool(cq.plain.reliable and ok_all)
-    levels = tuple(_record(c, c.mean(u_plain[i], Ttot), u_plain[i], u_rel[i], u0_rel[i], u_note[i])
-                   for i, c in enumerate(cu))
+    levels = tuple(
+        _record(c, c.mean(u_plain[i], Ttot), u_plain[i], u_rel[i], u0_rel[i], u_note[i]) for i, c in enumerate(cu)
+    )
     tails = tuple(_record(c, c.mean(ud_plain[i], Ttot), ud_plain[i], P_rel[i], P0_rel[i]) for i, c in enumerate(cP))
     queue = _record(cq, float(cq.mean(float(u_plain.sum()), Ttot)), float(u_plain.sum()), q_rel, q0_rel)
-    good = (None if cg is None else _record(cg, cg.mean(good_plain, Ttot), good_plain,
-                                            bool(cg.est.reliable and ok_all), bool(cg.plain.reliable and ok_all)))
+    good = (
+        None
+        if cg is None
+        else _record(
+            cg,
+            cg.mean(good_plain, Ttot),
+            good_plain,
+            bool(cg.est.reliable and ok_all),
+            bool(cg.plain.reliable and ok_all),
+        )
+    )
     # the maximum's law: trusted as the levels are (its own plateau, seen often enough, the run's checks)
-    max_queue = {m: _record(c, c.mean(mq_plain[m], Ttot), mq_plain[m],
-                            bool(c.est.reliable and seen_mx[m] >= MIN_BLOCKS and ok_all and (q_rel or not stable)),
-                            False) for m, c in cm.items()}
+    max_queue = {
+        m: _record(
+            c,
+            c.mean(mq_plain[m], Ttot),
+            mq_plain[m],
+            bool(c.est.reliable and seen_mx[m] >= MIN_BLOCKS and ok_all and (q_rel or not stable)),
+            False,
+        )
+        for m, c in cm.items()
+    }
     too_short = _too_short_note(levels, seen, q_rel) if ok_all else ""
     if too_short:
         notes.append(too_short)
     if precision_state is not None and precision_state.get("cap_hit"):
-        notes.append(f"precision {precision_state['target']:g} not reached: stopped at max_steps = "
-                     f"{plan.max_steps:,} steps per replication (worst relative half-width "
-                     f"{precision_state.get('achieved', math.nan):.3g}); raise max_steps/--max-steps")
+        notes.append(
+            f"precision {precision_state['target']:g} not reached: stopped at max_steps = "
+            f"{plan.max_steps:,} steps per replication (worst relative half-width "
+            f"{precision_state.get('achieved', math.nan):.3g}); raise max_steps/--max-steps"
+        )
     # ---- response times, from the estimates in use and from the plain ones
     response = response_plain = None
     if stable:
-        response = _response_times(np.array([e.value for e in tails]), cvs.adjusted_matrix(cP, parts_P), L, params,
-                                   plan.engine, relax, ok_all and q_rel)
+        response = _response_times(
+            np.array([e.value for e in tails]),
+            cvs.adjusted_matrix(cP, parts_P),
+            L,
+            params,
+            plan.engine,
+            relax,
+            ok_all and q_rel,
+        )
         response_plain = response
         if cvs.on:
-            response_plain = _response_times(ud_plain, [(A["P"][idx, :L], A["T"][idx]) for A, idx in used], L,
-                                             params, plan.engine, relax, ok_all and q0_rel)
+            response_plain = _response_times(
+                ud_plain,
+                [(A["P"][idx, :L], A["T"][idx]) for A, idx in used],
+                L,
+                params,
+                plan.engine,
+                relax,
+                ok_all and q0_rel,
+            )
     # ---- the rest
     events = sum(rep.measured_events() for rep in reps)
     burn_events = sum(rep.burn_events for rep in reps)
@@ -325,21 +408,44 @@ def _result(plan, reps, wall, interrupted, precision_state=None) -> SimulationRe
         traj = Trajectory(t=t - r0.t_meas0, u=cc / n, max=mxr, total=tot)
     start_note = ""
     if plan.perfect:
-        start_note = ("the start is an exact stationary sample (perfect sampling, docs/model.md §12): no burn-in "
-                      "was needed" + ("" if burn_events == 0 else
-                                      f"; {int(burn_events):,} burn-in events were run anyway"))
+        start_note = (
+            "the start is an exact stationary sample (perfect sampling, docs/model.md §12): no burn-in "
+            "was needed" + ("" if burn_events == 0 else f"; {int(burn_events):,} burn-in events were run anyway")
+        )
     return SimulationResult(
-        params=params, engine=plan.engine, time_mode="continuous" if plan.continuous else "discrete",
-        steps=int(events), burn_in=int(burn_events), sim_time=float(Ttot if plan.continuous else Ttot / rate),
-        levels=levels, tails=tails, queue_length=queue, good_set=good, max_queue=max_queue, k=k,
-        eps=float(plan.eps), events_per_second=(total_events / kernel_wall if kernel_wall > 0 else math.nan),
-        wall_time=float(wall), partial=bool(interrupted or any(rep.partial for rep in reps)),
-        replications=len(reps), batches=int(sum(len(rep.rows["T"]) for rep in reps)),
-        final_counts=counts0, trajectory=traj, final_lengths=lengths0,
-        error_method=cq.est.method, self_checks=tuple(checks), start_up=tuple(startup), notes=tuple(notes),
-        precision=precision_state, response=response, response_plain=response_plain, start_note=start_note,
-        control_variates=plan.control_variates, controls=tuple(cvs.levels),
-        control_notes=cvs.notes(cu, cP, cq, cg, cm))
+        params=params,
+        engine=plan.engine,
+        time_mode="continuous" if plan.continuous else "discrete",
+        steps=int(events),
+        burn_in=int(burn_events),
+        sim_time=float(Ttot if plan.continuous else Ttot / rate),
+        levels=levels,
+        tails=tails,
+        queue_length=queue,
+        good_set=good,
+        max_queue=max_queue,
+        k=k,
+        eps=float(plan.eps),
+        events_per_second=(total_events / kernel_wall if kernel_wall > 0 else math.nan),
+        wall_time=float(wall),
+        partial=bool(interrupted or any(rep.partial for rep in reps)),
+        replications=len(reps),
+        batches=int(sum(len(rep.rows["T"]) for rep in reps)),
+        final_counts=counts0,
+        trajectory=traj,
+        final_lengths=lengths0,
+        error_method=cq.est.method,
+        self_checks=tuple(checks),
+        start_up=tuple(startup),
+        notes=tuple(notes),
+        precision=precision_state,
+        response=response,
+        response_plain=response_plain,
+        start_note=start_note,
+        control_variates=plan.control_variates,
+        controls=tuple(cvs.levels),
+        control_notes=cvs.notes(cu, cP, cq, cg, cm),
+    )
 
 
 def _gate(ests, est_q, seen, forgotten_all, failed, stable):
@@ -430,8 +536,11 @@ def _cv_estimate(parts, controls, plain, relax, bounds=(-math.inf, math.inf), fo
         if not e.stderr < plain.stderr:
             return _CV(plain, reason="the controls did not reduce the error")
         if not plain.stderr**2 >= _cv.MIN_GAIN * e.stderr**2:
-            return _CV(plain, reason=f"the controls did not reduce the variance {_cv.MIN_GAIN:g}-fold (a smaller "
-                       "gain is within the noise of the two estimated errors)")
+            return _CV(
+                plain,
+                reason=f"the controls did not reduce the variance {_cv.MIN_GAIN:g}-fold (a smaller "
+                "gain is within the noise of the two estimated errors)",
+            )
     elif plain.reliable:
         return _CV(plain, reason="the error of the adjusted series cannot be estimated")
     elif not e.reliable and not (e.stderr < plain.stderr):
@@ -509,12 +618,18 @@ class _Controls:
         c = _cv_estimate(parts, self._controls(levels), plain, self.relax, bounds)
         if c.exact and own in levels:
             levels.remove(own)  # u_1 = Z_1 + λ: estimate it from the other identities
-            c = _cv_estimate(parts, self._controls(levels), plain, self.relax, bounds) if levels else _CV(
-                plain, reason="determined exactly by the identities: the plain estimate is kept as a check")
+            c = (
+                _cv_estimate(parts, self._controls(levels), plain, self.relax, bounds)
+                if levels
+                else _CV(plain, reason="determined exactly by the identities: the plain estimate is kept as a check")
+            )
         if tail is not None and c.used and self._rare_tail(tail(max(levels)), c.est):
-            return _CV(plain, reason=f"what the controls leave is mostly the rarely occupied levels above "
-                       f"{max(levels)} (occupied in under {RARE_TAIL_SHARE:.0%} of the batches), whose error a run "
-                       "this short cannot know")
+            return _CV(
+                plain,
+                reason=f"what the controls leave is mostly the rarely occupied levels above "
+                f"{max(levels)} (occupied in under {RARE_TAIL_SHARE:.0%} of the batches), whose error a run "
+                "this short cannot know",
+            )
         return c
 
     @staticmethod
@@ -535,7 +650,7 @@ class _Controls:
             return False
         r = np.concatenate([_ratio_series(a, T) for a, T in tail_parts if T.size])
         var_iid = float(r.var(ddof=1)) / r.size if r.size > 1 else 0.0
-        return var_iid >= TAIL_VARIANCE_SHARE * est.stderr ** 2
+        return var_iid >= TAIL_VARIANCE_SHARE * est.stderr**2
 
     def apply_law(self, quantities) -> dict:
         """A probability law (``{value: (parts, plain estimate)}``, fractions of time that sum
@@ -548,14 +663,15 @@ class _Controls:
         if not self.levels:
             return {m: _CV(p, reason=self.reason) for m, (_, p) in quantities.items()}
         ctrl = self._controls(self.levels)
-        out = {m: _cv_estimate(parts, ctrl, p, self.relax, (0.0, 1.0), force=True)
-               for m, (parts, p) in quantities.items()}
+        out = {
+            m: _cv_estimate(parts, ctrl, p, self.relax, (0.0, 1.0), force=True) for m, (parts, p) in quantities.items()
+        }
         bad = [m for m, c in out.items() if not c.used and 0 < c.plain.mean < 1]
         both = [c for c in out.values() if c.used and c.est.reliable and c.plain.reliable]
-        v_cv = sum(c.est.stderr ** 2 for c in both)
-        v_plain = sum(c.plain.stderr ** 2 for c in both)
+        v_cv = sum(c.est.stderr**2 for c in both)
+        v_plain = sum(c.plain.stderr**2 for c in both)
         if bad or not both or not v_cv < v_plain:
-            why = (out[bad[0]].reason if bad else "the controls did not reduce the error of the law")
+            why = out[bad[0]].reason if bad else "the controls did not reduce the error of the law"
             return {m: _CV(c.plain, reason=why) for m, c in out.items()}
         return out
 
@@ -578,8 +694,12 @@ class _Controls:
         if not self.levels:
             return (f"control variates not used: {self.reason}",)
         lv = self.levels
-        out = [(f"controls Z_i = u_i − λ·P_(i−1) for i = {', '.join(map(str, lv))} ({len(lv)}; exact mean 0 in "
-                "equilibrium), split-sample regression on batch means (docs/model.md §9.1)")]
+        out = [
+            (
+                f"controls Z_i = u_i − λ·P_(i−1) for i = {', '.join(map(str, lv))} ({len(lv)}; exact mean 0 in "
+                "equilibrium), split-sample regression on batch means (docs/model.md §9.1)"
+            )
+        ]
         groups: dict[str, list[str]] = {}
         for i, c in enumerate(cu):
             if not c.used and c.reason and c.plain.mean > 0:
@@ -618,5 +738,9 @@ def _response_times(ud_mean, Pparts, L, params, engine, relax=None, trust=True):
 
     T = np.minimum.accumulate(np.clip(np.asarray(ud_mean, dtype=float), 0.0, 1.0))
     p = params
-    return _rs.from_tails(T, stderr_of=stderr_of, source="simulation",
-                          params={"n": p.n, "d": p.d, "load": p.lam, "replace": p.replace, "engine": engine})
+    return _rs.from_tails(
+        T,
+        stderr_of=stderr_of,
+        source="simulation",
+        params={"n": p.n, "d": p.d, "load": p.lam, "replace": p.replace, "engine": engine},
+    )

@@ -23,19 +23,67 @@ __all__ = ["Estimate", "SimulationResult", "Trajectory"]
 
 
 #: The keys of ``SimulationResult.to_dict`` after ``params``, in order (attributes of the result).
-_JSON_KEYS = ("engine", "time_mode", "steps", "burn_in", "sim_time", "u_mean", "u_stderr", "ud_mean", "ud_stderr",
-              "max_queue_dist", "max_queue_dist_stderr", "good_set_fraction", "good_set_fraction_stderr", "k", "eps",
-              "mean_queue_length", "mean_queue_length_stderr", "mean_sojourn_time", "mean_sojourn_time_stderr",
-              "events_per_second", "wall_time", "partial", "replications", "batches", "final_counts", "reliable",
-              "u_reliable", "u_half_width", "u_n_eff", "u_note", "mean_queue_length_reliable",
-              "mean_queue_length_half_width", "mean_queue_length_n_eff", "good_set_fraction_reliable",
-              "error_method", "self_checks", "start_up", "notes", "precision", "control_variates", "controls",
-              "control_notes")
+_JSON_KEYS = (
+    "engine",
+    "time_mode",
+    "steps",
+    "burn_in",
+    "sim_time",
+    "u_mean",
+    "u_stderr",
+    "ud_mean",
+    "ud_stderr",
+    "max_queue_dist",
+    "max_queue_dist_stderr",
+    "good_set_fraction",
+    "good_set_fraction_stderr",
+    "k",
+    "eps",
+    "mean_queue_length",
+    "mean_queue_length_stderr",
+    "mean_sojourn_time",
+    "mean_sojourn_time_stderr",
+    "events_per_second",
+    "wall_time",
+    "partial",
+    "replications",
+    "batches",
+    "final_counts",
+    "reliable",
+    "u_reliable",
+    "u_half_width",
+    "u_n_eff",
+    "u_note",
+    "mean_queue_length_reliable",
+    "mean_queue_length_half_width",
+    "mean_queue_length_n_eff",
+    "good_set_fraction_reliable",
+    "error_method",
+    "self_checks",
+    "start_up",
+    "notes",
+    "precision",
+    "control_variates",
+    "controls",
+    "control_notes",
+)
 #: The keys of its ``plain`` entry (attributes ``<key>_plain``), before ``sojourn`` and ``waiting``.
-_PLAIN_KEYS = ("u_mean", "u_stderr", "u_reliable", "ud_mean", "ud_stderr", "mean_queue_length",
-               "mean_queue_length_stderr", "mean_queue_length_reliable", "mean_sojourn_time",
-               "mean_sojourn_time_stderr", "good_set_fraction", "good_set_fraction_stderr",
-               "good_set_fraction_reliable", "max_queue_dist")
+_PLAIN_KEYS = (
+    "u_mean",
+    "u_stderr",
+    "u_reliable",
+    "ud_mean",
+    "ud_stderr",
+    "mean_queue_length",
+    "mean_queue_length_stderr",
+    "mean_queue_length_reliable",
+    "mean_sojourn_time",
+    "mean_sojourn_time_stderr",
+    "good_set_fraction",
+    "good_set_fraction_stderr",
+    "good_set_fraction_reliable",
+    "max_queue_dist",
+)
 
 
 def _jsonable(x):
@@ -105,19 +153,28 @@ class Trajectory:
         pandas.DataFrame
         """
         import pandas as pd
+
         u = np.asarray(self.u, dtype=float).reshape(len(self.t), -1)
         R, L = u.shape
-        return pd.DataFrame({"t": np.repeat(np.asarray(self.t, dtype=float), L),
-                             "level": np.tile(np.arange(1, L + 1), R), "u": u.ravel(),
-                             "max": np.repeat(np.asarray(self.max), L), "total": np.repeat(np.asarray(self.total), L)})
+        return pd.DataFrame(
+            {
+                "t": np.repeat(np.asarray(self.t, dtype=float), L),
+                "level": np.tile(np.arange(1, L + 1), R),
+                "u": u.ravel(),
+                "max": np.repeat(np.asarray(self.max), L),
+                "total": np.repeat(np.asarray(self.total), L),
+            }
+        )
 
     def summary(self) -> str:
         """One line: how many records, over which span, the range of the maximum."""
         if len(self.t) == 0:
             return "trajectory: no records"
-        return (f"trajectory: {len(self.t)} records from t = {float(self.t[0]):.6g} to {float(self.t[-1]):.6g}; "
-                f"maximum queue length {int(np.min(self.max))}–{int(np.max(self.max))}; "
-                f"customers {int(np.min(self.total))}–{int(np.max(self.total))}")
+        return (
+            f"trajectory: {len(self.t)} records from t = {float(self.t[0]):.6g} to {float(self.t[-1]):.6g}; "
+            f"maximum queue length {int(np.min(self.max))}–{int(np.max(self.max))}; "
+            f"customers {int(np.min(self.total))}–{int(np.max(self.total))}"
+        )
 
     def to_dict(self) -> dict:
         """The four arrays as lists (JSON-safe).
@@ -127,8 +184,7 @@ class Trajectory:
         dict
             Keys ``t``, ``u``, ``max``, ``total``.
         """
-        return {"t": self.t.tolist(), "u": self.u.tolist(), "max": self.max.tolist(),
-                "total": self.total.tolist()}
+        return {"t": self.t.tolist(), "u": self.u.tolist(), "max": self.max.tolist(), "total": self.total.tolist()}
 
 
 @dataclass(frozen=True)
@@ -177,6 +233,7 @@ class Estimate:
 def _view(name: str, attr: str, doc: str) -> property:
     """A read-only attribute of :class:`SimulationResult`: ``attr`` of the estimate(s) in
     field ``name`` (an array per level, a dict per maximum, a number, or None)."""
+
     def get(self):
         x = getattr(self, name)
         if x is None:
@@ -188,15 +245,21 @@ def _view(name: str, attr: str, doc: str) -> property:
         if attr == "note":
             return tuple(e.note for e in x)
         return np.array([getattr(e, attr) for e in x], dtype=bool if "reliable" in attr else float)
+
     return property(get, doc=doc)
 
 
 def _response_ratios(cv_law, plain_law):
     """Variance reduction of a response-time law's mean and quantiles: (plain s.e. / CV s.e.)²,
     NaN where either error is unknown."""
+
     def r(a, b):
-        return (b / a) ** 2 if a is not None and b is not None and a > 0 and math.isfinite(a) and math.isfinite(b) \
+        return (
+            (b / a) ** 2
+            if a is not None and b is not None and a > 0 and math.isfinite(a) and math.isfinite(b)
             else math.nan
+        )
+
     if cv_law.stderr is None or plain_law.stderr is None:
         return None
     out = {"mean": r(cv_law.stderr["mean"], plain_law.stderr["mean"])}
@@ -388,8 +451,13 @@ class SimulationResult:
     def sojourn_time(self) -> Estimate:
         """The mean sojourn time, by Little's law the mean queue length divided by λ."""
         q, lam = self.queue_length, self.params.lam
-        return Estimate(q.value / lam, q.stderr / lam, plain=q.plain / lam, plain_stderr=q.plain_stderr / lam,
-                        variance_reduction=q.variance_reduction)
+        return Estimate(
+            q.value / lam,
+            q.stderr / lam,
+            plain=q.plain / lam,
+            plain_stderr=q.plain_stderr / lam,
+            variance_reduction=q.variance_reduction,
+        )
 
     @property
     def variance_reduction(self) -> dict | None:
@@ -399,12 +467,14 @@ class SimulationResult:
         where the plain estimate is used; None with ``control_variates=False``."""
         if not self.control_variates:
             return None
-        vr = {"u_mean": [e.variance_reduction for e in self.levels],
-              "ud_mean": [e.variance_reduction for e in self.tails],
-              "mean_queue_length": self.queue_length.variance_reduction,
-              "mean_sojourn_time": self.queue_length.variance_reduction,
-              "good_set_fraction": None if self.good_set is None else self.good_set.variance_reduction,
-              "max_queue_dist": {m: e.variance_reduction for m, e in self.max_queue.items()}}
+        vr = {
+            "u_mean": [e.variance_reduction for e in self.levels],
+            "ud_mean": [e.variance_reduction for e in self.tails],
+            "mean_queue_length": self.queue_length.variance_reduction,
+            "mean_sojourn_time": self.queue_length.variance_reduction,
+            "good_set_fraction": None if self.good_set is None else self.good_set.variance_reduction,
+            "max_queue_dist": {m: e.variance_reduction for m, e in self.max_queue.items()},
+        }
         if self.response is not None:
             vr["sojourn"] = _response_ratios(self.response.sojourn, self.response_plain.sojourn)
             vr["waiting"] = _response_ratios(self.response.waiting, self.response_plain.waiting)
@@ -538,20 +608,33 @@ class SimulationResult:
         lin = self._linearised(L)
         nan = np.full(L, np.nan)
         prev = np.concatenate(([1.0], self.ud_mean_plain[:-1]))  # the identity is a check: plain
-        return pd.DataFrame({
-            "level": np.arange(1, L + 1),
-            "u_mean": self.u_mean, "u_stderr": self.u_stderr, "u_half_width": self.u_half_width,
-            "u_n_eff": self.u_n_eff, "u_reliable": self.u_reliable, "u_note": list(self.u_note),
-            "u_mean_plain": self.u_mean_plain, "u_stderr_plain": self.u_stderr_plain,
-            "variance_reduction": (np.array([e.variance_reduction for e in self.levels], dtype=float)
-                                   if self.control_variates else nan),
-            "ud_mean": self.ud_mean, "ud_stderr": self.ud_stderr,
-            "identity": p.lam * prev,
-            "fixed_point": fp if fp is not None else nan,
-            "linearised": lin,
-            "n": p.n, "d": p.d, "load": p.lam, "replace": p.replace, "engine": self.engine,
-            "time_mode": self.time_mode,
-        })
+        return pd.DataFrame(
+            {
+                "level": np.arange(1, L + 1),
+                "u_mean": self.u_mean,
+                "u_stderr": self.u_stderr,
+                "u_half_width": self.u_half_width,
+                "u_n_eff": self.u_n_eff,
+                "u_reliable": self.u_reliable,
+                "u_note": list(self.u_note),
+                "u_mean_plain": self.u_mean_plain,
+                "u_stderr_plain": self.u_stderr_plain,
+                "variance_reduction": (
+                    np.array([e.variance_reduction for e in self.levels], dtype=float) if self.control_variates else nan
+                ),
+                "ud_mean": self.ud_mean,
+                "ud_stderr": self.ud_stderr,
+                "identity": p.lam * prev,
+                "fixed_point": fp if fp is not None else nan,
+                "linearised": lin,
+                "n": p.n,
+                "d": p.d,
+                "load": p.lam,
+                "replace": p.replace,
+                "engine": self.engine,
+                "time_mode": self.time_mode,
+            }
+        )
 
     def _linearised(self, L):
         """``1 − q̃_i`` (derived) for ``i = 1..k``, 0 at ``k + 1``, NaN elsewhere."""
