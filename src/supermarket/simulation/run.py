@@ -52,7 +52,7 @@ BATCHES = 1024  # batch means per replication (blocking needs many short ones, d
 MAX_RECORDS = 10**7  # trajectory records per replication
 PRECISION_LEVEL_MIN = 0.1  # precision= covers the levels with E[u_i] at least this (and the mean queue length)
 DEFAULT_MAX_STEPS = 2 * 10**9  # cap on measured steps per replication with precision=
-DEFAULT_STEPS = 10**8  # the default job (n = 10^4, d = 20, λ = 0.99) knows every error bar: 5e7 left E[u_3] "too short"
+DEFAULT_STEPS = 10**8  # enough for every error bar of the default job (n = 10^4, d = 20, λ = 0.99)
 PRECISION_FIRST_STEPS = 10**7  # first stretch of a precision= run without steps/time: it doubles from there
 PROGRESS_AFTER_S = 2.0
 _PER_QUEUE_MAX_N = 2**31 - 1
@@ -198,11 +198,9 @@ def _plan(
                 raise ValueError(f"time={time} is less than one step (a step is 1/(n(1+λ)) = {1 / rate:.3g})")
             kind, H = "time", float(S)
     else:
-        S = (
-            (PRECISION_FIRST_STEPS if precision is not None else DEFAULT_STEPS)
-            if steps is None
-            else _check_steps(steps)
-        )
+        S = DEFAULT_STEPS if precision is None else PRECISION_FIRST_STEPS
+        if steps is not None:
+            S = _check_steps(steps)
         kind, H = ("events", S) if continuous else ("time", float(S))
     timed = continuous and kind == "time"
     events_h = H * rate if timed else H
@@ -305,13 +303,8 @@ def _plan(
     if cost is not None:
         cautions.append((cost, CostWarning))
     if not stable:
-        cautions.append(
-            (
-                f"load λ = {lam} >= 1: the chain has no equilibrium; the time averages describe this "
-                "finite horizon only",
-                RuntimeWarning,
-            )
-        )
+        msg = f"load λ = {lam} >= 1: the chain has no equilibrium; the time averages describe this finite horizon only"
+        cautions.append((msg, RuntimeWarning))
     if burn_in is None and stable and name == "empty":
         short = _short_burn_in(d, lamf, burn / rate if not timed else burn)
         if short:
@@ -387,8 +380,7 @@ def simulate(
         In the unit of the horizon; default a tenth of it (0 with ``start="perfect"``).
         MSER may extend it (docs/model.md §9).
     engine : {"profile", "queues", "buckets"}
-        ``profile``: counts chain, any n; ``queues``: per-queue reference; ``buckets``: per
-        queue, O(1) per event.  All exact in law.
+        The engine, all exact in law (:mod:`supermarket.simulation`).
     replace : bool
         Sample the d queues with replacement (paper 000) or without (paper 002).
     start : str or array
@@ -414,7 +406,7 @@ def simulate(
         Target relative half-width of the 95 % intervals of the mean queue length and of
         every ``E[u_i] >= PRECISION_LEVEL_MIN``: the run doubles until met or ``max_steps``.
     max_steps : int, optional
-        Cap on measured events per replication with ``precision`` (default 2·10^9).
+        Cap on measured events per replication with ``precision`` (default ``DEFAULT_MAX_STEPS``).
     progress : bool, optional
         Progress bar on stderr (default: on a terminal, after 2 s; none with ``client``).
     client : dask.distributed.Client, optional
@@ -427,8 +419,7 @@ def simulate(
     Returns
     -------
     SimulationResult
-        Estimates with standard errors, reliability flags and effective sample sizes, the
-        self-checks and the start-up diagnosis; ``partial=True`` after Ctrl-C.
+        With error bars as docs/model.md §9 makes them; ``partial=True`` after Ctrl-C.
 
     Raises
     ------
@@ -436,17 +427,6 @@ def simulate(
         Bad arguments, named with their valid range, before any work.
     KeyboardInterrupt
         Ctrl-C before anything was measured (otherwise a partial result is returned).
-
-    Notes
-    -----
-    Error bars (docs/model.md §9): blocking analysis of each replication's batch means,
-    pooled over replications when every one is reliable, else their spread (Student t).
-    MSER-5 drops a start-up transient; a start not forgotten marks nothing reliable.  The
-    identities ``E[u_1] = λ``, ``E[u_i] = λ E[P_{i−1}]`` are checked on the plain estimates:
-    a check fails beyond :func:`~supermarket.simulation.estimate.self_check_threshold` standard
-    errors (the Student-t quantile on the error's degrees of freedom with the tail of
-    ``SELF_CHECK_Z`` = 4 normal standard errors).  A standard error the run cannot trust is
-    NaN, with the reason in ``u_note`` or ``notes``.
 
     Examples
     --------
@@ -460,29 +440,9 @@ def simulate(
     >>> bool((a.u_mean == b.u_mean).all())  # results do not depend on workers
     True
     """
-    plan = _plan(
-        n,
-        d,
-        lam,
-        steps=steps,
-        time=time,
-        burn_in=burn_in,
-        engine=engine,
-        replace=replace,
-        start=start,
-        seed=seed,
-        replications=replications,
-        workers=workers,
-        time_mode=time_mode,
-        eps=eps,
-        record_every=record_every,
-        record_levels=record_levels,
-        batches=batches,
-        precision=precision,
-        max_steps=max_steps,
-        client=client,
-        control_variates=control_variates,
-    )
+    kw = dict(locals())  # the arguments, all but progress for the plan
+    progress = kw.pop("progress")
+    plan = _plan(**kw)
     for msg, category in plan.cautions:
         warnings.warn(msg, category, stacklevel=2)
     res = _execute(plan, progress=progress, client=client)
@@ -499,23 +459,12 @@ def _replications(plan: RunPlan) -> list[_Rep]:
     from .. import perfect as _pf
 
     p = plan.params
-    return [
-        _Rep(
-            dataclasses.replace(
-                plan,
-                counts0=_pf.sample_counts(
-                    p.n,
-                    p.d,
-                    plan.lam_in,
-                    seed=np.random.SeedSequence(ss.entropy, spawn_key=(*ss.spawn_key, PERFECT_CHILD)),
-                    replace=p.replace,
-                ),
-            ),
-            ss,
-            r,
-        )
-        for r, ss in enumerate(plan.seeds)
-    ]
+
+    def exact_start(ss):
+        seed = np.random.SeedSequence(ss.entropy, spawn_key=(*ss.spawn_key, PERFECT_CHILD))
+        return dataclasses.replace(plan, counts0=_pf.sample_counts(p.n, p.d, plan.lam_in, seed=seed, replace=p.replace))
+
+    return [_Rep(exact_start(ss), ss, r) for r, ss in enumerate(plan.seeds)]
 
 
 def _execute(plan: RunPlan, *, progress: bool | None = None, client: Any = None) -> SimulationResult:
@@ -679,19 +628,13 @@ def _cost_of(events: float, replications: int, workers: int) -> str | None:
 def _check_start_levels(start, top: int, batches: int, alive: int, growth: float = 0.0) -> None:
     need = 3 * 8 * (top + 1) * batches * alive
     if need > MAX_LEVEL_BYTES:
-        what = (
-            f"at load > 1 the longest queue grows to at least {top} over this horizon"
-            if growth >= 1
-            else f"start={start!r} has a queue of length {top}"
-        )
+        what, fix = f"start={start!r} has a queue of length {top}", "start with a shorter queue or give fewer batches"
+        if growth >= 1:
+            what = f"at load > 1 the longest queue grows to at least {top} over this horizon"
+            fix = "give fewer steps or a shorter time"
         raise ValueError(
-            f"{what}: the per-level statistics over {batches} batches need about "
-            f"{need / 2**30:.3g} GiB (more than {MAX_LEVEL_BYTES / 2**30:.3g} GiB); "
-            + (
-                "give fewer steps or a shorter time"
-                if growth >= 1
-                else "start with a shorter queue or give fewer batches"
-            )
+            f"{what}: the per-level statistics over {batches} batches need about {need / 2**30:.3g} "
+            f"GiB (more than {MAX_LEVEL_BYTES / 2**30:.3g} GiB); {fix}"
         )
 
 
