@@ -32,23 +32,20 @@ CHUNK_EVENTS = 10_000_000  # events per kernel call: a long run is a loop of chu
 class Chain:
     """The arrays of one replication and the kernel that advances it (low-level driver).
 
-    :func:`simulate` builds one per replication; use it directly for a loop of your own
-    around a kernel: :meth:`advance` (to a time or by a number of events),
-    :meth:`start_measuring`, :meth:`measures` (flushes and returns the time integrals since
-    the last :meth:`start_measuring`).  ``now`` is steps in discrete time, continuous time
-    otherwise.  Nothing here is validated beyond what ``Params`` checks.
+    :func:`simulate` builds one per replication; use it for a loop of your own around a
+    kernel.  ``now`` is steps in discrete time, continuous time otherwise.  Nothing here is
+    validated beyond what ``Params`` checks.
 
     Parameters
     ----------
     params : supermarket.model.Params
         n, d, λ, with or without replacement.
     engine : {"profile", "queues", "buckets"}
-        The kernel (all exact in law; see the module docstring).
+        The kernel (all exact in law).
     counts : array of int
-        Start state as counts ``c_1, c_2, …`` (``c_i``: queues with at least ``i``
-        customers, non-increasing).
+        Start state as counts ``c_1, c_2, …`` (queues with at least ``i`` customers).
     seed_u64 : int
-        Seed of the xoshiro stream (``supermarket.model.seed_to_uint64`` of a SeedSequence).
+        Seed of the xoshiro stream (``supermarket.model.seed_to_uint64``).
     continuous : bool, default False
         Exact exponential event times instead of the jump chain.
     k : int, default 0
@@ -148,10 +145,7 @@ class Chain:
         self.events = 0
         self._extra: tuple = ()
         self._kernel: Any = profile_kernel
-        if engine == "profile":
-            self._extra = ()
-            self._kernel = profile_kernel
-        elif engine == "queues":
+        if engine == "queues":
             if lengths is not None:
                 self.x = np.ascontiguousarray(lengths, dtype=np.int32)
             else:  # built in place: no int64 temporary (8 more bytes per server at the peak)
@@ -170,7 +164,7 @@ class Chain:
                 self.perm = np.arange(n, dtype=np.int32)
             self._extra = (self.perm,)
             self._kernel = buckets_kernel
-        else:  # pragma: no cover - validated by simulate()
+        elif engine != "profile":  # pragma: no cover - validated by simulate()
             raise ValueError(f"unknown engine {engine!r}")
         reset_measures(self.c, self.meas, self.setup, self.clock)
 
@@ -221,7 +215,7 @@ class Chain:
         Returns
         -------
         int
-            The number of events run.  Level growth and record buffers are handled here.
+            The number of events run.
         """
         done = 0
         while True:
@@ -298,12 +292,8 @@ class Chain:
 
 
 class _Rep:
-    """One replication: a :class:`Chain` and the time integrals of each of its batches.
-
-    The measured stretch is cut into batches of equal length ``h`` (time, or events in
-    continuous mode with ``steps``); batch ``b`` ends at ``num·(b+1)/den`` after the start of
-    the measurement, so that extending a run (``precision``) merges batches in groups of
-    ``f`` and goes on with batches ``f`` times longer: the batches always stay equal.
+    """One replication: a :class:`Chain` and the time integrals of each of its equal batches
+    (batch ``b`` ends at ``num·(b+1)/den`` after the start of the measurement, in time or events).
     """
 
     def __init__(self, plan: RunPlan, ss: np.random.SeedSequence, r: int):
@@ -417,13 +407,8 @@ class _Rep:
     def release(self):
         """Keep what the result needs and drop the chain (per-queue engines hold 4 bytes per
         server: replications beyond ``workers`` must not all stay in memory)."""
-        ch = self.ch
-        self.final = {
-            "counts": ch.counts(),
-            "lengths": ch.lengths() if self.r == 0 else None,
-            "records": ch.records() if self.plan.record_every > 0 else None,
-            "events": ch.events,
-        }
+        counts, lengths, records = self.result_state()
+        self.final = {"counts": counts, "lengths": lengths, "records": records, "events": self.ch.events}
         self.ch = None
 
     def _batches(self, stop, done_frac):
@@ -477,19 +462,14 @@ class _Rep:
         """Batch integrals as arrays (batches × levels), zero-padded to ``L`` levels."""
         rows = self.rows
         B = len(rows["T"])
-        if B == 0:
-            return dict(
-                c=np.zeros((0, L)),
-                P=np.zeros((0, L)),
-                max=np.zeros((0, L + 1)),
-                good=np.zeros(0),
-                T=np.zeros(0),
-                complete=np.zeros(0, bool),
-            )
+
+        def table(key, width):
+            return np.array([_pad(a, width) for a in rows[key]]).reshape(B, width)
+
         return dict(
-            c=np.array([_pad(a, L) for a in rows["c"]]),
-            P=np.array([_pad(a, L) for a in rows["P"]]),
-            max=np.array([_pad(a, L + 1) for a in rows["max"]]),
+            c=table("c", L),
+            P=table("P", L),
+            max=table("max", L + 1),
             good=np.asarray(rows["good"], float),
             T=np.asarray(rows["T"], float),
             complete=np.asarray(rows["complete"], bool),
