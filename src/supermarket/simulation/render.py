@@ -1,9 +1,6 @@
 """The text and the figure of a :class:`~supermarket.simulation.SimulationResult`: what
 ``supermarket simulate`` prints (:func:`summary_text`, behind ``SimulationResult.summary``)
 and the three-panel figure (:func:`plot`, behind ``SimulationResult.plot``).
-
-Plain functions of a result, so that the result type (:mod:`.results`) stays a record of
-numbers and this module holds every sentence and table the data are shown in.
 """
 
 from __future__ import annotations
@@ -47,15 +44,9 @@ def summary_text(res: SimulationResult, cdf_points: int | None = None) -> str:
         row = [str(i), _pm(e.value, e.stderr, rel, e.note)]
         if vr is not None:
             row.append(_factor(e.variance_reduction) if rel else "")
-        rows.append(
-            row
-            + [
-                _fmt(e.n_eff, 3) if rel else "",
-                _fmt(fp[i - 1]) if fp is not None else "—",
-                ("—" if k and i <= k else "") if math.isnan(lin[i - 1]) else _fmt(lin[i - 1]),
-                _fmt(p.lam * prev),
-            ]
-        )
+        li = ("—" if k and i <= k else "") if math.isnan(lin[i - 1]) else _fmt(lin[i - 1])
+        fpi = _fmt(fp[i - 1]) if fp is not None else "—"
+        rows.append([*row, _fmt(e.n_eff, 3) if rel else "", fpi, li, _fmt(p.lam * prev)])
     out.append("")
     out.append("Time-averaged profile (docs/model.md §1–3)")
     head = ["i", "simulated E[u_i] ± s.e."] + (["var. reduction"] if vr is not None else [])
@@ -67,13 +58,9 @@ def summary_text(res: SimulationResult, cdf_points: int | None = None) -> str:
     kr = _th.k_report(p.d, p.lam_exact) if k else None
     mrows = []
     for m, e in sorted(res.max_queue.items()):
-        mark = (
-            "= k_(λ,d)"
-            if k is not None and m == k
-            else "allowed near the boundary"
-            if kr is not None and m in kr.possible_max
-            else ""
-        )
+        mark = "= k_(λ,d)" if k is not None and m == k else ""
+        if not mark and kr is not None and m in kr.possible_max:
+            mark = "allowed near the boundary"
         ok = math.isfinite(e.stderr)
         row = [str(m), "1 (all the time)" if e.value == 1.0 else _pm(e.value, e.stderr, ok)]
         if vr is not None:
