@@ -10,8 +10,9 @@ from decimal import Decimal, InvalidOperation
 import click
 
 from ..model import MAX_CDF_POINTS
-from ..simulation import DEFAULT_STEPS, ENGINES, TIME_MODES
+from ..simulation import BATCHES, DEFAULT_STEPS, ENGINES, PRECISION_LEVEL_MIN, TIME_MODES
 from ..simulation import simulate as _simulate
+from ..simulation.run import DEFAULT_MAX_STEPS
 from ._common import (
     COUNT,
     FLOAT,
@@ -67,11 +68,10 @@ def _number(name: str, text: object) -> int | float | None:
 
 
 @click.command()
-@click.option("--n", "n", type=N_COUNT, default=10_000, show_default=True, help="Number of servers (1e6 accepted).")
-@click.option("--d", "d", type=COUNT, default=20, show_default=True, help="Number of choices d.")
+@click.option("--n", type=N_COUNT, default=10_000, show_default=True, help="Number of servers (1e6 accepted).")
+@click.option("--d", type=COUNT, default=20, show_default=True, help="Number of choices d.")
 @click.option(
     "--load",
-    "load",
     type=LOAD_ANY,
     default="0.99",
     show_default=True,
@@ -79,36 +79,25 @@ def _number(name: str, text: object) -> int | float | None:
 )
 @click.option(
     "--steps",
-    "steps",
     type=COUNT,
-    default=None,
     help=f"Events after burn-in (1e7 accepted). Default {DEFAULT_STEPS:.0e} unless --time is given.",
 )
 @click.option(
-    "--time",
-    "time_",
-    type=FLOAT,
-    default=None,
-    help="Horizon in continuous-time units after burn-in (instead of --steps).",
+    "--time", "time_", type=FLOAT, help="Horizon in continuous-time units after burn-in (instead of --steps)."
 )
 @click.option(
     "--burn-in-steps",
-    "burn_in_steps",
     type=CountType(minimum=0),
-    default=None,
     help="Burn-in in events, with a horizon in --steps. Default: a tenth of the horizon.",
 )
 @click.option(
     "--burn-in-time",
-    "burn_in_time",
     type=FLOAT,
-    default=None,
     help="Burn-in in continuous-time units, with a horizon in --time. Default: a tenth of the horizon.",
 )
-@click.option("--burn-in", "burn_in", type=str, default=None, hidden=True)
+@click.option("--burn-in", type=str, hidden=True)
 @click.option(
     "--engine",
-    "engine",
     type=click.Choice(ENGINES),
     default="profile",
     show_default=True,
@@ -120,7 +109,6 @@ def _number(name: str, text: object) -> int | float | None:
 )
 @click.option(
     "--time-mode",
-    "time_mode",
     type=click.Choice(TIME_MODES),
     default="discrete",
     show_default=True,
@@ -134,42 +122,32 @@ def _number(name: str, text: object) -> int | float | None:
 @seed_option()
 @replications_option(1)
 @parallel_options
-@click.option("--eps", "eps", type=FLOAT, default=0.1, show_default=True, help="ε of the good set N^ε, in (0, 1/10].")
+@click.option("--eps", type=FLOAT, default=0.1, show_default=True, help="ε of the good set N^ε, in (0, 1/10].")
 @click.option(
     "--plot",
-    "plot",
     type=OUTPUT_FIGURE,
-    default=None,
     help="Save a figure (profile vs π and the linearised prediction; maximum vs k) to this file.",
 )
-@click.option("--save", "out", type=OUTPUT_FILE, default=None, help="Write the full result as JSON to this file.")
+@click.option("--save", "out", type=OUTPUT_FILE, help="Write the full result as JSON to this file.")
 @click.option(
     "--precision",
-    "precision",
     type=FLOAT,
-    default=None,
-    help="Run until the 95% intervals of the mean queue length and of every E[u_i] >= 0.1 have a "
+    help=f"Run until the 95% intervals of the mean queue length and of every E[u_i] >= {PRECISION_LEVEL_MIN:g} have a "
     "relative half-width at most this (e.g. 1e-3); the run doubles until then, up to --max-steps.",
 )
 @click.option(
     "--max-steps",
-    "max_steps",
     type=COUNT,
-    default=None,
-    help="Cap on measured steps per replication with --precision (default 2e9).",
+    help=f"Cap on measured steps per replication with --precision (default {DEFAULT_MAX_STEPS:.0e}).",
 )
 @click.option(
     "--batches",
-    "batches",
     type=COUNT,
-    default=None,
-    help="Batch means per replication for the error analysis (default 1024; at most --steps).",
+    help=f"Batch means per replication for the error analysis (default {BATCHES}; at most --steps).",
 )
 @click.option(
     "--cdf",
-    "cdf",
     type=CountType(maximum=MAX_CDF_POINTS, minimum=2),
-    default=None,
     metavar="N",
     help="Also give the sojourn and waiting CDFs on N equally spaced times, 0 to 1.1 × the sojourn "
     "p99.9 (text table, and the key 'cdf' of the JSON); needs load < 1.",
