@@ -200,7 +200,7 @@ def _plan(
     else:
         S = DEFAULT_STEPS if precision is None else PRECISION_FIRST_STEPS
         if steps is not None:
-            S = _check_steps(steps)
+            S = _check_whole("steps", steps)
         kind, H = ("events", S) if continuous else ("time", float(S))
     timed = continuous and kind == "time"
     events_h = H * rate if timed else H
@@ -219,7 +219,7 @@ def _plan(
         if B < 4:
             raise ValueError("precision needs at least 4 batches (give more steps)")
     if max_steps is not None:
-        max_steps = _check_steps(max_steps)
+        max_steps = _check_whole("max_steps", max_steps)
         if precision is None:
             raise ValueError("max_steps caps a run with precision=; give precision too")
         if max_steps < events_h:
@@ -236,7 +236,7 @@ def _plan(
         if not continuous:
             burn = float(round(burn * rate))
     else:
-        burn = float(_check_count("burn_in", burn_in))
+        burn = float(_check_whole("burn_in", burn_in, minimum=0))
     if not timed:
         burn = float(math.floor(burn))
 
@@ -638,20 +638,14 @@ def _check_start_levels(start, top: int, batches: int, alive: int, growth: float
         )
 
 
-def _check_steps(steps) -> int:
-    if isinstance(steps, float):
-        if not math.isfinite(steps) or steps <= 0 or steps != math.floor(steps):
-            raise ValueError(f"steps must be a positive finite integer; got {steps!r}")
-        steps = int(steps)
-    return check_positive_int("steps", steps)
-
-
-def _check_count(name, value) -> int:
+def _check_whole(name, value, minimum=1) -> int:
+    """An integer, or a float with an integral value (``1e7``), at least ``minimum`` (1 or 0)."""
     if isinstance(value, float):
-        if not math.isfinite(value) or value < 0 or value != math.floor(value):
-            raise ValueError(f"{name} must be an integer >= 0; got {value!r}")
+        if not math.isfinite(value) or value < minimum or value != math.floor(value):
+            what = "a positive finite integer" if minimum else "an integer >= 0"
+            raise ValueError(f"{name} must be {what}; got {value!r}")
         value = int(value)
-    return check_int(name, value, minimum=0)
+    return check_int(name, value, minimum=minimum)
 
 
 def _check_nonneg_float(name, value) -> float:
