@@ -429,14 +429,14 @@ def _gate(ests, est_q, seen, forgotten_all, failed, stable):
 class _CV:
     """One quantity's plain and control-variate estimates and which one is used."""
 
-    def __init__(self, plain, est=None, adjusted=None, ratio=math.nan, reason="", m=0):
+    def __init__(self, plain, est=None, adjusted=None, ratio=math.nan, reason="", m=0, exact=False):
         self.plain = plain
         self.est = plain if est is None else est
         self.adjusted = adjusted  # adjusted batch integrals per replication, when the CV estimate is used
         self.ratio = ratio  # (plain s.e. / CV s.e.)², NaN when not measurable or not used
         self.reason = reason  # why the plain estimate was kept ("" when the CV one is used)
-        self.m = m
-        self.exact = False  # the controls determine the quantity exactly
+        self.m = m  # the number of controls used
+        self.exact = exact  # the controls determine the quantity exactly
 
     @property
     def used(self) -> bool:
@@ -459,9 +459,9 @@ def _cv_estimate(parts, controls, plain, relax, bounds=(-math.inf, math.inf), fo
     if fit is None:
         return _CV(plain, reason="too few batches for the regression, or the quantity does not vary")
     if fit.exact:
-        c = _CV(plain, reason="determined exactly by the identities: the plain estimate is kept as a check")
-        c.exact = True
-        return c
+        return _CV(
+            plain, reason="determined exactly by the identities: the plain estimate is kept as a check", exact=True
+        )
     m = fit.controls
     T_parts = [T for _, T in parts]
     e = _estimate(list(zip(fit.adjusted, T_parts)), relax=relax)
