@@ -196,27 +196,16 @@ def simulate(
     With no options: n = 10000, d = 20, λ = 0.99 (k = 2), a run of a few seconds.  Prints
     the time-averaged profile E[u_i] ± standard error against the mean-field fixed point
     π(i) and the linearised profile (derived), the distribution of the maximum queue length
-    against k_(λ,d), the fraction of time in the good set N^ε and the speed.
+    against k_(λ,d), the fraction of time in the good set N^ε, the response times (mean and
+    quantiles of the sojourn and waiting times, FIFO) and the speed.
 
     \b
-    Error bars (docs/model.md §9): blocking analysis of 1024 batch means per replication;
-    "too short to estimate" where the run is shorter than its correlation time allows;
-    n_eff = effective number of independent batches; self-checks E[u_1] = λ and
-    E[u_i] = λ·E[P_(i−1)] (exact identities); a start-up transient found by MSER-5 is
-    dropped, or reported when the start was not forgotten.  --precision runs until a
-    target is met.  Ctrl-C stops early and reports what was measured, marked partial.
-
-    \b
-    Control variates (docs/model.md §9.1, on by default): every estimate is adjusted by the
-    identities Z_i = u_i − λ·P_(i−1) (mean 0 in equilibrium) with a split-sample regression
-    on the batch means; the column "var. reduction" is (plain s.e. / this s.e.)².
-    --no-control-variates gives the plain time averages.
-
-    \b
-    Response times (docs/model.md §10): mean and quantiles ± s.e. of the sojourn and waiting
-    times (FIFO), exact given the measured time averages; --cdf N tabulates their CDFs.
-    --scheduler tcp://HOST:PORT runs each replication as one task on a Dask cluster, with
-    the same numbers as a local run (replication r uses child r of --seed).
+    Error bars (docs/model.md §9): blocking analysis of batch means, "too short to estimate"
+    where the run is shorter than its correlation time allows, n_eff the effective number of
+    independent batches, MSER-5 for the start-up transient, self-checks of the exact
+    identities E[u_i] = λ·E[P_(i−1)].  Control variates
+    (§9.1, on by default): "var. reduction" is (plain s.e. / this s.e.)².  Response times:
+    §10.  Ctrl-C stops early and reports what was measured, marked partial.
     """
     if burn_in is not None:  # the deprecated spelling, in the unit of the horizon
         if burn_in_steps is not None or burn_in_time is not None:
