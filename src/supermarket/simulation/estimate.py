@@ -325,26 +325,10 @@ def _result(plan, reps, wall, interrupted, precision_state=None) -> SimulationRe
         if cvs.on:
             P0 = [(A["P"][idx, :L], A["T"][idx]) for A, idx in used]
             response_plain = _response_times(plan, ud_plain, P0, L, relax, ok_all and q0_rel)
-    burn_events = sum(rep.burn_events for rep in reps)
-    kernel_wall = sum(rep.wall for rep in reps)
-    r0 = reps[0]
-    counts0, lengths0, records0 = r0.result_state()
-    traj = None
-    if records0 is not None:
-        t, cc, mxr, tot = records0
-        traj = Trajectory(t=t - r0.t_meas0, u=cc / n, max=mxr, total=tot)
-    start_note = ""
-    if plan.perfect:
-        start_note = (
-            "the start is an exact stationary sample (perfect sampling, docs/model.md §12): no burn-in "
-            "was needed" + ("" if burn_events == 0 else f"; {int(burn_events):,} burn-in events were run anyway")
-        )
     return SimulationResult(
         params=params,
         engine=plan.engine,
         time_mode="continuous" if plan.continuous else "discrete",
-        steps=int(sum(rep.measured_events() for rep in reps)),
-        burn_in=int(burn_events),
         sim_time=float(Ttot if plan.continuous else Ttot / rate),
         levels=levels,
         tails=tails,
@@ -353,14 +337,7 @@ def _result(plan, reps, wall, interrupted, precision_state=None) -> SimulationRe
         max_queue=max_queue,
         k=k,
         eps=float(plan.eps),
-        events_per_second=(sum(rep.events() for rep in reps) / kernel_wall if kernel_wall > 0 else math.nan),
         wall_time=float(wall),
-        partial=bool(interrupted or any(rep.partial for rep in reps)),
-        replications=len(reps),
-        batches=int(sum(len(rep.rows["T"]) for rep in reps)),
-        final_counts=counts0,
-        trajectory=traj,
-        final_lengths=lengths0,
         error_method=cq.est.method,
         self_checks=tuple(checks),
         start_up=tuple(startup),
@@ -368,10 +345,41 @@ def _result(plan, reps, wall, interrupted, precision_state=None) -> SimulationRe
         precision=precision_state,
         response=response,
         response_plain=response_plain,
-        start_note=start_note,
         control_variates=plan.control_variates,
         controls=tuple(cvs.levels),
         control_notes=cvs.notes(cu, cP, cq, cg, cm),
+        **_run_facts(plan, reps, interrupted),
+    )
+
+
+def _run_facts(plan, reps, interrupted) -> dict:
+    """The fields of the result that count the run rather than estimate: events, speed, the
+    final state and records of replication 0, the start."""
+    burn_events = sum(rep.burn_events for rep in reps)
+    kernel_wall = sum(rep.wall for rep in reps)
+    r0 = reps[0]
+    counts0, lengths0, records0 = r0.result_state()
+    traj = None
+    if records0 is not None:
+        t, cc, mxr, tot = records0
+        traj = Trajectory(t=t - r0.t_meas0, u=cc / plan.params.n, max=mxr, total=tot)
+    start_note = ""
+    if plan.perfect:
+        start_note = (
+            "the start is an exact stationary sample (perfect sampling, docs/model.md §12): no burn-in "
+            "was needed" + ("" if burn_events == 0 else f"; {int(burn_events):,} burn-in events were run anyway")
+        )
+    return dict(
+        steps=int(sum(rep.measured_events() for rep in reps)),
+        burn_in=int(burn_events),
+        events_per_second=(sum(rep.events() for rep in reps) / kernel_wall if kernel_wall > 0 else math.nan),
+        partial=bool(interrupted or any(rep.partial for rep in reps)),
+        replications=len(reps),
+        batches=int(sum(len(rep.rows["T"]) for rep in reps)),
+        final_counts=counts0,
+        trajectory=traj,
+        final_lengths=lengths0,
+        start_note=start_note,
     )
 
 
