@@ -229,6 +229,37 @@ def _record(c, plain_value, Ttot, rel, plain_rel, note="") -> Estimate:
     )
 
 
+def _run_notes(plan, startup, failed, levels, seen, q_rel, precision_state) -> tuple:
+    """The warnings of a run, in words: a start not forgotten, a failed self-check, error bars
+    without a blocking plateau, a precision target not reached."""
+    notes = []
+    bad = [s["replication"] for s in startup if not s["forgotten"]]
+    if bad:
+        notes.append(
+            f"the start was not forgotten (replication(s) {bad}): MSER-5 would drop more than half of "
+            "the run as start-up transient; give a longer burn-in or run, or start from the fixed point; "
+            "no error bar is marked reliable"
+        )
+    if failed:
+        c = failed[0]
+        notes.append(
+            f"self-check failed: {c['identity']} is off by {abs(c['z']):.1f} standard errors, beyond "
+            f"{c['threshold']:.1f} (as rare as {SELF_CHECK_Z:g} for an exact error bar; {len(failed)} "
+            "identity check(s) failed): the error bars (or the burn-in) are too small; no error bar is "
+            "marked reliable"
+        )
+    too_short = "" if bad or failed else _too_short_note(levels, seen, q_rel)
+    if too_short:
+        notes.append(too_short)
+    if precision_state is not None and precision_state.get("cap_hit"):
+        notes.append(
+            f"precision {precision_state['target']:g} not reached: stopped at max_steps = "
+            f"{plan.max_steps:,} steps per replication (worst relative half-width "
+            f"{precision_state.get('achieved', math.nan):.3g}); raise max_steps/--max-steps"
+        )
+    return tuple(notes)
+
+
 def _too_short_note(levels, seen, q_rel) -> str:
     """The note for a run whose error bars lack a blocking plateau ("" when none lacks one)."""
     unrel = [i + 1 for i, e in enumerate(levels) if not e.reliable and e.value > 0 and seen[i] >= MIN_BLOCKS]
@@ -253,14 +284,6 @@ def _result(plan, reps, wall, interrupted, precision_state=None) -> SimulationRe
     Lall = max(rep.top_level() for rep in reps) + 1
     startup, used, Ttot = _kept(plan, reps, [rep.arrays(Lall) for rep in reps], rate, interrupted)
     forgotten_all = all(s["forgotten"] for s in startup)
-    notes = []
-    if not forgotten_all:
-        bad = [s["replication"] for s in startup if not s["forgotten"]]
-        notes.append(
-            f"the start was not forgotten (replication(s) {bad}): MSER-5 would drop more than half of "
-            "the run as start-up transient; give a longer burn-in or run, or start from the fixed point; "
-            "no error bar is marked reliable"
-        )
     # the plain time averages of the levels, the queue length, the good set, the maximum
     mx = sum(A["max"][idx].sum(axis=0) for A, idx in used)
     L = int(np.nonzero(mx > 0)[0][-1]) + 1 if np.any(mx > 0) else 1
@@ -274,14 +297,6 @@ def _result(plan, reps, wall, interrupted, precision_state=None) -> SimulationRe
     cvs, cu, cP, cq, cg, cm, parts_P = _controlled(plan, used, L, seen, forgotten_all, relax, mq_plain)
     checks = _self_checks(used, L, n, lam, relax, seen) if stable else []
     failed = [c for c in checks if c["result"] == "fail"]
-    if failed:
-        c = failed[0]
-        notes.append(
-            f"self-check failed: {c['identity']} is off by {abs(c['z']):.1f} standard errors, beyond "
-            f"{c['threshold']:.1f} (as rare as {SELF_CHECK_Z:g} for an exact error bar; {len(failed)} "
-            "identity check(s) failed): the error bars (or the burn-in) are too small; no error bar is "
-            "marked reliable"
-        )
     # what the run trusts (docs/model.md §9, reliability rule)
     ok_all = forgotten_all and not failed
     gate = dict(seen=seen, forgotten_all=forgotten_all, failed=bool(failed), stable=stable)
@@ -297,25 +312,11 @@ def _result(plan, reps, wall, interrupted, precision_state=None) -> SimulationRe
     if cg is not None:
         good = _record(cg, good_plain, Ttot, bool(cg.est.reliable and ok_all), bool(cg.plain.reliable and ok_all))
     # the maximum's law: trusted as the levels are (its own plateau, seen often enough, the run's checks)
+    mq_ok = ok_all and (q_rel or not stable)
     max_queue = {
-        m: _record(
-            c,
-            mq_plain[m],
-            Ttot,
-            bool(c.est.reliable and seen_mx[m] >= MIN_BLOCKS and ok_all and (q_rel or not stable)),
-            False,
-        )
+        m: _record(c, mq_plain[m], Ttot, bool(c.est.reliable and seen_mx[m] >= MIN_BLOCKS and mq_ok), False)
         for m, c in cm.items()
     }
-    too_short = _too_short_note(levels, seen, q_rel) if ok_all else ""
-    if too_short:
-        notes.append(too_short)
-    if precision_state is not None and precision_state.get("cap_hit"):
-        notes.append(
-            f"precision {precision_state['target']:g} not reached: stopped at max_steps = "
-            f"{plan.max_steps:,} steps per replication (worst relative half-width "
-            f"{precision_state.get('achieved', math.nan):.3g}); raise max_steps/--max-steps"
-        )
     # response times, from the estimates in use and from the plain ones
     response = response_plain = None
     if stable:
@@ -341,7 +342,7 @@ def _result(plan, reps, wall, interrupted, precision_state=None) -> SimulationRe
         error_method=cq.est.method,
         self_checks=tuple(checks),
         start_up=tuple(startup),
-        notes=tuple(notes),
+        notes=_run_notes(plan, startup, failed, levels, seen, q_rel, precision_state),
         precision=precision_state,
         response=response,
         response_plain=response_plain,
