@@ -106,7 +106,9 @@ def test_windowed_tables_give_the_same_run_through_the_plan():
 
 @pytest.mark.parametrize("bad, name", [(dict(steps=0), "steps"), (dict(batches=0), "batches"),
                                        (dict(record_every=-1), "record_every"), (dict(precision=2.0), "precision"),
-                                       (dict(control_variates="yes"), "control_variates")])
+                                       (dict(control_variates="yes"), "control_variates"),
+                                       (dict(precision=0.1, max_steps=2.5), "^max_steps must"),
+                                       (dict(burn_in=1.5), "^burn_in must")])
 def test_the_plan_names_the_bad_parameter(bad, name):
     from supermarket.simulation import run
 

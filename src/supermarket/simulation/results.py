@@ -1,8 +1,6 @@
-"""The result types of :func:`~supermarket.simulation.simulate`: :class:`SimulationResult`
-(means, standard errors, reliability flags, self-checks, response times; ``to_dict``,
-``to_frame``, ``summary``, ``plot``) and :class:`Trajectory` (the recorded states of
-replication 0).  Records only: the numbers are made in :mod:`.estimate`, the text and the
-figure in :mod:`.render`.
+"""The records of :func:`~supermarket.simulation.simulate`: :class:`SimulationResult`,
+:class:`Estimate` and :class:`Trajectory`; the numbers are made in :mod:`.estimate`, the text
+and the figure in :mod:`.render`.
 """
 
 from __future__ import annotations
@@ -23,19 +21,25 @@ __all__ = ["Estimate", "SimulationResult", "Trajectory"]
 
 
 #: The keys of ``SimulationResult.to_dict`` after ``params``, in order (attributes of the result).
-_JSON_KEYS = ("engine", "time_mode", "steps", "burn_in", "sim_time", "u_mean", "u_stderr", "ud_mean", "ud_stderr",
-              "max_queue_dist", "max_queue_dist_stderr", "good_set_fraction", "good_set_fraction_stderr", "k", "eps",
-              "mean_queue_length", "mean_queue_length_stderr", "mean_sojourn_time", "mean_sojourn_time_stderr",
-              "events_per_second", "wall_time", "partial", "replications", "batches", "final_counts", "reliable",
-              "u_reliable", "u_half_width", "u_n_eff", "u_note", "mean_queue_length_reliable",
-              "mean_queue_length_half_width", "mean_queue_length_n_eff", "good_set_fraction_reliable",
-              "error_method", "self_checks", "start_up", "notes", "precision", "control_variates", "controls",
-              "control_notes")
+_JSON_KEYS = tuple(
+    """
+    engine time_mode steps burn_in sim_time u_mean u_stderr ud_mean ud_stderr max_queue_dist
+    max_queue_dist_stderr good_set_fraction good_set_fraction_stderr k eps mean_queue_length
+    mean_queue_length_stderr mean_sojourn_time mean_sojourn_time_stderr events_per_second wall_time
+    partial replications batches final_counts reliable u_reliable u_half_width u_n_eff u_note
+    mean_queue_length_reliable mean_queue_length_half_width mean_queue_length_n_eff
+    good_set_fraction_reliable error_method self_checks start_up notes precision control_variates
+    controls control_notes
+    """.split()  # noqa: SIM905 (a literal list, formatted, is one key a line)
+)
 #: The keys of its ``plain`` entry (attributes ``<key>_plain``), before ``sojourn`` and ``waiting``.
-_PLAIN_KEYS = ("u_mean", "u_stderr", "u_reliable", "ud_mean", "ud_stderr", "mean_queue_length",
-               "mean_queue_length_stderr", "mean_queue_length_reliable", "mean_sojourn_time",
-               "mean_sojourn_time_stderr", "good_set_fraction", "good_set_fraction_stderr",
-               "good_set_fraction_reliable", "max_queue_dist")
+_PLAIN_KEYS = tuple(
+    """
+    u_mean u_stderr u_reliable ud_mean ud_stderr mean_queue_length mean_queue_length_stderr
+    mean_queue_length_reliable mean_sojourn_time mean_sojourn_time_stderr good_set_fraction
+    good_set_fraction_stderr good_set_fraction_reliable max_queue_dist
+    """.split()  # noqa: SIM905 (a literal list, formatted, is one key a line)
+)
 
 
 def _jsonable(x):
@@ -86,7 +90,7 @@ class Trajectory:
     total: np.ndarray
 
     def __getitem__(self, key: str) -> np.ndarray:
-        if key not in ("t", "u", "max", "total"):
+        if key not in self.keys():
             raise KeyError(key)
         return getattr(self, key)
 
@@ -105,19 +109,28 @@ class Trajectory:
         pandas.DataFrame
         """
         import pandas as pd
+
         u = np.asarray(self.u, dtype=float).reshape(len(self.t), -1)
         R, L = u.shape
-        return pd.DataFrame({"t": np.repeat(np.asarray(self.t, dtype=float), L),
-                             "level": np.tile(np.arange(1, L + 1), R), "u": u.ravel(),
-                             "max": np.repeat(np.asarray(self.max), L), "total": np.repeat(np.asarray(self.total), L)})
+        return pd.DataFrame(
+            {
+                "t": np.repeat(np.asarray(self.t, dtype=float), L),
+                "level": np.tile(np.arange(1, L + 1), R),
+                "u": u.ravel(),
+                "max": np.repeat(np.asarray(self.max), L),
+                "total": np.repeat(np.asarray(self.total), L),
+            }
+        )
 
     def summary(self) -> str:
         """One line: how many records, over which span, the range of the maximum."""
         if len(self.t) == 0:
             return "trajectory: no records"
-        return (f"trajectory: {len(self.t)} records from t = {float(self.t[0]):.6g} to {float(self.t[-1]):.6g}; "
-                f"maximum queue length {int(np.min(self.max))}–{int(np.max(self.max))}; "
-                f"customers {int(np.min(self.total))}–{int(np.max(self.total))}")
+        return (
+            f"trajectory: {len(self.t)} records from t = {float(self.t[0]):.6g} to {float(self.t[-1]):.6g}; "
+            f"maximum queue length {int(np.min(self.max))}–{int(np.max(self.max))}; "
+            f"customers {int(np.min(self.total))}–{int(np.max(self.total))}"
+        )
 
     def to_dict(self) -> dict:
         """The four arrays as lists (JSON-safe).
@@ -127,8 +140,7 @@ class Trajectory:
         dict
             Keys ``t``, ``u``, ``max``, ``total``.
         """
-        return {"t": self.t.tolist(), "u": self.u.tolist(), "max": self.max.tolist(),
-                "total": self.total.tolist()}
+        return {key: getattr(self, key).tolist() for key in self.keys()}
 
 
 @dataclass(frozen=True)
@@ -177,6 +189,7 @@ class Estimate:
 def _view(name: str, attr: str, doc: str) -> property:
     """A read-only attribute of :class:`SimulationResult`: ``attr`` of the estimate(s) in
     field ``name`` (an array per level, a dict per maximum, a number, or None)."""
+
     def get(self):
         x = getattr(self, name)
         if x is None:
@@ -188,15 +201,21 @@ def _view(name: str, attr: str, doc: str) -> property:
         if attr == "note":
             return tuple(e.note for e in x)
         return np.array([getattr(e, attr) for e in x], dtype=bool if "reliable" in attr else float)
+
     return property(get, doc=doc)
 
 
 def _response_ratios(cv_law, plain_law):
     """Variance reduction of a response-time law's mean and quantiles: (plain s.e. / CV s.e.)²,
     NaN where either error is unknown."""
+
     def r(a, b):
-        return (b / a) ** 2 if a is not None and b is not None and a > 0 and math.isfinite(a) and math.isfinite(b) \
+        return (
+            (b / a) ** 2
+            if a is not None and b is not None and a > 0 and math.isfinite(a) and math.isfinite(b)
             else math.nan
+        )
+
     if cv_law.stderr is None or plain_law.stderr is None:
         return None
     out = {"mean": r(cv_law.stderr["mean"], plain_law.stderr["mean"])}
@@ -209,11 +228,10 @@ def _response_ratios(cv_law, plain_law):
 class SimulationResult:
     """What :func:`simulate` measured (frozen; built by :func:`simulate`, not by hand).
 
-    Levels run from 1 (``levels[0]`` is ``E[u_1]``) to one past the highest level occupied
-    during the measurement.  Each quantity is an :class:`Estimate`; the flat names of
-    earlier versions (``u_mean``, ``u_stderr``, ``u_reliable``, ``u_half_width``,
-    ``u_n_eff``, ``u_note``, ``u_mean_plain``, ``mean_queue_length_stderr``, …) are
-    read-only views of them, as are the keys of :meth:`to_dict`.
+    Each quantity is an :class:`Estimate`; the flat names (``u_mean``, ``u_stderr``,
+    ``mean_queue_length_reliable``, ``u_mean_plain``, …) and the keys of :meth:`to_dict` are
+    read-only views of them.  Every standard error is NaN where its ``reliable`` flag is False,
+    with the reason in ``u_note`` or ``notes`` (docs/model.md §9).
 
     Parameters
     ----------
@@ -225,22 +243,14 @@ class SimulationResult:
         Events measured after burn-in, and of burn-in, all replications together.
     sim_time : float
         Measured time (continuous-time units), all replications together.
-    levels : tuple of Estimate
-        ``E[u_i]`` (views ``u_mean``, ``u_stderr``, ``u_reliable``, ``u_half_width``,
-        ``u_n_eff``, ``u_note``, ``u_mean_plain``, ``u_stderr_plain``, ``u_reliable_plain``).
-    tails : tuple of Estimate
-        Time average of ``P_i`` (``u_i^d`` with replacement), ``E[u_{i+1}] = λ E[P_i]``
-        (``ud_mean``, ``ud_stderr``, ``ud_mean_plain``, ``ud_stderr_plain``).
+    levels, tails : tuple of Estimate
+        ``E[u_i]`` and the time average of ``P_i``, levels 1 to one past the highest occupied.
     queue_length : Estimate
-        ``Σ E[u_i]`` (``mean_queue_length``, ``mean_queue_length_stderr``, ``_reliable``,
-        ``_half_width``, ``_n_eff``, ``_plain``, ``_stderr_plain``, ``_reliable_plain``);
-        :attr:`sojourn_time` is it divided by λ (Little).
+        ``Σ E[u_i]``; :attr:`sojourn_time` is it divided by λ (Little).
     good_set : Estimate or None
-        Fraction of time in ``N^ε`` (docs/model.md §5; ``good_set_fraction…``); None when
-        λ >= 1 or d = 1.
+        Fraction of time in ``N^ε`` (docs/model.md §5); None when λ >= 1 or d = 1.
     max_queue : dict of int to Estimate
-        Maximum queue length -> fraction of time (``max_queue_dist``,
-        ``max_queue_dist_stderr``, ``max_queue_dist_plain``).
+        Maximum queue length -> fraction of time.
     k : int or None
         ``k_{λ,d}`` (None when λ >= 1 or d = 1).
     eps : float
@@ -251,42 +261,29 @@ class SimulationResult:
         True after Ctrl-C: what was measured until then.
     replications, batches : int
         Replications and batch means (all replications together).
-    final_counts : numpy.ndarray
-        ``c_1, c_2, …`` at the end of replication 0.
+    final_counts, final_lengths : numpy.ndarray or None
+        ``c_1, c_2, …`` and (per-queue engines) the queue lengths at the end of replication 0.
     trajectory : Trajectory or None
         With ``record_every``.
     per_replication : tuple of SimulationResult
         Each replication's own result (when there are several).
-    final_lengths : numpy.ndarray or None
-        Per-queue engines: the final queue lengths of replication 0.
     error_method : str
         ``"blocking"``, ``"pooled"`` (blocking over replications) or ``"replications"``.
-    self_checks : tuple of dict
-        Exact identities checked on the data: identity, level, difference, stderr, z,
-        threshold, result.
-    start_up : tuple of dict
-        Per replication: MSER-5 truncation and whether the start was forgotten.
+    self_checks, start_up : tuple of dict
+        The exact identities checked on the data; per replication, the MSER-5 truncation.
     notes : tuple of str
         The warnings of the run, in words.
     precision : dict or None
         With ``precision=``: target, achieved, met, cap_hit, rounds.
     response, response_plain : supermarket.response.ResponseTimes or None
-        Sojourn and waiting time laws with standard errors (docs/model.md §10), from the
-        estimates in use and from the plain ones; None when λ >= 1.
+        Sojourn and waiting time laws (docs/model.md §10), from the estimates in use and from
+        the plain ones; None when λ >= 1.
     start_note : str
         What the start means for the measurement (``start="perfect"``), else "".
-    control_variates : bool
-        Whether control variates were asked for (docs/model.md §9.1).
-    controls : tuple of int
-        The levels ``i`` of the controls ``Z_i = u_i − λ P_{i−1}`` used (empty: none).
-    control_notes : tuple of str
-        The controls in words, and each quantity that kept its plain estimate, with why.
-
-    Notes
-    -----
-    Every standard error (and half-width) is NaN where its ``reliable`` flag is False, with
-    the reason in ``u_note`` or ``notes``: an error bar the run cannot trust is never given
-    as a number.
+    control_variates, controls, control_notes : bool, tuple of int, tuple of str
+        Whether control variates were asked for (docs/model.md §9.1), the levels ``i`` of the
+        controls ``Z_i = u_i − λ P_{i−1}`` used, and in words which quantities kept their plain
+        estimate and why.
 
     Examples
     --------
@@ -388,8 +385,13 @@ class SimulationResult:
     def sojourn_time(self) -> Estimate:
         """The mean sojourn time, by Little's law the mean queue length divided by λ."""
         q, lam = self.queue_length, self.params.lam
-        return Estimate(q.value / lam, q.stderr / lam, plain=q.plain / lam, plain_stderr=q.plain_stderr / lam,
-                        variance_reduction=q.variance_reduction)
+        return Estimate(
+            q.value / lam,
+            q.stderr / lam,
+            plain=q.plain / lam,
+            plain_stderr=q.plain_stderr / lam,
+            variance_reduction=q.variance_reduction,
+        )
 
     @property
     def variance_reduction(self) -> dict | None:
@@ -399,12 +401,14 @@ class SimulationResult:
         where the plain estimate is used; None with ``control_variates=False``."""
         if not self.control_variates:
             return None
-        vr = {"u_mean": [e.variance_reduction for e in self.levels],
-              "ud_mean": [e.variance_reduction for e in self.tails],
-              "mean_queue_length": self.queue_length.variance_reduction,
-              "mean_sojourn_time": self.queue_length.variance_reduction,
-              "good_set_fraction": None if self.good_set is None else self.good_set.variance_reduction,
-              "max_queue_dist": {m: e.variance_reduction for m, e in self.max_queue.items()}}
+        vr = {
+            "u_mean": [e.variance_reduction for e in self.levels],
+            "ud_mean": [e.variance_reduction for e in self.tails],
+            "mean_queue_length": self.queue_length.variance_reduction,
+            "mean_sojourn_time": self.queue_length.variance_reduction,
+            "good_set_fraction": None if self.good_set is None else self.good_set.variance_reduction,
+            "max_queue_dist": {m: e.variance_reduction for m, e in self.max_queue.items()},
+        }
         if self.response is not None:
             vr["sojourn"] = _response_ratios(self.response.sojourn, self.response_plain.sojourn)
             vr["waiting"] = _response_ratios(self.response.waiting, self.response_plain.waiting)
@@ -450,7 +454,8 @@ class SimulationResult:
         per_replication : bool, default True
             Include ``per_replication`` (each replication's own result) when there are several.
         cdf_points : int, optional
-            Add ``cdf``: ``{"t", "sojourn", "waiting"}``, the two CDFs on :meth:`cdf_grid`.
+            Add ``cdf``: ``{"t", "sojourn", "waiting"}``, the two CDFs on :meth:`cdf_grid` (which
+            raises ValueError).
 
         Returns
         -------
@@ -458,10 +463,6 @@ class SimulationResult:
             The fields of the result, with ``reliable``, ``fixed_point``, ``start_note``,
             ``sojourn`` and ``waiting`` (mean, quantiles, standard errors; None when λ >= 1).
 
-        Raises
-        ------
-        ValueError
-            ``cdf_points`` < 2, or given when λ >= 1.
         """
         out: dict[str, Any] = {"params": self.params.to_dict()}
         out.update((key, _jsonable(getattr(self, key))) for key in _JSON_KEYS)
@@ -484,23 +485,18 @@ class SimulationResult:
 
     # ------------------------------------------------------------------ response-time CDF
     def cdf_grid(self, points: int) -> np.ndarray:
-        """``points`` equally spaced times from 0 to 1.1 × the largest sojourn quantile
-        (p99.9 by default): the grid of :meth:`summary` and :meth:`to_dict` with ``cdf_points``.
+        """``points`` equally spaced times from 0 to 1.1 × the largest sojourn quantile: the grid
+        of :meth:`summary` and :meth:`to_dict` with ``cdf_points``.
 
         Parameters
         ----------
         points : int
-            Number of grid points, >= 2.
+            Number of grid points, >= 2 (ValueError otherwise, or when λ >= 1).
 
         Returns
         -------
         numpy.ndarray
             The times, in mean service times.
-
-        Raises
-        ------
-        ValueError
-            ``points`` < 2, or no response times (λ >= 1: no equilibrium).
         """
         from ..model import MAX_CDF_POINTS
 
@@ -538,20 +534,33 @@ class SimulationResult:
         lin = self._linearised(L)
         nan = np.full(L, np.nan)
         prev = np.concatenate(([1.0], self.ud_mean_plain[:-1]))  # the identity is a check: plain
-        return pd.DataFrame({
-            "level": np.arange(1, L + 1),
-            "u_mean": self.u_mean, "u_stderr": self.u_stderr, "u_half_width": self.u_half_width,
-            "u_n_eff": self.u_n_eff, "u_reliable": self.u_reliable, "u_note": list(self.u_note),
-            "u_mean_plain": self.u_mean_plain, "u_stderr_plain": self.u_stderr_plain,
-            "variance_reduction": (np.array([e.variance_reduction for e in self.levels], dtype=float)
-                                   if self.control_variates else nan),
-            "ud_mean": self.ud_mean, "ud_stderr": self.ud_stderr,
-            "identity": p.lam * prev,
-            "fixed_point": fp if fp is not None else nan,
-            "linearised": lin,
-            "n": p.n, "d": p.d, "load": p.lam, "replace": p.replace, "engine": self.engine,
-            "time_mode": self.time_mode,
-        })
+        return pd.DataFrame(
+            {
+                "level": np.arange(1, L + 1),
+                "u_mean": self.u_mean,
+                "u_stderr": self.u_stderr,
+                "u_half_width": self.u_half_width,
+                "u_n_eff": self.u_n_eff,
+                "u_reliable": self.u_reliable,
+                "u_note": list(self.u_note),
+                "u_mean_plain": self.u_mean_plain,
+                "u_stderr_plain": self.u_stderr_plain,
+                "variance_reduction": (
+                    np.array([e.variance_reduction for e in self.levels], dtype=float) if self.control_variates else nan
+                ),
+                "ud_mean": self.ud_mean,
+                "ud_stderr": self.ud_stderr,
+                "identity": p.lam * prev,
+                "fixed_point": fp if fp is not None else nan,
+                "linearised": lin,
+                "n": p.n,
+                "d": p.d,
+                "load": p.lam,
+                "replace": p.replace,
+                "engine": self.engine,
+                "time_mode": self.time_mode,
+            }
+        )
 
     def _linearised(self, L):
         """``1 − q̃_i`` (derived) for ``i = 1..k``, 0 at ``k + 1``, NaN elsewhere."""
@@ -571,22 +580,14 @@ class SimulationResult:
         Parameters
         ----------
         cdf_points : int, optional
-            Also tabulate the sojourn and waiting CDFs on this many times (see
-            :meth:`cdf_grid`).
+            Also tabulate the sojourn and waiting CDFs on :meth:`cdf_grid` (which raises ValueError).
 
         Returns
         -------
         str
-            The run, the profile table (``E[u_i]`` ± s.e. against π(i), the linearised
-            profile and the identity), the maximum queue length against ``k_{λ,d}``, the
-            good set, the mean queue length, the response times (mean and quantiles ± s.e.
-            of sojourn and waiting), how the error bars were made, the self-checks, the
-            start (``start_note``), the precision target and the speed.
-
-        Raises
-        ------
-        ValueError
-            As :meth:`cdf_grid`: ``cdf_points`` < 2, or given when λ >= 1 (no response times).
+            The run, the profile against π(i), the linearised profile and the identity, the
+            maximum against ``k_{λ,d}``, the good set, the mean queue length, the response
+            times, the error analysis, the self-checks, the precision target and the speed.
         """
         return _render.summary_text(self, cdf_points)
 

@@ -34,8 +34,17 @@ from .chain import _Rep
 from .estimate import _result, _summarize, relaxation_time
 from .results import SimulationResult
 
-__all__ = ["simulate", "RunPlan", "ENGINES", "TIME_MODES", "BATCHES", "DEFAULT_STEPS", "MAX_RECORDS",
-           "PRECISION_LEVEL_MIN", "PRECISION_FIRST_STEPS"]
+__all__ = [
+    "simulate",
+    "RunPlan",
+    "ENGINES",
+    "TIME_MODES",
+    "BATCHES",
+    "DEFAULT_STEPS",
+    "MAX_RECORDS",
+    "PRECISION_LEVEL_MIN",
+    "PRECISION_FIRST_STEPS",
+]
 
 ENGINES = ("profile", "queues", "buckets")
 TIME_MODES = ("discrete", "continuous")
@@ -43,7 +52,7 @@ BATCHES = 1024  # batch means per replication (blocking needs many short ones, d
 MAX_RECORDS = 10**7  # trajectory records per replication
 PRECISION_LEVEL_MIN = 0.1  # precision= covers the levels with E[u_i] at least this (and the mean queue length)
 DEFAULT_MAX_STEPS = 2 * 10**9  # cap on measured steps per replication with precision=
-DEFAULT_STEPS = 10**8  # the default job (n = 10^4, d = 20, λ = 0.99) knows every error bar: 5e7 left E[u_3] "too short"
+DEFAULT_STEPS = 10**8  # enough for every error bar of the default job (n = 10^4, d = 20, λ = 0.99)
 PRECISION_FIRST_STEPS = 10**7  # first stretch of a precision= run without steps/time: it doubles from there
 PROGRESS_AFTER_S = 2.0
 _PER_QUEUE_MAX_N = 2**31 - 1
@@ -64,17 +73,24 @@ def _check_memory(engine: str, n: int, d: int, replace: bool, replications: int,
     # measured peaks (tracemalloc, tests/test_engines.py): queues 4 bytes per server (+ the bitset
     # without replacement; 4.5 with the final lengths at n = 4·10^6); buckets 8 (8.5 measured: the
     # final lengths are built beside the permutation)
-    per = (8 * n if engine == "buckets" else
-           4 * n + (0 if replace else 8 * ((n + 63) // 64) + (8 * d if d * 64 < n else 0)))
+    per = (
+        8 * n
+        if engine == "buckets"
+        else 4 * n + (0 if replace else 8 * ((n + 63) // 64) + (8 * d if d * 64 < n else 0))
+    )
     need = per * min(replications, workers)
     if n > _PER_QUEUE_MAX_N:
-        raise ValueError(f"engine={engine!r} keeps one entry per server and supports n <= {_PER_QUEUE_MAX_N}; "
-                         f"n={n} would need {need / 2**30:.3g} GiB; use engine='profile' (exact, memory O(levels))")
+        raise ValueError(
+            f"engine={engine!r} keeps one entry per server and supports n <= {_PER_QUEUE_MAX_N}; "
+            f"n={n} would need {need / 2**30:.3g} GiB; use engine='profile' (exact, memory O(levels))"
+        )
     avail = _available_memory()
     if avail is not None and need > 0.8 * avail:
-        raise ValueError(f"engine={engine!r} with n={n} needs {need / 2**30:.3g} GiB of memory "
-                         f"({per / n:.3g} bytes per server), more than is available ({avail / 2**30:.3g} GiB); "
-                         "use engine='profile' (exact, memory O(levels))")
+        raise ValueError(
+            f"engine={engine!r} with n={n} needs {need / 2**30:.3g} GiB of memory "
+            f"({per / n:.3g} bytes per server), more than is available ({avail / 2**30:.3g} GiB); "
+            "use engine='profile' (exact, memory O(levels))"
+        )
 
 
 def _default_record_levels(d: int, lam: float) -> int:
@@ -119,10 +135,30 @@ class RunPlan:
     force_window: bool = False  # tests: the windowed P tables at any n
 
 
-def _plan(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile", replace=True, start="empty",
-          seed=0, replications=1, workers=None, time_mode="discrete", eps=0.1, record_every=None,
-          record_levels=None, batches=None, precision=None, max_steps=None, client=None,
-          control_variates=True) -> RunPlan:
+def _plan(
+    n,
+    d,
+    lam,
+    *,
+    steps=None,
+    time=None,
+    burn_in=None,
+    engine="profile",
+    replace=True,
+    start="empty",
+    seed=0,
+    replications=1,
+    workers=None,
+    time_mode="discrete",
+    eps=0.1,
+    record_every=None,
+    record_levels=None,
+    batches=None,
+    precision=None,
+    max_steps=None,
+    client=None,
+    control_variates=True,
+) -> RunPlan:
     """Validate the arguments of :func:`simulate` (ValueError/TypeError naming the parameter)
     and return the run plan; nothing is run."""
     if not isinstance(control_variates, (bool, np.bool_)):
@@ -139,11 +175,12 @@ def _plan(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile", r
         if workers is not None:
             raise ValueError("workers and client exclude each other (the cluster has its own workers)")
         if precision is not None:
-            raise ValueError("precision= cannot run on a client: its stretches are planned from all "
-                             "replications together and keep every chain alive between them; run it locally "
-                             "(client=None, --scheduler not given)")
-    workers = (min(replications, os.cpu_count() or 1) if workers is None
-               else check_positive_int("workers", workers))
+            raise ValueError(
+                "precision= cannot run on a client: its stretches are planned from all "
+                "replications together and keep every chain alive between them; run it locally "
+                "(client=None, --scheduler not given)"
+            )
+    workers = min(replications, os.cpu_count() or 1) if workers is None else check_positive_int("workers", workers)
     eps = check_fraction("eps", eps, low=0.0, high=0.1)
     continuous = time_mode == "continuous"
     rate = n * (1.0 + lamf)
@@ -161,8 +198,9 @@ def _plan(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile", r
                 raise ValueError(f"time={time} is less than one step (a step is 1/(n(1+λ)) = {1 / rate:.3g})")
             kind, H = "time", float(S)
     else:
-        S = ((PRECISION_FIRST_STEPS if precision is not None else DEFAULT_STEPS) if steps is None
-             else _check_steps(steps))
+        S = DEFAULT_STEPS if precision is None else PRECISION_FIRST_STEPS
+        if steps is not None:
+            S = _check_whole("steps", steps)
         kind, H = ("events", S) if continuous else ("time", float(S))
     timed = continuous and kind == "time"
     events_h = H * rate if timed else H
@@ -181,12 +219,13 @@ def _plan(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile", r
         if B < 4:
             raise ValueError("precision needs at least 4 batches (give more steps)")
     if max_steps is not None:
-        max_steps = _check_steps(max_steps)
+        max_steps = _check_whole("max_steps", max_steps)
         if precision is None:
             raise ValueError("max_steps caps a run with precision=; give precision too")
         if max_steps < events_h:
-            raise ValueError(f"max_steps must be >= the first stretch of the run ({int(events_h)} steps); "
-                             f"got {max_steps}")
+            raise ValueError(
+                f"max_steps must be >= the first stretch of the run ({int(events_h)} steps); got {max_steps}"
+            )
     elif precision is not None:
         max_steps = max(DEFAULT_MAX_STEPS, int(events_h))
     # burn-in, in the unit the horizon was given in (steps, or time units with `time`)
@@ -197,7 +236,7 @@ def _plan(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile", r
         if not continuous:
             burn = float(round(burn * rate))
     else:
-        burn = float(_check_count("burn_in", burn_in))
+        burn = float(_check_whole("burn_in", burn_in, minimum=0))
     if not timed:
         burn = float(math.floor(burn))
 
@@ -229,16 +268,23 @@ def _plan(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile", r
         counts0 = start_counts(n, d, lam if stable else lamf, start)
 
     if record_every is not None:
-        record_every = (check_positive_float("record_every", record_every)
-                        if continuous or isinstance(record_every, float)
-                        else float(check_positive_int("record_every", record_every)))
+        record_every = (
+            check_positive_float("record_every", record_every)
+            if continuous or isinstance(record_every, float)
+            else float(check_positive_int("record_every", record_every))
+        )
         span = max_steps if precision is not None else events_h
         span_t = span / rate if continuous else span
         if span_t / record_every > MAX_RECORDS:
-            raise ValueError(f"record_every={record_every:g} would record {span_t / record_every:.3g} states per "
-                             f"replication; at most MAX_RECORDS = {MAX_RECORDS:.0e}: record less often")
-    rl = (_default_record_levels(d, lamf) if record_levels is None
-          else check_positive_int("record_levels", record_levels, maximum=10_000))
+            raise ValueError(
+                f"record_every={record_every:g} would record {span_t / record_every:.3g} states per "
+                f"replication; at most MAX_RECORDS = {MAX_RECORDS:.0e}: record less often"
+            )
+    rl = (
+        _default_record_levels(d, lamf)
+        if record_levels is None
+        else check_positive_int("record_levels", record_levels, maximum=10_000)
+    )
     if record_every is None:
         rl = 0
 
@@ -257,28 +303,68 @@ def _plan(n, d, lam, *, steps=None, time=None, burn_in=None, engine="profile", r
     if cost is not None:
         cautions.append((cost, CostWarning))
     if not stable:
-        cautions.append((f"load λ = {lam} >= 1: the chain has no equilibrium; the time averages describe this "
-                         "finite horizon only", RuntimeWarning))
+        msg = f"load λ = {lam} >= 1: the chain has no equilibrium; the time averages describe this finite horizon only"
+        cautions.append((msg, RuntimeWarning))
     if burn_in is None and stable and name == "empty":
         short = _short_burn_in(d, lamf, burn / rate if not timed else burn)
         if short:
             cautions.append((short, RuntimeWarning))
 
-    return RunPlan(params=params, lam_in=lam, engine=engine, continuous=continuous, horizon_kind=kind, horizon=H,
-                   burn=burn, batches=B, counts0=counts0, lengths=lengths, k=k or 0, lo=lo, hi=hi, eps=eps,
-                   stable=stable, record_every=record_every or 0.0, record_levels=rl, precision=precision,
-                   max_steps=max_steps, perfect=perfect, control_variates=bool(control_variates),
-                   replications=replications, workers=workers, seeds=seeds, cautions=tuple(cautions))
+    return RunPlan(
+        params=params,
+        lam_in=lam,
+        engine=engine,
+        continuous=continuous,
+        horizon_kind=kind,
+        horizon=H,
+        burn=burn,
+        batches=B,
+        counts0=counts0,
+        lengths=lengths,
+        k=k or 0,
+        lo=lo,
+        hi=hi,
+        eps=eps,
+        stable=stable,
+        record_every=record_every or 0.0,
+        record_levels=rl,
+        precision=precision,
+        max_steps=max_steps,
+        perfect=perfect,
+        control_variates=bool(control_variates),
+        replications=replications,
+        workers=workers,
+        seeds=seeds,
+        cautions=tuple(cautions),
+    )
 
 
 # =========================================================================== simulate
-def simulate(n: int, d: int, lam: float | str, *, steps: int | float | None = None, time: float | None = None,
-             burn_in: int | float | None = None, engine: str = "profile", replace: bool = True,
-             start: str | np.ndarray = "empty", seed: int | np.random.SeedSequence = 0, replications: int = 1,
-             workers: int | None = None, time_mode: str = "discrete", eps: float = 0.1,
-             record_every: float | None = None, record_levels: int | None = None, batches: int | None = None,
-             precision: float | None = None, max_steps: int | None = None, progress: bool | None = None,
-             client: Any = None, control_variates: bool = True) -> SimulationResult:
+def simulate(
+    n: int,
+    d: int,
+    lam: float | str,
+    *,
+    steps: int | float | None = None,
+    time: float | None = None,
+    burn_in: int | float | None = None,
+    engine: str = "profile",
+    replace: bool = True,
+    start: str | np.ndarray = "empty",
+    seed: int | np.random.SeedSequence = 0,
+    replications: int = 1,
+    workers: int | None = None,
+    time_mode: str = "discrete",
+    eps: float = 0.1,
+    record_every: float | None = None,
+    record_levels: int | None = None,
+    batches: int | None = None,
+    precision: float | None = None,
+    max_steps: int | None = None,
+    progress: bool | None = None,
+    client: Any = None,
+    control_variates: bool = True,
+) -> SimulationResult:
     """Simulate the (n, d, λ)-supermarket process and measure its time averages with honest errors.
 
     Parameters
@@ -294,8 +380,7 @@ def simulate(n: int, d: int, lam: float | str, *, steps: int | float | None = No
         In the unit of the horizon; default a tenth of it (0 with ``start="perfect"``).
         MSER may extend it (docs/model.md §9).
     engine : {"profile", "queues", "buckets"}
-        ``profile``: counts chain, any n; ``queues``: per-queue reference; ``buckets``: per
-        queue, O(1) per event.  All exact in law.
+        The engine, all exact in law (:mod:`supermarket.simulation`).
     replace : bool
         Sample the d queues with replacement (paper 000) or without (paper 002).
     start : str or array
@@ -321,7 +406,7 @@ def simulate(n: int, d: int, lam: float | str, *, steps: int | float | None = No
         Target relative half-width of the 95 % intervals of the mean queue length and of
         every ``E[u_i] >= PRECISION_LEVEL_MIN``: the run doubles until met or ``max_steps``.
     max_steps : int, optional
-        Cap on measured events per replication with ``precision`` (default 2·10^9).
+        Cap on measured events per replication with ``precision`` (default ``DEFAULT_MAX_STEPS``).
     progress : bool, optional
         Progress bar on stderr (default: on a terminal, after 2 s; none with ``client``).
     client : dask.distributed.Client, optional
@@ -334,8 +419,7 @@ def simulate(n: int, d: int, lam: float | str, *, steps: int | float | None = No
     Returns
     -------
     SimulationResult
-        Estimates with standard errors, reliability flags and effective sample sizes, the
-        self-checks and the start-up diagnosis; ``partial=True`` after Ctrl-C.
+        With error bars as docs/model.md §9 makes them; ``partial=True`` after Ctrl-C.
 
     Raises
     ------
@@ -343,17 +427,6 @@ def simulate(n: int, d: int, lam: float | str, *, steps: int | float | None = No
         Bad arguments, named with their valid range, before any work.
     KeyboardInterrupt
         Ctrl-C before anything was measured (otherwise a partial result is returned).
-
-    Notes
-    -----
-    Error bars (docs/model.md §9): blocking analysis of each replication's batch means,
-    pooled over replications when every one is reliable, else their spread (Student t).
-    MSER-5 drops a start-up transient; a start not forgotten marks nothing reliable.  The
-    identities ``E[u_1] = λ``, ``E[u_i] = λ E[P_{i−1}]`` are checked on the plain estimates:
-    a check fails beyond :func:`~supermarket.simulation.estimate.self_check_threshold` standard
-    errors (the Student-t quantile on the error's degrees of freedom with the tail of
-    ``SELF_CHECK_Z`` = 4 normal standard errors).  A standard error the run cannot trust is
-    NaN, with the reason in ``u_note`` or ``notes``.
 
     Examples
     --------
@@ -367,10 +440,9 @@ def simulate(n: int, d: int, lam: float | str, *, steps: int | float | None = No
     >>> bool((a.u_mean == b.u_mean).all())  # results do not depend on workers
     True
     """
-    plan = _plan(n, d, lam, steps=steps, time=time, burn_in=burn_in, engine=engine, replace=replace, start=start,
-                 seed=seed, replications=replications, workers=workers, time_mode=time_mode, eps=eps,
-                 record_every=record_every, record_levels=record_levels, batches=batches, precision=precision,
-                 max_steps=max_steps, client=client, control_variates=control_variates)
+    kw = dict(locals())  # the arguments, all but progress for the plan
+    progress = kw.pop("progress")
+    plan = _plan(**kw)
     for msg, category in plan.cautions:
         warnings.warn(msg, category, stacklevel=2)
     res = _execute(plan, progress=progress, client=client)
@@ -387,9 +459,12 @@ def _replications(plan: RunPlan) -> list[_Rep]:
     from .. import perfect as _pf
 
     p = plan.params
-    return [_Rep(dataclasses.replace(plan, counts0=_pf.sample_counts(
-        p.n, p.d, plan.lam_in, seed=np.random.SeedSequence(ss.entropy, spawn_key=(*ss.spawn_key, PERFECT_CHILD)),
-        replace=p.replace)), ss, r) for r, ss in enumerate(plan.seeds)]
+
+    def exact_start(ss):
+        seed = np.random.SeedSequence(ss.entropy, spawn_key=(*ss.spawn_key, PERFECT_CHILD))
+        return dataclasses.replace(plan, counts0=_pf.sample_counts(p.n, p.d, plan.lam_in, seed=seed, replace=p.replace))
+
+    return [_Rep(exact_start(ss), ss, r) for r, ss in enumerate(plan.seeds)]
 
 
 def _execute(plan: RunPlan, *, progress: bool | None = None, client: Any = None) -> SimulationResult:
@@ -403,6 +478,7 @@ def _execute(plan: RunPlan, *, progress: bool | None = None, client: Any = None)
     done_frac = [0.0] * plan.replications
     precision_state = None
     with ThreadPoolExecutor(max_workers=plan.workers) as pool:
+
         def run_round(fn):
             futs = [pool.submit(fn, rep, stop, done_frac) for rep in reps]
             try:
@@ -419,14 +495,14 @@ def _execute(plan: RunPlan, *, progress: bool | None = None, client: Any = None)
         if not interrupted and plan.precision is not None:
             precision_state = {"target": plan.precision, "met": False, "cap_hit": False, "rounds": 1}
             while True:
-                worst, factor = _precision_need(_result(plan, reps, _time.perf_counter() - t0, False),
-                                                plan.precision)
+                worst, factor = _precision_need(_result(plan, reps, _time.perf_counter() - t0, False), plan.precision)
                 precision_state["achieved"] = worst
                 if factor <= 1.0:
                     precision_state["met"] = True
                     break
-                f = _growth_factor(factor, plan.batches, max(rep.measured_events() for rep in reps),
-                                   plan.max_steps or math.inf)
+                f = _growth_factor(
+                    factor, plan.batches, max(rep.measured_events() for rep in reps), plan.max_steps or math.inf
+                )
                 if f < 2:
                     precision_state["cap_hit"] = True
                     break
@@ -468,8 +544,13 @@ def _run_on_client(reps, client):
 
     done = {}
     try:
-        parallel.map_tasks(_replication_task, reps, client=client, collect=False,
-                           on_result=lambda i, value, error: done.__setitem__(i, value))
+        parallel.map_tasks(
+            _replication_task,
+            reps,
+            client=client,
+            collect=False,
+            on_result=lambda i, value, error: done.__setitem__(i, value),
+        )
     except KeyboardInterrupt:
         if not done:
             raise KeyboardInterrupt("interrupted before any replication finished on the cluster") from None
@@ -506,10 +587,12 @@ def _short_burn_in(d: int, lam: float, burn_time: float) -> str:
     t_relax = relaxation_time(d, lam)
     if burn_time >= BURN_IN_RELAXATION_TIMES * t_relax:
         return ""
-    return (f"the default burn-in ({burn_time:.3g} time units) is shorter than {BURN_IN_RELAXATION_TIMES:g} "
-            f"relaxation times (1/μ = {t_relax:.3g} time units, slow mode, derived) from an empty start: the "
-            "averages may carry start-up bias; give a longer burn-in (burn_in=, --burn-in) or start from the "
-            "fixed point (start='fixed-point', --start fixed-point)")
+    return (
+        f"the default burn-in ({burn_time:.3g} time units) is shorter than {BURN_IN_RELAXATION_TIMES:g} "
+        f"relaxation times (1/μ = {t_relax:.3g} time units, slow mode, derived) from an empty start: the "
+        "averages may carry start-up bias; give a longer burn-in (burn_in=, --burn-in) or start from the "
+        "fixed point (start='fixed-point', --start fixed-point)"
+    )
 
 
 class CostWarning(UserWarning):
@@ -533,39 +616,36 @@ def _cost_of(events: float, replications: int, workers: int) -> str | None:
     secs = total / (EST_EVENTS_PER_SECOND * cores)
     from .._results import human_seconds
 
-    msg = (f"this run is about {total:.3g} events ({replications} replication(s) of {float(events):.3g}), "
-           f"about {human_seconds(secs)} at {EST_EVENTS_PER_SECOND:.0e} events/s per core on {cores} core(s)")
+    msg = (
+        f"this run is about {total:.3g} events ({replications} replication(s) of {float(events):.3g}), "
+        f"about {human_seconds(secs)} at {EST_EVENTS_PER_SECOND:.0e} events/s per core on {cores} core(s)"
+    )
     if total > MAX_RUN_EVENTS:
-        raise ValueError(f"{msg}: refused (more than {MAX_RUN_EVENTS:.0e} events); give fewer steps or a "
-                         "shorter time")
+        raise ValueError(f"{msg}: refused (more than {MAX_RUN_EVENTS:.0e} events); give fewer steps or a shorter time")
     return msg if total > WARN_RUN_EVENTS else None
 
 
 def _check_start_levels(start, top: int, batches: int, alive: int, growth: float = 0.0) -> None:
     need = 3 * 8 * (top + 1) * batches * alive
     if need > MAX_LEVEL_BYTES:
-        what = (f"at load > 1 the longest queue grows to at least {top} over this horizon" if growth >= 1
-                else f"start={start!r} has a queue of length {top}")
-        raise ValueError(f"{what}: the per-level statistics over {batches} batches need about "
-                         f"{need / 2**30:.3g} GiB (more than {MAX_LEVEL_BYTES / 2**30:.3g} GiB); "
-                         + ("give fewer steps or a shorter time" if growth >= 1
-                            else "start with a shorter queue or give fewer batches"))
+        what, fix = f"start={start!r} has a queue of length {top}", "start with a shorter queue or give fewer batches"
+        if growth >= 1:
+            what = f"at load > 1 the longest queue grows to at least {top} over this horizon"
+            fix = "give fewer steps or a shorter time"
+        raise ValueError(
+            f"{what}: the per-level statistics over {batches} batches need about {need / 2**30:.3g} "
+            f"GiB (more than {MAX_LEVEL_BYTES / 2**30:.3g} GiB); {fix}"
+        )
 
 
-def _check_steps(steps) -> int:
-    if isinstance(steps, float):
-        if not math.isfinite(steps) or steps <= 0 or steps != math.floor(steps):
-            raise ValueError(f"steps must be a positive finite integer; got {steps!r}")
-        steps = int(steps)
-    return check_positive_int("steps", steps)
-
-
-def _check_count(name, value) -> int:
+def _check_whole(name, value, minimum=1) -> int:
+    """An integer, or a float with an integral value (``1e7``), at least ``minimum`` (1 or 0)."""
     if isinstance(value, float):
-        if not math.isfinite(value) or value < 0 or value != math.floor(value):
-            raise ValueError(f"{name} must be an integer >= 0; got {value!r}")
+        if not math.isfinite(value) or value < minimum or value != math.floor(value):
+            what = "a positive finite integer" if minimum else "an integer >= 0"
+            raise ValueError(f"{name} must be {what}; got {value!r}")
         value = int(value)
-    return check_int(name, value, minimum=0)
+    return check_int(name, value, minimum=minimum)
 
 
 def _check_nonneg_float(name, value) -> float:
@@ -576,6 +656,7 @@ def _check_nonneg_float(name, value) -> float:
 
 def _wait_with_progress(futs, done_frac, progress, t0):
     import sys
+
     show = sys.stderr.isatty() if progress is None else bool(progress)
     bar = None
     task = None
@@ -587,9 +668,16 @@ def _wait_with_progress(futs, done_frac, progress, t0):
             if show and bar is None and (progress or _time.perf_counter() - t0 > PROGRESS_AFTER_S):
                 from rich.console import Console
                 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-                bar = Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.percentage:>5.1f}%"),
-                               TimeElapsedColumn(), TimeRemainingColumn(),
-                               console=Console(stderr=True), transient=True)
+
+                bar = Progress(
+                    TextColumn("simulating"),
+                    BarColumn(),
+                    TextColumn("{task.percentage:>5.1f}%"),
+                    TimeElapsedColumn(),
+                    TimeRemainingColumn(),
+                    console=Console(stderr=True),
+                    transient=True,
+                )
                 bar.start()
                 task = bar.add_task("sim", total=float(len(done_frac)))
             if bar is not None:
