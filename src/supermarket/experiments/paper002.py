@@ -24,6 +24,7 @@ import os
 import sys
 import time as _time
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +37,7 @@ from . import paper002_claims as claims
 __all__ = ["run", "plot_comparison", "CASES"]
 
 # (label, regime, keyword arguments of fluctuations.regime_params)
-CASES = {
+CASES: dict[str, dict[str, Any]] = {
     "a": dict(regime="a", kappa=1.0, d=None),
     "b": dict(regime="b", c=1.0, zeta=0.5),
     "c": dict(regime="c", zeta=1.0, centring="one"),  # d_n = n: JSQ
@@ -355,7 +356,7 @@ def scaling_sentence(scale) -> str:
 # =========================================================================== studies
 #: The pre-limit study's cases (docs/fluctuations.md): regime (b) with c = 1, ζ = 0.5 and
 #: regime (c) with ζ = 1, d_n = ⌊n^{3/4}⌋ (so d_n/√n = n^{1/4} → ∞; d = 1000 at n = 10^4).
-STUDY_CASES = {
+STUDY_CASES: dict[str, dict[str, Any]] = {
     "b": dict(regime="b", c=1.0, zeta=0.5),
     "c": dict(regime="c", zeta=1.0, d_exponent=0.75),
 }
@@ -411,6 +412,7 @@ def prelimit_study(ns=(10**3, 10**4, 10**5), *, labels=("b", "c"), chain_time=No
                    "chain_seconds": t_sim, "prelimit_seconds": t_pre,
                    "chain_adequate": bool(sim.moments.adequate), "chain_tau_int": sim.moments.tau_int}
             for src, m in (("chain", sim.moments), ("prelimit", pre.moments), ("limit", lim.moments)):
+                assert m.stderr is not None  # simulated moments carry standard errors
                 for k in STUDY_KEYS:
                     row[f"{src}_{k}"] = getattr(m, k)
                     row[f"{src}_{k}_se"] = m.stderr[k]
@@ -434,6 +436,7 @@ def reflection_study(dts=(0.04, 0.02, 0.01, 0.005, 0.0025, 0.001, 0.0005), *, ze
             r = fl.limit_sde("c", zeta=zeta, paths=paths, time=time, dt=dt, seed=seed, workers=workers, client=client,
                              record_paths=0, reflection=scheme)
             m = r.moments
+            assert m.stderr is not None  # simulated moments carry standard errors
             rows.append({"reflection": scheme, "dt": dt, "sqrt_dt": math.sqrt(dt), "mean_y": m.mean_z2,
                          "mean_y_se": m.stderr["mean_z2"], "var_q": m.var_z1, "var_q_se": m.stderr["var_z1"],
                          "push_rate": r.push_rate, "push_rate_se": r.push_rate_stderr, "seconds": r.seconds})

@@ -9,6 +9,7 @@ import math
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 
@@ -222,8 +223,12 @@ def sample(n, d, lam, *, samples=1, seed=0, replace=True, max_time=None, max_mem
             # the deadline travels as wall-clock (epoch) time: perf_counter is per machine
             wall_deadline = None if deadline is None else time.time() + (deadline - time.perf_counter())
             tasks = [(p, children[s], s, t0, wall_deadline, max_time, max_memory) for s in range(S)]
-            map_tasks(_cluster_task, tasks, client=client, collect=False,
-                      on_result=lambda s, value, error: (out.__setitem__(s, value), finished()))
+
+            def store(s: int, value: Any, error: BaseException | None) -> None:
+                out[s] = value  # an error is raised by map_tasks itself (return_errors=False)
+                finished()
+
+            map_tasks(_cluster_task, tasks, client=client, collect=False, on_result=store)
         elif workers == 1 or S == 1:
             for s in range(S):
                 job(s)
