@@ -8,12 +8,14 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from ..model import Params, as_seed_sequence, check_positive_float, check_positive_int, spawn_seeds
+from ..model import Params, SeedLike, as_seed_sequence, check_positive_float, check_positive_int, spawn_seeds
 from ..parallel import map_tasks
 from .past import BLOCK_MAX, _OutOfTime, _Past
 from .results import BudgetExceeded, PerfectResult, _result, steps_per_time_unit
@@ -109,8 +111,9 @@ def _cluster_task(task):
     return _job(p, ss, s, t0, deadline, max_time, max_memory, None)
 
 
-def sample(n, d, lam, *, samples=1, seed=0, replace=True, max_time=None, max_memory=None,
-           workers=1, client=None, progress=None) -> PerfectResult:
+def sample(n: int, d: int, lam: float | str | Fraction, *, samples: int = 1, seed: SeedLike = 0, replace: bool = True,
+           max_time: float | None = None, max_memory: int | None = None, workers: int = 1, client: Any = None,
+           progress: Callable[[int, int], None] | None = None) -> PerfectResult:
     """Exact samples from the stationary law of the (n, d, λ) supermarket chain.
 
     Dominated coupling from the past with random routing as the dominating process
@@ -248,7 +251,8 @@ def sample(n, d, lam, *, samples=1, seed=0, replace=True, max_time=None, max_mem
     return _result(p, out, time.perf_counter() - start, root, t0)
 
 
-def sample_counts(n, d, lam, seed=0, replace=True, *, max_time=None, max_memory=None) -> np.ndarray:
+def sample_counts(n: int, d: int, lam: float | str | Fraction, seed: SeedLike = 0, replace: bool = True, *,
+                  max_time: float | None = None, max_memory: int | None = None) -> np.ndarray:
     """One exact stationary sample as counts ``c_1, c_2, …`` (int64, ``c[0] = c_1``).
 
     This is the start-state representation of :mod:`supermarket.states` (trailing zeros
