@@ -85,8 +85,9 @@ def _join_law(lengths, d, replace):
     return out / count
 
 
-def solve_phase(n: int, d: int, lam: float | str, alpha: ArrayLike, T: ArrayLike, *, cap: int = 30,
-                replace: bool = True) -> PhaseExact:
+def solve_phase(
+    n: int, d: int, lam: float | str, alpha: ArrayLike, T: ArrayLike, *, cap: int = 30, replace: bool = True
+) -> PhaseExact:
     """Exact stationary law of JSQ(d) with ``PH(α, T)`` service for tiny ``n`` (docs/model.md §13).
 
     Parameters

@@ -64,8 +64,20 @@ class PhaseChain:
     ``run(t_stop)`` advances it to time ``t_stop``; ``events`` counts the events done.
     """
 
-    def __init__(self, n: int, d: int, lam: float, alpha: np.ndarray, T: np.ndarray, t0: np.ndarray, *, replace: bool,
-                 seed: np.random.SeedSequence, holding_exp: bool, levels: int = 16):
+    def __init__(
+        self,
+        n: int,
+        d: int,
+        lam: float,
+        alpha: np.ndarray,
+        T: np.ndarray,
+        t0: np.ndarray,
+        *,
+        replace: bool,
+        seed: np.random.SeedSequence,
+        holding_exp: bool,
+        levels: int = 16,
+    ):
         K = alpha.size
         self.n, self.K = n, K
         self.N = np.zeros((levels, K), np.int64)

@@ -113,8 +113,15 @@ def phase_tables(policy: int, n: int, d: int, rep: bool) -> np.ndarray:
 
 
 @njit(cache=True)
-def close_all(N: np.ndarray, P: np.ndarray, areaN: np.ndarray, stampN: np.ndarray, areaP: np.ndarray,
-              stampP: np.ndarray, now: float) -> None:
+def close_all(
+    N: np.ndarray,
+    P: np.ndarray,
+    areaN: np.ndarray,
+    stampN: np.ndarray,
+    areaP: np.ndarray,
+    stampP: np.ndarray,
+    now: float,
+) -> None:
     """Close every lazy integral up to time ``now`` (before reading ``areaN``, ``areaP``)."""
     L, K = N.shape
     for ell in range(L):
@@ -144,9 +151,17 @@ def _pick(cum, x):
 
 
 @njit(cache=True, nogil=True)
-def phase_kernel(state: tuple[np.ndarray, ...], meas: tuple[np.ndarray, ...], law: tuple[np.ndarray, ...],
-                 setup: tuple[Any, ...], tab: np.ndarray, s: np.ndarray, clock: np.ndarray, t_stop: float,
-                 max_events: int) -> tuple[int, int]:
+def phase_kernel(
+    state: tuple[np.ndarray, ...],
+    meas: tuple[np.ndarray, ...],
+    law: tuple[np.ndarray, ...],
+    setup: tuple[Any, ...],
+    tab: np.ndarray,
+    s: np.ndarray,
+    clock: np.ndarray,
+    t_stop: float,
+    max_events: int,
+) -> tuple[int, int]:
     """Run the phase-type counts chain until time ``t_stop`` or ``max_events`` events.
 
     Arguments (all updated in place; see the module docstring):

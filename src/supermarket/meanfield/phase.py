@@ -131,8 +131,9 @@ class PhaseFixedPoint:
     flow_error: float
 
 
-def _check(d: int, lam: float | str, alpha: ArrayLike, T: ArrayLike,
-           levels: int | None) -> tuple[int, float, np.ndarray, np.ndarray, np.ndarray]:
+def _check(
+    d: int, lam: float | str, alpha: ArrayLike, T: ArrayLike, levels: int | None
+) -> tuple[int, float, np.ndarray, np.ndarray, np.ndarray]:
     d = int(check_d(d))  # an int already (no allow_inf): typed float for the inf of other callers
     lam = check_load(lam)
     a, M, t0 = check_ph(alpha, T)
@@ -165,8 +166,9 @@ def _flow_error(x, lam, d, t0):
     return float(np.max(np.abs(left - right)))
 
 
-def phase_fixed_point(d: int, lam: float | str, alpha: ArrayLike, T: ArrayLike, *, levels: int | None = None,
-                      tol: float = 1e-14) -> PhaseFixedPoint:
+def phase_fixed_point(
+    d: int, lam: float | str, alpha: ArrayLike, T: ArrayLike, *, levels: int | None = None, tol: float = 1e-14
+) -> PhaseFixedPoint:
     """The fixed point of the phase-type mean field (docs/model.md §13).
 
     A Newton-type root finder (MINPACK ``hybr``) on the truncated drift, started from the
@@ -234,9 +236,19 @@ def _polish(x0, lam, d, a, M, t0):
     return x, float(np.max(np.abs(f(root.x))))
 
 
-def solve_phase_meanfield(d: int, lam: float | str, alpha: ArrayLike, T: ArrayLike, *, T_end: float, levels: int = 40,
-                          start: ArrayLike | None = None, t_eval: ArrayLike | None = None, rtol: float = 1e-10,
-                          atol: float = 1e-13) -> tuple[np.ndarray, list[np.ndarray]]:
+def solve_phase_meanfield(
+    d: int,
+    lam: float | str,
+    alpha: ArrayLike,
+    T: ArrayLike,
+    *,
+    T_end: float,
+    levels: int = 40,
+    start: ArrayLike | None = None,
+    t_eval: ArrayLike | None = None,
+    rtol: float = 1e-10,
+    atol: float = 1e-13,
+) -> tuple[np.ndarray, list[np.ndarray]]:
     """The phase-type mean-field ODE from ``start`` (default: all queues empty) to time ``T_end``.
 
     Parameters
