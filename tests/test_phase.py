@@ -223,6 +223,33 @@ def test_counts_stay_consistent():
     assert ch.ints[1] == ch.c[1:].sum() and np.all(ch.N >= 0)
 
 
+@pytest.mark.parametrize("replace", [True, False])
+def test_counts_above_the_table_size_take_p_directly(replace):
+    # n > FULL_MAX_N: no table, set_counts evaluates P_ℓ by p_of; against the closed form of
+    # docs/model.md §2: (c/n)^d with replacement, C(c, d)/C(n, d) without
+    from supermarket.engines.phase import FULL_MAX_N
+
+    n, d = FULL_MAX_N + 7, 3
+    ch = PhaseChain(
+        n,
+        d,
+        0.5,
+        np.ones(1),
+        -np.ones((1, 1)),
+        np.ones(1),
+        replace=replace,
+        seed=np.random.SeedSequence(0),
+        holding_exp=True,
+    )
+    assert ch.tab.size == 0
+    # counts of the order of n: the engine's log-domain P (log1p(−(n−c)/n)) loses ~n/c ulps
+    ch.set_counts([[0], [2_000_000], [1_000_000], [500_000]])
+    c = [n, 3_500_000, 1_500_000, 500_000]
+    want = [(x / n) ** d if replace else math.comb(x, d) / math.comb(n, d) for x in c]
+    assert np.array_equal(ch.c[:4], c) and ch.c[4:].sum() == 0
+    assert np.allclose(ch.P[:4], want, rtol=1e-12, atol=0.0) and np.all(ch.P[4:] == 0.0)
+
+
 @pytest.mark.parametrize(
     ("kw", "match"),
     [

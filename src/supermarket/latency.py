@@ -282,6 +282,7 @@ def verify_latency(design: LatencyDesign, n: int, *, steps: int = 2_000_000, rep
         assert design.load is not None  # a "least d" design is made at a given load
         runs = [(d, design.load) for d in cand]
     else:
+        assert design.d is not None  # a "largest load" design is made at a given d
         runs = [(design.d, design.answer)]
     import warnings
 
@@ -294,6 +295,7 @@ def verify_latency(design: LatencyDesign, n: int, *, steps: int = 2_000_000, rep
             res = simulate(n, d, lam, steps=steps, replications=replications, seed=seed, start="fixed-point",
                            progress=False, workers=workers, client=client)
         r = from_simulation(res, quantiles=(q,))
+        assert r.sojourn.stderr is not None  # a simulated law carries batch-means errors
         v, se = r.sojourn.quantiles[q], r.sojourn.stderr["quantiles"][q]
         failed = [c for c in getattr(res, "self_checks", ()) if c.get("result") == "fail"]
         why = None

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 
 from ._checks import check_int
 from .model import check_load
@@ -84,7 +85,9 @@ def _join_law(lengths, d, replace):
     return out / count
 
 
-def solve_phase(n, d, lam, alpha, T, *, cap=30, replace=True) -> PhaseExact:
+def solve_phase(
+    n: int, d: int, lam: float | str, alpha: ArrayLike, T: ArrayLike, *, cap: int = 30, replace: bool = True
+) -> PhaseExact:
     """Exact stationary law of JSQ(d) with ``PH(α, T)`` service for tiny ``n`` (docs/model.md §13).
 
     Parameters

@@ -12,6 +12,7 @@ belongs to :mod:`supermarket.service`; this module only checks arrays.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = ["check_ph", "ph_moments", "MEAN_TOL"]
 
@@ -19,7 +20,7 @@ MEAN_TOL = 1e-9
 """Largest accepted ``|mean − 1|`` of a representation."""
 
 
-def check_ph(alpha, T, *, name: str = "service") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def check_ph(alpha: ArrayLike, T: ArrayLike, *, name: str = "service") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Validate a phase-type representation with mean 1; returns ``(alpha, T, t0)`` as float arrays.
 
     Parameters
@@ -82,7 +83,7 @@ def check_ph(alpha, T, *, name: str = "service") -> tuple[np.ndarray, np.ndarray
     return a, M, t0
 
 
-def ph_moments(alpha, T) -> tuple[float, float]:
+def ph_moments(alpha: ArrayLike, T: ArrayLike) -> tuple[float, float]:
     """``(mean, scv)`` of ``PH(α, T)``: ``m1 = α(−T)^{-1}1``, ``m2 = 2α(−T)^{-2}1``,
     ``scv = m2/m1² − 1`` [classical].
 

@@ -25,11 +25,12 @@ import math
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._checks import check_int, check_positive_float
 from .engines.phase import POLICY_JSQD, STATUS_GROW, close_all, p_of, phase_kernel, phase_tables
 from .engines.rng import state_from_seed_sequence
-from .model import as_seed_sequence, check_load
+from .model import SeedLike, as_seed_sequence, check_load
 from .phase_law import check_ph
 from .stats import blocking
 
@@ -40,7 +41,7 @@ MIN_CROSSINGS = 100
 """Fewest expected arrivals into a level for its (I1) z-score."""
 
 
-def law_arrays(alpha, T, t0):
+def law_arrays(alpha: np.ndarray, T: np.ndarray, t0: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(alpha_cum, mu, move_cum)`` for the kernel (see :func:`.engines.phase.phase_kernel`)."""
     K = alpha.size
     alpha_cum = np.cumsum(alpha)
@@ -63,7 +64,20 @@ class PhaseChain:
     ``run(t_stop)`` advances it to time ``t_stop``; ``events`` counts the events done.
     """
 
-    def __init__(self, n, d, lam, alpha, T, t0, *, replace, seed, holding_exp, levels=16):
+    def __init__(
+        self,
+        n: int,
+        d: int,
+        lam: float,
+        alpha: np.ndarray,
+        T: np.ndarray,
+        t0: np.ndarray,
+        *,
+        replace: bool,
+        seed: np.random.SeedSequence,
+        holding_exp: bool,
+        levels: int = 16,
+    ):
         K = alpha.size
         self.n, self.K = n, K
         self.N = np.zeros((levels, K), np.int64)
@@ -84,7 +98,7 @@ class PhaseChain:
         self.clock = np.array([0.0, -1.0])
         self.events = 0
 
-    def set_counts(self, N):
+    def set_counts(self, N: ArrayLike) -> None:
         """Start from the counts ``N[ℓ, φ]`` (rows ``ℓ = 1..``; row 0 is ignored), with the
         derived ``c``, ``B``, ``P``, the maximum and the total; time and integrals restart at 0."""
         N = np.asarray(N, dtype=np.int64)
@@ -101,7 +115,7 @@ class PhaseChain:
             [
                 float(self.tab[x])
                 if self.tab.size
-                else p_of(POLICY_JSQD, x, *self.setup[:1], self.setup[2], self.setup[3], self.tab)
+                else p_of(POLICY_JSQD, int(x), int(self.setup[0]), int(self.setup[2]), self.setup[3], self.tab)
                 for x in self.c
             ]
         )
@@ -125,7 +139,7 @@ class PhaseChain:
             setattr(self, name, np.concatenate([a, np.zeros(L, a.dtype)]))
         self.stampP = np.concatenate([self.stampP, np.full(L, now)])
 
-    def run(self, t_stop):
+    def run(self, t_stop: float) -> None:
         while True:
             state = (self.N, self.B, self.c, self.P, self.ints)
             meas = (self.areaN, self.stampN, self.areaP, self.stampP)
@@ -138,7 +152,7 @@ class PhaseChain:
             elif self.clock[0] >= t_stop:
                 return
 
-    def run_events(self, events):
+    def run_events(self, events: int) -> None:
         """Advance by exactly ``events`` events (no time limit)."""
         left = int(events)
         while left > 0:
@@ -150,7 +164,7 @@ class PhaseChain:
             if status == STATUS_GROW:
                 self._grow()
 
-    def integrals(self):
+    def integrals(self) -> tuple[np.ndarray, np.ndarray]:
         """``(∫N dt, ∫P dt)`` closed up to now (copies)."""
         close_all(self.N, self.P, self.areaN, self.stampN, self.areaP, self.stampP, self.clock[0])
         return self.areaN.copy(), self.areaP.copy()
@@ -219,19 +233,19 @@ def _cv(y, z):
 
 
 def simulate_phase(
-    n,
-    d,
-    lam,
-    alpha,
-    T,
+    n: int,
+    d: int,
+    lam: float | str,
+    alpha: ArrayLike,
+    T: ArrayLike,
     *,
-    t_end=2000.0,
-    burn_in=None,
-    batches=128,
-    replace=True,
-    seed=None,
-    holding="mean",
-    start="empty",
+    t_end: float = 2000.0,
+    burn_in: float | None = None,
+    batches: int = 128,
+    replace: bool = True,
+    seed: SeedLike = None,
+    holding: str = "mean",
+    start: str = "empty",
 ) -> PhaseRun:
     """Simulate JSQ(d) with phase-type service ``PH(α, T)`` of mean 1 (docs/model.md §13).
 

@@ -62,6 +62,7 @@ exactly the numbers of an uncut run.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -90,7 +91,7 @@ STATUS_GROW = 2  # needs more level capacity (grow N, c, P, areaN, stampN, areaP
 
 
 @njit(cache=True)
-def p_of(policy, cl, n, d, rep, tab):
+def p_of(policy: int, cl: int, n: int, d: int, rep: bool, tab: np.ndarray) -> float:
     """``P_ℓ`` for a level holding ``cl`` queues of length ``>= ℓ``, under rule ``policy``
     (``tab``: the table ``P(0..n)``, or a length-0 array to evaluate directly)."""
     if policy == POLICY_JSQD:
@@ -101,7 +102,7 @@ def p_of(policy, cl, n, d, rep, tab):
 
 
 @njit(cache=True)
-def phase_tables(policy, n, d, rep):
+def phase_tables(policy: int, n: int, d: int, rep: bool) -> np.ndarray:
     """The table ``P(0..n)`` when ``n <= FULL_MAX_N``, else an empty array."""
     if n > FULL_MAX_N:
         return np.zeros(0)
@@ -112,7 +113,15 @@ def phase_tables(policy, n, d, rep):
 
 
 @njit(cache=True)
-def close_all(N, P, areaN, stampN, areaP, stampP, now):
+def close_all(
+    N: np.ndarray,
+    P: np.ndarray,
+    areaN: np.ndarray,
+    stampN: np.ndarray,
+    areaP: np.ndarray,
+    stampP: np.ndarray,
+    now: float,
+) -> None:
     """Close every lazy integral up to time ``now`` (before reading ``areaN``, ``areaP``)."""
     L, K = N.shape
     for ell in range(L):
@@ -142,7 +151,17 @@ def _pick(cum, x):
 
 
 @njit(cache=True, nogil=True)
-def phase_kernel(state, meas, law, setup, tab, s, clock, t_stop, max_events):
+def phase_kernel(
+    state: tuple[np.ndarray, ...],
+    meas: tuple[np.ndarray, ...],
+    law: tuple[np.ndarray, ...],
+    setup: tuple[Any, ...],
+    tab: np.ndarray,
+    s: np.ndarray,
+    clock: np.ndarray,
+    t_stop: float,
+    max_events: int,
+) -> tuple[int, int]:
     """Run the phase-type counts chain until time ``t_stop`` or ``max_events`` events.
 
     Arguments (all updated in place; see the module docstring):

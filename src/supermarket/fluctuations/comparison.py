@@ -287,6 +287,7 @@ class Comparison(Result):
         False, the reason in ``sim.moments.note``)."""
         out = {}
         s = self.sim.moments
+        assert s.stderr is not None  # the chain's moments always carry batch-means errors
         short = s.adequate is False
         for name, other in self.references():
             row = {}
@@ -497,6 +498,7 @@ def scaling(ns: Any = (10**3, 10**4, 10**5, 10**6), *, kappa: float = 1.0, theta
         sim = simulate_fluctuations(p, time=time, replications=replications, seed=ss, workers=workers,
                                     client=client)
         m = sim.moments
+        assert m.stderr is not None  # the chain's moments always carry batch-means errors
         sd = math.sqrt(max(m.var_z1, 0.0))
         sd_se = m.stderr["var_z1"] / (2 * sd) if sd > 0 else float("nan")
         try:

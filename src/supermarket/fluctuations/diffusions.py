@@ -213,7 +213,7 @@ def limit_sde(regime: str, *, kappa: float | None = None, c: float | None = None
     if regime == "a":
         kappa = check_positive_float("kappa", kappa)
         kind, par, z0 = KIND_A, [kappa], (0.0, 0.0)
-        params = {"kappa": kappa}
+        params: dict[str, float | str] = {"kappa": kappa}
     elif regime == "b":
         c = check_positive_float("c", c)
         zeta = _real("zeta", zeta)

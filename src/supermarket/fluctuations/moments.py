@@ -45,14 +45,14 @@ class Moments(Result):
     var_z1: float
     var_z2: float
     cov_z1z2: float
-    stderr: dict | None = None
+    stderr: dict[str, float] | None = None
     tau_int: float | None = None
     adequate: bool | None = None
     note: str = ""
     time_needed: float | None = None  # not adequate: the time per replication advised (with margin)
 
-    def to_dict(self) -> dict:
-        out = {k: float(getattr(self, k)) for k in KEYS}
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {k: float(getattr(self, k)) for k in KEYS}
         # a run too short to know its own error keeps no error bar: null, the reason in error_bars_note
         out["stderr"] = (None if self.stderr is None else
                          {k: None if self.adequate is False else float(self.stderr[k]) for k in KEYS})
@@ -131,7 +131,8 @@ def _moments_from_blocks(avg: np.ndarray) -> Moments:
         "cov_z1z2": avg[:, 4] - m2 * avg[:, 0] - m1 * avg[:, 1],
     }
     se = {k: (mean_stderr(v)[1] if B > 1 else float("nan")) for k, v in pseudo.items()}
-    return Moments(**{k: float(v) for k, v in vals.items()}, stderr=se)
+    return Moments(mean_z1=float(vals["mean_z1"]), mean_z2=float(vals["mean_z2"]), var_z1=float(vals["var_z1"]),
+                   var_z2=float(vals["var_z2"]), cov_z1z2=float(vals["cov_z1z2"]), stderr=se)
 
 
 #: A batch must last this many integrated autocorrelation times for batch means to be

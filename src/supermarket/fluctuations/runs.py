@@ -94,8 +94,10 @@ def _run_jobs(fn, tasks, workers, client=None, progress=None) -> list:
     """``fn`` over ``tasks`` in task order through :func:`supermarket.parallel.map_tasks`:
     on ``client`` (Dask) when given, else on ``workers`` threads (the kernels release the
     GIL).  Each task carries its own seed, so the results do not depend on the backend."""
-    return parallel.map_tasks(fn, tasks, workers=_workers(workers, len(tasks)), client=client,
-                              backend="threads", progress=progress)
+    out = parallel.map_tasks(fn, tasks, workers=_workers(workers, len(tasks)), client=client,
+                             backend="threads", progress=progress)
+    assert out is not None  # collect=True (the default): the list of results
+    return out
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.integrate as si
 import scipy.optimize as so
+from numpy.typing import ArrayLike
 
 from ..model import check_load
 from ..phase_law import check_ph
@@ -58,7 +59,7 @@ def _profile(x):
     return np.concatenate([[1.0], tail, [0.0]])
 
 
-def phase_drift(x, lam, d, alpha, T, t0):
+def phase_drift(x: np.ndarray, lam: float, d: int, alpha: np.ndarray, T: np.ndarray, t0: np.ndarray) -> np.ndarray:
     """The mean-field drift ``dx/dt`` of docs/model.md §13 (see the module docstring).
 
     Parameters
@@ -130,8 +131,10 @@ class PhaseFixedPoint:
     flow_error: float
 
 
-def _check(d, lam, alpha, T, levels):
-    d = check_d(d)
+def _check(
+    d: int, lam: float | str, alpha: ArrayLike, T: ArrayLike, levels: int | None
+) -> tuple[int, float, np.ndarray, np.ndarray, np.ndarray]:
+    d = int(check_d(d))  # an int already (no allow_inf): typed float for the inf of other callers
     lam = check_load(lam)
     a, M, t0 = check_ph(alpha, T)
     if levels is not None and (not isinstance(levels, int) or isinstance(levels, bool) or levels < 2):
@@ -163,7 +166,9 @@ def _flow_error(x, lam, d, t0):
     return float(np.max(np.abs(left - right)))
 
 
-def phase_fixed_point(d, lam, alpha, T, *, levels=None, tol=1e-14) -> PhaseFixedPoint:
+def phase_fixed_point(
+    d: int, lam: float | str, alpha: ArrayLike, T: ArrayLike, *, levels: int | None = None, tol: float = 1e-14
+) -> PhaseFixedPoint:
     """The fixed point of the phase-type mean field (docs/model.md §13).
 
     A Newton-type root finder (MINPACK ``hybr``) on the truncated drift, started from the
@@ -231,7 +236,19 @@ def _polish(x0, lam, d, a, M, t0):
     return x, float(np.max(np.abs(f(root.x))))
 
 
-def solve_phase_meanfield(d, lam, alpha, T, *, T_end, levels=40, start=None, t_eval=None, rtol=1e-10, atol=1e-13):
+def solve_phase_meanfield(
+    d: int,
+    lam: float | str,
+    alpha: ArrayLike,
+    T: ArrayLike,
+    *,
+    T_end: float,
+    levels: int = 40,
+    start: ArrayLike | None = None,
+    t_eval: ArrayLike | None = None,
+    rtol: float = 1e-10,
+    atol: float = 1e-13,
+) -> tuple[np.ndarray, list[np.ndarray]]:
     """The phase-type mean-field ODE from ``start`` (default: all queues empty) to time ``T_end``.
 
     Parameters

@@ -57,8 +57,9 @@ def start_bounds(n: int, d: int, lam: float | str, start: str | ArrayLike) -> di
     (4, 800.0)
     """
     p = Params(n, d, lam)
+    val: Any  # the start's integer value (parse_start), or None
     name, val = parse_start(start) if isinstance(start, str) else ("array", None)
-    out = {"k": None, "upper": None, "lower": None, "lower_start": None}
+    out: dict[str, Any] = {"k": None, "upper": None, "lower": None, "lower_start": None}
     if p.d >= 2:
         mb = theory.mixing_bounds(p.n, p.d, lam)
         out.update(k=mb.k, upper=mb.upper_steps, lower=mb.lower_steps, lower_start=mb.lower_steps)

@@ -294,6 +294,7 @@ class CoupledRun(Result):
         """
         if self.records_total is None:
             raise ValueError("record_every: nothing was recorded; run coupled_run with record_every >= 1")
+        assert self.records_distance is not None  # recorded together with records_total
         plt = pyplot()
         x = self.record_every * np.arange(1, self.records_total.shape[1] + 1)
         fig, (a0, a1) = plt.subplots(1, 2, figsize=(10, 3.6))

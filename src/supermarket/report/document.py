@@ -190,7 +190,7 @@ def _meta_lines(side: dict, rows: list[dict]) -> list[tuple[str, str]]:
     ]
 
 
-def build_report(out_dir, path, *, fmt: str = "html") -> str:
+def build_report(out_dir: str | Path, path: str | Path, *, fmt: str = "html") -> str:
     """Write the report of the sweep in ``out_dir`` to ``path`` (``fmt``: "html" or "md").
 
     HTML: one self-contained file, figures embedded as base64 PNG.  Markdown: the ``.md``

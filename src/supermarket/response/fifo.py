@@ -60,8 +60,8 @@ class FifoSample(Result):
         for kind, x in (("sojourn", self.sojourn), ("waiting", self.waiting)):
             parts = self._batched(x)
             bm = np.array([p.mean() for p in parts])
-            entry = {"mean": float(x.mean()), "mean_stderr": float(bm.std(ddof=1) / math.sqrt(len(parts))),
-                     "quantiles": {}}
+            entry: dict[str, Any] = {"mean": float(x.mean()),
+                                     "mean_stderr": float(bm.std(ddof=1) / math.sqrt(len(parts))), "quantiles": {}}
             for q in qs:
                 bq = np.array([np.quantile(p, q) for p in parts])
                 entry["quantiles"][q] = (float(np.quantile(x, q)), float(bq.std(ddof=1) / math.sqrt(len(parts))))

@@ -9,6 +9,7 @@ import math
 import numbers
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.optimize import brentq
 from scipy.special import gammaln
 
@@ -20,7 +21,7 @@ _ATOL = 1e-9  # tolerance on probabilities given as input (sums, ranges)
 
 
 # =========================================================================== validation
-def check_quantile(q, name: str = "quantile") -> float:
+def check_quantile(q: object, name: str = "quantile") -> float:
     """A quantile level ``q`` in (0, 1) as a float; ``TypeError``/``ValueError`` otherwise.
 
     Parameters
@@ -104,7 +105,7 @@ def _poisson_pmf(t: float, m: int) -> np.ndarray:
     return np.exp(i * math.log(t) - t - gammaln(i + 1.0))
 
 
-def sojourn_survival(tails, t) -> np.ndarray:
+def sojourn_survival(tails: ArrayLike, t: ArrayLike) -> np.ndarray:
     """``P(S > t)`` for the tails ``T_i = P(J >= i)``, ``i = 1, 2, …`` (docs/model.md §10).
 
     Parameters
@@ -131,7 +132,7 @@ def sojourn_survival(tails, t) -> np.ndarray:
     return np.array([float(_poisson_pmf(x, T.size) @ T) for x in ts])
 
 
-def waiting_survival(tails, t) -> np.ndarray:
+def waiting_survival(tails: ArrayLike, t: ArrayLike) -> np.ndarray:
     """``P(W > t)`` for the tails ``T_i = P(J >= i)`` (docs/model.md §10); ``P(W > 0) = T_1``.
 
     Parameters

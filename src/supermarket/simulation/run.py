@@ -108,7 +108,7 @@ class RunPlan:
     :mod:`.estimate`).  A new keyword of :func:`simulate` is one more field here."""
 
     params: Params
-    lam_in: object  # λ as given (str, Fraction, float): the exact value for k and perfect sampling
+    lam_in: float | str  # λ as given (str, Fraction, float): the exact value for k and perfect sampling
     engine: str
     continuous: bool
     horizon_kind: str  # "time": ``horizon`` is a time (steps in discrete mode); "events": an event count
