@@ -7,6 +7,7 @@ leave it unchanged.
 
 Compare totals on one machine (continuous clocks depend on the platform's ``log``/``exp``).
 """
+
 import hashlib
 import json
 import warnings
@@ -17,20 +18,25 @@ from supermarket import fluctuations as fl
 from supermarket.jsonable import to_jsonable
 
 h = hashlib.sha256()
+
+
 def add(label, obj):
     if isinstance(obj, np.ndarray):
         b = np.ascontiguousarray(obj).tobytes()
     else:
+
         def strip(o):
             if isinstance(o, dict):
                 return {k: strip(v) for k, v in o.items() if k not in ("seconds", "events_per_second")}
             if isinstance(o, list):
                 return [strip(v) for v in o]
             return o
+
         b = json.dumps(strip(to_jsonable(obj)), sort_keys=True, default=str).encode()
     d = hashlib.sha256(b).hexdigest()[:16]
     print(label, d)
     h.update(b)
+
 
 warnings.simplefilter("ignore")
 pa = fl.regime_a(400, 1.0, d=2)
@@ -59,8 +65,9 @@ add("limb", r.to_dict())
 add("lima", fl.limit_for(pa, paths=40, time=3.0, burn_in=0.5, dt=1e-2, seed=3, workers=1).to_dict())
 add("closed", fl.limit_closed_form(1.5).to_dict())
 add("acfa", np.array(fl.limit_acf_a(1.5, [0, 1, 2])))
-cmp = fl.compare(pb, time=20.0, burn_in=1.0, grid_dt=0.5, sde_paths=8, sde_time=1.0, sde_burn_in=0.2, dt=0.01,
-                 workers=1, seed=9)
+cmp = fl.compare(
+    pb, time=20.0, burn_in=1.0, grid_dt=0.5, sde_paths=8, sde_time=1.0, sde_burn_in=0.2, dt=0.01, workers=1, seed=9
+)
 d = cmp.to_dict()
 add("compare", d)
 add("compare summary", "\n".join(l for l in cmp.summary().splitlines() if " s (" not in l and "events in" not in l))

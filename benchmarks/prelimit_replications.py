@@ -49,8 +49,10 @@ def main() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         pre = fl.prelimit_sde(p, paths=256, time=100.0, dt=1e-3, seed=a.seed + 10**6, record_paths=0).moments
-    print(f"regime ({a.regime}), n = {p.n}, d_n = {p.d}, {a.reps} replications x {a.time:g} time units; "
-          f"{sum(r['adequate'] for r in rows)} flagged adequate")
+    print(
+        f"regime ({a.regime}), n = {p.n}, d_n = {p.d}, {a.reps} replications x {a.time:g} time units; "
+        f"{sum(r['adequate'] for r in rows)} flagged adequate"
+    )
     print(f"{'moment':9s} {'chain (rep. spread)':>22s} {'pre-limit':>18s} {'z':>6s} {'single-run se/spread':>21s}")
     for k in KEYS:
         v = np.array([r[k] for r in rows])

@@ -83,19 +83,40 @@ def dask_cluster(tmp_path_factory):
     port = free_port()
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     slog = logdir / "scheduler.log"
-    sched = subprocess.Popen([str(dask), "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                              "--no-dashboard"], stdout=open(slog, "wb"), stderr=subprocess.STDOUT,  # noqa: SIM115 - the child's log
-                             start_new_session=True, env=env)
+    sched = subprocess.Popen(
+        [str(dask), "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+        stdout=open(slog, "wb"),  # noqa: SIM115 - the process keeps it open
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env=env,
+    )
     procs = [sched]
     try:
         _wait_port(port, sched, 60, slog)
         address = f"tcp://127.0.0.1:{port}"
         wlog = logdir / "worker.log"
-        worker = subprocess.Popen([str(dask), "worker", address, "--host", "127.0.0.1", "--nworkers", "1",
-                                   "--nthreads", "2", "--no-dashboard", "--memory-limit", "0",
-                                   "--local-directory", str(logdir / "w")],
-                                  stdout=open(wlog, "wb"), stderr=subprocess.STDOUT,  # noqa: SIM115 - its log
-                                  start_new_session=True, env=env)
+        worker = subprocess.Popen(
+            [
+                str(dask),
+                "worker",
+                address,
+                "--host",
+                "127.0.0.1",
+                "--nworkers",
+                "1",
+                "--nthreads",
+                "2",
+                "--no-dashboard",
+                "--memory-limit",
+                "0",
+                "--local-directory",
+                str(logdir / "w"),
+            ],
+            stdout=open(wlog, "wb"),  # noqa: SIM115 - the process keeps it open
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
+        )
         procs.append(worker)
         from dask.distributed import Client
 
@@ -128,16 +149,25 @@ def chromium():
         if os.geteuid() != 0:
             pytest.skip("Chromium is not installed and installing it (apt-get install chromium) needs root")
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        res = subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", "chromium"],
-                             capture_output=True, text=True, env=env, timeout=900)
+        res = subprocess.run(
+            ["apt-get", "install", "-y", "--no-install-recommends", "chromium"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=900,
+        )
         if res.returncode != 0:
             upd = subprocess.run(["apt-get", "update"], capture_output=True, text=True, env=env, timeout=600)
-            res = subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", "chromium"],
-                                 capture_output=True, text=True, env=env, timeout=900)
+            res = subprocess.run(
+                ["apt-get", "install", "-y", "--no-install-recommends", "chromium"],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=900,
+            )
             if res.returncode != 0:
                 tail = (res.stderr or upd.stderr or "").strip().splitlines()
-                pytest.skip("Chromium could not be installed with apt-get"
-                            + (f": {tail[-1]}" if tail else ""))
+                pytest.skip("Chromium could not be installed with apt-get" + (f": {tail[-1]}" if tail else ""))
         path = _find_chromium()
         if path is None:
             pytest.skip("apt-get install chromium succeeded but no chromium executable was found")

@@ -154,8 +154,7 @@ def queue_law(n, d, lam, *, replace=True, M=10) -> ExactLaw:
         raise ValueError("d must be <= n without replacement")
     vecs = list(itertools.product(range(M + 1), repeat=n))
     index = {x: i for i, x in enumerate(vecs)}
-    tuples = (list(itertools.product(range(n), repeat=d)) if replace
-              else list(itertools.permutations(range(n), d)))
+    tuples = list(itertools.product(range(n), repeat=d)) if replace else list(itertools.permutations(range(n), d))
     wt = 1.0 / len(tuples)
     pa = lam / (1 + lam)
     pd = 1 / (1 + lam)

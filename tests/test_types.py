@@ -80,7 +80,7 @@ def _missing_in_package() -> list[str]:
 
 
 def test_the_rule_on_a_small_module():
-    source = '''
+    source = """
 def f(a: int, b, *args, c: int = 1, **kw) -> int: ...
 def g(a: int) -> None: ...
 def h(a: int): ...
@@ -98,7 +98,7 @@ class A:
     def _hidden(self, y): ...
 class _B:
     def m(self, y): ...
-'''
+"""
     assert missing_annotations(source) == [
         (2, "f", ["b", "*args", "**kw"]),
         (4, "h", ["return"]),
@@ -128,10 +128,13 @@ def test_mypy_passes():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-@pytest.mark.xfail(strict=False, reason="165 public signatures lack annotations (2026-12-01), all in modules of other "
-                   "branches (simulation, theory, meanfield, fluctuations, response, mixing, experiments, stationary, "
-                   "stats, latency, perfect, report, sweep.columns/measurements, cli.simulate); remove this mark "
-                   "when they are annotated")
+@pytest.mark.xfail(
+    strict=False,
+    reason="165 public signatures lack annotations (2026-12-01), all in modules of other "
+    "branches (simulation, theory, meanfield, fluctuations, response, mixing, experiments, stationary, "
+    "stats, latency, perfect, report, sweep.columns/measurements, cli.simulate); remove this mark "
+    "when they are annotated",
+)
 def test_every_public_signature_is_annotated():
     missing = _missing_in_package()
     assert not missing, f"{len(missing)} public signatures lack annotations:\n" + "\n".join(missing)

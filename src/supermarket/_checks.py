@@ -18,8 +18,17 @@ from decimal import Decimal, InvalidOperation
 
 import numpy as np
 
-__all__ = ["check_choice", "check_vector", "check_int", "check_positive_int", "check_real", "check_positive_float",
-           "check_fraction", "parse_count", "INT64_MAX"]
+__all__ = [
+    "check_choice",
+    "check_vector",
+    "check_int",
+    "check_positive_int",
+    "check_real",
+    "check_positive_float",
+    "check_fraction",
+    "parse_count",
+    "INT64_MAX",
+]
 
 INT64_MAX = 2**63 - 1
 """Largest integer any parameter may take: counts end up in 64-bit integers (NumPy, numba)."""
@@ -101,8 +110,9 @@ def check_int(name: str, value: object, *, minimum: int | None = None, maximum: 
         raise ValueError(f"{name} must be an integer{_range_text(minimum, maximum)}; got {_int_text(value)}")
     if abs(value) > INT64_MAX and (maximum is None or maximum <= INT64_MAX or value < -INT64_MAX):
         hi = INT64_MAX if maximum is None else min(maximum, INT64_MAX)
-        raise ValueError(f"{name} must be an integer{_range_text(minimum, hi)} (a 64-bit integer); "
-                         f"got {_int_text(value)}")
+        raise ValueError(
+            f"{name} must be an integer{_range_text(minimum, hi)} (a 64-bit integer); got {_int_text(value)}"
+        )
     return value
 
 
@@ -162,8 +172,9 @@ def _as_real(name: str, value: object) -> float:
     try:
         return float(value)
     except OverflowError:  # an int or Fraction beyond the doubles (about 1.8e308)
-        raise ValueError(f"{name} must be a finite real number (at most about 1.8e308 in magnitude); "
-                         f"got {_describe(value)}") from None
+        raise ValueError(
+            f"{name} must be a finite real number (at most about 1.8e308 in magnitude); got {_describe(value)}"
+        ) from None
 
 
 def _shown(value: object) -> str:
@@ -241,8 +252,9 @@ def check_positive_float(name: str, value: object, *, allow_inf: bool = False) -
     return x
 
 
-def check_fraction(name: str, value: object, *, low: float = 0.0, high: float = 1.0,
-                   low_open: bool = True, high_open: bool = False) -> float:
+def check_fraction(
+    name: str, value: object, *, low: float = 0.0, high: float = 1.0, low_open: bool = True, high_open: bool = False
+) -> float:
     """A real number in the interval between ``low`` and ``high``.
 
     Parameters

@@ -79,8 +79,11 @@ class Result:
     _plain: ClassVar[bool] = False
 
     def _fields_dict(self) -> dict[str, Any]:
-        out = {self._rename.get(f.name, f.name): _plain(getattr(self, f.name))
-               for f in fields(self) if f.name not in self._omit}  # type: ignore[arg-type]
+        out = {
+            self._rename.get(f.name, f.name): _plain(getattr(self, f.name))
+            for f in fields(self)  # type: ignore[arg-type]  # every subclass is a dataclass
+            if f.name not in self._omit
+        }
         extra = self._extra if isinstance(self._extra, dict) else {k: k for k in self._extra}
         for key, name in extra.items():
             v = getattr(self, name)
@@ -98,8 +101,9 @@ class Result:
         per scalar quantity (``quantity``, ``value``)."""
         if self._columns:
             return frame({c: getattr(self, a) for c, a in self._columns.items()})
-        return frame([{"quantity": k, "value": v} for k, v in self.to_dict().items()
-                      if not isinstance(v, (list, dict))])
+        return frame(
+            [{"quantity": k, "value": v} for k, v in self.to_dict().items() if not isinstance(v, (list, dict))]
+        )
 
     def to_json(self, **kw: Any) -> str:
         """``to_dict()`` as strict JSON text (keyword arguments go to :func:`json.dumps`)."""

@@ -141,15 +141,16 @@ def check_load(lam: object, *, require_stable: bool = True, name: str = "load", 
         raise ValueError(f"{name} (λ) must be a finite number > 0; got {shown}")
     if require_stable:
         if exact_load(lam) >= 1:
-            raise ValueError(
-                f"{name} (λ) must be in (0, 1) for an equilibrium to exist; got {shown}")
+            raise ValueError(f"{name} (λ) must be in (0, 1) for an equilibrium to exist; got {shown}")
         if x >= 1.0 and not exact:
             raise ValueError(
                 f"{name} (λ) must be in (0, 1) for an equilibrium to exist, and below 1 in double precision "
-                f"(at most 1 − 2^-53 = 0.99999999999999989); got {shown}, which rounds to 1")
+                f"(at most 1 − 2^-53 = 0.99999999999999989); got {shown}, which rounds to 1"
+            )
     elif x > MAX_LOAD:
-        raise ValueError(f"{name} (λ) must be in (0, {MAX_LOAD:g}] (a finite horizon at a higher load is "
-                         f"all arrivals); got {shown}")
+        raise ValueError(
+            f"{name} (λ) must be in (0, {MAX_LOAD:g}] (a finite horizon at a higher load is all arrivals); got {shown}"
+        )
     return x
 
 
@@ -248,22 +249,30 @@ class Params:
 
     if TYPE_CHECKING:  # the load may be given exactly (a string or Fraction); it is stored as a float
 
-        def __init__(self, n: int, d: int, lam: float | str | Fraction, replace: bool = True,
-                     stable: bool = True, lam_exact: Fraction | None = None) -> None: ...
+        def __init__(
+            self,
+            n: int,
+            d: int,
+            lam: float | str | Fraction,
+            replace: bool = True,
+            stable: bool = True,
+            lam_exact: Fraction | None = None,
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         n = check_positive_int("n", self.n)
         if n > MAX_N:
-            raise ValueError(f"n must be an integer in [1, 2^53 = {MAX_N}] for the simulation engines (they "
-                             f"compute c_i/n in double precision, exact up to 2^53); got {_int_text(n)}")
+            raise ValueError(
+                f"n must be an integer in [1, 2^53 = {MAX_N}] for the simulation engines (they "
+                f"compute c_i/n in double precision, exact up to 2^53); got {_int_text(n)}"
+            )
         d = check_positive_int("d", self.d)
         if not isinstance(self.replace, (bool, np.bool_)):
             raise TypeError(f"replace must be True or False; got {_describe(self.replace)}")
         lam_in = self.lam
         lam = check_load(lam_in, require_stable=self.stable)
         if not self.replace and d > n:
-            raise ValueError(
-                f"d must be <= n when sampling without replacement (replace=False); got d={d}, n={n}")
+            raise ValueError(f"d must be <= n when sampling without replacement (replace=False); got d={d}, n={n}")
         object.__setattr__(self, "n", n)
         object.__setattr__(self, "d", d)
         object.__setattr__(self, "lam", lam)
@@ -351,8 +360,10 @@ def spawn_seeds(seed: SeedLike, count: int) -> list[np.random.SeedSequence]:
     # a list of 10^7 seeds is about a gigabyte; 10^400 replications would never end
     count = check_int("number of replications (seeds)", count, minimum=0, maximum=MAX_SEEDS)
     root = as_seed_sequence(seed)
-    return [np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (r,),
-                                   pool_size=root.pool_size) for r in range(count)]
+    return [
+        np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (r,), pool_size=root.pool_size)
+        for r in range(count)
+    ]
 
 
 def seed_to_uint64(ss: np.random.SeedSequence) -> int:

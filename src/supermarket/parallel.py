@@ -63,8 +63,17 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # Dask is an optional extra
     from distributed import Client
 
-__all__ = ["map_tasks", "call", "connect", "dask_available", "default_workers", "SchedulerError",
-           "stop_requested", "check_stop", "BACKENDS"]
+__all__ = [
+    "map_tasks",
+    "call",
+    "connect",
+    "dask_available",
+    "default_workers",
+    "SchedulerError",
+    "stop_requested",
+    "check_stop",
+    "BACKENDS",
+]
 
 #: Local backends of :func:`map_tasks` (a Dask ``client`` overrides both).
 BACKENDS = ("processes", "threads")
@@ -129,8 +138,7 @@ def dask_available() -> bool:
     import importlib.util
 
     try:
-        return importlib.util.find_spec("distributed") is not None and \
-            importlib.util.find_spec("dask") is not None
+        return importlib.util.find_spec("distributed") is not None and importlib.util.find_spec("dask") is not None
     except (ImportError, ValueError):
         return False
 
@@ -146,8 +154,10 @@ def _probe_tcp(host: str, port: int, timeout: float, address: str) -> None:
     try:
         sock = socket.create_connection((host, port), timeout=timeout)
     except (OSError, ValueError) as exc:
-        raise SchedulerError(f"cannot reach the Dask scheduler at {address} within {timeout:g} s "
-                             f"({type(exc).__name__}); is `dask scheduler` running there?") from None
+        raise SchedulerError(
+            f"cannot reach the Dask scheduler at {address} within {timeout:g} s "
+            f"({type(exc).__name__}); is `dask scheduler` running there?"
+        ) from None
     deadline = time.monotonic() + timeout
     try:
         head = b""
@@ -164,14 +174,17 @@ def _probe_tcp(host: str, port: int, timeout: float, address: str) -> None:
     finally:
         sock.close()
     if head is None:
-        raise SchedulerError(f"{address} accepted the connection but sent no Dask handshake within "
-                             f"{timeout:g} s: not a Dask scheduler")
+        raise SchedulerError(
+            f"{address} accepted the connection but sent no Dask handshake within {timeout:g} s: not a Dask scheduler"
+        )
     if len(head) < 16:
         raise SchedulerError(f"{address} closed the connection without a Dask handshake: not a Dask scheduler")
     size, frames = struct.unpack("<QQ", head)
     if not (16 <= size <= _MAX_HANDSHAKE_BYTES and 1 <= frames <= _MAX_HANDSHAKE_FRAMES):
-        raise SchedulerError(f"{address} answered with something that is not a Dask handshake "
-                             f"(first bytes {head[:8]!r}): not a Dask scheduler")
+        raise SchedulerError(
+            f"{address} answered with something that is not a Dask handshake "
+            f"(first bytes {head[:8]!r}): not a Dask scheduler"
+        )
 
 
 def connect(address: str, timeout: float = 5.0) -> Client:
@@ -208,14 +221,16 @@ def connect(address: str, timeout: float = 5.0) -> Client:
     if not isinstance(address, str) or not ADDRESS.match(address.strip()):
         raise SchedulerError(f"{address!r} is not a Dask scheduler address like tcp://HOST:PORT")
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (0 < timeout <= MAX_TIMEOUT):
-        raise ValueError(f"timeout must be a positive number of seconds, at most {MAX_TIMEOUT:g} (11.6 days); "
-                         f"got {timeout!r}")
+        raise ValueError(
+            f"timeout must be a positive number of seconds, at most {MAX_TIMEOUT:g} (11.6 days); got {timeout!r}"
+        )
     address = address.strip()
     try:
         from dask.distributed import Client
     except ImportError as exc:
-        raise SchedulerError(f"a Dask scheduler needs the 'dask' extra (pip install 'supermarket[dask]'): "
-                             f"{type(exc).__name__}: {exc}") from None
+        raise SchedulerError(
+            f"a Dask scheduler needs the 'dask' extra (pip install 'supermarket[dask]'): {type(exc).__name__}: {exc}"
+        ) from None
     m = re.match(r"^tcp://(\[[^\]]+\]|[^:]+):(\d+)$", address)
     if m:
         _probe_tcp(m.group(1).strip("[]"), int(m.group(2)), float(timeout), address)
@@ -234,8 +249,10 @@ def connect(address: str, timeout: float = 5.0) -> Client:
     if th.is_alive() or "error" in box:
         err = box.get("error")
         why = f" ({type(err).__name__})" if err is not None else ""
-        raise SchedulerError(f"cannot reach the Dask scheduler at {address} within {timeout:g} s{why}; "
-                             "is `dask scheduler` running there?")
+        raise SchedulerError(
+            f"cannot reach the Dask scheduler at {address} within {timeout:g} s{why}; "
+            "is `dask scheduler` running there?"
+        )
     return box["client"]
 
 
@@ -349,11 +366,18 @@ def _check_workers(workers: object) -> int:
     return workers
 
 
-def map_tasks(fn: Callable[[Any], Any], tasks: Iterable[Any], *, workers: int | None = 1, client: Client | None = None,
-              backend: str = "processes",
-              on_result: Callable[[int, Any, BaseException | None], None] | None = None,
-              progress: Callable[[int, int, int], None] | None = None,
-              return_errors: bool = False, collect: bool = True) -> list | None:
+def map_tasks(
+    fn: Callable[[Any], Any],
+    tasks: Iterable[Any],
+    *,
+    workers: int | None = 1,
+    client: Client | None = None,
+    backend: str = "processes",
+    on_result: Callable[[int, Any, BaseException | None], None] | None = None,
+    progress: Callable[[int, int, int], None] | None = None,
+    return_errors: bool = False,
+    collect: bool = True,
+) -> list | None:
     """Apply ``fn`` to every task; results in task order on every backend.
 
     Parameters
@@ -536,8 +560,9 @@ def _run_threads(fn, tasks, nw, deliver, report):
 def _run_pool(fn, tasks, nw, deliver, report):
     import multiprocessing as mp
 
-    pool = cf.ProcessPoolExecutor(max_workers=nw, mp_context=mp.get_context("spawn"), initializer=_worker_init,
-                                  initargs=(os.getpid(),))
+    pool = cf.ProcessPoolExecutor(
+        max_workers=nw, mp_context=mp.get_context("spawn"), initializer=_worker_init, initargs=(os.getpid(),)
+    )
     total = len(tasks)
     try:
         futs = {pool.submit(fn, t): i for i, t in enumerate(tasks)}
@@ -599,7 +624,8 @@ def _run_dask(fn, tasks, client, deliver, report):
                 raise SchedulerError(
                     f"the Dask cluster has had no workers for {NO_WORKERS_GRACE_SECONDS:g} s ({len(pending)} of "
                     f"{total} tasks not run); the finished ones are kept: start workers (`dask worker "
-                    f"{_address(client)}`) and run the same command again to resume")
+                    f"{_address(client)}`) and run the same command again to resume"
+                )
     except BaseException:
         with suppress(Exception):
             client.cancel(futs)
@@ -617,8 +643,10 @@ def _address(client: Client) -> str:
 
 
 def _lost_scheduler(client: Client) -> str:
-    return (f"lost the Dask scheduler {_address(client)} mid-run (it stopped or the connection broke); "
-            "the finished tasks are kept: restart it and run the same command again to resume")
+    return (
+        f"lost the Dask scheduler {_address(client)} mid-run (it stopped or the connection broke); "
+        "the finished tasks are kept: restart it and run the same command again to resume"
+    )
 
 
 def _cluster_threads(client: Client) -> int:

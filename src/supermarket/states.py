@@ -145,8 +145,10 @@ def parse_start(start: str | ArrayLike) -> tuple[str, Any]:
             minimum = 1 if key == "long" else 0
             val = check_int(f"start {key}:value", val, minimum=minimum, maximum=MAX_START_LEVEL)
             return key, val
-        raise ValueError(f"unknown start {start!r}; valid: empty, fixed-point (good), customers:G, long:L, "
-                         "a queue-lengths vector or a profile array")
+        raise ValueError(
+            f"unknown start {start!r}; valid: empty, fixed-point (good), customers:G, long:L, "
+            "a queue-lengths vector or a profile array"
+        )
     return "array", np.asarray(start)
 
 

@@ -24,16 +24,28 @@ import click
 # command name -> (module, attribute, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "simulate": ("supermarket.cli.simulate", "simulate", "Simulate the chain and compare with theory (main job)."),
-    "theory": ("supermarket.cli.theory", "theory",
-               "The papers' calculators: k, fixed point, good set, Theorem 1.2, mixing bounds."),
+    "theory": (
+        "supermarket.cli.theory",
+        "theory",
+        "The papers' calculators: k, fixed point, good set, Theorem 1.2, mixing bounds.",
+    ),
     "design": ("supermarket.cli.theory", "design", "Least d that keeps every queue at most K long at this load."),
-    "exact": ("supermarket.cli.exact", "exact",
-              "Exact stationary law and response times of a small system (sparse solve)."),
-    "meanfield": ("supermarket.cli.meanfield", "meanfield",
-                  "Mean-field ODE, fixed point, refined mean field and linear noise."),
+    "exact": (
+        "supermarket.cli.exact",
+        "exact",
+        "Exact stationary law and response times of a small system (sparse solve).",
+    ),
+    "meanfield": (
+        "supermarket.cli.meanfield",
+        "meanfield",
+        "Mean-field ODE, fixed point, refined mean field and linear noise.",
+    ),
     "mixing": ("supermarket.cli.mixing", "mixing", "Coalescence and mixing times from a chosen start."),
-    "fluctuations": ("supermarket.cli.fluctuations", "fluctuations",
-                     "Near-equilibrium fluctuations in the regimes of paper 002."),
+    "fluctuations": (
+        "supermarket.cli.fluctuations",
+        "fluctuations",
+        "Near-equilibrium fluctuations in the regimes of paper 002.",
+    ),
     "reproduce": ("supermarket.cli.reproduce", "reproduce", "Reproduce the experiments of paper 000 or paper 002."),
     "perfect": ("supermarket.cli.perfect", "perfect", "Exact stationary samples (dominated coupling from the past)."),
     "sweep": ("supermarket.cli.sweep", "sweep", "Run a parameter sweep (TOML) locally or on a Dask cluster."),
@@ -51,8 +63,9 @@ class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [name for name, (mod, _, _) in COMMANDS.items() if importlib.util.find_spec(mod) is not None]
 
-    def resolve_command(self, ctx: click.Context,
-                        args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
         name = args[0] if args else None
         if name is not None and name not in COMMANDS and not name.startswith("-"):
             import difflib
@@ -80,12 +93,17 @@ class LazyGroup(click.Group):
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
 
-    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
-             complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
         _quiet_dask_client_logs()
         try:
-            rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var,
-                              standalone_mode=False, **extra)
+            rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False, **extra)
         except (click.exceptions.Abort, KeyboardInterrupt):
             click.echo("supermarket: interrupted", err=True)
             sys.exit(130)
@@ -146,8 +164,14 @@ def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> N
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
-              help="Show the version and exit.")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and exit.",
+)
 def main() -> None:
     """supermarket: the supermarket model (JSQ(d), power of d choices), simulated exactly and
     fast, with the mean-field theory and the calculators of its heavy-traffic papers.

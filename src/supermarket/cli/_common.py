@@ -69,8 +69,9 @@ def _can_create_in(directory: Path) -> bool:
     return True
 
 
-def _path_text(ptype: click.ParamType, value: Any, what: str, param: click.Parameter | None,
-               ctx: click.Context | None) -> tuple[str, Path]:
+def _path_text(
+    ptype: click.ParamType, value: Any, what: str, param: click.Parameter | None, ctx: click.Context | None
+) -> tuple[str, Path]:
     """The text of a path option and its expanded :class:`~pathlib.Path`; an empty path or
     one with a NUL character fails (``what``: "file" or "directory", for the message)."""
     text = os.fspath(value) if isinstance(value, os.PathLike) else str(value)
@@ -106,17 +107,19 @@ class OutputFile(click.ParamType):
             if self.parents and not parent.exists():
                 parent = _exists_ancestor(parent.absolute())
             if not parent.is_dir():
-                self.fail(f"the directory {str(parent)!r} of {text!r} does not exist "
-                          "(create it first)", param, ctx)
+                self.fail(f"the directory {str(parent)!r} of {text!r} does not exist (create it first)", param, ctx)
             if path.exists():
                 if not os.access(path, os.W_OK):
                     self.fail(f"{text!r} is not writable", param, ctx)
             elif not _can_create_in(parent):
-                self.fail(f"cannot create {text!r}: the directory {str(parent)!r} is not "
-                          "writable", param, ctx)
+                self.fail(f"cannot create {text!r}: the directory {str(parent)!r} is not writable", param, ctx)
             if self.figure and _figure_format(path) not in FIGURE_FORMATS:
-                self.fail(f"unknown figure format {_figure_format(path)!r} of {text!r}; "
-                          f"use one of {', '.join('.' + f for f in FIGURE_FORMATS)}", param, ctx)
+                self.fail(
+                    f"unknown figure format {_figure_format(path)!r} of {text!r}; "
+                    f"use one of {', '.join('.' + f for f in FIGURE_FORMATS)}",
+                    param,
+                    ctx,
+                )
         except OSError as exc:  # e.g. a name too long
             self.fail(f"{text!r}: {exc.strerror or exc}", param, ctx)
         return self.path_type(text)
@@ -145,11 +148,9 @@ class OutputDir(click.ParamType):
             else:
                 anc = _exists_ancestor(path.absolute())
                 if not anc.is_dir():
-                    self.fail(f"cannot create {text!r}: {str(anc)!r} is not a directory",
-                              param, ctx)
+                    self.fail(f"cannot create {text!r}: {str(anc)!r} is not a directory", param, ctx)
                 if not _can_create_in(anc):
-                    self.fail(f"cannot create {text!r}: the directory {str(anc)!r} is not "
-                              "writable", param, ctx)
+                    self.fail(f"cannot create {text!r}: the directory {str(anc)!r} is not writable", param, ctx)
         except OSError as exc:
             self.fail(f"{text!r}: {exc.strerror or exc}", param, ctx)
         return self.path_type(text)
@@ -293,9 +294,16 @@ class TaskProgress:
                 TimeRemainingColumn,
             )
 
-            self._prog = Progress(TextColumn(self.label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                  TextColumn("left"), TimeRemainingColumn(), console=Console(stderr=True),
-                                  transient=True)
+            self._prog = Progress(
+                TextColumn(self.label),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("left"),
+                TimeRemainingColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
             self._prog.start()
             self._id = self._prog.add_task(self.label, total=total)
         self._prog.update(self._id, completed=done)

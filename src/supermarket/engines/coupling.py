@@ -111,11 +111,29 @@ def _arrival_position(u, n, d, replace, log_cnd):
 
 
 @njit(cache=True, nogil=True)
-def run_coupled(c: np.ndarray, top: np.ndarray, dist: np.ndarray, tau: np.ndarray, n: int, d: int, p_arrival: float,
-                replace: bool, step0: int, max_steps: int, rng: np.ndarray, stop_when_coalesced: bool,
-                area: np.ndarray, last: np.ndarray, top_time: np.ndarray, record_every: int, rec_total: np.ndarray,
-                rec_dist: np.ndarray, rec_c: np.ndarray, rec_count: np.ndarray,
-                check: bool) -> tuple[int, int, int, int]:
+def run_coupled(
+    c: np.ndarray,
+    top: np.ndarray,
+    dist: np.ndarray,
+    tau: np.ndarray,
+    n: int,
+    d: int,
+    p_arrival: float,
+    replace: bool,
+    step0: int,
+    max_steps: int,
+    rng: np.ndarray,
+    stop_when_coalesced: bool,
+    area: np.ndarray,
+    last: np.ndarray,
+    top_time: np.ndarray,
+    record_every: int,
+    rec_total: np.ndarray,
+    rec_dist: np.ndarray,
+    rec_c: np.ndarray,
+    rec_count: np.ndarray,
+    check: bool,
+) -> tuple[int, int, int, int]:
     """Advance ``M`` coupled copies by at most ``max_steps - step0`` steps.
 
     Arrays (modified in place):

@@ -48,9 +48,24 @@ def _exp1(s):
 
 
 @njit(cache=True)
-def fifo_kernel(ring: np.ndarray, head: np.ndarray, qlen: np.ndarray, c: np.ndarray, area_P: np.ndarray,
-                area_c: np.ndarray, tab: np.ndarray, s: np.ndarray, perm: np.ndarray, pi: np.ndarray, sf: np.ndarray,
-                si: np.ndarray, soj: np.ndarray, wai: np.ndarray, jl: np.ndarray, max_events: int) -> int:
+def fifo_kernel(
+    ring: np.ndarray,
+    head: np.ndarray,
+    qlen: np.ndarray,
+    c: np.ndarray,
+    area_P: np.ndarray,
+    area_c: np.ndarray,
+    tab: np.ndarray,
+    s: np.ndarray,
+    perm: np.ndarray,
+    pi: np.ndarray,
+    sf: np.ndarray,
+    si: np.ndarray,
+    soj: np.ndarray,
+    wai: np.ndarray,
+    jl: np.ndarray,
+    max_events: int,
+) -> int:
     n = pi[0]
     d = pi[1]
     rep = pi[2] != 0

@@ -44,9 +44,16 @@ __all__ = [
     "apply_codes",
     "conditional_max",
     "fill_lengths",
-    "G_TOP", "G_PATHMAX",
-    "A_TOTL", "A_TOTU", "A_MET", "A_STEP", "A_STATUS", "A_METSTEP",
-    "STATUS_OK", "STATUS_CAPACITY",
+    "G_TOP",
+    "G_PATHMAX",
+    "A_TOTL",
+    "A_TOTU",
+    "A_MET",
+    "A_STEP",
+    "A_STATUS",
+    "A_METSTEP",
+    "STATUS_OK",
+    "STATUS_CAPACITY",
     "EXPLICIT_MAX_D",
 ]
 
@@ -81,8 +88,7 @@ def geometric_fill(out: np.ndarray, log_lam: float, s: np.ndarray) -> None:
 
 
 @njit(cache=True, nogil=True)
-def conditional_max(j1: I64, n: int, d: int, replace: bool, s: np.ndarray, mark: np.ndarray,
-                    picks: np.ndarray) -> I64:
+def conditional_max(j1: I64, n: int, d: int, replace: bool, s: np.ndarray, mark: np.ndarray, picks: np.ndarray) -> I64:
     """``M = max(J_1, J_2, …, J_d)`` given ``J_1 = j1`` (0-based positions, docs/model.md §12).
 
     With replacement ``J_2..J_d`` are i.i.d. uniform on ``0..n-1``; without, they are a
@@ -139,9 +145,21 @@ def conditional_max(j1: I64, n: int, d: int, replace: bool, s: np.ndarray, mark:
 
 
 @njit(cache=True, nogil=True)
-def generate_past(x: np.ndarray, c: np.ndarray, gs: np.ndarray, s: np.ndarray, buf: np.ndarray, start: int,
-                  nsteps: int, n: int, d: int, replace: bool, p_arr: float, mark: np.ndarray,
-                  picks: np.ndarray) -> int:
+def generate_past(
+    x: np.ndarray,
+    c: np.ndarray,
+    gs: np.ndarray,
+    s: np.ndarray,
+    buf: np.ndarray,
+    start: int,
+    nsteps: int,
+    n: int,
+    d: int,
+    replace: bool,
+    p_arr: float,
+    mark: np.ndarray,
+    picks: np.ndarray,
+) -> int:
     """Generate ``nsteps`` further steps of ``D`` into the past, and their innovations.
 
     ``x, c``: ``D`` in sorted form (updated in place); ``gs``: ``[top, pathmax]``; ``s``:
@@ -218,8 +236,9 @@ def _serve(x, c, p):
 
 
 @njit(cache=True, nogil=True)
-def apply_codes(buf: np.ndarray, lo: int, hi: int, xl: np.ndarray, cl: np.ndarray, xu: np.ndarray, cu: np.ndarray,
-                st: np.ndarray) -> int:
+def apply_codes(
+    buf: np.ndarray, lo: int, hi: int, xl: np.ndarray, cl: np.ndarray, xu: np.ndarray, cu: np.ndarray, st: np.ndarray
+) -> int:
     """Run the lower copy ``L`` and the upper copy ``U`` forwards through ``buf[hi-1]``,
     ``buf[hi-2]``, …, ``buf[lo]`` (reverse order of generation = forward time).
 

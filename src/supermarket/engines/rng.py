@@ -16,8 +16,15 @@ from numba import njit
 
 from .layout import I64
 
-__all__ = ["new_state", "next_u64", "next_double", "next_below", "step_double", "next_normal",
-           "state_from_seed_sequence"]
+__all__ = [
+    "new_state",
+    "next_u64",
+    "next_double",
+    "next_below",
+    "step_double",
+    "next_normal",
+    "state_from_seed_sequence",
+]
 
 _M64 = 0xFFFFFFFFFFFFFFFF
 TWO_M53 = 1.0 / 9007199254740992.0  # 2**-53
@@ -91,8 +98,9 @@ def next_below(s: np.ndarray, n: int) -> I64:
 
 
 @njit(cache=True)
-def step_double(s0: np.uint64, s1: np.uint64, s2: np.uint64,
-                s3: np.uint64) -> tuple[float, np.uint64, np.uint64, np.uint64, np.uint64]:
+def step_double(
+    s0: np.uint64, s1: np.uint64, s2: np.uint64, s3: np.uint64
+) -> tuple[float, np.uint64, np.uint64, np.uint64, np.uint64]:
     """``next_double`` on a state held in four local variables (for hot loops that keep
     the state in registers): returns ``(u, s0, s1, s2, s3)``; write the words back to the
     state array when the loop ends.  Shares the step :func:`_step` with :func:`next_u64`

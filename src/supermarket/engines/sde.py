@@ -128,8 +128,18 @@ def _implicit(q_pred, h, par):
 
 
 @njit(cache=True, nogil=True)
-def em_paths(kind: int, par: np.ndarray, h: float, n_burn: int, n_steps: int, rec_every: int, rng: np.ndarray,
-             ps: np.ndarray, rec: np.ndarray, max_work: int) -> int:
+def em_paths(
+    kind: int,
+    par: np.ndarray,
+    h: float,
+    n_burn: int,
+    n_steps: int,
+    rec_every: int,
+    rng: np.ndarray,
+    ps: np.ndarray,
+    rec: np.ndarray,
+    max_work: int,
+) -> int:
     """Advance the paths of ``ps`` (float64[P, NS]; columns 0, 1, 2: ``z1, z2``, max of
     ``z1`` — set by the caller — then the sums described in the module docstring) in order;
     stop after ``max_work`` steps.  Returns 1 when every path is done, else 0.

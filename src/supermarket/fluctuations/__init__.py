@@ -35,12 +35,36 @@ from __future__ import annotations
 
 from .chain import CHUNK_EVENTS, TABLE_MAX_N, FluctuationSim, simulate_fluctuations
 from .comparison import Comparison, ScalingResult, ScalingRow, compare, lna_acf, lna_moments, scaling
-from .diffusions import (CHUNK_STEPS, REFLECTIONS, SDE_CHUNK, LimitSDE, limit_acf_a, limit_closed_form, limit_for,
-                         limit_sde, prelimit_sde)
+from .diffusions import (
+    CHUNK_STEPS,
+    REFLECTIONS,
+    SDE_CHUNK,
+    LimitSDE,
+    limit_acf_a,
+    limit_closed_form,
+    limit_for,
+    limit_sde,
+    prelimit_sde,
+)
 from .moments import BATCH_TAU_FACTOR, KEYS, Moments, autocorrelation, integrated_autocorrelation_time
-from .regimes import (DERIVED_NOTE, LARGE_D_ONE_MINUS_LAMBDA, LEVEL_CAPACITY, MAX_REGIME_N, REGIMES,
-                      SMALL_SQRT_N_GAP, Condition, RegimeCondition, RegimeParams, RegimeWarning, centre, regime_a,
-                      regime_b, regime_c, regime_params, scaled)
+from .regimes import (
+    DERIVED_NOTE,
+    LARGE_D_ONE_MINUS_LAMBDA,
+    LEVEL_CAPACITY,
+    MAX_REGIME_N,
+    REGIMES,
+    SMALL_SQRT_N_GAP,
+    Condition,
+    RegimeCondition,
+    RegimeParams,
+    RegimeWarning,
+    centre,
+    regime_a,
+    regime_b,
+    regime_c,
+    regime_params,
+    scaled,
+)
 from .runs import EVENTS_PER_SECOND, MAX_GRID_BYTES, REFUSE_EVENTS, SDE_STEPS_PER_SECOND, WARN_EVENTS, WorkWarning
 
 __all__ = [

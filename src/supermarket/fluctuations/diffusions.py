@@ -23,8 +23,17 @@ from .moments import Moments, _moments_from_blocks, autocorrelation
 from .regimes import RegimeParams, _nonneg, _positive_zeta, _real
 from .runs import SDE_STEPS_PER_SECOND, _check_grid, _check_work, _default_burn_in, _run_jobs, _ScaledRun, _workers
 
-__all__ = ["LimitSDE", "REFLECTIONS", "SDE_CHUNK", "CHUNK_STEPS", "limit_sde", "prelimit_sde", "limit_for",
-           "limit_closed_form", "limit_acf_a"]
+__all__ = [
+    "LimitSDE",
+    "REFLECTIONS",
+    "SDE_CHUNK",
+    "CHUNK_STEPS",
+    "limit_sde",
+    "prelimit_sde",
+    "limit_for",
+    "limit_closed_form",
+    "limit_acf_a",
+]
 
 #: Kernel calls are cut into chunks of about this many Euler steps (a few hundredths of a
 #: second), so Ctrl-C is honoured promptly; the numbers do not depend on the cut.
@@ -78,14 +87,28 @@ class LimitSDE(_ScaledRun):
         if self.regime.startswith("pre"):
             method = "Euler–Maruyama, pre-limit diffusion (finite-n coefficients; stiff term implicit)"
         else:
-            method = "Euler–Maruyama" + (f", reflection by {self.params.get('reflection')}"
-                                         if self.regime == "c" else "")
-        out = {"regime": self.regime, "params": self.params, "paths": self.paths, "time": self.time,
-               "burn_in": self.burn_in, "dt": self.dt, "seconds": self.seconds, "max_q": self.max_q,
-               "method": method, **self.moments.to_dict()}
+            method = "Euler–Maruyama" + (
+                f", reflection by {self.params.get('reflection')}" if self.regime == "c" else ""
+            )
+        out = {
+            "regime": self.regime,
+            "params": self.params,
+            "paths": self.paths,
+            "time": self.time,
+            "burn_in": self.burn_in,
+            "dt": self.dt,
+            "seconds": self.seconds,
+            "max_q": self.max_q,
+            "method": method,
+            **self.moments.to_dict(),
+        }
         if self.push_rate is not None:
-            out.update(push_rate=self.push_rate, push_rate_stderr=self.push_rate_stderr,
-                       y_push_rate=self.y_push_rate, y_push_rate_stderr=self.y_push_rate_stderr)
+            out.update(
+                push_rate=self.push_rate,
+                push_rate_stderr=self.push_rate_stderr,
+                y_push_rate=self.y_push_rate,
+                y_push_rate_stderr=self.y_push_rate_stderr,
+            )
         return out
 
 
@@ -107,8 +130,24 @@ def _sde_task(args):
     return mine, buf
 
 
-def _run_sde(kind, par, z0, *, paths, time, burn_in, dt, grid_dt, record_paths, seed, workers,
-             max_lag, what, client=None, progress=None):
+def _run_sde(
+    kind,
+    par,
+    z0,
+    *,
+    paths,
+    time,
+    burn_in,
+    dt,
+    grid_dt,
+    record_paths,
+    seed,
+    workers,
+    max_lag,
+    what,
+    client=None,
+    progress=None,
+):
     """Shared driver of :func:`limit_sde` and :func:`prelimit_sde`: chunks of 32 paths
     (chunk ``j``: xoshiro state from child ``j`` of ``seed``), each advanced in calls of
     :data:`CHUNK_STEPS` steps.  Returns the pieces of a :class:`LimitSDE`."""
@@ -122,11 +161,19 @@ def _run_sde(kind, par, z0, *, paths, time, burn_in, dt, grid_dt, record_paths, 
     rec_every = max(1, int(round(grid_dt / dt)))
     grid_dt = rec_every * dt
     steps_f = time / dt
-    _check_grid(Rp, steps_f / rec_every, f"{what}: time = {time:g} with grid_dt = {grid_dt:g} and "
-                f"{Rp} recorded path(s)", "lower the time or record fewer paths")
-    _check_work(P * (steps_f + burn_in / dt), SDE_STEPS_PER_SECOND,
-                f"{what}: {P} paths × (burn-in {burn_in:g} + time {time:g}) / dt {dt:g} needs steps",
-                "lower paths, time, burn_in or raise dt", _workers(workers, (P + SDE_CHUNK - 1) // SDE_CHUNK))
+    _check_grid(
+        Rp,
+        steps_f / rec_every,
+        f"{what}: time = {time:g} with grid_dt = {grid_dt:g} and {Rp} recorded path(s)",
+        "lower the time or record fewer paths",
+    )
+    _check_work(
+        P * (steps_f + burn_in / dt),
+        SDE_STEPS_PER_SECOND,
+        f"{what}: {P} paths × (burn-in {burn_in:g} + time {time:g}) / dt {dt:g} needs steps",
+        "lower paths, time, burn_in or raise dt",
+        _workers(workers, (P + SDE_CHUNK - 1) // SDE_CHUNK),
+    )
     n_steps = int(round(steps_f))
     n_burn = int(round(burn_in / dt))
     if n_steps < 1:
@@ -136,9 +183,21 @@ def _run_sde(kind, par, z0, *, paths, time, burn_in, dt, grid_dt, record_paths, 
     ps = np.zeros((P, NS))
     ps[:, 0], ps[:, 1], ps[:, 2] = z0[0], z0[1], z0[0]
     par = np.asarray(par, dtype=float)
-    tasks = [(kind, par, dt, n_burn, n_steps, rec_every, ss, ps[lo:lo + size].copy(),
-              max(0, min(lo + size, Rp) - min(lo, Rp)), G)
-             for (lo, size), ss in zip(chunks, spawn_seeds(seed, len(chunks)))]
+    tasks = [
+        (
+            kind,
+            par,
+            dt,
+            n_burn,
+            n_steps,
+            rec_every,
+            ss,
+            ps[lo : lo + size].copy(),
+            max(0, min(lo + size, Rp) - min(lo, Rp)),
+            G,
+        )
+        for (lo, size), ss in zip(chunks, spawn_seeds(seed, len(chunks)))
+    ]
     t0 = _time.perf_counter()
     out = _run_jobs(_sde_task, tasks, workers, client, progress)
     secs = _time.perf_counter() - t0
@@ -155,10 +214,23 @@ def _run_sde(kind, par, z0, *, paths, time, burn_in, dt, grid_dt, record_paths, 
     else:
         L = 0
         a1 = a2 = s1 = s2 = np.ones(1)
-    return dict(paths=P, time=time, burn_in=burn_in, dt=dt, seconds=secs, moments=mom,
-                max_q=float(ps[:, 2].max()), t=np.arange(G) * grid_dt, grid=rec,
-                lags=np.arange(L + 1) * grid_dt, acf_z1=a1, acf_z2=a2, acf_z1_stderr=s1, acf_z2_stderr=s2,
-                push=(*_mean_and_stderr(push), *_mean_and_stderr(ypush)))
+    return dict(
+        paths=P,
+        time=time,
+        burn_in=burn_in,
+        dt=dt,
+        seconds=secs,
+        moments=mom,
+        max_q=float(ps[:, 2].max()),
+        t=np.arange(G) * grid_dt,
+        grid=rec,
+        lags=np.arange(L + 1) * grid_dt,
+        acf_z1=a1,
+        acf_z2=a2,
+        acf_z1_stderr=s1,
+        acf_z2_stderr=s2,
+        push=(*_mean_and_stderr(push), *_mean_and_stderr(ypush)),
+    )
 
 
 def _mean_and_stderr(per_path: np.ndarray) -> tuple[float, float]:
@@ -168,10 +240,24 @@ def _mean_and_stderr(per_path: np.ndarray) -> tuple[float, float]:
     return m, se
 
 
-def limit_sde(regime: str, *, kappa: float | None = None, c: float | None = None, zeta: float | None = None,
-              paths: int = 256, time: float = 100.0, burn_in: float | None = None, dt: float = 1e-3,
-              record_paths: int = 8, grid_dt: float = 0.05, max_lag: float = 10.0, seed: Any = 0,
-              workers: int | None = None, reflection: str = "bridge", client: Any = None) -> LimitSDE:
+def limit_sde(
+    regime: str,
+    *,
+    kappa: float | None = None,
+    c: float | None = None,
+    zeta: float | None = None,
+    paths: int = 256,
+    time: float = 100.0,
+    burn_in: float | None = None,
+    dt: float = 1e-3,
+    record_paths: int = 8,
+    grid_dt: float = 0.05,
+    max_lag: float = 10.0,
+    seed: Any = 0,
+    workers: int | None = None,
+    reflection: str = "bridge",
+    client: Any = None,
+) -> LimitSDE:
     """Simulate the limit diffusion of ``regime`` (docs/model.md §8, derived) with many paths.
 
     Parameters
@@ -232,17 +318,43 @@ def limit_sde(regime: str, *, kappa: float | None = None, c: float | None = None
         params["reflection"] = reflection
         par[2] = 1.0 if reflection == "bridge" else 0.0
     burn_in = _default_burn_in(regime, zeta, 20.0) if burn_in is None else _nonneg("burn_in", burn_in)
-    out = _run_sde(kind, par, z0, paths=paths, time=time, burn_in=burn_in, dt=dt, grid_dt=grid_dt,
-                   record_paths=record_paths, seed=seed, workers=workers, max_lag=max_lag, client=client,
-                   what=f"the regime-({regime}) limit diffusion")
+    out = _run_sde(
+        kind,
+        par,
+        z0,
+        paths=paths,
+        time=time,
+        burn_in=burn_in,
+        dt=dt,
+        grid_dt=grid_dt,
+        record_paths=record_paths,
+        seed=seed,
+        workers=workers,
+        max_lag=max_lag,
+        client=client,
+        what=f"the regime-({regime}) limit diffusion",
+    )
     push = out.pop("push")
-    extra = dict(zip(("push_rate", "push_rate_stderr", "y_push_rate", "y_push_rate_stderr"), push)) if regime == "c" else {}
+    extra = (
+        dict(zip(("push_rate", "push_rate_stderr", "y_push_rate", "y_push_rate_stderr"), push)) if regime == "c" else {}
+    )
     return LimitSDE(regime=regime, params=params, **out, **extra)
 
 
-def prelimit_sde(p: RegimeParams, *, paths: int = 256, time: float = 100.0, burn_in: float | None = None,
-                 dt: float = 1e-3, record_paths: int = 8, grid_dt: float = 0.05, max_lag: float = 10.0, seed: Any = 0,
-                 workers: int | None = None, client: Any = None) -> LimitSDE:
+def prelimit_sde(
+    p: RegimeParams,
+    *,
+    paths: int = 256,
+    time: float = 100.0,
+    burn_in: float | None = None,
+    dt: float = 1e-3,
+    record_paths: int = 8,
+    grid_dt: float = 0.05,
+    max_lag: float = 10.0,
+    seed: Any = 0,
+    workers: int | None = None,
+    client: Any = None,
+) -> LimitSDE:
     """The pre-limit diffusion at ``p`` (docs/model.md §8, derived): the diffusion
     approximation of the chain's levels 1 and 2 with the finite-``n`` coefficients.
 
@@ -305,11 +417,27 @@ def prelimit_sde(p: RegimeParams, *, paths: int = 256, time: float = 100.0, burn
     # start at the centre x^n in these coordinates
     z0 = (sq * (p.x[0] - c_n), sq * (p.x[1] if len(p.x) > 1 else 0.0))
     zeta_eff = zeta_n if zeta_n > 0 else None
-    burn_in = (_default_burn_in("c" if p.regime == "c" else p.regime, zeta_eff, 20.0) if burn_in is None
-               else _nonneg("burn_in", burn_in))
-    out = _run_sde(KIND_PRE, par, z0, paths=paths, time=time, burn_in=burn_in, dt=dt, grid_dt=grid_dt,
-                   record_paths=record_paths, seed=seed, workers=workers, max_lag=max_lag, client=client,
-                   what=f"the pre-limit diffusion at n = {n}")
+    burn_in = (
+        _default_burn_in("c" if p.regime == "c" else p.regime, zeta_eff, 20.0)
+        if burn_in is None
+        else _nonneg("burn_in", burn_in)
+    )
+    out = _run_sde(
+        KIND_PRE,
+        par,
+        z0,
+        paths=paths,
+        time=time,
+        burn_in=burn_in,
+        dt=dt,
+        grid_dt=grid_dt,
+        record_paths=record_paths,
+        seed=seed,
+        workers=workers,
+        max_lag=max_lag,
+        client=client,
+        what=f"the pre-limit diffusion at n = {n}",
+    )
     push = out.pop("push")
     # report in p's coordinates: z = √n(G − m) = (Q + √n(c_n − m_1), Y − √n m_2)
     s1, s2 = sq * (c_n - p.m[0]), -sq * p.m[1]
@@ -317,10 +445,25 @@ def prelimit_sde(p: RegimeParams, *, paths: int = 256, time: float = 100.0, burn
     out["moments"] = Moments(m.mean_z1 + s1, m.mean_z2 + s2, m.var_z1, m.var_z2, m.cov_z1z2, stderr=m.stderr)
     out["grid"] = out["grid"] + np.array([s1, s2])
     out["max_q"] = out["max_q"] + s1
-    params = {"n": n, "d_n": d, "lambda_n": lam, "c_n": c_n, "zeta_n": zeta_n, "replace": p.replace,
-              "q_max": qmax, "effective_c": d / (sq * c_n)}
-    return LimitSDE(regime=f"pre-{p.regime}", params=params, push_rate=push[0], push_rate_stderr=push[1],
-                    y_push_rate=push[2], y_push_rate_stderr=push[3], **out)
+    params = {
+        "n": n,
+        "d_n": d,
+        "lambda_n": lam,
+        "c_n": c_n,
+        "zeta_n": zeta_n,
+        "replace": p.replace,
+        "q_max": qmax,
+        "effective_c": d / (sq * c_n),
+    }
+    return LimitSDE(
+        regime=f"pre-{p.regime}",
+        params=params,
+        push_rate=push[0],
+        push_rate_stderr=push[1],
+        y_push_rate=push[2],
+        y_push_rate_stderr=push[3],
+        **out,
+    )
 
 
 def limit_for(p: RegimeParams, **kw: Any) -> LimitSDE:
@@ -371,8 +514,9 @@ def limit_closed_form(kappa: float) -> Moments:
     1.0
     """
     k = check_positive_float("kappa", kappa)
-    return Moments(mean_z1=0.0, mean_z2=0.0, var_z1=2 / (2 + k), var_z2=k * k / (2 + k),
-                   cov_z1z2=k / (2 + k), stderr=None)
+    return Moments(
+        mean_z1=0.0, mean_z2=0.0, var_z1=2 / (2 + k), var_z2=k * k / (2 + k), cov_z1z2=k / (2 + k), stderr=None
+    )
 
 
 def limit_acf_a(kappa: float, lags: ArrayLike) -> tuple[np.ndarray, np.ndarray]:

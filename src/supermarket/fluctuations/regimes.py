@@ -39,8 +39,10 @@ __all__ = [
 
 #: The three regimes of paper 002 (docs/model.md §8): d_n/√n → 0, c, ∞.
 REGIMES = ("a", "b", "c")
-DERIVED_NOTE = ("The limit diffusions of paper 002 and their parametrisation are derived for this "
-                "project (docs/model.md §8 marks them derived), not quoted theorems.")
+DERIVED_NOTE = (
+    "The limit diffusions of paper 002 and their parametrisation are derived for this "
+    "project (docs/model.md §8 marks them derived), not quoted theorems."
+)
 
 # d_n(1−λ_n) must be large for a single Brownian motion (docs/model.md §8): below this we warn.
 LARGE_D_ONE_MINUS_LAMBDA = 10.0
@@ -125,11 +127,20 @@ class RegimeParams(Result):
         >>> regime_c(100, 1.0, warn=False).to_frame()[["condition", "holds"]].shape
         (2, 2)
         """
-        base = {"regime": self.regime, "n": self.n, "d_n": self.d, "lambda_n": self.lam,
-                "replace": self.replace, "b_n": self.b_n, "c_n": self.c_n, "kappa_n": self.kappa_n,
-                "zeta_n": self.zeta_n}
-        return frame([{**base, "condition": c.name, "value": float(c.value), "holds": bool(c.holds)}
-                      for c in self.conditions])
+        base = {
+            "regime": self.regime,
+            "n": self.n,
+            "d_n": self.d,
+            "lambda_n": self.lam,
+            "replace": self.replace,
+            "b_n": self.b_n,
+            "c_n": self.c_n,
+            "kappa_n": self.kappa_n,
+            "zeta_n": self.zeta_n,
+        }
+        return frame(
+            [{**base, "condition": c.name, "value": float(c.value), "holds": bool(c.holds)} for c in self.conditions]
+        )
 
     def summary(self) -> str:
         """Plain text: the regime's numbers, its coordinates and each condition (holds / fails).
@@ -139,17 +150,19 @@ class RegimeParams(Result):
         >>> print(regime_a(10**4, 1.0, warn=False).summary().splitlines()[0])
         regime (a)  n=10000  d_n=10  λ_n=0.7943282347  without replacement
         """
-        lines = [f"regime ({self.regime})  n={self.n}  d_n={self.d}  λ_n={self.lam:.10g}  "
-                 f"{'with' if self.replace else 'without'} replacement",
-                 f"d_n/√n = {self.b_n:.4g}, d_n(1−λ_n) = {self.d_one_minus_lambda:.4g}, κ_n = d_nλ_n^d_n = "
-                 f"{self.kappa_n:.4g}, c_n = {self.c_n:.8g}, ζ_n = √n(c_n − λ_n) = {self.zeta_n:.4g}",
-                 f"coordinates: {self.coordinates}"]
+        lines = [
+            f"regime ({self.regime})  n={self.n}  d_n={self.d}  λ_n={self.lam:.10g}  "
+            f"{'with' if self.replace else 'without'} replacement",
+            f"d_n/√n = {self.b_n:.4g}, d_n(1−λ_n) = {self.d_one_minus_lambda:.4g}, κ_n = d_nλ_n^d_n = "
+            f"{self.kappa_n:.4g}, c_n = {self.c_n:.8g}, ζ_n = √n(c_n − λ_n) = {self.zeta_n:.4g}",
+            f"coordinates: {self.coordinates}",
+        ]
         lines += [f"  {'holds' if c.holds else 'FAILS'}: {c.name} (value {c.value:.4g})" for c in self.conditions]
         return "\n".join(lines)
 
 
 def _condition_message(p: RegimeParams, c: Condition) -> str:
-    return (f"regime ({p.regime}) condition fails: {c.name} (value {c.value:.4g}); {c.detail}")
+    return f"regime ({p.regime}) condition fails: {c.name} (value {c.value:.4g}); {c.detail}"
 
 
 def _emit(p: RegimeParams, warn: bool) -> RegimeParams:
@@ -182,8 +195,9 @@ def _sample_prob(x: float, n: int, d: int, replace: bool) -> float:
     return math.exp(gammaln(m + 1) - gammaln(m - d + 1) - gammaln(n + 1) + gammaln(n - d + 1))
 
 
-def centre(n: int, d: int, lam: float, *, replace: bool = False, levels: int | None = None,
-           tol: float = 1e-15) -> np.ndarray:
+def centre(
+    n: int, d: int, lam: float, *, replace: bool = False, levels: int | None = None, tol: float = 1e-15
+) -> np.ndarray:
     """The near-equilibrium centre ``x^n`` (docs/model.md §8): ``x^n_1 = λ``,
     ``x^n_i = λ P_n(x^n_{i−1})``.  By default levels run until the first value below ``tol``
     (at least 2 levels).  Index 0 is level 1.
@@ -231,10 +245,10 @@ def centre(n: int, d: int, lam: float, *, replace: bool = False, levels: int | N
     return np.array(out)
 
 
-
 MAX_REGIME_N = 10**17
 """Largest n of a regime's parameters (the scaled coefficients and the linear noise are closed
 forms; the chain's engines stop at 2^53 anyway): beyond it the sampling probabilities overflow."""
+
 
 def _c_n(n: int, d: int) -> float:
     return math.exp(-math.log(n) / (2.0 * d))
@@ -245,8 +259,10 @@ def _lambda_below(top: float, top_name: str, zeta: float, sq: float) -> float:
     it lies in ``(0, 1)``."""
     lam = top - zeta / sq
     if not 0.0 < lam < 1.0:
-        raise ValueError(f"zeta must lie in ({-sq * (1 - top):.6g}, {sq * top:.6g}) so that "
-                         f"λ_n = {top_name} − ζ/√n is in (0, 1); got {zeta!r}")
+        raise ValueError(
+            f"zeta must lie in ({-sq * (1 - top):.6g}, {sq * top:.6g}) so that "
+            f"λ_n = {top_name} − ζ/√n is in (0, 1); got {zeta!r}"
+        )
     return lam
 
 
@@ -260,11 +276,16 @@ def _build(regime, n, d, lam, replace, centring, limit, extra_conditions) -> Reg
     # variance rates of the jumps at levels 1 and 2 (arrival + departure rates; → 2 and 0)
     noise1 = lam * (1.0 - p1) + (x[0] - x[1])
     noise2 = lam * (p1 - p2) + (x[1] - (x[2] if x.size > 2 else 0.0))
-    conds = [Condition(
-        f"d_n(1−λ_n) large (>= {LARGE_D_ONE_MINUS_LAMBDA:g})", d1, d1 >= LARGE_D_ONE_MINUS_LAMBDA,
-        "one Brownian motion needs d_n(1−λ_n) → ∞ (docs/model.md §8); here level 2 carries noise of "
-        f"variance rate {noise2:.3g} beside {noise1:.3g} at level 1, which the limit "
-        "diffusion (derived) ignores and the finite-n LNA keeps")]
+    conds = [
+        Condition(
+            f"d_n(1−λ_n) large (>= {LARGE_D_ONE_MINUS_LAMBDA:g})",
+            d1,
+            d1 >= LARGE_D_ONE_MINUS_LAMBDA,
+            "one Brownian motion needs d_n(1−λ_n) → ∞ (docs/model.md §8); here level 2 carries noise of "
+            f"variance rate {noise2:.3g} beside {noise1:.3g} at level 1, which the limit "
+            "diffusion (derived) ignores and the finite-n LNA keeps",
+        )
+    ]
     conds += extra_conditions
     if centring == "centre":
         m = (float(x[0]), float(x[1]))
@@ -275,14 +296,29 @@ def _build(regime, n, d, lam, replace, centring, limit, extra_conditions) -> Reg
     else:
         m = (1.0, 0.0)
         coords = "Q = √n(G1 − 1), Y = √n G2 (JSQ centring): z1 = Q, z2 = Y"
-    return RegimeParams(regime=regime, n=n, d=d, lam=lam, replace=replace, centring=centring, m=m,
-                        x=tuple(float(v) for v in x), limit=limit, b_n=d / sq, c_n=c_n,
-                        kappa_n=d * math.exp(d * math.log(lam)), zeta_n=sq * (c_n - lam),
-                        d_one_minus_lambda=d1, coordinates=coords, conditions=tuple(conds))
+    return RegimeParams(
+        regime=regime,
+        n=n,
+        d=d,
+        lam=lam,
+        replace=replace,
+        centring=centring,
+        m=m,
+        x=tuple(float(v) for v in x),
+        limit=limit,
+        b_n=d / sq,
+        c_n=c_n,
+        kappa_n=d * math.exp(d * math.log(lam)),
+        zeta_n=sq * (c_n - lam),
+        d_one_minus_lambda=d1,
+        coordinates=coords,
+        conditions=tuple(conds),
+    )
 
 
-def regime_a(n: int, kappa: float = 1.0, *, d: int | None = None, theta: float = 0.25, replace: bool = False,
-             warn: bool = True) -> RegimeParams:
+def regime_a(
+    n: int, kappa: float = 1.0, *, d: int | None = None, theta: float = 0.25, replace: bool = False, warn: bool = True
+) -> RegimeParams:
     """Regime (a), ``d_n/√n → 0`` (docs/model.md §8, derived): ``λ_n = (κ/d_n)^{1/d_n}`` so that
     ``d_n λ_n^{d_n} = κ`` exactly; ``d_n = ⌊n^θ⌋`` (``0 < θ < 1/2``) unless ``d`` is given.
 
@@ -320,7 +356,7 @@ def regime_a(n: int, kappa: float = 1.0, *, d: int | None = None, theta: float =
     replace = _check_replace(replace)
     if d is None:
         theta = check_fraction("theta", theta, low=0.0, high=0.5, high_open=True)
-        d = int(math.floor(n ** theta + 1e-9))
+        d = int(math.floor(n**theta + 1e-9))
         if d < 2:
             raise ValueError(f"theta: d_n = ⌊n^θ⌋ = {d} must be >= 2; raise theta (< 1/2) or n")
     else:
@@ -329,8 +365,9 @@ def regime_a(n: int, kappa: float = 1.0, *, d: int | None = None, theta: float =
         raise ValueError(f"kappa must lie in (0, d_n) = (0, {d}) so that λ_n = (κ/d_n)^(1/d_n) < 1; got {kappa!r}")
     lam = math.exp(math.log(kappa / d) / d)
     b = d / math.sqrt(n)
-    extra = [Condition(f"d_n/√n small (< {REGIME_A_BELOW:g})", b, b < REGIME_A_BELOW,
-                             "regime (a) is the limit d_n/√n → 0")]
+    extra = [
+        Condition(f"d_n/√n small (< {REGIME_A_BELOW:g})", b, b < REGIME_A_BELOW, "regime (a) is the limit d_n/√n → 0")
+    ]
     return _emit(_build("a", n, d, lam, replace, "centre", {"kappa": kappa}, extra), warn)
 
 
@@ -377,14 +414,20 @@ def regime_b(n: int, c: float = 1.0, zeta: float = 0.0, *, replace: bool = False
         raise ValueError(f"c must be <= √n = {sq:.4g} so that d_n <= n without replacement; got {c!r}")
     lam = _lambda_below(_c_n(n, d), "c_n", zeta, sq)
     b = d / sq
-    extra = [Condition(f"d_n/√n of order 1 (in [{REGIME_A_BELOW:g}, {REGIME_C_ABOVE:g}])", b,
-                             REGIME_A_BELOW <= b <= REGIME_C_ABOVE,
-                             "regime (b) is the limit d_n/√n → c in (0, ∞)")]
+    extra = [
+        Condition(
+            f"d_n/√n of order 1 (in [{REGIME_A_BELOW:g}, {REGIME_C_ABOVE:g}])",
+            b,
+            REGIME_A_BELOW <= b <= REGIME_C_ABOVE,
+            "regime (b) is the limit d_n/√n → c in (0, ∞)",
+        )
+    ]
     return _emit(_build("b", n, d, lam, replace, "c_n", {"c": b, "zeta": zeta}, extra), warn)
 
 
-def regime_c(n: int, zeta: float = 1.0, *, d: int | None = None, replace: bool = False, centring: str = "c_n",
-             warn: bool = True) -> RegimeParams:
+def regime_c(
+    n: int, zeta: float = 1.0, *, d: int | None = None, replace: bool = False, centring: str = "c_n", warn: bool = True
+) -> RegimeParams:
     """Regime (c), ``d_n/√n → ∞`` (docs/model.md §8, derived), reflected limit; ``ζ > 0``.
 
     ``d`` defaults to ``n`` (JSQ when sampling without replacement).  ``centring="c_n"``:
@@ -433,27 +476,45 @@ def regime_c(n: int, zeta: float = 1.0, *, d: int | None = None, replace: bool =
     top, top_name = (c_n, "c_n") if centring == "c_n" else (1.0, "1")
     lam = _lambda_below(top, top_name, zeta, sq)
     b = d / sq
-    extra = [Condition(f"d_n/√n large (> {REGIME_C_ABOVE:g})", b, b > REGIME_C_ABOVE,
-                             "regime (c) is the limit d_n/√n → ∞")]
+    extra = [
+        Condition(f"d_n/√n large (> {REGIME_C_ABOVE:g})", b, b > REGIME_C_ABOVE, "regime (c) is the limit d_n/√n → ∞")
+    ]
     if centring == "one":
         gap = sq * (1.0 - c_n)
-        extra.append(Condition(
-            f"√n(1 − c_n) small (<= {SMALL_SQRT_N_GAP:g})", gap, gap <= SMALL_SQRT_N_GAP,
-            "reading ζ as √n(1−λ_n) and centring at 1 needs d_n/(√n log n) → ∞"))
+        extra.append(
+            Condition(
+                f"√n(1 − c_n) small (<= {SMALL_SQRT_N_GAP:g})",
+                gap,
+                gap <= SMALL_SQRT_N_GAP,
+                "reading ζ as √n(1−λ_n) and centring at 1 needs d_n/(√n log n) → ∞",
+            )
+        )
     return _emit(_build("c", n, d, lam, replace, centring, {"zeta": zeta}, extra), warn)
 
 
 def _positive_zeta(zeta) -> float:
     z = _real("zeta", zeta)
     if z <= 0:
-        raise ValueError(f"zeta must be > 0 in regime (c): the reflected limit (Q <= 0, Q + Y with drift "
-                         f"−ζ − Q) has no stationary law for ζ <= 0; got {zeta!r}")
+        raise ValueError(
+            f"zeta must be > 0 in regime (c): the reflected limit (Q <= 0, Q + Y with drift "
+            f"−ζ − Q) has no stationary law for ζ <= 0; got {zeta!r}"
+        )
     return z
 
 
-def regime_params(regime: str, n: int, *, kappa: float | None = None, c: float | None = None, zeta: float | None = None,
-                  d: int | None = None, theta: float = 0.25, replace: bool = False, centring: str = "c_n",
-                  warn: bool = True) -> RegimeParams:
+def regime_params(
+    regime: str,
+    n: int,
+    *,
+    kappa: float | None = None,
+    c: float | None = None,
+    zeta: float | None = None,
+    d: int | None = None,
+    theta: float = 0.25,
+    replace: bool = False,
+    centring: str = "c_n",
+    warn: bool = True,
+) -> RegimeParams:
     """Dispatch on ``regime`` in ``{"a", "b", "c"}`` (the CLI's entry point).
 
     Parameters

@@ -18,8 +18,7 @@ from .._results import Result, frame, human_seconds, pyplot, save_figure
 from ..model import check_positive_int
 from .moments import Moments
 
-__all__ = ["WorkWarning", "EVENTS_PER_SECOND", "SDE_STEPS_PER_SECOND", "REFUSE_EVENTS", "WARN_EVENTS",
-           "MAX_GRID_BYTES"]
+__all__ = ["WorkWarning", "EVENTS_PER_SECOND", "SDE_STEPS_PER_SECOND", "REFUSE_EVENTS", "WARN_EVENTS", "MAX_GRID_BYTES"]
 
 
 #: Rough speeds for the up-front estimates (one core).
@@ -70,8 +69,10 @@ def _human_bytes(b: float) -> str:
 def _check_grid(rows: int, points: float, what: str, option: str) -> None:
     need = float(rows) * float(points) * 2 * 8
     if need > MAX_GRID_BYTES:
-        raise ValueError(f"{what} would record {float(rows) * float(points):.3g} grid points "
-                         f"({_human_bytes(need)}, more than {_human_bytes(MAX_GRID_BYTES)}); {option}")
+        raise ValueError(
+            f"{what} would record {float(rows) * float(points):.3g} grid points "
+            f"({_human_bytes(need)}, more than {_human_bytes(MAX_GRID_BYTES)}); {option}"
+        )
 
 
 def _check_work(units: float, speed: float, what: str, option: str, cores: int) -> None:
@@ -94,8 +95,9 @@ def _run_jobs(fn, tasks, workers, client=None, progress=None) -> list:
     """``fn`` over ``tasks`` in task order through :func:`supermarket.parallel.map_tasks`:
     on ``client`` (Dask) when given, else on ``workers`` threads (the kernels release the
     GIL).  Each task carries its own seed, so the results do not depend on the backend."""
-    out = parallel.map_tasks(fn, tasks, workers=_workers(workers, len(tasks)), client=client,
-                             backend="threads", progress=progress)
+    out = parallel.map_tasks(
+        fn, tasks, workers=_workers(workers, len(tasks)), client=client, backend="threads", progress=progress
+    )
     assert out is not None  # collect=True (the default): the list of results
     return out
 
@@ -198,5 +200,5 @@ class _ScaledRun(Result):
 def _default_burn_in(regime, zeta, base: float) -> float:
     """Burn-in: ``base``, and in (c) at least ``5/ζ²`` (relaxation grows like ``ζ^{-2}``)."""
     if regime == "c" and zeta:
-        return max(base, 5.0 / zeta ** 2)
+        return max(base, 5.0 / zeta**2)
     return base

@@ -14,7 +14,8 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._results import Result, fmt as _fmt, pyplot, save_figure, text_table
+from .._results import Result, pyplot, save_figure, text_table
+from .._results import fmt as _fmt
 from ..engines.rng import state_from_seed_sequence
 from ..model import Params, check_int, spawn_seeds
 from ..states import start_counts
@@ -32,12 +33,12 @@ def _tv_task(args):
     # coupled pair (stationary copy, copy from x): the coupling bound P(τ > t)
     stat = _Chains(p, [start_counts(n, d, lam, "fixed-point")])
     stat.run(burn_in, rng)
-    pair = _Chains(p, [stat.c[0, :stat.top[0]].copy(), counts], record_every=every, records=T)
+    pair = _Chains(p, [stat.c[0, : stat.top[0]].copy(), counts], record_every=every, records=T)
     pair.run(steps, rng)
     # an independent stationary copy: the reference law of the total number of customers
     ref = _Chains(p, [start_counts(n, d, lam, "fixed-point")])
     ref.run(burn_in, rng)
-    ref2 = _Chains(p, [ref.c[0, :ref.top[0]].copy()], record_every=every, records=T)
+    ref2 = _Chains(p, [ref.c[0, : ref.top[0]].copy()], record_every=every, records=T)
     ref2.run(steps, rng)
     return pair.rec_total[1].copy(), pair.rec_dist[1].copy(), ref2.rec_total[0].copy()
 
@@ -91,7 +92,12 @@ class TVCurve(Result):
     _extra: ClassVar[dict[str, str]] = {"first_below_2x_floor_steps": "first_below_floor"}
     _order = ("params", "start", "replications", "bins")
     _columns: ClassVar[dict[str, str]] = {
-        "step": "steps", "time": "time", "tv": "tv", "coupling_bound": "coupling_bound", "mean_total": "mean_total"}
+        "step": "steps",
+        "time": "time",
+        "tv": "tv",
+        "coupling_bound": "coupling_bound",
+        "mean_total": "mean_total",
+    }
 
     def summary(self) -> str:
         """The curve as a text table, with the noise floor.
@@ -103,13 +109,19 @@ class TVCurve(Result):
         'TV distance to equilibrium of ‖X_t‖₁ from empty: n=20 d=2 λ=0.5, 10 replications, 4 bins'
         """
         p = self.params
-        head = (f"TV distance to equilibrium of ‖X_t‖₁ from {self.start}: n={p.n} d={p.d} λ={p.lam:g}, "
-                f"{self.replications} replications, {self.bins} bins")
-        rows = [[str(int(st)), _fmt(t), f"{tv:.3f}", f"{cb:.3f}", _fmt(m)]
-                for st, t, tv, cb, m in zip(self.steps, self.time, self.tv, self.coupling_bound, self.mean_total)]
+        head = (
+            f"TV distance to equilibrium of ‖X_t‖₁ from {self.start}: n={p.n} d={p.d} λ={p.lam:g}, "
+            f"{self.replications} replications, {self.bins} bins"
+        )
+        rows = [
+            [str(int(st)), _fmt(t), f"{tv:.3f}", f"{cb:.3f}", _fmt(m)]
+            for st, t, tv, cb, m in zip(self.steps, self.time, self.tv, self.coupling_bound, self.mean_total)
+        ]
         first = self.first_below_floor()
-        tail = (f"noise floor {self.noise_floor:.3f}; stationary mean of ‖X‖₁ {self.stationary_mean_total:.4g}; "
-                f"first step at or below 2 × floor: {first if first is not None else 'none'}")
+        tail = (
+            f"noise floor {self.noise_floor:.3f}; stationary mean of ‖X‖₁ {self.stationary_mean_total:.4g}; "
+            f"first step at or below 2 × floor: {first if first is not None else 'none'}"
+        )
         return "\n".join([head, text_table(["step", "time", "TV (binned)", "P(τ > t)", "mean ‖X‖₁"], rows), tail])
 
     def plot(self, path: Any = None) -> Any:
@@ -132,10 +144,23 @@ class TVCurve(Result):
         return save_figure(fig, path)
 
 
-def tv_curve(n: int, d: int, lam: float | str, *, start: str | ArrayLike = "empty", replications: int = 200,
-             steps: int | None = None, points: int = 40, seed: Any = 0, burn_in: int | None = None,
-             bins: int | None = None, replace: bool = True, workers: int | None = None, client: Any = None,
-             progress: Any = None) -> TVCurve:
+def tv_curve(
+    n: int,
+    d: int,
+    lam: float | str,
+    *,
+    start: str | ArrayLike = "empty",
+    replications: int = 200,
+    steps: int | None = None,
+    points: int = 40,
+    seed: Any = 0,
+    burn_in: int | None = None,
+    bins: int | None = None,
+    replace: bool = True,
+    workers: int | None = None,
+    client: Any = None,
+    progress: Any = None,
+) -> TVCurve:
     """TV distance to equilibrium over time of the total number of customers (see
     :class:`TVCurve`), with the coupling bound ``P(τ > t)`` from the same replications.
 
@@ -184,10 +209,17 @@ def tv_curve(n: int, d: int, lam: float | str, *, start: str | ArrayLike = "empt
         steps = int(3 * base) if base else burn
     steps = check_int("steps", steps, minimum=points, maximum=MAX_STEPS)
     every = steps // points
-    bins = min(30, math.ceil(math.sqrt(replications))) if bins is None else check_int("bins", bins, minimum=2, maximum=1000)
-    _check_work(float(replications) * (2 * burn + 2 * every * points),
-                f"tv_curve: 2 × (burn-in {burn:.3g} + horizon {every * points:.3g}) steps × {replications} "
-                "replication(s)", "lower burn_in, steps or replications", _workers(workers, replications))
+    bins = (
+        min(30, math.ceil(math.sqrt(replications)))
+        if bins is None
+        else check_int("bins", bins, minimum=2, maximum=1000)
+    )
+    _check_work(
+        float(replications) * (2 * burn + 2 * every * points),
+        f"tv_curve: 2 × (burn-in {burn:.3g} + horizon {every * points:.3g}) steps × {replications} replication(s)",
+        "lower burn_in, steps or replications",
+        _workers(workers, replications),
+    )
     seeds = spawn_seeds(seed, replications)
     tasks = [(p.n, p.d, p.lam, p.replace, counts, burn, every * points, every, ss) for ss in seeds]
     out = _map(_tv_task, tasks, workers, client, progress)
@@ -202,7 +234,16 @@ def tv_curve(n: int, d: int, lam: float | str, *, start: str | ArrayLike = "empt
     rng = np.random.default_rng(spawn_seeds(seed, replications + 1)[replications])
     floor = float(np.mean([_binned_tv(rng.choice(ref, replications), ref, edges) for _ in range(200)]))
     grid = every * np.arange(1, X.shape[1] + 1)
-    return TVCurve(params=p, start=label, replications=replications, steps=grid,
-                   time=grid / (p.n * (1 + p.lam)), tv=tv, noise_floor=floor,
-                   coupling_bound=(D > 0).mean(axis=0), mean_total=X.mean(axis=0),
-                   stationary_mean_total=float(ref.mean()), bins=len(edges) - 1)
+    return TVCurve(
+        params=p,
+        start=label,
+        replications=replications,
+        steps=grid,
+        time=grid / (p.n * (1 + p.lam)),
+        tv=tv,
+        noise_floor=floor,
+        coupling_bound=(D > 0).mean(axis=0),
+        mean_total=X.mean(axis=0),
+        stationary_mean_total=float(ref.mean()),
+        bins=len(edges) - 1,
+    )

@@ -24,5 +24,13 @@ from __future__ import annotations
 from .results import BudgetExceeded, PerfectResult, steps_per_time_unit
 from .sampler import DEFAULT_MAX_MEMORY, MAX_HORIZON_STEPS, MAX_N, sample, sample_counts
 
-__all__ = ["PerfectResult", "BudgetExceeded", "sample", "sample_counts", "steps_per_time_unit",
-           "DEFAULT_MAX_MEMORY", "MAX_HORIZON_STEPS", "MAX_N"]
+__all__ = [
+    "PerfectResult",
+    "BudgetExceeded",
+    "sample",
+    "sample_counts",
+    "steps_per_time_unit",
+    "DEFAULT_MAX_MEMORY",
+    "MAX_HORIZON_STEPS",
+    "MAX_N",
+]

@@ -60,8 +60,11 @@ class FifoSample(Result):
         for kind, x in (("sojourn", self.sojourn), ("waiting", self.waiting)):
             parts = self._batched(x)
             bm = np.array([p.mean() for p in parts])
-            entry: dict[str, Any] = {"mean": float(x.mean()),
-                                     "mean_stderr": float(bm.std(ddof=1) / math.sqrt(len(parts))), "quantiles": {}}
+            entry: dict[str, Any] = {
+                "mean": float(x.mean()),
+                "mean_stderr": float(bm.std(ddof=1) / math.sqrt(len(parts))),
+                "quantiles": {},
+            }
             for q in qs:
                 bq = np.array([np.quantile(p, q) for p in parts])
                 entry["quantiles"][q] = (float(np.quantile(x, q)), float(bq.std(ddof=1) / math.sqrt(len(parts))))
@@ -78,21 +81,38 @@ class FifoSample(Result):
         covariance, delta method)."""
         B = self.tails_batches
         cov = np.cov(B, rowvar=False, ddof=1).reshape(B.shape[1], B.shape[1]) / B.shape[0]
-        return from_tails(np.minimum.accumulate(np.clip(self.tails, 0, 1)), cov=cov, quantiles=quantiles,
-                          source="FIFO simulation, its own time-averaged P_i", params=self.params)
+        return from_tails(
+            np.minimum.accumulate(np.clip(self.tails, 0, 1)),
+            cov=cov,
+            quantiles=quantiles,
+            source="FIFO simulation, its own time-averaged P_i",
+            params=self.params,
+        )
 
     def to_dict(self) -> dict:
         emp = self.empirical()
 
         def law(e):
-            return {"mean": e["mean"], "quantiles": {_qkey(q): v[0] for q, v in e["quantiles"].items()},
-                    "stderr": {"mean": e["mean_stderr"],
-                               "quantiles": {_qkey(q): v[1] for q, v in e["quantiles"].items()},
-                               "kind": "batch means"}}
-        return {"params": dict(self.params), "customers": int(self.sojourn.size),
-                "measured_time": self.measured_time, "batches": self.batches,
-                "sojourn": law(emp["sojourn"]), "waiting": law(emp["waiting"]),
-                "tails": self.tails.tolist(), "u_mean": self.u_mean.tolist()}
+            return {
+                "mean": e["mean"],
+                "quantiles": {_qkey(q): v[0] for q, v in e["quantiles"].items()},
+                "stderr": {
+                    "mean": e["mean_stderr"],
+                    "quantiles": {_qkey(q): v[1] for q, v in e["quantiles"].items()},
+                    "kind": "batch means",
+                },
+            }
+
+        return {
+            "params": dict(self.params),
+            "customers": int(self.sojourn.size),
+            "measured_time": self.measured_time,
+            "batches": self.batches,
+            "sojourn": law(emp["sojourn"]),
+            "waiting": law(emp["waiting"]),
+            "tails": self.tails.tolist(),
+            "u_mean": self.u_mean.tolist(),
+        }
 
     def to_frame(self) -> Any:
         """Tidy table of the empirical statistics (kind, statistic, value, stderr)."""
@@ -104,16 +124,27 @@ class FifoSample(Result):
         return frame(rows)
 
     def summary(self) -> str:
-        lines = [f"FIFO simulation: {self.sojourn.size} customers over {self.measured_time:.6g} time units "
-                 f"({self.batches} batches)"]
+        lines = [
+            f"FIFO simulation: {self.sojourn.size} customers over {self.measured_time:.6g} time units "
+            f"({self.batches} batches)"
+        ]
         for kind, e in self.empirical().items():
             qs = ", ".join(f"p{100 * q:g} {v:.6g} ± {s:.2g}" for q, (v, s) in e["quantiles"].items())
             lines.append(f"  {kind:8s} mean {e['mean']:.6g} ± {e['mean_stderr']:.2g}, {qs}")
         return "\n".join(lines)
 
 
-def simulate_fifo(n: int, d: int, lam: float | str, *, customers: int = 200_000, burn_in: int | None = None,
-                  seed: Any = None, replace: bool = True, batches: int = 32) -> FifoSample:
+def simulate_fifo(
+    n: int,
+    d: int,
+    lam: float | str,
+    *,
+    customers: int = 200_000,
+    burn_in: int | None = None,
+    seed: Any = None,
+    replace: bool = True,
+    batches: int = 32,
+) -> FifoSample:
     """Follow every customer of the ``(n, d, λ)`` system with FIFO queues (docs/model.md §10).
 
     An independent check of the response-time laws: customers carry their own exponential(1)
@@ -157,8 +188,11 @@ def simulate_fifo(n: int, d: int, lam: float | str, *, customers: int = 200_000,
     if burn_in is None:
         burn = 20.0 / (1.0 - math.sqrt(p.lam)) ** 2
     else:
-        burn = 0.0 if (isinstance(burn_in, numbers.Real) and not isinstance(burn_in, bool) and burn_in == 0) \
+        burn = (
+            0.0
+            if (isinstance(burn_in, numbers.Real) and not isinstance(burn_in, bool) and burn_in == 0)
             else check_positive_float("burn_in", burn_in)
+        )
     ss = as_seed_sequence(seed)
     n, d = p.n, p.d
     cap = 64
@@ -195,14 +229,30 @@ def simulate_fifo(n: int, d: int, lam: float | str, *, customers: int = 200_000,
         sf[_f.S_MEASURED] = 0.0
         si[0] = 0
         while True:
-            st = _f.fifo_kernel(ring, head, qlen, c, area_P, area_c, tab, s, perm, pint, sf, si,
-                                soj[lo:hi], wai[lo:hi], jl[lo:hi], 50_000_000)
+            st = _f.fifo_kernel(
+                ring,
+                head,
+                qlen,
+                c,
+                area_P,
+                area_c,
+                tab,
+                s,
+                perm,
+                pint,
+                sf,
+                si,
+                soj[lo:hi],
+                wai[lo:hi],
+                jl[lo:hi],
+                50_000_000,
+            )
             if st == _f.GROW:
                 new = 2 * cap
                 r2 = np.zeros((n, new))
                 for q in range(n):
                     idx = (head[q] + np.arange(qlen[q])) % cap
-                    r2[q, :qlen[q]] = ring[q, idx]
+                    r2[q, : qlen[q]] = ring[q, idx]
                 ring, cap = r2, new
                 head[:] = 0
                 c = np.concatenate([c, np.zeros(new - c.size + 2, np.int64)])
@@ -221,5 +271,14 @@ def simulate_fifo(n: int, d: int, lam: float | str, *, customers: int = 200_000,
     UB = np.array([_pad(ub, L) for ub in u_b])
     w = np.array(T_b) / sum(T_b)
     params = {"n": n, "d": d, "load": p.lam, "replace": p.replace, "customers": customers, "burn_in": burn}
-    return FifoSample(params=params, sojourn=soj, waiting=wai, joined=jl, tails=w @ TB, tails_batches=TB,
-                      u_mean=w @ UB, measured_time=float(sum(T_b)), batches=batches)
+    return FifoSample(
+        params=params,
+        sojourn=soj,
+        waiting=wai,
+        joined=jl,
+        tails=w @ TB,
+        tails_batches=TB,
+        u_mean=w @ UB,
+        measured_time=float(sum(T_b)),
+        batches=batches,
+    )

@@ -88,8 +88,10 @@ def _check_tails(T, name="tails") -> np.ndarray:
     up = np.diff(arr) > 1e-7
     if up.any():
         i = int(np.argmax(up)) + 1
-        raise ValueError(f"{name} must be non-increasing (P(J >= i) falls with i); entry {i} ({arr[i]!r}) "
-                         f"exceeds entry {i - 1} ({arr[i - 1]!r})")
+        raise ValueError(
+            f"{name} must be non-increasing (P(J >= i) falls with i); entry {i} ({arr[i]!r}) "
+            f"exceeds entry {i - 1} ({arr[i - 1]!r})"
+        )
     return np.minimum.accumulate(arr)
 
 

@@ -19,7 +19,7 @@ __all__ = ["from_simulation"]
 def _pad(a, L):
     out = np.zeros(L)
     a = np.asarray(a, dtype=float)
-    out[:min(a.size, L)] = a[:L]
+    out[: min(a.size, L)] = a[:L]
     return out
 
 
@@ -91,4 +91,3 @@ def from_simulation(result: Any, *, quantiles: Any = DEFAULT_QUANTILES) -> Respo
     p = result.params
     params = {"n": p.n, "d": p.d, "load": p.lam, "replace": p.replace, "engine": getattr(result, "engine", None)}
     return from_tails(T, cov=cov, stderr=se, quantiles=quantiles, source=f"simulation ({how})", params=params)
-

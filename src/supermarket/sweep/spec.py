@@ -15,7 +15,6 @@ import re
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,8 +35,12 @@ FORMAT_VERSION = 2  # 1: arrays stored as JSON strings; 2: Arrow list and map co
 CANONICAL_FORMAT = 1  # enters the canonical hash of a sweep: unchanged, so old hashes still match
 #: The most tasks (grid points × replications) one sweep may hold: each is a part file and a row.
 MAX_TASKS = 10**6
-SWEEP_KEYS: dict[str, vals.Checker] = {"name": vals.text, "description": vals.text, "seed": vals.seed,
-                                       "replications": vals.count}
+SWEEP_KEYS: dict[str, vals.Checker] = {
+    "name": vals.text,
+    "description": vals.text,
+    "seed": vals.seed,
+    "replications": vals.count,
+}
 
 
 class SweepFileError(ValueError):
@@ -107,9 +110,15 @@ class Task:
 
     def spec(self) -> dict:
         """Plain-data description sent to a worker (picklable, no numpy)."""
-        return {"task_id": self.task_id, "measurement": self.measurement, "params": dict(self.params),
-                "point_hash": self.point_hash, "replication": self.replication,
-                "replications": self.replications, "seed": self.seed}
+        return {
+            "task_id": self.task_id,
+            "measurement": self.measurement,
+            "params": dict(self.params),
+            "point_hash": self.point_hash,
+            "replication": self.replication,
+            "replications": self.replications,
+            "seed": self.seed,
+        }
 
 
 @dataclass(frozen=True)
@@ -152,23 +161,41 @@ class Sweep(Result):
 
     def to_dict(self) -> dict:
         """JSON-safe: name, path, hashes, seed, the counts and each task's ``spec()``."""
-        return {"name": self.name, "path": self.path, "text_sha256": self.text_sha256,
-                "sweep_sha256": self.sweep_sha256, "seed": self.seed, "points": self.points,
-                "tasks": [t.spec() for t in self.tasks]}
+        return {
+            "name": self.name,
+            "path": self.path,
+            "text_sha256": self.text_sha256,
+            "sweep_sha256": self.sweep_sha256,
+            "seed": self.seed,
+            "points": self.points,
+            "tasks": [t.spec() for t in self.tasks],
+        }
 
     def to_frame(self) -> pd.DataFrame:
         """One row per task: ``task_id``, ``measurement``, ``point``, ``replication`` and the
         task's parameters as columns."""
-        return frame([{"task_id": t.task_id, "measurement": t.measurement, "point": t.point,
-                       "replication": t.replication, **t.params} for t in self.tasks])
+        return frame(
+            [
+                {
+                    "task_id": t.task_id,
+                    "measurement": t.measurement,
+                    "point": t.point,
+                    "replication": t.replication,
+                    **t.params,
+                }
+                for t in self.tasks
+            ]
+        )
 
     def summary(self) -> str:
         """Plain text: the counts, then the tasks per measurement."""
         per: dict[str, int] = {}
         for t in self.tasks:
             per[t.measurement] = per.get(t.measurement, 0) + 1
-        return "\n".join([f"sweep {self.name}: {self.points} grid points, {len(self.tasks)} tasks, seed {self.seed}"]
-                         + [f"  {m}: {k} task(s)" for m, k in per.items()])
+        return "\n".join(
+            [f"sweep {self.name}: {self.points} grid points, {len(self.tasks)} tasks, seed {self.seed}"]
+            + [f"  {m}: {k} task(s)" for m, k in per.items()]
+        )
 
 
 # --------------------------------------------------------------------------- line numbers
@@ -289,8 +316,13 @@ def parse_sweep(text: str, path: str = "<sweep>", *, max_tasks: int | None = Non
     except tomllib.TOMLDecodeError as exc:
         raise SweepFileError(path, [f"not valid TOML: {exc}"]) from None
     except RecursionError:  # arrays or tables nested thousands deep
-        raise SweepFileError(path, ["not a usable sweep file: arrays or tables nested too deeply "
-                                    "(a sweep file needs at most one level of lists)"]) from None
+        raise SweepFileError(
+            path,
+            [
+                "not a usable sweep file: arrays or tables nested too deeply "
+                "(a sweep file needs at most one level of lists)"
+            ],
+        ) from None
     lines = _key_lines(text)
     errors: list[str] = []
 
@@ -316,8 +348,14 @@ def parse_sweep(text: str, path: str = "<sweep>", *, max_tasks: int | None = Non
         try:
             checked = SWEEP_KEYS[key](key, value)
         except (TypeError, ValueError) as exc:
-            err("sweep", None, key, str(exc) if key in ("seed", "replications") else
-                f"must be a string; got {value!r} ({type(value).__name__})")
+            err(
+                "sweep",
+                None,
+                key,
+                str(exc)
+                if key in ("seed", "replications")
+                else f"must be a string; got {value!r} ({type(value).__name__})",
+            )
             continue
         if key == "seed":
             seed = checked
@@ -326,7 +364,7 @@ def parse_sweep(text: str, path: str = "<sweep>", *, max_tasks: int | None = Non
 
     runs = data.get("run")
     if runs is None:
-        errors.append("no [[run]] block: a sweep needs at least one, e.g. [[run]] measurement = \"simulate\"")
+        errors.append('no [[run]] block: a sweep needs at least one, e.g. [[run]] measurement = "simulate"')
         runs = []
     elif not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
         err(None, None, "run", "must be an array of tables written [[run]]")
@@ -352,28 +390,54 @@ def parse_sweep(text: str, path: str = "<sweep>", *, max_tasks: int | None = Non
         blocks.append(canon)
         for params in points:
             h = _canonical_hash({"measurement": canon["measurement"], **params})
-            same = _canonical_hash({"measurement": canon["measurement"],
-                                    **_normalised(canon["measurement"], params)})
+            same = _canonical_hash({"measurement": canon["measurement"], **_normalised(canon["measurement"], params)})
             if same in seen:
-                err("run", b, None, f"grid point {_short(params)} repeats one of run[{seen[same] + 1}] "
-                    "(the same values, perhaps written differently); each grid point may appear once")
+                err(
+                    "run",
+                    b,
+                    None,
+                    f"grid point {_short(params)} repeats one of run[{seen[same] + 1}] "
+                    "(the same values, perhaps written differently); each grid point may appear once",
+                )
                 continue
             seen[same] = b
             reps = 1 if REGISTRY[canon["measurement"]].deterministic else block_reps
             for r in range(reps):
-                tasks.append(Task(index=len(tasks), point=point, block=b, measurement=canon["measurement"],
-                                  params=params, point_hash=h, replication=r, replications=reps,
-                                  seed=block_seed))
+                tasks.append(
+                    Task(
+                        index=len(tasks),
+                        point=point,
+                        block=b,
+                        measurement=canon["measurement"],
+                        params=params,
+                        point_hash=h,
+                        replication=r,
+                        replications=reps,
+                        seed=block_seed,
+                    )
+                )
             point += 1
     if errors:
         raise SweepFileError(path, sorted(errors, key=_line_of))
     if not tasks:
         raise SweepFileError(path, ["the grid is empty: no task to run"])
-    canon_all = {"format": CANONICAL_FORMAT, "name": str(name), "seed": seed, "replications": replications,
-                 "runs": blocks}
-    return Sweep(path=path, text=text, text_sha256=hashlib.sha256(text.encode()).hexdigest(),
-                 sweep_sha256=_canonical_hash(canon_all), name=str(name), seed=seed,
-                 tasks=tuple(tasks), blocks=tuple(blocks))
+    canon_all = {
+        "format": CANONICAL_FORMAT,
+        "name": str(name),
+        "seed": seed,
+        "replications": replications,
+        "runs": blocks,
+    }
+    return Sweep(
+        path=path,
+        text=text,
+        text_sha256=hashlib.sha256(text.encode()).hexdigest(),
+        sweep_sha256=_canonical_hash(canon_all),
+        name=str(name),
+        seed=seed,
+        tasks=tuple(tasks),
+        blocks=tuple(blocks),
+    )
 
 
 def _line_of(msg: str) -> int:
@@ -383,8 +447,6 @@ def _line_of(msg: str) -> int:
 
 def _short(params: dict) -> str:
     return ", ".join(f"{k}={x}" for k, x in params.items())
-
-
 
 
 _Err = Callable[[str | None, int | None, str | None, str], None]  # err(section, index, key, message)
@@ -449,8 +511,13 @@ def _check_block(b: int, block: dict, seed: int, replications: int, err: _Err) -
                     bad = True
             continue
         if key not in spec.keys:
-            err("run", b, key, f"unknown key {key!r} for measurement {meas!r}; valid keys: "
-                f"{', '.join(['measurement', 'replications', 'seed', *spec.keys])}")
+            err(
+                "run",
+                b,
+                key,
+                f"unknown key {key!r} for measurement {meas!r}; valid keys: "
+                f"{', '.join(['measurement', 'replications', 'seed', *spec.keys])}",
+            )
             bad = True
             continue
         values = raw if isinstance(raw, list) else [raw]
@@ -474,8 +541,12 @@ def _check_block(b: int, block: dict, seed: int, replications: int, err: _Err) -
         bad = True
 
     spec.rules(axes, rule_err)
-    canon = {"measurement": meas, "seed": block_seed, "replications": block_reps,
-             "axes": {k: axes[k] for k in sorted(axes)}}
+    canon = {
+        "measurement": meas,
+        "seed": block_seed,
+        "replications": block_reps,
+        "axes": {k: axes[k] for k in sorted(axes)},
+    }
     count = 1
     for x in axes.values():
         count *= len(x)
@@ -504,4 +575,3 @@ def _expand_block(b, checked, err):
             continue
         points.append(params)
     return points, block_seed, block_reps, canon
-

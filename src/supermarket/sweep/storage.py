@@ -38,21 +38,56 @@ if TYPE_CHECKING:
 PathLike = str | os.PathLike[str]
 """A file or directory name as the functions here accept it."""
 
-__all__ = ["RESULTS_FILE", "SIDECAR_FILE", "SWEEP_COPY", "PARTS_DIR", "ID_COLUMNS", "TIMING_COLUMNS",
-           "LOCK_FILE", "SweepLock", "SweepDirError", "OutputError", "check_output_file", "check_not_sweep_file",
-           "check_output_dir", "write_output",
-           "to_table", "table_rows", "read_results", "read_sidecar", "upgrade"]
+__all__ = [
+    "RESULTS_FILE",
+    "SIDECAR_FILE",
+    "SWEEP_COPY",
+    "PARTS_DIR",
+    "ID_COLUMNS",
+    "TIMING_COLUMNS",
+    "LOCK_FILE",
+    "SweepLock",
+    "SweepDirError",
+    "OutputError",
+    "check_output_file",
+    "check_not_sweep_file",
+    "check_output_dir",
+    "write_output",
+    "to_table",
+    "table_rows",
+    "read_results",
+    "read_sidecar",
+    "upgrade",
+]
 
 RESULTS_FILE = "results.parquet"
 SIDECAR_FILE = "sweep.json"
 SWEEP_COPY = "sweep.toml"
 PARTS_DIR = "parts"
 LOCK_FILE = ".lock"  # held (flock) by the process running the sweep
-ID_COLUMNS = ("sweep", "task_id", "task_index", "point", "measurement", "replication", "replications",
-              "seed", "point_hash", "status", "error")
+ID_COLUMNS = (
+    "sweep",
+    "task_id",
+    "task_index",
+    "point",
+    "measurement",
+    "replication",
+    "replications",
+    "seed",
+    "point_hash",
+    "status",
+    "error",
+)
 # Columns whose values depend on the machine and the moment, not on the seeds.
-TIMING_COLUMNS = ("wall_seconds", "wall_time", "events_per_second", "seconds", "sim_seconds",
-                  "sim_events_per_second", "limit_seconds")
+TIMING_COLUMNS = (
+    "wall_seconds",
+    "wall_time",
+    "events_per_second",
+    "seconds",
+    "sim_seconds",
+    "sim_events_per_second",
+    "limit_seconds",
+)
 
 
 class SweepDirError(ValueError):
@@ -137,8 +172,10 @@ def check_not_sweep_file(out_dir: PathLike, path: PathLike, label: str = "output
         rel = Path(out_dir) / p.relative_to(d)
         ext = ".md" if "md" in label else ".html"
         what = f"is the sweep's own file {rel}" if p in own else f"lies in the sweep's {PARTS_DIR}/ directory"
-        raise OutputError(f"{label} {path} {what}: writing there would destroy the sweep; choose another "
-                          f"name (e.g. {Path(out_dir) / ('report' + ext)})")
+        raise OutputError(
+            f"{label} {path} {what}: writing there would destroy the sweep; choose another "
+            f"name (e.g. {Path(out_dir) / ('report' + ext)})"
+        )
     return Path(path)
 
 
@@ -205,8 +242,13 @@ def _same(a: object, b: object) -> bool:
 
 def part_matches(task: Task, row: dict) -> bool:
     """Whether ``row`` is the result of ``task``: same identity, seed and parameters."""
-    ident = {"task_id": task.task_id, "measurement": task.measurement, "point_hash": task.point_hash,
-             "replication": task.replication, "seed": task.seed}
+    ident = {
+        "task_id": task.task_id,
+        "measurement": task.measurement,
+        "point_hash": task.point_hash,
+        "replication": task.replication,
+        "seed": task.seed,
+    }
     if any(row.get(k) != x for k, x in ident.items()):
         return False
     for k, x in task.params.items():
@@ -232,34 +274,53 @@ def read_part(path: Path, task: Task | None = None) -> dict | None:
 
 # =========================================================================== reading
 def _format_error(out_dir: PathLike, fmt: object) -> SweepDirError:
-    return SweepDirError(f"{out_dir} holds a sweep in the old format {fmt} (arrays as JSON text); convert it "
-                         f"with `supermarket sweep --upgrade {out_dir}` (or run the sweep again into a new --out)")
+    return SweepDirError(
+        f"{out_dir} holds a sweep in the old format {fmt} (arrays as JSON text); convert it "
+        f"with `supermarket sweep --upgrade {out_dir}` (or run the sweep again into a new --out)"
+    )
 
 
 # the sidecar's fields and the JSON types they must have (a hand-edited sidecar is refused
 # in one line naming the field, instead of failing deep inside report or resume)
 _SIDECAR_TYPES = {
-    "format": (int,), "sweep_name": (str,), "sweep_file": (str, type(None)), "sweep_text": (str,),
-    "sweep_sha256": (str,), "seed": (int,), "tasks_total": (int,), "status": (str,),
-    "runs": (list,), "task_seconds": (dict,), "points": (list,), "failures": (list,),
+    "format": (int,),
+    "sweep_name": (str,),
+    "sweep_file": (str, type(None)),
+    "sweep_text": (str,),
+    "sweep_sha256": (str,),
+    "seed": (int,),
+    "tasks_total": (int,),
+    "status": (str,),
+    "runs": (list,),
+    "task_seconds": (dict,),
+    "points": (list,),
+    "failures": (list,),
 }
 
 
 def _check_sidecar_types(path: PathLike, side: dict) -> None:
     for key, types in _SIDECAR_TYPES.items():
         if key in side and (not isinstance(side[key], types) or isinstance(side[key], bool)):
-            want = " or ".join({"int": "an integer", "str": "a string", "NoneType": "null", "list": "a list",
-                                "dict": "an object"}[t.__name__] for t in types)
-            raise SweepDirError(f"{path}: field {key!r} must be {want}, not {type(side[key]).__name__} "
-                                f"{str(side[key])[:30]!r} (hand-edited?); not a usable sweep directory")
+            want = " or ".join(
+                {"int": "an integer", "str": "a string", "NoneType": "null", "list": "a list", "dict": "an object"}[
+                    t.__name__
+                ]
+                for t in types
+            )
+            raise SweepDirError(
+                f"{path}: field {key!r} must be {want}, not {type(side[key]).__name__} "
+                f"{str(side[key])[:30]!r} (hand-edited?); not a usable sweep directory"
+            )
     for key in ("runs", "points", "failures"):
         if any(not isinstance(x, dict) for x in side.get(key, [])):
-            raise SweepDirError(f"{path}: field {key!r} must be a list of objects (hand-edited?); "
-                                "not a usable sweep directory")
+            raise SweepDirError(
+                f"{path}: field {key!r} must be a list of objects (hand-edited?); not a usable sweep directory"
+            )
     for p in side.get("points", []):
         if not isinstance(p.get("params", {}), dict):
-            raise SweepDirError(f"{path}: a point's 'params' must be an object (hand-edited?); "
-                                "not a usable sweep directory")
+            raise SweepDirError(
+                f"{path}: a point's 'params' must be an object (hand-edited?); not a usable sweep directory"
+            )
 
 
 def read_sidecar(out_dir: PathLike, *, check_format: bool = True) -> dict:
@@ -349,8 +410,9 @@ def read_results(out_dir: PathLike, *, partial: bool = False) -> pa.Table:
     parts = sorted((out / PARTS_DIR).glob("*.parquet")) if partial else []
     rows = [r for r in (read_part(p) for p in parts) if r is not None]
     if not rows:
-        raise SweepDirError(f"{out_dir}: no {RESULTS_FILE} and no finished task "
-                            f"(run `supermarket sweep FILE --out {out_dir}` first)")
+        raise SweepDirError(
+            f"{out_dir}: no {RESULTS_FILE} and no finished task (run `supermarket sweep FILE --out {out_dir}` first)"
+        )
     rows.sort(key=lambda r: r["task_index"])
     return to_table(rows, ID_COLUMNS)
 
@@ -359,8 +421,7 @@ def read_results(out_dir: PathLike, *, partial: bool = False) -> pa.Table:
 def _git_commit() -> str | None:
     here = Path(__file__).resolve().parent
     try:
-        out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=5)
+        out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.SubprocessError):
         return None
     return (out.stdout.strip() or None) if out.returncode == 0 else None
@@ -384,9 +445,16 @@ def sidecar(sweep: Sweep, state: dict) -> dict:
         "seed_rule": SEED_RULE,
         "tasks_total": len(sweep.tasks),
         "points": [
-            {"point": t.point, "measurement": t.measurement, "params": t.params, "point_hash": t.point_hash,
-             "replications": t.replications, "seed": t.seed}
-            for t in sweep.tasks if t.replication == 0
+            {
+                "point": t.point,
+                "measurement": t.measurement,
+                "params": t.params,
+                "point_hash": t.point_hash,
+                "replications": t.replications,
+                "seed": t.seed,
+            }
+            for t in sweep.tasks
+            if t.replication == 0
         ],
         **state,
     }
@@ -461,14 +529,17 @@ def prepare_dir(sweep: Sweep, out: Path) -> dict:
             if same:
                 _populate(out, sweep)
                 return {}
-        raise SweepDirError(f"--out {out} is not empty and holds no {SIDECAR_FILE}: refusing to write a "
-                            "sweep into it; choose a new or empty directory")
+        raise SweepDirError(
+            f"--out {out} is not empty and holds no {SIDECAR_FILE}: refusing to write a "
+            "sweep into it; choose a new or empty directory"
+        )
     old = read_sidecar(out)
     if old.get("sweep_sha256") != sweep.sweep_sha256:
         raise SweepDirError(
             f"--out {out} holds results of a different sweep ({old.get('sweep_file', '?')}, "
             f"hash {str(old.get('sweep_sha256'))[:12]}) than {sweep.path} (hash {sweep.sweep_sha256[:12]}); "
-            "refusing to mix them: choose another --out")
+            "refusing to mix them: choose another --out"
+        )
     (out / PARTS_DIR).mkdir(exist_ok=True)
     if not (out / SWEEP_COPY).exists():
         _atomic_write_bytes(out / SWEEP_COPY, sweep.text.encode())
@@ -499,8 +570,10 @@ class SweepLock:
                 holder = ""
             os.close(fd)
             who = f" (process {holder})" if holder.isdigit() else ""
-            raise SweepDirError(f"--out {self.out} is in use by another sweep running now{who}; wait for it "
-                                "to finish (then run the same command to resume) or choose another --out") from None
+            raise SweepDirError(
+                f"--out {self.out} is in use by another sweep running now{who}; wait for it "
+                "to finish (then run the same command to resume) or choose another --out"
+            ) from None
         except OSError:
             os.close(fd)
             raise

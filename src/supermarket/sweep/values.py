@@ -19,8 +19,22 @@ from ..model import check_choice, check_load, parse_count  # check_choice: share
 Checker = Callable[[str, Any], Any]
 """A value checker: ``(key, value) -> canonical value``."""
 
-__all__ = ["Checker", "check_choice", "choice", "count", "count0", "load", "real", "bounded", "positive", "nonneg",
-           "boolean", "start", "text", "seed"]
+__all__ = [
+    "Checker",
+    "check_choice",
+    "choice",
+    "count",
+    "count0",
+    "load",
+    "real",
+    "bounded",
+    "positive",
+    "nonneg",
+    "boolean",
+    "start",
+    "text",
+    "seed",
+]
 
 
 def choice(options: Iterable[str]) -> Checker:
@@ -50,22 +64,28 @@ def count0(key: str, v: Any) -> int:
 
 def load(key: str, v: Any) -> str | float:
     if isinstance(v, bool) or not isinstance(v, (numbers.Real, str)):
-        raise TypeError(f"{key} must be a number in (0, 1) (a float or a string such as \"0.999\"); "
-                        f"got {v!r} ({type(v).__name__})")
+        raise TypeError(
+            f'{key} must be a number in (0, 1) (a float or a string such as "0.999"); got {v!r} ({type(v).__name__})'
+        )
     check_load(v if not isinstance(v, str) else v.strip(), name=key)
     return v.strip() if isinstance(v, str) else float(v)
 
 
-def real(key: str, v: Any, *, positive: bool = False, minimum: float | None = None,
-         maximum: float | None = None) -> float:
+def real(
+    key: str, v: Any, *, positive: bool = False, minimum: float | None = None, maximum: float | None = None
+) -> float:
     if isinstance(v, bool) or not isinstance(v, (numbers.Real, str)):
         raise TypeError(f"{key} must be a number; got {v!r} ({type(v).__name__})")
     try:
         x = float(Decimal(v.strip())) if isinstance(v, str) else float(v)
     except (InvalidOperation, ValueError):
         raise TypeError(f"{key} must be a number; got {v!r}") from None
-    if not math.isfinite(x) or (positive and x <= 0) or (minimum is not None and x < minimum) or \
-            (maximum is not None and x > maximum):
+    if (
+        not math.isfinite(x)
+        or (positive and x <= 0)
+        or (minimum is not None and x < minimum)
+        or (maximum is not None and x > maximum)
+    ):
         rng = "a positive finite number" if positive else "a finite number"
         if minimum is not None or maximum is not None:
             rng += f" in [{minimum if minimum is not None else '-inf'}, {maximum if maximum is not None else 'inf'}]"
@@ -96,7 +116,7 @@ def start(key: str, v: object) -> str:
     from ..states import parse_start
 
     if not isinstance(v, str):
-        raise TypeError(f"{key} must be a start such as \"empty\", \"good\", \"customers:3\" or \"long:20\"; got {v!r}")
+        raise TypeError(f'{key} must be a start such as "empty", "good", "customers:3" or "long:20"; got {v!r}')
     parse_start(v)
     return v.strip()
 

@@ -72,8 +72,9 @@ def log_fixed_point(d: int, lam: float | str, levels: int) -> np.ndarray:
     return out
 
 
-def fixed_point(d: int, lam: float | str, levels: int | None = None, *, tol: float = TINY,
-                max_levels: int = MAX_FIXED_POINT_LEVELS) -> np.ndarray:
+def fixed_point(
+    d: int, lam: float | str, levels: int | None = None, *, tol: float = TINY, max_levels: int = MAX_FIXED_POINT_LEVELS
+) -> np.ndarray:
     """Mean-field fixed point ``π(i) = λ^{(d^i−1)/(d−1)}`` for ``i = 1, 2, …`` (docs/model.md §3).
 
     With ``levels`` given, exactly that many values.  Otherwise values up to and including
@@ -185,7 +186,7 @@ def _k_exact(d: int, x: Fraction) -> int:
     # log(den/num) from the logs of the integers: den/num itself may overflow a float (1 − 10^-400)
     est = max(1, int(math.ceil((math.log(den) - math.log(num)) / math.log(d)))) if num else 1
     k = max(1, est - 1)
-    while d ** k * num < den:
+    while d**k * num < den:
         k += 1
     while k > 1 and d ** (k - 1) * num >= den:
         k -= 1
@@ -256,8 +257,10 @@ class KReport(Result):
 
     def summary(self) -> str:
         """``k_{λ,d}`` and the note on its boundaries, as ``supermarket theory`` prints them."""
-        return (f"k_(λ,d) = ⌈log(1/(1−λ))/log d⌉ = {self.k}   (log_d(1/(1−λ)) = {self.log_ratio:.6g})  "
-                f"(paper 000, docs/model.md §4)\n  {self.note}")
+        return (
+            f"k_(λ,d) = ⌈log(1/(1−λ))/log d⌉ = {self.k}   (log_d(1/(1−λ)) = {self.log_ratio:.6g})  "
+            f"(paper 000, docs/model.md §4)\n  {self.note}"
+        )
 
 
 def k_report(d: int, lam: float | str, *, margin: float = 0.05) -> KReport:
@@ -290,22 +293,23 @@ def k_report(d: int, lam: float | str, *, margin: float = 0.05) -> KReport:
     """
     k = k_lambda_d(d, lam)
     ratio = _log_inv_one_minus(lam) / math.log(d)
-    on_boundary = any(d ** k * (1 - c) == 1 for c in load_candidates(lam))
+    on_boundary = any(d**k * (1 - c) == 1 for c in load_candidates(lam))
     frac = ratio - math.floor(ratio)
     near = on_boundary or min(frac, 1 - frac) < margin
     if on_boundary or (near and abs(ratio - k) < margin):
         possible: tuple[int, ...] = (k, k + 1)
-        note = (f"1/(1-λ) is {'exactly' if on_boundary else 'close to'} d^{k}: paper 000 says the "
-                f"equilibrium maximum is {k} or {k + 1}")
+        note = (
+            f"1/(1-λ) is {'exactly' if on_boundary else 'close to'} d^{k}: paper 000 says the "
+            f"equilibrium maximum is {k} or {k + 1}"
+        )
     elif near:
         possible = (k - 1, k) if k > 1 else (k,)
-        note = (f"1/(1-λ) is just above d^{k - 1}" if k > 1 else "1/(1-λ) is just above 1 (a light load)")
+        note = f"1/(1-λ) is just above d^{k - 1}" if k > 1 else "1/(1-λ) is just above 1 (a light load)"
         note += f": the maximum is {k}, with few queues at length {k}"
     else:
         possible = (k,)
         note = f"away from a boundary: the equilibrium maximum is {k}"
-    return KReport(k=k, log_ratio=ratio, on_boundary=on_boundary, near_boundary=near,
-                   possible_max=possible, note=note)
+    return KReport(k=k, log_ratio=ratio, on_boundary=on_boundary, near_boundary=near, possible_max=possible, note=note)
 
 
 def k_hypothesis(n: int, d: int, lam: float | str) -> int:
@@ -406,10 +410,12 @@ def predicted_counts(n: int, d: int, lam: float | str, k: int | None = None) -> 
     return n * np.concatenate([shorter, [1.0 - q[-1]]])
 
 
-LINEARISATION_NOTE = ("the linearised profile (derived) is a first-order expansion valid only in its regime, "
-                      "where every predicted fraction q̃_i lies in [0, 1] (heavy traffic with λd large); "
-                      "here q̃_k = {qk:.6g} > 1, so it would predict a negative number of queues of length k; "
-                      "predictions outside their range are not shown")
+LINEARISATION_NOTE = (
+    "the linearised profile (derived) is a first-order expansion valid only in its regime, "
+    "where every predicted fraction q̃_i lies in [0, 1] (heavy traffic with λd large); "
+    "here q̃_k = {qk:.6g} > 1, so it would predict a negative number of queues of length k; "
+    "predictions outside their range are not shown"
+)
 
 
 def linearisation_valid(d: int, lam: float | str, k: int | None = None) -> bool:

@@ -8,9 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from ..model import MAX_THEORY_N, check_int, check_load, check_positive_float, check_positive_int, check_real
 from .._results import Result, frame
+from ..model import MAX_THEORY_N, check_int, check_load, check_positive_float, check_positive_int, check_real
 from .equilibrium import MAX_K, k_lambda_d
+
 
 # =========================================================================== §6
 @dataclass(frozen=True)
@@ -33,15 +34,25 @@ class MixingBounds(Result):
 
     def to_frame(self) -> Any:
         """Two rows (``bound`` = upper, lower) with ``steps`` and ``time``."""
-        return frame([{"bound": "upper", "k": self.k, "steps": self.upper_steps, "time": self.upper_time},
-                       {"bound": "lower", "k": self.k, "steps": self.lower_steps, "time": self.lower_time}])
+        return frame(
+            [
+                {"bound": "upper", "k": self.k, "steps": self.upper_steps, "time": self.upper_time},
+                {"bound": "lower", "k": self.k, "steps": self.lower_steps, "time": self.lower_time},
+            ]
+        )
 
     def summary(self) -> str:
-        return (f"mixing from a good state (paper 000, docs/model.md §6, constants 1): "
-                f"upper k d^(k−1) n log n = {self.upper_steps:.4g} steps ({self.upper_time:.4g} time units), "
-                f"lower d^(k−1) n = {self.lower_steps:.4g} steps ({self.lower_time:.4g} time units)"
-                + ("; the upper order is below the lower one here (their ratio k log n is below 1): "
-                   "orders for large n, not bounds at this n" if self.upper_steps < self.lower_steps else ""))
+        return (
+            f"mixing from a good state (paper 000, docs/model.md §6, constants 1): "
+            f"upper k d^(k−1) n log n = {self.upper_steps:.4g} steps ({self.upper_time:.4g} time units), "
+            f"lower d^(k−1) n = {self.lower_steps:.4g} steps ({self.lower_time:.4g} time units)"
+            + (
+                "; the upper order is below the lower one here (their ratio k log n is below 1): "
+                "orders for large n, not bounds at this n"
+                if self.upper_steps < self.lower_steps
+                else ""
+            )
+        )
 
 
 def steps_to_time(steps: float, n: int, lam: float | str) -> float:
@@ -103,8 +114,9 @@ def mixing_bounds(n: int, d: int, lam: float | str) -> MixingBounds:
     dk1 = float(d) ** (k - 1)
     up = k * dk1 * n * math.log(max(n, 2))
     lo = dk1 * n
-    return MixingBounds(k=k, upper_steps=up, lower_steps=lo,
-                        upper_time=steps_to_time(up, n, lam), lower_time=steps_to_time(lo, n, lam))
+    return MixingBounds(
+        k=k, upper_steps=up, lower_steps=lo, upper_time=steps_to_time(up, n, lam), lower_time=steps_to_time(lo, n, lam)
+    )
 
 
 def mixing_lower_customers(n: int, lam: float | str, g: float) -> float:
@@ -211,8 +223,10 @@ class SlowMode(Result):
     relaxation_steps_per_server: float  # (1+λ)/μ: steps are n(1+λ) per unit time
 
     def summary(self) -> str:
-        return (f"slow mode (derived): μ_k = {self.mu:.6g} per unit time (approx. {self.mu_approx:.6g}), "
-                f"relaxation time {self.relaxation_time:.6g}")
+        return (
+            f"slow mode (derived): μ_k = {self.mu:.6g} per unit time (approx. {self.mu_approx:.6g}), "
+            f"relaxation time {self.relaxation_time:.6g}"
+        )
 
 
 def _slow_mu(a: float, k: int) -> float:
@@ -225,9 +239,10 @@ def _slow_mu(a: float, k: int) -> float:
     Below the smallest eigenvalue all ``q_i > 0`` (Sturm), so the first root is bracketed
     by increasing ``μ`` from 0.
     """
+
     def g(mu):
         q, D, s = 1.0, 1.0, 0.0
-        for i in range(k):
+        for _i in range(k):
             s += q
             if q <= 0:
                 return math.inf  # passed an eigenvalue: treat as beyond the root
@@ -241,8 +256,11 @@ def _slow_mu(a: float, k: int) -> float:
         hi = 1.0 / k
     else:
         # 1/Σ_{j<k} a^j, in logs: a^j overflows a double for large k or a
-        log_sum = (k * math.log(a) + math.log1p(-a ** -k) - math.log(a - 1.0)) if a > 1 else \
-            (math.log1p(-a ** k) - math.log1p(-a))
+        log_sum = (
+            (k * math.log(a) + math.log1p(-(a**-k)) - math.log(a - 1.0))
+            if a > 1
+            else (math.log1p(-(a**k)) - math.log1p(-a))
+        )
         hi = math.exp(-log_sum) if -log_sum > -745 else 5e-324
     while g(hi) < 0:
         hi *= 2.0
@@ -297,7 +315,12 @@ def slow_mode(d: int, lam: float | str, k: int | None = None) -> SlowMode:
     elif a > 1.0 and k * math.log(a) > 700:  # a^k overflows: (a−1)/(a^k−1) ≈ (a−1) a^{−k}
         approx = math.exp(math.log(a - 1.0) - k * math.log(a)) if a > 1.0 else 0.0
     else:
-        approx = (a - 1.0) / (a ** k - 1.0)
+        approx = (a - 1.0) / (a**k - 1.0)
     # μ below the smallest double (an explicit large k) is 0: the relaxation time is infinite
-    return SlowMode(k=k, mu=mu, mu_approx=approx, relaxation_time=1.0 / mu if mu > 0 else math.inf,
-                    relaxation_steps_per_server=(1.0 + lam) / mu if mu > 0 else math.inf)
+    return SlowMode(
+        k=k,
+        mu=mu,
+        mu_approx=approx,
+        relaxation_time=1.0 / mu if mu > 0 else math.inf,
+        relaxation_steps_per_server=(1.0 + lam) / mu if mu > 0 else math.inf,
+    )

@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..model import MAX_THEORY_N, check_load, check_positive_int
 from .._results import Result
+from ..model import MAX_THEORY_N, check_load, check_positive_int
 from .equilibrium import _log_lambda
+
 
 # =========================================================================== §8
 @dataclass(frozen=True)
@@ -31,9 +32,11 @@ class Regime002(Result):
     note: str
 
     def summary(self) -> str:
-        return (f"paper 002 (derived limits): d/√n = {self.d_over_sqrt_n:.4g}, κ = dλ^d = {self.kappa:.4g}, "
-                f"c_n = {self.c_n:.6g}, ζ_n = {self.zeta:.4g}, d(1−λ) = {self.d_one_minus_lambda:.4g} "
-                f"→ resembles regime ({self.regime}): {self.note}")
+        return (
+            f"paper 002 (derived limits): d/√n = {self.d_over_sqrt_n:.4g}, κ = dλ^d = {self.kappa:.4g}, "
+            f"c_n = {self.c_n:.6g}, ζ_n = {self.zeta:.4g}, d(1−λ) = {self.d_one_minus_lambda:.4g} "
+            f"→ resembles regime ({self.regime}): {self.note}"
+        )
 
 
 REGIME_A_BELOW = 0.2  # d/√n below this resembles (a)
@@ -72,11 +75,12 @@ def regime_002(n: int, d: int, lam: float | str) -> Regime002:
     zeta = math.sqrt(n) * (c_n - lam)
     d1 = d * (1.0 - lam)
     regime = "a" if b < REGIME_A_BELOW else ("c" if b > REGIME_C_ABOVE else "b")
-    notes = {"a": "d/√n → 0: linear two-dimensional diffusion (derived)",
-             "b": "d/√n → c: diffusion with exponential drift e^{cQ} (derived)",
-             "c": "d/√n → ∞: reflected diffusion, Q <= 0 (derived)"}
+    notes = {
+        "a": "d/√n → 0: linear two-dimensional diffusion (derived)",
+        "b": "d/√n → c: diffusion with exponential drift e^{cQ} (derived)",
+        "c": "d/√n → ∞: reflected diffusion, Q <= 0 (derived)",
+    }
     note = notes[regime]
     if d1 < 10:
         note += f"; warning: d(1−λ) = {d1:.3g} is not large, paper 002 needs d_n(1−λ_n) → ∞"
-    return Regime002(d_over_sqrt_n=b, kappa=kappa, c_n=c_n, zeta=zeta, d_one_minus_lambda=d1,
-                     regime=regime, note=note)
+    return Regime002(d_over_sqrt_n=b, kappa=kappa, c_n=c_n, zeta=zeta, d_one_minus_lambda=d1, regime=regime, note=note)

@@ -35,9 +35,24 @@ from __future__ import annotations
 from .driver import RATE_STEPS_PER_S, expected_seconds, expected_steps, run
 from .e1_e4_equilibrium import e1_equilibrium, e4_power_of_choices
 from .e2_e3_mixing import e2_mixing_scaling, e3_bad_starts
-from .equilibrium_run import (PROFILE_RATE_D1_STEPS_PER_S, PROFILE_RATE_STEPS_PER_S, SNAPSHOTS, TASK_OVERHEAD_S,
-                              equilibrium, good_set_mask)
+from .equilibrium_run import (
+    PROFILE_RATE_D1_STEPS_PER_S,
+    PROFILE_RATE_STEPS_PER_S,
+    SNAPSHOTS,
+    TASK_OVERHEAD_S,
+    equilibrium,
+    good_set_mask,
+)
 from .output import Z_FINDING
 
-__all__ = ["run", "e1_equilibrium", "e2_mixing_scaling", "e3_bad_starts", "e4_power_of_choices",
-           "equilibrium", "good_set_mask", "expected_steps", "expected_seconds"]
+__all__ = [
+    "run",
+    "e1_equilibrium",
+    "e2_mixing_scaling",
+    "e3_bad_starts",
+    "e4_power_of_choices",
+    "equilibrium",
+    "good_set_mask",
+    "expected_steps",
+    "expected_seconds",
+]

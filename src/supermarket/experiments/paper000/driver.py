@@ -32,7 +32,6 @@ __all__ = ["run", "expected_steps", "expected_seconds"]
 RATE_STEPS_PER_S = 7.0e6  # coupling kernel (E2, E3): effective steps/s per core on a quick run
 
 
-
 def _equilibrium_tasks(quick: bool) -> list[tuple[int, int]]:
     """``(d, steps)`` of the planned equilibrium runs: E1, then E4 (simulate's profile engine)."""
     e1 = [(p[3], p[5] + p[6]) for p in e1_e4._e1_plan(quick)]
@@ -94,8 +93,10 @@ def run(out_dir: Any, quick: bool = False, seed: Any = 0, workers: int | None = 
     out.mkdir(parents=True, exist_ok=True)
     cores = workers or os.cpu_count() or 1
     est = expected_seconds(quick, cores)
-    msg = (f"paper 000 {'quick' if quick else 'full'} run: about {expected_steps(quick) / 1e9:.2f}e9 kernel steps, "
-           f"expected {est / 60:.1f} minutes on {cores} core(s)")
+    msg = (
+        f"paper 000 {'quick' if quick else 'full'} run: about {expected_steps(quick) / 1e9:.2f}e9 kernel steps, "
+        f"expected {est / 60:.1f} minutes on {cores} core(s)"
+    )
     print(msg, file=sys.stderr, flush=True) if not quick else _progress(msg)
     seeds = spawn_seeds(seed, 4)
     t0 = time.perf_counter()
@@ -106,28 +107,47 @@ def run(out_dir: Any, quick: bool = False, seed: Any = 0, workers: int | None = 
     t = time.perf_counter()
     t1, c1 = _e1_tasks(quick, seeds[0])
     t4, c4 = _e4_tasks(quick, seeds[3])
-    _progress(f"E1 and E4 equilibrium: {len(t1) + len(t4)} runs, "
-              f"{_equilibrium_steps(quick) / 1e6:.0f}M steps")
-    eq = _map_configs(_equilibrium_task, [("E1", x) for x in t1] + [("E4", x) for x in t4], workers, client,
-                      cost=c1 + c4)
+    _progress(f"E1 and E4 equilibrium: {len(t1) + len(t4)} runs, {_equilibrium_steps(quick) / 1e6:.0f}M steps")
+    eq = _map_configs(
+        _equilibrium_task, [("E1", x) for x in t1] + [("E4", x) for x in t4], workers, client, cost=c1 + c4
+    )
     timings["E1+E4 runs"] = time.perf_counter() - t
-    pre = {"E1": eq[:len(t1)], "E4": eq[len(t1):]}
-    for name, fn, ss in (("E1", e1_equilibrium, seeds[0]), ("E2", e2_mixing_scaling, seeds[1]),
-                         ("E3", e3_bad_starts, seeds[2]), ("E4", e4_power_of_choices, seeds[3])):
+    pre = {"E1": eq[: len(t1)], "E4": eq[len(t1) :]}
+    for name, fn, ss in (
+        ("E1", e1_equilibrium, seeds[0]),
+        ("E2", e2_mixing_scaling, seeds[1]),
+        ("E3", e3_bad_starts, seeds[2]),
+        ("E4", e4_power_of_choices, seeds[3]),
+    ):
         t = time.perf_counter()
         kw = {"results": pre[name]} if name in pre else {}
         results[name] = fn(out, quick=quick, seed=ss, workers=workers, client=client, **kw)
         timings[name] = time.perf_counter() - t
         _progress(f"{name} done in {timings[name]:.1f} s")
     wall = time.perf_counter() - t0
-    head = [f"# Paper 000 reproduced ({'quick' if quick else 'full'} mode)", "",
-            f"Seed {seed}; wall time {wall:.0f} s (expected {est:.0f} s); "
-            + ", ".join(f"{k} {v:.0f} s" for k, v in timings.items()) + ".",
-            "Orders of magnitude are the papers' with constants taken as 1; \"derived\" marks items worked "
-            "out for this project (docs/model.md), not theorems of the papers.", ""]
-    summary = ("\n".join(head) + "\n" + claims_markdown(results) + "\n"
-               + "\n".join(results[k]["markdown"] for k in ("E1", "E2", "E3", "E4")))
+    head = [
+        f"# Paper 000 reproduced ({'quick' if quick else 'full'} mode)",
+        "",
+        f"Seed {seed}; wall time {wall:.0f} s (expected {est:.0f} s); "
+        + ", ".join(f"{k} {v:.0f} s" for k, v in timings.items())
+        + ".",
+        'Orders of magnitude are the papers\' with constants taken as 1; "derived" marks items worked '
+        "out for this project (docs/model.md), not theorems of the papers.",
+        "",
+    ]
+    summary = (
+        "\n".join(head)
+        + "\n"
+        + claims_markdown(results)
+        + "\n"
+        + "\n".join(results[k]["markdown"] for k in ("E1", "E2", "E3", "E4"))
+    )
     atomic_write(out / "summary.md", summary)  # whole or not at all, as every file of a reproduction
-    atomic_write(out / "run.json", json.dumps({"quick": quick, "seed": seed, "workers": workers, "wall_s": wall,
-                                               "expected_s": est, "timings_s": timings}, indent=2))
+    atomic_write(
+        out / "run.json",
+        json.dumps(
+            {"quick": quick, "seed": seed, "workers": workers, "wall_s": wall, "expected_s": est, "timings_s": timings},
+            indent=2,
+        ),
+    )
     return {"summary": summary, "wall_s": wall, "expected_s": est, "claims": claims_rows(results), **results}

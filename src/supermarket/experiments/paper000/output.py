@@ -44,8 +44,12 @@ def _write_table(out: Path, name: str, rows: list[dict], meta: dict) -> None:
     w = csv.DictWriter(fh, fieldnames=cols)
     w.writeheader()
     for r in rows:
-        w.writerow({k: (json.dumps(_jsonable(v)) if isinstance(v, (list, dict, tuple)) else _jsonable(v))
-                    for k, v in r.items()})
+        w.writerow(
+            {
+                k: (json.dumps(_jsonable(v)) if isinstance(v, (list, dict, tuple)) else _jsonable(v))
+                for k, v in r.items()
+            }
+        )
     # each file whole or not at all: a full disk or Ctrl-C leaves the earlier one in place
     atomic_write(out / f"{name}.csv", fh.getvalue())
     atomic_write(out / f"{name}.json", json.dumps(_jsonable({"meta": meta, "rows": rows}), indent=2))
