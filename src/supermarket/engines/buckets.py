@@ -29,7 +29,8 @@ from .measure import (
     next_event_time, set_level, set_top, store_clock,
 )
 from .rng import next_below, next_double
-from .tables import LW, flat_tables, get_p, refresh_windows, window_edge
+from .profile import jiq_close_levels
+from .tables import JIQ, LW, flat_tables, get_p, refresh_windows, window_edge
 
 __all__ = ["buckets_kernel", "lengths_by_queue", "MAX_N"]
 
@@ -49,6 +50,7 @@ def _buckets_general(perm, c, s, tables, meas, recs, setup, clock, t_stop, max_e
     """The bucket chain for any state (used by :func:`buckets_kernel` off the fast path)."""
     n = setup.n
     p_arr = setup.p_arrival
+    jiq = setup.policy == JIQ
     st = clock[0]
     events = 0
     while True:
@@ -62,11 +64,16 @@ def _buckets_general(perm, c, s, tables, meas, recs, setup, clock, t_stop, max_e
             U = unif / p_arr
             j = 0
             pj = 0.0
-            while j < top:
-                pj = get_p(tables, setup, j, c[j])
-                if pj <= U:
-                    break
-                j += 1
+            if jiq and c[0] < n:
+                # JIQ with an idle queue: join a uniform idle queue (P_1 = 0)
+                if c[0] + 1 == n:
+                    jiq_close_levels(tables, setup, meas, c, top, False, now)
+            else:
+                while j < top:
+                    pj = get_p(tables, setup, j, c[j])
+                    if pj <= U:
+                        break
+                    j += 1
             # block of length-j queues: positions [c[j], c[j-1]) with c[-1] := n
             first = c[j]
             end = n if j == 0 else c[j - 1]
@@ -88,6 +95,10 @@ def _buckets_general(perm, c, s, tables, meas, recs, setup, clock, t_stop, max_e
                 last = old - 1
                 _swap(perm, K, last)
                 pold = get_p(tables, setup, lv, old)
+                if jiq and c[0] < n:
+                    pold = 0.0
+                if jiq and lv == 0 and old == n:
+                    jiq_close_levels(tables, setup, meas, c, top, True, now)
                 set_level(meas, setup, clock, c, lv, old - 1, pold, now)
                 if old == 1:
                     set_top(clock, meas.maxtime, lv, now)
@@ -191,7 +202,7 @@ def buckets_kernel(perm, c, s, tables, meas, recs, setup, clock, t_stop, max_eve
         status = chunk_gate(recs, setup, clock, c, max_events - events, t_stop)
         if status != GO_ON:
             return events, status
-        if flat[3] and clock[0].top >= LW - 1:
+        if (flat[3] and clock[0].top >= LW - 1) or setup.policy == JIQ:
             ev, status = _buckets_general(perm, c, s, tables, meas, recs, setup, clock, t_stop,
                                           min(max_events - events, 4096))
         else:

@@ -50,9 +50,19 @@ from .measure import (
     record_until, store_clock,
 )
 from .rng import next_double, step_double
-from .tables import LW, WIN, flat_tables, p_all_at_least, rebuild_window, refresh_windows, window_edge
+from .tables import JIQ, LW, WIN, flat_tables, get_p, p_rule, rebuild_window, refresh_windows, window_edge
 
-__all__ = ["profile_kernel"]
+__all__ = ["profile_kernel", "jiq_close_levels"]
+
+
+@njit(cache=True)
+def jiq_close_levels(tables, setup, meas, c, top, busy, now):
+    """JIQ: ``1{c_1 = n}`` is about to change at time ``now``: close the lazy integrals of
+    levels ``2..top`` with the ``P_i = 1{c_1 = n}·c_i/n`` they had (``busy`` = whether
+    ``c_1 = n`` until now), so that each level's ``∫ P_i`` stays exact (docs/model.md §2)."""
+    for i in range(1, top):
+        p = get_p(tables, setup, i, c[i]) if busy else 0.0
+        close_level(i, c[i], p, c[i], now, c, meas.stamp, meas.area_c, meas.area_P)
 
 
 # ----------------------------------------------------------------- the profile kernel
@@ -63,6 +73,8 @@ def _profile_general(c, s, tables, meas, recs, setup, clock, t_stop, max_events)
     checks repeat those of :func:`_profile_fast` (DELIBERATE: in the hot loop they are
     specialised to discrete time, where they are decided once per chunk)."""
     n, d, rep, full = setup.n, setup.d, setup.replace, setup.full_table
+    pol = setup.policy
+    jiq = pol == JIQ
     tab, win, winbase = tables
     p_arr = setup.p_arrival
     inv_p = 1.0 / p_arr
@@ -96,7 +108,11 @@ def _profile_general(c, s, tables, meas, recs, setup, clock, t_stop, max_events)
             # arrival: joined length ℓ = #{i : U < P_i}
             U = unif * inv_p
             ell = 0
-            if full:
+            if jiq and c[0] < n:
+                # JIQ with an idle queue: join one (P_1 = 0)
+                j = 0
+                pold = 0.0
+            elif full:
                 for j in range(top):
                     ell += np.int64(tab[c[j]] > U)
                 j = ell
@@ -109,7 +125,7 @@ def _profile_general(c, s, tables, meas, recs, setup, clock, t_stop, max_events)
                         off = rebuild_window(tables, setup, j, c[j])
                     ell += np.int64(win[j, off] > U)
                 if ell == LW:
-                    while ell < top and p_all_at_least(c[ell], n, d, rep) > U:
+                    while ell < top and p_rule(pol, c[ell], n, d, rep) > U:
                         ell += 1
                 j = ell
                 if j >= top:
@@ -117,7 +133,9 @@ def _profile_general(c, s, tables, meas, recs, setup, clock, t_stop, max_events)
                 elif j < LW:
                     pold = win[j, c[j] - winbase[j]]
                 else:
-                    pold = p_all_at_least(c[j], n, d, rep)
+                    pold = p_rule(pol, c[j], n, d, rep)
+            if jiq and j == 0 and c[0] + 1 == n:
+                jiq_close_levels(tables, setup, meas, c, top, False, now)
             if j == top:
                 top_since = close_top(meas.maxtime, top, top_since, now)
                 top += 1
@@ -141,7 +159,11 @@ def _profile_general(c, s, tables, meas, recs, setup, clock, t_stop, max_events)
                         off = rebuild_window(tables, setup, lv, old)
                     pold = win[lv, off]
                 else:
-                    pold = p_all_at_least(old, n, d, rep)
+                    pold = p_rule(pol, old, n, d, rep)
+                if jiq and c[0] < n:
+                    pold = 0.0
+                if jiq and lv == 0 and old == n:
+                    jiq_close_levels(tables, setup, meas, c, top, True, now)
                 viol, good_since, good_time = change_level(meas, setup, c, lv, old - 1, pold, now, viol, good_since,
                                                            good_time)
                 if old == 1:
@@ -315,7 +337,7 @@ def profile_kernel(c, s, tables, meas, recs, setup, clock, t_stop, max_events):
         status = chunk_gate(recs, setup, clock, c, max_events - events, t_stop)
         if status != GO_ON:
             return events, status
-        if flat[3] and clock[0].top >= LW - 1:
+        if (flat[3] and clock[0].top >= LW - 1) or setup.policy == JIQ:
             ev, status = _profile_general(c, s, tables, meas, recs, setup, clock, t_stop,
                                           min(max_events - events, 4096))
         else:
