@@ -50,6 +50,7 @@ from .dynamics import (
     fixed_point_newton,
     levels_needed,
     near_equilibrium_centre,
+    rule_d,
     sample_prob,
 )
 from .ode import DInfSolution, MeanFieldSolution, solve_dinf, solve_meanfield
@@ -63,6 +64,7 @@ __all__ = [
     "check_d",
     "levels_needed",
     "sample_prob",
+    "rule_d",
     "drift",
     "drift_jacobian",
     "MeanFieldSolution",

@@ -22,6 +22,7 @@ from .dynamics import (
     _noise_diag,
     drift_jacobian,
     near_equilibrium_centre,
+    rule_d,
     sample_prob,
 )
 
@@ -299,7 +300,7 @@ def _accuracy(A, W, Q_diag, V=None, rhs_of=None):
 
 
 def refined_mean_field(d, lam, *, replace=True, levels=None, tol: float = DEFAULT_TOL,
-                       max_levels: int = MAX_LEVELS) -> RefinedMeanField:
+                       max_levels: int = MAX_LEVELS, policy: str = "jsq-d") -> RefinedMeanField:
     """The ``1/n`` term of the steady state (Gast and Van Houdt 2018), docs/model.md §3.
 
     With ``A = Df(π)``, ``B = D²f(π)`` and the noise covariance ``Q`` at ``π``
@@ -342,7 +343,10 @@ def refined_mean_field(d, lam, *, replace=True, levels=None, tol: float = DEFAUL
     >>> r = refined_mean_field(2, 0.9)
     >>> round(r.mean_queue_length(), 5), round(float(r.V.sum()), 3)
     (2.35265, 3.986)
+    >>> float(abs(refined_mean_field(3, 0.9, policy="random").V).max())   # M/M/1 queues: no 1/n term
+    0.0
     """
+    d, replace = rule_d(policy, d, replace)  # random: d = 1; jsq, jiq: ValueError
     d = check_positive_int("d", d)
     lam = check_load(lam)
     if not isinstance(replace, (bool, np.bool_)):
@@ -472,7 +476,7 @@ class LNAResult:
 
 
 def lna(d, lam, *, n=None, at="fixed-point", replace=True, levels=None, tol: float = DEFAULT_TOL,
-        max_levels: int = MAX_LEVELS) -> LNAResult:
+        max_levels: int = MAX_LEVELS, policy: str = "jsq-d") -> LNAResult:
     """Stationary covariance of ``√n (u − x)`` in the linear-noise approximation (docs/model.md §3, §8).
 
     Solves ``A W + W A^T + Q = 0`` with ``A`` the drift's Jacobian and ``Q`` the noise
@@ -510,6 +514,7 @@ def lna(d, lam, *, n=None, at="fixed-point", replace=True, levels=None, tol: flo
     >>> round(float(c.covariance[0, 0]), 12)
     0.25
     """
+    d, replace = rule_d(policy, d, replace)  # random: d = 1; jsq, jiq: ValueError
     d = check_positive_int("d", d)
     lam = check_load(lam)
     if at not in ("fixed-point", "centre", "center"):

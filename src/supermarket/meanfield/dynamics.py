@@ -18,6 +18,7 @@ import numbers
 import numpy as np
 import scipy.linalg as sla
 
+from .. import policies as _pol
 from ..model import check_load, check_positive_float, check_positive_int, check_vector
 from ..theory import log_fixed_point
 
@@ -103,6 +104,19 @@ def check_profile(u, name: str = "start profile") -> np.ndarray:
         raise ValueError(f"{name} must be non-increasing; level {i} ({float(arr[i - 1])!r}) exceeds "
                          f"level {i - 1} ({float(arr[i - 2])!r})")
     return arr
+
+
+def rule_d(policy, d, replace=True):
+    """``(d, replace)`` of the drift that stands for a dispatch rule (docs/model.md §2,
+    "Other dispatch rules"): unchanged for ``jsq-d``, ``(1, True)`` for ``random``
+    (``P(u) = u``, whatever the sampling); ``ValueError`` for ``jsq`` and ``jiq``, whose
+    mean-field ``P_ℓ(u)`` is discontinuous (:func:`supermarket.policies.meanfield_d`).
+
+    >>> rule_d("random", 5, False), rule_d("jsq-d", 5, False)
+    ((1, True), (5, False))
+    """
+    p = _pol.check_policy(policy)
+    return _pol.meanfield_d(p, d), (replace if p == "jsq-d" else True)
 
 
 def _check_n(n, d, replace):
@@ -332,7 +346,7 @@ def _noise_diag(u, d, lam, n, replace):
 # =========================================================================== fixed points
 def fixed_point_newton(d, lam, levels=None, *, n=None, replace=True, start=None,
                        tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS,
-                       max_iter: int = 500) -> np.ndarray:
+                       max_iter: int = 500, policy: str = "jsq-d") -> np.ndarray:
     """Root of the truncated drift ``f(u) = 0`` by Newton's method (docs/model.md §3).
 
     A generic solver that does not use the closed form; tests compare it with
@@ -373,7 +387,10 @@ def fixed_point_newton(d, lam, levels=None, *, n=None, replace=True, start=None,
     >>> u = fixed_point_newton(2, 0.9)
     >>> bool(abs(u - fixed_point(2, 0.9, u.size)).max() < 1e-12)
     True
+    >>> fixed_point_newton(2, 0.5, policy="random")[:3].round(12).tolist()   # M/M/1: λ^i
+    [0.5, 0.25, 0.125]
     """
+    d, replace = rule_d(policy, d, replace)
     d = check_positive_int("d", d)
     lam = check_load(lam)
     n = _check_n(n, d, replace)

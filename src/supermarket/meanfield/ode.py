@@ -35,6 +35,7 @@ from .dynamics import (
     drift,
     levels_needed,
     near_equilibrium_centre,
+    rule_d,
 )
 
 
@@ -185,7 +186,7 @@ def _support(u, tol):
 
 def solve_meanfield(d, lam, *, T, start="empty", t_eval=None, n=None, replace=True,
                     levels=None, tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS,
-                    method: str = "auto", rtol: float = 1e-10, atol: float = 1e-14):
+                    method: str = "auto", rtol: float = 1e-10, atol: float = 1e-14, policy: str = "jsq-d"):
     """Integrate the mean-field ODE (1.1) from ``start`` to time ``T`` (docs/model.md §3).
 
     ``dv_i/dt = λ(P(v_{i−1}) − P(v_i)) − (v_i − v_{i+1})``, ``v_0 ≡ 1``.
@@ -241,6 +242,7 @@ def solve_meanfield(d, lam, *, T, start="empty", t_eval=None, n=None, replace=Tr
     >>> round(float(sol.final[0]), 6), round(float(sol.mean_queue_length[-1]), 5)   # M/M/1: u_1 → λ, Σu → 1
     (0.5, 1.0)
     """
+    d, replace = rule_d(policy, d, replace)  # random: d = 1; jsq, jiq: ValueError
     d = check_d(d, allow_inf=True)
     # a finite horizon needs no equilibrium: λ >= 1 is allowed for finite d (the levels grow)
     lam = check_load(lam, require_stable=math.isinf(d))
