@@ -165,7 +165,9 @@ def test_random_is_independent_mm1_queues():
         bound = 1.01 * tol * LAM / (1 - LAM)
         np.testing.assert_allclose(r.u_mean[:8], LAM ** i, atol=bound, rtol=0)
         np.testing.assert_allclose(r.ud_mean[:8], LAM ** i, atol=bound, rtol=0)  # P_i = u_i
-        assert r.mean_queue_length == pytest.approx(LAM / (1 - LAM), abs=1e-6)
+        # Σ_i: the cap's M levels each within the bound, and the tail Σ_{i>M} λ^i = λ^{M+1}/(1 − λ)
+        M = r.truncation["cap"]
+        assert r.mean_queue_length == pytest.approx(LAM / (1 - LAM), abs=(M + 1 / (1 - LAM)) * bound)
     M = 6
     r = solve(3, 3, LAM, policy="random", cap=M)
     i = np.arange(1, M + 1)
