@@ -280,3 +280,51 @@ def test_mean_field_rules():
                      lambda: mf.fixed_point_newton(2, LAM, policy=p), lambda: pol.p_meanfield(p, [0.5])):
             with pytest.raises(ValueError, match="discontinuous"):
                 call()
+
+
+# ----------------------------------------------------------------- the CLI
+def _cli(args):
+    from click.testing import CliRunner
+
+    from supermarket.cli import main
+
+    return CliRunner().invoke(main, args, catch_exceptions=False)
+
+
+def test_cli_exact_and_meanfield_policy():
+    import json
+
+    r = _cli(["exact", "--n", "2", "--load", "0.7", "--policy", "random", "--tol", "1e-8", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["policy"] == "random"
+    np.testing.assert_allclose(out["u_mean"][:4], LAM ** np.arange(1, 5), atol=1e-7)
+    r = _cli(["meanfield", "--policy", "random", "--d", "3", "--load", "0.7", "--n", "100", "--json"])
+    out = json.loads(r.stdout)
+    assert out["params"]["policy"] == "random"
+    np.testing.assert_allclose(out["fixed_point"][:4], LAM ** np.arange(1, 5), rtol=1e-12)
+    assert out["mean_queue_length"] == pytest.approx(LAM / (1 - LAM), rel=1e-12)
+    r = _cli(["meanfield", "--policy", "jiq", "--load", "0.7", "--json"])
+    out = json.loads(r.stdout)
+    assert out["fixed_point"] == [0.7] and out["sojourn"]["mean"] == pytest.approx(1.0)
+    r = _cli(["meanfield", "--policy", "jsq", "--time", "2"])
+    assert r.exit_code == 2 and "discontinuous" in r.stderr and "Traceback" not in r.stderr
+    r = _cli(["exact", "--policy", "jsq3"])
+    assert r.exit_code == 2
+
+
+@pytest.mark.parametrize("engine", ["profile", "buckets"])
+@pytest.mark.parametrize("policy", ["jsq-d", "random", "jsq", "jiq"])
+def test_integrals_over_a_quiet_stretch_are_p_levels(policy, engine):
+    """No event before t = 1 in discrete time: over [0, 0.5] the integrals are exactly
+    c_i·t and P_i(c)·t, with P of policies.p_levels, with an idle queue (c_1 < n: JIQ's
+    P_i are all 0) and without."""
+    n = 4
+    for counts in ([3, 1], [4, 2, 1]):
+        ch = _chain(policy, n, LAM, engine=engine, counts=counts)
+        ch.start_measuring()
+        ch.advance(t_stop=0.5)
+        m = ch.measures()
+        k = len(counts)
+        np.testing.assert_array_equal(m["area_c"][:k], 0.5 * np.array(counts))
+        np.testing.assert_allclose(m["area_P"][:k], 0.5 * pol.p_levels(policy, counts, n, d=3), rtol=1e-14)
