@@ -205,6 +205,7 @@ def test_rules_order_and_flow_balance():
 SIM_CASES = [
     # policy, engine, continuous, windowed tables
     ("random", "profile", False, False),
+    ("random", "profile", True, True),
     ("random", "buckets", True, False),
     ("jsq", "profile", False, False),
     ("jsq", "buckets", False, False),

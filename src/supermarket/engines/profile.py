@@ -29,6 +29,14 @@ Measurements (time averages, O(1) work per event, lazily updated per level):
 (clauses (a) and (b) of docs/model.md §5, with a running count of violated clauses), and an
 optional trajectory recorded on a regular grid.
 
+Dispatch rules (``setup.policy``, docs/model.md §2 "Other dispatch rules"): the arrival
+draw above with the rule's ``P`` (:func:`.tables.p_rule`).  JSQ(d) and JSQ run as described;
+random routing computes ``P = c/n`` in the hot loop instead of looking it up (no windows, so
+any number of levels stays on the fast path); JIQ, whose ``P_i = 1{c_1 = n}·c_i/n`` depends
+on ``c_1`` too, runs in the general loop, which joins an idle queue while there is one,
+finds a uniform queue's length by bisection, and closes every level's ``∫ P_i`` when
+``1{c_1 = n}`` changes (:func:`jiq_close_levels`).
+
 The state is laid out in named structures shared by every engine (:mod:`.layout`):
 ``c`` (the counts), ``s`` (the generator), ``tables`` (:class:`.layout.Tables`, see
 :mod:`.tables`), ``meas`` (:class:`.layout.Measures`), ``recs`` (:class:`.layout.Records`),
@@ -50,7 +58,7 @@ from .measure import (
     record_until, store_clock,
 )
 from .rng import next_double, step_double
-from .tables import JIQ, LW, WIN, flat_tables, get_p, p_rule, rebuild_window, refresh_windows, window_edge
+from .tables import JIQ, LW, RANDOM, WIN, flat_tables, get_p, p_rule, rebuild_window, refresh_windows, window_edge
 
 __all__ = ["profile_kernel", "jiq_close_levels"]
 
@@ -112,6 +120,20 @@ def _profile_general(c, s, tables, meas, recs, setup, clock, t_stop, max_events)
                 # JIQ with an idle queue: join one (P_1 = 0)
                 j = 0
                 pold = 0.0
+            elif pol == RANDOM or jiq:
+                # a uniform queue (random; JIQ with every queue busy): its length
+                # ℓ = #{i : c_i > nU}, by bisection (c is non-increasing): O(log top)
+                y = U * n
+                lo = 0
+                hi = top
+                while lo < hi:
+                    mid = (lo + hi) >> 1
+                    if c[mid] > y:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                j = lo
+                pold = get_p(tables, setup, j, c[j]) if j < top else 0.0
             elif full:
                 for j in range(top):
                     ell += np.int64(tab[c[j]] > U)
@@ -145,9 +167,15 @@ def _profile_general(c, s, tables, meas, recs, setup, clock, t_stop, max_events)
         else:
             # potential departure from a uniformly chosen queue: ℓ = #{i : c_i > nU}
             y = (unif - p_arr) * q_scale
+            # by bisection (c is non-increasing: the same count as the scan, O(log top))
             ell = 0
-            for j in range(top):
-                ell += np.int64(c[j] > y)
+            hi = top
+            while ell < hi:
+                mid = (ell + hi) >> 1
+                if c[mid] > y:
+                    ell = mid + 1
+                else:
+                    hi = mid
             if ell > 0:
                 lv = ell - 1
                 old = c[lv]
@@ -199,6 +227,8 @@ def _profile_fast(c, s, flat, bounds, meas, setup, clock, t_stop, max_events):
     lo_int, hi_int = bounds
     stamp, area_c, area_P, maxtime, gbad = meas.stamp, meas.area_c, meas.area_P, meas.maxtime, meas.good_bad
     n = setup.n
+    fn = float(n)
+    ratio = setup.policy == RANDOM  # P = c/n computed (tables.p_rule), no table: any n, any number of levels
     k = setup.k if setup.k > 0 else -1
     cont = setup.continuous
     p_arr = setup.p_arrival
@@ -219,7 +249,7 @@ def _profile_fast(c, s, flat, bounds, meas, setup, clock, t_stop, max_events):
     pc = np.zeros(L)
     top8 = 8 if L >= 8 else 4  # the fixed-count scan (4 < top <= top8) reads c[0..7] and pc[0..7]
     for i in range(top):
-        pc[i] = tabf[i * tstride + c[i] - tbase[i]]
+        pc[i] = float(c[i]) / fn if ratio else tabf[i * tstride + c[i] - tbase[i]]
     # discrete time: the events before the horizon or the next record are known in advance.
     # They happen at t_next, t_next + 1, ...: floor(t − t_next) + 1 of them up to time t
     # (counted from t_next, not from now: after a stop at a fractional time, now is not
@@ -295,7 +325,7 @@ def _profile_fast(c, s, flat, bounds, meas, setup, clock, t_stop, max_events):
         # lazy time integrals of level j (docs/model.md §2 measurements)
         close_level(j, old, pold, new, now, c, stamp, area_c, area_P)
         if new > 0:
-            pc[j] = tabf[j * tstride + new - tbase[j]]
+            pc[j] = float(new) / fn if ratio else tabf[j * tstride + new - tbase[j]]
         else:
             pc[j] = 0.0
         # good set N^ε, clauses (a) and (b) (docs/model.md §5)
@@ -331,6 +361,8 @@ def profile_kernel(c, s, tables, meas, recs, setup, clock, t_stop, max_events):
     around their own loops (deliberate: see there); change the three together.
     """
     flat = flat_tables(tables, setup, c.shape[0])
+    if setup.policy == RANDOM:  # P = c/n computed in the hot loop: no windows, any number of levels
+        flat = (flat[0], np.zeros(c.shape[0], np.int64), 0, False)
     bounds = good_ints(meas, setup.k)
     events = 0
     while True:
