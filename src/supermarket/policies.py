@@ -73,6 +73,16 @@ _TEXT = {
 def check_policy(policy) -> str:
     """The rule's name, checked: one of :data:`POLICIES` (case and ``_`` for ``-`` forgiven).
 
+    Parameters
+    ----------
+    policy : str
+        A rule's name.
+
+    Returns
+    -------
+    str
+        Its canonical name.
+
     Raises
     ------
     TypeError, ValueError
@@ -94,6 +104,18 @@ def check_policy(policy) -> str:
 def policy_code(policy) -> int:
     """The engines' integer code of a rule (:mod:`supermarket.engines.tables`); 0 is ``jsq-d``.
 
+    Parameters
+    ----------
+    policy : str
+        A rule of :data:`POLICIES`.
+
+    Returns
+    -------
+    int
+        The code the engines' ``Setup.policy`` holds.
+
+    Examples
+    --------
     >>> [policy_code(p) for p in POLICIES]
     [0, 1, 2, 3]
     """
@@ -103,6 +125,17 @@ def policy_code(policy) -> int:
 def describe(policy) -> str:
     """One line saying what the rule does.
 
+    Parameters
+    ----------
+    policy : str
+        A rule of :data:`POLICIES`.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
     >>> describe("jiq")
     'JIQ: an idle queue if there is one, else a uniformly random queue'
     """
@@ -163,6 +196,17 @@ def meanfield_d(policy, d=1) -> int:
     """The ``d`` of the mean-field drift that stands for a rule: ``d`` for ``jsq-d``, 1 for
     ``random`` (``P_ℓ(u) = u_ℓ``); ``jsq`` and ``jiq`` are refused.
 
+    Parameters
+    ----------
+    policy : str
+        A rule of :data:`POLICIES`.
+    d : int, default 1
+        JSQ(d)'s choices.
+
+    Returns
+    -------
+    int
+
     Raises
     ------
     ValueError
@@ -191,6 +235,21 @@ def p_meanfield(policy, u, d=1) -> np.ndarray:
     with replacement) or ``u`` (``random``); ``ValueError`` for ``jsq`` and ``jiq``
     (:func:`meanfield_d`).
 
+    Parameters
+    ----------
+    policy : str
+        ``jsq-d`` or ``random``.
+    u : array_like
+        A profile ``u_ℓ``.
+    d : int, default 1
+        JSQ(d)'s choices.
+
+    Returns
+    -------
+    numpy.ndarray
+
+    Examples
+    --------
     >>> p_meanfield("random", [0.5, 0.25], d=2).tolist()
     [0.5, 0.25]
     """
@@ -204,6 +263,23 @@ def fluid_fixed_point(policy, lam, levels: int, d=1) -> np.ndarray:
     ``jsq`` and ``jiq``: ``π(1) = λ``, ``π(i) = 0`` for ``i >= 2`` [classical; the limit of
     a discontinuous drift, not the zero of an ODE: see the module docstring].
 
+    Parameters
+    ----------
+    policy : str
+        A rule of :data:`POLICIES`.
+    lam : float or str
+        The load, in (0, 1).
+    levels : int
+        Levels ``1..levels``.
+    d : int, default 1
+        JSQ(d)'s choices.
+
+    Returns
+    -------
+    numpy.ndarray
+
+    Examples
+    --------
     >>> fluid_fixed_point("random", 0.5, 3).round(15).tolist()
     [0.5, 0.25, 0.125]
     """

@@ -320,6 +320,9 @@ def refined_mean_field(d, lam, *, replace=True, levels=None, tol: float = DEFAUL
         The choices ``d >= 1`` (int) and the load λ in (0, 1) (float or str).
     replace : bool, default True
         Sampling with replacement, or without (then ``π + V/n`` needs ``n >= d``).
+    policy : {"jsq-d", "random"}, default "jsq-d"
+        The dispatch rule (docs/model.md §2): ``random`` is the drift with ``d = 1``;
+        ``jsq`` and ``jiq`` raise ``ValueError`` (discontinuous mean-field drift).
     levels : int, optional
         Number of levels kept (at most ``max_levels``); by default up to the first level
         with ``π(i) < tol`` (:func:`levels_needed`).
@@ -495,6 +498,9 @@ def lna(d, lam, *, n=None, at="fixed-point", replace=True, levels=None, tol: flo
         Where the noise is linearised: the fixed point ``π`` or the finite-n centre ``x^n``.
     replace : bool, default True
         Sampling with replacement; ``False`` (without) needs ``at="centre"``.
+    policy : {"jsq-d", "random"}, default "jsq-d"
+        The dispatch rule (docs/model.md §2): ``random`` is the drift with ``d = 1``;
+        ``jsq`` and ``jiq`` raise ``ValueError`` (discontinuous mean-field drift).
     levels, tol, max_levels
         Truncation, as in :func:`refined_mean_field`.
 

@@ -108,10 +108,31 @@ def check_profile(u, name: str = "start profile") -> np.ndarray:
 
 def rule_d(policy, d, replace=True):
     """``(d, replace)`` of the drift that stands for a dispatch rule (docs/model.md §2,
-    "Other dispatch rules"): unchanged for ``jsq-d``, ``(1, True)`` for ``random``
-    (``P(u) = u``, whatever the sampling); ``ValueError`` for ``jsq`` and ``jiq``, whose
-    mean-field ``P_ℓ(u)`` is discontinuous (:func:`supermarket.policies.meanfield_d`).
+    "Other dispatch rules").
 
+    Parameters
+    ----------
+    policy : str
+        A rule of :data:`supermarket.policies.POLICIES`.
+    d : int
+        JSQ(d)'s choices.
+    replace : bool, default True
+        JSQ(d)'s sampling.
+
+    Returns
+    -------
+    (int, bool)
+        Unchanged for ``jsq-d``; ``(1, True)`` for ``random`` (``P(u) = u``, whatever the
+        sampling).
+
+    Raises
+    ------
+    ValueError
+        For ``jsq`` and ``jiq``, whose mean-field ``P_ℓ(u)`` is discontinuous
+        (:func:`supermarket.policies.meanfield_d`).
+
+    Examples
+    --------
     >>> rule_d("random", 5, False), rule_d("jsq-d", 5, False)
     ((1, True), (5, False))
     """
@@ -370,6 +391,9 @@ def fixed_point_newton(d, lam, levels=None, *, n=None, replace=True, start=None,
     start : array_like, optional
     tol, max_levels, max_iter
         Truncation and iteration limits.
+    policy : {"jsq-d", "random"}, default "jsq-d"
+        The dispatch rule (docs/model.md §2): ``random`` is the drift with ``d = 1``;
+        ``jsq`` and ``jiq`` raise ``ValueError`` (discontinuous mean-field drift).
 
     Returns
     -------

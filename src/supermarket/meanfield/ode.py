@@ -224,6 +224,9 @@ def solve_meanfield(d, lam, *, T, start="empty", t_eval=None, n=None, replace=Tr
     tol : float
     max_levels : int
     method : str, default "auto"
+    policy : {"jsq-d", "random"}, default "jsq-d"
+        The dispatch rule (docs/model.md §2): ``random`` is the drift with ``d = 1``;
+        ``jsq`` and ``jiq`` raise ``ValueError`` (discontinuous mean-field drift).
     rtol, atol : float
         Tolerances of the solver.
 
