@@ -33,9 +33,10 @@ Dispatch rules (``setup.policy``, docs/model.md §2 "Other dispatch rules"): the
 draw above with the rule's ``P`` (:func:`.tables.p_rule`).  JSQ(d) and JSQ run as described;
 random routing computes ``P = c/n`` in the hot loop instead of looking it up (no windows, so
 any number of levels stays on the fast path); JIQ, whose ``P_i = 1{c_1 = n}·c_i/n`` depends
-on ``c_1`` too, runs in the general loop, which joins an idle queue while there is one,
-finds a uniform queue's length by bisection, and closes every level's ``∫ P_i`` when
-``1{c_1 = n}`` changes (:func:`jiq_close_levels`).
+on ``c_1`` too, runs a loop of its own while two queues or more are idle (every ``P_i`` is
+0 there, :func:`_profile_jiq_idle`), and otherwise the general loop, which joins an idle
+queue while there is one, finds a uniform queue's length by bisection, and closes every
+level's ``∫ P_i`` when ``1{c_1 = n}`` changes (:func:`jiq_close_levels`).
 
 The state is laid out in named structures shared by every engine (:mod:`.layout`):
 ``c`` (the counts), ``s`` (the generator), ``tables`` (:class:`.layout.Tables`, see
@@ -348,6 +349,83 @@ def _profile_fast(c, s, flat, bounds, meas, setup, clock, t_stop, max_events):
 
 
 @njit(cache=True, nogil=True)
+def _profile_jiq_idle(c, s, meas, setup, clock, t_stop, max_events):
+    """JIQ while at least two queues are idle (``c_1 <= n − 2``): every ``P_i`` is 0, an
+    arrival joins an idle queue (``c_1 += 1``) and cannot make every queue busy, so no
+    table is read and no ``∫ P_i`` grows.  The same random numbers as the general loop
+    (one uniform per event, then the holding time in continuous time).  Returns to
+    :func:`profile_kernel` (status ``ST_GENERAL``) when ``c_1`` reaches ``n − 1``, for a
+    record, level capacity or the horizon; needs ``setup.k == 0`` (no good set)."""
+    stamp, area_c, area_P, maxtime = meas.stamp, meas.area_c, meas.area_P, meas.maxtime
+    n = setup.n
+    cont = setup.continuous
+    p_arr = setup.p_arrival
+    q_scale = float(n) / (1.0 - p_arr)
+    inv_rate = 1.0 / setup.rate
+    L = c.shape[0]
+    recording = clock[0].rec_every > 0.0
+    next_rec = clock[0].next_rec
+    top, total, viol, now, t_next, top_since, good_since, good_time = load_clock(clock)
+    r0, r1, r2, r3 = s[0], s[1], s[2], s[3]
+    events = 0
+    status = STATUS_DONE
+    while True:
+        if events >= max_events:
+            status = STATUS_EVENTS
+            break
+        if top + 2 > L:
+            status = STATUS_GROW
+            break
+        if c[0] >= n - 1:
+            status = ST_GENERAL
+            break
+        if recording and next_rec < (t_next if t_next <= t_stop else t_stop):
+            status = ST_RECORD
+            break
+        if t_next > t_stop:
+            now = t_stop
+            status = STATUS_DONE
+            break
+        now = t_next
+        unif, r0, r1, r2, r3 = step_double(r0, r1, r2, r3)
+        if unif < p_arr:
+            if top == 0:  # an idle queue joins level 1
+                top_since = close_top(maxtime, top, top_since, now)
+                top = 1
+            old = c[0]
+            close_level(0, old, 0.0, old + 1, now, c, stamp, area_c, area_P)
+            total += 1
+        else:
+            # a uniformly chosen queue, its length ℓ = #{i : c_i > y} by bisection
+            y = (unif - p_arr) * q_scale
+            ell = 0
+            hi = top
+            while ell < hi:
+                mid = (ell + hi) >> 1
+                if c[mid] > y:
+                    ell = mid + 1
+                else:
+                    hi = mid
+            if ell > 0:
+                lv = ell - 1
+                old = c[lv]
+                close_level(lv, old, 0.0, old - 1, now, c, stamp, area_c, area_P)
+                if old == 1:
+                    top_since = close_top(maxtime, top, top_since, now)
+                    top = lv
+                total -= 1
+        if cont:
+            v, r0, r1, r2, r3 = step_double(r0, r1, r2, r3)
+            t_next = now - math.log(1.0 - v) * inv_rate
+        else:
+            t_next = now + 1.0
+        events += 1
+    s[0], s[1], s[2], s[3] = r0, r1, r2, r3
+    store_clock(clock, top, total, viol, now, t_next, top_since, good_since, good_time)
+    return events, status
+
+
+@njit(cache=True, nogil=True)
 def profile_kernel(c, s, tables, meas, recs, setup, clock, t_stop, max_events):
     """Run the profile chain (docs/model.md §2) until time ``t_stop`` or ``max_events`` events.
 
@@ -369,7 +447,9 @@ def profile_kernel(c, s, tables, meas, recs, setup, clock, t_stop, max_events):
         status = chunk_gate(recs, setup, clock, c, max_events - events, t_stop)
         if status != GO_ON:
             return events, status
-        if (flat[3] and clock[0].top >= LW - 1) or setup.policy == JIQ:
+        if setup.policy == JIQ and setup.k == 0 and c[0] < setup.n - 1:
+            ev, status = _profile_jiq_idle(c, s, meas, setup, clock, t_stop, max_events - events)
+        elif (flat[3] and clock[0].top >= LW - 1) or setup.policy == JIQ:
             ev, status = _profile_general(c, s, tables, meas, recs, setup, clock, t_stop,
                                           min(max_events - events, 4096))
         else:
