@@ -52,6 +52,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .engines.tables import JIQ, JSQ, JSQ_D, RANDOM
 
@@ -70,7 +71,7 @@ _TEXT = {
 }
 
 
-def check_policy(policy) -> str:
+def check_policy(policy: object) -> str:
     """The rule's name, checked: one of :data:`POLICIES` (case and ``_`` for ``-`` forgiven).
 
     Parameters
@@ -101,7 +102,7 @@ def check_policy(policy) -> str:
     return key
 
 
-def policy_code(policy) -> int:
+def policy_code(policy: str) -> int:
     """The engines' integer code of a rule (:mod:`supermarket.engines.tables`); 0 is ``jsq-d``.
 
     Parameters
@@ -122,7 +123,7 @@ def policy_code(policy) -> int:
     return _CODES[check_policy(policy)]
 
 
-def describe(policy) -> str:
+def describe(policy: str) -> str:
     """One line saying what the rule does.
 
     Parameters
@@ -142,7 +143,7 @@ def describe(policy) -> str:
     return _TEXT[check_policy(policy)]
 
 
-def p_levels(policy, counts, n, d=1, replace=True) -> np.ndarray:
+def p_levels(policy: str, counts: ArrayLike, n: int, d: int = 1, replace: bool = True) -> np.ndarray:
     """``P_ℓ(c)`` for ``ℓ = 1..m`` (docs/model.md §2): the probability that an arrival joins
     a queue of length ``>= ℓ``, given the counts ``c_1..c_m`` on the last axis of ``counts``.
 
@@ -192,7 +193,7 @@ def p_levels(policy, counts, n, d=1, replace=True) -> np.ndarray:
     return p
 
 
-def meanfield_d(policy, d=1) -> int:
+def meanfield_d(policy: str, d: int | float = 1) -> int | float:
     """The ``d`` of the mean-field drift that stands for a rule: ``d`` for ``jsq-d``, 1 for
     ``random`` (``P_ℓ(u) = u_ℓ``); ``jsq`` and ``jiq`` are refused.
 
@@ -230,7 +231,7 @@ def meanfield_d(policy, d=1) -> int:
                      "its fluid fixed point is u_1 = λ, u_ℓ = 0 for ℓ >= 2 (policies.fluid_fixed_point)")
 
 
-def p_meanfield(policy, u, d=1) -> np.ndarray:
+def p_meanfield(policy: str, u: ArrayLike, d: int = 1) -> np.ndarray:
     """The mean-field ``P_ℓ(u)`` of a rule with a differentiable drift: ``u^d`` (``jsq-d``,
     with replacement) or ``u`` (``random``); ``ValueError`` for ``jsq`` and ``jiq``
     (:func:`meanfield_d`).
@@ -256,7 +257,7 @@ def p_meanfield(policy, u, d=1) -> np.ndarray:
     return np.power(np.asarray(u, dtype=float), meanfield_d(policy, d))
 
 
-def fluid_fixed_point(policy, lam, levels: int, d=1) -> np.ndarray:
+def fluid_fixed_point(policy: str, lam: float | str, levels: int, d: int = 1) -> np.ndarray:
     """The fluid (mean-field) fixed point ``π(1..levels)`` of a rule, ``λ < 1``.
 
     ``jsq-d``: ``π(i) = λ^{(d^i−1)/(d−1)}`` (docs/model.md §3); ``random``: ``λ^i`` (M/M/1);

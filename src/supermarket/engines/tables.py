@@ -89,7 +89,7 @@ def p_all_at_least(c, n, d, replace):
 
 
 @njit(cache=True)
-def p_rule(policy, c, n, d, replace):
+def p_rule(policy: int, c: int, n: int, d: int, replace: bool) -> float:
     """The table value of rule ``policy`` at a level holding count ``c`` (docs/model.md §2):
     ``P_i`` for JSQ(d) (:func:`p_all_at_least`), ``c/n`` for random (one uniform queue),
     ``1{c = n}`` for JSQ (the shortest of all ``n``), and ``c/n`` for JIQ, whose

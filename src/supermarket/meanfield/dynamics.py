@@ -106,7 +106,7 @@ def check_profile(u, name: str = "start profile") -> np.ndarray:
     return arr
 
 
-def rule_d(policy, d, replace=True):
+def rule_d(policy: str, d: int | float, replace: bool = True) -> tuple[int | float, bool]:
     """``(d, replace)`` of the drift that stands for a dispatch rule (docs/model.md §2,
     "Other dispatch rules").
 
