@@ -777,7 +777,7 @@ def solve(n, d, lam, *, replace=True, tol=DEFAULT_TOL, cap=None, quantiles=_resp
     if cap is not None:
         _check_size(n, cap, max_states)
         _check_seconds(n, d, lamf, tol, cap, max_states, max_seconds, fixed=True)
-        sol = _one(n, d, lamf, params.replace, cap, profile_law, policy=policy)
+        sol = _one(n, d, lamf, params.replace, cap, profile_law, None, policy)
         M = cap
     else:
         # E[u_M] >= π(M) (Jensen, with replacement; docs/model.md §3) and P(max >= M) >= E[u_M]:
@@ -809,7 +809,7 @@ def solve(n, d, lam, *, replace=True, tol=DEFAULT_TOL, cap=None, quantiles=_resp
                 else:
                     _check_seconds(n, d, lamf, tol, max(prev[0] + 1, least), max_states, max_seconds,
                                    fixed=False, spent=spent)
-            sol = _one(n, d, lamf, params.replace, M, profile_law, prev[1] if prev else None, policy=policy)
+            sol = _one(n, d, lamf, params.replace, M, profile_law, prev[1] if prev else None, policy)
             mass = float(sol["max"][M])
             hist.append((M, mass))
             if mass < tol:
