@@ -207,6 +207,7 @@ SIM_CASES = [
     ("random", "profile", False, False),
     ("random", "profile", True, True),
     ("random", "buckets", True, False),
+    ("random", "buckets", False, True),
     ("jsq", "profile", False, False),
     ("jsq", "buckets", False, False),
     ("jsq", "profile", True, True),

@@ -30,7 +30,7 @@ from .measure import (
 )
 from .rng import next_below, next_double
 from .profile import jiq_close_levels
-from .tables import JIQ, LW, flat_tables, get_p, refresh_windows, window_edge
+from .tables import JIQ, LW, RANDOM, flat_tables, get_p, refresh_windows, window_edge
 
 __all__ = ["buckets_kernel", "lengths_by_queue", "MAX_N"]
 
@@ -119,6 +119,8 @@ def _buckets_fast(perm, c, s, flat, bounds, meas, setup, clock, t_stop, max_even
     lo_int, hi_int = bounds
     stamp, area_c, area_P, maxtime, gbad = meas.stamp, meas.area_c, meas.area_P, meas.maxtime, meas.good_bad
     n = setup.n
+    fn = float(n)
+    ratio = setup.policy == RANDOM  # P = c/n computed (tables.p_rule), no table: any number of levels
     k = setup.k if setup.k > 0 else -1
     cont = setup.continuous
     p_arr = setup.p_arrival
@@ -140,14 +142,18 @@ def _buckets_fast(perm, c, s, flat, bounds, meas, setup, clock, t_stop, max_even
         if unif < p_arr:
             U = unif * inv_p
             j = 0
-            for i in range(top):
-                j += np.int64(tabf[i * tstride + c[i] - tbase[i]] > U)
+            if ratio:
+                for i in range(top):
+                    j += np.int64(float(c[i]) / fn > U)
+            else:
+                for i in range(top):
+                    j += np.int64(tabf[i * tstride + c[i] - tbase[i]] > U)
             old = c[j]
             end = n if j == 0 else c[j - 1]
             p = old + next_below(s, end - old)
             _swap(perm, p, old)
             if j < top:
-                pold = tabf[j * tstride + old - tbase[j]]
+                pold = float(old) / fn if ratio else tabf[j * tstride + old - tbase[j]]
             else:
                 pold = 0.0
                 top_since = close_top(maxtime, top, top_since, now)
@@ -169,7 +175,7 @@ def _buckets_fast(perm, c, s, flat, bounds, meas, setup, clock, t_stop, max_even
             old = c[j]
             last = old - 1
             _swap(perm, K, last)
-            pold = tabf[j * tstride + old - tbase[j]]
+            pold = float(old) / fn if ratio else tabf[j * tstride + old - tbase[j]]
             new = old - 1
             total -= 1
             if new == 0:
@@ -196,6 +202,8 @@ def buckets_kernel(perm, c, s, tables, meas, recs, setup, clock, t_stop, max_eve
     DELIBERATE COPY of :func:`.profile.profile_kernel`'s driver loop, like
     :func:`.queues.queues_kernel` (why: see there)."""
     flat = flat_tables(tables, setup, c.shape[0])
+    if setup.policy == RANDOM:  # P = c/n computed in the hot loop: no windows, any number of levels
+        flat = (flat[0], np.zeros(c.shape[0], np.int64), 0, False)
     bounds = good_ints(meas, setup.k)
     events = 0
     while True:
