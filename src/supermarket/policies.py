@@ -294,4 +294,4 @@ def fluid_fixed_point(policy: str, lam: float | str, levels: int, d: int = 1) ->
         out = np.zeros(check_int("levels", levels, minimum=1))
         out[0] = lamf
         return out
-    return fixed_point(meanfield_d(p, d), lam, levels)
+    return fixed_point(int(meanfield_d(p, d)), lam, levels)

@@ -785,7 +785,7 @@ def solve(n, d, lam, *, replace=True, tol=DEFAULT_TOL, cap=None, quantiles=_resp
         # when even that cap is too large).  Random routing is d = 1 (E[u_M] = λ^M exactly);
         # JSQ and JIQ have no such bound (their fluid fixed point vanishes above level 1)
         M = (START_CAP if policy in ("jsq", "jiq") else
-             max(START_CAP, _first_cap(_pol.meanfield_d(policy, d), lamf, tol)))
+             max(START_CAP, _first_cap(int(_pol.meanfield_d(policy, d)), lamf, tol)))
         _check_size(n, M, max_states, " (the least cap with π(cap) < tol, which no smaller cap can meet)")
         # the finite-n bound (comparison with M/M/n, [derived]) is usually far above the
         # mean-field one: refuse now, not after solving ever larger caps for minutes

@@ -349,8 +349,8 @@ def refined_mean_field(d, lam, *, replace=True, levels=None, tol: float = DEFAUL
     >>> float(abs(refined_mean_field(3, 0.9, policy="random").V).max())   # M/M/1 queues: no 1/n term
     0.0
     """
-    d, replace = rule_d(policy, d, replace)  # random: d = 1; jsq, jiq: ValueError
-    d = check_positive_int("d", d)
+    d_rule, replace = rule_d(policy, d, replace)  # random: d = 1; jsq, jiq: ValueError
+    d = check_positive_int("d", d_rule)
     lam = check_load(lam)
     if not isinstance(replace, (bool, np.bool_)):
         raise TypeError(f"replace must be True or False; got {replace!r}")
@@ -520,8 +520,8 @@ def lna(d, lam, *, n=None, at="fixed-point", replace=True, levels=None, tol: flo
     >>> round(float(c.covariance[0, 0]), 12)
     0.25
     """
-    d, replace = rule_d(policy, d, replace)  # random: d = 1; jsq, jiq: ValueError
-    d = check_positive_int("d", d)
+    d_rule, replace = rule_d(policy, d, replace)  # random: d = 1; jsq, jiq: ValueError
+    d = check_positive_int("d", d_rule)
     lam = check_load(lam)
     if at not in ("fixed-point", "centre", "center"):
         raise ValueError(f"at must be 'fixed-point' or 'centre'; got {at!r}")

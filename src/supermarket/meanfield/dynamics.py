@@ -414,8 +414,8 @@ def fixed_point_newton(d, lam, levels=None, *, n=None, replace=True, start=None,
     >>> fixed_point_newton(2, 0.5, policy="random")[:3].round(12).tolist()   # M/M/1: λ^i
     [0.5, 0.25, 0.125]
     """
-    d, replace = rule_d(policy, d, replace)
-    d = check_positive_int("d", d)
+    d_rule, replace = rule_d(policy, d, replace)
+    d = check_positive_int("d", d_rule)
     lam = check_load(lam)
     n = _check_n(n, d, replace)
     L = _levels(d, lam, levels, tol, max_levels)
