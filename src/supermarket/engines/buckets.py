@@ -23,7 +23,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .layout import GO_ON, ST_WINDOW, STATUS_DONE
+from .layout import GO_ON, ST_GENERAL, ST_RECORD, ST_WINDOW, STATUS_DONE, STATUS_EVENTS, STATUS_GROW
 from .measure import (
     chunk_gate, close_level, close_top, fast_gate, general_gate, good_ints, good_step, is_final, load_clock,
     next_event_time, set_level, set_top, store_clock,
@@ -196,6 +196,70 @@ def _buckets_fast(perm, c, s, flat, bounds, meas, setup, clock, t_stop, max_even
 
 
 @njit(cache=True, nogil=True)
+def _buckets_jiq_idle(perm, c, s, meas, setup, clock, t_stop, max_events):
+    """JIQ while at least two queues are idle (``c_1 <= n − 2``), as ``profile._profile_jiq_idle``:
+    every ``P_i`` is 0, an arrival joins a uniform idle queue.  The same random numbers as
+    :func:`_buckets_general`; returns (status ``ST_GENERAL``) when ``c_1`` reaches ``n − 1``,
+    for a record, level capacity or the horizon; needs ``setup.k == 0`` (no good set)."""
+    stamp, area_c, area_P, maxtime = meas.stamp, meas.area_c, meas.area_P, meas.maxtime
+    n = setup.n
+    p_arr = setup.p_arrival
+    L = c.shape[0]
+    recording = clock[0].rec_every > 0.0
+    next_rec = clock[0].next_rec
+    top, total, viol, now, t_next, top_since, good_since, good_time = load_clock(clock)
+    events = 0
+    status = STATUS_DONE
+    while True:
+        if events >= max_events:
+            status = STATUS_EVENTS
+            break
+        if top + 2 > L:
+            status = STATUS_GROW
+            break
+        if c[0] >= n - 1:
+            status = ST_GENERAL
+            break
+        if recording and next_rec < (t_next if t_next <= t_stop else t_stop):
+            status = ST_RECORD
+            break
+        if t_next > t_stop:
+            now = t_stop
+            status = STATUS_DONE
+            break
+        now = t_next
+        unif = next_double(s)
+        if unif < p_arr:
+            # a uniform idle queue (positions [c_1, n)) joins level 1
+            first = c[0]
+            p = first + next_below(s, n - first)
+            _swap(perm, p, first)
+            if top == 0:
+                top_since = close_top(maxtime, top, top_since, now)
+                top = 1
+            close_level(0, first, 0.0, first + 1, now, c, stamp, area_c, area_P)
+            total += 1
+        else:
+            K = next_below(s, n)
+            j = 0
+            while j < top and c[j] > K:
+                j += 1
+            if j > 0:
+                lv = j - 1
+                old = c[lv]
+                _swap(perm, K, old - 1)
+                close_level(lv, old, 0.0, old - 1, now, c, stamp, area_c, area_P)
+                if old == 1:
+                    top_since = close_top(maxtime, top, top_since, now)
+                    top = lv
+                total -= 1
+        t_next = next_event_time(s, setup, now)
+        events += 1
+    store_clock(clock, top, total, viol, now, t_next, top_since, good_since, good_time)
+    return events, status
+
+
+@njit(cache=True, nogil=True)
 def buckets_kernel(perm, c, s, tables, meas, recs, setup, clock, t_stop, max_events):
     """Run the bucket chain until ``t_stop`` or ``max_events`` events (arguments and return
     value as :func:`.profile.profile_kernel`; ``perm`` = queue identities by position).
@@ -210,7 +274,9 @@ def buckets_kernel(perm, c, s, tables, meas, recs, setup, clock, t_stop, max_eve
         status = chunk_gate(recs, setup, clock, c, max_events - events, t_stop)
         if status != GO_ON:
             return events, status
-        if (flat[3] and clock[0].top >= LW - 1) or setup.policy == JIQ:
+        if setup.policy == JIQ and setup.k == 0 and c[0] < setup.n - 1:
+            ev, status = _buckets_jiq_idle(perm, c, s, meas, setup, clock, t_stop, max_events - events)
+        elif (flat[3] and clock[0].top >= LW - 1) or setup.policy == JIQ:
             ev, status = _buckets_general(perm, c, s, tables, meas, recs, setup, clock, t_stop,
                                           min(max_events - events, 4096))
         else:
