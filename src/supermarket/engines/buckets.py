@@ -11,6 +11,11 @@ occupy the block of positions ``[c_{ℓ+1}, c_ℓ)`` (with ``c_0 = n``).  One st
 - potential departure: a uniform position ``K``; its queue has length ``ℓ = #{i : c_i > K}``;
   if ``ℓ ≥ 1`` it is swapped to the last position of its block and ``c_ℓ −= 1``.
 
+Dispatch rules (``setup.policy``; docs/model.md §2, "Other dispatch rules"): the joined
+length is drawn from the rule's ``P`` as above (random routing computes ``P = c/n`` in the
+hot loop; JIQ joins a uniform idle queue while there is one, in a loop of its own while two
+or more are idle, and closes every level's ``∫ P_i`` when ``1{c_1 = n}`` changes).
+
 Memory: one int32 queue identity per server (4 bytes per server).  ``perm`` says which
 queue has which length at every moment, so per-queue questions (a tagged queue, final
 lengths per server) are answered at the speed of the profile chain.
