@@ -183,7 +183,7 @@ def rmftool_rate(n, d, lam, horizon, levels=20):
         ddpp.add_transition(-up, dep)
     ddpp.set_initial_state(np.rint(n * th.fixed_point(d, lam, levels)) / n)  # a state of the chain
     t = time.perf_counter()
-    T, X = ddpp.simulate(n, horizon)
+    T, _X = ddpp.simulate(n, horizon)
     wall = time.perf_counter() - t
     return (len(T) - 1) / wall, lam * n * horizon / wall
 
@@ -233,7 +233,8 @@ def main(argv=None):
             r, _ = engine_rate(eng, n, d, lam, ev, R)
             print(f"| {eng} | {n:.0e} | {d} | {lam} | {r / 1e6:.1f} |", flush=True)
         return
-    print(f"python {platform.python_version()}, {platform.machine()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    stamp = time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())
+    print(f"python {platform.python_version()}, {platform.machine()}, {stamp}")
     print()
     print("| engine | n | d | λ | million events/s | bytes/server | target |")
     print("|---|---|---|---|---|---|---|")

@@ -8,8 +8,8 @@ For each cell: the coalescence horizon (time units of the continuous-time chain;
 sampler doubles the horizon, so the least coalescing horizon lies in (T/2, T]), the number
 of steps simulated per sample (generation and regeneration of the dominating process, and
 both bounding copies, summed over the doubling rounds), wall and CPU time per sample
-(the CPU time is the fair figure on a shared machine), simulated steps per CPU second, the sampler's own peak memory per sample and the process's maximum
-resident set size.  One sample at a time, one thread.
+(the CPU time is the fair figure on a shared machine), simulated steps per CPU second, the
+sampler's own peak memory per sample and the process's maximum resident set size.  One sample at a time, one thread.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import os
 import platform
 import resource
 import time
-
 
 from supermarket import perfect
 
@@ -69,8 +68,8 @@ def main():
         print(json.dumps(out, indent=2))
         return
     print()
-    print("| n | λ | samples | horizon T (time units), each | mean steps simulated | wall s/sample | CPU s/sample | Msteps/CPU s | "
-          "sampler peak MiB | max RSS MiB |")
+    print("| n | λ | samples | horizon T (time units), each | mean steps simulated | wall s/sample | CPU s/sample | "
+          "Msteps/CPU s | sampler peak MiB | max RSS MiB |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         hs = ", ".join(f"{h:.4g}" for h in r["horizon_time_units"])

@@ -7,10 +7,11 @@ events per second on one core, and a side-by-side run against Ciw on the same sy
 
 Rows: n = 10^6, λ = 0.9 (JSQ(d) with d = 2), from the rule's rounded fluid fixed point,
 all measurements on (time integrals of u_i and P_i, the maximum); best of ``--repeat``
-runs of ``--events`` events, in CPU time (``time.process_time``: the machine is shared).  Target (issue 21): at least 20 million events/s for the
-count engines whatever n.  JIQ runs in the engines' general loop (its P_i depends on c_1
-as well: every level's integral is closed when 1{c_1 = n} flips), the other rules in the
-hot loop with their own P table.
+runs of ``--events`` events, in CPU time (``time.process_time``: the machine is shared).
+Target (issue 21): at least 20 million events/s for the count engines whatever n.  JIQ
+runs a loop of its own while two queues or more are idle and the general loop otherwise
+(its P_i depends on c_1 as well: every level's integral is closed when 1{c_1 = n} flips);
+random routing computes P = c/n in the hot loop; JSQ(d) and JSQ look their P up.
 
 Side by side (n = 100, λ = 0.9): Ciw 3 with a dispatcher node (rate nλ, zero service)
 whose custom router applies the rule, to n single-server exponential(1) nodes; the common
@@ -115,15 +116,19 @@ def main(argv=None):
     args = ap.parse_args(argv)
     events = int(args.events / (5 if args.quick else 1))
     n, d, lam = 10**6, 2, 0.9
-    print(f"Python {platform.python_version()}, {platform.machine()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    print(f"Python {platform.python_version()}, {platform.machine()}, {when}")
     print()
     print("| rule | engine | n | d | λ | million events/s | target |")
     print("|---|---|---|---|---|---|---|")
     for engine in ("profile", "buckets"):
         for p in pol.POLICIES:
             r = engine_rate(p, n, d, lam, events if engine == "profile" else events // 2, args.repeat, engine)
-            print(f"| {p} | {engine} | {n:.0e} | {d if p == 'jsq-d' else '-'} | {lam} | {r / 1e6:.1f} | "
-                  f"{'>= 20' if engine == 'profile' else ''} |", flush=True)
+            print(
+                f"| {p} | {engine} | {n:.0e} | {d if p == 'jsq-d' else '-'} | {lam} | {r / 1e6:.1f} | "
+                f"{'>= 20' if engine == 'profile' else ''} |",
+                flush=True,
+            )
     if args.no_ciw:
         return
     ns, horizon = 100, (20.0 if args.quick else 100.0)

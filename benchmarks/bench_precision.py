@@ -115,7 +115,7 @@ def report(res: dict) -> str:
                      f"{row.get('steps_for_variance', math.nan):.3g} | {row['steps_needed']:.3g} | "
                      f"{_h(row['seconds_needed'])} | {how} |")
     vr = res["variance_reduction"] or {}
-    u = [x for x in vr.get("u_mean", [])]
+    u = list(vr.get("u_mean", []))
     lines += ["", "variance reduction (plain s.e. / CV s.e.)², this run: "
               + ", ".join(f"E[u_{i + 1}] {x:.3g}" for i, x in enumerate(u) if x is not None and np.isfinite(x))
               + "; " + ", ".join(f"{k} {v:.3g}" for k, v in vr.items()
@@ -130,7 +130,8 @@ def report(res: dict) -> str:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", action="append", help="n:d:λ:steps (repeatable); default: the three of issue 18")
-    ap.add_argument("--measure-cap", type=float, default=4e8, help="run the target when it needs at most this many steps")
+    ap.add_argument("--measure-cap", type=float, default=4e8,
+                    help="run the target when it needs at most this many steps")
     ap.add_argument("--json", help="also write the results to this file")
     a = ap.parse_args()
     cfgs = ([(int(float(n)), int(d), float(lam), int(float(s))) for n, d, lam, s in (c.split(":") for c in a.config)]

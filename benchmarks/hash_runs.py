@@ -20,13 +20,15 @@ continuous-time clocks and ``P`` values: compare totals on one machine.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import warnings
 
 import numpy as np
 
 from supermarket.model import Params
-from supermarket.simulation import Chain, simulate
+from supermarket.simulation import Chain
+from supermarket.simulation.run import _execute, _plan
 from supermarket.states import start_counts
 
 # (label, engine, n, d, lam, replace, time_mode, steps, extra keyword arguments)
@@ -78,10 +80,12 @@ def _feed(h, *arrays):
 
 
 def sim_digest(engine, n, d, lam, replace, mode, steps, kw, seed) -> str:
+    kw = dict(kw)
+    force = kw.pop("_force_window", False)  # a field of the run plan, not a keyword of simulate
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        r = simulate(n, d, lam, steps=steps, engine=engine, replace=replace, time_mode=mode, seed=seed,
-                     progress=False, **kw)
+        plan = _plan(n, d, lam, steps=steps, engine=engine, replace=replace, time_mode=mode, seed=seed, **kw)
+        r = _execute(dataclasses.replace(plan, force_window=force), progress=False)
     h = hashlib.sha256()
     mq = sorted(r.max_queue_dist.items())
     _feed(h, r.u_mean, r.u_stderr, r.ud_mean, np.array([m for m, _ in mq], np.int64),

@@ -58,7 +58,8 @@ def main() -> None:
         se = sd / math.sqrt(a.reps)
         pk, pse = getattr(pre, k), pre.stderr[k]
         ratio = math.sqrt(np.mean([r["se_" + k] ** 2 for r in rows])) / sd
-        print(f"{k:9s} {m:12.4f} ± {se:.4f} {pk:10.4f} ± {pse:.4f} {(m - pk) / math.hypot(se, pse):+6.2f} {ratio:21.2f}")
+        z = (m - pk) / math.hypot(se, pse)
+        print(f"{k:9s} {m:12.4f} ± {se:.4f} {pk:10.4f} ± {pse:.4f} {z:+6.2f} {ratio:21.2f}")
 
 
 if __name__ == "__main__":

@@ -168,7 +168,8 @@ def report(o) -> str:
     lines = [head, "", cols, "|---|---|---|---|---|---|---|---|---|"]
     for k, v in o["quantities"].items():
         sd = v["sd"]
-        lines.append(f"| {k} | {v['mean'][0]:.6g} | {sd[0]:.3g} | {sd[1]:.3g} | {sd[2]:.3g} | {v['ratio_linear']:.3g} | "
+        lines.append(f"| {k} | {v['mean'][0]:.6g} | {sd[0]:.3g} | {sd[1]:.3g} | {sd[2]:.3g} | "
+                     f"{v['ratio_linear']:.3g} | "
                      f"{v['ratio_quadratic']:.3g} | {v['gain_of_quadratic']:.3g} "
                      f"({v['gain_interval'][0]:.2g}–{v['gain_interval'][1]:.2g}) | {v['agree_z']:+.1f} |")
     return "\n".join(lines)

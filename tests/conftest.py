@@ -13,6 +13,7 @@ so the fast tier ``-m "not slow and not integration"`` starts no cluster and no 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -23,7 +24,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from hypothesis import settings as _hypothesis_settings
 
 # A suite started in the background of a non-interactive shell (`cmd &`) inherits SIGINT
@@ -68,10 +68,8 @@ def _stop(proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=10)
     except (ProcessLookupError, subprocess.TimeoutExpired):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         proc.wait(timeout=10)
 
 
@@ -86,7 +84,7 @@ def dask_cluster(tmp_path_factory):
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     slog = logdir / "scheduler.log"
     sched = subprocess.Popen([str(dask), "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                              "--no-dashboard"], stdout=open(slog, "wb"), stderr=subprocess.STDOUT,
+                              "--no-dashboard"], stdout=open(slog, "wb"), stderr=subprocess.STDOUT,  # noqa: SIM115 - the child's log
                              start_new_session=True, env=env)
     procs = [sched]
     try:
@@ -96,7 +94,7 @@ def dask_cluster(tmp_path_factory):
         worker = subprocess.Popen([str(dask), "worker", address, "--host", "127.0.0.1", "--nworkers", "1",
                                    "--nthreads", "2", "--no-dashboard", "--memory-limit", "0",
                                    "--local-directory", str(logdir / "w")],
-                                  stdout=open(wlog, "wb"), stderr=subprocess.STDOUT,
+                                  stdout=open(wlog, "wb"), stderr=subprocess.STDOUT,  # noqa: SIM115 - its log
                                   start_new_session=True, env=env)
         procs.append(worker)
         from dask.distributed import Client

@@ -9,6 +9,7 @@ Statistical checks use fixed seeds and 4.5 standard errors.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -364,7 +365,7 @@ def test_scaling_n_to_the_minus_half():
     rows = fl.scaling((10**3, 10**4, 10**5), time=800.0, seed=3)
     assert all(r.error_bars_adequate for r in rows), [r.note for r in rows]
     sds = [r.sd_g1 for r in rows]
-    assert all(a > 2.5 * b for a, b in zip(sds, sds[1:]))  # falls like n^{-1/2} (factor √10)
+    assert all(a > 2.5 * b for a, b in itertools.pairwise(sds))  # falls like n^{-1/2} (factor √10)
     for r in rows:  # while √n sd(G1) stays at the LNA's order-one value
         assert abs(r.sqrt_n_sd_g1 - r.lna_sqrt_n_sd_g1) <= TOL * r.sqrt_n_sd_g1_stderr
 
@@ -415,7 +416,7 @@ def test_standard_errors_are_the_replication_estimator_of_stats():
     from scipy import stats as st
 
     from supermarket.mixing import coalescence_time as mixing_coalescence
-    from supermarket._results import mean_stderr
+    from supermarket.stats import mean_stderr
     from supermarket.stats import replication_error
 
     rng = np.random.default_rng(7)

@@ -18,9 +18,9 @@ import pytest
 from click.testing import CliRunner
 
 from supermarket import mixing as mx
-from supermarket.mixing import coupling as mx_coupling
 from supermarket import theory
 from supermarket.engines import coupling as kern
+from supermarket.mixing import coupling as mx_coupling
 from supermarket.simulation import simulate
 
 Z = 4.5

@@ -139,7 +139,7 @@ def test_start_states():
 
 
 # --------------------------------------------------------------------------- machine limits
-from supermarket.model import INT64_MAX, MAX_LOAD, MAX_N  # noqa: E402
+from supermarket.model import INT64_MAX, MAX_LOAD, MAX_N
 
 
 @pytest.mark.parametrize("text", ["1e400", "1e999999999999", "9223372036854775808", "1e19"])

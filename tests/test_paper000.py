@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+import exact_small  # tests/exact_small.py: the exact stationary law of tiny systems
 from supermarket import theory
 from supermarket.experiments import paper000 as p000
 from supermarket.experiments.paper000 import claims as p000_claims
@@ -25,8 +26,6 @@ from supermarket.experiments.paper000 import e1_e4_equilibrium as p000_e14
 from supermarket.experiments.paper000 import e2_e3_mixing as p000_e23
 from supermarket.experiments.paper000 import equilibrium_run as p000_eq
 from supermarket.experiments.paper000 import output as p000_out
-
-import exact_small  # tests/exact_small.py: the exact stationary law of tiny systems
 
 Z = 4.5
 
@@ -105,19 +104,19 @@ def test_run_writes_tables_figures_and_summaries(tiny, tmp_path):
         for ext in ("csv", "json", "png") + (("md",) if name != "E3_tv_curve" else ()):
             f = out / f"{name}.{ext}"
             assert f.exists() and f.stat().st_size > 0, f
-        rows = list(csv.DictReader(open(out / f"{name}.csv")))
-        js = json.load(open(out / f"{name}.json"))
+        rows = list(csv.DictReader((out / f"{name}.csv").read_text().splitlines()))
+        js = json.loads((out / f"{name}.json").read_text())
         assert len(rows) == len(js["rows"]) > 0
-    e1 = json.load(open(out / "E1_equilibrium.json"))["rows"]
+    e1 = json.loads((out / "E1_equilibrium.json").read_text())["rows"]
     assert [r["k"] for r in e1] == [1, 1]
     assert e1[1]["integer_ratio"] is True and e1[0]["integer_ratio"] is False
     for r in e1:
         assert r["k"] == theory.k_lambda_d(r["d"], r["load"])
         assert r["shorter_than_1_pred"] == pytest.approx(r["n"] * (1 - r["load"]))
-    e2 = json.load(open(out / "E2_mixing_scaling.json"))
+    e2 = json.loads((out / "E2_mixing_scaling.json").read_text())
     assert all(r["coupling_increases"] == 0 for r in e2["rows"])
     assert "slope_vs_upper" in e2["meta"]["fits"]
-    e3 = json.load(open(out / "E3_bad_starts.json"))["rows"]
+    e3 = json.loads((out / "E3_bad_starts.json").read_text())["rows"]
     assert {r["start"] for r in e3} == {"customers:5", "customers:10", "long:20", "long:40"}
     for r in e3:
         lower = r["value"] * 100 / 0.1 if r["kind"] == "customers" else r["value"] * 100
@@ -125,7 +124,7 @@ def test_run_writes_tables_figures_and_summaries(tiny, tmp_path):
     summary = (out / "summary.md").read_text()
     for head in ("# E1", "# E2", "# E3", "# E4", "What the runs show"):
         assert head in summary
-    assert res["expected_s"] > 0 and json.load(open(out / "run.json"))["quick"] is True
+    assert res["expected_s"] > 0 and json.loads((out / "run.json").read_text())["quick"] is True
 
 
 def test_reproduce_cli_calls_run(tiny, tmp_path):
@@ -136,7 +135,8 @@ def test_reproduce_cli_calls_run(tiny, tmp_path):
     assert (tmp_path / "o" / "summary.md").exists()
     # issue 19: a closing line says what was written (files, size, where, the summary)
     files = [f for f in (tmp_path / "o").rglob("*") if f.is_file()]
-    assert r.stdout.startswith(f"wrote {len(files)} files (") and f"start with {tmp_path / 'o' / 'summary.md'}" in r.stdout
+    assert r.stdout.startswith(f"wrote {len(files)} files (")
+    assert f"start with {tmp_path / 'o' / 'summary.md'}" in r.stdout
 
 
 def test_reproduce_without_out_is_one_clear_line():
@@ -170,7 +170,7 @@ def test_quick_mode_under_three_minutes(tmp_path):
     t = time.perf_counter()
     res = p000.run(tmp_path, quick=True, seed=0, workers=2)
     assert time.perf_counter() - t < 180
-    e1 = json.load(open(tmp_path / "E1_equilibrium.json"))["rows"]
+    e1 = json.loads((tmp_path / "E1_equilibrium.json").read_text())["rows"]
     # the claims the quick mode must show: max = k where nπ(k+1) < 1, and the fraction bound
     # where the hypothesis is k, the data do not contradict "the maximum is k most of the time"
     # (at n = 1000 a share near 1/2 may fall on either side; a reliable share well below 1/2 fails)
@@ -405,7 +405,8 @@ def test_claims_table_follows_the_data(tiny_run):
     ni[1]["good_set_fraction"] = p000_claims.GOOD_SHARE - 10 * 0.01
     assert _verdict(base, "the equilibrium chain stays")["verdict"] == "not reproduced at these sizes"
     ni[1]["good_set_fraction_reliable"] = False
-    assert _verdict(base, "the equilibrium chain stays")["verdict"] == "partly: 0 of 2 configurations (1 too short to know)"
+    assert (_verdict(base, "the equilibrium chain stays")["verdict"]
+            == "partly: 0 of 2 configurations (1 too short to know)")
 
     # mixing against d at fixed n and k: from the fitted slope
     base["E2"]["fits"]["slope_vs_d_at_fixed_n_k"] = 1.1
@@ -434,4 +435,5 @@ def test_claims_table_follows_the_data(tiny_run):
     for r in e4["rows"]:
         if r["n"] == big:
             r["mean_max"] = 5.0
-    assert _verdict(base, "power of d choices")["verdict"] == f"partly: {len(e4['fits'])} of {len(e4['fits']) + 1} checks"
+    nf = len(e4["fits"])
+    assert _verdict(base, "power of d choices")["verdict"] == f"partly: {nf} of {nf + 1} checks"

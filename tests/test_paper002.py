@@ -26,7 +26,7 @@ def test_run_writes_every_artefact(tiny, tmp_path):
         for kind in ("paths", "hist"):
             png = tmp_path / f"regime_{regime}_{kind}.png"
             assert png.stat().st_size > 1000 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    rows = list(csv.DictReader(open(tmp_path / "moments.csv")))
+    rows = list(csv.DictReader((tmp_path / "moments.csv").read_text().splitlines()))
     assert {r["regime"] for r in rows} == {"a", "b", "c"}
     sources = {(r["regime"], r["source"]) for r in rows}
     assert {("a", "sim"), ("a", "limit_sde"), ("a", "limit_closed_form"), ("b", "sim"), ("c", "sim"),
@@ -54,7 +54,7 @@ def test_run_writes_every_artefact(tiny, tmp_path):
 def test_same_seed_same_tables(tiny, tmp_path):
     a = p002.run(tmp_path / "a", quick=True, seed=5)
     b = p002.run(tmp_path / "b", quick=True, seed=5)
-    key = lambda rows: [{k: v for k, v in r.items()} for r in rows]  # noqa: E731
+    key = lambda rows: [dict(r.items()) for r in rows]  # noqa: E731
     assert key(a["rows"]) == key(b["rows"])
 
 
@@ -89,7 +89,8 @@ def test_summary_sentences_follow_the_data():
     assert "too short to know" in bad and "differs" not in bad
     from supermarket.fluctuations import ScalingRow
 
-    rows = [ScalingRow(10**3, 5, 0.9, 0.02, 1e-3, 0.63, 0.01, 0.64), ScalingRow(10**5, 17, 0.9, 0.002, 1e-4, 0.63, 0.01, 0.64)]
+    rows = [ScalingRow(10**3, 5, 0.9, 0.02, 1e-3, 0.63, 0.01, 0.64),
+            ScalingRow(10**5, 17, 0.9, 0.002, 1e-4, 0.63, 0.01, 0.64)]
     assert "close to √10" in p002.scaling_sentence(rows)
     rows[1] = ScalingRow(10**5, 17, 0.9, 0.01, 1e-4, 3.2, 0.01, 0.64)
     assert "far from √10" in p002.scaling_sentence(rows)
@@ -167,12 +168,12 @@ def test_claims_table_follows_the_data(tiny, tmp_path):
     # regime (b) against its limit: the count of moments within AGREE_SIGMA standard errors
     (fb,) = [f for f in facts["regimes"] if f["regime"] == "b"]
     fb["adequate"] = True
-    fb["z"]["limit"] = {k: 0.5 for k in fb["z"]["limit"]}
+    fb["z"]["limit"] = dict.fromkeys(fb["z"]["limit"], 0.5)
     assert _claim(facts, "regime (b)")["verdict"] == "reproduced"
     fb["z"]["limit"]["var_z2"] = p002.AGREE_SIGMA + 0.1
     row = _claim(facts, "regime (b)")
     assert row["verdict"] == "partly: 4 of 5 moments" and "var_z2: z = +3.1" in row["evidence"]
-    fb["z"]["limit"] = {k: -9.0 for k in fb["z"]["limit"]}
+    fb["z"]["limit"] = dict.fromkeys(fb["z"]["limit"], -9.0)
     assert _claim(facts, "regime (b)")["verdict"] == "not reproduced at these sizes"
     fb["adequate"] = False
     assert _claim(facts, "regime (b)")["verdict"] == "too short to know"

@@ -4,6 +4,7 @@ is not a Dask scheduler."""
 
 from __future__ import annotations
 
+import contextlib
 import doctest
 import math
 import os
@@ -14,11 +15,10 @@ import time
 
 import pytest
 
+from conftest import free_port
 from supermarket import parallel
 from supermarket.parallel import SchedulerError, map_tasks
 from supermarket.sweep import TIMING_COLUMNS, parse_sweep, run_task
-
-from conftest import free_port
 
 SIM = """
 [sweep]
@@ -57,7 +57,8 @@ def test_order_on_result_and_progress_serial_and_pool():
     for workers in (1, 2):
         seen, prog = [], []
         out = map_tasks(sum, [(7, 2), (9, 4), (1, 1)], workers=workers,
-                        on_result=lambda i, v, e: seen.append((i, v, e)), progress=lambda *a: prog.append(a))
+                        on_result=lambda i, v, e, seen=seen: seen.append((i, v, e)),
+                        progress=lambda *a, prog=prog: prog.append(a))
         assert out == [9, 13, 2]
         assert sorted(seen) == [(0, 9, None), (1, 13, None), (2, 2, None)]
         assert prog[0][0] == 0 and prog[-1] == (3, 0, 3) and [p[0] for p in prog] == sorted(p[0] for p in prog)
@@ -152,10 +153,8 @@ class _Server:
                 return
             self.conns.append(c)
             if self.greeting:
-                try:
+                with contextlib.suppress(OSError):
                     c.sendall(self.greeting)
-                except OSError:
-                    pass
 
     def close(self):
         self.sock.close()

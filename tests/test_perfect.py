@@ -24,12 +24,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from exact_small import profile_law
 from supermarket import perfect
-from supermarket.perfect import past as perfect_past  # the private _Past lives there
 from supermarket.engines import perfect as K
 from supermarket.model import Params, spawn_seeds
-
-from exact_small import profile_law
+from supermarket.perfect import past as perfect_past  # the private _Past lives there
 
 
 # =========================================================================== reference
@@ -138,7 +137,7 @@ def test_conditional_innovation_law_exact(n, d, replace):
     positions).  Summed over y' this is: ξ is independent of D_t with law μ.  Exact
     rational arithmetic, so any error is caught, not estimated."""
     lam = Fraction(7, 10)
-    mu, pa, pd, tuples = _innovation_laws(n, d, replace, lam)
+    mu, pa, pd, _tuples = _innovation_laws(n, d, replace, lam)
     for y in sorted_states(n, 3):
         # the forward kernel of D from y, grouped by the move's kind and length
         moves = {}
@@ -169,7 +168,7 @@ def test_conditional_innovation_law_exact(n, d, replace):
         assert dict(joint) == mu, y
         # and each ξ drawn under a move drives D (first choice J_1, or service at j) to the
         # state of that move: one queue of length w becomes w+1 (w-1; unchanged if w = 0)
-        for (kind, w), kp in moves.items():
+        for kind, w in moves:
             for j in [p for p in range(1, n + 1) if y[p - 1] == w]:
                 i = y.index(w)
                 if kind == "a":
@@ -241,7 +240,7 @@ def test_apply_codes_matches_reference():
     reference moves of the definitions, on random states and code sequences; the copies
     merge when their totals meet and L is then carried alone."""
     rng = np.random.default_rng(5)
-    for trial in range(300):
+    for _trial in range(300):
         n = int(rng.integers(1, 6))
         xs = sorted(rng.integers(0, 4, n).tolist(), reverse=True)
         ys = [v + int(rng.integers(0, 3)) for v in xs]

@@ -41,8 +41,14 @@ LAM = 0.7
 def _chain(policy, n, lam, *, engine="profile", d=3, seed=1, continuous=False, force_window=False, counts=()):
     """A chain of the engines with dispatch rule ``policy`` (the rule code in the engines'
     Setup, the P table of the rule)."""
-    ch = Chain(Params(n, d, lam), engine, list(counts), seed_to_uint64(np.random.SeedSequence(seed)),
-               continuous=continuous, _force_window=force_window)
+    ch = Chain(
+        Params(n, d, lam),
+        engine,
+        list(counts),
+        seed_to_uint64(np.random.SeedSequence(seed)),
+        continuous=continuous,
+        _force_window=force_window,
+    )
     code = pol.policy_code(policy)
     ch.setup = ch.setup._replace(policy=code)
     if ch.setup.full_table:
@@ -68,7 +74,7 @@ def _time_averages(ch, n, levels, *, burn, batches, per_batch):
     for A in (np.array(A_c), np.array(A_P)):
         mean = A.sum(0) / T.sum()
         r = A - mean * T
-        se = np.sqrt((r ** 2).sum(0) / (batches * (batches - 1))) / T.mean()
+        se = np.sqrt((r**2).sum(0) / (batches * (batches - 1))) / T.mean()
         out.append((mean, se))
     return out
 
@@ -132,10 +138,12 @@ def test_p_levels_from_their_definitions():
         short = x == x.min()
         idle = x == 0
         for l in range(1, 4):
-            want = {"random": (x >= l).mean(),
-                    "jsq": (x[short] >= l).mean(),
-                    "jiq": (x[idle] >= l).mean() if idle.any() else (x >= l).mean(),
-                    "jsq-d": ((x >= l).mean()) ** 2}
+            want = {
+                "random": (x >= l).mean(),
+                "jsq": (x[short] >= l).mean(),
+                "jiq": (x[idle] >= l).mean() if idle.any() else (x >= l).mean(),
+                "jsq-d": ((x >= l).mean()) ** 2,
+            }
             for p, w in want.items():
                 assert pol.p_levels(p, c, n, d=2)[l - 1] == pytest.approx(w, abs=1e-15), (p, x, l)
 
@@ -163,15 +171,15 @@ def test_random_is_independent_mm1_queues():
         r = solve(n, 3, LAM, policy="random", tol=tol)
         i = np.arange(1, 9)
         bound = 1.01 * tol * LAM / (1 - LAM)
-        np.testing.assert_allclose(r.u_mean[:8], LAM ** i, atol=bound, rtol=0)
-        np.testing.assert_allclose(r.ud_mean[:8], LAM ** i, atol=bound, rtol=0)  # P_i = u_i
+        np.testing.assert_allclose(r.u_mean[:8], LAM**i, atol=bound, rtol=0)
+        np.testing.assert_allclose(r.ud_mean[:8], LAM**i, atol=bound, rtol=0)  # P_i = u_i
         # Σ_i: the cap's M levels each within the bound, and the tail Σ_{i>M} λ^i = λ^{M+1}/(1 − λ)
         M = r.truncation["cap"]
         assert r.mean_queue_length == pytest.approx(LAM / (1 - LAM), abs=(M + 1 / (1 - LAM)) * bound)
     M = 6
     r = solve(3, 3, LAM, policy="random", cap=M)
     i = np.arange(1, M + 1)
-    np.testing.assert_allclose(r.u_mean, (LAM ** i - LAM ** (M + 1)) / (1 - LAM ** (M + 1)), atol=1e-12)
+    np.testing.assert_allclose(r.u_mean, (LAM**i - LAM ** (M + 1)) / (1 - LAM ** (M + 1)), atol=1e-12)
 
 
 @pytest.mark.parametrize("policy", ["jsq", "jiq"])
@@ -275,11 +283,16 @@ def test_mean_field_rules():
     i = np.arange(1, 5)
     np.testing.assert_allclose(c, LAM ** np.maximum.outer(i, i) - LAM ** np.add.outer(i, i), atol=1e-9)
     sol = mf.solve_meanfield(3, LAM, T=2000.0, policy="random")  # ~50 relaxation times
-    np.testing.assert_allclose(sol.final[:4], LAM ** i, atol=1e-6)
+    np.testing.assert_allclose(sol.final[:4], LAM**i, atol=1e-6)
     for p in ("jsq", "jiq"):
-        for call in (lambda: mf.refined_mean_field(2, LAM, policy=p), lambda: mf.lna(2, LAM, policy=p),
-                     lambda: mf.solve_meanfield(2, LAM, T=1.0, policy=p),
-                     lambda: mf.fixed_point_newton(2, LAM, policy=p), lambda: pol.p_meanfield(p, [0.5])):
+        calls = (
+            lambda p=p: mf.refined_mean_field(2, LAM, policy=p),
+            lambda p=p: mf.lna(2, LAM, policy=p),
+            lambda p=p: mf.solve_meanfield(2, LAM, T=1.0, policy=p),
+            lambda p=p: mf.fixed_point_newton(2, LAM, policy=p),
+            lambda p=p: pol.p_meanfield(p, [0.5]),
+        )
+        for call in calls:
             with pytest.raises(ValueError, match="discontinuous"):
                 call()
 
@@ -340,8 +353,16 @@ def test_jiq_idle_loop_is_the_general_loop_bit_for_bit(continuous, engine):
     throughout.  Same seed, same random numbers: the same counts, integrals (and queues)."""
     out = []
     for k in (0, 1):
-        ch = Chain(Params(20, 2, 0.9), engine, [15, 3], seed_to_uint64(np.random.SeedSequence(4)),
-                   continuous=continuous, k=k, lo=np.zeros(k), hi=np.full(k, 20.0))
+        ch = Chain(
+            Params(20, 2, 0.9),
+            engine,
+            [15, 3],
+            seed_to_uint64(np.random.SeedSequence(4)),
+            continuous=continuous,
+            k=k,
+            lo=np.zeros(k),
+            hi=np.full(k, 20.0),
+        )
         ch.setup = ch.setup._replace(policy=pol.policy_code("jiq"))
         ch.tables = ch.tables._replace(tab=p_table(20, 2, True, pol.policy_code("jiq")))
         ch.start_measuring()

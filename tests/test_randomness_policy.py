@@ -113,19 +113,18 @@ def test_refusals_and_warnings_up_front():
     with pytest.raises(ValueError, match=r"about .* in all.*refused"):
         fl.simulate_fluctuations(p)
     assert time.perf_counter() - t0 < 5
-    with pytest.warns(fl.WorkWarning, match="about"):
-        with pytest.raises(KeyboardInterrupt):
-            # warned before any work; the interrupt (simulated) then stops it
-            def boom(*a, **k):
-                raise KeyboardInterrupt
-            import supermarket.engines.fluct as ef
+    with pytest.warns(fl.WorkWarning, match="about"), pytest.raises(KeyboardInterrupt):
+        # warned before any work; the interrupt (simulated) then stops it
+        def boom(*a, **k):
+            raise KeyboardInterrupt
+        import supermarket.engines.fluct as ef
 
-            old = ef.fluct_ctmc
-            ef.fluct_ctmc = boom
-            try:
-                fl.simulate_fluctuations(P_B, time=2e6, grid_dt=100.0)
-            finally:
-                ef.fluct_ctmc = old
+        old = ef.fluct_ctmc
+        ef.fluct_ctmc = boom
+        try:
+            fl.simulate_fluctuations(P_B, time=2e6, grid_dt=100.0)
+        finally:
+            ef.fluct_ctmc = old
     with pytest.raises(ValueError, match=r"burn-in.*refused.*--burn-in"):
         mx.coalescence(1000, 10, 0.999999)
     with pytest.raises(ValueError, match="refused"):

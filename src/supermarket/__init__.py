@@ -88,6 +88,7 @@ def _version() -> str:
 
 def __getattr__(name: str):
     """Resolve a public name on first use and cache it in the module's namespace."""
+    value: object
     if name == "__version__":
         value = _version()
     elif name in _LAZY:

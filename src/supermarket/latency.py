@@ -1,19 +1,17 @@
 """Sizing by a latency target (docs/model.md §10): the least ``d`` (given the load) or the
 largest load (given ``d``) whose mean-field sojourn-time quantile meets the target, and the
 check of such an answer by simulating ``n`` servers (locally or on a Dask cluster).
-
-It sits above both the mean field and the simulation it checks against (CONTRIBUTING.md,
-layers), beside :func:`supermarket.theory.design`, the sizing by a maximum queue length;
-the response-time laws themselves are the lower layer :mod:`supermarket.response`.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from ._results import Result, frame
 from .meanfield import response_times
 from .model import check_load, check_positive_float, check_positive_int
 from .response import check_quantile, from_simulation
@@ -22,7 +20,7 @@ __all__ = ["LatencyDesign", "least_d_for_latency", "max_load_for_latency", "veri
 
 
 @dataclass(frozen=True)
-class LatencyDesign:
+class LatencyDesign(Result):
     """Answer of a latency-sizing question (docs/model.md §10), from the mean field.
 
     ``question``: ``"least d"`` (given the load) or ``"largest load"`` (given ``d``);
@@ -51,16 +49,12 @@ class LatencyDesign:
     monotone: bool
     verify: dict | None = None
 
-    def to_dict(self) -> dict:
-        return {"question": self.question, "quantile": self.quantile, "latency": self.latency,
-                "answer": self.answer, "achieved": self.achieved, "neighbour": dict(self.neighbour),
-                "load": self.load, "d": self.d, "floor": self.floor, "monotone": self.monotone,
-                "checked": [list(c) for c in self.checked], "verify": self.verify}
+    _order = ("question", "quantile", "latency", "answer", "achieved", "neighbour", "load", "d", "floor",
+              "monotone")
 
-    def to_frame(self):
-        import pandas as pd
+    def to_frame(self) -> Any:
         col = "d" if self.question == "least d" else "load"
-        return pd.DataFrame([{col: a, "sojourn_quantile": v} for a, v in self.checked])
+        return frame([{col: a, "sojourn_quantile": v} for a, v in self.checked])
 
     def summary(self) -> str:
         qn = f"p{100 * self.quantile:g}"
@@ -98,7 +92,7 @@ def _mf_quantile(d, lam, q) -> float:
     return response_times(d, lam, quantiles=(q,)).sojourn.quantiles[q]
 
 
-def least_d_for_latency(load, quantile, latency, *, d_max: int = 2**40) -> LatencyDesign:
+def least_d_for_latency(load: float | str, quantile: float, latency: float, *, d_max: int = 2**40) -> LatencyDesign:
     """The least ``d`` whose mean-field sojourn-time ``quantile`` is at most ``latency``.
 
     Parameters
@@ -162,7 +156,7 @@ def least_d_for_latency(load, quantile, latency, *, d_max: int = 2**40) -> Laten
                          monotone=monotone)
 
 
-def max_load_for_latency(d, quantile, latency, *, rtol: float = 1e-9) -> LatencyDesign:
+def max_load_for_latency(d: int, quantile: float, latency: float, *, rtol: float = 1e-9) -> LatencyDesign:
     """The largest load λ whose mean-field sojourn-time ``quantile`` is at most ``latency``
     with ``d`` choices (bisection; the quantile grows with λ, checked on a grid).
 
@@ -227,8 +221,8 @@ def max_load_for_latency(d, quantile, latency, *, rtol: float = 1e-9) -> Latency
                          checked=tuple(pts), monotone=monotone)
 
 
-def verify_latency(design: LatencyDesign, n, *, steps=2_000_000, replications=8, seed=0, z: float = 2.0,
-                   workers=None, client=None) -> dict:
+def verify_latency(design: LatencyDesign, n: int, *, steps: int = 2_000_000, replications: int = 8, seed: Any = 0,
+                   z: float = 2.0, workers: int | None = None, client: Any = None) -> dict:
     """Check a mean-field latency answer by simulating ``n`` servers (docs/model.md §10).
 
     The quantile at finite ``n`` comes from the simulated time averages of ``P_i``
@@ -285,8 +279,10 @@ def verify_latency(design: LatencyDesign, n, *, steps=2_000_000, replications=8,
     pts = []
     if design.question == "least d":
         cand = [int(design.answer)] + ([int(design.answer) - 1] if design.answer > 1 else [])
+        assert design.load is not None  # a "least d" design is made at a given load
         runs = [(d, design.load) for d in cand]
     else:
+        assert design.d is not None  # a "largest load" design is made at a given d
         runs = [(design.d, design.answer)]
     import warnings
 
@@ -299,6 +295,7 @@ def verify_latency(design: LatencyDesign, n, *, steps=2_000_000, replications=8,
             res = simulate(n, d, lam, steps=steps, replications=replications, seed=seed, start="fixed-point",
                            progress=False, workers=workers, client=client)
         r = from_simulation(res, quantiles=(q,))
+        assert r.sojourn.stderr is not None  # a simulated law carries batch-means errors
         v, se = r.sojourn.quantiles[q], r.sojourn.stderr["quantiles"][q]
         failed = [c for c in getattr(res, "self_checks", ()) if c.get("result") == "fail"]
         why = None

@@ -56,8 +56,18 @@ from numpy.typing import ArrayLike
 
 from .engines.tables import JIQ, JSQ, JSQ_D, RANDOM
 
-__all__ = ["POLICIES", "DEFAULT_POLICY", "SMOOTH_POLICIES", "check_policy", "policy_code", "p_levels",
-           "p_meanfield", "meanfield_d", "fluid_fixed_point", "describe"]
+__all__ = [
+    "POLICIES",
+    "DEFAULT_POLICY",
+    "SMOOTH_POLICIES",
+    "check_policy",
+    "policy_code",
+    "p_levels",
+    "p_meanfield",
+    "meanfield_d",
+    "fluid_fixed_point",
+    "describe",
+]
 
 POLICIES = ("jsq-d", "random", "jsq", "jiq")
 DEFAULT_POLICY = "jsq-d"
@@ -225,10 +235,12 @@ def meanfield_d(policy: str, d: int | float = 1) -> int | float:
         return 1
     if p == "jsq-d":
         return d
-    raise ValueError(f"policy={p!r} has a discontinuous mean-field drift (P_ℓ(u) jumps at u_1 = 1): the "
-                     "mean-field ODE, the refined mean field and the linear-noise approximation need a "
-                     f"differentiable drift and are defined only for {' and '.join(SMOOTH_POLICIES)}; "
-                     "its fluid fixed point is u_1 = λ, u_ℓ = 0 for ℓ >= 2 (policies.fluid_fixed_point)")
+    raise ValueError(
+        f"policy={p!r} has a discontinuous mean-field drift (P_ℓ(u) jumps at u_1 = 1): the "
+        "mean-field ODE, the refined mean field and the linear-noise approximation need a "
+        f"differentiable drift and are defined only for {' and '.join(SMOOTH_POLICIES)}; "
+        "its fluid fixed point is u_1 = λ, u_ℓ = 0 for ℓ >= 2 (policies.fluid_fixed_point)"
+    )
 
 
 def p_meanfield(policy: str, u: ArrayLike, d: int = 1) -> np.ndarray:

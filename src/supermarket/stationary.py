@@ -1,19 +1,9 @@
 """Exact stationary law of the supermarket chain for small ``n`` (docs/model.md §11).
 
-The profile chain (docs/model.md §2) lives on the non-increasing queue-length vectors
-``x_1 >= … >= x_n``; truncated at a queue-length cap ``M`` (an arrival that would join a
-queue of length ``M`` is dropped) it has ``C(n+M, n)`` states.  :func:`solve` builds its
-generator as a sparse matrix (continuous time: arrivals at rate ``nλ``, joining a queue of
-length ``ℓ`` with probability ``P_ℓ − P_{ℓ+1}``; each of the ``c_ℓ − c_{ℓ+1}`` queues of
-length exactly ``ℓ`` serves at rate 1), solves ``π Q = 0`` with SciPy's sparse LU, and
-raises the cap until the stationary probability that some queue sits at the cap is below
-``tol``.  The discrete chain of docs/model.md §1 is this generator uniformized, so it has
-the same law.
-
-States are indexed by the combinatorial number system: the ascending lengths
-``y_1 <= … <= y_n`` map to ``z_k = y_k + k − 1`` (strictly increasing) and to the rank
-``Σ_k C(z_k, k)``, a bijection onto ``0 .. C(n+M, n) − 1``; an event changes one ``z_k`` by
-one, so the rank of the next state is a table look-up.
+:func:`solve` builds the generator of the profile chain truncated at a queue-length cap
+``M`` (``C(n+M, n)`` states, indexed by the combinatorial number system) as a sparse
+matrix, solves ``π Q = 0`` with SciPy's sparse LU and raises the cap until the stationary
+probability of a queue at the cap is below ``tol`` (docs/model.md §11).
 
 Reported (keys as in :class:`~supermarket.simulation.SimulationResult` where they mean the
 same): ``u_mean`` (``E[u_i]``), ``ud_mean`` (``E[P_i]``), ``max_queue_dist``,
@@ -29,14 +19,17 @@ import os
 import threading
 import time as _time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from .model import Params, check_int, check_positive_float, check_positive_int
 from . import policies as _pol
 from . import response as _resp
+from ._checks import check_bool
+from ._results import Result, frame, pyplot
+from .model import Params, check_int, check_positive_float, check_positive_int
 from .response.mixture import _check_quantiles
 from .theory import log_fixed_point
 
@@ -247,7 +240,7 @@ def _memory_limit() -> int:
 
 # =========================================================================== result
 @dataclass(frozen=True)
-class ExactResult:
+class ExactResult(Result):
     """The exact stationary law of the (truncated) profile chain (docs/model.md §11).
 
     Arrays are indexed from level 1 (``u_mean[0] = E[u_1]``) up to the cap.
@@ -282,11 +275,11 @@ class ExactResult:
     profile_prob: np.ndarray | None = field(default=None, repr=False)
 
     @property
-    def sojourn(self):
+    def sojourn(self) -> _resp.TimeLaw:
         return self.response.sojourn
 
     @property
-    def waiting(self):
+    def waiting(self) -> _resp.TimeLaw:
         return self.response.waiting
 
     def profile_law(self, min_prob: float = 0.0) -> list:
@@ -305,32 +298,23 @@ class ExactResult:
             out.append((tuple(int(v) for v in c[:top]), p))
         return out
 
-    def to_dict(self, *, profile_law: bool | float = False) -> dict:
-        out = {
-            "params": self.params.to_dict(),
-            "u_mean": self.u_mean.tolist(),
-            "ud_mean": self.ud_mean.tolist(),
-            "max_queue_dist": {str(k): v for k, v in self.max_queue_dist.items()},
-            "mean_queue_length": self.mean_queue_length,
-            "mean_sojourn_time": self.mean_sojourn_time,
-            "sojourn": self.response.sojourn.to_dict(),
-            "waiting": self.response.waiting.to_dict(),
-            "states": self.states,
-            "truncation": dict(self.truncation),
-            "seconds": self.seconds,
-            "residual": self.residual,
-            "method": self.method,
-            "policy": self.policy,
-        }
+    _omit = ("response", "profile_counts", "profile_prob")
+    _extra = ("sojourn", "waiting")
+    _order = ("params", "u_mean", "ud_mean", "max_queue_dist", "mean_queue_length", "mean_sojourn_time",
+              "sojourn", "waiting")
+
+    def to_dict(self, *, profile_law: bool | float = False) -> dict[str, Any]:
+        """The fields (``response`` as ``sojourn`` and ``waiting``), JSON-safe; with
+        ``profile_law`` (True, or the least probability kept), the law of the profile too."""
+        out = super().to_dict()
         if profile_law is not False and self.profile_prob is not None:
             mp = 0.0 if profile_law is True else float(profile_law)
             out["profile_law"] = [{"counts": list(c), "prob": p} for c, p in self.profile_law(mp)]
         return out
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """Tidy table: ``E[u_i]`` and ``E[P_i]`` per level, the law of the maximum, and the
         response-time statistics (columns ``quantity, level, value``)."""
-        import pandas as pd
         rows = []
         for i, (u, p) in enumerate(zip(self.u_mean, self.ud_mean), start=1):
             rows.append({"quantity": "u_mean", "level": i, "value": float(u)})
@@ -341,7 +325,7 @@ class ExactResult:
             rows.append({"quantity": f"{law.kind}_mean", "level": None, "value": law.mean})
             for q, v in law.quantiles.items():
                 rows.append({"quantity": f"{law.kind}_quantile", "level": q, "value": v})
-        return pd.DataFrame(rows)
+        return frame(rows)
 
     def summary(self) -> str:
         p = self.params
@@ -365,12 +349,9 @@ class ExactResult:
         lines.append(self.response.summary())
         return "\n".join(lines)
 
-    def plot(self, path=None):
+    def plot(self, path: Any = None) -> Any:
         """``E[u_i]`` (log scale), the law of the maximum, and the response-time tails."""
-        import matplotlib
-        if path is not None:
-            matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
+        plt = pyplot(path is not None, force=False)
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
         lv = np.arange(1, self.u_mean.size + 1)
         a1.semilogy(lv, np.maximum(self.u_mean, 1e-300), "o-", label="exact E[u_i]")
@@ -578,7 +559,7 @@ def _least_cap(n: int, lam: float, tol: float) -> int:
 SLOW_STATES = 100_000
 
 
-def least_states(n, d, lam, tol=DEFAULT_TOL) -> tuple[int, int]:
+def least_states(n: int, d: int, lam: float | str, tol: float = DEFAULT_TOL) -> tuple[int, int]:
     """``(cap, states)``: the least cap the cap search of :func:`solve` can end at (the larger
     of the mean-field and the M/M/n bounds, docs/model.md §11) and its state count, computed
     without solving anything; a lower bound on the work of :func:`solve`.
@@ -701,8 +682,8 @@ def _one(n, d, lam, replace, cap, keep, prev=None, policy=_pol.DEFAULT_POLICY):
     return out
 
 
-def solve(n, d, lam, *, replace=True, tol=DEFAULT_TOL, cap=None, quantiles=_resp.DEFAULT_QUANTILES,
-          profile_law: bool = False, max_states: int = MAX_STATES,
+def solve(n: int, d: int, lam: float | str, *, replace: bool = True, tol: float = DEFAULT_TOL, cap: int | None = None,
+          quantiles: Any = _resp.DEFAULT_QUANTILES, profile_law: bool = False, max_states: int = MAX_STATES,
           max_seconds: float = MAX_SECONDS, policy: str = _pol.DEFAULT_POLICY) -> ExactResult:
     """Exact stationary law of the ``(n, d, λ)`` supermarket chain (docs/model.md §11).
 
@@ -767,8 +748,7 @@ def solve(n, d, lam, *, replace=True, tol=DEFAULT_TOL, cap=None, quantiles=_resp
         raise ValueError(f"tol must lie in (0, 0.1]; got {tol!r}")
     max_states = check_positive_int("max_states", max_states)
     max_seconds = check_positive_float("max_seconds", max_seconds)
-    if not isinstance(profile_law, (bool, np.bool_)):
-        raise TypeError(f"profile_law must be True or False; got {profile_law!r}")
+    check_bool("profile_law", profile_law)
     quantiles = _check_quantiles(quantiles)
     if cap is not None:
         cap = check_int("cap", cap, minimum=1, maximum=MAX_CAP)

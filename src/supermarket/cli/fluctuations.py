@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import click
 from rich.console import Console
 
 from ._common import COUNT, FLOAT, OUTPUT_FIGURE, CountType, print_json, save_figure, stderr_is_tty
-from .options import (dask_client, deprecated_alias, json_option, parallel_options, replace_option,
-                      replications_option, seed_option)
+from .options import (
+    dask_client,
+    deprecated_alias,
+    json_option,
+    parallel_options,
+    replace_option,
+    replications_option,
+    seed_option,
+)
 
 # fluctuations.regimes.MAX_REGIME_N, written out: importing it would load NumPy before any command runs
 MAX_REGIME_N = 10**17
@@ -40,7 +48,8 @@ MAX_REGIME_N = 10**17
 @replace_option(False, "Sample the d_n queues with replacement (default --no-replace: without, as in paper 002).")
 @parallel_options
 @click.option("--sde-paths", "sde_paths", type=COUNT, default=256, show_default=True, help="Paths of the limit SDE.")
-@click.option("--sde-time", "sde_time", type=FLOAT, default=100.0, show_default=True, help="Time per SDE path after burn-in.")
+@click.option("--sde-time", "sde_time", type=FLOAT, default=100.0, show_default=True,
+              help="Time per SDE path after burn-in.")
 @click.option("--dt", type=FLOAT, default=1e-3, show_default=True, help="Euler–Maruyama step.")
 @click.option("--reflection", type=click.Choice(["bridge", "projection"]), default="bridge", show_default=True,
               help="(c) reflection by the Brownian-bridge maximum over each step (no O(√dt) bias) or by "
@@ -50,20 +59,24 @@ MAX_REGIME_N = 10**17
                    "coefficients λ_n, c_n, d_n; derived, docs/model.md §8) as a third reference.")
 @click.option("--grid-dt", "grid_dt", type=FLOAT, default=0.05, show_default=True,
               help="Spacing of the recorded grid (autocorrelations, histograms, error-bar check).")
-@click.option("--plot", "plot", type=OUTPUT_FIGURE, default=None, help="Write a PNG: paths, histograms, autocorrelation.")
+@click.option("--plot", "plot", type=OUTPUT_FIGURE, default=None,
+              help="Write a PNG: paths, histograms, autocorrelation.")
 @json_option()
 @deprecated_alias("--burn-in", "--burn-in-time", "burn_in", type=FLOAT, why="--burn-in-steps and --burn-in-time "
                   "say the unit in every command")
-def fluctuations(regime, n, kappa, theta, c, zeta, d, centring, time_, burn_in, replications, seed, replace,
-                 workers, scheduler, connect_timeout, sde_paths, sde_time, dt, reflection, prelimit, grid_dt, plot, as_json):
+def fluctuations(regime: str, n: int, kappa: float | None, theta: float, c: float | None, zeta: float | None,
+                 d: int | None, centring: str, time_: float, burn_in: float | None, replications: int, seed: int,
+                 replace: bool, workers: int | None, scheduler: str | None, connect_timeout: float, sde_paths: int,
+                 sde_time: float, dt: float, reflection: str, prelimit: bool, grid_dt: float, plot: str | None,
+                 as_json: bool) -> None:
     """Fluctuations of order n^(−1/2) about the near-equilibrium centre in the three regimes
     of paper 002 (docs/model.md §8; the limit diffusions are derived): the exact chain's stationary
     moments of the scaled process (z1, z2) = (Z1, Z2) in (a), (Q, Y) in (b), (c), with
     standard errors, beside the limit diffusion (Euler–Maruyama) and the finite-n linear
     noise approximation at x^n.  Conditions of the regime that fail are warned about."""
-    from .. import fluctuations as fl
-
     from click.core import ParameterSource
+
+    from .. import fluctuations as fl
 
     if regime != "a" and click.get_current_context().get_parameter_source("theta") != ParameterSource.DEFAULT:
         raise click.UsageError(f"--theta applies to --regime a only (regime {regime} sets d_n from "
@@ -76,7 +89,7 @@ def fluctuations(regime, n, kappa, theta, c, zeta, d, centring, time_, burn_in, 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", fl.RegimeWarning)
         warnings.simplefilter("always", fl.WorkWarning)
-        kw = dict(kappa=kappa, c=c, zeta=zeta, d=d, replace=replace)
+        kw: dict[str, Any] = dict(kappa=kappa, c=c, zeta=zeta, d=d, replace=replace)
         if regime == "a":
             kw["theta"] = theta
         if regime == "c":

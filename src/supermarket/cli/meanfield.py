@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import Any
 
 import click
 import numpy as np
@@ -17,7 +18,7 @@ class DType(click.ParamType):
 
     name = "D"
 
-    def convert(self, value, param, ctx):
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int | float:
         from ..model import parse_count
 
         text = str(value).strip().lower()
@@ -31,7 +32,7 @@ class DType(click.ParamType):
 
 def _parse_start(start):
     """A start name (empty, fixed-point, customers:G, long:L) or a profile written "0.9,0.5,0.1"."""
-    if isinstance(start, str) and "," in start or _is_number(start):
+    if (isinstance(start, str) and "," in start) or _is_number(start):
         try:
             return np.array([float(x) for x in str(start).split(",") if x.strip()])
         except ValueError:
@@ -40,7 +41,7 @@ def _parse_start(start):
     return start
 
 
-def _is_number(text) -> bool:
+def _is_number(text: Any) -> bool:
     try:
         float(text)
     except (TypeError, ValueError):
@@ -48,8 +49,9 @@ def _is_number(text) -> bool:
     return True
 
 
-def build_report(d, load, n=None, time=None, start="empty", replace=True, points=201, levels=None,
-                 tol=None, cdf=None, policy="jsq-d") -> dict:
+def build_report(d: float, load: str | float, n: int | None = None, time: float | None = None,
+                 start: str = "empty", replace: bool = True, points: int = 201, levels: int | None = None,
+                 tol: float | None = None, cdf: int | None = None, policy: str = "jsq-d") -> dict:
     """Everything ``supermarket meanfield`` prints, as a plain dict (also used by ``--json``).
 
     ``policy`` (docs/model.md §2, "Other dispatch rules"): ``random`` is the drift with
@@ -87,7 +89,7 @@ def build_report(d, load, n=None, time=None, start="empty", replace=True, points
             raise ValueError(f"--time must be in [{MIN_T:g}, inf) (shorter, the profile moves by less than the "
                              f"solver's tolerance); got {time!r}")
     points = check_positive_int("--points", points, maximum=100_000)
-    kw = {} if tol is None else {"tol": check_positive_float("--tol", tol)}
+    kw: dict[str, Any] = {} if tol is None else {"tol": check_positive_float("--tol", tol)}
     if tol is not None and kw["tol"] >= 1:
         raise ValueError(f"--tol must be in (0, 1); got {tol!r}")
     if levels is not None and levels > mf.MAX_LEVELS:
@@ -157,8 +159,8 @@ def build_report(d, load, n=None, time=None, start="empty", replace=True, points
             else:
                 rep["covariance"] = None
                 rep["covariance_note"] = "not accurate: " + "; ".join(res.issues)
-    _add_response_times(rep, d, lam, n, replace, None if cdf is None else check_positive_int("--cdf", cdf, maximum=100_000),
-                        kw.get("tol", mf.DEFAULT_TOL))
+    cdf_points = None if cdf is None else check_positive_int("--cdf", cdf, maximum=100_000)
+    _add_response_times(rep, d, lam, n, replace, cdf_points, kw.get("tol", mf.DEFAULT_TOL))
     if time is not None:
         t_eval = np.linspace(0.0, time, points)
         sol = mf.solve_meanfield(d, lam, T=time, start=_parse_start(start), t_eval=t_eval, n=n,
@@ -168,7 +170,8 @@ def build_report(d, load, n=None, time=None, start="empty", replace=True, points
     return rep
 
 
-def _add_response_times(rep: dict, d, lam, n, replace, cdf, tol) -> None:
+def _add_response_times(rep: dict, d: float, lam: float, n: int | None, replace: bool, cdf: int | None,
+                        tol: float) -> None:
     """Sojourn and waiting times (docs/model.md §10) into ``rep``: the mean field's at the top
     level (``sojourn``, ``waiting``, ``response_source``, ``cdf``), the refined ones (derived,
     order 1/n) inside ``rep["refined"]`` when the refined mean field is trusted at this n."""
@@ -233,7 +236,8 @@ def _add_response_times(rep: dict, d, lam, n, replace, cdf, tol) -> None:
                      "paper 002, needs --n).")
 @policy_option("Dispatch rule: jsq-d (default), random (the drift with d = 1), jsq or jiq (a discontinuous "
                "drift: their fluid fixed point only); docs/model.md §2.")
-@click.option("--levels", "levels", type=CountType(maximum=5000), default=None, help="Number of levels (default: automatic).")
+@click.option("--levels", "levels", type=CountType(maximum=5000), default=None,
+              help="Number of levels (default: automatic).")
 @click.option("--tol", "tol", type=FLOAT, default=None,
               help="Drop levels whose value stays below this (default 1e-13).")
 @click.option("--points", "points", type=CountType(maximum=100_000), default=201, show_default=True,
@@ -245,8 +249,9 @@ def _add_response_times(rep: dict, d, lam, n, replace, cdf, tol) -> None:
                    "sojourn time).")
 @one_task_options
 @json_option("Print one JSON object instead of tables.")
-def meanfield(d, load, n, time, start, replace, policy, levels, tol, points, cdf, plot, scheduler, connect_timeout,
-              as_json):
+def meanfield(d: int | float, load: str, n: int | None, time: float | None, start: str, replace: bool,
+              policy: str, levels: int | None, tol: float | None, points: int, cdf: int | None, plot: str | None,
+              scheduler: str | None, connect_timeout: float, as_json: bool) -> None:
     """Mean-field theory for (d, λ) (docs/model.md §3, §8): the fixed point π, the ODE (1.1) from a
     start profile, and with --n the refined mean field E[u_i] ≈ π(i) + V_i/n (Gast–Van Houdt)
     and the linear-noise covariance of √n u.  --d inf gives the water-filling limit of paper 002."""

@@ -39,8 +39,9 @@ from .options import (
 @json_option()
 @deprecated_alias("--burn-in", "--burn-in-steps", "burn_in", type=COUNT, why="--burn-in-steps and --burn-in-time "
                   "say the unit in every command")
-def mixing(n, d, load, start, replications, max_steps, burn_in, seed, workers, scheduler, connect_timeout,
-           replace, as_json):
+def mixing(n: int, d: int, load: str, start: str, replications: int, max_steps: int | None, burn_in: int | None,
+           seed: int, workers: int | None, scheduler: str | None, connect_timeout: float, replace: bool,
+           as_json: bool) -> None:
     """Coalescence time of a copy started at --start with a stationary copy under the sorted
     coupling (docs/model.md §2), its mean, median and 90% quantile with 95% confidence intervals,
     the bound t_mix(1/4) ≤ 0.75-quantile of τ, and the paper-000 orders (docs/model.md §6).

@@ -6,8 +6,17 @@ from __future__ import annotations
 import click
 
 from ._common import COUNT, FLOAT, LOAD, TaskProgress, print_json, stderr_is_tty
-from .options import (dask_session, deprecated_alias, json_option, replace_option, replications_option,
-                      scheduler_option, seed_option, timeout_option, workers_option)
+from .options import (
+    dask_session,
+    deprecated_alias,
+    json_option,
+    replace_option,
+    replications_option,
+    scheduler_option,
+    seed_option,
+    timeout_option,
+    workers_option,
+)
 
 # the library's parameter names in a budget message, in the words of this command
 _CLI_WORDS = (("max_time=", "--max-seconds "), ("max_memory=", "--max-memory-mb "), ("max_time", "--max-seconds"),
@@ -41,8 +50,9 @@ def _cli_words(message: str) -> str:
 @json_option("Print one JSON object (samples as sorted queue-lengths vectors, coalescence times).")
 @deprecated_alias("--samples", "--replications", "replications", type=COUNT,
                   why="one name for independent repetitions in every command")
-def perfect(n, d, load, replications, seed, max_seconds, max_memory_mb, workers, scheduler, connect_timeout, replace,
-            as_json):
+def perfect(n: int, d: int, load: str, replications: int, seed: int, max_seconds: float | None,
+            max_memory_mb: float | None, workers: int | None, scheduler: str | None, connect_timeout: float,
+            replace: bool, as_json: bool) -> None:
     """Exact samples from the stationary law of the (n, d, λ) chain: no burn-in, no
     truncation (dominated coupling from the past, random routing as the dominating
     process, docs/model.md §12).  Prints the mean of u_i over samples with standard errors
@@ -84,7 +94,7 @@ def perfect(n, d, load, replications, seed, max_seconds, max_memory_mb, workers,
                    f"exact); the rest did not: {partial}", err=True)
 
 
-def _threads(workers, samples: int, max_memory) -> int:
+def _threads(workers: int | None, samples: int, max_memory: int | None) -> int:
     """Threads for the samples: ``--workers``, or by default all cores, at most one per sample
     and (default only) no more than half the machine's memory holds at the memory budget of
     one sample each."""

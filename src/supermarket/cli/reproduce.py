@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import os
 import time
+from typing import Any
 
 import click
 
@@ -17,7 +18,7 @@ EXPERIMENTS = {
 }
 
 
-def manifest(out_dir, wall_s: float, **extra) -> dict:
+def manifest(out_dir: str | os.PathLike[str], wall_s: float, **extra: Any) -> dict:
     """What a run wrote under ``out_dir``: every file with its size, and the wall time."""
     from pathlib import Path
 
@@ -35,7 +36,8 @@ def manifest(out_dir, wall_s: float, **extra) -> dict:
 @seed_option()
 @parallel_options
 @json_option("Print a JSON manifest of the files written (paths, sizes) and the wall time.")
-def reproduce(paper, quick, out, seed, workers, scheduler, connect_timeout, as_json):
+def reproduce(paper: str, quick: bool, out: str | None, seed: int, workers: int | None, scheduler: str | None,
+              connect_timeout: float, as_json: bool) -> None:
     """Reproduce the claims of paper 000 (equilibrium at k, good set, mixing) or paper 002
     (the three diffusion regimes): tables (CSV, JSON), figures (PNG) and a Markdown summary
     in --out."""

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -13,7 +15,7 @@ from ._common import OutputDir, OutputFile, print_json, stderr_is_tty
 from .options import json_option, scheduler_option, timeout_option, workers_option
 
 
-def _progress_printer(label: str):
+def _progress_printer(label: str) -> tuple[Callable[[int, int, int, int], None] | None, Callable[[], None]]:
     """A progress callback: a rich bar on a terminal, else nothing (the summary follows)."""
     if not stderr_is_tty():
         return None, (lambda: None)
@@ -23,15 +25,15 @@ def _progress_printer(label: str):
     prog = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TextColumn("running {task.fields[running]}  failed {task.fields[failed]}"),
                     TimeElapsedColumn(), console=Console(stderr=True), transient=False)
-    state = {"id": None}
+    state: dict[str, Any] = {"id": None}
 
-    def update(done, running, failed, total):
+    def update(done: int, running: int, failed: int, total: int) -> None:
         if state["id"] is None:
             prog.start()
             state["id"] = prog.add_task(label, total=total, running=0, failed=0)
         prog.update(state["id"], completed=done, running=running, failed=failed)
 
-    def stop():
+    def stop() -> None:
         if state["id"] is not None:
             state["id"] = None
             prog.stop()
@@ -54,7 +56,8 @@ def _progress_printer(label: str):
               metavar="DIR", help="Convert the sweep directory DIR written by an older version (arrays as "
                                   "JSON text) to the current format, in place; no FILE needed.")
 @json_option("Print one JSON object summarising the run.")
-def sweep(file, out, workers, scheduler, max_tasks, connect_timeout, check, upgrade_dir, as_json):
+def sweep(file: Path | None, out: Path | None, workers: int | None, scheduler: str | None, max_tasks: int | None,
+          connect_timeout: float, check: bool, upgrade_dir: Path | None, as_json: bool) -> None:
     """Run the parameter sweep described by the TOML FILE (see docs/sweep.md).
 
     Each task (one grid point, one replication) gets a seed from the sweep seed and its own
@@ -136,7 +139,8 @@ def sweep(file, out, workers, scheduler, max_tasks, connect_timeout, check, upgr
 @click.option("--out", "out", type=OutputFile(path_type=Path, parents=True), default=None, hidden=True,
               help="Deprecated: --out names a directory in every other command; use --html FILE or --md FILE.")
 @json_option("Print a JSON manifest of the files written (paths, sizes) and the wall time.")
-def report(directory, html, md, fmt, out, as_json):
+def report(directory: Path, html: Path | None, md: Path | None, fmt: str | None, out: Path | None,
+           as_json: bool) -> None:
     """Build a report of the sweep in DIRECTORY: its tables and the figures of the
     measurements present (profiles against π and the linearised profile, the maximum queue
     length against k_(λ,d), mixing times against the bounds, fluctuation moments against the

@@ -28,13 +28,36 @@ import math
 import numpy as np
 from numba import njit
 
-from .layout import GO_ON, ST_GENERAL, ST_RECORD, ST_WINDOW, STATUS_DONE, STATUS_EVENTS, STATUS_GROW
-from .measure import (
-    chunk_gate, close_level, close_top, fast_gate, general_gate, good_ints, good_step, is_final, load_clock,
-    next_event_time, set_level, set_top, store_clock,
+from .layout import (
+    GO_ON,
+    ST_GENERAL,
+    ST_RECORD,
+    ST_WINDOW,
+    STATUS_DONE,
+    STATUS_EVENTS,
+    STATUS_GROW,
+    Measures,
+    Records,
+    Setup,
+    Tables,
 )
-from .rng import next_below, next_double
+from .measure import (
+    chunk_gate,
+    close_level,
+    close_top,
+    fast_gate,
+    general_gate,
+    good_ints,
+    good_step,
+    is_final,
+    load_clock,
+    next_event_time,
+    set_level,
+    set_top,
+    store_clock,
+)
 from .profile import jiq_close_levels
+from .rng import next_below, next_double
 from .tables import JIQ, LW, RANDOM, flat_tables, get_p, refresh_windows, window_edge
 
 __all__ = ["buckets_kernel", "lengths_by_queue", "MAX_N"]
@@ -265,7 +288,8 @@ def _buckets_jiq_idle(perm, c, s, meas, setup, clock, t_stop, max_events):
 
 
 @njit(cache=True, nogil=True)
-def buckets_kernel(perm, c, s, tables, meas, recs, setup, clock, t_stop, max_events):
+def buckets_kernel(perm: np.ndarray, c: np.ndarray, s: np.ndarray, tables: Tables, meas: Measures, recs: Records,
+                   setup: Setup, clock: np.ndarray, t_stop: float, max_events: int) -> tuple[int, int]:
     """Run the bucket chain until ``t_stop`` or ``max_events`` events (arguments and return
     value as :func:`.profile.profile_kernel`; ``perm`` = queue identities by position).
     DELIBERATE COPY of :func:`.profile.profile_kernel`'s driver loop, like

@@ -32,9 +32,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["Tables", "Measures", "Records", "Setup", "CLOCK", "new_clock",
+__all__ = ["I64", "Tables", "Measures", "Records", "Setup", "CLOCK", "new_clock",
            "STATUS_DONE", "STATUS_EVENTS", "STATUS_GROW", "STATUS_RECFULL",
            "ST_RECORD", "ST_WINDOW", "ST_GENERAL", "GO_ON"]
+
+# An integer as the kernels see it (for annotations only; numba ignores them): a Python int or
+# a NumPy int64, which numba types alike.
+I64 = int | np.int64
 
 
 class Tables(NamedTuple):

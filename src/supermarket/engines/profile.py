@@ -52,11 +52,31 @@ import numpy as np
 from numba import njit
 
 from .layout import (
-    GO_ON, ST_GENERAL, ST_RECORD, ST_WINDOW, STATUS_DONE, STATUS_EVENTS, STATUS_GROW, STATUS_RECFULL,
+    GO_ON,
+    ST_GENERAL,
+    ST_RECORD,
+    ST_WINDOW,
+    STATUS_DONE,
+    STATUS_EVENTS,
+    STATUS_GROW,
+    STATUS_RECFULL,
+    Measures,
+    Records,
+    Setup,
+    Tables,
 )
 from .measure import (
-    change_level, chunk_gate, close_level, close_top, good_ints, good_step, is_final, load_clock, next_event_time,
-    record_until, store_clock,
+    change_level,
+    chunk_gate,
+    close_level,
+    close_top,
+    good_ints,
+    good_step,
+    is_final,
+    load_clock,
+    next_event_time,
+    record_until,
+    store_clock,
 )
 from .rng import next_double, step_double
 from .tables import JIQ, LW, RANDOM, WIN, flat_tables, get_p, p_rule, rebuild_window, refresh_windows, window_edge
@@ -65,7 +85,8 @@ __all__ = ["profile_kernel", "jiq_close_levels"]
 
 
 @njit(cache=True)
-def jiq_close_levels(tables, setup, meas, c, top, busy, now):
+def jiq_close_levels(tables: Tables, setup: Setup, meas: Measures, c: np.ndarray, top: int, busy: bool,
+                     now: float) -> None:
     """JIQ: ``1{c_1 = n}`` is about to change at time ``now``: close the lazy integrals of
     levels ``2..top`` with the ``P_i = 1{c_1 = n}·c_i/n`` they had (``busy`` = whether
     ``c_1 = n`` until now), so that each level's ``∫ P_i`` stays exact (docs/model.md §2)."""
@@ -426,7 +447,8 @@ def _profile_jiq_idle(c, s, meas, setup, clock, t_stop, max_events):
 
 
 @njit(cache=True, nogil=True)
-def profile_kernel(c, s, tables, meas, recs, setup, clock, t_stop, max_events):
+def profile_kernel(c: np.ndarray, s: np.ndarray, tables: Tables, meas: Measures, recs: Records, setup: Setup,
+                   clock: np.ndarray, t_stop: float, max_events: int) -> tuple[int, int]:
     """Run the profile chain (docs/model.md §2) until time ``t_stop`` or ``max_events`` events.
 
     Arguments: the structures of :mod:`.layout`, all updated in place.  Returns ``(events,

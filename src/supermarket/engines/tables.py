@@ -20,6 +20,8 @@ import math
 import numpy as np
 from numba import njit
 
+from .layout import Setup, Tables
+
 __all__ = ["HALF_WIN", "WIN", "LW", "FULL_TABLE_MAX_N", "log_p_all_at_least", "p_all_at_least", "p_table",
            "get_p", "rebuild_window", "refresh_windows", "window_edge", "flat_tables",
            "JSQ_D", "RANDOM", "JSQ", "JIQ", "POLICY_CODES", "p_rule"]
@@ -55,7 +57,7 @@ def _lgamma_ratio(x, a):
 
 
 @njit(cache=True)
-def log_p_all_at_least(c, n, d, replace):
+def log_p_all_at_least(c: int, n: int, d: int, replace: bool) -> float:
     """``log P_i`` for a level with ``c`` queues of length ``>= i`` (docs/model.md §2).
 
     With replacement ``d·log(c/n)``; without, ``log C(c,d) − log C(n,d)`` written through
@@ -81,7 +83,7 @@ def log_p_all_at_least(c, n, d, replace):
 
 
 @njit(cache=True)
-def p_all_at_least(c, n, d, replace):
+def p_all_at_least(c: int, n: int, d: int, replace: bool) -> float:
     """``P_i``: probability that all d sampled queues have length >= i (docs/model.md §2)."""
     if c >= n:
         return 1.0
@@ -104,7 +106,7 @@ def p_rule(policy: int, c: int, n: int, d: int, replace: bool) -> float:
 
 
 @njit(cache=True)
-def p_table(n, d, replace, policy=JSQ_D):
+def p_table(n: int, d: int, replace: bool, policy: int = JSQ_D) -> np.ndarray:
     """``P(c)`` for ``c = 0..n`` (only for small ``n``) of rule ``policy`` (:func:`p_rule`)."""
     out = np.empty(n + 1)
     for c in range(n + 1):
@@ -113,7 +115,7 @@ def p_table(n, d, replace, policy=JSQ_D):
 
 
 @njit(cache=True)
-def rebuild_window(tables, setup, j, cj):
+def rebuild_window(tables: Tables, setup: Setup, j: int, cj: int) -> int:
     """Refill the window of level index ``j`` around count ``cj``; returns ``cj``'s offset."""
     base = cj - HALF_WIN
     if base < 0:
@@ -126,7 +128,7 @@ def rebuild_window(tables, setup, j, cj):
 
 
 @njit(cache=True)
-def get_p(tables, setup, j, cj):
+def get_p(tables: Tables, setup: Setup, j: int, cj: int) -> float:
     """``P`` at level index ``j`` holding count ``cj`` (table look-up, window rebuilt if needed)."""
     if setup.full_table:
         return tables.tab[cj]
@@ -139,7 +141,7 @@ def get_p(tables, setup, j, cj):
 
 
 @njit(cache=True, inline="always")
-def window_edge(x, base, n):
+def window_edge(x: int, base: int, n: int) -> bool:
     """Whether count ``x`` sits on the edge of a window of ``WIN`` values starting at
     ``base`` (a step of one could leave it) where the window could still move."""
     off = x - base
@@ -147,7 +149,7 @@ def window_edge(x, base, n):
 
 
 @njit(cache=True)
-def refresh_windows(tables, setup, c, top):
+def refresh_windows(tables: Tables, setup: Setup, c: np.ndarray, top: int) -> None:
     """Make the window of every level index ``<= top`` (below ``LW``) hold its count with
     room to move by one (before a fast loop, which only looks windows up)."""
     m = top + 1 if top + 1 < LW else LW
@@ -160,7 +162,7 @@ def refresh_windows(tables, setup, c, top):
 
 
 @njit(cache=True)
-def flat_tables(tables, setup, levels):
+def flat_tables(tables: Tables, setup: Setup, levels: int) -> tuple[np.ndarray, np.ndarray, int, bool]:
     """``(tabf, tbase, tstride, windowed)`` for the fast loops: ``P`` at level index ``j``
     and count ``x`` is ``tabf[j*tstride + x − tbase[j]]`` (the full table with ``tstride =
     0``, or the windows); ``levels`` = length of the level arrays."""

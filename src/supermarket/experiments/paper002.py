@@ -24,18 +24,21 @@ import os
 import sys
 import time as _time
 import warnings
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from .. import fluctuations as fl
 from .._files import atomic_write, save_figure_atomic
-from ..model import spawn_seeds
+from .._results import pyplot as _agg
+from ..model import SeedLike, spawn_seeds
 from . import paper002_claims as claims
 
 __all__ = ["run", "plot_comparison", "CASES"]
 
 # (label, regime, keyword arguments of fluctuations.regime_params)
-CASES = {
+CASES: dict[str, dict[str, Any]] = {
     "a": dict(regime="a", kappa=1.0, d=None),
     "b": dict(regime="b", c=1.0, zeta=0.5),
     "c": dict(regime="c", zeta=1.0, centring="one"),  # d_n = n: JSQ
@@ -64,15 +67,6 @@ def _save_figure(fig, path, dpi: int) -> None:
         save_figure_atomic(fig, path, dpi=dpi)
     finally:
         plt.close(fig)
-
-
-def _agg():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def plot_paths(cmp: fl.Comparison, path: str, span: float = 30.0) -> None:
@@ -171,7 +165,8 @@ def _progress(msg: str) -> None:
         print(f"[paper002] {msg}", file=sys.stderr, flush=True)
 
 
-def run(out_dir, quick=False, seed=0, workers=None, client=None) -> dict:
+def run(out_dir: str | os.PathLike[str], quick: bool = False, seed: SeedLike = 0, workers: int | None = None,
+        client: Any = None) -> dict:
     """Run the paper-002 experiment into ``out_dir`` (created); return the moments table."""
     os.makedirs(out_dir, exist_ok=True)
     t0 = _time.perf_counter()
@@ -341,7 +336,7 @@ def _summary(out_dir, comparisons, scale, warn_lines, quick, seed, secs, bridges
     atomic_write(os.path.join(out_dir, "summary.md"), "\n".join(L) + "\n")
 
 
-def scaling_sentence(scale) -> str:
+def scaling_sentence(scale: Sequence[Any]) -> str:
     """What the scaling table shows: the fall of sd(G_1) per decade of n against √10, from
     the sizes whose error bars can be trusted (the others are named and left out)."""
     good = [r for r in scale if getattr(r, "error_bars_adequate", None) is not False]
@@ -363,7 +358,7 @@ def scaling_sentence(scale) -> str:
 # =========================================================================== studies
 #: The pre-limit study's cases (docs/fluctuations.md): regime (b) with c = 1, ζ = 0.5 and
 #: regime (c) with ζ = 1, d_n = ⌊n^{3/4}⌋ (so d_n/√n = n^{1/4} → ∞; d = 1000 at n = 10^4).
-STUDY_CASES = {
+STUDY_CASES: dict[str, dict[str, Any]] = {
     "b": dict(regime="b", c=1.0, zeta=0.5),
     "c": dict(regime="c", zeta=1.0, d_exponent=0.75),
 }
@@ -382,8 +377,10 @@ def _study_params(label: str, n: int) -> fl.RegimeParams:
 STUDY_KEYS = ("mean_z2", "var_z1", "var_z2", "cov_z1z2")
 
 
-def prelimit_study(ns=(10**3, 10**4, 10**5), *, labels=("b", "c"), chain_time=None, replications=2,
-                   sde_paths=128, sde_time=100.0, dt=1e-3, seed=0, workers=None, client=None) -> list[dict]:
+def prelimit_study(ns: Sequence[int] = (10**3, 10**4, 10**5), *, labels: Sequence[str] = ("b", "c"),
+                   chain_time: float | None = None, replications: int = 2, sde_paths: int = 128,
+                   sde_time: float = 100.0, dt: float = 1e-3, seed: SeedLike = 0, workers: int | None = None,
+                   client: Any = None) -> list[dict]:
     """For each regime and ``n``: the chain, the pre-limit diffusion at ``n`` and the limit
     (docs/model.md §8, derived), their moments with standard errors, the differences
     chain − pre-limit and pre-limit − limit, and the scale ``log n/√n`` (b) or
@@ -414,11 +411,12 @@ def prelimit_study(ns=(10**3, 10**4, 10**5), *, labels=("b", "c"), chain_time=No
             # coefficients c_n − 1, d_n/√n − c are O(log n/√n); in (c) the exponential wall
             # A(Q) ≈ e^{b_n Q} sits at ≈ (log b_n − γ)/b_n above 0, b_n = d_n/√n
             scale = math.log(n) / math.sqrt(n) if label == "b" else math.log(p.b_n) / p.b_n
-            row = {"regime": label, "n": n, "d_n": p.d, "lambda_n": p.lam, "c_n": p.c_n,
+            row: dict[str, Any] = {"regime": label, "n": n, "d_n": p.d, "lambda_n": p.lam, "c_n": p.c_n,
                    "b_n": p.b_n, "scale": scale, "chain_time": T, "replications": replications,
                    "chain_seconds": t_sim, "prelimit_seconds": t_pre,
                    "chain_adequate": bool(sim.moments.adequate), "chain_tau_int": sim.moments.tau_int}
             for src, m in (("chain", sim.moments), ("prelimit", pre.moments), ("limit", lim.moments)):
+                assert m.stderr is not None  # simulated moments carry standard errors
                 for k in STUDY_KEYS:
                     row[f"{src}_{k}"] = getattr(m, k)
                     row[f"{src}_{k}_se"] = m.stderr[k]
@@ -432,8 +430,9 @@ def prelimit_study(ns=(10**3, 10**4, 10**5), *, labels=("b", "c"), chain_time=No
     return rows
 
 
-def reflection_study(dts=(0.04, 0.02, 0.01, 0.005, 0.0025, 0.001, 0.0005), *, zeta=1.0, paths=256,
-                     time=100.0, seed=0, workers=None, client=None) -> list[dict]:
+def reflection_study(dts: Sequence[float] = (0.04, 0.02, 0.01, 0.005, 0.0025, 0.001, 0.0005), *, zeta: float = 1.0,
+                     paths: int = 256, time: float = 100.0, seed: SeedLike = 0, workers: int | None = None,
+                     client: Any = None) -> list[dict]:
     """``E Y`` (and the pushing rate) of the regime-(c) limit against the step ``dt`` for
     both reflection schemes, same seed for every run (docs/model.md §8)."""
     rows = []
@@ -442,6 +441,7 @@ def reflection_study(dts=(0.04, 0.02, 0.01, 0.005, 0.0025, 0.001, 0.0005), *, ze
             r = fl.limit_sde("c", zeta=zeta, paths=paths, time=time, dt=dt, seed=seed, workers=workers, client=client,
                              record_paths=0, reflection=scheme)
             m = r.moments
+            assert m.stderr is not None  # simulated moments carry standard errors
             rows.append({"reflection": scheme, "dt": dt, "sqrt_dt": math.sqrt(dt), "mean_y": m.mean_z2,
                          "mean_y_se": m.stderr["mean_z2"], "var_q": m.var_z1, "var_q_se": m.stderr["var_z1"],
                          "push_rate": r.push_rate, "push_rate_se": r.push_rate_stderr, "seconds": r.seconds})
@@ -565,8 +565,9 @@ def plot_study(pre_rows: list[dict], refl_rows: list[dict], path: str) -> None:
     _save_figure(fig, path, 100)
 
 
-def run_study(out_dir, *, quick=False, seed=0, workers=None, client=None, ns=None, chain_time=None, paths=None,
-              sde_time=None) -> dict:
+def run_study(out_dir: str | os.PathLike[str], *, quick: bool = False, seed: SeedLike = 0, workers: int | None = None,
+              client: Any = None, ns: Sequence[int] | None = None, chain_time: float | None = None,
+              paths: int | None = None, sde_time: float | None = None) -> dict:
     """Run both studies into ``out_dir``: ``prelimit.csv``, ``reflection.csv``,
     ``study.md`` (tables and computed sentences) and ``study.png``.  ``ns``, ``chain_time``,
     ``paths``, ``sde_time`` override the sizes of the full run."""
@@ -594,7 +595,7 @@ def run_study(out_dir, *, quick=False, seed=0, workers=None, client=None, ns=Non
     return {"prelimit": pre, "reflection": refl, "markdown": md, "seconds": secs}
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """``python -m supermarket.experiments.paper002 study --out DIR [--quick] [--seed S]``."""
     import argparse
 

@@ -12,8 +12,9 @@ change the facts and see the verdicts change.  Verdicts: "reproduced", "partly: 
 from __future__ import annotations
 
 import math
+from typing import Any
 
-from .paper000.claims import count_verdict
+from .paper000.claims import claims_table, count_verdict
 
 __all__ = ["regime_facts", "scaling_facts", "claims_rows", "claims_markdown", "PER_DECADE_TOL"]
 
@@ -21,7 +22,7 @@ PER_DECADE_TOL = 0.25  # sd(G_1) falls by √10 per decade of n "within" this re
 _REF_NAMES = {"limit": "limit diffusion", "prelimit": "pre-limit diffusion", "lna": "finite-n LNA"}
 
 
-def regime_facts(label: str, cmp, sigma: float) -> dict:
+def regime_facts(label: str, cmp: Any, sigma: float) -> dict:
     """The numbers of one regime's comparison that the claims use (plain, JSON-safe)."""
     p = cmp.params
     m = cmp.sim.moments
@@ -35,7 +36,7 @@ def regime_facts(label: str, cmp, sigma: float) -> dict:
             "failed_conditions": [(c.name, float(c.value)) for c in p.conditions if not c.holds]}
 
 
-def scaling_facts(scale) -> list[dict]:
+def scaling_facts(scale: Any) -> list[dict]:
     """The rows of the ``n^{-1/2}`` run as plain dicts."""
     return [r.to_dict() for r in scale]
 
@@ -132,10 +133,6 @@ def claims_rows(facts: list[dict], scale_rows: list[dict]) -> list[dict]:
 
 def claims_markdown(facts: list[dict], scale_rows: list[dict]) -> str:
     """The "## Claims" section of the paper-002 summary."""
-    lines = ["## Claims", "",
-             "One row per claim (docs/model.md §7–§8; the limits are derived for this project, not quoted theorems); "
-             "verdict and evidence are computed from the tables below.", "",
-             "| claim | where tested | verdict | evidence |", "|---|---|---|---|"]
-    for c in claims_rows(facts, scale_rows):
-        lines.append("| " + " | ".join(c[k].replace("|", "/") for k in ("claim", "where", "verdict", "evidence")) + " |")
-    return "\n".join(lines) + "\n"
+    intro = ("One row per claim (docs/model.md §7–§8; the limits are derived for this project, not quoted theorems); "
+             "verdict and evidence are computed from the tables below.")
+    return claims_table(intro, claims_rows(facts, scale_rows))

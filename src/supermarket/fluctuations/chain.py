@@ -1,18 +1,14 @@
-"""The exact continuous-time profile chain at a regime's parameters (docs/model.md §1–2, §8).
-
-:func:`simulate_fluctuations` runs the chain (engine :mod:`supermarket.engines.fluct`) from
-the rounded centre ``n x^n``, one replication per task (replication ``r``: child ``r`` of
-the seed), and returns a :class:`FluctuationSim`: time-averaged moments of ``(z1, z2)``
-with batch-means standard errors checked against the autocorrelation time, a recorded grid
-and autocorrelations.  ``log P`` is tabulated up to :data:`TABLE_MAX_N` servers and
-computed on the fly above; kernel calls are cut into :data:`CHUNK_EVENTS` events so that
-Ctrl-C is honoured promptly.
+"""The exact continuous-time profile chain at a regime's parameters (docs/model.md §1–2, §8),
+engine :mod:`supermarket.engines.fluct`: ``log P`` is tabulated up to :data:`TABLE_MAX_N`
+servers, and kernel calls are cut into :data:`CHUNK_EVENTS` events so that Ctrl-C is
+honoured promptly.
 """
 
 from __future__ import annotations
 
 import time as _time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.special import gammaln
@@ -109,22 +105,15 @@ def _chain_task(args):
     return sums, grid, int(clock[2]), overflow
 
 
-def simulate_fluctuations(p: RegimeParams, *, time=200.0, burn_in=None, replications=1, seed=0,
-                          workers=None, grid_dt=0.05, batches=10, max_lag=10.0, client=None,
-                          progress=None) -> FluctuationSim:
+def simulate_fluctuations(p: RegimeParams, *, time: float = 200.0, burn_in: float | None = None, replications: int = 1,
+                          seed: Any = 0, workers: int | None = None, grid_dt: float = 0.05, batches: int = 10,
+                          max_lag: float = 10.0, client: Any = None, progress: Any = None) -> FluctuationSim:
     """Simulate the continuous-time profile chain at ``p`` and measure ``(z1, z2)``.
 
-    Exact in law (docs/model.md §1–2): holding times ``Exp(nλ + c_1)``, arrivals join the
-    shortest of ``d_n`` sampled queues (without replacement unless ``p.replace``).  Each
-    replication starts at the rounded centre ``n x^n``, runs ``burn_in`` (default
-    ``max(20, time/10)``, and at least ``5/ζ²`` in (c)) then ``time`` time units; moments
-    are time averages (weighted by holding times) with batch-means standard errors over
-    ``batches`` batches per replication, checked against the integrated autocorrelation
-    time measured on the grid (``moments.adequate``; ``moments.note`` says "too short to
-    know" when the batches are too short).  Replication ``r`` uses a xoshiro256** state from
-    child ``r`` of ``seed``: identical results for any ``workers`` (threads) and any
-    process.  The kernel runs in chunks of :data:`CHUNK_EVENTS` events, so Ctrl-C
-    (KeyboardInterrupt) stops the run within a fraction of a second.
+    Exact in law (docs/model.md §1–2).  Each replication starts at the rounded centre
+    ``n x^n``; moments are time averages with batch-means standard errors, checked against
+    the integrated autocorrelation time measured on the grid (``moments.adequate``).
+    Replication ``r`` uses child ``r`` of ``seed``, so results do not depend on ``workers``.
 
     Parameters
     ----------
@@ -132,6 +121,7 @@ def simulate_fluctuations(p: RegimeParams, *, time=200.0, burn_in=None, replicat
     time : float, default 200.0
         Measured time units per replication, after ``burn_in``.
     burn_in : float, optional
+        Default ``max(20, time/10)``, and at least ``5/ζ²`` in (c).
     replications : int, default 1
     seed : int or numpy.random.SeedSequence, default 0
     workers : int, optional

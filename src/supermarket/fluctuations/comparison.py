@@ -1,22 +1,19 @@
-"""The chain beside its references, and the ``n^{-1/2}`` order (docs/model.md §3, §8).
-
-:func:`lna_moments` and :func:`lna_acf`: the finite-n linear noise approximation at the
-centre ``x^n`` (``meanfield.lna(at="centre")``) in a regime's coordinates.
-:func:`compare` runs the chain, the limit diffusion, the pre-limit diffusion and the LNA
-at one :class:`RegimeParams` and returns a :class:`Comparison` (moments side by side,
-z-scores, the text ``supermarket fluctuations`` prints).  :func:`scaling` measures
-``sd(G_1)`` against ``n`` in regime (a) (:class:`ScalingResult` of :class:`ScalingRow`).
+"""The chain beside its references (limit and pre-limit diffusions, finite-n LNA) and the
+``n^{-1/2}`` order (docs/model.md §3, §8).
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from .._results import pyplot, save_figure, text_table
+from .._checks import check_bool
+from .._results import Result, frame, pyplot, save_figure, text_table
 from ..model import spawn_seeds
 from .chain import FluctuationSim, simulate_fluctuations
 from .diffusions import REFLECTIONS, LimitSDE, limit_closed_form, limit_for, prelimit_sde
@@ -88,7 +85,7 @@ def lna_does_not_apply(m: Moments | None) -> str:
     return ""
 
 
-def lna_acf(p: RegimeParams, lags) -> tuple[np.ndarray, np.ndarray]:
+def lna_acf(p: RegimeParams, lags: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Autocorrelations of ``z1`` and ``z2`` in the finite-n LNA at ``x^n``:
     ``Cov(ξ(t+τ), ξ(t)) = e^{Jτ} W`` with ``J`` the drift's Jacobian (docs/model.md §3, §8).
 
@@ -120,7 +117,7 @@ def lna_acf(p: RegimeParams, lags) -> tuple[np.ndarray, np.ndarray]:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class Comparison(Result):
     """The chain beside its references at one ``n`` (docs/model.md §8, derived): the limit
     diffusion, the pre-limit diffusion at this ``n`` (``prelimit``; ``None`` when not
     asked for), the finite-n LNA and, in (a), the limit's closed form.  Result protocol:
@@ -177,18 +174,16 @@ class Comparison:
         rows.append(("finite-n LNA at x^n", self.lna))
         return rows
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """Tidy moments: one row per (source, moment) with ``value`` and ``stderr`` (NaN for
         exact values)."""
-        import pandas as pd
-
         recs = []
         for name, m in self._rows():
             for k in KEYS:
                 recs.append({"source": name, "moment": k,
                              "value": np.nan if m is None else float(getattr(m, k)),
                              "stderr": np.nan if m is None or not m.stderr else float(m.stderr[k])})
-        return pd.DataFrame(recs)
+        return frame(recs)
 
     def summary(self) -> str:
         """The text ``supermarket fluctuations`` prints: the regime's numbers, the moments
@@ -231,7 +226,7 @@ class Comparison:
             lines.append(f"{len(p.warnings)} condition(s) of the regime fail at this n: " + "; ".join(p.warnings))
         return "\n".join(lines)
 
-    def plot(self, path=None):
+    def plot(self, path: Any = None) -> Any:
         """One figure: a path of the chain and of the limit, histograms of both coordinates,
         the autocorrelation of the first; saved at ``path`` when given.
 
@@ -292,6 +287,7 @@ class Comparison:
         False, the reason in ``sim.moments.note``)."""
         out = {}
         s = self.sim.moments
+        assert s.stderr is not None  # the chain's moments always carry batch-means errors
         short = s.adequate is False
         for name, other in self.references():
             row = {}
@@ -303,9 +299,10 @@ class Comparison:
         return out
 
 
-def compare(p: RegimeParams, *, time=200.0, burn_in=None, replications=1, seed=0, workers=None,
-            sde_paths=256, sde_time=100.0, sde_burn_in=None, dt=1e-3, grid_dt=0.05,
-            reflection="bridge", prelimit=True, client=None) -> Comparison:
+def compare(p: RegimeParams, *, time: float = 200.0, burn_in: float | None = None, replications: int = 1, seed: Any = 0,
+            workers: int | None = None, sde_paths: int = 256, sde_time: float = 100.0, sde_burn_in: float | None = None,
+            dt: float = 1e-3, grid_dt: float = 0.05, reflection: str = "bridge", prelimit: bool = True,
+            client: Any = None) -> Comparison:
     """The simulated stationary moments at ``p`` beside (i) the limit diffusion matched at
     ``p`` (Euler–Maruyama; for (a) also the closed form), (ii) the pre-limit diffusion at
     this ``n`` (:func:`prelimit_sde`; ``prelimit=False`` skips it) and (iii) the finite-n
@@ -343,8 +340,7 @@ def compare(p: RegimeParams, *, time=200.0, burn_in=None, replications=1, seed=0
     """
     if reflection not in REFLECTIONS:
         raise ValueError(f"reflection must be 'bridge' or 'projection'; got {reflection!r}")
-    if not isinstance(prelimit, (bool, np.bool_)):
-        raise TypeError(f"prelimit must be True or False; got {prelimit!r}")
+    check_bool("prelimit", prelimit)
     ss = spawn_seeds(seed, 3)
     sim = simulate_fluctuations(p, time=time, burn_in=burn_in, replications=replications, seed=ss[0],
                                 workers=workers, grid_dt=grid_dt, client=client)
@@ -364,7 +360,7 @@ def compare(p: RegimeParams, *, time=200.0, burn_in=None, replications=1, seed=0
 
 
 @dataclass(frozen=True)
-class ScalingRow:
+class ScalingRow(Result):
     """One ``n`` of :func:`scaling`: ``sd(G_1)`` and ``√n·sd(G_1)`` with standard errors
     (delta method from the variance's), and the finite-n LNA's ``√n·sd(G_1)`` (``None``
     where the LNA refuses the size).
@@ -386,14 +382,11 @@ class ScalingRow:
     error_bars_adequate: bool | None = None  # the chain's batches long against its autocorrelation
     note: str = ""  # why the error bars are not adequate ("too short to know …")
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+    _plain = True
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """This row as a one-row :class:`pandas.DataFrame`."""
-        import pandas as pd
-
-        return pd.DataFrame([self.to_dict()])
+        return frame([self.to_dict()])
 
     def summary(self) -> str:
         """One line: ``n``, ``d_n``, ``sd(G_1)`` and ``√n·sd(G_1)`` with standard errors."""
@@ -406,7 +399,7 @@ class ScalingRow:
 
 
 @dataclass(frozen=True)
-class ScalingResult:
+class ScalingResult(Result):
     """The rows of :func:`scaling`, one per ``n`` (a read-only sequence of :class:`ScalingRow`).
 
     Examples
@@ -424,17 +417,15 @@ class ScalingResult:
     def __len__(self) -> int:
         return len(self.rows)
 
-    def __getitem__(self, i):
+    def __getitem__(self, i: int) -> ScalingRow:
         return self.rows[i]
 
-    def to_dict(self) -> dict:
-        return {"rows": [r.to_dict() for r in self.rows], "derived": DERIVED_NOTE}
+    derived: ClassVar[str] = DERIVED_NOTE
+    _extra = ("derived",)
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """One row per ``n`` (the fields of :class:`ScalingRow`)."""
-        import pandas as pd
-
-        return pd.DataFrame([r.to_dict() for r in self.rows])
+        return frame([r.to_dict() for r in self.rows])
 
     def summary(self) -> str:
         """A table of ``sd(G_1)`` and ``√n·sd(G_1)`` (± standard error) against ``n``."""
@@ -444,7 +435,7 @@ class ScalingResult:
         return text_table(["n", "d_n", "sd(G1)", "√n sd(G1)", "LNA √n sd(G1)"], rows,
                           title="The n^(-1/2) order in regime (a)")
 
-    def plot(self, path=None):
+    def plot(self, path: Any = None) -> Any:
         """``sd(G_1)`` against ``n`` on log axes (±2 standard errors) with an ``n^{-1/2}``
         guide through the first point.
 
@@ -476,8 +467,8 @@ class ScalingResult:
         return save_figure(fig, path)
 
 
-def scaling(ns=(10**3, 10**4, 10**5, 10**6), *, kappa=1.0, theta=0.25, time=100.0, replications=1,
-            seed=0, workers=None, client=None) -> ScalingResult:
+def scaling(ns: Any = (10**3, 10**4, 10**5, 10**6), *, kappa: float = 1.0, theta: float = 0.25, time: float = 100.0,
+            replications: int = 1, seed: Any = 0, workers: int | None = None, client: Any = None) -> ScalingResult:
     """The ``n^{-1/2}`` order in regime (a): ``sd(G_1)`` falls like ``n^{-1/2}`` while
     ``√n·sd(G_1) = sd(Z_1)`` stays of order one (docs/model.md §8).
 
@@ -507,6 +498,7 @@ def scaling(ns=(10**3, 10**4, 10**5, 10**6), *, kappa=1.0, theta=0.25, time=100.
         sim = simulate_fluctuations(p, time=time, replications=replications, seed=ss, workers=workers,
                                     client=client)
         m = sim.moments
+        assert m.stderr is not None  # the chain's moments always carry batch-means errors
         sd = math.sqrt(max(m.var_z1, 0.0))
         sd_se = m.stderr["var_z1"] / (2 * sd) if sd > 0 else float("nan")
         try:

@@ -1,15 +1,7 @@
-"""The diffusion limits of regimes (a), (b), (c) and the pre-limit diffusion (docs/model.md §8, derived).
-
-:func:`limit_sde` simulates the limit diffusion of a regime by Euler–Maruyama over many
-independent paths (engine :mod:`supermarket.engines.sde`); regime (c) is reflected at
-``Q <= 0`` by one of the :data:`REFLECTIONS` schemes (``"bridge"``: the Brownian-bridge
-maximum over each step; ``"projection"``: project the end point).  :func:`limit_for`
-matches the limit to a :class:`RegimeParams`.  :func:`prelimit_sde` is the diffusion
-approximation of levels 1 and 2 with the finite-``n`` coefficients.  Both return a
-:class:`LimitSDE`.  For regime (a) the limit is Gaussian and known in closed form:
-:func:`limit_closed_form` (moments) and :func:`limit_acf_a` (autocorrelations).
-Paths run in chunks of :data:`SDE_CHUNK` (chunk ``j``: child ``j`` of the seed), each
-advanced in kernel calls of :data:`CHUNK_STEPS` steps.
+"""The diffusion limits of regimes (a), (b), (c) and the pre-limit diffusion (docs/model.md §8,
+derived), by Euler–Maruyama over independent paths (engine :mod:`supermarket.engines.sde`);
+paths run in chunks of :data:`SDE_CHUNK` (chunk ``j``: child ``j`` of the seed), each advanced
+in kernel calls of :data:`CHUNK_STEPS` steps.
 """
 
 from __future__ import annotations
@@ -17,14 +9,16 @@ from __future__ import annotations
 import math
 import time as _time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import gammaln
 
 from .. import parallel
-from .._results import mean_stderr
 from ..engines.rng import state_from_seed_sequence
 from ..model import check_int, check_positive_float, spawn_seeds
+from ..stats import mean_stderr
 from .moments import Moments, _moments_from_blocks, autocorrelation
 from .regimes import RegimeParams, _nonneg, _positive_zeta, _real
 from .runs import SDE_STEPS_PER_SECOND, _check_grid, _check_work, _default_burn_in, _run_jobs, _ScaledRun, _workers
@@ -169,14 +163,15 @@ def _run_sde(kind, par, z0, *, paths, time, burn_in, dt, grid_dt, record_paths, 
 
 def _mean_and_stderr(per_path: np.ndarray) -> tuple[float, float]:
     """Mean over independent paths and its standard error (:func:`supermarket.stats.replication_error`,
-    through :func:`supermarket._results.mean_stderr`)."""
+    through :func:`supermarket.stats.mean_stderr`)."""
     m, se = mean_stderr(per_path)
     return m, se
 
 
-def limit_sde(regime, *, kappa=None, c=None, zeta=None, paths=256, time=100.0, burn_in=None,
-              dt=1e-3, record_paths=8, grid_dt=0.05, max_lag=10.0, seed=0, workers=None,
-              reflection="bridge", client=None) -> LimitSDE:
+def limit_sde(regime: str, *, kappa: float | None = None, c: float | None = None, zeta: float | None = None,
+              paths: int = 256, time: float = 100.0, burn_in: float | None = None, dt: float = 1e-3,
+              record_paths: int = 8, grid_dt: float = 0.05, max_lag: float = 10.0, seed: Any = 0,
+              workers: int | None = None, reflection: str = "bridge", client: Any = None) -> LimitSDE:
     """Simulate the limit diffusion of ``regime`` (docs/model.md §8, derived) with many paths.
 
     Parameters
@@ -218,7 +213,7 @@ def limit_sde(regime, *, kappa=None, c=None, zeta=None, paths=256, time=100.0, b
     if regime == "a":
         kappa = check_positive_float("kappa", kappa)
         kind, par, z0 = KIND_A, [kappa], (0.0, 0.0)
-        params = {"kappa": kappa}
+        params: dict[str, float | str] = {"kappa": kappa}
     elif regime == "b":
         c = check_positive_float("c", c)
         zeta = _real("zeta", zeta)
@@ -245,23 +240,16 @@ def limit_sde(regime, *, kappa=None, c=None, zeta=None, paths=256, time=100.0, b
     return LimitSDE(regime=regime, params=params, **out, **extra)
 
 
-def prelimit_sde(p: RegimeParams, *, paths=256, time=100.0, burn_in=None, dt=1e-3, record_paths=8,
-                 grid_dt=0.05, max_lag=10.0, seed=0, workers=None, client=None) -> LimitSDE:
+def prelimit_sde(p: RegimeParams, *, paths: int = 256, time: float = 100.0, burn_in: float | None = None,
+                 dt: float = 1e-3, record_paths: int = 8, grid_dt: float = 0.05, max_lag: float = 10.0, seed: Any = 0,
+                 workers: int | None = None, client: Any = None) -> LimitSDE:
     """The pre-limit diffusion at ``p`` (docs/model.md §8, derived): the diffusion
     approximation of the chain's levels 1 and 2 with the finite-``n`` coefficients.
 
-    In the coordinates ``Q = √n(G_1 − c_n)``, ``Y = √n G_2`` (any regime; in (a) the
-    reported coordinates are shifted to ``p``'s centring), with ``A(Q) = λ_n √n P_n(c_n + Q/√n)``
-    (``P_n`` the exact sampling probability, without replacement unless ``p.replace``):
-
-    ``dQ = (−ζ_n − Q + Y − A(Q))dt + σ_1 dW_1``, ``σ_1² = λ_n(1 − P_n) + G_1 − G_2``;
-    ``dY = (A(Q) − Y)dt + σ_2 dW_2``, ``σ_2² = (A(Q) + Y)/√n``;  ``Q <= √n(1 − c_n)``.
-
-    It drops only level 3 and above (``G_3``, ``P_n(G_2)``: of order ``P_n(Y/√n)``) and the
-    jump structure.  As ``n → ∞`` with ``d_n/√n → c``: ``A(Q) → e^{cQ}``, ``σ_1² → 2``,
-    ``σ_2² → 0``, ``ζ_n → ζ``: the regime-(b) limit; with ``d_n/√n → ∞`` the wall ``A`` steepens
-    into the reflection of (c).  The stiff term ``A`` is taken implicitly (stable for any
-    ``dt``); the remaining bias is ``O(dt)`` away from the wall.
+    The SDE in ``Q = √n(G_1 − c_n)``, ``Y = √n G_2`` and its limits are in docs/model.md §8
+    (in (a) the reported coordinates are shifted to ``p``'s centring).  The stiff term
+    ``A(Q)`` is taken implicitly (stable for any ``dt``); the remaining bias is ``O(dt)``
+    away from the wall.
 
     Parameters and results as :func:`limit_sde`; ``burn_in`` defaults as there, with
     ``ζ = ζ_n``.
@@ -335,7 +323,7 @@ def prelimit_sde(p: RegimeParams, *, paths=256, time=100.0, burn_in=None, dt=1e-
                     y_push_rate=push[2], y_push_rate_stderr=push[3], **out)
 
 
-def limit_for(p: RegimeParams, **kw) -> LimitSDE:
+def limit_for(p: RegimeParams, **kw: Any) -> LimitSDE:
     """:func:`limit_sde` with the limit parameters matched at ``p`` (``p.limit``).
 
     Parameters
@@ -358,7 +346,7 @@ def limit_for(p: RegimeParams, **kw) -> LimitSDE:
     return limit_sde(p.regime, **p.limit, **kw)
 
 
-def limit_closed_form(kappa) -> Moments:
+def limit_closed_form(kappa: float) -> Moments:
     """Stationary moments of the regime-(a) limit (docs/model.md §8, derived):
     ``E Z = 0``, ``Var Z_1 = 2/(2+κ)``, ``Cov = κ/(2+κ)``, ``Var Z_2 = κ²/(2+κ)``.
 
@@ -387,7 +375,7 @@ def limit_closed_form(kappa) -> Moments:
                    cov_z1z2=k / (2 + k), stderr=None)
 
 
-def limit_acf_a(kappa, lags) -> tuple[np.ndarray, np.ndarray]:
+def limit_acf_a(kappa: float, lags: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Autocorrelations of ``Z_1`` and ``Z_2`` in the stationary regime-(a) limit:
     ``Cov(Z(t+τ), Z(t)) = e^{Aτ} Σ`` with ``A = [[−(1+κ), 1], [κ, −1]]`` (derived).
 

@@ -1,24 +1,20 @@
-"""The three regimes of paper 002 and their parameters (docs/model.md §8, derived).
-
-:func:`regime_a` (``d_n/√n → 0``, from ``κ``), :func:`regime_b` (``d_n/√n → c``, from
-``c, ζ``) and :func:`regime_c` (``d_n/√n → ∞``, from ``ζ`` and ``d_n``; ``d_n = n`` is JSQ)
-each return a :class:`RegimeParams` with the conditions of the regime checked (a failing
-one is warned about with :class:`RegimeWarning`, naming the condition);
-:func:`regime_params` dispatches on the regime's letter.  :func:`centre` is the
-near-equilibrium centre ``x^n``; :func:`scaled` maps ``(G_1, G_2)`` to the coordinates
-``(z1, z2)``.  The argument checks the other submodules share (``_real``, ``_nonneg``,
-``_positive_zeta``) live here too.
+"""The three regimes of paper 002 and their parameters (docs/model.md §8, derived), with the
+argument checks the other submodules share (``_real``, ``_nonneg``, ``_positive_zeta``).
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import gammaln
 
+from .._checks import check_bool
+from .._results import Result, frame
 from ..model import check_fraction, check_int, check_positive_float, check_positive_int, check_real
 from ..theory import REGIME_A_BELOW, REGIME_C_ABOVE, Condition
 
@@ -75,7 +71,7 @@ RegimeCondition = Condition
 
 
 @dataclass(frozen=True)
-class RegimeParams:
+class RegimeParams(Result):
     """``(n, d_n, λ_n)`` of one paper-002 regime, with its coordinates and conditions (docs/model.md §8).
 
     ``m = (m_1, m_2)``: the scaled coordinates are ``z_j = √n(G_j − m_j)``.  ``limit``: the
@@ -111,15 +107,11 @@ class RegimeParams:
     def warnings(self) -> tuple[str, ...]:
         return tuple(_condition_message(self, c) for c in self.conditions if not c.holds)
 
-    def to_dict(self) -> dict:
-        out = asdict(self)
-        out["lambda_n"] = self.lam
-        out["d_n"] = self.d
-        out["warnings"] = list(self.warnings)
-        out["derived"] = DERIVED_NOTE
-        return out
+    derived: ClassVar[str] = DERIVED_NOTE
+    _plain = True
+    _extra: ClassVar[dict[str, str]] = {"lambda_n": "lam", "d_n": "d", "warnings": "warnings", "derived": "derived"}
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """Tidy table of the regime's conditions: one row per condition (``condition``,
         ``value``, ``holds``) beside the scalar parameters (``regime``, ``n``, ``d_n``,
         ``lambda_n``, ``b_n``, ``c_n``, ``kappa_n``, ``zeta_n``).
@@ -133,13 +125,11 @@ class RegimeParams:
         >>> regime_c(100, 1.0, warn=False).to_frame()[["condition", "holds"]].shape
         (2, 2)
         """
-        import pandas as pd
-
         base = {"regime": self.regime, "n": self.n, "d_n": self.d, "lambda_n": self.lam,
                 "replace": self.replace, "b_n": self.b_n, "c_n": self.c_n, "kappa_n": self.kappa_n,
                 "zeta_n": self.zeta_n}
-        return pd.DataFrame([{**base, "condition": c.name, "value": float(c.value), "holds": bool(c.holds)}
-                             for c in self.conditions])
+        return frame([{**base, "condition": c.name, "value": float(c.value), "holds": bool(c.holds)}
+                      for c in self.conditions])
 
     def summary(self) -> str:
         """Plain text: the regime's numbers, its coordinates and each condition (holds / fails).
@@ -177,9 +167,7 @@ def _real(name, value) -> float:
 
 
 def _check_replace(replace) -> bool:
-    if not isinstance(replace, (bool, np.bool_)):
-        raise TypeError(f"replace must be True or False; got {replace!r}")
-    return bool(replace)
+    return check_bool("replace", replace)
 
 
 def _sample_prob(x: float, n: int, d: int, replace: bool) -> float:
@@ -194,7 +182,8 @@ def _sample_prob(x: float, n: int, d: int, replace: bool) -> float:
     return math.exp(gammaln(m + 1) - gammaln(m - d + 1) - gammaln(n + 1) + gammaln(n - d + 1))
 
 
-def centre(n, d, lam, *, replace=False, levels=None, tol=1e-15) -> np.ndarray:
+def centre(n: int, d: int, lam: float, *, replace: bool = False, levels: int | None = None,
+           tol: float = 1e-15) -> np.ndarray:
     """The near-equilibrium centre ``x^n`` (docs/model.md §8): ``x^n_1 = λ``,
     ``x^n_i = λ P_n(x^n_{i−1})``.  By default levels run until the first value below ``tol``
     (at least 2 levels).  Index 0 is level 1.
@@ -292,7 +281,8 @@ def _build(regime, n, d, lam, replace, centring, limit, extra_conditions) -> Reg
                         d_one_minus_lambda=d1, coordinates=coords, conditions=tuple(conds))
 
 
-def regime_a(n, kappa=1.0, *, d=None, theta=0.25, replace=False, warn=True) -> RegimeParams:
+def regime_a(n: int, kappa: float = 1.0, *, d: int | None = None, theta: float = 0.25, replace: bool = False,
+             warn: bool = True) -> RegimeParams:
     """Regime (a), ``d_n/√n → 0`` (docs/model.md §8, derived): ``λ_n = (κ/d_n)^{1/d_n}`` so that
     ``d_n λ_n^{d_n} = κ`` exactly; ``d_n = ⌊n^θ⌋`` (``0 < θ < 1/2``) unless ``d`` is given.
 
@@ -344,7 +334,7 @@ def regime_a(n, kappa=1.0, *, d=None, theta=0.25, replace=False, warn=True) -> R
     return _emit(_build("a", n, d, lam, replace, "centre", {"kappa": kappa}, extra), warn)
 
 
-def regime_b(n, c=1.0, zeta=0.0, *, replace=False, warn=True) -> RegimeParams:
+def regime_b(n: int, c: float = 1.0, zeta: float = 0.0, *, replace: bool = False, warn: bool = True) -> RegimeParams:
     """Regime (b), ``d_n/√n → c`` (docs/model.md §8, derived): ``d_n = ⌊c√n⌋``,
     ``λ_n = c_n − ζ/√n``.  The limit is matched at the actual ``d_n/√n`` and ``ζ``.
 
@@ -393,7 +383,8 @@ def regime_b(n, c=1.0, zeta=0.0, *, replace=False, warn=True) -> RegimeParams:
     return _emit(_build("b", n, d, lam, replace, "c_n", {"c": b, "zeta": zeta}, extra), warn)
 
 
-def regime_c(n, zeta=1.0, *, d=None, replace=False, centring="c_n", warn=True) -> RegimeParams:
+def regime_c(n: int, zeta: float = 1.0, *, d: int | None = None, replace: bool = False, centring: str = "c_n",
+             warn: bool = True) -> RegimeParams:
     """Regime (c), ``d_n/√n → ∞`` (docs/model.md §8, derived), reflected limit; ``ζ > 0``.
 
     ``d`` defaults to ``n`` (JSQ when sampling without replacement).  ``centring="c_n"``:
@@ -460,8 +451,9 @@ def _positive_zeta(zeta) -> float:
     return z
 
 
-def regime_params(regime, n, *, kappa=None, c=None, zeta=None, d=None, theta=0.25,
-                  replace=False, centring="c_n", warn=True) -> RegimeParams:
+def regime_params(regime: str, n: int, *, kappa: float | None = None, c: float | None = None, zeta: float | None = None,
+                  d: int | None = None, theta: float = 0.25, replace: bool = False, centring: str = "c_n",
+                  warn: bool = True) -> RegimeParams:
     """Dispatch on ``regime`` in ``{"a", "b", "c"}`` (the CLI's entry point).
 
     Parameters
@@ -502,7 +494,7 @@ def regime_params(regime, n, *, kappa=None, c=None, zeta=None, d=None, theta=0.2
     raise ValueError(f"regime must be 'a', 'b' or 'c'; got {regime!r}")
 
 
-def scaled(p: RegimeParams, G1, G2):
+def scaled(p: RegimeParams, G1: ArrayLike, G2: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """The scaled coordinates ``(z1, z2) = √n(G_1 − m_1, G_2 − m_2)`` (docs/model.md §8).
 
     Parameters

@@ -1,27 +1,20 @@
-"""Coalescence of a copy from a start with a stationary copy: τ, ``t_mix(1/4)``, the bounds.
-
-If ``τ`` is the first step at which a copy started from ``x`` equals a copy started from
-the stationary law (both under the sorted coupling of docs/model.md §2), then
-
-    d_TV(L(X_t^x), Π) <= P(τ > t)
-
-so the 0.75-quantile of ``τ`` bounds ``t_mix(1/4)`` (docs/model.md §2, §6).  The paper-000
-orders (docs/model.md §6, constants taken as 1) come from :mod:`supermarket.theory`
-(:func:`start_bounds`).  A copy that has not coalesced within the step budget is
-*censored*: it is counted and reported as such, never as a number; quantiles get
-distribution-free order-statistic intervals (:func:`order_statistic_ci`).
+"""Coalescence of a copy from a start with a stationary copy: τ, ``t_mix(1/4) <= q75(τ)``
+and the paper-000 orders (docs/model.md §2, §6).  A copy that has not coalesced within the
+budget is *censored*: counted and reported as such, never as a number.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import stats
 
 from .. import theory
-from .._results import fmt as _fmt, pyplot, save_figure, text_table
+from .._results import Result, fmt as _fmt, frame, pyplot, save_figure, text_table
 from ..engines.rng import state_from_seed_sequence
 from ..model import (Params, check_int, check_positive_int, spawn_seeds, as_seed_sequence,
                      check_fraction)
@@ -33,7 +26,7 @@ from .coupling import (MAX_STEPS, _Chains, _check_steps, _check_work, _counts, _
 __all__ = ["MixingResult", "coalescence", "order_statistic_ci", "start_bounds", "BURN_IN_FACTOR"]
 
 
-def start_bounds(n, d, lam, start) -> dict:
+def start_bounds(n: int, d: int, lam: float | str, start: str | ArrayLike) -> dict:
     """The paper-000 orders for a start (docs/model.md §6, constants taken as 1), in steps.
 
     ``upper``: ``k d^{k−1} n log n`` (from a good state); ``lower``: ``d^{k−1} n``;
@@ -64,8 +57,9 @@ def start_bounds(n, d, lam, start) -> dict:
     (4, 800.0)
     """
     p = Params(n, d, lam)
+    val: Any  # the start's integer value (parse_start), or None
     name, val = parse_start(start) if isinstance(start, str) else ("array", None)
-    out = {"k": None, "upper": None, "lower": None, "lower_start": None}
+    out: dict[str, Any] = {"k": None, "upper": None, "lower": None, "lower_start": None}
     if p.d >= 2:
         mb = theory.mixing_bounds(p.n, p.d, lam)
         out.update(k=mb.k, upper=mb.upper_steps, lower=mb.lower_steps, lower_start=mb.lower_steps)
@@ -97,7 +91,7 @@ def _default_budget(p: Params, start) -> int:
 
 
 # --------------------------------------------------------------------------- statistics
-def order_statistic_ci(sample, q, level=0.95):
+def order_statistic_ci(sample: ArrayLike, q: float, level: float = 0.95) -> tuple:
     """Distribution-free confidence interval for the ``q``-quantile from order statistics.
 
     ``sample`` may contain ``inf`` (censored values, all larger than every observed one:
@@ -211,7 +205,7 @@ def _ratio(x, bound) -> str:
 
 # --------------------------------------------------------------------------- coalescence
 @dataclass(frozen=True)
-class MixingResult:
+class MixingResult(Result):
     """Coalescence of a copy from ``start`` with a stationary copy (docs/model.md §2, §6).
 
     ``taus``: one entry per replication, the coalescence step or ``None`` (censored: not
@@ -246,7 +240,7 @@ class MixingResult:
         return self.steps["censored"]
 
     @property
-    def tmix_steps(self):
+    def tmix_steps(self) -> int | None:
         """0.75-quantile of τ in steps (None when censored)."""
         return _num(self.steps["q75"])
 
@@ -283,7 +277,7 @@ class MixingResult:
             "taus": [CENSORED if x is None else x for x in self.taus],
         }
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """One row per replication: ``replication``, ``tau_steps``, ``tau_time`` (NaN when
         censored), ``censored``.
 
@@ -293,12 +287,10 @@ class MixingResult:
         >>> r.to_frame().shape
         (3, 4)
         """
-        import pandas as pd
-
         u = self.params.n * (1.0 + self.params.lam)
         steps = np.array([np.nan if t is None else float(t) for t in self.taus])
-        return pd.DataFrame({"replication": np.arange(self.replications), "tau_steps": steps,
-                             "tau_time": steps / u, "censored": np.isnan(steps)})
+        return frame({"replication": np.arange(self.replications), "tau_steps": steps,
+                      "tau_time": steps / u, "censored": np.isnan(steps)})
 
     def summary(self) -> str:
         """The text ``supermarket mixing`` prints: τ's mean, median, q90 and the bound
@@ -352,7 +344,7 @@ class MixingResult:
                   "constants are 1, so only how the ratio changes with n, d, k is the paper's claim"]
         return "\n".join(lines)
 
-    def plot(self, path=None):
+    def plot(self, path: Any = None) -> Any:
         """The empirical survival ``P(τ > t)`` (an upper bound for ``d_TV(t)``) in time units,
         with ``q75`` and the paper-000 orders; saved at ``path`` when given.
 
@@ -382,8 +374,9 @@ class MixingResult:
         return save_figure(fig, path)
 
 
-def coalescence(n, d, lam, *, start="good", replications=100, seed=0, max_steps=None,
-                burn_in=None, replace=True, workers=None, client=None, progress=None) -> MixingResult:
+def coalescence(n: int, d: int, lam: float | str, *, start: str | ArrayLike = "good", replications: int = 100,
+                seed: Any = 0, max_steps: int | None = None, burn_in: int | None = None, replace: bool = True,
+                workers: int | None = None, client: Any = None, progress: Any = None) -> MixingResult:
     """Coalescence time of a copy started at ``start`` with a stationary copy.
 
     The stationary copy starts at the rounded fixed point and runs ``burn_in`` steps alone

@@ -1,25 +1,18 @@
-"""Coupled copies of the profile chain under the sorted coupling (docs/model.md §2).
-
-The driver every mixing measurement runs on: :class:`_Chains` holds the counts of M copies
-driven by the same random numbers (one sorted position per event) and calls the kernel of
-:mod:`supermarket.engines.coupling` in chunks; :func:`coupled_run` exposes it
-(→ :class:`CoupledRun`).  Also here: the start specs' memory check, the up-front work
-estimate (:class:`MixingWarning`) and the thread/Dask map used by
-:mod:`.coalescence_time` and :mod:`.tv`.
-
-Steps are steps of the uniformized discrete chain; ``n(1+λ)`` steps are one unit of
-continuous time (docs/model.md §1).
+"""Coupled copies of the profile chain under the sorted coupling (docs/model.md §2): the
+driver every mixing measurement runs on (:class:`_Chains`, chunked kernel calls), the
+up-front work estimate (:class:`MixingWarning`) and :func:`coupled_run`.
 """
 
 from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from .. import parallel, theory
-from .._results import human_seconds, pyplot, save_figure, text_table
+from .._results import Result, frame, human_seconds, pyplot, save_figure, text_table
 from ..engines import coupling as _k
 from ..engines.rng import state_from_seed_sequence
 from ..model import Params, check_int, check_positive_int, as_seed_sequence
@@ -156,7 +149,7 @@ class _Chains:
         if self.track_max:
             self.top_time = widen(self.top_time, L2 + 1)
 
-    def run(self, steps: int, rng, *, stop_when_coalesced=False, check=False):
+    def run(self, steps: int, rng: Any, *, stop_when_coalesced: bool = False, check: bool = False) -> int:
         """Advance by ``steps`` steps (or until every copy equals copy 0), in kernel calls of
         at most ``CHUNK_STEPS`` steps; between calls a KeyboardInterrupt can arrive and
         :func:`supermarket.parallel.check_stop` is called.  ``rng``: xoshiro256** state."""
@@ -190,7 +183,7 @@ class _Chains:
 
 # --------------------------------------------------------------------------- coupled_run
 @dataclass(frozen=True)
-class CoupledRun:
+class CoupledRun(Result):
     """Copies of the chain driven by the sorted coupling (docs/model.md §2).
 
     ``tau[m]``: first step at which copy ``m`` equalled copy 0 (``None``: censored, not
@@ -241,7 +234,7 @@ class CoupledRun:
             out["max_queue_share"] = self.max_queue_share.tolist()
         return out
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """One row per copy: ``copy``, ``tau_steps`` (NaN: censored), ``censored``, ``distance``.
 
         Examples
@@ -250,9 +243,7 @@ class CoupledRun:
         >>> list(r.to_frame().columns)
         ['copy', 'tau_steps', 'censored', 'distance', 'total_customers']
         """
-        import pandas as pd
-
-        return pd.DataFrame({
+        return frame({
             "copy": np.arange(len(self.tau)),
             "tau_steps": [np.nan if t is None else float(t) for t in self.tau],
             "censored": [t is None for t in self.tau],
@@ -278,7 +269,7 @@ class CoupledRun:
         tail = f"distance increases under the coupling: {self.increases}"
         return "\n".join([head, text_table(["copy", "τ (steps)", "L1 distance"], rows), tail])
 
-    def plot(self, path=None):
+    def plot(self, path: Any = None) -> Any:
         """Total customers of each copy and L1 distance to copy 0 against steps (needs
         ``record_every``); saved at ``path`` when given.
 
@@ -303,6 +294,7 @@ class CoupledRun:
         """
         if self.records_total is None:
             raise ValueError("record_every: nothing was recorded; run coupled_run with record_every >= 1")
+        assert self.records_distance is not None  # recorded together with records_total
         plt = pyplot()
         x = self.record_every * np.arange(1, self.records_total.shape[1] + 1)
         fig, (a0, a1) = plt.subplots(1, 2, figsize=(10, 3.6))
@@ -324,9 +316,9 @@ def _check_steps(name, steps):
     return check_int(name, steps, minimum=0, maximum=MAX_STEPS)
 
 
-def coupled_run(n, d, lam, starts, *, steps, seed=0, replace=True, burn_in=0,
-                stop_when_coalesced=False, record_every=0, record_levels=0,
-                time_average=False, track_max=False, check=False) -> CoupledRun:
+def coupled_run(n: int, d: int, lam: float | str, starts: list, *, steps: int, seed: Any = 0, replace: bool = True,
+                burn_in: int = 0, stop_when_coalesced: bool = False, record_every: int = 0, record_levels: int = 0,
+                time_average: bool = False, track_max: bool = False, check: bool = False) -> CoupledRun:
     """Run copies of the chain from ``starts`` (a list of start specs, see
     :mod:`supermarket.states`; copy 0 first) under the sorted coupling for ``steps`` steps.
 

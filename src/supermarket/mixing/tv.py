@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from .._results import fmt as _fmt, pyplot, save_figure, text_table
+from .._results import Result, fmt as _fmt, pyplot, save_figure, text_table
 from ..engines.rng import state_from_seed_sequence
 from ..model import Params, check_int, spawn_seeds
 from ..states import start_counts
@@ -47,7 +49,7 @@ def _binned_tv(a: np.ndarray, b: np.ndarray, edges: np.ndarray) -> float:
 
 
 @dataclass(frozen=True)
-class TVCurve:
+class TVCurve(Result):
     """Total-variation distance to equilibrium of the total number of customers ``‖X_t‖₁``.
 
     ``tv[j]``: TV distance, over ``bins`` quantile bins of the stationary law, between the
@@ -59,13 +61,14 @@ class TVCurve:
     mean over 200 resamples): values below it are indistinguishable from equilibrium.
     ``coupling_bound[j]``: the fraction of coupled pairs not yet coalesced, an estimate of
     ``P(τ > t)``, which bounds ``d_TV`` of the whole chain from above.
-    Result protocol: :meth:`to_dict`, :meth:`to_frame`, :meth:`summary`, :meth:`plot`.
+    ``to_frame()``: one row per recorded step (``step``, ``time``, ``tv``, ``coupling_bound``,
+    ``mean_total``).
 
     Examples
     --------
     >>> c = tv_curve(20, 2, 0.5, replications=10, points=5, seed=1, workers=1)
-    >>> c.tv.shape, bool(((c.tv >= 0) & (c.tv <= 1)).all())
-    ((5,), True)
+    >>> c.tv.shape, bool(((c.tv >= 0) & (c.tv <= 1)).all()), c.to_frame().shape
+    ((5,), True, (5, 5))
     """
 
     params: Params
@@ -80,34 +83,15 @@ class TVCurve:
     stationary_mean_total: float
     bins: int
 
-    def first_below_floor(self):
+    def first_below_floor(self) -> int | None:
         """First recorded step at which the TV estimate is at or below twice the noise floor."""
         idx = np.nonzero(self.tv <= 2 * self.noise_floor)[0]
         return int(self.steps[idx[0]]) if idx.size else None
 
-    def to_dict(self) -> dict:
-        return {"params": self.params.to_dict(), "start": self.start,
-                "replications": self.replications, "bins": self.bins,
-                "steps": self.steps.tolist(), "time": self.time.tolist(), "tv": self.tv.tolist(),
-                "noise_floor": self.noise_floor, "coupling_bound": self.coupling_bound.tolist(),
-                "mean_total": self.mean_total.tolist(),
-                "stationary_mean_total": self.stationary_mean_total,
-                "first_below_2x_floor_steps": self.first_below_floor()}
-
-    def to_frame(self):
-        """One row per recorded step: ``step``, ``time``, ``tv``, ``coupling_bound``,
-        ``mean_total``.
-
-        Examples
-        --------
-        >>> r = tv_curve(20, 2, 0.5, replications=10, steps=200, points=4, burn_in=100, workers=1)
-        >>> r.to_frame().shape
-        (4, 5)
-        """
-        import pandas as pd
-
-        return pd.DataFrame({"step": self.steps, "time": self.time, "tv": self.tv,
-                             "coupling_bound": self.coupling_bound, "mean_total": self.mean_total})
+    _extra: ClassVar[dict[str, str]] = {"first_below_2x_floor_steps": "first_below_floor"}
+    _order = ("params", "start", "replications", "bins")
+    _columns: ClassVar[dict[str, str]] = {
+        "step": "steps", "time": "time", "tv": "tv", "coupling_bound": "coupling_bound", "mean_total": "mean_total"}
 
     def summary(self) -> str:
         """The curve as a text table, with the noise floor.
@@ -128,7 +112,7 @@ class TVCurve:
                 f"first step at or below 2 × floor: {first if first is not None else 'none'}")
         return "\n".join([head, text_table(["step", "time", "TV (binned)", "P(τ > t)", "mean ‖X‖₁"], rows), tail])
 
-    def plot(self, path=None):
+    def plot(self, path: Any = None) -> Any:
         """TV estimate and coupling bound against time; saved at ``path`` when given.
 
         Returns
@@ -148,8 +132,10 @@ class TVCurve:
         return save_figure(fig, path)
 
 
-def tv_curve(n, d, lam, *, start="empty", replications=200, steps=None, points=40, seed=0,
-             burn_in=None, bins=None, replace=True, workers=None, client=None, progress=None) -> TVCurve:
+def tv_curve(n: int, d: int, lam: float | str, *, start: str | ArrayLike = "empty", replications: int = 200,
+             steps: int | None = None, points: int = 40, seed: Any = 0, burn_in: int | None = None,
+             bins: int | None = None, replace: bool = True, workers: int | None = None, client: Any = None,
+             progress: Any = None) -> TVCurve:
     """TV distance to equilibrium over time of the total number of customers (see
     :class:`TVCurve`), with the coupling bound ``P(τ > t)`` from the same replications.
 

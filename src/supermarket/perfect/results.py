@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from .._results import Result, frame
 from ..model import Params
 
 __all__ = ["PerfectResult", "BudgetExceeded", "steps_per_time_unit"]
@@ -60,7 +62,7 @@ def steps_per_time_unit(n: int, lam: float) -> float:
     return n * (1.0 + lam)
 
 @dataclass(frozen=True)
-class PerfectResult:
+class PerfectResult(Result):
     """Exact stationary samples of the (n, d, λ) chain (docs/model.md §12).
 
     Attributes
@@ -116,7 +118,7 @@ class PerfectResult:
             out[:, i - 1] = (self.samples >= i).sum(axis=1)
         return out
 
-    def mean_profile(self):
+    def mean_profile(self) -> tuple[np.ndarray, np.ndarray]:
         """``(mean, se)`` of ``u_i = c_i / n`` over samples, ``i = 1..max`` (s.e. = sd/√samples)."""
         u = self.counts / self.params.n
         S = u.shape[0]
@@ -147,14 +149,12 @@ class PerfectResult:
             "t0_steps": int(self.t0),
         }
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """Tidy DataFrame: one row per (sample, level) with ``u = c_level / n``, plus the
         sample's coalescence horizon (time units)."""
-        import pandas as pd
-
         c = self.counts
         S, L = c.shape
-        return pd.DataFrame({
+        return frame({
             "sample": np.repeat(np.arange(S), L),
             "level": np.tile(np.arange(1, L + 1), S),
             "u": (c / self.params.n).ravel(),

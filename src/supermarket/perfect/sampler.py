@@ -8,11 +8,14 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
-from ..model import Params, as_seed_sequence, check_positive_float, check_positive_int, spawn_seeds
+from ..model import Params, SeedLike, as_seed_sequence, check_positive_float, check_positive_int, spawn_seeds
 from ..parallel import map_tasks
 from .past import BLOCK_MAX, _OutOfTime, _Past
 from .results import BudgetExceeded, PerfectResult, _result, steps_per_time_unit
@@ -108,8 +111,9 @@ def _cluster_task(task):
     return _job(p, ss, s, t0, deadline, max_time, max_memory, None)
 
 
-def sample(n, d, lam, *, samples=1, seed=0, replace=True, max_time=None, max_memory=None,
-           workers=1, client=None, progress=None) -> PerfectResult:
+def sample(n: int, d: int, lam: float | str | Fraction, *, samples: int = 1, seed: SeedLike = 0, replace: bool = True,
+           max_time: float | None = None, max_memory: int | None = None, workers: int = 1, client: Any = None,
+           progress: Callable[[int, int], None] | None = None) -> PerfectResult:
     """Exact samples from the stationary law of the (n, d, λ) supermarket chain.
 
     Dominated coupling from the past with random routing as the dominating process
@@ -222,8 +226,12 @@ def sample(n, d, lam, *, samples=1, seed=0, replace=True, max_time=None, max_mem
             # the deadline travels as wall-clock (epoch) time: perf_counter is per machine
             wall_deadline = None if deadline is None else time.time() + (deadline - time.perf_counter())
             tasks = [(p, children[s], s, t0, wall_deadline, max_time, max_memory) for s in range(S)]
-            map_tasks(_cluster_task, tasks, client=client, collect=False,
-                      on_result=lambda s, value, error: (out.__setitem__(s, value), finished()))
+
+            def store(s: int, value: Any, error: BaseException | None) -> None:
+                out[s] = value  # an error is raised by map_tasks itself (return_errors=False)
+                finished()
+
+            map_tasks(_cluster_task, tasks, client=client, collect=False, on_result=store)
         elif workers == 1 or S == 1:
             for s in range(S):
                 job(s)
@@ -243,7 +251,8 @@ def sample(n, d, lam, *, samples=1, seed=0, replace=True, max_time=None, max_mem
     return _result(p, out, time.perf_counter() - start, root, t0)
 
 
-def sample_counts(n, d, lam, seed=0, replace=True, *, max_time=None, max_memory=None) -> np.ndarray:
+def sample_counts(n: int, d: int, lam: float | str | Fraction, seed: SeedLike = 0, replace: bool = True, *,
+                  max_time: float | None = None, max_memory: int | None = None) -> np.ndarray:
     """One exact stationary sample as counts ``c_1, c_2, …`` (int64, ``c[0] = c_1``).
 
     This is the start-state representation of :mod:`supermarket.states` (trailing zeros

@@ -14,7 +14,7 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import theory as th
-from .._results import mean_stderr
+from ..stats import mean_stderr
 
 __all__ = ["Figure", "collect_figures"]
 

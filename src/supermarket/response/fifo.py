@@ -7,9 +7,12 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from .._results import Result, frame
 from ..model import Params, as_seed_sequence, check_int, check_positive_float, seed_to_uint64
 from .laws import ResponseTimes, _qkey, from_tails
 from .mixture import DEFAULT_QUANTILES, _check_quantiles
@@ -19,7 +22,7 @@ __all__ = ["FifoSample", "simulate_fifo"]
 
 
 @dataclass(frozen=True)
-class FifoSample:
+class FifoSample(Result):
     """Customers followed one by one by the FIFO engine (``engines/fifo.py``, docs/model.md §10).
 
     ``sojourn``, ``waiting``, ``joined`` (length of the queue joined): one entry per customer
@@ -49,7 +52,7 @@ class FifoSample:
     def _batched(self, x):
         return np.array_split(x, self.batches)
 
-    def empirical(self, quantiles=DEFAULT_QUANTILES) -> dict:
+    def empirical(self, quantiles: Any = DEFAULT_QUANTILES) -> dict:
         """Empirical means and quantiles of the recorded times, with batch-means standard
         errors: ``{"sojourn": {"mean", "mean_stderr", "quantiles": {q: (value, stderr)}}, "waiting": …}``."""
         qs = _check_quantiles(quantiles)
@@ -57,20 +60,20 @@ class FifoSample:
         for kind, x in (("sojourn", self.sojourn), ("waiting", self.waiting)):
             parts = self._batched(x)
             bm = np.array([p.mean() for p in parts])
-            entry = {"mean": float(x.mean()), "mean_stderr": float(bm.std(ddof=1) / math.sqrt(len(parts))),
-                     "quantiles": {}}
+            entry: dict[str, Any] = {"mean": float(x.mean()),
+                                     "mean_stderr": float(bm.std(ddof=1) / math.sqrt(len(parts))), "quantiles": {}}
             for q in qs:
                 bq = np.array([np.quantile(p, q) for p in parts])
                 entry["quantiles"][q] = (float(np.quantile(x, q)), float(bq.std(ddof=1) / math.sqrt(len(parts))))
             out[kind] = entry
         return out
 
-    def empirical_cdf(self, t, kind="sojourn") -> np.ndarray:
+    def empirical_cdf(self, t: ArrayLike, kind: str = "sojourn") -> np.ndarray:
         """Fraction of recorded customers with sojourn (or waiting) time ``<= t``."""
         x = np.sort(self.sojourn if kind == "sojourn" else self.waiting)
         return np.searchsorted(x, np.asarray(t, dtype=float), side="right") / x.size
 
-    def predicted(self, quantiles=DEFAULT_QUANTILES) -> ResponseTimes:
+    def predicted(self, quantiles: Any = DEFAULT_QUANTILES) -> ResponseTimes:
         """The Erlang mixture from this run's own time-averaged ``P_i`` (with batch-means
         covariance, delta method)."""
         B = self.tails_batches
@@ -91,15 +94,14 @@ class FifoSample:
                 "sojourn": law(emp["sojourn"]), "waiting": law(emp["waiting"]),
                 "tails": self.tails.tolist(), "u_mean": self.u_mean.tolist()}
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """Tidy table of the empirical statistics (kind, statistic, value, stderr)."""
-        import pandas as pd
         rows = []
         for kind, e in self.empirical().items():
             rows.append({"kind": kind, "statistic": "mean", "value": e["mean"], "stderr": e["mean_stderr"]})
             for q, (v, s) in e["quantiles"].items():
                 rows.append({"kind": kind, "statistic": f"p{100 * q:g}", "value": v, "stderr": s})
-        return pd.DataFrame(rows)
+        return frame(rows)
 
     def summary(self) -> str:
         lines = [f"FIFO simulation: {self.sojourn.size} customers over {self.measured_time:.6g} time units "
@@ -110,8 +112,8 @@ class FifoSample:
         return "\n".join(lines)
 
 
-def simulate_fifo(n, d, lam, *, customers=200_000, burn_in=None, seed=None, replace=True,
-                  batches: int = 32) -> FifoSample:
+def simulate_fifo(n: int, d: int, lam: float | str, *, customers: int = 200_000, burn_in: int | None = None,
+                  seed: Any = None, replace: bool = True, batches: int = 32) -> FifoSample:
     """Follow every customer of the ``(n, d, λ)`` system with FIFO queues (docs/model.md §10).
 
     An independent check of the response-time laws: customers carry their own exponential(1)

@@ -6,6 +6,8 @@ exact law of a small system in :func:`supermarket.stationary.solve`; all three u
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .laws import ResponseTimes, from_tails
@@ -21,7 +23,7 @@ def _pad(a, L):
     return out
 
 
-def from_simulation(result, *, quantiles=DEFAULT_QUANTILES) -> ResponseTimes:
+def from_simulation(result: Any, *, quantiles: Any = DEFAULT_QUANTILES) -> ResponseTimes:
     """Response times of a simulated system from its time-averaged ``P_i`` (docs/model.md §10).
 
     The law is exact given the measured ``E[P_i]`` (PASTA and FIFO); the only error is the

@@ -8,19 +8,43 @@ the others go on; an interrupted task (Ctrl-C) is never recorded: the sweep stop
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .. import parallel
+from .._results import Result, frame
 from ..parallel import SchedulerError
 from .measurements import MEASUREMENTS, flatten, scalar
 from .seeds import task_seed
 from .spec import Sweep, Task
-from .storage import (ID_COLUMNS, RESULTS_FILE, SweepDirError, SweepLock, _atomic_write_table, clean_stale, part_path,
-                      prepare_dir, read_part, sidecar, to_table, write_part, write_sidecar)
+from .storage import (
+    ID_COLUMNS,
+    RESULTS_FILE,
+    PathLike,
+    SweepDirError,
+    SweepLock,
+    _atomic_write_table,
+    clean_stale,
+    part_path,
+    prepare_dir,
+    read_part,
+    sidecar,
+    to_table,
+    write_part,
+    write_sidecar,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from distributed import Client
+
+_Progress = Callable[[int, int, int, int], None]  # progress(done, running, failed, total)
 
 __all__ = ["run_task", "run_sweep", "SweepOutcome", "SchedulerError"]
 
@@ -60,7 +84,7 @@ def run_task(spec: dict) -> dict:
         raw = MEASUREMENTS[spec["measurement"]](dict(spec["params"]), seed)
         result = flatten({k: v for k, v in raw.items() if k not in _DROP})
         status, error = "ok", None
-    except Exception as exc:  # noqa: BLE001 - recorded, the sweep goes on
+    except Exception as exc:
         result, status = {}, "failed"
         error = f"{type(exc).__name__}: {exc}"
         error_detail = traceback.format_exc(limit=6)
@@ -87,7 +111,7 @@ def _row(task: Task, sweep: Sweep, rec: dict) -> dict:
 
 
 @dataclass
-class SweepOutcome:
+class SweepOutcome(Result):
     """What :func:`run_sweep` did.
 
     Attributes
@@ -131,17 +155,14 @@ class SweepOutcome:
 
     def to_dict(self) -> dict:
         """The fields as a JSON-safe dict (``failures`` as ``[task_id, error]`` lists)."""
-        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        out = super().to_dict()
         out["failures"] = [[str(t), str(e)] for t, e in self.failures]
         return out
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """One row per failed task (``task_id``, ``error``); empty (with those columns) when
         none failed.  The counts are in :meth:`to_dict`."""
-        import pandas as pd
-
-        return pd.DataFrame([{"task_id": str(t), "error": str(e)} for t, e in self.failures],
-                            columns=["task_id", "error"])
+        return frame([{"task_id": str(t), "error": str(e)} for t, e in self.failures], columns=["task_id", "error"])
 
     def summary(self, max_failures: int = 10) -> str:
         """The lines ``supermarket sweep`` prints: the counts, then up to ``max_failures``
@@ -155,11 +176,12 @@ class SweepOutcome:
 
 
 def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
-def run_sweep(sweep: Sweep, out_dir, *, workers: int | None = None, scheduler: str | None = None,
-              max_tasks: int | None = None, progress=None, connect_timeout: float = 5.0) -> SweepOutcome:
+def run_sweep(sweep: Sweep, out_dir: PathLike, *, workers: int | None = None, scheduler: str | None = None,
+              max_tasks: int | None = None, progress: _Progress | None = None,
+              connect_timeout: float = 5.0) -> SweepOutcome:
     """Run (or resume) a sweep into ``out_dir``.
 
     Parameters
@@ -220,19 +242,19 @@ def run_sweep(sweep: Sweep, out_dir, *, workers: int | None = None, scheduler: s
         return _run(sweep, out, workers, scheduler, client, progress)
     finally:
         if client is not None:
-            try:
+            with contextlib.suppress(Exception):  # closing a client of a dead cluster
                 client.close(timeout=5)
-            except Exception:  # noqa: BLE001 - closing a client of a dead cluster
-                pass
 
 
-def _run(sweep: Sweep, out: Path, workers, scheduler, client, progress) -> SweepOutcome:
+def _run(sweep: Sweep, out: Path, workers: int | None, scheduler: str | None, client: Client | None,
+         progress: _Progress | None) -> SweepOutcome:
     previous = prepare_dir(sweep, out)
     with SweepLock(out):  # one sweep at a time in a directory; released when it ends or dies
         return _run_locked(sweep, out, workers, scheduler, client, progress, previous)
 
 
-def _run_locked(sweep: Sweep, out: Path, workers, scheduler, client, progress, previous) -> SweepOutcome:
+def _run_locked(sweep: Sweep, out: Path, workers: int | None, scheduler: str | None, client: Client | None,
+                progress: _Progress | None, previous: dict) -> SweepOutcome:
     total = len(sweep.tasks)
     clean_stale(out)
     done, discarded = set(), []
@@ -252,7 +274,7 @@ def _run_locked(sweep: Sweep, out: Path, workers, scheduler, client, progress, p
     run_info = {"started": _now(), "backend": backend, "skipped": skipped, "to_run": len(todo)}
     if discarded:
         run_info["discarded_parts"] = discarded
-    state = {"status": "running", "runs": list(previous.get("runs", [])) + [run_info],
+    state: dict[str, Any] = {"status": "running", "runs": list(previous.get("runs", [])) + [run_info],
              "task_seconds": dict(previous.get("task_seconds", {}))}
     write_sidecar(out, sidecar(sweep, state))
 
@@ -261,7 +283,7 @@ def _run_locked(sweep: Sweep, out: Path, workers, scheduler, client, progress, p
     details: dict = {}
     counts = {"ok": 0}
 
-    def finished(i: int, rec, error):
+    def finished(i: int, rec: Any, error: BaseException | None) -> None:
         task = todo[i]
         if error is not None:  # the worker itself failed (a crashed process, a lost Dask worker)
             rec = {"task_id": task.task_id, "status": "failed", "error": f"{type(error).__name__}: {error}",
@@ -274,7 +296,7 @@ def _run_locked(sweep: Sweep, out: Path, workers, scheduler, client, progress, p
             failures.append((task.task_id, rec["error"]))
             details[task.task_id] = rec.get("error_detail")
 
-    def report(n_done, running, _total):
+    def report(n_done: int, running: int, _total: int) -> None:
         if progress is not None:
             progress(skipped + n_done, running, len(failures), total)
 

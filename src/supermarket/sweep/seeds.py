@@ -22,7 +22,7 @@ SEED_RULE = ("grid point root = SeedSequence(seed, spawn_key=(h0, h1)), h0,h1 = 
              "words of point_hash (SHA-256 of the canonical parameters); replication r = child r")
 
 
-def canonical_hash(obj) -> str:
+def canonical_hash(obj: object) -> str:
     """SHA-256 (hex) of the canonical JSON of ``obj`` (sorted keys, no blanks, ASCII).
 
     >>> canonical_hash({"b": 1, "a": [0.5]}) == canonical_hash({"a": [0.5], "b": 1})

@@ -10,16 +10,25 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import os
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._results import Result, frame
 from . import values as vals
+
+if TYPE_CHECKING:
+    import pandas as pd
 from .measurements import REGISTRY
-from .seeds import canonical_hash as _canonical_hash, task_seed
+from .seeds import canonical_hash as _canonical_hash
+from .seeds import task_seed
 
 __all__ = ["SweepFileError", "Task", "Sweep", "load_sweep", "parse_sweep", "FORMAT_VERSION", "SWEEP_KEYS", "MAX_TASKS"]
 
@@ -27,7 +36,8 @@ FORMAT_VERSION = 2  # 1: arrays stored as JSON strings; 2: Arrow list and map co
 CANONICAL_FORMAT = 1  # enters the canonical hash of a sweep: unchanged, so old hashes still match
 #: The most tasks (grid points × replications) one sweep may hold: each is a part file and a row.
 MAX_TASKS = 10**6
-SWEEP_KEYS = {"name": vals.text, "description": vals.text, "seed": vals.seed, "replications": vals.count}
+SWEEP_KEYS: dict[str, vals.Checker] = {"name": vals.text, "description": vals.text, "seed": vals.seed,
+                                       "replications": vals.count}
 
 
 class SweepFileError(ValueError):
@@ -103,7 +113,7 @@ class Task:
 
 
 @dataclass(frozen=True)
-class Sweep:
+class Sweep(Result):
     """A validated sweep file and its tasks (from :func:`load_sweep` or :func:`parse_sweep`).
 
     Attributes
@@ -146,13 +156,11 @@ class Sweep:
                 "sweep_sha256": self.sweep_sha256, "seed": self.seed, "points": self.points,
                 "tasks": [t.spec() for t in self.tasks]}
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """One row per task: ``task_id``, ``measurement``, ``point``, ``replication`` and the
         task's parameters as columns."""
-        import pandas as pd
-
-        return pd.DataFrame([{"task_id": t.task_id, "measurement": t.measurement, "point": t.point,
-                              "replication": t.replication, **t.params} for t in self.tasks])
+        return frame([{"task_id": t.task_id, "measurement": t.measurement, "point": t.point,
+                       "replication": t.replication, **t.params} for t in self.tasks])
 
     def summary(self) -> str:
         """Plain text: the counts, then the tasks per measurement."""
@@ -200,7 +208,7 @@ def _key_lines(text: str) -> dict:
 
 
 # --------------------------------------------------------------------------- parsing
-def load_sweep(path, *, max_tasks: int | None = None) -> Sweep:
+def load_sweep(path: str | os.PathLike[str], *, max_tasks: int | None = None) -> Sweep:
     """Read and validate a sweep file; raise :class:`SweepFileError` listing every error.
 
     Parameters
@@ -286,7 +294,7 @@ def parse_sweep(text: str, path: str = "<sweep>", *, max_tasks: int | None = Non
     lines = _key_lines(text)
     errors: list[str] = []
 
-    def err(section, idx, key, msg):
+    def err(section: str | None, idx: int | None, key: str | None, msg: str) -> None:
         no = lines.get((section, idx, key)) or lines.get((section, idx, None))
         label = section if idx is None else f"{section}[{idx + 1}]"
         where = f"{label}.{key}" if key else label
@@ -379,7 +387,10 @@ def _short(params: dict) -> str:
 
 
 
-def _check_one(b: int, key: str, raw, checker, err) -> tuple[bool, object]:
+_Err = Callable[[str | None, int | None, str | None, str], None]  # err(section, index, key, message)
+
+
+def _check_one(b: int, key: str, raw: object, checker: vals.Checker, err: _Err) -> tuple[bool, Any]:
     try:
         return True, checker(key, raw)
     except (TypeError, ValueError) as exc:
@@ -407,7 +418,7 @@ def _normalised(measurement: str, params: dict) -> dict:
     return {k: p[k] for k in sorted(p)}
 
 
-def _check_block(b, block, seed, replications, err):
+def _check_block(b: int, block: dict, seed: int, replications: int, err: _Err) -> tuple:
     """Validate one [[run]] block's keys and values (no grid built yet); return
     ``(spec, axes, seed, replications, task count or None, canonical block, bad)``."""
     names = ", ".join(REGISTRY)
@@ -457,7 +468,7 @@ def _check_block(b, block, seed, replications, err):
                 bad = True
         axes[key] = out
 
-    def rule_err(key, msg):
+    def rule_err(key: str, msg: str) -> None:
         nonlocal bad
         err("run", b, key, msg)
         bad = True

@@ -26,13 +26,21 @@ import sys
 import tempfile
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .columns import table_rows, to_table
 from .seeds import SEED_RULE
 from .spec import FORMAT_VERSION, Sweep, Task
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+PathLike = str | os.PathLike[str]
+"""A file or directory name as the functions here accept it."""
+
 __all__ = ["RESULTS_FILE", "SIDECAR_FILE", "SWEEP_COPY", "PARTS_DIR", "ID_COLUMNS", "TIMING_COLUMNS",
-           "LOCK_FILE", "SweepLock", "SweepDirError", "OutputError", "check_output_file", "check_not_sweep_file", "check_output_dir", "write_output",
+           "LOCK_FILE", "SweepLock", "SweepDirError", "OutputError", "check_output_file", "check_not_sweep_file",
+           "check_output_dir", "write_output",
            "to_table", "table_rows", "read_results", "read_sidecar", "upgrade"]
 
 RESULTS_FILE = "results.parquet"
@@ -83,7 +91,7 @@ class OutputError(ValueError):
 
 
 # =========================================================================== output paths
-def _probe_dir(d: Path, label: str, err=OutputError) -> None:
+def _probe_dir(d: Path, label: str, err: type[Exception] = OutputError) -> None:
     if not d.exists():
         raise err(f"{label}: the directory {d} does not exist; create it first")
     if not d.is_dir():
@@ -96,7 +104,7 @@ def _probe_dir(d: Path, label: str, err=OutputError) -> None:
         raise err(f"{label}: cannot write in {d} ({exc.strerror or exc})") from None
 
 
-def check_output_file(path, label: str = "output") -> Path:
+def check_output_file(path: PathLike, label: str = "output") -> Path:
     """Check, before any work, that ``path`` can be written: its directory exists and is
     writable, and the path is not a directory.  Returns the path; raises :class:`OutputError`."""
     p = Path(path)
@@ -108,7 +116,7 @@ def check_output_file(path, label: str = "output") -> Path:
     return p
 
 
-def check_not_sweep_file(out_dir, path, label: str = "output") -> Path:
+def check_not_sweep_file(out_dir: PathLike, path: PathLike, label: str = "output") -> Path:
     """Refuse (:class:`OutputError`, before any work) an output ``path`` that is one of the
     sweep's own files in ``out_dir`` (``sweep.json``, ``results.parquet``, ``sweep.toml``, its
     lock, anything under ``parts/``): a report never overwrites the data it reports.
@@ -119,7 +127,8 @@ def check_not_sweep_file(out_dir, path, label: str = "output") -> Path:
     ...     check_not_sweep_file("quick", "quick/./sweep.json", "--md")
     ... except OutputError as e:
     ...     print(e)
-    --md quick/./sweep.json is the sweep's own file quick/sweep.json: writing there would destroy the sweep; choose another name (e.g. quick/report.md)
+    --md quick/./sweep.json is the sweep's own file quick/sweep.json: writing there would destroy the sweep;
+    choose another name (e.g. quick/report.md)
     """
     d = Path(os.path.realpath(out_dir))
     p = Path(os.path.realpath(path))
@@ -133,7 +142,7 @@ def check_not_sweep_file(out_dir, path, label: str = "output") -> Path:
     return Path(path)
 
 
-def check_output_dir(out, label: str = "--out") -> Path:
+def check_output_dir(out: PathLike, label: str = "--out") -> Path:
     """Check, before any work, that the sweep directory ``out`` can be used: an existing
     writable directory, or a missing one whose parent exists and is writable."""
     p = Path(out)
@@ -146,7 +155,7 @@ def check_output_dir(out, label: str = "--out") -> Path:
     return p
 
 
-def write_output(path, data, label: str = "output") -> str:
+def write_output(path: PathLike, data: str | bytes, label: str = "output") -> str:
     """Write ``data`` (str or bytes) to ``path``: through a temporary file and a rename for a
     regular file, directly for a device or pipe; any failure (a full disk: ``/dev/full``) raises
     :class:`OutputError` instead of being reported as written."""
@@ -165,7 +174,7 @@ def _atomic_write_bytes(path: Path, data: bytes) -> None:
     atomic_write(path, data)
 
 
-def _atomic_write_table(path: Path, table) -> None:
+def _atomic_write_table(path: Path, table: pa.Table) -> None:
     import pyarrow.parquet as pq
 
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -188,7 +197,7 @@ def write_part(out: Path, task: Task, row: dict) -> None:
     _atomic_write_table(part_path(out, task), to_table([row], ID_COLUMNS))
 
 
-def _same(a, b) -> bool:
+def _same(a: object, b: object) -> bool:
     if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
         return True
     return a == b
@@ -214,7 +223,7 @@ def read_part(path: Path, task: Task | None = None) -> dict | None:
 
     try:
         rows = table_rows(pq.read_table(path))
-    except Exception:  # noqa: BLE001 - an unreadable part is treated as not done
+    except Exception:
         return None
     if len(rows) != 1 or (task is not None and not part_matches(task, rows[0])):
         return None
@@ -222,7 +231,7 @@ def read_part(path: Path, task: Task | None = None) -> dict | None:
 
 
 # =========================================================================== reading
-def _format_error(out_dir, fmt) -> SweepDirError:
+def _format_error(out_dir: PathLike, fmt: object) -> SweepDirError:
     return SweepDirError(f"{out_dir} holds a sweep in the old format {fmt} (arrays as JSON text); convert it "
                          f"with `supermarket sweep --upgrade {out_dir}` (or run the sweep again into a new --out)")
 
@@ -236,7 +245,7 @@ _SIDECAR_TYPES = {
 }
 
 
-def _check_sidecar_types(path, side: dict) -> None:
+def _check_sidecar_types(path: PathLike, side: dict) -> None:
     for key, types in _SIDECAR_TYPES.items():
         if key in side and (not isinstance(side[key], types) or isinstance(side[key], bool)):
             want = " or ".join({"int": "an integer", "str": "a string", "NoneType": "null", "list": "a list",
@@ -253,7 +262,7 @@ def _check_sidecar_types(path, side: dict) -> None:
                                 "not a usable sweep directory")
 
 
-def read_sidecar(out_dir, *, check_format: bool = True) -> dict:
+def read_sidecar(out_dir: PathLike, *, check_format: bool = True) -> dict:
     """The sidecar ``sweep.json`` of a sweep directory (a dict).
 
     Parameters
@@ -275,7 +284,9 @@ def read_sidecar(out_dir, *, check_format: bool = True) -> dict:
     Examples
     --------
     >>> import tempfile, pathlib; from supermarket.sweep import parse_sweep, run_sweep
-    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"; _ = run_sweep(parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = [2, 3]\\nload = 0.9\\n'), out, workers=1)
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"
+    >>> sweep = parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = [2, 3]\\nload = 0.9\\n')
+    >>> _ = run_sweep(sweep, out, workers=1)
     >>> read_sidecar(out)["tasks_total"]
     2
     >>> import shutil; shutil.rmtree(out.parent)
@@ -298,7 +309,7 @@ def read_sidecar(out_dir, *, check_format: bool = True) -> dict:
     return side
 
 
-def read_results(out_dir, *, partial: bool = False):
+def read_results(out_dir: PathLike, *, partial: bool = False) -> pa.Table:
     """The results table of a sweep directory (a :class:`pyarrow.Table`).
 
     With ``partial=True`` and no ``results.parquet`` yet (a sweep still running, or
@@ -321,7 +332,9 @@ def read_results(out_dir, *, partial: bool = False):
     Examples
     --------
     >>> import tempfile, pathlib; from supermarket.sweep import parse_sweep, run_sweep
-    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"; _ = run_sweep(parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = [2, 3]\\nload = 0.9\\n'), out, workers=1)
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"
+    >>> sweep = parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = [2, 3]\\nload = 0.9\\n')
+    >>> _ = run_sweep(sweep, out, workers=1)
     >>> read_results(out).num_rows
     2
     >>> import shutil; shutil.rmtree(out.parent)
@@ -468,11 +481,11 @@ class SweepLock:
     racing the first.  The kernel releases it when the process dies (a killed sweep does
     not leave a stale lock)."""
 
-    def __init__(self, out: Path):
+    def __init__(self, out: Path) -> None:
         self.out = Path(out)
-        self.fd = None
+        self.fd: int | None = None
 
-    def acquire(self) -> "SweepLock":
+    def acquire(self) -> SweepLock:
         import fcntl
 
         path = self.out / LOCK_FILE
@@ -501,10 +514,10 @@ class SweepLock:
             os.close(self.fd)  # closing the descriptor releases the flock
             self.fd = None
 
-    def __enter__(self):
+    def __enter__(self) -> SweepLock:
         return self.acquire()
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.release()
 
 
@@ -534,7 +547,7 @@ def _decode_json_text(rows: list[dict]) -> list[dict]:
     return rows
 
 
-def upgrade(out_dir) -> int:
+def upgrade(out_dir: PathLike) -> int:
     """Convert a sweep directory of an older format (arrays as JSON text) to the current one,
     in place and atomically file by file; returns the number of files rewritten (0 when the
     directory is already current).
@@ -550,7 +563,9 @@ def upgrade(out_dir) -> int:
     Examples
     --------
     >>> import tempfile, pathlib; from supermarket.sweep import parse_sweep, run_sweep
-    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"; _ = run_sweep(parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = [2, 3]\\nload = 0.9\\n'), out, workers=1)
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"
+    >>> sweep = parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = [2, 3]\\nload = 0.9\\n')
+    >>> _ = run_sweep(sweep, out, workers=1)
     >>> upgrade(out)  # already current
     0
     >>> import shutil; shutil.rmtree(out.parent)
@@ -576,7 +591,7 @@ def upgrade(out_dir) -> int:
             continue
         try:
             rows = pq.read_table(f).to_pylist()
-        except Exception as exc:  # noqa: BLE001 - a damaged part is dropped (it is run again)
+        except Exception as exc:
             if f.parent.name == PARTS_DIR:
                 f.unlink(missing_ok=True)
                 continue

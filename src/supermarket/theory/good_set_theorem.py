@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from typing import Any
 from fractions import Fraction
 
 import numpy as np
 
-from .._results import text_table
+from .._results import Result, frame, text_table
 from ..model import MAX_THEORY_N, check_fraction, check_int, check_load, check_positive_int, exact_load
-from ._result import _frame, _Result
 from .equilibrium import MAX_K, k_lambda_d
 
 # =========================================================================== §5
-def good_set_bounds(n, d, lam, eps=0.1, k=None) -> tuple[np.ndarray, np.ndarray]:
+def good_set_bounds(n: int, d: int, lam: float | str, eps: float = 0.1,
+                    k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Bounds of clause (b) of ``N^ε`` (docs/model.md §5), in numbers of queues: for ``j = 1..k``
     the count of queues shorter than ``j`` must lie in ``[lo[j−1], hi[j−1]]`` where the
     target is ``n(1−λ)(λd)^{j−1}`` and the band is ``1 ± 5ε``.
@@ -81,7 +82,7 @@ class Clause:
 
 
 @dataclass(frozen=True)
-class GoodSetReport(_Result):
+class GoodSetReport(Result):
     """Membership of a state in the good set ``N^ε`` as stated by its consequences (a), (b)
     of docs/model.md §5; clause (d) is reported but not required.
 
@@ -98,13 +99,11 @@ class GoodSetReport(_Result):
     clauses: tuple[Clause, ...]
     failing: str | None  # the first failing required clause
 
-    def to_dict(self) -> dict:
-        return {"member": self.member, "k": self.k, "eps": self.eps, "failing": self.failing,
-                "clauses": [asdict(c) for c in self.clauses]}
+    _order = ("member", "k", "eps", "failing")
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """One row per clause: ``clause``, ``holds``, ``required``, ``detail``."""
-        return _frame([{"clause": c.name, "holds": c.holds, "required": c.name in ("a", "b"),
+        return frame([{"clause": c.name, "holds": c.holds, "required": c.name in ("a", "b"),
                         "detail": c.detail} for c in self.clauses])
 
     def summary(self) -> str:
@@ -152,7 +151,8 @@ def _counts_from_input(lengths, counts, profile, n):
     return n, c
 
 
-def good_set(lengths=None, *, counts=None, profile=None, n=None, d, lam, eps=0.1, k=None) -> GoodSetReport:
+def good_set(lengths: Any = None, *, counts: Any = None, profile: Any = None, n: int | None = None, d: int,
+             lam: float | str, eps: float = 0.1, k: int | None = None) -> GoodSetReport:
     """Is the state in ``N^ε(n, d, λ, k)``? (docs/model.md §5, membership as (a) and (b)).
 
     Give the state as ``lengths`` (queue-lengths vector), ``counts`` (``c_i = n·u_i``,
@@ -243,7 +243,7 @@ class Condition:
 
 
 @dataclass(frozen=True)
-class TheoremReport(_Result):
+class TheoremReport(Result):
     """The conditions of Theorem 1.2 of paper 000, each checked; ``applies`` when all hold.
 
     Examples
@@ -256,12 +256,9 @@ class TheoremReport(_Result):
     applies: bool
     k: int
 
-    def to_dict(self) -> dict:
-        return {"conditions": [asdict(c) for c in self.conditions], "applies": self.applies, "k": self.k}
-
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """One row per condition: ``condition``, ``value``, ``holds``, ``detail``."""
-        return _frame([{"condition": c.name, "value": c.value, "holds": c.holds, "detail": c.detail}
+        return frame([{"condition": c.name, "value": c.value, "holds": c.holds, "detail": c.detail}
                        for c in self.conditions])
 
     def summary(self) -> str:
@@ -276,7 +273,7 @@ class TheoremReport(_Result):
 SMALL_HEAVY_TRAFFIC = 0.1  # our reading of "(1−λ)^{−1}/√(nd) small"
 
 
-def theorem_1_2(n, d, lam, eps=0.1) -> TheoremReport:
+def theorem_1_2(n: int, d: int, lam: float | str, eps: float = 0.1) -> TheoremReport:
     """The conditions of Theorem 1.2 of paper 000 (docs/model.md §5), each with its value and
     verdict.  ``applies`` is true only when every condition holds.
 

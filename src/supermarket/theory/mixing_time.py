@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ..model import MAX_THEORY_N, check_int, check_load, check_positive_float, check_positive_int, check_real
-from ._result import _frame, _PlainResult
+from .._results import Result, frame
 from .equilibrium import MAX_K, k_lambda_d
 
 # =========================================================================== §6
 @dataclass(frozen=True)
-class MixingBounds(_PlainResult):
+class MixingBounds(Result):
     """Orders of the mixing time (docs/model.md §6, constants taken as 1).
 
     Examples
@@ -22,15 +23,17 @@ class MixingBounds(_PlainResult):
     ['upper', 'lower']
     """
 
+    _plain = True  # to_dict() is the fields as they are: Cls(**r.to_dict()) rebuilds it
+
     k: int
     upper_steps: float  # k d^{k-1} n log n, from a good state
     lower_steps: float  # d^{k-1} n
     upper_time: float  # steps / (n(1+λ))
     lower_time: float
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """Two rows (``bound`` = upper, lower) with ``steps`` and ``time``."""
-        return _frame([{"bound": "upper", "k": self.k, "steps": self.upper_steps, "time": self.upper_time},
+        return frame([{"bound": "upper", "k": self.k, "steps": self.upper_steps, "time": self.upper_time},
                        {"bound": "lower", "k": self.k, "steps": self.lower_steps, "time": self.lower_time}])
 
     def summary(self) -> str:
@@ -41,7 +44,7 @@ class MixingBounds(_PlainResult):
                    "orders for large n, not bounds at this n" if self.upper_steps < self.lower_steps else ""))
 
 
-def steps_to_time(steps, n, lam) -> float:
+def steps_to_time(steps: float, n: int, lam: float | str) -> float:
     """Discrete steps to continuous time: the chain is uniformized at rate ``n(1+λ)``
     (docs/model.md §1).
 
@@ -72,7 +75,7 @@ def steps_to_time(steps, n, lam) -> float:
     return steps / (n * (1.0 + lam))
 
 
-def mixing_bounds(n, d, lam) -> MixingBounds:
+def mixing_bounds(n: int, d: int, lam: float | str) -> MixingBounds:
     """From a good state: mixing in ``O(k d^{k−1} n log n)`` steps, at least ``Ω(d^{k−1} n)``
     (docs/model.md §6, paper 000; constants not given, taken as 1).
 
@@ -104,7 +107,7 @@ def mixing_bounds(n, d, lam) -> MixingBounds:
                         upper_time=steps_to_time(up, n, lam), lower_time=steps_to_time(lo, n, lam))
 
 
-def mixing_lower_customers(n, lam, g) -> float:
+def mixing_lower_customers(n: int, lam: float | str, g: float) -> float:
     """From ``‖x‖₁ = g n`` with ``g ≫ k``: ``Ω((1−λ)^{−1} g n)`` steps (docs/model.md §6).
 
     Parameters
@@ -132,7 +135,7 @@ def mixing_lower_customers(n, lam, g) -> float:
     return g * n / (1.0 - lam)
 
 
-def mixing_lower_long(n, ell) -> float:
+def mixing_lower_long(n: int, ell: int) -> float:
     """From one long queue ``‖x‖∞ = ℓ ≫ k``: ``Ω(ℓ n)`` steps (docs/model.md §6).
 
     Parameters
@@ -155,7 +158,7 @@ def mixing_lower_long(n, ell) -> float:
     return float(check_positive_int("n", n, maximum=MAX_THEORY_N)) * check_positive_int("ell", ell)
 
 
-def slow_mode_matrix(d, lam, k=None) -> np.ndarray:
+def slow_mode_matrix(d: int, lam: float | str, k: int | None = None) -> np.ndarray:
     """``A_k`` [derived] (docs/model.md §6): ``k×k`` tridiagonal, sub-diagonal ``λd``,
     super-diagonal 1, diagonal ``−(1+λd)`` except ``−1`` in the last row.
 
@@ -189,7 +192,7 @@ def slow_mode_matrix(d, lam, k=None) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class SlowMode(_PlainResult):
+class SlowMode(Result):
     """The slow mode of the linearised profile [derived] (docs/model.md §6).
 
     Examples
@@ -198,6 +201,8 @@ class SlowMode(_PlainResult):
     >>> bool(abs(s.relaxation_time * s.mu - 1) < 1e-12)
     True
     """
+
+    _plain = True  # to_dict() is the fields as they are: Cls(**r.to_dict()) rebuilds it
 
     k: int
     mu: float  # −(eigenvalue of A_k with largest real part), per unit time
@@ -253,7 +258,7 @@ def _slow_mu(a: float, k: int) -> float:
     return 0.5 * (lo + hi)
 
 
-def slow_mode(d, lam, k=None) -> SlowMode:
+def slow_mode(d: int, lam: float | str, k: int | None = None) -> SlowMode:
     """Slowest relaxation rate ``μ_k`` of the linearised profile [derived] (docs/model.md §6).
 
     ``dq/dt = A_k q + (1−λ)e_k``; its eigenvalue of largest real part is ``−μ_k`` with

@@ -6,12 +6,12 @@ import math
 from dataclasses import dataclass
 
 from ..model import MAX_THEORY_N, check_load, check_positive_int
-from ._result import _PlainResult
+from .._results import Result
 from .equilibrium import _log_lambda
 
 # =========================================================================== §8
 @dataclass(frozen=True)
-class Regime002(_PlainResult):
+class Regime002(Result):
     """Where ``(n, d, λ)`` sits among the three limits of paper 002 (docs/model.md §8, derived).
 
     Examples
@@ -19,6 +19,8 @@ class Regime002(_PlainResult):
     >>> regime_002(10_000, 20, 0.99).regime
     'b'
     """
+
+    _plain = True  # to_dict() is the fields as they are: Cls(**r.to_dict()) rebuilds it
 
     d_over_sqrt_n: float
     kappa: float  # κ_n = d λ^d
@@ -38,7 +40,7 @@ REGIME_A_BELOW = 0.2  # d/√n below this resembles (a)
 REGIME_C_ABOVE = 5.0  # d/√n above this resembles (c)
 
 
-def regime_002(n, d, lam) -> Regime002:
+def regime_002(n: int, d: int, lam: float | str) -> Regime002:
     """The paper-002 quantities of ``(n, d, λ)`` and the regime it resembles (docs/model.md §8).
 
     The regimes are limits (``d/√n → 0, c, ∞``); for one finite ``n`` we say (a) when

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from .._results import save_figure, text_table
+from .._results import Result, frame, pyplot, save_figure, text_table
 from ..jsonable import to_jsonable
 from ..model import MAX_THEORY_N, check_fraction, check_load, check_positive_int
-from ._result import _frame, _Result
 from .equilibrium import (
     LINEARISATION_NOTE,
     fixed_point,
@@ -25,7 +25,7 @@ from .mixing_time import MixingBounds, SlowMode, mixing_bounds, slow_mode
 from .paper002 import Regime002, regime_002
 
 # =========================================================================== summary
-def summary(n, d, lam, eps=0.1) -> dict:
+def summary(n: int, d: int, lam: float | str, eps: float = 0.1) -> dict:
     """Everything the papers let us say about ``(n, d, λ)`` without simulating: the report
     behind ``supermarket theory`` (docs/model.md §3–6, §8).  ``d = 1`` has no finite ``k``:
     the k-dependent entries are then ``None``.
@@ -95,7 +95,7 @@ def summary(n, d, lam, eps=0.1) -> dict:
 
 
 @dataclass(frozen=True)
-class TheoryReport(_Result):
+class TheoryReport(Result):
     """The report behind ``supermarket theory``: the dict of :func:`summary` as a result.
 
     ``data`` has the keys listed in :func:`summary`.  ``to_dict()`` returns it (JSON-safe),
@@ -114,7 +114,6 @@ class TheoryReport(_Result):
     data: dict
 
     def to_dict(self) -> dict:
-
         return to_jsonable(self.data)
 
     def _rows(self):
@@ -127,11 +126,11 @@ class TheoryReport(_Result):
             yield (i, pi, 1 - pi, lin[i - 1] if i - 1 < len(lin) else None,
                    cnt[i - 1] if i - 1 < len(cnt) else None, i - 1 < len(lin))
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """One row per level ``i`` (the levels the text shows): ``pi``, ``one_minus_pi``,
         ``q_tilde`` and the predicted number of queues of length ``i − 1`` (derived; None
         past ``k`` or outside the linearisation's regime)."""
-        return _frame([{"level": i, "pi": pi, "one_minus_pi": om, "q_tilde": q,
+        return frame([{"level": i, "pi": pi, "one_minus_pi": om, "q_tilde": q,
                         "predicted_queues_of_length_i_minus_1": c} for i, pi, om, q, c, _ in self._rows()])
 
     def summary(self) -> str:
@@ -173,14 +172,10 @@ class TheoryReport(_Result):
         lines.append(Regime002(**r["regime_002"]).summary())
         return "\n".join(lines)
 
-    def plot(self, path=None):
+    def plot(self, path: Any = None) -> Any:
         """π(i) (mean field) and ``1 − q̃_i`` (the linearised profile, derived) against the level,
         on a log scale.  Returns the figure; saves it when ``path`` is given."""
-        import matplotlib
-
-        if path is not None:
-            matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
+        plt = pyplot(path is not None, force=False)
 
 
         pi = np.asarray(self.data["fixed_point"], dtype=float)
@@ -201,7 +196,7 @@ class TheoryReport(_Result):
         return save_figure(fig, path)
 
 
-def theory_report(n, d, lam, eps=0.1) -> TheoryReport:
+def theory_report(n: int, d: int, lam: float | str, eps: float = 0.1) -> TheoryReport:
     """:func:`summary` as a :class:`TheoryReport` (``to_dict``, ``to_frame``, ``summary``, ``plot``).
 
     Parameters

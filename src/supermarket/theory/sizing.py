@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
+from typing import Any
 
-from .._results import text_table
-from ..jsonable import to_jsonable
+from .._results import Result, frame, text_table
 from ..model import MAX_THEORY_N, check_load, check_positive_int
-from ._result import _frame, _Result
 from .equilibrium import (
     LINEARISATION_NOTE,
     _log_inv_one_minus,
@@ -23,7 +22,7 @@ from .equilibrium import (
 
 # =========================================================================== design
 @dataclass(frozen=True)
-class DesignReport(_Result):
+class DesignReport(Result):
     """Least number of choices that keeps ``k_{λ,d} <= max_queue`` (docs/model.md §4).
 
     Examples
@@ -47,17 +46,12 @@ class DesignReport(_Result):
     n: int | None = field(default=None, compare=False)  # servers, for predicted counts (not in to_dict)
     k_one_less: int | None = field(default=None, compare=False)  # k_{λ,d−1} (None for d = 2)
 
-    def to_dict(self) -> dict:
-        """JSON-safe: a share outside the linearisation's regime (NaN) is ``None``."""
+    _omit = ("n", "k_one_less")
 
-        out = asdict(self)
-        del out["n"], out["k_one_less"]
-        return to_jsonable(out)
-
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """One row per queue length: ``length``, ``share`` (NaN outside the linearisation's regime),
         and ``queues`` (``n × share``) when ``n`` was given."""
-        return _frame([{"length": j, "share": s, **({"queues": self.n * s} if self.n is not None else {})}
+        return frame([{"length": j, "share": s, **({"queues": self.n * s} if self.n is not None else {})}
                        for j, s in enumerate(self.share_by_length)])
 
     def summary(self) -> str:
@@ -87,7 +81,7 @@ class DesignReport(_Result):
         return out
 
 
-def design(lam, max_queue, n=None) -> DesignReport:
+def design(lam: float | str, max_queue: int, n: int | None = None) -> DesignReport:
     """The least ``d >= 2`` with ``k_{λ,d} <= K``, i.e. ``d^K >= 1/(1−λ)`` (docs/model.md §4),
     and the predicted share of queues at each length for that ``d``.
 

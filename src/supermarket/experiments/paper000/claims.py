@@ -16,7 +16,7 @@ from ... import theory as th
 from .e1_e4_equilibrium import _modal_call, _modal_calls, modal_sentence
 from .output import Z_FINDING, _bound_verdict, _fit_slope
 
-__all__ = ["claims_rows", "claims_markdown", "count_verdict", "SLOPE_TOL", "GOOD_SHARE"]
+__all__ = ["claims_rows", "claims_markdown", "claims_table", "count_verdict", "SLOPE_TOL", "GOOD_SHARE"]
 
 SLOPE_TOL = 0.25  # a fitted log-log (or linear) slope "matches" an order's when within this of it
 GOOD_SHARE = 0.9  # "stays in N^ε": at least this share of the time (a convention of this table)
@@ -264,13 +264,17 @@ def claims_rows(results: dict) -> list[dict]:
             _mixing_in_d(results["E2"]), _bad_starts(results["E3"]), _power_of_choices(results["E4"])]
 
 
+def claims_table(intro: str, rows: list[dict]) -> str:
+    """A "## Claims" section: ``intro``, then one table row per claim (``|`` in a cell becomes ``/``)."""
+    keys = ("claim", "where", "verdict", "evidence")
+    lines = ["## Claims", "", intro, "", "| claim | where tested | verdict | evidence |", "|---|---|---|---|"]
+    lines += ["| " + " | ".join(c[k].replace("|", "/") for k in keys) + " |" for c in rows]
+    return "\n".join(lines) + "\n"
+
+
 def claims_markdown(results: dict) -> str:
     """The "## Claims" section of summary.md: the table of :func:`claims_rows`."""
-    lines = ["## Claims", "",
-             "One row per claim of paper 000 (as docs/model.md states it); verdict and evidence are computed from the "
-             "experiments' tables below (orders with constant 1; \"too short to know\": the error bars needed are not "
-             "reliable).", "",
-             "| claim | where tested | verdict | evidence |", "|---|---|---|---|"]
-    for c in claims_rows(results):
-        lines.append("| " + " | ".join(c[k].replace("|", "/") for k in ("claim", "where", "verdict", "evidence")) + " |")
-    return "\n".join(lines) + "\n"
+    intro = ("One row per claim of paper 000 (as docs/model.md states it); verdict and evidence are computed from "
+             "the experiments' tables below (orders with constant 1; \"too short to know\": the error bars needed "
+             "are not reliable).")
+    return claims_table(intro, claims_rows(results))

@@ -12,11 +12,11 @@ import os
 import sys
 import time
 from pathlib import Path
-
-import numpy as np
+from typing import Any
 
 from ... import mixing as mx
 from ... import theory as th
+from ..._checks import check_bool
 from ..._files import atomic_write
 from ...model import check_int, spawn_seeds
 from . import e1_e4_equilibrium as e1_e4
@@ -77,7 +77,7 @@ def expected_steps(quick: bool) -> float:
     return float(total)
 
 
-def run(out_dir, quick=False, seed=0, workers=None, client=None) -> dict:
+def run(out_dir: Any, quick: bool = False, seed: Any = 0, workers: int | None = None, client: Any = None) -> dict:
     """Run E1–E4 and write tables, figures and Markdown into ``out_dir`` (created if missing).
 
     ``quick``: small sizes (under 3 minutes on 2 cores, every claim still shown).
@@ -85,8 +85,7 @@ def run(out_dir, quick=False, seed=0, workers=None, client=None) -> dict:
     (default: all cores); ``client``: a :class:`dask.distributed.Client` to run the
     replications on instead (the numbers are the same).  Returns a dict with each experiment's rows and the summary.
     """
-    if not isinstance(quick, (bool, np.bool_)):
-        raise TypeError(f"quick must be True or False; got {quick!r}")
+    check_bool("quick", quick)
     if workers is not None:
         workers = check_int("workers", workers, minimum=1, maximum=4096)
     out = Path(out_dir)

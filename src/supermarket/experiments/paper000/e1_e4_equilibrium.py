@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ... import theory as th
 from ..._files import atomic_write
-from ...model import spawn_seeds
+from ...model import SeedLike, spawn_seeds
 from .equilibrium_run import SNAPSHOTS, _equilibrium_results, _task_seconds, equilibrium
 from .output import Z_FINDING, _bound_verdict, _mean_max_cell, _plt, _pm, _save_figure, _write_table
 
@@ -79,7 +80,8 @@ def _e1_tasks(quick: bool, seed):
     return tasks, [_task_seconds(p[3], p[5] + p[6]) for p in plan]
 
 
-def e1_equilibrium(out: Path, *, quick: bool, seed, workers, client=None, results=None) -> dict:
+def e1_equilibrium(out: Path, *, quick: bool, seed: SeedLike, workers: int | None, client: Any = None,
+                   results: list | None = None) -> dict:
     """E1 (see the module docstring); ``results``: the outputs of :func:`_e1_task` for
     :func:`_e1_tasks` ``(quick, seed)``, when already run (``run`` runs E1 and E4 together)."""
     plan = _e1_plan(quick)
@@ -316,7 +318,8 @@ def _e4_tasks(quick: bool, seed):
     return tasks, [_task_seconds(t[1], t[3] + t[4]) for t in tasks]
 
 
-def e4_power_of_choices(out: Path, *, quick, seed, workers, client=None, results=None) -> dict:
+def e4_power_of_choices(out: Path, *, quick: bool, seed: SeedLike, workers: int | None, client: Any = None,
+                        results: list | None = None) -> dict:
     """E4 (see the module docstring); ``results`` as for :func:`e1_equilibrium`."""
     lam, ns, ds, T, burn_t = _e4_configs(quick)
     cfg = [(n, d) for d in ds for n in ns]

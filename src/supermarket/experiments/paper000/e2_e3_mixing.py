@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ... import mixing as mx
 from ... import theory as th
 from ..._files import atomic_write
-from ...model import spawn_seeds
+from ...model import SeedLike, spawn_seeds
 from .output import _fit_slope, _fmt, _plt, _progress, _save_figure, _write_table
 
 __all__ = ["e2_mixing_scaling", "e3_bad_starts"]
@@ -32,7 +33,7 @@ def _e2_configs(quick):
     return cfg, (12 if quick else 50)
 
 
-def e2_mixing_scaling(out: Path, *, quick, seed, workers, client=None) -> dict:
+def e2_mixing_scaling(out: Path, *, quick: bool, seed: SeedLike, workers: int | None, client: Any = None) -> dict:
     cfg, R = _e2_configs(quick)
     seeds = spawn_seeds(seed, len(cfg))
     rows = []
@@ -181,7 +182,7 @@ def _e3_configs(quick):
     return n, d, lam, gs, ls, (10 if quick else 40)
 
 
-def e3_bad_starts(out: Path, *, quick, seed, workers, client=None) -> dict:
+def e3_bad_starts(out: Path, *, quick: bool, seed: SeedLike, workers: int | None, client: Any = None) -> dict:
     n, d, lam, gs, ls, R = _e3_configs(quick)
     starts = [f"customers:{g}" for g in gs] + [f"long:{l}" for l in ls]
     seeds = spawn_seeds(seed, len(starts))

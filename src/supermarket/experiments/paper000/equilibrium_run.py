@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ... import parallel
 from ... import simulation as sim
@@ -33,7 +35,7 @@ TASK_OVERHEAD_S = 1.0  # per equilibrium run: start-up analysis, snapshot blocki
 SNAPSHOTS = 2**17  # snapshots per equilibrium run, for the error bars simulate does not give
 
 
-def good_set_mask(snaps, n, d, lam, eps, k) -> np.ndarray:
+def good_set_mask(snaps: ArrayLike, n: int, d: int, lam: float, eps: float, k: int) -> np.ndarray:
     """Membership of each snapshot (rows of counts ``c_1..c_K``, ``K > k``) in ``N^ε``:
     clause (a) ``c_{k+1} = 0`` and clause (b) ``n − c_j`` within the bands of
     :func:`supermarket.theory.good_set_bounds` for ``j = 1..k`` (docs/model.md §5)."""
@@ -60,7 +62,8 @@ def _snapshot_error(series, trusted: bool):
     return float(e.stderr), bool(e.reliable and trusted)
 
 
-def equilibrium(n, d, lam, *, steps, burn_in, levels, snapshots=SNAPSHOTS, seed=0, eps=0.1, k=None):
+def equilibrium(n: int, d: int, lam: float, *, steps: int, burn_in: int, levels: int, snapshots: int = SNAPSHOTS,
+                seed: int | np.random.SeedSequence = 0, eps: float = 0.1, k: int | None = None) -> dict[str, Any]:
     """Equilibrium statistics of the chain started at the rounded fixed point, measured by
     :func:`supermarket.simulate` (profile engine, discrete time, one replication).
 
@@ -128,6 +131,7 @@ def equilibrium(n, d, lam, *, steps, burn_in, levels, snapshots=SNAPSHOTS, seed=
     failed = [c for c in res.self_checks if c["result"] == "fail"]
     trusted = bool(all(s["forgotten"] for s in res.start_up) and not failed)
     traj = res.trajectory
+    assert traj is not None  # record_every was given
     L = levels + 1
     u_mean = np.zeros(L)
     u_se = np.full(L, np.nan)

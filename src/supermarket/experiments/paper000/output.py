@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ..._files import atomic_write, save_figure_atomic
+from ..._results import pyplot as _plt
 from ...jsonable import to_jsonable
 
 Z_FINDING = 4.5  # standard errors: a difference smaller than this is "within error"
@@ -48,13 +49,6 @@ def _write_table(out: Path, name: str, rows: list[dict], meta: dict) -> None:
     # each file whole or not at all: a full disk or Ctrl-C leaves the earlier one in place
     atomic_write(out / f"{name}.csv", fh.getvalue())
     atomic_write(out / f"{name}.json", json.dumps(_jsonable({"meta": meta, "rows": rows}), indent=2))
-
-
-def _plt():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
 
 
 def _save_figure(fig, out: Path, name: str) -> None:
