@@ -372,3 +372,44 @@ def test_jiq_idle_loop_is_the_general_loop_bit_for_bit(continuous, engine):
         out.append((ch.counts(), m["area_c"], m["area_P"], m["maxtime"], ch.now, lengths))
     for a, b in zip(*out):
         np.testing.assert_array_equal(a, b)
+
+
+# ----------------------------------------------------------------- simulate(policy=) and the CLI
+@pytest.mark.parametrize("policy", ["random", "jsq", "jiq"])
+def test_simulate_policy_matches_exact(policy):
+    """simulate(..., policy=) at n = 3: E[u_i] within 4.5 of its own standard errors of the
+    exact law; no paper-000 statement (k, good set) for rules other than JSQ(d); the
+    flow-balance self-checks (every rule) are kept."""
+    from supermarket.simulation import simulate
+
+    exact = solve(3, 2, LAM, policy=policy, tol=1e-6)
+    r = simulate(3, 2, LAM, policy=policy, steps=2_000_000, seed=3)
+    u, se = np.asarray(r.u_mean[:3]), np.asarray(r.u_stderr[:3])
+    assert np.all(np.abs(u - exact.u_mean[:3]) <= 4.5 * se), (u, exact.u_mean[:3], se)
+    assert r.policy == policy and r.to_dict()["policy"] == policy
+    assert r.k is None and r.good_set_fraction is None
+    text = r.summary()
+    assert "k_(λ,d)" not in text and "good set" not in text and policy in text
+    assert r.self_checks and r.self_checks[0]["identity"] == "E[u_1] = λ"
+
+
+def test_simulate_policy_bad_input():
+    from supermarket.simulation import simulate
+
+    with pytest.raises(ValueError, match="policy must be one of"):
+        simulate(3, 2, LAM, policy="jsq2", steps=1000)
+    with pytest.raises(ValueError, match="queues"):
+        simulate(3, 2, LAM, policy="jiq", engine="queues", steps=1000)
+    with pytest.raises(ValueError, match="perfect"):
+        simulate(3, 2, LAM, policy="jsq", start="perfect", steps=1000)
+
+
+def test_cli_simulate_policy():
+    import json
+
+    r = _cli(["simulate", "--n", "50", "--load", "0.7", "--policy", "random", "--steps", "200000", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["policy"] == "random" and out["k"] is None
+    r = _cli(["simulate", "--policy", "jsq2"])
+    assert r.exit_code == 2
