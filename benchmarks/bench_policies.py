@@ -29,7 +29,6 @@ import time
 import numpy as np
 
 from supermarket import policies as pol
-from supermarket.engines.tables import p_table
 from supermarket.model import Params
 from supermarket.simulation import Chain
 
@@ -38,15 +37,7 @@ def _chain(policy, n, d, lam, engine="profile"):
     """A chain running rule ``policy``, from the rule's rounded fluid fixed point."""
     c = np.rint(n * pol.fluid_fixed_point(policy, lam, 60, d=d)).astype(np.int64)
     c = c[c > 0]
-    try:  # the run plan takes the rule once simulation/ is wired (phase 2)
-        return Chain(Params(n, d, lam), engine, c, 12345, policy=policy)
-    except TypeError:
-        ch = Chain(Params(n, d, lam), engine, c, 12345)
-        code = pol.policy_code(policy)
-        ch.setup = ch.setup._replace(policy=code)
-        if ch.setup.full_table:
-            ch.tables = ch.tables._replace(tab=p_table(n, d, True, code))
-        return ch
+    return Chain(Params(n, d, lam), engine, c, 12345, policy=policy)
 
 
 def engine_rate(policy, n, d, lam, events, repeat, engine="profile"):

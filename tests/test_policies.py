@@ -39,21 +39,16 @@ LAM = 0.7
 
 # ----------------------------------------------------------------- helpers
 def _chain(policy, n, lam, *, engine="profile", d=3, seed=1, continuous=False, force_window=False, counts=()):
-    """A chain of the engines with dispatch rule ``policy`` (the rule code in the engines'
-    Setup, the P table of the rule)."""
-    ch = Chain(
+    """A chain of the engines running dispatch rule ``policy`` (``d = 3``: unused but by jsq-d)."""
+    return Chain(
         Params(n, d, lam),
         engine,
         list(counts),
         seed_to_uint64(np.random.SeedSequence(seed)),
         continuous=continuous,
+        policy=policy,
         _force_window=force_window,
     )
-    code = pol.policy_code(policy)
-    ch.setup = ch.setup._replace(policy=code)
-    if ch.setup.full_table:
-        ch.tables = ch.tables._replace(tab=p_table(n, d, True, code))
-    return ch
 
 
 def _time_averages(ch, n, levels, *, burn, batches, per_batch):
@@ -362,9 +357,8 @@ def test_jiq_idle_loop_is_the_general_loop_bit_for_bit(continuous, engine):
             k=k,
             lo=np.zeros(k),
             hi=np.full(k, 20.0),
+            policy="jiq",
         )
-        ch.setup = ch.setup._replace(policy=pol.policy_code("jiq"))
-        ch.tables = ch.tables._replace(tab=p_table(20, 2, True, pol.policy_code("jiq")))
         ch.start_measuring()
         ch.advance(max_events=300_000)
         m = ch.measures()
@@ -402,6 +396,8 @@ def test_simulate_policy_bad_input():
         simulate(3, 2, LAM, policy="jiq", engine="queues", steps=1000)
     with pytest.raises(ValueError, match="perfect"):
         simulate(3, 2, LAM, policy="jsq", start="perfect", steps=1000)
+    with pytest.raises(ValueError, match="queues"):
+        Chain(Params(3, 2, LAM), "queues", [], 1, policy="random")
 
 
 def test_cli_simulate_policy():
