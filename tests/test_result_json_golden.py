@@ -220,8 +220,8 @@ GOLDEN = {
         "2602e9a47ede803d3467e92d96007b79b78b156d460382c7d1a68c3ae21a9702",
         "4e9cb10153e07483b669680cccb10fad6a9acf8275cd0491010aa2e9fb1436fb",
     ),
-    "stationary.ExactResult": (
-        "205b1c1f001da048b9652f3dec03968907b19fa1728c6f241b9485b6293938b8",
+    "stationary.ExactResult": (  # the JSON gains "policy" (the rest checked equal)
+        "509ca6e9c767e8c6fee655cd618909bde3467beb0f3a35e7d1d560fcc0356be2",
         "2c76a29a4de75906fc713259a87ebfe6dc28972287cf25bcc173514416314337",
     ),
     "stats.ErrorEstimate": (  # the table: new with the result base

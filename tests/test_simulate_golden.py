@@ -35,23 +35,23 @@ CASES = {
                                        time_mode="continuous", replications=2, workers=2),
 }
 
-GOLDEN = {
-    "buckets-d1-continuous-time": ("aa08f10eb1907629f42d41e2a979db251ac41775968f00627eae48b3d3bcfc83",
-                                   "322c96ee8778c0613b51c0df2792601b211353bdcbefe9c994cd97c0d0d3ae9e"),
-    "buckets-replications": ("05b3cacf5480afae3891b26d28cd0e833d913d88b54672bfecf922e2024ca2c6",
-                             "17784650bede81191736e15b5edde7cc401880023ad7fc8d5e379d9e19c1be29"),
-    "profile-discrete-cv": ("2f274d7f9dae278269eec4cdc55605069700404a4ffc41bf035064546afa12ce",
-                            "72dbaf205b913abec8d6c92abe193ad94d184d5fbf338b1dcdc721305584c677"),
-    "profile-overload": ("54929bbce864f54a24aff83fb67e05df736748293cddbcf3826af61bf30ab541",
-                         "e0ed3a94e31d6c09902a3e643f34bca11b0e7fa4e7d573a27fb9df6ba178e254"),
-    "profile-perfect-continuous": ("262451442a078d3be9eeb0eabf51c87182921f972b9f94ae94358bde24a131f3",
-                                   "a080a10888f876529171652accf47371b79dc7c7aa1a88ea17574ca3c5a02ee1"),
-    "profile-precision": ("81cdefbd394b731aceae5005be9b8de97b91a4d9c65f8c8ec078ebcf654b664c",
-                          "ea1c0c510fbf32e172a068587d2338a3339113aba4d1f289e760a3db1f6f0c5e"),
-    "queues-continuous-noreplace-plain": ("138544823ba2b9439d4209c5eeadd75a63ea7b64791c2c3805f391e1edb4f6e2",
-                                          "d6c450e12b48ac8557a824043c49573c4354e21ada9599f4aa3c66b6352ae157"),
-    "queues-records-noreplace": ("831cd819b37fadd68af87411b73bb19b90b3b3f7889ce27d54644bb7764d127f",
-                                 "c2951f02d1550de788381a3a0f2cb24a5332f320a660b328c43d1737a796dfd3"),
+GOLDEN = {  # JSON hashes changed by the new key "policy" only (the rest checked equal); texts unchanged
+    "buckets-d1-continuous-time": ("cdfcfeb26b29a411e8525df98ec3cfcdbce0d98dea640729698bfc336469e18a",
+                                  "322c96ee8778c0613b51c0df2792601b211353bdcbefe9c994cd97c0d0d3ae9e"),
+    "buckets-replications": ("641ac92b97dc916761c4447216662716e6ca2c02527dac79b522aec67e4ba468",
+                            "17784650bede81191736e15b5edde7cc401880023ad7fc8d5e379d9e19c1be29"),
+    "profile-discrete-cv": ("29326a6f787ef061e8e1db83d68fcd81b28016b5245af259d198f1e73008370f",
+                           "72dbaf205b913abec8d6c92abe193ad94d184d5fbf338b1dcdc721305584c677"),
+    "profile-overload": ("bbc04b680261802d043b3d1418549f3534c2749d38ee18e5f91e1b28139ae321",
+                        "e0ed3a94e31d6c09902a3e643f34bca11b0e7fa4e7d573a27fb9df6ba178e254"),
+    "profile-perfect-continuous": ("d0cfb02300b5e46ac41ed3e6667901889411e5831d5d0554b22ae61c1c3484ea",
+                                  "a080a10888f876529171652accf47371b79dc7c7aa1a88ea17574ca3c5a02ee1"),
+    "profile-precision": ("8cde6570890146f475ea4d29e575f3d542bbbcaefff0801a90141d517d07923e",
+                         "ea1c0c510fbf32e172a068587d2338a3339113aba4d1f289e760a3db1f6f0c5e"),
+    "queues-continuous-noreplace-plain": ("0e16dbe616c56d10f765991edbdb783ac154b654b871c64ae49d7b406ae9fb77",
+                                         "d6c450e12b48ac8557a824043c49573c4354e21ada9599f4aa3c66b6352ae157"),
+    "queues-records-noreplace": ("3a227326b818bbfb1221b070d4a8dcfd5873e0aa1c1893f7b4fad3bdac6d641b",
+                                "c2951f02d1550de788381a3a0f2cb24a5332f320a660b328c43d1737a796dfd3"),
 }
 
 _TIMING = ("wall_time", "events_per_second")

@@ -25,10 +25,11 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from . import policies as _pol
+from . import response as _resp
 from ._checks import check_bool
 from ._results import Result, frame, pyplot
 from .model import Params, check_int, check_positive_float, check_positive_int
-from . import response as _resp
 from .response.mixture import _check_quantiles
 from .theory import log_fixed_point
 
@@ -269,6 +270,7 @@ class ExactResult(Result):
     seconds: float
     residual: float
     method: str = ""
+    policy: str = _pol.DEFAULT_POLICY
     profile_counts: np.ndarray | None = field(default=None, repr=False)
     profile_prob: np.ndarray | None = field(default=None, repr=False)
 
@@ -330,7 +332,8 @@ class ExactResult(Result):
         tr = self.truncation
         lines = [
             f"Exact stationary law (docs/model.md §11): n={p.n}, d={p.d}, λ={p.lam:g}, "
-            f"{'with' if p.replace else 'without'} replacement",
+            + (f"{'with' if p.replace else 'without'} replacement" if self.policy == _pol.DEFAULT_POLICY else
+               f"dispatch rule {_pol.describe(self.policy)} (d and replacement unused)"),
             f"  {self.states} states (queue lengths capped at {tr['cap']}), solved in {self.seconds:.3g} s, "
             f"{self.method}, residual {self.residual:.2g}",
             f"  truncation: P(some queue at the cap) = {tr['mass_at_cap']:.3g} (tol {tr['tol']:g}); "
@@ -371,7 +374,8 @@ class ExactResult(Result):
 
 # =========================================================================== the chain
 def _sample_table(n: int, d: int, replace: bool) -> np.ndarray:
-    """``P`` as a function of the count ``c = 0..n``: ``(c/n)^d`` or ``C(c, d)/C(n, d)``."""
+    """``P`` of JSQ(d) as a function of the count ``c = 0..n``: ``(c/n)^d`` or ``C(c, d)/C(n, d)``
+    (the other dispatch rules: :func:`supermarket.policies.p_levels`)."""
     c = np.arange(n + 1)
     if replace:
         return (c / n) ** d
@@ -395,8 +399,9 @@ def _states(n: int, cap: int):
     return Y, Cb
 
 
-def _build(n: int, d: int, lam: float, replace: bool, cap: int):
-    """Generator ``Q`` (CSR, ``S x S``), the counts ``c_1..c_{cap}`` per state, and ``P`` per state."""
+def _build(n: int, d: int, lam: float, replace: bool, cap: int, policy: str = _pol.DEFAULT_POLICY):
+    """Generator ``Q`` (CSR, ``S x S``), the counts ``c_1..c_{cap}`` per state, and ``P`` per state
+    (``P_ℓ(c)`` of the dispatch rule, :func:`supermarket.policies.p_levels`)."""
     Y, Cb = _states(n, cap)
     S = Y.shape[0]
     lev = np.arange(cap + 2)
@@ -404,8 +409,11 @@ def _build(n: int, d: int, lam: float, replace: bool, cap: int):
     c = np.empty((S, cap + 2), dtype=np.int64)
     for i in lev:
         c[:, i] = (Y >= i).sum(axis=1)
-    tab = _sample_table(n, d, replace)
-    P = tab[c]  # P_i per state, i = 0..cap+1
+    if policy == _pol.DEFAULT_POLICY:
+        tab = _sample_table(n, d, replace)
+        P = tab[c]  # P_i per state, i = 0..cap+1
+    else:  # P_0 = 1, then P_1..P_{cap+1} of the rule (JIQ's depends on c_1 too)
+        P = np.hstack([np.ones((S, 1)), _pol.p_levels(policy, c[:, 1:], n)])
     rows, cols, vals = [], [], []
     out = np.zeros(S)
     r = np.arange(S, dtype=np.int64)
@@ -655,8 +663,8 @@ def _check_seconds(n, d, lam, tol, cap, max_states, max_seconds, *, fixed: bool,
         "for larger systems use `supermarket perfect` (exact samples) or `supermarket simulate`")
 
 
-def _one(n, d, lam, replace, cap, keep, prev=None):
-    Q, c, P, mx = _build(n, d, lam, replace, cap)
+def _one(n, d, lam, replace, cap, keep, prev=None, policy=_pol.DEFAULT_POLICY):
+    Q, c, P, mx = _build(n, d, lam, replace, cap, policy)
     tot = c.sum(axis=1)
     x0 = None
     if prev is not None and prev["pi"].size > 1:
@@ -676,7 +684,7 @@ def _one(n, d, lam, replace, cap, keep, prev=None):
 
 def solve(n: int, d: int, lam: float | str, *, replace: bool = True, tol: float = DEFAULT_TOL, cap: int | None = None,
           quantiles: Any = _resp.DEFAULT_QUANTILES, profile_law: bool = False, max_states: int = MAX_STATES,
-          max_seconds: float = MAX_SECONDS) -> ExactResult:
+          max_seconds: float = MAX_SECONDS, policy: str = _pol.DEFAULT_POLICY) -> ExactResult:
     """Exact stationary law of the ``(n, d, λ)`` supermarket chain (docs/model.md §11).
 
     Parameters
@@ -707,6 +715,9 @@ def solve(n: int, d: int, lam: float | str, *, replace: bool = True, tol: float 
         it (the predicted time of the caps solved so far plus this one: never the clock, so
         the caps tried depend on the inputs only) is clamped to the largest cap that fits, or
         refused: the run is bounded.
+    policy : {"jsq-d", "random", "jsq", "jiq"}, default "jsq-d"
+        The dispatch rule (:mod:`supermarket.policies`): the generator's arrival rates are
+        ``nλ (P_ℓ(c) − P_{ℓ+1}(c))``; ``d`` and ``replace`` are used by ``jsq-d`` only.
 
     Returns
     -------
@@ -725,9 +736,13 @@ def solve(n: int, d: int, lam: float | str, *, replace: bool = True, tol: float 
     >>> r = solve(3, 2, 0.6)
     >>> round(float(r.u_mean[0]), 6)                            # E[u_1] = λ for every n, d (tol 1e-6)
     0.6
+    >>> r = solve(3, 1, 0.5, policy="random", tol=1e-12)        # n independent M/M/1: E[u_i] = λ^i
+    >>> r.u_mean[:3].round(10).tolist()
+    [0.5, 0.25, 0.125]
     """
     params = Params(n, d, lam, replace=replace)
     n, d, lamf = params.n, params.d, params.lam
+    policy = _pol.check_policy(policy)
     tol = check_positive_float("tol", tol)
     if tol > 0.1:
         raise ValueError(f"tol must lie in (0, 0.1]; got {tol!r}")
@@ -742,13 +757,15 @@ def solve(n: int, d: int, lam: float | str, *, replace: bool = True, tol: float 
     if cap is not None:
         _check_size(n, cap, max_states)
         _check_seconds(n, d, lamf, tol, cap, max_states, max_seconds, fixed=True)
-        sol = _one(n, d, lamf, params.replace, cap, profile_law)
+        sol = _one(n, d, lamf, params.replace, cap, profile_law, None, policy)
         M = cap
     else:
         # E[u_M] >= π(M) (Jensen, with replacement; docs/model.md §3) and P(max >= M) >= E[u_M]:
         # no cap with π(M) >= tol can pass, so the search starts there (and refuses at once
-        # when even that cap is too large)
-        M = max(START_CAP, _first_cap(d, lamf, tol))
+        # when even that cap is too large).  Random routing is d = 1 (E[u_M] = λ^M exactly);
+        # JSQ and JIQ have no such bound (their fluid fixed point vanishes above level 1)
+        M = (START_CAP if policy in ("jsq", "jiq") else
+             max(START_CAP, _first_cap(int(_pol.meanfield_d(policy, d)), lamf, tol)))
         _check_size(n, M, max_states, " (the least cap with π(cap) < tol, which no smaller cap can meet)")
         # the finite-n bound (comparison with M/M/n, [derived]) is usually far above the
         # mean-field one: refuse now, not after solving ever larger caps for minutes
@@ -772,7 +789,7 @@ def solve(n: int, d: int, lam: float | str, *, replace: bool = True, tol: float 
                 else:
                     _check_seconds(n, d, lamf, tol, max(prev[0] + 1, least), max_states, max_seconds,
                                    fixed=False, spent=spent)
-            sol = _one(n, d, lamf, params.replace, M, profile_law, prev[1] if prev else None)
+            sol = _one(n, d, lamf, params.replace, M, profile_law, prev[1] if prev else None, policy)
             mass = float(sol["max"][M])
             hist.append((M, mass))
             if mass < tol:
@@ -806,6 +823,6 @@ def solve(n: int, d: int, lam: float | str, *, replace: bool = True, tol: float 
         max_queue_dist={int(m): float(p) for m, p in enumerate(mq) if p > 0},
         mean_queue_length=mql, mean_sojourn_time=mql / lamf, response=resp, states=int(sol["S"]),
         truncation=trunc, seconds=float(seconds), residual=float(sol["res"]),
-        method=sol["method"],
+        method=sol["method"], policy=policy,
         profile_counts=sol.get("c"), profile_prob=sol["pi"] if profile_law else None,
     )

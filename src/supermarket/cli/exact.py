@@ -10,7 +10,7 @@ import click
 
 from ..model import MAX_CDF_POINTS
 from ._common import COUNT, LOAD, OUTPUT_FIGURE, CountType, FloatType, print_json, save_figure
-from .options import one_task_options, replace_option, run_once
+from .options import one_task_options, policy_option, replace_option, run_once
 
 NOTE_SECONDS = 5.0  # a search predicted to take longer says so before it starts
 
@@ -31,6 +31,8 @@ class _Seconds(FloatType):
 @click.option("--d", "d", type=COUNT, default=2, show_default=True, help="Number of choices d.")
 @click.option("--load", "load", type=LOAD, default="0.9", show_default=True, help="Load λ in (0, 1).")
 @replace_option(True, "Sample the d queues with replacement (--no-replace: without, d ≤ n).")
+@policy_option("Dispatch rule: jsq-d (the shortest of d sampled queues), random, jsq (a shortest of all n), "
+               "jiq (an idle queue if any, else a uniform one); --d and --no-replace are for jsq-d only.")
 @click.option("--tol", "tol", type=float, default=1e-6, show_default=True,
               help="Raise the queue-length cap until P(some queue at the cap) < tol.")
 @click.option("--cap", "cap", type=COUNT, default=None, help="A fixed queue-length cap instead of the search.")
@@ -46,9 +48,9 @@ class _Seconds(FloatType):
               help="Save a figure (PNG, or by the suffix) of E[u_i] and the maximum.")
 @one_task_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def exact(n: int, d: int, load: str, replace: bool, tol: float, cap: int | None, quantiles: tuple[float, ...],
-          profile_law: bool, cdf_points: int | None, max_seconds: float, plot: str | None, scheduler: str | None,
-          connect_timeout: float, as_json: bool) -> None:
+def exact(n: int, d: int, load: str, replace: bool, policy: str, tol: float, cap: int | None,
+          quantiles: tuple[float, ...], profile_law: bool, cdf_points: int | None, max_seconds: float,
+          plot: str | None, scheduler: str | None, connect_timeout: float, as_json: bool) -> None:
     """Exact stationary law of the profile chain for small n (docs/model.md §11): E[u_i], the
     law of the maximum queue length, the mean queue length and the response-time law, with
     the truncation bound; sparse linear algebra, no simulation."""
@@ -67,7 +69,7 @@ def exact(n: int, d: int, load: str, replace: bool, tol: float, cap: int | None,
                        "fixed --cap is faster", err=True)
     try:
         res = run_once(scheduler, connect_timeout, solve, n, d, load, replace=replace, tol=tol, cap=cap,
-                       quantiles=qs, profile_law=profile_law, max_seconds=max_seconds)
+                       quantiles=qs, profile_law=profile_law, max_seconds=max_seconds, policy=policy)
     except KeyboardInterrupt:
         import threading
 

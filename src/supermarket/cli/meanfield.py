@@ -10,7 +10,7 @@ import click
 import numpy as np
 
 from ._common import COUNT, FLOAT, LOAD, OUTPUT_FIGURE, CountType, print_json, save_figure
-from .options import json_option, one_task_options, replace_option, run_once
+from .options import json_option, one_task_options, policy_option, replace_option, run_once
 
 
 class DType(click.ParamType):
@@ -51,12 +51,36 @@ def _is_number(text: Any) -> bool:
 
 def build_report(d: float, load: str | float, n: int | None = None, time: float | None = None,
                  start: str = "empty", replace: bool = True, points: int = 201, levels: int | None = None,
-                 tol: float | None = None, cdf: int | None = None) -> dict:
-    """Everything ``supermarket meanfield`` prints, as a plain dict (also used by ``--json``)."""
+                 tol: float | None = None, cdf: int | None = None, policy: str = "jsq-d") -> dict:
+    """Everything ``supermarket meanfield`` prints, as a plain dict (also used by ``--json``).
+
+    ``policy`` (docs/model.md §2, "Other dispatch rules"): ``random`` is the drift with
+    ``d = 1``; ``jsq`` and ``jiq`` have no differentiable drift: their fluid fixed point
+    ``(λ, 0, 0, …)`` only (the ODE, ``--time``, is refused)."""
     from .. import meanfield as mf
+    from .. import policies as pol
     from ..model import check_load, check_positive_float, check_positive_int
 
+    policy = pol.check_policy(policy)
     lam = check_load(load)
+    if policy in ("jsq", "jiq"):
+        if time is not None:
+            pol.meanfield_d(policy)  # raises: no ODE for a discontinuous drift
+        rt = {"params": {"d": None, "load": lam, "n": n, "replace": True, "time": None, "start": "empty",
+                         "policy": policy},
+              "fixed_point": [lam], "mean_queue_length": lam, "levels": 1,
+              "note": (f"{pol.describe(policy)}: fluid fixed point (λ, 0, 0, ...) [classical, docs/model.md §2]; "
+                       "its mean-field drift is discontinuous at u_1 = 1, so there is no mean-field ODE, refined "
+                       "mean field or linear-noise covariance")}
+        if n is not None:
+            rt["refined"] = None
+            rt["covariance"] = None
+        _add_response_times(rt, math.inf, lam, None, True, None if cdf is None else
+                            check_positive_int("--cdf", cdf, maximum=100_000), mf.DEFAULT_TOL)
+        rt["response_source"] = f"mean field, {policy} (every customer joins an empty queue in the limit)"
+        return rt
+    if policy == "random":
+        d, replace = mf.rule_d(policy, d, replace)
     if time is not None:
         time = check_positive_float("--time", time)
         from ..meanfield.ode import MIN_T
@@ -71,7 +95,10 @@ def build_report(d: float, load: str | float, n: int | None = None, time: float 
     if levels is not None and levels > mf.MAX_LEVELS:
         raise ValueError(f"--levels must be an integer in [1, {mf.MAX_LEVELS}]; got {levels}")
     rep: dict = {"params": {"d": "inf" if math.isinf(d) else d, "load": lam, "n": n, "replace": replace,
-                            "time": time, "start": start if isinstance(start, str) else "array"}}
+                            "time": time, "start": start if isinstance(start, str) else "array", "policy": policy}}
+    if policy == "random":
+        rep["note"] = (f"{pol.describe(policy)}: the drift with d = 1, P(u) = u (n independent M/M/1 queues; "
+                       "docs/model.md §2)")
     if math.isinf(d):
         rep["fixed_point"] = [lam]
         rep["mean_queue_length"] = lam
@@ -207,6 +234,8 @@ def _add_response_times(rep: dict, d: float, lam: float, n: int | None, replace:
                    "u_1,u_2,... such as 1,0.8,0.3 (non-increasing in [0, 1]).")
 @replace_option(True, "Sample the d queues with replacement (default; --no-replace: without, as in "
                      "paper 002, needs --n).")
+@policy_option("Dispatch rule: jsq-d (default), random (the drift with d = 1), jsq or jiq (a discontinuous "
+               "drift: their fluid fixed point only); docs/model.md §2.")
 @click.option("--levels", "levels", type=CountType(maximum=5000), default=None,
               help="Number of levels (default: automatic).")
 @click.option("--tol", "tol", type=FLOAT, default=None,
@@ -221,7 +250,7 @@ def _add_response_times(rep: dict, d: float, lam: float, n: int | None, replace:
 @one_task_options
 @json_option("Print one JSON object instead of tables.")
 def meanfield(d: int | float, load: str, n: int | None, time: float | None, start: str, replace: bool,
-              levels: int | None, tol: float | None, points: int, cdf: int | None, plot: str | None,
+              policy: str, levels: int | None, tol: float | None, points: int, cdf: int | None, plot: str | None,
               scheduler: str | None, connect_timeout: float, as_json: bool) -> None:
     """Mean-field theory for (d, λ) (docs/model.md §3, §8): the fixed point π, the ODE (1.1) from a
     start profile, and with --n the refined mean field E[u_i] ≈ π(i) + V_i/n (Gast–Van Houdt)
@@ -234,7 +263,7 @@ def meanfield(d: int | float, load: str, n: int | None, time: float | None, star
             click.core.ParameterSource.DEFAULT, None):
         raise click.UsageError("--points are the output times of the ODE: it needs --time")
     rep = run_once(scheduler, connect_timeout, build_report, d, load, n=n, time=time, start=start, replace=replace,
-                   points=points, levels=levels, tol=tol, cdf=cdf)
+                   points=points, levels=levels, tol=tol, cdf=cdf, policy=policy)
     from ..meanfield import MeanFieldReport
 
     if plot:

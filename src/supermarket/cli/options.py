@@ -187,3 +187,14 @@ def run_once(scheduler: str | None, timeout: float, fn: Callable[..., Any], *arg
 
     with dask_session(scheduler, timeout) as client:
         return call(fn, *args, client=client, **kwargs)
+
+
+def policy_option(help: str | None = None) -> Decorator:
+    """``--policy RULE``: the dispatch rule (:mod:`supermarket.policies`), default ``jsq-d``."""
+    from ..policies import DEFAULT_POLICY, POLICIES
+
+    return click.option("--policy", "policy", type=click.Choice(POLICIES, case_sensitive=False),
+                        default=DEFAULT_POLICY, show_default=True,
+                        help=help or "Dispatch rule: jsq-d (the shortest of d sampled queues), random (one uniform "
+                                     "queue), jsq (a shortest of all n), jiq (an idle queue if any, else a "
+                                     "uniform one); docs/model.md §2.")

@@ -31,6 +31,7 @@ from .options import (
     deprecated_alias,
     json_option,
     parallel_options,
+    policy_option,
     replace_option,
     replications_option,
     seed_option,
@@ -107,6 +108,11 @@ def _number(name: str, text: object) -> int | float | None:
 @replace_option(
     True, "Sample the d queues with replacement (default, paper 000) or, with --no-replace, without (paper 002)."
 )
+@policy_option(
+    "Dispatch rule: jsq-d (default: the shortest of d sampled queues), random (one uniform queue), jsq (a "
+    "shortest of all n), jiq (an idle queue if any, else a uniform one); docs/model.md §2. Paper 000's k and "
+    "good set are reported for jsq-d only; --engine queues and --start perfect run jsq-d only."
+)
 @click.option(
     "--time-mode",
     type=click.Choice(TIME_MODES),
@@ -174,6 +180,7 @@ def simulate(
     burn_in: str | None,
     engine: str,
     replace: bool,
+    policy: str,
     time_mode: str,
     start: str,
     seed: int,
@@ -268,6 +275,7 @@ def simulate(
                 batches=batches,
                 client=client,
                 control_variates=control_variates,
+                policy=policy,
             )
     finally:
         if client is not None:

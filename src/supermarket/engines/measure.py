@@ -35,7 +35,7 @@ from .layout import (
     Tables,
 )
 from .rng import next_double
-from .tables import LW, get_p
+from .tables import JIQ, LW, get_p
 
 __all__ = ["close_level", "clause_bad", "good_flip", "good_step", "change_level", "close_top", "load_clock",
            "store_clock", "fast_gate", "good_ints", "set_level", "set_top", "record_until", "chunk_gate",
@@ -284,10 +284,12 @@ def flush(c: np.ndarray, tables: Tables, meas: Measures, setup: Setup, clock: np
     st = clock[0]
     now = st.now
     stamp = meas.stamp
+    idle = setup.policy == JIQ and c[0] < setup.n  # JIQ: P_i = 1{c_1 = n}·c_i/n (tables.p_rule)
     for j in range(c.shape[0]):
         cj = c[j]
         if cj > 0:
-            close_level(j, cj, get_p(tables, setup, j, cj), cj, now, c, stamp, meas.area_c, meas.area_P)
+            close_level(j, cj, 0.0 if idle else get_p(tables, setup, j, cj), cj, now, c, stamp, meas.area_c,
+                        meas.area_P)
         stamp[j] = now
     st.top_since = close_top(meas.maxtime, st.top, st.top_since, now)
     if setup.k > 0 and st.viol == 0:

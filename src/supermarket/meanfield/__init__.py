@@ -43,6 +43,7 @@ from .dynamics import (
     fixed_point_newton,
     levels_needed,
     near_equilibrium_centre,
+    rule_d,
     sample_prob,
 )
 from .ode import DInfSolution, MeanFieldSolution, solve_dinf, solve_meanfield
@@ -57,6 +58,7 @@ __all__ = [
     "check_d",
     "levels_needed",
     "sample_prob",
+    "rule_d",
     "drift",
     "drift_jacobian",
     "MeanFieldSolution",

@@ -25,6 +25,7 @@ from .dynamics import (
     _noise_diag,
     drift_jacobian,
     near_equilibrium_centre,
+    rule_d,
     sample_prob,
 )
 
@@ -297,7 +298,8 @@ def _accuracy(A, W, Q_diag, V=None, rhs_of=None):
 
 
 def refined_mean_field(d: int, lam: float | str, *, replace: bool = True, levels: int | None = None,
-                       tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS) -> RefinedMeanField:
+                       tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS,
+                       policy: str = "jsq-d") -> RefinedMeanField:
     """The ``1/n`` term of the steady state (Gast and Van Houdt 2018), docs/model.md §3.
 
     ``W`` solves ``A W + W A^T + Q = 0`` and ``V = −A^{−1} (½ B:W)``, with ``A``, ``B`` the
@@ -311,6 +313,9 @@ def refined_mean_field(d: int, lam: float | str, *, replace: bool = True, levels
         The choices ``d >= 1`` (int) and the load λ in (0, 1) (float or str).
     replace : bool, default True
         Sampling with replacement, or without (then ``π + V/n`` needs ``n >= d``).
+    policy : {"jsq-d", "random"}, default "jsq-d"
+        The dispatch rule (docs/model.md §2): ``random`` is the drift with ``d = 1``;
+        ``jsq`` and ``jiq`` raise ``ValueError`` (discontinuous mean-field drift).
     levels : int, optional
         Number of levels kept (at most ``max_levels``); by default up to the first level
         with ``π(i) < tol`` (:func:`levels_needed`).
@@ -334,8 +339,11 @@ def refined_mean_field(d: int, lam: float | str, *, replace: bool = True, levels
     >>> r = refined_mean_field(2, 0.9)
     >>> round(r.mean_queue_length(), 5), round(float(r.V.sum()), 3)
     (2.35265, 3.986)
+    >>> float(abs(refined_mean_field(3, 0.9, policy="random").V).max())   # M/M/1 queues: no 1/n term
+    0.0
     """
-    d = check_positive_int("d", d)
+    d_rule, replace = rule_d(policy, d, replace)  # random: d = 1; jsq, jiq: ValueError
+    d = check_positive_int("d", d_rule)
     lam = check_load(lam)
     check_bool("replace", replace)
     L = _levels(d, lam, levels, tol, max_levels)
@@ -455,7 +463,8 @@ class LNAResult(Result):
 
 
 def lna(d: int, lam: float | str, *, n: int | None = None, at: str = "fixed-point", replace: bool = True,
-        levels: int | None = None, tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS) -> LNAResult:
+        levels: int | None = None, tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS,
+        policy: str = "jsq-d") -> LNAResult:
     """Stationary covariance of ``√n (u − x)`` in the linear-noise approximation (docs/model.md §3, §8).
 
     Solves ``A W + W A^T + Q = 0`` with ``A`` the drift's Jacobian and ``Q`` the noise
@@ -474,6 +483,9 @@ def lna(d: int, lam: float | str, *, n: int | None = None, at: str = "fixed-poin
         Where the noise is linearised: the fixed point ``π`` or the finite-n centre ``x^n``.
     replace : bool, default True
         Sampling with replacement; ``False`` (without) needs ``at="centre"``.
+    policy : {"jsq-d", "random"}, default "jsq-d"
+        The dispatch rule (docs/model.md §2): ``random`` is the drift with ``d = 1``;
+        ``jsq`` and ``jiq`` raise ``ValueError`` (discontinuous mean-field drift).
     levels, tol, max_levels
         Truncation, as in :func:`refined_mean_field`.
 
@@ -493,7 +505,8 @@ def lna(d: int, lam: float | str, *, n: int | None = None, at: str = "fixed-poin
     >>> round(float(c.covariance[0, 0]), 12)
     0.25
     """
-    d = check_positive_int("d", d)
+    d_rule, replace = rule_d(policy, d, replace)  # random: d = 1; jsq, jiq: ValueError
+    d = check_positive_int("d", d_rule)
     lam = check_load(lam)
     if at not in ("fixed-point", "centre", "center"):
         raise ValueError(f"at must be 'fixed-point' or 'centre'; got {at!r}")

@@ -12,6 +12,7 @@ import numpy as np
 import scipy.linalg as sla
 from numpy.typing import ArrayLike
 
+from .. import policies as _pol
 from .._checks import check_bool
 from ..model import check_load, check_positive_float, check_positive_int, check_vector
 from ..theory import log_fixed_point
@@ -98,6 +99,40 @@ def check_profile(u: ArrayLike, name: str = "start profile") -> np.ndarray:
         raise ValueError(f"{name} must be non-increasing; level {i} ({float(arr[i - 1])!r}) exceeds "
                          f"level {i - 1} ({float(arr[i - 2])!r})")
     return arr
+
+
+def rule_d(policy: str, d: int | float, replace: bool = True) -> tuple[int | float, bool]:
+    """``(d, replace)`` of the drift that stands for a dispatch rule (docs/model.md §2,
+    "Other dispatch rules").
+
+    Parameters
+    ----------
+    policy : str
+        A rule of :data:`supermarket.policies.POLICIES`.
+    d : int
+        JSQ(d)'s choices.
+    replace : bool, default True
+        JSQ(d)'s sampling.
+
+    Returns
+    -------
+    (int, bool)
+        Unchanged for ``jsq-d``; ``(1, True)`` for ``random`` (``P(u) = u``, whatever the
+        sampling).
+
+    Raises
+    ------
+    ValueError
+        For ``jsq`` and ``jiq``, whose mean-field ``P_ℓ(u)`` is discontinuous
+        (:func:`supermarket.policies.meanfield_d`).
+
+    Examples
+    --------
+    >>> rule_d("random", 5, False), rule_d("jsq-d", 5, False)
+    ((1, True), (5, False))
+    """
+    p = _pol.check_policy(policy)
+    return _pol.meanfield_d(p, d), (replace if p == "jsq-d" else True)
 
 
 def _check_n(n, d, replace):
@@ -327,7 +362,7 @@ def _noise_diag(u, d, lam, n, replace):
 # =========================================================================== fixed points
 def fixed_point_newton(d: float, lam: float | str, levels: int | None = None, *, n: int | None = None,
                        replace: bool = True, start: ArrayLike | None = None, tol: float = DEFAULT_TOL,
-                       max_levels: int = MAX_LEVELS, max_iter: int = 500) -> np.ndarray:
+                       max_levels: int = MAX_LEVELS, max_iter: int = 500, policy: str = "jsq-d") -> np.ndarray:
     """Root of the truncated drift ``f(u) = 0`` by Newton's method (docs/model.md §3).
 
     A generic solver that does not use the closed form; tests compare it with
@@ -351,6 +386,9 @@ def fixed_point_newton(d: float, lam: float | str, levels: int | None = None, *,
     start : array_like, optional
     tol, max_levels, max_iter
         Truncation and iteration limits.
+    policy : {"jsq-d", "random"}, default "jsq-d"
+        The dispatch rule (docs/model.md §2): ``random`` is the drift with ``d = 1``;
+        ``jsq`` and ``jiq`` raise ``ValueError`` (discontinuous mean-field drift).
 
     Returns
     -------
@@ -368,8 +406,11 @@ def fixed_point_newton(d: float, lam: float | str, levels: int | None = None, *,
     >>> u = fixed_point_newton(2, 0.9)
     >>> bool(abs(u - fixed_point(2, 0.9, u.size)).max() < 1e-12)
     True
+    >>> fixed_point_newton(2, 0.5, policy="random")[:3].round(12).tolist()   # M/M/1: λ^i
+    [0.5, 0.25, 0.125]
     """
-    d = check_positive_int("d", d)
+    d_rule, replace = rule_d(policy, d, replace)
+    d = check_positive_int("d", d_rule)
     lam = check_load(lam)
     n = _check_n(n, d, replace)
     L = _levels(d, lam, levels, tol, max_levels)

@@ -28,6 +28,7 @@ from .dynamics import (
     drift,
     levels_needed,
     near_equilibrium_centre,
+    rule_d,
 )
 
 
@@ -173,7 +174,8 @@ def _support(u, tol):
 def solve_meanfield(d: float, lam: float | str, *, T: float, start: str | ArrayLike = "empty",
                     t_eval: ArrayLike | None = None, n: int | None = None, replace: bool = True,
                     levels: int | None = None, tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS,
-                    method: str = "auto", rtol: float = 1e-10, atol: float = 1e-14) -> MeanFieldSolution | DInfSolution:
+                    method: str = "auto", rtol: float = 1e-10, atol: float = 1e-14,
+                    policy: str = "jsq-d") -> MeanFieldSolution | DInfSolution:
     """Integrate the mean-field ODE (1.1) from ``start`` to time ``T`` (docs/model.md §3).
 
     Parameters
@@ -199,6 +201,9 @@ def solve_meanfield(d: float, lam: float | str, *, T: float, start: str | ArrayL
     method : str, default "auto"
         A stiff solver of ``scipy.integrate.solve_ivp`` ("Radau", "BDF", "LSODA") with the
         analytic Jacobian; "auto": LSODA up to 100 levels, BDF (sparse Jacobian) above.
+    policy : {"jsq-d", "random"}, default "jsq-d"
+        The dispatch rule (docs/model.md §2): ``random`` is the drift with ``d = 1``;
+        ``jsq`` and ``jiq`` raise ``ValueError`` (discontinuous mean-field drift).
     rtol, atol : float
         Tolerances of the solver.
 
@@ -217,6 +222,7 @@ def solve_meanfield(d: float, lam: float | str, *, T: float, start: str | ArrayL
     >>> round(float(sol.final[0]), 6), round(float(sol.mean_queue_length[-1]), 5)   # M/M/1: u_1 → λ, Σu → 1
     (0.5, 1.0)
     """
+    d, replace = rule_d(policy, d, replace)  # random: d = 1; jsq, jiq: ValueError
     d = check_d(d, allow_inf=True)
     # a finite horizon needs no equilibrium: λ >= 1 is allowed for finite d (the levels grow)
     lam = check_load(lam, require_stable=math.isinf(d))

@@ -168,7 +168,10 @@ class MeanFieldReport(Result):
 
         r, p = self.data, self.data["params"]
         n = p.get("n")
-        lines = [f"supermarket meanfield  d={p['d']}  λ={p['load']!r}" + (f"  n={n}" if n is not None else "")
+        rule = p.get("policy", "jsq-d")
+        head = f"d={p['d']}" if rule == "jsq-d" else f"policy={rule}"
+        lines = [f"supermarket meanfield  {head}  λ={p['load']!r}"
+                 + (f"  n={n}" if n is not None else "")
                  + ("" if p["replace"] else "  (without replacement)")]
         lines.append(f"mean-field mean queue length Σπ(i) = {r['mean_queue_length']:.10g}   (docs/model.md §3)")
         if "note" in r:

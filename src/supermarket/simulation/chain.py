@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .. import policies as _pol
 from ..engines.buckets import buckets_kernel, lengths_by_queue
 from ..engines.layout import STATUS_GROW, STATUS_RECFULL, Measures, Records, Setup, Tables, new_clock
 from ..engines.measure import flush, reset_measures
@@ -55,6 +56,9 @@ class Chain:
         Per-queue engines: the start as queue lengths (else built from ``counts``).
     record_every, record_levels : float, int
         Trajectory records (with :meth:`start_recording`); ``record_levels`` levels each.
+    policy : {"jsq-d", "random", "jsq", "jiq"}, default "jsq-d"
+        The dispatch rule (:mod:`supermarket.policies`, docs/model.md §2); the ``queues``
+        engine runs ``jsq-d`` only (``ValueError`` otherwise).
 
     Examples
     --------
@@ -89,10 +93,16 @@ class Chain:
         lengths: ArrayLike | None = None,
         record_every: float = 0.0,
         record_levels: int = 0,
+        policy: str = "jsq-d",
         _force_window: bool = False,
     ) -> None:
         self.params = params
         self.engine = engine
+        self.policy = _pol.check_policy(policy)
+        code = _pol.policy_code(self.policy)
+        if engine == "queues" and code != _pol.policy_code(_pol.DEFAULT_POLICY):
+            raise ValueError(f"engine 'queues' runs policy 'jsq-d' only (it samples the d queues); got "
+                             f"policy={policy!r}: use engine 'profile' or 'buckets'")
         n, d = params.n, params.d
         counts = np.asarray(counts, dtype=np.int64)
         L = 32
@@ -113,7 +123,7 @@ class Chain:
         # them with the full table bit for bit
         full = n + 1 <= FULL_TABLE_MAX_N and not _force_window
         self.tables = Tables(
-            tab=p_table(n, d, params.replace) if full else np.zeros(1),
+            tab=p_table(n, d, params.replace, code) if full else np.zeros(1),
             win=np.zeros((LW, WIN)),
             winbase=np.full(LW, -10 * WIN, np.int64),
         )
@@ -129,6 +139,7 @@ class Chain:
             rec_levels=int(record_levels),
             p_arrival=lam / (1.0 + lam),
             rate=n * (1.0 + lam),
+            policy=code,
         )
         self.clock = new_clock()
         self.continuous = bool(continuous)
@@ -329,6 +340,7 @@ class _Rep:
             hi=p.hi,
             lengths=p.lengths,
             record_levels=p.record_levels,
+            policy=p.policy,
             _force_window=p.force_window,
         )
         # compile (or load from numba's cache) every kernel of the run before the clock starts

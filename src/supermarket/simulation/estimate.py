@@ -149,8 +149,11 @@ def _summarize(plan, reps, wall, interrupted, precision_state=None) -> Simulatio
 def _relax(plan, rate):
     """The slowest relaxation time in the units of the batch lengths (None: λ >= 1)."""
     p = plan.params
+    # other dispatch rules: the M/M/1 value of d = 1 (random routing exactly; an upper bound
+    # taken for jsq and jiq, which balance faster)
+    d = p.d if plan.policy == "jsq-d" else 1
     try:
-        return relaxation_time(p.d, p.lam, p.n) * (1.0 if plan.continuous else rate) if plan.stable else None
+        return relaxation_time(d, p.lam, p.n) * (1.0 if plan.continuous else rate) if plan.stable else None
     except (ValueError, ArithmeticError):  # no slow mode to be had (e.g. λ below double range)
         return None
 
@@ -349,6 +352,7 @@ def _result(plan, reps, wall, interrupted, precision_state=None) -> SimulationRe
         control_variates=plan.control_variates,
         controls=tuple(cvs.levels),
         control_notes=cvs.notes(cu, cP, cq, cg, cm),
+        policy=plan.policy,
         **_run_facts(plan, reps, interrupted),
     )
 

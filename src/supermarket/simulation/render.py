@@ -22,9 +22,13 @@ def summary_text(res: SimulationResult, cdf_points: int | None = None) -> str:
     cdf = res._cdf(cdf_points) if cdf_points is not None else None
     p = res.params
     lam_txt = f"{p.lam:.10g}"
+    rule = (
+        f"d={p.d}  λ={lam_txt}  {'with' if p.replace else 'without'} replacement"
+        if res.policy == "jsq-d"
+        else f"policy={res.policy}  λ={lam_txt}"
+    )
     out = [
-        f"supermarket simulate  n={p.n}  d={p.d}  λ={lam_txt}  "
-        f"{'with' if p.replace else 'without'} replacement  engine={res.engine}  time={res.time_mode}",
+        f"supermarket simulate  n={p.n}  {rule}  engine={res.engine}  time={res.time_mode}",
         f"{res.steps:,} events measured after {res.burn_in:,} of burn-in ({res.sim_time:.6g} time units), "
         f"{res.replications} replication(s), {res.batches} batches"
         + ("  PARTIAL (interrupted)" if res.partial else ""),
@@ -35,7 +39,11 @@ def summary_text(res: SimulationResult, cdf_points: int | None = None) -> str:
     fp = res.fixed_point()
     L = len(res.u_mean)
     lin = res._linearised(L)
-    ident = "λ·E[u_(i−1)^d] (identity, derived)" if p.replace else "λ·E[P_(i−1)] (identity, derived)"
+    ident = (
+        "λ·E[u_(i−1)^d] (identity, derived)"
+        if p.replace and res.policy == "jsq-d"
+        else "λ·E[P_(i−1)] (identity, derived)"
+    )
     vr = res.variance_reduction
     rows = []
     for i, e in enumerate(res.levels, start=1):
@@ -87,7 +95,13 @@ def summary_text(res: SimulationResult, cdf_points: int | None = None) -> str:
         above = sum(f for m, f in res.max_queue_dist.items() if m > k)
         if above > 0:
             out.append(f"  a queue longer than k = {k} existed {above:.3g} of the time, and clause (a) fails then")
-    mf = _th.mean_queue_length(p.d, p.lam) if p.lam < 1 else None
+    mf = None
+    if p.lam < 1:  # Σπ(i) of the rule's fluid fixed point (supermarket.policies)
+        mf = (
+            _th.mean_queue_length(p.d, p.lam)
+            if res.policy == "jsq-d"
+            else (p.lam / (1.0 - p.lam) if res.policy == "random" else p.lam)
+        )
     vq = ""
     if vr is not None and res.mean_queue_length_reliable and _factor(vr["mean_queue_length"]):
         vq = f" (variance reduction {_factor(vr['mean_queue_length'])})"
@@ -192,16 +206,17 @@ def plot(res: SimulationResult, path: str | os.PathLike | None = None) -> Any:
     ax1.set_yscale("log")
     ax1.set_xlabel("level i")
     ax1.set_ylabel("fraction of queues shorter than i")
-    ax1.set_title(f"n={p.n}, d={p.d}, λ={p.lam:g} ({res.engine})")
+    ax1.set_title(f"n={p.n}, {f'd={p.d}' if res.policy == 'jsq-d' else res.policy}, λ={p.lam:g} ({res.engine})")
     ax1.legend(fontsize=8)
     ks = sorted(res.max_queue_dist)
     ax2.bar(ks, [res.max_queue_dist[k] for k in ks], color="tab:blue")
     if res.k is not None:
         ax2.axvline(res.k, color="tab:red", ls="--", label=f"k_(λ,d) = {res.k} (paper 000)")
-    if p.lam < 1:
+    jsqd = res.policy == "jsq-d"
+    if p.lam < 1 and jsqd:
         kh = _th.k_hypothesis(p.n, p.d, p.lam)
         ax2.axvline(kh, color="tab:green", ls=":", label=f"largest k with nπ(k) ≥ 1: {kh}")
-    if res.k is not None or p.lam < 1:
+    if res.k is not None or (p.lam < 1 and jsqd):
         ax2.legend(fontsize=8)
     ax2.xaxis.get_major_locator().set_params(integer=True)
     ax2.set_xlabel("maximum queue length")

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import policies as _pol
 from .. import theory as _th
 from ..jsonable import to_jsonable
 from ..model import Params, check_int
@@ -23,7 +24,7 @@ __all__ = ["Estimate", "SimulationResult", "Trajectory"]
 #: The keys of ``SimulationResult.to_dict`` after ``params``, in order (attributes of the result).
 _JSON_KEYS = tuple(
     """
-    engine time_mode steps burn_in sim_time u_mean u_stderr ud_mean ud_stderr max_queue_dist
+    engine policy time_mode steps burn_in sim_time u_mean u_stderr ud_mean ud_stderr max_queue_dist
     max_queue_dist_stderr good_set_fraction good_set_fraction_stderr k eps mean_queue_length
     mean_queue_length_stderr mean_sojourn_time mean_sojourn_time_stderr events_per_second wall_time
     partial replications batches final_counts reliable u_reliable u_half_width u_n_eff u_note
@@ -342,6 +343,7 @@ class SimulationResult:
     response: Any = field(default=None, repr=False)
     response_plain: Any = field(default=None, repr=False)
     start_note: str = ""
+    policy: str = "jsq-d"
     control_variates: bool = False
     controls: tuple = ()
     control_notes: tuple = ()
@@ -440,10 +442,14 @@ class SimulationResult:
         -------
         numpy.ndarray or None
             ``π(i) = λ^((d^i − 1)/(d − 1))`` (docs/model.md §3; ``λ^i`` when d = 1),
-            ``i = 1..len(u_mean)``.
+            ``i = 1..len(u_mean)``; for another dispatch rule its fluid fixed point
+            (:func:`supermarket.policies.fluid_fixed_point`: ``λ^i`` for ``random``,
+            ``(λ, 0, 0, …)`` for ``jsq`` and ``jiq``).
         """
         if self.params.lam >= 1:
             return None
+        if self.policy != "jsq-d":
+            return _pol.fluid_fixed_point(self.policy, self.params.lam, len(self.u_mean), d=self.params.d)
         return _th.fixed_point(self.params.d, self.params.lam, len(self.u_mean))
 
     def to_dict(self, *, per_replication: bool = True, cdf_points: int | None = None) -> dict:

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import policies as _pol
 from .. import theory as _th
 from ..model import (
     Params,
@@ -102,6 +103,9 @@ def _default_record_levels(d: int, lam: float) -> int:
 
 
 # =========================================================================== the plan
+_FP_LEVELS = 200  # levels of a rule's fluid fixed point for the "fixed-point" start (λ^200 < 1e-9 at λ <= 0.9)
+
+
 @dataclass(frozen=True)
 class RunPlan:
     """Everything a run needs, validated (built by :func:`_plan`, read by :mod:`.chain` and
@@ -133,6 +137,7 @@ class RunPlan:
     seeds: tuple
     cautions: tuple = ()  # (message, warning class), issued when the run starts
     force_window: bool = False  # tests: the windowed P tables at any n
+    policy: str = "jsq-d"  # the dispatch rule (supermarket.policies)
 
 
 def _plan(
@@ -158,12 +163,20 @@ def _plan(
     max_steps=None,
     client=None,
     control_variates=True,
+    policy="jsq-d",
 ) -> RunPlan:
     """Validate the arguments of :func:`simulate` (ValueError/TypeError naming the parameter)
     and return the run plan; nothing is run."""
     if not isinstance(control_variates, (bool, np.bool_)):
         raise TypeError(f"control_variates must be True or False; got {control_variates!r}")
     engine = check_choice("engine", engine, ENGINES)
+    policy = _pol.check_policy(policy)
+    jsqd = policy == _pol.DEFAULT_POLICY
+    if engine == "queues" and not jsqd:
+        raise ValueError(
+            f"engine 'queues' runs policy 'jsq-d' only (it samples the d queues); got policy={policy!r}: "
+            "use engine 'profile' or 'buckets'"
+        )
     time_mode = check_choice("time_mode", time_mode, TIME_MODES)
     params = Params(n, d, lam, replace=replace, stable=False)
     n, d, lamf = params.n, params.d, params.lam
@@ -244,8 +257,9 @@ def _plan(
     _check_memory(engine, n, d, params.replace, replications, replications if precision is not None else workers)
 
     # good set (docs/model.md §5): only for λ < 1 and d >= 2
+    # (a statement of paper 000 about JSQ(d): none for the other rules)
     k, lo, hi = 0, None, None
-    if stable and d >= 2:
+    if stable and d >= 2 and jsqd:
         k = _th.k_lambda_d(d, lam)
         lo, hi = _th.good_set_bounds(n, d, lamf, eps, k)
 
@@ -253,6 +267,11 @@ def _plan(
     perfect = isinstance(start, str) and start.strip().lower() == "perfect"
     if perfect and not stable:
         raise ValueError("start 'perfect' needs load < 1: an exact stationary sample exists only then")
+    if perfect and not jsqd:
+        raise ValueError(
+            f"start 'perfect' samples the stationary law of JSQ(d) (policy 'jsq-d'); got policy={policy!r}: "
+            "use another start (and a burn-in)"
+        )
     name, val = ("perfect", None) if perfect else parse_start(start)
     lengths = None
     if perfect:
@@ -264,6 +283,11 @@ def _plan(
             raise ValueError(f"start queue-lengths vector must have n={n} entries; got shape {val.shape}")
         lengths = val.astype(np.int64)
         counts0 = counts_from_lengths(lengths)
+    elif not jsqd and name == "fixed-point" and stable:
+        # the rule's own fluid fixed point (supermarket.policies), rounded to counts
+        fp = _pol.fluid_fixed_point(policy, lam, _FP_LEVELS, d=d)
+        counts0 = np.rint(n * fp).astype(np.int64)
+        counts0 = counts0[counts0 > 0]
     else:
         counts0 = start_counts(n, d, lam if stable else lamf, start)
 
@@ -336,6 +360,7 @@ def _plan(
         workers=workers,
         seeds=seeds,
         cautions=tuple(cautions),
+        policy=policy,
     )
 
 
@@ -364,6 +389,7 @@ def simulate(
     progress: bool | None = None,
     client: Any = None,
     control_variates: bool = True,
+    policy: str = "jsq-d",
 ) -> SimulationResult:
     """Simulate the (n, d, λ)-supermarket process and measure its time averages with honest errors.
 
@@ -415,6 +441,11 @@ def simulate(
     control_variates : bool, default True
         Adjust every estimate with the identities ``Z_i = u_i − λ P_{i−1}`` (docs/model.md
         §9.1) where that reduces its error; the plain estimates are kept in the result.
+    policy : {"jsq-d", "random", "jsq", "jiq"}, default "jsq-d"
+        The dispatch rule (:mod:`supermarket.policies`, docs/model.md §2). The identities
+        ``E[u_i] = λ E[P_{i−1}]`` (self-checks, control variates) hold for every rule; the
+        statements of paper 000 (``k``, the good set) are about ``jsq-d`` only and are not
+        made for the others; ``engine="queues"`` and ``start="perfect"`` run ``jsq-d`` only.
 
     Returns
     -------
