@@ -181,7 +181,8 @@ def measure_simulate(params: dict, seed: np.random.SeedSequence) -> dict:
         raise KeyboardInterrupt("the simulation was interrupted: its partial result is not stored")
     out = res.to_dict(per_replication=False)
     vr = out.get("variance_reduction") or {}
-    out["variance_reduction"] = {k: vr.get(k) for k in VR_COLUMNS} | {k: x for k, x in vr.items() if k not in VR_COLUMNS}
+    out["variance_reduction"] = ({k: vr.get(k) for k in VR_COLUMNS}
+                                 | {k: x for k, x in vr.items() if k not in VR_COLUMNS})
     return out
 
 
