@@ -241,9 +241,10 @@ class ErrorEstimate:
     skewness: float = 0.0
 
     def half_width(self, confidence: float = 0.95) -> float:
-        """Half-width of the two-sided ``confidence`` interval, ``t_{dof} · stderr``
-        (with a nonzero ``skewness``, the symmetric interval enclosing the
-        skewness-corrected one: :func:`skew_quantile`).
+        """Half-width of the two-sided ``confidence`` interval, ``t_{dof} · stderr``; with a
+        nonzero ``skewness`` ``g``, times ``skew_quantile(z, g)/z`` (``z`` the normal quantile,
+        1.96 at 95 %): the widening that makes a symmetric interval enclose the
+        skewness-corrected one (:func:`skew_quantile`).
 
         Examples
         --------
@@ -251,7 +252,13 @@ class ErrorEstimate:
         >>> round(e.half_width(), 4)  # t_2 = 4.303, s.e. = 1/√3
         2.4841
         """
-        return skew_quantile(t_quantile(self.dof, confidence), self.skewness) * self.stderr
+        q = t_quantile(self.dof, confidence)
+        if self.skewness == 0.0 or not math.isfinite(self.skewness):
+            return q * self.stderr
+        # the skewness factor at the normal quantile (where the Edgeworth expansion is taken);
+        # the Student quantile carries the noise of the estimated error, a separate effect
+        z = t_quantile(math.inf, confidence)
+        return q * skew_quantile(z, self.skewness) / z * self.stderr
 
     def interval(self, confidence: float = 0.95) -> tuple[float, float]:
         """The two-sided ``confidence`` interval ``mean ± half_width``."""
