@@ -18,6 +18,7 @@ Run the full table (slow: see docs/control-variates.md for the time it took)::
 
     PYTHONPATH=src python tests/calibration.py                 # M = 200 per case
     PYTHONPATH=src python tests/calibration.py 200 heavy n=3   # only cases whose name has one of these words
+    PYTHONPATH=src python tests/calibration.py 200 --out=rows.jsonl   # also append each row as JSON
 """
 
 from __future__ import annotations
@@ -116,6 +117,9 @@ def run_case(case: Case, M: int, seed: int = 2024, estimator: str = "cv") -> dic
     hw = np.array([v[2] for v in vals])
     rel = np.array([v[3] for v in vals])
     cover = int(np.sum(rel & (np.abs(means - true) <= hw)))
+    # which side the confident misses fall on (a symmetric interval around a skewed error misses on one side)
+    miss_low = int(np.sum(rel & (means - true < -hw)))
+    miss_high = int(np.sum(rel & (means - true > hw)))
     spread = float(means.std(ddof=1))
     # standardized errors of the reliable runs: their s.d. is about 1 when the error bars are
     # right, even when the runs' errors differ (a run that kept its plain estimate has an
@@ -130,6 +134,7 @@ def run_case(case: Case, M: int, seed: int = 2024, estimator: str = "cv") -> dic
             fallback += int(v is None or not np.isfinite(v))
     return {"case": case.name, "estimator": estimator, "quantity": case.quantity, "M": M,
             "reliable": int(rel.sum()), "covered": cover, "coverage": cover / max(int(rel.sum()), 1),
+            "miss_low": miss_low, "miss_high": miss_high,
             # one run's s.e. against the spread across replications (reliable runs)
             "se_rms": float(np.sqrt(np.mean(se[rel] ** 2))) if rel.any() else math.nan,
             "spread": spread, "z_sd": float(z.std(ddof=1)) if z.size > 1 else math.nan,
@@ -167,6 +172,9 @@ def cases() -> list[Case]:
         Case("n=1000 d=50 λ=0.99 heavy traffic, 8e6 steps", 1000, 50, 0.99, 8_000_000),
         Case("n=1000 d=50 λ=0.99 heavy traffic, 8e6 steps, E[u_2] (reference 8e8 steps)", 1000, 50, 0.99,
              8_000_000, level=2, ref_steps=800_000_000),
+        # the skewed remainder of docs/model.md §9.1: every run's adjusted mean has skewness 0.2-0.5
+        Case("n=1000 d=50 λ=0.99 heavy traffic, 8e6 steps, mean queue length (reference 8e8 steps)", 1000, 50,
+             0.99, 8_000_000, level=0, ref_steps=800_000_000),
         # 2e6 steps is about 20 slow-mode relaxation times (1/μ = 51 time units): short
         Case("n=1000 d=50 λ=0.99 heavy traffic, 2e6 steps (short)", 1000, 50, 0.99, 2_000_000,
              expect_reliable=None),
@@ -191,18 +199,26 @@ def cases() -> list[Case]:
 
 def format_row(r: dict) -> str:
     return (f"{r['case']:74s} {r['estimator']:5s} reliable {r['reliable']:4d}/{r['M']}  covered {r['covered']:4d}  "
-            f"({r['coverage']:.3f})  confident misses {r['reliable'] - r['covered']:3d}  "
+            f"({r['coverage']:.3f})  confident misses {r['reliable'] - r['covered']:3d} "
+            f"(low {r['miss_low']}, high {r['miss_high']})  "
             f"rms s.e. {r['se_rms']:.3g} vs spread {r['spread']:.3g}  "
             f"bias {r['bias_z']:+.1f} s.e.  sd(z) {r['z_sd']:.2f}  plain kept {r['plain_kept']}")
 
 
 if __name__ == "__main__":
+    import json
+
     M = int(sys.argv[1]) if len(sys.argv) > 1 else 200
-    words = sys.argv[2:]
+    out = next((a.split("=", 1)[1] for a in sys.argv[2:] if a.startswith("--out=")), None)  # JSON lines
+    words = [a for a in sys.argv[2:] if not a.startswith("--out=")]
     print(f"M = {M}; estimators {ESTIMATORS}; consistent with 95 %: {binomial_floor(M):.0f} to "
           f"{binomial_ceiling(M):.0f} covered per {M} reliable (Binomial, 3 s.d.)")
     for c in cases():
         if words and not any(w in c.name for w in words):
             continue
         for est in ESTIMATORS:
-            print(format_row(run_case(c, M, estimator=est)), flush=True)
+            row = run_case(c, M, estimator=est)
+            print(format_row(row), flush=True)
+            if out:
+                with open(out, "a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(row, ensure_ascii=False) + "\n")

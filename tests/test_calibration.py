@@ -20,12 +20,19 @@ from calibration import (
 )
 
 
-def _check(r, upper=True):
+def _band(r, upper=True):
+    """Covered out of the reliable runs consistent with Binomial(reliable, 0.95), 3 s.d. (181 to
+    199 of 200); ``upper``: intervals far too wide cover too often, also a failure."""
     m = r["reliable"]
     assert m >= 1
     assert r["covered"] >= binomial_floor(m, z=3.0), r
-    if upper:  # intervals far too wide cover too often
+    if upper:
         assert r["covered"] <= binomial_ceiling(m, z=3.0), r
+
+
+def _check(r, upper=True):
+    m = r["reliable"]
+    _band(r, upper)
     # one run's standard error against the spread of the replication means
     if m >= 20:
         assert 0.6 <= r["se_rms"] / r["spread"] <= 1.5, r
@@ -78,8 +85,6 @@ def _full_params():
     out = []
     for c in cases():
         for est in ESTIMATORS:
-            # the tiny systems' mean queue length with control variates, once 167/199 (n = 3) and
-            # 170/200 (d = 1), now 182/197 and 190/200: docs/control-variates.md
             out.append(pytest.param(c, est, id=f"{c.name} [{est}]"))
     return out
 
@@ -96,6 +101,10 @@ def test_calibration_full(case, estimator):
     # user meets).
     assert r["reliable"] - r["covered"] <= _confidently_wrong_ceiling(r["M"]), r
     if case.expect_reliable is None:
+        # near the threshold: the runs that call themselves reliable still cover as a 95 %
+        # interval should (the band of their number: 181-199 of 200)
+        if r["reliable"] >= 20:
+            _band(r)
         return
     if not case.expect_reliable:
         assert r["reliable"] <= 2, r  # the biased/too-short runs must decline (almost) always

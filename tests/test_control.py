@@ -396,3 +396,34 @@ def test_adjusted_intervals_cover_in_heavy_traffic():
         cov["q"] += bool(abs(r.mean_queue_length - ref["q"]) <= r.mean_queue_length_half_width)
     floor = 100 * 0.95 - 3 * math.sqrt(100 * 0.95 * 0.05)
     assert cov["u2"] >= floor and cov["q"] >= floor, cov
+
+
+def test_every_known_error_carries_the_skewness_of_its_mean():
+    # docs/model.md §9.1, "Skewed remainders": the estimate of a skewed series (rare large
+    # excursions) carries the skewness of its mean, mean_skewness = k3(blocks)/N_B²/s.e.³, and
+    # its half-width encloses Hall's interval; a symmetric one is left nearly as it was
+    rng = np.random.default_rng(7)
+    N = 4096
+    T = np.ones(N)
+    burst = rng.exponential(size=N) + 40.0 * (rng.random(N) < 0.02)
+    sym = rng.normal(size=N)
+    e = es._estimate([(burst, T)])
+    assert e.reliable and e.block_size == 1
+    c = burst - burst.mean()
+    k3 = N * float(np.sum(c**3)) / ((N - 1) * (N - 2))
+    assert e.skewness == pytest.approx(k3 / N**2 / e.stderr**3, rel=1e-9)
+    assert e.skewness == pytest.approx(6.55 / math.sqrt(N), rel=0.3)  # the skewness of the batches / √N
+    t = stats.t_quantile(e.dof)
+    z = stats.t_quantile(math.inf)  # 1.96: the skewness factor is taken at the normal quantile
+    assert e.half_width() == pytest.approx(t * stats.skew_quantile(z, e.skewness) / z * e.stderr, rel=1e-12)
+    assert e.half_width() > 1.05 * t * e.stderr  # g = 0.10: 8 % wider
+    f = es._estimate([(sym, T)])
+    assert abs(f.skewness) < 4 * math.sqrt(6.0 / N) / math.sqrt(N)  # 4 s.d. of a normal sample's, / √N
+    assert f.half_width() < 1.001 * stats.t_quantile(f.dof) * f.stderr
+    # two replications pool their third cumulants with weights ∝ length: two equal halves give
+    # 1/√2 of one half's skewness
+    h = es._estimate([(burst[: N // 2], T[: N // 2]), (burst[N // 2:], T[N // 2:])])
+    g1 = es._estimate([(burst[: N // 2], T[: N // 2])])
+    g2 = es._estimate([(burst[N // 2:], T[N // 2:])])
+    k = (g1.skewness * g1.stderr**3 + g2.skewness * g2.stderr**3) / 8
+    assert h.method == "pooled" and h.skewness == pytest.approx(k / h.stderr**3, rel=1e-9)

@@ -229,3 +229,48 @@ def test_report_out_is_deprecated_for_html_or_md(sweep_dir, tmp_path):
     r = CliRunner().invoke(main, ["report", str(sweep_dir), "--out", str(tmp_path / "r.md")])
     assert r.exit_code == 0 and (tmp_path / "r.md").exists()
     assert r.stderr.startswith("supermarket: warning: report --out FILE is deprecated; use --html FILE or --md FILE")
+
+
+VR_SWEEP = """
+[sweep]
+name = "vr-test"
+seed = 4
+replications = 2
+
+[[run]]
+measurement = "simulate"
+n = 100
+d = 2
+load = 0.9
+steps = 400000
+start = "fixed-point"
+control_variates = [true, false]
+"""
+
+
+def test_variance_reduction_stored_per_quantity_and_shown(tmp_path):
+    # issue 18: sweeps store and reports show what the control variates gained, per level and
+    # for the mean queue length; without them the same columns exist and are null
+    out = sw.run_sweep(sw.parse_sweep(VR_SWEEP, path="vr.toml"), tmp_path / "out", workers=1)
+    assert out.failed == 0, out.failures
+    rows = sw.table_rows(sw.read_results(tmp_path / "out"))
+    cv = [r for r in rows if r["control_variates"]]
+    plain = [r for r in rows if not r["control_variates"]]
+    assert len(cv) == len(plain) == 2
+    for r in cv:
+        # the definition: (plain s.e. / control-variate s.e.)², from the row's own two errors
+        q = r["variance_reduction_mean_queue_length"]
+        assert q == pytest.approx((r["plain_mean_queue_length_stderr"] / r["mean_queue_length_stderr"]) ** 2,
+                                  rel=1e-9)
+        assert q > 2  # the fallback rule: a gain below 2 keeps the plain estimate (and no ratio)
+        u = r["variance_reduction_u_mean"]
+        assert len(u) == len(r["u_mean"]) and u[1] > 100  # E[u_2] at n = 100: thousands (docs/model.md §9.1)
+    for r in plain:
+        assert r["variance_reduction_mean_queue_length"] is None and r["variance_reduction_u_mean"] is None
+    md = Path(rp.build_report(tmp_path / "out", tmp_path / "r.md", fmt="md")).read_text()
+    section = md.split("## simulate", 1)[1]
+    assert "variance reduction E[u_i] (median)" in section
+    assert "variance reduction, mean queue length (median)" in section
+    assert "plain s.e. / control-variate s.e.)²" in section
+    table = [ln for ln in section.splitlines() if ln.startswith("| ") and "variance" not in ln]
+    assert len(table) == 2 and sum(ln.rstrip(" |").endswith("—") for ln in table) == 1, table

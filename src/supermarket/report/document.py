@@ -26,7 +26,10 @@ MAX_TABLE_ROWS = 200
 
 
 SUMMARY_COLUMNS = {
-    "simulate": ("u_mean", "mean_queue_length", "good_set_fraction", "events_per_second"),
+    # the variance reductions of the control variates (docs/model.md §9.1): per level and for the
+    # mean queue length, the median over the grid point's replications (_ratio_cell)
+    "simulate": ("u_mean", "mean_queue_length", "good_set_fraction", "events_per_second",
+                 "variance_reduction_u_mean", "variance_reduction_mean_queue_length"),
     # a sweep task couples one pair: its "tmix_steps" (the 0.75-quantile of τ over the task's
     # pairs) is that pair's τ again, not a bound on t_mix, so it is not shown
     "mixing": ("coalescence_steps_mean", "censored", "bound_lower_steps", "bound_upper_steps"),
@@ -40,7 +43,13 @@ SUMMARY_COLUMNS = {
 # column headers that say what a value is where the stored name does not
 HEADERS = {
     "mixing": {"coalescence_steps_mean": "coalescence steps (mean over the pairs, one per task)"},
+    "simulate": {"variance_reduction_u_mean": "variance reduction E[u_i] (median)",
+                 "variance_reduction_mean_queue_length": "variance reduction, mean queue length (median)"},
 }
+
+# columns of ratios (a variance reduction per replication): summarized by their median, not mean ± se
+RATIO_PREFIX = "variance_reduction_"
+NO_RATIO = "—"
 
 # what a table shows instead of "mean ± se" when a row's own run distrusts the value
 TOO_SHORT = "too short to know"
@@ -100,6 +109,9 @@ def _summary_table(meas: str, rows: list[dict], params: list[str]) -> tuple[list
         line = [_fmt(r.get(p)) for p in params] + [str(len(rs))]
         for c in cols:
             vals = [x.get(c) for x in rs]
+            if c.startswith(RATIO_PREFIX):
+                line.append(_ratio_cell(vals))
+                continue
             nums = [_num(v) for v in vals]
             if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals if v is not None) \
                     and any(n is not None for n in nums) and len(rs) > 1:
@@ -119,6 +131,36 @@ def _summary_table(meas: str, rows: list[dict], params: list[str]) -> tuple[list
                 line.append(_fmt(vals[0]))
         body.append(line)
     return header, body
+
+
+def _ratio_cell(vals) -> str:
+    """The median over replications of a variance-reduction column: a number, or a list (one
+    per level), each taken over the replications where it is a finite number; ``NO_RATIO``
+    where none is (every replication kept the plain estimate, or ran without control
+    variates).
+
+    >>> _ratio_cell([4.0, None, 16.0]), _ratio_cell([None, None])
+    ('10', '—')
+    >>> _ratio_cell([[None, 100.0, 9.0], [None, 300.0]])
+    '[—, 200, 9]'
+    """
+    def med(xs):
+        xs = [float(x) for x in xs if isinstance(x, (int, float)) and not isinstance(x, bool) and np.isfinite(x)]
+        return f"{float(np.median(xs)):.3g}" if xs else NO_RATIO
+
+    parsed = [_json(v) for v in vals]
+    if any(isinstance(p, list) for p in parsed):
+        lists = [p for p in parsed if isinstance(p, list)]
+        width = max(len(p) for p in lists)
+        cells = [med([p[i] for p in lists if i < len(p)]) for i in range(width)]
+        return "[" + ", ".join(cells[:8]) + (", …" if width > 8 else "") + "]"
+    return med(parsed)
+
+
+def _ratio_note(meas: str) -> str:
+    return ("variance reduction: (plain s.e. / control-variate s.e.)² of each replication, the median over the "
+            "grid point's replications (docs/model.md §9.1); " + NO_RATIO + " where every replication kept the "
+            "plain estimate (a rare level, a gain below 2, controls off: control_variates = false).")
 
 
 def _too_short_note(meas: str) -> str:
@@ -252,6 +294,8 @@ def build_report(out_dir: str | Path, path: str | Path, *, fmt: str = "html") ->
             parts.append(_html_table(header, body))
             if meas in NOTES:
                 parts.append(f"<p>{html.escape(NOTES[meas])}</p>")
+            if any(h.startswith("variance reduction") for h in header):
+                parts.append(f"<p>{html.escape(_ratio_note(meas))}</p>")
             if any("(" + TOO_SHORT + ")" in c for line in body for c in line):
                 parts.append(f"<p>{html.escape(_too_short_note(meas))}</p>")
             for f in figs:
@@ -280,6 +324,8 @@ def build_report(out_dir: str | Path, path: str | Path, *, fmt: str = "html") ->
         md += [_md_table(header, body), ""]
         if meas in NOTES:
             md += [NOTES[meas], ""]
+        if any(h.startswith("variance reduction") for h in header):
+            md += [_ratio_note(meas), ""]
         if any("(" + TOO_SHORT + ")" in c for line in body for c in line):
             md += [_too_short_note(meas), ""]
         for f in figs:

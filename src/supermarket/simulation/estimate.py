@@ -95,6 +95,17 @@ def _min_block(T, relax) -> int:
     return max(1, min(int(math.ceil(relax / float(T.mean()))), T.size))
 
 
+def _skewed(e: ErrorEstimate, parts, relax) -> ErrorEstimate:
+    """``e`` with the estimated skewness of its mean (the interval then reaches further on the
+    side of the skew: docs/model.md §9.1, "Skewed remainders"), when its error is known."""
+    if not e.reliable:
+        return e
+    from .control import mean_skewness
+
+    g = mean_skewness(parts, e.stderr, [_min_block(T, relax) for _, T in parts])
+    return dataclasses.replace(e, skewness=g) if math.isfinite(g) else e
+
+
 def _estimate(parts, min_blocks=MIN_BLOCKS, relax=None) -> ErrorEstimate:
     """The error of ``Σa/ΣT`` from ``parts``, a list of ``(a, T)`` (batch integrals and lengths)
     per replication: blocking; the blocking errors pooled; or, when one is not reliable, the
@@ -120,7 +131,7 @@ def _estimate(parts, min_blocks=MIN_BLOCKS, relax=None) -> ErrorEstimate:
         for a, T in parts
     ]
     if len(parts) == 1:
-        return ests[0]
+        return _skewed(ests[0], parts, relax)
     w = np.array([T.sum() for _, T in parts])
     means = np.array([a.sum() / T.sum() for a, T in parts])
     mean = float(np.dot(w, means) / w.sum())
@@ -132,7 +143,8 @@ def _estimate(parts, min_blocks=MIN_BLOCKS, relax=None) -> ErrorEstimate:
         dof = var**2 / float(np.sum(terms**2 / np.array([e.dof for e in ests]))) if var > 0 else math.inf
         n_eff = float(sum(e.n_eff for e in ests))
         blocks = int(sum(e.blocks for e in ests))
-        return ErrorEstimate(mean, se, dof, n_eff, math.nan, True, "pooled", blocks, ests[0].block_size, "")
+        return _skewed(ErrorEstimate(mean, se, dof, n_eff, math.nan, True, "pooled", blocks, ests[0].block_size, ""),
+                       parts, relax)
     e = _st.replication_error(means, weights=w)
     return ErrorEstimate(mean, e.stderr, e.dof, e.n_eff, e.tau_int, e.reliable, e.method, e.blocks, 1, e.note)
 

@@ -154,10 +154,20 @@ def measure_simulate(params: dict, seed: np.random.SeedSequence) -> dict:
 
     A run that :func:`~supermarket.simulation.simulate` reports as partial (it was interrupted
     and returned what it had) is not a result: :class:`KeyboardInterrupt` is raised again.
+
+    The estimates use the control variates unless ``control_variates = false`` (docs/model.md
+    §9.1), and the row keeps what they gained: ``variance_reduction_u_mean`` (per level,
+    ``(plain s.e./control-variate s.e.)²``, null where the level kept its plain estimate),
+    ``variance_reduction_mean_queue_length``, ``variance_reduction_ud_mean``,
+    ``variance_reduction_mean_sojourn_time``, ``variance_reduction_good_set_fraction``,
+    ``variance_reduction_max_queue_dist`` and ``variance_reduction_sojourn``/``_waiting`` (the
+    response-time mean and quantiles), with the plain estimates beside them (``plain_*``).
+    Without control variates every ``variance_reduction_*`` column is null (:data:`VR_COLUMNS`),
+    so that a sweep mixing both has the same columns.
     """
     simulate = _import("simulate", "supermarket.simulation", "simulate")
-    kw = {k: params[k] for k in ("steps", "time", "burn_in", "engine", "replace", "start", "time_mode", "eps")
-          if k in params}
+    kw = {k: params[k] for k in ("steps", "time", "burn_in", "engine", "replace", "start", "time_mode", "eps",
+                                 "control_variates") if k in params}
     with warnings.catch_warnings():
         # the run's warnings are stored with the row (``notes``, ``reliable``, ``self_checks``):
         # printing them from a worker as raw Python warnings would only add noise to stderr
@@ -169,7 +179,15 @@ def measure_simulate(params: dict, seed: np.random.SeedSequence) -> dict:
                        progress=False, **kw)
     if getattr(res, "partial", False):
         raise KeyboardInterrupt("the simulation was interrupted: its partial result is not stored")
-    return res.to_dict(per_replication=False)
+    out = res.to_dict(per_replication=False)
+    vr = out.get("variance_reduction") or {}
+    out["variance_reduction"] = ({k: vr.get(k) for k in VR_COLUMNS}
+                                 | {k: x for k, x in vr.items() if k not in VR_COLUMNS})
+    return out
+
+
+# the quantities whose variance reduction a simulate row always has (null without control variates)
+VR_COLUMNS = ("u_mean", "ud_mean", "mean_queue_length", "mean_sojourn_time", "good_set_fraction")
 
 
 def measure_mixing(params: dict, seed: np.random.SeedSequence) -> dict:
@@ -322,7 +340,7 @@ REGISTRY: dict[str, Measurement] = {m.name: m for m in (
                 _derive_ndl("meanfield", False, {}), deterministic=True),
     Measurement("simulate", dict(_GRID_NDL, steps=v.count, time=v.positive, burn_in=v.count0,
                                  engine=v.choice(ENGINES), time_mode=v.choice(TIME_MODES), replace=v.boolean,
-                                 start=v.start, eps=_EPS),
+                                 start=v.start, eps=_EPS, control_variates=v.boolean),
                 measure_simulate, _rules_ndl("simulate", True, _rules_simulate),
                 _derive_ndl("simulate", False, _SIM_DEFAULTS), defaults=_SIM_DEFAULTS),
     Measurement("mixing", dict(_GRID_NDL, start=v.start, max_steps=v.count, burn_in=v.count0, replace=v.boolean),
