@@ -224,13 +224,13 @@ GOLDEN = {
         "509ca6e9c767e8c6fee655cd618909bde3467beb0f3a35e7d1d560fcc0356be2",
         "2c76a29a4de75906fc713259a87ebfe6dc28972287cf25bcc173514416314337",
     ),
-    "stats.ErrorEstimate": (  # the table: new with the result base
-        "8712b8c87944305af64883fa824218db62cb78536a36bd227d627e016201401a",
-        "f7550a4567489d41e3c37cb025a320f0733181a11ba87ffb13fc27ecf662a7f9",
+    "stats.ErrorEstimate": (  # the table: new with the result base; the field "skewness": new with the skew-aware intervals
+        "b57281b8e734dde1718196844f3ae70b48e51f022bc4a3653bf31af19aba7074",
+        "b7ea536939c7bba0170c582e6e77eb91825ad4f9b270b4b091de649fadadd0d3",
     ),
-    "stats.ErrorEstimate_blocking": (  # the table: new with the result base
-        "c6b3dc9bdc28d7016d25428d2427029ab93a7592ba7e68bcdb2b4bbe3b2b3821",
-        "3d01cd68d44580484af80dad13ead9d0f784f5678c787364f5b3d7119d308610",
+    "stats.ErrorEstimate_blocking": (  # the table: new with the result base; the field "skewness": new with the skew-aware intervals
+        "b51695b8894bcb26d6735f97272a909726f8b7939ff098d85b352f834edd4a2c",
+        "71735934ac951e273410b2c4ddfa7f5da339fe16eb29a90ec8a67f762263728d",
     ),
     "stats.MSERResult": (  # the table: new with the result base
         "84b4bf14128e0a39571b128b7ab7d70866ad6eca2abf13641b3712d9a533379e",

@@ -35,23 +35,23 @@ CASES = {
                                        time_mode="continuous", replications=2, workers=2),
 }
 
-GOLDEN = {  # JSON hashes changed by the new key "policy" only (the rest checked equal); texts unchanged
+GOLDEN = {  # JSON: the new key "policy", then the skew-aware half-widths (stderr values unchanged)
     "buckets-d1-continuous-time": ("cdfcfeb26b29a411e8525df98ec3cfcdbce0d98dea640729698bfc336469e18a",
-                                  "322c96ee8778c0613b51c0df2792601b211353bdcbefe9c994cd97c0d0d3ae9e"),
-    "buckets-replications": ("641ac92b97dc916761c4447216662716e6ca2c02527dac79b522aec67e4ba468",
-                            "17784650bede81191736e15b5edde7cc401880023ad7fc8d5e379d9e19c1be29"),
+                                   "322c96ee8778c0613b51c0df2792601b211353bdcbefe9c994cd97c0d0d3ae9e"),
+    "buckets-replications": ("c53825f954bd95c37be5ae0c15416e3fb55bbe962978286db7ef7b716e05c322",
+                             "17784650bede81191736e15b5edde7cc401880023ad7fc8d5e379d9e19c1be29"),
     "profile-discrete-cv": ("29326a6f787ef061e8e1db83d68fcd81b28016b5245af259d198f1e73008370f",
-                           "72dbaf205b913abec8d6c92abe193ad94d184d5fbf338b1dcdc721305584c677"),
-    "profile-overload": ("bbc04b680261802d043b3d1418549f3534c2749d38ee18e5f91e1b28139ae321",
-                        "e0ed3a94e31d6c09902a3e643f34bca11b0e7fa4e7d573a27fb9df6ba178e254"),
-    "profile-perfect-continuous": ("d0cfb02300b5e46ac41ed3e6667901889411e5831d5d0554b22ae61c1c3484ea",
-                                  "a080a10888f876529171652accf47371b79dc7c7aa1a88ea17574ca3c5a02ee1"),
-    "profile-precision": ("8cde6570890146f475ea4d29e575f3d542bbbcaefff0801a90141d517d07923e",
-                         "ea1c0c510fbf32e172a068587d2338a3339113aba4d1f289e760a3db1f6f0c5e"),
-    "queues-continuous-noreplace-plain": ("0e16dbe616c56d10f765991edbdb783ac154b654b871c64ae49d7b406ae9fb77",
-                                         "d6c450e12b48ac8557a824043c49573c4354e21ada9599f4aa3c66b6352ae157"),
+                            "72dbaf205b913abec8d6c92abe193ad94d184d5fbf338b1dcdc721305584c677"),
+    "profile-overload": ("ffb6e5f924b538d28572576d9493d463879ccde7a811b9c40c73da976c2ab964",
+                         "e0ed3a94e31d6c09902a3e643f34bca11b0e7fa4e7d573a27fb9df6ba178e254"),
+    "profile-perfect-continuous": ("8d90320bd11064495fac27d4ff5f893d55617f9f826de9f1d02afafefcf381fa",
+                                   "a080a10888f876529171652accf47371b79dc7c7aa1a88ea17574ca3c5a02ee1"),
+    "profile-precision": ("274c8a0f818a2675c2ae686b786b7f18fb2da0c12c95f751f2199294e5aab0c9",
+                          "bc4108f42ccfca3624c6e28b0f0d2e171905d618590f75ab3089a5c0d7971051"),
+    "queues-continuous-noreplace-plain": ("893c34ea084bd0a8b4ad5bc1e1658a1fa2cb3245ca3be271837b81aa1623760c",
+                                          "d6c450e12b48ac8557a824043c49573c4354e21ada9599f4aa3c66b6352ae157"),
     "queues-records-noreplace": ("3a227326b818bbfb1221b070d4a8dcfd5873e0aa1c1893f7b4fad3bdac6d641b",
-                                "c2951f02d1550de788381a3a0f2cb24a5332f320a660b328c43d1737a796dfd3"),
+                                 "c2951f02d1550de788381a3a0f2cb24a5332f320a660b328c43d1737a796dfd3"),
 }
 
 _TIMING = ("wall_time", "events_per_second")
