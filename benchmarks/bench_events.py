@@ -1,12 +1,12 @@
 """Speed of the per-queue event engine (engines/events.py), beside Ciw on the same system.
 
-Command (about two minutes on one quiet core)::
+Command (about two minutes on one quiet core, ten on a loaded one)::
 
     NUMBA_CACHE_DIR=/tmp/numba-bench .venv/bin/python benchmarks/bench_events.py
 
 (``--quick`` for a smaller run).  The system: JSQ(2) with replacement, λ = 0.9, lognormal
 service with SCV 4 (mean 1), FIFO.  An *event* is an arrival or a departure.  For each size
-the best of 3 runs of about 2·10^7 events (burn-in included, all measurements on: the level
+the best of 2 runs of about 10^7 events (burn-in included, all measurements on: the level
 integrals, every customer's sojourn and waiting time into the per-batch histograms), from an
 empty system; the wall-clock rate and the process CPU-time rate (the second is the one to
 read on a shared machine).  Ciw (the ``bench`` extra) runs the same system with a custom
@@ -93,7 +93,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="10^6 events per run, one run")
     args = ap.parse_args()
-    events, reps = (10**6, 1) if args.quick else (2 * 10**7, 3)
+    events, reps = (10**6, 1) if args.quick else (10**7, 2)
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, Python {platform.python_version()}, "
           f"{platform.machine()}, load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"\nJSQ({D}), λ = {LAM}, service {SERVICE}\n")
