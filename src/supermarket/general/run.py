@@ -179,7 +179,22 @@ def _first_arrival(s, rate):
     return -math.log(1.0 - next_double(s)) / rate
 
 
-def _ratio(parts) -> ErrorEstimate:
+RELAX_FACTOR = 1.0
+"""Blocks of the error analysis span at least this many relaxation times (:func:`_relaxation`)."""
+
+
+def _relaxation(lam, law, sc) -> float:
+    """A relaxation-time scale of the slowest server's queue (derived, a heuristic): that of
+    an M/M/1 queue at its utilisation ``ρ = λ s̄/s_min``, ``1/(s_min(1 − √ρ)²)``, times
+    ``(1 + SCV)/2`` (the heavy-traffic variance factor of an M/G/1 queue), with SCV at most
+    100.  Dispatch rules that balance load relax faster: this is an upper scale."""
+    s_min = min(sc.speeds)
+    rho = min(lam * sc.mean_speed / s_min, 0.999999)
+    scv = min(law.scv, 100.0) if math.isfinite(law.scv) else 100.0
+    return max(1.0, (1.0 + scv) / 2.0) / (s_min * (1.0 - math.sqrt(rho)) ** 2)
+
+
+def _ratio(parts, min_block=1) -> ErrorEstimate:
     """``Σa/ΣT`` from batches ``(a_b, T_b)`` per replication, with its error: blocking of the
     delta-method batch values ``ā + (a_b − āT_b)/T̄`` (one replication), pooled over
     replications when each is reliable, else the spread between replications."""
@@ -194,7 +209,7 @@ def _ratio(parts) -> ErrorEstimate:
             ests.append(ErrorEstimate(float(abar), math.nan, math.nan, math.nan, math.nan, False, "blocking", 1, 1,
                                       "one batch"))
             continue
-        ests.append(_st.blocking(abar + (a - abar * T) / T.mean()))
+        ests.append(_st.blocking(abar + (a - abar * T) / T.mean(), min_block_size=min(int(min_block), T.size)))
     if len(parts) == 1:
         e = ests[0]
         if not e.reliable and not e.note:
@@ -312,18 +327,24 @@ def _summarize(n, d, lam, policy, replace, law, sc, counts, rate, time, burn_in,
         return A
 
     As = [(areas(out), dt, len(out["area"])) for out, dt in runs]
+    # blocks span at least RELAX_FACTOR relaxation times (in batches of the run)
+    dt0 = runs[0][1] if runs else 1.0
+    mb = max(1, math.ceil(RELAX_FACTOR * _relaxation(lam, law, sc) / dt0))
+
+    def R(parts):
+        return _ratio(parts, mb)
 
     def level_est(weight_k, sel):
         """Estimates of u_ℓ over the classes ``sel`` (ℓ = 1..top) and of Σ_ℓ u_ℓ."""
         ests = []
         for ell in range(top):
-            ests.append(_ratio([(A[:, sel, ell].sum(axis=1), np.full(B, dt * weight_k)) for A, dt, B in As]))
-        mq = _ratio([(A[:, sel, :].sum(axis=(1, 2)), np.full(B, dt * weight_k)) for A, dt, B in As])
+            ests.append(R([(A[:, sel, ell].sum(axis=1), np.full(B, dt * weight_k)) for A, dt, B in As]))
+        mq = R([(A[:, sel, :].sum(axis=(1, 2)), np.full(B, dt * weight_k)) for A, dt, B in As])
         return ests, mq
 
     u_est, mq = level_est(n, list(range(K)))
-    so = _ratio([(np.array(out["so_sum"]), np.array(out["cnt"], float)) for out, _ in runs])
-    wa = _ratio([(np.array(out["wa_sum"]), np.array(out["cnt"], float)) for out, _ in runs])
+    so = R([(np.array(out["so_sum"]), np.array(out["cnt"], float)) for out, _ in runs])
+    wa = R([(np.array(out["wa_sum"]), np.array(out["cnt"], float)) for out, _ in runs])
 
     def qest(key):
         """Quantiles of the pooled histogram, with Woodruff's error: the batch-means error
@@ -331,12 +352,12 @@ def _summarize(n, d, lam, policy, replace, law, sc, counts, rate, time, burn_in,
         ``(Q(p + 2σ_F) − Q(p − 2σ_F))/4``."""
         res = {}
         if not runs:
-            return {q: _ratio([]) for q in qs}
+            return {q: R([]) for q in qs}
         H = [np.array(out[key], dtype=np.int64) for out, _ in runs]  # batches x bins
         tot = sum(h.sum(axis=0) for h in H)
         for q in qs:
             x = _hist_quantile(tot, q)
-            F = _ratio([(np.array([_hist_cdf(hb, x) for hb in h]), h.sum(axis=1).astype(float)) for h in H])
+            F = R([(np.array([_hist_cdf(hb, x) for hb in h]), h.sum(axis=1).astype(float)) for h in H])
             if math.isfinite(F.stderr):
                 se = (_hist_quantile(tot, q + 2 * F.stderr) - _hist_quantile(tot, q - 2 * F.stderr)) / 4.0
             else:
@@ -348,7 +369,7 @@ def _summarize(n, d, lam, policy, replace, law, sc, counts, rate, time, burn_in,
     classes = []
     for k in range(K):
         ue, mqk = level_est(int(counts[k]), [k])
-        sok = _ratio([(np.array([v[k] for v in out["so_sum_k"]]), np.array([v[k] for v in out["cnt_k"]], float))
+        sok = R([(np.array([v[k] for v in out["so_sum_k"]]), np.array([v[k] for v in out["cnt_k"]], float))
                       for out, _ in runs])
         classes.append(ClassResult(sc.fractions[k], sc.speeds[k], int(counts[k]), np.array([e.mean for e in ue]),
                                    np.array([e.stderr for e in ue]), mqk, sok))
