@@ -15,7 +15,8 @@ from ..service import parse_server_classes, parse_service
 from ..stats import ErrorEstimate
 from .result import ClassResult, GeneralResult
 
-__all__ = ["simulate_general", "POLICIES", "DEFAULT_EVENTS", "CHUNK_EVENTS"]
+__all__ = ["simulate_general", "wants_event_engine", "from_simulate_args", "POLICIES", "DEFAULT_EVENTS",
+           "CHUNK_EVENTS"]
 
 POLICIES = ("jsq-d", "random", "jsq", "jiq")
 """The dispatch rules (issue 21): the same names and meanings as the count engines'."""
@@ -385,3 +386,53 @@ def _summarize(n, d, lam, policy, replace, law, sc, counts, rate, time, burn_in,
         mean_queue_length=mq, sojourn=so, waiting=wa, sojourn_quantiles=qest("h_so"),
         waiting_quantiles=qest("h_wa"), classes=tuple(classes),
         customers=int(sum(sum(out["cnt"]) for out, _ in runs)), interrupted=interrupted, notes=tuple(notes))
+
+
+def wants_event_engine(service="exp", server_classes=None) -> bool:
+    """Whether ``simulate(..., service=, server_classes=)`` needs this engine: a service law
+    other than exponential, or server classes (``None`` and ``"exp"`` keep today's engines).
+
+    Examples
+    --------
+    >>> wants_event_engine(), wants_event_engine("lognormal:4"), wants_event_engine("exp", "0.5:2,0.5:1")
+    (False, True, True)
+    """
+    if server_classes is not None:
+        return True
+    return not parse_service(service).is_exponential
+
+
+_SIMULATE_DEFAULTS = {"steps": None, "engine": "profile", "start": "empty", "workers": None, "record_every": None,
+                      "record_levels": None, "precision": None, "max_steps": None, "client": None}
+
+
+def from_simulate_args(n, d, lam, *, service="exp", server_classes=None, policy="jsq-d", time=None, burn_in=None,
+                       replace=True, seed=0, replications=1, batches=None, progress=None, **others) -> GeneralResult:
+    """:func:`simulate_general` called with :func:`supermarket.simulate`'s keywords (the dispatch
+    of ``simulate`` when :func:`wants_event_engine`).  Keywords this engine has no use for
+    are refused when given a value other than their default (``steps``: give ``time``;
+    ``engine``, ``start``, ``precision``, ``record_every``, ``client``, …); ``time_mode``,
+    ``eps`` and ``control_variates`` are ignored (continuous time; no good set; no control
+    variates on this engine).
+
+    Examples
+    --------
+    >>> from_simulate_args(4, 2, 0.5, service="erlang:2", steps=10**6)
+    Traceback (most recent call last):
+    ...
+    ValueError: steps: the event engine (service erlang:2, server classes None) runs for a time; give time= instead
+    """
+    for key, value in others.items():
+        if key in ("time_mode", "eps", "control_variates", "_force_window"):
+            continue
+        if key not in _SIMULATE_DEFAULTS:
+            raise TypeError(f"simulate() got an unexpected keyword argument {key!r}")
+        default = _SIMULATE_DEFAULTS[key]
+        if value is not None and (default is None or value != default):
+            hint = "runs for a time; give time= instead" if key in ("steps", "max_steps") else \
+                f"does not take {key}= (it starts empty, runs on one process, and has no precision target)"
+            raise ValueError(f"{key}: the event engine (service {service}, server classes {server_classes}) {hint}")
+    return simulate_general(n, d, lam, policy=policy, replace=replace, service=service,
+                            server_classes=server_classes, time=time, burn_in=burn_in, seed=seed,
+                            replications=replications, batches=256 if batches is None else batches,
+                            progress=progress if callable(progress) else None)
