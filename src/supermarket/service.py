@@ -45,6 +45,7 @@ import os
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = [
     "ServiceLaw",
@@ -138,9 +139,10 @@ class ServiceLaw:
         1..m (the rest of the unit interval is absorption).  A 1 x 1 dummy for other laws."""
         if self.name != "ph":
             return np.zeros((1, 1))
+        assert self.alpha is not None and self.T is not None
         return _ph_table(self.alpha, self.T)
 
-    def sample(self, size: int, seed=0) -> np.ndarray:
+    def sample(self, size: int, seed: int | np.random.SeedSequence = 0) -> np.ndarray:
         """``size`` independent samples with NumPy's generator (written from the definition
         of each law, independently of the compiled sampler, for tests and examples)."""
         rng = np.random.default_rng(seed)
@@ -159,6 +161,7 @@ class ServiceLaw:
         if self.name == "deterministic":
             return np.ones(size)
         # phase type: absorption time of the chain
+        assert self.alpha is not None and self.T is not None
         m = self.alpha.size
         rates = -np.diag(self.T)
         jump = np.hstack([self.T / rates[:, None] + np.eye(m), (-self.T.sum(axis=1) / rates)[:, None]])
@@ -206,7 +209,7 @@ def _ph_table(alpha: np.ndarray, T: np.ndarray) -> np.ndarray:
     return tab
 
 
-def phase_type(alpha, T, *, spec: str = "ph") -> ServiceLaw:
+def phase_type(alpha: ArrayLike, T: ArrayLike, *, spec: str = "ph") -> ServiceLaw:
     """A phase-type law ``PH(α, T)`` with mean 1, validated.
 
     Parameters
@@ -305,7 +308,7 @@ def _number(text: str, raw: str) -> float:
     return v
 
 
-def parse_service(text) -> ServiceLaw:
+def parse_service(text: str | ServiceLaw) -> ServiceLaw:
     """The service law of a string (see the module's table); a :class:`ServiceLaw` passes through.
 
     Raises
@@ -465,7 +468,7 @@ class ServerClasses:
         return {"fractions": list(self.fractions), "speeds": list(self.speeds), "mean_speed": self.mean_speed}
 
 
-def parse_server_classes(text) -> ServerClasses:
+def parse_server_classes(text: str | ServerClasses | None) -> ServerClasses:
     """Server classes from ``FRACTION:SPEED,…`` (a :class:`ServerClasses` passes through;
     None gives one class of speed 1).
 

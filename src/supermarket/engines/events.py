@@ -46,6 +46,7 @@ import math
 
 import numpy as np
 from numba import njit
+from numpy.typing import ArrayLike
 
 from .rng import next_below, next_double, next_normal
 
@@ -75,7 +76,7 @@ def _exp1(s):
 
 
 @njit(cache=True)
-def sample_service(s, code, par, tab):
+def sample_service(s: np.ndarray, code: int, par: np.ndarray, tab: np.ndarray) -> float:
     """One work requirement of mean 1.  ``par``: exp —; erlang ``[K]``; hyperexp ``[p, r1,
     r2]``; ph — (``tab`` from :meth:`supermarket.service.ServiceLaw.ph_table`); lognormal
     ``[μ, σ]``; pareto ``[α, scale]``; deterministic —."""
@@ -176,7 +177,7 @@ def _level_down(c, area, last, ctot, k, ell, now):
 
 
 @njit(cache=True)
-def close_areas(c, area, last, now):
+def close_areas(c: np.ndarray, area: np.ndarray, last: np.ndarray, now: float) -> None:
     """Bring every level's integral up to time ``now``."""
     K, L = c.shape
     for k in range(K):
@@ -186,8 +187,11 @@ def close_areas(c, area, last, now):
 
 
 @njit(cache=True, nogil=True)
-def events_kernel(x, lastdep, bound, speed, ht, hj, order, pos, bstart, c, area, last, ctot, s, cfg, svc_par,
-                  svc_tab, fl, it, so, wa, rc, t_stop, max_events):
+def events_kernel(x: np.ndarray, lastdep: np.ndarray, bound: np.ndarray, speed: np.ndarray, ht: np.ndarray,
+                  hj: np.ndarray, order: np.ndarray, pos: np.ndarray, bstart: np.ndarray, c: np.ndarray,
+                  area: np.ndarray, last: np.ndarray, ctot: np.ndarray, s: np.ndarray, cfg: np.ndarray,
+                  svc_par: np.ndarray, svc_tab: np.ndarray, fl: np.ndarray, it: np.ndarray, so: np.ndarray,
+                  wa: np.ndarray, rc: np.ndarray, t_stop: float, max_events: int) -> int:
     """Run events until ``t_stop``, ``max_events``, a full buffer or a full heap or level
     array (see the module docstring).  ``cfg = [n, d, replace, policy, service code,
     keep sorted]``; ``fl = [now, next arrival, rate, t_meas]``; ``it = [heap size, top
@@ -337,8 +341,8 @@ def events_kernel(x, lastdep, bound, speed, ht, hj, order, pos, bstart, c, area,
     return status
 
 
-def new_arrays(class_counts, levels: int = 16, heap: int | None = None, buffer: int = 1 << 16,
-               sorted_mode: bool = False):
+def new_arrays(class_counts: ArrayLike, levels: int = 16, heap: int | None = None, buffer: int = 1 << 16,
+               sorted_mode: bool = False) -> dict[str, np.ndarray]:
     """Fresh arrays for an empty system: a dict of the kernel's array arguments (servers of
     class 0 first, then class 1, …: ``bound[k]`` is the first server after class ``k``)."""
     counts = np.asarray(class_counts, dtype=np.int64)
@@ -346,7 +350,7 @@ def new_arrays(class_counts, levels: int = 16, heap: int | None = None, buffer: 
     K = counts.size
     L = int(levels) + 1
     h = int(heap) if heap is not None else 4 * n + 64
-    a = {
+    a: dict[str, np.ndarray] = {
         "x": np.zeros(n, np.int32),
         "lastdep": np.zeros(n),
         "bound": np.cumsum(counts).astype(np.int64),

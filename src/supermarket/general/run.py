@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import time as _time
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -11,7 +13,7 @@ from .. import model as _m
 from .. import stats as _st
 from ..engines import events as _ev
 from ..engines.rng import next_double, state_from_seed_sequence
-from ..service import parse_server_classes, parse_service
+from ..service import ServerClasses, ServiceLaw, parse_server_classes, parse_service
 from ..stats import ErrorEstimate
 from .result import ClassResult, GeneralResult
 
@@ -231,9 +233,12 @@ def _ratio(parts, min_block=1) -> ErrorEstimate:
     return ErrorEstimate(mean, e.stderr, e.dof, e.n_eff, e.tau_int, e.reliable, e.method, e.blocks, 1, e.note)
 
 
-def simulate_general(n, d, lam, *, policy="jsq-d", replace=True, service="exp", server_classes=None, time=None,
-                     burn_in=None, seed=0, replications=1, batches=256, quantiles=(0.5, 0.9, 0.99),
-                     progress=None) -> GeneralResult:
+def simulate_general(n: int, d: int, lam: float | str, *, policy: str = "jsq-d", replace: bool = True,
+                     service: str | ServiceLaw = "exp", server_classes: str | ServerClasses | None = None,
+                     time: float | None = None, burn_in: float | None = None,
+                     seed: int | np.random.SeedSequence = 0, replications: int = 1, batches: int = 256,
+                     quantiles: Sequence[float] = (0.5, 0.9, 0.99),
+                     progress: Callable[[float], object] | None = None) -> GeneralResult:
     """Simulate ``n`` FIFO servers under a dispatch rule with any service law and server classes.
 
     Parameters
@@ -283,7 +288,7 @@ def simulate_general(n, d, lam, *, policy="jsq-d", replace=True, service="exp", 
     law = parse_service(service)
     sc = parse_server_classes(server_classes)
     counts = sc.counts(n)
-    rate = n * lam * sc.mean_speed
+    rate = n * float(lam) * sc.mean_speed
     if time is None:
         time = DEFAULT_EVENTS / (1.1 * 2.0 * rate)
     if burn_in is None:
@@ -388,7 +393,7 @@ def _summarize(n, d, lam, policy, replace, law, sc, counts, rate, time, burn_in,
         customers=int(sum(sum(out["cnt"]) for out, _ in runs)), interrupted=interrupted, notes=tuple(notes))
 
 
-def wants_event_engine(service="exp", server_classes=None) -> bool:
+def wants_event_engine(service: str | ServiceLaw = "exp", server_classes: str | ServerClasses | None = None) -> bool:
     """Whether ``simulate(..., service=, server_classes=)`` needs this engine: a service law
     other than exponential, or server classes (``None`` and ``"exp"`` keep today's engines).
 
@@ -406,8 +411,11 @@ _SIMULATE_DEFAULTS = {"steps": None, "engine": "profile", "start": "empty", "wor
                       "record_levels": None, "precision": None, "max_steps": None, "client": None}
 
 
-def from_simulate_args(n, d, lam, *, service="exp", server_classes=None, policy="jsq-d", time=None, burn_in=None,
-                       replace=True, seed=0, replications=1, batches=None, progress=None, **others) -> GeneralResult:
+def from_simulate_args(n: int, d: int, lam: float | str, *, service: str | ServiceLaw = "exp",
+                       server_classes: str | ServerClasses | None = None, policy: str = "jsq-d",
+                       time: float | None = None, burn_in: float | None = None, replace: bool = True,
+                       seed: int | np.random.SeedSequence = 0, replications: int = 1, batches: int | None = None,
+                       progress: object = None, **others: Any) -> GeneralResult:
     """:func:`simulate_general` called with :func:`supermarket.simulate`'s keywords (the dispatch
     of ``simulate`` when :func:`wants_event_engine`).  Keywords this engine has no use for
     are refused when given a value other than their default (``steps``: give ``time``;
