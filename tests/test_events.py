@@ -204,3 +204,15 @@ def test_jsq_and_jiq_at_two_servers_against_the_brute_force_chain(policy):
     # the two rules differ by more than the error bars here (JIQ ignores lengths once all are busy)
     other = brute_force_mean_queue(2, lam, "jiq" if policy == "jsq" else "jsq")
     assert abs(r.mean_queue_length.mean - other) > Z * r.mean_queue_length.stderr
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_ties_are_broken_uniformly_between_classes(replace):
+    # two classes of equal speed are one class: by symmetry they carry the same load.  Server
+    # indices run class by class, and Floyd's sampling without replacement does not order its
+    # sample uniformly, so "the first shortest" instead of a uniform tie-break would load class 0 more
+    r = simulate_general(2, 2, 0.7, replace=replace, service="erlang:2", server_classes="0.5:1,0.5:1",
+                         time=50_000.0, seed=41)
+    a, b = r.classes
+    assert abs(a.u_mean[0] - b.u_mean[0]) <= Z * math.hypot(a.u_stderr[0], b.u_stderr[0]), (a.u_mean[0], b.u_mean[0])
+    close(a.sojourn, b.sojourn.mean, z=Z * math.sqrt(2))
