@@ -216,3 +216,11 @@ def test_ties_are_broken_uniformly_between_classes(replace):
     a, b = r.classes
     assert abs(a.u_mean[0] - b.u_mean[0]) <= Z * math.hypot(a.u_stderr[0], b.u_stderr[0]), (a.u_mean[0], b.u_mean[0])
     close(a.sojourn, b.sojourn.mean, z=Z * math.sqrt(2))
+
+
+def test_threads_give_the_same_numbers():
+    kw = dict(service="lognormal:3", time=200.0, seed=12, replications=3, batches=64)
+    a = simulate_general(20, 2, 0.8, workers=1, **kw)
+    b = simulate_general(20, 2, 0.8, workers=3, **kw)
+    assert a.events == b.events and np.array_equal(a.u_mean, b.u_mean)
+    assert (a.sojourn.mean, a.mean_queue_length.mean) == (b.sojourn.mean, b.mean_queue_length.mean)

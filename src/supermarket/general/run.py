@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import math
+import os
+import threading
 import time as _time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -98,8 +101,7 @@ def _check(n, d, lam, policy, replace, time, burn_in, replications, batches, qua
     return n, d, lam, time, burn_in, replications, batches, qs
 
 
-def _run_one(n, d, lam, code, replace, law, counts, speeds, rate, time, burn_in, batches, qs, ss, progress, done0,
-             total):
+def _run_one(n, d, lam, code, replace, law, counts, speeds, rate, time, burn_in, batches, qs, ss, progress, stop):
     """One replication: per batch, the level integrals per class, and the customers' sums and
     quantiles.  Returns a dict of per-batch arrays and ``interrupted``."""
     sorted_mode = code in (_ev.JSQ, _ev.JIQ)
@@ -118,6 +120,7 @@ def _run_one(n, d, lam, code, replace, law, counts, speeds, rate, time, burn_in,
     pieces_so, pieces_wa, pieces_rc = [], [], []
     out = {"area": [], "so_sum": [], "wa_sum": [], "cnt": [], "so_sum_k": [], "cnt_k": [], "h_so": [], "h_wa": []}
     interrupted = False
+    dt = time / batches
 
     def run_to(t_stop):
         nonlocal a
@@ -125,6 +128,8 @@ def _run_one(n, d, lam, code, replace, law, counts, speeds, rate, time, burn_in,
             st = _ev.events_kernel(a["x"], a["lastdep"], a["bound"], spd, a["ht"], a["hj"], a["order"],
                                    a["pos"], a["bstart"], a["c"], a["area"], a["last"], a["ctot"], s, cfg, par, tab,
                                    fl, it, a["so"], a["wa"], a["rc"], t_stop, CHUNK_EVENTS)
+            if stop.is_set():
+                raise KeyboardInterrupt
             if st == _ev.DONE:
                 return
             if st == _ev.GROW:
@@ -132,7 +137,7 @@ def _run_one(n, d, lam, code, replace, law, counts, speeds, rate, time, burn_in,
             elif st == _ev.FULL:
                 drain()
             elif progress is not None:
-                progress(min(1.0, (done0 + fl[_ev.F_NOW]) / total))
+                progress(fl[_ev.F_NOW])
 
     def drain():
         m = int(it[_ev.I_NREC])
@@ -150,7 +155,6 @@ def _run_one(n, d, lam, code, replace, law, counts, speeds, rate, time, burn_in,
         pieces_wa.clear()
         pieces_rc.clear()
         it[_ev.I_NREC] = 0
-        dt = time / batches
         for b in range(batches):
             t_end = burn_in + (b + 1) * dt if b < batches - 1 else burn_in + time
             run_to(t_end)
@@ -172,7 +176,7 @@ def _run_one(n, d, lam, code, replace, law, counts, speeds, rate, time, burn_in,
             out["h_so"].append(_hist(so))
             out["h_wa"].append(_hist(wa))
             if progress is not None:
-                progress(min(1.0, (done0 + t_end) / total))
+                progress(t_end)
     except KeyboardInterrupt:
         interrupted = True
     return out, dt, int(it[_ev.I_EVENTS]), interrupted
@@ -238,7 +242,8 @@ def simulate_general(n: int, d: int, lam: float | str, *, policy: str = "jsq-d",
                      time: float | None = None, burn_in: float | None = None,
                      seed: int | np.random.SeedSequence = 0, replications: int = 1, batches: int = 256,
                      quantiles: Sequence[float] = (0.5, 0.9, 0.99),
-                     progress: Callable[[float], object] | None = None) -> GeneralResult:
+                     progress: Callable[[float], object] | None = None,
+                     workers: int | None = None) -> GeneralResult:
     """Simulate ``n`` FIFO servers under a dispatch rule with any service law and server classes.
 
     Parameters
@@ -267,6 +272,9 @@ def simulate_general(n: int, d: int, lam: float | str, *, policy: str = "jsq-d",
         Quantiles of the sojourn and waiting times.
     progress : callable, optional
         Called with the fraction done.
+    workers : int, optional
+        Threads running replications at once (the kernel releases the GIL); default the
+        cores, at most ``replications``.  The numbers do not depend on it.
 
     Returns
     -------
@@ -294,22 +302,46 @@ def simulate_general(n: int, d: int, lam: float | str, *, policy: str = "jsq-d",
     if burn_in is None:
         burn_in = time / 10.0
     code = _ev.POLICY_CODES[policy]
+    if workers is None:
+        workers = max(1, min(os.cpu_count() or 1, replications))
+    workers = _m.check_positive_int("workers", workers, maximum=1024)
     seeds = _m.spawn_seeds(seed, replications)
-    runs = []
-    events = 0
-    interrupted = False
-    t0 = _time.perf_counter()
     total = replications * (burn_in + time)
-    for r in range(replications):
-        out, dt, ev, intr = _run_one(n, d, lam, code, replace, law, counts, sc.speeds, rate, time, burn_in, batches,
-                                     qs, seeds[r], progress, r * (burn_in + time), total)
-        events += ev
-        if out["area"]:
-            runs.append((out, dt))
-        if intr:
-            interrupted = True
-            break
+    done = [0.0] * replications
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def one(r):
+        def tick(t):  # the clock of replication r reached t
+            if progress is not None:
+                with lock:
+                    done[r] = t
+                    progress(min(1.0, sum(done) / total))
+
+        return _run_one(n, d, lam, code, replace, law, counts, sc.speeds, rate, time, burn_in, batches, qs, seeds[r],
+                        tick, stop)
+
+    t0 = _time.perf_counter()
+    results = []
+    if workers == 1 or replications == 1:
+        for r in range(replications):
+            results.append(one(r))
+            if results[-1][3]:
+                break
+    else:
+        pool = ThreadPoolExecutor(max_workers=workers)
+        futures = [pool.submit(one, r) for r in range(replications)]
+        try:
+            results = [f.result() for f in futures]
+        except KeyboardInterrupt:
+            stop.set()
+            results = [f.result() for f in futures]
+        finally:
+            pool.shutdown(wait=True)
     wall = _time.perf_counter() - t0
+    runs = [(out, dt) for out, dt, _, _ in results if out["area"]]
+    events = sum(ev for _, _, ev, _ in results)
+    interrupted = any(intr for _, _, _, intr in results)
     return _summarize(n, d, lam, policy, replace, law, sc, counts, rate, time, burn_in, replications, batches, qs,
                       runs, events, wall, interrupted)
 
@@ -407,7 +439,7 @@ def wants_event_engine(service: str | ServiceLaw = "exp", server_classes: str | 
     return not parse_service(service).is_exponential
 
 
-_SIMULATE_DEFAULTS = {"steps": None, "engine": "profile", "start": "empty", "workers": None, "record_every": None,
+_SIMULATE_DEFAULTS = {"steps": None, "engine": "profile", "start": "empty", "record_every": None,
                       "record_levels": None, "precision": None, "max_steps": None, "client": None}
 
 
@@ -415,7 +447,7 @@ def from_simulate_args(n: int, d: int, lam: float | str, *, service: str | Servi
                        server_classes: str | ServerClasses | None = None, policy: str = "jsq-d",
                        time: float | None = None, burn_in: float | None = None, replace: bool = True,
                        seed: int | np.random.SeedSequence = 0, replications: int = 1, batches: int | None = None,
-                       progress: object = None, **others: Any) -> GeneralResult:
+                       progress: object = None, workers: int | None = None, **others: Any) -> GeneralResult:
     """:func:`simulate_general` called with :func:`supermarket.simulate`'s keywords (the dispatch
     of ``simulate`` when :func:`wants_event_engine`).  Keywords this engine has no use for
     are refused when given a value other than their default (``steps``: give ``time``;
@@ -443,4 +475,4 @@ def from_simulate_args(n: int, d: int, lam: float | str, *, service: str | Servi
     return simulate_general(n, d, lam, policy=policy, replace=replace, service=service,
                             server_classes=server_classes, time=time, burn_in=burn_in, seed=seed,
                             replications=replications, batches=256 if batches is None else batches,
-                            progress=progress if callable(progress) else None)
+                            progress=progress if callable(progress) else None, workers=workers)
