@@ -224,3 +224,17 @@ def test_threads_give_the_same_numbers():
     b = simulate_general(20, 2, 0.8, workers=3, **kw)
     assert a.events == b.events and np.array_equal(a.u_mean, b.u_mean)
     assert (a.sojourn.mean, a.mean_queue_length.mean) == (b.sojourn.mean, b.mean_queue_length.mean)
+
+
+def test_ctrl_c_keeps_the_batches_done():
+    calls = []
+
+    def progress(frac):
+        calls.append(frac)
+        if len(calls) == 40:  # as if Ctrl-C came during the 40th report
+            raise KeyboardInterrupt
+
+    r = simulate_general(10, 2, 0.8, service="hyperexp:2", time=1000.0, seed=3, batches=64, progress=progress)
+    assert r.interrupted and "interrupted" in " ".join(r.notes)
+    assert r.customers > 0 and np.isfinite(r.mean_queue_length.mean)
+    assert all(0 <= f <= 1 for f in calls) and calls == sorted(calls)
