@@ -238,3 +238,10 @@ def test_ctrl_c_keeps_the_batches_done():
     assert r.interrupted and "interrupted" in " ".join(r.notes)
     assert r.customers > 0 and np.isfinite(r.mean_queue_length.mean)
     assert all(0 <= f <= 1 for f in calls) and calls == sorted(calls)
+
+
+def test_random_routing_says_when_a_slow_class_is_overloaded():
+    r = simulate_general(10, 1, 0.8, policy="random", server_classes="0.5:2,0.5:1", time=20.0, seed=2, batches=8)
+    assert any("class 0.5:1 get more work than they can serve" in m for m in r.notes)
+    r = simulate_general(10, 2, 0.8, server_classes="0.5:2,0.5:1", time=20.0, seed=2, batches=8)
+    assert not any("more work" in m for m in r.notes)  # JSQ(2) balances them

@@ -153,5 +153,10 @@ class GeneralResult:
                  f"waiting {pm(self.waiting)}"]
         for q, e in self.sojourn_quantiles.items():
             lines.append(f"sojourn q{q:g}: {pm(e)}")
+        if len(self.classes) > 1:
+            for c in self.classes:
+                lines.append(f"class {c.fraction:g}:{c.speed:g} ({c.servers} servers): mean queue length "
+                             f"{pm(c.mean_queue_length)}; sojourn {pm(c.sojourn)}")
+        lines.append("(± one standard error: batch means, blocking; no control variates on this engine)")
         lines.extend(self.notes)
         return "\n".join(lines)

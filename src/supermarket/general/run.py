@@ -187,16 +187,22 @@ def _first_arrival(s, rate):
 
 
 RELAX_FACTOR = 1.0
-"""Blocks of the error analysis span at least this many relaxation times (:func:`_relaxation`)."""
+"""Under random routing, blocks of the error analysis span at least this many relaxation
+times of the slowest server's queue (:func:`_relaxation`)."""
 
 
-def _relaxation(lam, law, sc) -> float:
-    """A relaxation-time scale of the slowest server's queue (derived, a heuristic): that of
-    an M/M/1 queue at its utilisation ``ρ = λ s̄/s_min``, ``1/(s_min(1 − √ρ)²)``, times
-    ``(1 + SCV)/2`` (the heavy-traffic variance factor of an M/G/1 queue), with SCV at most
-    100.  Dispatch rules that balance load relax faster: this is an upper scale."""
+def _relaxation(lam, law, sc, policy) -> float:
+    """Under ``random`` routing each server is an M/G/1 queue at ``ρ = λ s̄/s``: a relaxation
+    time scale of the slowest one, ``1/(s(1 − √ρ)²)`` (the M/M/1 value) times ``(1 + SCV)/2``
+    (the heavy-traffic variance factor of M/G/1; SCV at most 100) [derived, a heuristic].  0
+    (no floor) for the other rules, which balance the queues and relax faster, and for an
+    unstable slow class (ρ >= 1)."""
+    if policy != "random":
+        return 0.0
     s_min = min(sc.speeds)
-    rho = min(lam * sc.mean_speed / s_min, 0.999999)
+    rho = lam * sc.mean_speed / s_min
+    if rho >= 1.0:
+        return 0.0
     scv = min(law.scv, 100.0) if math.isfinite(law.scv) else 100.0
     return max(1.0, (1.0 + scv) / 2.0) / (s_min * (1.0 - math.sqrt(rho)) ** 2)
 
@@ -367,7 +373,7 @@ def _summarize(n, d, lam, policy, replace, law, sc, counts, rate, time, burn_in,
     As = [(areas(out), dt, len(out["area"])) for out, dt in runs]
     # blocks span at least RELAX_FACTOR relaxation times (in batches of the run)
     dt0 = runs[0][1] if runs else 1.0
-    mb = max(1, math.ceil(RELAX_FACTOR * _relaxation(lam, law, sc) / dt0))
+    mb = max(1, math.ceil(RELAX_FACTOR * _relaxation(lam, law, sc, policy) / dt0))
 
     def R(parts):
         return _ratio(parts, mb)
@@ -414,6 +420,10 @@ def _summarize(n, d, lam, policy, replace, law, sc, counts, rate, time, burn_in,
     notes = []
     if law.note:
         notes.append(law.note)
+    unstable = [f"{f:g}:{v:g}" for f, v in zip(sc.fractions, sc.speeds) if lam * sc.mean_speed >= v]
+    if policy == "random" and unstable:
+        notes.append(f"under random routing the servers of class {', '.join(unstable)} get more work than they "
+                     "can serve (λ·s̄ >= speed): their queues grow without bound and their averages do not settle")
     if interrupted:
         notes.append("interrupted (Ctrl-C): the result holds the batches completed")
     return GeneralResult(
