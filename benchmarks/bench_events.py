@@ -42,8 +42,9 @@ def ours(n, events, reps=3):
     best = (0.0, 0.0, 0.0)
     for r in range(reps):
         c0 = time.process_time()
-        res = simulate_general(n, D, LAM, service=SERVICE, time=horizon * 10 / 11, burn_in=horizon / 11,
-                               batches=64, seed=r + 1)
+        res = simulate_general(
+            n, D, LAM, service=SERVICE, time=horizon * 10 / 11, burn_in=horizon / 11, batches=64, seed=r + 1
+        )
         cpu = time.process_time() - c0
         out = (res.events / res.wall_s, res.events / cpu, res.customers / res.wall_s)
         best = max(best, out)
@@ -94,8 +95,10 @@ def main():
     ap.add_argument("--quick", action="store_true", help="10^6 events per run, one run")
     args = ap.parse_args()
     events, reps = (10**6, 1) if args.quick else (10**7, 2)
-    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, Python {platform.python_version()}, "
-          f"{platform.machine()}, load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, Python {platform.python_version()}, "
+        f"{platform.machine()}, load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    )
     print(f"\nJSQ({D}), λ = {LAM}, service {SERVICE}\n")
     print("| engine | n | M events/s (wall) | M events/s (CPU) | customers/s | target |")
     print("|---|---|---|---|---|---|")

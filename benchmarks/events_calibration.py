@@ -42,8 +42,9 @@ def main(seeds=30):
             r = simulate_general(50, 1, 0.7, policy="random", service=svc, time=20_000.0, seed=100 + seed)
             z.append((r.mean_queue_length.mean - pk(0.7, c2)) / r.mean_queue_length.stderr)
         z = np.array(z)
-        print(f"{svc:14s} mean queue length: mean z {z.mean():+.2f}, sd z {z.std(ddof=1):.2f}, "
-              f"max |z| {abs(z).max():.2f}")
+        print(
+            f"{svc:14s} mean queue length: mean z {z.mean():+.2f}, sd z {z.std(ddof=1):.2f}, max |z| {abs(z).max():.2f}"
+        )
     qs = (0.5, 0.9, 0.99)
     z = []
     for seed in range(seeds):

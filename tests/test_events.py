@@ -37,8 +37,9 @@ def close(est, value, z=Z):
     assert abs(est.mean - value) <= z * est.stderr, (est.mean, value, est.stderr, (est.mean - value) / est.stderr)
 
 
-@pytest.mark.parametrize("service,scv", [("deterministic", 0.0), ("erlang:4", 0.25), ("hyperexp:4", 4.0),
-                                         ("lognormal:2", 2.0)])
+@pytest.mark.parametrize(
+    "service,scv", [("deterministic", 0.0), ("erlang:4", 0.25), ("hyperexp:4", 4.0), ("lognormal:2", 2.0)]
+)
 def test_random_routing_is_independent_mg1(service, scv):
     lam = 0.7
     r = simulate_general(50, 1, lam, policy="random", service=service, time=20_000.0, seed=11)
@@ -59,8 +60,7 @@ def test_md1_queue_length_law():
 
 def test_mm1_queue_length_and_fifo_sojourn_law():
     rho = 0.7
-    r = simulate_general(50, 1, rho, policy="random", service="exp", time=10_000.0, seed=5,
-                         quantiles=(0.5, 0.9))
+    r = simulate_general(50, 1, rho, policy="random", service="exp", time=10_000.0, seed=5, quantiles=(0.5, 0.9))
     for ell in range(1, 6):
         assert abs(r.u_mean[ell - 1] - rho**ell) <= Z * r.u_stderr[ell - 1], (ell, r.u_mean[ell - 1], rho**ell)
     # FIFO M/M/1: the sojourn is exponential(1 − ρ) [classical]; LIFO or random order would
@@ -72,8 +72,10 @@ def test_mm1_queue_length_and_fifo_sojourn_law():
     assert r.waiting_quantiles[0.5].mean == pytest.approx(math.log(2 * rho) / (1 - rho), rel=0.05)
 
 
-@pytest.mark.parametrize("policy,d,replace", [("jsq-d", 2, True), ("jsq", 1, True), ("jiq", 1, True),
-                                              ("random", 1, True), ("jsq-d", 1, False)])
+@pytest.mark.parametrize(
+    "policy,d,replace",
+    [("jsq-d", 2, True), ("jsq", 1, True), ("jiq", 1, True), ("random", 1, True), ("jsq-d", 1, False)],
+)
 def test_one_server_is_mg1_for_every_rule(policy, d, replace):
     lam, scv = 0.6, 2.0
     r = simulate_general(1, d, lam, policy=policy, replace=replace, service="lognormal:2", time=100_000.0, seed=2)
@@ -83,8 +85,9 @@ def test_one_server_is_mg1_for_every_rule(policy, d, replace):
 
 def test_random_routing_with_classes_is_mm1_per_class():
     lam = 0.5
-    r = simulate_general(40, 1, lam, policy="random", service="exp", server_classes="0.5:2,0.5:1",
-                         time=10_000.0, seed=9)
+    r = simulate_general(
+        40, 1, lam, policy="random", service="exp", server_classes="0.5:2,0.5:1", time=10_000.0, seed=9
+    )
     sbar = 1.5
     assert r.arrival_rate == pytest.approx(40 * lam * sbar)
     for c in r.classes:
@@ -131,23 +134,25 @@ def test_same_seed_same_numbers_and_chunking_does_not_matter():
 def test_result_to_dict_is_json():
     import json
 
-    r = simulate_general(6, 2, 0.5, service="hyperexp:3", server_classes="0.5:2,0.5:1", time=200.0, seed=1,
-                         batches=64)
+    r = simulate_general(6, 2, 0.5, service="hyperexp:3", server_classes="0.5:2,0.5:1", time=200.0, seed=1, batches=64)
     d = json.loads(json.dumps(r.to_dict(), allow_nan=False))
     assert d["service"]["spec"] == "hyperexp:3" and len(d["classes"]) == 2
     assert set(d["classes"][0]) >= {"fraction", "speed", "u_mean", "mean_queue_length", "sojourn"}
     assert "no control variates" in d["error_bars"]
 
 
-@pytest.mark.parametrize("kw,match", [
-    (dict(policy="jsq-2"), "policy must be one of"),
-    (dict(service="gamma:2"), "service must be one of"),
-    (dict(server_classes="0.5:1,0.5:2", n=3), "whole number"),
-    (dict(lam=1.0), "lam"),
-    (dict(d=5, replace=False), "d"),
-    (dict(time=-1.0), "time"),
-    (dict(batches=1), "batches"),
-])
+@pytest.mark.parametrize(
+    "kw,match",
+    [
+        (dict(policy="jsq-2"), "policy must be one of"),
+        (dict(service="gamma:2"), "service must be one of"),
+        (dict(server_classes="0.5:1,0.5:2", n=3), "whole number"),
+        (dict(lam=1.0), "lam"),
+        (dict(d=5, replace=False), "d"),
+        (dict(time=-1.0), "time"),
+        (dict(batches=1), "batches"),
+    ],
+)
 def test_bad_input(kw, match):
     args = dict(n=4, d=2, lam=0.5, time=10.0)
     args.update(kw)
@@ -211,8 +216,9 @@ def test_ties_are_broken_uniformly_between_classes(replace):
     # two classes of equal speed are one class: by symmetry they carry the same load.  Server
     # indices run class by class, and Floyd's sampling without replacement does not order its
     # sample uniformly, so "the first shortest" instead of a uniform tie-break would load class 0 more
-    r = simulate_general(2, 2, 0.7, replace=replace, service="erlang:2", server_classes="0.5:1,0.5:1",
-                         time=50_000.0, seed=41)
+    r = simulate_general(
+        2, 2, 0.7, replace=replace, service="erlang:2", server_classes="0.5:1,0.5:1", time=50_000.0, seed=41
+    )
     a, b = r.classes
     assert abs(a.u_mean[0] - b.u_mean[0]) <= Z * math.hypot(a.u_stderr[0], b.u_stderr[0]), (a.u_mean[0], b.u_mean[0])
     close(a.sojourn, b.sojourn.mean, z=Z * math.sqrt(2))

@@ -69,12 +69,15 @@ def test_lognormal_and_pareto_parameters():
 
 
 # ------------------------------------------------------------- the compiled sampler
-@pytest.mark.parametrize("spec,dist", [
-    ("exp", sst.expon()),
-    ("erlang:4", sst.gamma(4, scale=0.25)),
-    ("lognormal:2", sst.lognorm(math.sqrt(math.log(3.0)), scale=math.exp(-math.log(3.0) / 2))),
-    ("pareto:2.5", sst.pareto(2.5, scale=0.6)),
-])
+@pytest.mark.parametrize(
+    "spec,dist",
+    [
+        ("exp", sst.expon()),
+        ("erlang:4", sst.gamma(4, scale=0.25)),
+        ("lognormal:2", sst.lognorm(math.sqrt(math.log(3.0)), scale=math.exp(-math.log(3.0) / 2))),
+        ("pareto:2.5", sst.pareto(2.5, scale=0.6)),
+    ],
+)
 def test_compiled_sampler_has_the_law(spec, dist):
     x = compiled_samples(spec)
     # KS at 40,000 samples: the 0.1 % critical value is 1.95/√N ≈ 0.0098; a wrong scale of 1 % already fails
@@ -129,9 +132,26 @@ def test_two_moment_fit_hits_mean_and_scv(c2):
 
 
 # ------------------------------------------------------------------- bad input
-@pytest.mark.parametrize("bad", ["", "gamma:2", "erlang", "erlang:0", "erlang:2.5", "hyperexp:1", "hyperexp:x",
-                                 "lognormal:0", "lognormal:-1", "pareto:1", "pareto:nan", "exp:2", "ph:",
-                                 "ph:/nonexistent.json", "deterministic:1"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "",
+        "gamma:2",
+        "erlang",
+        "erlang:0",
+        "erlang:2.5",
+        "hyperexp:1",
+        "hyperexp:x",
+        "lognormal:0",
+        "lognormal:-1",
+        "pareto:1",
+        "pareto:nan",
+        "exp:2",
+        "ph:",
+        "ph:/nonexistent.json",
+        "deterministic:1",
+    ],
+)
 def test_bad_service_strings(bad):
     with pytest.raises(ValueError, match=r"service must be one of exp, erlang:K .*pareto:ALPHA"):
         parse_service(bad)

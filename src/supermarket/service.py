@@ -68,8 +68,10 @@ __all__ = [
 # codes of the laws in compiled code (engines/events.py: sample_service)
 EXP, ERLANG, HYPEREXP, PH, LOGNORMAL, PARETO, DETERMINISTIC = range(7)
 
-SERVICE_FORMS = ("exp, erlang:K (integer K >= 1), hyperexp:SCV (SCV > 1), ph:FILE.json, "
-                 "lognormal:SCV (SCV > 0), pareto:ALPHA (ALPHA > 1), deterministic")
+SERVICE_FORMS = (
+    "exp, erlang:K (integer K >= 1), hyperexp:SCV (SCV > 1), ph:FILE.json, "
+    "lognormal:SCV (SCV > 0), pareto:ALPHA (ALPHA > 1), deterministic"
+)
 """The valid forms of a service string, as the error messages list them."""
 
 CLASSES_FORM = "FRACTION:SPEED,… (for example 0.5:2,0.5:1; fractions > 0 summing to 1, speeds > 0)"
@@ -176,9 +178,13 @@ class ServiceLaw:
 
     def to_dict(self) -> dict:
         """JSON-safe description: name, spec, mean, SCV (``"inf"`` when infinite), phases."""
-        out = {"name": self.name, "spec": self.spec, "mean": self.mean,
-               "scv": self.scv if math.isfinite(self.scv) else "inf",
-               "phases": None if self.alpha is None else int(self.alpha.size)}
+        out = {
+            "name": self.name,
+            "spec": self.spec,
+            "mean": self.mean,
+            "scv": self.scv if math.isfinite(self.scv) else "inf",
+            "phases": None if self.alpha is None else int(self.alpha.size),
+        }
         if self.note:
             out["note"] = self.note
         return out
@@ -262,8 +268,9 @@ def phase_type(alpha: ArrayLike, T: ArrayLike, *, spec: str = "ph") -> ServiceLa
     if not (math.isfinite(m1) and m1 > 0 and math.isfinite(m2)):
         raise ValueError("service: T is not a sub-generator whose phases are all absorbed (-T is singular)")
     if abs(m1 - 1.0) > _MEAN_TOL:
-        raise ValueError(f"service: the phase-type law has mean {m1:.12g}, not 1; multiply T by {m1:.12g} "
-                         "to rescale it to mean 1")
+        raise ValueError(
+            f"service: the phase-type law has mean {m1:.12g}, not 1; multiply T by {m1:.12g} to rescale it to mean 1"
+        )
     return ServiceLaw("ph", spec, m2 - 1.0, PH, np.zeros(1), _frozen(a), _frozen(t))
 
 
@@ -277,8 +284,15 @@ def _erlang(k: int) -> ServiceLaw:
 def _hyperexp(c2: float) -> ServiceLaw:
     p = (1.0 + math.sqrt((c2 - 1.0) / (c2 + 1.0))) / 2.0
     r1, r2 = 2.0 * p, 2.0 * (1.0 - p)
-    return ServiceLaw("hyperexp", f"hyperexp:{c2:g}", c2, HYPEREXP, _frozen([p, r1, r2]), _frozen([p, 1.0 - p]),
-                      _frozen(np.diag([-r1, -r2])))
+    return ServiceLaw(
+        "hyperexp",
+        f"hyperexp:{c2:g}",
+        c2,
+        HYPEREXP,
+        _frozen([p, r1, r2]),
+        _frozen([p, 1.0 - p]),
+        _frozen(np.diag([-r1, -r2])),
+    )
 
 
 def _lognormal(c2: float) -> ServiceLaw:
@@ -288,8 +302,14 @@ def _lognormal(c2: float) -> ServiceLaw:
 
 def _pareto(a: float) -> ServiceLaw:
     c2 = 1.0 / (a * (a - 2.0)) if a > 2.0 else math.inf
-    note = "" if a > 2.0 else (f"pareto:{a:g} has infinite variance (alpha <= 2): mean waiting and queue "
-                               "lengths are infinite in equilibrium, and time averages do not settle")
+    note = (
+        ""
+        if a > 2.0
+        else (
+            f"pareto:{a:g} has infinite variance (alpha <= 2): mean waiting and queue "
+            "lengths are infinite in equilibrium, and time averages do not settle"
+        )
+    )
     return ServiceLaw("pareto", f"pareto:{a:g}", c2, PARETO, _frozen([a, (a - 1.0) / a]), note=note)
 
 
@@ -457,8 +477,10 @@ class ServerClasses:
             x = f * n
             r = round(x)
             if abs(x - r) > 1e-9 * max(1.0, x) or r < 1:
-                raise ValueError(f"server_classes: fraction {f:g} of n = {n} servers is {x:g}, not a whole number "
-                                 "of servers; choose n so that every fraction times n is whole")
+                raise ValueError(
+                    f"server_classes: fraction {f:g} of n = {n} servers is {x:g}, not a whole number "
+                    "of servers; choose n so that every fraction times n is whole"
+                )
             out.append(int(r))
         if sum(out) != n:
             raise ValueError(f"server_classes: the classes hold {sum(out)} servers at n = {n}, not n")
@@ -504,8 +526,10 @@ def parse_server_classes(text: str | ServerClasses | None) -> ServerClasses:
         if not sep or not (math.isfinite(fv) and math.isfinite(sv)):
             raise ValueError(f"server_classes must be {CLASSES_FORM}; {part!r} of {text!r} is not FRACTION:SPEED")
         if not (0.0 < fv <= 1.0) or not sv > 0.0:
-            raise ValueError(f"server_classes must be {CLASSES_FORM}; {part!r} of {text!r} has a fraction outside "
-                             "(0, 1] or a speed <= 0")
+            raise ValueError(
+                f"server_classes must be {CLASSES_FORM}; {part!r} of {text!r} has a fraction outside "
+                "(0, 1] or a speed <= 0"
+            )
         fr.append(fv)
         sp.append(sv)
     if abs(sum(fr) - 1.0) > 1e-9:

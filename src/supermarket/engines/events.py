@@ -53,11 +53,28 @@ from numpy.typing import ArrayLike
 from .rng import next_below, next_double, next_normal
 
 __all__ = [
-    "events_kernel", "close_areas", "grow", "sample_service", "new_arrays",
-    "JSQ_D", "RANDOM", "JSQ", "JIQ", "POLICY_CODES",
-    "DONE", "GROW", "FULL", "EVENTS",
-    "F_NOW", "F_NEXT", "F_RATE", "F_TMEAS",
-    "I_HSIZE", "I_TOP", "I_NREC", "I_EVENTS",
+    "events_kernel",
+    "close_areas",
+    "grow",
+    "sample_service",
+    "new_arrays",
+    "JSQ_D",
+    "RANDOM",
+    "JSQ",
+    "JIQ",
+    "POLICY_CODES",
+    "DONE",
+    "GROW",
+    "FULL",
+    "EVENTS",
+    "F_NOW",
+    "F_NEXT",
+    "F_RATE",
+    "F_TMEAS",
+    "I_HSIZE",
+    "I_TOP",
+    "I_NREC",
+    "I_EVENTS",
 ]
 
 JSQ_D, RANDOM, JSQ, JIQ = 0, 1, 2, 3
@@ -197,11 +214,32 @@ def close_areas(c: np.ndarray, area: np.ndarray, last: np.ndarray, now: float) -
 
 
 @njit(cache=True, nogil=True)
-def events_kernel(x: np.ndarray, lastdep: np.ndarray, bound: np.ndarray, speed: np.ndarray, ht: np.ndarray,
-                  hj: np.ndarray, order: np.ndarray, pos: np.ndarray, bstart: np.ndarray, c: np.ndarray,
-                  area: np.ndarray, last: np.ndarray, ctot: np.ndarray, s: np.ndarray, cfg: np.ndarray,
-                  svc_par: np.ndarray, svc_tab: np.ndarray, fl: np.ndarray, it: np.ndarray, so: np.ndarray,
-                  wa: np.ndarray, rc: np.ndarray, t_stop: float, max_events: int) -> int:
+def events_kernel(
+    x: np.ndarray,
+    lastdep: np.ndarray,
+    bound: np.ndarray,
+    speed: np.ndarray,
+    ht: np.ndarray,
+    hj: np.ndarray,
+    order: np.ndarray,
+    pos: np.ndarray,
+    bstart: np.ndarray,
+    c: np.ndarray,
+    area: np.ndarray,
+    last: np.ndarray,
+    ctot: np.ndarray,
+    s: np.ndarray,
+    cfg: np.ndarray,
+    svc_par: np.ndarray,
+    svc_tab: np.ndarray,
+    fl: np.ndarray,
+    it: np.ndarray,
+    so: np.ndarray,
+    wa: np.ndarray,
+    rc: np.ndarray,
+    t_stop: float,
+    max_events: int,
+) -> int:
     """Run events until ``t_stop``, ``max_events``, a full buffer or a full heap or level
     array (see the module docstring).  ``cfg = [n, d, replace, policy, service code,
     keep sorted]``; ``fl = [now, next arrival, rate, t_meas]``; ``it = [heap size, top
@@ -351,8 +389,9 @@ def events_kernel(x: np.ndarray, lastdep: np.ndarray, bound: np.ndarray, speed: 
     return status
 
 
-def new_arrays(class_counts: ArrayLike, levels: int = 16, heap: int | None = None, buffer: int = 1 << 16,
-               sorted_mode: bool = False) -> dict[str, np.ndarray]:
+def new_arrays(
+    class_counts: ArrayLike, levels: int = 16, heap: int | None = None, buffer: int = 1 << 16, sorted_mode: bool = False
+) -> dict[str, np.ndarray]:
     """Fresh arrays for an empty system: a dict of the kernel's array arguments (servers of
     class 0 first, then class 1, …: ``bound[k]`` is the first server after class ``k``)."""
     counts = np.asarray(class_counts, dtype=np.int64)

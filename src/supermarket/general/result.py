@@ -15,8 +15,15 @@ __all__ = ["ClassResult", "GeneralResult"]
 
 
 def _est(e: ErrorEstimate) -> dict:
-    return {"mean": e.mean, "stderr": e.stderr, "dof": e.dof, "reliable": e.reliable, "method": e.method,
-            "blocks": e.blocks, "note": e.note}
+    return {
+        "mean": e.mean,
+        "stderr": e.stderr,
+        "dof": e.dof,
+        "reliable": e.reliable,
+        "method": e.method,
+        "blocks": e.blocks,
+        "note": e.note,
+    }
 
 
 @dataclass(frozen=True, eq=False)
@@ -47,9 +54,15 @@ class ClassResult:
     sojourn: ErrorEstimate
 
     def to_dict(self) -> dict:
-        return {"fraction": self.fraction, "speed": self.speed, "servers": self.servers,
-                "u_mean": self.u_mean, "u_stderr": self.u_stderr,
-                "mean_queue_length": _est(self.mean_queue_length), "sojourn": _est(self.sojourn)}
+        return {
+            "fraction": self.fraction,
+            "speed": self.speed,
+            "servers": self.servers,
+            "u_mean": self.u_mean,
+            "u_stderr": self.u_stderr,
+            "mean_queue_length": _est(self.mean_queue_length),
+            "sojourn": _est(self.sojourn),
+        }
 
 
 @dataclass(frozen=True, eq=False)
@@ -127,36 +140,57 @@ class GeneralResult:
 
     def to_dict(self) -> dict:
         """Plain JSON (through :func:`supermarket.jsonable.to_jsonable`)."""
-        return to_jsonable({
-            "n": self.n, "d": self.d, "lam": self.lam, "policy": self.policy, "replace": self.replace,
-            "service": self.service.to_dict(), "server_classes": self.server_classes.to_dict(),
-            "arrival_rate": self.arrival_rate, "time": self.time, "burn_in": self.burn_in,
-            "replications": self.replications, "batches": self.batches, "events": self.events,
-            "wall_s": self.wall_s, "events_per_second": self.events_per_second,
-            "u_mean": self.u_mean, "u_stderr": self.u_stderr,
-            "mean_queue_length": _est(self.mean_queue_length),
-            "sojourn": _est(self.sojourn), "waiting": _est(self.waiting),
-            "sojourn_quantiles": {str(q): _est(e) for q, e in self.sojourn_quantiles.items()},
-            "waiting_quantiles": {str(q): _est(e) for q, e in self.waiting_quantiles.items()},
-            "classes": [c.to_dict() for c in self.classes], "customers": self.customers,
-            "interrupted": self.interrupted, "notes": list(self.notes),
-            "error_bars": "batch means, blocking (no control variates on this engine)",
-        })
+        return to_jsonable(
+            {
+                "n": self.n,
+                "d": self.d,
+                "lam": self.lam,
+                "policy": self.policy,
+                "replace": self.replace,
+                "service": self.service.to_dict(),
+                "server_classes": self.server_classes.to_dict(),
+                "arrival_rate": self.arrival_rate,
+                "time": self.time,
+                "burn_in": self.burn_in,
+                "replications": self.replications,
+                "batches": self.batches,
+                "events": self.events,
+                "wall_s": self.wall_s,
+                "events_per_second": self.events_per_second,
+                "u_mean": self.u_mean,
+                "u_stderr": self.u_stderr,
+                "mean_queue_length": _est(self.mean_queue_length),
+                "sojourn": _est(self.sojourn),
+                "waiting": _est(self.waiting),
+                "sojourn_quantiles": {str(q): _est(e) for q, e in self.sojourn_quantiles.items()},
+                "waiting_quantiles": {str(q): _est(e) for q, e in self.waiting_quantiles.items()},
+                "classes": [c.to_dict() for c in self.classes],
+                "customers": self.customers,
+                "interrupted": self.interrupted,
+                "notes": list(self.notes),
+                "error_bars": "batch means, blocking (no control variates on this engine)",
+            }
+        )
 
     def summary(self) -> str:
         """A few lines for people."""
+
         def pm(e):
             return f"{e.mean:.5g} ± {e.stderr:.2g}" if e.reliable else f"{e.mean:.5g} (error unknown: {e.note})"
-        lines = [f"n={self.n} d={self.d} λ={self.lam:g} policy={self.policy} service={self.service.spec} "
-                 f"classes={self.server_classes.spec}",
-                 f"mean queue length {pm(self.mean_queue_length)}; sojourn {pm(self.sojourn)}; "
-                 f"waiting {pm(self.waiting)}"]
+
+        lines = [
+            f"n={self.n} d={self.d} λ={self.lam:g} policy={self.policy} service={self.service.spec} "
+            f"classes={self.server_classes.spec}",
+            f"mean queue length {pm(self.mean_queue_length)}; sojourn {pm(self.sojourn)}; waiting {pm(self.waiting)}",
+        ]
         for q, e in self.sojourn_quantiles.items():
             lines.append(f"sojourn q{q:g}: {pm(e)}")
         if len(self.classes) > 1:
             for c in self.classes:
-                lines.append(f"class {c.fraction:g}:{c.speed:g} ({c.servers} servers): mean queue length "
-                             f"{pm(c.mean_queue_length)}; sojourn {pm(c.sojourn)}")
+                lines.append(
+                    f"class {c.fraction:g}:{c.speed:g} ({c.servers} servers): mean queue length "
+                    f"{pm(c.mean_queue_length)}; sojourn {pm(c.sojourn)}"
+                )
         lines.append("(± one standard error: batch means, blocking; no control variates on this engine)")
         lines.extend(self.notes)
         return "\n".join(lines)

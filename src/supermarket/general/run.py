@@ -20,8 +20,7 @@ from ..service import ServerClasses, ServiceLaw, parse_server_classes, parse_ser
 from ..stats import ErrorEstimate
 from .result import ClassResult, GeneralResult
 
-__all__ = ["simulate_general", "wants_event_engine", "from_simulate_args", "POLICIES", "DEFAULT_EVENTS",
-           "CHUNK_EVENTS"]
+__all__ = ["simulate_general", "wants_event_engine", "from_simulate_args", "POLICIES", "DEFAULT_EVENTS", "CHUNK_EVENTS"]
 
 POLICIES = ("jsq-d", "random", "jsq", "jiq")
 """The dispatch rules (issue 21): the same names and meanings as the count engines'."""
@@ -125,9 +124,32 @@ def _run_one(n, d, lam, code, replace, law, counts, speeds, rate, time, burn_in,
     def run_to(t_stop):
         nonlocal a
         while True:
-            st = _ev.events_kernel(a["x"], a["lastdep"], a["bound"], spd, a["ht"], a["hj"], a["order"],
-                                   a["pos"], a["bstart"], a["c"], a["area"], a["last"], a["ctot"], s, cfg, par, tab,
-                                   fl, it, a["so"], a["wa"], a["rc"], t_stop, CHUNK_EVENTS)
+            st = _ev.events_kernel(
+                a["x"],
+                a["lastdep"],
+                a["bound"],
+                spd,
+                a["ht"],
+                a["hj"],
+                a["order"],
+                a["pos"],
+                a["bstart"],
+                a["c"],
+                a["area"],
+                a["last"],
+                a["ctot"],
+                s,
+                cfg,
+                par,
+                tab,
+                fl,
+                it,
+                a["so"],
+                a["wa"],
+                a["rc"],
+                t_stop,
+                CHUNK_EVENTS,
+            )
             if stop.is_set():
                 raise KeyboardInterrupt
             if st == _ev.DONE:
@@ -219,15 +241,26 @@ def _ratio(parts, min_block=1) -> ErrorEstimate:
     for a, T in parts:
         abar = a.sum() / T.sum()
         if T.size < 2:
-            ests.append(ErrorEstimate(float(abar), math.nan, math.nan, math.nan, math.nan, False, "blocking", 1, 1,
-                                      "one batch"))
+            ests.append(
+                ErrorEstimate(float(abar), math.nan, math.nan, math.nan, math.nan, False, "blocking", 1, 1, "one batch")
+            )
             continue
         ests.append(_st.blocking(abar + (a - abar * T) / T.mean(), min_block_size=min(int(min_block), T.size)))
     if len(parts) == 1:
         e = ests[0]
         if not e.reliable and not e.note:
-            e = ErrorEstimate(e.mean, e.stderr, e.dof, e.n_eff, e.tau_int, False, e.method, e.blocks, e.block_size,
-                              "no blocking plateau: batches shorter than the correlation time; run longer")
+            e = ErrorEstimate(
+                e.mean,
+                e.stderr,
+                e.dof,
+                e.n_eff,
+                e.tau_int,
+                False,
+                e.method,
+                e.blocks,
+                e.block_size,
+                "no blocking plateau: batches shorter than the correlation time; run longer",
+            )
         return e
     w = np.array([T.sum() for _, T in parts])
     means = np.array([a.sum() / T.sum() for a, T in parts])
@@ -237,19 +270,40 @@ def _ratio(parts, min_block=1) -> ErrorEstimate:
         terms = np.array([(wi * e.stderr) ** 2 for wi, e in zip(ww, ests)])
         var = float(terms.sum())
         dof = var**2 / float(np.sum(terms**2 / np.array([e.dof for e in ests]))) if var > 0 else math.inf
-        return ErrorEstimate(mean, math.sqrt(var), dof, float(sum(e.n_eff for e in ests)), math.nan, True, "pooled",
-                             int(sum(e.blocks for e in ests)), ests[0].block_size, "")
+        return ErrorEstimate(
+            mean,
+            math.sqrt(var),
+            dof,
+            float(sum(e.n_eff for e in ests)),
+            math.nan,
+            True,
+            "pooled",
+            int(sum(e.blocks for e in ests)),
+            ests[0].block_size,
+            "",
+        )
     e = _st.replication_error(means, weights=w)
     return ErrorEstimate(mean, e.stderr, e.dof, e.n_eff, e.tau_int, e.reliable, e.method, e.blocks, 1, e.note)
 
 
-def simulate_general(n: int, d: int, lam: float | str, *, policy: str = "jsq-d", replace: bool = True,
-                     service: str | ServiceLaw = "exp", server_classes: str | ServerClasses | None = None,
-                     time: float | None = None, burn_in: float | None = None,
-                     seed: int | np.random.SeedSequence = 0, replications: int = 1, batches: int = 256,
-                     quantiles: Sequence[float] = (0.5, 0.9, 0.99),
-                     progress: Callable[[float], object] | None = None,
-                     workers: int | None = None) -> GeneralResult:
+def simulate_general(
+    n: int,
+    d: int,
+    lam: float | str,
+    *,
+    policy: str = "jsq-d",
+    replace: bool = True,
+    service: str | ServiceLaw = "exp",
+    server_classes: str | ServerClasses | None = None,
+    time: float | None = None,
+    burn_in: float | None = None,
+    seed: int | np.random.SeedSequence = 0,
+    replications: int = 1,
+    batches: int = 256,
+    quantiles: Sequence[float] = (0.5, 0.9, 0.99),
+    progress: Callable[[float], object] | None = None,
+    workers: int | None = None,
+) -> GeneralResult:
     """Simulate ``n`` FIFO servers under a dispatch rule with any service law and server classes.
 
     Parameters
@@ -297,8 +351,9 @@ def simulate_general(n: int, d: int, lam: float | str, *, policy: str = "jsq-d",
     >>> bool(0.4 < r.u_mean[0] < 0.6), r.service.spec
     (True, 'deterministic')
     """
-    n, d, lam, time, burn_in, replications, batches, qs = _check(n, d, lam, policy, replace, time, burn_in,
-                                                                  replications, batches, quantiles)
+    n, d, lam, time, burn_in, replications, batches, qs = _check(
+        n, d, lam, policy, replace, time, burn_in, replications, batches, quantiles
+    )
     law = parse_service(service)
     sc = parse_server_classes(server_classes)
     counts = sc.counts(n)
@@ -324,8 +379,9 @@ def simulate_general(n: int, d: int, lam: float | str, *, policy: str = "jsq-d",
                     done[r] = t
                     progress(min(1.0, sum(done) / total))
 
-        return _run_one(n, d, lam, code, replace, law, counts, sc.speeds, rate, time, burn_in, batches, qs, seeds[r],
-                        tick, stop)
+        return _run_one(
+            n, d, lam, code, replace, law, counts, sc.speeds, rate, time, burn_in, batches, qs, seeds[r], tick, stop
+        )
 
     t0 = _time.perf_counter()
     results = []
@@ -348,12 +404,48 @@ def simulate_general(n: int, d: int, lam: float | str, *, policy: str = "jsq-d",
     runs = [(out, dt) for out, dt, _, _ in results if out["area"]]
     events = sum(ev for _, _, ev, _ in results)
     interrupted = any(intr for _, _, _, intr in results)
-    return _summarize(n, d, lam, policy, replace, law, sc, counts, rate, time, burn_in, replications, batches, qs,
-                      runs, events, wall, interrupted)
+    return _summarize(
+        n,
+        d,
+        lam,
+        policy,
+        replace,
+        law,
+        sc,
+        counts,
+        rate,
+        time,
+        burn_in,
+        replications,
+        batches,
+        qs,
+        runs,
+        events,
+        wall,
+        interrupted,
+    )
 
 
-def _summarize(n, d, lam, policy, replace, law, sc, counts, rate, time, burn_in, replications, batches, qs, runs,
-               events, wall, interrupted):
+def _summarize(
+    n,
+    d,
+    lam,
+    policy,
+    replace,
+    law,
+    sc,
+    counts,
+    rate,
+    time,
+    burn_in,
+    replications,
+    batches,
+    qs,
+    runs,
+    events,
+    wall,
+    interrupted,
+):
     K = counts.size
     top = 1
     for out, _ in runs:
@@ -367,7 +459,7 @@ def _summarize(n, d, lam, policy, replace, law, sc, counts, rate, time, burn_in,
         A = np.zeros((B, K, top))
         for b, a in enumerate(out["area"]):
             m = min(a.shape[1] - 1, top)
-            A[b, :, :m] = a[:, 1:1 + m]
+            A[b, :, :m] = a[:, 1 : 1 + m]
         return A
 
     As = [(areas(out), dt, len(out["area"])) for out, dt in runs]
@@ -406,33 +498,78 @@ def _summarize(n, d, lam, policy, replace, law, sc, counts, rate, time, burn_in,
                 se = (_hist_quantile(tot, q + 2 * F.stderr) - _hist_quantile(tot, q - 2 * F.stderr)) / 4.0
             else:
                 se = math.nan
-            res[q] = ErrorEstimate(x, se, F.dof, F.n_eff, F.tau_int, F.reliable and math.isfinite(se),
-                                   "woodruff+" + F.method, F.blocks, F.block_size, F.note)
+            res[q] = ErrorEstimate(
+                x,
+                se,
+                F.dof,
+                F.n_eff,
+                F.tau_int,
+                F.reliable and math.isfinite(se),
+                "woodruff+" + F.method,
+                F.blocks,
+                F.block_size,
+                F.note,
+            )
         return res
 
     classes = []
     for k in range(K):
         ue, mqk = level_est(int(counts[k]), [k])
-        sok = R([(np.array([v[k] for v in out["so_sum_k"]]), np.array([v[k] for v in out["cnt_k"]], float))
-                      for out, _ in runs])
-        classes.append(ClassResult(sc.fractions[k], sc.speeds[k], int(counts[k]), np.array([e.mean for e in ue]),
-                                   np.array([e.stderr for e in ue]), mqk, sok))
+        sok = R(
+            [
+                (np.array([v[k] for v in out["so_sum_k"]]), np.array([v[k] for v in out["cnt_k"]], float))
+                for out, _ in runs
+            ]
+        )
+        classes.append(
+            ClassResult(
+                sc.fractions[k],
+                sc.speeds[k],
+                int(counts[k]),
+                np.array([e.mean for e in ue]),
+                np.array([e.stderr for e in ue]),
+                mqk,
+                sok,
+            )
+        )
     notes = []
     if law.note:
         notes.append(law.note)
     unstable = [f"{f:g}:{v:g}" for f, v in zip(sc.fractions, sc.speeds) if lam * sc.mean_speed >= v]
     if policy == "random" and unstable:
-        notes.append(f"under random routing the servers of class {', '.join(unstable)} get more work than they "
-                     "can serve (λ·s̄ >= speed): their queues grow without bound and their averages do not settle")
+        notes.append(
+            f"under random routing the servers of class {', '.join(unstable)} get more work than they "
+            "can serve (λ·s̄ >= speed): their queues grow without bound and their averages do not settle"
+        )
     if interrupted:
         notes.append("interrupted (Ctrl-C): the result holds the batches completed")
     return GeneralResult(
-        n=n, d=d, lam=lam, policy=policy, replace=bool(replace), service=law, server_classes=sc, arrival_rate=rate,
-        time=time, burn_in=burn_in, replications=replications, batches=batches, events=events, wall_s=wall,
-        u_mean=np.array([e.mean for e in u_est]), u_stderr=np.array([e.stderr for e in u_est]),
-        mean_queue_length=mq, sojourn=so, waiting=wa, sojourn_quantiles=qest("h_so"),
-        waiting_quantiles=qest("h_wa"), classes=tuple(classes),
-        customers=int(sum(sum(out["cnt"]) for out, _ in runs)), interrupted=interrupted, notes=tuple(notes))
+        n=n,
+        d=d,
+        lam=lam,
+        policy=policy,
+        replace=bool(replace),
+        service=law,
+        server_classes=sc,
+        arrival_rate=rate,
+        time=time,
+        burn_in=burn_in,
+        replications=replications,
+        batches=batches,
+        events=events,
+        wall_s=wall,
+        u_mean=np.array([e.mean for e in u_est]),
+        u_stderr=np.array([e.stderr for e in u_est]),
+        mean_queue_length=mq,
+        sojourn=so,
+        waiting=wa,
+        sojourn_quantiles=qest("h_so"),
+        waiting_quantiles=qest("h_wa"),
+        classes=tuple(classes),
+        customers=int(sum(sum(out["cnt"]) for out, _ in runs)),
+        interrupted=interrupted,
+        notes=tuple(notes),
+    )
 
 
 def wants_event_engine(service: str | ServiceLaw = "exp", server_classes: str | ServerClasses | None = None) -> bool:
@@ -449,15 +586,36 @@ def wants_event_engine(service: str | ServiceLaw = "exp", server_classes: str | 
     return not parse_service(service).is_exponential
 
 
-_SIMULATE_DEFAULTS = {"steps": None, "engine": "profile", "start": "empty", "record_every": None,
-                      "record_levels": None, "precision": None, "max_steps": None, "client": None}
+_SIMULATE_DEFAULTS = {
+    "steps": None,
+    "engine": "profile",
+    "start": "empty",
+    "record_every": None,
+    "record_levels": None,
+    "precision": None,
+    "max_steps": None,
+    "client": None,
+}
 
 
-def from_simulate_args(n: int, d: int, lam: float | str, *, service: str | ServiceLaw = "exp",
-                       server_classes: str | ServerClasses | None = None, policy: str = "jsq-d",
-                       time: float | None = None, burn_in: float | None = None, replace: bool = True,
-                       seed: int | np.random.SeedSequence = 0, replications: int = 1, batches: int | None = None,
-                       progress: object = None, workers: int | None = None, **others: Any) -> GeneralResult:
+def from_simulate_args(
+    n: int,
+    d: int,
+    lam: float | str,
+    *,
+    service: str | ServiceLaw = "exp",
+    server_classes: str | ServerClasses | None = None,
+    policy: str = "jsq-d",
+    time: float | None = None,
+    burn_in: float | None = None,
+    replace: bool = True,
+    seed: int | np.random.SeedSequence = 0,
+    replications: int = 1,
+    batches: int | None = None,
+    progress: object = None,
+    workers: int | None = None,
+    **others: Any,
+) -> GeneralResult:
     """:func:`simulate_general` called with :func:`supermarket.simulate`'s keywords (the dispatch
     of ``simulate`` when :func:`wants_event_engine`).  Keywords this engine has no use for
     are refused when given a value other than their default (``steps``: give ``time``;
@@ -479,10 +637,25 @@ def from_simulate_args(n: int, d: int, lam: float | str, *, service: str | Servi
             raise TypeError(f"simulate() got an unexpected keyword argument {key!r}")
         default = _SIMULATE_DEFAULTS[key]
         if value is not None and (default is None or value != default):
-            hint = "runs for a time; give time= instead" if key in ("steps", "max_steps") else \
-                f"does not take {key}= (it starts empty, runs on one process, and has no precision target)"
+            hint = (
+                "runs for a time; give time= instead"
+                if key in ("steps", "max_steps")
+                else f"does not take {key}= (it starts empty, runs on one process, and has no precision target)"
+            )
             raise ValueError(f"{key}: the event engine (service {service}, server classes {server_classes}) {hint}")
-    return simulate_general(n, d, lam, policy=policy, replace=replace, service=service,
-                            server_classes=server_classes, time=time, burn_in=burn_in, seed=seed,
-                            replications=replications, batches=256 if batches is None else batches,
-                            progress=progress if callable(progress) else None, workers=workers)
+    return simulate_general(
+        n,
+        d,
+        lam,
+        policy=policy,
+        replace=replace,
+        service=service,
+        server_classes=server_classes,
+        time=time,
+        burn_in=burn_in,
+        seed=seed,
+        replications=replications,
+        batches=256 if batches is None else batches,
+        progress=progress if callable(progress) else None,
+        workers=workers,
+    )
