@@ -99,8 +99,9 @@ def compare_trees(old_src, configs, repeat):
     try:
         for name, src in (("old", old_src), ("new", here)):
             env = dict(os.environ, PYTHONPATH=os.path.abspath(src))
-            procs[name] = subprocess.Popen([sys.executable, "-c", _WORKER], stdin=subprocess.PIPE,
-                                           stdout=subprocess.PIPE, text=True, env=env)
+            procs[name] = subprocess.Popen(
+                [sys.executable, "-c", _WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+            )
             if procs[name].stdout.readline().strip() != "ready":
                 raise RuntimeError(f"the worker for {src} did not start")
 
@@ -114,7 +115,7 @@ def compare_trees(old_src, configs, repeat):
             run("new", cfg)
             best = {"old": math.inf, "new": math.inf}
             for r in range(repeat):
-                for name in (("old", "new") if r % 2 == 0 else ("new", "old")):
+                for name in ("old", "new") if r % 2 == 0 else ("new", "old"):
                     best[name] = min(best[name], run(name, cfg))
             yield cfg, best["old"], best["new"]
     finally:
@@ -173,7 +174,7 @@ def rmftool_rate(n, d, lam, horizon, levels=20):
 
         def arr(x, i=i):
             prev = 1.0 if i == 0 else x[i - 1]
-            return lam * (prev ** d - x[i] ** d)
+            return lam * (prev**d - x[i] ** d)
 
         def dep(x, i=i):
             nxt = x[i + 1] if i + 1 < levels else 0.0
@@ -183,7 +184,7 @@ def rmftool_rate(n, d, lam, horizon, levels=20):
         ddpp.add_transition(-up, dep)
     ddpp.set_initial_state(np.rint(n * th.fixed_point(d, lam, levels)) / n)  # a state of the chain
     t = time.perf_counter()
-    T, X = ddpp.simulate(n, horizon)
+    T, _X = ddpp.simulate(n, horizon)
     wall = time.perf_counter() - t
     return (len(T) - 1) / wall, lam * n * horizon / wall
 
@@ -193,10 +194,17 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="shorter runs")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-others", action="store_true", help="skip Ciw and rmftool")
-    ap.add_argument("--config", action="append", metavar="ENGINE:N:D:LAM",
-                    help="measure only these configurations (repeatable), e.g. profile:1e6:100:0.999")
-    ap.add_argument("--against", metavar="SRC",
-                    help="compare with the package in another source tree (its src folder), CPU time, interleaved")
+    ap.add_argument(
+        "--config",
+        action="append",
+        metavar="ENGINE:N:D:LAM",
+        help="measure only these configurations (repeatable), e.g. profile:1e6:100:0.999",
+    )
+    ap.add_argument(
+        "--against",
+        metavar="SRC",
+        help="compare with the package in another source tree (its src folder), CPU time, interleaved",
+    )
     args = ap.parse_args(argv)
     E = 10**7 if args.quick else 5 * 10**7
     R = args.repeat
@@ -214,16 +222,21 @@ def main(argv=None):
         if not os.path.isdir(os.path.join(args.against, "supermarket")):
             ap.error(f"--against must be a folder holding the package supermarket/; got {args.against!r}")
         if not configs:
-            configs = [("profile", 10**6, 100, 0.999, E), ("profile", 1000, 2, 0.9, E),
-                       ("queues", 10**6, 2, 0.9, E // 5)]
-        print(f"CPU time, best of {R} interleaved runs per tree, "
-              f"load average {os.getloadavg()[0]:.1f} at the start")
+            configs = [
+                ("profile", 10**6, 100, 0.999, E),
+                ("profile", 1000, 2, 0.9, E),
+                ("queues", 10**6, 2, 0.9, E // 5),
+            ]
+        print(f"CPU time, best of {R} interleaved runs per tree, load average {os.getloadavg()[0]:.1f} at the start")
         print()
         print("| engine | n | d | λ | events | old: million events/s | new: million events/s | new/old time |")
         print("|---|---|---|---|---|---|---|---|")
         for (eng, n, d, lam, ev), t_old, t_new in compare_trees(args.against, configs, R):
-            print(f"| {eng} | {n:.0e} | {d} | {lam} | {ev:.0e} | {ev / t_old / 1e6:.1f} | {ev / t_new / 1e6:.1f} "
-                  f"| {t_new / t_old:.3f} |", flush=True)
+            print(
+                f"| {eng} | {n:.0e} | {d} | {lam} | {ev:.0e} | {ev / t_old / 1e6:.1f} | {ev / t_new / 1e6:.1f} "
+                f"| {t_new / t_old:.3f} |",
+                flush=True,
+            )
         print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
         return
     if configs:
@@ -233,7 +246,8 @@ def main(argv=None):
             r, _ = engine_rate(eng, n, d, lam, ev, R)
             print(f"| {eng} | {n:.0e} | {d} | {lam} | {r / 1e6:.1f} |", flush=True)
         return
-    print(f"python {platform.python_version()}, {platform.machine()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    print(f"python {platform.python_version()}, {platform.machine()}, {stamp}")
     print()
     print("| engine | n | d | λ | million events/s | bytes/server | target |")
     print("|---|---|---|---|---|---|---|")
@@ -247,8 +261,10 @@ def main(argv=None):
     ]
     for eng, n, d, lam, ev, target in rows:
         r, mem = engine_rate(eng, n, d, lam, ev, R)
-        print(f"| {eng} | {n:.0e} | {d} | {lam} | {r / 1e6:.1f} | {'' if mem is None else f'{mem:g}'} | {target} |",
-              flush=True)
+        print(
+            f"| {eng} | {n:.0e} | {d} | {lam} | {r / 1e6:.1f} | {'' if mem is None else f'{mem:g}'} | {target} |",
+            flush=True,
+        )
     print()
     print("profile engine across n and d (λ = 0.999, from the rounded fixed point), million events/s:")
     print()
@@ -275,8 +291,10 @@ def main(argv=None):
     r, _ = engine_rate("profile", n, d, lam, E, R)
     ours_c = r * lam / (1 + lam)  # customers/s: arrivals are a fraction λ/(1+λ) of the steps
     print(f"| supermarket profile | {r:.3g} | {ours_c:.3g} | 1 |", flush=True)
-    for name, fn, horizon in (("Ciw 3 (JSQ(d) custom router)", ciw_rate, 5.0 if args.quick else 20.0),
-                              ("rmftool DDPP.simulate", rmftool_rate, 5.0 if args.quick else 20.0)):
+    for name, fn, horizon in (
+        ("Ciw 3 (JSQ(d) custom router)", ciw_rate, 5.0 if args.quick else 20.0),
+        ("rmftool DDPP.simulate", rmftool_rate, 5.0 if args.quick else 20.0),
+    ):
         try:
             ev, cust = fn(n, d, lam, horizon)
         except ImportError as exc:

@@ -69,10 +69,17 @@ def main(argv=None):
     t_ours = best_time(lambda: mf.refined_mean_field(d, lam, levels=L), args.repeat)
     closed = th.fixed_point(d, lam, L)
     r = out["refined"]
-    r.update({"ours_seconds": t_ours, "sum_pi": float(ours.pi.sum()), "sum_V": float(ours.V.sum()),
-              "ours_pi_vs_closed_form": float(np.max(np.abs(ours.pi - closed)))})
+    r.update(
+        {
+            "ours_seconds": t_ours,
+            "sum_pi": float(ours.pi.sum()),
+            "sum_V": float(ours.V.sum()),
+            "ours_pi_vs_closed_form": float(np.max(np.abs(ours.pi - closed))),
+        }
+    )
     try:
         import rmftool  # noqa: F401
+
         have_rmf = True
     except ImportError:
         have_rmf = False
@@ -81,22 +88,35 @@ def main(argv=None):
             warnings.simplefilter("ignore")
             pi_r, V_r = rmftool_refined(d, lam, L)
             t_r = best_time(lambda: rmftool_refined(d, lam, L), max(1, args.repeat // 2), number=1)
-        r.update({"rmftool_seconds": t_r, "speedup": t_r / t_ours,
-                  "max_abs_diff_pi": float(np.max(np.abs(ours.pi - pi_r))),
-                  "rmftool_pi_vs_closed_form": float(np.max(np.abs(pi_r - closed))),
-                  "max_abs_diff_V": float(np.max(np.abs(ours.V - V_r))),
-                  "rmftool_sum_V": float(np.sum(V_r))})
+        r.update(
+            {
+                "rmftool_seconds": t_r,
+                "speedup": t_r / t_ours,
+                "max_abs_diff_pi": float(np.max(np.abs(ours.pi - pi_r))),
+                "rmftool_pi_vs_closed_form": float(np.max(np.abs(pi_r - closed))),
+                "max_abs_diff_V": float(np.max(np.abs(ours.V - V_r))),
+                "rmftool_sum_V": float(np.sum(V_r)),
+            }
+        )
     # transient solve at extreme parameters
     dT, lamT, T = 10**4, 1 - 1e-6, 100.0
     sol = mf.solve_meanfield(dT, lamT, T=T)
     t_tr = best_time(lambda: mf.solve_meanfield(dT, lamT, T=T), max(1, args.repeat // 2), number=1)
-    out["transient"] = {"d": dT, "load": lamT, "T": T, "levels": sol.levels, "seconds": t_tr,
-                        "nfev": sol.nfev, "njev": sol.njev, "u_T": sol.final.tolist(),
-                        "pi": th.fixed_point(dT, lamT, sol.levels).tolist()}
+    out["transient"] = {
+        "d": dT,
+        "load": lamT,
+        "T": T,
+        "levels": sol.levels,
+        "seconds": t_tr,
+        "nfev": sol.nfev,
+        "njev": sol.njev,
+        "u_T": sol.final.tolist(),
+        "pi": th.fixed_point(dT, lamT, sol.levels).tolist(),
+    }
     # the fixed point and the refined expansion at the extremes of issue 4
     for dd, ll in ((10**6, 1 - 1e-9), (10**4, 1 - 1e-6)):
         key = f"refined_d{dd}_lam1m{1 - ll:.0e}"
-        t_x = best_time(lambda: mf.refined_mean_field(dd, ll), args.repeat)
+        t_x = best_time(lambda dd=dd, ll=ll: mf.refined_mean_field(dd, ll), args.repeat)
         rx = mf.refined_mean_field(dd, ll)
         out[key] = {"seconds": t_x, "levels": rx.levels, "sum_pi": float(rx.pi.sum()), "sum_V": float(rx.V.sum())}
     if args.json:
@@ -105,20 +125,29 @@ def main(argv=None):
     print("| task | ours | rmftool | notes |")
     print("|---|---|---|---|")
     if have_rmf:
-        print(f"| refined mean field, λ=0.9, d=2, 20 levels | {t_ours * 1e3:.2f} ms | {r['rmftool_seconds'] * 1e3:.0f} ms | "
-              f"{r['speedup']:.0f}x faster; max|Δπ| = {r['max_abs_diff_pi']:.1e} (rmftool's π vs closed form "
-              f"{r['rmftool_pi_vs_closed_form']:.1e}, ours {r['ours_pi_vs_closed_form']:.1e}); "
-              f"max|ΔV| = {r['max_abs_diff_V']:.1e}; ΣV = {r['sum_V']:.6f} |")
+        print(
+            f"| refined mean field, λ=0.9, d=2, 20 levels | {t_ours * 1e3:.2f} ms | "
+            f"{r['rmftool_seconds'] * 1e3:.0f} ms | "
+            f"{r['speedup']:.0f}x faster; max|Δπ| = {r['max_abs_diff_pi']:.1e} (rmftool's π vs closed form "
+            f"{r['rmftool_pi_vs_closed_form']:.1e}, ours {r['ours_pi_vs_closed_form']:.1e}); "
+            f"max|ΔV| = {r['max_abs_diff_V']:.1e}; ΣV = {r['sum_V']:.6f} |"
+        )
     else:
-        print(f"| refined mean field, λ=0.9, d=2, 20 levels | {t_ours * 1e3:.2f} ms | (not installed) | "
-              f"ΣV = {r['sum_V']:.6f} |")
+        print(
+            f"| refined mean field, λ=0.9, d=2, 20 levels | {t_ours * 1e3:.2f} ms | (not installed) | "
+            f"ΣV = {r['sum_V']:.6f} |"
+        )
     tr = out["transient"]
-    print(f"| ODE (1.1) from empty, d=1e4, λ=1−1e-6, T=100 | {tr['seconds'] * 1e3:.0f} ms | — | "
-          f"{tr['levels']} levels, {tr['nfev']} drift / {tr['njev']} Jacobian evaluations |")
+    print(
+        f"| ODE (1.1) from empty, d=1e4, λ=1−1e-6, T=100 | {tr['seconds'] * 1e3:.0f} ms | — | "
+        f"{tr['levels']} levels, {tr['nfev']} drift / {tr['njev']} Jacobian evaluations |"
+    )
     for key, v in out.items():
         if key.startswith("refined_d"):
-            print(f"| refined mean field, {key[8:]} | {v['seconds'] * 1e3:.2f} ms | — | {v['levels']} levels, "
-                  f"ΣV = {v['sum_V']:.6g} |")
+            print(
+                f"| refined mean field, {key[8:]} | {v['seconds'] * 1e3:.2f} ms | — | {v['levels']} levels, "
+                f"ΣV = {v['sum_V']:.6g} |"
+            )
 
 
 if __name__ == "__main__":

@@ -8,8 +8,8 @@ For each cell: the coalescence horizon (time units of the continuous-time chain;
 sampler doubles the horizon, so the least coalescing horizon lies in (T/2, T]), the number
 of steps simulated per sample (generation and regeneration of the dominating process, and
 both bounding copies, summed over the doubling rounds), wall and CPU time per sample
-(the CPU time is the fair figure on a shared machine), simulated steps per CPU second, the sampler's own peak memory per sample and the process's maximum
-resident set size.  One sample at a time, one thread.
+(the CPU time is the fair figure on a shared machine), simulated steps per CPU second, the
+sampler's own peak memory per sample and the process's maximum resident set size.  One sample at a time, one thread.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import os
 import platform
 import resource
 import time
-
 
 from supermarket import perfect
 
@@ -33,7 +32,10 @@ def row(n, lam, samples, seed, d=2):
     wall = time.perf_counter() - t0
     cpu = time.process_time() - c0
     return {
-        "n": n, "d": d, "load": lam, "samples": samples,
+        "n": n,
+        "d": d,
+        "load": lam,
+        "samples": samples,
         "horizon_time_units": res.coalescence_time.tolist(),
         "horizon_mean": float(res.coalescence_time.mean()),
         "steps_per_sample": float(res.work_steps.mean()),
@@ -60,24 +62,34 @@ def main():
         rows.append(row(n, lam, S, args.seed))
         if not args.json:
             r = rows[-1]
-            print(f"n={n} λ={lam}: horizon {r['horizon_mean']:.4g} time units, "
-                  f"{r['seconds_per_sample']:.3g} s/sample", flush=True)
-    out = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "python": platform.python_version(),
-           "machine": platform.machine(), "load_average": [round(float(v), 2) for v in os.getloadavg()],
-           "rows": rows}
+            print(
+                f"n={n} λ={lam}: horizon {r['horizon_mean']:.4g} time units, {r['seconds_per_sample']:.3g} s/sample",
+                flush=True,
+            )
+    out = {
+        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "load_average": [round(float(v), 2) for v in os.getloadavg()],
+        "rows": rows,
+    }
     if args.json:
         print(json.dumps(out, indent=2))
         return
     print()
-    print("| n | λ | samples | horizon T (time units), each | mean steps simulated | wall s/sample | CPU s/sample | Msteps/CPU s | "
-          "sampler peak MiB | max RSS MiB |")
+    print(
+        "| n | λ | samples | horizon T (time units), each | mean steps simulated | wall s/sample | CPU s/sample | "
+        "Msteps/CPU s | sampler peak MiB | max RSS MiB |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         hs = ", ".join(f"{h:.4g}" for h in r["horizon_time_units"])
-        print(f"| {r['n']} | {r['load']} | {r['samples']} | {hs} | {r['steps_per_sample']:.3g} | "
-              f"{r['seconds_per_sample']:.3g} | {r['cpu_seconds_per_sample']:.3g} | "
-              f"{r['steps_per_sample'] / r['cpu_seconds_per_sample'] / 1e6:.3g} | {r['peak_memory_mib']:.3g} | "
-              f"{r['maxrss_mib']:.0f} |")
+        print(
+            f"| {r['n']} | {r['load']} | {r['samples']} | {hs} | {r['steps_per_sample']:.3g} | "
+            f"{r['seconds_per_sample']:.3g} | {r['cpu_seconds_per_sample']:.3g} | "
+            f"{r['steps_per_sample'] / r['cpu_seconds_per_sample'] / 1e6:.3g} | {r['peak_memory_mib']:.3g} | "
+            f"{r['maxrss_mib']:.0f} |"
+        )
     print(f"\nload average during the run: {out['load_average']}")
 
 

@@ -39,11 +39,18 @@ CONFIGS = ((1000, 2, 0.9, 40_000_000), (10_000, 20, 0.99, 200_000_000), (1_000_0
 
 def _quantities(r, plain: bool):
     if plain:
-        return {"E[u_2]": (float(r.u_mean_plain[1]), float(r.u_stderr_plain[1]), bool(r.u_reliable_plain[1])),
-                "mean queue length": (r.mean_queue_length_plain, r.mean_queue_length_stderr_plain,
-                                      bool(r.mean_queue_length_reliable_plain))}
-    return {"E[u_2]": (float(r.u_mean[1]), float(r.u_stderr[1]), bool(r.u_reliable[1])),
-            "mean queue length": (r.mean_queue_length, r.mean_queue_length_stderr, bool(r.mean_queue_length_reliable))}
+        return {
+            "E[u_2]": (float(r.u_mean_plain[1]), float(r.u_stderr_plain[1]), bool(r.u_reliable_plain[1])),
+            "mean queue length": (
+                r.mean_queue_length_plain,
+                r.mean_queue_length_stderr_plain,
+                bool(r.mean_queue_length_reliable_plain),
+            ),
+        }
+    return {
+        "E[u_2]": (float(r.u_mean[1]), float(r.u_stderr[1]), bool(r.u_reliable[1])),
+        "mean queue length": (r.mean_queue_length, r.mean_queue_length_stderr, bool(r.mean_queue_length_reliable)),
+    }
 
 
 def _run(n, d, lam, steps, seed, cv=True):
@@ -51,8 +58,9 @@ def _run(n, d, lam, steps, seed, cv=True):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t = time.process_time()
-        r = simulate(n, d, lam, steps=int(steps), start="fixed-point", seed=seed, progress=False,
-                     control_variates=cv, workers=1)
+        r = simulate(
+            n, d, lam, steps=int(steps), start="fixed-point", seed=seed, progress=False, control_variates=cv, workers=1
+        )
         return r, time.process_time() - t
 
 
@@ -67,22 +75,38 @@ def bench(n, d, lam, steps, measure_cap, seed=1) -> dict:
     r, cpu = _run(n, d, lam, steps, seed)
     eps = (r.steps + r.burn_in) / cpu  # events per CPU second, the summary included
     floor = floor_steps(n, d, lam)
-    out = {"n": n, "d": d, "lam": lam, "steps": r.steps, "cpu_s": cpu, "events_per_s": eps, "floor_steps": floor,
-           "variance_reduction": r.variance_reduction, "controls": list(r.controls), "rows": []}
+    out = {
+        "n": n,
+        "d": d,
+        "lam": lam,
+        "steps": r.steps,
+        "cpu_s": cpu,
+        "events_per_s": eps,
+        "floor_steps": floor,
+        "variance_reduction": r.variance_reduction,
+        "controls": list(r.controls),
+        "rows": [],
+    }
     for est in ("control variates", "plain"):
         for q, (mean, se, rel) in _quantities(r, est == "plain").items():
             row = {"estimator": est, "quantity": q, "mean": mean, "stderr": se, "reliable": rel}
             if rel and se > 0:
                 var_need = r.steps * (Z95 * se / (TARGET * abs(mean))) ** 2
                 need = max(var_need, floor)
-                row.update(steps_for_variance=var_need, steps_needed=need, seconds_needed=need * 1.1 / eps,
-                           how="extrapolated")
+                row.update(
+                    steps_for_variance=var_need, steps_needed=need, seconds_needed=need * 1.1 / eps, how="extrapolated"
+                )
                 if need <= measure_cap:
                     run_steps = math.ceil(need * 1.2)
                     r2, w2 = _run(n, d, lam, run_steps, seed + 1000, cv=est != "plain")
                     m2, se2, rel2 = _quantities(r2, est == "plain")[q]
-                    row.update(how="measured", run_steps=r2.steps, run_wall_s=w2,
-                               achieved=(Z95 * se2 / abs(m2)) if rel2 else math.nan, run_reliable=rel2)
+                    row.update(
+                        how="measured",
+                        run_steps=r2.steps,
+                        run_wall_s=w2,
+                        achieved=(Z95 * se2 / abs(m2)) if rel2 else math.nan,
+                        run_reliable=rel2,
+                    )
             else:
                 row.update(steps_needed=math.nan, seconds_needed=math.nan, how="error bar not reliable")
             out["rows"].append(row)
@@ -100,41 +124,57 @@ def _h(x):
 
 
 def report(res: dict) -> str:
-    head = (f"n = {res['n']:,}, d = {res['d']}, λ = {res['lam']}: first run {res['steps']:.3g} steps, "
-            f"{res['cpu_s']:.1f} CPU s, {res['events_per_s'] / 1e6:.1f} million events per CPU second; "
-            f"controls {res['controls']}; shortest run with trusted error bars {res['floor_steps']:.3g} steps")
-    cols = ("| quantity | estimator | s.e. at first run | steps for the variance | steps to 1e-4 | CPU time to 1e-4 "
-            "| how |")
+    head = (
+        f"n = {res['n']:,}, d = {res['d']}, λ = {res['lam']}: first run {res['steps']:.3g} steps, "
+        f"{res['cpu_s']:.1f} CPU s, {res['events_per_s'] / 1e6:.1f} million events per CPU second; "
+        f"controls {res['controls']}; shortest run with trusted error bars {res['floor_steps']:.3g} steps"
+    )
+    cols = (
+        "| quantity | estimator | s.e. at first run | steps for the variance | steps to 1e-4 | CPU time to 1e-4 | how |"
+    )
     lines = [head, "", cols, "|---|---|---|---|---|---|---|"]
     for row in res["rows"]:
         how = row["how"]
         if how == "measured":
-            how = (f"measured: {row['run_steps']:.3g} steps in {row['run_wall_s']:.1f} CPU s reached "
-                   f"{row['achieved']:.2g}")
-        lines.append(f"| {row['quantity']} | {row['estimator']} | {row['stderr']:.3g} | "
-                     f"{row.get('steps_for_variance', math.nan):.3g} | {row['steps_needed']:.3g} | "
-                     f"{_h(row['seconds_needed'])} | {how} |")
+            how = (
+                f"measured: {row['run_steps']:.3g} steps in {row['run_wall_s']:.1f} CPU s reached {row['achieved']:.2g}"
+            )
+        lines.append(
+            f"| {row['quantity']} | {row['estimator']} | {row['stderr']:.3g} | "
+            f"{row.get('steps_for_variance', math.nan):.3g} | {row['steps_needed']:.3g} | "
+            f"{_h(row['seconds_needed'])} | {how} |"
+        )
     vr = res["variance_reduction"] or {}
-    u = [x for x in vr.get("u_mean", [])]
-    lines += ["", "variance reduction (plain s.e. / CV s.e.)², this run: "
-              + ", ".join(f"E[u_{i + 1}] {x:.3g}" for i, x in enumerate(u) if x is not None and np.isfinite(x))
-              + "; " + ", ".join(f"{k} {v:.3g}" for k, v in vr.items()
-                                 if isinstance(v, float) and np.isfinite(v))]
+    u = list(vr.get("u_mean", []))
+    lines += [
+        "",
+        "variance reduction (plain s.e. / CV s.e.)², this run: "
+        + ", ".join(f"E[u_{i + 1}] {x:.3g}" for i, x in enumerate(u) if x is not None and np.isfinite(x))
+        + "; "
+        + ", ".join(f"{k} {v:.3g}" for k, v in vr.items() if isinstance(v, float) and np.isfinite(v)),
+    ]
     for k in ("sojourn", "waiting"):
         if isinstance(vr.get(k), dict):
-            lines.append(f"  {k}: " + ", ".join(f"{kk} {vv:.3g}" for kk, vv in vr[k].items()
-                                                 if vv is not None and np.isfinite(vv)))
+            lines.append(
+                f"  {k}: "
+                + ", ".join(f"{kk} {vv:.3g}" for kk, vv in vr[k].items() if vv is not None and np.isfinite(vv))
+            )
     return "\n".join(lines)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", action="append", help="n:d:λ:steps (repeatable); default: the three of issue 18")
-    ap.add_argument("--measure-cap", type=float, default=4e8, help="run the target when it needs at most this many steps")
+    ap.add_argument(
+        "--measure-cap", type=float, default=4e8, help="run the target when it needs at most this many steps"
+    )
     ap.add_argument("--json", help="also write the results to this file")
     a = ap.parse_args()
-    cfgs = ([(int(float(n)), int(d), float(lam), int(float(s))) for n, d, lam, s in (c.split(":") for c in a.config)]
-            if a.config else CONFIGS)
+    cfgs = (
+        [(int(float(n)), int(d), float(lam), int(float(s))) for n, d, lam, s in (c.split(":") for c in a.config)]
+        if a.config
+        else CONFIGS
+    )
     out = []
     for n, d, lam, s in cfgs:
         res = bench(n, d, lam, s, a.measure_cap)

@@ -58,13 +58,23 @@ def row(phi: float, N: int, M: int, rng) -> dict:
             rel += 1
             ses.append(e.stderr)
             cov += e.covers(0.0)
-    return {"phi": phi, "n_eff": N * (1 - phi) / (1 + phi), "reliable": rel / M,
-            "cover_given_reliable": cov / rel if rel else math.nan, "wrong": (rel - cov) / M,
-            "se_over_true": math.sqrt(np.mean(np.square(ses))) / true if ses else math.nan}
+    return {
+        "phi": phi,
+        "n_eff": N * (1 - phi) / (1 + phi),
+        "reliable": rel / M,
+        "cover_given_reliable": cov / rel if rel else math.nan,
+        "wrong": (rel - cov) / M,
+        "se_over_true": math.sqrt(np.mean(np.square(ses))) / true if ses else math.nan,
+    }
 
 
-FEW_BLOCKS = ((0.0, 32, 1, 20_000), (0.0, 64, 1, 10_000), (0.5, 256, 8, 4000), (0.9, 512, 16, 4000),
-              (0.9, 2048, 64, 4000))  # (φ, N, min_block_size, series)
+FEW_BLOCKS = (
+    (0.0, 32, 1, 20_000),
+    (0.0, 64, 1, 10_000),
+    (0.5, 256, 8, 4000),
+    (0.9, 512, 16, 4000),
+    (0.9, 2048, 64, 4000),
+)  # (φ, N, min_block_size, series)
 
 
 def few_blocks_row(phi: float, N: int, mbs: int, R: int, rng) -> dict:
@@ -81,20 +91,34 @@ def few_blocks_row(phi: float, N: int, mbs: int, R: int, rng) -> dict:
     absz = np.abs(X.mean(axis=1)[rel]) / np.array([e.stderr for e in ests])[rel]
     dof = np.array([e.dof for e in ests])[rel]
     miss = {c: float(np.mean(absz > np.array([t_quantile(v, c) for v in dof]))) for c in (0.95, 0.99)}
-    return {"phi": phi, "N": N, "reliable": float(rel.mean()), "blocks": sorted({e.blocks for e in ests if e.reliable}),
-            "ratio": float(r.mean()), "ratio_se": float(r.std() / math.sqrt(r.size)),
-            "dof_measured": float(2 * r.mean() ** 2 / r.var()), "dof_stated": float(np.median(dof)),
-            "miss95": miss[0.95], "miss99": miss[0.99], "count": int(rel.sum())}
+    return {
+        "phi": phi,
+        "N": N,
+        "reliable": float(rel.mean()),
+        "blocks": sorted({e.blocks for e in ests if e.reliable}),
+        "ratio": float(r.mean()),
+        "ratio_se": float(r.std() / math.sqrt(r.size)),
+        "dof_measured": float(2 * r.mean() ** 2 / r.var()),
+        "dof_stated": float(np.median(dof)),
+        "miss95": miss[0.95],
+        "miss99": miss[0.99],
+        "count": int(rel.sum()),
+    }
 
 
 def few_blocks(seed: int) -> None:
     rng = np.random.default_rng(seed)
-    print(f"{'phi':>5} {'N':>5} {'reliable':>8} {'blocks':>12} {'se2/exact':>15} {'dof meas':>8} {'stated':>6} "
-          f"{'miss95':>7} {'miss99':>7}")
+    print(
+        f"{'phi':>5} {'N':>5} {'reliable':>8} {'blocks':>12} {'se2/exact':>15} {'dof meas':>8} {'stated':>6} "
+        f"{'miss95':>7} {'miss99':>7}"
+    )
     for phi, N, mbs, R in FEW_BLOCKS:
         r = few_blocks_row(phi, N, mbs, R, rng)
-        print(f"{phi:5.2f} {N:5d} {r['reliable']:8.3f} {r['blocks']!s:>12} {r['ratio']:7.3f} ± {r['ratio_se']:.3f} "
-              f"{r['dof_measured']:8.1f} {r['dof_stated']:6.1f} {r['miss95']:7.4f} {r['miss99']:7.4f}", flush=True)
+        print(
+            f"{phi:5.2f} {N:5d} {r['reliable']:8.3f} {r['blocks']!s:>12} {r['ratio']:7.3f} ± {r['ratio_se']:.3f} "
+            f"{r['dof_measured']:8.1f} {r['dof_stated']:6.1f} {r['miss95']:7.4f} {r['miss99']:7.4f}",
+            flush=True,
+        )
 
 
 def main() -> None:
@@ -111,8 +135,11 @@ def main() -> None:
     print(f"{'phi':>5} {'N/(2tau)':>9} {'reliable':>9} {'cover|rel':>10} {'wrong':>6} {'se/true':>8}")
     for phi in PHIS:
         r = row(phi, a.length, a.runs, rng)
-        print(f"{phi:5.2f} {r['n_eff']:9.1f} {r['reliable']:9.3f} {r['cover_given_reliable']:10.3f} "
-              f"{r['wrong']:6.3f} {r['se_over_true']:8.3f}", flush=True)
+        print(
+            f"{phi:5.2f} {r['n_eff']:9.1f} {r['reliable']:9.3f} {r['cover_given_reliable']:10.3f} "
+            f"{r['wrong']:6.3f} {r['se_over_true']:8.3f}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

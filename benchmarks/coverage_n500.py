@@ -45,9 +45,11 @@ def main() -> None:
     m = int(rel.sum())
     cov = int(np.sum(np.abs(u - lam)[rel] <= hw[rel]))
     z = (u - lam)[rel] / se[rel]
-    print(f"n={a.n} d={a.d} λ={lam} steps={a.steps:g} seeds {a.seeds[0]}..{a.seeds[1] - 1}: reliable {m}/{len(u)}, "
-          f"covered {cov} ({cov / max(m, 1):.3f} ± {math.sqrt(0.0475 / max(m, 1)):.3f}), s.d. of z {z.std():.3f}, "
-          f"rms s.e./spread {math.sqrt(np.mean(se[rel] ** 2)) / u.std(ddof=1):.3f}")
+    print(
+        f"n={a.n} d={a.d} λ={lam} steps={a.steps:g} seeds {a.seeds[0]}..{a.seeds[1] - 1}: reliable {m}/{len(u)}, "
+        f"covered {cov} ({cov / max(m, 1):.3f} ± {math.sqrt(0.0475 / max(m, 1)):.3f}), s.d. of z {z.std():.3f}, "
+        f"rms s.e./spread {math.sqrt(np.mean(se[rel] ** 2)) / u.std(ddof=1):.3f}"
+    )
 
 
 if __name__ == "__main__":

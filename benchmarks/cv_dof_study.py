@@ -38,11 +38,12 @@ _REC: dict = {}
 class _Capture(es._Controls):
     def __init__(self, spec, used, L, n, lam, seen, stable, forgotten_all, relax):
         super().__init__(spec, used, L, n, lam, seen, stable, forgotten_all, relax)
-        (A, idx), = used  # one replication
+        ((A, idx),) = used  # one replication
         T = A["T"][idx]
         prev = np.column_stack([T] + [A["P"][idx, i - 1] for i in range(1, L)])
-        _REC.update(Z=A["c"][idx, :L] / n - lam * prev, T=T, c=A["c"][idx, :L] / n, levels=list(self.levels),
-                    relax=relax)
+        _REC.update(
+            Z=A["c"][idx, :L] / n - lam * prev, T=T, c=A["c"][idx, :L] / n, levels=list(self.levels), relax=relax
+        )
 
 
 def _nu(se2):
@@ -66,8 +67,10 @@ def main() -> None:
         simulate(a.n, a.d, a.load, steps=int(a.steps), seed=s, start="fixed-point")
         runs.append(dict(_REC))
     relax = runs[0]["relax"]
-    print(f"n={a.n} d={a.d} λ={a.load} steps={a.steps:g} M={a.M}: {runs[0]['T'].sum() / relax:.0f} relaxation "
-          f"times per run, controls {runs[0]['levels']}")
+    print(
+        f"n={a.n} d={a.d} λ={a.load} steps={a.steps:g} M={a.M}: {runs[0]['T'].sum() / relax:.0f} relaxation "
+        f"times per run, controls {runs[0]['levels']}"
+    )
     for qname, r0 in (("E[u_2]", ref[0]), ("mean queue length", ref[1])):
         ys = [r["c"][:, 1] if qname == "E[u_2]" else r["c"].sum(axis=1) for r in runs]
         cols = [lv - 1 for lv in runs[0]["levels"]]
@@ -79,12 +82,14 @@ def main() -> None:
         for yy, r in zip(ys, runs):
             T = r["T"]
             plain = es._estimate([(yy, T)], relax=relax)
-            out["plain"].append(plain.stderr ** 2 if plain.reliable else np.nan)
-            for key, adj in (("split", cv.crossfit([(yy, T)], [r["Z"][:, cols]]).adjusted[0]),
-                             ("exact", yy - r["Z"][:, cols] @ bstar),
-                             ("m=2", cv.crossfit([(yy, T)], [r["Z"][:, cols[:2]]]).adjusted[0])):
+            out["plain"].append(plain.stderr**2 if plain.reliable else np.nan)
+            for key, adj in (
+                ("split", cv.crossfit([(yy, T)], [r["Z"][:, cols]]).adjusted[0]),
+                ("exact", yy - r["Z"][:, cols] @ bstar),
+                ("m=2", cv.crossfit([(yy, T)], [r["Z"][:, cols[:2]]]).adjusted[0]),
+            ):
                 e = es._estimate([(adj, T)], relax=relax)
-                out[key].append(e.stderr ** 2 if e.reliable else np.nan)
+                out[key].append(e.stderr**2 if e.reliable else np.nan)
                 if key == "split":
                     out["dof"].append(e.dof)
                     out["err"].append(adj.sum() / T.sum() - r0)
@@ -97,14 +102,18 @@ def main() -> None:
         z = np.abs(err[ok]) / se[ok]
         cov_b = np.mean(z <= ss.t.ppf(0.975, before[ok]))
         cov_a = np.mean(z <= ss.t.ppf(0.975, after[ok]))
-        print(f"{qname}: nu_eff of s.e.² across runs: plain {_nu(np.array(out['plain'])):.1f}, adjusted "
-              f"{_nu(np.array(out['split'])):.1f}, exact β {_nu(np.array(out['exact'])):.1f}, 2 controls "
-              f"{_nu(np.array(out['m=2'])):.1f}; blocking claims {np.mean(dof):.1f} (less m = {len(cols)}); "
-              f"the library now states {np.nanmean(after):.1f}")
-        print(f"   coverage of 95 % intervals ({ok.sum()} runs): before {cov_b:.3f}, after {cov_a:.3f};  rms s.e./rms "
-              f"error {math.sqrt(np.mean(se[ok] ** 2) / np.mean(err[ok] ** 2)):.3f};  adjusted errors: skewness "
-              f"{ss.skew(err[ok]):.2f}, correlation with their s.e. {np.corrcoef(err[ok], se[ok])[0, 1]:.2f}, "
-              f"mean z {np.mean(err[ok] / se[ok]):+.2f}")
+        print(
+            f"{qname}: nu_eff of s.e.² across runs: plain {_nu(np.array(out['plain'])):.1f}, adjusted "
+            f"{_nu(np.array(out['split'])):.1f}, exact β {_nu(np.array(out['exact'])):.1f}, 2 controls "
+            f"{_nu(np.array(out['m=2'])):.1f}; blocking claims {np.mean(dof):.1f} (less m = {len(cols)}); "
+            f"the library now states {np.nanmean(after):.1f}"
+        )
+        print(
+            f"   coverage of 95 % intervals ({ok.sum()} runs): before {cov_b:.3f}, after {cov_a:.3f};  rms s.e./rms "
+            f"error {math.sqrt(np.mean(se[ok] ** 2) / np.mean(err[ok] ** 2)):.3f};  adjusted errors: skewness "
+            f"{ss.skew(err[ok]):.2f}, correlation with their s.e. {np.corrcoef(err[ok], se[ok])[0, 1]:.2f}, "
+            f"mean z {np.mean(err[ok] / se[ok]):+.2f}"
+        )
 
 
 if __name__ == "__main__":

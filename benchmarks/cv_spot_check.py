@@ -67,8 +67,10 @@ def main() -> None:
         f"n={a.n} d={a.d} λ={a.load} steps={a.steps:g} M={a.M} (spread's relative error "
         f"{1 / math.sqrt(2 * (a.M - 1)):.2f})"
     )
-    print("quantity            used  mean s.e./spread  rms s.e./rms err  plain s.e./spread  measured gain"
-          "  median stated gain  covered (95 %)")
+    print(
+        "quantity            used  mean s.e./spread  rms s.e./rms err  plain s.e./spread  measured gain"
+        "  median stated gain  covered (95 %)"
+    )
     for j, nm in enumerate(names):
         ok = np.isfinite(se[:, j])
         used = ok & np.isfinite(vr[:, j])
@@ -78,13 +80,16 @@ def main() -> None:
         if used.sum() > 1:
             spread = cv[used, j].std(ddof=1)
             err = math.sqrt(np.mean((cv[used, j] - ref[j]) ** 2)) if np.isfinite(ref[j]) else spread
-            cols = (f"{np.mean(se[used, j]) / spread:16.3f}  {math.sqrt(np.mean(se[used, j] ** 2)) / err:16.3f}  "
-                    f"{np.nanmean(sep[:, j]) / pl[:, j].std(ddof=1):17.3f}  "
-                    f"{(pl[used, j].std(ddof=1) / spread) ** 2:13.3g}  {np.median(vr[used, j]):18.3g}")
+            cols = (
+                f"{np.mean(se[used, j]) / spread:16.3f}  {math.sqrt(np.mean(se[used, j] ** 2)) / err:16.3f}  "
+                f"{np.nanmean(sep[:, j]) / pl[:, j].std(ddof=1):17.3f}  "
+                f"{(pl[used, j].std(ddof=1) / spread) ** 2:13.3g}  {np.median(vr[used, j]):18.3g}"
+            )
         else:
             plain = np.nanmean(sep[:, j]) / pl[:, j].std(ddof=1)
             cols = f"{'-':>16s}  {'-':>16s}  {plain:17.3f}  {'-':>13s}  {'-':>18s}"
         print(f"{nm:18s}  {int(used.sum()):4d}  {cols}  {cov:>14s}")
+
 
 if __name__ == "__main__":
     main()

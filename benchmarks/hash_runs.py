@@ -20,13 +20,15 @@ continuous-time clocks and ``P`` values: compare totals on one machine.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import warnings
 
 import numpy as np
 
 from supermarket.model import Params
-from supermarket.simulation import Chain, simulate
+from supermarket.simulation import Chain
+from supermarket.simulation.run import _execute, _plan
 from supermarket.states import start_counts
 
 # (label, engine, n, d, lam, replace, time_mode, steps, extra keyword arguments)
@@ -37,10 +39,18 @@ SIM_RUNS = [
     ("profile big cont norep", "profile", 50_000, 5, 0.99, False, "continuous", 400_000, {"start": "fixed-point"}),
     ("profile d=1 >32 levels", "profile", 40_000, 1, 0.97, True, "discrete", 300_000, {"start": "fixed-point"}),
     ("profile d=1 cont >8 levels", "profile", 500, 1, 0.9, True, "continuous", 300_000, {}),
-    ("profile record", "profile", 1000, 2, 0.9, True, "discrete", 200_000,
-     {"record_every": 997, "record_levels": 6}),
-    ("profile record cont", "profile", 60_000, 2, 0.9, False, "continuous", 200_000,
-     {"record_every": 0.37, "record_levels": 5, "start": "fixed-point"}),
+    ("profile record", "profile", 1000, 2, 0.9, True, "discrete", 200_000, {"record_every": 997, "record_levels": 6}),
+    (
+        "profile record cont",
+        "profile",
+        60_000,
+        2,
+        0.9,
+        False,
+        "continuous",
+        200_000,
+        {"record_every": 0.37, "record_levels": 5, "start": "fixed-point"},
+    ),
     ("profile forced windows", "profile", 3000, 2, 0.99, True, "discrete", 300_000, {"_force_window": True}),
     ("profile 2 reps", "profile", 200, 2, 0.8, True, "discrete", 200_000, {"replications": 2, "workers": 1}),
     ("queues small disc rep", "queues", 100, 2, 0.9, True, "discrete", 200_000, {}),
@@ -48,16 +58,14 @@ SIM_RUNS = [
     ("queues big disc norep", "queues", 40_000, 4, 0.95, False, "discrete", 300_000, {"start": "fixed-point"}),
     ("queues big cont rep", "queues", 40_000, 2, 0.95, True, "continuous", 300_000, {"start": "fixed-point"}),
     ("queues d=1 >32 levels", "queues", 40_000, 1, 0.97, True, "discrete", 200_000, {"start": "fixed-point"}),
-    ("queues record", "queues", 300, 2, 0.9, True, "continuous", 200_000,
-     {"record_every": 0.5, "record_levels": 4}),
+    ("queues record", "queues", 300, 2, 0.9, True, "continuous", 200_000, {"record_every": 0.5, "record_levels": 4}),
     ("queues large d norep", "queues", 2000, 100, 0.99, False, "discrete", 100_000, {}),
     ("buckets small disc rep", "buckets", 100, 2, 0.9, True, "discrete", 200_000, {}),
     ("buckets small cont norep", "buckets", 100, 3, 0.9, False, "continuous", 200_000, {}),
     ("buckets big disc norep", "buckets", 40_000, 4, 0.95, False, "discrete", 300_000, {"start": "fixed-point"}),
     ("buckets big cont rep", "buckets", 40_000, 2, 0.95, True, "continuous", 300_000, {"start": "fixed-point"}),
     ("buckets d=1 >32 levels", "buckets", 40_000, 1, 0.97, True, "discrete", 200_000, {"start": "fixed-point"}),
-    ("buckets record", "buckets", 300, 2, 0.9, True, "discrete", 200_000,
-     {"record_every": 501, "record_levels": 4}),
+    ("buckets record", "buckets", 300, 2, 0.9, True, "discrete", 200_000, {"record_every": 501, "record_levels": 4}),
     ("buckets forced windows", "buckets", 3000, 2, 0.99, False, "continuous", 200_000, {"_force_window": True}),
 ]
 
@@ -78,16 +86,26 @@ def _feed(h, *arrays):
 
 
 def sim_digest(engine, n, d, lam, replace, mode, steps, kw, seed) -> str:
+    kw = dict(kw)
+    force = kw.pop("_force_window", False)  # a field of the run plan, not a keyword of simulate
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        r = simulate(n, d, lam, steps=steps, engine=engine, replace=replace, time_mode=mode, seed=seed,
-                     progress=False, **kw)
+        plan = _plan(n, d, lam, steps=steps, engine=engine, replace=replace, time_mode=mode, seed=seed, **kw)
+        r = _execute(dataclasses.replace(plan, force_window=force), progress=False)
     h = hashlib.sha256()
     mq = sorted(r.max_queue_dist.items())
-    _feed(h, r.u_mean, r.u_stderr, r.ud_mean, np.array([m for m, _ in mq], np.int64),
-          np.array([f for _, f in mq]), np.array([np.nan if r.good_set_fraction is None else r.good_set_fraction]),
-          np.array([r.mean_queue_length, r.mean_queue_length_stderr, r.sim_time]),
-          np.array([r.steps, r.burn_in], np.int64), r.final_counts)
+    _feed(
+        h,
+        r.u_mean,
+        r.u_stderr,
+        r.ud_mean,
+        np.array([m for m, _ in mq], np.int64),
+        np.array([f for _, f in mq]),
+        np.array([np.nan if r.good_set_fraction is None else r.good_set_fraction]),
+        np.array([r.mean_queue_length, r.mean_queue_length_stderr, r.sim_time]),
+        np.array([r.steps, r.burn_in], np.int64),
+        r.final_counts,
+    )
     if r.final_lengths is not None:
         _feed(h, r.final_lengths)
     if r.trajectory is not None:
@@ -105,8 +123,16 @@ def chain_digest(engine, n, d, lam, replace, cont, start, force, seed) -> str:
         if i == 2:
             ch.start_measuring()
         m = ch.measures()
-        _feed(h, m["area_c"], m["area_P"], m["maxtime"], np.array([m["good_time"], ch.now]), ch.counts(),
-              ch.s, np.array([ch.events], np.int64))
+        _feed(
+            h,
+            m["area_c"],
+            m["area_P"],
+            m["maxtime"],
+            np.array([m["good_time"], ch.now]),
+            ch.counts(),
+            ch.s,
+            np.array([ch.events], np.int64),
+        )
     ch.advance(t_stop=ch.now + 7.5)
     _feed(h, ch.counts(), np.array([ch.now]), ch.s)
     if ch.lengths() is not None:

@@ -49,8 +49,10 @@ def main() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         pre = fl.prelimit_sde(p, paths=256, time=100.0, dt=1e-3, seed=a.seed + 10**6, record_paths=0).moments
-    print(f"regime ({a.regime}), n = {p.n}, d_n = {p.d}, {a.reps} replications x {a.time:g} time units; "
-          f"{sum(r['adequate'] for r in rows)} flagged adequate")
+    print(
+        f"regime ({a.regime}), n = {p.n}, d_n = {p.d}, {a.reps} replications x {a.time:g} time units; "
+        f"{sum(r['adequate'] for r in rows)} flagged adequate"
+    )
     print(f"{'moment':9s} {'chain (rep. spread)':>22s} {'pre-limit':>18s} {'z':>6s} {'single-run se/spread':>21s}")
     for k in KEYS:
         v = np.array([r[k] for r in rows])
@@ -58,7 +60,8 @@ def main() -> None:
         se = sd / math.sqrt(a.reps)
         pk, pse = getattr(pre, k), pre.stderr[k]
         ratio = math.sqrt(np.mean([r["se_" + k] ** 2 for r in rows])) / sd
-        print(f"{k:9s} {m:12.4f} ± {se:.4f} {pk:10.4f} ± {pse:.4f} {(m - pk) / math.hypot(se, pse):+6.2f} {ratio:21.2f}")
+        z = (m - pk) / math.hypot(se, pse)
+        print(f"{k:9s} {m:12.4f} ± {se:.4f} {pk:10.4f} ± {pse:.4f} {z:+6.2f} {ratio:21.2f}")
 
 
 if __name__ == "__main__":

@@ -64,8 +64,8 @@ def controls(u: np.ndarray, n: int, d: int, lam: float, replace: bool, m: int, q
     P0 = np.column_stack([np.ones(N), P])  # P_0 .. P_L
     ue = np.column_stack([u, np.zeros(N)])  # u_1 .. u_{L+1}
     Z = u[:, :m] - lam * P0[:, :m]
-    arr = lam * (P0[:, :L] - P0[:, 1:L + 1])  # λ(P_{i−1} − P_i), i = 1..L
-    dep = ue[:, :L] - ue[:, 1:L + 1]  # u_i − u_{i+1}
+    arr = lam * (P0[:, :L] - P0[:, 1 : L + 1])  # λ(P_{i−1} − P_i), i = 1..L
+    dep = ue[:, :L] - ue[:, 1 : L + 1]  # u_i − u_{i+1}
     b = arr - dep
     Y = []
     for i in range(q):
@@ -124,8 +124,11 @@ def estimates(u, n, d, lam, replace, m, q, level):
         a = float(x.mean())
         g = (x - a) ** 2
         mp, ml, mq_ = x.mean(), cv_mean(x, lin), cv_mean(x, both)
-        out[f"Var(u_{i})"] = (float(g.mean() - (mp - a) ** 2), cv_mean(g, lin) - (ml - a) ** 2,
-                              cv_mean(g, both) - (mq_ - a) ** 2)
+        out[f"Var(u_{i})"] = (
+            float(g.mean() - (mp - a) ** 2),
+            cv_mean(g, lin) - (ml - a) ** 2,
+            cv_mean(g, both) - (mq_ - a) ** 2,
+        )
     return out
 
 
@@ -135,42 +138,74 @@ def run_config(name, n, d, lam, replace, steps, K, R, m=4, q=3, level=3, seed=0)
     for r in range(R):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            res = simulate(n, d, lam, steps=steps, start="fixed-point", seed=seed * 1000 + r, replace=replace,
-                           record_every=K, record_levels=max(m, q + 1, level) + 1, progress=False, workers=1,
-                           control_variates=False)
+            res = simulate(
+                n,
+                d,
+                lam,
+                steps=steps,
+                start="fixed-point",
+                seed=seed * 1000 + r,
+                replace=replace,
+                record_every=K,
+                record_levels=max(m, q + 1, level) + 1,
+                progress=False,
+                workers=1,
+                control_variates=False,
+            )
         rows.append(estimates(res.trajectory.u, n, d, lam, replace, m, q, level))
     cpu = time.process_time() - t
-    out = {"name": name, "n": n, "d": d, "lam": lam, "replace": replace, "steps": steps, "K": K, "R": R,
-           "samples": int(res.trajectory.u.shape[0]), "cpu_s": cpu, "quantities": {}}
+    out = {
+        "name": name,
+        "n": n,
+        "d": d,
+        "lam": lam,
+        "replace": replace,
+        "steps": steps,
+        "K": K,
+        "R": R,
+        "samples": int(res.trajectory.u.shape[0]),
+        "cpu_s": cpu,
+        "quantities": {},
+    }
     lo, hi = ss.f.ppf([0.05, 0.95], R - 1, R - 1)
     for key in rows[0]:
         a = np.array([rw[key] for rw in rows])  # R x 3
         sd = a.std(axis=0, ddof=1)
         diff = a[:, 2] - a[:, 0]  # linear+quadratic − plain, per replication (same samples)
-        out["quantities"][key] = {"mean": a.mean(axis=0).tolist(), "sd": sd.tolist(),
-                                  # do the estimators agree? the mean difference in its own s.e.
-                                  "agree_z": float(diff.mean() / (diff.std(ddof=1) / np.sqrt(R))),
-                                  "ratio_linear": float((sd[0] / sd[1]) ** 2),
-                                  "ratio_quadratic": float((sd[0] / sd[2]) ** 2),
-                                  "gain_of_quadratic": float((sd[1] / sd[2]) ** 2),
-                                  # a ratio of two sample variances (independent replications):
-                                  # divided/multiplied by the F quantiles gives a 90 % interval
-                                  "gain_interval": [float((sd[1] / sd[2]) ** 2 / hi), float((sd[1] / sd[2]) ** 2 / lo)]}
+        out["quantities"][key] = {
+            "mean": a.mean(axis=0).tolist(),
+            "sd": sd.tolist(),
+            # do the estimators agree? the mean difference in its own s.e.
+            "agree_z": float(diff.mean() / (diff.std(ddof=1) / np.sqrt(R))),
+            "ratio_linear": float((sd[0] / sd[1]) ** 2),
+            "ratio_quadratic": float((sd[0] / sd[2]) ** 2),
+            "gain_of_quadratic": float((sd[1] / sd[2]) ** 2),
+            # a ratio of two sample variances (independent replications):
+            # divided/multiplied by the F quantiles gives a 90 % interval
+            "gain_interval": [float((sd[1] / sd[2]) ** 2 / hi), float((sd[1] / sd[2]) ** 2 / lo)],
+        }
     return out
 
 
 def report(o) -> str:
-    head = (f"{o['name']}: n = {o['n']}, d = {o['d']}, λ = {o['lam']:.6g}, "
-            f"{'with' if o['replace'] else 'without'} replacement, {o['R']} × {o['steps']:.2g} steps, every "
-            f"K = {o['K']} events ({o['samples']} samples each), {o['cpu_s']:.0f} CPU s")
-    cols = ("| quantity | mean (plain) | sd plain | sd linear | sd linear+quadratic | plain/linear | "
-            "plain/(lin+quad) | quadratic's own gain (90 % interval) | lin+quad − plain (z) |")
+    head = (
+        f"{o['name']}: n = {o['n']}, d = {o['d']}, λ = {o['lam']:.6g}, "
+        f"{'with' if o['replace'] else 'without'} replacement, {o['R']} × {o['steps']:.2g} steps, every "
+        f"K = {o['K']} events ({o['samples']} samples each), {o['cpu_s']:.0f} CPU s"
+    )
+    cols = (
+        "| quantity | mean (plain) | sd plain | sd linear | sd linear+quadratic | plain/linear | "
+        "plain/(lin+quad) | quadratic's own gain (90 % interval) | lin+quad − plain (z) |"
+    )
     lines = [head, "", cols, "|---|---|---|---|---|---|---|---|---|"]
     for k, v in o["quantities"].items():
         sd = v["sd"]
-        lines.append(f"| {k} | {v['mean'][0]:.6g} | {sd[0]:.3g} | {sd[1]:.3g} | {sd[2]:.3g} | {v['ratio_linear']:.3g} | "
-                     f"{v['ratio_quadratic']:.3g} | {v['gain_of_quadratic']:.3g} "
-                     f"({v['gain_interval'][0]:.2g}–{v['gain_interval'][1]:.2g}) | {v['agree_z']:+.1f} |")
+        lines.append(
+            f"| {k} | {v['mean'][0]:.6g} | {sd[0]:.3g} | {sd[1]:.3g} | {sd[2]:.3g} | "
+            f"{v['ratio_linear']:.3g} | "
+            f"{v['ratio_quadratic']:.3g} | {v['gain_of_quadratic']:.3g} "
+            f"({v['gain_interval'][0]:.2g}–{v['gain_interval'][1]:.2g}) | {v['agree_z']:+.1f} |"
+        )
     return "\n".join(lines)
 
 

@@ -13,6 +13,7 @@ so the fast tier ``-m "not slow and not integration"`` starts no cluster and no 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -23,7 +24,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from hypothesis import settings as _hypothesis_settings
 
 # A suite started in the background of a non-interactive shell (`cmd &`) inherits SIGINT
@@ -68,10 +68,8 @@ def _stop(proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=10)
     except (ProcessLookupError, subprocess.TimeoutExpired):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         proc.wait(timeout=10)
 
 
@@ -85,19 +83,40 @@ def dask_cluster(tmp_path_factory):
     port = free_port()
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     slog = logdir / "scheduler.log"
-    sched = subprocess.Popen([str(dask), "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                              "--no-dashboard"], stdout=open(slog, "wb"), stderr=subprocess.STDOUT,
-                             start_new_session=True, env=env)
+    sched = subprocess.Popen(
+        [str(dask), "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+        stdout=open(slog, "wb"),  # noqa: SIM115 - the process keeps it open
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env=env,
+    )
     procs = [sched]
     try:
         _wait_port(port, sched, 60, slog)
         address = f"tcp://127.0.0.1:{port}"
         wlog = logdir / "worker.log"
-        worker = subprocess.Popen([str(dask), "worker", address, "--host", "127.0.0.1", "--nworkers", "1",
-                                   "--nthreads", "2", "--no-dashboard", "--memory-limit", "0",
-                                   "--local-directory", str(logdir / "w")],
-                                  stdout=open(wlog, "wb"), stderr=subprocess.STDOUT,
-                                  start_new_session=True, env=env)
+        worker = subprocess.Popen(
+            [
+                str(dask),
+                "worker",
+                address,
+                "--host",
+                "127.0.0.1",
+                "--nworkers",
+                "1",
+                "--nthreads",
+                "2",
+                "--no-dashboard",
+                "--memory-limit",
+                "0",
+                "--local-directory",
+                str(logdir / "w"),
+            ],
+            stdout=open(wlog, "wb"),  # noqa: SIM115 - the process keeps it open
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
+        )
         procs.append(worker)
         from dask.distributed import Client
 
@@ -130,16 +149,25 @@ def chromium():
         if os.geteuid() != 0:
             pytest.skip("Chromium is not installed and installing it (apt-get install chromium) needs root")
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        res = subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", "chromium"],
-                             capture_output=True, text=True, env=env, timeout=900)
+        res = subprocess.run(
+            ["apt-get", "install", "-y", "--no-install-recommends", "chromium"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=900,
+        )
         if res.returncode != 0:
             upd = subprocess.run(["apt-get", "update"], capture_output=True, text=True, env=env, timeout=600)
-            res = subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", "chromium"],
-                                 capture_output=True, text=True, env=env, timeout=900)
+            res = subprocess.run(
+                ["apt-get", "install", "-y", "--no-install-recommends", "chromium"],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=900,
+            )
             if res.returncode != 0:
                 tail = (res.stderr or upd.stderr or "").strip().splitlines()
-                pytest.skip("Chromium could not be installed with apt-get"
-                            + (f": {tail[-1]}" if tail else ""))
+                pytest.skip("Chromium could not be installed with apt-get" + (f": {tail[-1]}" if tail else ""))
         path = _find_chromium()
         if path is None:
             pytest.skip("apt-get install chromium succeeded but no chromium executable was found")

@@ -127,7 +127,9 @@ def profile_law(n, d, lam, *, replace=True, M=12) -> ExactLaw:
                 continue
             c2 = list(c)
             c2[ell] += 1
-            rows.append(i); cols.append(index[tuple(c2)]); vals.append(pr)
+            rows.append(i)
+            cols.append(index[tuple(c2)])
+            vals.append(pr)
         stay += pd * (n - ext[1]) / n  # departure from an empty queue
         for ell in range(1, M + 1):
             pr = pd * (ext[ell] - ext[ell + 1]) / n
@@ -135,8 +137,12 @@ def profile_law(n, d, lam, *, replace=True, M=12) -> ExactLaw:
                 continue
             c2 = list(c)
             c2[ell - 1] -= 1
-            rows.append(i); cols.append(index[tuple(c2)]); vals.append(pr)
-        rows.append(i); cols.append(i); vals.append(stay)
+            rows.append(i)
+            cols.append(index[tuple(c2)])
+            vals.append(pr)
+        rows.append(i)
+        cols.append(i)
+        vals.append(stay)
     prob = _solve(index, rows, cols, vals, len(counts))
     return ExactLaw(n=n, states=np.array(counts, dtype=float), prob=prob, d=d, replace=replace)
 
@@ -148,8 +154,7 @@ def queue_law(n, d, lam, *, replace=True, M=10) -> ExactLaw:
         raise ValueError("d must be <= n without replacement")
     vecs = list(itertools.product(range(M + 1), repeat=n))
     index = {x: i for i, x in enumerate(vecs)}
-    tuples = (list(itertools.product(range(n), repeat=d)) if replace
-              else list(itertools.permutations(range(n), d)))
+    tuples = list(itertools.product(range(n), repeat=d)) if replace else list(itertools.permutations(range(n), d))
     wt = 1.0 / len(tuples)
     pa = lam / (1 + lam)
     pd = 1 / (1 + lam)
@@ -166,15 +171,21 @@ def queue_law(n, d, lam, *, replace=True, M=10) -> ExactLaw:
                 continue
             y = list(x)
             y[j] += 1
-            rows.append(i); cols.append(index[tuple(y)]); vals.append(pa * wt)
+            rows.append(i)
+            cols.append(index[tuple(y)])
+            vals.append(pa * wt)
         for j in range(n):
             if x[j] == 0:
                 stay += pd / n
                 continue
             y = list(x)
             y[j] -= 1
-            rows.append(i); cols.append(index[tuple(y)]); vals.append(pd / n)
-        rows.append(i); cols.append(i); vals.append(stay)
+            rows.append(i)
+            cols.append(index[tuple(y)])
+            vals.append(pd / n)
+        rows.append(i)
+        cols.append(i)
+        vals.append(stay)
     prob = _solve(index, rows, cols, vals, len(vecs))
     counts = np.array([_counts(x, M) for x in vecs], dtype=float)
     return ExactLaw(n=n, states=counts, prob=prob, d=d, replace=replace)
@@ -194,15 +205,21 @@ def jsq_law(n, lam, *, M=12) -> ExactLaw:
             stay += pa
         else:
             y[-1] += 1
-            rows.append(i); cols.append(index[tuple(sorted(y, reverse=True))]); vals.append(pa)
+            rows.append(i)
+            cols.append(index[tuple(sorted(y, reverse=True))])
+            vals.append(pa)
         for j in range(n):
             if x[j] == 0:
                 stay += pd / n
                 continue
             y = list(x)
             y[j] -= 1
-            rows.append(i); cols.append(index[tuple(sorted(y, reverse=True))]); vals.append(pd / n)
-        rows.append(i); cols.append(i); vals.append(stay)
+            rows.append(i)
+            cols.append(index[tuple(sorted(y, reverse=True))])
+            vals.append(pd / n)
+        rows.append(i)
+        cols.append(i)
+        vals.append(stay)
     prob = _solve(index, rows, cols, vals, len(states))
     counts = np.array([_counts(x, M) for x in states], dtype=float)
     return ExactLaw(n=n, states=counts, prob=prob, d=n, replace=False)

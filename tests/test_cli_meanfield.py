@@ -19,7 +19,7 @@ def test_json_fixed_point_refined_covariance():
     out = json.loads(r.stdout)
     fp = out["fixed_point"]
     L = len(fp)
-    assert fp[0] == 0.9 and fp[1] == pytest.approx(0.9 ** 3, rel=1e-14)
+    assert fp[0] == 0.9 and fp[1] == pytest.approx(0.9**3, rel=1e-14)
     assert out["mean_queue_length"] == pytest.approx(2.35265, abs=5e-6)
     ref = out["refined"]
     assert len(ref["V"]) == L
@@ -32,8 +32,9 @@ def test_json_fixed_point_refined_covariance():
 
 
 def test_json_trajectory():
-    r = run(["meanfield", "--d", "3", "--load", "0.8", "--time", "5", "--points", "11",
-             "--start", "customers:2", "--json"])
+    r = run(
+        ["meanfield", "--d", "3", "--load", "0.8", "--time", "5", "--points", "11", "--start", "customers:2", "--json"]
+    )
     assert r.exit_code == 0, r.output
     tr = json.loads(r.stdout)["trajectory"]
     assert len(tr["t"]) == 11 and tr["t"][0] == 0.0 and tr["t"][-1] == 5.0
@@ -52,8 +53,22 @@ def test_d1_covariance_is_mm1():
 
 
 def test_dinf():
-    r = run(["meanfield", "--d", "inf", "--load", "0.9", "--time", "9", "--points", "10",
-             "--start", "customers:3", "--json"])
+    r = run(
+        [
+            "meanfield",
+            "--d",
+            "inf",
+            "--load",
+            "0.9",
+            "--time",
+            "9",
+            "--points",
+            "10",
+            "--start",
+            "customers:3",
+            "--json",
+        ]
+    )
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     assert out["fixed_point"] == [0.9] and out["mean_queue_length"] == 0.9
@@ -63,8 +78,9 @@ def test_dinf():
 
 
 def test_extreme_parameters():
-    r = run(["meanfield", "--d", "1e6", "--load", "0.999999999", "--n", "1e7", "--time", "10",
-             "--points", "3", "--json"])
+    r = run(
+        ["meanfield", "--d", "1e6", "--load", "0.999999999", "--n", "1e7", "--time", "10", "--points", "3", "--json"]
+    )
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     assert all(np.isfinite(out["refined"]["V"]))
@@ -83,8 +99,23 @@ def test_without_replacement_centre():
 
 
 def test_human_output_and_plots(tmp_path):
-    r = run(["meanfield", "--d", "2", "--load", "0.9", "--n", "50", "--time", "3", "--points", "4",
-             "--plot", str(tmp_path / "traj.png")])
+    r = run(
+        [
+            "meanfield",
+            "--d",
+            "2",
+            "--load",
+            "0.9",
+            "--n",
+            "50",
+            "--time",
+            "3",
+            "--points",
+            "4",
+            "--plot",
+            str(tmp_path / "traj.png"),
+        ]
+    )
     assert r.exit_code == 0, r.output
     assert "Σπ(i)" in r.output and "ΣV" in r.output and "trajectory" in r.output
     assert (tmp_path / "traj.png").read_bytes()[:4] == b"\x89PNG"
@@ -93,21 +124,24 @@ def test_human_output_and_plots(tmp_path):
     assert (tmp_path / "fp.png").stat().st_size > 1000
 
 
-@pytest.mark.parametrize("args, word", [
-    (["--time", "-1"], "--time"),
-    (["--time", "0"], "--time"),
-    (["--time", "inf"], "--time"),
-    (["--time", "nan"], "--time"),
-    (["--d", "0"], "--d"),
-    (["--d", "2.5"], "--d"),
-    (["--load", "1"], "--load"),
-    (["--n", "0"], "--n"),
-    (["--start", "bogus", "--time", "1"], "start"),
-    (["--no-replace"], "--n"),
-    (["--tol", "2"], "--tol"),
-    (["--d", "1", "--load", "0.999", "--n", "10"], "tol"),
-    (["--d", "30", "--n", "10", "--no-replace"], "d"),
-])
+@pytest.mark.parametrize(
+    "args, word",
+    [
+        (["--time", "-1"], "--time"),
+        (["--time", "0"], "--time"),
+        (["--time", "inf"], "--time"),
+        (["--time", "nan"], "--time"),
+        (["--d", "0"], "--d"),
+        (["--d", "2.5"], "--d"),
+        (["--load", "1"], "--load"),
+        (["--n", "0"], "--n"),
+        (["--start", "bogus", "--time", "1"], "start"),
+        (["--no-replace"], "--n"),
+        (["--tol", "2"], "--tol"),
+        (["--d", "1", "--load", "0.999", "--n", "10"], "tol"),
+        (["--d", "30", "--n", "10", "--no-replace"], "d"),
+    ],
+)
 def test_bad_input_one_line_exit_2(args, word):
     r = run(["meanfield"] + args)
     assert r.exit_code == 2
@@ -160,15 +194,18 @@ def test_refined_outside_unit_interval_at_small_n_is_explained():
     assert "refined mean queue length: not shown" in r.stdout and "too small" in r.stdout
 
 
-@pytest.mark.parametrize("args, msg", [
-    (["--d", "1e400"], "--d must be an integer in [1, 9223372036854775807]"),
-    (["--n", "1e400"], "--n must be an integer"),
-    (["--time", "1e400"], "--time must be a finite number"),
-    (["--levels", "1e6"], "--levels must be an integer in [1, 5000]"),
-    (["--points", "1e9", "--time", "1"], "--points must be an integer in [1, 100000]"),
-    (["--plot", "/proc/missing-dir/x.png"], "does not exist"),
-    (["--plot", "x.unknownformat"], "unknown figure format"),
-])
+@pytest.mark.parametrize(
+    "args, msg",
+    [
+        (["--d", "1e400"], "--d must be an integer in [1, 9223372036854775807]"),
+        (["--n", "1e400"], "--n must be an integer"),
+        (["--time", "1e400"], "--time must be a finite number"),
+        (["--levels", "1e6"], "--levels must be an integer in [1, 5000]"),
+        (["--points", "1e9", "--time", "1"], "--points must be an integer in [1, 100000]"),
+        (["--plot", "/proc/missing-dir/x.png"], "does not exist"),
+        (["--plot", "x.unknownformat"], "unknown figure format"),
+    ],
+)
 def test_hostile_values_are_one_line_errors(args, msg):
     r = CliRunner().invoke(main, ["meanfield", *args])
     assert r.exit_code == 2, r.output
@@ -205,8 +242,9 @@ def test_response_times_d1_closed_form():
     for q in Q:
         assert soj["quantiles"][q] == pytest.approx(-np.log(1 - float(q)) / (1 - lam), rel=1e-9)
         # P(W > t) = λ e^{−(1−λ)t}: quantile log(λ/(1−q))/(1−λ) when 1 − q < λ
-        assert wai["quantiles"][q] == pytest.approx(max(0.0, np.log(lam / (1 - float(q)))) / (1 - lam),
-                                                    rel=1e-9, abs=1e-12)
+        assert wai["quantiles"][q] == pytest.approx(
+            max(0.0, np.log(lam / (1 - float(q)))) / (1 - lam), rel=1e-9, abs=1e-12
+        )
     t = np.array(out["cdf"]["t"])
     assert len(t) == 7 and t[0] == 0.0
     assert np.allclose(out["cdf"]["sojourn"], 1 - np.exp(-(1 - lam) * t), atol=1e-12)

@@ -146,7 +146,7 @@ def test_scheduler_without_dask_is_one_line(monkeypatch):
     for args in (["mixing", "--n", "20", "--d", "2", "--load", "0.5", "--replications", "2"],
                  ["fluctuations", "--regime", "a", "--n", "100"],
                  ["reproduce", "paper000", "--out", "unused-dir"],
-                 *[args for args in NEW_SCHEDULER_COMMANDS.values()]):
+                 *list(NEW_SCHEDULER_COMMANDS.values())):
         r = CliRunner().invoke(main, [*args, "--scheduler", "tcp://127.0.0.1:1"])
         assert r.exit_code == 2, (args, r.output)
         lines = [x for x in r.stderr.splitlines() if x.strip()]
@@ -163,8 +163,8 @@ def test_report_json_manifest(tmp_path):
     from supermarket import sweep as sw
 
     d = tmp_path / "sweep"
-    sw.run_sweep(sw.parse_sweep('[sweep]\nname = "t"\nseed = 1\n[[run]]\nmeasurement = "meanfield"\nd = [2, 3]\nload = 0.5\n'),
-                 d, workers=1)
+    text = '[sweep]\nname = "t"\nseed = 1\n[[run]]\nmeasurement = "meanfield"\nd = [2, 3]\nload = 0.5\n'
+    sw.run_sweep(sw.parse_sweep(text), d, workers=1)
     (tmp_path / "rep").mkdir()
     r = CliRunner().invoke(main, ["report", str(d), "--md", str(tmp_path / "rep" / "r.md"), "--json"])
     assert r.exit_code == 0, r.output

@@ -19,8 +19,16 @@ def test_theory_json_done_when():
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     assert out["k"] == 2 and isinstance(out["k"], int)
-    for key in ["k_hypothesis", "fixed_point", "mean_queue_length", "linearised_q", "theorem_1_2",
-                "mixing_steps", "slow_rate", "regime_002"]:
+    for key in [
+        "k_hypothesis",
+        "fixed_point",
+        "mean_queue_length",
+        "linearised_q",
+        "theorem_1_2",
+        "mixing_steps",
+        "slow_rate",
+        "regime_002",
+    ]:
         assert key in out
     assert isinstance(out["k_hypothesis"], int)
     assert len(out["linearised_q"]) == 2
@@ -45,12 +53,24 @@ def test_theory_default_human_report():
     assert "k_(λ,d)" in r.stdout and "Theorem 1.2" in r.stdout and "derived" in r.stdout
 
 
-@pytest.mark.parametrize("args", [
-    ["theory", "--n", "2.5"], ["theory", "--n", "0"], ["theory", "--d", "-3"], ["theory", "--load", "1"],
-    ["theory", "--load", "0"], ["theory", "--load", "nan"], ["theory", "--load", "inf"], ["theory", "--load", "abc"],
-    ["theory", "--eps", "0.5"], ["theory", "--bogus"], ["design", "--load", "0.9"],
-    ["design", "--load", "0.9", "--max-queue", "0"], ["nosuchcommand"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["theory", "--n", "2.5"],
+        ["theory", "--n", "0"],
+        ["theory", "--d", "-3"],
+        ["theory", "--load", "1"],
+        ["theory", "--load", "0"],
+        ["theory", "--load", "nan"],
+        ["theory", "--load", "inf"],
+        ["theory", "--load", "abc"],
+        ["theory", "--eps", "0.5"],
+        ["theory", "--bogus"],
+        ["design", "--load", "0.9"],
+        ["design", "--load", "0.9", "--max-queue", "0"],
+        ["nosuchcommand"],
+    ],
+)
 def test_bad_input_one_line_exit_2(args):
     proc = subprocess.run([sys.executable, "-m", "supermarket", *args], capture_output=True, text=True)
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
@@ -93,16 +113,19 @@ def test_design_does_not_print_a_negative_share():
     assert out["share_by_length"][-1] is None and out["predicted_counts"][-1] is None
 
 
-@pytest.mark.parametrize("args, msg", [
-    (["theory", "--n", "1e400"], "--n must be an integer in [1, 1e100]"),
-    (["theory", "--d", "1e400"], "--d must be an integer in [1, 9223372036854775807]"),
-    (["theory", "--load", "1e300"], "must be in (0, 1)"),
-    (["theory", "--load", "0.99999999999999999999"], "rounds to 1"),
-    (["theory", "--eps", "nan"], "--eps must be a finite number"),
-    (["design", "--load", "0.9", "--max-queue", "1e400"], "--max-queue must be an integer"),
-    (["theory", "--lod", "0.9"], "Did you mean"),
-    (["theroy"], "Did you mean 'theory'"),
-])
+@pytest.mark.parametrize(
+    "args, msg",
+    [
+        (["theory", "--n", "1e400"], "--n must be an integer in [1, 1e100]"),
+        (["theory", "--d", "1e400"], "--d must be an integer in [1, 9223372036854775807]"),
+        (["theory", "--load", "1e300"], "must be in (0, 1)"),
+        (["theory", "--load", "0.99999999999999999999"], "rounds to 1"),
+        (["theory", "--eps", "nan"], "--eps must be a finite number"),
+        (["design", "--load", "0.9", "--max-queue", "1e400"], "--max-queue must be an integer"),
+        (["theory", "--lod", "0.9"], "Did you mean"),
+        (["theroy"], "Did you mean 'theory'"),
+    ],
+)
 def test_hostile_values_are_one_line_errors(args, msg):
     r = CliRunner().invoke(main, args)
     assert r.exit_code == 2, r.output
@@ -143,17 +166,22 @@ def test_new_user_round_theory():
 def test_theory_table_shows_the_count_at_length_k():
     # docs/tutorial.md: "about 100 empty queues, 1980 of length 1 and 7920 of length 2"; the
     # row of length k = 2 (level 3) was left blank. n(1 − q̃_2) = 10^4 (1 − 0.01(1 + 19.8)) = 7920
-    rows = {line.split()[0]: line.split() for line in run(["theory"]).stdout.splitlines()
-            if line[:1].isdigit()}
+    rows = {line.split()[0]: line.split() for line in run(["theory"]).stdout.splitlines() if line[:1].isdigit()}
     assert rows["1"][-1] == "100" and rows["2"][-1] == "1980" and rows["3"][-1] == "7920"
     assert len(rows["4"]) == 3  # past length k: no prediction
 
 
-@pytest.mark.parametrize("args,named", [
-    (["design", "--load", "0.9", "--max-queue", "2", "--d", "3"], "--d applies to --latency"),
-    (["design", "--load", "0.9", "--max-queue", "2", "--quantile", "0.9", "--seed", "1"], "--quantile, --seed apply"),
-    (["fluctuations", "--regime", "c", "--theta", "0.3"], "--theta applies to --regime a only"),
-])
+@pytest.mark.parametrize(
+    "args,named",
+    [
+        (["design", "--load", "0.9", "--max-queue", "2", "--d", "3"], "--d applies to --latency"),
+        (
+            ["design", "--load", "0.9", "--max-queue", "2", "--quantile", "0.9", "--seed", "1"],
+            "--quantile, --seed apply",
+        ),
+        (["fluctuations", "--regime", "c", "--theta", "0.3"], "--theta applies to --regime a only"),
+    ],
+)
 def test_options_that_would_do_nothing_are_refused(args, named):
     # issue 19: `design --d 3 --max-queue 2` answered d = 4 and ignored --d in silence;
     # `fluctuations --regime c --theta 0.3` ran with the theta unused

@@ -95,7 +95,8 @@ def test_matcher(expected, actual, ok):
 
 
 def test_transcript_parsing_and_exit_status():
-    steps = dt.parse_transcript("$ supermarket a \\\n  --b 1   # note\nout 1\n\n$ supermarket c\nsupermarket: error: bad\n")
+    steps = dt.parse_transcript("$ supermarket a \\\n  --b 1   # note\nout 1\n\n"
+                                "$ supermarket c\nsupermarket: error: bad\n")
     assert [s.command for s in steps] == ["supermarket a  --b 1   # note", "supermarket c"]
     assert steps[0].expected == ["out 1"] and steps[0].expected_code() == 0
     assert steps[1].expected_code() == 2
@@ -140,7 +141,7 @@ def test_sybil_fails_an_unmarked_command_block_and_honours_skips(tmp_path):
                 outcomes.append("ok")
             except AssertionError as exc:
                 outcomes.append("fail: " + str(exc))
-            except Exception as exc:  # noqa: BLE001 - SkipTest
+            except Exception as exc:  # SkipTest
                 outcomes.append(type(exc).__name__)
     finally:
         sybil.teardown(document.namespace)

@@ -16,7 +16,7 @@ import re
 import pytest
 
 MODULES = ["simulation", "meanfield", "theory", "mixing", "fluctuations", "stationary", "perfect",
-           "response", "stats", "model", "states", "parallel", "report", "jsonable", "sweep"]
+           "response", "stats", "model", "states", "parallel", "report", "jsonable", "sweep", "policies"]
 
 
 def _has_section(doc: str, name: str) -> bool:

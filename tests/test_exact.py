@@ -4,6 +4,7 @@ n = 1 (truncation included), product form for d = 1, exact identities, and a sim
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import time
@@ -14,8 +15,8 @@ from click.testing import CliRunner
 
 from exact_small import profile_law, queue_law
 from supermarket.cli import main
-from supermarket.stationary import count_states, solve
 from supermarket.simulation import simulate
+from supermarket.stationary import count_states, solve
 
 
 @pytest.mark.parametrize("n,d,lam,rep", [(3, 2, 0.6, True), (3, 2, 0.6, False), (2, 3, 0.5, True),
@@ -112,7 +113,7 @@ def test_against_profile_engine_simulation():
 
 def test_too_large_is_refused_before_any_work():
     t = time.perf_counter()
-    with pytest.raises(ValueError, match="too large.*states"):
+    with pytest.raises(ValueError, match=r"too large.*states"):
         solve(30, 2, 0.99)
     with pytest.raises(ValueError, match="too large"):
         solve(12, 2, 0.5, cap=40)
@@ -121,7 +122,8 @@ def test_too_large_is_refused_before_any_work():
 
 @pytest.mark.parametrize("kw,exc", [(dict(n=0, d=1, lam=0.5), ValueError), (dict(n=2.0, d=1, lam=0.5), TypeError),
                                     (dict(n=2, d=3, lam=0.5, replace=False), ValueError),
-                                    (dict(n=2, d=1, lam=1.0), ValueError), (dict(n=2, d=1, lam=0.5, tol=0.5), ValueError),
+                                    (dict(n=2, d=1, lam=1.0), ValueError),
+                                    (dict(n=2, d=1, lam=0.5, tol=0.5), ValueError),
                                     (dict(n=2, d=1, lam=0.5, cap=0), ValueError),
                                     (dict(n=2, d=1, lam=0.5, profile_law="yes"), TypeError)])
 def test_bad_input(kw, exc):
@@ -176,7 +178,7 @@ def test_cost_model_is_monotone_and_refuses_nothing_that_runs_today():
 
     for n in (1, 3, 6):
         e = [estimate_seconds(n, c) for c in range(1, 60)]
-        assert all(a < b for a, b in zip(e, e[1:]))
+        assert all(a < b for a, b in itertools.pairwise(e))
     assert all(estimate_seconds(n, 20) < estimate_seconds(n + 1, 20) for n in range(1, 10))
     for n, d, lam in [(1, 2, 0.9), (2, 2, 0.9), (3, 2, 0.9), (4, 2, 0.9), (4, 2, 0.7), (5, 2, 0.7), (6, 2, 0.7)]:
         assert estimate_seconds(n, least_states(n, d, lam)[0]) < MAX_SECONDS / 4, (n, d, lam)

@@ -103,7 +103,7 @@ def test_max_queue_distribution_matches_exact_law(laws):
     res = simulate(N, D, LAM, steps=400_000, burn_in=10_000, replications=8, seed=3)
     law = laws[True]
     per = res.per_replication
-    for m in range(0, 6):
+    for m in range(6):
         vals = np.array([r.max_queue_dist.get(m, 0.0) for r in per])
         se = vals.std(ddof=1) / np.sqrt(len(vals))
         assert abs(res.max_queue_dist.get(m, 0.0) - law.max_dist.get(m, 0.0)) <= 4.5 * se + law.tail

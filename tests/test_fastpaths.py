@@ -24,11 +24,14 @@ def _run(n, d, lam, replace, force, events, start="empty", cont=False):
     return ch
 
 
-@pytest.mark.parametrize("n,d,lam,replace,cont", [
-    (5000, 2, 0.99, True, False),   # windows move as the counts climb from empty
-    (5000, 3, 0.95, False, True),   # without replacement, continuous time
-    (3000, 1, 0.9, True, False),    # d = 1: dozens of levels, past the LW windowed ones
-])
+@pytest.mark.parametrize(
+    "n,d,lam,replace,cont",
+    [
+        (5000, 2, 0.99, True, False),  # windows move as the counts climb from empty
+        (5000, 3, 0.95, False, True),  # without replacement, continuous time
+        (3000, 1, 0.9, True, False),  # d = 1: dozens of levels, past the LW windowed ones
+    ],
+)
 def test_windowed_tables_are_bit_identical_to_the_full_table(n, d, lam, replace, cont):
     full = _run(n, d, lam, replace, False, 600_000, cont=cont)
     win = _run(n, d, lam, replace, True, 600_000, cont=cont)
@@ -68,8 +71,12 @@ def test_profile_and_queues_agree_above_the_full_table_size():
     # n = 40000 > 32767 (windowed tables) and d = 1, λ = 0.5: independent M/M/1 queues,
     # E[u_i] = λ^i exactly (docs/model.md §7), with more than 8 occupied levels (general scan)
     lam = 0.5
-    res = {e: simulate(40_000, 1, lam, time=400.0, burn_in=30.0, start="fixed-point", engine=e, seed=8,
-                       time_mode="continuous") for e in ("profile", "queues")}
+    res = {
+        e: simulate(
+            40_000, 1, lam, time=400.0, burn_in=30.0, start="fixed-point", engine=e, seed=8, time_mode="continuous"
+        )
+        for e in ("profile", "queues")
+    }
     for e, r in res.items():
         assert max(r.max_queue_dist) > 8, e
         for i in range(6):
@@ -84,8 +91,10 @@ def test_profile_and_queues_agree_d2_large_n():
     # d = 2 at n = 40000: the engines agree with each other and with E[u_1] = λ
     # (λ = 0.8: relaxation time ≈ 7 time units, so 400 time units leave the errors known)
     lam = 0.8
-    res = {e: simulate(40_000, 2, lam, time=400.0, burn_in=50.0, start="fixed-point", engine=e, seed=9)
-           for e in ("profile", "queues")}
+    res = {
+        e: simulate(40_000, 2, lam, time=400.0, burn_in=50.0, start="fixed-point", engine=e, seed=9)
+        for e in ("profile", "queues")
+    }
     a, b = res["profile"], res["queues"]
     for r in (a, b):
         assert r.u_reliable[0] and r.u_reliable[3] and abs(r.u_mean[0] - lam) <= 4.5 * r.u_stderr[0]
@@ -105,18 +114,21 @@ def _counts(s1, s2, s3, c4=0):
     return np.array([N - s1, N - s2, N - s3, c4])
 
 
-@pytest.mark.parametrize("short,member", [
-    ((500, 2475, 12252), True),      # every lower edge exactly (exact bounds from λ = 99/100)
-    ((501, 2476, 12252), True),      # one queue inside every lower edge
-    ((1500, 7425, 36753), True),     # every upper edge, just inside
-    ((1000, 4950, 24503), True),     # the targets
-    ((499, 4950, 24503), False),     # j = 1 just below
-    ((1501, 4950, 24503), False),    # j = 1 just above
-    ((1000, 2474, 24503), False),    # j = 2 just below
-    ((1000, 7426, 24503), False),    # j = 2 just above
-    ((1000, 4950, 12251), False),    # j = 3 just below (12251 < 12251.25)
-    ((1000, 4950, 36754), False),    # j = 3 just above (36754 > 36753.75)
-])
+@pytest.mark.parametrize(
+    "short,member",
+    [
+        ((500, 2475, 12252), True),  # every lower edge exactly (exact bounds from λ = 99/100)
+        ((501, 2476, 12252), True),  # one queue inside every lower edge
+        ((1500, 7425, 36753), True),  # every upper edge, just inside
+        ((1000, 4950, 24503), True),  # the targets
+        ((499, 4950, 24503), False),  # j = 1 just below
+        ((1501, 4950, 24503), False),  # j = 1 just above
+        ((1000, 2474, 24503), False),  # j = 2 just below
+        ((1000, 7426, 24503), False),  # j = 2 just above
+        ((1000, 4950, 12251), False),  # j = 3 just below (12251 < 12251.25)
+        ((1000, 4950, 36754), False),  # j = 3 just above (36754 > 36753.75)
+    ],
+)
 def test_good_set_band_by_hand(short, member):
     assert th.k_lambda_d(D, LAM) == 3
     c = _counts(*short)

@@ -59,8 +59,9 @@ def identities_b(Q, Y, c, zeta):
 
 @pytest.mark.parametrize("c, zeta", [(1.0, 0.5), (2.0, -0.3)])
 def test_limit_b_generator_identities(c, zeta):
-    sde = fl.limit_sde("b", c=c, zeta=zeta, paths=64, time=60.0, burn_in=15.0, dt=1e-3, seed=21,
-                       record_paths=64, grid_dt=0.05)
+    sde = fl.limit_sde(
+        "b", c=c, zeta=zeta, paths=64, time=60.0, burn_in=15.0, dt=1e-3, seed=21, record_paths=64, grid_dt=0.05
+    )
     Q, Y = sde.grid[:, :, 0], sde.grid[:, :, 1]
     for name, v in identities_b(Q, Y, c, zeta).items():
         # Euler–Maruyama: O(dt) bias (second-order terms of the step), far below the errors here
@@ -96,8 +97,7 @@ def test_limit_c_reflected_identities(zeta):
     """Reflected at Q <= 0: E[dU]/dt = E Y (f = y), E QY = −ζ E Y/2 (f = q·y with f = y²),
     Var Q = 1 + E QY (f = q², using Q = 0 where U grows), E Y² = E[Y dU]/dt (f = y²)."""
     dt = 1e-3
-    sde = fl.limit_sde("c", zeta=zeta, paths=64, time=80.0, dt=dt, seed=33, record_paths=64,
-                       grid_dt=0.05)
+    sde = fl.limit_sde("c", zeta=zeta, paths=64, time=80.0, dt=dt, seed=33, record_paths=64, grid_dt=0.05)
     Q, Y = sde.grid[:, :, 0], sde.grid[:, :, 1]
     EY, EY_se = path_mean(Y)
     # E[dU]/dt = E Y (the kernel's pushing sum against the recorded Y)
@@ -105,7 +105,7 @@ def test_limit_c_reflected_identities(zeta):
     # E QY + ζ E Y / 2 = 0
     assert_zero("qy", Q * Y + zeta * Y / 2, extra=0.02)
     # E Q² − ζ² − 1 − E QY = 0
-    assert_zero("q2", Q * Q - zeta ** 2 - 1.0 - Q * Y, extra=0.02)
+    assert_zero("q2", Q * Q - zeta**2 - 1.0 - Q * Y, extra=0.02)
     # E Y² = E[Y dU]/dt, up to the scheme's E[ΔU²]/(2dt) (of order √dt; small with the bridge)
     EY2, EY2_se = path_mean(Y * Y)
     assert abs(sde.y_push_rate - EY2) <= TOL * math.hypot(sde.y_push_rate_stderr, EY2_se) + 0.05 * EY2
@@ -137,8 +137,9 @@ def chain_generator_terms(p, Q, Y):
         if p.replace:
             P = (c1 / n) ** d
         else:
-            P = np.where(c1 >= d, np.exp(gammaln(c1 + 1) - gammaln(c1 - d + 1) - gammaln(n + 1)
-                                         + gammaln(n - d + 1)), 0.0)
+            P = np.where(
+                c1 >= d, np.exp(gammaln(c1 + 1) - gammaln(c1 - d + 1) - gammaln(n + 1) + gammaln(n - d + 1)), 0.0
+            )
     a = n * lam * (1 - P)
     b = c1 - c2
     D = (a - b) / sq

@@ -9,6 +9,7 @@ Statistical checks use fixed seeds and 4.5 standard errors.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -57,15 +58,15 @@ def test_centre_without_replacement_matches_meanfield():
     x = fl.centre(1000, 7, 0.8, replace=False, levels=4)
     np.testing.assert_allclose(x, near_equilibrium_centre(1000, 7, 0.8, replace=False, levels=4), rtol=1e-9)
     # without replacement the sampled queues are distinct: P_n(x) < x^d
-    assert x[1] < 0.8 ** 8
+    assert x[1] < 0.8**8
 
 
 def test_parametrisations():
     p = quiet(fl.regime_a, 10**4, 2.0, d=10)
-    assert p.d == 10 and math.isclose(p.d * p.lam ** p.d, 2.0, rel_tol=1e-12)
+    assert p.d == 10 and math.isclose(p.d * p.lam**p.d, 2.0, rel_tol=1e-12)
     assert quiet(fl.regime_a, 10**8, 1.0, theta=0.25).d == 100
     b = quiet(fl.regime_b, 10**4, 1.5, 0.7)
-    assert b.d == 150 and math.isclose(math.sqrt(b.n) * b.c_n ** b.d, 1.0, rel_tol=1e-12)
+    assert b.d == 150 and math.isclose(math.sqrt(b.n) * b.c_n**b.d, 1.0, rel_tol=1e-12)
     assert math.isclose(b.zeta_n, 0.7, rel_tol=1e-9)
     c = quiet(fl.regime_c, 10**4, 2.0, centring="one")
     assert c.d == 10**4 and math.isclose(c.lam, 0.98) and c.m == (1.0, 0.0)
@@ -123,8 +124,13 @@ def test_d1_chain_is_independent_mm1(replace):
     lam = p.lam
     assert lam == 0.5
     sim = fl.simulate_fluctuations(p, time=3000.0, burn_in=20.0, replications=2, seed=7, batches=20)
-    ref = fl.Moments(mean_z1=-5.0, mean_z2=10 * lam ** 2, var_z1=lam * (1 - lam),
-                     var_z2=lam ** 2 * (1 - lam ** 2), cov_z1z2=lam ** 2 * (1 - lam))
+    ref = fl.Moments(
+        mean_z1=-5.0,
+        mean_z2=10 * lam**2,
+        var_z1=lam * (1 - lam),
+        var_z2=lam**2 * (1 - lam**2),
+        cov_z1z2=lam**2 * (1 - lam),
+    )
     assert_close(sim.moments, ref)
 
 
@@ -133,13 +139,27 @@ def test_kernel_agrees_with_simulate_profile_engine():
     from supermarket.simulation import simulate
 
     p = quiet(fl.regime_b, 400, 1.0, 0.5)  # d = 20, without replacement
-    r = simulate(p.n, p.d, p.lam, time=3000.0, burn_in=50.0, engine="profile", replace=False,
-                 time_mode="continuous", record_every=0.05, record_levels=2, seed=5)
+    r = simulate(
+        p.n,
+        p.d,
+        p.lam,
+        time=3000.0,
+        burn_in=50.0,
+        engine="profile",
+        replace=False,
+        time_mode="continuous",
+        record_every=0.05,
+        record_levels=2,
+        seed=5,
+    )
     z1, z2 = fl.scaled(p, r.trajectory.u[:, 0], r.trajectory.u[:, 1])
-    blocks = np.array([[a.mean(), b.mean(), a.var(), b.var(), np.mean((a - a.mean()) * (b - b.mean()))]
-                       for a, b in zip(np.array_split(z1, 20), np.array_split(z2, 20))])
-    other = fl.Moments(*blocks.mean(axis=0),
-                       stderr=dict(zip(fl.KEYS, blocks.std(axis=0, ddof=1) / math.sqrt(20))))
+    blocks = np.array(
+        [
+            [a.mean(), b.mean(), a.var(), b.var(), np.mean((a - a.mean()) * (b - b.mean()))]
+            for a, b in zip(np.array_split(z1, 20), np.array_split(z2, 20))
+        ]
+    )
+    other = fl.Moments(*blocks.mean(axis=0), stderr=dict(zip(fl.KEYS, blocks.std(axis=0, ddof=1) / math.sqrt(20))))
     sim = fl.simulate_fluctuations(p, time=3000.0, replications=2, seed=1)
     assert_close(sim.moments, other)
 
@@ -192,8 +212,7 @@ def test_flow_balance_mean_q_regime_b_sim_and_sde():
 @pytest.mark.parametrize("reflection", ["projection", "bridge"])
 def test_reflected_sde_stays_below_zero_and_balances_flow(reflection):
     for zeta in (0.3, 1.0):  # small ζ pushes hard against the boundary
-        sde = fl.limit_sde("c", zeta=zeta, paths=64, time=60.0, dt=2e-3, seed=1,
-                           reflection=reflection)
+        sde = fl.limit_sde("c", zeta=zeta, paths=64, time=60.0, dt=2e-3, seed=1, reflection=reflection)
         assert sde.max_q <= 0.0
         assert np.all(sde.grid[:, :, 0] <= 0.0)
         assert abs(sde.moments.mean_z1 + zeta) <= TOL * sde.moments.stderr["mean_z1"]
@@ -206,8 +225,7 @@ def test_flow_balance_mean_q_regime_c_sim():
 
 
 def test_sde_a_matches_closed_form_and_acf():
-    sde = fl.limit_sde("a", kappa=1.0, paths=256, time=60.0, burn_in=10.0, dt=1e-3, seed=8,
-                       record_paths=32)
+    sde = fl.limit_sde("a", kappa=1.0, paths=256, time=60.0, burn_in=10.0, dt=1e-3, seed=8, record_paths=32)
     assert_close(sde.moments, fl.limit_closed_form(1.0))
     idx = [10, 20, 40]
     r1, r2 = fl.limit_acf_a(1.0, sde.lags[idx])
@@ -221,8 +239,25 @@ def test_cli_json_and_errors():
 
     from supermarket.cli import main
 
-    r = CliRunner().invoke(main, ["fluctuations", "--regime", "a", "--n", "1e3", "--kappa", "1",
-                                  "--time", "20", "--sde-paths", "32", "--sde-time", "5", "--json"])
+    r = CliRunner().invoke(
+        main,
+        [
+            "fluctuations",
+            "--regime",
+            "a",
+            "--n",
+            "1e3",
+            "--kappa",
+            "1",
+            "--time",
+            "20",
+            "--sde-paths",
+            "32",
+            "--sde-time",
+            "5",
+            "--json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout if hasattr(r, "stdout") else r.output)
     for part in ("sim", "limit", "lna"):
@@ -248,17 +283,54 @@ def test_regime_c_lna_is_marked_does_not_apply_and_not_scored():
     assert lna.mean_z2 == lna.var_z2 == lna.cov_z1z2 == 0.0  # the fact the rule rests on
     assert fl.comparison.lna_does_not_apply(lna).startswith("does not apply")
     assert fl.comparison.lna_does_not_apply(fl.lna_moments(quiet(fl.regime_a, 10**3, 1.0))) == ""
-    args = ["fluctuations", "--regime", "c", "--n", "400", "--time", "300", "--replications", "2",
-            "--sde-paths", "16", "--sde-time", "5", "--dt", "0.01", "--no-prelimit", "--seed", "3"]
+    args = [
+        "fluctuations",
+        "--regime",
+        "c",
+        "--n",
+        "400",
+        "--time",
+        "300",
+        "--replications",
+        "2",
+        "--sde-paths",
+        "16",
+        "--sde-time",
+        "5",
+        "--dt",
+        "0.01",
+        "--no-prelimit",
+        "--seed",
+        "3",
+    ]
     out = json.loads(CliRunner().invoke(main, [*args, "--json"]).stdout)
     assert out["lna_applies"] is False and out["lna_note"].startswith("does not apply")
     assert out["z_scores"] is None or "lna" not in out["z_scores"]
     text = CliRunner().invoke(main, args).output
     assert "does not apply" in text and "z-scores vs lna" not in text
     # regime (a): the LNA applies and is scored
-    r = CliRunner().invoke(main, ["fluctuations", "--regime", "a", "--n", "1e3", "--time", "400",
-                                  "--replications", "2", "--sde-paths", "16", "--sde-time", "5", "--dt", "0.01",
-                                  "--no-prelimit", "--json"])
+    r = CliRunner().invoke(
+        main,
+        [
+            "fluctuations",
+            "--regime",
+            "a",
+            "--n",
+            "1e3",
+            "--time",
+            "400",
+            "--replications",
+            "2",
+            "--sde-paths",
+            "16",
+            "--sde-time",
+            "5",
+            "--dt",
+            "0.01",
+            "--no-prelimit",
+            "--json",
+        ],
+    )
     out = json.loads(r.stdout)
     assert out["lna_applies"] is True
 
@@ -272,8 +344,24 @@ def test_too_short_run_shows_no_plus_minus_and_advice_names_real_options():
     from supermarket.cli import main
     from supermarket.fluctuations.moments import ADVICE_MARGIN, BATCH_TAU_FACTOR
 
-    args = ["fluctuations", "--regime", "a", "--n", "1e3", "--time", "10", "--replications", "2",
-            "--sde-paths", "16", "--sde-time", "5", "--dt", "0.01", "--no-prelimit"]
+    args = [
+        "fluctuations",
+        "--regime",
+        "a",
+        "--n",
+        "1e3",
+        "--time",
+        "10",
+        "--replications",
+        "2",
+        "--sde-paths",
+        "16",
+        "--sde-time",
+        "5",
+        "--dt",
+        "0.01",
+        "--no-prelimit",
+    ]
     r = CliRunner().invoke(main, args)
     assert r.exit_code == 0, r.output
     chain = next(x for x in r.output.splitlines() if x.startswith("chain (simulated)"))
@@ -315,8 +403,23 @@ def test_following_the_advice_gives_error_bars():
 
     from supermarket.cli import main
 
-    args = ["fluctuations", "--regime", "c", "--n", "400", "--replications", "2", "--sde-paths", "16",
-            "--sde-time", "5", "--dt", "0.01", "--no-prelimit", "--json"]
+    args = [
+        "fluctuations",
+        "--regime",
+        "c",
+        "--n",
+        "400",
+        "--replications",
+        "2",
+        "--sde-paths",
+        "16",
+        "--sde-time",
+        "5",
+        "--dt",
+        "0.01",
+        "--no-prelimit",
+        "--json",
+    ]
     first = json.loads(CliRunner().invoke(main, [*args, "--time", "170"]).stdout)["sim"]
     assert first["error_bars_adequate"] is False
     again = json.loads(CliRunner().invoke(main, [*args, "--time", f"{first['time_needed']:g}"]).stdout)["sim"]
@@ -348,8 +451,7 @@ def test_jsq_matches_reflected_diffusion():
     beta = 1.0
     p = quiet(fl.regime_c, 10**4, beta, centring="one")  # d = n: JSQ; √n(1−λ) = β
     sim = fl.simulate_fluctuations(p, time=4000.0, replications=4, seed=9, batches=10)
-    sde = fl.limit_sde("c", zeta=beta, paths=256, time=200.0, burn_in=30.0, dt=5e-4, seed=10,
-                       reflection="bridge")
+    sde = fl.limit_sde("c", zeta=beta, paths=256, time=200.0, burn_in=30.0, dt=5e-4, seed=10, reflection="bridge")
     assert_close(sim.moments, sde.moments)
 
 
@@ -364,7 +466,7 @@ def test_scaling_n_to_the_minus_half():
     rows = fl.scaling((10**3, 10**4, 10**5), time=800.0, seed=3)
     assert all(r.error_bars_adequate for r in rows), [r.note for r in rows]
     sds = [r.sd_g1 for r in rows]
-    assert all(a > 2.5 * b for a, b in zip(sds, sds[1:]))  # falls like n^{-1/2} (factor √10)
+    assert all(a > 2.5 * b for a, b in itertools.pairwise(sds))  # falls like n^{-1/2} (factor √10)
     for r in rows:  # while √n sd(G1) stays at the LNA's order-one value
         assert abs(r.sqrt_n_sd_g1 - r.lna_sqrt_n_sd_g1) <= TOL * r.sqrt_n_sd_g1_stderr
 
@@ -378,8 +480,12 @@ def test_result_protocol_of_every_fluctuation_result(tmp_path):
     sim = fl.simulate_fluctuations(p, time=20.0, burn_in=2.0, grid_dt=0.5, max_lag=2.0, workers=1, seed=4)
     lim = fl.limit_sde("c", zeta=1.0, paths=4, time=2.0, burn_in=0.5, dt=0.01, record_paths=2, grid_dt=0.1)
     pre = fl.prelimit_sde(p, paths=4, time=2.0, burn_in=0.5, dt=0.01, record_paths=0)
-    scale = fl.ScalingResult((fl.ScalingRow(100, 3, 0.9, 0.06, 0.01, 0.6, 0.1, None),
-                              fl.ScalingRow(400, 4, 0.9, 0.03, 0.005, 0.6, 0.1, 0.62)))
+    scale = fl.ScalingResult(
+        (
+            fl.ScalingRow(100, 3, 0.9, 0.06, 0.01, 0.6, 0.1, None),
+            fl.ScalingRow(400, 4, 0.9, 0.03, 0.005, 0.6, 0.1, 0.62),
+        )
+    )
     for res in (p, sim, lim, pre, sim.moments, fl.limit_closed_form(2.0), scale, scale[0]):
         json.dumps(to_jsonable(res.to_dict()), allow_nan=False)
         assert len(res.to_frame()) >= 1
@@ -415,8 +521,7 @@ def test_standard_errors_are_the_replication_estimator_of_stats():
     from scipy import stats as st
 
     from supermarket.mixing import coalescence_time as mixing_coalescence
-    from supermarket._results import mean_stderr
-    from supermarket.stats import replication_error
+    from supermarket.stats import mean_stderr, replication_error
 
     rng = np.random.default_rng(7)
     avg = rng.normal(size=(12, 5)) + np.array([0.0, 1.0, 2.0, 3.0, 0.5])

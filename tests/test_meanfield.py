@@ -165,7 +165,7 @@ def test_known_values_sum_pi_and_sum_V():
 
 def test_sample_prob_without_replacement_is_the_binomial_ratio():
     n, d = 50, 7
-    for c in range(0, n + 1):
+    for c in range(n + 1):
         p = mf.sample_prob(np.array([c / n]), d, n=n, replace=False)[0]
         assert p == pytest.approx(math.comb(c, d) / math.comb(n, d), rel=1e-12, abs=1e-300)
     # derivatives against central differences at non-integer points
@@ -231,7 +231,7 @@ def test_finite_d_approaches_dinf():
         u[:, :k] = sol.u[:, :k]
         err = max(np.abs(u[:, :k] - ref.u[:, :k]).max(), np.abs(sol.u[:, k:]).max(initial=0.0))
         errs.append(err)
-    assert all(b < a for a, b in zip(errs, errs[1:])), errs
+    assert all(b < a for a, b in itertools.pairwise(errs)), errs
     assert errs[-1] < 2e-3
 
 

@@ -18,9 +18,9 @@ import pytest
 from click.testing import CliRunner
 
 from supermarket import mixing as mx
-from supermarket.mixing import coupling as mx_coupling
 from supermarket import theory
 from supermarket.engines import coupling as kern
+from supermarket.mixing import coupling as mx_coupling
 from supermarket.simulation import simulate
 
 Z = 4.5
@@ -31,8 +31,7 @@ def _step_distribution(x, n, d, lam, replace, cap):
     """Law of the next unsorted state from x (tuple), straight from docs/model.md §1."""
     out = {}
     pa = lam / (1 + lam)
-    tuples = (list(itertools.product(range(n), repeat=d)) if replace
-              else list(itertools.permutations(range(n), d)))
+    tuples = list(itertools.product(range(n), repeat=d)) if replace else list(itertools.permutations(range(n), d))
     w = pa / len(tuples)
     for tup in tuples:
         best = tup[0]
@@ -110,8 +109,7 @@ def test_each_copy_has_the_transient_law_of_the_chain(replace):
     K = 12
     seen = {m: {t: {} for t in times} for m in range(len(starts))}
     for r in range(R):
-        run = mx.coupled_run(n, d, lam, starts, steps=6, seed=r, replace=replace,
-                             record_every=3, record_levels=K)
+        run = mx.coupled_run(n, d, lam, starts, steps=6, seed=r, replace=replace, record_every=3, record_levels=K)
         for m in range(len(starts)):
             for j, t in enumerate(times):
                 key = _key_from_counts(run.records_counts[m, j], n)
@@ -135,8 +133,14 @@ def test_coupled_copy_time_average_matches_exact_stationary_law():
     exact = exact_stationary_profile(n, d, lam, True, cap)
     assert abs(exact[0] - lam) < 1e-6  # truncation is negligible: the identity E[u_1] = λ
     R, steps = 12, 150_000
-    means = np.array([mx.coupled_run(n, d, lam, ["customers:4", "empty"], steps=steps, seed=100 + r,
-                                     time_average=True).mean_profile[1, :4] for r in range(R)])
+    means = np.array(
+        [
+            mx.coupled_run(
+                n, d, lam, ["customers:4", "empty"], steps=steps, seed=100 + r, time_average=True
+            ).mean_profile[1, :4]
+            for r in range(R)
+        ]
+    )
     est = means.mean(axis=0)
     se = means.std(axis=0, ddof=1) / math.sqrt(R)
     assert np.all(np.abs(est - exact[:4]) <= Z * se), (est, exact[:4], se)
@@ -145,8 +149,7 @@ def test_coupled_copy_time_average_matches_exact_stationary_law():
 @pytest.mark.parametrize("replace", [True, False])
 def test_l1_distance_never_increases_and_is_maintained_exactly(replace):
     starts = ["empty", "customers:6", "long:40", np.array([5, 0, 3, 9, 1, 0, 0, 2, 2, 7, 1, 0])]
-    run = mx.coupled_run(12, 3, 0.9, starts, steps=40_000, seed=3, replace=replace, check=True,
-                         record_every=50)
+    run = mx.coupled_run(12, 3, 0.9, starts, steps=40_000, seed=3, replace=replace, check=True, record_every=50)
     assert run.mismatches == 0
     assert run.increases == 0
     dist = run.records_distance
@@ -155,14 +158,13 @@ def test_l1_distance_never_increases_and_is_maintained_exactly(replace):
     for m in range(1, 4):
         a = np.zeros(60, dtype=int)
         b = np.zeros(60, dtype=int)
-        a[:len(run.final_counts[m])] = run.final_counts[m]
-        b[:len(run.final_counts[0])] = run.final_counts[0]
+        a[: len(run.final_counts[m])] = run.final_counts[m]
+        b[: len(run.final_counts[0])] = run.final_counts[0]
         assert np.abs(a - b).sum() == run.distance[m]
 
 
 def test_identical_starts_stay_identical_and_coalesce_at_zero():
-    run = mx.coupled_run(30, 4, 0.95, ["long:25", "long:25", "long:25"], steps=20_000, seed=1,
-                         record_every=100)
+    run = mx.coupled_run(30, 4, 0.95, ["long:25", "long:25", "long:25"], steps=20_000, seed=1, record_every=100)
     assert run.tau == (0, 0, 0)
     assert np.all(run.records_distance == 0)
     assert all(np.array_equal(run.final_counts[0], c) for c in run.final_counts)
@@ -175,8 +177,9 @@ def test_coalescence_from_x_to_x_is_zero():
 
 
 def test_different_starts_coalesce_and_tau_is_first_zero_distance():
-    run = mx.coupled_run(20, 2, 0.8, ["fixed-point", "customers:3"], steps=10**6, seed=5,
-                         stop_when_coalesced=True, record_every=1)
+    run = mx.coupled_run(
+        20, 2, 0.8, ["fixed-point", "customers:3"], steps=10**6, seed=5, stop_when_coalesced=True, record_every=1
+    )
     tau = run.tau[1]
     assert tau is not None and tau > 0
     assert run.steps == tau
@@ -188,8 +191,11 @@ def test_different_starts_coalesce_and_tau_is_first_zero_distance():
 def test_arrival_position_law(replace):
     """The sorted position has the law of the largest of d uniform positions (brute force)."""
     n, d = 7, 3
-    tuples = (list(itertools.product(range(1, n + 1), repeat=d)) if replace
-              else list(itertools.permutations(range(1, n + 1), d)))
+    tuples = (
+        list(itertools.product(range(1, n + 1), repeat=d))
+        if replace
+        else list(itertools.permutations(range(1, n + 1), d))
+    )
     pmf = np.bincount([max(t) for t in tuples], minlength=n + 1)[1:] / len(tuples)
     log_cnd = 0.0 if replace else math.lgamma(n + 1) - math.lgamma(d + 1) - math.lgamma(n - d + 1)
     rng = np.random.default_rng(7)
@@ -234,8 +240,11 @@ def test_summary_gives_the_ratio_of_the_measured_time_to_each_bound():
     d = res.to_dict()
     taus = sorted(res.taus)
     assert d["tmix_steps"] in taus  # an order statistic of the measured times
-    for key, bound in (("upper", d["bound_upper_steps"]), ("lower", d["bound_lower_steps"]),
-                       ("lower_good", d["bound_lower_good_steps"])):
+    for key, bound in (
+        ("upper", d["bound_upper_steps"]),
+        ("lower", d["bound_lower_steps"]),
+        ("lower_good", d["bound_lower_good_steps"]),
+    ):
         assert d[f"tmix_over_bound_{key}"] == pytest.approx(d["tmix_steps"] / bound, rel=1e-12)
     text = res.summary()
     assert "q75 / bound [95% CI]" in text
@@ -266,8 +275,7 @@ def test_bounds_follow_theory():
 
 def test_tv_curve_decays_to_its_noise_floor():
     # 240 customers instead of about 50; they drain at (1-λ)/(1+λ) per step: ~2200 steps
-    tv = mx.tv_curve(30, 2, 0.8, start="customers:8", replications=200, steps=6000, points=30,
-                     seed=2, workers=1)
+    tv = mx.tv_curve(30, 2, 0.8, start="customers:8", replications=200, steps=6000, points=30, seed=2, workers=1)
     top_bin = 1.0 / tv.bins  # every start copy sits above the stationary law's top bin
     assert tv.tv[0] > 1 - 2 * top_bin
     # TV of an observable <= d_TV of the chain <= P(τ > t), up to the estimate's noise
@@ -280,12 +288,18 @@ def test_tv_curve_decays_to_its_noise_floor():
 
 
 # --------------------------------------------------------------------------- bad input
-@pytest.mark.parametrize("start, exc", [
-    ("bogus", ValueError), ("long:-2", ValueError), ("long:0", ValueError),
-    ("customers:-1", ValueError), ("customers:x", ValueError),
-    ("long:50000000", ValueError),  # absurd for memory
-    (np.array([1, 2]), ValueError),  # wrong length for n
-])
+@pytest.mark.parametrize(
+    "start, exc",
+    [
+        ("bogus", ValueError),
+        ("long:-2", ValueError),
+        ("long:0", ValueError),
+        ("customers:-1", ValueError),
+        ("customers:x", ValueError),
+        ("long:50000000", ValueError),  # absurd for memory
+        (np.array([1, 2]), ValueError),  # wrong length for n
+    ],
+)
 def test_bad_starts(start, exc):
     with pytest.raises(exc):
         mx.coalescence(10, 2, 0.9, start=start, replications=2, workers=1)
@@ -311,18 +325,42 @@ def test_bad_parameters():
 # --------------------------------------------------------------------------- CLI
 def _cli(args):
     from supermarket.cli import main
+
     return CliRunner().invoke(main, args)
 
 
 def test_cli_json_has_the_documented_fields():
-    r = _cli(["mixing", "--n", "60", "--d", "3", "--load", "0.9", "--start", "empty",
-              "--replications", "8", "--workers", "1", "--json"])
+    r = _cli(
+        [
+            "mixing",
+            "--n",
+            "60",
+            "--d",
+            "3",
+            "--load",
+            "0.9",
+            "--start",
+            "empty",
+            "--replications",
+            "8",
+            "--workers",
+            "1",
+            "--json",
+        ]
+    )
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     for key in ("mean", "median", "q90", "ci"):
         assert key in out["coalescence_steps"]
-    for key in ("tmix_steps", "bound_upper_steps", "bound_lower_steps", "tmix_time",
-                "bound_upper_time", "bound_lower_time", "censored"):
+    for key in (
+        "tmix_steps",
+        "bound_upper_steps",
+        "bound_lower_steps",
+        "tmix_time",
+        "bound_upper_time",
+        "bound_lower_time",
+        "censored",
+    ):
         assert key in out
     assert out["censored"] == 0 and out["coupling_increases"] == 0
 
@@ -330,8 +368,13 @@ def test_cli_json_has_the_documented_fields():
 def test_cli_human_output_and_errors():
     r = _cli(["mixing", "--n", "60", "--d", "3", "--load", "0.9", "--replications", "5", "--workers", "1"])
     assert r.exit_code == 0 and "Coalescence" in r.output
-    for bad in (["--start", "long:-1"], ["--start", "customers:900000000"], ["--load", "1.5"],
-                ["--start", "nowhere"], ["--n", "0"]):
+    for bad in (
+        ["--start", "long:-1"],
+        ["--start", "customers:900000000"],
+        ["--load", "1.5"],
+        ["--start", "nowhere"],
+        ["--n", "0"],
+    ):
         r = _cli(["mixing", "--replications", "2", *bad])
         assert r.exit_code == 2, (bad, r.output)
 
@@ -339,11 +382,16 @@ def test_cli_human_output_and_errors():
 def test_coupled_copy_agrees_with_the_uncoupled_engine():
     """The time-averaged profile of a coupled copy agrees with simulate() (another engine)."""
     n, d, lam, steps = 100, 3, 0.9, 1_500_000
-    ref = simulate(n, d, lam, steps=steps, burn_in=100_000, start="fixed-point", seed=9, replications=4,
-                   workers=1)
+    ref = simulate(n, d, lam, steps=steps, burn_in=100_000, start="fixed-point", seed=9, replications=4, workers=1)
     R = 6
-    prof = np.array([mx.coupled_run(n, d, lam, ["fixed-point", "customers:3"], steps=steps, seed=50 + r,
-                                    burn_in=100_000, time_average=True).mean_profile[1, :4] for r in range(R)])
+    prof = np.array(
+        [
+            mx.coupled_run(
+                n, d, lam, ["fixed-point", "customers:3"], steps=steps, seed=50 + r, burn_in=100_000, time_average=True
+            ).mean_profile[1, :4]
+            for r in range(R)
+        ]
+    )
     est = prof.mean(axis=0)
     se = np.hypot(prof.std(axis=0, ddof=1) / math.sqrt(R), ref.u_stderr[:4])
     assert np.all(np.abs(est - ref.u_mean[:4]) <= Z * se), (est, ref.u_mean[:4], se)
@@ -355,8 +403,19 @@ def test_growing_the_level_arrays_does_not_change_the_trajectory(monkeypatch):
     runs = []
     for slack in (1, 200):
         monkeypatch.setattr(mx_coupling, "LEVEL_SLACK", slack)  # where _Chains looks it up
-        runs.append(mx.coupled_run(20, 2, 0.97, ["empty", "customers:2"], steps=30_000, seed=8,
-                                   time_average=True, track_max=True, record_every=1000))
+        runs.append(
+            mx.coupled_run(
+                20,
+                2,
+                0.97,
+                ["empty", "customers:2"],
+                steps=30_000,
+                seed=8,
+                time_average=True,
+                track_max=True,
+                record_every=1000,
+            )
+        )
     a, b = runs
     assert a.tau == b.tau and a.distance == b.distance
     assert all(np.array_equal(x, y) for x, y in zip(a.final_counts, b.final_counts))

@@ -18,7 +18,7 @@ def test_non_integers_are_type_errors(bad):
         Params(10, bad, 0.5)
 
 
-@pytest.mark.parametrize("bad", [0, -1, -10**12])
+@pytest.mark.parametrize("bad", [0, -1, -(10**12)])
 def test_zero_and_negative_counts_are_value_errors(bad):
     with pytest.raises(ValueError, match=r"n must be an integer >= 1"):
         Params(bad, 2, 0.5)
@@ -58,11 +58,20 @@ def test_replace_must_be_bool():
         Params(5, 2, 0.5, replace="no")
 
 
-@pytest.mark.parametrize("fn,args", [
-    (th.fixed_point, (2.5, 0.9)), (th.fixed_point, (0, 0.9)), (th.k_lambda_d, (True, 0.9)),
-    (th.k_hypothesis, ("3", 2, 0.9)), (th.mixing_bounds, (100, 2, math.nan)), (th.regime_002, (0, 2, 0.5)),
-    (th.design, (0.9, 0)), (th.design, (1.0, 2)), (th.linearised_q, (2, -0.1)),
-])
+@pytest.mark.parametrize(
+    "fn,args",
+    [
+        (th.fixed_point, (2.5, 0.9)),
+        (th.fixed_point, (0, 0.9)),
+        (th.k_lambda_d, (True, 0.9)),
+        (th.k_hypothesis, ("3", 2, 0.9)),
+        (th.mixing_bounds, (100, 2, math.nan)),
+        (th.regime_002, (0, 2, 0.5)),
+        (th.design, (0.9, 0)),
+        (th.design, (1.0, 2)),
+        (th.linearised_q, (2, -0.1)),
+    ],
+)
 def test_theory_functions_validate(fn, args):
     with pytest.raises((TypeError, ValueError)):
         fn(*args)
@@ -70,9 +79,10 @@ def test_theory_functions_validate(fn, args):
 
 def test_exact_load_reads_what_was_written():
     from fractions import Fraction
+
     assert exact_load("0.9") == Fraction(9, 10)
     assert exact_load(0.9) == Fraction(9, 10)
-    assert exact_load("0.999999523162841796875") == 1 - Fraction(1, 2 ** 21)
+    assert exact_load("0.999999523162841796875") == 1 - Fraction(1, 2**21)
 
 
 def test_parse_count():
@@ -139,7 +149,7 @@ def test_start_states():
 
 
 # --------------------------------------------------------------------------- machine limits
-from supermarket.model import INT64_MAX, MAX_LOAD, MAX_N  # noqa: E402
+from supermarket.model import INT64_MAX, MAX_LOAD, MAX_N
 
 
 @pytest.mark.parametrize("text", ["1e400", "1e999999999999", "9223372036854775808", "1e19"])

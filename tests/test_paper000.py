@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+import exact_small  # tests/exact_small.py: the exact stationary law of tiny systems
 from supermarket import theory
 from supermarket.experiments import paper000 as p000
 from supermarket.experiments.paper000 import claims as p000_claims
@@ -26,8 +27,6 @@ from supermarket.experiments.paper000 import e2_e3_mixing as p000_e23
 from supermarket.experiments.paper000 import equilibrium_run as p000_eq
 from supermarket.experiments.paper000 import output as p000_out
 
-import exact_small  # tests/exact_small.py: the exact stationary law of tiny systems
-
 Z = 4.5
 
 
@@ -36,8 +35,11 @@ def test_equilibrium_d1_is_mm1():
     eq = p000.equilibrium(40, 1, lam, steps=3_000_000, burn_in=100_000, levels=5, seed=4)
     exact = lam ** np.arange(1, 6)
     assert eq["u_reliable"][:5].all() and eq["reliable"]
-    assert np.all(np.abs(eq["u_mean"][:5] - exact) <= Z * eq["u_stderr"][:5]), (eq["u_mean"][:5], exact,
-                                                                                eq["u_stderr"][:5])
+    assert np.all(np.abs(eq["u_mean"][:5] - exact) <= Z * eq["u_stderr"][:5]), (
+        eq["u_mean"][:5],
+        exact,
+        eq["u_stderr"][:5],
+    )
     # fraction at length j: λ^j − λ^(j+1), with the snapshot blocking errors
     assert eq["frac_reliable"][:4].all()
     assert np.all(np.abs(eq["frac_mean"][:4] - (exact[:4] - exact[1:5])) <= Z * eq["frac_stderr"][:4])
@@ -77,8 +79,11 @@ def test_good_set_mask_agrees_with_theory_good_set():
 
 def _shrink(mp):
     mp.setattr(p000_e14, "_e1_configs", lambda quick: [(1000, 0.2, 0.5), (1024, 0.5, 0.5)])
-    mp.setattr(p000_e23, "_e2_configs", lambda quick: ([("n", 100, 3, 0.9), ("n", 200, 3, 0.9),
-                                                        ("d", 200, 4, 0.9), ("d", 200, 8, 0.9)], 4))
+    mp.setattr(
+        p000_e23,
+        "_e2_configs",
+        lambda quick: ([("n", 100, 3, 0.9), ("n", 200, 3, 0.9), ("d", 200, 4, 0.9), ("d", 200, 8, 0.9)], 4),
+    )
     mp.setattr(p000_e23, "_e3_configs", lambda quick: (100, 3, 0.9, [5, 10], [20, 40], 4))
     mp.setattr(p000_e23, "_e3_tv_config", lambda quick: (30, 2, 0.8, "customers:5", 20))
     mp.setattr(p000_e14, "_e4_configs", lambda quick: (0.8, [100, 1000], [1, 2], 30.0, 5.0))
@@ -105,19 +110,19 @@ def test_run_writes_tables_figures_and_summaries(tiny, tmp_path):
         for ext in ("csv", "json", "png") + (("md",) if name != "E3_tv_curve" else ()):
             f = out / f"{name}.{ext}"
             assert f.exists() and f.stat().st_size > 0, f
-        rows = list(csv.DictReader(open(out / f"{name}.csv")))
-        js = json.load(open(out / f"{name}.json"))
+        rows = list(csv.DictReader((out / f"{name}.csv").read_text().splitlines()))
+        js = json.loads((out / f"{name}.json").read_text())
         assert len(rows) == len(js["rows"]) > 0
-    e1 = json.load(open(out / "E1_equilibrium.json"))["rows"]
+    e1 = json.loads((out / "E1_equilibrium.json").read_text())["rows"]
     assert [r["k"] for r in e1] == [1, 1]
     assert e1[1]["integer_ratio"] is True and e1[0]["integer_ratio"] is False
     for r in e1:
         assert r["k"] == theory.k_lambda_d(r["d"], r["load"])
         assert r["shorter_than_1_pred"] == pytest.approx(r["n"] * (1 - r["load"]))
-    e2 = json.load(open(out / "E2_mixing_scaling.json"))
+    e2 = json.loads((out / "E2_mixing_scaling.json").read_text())
     assert all(r["coupling_increases"] == 0 for r in e2["rows"])
     assert "slope_vs_upper" in e2["meta"]["fits"]
-    e3 = json.load(open(out / "E3_bad_starts.json"))["rows"]
+    e3 = json.loads((out / "E3_bad_starts.json").read_text())["rows"]
     assert {r["start"] for r in e3} == {"customers:5", "customers:10", "long:20", "long:40"}
     for r in e3:
         lower = r["value"] * 100 / 0.1 if r["kind"] == "customers" else r["value"] * 100
@@ -125,24 +130,26 @@ def test_run_writes_tables_figures_and_summaries(tiny, tmp_path):
     summary = (out / "summary.md").read_text()
     for head in ("# E1", "# E2", "# E3", "# E4", "What the runs show"):
         assert head in summary
-    assert res["expected_s"] > 0 and json.load(open(out / "run.json"))["quick"] is True
+    assert res["expected_s"] > 0 and json.loads((out / "run.json").read_text())["quick"] is True
 
 
 def test_reproduce_cli_calls_run(tiny, tmp_path):
     from supermarket.cli import main
-    r = CliRunner().invoke(main, ["reproduce", "paper000", "--quick", "--out", str(tmp_path / "o"),
-                                  "--workers", "1"])
+
+    r = CliRunner().invoke(main, ["reproduce", "paper000", "--quick", "--out", str(tmp_path / "o"), "--workers", "1"])
     assert r.exit_code == 0, r.output
     assert (tmp_path / "o" / "summary.md").exists()
     # issue 19: a closing line says what was written (files, size, where, the summary)
     files = [f for f in (tmp_path / "o").rglob("*") if f.is_file()]
-    assert r.stdout.startswith(f"wrote {len(files)} files (") and f"start with {tmp_path / 'o' / 'summary.md'}" in r.stdout
+    assert r.stdout.startswith(f"wrote {len(files)} files (")
+    assert f"start with {tmp_path / 'o' / 'summary.md'}" in r.stdout
 
 
 def test_reproduce_without_out_is_one_clear_line():
     """Issue 19: without --out it failed with "expected str, bytes or os.PathLike object, not
     NoneType" (click >= 8.3 treats an explicit default=None as given)."""
     from supermarket.cli import main
+
     for paper in ("paper000", "paper002"):
         r = CliRunner().invoke(main, ["reproduce", paper, "--quick"])
         assert r.exit_code == 2
@@ -170,14 +177,13 @@ def test_quick_mode_under_three_minutes(tmp_path):
     t = time.perf_counter()
     res = p000.run(tmp_path, quick=True, seed=0, workers=2)
     assert time.perf_counter() - t < 180
-    e1 = json.load(open(tmp_path / "E1_equilibrium.json"))["rows"]
+    e1 = json.loads((tmp_path / "E1_equilibrium.json").read_text())["rows"]
     # the claims the quick mode must show: max = k where nπ(k+1) < 1, and the fraction bound
     # where the hypothesis is k, the data do not contradict "the maximum is k most of the time"
     # (at n = 1000 a share near 1/2 may fall on either side; a reliable share well below 1/2 fails)
     hyp = [r for r in e1 if not r["integer_ratio"] and r["k_hypothesis"] == r["k"]]
     assert hyp and all(r["modal_max"] in (r["k"], r["k"] + 1) for r in hyp)
-    assert all(r["share_max_eq_k"] + Z * r["share_max_eq_k_stderr"] >= 0.5
-               for r in hyp if r["share_max_eq_k_reliable"])
+    assert all(r["share_max_eq_k"] + Z * r["share_max_eq_k_stderr"] >= 0.5 for r in hyp if r["share_max_eq_k_reliable"])
     assert all(r["frac_at_k_verdict"] in ("meets", "within error") for r in e1 if not r["integer_ratio"])
     assert "E4" in res["summary"]
 
@@ -195,6 +201,7 @@ def test_equilibrium_max_and_good_set_shares_match_the_exact_law():
     # plateau leaves >= 32 blocks); the levels checked plus the good set are len(checked) + 1
     # comparisons: Bonferroni at a family-wise level of 1e-3 with 10 degrees of freedom.
     from scipy.stats import t as student_t
+
     checked = [m for m, p in law.max_dist.items() if p >= 1e-3]
     tol = student_t.ppf(1 - 1e-3 / (2 * (len(checked) + 1)), 10)
     assert eq["reliable"]
@@ -209,8 +216,10 @@ def test_equilibrium_max_and_good_set_shares_match_the_exact_law():
     p_good = law.good(lo, hi, k)
     assert 0.01 < p_good < 0.99
     assert eq["good_set_fraction_reliable"]
-    assert abs(eq["good_set_fraction"] - p_good) <= tol * eq["good_set_fraction_stderr"], (eq["good_set_fraction"],
-                                                                                           p_good)
+    assert abs(eq["good_set_fraction"] - p_good) <= tol * eq["good_set_fraction_stderr"], (
+        eq["good_set_fraction"],
+        p_good,
+    )
     # the recount on the snapshots (good_set_mask, independent of the kernel's accounting)
     assert abs(eq["good_set_fraction_snapshots"] - p_good) <= tol * eq["good_set_fraction_snapshots_stderr"]
 
@@ -231,6 +240,7 @@ def _findings(md: str) -> list[str]:
 def test_summary_sentences_follow_the_data(tiny_run):
     """Every finding is computed from the tables: changing the data changes the sentences."""
     import copy
+
     res = tiny_run[1]
     e1 = res["E1"]["rows"]
     base = _findings(p000_e14._e1_markdown(e1))
@@ -309,8 +319,14 @@ def test_duration_estimate_is_bounded_by_the_longest_run():
 
 
 def test_modal_calls_count_close_and_unknown_rows():
-    base = {"share_max_eq_k": 0.46, "share_max_eq_k1": 0.54, "share_max_eq_k_stderr": 0.06,
-            "share_max_eq_k1_stderr": 0.06, "share_max_eq_k_reliable": True, "share_max_eq_k1_reliable": True}
+    base = {
+        "share_max_eq_k": 0.46,
+        "share_max_eq_k1": 0.54,
+        "share_max_eq_k_stderr": 0.06,
+        "share_max_eq_k1_stderr": 0.06,
+        "share_max_eq_k_reliable": True,
+        "share_max_eq_k1_reliable": True,
+    }
     far = dict(base, share_max_eq_k_stderr=0.001, share_max_eq_k1_stderr=0.001)
     unknown = dict(base, share_max_eq_k1_reliable=False)
     always = dict(unknown, share_max_eq_k=1.0, share_max_eq_k1=0.0)
@@ -322,11 +338,16 @@ def test_claims_and_e1_count_undecided_modal_calls_alike(tiny_run):
     said "too close to call in 1 and too short to know in 2": the Claims row skipped undecided
     configurations whose point estimate happened to be k.  One rule (_modal_call) feeds both."""
     import copy
+
     _, res = tiny_run
     base = {k: copy.deepcopy(res[k]) for k in ("E1", "E2", "E3", "E4")}
     (row,) = [r for r in base["E1"]["rows"] if not r["integer_ratio"]]
-    rel = dict(share_max_eq_k_stderr=0.01, share_max_eq_k1_stderr=0.01, share_max_eq_k_reliable=True,
-               share_max_eq_k1_reliable=True)
+    rel = dict(
+        share_max_eq_k_stderr=0.01,
+        share_max_eq_k1_stderr=0.01,
+        share_max_eq_k_reliable=True,
+        share_max_eq_k1_reliable=True,
+    )
     decided = dict(copy.deepcopy(row), modal_max=row["k"], share_max_eq_k=0.8, share_max_eq_k1=0.2, **rel)
     close_k = dict(decided, share_max_eq_k=0.505, share_max_eq_k1=0.495)  # modal k, 0.7 s.e. apart
     short_k = dict(decided, share_max_eq_k=0.6, share_max_eq_k1=0.4, share_max_eq_k_reliable=False)
@@ -339,8 +360,9 @@ def test_claims_and_e1_count_undecided_modal_calls_alike(tiny_run):
     assert f"Which of k and k+1 is modal is {words}." in p000_e14._e1_markdown(base["E1"]["rows"])
     # issue 19 item 7: the evidence's "modal maximum = k in 3 of 4" beside the verdict's "1 of 4"
     # says which count the verdict uses
-    assert "modal maximum = k in 3 of 4 (1 of them called with confidence: the verdict counts those)" \
-        in claim["evidence"]
+    assert (
+        "modal maximum = k in 3 of 4 (1 of them called with confidence: the verdict counts those)" in claim["evidence"]
+    )
 
 
 def test_count_verdict():
@@ -362,6 +384,7 @@ def test_claims_table_follows_the_data(tiny_run):
     """The Claims table sits after the header of summary.md, and its verdicts are computed
     from the rows: changing the data changes the verdict cells."""
     import copy
+
     out, res = tiny_run
     summary = (out / "summary.md").read_text()
     assert summary.index("## Claims") < summary.index("# E1")
@@ -383,17 +406,28 @@ def test_claims_table_follows_the_data(tiny_run):
     row = _verdict(base, "maximum queue length")
     assert row["verdict"] == "partly: 1 of 2 configurations"
     assert "Theorem 1.2's conditions hold in 0 of 2 configurations" in row["evidence"]
-    ni[1].update(modal_max=ni[1]["k"] + 1, share_max_eq_k=0.4, share_max_eq_k1=0.6, share_max_eq_k_stderr=0.01,
-                 share_max_eq_k1_stderr=0.01, share_max_eq_k_reliable=False, share_max_eq_k1_reliable=True)
+    ni[1].update(
+        modal_max=ni[1]["k"] + 1,
+        share_max_eq_k=0.4,
+        share_max_eq_k1=0.6,
+        share_max_eq_k_stderr=0.01,
+        share_max_eq_k1_stderr=0.01,
+        share_max_eq_k_reliable=False,
+        share_max_eq_k1_reliable=True,
+    )
     assert _verdict(base, "maximum queue length")["verdict"] == (
-        "partly: 0 of 2 configurations (1 too close or too short to call)")
+        "partly: 0 of 2 configurations (1 too close or too short to call)"
+    )
     ni[1]["share_max_eq_k_reliable"] = True  # 0.2 apart with 0.014 error: a call
     assert _verdict(base, "maximum queue length")["verdict"] == "not reproduced at these sizes"
 
     # the fraction at length k: from the per-row verdicts against the bound
-    for a, b, want in (("meets", "within error", "reproduced"), ("meets", "below", "partly: 1 of 2 configurations"),
-                       ("below", "below", "not reproduced at these sizes"),
-                       ("too short to know", "too short to know", "too short to know")):
+    for a, b, want in (
+        ("meets", "within error", "reproduced"),
+        ("meets", "below", "partly: 1 of 2 configurations"),
+        ("below", "below", "not reproduced at these sizes"),
+        ("too short to know", "too short to know", "too short to know"),
+    ):
         ni[0]["frac_at_k_verdict"], ni[1]["frac_at_k_verdict"] = a, b
         assert _verdict(base, "almost all queues")["verdict"] == want, (a, b)
 
@@ -405,7 +439,10 @@ def test_claims_table_follows_the_data(tiny_run):
     ni[1]["good_set_fraction"] = p000_claims.GOOD_SHARE - 10 * 0.01
     assert _verdict(base, "the equilibrium chain stays")["verdict"] == "not reproduced at these sizes"
     ni[1]["good_set_fraction_reliable"] = False
-    assert _verdict(base, "the equilibrium chain stays")["verdict"] == "partly: 0 of 2 configurations (1 too short to know)"
+    assert (
+        _verdict(base, "the equilibrium chain stays")["verdict"]
+        == "partly: 0 of 2 configurations (1 too short to know)"
+    )
 
     # mixing against d at fixed n and k: from the fitted slope
     base["E2"]["fits"]["slope_vs_d_at_fixed_n_k"] = 1.1
@@ -418,8 +455,9 @@ def test_claims_table_follows_the_data(tiny_run):
     for r in rows:
         r.update(mean_steps=2 * r["lower_order"], mean_ci=[1.5 * r["lower_order"], 2.5 * r["lower_order"]], censored=0)
     assert _verdict(base, "from bad starts")["verdict"] == "reproduced"
-    rows[0].update(mean_steps=0.5 * rows[0]["lower_order"], mean_ci=[0.4 * rows[0]["lower_order"],
-                                                                      0.6 * rows[0]["lower_order"]])
+    rows[0].update(
+        mean_steps=0.5 * rows[0]["lower_order"], mean_ci=[0.4 * rows[0]["lower_order"], 0.6 * rows[0]["lower_order"]]
+    )
     assert _verdict(base, "from bad starts")["verdict"] == f"partly: {len(rows) - 1} of {len(rows)} starts"
 
     # the power of d choices: slopes against the classical orders and the drop at the largest n
@@ -434,4 +472,5 @@ def test_claims_table_follows_the_data(tiny_run):
     for r in e4["rows"]:
         if r["n"] == big:
             r["mean_max"] = 5.0
-    assert _verdict(base, "power of d choices")["verdict"] == f"partly: {len(e4['fits'])} of {len(e4['fits']) + 1} checks"
+    nf = len(e4["fits"])
+    assert _verdict(base, "power of d choices")["verdict"] == f"partly: {nf} of {nf + 1} checks"

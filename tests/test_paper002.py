@@ -15,9 +15,17 @@ from supermarket.experiments import paper002 as p002
 
 @pytest.fixture
 def tiny(monkeypatch):
-    monkeypatch.setattr(p002, "_config", lambda quick: (
-        {"a": 400, "b": 400, "c": 400}, dict(time=60.0, replications=1),
-        dict(sde_paths=32, sde_time=10.0, dt=1e-2), (100, 400), 30.0))
+    monkeypatch.setattr(
+        p002,
+        "_config",
+        lambda quick: (
+            {"a": 400, "b": 400, "c": 400},
+            dict(time=60.0, replications=1),
+            dict(sde_paths=32, sde_time=10.0, dt=1e-2),
+            (100, 400),
+            30.0,
+        ),
+    )
 
 
 def test_run_writes_every_artefact(tiny, tmp_path):
@@ -26,11 +34,19 @@ def test_run_writes_every_artefact(tiny, tmp_path):
         for kind in ("paths", "hist"):
             png = tmp_path / f"regime_{regime}_{kind}.png"
             assert png.stat().st_size > 1000 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    rows = list(csv.DictReader(open(tmp_path / "moments.csv")))
+    rows = list(csv.DictReader((tmp_path / "moments.csv").read_text().splitlines()))
     assert {r["regime"] for r in rows} == {"a", "b", "c"}
     sources = {(r["regime"], r["source"]) for r in rows}
-    assert {("a", "sim"), ("a", "limit_sde"), ("a", "limit_closed_form"), ("b", "sim"), ("c", "sim"),
-            ("c", "limit_sde"), ("c", "limit_sde_projection"), ("b", "prelimit_sde")} <= sources
+    assert {
+        ("a", "sim"),
+        ("a", "limit_sde"),
+        ("a", "limit_closed_form"),
+        ("b", "sim"),
+        ("c", "sim"),
+        ("c", "limit_sde"),
+        ("c", "limit_sde_projection"),
+        ("b", "prelimit_sde"),
+    } <= sources
     # regime (a)'s closed form (docs/model.md §8, derived) at κ = 1: Var Z1 = 2/3, Cov = 1/3, Var Z2 = 1/3
     cf = next(r for r in rows if r["regime"] == "a" and r["source"] == "limit_closed_form")
     assert float(cf["var_z1"]) == pytest.approx(2 / 3) and float(cf["cov_z1z2"]) == pytest.approx(1 / 3)
@@ -54,7 +70,7 @@ def test_run_writes_every_artefact(tiny, tmp_path):
 def test_same_seed_same_tables(tiny, tmp_path):
     a = p002.run(tmp_path / "a", quick=True, seed=5)
     b = p002.run(tmp_path / "b", quick=True, seed=5)
-    key = lambda rows: [{k: v for k, v in r.items()} for r in rows]  # noqa: E731
+    key = lambda rows: [dict(r.items()) for r in rows]  # noqa: E731
     assert key(a["rows"]) == key(b["rows"])
 
 
@@ -89,7 +105,10 @@ def test_summary_sentences_follow_the_data():
     assert "too short to know" in bad and "differs" not in bad
     from supermarket.fluctuations import ScalingRow
 
-    rows = [ScalingRow(10**3, 5, 0.9, 0.02, 1e-3, 0.63, 0.01, 0.64), ScalingRow(10**5, 17, 0.9, 0.002, 1e-4, 0.63, 0.01, 0.64)]
+    rows = [
+        ScalingRow(10**3, 5, 0.9, 0.02, 1e-3, 0.63, 0.01, 0.64),
+        ScalingRow(10**5, 17, 0.9, 0.002, 1e-4, 0.63, 0.01, 0.64),
+    ]
     assert "close to √10" in p002.scaling_sentence(rows)
     rows[1] = ScalingRow(10**5, 17, 0.9, 0.01, 1e-4, 3.2, 0.01, 0.64)
     assert "far from √10" in p002.scaling_sentence(rows)
@@ -130,9 +149,15 @@ def test_study_markdown_is_computed_from_rows(monkeypatch):
             row[f"{a}_minus_{b}_{k}"], row[f"{a}_minus_{b}_{k}_z"] = 0.0, 0.0
     rows = [row, dict(row, n=10000, scale=0.1, prelimit_minus_limit_mean_z2=-0.05)]
     rows[0]["prelimit_minus_limit_mean_z2"] = -0.1
-    refl = [{"reflection": s, "dt": dt, "mean_y": y, "mean_y_se": 0.01, "push_rate": y, "push_rate_se": 0.01}
-            for s, dt, y in (("bridge", 0.04, 0.80), ("bridge", 0.001, 0.81), ("projection", 0.04, 0.60),
-                             ("projection", 0.001, 0.79))]
+    refl = [
+        {"reflection": s, "dt": dt, "mean_y": y, "mean_y_se": 0.01, "push_rate": y, "push_rate_se": 0.01}
+        for s, dt, y in (
+            ("bridge", 0.04, 0.80),
+            ("bridge", 0.001, 0.81),
+            ("projection", 0.04, 0.60),
+            ("projection", 0.001, 0.79),
+        )
+    ]
     md = p002.study_markdown(rows, refl)
     assert "8 of 8 moment comparisons agree" in md and "it shrinks at every step" in md
     assert "consistent with a gap of order log n/√n" in md
@@ -158,8 +183,9 @@ def test_claims_table_follows_the_data(tiny, tmp_path):
     res = p002.run(tmp_path, quick=True, seed=3)
     summary = (tmp_path / "summary.md").read_text()
     assert summary.index("## Claims") < summary.index("## Regime (a)")
-    table = [x for x in summary.split("## Claims", 1)[1].split("## Regime (a)", 1)[0].splitlines()
-             if x.startswith("| ")][1:]
+    table = [
+        x for x in summary.split("## Claims", 1)[1].split("## Regime (a)", 1)[0].splitlines() if x.startswith("| ")
+    ][1:]
     assert len(table) == len(res["claims"]) == 5
     for line, c in zip(table, res["claims"]):
         assert f"| {c['verdict']} |" in line
@@ -167,12 +193,12 @@ def test_claims_table_follows_the_data(tiny, tmp_path):
     # regime (b) against its limit: the count of moments within AGREE_SIGMA standard errors
     (fb,) = [f for f in facts["regimes"] if f["regime"] == "b"]
     fb["adequate"] = True
-    fb["z"]["limit"] = {k: 0.5 for k in fb["z"]["limit"]}
+    fb["z"]["limit"] = dict.fromkeys(fb["z"]["limit"], 0.5)
     assert _claim(facts, "regime (b)")["verdict"] == "reproduced"
     fb["z"]["limit"]["var_z2"] = p002.AGREE_SIGMA + 0.1
     row = _claim(facts, "regime (b)")
     assert row["verdict"] == "partly: 4 of 5 moments" and "var_z2: z = +3.1" in row["evidence"]
-    fb["z"]["limit"] = {k: -9.0 for k in fb["z"]["limit"]}
+    fb["z"]["limit"] = dict.fromkeys(fb["z"]["limit"], -9.0)
     assert _claim(facts, "regime (b)")["verdict"] == "not reproduced at these sizes"
     fb["adequate"] = False
     assert _claim(facts, "regime (b)")["verdict"] == "too short to know"
@@ -204,10 +230,24 @@ def test_regime_claim_scores_nothing_when_the_chain_is_too_short():
     from supermarket.experiments.paper002_claims import _regime_claim
 
     nan = float("nan")
-    z = {ref: dict.fromkeys(("mean_z1", "mean_z2", "var_z1", "var_z2", "cov_z1z2"), nan)
-         for ref in ("limit", "prelimit", "lna")}
-    f = {"regime": "a", "n": 1000, "d": 5, "lam": 0.9, "sigma": 3.0, "adequate": False, "z": z,
-         "mean_z1": 0.0, "mean_z1_se": 0.01, "flow_exact": 0.0, "max_q": None, "failed_conditions": []}
+    z = {
+        ref: dict.fromkeys(("mean_z1", "mean_z2", "var_z1", "var_z2", "cov_z1z2"), nan)
+        for ref in ("limit", "prelimit", "lna")
+    }
+    f = {
+        "regime": "a",
+        "n": 1000,
+        "d": 5,
+        "lam": 0.9,
+        "sigma": 3.0,
+        "adequate": False,
+        "z": z,
+        "mean_z1": 0.0,
+        "mean_z1_se": 0.01,
+        "flow_exact": 0.0,
+        "max_q": None,
+        "failed_conditions": [],
+    }
     c = _regime_claim(f)
     assert c["verdict"] == "too short to know"
     assert "no moment is scored" in c["evidence"] and "0 of 0" not in c["evidence"]

@@ -4,6 +4,7 @@ is not a Dask scheduler."""
 
 from __future__ import annotations
 
+import contextlib
 import doctest
 import math
 import os
@@ -14,11 +15,10 @@ import time
 
 import pytest
 
+from conftest import free_port
 from supermarket import parallel
 from supermarket.parallel import SchedulerError, map_tasks
 from supermarket.sweep import TIMING_COLUMNS, parse_sweep, run_task
-
-from conftest import free_port
 
 SIM = """
 [sweep]
@@ -44,8 +44,15 @@ def _values(records):
     effective sample size of a level never reached) then compares equal to NaN, which a plain
     ``==`` on floats only does for the very same object (not after a trip through a pool)."""
     import json
-    return [json.dumps({k: v for k, v in r["result"].items() if k not in TIMING_COLUMNS} | {"id": r["task_id"]},
-                       sort_keys=True, default=str) for r in records]
+
+    return [
+        json.dumps(
+            {k: v for k, v in r["result"].items() if k not in TIMING_COLUMNS} | {"id": r["task_id"]},
+            sort_keys=True,
+            default=str,
+        )
+        for r in records
+    ]
 
 
 def test_doctests():
@@ -56,8 +63,13 @@ def test_doctests():
 def test_order_on_result_and_progress_serial_and_pool():
     for workers in (1, 2):
         seen, prog = [], []
-        out = map_tasks(sum, [(7, 2), (9, 4), (1, 1)], workers=workers,
-                        on_result=lambda i, v, e: seen.append((i, v, e)), progress=lambda *a: prog.append(a))
+        out = map_tasks(
+            sum,
+            [(7, 2), (9, 4), (1, 1)],
+            workers=workers,
+            on_result=lambda i, v, e, seen=seen: seen.append((i, v, e)),
+            progress=lambda *a, prog=prog: prog.append(a),
+        )
         assert out == [9, 13, 2]
         assert sorted(seen) == [(0, 9, None), (1, 13, None), (2, 2, None)]
         assert prog[0][0] == 0 and prog[-1] == (3, 0, 3) and [p[0] for p in prog] == sorted(p[0] for p in prog)
@@ -152,10 +164,8 @@ class _Server:
                 return
             self.conns.append(c)
             if self.greeting:
-                try:
+                with contextlib.suppress(OSError):
                     c.sendall(self.greeting)
-                except OSError:
-                    pass
 
     def close(self):
         self.sock.close()
@@ -249,18 +259,38 @@ def test_cli_mixing_scheduler_gives_the_local_numbers(dask_cluster):
 # (command line for this process, command line with --scheduler, the task names the cluster
 # must have run: the key of a map_tasks task is "supermarket-<function>-<token>-<index>")
 CLUSTER_CASES = {
-    "perfect": (["perfect", "--n", "5", "--d", "2", "--load", "0.7", "--replications", "4", "--seed", "3", "--json"],
-                ["--workers", "2"], {"_cluster_task": 4}),
+    "perfect": (
+        ["perfect", "--n", "5", "--d", "2", "--load", "0.7", "--replications", "4", "--seed", "3", "--json"],
+        ["--workers", "2"],
+        {"_cluster_task": 4},
+    ),
     "exact": (["exact", "--n", "3", "--d", "2", "--load", "0.7", "--json"], [], {"_apply": 1}),
     "theory": (["theory", "--n", "1000", "--d", "5", "--load", "0.9", "--json"], [], {"_apply": 1}),
     "meanfield": (["meanfield", "--d", "2", "--load", "0.9", "--n", "100", "--json"], [], {"_apply": 1}),
-    "design-max-queue": (["design", "--max-queue", "3", "--load", "0.95", "--n", "1000", "--json"], [],
-                         {"_apply": 1}),
+    "design-max-queue": (["design", "--max-queue", "3", "--load", "0.95", "--n", "1000", "--json"], [], {"_apply": 1}),
     "design-latency": (["design", "--latency", "5", "--quantile", "0.9", "--d", "2", "--json"], [], {"_apply": 1}),
     # least d: d and d - 1 are simulated, 8 replications each
-    "design-verify": (["design", "--latency", "5", "--quantile", "0.9", "--load", "0.8", "--n", "4", "--verify",
-                       "--steps", "5000", "--seed", "1", "--json"], ["--workers", "1"],
-                      {"_apply": 1, "_replication_task": 16}),
+    "design-verify": (
+        [
+            "design",
+            "--latency",
+            "5",
+            "--quantile",
+            "0.9",
+            "--load",
+            "0.8",
+            "--n",
+            "4",
+            "--verify",
+            "--steps",
+            "5000",
+            "--seed",
+            "1",
+            "--json",
+        ],
+        ["--workers", "1"],
+        {"_apply": 1, "_replication_task": 16},
+    ),
 }
 _WALL_CLOCK = {"seconds", "wall_s"}  # elapsed times: the only fields that may differ
 

@@ -24,12 +24,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from exact_small import profile_law
 from supermarket import perfect
-from supermarket.perfect import past as perfect_past  # the private _Past lives there
 from supermarket.engines import perfect as K
 from supermarket.model import Params, spawn_seeds
-
-from exact_small import profile_law
+from supermarket.perfect import past as perfect_past  # the private _Past lives there
 
 
 # =========================================================================== reference
@@ -127,8 +126,10 @@ def _innovation_laws(n, d, replace, lam):
     return mu, pa, pd, tuples
 
 
-@pytest.mark.parametrize("n,d,replace", [(1, 1, True), (2, 2, True), (3, 2, True), (3, 3, True),
-                                         (4, 2, True), (3, 2, False), (3, 3, False), (4, 3, False)])
+@pytest.mark.parametrize(
+    "n,d,replace",
+    [(1, 1, True), (2, 2, True), (3, 2, True), (3, 3, True), (4, 2, True), (3, 2, False), (3, 3, False), (4, 3, False)],
+)
 def test_conditional_innovation_law_exact(n, d, replace):
     """For every state y of D (lengths ≤ 3) and every innovation ξ:
     K_D(y, y') · q(ξ | y, y') = μ(ξ) · 1{φ_1(y, ξ) = y'} with y' = φ_1(y, ξ), where q is the
@@ -138,7 +139,7 @@ def test_conditional_innovation_law_exact(n, d, replace):
     positions).  Summed over y' this is: ξ is independent of D_t with law μ.  Exact
     rational arithmetic, so any error is caught, not estimated."""
     lam = Fraction(7, 10)
-    mu, pa, pd, tuples = _innovation_laws(n, d, replace, lam)
+    mu, pa, pd, _tuples = _innovation_laws(n, d, replace, lam)
     for y in sorted_states(n, 3):
         # the forward kernel of D from y, grouped by the move's kind and length
         moves = {}
@@ -169,14 +170,14 @@ def test_conditional_innovation_law_exact(n, d, replace):
         assert dict(joint) == mu, y
         # and each ξ drawn under a move drives D (first choice J_1, or service at j) to the
         # state of that move: one queue of length w becomes w+1 (w-1; unchanged if w = 0)
-        for (kind, w), kp in moves.items():
+        for kind, w in moves:
             for j in [p for p in range(1, n + 1) if y[p - 1] == w]:
                 i = y.index(w)
                 if kind == "a":
-                    want = tuple(sorted(y[:i] + (w + 1,) + y[i + 1:], reverse=True))
+                    want = tuple(sorted(y[:i] + (w + 1,) + y[i + 1 :], reverse=True))
                     assert arrive(y, j) == want
                 else:
-                    want = y if w == 0 else tuple(sorted(y[:i] + (w - 1,) + y[i + 1:], reverse=True))
+                    want = y if w == 0 else tuple(sorted(y[:i] + (w - 1,) + y[i + 1 :], reverse=True))
                     assert serve(y, j) == want
 
 
@@ -204,7 +205,7 @@ def _pi_dominating(y, lam):
         coef //= math.factorial(y.count(v))
     out = Fraction(coef)
     for v in y:
-        out *= (1 - lam) * lam ** v
+        out *= (1 - lam) * lam**v
     return out
 
 
@@ -241,7 +242,7 @@ def test_apply_codes_matches_reference():
     reference moves of the definitions, on random states and code sequences; the copies
     merge when their totals meet and L is then carried alone."""
     rng = np.random.default_rng(5)
-    for trial in range(300):
+    for _trial in range(300):
         n = int(rng.integers(1, 6))
         xs = sorted(rng.integers(0, 4, n).tolist(), reverse=True)
         ys = [v + int(rng.integers(0, 3)) for v in xs]
@@ -249,8 +250,9 @@ def test_apply_codes_matches_reference():
         xl, cl = _arrays(tuple(xs), 40)
         xu, cu = _arrays(tuple(ys), 40)
         L = 12
-        codes = np.array([int(rng.integers(1, n + 1)) * (1 if rng.random() < 0.45 else -1) for _ in range(L)],
-                         dtype=np.int64)
+        codes = np.array(
+            [int(rng.integers(1, n + 1)) * (1 if rng.random() < 0.45 else -1) for _ in range(L)], dtype=np.int64
+        )
         st = np.zeros(6, dtype=np.int64)
         st[0], st[1] = sum(xs), sum(ys)
         st[2] = int(st[0] == st[1])
@@ -549,8 +551,7 @@ def test_output_law_matches_exact_stationary_law(n, d, lam, replace, N, seed, bu
     exact, M = _exact_state_probs(n, d, lam, replace, N=N)
     keys = _chi2_bins(exact, N)
     alt_burn = _law_after_steps_from_empty(n, d, lam, replace, burn, M)
-    alt_d1 = {_counts_key(np.array(y), M): float(_pi_dominating(y, Fraction(lam)))
-              for y in sorted_states(n, M)}
+    alt_d1 = {_counts_key(np.array(y), M): float(_pi_dominating(y, Fraction(lam))) for y in sorted_states(n, M)}
     assert _power(exact, alt_burn, keys, N, ALPHA) >= 0.99
     assert _power(exact, alt_d1, keys, N, ALPHA) >= 0.99
     res = perfect.sample(n, d, lam, samples=N, seed=seed, replace=replace)
@@ -563,9 +564,16 @@ def test_output_law_matches_exact_stationary_law(n, d, lam, replace, N, seed, bu
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("n,d,lam,replace,N,seed", [
-    (3, 2, 0.8, True, 200000, 7), (4, 2, 0.5, False, 100000, 8), (5, 3, 0.7, True, 60000, 9),
-    (3, 3, 0.7, False, 100000, 10), (2, 2, 0.8, True, 200000, 11)])
+@pytest.mark.parametrize(
+    "n,d,lam,replace,N,seed",
+    [
+        (3, 2, 0.8, True, 200000, 7),
+        (4, 2, 0.5, False, 100000, 8),
+        (5, 3, 0.7, True, 60000, 9),
+        (3, 3, 0.7, False, 100000, 10),
+        (2, 2, 0.8, True, 200000, 11),
+    ],
+)
 def test_output_law_matches_exact_stationary_law_slow(n, d, lam, replace, N, seed):
     """As above with larger samples, without replacement, d = 3 at n = 5."""
     exact, M = _exact_state_probs(n, d, lam, replace, N=N)
@@ -635,20 +643,24 @@ def test_api_results_and_determinism():
     assert "mean u_i" in text and "coalescence horizon" in text
     # counts representation of states.py
     from supermarket.states import counts_from_lengths
+
     c = perfect.sample_counts(20, 2, 0.8, seed=9)
     assert np.array_equal(c, counts_from_lengths(res.samples[0]))
 
 
-@pytest.mark.parametrize("kwargs,exc,word", [
-    (dict(n=0, d=2, lam=0.5), ValueError, "n"),
-    (dict(n=5, d=0, lam=0.5), ValueError, "d"),
-    (dict(n=5, d=2, lam=1.0), ValueError, "load"),
-    (dict(n=5, d=2, lam=0.5, samples=0), ValueError, "samples"),
-    (dict(n=3, d=4, lam=0.5, replace=False), ValueError, "d must be <= n"),
-    (dict(n=5, d=2, lam=0.5, max_time=0), ValueError, "max_time"),
-    (dict(n=5, d=2, lam=0.5, max_memory=-1), ValueError, "max_memory"),
-    (dict(n=5.0, d=2, lam=0.5), TypeError, "n"),
-])
+@pytest.mark.parametrize(
+    "kwargs,exc,word",
+    [
+        (dict(n=0, d=2, lam=0.5), ValueError, "n"),
+        (dict(n=5, d=0, lam=0.5), ValueError, "d"),
+        (dict(n=5, d=2, lam=1.0), ValueError, "load"),
+        (dict(n=5, d=2, lam=0.5, samples=0), ValueError, "samples"),
+        (dict(n=3, d=4, lam=0.5, replace=False), ValueError, "d must be <= n"),
+        (dict(n=5, d=2, lam=0.5, max_time=0), ValueError, "max_time"),
+        (dict(n=5, d=2, lam=0.5, max_memory=-1), ValueError, "max_memory"),
+        (dict(n=5.0, d=2, lam=0.5), TypeError, "n"),
+    ],
+)
 def test_bad_input(kwargs, exc, word):
     with pytest.raises(exc, match=word):
         perfect.sample(**kwargs)
@@ -668,6 +680,7 @@ def _cli(*args):
     from click.testing import CliRunner
 
     from supermarket.cli import main
+
     return CliRunner().invoke(main, ["perfect", *args], catch_exceptions=False)
 
 
@@ -680,8 +693,12 @@ def test_cli():
     out = json.loads(r.stdout)
     assert len(out["samples"]) == 5 and len(out["samples"][0]) == 4
     assert out["samples"] == perfect.sample(4, 2, 0.7, samples=5, seed=0).samples.tolist()
-    for bad in (["--load", "1.5"], ["--replications", "0"], ["--max-seconds", "0.05", "--n", "3000", "--load", "0.97"],
-                ["--max-memory-mb", "0.1", "--n", "3000", "--load", "0.97"]):
+    for bad in (
+        ["--load", "1.5"],
+        ["--replications", "0"],
+        ["--max-seconds", "0.05", "--n", "3000", "--load", "0.97"],
+        ["--max-memory-mb", "0.1", "--n", "3000", "--load", "0.97"],
+    ):
         r = _cli("--d", "2", *bad)
         assert r.exit_code == 2, (bad, r.output)
         assert r.stderr.startswith("supermarket: error:") and r.stderr.count("\n") == 1, r.stderr
@@ -694,8 +711,11 @@ def test_cli_keeps_completed_samples_and_speaks_cli_words(monkeypatch):
     done = perfect.sample(4, 2, 0.7, samples=3, seed=0)
 
     def out_of_time(*a, **k):
-        raise perfect.BudgetExceeded("sample 3 did not coalesce within max_time=30 s (…); no approximate sample "
-                                     "is returned (3 of 10 samples completed)", done)
+        raise perfect.BudgetExceeded(
+            "sample 3 did not coalesce within max_time=30 s (…); no approximate sample "
+            "is returned (3 of 10 samples completed)",
+            done,
+        )
 
     monkeypatch.setattr(perfect, "sample", out_of_time)
     r = _cli("--n", "4", "--d", "2", "--load", "0.7", "--max-seconds", "30")
@@ -713,9 +733,11 @@ def test_cli_samples_is_a_deprecated_alias_and_workers_do_not_change_samples():
     old = _cli(*args, "--samples", "6")
     one = _cli(*args, "--replications", "6", "--workers", "1")
     assert json.loads(new.stdout)["samples"] == json.loads(old.stdout)["samples"] == json.loads(one.stdout)["samples"]
-    assert new.stderr == "" and old.stderr.strip() == ("supermarket: warning: --samples is deprecated; use "
-                                                       "--replications (one name for independent repetitions in "
-                                                       "every command)")
+    assert new.stderr == "" and old.stderr.strip() == (
+        "supermarket: warning: --samples is deprecated; use "
+        "--replications (one name for independent repetitions in "
+        "every command)"
+    )
     both = _cli(*args, "--samples", "2", "--replications", "3")
     assert both.exit_code == 2 and "give --replications only" in both.stderr
 
@@ -739,11 +761,11 @@ def test_simulate_start_perfect_needs_no_burn_in():
     sample, the default burn-in is 0, the result says so, and E[u_1] = λ holds from the very
     first step (an exact identity, docs/model.md §3)."""
     import supermarket as sm
+
     r = sm.simulate(50, 2, 0.8, steps=400_000, start="perfect", replications=2, seed=4, progress=False)
     assert r.burn_in == 0 and "exact stationary sample" in r.start_note
     assert abs(r.u_mean[0] - 0.8) <= 4.5 * r.u_stderr[0]
-    again = sm.simulate(50, 2, 0.8, steps=400_000, start="perfect", replications=2, seed=4, workers=1,
-                        progress=False)
+    again = sm.simulate(50, 2, 0.8, steps=400_000, start="perfect", replications=2, seed=4, workers=1, progress=False)
     assert np.array_equal(r.u_mean, again.u_mean)  # the same samples whatever the workers
     with pytest.raises(ValueError, match="perfect"):
         sm.simulate(50, 2, 1.1, steps=1000, start="perfect", progress=False)
@@ -755,8 +777,9 @@ def test_json_names_u_mean_u_stderr_as_simulate_and_exact():
 
     from supermarket.cli import main
 
-    r = CliRunner().invoke(main, ["perfect", "--n", "2", "--d", "2", "--load", "0.5", "--replications", "3",
-                                  "--json", "--workers", "1"])
+    r = CliRunner().invoke(
+        main, ["perfect", "--n", "2", "--d", "2", "--load", "0.5", "--replications", "3", "--json", "--workers", "1"]
+    )
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     assert out["u_mean"] == out["mean_u"] and out["u_stderr"] == out["se_u"]

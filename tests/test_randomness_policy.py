@@ -37,8 +37,7 @@ def job(kind: str, seed: int):
         r = fl.simulate_fluctuations(P_B, time=20.0, burn_in=2.0, seed=seed, workers=1)
         return r.events, r.moments.to_dict(), r.grid.tobytes()
     if kind == "limit":
-        r = fl.limit_sde("c", zeta=1.0, paths=40, time=3.0, burn_in=0.5, dt=1e-2, seed=seed, workers=1,
-                         record_paths=3)
+        r = fl.limit_sde("c", zeta=1.0, paths=40, time=3.0, burn_in=0.5, dt=1e-2, seed=seed, workers=1, record_paths=3)
         return r.moments.to_dict(), r.push_rate, r.grid.tobytes()
     if kind == "prelimit":
         r = fl.prelimit_sde(P_B, paths=40, time=3.0, burn_in=0.5, dt=1e-2, seed=seed, workers=1, record_paths=3)
@@ -113,19 +112,19 @@ def test_refusals_and_warnings_up_front():
     with pytest.raises(ValueError, match=r"about .* in all.*refused"):
         fl.simulate_fluctuations(p)
     assert time.perf_counter() - t0 < 5
-    with pytest.warns(fl.WorkWarning, match="about"):
-        with pytest.raises(KeyboardInterrupt):
-            # warned before any work; the interrupt (simulated) then stops it
-            def boom(*a, **k):
-                raise KeyboardInterrupt
-            import supermarket.engines.fluct as ef
+    with pytest.warns(fl.WorkWarning, match="about"), pytest.raises(KeyboardInterrupt):
+        # warned before any work; the interrupt (simulated) then stops it
+        def boom(*a, **k):
+            raise KeyboardInterrupt
 
-            old = ef.fluct_ctmc
-            ef.fluct_ctmc = boom
-            try:
-                fl.simulate_fluctuations(P_B, time=2e6, grid_dt=100.0)
-            finally:
-                ef.fluct_ctmc = old
+        import supermarket.engines.fluct as ef
+
+        old = ef.fluct_ctmc
+        ef.fluct_ctmc = boom
+        try:
+            fl.simulate_fluctuations(P_B, time=2e6, grid_dt=100.0)
+        finally:
+            ef.fluct_ctmc = old
     with pytest.raises(ValueError, match=r"burn-in.*refused.*--burn-in"):
         mx.coalescence(1000, 10, 0.999999)
     with pytest.raises(ValueError, match="refused"):
@@ -133,10 +132,13 @@ def test_refusals_and_warnings_up_front():
 
 
 def _cli(*args):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([p for p in sys.path if p.endswith("src")] +
-                                                      [os.environ.get("PYTHONPATH", "")]))
-    return subprocess.Popen([sys.executable, "-m", "supermarket", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([p for p in sys.path if p.endswith("src")] + [os.environ.get("PYTHONPATH", "")]),
+    )
+    return subprocess.Popen(
+        [sys.executable, "-m", "supermarket", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
 
 
 def test_cli_refuses_in_one_line():
@@ -144,9 +146,12 @@ def test_cli_refuses_in_one_line():
 
     from supermarket.cli import main
 
-    for args in (["fluctuations", "--regime", "b", "--time", "1e12"],
-                 ["fluctuations", "--regime", "c", "--n", "1e12"],
-                 ["mixing", "--load", "0.999999"], ["mixing", "--n", "1e9"]):
+    for args in (
+        ["fluctuations", "--regime", "b", "--time", "1e12"],
+        ["fluctuations", "--regime", "c", "--n", "1e12"],
+        ["mixing", "--load", "0.999999"],
+        ["mixing", "--n", "1e9"],
+    ):
         r = CliRunner().invoke(main, args)
         err = r.stderr if hasattr(r, "stderr") else r.output
         lines = [ln for ln in err.splitlines() if ln.startswith("supermarket: error:")]
@@ -154,11 +159,16 @@ def test_cli_refuses_in_one_line():
         assert "about" in lines[0] or "TiB" in lines[0] or "PiB" in lines[0]  # sizes scale with the defaults
 
 
-@pytest.mark.parametrize("args", [
-    ["mixing", "--n", "1e6", "--load", "0.99", "--replications", "2", "--burn-in-steps", "1e11", "--workers", "2"],
-    pytest.param(["fluctuations", "--regime", "b", "--n", "1e5", "--time", "1e5", "--replications", "2",
-                  "--no-prelimit"], marks=pytest.mark.slow),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["mixing", "--n", "1e6", "--load", "0.99", "--replications", "2", "--burn-in-steps", "1e11", "--workers", "2"],
+        pytest.param(
+            ["fluctuations", "--regime", "b", "--n", "1e5", "--time", "1e5", "--replications", "2", "--no-prelimit"],
+            marks=pytest.mark.slow,
+        ),
+    ],
+)
 def test_ctrl_c_stops_within_a_second(args):
     proc = _cli(*args)
     try:

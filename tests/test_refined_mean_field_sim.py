@@ -42,18 +42,27 @@ def measure(d: int, lam: float, n: int, seed: int = SEED) -> dict:
     rmf = refined_mean_field(d, lam)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        r = simulate(n, d, lam, steps=steps_for(n), start="fixed-point", replications=REPLICATIONS,
-                     seed=seed, progress=False)
+        r = simulate(
+            n, d, lam, steps=steps_for(n), start="fixed-point", replications=REPLICATIONS, seed=seed, progress=False
+        )
     out = {"n": n, "d": d, "lam": lam, "steps": r.steps, "error_method": r.error_method}
     for name, i in (("u2", 1), ("u3", 2)):
         ok = len(r.u_mean) > i and bool(r.u_reliable[i])
-        out[name] = {"sim": float(r.u_mean[i]), "se": float(r.u_stderr[i]) if ok else math.nan,
-                     "pi": float(rmf.pi[i]), "refined": float(rmf.pi[i] + rmf.V[i] / n),
-                     "vr": float(r.variance_reduction["u_mean"][i])}
+        out[name] = {
+            "sim": float(r.u_mean[i]),
+            "se": float(r.u_stderr[i]) if ok else math.nan,
+            "pi": float(rmf.pi[i]),
+            "refined": float(rmf.pi[i] + rmf.V[i] / n),
+            "vr": float(r.variance_reduction["u_mean"][i]),
+        }
     ok = bool(r.mean_queue_length_reliable)
-    out["mql"] = {"sim": r.mean_queue_length, "se": r.mean_queue_length_stderr if ok else math.nan,
-                  "pi": rmf.mean_queue_length(), "refined": rmf.mean_queue_length(n),
-                  "vr": float(r.variance_reduction["mean_queue_length"])}
+    out["mql"] = {
+        "sim": r.mean_queue_length,
+        "se": r.mean_queue_length_stderr if ok else math.nan,
+        "pi": rmf.mean_queue_length(),
+        "refined": rmf.mean_queue_length(n),
+        "vr": float(r.variance_reduction["mean_queue_length"]),
+    }
     return out
 
 
@@ -63,8 +72,11 @@ def residual_fit(rows: list, q: str, n_min: int = 20, against: str = "refined") 
     their errors, χ² and its p-value."""
     from scipy import stats as ss
 
-    pts = [(r["n"], r[q]["sim"] - r[q][against], r[q]["se"]) for r in rows
-           if r["n"] >= n_min and r[q]["se"] > 0 and math.isfinite(r[q]["se"])]
+    pts = [
+        (r["n"], r[q]["sim"] - r[q][against], r[q]["se"])
+        for r in rows
+        if r["n"] >= n_min and r[q]["se"] > 0 and math.isfinite(r[q]["se"])
+    ]
     n = np.array([p[0] for p in pts], float)
     y = np.array([p[1] for p in pts])
     s = np.array([p[2] for p in pts])
@@ -74,9 +86,16 @@ def residual_fit(rows: list, q: str, n_min: int = 20, against: str = "refined") 
     cov = np.linalg.inv(Xw.T @ Xw)
     chi2 = float(np.sum((yw - Xw @ coef) ** 2))
     dof = len(pts) - 2
-    return {"points": len(pts), "a": float(coef[0]), "a_se": float(math.sqrt(cov[0, 0])), "b": float(coef[1]),
-            "b_se": float(math.sqrt(cov[1, 1])), "chi2": chi2, "dof": dof,
-            "p": float(ss.chi2.sf(chi2, dof)) if dof > 0 else math.nan}
+    return {
+        "points": len(pts),
+        "a": float(coef[0]),
+        "a_se": float(math.sqrt(cov[0, 0])),
+        "b": float(coef[1]),
+        "b_se": float(math.sqrt(cov[1, 1])),
+        "chi2": chi2,
+        "dof": dof,
+        "p": float(ss.chi2.sf(chi2, dof)) if dof > 0 else math.nan,
+    }
 
 
 def _fmt(x, se=None, scale=1.0):
@@ -90,17 +109,23 @@ def _fmt(x, se=None, scale=1.0):
 def table(rows: list) -> str:
     lines = []
     for q, label in (("u2", "E[u_2]"), ("u3", "E[u_3]"), ("mql", "mean queue length")):
-        lines += [f"\n{label}, d = {rows[0]['d']}, λ = {rows[0]['lam']}:\n",
-                  "| n | simulated (CV) | π | π + V/n | n²·(sim − π − V/n) | variance reduction |",
-                  "|---|---|---|---|---|---|"]
+        lines += [
+            f"\n{label}, d = {rows[0]['d']}, λ = {rows[0]['lam']}:\n",
+            "| n | simulated (CV) | π | π + V/n | n²·(sim − π − V/n) | variance reduction |",
+            "|---|---|---|---|---|---|",
+        ]
         for r in rows:
             x = r[q]
             res = x["sim"] - x["refined"]
-            lines.append(f"| {r['n']:,} | {_fmt(x['sim'], x['se'])} | {x['pi']:.7f} | {x['refined']:.7f} | "
-                         f"{_fmt(res, x['se'], r['n'] ** 2)} | {x['vr']:.3g} |")
+            lines.append(
+                f"| {r['n']:,} | {_fmt(x['sim'], x['se'])} | {x['pi']:.7f} | {x['refined']:.7f} | "
+                f"{_fmt(res, x['se'], r['n'] ** 2)} | {x['vr']:.3g} |"
+            )
         f = residual_fit(rows, q)
-        lines.append(f"\nfit over n ≥ 20: residual = a/n² + b/n³, a = {f['a']:.3g} ± {f['a_se']:.2g}, "
-                     f"b = {f['b']:.3g} ± {f['b_se']:.2g}, χ² = {f['chi2']:.2f} on {f['dof']} dof (p = {f['p']:.2f})")
+        lines.append(
+            f"\nfit over n ≥ 20: residual = a/n² + b/n³, a = {f['a']:.3g} ± {f['a_se']:.2g}, "
+            f"b = {f['b']:.3g} ± {f['b_se']:.2g}, χ² = {f['chi2']:.2f} on {f['dof']} dof (p = {f['p']:.2f})"
+        )
     return "\n".join(lines)
 
 

@@ -89,8 +89,10 @@ def test_delta_method_matches_monte_carlo():
     r = R.from_tails(T, cov=cov, quantiles=(0.9, 0.99))
     draws = rng.multivariate_normal(T, cov, size=4000)
     for q in (0.9, 0.99):
-        vals = [R.from_tails(np.minimum.accumulate(np.clip(x, 0, 1)), quantiles=(q,)).sojourn.quantiles[q]
-                for x in draws[:800]]
+        vals = [
+            R.from_tails(np.minimum.accumulate(np.clip(x, 0, 1)), quantiles=(q,)).sojourn.quantiles[q]
+            for x in draws[:800]
+        ]
         assert np.std(vals) == pytest.approx(r.sojourn.stderr["quantiles"][q], rel=0.15)
     means = 1 + draws.sum(axis=1)
     assert np.std(means) == pytest.approx(r.sojourn.stderr["mean"], rel=0.1)
@@ -111,8 +113,9 @@ def test_result_formats(tmp_path):
     assert (tmp_path / "r.png").stat().st_size > 1000
 
 
-@pytest.mark.parametrize("bad,exc", [([0.5, 0.6], ValueError), ([[0.5]], TypeError), ([0.5, -0.1, 0.6], ValueError),
-                                     ("x", TypeError)])
+@pytest.mark.parametrize(
+    "bad,exc", [([0.5, 0.6], ValueError), ([[0.5]], TypeError), ([0.5, -0.1, 0.6], ValueError), ("x", TypeError)]
+)
 def test_bad_join_probabilities(bad, exc):
     with pytest.raises(exc):
         R.from_join_probabilities(bad)
@@ -175,6 +178,7 @@ def test_fifo_simulator_against_exact_law(n, d, lam, rep):
 
 def test_from_simulation_against_exact():
     import supermarket as sm
+
     ex = solve(3, 2, 0.6, tol=1e-9)
     res = sm.simulate(3, 2, 0.6, steps=400_000, replications=4, seed=5, start="fixed-point", progress=False)
     r = R.from_simulation(res)
@@ -224,6 +228,7 @@ def test_simulation_quantile_errors_match_the_spread_across_runs():
     import warnings
 
     import supermarket as sm
+
     est, se = [], []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)

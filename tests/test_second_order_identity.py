@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from exact_small import queue_law
 
 _PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "second_order_controls.py"

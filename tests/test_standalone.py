@@ -30,24 +30,40 @@ from supermarket.cli import COMMANDS, main
 ROOT = Path(__file__).resolve().parents[1]
 
 _SHARED = "sha" + "red"
-FORBIDDEN = re.compile("|".join([
-    re.escape("../" + _SHARED),                       # a relative path out of the repository
-    r"(?<![\w.-])" + re.escape(_SHARED + "/"),       # the folder of the notes and papers
-    re.escape("/" + "work/"),                          # an absolute path of the development machine
-    r"\b(?:MODEL|ERRORS|PERFECT)\.md\b",               # the notes' file names (case-sensitive)
-]))
+FORBIDDEN = re.compile(
+    "|".join(
+        [
+            re.escape("../" + _SHARED),  # a relative path out of the repository
+            r"(?<![\w.-])" + re.escape(_SHARED + "/"),  # the folder of the notes and papers
+            re.escape("/" + "work/"),  # an absolute path of the development machine
+            r"\b(?:MODEL|ERRORS|PERFECT)\.md\b",  # the notes' file names (case-sensitive)
+        ]
+    )
+)
 
-SKIP_DIRS = {".git", ".venv", "venv", "build", "dist", "site", "__pycache__", ".pytest_cache",
-             ".hypothesis", "node_modules"}
+SKIP_DIRS = {
+    ".git",
+    ".venv",
+    "venv",
+    "build",
+    "dist",
+    "site",
+    "__pycache__",
+    ".pytest_cache",
+    ".hypothesis",
+    "node_modules",
+}
 
 
 def _tracked_files() -> list[Path]:
     if shutil.which("git") and (ROOT / ".git").exists():
         out = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True)
         return [ROOT / p for p in out.stdout.decode().split("\0") if p]
-    return [p for p in ROOT.rglob("*")
-            if p.is_file() and not SKIP_DIRS.intersection(p.relative_to(ROOT).parts)
-            and not p.name.endswith(".egg-info")]
+    return [
+        p
+        for p in ROOT.rglob("*")
+        if p.is_file() and not SKIP_DIRS.intersection(p.relative_to(ROOT).parts) and not p.name.endswith(".egg-info")
+    ]
 
 
 def _offences(text: str) -> list[str]:
@@ -55,8 +71,13 @@ def _offences(text: str) -> list[str]:
 
 
 def test_pattern_catches_what_it_must_and_spares_docs_model():
-    bad = ["see ../" + _SHARED + "/spec/x", _SHARED + "/seeds/000.txt", "/" + "work/main/src",
-           "MODEL" + ".md §3", "(PERFECT" + ".md)"]
+    bad = [
+        "see ../" + _SHARED + "/spec/x",
+        _SHARED + "/seeds/000.txt",
+        "/" + "work/main/src",
+        "MODEL" + ".md §3",
+        "(PERFECT" + ".md)",
+    ]
     for text in bad:
         assert _offences(text), text
     for text in ["docs/model.md §3", "[model.md](model.md)", "shared memory", "unshared/x", "model.md"]:
@@ -91,14 +112,17 @@ def test_help_texts_stand_alone(args):
     assert not _offences(_run(args))
 
 
-@pytest.mark.parametrize("args", [
-    ["theory", "--n", "1e4", "--d", "20", "--load", "0.99"],
-    ["theory", "--n", "1e4", "--d", "20", "--load", "0.99", "--json"],
-    ["design", "--load", "0.999", "--max-queue", "2"],
-    ["design", "--load", "0.999", "--max-queue", "2", "--json"],
-    ["meanfield", "--d", "2", "--load", "0.9", "--n", "100"],
-    ["meanfield", "--d", "2", "--load", "0.9", "--n", "100", "--json"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["theory", "--n", "1e4", "--d", "20", "--load", "0.99"],
+        ["theory", "--n", "1e4", "--d", "20", "--load", "0.99", "--json"],
+        ["design", "--load", "0.999", "--max-queue", "2"],
+        ["design", "--load", "0.999", "--max-queue", "2", "--json"],
+        ["meanfield", "--d", "2", "--load", "0.9", "--n", "100"],
+        ["meanfield", "--d", "2", "--load", "0.9", "--n", "100", "--json"],
+    ],
+)
 def test_quick_command_outputs_stand_alone(args):
     assert not _offences(_run(args))
 
@@ -117,21 +141,24 @@ def _fresh_python(code: str) -> str:
 
 def test_import_is_light():
     # `import supermarket` and `supermarket --help` must not pay for numba, SciPy (or NumPy)
-    out = _fresh_python("import sys, supermarket\n"
-                        "print(sorted(m for m in ('numba', 'scipy', 'numpy', 'pandas') if m in sys.modules))")
+    out = _fresh_python(
+        "import sys, supermarket\nprint(sorted(m for m in ('numba', 'scipy', 'numpy', 'pandas') if m in sys.modules))"
+    )
     assert out == "[]", f"import supermarket loaded {out}"
 
 
 def test_help_through_the_console_script_path_is_light():
     # the installed `supermarket` script imports supermarket.cli and calls main() (no runpy,
     # which would have imported importlib.util for us); --help must work and stay light
-    out = _fresh_python("import sys\n"
-                        "from supermarket.cli import main\n"
-                        "try:\n"
-                        "    main(['--help'], prog_name='supermarket')\n"
-                        "except SystemExit as exc:\n"
-                        "    code = exc.code\n"
-                        "print('RC', code, sorted(m for m in ('numba', 'scipy', 'numpy') if m in sys.modules))")
+    out = _fresh_python(
+        "import sys\n"
+        "from supermarket.cli import main\n"
+        "try:\n"
+        "    main(['--help'], prog_name='supermarket')\n"
+        "except SystemExit as exc:\n"
+        "    code = exc.code\n"
+        "print('RC', code, sorted(m for m in ('numba', 'scipy', 'numpy') if m in sys.modules))"
+    )
     assert "Commands:" in out and "simulate" in out
     assert out.splitlines()[-1] == "RC 0 []", out.splitlines()[-1]
 
@@ -139,11 +166,13 @@ def test_help_through_the_console_script_path_is_light():
 def test_no_public_function_shadows_a_module():
     """``supermarket.simulate`` is the function and ``supermarket.simulation`` its module, and
     so on: no public name of the package is both a callable and the name of a submodule."""
-    out = _fresh_python("import pkgutil, supermarket as sm, supermarket.simulation, supermarket.sweep\n"
-                        "from supermarket.simulation import simulate\n"
-                        "mods = {m.name for m in pkgutil.iter_modules(sm.__path__)}\n"
-                        "bad = [n for n in sm.__all__ if n in mods and not isinstance(getattr(sm, n), type(sm))]\n"
-                        "print(callable(sm.simulate), sm.simulate is simulate, bad)")
+    out = _fresh_python(
+        "import pkgutil, supermarket as sm, supermarket.simulation, supermarket.sweep\n"
+        "from supermarket.simulation import simulate\n"
+        "mods = {m.name for m in pkgutil.iter_modules(sm.__path__)}\n"
+        "bad = [n for n in sm.__all__ if n in mods and not isinstance(getattr(sm, n), type(sm))]\n"
+        "print(callable(sm.simulate), sm.simulate is simulate, bad)"
+    )
     assert out == "True True []"
 
 

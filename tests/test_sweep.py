@@ -23,10 +23,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from conftest import free_port
 from supermarket import sweep as sw
 from supermarket.model import spawn_seeds
-
-from conftest import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "supermarket"]

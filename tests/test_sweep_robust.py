@@ -5,6 +5,7 @@ places that cannot be written (all checked before any work)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -19,9 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from supermarket import sweep as sw
-
 from test_sweep import CLI, ROOT, THEORY, cli, cli_here, comparable, rows_of, same, write
-
 
 # =========================================================================== interruption (issue 11)
 INTERRUPT = """
@@ -144,7 +143,7 @@ def test_sigkill_at_many_instants_always_resumes(tmp_path):
 
 @pytest.mark.slow
 def test_sigkill_at_hundreds_of_instants_always_resumes(tmp_path):
-    instants, states = _kill_at_instants(tmp_path, 300, seed=2)
+    _instants, states = _kill_at_instants(tmp_path, 300, seed=2)
     assert states["directory"] >= 30 and states["nothing"] >= 1, states
 
 
@@ -200,10 +199,8 @@ def _server(greeting: bytes):
             except OSError:
                 return
             held.append(conn)
-            try:
+            with contextlib.suppress(OSError):
                 conn.sendall(greeting)
-            except OSError:
-                pass
 
     threading.Thread(target=serve, daemon=True).start()
     return srv, held

@@ -5,7 +5,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from supermarket import theory as th
 
@@ -29,11 +30,12 @@ def test_fixed_point_recursion_pi_i_equals_lambda_pi_prev_to_the_d():
     for d, lam in [(2, 0.9), (3, 0.99), (10, 0.999)]:
         pi = th.fixed_point(d, lam, 6)
         prev = np.concatenate([[1.0], pi[:-1]])
-        np.testing.assert_allclose(pi, lam * prev ** d, rtol=1e-9)
+        np.testing.assert_allclose(pi, lam * prev**d, rtol=1e-9)
 
 
-@pytest.mark.parametrize("d,lam", [(10**12, 1 - 1e-15), (2, 1 - 1e-15), (10**6, 1e-300),
-                                   (10**12, 0.5), (1, 1 - 1e-15), (7, 1e-12)])
+@pytest.mark.parametrize(
+    "d,lam", [(10**12, 1 - 1e-15), (2, 1 - 1e-15), (10**6, 1e-300), (10**12, 0.5), (1, 1 - 1e-15), (7, 1e-12)]
+)
 def test_fixed_point_extremes_finite(d, lam):
     pi = th.fixed_point(d, lam)
     assert np.all(np.isfinite(pi)) and np.all(pi >= 0) and np.all(pi <= 1)
@@ -74,12 +76,28 @@ def test_pi_non_decreasing_in_lambda(d, lam, lam2):
 
 
 # --------------------------------------------------------------------------- §4 k
-@pytest.mark.parametrize("d,lam,k", [
-    (10, "0.9", 1), (10, 0.9, 1), (10, "0.9000001", 2), (10, 0.9000001, 2),
-    (8, 1 - 2 ** -21, 7), (8, "0.999999523162841796875", 7), (8, "0.9999995231628419", 8),
-    (100, 0.999, 2), (100, "0.99", 1), (100, "0.9900001", 2), (2, 0.5, 1), (2, 0.75, 2), (2, "0.7500001", 3),
-    (1000, "0.999", 1), (1000, "0.999000000001", 2), (10, "0.99999", 5), (10, "0.999990000000001", 6),
-])
+@pytest.mark.parametrize(
+    "d,lam,k",
+    [
+        (10, "0.9", 1),
+        (10, 0.9, 1),
+        (10, "0.9000001", 2),
+        (10, 0.9000001, 2),
+        (8, 1 - 2**-21, 7),
+        (8, "0.999999523162841796875", 7),
+        (8, "0.9999995231628419", 8),
+        (100, 0.999, 2),
+        (100, "0.99", 1),
+        (100, "0.9900001", 2),
+        (2, 0.5, 1),
+        (2, 0.75, 2),
+        (2, "0.7500001", 3),
+        (1000, "0.999", 1),
+        (1000, "0.999000000001", 2),
+        (10, "0.99999", 5),
+        (10, "0.999990000000001", 6),
+    ],
+)
 def test_k_on_both_sides_of_boundaries(d, lam, k):
     assert th.k_lambda_d(d, lam) == k
 
@@ -87,16 +105,16 @@ def test_k_on_both_sides_of_boundaries(d, lam, k):
 @pytest.mark.parametrize("d", [2, 3, 5, 7, 10, 31, 1000])
 @pytest.mark.parametrize("j", [1, 2, 3, 4, 6])
 def test_k_exact_rational_boundaries(d, j):
-    on = 1 - Fraction(1, d ** j)  # 1/(1-λ) = d^j exactly
+    on = 1 - Fraction(1, d**j)  # 1/(1-λ) = d^j exactly
     assert th.k_lambda_d(d, on) == j
-    assert th.k_lambda_d(d, on + Fraction(1, 10 ** 40)) == j + 1
-    assert th.k_lambda_d(d, on - Fraction(1, 10 ** 40)) == j
+    assert th.k_lambda_d(d, on + Fraction(1, 10**40)) == j + 1
+    assert th.k_lambda_d(d, on - Fraction(1, 10**40)) == j
     assert th.k_report(d, on).possible_max == (j, j + 1)
 
 
 def test_k_binary_exact_float_boundaries():
     for j in range(1, 50):
-        assert th.k_lambda_d(2, 1 - 2.0 ** -j) == j
+        assert th.k_lambda_d(2, 1 - 2.0**-j) == j
 
 
 def test_k_report_near_boundary_says_k_or_k_plus_one():
@@ -178,7 +196,7 @@ def test_good_set_accepts_profile_and_counts():
 
 # --------------------------------------------------------------------------- §5 Theorem 1.2
 def test_theorem_conditions_can_all_hold():
-    rep = th.theorem_1_2(10 ** 20, 10 ** 8, 1 - 1e-12, eps=0.1)
+    rep = th.theorem_1_2(10**20, 10**8, 1 - 1e-12, eps=0.1)
     assert rep.k == 2
     assert rep.applies, [c for c in rep.conditions if not c.holds]
     names = [c.name for c in rep.conditions]
@@ -186,20 +204,20 @@ def test_theorem_conditions_can_all_hold():
 
 
 def test_theorem_does_not_apply_when_any_condition_fails():
-    rep = th.theorem_1_2(10 ** 20, 10 ** 8, 1 - 1e-12, eps=0.2)
+    rep = th.theorem_1_2(10**20, 10**8, 1 - 1e-12, eps=0.2)
     assert not rep.applies and not rep.conditions[0].holds
-    rep = th.theorem_1_2(10 ** 6, 100, 0.999)
+    rep = th.theorem_1_2(10**6, 100, 0.999)
     assert not rep.applies
     assert any(not c.holds for c in rep.conditions)
 
 
 # --------------------------------------------------------------------------- §6 mixing, slow mode
 def test_mixing_bounds_values():
-    mb = th.mixing_bounds(10 ** 6, 100, 0.999)
+    mb = th.mixing_bounds(10**6, 100, 0.999)
     assert mb.k == 2
-    assert mb.upper_steps == pytest.approx(2 * 100 * 10 ** 6 * math.log(10 ** 6))
-    assert mb.lower_steps == pytest.approx(100 * 10 ** 6)
-    assert mb.upper_time == pytest.approx(mb.upper_steps / (10 ** 6 * 1.999))
+    assert mb.upper_steps == pytest.approx(2 * 100 * 10**6 * math.log(10**6))
+    assert mb.lower_steps == pytest.approx(100 * 10**6)
+    assert mb.upper_time == pytest.approx(mb.upper_steps / (10**6 * 1.999))
 
 
 @pytest.mark.parametrize("d,lam", [(2, 0.9), (5, 0.99), (3, 0.999), (20, 0.99), (100, 0.9999), (2, 0.9999)])
@@ -211,11 +229,11 @@ def test_slow_mode_matches_dense_eigenvalue(d, lam):
 
 def test_slow_mode_large_d_matches_closed_approximation():
     # dense eigensolvers lose μ ≈ d^{-(k-1)} here; the closed approximation is independent
-    sm = th.slow_mode(10 ** 6, 1 - 1e-12)
+    sm = th.slow_mode(10**6, 1 - 1e-12)
     assert sm.k == 2
     assert sm.mu == pytest.approx(sm.mu_approx, rel=1e-5)
     assert sm.mu == pytest.approx(1e-6, rel=1e-4)
-    assert math.isfinite(th.slow_mode(10 ** 12, 1 - 1e-15).mu)
+    assert math.isfinite(th.slow_mode(10**12, 1 - 1e-15).mu)
 
 
 def test_slow_mode_matrix_perron_frobenius():
@@ -244,16 +262,16 @@ def test_slow_mode_matrix_has_the_linearised_profile_as_equilibrium(d, lam):
 
 # --------------------------------------------------------------------------- §8 regime
 def test_regime_002_quantities():
-    n, d, lam = 10 ** 4, 10, 0.95
+    n, d, lam = 10**4, 10, 0.95
     r = th.regime_002(n, d, lam)
     assert r.d_over_sqrt_n == pytest.approx(0.1)
-    assert r.kappa == pytest.approx(d * lam ** d)
-    assert math.sqrt(n) * r.c_n ** d == pytest.approx(1.0)  # √n c_n^{d_n} = 1
+    assert r.kappa == pytest.approx(d * lam**d)
+    assert math.sqrt(n) * r.c_n**d == pytest.approx(1.0)  # √n c_n^{d_n} = 1
     assert r.zeta == pytest.approx(math.sqrt(n) * (r.c_n - lam))
     assert r.regime == "a"
-    assert th.regime_002(10 ** 4, 100, 0.99).regime == "b"
-    assert th.regime_002(10 ** 4, 10 ** 4, 0.99).regime == "c"
-    assert "warning" in th.regime_002(10 ** 4, 10, 0.95).note  # d(1-λ) = 0.5
+    assert th.regime_002(10**4, 100, 0.99).regime == "b"
+    assert th.regime_002(10**4, 10**4, 0.99).regime == "c"
+    assert "warning" in th.regime_002(10**4, 10, 0.95).note  # d(1-λ) = 0.5
 
 
 # --------------------------------------------------------------------------- design
@@ -288,7 +306,7 @@ def test_summary_d1_has_no_k():
 # --------------------------------------------------------------------------- regime of the linearisation
 def test_linearisation_outside_its_regime_is_not_a_number():
     # n = 1000, d = 2, λ = 0.9: k = 4, q̃_4 = 0.1 (1.8^4 − 1)/0.8 = 1.1872 > 1, so n(1 − q̃_4) = −187.2
-    q4 = 0.1 * (1.8 ** 4 - 1) / 0.8
+    q4 = 0.1 * (1.8**4 - 1) / 0.8
     assert th.predicted_counts(1000, 2, 0.9)[-1] == pytest.approx(1000 * (1 - q4))
     assert not th.linearisation_valid(2, 0.9)
     rep = th.summary(1000, 2, 0.9)
@@ -323,7 +341,7 @@ def test_design_is_a_bisection_not_a_walk():
     # a float load stands for 1 − 10^-16 (as typed) and 1 − 2^-53 (its binary value): the
     # least d with k <= 1 is 2^53 (the smaller k is taken on such a boundary); this used to
     # walk down 10^15 values of d one at a time
-    rep = th.design(1 - 2.0 ** -53, 1)
+    rep = th.design(1 - 2.0**-53, 1)
     assert rep.d == 2**53 and rep.k == 1
     for lam, K in [("0.9", 1), ("0.9", 2), ("0.99", 2), ("0.999999", 5), ("0.9999999999", 1)]:
         d = th.design(lam, K).d
@@ -350,10 +368,18 @@ def test_result_protocol_theory():
     import pandas as pd
 
     x = [0] * 100 + [1] * 1900 + [2] * 8000
-    results = [th.k_report(20, 0.99), th.good_set(x, d=20, lam=0.99), th.good_set([3] + x[1:], d=20, lam=0.99),
-               th.theorem_1_2(10_000, 20, 0.99), th.mixing_bounds(10_000, 20, 0.99), th.slow_mode(20, 0.99),
-               th.regime_002(10_000, 20, 0.99), th.design(0.9, 3, 100), th.theory_report(10_000, 20, 0.99),
-               th.theory_report(100, 1, 0.5)]
+    results = [
+        th.k_report(20, 0.99),
+        th.good_set(x, d=20, lam=0.99),
+        th.good_set([3] + x[1:], d=20, lam=0.99),
+        th.theorem_1_2(10_000, 20, 0.99),
+        th.mixing_bounds(10_000, 20, 0.99),
+        th.slow_mode(20, 0.99),
+        th.regime_002(10_000, 20, 0.99),
+        th.design(0.9, 3, 100),
+        th.theory_report(10_000, 20, 0.99),
+        th.theory_report(100, 1, 0.5),
+    ]
     for r in results:
         json.dumps(r.to_dict(), allow_nan=False)
         f = r.to_frame()
@@ -389,12 +415,12 @@ def test_design_says_how_many_queues_the_mean_field_puts_above_K():
     # mean field leaves π(3) = 0.999^1057 ≈ 0.347 of the queues above K = 2 (near a boundary).
     rep = th.design("0.999", 2, 1000)
     assert rep.d == 32
-    assert rep.share_above_max_queue == pytest.approx(0.999 ** 1057, rel=1e-12)
+    assert rep.share_above_max_queue == pytest.approx(0.999**1057, rel=1e-12)
     assert rep.hypothesis_max == 3  # n·π(3) ≈ 347 >= 1 > n·π(4) = 1000·0.999^33825
     assert "2 or 3" in rep.k_note
     text = rep.summary()
     assert "0.347313" in text and "347.313 of n = 1000" in text and "2 or 3" in text
-    assert th.design(0.9, 2).to_dict()["share_above_max_queue"] == pytest.approx(0.9 ** 21, rel=1e-12)
+    assert th.design(0.9, 2).to_dict()["share_above_max_queue"] == pytest.approx(0.9**21, rel=1e-12)
     assert th.design(0.9, 2).to_dict()["hypothesis_max"] is None
     # K far above k: π(K+1) underflows to 0 without building K levels
     assert th.design(0.5, 10**18).share_above_max_queue == 0.0

@@ -161,7 +161,8 @@ VOLATILE = [
     (re.compile(r"\b[\d.]+(?:e[+-]?\d+)? ?(?:s|ms) (?:wall|elapsed)\b"), "... wall"),
     (re.compile(r"(?<=; )[\d.]+(?:e[+-]?\d+)? s$"), "... s"),
     (re.compile(r", [\d.]+(?:e[+-]?\d+)? s\)"), ", ... s)"),  # "(local-processes, 76.2 s)"
-    (re.compile(r"events in [\d.]+(?:e[+-]?\d+)? s \([\d.]+(?:e[+-]?\d+)?/s\)"), "events in ... s (.../s)"),  # "…; peak memory 0.26 MiB; 0.255 s"
+    # "…; peak memory 0.26 MiB; 0.255 s"
+    (re.compile(r"events in [\d.]+(?:e[+-]?\d+)? s \([\d.]+(?:e[+-]?\d+)?/s\)"), "events in ... s (.../s)"),
 ]
 
 
@@ -252,8 +253,16 @@ def run(command: str, cwd: Path, timeout: float = 600) -> tuple[int, list[str]]:
         prog = part.split()[0] if part.split() else ""
         if prog and shutil.which(prog, path=_env()["PATH"]) is None:
             raise MissingProgram(f"{prog} is not installed")
-    proc = subprocess.run(["bash", "-c", command], check=False, cwd=cwd, env=_env(), stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    proc = subprocess.run(
+        ["bash", "-c", command],
+        check=False,
+        cwd=cwd,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=timeout,
+    )
     return proc.returncode, normalise(proc.stdout)
 
 
@@ -267,8 +276,13 @@ def _run_in_process(args: list[str], cwd: Path) -> tuple[int, list[str]]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("default")
-            result = CliRunner().invoke(main, args, prog_name="supermarket", catch_exceptions=True,
-                                        env={"NO_COLOR": "1", "TERM": "dumb", "COLUMNS": "100"})
+            result = CliRunner().invoke(
+                main,
+                args,
+                prog_name="supermarket",
+                catch_exceptions=True,
+                env={"NO_COLOR": "1", "TERM": "dumb", "COLUMNS": "100"},
+            )
     finally:
         os.chdir(here)
     if result.exception is not None and not isinstance(result.exception, SystemExit):
@@ -292,7 +306,8 @@ def check(source: str, cwd: Path, where: str = "") -> None:
             raise TranscriptMismatch(
                 f"{where}: `$ {step.command}` exited with {code} (expected {want}) or its output differs "
                 f"from the shown output (`...` matches any text):\n{diff}\n"
-                "(regenerate the shown outputs with: python tools/update_doc_transcripts.py)")
+                "(regenerate the shown outputs with: python tools/update_doc_transcripts.py)"
+            )
 
 
 # --------------------------------------------------------------------------- Markdown scan
@@ -330,11 +345,22 @@ def scan(path: Path) -> list[Block]:
         if fence:
             mark = fence.group("fence")
             j = i + 1
-            while j < len(lines) and not (lines[j].strip().startswith(mark[0] * len(mark))
-                                          and not lines[j].strip().strip(mark[0])):
+            while j < len(lines) and not (
+                lines[j].strip().startswith(mark[0] * len(mark)) and not lines[j].strip().strip(mark[0])
+            ):
                 j += 1
-            blocks.append(Block(path, fence.group("info").strip(), "\n".join(lines[i + 1:j]) + "\n",
-                                i + 1, i + 1, j, pending, len(lines[i]) - len(lines[i].lstrip())))
+            blocks.append(
+                Block(
+                    path,
+                    fence.group("info").strip(),
+                    "\n".join(lines[i + 1 : j]) + "\n",
+                    i + 1,
+                    i + 1,
+                    j,
+                    pending,
+                    len(lines[i]) - len(lines[i].lstrip()),
+                )
+            )
             pending = None
             i = j + 1
             continue
@@ -354,8 +380,7 @@ def skip_reason(args: str | None, run_long: bool) -> str | None:
     m = re.fullmatch(r'next\s+"(?P<r>[^"]+)"', args)
     if m:
         return m.group("r")
-    raise ValueError(f"skip directive {args!r}: use `skip: next \"reason\"` or "
-                     "`skip: next if(not run_long, \"reason\")`")
+    raise ValueError(f'skip directive {args!r}: use `skip: next "reason"` or `skip: next if(not run_long, "reason")`')
 
 
 # --------------------------------------------------------------------------- Sybil
@@ -370,10 +395,14 @@ def evaluate_command_block(example) -> None:
         raise AssertionError(
             f"{example.path}:{example.line}: a command block ({shown}) is neither checked nor skipped: "
             "write it as a ```console transcript ($ commands and their output) or put "
-            '<!-- skip: next "reason" --> on the line above it')
+            '<!-- skip: next "reason" --> on the line above it'
+        )
     try:
-        check(str(example.parsed["source"]), example.namespace["__docs_dir__"],
-              where=f"{Path(example.path).name}:{example.line}")
+        check(
+            str(example.parsed["source"]),
+            example.namespace["__docs_dir__"],
+            where=f"{Path(example.path).name}:{example.line}",
+        )
     except MissingProgram as exc:
         import pytest
 
@@ -419,6 +448,13 @@ def make_sybil(patterns=("README.md", "docs/*.md"), path: str | Path = ROOT):
     from sybil.parsers.markdown import PythonCodeBlockParser, SkipParser
 
     return Sybil(
-        parsers=[PythonCodeBlockParser(doctest_optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE),
-                 CommandBlockParser(), SkipParser()],
-        patterns=list(patterns), path=str(path), setup=setup_page, teardown=teardown_page)
+        parsers=[
+            PythonCodeBlockParser(doctest_optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE),
+            CommandBlockParser(),
+            SkipParser(),
+        ],
+        patterns=list(patterns),
+        path=str(path),
+        setup=setup_page,
+        teardown=teardown_page,
+    )

@@ -17,7 +17,8 @@ MARKER = "<!-- supermarket-cli-help -->"
 
 #: a Sphinx role as rendered by Markdown (``:func:<code>x</code>``) or left raw inside a
 #: code span (``<code>:meth:`x`</code>``, a docstring line that numpydoc read as a type)
-SPHINX_ROLE_RENDERED = re.compile(r":(?:py:)?(?:func|meth|class|mod|data|attr|exc|obj|const|ref|term|doc|any):<code>([^<]*)</code>")
+_ROLES = r":(?:py:)?(?:func|meth|class|mod|data|attr|exc|obj|const|ref|term|doc|any):"
+SPHINX_ROLE_RENDERED = re.compile(_ROLES + r"<code>([^<]*)</code>")
 SPHINX_ROLE_RAW = re.compile(r":(?:py:)?(?:func|meth|class|mod|data|attr|exc|obj|const|ref|term|doc|any):`([^`<]*)`")
 
 
@@ -58,11 +59,11 @@ def on_config(config):
     return config
 
 
-def on_page_markdown(markdown: str, page, config, files):  # noqa: ARG001 - MkDocs hook signature
+def on_page_markdown(markdown: str, page, config, files):  # MkDocs hook signature
     if MARKER in markdown:
         return markdown.replace(MARKER, cli_reference())
     return markdown
 
 
-def on_page_content(html: str, page, config, files):  # noqa: ARG001 - MkDocs hook signature
+def on_page_content(html: str, page, config, files):  # MkDocs hook signature
     return strip_sphinx_roles(html)

@@ -52,7 +52,7 @@ class _Recorder(doctest.DocTestRunner):
 def _update_python(source: str, namespace: dict, where: str) -> str:
     parser = doctest.DocTestParser()
     if not any(line.lstrip().startswith(">>>") for line in source.splitlines()):
-        exec(compile(source, where, "exec"), namespace)  # noqa: S102 - the documentation's own example
+        exec(compile(source, where, "exec"), namespace)  # the documentation's own example
         return source
     pieces = parser.parse(source, where)
     test = doctest.DocTest([p for p in pieces if isinstance(p, doctest.Example)], namespace, where, where, 0, source)

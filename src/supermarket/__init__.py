@@ -71,10 +71,33 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "jsonable": ("supermarket.jsonable", None),
 }
 
-__all__ = ["simulate", "SimulationResult", "Params", "fixed_point", "k_lambda_d", "to_jsonable", "exact",
-           "perfect_sample", "theory", "model", "states", "simulation", "meanfield", "mixing", "fluctuations",
-           "stationary", "perfect", "response", "latency", "stats", "parallel", "sweep", "report", "jsonable",
-           "__version__"]
+__all__ = [
+    "simulate",
+    "SimulationResult",
+    "Params",
+    "fixed_point",
+    "k_lambda_d",
+    "to_jsonable",
+    "exact",
+    "perfect_sample",
+    "theory",
+    "model",
+    "states",
+    "simulation",
+    "meanfield",
+    "mixing",
+    "fluctuations",
+    "stationary",
+    "perfect",
+    "response",
+    "latency",
+    "stats",
+    "parallel",
+    "sweep",
+    "report",
+    "jsonable",
+    "__version__",
+]
 
 
 def _version() -> str:
@@ -88,6 +111,7 @@ def _version() -> str:
 
 def __getattr__(name: str):
     """Resolve a public name on first use and cache it in the module's namespace."""
+    value: object
     if name == "__version__":
         value = _version()
     elif name in _LAZY:

@@ -13,12 +13,22 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
 
 import numpy as np
 
-__all__ = ["check_choice", "check_vector", "check_int", "check_positive_int", "check_real", "check_positive_float", "check_fraction",
-           "parse_count", "INT64_MAX"]
+__all__ = [
+    "check_choice",
+    "check_vector",
+    "check_int",
+    "check_positive_int",
+    "check_real",
+    "check_positive_float",
+    "check_fraction",
+    "parse_count",
+    "INT64_MAX",
+]
 
 INT64_MAX = 2**63 - 1
 """Largest integer any parameter may take: counts end up in 64-bit integers (NumPy, numba)."""
@@ -40,7 +50,7 @@ def _sci(value: int) -> str:
     return text
 
 
-def _describe(value) -> str:
+def _describe(value: object) -> str:
     if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
         return f"{_int_text(int(value))} ({type(value).__name__})"
     try:
@@ -52,7 +62,7 @@ def _describe(value) -> str:
     return f"{text} ({type(value).__name__})"
 
 
-def check_int(name: str, value, *, minimum: int | None = None, maximum: int | None = None) -> int:
+def check_int(name: str, value: object, *, minimum: int | None = None, maximum: int | None = None) -> int:
     """Return ``value`` as a Python ``int`` or raise a clear error.
 
     Accepts ``int`` and NumPy integers; rejects ``bool``, floats (even integral ones such
@@ -100,12 +110,13 @@ def check_int(name: str, value, *, minimum: int | None = None, maximum: int | No
         raise ValueError(f"{name} must be an integer{_range_text(minimum, maximum)}; got {_int_text(value)}")
     if abs(value) > INT64_MAX and (maximum is None or maximum <= INT64_MAX or value < -INT64_MAX):
         hi = INT64_MAX if maximum is None else min(maximum, INT64_MAX)
-        raise ValueError(f"{name} must be an integer{_range_text(minimum, hi)} (a 64-bit integer); "
-                         f"got {_int_text(value)}")
+        raise ValueError(
+            f"{name} must be an integer{_range_text(minimum, hi)} (a 64-bit integer); got {_int_text(value)}"
+        )
     return value
 
 
-def check_positive_int(name: str, value, *, maximum: int | None = None) -> int:
+def check_positive_int(name: str, value: object, *, maximum: int | None = None) -> int:
     """An integer ``>= 1``.
 
     Parameters
@@ -136,7 +147,7 @@ def check_positive_int(name: str, value, *, maximum: int | None = None) -> int:
     return check_int(name, value, minimum=1, maximum=maximum)
 
 
-def _range_text(minimum, maximum) -> str:
+def _range_text(minimum: float | None, maximum: float | None) -> str:
     if isinstance(maximum, int) and maximum > INT64_MAX:
         maximum = _sci(maximum)
     if minimum is not None and maximum is not None:
@@ -148,7 +159,7 @@ def _range_text(minimum, maximum) -> str:
     return ""
 
 
-def _as_real(name: str, value) -> float:
+def _as_real(name: str, value: object) -> float:
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be a real number; got {_describe(value)}")
     if isinstance(value, str):
@@ -161,11 +172,12 @@ def _as_real(name: str, value) -> float:
     try:
         return float(value)
     except OverflowError:  # an int or Fraction beyond the doubles (about 1.8e308)
-        raise ValueError(f"{name} must be a finite real number (at most about 1.8e308 in magnitude); "
-                         f"got {_describe(value)}") from None
+        raise ValueError(
+            f"{name} must be a finite real number (at most about 1.8e308 in magnitude); got {_describe(value)}"
+        ) from None
 
 
-def _shown(value) -> str:
+def _shown(value: object) -> str:
     """A value as typed (strings and floats as ``repr``), shortened; other types via ``_describe``."""
     if isinstance(value, (str, float)):
         text = repr(value)
@@ -173,7 +185,7 @@ def _shown(value) -> str:
     return _describe(value)
 
 
-def check_real(name: str, value) -> float:
+def check_real(name: str, value: object) -> float:
     """Any real number (int, float, Fraction, Decimal, numeric string) as a float; rejects
     ``bool`` and non-numbers with ``TypeError``.  Range checks are the caller's.
 
@@ -203,7 +215,7 @@ def check_real(name: str, value) -> float:
     return _as_real(name, value)
 
 
-def check_positive_float(name: str, value, *, allow_inf: bool = False) -> float:
+def check_positive_float(name: str, value: object, *, allow_inf: bool = False) -> float:
     """A finite real number ``> 0`` (``inf`` only when ``allow_inf``).
 
     Parameters
@@ -240,8 +252,9 @@ def check_positive_float(name: str, value, *, allow_inf: bool = False) -> float:
     return x
 
 
-def check_fraction(name: str, value, *, low: float = 0.0, high: float = 1.0,
-                   low_open: bool = True, high_open: bool = False) -> float:
+def check_fraction(
+    name: str, value: object, *, low: float = 0.0, high: float = 1.0, low_open: bool = True, high_open: bool = False
+) -> float:
     """A real number in the interval between ``low`` and ``high``.
 
     Parameters
@@ -283,7 +296,7 @@ def check_fraction(name: str, value, *, low: float = 0.0, high: float = 1.0,
     return x
 
 
-def parse_count(name: str, text, *, maximum: int = INT64_MAX, minimum: int = 1) -> int:
+def parse_count(name: str, text: object, *, maximum: int = INT64_MAX, minimum: int = 1) -> int:
     """Read a count such as ``1e7`` or ``10000000`` (CLI convenience) as an exact int.
 
     The value must lie in ``[minimum, maximum]`` (``maximum`` at most 2^63 − 1); the range
@@ -338,7 +351,7 @@ def parse_count(name: str, text, *, maximum: int = INT64_MAX, minimum: int = 1) 
     return int(value)
 
 
-def check_vector(name: str, value, *, of: str = "numbers", shape: str = "") -> np.ndarray:
+def check_vector(name: str, value: object, *, of: str = "numbers", shape: str = "") -> np.ndarray:
     """A non-empty 1-d array of floats; values are the caller's to check.
 
     Parameters
@@ -378,7 +391,7 @@ def check_vector(name: str, value, *, of: str = "numbers", shape: str = "") -> n
     return arr
 
 
-def check_choice(name: str, value, options) -> str:
+def check_choice(name: str, value: object, options: Iterable[str]) -> str:
     """``value`` (case and surrounding blanks ignored) if it is one of ``options``.
 
     Parameters
@@ -417,3 +430,25 @@ def check_choice(name: str, value, options) -> str:
     if s not in options:
         raise ValueError(f"{name} must be one of {', '.join(options)}; got {value!r}")
     return s
+
+
+def check_bool(name: str, value: object) -> bool:
+    """``value`` as a ``bool``, which it must already be (``True``/``False`` or NumPy's).
+
+    Raises
+    ------
+    TypeError
+        ``value`` is not a boolean (``0``/``1`` and strings are refused too).
+
+    Examples
+    --------
+    >>> check_bool("replace", True)
+    True
+    >>> check_bool("replace", 1)
+    Traceback (most recent call last):
+    ...
+    TypeError: replace must be True or False; got 1
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False; got {value!r}")
+    return bool(value)

@@ -20,6 +20,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
+from typing import Any
 
 __all__ = ["atomic_write", "figure_bytes", "save_figure_atomic", "TEMP_PREFIX"]
 
@@ -27,7 +28,7 @@ __all__ = ["atomic_write", "figure_bytes", "save_figure_atomic", "TEMP_PREFIX"]
 TEMP_PREFIX = ".supermarket-"
 
 
-def atomic_write(path, data) -> str:
+def atomic_write(path: str | os.PathLike[str], data: str | bytes) -> str:
     """Write ``data`` (``str``, UTF-8, or ``bytes``) to ``path`` whole or not at all.
 
     Parameters
@@ -111,12 +112,12 @@ def atomic_write(path, data) -> str:
     return os.fspath(path)
 
 
-def _figure_format(path) -> str:
+def _figure_format(path: str | os.PathLike[str]) -> str:
     suffix = Path(os.fspath(path)).suffix.lower().lstrip(".")
     return suffix if suffix else "png"
 
 
-def figure_bytes(fig, fmt: str = "png", **kw) -> bytes:
+def figure_bytes(fig: Any, fmt: str = "png", **kw: Any) -> bytes:
     """A matplotlib figure rendered in memory in format ``fmt`` (``savefig`` keywords in ``kw``)."""
     import io
 
@@ -125,7 +126,7 @@ def figure_bytes(fig, fmt: str = "png", **kw) -> bytes:
     return buf.getvalue()
 
 
-def save_figure_atomic(fig, path, **kw) -> str:
+def save_figure_atomic(fig: Any, path: str | os.PathLike[str], **kw: Any) -> str:
     """Render ``fig`` in memory (format from the suffix of ``path``, PNG without one) and
     :func:`atomic_write` it: a failed write raises :class:`OSError` and leaves no 0-byte or
     truncated file."""

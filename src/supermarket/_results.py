@@ -1,66 +1,116 @@
-"""Small helpers shared by the result types of :mod:`supermarket.mixing`,
-:mod:`supermarket.fluctuations`, :mod:`supermarket.report` and the experiments: the one
-across-replication mean / standard-error estimator, a plain-text table for ``summary()``
-and saving a figure for ``plot(path)``.
-
-:func:`mean_stderr` is a thin adapter over :func:`supermarket.stats.replication_error`, the
-package's one across-replication estimator (Student t on ``R − 1`` degrees of freedom); only
-its column-wise form for 2-d input is computed here, with the same formula.
-"""
+"""The base of the package's result types, :class:`Result`, and small helpers they share: a
+plain-text table for ``summary()`` and saving a figure for ``plot(path)``."""
 
 from __future__ import annotations
 
-import math
+import json
+from dataclasses import asdict, fields, is_dataclass
+from typing import Any, ClassVar
 
-import numpy as np
+from .jsonable import to_jsonable
 
-from .stats import replication_error
-
-__all__ = ["mean_stderr", "text_table", "fmt", "save_figure", "pyplot", "human_seconds"]
+__all__ = ["Result", "frame", "text_table", "fmt", "save_figure", "pyplot", "human_seconds"]
 
 
-def mean_stderr(values, axis: int = 0):
-    """Mean over independent replications and its standard error ``s/√R`` (``ddof=1``).
+def frame(rows: Any, **kw: Any) -> Any:
+    """``pandas.DataFrame(rows, **kw)`` (pandas imported on first use)."""
+    import pandas as pd
 
-    Parameters
-    ----------
-    values : array_like
-        Replications along ``axis`` (``None`` entries of a 1-d list are dropped).
-    axis : int, default 0
+    return pd.DataFrame(rows, **kw)
 
-    Returns
-    -------
-    (mean, stderr)
-        Floats for 1-d input, arrays otherwise; ``stderr`` is ``None`` with fewer than two
-        replications; ``(None, None)`` for no replication.
+
+def _plain(v: Any) -> Any:
+    """A field's value for ``to_dict``: an object with a ``to_dict()`` (a result, ``Params``) by
+    it, another dataclass by ``asdict``, tuples and lists of them element by element."""
+    if hasattr(v, "to_dict") and not isinstance(v, type):
+        return v.to_dict()
+    if is_dataclass(v) and not isinstance(v, type):
+        return asdict(v)
+    if isinstance(v, (tuple, list)) and any(is_dataclass(x) for x in v):
+        return [_plain(x) for x in v]
+    return v
+
+
+class Result:
+    """Base of the dataclass results: :meth:`to_dict`, :meth:`to_frame` and :meth:`to_json`
+    from the fields.  A subclass declares what differs from the fields, as class attributes:
+
+    ``_omit``
+        fields left out of ``to_dict``;
+    ``_rename``
+        ``{field: key}`` for fields written under another key;
+    ``_extra``
+        properties (or methods taking no argument) added as keys after the fields, by name
+        or as ``{key: attribute}``;
+    ``_order``
+        keys put first, in this order (the JSON a command prints keeps its layout);
+    ``_columns``
+        ``{column: attribute}``: ``to_frame()`` is then one row per entry of those
+        equal-length arrays (otherwise the tidy ``quantity``/``value`` table of the scalars);
+    ``_plain``
+        ``to_dict`` keeps the values as they are (no JSON conversion), so that
+        ``Cls(**r.to_dict())`` rebuilds the result.
+
+    ``summary()`` and ``plot()`` are written by the results that have them.
 
     Examples
     --------
-    >>> m, se = mean_stderr([1.0, 2.0, 3.0])
-    >>> m, round(se, 12)
-    (2.0, 0.57735026919)
-    >>> mean_stderr([4.0])
-    (4.0, None)
+    >>> from dataclasses import dataclass
+    >>> @dataclass
+    ... class Demo(Result):
+    ...     x: float
+    ...     hidden: int = 0
+    ...     _omit = ("hidden",)
+    ...     _extra = ("twice",)
+    ...     @property
+    ...     def twice(self) -> float:
+    ...         return 2 * self.x
+    >>> Demo(float("inf")).to_dict()
+    {'x': 'inf', 'twice': 'inf'}
+    >>> Demo(1.5).to_frame().values.tolist()
+    [['x', 1.5], ['twice', 3.0]]
     """
-    if isinstance(values, (list, tuple)) and all(np.ndim(v) == 0 for v in values):
-        values = [v for v in values if v is not None]
-    x = np.asarray(values, dtype=float)
-    if x.size == 0:
-        return None, None
-    if x.ndim == 1 and np.all(np.isfinite(x)):
-        e = replication_error(x)
-        return e.mean, (e.stderr if x.size > 1 else None)
-    # column by column (or with non-finite entries, which replication_error refuses and
-    # which must propagate as NaN/inf here): the same estimator, s/√R with ddof=1
-    R = x.shape[axis]
-    mean = x.mean(axis=axis)
-    se = x.std(axis=axis, ddof=1) / math.sqrt(R) if R > 1 else None
-    if x.ndim == 1:
-        return float(mean), (None if se is None else float(se))
-    return mean, se
+
+    _omit: ClassVar[tuple[str, ...]] = ()
+    _rename: ClassVar[dict[str, str]] = {}
+    _extra: ClassVar[tuple[str, ...] | dict[str, str]] = ()
+    _order: ClassVar[tuple[str, ...]] = ()
+    _columns: ClassVar[dict[str, str]] = {}
+    _plain: ClassVar[bool] = False
+
+    def _fields_dict(self) -> dict[str, Any]:
+        out = {
+            self._rename.get(f.name, f.name): _plain(getattr(self, f.name))
+            for f in fields(self)  # type: ignore[arg-type]  # every subclass is a dataclass
+            if f.name not in self._omit
+        }
+        extra = self._extra if isinstance(self._extra, dict) else {k: k for k in self._extra}
+        for key, name in extra.items():
+            v = getattr(self, name)
+            out[key] = _plain(v() if callable(v) else v)
+        return {**{k: out.pop(k) for k in self._order if k in out}, **out}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields (as the class declares them) as a JSON-safe dict
+        (:func:`supermarket.jsonable.to_jsonable`)."""
+        d = self._fields_dict()
+        return d if self._plain else to_jsonable(d)
+
+    def to_frame(self) -> Any:
+        """A pandas DataFrame: one row per entry of the ``_columns`` arrays, or else one row
+        per scalar quantity (``quantity``, ``value``)."""
+        if self._columns:
+            return frame({c: getattr(self, a) for c, a in self._columns.items()})
+        return frame(
+            [{"quantity": k, "value": v} for k, v in self.to_dict().items() if not isinstance(v, (list, dict))]
+        )
+
+    def to_json(self, **kw: Any) -> str:
+        """``to_dict()`` as strict JSON text (keyword arguments go to :func:`json.dumps`)."""
+        return json.dumps(to_jsonable(self.to_dict()), allow_nan=False, **kw)
 
 
-def fmt(x, digits: int = 4) -> str:
+def fmt(x: Any, digits: int = 4) -> str:
     """A number for a table: ``—`` for None, strings as they are, else ``digits`` significant."""
     if x is None:
         return "—"
@@ -69,7 +119,7 @@ def fmt(x, digits: int = 4) -> str:
     return f"{x:.{digits}g}"
 
 
-def text_table(header, rows, title: str | None = None) -> str:
+def text_table(header: Any, rows: Any, title: str | None = None) -> str:
     """A plain-text table (columns padded; the first left-aligned, the others right).
 
     Examples
@@ -93,18 +143,21 @@ def text_table(header, rows, title: str | None = None) -> str:
     return "\n".join(out)
 
 
-def pyplot():
-    """``matplotlib.pyplot`` on the non-interactive Agg backend (imported on first use: the
-    library does not need matplotlib until a result is plotted)."""
+def pyplot(agg: bool = True, *, force: bool = True) -> Any:
+    """``matplotlib.pyplot``, imported on first use (the library does not need matplotlib
+    until a result is plotted), on the non-interactive Agg backend when ``agg``; with
+    ``force=False`` a backend already chosen is kept (``plot(path)`` of a result: Agg to
+    write a file, the user's backend to show one)."""
     import matplotlib
 
-    matplotlib.use("Agg")
+    if agg:
+        matplotlib.use("Agg", force=force)
     import matplotlib.pyplot as plt
 
     return plt
 
 
-def save_figure(fig, path):
+def save_figure(fig: Any, path: Any) -> Any:
     """Save ``fig`` at ``path`` when given (format by the suffix, PNG without one) and return
     it; the file is written whole or not at all (:func:`supermarket._files.save_figure_atomic`)."""
     if path is not None:

@@ -8,13 +8,14 @@ The CLI's ``--json`` output and the experiments' JSON tables go through
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 __all__ = ["to_jsonable"]
 
 
-def to_jsonable(obj, *, null_nonfinite: bool = False):
+def to_jsonable(obj: Any, *, null_nonfinite: bool = False) -> Any:
     """Convert NumPy scalars/arrays and tuples into plain JSON values.
 
     NaN becomes ``null``; ±inf becomes the strings ``"inf"``/``"-inf"`` (or ``null`` with

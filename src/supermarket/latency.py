@@ -1,19 +1,18 @@
 """Sizing by a latency target (docs/model.md §10): the least ``d`` (given the load) or the
 largest load (given ``d``) whose mean-field sojourn-time quantile meets the target, and the
 check of such an answer by simulating ``n`` servers (locally or on a Dask cluster).
-
-It sits above both the mean field and the simulation it checks against (CONTRIBUTING.md,
-layers), beside :func:`supermarket.theory.design`, the sizing by a maximum queue length;
-the response-time laws themselves are the lower layer :mod:`supermarket.response`.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from ._results import Result, frame
 from .meanfield import response_times
 from .model import check_load, check_positive_float, check_positive_int
 from .response import check_quantile, from_simulation
@@ -22,7 +21,7 @@ __all__ = ["LatencyDesign", "least_d_for_latency", "max_load_for_latency", "veri
 
 
 @dataclass(frozen=True)
-class LatencyDesign:
+class LatencyDesign(Result):
     """Answer of a latency-sizing question (docs/model.md §10), from the mean field.
 
     ``question``: ``"least d"`` (given the load) or ``"largest load"`` (given ``d``);
@@ -51,31 +50,34 @@ class LatencyDesign:
     monotone: bool
     verify: dict | None = None
 
-    def to_dict(self) -> dict:
-        return {"question": self.question, "quantile": self.quantile, "latency": self.latency,
-                "answer": self.answer, "achieved": self.achieved, "neighbour": dict(self.neighbour),
-                "load": self.load, "d": self.d, "floor": self.floor, "monotone": self.monotone,
-                "checked": [list(c) for c in self.checked], "verify": self.verify}
+    _order = ("question", "quantile", "latency", "answer", "achieved", "neighbour", "load", "d", "floor", "monotone")
 
-    def to_frame(self):
-        import pandas as pd
+    def to_frame(self) -> Any:
         col = "d" if self.question == "least d" else "load"
-        return pd.DataFrame([{col: a, "sojourn_quantile": v} for a, v in self.checked])
+        return frame([{col: a, "sojourn_quantile": v} for a, v in self.checked])
 
     def summary(self) -> str:
         qn = f"p{100 * self.quantile:g}"
         if self.question == "least d":
             nb = self.neighbour
             one = int(self.answer) == 1
-            line = (f"At load λ = {self.load:g}, d = {int(self.answer)} choice{'' if one else 's'} give{'s' if one else ''} "
-                    f"sojourn {qn} = {self.achieved:.6g} ≤ {self.latency:g} (mean field)"
-                    + (f"; d = {nb['d']} would give {nb['value']:.6g}." if nb else
-                       " (random routing: independent M/M/1 queues, no choice needed)."))
+            line = (
+                f"At load λ = {self.load:g}, d = {int(self.answer)} choice{'' if one else 's'} "
+                f"give{'s' if one else ''} "
+                f"sojourn {qn} = {self.achieved:.6g} ≤ {self.latency:g} (mean field)"
+                + (
+                    f"; d = {nb['d']} would give {nb['value']:.6g}."
+                    if nb
+                    else " (random routing: independent M/M/1 queues, no choice needed)."
+                )
+            )
         else:
             nb = self.neighbour
-            line = (f"With d = {self.d}, the largest load with sojourn {qn} ≤ {self.latency:g} is λ = "
-                    f"{self.answer:.8g} (mean field, {qn} = {self.achieved:.8g} there; "
-                    f"{nb['value']:.10g} at λ = {nb['load']:.10g}).")
+            line = (
+                f"With d = {self.d}, the largest load with sojourn {qn} ≤ {self.latency:g} is λ = "
+                f"{self.answer:.8g} (mean field, {qn} = {self.achieved:.8g} there; "
+                f"{nb['value']:.10g} at λ = {nb['load']:.10g})."
+            )
         lines = [line]
         if not self.monotone:
             lines.append("  warning: the quantile was not monotone on the points checked; the answer may not be unique")
@@ -98,7 +100,7 @@ def _mf_quantile(d, lam, q) -> float:
     return response_times(d, lam, quantiles=(q,)).sojourn.quantiles[q]
 
 
-def least_d_for_latency(load, quantile, latency, *, d_max: int = 2**40) -> LatencyDesign:
+def least_d_for_latency(load: float | str, quantile: float, latency: float, *, d_max: int = 2**40) -> LatencyDesign:
     """The least ``d`` whose mean-field sojourn-time ``quantile`` is at most ``latency``.
 
     Parameters
@@ -134,7 +136,8 @@ def least_d_for_latency(load, quantile, latency, *, d_max: int = 2**40) -> Laten
     if T <= floor:
         raise ValueError(
             f"no d meets sojourn p{100 * q:g} ≤ {T:g}: even with d = ∞ every customer still needs its own "
-            f"exponential(1) service, whose p{100 * q:g} is −log(1−q) = {floor:.6g}")
+            f"exponential(1) service, whose p{100 * q:g} is −log(1−q) = {floor:.6g}"
+        )
     checked = []
 
     def f(d):
@@ -155,14 +158,24 @@ def least_d_for_latency(load, quantile, latency, *, d_max: int = 2**40) -> Laten
         else:
             lo = mid
     vals = sorted(set(checked))
-    monotone = all(b[1] <= a[1] + 1e-9 * max(1.0, a[1]) for a, b in zip(vals, vals[1:]))
+    monotone = all(b[1] <= a[1] + 1e-9 * max(1.0, a[1]) for a, b in itertools.pairwise(vals))
     nb = {} if hi == 1 else {"d": hi - 1, "value": dict(vals)[hi - 1] if (hi - 1) in dict(vals) else f(hi - 1)}
-    return LatencyDesign(question="least d", quantile=q, latency=T, answer=int(hi), achieved=dict(checked)[hi],
-                         neighbour=nb, load=lam, d=None, floor=floor, checked=tuple(sorted(set(checked))),
-                         monotone=monotone)
+    return LatencyDesign(
+        question="least d",
+        quantile=q,
+        latency=T,
+        answer=int(hi),
+        achieved=dict(checked)[hi],
+        neighbour=nb,
+        load=lam,
+        d=None,
+        floor=floor,
+        checked=tuple(sorted(set(checked))),
+        monotone=monotone,
+    )
 
 
-def max_load_for_latency(d, quantile, latency, *, rtol: float = 1e-9) -> LatencyDesign:
+def max_load_for_latency(d: int, quantile: float, latency: float, *, rtol: float = 1e-9) -> LatencyDesign:
     """The largest load λ whose mean-field sojourn-time ``quantile`` is at most ``latency``
     with ``d`` choices (bisection; the quantile grows with λ, checked on a grid).
 
@@ -200,13 +213,23 @@ def max_load_for_latency(d, quantile, latency, *, rtol: float = 1e-9) -> Latency
     if T <= floor:
         raise ValueError(
             f"no load meets sojourn p{100 * q:g} ≤ {T:g}: even at vanishing load every customer needs its own "
-            f"exponential(1) service, whose p{100 * q:g} is −log(1−q) = {floor:.6g}")
+            f"exponential(1) service, whose p{100 * q:g} is −log(1−q) = {floor:.6g}"
+        )
     if d == 1:
         lam = 1.0 - floor / T
-        return LatencyDesign(question="largest load", quantile=q, latency=T, answer=lam, achieved=T,
-                             neighbour={"load": lam + (1 - lam) * 1e-3,
-                                        "value": floor / ((1 - lam) * (1 - 1e-3))},
-                             load=None, d=1, floor=floor, checked=((lam, T),), monotone=True)
+        return LatencyDesign(
+            question="largest load",
+            quantile=q,
+            latency=T,
+            answer=lam,
+            achieved=T,
+            neighbour={"load": lam + (1 - lam) * 1e-3, "value": floor / ((1 - lam) * (1 - 1e-3))},
+            load=None,
+            d=1,
+            floor=floor,
+            checked=((lam, T),),
+            monotone=True,
+        )
     lo, hi = 0.0, 1.0
     checked = []
     while hi - lo > rtol * max(hi, 1e-3) and hi - lo > 1e-15:
@@ -221,14 +244,33 @@ def max_load_for_latency(d, quantile, latency, *, rtol: float = 1e-9) -> Latency
         raise ValueError(f"no load found with sojourn p{100 * q:g} ≤ {T:g} at d = {d}")
     grid = [(x, _mf_quantile(d, x, q)) for x in np.linspace(lo / 16, lo, 16)]
     pts = sorted(set(checked + grid))
-    monotone = all(b[1] >= a[1] - 1e-9 * max(1.0, a[1]) for a, b in zip(pts, pts[1:]))
-    return LatencyDesign(question="largest load", quantile=q, latency=T, answer=lo, achieved=_mf_quantile(d, lo, q),
-                         neighbour={"load": hi, "value": _mf_quantile(d, hi, q)}, load=None, d=d, floor=floor,
-                         checked=tuple(pts), monotone=monotone)
+    monotone = all(b[1] >= a[1] - 1e-9 * max(1.0, a[1]) for a, b in itertools.pairwise(pts))
+    return LatencyDesign(
+        question="largest load",
+        quantile=q,
+        latency=T,
+        answer=lo,
+        achieved=_mf_quantile(d, lo, q),
+        neighbour={"load": hi, "value": _mf_quantile(d, hi, q)},
+        load=None,
+        d=d,
+        floor=floor,
+        checked=tuple(pts),
+        monotone=monotone,
+    )
 
 
-def verify_latency(design: LatencyDesign, n, *, steps=2_000_000, replications=8, seed=0, z: float = 2.0,
-                   workers=None, client=None) -> dict:
+def verify_latency(
+    design: LatencyDesign,
+    n: int,
+    *,
+    steps: int = 2_000_000,
+    replications: int = 8,
+    seed: Any = 0,
+    z: float = 2.0,
+    workers: int | None = None,
+    client: Any = None,
+) -> dict:
     """Check a mean-field latency answer by simulating ``n`` servers (docs/model.md §10).
 
     The quantile at finite ``n`` comes from the simulated time averages of ``P_i``
@@ -280,13 +322,16 @@ def verify_latency(design: LatencyDesign, n, *, steps=2_000_000, replications=8,
     (4, 1, True)
     """
     from .simulation import simulate  # here, not at the top: it loads numba, which sizing alone does not need
+
     n = check_positive_int("n", n)
     q, T = design.quantile, design.latency
     pts = []
     if design.question == "least d":
         cand = [int(design.answer)] + ([int(design.answer) - 1] if design.answer > 1 else [])
+        assert design.load is not None  # a "least d" design is made at a given load
         runs = [(d, design.load) for d in cand]
     else:
+        assert design.d is not None  # a "largest load" design is made at a given d
         runs = [(design.d, design.answer)]
     import warnings
 
@@ -296,59 +341,123 @@ def verify_latency(design: LatencyDesign, n, *, steps=2_000_000, replications=8,
             # the run's own warnings (too short, a failed self-check) decide the verdict
             # below and are kept in the result's notes, not printed as raw Python warnings
             warnings.simplefilter("always")
-            res = simulate(n, d, lam, steps=steps, replications=replications, seed=seed, start="fixed-point",
-                           progress=False, workers=workers, client=client)
+            res = simulate(
+                n,
+                d,
+                lam,
+                steps=steps,
+                replications=replications,
+                seed=seed,
+                start="fixed-point",
+                progress=False,
+                workers=workers,
+                client=client,
+            )
         r = from_simulation(res, quantiles=(q,))
+        assert r.sojourn.stderr is not None  # a simulated law carries batch-means errors
         v, se = r.sojourn.quantiles[q], r.sojourn.stderr["quantiles"][q]
         failed = [c for c in getattr(res, "self_checks", ()) if c.get("result") == "fail"]
         why = None
         if failed:
             c = failed[0]
             zc = c.get("z")
-            why = (f"the simulation's own self-check {c.get('identity', '')!s} failed"
-                   + (f" by {abs(zc):.3g} standard errors" if isinstance(zc, (int, float)) and math.isfinite(zc) else ""))
+            why = f"the simulation's own self-check {c.get('identity', '')!s} failed" + (
+                f" by {abs(zc):.3g} standard errors" if isinstance(zc, (int, float)) and math.isfinite(zc) else ""
+            )
         elif se is None or not math.isfinite(se):
             why = "the run is too short to know the error of the quantile"
         if why is not None:
             distrusted.append(f"d = {d}, λ = {lam:.6g}: {why}")
-            pts.append({"d": d, "load": lam, "value": v, "stderr": None, "verdict": "unknown", "why": why,
-                        "warnings": [str(w.message) for w in caught]})
+            pts.append(
+                {
+                    "d": d,
+                    "load": lam,
+                    "value": v,
+                    "stderr": None,
+                    "verdict": "unknown",
+                    "why": why,
+                    "warnings": [str(w.message) for w in caught],
+                }
+            )
             continue
         verdict = "meets" if v + z * se < T else ("fails" if v - z * se > T else "undecided")
         pts.append({"d": d, "load": lam, "value": v, "stderr": se, "verdict": verdict})
     qn = f"p{100 * q:g}"
     if distrusted:
         # no confirmation and no ± from a run that distrusts itself
-        return {"n": n, "steps": steps, "replications": replications, "points": pts, "changes_answer": None,
-                "note": (f"not verified: {'; '.join(distrusted)}; the simulated {qn} "
-                         + ", ".join(f"{p['value']:.4g} (d = {p['d']})" for p in pts)
-                         + " is shown without an error bar; simulate longer (--steps)")}
+        return {
+            "n": n,
+            "steps": steps,
+            "replications": replications,
+            "points": pts,
+            "changes_answer": None,
+            "note": (
+                f"not verified: {'; '.join(distrusted)}; the simulated {qn} "
+                + ", ".join(f"{p['value']:.4g} (d = {p['d']})" for p in pts)
+                + " is shown without an error bar; simulate longer (--steps)"
+            ),
+        }
     if design.question == "least d":
         a = pts[0]
         b = pts[1] if len(pts) > 1 else None
         if a["verdict"] == "fails":
-            change, note = True, (f"d = {a['d']} gives {qn} = {a['value']:.4g} ± {a['stderr']:.2g} > {T:g}: "
-                                  f"finite n needs more choices than the mean field says")
+            change, note = (
+                True,
+                (
+                    f"d = {a['d']} gives {qn} = {a['value']:.4g} ± {a['stderr']:.2g} > {T:g}: "
+                    f"finite n needs more choices than the mean field says"
+                ),
+            )
         elif b is not None and b["verdict"] == "meets":
-            change, note = True, (f"d = {b['d']} already gives {qn} = {b['value']:.4g} ± {b['stderr']:.2g} < {T:g}: "
-                                  f"finite n needs fewer choices than the mean field says")
+            change, note = (
+                True,
+                (
+                    f"d = {b['d']} already gives {qn} = {b['value']:.4g} ± {b['stderr']:.2g} < {T:g}: "
+                    f"finite n needs fewer choices than the mean field says"
+                ),
+            )
         elif a["verdict"] == "meets" and (b is None or b["verdict"] == "fails"):
-            change, note = False, (f"confirmed: d = {a['d']} gives {qn} = {a['value']:.4g} ± {a['stderr']:.2g}"
-                                   + (f", d = {b['d']} gives {b['value']:.4g} ± {b['stderr']:.2g}" if b else ""))
+            change, note = (
+                False,
+                (
+                    f"confirmed: d = {a['d']} gives {qn} = {a['value']:.4g} ± {a['stderr']:.2g}"
+                    + (f", d = {b['d']} gives {b['value']:.4g} ± {b['stderr']:.2g}" if b else "")
+                ),
+            )
         else:
-            change, note = None, (f"undecided within {z:g} standard errors: d = {a['d']} gives {a['value']:.4g} ± "
-                                  f"{a['stderr']:.2g}" + (f", d = {b['d']} gives {b['value']:.4g} ± {b['stderr']:.2g}"
-                                                          if b else "") + "; simulate longer (--steps)")
+            change, note = (
+                None,
+                (
+                    f"undecided within {z:g} standard errors: d = {a['d']} gives {a['value']:.4g} ± "
+                    f"{a['stderr']:.2g}"
+                    + (f", d = {b['d']} gives {b['value']:.4g} ± {b['stderr']:.2g}" if b else "")
+                    + "; simulate longer (--steps)"
+                ),
+            )
     else:
         a = pts[0]
         if a["verdict"] == "fails":
-            change, note = True, (f"at λ = {a['load']:.6g}, {qn} = {a['value']:.4g} ± {a['stderr']:.2g} > {T:g}: "
-                                  "finite n supports a smaller load than the mean field says")
+            change, note = (
+                True,
+                (
+                    f"at λ = {a['load']:.6g}, {qn} = {a['value']:.4g} ± {a['stderr']:.2g} > {T:g}: "
+                    "finite n supports a smaller load than the mean field says"
+                ),
+            )
         elif a["verdict"] == "meets":
-            change, note = None, (f"at λ = {a['load']:.6g}, {qn} = {a['value']:.4g} ± {a['stderr']:.2g} < {T:g}: "
-                                  "the load is met (finite n may allow somewhat more)")
+            change, note = (
+                None,
+                (
+                    f"at λ = {a['load']:.6g}, {qn} = {a['value']:.4g} ± {a['stderr']:.2g} < {T:g}: "
+                    "the load is met (finite n may allow somewhat more)"
+                ),
+            )
         else:
-            change, note = False, (f"at λ = {a['load']:.6g}, {qn} = {a['value']:.4g} ± {a['stderr']:.2g}: "
-                                   f"consistent with the target {T:g} within {z:g} standard errors")
-    return {"n": n, "steps": steps, "replications": replications, "points": pts, "changes_answer": change,
-            "note": note}
+            change, note = (
+                False,
+                (
+                    f"at λ = {a['load']:.6g}, {qn} = {a['value']:.4g} ± {a['stderr']:.2g}: "
+                    f"consistent with the target {T:g} within {z:g} standard errors"
+                ),
+            )
+    return {"n": n, "steps": steps, "replications": replications, "points": pts, "changes_answer": change, "note": note}

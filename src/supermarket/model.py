@@ -19,11 +19,25 @@ import numbers
 from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
+from typing import TYPE_CHECKING, SupportsFloat, cast
 
 import numpy as np
 
-from ._checks import (INT64_MAX, _as_real, _describe, _int_text, _shown, check_choice, check_fraction, check_int,
-                      check_positive_float, check_positive_int, check_real, check_vector, parse_count)
+from ._checks import (
+    INT64_MAX,
+    _as_real,
+    _describe,
+    _int_text,
+    _shown,
+    check_choice,
+    check_fraction,
+    check_int,
+    check_positive_float,
+    check_positive_int,
+    check_real,
+    check_vector,
+    parse_count,
+)
 
 __all__ = [
     "Params",
@@ -39,6 +53,7 @@ __all__ = [
     "load_candidates",
     "as_seed_sequence",
     "spawn_seeds",
+    "SeedLike",
     "parse_count",
     "INT64_MAX",
     "MAX_N",
@@ -46,6 +61,9 @@ __all__ = [
     "MAX_LOAD",
     "MAX_REPLICATIONS",
 ]
+
+SeedLike = int | np.random.SeedSequence | np.random.Generator | None
+"""What a ``seed=`` parameter accepts (:func:`as_seed_sequence`)."""
 
 MAX_THEORY_N = 10**100
 """Largest number of servers the closed forms accept (they compute in double precision;
@@ -72,7 +90,7 @@ MAX_CDF_POINTS = 10**5
 
 
 # --------------------------------------------------------------------------- load λ
-def check_load(lam, *, require_stable: bool = True, name: str = "load", exact: bool = False) -> float:
+def check_load(lam: object, *, require_stable: bool = True, name: str = "load", exact: bool = False) -> float:
     """Validate the load λ (per-server arrival rate) and return it as a float.
 
     λ must be a finite real number > 0 whose double is > 0 (``1e-400`` is refused: it is 0
@@ -123,19 +141,20 @@ def check_load(lam, *, require_stable: bool = True, name: str = "load", exact: b
         raise ValueError(f"{name} (λ) must be a finite number > 0; got {shown}")
     if require_stable:
         if exact_load(lam) >= 1:
-            raise ValueError(
-                f"{name} (λ) must be in (0, 1) for an equilibrium to exist; got {shown}")
+            raise ValueError(f"{name} (λ) must be in (0, 1) for an equilibrium to exist; got {shown}")
         if x >= 1.0 and not exact:
             raise ValueError(
                 f"{name} (λ) must be in (0, 1) for an equilibrium to exist, and below 1 in double precision "
-                f"(at most 1 − 2^-53 = 0.99999999999999989); got {shown}, which rounds to 1")
+                f"(at most 1 − 2^-53 = 0.99999999999999989); got {shown}, which rounds to 1"
+            )
     elif x > MAX_LOAD:
-        raise ValueError(f"{name} (λ) must be in (0, {MAX_LOAD:g}] (a finite horizon at a higher load is "
-                         f"all arrivals); got {shown}")
+        raise ValueError(
+            f"{name} (λ) must be in (0, {MAX_LOAD:g}] (a finite horizon at a higher load is all arrivals); got {shown}"
+        )
     return x
 
 
-def exact_load(lam) -> Fraction:
+def exact_load(lam: object) -> Fraction:
     """The load as the exact rational number the user wrote.
 
     A string or ``Decimal`` is read exactly (``"0.9"`` is 9/10).  A float is read as its
@@ -165,10 +184,10 @@ def exact_load(lam) -> Fraction:
         return Fraction(Decimal(str(lam).strip()))
     if isinstance(lam, numbers.Integral):
         return Fraction(int(lam))
-    return Fraction(Decimal(repr(float(lam))))
+    return Fraction(Decimal(repr(float(cast(SupportsFloat, lam)))))  # a real number by now (or float() raises)
 
 
-def load_candidates(lam) -> tuple[Fraction, ...]:
+def load_candidates(lam: object) -> tuple[Fraction, ...]:
     """Exact rationals the input may stand for.
 
     For a float, both its shortest decimal (what a person typed, e.g. ``0.9``) and its exact
@@ -191,7 +210,7 @@ def load_candidates(lam) -> tuple[Fraction, ...]:
     >>> [str(x) for x in load_candidates(0.1)]
     ['1/10', '3602879701896397/36028797018963968']
     """
-    if isinstance(lam, float) or isinstance(lam, np.floating):
+    if isinstance(lam, (float, np.floating)):
         dec = exact_load(float(lam))
         binary = Fraction(float(lam))
         return (dec,) if dec == binary else (dec, binary)
@@ -225,21 +244,35 @@ class Params:
     lam: float
     replace: bool = True
     stable: bool = True
-    lam_exact: Fraction = field(default=None, compare=False, repr=False)
+    # None (the default) means "from lam": __post_init__ always sets a Fraction
+    lam_exact: Fraction = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
 
-    def __post_init__(self):
+    if TYPE_CHECKING:  # the load may be given exactly (a string or Fraction); it is stored as a float
+
+        def __init__(
+            self,
+            n: int,
+            d: int,
+            lam: float | str | Fraction,
+            replace: bool = True,
+            stable: bool = True,
+            lam_exact: Fraction | None = None,
+        ) -> None: ...
+
+    def __post_init__(self) -> None:
         n = check_positive_int("n", self.n)
         if n > MAX_N:
-            raise ValueError(f"n must be an integer in [1, 2^53 = {MAX_N}] for the simulation engines (they "
-                             f"compute c_i/n in double precision, exact up to 2^53); got {_int_text(n)}")
+            raise ValueError(
+                f"n must be an integer in [1, 2^53 = {MAX_N}] for the simulation engines (they "
+                f"compute c_i/n in double precision, exact up to 2^53); got {_int_text(n)}"
+            )
         d = check_positive_int("d", self.d)
         if not isinstance(self.replace, (bool, np.bool_)):
             raise TypeError(f"replace must be True or False; got {_describe(self.replace)}")
         lam_in = self.lam
         lam = check_load(lam_in, require_stable=self.stable)
         if not self.replace and d > n:
-            raise ValueError(
-                f"d must be <= n when sampling without replacement (replace=False); got d={d}, n={n}")
+            raise ValueError(f"d must be <= n when sampling without replacement (replace=False); got d={d}, n={n}")
         object.__setattr__(self, "n", n)
         object.__setattr__(self, "d", d)
         object.__setattr__(self, "lam", lam)
@@ -252,7 +285,7 @@ class Params:
 
 
 # --------------------------------------------------------------------------- seeds
-def as_seed_sequence(seed) -> np.random.SeedSequence:
+def as_seed_sequence(seed: SeedLike) -> np.random.SeedSequence:
     """Turn ``seed`` (None, int >= 0, SeedSequence or Generator) into a SeedSequence.
 
     Parameters
@@ -296,7 +329,7 @@ def as_seed_sequence(seed) -> np.random.SeedSequence:
     return np.random.SeedSequence(int(seed))
 
 
-def spawn_seeds(seed, count: int) -> list[np.random.SeedSequence]:
+def spawn_seeds(seed: SeedLike, count: int) -> list[np.random.SeedSequence]:
     """Child ``r`` of the root seed for replication ``r`` (identical for any worker count).
 
     Uses ``SeedSequence(entropy, spawn_key=(r,))`` rather than ``.spawn`` so that the
@@ -327,8 +360,10 @@ def spawn_seeds(seed, count: int) -> list[np.random.SeedSequence]:
     # a list of 10^7 seeds is about a gigabyte; 10^400 replications would never end
     count = check_int("number of replications (seeds)", count, minimum=0, maximum=MAX_SEEDS)
     root = as_seed_sequence(seed)
-    return [np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (r,),
-                                   pool_size=root.pool_size) for r in range(count)]
+    return [
+        np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (r,), pool_size=root.pool_size)
+        for r in range(count)
+    ]
 
 
 def seed_to_uint64(ss: np.random.SeedSequence) -> int:

@@ -56,11 +56,24 @@ import struct
 import threading
 import time
 import uuid
-from contextlib import contextmanager
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from contextlib import contextmanager, suppress
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["map_tasks", "call", "connect", "dask_available", "default_workers", "SchedulerError",
-           "stop_requested", "check_stop", "BACKENDS"]
+if TYPE_CHECKING:  # Dask is an optional extra
+    from distributed import Client
+
+__all__ = [
+    "map_tasks",
+    "call",
+    "connect",
+    "dask_available",
+    "default_workers",
+    "SchedulerError",
+    "stop_requested",
+    "check_stop",
+    "BACKENDS",
+]
 
 #: Local backends of :func:`map_tasks` (a Dask ``client`` overrides both).
 BACKENDS = ("processes", "threads")
@@ -125,8 +138,7 @@ def dask_available() -> bool:
     import importlib.util
 
     try:
-        return importlib.util.find_spec("distributed") is not None and \
-            importlib.util.find_spec("dask") is not None
+        return importlib.util.find_spec("distributed") is not None and importlib.util.find_spec("dask") is not None
     except (ImportError, ValueError):
         return False
 
@@ -142,8 +154,10 @@ def _probe_tcp(host: str, port: int, timeout: float, address: str) -> None:
     try:
         sock = socket.create_connection((host, port), timeout=timeout)
     except (OSError, ValueError) as exc:
-        raise SchedulerError(f"cannot reach the Dask scheduler at {address} within {timeout:g} s "
-                             f"({type(exc).__name__}); is `dask scheduler` running there?") from None
+        raise SchedulerError(
+            f"cannot reach the Dask scheduler at {address} within {timeout:g} s "
+            f"({type(exc).__name__}); is `dask scheduler` running there?"
+        ) from None
     deadline = time.monotonic() + timeout
     try:
         head = b""
@@ -153,24 +167,27 @@ def _probe_tcp(host: str, port: int, timeout: float, address: str) -> None:
             if not chunk:
                 break
             head += chunk
-    except (socket.timeout, TimeoutError):
+    except TimeoutError:
         head = None
     except OSError:
         head = b""
     finally:
         sock.close()
     if head is None:
-        raise SchedulerError(f"{address} accepted the connection but sent no Dask handshake within "
-                             f"{timeout:g} s: not a Dask scheduler")
+        raise SchedulerError(
+            f"{address} accepted the connection but sent no Dask handshake within {timeout:g} s: not a Dask scheduler"
+        )
     if len(head) < 16:
         raise SchedulerError(f"{address} closed the connection without a Dask handshake: not a Dask scheduler")
     size, frames = struct.unpack("<QQ", head)
     if not (16 <= size <= _MAX_HANDSHAKE_BYTES and 1 <= frames <= _MAX_HANDSHAKE_FRAMES):
-        raise SchedulerError(f"{address} answered with something that is not a Dask handshake "
-                             f"(first bytes {head[:8]!r}): not a Dask scheduler")
+        raise SchedulerError(
+            f"{address} answered with something that is not a Dask handshake "
+            f"(first bytes {head[:8]!r}): not a Dask scheduler"
+        )
 
 
-def connect(address: str, timeout: float = 5.0):
+def connect(address: str, timeout: float = 5.0) -> Client:
     """A :class:`dask.distributed.Client` connected to the scheduler at ``address``.
 
     Returns within about ``timeout`` seconds whatever listens at the address: nothing
@@ -204,34 +221,38 @@ def connect(address: str, timeout: float = 5.0):
     if not isinstance(address, str) or not ADDRESS.match(address.strip()):
         raise SchedulerError(f"{address!r} is not a Dask scheduler address like tcp://HOST:PORT")
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (0 < timeout <= MAX_TIMEOUT):
-        raise ValueError(f"timeout must be a positive number of seconds, at most {MAX_TIMEOUT:g} (11.6 days); "
-                         f"got {timeout!r}")
+        raise ValueError(
+            f"timeout must be a positive number of seconds, at most {MAX_TIMEOUT:g} (11.6 days); got {timeout!r}"
+        )
     address = address.strip()
     try:
         from dask.distributed import Client
     except ImportError as exc:
-        raise SchedulerError(f"a Dask scheduler needs the 'dask' extra (pip install 'supermarket[dask]'): "
-                             f"{type(exc).__name__}: {exc}") from None
+        raise SchedulerError(
+            f"a Dask scheduler needs the 'dask' extra (pip install 'supermarket[dask]'): {type(exc).__name__}: {exc}"
+        ) from None
     m = re.match(r"^tcp://(\[[^\]]+\]|[^:]+):(\d+)$", address)
     if m:
         _probe_tcp(m.group(1).strip("[]"), int(m.group(2)), float(timeout), address)
     # Client() itself may hang on a peer that stops answering: bound it by a thread.
     box: dict = {}
 
-    def make():
+    def make() -> None:
         try:
             box["client"] = Client(address, timeout=f"{timeout}s")
-        except BaseException as exc:  # noqa: BLE001 - reported below, in the caller's thread
+        except BaseException as exc:
             box["error"] = exc
 
     th = threading.Thread(target=make, name="supermarket-dask-connect", daemon=True)
     th.start()
     th.join(timeout + 2.0)
     if th.is_alive() or "error" in box:
-        exc = box.get("error")
-        why = f" ({type(exc).__name__})" if exc is not None else ""
-        raise SchedulerError(f"cannot reach the Dask scheduler at {address} within {timeout:g} s{why}; "
-                             "is `dask scheduler` running there?")
+        err = box.get("error")
+        why = f" ({type(err).__name__})" if err is not None else ""
+        raise SchedulerError(
+            f"cannot reach the Dask scheduler at {address} within {timeout:g} s{why}; "
+            "is `dask scheduler` running there?"
+        )
     return box["client"]
 
 
@@ -329,19 +350,15 @@ def _terminate(pool: cf.ProcessPoolExecutor) -> None:
     procs = list(getattr(pool, "_processes", {}).values())
     pool.shutdown(wait=False, cancel_futures=True)
     for p in procs:
-        try:
+        with suppress(OSError, ValueError, AttributeError):
             p.terminate()
-        except (OSError, ValueError, AttributeError):
-            pass
     for p in procs:
-        try:
+        with suppress(OSError, ValueError, AttributeError, AssertionError):
             p.join(5)
-        except (OSError, ValueError, AttributeError, AssertionError):
-            pass
 
 
 # =========================================================================== the map
-def _check_workers(workers) -> int:
+def _check_workers(workers: object) -> int:
     if workers is None:
         return default_workers()
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
@@ -349,11 +366,18 @@ def _check_workers(workers) -> int:
     return workers
 
 
-def map_tasks(fn: Callable[[Any], Any], tasks: Iterable, *, workers: int | None = 1, client=None,
-              backend: str = "processes",
-              on_result: Callable[[int, Any, BaseException | None], None] | None = None,
-              progress: Callable[[int, int, int], None] | None = None,
-              return_errors: bool = False, collect: bool = True) -> list | None:
+def map_tasks(
+    fn: Callable[[Any], Any],
+    tasks: Iterable[Any],
+    *,
+    workers: int | None = 1,
+    client: Client | None = None,
+    backend: str = "processes",
+    on_result: Callable[[int, Any, BaseException | None], None] | None = None,
+    progress: Callable[[int, int, int], None] | None = None,
+    return_errors: bool = False,
+    collect: bool = True,
+) -> list | None:
     """Apply ``fn`` to every task; results in task order on every backend.
 
     Parameters
@@ -444,7 +468,7 @@ def _apply(task):
     return fn(*args, **kwargs)
 
 
-def call(fn: Callable[..., Any], /, *args, client=None, **kwargs) -> Any:
+def call(fn: Callable[..., Any], /, *args: Any, client: Client | None = None, **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)``, here or as one task on a Dask cluster; the same value either way.
 
     For a deterministic computation that is one piece of work (an exact solve, a mean-field
@@ -481,7 +505,9 @@ def call(fn: Callable[..., Any], /, *args, client=None, **kwargs) -> Any:
     """
     if client is None:
         return fn(*args, **kwargs)
-    return map_tasks(_apply, [(fn, args, kwargs)], client=client)[0]
+    results = map_tasks(_apply, [(fn, args, kwargs)], client=client)
+    assert results is not None  # collect=True
+    return results[0]
 
 
 def _run_serial(fn, tasks, deliver, report):
@@ -491,7 +517,7 @@ def _run_serial(fn, tasks, deliver, report):
         for i, task in enumerate(tasks):
             try:
                 value, error = fn(task), None
-            except Exception as exc:  # noqa: BLE001 - delivered (or raised) as the task's error
+            except Exception as exc:
                 value, error = None, exc
             if watch.fired:  # the task may have swallowed Ctrl-C and returned a partial value
                 raise KeyboardInterrupt("interrupted while a task was running")
@@ -501,16 +527,14 @@ def _run_serial(fn, tasks, deliver, report):
 
 def _drain(futs, nw, total, deliver, report):
     """Deliver the futures of a local pool (``{future: index}``) as they finish."""
-    done = 0
     report(0, min(nw, total))
-    for fut in cf.as_completed(futs):
+    for done, fut in enumerate(cf.as_completed(futs), start=1):
         i = futs[fut]
         try:
             value, error = fut.result(), None
-        except Exception as exc:  # noqa: BLE001 - includes BrokenProcessPool (a worker died)
+        except Exception as exc:
             value, error = None, exc
         deliver(i, value, error)
-        done += 1
         report(done, min(nw, total - done))
 
 
@@ -536,8 +560,9 @@ def _run_threads(fn, tasks, nw, deliver, report):
 def _run_pool(fn, tasks, nw, deliver, report):
     import multiprocessing as mp
 
-    pool = cf.ProcessPoolExecutor(max_workers=nw, mp_context=mp.get_context("spawn"), initializer=_worker_init,
-                                  initargs=(os.getpid(),))
+    pool = cf.ProcessPoolExecutor(
+        max_workers=nw, mp_context=mp.get_context("spawn"), initializer=_worker_init, initargs=(os.getpid(),)
+    )
     total = len(tasks)
     try:
         futs = {pool.submit(fn, t): i for i, t in enumerate(tasks)}
@@ -581,7 +606,7 @@ def _run_dask(fn, tasks, client, deliver, report):
                     raise SchedulerError(_lost_scheduler(client))
                 try:
                     value, error = fut.result(), None
-                except Exception as exc:  # noqa: BLE001 - e.g. KilledWorker: this task fails
+                except Exception as exc:
                     value, error = None, exc
                 deliver(index[fut.key], value, error)
                 done += 1
@@ -599,12 +624,11 @@ def _run_dask(fn, tasks, client, deliver, report):
                 raise SchedulerError(
                     f"the Dask cluster has had no workers for {NO_WORKERS_GRACE_SECONDS:g} s ({len(pending)} of "
                     f"{total} tasks not run); the finished ones are kept: start workers (`dask worker "
-                    f"{_address(client)}`) and run the same command again to resume")
+                    f"{_address(client)}`) and run the same command again to resume"
+                )
     except BaseException:
-        try:
+        with suppress(Exception):
             client.cancel(futs)
-        except Exception:  # noqa: BLE001 - the cluster may be gone; nothing more to do
-            pass
         raise
 
 
@@ -614,18 +638,20 @@ DASK_POLL_SECONDS = 2.0
 NO_WORKERS_GRACE_SECONDS = 30.0
 
 
-def _address(client) -> str:
+def _address(client: Client) -> str:
     return str(getattr(getattr(client, "scheduler", None), "address", None) or "ADDRESS")
 
 
-def _lost_scheduler(client) -> str:
-    return (f"lost the Dask scheduler {_address(client)} mid-run (it stopped or the connection broke); "
-            "the finished tasks are kept: restart it and run the same command again to resume")
+def _lost_scheduler(client: Client) -> str:
+    return (
+        f"lost the Dask scheduler {_address(client)} mid-run (it stopped or the connection broke); "
+        "the finished tasks are kept: restart it and run the same command again to resume"
+    )
 
 
-def _cluster_threads(client) -> int:
+def _cluster_threads(client: Client) -> int:
     """Worker threads of the cluster now; :class:`SchedulerError` when the scheduler is gone."""
     try:
         return sum(client.nthreads().values())
-    except Exception as exc:  # noqa: BLE001 - CommClosedError, OSError, TimeoutError, ...
+    except Exception as exc:
         raise SchedulerError(_lost_scheduler(client)) from exc

@@ -1,4 +1,4 @@
-"""Service-time laws with mean 1 and classes of servers with speeds (docs/model.md §13).
+"""Service-time laws with mean 1 and classes of servers with speeds (docs/model.md §14).
 
 A **service law** is the law of a customer's work requirement ``S``, always with mean
 ``E[S] = 1`` so that the load ``λ`` keeps its meaning (an arrival rate of ``nλ`` against a

@@ -17,7 +17,10 @@ Start specifications (``start=``):
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .model import check_int, check_load, check_positive_int
 from .theory import fixed_point
@@ -27,7 +30,7 @@ __all__ = ["start_counts", "counts_from_lengths", "lengths_from_counts", "parse_
 MAX_START_LEVEL = 10**8  # a queue longer than this is refused (memory of the profile arrays)
 
 
-def counts_from_lengths(lengths) -> np.ndarray:
+def counts_from_lengths(lengths: ArrayLike) -> np.ndarray:
     """``c_i = #{j : x(j) >= i}`` for ``i = 1..max x`` from a queue-lengths vector.
 
     Parameters
@@ -64,7 +67,7 @@ def counts_from_lengths(lengths) -> np.ndarray:
     return np.cumsum(hist[::-1])[::-1][1:].astype(np.int64)
 
 
-def lengths_from_counts(counts, n: int) -> np.ndarray:
+def lengths_from_counts(counts: ArrayLike, n: int) -> np.ndarray:
     """The sorted queue-lengths vector (longest first) with the given counts.
 
     Parameters
@@ -101,7 +104,7 @@ def lengths_from_counts(counts, n: int) -> np.ndarray:
     return x
 
 
-def parse_start(start):
+def parse_start(start: str | ArrayLike) -> tuple[str, Any]:
     """Split a start spec such as ``"customers:3"`` into ``(name, value)``.
 
     Parameters
@@ -142,12 +145,14 @@ def parse_start(start):
             minimum = 1 if key == "long" else 0
             val = check_int(f"start {key}:value", val, minimum=minimum, maximum=MAX_START_LEVEL)
             return key, val
-        raise ValueError(f"unknown start {start!r}; valid: empty, fixed-point (good), customers:G, long:L, "
-                         "a queue-lengths vector or a profile array")
+        raise ValueError(
+            f"unknown start {start!r}; valid: empty, fixed-point (good), customers:G, long:L, "
+            "a queue-lengths vector or a profile array"
+        )
     return "array", np.asarray(start)
 
 
-def start_counts(n, d, lam, start="empty") -> np.ndarray:
+def start_counts(n: int, d: int, lam: float, start: str | ArrayLike = "empty") -> np.ndarray:
     """Counts ``c_1, c_2, …`` (int64) of the start state (see the module doc for specs).
 
     Parameters

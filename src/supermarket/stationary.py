@@ -1,19 +1,9 @@
 """Exact stationary law of the supermarket chain for small ``n`` (docs/model.md §11).
 
-The profile chain (docs/model.md §2) lives on the non-increasing queue-length vectors
-``x_1 >= … >= x_n``; truncated at a queue-length cap ``M`` (an arrival that would join a
-queue of length ``M`` is dropped) it has ``C(n+M, n)`` states.  :func:`solve` builds its
-generator as a sparse matrix (continuous time: arrivals at rate ``nλ``, joining a queue of
-length ``ℓ`` with probability ``P_ℓ − P_{ℓ+1}``; each of the ``c_ℓ − c_{ℓ+1}`` queues of
-length exactly ``ℓ`` serves at rate 1), solves ``π Q = 0`` with SciPy's sparse LU, and
-raises the cap until the stationary probability that some queue sits at the cap is below
-``tol``.  The discrete chain of docs/model.md §1 is this generator uniformized, so it has
-the same law.
-
-States are indexed by the combinatorial number system: the ascending lengths
-``y_1 <= … <= y_n`` map to ``z_k = y_k + k − 1`` (strictly increasing) and to the rank
-``Σ_k C(z_k, k)``, a bijection onto ``0 .. C(n+M, n) − 1``; an event changes one ``z_k`` by
-one, so the rank of the next state is a table look-up.
+:func:`solve` builds the generator of the profile chain truncated at a queue-length cap
+``M`` (``C(n+M, n)`` states, indexed by the combinatorial number system) as a sparse
+matrix, solves ``π Q = 0`` with SciPy's sparse LU and raises the cap until the stationary
+probability of a queue at the cap is below ``tol`` (docs/model.md §11).
 
 Reported (keys as in :class:`~supermarket.simulation.SimulationResult` where they mean the
 same): ``u_mean`` (``E[u_i]``), ``ud_mean`` (``E[P_i]``), ``max_queue_dist``,
@@ -29,13 +19,17 @@ import os
 import threading
 import time as _time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from .model import Params, check_int, check_positive_float, check_positive_int
+from . import policies as _pol
 from . import response as _resp
+from ._checks import check_bool
+from ._results import Result, frame, pyplot
+from .model import Params, check_int, check_positive_float, check_positive_int
 from .response.mixture import _check_quantiles
 from .theory import log_fixed_point
 
@@ -246,7 +240,7 @@ def _memory_limit() -> int:
 
 # =========================================================================== result
 @dataclass(frozen=True)
-class ExactResult:
+class ExactResult(Result):
     """The exact stationary law of the (truncated) profile chain (docs/model.md §11).
 
     Arrays are indexed from level 1 (``u_mean[0] = E[u_1]``) up to the cap.
@@ -276,15 +270,16 @@ class ExactResult:
     seconds: float
     residual: float
     method: str = ""
+    policy: str = _pol.DEFAULT_POLICY
     profile_counts: np.ndarray | None = field(default=None, repr=False)
     profile_prob: np.ndarray | None = field(default=None, repr=False)
 
     @property
-    def sojourn(self):
+    def sojourn(self) -> _resp.TimeLaw:
         return self.response.sojourn
 
     @property
-    def waiting(self):
+    def waiting(self) -> _resp.TimeLaw:
         return self.response.waiting
 
     def profile_law(self, min_prob: float = 0.0) -> list:
@@ -303,31 +298,23 @@ class ExactResult:
             out.append((tuple(int(v) for v in c[:top]), p))
         return out
 
-    def to_dict(self, *, profile_law: bool | float = False) -> dict:
-        out = {
-            "params": self.params.to_dict(),
-            "u_mean": self.u_mean.tolist(),
-            "ud_mean": self.ud_mean.tolist(),
-            "max_queue_dist": {str(k): v for k, v in self.max_queue_dist.items()},
-            "mean_queue_length": self.mean_queue_length,
-            "mean_sojourn_time": self.mean_sojourn_time,
-            "sojourn": self.response.sojourn.to_dict(),
-            "waiting": self.response.waiting.to_dict(),
-            "states": self.states,
-            "truncation": dict(self.truncation),
-            "seconds": self.seconds,
-            "residual": self.residual,
-            "method": self.method,
-        }
+    _omit = ("response", "profile_counts", "profile_prob")
+    _extra = ("sojourn", "waiting")
+    _order = ("params", "u_mean", "ud_mean", "max_queue_dist", "mean_queue_length", "mean_sojourn_time",
+              "sojourn", "waiting")
+
+    def to_dict(self, *, profile_law: bool | float = False) -> dict[str, Any]:
+        """The fields (``response`` as ``sojourn`` and ``waiting``), JSON-safe; with
+        ``profile_law`` (True, or the least probability kept), the law of the profile too."""
+        out = super().to_dict()
         if profile_law is not False and self.profile_prob is not None:
             mp = 0.0 if profile_law is True else float(profile_law)
             out["profile_law"] = [{"counts": list(c), "prob": p} for c, p in self.profile_law(mp)]
         return out
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """Tidy table: ``E[u_i]`` and ``E[P_i]`` per level, the law of the maximum, and the
         response-time statistics (columns ``quantity, level, value``)."""
-        import pandas as pd
         rows = []
         for i, (u, p) in enumerate(zip(self.u_mean, self.ud_mean), start=1):
             rows.append({"quantity": "u_mean", "level": i, "value": float(u)})
@@ -338,14 +325,15 @@ class ExactResult:
             rows.append({"quantity": f"{law.kind}_mean", "level": None, "value": law.mean})
             for q, v in law.quantiles.items():
                 rows.append({"quantity": f"{law.kind}_quantile", "level": q, "value": v})
-        return pd.DataFrame(rows)
+        return frame(rows)
 
     def summary(self) -> str:
         p = self.params
         tr = self.truncation
         lines = [
             f"Exact stationary law (docs/model.md §11): n={p.n}, d={p.d}, λ={p.lam:g}, "
-            f"{'with' if p.replace else 'without'} replacement",
+            + (f"{'with' if p.replace else 'without'} replacement" if self.policy == _pol.DEFAULT_POLICY else
+               f"dispatch rule {_pol.describe(self.policy)} (d and replacement unused)"),
             f"  {self.states} states (queue lengths capped at {tr['cap']}), solved in {self.seconds:.3g} s, "
             f"{self.method}, residual {self.residual:.2g}",
             f"  truncation: P(some queue at the cap) = {tr['mass_at_cap']:.3g} (tol {tr['tol']:g}); "
@@ -361,12 +349,9 @@ class ExactResult:
         lines.append(self.response.summary())
         return "\n".join(lines)
 
-    def plot(self, path=None):
+    def plot(self, path: Any = None) -> Any:
         """``E[u_i]`` (log scale), the law of the maximum, and the response-time tails."""
-        import matplotlib
-        if path is not None:
-            matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
+        plt = pyplot(path is not None, force=False)
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
         lv = np.arange(1, self.u_mean.size + 1)
         a1.semilogy(lv, np.maximum(self.u_mean, 1e-300), "o-", label="exact E[u_i]")
@@ -389,7 +374,8 @@ class ExactResult:
 
 # =========================================================================== the chain
 def _sample_table(n: int, d: int, replace: bool) -> np.ndarray:
-    """``P`` as a function of the count ``c = 0..n``: ``(c/n)^d`` or ``C(c, d)/C(n, d)``."""
+    """``P`` of JSQ(d) as a function of the count ``c = 0..n``: ``(c/n)^d`` or ``C(c, d)/C(n, d)``
+    (the other dispatch rules: :func:`supermarket.policies.p_levels`)."""
     c = np.arange(n + 1)
     if replace:
         return (c / n) ** d
@@ -413,8 +399,9 @@ def _states(n: int, cap: int):
     return Y, Cb
 
 
-def _build(n: int, d: int, lam: float, replace: bool, cap: int):
-    """Generator ``Q`` (CSR, ``S x S``), the counts ``c_1..c_{cap}`` per state, and ``P`` per state."""
+def _build(n: int, d: int, lam: float, replace: bool, cap: int, policy: str = _pol.DEFAULT_POLICY):
+    """Generator ``Q`` (CSR, ``S x S``), the counts ``c_1..c_{cap}`` per state, and ``P`` per state
+    (``P_ℓ(c)`` of the dispatch rule, :func:`supermarket.policies.p_levels`)."""
     Y, Cb = _states(n, cap)
     S = Y.shape[0]
     lev = np.arange(cap + 2)
@@ -422,8 +409,11 @@ def _build(n: int, d: int, lam: float, replace: bool, cap: int):
     c = np.empty((S, cap + 2), dtype=np.int64)
     for i in lev:
         c[:, i] = (Y >= i).sum(axis=1)
-    tab = _sample_table(n, d, replace)
-    P = tab[c]  # P_i per state, i = 0..cap+1
+    if policy == _pol.DEFAULT_POLICY:
+        tab = _sample_table(n, d, replace)
+        P = tab[c]  # P_i per state, i = 0..cap+1
+    else:  # P_0 = 1, then P_1..P_{cap+1} of the rule (JIQ's depends on c_1 too)
+        P = np.hstack([np.ones((S, 1)), _pol.p_levels(policy, c[:, 1:], n)])
     rows, cols, vals = [], [], []
     out = np.zeros(S)
     r = np.arange(S, dtype=np.int64)
@@ -569,7 +559,7 @@ def _least_cap(n: int, lam: float, tol: float) -> int:
 SLOW_STATES = 100_000
 
 
-def least_states(n, d, lam, tol=DEFAULT_TOL) -> tuple[int, int]:
+def least_states(n: int, d: int, lam: float | str, tol: float = DEFAULT_TOL) -> tuple[int, int]:
     """``(cap, states)``: the least cap the cap search of :func:`solve` can end at (the larger
     of the mean-field and the M/M/n bounds, docs/model.md §11) and its state count, computed
     without solving anything; a lower bound on the work of :func:`solve`.
@@ -673,8 +663,8 @@ def _check_seconds(n, d, lam, tol, cap, max_states, max_seconds, *, fixed: bool,
         "for larger systems use `supermarket perfect` (exact samples) or `supermarket simulate`")
 
 
-def _one(n, d, lam, replace, cap, keep, prev=None):
-    Q, c, P, mx = _build(n, d, lam, replace, cap)
+def _one(n, d, lam, replace, cap, keep, prev=None, policy=_pol.DEFAULT_POLICY):
+    Q, c, P, mx = _build(n, d, lam, replace, cap, policy)
     tot = c.sum(axis=1)
     x0 = None
     if prev is not None and prev["pi"].size > 1:
@@ -692,9 +682,9 @@ def _one(n, d, lam, replace, cap, keep, prev=None):
     return out
 
 
-def solve(n, d, lam, *, replace=True, tol=DEFAULT_TOL, cap=None, quantiles=_resp.DEFAULT_QUANTILES,
-          profile_law: bool = False, max_states: int = MAX_STATES,
-          max_seconds: float = MAX_SECONDS) -> ExactResult:
+def solve(n: int, d: int, lam: float | str, *, replace: bool = True, tol: float = DEFAULT_TOL, cap: int | None = None,
+          quantiles: Any = _resp.DEFAULT_QUANTILES, profile_law: bool = False, max_states: int = MAX_STATES,
+          max_seconds: float = MAX_SECONDS, policy: str = _pol.DEFAULT_POLICY) -> ExactResult:
     """Exact stationary law of the ``(n, d, λ)`` supermarket chain (docs/model.md §11).
 
     Parameters
@@ -725,6 +715,9 @@ def solve(n, d, lam, *, replace=True, tol=DEFAULT_TOL, cap=None, quantiles=_resp
         it (the predicted time of the caps solved so far plus this one: never the clock, so
         the caps tried depend on the inputs only) is clamped to the largest cap that fits, or
         refused: the run is bounded.
+    policy : {"jsq-d", "random", "jsq", "jiq"}, default "jsq-d"
+        The dispatch rule (:mod:`supermarket.policies`): the generator's arrival rates are
+        ``nλ (P_ℓ(c) − P_{ℓ+1}(c))``; ``d`` and ``replace`` are used by ``jsq-d`` only.
 
     Returns
     -------
@@ -743,16 +736,19 @@ def solve(n, d, lam, *, replace=True, tol=DEFAULT_TOL, cap=None, quantiles=_resp
     >>> r = solve(3, 2, 0.6)
     >>> round(float(r.u_mean[0]), 6)                            # E[u_1] = λ for every n, d (tol 1e-6)
     0.6
+    >>> r = solve(3, 1, 0.5, policy="random", tol=1e-12)        # n independent M/M/1: E[u_i] = λ^i
+    >>> r.u_mean[:3].round(10).tolist()
+    [0.5, 0.25, 0.125]
     """
     params = Params(n, d, lam, replace=replace)
     n, d, lamf = params.n, params.d, params.lam
+    policy = _pol.check_policy(policy)
     tol = check_positive_float("tol", tol)
     if tol > 0.1:
         raise ValueError(f"tol must lie in (0, 0.1]; got {tol!r}")
     max_states = check_positive_int("max_states", max_states)
     max_seconds = check_positive_float("max_seconds", max_seconds)
-    if not isinstance(profile_law, (bool, np.bool_)):
-        raise TypeError(f"profile_law must be True or False; got {profile_law!r}")
+    check_bool("profile_law", profile_law)
     quantiles = _check_quantiles(quantiles)
     if cap is not None:
         cap = check_int("cap", cap, minimum=1, maximum=MAX_CAP)
@@ -761,13 +757,15 @@ def solve(n, d, lam, *, replace=True, tol=DEFAULT_TOL, cap=None, quantiles=_resp
     if cap is not None:
         _check_size(n, cap, max_states)
         _check_seconds(n, d, lamf, tol, cap, max_states, max_seconds, fixed=True)
-        sol = _one(n, d, lamf, params.replace, cap, profile_law)
+        sol = _one(n, d, lamf, params.replace, cap, profile_law, None, policy)
         M = cap
     else:
         # E[u_M] >= π(M) (Jensen, with replacement; docs/model.md §3) and P(max >= M) >= E[u_M]:
         # no cap with π(M) >= tol can pass, so the search starts there (and refuses at once
-        # when even that cap is too large)
-        M = max(START_CAP, _first_cap(d, lamf, tol))
+        # when even that cap is too large).  Random routing is d = 1 (E[u_M] = λ^M exactly);
+        # JSQ and JIQ have no such bound (their fluid fixed point vanishes above level 1)
+        M = (START_CAP if policy in ("jsq", "jiq") else
+             max(START_CAP, _first_cap(int(_pol.meanfield_d(policy, d)), lamf, tol)))
         _check_size(n, M, max_states, " (the least cap with π(cap) < tol, which no smaller cap can meet)")
         # the finite-n bound (comparison with M/M/n, [derived]) is usually far above the
         # mean-field one: refuse now, not after solving ever larger caps for minutes
@@ -791,7 +789,7 @@ def solve(n, d, lam, *, replace=True, tol=DEFAULT_TOL, cap=None, quantiles=_resp
                 else:
                     _check_seconds(n, d, lamf, tol, max(prev[0] + 1, least), max_states, max_seconds,
                                    fixed=False, spent=spent)
-            sol = _one(n, d, lamf, params.replace, M, profile_law, prev[1] if prev else None)
+            sol = _one(n, d, lamf, params.replace, M, profile_law, prev[1] if prev else None, policy)
             mass = float(sol["max"][M])
             hist.append((M, mass))
             if mass < tol:
@@ -825,6 +823,6 @@ def solve(n, d, lam, *, replace=True, tol=DEFAULT_TOL, cap=None, quantiles=_resp
         max_queue_dist={int(m): float(p) for m, p in enumerate(mq) if p > 0},
         mean_queue_length=mql, mean_sojourn_time=mql / lamf, response=resp, states=int(sol["S"]),
         truncation=trunc, seconds=float(seconds), residual=float(sol["res"]),
-        method=sol["method"],
+        method=sol["method"], policy=policy,
         profile_counts=sol.get("c"), profile_prob=sol["pi"] if profile_law else None,
     )

@@ -1,45 +1,29 @@
 """Standard errors of averages of correlated series (docs/model.md §9).
 
 The one place in ``supermarket`` that turns a series of measurements into a mean with an
-honest standard error.  Four tools, each a plain function of NumPy arrays:
-
-- :func:`blocking`: the blocking analysis of Flyvbjerg & Petersen (1989) on a series of
-  equal-length batch means, with the automatic plateau rule of Jonsson (2018): the first
-  blocking level from which on the lag-1 autocorrelations of the blocked series are
-  consistent with zero (a χ² test at level 1 %) and whose own lag-1 autocorrelation is
-  below 0.6, with the remaining correlation corrected for by an exponential-correlation
-  model.  When that level leaves fewer than
-  ``min_blocks`` blocks the series is too short to know its own error, and the estimate
-  says so (``reliable=False``) instead of returning the last value;
-- :func:`blocking_table`: the whole blocking table (standard error against block size), for
-  plots and diagnostics;
-- :func:`mser`: MSER truncation of start-up bias (White 1997), by default MSER-5 (the series
-  averaged in groups of 5 first);
-- :func:`replication_error`: independent replications, standard error from their spread with
-  Student's t on ``R − 1`` degrees of freedom.
-
-Every estimate is an :class:`ErrorEstimate` (mean, standard error, degrees of freedom,
-effective sample size, integrated autocorrelation time, a ``reliable`` flag and the reason
-when it is not).  Conventions: ``tau_int = 1/2 + Σ_{k≥1} ρ_k`` in units of the series'
-own spacing (1/2 for an uncorrelated series), ``n_eff = N / (2 tau_int) = σ²/s.e.²`` with
-``σ²`` the sample variance of the series.
-
-References: H. Flyvbjerg and H. G. Petersen, J. Chem. Phys. 91, 461 (1989);
-M. Jonsson, Phys. Rev. E 98, 043304 (2018); F. H. C. Marriott and J. A. Pope,
-Biometrika 41, 390 (1954); K. P. White Jr., Simulation 69, 323 (1997);
-A. D. Sokal, *Monte Carlo methods in statistical mechanics* (Cargèse lectures, 1996).
+honest standard error: :func:`blocking` (Flyvbjerg–Petersen blocking with Jonsson's
+automatic plateau; ``reliable=False`` when the series is too short to know its own error),
+:func:`blocking_table`, :func:`mser` (start-up truncation, White 1997),
+:func:`replication_error` (independent replications, Student t on ``R − 1`` degrees of
+freedom) and :func:`mean_stderr`.  Every estimate is an :class:`ErrorEstimate`; the rules,
+conventions (``tau_int = 1/2 + Σ_{k≥1} ρ_k``, ``n_eff = N/(2 tau_int)``) and references
+are in docs/model.md §9.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
+
+from ._results import Result
 
 __all__ = ["ErrorEstimate", "MSERResult", "BlockingLevel", "blocking", "blocking_table", "mser",
-           "replication_error", "t_quantile", "MIN_BLOCKS", "PLATEAU_ALPHA", "PLATEAU_RHO_MAX"]
+           "replication_error", "mean_stderr", "t_quantile", "MIN_BLOCKS", "PLATEAU_ALPHA", "PLATEAU_RHO_MAX"]
 
 MIN_BLOCKS = 32
 """Fewest blocks the plateau level may leave for the estimate to be called reliable."""
@@ -50,9 +34,7 @@ PLATEAU_ALPHA = 0.01
 PLATEAU_RHO_MAX = 0.6
 """A plateau level's lag-1 autocorrelation, bias-corrected, must stay below this.  Jonsson's
 χ² pools the deeper levels, whose few blocks only add noise, and so misses the correlation
-of a series barely longer than its correlation time (measured: on AR(1) series with
-``N/(2τ_int) = 10`` the χ² alone called 57 % of runs reliable, and their intervals covered
-83 %)."""
+of a series barely longer than its correlation time (measured: benchmarks/README.md)."""
 
 
 def _block_rho(x: float) -> float:
@@ -71,8 +53,7 @@ def _block_factor(r: float) -> float:
 
     For ``r <= 0`` it is the first-order ``1 + 2r``, the same line the model approaches as
     ``r → 0``: an estimated ``r`` scatters by about ``1/√blocks`` around a true value near 0,
-    and a factor cut off at 1 below 0 would be biased high by that scatter (measured: the
-    variance of the mean of 32 independent values came out 19 % too large)."""
+    and a factor cut off at 1 below 0 would be biased high by that scatter."""
     if r <= 0.0:
         return 1.0 + 2.0 * r
     lo, hi = 1e-6, 1e6  # _block_rho decreases from 1 to 0; bisect in log x
@@ -103,9 +84,8 @@ def _blocking_dof(m: int) -> float:
     independent values), carried through ``g'/g = f' m/(f (m − f)) = 2m/(m − 1)`` at ``ρ̃ = 0``
     (``f = 1``, ``f' = 2``; blocks at a plateau are nearly uncorrelated).  A fixed function of
     ``m``: taken at each run's own ``ρ̃`` it would give the runs whose ``f`` happens to be
-    small the fewest degrees of freedom, and the widest intervals (measured: 97.5 %
-    coverage).  About ``m/3.9`` at 32 blocks, ``m/3.4`` at 64, ``m/3`` for many (measured on
-    independent values: 8.0 and 18.6 as ``2 E[s.e.²]²/Var(s.e.²)`` over 20,000 and 10,000 series).
+    small the fewest degrees of freedom, and the widest intervals.  About ``m/3.9`` at 32
+    blocks, ``m/3.4`` at 64, ``m/3`` for many (measurements: benchmarks/README.md).
 
     Examples
     --------
@@ -155,7 +135,7 @@ def t_quantile(dof: float, confidence: float = 0.95) -> float:
 
 
 @dataclass(frozen=True)
-class ErrorEstimate:
+class ErrorEstimate(Result):
     """A mean with its standard error and how far to trust it.
 
     Attributes
@@ -224,13 +204,11 @@ class ErrorEstimate:
         lo, hi = self.interval(confidence)
         return bool(lo <= value <= hi)
 
-    def to_dict(self) -> dict:
-        """JSON-safe dictionary of the fields (NaN stays NaN; :mod:`supermarket.jsonable` maps it)."""
-        return asdict(self)
+    _plain = True  # NaN stays NaN in to_dict (supermarket.jsonable maps it)
 
 
 @dataclass(frozen=True)
-class BlockingLevel:
+class BlockingLevel(Result):
     """One row of a blocking table: ``blocks`` blocks of ``block_size`` input elements, the
     naive standard error ``stderr`` of the mean at this level, its own standard error
     ``stderr_err = stderr/√(2(blocks−1))``, and the lag-1 autocorrelation ``rho1`` of the
@@ -273,7 +251,7 @@ def _levels(x: np.ndarray):
         size *= 2
 
 
-def blocking_table(x) -> list[BlockingLevel]:
+def blocking_table(x: ArrayLike) -> list[BlockingLevel]:
     """The blocking table of Flyvbjerg & Petersen (1989) for the series ``x``.
 
     Parameters
@@ -306,41 +284,18 @@ def blocking_table(x) -> list[BlockingLevel]:
     return out
 
 
-def blocking(x, *, min_blocks: int = MIN_BLOCKS, alpha: float = PLATEAU_ALPHA,
+def blocking(x: ArrayLike, *, min_blocks: int = MIN_BLOCKS, alpha: float = PLATEAU_ALPHA,
              min_block_size: int = 1) -> ErrorEstimate:
     """Mean and standard error of a correlated series by blocking, with an automatic plateau.
 
-    The series is blocked repeatedly (neighbouring pairs averaged).  At level ``j`` with
-    ``n_j`` blocks of variance ``σ_j²`` and lag-1 autocovariance ``γ_j``, the statistic
-    ``M_j = Σ_{i≥j} n_i (γ_i/σ_i²)²`` is, once blocks are longer than the correlations,
-    χ²-distributed with as many degrees of freedom as levels from ``j`` on (Jonsson 2018).
-    The plateau is the first level with ``M_j`` below the ``1 − alpha`` quantile *and* whose
-    own lag-1 autocorrelation, bias-corrected to ``ρ̃_j = ρ̂_j + (1 + 4ρ̂_j)/n_j`` (the mean
-    is estimated), is below ``PLATEAU_RHO_MAX`` = 0.6 (the pooled χ² alone has little power
-    when the deeper levels hold only a few blocks each).  The standard error there is
-    ``σ_j/√n_j`` corrected for the correlation left between the blocks, which the tests cannot
-    see below about ``1/√n_j``: with the series' autocorrelation taken as ``e^{−t/τ}``, block
-    means of length ``b`` have lag-``k`` correlation ``ρ_1 e^{−(k−1)b/τ}``, ``b/τ`` follows from
-    ``ρ̃`` and the factor is ``f = 1 + 2ρ̃/(1 − e^{−b/τ})`` (first order ``1 + 2ρ̃`` for long
-    blocks, ``1 + 2ρ̃`` for ``ρ̃ <= 0``); times ``(n_j − 1)/(n_j − f)`` for the variance of the
-    estimated mean (exact when ``f`` is), with the degrees of freedom of :func:`_blocking_dof`
-    (about ``n_j/3``: the estimated factor adds noise).  On 20,000 series of 32 independent
-    values (32 blocks, the fewest a reliable estimate has) the mean of ``s.e.²`` is 1.01 times
-    the exact variance of the mean (1.006 ± 0.004 and 1.015 ± 0.004 with two seeds) (it was 1.19 with the factor cut off at 1 for ``ρ̃ < 0``,
-    the bias term taken at ``max(ρ̂, 0)`` and ``n_j/(n_j − f)``); on AR(1) series with 32
-    blocks of about 6τ, 1.04-1.05 (the factor is convex in the noisy ρ̃: a second-order
-    bias of order ``1/n_j``).  ``PYTHONPATH=src python benchmarks/blocking_calibration.py --few-blocks``
-    prints these with the miss rates of the 95 % and 99 % intervals.
-
-    Measured on 1,000 AR(1) series of length 1024 per row, against the exact variance of the
-    mean (``python benchmarks/blocking_calibration.py``, seed 1): with ``N/(2τ_int)`` = 1024,
-    114, 54, 26, 16, 10, 5 independent samples, the fraction of runs called reliable is
-    1.00, 1.00, 0.99, 0.90, 0.60, 0.29, 0.06 and their 95 % intervals cover 94 %, 96 %, 96 %,
-    96 %, 94 %, 86 %, 63 %; the rate of a confident interval that
-    misses stays near 5 % throughout (it was 10 % at ``N/(2τ_int) = 10`` with the χ² rule and
-    the factor ``1 + 2ρ̂`` alone).  A slow component hidden under a fast one (two time scales)
-    can still fool any single-run estimate; independent replications
-    (:func:`replication_error`) are the remedy.
+    The series is blocked repeatedly (neighbouring pairs averaged); the plateau is the first
+    level that passes Jonsson's χ² test at level ``alpha`` and whose bias-corrected lag-1
+    autocorrelation is below :data:`PLATEAU_RHO_MAX`.  The standard error there is corrected
+    for the correlation left between blocks (an exponential-correlation model), with Student t
+    on the degrees of freedom of :func:`_blocking_dof`.  The rule, its derivation and its
+    calibration are in docs/model.md §9; a slow component hidden under a fast one can still
+    fool any single-run estimate, which independent replications (:func:`replication_error`)
+    remedy.
 
     Parameters
     ----------
@@ -451,7 +406,7 @@ def blocking(x, *, min_blocks: int = MIN_BLOCKS, alpha: float = PLATEAU_ALPHA,
 
 
 @dataclass(frozen=True)
-class MSERResult:
+class MSERResult(Result):
     """MSER truncation of a series: drop the first ``truncate`` elements.  ``forgotten`` is
     False when the rule wanted to drop more than half of the series (the start has not been
     forgotten: the run is too short for its start-up transient); ``statistic`` holds the
@@ -471,11 +426,11 @@ class MSERResult:
     group: int
     statistic: np.ndarray
 
-    def to_dict(self) -> dict:
-        return {"truncate": self.truncate, "forgotten": self.forgotten, "group": self.group}
+    _plain = True
+    _omit = ("statistic",)
 
 
-def mser(x, group: int = 5) -> MSERResult:
+def mser(x: ArrayLike, group: int = 5) -> MSERResult:
     """MSER truncation point of a series (White 1997), by default MSER-5.
 
     The series is first averaged in consecutive groups of ``group`` (a leftover at the end
@@ -528,7 +483,7 @@ def mser(x, group: int = 5) -> MSERResult:
     return MSERResult(d * int(group), bool(d <= m // 2), int(group), stat)
 
 
-def replication_error(means, *, weights=None) -> ErrorEstimate:
+def replication_error(means: ArrayLike, *, weights: ArrayLike | None = None) -> ErrorEstimate:
     """Mean and standard error from ``R`` independent replications (Student t, ``R − 1`` dof).
 
     Parameters
@@ -576,3 +531,46 @@ def replication_error(means, *, weights=None) -> ErrorEstimate:
     n_eff = v_all / var if var > 0 else math.nan
     return ErrorEstimate(mean, se, R - 1.0, n_eff, R / (2.0 * n_eff) if n_eff and n_eff > 0 else math.nan,
                          True, "replications", R, 1, "")
+
+
+def mean_stderr(values: Any, axis: int = 0) -> tuple[Any, Any]:
+    """Mean over independent replications and its standard error ``s/√R`` (``ddof=1``): a thin
+    adapter over :func:`replication_error` (its column-wise form for 2-d input is computed
+    here, with the same formula).
+
+    Parameters
+    ----------
+    values : array_like
+        Replications along ``axis`` (``None`` entries of a 1-d list are dropped).
+    axis : int, default 0
+
+    Returns
+    -------
+    (mean, stderr)
+        Floats for 1-d input, arrays otherwise; ``stderr`` is ``None`` with fewer than two
+        replications; ``(None, None)`` for no replication.
+
+    Examples
+    --------
+    >>> m, se = mean_stderr([1.0, 2.0, 3.0])
+    >>> m, round(se, 12)
+    (2.0, 0.57735026919)
+    >>> mean_stderr([4.0])
+    (4.0, None)
+    """
+    if isinstance(values, (list, tuple)) and all(np.ndim(v) == 0 for v in values):
+        values = [v for v in values if v is not None]
+    x = np.asarray(values, dtype=float)
+    if x.size == 0:
+        return None, None
+    if x.ndim == 1 and np.all(np.isfinite(x)):
+        e = replication_error(x)
+        return e.mean, (e.stderr if x.size > 1 else None)
+    # column by column (or with non-finite entries, which replication_error refuses and
+    # which must propagate as NaN/inf here): the same estimator, s/√R with ddof=1
+    R = x.shape[axis]
+    mean = x.mean(axis=axis)
+    se = x.std(axis=axis, ddof=1) / math.sqrt(R) if R > 1 else None
+    if x.ndim == 1:
+        return float(mean), (None if se is None else float(se))
+    return mean, se

@@ -12,21 +12,40 @@ Ctrl-C prints ``supermarket: interrupted`` and exits with code 130.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util  # find_spec below; not loaded by `import importlib` alone
 import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 import click
 
 # command name -> (module, attribute, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "simulate": ("supermarket.cli.simulate", "simulate", "Simulate the chain and compare with theory (main job)."),
-    "theory": ("supermarket.cli.theory", "theory", "The papers' calculators: k, fixed point, good set, Theorem 1.2, mixing bounds."),
+    "theory": (
+        "supermarket.cli.theory",
+        "theory",
+        "The papers' calculators: k, fixed point, good set, Theorem 1.2, mixing bounds.",
+    ),
     "design": ("supermarket.cli.theory", "design", "Least d that keeps every queue at most K long at this load."),
-    "exact": ("supermarket.cli.exact", "exact", "Exact stationary law and response times of a small system (sparse solve)."),
-    "meanfield": ("supermarket.cli.meanfield", "meanfield", "Mean-field ODE, fixed point, refined mean field and linear noise."),
+    "exact": (
+        "supermarket.cli.exact",
+        "exact",
+        "Exact stationary law and response times of a small system (sparse solve).",
+    ),
+    "meanfield": (
+        "supermarket.cli.meanfield",
+        "meanfield",
+        "Mean-field ODE, fixed point, refined mean field and linear noise.",
+    ),
     "mixing": ("supermarket.cli.mixing", "mixing", "Coalescence and mixing times from a chosen start."),
-    "fluctuations": ("supermarket.cli.fluctuations", "fluctuations", "Near-equilibrium fluctuations in the regimes of paper 002."),
+    "fluctuations": (
+        "supermarket.cli.fluctuations",
+        "fluctuations",
+        "Near-equilibrium fluctuations in the regimes of paper 002.",
+    ),
     "reproduce": ("supermarket.cli.reproduce", "reproduce", "Reproduce the experiments of paper 000 or paper 002."),
     "perfect": ("supermarket.cli.perfect", "perfect", "Exact stationary samples (dominated coupling from the past)."),
     "sweep": ("supermarket.cli.sweep", "sweep", "Run a parameter sweep (TOML) locally or on a Dask cluster."),
@@ -41,10 +60,12 @@ class UserError(click.ClickException):
 
 
 class LazyGroup(click.Group):
-    def list_commands(self, ctx):
+    def list_commands(self, ctx: click.Context) -> list[str]:
         return [name for name, (mod, _, _) in COMMANDS.items() if importlib.util.find_spec(mod) is not None]
 
-    def resolve_command(self, ctx, args):
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
         name = args[0] if args else None
         if name is not None and name not in COMMANDS and not name.startswith("-"):
             import difflib
@@ -54,7 +75,7 @@ class LazyGroup(click.Group):
             raise click.UsageError(f"No such command {name!r}.{hint} Commands: {', '.join(COMMANDS)}.", ctx)
         return super().resolve_command(ctx, args)
 
-    def get_command(self, ctx, name):
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in COMMANDS:
             return None
         mod, attr, _ = COMMANDS[name]
@@ -66,29 +87,33 @@ class LazyGroup(click.Group):
             raise
         return getattr(module, attr)
 
-    def format_commands(self, ctx, formatter):
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
 
-    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
         _quiet_dask_client_logs()
         try:
-            rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var,
-                              standalone_mode=False, **extra)
+            rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False, **extra)
         except (click.exceptions.Abort, KeyboardInterrupt):
             click.echo("supermarket: interrupted", err=True)
             sys.exit(130)
         except BrokenPipeError:
             # the reader went away (`supermarket theory | head -1`): stop quietly
-            try:
-                import os
+            import os
 
+            with contextlib.suppress(OSError, ValueError, AttributeError):
                 devnull = os.open(os.devnull, os.O_WRONLY)
                 os.dup2(devnull, sys.stdout.fileno())  # no flush of a dead pipe at exit
-            except (OSError, ValueError, AttributeError):
-                pass
             sys.exit(1)
         except click.exceptions.NoArgsIsHelpError as exc:  # pragma: no cover - click >= 8.2
             click.echo(exc.ctx.get_help() if exc.ctx else str(exc))
@@ -115,20 +140,20 @@ def _quiet_dask_client_logs() -> None:
     shown.  Only the client side is quieted: nothing of the cluster's own logs changes."""
     import logging
 
-    def drop(record):  # a filter, not a level: importing distributed resets the levels
+    def drop(record: logging.LogRecord) -> bool:  # a filter, not a level: importing distributed resets the levels
         return record.levelno >= logging.CRITICAL
 
     for name in ("distributed.client", "distributed.comm", "tornado.application"):
         logging.getLogger(name).addFilter(drop)
 
 
-def _fail(message: str, code: int = 2):
+def _fail(message: str, code: int = 2) -> NoReturn:
     line = " ".join(str(message).split())
     click.echo(f"supermarket: error: {line}", err=True)
     sys.exit(code)
 
 
-def _print_version(ctx, param, value):
+def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     """``--version``: the version of the imported package (also from an uninstalled source tree)."""
     if not value or ctx.resilient_parsing:
         return
@@ -139,9 +164,15 @@ def _print_version(ctx, param, value):
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
-              help="Show the version and exit.")
-def main():
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and exit.",
+)
+def main() -> None:
     """supermarket: the supermarket model (JSQ(d), power of d choices), simulated exactly and
     fast, with the mean-field theory and the calculators of its heavy-traffic papers.
 

@@ -14,14 +14,15 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any, Literal
 
 import click
 
-from ..jsonable import to_jsonable  # noqa: F401 - re-exported for the commands
+from ..jsonable import to_jsonable
 from ..model import INT64_MAX, MAX_N, MAX_REPLICATIONS, check_load, parse_count
 
 
-def _opt_name(param) -> str:
+def _opt_name(param: click.Parameter | None) -> str:
     if param is None:
         return "value"
     opts = [o for o in getattr(param, "opts", []) if o.startswith("--")]
@@ -33,11 +34,11 @@ class CountType(click.ParamType):
 
     name = "COUNT"
 
-    def __init__(self, maximum: int = INT64_MAX, minimum: int = 1):
+    def __init__(self, maximum: int = INT64_MAX, minimum: int = 1) -> None:
         self.maximum = maximum
         self.minimum = minimum
 
-    def convert(self, value, param, ctx):
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         try:
             return parse_count(_opt_name(param), value, maximum=self.maximum, minimum=self.minimum)
         except (TypeError, ValueError) as exc:
@@ -68,7 +69,9 @@ def _can_create_in(directory: Path) -> bool:
     return True
 
 
-def _path_text(ptype: click.ParamType, value, what: str, param, ctx) -> tuple[str, Path]:
+def _path_text(
+    ptype: click.ParamType, value: Any, what: str, param: click.Parameter | None, ctx: click.Context | None
+) -> tuple[str, Path]:
     """The text of a path option and its expanded :class:`~pathlib.Path`; an empty path or
     one with a NUL character fails (``what``: "file" or "directory", for the message)."""
     text = os.fspath(value) if isinstance(value, os.PathLike) else str(value)
@@ -84,18 +87,18 @@ class OutputFile(click.ParamType):
 
     The parent directory must exist and be writable (or the file exist and be writable);
     with ``parents=True`` (the command creates missing directories) its nearest existing
-    ancestor must be a writable directory.  The path must not be a directory.  Nothing is created here.  ``path_type=Path`` gives a
-    ``pathlib.Path``.
+    ancestor must be a writable directory.  The path must not be a directory.  Nothing is
+    created here.  ``path_type=Path`` gives a ``pathlib.Path``.
     """
 
     name = "FILE"
 
-    def __init__(self, path_type=str, figure: bool = False, parents: bool = False):
+    def __init__(self, path_type: type = str, figure: bool = False, parents: bool = False) -> None:
         self.path_type = path_type
         self.figure = figure  # a matplotlib figure: the suffix must name a format it writes
         self.parents = parents  # the command creates missing parent directories itself
 
-    def convert(self, value, param, ctx):
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         text, path = _path_text(self, value, "file", param, ctx)
         try:
             if path.is_dir():
@@ -104,17 +107,19 @@ class OutputFile(click.ParamType):
             if self.parents and not parent.exists():
                 parent = _exists_ancestor(parent.absolute())
             if not parent.is_dir():
-                self.fail(f"the directory {str(parent)!r} of {text!r} does not exist "
-                          "(create it first)", param, ctx)
+                self.fail(f"the directory {str(parent)!r} of {text!r} does not exist (create it first)", param, ctx)
             if path.exists():
                 if not os.access(path, os.W_OK):
                     self.fail(f"{text!r} is not writable", param, ctx)
             elif not _can_create_in(parent):
-                self.fail(f"cannot create {text!r}: the directory {str(parent)!r} is not "
-                          "writable", param, ctx)
+                self.fail(f"cannot create {text!r}: the directory {str(parent)!r} is not writable", param, ctx)
             if self.figure and _figure_format(path) not in FIGURE_FORMATS:
-                self.fail(f"unknown figure format {_figure_format(path)!r} of {text!r}; "
-                          f"use one of {', '.join('.' + f for f in FIGURE_FORMATS)}", param, ctx)
+                self.fail(
+                    f"unknown figure format {_figure_format(path)!r} of {text!r}; "
+                    f"use one of {', '.join('.' + f for f in FIGURE_FORMATS)}",
+                    param,
+                    ctx,
+                )
         except OSError as exc:  # e.g. a name too long
             self.fail(f"{text!r}: {exc.strerror or exc}", param, ctx)
         return self.path_type(text)
@@ -129,10 +134,10 @@ class OutputDir(click.ParamType):
 
     name = "DIR"
 
-    def __init__(self, path_type=str):
+    def __init__(self, path_type: type = str) -> None:
         self.path_type = path_type
 
-    def convert(self, value, param, ctx):
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         text, path = _path_text(self, value, "directory", param, ctx)
         try:
             if path.exists():
@@ -143,11 +148,9 @@ class OutputDir(click.ParamType):
             else:
                 anc = _exists_ancestor(path.absolute())
                 if not anc.is_dir():
-                    self.fail(f"cannot create {text!r}: {str(anc)!r} is not a directory",
-                              param, ctx)
+                    self.fail(f"cannot create {text!r}: {str(anc)!r} is not a directory", param, ctx)
                 if not _can_create_in(anc):
-                    self.fail(f"cannot create {text!r}: the directory {str(anc)!r} is not "
-                              "writable", param, ctx)
+                    self.fail(f"cannot create {text!r}: the directory {str(anc)!r} is not writable", param, ctx)
         except OSError as exc:
             self.fail(f"{text!r}: {exc.strerror or exc}", param, ctx)
         return self.path_type(text)
@@ -159,7 +162,7 @@ class OutputError(click.ClickException):
     exit_code = 1
 
 
-def write_text(path, text: str) -> None:
+def write_text(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` to ``path`` whole or not at all (a temporary file in the same directory,
     then :func:`os.replace`), or raise :class:`OutputError` (one line).  A failed write (a full
     disk, ``/dev/full``) leaves the earlier file as it was.
@@ -170,12 +173,12 @@ def write_text(path, text: str) -> None:
 FIGURE_FORMATS = ("png", "pdf", "svg", "svgz", "eps", "ps", "jpg", "jpeg", "tif", "tiff", "webp", "pgf")
 
 
-def _figure_format(path) -> str:
+def _figure_format(path: str | os.PathLike[str]) -> str:
     suffix = Path(os.fspath(path)).suffix.lower().lstrip(".")
     return suffix if suffix else "png"
 
 
-def save_figure(fig, path, **kw) -> None:
+def save_figure(fig: Any, path: str | os.PathLike[str], **kw: Any) -> None:
     """Save a matplotlib figure to ``path``; any write error is :class:`OutputError`.
 
     The figure is rendered in memory (some writers swallow the error of the final flush: a
@@ -187,7 +190,7 @@ def save_figure(fig, path, **kw) -> None:
     write_bytes(path, figure_bytes(fig, _figure_format(path), **kw))
 
 
-def write_bytes(path, data: bytes) -> None:
+def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` to ``path`` whole or not at all (:func:`supermarket._files.atomic_write`),
     or raise :class:`OutputError` (one line)."""
     from .._files import atomic_write
@@ -205,10 +208,10 @@ class LoadType(click.ParamType):
 
     name = "LOAD"
 
-    def __init__(self, require_stable: bool = True):
+    def __init__(self, require_stable: bool = True) -> None:
         self.require_stable = require_stable
 
-    def convert(self, value, param, ctx):
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         try:
             check_load(str(value), require_stable=self.require_stable, name="--load")
         except (TypeError, ValueError) as exc:
@@ -232,10 +235,10 @@ class FloatType(click.ParamType):
 
     name = "FLOAT"
 
-    def __init__(self, allow_inf: bool = False):
+    def __init__(self, allow_inf: bool = False) -> None:
         self.allow_inf = allow_inf
 
-    def convert(self, value, param, ctx):
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         import math
 
         try:
@@ -250,7 +253,7 @@ class FloatType(click.ParamType):
 FLOAT = FloatType()
 
 
-def print_json(obj) -> None:
+def print_json(obj: object) -> None:
     click.echo(json.dumps(to_jsonable(obj), indent=2, allow_nan=False))
 
 
@@ -273,10 +276,10 @@ class TaskProgress:
     def __init__(self, label: str, enabled: bool | None = None):
         self.label = label
         self.enabled = stderr_is_tty() if enabled is None else bool(enabled)
-        self._prog = None
-        self._id = None
+        self._prog: Any = None  # a rich.progress.Progress once started
+        self._id: Any = None
 
-    def update(self, done, *rest):
+    def update(self, done: int, *rest: int) -> None:
         if not self.enabled:
             return
         total = rest[-1]
@@ -291,20 +294,27 @@ class TaskProgress:
                 TimeRemainingColumn,
             )
 
-            self._prog = Progress(TextColumn(self.label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                  TextColumn("left"), TimeRemainingColumn(), console=Console(stderr=True),
-                                  transient=True)
+            self._prog = Progress(
+                TextColumn(self.label),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("left"),
+                TimeRemainingColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
             self._prog.start()
             self._id = self._prog.add_task(self.label, total=total)
         self._prog.update(self._id, completed=done)
 
-    def __call__(self, done, *rest):
+    def __call__(self, done: int, *rest: int) -> None:
         self.update(done, *rest)
 
-    def __enter__(self):
+    def __enter__(self) -> TaskProgress:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         if self._prog is not None:
             self._prog.stop()
             self._prog = None

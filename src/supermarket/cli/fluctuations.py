@@ -3,71 +3,159 @@
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import click
 from rich.console import Console
 
 from ._common import COUNT, FLOAT, OUTPUT_FIGURE, CountType, print_json, save_figure, stderr_is_tty
-from .options import (dask_client, deprecated_alias, json_option, parallel_options, replace_option,
-                      replications_option, seed_option)
+from .options import (
+    dask_client,
+    deprecated_alias,
+    json_option,
+    parallel_options,
+    replace_option,
+    replications_option,
+    seed_option,
+)
 
 # fluctuations.regimes.MAX_REGIME_N, written out: importing it would load NumPy before any command runs
 MAX_REGIME_N = 10**17
 
 
 @click.command()
-@click.option("--regime", type=click.Choice(["a", "b", "c"]), required=True,
-              help="a: d_n/√n → 0 (from --kappa); b: d_n/√n → c (from --c, --zeta); "
-                   "c: d_n/√n → ∞ (from --zeta, --d; d = n is JSQ).")
-@click.option("--n", "n", type=CountType(maximum=MAX_REGIME_N, minimum=4), default=10_000, show_default=True,
-              help="Number of servers, at least 4 (1e6 accepted).")
+@click.option(
+    "--regime",
+    type=click.Choice(["a", "b", "c"]),
+    required=True,
+    help="a: d_n/√n → 0 (from --kappa); b: d_n/√n → c (from --c, --zeta); "
+    "c: d_n/√n → ∞ (from --zeta, --d; d = n is JSQ).",
+)
+@click.option(
+    "--n",
+    "n",
+    type=CountType(maximum=MAX_REGIME_N, minimum=4),
+    default=10_000,
+    show_default=True,
+    help="Number of servers, at least 4 (1e6 accepted).",
+)
 @click.option("--kappa", type=FLOAT, default=None, help="(a) κ = d_n λ_n^{d_n}; λ_n = (κ/d_n)^{1/d_n}. Default 1.")
 @click.option("--theta", type=FLOAT, default=0.25, show_default=True, help="(a) d_n = ⌊n^θ⌋, 0 < θ < 1/2, unless --d.")
 @click.option("--c", "c", type=FLOAT, default=None, help="(b) d_n = ⌊c√n⌋. Default 1.")
-@click.option("--zeta", type=FLOAT, default=None,
-              help="(b), (c) ζ: λ_n = c_n − ζ/√n with c_n = n^(−1/(2d_n)). Default 0 in (b), 1 in (c).")
+@click.option(
+    "--zeta",
+    type=FLOAT,
+    default=None,
+    help="(b), (c) ζ: λ_n = c_n − ζ/√n with c_n = n^(−1/(2d_n)). Default 0 in (b), 1 in (c).",
+)
 @click.option("--d", "d", type=COUNT, default=None, help="(a) d_n instead of ⌊n^θ⌋; (c) d_n (default n).")
-@click.option("--centring", type=click.Choice(["c_n", "one"]), default="c_n", show_default=True,
-              help="(c) Q = √n(G1 − c_n) (docs/model.md §8) or √n(G1 − 1) with λ_n = 1 − ζ/√n (JSQ reading).")
-@click.option("--time", "time_", type=FLOAT, default=2000.0, show_default=True,
-              help="Simulated time per replication after burn-in (10 batches each; the error bars need "
-                   "every batch 10 autocorrelation times long: 55-70 in each regime at the defaults, so the "
-                   "default has about 3 × margin).")
-@click.option("--burn-in-time", "burn_in", type=FLOAT, default=None,
-              help="Burn-in, in time units, before each replication is measured (default max(20, time/10)).")
+@click.option(
+    "--centring",
+    type=click.Choice(["c_n", "one"]),
+    default="c_n",
+    show_default=True,
+    help="(c) Q = √n(G1 − c_n) (docs/model.md §8) or √n(G1 − 1) with λ_n = 1 − ζ/√n (JSQ reading).",
+)
+@click.option(
+    "--time",
+    "time_",
+    type=FLOAT,
+    default=2000.0,
+    show_default=True,
+    help="Simulated time per replication after burn-in (10 batches each; the error bars need "
+    "every batch 10 autocorrelation times long: 55-70 in each regime at the defaults, so the "
+    "default has about 3 × margin).",
+)
+@click.option(
+    "--burn-in-time",
+    "burn_in",
+    type=FLOAT,
+    default=None,
+    help="Burn-in, in time units, before each replication is measured (default max(20, time/10)).",
+)
 @replications_option(4)
 @seed_option()
 @replace_option(False, "Sample the d_n queues with replacement (default --no-replace: without, as in paper 002).")
 @parallel_options
 @click.option("--sde-paths", "sde_paths", type=COUNT, default=256, show_default=True, help="Paths of the limit SDE.")
-@click.option("--sde-time", "sde_time", type=FLOAT, default=100.0, show_default=True, help="Time per SDE path after burn-in.")
+@click.option(
+    "--sde-time", "sde_time", type=FLOAT, default=100.0, show_default=True, help="Time per SDE path after burn-in."
+)
 @click.option("--dt", type=FLOAT, default=1e-3, show_default=True, help="Euler–Maruyama step.")
-@click.option("--reflection", type=click.Choice(["bridge", "projection"]), default="bridge", show_default=True,
-              help="(c) reflection by the Brownian-bridge maximum over each step (no O(√dt) bias) or by "
-                   "projection (biased by O(√dt); docs/model.md §8).")
-@click.option("--prelimit/--no-prelimit", "prelimit", default=True, show_default=True,
-              help="Also simulate the pre-limit diffusion (the limit's equations with this n's "
-                   "coefficients λ_n, c_n, d_n; derived, docs/model.md §8) as a third reference.")
-@click.option("--grid-dt", "grid_dt", type=FLOAT, default=0.05, show_default=True,
-              help="Spacing of the recorded grid (autocorrelations, histograms, error-bar check).")
-@click.option("--plot", "plot", type=OUTPUT_FIGURE, default=None, help="Write a PNG: paths, histograms, autocorrelation.")
+@click.option(
+    "--reflection",
+    type=click.Choice(["bridge", "projection"]),
+    default="bridge",
+    show_default=True,
+    help="(c) reflection by the Brownian-bridge maximum over each step (no O(√dt) bias) or by "
+    "projection (biased by O(√dt); docs/model.md §8).",
+)
+@click.option(
+    "--prelimit/--no-prelimit",
+    "prelimit",
+    default=True,
+    show_default=True,
+    help="Also simulate the pre-limit diffusion (the limit's equations with this n's "
+    "coefficients λ_n, c_n, d_n; derived, docs/model.md §8) as a third reference.",
+)
+@click.option(
+    "--grid-dt",
+    "grid_dt",
+    type=FLOAT,
+    default=0.05,
+    show_default=True,
+    help="Spacing of the recorded grid (autocorrelations, histograms, error-bar check).",
+)
+@click.option(
+    "--plot", "plot", type=OUTPUT_FIGURE, default=None, help="Write a PNG: paths, histograms, autocorrelation."
+)
 @json_option()
-@deprecated_alias("--burn-in", "--burn-in-time", "burn_in", type=FLOAT, why="--burn-in-steps and --burn-in-time "
-                  "say the unit in every command")
-def fluctuations(regime, n, kappa, theta, c, zeta, d, centring, time_, burn_in, replications, seed, replace,
-                 workers, scheduler, connect_timeout, sde_paths, sde_time, dt, reflection, prelimit, grid_dt, plot, as_json):
+@deprecated_alias(
+    "--burn-in",
+    "--burn-in-time",
+    "burn_in",
+    type=FLOAT,
+    why="--burn-in-steps and --burn-in-time say the unit in every command",
+)
+def fluctuations(
+    regime: str,
+    n: int,
+    kappa: float | None,
+    theta: float,
+    c: float | None,
+    zeta: float | None,
+    d: int | None,
+    centring: str,
+    time_: float,
+    burn_in: float | None,
+    replications: int,
+    seed: int,
+    replace: bool,
+    workers: int | None,
+    scheduler: str | None,
+    connect_timeout: float,
+    sde_paths: int,
+    sde_time: float,
+    dt: float,
+    reflection: str,
+    prelimit: bool,
+    grid_dt: float,
+    plot: str | None,
+    as_json: bool,
+) -> None:
     """Fluctuations of order n^(−1/2) about the near-equilibrium centre in the three regimes
     of paper 002 (docs/model.md §8; the limit diffusions are derived): the exact chain's stationary
     moments of the scaled process (z1, z2) = (Z1, Z2) in (a), (Q, Y) in (b), (c), with
     standard errors, beside the limit diffusion (Euler–Maruyama) and the finite-n linear
     noise approximation at x^n.  Conditions of the regime that fail are warned about."""
-    from .. import fluctuations as fl
-
     from click.core import ParameterSource
 
+    from .. import fluctuations as fl
+
     if regime != "a" and click.get_current_context().get_parameter_source("theta") != ParameterSource.DEFAULT:
-        raise click.UsageError(f"--theta applies to --regime a only (regime {regime} sets d_n from "
-                               f"{'--c' if regime == 'b' else '--d'})")
+        raise click.UsageError(
+            f"--theta applies to --regime a only (regime {regime} sets d_n from {'--c' if regime == 'b' else '--d'})"
+        )
     if regime != "c" and centring != "c_n":
         raise click.UsageError("--centring applies to --regime c only")
     if regime != "c" and reflection != "bridge":
@@ -76,7 +164,7 @@ def fluctuations(regime, n, kappa, theta, c, zeta, d, centring, time_, burn_in, 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", fl.RegimeWarning)
         warnings.simplefilter("always", fl.WorkWarning)
-        kw = dict(kappa=kappa, c=c, zeta=zeta, d=d, replace=replace)
+        kw: dict[str, Any] = dict(kappa=kappa, c=c, zeta=zeta, d=d, replace=replace)
         if regime == "a":
             kw["theta"] = theta
         if regime == "c":
@@ -93,9 +181,21 @@ def fluctuations(regime, n, kappa, theta, c, zeta, d, centring, time_, burn_in, 
             warnings.simplefilter("always", fl.WorkWarning)
             # the estimate is printed at once, before the long run starts
             warnings.showwarning = lambda message, *a, **k: click.echo(f"supermarket: warning: {message}", err=True)
-            cmp = fl.compare(p, time=time_, burn_in=burn_in, replications=replications, seed=seed,
-                             workers=workers, sde_paths=sde_paths, sde_time=sde_time, dt=dt,
-                             reflection=reflection, prelimit=prelimit, grid_dt=grid_dt, client=client)
+            cmp = fl.compare(
+                p,
+                time=time_,
+                burn_in=burn_in,
+                replications=replications,
+                seed=seed,
+                workers=workers,
+                sde_paths=sde_paths,
+                sde_time=sde_time,
+                dt=dt,
+                reflection=reflection,
+                prelimit=prelimit,
+                grid_dt=grid_dt,
+                client=client,
+            )
     finally:
         if status:
             status.stop()
@@ -103,6 +203,7 @@ def fluctuations(regime, n, kappa, theta, c, zeta, d, centring, time_, burn_in, 
             client.close()
     if plot:
         import matplotlib.pyplot as plt
+
         fig = cmp.plot()
         try:
             save_figure(fig, plot, dpi=110)  # a failed write (a full disk) is one line, exit 1
@@ -117,7 +218,9 @@ def fluctuations(regime, n, kappa, theta, c, zeta, d, centring, time_, burn_in, 
     click.echo(cmp.summary())
     m = cmp.sim.moments
     if m.adequate is False:
-        click.echo(f"advice: the chain's error bars are too short to know: rerun with --time {m.time_needed:g} "
-                   "(more --replications do not lengthen the batches)")
+        click.echo(
+            f"advice: the chain's error bars are too short to know: rerun with --time {m.time_needed:g} "
+            "(more --replications do not lengthen the batches)"
+        )
     if plot:
         click.echo(f"plot written to {plot}")

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import Any
 
 import click
 import numpy as np
 
 from ._common import COUNT, FLOAT, LOAD, OUTPUT_FIGURE, CountType, print_json, save_figure
-from .options import json_option, one_task_options, replace_option, run_once
+from .options import json_option, one_task_options, policy_option, replace_option, run_once
 
 
 class DType(click.ParamType):
@@ -17,7 +18,7 @@ class DType(click.ParamType):
 
     name = "D"
 
-    def convert(self, value, param, ctx):
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int | float:
         from ..model import parse_count
 
         text = str(value).strip().lower()
@@ -31,7 +32,7 @@ class DType(click.ParamType):
 
 def _parse_start(start):
     """A start name (empty, fixed-point, customers:G, long:L) or a profile written "0.9,0.5,0.1"."""
-    if isinstance(start, str) and "," in start or _is_number(start):
+    if (isinstance(start, str) and "," in start) or _is_number(start):
         try:
             return np.array([float(x) for x in str(start).split(",") if x.strip()])
         except ValueError:
@@ -40,7 +41,7 @@ def _parse_start(start):
     return start
 
 
-def _is_number(text) -> bool:
+def _is_number(text: Any) -> bool:
     try:
         float(text)
     except (TypeError, ValueError):
@@ -48,13 +49,38 @@ def _is_number(text) -> bool:
     return True
 
 
-def build_report(d, load, n=None, time=None, start="empty", replace=True, points=201, levels=None,
-                 tol=None, cdf=None) -> dict:
-    """Everything ``supermarket meanfield`` prints, as a plain dict (also used by ``--json``)."""
+def build_report(d: float, load: str | float, n: int | None = None, time: float | None = None,
+                 start: str = "empty", replace: bool = True, points: int = 201, levels: int | None = None,
+                 tol: float | None = None, cdf: int | None = None, policy: str = "jsq-d") -> dict:
+    """Everything ``supermarket meanfield`` prints, as a plain dict (also used by ``--json``).
+
+    ``policy`` (docs/model.md §2, "Other dispatch rules"): ``random`` is the drift with
+    ``d = 1``; ``jsq`` and ``jiq`` have no differentiable drift: their fluid fixed point
+    ``(λ, 0, 0, …)`` only (the ODE, ``--time``, is refused)."""
     from .. import meanfield as mf
+    from .. import policies as pol
     from ..model import check_load, check_positive_float, check_positive_int
 
+    policy = pol.check_policy(policy)
     lam = check_load(load)
+    if policy in ("jsq", "jiq"):
+        if time is not None:
+            pol.meanfield_d(policy)  # raises: no ODE for a discontinuous drift
+        rt = {"params": {"d": None, "load": lam, "n": n, "replace": True, "time": None, "start": "empty",
+                         "policy": policy},
+              "fixed_point": [lam], "mean_queue_length": lam, "levels": 1,
+              "note": (f"{pol.describe(policy)}: fluid fixed point (λ, 0, 0, ...) [classical, docs/model.md §2]; "
+                       "its mean-field drift is discontinuous at u_1 = 1, so there is no mean-field ODE, refined "
+                       "mean field or linear-noise covariance")}
+        if n is not None:
+            rt["refined"] = None
+            rt["covariance"] = None
+        _add_response_times(rt, math.inf, lam, None, True, None if cdf is None else
+                            check_positive_int("--cdf", cdf, maximum=100_000), mf.DEFAULT_TOL)
+        rt["response_source"] = f"mean field, {policy} (every customer joins an empty queue in the limit)"
+        return rt
+    if policy == "random":
+        d, replace = mf.rule_d(policy, d, replace)
     if time is not None:
         time = check_positive_float("--time", time)
         from ..meanfield.ode import MIN_T
@@ -63,13 +89,16 @@ def build_report(d, load, n=None, time=None, start="empty", replace=True, points
             raise ValueError(f"--time must be in [{MIN_T:g}, inf) (shorter, the profile moves by less than the "
                              f"solver's tolerance); got {time!r}")
     points = check_positive_int("--points", points, maximum=100_000)
-    kw = {} if tol is None else {"tol": check_positive_float("--tol", tol)}
+    kw: dict[str, Any] = {} if tol is None else {"tol": check_positive_float("--tol", tol)}
     if tol is not None and kw["tol"] >= 1:
         raise ValueError(f"--tol must be in (0, 1); got {tol!r}")
     if levels is not None and levels > mf.MAX_LEVELS:
         raise ValueError(f"--levels must be an integer in [1, {mf.MAX_LEVELS}]; got {levels}")
     rep: dict = {"params": {"d": "inf" if math.isinf(d) else d, "load": lam, "n": n, "replace": replace,
-                            "time": time, "start": start if isinstance(start, str) else "array"}}
+                            "time": time, "start": start if isinstance(start, str) else "array", "policy": policy}}
+    if policy == "random":
+        rep["note"] = (f"{pol.describe(policy)}: the drift with d = 1, P(u) = u (n independent M/M/1 queues; "
+                       "docs/model.md §2)")
     if math.isinf(d):
         rep["fixed_point"] = [lam]
         rep["mean_queue_length"] = lam
@@ -130,8 +159,8 @@ def build_report(d, load, n=None, time=None, start="empty", replace=True, points
             else:
                 rep["covariance"] = None
                 rep["covariance_note"] = "not accurate: " + "; ".join(res.issues)
-    _add_response_times(rep, d, lam, n, replace, None if cdf is None else check_positive_int("--cdf", cdf, maximum=100_000),
-                        kw.get("tol", mf.DEFAULT_TOL))
+    cdf_points = None if cdf is None else check_positive_int("--cdf", cdf, maximum=100_000)
+    _add_response_times(rep, d, lam, n, replace, cdf_points, kw.get("tol", mf.DEFAULT_TOL))
     if time is not None:
         t_eval = np.linspace(0.0, time, points)
         sol = mf.solve_meanfield(d, lam, T=time, start=_parse_start(start), t_eval=t_eval, n=n,
@@ -141,7 +170,8 @@ def build_report(d, load, n=None, time=None, start="empty", replace=True, points
     return rep
 
 
-def _add_response_times(rep: dict, d, lam, n, replace, cdf, tol) -> None:
+def _add_response_times(rep: dict, d: float, lam: float, n: int | None, replace: bool, cdf: int | None,
+                        tol: float) -> None:
     """Sojourn and waiting times (docs/model.md §10) into ``rep``: the mean field's at the top
     level (``sojourn``, ``waiting``, ``response_source``, ``cdf``), the refined ones (derived,
     order 1/n) inside ``rep["refined"]`` when the refined mean field is trusted at this n."""
@@ -204,7 +234,10 @@ def _add_response_times(rep: dict, d, lam, n, replace, cdf, tol) -> None:
                    "u_1,u_2,... such as 1,0.8,0.3 (non-increasing in [0, 1]).")
 @replace_option(True, "Sample the d queues with replacement (default; --no-replace: without, as in "
                      "paper 002, needs --n).")
-@click.option("--levels", "levels", type=CountType(maximum=5000), default=None, help="Number of levels (default: automatic).")
+@policy_option("Dispatch rule: jsq-d (default), random (the drift with d = 1), jsq or jiq (a discontinuous "
+               "drift: their fluid fixed point only); docs/model.md §2.")
+@click.option("--levels", "levels", type=CountType(maximum=5000), default=None,
+              help="Number of levels (default: automatic).")
 @click.option("--tol", "tol", type=FLOAT, default=None,
               help="Drop levels whose value stays below this (default 1e-13).")
 @click.option("--points", "points", type=CountType(maximum=100_000), default=201, show_default=True,
@@ -216,7 +249,9 @@ def _add_response_times(rep: dict, d, lam, n, replace, cdf, tol) -> None:
                    "sojourn time).")
 @one_task_options
 @json_option("Print one JSON object instead of tables.")
-def meanfield(d, load, n, time, start, replace, levels, tol, points, cdf, plot, scheduler, connect_timeout, as_json):
+def meanfield(d: int | float, load: str, n: int | None, time: float | None, start: str, replace: bool,
+              policy: str, levels: int | None, tol: float | None, points: int, cdf: int | None, plot: str | None,
+              scheduler: str | None, connect_timeout: float, as_json: bool) -> None:
     """Mean-field theory for (d, λ) (docs/model.md §3, §8): the fixed point π, the ODE (1.1) from a
     start profile, and with --n the refined mean field E[u_i] ≈ π(i) + V_i/n (Gast–Van Houdt)
     and the linear-noise covariance of √n u.  --d inf gives the water-filling limit of paper 002."""
@@ -228,7 +263,7 @@ def meanfield(d, load, n, time, start, replace, levels, tol, points, cdf, plot, 
             click.core.ParameterSource.DEFAULT, None):
         raise click.UsageError("--points are the output times of the ODE: it needs --time")
     rep = run_once(scheduler, connect_timeout, build_report, d, load, n=n, time=time, start=start, replace=replace,
-                   points=points, levels=levels, tol=tol, cdf=cdf)
+                   points=points, levels=levels, tol=tol, cdf=cdf, policy=policy)
     from ..meanfield import MeanFieldReport
 
     if plot:

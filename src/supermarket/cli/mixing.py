@@ -21,26 +21,57 @@ from .options import (
 @click.option("--n", "n", type=N_COUNT, default=1000, show_default=True, help="Number of servers (1e4 accepted).")
 @click.option("--d", "d", type=COUNT, default=10, show_default=True, help="Number of choices d.")
 @click.option("--load", "load", type=LOAD, default="0.99", show_default=True, help="Load λ in (0, 1).")
-@start_option("good", "Start: good or fixed-point (the same: the rounded fixed point, reported as "
-                      "fixed-point), empty, customers:G (every queue at G, ‖x‖₁ = Gn) "
-                      "or long:L (fixed point with one queue of length L).")
+@start_option(
+    "good",
+    "Start: good or fixed-point (the same: the rounded fixed point, reported as "
+    "fixed-point), empty, customers:G (every queue at G, ‖x‖₁ = Gn) "
+    "or long:L (fixed point with one queue of length L).",
+)
 @replications_option(100, "Independent coupled pairs (replication r uses child r of --seed).")
-@click.option("--max-steps", "max_steps", type=COUNT, default=None,
-              help="The most steps one replication (a coupled pair) runs after its burn-in; pairs not coalesced "
-                   "by then are reported as censored (default: 20 × (burn-in + the start's own lower order × "
-                   "(1+λ))).")
-@click.option("--burn-in-steps", "burn_in", type=COUNT, default=None,
-              help="Steps of the stationary copy alone before the pair is coupled (default: 10 × k d^(k−1) n "
-                   "log n).")
+@click.option(
+    "--max-steps",
+    "max_steps",
+    type=COUNT,
+    default=None,
+    help="The most steps one replication (a coupled pair) runs after its burn-in; pairs not coalesced "
+    "by then are reported as censored (default: 20 × (burn-in + the start's own lower order × "
+    "(1+λ))).",
+)
+@click.option(
+    "--burn-in-steps",
+    "burn_in",
+    type=COUNT,
+    default=None,
+    help="Steps of the stationary copy alone before the pair is coupled (default: 10 × k d^(k−1) n log n).",
+)
 @seed_option()
 @parallel_options
-@replace_option(True, "Sample the d queues with replacement (default) or, with --no-replace, without "
-                      "(as in paper 002).")
+@replace_option(
+    True, "Sample the d queues with replacement (default) or, with --no-replace, without (as in paper 002)."
+)
 @json_option()
-@deprecated_alias("--burn-in", "--burn-in-steps", "burn_in", type=COUNT, why="--burn-in-steps and --burn-in-time "
-                  "say the unit in every command")
-def mixing(n, d, load, start, replications, max_steps, burn_in, seed, workers, scheduler, connect_timeout,
-           replace, as_json):
+@deprecated_alias(
+    "--burn-in",
+    "--burn-in-steps",
+    "burn_in",
+    type=COUNT,
+    why="--burn-in-steps and --burn-in-time say the unit in every command",
+)
+def mixing(
+    n: int,
+    d: int,
+    load: str,
+    start: str,
+    replications: int,
+    max_steps: int | None,
+    burn_in: int | None,
+    seed: int,
+    workers: int | None,
+    scheduler: str | None,
+    connect_timeout: float,
+    replace: bool,
+    as_json: bool,
+) -> None:
     """Coalescence time of a copy started at --start with a stationary copy under the sorted
     coupling (docs/model.md §2), its mean, median and 90% quantile with 95% confidence intervals,
     the bound t_mix(1/4) ≤ 0.75-quantile of τ, and the paper-000 orders (docs/model.md §6).
@@ -56,9 +87,20 @@ def mixing(n, d, load, start, replications, max_steps, burn_in, seed, workers, s
         warnings.simplefilter("always", mx.MixingWarning)
         # the estimate is printed at once, before the long run starts
         warnings.showwarning = lambda message, *a, **k: click.echo(f"supermarket: warning: {message}", err=True)
-        res = mx.coalescence(n, d, load, start=start, replications=replications, seed=seed,
-                             max_steps=max_steps, burn_in=burn_in, replace=replace,
-                             workers=workers, client=client, progress=bar)
+        res = mx.coalescence(
+            n,
+            d,
+            load,
+            start=start,
+            replications=replications,
+            seed=seed,
+            max_steps=max_steps,
+            burn_in=burn_in,
+            replace=replace,
+            workers=workers,
+            client=client,
+            progress=bar,
+        )
     if as_json:
         print_json(res.to_dict())
         return

@@ -16,11 +16,19 @@ commands whose work is one deterministic computation (``exact``, ``theory``, ``m
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ._common import COUNT, OUTPUT_DIR, REPLICATIONS
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+"""What the functions here return: a decorator that adds options to a click command."""
 
 #: A non-negative integer seed (the root of the SeedSequence tree).
 SEED = click.IntRange(min=0)
@@ -29,35 +37,36 @@ SEED = click.IntRange(min=0)
 TIMEOUT = click.FloatRange(min=0.1, max=1e6)
 
 
-def start_option(default: str, help: str):
+def start_option(default: str, help: str) -> Decorator:
     """``--start SPEC``: the initial state (see :mod:`supermarket.states`)."""
     return click.option("--start", "start", default=default, show_default=True, help=help)
 
 
-def replace_option(default: bool, help: str | None = None):
+def replace_option(default: bool, help: str | None = None) -> Decorator:
     """``--replace/--no-replace``: sample the d queues with or without replacement."""
     return click.option("--replace/--no-replace", "replace", default=default, show_default=True,
                         help=help or "Sample the d queues with replacement (--no-replace: without, as in "
                                      "paper 002).")
 
 
-def workers_option(help: str = "Local workers (default: all cores); results do not depend on it."):
+def workers_option(help: str = "Local workers (default: all cores); results do not depend on it.") -> Decorator:
     """``--workers N``: a COUNT (integer >= 1, ``1e3`` accepted); default: all cores."""
     return click.option("--workers", "workers", type=COUNT, default=None, help=help)
 
 
-def seed_option(help: str = "Root seed (integer >= 0); replication r uses child r."):
+def seed_option(help: str = "Root seed (integer >= 0); replication r uses child r.") -> Decorator:
     """``--seed S``: a non-negative integer, default 0."""
     return click.option("--seed", "seed", type=SEED, default=0, show_default=True, help=help)
 
 
-def replications_option(default: int, help: str = "Independent replications (replication r uses child r of --seed)."):
+def replications_option(default: int,
+                        help: str = "Independent replications (replication r uses child r of --seed).") -> Decorator:
     """``--replications R``: a count in ``[1, MAX_REPLICATIONS]`` (``1e3`` accepted)."""
     return click.option("--replications", "replications", type=REPLICATIONS, default=default, show_default=True,
                         help=help)
 
 
-def out_option(required: bool = False, help: str = "Output directory."):
+def out_option(required: bool = False, help: str = "Output directory.") -> Decorator:
     """``--out DIR``: a directory the command fills (one meaning in every command: a directory).
 
     ``required``: the command refuses to run without it (click >= 8.3 treats an explicit
@@ -67,7 +76,7 @@ def out_option(required: bool = False, help: str = "Output directory."):
     return click.option("--out", "out", type=OUTPUT_DIR, default=None, help=help)
 
 
-def deprecated_alias(old: str, new: str, dest: str, type=None, why: str = ""):
+def deprecated_alias(old: str, new: str, dest: str, type: click.ParamType | None = None, why: str = "") -> Decorator:
     """Keep ``old`` as a hidden, deprecated spelling of the option ``new`` (parameter ``dest``).
 
     Given on the command line, ``old`` prints one line ``supermarket: warning: OLD is
@@ -80,9 +89,9 @@ def deprecated_alias(old: str, new: str, dest: str, type=None, why: str = ""):
 
     hidden = "deprecated_" + old.lstrip("-").replace("-", "_")
 
-    def deco(f):
+    def deco(f: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(f)
-        def wrapper(*args, **kwargs):
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
             value = kwargs.pop(hidden, None)
             if value is not None:
                 ctx = click.get_current_context()
@@ -98,31 +107,31 @@ def deprecated_alias(old: str, new: str, dest: str, type=None, why: str = ""):
     return deco
 
 
-def json_option(help: str = "Print one JSON object."):
+def json_option(help: str = "Print one JSON object.") -> Decorator:
     """``--json``: print JSON instead of tables."""
     return click.option("--json", "as_json", is_flag=True, help=help)
 
 
 def scheduler_option(help: str = "Run on an existing Dask cluster (`dask scheduler` and `dask worker`); "
-                                 "the numbers are the same as locally."):
+                                 "the numbers are the same as locally.") -> Decorator:
     """``--scheduler tcp://HOST:PORT``."""
     return click.option("--scheduler", "scheduler", default=None, metavar="tcp://HOST:PORT", help=help)
 
 
-def timeout_option():
+def timeout_option() -> Decorator:
     """``--timeout SECONDS``: how long to wait for the Dask scheduler."""
     return click.option("--timeout", "connect_timeout", type=TIMEOUT, default=5.0, show_default=True,
                         help="Seconds to wait for the Dask scheduler before giving up.")
 
 
-def parallel_options(f):
+def parallel_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """``--workers``, ``--scheduler`` and ``--timeout`` together."""
     for deco in (timeout_option(), scheduler_option(), workers_option()):
         f = deco(f)
     return f
 
 
-def dask_client(scheduler: str | None, timeout: float, workers=None):
+def dask_client(scheduler: str | None, timeout: float, workers: int | None = None) -> Client | None:
     """A :class:`dask.distributed.Client` for ``--scheduler`` (``None`` without one).
 
     Raises :class:`~supermarket.cli.UserError` (one line, exit code 2) when ``--workers`` is
@@ -149,7 +158,7 @@ ONE_TASK_HELP = ("Run the computation as one task on an existing Dask cluster (`
                  "the result is identical to a local run.")
 
 
-def one_task_options(f):
+def one_task_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """``--scheduler`` (help: :data:`ONE_TASK_HELP`) and ``--timeout``, for a command whose work
     is one deterministic computation, run with :func:`run_once`."""
     for deco in (timeout_option(), scheduler_option(ONE_TASK_HELP)):
@@ -158,7 +167,7 @@ def one_task_options(f):
 
 
 @contextmanager
-def dask_session(scheduler: str | None, timeout: float, workers=None):
+def dask_session(scheduler: str | None, timeout: float, workers: int | None = None) -> Iterator[Client | None]:
     """:func:`dask_client` as a context: the client (or ``None``), closed on the way out."""
     client = dask_client(scheduler, timeout, workers)
     try:
@@ -168,7 +177,7 @@ def dask_session(scheduler: str | None, timeout: float, workers=None):
             client.close()
 
 
-def run_once(scheduler: str | None, timeout: float, fn, *args, **kwargs):
+def run_once(scheduler: str | None, timeout: float, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)`` here, or with ``--scheduler`` as one task on the cluster.
 
     The connection is made (or refused in one line, exit code 2, within ``timeout``) before
@@ -178,3 +187,14 @@ def run_once(scheduler: str | None, timeout: float, fn, *args, **kwargs):
 
     with dask_session(scheduler, timeout) as client:
         return call(fn, *args, client=client, **kwargs)
+
+
+def policy_option(help: str | None = None) -> Decorator:
+    """``--policy RULE``: the dispatch rule (:mod:`supermarket.policies`), default ``jsq-d``."""
+    from ..policies import DEFAULT_POLICY, POLICIES
+
+    return click.option("--policy", "policy", type=click.Choice(POLICIES, case_sensitive=False),
+                        default=DEFAULT_POLICY, show_default=True,
+                        help=help or "Dispatch rule: jsq-d (the shortest of d sampled queues), random (one uniform "
+                                     "queue), jsq (a shortest of all n), jiq (an idle queue if any, else a "
+                                     "uniform one); docs/model.md §2.")

@@ -6,12 +6,25 @@ from __future__ import annotations
 import click
 
 from ._common import COUNT, FLOAT, LOAD, TaskProgress, print_json, stderr_is_tty
-from .options import (dask_session, deprecated_alias, json_option, replace_option, replications_option,
-                      scheduler_option, seed_option, timeout_option, workers_option)
+from .options import (
+    dask_session,
+    deprecated_alias,
+    json_option,
+    replace_option,
+    replications_option,
+    scheduler_option,
+    seed_option,
+    timeout_option,
+    workers_option,
+)
 
 # the library's parameter names in a budget message, in the words of this command
-_CLI_WORDS = (("max_time=", "--max-seconds "), ("max_memory=", "--max-memory-mb "), ("max_time", "--max-seconds"),
-              ("max_memory", "--max-memory-mb"))
+_CLI_WORDS = (
+    ("max_time=", "--max-seconds "),
+    ("max_memory=", "--max-memory-mb "),
+    ("max_time", "--max-seconds"),
+    ("max_memory", "--max-memory-mb"),
+)
 
 
 def _cli_words(message: str) -> str:
@@ -26,23 +39,54 @@ def _cli_words(message: str) -> str:
 @click.option("--load", "load", type=LOAD, default="0.9", show_default=True, help="Load λ in (0, 1).")
 @replications_option(10, "Independent exact samples (sample s uses child s of --seed).")
 @seed_option("Root seed (integer >= 0); sample s uses child s.")
-@click.option("--max-seconds", "max_seconds", type=FLOAT, default=None,
-              help="Wall-clock budget: the samples finished within it are kept (JSON partial: true); if none "
-                   "finished, exit 2. No approximate sample is ever returned.")
-@click.option("--max-memory-mb", "max_memory_mb", type=FLOAT, default=None,
-              help="Memory budget of one sample in MiB (default 1024).")
-@workers_option("Threads running samples in parallel (default: all cores, at most one per sample; "
-                "results do not depend on it; memory: --max-memory-mb per running sample).")
-@scheduler_option("Run each sample as one task on an existing Dask cluster (`dask scheduler` and "
-                  "`dask worker`); sample s still uses child s of --seed, so the samples are the same "
-                  "as locally. --max-seconds is then timed on the workers' clocks.")
+@click.option(
+    "--max-seconds",
+    "max_seconds",
+    type=FLOAT,
+    default=None,
+    help="Wall-clock budget: the samples finished within it are kept (JSON partial: true); if none "
+    "finished, exit 2. No approximate sample is ever returned.",
+)
+@click.option(
+    "--max-memory-mb",
+    "max_memory_mb",
+    type=FLOAT,
+    default=None,
+    help="Memory budget of one sample in MiB (default 1024).",
+)
+@workers_option(
+    "Threads running samples in parallel (default: all cores, at most one per sample; "
+    "results do not depend on it; memory: --max-memory-mb per running sample)."
+)
+@scheduler_option(
+    "Run each sample as one task on an existing Dask cluster (`dask scheduler` and "
+    "`dask worker`); sample s still uses child s of --seed, so the samples are the same "
+    "as locally. --max-seconds is then timed on the workers' clocks."
+)
 @timeout_option()
 @replace_option(True)
 @json_option("Print one JSON object (samples as sorted queue-lengths vectors, coalescence times).")
-@deprecated_alias("--samples", "--replications", "replications", type=COUNT,
-                  why="one name for independent repetitions in every command")
-def perfect(n, d, load, replications, seed, max_seconds, max_memory_mb, workers, scheduler, connect_timeout, replace,
-            as_json):
+@deprecated_alias(
+    "--samples",
+    "--replications",
+    "replications",
+    type=COUNT,
+    why="one name for independent repetitions in every command",
+)
+def perfect(
+    n: int,
+    d: int,
+    load: str,
+    replications: int,
+    seed: int,
+    max_seconds: float | None,
+    max_memory_mb: float | None,
+    workers: int | None,
+    scheduler: str | None,
+    connect_timeout: float,
+    replace: bool,
+    as_json: bool,
+) -> None:
     """Exact samples from the stationary law of the (n, d, λ) chain: no burn-in, no
     truncation (dominated coupling from the past, random routing as the dominating
     process, docs/model.md §12).  Prints the mean of u_i over samples with standard errors
@@ -53,8 +97,9 @@ def perfect(n, d, load, replications, seed, max_seconds, max_memory_mb, workers,
     max_memory = None
     if max_memory_mb is not None:
         if not 0 < max_memory_mb <= 2**43:
-            raise UserError(f"--max-memory-mb must be a positive number of MiB, at most 2^43 (8 EiB); "
-                            f"got {max_memory_mb!r}")
+            raise UserError(
+                f"--max-memory-mb must be a positive number of MiB, at most 2^43 (8 EiB); got {max_memory_mb!r}"
+            )
         max_memory = max(1, int(max_memory_mb * 2**20))
     samples = replications
     threads = 1 if scheduler is not None else _threads(workers, samples, max_memory)
@@ -62,9 +107,19 @@ def perfect(n, d, load, replications, seed, max_seconds, max_memory_mb, workers,
         partial = None
         with TaskProgress("exact samples", enabled=stderr_is_tty() and not as_json) as bar:
             try:
-                res = pf.sample(n, d, load, samples=samples, seed=seed, replace=replace, max_time=max_seconds,
-                                max_memory=max_memory, workers=threads, client=client,
-                                progress=bar)
+                res = pf.sample(
+                    n,
+                    d,
+                    load,
+                    samples=samples,
+                    seed=seed,
+                    replace=replace,
+                    max_time=max_seconds,
+                    max_memory=max_memory,
+                    workers=threads,
+                    client=client,
+                    progress=bar,
+                )
             except pf.BudgetExceeded as exc:
                 if exc.completed is None:
                     raise UserError(_cli_words(str(exc))) from None
@@ -80,11 +135,14 @@ def perfect(n, d, load, replications, seed, max_seconds, max_memory_mb, workers,
     else:
         click.echo(res.summary())
     if partial:
-        click.echo(f"supermarket: warning: {done} of {samples} samples finished and are kept above (each one "
-                   f"exact); the rest did not: {partial}", err=True)
+        click.echo(
+            f"supermarket: warning: {done} of {samples} samples finished and are kept above (each one "
+            f"exact); the rest did not: {partial}",
+            err=True,
+        )
 
 
-def _threads(workers, samples: int, max_memory) -> int:
+def _threads(workers: int | None, samples: int, max_memory: int | None) -> int:
     """Threads for the samples: ``--workers``, or by default all cores, at most one per sample
     and (default only) no more than half the machine's memory holds at the memory budget of
     one sample each."""
@@ -100,4 +158,3 @@ def _threads(workers, samples: int, max_memory) -> int:
         half = 8 * 2**30
     fit = max(1, half // (max_memory or DEFAULT_MAX_MEMORY))
     return max(1, min(os.cpu_count() or 1, samples, fit))
-

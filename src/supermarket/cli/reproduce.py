@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import os
 import time
+from typing import Any
 
 import click
 
@@ -17,15 +18,13 @@ EXPERIMENTS = {
 }
 
 
-def manifest(out_dir, wall_s: float, **extra) -> dict:
+def manifest(out_dir: str | os.PathLike[str], wall_s: float, **extra: Any) -> dict:
     """What a run wrote under ``out_dir``: every file with its size, and the wall time."""
     from pathlib import Path
 
     root = Path(out_dir)
-    files = [{"path": str(f), "bytes": f.stat().st_size}
-             for f in sorted(root.rglob("*")) if f.is_file()]
-    return {**extra, "out": str(root), "files": files, "total_bytes": sum(f["bytes"] for f in files),
-            "wall_s": wall_s}
+    files = [{"path": str(f), "bytes": f.stat().st_size} for f in sorted(root.rglob("*")) if f.is_file()]
+    return {**extra, "out": str(root), "files": files, "total_bytes": sum(f["bytes"] for f in files), "wall_s": wall_s}
 
 
 @click.command()
@@ -35,13 +34,24 @@ def manifest(out_dir, wall_s: float, **extra) -> dict:
 @seed_option()
 @parallel_options
 @json_option("Print a JSON manifest of the files written (paths, sizes) and the wall time.")
-def reproduce(paper, quick, out, seed, workers, scheduler, connect_timeout, as_json):
+def reproduce(
+    paper: str,
+    quick: bool,
+    out: str | None,
+    seed: int,
+    workers: int | None,
+    scheduler: str | None,
+    connect_timeout: float,
+    as_json: bool,
+) -> None:
     """Reproduce the claims of paper 000 (equilibrium at k, good set, mixing) or paper 002
     (the three diffusion regimes): tables (CSV, JSON), figures (PNG) and a Markdown summary
     in --out."""
     if out is None:
-        raise click.UsageError(f"--out DIR is required: the directory for the tables, figures and summary.md "
-                               f"(e.g. --out {paper}{'-quick' if quick else ''})")
+        raise click.UsageError(
+            f"--out DIR is required: the directory for the tables, figures and summary.md "
+            f"(e.g. --out {paper}{'-quick' if quick else ''})"
+        )
     module = importlib.import_module(EXPERIMENTS[paper])
     client = dask_client(scheduler, connect_timeout, workers)
     t0 = time.perf_counter()
@@ -49,8 +59,10 @@ def reproduce(paper, quick, out, seed, workers, scheduler, connect_timeout, as_j
         module.run(out_dir=out, quick=quick, seed=seed, workers=workers, client=client)
     except OSError as exc:  # a file is written whole or not at all (supermarket._files.atomic_write)
         where = exc.filename if exc.filename is not None else out
-        raise OutputError(f"could not write {os.fspath(where)!r}: {exc.strerror or exc}; every file there is "
-                          "whole (the earlier version of one not rewritten is unchanged)") from None
+        raise OutputError(
+            f"could not write {os.fspath(where)!r}: {exc.strerror or exc}; every file there is "
+            "whole (the earlier version of one not rewritten is unchanged)"
+        ) from None
     finally:
         if client is not None:
             client.close()
@@ -66,5 +78,7 @@ def closing_line(m: dict) -> str:
     from pathlib import Path
 
     summary = Path(m["out"]) / "summary.md"
-    return (f"wrote {len(m['files'])} files ({m['total_bytes'] / 2**20:.1f} MiB) to {m['out']} in "
-            f"{m['wall_s']:.0f} s" + (f"; start with {summary}" if summary.exists() else ""))
+    return (
+        f"wrote {len(m['files'])} files ({m['total_bytes'] / 2**20:.1f} MiB) to {m['out']} in "
+        f"{m['wall_s']:.0f} s" + (f"; start with {summary}" if summary.exists() else "")
+    )

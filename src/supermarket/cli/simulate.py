@@ -4,24 +4,47 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 
 import click
 
-from ..simulation import DEFAULT_STEPS, ENGINES, TIME_MODES, simulate as _simulate
 from ..model import MAX_CDF_POINTS
-from ._common import (COUNT, CountType, FLOAT, LOAD_ANY, N_COUNT, OUTPUT_FIGURE, OUTPUT_FILE, print_json, save_figure,
-                      to_jsonable, write_text)
-from .options import (dask_client, deprecated_alias, json_option, parallel_options, replace_option, replications_option,
-                      seed_option, start_option)
+from ..simulation import BATCHES, DEFAULT_STEPS, ENGINES, PRECISION_LEVEL_MIN, TIME_MODES
+from ..simulation import simulate as _simulate
+from ..simulation.run import DEFAULT_MAX_STEPS
+from ._common import (
+    COUNT,
+    FLOAT,
+    LOAD_ANY,
+    N_COUNT,
+    OUTPUT_FIGURE,
+    OUTPUT_FILE,
+    CountType,
+    print_json,
+    save_figure,
+    to_jsonable,
+    write_text,
+)
+from .options import (
+    dask_client,
+    deprecated_alias,
+    json_option,
+    parallel_options,
+    policy_option,
+    replace_option,
+    replications_option,
+    seed_option,
+    start_option,
+)
 
 
-def _collect_warnings(caught: list):
+def _collect_warnings(caught: list) -> Callable[..., None]:
     """A ``warnings.showwarning`` that prints the run's cost estimate (a CostWarning) at once,
     before the run, and keeps the other warnings in ``caught`` for after it."""
     from ..simulation.run import CostWarning
 
-    def show(message, category, *args, **kwargs):
+    def show(message: Warning | str, category: type[Warning], *args: object, **kwargs: object) -> None:
         if issubclass(category, CostWarning):
             click.echo(f"supermarket: {message}", err=True)
         else:
@@ -30,7 +53,7 @@ def _collect_warnings(caught: list):
     return show
 
 
-def _number(name: str, text):
+def _number(name: str, text: object) -> int | float | None:
     """``1e7`` -> 10000000 (int when integral), ``2.5`` -> 2.5."""
     if text is None:
         return None
@@ -46,97 +69,171 @@ def _number(name: str, text):
 
 
 @click.command()
-@click.option("--n", "n", type=N_COUNT, default=10_000, show_default=True, help="Number of servers (1e6 accepted).")
-@click.option("--d", "d", type=COUNT, default=20, show_default=True, help="Number of choices d.")
-@click.option("--load", "load", type=LOAD_ANY, default="0.99", show_default=True,
-              help="Load λ (arrival rate per server). λ >= 1 runs a finite horizon with a warning.")
-@click.option("--steps", "steps", type=COUNT, default=None,
-              help=f"Events after burn-in (1e7 accepted). Default {DEFAULT_STEPS:.0e} unless --time is given.")
-@click.option("--time", "time_", type=FLOAT, default=None,
-              help="Horizon in continuous-time units after burn-in (instead of --steps).")
-@click.option("--burn-in-steps", "burn_in_steps", type=CountType(minimum=0), default=None,
-              help="Burn-in in events, with a horizon in --steps. Default: a tenth of the horizon.")
-@click.option("--burn-in-time", "burn_in_time", type=FLOAT, default=None,
-              help="Burn-in in continuous-time units, with a horizon in --time. Default: a tenth of the horizon.")
-@click.option("--burn-in", "burn_in", type=str, default=None, hidden=True)
-@click.option("--engine", "engine", type=click.Choice(ENGINES), default="profile", show_default=True,
-              help="profile: counts chain, O(1) per event, any n; queues: per-queue reference (O(d) per "
-                   "arrival); buckets: per-queue, O(1) per event.")
-@replace_option(True, "Sample the d queues with replacement (default, paper 000) or, with --no-replace, "
-                      "without (paper 002).")
-@click.option("--time-mode", "time_mode", type=click.Choice(TIME_MODES), default="discrete", show_default=True,
-              help="discrete: the chain of paper 000; continuous: exact exponential event times.")
-@start_option("empty", "Start state: empty, fixed-point, customers:G (every queue at G), long:L (one queue of L), "
-                       "or perfect (an exact stationary sample per replication, docs/model.md §12).")
+@click.option("--n", type=N_COUNT, default=10_000, show_default=True, help="Number of servers (1e6 accepted).")
+@click.option("--d", type=COUNT, default=20, show_default=True, help="Number of choices d.")
+@click.option(
+    "--load",
+    type=LOAD_ANY,
+    default="0.99",
+    show_default=True,
+    help="Load λ (arrival rate per server). λ >= 1 runs a finite horizon with a warning.",
+)
+@click.option(
+    "--steps",
+    type=COUNT,
+    help=f"Events after burn-in (1e7 accepted). Default {DEFAULT_STEPS:.0e} unless --time is given.",
+)
+@click.option(
+    "--time", "time_", type=FLOAT, help="Horizon in continuous-time units after burn-in (instead of --steps)."
+)
+@click.option(
+    "--burn-in-steps",
+    type=CountType(minimum=0),
+    help="Burn-in in events, with a horizon in --steps. Default: a tenth of the horizon.",
+)
+@click.option(
+    "--burn-in-time",
+    type=FLOAT,
+    help="Burn-in in continuous-time units, with a horizon in --time. Default: a tenth of the horizon.",
+)
+@click.option("--burn-in", type=str, hidden=True)
+@click.option(
+    "--engine",
+    type=click.Choice(ENGINES),
+    default="profile",
+    show_default=True,
+    help="profile: counts chain, O(1) per event, any n; queues: per-queue reference (O(d) per "
+    "arrival); buckets: per-queue, O(1) per event.",
+)
+@replace_option(
+    True, "Sample the d queues with replacement (default, paper 000) or, with --no-replace, without (paper 002)."
+)
+@policy_option(
+    "Dispatch rule: jsq-d (default: the shortest of d sampled queues), random (one uniform queue), jsq (a "
+    "shortest of all n), jiq (an idle queue if any, else a uniform one); docs/model.md §2. Paper 000's k and "
+    "good set are reported for jsq-d only; --engine queues and --start perfect run jsq-d only."
+)
+@click.option(
+    "--time-mode",
+    type=click.Choice(TIME_MODES),
+    default="discrete",
+    show_default=True,
+    help="discrete: the chain of paper 000; continuous: exact exponential event times.",
+)
+@start_option(
+    "empty",
+    "Start state: empty, fixed-point, customers:G (every queue at G), long:L (one queue of L), "
+    "or perfect (an exact stationary sample per replication, docs/model.md §12).",
+)
 @seed_option()
 @replications_option(1)
 @parallel_options
-@click.option("--eps", "eps", type=FLOAT, default=0.1, show_default=True, help="ε of the good set N^ε, in (0, 1/10].")
-@click.option("--plot", "plot", type=OUTPUT_FIGURE, default=None,
-              help="Save a figure (profile vs π and the linearised prediction; maximum vs k) to this file.")
-@click.option("--save", "out", type=OUTPUT_FILE, default=None,
-              help="Write the full result as JSON to this file.")
-@click.option("--precision", "precision", type=FLOAT, default=None,
-              help="Run until the 95% intervals of the mean queue length and of every E[u_i] >= 0.1 have a "
-                   "relative half-width at most this (e.g. 1e-3); the run doubles until then, up to --max-steps.")
-@click.option("--max-steps", "max_steps", type=COUNT, default=None,
-              help="Cap on measured steps per replication with --precision (default 2e9).")
-@click.option("--batches", "batches", type=COUNT, default=None,
-              help="Batch means per replication for the error analysis (default 1024; at most --steps).")
-@click.option("--cdf", "cdf", type=CountType(maximum=MAX_CDF_POINTS, minimum=2), default=None, metavar="N",
-              help="Also give the sojourn and waiting CDFs on N equally spaced times, 0 to 1.1 × the sojourn "
-                   "p99.9 (text table, and the key 'cdf' of the JSON); needs load < 1.")
-@click.option("--control-variates/--no-control-variates", "control_variates", default=True, show_default=True,
-              help="Estimate with the model's identities Z_i = u_i − λ·P_(i−1) as control variates (split-sample "
-                   "regression on batch means, docs/model.md §9.1); --no-control-variates gives the plain time "
-                   "averages.")
+@click.option("--eps", type=FLOAT, default=0.1, show_default=True, help="ε of the good set N^ε, in (0, 1/10].")
+@click.option(
+    "--plot",
+    type=OUTPUT_FIGURE,
+    help="Save a figure (profile vs π and the linearised prediction; maximum vs k) to this file.",
+)
+@click.option("--save", "out", type=OUTPUT_FILE, help="Write the full result as JSON to this file.")
+@click.option(
+    "--precision",
+    type=FLOAT,
+    help=f"Run until the 95% intervals of the mean queue length and of every E[u_i] >= {PRECISION_LEVEL_MIN:g} have a "
+    "relative half-width at most this (e.g. 1e-3); the run doubles until then, up to --max-steps.",
+)
+@click.option(
+    "--max-steps",
+    type=COUNT,
+    help=f"Cap on measured steps per replication with --precision (default {DEFAULT_MAX_STEPS:.0e}).",
+)
+@click.option(
+    "--batches",
+    type=COUNT,
+    help=f"Batch means per replication for the error analysis (default {BATCHES}; at most --steps).",
+)
+@click.option(
+    "--cdf",
+    type=CountType(maximum=MAX_CDF_POINTS, minimum=2),
+    metavar="N",
+    help="Also give the sojourn and waiting CDFs on N equally spaced times, 0 to 1.1 × the sojourn "
+    "p99.9 (text table, and the key 'cdf' of the JSON); needs load < 1.",
+)
+@click.option(
+    "--control-variates/--no-control-variates",
+    "control_variates",
+    default=True,
+    show_default=True,
+    help="Estimate with the model's identities Z_i = u_i − λ·P_(i−1) as control variates (split-sample "
+    "regression on batch means, docs/model.md §9.1); --no-control-variates gives the plain time "
+    "averages.",
+)
 @json_option("Print one JSON object instead of tables.")
 @deprecated_alias("--out", "--save", "out", type=OUTPUT_FILE, why="--out names a directory in every other command")
-def simulate(n, d, load, steps, time_, burn_in_steps, burn_in_time, burn_in, engine, replace, time_mode, start, seed, replications,
-             workers, scheduler, connect_timeout, eps, precision, max_steps, batches, cdf, control_variates, plot, out,
-             as_json):
+def simulate(
+    n: int,
+    d: int,
+    load: str,
+    steps: int | None,
+    time_: float | None,
+    burn_in_steps: int | None,
+    burn_in_time: float | None,
+    burn_in: str | None,
+    engine: str,
+    replace: bool,
+    policy: str,
+    time_mode: str,
+    start: str,
+    seed: int,
+    replications: int,
+    workers: int | None,
+    scheduler: str | None,
+    connect_timeout: float,
+    eps: float,
+    precision: float | None,
+    max_steps: int | None,
+    batches: int | None,
+    cdf: int | None,
+    control_variates: bool,
+    plot: str | None,
+    out: str | None,
+    as_json: bool,
+) -> None:
     """Simulate the (n, d, λ)-supermarket process exactly and compare with the theory.
 
     With no options: n = 10000, d = 20, λ = 0.99 (k = 2), a run of a few seconds.  Prints
     the time-averaged profile E[u_i] ± standard error against the mean-field fixed point
     π(i) and the linearised profile (derived), the distribution of the maximum queue length
-    against k_(λ,d), the fraction of time in the good set N^ε and the speed.
+    against k_(λ,d), the fraction of time in the good set N^ε, the response times (mean and
+    quantiles of the sojourn and waiting times, FIFO) and the speed.
 
     \b
-    Error bars (docs/model.md §9): blocking analysis of 1024 batch means per replication;
-    "too short to estimate" where the run is shorter than its correlation time allows;
-    n_eff = effective number of independent batches; self-checks E[u_1] = λ and
-    E[u_i] = λ·E[P_(i−1)] (exact identities); a start-up transient found by MSER-5 is
-    dropped, or reported when the start was not forgotten.  --precision runs until a
-    target is met.  Ctrl-C stops early and reports what was measured, marked partial.
-
-    \b
-    Control variates (docs/model.md §9.1, on by default): every estimate is adjusted by the
-    identities Z_i = u_i − λ·P_(i−1) (mean 0 in equilibrium) with a split-sample regression
-    on the batch means; the column "var. reduction" is (plain s.e. / this s.e.)².
-    --no-control-variates gives the plain time averages.
-
-    \b
-    Response times (docs/model.md §10): mean and quantiles ± s.e. of the sojourn and waiting
-    times (FIFO), exact given the measured time averages; --cdf N tabulates their CDFs.
-    --scheduler tcp://HOST:PORT runs each replication as one task on a Dask cluster, with
-    the same numbers as a local run (replication r uses child r of --seed).
+    Error bars (docs/model.md §9): blocking analysis of batch means, "too short to estimate"
+    where the run is shorter than its correlation time allows, n_eff the effective number of
+    independent batches, MSER-5 for the start-up transient, self-checks of the exact
+    identities E[u_i] = λ·E[P_(i−1)].  Control variates
+    (§9.1, on by default): "var. reduction" is (plain s.e. / this s.e.)².  Response times:
+    §10.  Ctrl-C stops early and reports what was measured, marked partial.
     """
     if burn_in is not None:  # the deprecated spelling, in the unit of the horizon
         if burn_in_steps is not None or burn_in_time is not None:
             raise click.UsageError("give --burn-in-steps or --burn-in-time only (--burn-in is their deprecated name)")
-        click.echo("supermarket: warning: --burn-in is deprecated; use --burn-in-steps (with --steps) or "
-                   "--burn-in-time (with --time)", err=True)
+        click.echo(
+            "supermarket: warning: --burn-in is deprecated; use --burn-in-steps (with --steps) or "
+            "--burn-in-time (with --time)",
+            err=True,
+        )
         burn = _number("--burn-in", burn_in)
     elif burn_in_steps is not None:
         if time_ is not None:
-            raise click.BadParameter("goes with a horizon in --steps; with --time give --burn-in-time",
-                                     param_hint="--burn-in-steps")
+            raise click.BadParameter(
+                "goes with a horizon in --steps; with --time give --burn-in-time", param_hint="--burn-in-steps"
+            )
         burn = burn_in_steps
     elif burn_in_time is not None:
         if time_ is None:
-            raise click.BadParameter("goes with a horizon in --time; with --steps give --burn-in-steps",
-                                     param_hint="--burn-in-time")
+            raise click.BadParameter(
+                "goes with a horizon in --time; with --steps give --burn-in-steps", param_hint="--burn-in-time"
+            )
         burn = burn_in_time
     else:
         burn = None
@@ -144,21 +241,42 @@ def simulate(n, d, load, steps, time_, burn_in_steps, burn_in_time, burn_in, eng
         if cdf < 2:
             raise click.BadParameter(f"must be an integer >= 2; got {cdf}", param_hint="--cdf")
         if Decimal(str(load)) >= 1:
-            raise click.BadParameter("needs load < 1: with load >= 1 there is no equilibrium and no "
-                                     "response-time law", param_hint="--cdf")
+            raise click.BadParameter(
+                "needs load < 1: with load >= 1 there is no equilibrium and no response-time law", param_hint="--cdf"
+            )
     if scheduler is not None and precision is not None:
-        raise click.UsageError("--precision cannot run on --scheduler: its stretches are planned from all "
-                               "replications together; run it locally")
+        raise click.UsageError(
+            "--precision cannot run on --scheduler: its stretches are planned from all "
+            "replications together; run it locally"
+        )
     client = dask_client(scheduler, connect_timeout, workers)
     try:
-        caught = []
+        caught: list[warnings.WarningMessage] = []
         with warnings.catch_warnings():
             warnings.simplefilter("always")
             warnings.showwarning = _collect_warnings(caught)
-            res = _simulate(n, d, load, steps=steps, time=time_, burn_in=burn, engine=engine, replace=replace,
-                            start=start, seed=seed, replications=replications, workers=workers,
-                            time_mode=time_mode, eps=eps, precision=precision, max_steps=max_steps,
-                            batches=batches, client=client, control_variates=control_variates)
+            res = _simulate(
+                n,
+                d,
+                load,
+                steps=steps,
+                time=time_,
+                burn_in=burn,
+                engine=engine,
+                replace=replace,
+                start=start,
+                seed=seed,
+                replications=replications,
+                workers=workers,
+                time_mode=time_mode,
+                eps=eps,
+                precision=precision,
+                max_steps=max_steps,
+                batches=batches,
+                client=client,
+                control_variates=control_variates,
+                policy=policy,
+            )
     finally:
         if client is not None:
             client.close()
@@ -171,8 +289,10 @@ def simulate(n, d, load, steps, time_, burn_in_steps, burn_in_time, burn_in, eng
         write_text(out, json.dumps(to_jsonable(data), indent=2, allow_nan=False))  # whole or not at all
     if plot:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+
         fig = res.plot()
         try:
             save_figure(fig, plot, dpi=120)  # a write error (disk full) is one line, exit 1

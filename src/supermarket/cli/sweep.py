@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -13,25 +15,31 @@ from ._common import OutputDir, OutputFile, print_json, stderr_is_tty
 from .options import json_option, scheduler_option, timeout_option, workers_option
 
 
-def _progress_printer(label: str):
+def _progress_printer(label: str) -> tuple[Callable[[int, int, int, int], None] | None, Callable[[], None]]:
     """A progress callback: a rich bar on a terminal, else nothing (the summary follows)."""
     if not stderr_is_tty():
         return None, (lambda: None)
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    prog = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TextColumn("running {task.fields[running]}  failed {task.fields[failed]}"),
-                    TimeElapsedColumn(), console=Console(stderr=True), transient=False)
-    state = {"id": None}
+    prog = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("running {task.fields[running]}  failed {task.fields[failed]}"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=False,
+    )
+    state: dict[str, Any] = {"id": None}
 
-    def update(done, running, failed, total):
+    def update(done: int, running: int, failed: int, total: int) -> None:
         if state["id"] is None:
             prog.start()
             state["id"] = prog.add_task(label, total=total, running=0, failed=0)
         prog.update(state["id"], completed=done, running=running, failed=failed)
 
-    def stop():
+    def stop() -> None:
         if state["id"] is not None:
             state["id"] = None
             prog.stop()
@@ -41,20 +49,44 @@ def _progress_printer(label: str):
 
 @click.command()
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path), required=False)
-@click.option("--out", "out", type=OutputDir(path_type=Path), default=None,
-              help="Output directory: results.parquet, sweep.json, parts/. Run the same command "
-                   "again to resume.")
+@click.option(
+    "--out",
+    "out",
+    type=OutputDir(path_type=Path),
+    default=None,
+    help="Output directory: results.parquet, sweep.json, parts/. Run the same command again to resume.",
+)
 @workers_option("Local worker processes [default: number of CPU cores; 1 runs in this process].")
 @scheduler_option("Run the tasks on an existing Dask cluster (started with `dask scheduler` and `dask worker`).")
-@click.option("--max-tasks", type=click.IntRange(min=1), default=None,
-              help="Refuse, before running, a sweep with more tasks (grid points × replications).")
+@click.option(
+    "--max-tasks",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Refuse, before running, a sweep with more tasks (grid points × replications).",
+)
 @timeout_option()
 @click.option("--check", is_flag=True, help="Only validate FILE and print the number of tasks.")
-@click.option("--upgrade", "upgrade_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              metavar="DIR", help="Convert the sweep directory DIR written by an older version (arrays as "
-                                  "JSON text) to the current format, in place; no FILE needed.")
+@click.option(
+    "--upgrade",
+    "upgrade_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    metavar="DIR",
+    help="Convert the sweep directory DIR written by an older version (arrays as "
+    "JSON text) to the current format, in place; no FILE needed.",
+)
 @json_option("Print one JSON object summarising the run.")
-def sweep(file, out, workers, scheduler, max_tasks, connect_timeout, check, upgrade_dir, as_json):
+def sweep(
+    file: Path | None,
+    out: Path | None,
+    workers: int | None,
+    scheduler: str | None,
+    max_tasks: int | None,
+    connect_timeout: float,
+    check: bool,
+    upgrade_dir: Path | None,
+    as_json: bool,
+) -> None:
     """Run the parameter sweep described by the TOML FILE (see docs/sweep.md).
 
     Each task (one grid point, one replication) gets a seed from the sweep seed and its own
@@ -74,8 +106,14 @@ def sweep(file, out, workers, scheduler, max_tasks, connect_timeout, check, upgr
         if as_json:
             print_json({"directory": str(upgrade_dir), "files_rewritten": n, "format": sw.FORMAT_VERSION})
         else:
-            click.echo(f"{upgrade_dir}: " + (f"converted to format {sw.FORMAT_VERSION} ({n} files rewritten)" if n
-                                             else f"already in format {sw.FORMAT_VERSION}; nothing to do"))
+            click.echo(
+                f"{upgrade_dir}: "
+                + (
+                    f"converted to format {sw.FORMAT_VERSION} ({n} files rewritten)"
+                    if n
+                    else f"already in format {sw.FORMAT_VERSION}; nothing to do"
+                )
+            )
         return
     if file is None:
         raise click.UsageError("missing argument FILE (the sweep's TOML file)")
@@ -86,12 +124,20 @@ def sweep(file, out, workers, scheduler, max_tasks, connect_timeout, check, upgr
     except sw.SweepFileError as exc:
         # every error at once, on one line (the CLI's rule for user mistakes)
         n_err = len(exc.errors)
-        click.echo(f"supermarket: error: {exc.path}: {n_err} error{'s' if n_err != 1 else ''} in sweep file: "
-                   + "; ".join(exc.errors), err=True)
+        click.echo(
+            f"supermarket: error: {exc.path}: {n_err} error{'s' if n_err != 1 else ''} in sweep file: "
+            + "; ".join(exc.errors),
+            err=True,
+        )
         sys.exit(2)
     if check:
-        info = {"file": str(file), "name": spec.name, "tasks": len(spec.tasks), "points": spec.points,
-                "sweep_sha256": spec.sweep_sha256}
+        info = {
+            "file": str(file),
+            "name": spec.name,
+            "tasks": len(spec.tasks),
+            "points": spec.points,
+            "sweep_sha256": spec.sweep_sha256,
+        }
         if max_tasks is not None and len(spec.tasks) > max_tasks:
             raise UserError(f"the sweep has {len(spec.tasks)} tasks, more than --max-tasks {max_tasks}")
         if as_json:
@@ -103,14 +149,22 @@ def sweep(file, out, workers, scheduler, max_tasks, connect_timeout, check, upgr
         raise click.UsageError("--out DIR is required (the directory for results.parquet and sweep.json)")
     update, stop = _progress_printer(spec.name)
     try:
-        outcome = sw.run_sweep(spec, out, workers=workers, scheduler=scheduler, max_tasks=max_tasks,
-                               progress=update, connect_timeout=connect_timeout)
+        outcome = sw.run_sweep(
+            spec,
+            out,
+            workers=workers,
+            scheduler=scheduler,
+            max_tasks=max_tasks,
+            progress=update,
+            connect_timeout=connect_timeout,
+        )
     except (sw.SweepDirError, sw.SchedulerError, sw.OutputError) as exc:
         raise UserError(str(exc)) from None
     except KeyboardInterrupt:
         stop()
-        click.echo(f"supermarket: interrupted; the finished tasks are kept in {out}: run the same command "
-                   "to resume", err=True)
+        click.echo(
+            f"supermarket: interrupted; the finished tasks are kept in {out}: run the same command to resume", err=True
+        )
         sys.exit(130)
     finally:
         stop()
@@ -127,16 +181,39 @@ def sweep(file, out, workers, scheduler, max_tasks, connect_timeout, check, upgr
 
 @click.command()
 @click.argument("directory", type=click.Path(file_okay=False, exists=True, path_type=Path))
-@click.option("--html", "html", type=OutputFile(path_type=Path, parents=True), default=None,
-              help="Write one self-contained HTML file (figures embedded).")
-@click.option("--md", "md", type=OutputFile(path_type=Path, parents=True), default=None,
-              help="Write Markdown, with the PNG figures beside it.")
-@click.option("--format", "fmt", type=click.Choice(["html", "md"]), default=None,
-              help="Write DIRECTORY/report.html or report.md (when neither --html nor --md is given).")
-@click.option("--out", "out", type=OutputFile(path_type=Path, parents=True), default=None, hidden=True,
-              help="Deprecated: --out names a directory in every other command; use --html FILE or --md FILE.")
+@click.option(
+    "--html",
+    "html",
+    type=OutputFile(path_type=Path, parents=True),
+    default=None,
+    help="Write one self-contained HTML file (figures embedded).",
+)
+@click.option(
+    "--md",
+    "md",
+    type=OutputFile(path_type=Path, parents=True),
+    default=None,
+    help="Write Markdown, with the PNG figures beside it.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["html", "md"]),
+    default=None,
+    help="Write DIRECTORY/report.html or report.md (when neither --html nor --md is given).",
+)
+@click.option(
+    "--out",
+    "out",
+    type=OutputFile(path_type=Path, parents=True),
+    default=None,
+    hidden=True,
+    help="Deprecated: --out names a directory in every other command; use --html FILE or --md FILE.",
+)
 @json_option("Print a JSON manifest of the files written (paths, sizes) and the wall time.")
-def report(directory, html, md, fmt, out, as_json):
+def report(
+    directory: Path, html: Path | None, md: Path | None, fmt: str | None, out: Path | None, as_json: bool
+) -> None:
     """Build a report of the sweep in DIRECTORY: its tables and the figures of the
     measurements present (profiles against π and the linearised profile, the maximum queue
     length against k_(λ,d), mixing times against the bounds, fluctuation moments against the
@@ -145,8 +222,11 @@ def report(directory, html, md, fmt, out, as_json):
     from ..sweep.storage import SweepDirError, check_not_sweep_file, check_output_file, read_sidecar
 
     if out is not None:
-        click.echo("supermarket: warning: report --out FILE is deprecated; use --html FILE or --md FILE (--out "
-                   "names a directory in every other command)", err=True)
+        click.echo(
+            "supermarket: warning: report --out FILE is deprecated; use --html FILE or --md FILE (--out "
+            "names a directory in every other command)",
+            err=True,
+        )
     targets = []
     if html is not None:
         targets.append(("html", html))
@@ -194,5 +274,13 @@ def report(directory, html, md, fmt, out, as_json):
                 if before.get(f) != f.stat().st_mtime_ns:
                     files.add(f)
         listed = [{"path": str(f), "bytes": f.stat().st_size} for f in sorted(files)]
-        print_json({"command": "report", "directory": str(directory), "reports": reports, "files": listed,
-                    "total_bytes": sum(f["bytes"] for f in listed), "wall_s": time.perf_counter() - t0})
+        print_json(
+            {
+                "command": "report",
+                "directory": str(directory),
+                "reports": reports,
+                "files": listed,
+                "total_bytes": sum(f["bytes"] for f in listed),
+                "wall_s": time.perf_counter() - t0,
+            }
+        )

@@ -2,26 +2,40 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 import click
 
 from .. import theory as th
-from ..parallel import call
 from ..model import MAX_THEORY_N
+from ..parallel import call
 from ._common import COUNT, FLOAT, LOAD, CountType, print_json
-from .options import ONE_TASK_HELP, dask_session, one_task_options, run_once, scheduler_option, seed_option, \
-    timeout_option, workers_option
+from .options import (
+    ONE_TASK_HELP,
+    dask_session,
+    one_task_options,
+    run_once,
+    scheduler_option,
+    seed_option,
+    timeout_option,
+    workers_option,
+)
 
 THEORY_N = CountType(maximum=MAX_THEORY_N)  # closed forms: n up to 1e100 (Theorem 1.2 needs n >= 1e15)
 
 
 @click.command()
-@click.option("--n", "n", type=THEORY_N, default=10_000, show_default=True, help="Number of servers (1e6 accepted; up to 1e100).")
+@click.option(
+    "--n", "n", type=THEORY_N, default=10_000, show_default=True, help="Number of servers (1e6 accepted; up to 1e100)."
+)
 @click.option("--d", "d", type=COUNT, default=20, show_default=True, help="Number of choices d.")
-@click.option("--load", "load", type=LOAD, default="0.99", show_default=True, help="Load λ in (0, 1), read exactly as written.")
+@click.option(
+    "--load", "load", type=LOAD, default="0.99", show_default=True, help="Load λ in (0, 1), read exactly as written."
+)
 @click.option("--eps", "eps", type=FLOAT, default=0.1, show_default=True, help="ε of the good set N^ε, in (0, 1/10].")
 @one_task_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
-def theory(n, d, load, eps, scheduler, connect_timeout, as_json):
+def theory(n: int, d: int, load: str, eps: float, scheduler: str | None, connect_timeout: float, as_json: bool) -> None:
     """Closed forms for (n, d, λ): k_{λ,d}, the fixed point π, the linearised profile
     (derived), the good set, the conditions of Theorem 1.2, mixing bounds, the slow mode
     (derived) and the paper-002 regime (derived)."""
@@ -34,7 +48,7 @@ def theory(n, d, load, eps, scheduler, connect_timeout, as_json):
     click.echo(rep.summary())
 
 
-def _pred(values, j) -> str:
+def _pred(values: Sequence[float | None], j: int) -> str:
     """A prediction as text: empty past the end, "—" where it is outside its range (None)."""
     if j >= len(values):
         return ""
@@ -42,24 +56,59 @@ def _pred(values, j) -> str:
 
 
 @click.command()
-@click.option("--n", "n", type=THEORY_N, default=None, help="Number of servers (predicted counts; with --verify, the simulated n).")
+@click.option(
+    "--n",
+    "n",
+    type=THEORY_N,
+    default=None,
+    help="Number of servers (predicted counts; with --verify, the simulated n).",
+)
 @click.option("--load", "load", type=LOAD, default=None, help="Load λ in (0, 1).")
 @click.option("--max-queue", "max_queue", type=COUNT, default=None, help="Largest acceptable queue length K.")
-@click.option("--latency", "latency", type=FLOAT, default=None,
-              help="Target sojourn-time quantile, in mean service times (with --load: least d; with --d: largest load).")
-@click.option("--quantile", "quantile", type=FLOAT, default=0.99, show_default=True, help="Quantile level of --latency.")
-@click.option("--d", "d", type=COUNT, default=None, help="Number of choices (with --latency: the largest load that meets it).")
-@click.option("--verify", "verify", is_flag=True, help="With --latency and --n: check the answer by simulating n servers.")
-@click.option("--steps", "steps", type=COUNT, default=2_000_000, show_default=True, help="Events per replication for --verify.")
+@click.option(
+    "--latency",
+    "latency",
+    type=FLOAT,
+    default=None,
+    help="Target sojourn-time quantile, in mean service times (with --load: least d; with --d: largest load).",
+)
+@click.option(
+    "--quantile", "quantile", type=FLOAT, default=0.99, show_default=True, help="Quantile level of --latency."
+)
+@click.option(
+    "--d", "d", type=COUNT, default=None, help="Number of choices (with --latency: the largest load that meets it)."
+)
+@click.option(
+    "--verify", "verify", is_flag=True, help="With --latency and --n: check the answer by simulating n servers."
+)
+@click.option(
+    "--steps", "steps", type=COUNT, default=2_000_000, show_default=True, help="Events per replication for --verify."
+)
 @seed_option("Root seed (integer >= 0) for --verify.")
-@workers_option("With --verify: local processes running the replications (default: all cores); "
-                "the numbers do not depend on it.")
-@scheduler_option(ONE_TASK_HELP + " With --verify, each verification replication is one task on the "
-                  "cluster instead (replication r keeps child r of --seed: the same numbers as locally).")
+@workers_option(
+    "With --verify: local processes running the replications (default: all cores); the numbers do not depend on it."
+)
+@scheduler_option(
+    ONE_TASK_HELP + " With --verify, each verification replication is one task on the "
+    "cluster instead (replication r keeps child r of --seed: the same numbers as locally)."
+)
 @timeout_option()
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def design(n, load, max_queue, latency, quantile, d, verify, steps, seed, workers, scheduler, connect_timeout,
-           as_json):
+def design(
+    n: int | None,
+    load: str | None,
+    max_queue: int | None,
+    latency: float | None,
+    quantile: float,
+    d: int | None,
+    verify: bool,
+    steps: int,
+    seed: int,
+    workers: int | None,
+    scheduler: str | None,
+    connect_timeout: float,
+    as_json: bool,
+) -> None:
     """Size a load balancer.  --max-queue K: the least d with k_(λ,d) ≤ K (docs/model.md §4).
     --latency T: the least d (given --load) or the largest load (given --d) whose mean-field
     sojourn-time --quantile is at most T (docs/model.md §10); --n N --verify checks it by simulation."""
@@ -67,17 +116,20 @@ def design(n, load, max_queue, latency, quantile, d, verify, steps, seed, worker
         raise click.UsageError("give either --max-queue or --latency, not both")
     given = _given_options(("quantile", "d", "verify", "steps", "seed"))
     if latency is None and max_queue is not None and given:
-        raise click.UsageError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to --latency only; "
-                               "--max-queue K computes the least d for --load (drop "
-                               f"{'it' if len(given) == 1 else 'them'})")
+        raise click.UsageError(
+            f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to --latency only; "
+            "--max-queue K computes the least d for --load (drop "
+            f"{'it' if len(given) == 1 else 'them'})"
+        )
     unused = [o for o in _given_options(("steps", "seed")) if not verify]
     if unused:
         raise click.UsageError(f"{', '.join(unused)} appl{'ies' if len(unused) == 1 else 'y'} to --verify only")
     if workers is not None and not verify:
         raise click.UsageError("--workers is for the replications of --verify")
     if latency is not None:
-        return _design_latency(n, load, latency, quantile, d, verify, steps, seed, workers, scheduler,
-                               connect_timeout, as_json)
+        return _design_latency(
+            n, load, latency, quantile, d, verify, steps, seed, workers, scheduler, connect_timeout, as_json
+        )
     if max_queue is None:
         raise click.UsageError("give --max-queue K (with --load) or --latency T (with --load or --d)")
     if load is None:
@@ -85,18 +137,21 @@ def design(n, load, max_queue, latency, quantile, d, verify, steps, seed, worker
     _design_max_queue(n, load, max_queue, scheduler, connect_timeout, as_json)
 
 
-def _given_options(names) -> list[str]:
+def _given_options(names: Iterable[str]) -> list[str]:
     """The options among ``names`` that the user gave on the command line (not defaults)."""
     from click.core import ParameterSource
 
     ctx = click.get_current_context()
-    return [f"--{name.replace('_', '-')}" for name in names
-            if ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)]
+    return [
+        f"--{name.replace('_', '-')}"
+        for name in names
+        if ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)
+    ]
 
 
-def _design_latency(n, load, latency, quantile, d, verify, steps, seed, workers, scheduler, connect_timeout,
-                    as_json):
+def _design_latency(n, load, latency, quantile, d, verify, steps, seed, workers, scheduler, connect_timeout, as_json):
     from .. import latency as lt
+
     if (load is None) == (d is None):
         raise click.UsageError("--latency needs exactly one of --load (answer: least d) or --d (answer: largest load)")
     if verify and n is None:

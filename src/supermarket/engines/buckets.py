@@ -11,6 +11,11 @@ occupy the block of positions ``[c_{ℓ+1}, c_ℓ)`` (with ``c_0 = n``).  One st
 - potential departure: a uniform position ``K``; its queue has length ``ℓ = #{i : c_i > K}``;
   if ``ℓ ≥ 1`` it is swapped to the last position of its block and ``c_ℓ −= 1``.
 
+Dispatch rules (``setup.policy``; docs/model.md §2, "Other dispatch rules"): the joined
+length is drawn from the rule's ``P`` as above (random routing computes ``P = c/n`` in the
+hot loop; JIQ joins a uniform idle queue while there is one, in a loop of its own while two
+or more are idle, and closes every level's ``∫ P_i`` when ``1{c_1 = n}`` changes).
+
 Memory: one int32 queue identity per server (4 bytes per server).  ``perm`` says which
 queue has which length at every moment, so per-queue questions (a tagged queue, final
 lengths per server) are answered at the speed of the profile chain.
@@ -23,13 +28,37 @@ import math
 import numpy as np
 from numba import njit
 
-from .layout import GO_ON, ST_WINDOW, STATUS_DONE
-from .measure import (
-    chunk_gate, close_level, close_top, fast_gate, general_gate, good_ints, good_step, is_final, load_clock,
-    next_event_time, set_level, set_top, store_clock,
+from .layout import (
+    GO_ON,
+    ST_GENERAL,
+    ST_RECORD,
+    ST_WINDOW,
+    STATUS_DONE,
+    STATUS_EVENTS,
+    STATUS_GROW,
+    Measures,
+    Records,
+    Setup,
+    Tables,
 )
+from .measure import (
+    chunk_gate,
+    close_level,
+    close_top,
+    fast_gate,
+    general_gate,
+    good_ints,
+    good_step,
+    is_final,
+    load_clock,
+    next_event_time,
+    set_level,
+    set_top,
+    store_clock,
+)
+from .profile import jiq_close_levels
 from .rng import next_below, next_double
-from .tables import LW, flat_tables, get_p, refresh_windows, window_edge
+from .tables import JIQ, LW, RANDOM, flat_tables, get_p, refresh_windows, window_edge
 
 __all__ = ["buckets_kernel", "lengths_by_queue", "MAX_N"]
 
@@ -49,6 +78,7 @@ def _buckets_general(perm, c, s, tables, meas, recs, setup, clock, t_stop, max_e
     """The bucket chain for any state (used by :func:`buckets_kernel` off the fast path)."""
     n = setup.n
     p_arr = setup.p_arrival
+    jiq = setup.policy == JIQ
     st = clock[0]
     events = 0
     while True:
@@ -62,11 +92,16 @@ def _buckets_general(perm, c, s, tables, meas, recs, setup, clock, t_stop, max_e
             U = unif / p_arr
             j = 0
             pj = 0.0
-            while j < top:
-                pj = get_p(tables, setup, j, c[j])
-                if pj <= U:
-                    break
-                j += 1
+            if jiq and c[0] < n:
+                # JIQ with an idle queue: join a uniform idle queue (P_1 = 0)
+                if c[0] + 1 == n:
+                    jiq_close_levels(tables, setup, meas, c, top, False, now)
+            else:
+                while j < top:
+                    pj = get_p(tables, setup, j, c[j])
+                    if pj <= U:
+                        break
+                    j += 1
             # block of length-j queues: positions [c[j], c[j-1]) with c[-1] := n
             first = c[j]
             end = n if j == 0 else c[j - 1]
@@ -88,6 +123,10 @@ def _buckets_general(perm, c, s, tables, meas, recs, setup, clock, t_stop, max_e
                 last = old - 1
                 _swap(perm, K, last)
                 pold = get_p(tables, setup, lv, old)
+                if jiq and c[0] < n:
+                    pold = 0.0
+                if jiq and lv == 0 and old == n:
+                    jiq_close_levels(tables, setup, meas, c, top, True, now)
                 set_level(meas, setup, clock, c, lv, old - 1, pold, now)
                 if old == 1:
                     set_top(clock, meas.maxtime, lv, now)
@@ -108,6 +147,8 @@ def _buckets_fast(perm, c, s, flat, bounds, meas, setup, clock, t_stop, max_even
     lo_int, hi_int = bounds
     stamp, area_c, area_P, maxtime, gbad = meas.stamp, meas.area_c, meas.area_P, meas.maxtime, meas.good_bad
     n = setup.n
+    fn = float(n)
+    ratio = setup.policy == RANDOM  # P = c/n computed (tables.p_rule), no table: any number of levels
     k = setup.k if setup.k > 0 else -1
     cont = setup.continuous
     p_arr = setup.p_arrival
@@ -129,14 +170,18 @@ def _buckets_fast(perm, c, s, flat, bounds, meas, setup, clock, t_stop, max_even
         if unif < p_arr:
             U = unif * inv_p
             j = 0
-            for i in range(top):
-                j += np.int64(tabf[i * tstride + c[i] - tbase[i]] > U)
+            if ratio:
+                for i in range(top):
+                    j += np.int64(float(c[i]) / fn > U)
+            else:
+                for i in range(top):
+                    j += np.int64(tabf[i * tstride + c[i] - tbase[i]] > U)
             old = c[j]
             end = n if j == 0 else c[j - 1]
             p = old + next_below(s, end - old)
             _swap(perm, p, old)
             if j < top:
-                pold = tabf[j * tstride + old - tbase[j]]
+                pold = float(old) / fn if ratio else tabf[j * tstride + old - tbase[j]]
             else:
                 pold = 0.0
                 top_since = close_top(maxtime, top, top_since, now)
@@ -158,7 +203,7 @@ def _buckets_fast(perm, c, s, flat, bounds, meas, setup, clock, t_stop, max_even
             old = c[j]
             last = old - 1
             _swap(perm, K, last)
-            pold = tabf[j * tstride + old - tbase[j]]
+            pold = float(old) / fn if ratio else tabf[j * tstride + old - tbase[j]]
             new = old - 1
             total -= 1
             if new == 0:
@@ -179,19 +224,88 @@ def _buckets_fast(perm, c, s, flat, bounds, meas, setup, clock, t_stop, max_even
 
 
 @njit(cache=True, nogil=True)
-def buckets_kernel(perm, c, s, tables, meas, recs, setup, clock, t_stop, max_events):
+def _buckets_jiq_idle(perm, c, s, meas, setup, clock, t_stop, max_events):
+    """JIQ while at least two queues are idle (``c_1 <= n − 2``), as ``profile._profile_jiq_idle``:
+    every ``P_i`` is 0, an arrival joins a uniform idle queue.  The same random numbers as
+    :func:`_buckets_general`; returns (status ``ST_GENERAL``) when ``c_1`` reaches ``n − 1``,
+    for a record, level capacity or the horizon; needs ``setup.k == 0`` (no good set)."""
+    stamp, area_c, area_P, maxtime = meas.stamp, meas.area_c, meas.area_P, meas.maxtime
+    n = setup.n
+    p_arr = setup.p_arrival
+    L = c.shape[0]
+    recording = clock[0].rec_every > 0.0
+    next_rec = clock[0].next_rec
+    top, total, viol, now, t_next, top_since, good_since, good_time = load_clock(clock)
+    events = 0
+    status = STATUS_DONE
+    while True:
+        if events >= max_events:
+            status = STATUS_EVENTS
+            break
+        if top + 2 > L:
+            status = STATUS_GROW
+            break
+        if c[0] >= n - 1:
+            status = ST_GENERAL
+            break
+        if recording and next_rec < (t_next if t_next <= t_stop else t_stop):
+            status = ST_RECORD
+            break
+        if t_next > t_stop:
+            now = t_stop
+            status = STATUS_DONE
+            break
+        now = t_next
+        unif = next_double(s)
+        if unif < p_arr:
+            # a uniform idle queue (positions [c_1, n)) joins level 1
+            first = c[0]
+            p = first + next_below(s, n - first)
+            _swap(perm, p, first)
+            if top == 0:
+                top_since = close_top(maxtime, top, top_since, now)
+                top = 1
+            close_level(0, first, 0.0, first + 1, now, c, stamp, area_c, area_P)
+            total += 1
+        else:
+            K = next_below(s, n)
+            j = 0
+            while j < top and c[j] > K:
+                j += 1
+            if j > 0:
+                lv = j - 1
+                old = c[lv]
+                _swap(perm, K, old - 1)
+                close_level(lv, old, 0.0, old - 1, now, c, stamp, area_c, area_P)
+                if old == 1:
+                    top_since = close_top(maxtime, top, top_since, now)
+                    top = lv
+                total -= 1
+        t_next = next_event_time(s, setup, now)
+        events += 1
+    store_clock(clock, top, total, viol, now, t_next, top_since, good_since, good_time)
+    return events, status
+
+
+@njit(cache=True, nogil=True)
+def buckets_kernel(perm: np.ndarray, c: np.ndarray, s: np.ndarray, tables: Tables, meas: Measures, recs: Records,
+                   setup: Setup, clock: np.ndarray, t_stop: float, max_events: int) -> tuple[int, int]:
     """Run the bucket chain until ``t_stop`` or ``max_events`` events (arguments and return
     value as :func:`.profile.profile_kernel`; ``perm`` = queue identities by position).
     DELIBERATE COPY of :func:`.profile.profile_kernel`'s driver loop, like
     :func:`.queues.queues_kernel` (why: see there)."""
     flat = flat_tables(tables, setup, c.shape[0])
+    if setup.policy == RANDOM:  # P = c/n computed in the hot loop: no windows, any number of levels
+        flat = (flat[0], np.zeros(c.shape[0], np.int64), 0, False)
     bounds = good_ints(meas, setup.k)
     events = 0
     while True:
         status = chunk_gate(recs, setup, clock, c, max_events - events, t_stop)
         if status != GO_ON:
             return events, status
-        if flat[3] and clock[0].top >= LW - 1:
+        if setup.policy == JIQ and setup.k == 0 and c[0] < setup.n - 1:
+            ev, status = _buckets_jiq_idle(perm, c, s, meas, setup, clock, t_stop, max_events - events)
+        elif (flat[3] and clock[0].top >= LW - 1) or setup.policy == JIQ:
             ev, status = _buckets_general(perm, c, s, tables, meas, recs, setup, clock, t_stop,
                                           min(max_events - events, 4096))
         else:

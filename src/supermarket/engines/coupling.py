@@ -111,9 +111,29 @@ def _arrival_position(u, n, d, replace, log_cnd):
 
 
 @njit(cache=True, nogil=True)
-def run_coupled(c, top, dist, tau, n, d, p_arrival, replace, step0, max_steps, rng,
-                stop_when_coalesced, area, last, top_time, record_every, rec_total, rec_dist,
-                rec_c, rec_count, check):
+def run_coupled(
+    c: np.ndarray,
+    top: np.ndarray,
+    dist: np.ndarray,
+    tau: np.ndarray,
+    n: int,
+    d: int,
+    p_arrival: float,
+    replace: bool,
+    step0: int,
+    max_steps: int,
+    rng: np.ndarray,
+    stop_when_coalesced: bool,
+    area: np.ndarray,
+    last: np.ndarray,
+    top_time: np.ndarray,
+    record_every: int,
+    rec_total: np.ndarray,
+    rec_dist: np.ndarray,
+    rec_c: np.ndarray,
+    rec_count: np.ndarray,
+    check: bool,
+) -> tuple[int, int, int, int]:
     """Advance ``M`` coupled copies by at most ``max_steps - step0`` steps.
 
     Arrays (modified in place):
@@ -244,7 +264,7 @@ def run_coupled(c, top, dist, tau, n, d, p_arrival, replace, step0, max_steps, r
 
 
 @njit(cache=True, nogil=True)
-def flush_area(c, area, last, step):
+def flush_area(c: np.ndarray, area: np.ndarray, last: np.ndarray, step: int) -> None:
     """Close the running integrals at ``step``: afterwards ``area[m, i]`` is the sum of
     ``c_{i+1}`` over the states ``step0 .. step-1`` of copy ``m``."""
     for m in range(c.shape[0]):

@@ -1,4 +1,4 @@
-"""The per-queue event engine for general service laws and server classes (docs/model.md §13).
+"""The per-queue event engine for general service laws and server classes (docs/model.md §14).
 
 Continuous time.  Arrivals are Poisson at rate ``rate`` (the caller passes ``nλ·s̄``).  Each
 arrival picks a queue by the dispatch rule (:data:`JSQ_D`: ``d`` uniform samples, with or

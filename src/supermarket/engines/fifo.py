@@ -30,6 +30,7 @@ import math
 import numpy as np
 from numba import njit
 
+from .layout import I64
 from .rng import next_below, next_double
 
 __all__ = ["fifo_kernel", "DONE", "GROW", "EVENTS", "S_NOW", "S_NEXT", "S_TMEAS", "S_RATE", "S_MEASURED"]
@@ -47,7 +48,24 @@ def _exp1(s):
 
 
 @njit(cache=True)
-def fifo_kernel(ring, head, qlen, c, area_P, area_c, tab, s, perm, pi, sf, si, soj, wai, jl, max_events):
+def fifo_kernel(
+    ring: np.ndarray,
+    head: np.ndarray,
+    qlen: np.ndarray,
+    c: np.ndarray,
+    area_P: np.ndarray,
+    area_c: np.ndarray,
+    tab: np.ndarray,
+    s: np.ndarray,
+    perm: np.ndarray,
+    pi: np.ndarray,
+    sf: np.ndarray,
+    si: np.ndarray,
+    soj: np.ndarray,
+    wai: np.ndarray,
+    jl: np.ndarray,
+    max_events: int,
+) -> int:
     n = pi[0]
     d = pi[1]
     rep = pi[2] != 0
@@ -66,6 +84,7 @@ def fifo_kernel(ring, head, qlen, c, area_P, area_c, tab, s, perm, pi, sf, si, s
         # earliest head-of-line departure
         qd = -1
         td = math.inf
+        q: I64  # a queue index (range() or next_below())
         for q in range(n):
             if qlen[q] > 0:
                 t = ring[q, head[q]]
@@ -86,7 +105,7 @@ def fifo_kernel(ring, head, qlen, c, area_P, area_c, tab, s, perm, pi, sf, si, s
                 sf[S_MEASURED] += dt
         if ta <= td:
             # arrival: choose the queue first (the draws are consumed only if it fits)
-            best = -1
+            best: I64 = -1
             if rep:
                 for _ in range(d):
                     q = next_below(s, n)

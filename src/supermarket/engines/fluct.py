@@ -57,8 +57,26 @@ def _log_p(c, n, d, replace, logp, lgn):
 
 
 @njit(cache=True, nogil=True)
-def fluct_ctmc(n, lam, logp, counts, m1, m2, burn_in, horizon, n_batches, grid_dt, rng,
-               batch_sums, grid, d, replace, lgn, clock, max_events):
+def fluct_ctmc(
+    n: int,
+    lam: float,
+    logp: np.ndarray,
+    counts: np.ndarray,
+    m1: float,
+    m2: float,
+    burn_in: float,
+    horizon: float,
+    n_batches: int,
+    grid_dt: float,
+    rng: np.ndarray,
+    batch_sums: np.ndarray,
+    grid: np.ndarray,
+    d: int,
+    replace: bool,
+    lgn: float,
+    clock: np.ndarray,
+    max_events: int,
+) -> int:
     """Run the chain from time ``clock[0]`` towards ``burn_in + horizon``; return
     ``DONE``, ``MORE`` (``max_events`` events done; call again) or ``OVERFLOW``.
 

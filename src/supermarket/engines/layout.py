@@ -15,7 +15,7 @@ in place; so every kernel takes a handful of named arguments:
 - :class:`Records` ``(t, c, max, total)``: the trajectory buffer (one row per grid point);
 - :class:`Setup`: the constants of a run (``n``, ``d``, ``replace``, ``k`` of the good set,
   0 for none, ``continuous``, ``full_table``, ``rec_levels``, ``p_arrival = λ/(1+λ)``,
-  ``rate = n(1+λ)``);
+  ``rate = n(1+λ)``, ``policy`` the dispatch-rule code of :mod:`.tables`, 0 = JSQ(d));
 - ``clock``: one record of :data:`CLOCK` — ``top`` (occupied levels = the maximum queue
   length), ``total`` customers, ``viol`` (failed good-set clauses), ``nrec`` (records
   written), ``now``, ``t_next`` (the next event time: part of the state, so a run cut into
@@ -32,9 +32,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["Tables", "Measures", "Records", "Setup", "CLOCK", "new_clock",
+__all__ = ["I64", "Tables", "Measures", "Records", "Setup", "CLOCK", "new_clock",
            "STATUS_DONE", "STATUS_EVENTS", "STATUS_GROW", "STATUS_RECFULL",
            "ST_RECORD", "ST_WINDOW", "ST_GENERAL", "GO_ON"]
+
+# An integer as the kernels see it (for annotations only; numba ignores them): a Python int or
+# a NumPy int64, which numba types alike.
+I64 = int | np.int64
 
 
 class Tables(NamedTuple):
@@ -78,6 +82,7 @@ class Setup(NamedTuple):
     rec_levels: int
     p_arrival: float  # λ/(1+λ)
     rate: float  # n(1+λ): event rate of the uniformized chain
+    policy: int = 0  # dispatch-rule code (tables.JSQ_D, RANDOM, JSQ, JIQ); 0: JSQ(d)
 
 
 CLOCK = np.dtype([

@@ -20,9 +20,22 @@ import math
 import numpy as np
 from numba import njit
 
-from .layout import GO_ON, ST_GENERAL, ST_RECORD, STATUS_DONE, STATUS_EVENTS, STATUS_GROW, STATUS_RECFULL
+from .layout import (
+    GO_ON,
+    I64,
+    ST_GENERAL,
+    ST_RECORD,
+    STATUS_DONE,
+    STATUS_EVENTS,
+    STATUS_GROW,
+    STATUS_RECFULL,
+    Measures,
+    Records,
+    Setup,
+    Tables,
+)
 from .rng import next_double
-from .tables import LW, get_p
+from .tables import JIQ, LW, get_p
 
 __all__ = ["close_level", "clause_bad", "good_flip", "good_step", "change_level", "close_top", "load_clock",
            "store_clock", "fast_gate", "good_ints", "set_level", "set_top", "record_until", "chunk_gate",
@@ -31,7 +44,8 @@ __all__ = ["close_level", "clause_bad", "good_flip", "good_step", "change_level"
 
 # ----------------------------------------------------------------- one level changes
 @njit(cache=True, inline="always")
-def close_level(j, old, pold, new, now, c, stamp, area_c, area_P):
+def close_level(j: int, old: int, pold: float, new: int, now: float, c: np.ndarray, stamp: np.ndarray,
+                area_c: np.ndarray, area_P: np.ndarray) -> None:
     """Set ``c[j] = new`` at time ``now``, first closing the lazy time integrals of level
     index ``j`` (``area_c[j] = ∫ c_{j+1} dt``, ``area_P[j] = ∫ P_{j+1} dt``; ``old`` and
     ``pold`` are the count and ``P`` before the change)."""
@@ -43,7 +57,7 @@ def close_level(j, old, pold, new, now, c, stamp, area_c, area_P):
 
 
 @njit(cache=True, inline="always")
-def clause_bad(j, k, cj, n, lo_j, hi_j):
+def clause_bad(j: int, k: int, cj: int, n: int, lo_j: float, hi_j: float) -> I64:
     """1 if clause ``j <= k`` of the good set ``N^ε`` (docs/model.md §5) fails with ``c[j] = cj``:
     (b) ``lo_j <= n − c_{j+1} <= hi_j`` for ``j < k`` (float bounds, or their integer
     ceiling/floor), (a) ``c_{k+1} = 0`` for ``j = k`` (the bounds are then ignored)."""
@@ -54,7 +68,7 @@ def clause_bad(j, k, cj, n, lo_j, hi_j):
 
 
 @njit(cache=True, inline="always")
-def good_flip(bad, now, viol, good_since, good_time):
+def good_flip(bad: I64, now: float, viol: I64, good_since: float, good_time: float) -> tuple[I64, float, float]:
     """A good-set clause has just started to fail (``bad = 1``) or to hold (``0``): update
     the count ``viol`` of failed clauses and the time spent in the good set (all clauses
     hold).  Returns the updated ``(viol, good_since, good_time)``."""
@@ -67,7 +81,8 @@ def good_flip(bad, now, viol, good_since, good_time):
 
 
 @njit(cache=True, inline="always")
-def good_step(j, k, new, n, lo_j, hi_j, was_bad, now, viol, good_since, good_time):
+def good_step(j: int, k: int, new: int, n: int, lo_j: float, hi_j: float, was_bad: I64, now: float, viol: I64,
+              good_since: float, good_time: float) -> tuple[I64, I64, float, float]:
     """Clause ``j <= k`` after ``c[j]`` became ``new`` (:func:`clause_bad`; ``was_bad``:
     whether it failed before).  Returns ``(bad, viol, good_since, good_time)``.  Scalars
     only: helpers that take arrays and branch cost reference counting in a hot loop."""
@@ -78,7 +93,8 @@ def good_step(j, k, new, n, lo_j, hi_j, was_bad, now, viol, good_since, good_tim
 
 
 @njit(cache=True)
-def change_level(meas, setup, c, j, new, pold, now, viol, good_since, good_time):
+def change_level(meas: Measures, setup: Setup, c: np.ndarray, j: int, new: int, pold: float, now: float, viol: I64,
+                 good_since: float, good_time: float) -> tuple[I64, float, float]:
     """Set ``c[j] = new`` at time ``now``: close the lazy integrals of level index ``j``
     (``pold`` = P at the old count) and update good-set membership (docs/model.md §5).
     Returns the updated ``(viol, good_since, good_time)``."""
@@ -93,7 +109,7 @@ def change_level(meas, setup, c, j, new, pold, now, viol, good_since, good_time)
 
 
 @njit(cache=True, inline="always")
-def close_top(maxtime, top, top_since, now):
+def close_top(maxtime: np.ndarray, top: int, top_since: float, now: float) -> float:
     """The maximum queue length leaves ``top`` at time ``now``: add the time since
     ``top_since`` to ``maxtime[top]``.  Returns ``now`` (the new ``top_since``)."""
     maxtime[top] += now - top_since
@@ -102,14 +118,15 @@ def close_top(maxtime, top, top_since, now):
 
 # ----------------------------------------------------------------- fast-loop state
 @njit(cache=True, inline="always")
-def load_clock(clock):
+def load_clock(clock: np.ndarray) -> tuple[int, int, int, float, float, float, float, float]:
     """``(top, total, viol, now, t_next, top_since, good_since, good_time)`` from the clock."""
     st = clock[0]
     return st.top, st.total, st.viol, st.now, st.t_next, st.top_since, st.good_since, st.good_time
 
 
 @njit(cache=True, inline="always")
-def store_clock(clock, top, total, viol, now, t_next, top_since, good_since, good_time):
+def store_clock(clock: np.ndarray, top: int, total: int, viol: int, now: float, t_next: float, top_since: float,
+                good_since: float, good_time: float) -> None:
     """Write the local copies of :func:`load_clock` back."""
     st = clock[0]
     st.top = top
@@ -123,7 +140,8 @@ def store_clock(clock, top, total, viol, now, t_next, top_since, good_since, goo
 
 
 @njit(cache=True, inline="always")
-def fast_gate(events, max_events, top, L, windowed, recording, next_rec, t_next, t_stop):
+def fast_gate(events: int, max_events: int, top: int, L: int, windowed: bool, recording: bool, next_rec: float,
+              t_next: float, t_stop: float) -> int:
     """Why a fast loop must stop before its next event (a status), or ``GO_ON``."""
     if events >= max_events:
         return STATUS_EVENTS
@@ -139,7 +157,7 @@ def fast_gate(events, max_events, top, L, windowed, recording, next_rec, t_next,
 
 
 @njit(cache=True)
-def good_ints(meas, k):
+def good_ints(meas: Measures, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Integer bounds of clause (b): ``lo <= shorter <= hi  <=>  ceil(lo) <= shorter <= floor(hi)``
     (``k + 1`` entries, so that index ``k`` (clause (a), no bounds) can be read: it holds 0)."""
     lo_int = np.zeros(k + 1, np.int64)
@@ -152,7 +170,8 @@ def good_ints(meas, k):
 
 # ----------------------------------------------------------------- general loops (clock in place)
 @njit(cache=True)
-def set_level(meas, setup, clock, c, j, new, pold, now):
+def set_level(meas: Measures, setup: Setup, clock: np.ndarray, c: np.ndarray, j: int, new: int, pold: float,
+              now: float) -> None:
     """:func:`change_level` on the clock record."""
     st = clock[0]
     st.viol, st.good_since, st.good_time = change_level(meas, setup, c, j, new, pold, now, st.viol, st.good_since,
@@ -160,7 +179,7 @@ def set_level(meas, setup, clock, c, j, new, pold, now):
 
 
 @njit(cache=True)
-def set_top(clock, maxtime, newtop, now):
+def set_top(clock: np.ndarray, maxtime: np.ndarray, newtop: int, now: float) -> None:
     """The maximum queue length becomes ``newtop`` at time ``now``."""
     st = clock[0]
     st.top_since = close_top(maxtime, st.top, st.top_since, now)
@@ -168,7 +187,7 @@ def set_top(clock, maxtime, newtop, now):
 
 
 @njit(cache=True)
-def record_until(recs, setup, clock, c, t_until):
+def record_until(recs: Records, setup: Setup, clock: np.ndarray, c: np.ndarray, t_until: float) -> bool:
     """Write the current state at every grid point ``< t_until``; False if the buffer is full."""
     st = clock[0]
     every = st.rec_every
@@ -199,7 +218,7 @@ def record_until(recs, setup, clock, c, t_until):
 
 
 @njit(cache=True)
-def chunk_gate(recs, setup, clock, c, left, t_stop):
+def chunk_gate(recs: Records, setup: Setup, clock: np.ndarray, c: np.ndarray, left: int, t_stop: float) -> int:
     """Before a chunk of events in a kernel's driver loop: write the records due before the
     next event; return the status to stop with, or ``GO_ON``."""
     st = clock[0]
@@ -209,9 +228,8 @@ def chunk_gate(recs, setup, clock, c, left, t_stop):
         return STATUS_GROW
     t_next = st.t_next
     t_until = t_next if t_next <= t_stop else t_stop
-    if st.rec_every > 0.0 and st.next_rec < t_until:
-        if not record_until(recs, setup, clock, c, t_until):
-            return STATUS_RECFULL
+    if st.rec_every > 0.0 and st.next_rec < t_until and not record_until(recs, setup, clock, c, t_until):
+        return STATUS_RECFULL
     if t_next > t_stop:
         st.now = t_stop
         return STATUS_DONE
@@ -219,7 +237,8 @@ def chunk_gate(recs, setup, clock, c, left, t_stop):
 
 
 @njit(cache=True)
-def general_gate(recs, setup, clock, c, events, max_events, t_stop):
+def general_gate(recs: Records, setup: Setup, clock: np.ndarray, c: np.ndarray, events: int, max_events: int,
+                 t_stop: float) -> int:
     """Before each event of a general loop that keeps its state in the clock (queues,
     buckets): write the records due, set ``now`` to the next event time and return
     ``GO_ON``, or return the status to stop with (``now = t_stop`` at the horizon)."""
@@ -242,7 +261,7 @@ def general_gate(recs, setup, clock, c, events, max_events, t_stop):
 
 
 @njit(cache=True)
-def next_event_time(s, setup, now):
+def next_event_time(s: np.ndarray, setup: Setup, now: float) -> float:
     """The time of the event after ``now``: ``now + 1`` (discrete time) or ``now`` plus an
     exponential holding time of rate ``n(1+λ)`` (docs/model.md §1)."""
     if setup.continuous:
@@ -252,23 +271,25 @@ def next_event_time(s, setup, now):
 
 
 @njit(cache=True, inline="always")
-def is_final(status):
+def is_final(status: int) -> bool:
     """Whether a chunk's status ends the kernel call (the horizon, level capacity, a full
     record buffer); otherwise the driver loop goes on."""
-    return status == STATUS_DONE or status == STATUS_GROW or status == STATUS_RECFULL
+    return status in (STATUS_DONE, STATUS_GROW, STATUS_RECFULL)
 
 
 # ----------------------------------------------------------------- start and read the measurements
 @njit(cache=True)
-def flush(c, tables, meas, setup, clock):
+def flush(c: np.ndarray, tables: Tables, meas: Measures, setup: Setup, clock: np.ndarray) -> None:
     """Close every lazy time integral at the current time (call before reading them)."""
     st = clock[0]
     now = st.now
     stamp = meas.stamp
+    idle = setup.policy == JIQ and c[0] < setup.n  # JIQ: P_i = 1{c_1 = n}·c_i/n (tables.p_rule)
     for j in range(c.shape[0]):
         cj = c[j]
         if cj > 0:
-            close_level(j, cj, get_p(tables, setup, j, cj), cj, now, c, stamp, meas.area_c, meas.area_P)
+            close_level(j, cj, 0.0 if idle else get_p(tables, setup, j, cj), cj, now, c, stamp, meas.area_c,
+                        meas.area_P)
         stamp[j] = now
     st.top_since = close_top(meas.maxtime, st.top, st.top_since, now)
     if setup.k > 0 and st.viol == 0:
@@ -277,7 +298,7 @@ def flush(c, tables, meas, setup, clock):
 
 
 @njit(cache=True)
-def reset_measures(c, meas, setup, clock):
+def reset_measures(c: np.ndarray, meas: Measures, setup: Setup, clock: np.ndarray) -> None:
     """Start measuring now: zero the integrals, recompute ``top``, the total and good-set
     membership."""
     st = clock[0]
@@ -299,7 +320,7 @@ def reset_measures(c, meas, setup, clock):
     st.good_time = 0.0
     st.good_since = now
     k = setup.k
-    v = 0
+    v: I64 = 0
     if k > 0:
         for j in range(k + 1):
             b = min(j, k - 1)

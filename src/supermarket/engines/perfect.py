@@ -35,6 +35,7 @@ import math
 import numpy as np
 from numba import njit
 
+from .layout import I64
 from .rng import next_below, next_double
 
 __all__ = [
@@ -43,9 +44,16 @@ __all__ = [
     "apply_codes",
     "conditional_max",
     "fill_lengths",
-    "G_TOP", "G_PATHMAX",
-    "A_TOTL", "A_TOTU", "A_MET", "A_STEP", "A_STATUS", "A_METSTEP",
-    "STATUS_OK", "STATUS_CAPACITY",
+    "G_TOP",
+    "G_PATHMAX",
+    "A_TOTL",
+    "A_TOTU",
+    "A_MET",
+    "A_STEP",
+    "A_STATUS",
+    "A_METSTEP",
+    "STATUS_OK",
+    "STATUS_CAPACITY",
     "EXPLICIT_MAX_D",
 ]
 
@@ -68,7 +76,7 @@ EXPLICIT_MAX_D = 64
 
 
 @njit(cache=True, nogil=True)
-def geometric_fill(out, log_lam, s):
+def geometric_fill(out: np.ndarray, log_lam: float, s: np.ndarray) -> None:
     """Fill ``out`` with i.i.d. geometric lengths, ``P(length >= m) = λ^m``.
 
     Inversion ``floor(log U / log λ)`` with ``U`` uniform on ``(0, 1]`` (exact up to double
@@ -80,7 +88,7 @@ def geometric_fill(out, log_lam, s):
 
 
 @njit(cache=True, nogil=True)
-def conditional_max(j1, n, d, replace, s, mark, picks):
+def conditional_max(j1: I64, n: int, d: int, replace: bool, s: np.ndarray, mark: np.ndarray, picks: np.ndarray) -> I64:
     """``M = max(J_1, J_2, …, J_d)`` given ``J_1 = j1`` (0-based positions, docs/model.md §12).
 
     With replacement ``J_2..J_d`` are i.i.d. uniform on ``0..n-1``; without, they are a
@@ -110,13 +118,13 @@ def conditional_max(j1, n, d, replace, s, mark, picks):
             r = n - 1
         return r if r > m else m
     N = n - 1  # the other positions, indexed 0..N-1 (index q stands for q + (q >= j1))
-    if N < k * k:
+    if k * k > N:
         # top-down: the largest of the remaining `top` others is in a uniform k-subset of
         # them w.p. k/top; if not, the subset is a uniform k-subset of the rest
         top = N
         while next_below(s, top) >= k:
             top -= 1
-        q = top - 1
+        q: I64 = top - 1
         r = q + 1 if q >= j1 else q
         return r if r > m else m
     # k distinct positions other than j1 by rejection (k <= sqrt(n-1): few rejections)
@@ -137,7 +145,21 @@ def conditional_max(j1, n, d, replace, s, mark, picks):
 
 
 @njit(cache=True, nogil=True)
-def generate_past(x, c, gs, s, buf, start, nsteps, n, d, replace, p_arr, mark, picks):
+def generate_past(
+    x: np.ndarray,
+    c: np.ndarray,
+    gs: np.ndarray,
+    s: np.ndarray,
+    buf: np.ndarray,
+    start: int,
+    nsteps: int,
+    n: int,
+    d: int,
+    replace: bool,
+    p_arr: float,
+    mark: np.ndarray,
+    picks: np.ndarray,
+) -> int:
     """Generate ``nsteps`` further steps of ``D`` into the past, and their innovations.
 
     ``x, c``: ``D`` in sorted form (updated in place); ``gs``: ``[top, pathmax]``; ``s``:
@@ -214,7 +236,9 @@ def _serve(x, c, p):
 
 
 @njit(cache=True, nogil=True)
-def apply_codes(buf, lo, hi, xl, cl, xu, cu, st):
+def apply_codes(
+    buf: np.ndarray, lo: int, hi: int, xl: np.ndarray, cl: np.ndarray, xu: np.ndarray, cu: np.ndarray, st: np.ndarray
+) -> int:
     """Run the lower copy ``L`` and the upper copy ``U`` forwards through ``buf[hi-1]``,
     ``buf[hi-2]``, …, ``buf[lo]`` (reverse order of generation = forward time).
 
@@ -262,7 +286,7 @@ def apply_codes(buf, lo, hi, xl, cl, xu, cu, st):
 
 
 @njit(cache=True, nogil=True)
-def fill_lengths(c, x):
+def fill_lengths(c: np.ndarray, x: np.ndarray) -> None:
     """Write the sorted queue-lengths vector (longest first) with counts ``c`` into ``x``.
 
     ``c[0] = n`` and ``c`` is zero from some level on; positions ``c[m+1]..c[m]-1`` hold ``m``.
@@ -272,7 +296,7 @@ def fill_lengths(c, x):
     while m + 1 < c.shape[0] and c[m + 1] > 0:
         m += 1
     hi = n
-    for v in range(0, m + 1):
+    for v in range(m + 1):
         lo = c[v + 1] if v + 1 < c.shape[0] else 0
         for p in range(lo, hi):
             x[p] = v

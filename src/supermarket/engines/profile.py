@@ -29,6 +29,15 @@ Measurements (time averages, O(1) work per event, lazily updated per level):
 (clauses (a) and (b) of docs/model.md §5, with a running count of violated clauses), and an
 optional trajectory recorded on a regular grid.
 
+Dispatch rules (``setup.policy``, docs/model.md §2 "Other dispatch rules"): the arrival
+draw above with the rule's ``P`` (:func:`.tables.p_rule`).  JSQ(d) and JSQ run as described;
+random routing computes ``P = c/n`` in the hot loop instead of looking it up (no windows, so
+any number of levels stays on the fast path); JIQ, whose ``P_i = 1{c_1 = n}·c_i/n`` depends
+on ``c_1`` too, runs a loop of its own while two queues or more are idle (every ``P_i`` is
+0 there, :func:`_profile_jiq_idle`), and otherwise the general loop, which joins an idle
+queue while there is one, finds a uniform queue's length by bisection, and closes every
+level's ``∫ P_i`` when ``1{c_1 = n}`` changes (:func:`jiq_close_levels`).
+
 The state is laid out in named structures shared by every engine (:mod:`.layout`):
 ``c`` (the counts), ``s`` (the generator), ``tables`` (:class:`.layout.Tables`, see
 :mod:`.tables`), ``meas`` (:class:`.layout.Measures`), ``recs`` (:class:`.layout.Records`),
@@ -43,16 +52,47 @@ import numpy as np
 from numba import njit
 
 from .layout import (
-    GO_ON, ST_GENERAL, ST_RECORD, ST_WINDOW, STATUS_DONE, STATUS_EVENTS, STATUS_GROW, STATUS_RECFULL,
+    GO_ON,
+    ST_GENERAL,
+    ST_RECORD,
+    ST_WINDOW,
+    STATUS_DONE,
+    STATUS_EVENTS,
+    STATUS_GROW,
+    STATUS_RECFULL,
+    Measures,
+    Records,
+    Setup,
+    Tables,
 )
 from .measure import (
-    change_level, chunk_gate, close_level, close_top, good_ints, good_step, is_final, load_clock, next_event_time,
-    record_until, store_clock,
+    change_level,
+    chunk_gate,
+    close_level,
+    close_top,
+    good_ints,
+    good_step,
+    is_final,
+    load_clock,
+    next_event_time,
+    record_until,
+    store_clock,
 )
 from .rng import next_double, step_double
-from .tables import LW, WIN, flat_tables, p_all_at_least, rebuild_window, refresh_windows, window_edge
+from .tables import JIQ, LW, RANDOM, WIN, flat_tables, get_p, p_rule, rebuild_window, refresh_windows, window_edge
 
-__all__ = ["profile_kernel"]
+__all__ = ["profile_kernel", "jiq_close_levels"]
+
+
+@njit(cache=True)
+def jiq_close_levels(tables: Tables, setup: Setup, meas: Measures, c: np.ndarray, top: int, busy: bool,
+                     now: float) -> None:
+    """JIQ: ``1{c_1 = n}`` is about to change at time ``now``: close the lazy integrals of
+    levels ``2..top`` with the ``P_i = 1{c_1 = n}·c_i/n`` they had (``busy`` = whether
+    ``c_1 = n`` until now), so that each level's ``∫ P_i`` stays exact (docs/model.md §2)."""
+    for i in range(1, top):
+        p = get_p(tables, setup, i, c[i]) if busy else 0.0
+        close_level(i, c[i], p, c[i], now, c, meas.stamp, meas.area_c, meas.area_P)
 
 
 # ----------------------------------------------------------------- the profile kernel
@@ -63,6 +103,8 @@ def _profile_general(c, s, tables, meas, recs, setup, clock, t_stop, max_events)
     checks repeat those of :func:`_profile_fast` (DELIBERATE: in the hot loop they are
     specialised to discrete time, where they are decided once per chunk)."""
     n, d, rep, full = setup.n, setup.d, setup.replace, setup.full_table
+    pol = setup.policy
+    jiq = pol == JIQ
     tab, win, winbase = tables
     p_arr = setup.p_arrival
     inv_p = 1.0 / p_arr
@@ -96,7 +138,25 @@ def _profile_general(c, s, tables, meas, recs, setup, clock, t_stop, max_events)
             # arrival: joined length ℓ = #{i : U < P_i}
             U = unif * inv_p
             ell = 0
-            if full:
+            if jiq and c[0] < n:
+                # JIQ with an idle queue: join one (P_1 = 0)
+                j = 0
+                pold = 0.0
+            elif pol == RANDOM or jiq:
+                # a uniform queue (random; JIQ with every queue busy): its length
+                # ℓ = #{i : c_i > nU}, by bisection (c is non-increasing): O(log top)
+                y = U * n
+                lo = 0
+                hi = top
+                while lo < hi:
+                    mid = (lo + hi) >> 1
+                    if c[mid] > y:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                j = lo
+                pold = get_p(tables, setup, j, c[j]) if j < top else 0.0
+            elif full:
                 for j in range(top):
                     ell += np.int64(tab[c[j]] > U)
                 j = ell
@@ -109,7 +169,7 @@ def _profile_general(c, s, tables, meas, recs, setup, clock, t_stop, max_events)
                         off = rebuild_window(tables, setup, j, c[j])
                     ell += np.int64(win[j, off] > U)
                 if ell == LW:
-                    while ell < top and p_all_at_least(c[ell], n, d, rep) > U:
+                    while ell < top and p_rule(pol, c[ell], n, d, rep) > U:
                         ell += 1
                 j = ell
                 if j >= top:
@@ -117,7 +177,9 @@ def _profile_general(c, s, tables, meas, recs, setup, clock, t_stop, max_events)
                 elif j < LW:
                     pold = win[j, c[j] - winbase[j]]
                 else:
-                    pold = p_all_at_least(c[j], n, d, rep)
+                    pold = p_rule(pol, c[j], n, d, rep)
+            if jiq and j == 0 and c[0] + 1 == n:
+                jiq_close_levels(tables, setup, meas, c, top, False, now)
             if j == top:
                 top_since = close_top(meas.maxtime, top, top_since, now)
                 top += 1
@@ -127,9 +189,15 @@ def _profile_general(c, s, tables, meas, recs, setup, clock, t_stop, max_events)
         else:
             # potential departure from a uniformly chosen queue: ℓ = #{i : c_i > nU}
             y = (unif - p_arr) * q_scale
+            # by bisection (c is non-increasing: the same count as the scan, O(log top))
             ell = 0
-            for j in range(top):
-                ell += np.int64(c[j] > y)
+            hi = top
+            while ell < hi:
+                mid = (ell + hi) >> 1
+                if c[mid] > y:
+                    ell = mid + 1
+                else:
+                    hi = mid
             if ell > 0:
                 lv = ell - 1
                 old = c[lv]
@@ -141,7 +209,11 @@ def _profile_general(c, s, tables, meas, recs, setup, clock, t_stop, max_events)
                         off = rebuild_window(tables, setup, lv, old)
                     pold = win[lv, off]
                 else:
-                    pold = p_all_at_least(old, n, d, rep)
+                    pold = p_rule(pol, old, n, d, rep)
+                if jiq and c[0] < n:
+                    pold = 0.0
+                if jiq and lv == 0 and old == n:
+                    jiq_close_levels(tables, setup, meas, c, top, True, now)
                 viol, good_since, good_time = change_level(meas, setup, c, lv, old - 1, pold, now, viol, good_since,
                                                            good_time)
                 if old == 1:
@@ -177,6 +249,8 @@ def _profile_fast(c, s, flat, bounds, meas, setup, clock, t_stop, max_events):
     lo_int, hi_int = bounds
     stamp, area_c, area_P, maxtime, gbad = meas.stamp, meas.area_c, meas.area_P, meas.maxtime, meas.good_bad
     n = setup.n
+    fn = float(n)
+    ratio = setup.policy == RANDOM  # P = c/n computed (tables.p_rule), no table: any n, any number of levels
     k = setup.k if setup.k > 0 else -1
     cont = setup.continuous
     p_arr = setup.p_arrival
@@ -197,7 +271,7 @@ def _profile_fast(c, s, flat, bounds, meas, setup, clock, t_stop, max_events):
     pc = np.zeros(L)
     top8 = 8 if L >= 8 else 4  # the fixed-count scan (4 < top <= top8) reads c[0..7] and pc[0..7]
     for i in range(top):
-        pc[i] = tabf[i * tstride + c[i] - tbase[i]]
+        pc[i] = float(c[i]) / fn if ratio else tabf[i * tstride + c[i] - tbase[i]]
     # discrete time: the events before the horizon or the next record are known in advance.
     # They happen at t_next, t_next + 1, ...: floor(t − t_next) + 1 of them up to time t
     # (counted from t_next, not from now: after a stop at a fractional time, now is not
@@ -273,7 +347,7 @@ def _profile_fast(c, s, flat, bounds, meas, setup, clock, t_stop, max_events):
         # lazy time integrals of level j (docs/model.md §2 measurements)
         close_level(j, old, pold, new, now, c, stamp, area_c, area_P)
         if new > 0:
-            pc[j] = tabf[j * tstride + new - tbase[j]]
+            pc[j] = float(new) / fn if ratio else tabf[j * tstride + new - tbase[j]]
         else:
             pc[j] = 0.0
         # good set N^ε, clauses (a) and (b) (docs/model.md §5)
@@ -296,7 +370,85 @@ def _profile_fast(c, s, flat, bounds, meas, setup, clock, t_stop, max_events):
 
 
 @njit(cache=True, nogil=True)
-def profile_kernel(c, s, tables, meas, recs, setup, clock, t_stop, max_events):
+def _profile_jiq_idle(c, s, meas, setup, clock, t_stop, max_events):
+    """JIQ while at least two queues are idle (``c_1 <= n − 2``): every ``P_i`` is 0, an
+    arrival joins an idle queue (``c_1 += 1``) and cannot make every queue busy, so no
+    table is read and no ``∫ P_i`` grows.  The same random numbers as the general loop
+    (one uniform per event, then the holding time in continuous time).  Returns to
+    :func:`profile_kernel` (status ``ST_GENERAL``) when ``c_1`` reaches ``n − 1``, for a
+    record, level capacity or the horizon; needs ``setup.k == 0`` (no good set)."""
+    stamp, area_c, area_P, maxtime = meas.stamp, meas.area_c, meas.area_P, meas.maxtime
+    n = setup.n
+    cont = setup.continuous
+    p_arr = setup.p_arrival
+    q_scale = float(n) / (1.0 - p_arr)
+    inv_rate = 1.0 / setup.rate
+    L = c.shape[0]
+    recording = clock[0].rec_every > 0.0
+    next_rec = clock[0].next_rec
+    top, total, viol, now, t_next, top_since, good_since, good_time = load_clock(clock)
+    r0, r1, r2, r3 = s[0], s[1], s[2], s[3]
+    events = 0
+    status = STATUS_DONE
+    while True:
+        if events >= max_events:
+            status = STATUS_EVENTS
+            break
+        if top + 2 > L:
+            status = STATUS_GROW
+            break
+        if c[0] >= n - 1:
+            status = ST_GENERAL
+            break
+        if recording and next_rec < (t_next if t_next <= t_stop else t_stop):
+            status = ST_RECORD
+            break
+        if t_next > t_stop:
+            now = t_stop
+            status = STATUS_DONE
+            break
+        now = t_next
+        unif, r0, r1, r2, r3 = step_double(r0, r1, r2, r3)
+        if unif < p_arr:
+            if top == 0:  # an idle queue joins level 1
+                top_since = close_top(maxtime, top, top_since, now)
+                top = 1
+            old = c[0]
+            close_level(0, old, 0.0, old + 1, now, c, stamp, area_c, area_P)
+            total += 1
+        else:
+            # a uniformly chosen queue, its length ℓ = #{i : c_i > y} by bisection
+            y = (unif - p_arr) * q_scale
+            ell = 0
+            hi = top
+            while ell < hi:
+                mid = (ell + hi) >> 1
+                if c[mid] > y:
+                    ell = mid + 1
+                else:
+                    hi = mid
+            if ell > 0:
+                lv = ell - 1
+                old = c[lv]
+                close_level(lv, old, 0.0, old - 1, now, c, stamp, area_c, area_P)
+                if old == 1:
+                    top_since = close_top(maxtime, top, top_since, now)
+                    top = lv
+                total -= 1
+        if cont:
+            v, r0, r1, r2, r3 = step_double(r0, r1, r2, r3)
+            t_next = now - math.log(1.0 - v) * inv_rate
+        else:
+            t_next = now + 1.0
+        events += 1
+    s[0], s[1], s[2], s[3] = r0, r1, r2, r3
+    store_clock(clock, top, total, viol, now, t_next, top_since, good_since, good_time)
+    return events, status
+
+
+@njit(cache=True, nogil=True)
+def profile_kernel(c: np.ndarray, s: np.ndarray, tables: Tables, meas: Measures, recs: Records, setup: Setup,
+                   clock: np.ndarray, t_stop: float, max_events: int) -> tuple[int, int]:
     """Run the profile chain (docs/model.md §2) until time ``t_stop`` or ``max_events`` events.
 
     Arguments: the structures of :mod:`.layout`, all updated in place.  Returns ``(events,
@@ -309,13 +461,17 @@ def profile_kernel(c, s, tables, meas, recs, setup, clock, t_stop, max_events):
     around their own loops (deliberate: see there); change the three together.
     """
     flat = flat_tables(tables, setup, c.shape[0])
+    if setup.policy == RANDOM:  # P = c/n computed in the hot loop: no windows, any number of levels
+        flat = (flat[0], np.zeros(c.shape[0], np.int64), 0, False)
     bounds = good_ints(meas, setup.k)
     events = 0
     while True:
         status = chunk_gate(recs, setup, clock, c, max_events - events, t_stop)
         if status != GO_ON:
             return events, status
-        if flat[3] and clock[0].top >= LW - 1:
+        if setup.policy == JIQ and setup.k == 0 and c[0] < setup.n - 1:
+            ev, status = _profile_jiq_idle(c, s, meas, setup, clock, t_stop, max_events - events)
+        elif (flat[3] and clock[0].top >= LW - 1) or setup.policy == JIQ:
             ev, status = _profile_general(c, s, tables, meas, recs, setup, clock, t_stop,
                                           min(max_events - events, 4096))
         else:

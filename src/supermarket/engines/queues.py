@@ -24,10 +24,21 @@ import math
 import numpy as np
 from numba import njit
 
-from .layout import GO_ON, ST_WINDOW, STATUS_DONE
+from .layout import GO_ON, ST_WINDOW, STATUS_DONE, Measures, Records, Setup, Tables
 from .measure import (
-    chunk_gate, close_level, close_top, fast_gate, general_gate, good_ints, good_step, is_final, load_clock,
-    next_event_time, set_level, set_top, store_clock,
+    chunk_gate,
+    close_level,
+    close_top,
+    fast_gate,
+    general_gate,
+    good_ints,
+    good_step,
+    is_final,
+    load_clock,
+    next_event_time,
+    set_level,
+    set_top,
+    store_clock,
 )
 from .rng import next_below, next_double
 from .tables import LW, flat_tables, get_p, refresh_windows, window_edge
@@ -235,8 +246,9 @@ def _queues_fast(queues, c, s, flat, bounds, meas, setup, clock, t_stop, max_eve
                 top = j
         close_level(j, old, pold, new, now, c, stamp, area_c, area_P)
         if j <= k:
-            gbad[j], viol, good_since, good_time = good_step(j, k, new, n, lo_int[j], hi_int[j], gbad[j], now, viol,
-                                                             good_since, good_time)
+            gbad[j], viol, good_since, good_time = good_step(
+                j, k, new, n, lo_int[j], hi_int[j], gbad[j], now, viol, good_since, good_time
+            )
         if windowed and window_edge(new, tbase[j], n):
             status = ST_WINDOW
         t_next = now + (1.0 if not cont else -math.log(1.0 - next_double(s)) * inv_rate)
@@ -248,7 +260,18 @@ def _queues_fast(queues, c, s, flat, bounds, meas, setup, clock, t_stop, max_eve
 
 
 @njit(cache=True, nogil=True)
-def queues_kernel(queues, c, s, tables, meas, recs, setup, clock, t_stop, max_events):
+def queues_kernel(
+    queues: tuple[np.ndarray, np.ndarray, np.ndarray],
+    c: np.ndarray,
+    s: np.ndarray,
+    tables: Tables,
+    meas: Measures,
+    recs: Records,
+    setup: Setup,
+    clock: np.ndarray,
+    t_stop: float,
+    max_events: int,
+) -> tuple[int, int]:
     """Run the per-queue chain until time ``t_stop`` or ``max_events`` events (see
     :func:`.profile.profile_kernel` for the other arguments and the return value);
     ``queues = (x, bits, scratch)``: ``x`` the queue lengths (int32), ``bits`` a zeroed bit
@@ -265,8 +288,9 @@ def queues_kernel(queues, c, s, tables, meas, recs, setup, clock, t_stop, max_ev
         if status != GO_ON:
             return events, status
         if flat[3] and clock[0].top >= LW - 1:
-            ev, status = _queues_general(queues, c, s, tables, meas, recs, setup, clock, t_stop,
-                                         min(max_events - events, 4096))
+            ev, status = _queues_general(
+                queues, c, s, tables, meas, recs, setup, clock, t_stop, min(max_events - events, 4096)
+            )
         else:
             if flat[3]:
                 refresh_windows(tables, setup, c, clock[0].top)

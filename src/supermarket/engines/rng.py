@@ -14,8 +14,17 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["new_state", "next_u64", "next_double", "next_below", "step_double", "next_normal",
-           "state_from_seed_sequence"]
+from .layout import I64
+
+__all__ = [
+    "new_state",
+    "next_u64",
+    "next_double",
+    "next_below",
+    "step_double",
+    "next_normal",
+    "state_from_seed_sequence",
+]
 
 _M64 = 0xFFFFFFFFFFFFFFFF
 TWO_M53 = 1.0 / 9007199254740992.0  # 2**-53
@@ -56,7 +65,7 @@ def _step(s0, s1, s2, s3):
 
 
 @njit(cache=True)
-def next_u64(s):
+def next_u64(s: np.ndarray) -> np.uint64:
     """Next 64-bit output; advances the state array ``s`` in place."""
     result, s0, s1, s2, s3 = _step(s[0], s[1], s[2], s[3])
     s[0] = s0
@@ -67,13 +76,13 @@ def next_u64(s):
 
 
 @njit(cache=True)
-def next_double(s):
+def next_double(s: np.ndarray) -> float:
     """Uniform on ``{0, 2^-53, …, 1 − 2^-53}`` (53 random bits)."""
     return np.float64(next_u64(s) >> np.uint64(11)) * TWO_M53
 
 
 @njit(cache=True)
-def next_below(s, n):
+def next_below(s: np.ndarray, n: int) -> I64:
     """Exactly uniform integer in ``0..n-1`` for ``1 <= n < 2^32`` (Lemire's method)."""
     nn = np.uint64(n)
     x = next_u64(s) >> np.uint64(32)
@@ -89,7 +98,9 @@ def next_below(s, n):
 
 
 @njit(cache=True)
-def step_double(s0, s1, s2, s3):
+def step_double(
+    s0: np.uint64, s1: np.uint64, s2: np.uint64, s3: np.uint64
+) -> tuple[float, np.uint64, np.uint64, np.uint64, np.uint64]:
     """``next_double`` on a state held in four local variables (for hot loops that keep
     the state in registers): returns ``(u, s0, s1, s2, s3)``; write the words back to the
     state array when the loop ends.  Shares the step :func:`_step` with :func:`next_u64`
@@ -99,7 +110,7 @@ def step_double(s0, s1, s2, s3):
 
 
 # --------------------------------------------------------------------------- additions
-def state_from_seed_sequence(ss) -> np.ndarray:
+def state_from_seed_sequence(ss: np.random.SeedSequence) -> np.ndarray:
     """A xoshiro256** state from a ``numpy.random.SeedSequence``: four words drawn from it
     directly (``generate_state``), so that every child of a root seed gets its own state;
     the all-zero state is replaced as in :func:`new_state`."""
@@ -110,7 +121,7 @@ def state_from_seed_sequence(ss) -> np.ndarray:
 
 
 @njit(cache=True)
-def next_normal(s):
+def next_normal(s: np.ndarray) -> float:
     """A standard normal from two uniforms (Box–Muller, cosine branch; the sine branch is
     not kept, so the state holds nothing but the four words)."""
     u1 = 1.0 - next_double(s)  # in (0, 1]

@@ -61,7 +61,7 @@ NS = 12  # columns of the per-path state array
 
 
 @njit(cache=True, nogil=True)
-def digamma(x):
+def digamma(x: float) -> float:
     """ψ(x) for x > 0: recurrence up to 6, then the asymptotic series (error < 1e-13)."""
     r = 0.0
     while x < 6.0:
@@ -72,7 +72,7 @@ def digamma(x):
 
 
 @njit(cache=True, nogil=True)
-def log_p_pre(q, par):
+def log_p_pre(q: float, par: np.ndarray) -> tuple[float, float]:
     """``(log P_n(G_1), d log P_n/dQ)`` at ``G_1 = c_n + Q/√n`` (``-inf, 0`` where 0).
 
     With replacement ``P_n(x) = x^d``; without, ``C(nx, d)/C(n, d)`` continued in ``x`` by
@@ -128,7 +128,18 @@ def _implicit(q_pred, h, par):
 
 
 @njit(cache=True, nogil=True)
-def em_paths(kind, par, h, n_burn, n_steps, rec_every, rng, ps, rec, max_work):
+def em_paths(
+    kind: int,
+    par: np.ndarray,
+    h: float,
+    n_burn: int,
+    n_steps: int,
+    rec_every: int,
+    rng: np.ndarray,
+    ps: np.ndarray,
+    rec: np.ndarray,
+    max_work: int,
+) -> int:
     """Advance the paths of ``ps`` (float64[P, NS]; columns 0, 1, 2: ``z1, z2``, max of
     ``z1`` — set by the caller — then the sums described in the module docstring) in order;
     stop after ``max_work`` steps.  Returns 1 when every path is done, else 0.

@@ -5,6 +5,12 @@ small, otherwise for each of the first ``LW`` levels a window of ``WIN`` consecu
 of ``c`` around the current count (:class:`.layout.Tables`), rebuilt (``WIN``
 evaluations) when ``c`` leaves it.  Levels above ``LW`` evaluate ``P`` directly.
 Probabilities are exact up to double rounding (``~2^-52``).
+
+Dispatch rules (docs/model.md §2, "Other dispatch rules"): the tables hold the rule's
+``P`` as a function of one level's count, :func:`p_rule`, by rule code (:data:`JSQ_D`,
+:data:`RANDOM`, :data:`JSQ`, :data:`JIQ`; :mod:`supermarket.policies` names them).  For
+``JIQ`` the table holds ``c/n`` and the kernels multiply by ``1{c_1 = n}`` (the only rule
+here whose ``P_ℓ`` depends on another level's count).
 """
 
 from __future__ import annotations
@@ -14,13 +20,20 @@ import math
 import numpy as np
 from numba import njit
 
+from .layout import Setup, Tables
+
 __all__ = ["HALF_WIN", "WIN", "LW", "FULL_TABLE_MAX_N", "log_p_all_at_least", "p_all_at_least", "p_table",
-           "get_p", "rebuild_window", "refresh_windows", "window_edge", "flat_tables"]
+           "get_p", "rebuild_window", "refresh_windows", "window_edge", "flat_tables",
+           "JSQ_D", "RANDOM", "JSQ", "JIQ", "POLICY_CODES", "p_rule"]
 
 HALF_WIN = 1024
 WIN = 2 * HALF_WIN
 LW = 32  # levels with a window table
 FULL_TABLE_MAX_N = 1 << 15
+
+# dispatch-rule codes (supermarket.policies maps the names to them); 0 is today's JSQ(d)
+JSQ_D, RANDOM, JSQ, JIQ = 0, 1, 2, 3
+POLICY_CODES = (JSQ_D, RANDOM, JSQ, JIQ)
 
 
 @njit(cache=True)
@@ -44,7 +57,7 @@ def _lgamma_ratio(x, a):
 
 
 @njit(cache=True)
-def log_p_all_at_least(c, n, d, replace):
+def log_p_all_at_least(c: int, n: int, d: int, replace: bool) -> float:
     """``log P_i`` for a level with ``c`` queues of length ``>= i`` (docs/model.md §2).
 
     With replacement ``d·log(c/n)``; without, ``log C(c,d) − log C(n,d)`` written through
@@ -70,7 +83,7 @@ def log_p_all_at_least(c, n, d, replace):
 
 
 @njit(cache=True)
-def p_all_at_least(c, n, d, replace):
+def p_all_at_least(c: int, n: int, d: int, replace: bool) -> float:
     """``P_i``: probability that all d sampled queues have length >= i (docs/model.md §2)."""
     if c >= n:
         return 1.0
@@ -78,16 +91,31 @@ def p_all_at_least(c, n, d, replace):
 
 
 @njit(cache=True)
-def p_table(n, d, replace):
-    """``P(c)`` for ``c = 0..n`` (only for small ``n``)."""
+def p_rule(policy: int, c: int, n: int, d: int, replace: bool) -> float:
+    """The table value of rule ``policy`` at a level holding count ``c`` (docs/model.md §2):
+    ``P_i`` for JSQ(d) (:func:`p_all_at_least`), ``c/n`` for random (one uniform queue),
+    ``1{c = n}`` for JSQ (the shortest of all ``n``), and ``c/n`` for JIQ, whose
+    ``P_i = 1{c_1 = n}·c_i/n`` the kernels complete with the factor ``1{c_1 = n}``."""
+    if policy == JSQ_D:
+        return p_all_at_least(c, n, d, replace)
+    if c >= n:
+        return 1.0
+    if policy == JSQ or c <= 0:
+        return 0.0
+    return float(c) / float(n)
+
+
+@njit(cache=True)
+def p_table(n: int, d: int, replace: bool, policy: int = JSQ_D) -> np.ndarray:
+    """``P(c)`` for ``c = 0..n`` (only for small ``n``) of rule ``policy`` (:func:`p_rule`)."""
     out = np.empty(n + 1)
     for c in range(n + 1):
-        out[c] = p_all_at_least(c, n, d, replace)
+        out[c] = p_rule(policy, c, n, d, replace)
     return out
 
 
 @njit(cache=True)
-def rebuild_window(tables, setup, j, cj):
+def rebuild_window(tables: Tables, setup: Setup, j: int, cj: int) -> int:
     """Refill the window of level index ``j`` around count ``cj``; returns ``cj``'s offset."""
     base = cj - HALF_WIN
     if base < 0:
@@ -95,12 +123,12 @@ def rebuild_window(tables, setup, j, cj):
     tables.winbase[j] = base
     win = tables.win
     for t in range(WIN):
-        win[j, t] = p_all_at_least(base + t, setup.n, setup.d, setup.replace)
+        win[j, t] = p_rule(setup.policy, base + t, setup.n, setup.d, setup.replace)
     return cj - base
 
 
 @njit(cache=True)
-def get_p(tables, setup, j, cj):
+def get_p(tables: Tables, setup: Setup, j: int, cj: int) -> float:
     """``P`` at level index ``j`` holding count ``cj`` (table look-up, window rebuilt if needed)."""
     if setup.full_table:
         return tables.tab[cj]
@@ -109,11 +137,11 @@ def get_p(tables, setup, j, cj):
         if off < 0 or off >= WIN:
             off = rebuild_window(tables, setup, j, cj)
         return tables.win[j, off]
-    return p_all_at_least(cj, setup.n, setup.d, setup.replace)
+    return p_rule(setup.policy, cj, setup.n, setup.d, setup.replace)
 
 
 @njit(cache=True, inline="always")
-def window_edge(x, base, n):
+def window_edge(x: int, base: int, n: int) -> bool:
     """Whether count ``x`` sits on the edge of a window of ``WIN`` values starting at
     ``base`` (a step of one could leave it) where the window could still move."""
     off = x - base
@@ -121,7 +149,7 @@ def window_edge(x, base, n):
 
 
 @njit(cache=True)
-def refresh_windows(tables, setup, c, top):
+def refresh_windows(tables: Tables, setup: Setup, c: np.ndarray, top: int) -> None:
     """Make the window of every level index ``<= top`` (below ``LW``) hold its count with
     room to move by one (before a fast loop, which only looks windows up)."""
     m = top + 1 if top + 1 < LW else LW
@@ -134,7 +162,7 @@ def refresh_windows(tables, setup, c, top):
 
 
 @njit(cache=True)
-def flat_tables(tables, setup, levels):
+def flat_tables(tables: Tables, setup: Setup, levels: int) -> tuple[np.ndarray, np.ndarray, int, bool]:
     """``(tabf, tbase, tstride, windowed)`` for the fast loops: ``P`` at level index ``j``
     and count ``x`` is ``tabf[j*tstride + x − tbase[j]]`` (the full table with ``tstride =
     0``, or the windows); ``levels`` = length of the level arrays."""

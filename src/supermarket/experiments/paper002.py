@@ -17,25 +17,30 @@ Quick mode keeps the whole run under 3 minutes on 2 cores.
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import itertools
 import json
 import math
 import os
 import sys
 import time as _time
 import warnings
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from .. import fluctuations as fl
 from .._files import atomic_write, save_figure_atomic
-from ..model import spawn_seeds
+from .._results import pyplot as _agg
+from ..model import SeedLike, spawn_seeds
 from . import paper002_claims as claims
 
 __all__ = ["run", "plot_comparison", "CASES"]
 
 # (label, regime, keyword arguments of fluctuations.regime_params)
-CASES = {
+CASES: dict[str, dict[str, Any]] = {
     "a": dict(regime="a", kappa=1.0, d=None),
     "b": dict(regime="b", c=1.0, zeta=0.5),
     "c": dict(regime="c", zeta=1.0, centring="one"),  # d_n = n: JSQ
@@ -64,15 +69,6 @@ def _save_figure(fig, path, dpi: int) -> None:
         save_figure_atomic(fig, path, dpi=dpi)
     finally:
         plt.close(fig)
-
-
-def _agg():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def plot_paths(cmp: fl.Comparison, path: str, span: float = 30.0) -> None:
@@ -120,8 +116,13 @@ def plot_hist(cmp: fl.Comparison, path: str) -> None:
         if cmp.limit_exact is not None:
             var = cmp.limit_exact.var_z1 if j == 0 else cmp.limit_exact.var_z2
             xs = np.linspace(lo, hi, 300)
-            ax.plot(xs, np.exp(-xs ** 2 / (2 * var)) / math.sqrt(2 * math.pi * var), "k--",
-                    lw=1, label="limit density (closed form)")
+            ax.plot(
+                xs,
+                np.exp(-(xs**2) / (2 * var)) / math.sqrt(2 * math.pi * var),
+                "k--",
+                lw=1,
+                label="limit density (closed form)",
+            )
         ax.set_xlabel(names[j])
         ax.legend(fontsize=7)
     ax = axes[2]
@@ -129,13 +130,13 @@ def plot_hist(cmp: fl.Comparison, path: str) -> None:
     if cmp.limit.lags.size > 1:
         ax.plot(cmp.limit.lags, cmp.limit.acf_z1, lw=1, label=f"limit (EM), {names[0]}")
     if p.regime == "a":
-        ax.plot(cmp.sim.lags, fl.limit_acf_a(p.limit["kappa"], cmp.sim.lags)[0], "k--", lw=1,
-                label="limit, closed form")
+        ax.plot(
+            cmp.sim.lags, fl.limit_acf_a(p.limit["kappa"], cmp.sim.lags)[0], "k--", lw=1, label="limit, closed form"
+        )
     if cmp.lna is not None and p.regime == "a":
-        try:
+        # the LNA refuses sizes beyond its dense Lyapunov solve: no curve then
+        with contextlib.suppress(ValueError):
             ax.plot(cmp.sim.lags, fl.lna_acf(p, cmp.sim.lags)[0], ":", lw=1.5, label="finite-n LNA")
-        except ValueError:  # the LNA refuses sizes beyond its dense Lyapunov solve: no curve then
-            pass
     ax.set_xlabel("lag (time)")
     ax.set_ylabel("autocorrelation")
     ax.legend(fontsize=7)
@@ -157,12 +158,22 @@ def _config(quick: bool):
     """Sizes of the experiment: ``(n per regime, simulation kwargs, SDE kwargs, n of the
     n^{-1/2} scaling run, its time)``."""
     if quick:
-        return ({"a": 10**4, "b": 10**4, "c": 10**4}, dict(time=2500.0, replications=2),
-                dict(sde_paths=256, sde_time=100.0, dt=1e-3), (10**3, 10**4, 10**5), 500.0)
+        return (
+            {"a": 10**4, "b": 10**4, "c": 10**4},
+            dict(time=2500.0, replications=2),
+            dict(sde_paths=256, sde_time=100.0, dt=1e-3),
+            (10**3, 10**4, 10**5),
+            500.0,
+        )
     # the scaling runs: 10 batches of 60 time units, over 10 autocorrelation times (about 4.4)
     # each, so that their error bars can be trusted (at 300 none could)
-    return ({"a": 10**5, "b": 10**5, "c": 10**5}, dict(time=2000.0, replications=4),
-            dict(sde_paths=512, sde_time=200.0, dt=5e-4), (10**3, 10**4, 10**5, 10**6), 600.0)
+    return (
+        {"a": 10**5, "b": 10**5, "c": 10**5},
+        dict(time=2000.0, replications=4),
+        dict(sde_paths=512, sde_time=200.0, dt=5e-4),
+        (10**3, 10**4, 10**5, 10**6),
+        600.0,
+    )
 
 
 def _progress(msg: str) -> None:
@@ -171,7 +182,13 @@ def _progress(msg: str) -> None:
         print(f"[paper002] {msg}", file=sys.stderr, flush=True)
 
 
-def run(out_dir, quick=False, seed=0, workers=None, client=None) -> dict:
+def run(
+    out_dir: str | os.PathLike[str],
+    quick: bool = False,
+    seed: SeedLike = 0,
+    workers: int | None = None,
+    client: Any = None,
+) -> dict:
     """Run the paper-002 experiment into ``out_dir`` (created); return the moments table."""
     os.makedirs(out_dir, exist_ok=True)
     t0 = _time.perf_counter()
@@ -185,47 +202,87 @@ def run(out_dir, quick=False, seed=0, workers=None, client=None) -> dict:
             warnings.simplefilter("always", fl.RegimeWarning)
             p = fl.regime_params(regime, n_of[label], **kw)
         warn_lines += [str(w.message) for w in caught]
-        _progress(f"regime ({label}), n = {p.n}, d_n = {p.d}: the chain ({sim_kw['replications']} × "
-                  f"{sim_kw['time']:g} time units) and the diffusions ({sde_kw['sde_paths']} paths) "
-                  f"[{i + 1} of {len(CASES) + 1}, {_time.perf_counter() - t0:.0f} s so far]")
+        _progress(
+            f"regime ({label}), n = {p.n}, d_n = {p.d}: the chain ({sim_kw['replications']} × "
+            f"{sim_kw['time']:g} time units) and the diffusions ({sde_kw['sde_paths']} paths) "
+            f"[{i + 1} of {len(CASES) + 1}, {_time.perf_counter() - t0:.0f} s so far]"
+        )
         cmp = fl.compare(p, seed=seeds[i], workers=workers, client=client, **sim_kw, **sde_kw)
         comparisons[label] = cmp
         if label == "c":  # the biased projection scheme beside the default bridge reflection
-            bridges[label] = fl.limit_for(p, paths=sde_kw["sde_paths"], time=sde_kw["sde_time"],
-                                          dt=sde_kw["dt"], seed=seeds[i], workers=workers, client=client,
-                                          record_paths=0, reflection="projection")
+            bridges[label] = fl.limit_for(
+                p,
+                paths=sde_kw["sde_paths"],
+                time=sde_kw["sde_time"],
+                dt=sde_kw["dt"],
+                seed=seeds[i],
+                workers=workers,
+                client=client,
+                record_paths=0,
+                reflection="projection",
+            )
         plot_paths(cmp, os.path.join(out_dir, f"regime_{label}_paths.png"))
         plot_hist(cmp, os.path.join(out_dir, f"regime_{label}_hist.png"))
         br = bridges[label].moments if label in bridges else None
-        for source, m in (("sim", cmp.sim.moments), ("limit_sde", cmp.limit.moments),
-                          ("prelimit_sde", cmp.prelimit.moments if cmp.prelimit else None),
-                          ("limit_sde_projection", br),
-                          ("limit_closed_form", cmp.limit_exact), ("lna", cmp.lna)):
+        for source, m in (
+            ("sim", cmp.sim.moments),
+            ("limit_sde", cmp.limit.moments),
+            ("prelimit_sde", cmp.prelimit.moments if cmp.prelimit else None),
+            ("limit_sde_projection", br),
+            ("limit_closed_form", cmp.limit_exact),
+            ("lna", cmp.lna),
+        ):
             if m is None:
                 continue
-            row = {"regime": label, "n": p.n, "d_n": p.d, "lambda_n": p.lam, "source": source,
-                   "coordinates": p.coordinates}
+            row = {
+                "regime": label,
+                "n": p.n,
+                "d_n": p.d,
+                "lambda_n": p.lam,
+                "source": source,
+                "coordinates": p.coordinates,
+            }
             for k in fl.KEYS:
                 row[k] = getattr(m, k)
                 row[k + "_se"] = (m.stderr or {}).get(k, 0.0)
             rows.append(row)
-    _progress(f"the n^(-1/2) order: n = {', '.join(str(n) for n in scale_ns)} (2 × {scale_time:g} time units each) "
-              f"[{len(CASES) + 1} of {len(CASES) + 1}, {_time.perf_counter() - t0:.0f} s so far]")
+    _progress(
+        f"the n^(-1/2) order: n = {', '.join(str(n) for n in scale_ns)} (2 × {scale_time:g} time units each) "
+        f"[{len(CASES) + 1} of {len(CASES) + 1}, {_time.perf_counter() - t0:.0f} s so far]"
+    )
     scale = fl.scaling(scale_ns, time=scale_time, replications=2, seed=seeds[-1], workers=workers, client=client)
     _write_csv(os.path.join(out_dir, "moments.csv"), rows)
     _write_csv(os.path.join(out_dir, "scaling.csv"), [r.to_dict() for r in scale])
     from ..jsonable import to_jsonable
 
-    atomic_write(os.path.join(out_dir, "moments.json"),
-                 json.dumps(to_jsonable({"derived": fl.DERIVED_NOTE, "quick": quick, "seed": seed,
-                                         "comparisons": {k: c.to_dict() for k, c in comparisons.items()},
-                                         "scaling": [r.to_dict() for r in scale]}), indent=2))
+    atomic_write(
+        os.path.join(out_dir, "moments.json"),
+        json.dumps(
+            to_jsonable(
+                {
+                    "derived": fl.DERIVED_NOTE,
+                    "quick": quick,
+                    "seed": seed,
+                    "comparisons": {k: c.to_dict() for k, c in comparisons.items()},
+                    "scaling": [r.to_dict() for r in scale],
+                }
+            ),
+            indent=2,
+        ),
+    )
     secs = _time.perf_counter() - t0
-    facts = {"regimes": [claims.regime_facts(k, c, AGREE_SIGMA) for k, c in comparisons.items()],
-             "scaling": claims.scaling_facts(scale)}  # what the Claims table is computed from
+    facts = {
+        "regimes": [claims.regime_facts(k, c, AGREE_SIGMA) for k, c in comparisons.items()],
+        "scaling": claims.scaling_facts(scale),
+    }  # what the Claims table is computed from
     _summary(out_dir, comparisons, scale, warn_lines, quick, seed, secs, bridges, facts)
-    return {"rows": rows, "scaling": [r.to_dict() for r in scale], "seconds": secs, "claims_facts": facts,
-            "claims": claims.claims_rows(facts["regimes"], facts["scaling"])}
+    return {
+        "rows": rows,
+        "scaling": [r.to_dict() for r in scale],
+        "seconds": secs,
+        "claims_facts": facts,
+        "claims": claims.claims_rows(facts["regimes"], facts["scaling"]),
+    }
 
 
 AGREE_SIGMA = 3.0  # "agree" in the summary: within this many standard errors
@@ -235,8 +292,10 @@ def agreement_sentence(reference: str, z: dict, sigma: float = AGREE_SIGMA, adeq
     """One sentence from the z-scores ``(chain − reference)/se`` of the five moments;
     "too short to know" when the chain's error bars are not adequate (``adequate=False``)."""
     if adequate is False:
-        return (f"Against the {reference}: too short to know (the chain's error bars are not reliable, "
-                "so no difference is called agreement or disagreement).")
+        return (
+            f"Against the {reference}: too short to know (the chain's error bars are not reliable, "
+            "so no difference is called agreement or disagreement)."
+        )
     vals = {k: v for k, v in z.items() if v == v}  # drop NaN
     if not vals:
         return f"Against the {reference}: no standard errors, no comparison."
@@ -244,63 +303,91 @@ def agreement_sentence(reference: str, z: dict, sigma: float = AGREE_SIGMA, adeq
     bad = sorted((k for k in vals if k not in ok), key=lambda k: -abs(vals[k]))
     worst = max(vals, key=lambda k: abs(vals[k]))
     if not bad:
-        return (f"Against the {reference}: all {len(vals)} moments agree within {sigma:g} standard errors "
-                f"(largest |z| = {abs(vals[worst]):.1f}, {worst}).")
-    return (f"Against the {reference}: {len(ok)} of {len(vals)} moments agree within {sigma:g} standard "
-            f"errors; " + ", ".join(f"{k} differs (z = {vals[k]:+.1f})" for k in bad) + ".")
+        return (
+            f"Against the {reference}: all {len(vals)} moments agree within {sigma:g} standard errors "
+            f"(largest |z| = {abs(vals[worst]):.1f}, {worst})."
+        )
+    return (
+        f"Against the {reference}: {len(ok)} of {len(vals)} moments agree within {sigma:g} standard "
+        f"errors; " + ", ".join(f"{k} differs (z = {vals[k]:+.1f})" for k in bad) + "."
+    )
 
 
-def flow_sentence(mean_q: float, se: float, exact: float, sigma: float = AGREE_SIGMA,
-                  adequate: bool | None = True) -> str:
+def flow_sentence(
+    mean_q: float, se: float, exact: float, sigma: float = AGREE_SIGMA, adequate: bool | None = True
+) -> str:
     """The flow balance E Q = −ζ_n (exact for the chain: E G_1 = λ_n); "too short to know"
     when the chain's error bars are not adequate."""
     z = (mean_q - exact) / se if se > 0 else float("nan")
     if adequate is False:
-        return (f"Flow balance (exact: E G_1 = λ_n, so E Q = {exact:.4g}): the chain's {mean_q:.4f} "
-                f"(error bar too short to know, z = {z:+.1f} is not reliable).")
+        return (
+            f"Flow balance (exact: E G_1 = λ_n, so E Q = {exact:.4g}): the chain's {mean_q:.4f} "
+            f"(error bar too short to know, z = {z:+.1f} is not reliable)."
+        )
     verdict = "agrees" if abs(z) <= sigma else "does not agree"
-    return (f"Flow balance (exact: E G_1 = λ_n, so E Q = {exact:.4g}): the chain's {mean_q:.4f} ± {se:.4f} "
-            f"{verdict} (z = {z:+.1f}).")
+    return (
+        f"Flow balance (exact: E G_1 = λ_n, so E Q = {exact:.4g}): the chain's {mean_q:.4f} ± {se:.4f} "
+        f"{verdict} (z = {z:+.1f})."
+    )
 
 
 def adequacy_sentence(m: fl.Moments) -> str:
     if m.adequate:
-        return (f"Chain error bars: batches last at least {fl.BATCH_TAU_FACTOR:g} integrated autocorrelation "
-                f"times ({m.tau_int:.3g} time units each).")
+        return (
+            f"Chain error bars: batches last at least {fl.BATCH_TAU_FACTOR:g} integrated autocorrelation "
+            f"times ({m.tau_int:.3g} time units each)."
+        )
     return f"Chain error bars: {m.note}."
 
 
 def _summary(out_dir, comparisons, scale, warn_lines, quick, seed, secs, bridges, facts) -> None:
-    L = ["# Paper 002: fluctuations near equilibrium with growing choices", "",
-         f"Mode: {'quick' if quick else 'full'}, seed {seed}, {secs:.0f} s.  " + fl.DERIVED_NOTE, "",
-         claims.claims_markdown(facts["regimes"], facts["scaling"]),
-         "Chain: exact continuous-time profile chain (docs/model.md §1–2), sampling **without** "
-         "replacement (paper 002), started at the rounded centre n·x^n, moments as time averages "
-         "after burn-in with batch-means standard errors.  Limit: Euler–Maruyama with many paths "
-         "(docs/model.md §8), matched at this n.  Pre-limit: the same equations with this n's "
-         "coefficients (derived, docs/model.md §8).  LNA: finite-n linear noise approximation at x^n.", ""]
+    L = [
+        "# Paper 002: fluctuations near equilibrium with growing choices",
+        "",
+        f"Mode: {'quick' if quick else 'full'}, seed {seed}, {secs:.0f} s.  " + fl.DERIVED_NOTE,
+        "",
+        claims.claims_markdown(facts["regimes"], facts["scaling"]),
+        "Chain: exact continuous-time profile chain (docs/model.md §1–2), sampling **without** "
+        "replacement (paper 002), started at the rounded centre n·x^n, moments as time averages "
+        "after burn-in with batch-means standard errors.  Limit: Euler–Maruyama with many paths "
+        "(docs/model.md §8), matched at this n.  Pre-limit: the same equations with this n's "
+        "coefficients (derived, docs/model.md §8).  LNA: finite-n linear noise approximation at x^n.",
+        "",
+    ]
     names = {"limit": "limit diffusion", "prelimit": "pre-limit diffusion", "lna": "finite-n LNA"}
     for label, cmp in comparisons.items():
         p = cmp.params
-        L += [f"## Regime ({label})", "",
-              f"n = {p.n}, d_n = {p.d}, λ_n = {p.lam:.8g}, d_n/√n = {p.b_n:.4g}, "
-              f"d_n(1−λ_n) = {p.d_one_minus_lambda:.4g}; limit parameters: {_fmt(cmp.limit.params)}.  "
-              f"Coordinates: {p.coordinates}.", "",
-              "| source | mean z1 | mean z2 | var z1 | var z2 | cov |", "|---|---|---|---|---|---|"]
+        L += [
+            f"## Regime ({label})",
+            "",
+            f"n = {p.n}, d_n = {p.d}, λ_n = {p.lam:.8g}, d_n/√n = {p.b_n:.4g}, "
+            f"d_n(1−λ_n) = {p.d_one_minus_lambda:.4g}; limit parameters: {_fmt(cmp.limit.params)}.  "
+            f"Coordinates: {p.coordinates}.",
+            "",
+            "| source | mean z1 | mean z2 | var z1 | var z2 | cov |",
+            "|---|---|---|---|---|---|",
+        ]
         lim_name = f"limit (EM, {cmp.limit.params['reflection']} reflection)" if label == "c" else "limit (EM)"
         br = bridges[label].moments if label in bridges else None
-        for name, m in (("chain", cmp.sim.moments), (lim_name, cmp.limit.moments),
-                        ("pre-limit diffusion (EM)", cmp.prelimit.moments if cmp.prelimit else None),
-                        ("limit (EM, projection reflection)", br),
-                        ("limit (closed form)", cmp.limit_exact), ("finite-n LNA", cmp.lna)):
+        for name, m in (
+            ("chain", cmp.sim.moments),
+            (lim_name, cmp.limit.moments),
+            ("pre-limit diffusion (EM)", cmp.prelimit.moments if cmp.prelimit else None),
+            ("limit (EM, projection reflection)", br),
+            ("limit (closed form)", cmp.limit_exact),
+            ("finite-n LNA", cmp.lna),
+        ):
             if m is None:
                 continue
             if m is cmp.lna and cmp.lna_not_applicable:
                 L.append(f"| {name} | " + " | ".join(["does not apply"] * len(fl.KEYS)) + " |")
                 continue
             short = m.adequate is False  # a chain run too short to know its error: no ±
-            cells = [f"{getattr(m, k):.4f}" + (" (too short to know)" if short else
-                                               f" ± {m.stderr[k]:.4f}" if m.stderr else "") for k in fl.KEYS]
+            cells = [
+                f"{getattr(m, k):.4f}"
+                + (" (too short to know)" if short else f" ± {m.stderr[k]:.4f}" if m.stderr else "")
+                for k in fl.KEYS
+            ]
             L.append(f"| {name} | " + " | ".join(cells) + " |")
         L.append("")
         if cmp.lna_not_applicable:
@@ -309,30 +396,50 @@ def _summary(out_dir, comparisons, scale, warn_lines, quick, seed, secs, bridges
             L.append("- " + agreement_sentence(names.get(ref, ref), row, adequate=cmp.sim.moments.adequate))
         L.append("- " + adequacy_sentence(cmp.sim.moments))
         if label in ("b", "c"):
-            L.append("- " + flow_sentence(cmp.sim.moments.mean_z1, cmp.sim.moments.stderr["mean_z1"],
-                                          -p.zeta_n if p.centring != "one" else -cmp.limit.params["zeta"],
-                                          adequate=cmp.sim.moments.adequate))
+            L.append(
+                "- "
+                + flow_sentence(
+                    cmp.sim.moments.mean_z1,
+                    cmp.sim.moments.stderr["mean_z1"],
+                    -p.zeta_n if p.centring != "one" else -cmp.limit.params["zeta"],
+                    adequate=cmp.sim.moments.adequate,
+                )
+            )
         if label == "c":
             mq = cmp.limit.max_q
-            L.append(f"- Reflected limit: the largest Q on any path is {mq:.3g}, "
-                     + ("at or below 0 as the reflection requires." if mq <= 0 else "ABOVE 0: the reflection failed."))
+            L.append(
+                f"- Reflected limit: the largest Q on any path is {mq:.3g}, "
+                + ("at or below 0 as the reflection requires." if mq <= 0 else "ABOVE 0: the reflection failed.")
+            )
             if br is not None:
                 z = (cmp.limit.moments.mean_z2 - br.mean_z2) / math.hypot(
-                    cmp.limit.moments.stderr["mean_z2"], br.stderr["mean_z2"])
-                L.append(f"- E Y with bridge reflection {cmp.limit.moments.mean_z2:.4f}, with projection "
-                         f"{br.mean_z2:.4f} at dt = {cmp.limit.dt:g} (z = {z:+.1f}: "
-                         + ("indistinguishable" if abs(z) <= AGREE_SIGMA else "the schemes differ") + ").")
+                    cmp.limit.moments.stderr["mean_z2"], br.stderr["mean_z2"]
+                )
+                L.append(
+                    f"- E Y with bridge reflection {cmp.limit.moments.mean_z2:.4f}, with projection "
+                    f"{br.mean_z2:.4f} at dt = {cmp.limit.dt:g} (z = {z:+.1f}: "
+                    + ("indistinguishable" if abs(z) <= AGREE_SIGMA else "the schemes differ")
+                    + ")."
+                )
         L += ["", f"Figures: `regime_{label}_paths.png`, `regime_{label}_hist.png`.", ""]
-    L += ["## The n^{-1/2} order (regime (a), κ = 1, d_n = ⌊n^{1/4}⌋)", "",
-          "| n | d_n | sd(G_1) | √n·sd(G_1) | LNA √n·sd |", "|---|---|---|---|---|"]
+    L += [
+        "## The n^{-1/2} order (regime (a), κ = 1, d_n = ⌊n^{1/4}⌋)",
+        "",
+        "| n | d_n | sd(G_1) | √n·sd(G_1) | LNA √n·sd |",
+        "|---|---|---|---|---|",
+    ]
     for r in scale:
         lna = r.lna_sqrt_n_sd_g1 if r.lna_sqrt_n_sd_g1 is None else round(r.lna_sqrt_n_sd_g1, 4)
         if r.error_bars_adequate is False:  # no ± a reader could mistake for a trusted error bar
-            L.append(f"| {r.n} | {r.d} | {r.sd_g1:.3e} (too short to know) | {r.sqrt_n_sd_g1:.4f} "
-                     f"(too short to know) | {lna} |")
+            L.append(
+                f"| {r.n} | {r.d} | {r.sd_g1:.3e} (too short to know) | {r.sqrt_n_sd_g1:.4f} "
+                f"(too short to know) | {lna} |"
+            )
         else:
-            L.append(f"| {r.n} | {r.d} | {r.sd_g1:.3e} ± {r.sd_g1_stderr:.1e} | {r.sqrt_n_sd_g1:.4f} ± "
-                     f"{r.sqrt_n_sd_g1_stderr:.4f} | {lna} |")
+            L.append(
+                f"| {r.n} | {r.d} | {r.sd_g1:.3e} ± {r.sd_g1_stderr:.1e} | {r.sqrt_n_sd_g1:.4f} ± "
+                f"{r.sqrt_n_sd_g1_stderr:.4f} | {lna} |"
+            )
     if len(scale) >= 2:
         L.append("")
         L.append("- " + scaling_sentence(scale))
@@ -341,29 +448,33 @@ def _summary(out_dir, comparisons, scale, warn_lines, quick, seed, secs, bridges
     atomic_write(os.path.join(out_dir, "summary.md"), "\n".join(L) + "\n")
 
 
-def scaling_sentence(scale) -> str:
+def scaling_sentence(scale: Sequence[Any]) -> str:
     """What the scaling table shows: the fall of sd(G_1) per decade of n against √10, from
     the sizes whose error bars can be trusted (the others are named and left out)."""
     good = [r for r in scale if getattr(r, "error_bars_adequate", None) is not False]
     short = [r.n for r in scale if getattr(r, "error_bars_adequate", None) is False]
     left = f" (n = {', '.join(str(n) for n in short)} left out: too short to know)" if short else ""
     if len(good) < 2:
-        return (f"too short to know: the error bars of {len(short)} of {len(scale)} sizes cannot be trusted "
-                "(batches under 10 autocorrelation times), so no per-decade factor is given.")
+        return (
+            f"too short to know: the error bars of {len(short)} of {len(scale)} sizes cannot be trusted "
+            "(batches under 10 autocorrelation times), so no per-decade factor is given."
+        )
     first, last = good[0], good[-1]
     decades = math.log10(last.n / first.n)
     per_decade = (first.sd_g1 / last.sd_g1) ** (1 / decades) if decades > 0 and last.sd_g1 > 0 else float("nan")
     lo = min(r.sqrt_n_sd_g1 for r in good)
     hi = max(r.sqrt_n_sd_g1 for r in good)
-    verdict = ("close to" if abs(per_decade - math.sqrt(10)) <= 0.25 * math.sqrt(10) else "far from")
-    return (f"sd(G_1) falls by a factor {per_decade:.2f} per decade of n ({verdict} √10 = 3.16, the n^(−1/2) "
-            f"order), while √n·sd(G_1) stays between {lo:.3f} and {hi:.3f}{left}.")
+    verdict = "close to" if abs(per_decade - math.sqrt(10)) <= 0.25 * math.sqrt(10) else "far from"
+    return (
+        f"sd(G_1) falls by a factor {per_decade:.2f} per decade of n ({verdict} √10 = 3.16, the n^(−1/2) "
+        f"order), while √n·sd(G_1) stays between {lo:.3f} and {hi:.3f}{left}."
+    )
 
 
 # =========================================================================== studies
 #: The pre-limit study's cases (docs/fluctuations.md): regime (b) with c = 1, ζ = 0.5 and
 #: regime (c) with ζ = 1, d_n = ⌊n^{3/4}⌋ (so d_n/√n = n^{1/4} → ∞; d = 1000 at n = 10^4).
-STUDY_CASES = {
+STUDY_CASES: dict[str, dict[str, Any]] = {
     "b": dict(regime="b", c=1.0, zeta=0.5),
     "c": dict(regime="c", zeta=1.0, d_exponent=0.75),
 }
@@ -382,8 +493,19 @@ def _study_params(label: str, n: int) -> fl.RegimeParams:
 STUDY_KEYS = ("mean_z2", "var_z1", "var_z2", "cov_z1z2")
 
 
-def prelimit_study(ns=(10**3, 10**4, 10**5), *, labels=("b", "c"), chain_time=None, replications=2,
-                   sde_paths=128, sde_time=100.0, dt=1e-3, seed=0, workers=None, client=None) -> list[dict]:
+def prelimit_study(
+    ns: Sequence[int] = (10**3, 10**4, 10**5),
+    *,
+    labels: Sequence[str] = ("b", "c"),
+    chain_time: float | None = None,
+    replications: int = 2,
+    sde_paths: int = 128,
+    sde_time: float = 100.0,
+    dt: float = 1e-3,
+    seed: SeedLike = 0,
+    workers: int | None = None,
+    client: Any = None,
+) -> list[dict]:
     """For each regime and ``n``: the chain, the pre-limit diffusion at ``n`` and the limit
     (docs/model.md §8, derived), their moments with standard errors, the differences
     chain − pre-limit and pre-limit − limit, and the scale ``log n/√n`` (b) or
@@ -396,29 +518,44 @@ def prelimit_study(ns=(10**3, 10**4, 10**5), *, labels=("b", "c"), chain_time=No
     rows = []
     roots = spawn_seeds(seed, len(labels))
     for li, label in enumerate(labels):
-        for ni, (n, ss) in enumerate(zip(ns, spawn_seeds(roots[li], len(ns)))):
+        for _ni, (n, ss) in enumerate(zip(ns, spawn_seeds(roots[li], len(ns)))):
             p = _study_params(label, n)
             T = chain_time if chain_time is not None else (4000.0 if n <= 10**4 else 1500.0)
             s1, s2, s3 = spawn_seeds(ss, 3)
             t0 = _time.perf_counter()
-            sim = fl.simulate_fluctuations(p, time=T, replications=replications, seed=s1, workers=workers, client=client,
-                                           batches=10)
+            sim = fl.simulate_fluctuations(
+                p, time=T, replications=replications, seed=s1, workers=workers, client=client, batches=10
+            )
             t_sim = _time.perf_counter() - t0
             t0 = _time.perf_counter()
-            pre = fl.prelimit_sde(p, paths=sde_paths, time=sde_time, dt=dt, seed=s2, workers=workers, client=client,
-                                  record_paths=0)
+            pre = fl.prelimit_sde(
+                p, paths=sde_paths, time=sde_time, dt=dt, seed=s2, workers=workers, client=client, record_paths=0
+            )
             t_pre = _time.perf_counter() - t0
-            lim = fl.limit_for(p, paths=sde_paths, time=sde_time, dt=dt, seed=s3, workers=workers, client=client,
-                               record_paths=0)
+            lim = fl.limit_for(
+                p, paths=sde_paths, time=sde_time, dt=dt, seed=s3, workers=workers, client=client, record_paths=0
+            )
             # expected order of the pre-limit − limit gap (derived, docs/model.md §8): in (b) the
             # coefficients c_n − 1, d_n/√n − c are O(log n/√n); in (c) the exponential wall
             # A(Q) ≈ e^{b_n Q} sits at ≈ (log b_n − γ)/b_n above 0, b_n = d_n/√n
             scale = math.log(n) / math.sqrt(n) if label == "b" else math.log(p.b_n) / p.b_n
-            row = {"regime": label, "n": n, "d_n": p.d, "lambda_n": p.lam, "c_n": p.c_n,
-                   "b_n": p.b_n, "scale": scale, "chain_time": T, "replications": replications,
-                   "chain_seconds": t_sim, "prelimit_seconds": t_pre,
-                   "chain_adequate": bool(sim.moments.adequate), "chain_tau_int": sim.moments.tau_int}
+            row: dict[str, Any] = {
+                "regime": label,
+                "n": n,
+                "d_n": p.d,
+                "lambda_n": p.lam,
+                "c_n": p.c_n,
+                "b_n": p.b_n,
+                "scale": scale,
+                "chain_time": T,
+                "replications": replications,
+                "chain_seconds": t_sim,
+                "prelimit_seconds": t_pre,
+                "chain_adequate": bool(sim.moments.adequate),
+                "chain_tau_int": sim.moments.tau_int,
+            }
             for src, m in (("chain", sim.moments), ("prelimit", pre.moments), ("limit", lim.moments)):
+                assert m.stderr is not None  # simulated moments carry standard errors
                 for k in STUDY_KEYS:
                     row[f"{src}_{k}"] = getattr(m, k)
                     row[f"{src}_{k}_se"] = m.stderr[k]
@@ -432,19 +569,49 @@ def prelimit_study(ns=(10**3, 10**4, 10**5), *, labels=("b", "c"), chain_time=No
     return rows
 
 
-def reflection_study(dts=(0.04, 0.02, 0.01, 0.005, 0.0025, 0.001, 0.0005), *, zeta=1.0, paths=256,
-                     time=100.0, seed=0, workers=None, client=None) -> list[dict]:
+def reflection_study(
+    dts: Sequence[float] = (0.04, 0.02, 0.01, 0.005, 0.0025, 0.001, 0.0005),
+    *,
+    zeta: float = 1.0,
+    paths: int = 256,
+    time: float = 100.0,
+    seed: SeedLike = 0,
+    workers: int | None = None,
+    client: Any = None,
+) -> list[dict]:
     """``E Y`` (and the pushing rate) of the regime-(c) limit against the step ``dt`` for
     both reflection schemes, same seed for every run (docs/model.md §8)."""
     rows = []
     for scheme in fl.REFLECTIONS:
         for dt in dts:
-            r = fl.limit_sde("c", zeta=zeta, paths=paths, time=time, dt=dt, seed=seed, workers=workers, client=client,
-                             record_paths=0, reflection=scheme)
+            r = fl.limit_sde(
+                "c",
+                zeta=zeta,
+                paths=paths,
+                time=time,
+                dt=dt,
+                seed=seed,
+                workers=workers,
+                client=client,
+                record_paths=0,
+                reflection=scheme,
+            )
             m = r.moments
-            rows.append({"reflection": scheme, "dt": dt, "sqrt_dt": math.sqrt(dt), "mean_y": m.mean_z2,
-                         "mean_y_se": m.stderr["mean_z2"], "var_q": m.var_z1, "var_q_se": m.stderr["var_z1"],
-                         "push_rate": r.push_rate, "push_rate_se": r.push_rate_stderr, "seconds": r.seconds})
+            assert m.stderr is not None  # simulated moments carry standard errors
+            rows.append(
+                {
+                    "reflection": scheme,
+                    "dt": dt,
+                    "sqrt_dt": math.sqrt(dt),
+                    "mean_y": m.mean_z2,
+                    "mean_y_se": m.stderr["mean_z2"],
+                    "var_q": m.var_z1,
+                    "var_q_se": m.stderr["var_z1"],
+                    "push_rate": r.push_rate,
+                    "push_rate_se": r.push_rate_stderr,
+                    "seconds": r.seconds,
+                }
+            )
     return rows
 
 
@@ -454,16 +621,20 @@ def _verdict(z: float, sig: float = 3.0) -> str:
 
 def study_markdown(pre_rows: list[dict], refl_rows: list[dict]) -> str:
     """Tables and sentences of the studies, every sentence computed from the rows."""
-    L = ["### Reflection schemes against the step (regime (c) limit, ζ = 1)", "",
-         "| dt | E Y, bridge | E Y, projection | E[dU]/dt, bridge | E[dU]/dt, projection |",
-         "|---|---|---|---|---|"]
+    L = [
+        "### Reflection schemes against the step (regime (c) limit, ζ = 1)",
+        "",
+        "| dt | E Y, bridge | E Y, projection | E[dU]/dt, bridge | E[dU]/dt, projection |",
+        "|---|---|---|---|---|",
+    ]
     by = {(r["reflection"], r["dt"]): r for r in refl_rows}
     dts = sorted({r["dt"] for r in refl_rows}, reverse=True)
     for dt in dts:
         b, p = by.get(("bridge", dt)), by.get(("projection", dt))
         cell = lambda r, k: "—" if r is None else f"{r[k]:.4f} ± {r[k + '_se']:.4f}"  # noqa: E731
-        L.append(f"| {dt:g} | {cell(b, 'mean_y')} | {cell(p, 'mean_y')} | {cell(b, 'push_rate')} | "
-                 f"{cell(p, 'push_rate')} |")
+        L.append(
+            f"| {dt:g} | {cell(b, 'mean_y')} | {cell(p, 'mean_y')} | {cell(b, 'push_rate')} | {cell(p, 'push_rate')} |"
+        )
     if dts:
         fine, coarse = dts[-1], dts[0]
         for scheme in fl.REFLECTIONS:
@@ -472,22 +643,33 @@ def study_markdown(pre_rows: list[dict], refl_rows: list[dict]) -> str:
                 continue
             z = (a["mean_y"] - c["mean_y"]) / math.hypot(a["mean_y_se"], c["mean_y_se"])
             L.append("")
-            L.append(f"- {scheme}: E Y moves from {c['mean_y']:.4f} at dt = {coarse:g} to {a['mean_y']:.4f} "
-                     f"at dt = {fine:g} ({z:+.1f} standard errors: the coarse step is "
-                     f"{'not ' if abs(z) <= 3 else ''}distinguishable from the fine one).")
+            L.append(
+                f"- {scheme}: E Y moves from {c['mean_y']:.4f} at dt = {coarse:g} to {a['mean_y']:.4f} "
+                f"at dt = {fine:g} ({z:+.1f} standard errors: the coarse step is "
+                f"{'not ' if abs(z) <= 3 else ''}distinguishable from the fine one)."
+            )
         a, b = by.get(("bridge", fine)), by.get(("projection", fine))
         if a and b:
             z = (a["mean_y"] - b["mean_y"]) / math.hypot(a["mean_y_se"], b["mean_y_se"])
-            L.append(f"- At dt = {fine:g} the two schemes give {a['mean_y']:.4f} and {b['mean_y']:.4f} "
-                     f"({z:+.1f} standard errors apart: they {_verdict(z)} at 3 standard errors).")
+            L.append(
+                f"- At dt = {fine:g} the two schemes give {a['mean_y']:.4f} and {b['mean_y']:.4f} "
+                f"({z:+.1f} standard errors apart: they {_verdict(z)} at 3 standard errors)."
+            )
     L += ["", "### Chain, pre-limit diffusion and limit against n", ""]
     for label in sorted({r["regime"] for r in pre_rows}):
         rows = [r for r in pre_rows if r["regime"] == label]
         case = STUDY_CASES[label]
-        desc = (f"regime (b), c = {case['c']:g}, ζ = {case['zeta']:g}, d_n = ⌊c√n⌋" if label == "b" else
-                f"regime (c), ζ = {case['zeta']:g}, d_n = ⌊n^{case['d_exponent']:g}⌋")
-        L += [f"#### {desc}", "",
-              "| n | d_n | c_n | source | E Y | Var Q | Var Y | Cov(Q,Y) |", "|---|---|---|---|---|---|---|---|"]
+        desc = (
+            f"regime (b), c = {case['c']:g}, ζ = {case['zeta']:g}, d_n = ⌊c√n⌋"
+            if label == "b"
+            else f"regime (c), ζ = {case['zeta']:g}, d_n = ⌊n^{case['d_exponent']:g}⌋"
+        )
+        L += [
+            f"#### {desc}",
+            "",
+            "| n | d_n | c_n | source | E Y | Var Q | Var Y | Cov(Q,Y) |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
         for r in rows:
             for src in ("chain", "prelimit", "limit"):
                 cells = " | ".join(f"{r[f'{src}_{k}']:.4f} ± {r[f'{src}_{k}_se']:.4f}" for k in STUDY_KEYS)
@@ -495,37 +677,59 @@ def study_markdown(pre_rows: list[dict], refl_rows: list[dict]) -> str:
                 L.append(f"| {r['n']:.0e} | {r['d_n']} | {r['c_n']:.4f} | {name} | {cells} |")
         L.append("")
         scale_name = "log n/√n" if label == "b" else "log b_n/b_n"
-        L += [f"| n | chain − pre-limit, E Y (z) | chain − pre-limit, Var Y (z) | pre-limit − limit, E Y | "
-              f"pre-limit − limit, Var Y | {scale_name} | (pre − limit, E Y)/scale |", "|---|---|---|---|---|---|---|"]
+        L += [
+            f"| n | chain − pre-limit, E Y (z) | chain − pre-limit, Var Y (z) | pre-limit − limit, E Y | "
+            f"pre-limit − limit, Var Y | {scale_name} | (pre − limit, E Y)/scale |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for r in rows:
-            L.append(f"| {r['n']:.0e} | {r['chain_minus_prelimit_mean_z2']:+.4f} ({r['chain_minus_prelimit_mean_z2_z']:+.1f}) "
-                     f"| {r['chain_minus_prelimit_var_z2']:+.4f} ({r['chain_minus_prelimit_var_z2_z']:+.1f}) "
-                     f"| {r['prelimit_minus_limit_mean_z2']:+.4f} ± "
-                     f"{math.hypot(r['prelimit_mean_z2_se'], r['limit_mean_z2_se']):.4f} "
-                     f"| {r['prelimit_minus_limit_var_z2']:+.4f} ± "
-                     f"{math.hypot(r['prelimit_var_z2_se'], r['limit_var_z2_se']):.4f} "
-                     f"| {r['scale']:.4f} | {r['prelimit_minus_limit_mean_z2'] / r['scale']:+.2f} |")
+            L.append(
+                f"| {r['n']:.0e} | {r['chain_minus_prelimit_mean_z2']:+.4f} "
+                f"({r['chain_minus_prelimit_mean_z2_z']:+.1f}) "
+                f"| {r['chain_minus_prelimit_var_z2']:+.4f} ({r['chain_minus_prelimit_var_z2_z']:+.1f}) "
+                f"| {r['prelimit_minus_limit_mean_z2']:+.4f} ± "
+                f"{math.hypot(r['prelimit_mean_z2_se'], r['limit_mean_z2_se']):.4f} "
+                f"| {r['prelimit_minus_limit_var_z2']:+.4f} ± "
+                f"{math.hypot(r['prelimit_var_z2_se'], r['limit_var_z2_se']):.4f} "
+                f"| {r['scale']:.4f} | {r['prelimit_minus_limit_mean_z2'] / r['scale']:+.2f} |"
+            )
         L.append("")
         zs = [abs(r[f"chain_minus_prelimit_{k}_z"]) for r in rows for k in STUDY_KEYS]
         worst = max(zs) if zs else float("nan")
         n_agree = sum(1 for z in zs if z <= 3.0)
-        L.append(f"- Chain against pre-limit diffusion: {n_agree} of {len(zs)} moment comparisons agree "
-                 f"within 3 standard errors (largest |z| = {worst:.1f}).")
+        L.append(
+            f"- Chain against pre-limit diffusion: {n_agree} of {len(zs)} moment comparisons agree "
+            f"within 3 standard errors (largest |z| = {worst:.1f})."
+        )
         gaps = [abs(r["prelimit_minus_limit_mean_z2"]) for r in rows]
         if len(gaps) >= 2:
-            shrinking = all(a > b for a, b in zip(gaps, gaps[1:]))
-            L.append("- Pre-limit against limit, |E Y gap|: " + ", ".join(f"{g:.4f}" for g in gaps)
-                     + " for n = " + ", ".join(f"{r['n']:.0e}" for r in rows) + "; "
-                     + ("it shrinks at every step." if shrinking else "it does not shrink at every step."))
+            shrinking = all(a > b for a, b in itertools.pairwise(gaps))
+            L.append(
+                "- Pre-limit against limit, |E Y gap|: "
+                + ", ".join(f"{g:.4f}" for g in gaps)
+                + " for n = "
+                + ", ".join(f"{r['n']:.0e}" for r in rows)
+                + "; "
+                + ("it shrinks at every step." if shrinking else "it does not shrink at every step.")
+            )
             ratios = [r["prelimit_minus_limit_mean_z2"] / r["scale"] for r in rows]
             spread = (max(ratios) - min(ratios)) / max(abs(sum(ratios) / len(ratios)), 1e-12)
-            L.append(f"- Gap divided by {scale_name}: " + ", ".join(f"{x:+.2f}" for x in ratios)
-                     + f" (relative spread {spread:.2f}: "
-                     + ("consistent with" if spread < 0.5 else "not clearly") + f" a gap of order {scale_name}).")
+            L.append(
+                f"- Gap divided by {scale_name}: "
+                + ", ".join(f"{x:+.2f}" for x in ratios)
+                + f" (relative spread {spread:.2f}: "
+                + ("consistent with" if spread < 0.5 else "not clearly")
+                + f" a gap of order {scale_name})."
+            )
         inad = [r["n"] for r in rows if not r["chain_adequate"]]
-        L.append("- Chain error bars: " + ("batches long enough at every n (≥ "
-                 f"{fl.BATCH_TAU_FACTOR:g} integrated autocorrelation times)." if not inad else
-                 "too short to know at n = " + ", ".join(f"{n:.0e}" for n in inad) + "."))
+        L.append(
+            "- Chain error bars: "
+            + (
+                f"batches long enough at every n (≥ {fl.BATCH_TAU_FACTOR:g} integrated autocorrelation times)."
+                if not inad
+                else "too short to know at n = " + ", ".join(f"{n:.0e}" for n in inad) + "."
+            )
+        )
         L.append("")
     return "\n".join(L)
 
@@ -543,8 +747,14 @@ def plot_study(pre_rows: list[dict], refl_rows: list[dict], path: str) -> None:
             ax = axes[i]
             i += 1
             for src, fmt, off in (("chain", "o-", 0.97), ("prelimit", "s--", 1.03)):
-                ax.errorbar(ns * off, [r[f"{src}_{k}"] for r in rows], yerr=[r[f"{src}_{k}_se"] for r in rows],
-                            fmt=fmt, capsize=3, label={"chain": "chain", "prelimit": "pre-limit diffusion"}[src])
+                ax.errorbar(
+                    ns * off,
+                    [r[f"{src}_{k}"] for r in rows],
+                    yerr=[r[f"{src}_{k}_se"] for r in rows],
+                    fmt=fmt,
+                    capsize=3,
+                    label={"chain": "chain", "prelimit": "pre-limit diffusion"}[src],
+                )
             lv = np.array([r[f"limit_{k}"] for r in rows])
             ls = np.array([r[f"limit_{k}_se"] for r in rows])
             ax.fill_between(ns, lv - ls, lv + ls, alpha=0.3, color="gray", label="limit (derived)")
@@ -555,8 +765,14 @@ def plot_study(pre_rows: list[dict], refl_rows: list[dict], path: str) -> None:
     ax = axes[i]
     for scheme, fmt in (("bridge", "o-"), ("projection", "s--")):
         rr = sorted([r for r in refl_rows if r["reflection"] == scheme], key=lambda r: r["dt"])
-        ax.errorbar([r["sqrt_dt"] for r in rr], [r["mean_y"] for r in rr], yerr=[r["mean_y_se"] for r in rr],
-                    fmt=fmt, capsize=3, label=scheme)
+        ax.errorbar(
+            [r["sqrt_dt"] for r in rr],
+            [r["mean_y"] for r in rr],
+            yerr=[r["mean_y_se"] for r in rr],
+            fmt=fmt,
+            capsize=3,
+            label=scheme,
+        )
     ax.set_xlabel("√dt")
     ax.set_ylabel("E Y")
     ax.set_title("regime (c) limit: reflection schemes")
@@ -565,8 +781,18 @@ def plot_study(pre_rows: list[dict], refl_rows: list[dict], path: str) -> None:
     _save_figure(fig, path, 100)
 
 
-def run_study(out_dir, *, quick=False, seed=0, workers=None, client=None, ns=None, chain_time=None, paths=None,
-              sde_time=None) -> dict:
+def run_study(
+    out_dir: str | os.PathLike[str],
+    *,
+    quick: bool = False,
+    seed: SeedLike = 0,
+    workers: int | None = None,
+    client: Any = None,
+    ns: Sequence[int] | None = None,
+    chain_time: float | None = None,
+    paths: int | None = None,
+    sde_time: float | None = None,
+) -> dict:
     """Run both studies into ``out_dir``: ``prelimit.csv``, ``reflection.csv``,
     ``study.md`` (tables and computed sentences) and ``study.png``.  ``ns``, ``chain_time``,
     ``paths``, ``sde_time`` override the sizes of the full run."""
@@ -574,12 +800,20 @@ def run_study(out_dir, *, quick=False, seed=0, workers=None, client=None, ns=Non
     t0 = _time.perf_counter()
     custom = ns is not None or chain_time is not None or paths is not None or sde_time is not None
     if custom:
-        pre = prelimit_study(tuple(ns or (10**3, 10**4, 10**5)), chain_time=chain_time,
-                             sde_paths=paths or 128, sde_time=sde_time or 100.0, seed=seed, workers=workers, client=client)
+        pre = prelimit_study(
+            tuple(ns or (10**3, 10**4, 10**5)),
+            chain_time=chain_time,
+            sde_paths=paths or 128,
+            sde_time=sde_time or 100.0,
+            seed=seed,
+            workers=workers,
+            client=client,
+        )
         refl = reflection_study(paths=paths or 256, time=sde_time or 100.0, seed=seed, workers=workers, client=client)
     elif quick:
-        pre = prelimit_study((10**3, 10**4), chain_time=800.0, sde_paths=64, sde_time=50.0, seed=seed,
-                             workers=workers, client=client)
+        pre = prelimit_study(
+            (10**3, 10**4), chain_time=800.0, sde_paths=64, sde_time=50.0, seed=seed, workers=workers, client=client
+        )
         refl = reflection_study((0.04, 0.01, 0.0025), paths=64, time=50.0, seed=seed, workers=workers, client=client)
     else:
         pre = prelimit_study(seed=seed, workers=workers, client=client)
@@ -594,7 +828,7 @@ def run_study(out_dir, *, quick=False, seed=0, workers=None, client=None, ns=Non
     return {"prelimit": pre, "reflection": refl, "markdown": md, "seconds": secs}
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """``python -m supermarket.experiments.paper002 study --out DIR [--quick] [--seed S]``."""
     import argparse
 
@@ -609,9 +843,16 @@ def main(argv=None) -> int:
     ap.add_argument("--paths", type=int, default=None)
     ap.add_argument("--sde-time", type=float, default=None)
     a = ap.parse_args(argv)
-    res = run_study(a.out, quick=a.quick, seed=a.seed, workers=a.workers,
-                    ns=None if a.ns is None else [int(x) for x in a.ns], chain_time=a.chain_time,
-                    paths=a.paths, sde_time=a.sde_time)
+    res = run_study(
+        a.out,
+        quick=a.quick,
+        seed=a.seed,
+        workers=a.workers,
+        ns=None if a.ns is None else [int(x) for x in a.ns],
+        chain_time=a.chain_time,
+        paths=a.paths,
+        sde_time=a.sde_time,
+    )
     print(res["markdown"])
     return 0
 

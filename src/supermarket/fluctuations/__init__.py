@@ -9,50 +9,62 @@ this project (docs/model.md marks them [derived]); nothing here is a theorem of 
 
 The parts, one module each (every public name is importable from this package):
 
-1. **Regimes** (:mod:`.regimes`): :func:`regime_a` (from ``κ``), :func:`regime_b` (from
-   ``c, ζ``), :func:`regime_c` (from ``ζ`` and ``d_n``; ``d_n = n`` is JSQ) and the
-   dispatcher :func:`regime_params`, all returning :class:`RegimeParams` with the
-   conditions of the regime checked (a failing one is warned about with
-   :class:`RegimeWarning`, naming the condition); :func:`centre` (``x^n``) and
-   :func:`scaled` (the coordinates ``Z_1, Z_2`` or ``Q, Y``).
-2. **Moments** (:mod:`.moments`): :class:`Moments` of ``(z1, z2)`` with batch-means
-   standard errors, the check that the batches are long enough
-   (:func:`integrated_autocorrelation_time`), :func:`autocorrelation`.
-3. **Runs** (:mod:`.runs`): what every simulation here shares: the work and memory limits
-   checked before a run starts (:class:`WorkWarning`), the job runner (threads or Dask,
-   one seed per task), the burn-in rule and the common result base.
-4. **The chain** (:mod:`.chain`): :func:`simulate_fluctuations`, the exact continuous-time
-   profile chain (engine ``engines.fluct``) → :class:`FluctuationSim`.
-5. **Diffusions** (:mod:`.diffusions`): :func:`limit_sde`, Euler–Maruyama for the diffusion
-   limits of (a), (b) and the reflected (c) (engine ``engines.sde``; :data:`REFLECTIONS`),
-   :func:`limit_for`, :func:`prelimit_sde` (the pre-limit diffusion at finite ``n``) →
-   :class:`LimitSDE`; :func:`limit_closed_form` and :func:`limit_acf_a` for regime (a).
-6. **Comparison** (:mod:`.comparison`): :func:`lna_moments`, :func:`lna_acf` (the finite-n
-   linear noise approximation at ``x^n``, ``meanfield.lna(at="centre")``); :func:`compare`
-   (all of them side by side → :class:`Comparison`); :func:`scaling` (the ``n^{-1/2}``
-   order → :class:`ScalingResult`).
+1. :mod:`.regimes`: :func:`regime_a`, :func:`regime_b`, :func:`regime_c`,
+   :func:`regime_params` (→ :class:`RegimeParams`, conditions checked), :func:`centre`,
+   :func:`scaled`;
+2. :mod:`.moments`: :class:`Moments` with batch-means standard errors,
+   :func:`integrated_autocorrelation_time`, :func:`autocorrelation`;
+3. :mod:`.runs`: work limits (:class:`WorkWarning`), the job runner, the burn-in rule and
+   the result base of a run;
+4. :mod:`.chain`: :func:`simulate_fluctuations`, the exact chain (→ :class:`FluctuationSim`);
+5. :mod:`.diffusions`: :func:`limit_sde`, :func:`limit_for`, :func:`prelimit_sde`
+   (→ :class:`LimitSDE`), :func:`limit_closed_form`, :func:`limit_acf_a`;
+6. :mod:`.comparison`: :func:`lna_moments`, :func:`lna_acf`, :func:`compare`
+   (→ :class:`Comparison`), :func:`scaling` (→ :class:`ScalingResult`).
 
 Submodules import one way: ``regimes``, ``moments`` → ``runs`` → ``chain``, ``diffusions``
 → ``comparison``.  The tuning constants (``chain.TABLE_MAX_N``, ``chain.CHUNK_EVENTS``,
 ``diffusions.CHUNK_STEPS``, the work limits in ``runs``) are re-exported here for reading;
 to change one (tests do), patch it in the submodule that uses it.
 
-Coordinates.  Regime (a): ``Z_1 = √n(G_1 − x^n_1)``, ``Z_2 = √n(G_2 − x^n_2)``.  Regimes
-(b), (c): ``Q = √n(G_1 − c_n)``, ``Y = √n G_2`` with ``c_n = n^{−1/(2d_n)}`` (so
-``√n c_n^{d_n} = 1``), reported under the keys ``z1`` (= Q) and ``z2`` (= Y).  For the JSQ
-reading of (c) (``centring="one"``): ``Q = √n(G_1 − 1)`` and ``ζ = √n(1 − λ_n)``.
+Coordinates (docs/model.md §8): ``Z_1, Z_2`` in regime (a), ``Q, Y`` in (b) and (c), both
+reported under the keys ``z1`` and ``z2``.
 """
 
 from __future__ import annotations
 
 from .chain import CHUNK_EVENTS, TABLE_MAX_N, FluctuationSim, simulate_fluctuations
 from .comparison import Comparison, ScalingResult, ScalingRow, compare, lna_acf, lna_moments, scaling
-from .diffusions import (CHUNK_STEPS, REFLECTIONS, SDE_CHUNK, LimitSDE, limit_acf_a, limit_closed_form, limit_for,
-                         limit_sde, prelimit_sde)
+from .diffusions import (
+    CHUNK_STEPS,
+    REFLECTIONS,
+    SDE_CHUNK,
+    LimitSDE,
+    limit_acf_a,
+    limit_closed_form,
+    limit_for,
+    limit_sde,
+    prelimit_sde,
+)
 from .moments import BATCH_TAU_FACTOR, KEYS, Moments, autocorrelation, integrated_autocorrelation_time
-from .regimes import (DERIVED_NOTE, LARGE_D_ONE_MINUS_LAMBDA, LEVEL_CAPACITY, MAX_REGIME_N, REGIMES,
-                      SMALL_SQRT_N_GAP, Condition, RegimeCondition, RegimeParams, RegimeWarning, centre, regime_a,
-                      regime_b, regime_c, regime_params, scaled)
+from .regimes import (
+    DERIVED_NOTE,
+    LARGE_D_ONE_MINUS_LAMBDA,
+    LEVEL_CAPACITY,
+    MAX_REGIME_N,
+    REGIMES,
+    SMALL_SQRT_N_GAP,
+    Condition,
+    RegimeCondition,
+    RegimeParams,
+    RegimeWarning,
+    centre,
+    regime_a,
+    regime_b,
+    regime_c,
+    regime_params,
+    scaled,
+)
 from .runs import EVENTS_PER_SECOND, MAX_GRID_BYTES, REFUSE_EVENTS, SDE_STEPS_PER_SECOND, WARN_EVENTS, WorkWarning
 
 __all__ = [

@@ -1,29 +1,35 @@
-"""The chain beside its references, and the ``n^{-1/2}`` order (docs/model.md §3, §8).
-
-:func:`lna_moments` and :func:`lna_acf`: the finite-n linear noise approximation at the
-centre ``x^n`` (``meanfield.lna(at="centre")``) in a regime's coordinates.
-:func:`compare` runs the chain, the limit diffusion, the pre-limit diffusion and the LNA
-at one :class:`RegimeParams` and returns a :class:`Comparison` (moments side by side,
-z-scores, the text ``supermarket fluctuations`` prints).  :func:`scaling` measures
-``sd(G_1)`` against ``n`` in regime (a) (:class:`ScalingResult` of :class:`ScalingRow`).
+"""The chain beside its references (limit and pre-limit diffusions, finite-n LNA) and the
+``n^{-1/2}`` order (docs/model.md §3, §8).
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from .._results import pyplot, save_figure, text_table
+from .._checks import check_bool
+from .._results import Result, frame, pyplot, save_figure, text_table
 from ..model import spawn_seeds
 from .chain import FluctuationSim, simulate_fluctuations
 from .diffusions import REFLECTIONS, LimitSDE, limit_closed_form, limit_for, prelimit_sde
 from .moments import BATCH_TAU_FACTOR, KEYS, Moments
 from .regimes import DERIVED_NOTE, RegimeParams, RegimeWarning, regime_a
 
-__all__ = ["lna_moments", "lna_acf", "lna_does_not_apply", "Comparison", "compare", "ScalingRow", "ScalingResult", "scaling"]
+__all__ = [
+    "lna_moments",
+    "lna_acf",
+    "lna_does_not_apply",
+    "Comparison",
+    "compare",
+    "ScalingRow",
+    "ScalingResult",
+    "scaling",
+]
 
 
 def lna_moments(p: RegimeParams) -> Moments:
@@ -59,8 +65,14 @@ def lna_moments(p: RegimeParams) -> Moments:
     x2 = x[1] if x.size > 1 else 0.0
     w22 = W[1, 1] if W.shape[0] > 1 else 0.0
     w12 = W[0, 1] if W.shape[0] > 1 else 0.0
-    return Moments(mean_z1=sq * (x[0] - p.m[0]), mean_z2=sq * (x2 - p.m[1]), var_z1=float(W[0, 0]),
-                   var_z2=float(w22), cov_z1z2=float(w12), stderr=None)
+    return Moments(
+        mean_z1=sq * (x[0] - p.m[0]),
+        mean_z2=sq * (x2 - p.m[1]),
+        var_z1=float(W[0, 0]),
+        var_z2=float(w22),
+        cov_z1z2=float(w12),
+        stderr=None,
+    )
 
 
 def lna_does_not_apply(m: Moments | None) -> str:
@@ -82,13 +94,15 @@ def lna_does_not_apply(m: Moments | None) -> str:
     if m is None:
         return ""
     if m.mean_z2 == 0.0 and m.var_z2 == 0.0 and m.cov_z1z2 == 0.0:
-        return ("does not apply: its second coordinate is identically 0 (x^n_2 and its noise vanish at the "
-                "levels kept), so it predicts nothing about z2, and a Gaussian linearisation cannot follow the "
-                "reflection at the boundary that produces it; not scored")
+        return (
+            "does not apply: its second coordinate is identically 0 (x^n_2 and its noise vanish at the "
+            "levels kept), so it predicts nothing about z2, and a Gaussian linearisation cannot follow the "
+            "reflection at the boundary that produces it; not scored"
+        )
     return ""
 
 
-def lna_acf(p: RegimeParams, lags) -> tuple[np.ndarray, np.ndarray]:
+def lna_acf(p: RegimeParams, lags: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Autocorrelations of ``z1`` and ``z2`` in the finite-n LNA at ``x^n``:
     ``Cov(ξ(t+τ), ξ(t)) = e^{Jτ} W`` with ``J`` the drift's Jacobian (docs/model.md §3, §8).
 
@@ -120,7 +134,7 @@ def lna_acf(p: RegimeParams, lags) -> tuple[np.ndarray, np.ndarray]:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class Comparison(Result):
     """The chain beside its references at one ``n`` (docs/model.md §8, derived): the limit
     diffusion, the pre-limit diffusion at this ``n`` (``prelimit``; ``None`` when not
     asked for), the finite-n LNA and, in (a), the limit's closed form.  Result protocol:
@@ -144,12 +158,22 @@ class Comparison:
 
     def to_dict(self) -> dict:
         p = self.params
-        out = {"regime": p.regime, "n": p.n, "d_n": p.d, "lambda_n": p.lam, "replace": p.replace,
-               "coordinates": p.coordinates, "params": p.to_dict(), "derived": DERIVED_NOTE,
-               "sim": self.sim.to_dict(), "limit": self.limit.to_dict(),
-               "prelimit": None if self.prelimit is None else self.prelimit.to_dict(),
-               "lna": None if self.lna is None else self.lna.to_dict(), "lna_note": self.lna_note,
-               "warnings": list(p.warnings)}
+        out = {
+            "regime": p.regime,
+            "n": p.n,
+            "d_n": p.d,
+            "lambda_n": p.lam,
+            "replace": p.replace,
+            "coordinates": p.coordinates,
+            "params": p.to_dict(),
+            "derived": DERIVED_NOTE,
+            "sim": self.sim.to_dict(),
+            "limit": self.limit.to_dict(),
+            "prelimit": None if self.prelimit is None else self.prelimit.to_dict(),
+            "lna": None if self.lna is None else self.lna.to_dict(),
+            "lna_note": self.lna_note,
+            "warnings": list(p.warnings),
+        }
         if self.limit_exact is not None:
             out["limit_exact"] = self.limit_exact.to_dict()
         out["lna_applies"] = not self.lna_not_applicable
@@ -168,8 +192,10 @@ class Comparison:
         return lna_does_not_apply(self.lna)
 
     def _rows(self):
-        rows = [("chain (simulated)", self.sim.moments),
-                (f"limit diffusion (EM, {self.limit.paths} paths)", self.limit.moments)]
+        rows = [
+            ("chain (simulated)", self.sim.moments),
+            (f"limit diffusion (EM, {self.limit.paths} paths)", self.limit.moments),
+        ]
         if self.prelimit is not None:
             rows.append((f"pre-limit diffusion at n (EM, {self.prelimit.paths} paths)", self.prelimit.moments))
         if self.limit_exact is not None:
@@ -177,18 +203,21 @@ class Comparison:
         rows.append(("finite-n LNA at x^n", self.lna))
         return rows
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """Tidy moments: one row per (source, moment) with ``value`` and ``stderr`` (NaN for
         exact values)."""
-        import pandas as pd
-
         recs = []
         for name, m in self._rows():
             for k in KEYS:
-                recs.append({"source": name, "moment": k,
-                             "value": np.nan if m is None else float(getattr(m, k)),
-                             "stderr": np.nan if m is None or not m.stderr else float(m.stderr[k])})
-        return pd.DataFrame(recs)
+                recs.append(
+                    {
+                        "source": name,
+                        "moment": k,
+                        "value": np.nan if m is None else float(getattr(m, k)),
+                        "stderr": np.nan if m is None or not m.stderr else float(m.stderr[k]),
+                    }
+                )
+        return frame(recs)
 
     def summary(self) -> str:
         """The text ``supermarket fluctuations`` prints: the regime's numbers, the moments
@@ -204,8 +233,7 @@ class Comparison:
                 rows.append([name, *(["does not apply"] * len(KEYS))])
             else:
                 own = m.stderr and not (short and m is self.sim.moments)
-                rows.append([name, *[f"{getattr(m, k):.4f}" + (f" ± {m.stderr[k]:.4f}" if own else "")
-                                     for k in KEYS]])
+                rows.append([name, *[f"{getattr(m, k):.4f}" + (f" ± {m.stderr[k]:.4f}" if own else "") for k in KEYS]])
         title = "Stationary moments (± standard error" + ("; the chain's: too short to know" if short else "") + ")"
         lines.append(text_table(["source", *KEYS], rows, title=title))
         if self.lna_not_applicable:
@@ -219,19 +247,25 @@ class Comparison:
         if s.moments.note:
             lines.append(f"chain error bars: {s.moments.note}")
         else:
-            lines.append(f"chain error bars: batches of {s.time / s.batches:g} time units, ≥ {BATCH_TAU_FACTOR:g} × "
-                         f"the integrated autocorrelation time {s.moments.tau_int:.3g}")
-        lines.append(f"chain: {s.events:.3g} events in {s.seconds:.2f} s ({s.events / max(s.seconds, 1e-9):.3g}/s), "
-                     f"{s.replications} × {s.time:g} time units after burn-in {s.burn_in:g}")
+            lines.append(
+                f"chain error bars: batches of {s.time / s.batches:g} time units, ≥ {BATCH_TAU_FACTOR:g} × "
+                f"the integrated autocorrelation time {s.moments.tau_int:.3g}"
+            )
+        lines.append(
+            f"chain: {s.events:.3g} events in {s.seconds:.2f} s ({s.events / max(s.seconds, 1e-9):.3g}/s), "
+            f"{s.replications} × {s.time:g} time units after burn-in {s.burn_in:g}"
+        )
         if p.regime == "c":
-            lines.append(f"reflected limit ({self.limit.params.get('reflection')} reflection): largest Q on any "
-                         f"path = {self.limit.max_q:.3g}; pushing rate E[dU]/dt = {self.limit.push_rate:.4f} ± "
-                         f"{self.limit.push_rate_stderr:.4f} (equals E Y in the limit)")
+            lines.append(
+                f"reflected limit ({self.limit.params.get('reflection')} reflection): largest Q on any "
+                f"path = {self.limit.max_q:.3g}; pushing rate E[dU]/dt = {self.limit.push_rate:.4f} ± "
+                f"{self.limit.push_rate_stderr:.4f} (equals E Y in the limit)"
+            )
         if p.warnings:
             lines.append(f"{len(p.warnings)} condition(s) of the regime fail at this n: " + "; ".join(p.warnings))
         return "\n".join(lines)
 
-    def plot(self, path=None):
+    def plot(self, path: Any = None) -> Any:
         """One figure: a path of the chain and of the limit, histograms of both coordinates,
         the autocorrelation of the first; saved at ``path`` when given.
 
@@ -256,7 +290,7 @@ class Comparison:
         axes[0, 0].legend(fontsize=7)
         for j, ax in ((0, axes[0, 1]), (1, axes[1, 0])):
             s = sim.grid[:, :, j].ravel()
-            l = lim.grid[:, :, j].ravel() if lim.grid.size else s  # noqa: E741
+            l = lim.grid[:, :, j].ravel() if lim.grid.size else s
             lo, hi = np.percentile(np.concatenate([s, l]), [0.1, 99.9])
             bins = np.linspace(lo, hi if hi > lo else lo + 1, 50)
             ax.hist(s, bins=bins, density=True, alpha=0.5, label="chain")
@@ -292,20 +326,34 @@ class Comparison:
         False, the reason in ``sim.moments.note``)."""
         out = {}
         s = self.sim.moments
+        assert s.stderr is not None  # the chain's moments always carry batch-means errors
         short = s.adequate is False
         for name, other in self.references():
             row = {}
             for k in KEYS:
                 se2 = s.stderr[k] ** 2 + (other.stderr[k] ** 2 if other.stderr else 0.0)
-                row[k] = ((getattr(s, k) - getattr(other, k)) / math.sqrt(se2) if se2 > 0 and not short
-                          else float("nan"))
+                row[k] = (getattr(s, k) - getattr(other, k)) / math.sqrt(se2) if se2 > 0 and not short else float("nan")
             out[name] = row
         return out
 
 
-def compare(p: RegimeParams, *, time=200.0, burn_in=None, replications=1, seed=0, workers=None,
-            sde_paths=256, sde_time=100.0, sde_burn_in=None, dt=1e-3, grid_dt=0.05,
-            reflection="bridge", prelimit=True, client=None) -> Comparison:
+def compare(
+    p: RegimeParams,
+    *,
+    time: float = 200.0,
+    burn_in: float | None = None,
+    replications: int = 1,
+    seed: Any = 0,
+    workers: int | None = None,
+    sde_paths: int = 256,
+    sde_time: float = 100.0,
+    sde_burn_in: float | None = None,
+    dt: float = 1e-3,
+    grid_dt: float = 0.05,
+    reflection: str = "bridge",
+    prelimit: bool = True,
+    client: Any = None,
+) -> Comparison:
     """The simulated stationary moments at ``p`` beside (i) the limit diffusion matched at
     ``p`` (Euler–Maruyama; for (a) also the closed form), (ii) the pre-limit diffusion at
     this ``n`` (:func:`prelimit_sde`; ``prelimit=False`` skips it) and (iii) the finite-n
@@ -343,17 +391,49 @@ def compare(p: RegimeParams, *, time=200.0, burn_in=None, replications=1, seed=0
     """
     if reflection not in REFLECTIONS:
         raise ValueError(f"reflection must be 'bridge' or 'projection'; got {reflection!r}")
-    if not isinstance(prelimit, (bool, np.bool_)):
-        raise TypeError(f"prelimit must be True or False; got {prelimit!r}")
+    check_bool("prelimit", prelimit)
     ss = spawn_seeds(seed, 3)
-    sim = simulate_fluctuations(p, time=time, burn_in=burn_in, replications=replications, seed=ss[0],
-                                workers=workers, grid_dt=grid_dt, client=client)
+    sim = simulate_fluctuations(
+        p,
+        time=time,
+        burn_in=burn_in,
+        replications=replications,
+        seed=ss[0],
+        workers=workers,
+        grid_dt=grid_dt,
+        client=client,
+    )
     extra = {"reflection": reflection} if p.regime == "c" else {}
     rp = min(32, sde_paths)
-    lim = limit_for(p, paths=sde_paths, time=sde_time, burn_in=sde_burn_in, dt=dt, seed=ss[1],
-                    record_paths=rp, workers=workers, grid_dt=grid_dt, client=client, **extra)
-    pre = (prelimit_sde(p, paths=sde_paths, time=sde_time, burn_in=sde_burn_in, dt=dt, seed=ss[2],
-                        record_paths=rp, workers=workers, grid_dt=grid_dt, client=client) if prelimit else None)
+    lim = limit_for(
+        p,
+        paths=sde_paths,
+        time=sde_time,
+        burn_in=sde_burn_in,
+        dt=dt,
+        seed=ss[1],
+        record_paths=rp,
+        workers=workers,
+        grid_dt=grid_dt,
+        client=client,
+        **extra,
+    )
+    pre = (
+        prelimit_sde(
+            p,
+            paths=sde_paths,
+            time=sde_time,
+            burn_in=sde_burn_in,
+            dt=dt,
+            seed=ss[2],
+            record_paths=rp,
+            workers=workers,
+            grid_dt=grid_dt,
+            client=client,
+        )
+        if prelimit
+        else None
+    )
     try:
         lna = lna_moments(p)
         note = "meanfield.lna(at='centre'): covariance of √n(G − x^n), mean √n(x^n − m)"
@@ -364,7 +444,7 @@ def compare(p: RegimeParams, *, time=200.0, burn_in=None, replications=1, seed=0
 
 
 @dataclass(frozen=True)
-class ScalingRow:
+class ScalingRow(Result):
     """One ``n`` of :func:`scaling`: ``sd(G_1)`` and ``√n·sd(G_1)`` with standard errors
     (delta method from the variance's), and the finite-n LNA's ``√n·sd(G_1)`` (``None``
     where the LNA refuses the size).
@@ -386,27 +466,28 @@ class ScalingRow:
     error_bars_adequate: bool | None = None  # the chain's batches long against its autocorrelation
     note: str = ""  # why the error bars are not adequate ("too short to know …")
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+    _plain = True
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """This row as a one-row :class:`pandas.DataFrame`."""
-        import pandas as pd
-
-        return pd.DataFrame([self.to_dict()])
+        return frame([self.to_dict()])
 
     def summary(self) -> str:
         """One line: ``n``, ``d_n``, ``sd(G_1)`` and ``√n·sd(G_1)`` with standard errors."""
         lna = "—" if self.lna_sqrt_n_sd_g1 is None else f"{self.lna_sqrt_n_sd_g1:.4g}"
         if self.error_bars_adequate is False:  # no confident ± on a run too short to know its error
-            return (f"n={self.n} d_n={self.d}: sd(G1) = {self.sd_g1:.4g}, √n sd(G1) = {self.sqrt_n_sd_g1:.4g} "
-                    f"(too short to know its error) (LNA {lna})")
-        return (f"n={self.n} d_n={self.d}: sd(G1) = {self.sd_g1:.4g} ± {self.sd_g1_stderr:.2g}, "
-                f"√n sd(G1) = {self.sqrt_n_sd_g1:.4g} ± {self.sqrt_n_sd_g1_stderr:.2g} (LNA {lna})")
+            return (
+                f"n={self.n} d_n={self.d}: sd(G1) = {self.sd_g1:.4g}, √n sd(G1) = {self.sqrt_n_sd_g1:.4g} "
+                f"(too short to know its error) (LNA {lna})"
+            )
+        return (
+            f"n={self.n} d_n={self.d}: sd(G1) = {self.sd_g1:.4g} ± {self.sd_g1_stderr:.2g}, "
+            f"√n sd(G1) = {self.sqrt_n_sd_g1:.4g} ± {self.sqrt_n_sd_g1_stderr:.2g} (LNA {lna})"
+        )
 
 
 @dataclass(frozen=True)
-class ScalingResult:
+class ScalingResult(Result):
     """The rows of :func:`scaling`, one per ``n`` (a read-only sequence of :class:`ScalingRow`).
 
     Examples
@@ -424,27 +505,33 @@ class ScalingResult:
     def __len__(self) -> int:
         return len(self.rows)
 
-    def __getitem__(self, i):
+    def __getitem__(self, i: int) -> ScalingRow:
         return self.rows[i]
 
-    def to_dict(self) -> dict:
-        return {"rows": [r.to_dict() for r in self.rows], "derived": DERIVED_NOTE}
+    derived: ClassVar[str] = DERIVED_NOTE
+    _extra = ("derived",)
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """One row per ``n`` (the fields of :class:`ScalingRow`)."""
-        import pandas as pd
-
-        return pd.DataFrame([r.to_dict() for r in self.rows])
+        return frame([r.to_dict() for r in self.rows])
 
     def summary(self) -> str:
         """A table of ``sd(G_1)`` and ``√n·sd(G_1)`` (± standard error) against ``n``."""
-        rows = [[str(r.n), str(r.d), f"{r.sd_g1:.4g} ± {r.sd_g1_stderr:.2g}",
-                 f"{r.sqrt_n_sd_g1:.4g} ± {r.sqrt_n_sd_g1_stderr:.2g}",
-                 "—" if r.lna_sqrt_n_sd_g1 is None else f"{r.lna_sqrt_n_sd_g1:.4g}"] for r in self.rows]
-        return text_table(["n", "d_n", "sd(G1)", "√n sd(G1)", "LNA √n sd(G1)"], rows,
-                          title="The n^(-1/2) order in regime (a)")
+        rows = [
+            [
+                str(r.n),
+                str(r.d),
+                f"{r.sd_g1:.4g} ± {r.sd_g1_stderr:.2g}",
+                f"{r.sqrt_n_sd_g1:.4g} ± {r.sqrt_n_sd_g1_stderr:.2g}",
+                "—" if r.lna_sqrt_n_sd_g1 is None else f"{r.lna_sqrt_n_sd_g1:.4g}",
+            ]
+            for r in self.rows
+        ]
+        return text_table(
+            ["n", "d_n", "sd(G1)", "√n sd(G1)", "LNA √n sd(G1)"], rows, title="The n^(-1/2) order in regime (a)"
+        )
 
-    def plot(self, path=None):
+    def plot(self, path: Any = None) -> Any:
         """``sd(G_1)`` against ``n`` on log axes (±2 standard errors) with an ``n^{-1/2}``
         guide through the first point.
 
@@ -476,8 +563,17 @@ class ScalingResult:
         return save_figure(fig, path)
 
 
-def scaling(ns=(10**3, 10**4, 10**5, 10**6), *, kappa=1.0, theta=0.25, time=100.0, replications=1,
-            seed=0, workers=None, client=None) -> ScalingResult:
+def scaling(
+    ns: Any = (10**3, 10**4, 10**5, 10**6),
+    *,
+    kappa: float = 1.0,
+    theta: float = 0.25,
+    time: float = 100.0,
+    replications: int = 1,
+    seed: Any = 0,
+    workers: int | None = None,
+    client: Any = None,
+) -> ScalingResult:
     """The ``n^{-1/2}`` order in regime (a): ``sd(G_1)`` falls like ``n^{-1/2}`` while
     ``√n·sd(G_1) = sd(Z_1)`` stays of order one (docs/model.md §8).
 
@@ -500,13 +596,13 @@ def scaling(ns=(10**3, 10**4, 10**5, 10**6), *, kappa=1.0, theta=0.25, time=100.
     [100, 400]
     """
     rows = []
-    for i, (n, ss) in enumerate(zip(ns, spawn_seeds(seed, len(ns)))):
+    for _i, (n, ss) in enumerate(zip(ns, spawn_seeds(seed, len(ns)))):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RegimeWarning)
             p = regime_a(n, kappa, theta=theta)
-        sim = simulate_fluctuations(p, time=time, replications=replications, seed=ss, workers=workers,
-                                    client=client)
+        sim = simulate_fluctuations(p, time=time, replications=replications, seed=ss, workers=workers, client=client)
         m = sim.moments
+        assert m.stderr is not None  # the chain's moments always carry batch-means errors
         sd = math.sqrt(max(m.var_z1, 0.0))
         sd_se = m.stderr["var_z1"] / (2 * sd) if sd > 0 else float("nan")
         try:
@@ -514,7 +610,18 @@ def scaling(ns=(10**3, 10**4, 10**5, 10**6), *, kappa=1.0, theta=0.25, time=100.
         except ValueError:  # the LNA refuses sizes beyond its dense Lyapunov solve
             lna_sd = None
         sq = math.sqrt(p.n)
-        rows.append(ScalingRow(n=p.n, d=p.d, lam=p.lam, sd_g1=sd / sq, sd_g1_stderr=sd_se / sq,
-                               sqrt_n_sd_g1=sd, sqrt_n_sd_g1_stderr=sd_se, lna_sqrt_n_sd_g1=lna_sd,
-                               error_bars_adequate=m.adequate, note=m.note or ""))
+        rows.append(
+            ScalingRow(
+                n=p.n,
+                d=p.d,
+                lam=p.lam,
+                sd_g1=sd / sq,
+                sd_g1_stderr=sd_se / sq,
+                sqrt_n_sd_g1=sd,
+                sqrt_n_sd_g1_stderr=sd_se,
+                lna_sqrt_n_sd_g1=lna_sd,
+                error_bars_adequate=m.adequate,
+                note=m.note or "",
+            )
+        )
     return ScalingResult(tuple(rows))

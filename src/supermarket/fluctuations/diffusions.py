@@ -1,15 +1,7 @@
-"""The diffusion limits of regimes (a), (b), (c) and the pre-limit diffusion (docs/model.md §8, derived).
-
-:func:`limit_sde` simulates the limit diffusion of a regime by Euler–Maruyama over many
-independent paths (engine :mod:`supermarket.engines.sde`); regime (c) is reflected at
-``Q <= 0`` by one of the :data:`REFLECTIONS` schemes (``"bridge"``: the Brownian-bridge
-maximum over each step; ``"projection"``: project the end point).  :func:`limit_for`
-matches the limit to a :class:`RegimeParams`.  :func:`prelimit_sde` is the diffusion
-approximation of levels 1 and 2 with the finite-``n`` coefficients.  Both return a
-:class:`LimitSDE`.  For regime (a) the limit is Gaussian and known in closed form:
-:func:`limit_closed_form` (moments) and :func:`limit_acf_a` (autocorrelations).
-Paths run in chunks of :data:`SDE_CHUNK` (chunk ``j``: child ``j`` of the seed), each
-advanced in kernel calls of :data:`CHUNK_STEPS` steps.
+"""The diffusion limits of regimes (a), (b), (c) and the pre-limit diffusion (docs/model.md §8,
+derived), by Euler–Maruyama over independent paths (engine :mod:`supermarket.engines.sde`);
+paths run in chunks of :data:`SDE_CHUNK` (chunk ``j``: child ``j`` of the seed), each advanced
+in kernel calls of :data:`CHUNK_STEPS` steps.
 """
 
 from __future__ import annotations
@@ -17,20 +9,31 @@ from __future__ import annotations
 import math
 import time as _time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import gammaln
 
 from .. import parallel
-from .._results import mean_stderr
 from ..engines.rng import state_from_seed_sequence
 from ..model import check_int, check_positive_float, spawn_seeds
+from ..stats import mean_stderr
 from .moments import Moments, _moments_from_blocks, autocorrelation
 from .regimes import RegimeParams, _nonneg, _positive_zeta, _real
 from .runs import SDE_STEPS_PER_SECOND, _check_grid, _check_work, _default_burn_in, _run_jobs, _ScaledRun, _workers
 
-__all__ = ["LimitSDE", "REFLECTIONS", "SDE_CHUNK", "CHUNK_STEPS", "limit_sde", "prelimit_sde", "limit_for",
-           "limit_closed_form", "limit_acf_a"]
+__all__ = [
+    "LimitSDE",
+    "REFLECTIONS",
+    "SDE_CHUNK",
+    "CHUNK_STEPS",
+    "limit_sde",
+    "prelimit_sde",
+    "limit_for",
+    "limit_closed_form",
+    "limit_acf_a",
+]
 
 #: Kernel calls are cut into chunks of about this many Euler steps (a few hundredths of a
 #: second), so Ctrl-C is honoured promptly; the numbers do not depend on the cut.
@@ -84,14 +87,28 @@ class LimitSDE(_ScaledRun):
         if self.regime.startswith("pre"):
             method = "Euler–Maruyama, pre-limit diffusion (finite-n coefficients; stiff term implicit)"
         else:
-            method = "Euler–Maruyama" + (f", reflection by {self.params.get('reflection')}"
-                                         if self.regime == "c" else "")
-        out = {"regime": self.regime, "params": self.params, "paths": self.paths, "time": self.time,
-               "burn_in": self.burn_in, "dt": self.dt, "seconds": self.seconds, "max_q": self.max_q,
-               "method": method, **self.moments.to_dict()}
+            method = "Euler–Maruyama" + (
+                f", reflection by {self.params.get('reflection')}" if self.regime == "c" else ""
+            )
+        out = {
+            "regime": self.regime,
+            "params": self.params,
+            "paths": self.paths,
+            "time": self.time,
+            "burn_in": self.burn_in,
+            "dt": self.dt,
+            "seconds": self.seconds,
+            "max_q": self.max_q,
+            "method": method,
+            **self.moments.to_dict(),
+        }
         if self.push_rate is not None:
-            out.update(push_rate=self.push_rate, push_rate_stderr=self.push_rate_stderr,
-                       y_push_rate=self.y_push_rate, y_push_rate_stderr=self.y_push_rate_stderr)
+            out.update(
+                push_rate=self.push_rate,
+                push_rate_stderr=self.push_rate_stderr,
+                y_push_rate=self.y_push_rate,
+                y_push_rate_stderr=self.y_push_rate_stderr,
+            )
         return out
 
 
@@ -113,8 +130,24 @@ def _sde_task(args):
     return mine, buf
 
 
-def _run_sde(kind, par, z0, *, paths, time, burn_in, dt, grid_dt, record_paths, seed, workers,
-             max_lag, what, client=None, progress=None):
+def _run_sde(
+    kind,
+    par,
+    z0,
+    *,
+    paths,
+    time,
+    burn_in,
+    dt,
+    grid_dt,
+    record_paths,
+    seed,
+    workers,
+    max_lag,
+    what,
+    client=None,
+    progress=None,
+):
     """Shared driver of :func:`limit_sde` and :func:`prelimit_sde`: chunks of 32 paths
     (chunk ``j``: xoshiro state from child ``j`` of ``seed``), each advanced in calls of
     :data:`CHUNK_STEPS` steps.  Returns the pieces of a :class:`LimitSDE`."""
@@ -128,11 +161,19 @@ def _run_sde(kind, par, z0, *, paths, time, burn_in, dt, grid_dt, record_paths, 
     rec_every = max(1, int(round(grid_dt / dt)))
     grid_dt = rec_every * dt
     steps_f = time / dt
-    _check_grid(Rp, steps_f / rec_every, f"{what}: time = {time:g} with grid_dt = {grid_dt:g} and "
-                f"{Rp} recorded path(s)", "lower the time or record fewer paths")
-    _check_work(P * (steps_f + burn_in / dt), SDE_STEPS_PER_SECOND,
-                f"{what}: {P} paths × (burn-in {burn_in:g} + time {time:g}) / dt {dt:g} needs steps",
-                "lower paths, time, burn_in or raise dt", _workers(workers, (P + SDE_CHUNK - 1) // SDE_CHUNK))
+    _check_grid(
+        Rp,
+        steps_f / rec_every,
+        f"{what}: time = {time:g} with grid_dt = {grid_dt:g} and {Rp} recorded path(s)",
+        "lower the time or record fewer paths",
+    )
+    _check_work(
+        P * (steps_f + burn_in / dt),
+        SDE_STEPS_PER_SECOND,
+        f"{what}: {P} paths × (burn-in {burn_in:g} + time {time:g}) / dt {dt:g} needs steps",
+        "lower paths, time, burn_in or raise dt",
+        _workers(workers, (P + SDE_CHUNK - 1) // SDE_CHUNK),
+    )
     n_steps = int(round(steps_f))
     n_burn = int(round(burn_in / dt))
     if n_steps < 1:
@@ -142,9 +183,21 @@ def _run_sde(kind, par, z0, *, paths, time, burn_in, dt, grid_dt, record_paths, 
     ps = np.zeros((P, NS))
     ps[:, 0], ps[:, 1], ps[:, 2] = z0[0], z0[1], z0[0]
     par = np.asarray(par, dtype=float)
-    tasks = [(kind, par, dt, n_burn, n_steps, rec_every, ss, ps[lo:lo + size].copy(),
-              max(0, min(lo + size, Rp) - min(lo, Rp)), G)
-             for (lo, size), ss in zip(chunks, spawn_seeds(seed, len(chunks)))]
+    tasks = [
+        (
+            kind,
+            par,
+            dt,
+            n_burn,
+            n_steps,
+            rec_every,
+            ss,
+            ps[lo : lo + size].copy(),
+            max(0, min(lo + size, Rp) - min(lo, Rp)),
+            G,
+        )
+        for (lo, size), ss in zip(chunks, spawn_seeds(seed, len(chunks)))
+    ]
     t0 = _time.perf_counter()
     out = _run_jobs(_sde_task, tasks, workers, client, progress)
     secs = _time.perf_counter() - t0
@@ -161,22 +214,50 @@ def _run_sde(kind, par, z0, *, paths, time, burn_in, dt, grid_dt, record_paths, 
     else:
         L = 0
         a1 = a2 = s1 = s2 = np.ones(1)
-    return dict(paths=P, time=time, burn_in=burn_in, dt=dt, seconds=secs, moments=mom,
-                max_q=float(ps[:, 2].max()), t=np.arange(G) * grid_dt, grid=rec,
-                lags=np.arange(L + 1) * grid_dt, acf_z1=a1, acf_z2=a2, acf_z1_stderr=s1, acf_z2_stderr=s2,
-                push=(*_mean_and_stderr(push), *_mean_and_stderr(ypush)))
+    return dict(
+        paths=P,
+        time=time,
+        burn_in=burn_in,
+        dt=dt,
+        seconds=secs,
+        moments=mom,
+        max_q=float(ps[:, 2].max()),
+        t=np.arange(G) * grid_dt,
+        grid=rec,
+        lags=np.arange(L + 1) * grid_dt,
+        acf_z1=a1,
+        acf_z2=a2,
+        acf_z1_stderr=s1,
+        acf_z2_stderr=s2,
+        push=(*_mean_and_stderr(push), *_mean_and_stderr(ypush)),
+    )
 
 
 def _mean_and_stderr(per_path: np.ndarray) -> tuple[float, float]:
     """Mean over independent paths and its standard error (:func:`supermarket.stats.replication_error`,
-    through :func:`supermarket._results.mean_stderr`)."""
+    through :func:`supermarket.stats.mean_stderr`)."""
     m, se = mean_stderr(per_path)
     return m, se
 
 
-def limit_sde(regime, *, kappa=None, c=None, zeta=None, paths=256, time=100.0, burn_in=None,
-              dt=1e-3, record_paths=8, grid_dt=0.05, max_lag=10.0, seed=0, workers=None,
-              reflection="bridge", client=None) -> LimitSDE:
+def limit_sde(
+    regime: str,
+    *,
+    kappa: float | None = None,
+    c: float | None = None,
+    zeta: float | None = None,
+    paths: int = 256,
+    time: float = 100.0,
+    burn_in: float | None = None,
+    dt: float = 1e-3,
+    record_paths: int = 8,
+    grid_dt: float = 0.05,
+    max_lag: float = 10.0,
+    seed: Any = 0,
+    workers: int | None = None,
+    reflection: str = "bridge",
+    client: Any = None,
+) -> LimitSDE:
     """Simulate the limit diffusion of ``regime`` (docs/model.md §8, derived) with many paths.
 
     Parameters
@@ -218,7 +299,7 @@ def limit_sde(regime, *, kappa=None, c=None, zeta=None, paths=256, time=100.0, b
     if regime == "a":
         kappa = check_positive_float("kappa", kappa)
         kind, par, z0 = KIND_A, [kappa], (0.0, 0.0)
-        params = {"kappa": kappa}
+        params: dict[str, float | str] = {"kappa": kappa}
     elif regime == "b":
         c = check_positive_float("c", c)
         zeta = _real("zeta", zeta)
@@ -237,31 +318,50 @@ def limit_sde(regime, *, kappa=None, c=None, zeta=None, paths=256, time=100.0, b
         params["reflection"] = reflection
         par[2] = 1.0 if reflection == "bridge" else 0.0
     burn_in = _default_burn_in(regime, zeta, 20.0) if burn_in is None else _nonneg("burn_in", burn_in)
-    out = _run_sde(kind, par, z0, paths=paths, time=time, burn_in=burn_in, dt=dt, grid_dt=grid_dt,
-                   record_paths=record_paths, seed=seed, workers=workers, max_lag=max_lag, client=client,
-                   what=f"the regime-({regime}) limit diffusion")
+    out = _run_sde(
+        kind,
+        par,
+        z0,
+        paths=paths,
+        time=time,
+        burn_in=burn_in,
+        dt=dt,
+        grid_dt=grid_dt,
+        record_paths=record_paths,
+        seed=seed,
+        workers=workers,
+        max_lag=max_lag,
+        client=client,
+        what=f"the regime-({regime}) limit diffusion",
+    )
     push = out.pop("push")
-    extra = dict(zip(("push_rate", "push_rate_stderr", "y_push_rate", "y_push_rate_stderr"), push)) if regime == "c" else {}
+    extra = (
+        dict(zip(("push_rate", "push_rate_stderr", "y_push_rate", "y_push_rate_stderr"), push)) if regime == "c" else {}
+    )
     return LimitSDE(regime=regime, params=params, **out, **extra)
 
 
-def prelimit_sde(p: RegimeParams, *, paths=256, time=100.0, burn_in=None, dt=1e-3, record_paths=8,
-                 grid_dt=0.05, max_lag=10.0, seed=0, workers=None, client=None) -> LimitSDE:
+def prelimit_sde(
+    p: RegimeParams,
+    *,
+    paths: int = 256,
+    time: float = 100.0,
+    burn_in: float | None = None,
+    dt: float = 1e-3,
+    record_paths: int = 8,
+    grid_dt: float = 0.05,
+    max_lag: float = 10.0,
+    seed: Any = 0,
+    workers: int | None = None,
+    client: Any = None,
+) -> LimitSDE:
     """The pre-limit diffusion at ``p`` (docs/model.md §8, derived): the diffusion
     approximation of the chain's levels 1 and 2 with the finite-``n`` coefficients.
 
-    In the coordinates ``Q = √n(G_1 − c_n)``, ``Y = √n G_2`` (any regime; in (a) the
-    reported coordinates are shifted to ``p``'s centring), with ``A(Q) = λ_n √n P_n(c_n + Q/√n)``
-    (``P_n`` the exact sampling probability, without replacement unless ``p.replace``):
-
-    ``dQ = (−ζ_n − Q + Y − A(Q))dt + σ_1 dW_1``, ``σ_1² = λ_n(1 − P_n) + G_1 − G_2``;
-    ``dY = (A(Q) − Y)dt + σ_2 dW_2``, ``σ_2² = (A(Q) + Y)/√n``;  ``Q <= √n(1 − c_n)``.
-
-    It drops only level 3 and above (``G_3``, ``P_n(G_2)``: of order ``P_n(Y/√n)``) and the
-    jump structure.  As ``n → ∞`` with ``d_n/√n → c``: ``A(Q) → e^{cQ}``, ``σ_1² → 2``,
-    ``σ_2² → 0``, ``ζ_n → ζ``: the regime-(b) limit; with ``d_n/√n → ∞`` the wall ``A`` steepens
-    into the reflection of (c).  The stiff term ``A`` is taken implicitly (stable for any
-    ``dt``); the remaining bias is ``O(dt)`` away from the wall.
+    The SDE in ``Q = √n(G_1 − c_n)``, ``Y = √n G_2`` and its limits are in docs/model.md §8
+    (in (a) the reported coordinates are shifted to ``p``'s centring).  The stiff term
+    ``A(Q)`` is taken implicitly (stable for any ``dt``); the remaining bias is ``O(dt)``
+    away from the wall.
 
     Parameters and results as :func:`limit_sde`; ``burn_in`` defaults as there, with
     ``ζ = ζ_n``.
@@ -317,11 +417,27 @@ def prelimit_sde(p: RegimeParams, *, paths=256, time=100.0, burn_in=None, dt=1e-
     # start at the centre x^n in these coordinates
     z0 = (sq * (p.x[0] - c_n), sq * (p.x[1] if len(p.x) > 1 else 0.0))
     zeta_eff = zeta_n if zeta_n > 0 else None
-    burn_in = (_default_burn_in("c" if p.regime == "c" else p.regime, zeta_eff, 20.0) if burn_in is None
-               else _nonneg("burn_in", burn_in))
-    out = _run_sde(KIND_PRE, par, z0, paths=paths, time=time, burn_in=burn_in, dt=dt, grid_dt=grid_dt,
-                   record_paths=record_paths, seed=seed, workers=workers, max_lag=max_lag, client=client,
-                   what=f"the pre-limit diffusion at n = {n}")
+    burn_in = (
+        _default_burn_in("c" if p.regime == "c" else p.regime, zeta_eff, 20.0)
+        if burn_in is None
+        else _nonneg("burn_in", burn_in)
+    )
+    out = _run_sde(
+        KIND_PRE,
+        par,
+        z0,
+        paths=paths,
+        time=time,
+        burn_in=burn_in,
+        dt=dt,
+        grid_dt=grid_dt,
+        record_paths=record_paths,
+        seed=seed,
+        workers=workers,
+        max_lag=max_lag,
+        client=client,
+        what=f"the pre-limit diffusion at n = {n}",
+    )
     push = out.pop("push")
     # report in p's coordinates: z = √n(G − m) = (Q + √n(c_n − m_1), Y − √n m_2)
     s1, s2 = sq * (c_n - p.m[0]), -sq * p.m[1]
@@ -329,13 +445,28 @@ def prelimit_sde(p: RegimeParams, *, paths=256, time=100.0, burn_in=None, dt=1e-
     out["moments"] = Moments(m.mean_z1 + s1, m.mean_z2 + s2, m.var_z1, m.var_z2, m.cov_z1z2, stderr=m.stderr)
     out["grid"] = out["grid"] + np.array([s1, s2])
     out["max_q"] = out["max_q"] + s1
-    params = {"n": n, "d_n": d, "lambda_n": lam, "c_n": c_n, "zeta_n": zeta_n, "replace": p.replace,
-              "q_max": qmax, "effective_c": d / (sq * c_n)}
-    return LimitSDE(regime=f"pre-{p.regime}", params=params, push_rate=push[0], push_rate_stderr=push[1],
-                    y_push_rate=push[2], y_push_rate_stderr=push[3], **out)
+    params = {
+        "n": n,
+        "d_n": d,
+        "lambda_n": lam,
+        "c_n": c_n,
+        "zeta_n": zeta_n,
+        "replace": p.replace,
+        "q_max": qmax,
+        "effective_c": d / (sq * c_n),
+    }
+    return LimitSDE(
+        regime=f"pre-{p.regime}",
+        params=params,
+        push_rate=push[0],
+        push_rate_stderr=push[1],
+        y_push_rate=push[2],
+        y_push_rate_stderr=push[3],
+        **out,
+    )
 
 
-def limit_for(p: RegimeParams, **kw) -> LimitSDE:
+def limit_for(p: RegimeParams, **kw: Any) -> LimitSDE:
     """:func:`limit_sde` with the limit parameters matched at ``p`` (``p.limit``).
 
     Parameters
@@ -358,7 +489,7 @@ def limit_for(p: RegimeParams, **kw) -> LimitSDE:
     return limit_sde(p.regime, **p.limit, **kw)
 
 
-def limit_closed_form(kappa) -> Moments:
+def limit_closed_form(kappa: float) -> Moments:
     """Stationary moments of the regime-(a) limit (docs/model.md §8, derived):
     ``E Z = 0``, ``Var Z_1 = 2/(2+κ)``, ``Cov = κ/(2+κ)``, ``Var Z_2 = κ²/(2+κ)``.
 
@@ -383,11 +514,12 @@ def limit_closed_form(kappa) -> Moments:
     1.0
     """
     k = check_positive_float("kappa", kappa)
-    return Moments(mean_z1=0.0, mean_z2=0.0, var_z1=2 / (2 + k), var_z2=k * k / (2 + k),
-                   cov_z1z2=k / (2 + k), stderr=None)
+    return Moments(
+        mean_z1=0.0, mean_z2=0.0, var_z1=2 / (2 + k), var_z2=k * k / (2 + k), cov_z1z2=k / (2 + k), stderr=None
+    )
 
 
-def limit_acf_a(kappa, lags) -> tuple[np.ndarray, np.ndarray]:
+def limit_acf_a(kappa: float, lags: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Autocorrelations of ``Z_1`` and ``Z_2`` in the stationary regime-(a) limit:
     ``Cov(Z(t+τ), Z(t)) = e^{Aτ} Σ`` with ``A = [[−(1+κ), 1], [κ, −1]]`` (derived).
 

@@ -1,21 +1,18 @@
-"""Stationary moments of the scaled process and their error bars (docs/model.md §8, §9).
-
-:class:`Moments` holds the mean, variance and covariance of ``(z1, z2)`` (the five
-:data:`KEYS`) with standard errors.  ``_moments_from_blocks`` turns batch time-averages
-into moments with batch-means standard errors; ``_with_adequacy`` checks that the batches
-are long against :func:`integrated_autocorrelation_time` (Sokal's window) and says "too
-short to know" when they are not; :func:`autocorrelation` estimates a grid series'
-autocorrelation with standard errors.  Pure statistics on arrays: nothing here simulates.
+"""Stationary moments of the scaled process and their error bars (docs/model.md §8, §9):
+batch means checked against the integrated autocorrelation time.  Nothing here simulates.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from .._results import mean_stderr, text_table
+from .._results import Result, frame, text_table
+from ..stats import mean_stderr
 
 __all__ = ["KEYS", "BATCH_TAU_FACTOR", "Moments", "integrated_autocorrelation_time", "autocorrelation"]
 
@@ -24,7 +21,7 @@ KEYS = ("mean_z1", "mean_z2", "var_z1", "var_z2", "cov_z1z2")
 
 
 @dataclass(frozen=True)
-class Moments:
+class Moments(Result):
     """Stationary mean, variance and covariance of ``(z1, z2)``, with standard errors
     (``stderr``; ``None`` for exact values).
 
@@ -48,17 +45,20 @@ class Moments:
     var_z1: float
     var_z2: float
     cov_z1z2: float
-    stderr: dict | None = None
+    stderr: dict[str, float] | None = None
     tau_int: float | None = None
     adequate: bool | None = None
     note: str = ""
     time_needed: float | None = None  # not adequate: the time per replication advised (with margin)
 
-    def to_dict(self) -> dict:
-        out = {k: float(getattr(self, k)) for k in KEYS}
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {k: float(getattr(self, k)) for k in KEYS}
         # a run too short to know its own error keeps no error bar: null, the reason in error_bars_note
-        out["stderr"] = (None if self.stderr is None else
-                         {k: None if self.adequate is False else float(self.stderr[k]) for k in KEYS})
+        out["stderr"] = (
+            None
+            if self.stderr is None
+            else {k: None if self.adequate is False else float(self.stderr[k]) for k in KEYS}
+        )
         if self.tau_int is not None:
             out["tau_int"] = float(self.tau_int) if math.isfinite(self.tau_int) else None
         if self.adequate is not None:
@@ -69,7 +69,7 @@ class Moments:
             out["time_needed"] = float(self.time_needed)
         return out
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """Tidy table: one row per moment (``moment``, ``value``, ``stderr``; NaN for exact values).
 
         Examples
@@ -78,10 +78,16 @@ class Moments:
         >>> limit_closed_form(1.0).to_frame()["value"].round(4).tolist()
         [0.0, 0.0, 0.6667, 0.3333, 0.3333]
         """
-        import pandas as pd
-
-        return pd.DataFrame([{"moment": k, "value": float(getattr(self, k)),
-                              "stderr": float(self.stderr[k]) if self.stderr else np.nan} for k in KEYS])
+        return frame(
+            [
+                {
+                    "moment": k,
+                    "value": float(getattr(self, k)),
+                    "stderr": float(self.stderr[k]) if self.stderr else np.nan,
+                }
+                for k in KEYS
+            ]
+        )
 
     def summary(self) -> str:
         """The five moments as a plain-text table (± standard error where there is one).
@@ -98,8 +104,7 @@ class Moments:
         var_z2        1
         cov_z1z2    0.5
         """
-        rows = [[k, f"{getattr(self, k):.6g}" + (f" ± {self.stderr[k]:.2g}" if self.stderr else "")]
-                for k in KEYS]
+        rows = [[k, f"{getattr(self, k):.6g}" + (f" ± {self.stderr[k]:.2g}" if self.stderr else "")] for k in KEYS]
         out = text_table(["moment", "value"], rows)
         if self.note:
             out += f"\nerror bars: {self.note}"
@@ -112,7 +117,7 @@ def _moments_from_blocks(avg: np.ndarray) -> Moments:
     Standard errors by batch means with the variance and covariance linearised around the
     overall means (pseudo-values), so that each block contributes an unbiased term; the
     spread of the ``B`` pseudo-values is :func:`supermarket.stats.replication_error` (``s/√B``,
-    ``B − 1`` degrees of freedom; through :func:`supermarket._results.mean_stderr`).
+    ``B − 1`` degrees of freedom; through :func:`supermarket.stats.mean_stderr`).
 
     Why batch means here and not :func:`supermarket.stats.blocking`: the kernel accumulates
     holding-time-weighted integrals per batch (exact time averages, not grid samples), and a
@@ -126,8 +131,13 @@ def _moments_from_blocks(avg: np.ndarray) -> Moments:
     B = avg.shape[0]
     mu = avg.mean(axis=0)
     m1, m2 = mu[0], mu[1]
-    vals = {"mean_z1": m1, "mean_z2": m2, "var_z1": mu[2] - m1 * m1, "var_z2": mu[3] - m2 * m2,
-            "cov_z1z2": mu[4] - m1 * m2}
+    vals = {
+        "mean_z1": m1,
+        "mean_z2": m2,
+        "var_z1": mu[2] - m1 * m1,
+        "var_z2": mu[3] - m2 * m2,
+        "cov_z1z2": mu[4] - m1 * m2,
+    }
     pseudo = {
         "mean_z1": avg[:, 0],
         "mean_z2": avg[:, 1],
@@ -136,7 +146,14 @@ def _moments_from_blocks(avg: np.ndarray) -> Moments:
         "cov_z1z2": avg[:, 4] - m2 * avg[:, 0] - m1 * avg[:, 1],
     }
     se = {k: (mean_stderr(v)[1] if B > 1 else float("nan")) for k, v in pseudo.items()}
-    return Moments(**{k: float(v) for k, v in vals.items()}, stderr=se)
+    return Moments(
+        mean_z1=float(vals["mean_z1"]),
+        mean_z2=float(vals["mean_z2"]),
+        var_z1=float(vals["var_z1"]),
+        var_z2=float(vals["var_z2"]),
+        cov_z1z2=float(vals["cov_z1z2"]),
+        stderr=se,
+    )
 
 
 #: A batch must last this many integrated autocorrelation times for batch means to be
@@ -144,7 +161,7 @@ def _moments_from_blocks(avg: np.ndarray) -> Moments:
 BATCH_TAU_FACTOR = 10.0
 
 
-def integrated_autocorrelation_time(series, dt: float, c: float = 5.0) -> float:
+def integrated_autocorrelation_time(series: ArrayLike, dt: float, c: float = 5.0) -> float:
     """Integrated autocorrelation time ``τ = dt·(1 + 2 Σ_k ρ_k)`` (time units) of a series
     sampled every ``dt``, with Sokal's automatic window (the least ``W >= c·τ(W)``).
 
@@ -195,7 +212,9 @@ def integrated_autocorrelation_time(series, dt: float, c: float = 5.0) -> float:
     return float(max(tau[ok[0]], 1.0) * dt)
 
 
-ADVICE_MARGIN = 3.0  # the advised time is this × what the estimated τ needs (a short run's τ is noisy: ±30 % per functional)
+ADVICE_MARGIN = (
+    3.0  # the advised time is this × what the estimated τ needs (a short run's τ is noisy: ±30 % per functional)
+)
 ADVICE_FLOOR = 4.0  # ... and at least this × the run's own time
 
 
@@ -211,8 +230,7 @@ def _with_adequacy(m: Moments, grid: np.ndarray, grid_dt: float, batch_time: flo
     """``m`` with ``tau_int`` (slowest of the five functionals on the grid) and whether
     the batches are long enough for their means to be independent (docs/model.md §9)."""
     z1, z2 = grid[:, :, 0], grid[:, :, 1]
-    series = (z1, z2, (z1 - z1.mean()) ** 2, (z2 - z2.mean()) ** 2,
-              (z1 - z1.mean()) * (z2 - z2.mean()))
+    series = (z1, z2, (z1 - z1.mean()) ** 2, (z2 - z2.mean()) ** 2, (z1 - z1.mean()) * (z2 - z2.mean()))
     taus = [integrated_autocorrelation_time(s, grid_dt) for s in series]
     tau = max(taus) if taus else math.inf
     ok = math.isfinite(tau) and batch_time >= BATCH_TAU_FACTOR * tau
@@ -221,24 +239,38 @@ def _with_adequacy(m: Moments, grid: np.ndarray, grid_dt: float, batch_time: flo
         note = ""
     elif not math.isfinite(tau):
         need = float(_round_up(10 * batch_time * batches))
-        note = ("too short to know: the run is too short to estimate its autocorrelation time, "
-                f"so the batch-means error bars cannot be trusted; run longer: time at least {need:g} per "
-                "replication (10 × this run)")
+        note = (
+            "too short to know: the run is too short to estimate its autocorrelation time, "
+            f"so the batch-means error bars cannot be trusted; run longer: time at least {need:g} per "
+            "replication (10 × this run)"
+        )
     else:
         # a short run underestimates τ (Sokal's window sees only the fast part of the decay), so
         # the advice is never less than ADVICE_FLOOR × this run
         need = float(_round_up(max(ADVICE_MARGIN * BATCH_TAU_FACTOR * tau, ADVICE_FLOOR * batch_time) * batches))
-        note = (f"too short to know: batches of {batch_time:.3g} time units are under "
-                f"{BATCH_TAU_FACTOR:g} autocorrelation times ({tau:.3g} each), so the error bars "
-                f"may be too small; run longer: time at least {need:g} per replication "
-                f"({batches} batches of {BATCH_TAU_FACTOR:g} autocorrelation times, with "
-                f"{ADVICE_MARGIN:g} × margin, and at least {ADVICE_FLOOR:g} × this run: a short run "
-                "underestimates its autocorrelation time)")
-    return Moments(m.mean_z1, m.mean_z2, m.var_z1, m.var_z2, m.cov_z1z2, stderr=m.stderr,
-                   tau_int=tau, adequate=ok, note=note, time_needed=need)
+        note = (
+            f"too short to know: batches of {batch_time:.3g} time units are under "
+            f"{BATCH_TAU_FACTOR:g} autocorrelation times ({tau:.3g} each), so the error bars "
+            f"may be too small; run longer: time at least {need:g} per replication "
+            f"({batches} batches of {BATCH_TAU_FACTOR:g} autocorrelation times, with "
+            f"{ADVICE_MARGIN:g} × margin, and at least {ADVICE_FLOOR:g} × this run: a short run "
+            "underestimates its autocorrelation time)"
+        )
+    return Moments(
+        m.mean_z1,
+        m.mean_z2,
+        m.var_z1,
+        m.var_z2,
+        m.cov_z1z2,
+        stderr=m.stderr,
+        tau_int=tau,
+        adequate=ok,
+        note=note,
+        time_needed=need,
+    )
 
 
-def autocorrelation(series, max_lag: int, segments: int = 10):
+def autocorrelation(series: ArrayLike, max_lag: int, segments: int = 10) -> tuple[np.ndarray, np.ndarray]:
     """Autocorrelation of a stationary series sampled on a grid, with standard errors.
 
     ``series``: array ``(R, G)`` (R independent runs).  Each run is cut into ``segments``
@@ -274,7 +306,7 @@ def autocorrelation(series, max_lag: int, segments: int = 10):
     pieces = []
     for r in range(R):
         for k in range(G // seg):
-            x = s[r, k * seg:(k + 1) * seg] - mean
+            x = s[r, k * seg : (k + 1) * seg] - mean
             m = x.size
             f = np.fft.rfft(x, 2 * m)
             ac = np.fft.irfft(f * np.conj(f))[: max_lag + 1]

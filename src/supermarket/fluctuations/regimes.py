@@ -1,24 +1,20 @@
-"""The three regimes of paper 002 and their parameters (docs/model.md §8, derived).
-
-:func:`regime_a` (``d_n/√n → 0``, from ``κ``), :func:`regime_b` (``d_n/√n → c``, from
-``c, ζ``) and :func:`regime_c` (``d_n/√n → ∞``, from ``ζ`` and ``d_n``; ``d_n = n`` is JSQ)
-each return a :class:`RegimeParams` with the conditions of the regime checked (a failing
-one is warned about with :class:`RegimeWarning`, naming the condition);
-:func:`regime_params` dispatches on the regime's letter.  :func:`centre` is the
-near-equilibrium centre ``x^n``; :func:`scaled` maps ``(G_1, G_2)`` to the coordinates
-``(z1, z2)``.  The argument checks the other submodules share (``_real``, ``_nonneg``,
-``_positive_zeta``) live here too.
+"""The three regimes of paper 002 and their parameters (docs/model.md §8, derived), with the
+argument checks the other submodules share (``_real``, ``_nonneg``, ``_positive_zeta``).
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import gammaln
 
+from .._checks import check_bool
+from .._results import Result, frame
 from ..model import check_fraction, check_int, check_positive_float, check_positive_int, check_real
 from ..theory import REGIME_A_BELOW, REGIME_C_ABOVE, Condition
 
@@ -43,8 +39,10 @@ __all__ = [
 
 #: The three regimes of paper 002 (docs/model.md §8): d_n/√n → 0, c, ∞.
 REGIMES = ("a", "b", "c")
-DERIVED_NOTE = ("The limit diffusions of paper 002 and their parametrisation are derived for this "
-                "project (docs/model.md §8 marks them derived), not quoted theorems.")
+DERIVED_NOTE = (
+    "The limit diffusions of paper 002 and their parametrisation are derived for this "
+    "project (docs/model.md §8 marks them derived), not quoted theorems."
+)
 
 # d_n(1−λ_n) must be large for a single Brownian motion (docs/model.md §8): below this we warn.
 LARGE_D_ONE_MINUS_LAMBDA = 10.0
@@ -75,7 +73,7 @@ RegimeCondition = Condition
 
 
 @dataclass(frozen=True)
-class RegimeParams:
+class RegimeParams(Result):
     """``(n, d_n, λ_n)`` of one paper-002 regime, with its coordinates and conditions (docs/model.md §8).
 
     ``m = (m_1, m_2)``: the scaled coordinates are ``z_j = √n(G_j − m_j)``.  ``limit``: the
@@ -111,15 +109,11 @@ class RegimeParams:
     def warnings(self) -> tuple[str, ...]:
         return tuple(_condition_message(self, c) for c in self.conditions if not c.holds)
 
-    def to_dict(self) -> dict:
-        out = asdict(self)
-        out["lambda_n"] = self.lam
-        out["d_n"] = self.d
-        out["warnings"] = list(self.warnings)
-        out["derived"] = DERIVED_NOTE
-        return out
+    derived: ClassVar[str] = DERIVED_NOTE
+    _plain = True
+    _extra: ClassVar[dict[str, str]] = {"lambda_n": "lam", "d_n": "d", "warnings": "warnings", "derived": "derived"}
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """Tidy table of the regime's conditions: one row per condition (``condition``,
         ``value``, ``holds``) beside the scalar parameters (``regime``, ``n``, ``d_n``,
         ``lambda_n``, ``b_n``, ``c_n``, ``kappa_n``, ``zeta_n``).
@@ -133,13 +127,20 @@ class RegimeParams:
         >>> regime_c(100, 1.0, warn=False).to_frame()[["condition", "holds"]].shape
         (2, 2)
         """
-        import pandas as pd
-
-        base = {"regime": self.regime, "n": self.n, "d_n": self.d, "lambda_n": self.lam,
-                "replace": self.replace, "b_n": self.b_n, "c_n": self.c_n, "kappa_n": self.kappa_n,
-                "zeta_n": self.zeta_n}
-        return pd.DataFrame([{**base, "condition": c.name, "value": float(c.value), "holds": bool(c.holds)}
-                             for c in self.conditions])
+        base = {
+            "regime": self.regime,
+            "n": self.n,
+            "d_n": self.d,
+            "lambda_n": self.lam,
+            "replace": self.replace,
+            "b_n": self.b_n,
+            "c_n": self.c_n,
+            "kappa_n": self.kappa_n,
+            "zeta_n": self.zeta_n,
+        }
+        return frame(
+            [{**base, "condition": c.name, "value": float(c.value), "holds": bool(c.holds)} for c in self.conditions]
+        )
 
     def summary(self) -> str:
         """Plain text: the regime's numbers, its coordinates and each condition (holds / fails).
@@ -149,17 +150,19 @@ class RegimeParams:
         >>> print(regime_a(10**4, 1.0, warn=False).summary().splitlines()[0])
         regime (a)  n=10000  d_n=10  λ_n=0.7943282347  without replacement
         """
-        lines = [f"regime ({self.regime})  n={self.n}  d_n={self.d}  λ_n={self.lam:.10g}  "
-                 f"{'with' if self.replace else 'without'} replacement",
-                 f"d_n/√n = {self.b_n:.4g}, d_n(1−λ_n) = {self.d_one_minus_lambda:.4g}, κ_n = d_nλ_n^d_n = "
-                 f"{self.kappa_n:.4g}, c_n = {self.c_n:.8g}, ζ_n = √n(c_n − λ_n) = {self.zeta_n:.4g}",
-                 f"coordinates: {self.coordinates}"]
+        lines = [
+            f"regime ({self.regime})  n={self.n}  d_n={self.d}  λ_n={self.lam:.10g}  "
+            f"{'with' if self.replace else 'without'} replacement",
+            f"d_n/√n = {self.b_n:.4g}, d_n(1−λ_n) = {self.d_one_minus_lambda:.4g}, κ_n = d_nλ_n^d_n = "
+            f"{self.kappa_n:.4g}, c_n = {self.c_n:.8g}, ζ_n = √n(c_n − λ_n) = {self.zeta_n:.4g}",
+            f"coordinates: {self.coordinates}",
+        ]
         lines += [f"  {'holds' if c.holds else 'FAILS'}: {c.name} (value {c.value:.4g})" for c in self.conditions]
         return "\n".join(lines)
 
 
 def _condition_message(p: RegimeParams, c: Condition) -> str:
-    return (f"regime ({p.regime}) condition fails: {c.name} (value {c.value:.4g}); {c.detail}")
+    return f"regime ({p.regime}) condition fails: {c.name} (value {c.value:.4g}); {c.detail}"
 
 
 def _emit(p: RegimeParams, warn: bool) -> RegimeParams:
@@ -177,9 +180,7 @@ def _real(name, value) -> float:
 
 
 def _check_replace(replace) -> bool:
-    if not isinstance(replace, (bool, np.bool_)):
-        raise TypeError(f"replace must be True or False; got {replace!r}")
-    return bool(replace)
+    return check_bool("replace", replace)
 
 
 def _sample_prob(x: float, n: int, d: int, replace: bool) -> float:
@@ -194,7 +195,9 @@ def _sample_prob(x: float, n: int, d: int, replace: bool) -> float:
     return math.exp(gammaln(m + 1) - gammaln(m - d + 1) - gammaln(n + 1) + gammaln(n - d + 1))
 
 
-def centre(n, d, lam, *, replace=False, levels=None, tol=1e-15) -> np.ndarray:
+def centre(
+    n: int, d: int, lam: float, *, replace: bool = False, levels: int | None = None, tol: float = 1e-15
+) -> np.ndarray:
     """The near-equilibrium centre ``x^n`` (docs/model.md §8): ``x^n_1 = λ``,
     ``x^n_i = λ P_n(x^n_{i−1})``.  By default levels run until the first value below ``tol``
     (at least 2 levels).  Index 0 is level 1.
@@ -242,10 +245,10 @@ def centre(n, d, lam, *, replace=False, levels=None, tol=1e-15) -> np.ndarray:
     return np.array(out)
 
 
-
 MAX_REGIME_N = 10**17
 """Largest n of a regime's parameters (the scaled coefficients and the linear noise are closed
 forms; the chain's engines stop at 2^53 anyway): beyond it the sampling probabilities overflow."""
+
 
 def _c_n(n: int, d: int) -> float:
     return math.exp(-math.log(n) / (2.0 * d))
@@ -256,8 +259,10 @@ def _lambda_below(top: float, top_name: str, zeta: float, sq: float) -> float:
     it lies in ``(0, 1)``."""
     lam = top - zeta / sq
     if not 0.0 < lam < 1.0:
-        raise ValueError(f"zeta must lie in ({-sq * (1 - top):.6g}, {sq * top:.6g}) so that "
-                         f"λ_n = {top_name} − ζ/√n is in (0, 1); got {zeta!r}")
+        raise ValueError(
+            f"zeta must lie in ({-sq * (1 - top):.6g}, {sq * top:.6g}) so that "
+            f"λ_n = {top_name} − ζ/√n is in (0, 1); got {zeta!r}"
+        )
     return lam
 
 
@@ -271,11 +276,16 @@ def _build(regime, n, d, lam, replace, centring, limit, extra_conditions) -> Reg
     # variance rates of the jumps at levels 1 and 2 (arrival + departure rates; → 2 and 0)
     noise1 = lam * (1.0 - p1) + (x[0] - x[1])
     noise2 = lam * (p1 - p2) + (x[1] - (x[2] if x.size > 2 else 0.0))
-    conds = [Condition(
-        f"d_n(1−λ_n) large (>= {LARGE_D_ONE_MINUS_LAMBDA:g})", d1, d1 >= LARGE_D_ONE_MINUS_LAMBDA,
-        "one Brownian motion needs d_n(1−λ_n) → ∞ (docs/model.md §8); here level 2 carries noise of "
-        f"variance rate {noise2:.3g} beside {noise1:.3g} at level 1, which the limit "
-        "diffusion (derived) ignores and the finite-n LNA keeps")]
+    conds = [
+        Condition(
+            f"d_n(1−λ_n) large (>= {LARGE_D_ONE_MINUS_LAMBDA:g})",
+            d1,
+            d1 >= LARGE_D_ONE_MINUS_LAMBDA,
+            "one Brownian motion needs d_n(1−λ_n) → ∞ (docs/model.md §8); here level 2 carries noise of "
+            f"variance rate {noise2:.3g} beside {noise1:.3g} at level 1, which the limit "
+            "diffusion (derived) ignores and the finite-n LNA keeps",
+        )
+    ]
     conds += extra_conditions
     if centring == "centre":
         m = (float(x[0]), float(x[1]))
@@ -286,13 +296,29 @@ def _build(regime, n, d, lam, replace, centring, limit, extra_conditions) -> Reg
     else:
         m = (1.0, 0.0)
         coords = "Q = √n(G1 − 1), Y = √n G2 (JSQ centring): z1 = Q, z2 = Y"
-    return RegimeParams(regime=regime, n=n, d=d, lam=lam, replace=replace, centring=centring, m=m,
-                        x=tuple(float(v) for v in x), limit=limit, b_n=d / sq, c_n=c_n,
-                        kappa_n=d * math.exp(d * math.log(lam)), zeta_n=sq * (c_n - lam),
-                        d_one_minus_lambda=d1, coordinates=coords, conditions=tuple(conds))
+    return RegimeParams(
+        regime=regime,
+        n=n,
+        d=d,
+        lam=lam,
+        replace=replace,
+        centring=centring,
+        m=m,
+        x=tuple(float(v) for v in x),
+        limit=limit,
+        b_n=d / sq,
+        c_n=c_n,
+        kappa_n=d * math.exp(d * math.log(lam)),
+        zeta_n=sq * (c_n - lam),
+        d_one_minus_lambda=d1,
+        coordinates=coords,
+        conditions=tuple(conds),
+    )
 
 
-def regime_a(n, kappa=1.0, *, d=None, theta=0.25, replace=False, warn=True) -> RegimeParams:
+def regime_a(
+    n: int, kappa: float = 1.0, *, d: int | None = None, theta: float = 0.25, replace: bool = False, warn: bool = True
+) -> RegimeParams:
     """Regime (a), ``d_n/√n → 0`` (docs/model.md §8, derived): ``λ_n = (κ/d_n)^{1/d_n}`` so that
     ``d_n λ_n^{d_n} = κ`` exactly; ``d_n = ⌊n^θ⌋`` (``0 < θ < 1/2``) unless ``d`` is given.
 
@@ -330,7 +356,7 @@ def regime_a(n, kappa=1.0, *, d=None, theta=0.25, replace=False, warn=True) -> R
     replace = _check_replace(replace)
     if d is None:
         theta = check_fraction("theta", theta, low=0.0, high=0.5, high_open=True)
-        d = int(math.floor(n ** theta + 1e-9))
+        d = int(math.floor(n**theta + 1e-9))
         if d < 2:
             raise ValueError(f"theta: d_n = ⌊n^θ⌋ = {d} must be >= 2; raise theta (< 1/2) or n")
     else:
@@ -339,12 +365,13 @@ def regime_a(n, kappa=1.0, *, d=None, theta=0.25, replace=False, warn=True) -> R
         raise ValueError(f"kappa must lie in (0, d_n) = (0, {d}) so that λ_n = (κ/d_n)^(1/d_n) < 1; got {kappa!r}")
     lam = math.exp(math.log(kappa / d) / d)
     b = d / math.sqrt(n)
-    extra = [Condition(f"d_n/√n small (< {REGIME_A_BELOW:g})", b, b < REGIME_A_BELOW,
-                             "regime (a) is the limit d_n/√n → 0")]
+    extra = [
+        Condition(f"d_n/√n small (< {REGIME_A_BELOW:g})", b, b < REGIME_A_BELOW, "regime (a) is the limit d_n/√n → 0")
+    ]
     return _emit(_build("a", n, d, lam, replace, "centre", {"kappa": kappa}, extra), warn)
 
 
-def regime_b(n, c=1.0, zeta=0.0, *, replace=False, warn=True) -> RegimeParams:
+def regime_b(n: int, c: float = 1.0, zeta: float = 0.0, *, replace: bool = False, warn: bool = True) -> RegimeParams:
     """Regime (b), ``d_n/√n → c`` (docs/model.md §8, derived): ``d_n = ⌊c√n⌋``,
     ``λ_n = c_n − ζ/√n``.  The limit is matched at the actual ``d_n/√n`` and ``ζ``.
 
@@ -387,13 +414,20 @@ def regime_b(n, c=1.0, zeta=0.0, *, replace=False, warn=True) -> RegimeParams:
         raise ValueError(f"c must be <= √n = {sq:.4g} so that d_n <= n without replacement; got {c!r}")
     lam = _lambda_below(_c_n(n, d), "c_n", zeta, sq)
     b = d / sq
-    extra = [Condition(f"d_n/√n of order 1 (in [{REGIME_A_BELOW:g}, {REGIME_C_ABOVE:g}])", b,
-                             REGIME_A_BELOW <= b <= REGIME_C_ABOVE,
-                             "regime (b) is the limit d_n/√n → c in (0, ∞)")]
+    extra = [
+        Condition(
+            f"d_n/√n of order 1 (in [{REGIME_A_BELOW:g}, {REGIME_C_ABOVE:g}])",
+            b,
+            REGIME_A_BELOW <= b <= REGIME_C_ABOVE,
+            "regime (b) is the limit d_n/√n → c in (0, ∞)",
+        )
+    ]
     return _emit(_build("b", n, d, lam, replace, "c_n", {"c": b, "zeta": zeta}, extra), warn)
 
 
-def regime_c(n, zeta=1.0, *, d=None, replace=False, centring="c_n", warn=True) -> RegimeParams:
+def regime_c(
+    n: int, zeta: float = 1.0, *, d: int | None = None, replace: bool = False, centring: str = "c_n", warn: bool = True
+) -> RegimeParams:
     """Regime (c), ``d_n/√n → ∞`` (docs/model.md §8, derived), reflected limit; ``ζ > 0``.
 
     ``d`` defaults to ``n`` (JSQ when sampling without replacement).  ``centring="c_n"``:
@@ -442,26 +476,45 @@ def regime_c(n, zeta=1.0, *, d=None, replace=False, centring="c_n", warn=True) -
     top, top_name = (c_n, "c_n") if centring == "c_n" else (1.0, "1")
     lam = _lambda_below(top, top_name, zeta, sq)
     b = d / sq
-    extra = [Condition(f"d_n/√n large (> {REGIME_C_ABOVE:g})", b, b > REGIME_C_ABOVE,
-                             "regime (c) is the limit d_n/√n → ∞")]
+    extra = [
+        Condition(f"d_n/√n large (> {REGIME_C_ABOVE:g})", b, b > REGIME_C_ABOVE, "regime (c) is the limit d_n/√n → ∞")
+    ]
     if centring == "one":
         gap = sq * (1.0 - c_n)
-        extra.append(Condition(
-            f"√n(1 − c_n) small (<= {SMALL_SQRT_N_GAP:g})", gap, gap <= SMALL_SQRT_N_GAP,
-            "reading ζ as √n(1−λ_n) and centring at 1 needs d_n/(√n log n) → ∞"))
+        extra.append(
+            Condition(
+                f"√n(1 − c_n) small (<= {SMALL_SQRT_N_GAP:g})",
+                gap,
+                gap <= SMALL_SQRT_N_GAP,
+                "reading ζ as √n(1−λ_n) and centring at 1 needs d_n/(√n log n) → ∞",
+            )
+        )
     return _emit(_build("c", n, d, lam, replace, centring, {"zeta": zeta}, extra), warn)
 
 
 def _positive_zeta(zeta) -> float:
     z = _real("zeta", zeta)
     if z <= 0:
-        raise ValueError(f"zeta must be > 0 in regime (c): the reflected limit (Q <= 0, Q + Y with drift "
-                         f"−ζ − Q) has no stationary law for ζ <= 0; got {zeta!r}")
+        raise ValueError(
+            f"zeta must be > 0 in regime (c): the reflected limit (Q <= 0, Q + Y with drift "
+            f"−ζ − Q) has no stationary law for ζ <= 0; got {zeta!r}"
+        )
     return z
 
 
-def regime_params(regime, n, *, kappa=None, c=None, zeta=None, d=None, theta=0.25,
-                  replace=False, centring="c_n", warn=True) -> RegimeParams:
+def regime_params(
+    regime: str,
+    n: int,
+    *,
+    kappa: float | None = None,
+    c: float | None = None,
+    zeta: float | None = None,
+    d: int | None = None,
+    theta: float = 0.25,
+    replace: bool = False,
+    centring: str = "c_n",
+    warn: bool = True,
+) -> RegimeParams:
     """Dispatch on ``regime`` in ``{"a", "b", "c"}`` (the CLI's entry point).
 
     Parameters
@@ -502,7 +555,7 @@ def regime_params(regime, n, *, kappa=None, c=None, zeta=None, d=None, theta=0.2
     raise ValueError(f"regime must be 'a', 'b' or 'c'; got {regime!r}")
 
 
-def scaled(p: RegimeParams, G1, G2):
+def scaled(p: RegimeParams, G1: ArrayLike, G2: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """The scaled coordinates ``(z1, z2) = √n(G_1 − m_1, G_2 − m_2)`` (docs/model.md §8).
 
     Parameters

@@ -1,32 +1,24 @@
-"""What the chain and the diffusions share: work limits, the job runner, the burn-in rule
-and the result base of a simulated run.
-
-Every simulation of this package (:func:`simulate_fluctuations`, :func:`limit_sde`,
-:func:`prelimit_sde`) estimates its work and the memory of its recorded grid before it
-starts (``_check_work``, ``_check_grid``): a :class:`WorkWarning` above
-:data:`WARN_EVENTS`, a ``ValueError`` above :data:`REFUSE_EVENTS` or
-:data:`MAX_GRID_BYTES`.  ``_run_jobs`` runs the per-replication (or per-chunk) tasks in
-task order on threads or a Dask client through :func:`supermarket.parallel.map_tasks`;
-each task carries its own seed, so the numbers do not depend on the backend.
-``_ScaledRun`` is the common base of :class:`FluctuationSim` and :class:`LimitSDE`
-(moments, recorded grid, autocorrelations; ``to_frame``, ``acf_frame``, ``summary``,
-``plot``).
+"""What the chain and the diffusions share: the work and grid-memory limits checked before a
+run (:class:`WorkWarning` above :data:`WARN_EVENTS`, ``ValueError`` above
+:data:`REFUSE_EVENTS` or :data:`MAX_GRID_BYTES`), the job runner (one seed per task, so
+the numbers do not depend on the backend), the burn-in rule and ``_ScaledRun``, the result
+base of :class:`FluctuationSim` and :class:`LimitSDE`.
 """
 
 from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from .. import parallel
-from .._results import human_seconds, pyplot, save_figure
+from .._results import Result, frame, human_seconds, pyplot, save_figure
 from ..model import check_positive_int
 from .moments import Moments
 
-__all__ = ["WorkWarning", "EVENTS_PER_SECOND", "SDE_STEPS_PER_SECOND", "REFUSE_EVENTS", "WARN_EVENTS",
-           "MAX_GRID_BYTES"]
+__all__ = ["WorkWarning", "EVENTS_PER_SECOND", "SDE_STEPS_PER_SECOND", "REFUSE_EVENTS", "WARN_EVENTS", "MAX_GRID_BYTES"]
 
 
 #: Rough speeds for the up-front estimates (one core).
@@ -77,8 +69,10 @@ def _human_bytes(b: float) -> str:
 def _check_grid(rows: int, points: float, what: str, option: str) -> None:
     need = float(rows) * float(points) * 2 * 8
     if need > MAX_GRID_BYTES:
-        raise ValueError(f"{what} would record {float(rows) * float(points):.3g} grid points "
-                         f"({_human_bytes(need)}, more than {_human_bytes(MAX_GRID_BYTES)}); {option}")
+        raise ValueError(
+            f"{what} would record {float(rows) * float(points):.3g} grid points "
+            f"({_human_bytes(need)}, more than {_human_bytes(MAX_GRID_BYTES)}); {option}"
+        )
 
 
 def _check_work(units: float, speed: float, what: str, option: str, cores: int) -> None:
@@ -101,12 +95,15 @@ def _run_jobs(fn, tasks, workers, client=None, progress=None) -> list:
     """``fn`` over ``tasks`` in task order through :func:`supermarket.parallel.map_tasks`:
     on ``client`` (Dask) when given, else on ``workers`` threads (the kernels release the
     GIL).  Each task carries its own seed, so the results do not depend on the backend."""
-    return parallel.map_tasks(fn, tasks, workers=_workers(workers, len(tasks)), client=client,
-                              backend="threads", progress=progress)
+    out = parallel.map_tasks(
+        fn, tasks, workers=_workers(workers, len(tasks)), client=client, backend="threads", progress=progress
+    )
+    assert out is not None  # collect=True (the default): the list of results
+    return out
 
 
 @dataclass(frozen=True, kw_only=True)
-class _ScaledRun:
+class _ScaledRun(Result):
     """Fields and result protocol shared by :class:`FluctuationSim` and :class:`LimitSDE`:
     stationary moments of ``(z1, z2)``, a recorded grid ``(rows, G, 2)`` at times ``t`` and
     autocorrelations at lags ``lags`` (time units) with standard errors."""
@@ -129,7 +126,10 @@ class _ScaledRun:
     def _names(self) -> tuple[str, str]:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def to_frame(self):
+    def _header(self) -> str:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def to_frame(self) -> Any:
         """Tidy stationary moments: one row per moment (``moment``, ``value``, ``stderr``)
         with a ``source`` column naming the run.
 
@@ -141,26 +141,24 @@ class _ScaledRun:
         df.insert(0, "source", self._label())
         return df
 
-    def acf_frame(self):
+    def acf_frame(self) -> Any:
         """Tidy autocorrelations: one row per (coordinate, lag) with ``acf`` and ``stderr``.
 
         Returns
         -------
         pandas.DataFrame
         """
-        import pandas as pd
-
         recs = []
         for name, a, se in (("z1", self.acf_z1, self.acf_z1_stderr), ("z2", self.acf_z2, self.acf_z2_stderr)):
             for lag, v, e in zip(self.lags, a, se):
                 recs.append({"coordinate": name, "lag": float(lag), "acf": float(v), "stderr": float(e)})
-        return pd.DataFrame(recs)
+        return frame(recs)
 
     def summary(self) -> str:
         """Plain text: what was run, then the moments table (± standard error)."""
         return f"{self._label()}: {self._header()}\n{self.moments.summary()}"
 
-    def plot(self, path=None):
+    def plot(self, path: Any = None) -> Any:
         """A recorded path, the histograms of both coordinates and the autocorrelations;
         saved at ``path`` when given.
 
@@ -202,5 +200,5 @@ class _ScaledRun:
 def _default_burn_in(regime, zeta, base: float) -> float:
     """Burn-in: ``base``, and in (c) at least ``5/ζ²`` (relaxation grows like ``ζ^{-2}``)."""
     if regime == "c" and zeta:
-        return max(base, 5.0 / zeta ** 2)
+        return max(base, 5.0 / zeta**2)
     return base

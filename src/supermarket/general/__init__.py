@@ -1,4 +1,4 @@
-"""General service laws and server classes on the per-queue event engine (docs/model.md §13).
+"""General service laws and server classes on the per-queue event engine (docs/model.md §14).
 
 :func:`simulate_general` runs :mod:`supermarket.engines.events` for any service law of
 :mod:`supermarket.service` (exp, Erlang, H2, phase type, lognormal, Pareto, deterministic),

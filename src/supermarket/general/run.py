@@ -1,4 +1,4 @@
-"""Runs of the per-queue event engine, in chunks, and their error bars (docs/model.md §13)."""
+"""Runs of the per-queue event engine, in chunks, and their error bars (docs/model.md §14)."""
 
 from __future__ import annotations
 

@@ -2,23 +2,16 @@
 
 What is here, each with the docs/model.md section it implements, one module each:
 
-- :mod:`.dynamics`: the drift of the profile ``u`` (eq. (1.1) of paper 000, §3) and its
-  Jacobian, with sampling with replacement (``P(u) = u^d``) or without
-  (``P_n(u) = C(nu,d)/C(n,d)``); its zeros: :func:`fixed_point_newton`, a generic Newton
-  solve of the truncated drift (a cross-check of the closed form
-  :func:`supermarket.theory.fixed_point`), and :func:`near_equilibrium_centre`, the finite-n
-  centre ``x^n`` of paper 002 (§8); the shared checks (:func:`check_d`,
-  :func:`check_profile`, :func:`levels_needed`);
-- :mod:`.ode`: :func:`solve_meanfield`, the transient ODE from any start profile to a time
-  ``T``, with the number of levels chosen automatically and a stiff solver using the
-  analytic (tridiagonal, sparse) Jacobian; :func:`solve_dinf`, the ``d = ∞`` constrained
-  (water-filling) ODE of paper 002 (§3), integrated exactly, piece by piece, in closed form
-  between events;
-- :mod:`.corrections`: :func:`refined_mean_field`, the ``1/n`` term ``V`` of Gast and Van
-  Houdt (2018) (§3), and :func:`lna`, the linear-noise approximation, the stationary
-  covariance of ``√n (u − x)``, each with an estimate of its accuracy;
-- :mod:`.report`: :func:`response_times` and :class:`MeanFieldReport`, what
-  ``supermarket meanfield`` prints.
+- :mod:`.dynamics`: the drift (eq. (1.1), §3) and its Jacobian, with or without
+  replacement; :func:`fixed_point_newton`, :func:`near_equilibrium_centre` (``x^n``, §8) and
+  the shared checks;
+- :mod:`.ode`: :func:`solve_meanfield` (the transient ODE) and :func:`solve_dinf` (the
+  ``d = ∞`` water-filling ODE, integrated exactly);
+- :mod:`.corrections`: :func:`refined_mean_field` (the ``1/n`` term ``V``) and :func:`lna`
+  (the linear-noise covariance), each with an estimate of its accuracy;
+- :mod:`.phase`: phase-type service (§13): :func:`phase_drift`, :func:`solve_phase_meanfield`
+  and :func:`phase_fixed_point`;
+- :mod:`.report`: :func:`response_times` and :class:`MeanFieldReport`.
 
 Conventions: profiles are indexed from level 1 (``u[0] = u_1``), ``u_0 ≡ 1`` is implicit
 and the truncation sets ``u_{L+1} = 0`` above the top level ``L``.  Time is the continuous
@@ -50,9 +43,11 @@ from .dynamics import (
     fixed_point_newton,
     levels_needed,
     near_equilibrium_centre,
+    rule_d,
     sample_prob,
 )
 from .ode import DInfSolution, MeanFieldSolution, solve_dinf, solve_meanfield
+from .phase import PhaseFixedPoint, phase_drift, phase_fixed_point, solve_phase_meanfield
 from .report import MeanFieldReport, response_times
 
 __all__ = [
@@ -63,6 +58,7 @@ __all__ = [
     "check_d",
     "levels_needed",
     "sample_prob",
+    "rule_d",
     "drift",
     "drift_jacobian",
     "MeanFieldSolution",
@@ -79,4 +75,8 @@ __all__ = [
     "ACCURACY_TOL",
     "response_times",
     "MeanFieldReport",
+    "phase_drift",
+    "PhaseFixedPoint",
+    "phase_fixed_point",
+    "solve_phase_meanfield",
 ]

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.linalg as sla
+from numpy.typing import ArrayLike
 
-from ..jsonable import to_jsonable
+from .._checks import check_bool
+from .._results import Result, frame, pyplot, save_figure, text_table
 from ..model import check_load, check_positive_int
 from ..theory import log_fixed_point
 from .dynamics import (
@@ -22,6 +25,7 @@ from .dynamics import (
     _noise_diag,
     drift_jacobian,
     near_equilibrium_centre,
+    rule_d,
     sample_prob,
 )
 
@@ -42,7 +46,7 @@ class AccuracyWarning(RuntimeWarning):
 
 # =========================================================================== refined mean field
 @dataclass(frozen=True)
-class RefinedMeanField:
+class RefinedMeanField(Result):
     """Refined mean field (Gast and Van Houdt 2018), docs/model.md §3: ``E[u_i] ≈ π(i) + V_i/n``.
 
     ``pi``: fixed point; ``V``: the 1/n correction; ``W``: the LNA covariance at ``π``
@@ -74,7 +78,7 @@ class RefinedMeanField:
             raise ValueError(f"n must be >= d={self.d} when sampling without replacement; got n={n}")
         return n
 
-    def valid_for(self, n) -> bool:
+    def valid_for(self, n: int) -> bool:
         """Whether ``π + V/n`` is a profile at all for ``n`` servers: accurate, every value in
         [0, 1] and non-increasing in the level (as ``E[u_i]`` is).  Otherwise ``n`` is too small
         for the 1/n expansion at this load (or the numbers are not accurate); see :meth:`min_n`."""
@@ -116,7 +120,7 @@ class RefinedMeanField:
                 n += 1
         return n
 
-    def mean(self, n) -> np.ndarray:
+    def mean(self, n: int) -> np.ndarray:
         """``π + V/n``: the refined approximation of ``E[u]`` for ``n`` servers.
 
         Warns (:class:`AccuracyWarning`) when the result is not accurate or leaves [0, 1]
@@ -135,36 +139,37 @@ class RefinedMeanField:
                           f"n = {self.min_n()})", AccuracyWarning, stacklevel=2)
         return self.pi + self.V / n
 
-    def mean_queue_length(self, n=None) -> float:
+    def mean_queue_length(self, n: int | None = None) -> float:
         """``Σπ + ΣV/n`` (``Σπ`` when ``n`` is None)."""
         if n is None:
             return float(self.pi.sum())
         n = self._check_n(n)
         return float(self.pi.sum() + self.V.sum() / n)
 
-    def to_dict(self) -> dict:
-        """JSON-safe: ``pi``, ``V``, their sums and the accuracy flags (``W`` is left out)."""
-        return to_jsonable({"d": self.d, "load": self.lam, "replace": self.replace, "levels": self.levels,
-                            "pi": self.pi.tolist(),
-                            "V": self.V.tolist(), "sum_pi": float(self.pi.sum()), "sum_V": float(self.V.sum()),
-                            "accurate": self.accurate, "error_estimate": self.error_estimate,
-                            "issues": list(self.issues)})
+    _rename: ClassVar[dict[str, str]] = {"lam": "load"}
+    _omit = ("W", "V_drift")
+    _extra = ("sum_pi", "sum_V")
+    _order = ("d", "load", "replace", "levels", "pi", "V", "sum_pi", "sum_V")
 
-    def to_frame(self, n=None):
+    @property
+    def sum_pi(self) -> float:
+        return float(self.pi.sum())
+
+    @property
+    def sum_V(self) -> float:
+        return float(self.V.sum())
+
+    def to_frame(self, n: int | None = None) -> Any:
         """Tidy table by level: ``level``, ``pi``, ``V``, ``W_ii``, and ``refined`` = π + V/n when
         ``n`` is given (no warning here: check :meth:`valid_for`)."""
-        import pandas as pd
-
         out = {"level": np.arange(1, self.levels + 1), "pi": self.pi, "V": self.V, "W_ii": np.diag(self.W)}
         if n is not None:
             out["refined"] = self.pi + self.V / self._check_n(n)
-        return pd.DataFrame(out)
+        return frame(out)
 
-    def summary(self, n=None) -> str:
+    def summary(self, n: int | None = None) -> str:
         """π and V by level (and π + V/n with ``n``), Σπ and ΣV; the numbers are replaced by the
         reason when the solves lost their accuracy, and π + V/n by a note when it leaves [0, 1]."""
-        from .._results import text_table
-
         head = (f"refined mean field, d={self.d}, λ={self.lam!r}"
                 + ("" if self.replace else ", without replacement (V includes the drift's 1/n term)")
                 + f" ({self.levels} levels, docs/model.md §3): "
@@ -184,16 +189,10 @@ class RefinedMeanField:
                     f"expansion here (a profile from n = {self.min_n()}) (—)")
         return out
 
-    def plot(self, path=None, *, n):
+    def plot(self, path: Any = None, *, n: int) -> Any:
         """π(i) against π(i) + V_i/n on a log scale.  Returns the figure; saves it when ``path``
         is given."""
-        import matplotlib
-
-        if path is not None:
-            matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
-
-        from .._results import save_figure
+        plt = pyplot(path is not None, force=False)
 
         n = self._check_n(n)
         lv = np.arange(1, self.levels + 1)
@@ -298,20 +297,15 @@ def _accuracy(A, W, Q_diag, V=None, rhs_of=None):
     return est, tuple(issues)
 
 
-def refined_mean_field(d, lam, *, replace=True, levels=None, tol: float = DEFAULT_TOL,
-                       max_levels: int = MAX_LEVELS) -> RefinedMeanField:
+def refined_mean_field(d: int, lam: float | str, *, replace: bool = True, levels: int | None = None,
+                       tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS,
+                       policy: str = "jsq-d") -> RefinedMeanField:
     """The ``1/n`` term of the steady state (Gast and Van Houdt 2018), docs/model.md §3.
 
-    With ``A = Df(π)``, ``B = D²f(π)`` and the noise covariance ``Q`` at ``π``
-    (``Q_ii = λ(π_{i−1}^d − π_i^d) + (π_i − π_{i+1})``: every event moves one level by 1/n),
-    ``W`` solves ``A W + W A^T + Q = 0`` and ``V = −A^{−1} (½ Σ_{jk} B_{·,jk} W_{jk})``.
-    The drift's Hessian is diagonal in each component: ``∂²f_i/∂u_{i−1}² = λP''(π_{i−1})``
-    and ``∂²f_i/∂u_i² = −λP''(π_i)``.
-
-    Without replacement (``replace=False``, [derived]) the drift itself has a ``1/n`` term:
-    ``C(nu, d)/C(n, d) = u^d + h(u)/n + O(1/n²)`` with ``h(u) = −½d(d−1)(u^{d−1} − u^d)``, so
-    the drift is ``f + g/n`` with ``g_i = λ(h(π_{i−1}) − h(π_i))`` and ``V`` gains
-    ``V_drift = −A^{−1} g(π)``: ``V = −A^{−1}(½ B:W + g)``.  ``V`` does not depend on ``n``.
+    ``W`` solves ``A W + W A^T + Q = 0`` and ``V = −A^{−1} (½ B:W)``, with ``A``, ``B`` the
+    drift's Jacobian and Hessian at ``π`` and ``Q`` the noise covariance; without replacement
+    ([derived]) ``V`` gains the drift's own ``1/n`` term, ``V_drift = −A^{−1} g(π)``.  The
+    formulas are in docs/model.md §3; ``V`` does not depend on ``n``.
 
     Parameters
     ----------
@@ -319,6 +313,9 @@ def refined_mean_field(d, lam, *, replace=True, levels=None, tol: float = DEFAUL
         The choices ``d >= 1`` (int) and the load λ in (0, 1) (float or str).
     replace : bool, default True
         Sampling with replacement, or without (then ``π + V/n`` needs ``n >= d``).
+    policy : {"jsq-d", "random"}, default "jsq-d"
+        The dispatch rule (docs/model.md §2): ``random`` is the drift with ``d = 1``;
+        ``jsq`` and ``jiq`` raise ``ValueError`` (discontinuous mean-field drift).
     levels : int, optional
         Number of levels kept (at most ``max_levels``); by default up to the first level
         with ``π(i) < tol`` (:func:`levels_needed`).
@@ -342,11 +339,13 @@ def refined_mean_field(d, lam, *, replace=True, levels=None, tol: float = DEFAUL
     >>> r = refined_mean_field(2, 0.9)
     >>> round(r.mean_queue_length(), 5), round(float(r.V.sum()), 3)
     (2.35265, 3.986)
+    >>> float(abs(refined_mean_field(3, 0.9, policy="random").V).max())   # M/M/1 queues: no 1/n term
+    0.0
     """
-    d = check_positive_int("d", d)
+    d_rule, replace = rule_d(policy, d, replace)  # random: d = 1; jsq, jiq: ValueError
+    d = check_positive_int("d", d_rule)
     lam = check_load(lam)
-    if not isinstance(replace, (bool, np.bool_)):
-        raise TypeError(f"replace must be True or False; got {replace!r}")
+    check_bool("replace", replace)
     L = _levels(d, lam, levels, tol, max_levels)
     pi = np.exp(log_fixed_point(d, lam, L))
     A, W = _lyapunov(pi, d, lam, None, True)
@@ -377,7 +376,7 @@ def refined_mean_field(d, lam, *, replace=True, levels=None, tol: float = DEFAUL
                             error_estimate=float(est), issues=issues, replace=bool(replace), V_drift=V_drift)
 
 
-def sampling_first_order(v, d) -> np.ndarray:
+def sampling_first_order(v: ArrayLike, d: int) -> np.ndarray:
     """``h(v) = −½d(d−1)(v^{d−1} − v^d)``, the ``1/n`` term of sampling without replacement:
     ``C(nv, d)/C(n, d) = v^d + h(v)/n + O(1/n²)`` (docs/model.md §3, derived).
 
@@ -395,7 +394,7 @@ def sampling_first_order(v, d) -> np.ndarray:
     return -0.5 * d * (d - 1.0) * np.power(v, d - 1.0) * (1.0 - v)
 
 
-def drift_first_order(u, d, lam) -> np.ndarray:
+def drift_first_order(u: ArrayLike, d: int, lam: float | str) -> np.ndarray:
     """``g_i(u) = λ(h(u_{i−1}) − h(u_i))`` (``u_0 = 1``, ``h(1) = 0``): the ``1/n`` term of the
     drift without replacement, ``f_n = f + g/n + O(1/n²)`` (docs/model.md §3, derived)."""
     hu = sampling_first_order(u, d)
@@ -404,7 +403,7 @@ def drift_first_order(u, d, lam) -> np.ndarray:
 
 # =========================================================================== linear noise
 @dataclass(frozen=True)
-class LNAResult:
+class LNAResult(Result):
     """Linear-noise approximation: stationary covariance of ``√n (u − x)`` (docs/model.md §3, §8).
 
     ``centre``: the point ``x`` (the fixed point π or the finite-n centre ``x^n``);
@@ -438,30 +437,22 @@ class LNAResult:
         """Standard deviations of ``√n u_i``."""
         return np.sqrt(np.clip(np.diag(self.covariance), 0.0, None))
 
-    def to_dict(self) -> dict:
-        """JSON-safe: parameters, ``centre``, ``covariance`` and the accuracy flags."""
-        return to_jsonable({"d": self.d, "load": self.lam, "n": self.n, "at": self.at, "replace": self.replace,
-                            "levels": self.levels, "centre": self.centre.tolist(),
-                            "covariance": self.covariance.tolist(), "accurate": self.accurate,
-                            "error_estimate": self.error_estimate, "issues": list(self.issues)})
+    _rename: ClassVar[dict[str, str]] = {"lam": "load"}
+    _omit = ("jacobian",)
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """Tidy table: one row per pair of levels (``i``, ``j`` from 1) with ``covariance``;
         the diagonal rows also carry ``centre`` and ``std`` (NaN elsewhere)."""
-        import pandas as pd
-
         L = self.levels
         i, j = np.meshgrid(np.arange(1, L + 1), np.arange(1, L + 1), indexing="ij")
         diag = i.ravel() == j.ravel()
         centre = np.where(diag, self.centre[i.ravel() - 1], np.nan)
         std = np.where(diag, self.std[i.ravel() - 1], np.nan)
-        return pd.DataFrame({"i": i.ravel(), "j": j.ravel(), "covariance": self.covariance.ravel(),
-                             "centre": centre, "std": std})
+        return frame({"i": i.ravel(), "j": j.ravel(), "covariance": self.covariance.ravel(),
+                      "centre": centre, "std": std})
 
     def summary(self) -> str:
         """The centre and the standard deviation of √n u_i by level (or why they are not shown)."""
-        from .._results import text_table
-
         where = "fixed point π" if self.at == "fixed-point" else f"near-equilibrium centre x^n (n={self.n})"
         head = (f"linear-noise approximation at the {where}, d={self.d}, λ={self.lam!r}"
                 + ("" if self.replace else ", without replacement") + " (docs/model.md §3, §8)")
@@ -471,8 +462,9 @@ class LNAResult:
         return head + "\n" + text_table(["i", "centre", "sd of √n u_i"], rows)
 
 
-def lna(d, lam, *, n=None, at="fixed-point", replace=True, levels=None, tol: float = DEFAULT_TOL,
-        max_levels: int = MAX_LEVELS) -> LNAResult:
+def lna(d: int, lam: float | str, *, n: int | None = None, at: str = "fixed-point", replace: bool = True,
+        levels: int | None = None, tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS,
+        policy: str = "jsq-d") -> LNAResult:
     """Stationary covariance of ``√n (u − x)`` in the linear-noise approximation (docs/model.md §3, §8).
 
     Solves ``A W + W A^T + Q = 0`` with ``A`` the drift's Jacobian and ``Q`` the noise
@@ -491,6 +483,9 @@ def lna(d, lam, *, n=None, at="fixed-point", replace=True, levels=None, tol: flo
         Where the noise is linearised: the fixed point ``π`` or the finite-n centre ``x^n``.
     replace : bool, default True
         Sampling with replacement; ``False`` (without) needs ``at="centre"``.
+    policy : {"jsq-d", "random"}, default "jsq-d"
+        The dispatch rule (docs/model.md §2): ``random`` is the drift with ``d = 1``;
+        ``jsq`` and ``jiq`` raise ``ValueError`` (discontinuous mean-field drift).
     levels, tol, max_levels
         Truncation, as in :func:`refined_mean_field`.
 
@@ -510,7 +505,8 @@ def lna(d, lam, *, n=None, at="fixed-point", replace=True, levels=None, tol: flo
     >>> round(float(c.covariance[0, 0]), 12)
     0.25
     """
-    d = check_positive_int("d", d)
+    d_rule, replace = rule_d(policy, d, replace)  # random: d = 1; jsq, jiq: ValueError
+    d = check_positive_int("d", d_rule)
     lam = check_load(lam)
     if at not in ("fixed-point", "centre", "center"):
         raise ValueError(f"at must be 'fixed-point' or 'centre'; got {at!r}")

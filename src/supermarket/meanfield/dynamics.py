@@ -1,23 +1,19 @@
-"""The drift of the mean-field profile and its zeros (docs/model.md §3, §8).
-
-- the checks every mean-field calculation shares (:func:`check_d`, :func:`check_profile`,
-  :func:`levels_needed`);
-- the sampling law ``P(u)`` (:func:`sample_prob`, with or without replacement), the drift of
-  eq. (1.1) of paper 000 (:func:`drift`), its tridiagonal Jacobian (:func:`drift_jacobian`)
-  and the diagonal of the noise covariance;
-- its zeros: a generic Newton solve of the truncated drift (:func:`fixed_point_newton`, a
-  cross-check of the closed form :func:`supermarket.theory.fixed_point`) and the finite-n
-  centre ``x^n`` of paper 002 (:func:`near_equilibrium_centre`).
+"""The drift of the mean-field profile, its Jacobian and its zeros, and the checks every
+mean-field calculation shares (docs/model.md §3, §8).
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
+from numpy.typing import ArrayLike
 
+from .. import policies as _pol
+from .._checks import check_bool
 from ..model import check_load, check_positive_float, check_positive_int, check_vector
 from ..theory import log_fixed_point
 
@@ -26,7 +22,7 @@ MAX_LEVELS = 5000  # more levels than this is refused (d = 1 with λ near 1)
 
 
 # =========================================================================== validation
-def check_d(d, *, allow_inf: bool = False):
+def check_d(d: Any, *, allow_inf: bool = False) -> float:
     """``d`` as a positive ``int``, or ``math.inf`` (also the strings "inf", "infinity") when allowed.
 
     Parameters
@@ -65,7 +61,7 @@ def check_d(d, *, allow_inf: bool = False):
         raise
 
 
-def check_profile(u, name: str = "start profile") -> np.ndarray:
+def check_profile(u: ArrayLike, name: str = "start profile") -> np.ndarray:
     """A profile ``u_1, u_2, …``: finite, in [0, 1], non-increasing; the first bad level is named.
 
     Parameters
@@ -105,20 +101,53 @@ def check_profile(u, name: str = "start profile") -> np.ndarray:
     return arr
 
 
+def rule_d(policy: str, d: int | float, replace: bool = True) -> tuple[int | float, bool]:
+    """``(d, replace)`` of the drift that stands for a dispatch rule (docs/model.md §2,
+    "Other dispatch rules").
+
+    Parameters
+    ----------
+    policy : str
+        A rule of :data:`supermarket.policies.POLICIES`.
+    d : int
+        JSQ(d)'s choices.
+    replace : bool, default True
+        JSQ(d)'s sampling.
+
+    Returns
+    -------
+    (int, bool)
+        Unchanged for ``jsq-d``; ``(1, True)`` for ``random`` (``P(u) = u``, whatever the
+        sampling).
+
+    Raises
+    ------
+    ValueError
+        For ``jsq`` and ``jiq``, whose mean-field ``P_ℓ(u)`` is discontinuous
+        (:func:`supermarket.policies.meanfield_d`).
+
+    Examples
+    --------
+    >>> rule_d("random", 5, False), rule_d("jsq-d", 5, False)
+    ((1, True), (5, False))
+    """
+    p = _pol.check_policy(policy)
+    return _pol.meanfield_d(p, d), (replace if p == "jsq-d" else True)
+
+
 def _check_n(n, d, replace):
     if n is None:
         if not replace:
             raise ValueError("replace=False (sampling without replacement) needs the number of servers n")
         return None
     n = check_positive_int("n", n)
-    if not isinstance(replace, (bool, np.bool_)):
-        raise TypeError(f"replace must be True or False; got {replace!r}")
+    check_bool("replace", replace)
     if not replace and d > n:
         raise ValueError(f"d must be <= n when sampling without replacement (replace=False); got d={d}, n={n}")
     return n
 
 
-def levels_needed(d, lam, tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS) -> int:
+def levels_needed(d: float, lam: float | str, tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS) -> int:
     """Number of levels ``L`` such that ``π(L) < tol`` (the first level below ``tol``), docs/model.md §3.
 
     Raises ``ValueError`` when more than ``max_levels`` would be needed (``d = 1`` with λ
@@ -172,7 +201,7 @@ def _levels(d, lam, levels, tol, max_levels) -> int:
 
 
 # =========================================================================== §1-§3: P(u)
-def sample_prob(u, d, *, n=None, replace=True, order: int = 0) -> np.ndarray:
+def sample_prob(u: ArrayLike, d: float, *, n: int | None = None, replace: bool = True, order: int = 0) -> np.ndarray:
     """``P(u)`` (order 0), ``P'(u)`` (1) or ``P''(u)`` (2), elementwise (docs/model.md §2).
 
     ``P(u) = u^d`` with replacement; ``P_n(u) = C(nu, d)/C(n, d) = Π_{j<d} (nu − j)/(n − j)``
@@ -254,7 +283,7 @@ def _sample_prob_noreplace(u, d, n, order):
 
 
 # =========================================================================== §3: the drift
-def drift(u, d, lam, *, n=None, replace=True) -> np.ndarray:
+def drift(u: ArrayLike, d: float, lam: float | str, *, n: int | None = None, replace: bool = True) -> np.ndarray:
     """The drift ``f_i(u) = λ(P(u_{i−1}) − P(u_i)) − (u_i − u_{i+1})`` of eq. (1.1), docs/model.md §3.
 
     ``u_0 ≡ 1`` and ``u_{L+1} = 0`` (truncation at the top level ``L = len(u)``).
@@ -298,7 +327,8 @@ def _jac_bands(u, d, lam, n, replace):
     return diag, sub, sup
 
 
-def drift_jacobian(u, d, lam, *, n=None, replace=True) -> np.ndarray:
+def drift_jacobian(u: ArrayLike, d: float, lam: float | str, *, n: int | None = None,
+                   replace: bool = True) -> np.ndarray:
     """Dense Jacobian ``∂f_i/∂u_j`` of :func:`drift` (tridiagonal), docs/model.md §3.
 
     Parameters
@@ -330,9 +360,9 @@ def _noise_diag(u, d, lam, n, replace):
 
 
 # =========================================================================== fixed points
-def fixed_point_newton(d, lam, levels=None, *, n=None, replace=True, start=None,
-                       tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS,
-                       max_iter: int = 500) -> np.ndarray:
+def fixed_point_newton(d: float, lam: float | str, levels: int | None = None, *, n: int | None = None,
+                       replace: bool = True, start: ArrayLike | None = None, tol: float = DEFAULT_TOL,
+                       max_levels: int = MAX_LEVELS, max_iter: int = 500, policy: str = "jsq-d") -> np.ndarray:
     """Root of the truncated drift ``f(u) = 0`` by Newton's method (docs/model.md §3).
 
     A generic solver that does not use the closed form; tests compare it with
@@ -356,6 +386,9 @@ def fixed_point_newton(d, lam, levels=None, *, n=None, replace=True, start=None,
     start : array_like, optional
     tol, max_levels, max_iter
         Truncation and iteration limits.
+    policy : {"jsq-d", "random"}, default "jsq-d"
+        The dispatch rule (docs/model.md §2): ``random`` is the drift with ``d = 1``;
+        ``jsq`` and ``jiq`` raise ``ValueError`` (discontinuous mean-field drift).
 
     Returns
     -------
@@ -373,8 +406,11 @@ def fixed_point_newton(d, lam, levels=None, *, n=None, replace=True, start=None,
     >>> u = fixed_point_newton(2, 0.9)
     >>> bool(abs(u - fixed_point(2, 0.9, u.size)).max() < 1e-12)
     True
+    >>> fixed_point_newton(2, 0.5, policy="random")[:3].round(12).tolist()   # M/M/1: λ^i
+    [0.5, 0.25, 0.125]
     """
-    d = check_positive_int("d", d)
+    d_rule, replace = rule_d(policy, d, replace)
+    d = check_positive_int("d", d_rule)
     lam = check_load(lam)
     n = _check_n(n, d, replace)
     L = _levels(d, lam, levels, tol, max_levels)
@@ -413,8 +449,8 @@ def fixed_point_newton(d, lam, levels=None, *, n=None, replace=True, start=None,
     return u
 
 
-def near_equilibrium_centre(n, d, lam, *, replace=True, levels=None, tol: float = DEFAULT_TOL,
-                            max_levels: int = MAX_LEVELS) -> np.ndarray:
+def near_equilibrium_centre(n: int, d: float, lam: float | str, *, replace: bool = True, levels: int | None = None,
+                            tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS) -> np.ndarray:
     """The near-equilibrium centre ``x^n`` of paper 002 (docs/model.md §8).
 
     ``x^n_1 = λ``, ``x^n_i = λ P_n(x^n_{i−1})`` with ``P_n(x) = x^d`` (with replacement: then

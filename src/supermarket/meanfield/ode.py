@@ -1,27 +1,20 @@
-"""The mean-field ODEs, integrated from a start profile to a time ``T`` (docs/model.md §3).
-
-- :func:`solve_meanfield`: the ODE (1.1) of paper 000 for finite ``d``, with the number of
-  levels chosen automatically and a stiff solver using the analytic (tridiagonal, sparse)
-  Jacobian;
-- :func:`solve_dinf`: the ``d = ∞`` constrained (water-filling) ODE of paper 002, integrated
-  exactly, piece by piece, in closed form between events.
-
-Both return a trajectory (:class:`MeanFieldSolution`, :class:`DInfSolution`) with
-``to_dict``, ``to_frame``, ``summary`` and ``plot``.
+"""The mean-field ODEs integrated from a start profile to a time ``T`` (docs/model.md §3):
+:func:`solve_meanfield` (finite ``d``) and :func:`solve_dinf` (``d = ∞``, exactly).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
-from .._results import save_figure, text_table
-from ..jsonable import to_jsonable
+from .._results import Result, frame, pyplot, save_figure, text_table
 from ..model import check_load, check_positive_float, check_positive_int
 from ..states import parse_start
 from ..theory import log_fixed_point
@@ -35,13 +28,21 @@ from .dynamics import (
     drift,
     levels_needed,
     near_equilibrium_centre,
+    rule_d,
 )
 
 
 # =========================================================================== result protocol
-class _Trajectory:
+class _Trajectory(Result):
     """What the two ODE solutions share: ``mean_queue_length``, ``final``, ``to_frame``,
     ``summary``, ``plot`` and the arrays of ``to_dict``."""
+
+    d: float
+    lam: float
+    T: float
+    t: np.ndarray
+    u: np.ndarray
+    levels: int
 
     @property
     def mean_queue_length(self) -> np.ndarray:
@@ -53,17 +54,15 @@ class _Trajectory:
         """The profile at the last time."""
         return self.u[-1]
 
-    def _series(self) -> dict:
-        """``t``, ``u`` and ``mean_queue_length`` as lists, the end of both ``to_dict``."""
-        return {"t": self.t.tolist(), "u": self.u.tolist(), "mean_queue_length": self.mean_queue_length.tolist()}
+    _rename: ClassVar[dict[str, str]] = {"lam": "load"}
+    _extra = ("mean_queue_length",)
+    _order = ("d", "load", "T", "levels", "tol", "method", "nfev", "njev", "success", "message", "n", "replace",
+              "top_level_max", "events")
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """Tidy table: one row per (time, level) with ``t``, ``level`` (from 1), ``u``."""
-        import pandas as pd
-
         T, L = self.u.shape
-        return pd.DataFrame({"t": np.repeat(self.t, L), "level": np.tile(np.arange(1, L + 1), T),
-                             "u": self.u.ravel()})
+        return frame({"t": np.repeat(self.t, L), "level": np.tile(np.arange(1, L + 1), T), "u": self.u.ravel()})
 
     def summary(self, rows: int = 11, columns: int = 4) -> str:
         """A table of ``u_1 … u_columns`` and ``Σ u_i`` at ``rows`` times spread over the run."""
@@ -76,14 +75,10 @@ class _Trajectory:
         return text_table(["t", *[f"u_{i + 1}" for i in range(shown)], "Σ u_i"], body,
                           title=f"mean-field ODE trajectory, d={d}, λ={self.lam!r} ({self.levels} levels)")
 
-    def plot(self, path=None, *, max_levels: int = 8):
+    def plot(self, path: Any = None, *, max_levels: int = 8) -> Any:
         """``u_i(t)`` for the first ``max_levels`` levels that leave 0.  Returns the figure;
         saves it (PNG) when ``path`` is given."""
-        import matplotlib
-
-        if path is not None:
-            matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
+        plt = pyplot(path is not None, force=False)
 
 
         fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -132,13 +127,6 @@ class MeanFieldSolution(_Trajectory):
     replace: bool = True
     top_level_max: float = 0.0
 
-    def to_dict(self) -> dict:
-        """JSON-safe (``inf`` as ``"inf"``): parameters, solver statistics, ``t``, ``u``, Σu."""
-        return to_jsonable({"d": self.d, "load": self.lam, "T": self.T, "levels": self.levels, "tol": self.tol,
-                            "method": self.method, "nfev": self.nfev, "njev": self.njev, "success": self.success,
-                            "message": self.message, "n": self.n, "replace": self.replace,
-                            "top_level_max": self.top_level_max, **self._series()})
-
 
 def _start_profile(start, d, lam, n, tol, max_levels, replace=True):
     """The start profile (a float array, indexed from level 1) for a start specification."""
@@ -183,46 +171,39 @@ def _support(u, tol):
     return int(nz[-1]) + 1 if nz.size else 0
 
 
-def solve_meanfield(d, lam, *, T, start="empty", t_eval=None, n=None, replace=True,
-                    levels=None, tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS,
-                    method: str = "auto", rtol: float = 1e-10, atol: float = 1e-14):
+def solve_meanfield(d: float, lam: float | str, *, T: float, start: str | ArrayLike = "empty",
+                    t_eval: ArrayLike | None = None, n: int | None = None, replace: bool = True,
+                    levels: int | None = None, tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS,
+                    method: str = "auto", rtol: float = 1e-10, atol: float = 1e-14,
+                    policy: str = "jsq-d") -> MeanFieldSolution | DInfSolution:
     """Integrate the mean-field ODE (1.1) from ``start`` to time ``T`` (docs/model.md §3).
-
-    ``dv_i/dt = λ(P(v_{i−1}) − P(v_i)) − (v_i − v_{i+1})``, ``v_0 ≡ 1``.
-
-    - ``start``: ``"empty"``, ``"fixed-point"``, ``"customers:G"`` (every queue of length
-      G), ``"long:L"`` (needs ``n``), a queue-lengths vector (int array) or a profile
-      ``u_1, u_2, …`` (float array, non-increasing in [0, 1]).
-    - ``levels``: fixed number of levels; by default chosen automatically: start from the
-      levels where the fixed point and the start profile exceed ``tol``, and grow until the
-      top level stays below ``tol`` over the whole run.
-    - ``method``: a stiff solver of ``scipy.integrate.solve_ivp`` ("Radau", "BDF", "LSODA"),
-      given the analytic tridiagonal Jacobian (sparse for Radau/BDF, dense for LSODA).
-      ``"auto"`` (default): LSODA up to 100 levels (fastest there), BDF with the sparse
-      Jacobian above.
-    - ``n``/``replace``: sampling without replacement at finite ``n`` (``P_n``).
-    - ``d = math.inf`` (or ``"inf"``) dispatches to :func:`solve_dinf` (λ < 1 there).
-    - ``lam >= 1`` is allowed for finite ``d`` (a finite horizon needs no equilibrium).
-    - ``t_eval``: output times (default 201 equally spaced points in ``[0, T]``).
 
     Parameters
     ----------
     d : int or inf
-        Number of choices (``inf`` calls :func:`solve_dinf`).
+        Number of choices (``inf`` or ``"inf"`` calls :func:`solve_dinf`).
     lam : float or str
         Load λ > 0 (λ >= 1 allowed at finite ``d``: a transient).
     T : float
         Final time, positive and finite.
     start : str or array_like, default "empty"
+        ``"empty"``, ``"fixed-point"``, ``"customers:G"``, ``"long:L"`` (needs ``n``), a
+        queue-lengths vector (int array) or a profile ``u_1, u_2, …`` (float array).
     t_eval : array_like, optional
         Output times in ``[0, T]`` (default: the solver's steps).
     n : int, optional
         Servers (``long:L`` start, sampling without replacement).
     replace : bool, default True
     levels : int, optional
+        Fixed number of levels; by default grown until the top level stays below ``tol``.
     tol : float
     max_levels : int
     method : str, default "auto"
+        A stiff solver of ``scipy.integrate.solve_ivp`` ("Radau", "BDF", "LSODA") with the
+        analytic Jacobian; "auto": LSODA up to 100 levels, BDF (sparse Jacobian) above.
+    policy : {"jsq-d", "random"}, default "jsq-d"
+        The dispatch rule (docs/model.md §2): ``random`` is the drift with ``d = 1``;
+        ``jsq`` and ``jiq`` raise ``ValueError`` (discontinuous mean-field drift).
     rtol, atol : float
         Tolerances of the solver.
 
@@ -241,6 +222,7 @@ def solve_meanfield(d, lam, *, T, start="empty", t_eval=None, n=None, replace=Tr
     >>> round(float(sol.final[0]), 6), round(float(sol.mean_queue_length[-1]), 5)   # M/M/1: u_1 → λ, Σu → 1
     (0.5, 1.0)
     """
+    d, replace = rule_d(policy, d, replace)  # random: d = 1; jsq, jiq: ValueError
     d = check_d(d, allow_inf=True)
     # a finite horizon needs no equilibrium: λ >= 1 is allowed for finite d (the levels grow)
     lam = check_load(lam, require_stable=math.isinf(d))
@@ -371,11 +353,6 @@ class DInfSolution(_Trajectory):
     events: tuple
     d: float = math.inf
 
-    def to_dict(self) -> dict:
-        """JSON-safe: parameters, the fill/unfill ``events``, ``t``, ``u``, Σu."""
-        return to_jsonable({"d": "inf", "load": self.lam, "T": self.T, "levels": self.levels,
-                            "events": [list(e) for e in self.events], **self._series()})
-
 
 def _dinf_piece(m, z0, s, lam):
     """Closed-form solution of one piece of the d = ∞ ODE (docs/model.md §3, paper 002).
@@ -414,18 +391,14 @@ def _dinf_piece(m, z0, s, lam):
     return np.clip(z, 0.0, 1.0)
 
 
-def solve_dinf(lam, *, T, start="empty", t_eval=None, n=None, event_grid: float = 0.05):
+def solve_dinf(lam: float | str, *, T: float, start: str | ArrayLike = "empty", t_eval: ArrayLike | None = None,
+               n: int | None = None, event_grid: float = 0.05) -> DInfSolution:
     """Integrate the ``d = ∞`` constrained ODE of paper 002 exactly, piece by piece (docs/model.md §3).
 
-    Water-filling: arrivals (rate λ) go to the lowest level that is not full; every level
-    ``g_i <= 1``.  With the first ``m`` levels full, the others solve a linear ODE whose
-    solution is written in closed form (:func:`_dinf_piece`: Poisson mixtures and incomplete
-    gamma functions).  A piece ends at an event: level ``m+1`` fills (``g_{m+1}`` reaches 1)
-    or level ``m`` unfills (its overflow rate ``λ − 1 + g_{m+1}`` turns negative, i.e.
-    ``g_{m+1}`` falls to ``1 − λ``); event times are found by Brent's method on the closed
-    form, bracketed on a grid of step ``event_grid``.  For ``λ < 1`` no level above the
-    start's top occupied level + 1 is ever reached, so the truncation is exact.  Fixed point
-    ``(λ, 0, 0, …)``.
+    Water-filling (docs/model.md §3): with the first ``m`` levels full the others have a
+    closed-form solution (:func:`_dinf_piece`); a piece ends when level ``m+1`` fills or level
+    ``m`` unfills, found by Brent's method bracketed on a grid of step ``event_grid``.  For
+    ``λ < 1`` the truncation is exact; the fixed point is ``(λ, 0, 0, …)``.
 
     Parameters
     ----------
@@ -458,7 +431,7 @@ def solve_dinf(lam, *, T, start="empty", t_eval=None, n=None, event_grid: float 
     """
     lam = check_load(lam)
     T = check_positive_float("T", T)
-    t_eval = _check_t_eval(t_eval, T)
+    times = _check_t_eval(t_eval, T)
     event_grid = check_positive_float("event_grid", event_grid)
     u0 = _start_profile(start, math.inf, lam, n, DEFAULT_TOL, MAX_LEVELS)
     L = max(_support(u0, 0.0) + 1, 2)
@@ -472,7 +445,7 @@ def solve_dinf(lam, *, T, start="empty", t_eval=None, n=None, event_grid: float 
     while m >= 1 and lam - 1.0 + g[m] < 0.0:
         m -= 1
 
-    out = np.empty((t_eval.size, L))
+    out = np.empty((times.size, L))
     events = []
     t = 0.0
     ti = 0
@@ -504,11 +477,11 @@ def solve_dinf(lam, *, T, start="empty", t_eval=None, n=None, event_grid: float 
             event = min(roots)
         piece_end = t + (event[0] if event else t_end)
         tj = ti
-        while tj < t_eval.size and t_eval[tj] <= piece_end:
+        while tj < times.size and times[tj] <= piece_end:
             tj += 1
         if tj > ti:
             out[ti:tj, :m] = 1.0
-            out[ti:tj, m:] = _dinf_piece(m, z0, t_eval[ti:tj] - t, lam)
+            out[ti:tj, m:] = _dinf_piece(m, z0, times[ti:tj] - t, lam)
             ti = tj
         if event is None:
             break
@@ -526,4 +499,4 @@ def solve_dinf(lam, *, T, start="empty", t_eval=None, n=None, event_grid: float 
         events.append((t, m))
         if len(events) > 100000:
             raise RuntimeError("solve_dinf: too many events (chattering)")
-    return DInfSolution(lam=lam, T=T, t=t_eval, u=np.clip(out, 0.0, 1.0), levels=L, events=tuple(events))
+    return DInfSolution(lam=lam, T=T, t=times, u=np.clip(out, 0.0, 1.0), levels=L, events=tuple(events))

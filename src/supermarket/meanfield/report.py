@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from .._results import save_figure, text_table
+from .._checks import check_bool
+from .._results import Result, frame, pyplot, save_figure, text_table
 from ..jsonable import to_jsonable
 from ..model import check_load, check_positive_int
 from ..response import DEFAULT_QUANTILES, ResponseTimes, from_tails
@@ -20,20 +22,14 @@ from .dynamics import levels_needed, near_equilibrium_centre, sample_prob
 
 
 # =========================================================================== response times
-def response_times(d, lam, *, n=None, refined=False, replace=True, quantiles=DEFAULT_QUANTILES,
-                   tol: float = 1e-13) -> ResponseTimes:
+def response_times(d: int, lam: float | str, *, n: int | None = None, refined: bool = False, replace: bool = True,
+                   quantiles: Any = DEFAULT_QUANTILES, tol: float = 1e-13) -> ResponseTimes:
     """Response times of the mean field (``n = ∞``) or of the refined mean field (order ``1/n``).
 
-    Erlang mixtures over the law of the joined queue length (docs/model.md §10) with the
-    tails ``T_i = P(J >= i)`` of the mean field: ``T_i = π(i)^d = π(i+1)/λ`` (docs/model.md
-    §3, §10).  Refined (derived, docs/model.md §10): a second-order expansion of
-    ``E[u_i^d]`` around ``π``, ``T_i ≈ π_i^d + (d π_i^{d−1} V_i + ½ d(d−1) π_i^{d−2} W_ii)/n``,
-    with ``V`` the refined mean field's ``1/n`` term and ``W`` the linear-noise covariance;
-    it equals ``(π(i+1) + V_{i+1}/n)/λ``, the exact identity ``E[u_{i+1}] = λ E[P_i]`` to
-    the same order.  Without replacement (``replace=False``, needs ``n``) the plain mean
-    field uses the centre ``x^n`` with the finite-n sampling law ``T_i = C(n x_i, d)/C(n, d)``
-    (docs/model.md §8); the refined one adds the sampling law's own ``1/n`` term ``h(π_i)/n``
-    and uses the ``V`` without replacement (docs/model.md §3, §10).
+    Erlang mixtures over the law of the joined queue length with the tails
+    ``T_i = P(J >= i)`` of the mean field, ``π(i)^d``, or of its ``1/n`` refinement, and
+    without replacement (``replace=False``, needs ``n``) of the centre ``x^n``: the formulas
+    are in docs/model.md §10 (refined: derived).
 
     Parameters
     ----------
@@ -77,10 +73,8 @@ def response_times(d, lam, *, n=None, refined=False, replace=True, quantiles=DEF
     d = check_positive_int("d", d)
     lam = check_load(lam)
     qs = _check_quantiles(quantiles)
-    if not isinstance(refined, (bool, np.bool_)):
-        raise TypeError(f"refined must be True or False; got {refined!r}")
-    if not isinstance(replace, (bool, np.bool_)):
-        raise TypeError(f"replace must be True or False; got {replace!r}")
+    check_bool("refined", refined)
+    check_bool("replace", replace)
     if n is not None:
         n = check_positive_int("n", n)
     if refined and n is None:
@@ -127,7 +121,7 @@ def _response_lines(title: str, soj: dict, wai: dict) -> list:
 
 
 @dataclass(frozen=True)
-class MeanFieldReport:
+class MeanFieldReport(Result):
     """What ``supermarket meanfield`` reports for one ``(d, λ[, n])``, as a result.
 
     ``data`` is the JSON object of ``supermarket meanfield --json`` (keys ``params``,
@@ -152,14 +146,11 @@ class MeanFieldReport:
 
     def to_dict(self) -> dict:
         """The JSON object (strict JSON values)."""
-
         return to_jsonable(self.data)
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """Tidy table by level: ``level``, ``pi`` and, where shown, ``V``, ``refined`` (π + V/n)
         and ``sd_lna`` (standard deviation of √n u_i)."""
-        import pandas as pd
-
         r = self.data
         pi = r["fixed_point"]
         out = {"level": list(range(1, len(pi) + 1)), "pi": pi}
@@ -170,14 +161,17 @@ class MeanFieldReport:
         cov = r.get("covariance")
         if cov is not None:
             out["sd_lna"] = [math.sqrt(max(cov[i][i], 0.0)) if i < len(cov) else 0.0 for i in range(len(pi))]
-        return pd.DataFrame(out)
+        return frame(out)
 
     def summary(self) -> str:
         """The text ``supermarket meanfield`` prints."""
 
         r, p = self.data, self.data["params"]
         n = p.get("n")
-        lines = [f"supermarket meanfield  d={p['d']}  λ={p['load']!r}" + (f"  n={n}" if n is not None else "")
+        rule = p.get("policy", "jsq-d")
+        head = f"d={p['d']}" if rule == "jsq-d" else f"policy={rule}"
+        lines = [f"supermarket meanfield  {head}  λ={p['load']!r}"
+                 + (f"  n={n}" if n is not None else "")
                  + ("" if p["replace"] else "  (without replacement)")]
         lines.append(f"mean-field mean queue length Σπ(i) = {r['mean_queue_length']:.10g}   (docs/model.md §3)")
         if "note" in r:
@@ -233,14 +227,10 @@ class MeanFieldReport:
             lines.append(f"plot written to {r['plot']}")
         return "\n".join(lines)
 
-    def plot(self, path=None):
+    def plot(self, path: Any = None) -> Any:
         """The trajectory ``u_i(t)`` when there is one, else π(i) against π(i) + V_i/n (log
         scale).  Returns the figure; saves it when ``path`` is given."""
-        import matplotlib
-
-        if path is not None:
-            matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
+        plt = pyplot(path is not None, force=False)
 
 
         r, p = self.data, self.data["params"]

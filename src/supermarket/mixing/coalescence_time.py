@@ -1,39 +1,31 @@
-"""Coalescence of a copy from a start with a stationary copy: τ, ``t_mix(1/4)``, the bounds.
-
-If ``τ`` is the first step at which a copy started from ``x`` equals a copy started from
-the stationary law (both under the sorted coupling of docs/model.md §2), then
-
-    d_TV(L(X_t^x), Π) <= P(τ > t)
-
-so the 0.75-quantile of ``τ`` bounds ``t_mix(1/4)`` (docs/model.md §2, §6).  The paper-000
-orders (docs/model.md §6, constants taken as 1) come from :mod:`supermarket.theory`
-(:func:`start_bounds`).  A copy that has not coalesced within the step budget is
-*censored*: it is counted and reported as such, never as a number; quantiles get
-distribution-free order-statistic intervals (:func:`order_statistic_ci`).
+"""Coalescence of a copy from a start with a stationary copy: τ, ``t_mix(1/4) <= q75(τ)``
+and the paper-000 orders (docs/model.md §2, §6).  A copy that has not coalesced within the
+budget is *censored*: counted and reported as such, never as a number.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import stats
 
 from .. import theory
-from .._results import fmt as _fmt, pyplot, save_figure, text_table
+from .._results import Result, frame, pyplot, save_figure, text_table
+from .._results import fmt as _fmt
 from ..engines.rng import state_from_seed_sequence
-from ..model import (Params, check_int, check_positive_int, spawn_seeds, as_seed_sequence,
-                     check_fraction)
+from ..model import Params, as_seed_sequence, check_fraction, check_int, check_positive_int, spawn_seeds
 from ..states import parse_start, start_counts
 from ..stats import replication_error
-from .coupling import (MAX_STEPS, _Chains, _check_steps, _check_work, _counts, _map, _start_label,
-                       _workers)
+from .coupling import MAX_STEPS, _Chains, _check_steps, _check_work, _counts, _map, _start_label, _workers
 
 __all__ = ["MixingResult", "coalescence", "order_statistic_ci", "start_bounds", "BURN_IN_FACTOR"]
 
 
-def start_bounds(n, d, lam, start) -> dict:
+def start_bounds(n: int, d: int, lam: float | str, start: str | ArrayLike) -> dict:
     """The paper-000 orders for a start (docs/model.md §6, constants taken as 1), in steps.
 
     ``upper``: ``k d^{k−1} n log n`` (from a good state); ``lower``: ``d^{k−1} n``;
@@ -64,8 +56,9 @@ def start_bounds(n, d, lam, start) -> dict:
     (4, 800.0)
     """
     p = Params(n, d, lam)
+    val: Any  # the start's integer value (parse_start), or None
     name, val = parse_start(start) if isinstance(start, str) else ("array", None)
-    out = {"k": None, "upper": None, "lower": None, "lower_start": None}
+    out: dict[str, Any] = {"k": None, "upper": None, "lower": None, "lower_start": None}
     if p.d >= 2:
         mb = theory.mixing_bounds(p.n, p.d, lam)
         out.update(k=mb.k, upper=mb.upper_steps, lower=mb.lower_steps, lower_start=mb.lower_steps)
@@ -97,7 +90,7 @@ def _default_budget(p: Params, start) -> int:
 
 
 # --------------------------------------------------------------------------- statistics
-def order_statistic_ci(sample, q, level=0.95):
+def order_statistic_ci(sample: ArrayLike, q: float, level: float = 0.95) -> tuple:
     """Distribution-free confidence interval for the ``q``-quantile from order statistics.
 
     ``sample`` may contain ``inf`` (censored values, all larger than every observed one:
@@ -173,8 +166,11 @@ def _summary(taus: np.ndarray, budget: float, level=0.95) -> dict:
     err = replication_error(filled)  # Student t on R − 1 degrees of freedom
     mean = err.mean
     half = err.half_width(level) if R > 1 else math.inf
-    out = {"mean": mean, "mean_is_lower_bound": nc > 0,
-           "ci": [max(mean - half, 0.0), CENSORED if nc else (mean + half if R > 1 else UNBOUNDED)]}
+    out = {
+        "mean": mean,
+        "mean_is_lower_bound": nc > 0,
+        "ci": [max(mean - half, 0.0), CENSORED if nc else (mean + half if R > 1 else UNBOUNDED)],
+    }
     for name, q in (("median", 0.5), ("q75", 0.75), ("q90", 0.9)):
         est, lo, hi = order_statistic_ci(taus, q, level)
         out[name] = _label(est)
@@ -183,14 +179,13 @@ def _summary(taus: np.ndarray, budget: float, level=0.95) -> dict:
     return out
 
 
-
 def _coalescence_task(args):
     n, d, lam, replace, counts, burn_in, budget, ss = args
     p = Params(n, d, lam, replace=replace)
     rng = state_from_seed_sequence(ss)
     stat = _Chains(p, [start_counts(n, d, lam, "fixed-point")])
     stat.run(burn_in, rng)
-    pair = _Chains(p, [stat.c[0, :stat.top[0]].copy(), counts])
+    pair = _Chains(p, [stat.c[0, : stat.top[0]].copy(), counts])
     pair.run(budget, rng, stop_when_coalesced=True)
     t = int(pair.tau[1])
     return (t if t >= 0 else -1), pair.increases
@@ -211,7 +206,7 @@ def _ratio(x, bound) -> str:
 
 # --------------------------------------------------------------------------- coalescence
 @dataclass(frozen=True)
-class MixingResult:
+class MixingResult(Result):
     """Coalescence of a copy from ``start`` with a stationary copy (docs/model.md §2, §6).
 
     ``taus``: one entry per replication, the coalescence step or ``None`` (censored: not
@@ -246,7 +241,7 @@ class MixingResult:
         return self.steps["censored"]
 
     @property
-    def tmix_steps(self):
+    def tmix_steps(self) -> int | None:
         """0.75-quantile of τ in steps (None when censored)."""
         return _num(self.steps["q75"])
 
@@ -260,30 +255,38 @@ class MixingResult:
 
         keep = ("mean", "mean_is_lower_bound", "ci", "median", "median_ci", "q75", "q75_ci", "q90", "q90_ci")
         return {
-            "params": p.to_dict(), "start": self.start, "replications": self.replications,
-            "max_steps": self.max_steps, "burn_in_steps": self.burn_in,
-            "steps_per_time_unit": u, "k": b["k"],
+            "params": p.to_dict(),
+            "start": self.start,
+            "replications": self.replications,
+            "max_steps": self.max_steps,
+            "burn_in_steps": self.burn_in,
+            "steps_per_time_unit": u,
+            "k": b["k"],
             "censored": self.censored,
             "coalescence_steps": {key: self.steps[key] for key in keep},
             "coalescence_time": {key: self.time[key] for key in keep},
-            "tmix_steps": self.steps["q75"], "tmix_ci_steps": self.steps["q75_ci"],
-            "tmix_time": self.time["q75"], "tmix_ci_time": self.time["q75_ci"],
+            "tmix_steps": self.steps["q75"],
+            "tmix_ci_steps": self.steps["q75_ci"],
+            "tmix_time": self.time["q75"],
+            "tmix_ci_time": self.time["q75_ci"],
             "tmix_over_bound_upper": _ratio_num(self.steps["q75"], b["upper"]),
             "tmix_over_bound_lower": _ratio_num(self.steps["q75"], b["lower_start"]),
             "tmix_over_bound_lower_good": _ratio_num(self.steps["q75"], b["lower"]),
-            "bound_upper_steps": b["upper"], "bound_lower_steps": b["lower_start"],
+            "bound_upper_steps": b["upper"],
+            "bound_lower_steps": b["lower_start"],
             "bound_lower_good_steps": b["lower"],
-            "bound_upper_time": t(b["upper"]), "bound_lower_time": t(b["lower_start"]),
+            "bound_upper_time": t(b["upper"]),
+            "bound_lower_time": t(b["lower_start"]),
             "bound_lower_good_time": t(b["lower"]),
             "tmix_note": "t_mix(1/4) <= 0.75-quantile of the coalescence time, since d_TV(t) <= P(tau > t) "
-                         "(docs/model.md §2)",
+            "(docs/model.md §2)",
             "bounds_note": "paper 000 orders (docs/model.md §6), constants taken as 1; the upper "
-                           "order holds from a good state",
+            "order holds from a good state",
             "coupling_increases": self.increases,
             "taus": [CENSORED if x is None else x for x in self.taus],
         }
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """One row per replication: ``replication``, ``tau_steps``, ``tau_time`` (NaN when
         censored), ``censored``.
 
@@ -293,12 +296,16 @@ class MixingResult:
         >>> r.to_frame().shape
         (3, 4)
         """
-        import pandas as pd
-
         u = self.params.n * (1.0 + self.params.lam)
         steps = np.array([np.nan if t is None else float(t) for t in self.taus])
-        return pd.DataFrame({"replication": np.arange(self.replications), "tau_steps": steps,
-                             "tau_time": steps / u, "censored": np.isnan(steps)})
+        return frame(
+            {
+                "replication": np.arange(self.replications),
+                "tau_steps": steps,
+                "tau_time": steps / u,
+                "censored": np.isnan(steps),
+            }
+        )
 
     def summary(self) -> str:
         """The text ``supermarket mixing`` prints: τ's mean, median, q90 and the bound
@@ -312,47 +319,94 @@ class MixingResult:
         """
         out = self.to_dict()
         p = self.params
-        lines = [f"supermarket mixing  n={p.n}  d={p.d}  λ={p.lam:g}  from {self.start}  "
-                 f"replications={self.replications}  "
-                 + (f"k={out['k']}" if out["k"] is not None else "k: none (d = 1, no paper-000 orders)"),
-                 f"stationary copy: rounded fixed point after {self.burn_in} steps; budget {self.max_steps} "
-                 f"steps per pair; {out['steps_per_time_unit']:.6g} steps = 1 time unit", ""]
+        lines = [
+            f"supermarket mixing  n={p.n}  d={p.d}  λ={p.lam:g}  from {self.start}  "
+            f"replications={self.replications}  "
+            + (f"k={out['k']}" if out["k"] is not None else "k: none (d = 1, no paper-000 orders)"),
+            f"stationary copy: rounded fixed point after {self.burn_in} steps; budget {self.max_steps} "
+            f"steps per pair; {out['steps_per_time_unit']:.6g} steps = 1 time unit",
+            "",
+        ]
         s, u = out["coalescence_steps"], out["coalescence_time"]
 
         def ci(pair):
             return f"[{_fmt(pair[0])}, {_fmt(pair[1])}]"
 
-        rows = [["mean (lower bound: censored)" if s["mean_is_lower_bound"] else "mean", _fmt(s["mean"]),
-                 ci(s["ci"]), _fmt(u["mean"]), ci(u["ci"])]]
+        rows = [
+            [
+                "mean (lower bound: censored)" if s["mean_is_lower_bound"] else "mean",
+                _fmt(s["mean"]),
+                ci(s["ci"]),
+                _fmt(u["mean"]),
+                ci(u["ci"]),
+            ]
+        ]
         for key in ("median", "q90"):
             rows.append([key, _fmt(s[key]), ci(s[key + "_ci"]), _fmt(u[key]), ci(u[key + "_ci"])])
-        rows.append(["t_mix(1/4) ≤ q75", _fmt(out["tmix_steps"]), ci(out["tmix_ci_steps"]),
-                     _fmt(out["tmix_time"]), ci(out["tmix_ci_time"])])
-        lines.append(text_table(["", "steps", "95% CI (steps)", "time units", "95% CI (time)"], rows,
-                                title="Coalescence time τ (sorted coupling, docs/model.md §2)"))
+        rows.append(
+            [
+                "t_mix(1/4) ≤ q75",
+                _fmt(out["tmix_steps"]),
+                ci(out["tmix_ci_steps"]),
+                _fmt(out["tmix_time"]),
+                ci(out["tmix_ci_time"]),
+            ]
+        )
+        lines.append(
+            text_table(
+                ["", "steps", "95% CI (steps)", "time units", "95% CI (time)"],
+                rows,
+                title="Coalescence time τ (sorted coupling, docs/model.md §2)",
+            )
+        )
         if self.censored:
-            lines.append(f"{self.censored} of {self.replications} pairs did not coalesce within "
-                         f"{self.max_steps} steps (censored)")
+            lines.append(
+                f"{self.censored} of {self.replications} pairs did not coalesce within "
+                f"{self.max_steps} steps (censored)"
+            )
+
         def ratio(bound):
             q, lo_hi = _num(out["tmix_steps"]), out["tmix_ci_steps"]
             if q is None or not bound:
                 return "— (censored)" if q is None else "—"
             return f"{_ratio(q, bound)} [{_ratio(lo_hi[0], bound)}, {_ratio(lo_hi[1], bound)}]"
 
-        b = [["upper k d^(k−1) n log n (from a good state)", _fmt(out["bound_upper_steps"]),
-              _fmt(out["bound_upper_time"]), ratio(out["bound_upper_steps"])],
-             ["lower d^(k−1) n", _fmt(out["bound_lower_good_steps"]), _fmt(out["bound_lower_good_time"]),
-              ratio(out["bound_lower_good_steps"])]]
+        b = [
+            [
+                "upper k d^(k−1) n log n (from a good state)",
+                _fmt(out["bound_upper_steps"]),
+                _fmt(out["bound_upper_time"]),
+                ratio(out["bound_upper_steps"]),
+            ],
+            [
+                "lower d^(k−1) n",
+                _fmt(out["bound_lower_good_steps"]),
+                _fmt(out["bound_lower_good_time"]),
+                ratio(out["bound_lower_good_steps"]),
+            ],
+        ]
         if out["bound_lower_steps"] != out["bound_lower_good_steps"]:
-            b.append([f"lower from {self.start}", _fmt(out["bound_lower_steps"]), _fmt(out["bound_lower_time"]),
-                      ratio(out["bound_lower_steps"])])
-        lines += ["", text_table(["bound", "steps", "time units", "q75 / bound [95% CI]"], b,
-                                 title="Paper 000 orders (docs/model.md §6, constants taken as 1)"),
-                  "q75 / bound: the measured bound on t_mix(1/4) (q75 of τ) over the order; the orders' "
-                  "constants are 1, so only how the ratio changes with n, d, k is the paper's claim"]
+            b.append(
+                [
+                    f"lower from {self.start}",
+                    _fmt(out["bound_lower_steps"]),
+                    _fmt(out["bound_lower_time"]),
+                    ratio(out["bound_lower_steps"]),
+                ]
+            )
+        lines += [
+            "",
+            text_table(
+                ["bound", "steps", "time units", "q75 / bound [95% CI]"],
+                b,
+                title="Paper 000 orders (docs/model.md §6, constants taken as 1)",
+            ),
+            "q75 / bound: the measured bound on t_mix(1/4) (q75 of τ) over the order; the orders' "
+            "constants are 1, so only how the ratio changes with n, d, k is the paper's claim",
+        ]
         return "\n".join(lines)
 
-    def plot(self, path=None):
+    def plot(self, path: Any = None) -> Any:
         """The empirical survival ``P(τ > t)`` (an upper bound for ``d_TV(t)``) in time units,
         with ``q75`` and the paper-000 orders; saved at ``path`` when given.
 
@@ -367,8 +421,9 @@ class MixingResult:
         fig, ax = plt.subplots(figsize=(6, 4))
         finite = t[np.isfinite(t)]
         surv = 1.0 - np.arange(1, finite.size + 1) / t.size
-        ax.step(np.concatenate([[0.0], finite]), np.concatenate([[1.0], surv]), where="post",
-                label="P(τ > t) (empirical)")
+        ax.step(
+            np.concatenate([[0.0], finite]), np.concatenate([[1.0], surv]), where="post", label="P(τ > t) (empirical)"
+        )
         ax.axhline(0.25, color="grey", lw=0.8, ls=":")
         for key, label in (("bound_upper_time", "upper order"), ("bound_lower_time", "lower order")):
             v = self.to_dict()[key]
@@ -382,8 +437,21 @@ class MixingResult:
         return save_figure(fig, path)
 
 
-def coalescence(n, d, lam, *, start="good", replications=100, seed=0, max_steps=None,
-                burn_in=None, replace=True, workers=None, client=None, progress=None) -> MixingResult:
+def coalescence(
+    n: int,
+    d: int,
+    lam: float | str,
+    *,
+    start: str | ArrayLike = "good",
+    replications: int = 100,
+    seed: Any = 0,
+    max_steps: int | None = None,
+    burn_in: int | None = None,
+    replace: bool = True,
+    workers: int | None = None,
+    client: Any = None,
+    progress: Any = None,
+) -> MixingResult:
     """Coalescence time of a copy started at ``start`` with a stationary copy.
 
     The stationary copy starts at the rounded fixed point and runs ``burn_in`` steps alone
@@ -430,13 +498,23 @@ def coalescence(n, d, lam, *, start="good", replications=100, seed=0, max_steps=
     label = _start_label(start)
     counts = _counts(p, start)
     burn = _default_burn_in(p) if burn_in is None else _check_steps("burn_in", burn_in)
-    budget = _default_budget(p, start) if max_steps is None else check_int(
-        "max_steps", max_steps, minimum=1, maximum=MAX_STEPS)
-    option = ("pass a smaller --burn-in-steps (burn_in=) or fewer --replications" if burn_in is None
-              else "lower burn_in, n or replications")
+    budget = (
+        _default_budget(p, start)
+        if max_steps is None
+        else check_int("max_steps", max_steps, minimum=1, maximum=MAX_STEPS)
+    )
+    option = (
+        "pass a smaller --burn-in-steps (burn_in=) or fewer --replications"
+        if burn_in is None
+        else "lower burn_in, n or replications"
+    )
     label_b = "the default burn-in of 10 × k d^(k−1) n log n" if burn_in is None else "burn_in"
-    _check_work(float(replications) * burn, f"{label_b} = {burn:.3g} steps per stationary copy × "
-                f"{replications} replication(s)", option, _workers(workers, replications))
+    _check_work(
+        float(replications) * burn,
+        f"{label_b} = {burn:.3g} steps per stationary copy × {replications} replication(s)",
+        option,
+        _workers(workers, replications),
+    )
     root = as_seed_sequence(seed)
     seeds = spawn_seeds(root, replications)
     tasks = [(p.n, p.d, p.lam, p.replace, counts, burn, budget, ss) for ss in seeds]
@@ -446,7 +524,16 @@ def coalescence(n, d, lam, *, start="good", replications=100, seed=0, max_steps=
     u = p.n * (1.0 + p.lam)
     tu = _summary(taus / u, budget / u)
     bounds = start_bounds(p.n, p.d, p.lam, start) if isinstance(start, str) else start_bounds(p.n, p.d, p.lam, "good")
-    return MixingResult(params=p, start=label, replications=replications, max_steps=budget,
-                        burn_in=burn, taus=tuple(None if not math.isfinite(t) else int(t) for t in taus),
-                        steps=s, time=tu, bounds=bounds, increases=sum(i for _, i in out),
-                        seed_entropy=int(root.entropy) if isinstance(root.entropy, int) else 0)
+    return MixingResult(
+        params=p,
+        start=label,
+        replications=replications,
+        max_steps=budget,
+        burn_in=burn,
+        taus=tuple(None if not math.isfinite(t) else int(t) for t in taus),
+        steps=s,
+        time=tu,
+        bounds=bounds,
+        increases=sum(i for _, i in out),
+        seed_entropy=int(root.entropy) if isinstance(root.entropy, int) else 0,
+    )

@@ -1,28 +1,21 @@
-"""Coupled copies of the profile chain under the sorted coupling (docs/model.md §2).
-
-The driver every mixing measurement runs on: :class:`_Chains` holds the counts of M copies
-driven by the same random numbers (one sorted position per event) and calls the kernel of
-:mod:`supermarket.engines.coupling` in chunks; :func:`coupled_run` exposes it
-(→ :class:`CoupledRun`).  Also here: the start specs' memory check, the up-front work
-estimate (:class:`MixingWarning`) and the thread/Dask map used by
-:mod:`.coalescence_time` and :mod:`.tv`.
-
-Steps are steps of the uniformized discrete chain; ``n(1+λ)`` steps are one unit of
-continuous time (docs/model.md §1).
+"""Coupled copies of the profile chain under the sorted coupling (docs/model.md §2): the
+driver every mixing measurement runs on (:class:`_Chains`, chunked kernel calls), the
+up-front work estimate (:class:`MixingWarning`) and :func:`coupled_run`.
 """
 
 from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from .. import parallel, theory
-from .._results import human_seconds, pyplot, save_figure, text_table
+from .._results import Result, frame, human_seconds, pyplot, save_figure, text_table
 from ..engines import coupling as _k
 from ..engines.rng import state_from_seed_sequence
-from ..model import Params, check_int, check_positive_int, as_seed_sequence
+from ..model import Params, as_seed_sequence, check_int, check_positive_int
 from ..states import parse_start, start_counts
 
 __all__ = ["CoupledRun", "coupled_run", "MixingWarning", "MAX_LEVELS", "MAX_STEPS"]
@@ -68,12 +61,16 @@ _hms = human_seconds
 def _check_work(certain_steps: float, what: str, option: str, workers: int = 1) -> None:
     """Refuse (ValueError) or warn (MixingWarning) up front with the estimated run time."""
     secs = certain_steps / (STEPS_PER_SECOND * max(workers, 1))
-    msg = (f"{what}: about {certain_steps:.3g} coupled steps in all, at least {_hms(secs)} at "
-           f"{STEPS_PER_SECOND:.2g} steps/s per core on {max(workers, 1)} core(s)")
+    msg = (
+        f"{what}: about {certain_steps:.3g} coupled steps in all, at least {_hms(secs)} at "
+        f"{STEPS_PER_SECOND:.2g} steps/s per core on {max(workers, 1)} core(s)"
+    )
     if certain_steps > REFUSE_STEPS:
         raise ValueError(f"{msg}; refused (more than {REFUSE_STEPS:.0e} steps): {option}")
     if certain_steps > WARN_STEPS:
         warnings.warn(f"{msg}; {option} to shorten it", MixingWarning, stacklevel=3)
+
+
 LEVEL_SLACK = 8  # free levels above the start's top when arrays are first allocated
 
 
@@ -90,8 +87,10 @@ def _counts(p: Params, start) -> np.ndarray:
     """Counts c_1.. of a start, with a clear error when it would not fit in memory."""
     need = _start_levels(start)
     if need is not None and need > MAX_LEVELS:
-        raise ValueError(f"start {start!r} needs {need} levels, more than the supported {MAX_LEVELS} "
-                         f"(memory of the counts arrays); use a smaller value")
+        raise ValueError(
+            f"start {start!r} needs {need} levels, more than the supported {MAX_LEVELS} "
+            f"(memory of the counts arrays); use a smaller value"
+        )
     return start_counts(p.n, p.d, p.lam, start)
 
 
@@ -110,14 +109,23 @@ def _empty(shape, dtype):
 class _Chains:
     """Arrays of M coupled copies and the loop that grows them when a queue outgrows them."""
 
-    def __init__(self, p: Params, counts: list[np.ndarray], *, time_average=False,
-                 track_max=False, record_every=0, records=0, record_levels=0):
+    def __init__(
+        self,
+        p: Params,
+        counts: list[np.ndarray],
+        *,
+        time_average=False,
+        track_max=False,
+        record_every=0,
+        records=0,
+        record_levels=0,
+    ):
         self.p = p
         M = len(counts)
         L = max([len(c) for c in counts] + [1]) + LEVEL_SLACK
         self.c = np.zeros((M, L), dtype=np.int64)
         for m, cm in enumerate(counts):
-            self.c[m, :len(cm)] = cm
+            self.c[m, : len(cm)] = cm
         self.top = np.array([int(np.count_nonzero(cm)) for cm in counts], dtype=np.int64)
         self.dist = np.array([int(np.abs(self.c[m] - self.c[0]).sum()) for m in range(M)], dtype=np.int64)
         self.tau = np.where(self.dist == 0, 0, -1).astype(np.int64)
@@ -139,12 +147,13 @@ class _Chains:
         M, L = self.c.shape
         L2 = 2 * L
         if L2 > 4 * MAX_LEVELS:
-            raise ValueError(f"a queue grew beyond {4 * MAX_LEVELS} customers; the load is too "
-                             "high for this step budget")
+            raise ValueError(
+                f"a queue grew beyond {4 * MAX_LEVELS} customers; the load is too high for this step budget"
+            )
 
         def widen(a, width):
             b = np.zeros((a.shape[0], width), dtype=a.dtype)
-            b[:, :a.shape[1]] = a
+            b[:, : a.shape[1]] = a
             return b
 
         self.c = widen(self.c, L2)
@@ -156,7 +165,7 @@ class _Chains:
         if self.track_max:
             self.top_time = widen(self.top_time, L2 + 1)
 
-    def run(self, steps: int, rng, *, stop_when_coalesced=False, check=False):
+    def run(self, steps: int, rng: Any, *, stop_when_coalesced: bool = False, check: bool = False) -> int:
         """Advance by ``steps`` steps (or until every copy equals copy 0), in kernel calls of
         at most ``CHUNK_STEPS`` steps; between calls a KeyboardInterrupt can arrive and
         :func:`supermarket.parallel.check_stop` is called.  ``rng``: xoshiro256** state."""
@@ -167,10 +176,28 @@ class _Chains:
             parallel.check_stop()
             upto = min(target, self.step + CHUNK_STEPS)
             status, step, inc, mis = _k.run_coupled(
-                self.c, self.top, self.dist, self.tau, p.n, p.d, p_arrival, p.replace,
-                self.step, upto, rng, stop_when_coalesced, self.area, self.last,
-                self.top_time, self.record_every, self.rec_total, self.rec_dist, self.rec_c,
-                self.rec_count, check)
+                self.c,
+                self.top,
+                self.dist,
+                self.tau,
+                p.n,
+                p.d,
+                p_arrival,
+                p.replace,
+                self.step,
+                upto,
+                rng,
+                stop_when_coalesced,
+                self.area,
+                self.last,
+                self.top_time,
+                self.record_every,
+                self.rec_total,
+                self.rec_dist,
+                self.rec_c,
+                self.rec_count,
+                check,
+            )
             self.step = int(step)
             self.increases += int(inc)
             self.mismatches += int(mis)
@@ -190,7 +217,7 @@ class _Chains:
 
 # --------------------------------------------------------------------------- coupled_run
 @dataclass(frozen=True)
-class CoupledRun:
+class CoupledRun(Result):
     """Copies of the chain driven by the sorted coupling (docs/model.md §2).
 
     ``tau[m]``: first step at which copy ``m`` equalled copy 0 (``None``: censored, not
@@ -230,18 +257,23 @@ class CoupledRun:
         return theory.steps_to_time(self.steps, self.params.n, self.params.lam)
 
     def to_dict(self) -> dict:
-        out = {"params": self.params.to_dict(), "steps": self.steps, "time": self.time,
-               "tau": ["censored" if t is None else t for t in self.tau],
-               "distance": list(self.distance), "increases": self.increases,
-               "mismatches": self.mismatches,
-               "final_counts": [c.tolist() for c in self.final_counts]}
+        out = {
+            "params": self.params.to_dict(),
+            "steps": self.steps,
+            "time": self.time,
+            "tau": ["censored" if t is None else t for t in self.tau],
+            "distance": list(self.distance),
+            "increases": self.increases,
+            "mismatches": self.mismatches,
+            "final_counts": [c.tolist() for c in self.final_counts],
+        }
         if self.mean_profile is not None:
             out["mean_profile"] = self.mean_profile.tolist()
         if self.max_queue_share is not None:
             out["max_queue_share"] = self.max_queue_share.tolist()
         return out
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """One row per copy: ``copy``, ``tau_steps`` (NaN: censored), ``censored``, ``distance``.
 
         Examples
@@ -250,16 +282,16 @@ class CoupledRun:
         >>> list(r.to_frame().columns)
         ['copy', 'tau_steps', 'censored', 'distance', 'total_customers']
         """
-        import pandas as pd
-
-        return pd.DataFrame({
-            "copy": np.arange(len(self.tau)),
-            "tau_steps": [np.nan if t is None else float(t) for t in self.tau],
-            "censored": [t is None for t in self.tau],
-            "distance": list(self.distance),
-            # c_i = number of queues with at least i customers, so their sum is ‖x‖₁
-            "total_customers": [int(np.sum(c)) for c in self.final_counts],
-        })
+        return frame(
+            {
+                "copy": np.arange(len(self.tau)),
+                "tau_steps": [np.nan if t is None else float(t) for t in self.tau],
+                "censored": [t is None for t in self.tau],
+                "distance": list(self.distance),
+                # c_i = number of queues with at least i customers, so their sum is ‖x‖₁
+                "total_customers": [int(np.sum(c)) for c in self.final_counts],
+            }
+        )
 
     def summary(self) -> str:
         """The copies' coalescence steps and final distances to copy 0, as text.
@@ -271,14 +303,18 @@ class CoupledRun:
         'coupled run: n=20 d=2 λ=0.5, 2 copies, 2000 steps (≈ 66.67 time units)'
         """
         p = self.params
-        head = (f"coupled run: n={p.n} d={p.d} λ={p.lam:g}, {len(self.tau)} copies, {self.steps} steps "
-                f"(≈ {self.time:.4g} time units)")
-        rows = [[str(m), "censored" if t is None else str(t), str(dist)]
-                for m, (t, dist) in enumerate(zip(self.tau, self.distance))]
+        head = (
+            f"coupled run: n={p.n} d={p.d} λ={p.lam:g}, {len(self.tau)} copies, {self.steps} steps "
+            f"(≈ {self.time:.4g} time units)"
+        )
+        rows = [
+            [str(m), "censored" if t is None else str(t), str(dist)]
+            for m, (t, dist) in enumerate(zip(self.tau, self.distance))
+        ]
         tail = f"distance increases under the coupling: {self.increases}"
         return "\n".join([head, text_table(["copy", "τ (steps)", "L1 distance"], rows), tail])
 
-    def plot(self, path=None):
+    def plot(self, path: Any = None) -> Any:
         """Total customers of each copy and L1 distance to copy 0 against steps (needs
         ``record_every``); saved at ``path`` when given.
 
@@ -303,6 +339,7 @@ class CoupledRun:
         """
         if self.records_total is None:
             raise ValueError("record_every: nothing was recorded; run coupled_run with record_every >= 1")
+        assert self.records_distance is not None  # recorded together with records_total
         plt = pyplot()
         x = self.record_every * np.arange(1, self.records_total.shape[1] + 1)
         fig, (a0, a1) = plt.subplots(1, 2, figsize=(10, 3.6))
@@ -324,9 +361,23 @@ def _check_steps(name, steps):
     return check_int(name, steps, minimum=0, maximum=MAX_STEPS)
 
 
-def coupled_run(n, d, lam, starts, *, steps, seed=0, replace=True, burn_in=0,
-                stop_when_coalesced=False, record_every=0, record_levels=0,
-                time_average=False, track_max=False, check=False) -> CoupledRun:
+def coupled_run(
+    n: int,
+    d: int,
+    lam: float | str,
+    starts: list,
+    *,
+    steps: int,
+    seed: Any = 0,
+    replace: bool = True,
+    burn_in: int = 0,
+    stop_when_coalesced: bool = False,
+    record_every: int = 0,
+    record_levels: int = 0,
+    time_average: bool = False,
+    track_max: bool = False,
+    check: bool = False,
+) -> CoupledRun:
     """Run copies of the chain from ``starts`` (a list of start specs, see
     :mod:`supermarket.states`; copy 0 first) under the sorted coupling for ``steps`` steps.
 
@@ -383,26 +434,36 @@ def coupled_run(n, d, lam, starts, *, steps, seed=0, replace=True, burn_in=0,
     if burn_in:
         pre = _Chains(p, counts[:1])
         pre.run(burn_in, rng)
-        counts[0] = pre.c[0, :pre.top[0]].copy()
+        counts[0] = pre.c[0, : pre.top[0]].copy()
     records = steps // record_every if record_every else 0
-    ch = _Chains(p, counts, time_average=time_average, track_max=track_max,
-                 record_every=record_every, records=records, record_levels=record_levels)
+    ch = _Chains(
+        p,
+        counts,
+        time_average=time_average,
+        track_max=track_max,
+        record_every=record_every,
+        records=records,
+        record_levels=record_levels,
+    )
     ch.run(steps, rng, stop_when_coalesced=stop_when_coalesced, check=check)
     T = int(ch.rec_count[0])
     prof = ch.mean_profile(0) if time_average else None
     share = ch.top_time / max(ch.step, 1) if track_max else None
     return CoupledRun(
-        params=p, steps=ch.step,
+        params=p,
+        steps=ch.step,
         tau=tuple(None if t < 0 else int(t) for t in ch.tau),
-        distance=tuple(int(x) for x in ch.dist), increases=ch.increases,
+        distance=tuple(int(x) for x in ch.dist),
+        increases=ch.increases,
         mismatches=ch.mismatches,
-        final_counts=tuple(ch.c[m, :ch.top[m]].copy() for m in range(len(counts))),
+        final_counts=tuple(ch.c[m, : ch.top[m]].copy() for m in range(len(counts))),
         record_every=record_every,
         records_total=ch.rec_total[:, :T] if records else None,
         records_distance=ch.rec_dist[:, :T] if records else None,
         records_counts=ch.rec_c[:, :T] if records and record_levels else None,
-        mean_profile=prof, max_queue_share=share)
-
+        mean_profile=prof,
+        max_queue_share=share,
+    )
 
 
 # --------------------------------------------------------------------------- workers
@@ -418,5 +479,6 @@ def _map(fn, tasks, workers, client=None, progress=None):
     on ``client`` (Dask) when given, else on ``workers`` threads (the coupling kernels
     release the GIL).  Each task draws only from its own seed, so the results do not depend
     on the backend or on ``workers``."""
-    return parallel.map_tasks(fn, tasks, workers=_workers(workers, len(tasks)), client=client,
-                              backend="threads", progress=progress)
+    return parallel.map_tasks(
+        fn, tasks, workers=_workers(workers, len(tasks)), client=client, backend="threads", progress=progress
+    )

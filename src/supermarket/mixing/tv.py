@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from .._results import fmt as _fmt, pyplot, save_figure, text_table
+from .._results import Result, pyplot, save_figure, text_table
+from .._results import fmt as _fmt
 from ..engines.rng import state_from_seed_sequence
 from ..model import Params, check_int, spawn_seeds
 from ..states import start_counts
@@ -30,12 +33,12 @@ def _tv_task(args):
     # coupled pair (stationary copy, copy from x): the coupling bound P(τ > t)
     stat = _Chains(p, [start_counts(n, d, lam, "fixed-point")])
     stat.run(burn_in, rng)
-    pair = _Chains(p, [stat.c[0, :stat.top[0]].copy(), counts], record_every=every, records=T)
+    pair = _Chains(p, [stat.c[0, : stat.top[0]].copy(), counts], record_every=every, records=T)
     pair.run(steps, rng)
     # an independent stationary copy: the reference law of the total number of customers
     ref = _Chains(p, [start_counts(n, d, lam, "fixed-point")])
     ref.run(burn_in, rng)
-    ref2 = _Chains(p, [ref.c[0, :ref.top[0]].copy()], record_every=every, records=T)
+    ref2 = _Chains(p, [ref.c[0, : ref.top[0]].copy()], record_every=every, records=T)
     ref2.run(steps, rng)
     return pair.rec_total[1].copy(), pair.rec_dist[1].copy(), ref2.rec_total[0].copy()
 
@@ -47,7 +50,7 @@ def _binned_tv(a: np.ndarray, b: np.ndarray, edges: np.ndarray) -> float:
 
 
 @dataclass(frozen=True)
-class TVCurve:
+class TVCurve(Result):
     """Total-variation distance to equilibrium of the total number of customers ``‖X_t‖₁``.
 
     ``tv[j]``: TV distance, over ``bins`` quantile bins of the stationary law, between the
@@ -59,13 +62,14 @@ class TVCurve:
     mean over 200 resamples): values below it are indistinguishable from equilibrium.
     ``coupling_bound[j]``: the fraction of coupled pairs not yet coalesced, an estimate of
     ``P(τ > t)``, which bounds ``d_TV`` of the whole chain from above.
-    Result protocol: :meth:`to_dict`, :meth:`to_frame`, :meth:`summary`, :meth:`plot`.
+    ``to_frame()``: one row per recorded step (``step``, ``time``, ``tv``, ``coupling_bound``,
+    ``mean_total``).
 
     Examples
     --------
     >>> c = tv_curve(20, 2, 0.5, replications=10, points=5, seed=1, workers=1)
-    >>> c.tv.shape, bool(((c.tv >= 0) & (c.tv <= 1)).all())
-    ((5,), True)
+    >>> c.tv.shape, bool(((c.tv >= 0) & (c.tv <= 1)).all()), c.to_frame().shape
+    ((5,), True, (5, 5))
     """
 
     params: Params
@@ -80,34 +84,20 @@ class TVCurve:
     stationary_mean_total: float
     bins: int
 
-    def first_below_floor(self):
+    def first_below_floor(self) -> int | None:
         """First recorded step at which the TV estimate is at or below twice the noise floor."""
         idx = np.nonzero(self.tv <= 2 * self.noise_floor)[0]
         return int(self.steps[idx[0]]) if idx.size else None
 
-    def to_dict(self) -> dict:
-        return {"params": self.params.to_dict(), "start": self.start,
-                "replications": self.replications, "bins": self.bins,
-                "steps": self.steps.tolist(), "time": self.time.tolist(), "tv": self.tv.tolist(),
-                "noise_floor": self.noise_floor, "coupling_bound": self.coupling_bound.tolist(),
-                "mean_total": self.mean_total.tolist(),
-                "stationary_mean_total": self.stationary_mean_total,
-                "first_below_2x_floor_steps": self.first_below_floor()}
-
-    def to_frame(self):
-        """One row per recorded step: ``step``, ``time``, ``tv``, ``coupling_bound``,
-        ``mean_total``.
-
-        Examples
-        --------
-        >>> r = tv_curve(20, 2, 0.5, replications=10, steps=200, points=4, burn_in=100, workers=1)
-        >>> r.to_frame().shape
-        (4, 5)
-        """
-        import pandas as pd
-
-        return pd.DataFrame({"step": self.steps, "time": self.time, "tv": self.tv,
-                             "coupling_bound": self.coupling_bound, "mean_total": self.mean_total})
+    _extra: ClassVar[dict[str, str]] = {"first_below_2x_floor_steps": "first_below_floor"}
+    _order = ("params", "start", "replications", "bins")
+    _columns: ClassVar[dict[str, str]] = {
+        "step": "steps",
+        "time": "time",
+        "tv": "tv",
+        "coupling_bound": "coupling_bound",
+        "mean_total": "mean_total",
+    }
 
     def summary(self) -> str:
         """The curve as a text table, with the noise floor.
@@ -119,16 +109,22 @@ class TVCurve:
         'TV distance to equilibrium of ‖X_t‖₁ from empty: n=20 d=2 λ=0.5, 10 replications, 4 bins'
         """
         p = self.params
-        head = (f"TV distance to equilibrium of ‖X_t‖₁ from {self.start}: n={p.n} d={p.d} λ={p.lam:g}, "
-                f"{self.replications} replications, {self.bins} bins")
-        rows = [[str(int(st)), _fmt(t), f"{tv:.3f}", f"{cb:.3f}", _fmt(m)]
-                for st, t, tv, cb, m in zip(self.steps, self.time, self.tv, self.coupling_bound, self.mean_total)]
+        head = (
+            f"TV distance to equilibrium of ‖X_t‖₁ from {self.start}: n={p.n} d={p.d} λ={p.lam:g}, "
+            f"{self.replications} replications, {self.bins} bins"
+        )
+        rows = [
+            [str(int(st)), _fmt(t), f"{tv:.3f}", f"{cb:.3f}", _fmt(m)]
+            for st, t, tv, cb, m in zip(self.steps, self.time, self.tv, self.coupling_bound, self.mean_total)
+        ]
         first = self.first_below_floor()
-        tail = (f"noise floor {self.noise_floor:.3f}; stationary mean of ‖X‖₁ {self.stationary_mean_total:.4g}; "
-                f"first step at or below 2 × floor: {first if first is not None else 'none'}")
+        tail = (
+            f"noise floor {self.noise_floor:.3f}; stationary mean of ‖X‖₁ {self.stationary_mean_total:.4g}; "
+            f"first step at or below 2 × floor: {first if first is not None else 'none'}"
+        )
         return "\n".join([head, text_table(["step", "time", "TV (binned)", "P(τ > t)", "mean ‖X‖₁"], rows), tail])
 
-    def plot(self, path=None):
+    def plot(self, path: Any = None) -> Any:
         """TV estimate and coupling bound against time; saved at ``path`` when given.
 
         Returns
@@ -148,8 +144,23 @@ class TVCurve:
         return save_figure(fig, path)
 
 
-def tv_curve(n, d, lam, *, start="empty", replications=200, steps=None, points=40, seed=0,
-             burn_in=None, bins=None, replace=True, workers=None, client=None, progress=None) -> TVCurve:
+def tv_curve(
+    n: int,
+    d: int,
+    lam: float | str,
+    *,
+    start: str | ArrayLike = "empty",
+    replications: int = 200,
+    steps: int | None = None,
+    points: int = 40,
+    seed: Any = 0,
+    burn_in: int | None = None,
+    bins: int | None = None,
+    replace: bool = True,
+    workers: int | None = None,
+    client: Any = None,
+    progress: Any = None,
+) -> TVCurve:
     """TV distance to equilibrium over time of the total number of customers (see
     :class:`TVCurve`), with the coupling bound ``P(τ > t)`` from the same replications.
 
@@ -198,10 +209,17 @@ def tv_curve(n, d, lam, *, start="empty", replications=200, steps=None, points=4
         steps = int(3 * base) if base else burn
     steps = check_int("steps", steps, minimum=points, maximum=MAX_STEPS)
     every = steps // points
-    bins = min(30, math.ceil(math.sqrt(replications))) if bins is None else check_int("bins", bins, minimum=2, maximum=1000)
-    _check_work(float(replications) * (2 * burn + 2 * every * points),
-                f"tv_curve: 2 × (burn-in {burn:.3g} + horizon {every * points:.3g}) steps × {replications} "
-                "replication(s)", "lower burn_in, steps or replications", _workers(workers, replications))
+    bins = (
+        min(30, math.ceil(math.sqrt(replications)))
+        if bins is None
+        else check_int("bins", bins, minimum=2, maximum=1000)
+    )
+    _check_work(
+        float(replications) * (2 * burn + 2 * every * points),
+        f"tv_curve: 2 × (burn-in {burn:.3g} + horizon {every * points:.3g}) steps × {replications} replication(s)",
+        "lower burn_in, steps or replications",
+        _workers(workers, replications),
+    )
     seeds = spawn_seeds(seed, replications)
     tasks = [(p.n, p.d, p.lam, p.replace, counts, burn, every * points, every, ss) for ss in seeds]
     out = _map(_tv_task, tasks, workers, client, progress)
@@ -216,7 +234,16 @@ def tv_curve(n, d, lam, *, start="empty", replications=200, steps=None, points=4
     rng = np.random.default_rng(spawn_seeds(seed, replications + 1)[replications])
     floor = float(np.mean([_binned_tv(rng.choice(ref, replications), ref, edges) for _ in range(200)]))
     grid = every * np.arange(1, X.shape[1] + 1)
-    return TVCurve(params=p, start=label, replications=replications, steps=grid,
-                   time=grid / (p.n * (1 + p.lam)), tv=tv, noise_floor=floor,
-                   coupling_bound=(D > 0).mean(axis=0), mean_total=X.mean(axis=0),
-                   stationary_mean_total=float(ref.mean()), bins=len(edges) - 1)
+    return TVCurve(
+        params=p,
+        start=label,
+        replications=replications,
+        steps=grid,
+        time=grid / (p.n * (1 + p.lam)),
+        tv=tv,
+        noise_floor=floor,
+        coupling_bound=(D > 0).mean(axis=0),
+        mean_total=X.mean(axis=0),
+        stationary_mean_total=float(ref.mean()),
+        bins=len(edges) - 1,
+    )

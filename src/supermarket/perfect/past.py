@@ -40,8 +40,14 @@ class _Past:
     double from ``t0`` up to ``BLOCK_MAX``, so every horizon ``t0·2^j`` is a block boundary.
     """
 
-    def __init__(self, p: Params, ss: np.random.SeedSequence, t0: int, stop: threading.Event | None,
-                 deadline: float | None = None):
+    def __init__(
+        self,
+        p: Params,
+        ss: np.random.SeedSequence,
+        t0: int,
+        stop: threading.Event | None,
+        deadline: float | None = None,
+    ):
         self.p = p
         self.deadline = deadline
         self.n = p.n
@@ -70,8 +76,9 @@ class _Past:
         self.steps_generated = 0
 
     def _child(self, k: int) -> np.random.SeedSequence:
-        return np.random.SeedSequence(self.ss.entropy, spawn_key=tuple(self.ss.spawn_key) + (k,),
-                                      pool_size=self.ss.pool_size)
+        return np.random.SeedSequence(
+            self.ss.entropy, spawn_key=tuple(self.ss.spawn_key) + (k,), pool_size=self.ss.pool_size
+        )
 
     @property
     def horizon(self) -> int:
@@ -100,8 +107,9 @@ class _Past:
             if self.deadline is not None and time.perf_counter() > self.deadline:
                 raise _OutOfTime(self.horizon)
             want = min(CHUNK, length - done)
-            got = _k.generate_past(x, c, gs, s, self.buf, done, want, self.n, self.p.d, self.p.replace,
-                                   self.p_arr, self.mark, self.picks)
+            got = _k.generate_past(
+                x, c, gs, s, self.buf, done, want, self.n, self.p.d, self.p.replace, self.p_arr, self.mark, self.picks
+            )
             done += got
             if got < want:  # D reached the top of its level array: grow it and go on
                 c = np.concatenate([c, np.zeros(c.shape[0], dtype=np.int64)])
@@ -183,16 +191,17 @@ class _Past:
                 lo = max(0, hi - CHUNK)
                 status = _k.apply_codes(self.buf, lo, hi, xl, cl, xu, cu, st)
                 if status != _k.STATUS_OK:
-                    raise RuntimeError("perfect sampler: a level array overflowed; this is a bug "
-                                       "(the copies must stay below the dominating process)")
+                    raise RuntimeError(
+                        "perfect sampler: a level array overflowed; this is a bug "
+                        "(the copies must stay below the dominating process)"
+                    )
                 hi = lo
         met = bool(st[_k.A_MET])
         total = int(st[_k.A_STEP])
         copy_steps = 2 * int(st[_k.A_METSTEP]) + (total - int(st[_k.A_METSTEP])) if met else 2 * total
-        if not met:
-            # L <= U componentwise (docs/model.md §12): check it, as a guard against bugs
-            if (cl[:cap] > cu[:cap]).any():
-                raise RuntimeError("perfect sampler: L <= U violated; this is a bug")
+        # L <= U componentwise (docs/model.md §12): check it, as a guard against bugs
+        if not met and (cl[:cap] > cu[:cap]).any():
+            raise RuntimeError("perfect sampler: L <= U violated; this is a bug")
         return met, xl, copy_steps
 
 

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from .._results import Result, frame
 from ..model import Params
 
 __all__ = ["PerfectResult", "BudgetExceeded", "steps_per_time_unit"]
@@ -32,7 +34,7 @@ class BudgetExceeded(RuntimeError):
     None
     """
 
-    def __init__(self, message: str, completed: "PerfectResult | None" = None):
+    def __init__(self, message: str, completed: PerfectResult | None = None):
         super().__init__(message)
         self.completed = completed
 
@@ -59,8 +61,9 @@ def steps_per_time_unit(n: int, lam: float) -> float:
     """
     return n * (1.0 + lam)
 
+
 @dataclass(frozen=True)
-class PerfectResult:
+class PerfectResult(Result):
     """Exact stationary samples of the (n, d, λ) chain (docs/model.md §12).
 
     Attributes
@@ -116,7 +119,7 @@ class PerfectResult:
             out[:, i - 1] = (self.samples >= i).sum(axis=1)
         return out
 
-    def mean_profile(self):
+    def mean_profile(self) -> tuple[np.ndarray, np.ndarray]:
         """``(mean, se)`` of ``u_i = c_i / n`` over samples, ``i = 1..max`` (s.e. = sd/√samples)."""
         u = self.counts / self.params.n
         S = u.shape[0]
@@ -147,38 +150,44 @@ class PerfectResult:
             "t0_steps": int(self.t0),
         }
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """Tidy DataFrame: one row per (sample, level) with ``u = c_level / n``, plus the
         sample's coalescence horizon (time units)."""
-        import pandas as pd
-
         c = self.counts
         S, L = c.shape
-        return pd.DataFrame({
-            "sample": np.repeat(np.arange(S), L),
-            "level": np.tile(np.arange(1, L + 1), S),
-            "u": (c / self.params.n).ravel(),
-            "coalescence_time": np.repeat(self.coalescence_time, L),
-        })
+        return frame(
+            {
+                "sample": np.repeat(np.arange(S), L),
+                "level": np.tile(np.arange(1, L + 1), S),
+                "u": (c / self.params.n).ravel(),
+                "coalescence_time": np.repeat(self.coalescence_time, L),
+            }
+        )
 
     def summary(self) -> str:
         """The text ``supermarket perfect`` prints."""
         p = self.params
         S = self.samples.shape[0]
         mean, se = self.mean_profile()
-        lines = [f"perfect samples of the (n={p.n}, d={p.d}, λ={p.lam:g}) supermarket chain "
-                 f"({'with' if p.replace else 'without'} replacement): {S} sample(s), "
-                 f"dominated coupling from the past (docs/model.md §12)"]
+        lines = [
+            f"perfect samples of the (n={p.n}, d={p.d}, λ={p.lam:g}) supermarket chain "
+            f"({'with' if p.replace else 'without'} replacement): {S} sample(s), "
+            f"dominated coupling from the past (docs/model.md §12)"
+        ]
         lines.append("  i    mean u_i     s.e.")
         for i, (m, s) in enumerate(zip(mean, se), start=1):
             if i > 12 and m < 1e-3:
                 break
             lines.append(f"{i:3d}  {m:10.6f}  {s:9.2e}" if math.isfinite(s) else f"{i:3d}  {m:10.6f}        —")
         t = self.coalescence_time
-        lines.append(f"coalescence horizon (time units): mean {t.mean():.4g}, median {np.median(t):.4g}, "
-                     f"max {t.max():.4g}  ({steps_per_time_unit(p.n, p.lam):.6g} steps per time unit)")
-        lines.append(f"mean rounds {self.rounds.mean():.3g}; steps simulated per sample {self.work_steps.mean():.4g}; "
-                     f"peak memory {self.peak_memory.max() / 2**20:.3g} MiB; {self.seconds:.3g} s")
+        lines.append(
+            f"coalescence horizon (time units): mean {t.mean():.4g}, median {np.median(t):.4g}, "
+            f"max {t.max():.4g}  ({steps_per_time_unit(p.n, p.lam):.6g} steps per time unit)"
+        )
+        lines.append(
+            f"mean rounds {self.rounds.mean():.3g}; steps simulated per sample {self.work_steps.mean():.4g}; "
+            f"peak memory {self.peak_memory.max() / 2**20:.3g} MiB; {self.seconds:.3g} s"
+        )
         return "\n".join(lines)
 
 
@@ -187,9 +196,14 @@ def _result(p, rows, seconds, root, t0) -> PerfectResult:
     T = np.array([r[1] for r in rows], dtype=np.int64)
     entropy = root.entropy if isinstance(root.entropy, int) else None
     return PerfectResult(
-        params=p, samples=xs, coalescence_steps=T,
+        params=p,
+        samples=xs,
+        coalescence_steps=T,
         coalescence_time=T / steps_per_time_unit(p.n, p.lam),
         rounds=np.array([r[2] for r in rows], dtype=np.int64),
         work_steps=np.array([r[3] for r in rows], dtype=np.int64),
         peak_memory=np.array([r[4] for r in rows], dtype=np.int64),
-        seconds=float(seconds), seed=entropy, t0=t0)
+        seconds=float(seconds),
+        seed=entropy,
+        t0=t0,
+    )

@@ -8,11 +8,14 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
-from ..model import Params, as_seed_sequence, check_positive_float, check_positive_int, spawn_seeds
+from ..model import Params, SeedLike, as_seed_sequence, check_positive_float, check_positive_int, spawn_seeds
 from ..parallel import map_tasks
 from .past import BLOCK_MAX, _OutOfTime, _Past
 from .results import BudgetExceeded, PerfectResult, _result, steps_per_time_unit
@@ -57,20 +60,25 @@ def _one(p: Params, ss, t0, deadline, max_memory, stop):
     while True:
         rounds += 1
         if horizon > MAX_HORIZON_STEPS:
-            raise BudgetExceeded(f"no coalescence within {MAX_HORIZON_STEPS} steps of the past; "
-                                 "sample refused")
+            raise BudgetExceeded(f"no coalescence within {MAX_HORIZON_STEPS} steps of the past; sample refused")
         # memory after extending: one checkpoint per new block, each about D's level count
         new_blocks = 0
         b = past.horizon
         while b < horizon:
             b += min(b, past.block_max) if b else t0
             new_blocks += 1
-        projected = past.memory_bytes() + new_blocks * (past.pathmax + 2) * 8 + (past.pathmax + 4) * 16 \
+        projected = (
+            past.memory_bytes()
+            + new_blocks * (past.pathmax + 2) * 8
+            + (past.pathmax + 4) * 16
             + min(horizon, past.block_max) * 8
+        )
         if projected > max_memory:
-            raise BudgetExceeded(f"the next round (horizon {horizon} steps) would need about "
-                                 f"{projected / 2**20:.1f} MiB, more than max_memory="
-                                 f"{max_memory / 2**20:.1f} MiB; sample refused")
+            raise BudgetExceeded(
+                f"the next round (horizon {horizon} steps) would need about "
+                f"{projected / 2**20:.1f} MiB, more than max_memory="
+                f"{max_memory / 2**20:.1f} MiB; sample refused"
+            )
         if deadline is not None and work > 0:
             # refuse a round that the throughput measured so far says cannot finish in time
             rate = work / max(time.perf_counter() - began, 1e-9)
@@ -93,9 +101,11 @@ def _job(p, ss, s, t0, deadline, max_time, max_memory, stop):
         return _one(p, ss, t0, deadline, max_memory, stop)
     except _OutOfTime as exc:
         what = "would not finish" if exc.predicted else "was being tried"
-        raise BudgetExceeded(f"sample {s} did not coalesce within max_time={max_time:g} s (the round "
-                             f"with horizon {exc.horizon / steps_per_time_unit(p.n, p.lam):.4g} time units "
-                             f"{what}); no approximate sample is returned") from None
+        raise BudgetExceeded(
+            f"sample {s} did not coalesce within max_time={max_time:g} s (the round "
+            f"with horizon {exc.horizon / steps_per_time_unit(p.n, p.lam):.4g} time units "
+            f"{what}); no approximate sample is returned"
+        ) from None
 
 
 def _cluster_task(task):
@@ -108,8 +118,20 @@ def _cluster_task(task):
     return _job(p, ss, s, t0, deadline, max_time, max_memory, None)
 
 
-def sample(n, d, lam, *, samples=1, seed=0, replace=True, max_time=None, max_memory=None,
-           workers=1, client=None, progress=None) -> PerfectResult:
+def sample(
+    n: int,
+    d: int,
+    lam: float | str | Fraction,
+    *,
+    samples: int = 1,
+    seed: SeedLike = 0,
+    replace: bool = True,
+    max_time: float | None = None,
+    max_memory: int | None = None,
+    workers: int = 1,
+    client: Any = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> PerfectResult:
     """Exact samples from the stationary law of the (n, d, λ) supermarket chain.
 
     Dominated coupling from the past with random routing as the dominating process
@@ -194,8 +216,10 @@ def sample(n, d, lam, *, samples=1, seed=0, replace=True, max_time=None, max_mem
     # ... and the d sampled indices of one arrival (d may exceed n with replacement)
     first = 4 * 8 * p.n + 8 * min(t0, BLOCK_MAX) + 3 * 8 * (levels + 64) + 8 * p.d
     if first > max_memory:
-        raise BudgetExceeded(f"a sample needs at least {first / 2**20:.1f} MiB (n={p.n}, d={p.d}, λ={p.lam:g}), "
-                             f"more than max_memory={max_memory / 2**20:.1f} MiB; refused")
+        raise BudgetExceeded(
+            f"a sample needs at least {first / 2**20:.1f} MiB (n={p.n}, d={p.d}, λ={p.lam:g}), "
+            f"more than max_memory={max_memory / 2**20:.1f} MiB; refused"
+        )
     if client is None:
         _warm()
     start = time.perf_counter()
@@ -218,12 +242,15 @@ def sample(n, d, lam, *, samples=1, seed=0, replace=True, max_time=None, max_mem
 
     try:
         if client is not None:
-
             # the deadline travels as wall-clock (epoch) time: perf_counter is per machine
             wall_deadline = None if deadline is None else time.time() + (deadline - time.perf_counter())
             tasks = [(p, children[s], s, t0, wall_deadline, max_time, max_memory) for s in range(S)]
-            map_tasks(_cluster_task, tasks, client=client, collect=False,
-                      on_result=lambda s, value, error: (out.__setitem__(s, value), finished()))
+
+            def store(s: int, value: Any, error: BaseException | None) -> None:
+                out[s] = value  # an error is raised by map_tasks itself (return_errors=False)
+                finished()
+
+            map_tasks(_cluster_task, tasks, client=client, collect=False, on_result=store)
         elif workers == 1 or S == 1:
             for s in range(S):
                 job(s)
@@ -243,7 +270,16 @@ def sample(n, d, lam, *, samples=1, seed=0, replace=True, max_time=None, max_mem
     return _result(p, out, time.perf_counter() - start, root, t0)
 
 
-def sample_counts(n, d, lam, seed=0, replace=True, *, max_time=None, max_memory=None) -> np.ndarray:
+def sample_counts(
+    n: int,
+    d: int,
+    lam: float | str | Fraction,
+    seed: SeedLike = 0,
+    replace: bool = True,
+    *,
+    max_time: float | None = None,
+    max_memory: int | None = None,
+) -> np.ndarray:
     """One exact stationary sample as counts ``c_1, c_2, …`` (int64, ``c[0] = c_1``).
 
     This is the start-state representation of :mod:`supermarket.states` (trailing zeros

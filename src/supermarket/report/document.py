@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._results import mean_stderr
+from ..stats import mean_stderr
 from ..sweep import RESULTS_FILE, read_results, read_sidecar, table_rows
 from ..sweep.storage import check_not_sweep_file, check_output_file, write_output
 from ..sweep.values import check_choice
@@ -190,7 +190,7 @@ def _meta_lines(side: dict, rows: list[dict]) -> list[tuple[str, str]]:
     ]
 
 
-def build_report(out_dir, path, *, fmt: str = "html") -> str:
+def build_report(out_dir: str | Path, path: str | Path, *, fmt: str = "html") -> str:
     """Write the report of the sweep in ``out_dir`` to ``path`` (``fmt``: "html" or "md").
 
     HTML: one self-contained file, figures embedded as base64 PNG.  Markdown: the ``.md``

@@ -14,7 +14,7 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import theory as th
-from .._results import mean_stderr
+from ..stats import mean_stderr
 
 __all__ = ["Figure", "collect_figures"]
 
@@ -64,7 +64,7 @@ def _num(v):
     return x if math.isfinite(x) else None
 
 
-def _points(rows: list[dict]) -> "OrderedDict[int, list[dict]]":
+def _points(rows: list[dict]) -> OrderedDict[int, list[dict]]:
     """Rows grouped by grid point (successful rows only), in grid order."""
     out: OrderedDict = OrderedDict()
     for r in sorted(rows, key=lambda r: r["task_index"]):
@@ -129,13 +129,13 @@ def _profile_figure(points) -> Figure | None:
         L = max(len(p) for p in profiles)
         mat = np.zeros((len(profiles), L))
         for j, p in enumerate(profiles):
-            mat[j, :len(p)] = p
+            mat[j, : len(p)] = p
         mean, se = mean_stderr(mat)
         if se is None:
             ses = [_json(r.get("u_stderr")) for r in rs]
             if ses and isinstance(ses[0], list):
                 se = np.zeros(L)
-                se[:len(ses[0])] = np.asarray([x if x is not None else 0.0 for x in ses[0]], dtype=float)
+                se[: len(ses[0])] = np.asarray([x if x is not None else 0.0 for x in ses[0]], dtype=float)
         items.append((rs[0], mean, se))
     if not items:
         return None
@@ -143,12 +143,13 @@ def _profile_figure(points) -> Figure | None:
     cols = min(3, len(items))
     rows_ = math.ceil(len(items) / cols)
     fig, axes = plt.subplots(rows_, cols, figsize=(4.2 * cols, 3.3 * rows_), squeeze=False)
-    for ax in axes.flat[len(items):]:
+    for ax in axes.flat[len(items) :]:
         ax.set_visible(False)
     for ax, (r, mean, se) in zip(axes.flat, items):
         i = np.arange(1, len(mean) + 1)
-        ax.errorbar(i, mean, yerr=None if se is None else 2 * se, fmt="o", ms=4, capsize=2,
-                    label="simulated E[u_i] (±2 se)")
+        ax.errorbar(
+            i, mean, yerr=None if se is None else 2 * se, fmt="o", ms=4, capsize=2, label="simulated E[u_i] (±2 se)"
+        )
         lam = float(r["load"])
         pi = th.fixed_point(int(r["d"]), lam, len(mean))
         ax.plot(i, pi, "s--", ms=3, mfc="none", label="π(i) mean field")
@@ -164,11 +165,14 @@ def _profile_figure(points) -> Figure | None:
     axes.flat[0].legend(fontsize=7)
     fig.suptitle("Time-averaged profile against π and the linearised profile", fontsize=11)
     fig.tight_layout()
-    return Figure("profiles", "Profiles against π and the linearised prediction",
-                  "Simulated time-averaged profile E[u_i] (mean over replications, error bars 2 standard "
-                  "errors) against the mean-field fixed point π(i) = λ^((d^i−1)/(d−1)) (docs/model.md §3) and the "
-                  "linearised profile 1 − q̃_i, q̃_i = (1−λ)((λd)^i−1)/(λd−1), derived (docs/model.md §4).",
-                  _fig_to_png(fig))
+    return Figure(
+        "profiles",
+        "Profiles against π and the linearised prediction",
+        "Simulated time-averaged profile E[u_i] (mean over replications, error bars 2 standard "
+        "errors) against the mean-field fixed point π(i) = λ^((d^i−1)/(d−1)) (docs/model.md §3) and the "
+        "linearised profile 1 − q̃_i, q̃_i = (1−λ)((λd)^i−1)/(λd−1), derived (docs/model.md §4).",
+        _fig_to_png(fig),
+    )
 
 
 def _max_summary(rs):
@@ -209,19 +213,31 @@ def _max_queue_figure(points) -> Figure | None:
         return None
     fig, ax = plt.subplots(figsize=(5.5, 4.2))
     jitter = (np.arange(len(xs)) % 5 - 2) * 0.04
-    ax.errorbar(np.asarray(xs) + jitter, modes, yerr=[lo, hi], fmt="o", capsize=3,
-                label="most frequent maximum (bars: range observed)")
+    ax.errorbar(
+        np.asarray(xs) + jitter,
+        modes,
+        yerr=[lo, hi],
+        fmt="o",
+        capsize=3,
+        label="most frequent maximum (bars: range observed)",
+    )
     top = max(max(xs), max(m + h for m, h in zip(modes, hi))) + 1
     ax.plot([0, top], [0, top], "k--", lw=1, label="maximum = k")
     ax.plot([0, top], [1, top + 1], ":", color="grey", lw=1, label="maximum = k + 1")
     ax.set_xlim(0, top)
     ax.set_ylim(0, top + 1)
-    return _finish(fig, ax, xlabel="k_(λ,d) = ⌈log(1/(1−λ))/log d⌉", ylabel="maximum queue length",
-                   title="Equilibrium maximum queue length against k_(λ,d)", name="max_queue",
-                   heading="Maximum queue length against k_(λ,d)", caption=
-                  "For each grid point, the most frequent time-averaged maximum queue length (bars: the "
-                  "smallest and largest maxima seen) against k_(λ,d) (paper 000, docs/model.md §4). The paper "
-                  "predicts k, or k or k+1 when 1/(1−λ) is a power of d.")
+    return _finish(
+        fig,
+        ax,
+        xlabel="k_(λ,d) = ⌈log(1/(1−λ))/log d⌉",
+        ylabel="maximum queue length",
+        title="Equilibrium maximum queue length against k_(λ,d)",
+        name="max_queue",
+        heading="Maximum queue length against k_(λ,d)",
+        caption="For each grid point, the most frequent time-averaged maximum queue length (bars: the "
+        "smallest and largest maxima seen) against k_(λ,d) (paper 000, docs/model.md §4). The paper "
+        "predicts k, or k or k+1 when 1/(1−λ) is a power of d.",
+    )
 
 
 def _mixing_figure(points) -> Figure | None:
@@ -266,13 +282,20 @@ def _mixing_figure(points) -> Figure | None:
             ax.annotate(f"{c} censored", (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    return _finish(fig, ax, xlabel="d^(k−1) n  (steps)", ylabel="coalescence time (steps)", which="both",
-                   title="Mixing: coalescence time against the paper-000 orders", name="mixing",
-                   heading="Mixing times against the bounds", caption=
-                  "Coalescence time of the sorted coupling with a stationary copy (docs/model.md §2), mean over "
-                  "replications, against the orders of paper 000 (docs/model.md §6, constants taken as 1): "
-                  "Ω(d^(k−1) n) and O(k d^(k−1) n log n) steps from a good state. Censored replications "
-                  "(no coalescence within the budget) are left out of the mean and counted.")
+    return _finish(
+        fig,
+        ax,
+        xlabel="d^(k−1) n  (steps)",
+        ylabel="coalescence time (steps)",
+        which="both",
+        title="Mixing: coalescence time against the paper-000 orders",
+        name="mixing",
+        heading="Mixing times against the bounds",
+        caption="Coalescence time of the sorted coupling with a stationary copy (docs/model.md §2), mean over "
+        "replications, against the orders of paper 000 (docs/model.md §6, constants taken as 1): "
+        "Ω(d^(k−1) n) and O(k d^(k−1) n log n) steps from a good state. Censored replications "
+        "(no coalescence within the budget) are left out of the mean and counted.",
+    )
 
 
 FLUCT_MOMENTS = ("mean_z1", "mean_z2", "var_z1", "var_z2", "cov_z1z2")
@@ -316,30 +339,48 @@ def _fluct_figure(points) -> Figure | None:
     fig, ax = plt.subplots(figsize=(5.5, 4.4))
     ax.errorbar(lims, sims, yerr=errs, fmt="o", capsize=3, label="simulated (±2 se) against limit (derived)")
     if lna_x:
-        ax.errorbar(lna_x, lna_y, yerr=lna_e, fmt="s", mfc="none", capsize=2, alpha=0.7,
-                    label="simulated against finite-n LNA at x^n")
+        ax.errorbar(
+            lna_x,
+            lna_y,
+            yerr=lna_e,
+            fmt="s",
+            mfc="none",
+            capsize=2,
+            alpha=0.7,
+            label="simulated against finite-n LNA at x^n",
+        )
     lo = min(min(lims + lna_x), min(s - e for s, e in zip(sims, errs)))
     hi = max(max(lims + lna_x), max(s + e for s, e in zip(sims, errs)))
     pad = 0.1 * (hi - lo or 1.0)
     ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], "k--", lw=1, label="simulated = limit")
     for x, y, nm in zip(lims, sims, names):
         ax.annotate(nm, (x, y), fontsize=6, xytext=(3, -8), textcoords="offset points")
-    return _finish(fig, ax, xlabel="limit diffusion (derived) / linear noise approximation",
-                   ylabel="simulated, scaled √n (G − x^n)", title="Fluctuation moments against the limits",
-                   name="fluctuations", heading="Fluctuation moments against the limits", caption=
-                  "Stationary means, variances and covariance of the scaled centred process (paper 002, "
-                  "docs/model.md §8) against those of the limit diffusion of its regime (limits derived; closed "
-                  "forms in regime (a), simulated SDE in (b), (c)), and against the finite-n linear noise "
-                  "approximation at the centre x^n (open squares)."
-                  + (" Points labelled \"too short to know\" come from runs too short to estimate their own "
-                     "error: they have no error bar." if short else ""))
+    return _finish(
+        fig,
+        ax,
+        xlabel="limit diffusion (derived) / linear noise approximation",
+        ylabel="simulated, scaled √n (G − x^n)",
+        title="Fluctuation moments against the limits",
+        name="fluctuations",
+        heading="Fluctuation moments against the limits",
+        caption="Stationary means, variances and covariance of the scaled centred process (paper 002, "
+        "docs/model.md §8) against those of the limit diffusion of its regime (limits derived; closed "
+        "forms in regime (a), simulated SDE in (b), (c)), and against the finite-n linear noise "
+        "approximation at the centre x^n (open squares)."
+        + (
+            ' Points labelled "too short to know" come from runs too short to estimate their own '
+            "error: they have no error bar."
+            if short
+            else ""
+        ),
+    )
 
 
 def _meanfield_figure(points) -> Figure | None:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(5.8, 4.2))
     any_ = False
-    for j, rs in enumerate(list(points.values())[:8]):
+    for _j, rs in enumerate(list(points.values())[:8]):
         r = rs[0]
         pi = _json(r.get("fixed_point"))
         if not isinstance(pi, list) or not pi:
@@ -350,18 +391,32 @@ def _meanfield_figure(points) -> Figure | None:
         ref = _json(r.get("refined_u"))
         if isinstance(ref, list) and ref:
             ref = np.asarray(ref, dtype=float)
-            ax.semilogy(np.arange(1, len(ref) + 1), np.where(ref > 0, ref, np.nan), "x--",
-                        color=line.get_color(), ms=4, label="π + V/n (refined)")
+            ax.semilogy(
+                np.arange(1, len(ref) + 1),
+                np.where(ref > 0, ref, np.nan),
+                "x--",
+                color=line.get_color(),
+                ms=4,
+                label="π + V/n (refined)",
+            )
         any_ = True
     if not any_:
         plt.close(fig)
         return None
     ax.set_ylim(1e-12, 2)
-    return _finish(fig, ax, xlabel="level i", ylabel="u_i", which="both", legend_size=7,
-                   title="Mean-field fixed point and refined mean field", name="meanfield",
-                   heading="Mean field and refined mean field", caption=
-                  "Fixed point π(i) (docs/model.md §3) and, where n is given, the refined mean field π(i) + V_i/n "
-                  "(Gast–Van Houdt 2018, docs/model.md §3).")
+    return _finish(
+        fig,
+        ax,
+        xlabel="level i",
+        ylabel="u_i",
+        which="both",
+        legend_size=7,
+        title="Mean-field fixed point and refined mean field",
+        name="meanfield",
+        heading="Mean field and refined mean field",
+        caption="Fixed point π(i) (docs/model.md §3) and, where n is given, the refined mean field π(i) + V_i/n "
+        "(Gast–Van Houdt 2018, docs/model.md §3).",
+    )
 
 
 def collect_figures(rows: list[dict]) -> list[Figure]:
@@ -380,7 +435,9 @@ def collect_figures(rows: list[dict]) -> list[Figure]:
     Examples
     --------
     >>> import tempfile, pathlib; from supermarket.sweep import parse_sweep, run_sweep
-    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"; _ = run_sweep(parse_sweep('[[run]]\\nmeasurement = "meanfield"\\nn = 50\\nd = 2\\nload = 0.9\\n'), out, workers=1)
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"
+    >>> toml = '[[run]]\\nmeasurement = "meanfield"\\nn = 50\\nd = 2\\nload = 0.9\\n'
+    >>> _ = run_sweep(parse_sweep(toml), out, workers=1)
     >>> from supermarket.sweep import read_results, table_rows
     >>> [f.name for f in collect_figures(table_rows(read_results(out)))]
     ['meanfield']
@@ -390,8 +447,12 @@ def collect_figures(rows: list[dict]) -> list[Figure]:
     by_meas: dict[str, list[dict]] = {}
     for r in rows:
         by_meas.setdefault(r["measurement"], []).append(r)
-    makers = {"simulate": (_profile_figure, _max_queue_figure), "mixing": (_mixing_figure,),
-              "fluctuations": (_fluct_figure,), "meanfield": (_meanfield_figure,)}
+    makers = {
+        "simulate": (_profile_figure, _max_queue_figure),
+        "mixing": (_mixing_figure,),
+        "fluctuations": (_fluct_figure,),
+        "meanfield": (_meanfield_figure,),
+    }
     for meas, fns in makers.items():
         if meas not in by_meas:
             continue

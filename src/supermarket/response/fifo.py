@@ -7,9 +7,12 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from .._results import Result, frame
 from ..model import Params, as_seed_sequence, check_int, check_positive_float, seed_to_uint64
 from .laws import ResponseTimes, _qkey, from_tails
 from .mixture import DEFAULT_QUANTILES, _check_quantiles
@@ -19,7 +22,7 @@ __all__ = ["FifoSample", "simulate_fifo"]
 
 
 @dataclass(frozen=True)
-class FifoSample:
+class FifoSample(Result):
     """Customers followed one by one by the FIFO engine (``engines/fifo.py``, docs/model.md §10).
 
     ``sojourn``, ``waiting``, ``joined`` (length of the queue joined): one entry per customer
@@ -49,7 +52,7 @@ class FifoSample:
     def _batched(self, x):
         return np.array_split(x, self.batches)
 
-    def empirical(self, quantiles=DEFAULT_QUANTILES) -> dict:
+    def empirical(self, quantiles: Any = DEFAULT_QUANTILES) -> dict:
         """Empirical means and quantiles of the recorded times, with batch-means standard
         errors: ``{"sojourn": {"mean", "mean_stderr", "quantiles": {q: (value, stderr)}}, "waiting": …}``."""
         qs = _check_quantiles(quantiles)
@@ -57,61 +60,91 @@ class FifoSample:
         for kind, x in (("sojourn", self.sojourn), ("waiting", self.waiting)):
             parts = self._batched(x)
             bm = np.array([p.mean() for p in parts])
-            entry = {"mean": float(x.mean()), "mean_stderr": float(bm.std(ddof=1) / math.sqrt(len(parts))),
-                     "quantiles": {}}
+            entry: dict[str, Any] = {
+                "mean": float(x.mean()),
+                "mean_stderr": float(bm.std(ddof=1) / math.sqrt(len(parts))),
+                "quantiles": {},
+            }
             for q in qs:
                 bq = np.array([np.quantile(p, q) for p in parts])
                 entry["quantiles"][q] = (float(np.quantile(x, q)), float(bq.std(ddof=1) / math.sqrt(len(parts))))
             out[kind] = entry
         return out
 
-    def empirical_cdf(self, t, kind="sojourn") -> np.ndarray:
+    def empirical_cdf(self, t: ArrayLike, kind: str = "sojourn") -> np.ndarray:
         """Fraction of recorded customers with sojourn (or waiting) time ``<= t``."""
         x = np.sort(self.sojourn if kind == "sojourn" else self.waiting)
         return np.searchsorted(x, np.asarray(t, dtype=float), side="right") / x.size
 
-    def predicted(self, quantiles=DEFAULT_QUANTILES) -> ResponseTimes:
+    def predicted(self, quantiles: Any = DEFAULT_QUANTILES) -> ResponseTimes:
         """The Erlang mixture from this run's own time-averaged ``P_i`` (with batch-means
         covariance, delta method)."""
         B = self.tails_batches
         cov = np.cov(B, rowvar=False, ddof=1).reshape(B.shape[1], B.shape[1]) / B.shape[0]
-        return from_tails(np.minimum.accumulate(np.clip(self.tails, 0, 1)), cov=cov, quantiles=quantiles,
-                          source="FIFO simulation, its own time-averaged P_i", params=self.params)
+        return from_tails(
+            np.minimum.accumulate(np.clip(self.tails, 0, 1)),
+            cov=cov,
+            quantiles=quantiles,
+            source="FIFO simulation, its own time-averaged P_i",
+            params=self.params,
+        )
 
     def to_dict(self) -> dict:
         emp = self.empirical()
 
         def law(e):
-            return {"mean": e["mean"], "quantiles": {_qkey(q): v[0] for q, v in e["quantiles"].items()},
-                    "stderr": {"mean": e["mean_stderr"],
-                               "quantiles": {_qkey(q): v[1] for q, v in e["quantiles"].items()},
-                               "kind": "batch means"}}
-        return {"params": dict(self.params), "customers": int(self.sojourn.size),
-                "measured_time": self.measured_time, "batches": self.batches,
-                "sojourn": law(emp["sojourn"]), "waiting": law(emp["waiting"]),
-                "tails": self.tails.tolist(), "u_mean": self.u_mean.tolist()}
+            return {
+                "mean": e["mean"],
+                "quantiles": {_qkey(q): v[0] for q, v in e["quantiles"].items()},
+                "stderr": {
+                    "mean": e["mean_stderr"],
+                    "quantiles": {_qkey(q): v[1] for q, v in e["quantiles"].items()},
+                    "kind": "batch means",
+                },
+            }
 
-    def to_frame(self):
+        return {
+            "params": dict(self.params),
+            "customers": int(self.sojourn.size),
+            "measured_time": self.measured_time,
+            "batches": self.batches,
+            "sojourn": law(emp["sojourn"]),
+            "waiting": law(emp["waiting"]),
+            "tails": self.tails.tolist(),
+            "u_mean": self.u_mean.tolist(),
+        }
+
+    def to_frame(self) -> Any:
         """Tidy table of the empirical statistics (kind, statistic, value, stderr)."""
-        import pandas as pd
         rows = []
         for kind, e in self.empirical().items():
             rows.append({"kind": kind, "statistic": "mean", "value": e["mean"], "stderr": e["mean_stderr"]})
             for q, (v, s) in e["quantiles"].items():
                 rows.append({"kind": kind, "statistic": f"p{100 * q:g}", "value": v, "stderr": s})
-        return pd.DataFrame(rows)
+        return frame(rows)
 
     def summary(self) -> str:
-        lines = [f"FIFO simulation: {self.sojourn.size} customers over {self.measured_time:.6g} time units "
-                 f"({self.batches} batches)"]
+        lines = [
+            f"FIFO simulation: {self.sojourn.size} customers over {self.measured_time:.6g} time units "
+            f"({self.batches} batches)"
+        ]
         for kind, e in self.empirical().items():
             qs = ", ".join(f"p{100 * q:g} {v:.6g} ± {s:.2g}" for q, (v, s) in e["quantiles"].items())
             lines.append(f"  {kind:8s} mean {e['mean']:.6g} ± {e['mean_stderr']:.2g}, {qs}")
         return "\n".join(lines)
 
 
-def simulate_fifo(n, d, lam, *, customers=200_000, burn_in=None, seed=None, replace=True,
-                  batches: int = 32) -> FifoSample:
+def simulate_fifo(
+    n: int,
+    d: int,
+    lam: float | str,
+    *,
+    customers: int = 200_000,
+    burn_in: int | None = None,
+    seed: Any = None,
+    replace: bool = True,
+    batches: int = 32,
+) -> FifoSample:
     """Follow every customer of the ``(n, d, λ)`` system with FIFO queues (docs/model.md §10).
 
     An independent check of the response-time laws: customers carry their own exponential(1)
@@ -155,8 +188,11 @@ def simulate_fifo(n, d, lam, *, customers=200_000, burn_in=None, seed=None, repl
     if burn_in is None:
         burn = 20.0 / (1.0 - math.sqrt(p.lam)) ** 2
     else:
-        burn = 0.0 if (isinstance(burn_in, numbers.Real) and not isinstance(burn_in, bool) and burn_in == 0) \
+        burn = (
+            0.0
+            if (isinstance(burn_in, numbers.Real) and not isinstance(burn_in, bool) and burn_in == 0)
             else check_positive_float("burn_in", burn_in)
+        )
     ss = as_seed_sequence(seed)
     n, d = p.n, p.d
     cap = 64
@@ -193,14 +229,30 @@ def simulate_fifo(n, d, lam, *, customers=200_000, burn_in=None, seed=None, repl
         sf[_f.S_MEASURED] = 0.0
         si[0] = 0
         while True:
-            st = _f.fifo_kernel(ring, head, qlen, c, area_P, area_c, tab, s, perm, pint, sf, si,
-                                soj[lo:hi], wai[lo:hi], jl[lo:hi], 50_000_000)
+            st = _f.fifo_kernel(
+                ring,
+                head,
+                qlen,
+                c,
+                area_P,
+                area_c,
+                tab,
+                s,
+                perm,
+                pint,
+                sf,
+                si,
+                soj[lo:hi],
+                wai[lo:hi],
+                jl[lo:hi],
+                50_000_000,
+            )
             if st == _f.GROW:
                 new = 2 * cap
                 r2 = np.zeros((n, new))
                 for q in range(n):
                     idx = (head[q] + np.arange(qlen[q])) % cap
-                    r2[q, :qlen[q]] = ring[q, idx]
+                    r2[q, : qlen[q]] = ring[q, idx]
                 ring, cap = r2, new
                 head[:] = 0
                 c = np.concatenate([c, np.zeros(new - c.size + 2, np.int64)])
@@ -219,5 +271,14 @@ def simulate_fifo(n, d, lam, *, customers=200_000, burn_in=None, seed=None, repl
     UB = np.array([_pad(ub, L) for ub in u_b])
     w = np.array(T_b) / sum(T_b)
     params = {"n": n, "d": d, "load": p.lam, "replace": p.replace, "customers": customers, "burn_in": burn}
-    return FifoSample(params=params, sojourn=soj, waiting=wai, joined=jl, tails=w @ TB, tails_batches=TB,
-                      u_mean=w @ UB, measured_time=float(sum(T_b)), batches=batches)
+    return FifoSample(
+        params=params,
+        sojourn=soj,
+        waiting=wai,
+        joined=jl,
+        tails=w @ TB,
+        tails_batches=TB,
+        u_mean=w @ UB,
+        measured_time=float(sum(T_b)),
+        batches=batches,
+    )

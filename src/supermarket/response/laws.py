@@ -7,18 +7,29 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from .._results import Result, frame, pyplot
 from ..model import check_vector
-from .mixture import (_ATOL, DEFAULT_QUANTILES, _check_quantiles, _check_tails, _poisson_pmf, _quantile,
-                      sojourn_survival, waiting_survival)
+from .mixture import (
+    _ATOL,
+    DEFAULT_QUANTILES,
+    _check_quantiles,
+    _check_tails,
+    _poisson_pmf,
+    _quantile,
+    sojourn_survival,
+    waiting_survival,
+)
 
 __all__ = ["TimeLaw", "ResponseTimes", "from_tails", "from_join_probabilities"]
 
 
 @dataclass(frozen=True)
-class TimeLaw:
+class TimeLaw(Result):
     """One response-time law (sojourn or waiting): mean, quantiles and their standard errors.
 
     ``quantiles`` maps the level ``q`` to the time ``t_q``; ``stderr`` is ``None`` (an exact or
@@ -46,11 +57,17 @@ class TimeLaw:
     def to_dict(self) -> dict:
         se = None
         if self.stderr is not None:
-            se = {"mean": self.stderr["mean"],
-                  "quantiles": {_qkey(q): v for q, v in self.stderr["quantiles"].items()},
-                  "kind": self.stderr_kind}
-        return {"mean": self.mean, "quantiles": {_qkey(q): v for q, v in self.quantiles.items()},
-                "stderr": se, "atom_at_zero": self.atom_at_zero}
+            se = {
+                "mean": self.stderr["mean"],
+                "quantiles": {_qkey(q): v for q, v in self.stderr["quantiles"].items()},
+                "kind": self.stderr_kind,
+            }
+        return {
+            "mean": self.mean,
+            "quantiles": {_qkey(q): v for q, v in self.quantiles.items()},
+            "stderr": se,
+            "atom_at_zero": self.atom_at_zero,
+        }
 
 
 def _qkey(q: float) -> str:
@@ -58,7 +75,7 @@ def _qkey(q: float) -> str:
 
 
 @dataclass(frozen=True)
-class ResponseTimes:
+class ResponseTimes(Result):
     """Equilibrium sojourn and waiting time laws (Erlang mixtures, docs/model.md §10).
 
     ``tails``: ``T_i = P(J >= i)``, ``i = 1..L`` (``J``: length of the queue a customer joins);
@@ -89,17 +106,16 @@ class ResponseTimes:
         return T[:-1] - T[1:]
 
     # ----------------------------------------------------------------- laws on a grid
-    def sojourn_cdf(self, t) -> np.ndarray:
+    def sojourn_cdf(self, t: ArrayLike) -> np.ndarray:
         """``P(S <= t)`` on the times ``t``."""
         return 1.0 - sojourn_survival(self.tails, t)
 
-    def waiting_cdf(self, t) -> np.ndarray:
+    def waiting_cdf(self, t: ArrayLike) -> np.ndarray:
         """``P(W <= t)`` on the times ``t`` (includes the atom ``P(W = 0)`` at ``t = 0``)."""
         return 1.0 - waiting_survival(self.tails, t)
 
-    def cdf_frame(self, grid=None):
+    def cdf_frame(self, grid: ArrayLike | None = None) -> Any:
         """The two CDFs on a time grid (default: 0 to the sojourn p99.9, 200 points), tidy."""
-        import pandas as pd
         if grid is None:
             top = max(self.sojourn.quantiles.values()) if self.sojourn.quantiles else 10.0
             grid = np.linspace(0.0, 1.1 * top, 200)
@@ -108,31 +124,52 @@ class ResponseTimes:
         for kind, f in (("sojourn", self.sojourn_cdf), ("waiting", self.waiting_cdf)):
             for t, c in zip(grid, f(grid)):
                 rows.append({"kind": kind, "t": float(t), "cdf": float(c), "survival": float(1.0 - c)})
-        return pd.DataFrame(rows)
+        return frame(rows)
 
     # ----------------------------------------------------------------- output
-    def to_dict(self, *, cdf_grid=None) -> dict:
-        out = {"source": self.source, "params": dict(self.params),
-               "sojourn": self.sojourn.to_dict(), "waiting": self.waiting.to_dict(),
-               "p_join": self.p_join.tolist(), "notes": list(self.notes)}
+    def to_dict(self, *, cdf_grid: ArrayLike | None = None) -> dict:
+        out = {
+            "source": self.source,
+            "params": dict(self.params),
+            "sojourn": self.sojourn.to_dict(),
+            "waiting": self.waiting.to_dict(),
+            "p_join": self.p_join.tolist(),
+            "notes": list(self.notes),
+        }
         if cdf_grid is not None:
             g = np.asarray(cdf_grid, dtype=float)
-            out["cdf"] = {"t": g.tolist(), "sojourn": self.sojourn_cdf(g).tolist(),
-                          "waiting": self.waiting_cdf(g).tolist()}
+            out["cdf"] = {
+                "t": g.tolist(),
+                "sojourn": self.sojourn_cdf(g).tolist(),
+                "waiting": self.waiting_cdf(g).tolist(),
+            }
         return out
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """Tidy table: one row per (kind, statistic) with value and standard error."""
-        import pandas as pd
         rows = []
         for law in (self.sojourn, self.waiting):
             se = law.stderr
-            rows.append({"kind": law.kind, "statistic": "mean", "value": law.mean,
-                         "stderr": None if se is None else se["mean"], "source": self.source})
+            rows.append(
+                {
+                    "kind": law.kind,
+                    "statistic": "mean",
+                    "value": law.mean,
+                    "stderr": None if se is None else se["mean"],
+                    "source": self.source,
+                }
+            )
             for q, v in law.quantiles.items():
-                rows.append({"kind": law.kind, "statistic": f"p{100 * q:g}", "value": v,
-                             "stderr": None if se is None else se["quantiles"][q], "source": self.source})
-        return pd.DataFrame(rows)
+                rows.append(
+                    {
+                        "kind": law.kind,
+                        "statistic": f"p{100 * q:g}",
+                        "value": v,
+                        "stderr": None if se is None else se["quantiles"][q],
+                        "source": self.source,
+                    }
+                )
+        return frame(rows)
 
     def summary(self) -> str:
         """The text the CLI prints: means and quantiles (± s.e. where there is one)."""
@@ -145,26 +182,29 @@ class ResponseTimes:
                 if s is not None and math.isnan(s):
                     unknown.append(v)
                 return f"{v:.6g}" if s is None or math.isnan(s) else f"{v:.6g} ± {s:.2g}"
+
             parts = [f"mean {fmt(law.mean, None if se is None else se['mean'])}"]
             for q, v in law.quantiles.items():
                 parts.append(f"p{100 * q:g} {fmt(v, None if se is None else se['quantiles'][q])}")
             extra = f"  (P(W = 0) = {law.atom_at_zero:.6g})" if law.kind == "waiting" else ""
             lines.append(f"  {law.kind:8s} " + ", ".join(parts) + extra)
         if self.sojourn.stderr is not None:
-            lines.append(f"  (± one standard error, {self.sojourn.stderr_kind}"
-                         + ("; values without ± : the run is too short to know their error, docs/model.md §9)"
-                            if unknown else ")"))
+            lines.append(
+                f"  (± one standard error, {self.sojourn.stderr_kind}"
+                + (
+                    "; values without ± : the run is too short to know their error, docs/model.md §9)"
+                    if unknown
+                    else ")"
+                )
+            )
         for note in self.notes:
             lines.append(f"  note: {note}")
         return "\n".join(lines)
 
-    def plot(self, path=None, *, grid=None):
+    def plot(self, path: Any = None, *, grid: ArrayLike | None = None) -> Any:
         """Survival functions ``P(S > t)`` and ``P(W > t)`` on a log scale (the tail), with the
         quantiles marked.  Returns the figure; saves it when ``path`` is given."""
-        import matplotlib
-        if path is not None:
-            matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
+        plt = pyplot(path is not None, force=False)
         if grid is None:
             top = max(self.sojourn.quantiles.values())
             grid = np.linspace(0.0, 1.2 * top, 300)
@@ -208,7 +248,7 @@ def _law(kind, T, quantiles, cov=None, se=None, stderr_of=None):
         qv[q] = t
         if f > 0:
             g = _poisson_pmf(t, shift.size) / f
-            grads[q] = g[offset:offset + T.size]
+            grads[q] = g[offset : offset + T.size]
         else:
             grads[q] = None
     stderr = None
@@ -230,13 +270,25 @@ def _law(kind, T, quantiles, cov=None, se=None, stderr_of=None):
 
             def sd(g):
                 return float(np.abs(g) @ se)
-        stderr = {"mean": sd(ones),
-                  "quantiles": {q: (sd(grads[q]) if grads[q] is not None else 0.0) for q in quantiles}}
+
+        stderr = {
+            "mean": sd(ones),
+            "quantiles": {q: (sd(grads[q]) if grads[q] is not None else 0.0) for q in quantiles},
+        }
     return TimeLaw(kind=kind, mean=mean, quantiles=qv, stderr=stderr, stderr_kind=kind_se, atom_at_zero=atom)
 
 
-def from_tails(tails, *, cov=None, stderr=None, quantiles=DEFAULT_QUANTILES, source="given",
-               params=None, notes=(), stderr_of=None) -> ResponseTimes:
+def from_tails(
+    tails: ArrayLike,
+    *,
+    cov: ArrayLike | None = None,
+    stderr: ArrayLike | None = None,
+    quantiles: Any = DEFAULT_QUANTILES,
+    source: str = "given",
+    params: dict | None = None,
+    notes: tuple = (),
+    stderr_of: Any = None,
+) -> ResponseTimes:
     """Response times from the tails ``T_i = P(J >= i)``, ``i = 1..L`` (docs/model.md §10).
 
     Parameters
@@ -290,12 +342,25 @@ def from_tails(tails, *, cov=None, stderr=None, quantiles=DEFAULT_QUANTILES, sou
         stderr = np.nan_to_num(stderr, nan=0.0)
     soj = _law("sojourn", T, qs, cov, stderr, stderr_of)
     wai = _law("waiting", T, qs, cov, stderr, stderr_of)
-    return ResponseTimes(source=str(source), tails=T, sojourn=soj, waiting=wai, params=dict(params or {}),
-                         tails_cov=cov, notes=tuple(notes))
+    return ResponseTimes(
+        source=str(source),
+        tails=T,
+        sojourn=soj,
+        waiting=wai,
+        params=dict(params or {}),
+        tails_cov=cov,
+        notes=tuple(notes),
+    )
 
 
-def from_join_probabilities(p_join, *, quantiles=DEFAULT_QUANTILES, source="given", params=None,
-                            cov=None) -> ResponseTimes:
+def from_join_probabilities(
+    p_join: ArrayLike,
+    *,
+    quantiles: Any = DEFAULT_QUANTILES,
+    source: str = "given",
+    params: dict | None = None,
+    cov: ArrayLike | None = None,
+) -> ResponseTimes:
     """Response times from ``P(J = j)``, ``j = 0, 1, …``: the law of the queue length a customer
     joins (docs/model.md §10).
 

@@ -1,10 +1,6 @@
 """The Erlang mixture behind every response-time law (docs/model.md §10): checks of the
-inputs (quantile levels, tails ``T_i = P(J >= i)``) and the closed forms
-
-- sojourn ``P(S > t) = Σ_{i>=0} T_i e^{−t} t^i / i!`` (``T_0 = 1``);
-- waiting ``P(W > t) = Σ_{i>=0} T_{i+1} e^{−t} t^i / i!``;
-
-with the quantile of such a sum (root finding) and its density (for the delta method).
+inputs (quantile levels, tails ``T_i = P(J >= i)``), the sojourn and waiting survival
+functions, the quantile of such a sum (root finding) and its density (delta method).
 """
 
 from __future__ import annotations
@@ -13,6 +9,7 @@ import math
 import numbers
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.optimize import brentq
 from scipy.special import gammaln
 
@@ -24,7 +21,7 @@ _ATOL = 1e-9  # tolerance on probabilities given as input (sums, ranges)
 
 
 # =========================================================================== validation
-def check_quantile(q, name: str = "quantile") -> float:
+def check_quantile(q: object, name: str = "quantile") -> float:
     """A quantile level ``q`` in (0, 1) as a float; ``TypeError``/``ValueError`` otherwise.
 
     Parameters
@@ -91,8 +88,10 @@ def _check_tails(T, name="tails") -> np.ndarray:
     up = np.diff(arr) > 1e-7
     if up.any():
         i = int(np.argmax(up)) + 1
-        raise ValueError(f"{name} must be non-increasing (P(J >= i) falls with i); entry {i} ({arr[i]!r}) "
-                         f"exceeds entry {i - 1} ({arr[i - 1]!r})")
+        raise ValueError(
+            f"{name} must be non-increasing (P(J >= i) falls with i); entry {i} ({arr[i]!r}) "
+            f"exceeds entry {i - 1} ({arr[i - 1]!r})"
+        )
     return np.minimum.accumulate(arr)
 
 
@@ -108,7 +107,7 @@ def _poisson_pmf(t: float, m: int) -> np.ndarray:
     return np.exp(i * math.log(t) - t - gammaln(i + 1.0))
 
 
-def sojourn_survival(tails, t) -> np.ndarray:
+def sojourn_survival(tails: ArrayLike, t: ArrayLike) -> np.ndarray:
     """``P(S > t)`` for the tails ``T_i = P(J >= i)``, ``i = 1, 2, …`` (docs/model.md §10).
 
     Parameters
@@ -135,7 +134,7 @@ def sojourn_survival(tails, t) -> np.ndarray:
     return np.array([float(_poisson_pmf(x, T.size) @ T) for x in ts])
 
 
-def waiting_survival(tails, t) -> np.ndarray:
+def waiting_survival(tails: ArrayLike, t: ArrayLike) -> np.ndarray:
     """``P(W > t)`` for the tails ``T_i = P(J >= i)`` (docs/model.md §10); ``P(W > 0) = T_1``.
 
     Parameters

@@ -6,6 +6,8 @@ exact law of a small system in :func:`supermarket.stationary.solve`; all three u
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .laws import ResponseTimes, from_tails
@@ -17,11 +19,11 @@ __all__ = ["from_simulation"]
 def _pad(a, L):
     out = np.zeros(L)
     a = np.asarray(a, dtype=float)
-    out[:min(a.size, L)] = a[:L]
+    out[: min(a.size, L)] = a[:L]
     return out
 
 
-def from_simulation(result, *, quantiles=DEFAULT_QUANTILES) -> ResponseTimes:
+def from_simulation(result: Any, *, quantiles: Any = DEFAULT_QUANTILES) -> ResponseTimes:
     """Response times of a simulated system from its time-averaged ``P_i`` (docs/model.md §10).
 
     The law is exact given the measured ``E[P_i]`` (PASTA and FIFO); the only error is the
@@ -89,4 +91,3 @@ def from_simulation(result, *, quantiles=DEFAULT_QUANTILES) -> ResponseTimes:
     p = result.params
     params = {"n": p.n, "d": p.d, "load": p.lam, "replace": p.replace, "engine": getattr(result, "engine", None)}
     return from_tails(T, cov=cov, stderr=se, quantiles=quantiles, source=f"simulation ({how})", params=params)
-

@@ -7,17 +7,23 @@ from __future__ import annotations
 
 import math
 import time as _time
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from .. import policies as _pol
 from ..engines.buckets import buckets_kernel, lengths_by_queue
 from ..engines.layout import STATUS_GROW, STATUS_RECFULL, Measures, Records, Setup, Tables, new_clock
 from ..engines.measure import flush, reset_measures
 from ..engines.profile import profile_kernel
 from ..engines.queues import bitset_words, queues_kernel
-from ..engines.tables import FULL_TABLE_MAX_N, LW, WIN, p_table
 from ..engines.rng import new_state
+from ..engines.tables import FULL_TABLE_MAX_N, LW, WIN, p_table
 from ..model import Params, seed_to_uint64
+
+if TYPE_CHECKING:
+    from .run import RunPlan
 
 __all__ = ["Chain", "CHUNK_EVENTS"]
 
@@ -27,23 +33,20 @@ CHUNK_EVENTS = 10_000_000  # events per kernel call: a long run is a loop of chu
 class Chain:
     """The arrays of one replication and the kernel that advances it (low-level driver).
 
-    :func:`simulate` builds one per replication; use it directly for a loop of your own
-    around a kernel: :meth:`advance` (to a time or by a number of events),
-    :meth:`start_measuring`, :meth:`measures` (flushes and returns the time integrals since
-    the last :meth:`start_measuring`).  ``now`` is steps in discrete time, continuous time
-    otherwise.  Nothing here is validated beyond what ``Params`` checks.
+    :func:`simulate` builds one per replication; use it for a loop of your own around a
+    kernel.  ``now`` is steps in discrete time, continuous time otherwise.  Nothing here is
+    validated beyond what ``Params`` checks.
 
     Parameters
     ----------
     params : supermarket.model.Params
         n, d, λ, with or without replacement.
     engine : {"profile", "queues", "buckets"}
-        The kernel (all exact in law; see the module docstring).
+        The kernel (all exact in law).
     counts : array of int
-        Start state as counts ``c_1, c_2, …`` (``c_i``: queues with at least ``i``
-        customers, non-increasing).
+        Start state as counts ``c_1, c_2, …`` (queues with at least ``i`` customers).
     seed_u64 : int
-        Seed of the xoshiro stream (``supermarket.model.seed_to_uint64`` of a SeedSequence).
+        Seed of the xoshiro stream (``supermarket.model.seed_to_uint64``).
     continuous : bool, default False
         Exact exponential event times instead of the jump chain.
     k : int, default 0
@@ -53,6 +56,9 @@ class Chain:
         Per-queue engines: the start as queue lengths (else built from ``counts``).
     record_every, record_levels : float, int
         Trajectory records (with :meth:`start_recording`); ``record_levels`` levels each.
+    policy : {"jsq-d", "random", "jsq", "jiq"}, default "jsq-d"
+        The dispatch rule (:mod:`supermarket.policies`, docs/model.md §2); the ``queues``
+        engine runs ``jsq-d`` only (``ValueError`` otherwise).
 
     Examples
     --------
@@ -73,44 +79,84 @@ class Chain:
     (5.0, 100, True)
     """
 
-    def __init__(self, params: Params, engine: str, counts, seed_u64: int, *, continuous=False, k=0,
-                 lo=None, hi=None, lengths=None, record_every=0.0, record_levels=0, _force_window=False):
+    def __init__(
+        self,
+        params: Params,
+        engine: str,
+        counts: ArrayLike,
+        seed_u64: int,
+        *,
+        continuous: bool = False,
+        k: int = 0,
+        lo: ArrayLike | None = None,
+        hi: ArrayLike | None = None,
+        lengths: ArrayLike | None = None,
+        record_every: float = 0.0,
+        record_levels: int = 0,
+        policy: str = "jsq-d",
+        _force_window: bool = False,
+    ) -> None:
         self.params = params
         self.engine = engine
+        self.policy = _pol.check_policy(policy)
+        code = _pol.policy_code(self.policy)
+        if engine == "queues" and code != _pol.policy_code(_pol.DEFAULT_POLICY):
+            raise ValueError(f"engine 'queues' runs policy 'jsq-d' only (it samples the d queues); got "
+                             f"policy={policy!r}: use engine 'profile' or 'buckets'")
         n, d = params.n, params.d
         counts = np.asarray(counts, dtype=np.int64)
         L = 32
-        while L < len(counts) + 4 or L < record_levels + 2 or L < k + 3:
+        while len(counts) + 4 > L or record_levels + 2 > L or k + 3 > L:
             L *= 2
         self.c = np.zeros(L, np.int64)
         self.c[: len(counts)] = counts
-        self.meas = Measures(stamp=np.zeros(L), area_c=np.zeros(L), area_P=np.zeros(L), maxtime=np.zeros(L + 1),
-                             good_lo=np.asarray(lo if lo is not None else np.zeros(0), dtype=float),
-                             good_hi=np.asarray(hi if hi is not None else np.zeros(0), dtype=float),
-                             good_bad=np.zeros(k + 1, np.int64))
+        self.meas = Measures(
+            stamp=np.zeros(L),
+            area_c=np.zeros(L),
+            area_P=np.zeros(L),
+            maxtime=np.zeros(L + 1),
+            good_lo=np.asarray(lo if lo is not None else np.zeros(0), dtype=float),
+            good_hi=np.asarray(hi if hi is not None else np.zeros(0), dtype=float),
+            good_bad=np.zeros(k + 1, np.int64),
+        )
         # ``_force_window`` (tests): the windowed P tables of large n at any n, to compare
         # them with the full table bit for bit
         full = n + 1 <= FULL_TABLE_MAX_N and not _force_window
-        self.tables = Tables(tab=p_table(n, d, params.replace) if full else np.zeros(1),
-                             win=np.zeros((LW, WIN)), winbase=np.full(LW, -10 * WIN, np.int64))
+        self.tables = Tables(
+            tab=p_table(n, d, params.replace, code) if full else np.zeros(1),
+            win=np.zeros((LW, WIN)),
+            winbase=np.full(LW, -10 * WIN, np.int64),
+        )
         self.s = new_state(seed_u64)
         lam = params.lam
-        self.setup = Setup(n=int(n), d=int(d), replace=bool(params.replace), k=int(k), continuous=bool(continuous),
-                           full_table=bool(full), rec_levels=int(record_levels), p_arrival=lam / (1.0 + lam),
-                           rate=n * (1.0 + lam))
+        self.setup = Setup(
+            n=int(n),
+            d=int(d),
+            replace=bool(params.replace),
+            k=int(k),
+            continuous=bool(continuous),
+            full_table=bool(full),
+            rec_levels=int(record_levels),
+            p_arrival=lam / (1.0 + lam),
+            rate=n * (1.0 + lam),
+            policy=code,
+        )
         self.clock = new_clock()
         self.continuous = bool(continuous)
         self.clock[0]["t_next"] = self._first_event_time()
         self.record_every = float(record_every)
         self.record_levels = int(record_levels)
         cap = 0
-        self.recs = Records(t=np.zeros(cap), c=np.zeros((cap, max(record_levels, 1)), np.int64),
-                            max=np.zeros(cap, np.int64), total=np.zeros(cap, np.int64))
+        self.recs = Records(
+            t=np.zeros(cap),
+            c=np.zeros((cap, max(record_levels, 1)), np.int64),
+            max=np.zeros(cap, np.int64),
+            total=np.zeros(cap, np.int64),
+        )
         self.events = 0
-        if engine == "profile":
-            self._extra = ()
-            self._kernel = profile_kernel
-        elif engine == "queues":
+        self._extra: tuple = ()
+        self._kernel: Any = profile_kernel
+        if engine == "queues":
             if lengths is not None:
                 self.x = np.ascontiguousarray(lengths, dtype=np.int32)
             else:  # built in place: no int64 temporary (8 more bytes per server at the peak)
@@ -129,7 +175,7 @@ class Chain:
                 self.perm = np.arange(n, dtype=np.int32)
             self._extra = (self.perm,)
             self._kernel = buckets_kernel
-        else:  # pragma: no cover - validated by simulate()
+        elif engine != "profile":  # pragma: no cover - validated by simulate()
             raise ValueError(f"unknown engine {engine!r}")
         reset_measures(self.c, self.meas, self.setup, self.clock)
 
@@ -137,6 +183,7 @@ class Chain:
         if not self.continuous:
             return 1.0
         from ..engines.rng import next_double  # numba function, callable from Python
+
         v = 1.0 - next_double(self.s)
         return -math.log(v) / self.setup.rate
 
@@ -148,21 +195,25 @@ class Chain:
         L = self.c.shape[0]
         m = self.meas
         self.c = np.concatenate([self.c, np.zeros(L, np.int64)])
-        self.meas = m._replace(stamp=np.concatenate([m.stamp, np.full(L, self.now)]),
-                               area_c=np.concatenate([m.area_c, np.zeros(L)]),
-                               area_P=np.concatenate([m.area_P, np.zeros(L)]),
-                               maxtime=np.concatenate([m.maxtime, np.zeros(L)]))
+        self.meas = m._replace(
+            stamp=np.concatenate([m.stamp, np.full(L, self.now)]),
+            area_c=np.concatenate([m.area_c, np.zeros(L)]),
+            area_P=np.concatenate([m.area_P, np.zeros(L)]),
+            maxtime=np.concatenate([m.maxtime, np.zeros(L)]),
+        )
 
     def _grow_records(self, extra: int):
         cap = self.recs.t.shape[0]
         new = max(2 * cap, cap + extra, 1024)
+
         def grow(a):
             b = np.zeros((new,) + a.shape[1:], a.dtype)
             b[: a.shape[0]] = a
             return b
+
         self.recs = Records(*(grow(a) for a in self.recs))
 
-    def advance(self, t_stop=math.inf, max_events=CHUNK_EVENTS) -> int:
+    def advance(self, t_stop: float = math.inf, max_events: int = CHUNK_EVENTS) -> int:
         """Run until time ``t_stop`` or ``max_events`` events, whichever comes first.
 
         Parameters
@@ -175,12 +226,22 @@ class Chain:
         Returns
         -------
         int
-            The number of events run.  Level growth and record buffers are handled here.
+            The number of events run.
         """
         done = 0
         while True:
-            ev, status = self._kernel(*self._extra, self.c, self.s, self.tables, self.meas, self.recs, self.setup,
-                                      self.clock, float(t_stop), int(max_events - done))
+            ev, status = self._kernel(
+                *self._extra,
+                self.c,
+                self.s,
+                self.tables,
+                self.meas,
+                self.recs,
+                self.setup,
+                self.clock,
+                float(t_stop),
+                int(max_events - done),
+            )
             done += ev
             if status == STATUS_GROW:
                 self._grow_levels()
@@ -191,14 +252,14 @@ class Chain:
         self.events += done
         return done
 
-    def start_recording(self, every: float):
+    def start_recording(self, every: float) -> None:
         """Record the state every ``every`` (steps or time units) from now on."""
         st = self.clock[0]
         st["rec_every"] = float(every)
         st["next_rec"] = self.now
         st["nrec"] = 0
 
-    def start_measuring(self):
+    def start_measuring(self) -> None:
         """Reset the time integrals: :meth:`measures` counts from now on."""
         reset_measures(self.c, self.meas, self.setup, self.clock)
 
@@ -213,15 +274,19 @@ class Chain:
         """
         flush(self.c, self.tables, self.meas, self.setup, self.clock)
         m = self.meas
-        return {"area_c": m.area_c.copy(), "area_P": m.area_P.copy(), "maxtime": m.maxtime.copy(),
-                "good_time": float(self.clock[0]["good_time"])}
+        return {
+            "area_c": m.area_c.copy(),
+            "area_P": m.area_P.copy(),
+            "maxtime": m.maxtime.copy(),
+            "good_time": float(self.clock[0]["good_time"]),
+        }
 
     def counts(self) -> np.ndarray:
         """The current counts ``c_1, c_2, …`` (a copy), up to the highest occupied level."""
         top = int(self.clock[0]["top"])
         return self.c[:top].copy()
 
-    def records(self):
+    def records(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The records so far: ``(t, counts of the recorded levels, max, total)``."""
         m = int(self.clock[0]["nrec"])
         r = self.recs
@@ -237,41 +302,47 @@ class Chain:
         return None
 
 
-
 class _Rep:
-    """One replication: a :class:`Chain` and the time integrals of each of its batches.
-
-    The measured stretch is cut into batches of equal length ``h`` (time, or events in
-    continuous mode with ``steps``); batch ``b`` ends at ``num·(b+1)/den`` after the start of
-    the measurement, so that extending a run (``precision``) merges batches in groups of
-    ``f`` and goes on with batches ``f`` times longer: the batches always stay equal.
+    """One replication: a :class:`Chain` and the time integrals of each of its equal batches
+    (batch ``b`` ends at ``num·(b+1)/den`` after the start of the measurement, in time or events).
     """
 
-    def __init__(self, spec, ss, r):
-        self.spec = spec
+    def __init__(self, plan: RunPlan, ss: np.random.SeedSequence, r: int):
+        self.plan = plan
         self.r = r
         self.ss = ss
-        self.ch = None
-        self.final = None
-        kind, H = spec["horizon"]
-        self.kind = kind
+        self.ch: Chain | None = None
+        self.final: dict | None = None
+        self.kind = kind = plan.horizon_kind
+        H = plan.horizon
         self.num = H if kind == "time" else int(H)  # batch length = num/den
-        self.den = spec["batches"]
-        self.target_batches = spec["batches"]
-        self.rows = {"c": [], "P": [], "max": [], "good": [], "T": [], "complete": []}
+        self.den = plan.batches
+        self.target_batches = plan.batches
+        self.rows: dict[str, list] = {"c": [], "P": [], "max": [], "good": [], "T": [], "complete": []}
         self.burn_events = 0
         self.t_meas0 = 0.0
         self.ev_meas0 = 0
         self.partial = False
         self.wall = 0.0
-        self.total_work = spec["burn"] + H
+        self.total_work = plan.burn + H
 
     # ------------------------------------------------------------------ running
     def _chain(self):
-        spec = self.spec
-        ch = Chain(spec["params"], spec["engine"], spec["counts0"], seed_to_uint64(self.ss),
-                   continuous=spec["continuous"], k=spec["k"], lo=spec["lo"], hi=spec["hi"], lengths=spec["lengths"],
-                   record_levels=spec["record_levels"], _force_window=spec["force_window"])
+        p = self.plan
+        ch = Chain(
+            p.params,
+            p.engine,
+            p.counts0,
+            seed_to_uint64(self.ss),
+            continuous=p.continuous,
+            k=p.k,
+            lo=p.lo,
+            hi=p.hi,
+            lengths=p.lengths,
+            record_levels=p.record_levels,
+            policy=p.policy,
+            _force_window=p.force_window,
+        )
         # compile (or load from numba's cache) every kernel of the run before the clock starts
         ch.advance(max_events=0)
         ch.measures()
@@ -308,8 +379,11 @@ class _Rep:
         """``(final counts, final lengths or None, records or None)``."""
         if self.ch is not None:
             ch = self.ch
-            return (ch.counts(), ch.lengths() if self.r == 0 else None,
-                    ch.records() if self.spec["record_every"] > 0 else None)
+            return (
+                ch.counts(),
+                ch.lengths() if self.r == 0 else None,
+                ch.records() if self.plan.record_every > 0 else None,
+            )
         if self.final is not None:
             return self.final["counts"], self.final["lengths"], self.final["records"]
         return np.zeros(0, np.int64), None, None
@@ -319,32 +393,34 @@ class _Rep:
         self.ch = self._chain()  # compiles (or loads) every kernel: kept out of the timed work
         t = _time.perf_counter()
         ch = self.ch
-        burn = self.spec["burn"]
+        burn = self.plan.burn
         ok = True
         if burn > 0:
-            ok = (self._run_to(stop, done_frac, target_time=burn) if self.kind == "time"
-                  else self._run_to(stop, done_frac, target_events=int(burn)))
+            ok = (
+                self._run_to(stop, done_frac, target_time=burn)
+                if self.kind == "time"
+                else self._run_to(stop, done_frac, target_events=int(burn))
+            )
         self.burn_events = ch.events
         self.t_meas0 = ch.now
         self.ev_meas0 = ch.events
         ch.start_measuring()
-        if self.spec["record_every"] > 0:
-            ch.start_recording(self.spec["record_every"])
+        if self.plan.record_every > 0:
+            ch.start_recording(self.plan.record_every)
         if ok:
             self._batches(stop, done_frac)
         else:
             self.partial = True
         self.wall += _time.perf_counter() - t
         done_frac[self.r] = 1.0
-        if self.spec["precision"] is None:
+        if self.plan.precision is None:
             self.release()
 
     def release(self):
         """Keep what the result needs and drop the chain (per-queue engines hold 4 bytes per
         server: replications beyond ``workers`` must not all stay in memory)."""
-        ch = self.ch
-        self.final = {"counts": ch.counts(), "lengths": ch.lengths() if self.r == 0 else None,
-                      "records": ch.records() if self.spec["record_every"] > 0 else None, "events": ch.events}
+        counts, lengths, records = self.result_state()
+        self.final = {"counts": counts, "lengths": lengths, "records": records, "events": self.ch.events}
         self.ch = None
 
     def _batches(self, stop, done_frac):
@@ -385,7 +461,7 @@ class _Rep:
             rows[key] = list(np.asarray(rows[key]).reshape(B // f, f).sum(axis=1))
         rows["complete"] = [True] * (B // f)
         self.num = self.num * f
-        self.total_work = self.spec["burn"] + self.num
+        self.total_work = self.plan.burn + self.num
 
     def extend(self, stop, done_frac):
         t = _time.perf_counter()
@@ -398,12 +474,18 @@ class _Rep:
         """Batch integrals as arrays (batches × levels), zero-padded to ``L`` levels."""
         rows = self.rows
         B = len(rows["T"])
-        if B == 0:
-            return dict(c=np.zeros((0, L)), P=np.zeros((0, L)), max=np.zeros((0, L + 1)), good=np.zeros(0),
-                        T=np.zeros(0), complete=np.zeros(0, bool))
-        return dict(c=np.array([_pad(a, L) for a in rows["c"]]), P=np.array([_pad(a, L) for a in rows["P"]]),
-                    max=np.array([_pad(a, L + 1) for a in rows["max"]]), good=np.asarray(rows["good"], float),
-                    T=np.asarray(rows["T"], float), complete=np.asarray(rows["complete"], bool))
+
+        def table(key, width):
+            return np.array([_pad(a, width) for a in rows[key]]).reshape(B, width)
+
+        return dict(
+            c=table("c", L),
+            P=table("P", L),
+            max=table("max", L + 1),
+            good=np.asarray(rows["good"], float),
+            T=np.asarray(rows["T"], float),
+            complete=np.asarray(rows["complete"], bool),
+        )
 
     def top_level(self) -> int:
         top = 0

@@ -13,22 +13,15 @@ import numpy as np
 
 from .. import stats as _st
 from ..stats import MIN_BLOCKS, ErrorEstimate
-from .results import SimulationResult, Trajectory
+from .results import Estimate, SimulationResult, Trajectory
 
 SELF_CHECK_Z = 4.0
-"""An exact identity fails when it is off by more than this many standard errors, read as a
-tail probability: the Student-t quantile, on the standard error's own degrees of freedom,
-with the two-sided tail of 4 normal standard errors (6.3e-5); see :func:`self_check_threshold`."""
+"""The tail of a failed self-check, in normal standard errors (:func:`self_check_threshold`)."""
 
 
 def self_check_threshold(dof: float) -> float:
-    """How many standard errors an identity may be off before its check fails.
-
-    A standard error estimated from ``dof`` degrees of freedom is itself noisy, so ``|z| > 4``
-    is far likelier than 6.3e-5 when ``dof`` is small (``P(|t_10| > 4) = 2.5e-3``): with
-    dozens of checks per run that made honest runs fail.  The threshold is the ``t_dof``
-    quantile with the same tail as ``SELF_CHECK_Z`` normal standard errors: 4.0 for
-    ``dof = ∞``, 4.2 at 100, 5.0 at 20, 6.6 at 10.
+    """How many standard errors an identity may be off before its check fails: the ``t_dof``
+    quantile with the tail of ``SELF_CHECK_Z`` normal standard errors (docs/model.md §9, self-checks).
 
     Examples
     --------
@@ -40,32 +33,28 @@ def self_check_threshold(dof: float) -> float:
     if not dof > 0 or math.isinf(dof):
         return SELF_CHECK_Z
     return float(_ss.t.isf(_ss.norm.sf(SELF_CHECK_Z), dof))
+
+
 START_UP_Z = 4.0  # first tenth against last half of the run, in standard errors
 
 
 def _start_up(q):
-    """Start-up bias of one replication from the batch means ``q`` of the queue length:
-    ``(batches to drop, forgotten)``.  Detection: the first tenth of the run against its
-    last half, in standard errors scaled from the whole run's blocking estimate (``|z| >
-    START_UP_Z``).  If they disagree, MSER-5 (grouped at least as coarsely as the blocking
-    plateau, so that the groups are nearly uncorrelated) chooses the truncation, and the
-    test is repeated on what is left; if MSER wants more than half, or the rest still
-    disagrees, the start was not forgotten.  When the error itself is unknown, nothing is
-    dropped (the quantities are flagged unreliable anyway)."""
+    """``(batches to drop, forgotten)`` for one replication from the batch means ``q`` of the
+    queue length (docs/model.md §9, start-up bias); nothing is dropped when the error is unknown."""
     est = _st.blocking(q)
     if not est.reliable or not est.stderr > 0:
         return 0, True
     sigma = est.stderr * math.sqrt(q.size)  # s.d. of one batch mean's contribution
 
     def disagree(x):
-        a, b = x[: max(x.size // 10, 1)], x[x.size // 2:]
+        a, b = x[: max(x.size // 10, 1)], x[x.size // 2 :]
         se = sigma * math.sqrt(1.0 / a.size + 1.0 / b.size)
         return abs(a.mean() - b.mean()) > START_UP_Z * se
 
     if not disagree(q):
         return 0, True
     m = _st.mser(q, group=int(max(5, est.block_size)))
-    if not m.forgotten or disagree(q[m.truncate:]):
+    if not m.forgotten or disagree(q[m.truncate :]):
         return m.truncate, False
     return m.truncate, True
 
@@ -78,16 +67,9 @@ def _ratio_series(a, T):
 
 
 def relaxation_time(d: int, lam: float, n: int | None = None) -> float:
-    """The slowest relaxation time of the equilibrium, in time units (docs/model.md §6,
-    derived): ``1/μ_k`` of the slow mode for d >= 2, the M/M/1 value ``1/(1−√λ)²`` for d = 1.
-    Every time average's autocorrelation decays no slower than this (its modes are those of
-    the linearised drift), so batch means need blocks at least this long.
-
-    With ``n``, at least the relaxation time ``1/(n(1−√λ)²)`` of the M/M/n queue at the same
-    load (derived, a heuristic floor: JSQ(n) balances best, and the total number in an
-    n-server system relaxes no faster than M/M/n's heavy-traffic M/M/1 at rate n).  It matters
-    only for tiny systems, where the mean-field slow mode misses the slow excursions of the
-    total: at ``n = 3, d = 2, λ = 0.9`` it is 127 time units against the slow mode's 20.
+    """The slowest relaxation time of the equilibrium in time units, the shortest block of the
+    batch means (docs/model.md §6 and §9, derived): ``1/μ_k`` of the slow mode for d >= 2, the
+    M/M/1 value ``1/(1−√λ)²`` for d = 1; with ``n`` (d >= 2), at least the M/M/n floor ``1/(n(1−√λ)²)``.
 
     Examples
     --------
@@ -114,19 +96,29 @@ def _min_block(T, relax) -> int:
 
 
 def _estimate(parts, min_blocks=MIN_BLOCKS, relax=None) -> ErrorEstimate:
-    """Combine replications: ``parts`` is a list of ``(a, T)`` (batch integrals and batch
-    lengths of the batches kept for the error analysis).  One replication: blocking.
-    Several: the blocking errors pooled when every one is reliable; otherwise the spread
-    between replications (Student t, R − 1 degrees of freedom)."""
+    """The error of ``Σa/ΣT`` from ``parts``, a list of ``(a, T)`` (batch integrals and lengths)
+    per replication: blocking; the blocking errors pooled; or, when one is not reliable, the
+    spread between replications (docs/model.md §9)."""
     parts = [(a, T) for a, T in parts if T.size > 0 and T.sum() > 0]
     if not parts:
-        return ErrorEstimate(math.nan, math.nan, math.nan, math.nan, math.nan, False, "none", 0, 1,
-                             "nothing measured")
-    ests = [_st.blocking(_ratio_series(a, T), min_blocks=min_blocks, min_block_size=_min_block(T, relax))
-            if T.size >= 2 else
-            ErrorEstimate(float(a.sum() / T.sum()), math.nan, math.nan, math.nan, math.nan, False, "blocking", 1, 1,
-                          "too short to estimate: one batch")
-            for a, T in parts]
+        return ErrorEstimate(math.nan, math.nan, math.nan, math.nan, math.nan, False, "none", 0, 1, "nothing measured")
+    ests = [
+        _st.blocking(_ratio_series(a, T), min_blocks=min_blocks, min_block_size=_min_block(T, relax))
+        if T.size >= 2
+        else ErrorEstimate(
+            float(a.sum() / T.sum()),
+            math.nan,
+            math.nan,
+            math.nan,
+            math.nan,
+            False,
+            "blocking",
+            1,
+            1,
+            "too short to estimate: one batch",
+        )
+        for a, T in parts
+    ]
     if len(parts) == 1:
         return ests[0]
     w = np.array([T.sum() for _, T in parts])
@@ -145,42 +137,46 @@ def _estimate(parts, min_blocks=MIN_BLOCKS, relax=None) -> ErrorEstimate:
     return ErrorEstimate(mean, e.stderr, e.dof, e.n_eff, e.tau_int, e.reliable, e.method, e.blocks, 1, e.note)
 
 
-def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None) -> SimulationResult:
-    params = spec["params"]
-    n, lamf = params.n, params.lam
-    rate = n * (1.0 + lamf)
-    continuous = spec["continuous"]
-    stable = spec["stable"]
-    # blocks must span the slowest relaxation time (in the units of the batch lengths)
+def _summarize(plan, reps, wall, interrupted, precision_state=None) -> SimulationResult:
+    """The result of a run: all replications together, with each one's own result when
+    there are several."""
+    res = _result(plan, reps, wall, interrupted, precision_state)
+    if len(reps) == 1:
+        return res
+    return dataclasses.replace(res, per_replication=tuple(_result(plan, [rep], rep.wall, interrupted) for rep in reps))
+
+
+def _relax(plan, rate):
+    """The slowest relaxation time in the units of the batch lengths (None: λ >= 1)."""
+    p = plan.params
+    # other dispatch rules: the M/M/1 value of d = 1 (random routing exactly; an upper bound
+    # taken for jsq and jiq, which balance faster)
+    d = p.d if plan.policy == "jsq-d" else 1
     try:
-        relax = relaxation_time(params.d, lamf, n) * (1.0 if continuous else rate) if stable else None
+        return relaxation_time(d, p.lam, p.n) * (1.0 if plan.continuous else rate) if plan.stable else None
     except (ValueError, ArithmeticError):  # no slow mode to be had (e.g. λ below double range)
-        relax = None
-    Lall = max(rep.top_level() for rep in reps) + 1
-    arrs = [rep.arrays(Lall) for rep in reps]
-    notes = []
-    # ---- start-up bias: MSER-5 on the batch means of the queue length, per replication
-    startup = []
-    keep = []
+        return None
+
+
+def _kept(plan, reps, arrs, rate, interrupted):
+    """The start-up diagnosis (MSER-5 on the queue length's batch means) per replication and
+    the batches kept: ``(start_up records, [(arrays, kept indices)], measured time)``."""
+    startup, used = [], []
     for rep, A in zip(reps, arrs):
         comp = np.nonzero(A["complete"] & (A["T"] > 0))[0]
         trunc, forgotten = 0, True
-        if stable and comp.size >= 20:
-            q = _ratio_series(A["c"][comp].sum(axis=1) / n, A["T"][comp])
-            trunc, forgotten = _start_up(q)
-        idx = comp[trunc:] if forgotten else comp
-        keep.append(idx)
-        startup.append({"replication": rep.r, "batches": int(comp.size), "truncated_batches": int(trunc),
-                        "truncated_time": float(A["T"][comp[:trunc]].sum() / (1.0 if continuous else rate)),
-                        "forgotten": bool(forgotten)})
-    forgotten_all = all(s["forgotten"] for s in startup)
-    if not forgotten_all:
-        bad = [s["replication"] for s in startup if not s["forgotten"]]
-        notes.append(f"the start was not forgotten (replication(s) {bad}): MSER-5 would drop more than half of "
-                     "the run as start-up transient; give a longer burn-in or run, or start from the fixed point; "
-                     "no error bar is marked reliable")
-    # ---- the batches kept: levels and time averages
-    used = [(A, idx) for A, idx in zip(arrs, keep)]
+        if plan.stable and comp.size >= 20:
+            trunc, forgotten = _start_up(_ratio_series(A["c"][comp].sum(axis=1) / plan.params.n, A["T"][comp]))
+        used.append((A, comp[trunc:] if forgotten else comp))
+        startup.append(
+            {
+                "replication": rep.r,
+                "batches": int(comp.size),
+                "truncated_batches": int(trunc),
+                "truncated_time": float(A["T"][comp[:trunc]].sum() / (1.0 if plan.continuous else rate)),
+                "forgotten": bool(forgotten),
+            }
+        )
     Ttot = sum(float(A["T"][idx].sum()) for A, idx in used)
     if Ttot <= 0:  # nothing complete: fall back to every batch measured
         used = [(A, np.nonzero(A["T"] > 0)[0]) for A in arrs]
@@ -189,199 +185,231 @@ def _summarize(spec, reps, wall, interrupted, single=False, precision_state=None
         if interrupted:
             raise KeyboardInterrupt("interrupted during burn-in: nothing was measured yet")
         raise RuntimeError("nothing was measured")  # pragma: no cover - horizons are positive
-    mx = sum(A["max"][idx].sum(axis=0) for A, idx in used)
-    top = int(np.nonzero(mx > 0)[0][-1]) if np.any(mx > 0) else 0
-    L = top + 1
-    parts_c = [[(A["c"][idx, i] / n, A["T"][idx]) for A, idx in used] for i in range(L)]
-    parts_P = [[(A["P"][idx, i], A["T"][idx]) for A, idx in used] for i in range(L)]
-    area_c = sum(A["c"][idx, :L].sum(axis=0) for A, idx in used)
-    area_P = sum(A["P"][idx, :L].sum(axis=0) for A, idx in used)
-    u_plain = area_c / (n * Ttot)
-    ud_plain = area_P / Ttot
-    mq = {int(m): float(mx[m] / Ttot) for m in range(L + 1) if mx[m] > 0}
-    est_u0 = [_estimate(p, relax=relax) for p in parts_c]
-    est_P0 = [_estimate(p, relax=relax) for p in parts_P]
-    parts_q = [(A["c"][idx, :L].sum(axis=1) / n, A["T"][idx]) for A, idx in used]
-    est_q0 = _estimate(parts_q, relax=relax)
-    k = spec["k"] or None
-    good_plain = (sum(float(A["good"][idx].sum()) for A, idx in used) / Ttot) if k else None
-    parts_g = [(A["good"][idx], A["T"][idx]) for A, idx in used] if k else None
-    est_g0 = _estimate(parts_g, relax=relax) if k else None
-    # rare levels: too few batches ever saw them for an error estimate
-    seen = [sum(int(np.count_nonzero(A["c"][idx, i] > 0)) for A, idx in used) for i in range(L)]
-    # ---- control variates: the identities Z_i = u_i − λP_{i−1} (docs/model.md §9.1)
-    cvs = _Controls(spec, used, L, n, lamf, seen, stable, forgotten_all, relax)
-    cu = [cvs.apply(p, est, own=i + 1, bounds=(0.0, 1.0), seen=seen[i])
-          for i, (p, est) in enumerate(zip(parts_c, est_u0))]
-    cP = [cvs.apply(p, est, own=i + 2, bounds=(0.0, 1.0), seen=seen[i])
-          for i, (p, est) in enumerate(zip(parts_P, est_P0))]
-    cq = cvs.apply(parts_q, est_q0, bounds=(0.0, math.inf),
-                   tail=lambda top: [(A["c"][idx, top:L].sum(axis=1) / n, A["T"][idx]) for A, idx in used])
-    cg = cvs.apply(parts_g, est_g0, bounds=(0.0, 1.0)) if k else None
-    est_u = [c.est for c in cu]
-    est_P = [c.est for c in cP]
-    est_q = cq.est
-    est_g = cg.est if k else None
-    u_mean = np.array([c.mean(u_plain[i], Ttot) for i, c in enumerate(cu)]) if L else u_plain
-    ud_mean = np.array([c.mean(ud_plain[i], Ttot) for i, c in enumerate(cP)]) if L else ud_plain
-    mql = cq.mean(float(u_plain.sum()), Ttot)
-    good = cg.mean(good_plain, Ttot) if k else None
-    # the law of the maximum: the fraction of time at each maximum, the same regression
-    parts_mx = {m: [(A["max"][idx, m], A["T"][idx]) for A, idx in used] for m in mq}
-    seen_mx = {m: sum(int(np.count_nonzero(A["max"][idx, m] > 0)) for A, idx in used) for m in mq}
-    cm = cvs.apply_law({m: (parts_mx[m], _estimate(parts_mx[m], relax=relax)) for m in mq})
-    mq_plain = mq
-    mq = {m: cm[m].mean(mq_plain[m], Ttot) for m in mq_plain}
-    # ---- self-checks from exact identities (docs/model.md §9)
+    return startup, used, Ttot
+
+
+def _self_checks(used, L, n, lam, relax, seen) -> list[dict]:
+    """The exact identities ``E[u_1] = λ``, ``E[u_i] = λ E[P_{i−1}]`` on the plain batch
+    integrals (docs/model.md §9), with a verdict against :func:`self_check_threshold`."""
     checks = []
-    if stable:
-        for i in range(L):
-            if i == 0:
-                parts = [(A["c"][idx, 0] / n - lamf * A["T"][idx], A["T"][idx]) for A, idx in used]
-                name = "E[u_1] = λ"
-            else:
-                parts = [(A["c"][idx, i] / n - lamf * A["P"][idx, i - 1], A["T"][idx]) for A, idx in used]
-                name = f"E[u_{i + 1}] = λ·E[P_{i}]"
-            e = _estimate(parts, relax=relax)
-            z = e.mean / e.stderr if e.stderr > 0 else math.nan
-            limit = self_check_threshold(e.dof)
-            if not (e.reliable and seen[i] >= MIN_BLOCKS):
-                verdict = "inconclusive"
-            else:
-                verdict = "pass" if abs(z) <= limit else "fail"
-            checks.append({"identity": name, "level": i + 1, "difference": e.mean, "stderr": e.stderr, "z": z,
-                           "threshold": limit, "result": verdict})
-    failed = [c for c in checks if c["result"] == "fail"]
-    if failed:
-        c = failed[0]
-        notes.append(f"self-check failed: {c['identity']} is off by {abs(c['z']):.1f} standard errors, beyond "
-                     f"{c['threshold']:.1f} (as rare as {SELF_CHECK_Z:g} for an exact error bar; {len(failed)} identity "
-                     "check(s) failed): the error bars (or the burn-in) are too small; no error bar is marked reliable")
-    ok_all = forgotten_all and not failed
-    u_rel, u_note = _gate(est_u, est_q, seen, forgotten_all, bool(failed), stable)
-    P_rel, _ = _gate(est_P, est_q, seen, forgotten_all, bool(failed), stable)
-    q_rel = bool(est_q.reliable and ok_all)
-    g_rel = bool(est_g.reliable and ok_all) if est_g is not None else None
-    u0_rel, _ = _gate(est_u0, est_q0, seen, forgotten_all, bool(failed), stable)
-    P0_rel, _ = _gate(est_P0, est_q0, seen, forgotten_all, bool(failed), stable)
-    q0_rel = bool(est_q0.reliable and ok_all)
-    # the maximum's law: trusted as the levels are (its own plateau, seen often enough, the run's checks)
-    mx_rel = {m: bool(c.est.reliable and seen_mx[m] >= MIN_BLOCKS and ok_all and (q_rel or not stable))
-              for m, c in cm.items()}
-    g0_rel = bool(est_g0.reliable and ok_all) if est_g0 is not None else None
-    unrel = [i + 1 for i in range(L) if not u_rel[i] and u_mean[i] > 0 and seen[i] >= MIN_BLOCKS]
-    if ok_all and (unrel or not q_rel):
-        names = [f"E[u_{i}]" for i in unrel]
-        if len(names) > 4:
-            names = names[:3] + [f"… E[u_{unrel[-1]}] ({len(unrel)} levels)"]
-        what = ", ".join(names + ([] if q_rel else ["the mean queue length"]))
-        notes.append(f"run too short to estimate the error of {what}: no blocking plateau with at least "
-                     f"{MIN_BLOCKS} blocks (batches shorter than the correlation time); run longer, or use "
-                     "precision=/--precision")
-    if precision_state is not None and precision_state.get("cap_hit"):
-        notes.append(f"precision {precision_state['target']:g} not reached: stopped at max_steps = "
-                     f"{spec['max_steps']:,} steps per replication (worst relative half-width "
-                     f"{precision_state.get('achieved', math.nan):.3g}); raise max_steps/--max-steps")
-    # ---- the rest
-    events = sum(rep.measured_events() for rep in reps)
-    burn_events = sum(rep.burn_events for rep in reps)
-    total_events = sum(rep.events() for rep in reps)
-    kernel_wall = sum(rep.wall for rep in reps)
-    sim_time = Ttot if continuous else Ttot / rate
-    traj = None
-    r0 = reps[0]
-    counts0, lengths0, records0 = r0.result_state()
-    if records0 is not None:
-        t, cc, mxr, tot = records0
-        traj = Trajectory(t=t - r0.t_meas0, u=cc / n, max=mxr, total=tot)
-    per = ()
-    if not single and len(reps) > 1:
-        per = tuple(_summarize(spec, [rep], rep.wall, interrupted, single=True) for rep in reps)
-    lamx = lamf
-    nan = math.nan
+    for i in range(L):
+        prev = [A["T"][idx] if i == 0 else A["P"][idx, i - 1] for A, idx in used]
+        e = _estimate([(A["c"][idx, i] / n - lam * p, A["T"][idx]) for (A, idx), p in zip(used, prev)], relax=relax)
+        z = e.mean / e.stderr if e.stderr > 0 else math.nan
+        limit = self_check_threshold(e.dof)
+        verdict = (
+            "inconclusive" if not (e.reliable and seen[i] >= MIN_BLOCKS) else "pass" if abs(z) <= limit else "fail"
+        )
+        checks.append(
+            {
+                "identity": "E[u_1] = λ" if i == 0 else f"E[u_{i + 1}] = λ·E[P_{i}]",
+                "level": i + 1,
+                "difference": e.mean,
+                "stderr": e.stderr,
+                "z": z,
+                "threshold": limit,
+                "result": verdict,
+            }
+        )
+    return checks
 
-    def hw(e, ok):  # 95 % half-width; NaN when the error bar is not trusted (one rule everywhere)
-        return e.half_width() if ok and math.isfinite(e.stderr) else nan
 
-    def se(e, ok):
-        return e.stderr if ok else nan
-
-    P_adj = cvs.adjusted_matrix(cP, parts_P)
-    trust = ok_all and q_rel
-    response = _response_times(ud_mean, P_adj, L, params, spec["engine"], relax, trust) if stable else None
-    response_plain = response
-    if cvs.on and stable:
-        response_plain = _response_times(ud_plain, [(A["P"][idx, :L], A["T"][idx]) for A, idx in used], L,
-                                         params, spec["engine"], relax, ok_all and q0_rel)
-    vr = None
-    if cvs.on:
-        vr = {"u_mean": [c.ratio for c in cu], "ud_mean": [c.ratio for c in cP],
-              "mean_queue_length": cq.ratio, "mean_sojourn_time": cq.ratio,
-              "good_set_fraction": cg.ratio if k else None,
-              "max_queue_dist": {m: c.ratio for m, c in cm.items()}}
-        if response is not None:
-            vr["sojourn"] = _response_ratios(response.sojourn, response_plain.sojourn)
-            vr["waiting"] = _response_ratios(response.waiting, response_plain.waiting)
-    plain = {"u_mean": u_plain, "u_stderr": np.array([se(e, ok) for e, ok in zip(est_u0, u0_rel)]),
-             "u_reliable": u0_rel, "ud_mean": ud_plain,
-             "ud_stderr": np.array([se(e, ok) for e, ok in zip(est_P0, P0_rel)]),
-             "mean_queue_length": float(u_plain.sum()), "mean_queue_length_stderr": se(est_q0, q0_rel),
-             "mean_queue_length_reliable": q0_rel,
-             "mean_sojourn_time": float(u_plain.sum()) / lamx, "mean_sojourn_time_stderr": se(est_q0, q0_rel) / lamx,
-             "good_set_fraction": good_plain,
-             "good_set_fraction_stderr": se(est_g0, g0_rel) if k else None,
-             "good_set_fraction_reliable": g0_rel}
-    return SimulationResult(
-        params=params, engine=spec["engine"], time_mode="continuous" if continuous else "discrete",
-        steps=int(events), burn_in=int(burn_events), sim_time=float(sim_time),
-        u_mean=u_mean, u_stderr=np.array([se(e, ok) for e, ok in zip(est_u, u_rel)]), ud_mean=ud_mean,
-        ud_stderr=np.array([se(e, ok) for e, ok in zip(est_P, P_rel)]), max_queue_dist=mq,
-        max_queue_dist_stderr={m: se(c.est, mx_rel[m]) for m, c in cm.items()}, max_queue_dist_plain=mq_plain,
-        good_set_fraction=good, good_set_fraction_stderr=(se(est_g, g_rel) if k else None), k=k,
-        eps=float(spec["eps"]), mean_queue_length=float(mql), mean_queue_length_stderr=se(est_q, q_rel),
-        mean_sojourn_time=float(mql) / lamx, mean_sojourn_time_stderr=se(est_q, q_rel) / lamx,
-        events_per_second=(total_events / kernel_wall if kernel_wall > 0 else math.nan),
-        wall_time=float(wall), partial=bool(interrupted or any(rep.partial for rep in reps)),
-        replications=len(reps), batches=int(sum(len(rep.rows["T"]) for rep in reps)),
-        final_counts=counts0, trajectory=traj, per_replication=per, final_lengths=lengths0,
-        u_reliable=u_rel, u_half_width=np.array([hw(e, ok) for e, ok in zip(est_u, u_rel)]),
-        u_n_eff=np.array([e.n_eff for e in est_u]), u_note=tuple(u_note),
-        mean_queue_length_reliable=q_rel, mean_queue_length_half_width=hw(est_q, q_rel),
-        mean_queue_length_n_eff=est_q.n_eff,
-        good_set_fraction_reliable=g_rel, error_method=est_q.method,
-        self_checks=tuple(checks), start_up=tuple(startup), notes=tuple(notes), precision=precision_state,
-        response=response,
-        start_note=("the start is an exact stationary sample (perfect sampling, docs/model.md §12): no burn-in "
-                    "was needed" + ("" if burn_events == 0 else f"; {int(burn_events):,} burn-in events were run anyway")
-                    if spec.get("perfect") else ""),
-        control_variates=bool(spec.get("control_variates", True)), controls=tuple(cvs.levels),
-        control_notes=cvs.notes(cu, cP, cq, cg, cm), variance_reduction=vr,
-        u_mean_plain=plain["u_mean"], u_stderr_plain=plain["u_stderr"], u_reliable_plain=plain["u_reliable"],
-        ud_mean_plain=plain["ud_mean"], ud_stderr_plain=plain["ud_stderr"],
-        mean_queue_length_plain=plain["mean_queue_length"],
-        mean_queue_length_stderr_plain=plain["mean_queue_length_stderr"],
-        mean_queue_length_reliable_plain=plain["mean_queue_length_reliable"],
-        mean_sojourn_time_plain=plain["mean_sojourn_time"],
-        mean_sojourn_time_stderr_plain=plain["mean_sojourn_time_stderr"],
-        good_set_fraction_plain=plain["good_set_fraction"],
-        good_set_fraction_stderr_plain=plain["good_set_fraction_stderr"],
-        good_set_fraction_reliable_plain=plain["good_set_fraction_reliable"],
-        response_plain=response_plain,
+def _record(c, plain_value, Ttot, rel, plain_rel, note="") -> Estimate:
+    """An :class:`Estimate` from a quantity's ``_CV`` and its reliability verdicts: the
+    standard error and half-width are NaN where not reliable (one rule everywhere)."""
+    e, p = c.est, c.plain
+    return Estimate(
+        value=c.mean(plain_value, Ttot),
+        stderr=e.stderr if rel else math.nan,
+        half_width=e.half_width() if rel and math.isfinite(e.stderr) else math.nan,
+        reliable=rel,
+        n_eff=e.n_eff,
+        note=note,
+        plain=plain_value,
+        plain_stderr=p.stderr if plain_rel else math.nan,
+        plain_reliable=plain_rel,
+        variance_reduction=c.ratio,
     )
 
 
-def _response_ratios(cv_law, plain_law):
-    """Variance reduction of a response-time law's mean and quantiles: (plain s.e. / CV s.e.)²,
-    NaN where either error is unknown."""
-    def r(a, b):
-        return (b / a) ** 2 if a is not None and b is not None and a > 0 and math.isfinite(a) and math.isfinite(b) \
-            else math.nan
-    if cv_law.stderr is None or plain_law.stderr is None:
-        return None
-    out = {"mean": r(cv_law.stderr["mean"], plain_law.stderr["mean"])}
-    for q in cv_law.stderr["quantiles"]:
-        out[f"{q:g}"] = r(cv_law.stderr["quantiles"][q], plain_law.stderr["quantiles"].get(q))
-    return out
+def _run_notes(plan, startup, failed, levels, seen, q_rel, precision_state) -> tuple:
+    """The warnings of a run, in words: a start not forgotten, a failed self-check, error bars
+    without a blocking plateau, a precision target not reached."""
+    notes = []
+    bad = [s["replication"] for s in startup if not s["forgotten"]]
+    if bad:
+        notes.append(
+            f"the start was not forgotten (replication(s) {bad}): MSER-5 would drop more than half of "
+            "the run as start-up transient; give a longer burn-in or run, or start from the fixed point; "
+            "no error bar is marked reliable"
+        )
+    if failed:
+        c = failed[0]
+        notes.append(
+            f"self-check failed: {c['identity']} is off by {abs(c['z']):.1f} standard errors, beyond "
+            f"{c['threshold']:.1f} (as rare as {SELF_CHECK_Z:g} for an exact error bar; {len(failed)} "
+            "identity check(s) failed): the error bars (or the burn-in) are too small; no error bar is "
+            "marked reliable"
+        )
+    too_short = "" if bad or failed else _too_short_note(levels, seen, q_rel)
+    if too_short:
+        notes.append(too_short)
+    if precision_state is not None and precision_state.get("cap_hit"):
+        notes.append(
+            f"precision {precision_state['target']:g} not reached: stopped at max_steps = "
+            f"{plan.max_steps:,} steps per replication (worst relative half-width "
+            f"{precision_state.get('achieved', math.nan):.3g}); raise max_steps/--max-steps"
+        )
+    return tuple(notes)
+
+
+def _too_short_note(levels, seen, q_rel) -> str:
+    """The note for a run whose error bars lack a blocking plateau ("" when none lacks one)."""
+    unrel = [i + 1 for i, e in enumerate(levels) if not e.reliable and e.value > 0 and seen[i] >= MIN_BLOCKS]
+    if not unrel and q_rel:
+        return ""
+    names = [f"E[u_{i}]" for i in unrel]
+    if len(names) > 4:
+        names = names[:3] + [f"… E[u_{unrel[-1]}] ({len(unrel)} levels)"]
+    what = ", ".join(names + ([] if q_rel else ["the mean queue length"]))
+    return (
+        f"run too short to estimate the error of {what}: no blocking plateau with at least {MIN_BLOCKS} blocks "
+        "(batches shorter than the correlation time); run longer, or use precision=/--precision"
+    )
+
+
+def _result(plan, reps, wall, interrupted, precision_state=None) -> SimulationResult:
+    """One :class:`SimulationResult` from the batch integrals of ``reps`` (docs/model.md §9)."""
+    params, stable = plan.params, plan.stable
+    n, lam = params.n, params.lam
+    rate = n * (1.0 + lam)
+    relax = _relax(plan, rate)
+    Lall = max(rep.top_level() for rep in reps) + 1
+    startup, used, Ttot = _kept(plan, reps, [rep.arrays(Lall) for rep in reps], rate, interrupted)
+    forgotten_all = all(s["forgotten"] for s in startup)
+    # the plain time averages of the levels, the queue length, the good set, the maximum
+    mx = sum(A["max"][idx].sum(axis=0) for A, idx in used)
+    L = int(np.nonzero(mx > 0)[0][-1]) + 1 if np.any(mx > 0) else 1
+    u_plain = sum(A["c"][idx, :L].sum(axis=0) for A, idx in used) / (n * Ttot)
+    ud_plain = sum(A["P"][idx, :L].sum(axis=0) for A, idx in used) / Ttot
+    mq_plain = {int(m): float(mx[m] / Ttot) for m in range(L + 1) if mx[m] > 0}
+    k = plan.k or None
+    good_plain = (sum(float(A["good"][idx].sum()) for A, idx in used) / Ttot) if k else None
+    seen = [sum(int(np.count_nonzero(A["c"][idx, i] > 0)) for A, idx in used) for i in range(L)]
+    seen_mx = {m: sum(int(np.count_nonzero(A["max"][idx, m] > 0)) for A, idx in used) for m in mq_plain}
+    cvs, cu, cP, cq, cg, cm, parts_P = _controlled(plan, used, L, seen, forgotten_all, relax, mq_plain)
+    checks = _self_checks(used, L, n, lam, relax, seen) if stable else []
+    failed = [c for c in checks if c["result"] == "fail"]
+    # what the run trusts (docs/model.md §9, reliability rule)
+    ok_all = forgotten_all and not failed
+    gate = dict(seen=seen, forgotten_all=forgotten_all, failed=bool(failed), stable=stable)
+    u_rel, u_note = _gate([c.est for c in cu], cq.est, **gate)
+    P_rel, _ = _gate([c.est for c in cP], cq.est, **gate)
+    u0_rel, _ = _gate([c.plain for c in cu], cq.plain, **gate)
+    P0_rel, _ = _gate([c.plain for c in cP], cq.plain, **gate)
+    q_rel, q0_rel = bool(cq.est.reliable and ok_all), bool(cq.plain.reliable and ok_all)
+    levels = tuple(_record(c, u_plain[i], Ttot, u_rel[i], u0_rel[i], u_note[i]) for i, c in enumerate(cu))
+    tails = tuple(_record(c, ud_plain[i], Ttot, P_rel[i], P0_rel[i]) for i, c in enumerate(cP))
+    queue = _record(cq, float(u_plain.sum()), Ttot, q_rel, q0_rel)
+    good = None
+    if cg is not None:
+        good = _record(cg, good_plain, Ttot, bool(cg.est.reliable and ok_all), bool(cg.plain.reliable and ok_all))
+    # the maximum's law: trusted as the levels are (its own plateau, seen often enough, the run's checks)
+    mq_ok = ok_all and (q_rel or not stable)
+    max_queue = {
+        m: _record(c, mq_plain[m], Ttot, bool(c.est.reliable and seen_mx[m] >= MIN_BLOCKS and mq_ok), False)
+        for m, c in cm.items()
+    }
+    # response times, from the estimates in use and from the plain ones
+    response = response_plain = None
+    if stable:
+        Pcv = cvs.adjusted_matrix(cP, parts_P)
+        response = _response_times(plan, np.array([e.value for e in tails]), Pcv, L, relax, ok_all and q_rel)
+        response_plain = response
+        if cvs.on:
+            P0 = [(A["P"][idx, :L], A["T"][idx]) for A, idx in used]
+            response_plain = _response_times(plan, ud_plain, P0, L, relax, ok_all and q0_rel)
+    return SimulationResult(
+        params=params,
+        engine=plan.engine,
+        time_mode="continuous" if plan.continuous else "discrete",
+        sim_time=float(Ttot if plan.continuous else Ttot / rate),
+        levels=levels,
+        tails=tails,
+        queue_length=queue,
+        good_set=good,
+        max_queue=max_queue,
+        k=k,
+        eps=float(plan.eps),
+        wall_time=float(wall),
+        error_method=cq.est.method,
+        self_checks=tuple(checks),
+        start_up=tuple(startup),
+        notes=_run_notes(plan, startup, failed, levels, seen, q_rel, precision_state),
+        precision=precision_state,
+        response=response,
+        response_plain=response_plain,
+        control_variates=plan.control_variates,
+        controls=tuple(cvs.levels),
+        control_notes=cvs.notes(cu, cP, cq, cg, cm),
+        policy=plan.policy,
+        **_run_facts(plan, reps, interrupted),
+    )
+
+
+def _run_facts(plan, reps, interrupted) -> dict:
+    """The fields of the result that count the run rather than estimate: events, speed, the
+    final state and records of replication 0, the start."""
+    burn_events = sum(rep.burn_events for rep in reps)
+    kernel_wall = sum(rep.wall for rep in reps)
+    r0 = reps[0]
+    counts0, lengths0, records0 = r0.result_state()
+    traj = None
+    if records0 is not None:
+        t, cc, mxr, tot = records0
+        traj = Trajectory(t=t - r0.t_meas0, u=cc / plan.params.n, max=mxr, total=tot)
+    start_note = ""
+    if plan.perfect:
+        start_note = (
+            "the start is an exact stationary sample (perfect sampling, docs/model.md §12): no burn-in "
+            "was needed" + ("" if burn_events == 0 else f"; {int(burn_events):,} burn-in events were run anyway")
+        )
+    return dict(
+        steps=int(sum(rep.measured_events() for rep in reps)),
+        burn_in=int(burn_events),
+        events_per_second=(sum(rep.events() for rep in reps) / kernel_wall if kernel_wall > 0 else math.nan),
+        partial=bool(interrupted or any(rep.partial for rep in reps)),
+        replications=len(reps),
+        batches=int(sum(len(rep.rows["T"]) for rep in reps)),
+        final_counts=counts0,
+        trajectory=traj,
+        final_lengths=lengths0,
+        start_note=start_note,
+    )
+
+
+def _controlled(plan, used, L, seen, forgotten_all, relax, mq_plain):
+    """Every quantity's plain and control-variate estimates (docs/model.md §9.1): ``(controls,
+    levels, tails, queue length, good set or None, law of the maximum, P integrals)``."""
+    n, k = plan.params.n, plan.k
+    cvs = _Controls(plan, used, L, n, plan.params.lam, seen, plan.stable, forgotten_all, relax)
+
+    def apply(p, **kw):
+        return cvs.apply(p, _estimate(p, relax=relax), **kw)
+
+    def tail(top):  # the levels above the controls, for the mean queue length
+        return [(A["c"][idx, top:L].sum(axis=1) / n, A["T"][idx]) for A, idx in used]
+
+    parts_c = [[(A["c"][idx, i] / n, A["T"][idx]) for A, idx in used] for i in range(L)]
+    parts_P = [[(A["P"][idx, i], A["T"][idx]) for A, idx in used] for i in range(L)]
+    parts_q = [(A["c"][idx, :L].sum(axis=1) / n, A["T"][idx]) for A, idx in used]
+    cu = [apply(p, own=i + 1, bounds=(0.0, 1.0), seen=seen[i]) for i, p in enumerate(parts_c)]
+    cP = [apply(p, own=i + 2, bounds=(0.0, 1.0), seen=seen[i]) for i, p in enumerate(parts_P)]
+    cq = apply(parts_q, bounds=(0.0, math.inf), tail=tail)
+    cg = apply([(A["good"][idx], A["T"][idx]) for A, idx in used], bounds=(0.0, 1.0)) if k else None
+    law = {m: [(A["max"][idx, m], A["T"][idx]) for A, idx in used] for m in mq_plain}
+    cm = cvs.apply_law({m: (p, _estimate(p, relax=relax)) for m, p in law.items()})
+    return cvs, cu, cP, cq, cg, cm, parts_P
 
 
 def _gate(ests, est_q, seen, forgotten_all, failed, stable):
@@ -414,14 +442,14 @@ def _gate(ests, est_q, seen, forgotten_all, failed, stable):
 class _CV:
     """One quantity's plain and control-variate estimates and which one is used."""
 
-    def __init__(self, plain, est=None, adjusted=None, ratio=math.nan, reason="", m=0):
+    def __init__(self, plain, est=None, adjusted=None, ratio=math.nan, reason="", m=0, exact=False):
         self.plain = plain
         self.est = plain if est is None else est
         self.adjusted = adjusted  # adjusted batch integrals per replication, when the CV estimate is used
         self.ratio = ratio  # (plain s.e. / CV s.e.)², NaN when not measurable or not used
         self.reason = reason  # why the plain estimate was kept ("" when the CV one is used)
-        self.m = m
-        self.exact = False  # the controls determine the quantity exactly
+        self.m = m  # the number of controls used
+        self.exact = exact  # the controls determine the quantity exactly
 
     @property
     def used(self) -> bool:
@@ -435,22 +463,18 @@ class _CV:
 
 
 def _cv_estimate(parts, controls, plain, relax, bounds=(-math.inf, math.inf), force=False) -> _CV:
-    """One quantity with the controls ``controls`` (per replication, batches x m): the
-    split-sample adjusted integrals (:func:`.control.crossfit`) through the same error
-    analysis as the plain ones (:func:`_estimate`), with ``m`` fewer degrees of freedom and at
-    most one per ``DOF_RELAXATION_TIMES`` relaxation times of the run; the adjusted estimate is
-    used when its estimated variance is at least ``MIN_GAIN`` times smaller (see docs/model.md
-    §9.1), else the plain estimate ``plain`` with the reason (``force``: the adjusted one
-    whenever it exists and lies in ``bounds``)."""
+    """One quantity with the controls ``controls`` (per replication, batches x m): the adjusted
+    estimate where it wins (docs/model.md §9.1), else ``plain`` with the reason (``force``: the
+    adjusted one whenever it exists and lies in ``bounds``)."""
     from . import control as _cv
 
     fit = _cv.crossfit(parts, controls)
     if fit is None:
         return _CV(plain, reason="too few batches for the regression, or the quantity does not vary")
     if fit.exact:
-        c = _CV(plain, reason="determined exactly by the identities: the plain estimate is kept as a check")
-        c.exact = True
-        return c
+        return _CV(
+            plain, reason="determined exactly by the identities: the plain estimate is kept as a check", exact=True
+        )
     m = fit.controls
     T_parts = [T for _, T in parts]
     e = _estimate(list(zip(fit.adjusted, T_parts)), relax=relax)
@@ -458,8 +482,7 @@ def _cv_estimate(parts, controls, plain, relax, bounds=(-math.inf, math.inf), fo
     if math.isfinite(e.dof):
         dof = e.dof - m  # m coefficients estimated
         if e.method in ("blocking", "pooled") and relax and relax > 0:
-            # the residual's error is carried by the slow mode's rare excursions: at most one
-            # degree of freedom per DOF_RELAXATION_TIMES relaxation times (docs/model.md §9.1)
+            # at most one degree of freedom per DOF_RELAXATION_TIMES relaxation times (§9.1)
             dof = min(dof, Ttot / (_cv.DOF_RELAXATION_TIMES * relax))
         e = dataclasses.replace(e, dof=max(dof, 1.0))
     value = sum(float(a.sum()) for a in fit.adjusted) / Ttot
@@ -472,8 +495,11 @@ def _cv_estimate(parts, controls, plain, relax, bounds=(-math.inf, math.inf), fo
         if not e.stderr < plain.stderr:
             return _CV(plain, reason="the controls did not reduce the error")
         if not plain.stderr**2 >= _cv.MIN_GAIN * e.stderr**2:
-            return _CV(plain, reason=f"the controls did not reduce the variance {_cv.MIN_GAIN:g}-fold (a smaller "
-                       "gain is within the noise of the two estimated errors)")
+            return _CV(
+                plain,
+                reason=f"the controls did not reduce the variance {_cv.MIN_GAIN:g}-fold (a smaller "
+                "gain is within the noise of the two estimated errors)",
+            )
     elif plain.reliable:
         return _CV(plain, reason="the error of the adjusted series cannot be estimated")
     elif not e.reliable and not (e.stderr < plain.stderr):
@@ -493,14 +519,14 @@ class _Controls:
     """The controls of a run (docs/model.md §9.1): ``Z_i = u_i − λ P_{i−1}`` per batch, the
     levels chosen from the data, and the split-sample estimate of any quantity."""
 
-    def __init__(self, spec, used, L, n, lam, seen, stable, forgotten_all, relax):
+    def __init__(self, plan, used, L, n, lam, seen, stable, forgotten_all, relax):
         from . import control as _cv
 
         self.relax = relax
         self.levels = []
         self.reason = ""
         self.Z = None
-        self.on = bool(spec.get("control_variates", True))
+        self.on = plan.control_variates
         if not self.on:
             return
         if not stable:
@@ -534,13 +560,10 @@ class _Controls:
         return [Zr[:, cols] for Zr in self.Z]
 
     def apply(self, parts, plain, *, own=None, bounds=(-math.inf, math.inf), seen=None, tail=None) -> _CV:
-        """The estimate of the quantity with batch integrals ``parts`` (per replication):
-        the control-variate one when it has the smaller error, else the plain one with a
-        reason.  ``own``: the level of the control that is the quantity's own identity (for
-        ``u_i``, ``Z_i``), left out when the controls would determine the quantity exactly;
-        ``seen``: batches in which the quantity was nonzero (a rare one keeps its plain estimate);
-        ``tail``: for a sum over levels (the mean queue length), a function of the highest
-        control level giving the batch integrals of the levels above it (see :meth:`_rare_tail`)."""
+        """The control-variate estimate of the quantity with batch integrals ``parts`` when it has
+        the smaller error, else ``plain`` with a reason.  ``own``: the level of the quantity's own
+        identity, left out when the controls determine it exactly; ``seen``: batches where it was
+        nonzero; ``tail``: the batch integrals of the levels above a given one (:meth:`_rare_tail`)."""
         if not self.on or parts is None:
             return _CV(plain)
         if not self.levels:
@@ -551,24 +574,24 @@ class _Controls:
         c = _cv_estimate(parts, self._controls(levels), plain, self.relax, bounds)
         if c.exact and own in levels:
             levels.remove(own)  # u_1 = Z_1 + λ: estimate it from the other identities
-            c = _cv_estimate(parts, self._controls(levels), plain, self.relax, bounds) if levels else _CV(
-                plain, reason="determined exactly by the identities: the plain estimate is kept as a check")
+            c = (
+                _cv_estimate(parts, self._controls(levels), plain, self.relax, bounds)
+                if levels
+                else _CV(plain, reason="determined exactly by the identities: the plain estimate is kept as a check")
+            )
         if tail is not None and c.used and self._rare_tail(tail(max(levels)), c.est):
-            return _CV(plain, reason=f"what the controls leave is mostly the rarely occupied levels above "
-                       f"{max(levels)} (occupied in under {RARE_TAIL_SHARE:.0%} of the batches), whose error a run "
-                       "this short cannot know")
+            return _CV(
+                plain,
+                reason=f"what the controls leave is mostly the rarely occupied levels above "
+                f"{max(levels)} (occupied in under {RARE_TAIL_SHARE:.0%} of the batches), whose error a run "
+                "this short cannot know",
+            )
         return c
 
     @staticmethod
     def _rare_tail(tail_parts, est) -> bool:
-        """Whether the error left by the controls is mostly that of the levels above them, and
-        those levels are occupied in under ``RARE_TAIL_SHARE`` of the batches (docs/model.md
-        §9.1).  The controls determine the levels they cover, so the adjusted sum is the sum of
-        the uncontrolled levels plus a small curvature term; a remainder made of rare bursts has
-        skewed batch means, and its blocking error is erratic from run to run (measured: at
-        ``n = 20, d = 1, λ = 0.5``, 2·10^5 steps, sd(z) = 1.4 and coverage 0.85).  The tail's
-        variance is taken as if its batches were independent (a lower bound for a positively
-        correlated series), against ``TAIL_VARIANCE_SHARE`` of the adjusted variance."""
+        """Whether the error left by the controls is mostly that of the levels above them, occupied
+        in under ``RARE_TAIL_SHARE`` of the batches (docs/model.md §9.1)."""
         rows = sum(T.size for _, T in tail_parts)
         if rows == 0 or not (est.stderr > 0):
             return False
@@ -577,34 +600,31 @@ class _Controls:
             return False
         r = np.concatenate([_ratio_series(a, T) for a, T in tail_parts if T.size])
         var_iid = float(r.var(ddof=1)) / r.size if r.size > 1 else 0.0
-        return var_iid >= TAIL_VARIANCE_SHARE * est.stderr ** 2
+        return var_iid >= TAIL_VARIANCE_SHARE * est.stderr**2
 
     def apply_law(self, quantities) -> dict:
-        """A probability law (``{value: (parts, plain estimate)}``, fractions of time that sum
-        to 1): all values with the controls, or all plain, so that the law still sums to 1
-        (least squares is linear in y, and the sum of the indicators is constant).  The
-        controls are used when every value has an adjusted estimate in [0, 1] and the summed
-        variance of the values whose errors are reliable both ways is the smaller."""
+        """A probability law (``{value: (parts, plain estimate)}``): all values with the controls
+        or all plain, so that it still sums to 1 (docs/model.md §9.1)."""
         if not self.on or not quantities:
             return {m: _CV(p) for m, (_, p) in quantities.items()}
         if not self.levels:
             return {m: _CV(p, reason=self.reason) for m, (_, p) in quantities.items()}
         ctrl = self._controls(self.levels)
-        out = {m: _cv_estimate(parts, ctrl, p, self.relax, (0.0, 1.0), force=True)
-               for m, (parts, p) in quantities.items()}
+        out = {
+            m: _cv_estimate(parts, ctrl, p, self.relax, (0.0, 1.0), force=True) for m, (parts, p) in quantities.items()
+        }
         bad = [m for m, c in out.items() if not c.used and 0 < c.plain.mean < 1]
         both = [c for c in out.values() if c.used and c.est.reliable and c.plain.reliable]
-        v_cv = sum(c.est.stderr ** 2 for c in both)
-        v_plain = sum(c.plain.stderr ** 2 for c in both)
+        v_cv = sum(c.est.stderr**2 for c in both)
+        v_plain = sum(c.plain.stderr**2 for c in both)
         if bad or not both or not v_cv < v_plain:
-            why = (out[bad[0]].reason if bad else "the controls did not reduce the error of the law")
+            why = out[bad[0]].reason if bad else "the controls did not reduce the error of the law"
             return {m: _CV(c.plain, reason=why) for m, c in out.items()}
         return out
 
     def adjusted_matrix(self, cP, parts_P):
-        """Per replication, ``(P integrals (batches x levels), T)`` with each level's adjusted
-        integrals where its control-variate estimate is used (a linear functional of these is
-        the control-variate estimate of the functional: least squares is linear in y)."""
+        """Per replication, ``(P integrals (batches x levels), T)``, adjusted where a level's
+        control-variate estimate is used."""
         R = len(parts_P[0]) if parts_P else 0
         out = []
         for r in range(R):
@@ -620,9 +640,13 @@ class _Controls:
         if not self.levels:
             return (f"control variates not used: {self.reason}",)
         lv = self.levels
-        out = [(f"controls Z_i = u_i − λ·P_(i−1) for i = {', '.join(map(str, lv))} ({len(lv)}; exact mean 0 in "
-                "equilibrium), split-sample regression on batch means (docs/model.md §9.1)")]
-        groups = {}
+        out = [
+            (
+                f"controls Z_i = u_i − λ·P_(i−1) for i = {', '.join(map(str, lv))} ({len(lv)}; exact mean 0 in "
+                "equilibrium), split-sample regression on batch means (docs/model.md §9.1)"
+            )
+        ]
+        groups: dict[str, list[str]] = {}
         for i, c in enumerate(cu):
             if not c.used and c.reason and c.plain.mean > 0:
                 groups.setdefault(c.reason, []).append(f"E[u_{i + 1}]")
@@ -639,16 +663,11 @@ class _Controls:
         return tuple(out)
 
 
-def _response_times(ud_mean, Pparts, L, params, engine, relax=None, trust=True):
-    """Sojourn and waiting time laws (docs/model.md §10) from the time averages of ``P_i``:
-    exact given them (PASTA, FIFO).  The standard error of each quantile is the error of a
-    linear functional of the ``P_i`` (delta method), estimated on the batch series itself with
-    the same blocking analysis as every other time average (docs/model.md §9); where that
-    analysis cannot trust its own error (too short a run), or the run trusts none of its error
-    bars (``trust=False``: start not forgotten, a self-check failed, the slowest mode not
-    settled), the error is NaN, not a number.  ``Pparts`` holds, per replication, the batch
-    integrals of ``P_1..P_L`` (control-variate adjusted where those estimates are used) and
-    the batch lengths."""
+def _response_times(plan, ud_mean, Pparts, L, relax, trust):
+    """Sojourn and waiting time laws (docs/model.md §10) from the time averages ``ud_mean`` of
+    ``P_i``, with each quantile's error that of a linear functional of the batch integrals
+    ``Pparts`` (per replication: ``P_1..P_L`` and the batch lengths), NaN where the blocking
+    analysis or the run (``trust``) cannot trust it."""
     from .. import response as _rs
 
     def stderr_of(g):  # NaN (no error bar) when the run is too short to know it
@@ -659,6 +678,5 @@ def _response_times(ud_mean, Pparts, L, params, engine, relax=None, trust=True):
         return e.stderr if e.reliable else math.nan
 
     T = np.minimum.accumulate(np.clip(np.asarray(ud_mean, dtype=float), 0.0, 1.0))
-    p = params
-    return _rs.from_tails(T, stderr_of=stderr_of, source="simulation",
-                          params={"n": p.n, "d": p.d, "load": p.lam, "replace": p.replace, "engine": engine})
+    p = {"n": plan.params.n, "d": plan.params.d, "load": plan.params.lam, "replace": plan.params.replace}
+    return _rs.from_tails(T, stderr_of=stderr_of, source="simulation", params={**p, "engine": plan.engine})

@@ -1,72 +1,78 @@
 """The text and the figure of a :class:`~supermarket.simulation.SimulationResult`: what
 ``supermarket simulate`` prints (:func:`summary_text`, behind ``SimulationResult.summary``)
 and the three-panel figure (:func:`plot`, behind ``SimulationResult.plot``).
-
-Plain functions of a result, so that the result type (:mod:`.results`) stays a record of
-numbers and this module holds every sentence and table the data are shown in.
 """
 
 from __future__ import annotations
 
 import math
+import os
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import theory as _th
 
+if TYPE_CHECKING:
+    from .results import SimulationResult
 
-def summary_text(res, cdf_points=None) -> str:
+
+def summary_text(res: SimulationResult, cdf_points: int | None = None) -> str:
     """The text of ``res.summary(cdf_points=...)`` (see :meth:`SimulationResult.summary`)."""
     cdf = res._cdf(cdf_points) if cdf_points is not None else None
     p = res.params
     lam_txt = f"{p.lam:.10g}"
-    out = [f"supermarket simulate  n={p.n}  d={p.d}  λ={lam_txt}  "
-           f"{'with' if p.replace else 'without'} replacement  engine={res.engine}  time={res.time_mode}",
-           f"{res.steps:,} events measured after {res.burn_in:,} of burn-in ({res.sim_time:.6g} time units), "
-           f"{res.replications} replication(s), {res.batches} batches"
-           + ("  PARTIAL (interrupted)" if res.partial else "")]
+    rule = (
+        f"d={p.d}  λ={lam_txt}  {'with' if p.replace else 'without'} replacement"
+        if res.policy == "jsq-d"
+        else f"policy={res.policy}  λ={lam_txt}"
+    )
+    out = [
+        f"supermarket simulate  n={p.n}  {rule}  engine={res.engine}  time={res.time_mode}",
+        f"{res.steps:,} events measured after {res.burn_in:,} of burn-in ({res.sim_time:.6g} time units), "
+        f"{res.replications} replication(s), {res.batches} batches"
+        + ("  PARTIAL (interrupted)" if res.partial else ""),
+    ]
     if res.start_note:
         out.append(f"start: {res.start_note}")
     k = res.k
     fp = res.fixed_point()
     L = len(res.u_mean)
     lin = res._linearised(L)
-    ident = "λ·E[u_(i−1)^d] (identity, derived)" if p.replace else "λ·E[P_(i−1)] (identity, derived)"
+    ident = (
+        "λ·E[u_(i−1)^d] (identity, derived)"
+        if p.replace and res.policy == "jsq-d"
+        else "λ·E[P_(i−1)] (identity, derived)"
+    )
     vr = res.variance_reduction
     rows = []
-    for i in range(1, L + 1):
-        rel = bool(res.u_reliable[i - 1]) if res.u_reliable is not None else False
-        note = res.u_note[i - 1] if len(res.u_note) == L else ""
-        ud = res.ud_mean_plain if res.ud_mean_plain is not None else res.ud_mean  # a check: plain, not CV
-        prev = 1.0 if i == 1 else ud[i - 2]
-        row = [str(i), _pm(res.u_mean[i - 1], res.u_stderr[i - 1], rel, note)]
+    for i, e in enumerate(res.levels, start=1):
+        rel = bool(e.reliable)
+        prev = 1.0 if i == 1 else res.tails[i - 2].plain  # the identity is a check: plain, not CV
+        row = [str(i), _pm(e.value, e.stderr, rel, e.note)]
         if vr is not None:
-            row.append(_factor(vr["u_mean"][i - 1]) if rel else "")
-        rows.append(row + [_fmt(res.u_n_eff[i - 1], 3) if rel and res.u_n_eff is not None else "",
-                           _fmt(fp[i - 1]) if fp is not None else "—",
-                           ("—" if k and i <= k else "") if math.isnan(lin[i - 1]) else _fmt(lin[i - 1]),
-                           _fmt(p.lam * prev)])
+            row.append(_factor(e.variance_reduction) if rel else "")
+        li = ("—" if k and i <= k else "") if math.isnan(lin[i - 1]) else _fmt(lin[i - 1])
+        fpi = _fmt(fp[i - 1]) if fp is not None else "—"
+        rows.append([*row, _fmt(e.n_eff, 3) if rel else "", fpi, li, _fmt(p.lam * prev)])
     out.append("")
     out.append("Time-averaged profile (docs/model.md §1–3)")
     head = ["i", "simulated E[u_i] ± s.e."] + (["var. reduction"] if vr is not None else [])
     out.append(_table(head + ["n_eff", "mean field π(i)", "linearised 1 − q̃_i (derived)", ident], rows))
     if k and np.all(np.isnan(lin)):
-        out.append(f"linearised profile not shown: q̃_k > 1 for k = {k}, outside the regime where it "
-                   "holds (docs/model.md §4)")
+        out.append(
+            f"linearised profile not shown: q̃_k > 1 for k = {k}, outside the regime where it holds (docs/model.md §4)"
+        )
     kr = _th.k_report(p.d, p.lam_exact) if k else None
     mrows = []
-    for m in sorted(res.max_queue_dist):
-        mark = ""
-        if k is not None and m == k:
-            mark = "= k_(λ,d)"
-        elif kr is not None and m in kr.possible_max:
+    for m, e in sorted(res.max_queue.items()):
+        mark = "= k_(λ,d)" if k is not None and m == k else ""
+        if not mark and kr is not None and m in kr.possible_max:
             mark = "allowed near the boundary"
-        mse = res.max_queue_dist_stderr.get(m, math.nan) if res.max_queue_dist_stderr else math.nan
-        cell = ("1 (all the time)" if res.max_queue_dist[m] == 1.0 else
-                _pm(res.max_queue_dist[m], mse, math.isfinite(mse)))
-        row = [str(m), cell]
+        ok = math.isfinite(e.stderr)
+        row = [str(m), "1 (all the time)" if e.value == 1.0 else _pm(e.value, e.stderr, ok)]
         if vr is not None:
-            row.append(_factor(vr.get("max_queue_dist", {}).get(m)) if math.isfinite(mse) else "")
+            row.append(_factor(e.variance_reduction) if ok else "")
         mrows.append(row + [mark])
     out.append("")
     out.append("Maximum queue length: fraction of time")
@@ -75,25 +81,37 @@ def summary_text(res, cdf_points=None) -> str:
     out.append("")
     if k is not None:
         kh = _th.k_hypothesis(p.n, p.d, p.lam)
-        out.append(f"k_(λ,d) = {k}: paper 000's n → ∞ statement" + (f" ({kr.note})" if kr.note else "")
-                   + "; its theorem needs n ≥ 1e15")
-        out.append(f"at n = {p.n} the finite-n hypothesis applies (docs/model.md §4, reconstructed): the "
-                   f"equilibrium maximum is within 1 of {kh}, the largest k with n·π(k) ≥ 1"
-                   + ("" if kh == k else f" (not k_(λ,d) = {k})"))
-        out.append(f"time in the good set N^ε (ε = {res.eps:g}, clauses (a),(b) of docs/model.md §5): "
-                   + _pm(res.good_set_fraction, res.good_set_fraction_stderr,
-                         bool(res.good_set_fraction_reliable)))
+        note = f" ({kr.note})" if kr is not None and kr.note else ""
+        out.append(f"k_(λ,d) = {k}: paper 000's n → ∞ statement{note}; its theorem needs n ≥ 1e15")
+        out.append(
+            f"at n = {p.n} the finite-n hypothesis applies (docs/model.md §4, reconstructed): the "
+            f"equilibrium maximum is within 1 of {kh}, the largest k with n·π(k) ≥ 1"
+            + ("" if kh == k else f" (not k_(λ,d) = {k})")
+        )
+        out.append(
+            f"time in the good set N^ε (ε = {res.eps:g}, clauses (a),(b) of docs/model.md §5): "
+            + _pm(res.good_set_fraction, res.good_set_fraction_stderr, bool(res.good_set_fraction_reliable))
+        )
         above = sum(f for m, f in res.max_queue_dist.items() if m > k)
         if above > 0:
             out.append(f"  a queue longer than k = {k} existed {above:.3g} of the time, and clause (a) fails then")
-    mf = _th.mean_queue_length(p.d, p.lam) if p.lam < 1 else None
+    mf = None
+    if p.lam < 1:  # Σπ(i) of the rule's fluid fixed point (supermarket.policies)
+        mf = (
+            _th.mean_queue_length(p.d, p.lam)
+            if res.policy == "jsq-d"
+            else (p.lam / (1.0 - p.lam) if res.policy == "random" else p.lam)
+        )
     vq = ""
     if vr is not None and res.mean_queue_length_reliable and _factor(vr["mean_queue_length"]):
         vq = f" (variance reduction {_factor(vr['mean_queue_length'])})"
-    out.append("mean queue length "
-               + _pm(res.mean_queue_length, res.mean_queue_length_stderr, res.mean_queue_length_reliable) + vq
-               + (f"  (mean field Σπ(i) = {mf:.6g})" if mf is not None else "")
-               + f";  mean sojourn time (Little) {res.mean_sojourn_time:.6g}")
+    out.append(
+        "mean queue length "
+        + _pm(res.mean_queue_length, res.mean_queue_length_stderr, res.mean_queue_length_reliable)
+        + vq
+        + (f"  (mean field Σπ(i) = {mf:.6g})" if mf is not None else "")
+        + f";  mean sojourn time (Little) {res.mean_sojourn_time:.6g}"
+    )
     if res.response is not None:
         out.append(res.response.summary())
     else:
@@ -101,27 +119,32 @@ def summary_text(res, cdf_points=None) -> str:
     if cdf is not None:
         out.append("")
         out.append(f"Response-time CDF on {len(cdf['t'])} points (docs/model.md §10)")
-        out.append(_table(["t", "P(S ≤ t)", "P(W ≤ t)"],
-                          [[f"{t:.6g}", f"{a:.6g}", f"{b:.6g}"]
-                           for t, a, b in zip(cdf["t"], cdf["sojourn"], cdf["waiting"])]))
+        out.append(
+            _table(
+                ["t", "P(S ≤ t)", "P(W ≤ t)"],
+                [[f"{t:.6g}", f"{a:.6g}", f"{b:.6g}"] for t, a, b in zip(cdf["t"], cdf["sojourn"], cdf["waiting"])],
+            )
+        )
     out.extend(error_lines(res))
-    out.append(f"{res.events_per_second / 1e6:.1f} million events per second per core; "
-               f"wall time {res.wall_time:.2f} s")
+    out.append(f"{res.events_per_second / 1e6:.1f} million events per second per core; wall time {res.wall_time:.2f} s")
     return "\n".join(out)
 
 
-def error_lines(res) -> list:
+def error_lines(res: SimulationResult) -> list[str]:
     """How the error bars were made, the self-checks and the start-up diagnosis."""
-    how = {"blocking": "blocking analysis of batch means (automatic plateau)",
-           "pooled": f"blocking analysis of batch means, pooled over {res.replications} replications",
-           "replications": f"spread of {res.replications} replications (Student t)"}.get(res.error_method,
-                                                                                        res.error_method)
+    how = {
+        "blocking": "blocking analysis of batch means (automatic plateau)",
+        "pooled": f"blocking analysis of batch means, pooled over {res.replications} replications",
+        "replications": f"spread of {res.replications} replications (Student t)",
+    }.get(res.error_method, res.error_method)
     out = [f"error bars: 1 s.e., {how}; 95% intervals use Student t (docs/model.md §9)"]
     if res.control_variates:
         cn = list(res.control_notes)
         if cn and res.controls:
-            out.append(f"control variates: {cn[0]}; 'var. reduction' = (plain s.e. / this s.e.)², "
-                       "--no-control-variates for the plain estimates")
+            out.append(
+                f"control variates: {cn[0]}; 'var. reduction' = (plain s.e. / this s.e.)², "
+                "--no-control-variates for the plain estimates"
+            )
             out.extend(f"  {x}" for x in cn[1:])
         else:
             out.extend(cn)
@@ -134,8 +157,10 @@ def error_lines(res) -> list:
         text = "self-checks (exact identities E[u_1] = λ, E[u_i] = λ·E[P_(i−1)]): "
         if done:
             w = max(done, key=lambda c: abs(c["z"]))
-            text += (f"{len(done) - len(fails)} pass, {len(fails)} FAIL; largest |z| = {abs(w['z']):.1f} s.e. "
-                     f"(i = {w['level']}; fails beyond {w.get('threshold', 4.0):.1f})")
+            text += (
+                f"{len(done) - len(fails)} pass, {len(fails)} FAIL; largest |z| = {abs(w['z']):.1f} s.e. "
+                f"(i = {w['level']}; fails beyond {w.get('threshold', 4.0):.1f})"
+            )
         else:
             text += "none conclusive"
         if inc:
@@ -144,20 +169,24 @@ def error_lines(res) -> list:
     trunc = [s for s in res.start_up if s["truncated_batches"] > 0 and s["forgotten"]]
     if trunc:
         tt = sum(s["truncated_time"] for s in trunc)
-        out.append(f"start-up transient detected: burn-in extended by {tt:.4g} time units in all "
-                   f"(MSER-5, {len(trunc)} replication(s))")
+        out.append(
+            f"start-up transient detected: burn-in extended by {tt:.4g} time units in all "
+            f"(MSER-5, {len(trunc)} replication(s))"
+        )
     if res.precision is not None:
         pr = res.precision
-        state = ("met" if pr["met"] else ("NOT met: max steps reached" if pr["cap_hit"]
-                                          else "not met (interrupted)"))
-        out.append(f"precision target {pr['target']:g} (relative 95% half-width): {state}; worst "
-                   f"{pr.get('achieved', float('nan')):.3g} after {pr['rounds']} stretch(es)")
+        state = "met" if pr["met"] else ("NOT met: max steps reached" if pr["cap_hit"] else "not met (interrupted)")
+        out.append(
+            f"precision target {pr['target']:g} (relative 95% half-width): {state}; worst "
+            f"{pr.get('achieved', float('nan')):.3g} after {pr['rounds']} stretch(es)"
+        )
     return out
 
 
-def plot(res, path=None):
+def plot(res: SimulationResult, path: str | os.PathLike | None = None) -> Any:
     """The figure of ``res.plot(path)`` (see :meth:`SimulationResult.plot`)."""
     import matplotlib
+
     if path is not None:
         matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
@@ -177,16 +206,17 @@ def plot(res, path=None):
     ax1.set_yscale("log")
     ax1.set_xlabel("level i")
     ax1.set_ylabel("fraction of queues shorter than i")
-    ax1.set_title(f"n={p.n}, d={p.d}, λ={p.lam:g} ({res.engine})")
+    ax1.set_title(f"n={p.n}, {f'd={p.d}' if res.policy == 'jsq-d' else res.policy}, λ={p.lam:g} ({res.engine})")
     ax1.legend(fontsize=8)
     ks = sorted(res.max_queue_dist)
     ax2.bar(ks, [res.max_queue_dist[k] for k in ks], color="tab:blue")
     if res.k is not None:
         ax2.axvline(res.k, color="tab:red", ls="--", label=f"k_(λ,d) = {res.k} (paper 000)")
-    if p.lam < 1:
+    jsqd = res.policy == "jsq-d"
+    if p.lam < 1 and jsqd:
         kh = _th.k_hypothesis(p.n, p.d, p.lam)
         ax2.axvline(kh, color="tab:green", ls=":", label=f"largest k with nπ(k) ≥ 1: {kh}")
-    if res.k is not None or p.lam < 1:
+    if res.k is not None or (p.lam < 1 and jsqd):
         ax2.legend(fontsize=8)
     ax2.xaxis.get_major_locator().set_params(integer=True)
     ax2.set_xlabel("maximum queue length")
@@ -250,5 +280,5 @@ def _table(header, rows, left=()) -> str:
 
     def line(cells):
         return "  ".join(c.ljust(w[j]) if j in left else c.rjust(w[j]) for j, c in enumerate(cells)).rstrip()
-    return "\n".join([line(header), line(["-" * x for x in w])] + [line(r) for r in rows])
 
+    return "\n".join([line(header), line(["-" * x for x in w])] + [line(r) for r in rows])

@@ -1,40 +1,57 @@
-"""The result types of :func:`~supermarket.simulation.simulate`: :class:`SimulationResult`
-(means, standard errors, reliability flags, self-checks, response times; ``to_dict``,
-``to_frame``, ``summary``, ``plot``) and :class:`Trajectory` (the recorded states of
-replication 0).  Records only: the numbers are made in :mod:`.estimate`, the text and the
-figure in :mod:`.render`.
+"""The records of :func:`~supermarket.simulation.simulate`: :class:`SimulationResult`,
+:class:`Estimate` and :class:`Trajectory`; the numbers are made in :mod:`.estimate`, the text
+and the figure in :mod:`.render`.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from ..model import Params, check_int
+from .. import policies as _pol
 from .. import theory as _th
+from ..jsonable import to_jsonable
+from ..model import Params, check_int
 from . import render as _render
 
-__all__ = ["SimulationResult", "Trajectory"]
+__all__ = ["Estimate", "SimulationResult", "Trajectory"]
 
 
+#: The keys of ``SimulationResult.to_dict`` after ``params``, in order (attributes of the result).
+_JSON_KEYS = tuple(
+    """
+    engine policy time_mode steps burn_in sim_time u_mean u_stderr ud_mean ud_stderr max_queue_dist
+    max_queue_dist_stderr good_set_fraction good_set_fraction_stderr k eps mean_queue_length
+    mean_queue_length_stderr mean_sojourn_time mean_sojourn_time_stderr events_per_second wall_time
+    partial replications batches final_counts reliable u_reliable u_half_width u_n_eff u_note
+    mean_queue_length_reliable mean_queue_length_half_width mean_queue_length_n_eff
+    good_set_fraction_reliable error_method self_checks start_up notes precision control_variates
+    controls control_notes
+    """.split()  # noqa: SIM905 (a literal list, formatted, is one key a line)
+)
+#: The keys of its ``plain`` entry (attributes ``<key>_plain``), before ``sojourn`` and ``waiting``.
+_PLAIN_KEYS = tuple(
+    """
+    u_mean u_stderr u_reliable ud_mean ud_stderr mean_queue_length mean_queue_length_stderr
+    mean_queue_length_reliable mean_sojourn_time mean_sojourn_time_stderr good_set_fraction
+    good_set_fraction_stderr good_set_fraction_reliable max_queue_dist
+    """.split()  # noqa: SIM905 (a literal list, formatted, is one key a line)
+)
 
-def _vr_jsonable(vr):
-    """``variance_reduction`` with NaN as None (JSON ``null``: not used or not measurable)."""
-    if vr is None:
-        return None
 
-    def conv(x):
-        if isinstance(x, dict):
-            return {str(k): conv(v) for k, v in x.items()}
-        if isinstance(x, (list, tuple, np.ndarray)):
-            return [conv(v) for v in x]
-        if x is None:
-            return None
-        x = float(x)
-        return x if math.isfinite(x) else None
-    return conv(vr)
+def _jsonable(x):
+    """Arrays as lists, dict keys as strings, tuples as lists (of plain dicts)."""
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, dict):
+        return {str(k): v for k, v in x.items()}
+    if isinstance(x, tuple):
+        return [dict(c) if isinstance(c, dict) else c for c in x]
+    return x
 
 
 # =========================================================================== results
@@ -73,18 +90,18 @@ class Trajectory:
     max: np.ndarray
     total: np.ndarray
 
-    def __getitem__(self, key):
-        if key not in ("t", "u", "max", "total"):
+    def __getitem__(self, key: str) -> np.ndarray:
+        if key not in self.keys():
             raise KeyError(key)
         return getattr(self, key)
 
-    def keys(self):
+    def keys(self) -> tuple[str, ...]:
         return ("t", "u", "max", "total")
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.t)
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """Tidy table: one row per record and level (``t``, ``level``, ``u``), with the
         record's ``max`` and ``total`` repeated on each of its rows.
 
@@ -93,19 +110,28 @@ class Trajectory:
         pandas.DataFrame
         """
         import pandas as pd
+
         u = np.asarray(self.u, dtype=float).reshape(len(self.t), -1)
         R, L = u.shape
-        return pd.DataFrame({"t": np.repeat(np.asarray(self.t, dtype=float), L),
-                             "level": np.tile(np.arange(1, L + 1), R), "u": u.ravel(),
-                             "max": np.repeat(np.asarray(self.max), L), "total": np.repeat(np.asarray(self.total), L)})
+        return pd.DataFrame(
+            {
+                "t": np.repeat(np.asarray(self.t, dtype=float), L),
+                "level": np.tile(np.arange(1, L + 1), R),
+                "u": u.ravel(),
+                "max": np.repeat(np.asarray(self.max), L),
+                "total": np.repeat(np.asarray(self.total), L),
+            }
+        )
 
     def summary(self) -> str:
         """One line: how many records, over which span, the range of the maximum."""
         if len(self.t) == 0:
             return "trajectory: no records"
-        return (f"trajectory: {len(self.t)} records from t = {float(self.t[0]):.6g} to {float(self.t[-1]):.6g}; "
-                f"maximum queue length {int(np.min(self.max))}–{int(np.max(self.max))}; "
-                f"customers {int(np.min(self.total))}–{int(np.max(self.total))}")
+        return (
+            f"trajectory: {len(self.t)} records from t = {float(self.t[0]):.6g} to {float(self.t[-1]):.6g}; "
+            f"maximum queue length {int(np.min(self.max))}–{int(np.max(self.max))}; "
+            f"customers {int(np.min(self.total))}–{int(np.max(self.total))}"
+        )
 
     def to_dict(self) -> dict:
         """The four arrays as lists (JSON-safe).
@@ -115,18 +141,98 @@ class Trajectory:
         dict
             Keys ``t``, ``u``, ``max``, ``total``.
         """
-        return {"t": self.t.tolist(), "u": self.u.tolist(), "max": self.max.tolist(),
-                "total": self.total.tolist()}
+        return {key: getattr(self, key).tolist() for key in self.keys()}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One reported quantity: the estimate in use, its error, and the plain time average.
+
+    Parameters
+    ----------
+    value : float
+        The estimate (control-variate adjusted where that reduces the error).
+    stderr, half_width : float
+        Standard error and 95 % half-width (Student t); NaN where not ``reliable``.
+    reliable : bool
+        Whether the error bar can be trusted (docs/model.md §9).
+    n_eff : float
+        Effective number of independent batches.
+    note : str
+        Why the error bar is not reliable ("" when it is).
+    plain, plain_stderr, plain_reliable : float, float, bool
+        The plain time average (no control variates) and its error.
+    variance_reduction : float
+        ``(plain s.e. / s.e.)²``; NaN where the plain estimate is used or either error is
+        not reliable.
+
+    Examples
+    --------
+    >>> from supermarket.simulation import simulate
+    >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
+    >>> e = r.levels[0]  # E[u_1]
+    >>> bool(e.value == r.u_mean[0] and e.stderr == r.u_stderr[0] and e.plain == r.u_mean_plain[0])
+    True
+    """
+
+    value: float
+    stderr: float = math.nan
+    half_width: float = math.nan
+    reliable: bool = False
+    n_eff: float = math.nan
+    note: str = ""
+    plain: float = math.nan
+    plain_stderr: float = math.nan
+    plain_reliable: bool = False
+    variance_reduction: float = math.nan
+
+
+def _view(name: str, attr: str, doc: str) -> property:
+    """A read-only attribute of :class:`SimulationResult`: ``attr`` of the estimate(s) in
+    field ``name`` (an array per level, a dict per maximum, a number, or None)."""
+
+    def get(self):
+        x = getattr(self, name)
+        if x is None:
+            return None
+        if isinstance(x, Estimate):
+            return getattr(x, attr)
+        if isinstance(x, dict):
+            return {m: getattr(e, attr) for m, e in x.items()}
+        if attr == "note":
+            return tuple(e.note for e in x)
+        return np.array([getattr(e, attr) for e in x], dtype=bool if "reliable" in attr else float)
+
+    return property(get, doc=doc)
+
+
+def _response_ratios(cv_law, plain_law):
+    """Variance reduction of a response-time law's mean and quantiles: (plain s.e. / CV s.e.)²,
+    NaN where either error is unknown."""
+
+    def r(a, b):
+        return (
+            (b / a) ** 2
+            if a is not None and b is not None and a > 0 and math.isfinite(a) and math.isfinite(b)
+            else math.nan
+        )
+
+    if cv_law.stderr is None or plain_law.stderr is None:
+        return None
+    out = {"mean": r(cv_law.stderr["mean"], plain_law.stderr["mean"])}
+    for q in cv_law.stderr["quantiles"]:
+        out[f"{q:g}"] = r(cv_law.stderr["quantiles"][q], plain_law.stderr["quantiles"].get(q))
+    return out
 
 
 @dataclass(frozen=True)
 class SimulationResult:
     """What :func:`simulate` measured (frozen; built by :func:`simulate`, not by hand).
 
-    Arrays are indexed from level 1 (``u_mean[0]`` is ``E[u_1]``) up to one past the highest
-    level occupied during the measurement.  Output: :meth:`summary` (the text the CLI
-    prints), :meth:`to_dict` (JSON-safe), :meth:`to_frame` (tidy, one row per level),
-    :meth:`plot`.
+    Each quantity is an :class:`Estimate`; the flat names (``u_mean``, ``u_stderr``,
+    ``mean_queue_length_reliable``, ``u_mean_plain``, …) and the keys of :meth:`to_dict` are
+    read-only views of them.  Every standard error is NaN where its ``reliable`` flag is False,
+    with the reason in ``u_note`` or ``notes`` (docs/model.md §9).
 
     Parameters
     ----------
@@ -138,96 +244,47 @@ class SimulationResult:
         Events measured after burn-in, and of burn-in, all replications together.
     sim_time : float
         Measured time (continuous-time units), all replications together.
-    u_mean, u_stderr : numpy.ndarray
-        Time-averaged profile ``E[u_i]`` and its standard error (docs/model.md §9).
-    ud_mean, ud_stderr : numpy.ndarray
-        Time average of ``P_i`` (``u_i^d`` with replacement): ``E[u_{i+1}] = λ E[P_i]``.
-    max_queue_dist : dict
-        Maximum queue length -> fraction of time.
-    good_set_fraction, good_set_fraction_stderr : float or None
+    levels, tails : tuple of Estimate
+        ``E[u_i]`` and the time average of ``P_i``, levels 1 to one past the highest occupied.
+    queue_length : Estimate
+        ``Σ E[u_i]``; :attr:`sojourn_time` is it divided by λ (Little).
+    good_set : Estimate or None
         Fraction of time in ``N^ε`` (docs/model.md §5); None when λ >= 1 or d = 1.
+    max_queue : dict of int to Estimate
+        Maximum queue length -> fraction of time.
     k : int or None
         ``k_{λ,d}`` (None when λ >= 1 or d = 1).
     eps : float
         ε of the good set.
-    mean_queue_length, mean_queue_length_stderr : float
-        ``Σ E[u_i]`` and its standard error.
-    mean_sojourn_time, mean_sojourn_time_stderr : float
-        By Little's law, ``Σ E[u_i] / λ``.
     events_per_second, wall_time : float
         Speed of the kernels (per core) and wall time of the call.
     partial : bool
         True after Ctrl-C: what was measured until then.
     replications, batches : int
         Replications and batch means (all replications together).
-    final_counts : numpy.ndarray
-        ``c_1, c_2, …`` at the end of replication 0.
+    final_counts, final_lengths : numpy.ndarray or None
+        ``c_1, c_2, …`` and (per-queue engines) the queue lengths at the end of replication 0.
     trajectory : Trajectory or None
         With ``record_every``.
     per_replication : tuple of SimulationResult
         Each replication's own result (when there are several).
-    final_lengths : numpy.ndarray or None
-        Per-queue engines: the final queue lengths of replication 0.
-    u_reliable, u_half_width, u_n_eff, u_note
-        Per level: whether the error bar can be trusted, the 95 % half-width (Student t),
-        the effective number of independent batches, and why not reliable.
-    mean_queue_length_reliable, mean_queue_length_half_width, mean_queue_length_n_eff
-        The same for the mean queue length.
-    good_set_fraction_reliable : bool or None
     error_method : str
         ``"blocking"``, ``"pooled"`` (blocking over replications) or ``"replications"``.
-    self_checks : tuple of dict
-        Exact identities checked on the data: identity, level, difference, stderr, z, result.
-    start_up : tuple of dict
-        Per replication: MSER-5 truncation and whether the start was forgotten.
+    self_checks, start_up : tuple of dict
+        The exact identities checked on the data; per replication, the MSER-5 truncation.
     notes : tuple of str
         The warnings of the run, in words.
     precision : dict or None
         With ``precision=``: target, achieved, met, cap_hit, rounds.
-    response : supermarket.response.ResponseTimes or None
-        Sojourn and waiting time laws with standard errors (docs/model.md §10); None when
-        λ >= 1.
+    response, response_plain : supermarket.response.ResponseTimes or None
+        Sojourn and waiting time laws (docs/model.md §10), from the estimates in use and from
+        the plain ones; None when λ >= 1.
     start_note : str
         What the start means for the measurement (``start="perfect"``), else "".
-    control_variates : bool
-        Whether control variates were asked for (``simulate(..., control_variates=True)``,
-        the default).  When on, ``u_mean``, ``u_stderr``, ``ud_mean``, ``ud_stderr``, the
-        mean queue length, the mean sojourn time, the good-set fraction and the response
-        times hold the control-variate estimates (docs/model.md §9), each quantity falling
-        back to its plain estimate where the controls do not reduce its error.
-    controls : tuple of int
-        The levels ``i`` of the controls ``Z_i = u_i − λ P_{i−1}`` used (empty: none).
-    control_notes : tuple of str
-        The controls in words, and each quantity that kept its plain estimate, with why.
-    variance_reduction : dict or None
-        ``(plain s.e. / control-variate s.e.)²`` per quantity: ``"u_mean"`` and ``"ud_mean"``
-        (lists per level), ``"mean_queue_length"``, ``"mean_sojourn_time"``,
-        ``"good_set_fraction"``, ``"sojourn"`` and ``"waiting"`` (dicts: ``"mean"`` and each
-        quantile); NaN where the plain estimate is used or either error is not reliable.
-        None with ``control_variates=False``.
-    u_mean_plain, u_stderr_plain, u_reliable_plain, ud_mean_plain, ud_stderr_plain
-        The plain time averages (no controls) and their errors, whatever
-        ``control_variates`` says: with it off they equal the fields without ``_plain``.
-    mean_queue_length_plain, mean_queue_length_stderr_plain, mean_queue_length_reliable_plain
-        The plain mean queue length, its error and whether that error is reliable.
-    mean_sojourn_time_plain, mean_sojourn_time_stderr_plain
-        The plain mean sojourn time (Little) and its error.
-    good_set_fraction_plain, good_set_fraction_stderr_plain, good_set_fraction_reliable_plain
-        The plain time in ``N^ε``, its error and whether that error is reliable.
-    response_plain : supermarket.response.ResponseTimes or None
-        The response times from the plain tails.
-    max_queue_dist_stderr : dict or None
-        Maximum queue length -> standard error of its fraction of time (NaN where not
-        trusted: the same rule as the levels').
-    max_queue_dist_plain : dict or None
-        The plain fractions of time (with control variates, ``max_queue_dist`` holds the
-        adjusted ones, where they have the smaller error).
-
-    Notes
-    -----
-    Every standard error (and half-width) is NaN where its ``reliable`` flag is False, with
-    the reason in ``u_note`` or ``notes``: an error bar the run cannot trust is never given
-    as a number.
+    control_variates, controls, control_notes : bool, tuple of int, tuple of str
+        Whether control variates were asked for (docs/model.md §9.1), the levels ``i`` of the
+        controls ``Z_i = u_i − λ P_{i−1}`` used, and in words which quantities kept their plain
+        estimate and why.
 
     Examples
     --------
@@ -239,114 +296,141 @@ class SimulationResult:
     True
     >>> bool(abs(r.sojourn.mean - r.mean_sojourn_time) < 5 * r.mean_sojourn_time_stderr)  # Little
     True
+    >>> r.reliable, sorted(r.sojourn.quantiles), bool(0 < r.waiting.atom_at_zero < 1)
+    (True, [0.5, 0.9, 0.99, 0.999], True)
+    >>> [round(float(x), 12) for x in r.fixed_point()[:3]]  # π(i) = λ^(2^i − 1)
+    [0.5, 0.125, 0.0078125]
+    >>> d = r.to_dict(cdf_points=4)
+    >>> len(d["cdf"]["t"]), d["sojourn"]["mean"] == r.response.sojourn.mean, float(r.cdf_grid(3)[0])
+    (4, True, 0.0)
+    >>> f = r.to_frame()
+    >>> list(f["level"][:2]), bool(f["u_mean"].iloc[0] == r.u_mean[0])
+    ([1, 2], True)
+    >>> "E[u_i]" in r.summary() and "waiting" in r.summary()
+    True
+    >>> import matplotlib.pyplot as plt; fig = r.plot(); len(fig.axes)
+    3
+    >>> plt.close(fig)
     """
 
     params: Params
     engine: str
     time_mode: str
-    steps: int  # events after burn-in, all replications together
-    burn_in: int  # events of burn-in, all replications together
-    sim_time: float  # measured time (continuous-time units), all replications together
-    u_mean: np.ndarray
-    u_stderr: np.ndarray
-    ud_mean: np.ndarray  # time average of P_i (u_i^d with replacement)
-    ud_stderr: np.ndarray
-    max_queue_dist: dict  # length -> fraction of time
-    good_set_fraction: float | None
-    good_set_fraction_stderr: float | None
+    steps: int
+    burn_in: int
+    sim_time: float
+    levels: tuple[Estimate, ...]
+    tails: tuple[Estimate, ...]
+    queue_length: Estimate
+    good_set: Estimate | None
+    max_queue: dict[int, Estimate]
     k: int | None
     eps: float
-    mean_queue_length: float
-    mean_queue_length_stderr: float
-    mean_sojourn_time: float
-    mean_sojourn_time_stderr: float
     events_per_second: float
     wall_time: float
     partial: bool
     replications: int
     batches: int
-    final_counts: np.ndarray  # c_1, c_2, … at the end (replication 0)
+    final_counts: np.ndarray
     trajectory: Trajectory | None = None
     per_replication: tuple = field(default=(), repr=False)
-    final_lengths: np.ndarray | None = field(default=None, repr=False)  # per-queue engines, replication 0
-    # error analysis (docs/model.md §9)
-    u_reliable: np.ndarray | None = None  # per level: can u_stderr be trusted?
-    u_half_width: np.ndarray | None = None  # 95 % half-width (Student t on the estimate's dof)
-    u_n_eff: np.ndarray | None = None  # effective number of independent batches
-    u_note: tuple = ()  # per level: why not reliable ("" when reliable)
-    mean_queue_length_reliable: bool = False
-    mean_queue_length_half_width: float = math.nan
-    mean_queue_length_n_eff: float = math.nan
-    good_set_fraction_reliable: bool | None = None
-    error_method: str = ""  # "blocking", "pooled" (blocking over replications) or "replications"
-    self_checks: tuple = ()  # dicts: identity, level, difference, stderr, z, result (pass/fail/inconclusive)
-    start_up: tuple = ()  # per replication: MSER-5 truncation and whether the start was forgotten
-    notes: tuple = ()  # the warnings of this run, in words
-    precision: dict | None = None  # target, achieved, met, cap_hit, rounds (with precision=)
-    response: object | None = field(default=None, repr=False)  # response.ResponseTimes (λ < 1)
-    start_note: str = ""  # what the start state means for the measurement (e.g. a perfect sample)
-    # control variates (docs/model.md §9): the fields above hold the estimates in use; the plain ones here
-    control_variates: bool = False  # whether control variates were asked for
-    controls: tuple = ()  # levels i of the controls Z_i = u_i − λP_{i−1} used (empty: none)
-    control_notes: tuple = ()  # the controls in words, and each quantity that kept its plain estimate
-    variance_reduction: dict | None = None  # (plain s.e. / CV s.e.)² per quantity; NaN where not used/measurable
-    u_mean_plain: np.ndarray | None = field(default=None, repr=False)
-    u_stderr_plain: np.ndarray | None = field(default=None, repr=False)
-    u_reliable_plain: np.ndarray | None = field(default=None, repr=False)
-    ud_mean_plain: np.ndarray | None = field(default=None, repr=False)
-    ud_stderr_plain: np.ndarray | None = field(default=None, repr=False)
-    mean_queue_length_plain: float = math.nan
-    mean_queue_length_stderr_plain: float = math.nan
-    mean_queue_length_reliable_plain: bool = False
-    mean_sojourn_time_plain: float = math.nan
-    mean_sojourn_time_stderr_plain: float = math.nan
-    good_set_fraction_plain: float | None = None
-    good_set_fraction_stderr_plain: float | None = None
-    good_set_fraction_reliable_plain: bool | None = None
-    response_plain: object | None = field(default=None, repr=False)  # response.ResponseTimes of the plain tails
-    max_queue_dist_stderr: dict | None = field(default=None, repr=False)  # length -> s.e. (NaN: not trusted)
-    max_queue_dist_plain: dict | None = field(default=None, repr=False)  # length -> plain fraction of time
+    final_lengths: np.ndarray | None = field(default=None, repr=False)
+    error_method: str = ""
+    self_checks: tuple = ()
+    start_up: tuple = ()
+    notes: tuple = ()
+    precision: dict | None = None
+    response: Any = field(default=None, repr=False)
+    response_plain: Any = field(default=None, repr=False)
+    start_note: str = ""
+    policy: str = "jsq-d"
+    control_variates: bool = False
+    controls: tuple = ()
+    control_notes: tuple = ()
+
+    u_mean = _view("levels", "value", "E[u_i] per level (array).")
+    u_stderr = _view("levels", "stderr", "Standard error of E[u_i] (NaN where not reliable).")
+    u_reliable = _view("levels", "reliable", "Whether each level's error bar is reliable.")
+    u_half_width = _view("levels", "half_width", "95 % half-width of E[u_i] (Student t).")
+    u_n_eff = _view("levels", "n_eff", "Effective number of independent batches per level.")
+    u_note = _view("levels", "note", "Per level: why the error bar is not reliable.")
+    u_mean_plain = _view("levels", "plain", "The plain E[u_i] (no control variates).")
+    u_stderr_plain = _view("levels", "plain_stderr", "Standard error of the plain E[u_i].")
+    u_reliable_plain = _view("levels", "plain_reliable", "Whether the plain error bars are reliable.")
+    ud_mean = _view("tails", "value", "Time average of P_i per level.")
+    ud_stderr = _view("tails", "stderr", "Standard error of the time average of P_i.")
+    ud_mean_plain = _view("tails", "plain", "The plain time average of P_i.")
+    ud_stderr_plain = _view("tails", "plain_stderr", "Standard error of the plain time average of P_i.")
+    mean_queue_length = _view("queue_length", "value", "Mean queue length Σ E[u_i].")
+    mean_queue_length_stderr = _view("queue_length", "stderr", "Its standard error.")
+    mean_queue_length_reliable = _view("queue_length", "reliable", "Whether its error bar is reliable.")
+    mean_queue_length_half_width = _view("queue_length", "half_width", "Its 95 % half-width.")
+    mean_queue_length_n_eff = _view("queue_length", "n_eff", "Its effective number of batches.")
+    mean_queue_length_plain = _view("queue_length", "plain", "The plain mean queue length.")
+    mean_queue_length_stderr_plain = _view("queue_length", "plain_stderr", "Its standard error.")
+    mean_queue_length_reliable_plain = _view("queue_length", "plain_reliable", "Whether that error is reliable.")
+    mean_sojourn_time = _view("sojourn_time", "value", "Mean sojourn time (Little).")
+    mean_sojourn_time_stderr = _view("sojourn_time", "stderr", "Its standard error.")
+    mean_sojourn_time_plain = _view("sojourn_time", "plain", "The plain mean sojourn time.")
+    mean_sojourn_time_stderr_plain = _view("sojourn_time", "plain_stderr", "Its standard error.")
+    good_set_fraction = _view("good_set", "value", "Fraction of time in the good set (None: no good set).")
+    good_set_fraction_stderr = _view("good_set", "stderr", "Its standard error.")
+    good_set_fraction_reliable = _view("good_set", "reliable", "Whether its error bar is reliable.")
+    good_set_fraction_plain = _view("good_set", "plain", "The plain fraction of time in the good set.")
+    good_set_fraction_stderr_plain = _view("good_set", "plain_stderr", "Its standard error.")
+    good_set_fraction_reliable_plain = _view("good_set", "plain_reliable", "Whether that error is reliable.")
+    max_queue_dist = _view("max_queue", "value", "Maximum queue length -> fraction of time.")
+    max_queue_dist_stderr = _view("max_queue", "stderr", "Maximum queue length -> standard error.")
+    max_queue_dist_plain = _view("max_queue", "plain", "Maximum queue length -> plain fraction of time.")
 
     @property
-    def sojourn(self):
-        """Sojourn-time law (``response.TimeLaw``: mean, quantiles, standard errors), or None
-        when λ >= 1 (no equilibrium).
+    def sojourn_time(self) -> Estimate:
+        """The mean sojourn time, by Little's law the mean queue length divided by λ."""
+        q, lam = self.queue_length, self.params.lam
+        return Estimate(
+            q.value / lam,
+            q.stderr / lam,
+            plain=q.plain / lam,
+            plain_stderr=q.plain_stderr / lam,
+            variance_reduction=q.variance_reduction,
+        )
 
-        Examples
-        --------
-        >>> from supermarket.simulation import simulate
-        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
-        >>> sorted(r.sojourn.quantiles)
-        [0.5, 0.9, 0.99, 0.999]
-        """
+    @property
+    def variance_reduction(self) -> dict | None:
+        """``(plain s.e. / control-variate s.e.)²`` per quantity: ``"u_mean"``, ``"ud_mean"``
+        (lists per level), ``"mean_queue_length"``, ``"mean_sojourn_time"``,
+        ``"good_set_fraction"``, ``"max_queue_dist"``, ``"sojourn"`` and ``"waiting"``; NaN
+        where the plain estimate is used; None with ``control_variates=False``."""
+        if not self.control_variates:
+            return None
+        vr = {
+            "u_mean": [e.variance_reduction for e in self.levels],
+            "ud_mean": [e.variance_reduction for e in self.tails],
+            "mean_queue_length": self.queue_length.variance_reduction,
+            "mean_sojourn_time": self.queue_length.variance_reduction,
+            "good_set_fraction": None if self.good_set is None else self.good_set.variance_reduction,
+            "max_queue_dist": {m: e.variance_reduction for m, e in self.max_queue.items()},
+        }
+        if self.response is not None:
+            vr["sojourn"] = _response_ratios(self.response.sojourn, self.response_plain.sojourn)
+            vr["waiting"] = _response_ratios(self.response.waiting, self.response_plain.waiting)
+        return vr
+
+    @property
+    def sojourn(self) -> Any:
+        """Sojourn-time law (``response.TimeLaw``: mean, quantiles, standard errors), or None
+        when λ >= 1 (no equilibrium)."""
         return None if self.response is None else self.response.sojourn
 
     @property
-    def waiting(self):
-        """Waiting-time law (``response.TimeLaw``), or None when λ >= 1.
-
-        Examples
-        --------
-        >>> from supermarket.simulation import simulate
-        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
-        >>> bool(0 < r.waiting.atom_at_zero < 1) and r.waiting.mean < r.sojourn.mean
-        True
-        """
+    def waiting(self) -> Any:
+        """Waiting-time law (``response.TimeLaw``), or None when λ >= 1."""
         return None if self.response is None else self.response.waiting
 
     @property
     def reliable(self) -> bool:
         """Whether every error bar that matters (levels seen often enough, the mean queue
-        length) is reliable and every self-check passed or was inconclusive.
-
-        Examples
-        --------
-        >>> from supermarket.simulation import simulate
-        >>> simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point").reliable
-        True
-        """
-        if self.u_reliable is None:
-            return False
+        length) is reliable and every self-check passed or was inconclusive."""
         lv = [i for i, x in enumerate(self.u_note) if not x.startswith("rare level")]
         return bool(self.mean_queue_length_reliable and all(self.u_reliable[i] for i in lv))
 
@@ -358,20 +442,17 @@ class SimulationResult:
         -------
         numpy.ndarray or None
             ``π(i) = λ^((d^i − 1)/(d − 1))`` (docs/model.md §3; ``λ^i`` when d = 1),
-            ``i = 1..len(u_mean)``.
-
-        Examples
-        --------
-        >>> from supermarket.simulation import simulate
-        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
-        >>> [round(float(x), 12) for x in r.fixed_point()[:3]]
-        [0.5, 0.125, 0.0078125]
+            ``i = 1..len(u_mean)``; for another dispatch rule its fluid fixed point
+            (:func:`supermarket.policies.fluid_fixed_point`: ``λ^i`` for ``random``,
+            ``(λ, 0, 0, …)`` for ``jsq`` and ``jiq``).
         """
         if self.params.lam >= 1:
             return None
+        if self.policy != "jsq-d":
+            return _pol.fluid_fixed_point(self.policy, self.params.lam, len(self.u_mean), d=self.params.d)
         return _th.fixed_point(self.params.d, self.params.lam, len(self.u_mean))
 
-    def to_dict(self, *, per_replication: bool = True, cdf_points=None) -> dict:
+    def to_dict(self, *, per_replication: bool = True, cdf_points: int | None = None) -> dict:
         """Everything, JSON-safe (lists, numbers, strings, None).
 
         Parameters
@@ -379,7 +460,8 @@ class SimulationResult:
         per_replication : bool, default True
             Include ``per_replication`` (each replication's own result) when there are several.
         cdf_points : int, optional
-            Add ``cdf``: ``{"t", "sojourn", "waiting"}``, the two CDFs on :meth:`cdf_grid`.
+            Add ``cdf``: ``{"t", "sojourn", "waiting"}``, the two CDFs on :meth:`cdf_grid` (which
+            raises ValueError).
 
         Returns
         -------
@@ -387,70 +469,13 @@ class SimulationResult:
             The fields of the result, with ``reliable``, ``fixed_point``, ``start_note``,
             ``sojourn`` and ``waiting`` (mean, quantiles, standard errors; None when λ >= 1).
 
-        Raises
-        ------
-        ValueError
-            ``cdf_points`` < 2, or given when λ >= 1.
-
-        Examples
-        --------
-        >>> import json
-        >>> from supermarket.simulation import simulate
-        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
-        >>> d = r.to_dict(cdf_points=4)
-        >>> len(d["cdf"]["t"]), d["sojourn"]["mean"] == r.response.sojourn.mean
-        (4, True)
-        >>> s = json.dumps(d)
         """
-        p = self.params
-        out = {
-            "params": p.to_dict(),
-            "engine": self.engine,
-            "time_mode": self.time_mode,
-            "steps": self.steps,
-            "burn_in": self.burn_in,
-            "sim_time": self.sim_time,
-            "u_mean": self.u_mean.tolist(),
-            "u_stderr": self.u_stderr.tolist(),
-            "ud_mean": self.ud_mean.tolist(),
-            "ud_stderr": self.ud_stderr.tolist(),
-            "max_queue_dist": {str(k): v for k, v in self.max_queue_dist.items()},
-            "max_queue_dist_stderr": (None if self.max_queue_dist_stderr is None else
-                                      {str(k): v for k, v in self.max_queue_dist_stderr.items()}),
-            "good_set_fraction": self.good_set_fraction,
-            "good_set_fraction_stderr": self.good_set_fraction_stderr,
-            "k": self.k,
-            "eps": self.eps,
-            "mean_queue_length": self.mean_queue_length,
-            "mean_queue_length_stderr": self.mean_queue_length_stderr,
-            "mean_sojourn_time": self.mean_sojourn_time,
-            "mean_sojourn_time_stderr": self.mean_sojourn_time_stderr,
-            "events_per_second": self.events_per_second,
-            "wall_time": self.wall_time,
-            "partial": self.partial,
-            "replications": self.replications,
-            "batches": self.batches,
-            "final_counts": self.final_counts.tolist(),
-            "reliable": self.reliable,
-            "u_reliable": None if self.u_reliable is None else [bool(x) for x in self.u_reliable],
-            "u_half_width": None if self.u_half_width is None else self.u_half_width.tolist(),
-            "u_n_eff": None if self.u_n_eff is None else self.u_n_eff.tolist(),
-            "u_note": list(self.u_note),
-            "mean_queue_length_reliable": self.mean_queue_length_reliable,
-            "mean_queue_length_half_width": self.mean_queue_length_half_width,
-            "mean_queue_length_n_eff": self.mean_queue_length_n_eff,
-            "good_set_fraction_reliable": self.good_set_fraction_reliable,
-            "error_method": self.error_method,
-            "self_checks": [dict(c) for c in self.self_checks],
-            "start_up": [dict(c) for c in self.start_up],
-            "notes": list(self.notes),
-            "precision": None if self.precision is None else dict(self.precision),
-            "control_variates": self.control_variates,
-            "controls": list(self.controls),
-            "control_notes": list(self.control_notes),
-            "variance_reduction": _vr_jsonable(self.variance_reduction),
-            "plain": self._plain_dict(),
-        }
+        out: dict[str, Any] = {"params": self.params.to_dict()}
+        out.update((key, _jsonable(getattr(self, key))) for key in _JSON_KEYS)
+        out["variance_reduction"] = to_jsonable(self.variance_reduction, null_nonfinite=True)  # NaN: null
+        out["plain"] = {key: _jsonable(getattr(self, f"{key}_plain")) for key in _PLAIN_KEYS}
+        for law in ("sojourn", "waiting"):
+            out["plain"][law] = None if self.response_plain is None else getattr(self.response_plain, law).to_dict()
         fp = self.fixed_point()
         out["fixed_point"] = None if fp is None else fp.tolist()
         out["start_note"] = self.start_note
@@ -464,53 +489,20 @@ class SimulationResult:
             out["per_replication"] = [r.to_dict(per_replication=False) for r in self.per_replication]
         return out
 
-    def _plain_dict(self) -> dict | None:
-        """The plain estimates (JSON-safe), or None when not recorded."""
-        if self.u_mean_plain is None:
-            return None
-        return {"u_mean": self.u_mean_plain.tolist(), "u_stderr": self.u_stderr_plain.tolist(),
-                "u_reliable": [bool(x) for x in self.u_reliable_plain],
-                "ud_mean": self.ud_mean_plain.tolist(), "ud_stderr": self.ud_stderr_plain.tolist(),
-                "mean_queue_length": self.mean_queue_length_plain,
-                "mean_queue_length_stderr": self.mean_queue_length_stderr_plain,
-                "mean_queue_length_reliable": self.mean_queue_length_reliable_plain,
-                "mean_sojourn_time": self.mean_sojourn_time_plain,
-                "mean_sojourn_time_stderr": self.mean_sojourn_time_stderr_plain,
-                "good_set_fraction": self.good_set_fraction_plain,
-                "good_set_fraction_stderr": self.good_set_fraction_stderr_plain,
-                "good_set_fraction_reliable": self.good_set_fraction_reliable_plain,
-                "max_queue_dist": (None if self.max_queue_dist_plain is None else
-                                   {str(k): v for k, v in self.max_queue_dist_plain.items()}),
-                "sojourn": None if self.response_plain is None else self.response_plain.sojourn.to_dict(),
-                "waiting": None if self.response_plain is None else self.response_plain.waiting.to_dict()}
-
     # ------------------------------------------------------------------ response-time CDF
     def cdf_grid(self, points: int) -> np.ndarray:
-        """``points`` equally spaced times from 0 to 1.1 × the largest sojourn quantile
-        (p99.9 by default): the grid of :meth:`summary` and :meth:`to_dict` with ``cdf_points``.
+        """``points`` equally spaced times from 0 to 1.1 × the largest sojourn quantile: the grid
+        of :meth:`summary` and :meth:`to_dict` with ``cdf_points``.
 
         Parameters
         ----------
         points : int
-            Number of grid points, >= 2.
+            Number of grid points, >= 2 (ValueError otherwise, or when λ >= 1).
 
         Returns
         -------
         numpy.ndarray
             The times, in mean service times.
-
-        Raises
-        ------
-        ValueError
-            ``points`` < 2, or no response times (λ >= 1: no equilibrium).
-
-        Examples
-        --------
-        >>> from supermarket.simulation import simulate
-        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
-        >>> g = r.cdf_grid(3)
-        >>> len(g), float(g[0])
-        (3, 0.0)
         """
         from ..model import MAX_CDF_POINTS
 
@@ -525,7 +517,7 @@ class SimulationResult:
         return self.response.to_dict(cdf_grid=g)["cdf"]
 
     # ------------------------------------------------------------------ tidy table and text
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """Tidy table: one row per level ``i`` of the profile.
 
         Returns
@@ -539,14 +531,6 @@ class SimulationResult:
             equilibrium, derived), ``fixed_point`` (mean-field π(i), NaN when λ >= 1),
             ``linearised`` (``1 − q̃_i``, derived, NaN beyond ``k + 1``), and the run's
             ``n``, ``d``, ``load``, ``replace``, ``engine``, ``time_mode``.
-
-        Examples
-        --------
-        >>> from supermarket.simulation import simulate
-        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
-        >>> f = r.to_frame()
-        >>> list(f["level"][:2]), bool(f["u_mean"].iloc[0] == r.u_mean[0])
-        ([1, 2], True)
         """
         import pandas as pd
 
@@ -555,27 +539,34 @@ class SimulationResult:
         fp = self.fixed_point()
         lin = self._linearised(L)
         nan = np.full(L, np.nan)
-        ud = self.ud_mean_plain if self.ud_mean_plain is not None else self.ud_mean  # the check: plain
-        prev = np.concatenate(([1.0], ud[:-1])) if L else np.zeros(0)
-        return pd.DataFrame({
-            "level": np.arange(1, L + 1),
-            "u_mean": self.u_mean, "u_stderr": self.u_stderr,
-            "u_half_width": self.u_half_width if self.u_half_width is not None else nan,
-            "u_n_eff": self.u_n_eff if self.u_n_eff is not None else nan,
-            "u_reliable": (np.asarray(self.u_reliable, bool) if self.u_reliable is not None
-                           else np.zeros(L, bool)),
-            "u_note": list(self.u_note) if len(self.u_note) == L else [""] * L,
-            "u_mean_plain": self.u_mean_plain if self.u_mean_plain is not None else self.u_mean,
-            "u_stderr_plain": self.u_stderr_plain if self.u_stderr_plain is not None else self.u_stderr,
-            "variance_reduction": (np.asarray(self.variance_reduction["u_mean"], dtype=float)
-                                   if self.variance_reduction is not None else nan),
-            "ud_mean": self.ud_mean, "ud_stderr": self.ud_stderr,
-            "identity": p.lam * prev,
-            "fixed_point": fp if fp is not None else nan,
-            "linearised": lin,
-            "n": p.n, "d": p.d, "load": p.lam, "replace": p.replace, "engine": self.engine,
-            "time_mode": self.time_mode,
-        })
+        prev = np.concatenate(([1.0], self.ud_mean_plain[:-1]))  # the identity is a check: plain
+        return pd.DataFrame(
+            {
+                "level": np.arange(1, L + 1),
+                "u_mean": self.u_mean,
+                "u_stderr": self.u_stderr,
+                "u_half_width": self.u_half_width,
+                "u_n_eff": self.u_n_eff,
+                "u_reliable": self.u_reliable,
+                "u_note": list(self.u_note),
+                "u_mean_plain": self.u_mean_plain,
+                "u_stderr_plain": self.u_stderr_plain,
+                "variance_reduction": (
+                    np.array([e.variance_reduction for e in self.levels], dtype=float) if self.control_variates else nan
+                ),
+                "ud_mean": self.ud_mean,
+                "ud_stderr": self.ud_stderr,
+                "identity": p.lam * prev,
+                "fixed_point": fp if fp is not None else nan,
+                "linearised": lin,
+                "n": p.n,
+                "d": p.d,
+                "load": p.lam,
+                "replace": p.replace,
+                "engine": self.engine,
+                "time_mode": self.time_mode,
+            }
+        )
 
     def _linearised(self, L):
         """``1 − q̃_i`` (derived) for ``i = 1..k``, 0 at ``k + 1``, NaN elsewhere."""
@@ -589,40 +580,24 @@ class SimulationResult:
             out[self.k] = 0.0
         return out
 
-    def summary(self, *, cdf_points=None) -> str:
+    def summary(self, *, cdf_points: int | None = None) -> str:
         """The text ``supermarket simulate`` prints (plain text, no markup).
 
         Parameters
         ----------
         cdf_points : int, optional
-            Also tabulate the sojourn and waiting CDFs on this many times (see
-            :meth:`cdf_grid`).
+            Also tabulate the sojourn and waiting CDFs on :meth:`cdf_grid` (which raises ValueError).
 
         Returns
         -------
         str
-            The run, the profile table (``E[u_i]`` ± s.e. against π(i), the linearised
-            profile and the identity), the maximum queue length against ``k_{λ,d}``, the
-            good set, the mean queue length, the response times (mean and quantiles ± s.e.
-            of sojourn and waiting), how the error bars were made, the self-checks, the
-            start (``start_note``), the precision target and the speed.
-
-        Raises
-        ------
-        ValueError
-            As :meth:`cdf_grid`: ``cdf_points`` < 2, or given when λ >= 1 (no response times).
-
-        Examples
-        --------
-        >>> from supermarket.simulation import simulate
-        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
-        >>> text = r.summary()
-        >>> "E[u_i]" in text and "sojourn" in text and "waiting" in text
-        True
+            The run, the profile against π(i), the linearised profile and the identity, the
+            maximum against ``k_{λ,d}``, the good set, the mean queue length, the response
+            times, the error analysis, the self-checks, the precision target and the speed.
         """
         return _render.summary_text(self, cdf_points)
 
-    def plot(self, path=None):
+    def plot(self, path: str | os.PathLike | None = None) -> Any:
         """Simulated profile with error bars against π and the linearised prediction
         (derived); maximum-queue distribution against ``k_{λ,d}``; and, when there are
         response times (λ < 1), the sojourn and waiting survival ``P(S > t)``, ``P(W > t)``
@@ -636,14 +611,5 @@ class SimulationResult:
         Returns
         -------
         matplotlib.figure.Figure
-
-        Examples
-        --------
-        >>> from supermarket.simulation import simulate
-        >>> r = simulate(50, 2, 0.5, steps=20_000, seed=1, start="fixed-point")
-        >>> fig = r.plot()
-        >>> len(fig.axes)
-        3
-        >>> import matplotlib.pyplot as plt; plt.close(fig)
         """
         return _render.plot(self, path)

@@ -8,19 +8,43 @@ the others go on; an interrupted task (Ctrl-C) is never recorded: the sweep stop
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .. import parallel
+from .._results import Result, frame
 from ..parallel import SchedulerError
 from .measurements import MEASUREMENTS, flatten, scalar
 from .seeds import task_seed
 from .spec import Sweep, Task
-from .storage import (ID_COLUMNS, RESULTS_FILE, SweepDirError, SweepLock, _atomic_write_table, clean_stale, part_path,
-                      prepare_dir, read_part, sidecar, to_table, write_part, write_sidecar)
+from .storage import (
+    ID_COLUMNS,
+    RESULTS_FILE,
+    PathLike,
+    SweepDirError,
+    SweepLock,
+    _atomic_write_table,
+    clean_stale,
+    part_path,
+    prepare_dir,
+    read_part,
+    sidecar,
+    to_table,
+    write_part,
+    write_sidecar,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from distributed import Client
+
+_Progress = Callable[[int, int, int, int], None]  # progress(done, running, failed, total)
 
 __all__ = ["run_task", "run_sweep", "SweepOutcome", "SchedulerError"]
 
@@ -60,20 +84,35 @@ def run_task(spec: dict) -> dict:
         raw = MEASUREMENTS[spec["measurement"]](dict(spec["params"]), seed)
         result = flatten({k: v for k, v in raw.items() if k not in _DROP})
         status, error = "ok", None
-    except Exception as exc:  # noqa: BLE001 - recorded, the sweep goes on
+    except Exception as exc:
         result, status = {}, "failed"
         error = f"{type(exc).__name__}: {exc}"
         error_detail = traceback.format_exc(limit=6)
-    return {"task_id": spec["task_id"], "status": status, "error": error, "error_detail": error_detail,
-            "result": result, "wall_seconds": time.perf_counter() - t0}
+    return {
+        "task_id": spec["task_id"],
+        "status": status,
+        "error": error,
+        "error_detail": error_detail,
+        "result": result,
+        "wall_seconds": time.perf_counter() - t0,
+    }
 
 
 def _row(task: Task, sweep: Sweep, rec: dict) -> dict:
     """The tidy row of a task: identity and parameters, then the measured values."""
-    row = {"sweep": sweep.name, "task_id": task.task_id, "task_index": task.index, "point": task.point,
-           "measurement": task.measurement, "replication": task.replication,
-           "replications": task.replications, "seed": task.seed, "point_hash": task.point_hash,
-           "status": rec["status"], "error": rec["error"]}
+    row = {
+        "sweep": sweep.name,
+        "task_id": task.task_id,
+        "task_index": task.index,
+        "point": task.point,
+        "measurement": task.measurement,
+        "replication": task.replication,
+        "replications": task.replications,
+        "seed": task.seed,
+        "point_hash": task.point_hash,
+        "status": rec["status"],
+        "error": rec["error"],
+    }
     for k, v in task.params.items():
         row[k] = float(v) if k == "load" else scalar(v)  # numbers in the table; the text is in the sidecar
     for k, v in rec["result"].items():
@@ -87,7 +126,7 @@ def _row(task: Task, sweep: Sweep, rec: dict) -> dict:
 
 
 @dataclass
-class SweepOutcome:
+class SweepOutcome(Result):
     """What :func:`run_sweep` did.
 
     Attributes
@@ -131,23 +170,22 @@ class SweepOutcome:
 
     def to_dict(self) -> dict:
         """The fields as a JSON-safe dict (``failures`` as ``[task_id, error]`` lists)."""
-        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        out = super().to_dict()
         out["failures"] = [[str(t), str(e)] for t, e in self.failures]
         return out
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """One row per failed task (``task_id``, ``error``); empty (with those columns) when
         none failed.  The counts are in :meth:`to_dict`."""
-        import pandas as pd
-
-        return pd.DataFrame([{"task_id": str(t), "error": str(e)} for t, e in self.failures],
-                            columns=["task_id", "error"])
+        return frame([{"task_id": str(t), "error": str(e)} for t, e in self.failures], columns=["task_id", "error"])
 
     def summary(self, max_failures: int = 10) -> str:
         """The lines ``supermarket sweep`` prints: the counts, then up to ``max_failures``
         failed tasks (one line each)."""
-        lines = [f"{self.total} tasks, {self.ran} run now, {self.skipped} finished earlier, {self.failed} failed "
-                 f"({self.backend}, {self.wall_seconds:.1f} s) -> {self.results_path}"]
+        lines = [
+            f"{self.total} tasks, {self.ran} run now, {self.skipped} finished earlier, {self.failed} failed "
+            f"({self.backend}, {self.wall_seconds:.1f} s) -> {self.results_path}"
+        ]
         lines += [f"  failed {t}: {e}" for t, e in self.failures[:max_failures]]
         if len(self.failures) > max_failures:
             lines.append(f"  ... and {len(self.failures) - max_failures} more (see sweep.json)")
@@ -155,11 +193,19 @@ class SweepOutcome:
 
 
 def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
-def run_sweep(sweep: Sweep, out_dir, *, workers: int | None = None, scheduler: str | None = None,
-              max_tasks: int | None = None, progress=None, connect_timeout: float = 5.0) -> SweepOutcome:
+def run_sweep(
+    sweep: Sweep,
+    out_dir: PathLike,
+    *,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    max_tasks: int | None = None,
+    progress: _Progress | None = None,
+    connect_timeout: float = 5.0,
+) -> SweepOutcome:
     """Run (or resume) a sweep into ``out_dir``.
 
     Parameters
@@ -208,8 +254,10 @@ def run_sweep(sweep: Sweep, out_dir, *, workers: int | None = None, scheduler: s
     """
     total = len(sweep.tasks)
     if max_tasks is not None and total > max_tasks:
-        raise SweepDirError(f"the sweep has {total} tasks ({sweep.points} grid points × replications), "
-                            f"more than --max-tasks {max_tasks}: refusing to start")
+        raise SweepDirError(
+            f"the sweep has {total} tasks ({sweep.points} grid points × replications), "
+            f"more than --max-tasks {max_tasks}: refusing to start"
+        )
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ValueError(f"workers must be an integer >= 1; got {workers!r}")
     from .storage import check_output_dir
@@ -220,19 +268,32 @@ def run_sweep(sweep: Sweep, out_dir, *, workers: int | None = None, scheduler: s
         return _run(sweep, out, workers, scheduler, client, progress)
     finally:
         if client is not None:
-            try:
+            with contextlib.suppress(Exception):  # closing a client of a dead cluster
                 client.close(timeout=5)
-            except Exception:  # noqa: BLE001 - closing a client of a dead cluster
-                pass
 
 
-def _run(sweep: Sweep, out: Path, workers, scheduler, client, progress) -> SweepOutcome:
+def _run(
+    sweep: Sweep,
+    out: Path,
+    workers: int | None,
+    scheduler: str | None,
+    client: Client | None,
+    progress: _Progress | None,
+) -> SweepOutcome:
     previous = prepare_dir(sweep, out)
     with SweepLock(out):  # one sweep at a time in a directory; released when it ends or dies
         return _run_locked(sweep, out, workers, scheduler, client, progress, previous)
 
 
-def _run_locked(sweep: Sweep, out: Path, workers, scheduler, client, progress, previous) -> SweepOutcome:
+def _run_locked(
+    sweep: Sweep,
+    out: Path,
+    workers: int | None,
+    scheduler: str | None,
+    client: Client | None,
+    progress: _Progress | None,
+    previous: dict,
+) -> SweepOutcome:
     total = len(sweep.tasks)
     clean_stale(out)
     done, discarded = set(), []
@@ -252,8 +313,11 @@ def _run_locked(sweep: Sweep, out: Path, workers, scheduler, client, progress, p
     run_info = {"started": _now(), "backend": backend, "skipped": skipped, "to_run": len(todo)}
     if discarded:
         run_info["discarded_parts"] = discarded
-    state = {"status": "running", "runs": list(previous.get("runs", [])) + [run_info],
-             "task_seconds": dict(previous.get("task_seconds", {}))}
+    state: dict[str, Any] = {
+        "status": "running",
+        "runs": list(previous.get("runs", [])) + [run_info],
+        "task_seconds": dict(previous.get("task_seconds", {})),
+    }
     write_sidecar(out, sidecar(sweep, state))
 
     t0 = time.perf_counter()
@@ -261,11 +325,17 @@ def _run_locked(sweep: Sweep, out: Path, workers, scheduler, client, progress, p
     details: dict = {}
     counts = {"ok": 0}
 
-    def finished(i: int, rec, error):
+    def finished(i: int, rec: Any, error: BaseException | None) -> None:
         task = todo[i]
         if error is not None:  # the worker itself failed (a crashed process, a lost Dask worker)
-            rec = {"task_id": task.task_id, "status": "failed", "error": f"{type(error).__name__}: {error}",
-                   "error_detail": None, "result": {}, "wall_seconds": float("nan")}
+            rec = {
+                "task_id": task.task_id,
+                "status": "failed",
+                "error": f"{type(error).__name__}: {error}",
+                "error_detail": None,
+                "result": {},
+                "wall_seconds": float("nan"),
+            }
         write_part(out, task, _row(task, sweep, rec))
         state["task_seconds"][task.task_id] = rec["wall_seconds"]
         if rec["status"] == "ok":
@@ -274,13 +344,21 @@ def _run_locked(sweep: Sweep, out: Path, workers, scheduler, client, progress, p
             failures.append((task.task_id, rec["error"]))
             details[task.task_id] = rec.get("error_detail")
 
-    def report(n_done, running, _total):
+    def report(n_done: int, running: int, _total: int) -> None:
         if progress is not None:
             progress(skipped + n_done, running, len(failures), total)
 
     try:
-        parallel.map_tasks(run_task, [t.spec() for t in todo], workers=1 if scheduler else nw, client=client,
-                           on_result=finished, progress=report, return_errors=True, collect=False)
+        parallel.map_tasks(
+            run_task,
+            [t.spec() for t in todo],
+            workers=1 if scheduler else nw,
+            client=client,
+            on_result=finished,
+            progress=report,
+            return_errors=True,
+            collect=False,
+        )
     except KeyboardInterrupt:
         state["status"] = "interrupted"
         state["runs"][-1].update(interrupted=_now(), ok=counts["ok"], failed=len(failures))
@@ -302,6 +380,16 @@ def _run_locked(sweep: Sweep, out: Path, workers, scheduler, client, progress, p
     state["runs"][-1].update(finished=_now(), wall_seconds=wall, ok=counts["ok"], failed=len(failures))
     state["failures"] = [{"task_id": i, "error": e, "traceback": details.get(i)} for i, e in failures]
     write_sidecar(out, sidecar(sweep, state))
-    return SweepOutcome(out_dir=str(out), total=total, skipped=skipped, ran=len(todo), ok=counts["ok"] + skipped,
-                        failed=len(failures), failures=failures, wall_seconds=wall, backend=backend,
-                        results_path=str(out / RESULTS_FILE), discarded=len(discarded))
+    return SweepOutcome(
+        out_dir=str(out),
+        total=total,
+        skipped=skipped,
+        ran=len(todo),
+        ok=counts["ok"] + skipped,
+        failed=len(failures),
+        failures=failures,
+        wall_seconds=wall,
+        backend=backend,
+        results_path=str(out / RESULTS_FILE),
+        discarded=len(discarded),
+    )

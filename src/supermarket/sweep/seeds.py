@@ -18,18 +18,21 @@ from ..model import spawn_seeds
 
 __all__ = ["task_seed", "canonical_hash", "SEED_RULE"]
 
-SEED_RULE = ("grid point root = SeedSequence(seed, spawn_key=(h0, h1)), h0,h1 = first two 32-bit "
-             "words of point_hash (SHA-256 of the canonical parameters); replication r = child r")
+SEED_RULE = (
+    "grid point root = SeedSequence(seed, spawn_key=(h0, h1)), h0,h1 = first two 32-bit "
+    "words of point_hash (SHA-256 of the canonical parameters); replication r = child r"
+)
 
 
-def canonical_hash(obj) -> str:
+def canonical_hash(obj: object) -> str:
     """SHA-256 (hex) of the canonical JSON of ``obj`` (sorted keys, no blanks, ASCII).
 
     >>> canonical_hash({"b": 1, "a": [0.5]}) == canonical_hash({"a": [0.5], "b": 1})
     True
     """
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":"),
-                                     ensure_ascii=True).encode()).hexdigest()
+    return hashlib.sha256(
+        json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+    ).hexdigest()
 
 
 def task_seed(sweep_seed: int, point_hash: str, replication: int) -> np.random.SeedSequence:
@@ -56,6 +59,7 @@ def task_seed(sweep_seed: int, point_hash: str, replication: int) -> np.random.S
     True
     """
     h = bytes.fromhex(point_hash[:16])
-    root = np.random.SeedSequence(int(sweep_seed),
-                                  spawn_key=(int.from_bytes(h[:4], "big"), int.from_bytes(h[4:], "big")))
+    root = np.random.SeedSequence(
+        int(sweep_seed), spawn_key=(int.from_bytes(h[:4], "big"), int.from_bytes(h[4:], "big"))
+    )
     return spawn_seeds(root, replication + 1)[replication]

@@ -10,16 +10,24 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import os
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._results import Result, frame
 from . import values as vals
+
+if TYPE_CHECKING:
+    import pandas as pd
 from .measurements import REGISTRY
-from .seeds import canonical_hash as _canonical_hash, task_seed
+from .seeds import canonical_hash as _canonical_hash
+from .seeds import task_seed
 
 __all__ = ["SweepFileError", "Task", "Sweep", "load_sweep", "parse_sweep", "FORMAT_VERSION", "SWEEP_KEYS", "MAX_TASKS"]
 
@@ -27,7 +35,12 @@ FORMAT_VERSION = 2  # 1: arrays stored as JSON strings; 2: Arrow list and map co
 CANONICAL_FORMAT = 1  # enters the canonical hash of a sweep: unchanged, so old hashes still match
 #: The most tasks (grid points × replications) one sweep may hold: each is a part file and a row.
 MAX_TASKS = 10**6
-SWEEP_KEYS = {"name": vals.text, "description": vals.text, "seed": vals.seed, "replications": vals.count}
+SWEEP_KEYS: dict[str, vals.Checker] = {
+    "name": vals.text,
+    "description": vals.text,
+    "seed": vals.seed,
+    "replications": vals.count,
+}
 
 
 class SweepFileError(ValueError):
@@ -97,13 +110,19 @@ class Task:
 
     def spec(self) -> dict:
         """Plain-data description sent to a worker (picklable, no numpy)."""
-        return {"task_id": self.task_id, "measurement": self.measurement, "params": dict(self.params),
-                "point_hash": self.point_hash, "replication": self.replication,
-                "replications": self.replications, "seed": self.seed}
+        return {
+            "task_id": self.task_id,
+            "measurement": self.measurement,
+            "params": dict(self.params),
+            "point_hash": self.point_hash,
+            "replication": self.replication,
+            "replications": self.replications,
+            "seed": self.seed,
+        }
 
 
 @dataclass(frozen=True)
-class Sweep:
+class Sweep(Result):
     """A validated sweep file and its tasks (from :func:`load_sweep` or :func:`parse_sweep`).
 
     Attributes
@@ -142,25 +161,41 @@ class Sweep:
 
     def to_dict(self) -> dict:
         """JSON-safe: name, path, hashes, seed, the counts and each task's ``spec()``."""
-        return {"name": self.name, "path": self.path, "text_sha256": self.text_sha256,
-                "sweep_sha256": self.sweep_sha256, "seed": self.seed, "points": self.points,
-                "tasks": [t.spec() for t in self.tasks]}
+        return {
+            "name": self.name,
+            "path": self.path,
+            "text_sha256": self.text_sha256,
+            "sweep_sha256": self.sweep_sha256,
+            "seed": self.seed,
+            "points": self.points,
+            "tasks": [t.spec() for t in self.tasks],
+        }
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """One row per task: ``task_id``, ``measurement``, ``point``, ``replication`` and the
         task's parameters as columns."""
-        import pandas as pd
-
-        return pd.DataFrame([{"task_id": t.task_id, "measurement": t.measurement, "point": t.point,
-                              "replication": t.replication, **t.params} for t in self.tasks])
+        return frame(
+            [
+                {
+                    "task_id": t.task_id,
+                    "measurement": t.measurement,
+                    "point": t.point,
+                    "replication": t.replication,
+                    **t.params,
+                }
+                for t in self.tasks
+            ]
+        )
 
     def summary(self) -> str:
         """Plain text: the counts, then the tasks per measurement."""
         per: dict[str, int] = {}
         for t in self.tasks:
             per[t.measurement] = per.get(t.measurement, 0) + 1
-        return "\n".join([f"sweep {self.name}: {self.points} grid points, {len(self.tasks)} tasks, seed {self.seed}"]
-                         + [f"  {m}: {k} task(s)" for m, k in per.items()])
+        return "\n".join(
+            [f"sweep {self.name}: {self.points} grid points, {len(self.tasks)} tasks, seed {self.seed}"]
+            + [f"  {m}: {k} task(s)" for m, k in per.items()]
+        )
 
 
 # --------------------------------------------------------------------------- line numbers
@@ -200,7 +235,7 @@ def _key_lines(text: str) -> dict:
 
 
 # --------------------------------------------------------------------------- parsing
-def load_sweep(path, *, max_tasks: int | None = None) -> Sweep:
+def load_sweep(path: str | os.PathLike[str], *, max_tasks: int | None = None) -> Sweep:
     """Read and validate a sweep file; raise :class:`SweepFileError` listing every error.
 
     Parameters
@@ -281,12 +316,17 @@ def parse_sweep(text: str, path: str = "<sweep>", *, max_tasks: int | None = Non
     except tomllib.TOMLDecodeError as exc:
         raise SweepFileError(path, [f"not valid TOML: {exc}"]) from None
     except RecursionError:  # arrays or tables nested thousands deep
-        raise SweepFileError(path, ["not a usable sweep file: arrays or tables nested too deeply "
-                                    "(a sweep file needs at most one level of lists)"]) from None
+        raise SweepFileError(
+            path,
+            [
+                "not a usable sweep file: arrays or tables nested too deeply "
+                "(a sweep file needs at most one level of lists)"
+            ],
+        ) from None
     lines = _key_lines(text)
     errors: list[str] = []
 
-    def err(section, idx, key, msg):
+    def err(section: str | None, idx: int | None, key: str | None, msg: str) -> None:
         no = lines.get((section, idx, key)) or lines.get((section, idx, None))
         label = section if idx is None else f"{section}[{idx + 1}]"
         where = f"{label}.{key}" if key else label
@@ -308,8 +348,14 @@ def parse_sweep(text: str, path: str = "<sweep>", *, max_tasks: int | None = Non
         try:
             checked = SWEEP_KEYS[key](key, value)
         except (TypeError, ValueError) as exc:
-            err("sweep", None, key, str(exc) if key in ("seed", "replications") else
-                f"must be a string; got {value!r} ({type(value).__name__})")
+            err(
+                "sweep",
+                None,
+                key,
+                str(exc)
+                if key in ("seed", "replications")
+                else f"must be a string; got {value!r} ({type(value).__name__})",
+            )
             continue
         if key == "seed":
             seed = checked
@@ -318,7 +364,7 @@ def parse_sweep(text: str, path: str = "<sweep>", *, max_tasks: int | None = Non
 
     runs = data.get("run")
     if runs is None:
-        errors.append("no [[run]] block: a sweep needs at least one, e.g. [[run]] measurement = \"simulate\"")
+        errors.append('no [[run]] block: a sweep needs at least one, e.g. [[run]] measurement = "simulate"')
         runs = []
     elif not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
         err(None, None, "run", "must be an array of tables written [[run]]")
@@ -344,28 +390,54 @@ def parse_sweep(text: str, path: str = "<sweep>", *, max_tasks: int | None = Non
         blocks.append(canon)
         for params in points:
             h = _canonical_hash({"measurement": canon["measurement"], **params})
-            same = _canonical_hash({"measurement": canon["measurement"],
-                                    **_normalised(canon["measurement"], params)})
+            same = _canonical_hash({"measurement": canon["measurement"], **_normalised(canon["measurement"], params)})
             if same in seen:
-                err("run", b, None, f"grid point {_short(params)} repeats one of run[{seen[same] + 1}] "
-                    "(the same values, perhaps written differently); each grid point may appear once")
+                err(
+                    "run",
+                    b,
+                    None,
+                    f"grid point {_short(params)} repeats one of run[{seen[same] + 1}] "
+                    "(the same values, perhaps written differently); each grid point may appear once",
+                )
                 continue
             seen[same] = b
             reps = 1 if REGISTRY[canon["measurement"]].deterministic else block_reps
             for r in range(reps):
-                tasks.append(Task(index=len(tasks), point=point, block=b, measurement=canon["measurement"],
-                                  params=params, point_hash=h, replication=r, replications=reps,
-                                  seed=block_seed))
+                tasks.append(
+                    Task(
+                        index=len(tasks),
+                        point=point,
+                        block=b,
+                        measurement=canon["measurement"],
+                        params=params,
+                        point_hash=h,
+                        replication=r,
+                        replications=reps,
+                        seed=block_seed,
+                    )
+                )
             point += 1
     if errors:
         raise SweepFileError(path, sorted(errors, key=_line_of))
     if not tasks:
         raise SweepFileError(path, ["the grid is empty: no task to run"])
-    canon_all = {"format": CANONICAL_FORMAT, "name": str(name), "seed": seed, "replications": replications,
-                 "runs": blocks}
-    return Sweep(path=path, text=text, text_sha256=hashlib.sha256(text.encode()).hexdigest(),
-                 sweep_sha256=_canonical_hash(canon_all), name=str(name), seed=seed,
-                 tasks=tuple(tasks), blocks=tuple(blocks))
+    canon_all = {
+        "format": CANONICAL_FORMAT,
+        "name": str(name),
+        "seed": seed,
+        "replications": replications,
+        "runs": blocks,
+    }
+    return Sweep(
+        path=path,
+        text=text,
+        text_sha256=hashlib.sha256(text.encode()).hexdigest(),
+        sweep_sha256=_canonical_hash(canon_all),
+        name=str(name),
+        seed=seed,
+        tasks=tuple(tasks),
+        blocks=tuple(blocks),
+    )
 
 
 def _line_of(msg: str) -> int:
@@ -377,9 +449,10 @@ def _short(params: dict) -> str:
     return ", ".join(f"{k}={x}" for k, x in params.items())
 
 
+_Err = Callable[[str | None, int | None, str | None, str], None]  # err(section, index, key, message)
 
 
-def _check_one(b: int, key: str, raw, checker, err) -> tuple[bool, object]:
+def _check_one(b: int, key: str, raw: object, checker: vals.Checker, err: _Err) -> tuple[bool, Any]:
     try:
         return True, checker(key, raw)
     except (TypeError, ValueError) as exc:
@@ -407,7 +480,7 @@ def _normalised(measurement: str, params: dict) -> dict:
     return {k: p[k] for k in sorted(p)}
 
 
-def _check_block(b, block, seed, replications, err):
+def _check_block(b: int, block: dict, seed: int, replications: int, err: _Err) -> tuple:
     """Validate one [[run]] block's keys and values (no grid built yet); return
     ``(spec, axes, seed, replications, task count or None, canonical block, bad)``."""
     names = ", ".join(REGISTRY)
@@ -438,8 +511,13 @@ def _check_block(b, block, seed, replications, err):
                     bad = True
             continue
         if key not in spec.keys:
-            err("run", b, key, f"unknown key {key!r} for measurement {meas!r}; valid keys: "
-                f"{', '.join(['measurement', 'replications', 'seed', *spec.keys])}")
+            err(
+                "run",
+                b,
+                key,
+                f"unknown key {key!r} for measurement {meas!r}; valid keys: "
+                f"{', '.join(['measurement', 'replications', 'seed', *spec.keys])}",
+            )
             bad = True
             continue
         values = raw if isinstance(raw, list) else [raw]
@@ -457,14 +535,18 @@ def _check_block(b, block, seed, replications, err):
                 bad = True
         axes[key] = out
 
-    def rule_err(key, msg):
+    def rule_err(key: str, msg: str) -> None:
         nonlocal bad
         err("run", b, key, msg)
         bad = True
 
     spec.rules(axes, rule_err)
-    canon = {"measurement": meas, "seed": block_seed, "replications": block_reps,
-             "axes": {k: axes[k] for k in sorted(axes)}}
+    canon = {
+        "measurement": meas,
+        "seed": block_seed,
+        "replications": block_reps,
+        "axes": {k: axes[k] for k in sorted(axes)},
+    }
     count = 1
     for x in axes.values():
         count *= len(x)
@@ -493,4 +575,3 @@ def _expand_block(b, checked, err):
             continue
         points.append(params)
     return points, block_seed, block_reps, canon
-

@@ -26,25 +26,68 @@ import sys
 import tempfile
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .columns import table_rows, to_table
 from .seeds import SEED_RULE
 from .spec import FORMAT_VERSION, Sweep, Task
 
-__all__ = ["RESULTS_FILE", "SIDECAR_FILE", "SWEEP_COPY", "PARTS_DIR", "ID_COLUMNS", "TIMING_COLUMNS",
-           "LOCK_FILE", "SweepLock", "SweepDirError", "OutputError", "check_output_file", "check_not_sweep_file", "check_output_dir", "write_output",
-           "to_table", "table_rows", "read_results", "read_sidecar", "upgrade"]
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+PathLike = str | os.PathLike[str]
+"""A file or directory name as the functions here accept it."""
+
+__all__ = [
+    "RESULTS_FILE",
+    "SIDECAR_FILE",
+    "SWEEP_COPY",
+    "PARTS_DIR",
+    "ID_COLUMNS",
+    "TIMING_COLUMNS",
+    "LOCK_FILE",
+    "SweepLock",
+    "SweepDirError",
+    "OutputError",
+    "check_output_file",
+    "check_not_sweep_file",
+    "check_output_dir",
+    "write_output",
+    "to_table",
+    "table_rows",
+    "read_results",
+    "read_sidecar",
+    "upgrade",
+]
 
 RESULTS_FILE = "results.parquet"
 SIDECAR_FILE = "sweep.json"
 SWEEP_COPY = "sweep.toml"
 PARTS_DIR = "parts"
 LOCK_FILE = ".lock"  # held (flock) by the process running the sweep
-ID_COLUMNS = ("sweep", "task_id", "task_index", "point", "measurement", "replication", "replications",
-              "seed", "point_hash", "status", "error")
+ID_COLUMNS = (
+    "sweep",
+    "task_id",
+    "task_index",
+    "point",
+    "measurement",
+    "replication",
+    "replications",
+    "seed",
+    "point_hash",
+    "status",
+    "error",
+)
 # Columns whose values depend on the machine and the moment, not on the seeds.
-TIMING_COLUMNS = ("wall_seconds", "wall_time", "events_per_second", "seconds", "sim_seconds",
-                  "sim_events_per_second", "limit_seconds")
+TIMING_COLUMNS = (
+    "wall_seconds",
+    "wall_time",
+    "events_per_second",
+    "seconds",
+    "sim_seconds",
+    "sim_events_per_second",
+    "limit_seconds",
+)
 
 
 class SweepDirError(ValueError):
@@ -83,7 +126,7 @@ class OutputError(ValueError):
 
 
 # =========================================================================== output paths
-def _probe_dir(d: Path, label: str, err=OutputError) -> None:
+def _probe_dir(d: Path, label: str, err: type[Exception] = OutputError) -> None:
     if not d.exists():
         raise err(f"{label}: the directory {d} does not exist; create it first")
     if not d.is_dir():
@@ -96,7 +139,7 @@ def _probe_dir(d: Path, label: str, err=OutputError) -> None:
         raise err(f"{label}: cannot write in {d} ({exc.strerror or exc})") from None
 
 
-def check_output_file(path, label: str = "output") -> Path:
+def check_output_file(path: PathLike, label: str = "output") -> Path:
     """Check, before any work, that ``path`` can be written: its directory exists and is
     writable, and the path is not a directory.  Returns the path; raises :class:`OutputError`."""
     p = Path(path)
@@ -108,7 +151,7 @@ def check_output_file(path, label: str = "output") -> Path:
     return p
 
 
-def check_not_sweep_file(out_dir, path, label: str = "output") -> Path:
+def check_not_sweep_file(out_dir: PathLike, path: PathLike, label: str = "output") -> Path:
     """Refuse (:class:`OutputError`, before any work) an output ``path`` that is one of the
     sweep's own files in ``out_dir`` (``sweep.json``, ``results.parquet``, ``sweep.toml``, its
     lock, anything under ``parts/``): a report never overwrites the data it reports.
@@ -119,7 +162,8 @@ def check_not_sweep_file(out_dir, path, label: str = "output") -> Path:
     ...     check_not_sweep_file("quick", "quick/./sweep.json", "--md")
     ... except OutputError as e:
     ...     print(e)
-    --md quick/./sweep.json is the sweep's own file quick/sweep.json: writing there would destroy the sweep; choose another name (e.g. quick/report.md)
+    --md quick/./sweep.json is the sweep's own file quick/sweep.json: writing there would destroy the sweep;
+    choose another name (e.g. quick/report.md)
     """
     d = Path(os.path.realpath(out_dir))
     p = Path(os.path.realpath(path))
@@ -128,12 +172,14 @@ def check_not_sweep_file(out_dir, path, label: str = "output") -> Path:
         rel = Path(out_dir) / p.relative_to(d)
         ext = ".md" if "md" in label else ".html"
         what = f"is the sweep's own file {rel}" if p in own else f"lies in the sweep's {PARTS_DIR}/ directory"
-        raise OutputError(f"{label} {path} {what}: writing there would destroy the sweep; choose another "
-                          f"name (e.g. {Path(out_dir) / ('report' + ext)})")
+        raise OutputError(
+            f"{label} {path} {what}: writing there would destroy the sweep; choose another "
+            f"name (e.g. {Path(out_dir) / ('report' + ext)})"
+        )
     return Path(path)
 
 
-def check_output_dir(out, label: str = "--out") -> Path:
+def check_output_dir(out: PathLike, label: str = "--out") -> Path:
     """Check, before any work, that the sweep directory ``out`` can be used: an existing
     writable directory, or a missing one whose parent exists and is writable."""
     p = Path(out)
@@ -146,7 +192,7 @@ def check_output_dir(out, label: str = "--out") -> Path:
     return p
 
 
-def write_output(path, data, label: str = "output") -> str:
+def write_output(path: PathLike, data: str | bytes, label: str = "output") -> str:
     """Write ``data`` (str or bytes) to ``path``: through a temporary file and a rename for a
     regular file, directly for a device or pipe; any failure (a full disk: ``/dev/full``) raises
     :class:`OutputError` instead of being reported as written."""
@@ -165,7 +211,7 @@ def _atomic_write_bytes(path: Path, data: bytes) -> None:
     atomic_write(path, data)
 
 
-def _atomic_write_table(path: Path, table) -> None:
+def _atomic_write_table(path: Path, table: pa.Table) -> None:
     import pyarrow.parquet as pq
 
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -188,7 +234,7 @@ def write_part(out: Path, task: Task, row: dict) -> None:
     _atomic_write_table(part_path(out, task), to_table([row], ID_COLUMNS))
 
 
-def _same(a, b) -> bool:
+def _same(a: object, b: object) -> bool:
     if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
         return True
     return a == b
@@ -196,8 +242,13 @@ def _same(a, b) -> bool:
 
 def part_matches(task: Task, row: dict) -> bool:
     """Whether ``row`` is the result of ``task``: same identity, seed and parameters."""
-    ident = {"task_id": task.task_id, "measurement": task.measurement, "point_hash": task.point_hash,
-             "replication": task.replication, "seed": task.seed}
+    ident = {
+        "task_id": task.task_id,
+        "measurement": task.measurement,
+        "point_hash": task.point_hash,
+        "replication": task.replication,
+        "seed": task.seed,
+    }
     if any(row.get(k) != x for k, x in ident.items()):
         return False
     for k, x in task.params.items():
@@ -214,7 +265,7 @@ def read_part(path: Path, task: Task | None = None) -> dict | None:
 
     try:
         rows = table_rows(pq.read_table(path))
-    except Exception:  # noqa: BLE001 - an unreadable part is treated as not done
+    except Exception:
         return None
     if len(rows) != 1 or (task is not None and not part_matches(task, rows[0])):
         return None
@@ -222,38 +273,57 @@ def read_part(path: Path, task: Task | None = None) -> dict | None:
 
 
 # =========================================================================== reading
-def _format_error(out_dir, fmt) -> SweepDirError:
-    return SweepDirError(f"{out_dir} holds a sweep in the old format {fmt} (arrays as JSON text); convert it "
-                         f"with `supermarket sweep --upgrade {out_dir}` (or run the sweep again into a new --out)")
+def _format_error(out_dir: PathLike, fmt: object) -> SweepDirError:
+    return SweepDirError(
+        f"{out_dir} holds a sweep in the old format {fmt} (arrays as JSON text); convert it "
+        f"with `supermarket sweep --upgrade {out_dir}` (or run the sweep again into a new --out)"
+    )
 
 
 # the sidecar's fields and the JSON types they must have (a hand-edited sidecar is refused
 # in one line naming the field, instead of failing deep inside report or resume)
 _SIDECAR_TYPES = {
-    "format": (int,), "sweep_name": (str,), "sweep_file": (str, type(None)), "sweep_text": (str,),
-    "sweep_sha256": (str,), "seed": (int,), "tasks_total": (int,), "status": (str,),
-    "runs": (list,), "task_seconds": (dict,), "points": (list,), "failures": (list,),
+    "format": (int,),
+    "sweep_name": (str,),
+    "sweep_file": (str, type(None)),
+    "sweep_text": (str,),
+    "sweep_sha256": (str,),
+    "seed": (int,),
+    "tasks_total": (int,),
+    "status": (str,),
+    "runs": (list,),
+    "task_seconds": (dict,),
+    "points": (list,),
+    "failures": (list,),
 }
 
 
-def _check_sidecar_types(path, side: dict) -> None:
+def _check_sidecar_types(path: PathLike, side: dict) -> None:
     for key, types in _SIDECAR_TYPES.items():
         if key in side and (not isinstance(side[key], types) or isinstance(side[key], bool)):
-            want = " or ".join({"int": "an integer", "str": "a string", "NoneType": "null", "list": "a list",
-                                "dict": "an object"}[t.__name__] for t in types)
-            raise SweepDirError(f"{path}: field {key!r} must be {want}, not {type(side[key]).__name__} "
-                                f"{str(side[key])[:30]!r} (hand-edited?); not a usable sweep directory")
+            want = " or ".join(
+                {"int": "an integer", "str": "a string", "NoneType": "null", "list": "a list", "dict": "an object"}[
+                    t.__name__
+                ]
+                for t in types
+            )
+            raise SweepDirError(
+                f"{path}: field {key!r} must be {want}, not {type(side[key]).__name__} "
+                f"{str(side[key])[:30]!r} (hand-edited?); not a usable sweep directory"
+            )
     for key in ("runs", "points", "failures"):
         if any(not isinstance(x, dict) for x in side.get(key, [])):
-            raise SweepDirError(f"{path}: field {key!r} must be a list of objects (hand-edited?); "
-                                "not a usable sweep directory")
+            raise SweepDirError(
+                f"{path}: field {key!r} must be a list of objects (hand-edited?); not a usable sweep directory"
+            )
     for p in side.get("points", []):
         if not isinstance(p.get("params", {}), dict):
-            raise SweepDirError(f"{path}: a point's 'params' must be an object (hand-edited?); "
-                                "not a usable sweep directory")
+            raise SweepDirError(
+                f"{path}: a point's 'params' must be an object (hand-edited?); not a usable sweep directory"
+            )
 
 
-def read_sidecar(out_dir, *, check_format: bool = True) -> dict:
+def read_sidecar(out_dir: PathLike, *, check_format: bool = True) -> dict:
     """The sidecar ``sweep.json`` of a sweep directory (a dict).
 
     Parameters
@@ -275,7 +345,9 @@ def read_sidecar(out_dir, *, check_format: bool = True) -> dict:
     Examples
     --------
     >>> import tempfile, pathlib; from supermarket.sweep import parse_sweep, run_sweep
-    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"; _ = run_sweep(parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = [2, 3]\\nload = 0.9\\n'), out, workers=1)
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"
+    >>> sweep = parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = [2, 3]\\nload = 0.9\\n')
+    >>> _ = run_sweep(sweep, out, workers=1)
     >>> read_sidecar(out)["tasks_total"]
     2
     >>> import shutil; shutil.rmtree(out.parent)
@@ -298,7 +370,7 @@ def read_sidecar(out_dir, *, check_format: bool = True) -> dict:
     return side
 
 
-def read_results(out_dir, *, partial: bool = False):
+def read_results(out_dir: PathLike, *, partial: bool = False) -> pa.Table:
     """The results table of a sweep directory (a :class:`pyarrow.Table`).
 
     With ``partial=True`` and no ``results.parquet`` yet (a sweep still running, or
@@ -321,7 +393,9 @@ def read_results(out_dir, *, partial: bool = False):
     Examples
     --------
     >>> import tempfile, pathlib; from supermarket.sweep import parse_sweep, run_sweep
-    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"; _ = run_sweep(parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = [2, 3]\\nload = 0.9\\n'), out, workers=1)
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"
+    >>> sweep = parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = [2, 3]\\nload = 0.9\\n')
+    >>> _ = run_sweep(sweep, out, workers=1)
     >>> read_results(out).num_rows
     2
     >>> import shutil; shutil.rmtree(out.parent)
@@ -336,8 +410,9 @@ def read_results(out_dir, *, partial: bool = False):
     parts = sorted((out / PARTS_DIR).glob("*.parquet")) if partial else []
     rows = [r for r in (read_part(p) for p in parts) if r is not None]
     if not rows:
-        raise SweepDirError(f"{out_dir}: no {RESULTS_FILE} and no finished task "
-                            f"(run `supermarket sweep FILE --out {out_dir}` first)")
+        raise SweepDirError(
+            f"{out_dir}: no {RESULTS_FILE} and no finished task (run `supermarket sweep FILE --out {out_dir}` first)"
+        )
     rows.sort(key=lambda r: r["task_index"])
     return to_table(rows, ID_COLUMNS)
 
@@ -346,8 +421,7 @@ def read_results(out_dir, *, partial: bool = False):
 def _git_commit() -> str | None:
     here = Path(__file__).resolve().parent
     try:
-        out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=5)
+        out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.SubprocessError):
         return None
     return (out.stdout.strip() or None) if out.returncode == 0 else None
@@ -371,9 +445,16 @@ def sidecar(sweep: Sweep, state: dict) -> dict:
         "seed_rule": SEED_RULE,
         "tasks_total": len(sweep.tasks),
         "points": [
-            {"point": t.point, "measurement": t.measurement, "params": t.params, "point_hash": t.point_hash,
-             "replications": t.replications, "seed": t.seed}
-            for t in sweep.tasks if t.replication == 0
+            {
+                "point": t.point,
+                "measurement": t.measurement,
+                "params": t.params,
+                "point_hash": t.point_hash,
+                "replications": t.replications,
+                "seed": t.seed,
+            }
+            for t in sweep.tasks
+            if t.replication == 0
         ],
         **state,
     }
@@ -448,14 +529,17 @@ def prepare_dir(sweep: Sweep, out: Path) -> dict:
             if same:
                 _populate(out, sweep)
                 return {}
-        raise SweepDirError(f"--out {out} is not empty and holds no {SIDECAR_FILE}: refusing to write a "
-                            "sweep into it; choose a new or empty directory")
+        raise SweepDirError(
+            f"--out {out} is not empty and holds no {SIDECAR_FILE}: refusing to write a "
+            "sweep into it; choose a new or empty directory"
+        )
     old = read_sidecar(out)
     if old.get("sweep_sha256") != sweep.sweep_sha256:
         raise SweepDirError(
             f"--out {out} holds results of a different sweep ({old.get('sweep_file', '?')}, "
             f"hash {str(old.get('sweep_sha256'))[:12]}) than {sweep.path} (hash {sweep.sweep_sha256[:12]}); "
-            "refusing to mix them: choose another --out")
+            "refusing to mix them: choose another --out"
+        )
     (out / PARTS_DIR).mkdir(exist_ok=True)
     if not (out / SWEEP_COPY).exists():
         _atomic_write_bytes(out / SWEEP_COPY, sweep.text.encode())
@@ -468,11 +552,11 @@ class SweepLock:
     racing the first.  The kernel releases it when the process dies (a killed sweep does
     not leave a stale lock)."""
 
-    def __init__(self, out: Path):
+    def __init__(self, out: Path) -> None:
         self.out = Path(out)
-        self.fd = None
+        self.fd: int | None = None
 
-    def acquire(self) -> "SweepLock":
+    def acquire(self) -> SweepLock:
         import fcntl
 
         path = self.out / LOCK_FILE
@@ -486,8 +570,10 @@ class SweepLock:
                 holder = ""
             os.close(fd)
             who = f" (process {holder})" if holder.isdigit() else ""
-            raise SweepDirError(f"--out {self.out} is in use by another sweep running now{who}; wait for it "
-                                "to finish (then run the same command to resume) or choose another --out") from None
+            raise SweepDirError(
+                f"--out {self.out} is in use by another sweep running now{who}; wait for it "
+                "to finish (then run the same command to resume) or choose another --out"
+            ) from None
         except OSError:
             os.close(fd)
             raise
@@ -501,10 +587,10 @@ class SweepLock:
             os.close(self.fd)  # closing the descriptor releases the flock
             self.fd = None
 
-    def __enter__(self):
+    def __enter__(self) -> SweepLock:
         return self.acquire()
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.release()
 
 
@@ -534,7 +620,7 @@ def _decode_json_text(rows: list[dict]) -> list[dict]:
     return rows
 
 
-def upgrade(out_dir) -> int:
+def upgrade(out_dir: PathLike) -> int:
     """Convert a sweep directory of an older format (arrays as JSON text) to the current one,
     in place and atomically file by file; returns the number of files rewritten (0 when the
     directory is already current).
@@ -550,7 +636,9 @@ def upgrade(out_dir) -> int:
     Examples
     --------
     >>> import tempfile, pathlib; from supermarket.sweep import parse_sweep, run_sweep
-    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"; _ = run_sweep(parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = [2, 3]\\nload = 0.9\\n'), out, workers=1)
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"
+    >>> sweep = parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = [2, 3]\\nload = 0.9\\n')
+    >>> _ = run_sweep(sweep, out, workers=1)
     >>> upgrade(out)  # already current
     0
     >>> import shutil; shutil.rmtree(out.parent)
@@ -576,7 +664,7 @@ def upgrade(out_dir) -> int:
             continue
         try:
             rows = pq.read_table(f).to_pylist()
-        except Exception as exc:  # noqa: BLE001 - a damaged part is dropped (it is run again)
+        except Exception as exc:
             if f.parent.name == PARTS_DIR:
                 f.unlink(missing_ok=True)
                 continue

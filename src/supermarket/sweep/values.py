@@ -10,26 +10,45 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable, Iterable
 from decimal import Decimal, InvalidOperation
+from typing import Any
 
 from ..model import check_choice, check_load, parse_count  # check_choice: shared with simulate()
 
-__all__ = ["check_choice", "choice", "count", "count0", "load", "real", "bounded", "positive", "nonneg",
-           "boolean", "start", "text", "seed"]
+Checker = Callable[[str, Any], Any]
+"""A value checker: ``(key, value) -> canonical value``."""
+
+__all__ = [
+    "Checker",
+    "check_choice",
+    "choice",
+    "count",
+    "count0",
+    "load",
+    "real",
+    "bounded",
+    "positive",
+    "nonneg",
+    "boolean",
+    "start",
+    "text",
+    "seed",
+]
 
 
-def choice(options):
+def choice(options: Iterable[str]) -> Checker:
     """A checker accepting one of ``options`` (see :func:`check_choice`)."""
     options = tuple(options)
 
-    def check(key, v):
+    def check(key: str, v: object) -> str:
         return check_choice(key, v, options)
 
     check.options = options  # type: ignore[attr-defined]
     return check
 
 
-def count(key, v):
+def count(key: str, v: Any) -> int:
     if isinstance(v, bool) or not isinstance(v, (numbers.Real, str)):
         raise TypeError(f"{key} must be a positive integer such as 1000 or 1e5; got {v!r} ({type(v).__name__})")
     if isinstance(v, float) and (not math.isfinite(v) or v != int(v)):
@@ -37,29 +56,36 @@ def count(key, v):
     return parse_count(key, v if not isinstance(v, float) else int(v))
 
 
-def count0(key, v):
+def count0(key: str, v: Any) -> int:
     if not isinstance(v, bool) and isinstance(v, (numbers.Integral, float)) and v == 0:
         return 0
     return count(key, v)
 
 
-def load(key, v):
+def load(key: str, v: Any) -> str | float:
     if isinstance(v, bool) or not isinstance(v, (numbers.Real, str)):
-        raise TypeError(f"{key} must be a number in (0, 1) (a float or a string such as \"0.999\"); "
-                        f"got {v!r} ({type(v).__name__})")
+        raise TypeError(
+            f'{key} must be a number in (0, 1) (a float or a string such as "0.999"); got {v!r} ({type(v).__name__})'
+        )
     check_load(v if not isinstance(v, str) else v.strip(), name=key)
     return v.strip() if isinstance(v, str) else float(v)
 
 
-def real(key, v, *, positive=False, minimum=None, maximum=None):
+def real(
+    key: str, v: Any, *, positive: bool = False, minimum: float | None = None, maximum: float | None = None
+) -> float:
     if isinstance(v, bool) or not isinstance(v, (numbers.Real, str)):
         raise TypeError(f"{key} must be a number; got {v!r} ({type(v).__name__})")
     try:
         x = float(Decimal(v.strip())) if isinstance(v, str) else float(v)
     except (InvalidOperation, ValueError):
         raise TypeError(f"{key} must be a number; got {v!r}") from None
-    if not math.isfinite(x) or (positive and x <= 0) or (minimum is not None and x < minimum) or \
-            (maximum is not None and x > maximum):
+    if (
+        not math.isfinite(x)
+        or (positive and x <= 0)
+        or (minimum is not None and x < minimum)
+        or (maximum is not None and x > maximum)
+    ):
         rng = "a positive finite number" if positive else "a finite number"
         if minimum is not None or maximum is not None:
             rng += f" in [{minimum if minimum is not None else '-inf'}, {maximum if maximum is not None else 'inf'}]"
@@ -67,41 +93,41 @@ def real(key, v, *, positive=False, minimum=None, maximum=None):
     return x
 
 
-def bounded(*, positive=False, minimum=None, maximum=None):
+def bounded(*, positive: bool = False, minimum: float | None = None, maximum: float | None = None) -> Checker:
     """A checker of a real number in a range (see :func:`real`)."""
     return lambda key, v: real(key, v, positive=positive, minimum=minimum, maximum=maximum)
 
 
-def positive(key, v):
+def positive(key: str, v: Any) -> float:
     return real(key, v, positive=True)
 
 
-def nonneg(key, v):
+def nonneg(key: str, v: Any) -> float:
     return real(key, v, minimum=0.0)
 
 
-def boolean(key, v):
+def boolean(key: str, v: object) -> bool:
     if not isinstance(v, bool):
         raise TypeError(f"{key} must be true or false; got {v!r} ({type(v).__name__})")
     return v
 
 
-def start(key, v):
+def start(key: str, v: object) -> str:
     from ..states import parse_start
 
     if not isinstance(v, str):
-        raise TypeError(f"{key} must be a start such as \"empty\", \"good\", \"customers:3\" or \"long:20\"; got {v!r}")
+        raise TypeError(f'{key} must be a start such as "empty", "good", "customers:3" or "long:20"; got {v!r}')
     parse_start(v)
     return v.strip()
 
 
-def text(key, v):
+def text(key: str, v: object) -> str:
     if not isinstance(v, str):
         raise TypeError(f"{key} must be a string; got {v!r} ({type(v).__name__})")
     return v
 
 
-def seed(key, v):
+def seed(key: str, v: Any) -> int:
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
         raise TypeError(f"{key} must be an integer >= 0; got {v!r} ({type(v).__name__})")
     if v < 0:

@@ -7,24 +7,14 @@ user-facing text says "derived" for them, never "Theorem".
 
 The parts, one module each:
 
-- :mod:`.equilibrium` (§3–§4): the fixed point ``π`` (:func:`fixed_point`,
-  :func:`log_fixed_point`), :func:`mean_queue_length`, :func:`mean_sojourn_time`;
-  ``k_{λ,d}`` (:func:`k_lambda_d`, :func:`k_report`), :func:`k_hypothesis`; the linearised
-  profile ``q̃`` [derived] (:func:`linearised_q`, :func:`predicted_counts`,
-  :func:`linearisation_valid`).
-- :mod:`.good_set_theorem` (§5): the good set ``N^ε`` (:func:`good_set_bounds`, :func:`good_set`)
-  and the conditions of Theorem 1.2 of paper 000 (:func:`theorem_1_2`, :class:`Condition`).
-- :mod:`.mixing_time` (§6): the mixing-time orders (:func:`mixing_bounds`,
-  :func:`mixing_lower_customers`, :func:`mixing_lower_long`, :func:`steps_to_time`) and the
-  slow mode of the linearised profile [derived] (:func:`slow_mode_matrix`, :func:`slow_mode`).
-- :mod:`.paper002` (§8): the paper-002 quantities and the regime ``(n, d, λ)`` resembles.
-- :mod:`.sizing` (§4): the least ``d`` that keeps ``k_{λ,d} <= K`` (:func:`design`).
-- :mod:`.report`: all of the above for one ``(n, d, λ)`` (:func:`summary`,
-  :func:`theory_report`), the report behind ``supermarket theory``.
-- :mod:`._result`: the ``to_dict`` / ``to_frame`` / ``summary`` protocol of the results.
+- :mod:`.equilibrium` (§3–§4): the fixed point ``π``, ``k_{λ,d}`` and the linearised
+  profile [derived];
+- :mod:`.good_set_theorem` (§5): the good set ``N^ε`` and the conditions of Theorem 1.2;
+- :mod:`.mixing_time` (§6): the mixing-time orders and the slow mode [derived];
+- :mod:`.paper002` (§8): the paper-002 quantities; :mod:`.sizing` (§4): :func:`design`;
+- :mod:`.report`: all of the above for one ``(n, d, λ)``, behind ``supermarket theory``.
 
-No submodule is named like a function (``good_set``, ``mixing_bounds``, ``design``): the
-package attribute is the function, so the module names differ.
+No submodule is named like a function: the package attribute is the function.
 
 Conventions: a *profile* array ``u`` is indexed from level 1, ``u[0] = u_1``; likewise
 ``pi[0] = π(1)``.  ``n`` servers (``1 <= n <= MAX_THEORY_N``), ``d`` choices, load ``lam``

@@ -1,13 +1,5 @@
-"""The mean-field fixed point and ``k_{λ,d}`` (docs/model.md §3–§4).
-
-- §3: the fixed point ``π(i) = λ^{(d^i−1)/(d−1)}`` (:func:`fixed_point`, in logs
-  :func:`log_fixed_point`), the mean queue length and sojourn time it gives;
-- §4: ``k_{λ,d}`` decided exactly (:func:`k_lambda_d`, :func:`k_report`), the general
-  hypothesis :func:`k_hypothesis`, and the linearised profile [derived]
-  (:func:`linearised_q`, :func:`predicted_counts`, :func:`linearisation_valid`).
-
-Conventions: a *profile* array ``u`` is indexed from level 1, ``u[0] = u_1``; likewise
-``pi[0] = π(1)``.
+"""The mean-field fixed point ``π``, ``k_{λ,d}`` and the linearised profile [derived]
+(docs/model.md §3–§4).  Profiles are indexed from level 1: ``u[0] = u_1``, ``pi[0] = π(1)``.
 """
 
 from __future__ import annotations
@@ -18,8 +10,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from .._results import Result
 from ..model import MAX_THEORY_N, check_int, check_load, check_positive_int, load_candidates
-from ._result import _PlainResult
 
 #: The most levels :func:`log_fixed_point` tabulates (an array of floats; 10^7 is 80 MB).
 MAX_LEVELS = 10**7
@@ -35,7 +27,7 @@ def _log_lambda(lam: float) -> float:
     return math.log1p(lam - 1.0) if lam >= 0.5 else math.log(lam)
 
 
-def log_fixed_point(d, lam, levels) -> np.ndarray:
+def log_fixed_point(d: int, lam: float | str, levels: int) -> np.ndarray:
     """``log π(i)`` for ``i = 1..levels`` (docs/model.md §3).
 
     ``log π(i) = log(λ)·(d^i − 1)/(d − 1)``, and ``i·log λ`` when ``d = 1``.  The geometric
@@ -80,8 +72,9 @@ def log_fixed_point(d, lam, levels) -> np.ndarray:
     return out
 
 
-def fixed_point(d, lam, levels: int | None = None, *, tol: float = TINY,
-                max_levels: int = MAX_FIXED_POINT_LEVELS) -> np.ndarray:
+def fixed_point(
+    d: int, lam: float | str, levels: int | None = None, *, tol: float = TINY, max_levels: int = MAX_FIXED_POINT_LEVELS
+) -> np.ndarray:
     """Mean-field fixed point ``π(i) = λ^{(d^i−1)/(d−1)}`` for ``i = 1, 2, …`` (docs/model.md §3).
 
     With ``levels`` given, exactly that many values.  Otherwise values up to and including
@@ -125,7 +118,7 @@ def fixed_point(d, lam, levels: int | None = None, *, tol: float = TINY,
     return np.exp(logs)
 
 
-def mean_queue_length(d, lam) -> float:
+def mean_queue_length(d: int, lam: float | str) -> float:
     """Mean-field mean queue length ``Σ_{i≥1} π(i)`` (docs/model.md §3).
 
     ``λ/(1−λ)`` when ``d = 1`` (M/M/1); otherwise the sum, carried on until the terms no
@@ -163,7 +156,7 @@ def mean_queue_length(d, lam) -> float:
         s = d * s + 1.0
 
 
-def mean_sojourn_time(d, lam) -> float:
+def mean_sojourn_time(d: int, lam: float | str) -> float:
     """Mean-field mean sojourn time ``Σ π(i)/λ`` (Little's law, docs/model.md §3).
 
     Parameters
@@ -193,7 +186,7 @@ def _k_exact(d: int, x: Fraction) -> int:
     # log(den/num) from the logs of the integers: den/num itself may overflow a float (1 − 10^-400)
     est = max(1, int(math.ceil((math.log(den) - math.log(num)) / math.log(d)))) if num else 1
     k = max(1, est - 1)
-    while d ** k * num < den:
+    while d**k * num < den:
         k += 1
     while k > 1 and d ** (k - 1) * num >= den:
         k -= 1
@@ -206,7 +199,7 @@ def _log_inv_one_minus(lam) -> float:
     return math.log(one_minus.denominator) - math.log(one_minus.numerator)
 
 
-def k_lambda_d(d, lam) -> int:
+def k_lambda_d(d: int, lam: float | str) -> int:
     """``k_{λ,d} = ⌈log(1/(1−λ))/log d⌉``: the least ``k`` with ``1/(1−λ) <= d^k`` (docs/model.md §4).
 
     Decided in exact integer arithmetic on the number the user wrote, so the boundary
@@ -244,7 +237,7 @@ def k_lambda_d(d, lam) -> int:
 
 
 @dataclass(frozen=True)
-class KReport(_PlainResult):
+class KReport(Result):
     """``k_{λ,d}`` with its position between the boundaries ``d^{k−1} < 1/(1−λ) <= d^k``.
 
     Examples
@@ -252,6 +245,8 @@ class KReport(_PlainResult):
     >>> k_report(10, 0.9).on_boundary
     True
     """
+
+    _plain = True  # to_dict() is the fields as they are: Cls(**r.to_dict()) rebuilds it
 
     k: int
     log_ratio: float  # log(1/(1−λ)) / log d, in (k−1, k]
@@ -262,11 +257,13 @@ class KReport(_PlainResult):
 
     def summary(self) -> str:
         """``k_{λ,d}`` and the note on its boundaries, as ``supermarket theory`` prints them."""
-        return (f"k_(λ,d) = ⌈log(1/(1−λ))/log d⌉ = {self.k}   (log_d(1/(1−λ)) = {self.log_ratio:.6g})  "
-                f"(paper 000, docs/model.md §4)\n  {self.note}")
+        return (
+            f"k_(λ,d) = ⌈log(1/(1−λ))/log d⌉ = {self.k}   (log_d(1/(1−λ)) = {self.log_ratio:.6g})  "
+            f"(paper 000, docs/model.md §4)\n  {self.note}"
+        )
 
 
-def k_report(d, lam, *, margin: float = 0.05) -> KReport:
+def k_report(d: int, lam: float | str, *, margin: float = 0.05) -> KReport:
     """``k_{λ,d}`` and what paper 000 says of the maximum near a boundary (docs/model.md §4).
 
     When ``1/(1−λ)`` is (close to) ``d^k`` — ``α/β`` an integer in the ``λ = 1 − n^{−α}``,
@@ -296,25 +293,26 @@ def k_report(d, lam, *, margin: float = 0.05) -> KReport:
     """
     k = k_lambda_d(d, lam)
     ratio = _log_inv_one_minus(lam) / math.log(d)
-    on_boundary = any(d ** k * (1 - c) == 1 for c in load_candidates(lam))
+    on_boundary = any(d**k * (1 - c) == 1 for c in load_candidates(lam))
     frac = ratio - math.floor(ratio)
     near = on_boundary or min(frac, 1 - frac) < margin
     if on_boundary or (near and abs(ratio - k) < margin):
-        possible = (k, k + 1)
-        note = (f"1/(1-λ) is {'exactly' if on_boundary else 'close to'} d^{k}: paper 000 says the "
-                f"equilibrium maximum is {k} or {k + 1}")
+        possible: tuple[int, ...] = (k, k + 1)
+        note = (
+            f"1/(1-λ) is {'exactly' if on_boundary else 'close to'} d^{k}: paper 000 says the "
+            f"equilibrium maximum is {k} or {k + 1}"
+        )
     elif near:
         possible = (k - 1, k) if k > 1 else (k,)
-        note = (f"1/(1-λ) is just above d^{k - 1}" if k > 1 else "1/(1-λ) is just above 1 (a light load)")
+        note = f"1/(1-λ) is just above d^{k - 1}" if k > 1 else "1/(1-λ) is just above 1 (a light load)"
         note += f": the maximum is {k}, with few queues at length {k}"
     else:
         possible = (k,)
         note = f"away from a boundary: the equilibrium maximum is {k}"
-    return KReport(k=k, log_ratio=ratio, on_boundary=on_boundary, near_boundary=near,
-                   possible_max=possible, note=note)
+    return KReport(k=k, log_ratio=ratio, on_boundary=on_boundary, near_boundary=near, possible_max=possible, note=note)
 
 
-def k_hypothesis(n, d, lam) -> int:
+def k_hypothesis(n: int, d: int, lam: float | str) -> int:
     """The general hypothesis of paper 000 (docs/model.md §4, formula reconstructed): the
     largest ``k`` with ``n·π(k) >= 1`` (0 if ``n·π(1) < 1``).  The equilibrium maximum is
     conjectured to be within 1 of it.
@@ -348,7 +346,7 @@ def k_hypothesis(n, d, lam) -> int:
     return k
 
 
-def linearised_q(d, lam, k=None) -> np.ndarray:
+def linearised_q(d: int, lam: float | str, k: int | None = None) -> np.ndarray:
     """Linearised profile [derived] (docs/model.md §4): ``q̃_i = (1−λ)((λd)^i − 1)/(λd − 1)`` for
     ``i = 1..k``, the predicted fraction of queues shorter than ``i``.
 
@@ -381,7 +379,7 @@ def linearised_q(d, lam, k=None) -> np.ndarray:
     return (1 - lam) * geo
 
 
-def predicted_counts(n, d, lam, k=None) -> np.ndarray:
+def predicted_counts(n: int, d: int, lam: float | str, k: int | None = None) -> np.ndarray:
     """Predicted number of queues of each length ``0..k`` from the linearised profile
     [derived]: ``n(q̃_{j+1} − q̃_j) = n(1−λ)(λd)^j`` of length ``j < k`` and ``n(1 − q̃_k)`` of
     length ``k`` (docs/model.md §4–5).  The last entry can be negative when the linearisation
@@ -412,13 +410,15 @@ def predicted_counts(n, d, lam, k=None) -> np.ndarray:
     return n * np.concatenate([shorter, [1.0 - q[-1]]])
 
 
-LINEARISATION_NOTE = ("the linearised profile (derived) is a first-order expansion valid only in its regime, "
-                      "where every predicted fraction q̃_i lies in [0, 1] (heavy traffic with λd large); "
-                      "here q̃_k = {qk:.6g} > 1, so it would predict a negative number of queues of length k; "
-                      "predictions outside their range are not shown")
+LINEARISATION_NOTE = (
+    "the linearised profile (derived) is a first-order expansion valid only in its regime, "
+    "where every predicted fraction q̃_i lies in [0, 1] (heavy traffic with λd large); "
+    "here q̃_k = {qk:.6g} > 1, so it would predict a negative number of queues of length k; "
+    "predictions outside their range are not shown"
+)
 
 
-def linearisation_valid(d, lam, k=None) -> bool:
+def linearisation_valid(d: int, lam: float | str, k: int | None = None) -> bool:
     """Whether the linearised profile [derived] is inside its regime: ``q̃_k <= 1``
     (docs/model.md §4).  ``q̃`` increases with ``i``, so then every predicted fraction
     ``q̃_i`` lies in [0, 1] and every predicted count of :func:`predicted_counts` is >= 0;

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
-from .._results import text_table
+from .._results import Result, frame, text_table
 from ..model import MAX_THEORY_N, check_fraction, check_int, check_load, check_positive_int, exact_load
-from ._result import _frame, _Result
 from .equilibrium import MAX_K, k_lambda_d
 
+
 # =========================================================================== §5
-def good_set_bounds(n, d, lam, eps=0.1, k=None) -> tuple[np.ndarray, np.ndarray]:
+def good_set_bounds(
+    n: int, d: int, lam: float | str, eps: float = 0.1, k: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Bounds of clause (b) of ``N^ε`` (docs/model.md §5), in numbers of queues: for ``j = 1..k``
     the count of queues shorter than ``j`` must lie in ``[lo[j−1], hi[j−1]]`` where the
     target is ``n(1−λ)(λd)^{j−1}`` and the band is ``1 ± 5ε``.
@@ -59,7 +62,7 @@ def good_set_bounds(n, d, lam, eps=0.1, k=None) -> tuple[np.ndarray, np.ndarray]
     for j in range(k):
         lo[j], hi[j] = _fraction_to_float(lo_f * t), _fraction_to_float(hi_f * t)
         if math.isinf(hi[j]):  # past the float range: every later bound too
-            lo[j + 1:], hi[j + 1:] = math.inf, math.inf
+            lo[j + 1 :], hi[j + 1 :] = math.inf, math.inf
             break
         t *= x * d
     return lo, hi
@@ -81,7 +84,7 @@ class Clause:
 
 
 @dataclass(frozen=True)
-class GoodSetReport(_Result):
+class GoodSetReport(Result):
     """Membership of a state in the good set ``N^ε`` as stated by its consequences (a), (b)
     of docs/model.md §5; clause (d) is reported but not required.
 
@@ -98,22 +101,30 @@ class GoodSetReport(_Result):
     clauses: tuple[Clause, ...]
     failing: str | None  # the first failing required clause
 
-    def to_dict(self) -> dict:
-        return {"member": self.member, "k": self.k, "eps": self.eps, "failing": self.failing,
-                "clauses": [asdict(c) for c in self.clauses]}
+    _order = ("member", "k", "eps", "failing")
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """One row per clause: ``clause``, ``holds``, ``required``, ``detail``."""
-        return _frame([{"clause": c.name, "holds": c.holds, "required": c.name in ("a", "b"),
-                        "detail": c.detail} for c in self.clauses])
+        return frame(
+            [
+                {"clause": c.name, "holds": c.holds, "required": c.name in ("a", "b"), "detail": c.detail}
+                for c in self.clauses
+            ]
+        )
 
     def summary(self) -> str:
         """Verdict, then one line per clause."""
-        head = (f"good set N^ε (ε = {self.eps:g}, k = {self.k}, docs/model.md §5): "
-                + ("member" if self.member else f"not a member (clause ({self.failing}) fails)"))
-        return "\n".join([head] + [f"  ({c.name}) {'holds' if c.holds else 'fails'}: {c.detail}"
-                                    + ("" if c.name in ("a", "b") else " [not required]")
-                                    for c in self.clauses])
+        head = f"good set N^ε (ε = {self.eps:g}, k = {self.k}, docs/model.md §5): " + (
+            "member" if self.member else f"not a member (clause ({self.failing}) fails)"
+        )
+        return "\n".join(
+            [head]
+            + [
+                f"  ({c.name}) {'holds' if c.holds else 'fails'}: {c.detail}"
+                + ("" if c.name in ("a", "b") else " [not required]")
+                for c in self.clauses
+            ]
+        )
 
 
 def _counts_from_input(lengths, counts, profile, n):
@@ -152,7 +163,17 @@ def _counts_from_input(lengths, counts, profile, n):
     return n, c
 
 
-def good_set(lengths=None, *, counts=None, profile=None, n=None, d, lam, eps=0.1, k=None) -> GoodSetReport:
+def good_set(
+    lengths: Any = None,
+    *,
+    counts: Any = None,
+    profile: Any = None,
+    n: int | None = None,
+    d: int,
+    lam: float | str,
+    eps: float = 0.1,
+    k: int | None = None,
+) -> GoodSetReport:
     """Is the state in ``N^ε(n, d, λ, k)``? (docs/model.md §5, membership as (a) and (b)).
 
     Give the state as ``lengths`` (queue-lengths vector), ``counts`` (``c_i = n·u_i``,
@@ -210,8 +231,13 @@ def good_set(lengths=None, *, counts=None, profile=None, n=None, d, lam, eps=0.1
         shorter = n - c_at(j)
         if not (lo[j - 1] <= shorter <= hi[j - 1]):
             bad_b.append(f"j={j}: {shorter:g} queues shorter than {j}, outside [{lo[j - 1]:.6g}, {hi[j - 1]:.6g}]")
-    clauses.append(Clause("b", not bad_b, "; ".join(bad_b) if bad_b else
-                          f"counts of shorter queues within (1±5ε)·n(1−λ)(λd)^(j−1) for j=1..{k}"))
+    clauses.append(
+        Clause(
+            "b",
+            not bad_b,
+            "; ".join(bad_b) if bad_b else f"counts of shorter queues within (1±5ε)·n(1−λ)(λd)^(j−1) for j=1..{k}",
+        )
+    )
     if eps * lam * d >= 2:
         bad_d = []
         for j in range(1, k):
@@ -243,7 +269,7 @@ class Condition:
 
 
 @dataclass(frozen=True)
-class TheoremReport(_Result):
+class TheoremReport(Result):
     """The conditions of Theorem 1.2 of paper 000, each checked; ``applies`` when all hold.
 
     Examples
@@ -256,27 +282,27 @@ class TheoremReport(_Result):
     applies: bool
     k: int
 
-    def to_dict(self) -> dict:
-        return {"conditions": [asdict(c) for c in self.conditions], "applies": self.applies, "k": self.k}
-
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """One row per condition: ``condition``, ``value``, ``holds``, ``detail``."""
-        return _frame([{"condition": c.name, "value": c.value, "holds": c.holds, "detail": c.detail}
-                       for c in self.conditions])
+        return frame(
+            [{"condition": c.name, "value": c.value, "holds": c.holds, "detail": c.detail} for c in self.conditions]
+        )
 
     def summary(self) -> str:
         """The conditions as a table, then the verdict."""
 
-        t = text_table(["condition", "value", "holds", "detail"],
-                       [[c.name, f"{c.value:.6g}", "yes" if c.holds else "no", c.detail] for c in self.conditions],
-                       title="Theorem 1.2 of paper 000: conditions")
+        t = text_table(
+            ["condition", "value", "holds", "detail"],
+            [[c.name, f"{c.value:.6g}", "yes" if c.holds else "no", c.detail] for c in self.conditions],
+            title="Theorem 1.2 of paper 000: conditions",
+        )
         return t + "\nTheorem 1.2 " + ("applies" if self.applies else "does not apply (some condition fails)")
 
 
 SMALL_HEAVY_TRAFFIC = 0.1  # our reading of "(1−λ)^{−1}/√(nd) small"
 
 
-def theorem_1_2(n, d, lam, eps=0.1) -> TheoremReport:
+def theorem_1_2(n: int, d: int, lam: float | str, eps: float = 0.1) -> TheoremReport:
     """The conditions of Theorem 1.2 of paper 000 (docs/model.md §5), each with its value and
     verdict.  ``applies`` is true only when every condition holds.
 
@@ -312,15 +338,22 @@ def theorem_1_2(n, d, lam, eps=0.1) -> TheoremReport:
     dk = float(d) ** k
     conds = [
         Condition("eps <= 1/10", eps_f, eps_f <= 0.1, "ε must be at most 1/10"),
-        Condition("d^k (1-λ) >= 2 log^2 n", dk * one, dk * one >= 2 * logn ** 2,
-                  f"2 log^2 n = {2 * logn ** 2:.6g}"),
-        Condition("100 k (1-λ) d^(k-1) <= ε", 100 * k * one * dk / d, 100 * k * one * dk / d <= eps_f,
-                  f"ε = {eps_f:g}"),
-        Condition("d >= 200 k log^2 n / ε (implied)", float(d), d >= 200 * k * logn ** 2 / eps_f,
-                  f"200 k log^2 n / ε = {200 * k * logn ** 2 / eps_f:.6g}"),
-        Condition("n >= 1e15 (implied)", float(n), n >= 10 ** 15, "forced by the two conditions above"),
-        Condition("(1-λ)^(-1)/sqrt(n d) small", 1.0 / (one * math.sqrt(n * float(d))),
-                  1.0 / (one * math.sqrt(n * float(d))) <= SMALL_HEAVY_TRAFFIC,
-                  f"read as <= {SMALL_HEAVY_TRAFFIC} (a convention of this tool)"),
+        Condition("d^k (1-λ) >= 2 log^2 n", dk * one, dk * one >= 2 * logn**2, f"2 log^2 n = {2 * logn**2:.6g}"),
+        Condition(
+            "100 k (1-λ) d^(k-1) <= ε", 100 * k * one * dk / d, 100 * k * one * dk / d <= eps_f, f"ε = {eps_f:g}"
+        ),
+        Condition(
+            "d >= 200 k log^2 n / ε (implied)",
+            float(d),
+            d >= 200 * k * logn**2 / eps_f,
+            f"200 k log^2 n / ε = {200 * k * logn**2 / eps_f:.6g}",
+        ),
+        Condition("n >= 1e15 (implied)", float(n), n >= 10**15, "forced by the two conditions above"),
+        Condition(
+            "(1-λ)^(-1)/sqrt(n d) small",
+            1.0 / (one * math.sqrt(n * float(d))),
+            1.0 / (one * math.sqrt(n * float(d))) <= SMALL_HEAVY_TRAFFIC,
+            f"read as <= {SMALL_HEAVY_TRAFFIC} (a convention of this tool)",
+        ),
     ]
     return TheoremReport(conditions=tuple(conds), applies=all(c.holds for c in conds), k=k)

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from .._results import Result, frame
 from ..model import MAX_THEORY_N, check_int, check_load, check_positive_float, check_positive_int, check_real
-from ._result import _frame, _PlainResult
 from .equilibrium import MAX_K, k_lambda_d
+
 
 # =========================================================================== §6
 @dataclass(frozen=True)
-class MixingBounds(_PlainResult):
+class MixingBounds(Result):
     """Orders of the mixing time (docs/model.md §6, constants taken as 1).
 
     Examples
@@ -22,26 +24,38 @@ class MixingBounds(_PlainResult):
     ['upper', 'lower']
     """
 
+    _plain = True  # to_dict() is the fields as they are: Cls(**r.to_dict()) rebuilds it
+
     k: int
     upper_steps: float  # k d^{k-1} n log n, from a good state
     lower_steps: float  # d^{k-1} n
     upper_time: float  # steps / (n(1+λ))
     lower_time: float
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """Two rows (``bound`` = upper, lower) with ``steps`` and ``time``."""
-        return _frame([{"bound": "upper", "k": self.k, "steps": self.upper_steps, "time": self.upper_time},
-                       {"bound": "lower", "k": self.k, "steps": self.lower_steps, "time": self.lower_time}])
+        return frame(
+            [
+                {"bound": "upper", "k": self.k, "steps": self.upper_steps, "time": self.upper_time},
+                {"bound": "lower", "k": self.k, "steps": self.lower_steps, "time": self.lower_time},
+            ]
+        )
 
     def summary(self) -> str:
-        return (f"mixing from a good state (paper 000, docs/model.md §6, constants 1): "
-                f"upper k d^(k−1) n log n = {self.upper_steps:.4g} steps ({self.upper_time:.4g} time units), "
-                f"lower d^(k−1) n = {self.lower_steps:.4g} steps ({self.lower_time:.4g} time units)"
-                + ("; the upper order is below the lower one here (their ratio k log n is below 1): "
-                   "orders for large n, not bounds at this n" if self.upper_steps < self.lower_steps else ""))
+        return (
+            f"mixing from a good state (paper 000, docs/model.md §6, constants 1): "
+            f"upper k d^(k−1) n log n = {self.upper_steps:.4g} steps ({self.upper_time:.4g} time units), "
+            f"lower d^(k−1) n = {self.lower_steps:.4g} steps ({self.lower_time:.4g} time units)"
+            + (
+                "; the upper order is below the lower one here (their ratio k log n is below 1): "
+                "orders for large n, not bounds at this n"
+                if self.upper_steps < self.lower_steps
+                else ""
+            )
+        )
 
 
-def steps_to_time(steps, n, lam) -> float:
+def steps_to_time(steps: float, n: int, lam: float | str) -> float:
     """Discrete steps to continuous time: the chain is uniformized at rate ``n(1+λ)``
     (docs/model.md §1).
 
@@ -72,7 +86,7 @@ def steps_to_time(steps, n, lam) -> float:
     return steps / (n * (1.0 + lam))
 
 
-def mixing_bounds(n, d, lam) -> MixingBounds:
+def mixing_bounds(n: int, d: int, lam: float | str) -> MixingBounds:
     """From a good state: mixing in ``O(k d^{k−1} n log n)`` steps, at least ``Ω(d^{k−1} n)``
     (docs/model.md §6, paper 000; constants not given, taken as 1).
 
@@ -100,11 +114,12 @@ def mixing_bounds(n, d, lam) -> MixingBounds:
     dk1 = float(d) ** (k - 1)
     up = k * dk1 * n * math.log(max(n, 2))
     lo = dk1 * n
-    return MixingBounds(k=k, upper_steps=up, lower_steps=lo,
-                        upper_time=steps_to_time(up, n, lam), lower_time=steps_to_time(lo, n, lam))
+    return MixingBounds(
+        k=k, upper_steps=up, lower_steps=lo, upper_time=steps_to_time(up, n, lam), lower_time=steps_to_time(lo, n, lam)
+    )
 
 
-def mixing_lower_customers(n, lam, g) -> float:
+def mixing_lower_customers(n: int, lam: float | str, g: float) -> float:
     """From ``‖x‖₁ = g n`` with ``g ≫ k``: ``Ω((1−λ)^{−1} g n)`` steps (docs/model.md §6).
 
     Parameters
@@ -132,7 +147,7 @@ def mixing_lower_customers(n, lam, g) -> float:
     return g * n / (1.0 - lam)
 
 
-def mixing_lower_long(n, ell) -> float:
+def mixing_lower_long(n: int, ell: int) -> float:
     """From one long queue ``‖x‖∞ = ℓ ≫ k``: ``Ω(ℓ n)`` steps (docs/model.md §6).
 
     Parameters
@@ -155,7 +170,7 @@ def mixing_lower_long(n, ell) -> float:
     return float(check_positive_int("n", n, maximum=MAX_THEORY_N)) * check_positive_int("ell", ell)
 
 
-def slow_mode_matrix(d, lam, k=None) -> np.ndarray:
+def slow_mode_matrix(d: int, lam: float | str, k: int | None = None) -> np.ndarray:
     """``A_k`` [derived] (docs/model.md §6): ``k×k`` tridiagonal, sub-diagonal ``λd``,
     super-diagonal 1, diagonal ``−(1+λd)`` except ``−1`` in the last row.
 
@@ -189,7 +204,7 @@ def slow_mode_matrix(d, lam, k=None) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class SlowMode(_PlainResult):
+class SlowMode(Result):
     """The slow mode of the linearised profile [derived] (docs/model.md §6).
 
     Examples
@@ -199,6 +214,8 @@ class SlowMode(_PlainResult):
     True
     """
 
+    _plain = True  # to_dict() is the fields as they are: Cls(**r.to_dict()) rebuilds it
+
     k: int
     mu: float  # −(eigenvalue of A_k with largest real part), per unit time
     mu_approx: float  # (λd−1)/((λd)^k − 1)
@@ -206,8 +223,10 @@ class SlowMode(_PlainResult):
     relaxation_steps_per_server: float  # (1+λ)/μ: steps are n(1+λ) per unit time
 
     def summary(self) -> str:
-        return (f"slow mode (derived): μ_k = {self.mu:.6g} per unit time (approx. {self.mu_approx:.6g}), "
-                f"relaxation time {self.relaxation_time:.6g}")
+        return (
+            f"slow mode (derived): μ_k = {self.mu:.6g} per unit time (approx. {self.mu_approx:.6g}), "
+            f"relaxation time {self.relaxation_time:.6g}"
+        )
 
 
 def _slow_mu(a: float, k: int) -> float:
@@ -220,9 +239,10 @@ def _slow_mu(a: float, k: int) -> float:
     Below the smallest eigenvalue all ``q_i > 0`` (Sturm), so the first root is bracketed
     by increasing ``μ`` from 0.
     """
+
     def g(mu):
         q, D, s = 1.0, 1.0, 0.0
-        for i in range(k):
+        for _i in range(k):
             s += q
             if q <= 0:
                 return math.inf  # passed an eigenvalue: treat as beyond the root
@@ -236,8 +256,11 @@ def _slow_mu(a: float, k: int) -> float:
         hi = 1.0 / k
     else:
         # 1/Σ_{j<k} a^j, in logs: a^j overflows a double for large k or a
-        log_sum = (k * math.log(a) + math.log1p(-a ** -k) - math.log(a - 1.0)) if a > 1 else \
-            (math.log1p(-a ** k) - math.log1p(-a))
+        log_sum = (
+            (k * math.log(a) + math.log1p(-(a**-k)) - math.log(a - 1.0))
+            if a > 1
+            else (math.log1p(-(a**k)) - math.log1p(-a))
+        )
         hi = math.exp(-log_sum) if -log_sum > -745 else 5e-324
     while g(hi) < 0:
         hi *= 2.0
@@ -253,7 +276,7 @@ def _slow_mu(a: float, k: int) -> float:
     return 0.5 * (lo + hi)
 
 
-def slow_mode(d, lam, k=None) -> SlowMode:
+def slow_mode(d: int, lam: float | str, k: int | None = None) -> SlowMode:
     """Slowest relaxation rate ``μ_k`` of the linearised profile [derived] (docs/model.md §6).
 
     ``dq/dt = A_k q + (1−λ)e_k``; its eigenvalue of largest real part is ``−μ_k`` with
@@ -292,7 +315,12 @@ def slow_mode(d, lam, k=None) -> SlowMode:
     elif a > 1.0 and k * math.log(a) > 700:  # a^k overflows: (a−1)/(a^k−1) ≈ (a−1) a^{−k}
         approx = math.exp(math.log(a - 1.0) - k * math.log(a)) if a > 1.0 else 0.0
     else:
-        approx = (a - 1.0) / (a ** k - 1.0)
+        approx = (a - 1.0) / (a**k - 1.0)
     # μ below the smallest double (an explicit large k) is 0: the relaxation time is infinite
-    return SlowMode(k=k, mu=mu, mu_approx=approx, relaxation_time=1.0 / mu if mu > 0 else math.inf,
-                    relaxation_steps_per_server=(1.0 + lam) / mu if mu > 0 else math.inf)
+    return SlowMode(
+        k=k,
+        mu=mu,
+        mu_approx=approx,
+        relaxation_time=1.0 / mu if mu > 0 else math.inf,
+        relaxation_steps_per_server=(1.0 + lam) / mu if mu > 0 else math.inf,
+    )

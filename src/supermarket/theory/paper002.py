@@ -5,13 +5,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .._results import Result
 from ..model import MAX_THEORY_N, check_load, check_positive_int
-from ._result import _PlainResult
 from .equilibrium import _log_lambda
+
 
 # =========================================================================== §8
 @dataclass(frozen=True)
-class Regime002(_PlainResult):
+class Regime002(Result):
     """Where ``(n, d, λ)`` sits among the three limits of paper 002 (docs/model.md §8, derived).
 
     Examples
@@ -19,6 +20,8 @@ class Regime002(_PlainResult):
     >>> regime_002(10_000, 20, 0.99).regime
     'b'
     """
+
+    _plain = True  # to_dict() is the fields as they are: Cls(**r.to_dict()) rebuilds it
 
     d_over_sqrt_n: float
     kappa: float  # κ_n = d λ^d
@@ -29,16 +32,18 @@ class Regime002(_PlainResult):
     note: str
 
     def summary(self) -> str:
-        return (f"paper 002 (derived limits): d/√n = {self.d_over_sqrt_n:.4g}, κ = dλ^d = {self.kappa:.4g}, "
-                f"c_n = {self.c_n:.6g}, ζ_n = {self.zeta:.4g}, d(1−λ) = {self.d_one_minus_lambda:.4g} "
-                f"→ resembles regime ({self.regime}): {self.note}")
+        return (
+            f"paper 002 (derived limits): d/√n = {self.d_over_sqrt_n:.4g}, κ = dλ^d = {self.kappa:.4g}, "
+            f"c_n = {self.c_n:.6g}, ζ_n = {self.zeta:.4g}, d(1−λ) = {self.d_one_minus_lambda:.4g} "
+            f"→ resembles regime ({self.regime}): {self.note}"
+        )
 
 
 REGIME_A_BELOW = 0.2  # d/√n below this resembles (a)
 REGIME_C_ABOVE = 5.0  # d/√n above this resembles (c)
 
 
-def regime_002(n, d, lam) -> Regime002:
+def regime_002(n: int, d: int, lam: float | str) -> Regime002:
     """The paper-002 quantities of ``(n, d, λ)`` and the regime it resembles (docs/model.md §8).
 
     The regimes are limits (``d/√n → 0, c, ∞``); for one finite ``n`` we say (a) when
@@ -70,11 +75,12 @@ def regime_002(n, d, lam) -> Regime002:
     zeta = math.sqrt(n) * (c_n - lam)
     d1 = d * (1.0 - lam)
     regime = "a" if b < REGIME_A_BELOW else ("c" if b > REGIME_C_ABOVE else "b")
-    notes = {"a": "d/√n → 0: linear two-dimensional diffusion (derived)",
-             "b": "d/√n → c: diffusion with exponential drift e^{cQ} (derived)",
-             "c": "d/√n → ∞: reflected diffusion, Q <= 0 (derived)"}
+    notes = {
+        "a": "d/√n → 0: linear two-dimensional diffusion (derived)",
+        "b": "d/√n → c: diffusion with exponential drift e^{cQ} (derived)",
+        "c": "d/√n → ∞: reflected diffusion, Q <= 0 (derived)",
+    }
     note = notes[regime]
     if d1 < 10:
         note += f"; warning: d(1−λ) = {d1:.3g} is not large, paper 002 needs d_n(1−λ_n) → ∞"
-    return Regime002(d_over_sqrt_n=b, kappa=kappa, c_n=c_n, zeta=zeta, d_one_minus_lambda=d1,
-                     regime=regime, note=note)
+    return Regime002(d_over_sqrt_n=b, kappa=kappa, c_n=c_n, zeta=zeta, d_one_minus_lambda=d1, regime=regime, note=note)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from .._results import save_figure, text_table
+from .._results import Result, frame, pyplot, save_figure, text_table
 from ..jsonable import to_jsonable
 from ..model import MAX_THEORY_N, check_fraction, check_load, check_positive_int
-from ._result import _frame, _Result
 from .equilibrium import (
     LINEARISATION_NOTE,
     fixed_point,
@@ -24,8 +24,9 @@ from .good_set_theorem import Condition, TheoremReport, theorem_1_2
 from .mixing_time import MixingBounds, SlowMode, mixing_bounds, slow_mode
 from .paper002 import Regime002, regime_002
 
+
 # =========================================================================== summary
-def summary(n, d, lam, eps=0.1) -> dict:
+def summary(n: int, d: int, lam: float | str, eps: float = 0.1) -> dict:
     """Everything the papers let us say about ``(n, d, λ)`` without simulating: the report
     behind ``supermarket theory`` (docs/model.md §3–6, §8).  ``d = 1`` has no finite ``k``:
     the k-dependent entries are then ``None``.
@@ -66,9 +67,17 @@ def summary(n, d, lam, eps=0.1) -> dict:
         "regime_002": regime_002(n, d, lam_f).to_dict(),
     }
     if d == 1:
-        out.update(k=None, k_report=None, linearised_q=None, predicted_counts=None,
-                   theorem_1_2=None, mixing_steps=None, mixing_time=None, slow_rate=None,
-                   slow_mode=None)
+        out.update(
+            k=None,
+            k_report=None,
+            linearised_q=None,
+            predicted_counts=None,
+            theorem_1_2=None,
+            mixing_steps=None,
+            mixing_time=None,
+            slow_rate=None,
+            slow_mode=None,
+        )
         return out
     kr = k_report(d, lam)
     k = kr.k
@@ -83,8 +92,11 @@ def summary(n, d, lam, eps=0.1) -> dict:
         # predictions outside their range (q̃_i > 1, a negative count) are None, not numbers
         linearised_q=[float(v) if v <= 1.0 else None for v in q],
         predicted_counts=[float(v) if v >= 0.0 else None for v in cnt],
-        linearisation={"valid": valid, "q_k": float(q[-1]),
-                       "note": "" if valid else LINEARISATION_NOTE.format(qk=q[-1])},
+        linearisation={
+            "valid": valid,
+            "q_k": float(q[-1]),
+            "note": "" if valid else LINEARISATION_NOTE.format(qk=q[-1]),
+        },
         theorem_1_2=theorem_1_2(n, d, lam_f, eps).to_dict(),
         mixing_steps={"upper": mb.upper_steps, "lower": mb.lower_steps},
         mixing_time={"upper": mb.upper_time, "lower": mb.lower_time},
@@ -95,7 +107,7 @@ def summary(n, d, lam, eps=0.1) -> dict:
 
 
 @dataclass(frozen=True)
-class TheoryReport(_Result):
+class TheoryReport(Result):
     """The report behind ``supermarket theory``: the dict of :func:`summary` as a result.
 
     ``data`` has the keys listed in :func:`summary`.  ``to_dict()`` returns it (JSON-safe),
@@ -114,7 +126,6 @@ class TheoryReport(_Result):
     data: dict
 
     def to_dict(self) -> dict:
-
         return to_jsonable(self.data)
 
     def _rows(self):
@@ -124,15 +135,25 @@ class TheoryReport(_Result):
         shown = min(len(r["fixed_point"]), max(len(lin) + 2, 6))
         for i in range(1, shown + 1):
             pi = r["fixed_point"][i - 1]
-            yield (i, pi, 1 - pi, lin[i - 1] if i - 1 < len(lin) else None,
-                   cnt[i - 1] if i - 1 < len(cnt) else None, i - 1 < len(lin))
+            yield (
+                i,
+                pi,
+                1 - pi,
+                lin[i - 1] if i - 1 < len(lin) else None,
+                cnt[i - 1] if i - 1 < len(cnt) else None,
+                i - 1 < len(lin),
+            )
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """One row per level ``i`` (the levels the text shows): ``pi``, ``one_minus_pi``,
         ``q_tilde`` and the predicted number of queues of length ``i − 1`` (derived; None
         past ``k`` or outside the linearisation's regime)."""
-        return _frame([{"level": i, "pi": pi, "one_minus_pi": om, "q_tilde": q,
-                        "predicted_queues_of_length_i_minus_1": c} for i, pi, om, q, c, _ in self._rows()])
+        return frame(
+            [
+                {"level": i, "pi": pi, "one_minus_pi": om, "q_tilde": q, "predicted_queues_of_length_i_minus_1": c}
+                for i, pi, om, q, c, _ in self._rows()
+            ]
+        )
 
     def summary(self) -> str:
         """The text ``supermarket theory`` prints."""
@@ -141,25 +162,37 @@ class TheoryReport(_Result):
         lines = [f"supermarket theory  n={p['n']}  d={p['d']}  λ={p['load']!r}  ε={p['eps']}"]
         if r["k"] is not None:
             kr = r["k_report"]
-            lines.append(f"k_(λ,d) = ⌈log(1/(1−λ))/log d⌉ = {r['k']}   (log_d(1/(1−λ)) = {kr['log_ratio']:.6g})  "
-                         "(paper 000, docs/model.md §4)")
+            lines.append(
+                f"k_(λ,d) = ⌈log(1/(1−λ))/log d⌉ = {r['k']}   (log_d(1/(1−λ)) = {kr['log_ratio']:.6g})  "
+                "(paper 000, docs/model.md §4)"
+            )
             if kr["note"]:
                 lines.append(f"  {kr['note']}")
         else:
             lines.append("k_(λ,d): none for d = 1 (independent M/M/1 queues, no bounded maximum)")
-        lines.append(f"hypothesis maximum (largest k with n·π(k) ≥ 1) = {r['k_hypothesis']}   "
-                     "(docs/model.md §4, reconstructed)")
-        lines.append(f"mean-field mean queue length Σπ(i) = {r['mean_queue_length']:.10g}, "
-                     f"sojourn time = {r['mean_sojourn_time']:.10g}   (docs/model.md §3)")
+        lines.append(
+            f"hypothesis maximum (largest k with n·π(k) ≥ 1) = {r['k_hypothesis']}   (docs/model.md §4, reconstructed)"
+        )
+        lines.append(
+            f"mean-field mean queue length Σπ(i) = {r['mean_queue_length']:.10g}, "
+            f"sojourn time = {r['mean_sojourn_time']:.10g}   (docs/model.md §3)"
+        )
 
         def pred(v, inside):
             return "" if not inside else ("—" if v is None else f"{v:.6g}")
 
         n_counts = len(r["predicted_counts"] or [])  # lengths 0..k: one row more than q̃_1..q̃_k
-        rows = [[str(i), f"{pi:.6g}", f"{om:.6g}", pred(q, ins), pred(c, i <= n_counts)]
-                for i, pi, om, q, c, ins in self._rows()]
-        lines.append(text_table(["i", "π(i)", "1−π(i)", "q̃_i (derived)", "predicted queues of length i−1"],
-                                rows, title="Fixed point π(i) and linearised profile (derived)"))
+        rows = [
+            [str(i), f"{pi:.6g}", f"{om:.6g}", pred(q, ins), pred(c, i <= n_counts)]
+            for i, pi, om, q, c, ins in self._rows()
+        ]
+        lines.append(
+            text_table(
+                ["i", "π(i)", "1−π(i)", "q̃_i (derived)", "predicted queues of length i−1"],
+                rows,
+                title="Fixed point π(i) and linearised profile (derived)",
+            )
+        )
         lz = r.get("linearisation")
         if lz and not lz["valid"]:
             lines.append(f"note: {lz['note']} (—).")
@@ -167,21 +200,23 @@ class TheoryReport(_Result):
             th12 = r["theorem_1_2"]
             conds = tuple(Condition(**c) for c in th12["conditions"])
             lines.append(TheoremReport(conds, th12["applies"], th12["k"]).summary())
-            lines.append(MixingBounds(r["k"], r["mixing_steps"]["upper"], r["mixing_steps"]["lower"],
-                                      r["mixing_time"]["upper"], r["mixing_time"]["lower"]).summary())
+            lines.append(
+                MixingBounds(
+                    r["k"],
+                    r["mixing_steps"]["upper"],
+                    r["mixing_steps"]["lower"],
+                    r["mixing_time"]["upper"],
+                    r["mixing_time"]["lower"],
+                ).summary()
+            )
             lines.append(SlowMode(**r["slow_mode"]).summary())
         lines.append(Regime002(**r["regime_002"]).summary())
         return "\n".join(lines)
 
-    def plot(self, path=None):
+    def plot(self, path: Any = None) -> Any:
         """π(i) (mean field) and ``1 − q̃_i`` (the linearised profile, derived) against the level,
         on a log scale.  Returns the figure; saves it when ``path`` is given."""
-        import matplotlib
-
-        if path is not None:
-            matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
-
+        plt = pyplot(path is not None, force=False)
 
         pi = np.asarray(self.data["fixed_point"], dtype=float)
         fig, ax = plt.subplots(figsize=(6.4, 4.2))
@@ -190,8 +225,9 @@ class TheoryReport(_Result):
         lin = self.data["linearised_q"]
         if lin:
             q = np.array([np.nan if v is None else 1.0 - v for v in lin])
-            ax.semilogy(np.arange(1, q.size + 1), np.where(q > 0, q, np.nan), "s--",
-                        label="1 − q̃_i (linearised, derived)")
+            ax.semilogy(
+                np.arange(1, q.size + 1), np.where(q > 0, q, np.nan), "s--", label="1 − q̃_i (linearised, derived)"
+            )
         ax.set_xlabel("level i")
         ax.set_ylabel("fraction of queues with ≥ i customers")
         p = self.data["params"]
@@ -201,7 +237,7 @@ class TheoryReport(_Result):
         return save_figure(fig, path)
 
 
-def theory_report(n, d, lam, eps=0.1) -> TheoryReport:
+def theory_report(n: int, d: int, lam: float | str, eps: float = 0.1) -> TheoryReport:
     """:func:`summary` as a :class:`TheoryReport` (``to_dict``, ``to_frame``, ``summary``, ``plot``).
 
     Parameters

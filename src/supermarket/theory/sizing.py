@@ -4,26 +4,26 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
+from typing import Any
 
-from .._results import text_table
-from ..jsonable import to_jsonable
+from .._results import Result, frame, text_table
 from ..model import MAX_THEORY_N, check_load, check_positive_int
-from ._result import _frame, _Result
 from .equilibrium import (
     LINEARISATION_NOTE,
     _log_inv_one_minus,
     fixed_point,
-    k_lambda_d,
-    linearised_q,
     k_hypothesis,
+    k_lambda_d,
     k_report,
+    linearised_q,
     predicted_counts,
 )
 
+
 # =========================================================================== design
 @dataclass(frozen=True)
-class DesignReport(_Result):
+class DesignReport(Result):
     """Least number of choices that keeps ``k_{λ,d} <= max_queue`` (docs/model.md §4).
 
     Examples
@@ -47,47 +47,61 @@ class DesignReport(_Result):
     n: int | None = field(default=None, compare=False)  # servers, for predicted counts (not in to_dict)
     k_one_less: int | None = field(default=None, compare=False)  # k_{λ,d−1} (None for d = 2)
 
-    def to_dict(self) -> dict:
-        """JSON-safe: a share outside the linearisation's regime (NaN) is ``None``."""
+    _omit = ("n", "k_one_less")
 
-        out = asdict(self)
-        del out["n"], out["k_one_less"]
-        return to_jsonable(out)
-
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """One row per queue length: ``length``, ``share`` (NaN outside the linearisation's regime),
         and ``queues`` (``n × share``) when ``n`` was given."""
-        return _frame([{"length": j, "share": s, **({"queues": self.n * s} if self.n is not None else {})}
-                       for j, s in enumerate(self.share_by_length)])
+        return frame(
+            [
+                {"length": j, "share": s, **({"queues": self.n * s} if self.n is not None else {})}
+                for j, s in enumerate(self.share_by_length)
+            ]
+        )
 
     def summary(self) -> str:
         """The answer and the predicted shares by length, as ``supermarket design`` prints them."""
 
-        other = ("d = 1 has no bounded maximum" if self.k_one_less is None else
-                 f"d = {self.d - 1} would give {self.k_one_less}")
+        other = (
+            "d = 1 has no bounded maximum"
+            if self.k_one_less is None
+            else f"d = {self.d - 1} would give {self.k_one_less}"
+        )
         head = f"At load λ = {self.load}, d = {self.d} choices give k_(λ,d) = {self.k} ≤ {self.max_queue} ({other})."
         rows = []
         for j, s in enumerate(self.share_by_length):
             ok = s == s  # NaN: outside the linearisation's regime
-            rows.append([str(j), f"{s:.6g}" if ok else "—"]
-                        + ([f"{self.n * s:.6g}" if ok else "—"] if self.n is not None else []))
-        t = text_table(["length", "share"] + (["queues (of n)"] if self.n is not None else []), rows,
-                       title="Predicted share of queues by length (linearised profile, derived)")
+            rows.append(
+                [str(j), f"{s:.6g}" if ok else "—"]
+                + ([f"{self.n * s:.6g}" if ok else "—"] if self.n is not None else [])
+            )
+        t = text_table(
+            ["length", "share"] + (["queues (of n)"] if self.n is not None else []),
+            rows,
+            title="Predicted share of queues by length (linearised profile, derived)",
+        )
         out = head + "\n" + t
         if not self.linearisation_valid:
             out += f"\nnote: {self.note} (—)."
         K = self.max_queue
-        out += (f"\nmean field at d = {self.d} (n → ∞, docs/model.md §3): a share π({K + 1}) = "
-                f"{self.share_above_max_queue:.6g} of queues hold more than {K} customer{'s' if K > 1 else ''}")
+        out += (
+            f"\nmean field at d = {self.d} (n → ∞, docs/model.md §3): a share π({K + 1}) = "
+            f"{self.share_above_max_queue:.6g} of queues hold more than {K} customer{'s' if K > 1 else ''}"
+        )
         if self.n is not None:
-            out += (f" (about {self.n * self.share_above_max_queue:.6g} of n = {self.n}); hypothesis maximum "
-                    f"at this n (largest k with n·π(k) ≥ 1, docs/model.md §4, reconstructed): {self.hypothesis_max}")
-        out += ("\nk_(λ,d) is paper 000's heavy-traffic statement (λ → 1 with d growing)"
-                + (f"; {self.k_note}" if self.k_note else "") + ".")
+            out += (
+                f" (about {self.n * self.share_above_max_queue:.6g} of n = {self.n}); hypothesis maximum "
+                f"at this n (largest k with n·π(k) ≥ 1, docs/model.md §4, reconstructed): {self.hypothesis_max}"
+            )
+        out += (
+            "\nk_(λ,d) is paper 000's heavy-traffic statement (λ → 1 with d growing)"
+            + (f"; {self.k_note}" if self.k_note else "")
+            + "."
+        )
         return out
 
 
-def design(lam, max_queue, n=None) -> DesignReport:
+def design(lam: float | str, max_queue: int, n: int | None = None) -> DesignReport:
     """The least ``d >= 2`` with ``k_{λ,d} <= K``, i.e. ``d^K >= 1/(1−λ)`` (docs/model.md §4),
     and the predicted share of queues at each length for that ``d``.
 
@@ -141,12 +155,19 @@ def design(lam, max_queue, n=None) -> DesignReport:
     valid = bool(q[-1] <= 1.0)
     share = tuple(float(v) if 0.0 <= v <= 1.0 else math.nan for v in counts)
     n = None if n is None else check_positive_int("n", n, maximum=MAX_THEORY_N)
-    return DesignReport(d=d, k=k, max_queue=K, load=lam_f, share_by_length=share,
-                        fixed_point=tuple(float(v) for v in fixed_point(d, lam_f, k + 1)),
-                        linearisation_valid=valid, note="" if valid else LINEARISATION_NOTE.format(qk=q[-1]),
-                        # π(k+1+j) <= exp(−d^j): zero in floating point for j >= 64
-                        share_above_max_queue=float(fixed_point(d, lam_f, K + 1)[K]) if K - k <= 64 else 0.0,
-                        k_note=k_report(d, lam).note,
-                        hypothesis_max=None if n is None else k_hypothesis(n, d, lam),
-                        n=n,
-                        k_one_less=k_lambda_d(d - 1, lam) if d > 2 else None)
+    return DesignReport(
+        d=d,
+        k=k,
+        max_queue=K,
+        load=lam_f,
+        share_by_length=share,
+        fixed_point=tuple(float(v) for v in fixed_point(d, lam_f, k + 1)),
+        linearisation_valid=valid,
+        note="" if valid else LINEARISATION_NOTE.format(qk=q[-1]),
+        # π(k+1+j) <= exp(−d^j): zero in floating point for j >= 64
+        share_above_max_queue=float(fixed_point(d, lam_f, K + 1)[K]) if K - k <= 64 else 0.0,
+        k_note=k_report(d, lam).note,
+        hypothesis_max=None if n is None else k_hypothesis(n, d, lam),
+        n=n,
+        k_one_less=k_lambda_d(d - 1, lam) if d > 2 else None,
+    )

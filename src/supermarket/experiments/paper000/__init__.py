@@ -4,28 +4,15 @@
 (``E*.csv`` and ``E*.json``), a figure (``E*.png``) and a short Markdown summary
 (``E*.md``), plus ``summary.md`` with every claim and what the runs show:
 
-- **E1 equilibrium** (docs/model.md §4, §5): ``λ = 1 − n^{−α}``, ``d = ⌊n^β⌋``.  For ``α/β``
-  not an integer: the maximum queue length against ``k = ⌈α/β⌉`` (and ``k_{λ,d}``, and the
-  reconstructed hypothesis "largest k with nπ(k) >= 1"), the fraction of queues of length
-  ``k`` against ``1 − 2n^{−α+(k−1)β}``, the counts of shorter queues against
-  ``n(1−λ)(λd)^{j−1}``, the share of time in ``N^ε``.  For ``α/β`` an integer (``n`` chosen
-  so that ``n^β`` is an integer and ``1/(1−λ) = d^k`` exactly): the maximum is ``k`` or
-  ``k+1``.
-- **E2 mixing scaling** (docs/model.md §6): coalescence time from the rounded fixed point (a good
-  state) with a stationary copy, against ``k d^{k−1} n log n`` and ``d^{k−1} n``, log-log,
-  with fitted slopes.
-- **E3 bad starts** (docs/model.md §6): from ``‖x‖₁ = g n`` and from one queue of length ``ℓ``,
-  against ``(1−λ)^{−1} g n`` and ``ℓ n``.
-- **E4 power of two choices** (docs/model.md §3): the equilibrium maximum for ``d = 1`` against
-  ``log n / log(1/λ)``, and for ``d = 2, 3`` against ``log log n / log d``.
+- **E1 equilibrium** (§4, §5): ``λ = 1 − n^{−α}``, ``d = ⌊n^β⌋``; the maximum queue length
+  against ``k``, the fraction of queues of length ``k``, the share of time in ``N^ε``.
+- **E2 mixing scaling** (§6): coalescence time from a good state against the two orders.
+- **E3 bad starts** (§6): from ``‖x‖₁ = g n`` and from one long queue.
+- **E4 power of two choices** (§3): the equilibrium maximum against ``log n`` and ``log log n``.
 
-Equilibrium statistics (E1, E4) come from :func:`supermarket.simulate` (profile engine,
-discrete time) started at the rounded fixed point, with blocking standard errors and a
-``reliable`` flag per error bar (docs/model.md §9); comparisons whose error bar is not
-reliable are reported as "too short to know".  Mixing times come from
-:func:`supermarket.mixing.coalescence`.  The
-papers' orders are taken with constant 1.  Quick mode runs in under 3 minutes on 2 cores;
-full mode prints its expected duration first.
+Equilibrium statistics come from :func:`supermarket.simulate` with blocking standard errors
+(§9): a comparison whose error bar is not reliable says "too short to know".  The papers'
+orders are taken with constant 1.  Quick mode runs in under 3 minutes on 2 cores.
 
 The parts, one module each:
 
@@ -48,9 +35,24 @@ from __future__ import annotations
 from .driver import RATE_STEPS_PER_S, expected_seconds, expected_steps, run
 from .e1_e4_equilibrium import e1_equilibrium, e4_power_of_choices
 from .e2_e3_mixing import e2_mixing_scaling, e3_bad_starts
-from .equilibrium_run import (PROFILE_RATE_D1_STEPS_PER_S, PROFILE_RATE_STEPS_PER_S, SNAPSHOTS, TASK_OVERHEAD_S,
-                              equilibrium, good_set_mask)
+from .equilibrium_run import (
+    PROFILE_RATE_D1_STEPS_PER_S,
+    PROFILE_RATE_STEPS_PER_S,
+    SNAPSHOTS,
+    TASK_OVERHEAD_S,
+    equilibrium,
+    good_set_mask,
+)
 from .output import Z_FINDING
 
-__all__ = ["run", "e1_equilibrium", "e2_mixing_scaling", "e3_bad_starts", "e4_power_of_choices",
-           "equilibrium", "good_set_mask", "expected_steps", "expected_seconds"]
+__all__ = [
+    "run",
+    "e1_equilibrium",
+    "e2_mixing_scaling",
+    "e3_bad_starts",
+    "e4_power_of_choices",
+    "equilibrium",
+    "good_set_mask",
+    "expected_steps",
+    "expected_seconds",
+]

@@ -16,14 +16,15 @@ from ... import theory as th
 from .e1_e4_equilibrium import _modal_call, _modal_calls, modal_sentence
 from .output import Z_FINDING, _bound_verdict, _fit_slope
 
-__all__ = ["claims_rows", "claims_markdown", "count_verdict", "SLOPE_TOL", "GOOD_SHARE"]
+__all__ = ["claims_rows", "claims_markdown", "claims_table", "count_verdict", "SLOPE_TOL", "GOOD_SHARE"]
 
 SLOPE_TOL = 0.25  # a fitted log-log (or linear) slope "matches" an order's when within this of it
 GOOD_SHARE = 0.9  # "stays in N^ε": at least this share of the time (a convention of this table)
 
 
-def count_verdict(ok: int, total: int, unknown: int = 0, unit: str = "configurations",
-                  unknown_label: str = "too short to know") -> str:
+def count_verdict(
+    ok: int, total: int, unknown: int = 0, unit: str = "configurations", unknown_label: str = "too short to know"
+) -> str:
     """The verdict of a claim tested in ``total`` units, ``ok`` of which agree with it and
     ``unknown`` of which cannot tell (error bars not reliable, or ``unknown_label``)."""
     if total == 0:
@@ -60,50 +61,71 @@ def _max_is_k(ni) -> dict:
     at_k1 = [r for r in others if r["modal_max"] == r["k"] + 1]
     n_eq_k = sum(r["modal_max"] == r["k"] for r in ni)
     called = f" ({len(ok)} of them called with confidence: the verdict counts those)" if len(ok) != n_eq_k else ""
-    ev = (f"modal maximum = k in {n_eq_k} of {len(ni)}{called}; "
-          f"in {sum(r['modal_max'] == r['k'] for r in hyp_k)} "
-          f"of the {len(hyp_k)} where the hypothesis (largest k with nπ(k) ≥ 1) is k")
+    ev = (
+        f"modal maximum = k in {n_eq_k} of {len(ni)}{called}; "
+        f"in {sum(r['modal_max'] == r['k'] for r in hyp_k)} "
+        f"of the {len(hyp_k)} where the hypothesis (largest k with nπ(k) ≥ 1) is k"
+    )
     if others:
-        ev += (f"; k+1 in {len(at_k1)} of the other {len(others)}, where nπ(k+1) ≥ 1 in "
-               f"{sum(r['k_hypothesis'] >= r['k'] + 1 for r in at_k1)}")
+        ev += (
+            f"; k+1 in {len(at_k1)} of the other {len(others)}, where nπ(k+1) ≥ 1 in "
+            f"{sum(r['k_hypothesis'] >= r['k'] + 1 for r in at_k1)}"
+        )
     if unknown:
         ev += f"; which of k and k+1 is modal is {modal_sentence(close, short, len(ni))}"
     if others or unknown:
         ev += "; " + _theorem(ni)[1]
-    return {"claim": "maximum queue length in equilibrium is k = ⌈log(1/(1−λ))/log d⌉ (α/β not an integer; "
-                     "docs/model.md §4 [paper])",
-            "where": f"E1, λ = 1 − n^−α, d = ⌊n^β⌋, α/β ∉ ℤ: {_ns(ni)}, {len(ni)} configurations",
-            "verdict": count_verdict(len(ok), len(ni), unknown, unknown_label="too close or too short to call"),
-            "evidence": ev + "."}
+    return {
+        "claim": "maximum queue length in equilibrium is k = ⌈log(1/(1−λ))/log d⌉ (α/β not an integer; "
+        "docs/model.md §4 [paper])",
+        "where": f"E1, λ = 1 − n^−α, d = ⌊n^β⌋, α/β ∉ ℤ: {_ns(ni)}, {len(ni)} configurations",
+        "verdict": count_verdict(len(ok), len(ni), unknown, unknown_label="too close or too short to call"),
+        "evidence": ev + ".",
+    }
 
 
 def _max_is_k_or_k1(it) -> dict:
     ok = sum(r["modal_max"] in (r["k"], r["k"] + 1) for r in it)
     ev = f"modal maximum k or k+1 in {ok} of {len(it)}"
     if ok < len(it):
-        ev += " (others: " + ", ".join(f"n = {r['n']}: {r['modal_max']} with k = {r['k']}"
-                                       for r in it if r["modal_max"] not in (r["k"], r["k"] + 1)) + ")"
-    return {"claim": "α/β an integer (1/(1−λ) = d^k): the maximum is k or k+1 (docs/model.md §4 [paper])",
-            "where": f"E1, α/β ∈ ℤ: {_ns(it)}, {len(it)} configurations",
-            "verdict": count_verdict(ok, len(it)), "evidence": ev + "."}
+        ev += (
+            " (others: "
+            + ", ".join(
+                f"n = {r['n']}: {r['modal_max']} with k = {r['k']}"
+                for r in it
+                if r["modal_max"] not in (r["k"], r["k"] + 1)
+            )
+            + ")"
+        )
+    return {
+        "claim": "α/β an integer (1/(1−λ) = d^k): the maximum is k or k+1 (docs/model.md §4 [paper])",
+        "where": f"E1, α/β ∈ ℤ: {_ns(it)}, {len(it)} configurations",
+        "verdict": count_verdict(ok, len(it)),
+        "evidence": ev + ".",
+    }
 
 
 def _fraction_at_k(ni) -> dict:
-    v = {x: sum(r["frac_at_k_verdict"] == x for r in ni) for x in ("meets", "within error", "below",
-                                                                 "too short to know")}
+    v = {
+        x: sum(r["frac_at_k_verdict"] == x for r in ni) for x in ("meets", "within error", "below", "too short to know")
+    }
     positive = sum(r["frac_at_k_bound"] > 0 for r in ni)
-    ev = (f"fraction ≥ bound in {v['meets']} of {len(ni)}, below by at most {Z_FINDING:g} standard errors in "
-          f"{v['within error']}, below by more in {v['below']}, too short to know in {v['too short to know']}; "
-          f"the bound is above 0 (not vacuous) in {positive} of {len(ni)}")
+    ev = (
+        f"fraction ≥ bound in {v['meets']} of {len(ni)}, below by at most {Z_FINDING:g} standard errors in "
+        f"{v['within error']}, below by more in {v['below']}, too short to know in {v['too short to know']}; "
+        f"the bound is above 0 (not vacuous) in {positive} of {len(ni)}"
+    )
     fr = [r["frac_at_k"] for r in ni]
     if fr:
         ev += f"; fractions {min(fr):.3g}–{max(fr):.3g}"
     if v["below"]:
         ev += "; " + _theorem(ni)[1]
-    return {"claim": "almost all queues have length k: fraction ≥ 1 − 2n^(−α+(k−1)β) (docs/model.md §4 [paper])",
-            "where": f"E1, α/β ∉ ℤ: {_ns(ni)}, {len(ni)} configurations",
-            "verdict": count_verdict(v["meets"] + v["within error"], len(ni), v["too short to know"]),
-            "evidence": ev + "."}
+    return {
+        "claim": "almost all queues have length k: fraction ≥ 1 − 2n^(−α+(k−1)β) (docs/model.md §4 [paper])",
+        "where": f"E1, α/β ∉ ℤ: {_ns(ni)}, {len(ni)} configurations",
+        "verdict": count_verdict(v["meets"] + v["within error"], len(ni), v["too short to know"]),
+        "evidence": ev + ".",
+    }
 
 
 def _good_set(ni) -> dict:
@@ -123,38 +145,54 @@ def _good_set(ni) -> dict:
         unknown += call == "too short to know"
     tested = [r for r in ni if r["good_set_fraction"] is not None]
     g = [r["good_set_fraction"] for r in tested]
-    ev = (f"share of time in N^0.1 at least {GOOD_SHARE:g} (or within {Z_FINDING:g} standard errors of it) in "
-          f"{ok} of {len(tested)}" + (f"; shares {min(g):.3g}–{max(g):.3g}" if g else ""))
+    ev = (
+        f"share of time in N^0.1 at least {GOOD_SHARE:g} (or within {Z_FINDING:g} standard errors of it) in "
+        f"{ok} of {len(tested)}" + (f"; shares {min(g):.3g}–{max(g):.3g}" if g else "")
+    )
     above = [r for r in never if r["share_max_eq_k"] == 0.0 and r["modal_max"] > r["k"]]
     if above:
-        ev += (f"; never in N^0.1 in {len(never)}, {len(above)} of them with a maximum above k all the time "
-               "(clause (a) allows no queue longer than k)")
+        ev += (
+            f"; never in N^0.1 in {len(never)}, {len(above)} of them with a maximum above k all the time "
+            "(clause (a) allows no queue longer than k)"
+        )
     if ok < len(tested):
         ev += "; " + _theorem(tested)[1]
-    return {"claim": f"the equilibrium chain stays in the good set N^ε, ε = 0.1 (share ≥ {GOOD_SHARE:g} here; "
-                     "docs/model.md §5 [paper], membership by clauses (a), (b))",
-            "where": f"E1, α/β ∉ ℤ: {_ns(tested)}, {len(tested)} configurations",
-            "verdict": count_verdict(ok, len(tested), unknown), "evidence": ev + "."}
+    return {
+        "claim": f"the equilibrium chain stays in the good set N^ε, ε = 0.1 (share ≥ {GOOD_SHARE:g} here; "
+        "docs/model.md §5 [paper], membership by clauses (a), (b))",
+        "where": f"E1, α/β ∉ ℤ: {_ns(tested)}, {len(tested)} configurations",
+        "verdict": count_verdict(ok, len(tested), unknown),
+        "evidence": ev + ".",
+    }
 
 
 def _hypothesis(e1, e4) -> dict:
     rows = list(e1) + list(e4)
+
     def near(rr):
         return sum(abs(r["modal_max"] - r["k_hypothesis"]) <= 1 for r in rr)
 
     ok = near(rows)
-    ev = (f"modal maximum within 1 of the largest k with nπ(k) ≥ 1 in {near(e1)} of {len(e1)} E1 and {near(e4)} of "
-          f"{len(e4)} E4 configurations; equal to it in {sum(r['modal_max'] == r['k_hypothesis'] for r in rows)} "
-          f"of {len(rows)}")
+    ev = (
+        f"modal maximum within 1 of the largest k with nπ(k) ≥ 1 in {near(e1)} of {len(e1)} E1 and {near(e4)} of "
+        f"{len(e4)} E4 configurations; equal to it in {sum(r['modal_max'] == r['k_hypothesis'] for r in rows)} "
+        f"of {len(rows)}"
+    )
     miss = [r for r in rows if abs(r["modal_max"] - r["k_hypothesis"]) > 1]
     if miss:
-        ev += "; further in " + ", ".join(f"n = {r['n']}, d = {r['d']} ({r['modal_max']} against {r['k_hypothesis']})"
-                                          for r in miss)
-    return {"claim": "the equilibrium maximum is within 1 of the largest k with nπ(k) ≥ 1 (docs/model.md §4 "
-                     "[paper; the inequality reconstructed])",
-            "where": (f"E1 (all {len(e1)}) and E4 (d = {', '.join(str(d) for d in sorted({r['d'] for r in e4}))}, "
-                      f"λ = {e4[0]['load'] if e4 else '—'}, {len(e4)}): {len(rows)} configurations"),
-            "verdict": count_verdict(ok, len(rows)), "evidence": ev + "."}
+        ev += "; further in " + ", ".join(
+            f"n = {r['n']}, d = {r['d']} ({r['modal_max']} against {r['k_hypothesis']})" for r in miss
+        )
+    return {
+        "claim": "the equilibrium maximum is within 1 of the largest k with nπ(k) ≥ 1 (docs/model.md §4 "
+        "[paper; the inequality reconstructed])",
+        "where": (
+            f"E1 (all {len(e1)}) and E4 (d = {', '.join(str(d) for d in sorted({r['d'] for r in e4}))}, "
+            f"λ = {e4[0]['load'] if e4 else '—'}, {len(e4)}): {len(rows)} configurations"
+        ),
+        "verdict": count_verdict(ok, len(rows)),
+        "evidence": ev + ".",
+    }
 
 
 def _mixing_upper(e2) -> dict:
@@ -166,18 +204,27 @@ def _mixing_upper(e2) -> dict:
     ok = sum(1 for s in per_d.values() if s == s and s <= nlogn + SLOPE_TOL)
     within = sum(r["mean_over_upper"] <= 1 for r in rows)
     up = [r["mean_over_upper"] for r in rows]
-    ev = ("slope of log τ against log n at fixed d: " + ", ".join(f"d = {d}: {s:.3g}" for d, s in per_d.items())
-          + f" (n log n: {nlogn:.3g}; a sweep agrees when at most {SLOPE_TOL:g} above it); "
-          + "τ / (k d^(k−1) n log n) across n at fixed d: " + ", ".join(
-              f"d = {d}: {a:.3g}–{b:.3g}" for d, (a, b) in fits["mean_over_upper_range_by_d"].items())
-          + (f"; with constant 1, τ ≤ the order in {within} of {len(rows)} rows (ratios {min(up):.3g}–{max(up):.3g})"
-             if rows else ""))
+    ev = (
+        "slope of log τ against log n at fixed d: "
+        + ", ".join(f"d = {d}: {s:.3g}" for d, s in per_d.items())
+        + f" (n log n: {nlogn:.3g}; a sweep agrees when at most {SLOPE_TOL:g} above it); "
+        + "τ / (k d^(k−1) n log n) across n at fixed d: "
+        + ", ".join(f"d = {d}: {a:.3g}–{b:.3g}" for d, (a, b) in fits["mean_over_upper_range_by_d"].items())
+        + (
+            f"; with constant 1, τ ≤ the order in {within} of {len(rows)} rows (ratios {min(up):.3g}–{max(up):.3g})"
+            if rows
+            else ""
+        )
+    )
     cens = sum(r["censored"] > 0 for r in rows)
     if cens:
         ev += f"; {cens} rows have censored pairs (left out of the fits)"
-    return {"claim": "mixing from a good state takes O(k d^(k−1) n log n) steps: growth in n (docs/model.md §6 [paper])",
-            "where": f"E2 n sweep: d = {', '.join(str(d) for d in per_d)}, {_ns(nsw)}",
-            "verdict": count_verdict(ok, len(per_d), unit="sweeps"), "evidence": ev + "."}
+    return {
+        "claim": "mixing from a good state takes O(k d^(k−1) n log n) steps: growth in n (docs/model.md §6 [paper])",
+        "where": f"E2 n sweep: d = {', '.join(str(d) for d in per_d)}, {_ns(nsw)}",
+        "verdict": count_verdict(ok, len(per_d), unit="sweeps"),
+        "evidence": ev + ".",
+    }
 
 
 def _mixing_lower(e2) -> dict:
@@ -185,11 +232,16 @@ def _mixing_lower(e2) -> dict:
     ok = sum(1 for r in rows if max(r["mean_steps"], _hi(r)) >= r["lower_order"])
     clear = sum(1 for r in rows if r["mean_ci"][0] is not None and r["mean_ci"][0] >= r["lower_order"])
     lo = [r["mean_over_lower"] for r in rows]
-    ev = (f"τ ≥ d^(k−1) n (constant 1; the 95% interval reaches it) in {ok} of {len(rows)} rows, the whole interval "
-          f"above it in {clear}" + (f"; τ / (d^(k−1) n) from {min(lo):.3g} to {max(lo):.3g}" if lo else ""))
-    return {"claim": "mixing from a good state needs Ω(d^(k−1) n) steps (docs/model.md §6 [paper])",
-            "where": f"E2, both sweeps: {_ns(rows)}, {len(rows)} rows",
-            "verdict": count_verdict(ok, len(rows), unit="rows"), "evidence": ev + "."}
+    ev = (
+        f"τ ≥ d^(k−1) n (constant 1; the 95% interval reaches it) in {ok} of {len(rows)} rows, the whole interval "
+        f"above it in {clear}" + (f"; τ / (d^(k−1) n) from {min(lo):.3g} to {max(lo):.3g}" if lo else "")
+    )
+    return {
+        "claim": "mixing from a good state needs Ω(d^(k−1) n) steps (docs/model.md §6 [paper])",
+        "where": f"E2, both sweeps: {_ns(rows)}, {len(rows)} rows",
+        "verdict": count_verdict(ok, len(rows), unit="rows"),
+        "evidence": ev + ".",
+    }
 
 
 def _mixing_in_d(e2) -> dict:
@@ -198,20 +250,30 @@ def _mixing_in_d(e2) -> dict:
     ds = sorted(r["d"] for r in dsw)
     tested = len(dsw) >= 2 and s == s
     ok = tested and abs(s - 1) <= SLOPE_TOL
-    ev = (f"slope of log τ against log d at fixed n and k = 2: {s:.3g} (d^(k−1) = d: 1; agreement within {SLOPE_TOL:g})"
-          if tested else "fewer than 2 uncensored rows")
+    ev = (
+        f"slope of log τ against log d at fixed n and k = 2: {s:.3g} (d^(k−1) = d: 1; agreement within {SLOPE_TOL:g})"
+        if tested
+        else "fewer than 2 uncensored rows"
+    )
     if dsw:
         r0, r1 = min(dsw, key=lambda r: r["d"]), max(dsw, key=lambda r: r["d"])
-        ev += (f"; τ / (d n) goes from {r0['mean_over_lower']:.3g} at d = {r0['d']} to {r1['mean_over_lower']:.3g} "
-               f"at d = {r1['d']}")
+        ev += (
+            f"; τ / (d n) goes from {r0['mean_over_lower']:.3g} at d = {r0['d']} to {r1['mean_over_lower']:.3g} "
+            f"at d = {r1['d']}"
+        )
     if tested and not ok:
         ev += "; " + _theorem(dsw)[1]
-    return {"claim": "the two orders together: at fixed n and k the mixing time grows like d^(k−1) "
-                     "(docs/model.md §6 [paper])",
-            "where": (f"E2 d sweep: n = {dsw[0]['n']}, d = {ds[0]}…{ds[-1]}, λ = {dsw[0]['load']}" if dsw
-                      else "E2 d sweep: no uncensored rows"),
-            "verdict": ("reproduced" if ok else "not reproduced at these sizes") if tested else "too short to know",
-            "evidence": ev + "."}
+    return {
+        "claim": "the two orders together: at fixed n and k the mixing time grows like d^(k−1) "
+        "(docs/model.md §6 [paper])",
+        "where": (
+            f"E2 d sweep: n = {dsw[0]['n']}, d = {ds[0]}…{ds[-1]}, λ = {dsw[0]['load']}"
+            if dsw
+            else "E2 d sweep: no uncensored rows"
+        ),
+        "verdict": ("reproduced" if ok else "not reproduced at these sizes") if tested else "too short to know",
+        "evidence": ev + ".",
+    }
 
 
 def _hi(r) -> float:
@@ -225,14 +287,20 @@ def _bad_starts(e3) -> dict:
     clear = sum(1 for r in rows if r["mean_ci"][0] is not None and r["mean_ci"][0] >= r["lower_order"])
     ratios = [r["mean_over_lower"] for r in rows]
     lam = rows[0]["load"] if rows else float("nan")
-    ev = (f"τ ≥ the order (constant 1; the 95% interval reaches it) in {ok} of {len(rows)} starts, the whole interval "
-          f"above it in {clear}" + (f"; τ / order {min(ratios):.3g}–{max(ratios):.3g}" if ratios else "")
-          + f"; linear fits τ = a + b × order: b = {lin['customers']['slope']:.3g} (‖x‖₁ = g n) and "
-          f"{lin['long']['slope']:.3g} (one long queue) against 1+λ = {1 + lam:g} for draining at (1−λ)/(1+λ) per step")
-    return {"claim": "from bad starts mixing is slower: Ω((1−λ)^(−1) g n) steps from ‖x‖₁ = g n, Ω(ℓ n) from one "
-                     "queue of length ℓ (docs/model.md §6 [paper])",
-            "where": (f"E3: n = {rows[0]['n']}, d = {rows[0]['d']}, λ = {lam}, {len(rows)} starts" if rows else "E3"),
-            "verdict": count_verdict(ok, len(rows), unit="starts"), "evidence": ev + "."}
+    ev = (
+        f"τ ≥ the order (constant 1; the 95% interval reaches it) in {ok} of {len(rows)} starts, the whole interval "
+        f"above it in {clear}"
+        + (f"; τ / order {min(ratios):.3g}–{max(ratios):.3g}" if ratios else "")
+        + f"; linear fits τ = a + b × order: b = {lin['customers']['slope']:.3g} (‖x‖₁ = g n) and "
+        f"{lin['long']['slope']:.3g} (one long queue) against 1+λ = {1 + lam:g} for draining at (1−λ)/(1+λ) per step"
+    )
+    return {
+        "claim": "from bad starts mixing is slower: Ω((1−λ)^(−1) g n) steps from ‖x‖₁ = g n, Ω(ℓ n) from one "
+        "queue of length ℓ (docs/model.md §6 [paper])",
+        "where": (f"E3: n = {rows[0]['n']}, d = {rows[0]['d']}, λ = {lam}, {len(rows)} starts" if rows else "E3"),
+        "verdict": count_verdict(ok, len(rows), unit="starts"),
+        "evidence": ev + ".",
+    }
 
 
 def _power_of_choices(e4) -> dict:
@@ -243,14 +311,21 @@ def _power_of_choices(e4) -> dict:
     means = {r["d"]: r["mean_max"] for r in rows if r["n"] == big}
     better = [d for d in ds if d >= 2 and 1 in means and d in means]
     drop = sum(1 for d in better if means[d] <= means[1] / 2)
-    ev = ("slope of the mean maximum against log n/log(1/λ) (d = 1) or log log n/log d: "
-          + ", ".join(f"d = {d}: {fits[d]['slope']:.3g}" for d in ds) + f" (agreement: within {SLOPE_TOL:g} of 1); "
-          + f"at n = {big} the mean maximum is " + ", ".join(f"{means[d]:.3g} with d = {d}" for d in ds if d in means)
-          + (f", at most half the d = 1 value in {drop} of {len(better)} choices d ≥ 2" if better else ""))
-    return {"claim": "power of d choices: the maximum grows like log n/log(1/λ) for d = 1 and like log log n/log d "
-                     "for d ≥ 2 (docs/model.md §3 [classical], restated by paper 000)",
-            "where": f"E4: λ = {rows[0]['load']}, d = {', '.join(map(str, ds))}, {_ns(rows)}",
-            "verdict": count_verdict(ok + drop, len(ds) + len(better), unit="checks"), "evidence": ev + "."}
+    ev = (
+        "slope of the mean maximum against log n/log(1/λ) (d = 1) or log log n/log d: "
+        + ", ".join(f"d = {d}: {fits[d]['slope']:.3g}" for d in ds)
+        + f" (agreement: within {SLOPE_TOL:g} of 1); "
+        + f"at n = {big} the mean maximum is "
+        + ", ".join(f"{means[d]:.3g} with d = {d}" for d in ds if d in means)
+        + (f", at most half the d = 1 value in {drop} of {len(better)} choices d ≥ 2" if better else "")
+    )
+    return {
+        "claim": "power of d choices: the maximum grows like log n/log(1/λ) for d = 1 and like log log n/log d "
+        "for d ≥ 2 (docs/model.md §3 [classical], restated by paper 000)",
+        "where": f"E4: λ = {rows[0]['load']}, d = {', '.join(map(str, ds))}, {_ns(rows)}",
+        "verdict": count_verdict(ok + drop, len(ds) + len(better), unit="checks"),
+        "evidence": ev + ".",
+    }
 
 
 def claims_rows(results: dict) -> list[dict]:
@@ -259,18 +334,33 @@ def claims_rows(results: dict) -> list[dict]:
     e1 = results["E1"]["rows"]
     ni = [r for r in e1 if not r["integer_ratio"]]
     it = [r for r in e1 if r["integer_ratio"]]
-    return [_max_is_k(ni), _max_is_k_or_k1(it), _fraction_at_k(ni), _good_set(ni),
-            _hypothesis(e1, results["E4"]["rows"]), _mixing_upper(results["E2"]), _mixing_lower(results["E2"]),
-            _mixing_in_d(results["E2"]), _bad_starts(results["E3"]), _power_of_choices(results["E4"])]
+    return [
+        _max_is_k(ni),
+        _max_is_k_or_k1(it),
+        _fraction_at_k(ni),
+        _good_set(ni),
+        _hypothesis(e1, results["E4"]["rows"]),
+        _mixing_upper(results["E2"]),
+        _mixing_lower(results["E2"]),
+        _mixing_in_d(results["E2"]),
+        _bad_starts(results["E3"]),
+        _power_of_choices(results["E4"]),
+    ]
+
+
+def claims_table(intro: str, rows: list[dict]) -> str:
+    """A "## Claims" section: ``intro``, then one table row per claim (``|`` in a cell becomes ``/``)."""
+    keys = ("claim", "where", "verdict", "evidence")
+    lines = ["## Claims", "", intro, "", "| claim | where tested | verdict | evidence |", "|---|---|---|---|"]
+    lines += ["| " + " | ".join(c[k].replace("|", "/") for k in keys) + " |" for c in rows]
+    return "\n".join(lines) + "\n"
 
 
 def claims_markdown(results: dict) -> str:
     """The "## Claims" section of summary.md: the table of :func:`claims_rows`."""
-    lines = ["## Claims", "",
-             "One row per claim of paper 000 (as docs/model.md states it); verdict and evidence are computed from the "
-             "experiments' tables below (orders with constant 1; \"too short to know\": the error bars needed are not "
-             "reliable).", "",
-             "| claim | where tested | verdict | evidence |", "|---|---|---|---|"]
-    for c in claims_rows(results):
-        lines.append("| " + " | ".join(c[k].replace("|", "/") for k in ("claim", "where", "verdict", "evidence")) + " |")
-    return "\n".join(lines) + "\n"
+    intro = (
+        "One row per claim of paper 000 (as docs/model.md states it); verdict and evidence are computed from "
+        'the experiments\' tables below (orders with constant 1; "too short to know": the error bars needed '
+        "are not reliable)."
+    )
+    return claims_table(intro, claims_rows(results))

@@ -12,11 +12,11 @@ import os
 import sys
 import time
 from pathlib import Path
-
-import numpy as np
+from typing import Any
 
 from ... import mixing as mx
 from ... import theory as th
+from ..._checks import check_bool
 from ..._files import atomic_write
 from ...model import check_int, spawn_seeds
 from . import e1_e4_equilibrium as e1_e4
@@ -30,7 +30,6 @@ from .output import _progress
 __all__ = ["run", "expected_steps", "expected_seconds"]
 
 RATE_STEPS_PER_S = 7.0e6  # coupling kernel (E2, E3): effective steps/s per core on a quick run
-
 
 
 def _equilibrium_tasks(quick: bool) -> list[tuple[int, int]]:
@@ -77,7 +76,7 @@ def expected_steps(quick: bool) -> float:
     return float(total)
 
 
-def run(out_dir, quick=False, seed=0, workers=None, client=None) -> dict:
+def run(out_dir: Any, quick: bool = False, seed: Any = 0, workers: int | None = None, client: Any = None) -> dict:
     """Run E1–E4 and write tables, figures and Markdown into ``out_dir`` (created if missing).
 
     ``quick``: small sizes (under 3 minutes on 2 cores, every claim still shown).
@@ -85,8 +84,7 @@ def run(out_dir, quick=False, seed=0, workers=None, client=None) -> dict:
     (default: all cores); ``client``: a :class:`dask.distributed.Client` to run the
     replications on instead (the numbers are the same).  Returns a dict with each experiment's rows and the summary.
     """
-    if not isinstance(quick, (bool, np.bool_)):
-        raise TypeError(f"quick must be True or False; got {quick!r}")
+    check_bool("quick", quick)
     if workers is not None:
         workers = check_int("workers", workers, minimum=1, maximum=4096)
     out = Path(out_dir)
@@ -95,8 +93,10 @@ def run(out_dir, quick=False, seed=0, workers=None, client=None) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     cores = workers or os.cpu_count() or 1
     est = expected_seconds(quick, cores)
-    msg = (f"paper 000 {'quick' if quick else 'full'} run: about {expected_steps(quick) / 1e9:.2f}e9 kernel steps, "
-           f"expected {est / 60:.1f} minutes on {cores} core(s)")
+    msg = (
+        f"paper 000 {'quick' if quick else 'full'} run: about {expected_steps(quick) / 1e9:.2f}e9 kernel steps, "
+        f"expected {est / 60:.1f} minutes on {cores} core(s)"
+    )
     print(msg, file=sys.stderr, flush=True) if not quick else _progress(msg)
     seeds = spawn_seeds(seed, 4)
     t0 = time.perf_counter()
@@ -107,28 +107,47 @@ def run(out_dir, quick=False, seed=0, workers=None, client=None) -> dict:
     t = time.perf_counter()
     t1, c1 = _e1_tasks(quick, seeds[0])
     t4, c4 = _e4_tasks(quick, seeds[3])
-    _progress(f"E1 and E4 equilibrium: {len(t1) + len(t4)} runs, "
-              f"{_equilibrium_steps(quick) / 1e6:.0f}M steps")
-    eq = _map_configs(_equilibrium_task, [("E1", x) for x in t1] + [("E4", x) for x in t4], workers, client,
-                      cost=c1 + c4)
+    _progress(f"E1 and E4 equilibrium: {len(t1) + len(t4)} runs, {_equilibrium_steps(quick) / 1e6:.0f}M steps")
+    eq = _map_configs(
+        _equilibrium_task, [("E1", x) for x in t1] + [("E4", x) for x in t4], workers, client, cost=c1 + c4
+    )
     timings["E1+E4 runs"] = time.perf_counter() - t
-    pre = {"E1": eq[:len(t1)], "E4": eq[len(t1):]}
-    for name, fn, ss in (("E1", e1_equilibrium, seeds[0]), ("E2", e2_mixing_scaling, seeds[1]),
-                         ("E3", e3_bad_starts, seeds[2]), ("E4", e4_power_of_choices, seeds[3])):
+    pre = {"E1": eq[: len(t1)], "E4": eq[len(t1) :]}
+    for name, fn, ss in (
+        ("E1", e1_equilibrium, seeds[0]),
+        ("E2", e2_mixing_scaling, seeds[1]),
+        ("E3", e3_bad_starts, seeds[2]),
+        ("E4", e4_power_of_choices, seeds[3]),
+    ):
         t = time.perf_counter()
         kw = {"results": pre[name]} if name in pre else {}
         results[name] = fn(out, quick=quick, seed=ss, workers=workers, client=client, **kw)
         timings[name] = time.perf_counter() - t
         _progress(f"{name} done in {timings[name]:.1f} s")
     wall = time.perf_counter() - t0
-    head = [f"# Paper 000 reproduced ({'quick' if quick else 'full'} mode)", "",
-            f"Seed {seed}; wall time {wall:.0f} s (expected {est:.0f} s); "
-            + ", ".join(f"{k} {v:.0f} s" for k, v in timings.items()) + ".",
-            "Orders of magnitude are the papers' with constants taken as 1; \"derived\" marks items worked "
-            "out for this project (docs/model.md), not theorems of the papers.", ""]
-    summary = ("\n".join(head) + "\n" + claims_markdown(results) + "\n"
-               + "\n".join(results[k]["markdown"] for k in ("E1", "E2", "E3", "E4")))
+    head = [
+        f"# Paper 000 reproduced ({'quick' if quick else 'full'} mode)",
+        "",
+        f"Seed {seed}; wall time {wall:.0f} s (expected {est:.0f} s); "
+        + ", ".join(f"{k} {v:.0f} s" for k, v in timings.items())
+        + ".",
+        'Orders of magnitude are the papers\' with constants taken as 1; "derived" marks items worked '
+        "out for this project (docs/model.md), not theorems of the papers.",
+        "",
+    ]
+    summary = (
+        "\n".join(head)
+        + "\n"
+        + claims_markdown(results)
+        + "\n"
+        + "\n".join(results[k]["markdown"] for k in ("E1", "E2", "E3", "E4"))
+    )
     atomic_write(out / "summary.md", summary)  # whole or not at all, as every file of a reproduction
-    atomic_write(out / "run.json", json.dumps({"quick": quick, "seed": seed, "workers": workers, "wall_s": wall,
-                                               "expected_s": est, "timings_s": timings}, indent=2))
+    atomic_write(
+        out / "run.json",
+        json.dumps(
+            {"quick": quick, "seed": seed, "workers": workers, "wall_s": wall, "expected_s": est, "timings_s": timings},
+            indent=2,
+        ),
+    )
     return {"summary": summary, "wall_s": wall, "expected_s": est, "claims": claims_rows(results), **results}

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ... import theory as th
 from ..._files import atomic_write
-from ...model import spawn_seeds
+from ...model import SeedLike, spawn_seeds
 from .equilibrium_run import SNAPSHOTS, _equilibrium_results, _task_seconds, equilibrium
 from .output import Z_FINDING, _bound_verdict, _mean_max_cell, _plt, _pm, _save_figure, _write_table
 
@@ -31,16 +32,18 @@ def _e1_configs(quick: bool):
         for n in ns:
             cfg.append((n, a, b))
     # α/β an integer: n with n^β an integer, so that 1/(1−λ) = d^k exactly
-    integer = [(0.5, 0.25, [6, 10] if quick else [6, 10, 18, 32], 4),
-               (0.5, 0.5, [32, 100] if quick else [32, 100, 316, 1000], 2)]
+    integer = [
+        (0.5, 0.25, [6, 10] if quick else [6, 10, 18, 32], 4),
+        (0.5, 0.5, [32, 100] if quick else [32, 100, 316, 1000], 2),
+    ]
     for a, b, ms, power in integer:
         for m in ms:
-            cfg.append((m ** power, a, b))
+            cfg.append((m**power, a, b))
     return cfg
 
 
 def _e1_params(n, a, b):
-    d = int(round(n ** b)) if abs(n ** b - round(n ** b)) < 1e-9 else int(math.floor(n ** b))
+    d = int(round(n**b)) if abs(n**b - round(n**b)) < 1e-9 else int(math.floor(n**b))
     one = n ** (-a)
     lam = 1.0 - one
     return d, lam
@@ -65,7 +68,7 @@ def _equilibrium_task(args):
 
 
 def _e1_task(args):
-    n, a, b, d, lam, steps, burn, ss = args
+    n, _a, _b, d, lam, steps, burn, ss = args
     k = th.k_lambda_d(d, lam)
     levels = k + 3
     eq = equilibrium(n, d, lam, steps=steps, burn_in=burn, levels=levels, seed=ss, k=k)
@@ -79,12 +82,15 @@ def _e1_tasks(quick: bool, seed):
     return tasks, [_task_seconds(p[3], p[5] + p[6]) for p in plan]
 
 
-def e1_equilibrium(out: Path, *, quick: bool, seed, workers, client=None, results=None) -> dict:
+def e1_equilibrium(
+    out: Path, *, quick: bool, seed: SeedLike, workers: int | None, client: Any = None, results: list | None = None
+) -> dict:
     """E1 (see the module docstring); ``results``: the outputs of :func:`_e1_task` for
     :func:`_e1_tasks` ``(quick, seed)``, when already run (``run`` runs E1 and E4 together)."""
     plan = _e1_plan(quick)
-    res = _equilibrium_results(results, "E1 equilibrium", _e1_tasks, _e1_task, lambda t: t[5] + t[6],
-                               quick, seed, workers, client)
+    res = _equilibrium_results(
+        results, "E1 equilibrium", _e1_tasks, _e1_task, lambda t: t[5] + t[6], quick, seed, workers, client
+    )
     rows = []
     for (n, a, b, d, lam, steps, burn, long_enough), eq in zip(plan, res):
         ratio = a / b
@@ -101,24 +107,44 @@ def e1_equilibrium(out: Path, *, quick: bool, seed, workers, client=None, result
         frac_k_se = float(eq["frac_stderr"][k - 1])
         frac_k_rel = bool(eq["frac_reliable"][k - 1])
         bound = 1 - 2 * n ** (-a + (k - 1) * b)
-        at = lambda arr, i, default: (arr[i].item() if i < arr.size else default)  # noqa: E731
+        at = lambda arr, i, default: arr[i].item() if i < arr.size else default  # noqa: E731
         row = {
-            "n": n, "alpha": a, "beta": b, "alpha_over_beta": round(ratio, 6), "integer_ratio": integer,
-            "d": d, "load": lam, "k_grid": k_grid, "k": k, "k_hypothesis": th.k_hypothesis(n, d, lam),
-            "possible_max": list(kr.possible_max), "steps": steps, "burn_in": burn,
+            "n": n,
+            "alpha": a,
+            "beta": b,
+            "alpha_over_beta": round(ratio, 6),
+            "integer_ratio": integer,
+            "d": d,
+            "load": lam,
+            "k_grid": k_grid,
+            "k": k,
+            "k_hypothesis": th.k_hypothesis(n, d, lam),
+            "possible_max": list(kr.possible_max),
+            "steps": steps,
+            "burn_in": burn,
             "steps_at_least_5_upper": long_enough,
-            "reliable": eq["reliable"], "notes": "; ".join(eq["notes"]),
-            "modal_max": modal, "max_always": bool(share[modal] == 1.0), "mean_max": eq["mean_max"],
-            "mean_max_stderr": eq["mean_max_stderr"], "mean_max_reliable": eq["mean_max_reliable"],
-            "share_max_eq_k": at(share, k, 0.0), "share_max_eq_k_stderr": at(sse, k, math.nan),
+            "reliable": eq["reliable"],
+            "notes": "; ".join(eq["notes"]),
+            "modal_max": modal,
+            "max_always": bool(share[modal] == 1.0),
+            "mean_max": eq["mean_max"],
+            "mean_max_stderr": eq["mean_max_stderr"],
+            "mean_max_reliable": eq["mean_max_reliable"],
+            "share_max_eq_k": at(share, k, 0.0),
+            "share_max_eq_k_stderr": at(sse, k, math.nan),
             "share_max_eq_k_reliable": at(srel, k, False),
-            "share_max_eq_k1": at(share, k + 1, 0.0), "share_max_eq_k1_stderr": at(sse, k + 1, math.nan),
+            "share_max_eq_k1": at(share, k + 1, 0.0),
+            "share_max_eq_k1_stderr": at(sse, k + 1, math.nan),
             "share_max_eq_k1_reliable": at(srel, k + 1, False),
-            "share_max_gt_k1": float(share[k + 2:].sum()),
-            "frac_at_k": frac_k, "frac_at_k_stderr": frac_k_se, "frac_at_k_reliable": frac_k_rel,
-            "frac_at_k_bound": bound, "frac_at_k_meets_bound": frac_k >= bound,
+            "share_max_gt_k1": float(share[k + 2 :].sum()),
+            "frac_at_k": frac_k,
+            "frac_at_k_stderr": frac_k_se,
+            "frac_at_k_reliable": frac_k_rel,
+            "frac_at_k_bound": bound,
+            "frac_at_k_meets_bound": frac_k >= bound,
             "frac_at_k_verdict": _bound_verdict(frac_k, frac_k_se, frac_k_rel, bound),
-            "good_set_fraction": eq["good_set_fraction"], "good_set_fraction_stderr": eq["good_set_fraction_stderr"],
+            "good_set_fraction": eq["good_set_fraction"],
+            "good_set_fraction_stderr": eq["good_set_fraction_stderr"],
             "good_set_fraction_reliable": eq["good_set_fraction_reliable"],
         }
         for j in range(1, k + 1):
@@ -127,16 +153,22 @@ def e1_equilibrium(out: Path, *, quick: bool, seed, workers, client=None, result
             row[f"shorter_than_{j}_reliable"] = bool(eq["u_reliable"][j - 1])
             row[f"shorter_than_{j}_pred"] = float(n * (1 - lam) * (lam * d) ** (j - 1))
         rows.append(row)
-    meta = {"experiment": "E1 equilibrium", "quick": quick, "spec": "docs/model.md §4, §5",
-            "lambda": "1 - n^-alpha", "d": "floor(n^beta) (exact n^beta when integer)", "eps": 0.1,
-            "engine": "supermarket.simulate (profile engine, discrete time, start at the rounded fixed point)",
-            "errors": "u, shorter_than_j, good_set_fraction: simulate's blocking analysis of 1024 batch means; "
-                      "frac_at_k, mean_max, share_max_*: blocking analysis of about "
-                      f"{SNAPSHOTS} equally spaced snapshots; *_reliable: the blocking reached a plateau "
-                      "with at least 32 blocks, the start was forgotten and the self-checks passed",
-            "frac_at_k": "E[u_k - u_(k+1)]",
-            "frac_at_k_verdict": f"meets: frac >= bound; within error: below by at most {Z_FINDING} stderr; "
-                                 f"below: by more; too short to know: error bar not reliable"}
+    meta = {
+        "experiment": "E1 equilibrium",
+        "quick": quick,
+        "spec": "docs/model.md §4, §5",
+        "lambda": "1 - n^-alpha",
+        "d": "floor(n^beta) (exact n^beta when integer)",
+        "eps": 0.1,
+        "engine": "supermarket.simulate (profile engine, discrete time, start at the rounded fixed point)",
+        "errors": "u, shorter_than_j, good_set_fraction: simulate's blocking analysis of 1024 batch means; "
+        "frac_at_k, mean_max, share_max_*: blocking analysis of about "
+        f"{SNAPSHOTS} equally spaced snapshots; *_reliable: the blocking reached a plateau "
+        "with at least 32 blocks, the start was forgotten and the self-checks passed",
+        "frac_at_k": "E[u_k - u_(k+1)]",
+        "frac_at_k_verdict": f"meets: frac >= bound; within error: below by at most {Z_FINDING} stderr; "
+        f"below: by more; too short to know: error bar not reliable",
+    }
     _write_table(out, "E1_equilibrium", rows, meta)
     _e1_figure(out, rows)
     md = _e1_markdown(rows)
@@ -150,8 +182,12 @@ def _e1_figure(out, rows):
     ax = axes[0]
     for integer, mk in ((False, "o"), (True, "s")):
         sel = [r for r in rows if r["integer_ratio"] == integer]
-        ax.scatter([r["k"] for r in sel], [r["mean_max"] for r in sel], marker=mk,
-                   label="α/β integer" if integer else "α/β not integer")
+        ax.scatter(
+            [r["k"] for r in sel],
+            [r["mean_max"] for r in sel],
+            marker=mk,
+            label="α/β integer" if integer else "α/β not integer",
+        )
     ks = sorted({r["k"] for r in rows})
     ax.plot(ks, ks, "k--", lw=1, label="max = k")
     ax.plot(ks, [k + 1 for k in ks], "k:", lw=1, label="max = k+1")
@@ -161,8 +197,12 @@ def _e1_figure(out, rows):
     ax.set_title("E1: maximum against k")
     ax = axes[1]
     sel = [r for r in rows if not r["integer_ratio"]]
-    ax.errorbar([r["frac_at_k_bound"] for r in sel], [r["frac_at_k"] for r in sel],
-                yerr=[Z_FINDING * r["frac_at_k_stderr"] if r["frac_at_k_reliable"] else 0.0 for r in sel], fmt="o")
+    ax.errorbar(
+        [r["frac_at_k_bound"] for r in sel],
+        [r["frac_at_k"] for r in sel],
+        yerr=[Z_FINDING * r["frac_at_k_stderr"] if r["frac_at_k_reliable"] else 0.0 for r in sel],
+        fmt="o",
+    )
     lo = min(min(r["frac_at_k_bound"] for r in sel), 0)
     ax.plot([lo, 1], [lo, 1], "k--", lw=1, label="fraction = bound")
     ax.set_xlabel("1 − 2 n^(−α+(k−1)β)")
@@ -212,30 +252,38 @@ def _modal_calls(rows):
 
 
 def modal_sentence(close: int, unknown: int, total: int) -> str:
-    """"too close to call in 1 and too short to know in 2 of the 10" (empty when both are 0):
+    """ "too close to call in 1 and too short to know in 2 of the 10" (empty when both are 0):
     the words the E1 section and the Claims table share."""
-    parts = ([f"within {Z_FINDING:g} standard errors (too close to call) in {close}"] if close else []) + \
-        ([f"too short to know in {unknown}"] if unknown else [])
+    parts = ([f"within {Z_FINDING:g} standard errors (too close to call) in {close}"] if close else []) + (
+        [f"too short to know in {unknown}"] if unknown else []
+    )
     return " and ".join(parts) + f" of the {total}" if parts else ""
 
 
 def _e1_markdown(rows):
-    lines = ["# E1: equilibrium at length k (paper 000, docs/model.md §4–5)", "",
-             "λ = 1 − n^−α, d = ⌊n^β⌋, chain started at the rounded fixed point (supermarket.simulate, "
-             "profile engine); time averages ± standard error from a blocking analysis (\"too short to know\": "
-             "the run is shorter than needed to estimate its own error).", "",
-             "| n | α | β | α/β | d | λ | k | hyp. | modal max | mean max | P(max=k) | P(max=k+1) | "
-             "frac at k | bound 1−2n^(−α+(k−1)β) | time in N^0.1 |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# E1: equilibrium at length k (paper 000, docs/model.md §4–5)",
+        "",
+        "λ = 1 − n^−α, d = ⌊n^β⌋, chain started at the rounded fixed point (supermarket.simulate, "
+        'profile engine); time averages ± standard error from a blocking analysis ("too short to know": '
+        "the run is shorter than needed to estimate its own error).",
+        "",
+        "| n | α | β | α/β | d | λ | k | hyp. | modal max | mean max | P(max=k) | P(max=k+1) | "
+        "frac at k | bound 1−2n^(−α+(k−1)β) | time in N^0.1 |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         lines.append(
-            f"| {r['n']} | {r['alpha']} | {r['beta']} | {r['alpha_over_beta']:.3g}{' (int)' if r['integer_ratio'] else ''} "
+            f"| {r['n']} | {r['alpha']} | {r['beta']} | "
+            f"{r['alpha_over_beta']:.3g}{' (int)' if r['integer_ratio'] else ''} "
             f"| {r['d']} | {r['load']:.6g} | {r['k']} | {r['k_hypothesis']} | {r['modal_max']} | "
             f"{_mean_max_cell(r)} | "
             f"{_pm(r['share_max_eq_k'], r['share_max_eq_k_stderr'], r['share_max_eq_k_reliable'], share=True)} | "
             f"{_pm(r['share_max_eq_k1'], r['share_max_eq_k1_stderr'], r['share_max_eq_k1_reliable'], share=True)} | "
             f"{_pm(r['frac_at_k'], r['frac_at_k_stderr'], r['frac_at_k_reliable'], 4)} | {r['frac_at_k_bound']:.3f} | "
-            f"{_pm(r['good_set_fraction'], r['good_set_fraction_stderr'], r['good_set_fraction_reliable'], share=True)} |")
+            f"{_pm(r['good_set_fraction'], r['good_set_fraction_stderr'], r['good_set_fraction_reliable'], share=True)}"
+            " |"
+        )
     ni = [r for r in rows if not r["integer_ratio"]]
     it = [r for r in rows if r["integer_ratio"]]
     lines += ["", "**What the runs show.**", ""]
@@ -245,48 +293,75 @@ def _e1_markdown(rows):
     others = [r for r in ni if r["modal_max"] != r["k"]]
     at_k1 = sum(r["modal_max"] == r["k"] + 1 for r in others)
     applies = [th.theorem_1_2(r["n"], r["d"], r["load"]).applies for r in rows]
-    sentence = (f"- α/β not an integer: the modal maximum equals k in {n_eq_k} of {len(ni)} configurations; "
-                f"in {sum(r['modal_max'] == r['k'] for r in hyp_k)} of the {len(hyp_k)} where the hypothesis "
-                "(largest k with nπ(k) ≥ 1, reconstructed) is k itself.")
+    sentence = (
+        f"- α/β not an integer: the modal maximum equals k in {n_eq_k} of {len(ni)} configurations; "
+        f"in {sum(r['modal_max'] == r['k'] for r in hyp_k)} of the {len(hyp_k)} where the hypothesis "
+        "(largest k with nπ(k) ≥ 1, reconstructed) is k itself."
+    )
     if others:
-        sentence += (f" In the other {len(others)} it is k+1 in {at_k1}"
-                     + (f" and further from k in {len(others) - at_k1}" if at_k1 < len(others) else "") + ".")
+        sentence += (
+            f" In the other {len(others)} it is k+1 in {at_k1}"
+            + (f" and further from k in {len(others) - at_k1}" if at_k1 < len(others) else "")
+            + "."
+        )
     close, unknown = _modal_calls(ni)
     if close or unknown:
         sentence += f" Which of k and k+1 is modal is {modal_sentence(close, unknown, len(ni))}."
-    sentence += (f" The conditions of Theorem 1.2 hold in {sum(applies)} of {len(rows)} configurations"
-                 + (" (they need n of order 10^15 or more)." if not any(applies) else ".")
-                 + f" The modal maximum is within 1 of the hypothesis in {n_eq_hyp} of {len(rows)} configurations.")
+    sentence += (
+        f" The conditions of Theorem 1.2 hold in {sum(applies)} of {len(rows)} configurations"
+        + (" (they need n of order 10^15 or more)." if not any(applies) else ".")
+        + f" The modal maximum is within 1 of the hypothesis in {n_eq_hyp} of {len(rows)} configurations."
+    )
     lines.append(sentence)
-    verdicts = {v: sum(r["frac_at_k_verdict"] == v for r in ni)
-                for v in ("meets", "within error", "below", "too short to know")}
-    line = (f"- The fraction of queues of length k is at least 1 − 2n^(−α+(k−1)β) in {verdicts['meets']} of {len(ni)} "
-            "configurations with α/β not an integer")
-    rest = [f"below it by at most {Z_FINDING:g} standard errors in {verdicts['within error']}"
-            if verdicts["within error"] else "",
-            f"below it by more in {verdicts['below']}" if verdicts["below"] else "",
-            f"below it with an error bar too short to know in {verdicts['too short to know']}"
-            if verdicts["too short to know"] else ""]
+    verdicts = {
+        v: sum(r["frac_at_k_verdict"] == v for r in ni) for v in ("meets", "within error", "below", "too short to know")
+    }
+    line = (
+        f"- The fraction of queues of length k is at least 1 − 2n^(−α+(k−1)β) in {verdicts['meets']} of {len(ni)} "
+        "configurations with α/β not an integer"
+    )
+    rest = [
+        f"below it by at most {Z_FINDING:g} standard errors in {verdicts['within error']}"
+        if verdicts["within error"]
+        else "",
+        f"below it by more in {verdicts['below']}" if verdicts["below"] else "",
+        f"below it with an error bar too short to know in {verdicts['too short to know']}"
+        if verdicts["too short to know"]
+        else "",
+    ]
     rest = [x for x in rest if x]
     lines.append(line + ("; " + "; ".join(rest) if rest else "") + ".")
     ratios = [r[f"shorter_than_{j}"] / r[f"shorter_than_{j}_pred"] for r in rows for j in range(1, r["k"] + 1)]
-    lines.append(f"- Queues shorter than j against n(1−λ)(λd)^(j−1) (linearised profile, derived): ratio "
-                 f"from {min(ratios):.3g} to {max(ratios):.3g} (1 would be exact agreement).")
+    lines.append(
+        f"- Queues shorter than j against n(1−λ)(λd)^(j−1) (linearised profile, derived): ratio "
+        f"from {min(ratios):.3g} to {max(ratios):.3g} (1 would be exact agreement)."
+    )
     in_km = sum(r["modal_max"] in (r["k"], r["k"] + 1) for r in it)
-    lines.append(f"- α/β an integer (1/(1−λ) = d^k exactly): the modal maximum is k or k+1 in {in_km} of {len(it)} "
-                 "configurations.")
+    lines.append(
+        f"- α/β an integer (1/(1−λ) = d^k exactly): the modal maximum is k or k+1 in {in_km} of {len(it)} "
+        "configurations."
+    )
     g = [r["good_set_fraction"] for r in rows]
     above = [r for r in rows if r["share_max_eq_k"] == 0.0 and r["modal_max"] > r["k"]]
     line = f"- Share of time in N^0.1 (clauses (a), (b)): from {min(g):.3g} to {max(g):.3g}."
     if above:
-        line += (f" In the {len(above)} configuration(s) whose maximum never was k or less, it is at most "
-                 f"{max(r['good_set_fraction'] for r in above):.3g} (membership needs no queue longer than k).")
+        line += (
+            f" In the {len(above)} configuration(s) whose maximum never was k or less, it is at most "
+            f"{max(r['good_set_fraction'] for r in above):.3g} (membership needs no queue longer than k)."
+        )
     lines.append(line)
     unrel = [r for r in rows if not r["reliable"]]
-    lines.append(f"- Error bars: {len(rows) - len(unrel)} of {len(rows)} runs were long enough for simulate to trust "
-                 "every error bar that matters" + (
-                     "; in the others (n = " + ", ".join(str(r["n"]) for r in unrel)
-                     + ") the comparisons that need an error bar are too short to know." if unrel else "."))
+    lines.append(
+        f"- Error bars: {len(rows) - len(unrel)} of {len(rows)} runs were long enough for simulate to trust "
+        "every error bar that matters"
+        + (
+            "; in the others (n = "
+            + ", ".join(str(r["n"]) for r in unrel)
+            + ") the comparisons that need an error bar are too short to know."
+            if unrel
+            else "."
+        )
+    )
     short = [r for r in rows if not r["steps_at_least_5_upper"]]
     if short:
         lines.append(f"- {len(short)} configuration(s) ran fewer than 5 × k d^(k−1) n log n steps (capped).")
@@ -311,28 +386,42 @@ def _e4_tasks(quick: bool, seed):
     lam, ns, ds, T, burn_t = _e4_configs(quick)
     cfg = [(n, d) for d in ds for n in ns]
     rate = lambda n: n * (1 + lam)  # noqa: E731 - steps per time unit
-    tasks = [(n, d, lam, int(T * rate(n)), int(burn_t * rate(n)), ss)
-             for (n, d), ss in zip(cfg, spawn_seeds(seed, len(cfg)))]
+    tasks = [
+        (n, d, lam, int(T * rate(n)), int(burn_t * rate(n)), ss) for (n, d), ss in zip(cfg, spawn_seeds(seed, len(cfg)))
+    ]
     return tasks, [_task_seconds(t[1], t[3] + t[4]) for t in tasks]
 
 
-def e4_power_of_choices(out: Path, *, quick, seed, workers, client=None, results=None) -> dict:
+def e4_power_of_choices(
+    out: Path, *, quick: bool, seed: SeedLike, workers: int | None, client: Any = None, results: list | None = None
+) -> dict:
     """E4 (see the module docstring); ``results`` as for :func:`e1_equilibrium`."""
     lam, ns, ds, T, burn_t = _e4_configs(quick)
     cfg = [(n, d) for d in ds for n in ns]
-    res = _equilibrium_results(results, "E4 power of choices", _e4_tasks, _e4_task, lambda t: t[3] + t[4],
-                               quick, seed, workers, client)
+    res = _equilibrium_results(
+        results, "E4 power of choices", _e4_tasks, _e4_task, lambda t: t[3] + t[4], quick, seed, workers, client
+    )
     rows = []
     for (n, d), eq in zip(cfg, res):
         pred = math.log(n) / math.log(1 / lam) if d == 1 else math.log(math.log(n)) / math.log(d)
-        rows.append({"n": n, "d": d, "load": lam, "time_units": T, "mean_max": eq["mean_max"],
-                     "mean_max_stderr": eq["mean_max_stderr"], "mean_max_reliable": eq["mean_max_reliable"],
-                     "reliable": eq["reliable"], "notes": "; ".join(eq["notes"]),
-                     "modal_max": int(np.argmax(eq["max_share"])),
-                     "max_always": bool(np.max(eq["max_share"]) == 1.0),
-                     "predictor": pred,
-                     "predictor_name": "log n / log(1/λ)" if d == 1 else "log log n / log d",
-                     "k_hypothesis": th.k_hypothesis(n, d, lam)})
+        rows.append(
+            {
+                "n": n,
+                "d": d,
+                "load": lam,
+                "time_units": T,
+                "mean_max": eq["mean_max"],
+                "mean_max_stderr": eq["mean_max_stderr"],
+                "mean_max_reliable": eq["mean_max_reliable"],
+                "reliable": eq["reliable"],
+                "notes": "; ".join(eq["notes"]),
+                "modal_max": int(np.argmax(eq["max_share"])),
+                "max_always": bool(np.max(eq["max_share"]) == 1.0),
+                "predictor": pred,
+                "predictor_name": "log n / log(1/λ)" if d == 1 else "log log n / log d",
+                "k_hypothesis": th.k_hypothesis(n, d, lam),
+            }
+        )
     fits = {}
     for d in ds:
         sel = [r for r in rows if r["d"] == d]
@@ -340,19 +429,32 @@ def e4_power_of_choices(out: Path, *, quick, seed, workers, client=None, results
         y = np.array([r["mean_max"] for r in sel])
         b, a = np.polyfit(x, y, 1)
         fits[d] = {"slope": float(b), "intercept": float(a)}
-    meta = {"experiment": "E4 power of two choices", "quick": quick, "spec": "docs/model.md §3", "load": lam,
-            "fits_mean_max_vs_predictor": fits}
+    meta = {
+        "experiment": "E4 power of two choices",
+        "quick": quick,
+        "spec": "docs/model.md §3",
+        "load": lam,
+        "fits_mean_max_vs_predictor": fits,
+    }
     _write_table(out, "E4_power_of_choices", rows, meta)
     plt = _plt()
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
     for d in ds:
         sel = [r for r in rows if r["d"] == d]
-        axes[0].errorbar([r["n"] for r in sel], [r["mean_max"] for r in sel],
-                         yerr=[Z_FINDING * r["mean_max_stderr"] if r["mean_max_reliable"] else 0.0 for r in sel],
-                         fmt="o-", label=f"d = {d}")
+        axes[0].errorbar(
+            [r["n"] for r in sel],
+            [r["mean_max"] for r in sel],
+            yerr=[Z_FINDING * r["mean_max_stderr"] if r["mean_max_reliable"] else 0.0 for r in sel],
+            fmt="o-",
+            label=f"d = {d}",
+        )
         ax = axes[1]
-        ax.plot([r["predictor"] for r in sel], [r["mean_max"] for r in sel], "o",
-                label=f"d={d} vs {sel[0]['predictor_name']}: slope {fits[d]['slope']:.2f}")
+        ax.plot(
+            [r["predictor"] for r in sel],
+            [r["mean_max"] for r in sel],
+            "o",
+            label=f"d={d} vs {sel[0]['predictor_name']}: slope {fits[d]['slope']:.2f}",
+        )
         xs = np.array([r["predictor"] for r in sel])
         ax.plot(xs, fits[d]["intercept"] + fits[d]["slope"] * xs, "-", lw=1)
     axes[0].set_xscale("log")
@@ -365,16 +467,22 @@ def e4_power_of_choices(out: Path, *, quick, seed, workers, client=None, results
     axes[1].set_title("E4: against the classical orders")
     axes[1].legend(fontsize=8)
     _save_figure(fig, out, "E4_power_of_choices")
-    lines = ["# E4: the power of two choices (docs/model.md §3, classical)", "",
-             f"λ = {lam}, start at the rounded fixed point, {T:g} time units after {burn_t:g} of burn-in; "
-             "time-averaged maximum queue length (supermarket.simulate, profile engine; ± standard error from a "
-             "blocking analysis of equally spaced snapshots, \"too short to know\" where it reached no plateau).", "",
-             "| n | d | mean max | modal max | predictor | hypothesis (largest k with nπ(k) ≥ 1) |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "# E4: the power of two choices (docs/model.md §3, classical)",
+        "",
+        f"λ = {lam}, start at the rounded fixed point, {T:g} time units after {burn_t:g} of burn-in; "
+        "time-averaged maximum queue length (supermarket.simulate, profile engine; ± standard error from a "
+        'blocking analysis of equally spaced snapshots, "too short to know" where it reached no plateau).',
+        "",
+        "| n | d | mean max | modal max | predictor | hypothesis (largest k with nπ(k) ≥ 1) |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['n']} | {r['d']} | {_mean_max_cell(r)} | "
-                     f"{r['modal_max']} | "
-                     f"{r['predictor_name']} = {r['predictor']:.3g} | {r['k_hypothesis']} |")
+        lines.append(
+            f"| {r['n']} | {r['d']} | {_mean_max_cell(r)} | "
+            f"{r['modal_max']} | "
+            f"{r['predictor_name']} = {r['predictor']:.3g} | {r['k_hypothesis']} |"
+        )
     lines += _e4_findings(rows, fits, ds)
     md = "\n".join(lines) + "\n"
     atomic_write(out / "E4_power_of_choices.md", md)
@@ -389,13 +497,25 @@ def _e4_findings(rows, fits, ds) -> list[str]:
     for d in ds:
         sel = [r for r in rows if r["d"] == d]
         modes = sorted({r["modal_max"] for r in sel})
-        out.append(f"- d = {d}: fitted slope of the mean maximum against {sel[0]['predictor_name']} is "
-                   f"{fits[d]['slope']:.3f} (the classical order predicts 1); over n = {sel[0]['n']}…{sel[-1]['n']} "
-                   f"the modal maximum takes the values {', '.join(map(str, modes))}.")
-    out.append(f"- at n = {big}: mean maximum " + ", ".join(
-        f"{means[d]:.2f} with d = {d}" for d in ds if d in means) + ".")
+        out.append(
+            f"- d = {d}: fitted slope of the mean maximum against {sel[0]['predictor_name']} is "
+            f"{fits[d]['slope']:.3f} (the classical order predicts 1); over n = {sel[0]['n']}…{sel[-1]['n']} "
+            f"the modal maximum takes the values {', '.join(map(str, modes))}."
+        )
+    out.append(
+        f"- at n = {big}: mean maximum " + ", ".join(f"{means[d]:.2f} with d = {d}" for d in ds if d in means) + "."
+    )
     unrel = [r for r in rows if not r["mean_max_reliable"] and not r.get("max_always")]
-    out.append(f"- error bars of the mean maximum: reliable in {len(rows) - len(unrel)} of {len(rows)} runs"
-               + (("; too short to know in " + ", ".join(f"n = {r['n']} with d = {r['d']}" for r in unrel)
-                   + " (the slopes above are fits of the means, with no error bar).") if unrel else "."))
+    out.append(
+        f"- error bars of the mean maximum: reliable in {len(rows) - len(unrel)} of {len(rows)} runs"
+        + (
+            (
+                "; too short to know in "
+                + ", ".join(f"n = {r['n']} with d = {r['d']}" for r in unrel)
+                + " (the slopes above are fits of the means, with no error bar)."
+            )
+            if unrel
+            else "."
+        )
+    )
     return out

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ... import mixing as mx
 from ... import theory as th
 from ..._files import atomic_write
-from ...model import spawn_seeds
+from ...model import SeedLike, spawn_seeds
 from .output import _fit_slope, _fmt, _plt, _progress, _save_figure, _write_table
 
 __all__ = ["e2_mixing_scaling", "e3_bad_starts"]
@@ -32,7 +33,7 @@ def _e2_configs(quick):
     return cfg, (12 if quick else 50)
 
 
-def e2_mixing_scaling(out: Path, *, quick, seed, workers, client=None) -> dict:
+def e2_mixing_scaling(out: Path, *, quick: bool, seed: SeedLike, workers: int | None, client: Any = None) -> dict:
     cfg, R = _e2_configs(quick)
     seeds = spawn_seeds(seed, len(cfg))
     rows = []
@@ -41,16 +42,31 @@ def e2_mixing_scaling(out: Path, *, quick, seed, workers, client=None) -> dict:
         res = mx.coalescence(n, d, lam, start="fixed-point", replications=R, seed=ss, workers=workers, client=client)
         dd = res.to_dict()
         s = dd["coalescence_steps"]
-        rows.append({"sweep": sweep, "n": n, "d": d, "load": lam, "k": dd["k"], "replications": R,
-                     "mean_steps": s["mean"], "mean_ci": s["ci"], "median_steps": s["median"],
-                     "median_ci": s["median_ci"], "q90_steps": s["q90"], "tmix_bound_steps": dd["tmix_steps"],
-                     "censored": dd["censored"], "upper_order": dd["bound_upper_steps"],
-                     "lower_order": dd["bound_lower_good_steps"],
-                     "mean_over_upper": s["mean"] / dd["bound_upper_steps"],
-                     "mean_over_lower": s["mean"] / dd["bound_lower_good_steps"],
-                     "slow_mode_steps": n * (1 + lam) * th.slow_mode(d, lam).relaxation_time,
-                     "mean_time": dd["coalescence_time"]["mean"], "burn_in": dd["burn_in_steps"],
-                     "coupling_increases": dd["coupling_increases"]})
+        rows.append(
+            {
+                "sweep": sweep,
+                "n": n,
+                "d": d,
+                "load": lam,
+                "k": dd["k"],
+                "replications": R,
+                "mean_steps": s["mean"],
+                "mean_ci": s["ci"],
+                "median_steps": s["median"],
+                "median_ci": s["median_ci"],
+                "q90_steps": s["q90"],
+                "tmix_bound_steps": dd["tmix_steps"],
+                "censored": dd["censored"],
+                "upper_order": dd["bound_upper_steps"],
+                "lower_order": dd["bound_lower_good_steps"],
+                "mean_over_upper": s["mean"] / dd["bound_upper_steps"],
+                "mean_over_lower": s["mean"] / dd["bound_lower_good_steps"],
+                "slow_mode_steps": n * (1 + lam) * th.slow_mode(d, lam).relaxation_time,
+                "mean_time": dd["coalescence_time"]["mean"],
+                "burn_in": dd["burn_in_steps"],
+                "coupling_increases": dd["coupling_increases"],
+            }
+        )
     ok = [r for r in rows if r["censored"] == 0]
     slope_up, icpt_up = _fit_slope([r["upper_order"] for r in ok], [r["mean_steps"] for r in ok])
     slope_lo, icpt_lo = _fit_slope([r["lower_order"] for r in ok], [r["mean_steps"] for r in ok])
@@ -62,13 +78,30 @@ def e2_mixing_scaling(out: Path, *, quick, seed, workers, client=None) -> dict:
     dsw = [r for r in ok if r["sweep"] == "d"]
     slope_d = _fit_slope([r["d"] for r in dsw], [r["mean_steps"] for r in dsw])[0]
     slope_slow = _fit_slope([r["slow_mode_steps"] * math.log(r["n"]) for r in ok], [r["mean_steps"] for r in ok])[0]
-    ratio_by_d = {d: [min(r["mean_over_upper"] for r in nsw if r["d"] == d),
-                      max(r["mean_over_upper"] for r in nsw if r["d"] == d)] for d in per_d}
-    fits = {"slope_vs_upper": slope_up, "intercept_vs_upper": icpt_up, "slope_vs_lower": slope_lo,
-            "intercept_vs_lower": icpt_lo, "slope_vs_n_by_d": per_d, "slope_vs_d_at_fixed_n_k": slope_d,
-            "slope_vs_slow_mode_log_n": slope_slow, "mean_over_upper_range_by_d": ratio_by_d}
-    meta = {"experiment": "E2 mixing scaling", "quick": quick, "spec": "docs/model.md §2, §6",
-            "start": "rounded fixed point (good state) vs stationary copy", "fits": fits}
+    ratio_by_d = {
+        d: [
+            min(r["mean_over_upper"] for r in nsw if r["d"] == d),
+            max(r["mean_over_upper"] for r in nsw if r["d"] == d),
+        ]
+        for d in per_d
+    }
+    fits = {
+        "slope_vs_upper": slope_up,
+        "intercept_vs_upper": icpt_up,
+        "slope_vs_lower": slope_lo,
+        "intercept_vs_lower": icpt_lo,
+        "slope_vs_n_by_d": per_d,
+        "slope_vs_d_at_fixed_n_k": slope_d,
+        "slope_vs_slow_mode_log_n": slope_slow,
+        "mean_over_upper_range_by_d": ratio_by_d,
+    }
+    meta = {
+        "experiment": "E2 mixing scaling",
+        "quick": quick,
+        "spec": "docs/model.md §2, §6",
+        "start": "rounded fixed point (good state) vs stationary copy",
+        "fits": fits,
+    }
     _write_table(out, "E2_mixing_scaling", rows, meta)
     _e2_figure(out, rows, fits)
     md = _e2_markdown(rows, fits, R)
@@ -79,29 +112,38 @@ def e2_mixing_scaling(out: Path, *, quick, seed, workers, client=None) -> dict:
 def _e2_figure(out, rows, fits):
     plt = _plt()
     fig, axes = plt.subplots(1, 3, figsize=(17, 4.6))
-    groups = sorted({(r["sweep"], r["d"] if r["sweep"] == "n" else None, r["load"]) for r in rows},
-                    key=lambda g: (g[0], g[1] or 0))
+    groups = sorted(
+        {(r["sweep"], r["d"] if r["sweep"] == "n" else None, r["load"]) for r in rows}, key=lambda g: (g[0], g[1] or 0)
+    )
 
     def members(g):
-        return [r for r in rows if (r["sweep"], r["d"] if r["sweep"] == "n" else None, r["load"]) == g
-                and r["censored"] == 0]
+        return [
+            r
+            for r in rows
+            if (r["sweep"], r["d"] if r["sweep"] == "n" else None, r["load"]) == g and r["censored"] == 0
+        ]
 
     def errs(sel):
         return np.array([[r["mean_steps"] - r["mean_ci"][0], r["mean_ci"][1] - r["mean_steps"]] for r in sel]).T
 
-    for ax, key, label, slope in ((axes[0], "upper_order", "k d^(k−1) n log n", fits["slope_vs_upper"]),
-                                  (axes[1], "lower_order", "d^(k−1) n", fits["slope_vs_lower"])):
+    for ax, key, label, slope in (
+        (axes[0], "upper_order", "k d^(k−1) n log n", fits["slope_vs_upper"]),
+        (axes[1], "lower_order", "d^(k−1) n", fits["slope_vs_lower"]),
+    ):
         for g in groups:
             sel = members(g)
             if not sel:
                 continue
-            lab = (f"n sweep, d={g[1]}, k={sel[0]['k']}, λ={g[2]}" if g[0] == "n"
-                   else f"d sweep, n={sel[0]['n']}, k=2, λ={g[2]}")
+            lab = (
+                f"n sweep, d={g[1]}, k={sel[0]['k']}, λ={g[2]}"
+                if g[0] == "n"
+                else f"d sweep, n={sel[0]['n']}, k=2, λ={g[2]}"
+            )
             ax.errorbar([r[key] for r in sel], [r["mean_steps"] for r in sel], yerr=errs(sel), fmt="o", label=lab)
         xs = np.array([r[key] for r in rows])
         grid = np.geomspace(xs.min(), xs.max(), 20)
         icpt = fits["intercept_vs_upper"] if key == "upper_order" else fits["intercept_vs_lower"]
-        ax.plot(grid, np.exp(icpt) * grid ** slope, "k-", lw=1, label=f"pooled fit: slope {slope:.2f}")
+        ax.plot(grid, np.exp(icpt) * grid**slope, "k-", lw=1, label=f"pooled fit: slope {slope:.2f}")
         ax.plot(grid, grid, "k--", lw=1, label="τ = order")
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -113,8 +155,13 @@ def _e2_figure(out, rows, fits):
     ax = axes[2]
     sel = [r for r in rows if r["sweep"] == "d" and r["censored"] == 0]
     if sel:
-        ax.errorbar([r["d"] for r in sel], [r["mean_steps"] for r in sel], yerr=errs(sel), fmt="o",
-                    label=f"slope {fits['slope_vs_d_at_fixed_n_k']:.2f} (d^(k−1) = d: 1)")
+        ax.errorbar(
+            [r["d"] for r in sel],
+            [r["mean_steps"] for r in sel],
+            yerr=errs(sel),
+            fmt="o",
+            label=f"slope {fits['slope_vs_d_at_fixed_n_k']:.2f} (d^(k−1) = d: 1)",
+        )
         dg = np.array([r["d"] for r in sel], float)
         ax.plot(dg, sel[0]["mean_steps"] * dg / dg[0], "k--", lw=1, label="∝ d")
         ax.set_xscale("log")
@@ -127,17 +174,23 @@ def _e2_figure(out, rows, fits):
 
 
 def _e2_markdown(rows, fits, R):
-    lines = ["# E2: mixing time from a good state (paper 000, docs/model.md §6)", "",
-             "Coalescence time τ of a copy started at the rounded fixed point with a stationary copy "
-             f"(sorted coupling, docs/model.md §2), {R} pairs per row; t_mix(1/4) ≤ q75(τ).", "",
-             "| sweep | n | d | λ | k | mean τ (95% CI) | median | q75 (t_mix bound) | k d^(k−1) n log n | d^(k−1) n | "
-             "τ/upper | τ/lower | censored |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# E2: mixing time from a good state (paper 000, docs/model.md §6)",
+        "",
+        "Coalescence time τ of a copy started at the rounded fixed point with a stationary copy "
+        f"(sorted coupling, docs/model.md §2), {R} pairs per row; t_mix(1/4) ≤ q75(τ).",
+        "",
+        "| sweep | n | d | λ | k | mean τ (95% CI) | median | q75 (t_mix bound) | k d^(k−1) n log n | d^(k−1) n | "
+        "τ/upper | τ/lower | censored |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['sweep']} | {r['n']} | {r['d']} | {r['load']} | {r['k']} | {_fmt(r['mean_steps'])} "
-                     f"({_fmt(r['mean_ci'][0])}–{_fmt(r['mean_ci'][1])}) | {_fmt(r['median_steps'])} | "
-                     f"{_fmt(r['tmix_bound_steps'])} | {_fmt(r['upper_order'])} | {_fmt(r['lower_order'])} | "
-                     f"{_fmt(r['mean_over_upper'])} | {_fmt(r['mean_over_lower'])} | {r['censored']} |")
+        lines.append(
+            f"| {r['sweep']} | {r['n']} | {r['d']} | {r['load']} | {r['k']} | {_fmt(r['mean_steps'])} "
+            f"({_fmt(r['mean_ci'][0])}–{_fmt(r['mean_ci'][1])}) | {_fmt(r['median_steps'])} | "
+            f"{_fmt(r['tmix_bound_steps'])} | {_fmt(r['upper_order'])} | {_fmt(r['lower_order'])} | "
+            f"{_fmt(r['mean_over_upper'])} | {_fmt(r['mean_over_lower'])} | {r['censored']} |"
+        )
     lo = min(r["mean_over_lower"] for r in rows)
     hi = max(r["mean_over_lower"] for r in rows)
     up = [r["mean_over_upper"] for r in rows]
@@ -147,28 +200,39 @@ def _e2_markdown(rows, fits, R):
     cond = [th.theorem_1_2(r["n"], r["d"], r["load"]).applies for r in dsw]
     spread = {d: (b / a if a > 0 else float("inf")) for d, (a, b) in fits["mean_over_upper_range_by_d"].items()}
     increases = sum(r["coupling_increases"] for r in rows)
-    lines += ["", "**What the runs show.**", "",
-              "- slope of log τ against log n at fixed d: " + ", ".join(
-                  f"d={d}: {s:.3f}" for d, s in fits["slope_vs_n_by_d"].items()) +
-              f" (n log n over n = {n_sweep[0] if n_sweep else '—'}…{n_sweep[-1] if n_sweep else '—'} "
-              f"has slope {nlogn:.3f}).",
-              f"- slope of log τ against log d at fixed n and k = 2: {_fmt(fits['slope_vs_d_at_fixed_n_k'])} "
-              f"(d^(k−1) = d predicts 1); the conditions of Theorem 1.2 hold in {sum(cond)} of the {len(dsw)} "
-              "rows of this sweep.",
-              "- at fixed d, τ / (k d^(k−1) n log n) across n: " + ", ".join(
-                  f"d={d}: {a:.3g}–{b:.3g} (max/min {spread[d]:.2g})"
-                  for d, (a, b) in fits["mean_over_upper_range_by_d"].items()) +
-              f"; overall {min(up):.3g}–{max(up):.3g}. The papers give orders without constants, so the pooled "
-              f"log-log slope against k d^(k−1) n log n, {fits['slope_vs_upper']:.3f}, mixes configurations with "
-              f"different constants (against d^(k−1) n: {fits['slope_vs_lower']:.3f}).",
-              f"- τ / (d^(k−1) n) ranges from {lo:.3g} to {hi:.3g}"
-              + (" (at least 1 everywhere, as the Ω(d^(k−1) n) lower order allows)." if lo >= 1 else
-                 f" (below 1 in {sum(r['mean_over_lower'] < 1 for r in rows)} rows; the order has no constant)."),
-              f"- against the slow mode (derived): log-log slope of τ against n(1+λ)/μ_k · log n is "
-              f"{fits['slope_vs_slow_mode_log_n']:.3f} (μ_k from theory.slow_mode; column slow_mode_steps).",
-              ("- the L1 distance never increased in any pair." if increases == 0 else
-               f"- the L1 distance increased {increases} times (the sorted coupling should never let it grow)."),
-              ]
+    lines += [
+        "",
+        "**What the runs show.**",
+        "",
+        "- slope of log τ against log n at fixed d: "
+        + ", ".join(f"d={d}: {s:.3f}" for d, s in fits["slope_vs_n_by_d"].items())
+        + f" (n log n over n = {n_sweep[0] if n_sweep else '—'}…{n_sweep[-1] if n_sweep else '—'} "
+        f"has slope {nlogn:.3f}).",
+        f"- slope of log τ against log d at fixed n and k = 2: {_fmt(fits['slope_vs_d_at_fixed_n_k'])} "
+        f"(d^(k−1) = d predicts 1); the conditions of Theorem 1.2 hold in {sum(cond)} of the {len(dsw)} "
+        "rows of this sweep.",
+        "- at fixed d, τ / (k d^(k−1) n log n) across n: "
+        + ", ".join(
+            f"d={d}: {a:.3g}–{b:.3g} (max/min {spread[d]:.2g})"
+            for d, (a, b) in fits["mean_over_upper_range_by_d"].items()
+        )
+        + f"; overall {min(up):.3g}–{max(up):.3g}. The papers give orders without constants, so the pooled "
+        f"log-log slope against k d^(k−1) n log n, {fits['slope_vs_upper']:.3f}, mixes configurations with "
+        f"different constants (against d^(k−1) n: {fits['slope_vs_lower']:.3f}).",
+        f"- τ / (d^(k−1) n) ranges from {lo:.3g} to {hi:.3g}"
+        + (
+            " (at least 1 everywhere, as the Ω(d^(k−1) n) lower order allows)."
+            if lo >= 1
+            else f" (below 1 in {sum(r['mean_over_lower'] < 1 for r in rows)} rows; the order has no constant)."
+        ),
+        f"- against the slow mode (derived): log-log slope of τ against n(1+λ)/μ_k · log n is "
+        f"{fits['slope_vs_slow_mode_log_n']:.3f} (μ_k from theory.slow_mode; column slow_mode_steps).",
+        (
+            "- the L1 distance never increased in any pair."
+            if increases == 0
+            else f"- the L1 distance increased {increases} times (the sorted coupling should never let it grow)."
+        ),
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -181,7 +245,7 @@ def _e3_configs(quick):
     return n, d, lam, gs, ls, (10 if quick else 40)
 
 
-def e3_bad_starts(out: Path, *, quick, seed, workers, client=None) -> dict:
+def e3_bad_starts(out: Path, *, quick: bool, seed: SeedLike, workers: int | None, client: Any = None) -> dict:
     n, d, lam, gs, ls, R = _e3_configs(quick)
     starts = [f"customers:{g}" for g in gs] + [f"long:{l}" for l in ls]
     seeds = spawn_seeds(seed, len(starts))
@@ -192,12 +256,26 @@ def e3_bad_starts(out: Path, *, quick, seed, workers, client=None) -> dict:
         dd = res.to_dict()
         s = dd["coalescence_steps"]
         kind, val = st.split(":")
-        rows.append({"start": st, "kind": kind, "value": int(val), "n": n, "d": d, "load": lam, "k": dd["k"],
-                     "replications": R, "mean_steps": s["mean"], "mean_ci": s["ci"],
-                     "median_steps": s["median"], "tmix_bound_steps": dd["tmix_steps"],
-                     "censored": dd["censored"], "lower_order": dd["bound_lower_steps"],
-                     "mean_over_lower": s["mean"] / dd["bound_lower_steps"],
-                     "good_state_upper": dd["bound_upper_steps"]})
+        rows.append(
+            {
+                "start": st,
+                "kind": kind,
+                "value": int(val),
+                "n": n,
+                "d": d,
+                "load": lam,
+                "k": dd["k"],
+                "replications": R,
+                "mean_steps": s["mean"],
+                "mean_ci": s["ci"],
+                "median_steps": s["median"],
+                "tmix_bound_steps": dd["tmix_steps"],
+                "censored": dd["censored"],
+                "lower_order": dd["bound_lower_steps"],
+                "mean_over_lower": s["mean"] / dd["bound_lower_steps"],
+                "good_state_upper": dd["bound_upper_steps"],
+            }
+        )
     fits, lin = {}, {}
     for kind in ("customers", "long"):
         sel = [r for r in rows if r["kind"] == kind and r["censored"] == 0]
@@ -207,8 +285,16 @@ def e3_bad_starts(out: Path, *, quick, seed, workers, client=None) -> dict:
             lin[kind] = {"slope": float(b), "intercept": float(a)}
         else:
             lin[kind] = {"slope": float("nan"), "intercept": float("nan")}
-    meta = {"experiment": "E3 bad starts", "quick": quick, "spec": "docs/model.md §6", "n": n, "d": d, "load": lam,
-            "fits_slope_vs_lower": fits, "linear_fit_vs_lower": lin}
+    meta = {
+        "experiment": "E3 bad starts",
+        "quick": quick,
+        "spec": "docs/model.md §6",
+        "n": n,
+        "d": d,
+        "load": lam,
+        "fits_slope_vs_lower": fits,
+        "linear_fit_vs_lower": lin,
+    }
     _write_table(out, "E3_bad_starts", rows, meta)
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.5, 4.6))
@@ -216,9 +302,15 @@ def e3_bad_starts(out: Path, *, quick, seed, workers, client=None) -> dict:
         sel = [r for r in rows if r["kind"] == kind]
         x = np.array([r["lower_order"] for r in sel])
         y = np.array([r["mean_steps"] for r in sel])
-        err = np.array([[r["mean_steps"] - r["mean_ci"][0],
-                         (r["mean_ci"][1] - r["mean_steps"]) if isinstance(r["mean_ci"][1], float) else 0]
-                        for r in sel]).T
+        err = np.array(
+            [
+                [
+                    r["mean_steps"] - r["mean_ci"][0],
+                    (r["mean_ci"][1] - r["mean_steps"]) if isinstance(r["mean_ci"][1], float) else 0,
+                ]
+                for r in sel
+            ]
+        ).T
         ax.errorbar(x, y, yerr=err, fmt="o-", label=f"{label} (slope {fits[kind]:.2f})")
     xs = np.array([r["lower_order"] for r in rows])
     grid = np.geomspace(xs.min(), xs.max(), 10)
@@ -232,7 +324,9 @@ def e3_bad_starts(out: Path, *, quick, seed, workers, client=None) -> dict:
     ax.legend(fontsize=8)
     _save_figure(fig, out, "E3_bad_starts")
     lines = _e3_markdown(rows, fits, lin, n=n, d=d, lam=lam, R=R)
-    tv_lines, tv_dict = _e3_tv(out, quick=quick, seed=spawn_seeds(seed, len(starts) + 1)[-1], workers=workers, client=client)
+    tv_lines, tv_dict = _e3_tv(
+        out, quick=quick, seed=spawn_seeds(seed, len(starts) + 1)[-1], workers=workers, client=client
+    )
     md = "\n".join(lines + tv_lines) + "\n"
     atomic_write(out / "E3_bad_starts.md", md)
     return {"rows": rows, "fits": fits, "linear": lin, "tv": tv_dict, "markdown": md}
@@ -240,33 +334,48 @@ def e3_bad_starts(out: Path, *, quick, seed, workers, client=None) -> dict:
 
 def _e3_markdown(rows, fits, lin, *, n, d, lam, R) -> list[str]:
     """The E3 summary, every sentence computed from ``rows`` and the fits."""
-    lines = ["# E3: mixing from bad starts (paper 000, docs/model.md §6)", "",
-             f"n = {n}, d = {d}, λ = {lam}, {R} coupled pairs per start (copy from the start vs a stationary copy).", "",
-             "| start | mean τ (95% CI) | median | q75 (t_mix bound) | lower order | τ / lower order | censored |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "# E3: mixing from bad starts (paper 000, docs/model.md §6)",
+        "",
+        f"n = {n}, d = {d}, λ = {lam}, {R} coupled pairs per start (copy from the start vs a stationary copy).",
+        "",
+        "| start | mean τ (95% CI) | median | q75 (t_mix bound) | lower order | τ / lower order | censored |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['start']} | {_fmt(r['mean_steps'])} ({_fmt(r['mean_ci'][0])}–{_fmt(r['mean_ci'][1])}) | "
-                     f"{_fmt(r['median_steps'])} | {_fmt(r['tmix_bound_steps'])} | {_fmt(r['lower_order'])} | "
-                     f"{_fmt(r['mean_over_lower'])} | {r['censored']} |")
+        lines.append(
+            f"| {r['start']} | {_fmt(r['mean_steps'])} ({_fmt(r['mean_ci'][0])}–{_fmt(r['mean_ci'][1])}) | "
+            f"{_fmt(r['median_steps'])} | {_fmt(r['tmix_bound_steps'])} | {_fmt(r['lower_order'])} | "
+            f"{_fmt(r['mean_over_lower'])} | {r['censored']} |"
+        )
     ratios = [r["mean_over_lower"] for r in rows]
     below = sum(x < 1 for x in ratios)
-    lines += ["", "**What the runs show.**", "",
-              ("- every mean coalescence time is at least its lower order" if below == 0 else
-               f"- {below} of {len(rows)} mean coalescence times are below their lower order")
-              + f" (ratios {min(ratios):.3g}–{max(ratios):.3g}).",
-              f"- linear fit τ = a + b × order: b = {lin['customers']['slope']:.3f} for ‖x‖₁ = g n and "
-              f"b = {lin['long']['slope']:.3f} for one long queue, against 1+λ = {1 + lam:g} if the excess drains at "
-              "(1−λ)/(1+λ) customers per step (a step is a departure with probability 1/(1+λ)); "
-              f"the intercepts ({_fmt(lin['customers']['intercept'])}, {_fmt(lin['long']['intercept'])} steps) "
-              f"compare with the good-state order k d^(k−1) n log n = {_fmt(rows[0]['good_state_upper'])}."]
+    lines += [
+        "",
+        "**What the runs show.**",
+        "",
+        (
+            "- every mean coalescence time is at least its lower order"
+            if below == 0
+            else f"- {below} of {len(rows)} mean coalescence times are below their lower order"
+        )
+        + f" (ratios {min(ratios):.3g}–{max(ratios):.3g}).",
+        f"- linear fit τ = a + b × order: b = {lin['customers']['slope']:.3f} for ‖x‖₁ = g n and "
+        f"b = {lin['long']['slope']:.3f} for one long queue, against 1+λ = {1 + lam:g} if the excess drains at "
+        "(1−λ)/(1+λ) customers per step (a step is a departure with probability 1/(1+λ)); "
+        f"the intercepts ({_fmt(lin['customers']['intercept'])}, {_fmt(lin['long']['intercept'])} steps) "
+        f"compare with the good-state order k d^(k−1) n log n = {_fmt(rows[0]['good_state_upper'])}.",
+    ]
     local = []
     for kind, name in (("customers", "‖x‖₁ = g n"), ("long", "one long queue")):
         sel = [r for r in rows if r["kind"] == kind and r["censored"] == 0]
         if len(sel) >= 3:
             first = _fit_slope([r["lower_order"] for r in sel[:2]], [r["mean_steps"] for r in sel[:2]])[0]
             last = _fit_slope([r["lower_order"] for r in sel[-2:]], [r["mean_steps"] for r in sel[-2:]])[0]
-            local.append(f"{name}: {fits[kind]:.3f} overall, {first:.3f} between the two smallest starts and "
-                         f"{last:.3f} between the two largest")
+            local.append(
+                f"{name}: {fits[kind]:.3f} overall, {first:.3f} between the two smallest starts and "
+                f"{last:.3f} between the two largest"
+            )
         else:
             local.append(f"{name}: {fits[kind]:.3f}")
     lines.append("- log-log slopes of τ against the lower order (1 when draining dominates): " + "; ".join(local) + ".")
@@ -282,13 +391,23 @@ def _e3_tv(out: Path, *, quick, seed, workers, client=None):
     n, d, lam, start, R = _e3_tv_config(quick)
     _progress(f"E3 TV curve: n={n}, d={d}, λ={lam}, from {start}, {R} replicas")
     tv = mx.tv_curve(n, d, lam, start=start, replications=R, points=30, seed=seed, workers=workers, client=client)
-    rows = [{"step": int(s), "time": float(t), "tv": float(v), "coupling_bound": float(c),
-             "mean_total": float(m)} for s, t, v, c, m in zip(tv.steps, tv.time, tv.tv, tv.coupling_bound,
-                                                              tv.mean_total)]
-    meta = {"experiment": "E3 TV curve", "n": n, "d": d, "load": lam, "start": start, "replications": R,
-            "bins": tv.bins, "noise_floor": tv.noise_floor, "stationary_mean_total": tv.stationary_mean_total,
-            "first_below_2x_floor_steps": tv.first_below_floor(),
-            "lower_order_steps": mx.start_bounds(n, d, lam, start)["lower_start"]}
+    rows = [
+        {"step": int(s), "time": float(t), "tv": float(v), "coupling_bound": float(c), "mean_total": float(m)}
+        for s, t, v, c, m in zip(tv.steps, tv.time, tv.tv, tv.coupling_bound, tv.mean_total)
+    ]
+    meta = {
+        "experiment": "E3 TV curve",
+        "n": n,
+        "d": d,
+        "load": lam,
+        "start": start,
+        "replications": R,
+        "bins": tv.bins,
+        "noise_floor": tv.noise_floor,
+        "stationary_mean_total": tv.stationary_mean_total,
+        "first_below_2x_floor_steps": tv.first_below_floor(),
+        "lower_order_steps": mx.start_bounds(n, d, lam, start)["lower_start"],
+    }
     _write_table(out, "E3_tv_curve", rows, meta)
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.5, 4.4))
@@ -302,9 +421,12 @@ def _e3_tv(out: Path, *, quick, seed, workers, client=None):
     ax.legend(fontsize=8)
     _save_figure(fig, out, "E3_tv_curve")
     first = tv.first_below_floor()
-    lines = ["", f"TV distance to equilibrium of the total number of customers, n = {n}, from {start}, {R} replicas "
-             f"(E3_tv_curve.*): {tv.tv[0]:.2f} at step {int(tv.steps[0])}, at most twice the noise floor "
-             f"({tv.noise_floor:.3f}) from step {first if first is not None else 'never'} on; the coupling bound "
-             f"P(τ > t) reaches {tv.coupling_bound[-1]:.2f} at step {int(tv.steps[-1])}. "
-             f"The lower order (1−λ)^(−1) g n is {meta['lower_order_steps']:.3g} steps."]
+    lines = [
+        "",
+        f"TV distance to equilibrium of the total number of customers, n = {n}, from {start}, {R} replicas "
+        f"(E3_tv_curve.*): {tv.tv[0]:.2f} at step {int(tv.steps[0])}, at most twice the noise floor "
+        f"({tv.noise_floor:.3f}) from step {first if first is not None else 'never'} on; the coupling bound "
+        f"P(τ > t) reaches {tv.coupling_bound[-1]:.2f} at step {int(tv.steps[-1])}. "
+        f"The lower order (1−λ)^(−1) g n is {meta['lower_order_steps']:.3g} steps.",
+    ]
     return lines, {"meta": meta, "rows": rows}

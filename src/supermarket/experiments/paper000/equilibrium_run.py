@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from ... import parallel
+from ... import parallel, stats
 from ... import simulation as sim
-from ... import stats
 from ... import theory as th
 from ...mixing.coupling import _workers as _mixing_workers
 from ...model import check_int
@@ -33,7 +34,7 @@ TASK_OVERHEAD_S = 1.0  # per equilibrium run: start-up analysis, snapshot blocki
 SNAPSHOTS = 2**17  # snapshots per equilibrium run, for the error bars simulate does not give
 
 
-def good_set_mask(snaps, n, d, lam, eps, k) -> np.ndarray:
+def good_set_mask(snaps: ArrayLike, n: int, d: int, lam: float, eps: float, k: int) -> np.ndarray:
     """Membership of each snapshot (rows of counts ``c_1..c_K``, ``K > k``) in ``N^ε``:
     clause (a) ``c_{k+1} = 0`` and clause (b) ``n − c_j`` within the bands of
     :func:`supermarket.theory.good_set_bounds` for ``j = 1..k`` (docs/model.md §5)."""
@@ -60,7 +61,19 @@ def _snapshot_error(series, trusted: bool):
     return float(e.stderr), bool(e.reliable and trusted)
 
 
-def equilibrium(n, d, lam, *, steps, burn_in, levels, snapshots=SNAPSHOTS, seed=0, eps=0.1, k=None):
+def equilibrium(
+    n: int,
+    d: int,
+    lam: float,
+    *,
+    steps: int,
+    burn_in: int,
+    levels: int,
+    snapshots: int = SNAPSHOTS,
+    seed: int | np.random.SeedSequence = 0,
+    eps: float = 0.1,
+    k: int | None = None,
+) -> dict[str, Any]:
     """Equilibrium statistics of the chain started at the rounded fixed point, measured by
     :func:`supermarket.simulate` (profile engine, discrete time, one replication).
 
@@ -123,11 +136,23 @@ def equilibrium(n, d, lam, *, steps, burn_in, levels, snapshots=SNAPSHOTS, seed=
         k_ld = th.k_lambda_d(check_int("d", d, minimum=2), lam)
         if check_int("k", k, minimum=1) != k_ld:
             raise ValueError(f"k must be k_(λ,d) = {k_ld} (the good set of docs/model.md §5); got {k!r}")
-    res = sim.simulate(n, d, lam, steps=steps, burn_in=burn_in, start="fixed-point", eps=eps, seed=seed,
-                       record_every=max(steps // snapshots, 1), record_levels=levels + 1, progress=False)
+    res = sim.simulate(
+        n,
+        d,
+        lam,
+        steps=steps,
+        burn_in=burn_in,
+        start="fixed-point",
+        eps=eps,
+        seed=seed,
+        record_every=max(steps // snapshots, 1),
+        record_levels=levels + 1,
+        progress=False,
+    )
     failed = [c for c in res.self_checks if c["result"] == "fail"]
     trusted = bool(all(s["forgotten"] for s in res.start_up) and not failed)
     traj = res.trajectory
+    assert traj is not None  # record_every was given
     L = levels + 1
     u_mean = np.zeros(L)
     u_se = np.full(L, np.nan)
@@ -155,18 +180,31 @@ def equilibrium(n, d, lam, *, steps, burn_in, levels, snapshots=SNAPSHOTS, seed=
         good = good_set_mask(np.rint(us * n).astype(np.int64), n, d, lam, eps, res.k)
         gs_snap = float(good.mean())
         gs_snap_se = _snapshot_error(good, trusted)[0]
-    out = {"u_mean": u_mean, "u_stderr": u_se, "u_reliable": u_rel,
-           "frac_mean": frac_mean, "frac_stderr": np.array([f[0] for f in fs]),
-           "frac_reliable": np.array([f[1] for f in fs]),
-           "max_share": share, "max_share_stderr": np.array([s[0] for s in se_rel]),
-           "max_share_reliable": np.array([s[1] for s in se_rel]),
-           "mean_max": mean_max, "mean_max_stderr": mm_se, "mean_max_reliable": mm_rel,
-           "good_set_fraction": res.good_set_fraction, "good_set_fraction_stderr": res.good_set_fraction_stderr,
-           "good_set_fraction_reliable": res.good_set_fraction_reliable,
-           "good_set_fraction_snapshots": gs_snap, "good_set_fraction_snapshots_stderr": gs_snap_se,
-           "reliable": bool(res.reliable and trusted), "self_checks_failed": len(failed),
-           "notes": list(res.notes), "snapshots": int(len(mxs)), "steps": int(res.steps),
-           "events_per_second": float(res.events_per_second)}
+    out = {
+        "u_mean": u_mean,
+        "u_stderr": u_se,
+        "u_reliable": u_rel,
+        "frac_mean": frac_mean,
+        "frac_stderr": np.array([f[0] for f in fs]),
+        "frac_reliable": np.array([f[1] for f in fs]),
+        "max_share": share,
+        "max_share_stderr": np.array([s[0] for s in se_rel]),
+        "max_share_reliable": np.array([s[1] for s in se_rel]),
+        "mean_max": mean_max,
+        "mean_max_stderr": mm_se,
+        "mean_max_reliable": mm_rel,
+        "good_set_fraction": res.good_set_fraction,
+        "good_set_fraction_stderr": res.good_set_fraction_stderr,
+        "good_set_fraction_reliable": res.good_set_fraction_reliable,
+        "good_set_fraction_snapshots": gs_snap,
+        "good_set_fraction_snapshots_stderr": gs_snap_se,
+        "reliable": bool(res.reliable and trusted),
+        "self_checks_failed": len(failed),
+        "notes": list(res.notes),
+        "snapshots": int(len(mxs)),
+        "steps": int(res.steps),
+        "events_per_second": float(res.events_per_second),
+    }
     return out
 
 
@@ -180,8 +218,13 @@ def _map_configs(fn, tasks, workers, client=None, cost=None):
     order = list(range(len(tasks))) if cost is None else sorted(range(len(tasks)), key=lambda i: -cost[i])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        res = parallel.map_tasks(fn, [tasks[i] for i in order], workers=_mixing_workers(workers, len(tasks)),
-                                 client=client, backend="threads")
+        res = parallel.map_tasks(
+            fn,
+            [tasks[i] for i in order],
+            workers=_mixing_workers(workers, len(tasks)),
+            client=client,
+            backend="threads",
+        )
     out = [None] * len(tasks)
     for i, r in zip(order, res):
         out[i] = r

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ..._files import atomic_write, save_figure_atomic
+from ..._results import pyplot as _plt
 from ...jsonable import to_jsonable
 
 Z_FINDING = 4.5  # standard errors: a difference smaller than this is "within error"
@@ -43,18 +44,15 @@ def _write_table(out: Path, name: str, rows: list[dict], meta: dict) -> None:
     w = csv.DictWriter(fh, fieldnames=cols)
     w.writeheader()
     for r in rows:
-        w.writerow({k: (json.dumps(_jsonable(v)) if isinstance(v, (list, dict, tuple)) else _jsonable(v))
-                    for k, v in r.items()})
+        w.writerow(
+            {
+                k: (json.dumps(_jsonable(v)) if isinstance(v, (list, dict, tuple)) else _jsonable(v))
+                for k, v in r.items()
+            }
+        )
     # each file whole or not at all: a full disk or Ctrl-C leaves the earlier one in place
     atomic_write(out / f"{name}.csv", fh.getvalue())
     atomic_write(out / f"{name}.json", json.dumps(_jsonable({"meta": meta, "rows": rows}), indent=2))
-
-
-def _plt():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
 
 
 def _save_figure(fig, out: Path, name: str) -> None:
