@@ -251,3 +251,47 @@ def test_random_routing_says_when_a_slow_class_is_overloaded():
     assert any("class 0.5:1 get more work than they can serve" in m for m in r.notes)
     r = simulate_general(10, 2, 0.8, server_classes="0.5:2,0.5:1", time=20.0, seed=2, batches=8)
     assert not any("more work" in m for m in r.notes)  # JSQ(2) balances them
+
+
+# ------------------------------------------------------------------ simulate and the CLI
+def test_simulate_dispatches_to_the_event_engine():
+    import supermarket as sm
+    from supermarket.general import GeneralResult
+
+    r = sm.simulate(20, 2, 0.8, service="lognormal:4", time=100.0, seed=1, batches=64)
+    assert isinstance(r, GeneralResult) and r.service.spec == "lognormal:4"
+    direct = simulate_general(20, 2, 0.8, service="lognormal:4", time=100.0, seed=1, batches=64)
+    assert np.array_equal(r.u_mean, direct.u_mean)
+    r = sm.simulate(20, 2, 0.8, server_classes="0.5:2,0.5:1", policy="jiq", time=100.0, seed=1, batches=64)
+    assert isinstance(r, GeneralResult) and r.policy == "jiq" and len(r.classes) == 2
+    assert not isinstance(sm.simulate(20, 2, 0.8, service="exp", steps=20_000, seed=1), GeneralResult)
+    with pytest.raises(ValueError, match="give time= instead"):
+        sm.simulate(20, 2, 0.8, service="erlang:2", steps=10**5)
+    with pytest.raises(ValueError, match="start"):
+        sm.simulate(20, 2, 0.8, service="erlang:2", start="fixed-point")
+
+
+def test_cli_service_and_server_classes():
+    import json
+
+    from click.testing import CliRunner
+
+    from supermarket.cli import main
+
+    args = ["simulate", "--n", "20", "--d", "2", "--load", "0.8", "--time", "100", "--batches", "64"]
+    r = CliRunner().invoke(main, [*args, "--service", "hyperexp:4", "--server-classes", "0.5:2,0.5:1", "--json"])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert data["service"]["spec"] == "hyperexp:4" and [c["speed"] for c in data["classes"]] == [2.0, 1.0]
+    r = CliRunner().invoke(main, [*args, "--service", "deterministic"])
+    assert r.exit_code == 0 and "service=deterministic" in r.stdout and "no control variates" in r.stdout
+    for bad, words in (
+        (["--service", "gamma:2"], "service must be one of"),
+        (["--server-classes", "0.5:2,0.4:1"], "sum to"),
+        (["--service", "erlang:2", "--steps", "1000"], "--steps"),
+        (["--service", "erlang:2", "--cdf", "10"], "--cdf"),
+    ):
+        r = CliRunner().invoke(main, [*args, *bad])
+        lines = [x for x in r.stderr.splitlines() if x.strip()]
+        assert r.exit_code == 2 and len(lines) == 1 and lines[0].startswith("supermarket: error:"), (bad, r.stderr)
+        assert words in lines[0], (bad, lines)

@@ -636,11 +636,12 @@ def from_simulate_args(
         if key not in _SIMULATE_DEFAULTS:
             raise TypeError(f"simulate() got an unexpected keyword argument {key!r}")
         default = _SIMULATE_DEFAULTS[key]
-        if value is not None and (default is None or value != default):
+        same = isinstance(value, str | int | float) and not isinstance(value, bool) and value == default
+        if value is not None and not same:
             hint = (
                 "runs for a time; give time= instead"
                 if key in ("steps", "max_steps")
-                else f"does not take {key}= (it starts empty, runs on one process, and has no precision target)"
+                else f"does not take {key}= (it starts empty, runs on local threads, and has no precision target)"
             )
             raise ValueError(f"{key}: the event engine (service {service}, server classes {server_classes}) {hint}")
     return simulate_general(
