@@ -9,6 +9,8 @@ from decimal import Decimal, InvalidOperation
 
 import click
 
+from ..general import simulate_general as _simulate_general_lib
+from ..general import wants_event_engine
 from ..model import MAX_CDF_POINTS
 from ..simulation import BATCHES, DEFAULT_STEPS, ENGINES, PRECISION_LEVEL_MIN, TIME_MODES
 from ..simulation import simulate as _simulate
@@ -66,6 +68,70 @@ def _number(name: str, text: object) -> int | float | None:
     if v < 0:
         raise click.BadParameter(f"{name} must be >= 0; got {text!r}")
     return int(v) if v == v.to_integral_value() and v.adjusted() <= 18 else float(v)  # 1e400: float inf, refused
+
+
+def _simulate_general(
+    n: int,
+    d: int,
+    load: str,
+    time_: float | None,
+    burn: float | None,
+    replace: bool,
+    policy: str,
+    seed: int,
+    replications: int,
+    workers: int | None,
+    batches: int | None,
+    service: str,
+    server_classes: str | None,
+    **unused: object,
+) -> None:
+    """``simulate --service/--server-classes``: the event engine, its summary or JSON."""
+    refused = {
+        "steps": "--steps (give --time)",
+        "precision": "--precision",
+        "max_steps": "--max-steps",
+        "scheduler": "--scheduler",
+        "cdf": "--cdf",
+        "plot": "--plot",
+    }
+    for key, flag in refused.items():
+        if unused.get(key) is not None:
+            raise click.UsageError(
+                f"{flag} does not go with --service other than exp or --server-classes "
+                "(the per-queue event engine, docs/model.md §14)"
+            )
+    if unused.get("engine") != "profile" or unused.get("start") != "empty":
+        raise click.UsageError(
+            "--engine and --start do not go with --service other than exp or --server-classes "
+            "(the per-queue event engine starts empty)"
+        )
+    res = _simulate_general_lib(
+        n,
+        d,
+        load,
+        policy=policy,
+        replace=replace,
+        service=service,
+        server_classes=server_classes,
+        time=time_,
+        burn_in=burn,
+        seed=seed,
+        replications=replications,
+        workers=workers,
+        batches=256 if batches is None else batches,
+    )
+    data = res.to_dict()
+    data["load_text"] = load
+    out = unused.get("out")
+    if out:
+        write_text(str(out), json.dumps(to_jsonable(data), indent=2, allow_nan=False))
+    if unused.get("as_json"):
+        print_json(data)
+        return
+    click.echo(res.summary())
+    if out:
+        click.echo(f"wrote {out}")
 
 
 @click.command()
@@ -167,6 +233,21 @@ def _number(name: str, text: object) -> int | float | None:
     "regression on batch means, docs/model.md §9.1); --no-control-variates gives the plain time "
     "averages.",
 )
+@click.option(
+    "--service",
+    default="exp",
+    show_default=True,
+    help="Service law of mean 1: exp, erlang:K, hyperexp:SCV (SCV > 1), ph:FILE.json, lognormal:SCV, "
+    "pareto:ALPHA (ALPHA > 1), deterministic. Other than exp: the per-queue event engine (docs/model.md §14; "
+    "horizon in --time, continuous time, no control variates).",
+)
+@click.option(
+    "--server-classes",
+    "server_classes",
+    default=None,
+    help="Classes of servers FRACTION:SPEED,… (e.g. 0.5:2,0.5:1; load per unit of total capacity; every "
+    "fraction times n a whole number): the per-queue event engine, per-class results.",
+)
 @json_option("Print one JSON object instead of tables.")
 @deprecated_alias("--out", "--save", "out", type=OUTPUT_FILE, why="--out names a directory in every other command")
 def simulate(
@@ -197,6 +278,8 @@ def simulate(
     plot: str | None,
     out: str | None,
     as_json: bool,
+    service: str = "exp",
+    server_classes: str | None = None,
 ) -> None:
     """Simulate the (n, d, λ)-supermarket process exactly and compare with the theory.
 
@@ -249,6 +332,33 @@ def simulate(
             "--precision cannot run on --scheduler: its stretches are planned from all "
             "replications together; run it locally"
         )
+    if wants_event_engine(service, server_classes):  # a ValueError names a bad law or classes
+        _simulate_general(
+            n,
+            d,
+            load,
+            time_,
+            burn,
+            replace,
+            policy,
+            seed,
+            replications,
+            workers,
+            batches,
+            service,
+            server_classes,
+            steps=steps,
+            engine=engine,
+            start=start,
+            precision=precision,
+            max_steps=max_steps,
+            scheduler=scheduler,
+            cdf=cdf,
+            plot=plot,
+            out=out,
+            as_json=as_json,
+        )
+        return
     client = dask_client(scheduler, connect_timeout, workers)
     try:
         caught: list[warnings.WarningMessage] = []

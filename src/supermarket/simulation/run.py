@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import policies as _pol
 from .. import theory as _th
+from ..general import run as _general
 from ..model import (
     Params,
     check_choice,
@@ -390,6 +391,8 @@ def simulate(
     client: Any = None,
     control_variates: bool = True,
     policy: str = "jsq-d",
+    service: Any = "exp",
+    server_classes: Any = None,
 ) -> SimulationResult:
     """Simulate the (n, d, λ)-supermarket process and measure its time averages with honest errors.
 
@@ -446,11 +449,19 @@ def simulate(
         ``E[u_i] = λ E[P_{i−1}]`` (self-checks, control variates) hold for every rule; the
         statements of paper 000 (``k``, the good set) are about ``jsq-d`` only and are not
         made for the others; ``engine="queues"`` and ``start="perfect"`` run ``jsq-d`` only.
+    service, server_classes : str, optional
+        A service law of mean 1 other than ``"exp"`` (``erlang:K``, ``hyperexp:SCV``,
+        ``ph:FILE.json``, ``lognormal:SCV``, ``pareto:ALPHA``, ``deterministic``;
+        :mod:`supermarket.service`) or server classes ``"FRACTION:SPEED,…"`` run the
+        per-queue event engine instead (:func:`supermarket.general.simulate_general`,
+        docs/model.md §14) and return its :class:`~supermarket.general.GeneralResult`: a
+        horizon in ``time`` (not ``steps``), continuous time, no control variates.
 
     Returns
     -------
     SimulationResult
         With error bars as docs/model.md §9 makes them; ``partial=True`` after Ctrl-C.
+        (A :class:`~supermarket.general.GeneralResult` with ``service`` or ``server_classes``.)
 
     Raises
     ------
@@ -471,8 +482,19 @@ def simulate(
     >>> bool((a.u_mean == b.u_mean).all())  # results do not depend on workers
     True
     """
-    kw = dict(locals())  # the arguments, all but progress for the plan
+    if _general.wants_event_engine(service, server_classes):  # docs/model.md §14
+        general: Any = _general.from_simulate_args(
+            n, d, lam, service=service, server_classes=server_classes, policy=policy, steps=steps, time=time,
+            burn_in=burn_in, engine=engine, replace=replace, start=start, seed=seed, replications=replications,
+            workers=workers, time_mode=time_mode, eps=eps, record_every=record_every, record_levels=record_levels,
+            batches=batches, precision=precision, max_steps=max_steps, progress=progress, client=client,
+            control_variates=control_variates,
+        )
+        return general
+    kw = dict(locals())  # the arguments, all but progress (and the event engine's) for the plan
     progress = kw.pop("progress")
+    kw.pop("service")
+    kw.pop("server_classes")
     plan = _plan(**kw)
     for msg, category in plan.cautions:
         warnings.warn(msg, category, stacklevel=2)

@@ -1,0 +1,196 @@
+"""The result of :func:`supermarket.general.simulate_general`."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..jsonable import to_jsonable
+from ..service import ServerClasses, ServiceLaw
+from ..stats import ErrorEstimate
+
+__all__ = ["ClassResult", "GeneralResult"]
+
+
+def _est(e: ErrorEstimate) -> dict:
+    return {
+        "mean": e.mean,
+        "stderr": e.stderr,
+        "dof": e.dof,
+        "reliable": e.reliable,
+        "method": e.method,
+        "blocks": e.blocks,
+        "note": e.note,
+    }
+
+
+@dataclass(frozen=True, eq=False)
+class ClassResult:
+    """One class of servers.
+
+    Attributes
+    ----------
+    fraction, speed : float
+        Its share of the servers and their speed.
+    servers : int
+        Its number of servers.
+    u_mean, u_stderr : numpy.ndarray
+        ``E[u_ℓ]`` for ℓ = 1, 2, … (the fraction of the class's servers with at least ℓ
+        customers, time average) and standard errors.
+    mean_queue_length : ErrorEstimate
+        Time-average number of customers per server of the class (``Σ_ℓ u_ℓ``).
+    sojourn : ErrorEstimate
+        Mean sojourn time of the customers who joined a server of the class.
+    """
+
+    fraction: float
+    speed: float
+    servers: int
+    u_mean: np.ndarray
+    u_stderr: np.ndarray
+    mean_queue_length: ErrorEstimate
+    sojourn: ErrorEstimate
+
+    def to_dict(self) -> dict:
+        return {
+            "fraction": self.fraction,
+            "speed": self.speed,
+            "servers": self.servers,
+            "u_mean": self.u_mean,
+            "u_stderr": self.u_stderr,
+            "mean_queue_length": _est(self.mean_queue_length),
+            "sojourn": _est(self.sojourn),
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class GeneralResult:
+    """Time averages and response times of a run of the per-queue event engine.
+
+    Every estimate is an :class:`~supermarket.stats.ErrorEstimate`: batch means over the
+    run's time batches with the blocking estimator (one replication), pooled over
+    replications (several).  There are no control variates here: the identities they use
+    are those of the count engines with exponential service (docs/model.md §9).
+
+    Attributes
+    ----------
+    n, d, lam : int, int, float
+        Servers, choices, load per unit of capacity.
+    policy : str
+        Dispatch rule; ``replace`` says whether ``jsq-d`` samples with replacement.
+    service : ServiceLaw
+    server_classes : ServerClasses
+    arrival_rate : float
+        ``nλ·s̄``.
+    time, burn_in : float
+        Measured time and burn-in (continuous-time units) per replication.
+    replications, batches : int
+    events : int
+        Events simulated (arrivals and departures, burn-in included).
+    wall_s : float
+        Wall-clock seconds of the runs (compilation excluded on a warm cache).
+    u_mean, u_stderr : numpy.ndarray
+        ``E[u_ℓ]``, ℓ = 1, 2, …, over all servers, and standard errors.
+    mean_queue_length : ErrorEstimate
+        Time-average customers per server, ``Σ_ℓ E[u_ℓ]``.
+    sojourn, waiting : ErrorEstimate
+        Mean sojourn and waiting times of the customers who arrived in the measured window.
+    sojourn_quantiles, waiting_quantiles : dict
+        ``{q: ErrorEstimate}``: the mean of the batch quantiles with its blocking error (the
+        bias of a batch quantile is of order 1/(customers per batch)).
+    classes : tuple of ClassResult
+    customers : int
+        Customers measured.
+    interrupted : bool
+        Stopped by Ctrl-C: the result holds the batches completed.
+    notes : tuple of str
+    """
+
+    n: int
+    d: int
+    lam: float
+    policy: str
+    replace: bool
+    service: ServiceLaw
+    server_classes: ServerClasses
+    arrival_rate: float
+    time: float
+    burn_in: float
+    replications: int
+    batches: int
+    events: int
+    wall_s: float
+    u_mean: np.ndarray
+    u_stderr: np.ndarray
+    mean_queue_length: ErrorEstimate
+    sojourn: ErrorEstimate
+    waiting: ErrorEstimate
+    sojourn_quantiles: dict
+    waiting_quantiles: dict
+    classes: tuple
+    customers: int
+    interrupted: bool = False
+    notes: tuple = ()
+
+    @property
+    def events_per_second(self) -> float:
+        return self.events / self.wall_s if self.wall_s > 0 else math.nan
+
+    def to_dict(self) -> dict:
+        """Plain JSON (through :func:`supermarket.jsonable.to_jsonable`)."""
+        return to_jsonable(
+            {
+                "n": self.n,
+                "d": self.d,
+                "lam": self.lam,
+                "policy": self.policy,
+                "replace": self.replace,
+                "service": self.service.to_dict(),
+                "server_classes": self.server_classes.to_dict(),
+                "arrival_rate": self.arrival_rate,
+                "time": self.time,
+                "burn_in": self.burn_in,
+                "replications": self.replications,
+                "batches": self.batches,
+                "events": self.events,
+                "wall_s": self.wall_s,
+                "events_per_second": self.events_per_second,
+                "u_mean": self.u_mean,
+                "u_stderr": self.u_stderr,
+                "mean_queue_length": _est(self.mean_queue_length),
+                "sojourn": _est(self.sojourn),
+                "waiting": _est(self.waiting),
+                "sojourn_quantiles": {str(q): _est(e) for q, e in self.sojourn_quantiles.items()},
+                "waiting_quantiles": {str(q): _est(e) for q, e in self.waiting_quantiles.items()},
+                "classes": [c.to_dict() for c in self.classes],
+                "customers": self.customers,
+                "interrupted": self.interrupted,
+                "notes": list(self.notes),
+                "error_bars": "batch means, blocking (no control variates on this engine)",
+            }
+        )
+
+    def summary(self) -> str:
+        """A few lines for people."""
+
+        def pm(e):
+            return f"{e.mean:.5g} ± {e.stderr:.2g}" if e.reliable else f"{e.mean:.5g} (error unknown: {e.note})"
+
+        lines = [
+            f"n={self.n} d={self.d} λ={self.lam:g} policy={self.policy} service={self.service.spec} "
+            f"classes={self.server_classes.spec}",
+            f"mean queue length {pm(self.mean_queue_length)}; sojourn {pm(self.sojourn)}; waiting {pm(self.waiting)}",
+        ]
+        for q, e in self.sojourn_quantiles.items():
+            lines.append(f"sojourn q{q:g}: {pm(e)}")
+        if len(self.classes) > 1:
+            for c in self.classes:
+                lines.append(
+                    f"class {c.fraction:g}:{c.speed:g} ({c.servers} servers): mean queue length "
+                    f"{pm(c.mean_queue_length)}; sojourn {pm(c.sojourn)}"
+                )
+        lines.append("(± one standard error: batch means, blocking; no control variates on this engine)")
+        lines.extend(self.notes)
+        return "\n".join(lines)
