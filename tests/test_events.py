@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 from supermarket.general import simulate_general
+from supermarket.general.run import ONE_REPLICATION_NOTE
 
 Z = 4.0  # |z| allowed: ~6e-5 two-sided per check under normality; the checks of a file are ~40
 
@@ -33,7 +34,9 @@ def pk_mean_queue(rho, scv):
 
 
 def close(est, value, z=Z):
-    assert est.reliable, est.note
+    # one replication: the blocking error is kept but not trusted (it runs 20-35 % small,
+    # benchmarks/events_calibration.py), so 4 of its standard errors are about 3 true ones
+    assert est.reliable or est.note == ONE_REPLICATION_NOTE, est.note
     assert abs(est.mean - value) <= z * est.stderr, (est.mean, value, est.stderr, (est.mean - value) / est.stderr)
 
 
@@ -295,3 +298,15 @@ def test_cli_service_and_server_classes():
         lines = [x for x in r.stderr.splitlines() if x.strip()]
         assert r.exit_code == 2 and len(lines) == 1 and lines[0].startswith("supermarket: error:"), (bad, r.stderr)
         assert words in lines[0], (bad, lines)
+
+
+def test_error_bars_come_from_independent_replications():
+    """One replication shows no ± (its batch-means error is distrusted); with R >= 2 the error
+    is the replications' spread on R − 1 degrees of freedom, and covers the P-K mean."""
+    one = simulate_general(50, 1, 0.7, policy="random", service="hyperexp:4", time=5_000.0, seed=5)
+    assert not one.mean_queue_length.reliable and "±" not in one.summary().splitlines()[1]
+    r = simulate_general(50, 1, 0.7, policy="random", service="hyperexp:4", time=5_000.0, seed=5, replications=4,
+                         workers=1)
+    e = r.mean_queue_length
+    assert e.reliable and e.method == "replications" and e.dof == pytest.approx(3.0)
+    assert abs(e.mean - pk_mean_queue(0.7, 4.0)) <= 4.0 * e.stderr

@@ -168,7 +168,7 @@ class GeneralResult:
                 "customers": self.customers,
                 "interrupted": self.interrupted,
                 "notes": list(self.notes),
-                "error_bars": "batch means, blocking (no control variates on this engine)",
+                "error_bars": "between independent replications, Student t (none from one replication; no control variates)",
             }
         )
 
@@ -191,6 +191,9 @@ class GeneralResult:
                     f"class {c.fraction:g}:{c.speed:g} ({c.servers} servers): mean queue length "
                     f"{pm(c.mean_queue_length)}; sojourn {pm(c.sojourn)}"
                 )
-        lines.append("(± one standard error: batch means, blocking; no control variates on this engine)")
+        lines.append(
+            "(± one standard error between independent replications, Student t on R − 1 degrees of freedom; "
+            "no control variates on this engine)"
+        )
         lines.extend(self.notes)
         return "\n".join(lines)
