@@ -178,6 +178,19 @@ def test_sample_prob_without_replacement_is_the_binomial_ratio():
         assert np.allclose(num, ana, rtol=1e-6)
 
 
+def test_sample_prob_refuses_bad_order_and_n_before_any_work():
+    # the docstring's promise: ValueError naming the parameter (it used to be a TypeError
+    # from int(None), or a silent answer for order 3 and for d > n without replacement)
+    with pytest.raises(ValueError, match="order"):
+        mf.sample_prob([0.5], 2, order=3)
+    with pytest.raises(ValueError, match="n "):
+        mf.sample_prob([0.5], 2, replace=False)
+    with pytest.raises(ValueError, match="d must be in"):
+        mf.sample_prob([0.5], 3, n=2, replace=False)
+    # d = n is the edge that stays allowed: C(nu, n)/C(n, n) is 1 at u = 1, 0 below
+    assert mf.sample_prob([1.0, 0.5], 2, n=2, replace=False).tolist() == [1.0, 0.0]
+
+
 def test_centre_with_replacement_is_pi_and_without_is_newton_root():
     x = mf.near_equilibrium_centre(1000, 3, 0.95)
     assert np.allclose(x, th.fixed_point(3, 0.95, x.size), rtol=1e-13, atol=0)

@@ -285,7 +285,7 @@ class ExactResult(Result):
     def profile_law(self, min_prob: float = 0.0) -> list:
         """``P(u = ·)``: ``[(counts c_1..c_M, probability), …]`` sorted by probability, those
         ``>= min_prob``.  Needs ``solve(..., profile_law=True)``."""
-        if self.profile_prob is None:
+        if self.profile_prob is None or self.profile_counts is None:
             raise ValueError("the profile law was not kept; call solve(..., profile_law=True)")
         order = np.argsort(-self.profile_prob, kind="stable")
         out = []
@@ -485,7 +485,7 @@ def _stationary(Q, tot, x0=None) -> tuple[np.ndarray, float, str]:
         if x0 is not None:
             g = x0[order] / x0[0]
             guess = g[1:]
-        method = None
+        found: str | None = None
 
         def small_enough(y):
             # GMRES's own test, |r| <= 1e-13 |b|, is out of reach in floating point when the
@@ -504,11 +504,10 @@ def _stationary(Q, tot, x0=None) -> tuple[np.ndarray, float, str]:
             except _Converged as stop:
                 y, info = stop.y, 0
             if info == 0:
-                method = f"GMRES + ILU(drop {drop:g})"
+                found = f"GMRES + ILU(drop {drop:g})"
                 break
             guess = y
-        if method is None:
-            method = "GMRES + ILU (not converged: see the residual)"
+        method = "GMRES + ILU (not converged: see the residual)" if found is None else found
         piperm = np.concatenate(([1.0], y))
         pi = np.empty(S)
         pi[order] = piperm
@@ -774,7 +773,7 @@ def solve(n: int, d: int, lam: float | str, *, replace: bool = True, tol: float 
                     "stays above tol below it, docs/model.md §11)")
         least = max(M, _least_cap(n, lamf, tol))
         _check_seconds(n, d, lamf, tol, least, max_states, max_seconds, fixed=False)
-        hist = []
+        hist: list[tuple[int, float]] = []
         while True:
             _check_size(n, M, max_states)
             # the predicted cost of the caps solved so far, not the clock: the caps tried (and so

@@ -109,6 +109,7 @@ def build_report(d: float, load: str | float, n: int | None = None, time: float 
             rep["refined"] = None
             rep["covariance"] = None
     else:
+        d = check_positive_int("d", d)  # finite here: an int (what the solvers below require)
         if n is not None and not replace and d > n:
             raise ValueError(f"--d must be <= --n without replacement; got d={d}, n={n}")
         with warnings.catch_warnings():
@@ -182,7 +183,7 @@ def _add_response_times(rep: dict, d: float, lam: float, n: int | None, replace:
         rt = rs.from_tails(np.zeros(1), source="mean field, d = ∞ (every customer joins an empty queue)",
                            params={"d": "inf", "load": lam})
     else:
-        rt = mf.response_times(d, lam, n=None if replace else n, replace=replace, tol=tol)
+        rt = mf.response_times(int(d), lam, n=None if replace else n, replace=replace, tol=tol)
     rep["response_source"] = rt.source
     rep["sojourn"], rep["waiting"] = rt.sojourn.to_dict(), rt.waiting.to_dict()
     if rt.notes:
@@ -206,7 +207,7 @@ def _add_response_times(rep: dict, d: float, lam: float, n: int | None, replace:
             from .. import meanfield as mf
 
             warnings.simplefilter("ignore", mf.AccuracyWarning)
-            rt2 = mf.response_times(d, lam, n=n, refined=True, replace=replace, tol=tol)
+            rt2 = mf.response_times(int(d), lam, n=n, refined=True, replace=replace, tol=tol)
         if rt2.notes:
             why = "; ".join(rt2.notes)
             rt2 = None

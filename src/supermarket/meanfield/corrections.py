@@ -179,7 +179,8 @@ class RefinedMeanField(Result):
                     f"estimated relative error {self.error_estimate:.3g})")
         ok = n is not None and self.valid_for(n)
         m = self.pi + self.V / n if n is not None else None
-        rows = [[str(i + 1), f"{self.pi[i]:.8g}", f"{self.V[i]:.6g}"] + ([f"{m[i]:.8g}" if ok else "—"] if n is not None else [])
+        rows = [[str(i + 1), f"{self.pi[i]:.8g}", f"{self.V[i]:.6g}"]
+                + ([f"{m[i]:.8g}" if ok and m is not None else "—"] if n is not None else [])
                 for i in range(self.levels)]
         t = text_table(["i", "π(i)", "V_i"] + ([f"π(i)+V_i/n, n={n}"] if n is not None else []), rows)
         out = head + f", ΣV = {self.V.sum():.6g}\n" + t

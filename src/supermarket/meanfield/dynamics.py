@@ -51,7 +51,7 @@ def check_d(d: Any, *, allow_inf: bool = False) -> float:
         if isinstance(d, str) and d.strip().lower() in ("inf", "infinity", "∞"):
             return math.inf
         if (isinstance(d, numbers.Real) and not isinstance(d, (bool, np.bool_, numbers.Integral))
-                and math.isinf(d) and d > 0):
+                and math.isinf(d) and float(d) > 0):
             return math.inf
     try:
         return check_positive_int("d", d)
@@ -236,6 +236,14 @@ def sample_prob(u: ArrayLike, d: float, *, n: int | None = None, replace: bool =
     >>> round(float(sample_prob([0.5], 2, n=4, replace=False)[0]), 15)   # C(2, 2)/C(4, 2) = 1/6
     0.166666666666667
     """
+    if order not in (0, 1, 2):
+        raise ValueError(f"order must be 0, 1 or 2; got {order!r}")
+    if not replace:
+        if n is None:
+            raise ValueError("n (the number of servers) is required with replace=False")
+        n = check_positive_int("n", n)
+        if not 1 <= d <= n:
+            raise ValueError(f"d must be in [1, n = {n}] with replace=False; got {d!r}")
     u = np.asarray(u, dtype=float)
     if replace:
         fd = float(d)
@@ -246,6 +254,7 @@ def sample_prob(u: ArrayLike, d: float, *, n: int | None = None, replace: bool =
         if d == 1:
             return np.zeros_like(u)
         return fd * (fd - 1.0) * np.power(u, fd - 2.0)
+    assert n is not None  # checked above: replace is False
     return _sample_prob_noreplace(u, int(d), int(n), order)
 
 

@@ -485,10 +485,10 @@ def solve_dinf(lam: float | str, *, T: float, start: str | ArrayLike = "empty", 
             ti = tj
         if event is None:
             break
-        s_ev, j = event
+        s_ev, which = event
         gnew = g.copy()
         gnew[m:] = _dinf_piece(m, z0, np.array([s_ev]), lam)[0]
-        if j == 0:  # level m+1 fills
+        if which == 0:  # level m+1 fills
             gnew[m] = 1.0
             m += 1
         else:  # level m unfills

@@ -79,13 +79,15 @@ def response_times(d: int, lam: float | str, *, n: int | None = None, refined: b
         n = check_positive_int("n", n)
     if refined and n is None:
         raise ValueError("refined=True needs the number of servers n (the correction is V/n)")
-    if not replace and n is None:
-        raise ValueError("replace=False needs the number of servers n (the sampling law depends on n)")
-    if not replace and d > n:
-        raise ValueError(f"d must be <= n when sampling without replacement; got d={d}, n={n}")
+    if not replace:
+        if n is None:
+            raise ValueError("replace=False needs the number of servers n (the sampling law depends on n)")
+        if d > n:
+            raise ValueError(f"d must be <= n when sampling without replacement; got d={d}, n={n}")
     notes = []
     params = {"d": d, "load": lam, "n": n, "replace": bool(replace), "refined": bool(refined)}
     if not replace and not refined:
+        assert n is not None  # refused above without n
         x = near_equilibrium_centre(n, d, lam, replace=False, tol=tol)
         T = sample_prob(x, d, n=n, replace=False)
         return from_tails(np.minimum.accumulate(np.clip(T, 0, 1)), quantiles=qs,
@@ -107,7 +109,7 @@ def response_times(d: int, lam: float | str, *, n: int | None = None, refined: b
                      "for the refined mean field to be trusted)")
     Tr = np.minimum.accumulate(np.clip(Tr, 0.0, 1.0))
     return from_tails(Tr, quantiles=qs, source=f"refined mean field, order 1/n (derived), n = {n}",
-                      params=params, notes=notes)
+                      params=params, notes=tuple(notes))
 
 
 # =========================================================================== the command's report
@@ -176,7 +178,7 @@ class MeanFieldReport(Result):
         lines.append(f"mean-field mean queue length Σπ(i) = {r['mean_queue_length']:.10g}   (docs/model.md §3)")
         if "note" in r:
             lines.append(r["note"])
-        ref = r.get("refined")
+        ref: dict = r.get("refined") or {}  # {} for None: every use below tests its truth
         shown = bool(ref and ref.get("trusted"))
         cov = r.get("covariance")
         header = ["i", "π(i)"] + (["V_i", "π(i)+V_i/n"] if shown else []) + (["sd of √n u_i (LNA)"] if cov is not None else [])

@@ -25,9 +25,11 @@ of Operations Research 27, 253 (2002).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = [
     "CONDITION_TOL",
@@ -80,7 +82,9 @@ its few degrees of freedom (above) then make its interval needlessly wide (measu
 ``E[u_1]`` in heavy traffic, gain 1, the adjusted intervals covered 99 of 100)."""
 
 
-def mean_skewness(parts, stderr: float, min_block_size=None) -> float:
+def mean_skewness(
+    parts: Sequence[tuple[ArrayLike, ArrayLike]], stderr: float, min_block_size: Sequence[int] | None = None
+) -> float:
     """Estimated skewness of the sampling distribution of the time average ``Σa/ΣT`` of
     several parts (replications), each a ``(a, T)`` of batch integrals and lengths, given
     its standard error ``stderr``.
@@ -138,7 +142,7 @@ def mean_skewness(parts, stderr: float, min_block_size=None) -> float:
     return k3 / stderr**3
 
 
-def ratio_series(a, T) -> np.ndarray:
+def ratio_series(a: ArrayLike, T: ArrayLike) -> np.ndarray:
     """Batch values of the time average ``Σa/ΣT`` as equally weighted terms (delta method):
     ``ā + (a_b − ā T_b)/T̄`` with ``ā = Σa/ΣT``; their mean is ``ā``, and for equal ``T_b``
     they are ``a_b/T_b``.  Columns of a 2-d ``a`` are treated one by one.
@@ -158,7 +162,7 @@ def ratio_series(a, T) -> np.ndarray:
     return abar + (a - abar * T[:, None]) / T.mean()
 
 
-def select_controls(Z, *, max_controls: int = MAX_CONTROLS, tol: float = CONDITION_TOL) -> list[int]:
+def select_controls(Z: ArrayLike, *, max_controls: int = MAX_CONTROLS, tol: float = CONDITION_TOL) -> list[int]:
     """Columns of ``Z`` to use as controls, taken in order (the caller's priority).
 
     A column is kept when it varies and the part of its centred, standardized series not
@@ -245,7 +249,7 @@ def _split(N: int) -> int:
     return N // 2
 
 
-def crossfit(parts, controls) -> CrossFit | None:
+def crossfit(parts: Sequence[tuple[np.ndarray, np.ndarray]], controls: Sequence[np.ndarray]) -> CrossFit | None:
     """Split-sample control-variate adjustment of batch integrals.
 
     Each part (one replication) is cut into its first and second half of batches.  On each
@@ -290,8 +294,8 @@ def crossfit(parts, controls) -> CrossFit | None:
     m = int(np.asarray(controls[0]).shape[1]) if np.asarray(controls[0]).ndim == 2 else 0
     if m == 0:
         return None
-    X = ([], [])
-    Y = ([], [])
+    X: tuple[list[np.ndarray], list[np.ndarray]] = ([], [])
+    Y: tuple[list[np.ndarray], list[np.ndarray]] = ([], [])
     for (a, T), Zc in zip(parts, controls):
         N = T.size
         if N < 4:

@@ -199,7 +199,7 @@ def _log_inv_one_minus(lam) -> float:
     return math.log(one_minus.denominator) - math.log(one_minus.numerator)
 
 
-def k_lambda_d(d: int, lam: float | str) -> int:
+def k_lambda_d(d: int, lam: float | str | Fraction) -> int:
     """``k_{λ,d} = ⌈log(1/(1−λ))/log d⌉``: the least ``k`` with ``1/(1−λ) <= d^k`` (docs/model.md §4).
 
     Decided in exact integer arithmetic on the number the user wrote, so the boundary
@@ -263,7 +263,7 @@ class KReport(Result):
         )
 
 
-def k_report(d: int, lam: float | str, *, margin: float = 0.05) -> KReport:
+def k_report(d: int, lam: float | str | Fraction, *, margin: float = 0.05) -> KReport:
     """``k_{λ,d}`` and what paper 000 says of the maximum near a boundary (docs/model.md §4).
 
     When ``1/(1−λ)`` is (close to) ``d^k`` — ``α/β`` an integer in the ``λ = 1 − n^{−α}``,
@@ -346,7 +346,7 @@ def k_hypothesis(n: int, d: int, lam: float | str) -> int:
     return k
 
 
-def linearised_q(d: int, lam: float | str, k: int | None = None) -> np.ndarray:
+def linearised_q(d: int, lam: float | str | Fraction, k: int | None = None) -> np.ndarray:
     """Linearised profile [derived] (docs/model.md §4): ``q̃_i = (1−λ)((λd)^i − 1)/(λd − 1)`` for
     ``i = 1..k``, the predicted fraction of queues shorter than ``i``.
 
@@ -418,7 +418,7 @@ LINEARISATION_NOTE = (
 )
 
 
-def linearisation_valid(d: int, lam: float | str, k: int | None = None) -> bool:
+def linearisation_valid(d: int, lam: float | str | Fraction, k: int | None = None) -> bool:
     """Whether the linearised profile [derived] is inside its regime: ``q̃_k <= 1``
     (docs/model.md §4).  ``q̃`` increases with ``i``, so then every predicted fraction
     ``q̃_i`` lies in [0, 1] and every predicted count of :func:`predicted_counts` is >= 0;
