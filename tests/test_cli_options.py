@@ -18,33 +18,54 @@ from supermarket.cli._common import CountType, OutputDir, OutputFile
 
 # concept -> (canonical spelling(s), every spelling that means the concept, type check)
 CONCEPTS = {
-    "replace": ({"--replace", "--no-replace"},
-                {"--replace", "--no-replace", "--without-replacement", "--with-replacement", "--no-replacement"},
-                lambda p: isinstance(p.type, click.types.BoolParamType) and set(p.opts) == {"--replace"}
-                and set(p.secondary_opts) == {"--no-replace"}),
-    "start": ({"--start"}, {"--start", "--from", "--initial", "--init"},
-              lambda p: isinstance(p.type, click.types.StringParamType)),
-    "workers": ({"--workers"}, {"--workers", "--jobs", "--threads", "--processes", "-j"},
-                lambda p: isinstance(p.type, CountType)),
-    "seed": ({"--seed"}, {"--seed", "--rng-seed", "--random-seed"},
-             lambda p: isinstance(p.type, click.IntRange) and p.type.min == 0),
-    "replications": ({"--replications"}, {"--replications", "--reps", "--runs", "--repeats"},
-                     lambda p: isinstance(p.type, CountType)),
+    "replace": (
+        {"--replace", "--no-replace"},
+        {"--replace", "--no-replace", "--without-replacement", "--with-replacement", "--no-replacement"},
+        lambda p: (
+            isinstance(p.type, click.types.BoolParamType)
+            and set(p.opts) == {"--replace"}
+            and set(p.secondary_opts) == {"--no-replace"}
+        ),
+    ),
+    "start": (
+        {"--start"},
+        {"--start", "--from", "--initial", "--init"},
+        lambda p: isinstance(p.type, click.types.StringParamType),
+    ),
+    "workers": (
+        {"--workers"},
+        {"--workers", "--jobs", "--threads", "--processes", "-j"},
+        lambda p: isinstance(p.type, CountType),
+    ),
+    "seed": (
+        {"--seed"},
+        {"--seed", "--rng-seed", "--random-seed"},
+        lambda p: isinstance(p.type, click.IntRange) and p.type.min == 0,
+    ),
+    "replications": (
+        {"--replications"},
+        {"--replications", "--reps", "--runs", "--repeats"},
+        lambda p: isinstance(p.type, CountType),
+    ),
     # --out is where a command's output goes, a path checked writable before any work
     # (cli/_common.py's OutputDir / OutputFile); one meaning (a directory) is checked by
     # test_one_meaning_per_option_name below (report's file --out is a hidden deprecated alias)
-    "out": ({"--out"}, {"--out", "--output", "--out-dir", "-o"},
-            lambda p: isinstance(p.type, (OutputDir, OutputFile))),
+    "out": ({"--out"}, {"--out", "--output", "--out-dir", "-o"}, lambda p: isinstance(p.type, (OutputDir, OutputFile))),
     "json": ({"--json"}, {"--json", "--as-json"}, lambda p: p.is_flag and p.name == "as_json"),
-    "scheduler": ({"--scheduler"}, {"--scheduler", "--dask", "--cluster", "--address"},
-                  lambda p: isinstance(p.type, click.types.StringParamType)),
-    "timeout": ({"--timeout"}, {"--timeout", "--connect-timeout"},
-                lambda p: isinstance(p.type, click.FloatRange) and p.name == "connect_timeout"),
+    "scheduler": (
+        {"--scheduler"},
+        {"--scheduler", "--dask", "--cluster", "--address"},
+        lambda p: isinstance(p.type, click.types.StringParamType),
+    ),
+    "timeout": (
+        {"--timeout"},
+        {"--timeout", "--connect-timeout"},
+        lambda p: isinstance(p.type, click.FloatRange) and p.name == "connect_timeout",
+    ),
 }
 
 # commands that do not follow the vocabulary yet (owned elsewhere): flips to XPASS when fixed
-NOT_YET = {
-}
+NOT_YET = {}
 
 
 def _command(name):
@@ -69,14 +90,17 @@ def _problems(name, cmd=None) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=NOT_YET[n]))
-                                  if n in NOT_YET else n for n in COMMANDS])
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=NOT_YET[n])) if n in NOT_YET else n for n in COMMANDS],
+)
 def test_each_concept_has_one_spelling_and_one_type(name):
     assert _problems(name) == []
 
 
 def test_the_table_catches_a_second_spelling():
     """The check itself can fail: an old-style command is flagged on each concept."""
+
     @click.command()
     @click.option("--from", "start")
     @click.option("--no-replace", is_flag=True)
@@ -94,7 +118,7 @@ def test_the_table_catches_a_second_spelling():
 # "every command takes --scheduler" (issue #13), with this one exception:
 NO_SCHEDULER = {
     "report": "computes nothing: it reads a sweep directory on this machine's disk and writes the "
-              "report files here; a cluster's workers would not even see those files",
+    "report files here; a cluster's workers would not even see those files",
 }
 
 
@@ -143,10 +167,12 @@ def test_scheduler_without_dask_is_one_line(monkeypatch):
     import supermarket.parallel as par
 
     monkeypatch.setattr(par, "dask_available", lambda: False)
-    for args in (["mixing", "--n", "20", "--d", "2", "--load", "0.5", "--replications", "2"],
-                 ["fluctuations", "--regime", "a", "--n", "100"],
-                 ["reproduce", "paper000", "--out", "unused-dir"],
-                 *list(NEW_SCHEDULER_COMMANDS.values())):
+    for args in (
+        ["mixing", "--n", "20", "--d", "2", "--load", "0.5", "--replications", "2"],
+        ["fluctuations", "--regime", "a", "--n", "100"],
+        ["reproduce", "paper000", "--out", "unused-dir"],
+        *list(NEW_SCHEDULER_COMMANDS.values()),
+    ):
         r = CliRunner().invoke(main, [*args, "--scheduler", "tcp://127.0.0.1:1"])
         assert r.exit_code == 2, (args, r.output)
         lines = [x for x in r.stderr.splitlines() if x.strip()]
@@ -203,22 +229,65 @@ def _meaning_problems(name) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=ONE_MEANING_NOT_YET[n]))
-                                  if n in ONE_MEANING_NOT_YET else n for n in COMMANDS])
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=ONE_MEANING_NOT_YET[n]))
+        if n in ONE_MEANING_NOT_YET
+        else n
+        for n in COMMANDS
+    ],
+)
 def test_one_meaning_per_option_name(name):
     assert _meaning_problems(name) == []
 
 
 def test_deprecated_names_still_work_with_one_warning_line():
-    new = CliRunner().invoke(main, ["mixing", "--n", "20", "--d", "2", "--load", "0.5", "--replications", "3",
-                                    "--burn-in-steps", "50", "--workers", "1", "--json"])
-    old = CliRunner().invoke(main, ["mixing", "--n", "20", "--d", "2", "--load", "0.5", "--replications", "3",
-                                    "--burn-in", "50", "--workers", "1", "--json"])
+    new = CliRunner().invoke(
+        main,
+        [
+            "mixing",
+            "--n",
+            "20",
+            "--d",
+            "2",
+            "--load",
+            "0.5",
+            "--replications",
+            "3",
+            "--burn-in-steps",
+            "50",
+            "--workers",
+            "1",
+            "--json",
+        ],
+    )
+    old = CliRunner().invoke(
+        main,
+        [
+            "mixing",
+            "--n",
+            "20",
+            "--d",
+            "2",
+            "--load",
+            "0.5",
+            "--replications",
+            "3",
+            "--burn-in",
+            "50",
+            "--workers",
+            "1",
+            "--json",
+        ],
+    )
     assert new.exit_code == old.exit_code == 0 and new.stderr == ""
     assert json.loads(new.stdout)["taus"] == json.loads(old.stdout)["taus"]
     assert json.loads(old.stdout)["burn_in_steps"] == 50
-    assert old.stderr.splitlines() == ["supermarket: warning: --burn-in is deprecated; use --burn-in-steps "
-                                       "(--burn-in-steps and --burn-in-time say the unit in every command)"]
+    assert old.stderr.splitlines() == [
+        "supermarket: warning: --burn-in is deprecated; use --burn-in-steps "
+        "(--burn-in-steps and --burn-in-time say the unit in every command)"
+    ]
     hidden = {o for p in _command("mixing").params if getattr(p, "hidden", False) for o in p.opts}
     helptext = CliRunner().invoke(main, ["mixing", "--help"]).output
     assert hidden == {"--burn-in"} and "--burn-in " not in helptext and "--burn-in-steps" in helptext

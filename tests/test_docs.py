@@ -35,8 +35,14 @@ def test_site_builds_strict(tmp_path):
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     site = tmp_path / "site"
     # no -q: with it MkDocs drops warnings before --strict counts them
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(CONFIG),
-                           "-d", str(site)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(CONFIG), "-d", str(site)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, f"mkdocs build --strict failed:\n{proc.stdout}\n{proc.stderr}"
     # the pages exist and carry what they promise
     api = (site / "reference" / "theory" / "index.html").read_text(encoding="utf-8")
@@ -48,8 +54,9 @@ def test_site_builds_strict(tmp_path):
     # no Sphinx role shows on any page (mkdocstrings renders numpy docstrings as Markdown,
     # which knows no roles; tools/mkdocs_hooks.py drops them and keeps the name)
     role = re.compile(r":(?:py:)?(?:func|meth|class|mod|data|attr|exc|obj|const|ref|term|doc|any):(?:<code>|`)")
-    shown = {p.relative_to(site).as_posix(): role.findall(p.read_text(encoding="utf-8"))[:3]
-             for p in site.rglob("*.html")}
+    shown = {
+        p.relative_to(site).as_posix(): role.findall(p.read_text(encoding="utf-8"))[:3] for p in site.rglob("*.html")
+    }
     shown = {page: found for page, found in shown.items() if found}
     assert not shown, f"raw Sphinx roles on {len(shown)} page(s): {shown}"
     assert "<code>simulate</code>" in (site / "reference" / "simulation" / "index.html").read_text(encoding="utf-8")
@@ -61,8 +68,10 @@ def test_sphinx_roles_are_dropped_and_names_kept():
         from mkdocs_hooks import strip_sphinx_roles
     finally:
         sys.path.remove(str(ROOT / "tools"))
-    assert strip_sphinx_roles("see :func:<code>simulate</code> and :py:meth:<code>x.y</code>") == \
-        "see <code>simulate</code> and <code>x.y</code>"
+    assert (
+        strip_sphinx_roles("see :func:<code>simulate</code> and :py:meth:<code>x.y</code>")
+        == "see <code>simulate</code> and <code>x.y</code>"
+    )
     assert strip_sphinx_roles("<code>:meth:`to_dict`, :class:`A`.</code>") == "<code>to_dict, A.</code>"
     assert strip_sphinx_roles("a ratio 1:2:<b>3</b> and time 10:30") == "a ratio 1:2:<b>3</b> and time 10:30"
 
@@ -74,9 +83,11 @@ def _nav_pages() -> set[str]:
 def test_every_public_module_has_an_api_page():
     nav = _nav_pages()
     src = ROOT / "src" / "supermarket"
-    modules = sorted({p.stem for p in src.glob("*.py") if not p.stem.startswith("_")}
-                     | {p.parent.name for p in src.glob("*/__init__.py") if not p.parent.name.startswith("_")}
-                     - {"engines", "cli", "experiments"})  # kernels, the CLI and experiments have their own pages
+    modules = sorted(
+        {p.stem for p in src.glob("*.py") if not p.stem.startswith("_")}
+        | {p.parent.name for p in src.glob("*/__init__.py") if not p.parent.name.startswith("_")}
+        - {"engines", "cli", "experiments"}
+    )  # kernels, the CLI and experiments have their own pages
     assert modules, "no modules found"
     for name in modules:
         page = f"reference/{name}.md"

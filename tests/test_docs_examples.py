@@ -53,7 +53,8 @@ def test_every_block_is_run_or_data_or_skipped_with_a_reason(block):
     elif block.language in dt.COMMAND_LANGUAGES:
         assert block.language == "console", (
             f"a {block.language or 'plain'} command block without a skip directive: make it a console "
-            "transcript or skip it with a reason")
+            "transcript or skip it with a reason"
+        )
     if block.language == "console":
         steps = dt.parse_transcript(block.source)
         for step in steps:
@@ -74,29 +75,33 @@ def test_a_bare_skip_directive_is_refused():
 # -- the matcher: each one-token change of the rules must fail one of these
 
 
-@pytest.mark.parametrize("expected, actual, ok", [
-    (["a 1"], ["a 1"], True),
-    (["a 1"], ["a 2"], False),  # exact elsewhere
-    (["a ..."], ["a 2.5 s"], True),  # wildcard within a line
-    (["a ... b"], ["a x b", "c"], False),  # an extra line is output that differs
-    (["a ... b"], ["a x\nb"], False),  # within a line only
-    (["h", "...", "t"], ["h", "t"], True),  # a wildcard line may match no line
-    (["h", "...", "t"], ["h", "1", "2", "t"], True),
-    (["h", "...", "t"], ["h", "1", "2"], False),
-    (["h", "...", "t"], ["x", "1", "t"], False),
-    ([], [], True),
-    ([], ["x"], False),
-    (["x"], [], False),
-    (["a  b"], ["a  b   "], True),  # trailing spaces ignored (normalise)
-    (["a.b"], ["axb"], False),  # literal text is escaped, not a regex
-])
+@pytest.mark.parametrize(
+    "expected, actual, ok",
+    [
+        (["a 1"], ["a 1"], True),
+        (["a 1"], ["a 2"], False),  # exact elsewhere
+        (["a ..."], ["a 2.5 s"], True),  # wildcard within a line
+        (["a ... b"], ["a x b", "c"], False),  # an extra line is output that differs
+        (["a ... b"], ["a x\nb"], False),  # within a line only
+        (["h", "...", "t"], ["h", "t"], True),  # a wildcard line may match no line
+        (["h", "...", "t"], ["h", "1", "2", "t"], True),
+        (["h", "...", "t"], ["h", "1", "2"], False),
+        (["h", "...", "t"], ["x", "1", "t"], False),
+        ([], [], True),
+        ([], ["x"], False),
+        (["x"], [], False),
+        (["a  b"], ["a  b   "], True),  # trailing spaces ignored (normalise)
+        (["a.b"], ["axb"], False),  # literal text is escaped, not a regex
+    ],
+)
 def test_matcher(expected, actual, ok):
     assert dt.matches(expected, dt.normalise("\n".join(actual))) is ok
 
 
 def test_transcript_parsing_and_exit_status():
-    steps = dt.parse_transcript("$ supermarket a \\\n  --b 1   # note\nout 1\n\n"
-                                "$ supermarket c\nsupermarket: error: bad\n")
+    steps = dt.parse_transcript(
+        "$ supermarket a \\\n  --b 1   # note\nout 1\n\n$ supermarket c\nsupermarket: error: bad\n"
+    )
     assert [s.command for s in steps] == ["supermarket a  --b 1   # note", "supermarket c"]
     assert steps[0].expected == ["out 1"] and steps[0].expected_code() == 0
     assert steps[1].expected_code() == 2
@@ -107,8 +112,10 @@ def test_transcript_parsing_and_exit_status():
 
 
 def test_check_runs_the_command_and_catches_drift(tmp_path):
-    good = ("$ supermarket design --load 0.999 --max-queue 2\n"
-            "At load λ = 0.999, d = 32 choices give k_(λ,d) = 2 ≤ 2 (d = 31 would give 3).\n...\n")
+    good = (
+        "$ supermarket design --load 0.999 --max-queue 2\n"
+        "At load λ = 0.999, d = 32 choices give k_(λ,d) = 2 ≤ 2 (d = 31 would give 3).\n...\n"
+    )
     dt.check(good, tmp_path)
     with pytest.raises(dt.TranscriptMismatch, match="d = 33"):
         dt.check(good.replace("d = 32 choices", "d = 33 choices"), tmp_path)
@@ -127,7 +134,9 @@ def test_sybil_fails_an_unmarked_command_block_and_honours_skips(tmp_path):
         "```bash\nsupermarket theory\n```\n\n"
         '<!-- skip: next "needs a cluster" -->\n```bash\nsupermarket sweep x --scheduler tcp://h:1\n```\n\n'
         "```console\n$ supermarket design --load 0.999 --max-queue 2\nAt load λ = 0.999, d = 32 ...\n...\n```\n\n"
-        "```python\n>>> 1 + 1\n3\n```\n", encoding="utf-8")
+        "```python\n>>> 1 + 1\n3\n```\n",
+        encoding="utf-8",
+    )
     sybil = dt.make_sybil(patterns=["*.md"], path=tmp_path)
     document = sybil.parse(page)
     examples = list(document.examples())
@@ -166,8 +175,11 @@ def test_update_script_rewrites_a_doctest_and_a_transcript(tmp_path):
     import update_doc_transcripts as up
 
     page = tmp_path / "page.md"
-    page.write_text("```python\n>>> x = 2\n>>> x + 1\n4\n```\n\n"
-                    "```console\n$ supermarket design --load 0.999 --max-queue 2\nstale\n```\n", encoding="utf-8")
+    page.write_text(
+        "```python\n>>> x = 2\n>>> x + 1\n4\n```\n\n"
+        "```console\n$ supermarket design --load 0.999 --max-queue 2\nstale\n```\n",
+        encoding="utf-8",
+    )
     text = up.update_page(page, run_long=False)
     assert ">>> x + 1\n3\n" in text
     assert "At load λ = 0.999, d = 32 choices give k_(λ,d) = 2 ≤ 2 (d = 31 would give 3).\n" in text
@@ -183,7 +195,6 @@ LINK = re.compile(r"\]\(([\w./-]+\.(?:md|py|toml|png|csv))(?:#[\w-]*)?\)")
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_named_repository_files_exist(page):
     text = page.read_text(encoding="utf-8")
-    missing = [p for p in PATH.findall(text) if not (ROOT / p.rstrip(".")).exists()
-               and not any(ch in p for ch in "*{")]
+    missing = [p for p in PATH.findall(text) if not (ROOT / p.rstrip(".")).exists() and not any(ch in p for ch in "*{")]
     missing += [p for p in LINK.findall(text) if not (page.parent / p).exists()]
     assert not missing, f"{page.name} names files that do not exist: {missing}"

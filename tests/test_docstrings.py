@@ -15,8 +15,24 @@ import re
 
 import pytest
 
-MODULES = ["simulation", "meanfield", "theory", "mixing", "fluctuations", "stationary", "perfect",
-           "response", "stats", "model", "states", "parallel", "report", "jsonable", "sweep", "policies"]
+MODULES = [
+    "simulation",
+    "meanfield",
+    "theory",
+    "mixing",
+    "fluctuations",
+    "stationary",
+    "perfect",
+    "response",
+    "stats",
+    "model",
+    "states",
+    "parallel",
+    "report",
+    "jsonable",
+    "sweep",
+    "policies",
+]
 
 
 def _has_section(doc: str, name: str) -> bool:
@@ -47,8 +63,7 @@ def public_objects():
         names = getattr(mod, "__all__", None) or [n for n in vars(mod) if not n.startswith("_")]
         for n in names:
             o = getattr(mod, n, None)
-            if (inspect.isfunction(o) or inspect.isclass(o)) and \
-                    getattr(o, "__module__", "").startswith("supermarket"):
+            if (inspect.isfunction(o) or inspect.isclass(o)) and getattr(o, "__module__", "").startswith("supermarket"):
                 yield f"{m}.{n}", o
 
 
@@ -74,6 +89,7 @@ def test_audit_finds_something():
     assert missing_sections(bare) == ["Parameters", "Returns", "Examples"]
     assert missing_sections(quiet) == []
     assert missing_sections(Bare) == ["Examples"]
+
     # a word in the prose is not a section
     def prose(x):
         """Parameters and Returns and Examples are mentioned but not given."""

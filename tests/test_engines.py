@@ -19,7 +19,7 @@ def _pad(a, L):
     """``a`` (levels 1, 2, ...) as length ``L``, zero beyond its end: a level one run never
     reached is compared as 0 ± 0, so a missing level cannot drop out of the check."""
     out = np.zeros(L)
-    out[:min(len(a), L)] = np.asarray(a, dtype=float)[:L]
+    out[: min(len(a), L)] = np.asarray(a, dtype=float)[:L]
     return out
 
 
@@ -86,8 +86,18 @@ def test_mean_event_time_in_continuous_mode():
     assert abs(res.sim_time - S / rate) <= 4.5 * math.sqrt(S) / rate
 
 
-@pytest.mark.parametrize("n,d,c", [(10**4, 300, 9_000), (10**6, 1000, 999_000), (10**6, 50, 10**6 - 3),
-                                   (500, 500, 500), (500, 499, 499), (10**5, 7, 12), (10**4, 5000, 9999)])
+@pytest.mark.parametrize(
+    "n,d,c",
+    [
+        (10**4, 300, 9_000),
+        (10**6, 1000, 999_000),
+        (10**6, 50, 10**6 - 3),
+        (500, 500, 500),
+        (500, 499, 499),
+        (10**5, 7, 12),
+        (10**4, 5000, 9999),
+    ],
+)
 def test_without_replacement_probability_is_exact(n, d, c):
     # P_i = C(c,d)/C(n,d) (docs/model.md §2) against exact integer binomials
     exact = (math.log(math.comb(c, d)) - math.log(math.comb(n, d))) if c >= d else -math.inf
@@ -182,8 +192,18 @@ def test_long_queue_drains_at_rate_one(engine):
     # path keeps: the general path runs).  It loses a customer at rate 1 and (d = 2) almost
     # never gains one, so its length is 40 − N(t), N Poisson(1): the time average of the
     # maximum over [0, 30] has mean 40 − 15 = 25 and s.d. √(30³/3)/30.
-    res = simulate(40_000, 2, 0.5, time=30.0, burn_in=0, time_mode="continuous", start="long:40",
-                   engine=engine, replications=6, seed=21)
+    res = simulate(
+        40_000,
+        2,
+        0.5,
+        time=30.0,
+        burn_in=0,
+        time_mode="continuous",
+        start="long:40",
+        engine=engine,
+        replications=6,
+        seed=21,
+    )
     means = np.array([sum(m * p for m, p in r.max_queue_dist.items()) for r in res.per_replication])
     sd = math.sqrt(30.0**3 / 3) / 30.0
     assert abs(means.mean() - 25.0) <= 4.5 * sd / math.sqrt(len(means))
@@ -193,8 +213,10 @@ def test_long_queue_drains_at_rate_one(engine):
 @pytest.mark.parametrize("rep", [True, False])
 def test_engines_agree_in_heavy_traffic(rep):
     # n = 2000, d = 20, λ = 0.99 (k = 2): the regime of paper 000, all three engines
-    runs = {e: simulate(2000, 20, 0.99, steps=30_000_000, engine=e, replace=rep, start="fixed-point", seed=s)
-            for s, e in enumerate(ENGINES)}
+    runs = {
+        e: simulate(2000, 20, 0.99, steps=30_000_000, engine=e, replace=rep, start="fixed-point", seed=s)
+        for s, e in enumerate(ENGINES)
+    }
     a = runs["queues"]
     for e in ("profile", "buckets"):
         b = runs[e]
@@ -204,7 +226,8 @@ def test_engines_agree_in_heavy_traffic(rep):
         seen = (ua > 1e-3) | (ub > 1e-3)
         assert np.all((np.abs(ua - ub) <= 4.5 * se) | ~seen)
         assert abs(a.good_set_fraction - b.good_set_fraction) <= 4.5 * math.hypot(
-            a.good_set_fraction_stderr, b.good_set_fraction_stderr)
+            a.good_set_fraction_stderr, b.good_set_fraction_stderr
+        )
 
 
 @pytest.mark.parametrize("engine,limit", [("queues", 4.3), ("buckets", 8.3)])

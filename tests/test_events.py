@@ -305,8 +305,9 @@ def test_error_bars_come_from_independent_replications():
     is the replications' spread on R − 1 degrees of freedom, and covers the P-K mean."""
     one = simulate_general(50, 1, 0.7, policy="random", service="hyperexp:4", time=5_000.0, seed=5)
     assert not one.mean_queue_length.reliable and "±" not in one.summary().splitlines()[1]
-    r = simulate_general(50, 1, 0.7, policy="random", service="hyperexp:4", time=5_000.0, seed=5, replications=4,
-                         workers=1)
+    r = simulate_general(
+        50, 1, 0.7, policy="random", service="hyperexp:4", time=5_000.0, seed=5, replications=4, workers=1
+    )
     e = r.mean_queue_length
     assert e.reliable and e.method == "replications" and e.dof == pytest.approx(3.0)
     assert abs(e.mean - pk_mean_queue(0.7, 4.0)) <= 4.0 * e.stderr

@@ -19,8 +19,9 @@ from supermarket.simulation import simulate
 from supermarket.stationary import count_states, solve
 
 
-@pytest.mark.parametrize("n,d,lam,rep", [(3, 2, 0.6, True), (3, 2, 0.6, False), (2, 3, 0.5, True),
-                                         (3, 3, 0.5, False), (2, 1, 0.7, True)])
+@pytest.mark.parametrize(
+    "n,d,lam,rep", [(3, 2, 0.6, True), (3, 2, 0.6, False), (2, 3, 0.5, True), (3, 3, 0.5, False), (2, 1, 0.7, True)]
+)
 def test_matches_per_queue_enumeration(n, d, lam, rep):
     # same truncation (an arrival that would exceed the cap is dropped) on both sides
     r = solve(n, d, lam, replace=rep, cap=7)
@@ -46,9 +47,9 @@ def test_n1_is_mm1_with_truncation(lam):
     r = solve(1, 3, lam, cap=cap)
     i = np.arange(1, cap + 1)
     # M/M/1/cap: the law conditioned on X <= cap (reversible chain)
-    want = (lam ** i - lam ** (cap + 1)) / (1 - lam ** (cap + 1))
+    want = (lam**i - lam ** (cap + 1)) / (1 - lam ** (cap + 1))
     np.testing.assert_allclose(r.u_mean, want, rtol=1e-10, atol=1e-14)
-    assert r.truncation["mass_at_cap"] == pytest.approx(lam ** cap * (1 - lam) / (1 - lam ** (cap + 1)), rel=1e-9)
+    assert r.truncation["mass_at_cap"] == pytest.approx(lam**cap * (1 - lam) / (1 - lam ** (cap + 1)), rel=1e-9)
     s = solve(1, 3, lam, tol=1e-9)
     assert s.truncation["mass_at_cap"] < 1e-9
     np.testing.assert_allclose(s.u_mean[:10], lam ** np.arange(1, 11), atol=20 * 1e-9)
@@ -60,13 +61,13 @@ def test_d1_product_form():
     lam, cap = 0.6, 15
     r = solve(3, 1, lam, cap=cap)
     i = np.arange(1, cap + 1)
-    want = (lam ** i - lam ** (cap + 1)) / (1 - lam ** (cap + 1))  # independent M/M/1/cap queues
+    want = (lam**i - lam ** (cap + 1)) / (1 - lam ** (cap + 1))  # independent M/M/1/cap queues
     np.testing.assert_allclose(r.u_mean, want, atol=1e-12)
-    pmax = [(1 - lam ** (m + 1)) ** 3 - (1 - lam ** m) ** 3 for m in range(6)]  # max of 3 i.i.d. geometrics
+    pmax = [(1 - lam ** (m + 1)) ** 3 - (1 - lam**m) ** 3 for m in range(6)]  # max of 3 i.i.d. geometrics
     z = 1 - lam ** (cap + 1)
     for m in range(6):
         got = r.max_queue_dist[m]
-        exact_trunc = ((1 - lam ** (m + 1)) ** 3 - (1 - lam ** m) ** 3) / z ** 3
+        exact_trunc = ((1 - lam ** (m + 1)) ** 3 - (1 - lam**m) ** 3) / z**3
         assert got == pytest.approx(exact_trunc, rel=1e-9)
         assert got == pytest.approx(pmax[m], rel=4 * lam ** (cap + 1))  # the truncation effect
 
@@ -83,6 +84,7 @@ def test_identities(n, d, lam, rep):
     if rep:
         # E[u_i] >= π(i) (Jensen), with replacement
         from supermarket.theory import fixed_point
+
         pi = fixed_point(d, lam, len(r.u_mean))
         assert np.all(r.u_mean >= pi - 1e-9)
 
@@ -93,7 +95,7 @@ def test_profile_law():
     assert sum(p for _, p in law) == pytest.approx(1.0, abs=1e-12)
     u = np.zeros(6)
     for c, p in law:
-        u[:len(c)] += p * np.array(c) / 2
+        u[: len(c)] += p * np.array(c) / 2
     np.testing.assert_allclose(u, r.u_mean, atol=1e-12)
     assert len(law) == count_states(2, 6)
     with pytest.raises(ValueError):
@@ -120,12 +122,18 @@ def test_too_large_is_refused_before_any_work():
     assert time.perf_counter() - t < 1.0
 
 
-@pytest.mark.parametrize("kw,exc", [(dict(n=0, d=1, lam=0.5), ValueError), (dict(n=2.0, d=1, lam=0.5), TypeError),
-                                    (dict(n=2, d=3, lam=0.5, replace=False), ValueError),
-                                    (dict(n=2, d=1, lam=1.0), ValueError),
-                                    (dict(n=2, d=1, lam=0.5, tol=0.5), ValueError),
-                                    (dict(n=2, d=1, lam=0.5, cap=0), ValueError),
-                                    (dict(n=2, d=1, lam=0.5, profile_law="yes"), TypeError)])
+@pytest.mark.parametrize(
+    "kw,exc",
+    [
+        (dict(n=0, d=1, lam=0.5), ValueError),
+        (dict(n=2.0, d=1, lam=0.5), TypeError),
+        (dict(n=2, d=3, lam=0.5, replace=False), ValueError),
+        (dict(n=2, d=1, lam=1.0), ValueError),
+        (dict(n=2, d=1, lam=0.5, tol=0.5), ValueError),
+        (dict(n=2, d=1, lam=0.5, cap=0), ValueError),
+        (dict(n=2, d=1, lam=0.5, profile_law="yes"), TypeError),
+    ],
+)
 def test_bad_input(kw, exc):
     with pytest.raises(exc):
         solve(**kw)
@@ -133,12 +141,38 @@ def test_bad_input(kw, exc):
 
 def test_cli_exact_json_and_errors(tmp_path):
     run = CliRunner()
-    out = run.invoke(main, ["exact", "--n", "2", "--d", "2", "--load", "0.5", "--json", "--profile-law",
-                            "--cdf", "4", "--plot", str(tmp_path / "x.png")])
+    out = run.invoke(
+        main,
+        [
+            "exact",
+            "--n",
+            "2",
+            "--d",
+            "2",
+            "--load",
+            "0.5",
+            "--json",
+            "--profile-law",
+            "--cdf",
+            "4",
+            "--plot",
+            str(tmp_path / "x.png"),
+        ],
+    )
     assert out.exit_code == 0, out.output
     d = json.loads(out.output)
-    for key in ("u_mean", "max_queue_dist", "mean_queue_length", "sojourn", "waiting", "states", "truncation",
-                "seconds", "profile_law", "cdf"):
+    for key in (
+        "u_mean",
+        "max_queue_dist",
+        "mean_queue_length",
+        "sojourn",
+        "waiting",
+        "states",
+        "truncation",
+        "seconds",
+        "profile_law",
+        "cdf",
+    ):
         assert key in d
     assert set(d["sojourn"]["quantiles"]) == {"0.5", "0.9", "0.99", "0.999"}
     txt = run.invoke(main, ["exact", "--n", "2", "--load", "0.5"])

@@ -22,8 +22,7 @@ def laws():
     return {rep: profile_law(N, D, LAM, replace=rep, M=M) for rep in (True, False)}
 
 
-@pytest.mark.parametrize("n,d,lam,rep", [(3, 2, 0.6, True), (3, 2, 0.6, False), (2, 3, 0.5, True),
-                                         (3, 3, 0.5, False)])
+@pytest.mark.parametrize("n,d,lam,rep", [(3, 2, 0.6, True), (3, 2, 0.6, False), (2, 3, 0.5, True), (3, 3, 0.5, False)])
 def test_profile_chain_is_exact_for_the_per_queue_chain(n, d, lam, rep):
     # docs/model.md §2: the counts are a Markov chain with the law of the per-queue chain's
     # profile.  Same truncation on both sides, so the laws agree to solver precision.
@@ -50,7 +49,7 @@ def _pad(a, L):
     """``a`` (levels 1, 2, ...) as length ``L``, zero beyond its end: a level the run never
     reached is compared as 0 ± 0, so a missing level cannot drop out of the check."""
     out = np.zeros(L)
-    out[:min(len(a), L)] = np.asarray(a, dtype=float)[:L]
+    out[: min(len(a), L)] = np.asarray(a, dtype=float)[:L]
     return out
 
 

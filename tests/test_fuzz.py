@@ -46,26 +46,117 @@ SLOW_EXAMPLES = 1000  # per command with -m slow
 CASE_SECONDS = 60  # a case that runs longer is a hang (numba compiles once, first case pays)
 
 # --------------------------------------------------------------------------- hostile values
-HOSTILE = ["0", "-1", "-0", "1e400", "-1e400", "nan", "NaN", "inf", "-inf", "1e-400", "", " ", "abc",
-           "٣", "1e19", "1e20", "9223372036854775808", "9223372036854775807", "1.5", "0x10", "1_000",
-           "1e999999999999", "1e-999999999999", "🙂", "-5e3", "0.5", "1", "2", "1e300", "5e-324",
-           "0.99999999999999989", "0.99999999999999999999", "1e6", "1e-300", "1e15", "9007199254740993",
-           "2.0", "1e2", "+3", "٣.٥", "1/2", "None", "true"]
-INVALID_OR_BAD = ["0", "-1", "1e400", "nan", "inf", "-inf", "", "abc", "1.5", "1e999999999999", "🙂",
-                  "-5e3", "1e-400", "0x10", "1/2"]
-START = ["empty", "fixed-point", "good", "customers:0", "customers:3", "customers:-1", "customers:1e9",
-         "customers:", "long:5", "long:0", "long:1e400", "long:99999999999999999999", "uniform:2",
-         "1,0.5", "0.5,1", "1,nan", "2,1", "abc", "", ":", "fixed-point:3", "🙂", "0.3"]
+HOSTILE = [
+    "0",
+    "-1",
+    "-0",
+    "1e400",
+    "-1e400",
+    "nan",
+    "NaN",
+    "inf",
+    "-inf",
+    "1e-400",
+    "",
+    " ",
+    "abc",
+    "٣",
+    "1e19",
+    "1e20",
+    "9223372036854775808",
+    "9223372036854775807",
+    "1.5",
+    "0x10",
+    "1_000",
+    "1e999999999999",
+    "1e-999999999999",
+    "🙂",
+    "-5e3",
+    "0.5",
+    "1",
+    "2",
+    "1e300",
+    "5e-324",
+    "0.99999999999999989",
+    "0.99999999999999999999",
+    "1e6",
+    "1e-300",
+    "1e15",
+    "9007199254740993",
+    "2.0",
+    "1e2",
+    "+3",
+    "٣.٥",
+    "1/2",
+    "None",
+    "true",
+]
+INVALID_OR_BAD = [
+    "0",
+    "-1",
+    "1e400",
+    "nan",
+    "inf",
+    "-inf",
+    "",
+    "abc",
+    "1.5",
+    "1e999999999999",
+    "🙂",
+    "-5e3",
+    "1e-400",
+    "0x10",
+    "1/2",
+]
+START = [
+    "empty",
+    "fixed-point",
+    "good",
+    "customers:0",
+    "customers:3",
+    "customers:-1",
+    "customers:1e9",
+    "customers:",
+    "long:5",
+    "long:0",
+    "long:1e400",
+    "long:99999999999999999999",
+    "uniform:2",
+    "1,0.5",
+    "0.5,1",
+    "1,nan",
+    "2,1",
+    "abc",
+    "",
+    ":",
+    "fixed-point:3",
+    "🙂",
+    "0.3",
+]
 # Paths are relative (the cases run in a scratch directory) or places that nobody, root
 # included, can create: a case must never leave files outside its scratch directory.
-PATHS = ["missing-dir/x.png", "/proc/x.png", "/proc/missing/x.png", "/", ".", "", " ", "/dev/null/x.png",
-         "x.unknownfmt", "a\u00e9\u4e2d.png", "x" * 300 + ".png"]
+PATHS = [
+    "missing-dir/x.png",
+    "/proc/x.png",
+    "/proc/missing/x.png",
+    "/",
+    ".",
+    "",
+    " ",
+    "/dev/null/x.png",
+    "x.unknownfmt",
+    "a\u00e9\u4e2d.png",
+    "x" * 300 + ".png",
+]
 
 
 def _hostile():
-    return st.one_of(st.sampled_from(HOSTILE), st.integers(-10**25, 10**25).map(str),
-                     st.floats(allow_nan=True, allow_infinity=True).map(repr),
-                     st.text(max_size=6).filter(lambda s: "\x00" not in s))
+    return st.one_of(
+        st.sampled_from(HOSTILE),
+        st.integers(-(10**25), 10**25).map(str),
+        st.floats(allow_nan=True, allow_infinity=True).map(repr),
+        st.text(max_size=6).filter(lambda s: "\x00" not in s),
+    )
 
 
 def _valid_or_hostile(*valid):
@@ -139,59 +230,103 @@ def _opts(draw, spec, k_max=3):
 
 
 def _fuzz(examples):
-    return settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck),
-                    database=None)
+    return settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 
 
 # --------------------------------------------------------------------------- command specs
 def _theory_spec():
-    return {"--n": _valid_or_hostile(*COUNTS, "1e20", "1e100"), "--d": _valid_or_hostile(*COUNTS),
-            "--load": _valid_or_hostile(*LOADS), "--eps": _valid_or_hostile("0.1", "0.05", "1e-300"),
-            "--json": None}
+    return {
+        "--n": _valid_or_hostile(*COUNTS, "1e20", "1e100"),
+        "--d": _valid_or_hostile(*COUNTS),
+        "--load": _valid_or_hostile(*LOADS),
+        "--eps": _valid_or_hostile("0.1", "0.05", "1e-300"),
+        "--json": None,
+    }
 
 
 def _design_spec():
-    return {"--n": _valid_or_hostile(*COUNTS), "--load": _valid_or_hostile(*LOADS),
-            "--max-queue": _valid_or_hostile(*COUNTS), "--json": None}
+    return {
+        "--n": _valid_or_hostile(*COUNTS),
+        "--load": _valid_or_hostile(*LOADS),
+        "--max-queue": _valid_or_hostile(*COUNTS),
+        "--json": None,
+    }
 
 
 def _meanfield_spec():
-    return {"--d": _valid_or_hostile("inf", "1", "2", "3", "20", "1e6", "9223372036854775807"),
-            "--load": _valid_or_hostile(*LOADS), "--n": _valid_or_hostile(*COUNTS),
-            "--time": _small_or_bad(0.5, 3, 10), "--start": st.sampled_from(START),
-            "--no-replace": None, "--levels": _small_or_bad(1, 3, 20), "--tol": _hostile(),
-            "--points": _small_or_bad(1, 2, 11), "--json": None, "--plot": st.sampled_from(PATHS)}
+    return {
+        "--d": _valid_or_hostile("inf", "1", "2", "3", "20", "1e6", "9223372036854775807"),
+        "--load": _valid_or_hostile(*LOADS),
+        "--n": _valid_or_hostile(*COUNTS),
+        "--time": _small_or_bad(0.5, 3, 10),
+        "--start": st.sampled_from(START),
+        "--no-replace": None,
+        "--levels": _small_or_bad(1, 3, 20),
+        "--tol": _hostile(),
+        "--points": _small_or_bad(1, 2, 11),
+        "--json": None,
+        "--plot": st.sampled_from(PATHS),
+    }
 
 
 def _simulate_spec():
-    return {"--n": st.one_of(st.sampled_from(INVALID_OR_BAD + ["1", "2", "20", "1e15", "9007199254740992",
-                                                               "9007199254740993", "1e19"])),
-            "--d": _valid_or_hostile(*COUNTS), "--load": _valid_or_hostile(*LOADS, "1", "2.5", "1e6"),
-            "--steps": _small_or_bad(100, 400),
-            "--burn-in": _small_or_bad(0, 50), "--engine": st.sampled_from(["profile", "queues", "buckets", "x", ""]),
-            "--no-replace": None, "--time-mode": st.sampled_from(["discrete", "continuous", "x"]),
-            "--start": st.sampled_from(START), "--seed": _hostile(), "--replications": _small_or_bad(1, 2),
-            "--workers": _hostile(), "--eps": _hostile(), "--plot": st.sampled_from(PATHS),
-            "--out": st.sampled_from(PATHS)}
+    return {
+        "--n": st.one_of(
+            st.sampled_from(INVALID_OR_BAD + ["1", "2", "20", "1e15", "9007199254740992", "9007199254740993", "1e19"])
+        ),
+        "--d": _valid_or_hostile(*COUNTS),
+        "--load": _valid_or_hostile(*LOADS, "1", "2.5", "1e6"),
+        "--steps": _small_or_bad(100, 400),
+        "--burn-in": _small_or_bad(0, 50),
+        "--engine": st.sampled_from(["profile", "queues", "buckets", "x", ""]),
+        "--no-replace": None,
+        "--time-mode": st.sampled_from(["discrete", "continuous", "x"]),
+        "--start": st.sampled_from(START),
+        "--seed": _hostile(),
+        "--replications": _small_or_bad(1, 2),
+        "--workers": _hostile(),
+        "--eps": _hostile(),
+        "--plot": st.sampled_from(PATHS),
+        "--out": st.sampled_from(PATHS),
+    }
 
 
 def _mixing_spec():
-    return {"--n": _small_or_bad(1, 2, 20), "--d": _valid_or_hostile(*COUNTS),
-            "--load": _valid_or_hostile(*LOADS),
-            "--from": st.sampled_from(START), "--replications": _small_or_bad(1, 3),
-            "--max-steps": _small_or_bad(10, 500), "--burn-in-steps": _small_or_bad(1, 100), "--seed": _hostile(),
-            "--workers": _small_or_bad(1), "--no-replace": None}
+    return {
+        "--n": _small_or_bad(1, 2, 20),
+        "--d": _valid_or_hostile(*COUNTS),
+        "--load": _valid_or_hostile(*LOADS),
+        "--from": st.sampled_from(START),
+        "--replications": _small_or_bad(1, 3),
+        "--max-steps": _small_or_bad(10, 500),
+        "--burn-in-steps": _small_or_bad(1, 100),
+        "--seed": _hostile(),
+        "--workers": _small_or_bad(1),
+        "--no-replace": None,
+    }
 
 
 def _fluct_spec():
-    return {"--regime": st.sampled_from(["a", "b", "c", "d", ""]), "--n": _small_or_bad(4, 100),
-            "--kappa": _valid_or_hostile("0.5", "1", "3"), "--theta": _valid_or_hostile("0.1", "0.25", "0.49"),
-            "--c": _valid_or_hostile("0.5", "1", "2"), "--zeta": _valid_or_hostile("-1", "0", "1", "3"),
-            "--d": _small_or_bad(2, 3, 10), "--centring": st.sampled_from(["c_n", "one", "x"]),
-            "--time": _small_or_bad(1, 2), "--burn-in-time": _small_or_bad(0.5, 1), "--replications": _small_or_bad(1),
-            "--seed": _hostile(), "--replace": None, "--sde-paths": _small_or_bad(2, 4),
-            "--sde-time": _small_or_bad(1, 2), "--dt": _small_or_bad(0.01, 0.1),
-            "--reflection": st.sampled_from(["projection", "bridge", "x"]), "--plot": st.sampled_from(PATHS)}
+    return {
+        "--regime": st.sampled_from(["a", "b", "c", "d", ""]),
+        "--n": _small_or_bad(4, 100),
+        "--kappa": _valid_or_hostile("0.5", "1", "3"),
+        "--theta": _valid_or_hostile("0.1", "0.25", "0.49"),
+        "--c": _valid_or_hostile("0.5", "1", "2"),
+        "--zeta": _valid_or_hostile("-1", "0", "1", "3"),
+        "--d": _small_or_bad(2, 3, 10),
+        "--centring": st.sampled_from(["c_n", "one", "x"]),
+        "--time": _small_or_bad(1, 2),
+        "--burn-in-time": _small_or_bad(0.5, 1),
+        "--replications": _small_or_bad(1),
+        "--seed": _hostile(),
+        "--replace": None,
+        "--sde-paths": _small_or_bad(2, 4),
+        "--sde-time": _small_or_bad(1, 2),
+        "--dt": _small_or_bad(0.01, 0.1),
+        "--reflection": st.sampled_from(["projection", "bridge", "x"]),
+        "--plot": st.sampled_from(PATHS),
+    }
 
 
 BASE = {
@@ -199,13 +334,53 @@ BASE = {
     "design": ["--load", "0.9", "--max-queue", "2"],
     "meanfield": ["--d", "2", "--load", "0.9"],
     "simulate": ["--n", "20", "--d", "2", "--load", "0.9", "--steps", "400", "--burn-in-steps", "0", "--json"],
-    "mixing": ["--n", "20", "--d", "2", "--load", "0.5", "--replications", "3", "--max-steps", "2000",
-               "--burn-in-steps", "100", "--workers", "1", "--json"],
-    "fluctuations": ["--regime", "a", "--n", "100", "--time", "2", "--burn-in-time", "1", "--replications", "1",
-                     "--sde-paths", "4", "--sde-time", "2", "--dt", "0.01", "--workers", "1", "--json"],
+    "mixing": [
+        "--n",
+        "20",
+        "--d",
+        "2",
+        "--load",
+        "0.5",
+        "--replications",
+        "3",
+        "--max-steps",
+        "2000",
+        "--burn-in-steps",
+        "100",
+        "--workers",
+        "1",
+        "--json",
+    ],
+    "fluctuations": [
+        "--regime",
+        "a",
+        "--n",
+        "100",
+        "--time",
+        "2",
+        "--burn-in-time",
+        "1",
+        "--replications",
+        "1",
+        "--sde-paths",
+        "4",
+        "--sde-time",
+        "2",
+        "--dt",
+        "0.01",
+        "--workers",
+        "1",
+        "--json",
+    ],
 }
-SPECS = {"theory": _theory_spec, "design": _design_spec, "meanfield": _meanfield_spec,
-         "simulate": _simulate_spec, "mixing": _mixing_spec, "fluctuations": _fluct_spec}
+SPECS = {
+    "theory": _theory_spec,
+    "design": _design_spec,
+    "meanfield": _meanfield_spec,
+    "simulate": _simulate_spec,
+    "mixing": _mixing_spec,
+    "fluctuations": _fluct_spec,
+}
 
 
 @st.composite
@@ -293,8 +468,14 @@ def sweep_case(draw, tmp):
         f = os.path.join(tmp, f"{kind}.toml")
         with open(f, "w", encoding="utf-8") as fh:
             fh.write(SWEEP_TOML[kind])
-    spec = {"--out": st.sampled_from(PATHS + [os.path.join(tmp, "out")]), "--workers": _hostile(),
-            "--max-tasks": _hostile(), "--timeout": _hostile(), "--check": None, "--json": None}
+    spec = {
+        "--out": st.sampled_from(PATHS + [os.path.join(tmp, "out")]),
+        "--workers": _hostile(),
+        "--max-tasks": _hostile(),
+        "--timeout": _hostile(),
+        "--check": None,
+        "--json": None,
+    }
     args = ["sweep", f, *_opts(draw, spec)]
     if "--out" in args and "--check" not in args and draw(st.booleans()):
         args.append("--check")
@@ -306,10 +487,12 @@ def sweep_case(draw, tmp):
 @st.composite
 def report_case(draw, tmp):
     d = draw(st.sampled_from([tmp, os.path.join(tmp, "missing"), "/", os.path.join(tmp, "f.txt")]))
-    spec = {"--html": st.sampled_from(PATHS + [os.path.join(tmp, "r.html")]),
-            "--md": st.sampled_from(PATHS + [os.path.join(tmp, "r.md")]),
-            "--out": st.sampled_from(PATHS + [os.path.join(tmp, "r.html")]),
-            "--format": st.sampled_from(["html", "md", "pdf", ""])}
+    spec = {
+        "--html": st.sampled_from(PATHS + [os.path.join(tmp, "r.html")]),
+        "--md": st.sampled_from(PATHS + [os.path.join(tmp, "r.md")]),
+        "--out": st.sampled_from(PATHS + [os.path.join(tmp, "r.html")]),
+        "--format": st.sampled_from(["html", "md", "pdf", ""]),
+    }
     return ["report", d, *_opts(draw, spec)]
 
 
@@ -355,8 +538,11 @@ def test_fuzz_sweep_report_reproduce():
 
 @pytest.mark.slow
 def test_fuzz_sweep_report_reproduce_long(capsys):
-    for name, builder, allowed in [("sweep", sweep_case, (0, 1, 2)), ("report", report_case, (0, 2)),
-                                   ("reproduce", reproduce_case, (2,))]:
+    for name, builder, allowed in [
+        ("sweep", sweep_case, (0, 1, 2)),
+        ("report", report_case, (0, 2)),
+        ("reproduce", reproduce_case, (2,)),
+    ]:
         c = _run_file_fuzz(builder, SLOW_EXAMPLES, allowed)
         with capsys.disabled():
             print(f"\nfuzz {name}: {c['cases']} cases, exit codes {c['exit']}")
@@ -388,12 +574,53 @@ def test_misspelled_commands_are_suggested():
 
 # --------------------------------------------------------------------------- Python API
 API_VALUES = st.one_of(
-    st.sampled_from([0, -1, 1, 2, 3, 10, 10**6, 2**53, 2**53 + 1, 2**63 - 1, 2**63, 10**19, 10**400, -10**400,
-                     0.0, 0.5, 0.9, 0.99999999999999989, 1.0, 1.5, 1e300, 5e-324, math.nan, math.inf, -math.inf,
-                     "0.9", "0.99999999999999999999", "1e400", "abc", "", None, True, False, [0.5], (2,),
-                     Fraction(9, 10), Decimal("0.9"), np.int64(5), np.float32(0.5), np.uint64(2**64 - 1),
-                     np.nan, complex(0.5, 0)]),
-    st.integers(-10**30, 10**30),
+    st.sampled_from(
+        [
+            0,
+            -1,
+            1,
+            2,
+            3,
+            10,
+            10**6,
+            2**53,
+            2**53 + 1,
+            2**63 - 1,
+            2**63,
+            10**19,
+            10**400,
+            -(10**400),
+            0.0,
+            0.5,
+            0.9,
+            0.99999999999999989,
+            1.0,
+            1.5,
+            1e300,
+            5e-324,
+            math.nan,
+            math.inf,
+            -math.inf,
+            "0.9",
+            "0.99999999999999999999",
+            "1e400",
+            "abc",
+            "",
+            None,
+            True,
+            False,
+            [0.5],
+            (2,),
+            Fraction(9, 10),
+            Decimal("0.9"),
+            np.int64(5),
+            np.float32(0.5),
+            np.uint64(2**64 - 1),
+            np.nan,
+            complex(0.5, 0),
+        ]
+    ),
+    st.integers(-(10**30), 10**30),
     st.floats(allow_nan=True, allow_infinity=True),
 )
 
@@ -475,7 +702,7 @@ def _run_api_fuzz(examples):
     # half the draws plausible (n, d, λ), half hostile, so that both paths get exercised
     ns = st.one_of(st.sampled_from([1, 10, 1000, 10**6, 10**15, 2**63 - 1]), API_VALUES)
     ds = st.one_of(st.sampled_from([1, 2, 3, 20, 10**6, 2**63 - 1]), API_VALUES)
-    lams = st.one_of(st.sampled_from([0.5, 0.9, 0.99, "0.999", 1 - 2.0 ** -53, 1e-300, 1.5]), API_VALUES)
+    lams = st.one_of(st.sampled_from([0.5, 0.9, 0.99, "0.999", 1 - 2.0**-53, 1e-300, 1.5]), API_VALUES)
 
     @_fuzz(examples)
     @given(st.sampled_from(sorted(calls)), ns, ds, lams)
@@ -506,11 +733,13 @@ def test_fuzz_simulate_and_coalescence_api():
     from supermarket.mixing import coalescence
     from supermarket.simulation import simulate
 
-    calls = {"simulate": lambda n, d, lam: simulate(n, d, lam, steps=200, burn_in=0, workers=1),
-             "coalescence": lambda n, d, lam: coalescence(n, d, lam, replications=2, max_steps=500, burn_in=50,
-                                                          workers=1)}
-    small = st.one_of(st.sampled_from([0, -1, 1, 2, 5, 10**400, 2**53 + 1, 1.5, math.nan, "3", None, True]),
-                      st.integers(1, 30))
+    calls = {
+        "simulate": lambda n, d, lam: simulate(n, d, lam, steps=200, burn_in=0, workers=1),
+        "coalescence": lambda n, d, lam: coalescence(n, d, lam, replications=2, max_steps=500, burn_in=50, workers=1),
+    }
+    small = st.one_of(
+        st.sampled_from([0, -1, 1, 2, 5, 10**400, 2**53 + 1, 1.5, math.nan, "3", None, True]), st.integers(1, 30)
+    )
 
     @_fuzz(FAST_EXAMPLES * 2)
     @given(st.sampled_from(sorted(calls)), small, API_VALUES, API_VALUES)
@@ -522,10 +751,20 @@ def test_fuzz_simulate_and_coalescence_api():
 
 # --------------------------------------------------------------------------- interrupts, pipes, full disks
 def _subprocess(args, **kw):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(os.path.dirname(__file__), "..", "src"),
-                                                        os.environ.get("PYTHONPATH", "")]))
-    return subprocess.Popen([sys.executable, "-m", "supermarket", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env, start_new_session=True, **kw)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(
+            [os.path.join(os.path.dirname(__file__), "..", "src"), os.environ.get("PYTHONPATH", "")]
+        ),
+    )
+    return subprocess.Popen(
+        [sys.executable, "-m", "supermarket", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        start_new_session=True,
+        **kw,
+    )
 
 
 def _interrupt(args, after, wait=60):
@@ -570,8 +809,9 @@ def test_ctrl_c_in_every_command_exits_130_without_traceback(args, module, attr,
 
 @pytest.mark.slow
 def test_ctrl_c_in_mixing_worker_processes():
-    rc, _out, err = _interrupt(["mixing", "--n", "1000", "--d", "10", "--replications", "1000", "--workers", "2"],
-                              after=6)
+    rc, _out, err = _interrupt(
+        ["mixing", "--n", "1000", "--d", "10", "--replications", "1000", "--workers", "2"], after=6
+    )
     assert rc == 130 and "Traceback" not in err, err
     # the up-front duration warning may come first; click ends the ^C line with an empty one
     lines = [x for x in err.strip().splitlines() if x.strip()]
@@ -582,15 +822,22 @@ def test_full_disk_and_closed_pipe_are_one_line():
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full")
     with open("/dev/full", "w") as full:
-        p = subprocess.run([sys.executable, "-m", "supermarket", "theory", "--json"], stdout=full,
-                           stderr=subprocess.PIPE, timeout=60,
-                           env=dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(__file__), "..", "src")))
+        p = subprocess.run(
+            [sys.executable, "-m", "supermarket", "theory", "--json"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            timeout=60,
+            env=dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(__file__), "..", "src")),
+        )
     assert p.returncode == 1
     assert p.stderr.decode().strip() == "supermarket: error: I/O error: No space left on device"
     # a reader that goes away: quiet exit, no traceback
-    p = subprocess.Popen([sys.executable, "-m", "supermarket", "theory"], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE,
-                         env=dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(__file__), "..", "src")))
+    p = subprocess.Popen(
+        [sys.executable, "-m", "supermarket", "theory"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(__file__), "..", "src")),
+    )
     p.stdout.read(10)
     p.stdout.close()
     err = p.stderr.read().decode()

@@ -589,8 +589,12 @@ def test_exact_search_is_bounded_by_max_seconds(monkeypatch):
 def test_exact_solve_stops_at_ctrl_c():
     """spilu runs in a thread: SIGINT mid-solve ends the command within seconds (130)."""
     env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    p = subprocess.Popen([sys.executable, "-m", "supermarket", "exact", "--n", "6", "--load", "0.9", "--cap", "20"],
-                         stderr=subprocess.PIPE, text=True, env=env)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "supermarket", "exact", "--n", "6", "--load", "0.9", "--cap", "20"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     time.sleep(6)  # into the factorization of 230,230 states (about 25 s of CPU)
     assert p.poll() is None
     t0 = time.perf_counter()
@@ -887,8 +891,12 @@ def test_reproduce_writes_only_through_the_atomic_writer():
 
     root = Path(SRC) / "supermarket" / "experiments"
     bad = re.compile(r"""open\([^)]*["'][wa]b?["']|\.write_text\(|\.write_bytes\(|savefig\((?!buf)""")
-    hits = [f"{p.name}:{i}: {ln.strip()}" for p in root.rglob("*.py")
-            for i, ln in enumerate(p.read_text().splitlines(), 1) if bad.search(ln)]
+    hits = [
+        f"{p.name}:{i}: {ln.strip()}"
+        for p in root.rglob("*.py")
+        for i, ln in enumerate(p.read_text().splitlines(), 1)
+        if bad.search(ln)
+    ]
     assert not hits, hits
 
 

@@ -48,8 +48,17 @@ def _feed(h, *arrays):
 def _digest(engine, n, d, lam, replace, start, force, seed):
     k = th.k_lambda_d(d, lam) if d >= 2 else 0
     lo, hi = th.good_set_bounds(n, d, lam, 0.1, k) if k else (None, None)
-    ch = Chain(Params(n, d, lam, replace=replace), engine, start_counts(n, d, lam, start), seed, k=k, lo=lo, hi=hi,
-               record_levels=3, _force_window=force)
+    ch = Chain(
+        Params(n, d, lam, replace=replace),
+        engine,
+        start_counts(n, d, lam, start),
+        seed,
+        k=k,
+        lo=lo,
+        hi=hi,
+        record_levels=3,
+        _force_window=force,
+    )
     h = hashlib.sha256()
     ch.advance(max_events=20_000)
     ch.start_measuring()

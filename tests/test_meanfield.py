@@ -26,8 +26,12 @@ from supermarket.simulation import simulate
 # --------------------------------------------------------------------------- ODE
 def test_ode_long_time_limit_equals_closed_form():
     # (1, 0.75) needs 105 levels: the automatic method switches to BDF with the sparse Jacobian
-    for d, lam, start, T in [(2, 0.9, "empty", 600), (3, 0.7, "customers:5", 600), (1, 0.5, "empty", 600),
-                             (1, 0.75, "empty", 1500)]:
+    for d, lam, start, T in [
+        (2, 0.9, "empty", 600),
+        (3, 0.7, "customers:5", 600),
+        (1, 0.5, "empty", 600),
+        (1, 0.75, "empty", 1500),
+    ]:
         sol = mf.solve_meanfield(d, lam, T=T, start=start, t_eval=[0.0, T])
         assert sol.success
         pi = th.fixed_point(d, lam, sol.levels)
@@ -117,9 +121,16 @@ def test_replace_false_limit_is_the_centre():
 
 
 # --------------------------------------------------------------------------- validation
-@pytest.mark.parametrize("bad, level", [([0.5, 0.7], "level 2"), ([1.0, 0.5, 0.6, 0.1], "level 3"),
-                                        ([0.5, 1.2], "level 2"), ([-0.1], "level 1"),
-                                        ([0.5, float("nan")], "level 2")])
+@pytest.mark.parametrize(
+    "bad, level",
+    [
+        ([0.5, 0.7], "level 2"),
+        ([1.0, 0.5, 0.6, 0.1], "level 3"),
+        ([0.5, 1.2], "level 2"),
+        ([-0.1], "level 1"),
+        ([0.5, float("nan")], "level 2"),
+    ],
+)
 def test_bad_start_profile_names_first_offending_level(bad, level):
     with pytest.raises(ValueError, match=level):
         mf.solve_meanfield(2, 0.9, T=1.0, start=np.array(bad))
@@ -172,8 +183,10 @@ def test_sample_prob_without_replacement_is_the_binomial_ratio():
     u = np.array([0.4, 0.73, 0.95])
     h = 1e-6
     for order in (1, 2):
-        num = (mf.sample_prob(u + h, d, n=n, replace=False, order=order - 1)
-               - mf.sample_prob(u - h, d, n=n, replace=False, order=order - 1)) / (2 * h)
+        num = (
+            mf.sample_prob(u + h, d, n=n, replace=False, order=order - 1)
+            - mf.sample_prob(u - h, d, n=n, replace=False, order=order - 1)
+        ) / (2 * h)
         ana = mf.sample_prob(u, d, n=n, replace=False, order=order)
         assert np.allclose(num, ana, rtol=1e-6)
 
@@ -283,7 +296,7 @@ def _exact_profile_mean(n, d, lam, K):
     for k, s in enumerate(states):
         lengths = np.array(s)
         u = np.array([(lengths >= i).sum() / n for i in range(K + 2)])  # u_0 .. u_{K+1}
-        P = u ** d
+        P = u**d
         for ell in range(K):  # arrival joins a queue of length ell (lost beyond K)
             rate = n * lam * (P[ell] - P[ell + 1])
             if rate > 0:
@@ -412,14 +425,16 @@ def test_refined_without_replacement_V_satisfies_the_flow_identity():
     for d, lam in [(2, 0.9), (3, 0.7), (10, 0.95)]:
         r = mf.refined_mean_field(d, lam, replace=False)
         pi, V, W = r.pi, r.V, r.W
-        rhs = lam * (d * pi[:-1] ** (d - 1) * V[:-1] + 0.5 * d * (d - 1) * pi[:-1] ** (d - 2) * np.diag(W)[:-1]
-                     + sampling_first_order(pi[:-1], d))
+        rhs = lam * (
+            d * pi[:-1] ** (d - 1) * V[:-1]
+            + 0.5 * d * (d - 1) * pi[:-1] ** (d - 2) * np.diag(W)[:-1]
+            + sampling_first_order(pi[:-1], d)
+        )
         assert abs(V[0]) < 1e-10 * np.abs(V).max()
         assert np.allclose(V[1:], rhs, rtol=1e-8, atol=1e-12 * np.abs(V).max())
         assert r.replace is False and r.to_dict()["replace"] is False
     # d = 1: sampling one queue is the same either way
-    assert np.allclose(mf.refined_mean_field(1, 0.7, replace=False).V, mf.refined_mean_field(1, 0.7).V,
-                       rtol=0, atol=0)
+    assert np.allclose(mf.refined_mean_field(1, 0.7, replace=False).V, mf.refined_mean_field(1, 0.7).V, rtol=0, atol=0)
     with pytest.raises(ValueError, match="n must be >= d"):
         mf.refined_mean_field(3, 0.7, replace=False).mean(2)
 
@@ -477,19 +492,18 @@ def test_lna_covariance_against_simulation_n_1e4():
     """Covariance of √n u at n = 10^4 (λ = 0.9, d = 2) from a recorded trajectory, with
     batch-means standard errors (20 batches of 500 records, 0.53 time units apart)."""
     n, d, lam, k = 10**4, 2, 0.9, 6
-    s = simulate(n, d, lam, steps=10**8, seed=3, start="fixed-point", burn_in=10**6,
-                 record_every=n, record_levels=k)
+    s = simulate(n, d, lam, steps=10**8, seed=3, start="fixed-point", burn_in=10**6, record_every=n, record_levels=k)
     U = np.sqrt(n) * s.trajectory.u[:, :k]
     X = U - U.mean(axis=0)
     B = 20
     m = len(X) // B
-    covs = np.array([X[b * m:(b + 1) * m].T @ X[b * m:(b + 1) * m] / m for b in range(B)])
+    covs = np.array([X[b * m : (b + 1) * m].T @ X[b * m : (b + 1) * m] / m for b in range(B)])
     C = covs.mean(axis=0)
     se = covs.std(axis=0, ddof=1) / np.sqrt(B)
     W = mf.lna(d, lam).covariance[:k, :k]
     assert np.all(np.abs(C - W) <= 4.5 * se), (C - W) / se
     # and the empirical mean is the refined mean field within its standard error
-    means = np.array([s.trajectory.u[b * m:(b + 1) * m, :k].mean(axis=0) for b in range(B)])
+    means = np.array([s.trajectory.u[b * m : (b + 1) * m, :k].mean(axis=0) for b in range(B)])
     mse = means.std(axis=0, ddof=1) / np.sqrt(B)
     ref = mf.refined_mean_field(d, lam).mean(n)[:k]
     assert np.all(np.abs(means.mean(axis=0) - ref) <= 4.5 * mse)
@@ -518,8 +532,7 @@ def test_V_satisfies_the_exact_equilibrium_identity():
 
 
 @settings(max_examples=15, deadline=None)
-@given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=12), st.integers(1, 50),
-       st.sampled_from([0.3, 0.9, 0.999]))
+@given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=12), st.integers(1, 50), st.sampled_from([0.3, 0.9, 0.999]))
 def test_any_valid_start_stays_a_profile_and_balances_mass(values, d, lam):
     start = np.sort(np.array(values))[::-1]
     t = np.linspace(0.0, 3.0, 601)
@@ -563,7 +576,7 @@ def _refined_exact(d, lam, L, dps=40):
     pi = [lam ** ((mp.mpf(d) ** i - 1) / (d - 1)) for i in range(1, L + 1)]
     p1 = [d * p ** (d - 1) for p in pi]
     p2 = [d * (d - 1) * p ** (d - 2) for p in pi]
-    pd = [p ** d for p in pi]
+    pd = [p**d for p in pi]
     A = mp.zeros(L, L)
     for i in range(L):
         A[i, i] = -lam * p1[i] - 1
@@ -604,7 +617,7 @@ def test_refined_error_estimate_is_honest(d, lam):
 
 
 def test_refined_near_one_is_flagged_not_printed_as_a_number():
-    lam = 1 - 2.0 ** -53  # 0.99999999999999989
+    lam = 1 - 2.0**-53  # 0.99999999999999989
     with pytest.warns(mf.AccuracyWarning, match="not accurate"):
         r = mf.refined_mean_field(2, lam)
     assert not r.accurate and r.error_estimate > 1
@@ -669,7 +682,7 @@ def test_result_protocol_meanfield(tmp_path):
 
     ln = mf.lna(1, 0.5)
     fl = ln.to_frame()
-    assert len(fl) == ln.levels ** 2
+    assert len(fl) == ln.levels**2
     d1 = fl[fl.i == fl.j]
     # d = 1: independent M/M/1 queues, Var(√n u_i) = λ^i − λ^{2i}
     assert np.allclose(d1["std"] ** 2, 0.5 ** d1["i"] - 0.25 ** d1["i"], atol=1e-11)
@@ -682,8 +695,11 @@ def test_check_profile_type_errors_name_the_problem():
     (the messages are built by model.check_vector since the meanfield split)."""
     with pytest.raises(TypeError, match=r"^start profile must be a 1-d array of numbers in \[0, 1\]; got str$"):
         mf.check_profile("abc")
-    with pytest.raises(TypeError, match=r"^start profile must be a non-empty 1-d array \(u_1, u_2, \.\.\.\); "
-                                        r"got shape \(0,\)$"):
+    with pytest.raises(
+        TypeError,
+        match=r"^start profile must be a non-empty 1-d array \(u_1, u_2, \.\.\.\); "
+        r"got shape \(0,\)$",
+    ):
         mf.check_profile([])
     with pytest.raises(TypeError, match=r"^u must be a non-empty 1-d array \(u_1, u_2, \.\.\.\); got shape \(1, 2\)$"):
         mf.check_profile([[0.5, 0.25]], "u")

@@ -224,11 +224,12 @@ GOLDEN = {
         "509ca6e9c767e8c6fee655cd618909bde3467beb0f3a35e7d1d560fcc0356be2",
         "2c76a29a4de75906fc713259a87ebfe6dc28972287cf25bcc173514416314337",
     ),
-    "stats.ErrorEstimate": (  # the table: new with the result base; the field "skewness": new with the skew-aware intervals
+    # the tables: new with the result base; the field "skewness": new with the skew-aware intervals
+    "stats.ErrorEstimate": (
         "b57281b8e734dde1718196844f3ae70b48e51f022bc4a3653bf31af19aba7074",
         "b7ea536939c7bba0170c582e6e77eb91825ad4f9b270b4b091de649fadadd0d3",
     ),
-    "stats.ErrorEstimate_blocking": (  # the table: new with the result base; the field "skewness": new with the skew-aware intervals
+    "stats.ErrorEstimate_blocking": (
         "b51695b8894bcb26d6735f97272a909726f8b7939ff098d85b352f834edd4a2c",
         "71735934ac951e273410b2c4ddfa7f5da339fe16eb29a90ec8a67f762263728d",
     ),

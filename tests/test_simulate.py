@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from supermarket.cli import main
-from supermarket.simulation import SimulationResult, simulate
 from supermarket.cli._common import to_jsonable
+from supermarket.simulation import SimulationResult, simulate
 
 
 def test_same_seed_same_numbers_and_different_seed_differs():
@@ -47,8 +47,18 @@ def test_result_fields_and_json():
     assert math.isclose(res.mean_sojourn_time, res.mean_queue_length / 0.9)
     d = res.to_dict()
     text = json.dumps(to_jsonable(d), allow_nan=False)
-    for key in ("params", "engine", "steps", "u_mean", "u_stderr", "max_queue_dist", "mean_queue_length",
-                "mean_queue_length_stderr", "good_set_fraction", "events_per_second"):
+    for key in (
+        "params",
+        "engine",
+        "steps",
+        "u_mean",
+        "u_stderr",
+        "max_queue_dist",
+        "mean_queue_length",
+        "mean_queue_length_stderr",
+        "good_set_fraction",
+        "events_per_second",
+    ):
         assert key in d
     assert set(d["params"]) >= {"n", "d", "load", "replace"}
     assert all(isinstance(k, str) for k in d["max_queue_dist"])
@@ -62,8 +72,19 @@ def test_trajectory_discrete_and_continuous():
     assert np.all(tr["u"] >= 0) and np.all(tr["u"] <= 1)
     assert np.all(np.diff(tr["u"], axis=1) <= 0)
     assert np.all(tr["total"] >= 100 * tr["u"][:, 0])
-    res = simulate(1000, 5, 0.95, time=20.0, burn_in=2.0, time_mode="continuous", replace=False,
-                   record_every=0.05, record_levels=2, seed=3, start="fixed-point")
+    res = simulate(
+        1000,
+        5,
+        0.95,
+        time=20.0,
+        burn_in=2.0,
+        time_mode="continuous",
+        replace=False,
+        record_every=0.05,
+        record_levels=2,
+        seed=3,
+        start="fixed-point",
+    )
     tr = res.trajectory
     assert len(tr) == 400 and np.allclose(np.diff(tr.t), 0.05)
     assert abs(res.sim_time - 20.0) < 1e-9
@@ -72,6 +93,7 @@ def test_trajectory_discrete_and_continuous():
 
 def test_plot_writes_a_file(tmp_path):
     import matplotlib
+
     matplotlib.use("Agg")
     res = simulate(200, 2, 0.9, steps=100_000, seed=1)
     path = tmp_path / "p.png"
@@ -86,24 +108,27 @@ def test_load_at_least_one_warns():
     assert res.mean_queue_length > 0
 
 
-@pytest.mark.parametrize("kwargs,exc,match", [
-    (dict(engine="fast"), ValueError, "profile, queues, buckets"),
-    (dict(steps=0), ValueError, "steps"),
-    (dict(steps=-5), ValueError, "steps"),
-    (dict(steps=math.inf), ValueError, "steps"),
-    (dict(steps=1.5), ValueError, "steps"),
-    (dict(steps="10"), TypeError, "steps"),
-    (dict(time=math.nan), ValueError, "time"),
-    (dict(time=-1.0), ValueError, "time"),
-    (dict(steps=10, time=1.0), ValueError, "either"),
-    (dict(time_mode="weird"), ValueError, "time_mode"),
-    (dict(eps=0.5), ValueError, "eps"),
-    (dict(replications=0), ValueError, "replications"),
-    (dict(workers=0), ValueError, "workers"),
-    (dict(record_every=-1), ValueError, "record_every"),
-    (dict(start="bogus"), ValueError, "start"),
-    (dict(seed=-1), ValueError, "seed"),
-])
+@pytest.mark.parametrize(
+    "kwargs,exc,match",
+    [
+        (dict(engine="fast"), ValueError, "profile, queues, buckets"),
+        (dict(steps=0), ValueError, "steps"),
+        (dict(steps=-5), ValueError, "steps"),
+        (dict(steps=math.inf), ValueError, "steps"),
+        (dict(steps=1.5), ValueError, "steps"),
+        (dict(steps="10"), TypeError, "steps"),
+        (dict(time=math.nan), ValueError, "time"),
+        (dict(time=-1.0), ValueError, "time"),
+        (dict(steps=10, time=1.0), ValueError, "either"),
+        (dict(time_mode="weird"), ValueError, "time_mode"),
+        (dict(eps=0.5), ValueError, "eps"),
+        (dict(replications=0), ValueError, "replications"),
+        (dict(workers=0), ValueError, "workers"),
+        (dict(record_every=-1), ValueError, "record_every"),
+        (dict(start="bogus"), ValueError, "start"),
+        (dict(seed=-1), ValueError, "seed"),
+    ],
+)
 def test_bad_input(kwargs, exc, match):
     with pytest.raises(exc, match=match):
         simulate(100, 2, 0.9, **{"steps": 1000, **kwargs} if "time" not in kwargs else kwargs)
@@ -124,37 +149,84 @@ def test_bad_parameters():
 
 # ----------------------------------------------------------------- CLI
 def test_cli_json_keys():
-    r = CliRunner().invoke(main, ["simulate", "--n", "200", "--d", "2", "--load", "0.9", "--steps", "1e5",
-                                  "--json"])
+    r = CliRunner().invoke(main, ["simulate", "--n", "200", "--d", "2", "--load", "0.9", "--steps", "1e5", "--json"])
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)  # warnings go to stderr
-    assert d["params"] ["n"] == 200 and d["params"]["load"] == 0.9 and d["params"]["replace"] is True
+    assert d["params"]["n"] == 200 and d["params"]["load"] == 0.9 and d["params"]["replace"] is True
     assert d["steps"] == 100_000
-    for key in ("engine", "u_mean", "u_stderr", "max_queue_dist", "mean_queue_length",
-                "mean_queue_length_stderr", "good_set_fraction", "events_per_second"):
+    for key in (
+        "engine",
+        "u_mean",
+        "u_stderr",
+        "max_queue_dist",
+        "mean_queue_length",
+        "mean_queue_length_stderr",
+        "good_set_fraction",
+        "events_per_second",
+    ):
         assert key in d
 
 
 def test_cli_table_plot_and_out(tmp_path):
     out, png = tmp_path / "r.json", tmp_path / "r.png"
-    r = CliRunner().invoke(main, ["simulate", "--n", "300", "--d", "3", "--load", "0.95", "--steps", "2e5",
-                                  "--engine", "buckets", "--no-replace", "--time-mode", "continuous",
-                                  "--start", "fixed-point", "--replications", "2", "--workers", "2",
-                                  "--save", str(out), "--plot", str(png)])
+    r = CliRunner().invoke(
+        main,
+        [
+            "simulate",
+            "--n",
+            "300",
+            "--d",
+            "3",
+            "--load",
+            "0.95",
+            "--steps",
+            "2e5",
+            "--engine",
+            "buckets",
+            "--no-replace",
+            "--time-mode",
+            "continuous",
+            "--start",
+            "fixed-point",
+            "--replications",
+            "2",
+            "--workers",
+            "2",
+            "--save",
+            str(out),
+            "--plot",
+            str(png),
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert "π(i)" in r.output and "k_(λ,d)" in r.output and "events per second" in r.output
     assert json.loads(out.read_text())["engine"] == "buckets"
     assert png.stat().st_size > 1000
 
 
-@pytest.mark.parametrize("args", [["--engine", "fast"], ["--steps", "0"], ["--steps", "abc"], ["--n", "0"],
-                                  ["--load", "-1"], ["--time", "-2"], ["--eps", "3"], ["--start", "nope"],
-                                  ["--burn-in", "x"], ["--burn-in-steps", "x"], ["--burn-in-time", "5"],
-                                  ["--time", "5", "--burn-in-steps", "10"], ["--burn-in-steps", "1", "--burn-in", "1"],
-                                  ["--d", "50", "--n", "10", "--no-replace"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--engine", "fast"],
+        ["--steps", "0"],
+        ["--steps", "abc"],
+        ["--n", "0"],
+        ["--load", "-1"],
+        ["--time", "-2"],
+        ["--eps", "3"],
+        ["--start", "nope"],
+        ["--burn-in", "x"],
+        ["--burn-in-steps", "x"],
+        ["--burn-in-time", "5"],
+        ["--time", "5", "--burn-in-steps", "10"],
+        ["--burn-in-steps", "1", "--burn-in", "1"],
+        ["--d", "50", "--n", "10", "--no-replace"],
+    ],
+)
 def test_cli_bad_input_exit_2(args):
-    r = CliRunner().invoke(main, ["simulate", "--steps", "1000", *args] if "--steps" not in args
-                           else ["simulate", *args])
+    r = CliRunner().invoke(
+        main, ["simulate", "--steps", "1000", *args] if "--steps" not in args else ["simulate", *args]
+    )
     assert r.exit_code == 2, r.output
     assert "Traceback" not in r.output
 
@@ -183,13 +255,19 @@ def test_ctrl_c_returns_partial_result():
 
     # The child imports and compiles first, then says READY on stderr: the interrupt must
     # land in the measurement, not in the import (which under CPU load can take seconds).
-    code = ("import sys; from supermarket.cli import main; from supermarket.simulation import simulate; "
-            "simulate(1000, 2, 0.9, steps=10_000, burn_in=100, start='fixed-point'); "
-            "sys.stderr.write('READY\\n'); sys.stderr.flush(); "
-            "main(['simulate', '--n', '1000', '--d', '2', '--load', '0.9', "
-            "'--steps', '1e12', '--burn-in', '1e5', '--json'])")
-    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    code = (
+        "import sys; from supermarket.cli import main; from supermarket.simulation import simulate; "
+        "simulate(1000, 2, 0.9, steps=10_000, burn_in=100, start='fixed-point'); "
+        "sys.stderr.write('READY\\n'); sys.stderr.flush(); "
+        "main(['simulate', '--n', '1000', '--d', '2', '--load', '0.9', "
+        "'--steps', '1e12', '--burn-in', '1e5', '--json'])"
+    )
+    p = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     t0 = time.monotonic()
     line = b""
     while b"READY" not in line:
@@ -219,6 +297,7 @@ def test_short_default_burn_in_from_empty_warns():
     with pytest.warns(RuntimeWarning, match="relaxation times"):
         simulate(10**6, 100, 0.999, steps=10**5, seed=0)
     import warnings as _w
+
     with _w.catch_warnings():
         # only the burn-in warning is an error here: these runs are far too short, and the
         # error analysis rightly says so (docs/model.md §9)
@@ -258,16 +337,40 @@ def test_reliable_flags_and_json_fields():
     assert res.u_n_eff[0] > 10
     assert [c["result"] for c in res.self_checks[:3]] == ["pass"] * 3
     d = json.loads(json.dumps(to_jsonable(res.to_dict()), allow_nan=False))
-    for key in ("u_reliable", "u_half_width", "u_n_eff", "mean_queue_length_reliable", "self_checks", "start_up",
-                "notes", "reliable", "error_method"):
+    for key in (
+        "u_reliable",
+        "u_half_width",
+        "u_n_eff",
+        "mean_queue_length_reliable",
+        "self_checks",
+        "start_up",
+        "notes",
+        "reliable",
+        "error_method",
+    ):
         assert key in d
     assert d["u_reliable"][0] is True
     # a run far shorter than the correlation time says so instead of giving a number
     with pytest.warns(RuntimeWarning, match="too short to estimate"):
         short = simulate(10_000, 20, 0.99, steps=20_000, seed=3, start="fixed-point")
     assert not short.mean_queue_length_reliable and not short.reliable
-    r = CliRunner().invoke(main, ["simulate", "--n", "10000", "--d", "20", "--load", "0.99", "--steps", "2e4",
-                                  "--start", "fixed-point", "--json"])
+    r = CliRunner().invoke(
+        main,
+        [
+            "simulate",
+            "--n",
+            "10000",
+            "--d",
+            "20",
+            "--load",
+            "0.99",
+            "--steps",
+            "2e4",
+            "--start",
+            "fixed-point",
+            "--json",
+        ],
+    )
     assert r.exit_code == 0 and json.loads(r.stdout)["mean_queue_length_reliable"] is False
 
 
@@ -298,11 +401,28 @@ def test_precision_is_met_or_the_cap_is_reported():
     assert res.mean_queue_length_half_width / res.mean_queue_length <= 0.01
     assert res.steps >= 100_000
     with pytest.warns(RuntimeWarning, match="max_steps"):
-        capped = simulate(100, 2, 0.9, steps=100_000, seed=5, start="fixed-point", precision=1e-5,
-                          max_steps=400_000)
+        capped = simulate(100, 2, 0.9, steps=100_000, seed=5, start="fixed-point", precision=1e-5, max_steps=400_000)
     assert capped.precision["cap_hit"] and not capped.precision["met"] and capped.steps <= 400_000
-    r = CliRunner().invoke(main, ["simulate", "--n", "100", "--d", "2", "--load", "0.9", "--steps", "1e5",
-                                  "--start", "fixed-point", "--precision", "1e-5", "--max-steps", "4e5"])
+    r = CliRunner().invoke(
+        main,
+        [
+            "simulate",
+            "--n",
+            "100",
+            "--d",
+            "2",
+            "--load",
+            "0.9",
+            "--steps",
+            "1e5",
+            "--start",
+            "fixed-point",
+            "--precision",
+            "1e-5",
+            "--max-steps",
+            "4e5",
+        ],
+    )
     assert r.exit_code == 0 and "max steps reached" in r.output and "max_steps" in r.output
 
 
@@ -326,8 +446,24 @@ def _same_but_speed(a: dict, b: dict):
 
 def test_summary_is_what_the_cli_prints_and_has_the_response_times():
     res = simulate(60, 2, 0.7, **_FAST)
-    r = CliRunner().invoke(main, ["simulate", "--n", "60", "--d", "2", "--load", "0.7", "--steps", "40000",
-                                  "--seed", "2", "--start", "fixed-point"])
+    r = CliRunner().invoke(
+        main,
+        [
+            "simulate",
+            "--n",
+            "60",
+            "--d",
+            "2",
+            "--load",
+            "0.7",
+            "--steps",
+            "40000",
+            "--seed",
+            "2",
+            "--start",
+            "fixed-point",
+        ],
+    )
     assert r.exit_code == 0, r.output
     cli_lines = r.stdout.rstrip("\n").splitlines()
     lib_lines = res.summary().splitlines()
@@ -372,12 +508,13 @@ def test_to_frame_one_row_per_level():
     k = res.k
     lin = 1 - np.asarray(th.linearised_q(3, "0.8", k))
     assert np.allclose(f["linearised"].iloc[:k], lin) and f["linearised"].iloc[k] == 0
-    assert f["linearised"].iloc[k + 1:].isna().all()
+    assert f["linearised"].iloc[k + 1 :].isna().all()
     assert set(f["n"]) == {60} and set(f["engine"]) == {"profile"} and set(f["replace"]) == {True}
 
 
 def test_plot_has_a_response_time_panel(tmp_path):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -396,15 +533,38 @@ def test_plot_has_a_response_time_panel(tmp_path):
 
 def test_cli_cdf_json_and_text():
     n_points = 7
-    r = CliRunner().invoke(main, ["simulate", "--n", "60", "--d", "2", "--load", "0.7", "--steps", "40000",
-                                  "--seed", "2", "--start", "fixed-point", "--cdf", str(n_points), "--json"])
+    r = CliRunner().invoke(
+        main,
+        [
+            "simulate",
+            "--n",
+            "60",
+            "--d",
+            "2",
+            "--load",
+            "0.7",
+            "--steps",
+            "40000",
+            "--seed",
+            "2",
+            "--start",
+            "fixed-point",
+            "--cdf",
+            str(n_points),
+            "--json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     cdf = d["cdf"]
     t, s, w = (np.array(cdf[k]) for k in ("t", "sojourn", "waiting"))
     assert len(t) == len(s) == len(w) == n_points and t[0] == 0 and np.all(np.diff(t) > 0)
-    assert math.isclose(t[-1], 1.1 * d["sojourn"]["quantiles"]["0.999"] if "0.999" in d["sojourn"]["quantiles"]
-                        else 1.1 * max(d["sojourn"]["quantiles"].values()))
+    assert math.isclose(
+        t[-1],
+        1.1 * d["sojourn"]["quantiles"]["0.999"]
+        if "0.999" in d["sojourn"]["quantiles"]
+        else 1.1 * max(d["sojourn"]["quantiles"].values()),
+    )
     # laws: nondecreasing in [0, 1]; S = W + service, so P(S <= t) <= P(W <= t); S > 0 a.s.;
     # the waiting time's atom at 0 is P(J = 0) = 1 − E[P_1] (PASTA)
     for c in (s, w):
@@ -413,8 +573,26 @@ def test_cli_cdf_json_and_text():
     assert math.isclose(w[0], 1 - d["ud_mean"][0], rel_tol=1e-9)
     assert s[-1] > 0.999  # the grid ends beyond the p99.9
     # the text prints the same table
-    r2 = CliRunner().invoke(main, ["simulate", "--n", "60", "--d", "2", "--load", "0.7", "--steps", "40000",
-                                   "--seed", "2", "--start", "fixed-point", "--cdf", str(n_points)])
+    r2 = CliRunner().invoke(
+        main,
+        [
+            "simulate",
+            "--n",
+            "60",
+            "--d",
+            "2",
+            "--load",
+            "0.7",
+            "--steps",
+            "40000",
+            "--seed",
+            "2",
+            "--start",
+            "fixed-point",
+            "--cdf",
+            str(n_points),
+        ],
+    )
     assert r2.exit_code == 0, r2.output
     assert f"Response-time CDF on {n_points} points" in r2.stdout
     rows = [line.split() for line in r2.stdout.splitlines()]
@@ -423,8 +601,22 @@ def test_cli_cdf_json_and_text():
 
 
 def test_cli_no_replace_and_replace_pair():
-    base = ["simulate", "--n", "30", "--d", "3", "--load", "0.8", "--steps", "20000", "--seed", "1",
-            "--start", "fixed-point", "--json"]
+    base = [
+        "simulate",
+        "--n",
+        "30",
+        "--d",
+        "3",
+        "--load",
+        "0.8",
+        "--steps",
+        "20000",
+        "--seed",
+        "1",
+        "--start",
+        "fixed-point",
+        "--json",
+    ]
     r_no = CliRunner().invoke(main, [*base, "--no-replace"])
     r_yes = CliRunner().invoke(main, [*base, "--replace"])
     r_def = CliRunner().invoke(main, base)
@@ -437,11 +629,21 @@ def test_cli_no_replace_and_replace_pair():
     assert no["u_mean"] == lib.u_mean.tolist()
 
 
-@pytest.mark.parametrize("args", [["--cdf", "1"], ["--cdf", "4", "--load", "1.5"], ["--seed", "-1"],
-                                  ["--replications", "0"], ["--workers", "0"], ["--replace", "--d", "0"],
-                                  ["--scheduler", "not-an-address"], ["--scheduler", "tcp://127.0.0.1:1", "--workers", "2"],
-                                  ["--scheduler", "tcp://127.0.0.1:1", "--precision", "0.01"],
-                                  ["--timeout", "0"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--cdf", "1"],
+        ["--cdf", "4", "--load", "1.5"],
+        ["--seed", "-1"],
+        ["--replications", "0"],
+        ["--workers", "0"],
+        ["--replace", "--d", "0"],
+        ["--scheduler", "not-an-address"],
+        ["--scheduler", "tcp://127.0.0.1:1", "--workers", "2"],
+        ["--scheduler", "tcp://127.0.0.1:1", "--precision", "0.01"],
+        ["--timeout", "0"],
+    ],
+)
 def test_cli_bad_input_is_one_line(args):
     r = CliRunner().invoke(main, ["simulate", "--n", "30", "--d", "2", "--steps", "1000", *args])
     assert r.exit_code == 2, (args, r.output)
@@ -482,11 +684,31 @@ def test_dask_cluster_gives_the_local_numbers(dask_cluster):
     finally:
         client.close()
     _same_but_speed(local.to_dict(), remote.to_dict())
-    assert np.array_equal(local.u_mean, remote.u_mean) and local.response.sojourn.quantiles == \
-        remote.response.sojourn.quantiles
+    assert (
+        np.array_equal(local.u_mean, remote.u_mean)
+        and local.response.sojourn.quantiles == remote.response.sojourn.quantiles
+    )
     assert np.array_equal(simulate(40, 2, 0.8, engine="queues", workers=1, **kw).final_lengths, queues.final_lengths)
-    args = ["simulate", "--n", "40", "--d", "3", "--load", "0.7", "--steps", "20000", "--seed", "4",
-            "--replications", "2", "--start", "fixed-point", "--cdf", "5", "--json"]
+    args = [
+        "simulate",
+        "--n",
+        "40",
+        "--d",
+        "3",
+        "--load",
+        "0.7",
+        "--steps",
+        "20000",
+        "--seed",
+        "4",
+        "--replications",
+        "2",
+        "--start",
+        "fixed-point",
+        "--cdf",
+        "5",
+        "--json",
+    ]
     a = CliRunner().invoke(main, args)
     b = CliRunner().invoke(main, [*args, "--scheduler", dask_cluster, "--timeout", "30"])
     assert a.exit_code == 0 and b.exit_code == 0, (a.output, b.output)
@@ -498,7 +720,8 @@ def test_dask_cluster_gives_the_local_numbers(dask_cluster):
 def test_ctrl_c_on_a_cluster_keeps_the_finished_replications(monkeypatch):
     """Ctrl-C during a cluster run: the replications that finished whole make a partial
     result (their numbers are the local ones); none finished: KeyboardInterrupt."""
-    from supermarket import parallel, simulation as sim
+    from supermarket import parallel
+    from supermarket import simulation as sim
 
     def one_then_interrupt(fn, tasks, *, on_result=None, **kw):
         on_result(1, fn(tasks[1]), None)  # replication 1 finished, then Ctrl-C
@@ -528,6 +751,7 @@ def test_linearised_profile_not_shown_outside_its_regime():
     negative 1 − q̃_4 = −0.187): the table shows no number there and says why; where it is
     valid (d = 20, λ = 0.99) the column holds 1 − q̃_i."""
     from supermarket import theory
+
     bad = simulate(1000, 2, 0.9, steps=20_000, seed=1, start="fixed-point", progress=False)
     assert not theory.linearisation_valid(2, 0.9)
     text = bad.summary()
@@ -560,15 +784,13 @@ def test_blocks_must_span_the_slow_mode_in_both_time_modes():
     assert abs(relax - 1 / theory.slow_mode(50, 0.99).mu) < 1e-12
     assert abs(es.relaxation_time(1, 0.81) - 1 / (1 - 0.9) ** 2) < 1e-9  # M/M/1: 1/(1 − √λ)²
     for mode in ("discrete", "continuous"):
-        short = simulate(1000, 50, 0.99, steps=2_000_000, start="fixed-point", seed=3, time_mode=mode,
-                         progress=False)
+        short = simulate(1000, 50, 0.99, steps=2_000_000, start="fixed-point", seed=3, time_mode=mode, progress=False)
         assert not short.u_reliable[0] and "known correlation time" in short.u_note[0], (mode, short.u_note)
         # 1024 batches of 1953 steps (0.98 time units): blocks of ⌈51.5/0.98⌉ = 53 batches at least
         assert "of at least 53 measurements" in short.u_note[0], short.u_note[0]
         # its response-time errors are unknown too (NaN), not a confident number
         assert math.isnan(short.sojourn.stderr["mean"]) and math.isnan(short.sojourn.stderr["quantiles"][0.99])
-        long = simulate(1000, 50, 0.99, steps=8_000_000, start="fixed-point", seed=3, time_mode=mode,
-                        progress=False)
+        long = simulate(1000, 50, 0.99, steps=8_000_000, start="fixed-point", seed=3, time_mode=mode, progress=False)
         assert long.u_reliable[0] and long.mean_queue_length_reliable, (mode, long.u_note)
         assert abs(long.u_mean[0] - 0.99) <= long.u_half_width[0] * 1.5  # E[u_1] = λ
         assert long.sojourn.stderr["mean"] > 0

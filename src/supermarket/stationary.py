@@ -33,8 +33,19 @@ from .model import Params, check_int, check_positive_float, check_positive_int
 from .response.mixture import _check_quantiles
 from .theory import log_fixed_point
 
-__all__ = ["solve", "ExactResult", "count_states", "count_nonzeros", "estimate_bytes", "estimate_seconds",
-           "least_states", "DEFAULT_TOL", "MAX_STATES", "MAX_SECONDS", "SLOW_STATES"]
+__all__ = [
+    "solve",
+    "ExactResult",
+    "count_states",
+    "count_nonzeros",
+    "estimate_bytes",
+    "estimate_seconds",
+    "least_states",
+    "DEFAULT_TOL",
+    "MAX_STATES",
+    "MAX_SECONDS",
+    "SLOW_STATES",
+]
 
 DEFAULT_TOL = 1e-6
 MAX_STATES = 1_000_000  # beyond this the solve takes many minutes on one core
@@ -300,8 +311,16 @@ class ExactResult(Result):
 
     _omit = ("response", "profile_counts", "profile_prob")
     _extra = ("sojourn", "waiting")
-    _order = ("params", "u_mean", "ud_mean", "max_queue_dist", "mean_queue_length", "mean_sojourn_time",
-              "sojourn", "waiting")
+    _order = (
+        "params",
+        "u_mean",
+        "ud_mean",
+        "max_queue_dist",
+        "mean_queue_length",
+        "mean_sojourn_time",
+        "sojourn",
+        "waiting",
+    )
 
     def to_dict(self, *, profile_law: bool | float = False) -> dict[str, Any]:
         """The fields (``response`` as ``sojourn`` and ``waiting``), JSON-safe; with
@@ -332,20 +351,28 @@ class ExactResult(Result):
         tr = self.truncation
         lines = [
             f"Exact stationary law (docs/model.md §11): n={p.n}, d={p.d}, λ={p.lam:g}, "
-            + (f"{'with' if p.replace else 'without'} replacement" if self.policy == _pol.DEFAULT_POLICY else
-               f"dispatch rule {_pol.describe(self.policy)} (d and replacement unused)"),
+            + (
+                f"{'with' if p.replace else 'without'} replacement"
+                if self.policy == _pol.DEFAULT_POLICY
+                else f"dispatch rule {_pol.describe(self.policy)} (d and replacement unused)"
+            ),
             f"  {self.states} states (queue lengths capped at {tr['cap']}), solved in {self.seconds:.3g} s, "
             f"{self.method}, residual {self.residual:.2g}",
             f"  truncation: P(some queue at the cap) = {tr['mass_at_cap']:.3g} (tol {tr['tol']:g}); "
             f"arrivals dropped {tr['dropped_fraction']:.3g}"
-            + ("" if tr.get("u_change_from_previous_cap") is None else
-               f"; max |ΔE[u_i]| from cap {tr['previous_cap']}: {tr['u_change_from_previous_cap']:.3g}"),
+            + (
+                ""
+                if tr.get("u_change_from_previous_cap") is None
+                else f"; max |ΔE[u_i]| from cap {tr['previous_cap']}: {tr['u_change_from_previous_cap']:.3g}"
+            ),
             f"  mean queue length {self.mean_queue_length:.10g}, mean sojourn time {self.mean_sojourn_time:.10g}",
         ]
         shown = [i for i, u in enumerate(self.u_mean) if u >= 1e-12]
         lines.append("  E[u_i]: " + ", ".join(f"{self.u_mean[i]:.8g}" for i in shown[:12]))
-        lines.append("  max queue length: " + ", ".join(f"{m}: {v:.6g}" for m, v in sorted(self.max_queue_dist.items())
-                                                         if v >= 1e-12))
+        lines.append(
+            "  max queue length: "
+            + ", ".join(f"{m}: {v:.6g}" for m, v in sorted(self.max_queue_dist.items()) if v >= 1e-12)
+        )
         lines.append(self.response.summary())
         return "\n".join(lines)
 
@@ -390,8 +417,9 @@ def _states(n: int, cap: int):
     for a in range(n + cap + 1):
         for b in range(min(a, n + 1) + 1):
             Cb[a, b] = math.comb(a, b)
-    Z = np.fromiter(itertools.chain.from_iterable(itertools.combinations(range(n + cap), n)),
-                    dtype=np.int64, count=S * n).reshape(S, n)
+    Z = np.fromiter(
+        itertools.chain.from_iterable(itertools.combinations(range(n + cap), n)), dtype=np.int64, count=S * n
+    ).reshape(S, n)
     k = np.arange(n)
     rank = Cb[Z, k + 1].sum(axis=1)
     Y = np.empty((S, n), dtype=np.int64)
@@ -427,7 +455,9 @@ def _build(n: int, d: int, lam: float, replace: bool, cap: int, policy: str = _p
         k = n - c[ok, ell + 1] - 1  # last ascending position holding ell
         z = ell + k
         dst = src + Cb[z, k]
-        rows.append(src); cols.append(dst); vals.append(rate[ok])
+        rows.append(src)
+        cols.append(dst)
+        vals.append(rate[ok])
         out[ok] += rate[ok]
     for ell in range(1, cap + 1):  # departures from a queue of length ell
         rate = (c[:, ell] - c[:, ell + 1]).astype(float)
@@ -438,12 +468,16 @@ def _build(n: int, d: int, lam: float, replace: bool, cap: int, policy: str = _p
         k = n - c[ok, ell]  # first ascending position holding ell
         z = ell + k
         dst = src - Cb[z - 1, k]
-        rows.append(src); cols.append(dst); vals.append(rate[ok])
+        rows.append(src)
+        cols.append(dst)
+        vals.append(rate[ok])
         out[ok] += rate[ok]
     del kk
-    rows.append(r); cols.append(r); vals.append(-out)
+    rows.append(r)
+    cols.append(r)
+    vals.append(-out)
     Q = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(S, S))
-    return Q, c[:, 1:cap + 1], P[:, 1:cap + 1], Y[:, -1]
+    return Q, c[:, 1 : cap + 1], P[:, 1 : cap + 1], Y[:, -1]
 
 
 GMRES_TOL = 1e-15  # |πQ|_2 relative to max|Q_ii| Σπ: GMRES stops below it (see _stationary)
@@ -499,8 +533,18 @@ def _stationary(Q, tot, x0=None) -> tuple[np.ndarray, float, str]:
             ilu = _interruptible(spla.spilu, sub, drop_tol=drop, fill_factor=fill, permc_spec="NATURAL")
             M = spla.LinearOperator(sub.shape, ilu.solve)
             try:
-                y, info = spla.gmres(sub, rhs, x0=guess, M=M, rtol=1e-13, atol=0.0, restart=60, maxiter=40,
-                                     callback=small_enough, callback_type="x")
+                y, info = spla.gmres(
+                    sub,
+                    rhs,
+                    x0=guess,
+                    M=M,
+                    rtol=1e-13,
+                    atol=0.0,
+                    restart=60,
+                    maxiter=40,
+                    callback=small_enough,
+                    callback_type="x",
+                )
             except _Converged as stop:
                 y, info = stop.y, 0
             if info == 0:
@@ -601,7 +645,8 @@ def _check_size(n, cap, max_states, why=""):
         raise ValueError(
             f"too large: n={n} with queue lengths capped at {cap}{why} has {S:,} states (C(n+cap, n)), about "
             f"{need / 2**30:.3g} GiB to solve (limit: {max_states:,} states, {lim / 2**30:.3g} GiB); "
-            "use a smaller n, a larger --tol, or a smaller --cap")
+            "use a smaller n, a larger --tol, or a smaller --cap"
+        )
     return S
 
 
@@ -652,14 +697,18 @@ def _check_seconds(n, d, lam, tol, cap, max_states, max_seconds, *, fixed: bool,
         else:
             m = _largest_fitting_n(n, d, lam, tol, max_states, max_seconds)
             what = f"the cap search ends at a cap of at least {cap}"
-            fit = (f"n <= {m} fits at its least cap at this d, λ and tol (the search often ends a few caps "
-                   "higher, at several times the cost), or a larger --tol" if m >= 1 else
-                   "no n fits at this d, λ and tol: a larger --tol")
+            fit = (
+                f"n <= {m} fits at its least cap at this d, λ and tol (the search often ends a few caps "
+                "higher, at several times the cost), or a larger --tol"
+                if m >= 1
+                else "no n fits at this d, λ and tol: a larger --tol"
+            )
     raise ValueError(
         f"{head}{what} ({S:,} states, {count_nonzeros(n, cap):,} non-zeros) is predicted to take "
         f"{human_seconds(secs)}{' more' if spent else ''} on one core "
         f"(limit max_seconds = {max_seconds:g} s, --max-seconds); {fit}; "
-        "for larger systems use `supermarket perfect` (exact samples) or `supermarket simulate`")
+        "for larger systems use `supermarket perfect` (exact samples) or `supermarket simulate`"
+    )
 
 
 def _one(n, d, lam, replace, cap, keep, prev=None, policy=_pol.DEFAULT_POLICY):
@@ -670,7 +719,7 @@ def _one(n, d, lam, replace, cap, keep, prev=None, policy=_pol.DEFAULT_POLICY):
         # the previous cap's law, extended to the new states (ranks of the old states are
         # unchanged: the colex rank does not depend on the cap) with a small floor
         x0 = np.full(Q.shape[0], prev["pi"].min() if prev["pi"].min() > 0 else 1e-300)
-        x0[:prev["pi"].size] = prev["pi"]
+        x0[: prev["pi"].size] = prev["pi"]
     pi, res, method = _stationary(Q, tot, x0)
     u = (pi @ c) / n
     ud = pi @ P
@@ -681,9 +730,20 @@ def _one(n, d, lam, replace, cap, keep, prev=None, policy=_pol.DEFAULT_POLICY):
     return out
 
 
-def solve(n: int, d: int, lam: float | str, *, replace: bool = True, tol: float = DEFAULT_TOL, cap: int | None = None,
-          quantiles: Any = _resp.DEFAULT_QUANTILES, profile_law: bool = False, max_states: int = MAX_STATES,
-          max_seconds: float = MAX_SECONDS, policy: str = _pol.DEFAULT_POLICY) -> ExactResult:
+def solve(
+    n: int,
+    d: int,
+    lam: float | str,
+    *,
+    replace: bool = True,
+    tol: float = DEFAULT_TOL,
+    cap: int | None = None,
+    quantiles: Any = _resp.DEFAULT_QUANTILES,
+    profile_law: bool = False,
+    max_states: int = MAX_STATES,
+    max_seconds: float = MAX_SECONDS,
+    policy: str = _pol.DEFAULT_POLICY,
+) -> ExactResult:
     """Exact stationary law of the ``(n, d, λ)`` supermarket chain (docs/model.md §11).
 
     Parameters
@@ -763,14 +823,21 @@ def solve(n: int, d: int, lam: float | str, *, replace: bool = True, tol: float 
         # no cap with π(M) >= tol can pass, so the search starts there (and refuses at once
         # when even that cap is too large).  Random routing is d = 1 (E[u_M] = λ^M exactly);
         # JSQ and JIQ have no such bound (their fluid fixed point vanishes above level 1)
-        M = (START_CAP if policy in ("jsq", "jiq") else
-             max(START_CAP, _first_cap(int(_pol.meanfield_d(policy, d)), lamf, tol)))
+        M = (
+            START_CAP
+            if policy in ("jsq", "jiq")
+            else max(START_CAP, _first_cap(int(_pol.meanfield_d(policy, d)), lamf, tol))
+        )
         _check_size(n, M, max_states, " (the least cap with π(cap) < tol, which no smaller cap can meet)")
         # the finite-n bound (comparison with M/M/n, [derived]) is usually far above the
         # mean-field one: refuse now, not after solving ever larger caps for minutes
-        _check_size(n, max(M, _least_cap(n, lamf, tol)), max_states,
-                    " (the least cap the search can end at: by comparison with M/M/n, P(max >= cap) "
-                    "stays above tol below it, docs/model.md §11)")
+        _check_size(
+            n,
+            max(M, _least_cap(n, lamf, tol)),
+            max_states,
+            " (the least cap the search can end at: by comparison with M/M/n, P(max >= cap) "
+            "stays above tol below it, docs/model.md §11)",
+        )
         least = max(M, _least_cap(n, lamf, tol))
         _check_seconds(n, d, lamf, tol, least, max_states, max_seconds, fixed=False)
         hist: list[tuple[int, float]] = []
@@ -786,8 +853,9 @@ def solve(n: int, d: int, lam: float | str, *, replace: bool = True, tol: float 
                 if fit >= max(prev[0] + 1, least):
                     M = fit
                 else:
-                    _check_seconds(n, d, lamf, tol, max(prev[0] + 1, least), max_states, max_seconds,
-                                   fixed=False, spent=spent)
+                    _check_seconds(
+                        n, d, lamf, tol, max(prev[0] + 1, least), max_states, max_seconds, fixed=False, spent=spent
+                    )
             sol = _one(n, d, lamf, params.replace, M, profile_law, prev[1] if prev else None, policy)
             mass = float(sol["max"][M])
             hist.append((M, mass))
@@ -806,22 +874,41 @@ def solve(n: int, d: int, lam: float | str, *, replace: bool = True, tol: float 
                 raise ValueError(f"the cap would exceed {MAX_CAP}; pass a larger tol")
     seconds = _time.perf_counter() - t0
     u, ud, mq = sol["u"], sol["ud"], sol["max"]
-    trunc = {"cap": M, "tol": tol, "mass_at_cap": float(mq[M]), "dropped_fraction": float(ud[M - 1]),
-             "previous_cap": None, "u_change_from_previous_cap": None}
+    trunc = {
+        "cap": M,
+        "tol": tol,
+        "mass_at_cap": float(mq[M]),
+        "dropped_fraction": float(ud[M - 1]),
+        "previous_cap": None,
+        "u_change_from_previous_cap": None,
+    }
     if prev is not None:
         Mp, sp_ = prev
         du = np.abs(u[:Mp] - sp_["u"]).max()
         du = max(du, float(u[Mp:].max()) if M > Mp else 0.0)
         trunc["previous_cap"] = Mp
         trunc["u_change_from_previous_cap"] = float(du)
-    resp = _resp.from_tails(ud, quantiles=quantiles, source="exact stationary law",
-                            params={"n": n, "d": d, "load": lamf, "replace": params.replace})
+    resp = _resp.from_tails(
+        ud,
+        quantiles=quantiles,
+        source="exact stationary law",
+        params={"n": n, "d": d, "load": lamf, "replace": params.replace},
+    )
     mql = float(u.sum())
     return ExactResult(
-        params=params, u_mean=u, ud_mean=ud,
+        params=params,
+        u_mean=u,
+        ud_mean=ud,
         max_queue_dist={int(m): float(p) for m, p in enumerate(mq) if p > 0},
-        mean_queue_length=mql, mean_sojourn_time=mql / lamf, response=resp, states=int(sol["S"]),
-        truncation=trunc, seconds=float(seconds), residual=float(sol["res"]),
-        method=sol["method"], policy=policy,
-        profile_counts=sol.get("c"), profile_prob=sol["pi"] if profile_law else None,
+        mean_queue_length=mql,
+        mean_sojourn_time=mql / lamf,
+        response=resp,
+        states=int(sol["S"]),
+        truncation=trunc,
+        seconds=float(seconds),
+        residual=float(sol["res"]),
+        method=sol["method"],
+        policy=policy,
+        profile_counts=sol.get("c"),
+        profile_prob=sol["pi"] if profile_law else None,
     )

@@ -26,36 +26,81 @@ class _Seconds(FloatType):
 
 
 @click.command()
-@click.option("--n", "n", type=COUNT, default=3, show_default=True,
-              help="Number of servers (small: the states are C(n+cap, n)).")
+@click.option(
+    "--n", "n", type=COUNT, default=3, show_default=True, help="Number of servers (small: the states are C(n+cap, n))."
+)
 @click.option("--d", "d", type=COUNT, default=2, show_default=True, help="Number of choices d.")
 @click.option("--load", "load", type=LOAD, default="0.9", show_default=True, help="Load λ in (0, 1).")
 @replace_option(True, "Sample the d queues with replacement (--no-replace: without, d ≤ n).")
-@policy_option("Dispatch rule: jsq-d (the shortest of d sampled queues), random, jsq (a shortest of all n), "
-               "jiq (an idle queue if any, else a uniform one); --d and --no-replace are for jsq-d only.")
-@click.option("--tol", "tol", type=float, default=1e-6, show_default=True,
-              help="Raise the queue-length cap until P(some queue at the cap) < tol.")
+@policy_option(
+    "Dispatch rule: jsq-d (the shortest of d sampled queues), random, jsq (a shortest of all n), "
+    "jiq (an idle queue if any, else a uniform one); --d and --no-replace are for jsq-d only."
+)
+@click.option(
+    "--tol",
+    "tol",
+    type=float,
+    default=1e-6,
+    show_default=True,
+    help="Raise the queue-length cap until P(some queue at the cap) < tol.",
+)
 @click.option("--cap", "cap", type=COUNT, default=None, help="A fixed queue-length cap instead of the search.")
-@click.option("--quantile", "quantiles", type=float, multiple=True,
-              help="Response-time quantile level (repeatable; default 0.5 0.9 0.99 0.999).")
+@click.option(
+    "--quantile",
+    "quantiles",
+    type=float,
+    multiple=True,
+    help="Response-time quantile level (repeatable; default 0.5 0.9 0.99 0.999).",
+)
 @click.option("--profile-law", "profile_law", is_flag=True, help="Also print P(u = ·) (states with probability ≥ tol).")
-@click.option("--cdf", "cdf_points", type=CountType(maximum=MAX_CDF_POINTS, minimum=2), default=None,
-              help="Also print the sojourn/waiting CDF on this many grid points.")
-@click.option("--max-seconds", "max_seconds", type=_Seconds(), default=60.0, show_default=True,
-              help="Refuse at once a solve predicted (one idle core) to take longer; the refusal names the "
-                   "largest n (or --cap) that fits.")
-@click.option("--plot", "plot", type=OUTPUT_FIGURE, default=None,
-              help="Save a figure (PNG, or by the suffix) of E[u_i] and the maximum.")
+@click.option(
+    "--cdf",
+    "cdf_points",
+    type=CountType(maximum=MAX_CDF_POINTS, minimum=2),
+    default=None,
+    help="Also print the sojourn/waiting CDF on this many grid points.",
+)
+@click.option(
+    "--max-seconds",
+    "max_seconds",
+    type=_Seconds(),
+    default=60.0,
+    show_default=True,
+    help="Refuse at once a solve predicted (one idle core) to take longer; the refusal names the "
+    "largest n (or --cap) that fits.",
+)
+@click.option(
+    "--plot",
+    "plot",
+    type=OUTPUT_FIGURE,
+    default=None,
+    help="Save a figure (PNG, or by the suffix) of E[u_i] and the maximum.",
+)
 @one_task_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def exact(n: int, d: int, load: str, replace: bool, policy: str, tol: float, cap: int | None,
-          quantiles: tuple[float, ...], profile_law: bool, cdf_points: int | None, max_seconds: float,
-          plot: str | None, scheduler: str | None, connect_timeout: float, as_json: bool) -> None:
+def exact(
+    n: int,
+    d: int,
+    load: str,
+    replace: bool,
+    policy: str,
+    tol: float,
+    cap: int | None,
+    quantiles: tuple[float, ...],
+    profile_law: bool,
+    cdf_points: int | None,
+    max_seconds: float,
+    plot: str | None,
+    scheduler: str | None,
+    connect_timeout: float,
+    as_json: bool,
+) -> None:
     """Exact stationary law of the profile chain for small n (docs/model.md §11): E[u_i], the
     law of the maximum queue length, the mean queue length and the response-time law, with
     the truncation bound; sparse linear algebra, no simulation."""
     from ..response import DEFAULT_QUANTILES
     from ..stationary import solve
+
     qs = tuple(quantiles) if quantiles else DEFAULT_QUANTILES
     if cap is None and 0 < tol <= 0.1 and max_seconds > 0:
         from .._results import human_seconds
@@ -64,12 +109,28 @@ def exact(n: int, d: int, load: str, replace: bool, policy: str, tol: float, cap
         M, S = least_states(n, d, load, tol)
         secs = estimate_seconds(n, M) if S <= MAX_STATES else math.inf
         if NOTE_SECONDS < secs <= max_seconds:  # (beyond the limits solve refuses at once, in one line)
-            click.echo(f"supermarket: the cap search ends at a cap of at least {M} ({S:,} states): expect at "
-                       f"least {human_seconds(secs)} (one idle core; more on a busy one); a larger --tol or a "
-                       "fixed --cap is faster", err=True)
+            click.echo(
+                f"supermarket: the cap search ends at a cap of at least {M} ({S:,} states): expect at "
+                f"least {human_seconds(secs)} (one idle core; more on a busy one); a larger --tol or a "
+                "fixed --cap is faster",
+                err=True,
+            )
     try:
-        res = run_once(scheduler, connect_timeout, solve, n, d, load, replace=replace, tol=tol, cap=cap,
-                       quantiles=qs, profile_law=profile_law, max_seconds=max_seconds, policy=policy)
+        res = run_once(
+            scheduler,
+            connect_timeout,
+            solve,
+            n,
+            d,
+            load,
+            replace=replace,
+            tol=tol,
+            cap=cap,
+            quantiles=qs,
+            profile_law=profile_law,
+            max_seconds=max_seconds,
+            policy=policy,
+        )
     except KeyboardInterrupt:
         import threading
 
@@ -85,13 +146,17 @@ def exact(n: int, d: int, load: str, replace: bool, policy: str, tol: float, cap
         raise
     tr = res.truncation
     if tr["mass_at_cap"] >= tol:  # only a fixed --cap gets here: the law of a capped system, not of the model
-        click.echo(f"supermarket: warning: P(some queue at the cap) = {tr['mass_at_cap']:.3g} ≥ --tol {tol:g} "
-                   f"(arrivals dropped {tr['dropped_fraction']:.3g}): the numbers are those of a system whose "
-                   f"queues are capped at {tr['cap']} and may differ from the model's by about that much; "
-                   "raise --cap or leave it out (the search raises the cap until below --tol)", err=True)
+        click.echo(
+            f"supermarket: warning: P(some queue at the cap) = {tr['mass_at_cap']:.3g} ≥ --tol {tol:g} "
+            f"(arrivals dropped {tr['dropped_fraction']:.3g}): the numbers are those of a system whose "
+            f"queues are capped at {tr['cap']} and may differ from the model's by about that much; "
+            "raise --cap or leave it out (the search raises the cap until below --tol)",
+            err=True,
+        )
     grid = None
     if cdf_points is not None:
         import numpy as np
+
         grid = np.linspace(0.0, 1.1 * max(res.sojourn.quantiles.values()), cdf_points)
     if plot:
         import matplotlib

@@ -36,8 +36,9 @@ def _parse_start(start):
         try:
             return np.array([float(x) for x in str(start).split(",") if x.strip()])
         except ValueError:
-            raise ValueError(f"--start: a profile must be numbers separated by commas, e.g. 1,0.8,0.3; "
-                             f"got {start!r}") from None
+            raise ValueError(
+                f"--start: a profile must be numbers separated by commas, e.g. 1,0.8,0.3; got {start!r}"
+            ) from None
     return start
 
 
@@ -49,9 +50,19 @@ def _is_number(text: Any) -> bool:
     return True
 
 
-def build_report(d: float, load: str | float, n: int | None = None, time: float | None = None,
-                 start: str = "empty", replace: bool = True, points: int = 201, levels: int | None = None,
-                 tol: float | None = None, cdf: int | None = None, policy: str = "jsq-d") -> dict:
+def build_report(
+    d: float,
+    load: str | float,
+    n: int | None = None,
+    time: float | None = None,
+    start: str = "empty",
+    replace: bool = True,
+    points: int = 201,
+    levels: int | None = None,
+    tol: float | None = None,
+    cdf: int | None = None,
+    policy: str = "jsq-d",
+) -> dict:
     """Everything ``supermarket meanfield`` prints, as a plain dict (also used by ``--json``).
 
     ``policy`` (docs/model.md §2, "Other dispatch rules"): ``random`` is the drift with
@@ -66,17 +77,37 @@ def build_report(d: float, load: str | float, n: int | None = None, time: float 
     if policy in ("jsq", "jiq"):
         if time is not None:
             pol.meanfield_d(policy)  # raises: no ODE for a discontinuous drift
-        rt = {"params": {"d": None, "load": lam, "n": n, "replace": True, "time": None, "start": "empty",
-                         "policy": policy},
-              "fixed_point": [lam], "mean_queue_length": lam, "levels": 1,
-              "note": (f"{pol.describe(policy)}: fluid fixed point (λ, 0, 0, ...) [classical, docs/model.md §2]; "
-                       "its mean-field drift is discontinuous at u_1 = 1, so there is no mean-field ODE, refined "
-                       "mean field or linear-noise covariance")}
+        rt = {
+            "params": {
+                "d": None,
+                "load": lam,
+                "n": n,
+                "replace": True,
+                "time": None,
+                "start": "empty",
+                "policy": policy,
+            },
+            "fixed_point": [lam],
+            "mean_queue_length": lam,
+            "levels": 1,
+            "note": (
+                f"{pol.describe(policy)}: fluid fixed point (λ, 0, 0, ...) [classical, docs/model.md §2]; "
+                "its mean-field drift is discontinuous at u_1 = 1, so there is no mean-field ODE, refined "
+                "mean field or linear-noise covariance"
+            ),
+        }
         if n is not None:
             rt["refined"] = None
             rt["covariance"] = None
-        _add_response_times(rt, math.inf, lam, None, True, None if cdf is None else
-                            check_positive_int("--cdf", cdf, maximum=100_000), mf.DEFAULT_TOL)
+        _add_response_times(
+            rt,
+            math.inf,
+            lam,
+            None,
+            True,
+            None if cdf is None else check_positive_int("--cdf", cdf, maximum=100_000),
+            mf.DEFAULT_TOL,
+        )
         rt["response_source"] = f"mean field, {policy} (every customer joins an empty queue in the limit)"
         return rt
     if policy == "random":
@@ -86,25 +117,39 @@ def build_report(d: float, load: str | float, n: int | None = None, time: float 
         from ..meanfield.ode import MIN_T
 
         if time < MIN_T:
-            raise ValueError(f"--time must be in [{MIN_T:g}, inf) (shorter, the profile moves by less than the "
-                             f"solver's tolerance); got {time!r}")
+            raise ValueError(
+                f"--time must be in [{MIN_T:g}, inf) (shorter, the profile moves by less than the "
+                f"solver's tolerance); got {time!r}"
+            )
     points = check_positive_int("--points", points, maximum=100_000)
     kw: dict[str, Any] = {} if tol is None else {"tol": check_positive_float("--tol", tol)}
     if tol is not None and kw["tol"] >= 1:
         raise ValueError(f"--tol must be in (0, 1); got {tol!r}")
     if levels is not None and levels > mf.MAX_LEVELS:
         raise ValueError(f"--levels must be an integer in [1, {mf.MAX_LEVELS}]; got {levels}")
-    rep: dict = {"params": {"d": "inf" if math.isinf(d) else d, "load": lam, "n": n, "replace": replace,
-                            "time": time, "start": start if isinstance(start, str) else "array", "policy": policy}}
+    rep: dict = {
+        "params": {
+            "d": "inf" if math.isinf(d) else d,
+            "load": lam,
+            "n": n,
+            "replace": replace,
+            "time": time,
+            "start": start if isinstance(start, str) else "array",
+            "policy": policy,
+        }
+    }
     if policy == "random":
-        rep["note"] = (f"{pol.describe(policy)}: the drift with d = 1, P(u) = u (n independent M/M/1 queues; "
-                       "docs/model.md §2)")
+        rep["note"] = (
+            f"{pol.describe(policy)}: the drift with d = 1, P(u) = u (n independent M/M/1 queues; docs/model.md §2)"
+        )
     if math.isinf(d):
         rep["fixed_point"] = [lam]
         rep["mean_queue_length"] = lam
         rep["levels"] = 1
-        rep["note"] = ("d = inf: constrained (water-filling) ODE of paper 002 (docs/model.md §3), fixed point "
-                       "(λ, 0, 0, ...); the refined mean field and the covariance are not defined there")
+        rep["note"] = (
+            "d = inf: constrained (water-filling) ODE of paper 002 (docs/model.md §3), fixed point "
+            "(λ, 0, 0, ...); the refined mean field and the covariance are not defined there"
+        )
         if n is not None:
             rep["refined"] = None
             rep["covariance"] = None
@@ -122,39 +167,56 @@ def build_report(d: float, load: str | float, n: int | None = None, time: float 
         rep["mean_queue_length"] = mql
         rep["levels"] = rmf.levels
         if n is not None:
-            sampling = ("with replacement (Gast-Van Houdt expansion of the n-free drift)" if replace else
-                        "without replacement (Gast-Van Houdt expansion, V including the drift's own 1/n term, "
-                        "docs/model.md §3, derived)")
+            sampling = (
+                "with replacement (Gast-Van Houdt expansion of the n-free drift)"
+                if replace
+                else "without replacement (Gast-Van Houdt expansion, V including the drift's own 1/n term, "
+                "docs/model.md §3, derived)"
+            )
             if not rmf.accurate:
                 # the numbers would be meaningless: say so instead of printing them
-                rep["refined"] = {"trusted": False, "error_estimate": rmf.error_estimate,
-                                  "reason": "; ".join(rmf.issues), "sampling": sampling}
+                rep["refined"] = {
+                    "trusted": False,
+                    "error_estimate": rmf.error_estimate,
+                    "reason": "; ".join(rmf.issues),
+                    "sampling": sampling,
+                }
             else:
                 m = rmf.pi + rmf.V / n
                 inside = (m >= 0) & (m <= 1)
                 valid = rmf.valid_for(n)  # in [0, 1] and non-increasing: a profile
-                rep["refined"] = {"trusted": True, "error_estimate": rmf.error_estimate,
-                                  "V": rmf.V.tolist(), "sum_V": float(rmf.V.sum()),
-                                  # π + V/n outside [0, 1] is no fraction of queues: None
-                                  "mean": [float(v) if ok else None for v, ok in zip(m, inside)],
-                                  "valid_for_n": valid,
-                                  "mean_queue_length": mql + float(rmf.V.sum()) / n if valid else None,
-                                  "sampling": sampling}
+                rep["refined"] = {
+                    "trusted": True,
+                    "error_estimate": rmf.error_estimate,
+                    "V": rmf.V.tolist(),
+                    "sum_V": float(rmf.V.sum()),
+                    # π + V/n outside [0, 1] is no fraction of queues: None
+                    "mean": [float(v) if ok else None for v, ok in zip(m, inside)],
+                    "valid_for_n": valid,
+                    "mean_queue_length": mql + float(rmf.V.sum()) / n if valid else None,
+                    "sampling": sampling,
+                }
                 if not valid:
                     least = rmf.min_n()
                     rep["refined"]["min_n"] = least if math.isfinite(least) else None
                     rep["refined"]["note"] = (
                         f"π(i) + V_i/n is no profile at n={n} (it leaves [0, 1] or increases with i): n is too "
                         "small for the 1/n expansion at this load ("
-                        + (f"it is a profile from n = {least}; trust it only well above that)" if math.isfinite(least)
-                           else "it is no profile at any n)"))
+                        + (
+                            f"it is a profile from n = {least}; trust it only well above that)"
+                            if math.isfinite(least)
+                            else "it is no profile at any n)"
+                        )
+                    )
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", mf.AccuracyWarning)
                 res = mf.lna(d, lam, n=n, at="centre", replace=replace, levels=levels, **kw)
             rep["centre"] = res.centre.tolist()
-            rep["covariance_of"] = ("sqrt(n) (u - x^n): linear-noise approximation at the near-equilibrium "
-                                    + ("centre x^n (= the fixed point with replacement)" if replace else
-                                       f"centre x^n of the drift without replacement at n={n} (docs/model.md §8)"))
+            rep["covariance_of"] = "sqrt(n) (u - x^n): linear-noise approximation at the near-equilibrium " + (
+                "centre x^n (= the fixed point with replacement)"
+                if replace
+                else f"centre x^n of the drift without replacement at n={n} (docs/model.md §8)"
+            )
             if res.accurate:
                 rep["covariance"] = res.covariance.tolist()
             else:
@@ -164,15 +226,19 @@ def build_report(d: float, load: str | float, n: int | None = None, time: float 
     _add_response_times(rep, d, lam, n, replace, cdf_points, kw.get("tol", mf.DEFAULT_TOL))
     if time is not None:
         t_eval = np.linspace(0.0, time, points)
-        sol = mf.solve_meanfield(d, lam, T=time, start=_parse_start(start), t_eval=t_eval, n=n,
-                                 replace=replace, **kw)
-        rep["trajectory"] = {"t": sol.t.tolist(), "u": sol.u.tolist(), "levels": sol.levels,
-                             "mean_queue_length": sol.mean_queue_length.tolist()}
+        sol = mf.solve_meanfield(d, lam, T=time, start=_parse_start(start), t_eval=t_eval, n=n, replace=replace, **kw)
+        rep["trajectory"] = {
+            "t": sol.t.tolist(),
+            "u": sol.u.tolist(),
+            "levels": sol.levels,
+            "mean_queue_length": sol.mean_queue_length.tolist(),
+        }
     return rep
 
 
-def _add_response_times(rep: dict, d: float, lam: float, n: int | None, replace: bool, cdf: int | None,
-                        tol: float) -> None:
+def _add_response_times(
+    rep: dict, d: float, lam: float, n: int | None, replace: bool, cdf: int | None, tol: float
+) -> None:
     """Sojourn and waiting times (docs/model.md §10) into ``rep``: the mean field's at the top
     level (``sojourn``, ``waiting``, ``response_source``, ``cdf``), the refined ones (derived,
     order 1/n) inside ``rep["refined"]`` when the refined mean field is trusted at this n."""
@@ -180,8 +246,11 @@ def _add_response_times(rep: dict, d: float, lam: float, n: int | None, replace:
     from .. import response as rs
 
     if math.isinf(d):  # fixed point (λ, 0, 0, ...): every customer finds an empty queue
-        rt = rs.from_tails(np.zeros(1), source="mean field, d = ∞ (every customer joins an empty queue)",
-                           params={"d": "inf", "load": lam})
+        rt = rs.from_tails(
+            np.zeros(1),
+            source="mean field, d = ∞ (every customer joins an empty queue)",
+            params={"d": "inf", "load": lam},
+        )
     else:
         rt = mf.response_times(int(d), lam, n=None if replace else n, replace=replace, tol=tol)
     rep["response_source"] = rt.source
@@ -191,8 +260,11 @@ def _add_response_times(rep: dict, d: float, lam: float, n: int | None, replace:
     grid = None
     if cdf is not None:
         grid = np.linspace(0.0, 1.1 * max(rt.sojourn.quantiles.values()), cdf)
-        rep["cdf"] = {"t": grid.tolist(), "sojourn": rt.sojourn_cdf(grid).tolist(),
-                      "waiting": rt.waiting_cdf(grid).tolist()}
+        rep["cdf"] = {
+            "t": grid.tolist(),
+            "sojourn": rt.sojourn_cdf(grid).tolist(),
+            "waiting": rt.waiting_cdf(grid).tolist(),
+        }
     ref = rep.get("refined")
     if not ref:
         return
@@ -218,41 +290,99 @@ def _add_response_times(rep: dict, d: float, lam: float, n: int | None, replace:
     ref["response_source"] = rt2.source
     ref["sojourn"], ref["waiting"] = rt2.sojourn.to_dict(), rt2.waiting.to_dict()
     if grid is not None:
-        ref["cdf"] = {"t": grid.tolist(), "sojourn": rt2.sojourn_cdf(grid).tolist(),
-                      "waiting": rt2.waiting_cdf(grid).tolist()}
+        ref["cdf"] = {
+            "t": grid.tolist(),
+            "sojourn": rt2.sojourn_cdf(grid).tolist(),
+            "waiting": rt2.waiting_cdf(grid).tolist(),
+        }
 
 
 @click.command()
-@click.option("--d", "d", type=DType(), default="2", show_default=True,
-              help="Number of choices d (1e6 accepted), or 'inf' for the constrained d = ∞ limit.")
+@click.option(
+    "--d",
+    "d",
+    type=DType(),
+    default="2",
+    show_default=True,
+    help="Number of choices d (1e6 accepted), or 'inf' for the constrained d = ∞ limit.",
+)
 @click.option("--load", "load", type=LOAD, default="0.9", show_default=True, help="Load λ in (0, 1).")
-@click.option("--n", "n", type=COUNT, default=None,
-              help="Number of servers: adds the refined mean field π + V/n and the covariance of √n u.")
-@click.option("--time", "time", type=FLOAT, default=None,
-              help="Integrate the ODE (1.1) from --start up to this time (positive, finite).")
-@click.option("--start", "start", default="empty", show_default=True,
-              help="Start of the ODE: empty, fixed-point, customers:G, long:L (needs --n), or a profile "
-                   "u_1,u_2,... such as 1,0.8,0.3 (non-increasing in [0, 1]).")
-@replace_option(True, "Sample the d queues with replacement (default; --no-replace: without, as in "
-                     "paper 002, needs --n).")
-@policy_option("Dispatch rule: jsq-d (default), random (the drift with d = 1), jsq or jiq (a discontinuous "
-               "drift: their fluid fixed point only); docs/model.md §2.")
-@click.option("--levels", "levels", type=CountType(maximum=5000), default=None,
-              help="Number of levels (default: automatic).")
-@click.option("--tol", "tol", type=FLOAT, default=None,
-              help="Drop levels whose value stays below this (default 1e-13).")
-@click.option("--points", "points", type=CountType(maximum=100_000), default=201, show_default=True,
-              help="Output times of the trajectory.")
-@click.option("--plot", "plot", type=OUTPUT_FIGURE, default=None,
-              help="Write a PNG: the trajectory u_i(t), or the fixed point vs the refined mean field.")
-@click.option("--cdf", "cdf", type=CountType(maximum=100_000), default=None,
-              help="Add the sojourn and waiting time CDFs on this many grid points (0 to 1.1 × the p99.9 "
-                   "sojourn time).")
+@click.option(
+    "--n",
+    "n",
+    type=COUNT,
+    default=None,
+    help="Number of servers: adds the refined mean field π + V/n and the covariance of √n u.",
+)
+@click.option(
+    "--time",
+    "time",
+    type=FLOAT,
+    default=None,
+    help="Integrate the ODE (1.1) from --start up to this time (positive, finite).",
+)
+@click.option(
+    "--start",
+    "start",
+    default="empty",
+    show_default=True,
+    help="Start of the ODE: empty, fixed-point, customers:G, long:L (needs --n), or a profile "
+    "u_1,u_2,... such as 1,0.8,0.3 (non-increasing in [0, 1]).",
+)
+@replace_option(
+    True, "Sample the d queues with replacement (default; --no-replace: without, as in paper 002, needs --n)."
+)
+@policy_option(
+    "Dispatch rule: jsq-d (default), random (the drift with d = 1), jsq or jiq (a discontinuous "
+    "drift: their fluid fixed point only); docs/model.md §2."
+)
+@click.option(
+    "--levels", "levels", type=CountType(maximum=5000), default=None, help="Number of levels (default: automatic)."
+)
+@click.option(
+    "--tol", "tol", type=FLOAT, default=None, help="Drop levels whose value stays below this (default 1e-13)."
+)
+@click.option(
+    "--points",
+    "points",
+    type=CountType(maximum=100_000),
+    default=201,
+    show_default=True,
+    help="Output times of the trajectory.",
+)
+@click.option(
+    "--plot",
+    "plot",
+    type=OUTPUT_FIGURE,
+    default=None,
+    help="Write a PNG: the trajectory u_i(t), or the fixed point vs the refined mean field.",
+)
+@click.option(
+    "--cdf",
+    "cdf",
+    type=CountType(maximum=100_000),
+    default=None,
+    help="Add the sojourn and waiting time CDFs on this many grid points (0 to 1.1 × the p99.9 sojourn time).",
+)
 @one_task_options
 @json_option("Print one JSON object instead of tables.")
-def meanfield(d: int | float, load: str, n: int | None, time: float | None, start: str, replace: bool,
-              policy: str, levels: int | None, tol: float | None, points: int, cdf: int | None, plot: str | None,
-              scheduler: str | None, connect_timeout: float, as_json: bool) -> None:
+def meanfield(
+    d: int | float,
+    load: str,
+    n: int | None,
+    time: float | None,
+    start: str,
+    replace: bool,
+    policy: str,
+    levels: int | None,
+    tol: float | None,
+    points: int,
+    cdf: int | None,
+    plot: str | None,
+    scheduler: str | None,
+    connect_timeout: float,
+    as_json: bool,
+) -> None:
     """Mean-field theory for (d, λ) (docs/model.md §3, §8): the fixed point π, the ODE (1.1) from a
     start profile, and with --n the refined mean field E[u_i] ≈ π(i) + V_i/n (Gast–Van Houdt)
     and the linear-noise covariance of √n u.  --d inf gives the water-filling limit of paper 002."""
@@ -261,10 +391,26 @@ def meanfield(d: int | float, load: str, n: int | None, time: float | None, star
     if time is None and start != "empty":
         raise click.UsageError("--start is the initial profile of the ODE: it needs --time")
     if time is None and click.get_current_context().get_parameter_source("points") not in (
-            click.core.ParameterSource.DEFAULT, None):
+        click.core.ParameterSource.DEFAULT,
+        None,
+    ):
         raise click.UsageError("--points are the output times of the ODE: it needs --time")
-    rep = run_once(scheduler, connect_timeout, build_report, d, load, n=n, time=time, start=start, replace=replace,
-                   points=points, levels=levels, tol=tol, cdf=cdf, policy=policy)
+    rep = run_once(
+        scheduler,
+        connect_timeout,
+        build_report,
+        d,
+        load,
+        n=n,
+        time=time,
+        start=start,
+        replace=replace,
+        points=points,
+        levels=levels,
+        tol=tol,
+        cdf=cdf,
+        policy=policy,
+    )
     from ..meanfield import MeanFieldReport
 
     if plot:

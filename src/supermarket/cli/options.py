@@ -44,9 +44,13 @@ def start_option(default: str, help: str) -> Decorator:
 
 def replace_option(default: bool, help: str | None = None) -> Decorator:
     """``--replace/--no-replace``: sample the d queues with or without replacement."""
-    return click.option("--replace/--no-replace", "replace", default=default, show_default=True,
-                        help=help or "Sample the d queues with replacement (--no-replace: without, as in "
-                                     "paper 002).")
+    return click.option(
+        "--replace/--no-replace",
+        "replace",
+        default=default,
+        show_default=True,
+        help=help or "Sample the d queues with replacement (--no-replace: without, as in paper 002).",
+    )
 
 
 def workers_option(help: str = "Local workers (default: all cores); results do not depend on it.") -> Decorator:
@@ -59,11 +63,13 @@ def seed_option(help: str = "Root seed (integer >= 0); replication r uses child 
     return click.option("--seed", "seed", type=SEED, default=0, show_default=True, help=help)
 
 
-def replications_option(default: int,
-                        help: str = "Independent replications (replication r uses child r of --seed).") -> Decorator:
+def replications_option(
+    default: int, help: str = "Independent replications (replication r uses child r of --seed)."
+) -> Decorator:
     """``--replications R``: a count in ``[1, MAX_REPLICATIONS]`` (``1e3`` accepted)."""
-    return click.option("--replications", "replications", type=REPLICATIONS, default=default, show_default=True,
-                        help=help)
+    return click.option(
+        "--replications", "replications", type=REPLICATIONS, default=default, show_default=True, help=help
+    )
 
 
 def out_option(required: bool = False, help: str = "Output directory.") -> Decorator:
@@ -97,8 +103,9 @@ def deprecated_alias(old: str, new: str, dest: str, type: click.ParamType | None
                 ctx = click.get_current_context()
                 if ctx.get_parameter_source(dest) is ParameterSource.COMMANDLINE:
                     raise click.UsageError(f"give {new} only ({old} is its deprecated name)")
-                click.echo(f"supermarket: warning: {old} is deprecated; use {new}" + (f" ({why})" if why else ""),
-                           err=True)
+                click.echo(
+                    f"supermarket: warning: {old} is deprecated; use {new}" + (f" ({why})" if why else ""), err=True
+                )
                 kwargs[dest] = value
             return f(*args, **kwargs)
 
@@ -112,16 +119,24 @@ def json_option(help: str = "Print one JSON object.") -> Decorator:
     return click.option("--json", "as_json", is_flag=True, help=help)
 
 
-def scheduler_option(help: str = "Run on an existing Dask cluster (`dask scheduler` and `dask worker`); "
-                                 "the numbers are the same as locally.") -> Decorator:
+def scheduler_option(
+    help: str = "Run on an existing Dask cluster (`dask scheduler` and `dask worker`); "
+    "the numbers are the same as locally.",
+) -> Decorator:
     """``--scheduler tcp://HOST:PORT``."""
     return click.option("--scheduler", "scheduler", default=None, metavar="tcp://HOST:PORT", help=help)
 
 
 def timeout_option() -> Decorator:
     """``--timeout SECONDS``: how long to wait for the Dask scheduler."""
-    return click.option("--timeout", "connect_timeout", type=TIMEOUT, default=5.0, show_default=True,
-                        help="Seconds to wait for the Dask scheduler before giving up.")
+    return click.option(
+        "--timeout",
+        "connect_timeout",
+        type=TIMEOUT,
+        default=5.0,
+        show_default=True,
+        help="Seconds to wait for the Dask scheduler before giving up.",
+    )
 
 
 def parallel_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -153,9 +168,11 @@ def dask_client(scheduler: str | None, timeout: float, workers: int | None = Non
         raise UserError(str(exc)) from None
 
 
-ONE_TASK_HELP = ("Run the computation as one task on an existing Dask cluster (`dask scheduler` and "
-                 "`dask worker`), e.g. on a machine with more memory or cores. It is deterministic: "
-                 "the result is identical to a local run.")
+ONE_TASK_HELP = (
+    "Run the computation as one task on an existing Dask cluster (`dask scheduler` and "
+    "`dask worker`), e.g. on a machine with more memory or cores. It is deterministic: "
+    "the result is identical to a local run."
+)
 
 
 def one_task_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -193,8 +210,14 @@ def policy_option(help: str | None = None) -> Decorator:
     """``--policy RULE``: the dispatch rule (:mod:`supermarket.policies`), default ``jsq-d``."""
     from ..policies import DEFAULT_POLICY, POLICIES
 
-    return click.option("--policy", "policy", type=click.Choice(POLICIES, case_sensitive=False),
-                        default=DEFAULT_POLICY, show_default=True,
-                        help=help or "Dispatch rule: jsq-d (the shortest of d sampled queues), random (one uniform "
-                                     "queue), jsq (a shortest of all n), jiq (an idle queue if any, else a "
-                                     "uniform one); docs/model.md §2.")
+    return click.option(
+        "--policy",
+        "policy",
+        type=click.Choice(POLICIES, case_sensitive=False),
+        default=DEFAULT_POLICY,
+        show_default=True,
+        help=help
+        or "Dispatch rule: jsq-d (the shortest of d sampled queues), random (one uniform "
+        "queue), jsq (a shortest of all n), jiq (an idle queue if any, else a "
+        "uniform one); docs/model.md §2.",
+    )

@@ -211,8 +211,9 @@ def _buckets_fast(perm, c, s, flat, bounds, meas, setup, clock, t_stop, max_even
                 top = j
         close_level(j, old, pold, new, now, c, stamp, area_c, area_P)
         if j <= k:
-            gbad[j], viol, good_since, good_time = good_step(j, k, new, n, lo_int[j], hi_int[j], gbad[j], now, viol,
-                                                             good_since, good_time)
+            gbad[j], viol, good_since, good_time = good_step(
+                j, k, new, n, lo_int[j], hi_int[j], gbad[j], now, viol, good_since, good_time
+            )
         if windowed and window_edge(new, tbase[j], n):
             status = ST_WINDOW
         t_next = now + (1.0 if not cont else -math.log(1.0 - next_double(s)) * inv_rate)
@@ -288,8 +289,18 @@ def _buckets_jiq_idle(perm, c, s, meas, setup, clock, t_stop, max_events):
 
 
 @njit(cache=True, nogil=True)
-def buckets_kernel(perm: np.ndarray, c: np.ndarray, s: np.ndarray, tables: Tables, meas: Measures, recs: Records,
-                   setup: Setup, clock: np.ndarray, t_stop: float, max_events: int) -> tuple[int, int]:
+def buckets_kernel(
+    perm: np.ndarray,
+    c: np.ndarray,
+    s: np.ndarray,
+    tables: Tables,
+    meas: Measures,
+    recs: Records,
+    setup: Setup,
+    clock: np.ndarray,
+    t_stop: float,
+    max_events: int,
+) -> tuple[int, int]:
     """Run the bucket chain until ``t_stop`` or ``max_events`` events (arguments and return
     value as :func:`.profile.profile_kernel`; ``perm`` = queue identities by position).
     DELIBERATE COPY of :func:`.profile.profile_kernel`'s driver loop, like
@@ -306,8 +317,9 @@ def buckets_kernel(perm: np.ndarray, c: np.ndarray, s: np.ndarray, tables: Table
         if setup.policy == JIQ and setup.k == 0 and c[0] < setup.n - 1:
             ev, status = _buckets_jiq_idle(perm, c, s, meas, setup, clock, t_stop, max_events - events)
         elif (flat[3] and clock[0].top >= LW - 1) or setup.policy == JIQ:
-            ev, status = _buckets_general(perm, c, s, tables, meas, recs, setup, clock, t_stop,
-                                          min(max_events - events, 4096))
+            ev, status = _buckets_general(
+                perm, c, s, tables, meas, recs, setup, clock, t_stop, min(max_events - events, 4096)
+            )
         else:
             if flat[3]:
                 refresh_windows(tables, setup, c, clock[0].top)

@@ -32,9 +32,23 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["I64", "Tables", "Measures", "Records", "Setup", "CLOCK", "new_clock",
-           "STATUS_DONE", "STATUS_EVENTS", "STATUS_GROW", "STATUS_RECFULL",
-           "ST_RECORD", "ST_WINDOW", "ST_GENERAL", "GO_ON"]
+__all__ = [
+    "I64",
+    "Tables",
+    "Measures",
+    "Records",
+    "Setup",
+    "CLOCK",
+    "new_clock",
+    "STATUS_DONE",
+    "STATUS_EVENTS",
+    "STATUS_GROW",
+    "STATUS_RECFULL",
+    "ST_RECORD",
+    "ST_WINDOW",
+    "ST_GENERAL",
+    "GO_ON",
+]
 
 # An integer as the kernels see it (for annotations only; numba ignores them): a Python int or
 # a NumPy int64, which numba types alike.
@@ -85,11 +99,21 @@ class Setup(NamedTuple):
     policy: int = 0  # dispatch-rule code (tables.JSQ_D, RANDOM, JSQ, JIQ); 0: JSQ(d)
 
 
-CLOCK = np.dtype([
-    ("top", np.int64), ("total", np.int64), ("viol", np.int64), ("nrec", np.int64),
-    ("now", np.float64), ("t_next", np.float64), ("top_since", np.float64), ("good_since", np.float64),
-    ("good_time", np.float64), ("next_rec", np.float64), ("rec_every", np.float64),
-])
+CLOCK = np.dtype(
+    [
+        ("top", np.int64),
+        ("total", np.int64),
+        ("viol", np.int64),
+        ("nrec", np.int64),
+        ("now", np.float64),
+        ("t_next", np.float64),
+        ("top_since", np.float64),
+        ("good_since", np.float64),
+        ("good_time", np.float64),
+        ("next_rec", np.float64),
+        ("rec_every", np.float64),
+    ]
+)
 
 
 def new_clock() -> np.ndarray:

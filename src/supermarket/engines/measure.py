@@ -37,15 +37,42 @@ from .layout import (
 from .rng import next_double
 from .tables import JIQ, LW, get_p
 
-__all__ = ["close_level", "clause_bad", "good_flip", "good_step", "change_level", "close_top", "load_clock",
-           "store_clock", "fast_gate", "good_ints", "set_level", "set_top", "record_until", "chunk_gate",
-           "is_final", "flush", "reset_measures", "general_gate", "next_event_time"]
+__all__ = [
+    "close_level",
+    "clause_bad",
+    "good_flip",
+    "good_step",
+    "change_level",
+    "close_top",
+    "load_clock",
+    "store_clock",
+    "fast_gate",
+    "good_ints",
+    "set_level",
+    "set_top",
+    "record_until",
+    "chunk_gate",
+    "is_final",
+    "flush",
+    "reset_measures",
+    "general_gate",
+    "next_event_time",
+]
 
 
 # ----------------------------------------------------------------- one level changes
 @njit(cache=True, inline="always")
-def close_level(j: int, old: int, pold: float, new: int, now: float, c: np.ndarray, stamp: np.ndarray,
-                area_c: np.ndarray, area_P: np.ndarray) -> None:
+def close_level(
+    j: int,
+    old: int,
+    pold: float,
+    new: int,
+    now: float,
+    c: np.ndarray,
+    stamp: np.ndarray,
+    area_c: np.ndarray,
+    area_P: np.ndarray,
+) -> None:
     """Set ``c[j] = new`` at time ``now``, first closing the lazy time integrals of level
     index ``j`` (``area_c[j] = ∫ c_{j+1} dt``, ``area_P[j] = ∫ P_{j+1} dt``; ``old`` and
     ``pold`` are the count and ``P`` before the change)."""
@@ -81,8 +108,19 @@ def good_flip(bad: I64, now: float, viol: I64, good_since: float, good_time: flo
 
 
 @njit(cache=True, inline="always")
-def good_step(j: int, k: int, new: int, n: int, lo_j: float, hi_j: float, was_bad: I64, now: float, viol: I64,
-              good_since: float, good_time: float) -> tuple[I64, I64, float, float]:
+def good_step(
+    j: int,
+    k: int,
+    new: int,
+    n: int,
+    lo_j: float,
+    hi_j: float,
+    was_bad: I64,
+    now: float,
+    viol: I64,
+    good_since: float,
+    good_time: float,
+) -> tuple[I64, I64, float, float]:
     """Clause ``j <= k`` after ``c[j]`` became ``new`` (:func:`clause_bad`; ``was_bad``:
     whether it failed before).  Returns ``(bad, viol, good_since, good_time)``.  Scalars
     only: helpers that take arrays and branch cost reference counting in a hot loop."""
@@ -93,8 +131,18 @@ def good_step(j: int, k: int, new: int, n: int, lo_j: float, hi_j: float, was_ba
 
 
 @njit(cache=True)
-def change_level(meas: Measures, setup: Setup, c: np.ndarray, j: int, new: int, pold: float, now: float, viol: I64,
-                 good_since: float, good_time: float) -> tuple[I64, float, float]:
+def change_level(
+    meas: Measures,
+    setup: Setup,
+    c: np.ndarray,
+    j: int,
+    new: int,
+    pold: float,
+    now: float,
+    viol: I64,
+    good_since: float,
+    good_time: float,
+) -> tuple[I64, float, float]:
     """Set ``c[j] = new`` at time ``now``: close the lazy integrals of level index ``j``
     (``pold`` = P at the old count) and update good-set membership (docs/model.md §5).
     Returns the updated ``(viol, good_since, good_time)``."""
@@ -102,8 +150,9 @@ def change_level(meas: Measures, setup: Setup, c: np.ndarray, j: int, new: int, 
     k = setup.k
     if k > 0 and j <= k:
         b = min(j, k - 1)
-        bad, viol, good_since, good_time = good_step(j, k, new, setup.n, meas.good_lo[b], meas.good_hi[b],
-                                                     meas.good_bad[j], now, viol, good_since, good_time)
+        bad, viol, good_since, good_time = good_step(
+            j, k, new, setup.n, meas.good_lo[b], meas.good_hi[b], meas.good_bad[j], now, viol, good_since, good_time
+        )
         meas.good_bad[j] = bad
     return viol, good_since, good_time
 
@@ -125,8 +174,17 @@ def load_clock(clock: np.ndarray) -> tuple[int, int, int, float, float, float, f
 
 
 @njit(cache=True, inline="always")
-def store_clock(clock: np.ndarray, top: int, total: int, viol: int, now: float, t_next: float, top_since: float,
-                good_since: float, good_time: float) -> None:
+def store_clock(
+    clock: np.ndarray,
+    top: int,
+    total: int,
+    viol: int,
+    now: float,
+    t_next: float,
+    top_since: float,
+    good_since: float,
+    good_time: float,
+) -> None:
     """Write the local copies of :func:`load_clock` back."""
     st = clock[0]
     st.top = top
@@ -140,8 +198,17 @@ def store_clock(clock: np.ndarray, top: int, total: int, viol: int, now: float, 
 
 
 @njit(cache=True, inline="always")
-def fast_gate(events: int, max_events: int, top: int, L: int, windowed: bool, recording: bool, next_rec: float,
-              t_next: float, t_stop: float) -> int:
+def fast_gate(
+    events: int,
+    max_events: int,
+    top: int,
+    L: int,
+    windowed: bool,
+    recording: bool,
+    next_rec: float,
+    t_next: float,
+    t_stop: float,
+) -> int:
     """Why a fast loop must stop before its next event (a status), or ``GO_ON``."""
     if events >= max_events:
         return STATUS_EVENTS
@@ -170,12 +237,14 @@ def good_ints(meas: Measures, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 # ----------------------------------------------------------------- general loops (clock in place)
 @njit(cache=True)
-def set_level(meas: Measures, setup: Setup, clock: np.ndarray, c: np.ndarray, j: int, new: int, pold: float,
-              now: float) -> None:
+def set_level(
+    meas: Measures, setup: Setup, clock: np.ndarray, c: np.ndarray, j: int, new: int, pold: float, now: float
+) -> None:
     """:func:`change_level` on the clock record."""
     st = clock[0]
-    st.viol, st.good_since, st.good_time = change_level(meas, setup, c, j, new, pold, now, st.viol, st.good_since,
-                                                        st.good_time)
+    st.viol, st.good_since, st.good_time = change_level(
+        meas, setup, c, j, new, pold, now, st.viol, st.good_since, st.good_time
+    )
 
 
 @njit(cache=True)
@@ -237,8 +306,9 @@ def chunk_gate(recs: Records, setup: Setup, clock: np.ndarray, c: np.ndarray, le
 
 
 @njit(cache=True)
-def general_gate(recs: Records, setup: Setup, clock: np.ndarray, c: np.ndarray, events: int, max_events: int,
-                 t_stop: float) -> int:
+def general_gate(
+    recs: Records, setup: Setup, clock: np.ndarray, c: np.ndarray, events: int, max_events: int, t_stop: float
+) -> int:
     """Before each event of a general loop that keeps its state in the clock (queues,
     buckets): write the records due, set ``now`` to the next event time and return
     ``GO_ON``, or return the status to stop with (``now = t_stop`` at the horizon)."""
@@ -288,8 +358,9 @@ def flush(c: np.ndarray, tables: Tables, meas: Measures, setup: Setup, clock: np
     for j in range(c.shape[0]):
         cj = c[j]
         if cj > 0:
-            close_level(j, cj, 0.0 if idle else get_p(tables, setup, j, cj), cj, now, c, stamp, meas.area_c,
-                        meas.area_P)
+            close_level(
+                j, cj, 0.0 if idle else get_p(tables, setup, j, cj), cj, now, c, stamp, meas.area_c, meas.area_P
+            )
         stamp[j] = now
     st.top_since = close_top(meas.maxtime, st.top, st.top_since, now)
     if setup.k > 0 and st.viol == 0:

@@ -85,8 +85,9 @@ __all__ = ["profile_kernel", "jiq_close_levels"]
 
 
 @njit(cache=True)
-def jiq_close_levels(tables: Tables, setup: Setup, meas: Measures, c: np.ndarray, top: int, busy: bool,
-                     now: float) -> None:
+def jiq_close_levels(
+    tables: Tables, setup: Setup, meas: Measures, c: np.ndarray, top: int, busy: bool, now: float
+) -> None:
     """JIQ: ``1{c_1 = n}`` is about to change at time ``now``: close the lazy integrals of
     levels ``2..top`` with the ``P_i = 1{c_1 = n}·c_i/n`` they had (``busy`` = whether
     ``c_1 = n`` until now), so that each level's ``∫ P_i`` stays exact (docs/model.md §2)."""
@@ -183,8 +184,9 @@ def _profile_general(c, s, tables, meas, recs, setup, clock, t_stop, max_events)
             if j == top:
                 top_since = close_top(meas.maxtime, top, top_since, now)
                 top += 1
-            viol, good_since, good_time = change_level(meas, setup, c, j, c[j] + 1, pold, now, viol, good_since,
-                                                       good_time)
+            viol, good_since, good_time = change_level(
+                meas, setup, c, j, c[j] + 1, pold, now, viol, good_since, good_time
+            )
             total += 1
         else:
             # potential departure from a uniformly chosen queue: ℓ = #{i : c_i > nU}
@@ -214,8 +216,9 @@ def _profile_general(c, s, tables, meas, recs, setup, clock, t_stop, max_events)
                     pold = 0.0
                 if jiq and lv == 0 and old == n:
                     jiq_close_levels(tables, setup, meas, c, top, True, now)
-                viol, good_since, good_time = change_level(meas, setup, c, lv, old - 1, pold, now, viol, good_since,
-                                                           good_time)
+                viol, good_since, good_time = change_level(
+                    meas, setup, c, lv, old - 1, pold, now, viol, good_since, good_time
+                )
                 if old == 1:
                     top_since = close_top(meas.maxtime, top, top_since, now)
                     top = lv
@@ -352,8 +355,9 @@ def _profile_fast(c, s, flat, bounds, meas, setup, clock, t_stop, max_events):
             pc[j] = 0.0
         # good set N^ε, clauses (a) and (b) (docs/model.md §5)
         if j <= k:
-            gbad[j], viol, good_since, good_time = good_step(j, k, new, n, lo_int[j], hi_int[j], gbad[j], now, viol,
-                                                             good_since, good_time)
+            gbad[j], viol, good_since, good_time = good_step(
+                j, k, new, n, lo_int[j], hi_int[j], gbad[j], now, viol, good_since, good_time
+            )
         if windowed and window_edge(new, tbase[j], n):
             status = ST_WINDOW
         if cont:
@@ -447,8 +451,17 @@ def _profile_jiq_idle(c, s, meas, setup, clock, t_stop, max_events):
 
 
 @njit(cache=True, nogil=True)
-def profile_kernel(c: np.ndarray, s: np.ndarray, tables: Tables, meas: Measures, recs: Records, setup: Setup,
-                   clock: np.ndarray, t_stop: float, max_events: int) -> tuple[int, int]:
+def profile_kernel(
+    c: np.ndarray,
+    s: np.ndarray,
+    tables: Tables,
+    meas: Measures,
+    recs: Records,
+    setup: Setup,
+    clock: np.ndarray,
+    t_stop: float,
+    max_events: int,
+) -> tuple[int, int]:
     """Run the profile chain (docs/model.md §2) until time ``t_stop`` or ``max_events`` events.
 
     Arguments: the structures of :mod:`.layout`, all updated in place.  Returns ``(events,
@@ -472,8 +485,9 @@ def profile_kernel(c: np.ndarray, s: np.ndarray, tables: Tables, meas: Measures,
         if setup.policy == JIQ and setup.k == 0 and c[0] < setup.n - 1:
             ev, status = _profile_jiq_idle(c, s, meas, setup, clock, t_stop, max_events - events)
         elif (flat[3] and clock[0].top >= LW - 1) or setup.policy == JIQ:
-            ev, status = _profile_general(c, s, tables, meas, recs, setup, clock, t_stop,
-                                          min(max_events - events, 4096))
+            ev, status = _profile_general(
+                c, s, tables, meas, recs, setup, clock, t_stop, min(max_events - events, 4096)
+            )
         else:
             if flat[3]:
                 refresh_windows(tables, setup, c, clock[0].top)

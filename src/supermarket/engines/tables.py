@@ -22,9 +22,26 @@ from numba import njit
 
 from .layout import Setup, Tables
 
-__all__ = ["HALF_WIN", "WIN", "LW", "FULL_TABLE_MAX_N", "log_p_all_at_least", "p_all_at_least", "p_table",
-           "get_p", "rebuild_window", "refresh_windows", "window_edge", "flat_tables",
-           "JSQ_D", "RANDOM", "JSQ", "JIQ", "POLICY_CODES", "p_rule"]
+__all__ = [
+    "HALF_WIN",
+    "WIN",
+    "LW",
+    "FULL_TABLE_MAX_N",
+    "log_p_all_at_least",
+    "p_all_at_least",
+    "p_table",
+    "get_p",
+    "rebuild_window",
+    "refresh_windows",
+    "window_edge",
+    "flat_tables",
+    "JSQ_D",
+    "RANDOM",
+    "JSQ",
+    "JIQ",
+    "POLICY_CODES",
+    "p_rule",
+]
 
 HALF_WIN = 1024
 WIN = 2 * HALF_WIN

@@ -168,7 +168,9 @@ class GeneralResult:
                 "customers": self.customers,
                 "interrupted": self.interrupted,
                 "notes": list(self.notes),
-                "error_bars": "between independent replications, Student t (none from one replication; no control variates)",
+                "error_bars": (
+                    "between independent replications, Student t (none from one replication; no control variates)"
+                ),
             }
         )
 

@@ -84,8 +84,9 @@ class RefinedMeanField(Result):
         for the 1/n expansion at this load (or the numbers are not accurate); see :meth:`min_n`."""
         n = self._check_n(n)
         m = self.pi + self.V / n
-        return bool(self.accurate and np.all(np.isfinite(m)) and np.all((m >= 0) & (m <= 1))
-                    and np.all(np.diff(m) <= 0))
+        return bool(
+            self.accurate and np.all(np.isfinite(m)) and np.all((m >= 0) & (m <= 1)) and np.all(np.diff(m) <= 0)
+        )
 
     def min_n(self) -> float:
         """The least ``n`` from which ``π + V/n`` is a profile (:meth:`valid_for`): every
@@ -129,14 +130,21 @@ class RefinedMeanField(Result):
         if not self.accurate:
             import warnings
 
-            warnings.warn(f"refined mean field at d={self.d}, load={self.lam!r} is not accurate: "
-                          + "; ".join(self.issues), AccuracyWarning, stacklevel=2)
+            warnings.warn(
+                f"refined mean field at d={self.d}, load={self.lam!r} is not accurate: " + "; ".join(self.issues),
+                AccuracyWarning,
+                stacklevel=2,
+            )
         elif not self.valid_for(n):
             import warnings
 
-            warnings.warn(f"π + V/n leaves [0, 1] or increases with the level at n={n} (d={self.d}, "
-                          f"load={self.lam!r}): n is too small for the 1/n expansion here (a profile from "
-                          f"n = {self.min_n()})", AccuracyWarning, stacklevel=2)
+            warnings.warn(
+                f"π + V/n leaves [0, 1] or increases with the level at n={n} (d={self.d}, "
+                f"load={self.lam!r}): n is too small for the 1/n expansion here (a profile from "
+                f"n = {self.min_n()})",
+                AccuracyWarning,
+                stacklevel=2,
+            )
         return self.pi + self.V / n
 
     def mean_queue_length(self, n: int | None = None) -> float:
@@ -170,24 +178,33 @@ class RefinedMeanField(Result):
     def summary(self, n: int | None = None) -> str:
         """π and V by level (and π + V/n with ``n``), Σπ and ΣV; the numbers are replaced by the
         reason when the solves lost their accuracy, and π + V/n by a note when it leaves [0, 1]."""
-        head = (f"refined mean field, d={self.d}, λ={self.lam!r}"
-                + ("" if self.replace else ", without replacement (V includes the drift's 1/n term)")
-                + f" ({self.levels} levels, docs/model.md §3): "
-                f"Σπ = {self.pi.sum():.10g}")
+        head = (
+            f"refined mean field, d={self.d}, λ={self.lam!r}"
+            + ("" if self.replace else ", without replacement (V includes the drift's 1/n term)")
+            + f" ({self.levels} levels, docs/model.md §3): "
+            f"Σπ = {self.pi.sum():.10g}"
+        )
         if not self.accurate:
-            return (head + f"\nV not shown: the linear solves lost their accuracy ({'; '.join(self.issues)}; "
-                    f"estimated relative error {self.error_estimate:.3g})")
+            return (
+                head + f"\nV not shown: the linear solves lost their accuracy ({'; '.join(self.issues)}; "
+                f"estimated relative error {self.error_estimate:.3g})"
+            )
         ok = n is not None and self.valid_for(n)
         m = self.pi + self.V / n if n is not None else None
-        rows = [[str(i + 1), f"{self.pi[i]:.8g}", f"{self.V[i]:.6g}"]
-                + ([f"{m[i]:.8g}" if ok and m is not None else "—"] if n is not None else [])
-                for i in range(self.levels)]
+        rows = [
+            [str(i + 1), f"{self.pi[i]:.8g}", f"{self.V[i]:.6g}"]
+            + ([f"{m[i]:.8g}" if ok and m is not None else "—"] if n is not None else [])
+            for i in range(self.levels)
+        ]
         t = text_table(["i", "π(i)", "V_i"] + ([f"π(i)+V_i/n, n={n}"] if n is not None else []), rows)
         out = head + f", ΣV = {self.V.sum():.6g}\n" + t
         if n is not None:
-            out += (f"\nrefined mean queue length Σπ + ΣV/n = {self.mean_queue_length(n):.10g}" if ok else
-                    f"\nπ + V/n leaves [0, 1] or increases with the level at n={n}: n is too small for the 1/n "
-                    f"expansion here (a profile from n = {self.min_n()}) (—)")
+            out += (
+                f"\nrefined mean queue length Σπ + ΣV/n = {self.mean_queue_length(n):.10g}"
+                if ok
+                else f"\nπ + V/n leaves [0, 1] or increases with the level at n={n}: n is too small for the 1/n "
+                f"expansion here (a profile from n = {self.min_n()}) (—)"
+            )
         return out
 
     def plot(self, path: Any = None, *, n: int) -> Any:
@@ -213,9 +230,11 @@ class RefinedMeanField(Result):
 def _lyapunov(u, d, lam, n, replace):
     """Jacobian ``A`` and the solution ``W`` of ``A W + W A^T + Q = 0`` at the profile ``u``."""
     if u.size > MAX_LYAPUNOV_LEVELS:
-        raise ValueError(f"levels: the Lyapunov equation would have {u.size} levels (more than "
-                         f"{MAX_LYAPUNOV_LEVELS}; its dense solve costs O(levels^3)); at d={d}, load={lam!r} "
-                         "pass a larger tol (e.g. tol=1e-6) or fewer levels")
+        raise ValueError(
+            f"levels: the Lyapunov equation would have {u.size} levels (more than "
+            f"{MAX_LYAPUNOV_LEVELS}; its dense solve costs O(levels^3)); at d={d}, load={lam!r} "
+            "pass a larger tol (e.g. tol=1e-6) or fewer levels"
+        )
     A = drift_jacobian(u, d, lam, n=n, replace=replace)
     Q = np.diag(_noise_diag(u, d, lam, n, replace))
     import warnings
@@ -277,11 +296,12 @@ def _accuracy(A, W, Q_diag, V=None, rhs_of=None):
         else:
             est = cond * eps
     if cond * eps >= 1.0:
-        issues.append(f"the drift's Jacobian has condition number {cond:.3g} (more than 1/ε = 4.5e15), so a "
-                      "solve with it keeps no correct digit")
+        issues.append(
+            f"the drift's Jacobian has condition number {cond:.3g} (more than 1/ε = 4.5e15), so a "
+            "solve with it keeps no correct digit"
+        )
     elif est > ACCURACY_TOL:
-        issues.append(f"estimated relative error {est:.3g} (the drift's Jacobian has condition number "
-                      f"{cond:.3g})")
+        issues.append(f"estimated relative error {est:.3g} (the drift's Jacobian has condition number {cond:.3g})")
     if finite and W.size:
         wd = np.diag(W)
         tol_w = max(min(est, 1.0), 1e-12) * wmax
@@ -298,9 +318,16 @@ def _accuracy(A, W, Q_diag, V=None, rhs_of=None):
     return est, tuple(issues)
 
 
-def refined_mean_field(d: int, lam: float | str, *, replace: bool = True, levels: int | None = None,
-                       tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS,
-                       policy: str = "jsq-d") -> RefinedMeanField:
+def refined_mean_field(
+    d: int,
+    lam: float | str,
+    *,
+    replace: bool = True,
+    levels: int | None = None,
+    tol: float = DEFAULT_TOL,
+    max_levels: int = MAX_LEVELS,
+    policy: str = "jsq-d",
+) -> RefinedMeanField:
     """The ``1/n`` term of the steady state (Gast and Van Houdt 2018), docs/model.md §3.
 
     ``W`` solves ``A W + W A^T + Q = 0`` and ``V = −A^{−1} (½ B:W)``, with ``A``, ``B`` the
@@ -371,10 +398,25 @@ def refined_mean_field(d: int, lam: float | str, *, replace: bool = True, levels
     est, issues = _accuracy(A, W, _noise_diag(pi, d, lam, None, True), V, rhs_of)
     accurate = not issues
     if not accurate:
-        warnings.warn(f"refined mean field at d={d}, load={lam!r} is not accurate ({'; '.join(issues)}): "
-                      "V and W are not to be used (the mean field π is)", AccuracyWarning, stacklevel=2)
-    return RefinedMeanField(d=d, lam=lam, levels=L, pi=pi, V=V, W=W, accurate=accurate,
-                            error_estimate=float(est), issues=issues, replace=bool(replace), V_drift=V_drift)
+        warnings.warn(
+            f"refined mean field at d={d}, load={lam!r} is not accurate ({'; '.join(issues)}): "
+            "V and W are not to be used (the mean field π is)",
+            AccuracyWarning,
+            stacklevel=2,
+        )
+    return RefinedMeanField(
+        d=d,
+        lam=lam,
+        levels=L,
+        pi=pi,
+        V=V,
+        W=W,
+        accurate=accurate,
+        error_estimate=float(est),
+        issues=issues,
+        replace=bool(replace),
+        V_drift=V_drift,
+    )
 
 
 def sampling_first_order(v: ArrayLike, d: int) -> np.ndarray:
@@ -449,23 +491,36 @@ class LNAResult(Result):
         diag = i.ravel() == j.ravel()
         centre = np.where(diag, self.centre[i.ravel() - 1], np.nan)
         std = np.where(diag, self.std[i.ravel() - 1], np.nan)
-        return frame({"i": i.ravel(), "j": j.ravel(), "covariance": self.covariance.ravel(),
-                      "centre": centre, "std": std})
+        return frame(
+            {"i": i.ravel(), "j": j.ravel(), "covariance": self.covariance.ravel(), "centre": centre, "std": std}
+        )
 
     def summary(self) -> str:
         """The centre and the standard deviation of √n u_i by level (or why they are not shown)."""
         where = "fixed point π" if self.at == "fixed-point" else f"near-equilibrium centre x^n (n={self.n})"
-        head = (f"linear-noise approximation at the {where}, d={self.d}, λ={self.lam!r}"
-                + ("" if self.replace else ", without replacement") + " (docs/model.md §3, §8)")
+        head = (
+            f"linear-noise approximation at the {where}, d={self.d}, λ={self.lam!r}"
+            + ("" if self.replace else ", without replacement")
+            + " (docs/model.md §3, §8)"
+        )
         if not self.accurate:
             return head + f"\ncovariance not shown: not accurate ({'; '.join(self.issues)})"
         rows = [[str(k + 1), f"{self.centre[k]:.8g}", f"{self.std[k]:.6g}"] for k in range(self.levels)]
         return head + "\n" + text_table(["i", "centre", "sd of √n u_i"], rows)
 
 
-def lna(d: int, lam: float | str, *, n: int | None = None, at: str = "fixed-point", replace: bool = True,
-        levels: int | None = None, tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS,
-        policy: str = "jsq-d") -> LNAResult:
+def lna(
+    d: int,
+    lam: float | str,
+    *,
+    n: int | None = None,
+    at: str = "fixed-point",
+    replace: bool = True,
+    levels: int | None = None,
+    tol: float = DEFAULT_TOL,
+    max_levels: int = MAX_LEVELS,
+    policy: str = "jsq-d",
+) -> LNAResult:
     """Stationary covariance of ``√n (u − x)`` in the linear-noise approximation (docs/model.md §3, §8).
 
     Solves ``A W + W A^T + Q = 0`` with ``A`` the drift's Jacobian and ``Q`` the noise
@@ -531,7 +586,23 @@ def lna(d: int, lam: float | str, *, n: int | None = None, at: str = "fixed-poin
     if issues:
         import warnings
 
-        warnings.warn(f"linear-noise covariance at d={d}, load={lam!r} is not accurate ({'; '.join(issues)}): "
-                      "it is not to be used (the centre is)", AccuracyWarning, stacklevel=2)
-    return LNAResult(d=d, lam=lam, n=n, at=at, replace=bool(replace), levels=int(x.size), centre=x,
-                     covariance=W, jacobian=A, accurate=not issues, error_estimate=float(est), issues=issues)
+        warnings.warn(
+            f"linear-noise covariance at d={d}, load={lam!r} is not accurate ({'; '.join(issues)}): "
+            "it is not to be used (the centre is)",
+            AccuracyWarning,
+            stacklevel=2,
+        )
+    return LNAResult(
+        d=d,
+        lam=lam,
+        n=n,
+        at=at,
+        replace=bool(replace),
+        levels=int(x.size),
+        centre=x,
+        covariance=W,
+        jacobian=A,
+        accurate=not issues,
+        error_estimate=float(est),
+        issues=issues,
+    )

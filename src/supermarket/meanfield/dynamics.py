@@ -50,8 +50,12 @@ def check_d(d: Any, *, allow_inf: bool = False) -> float:
     if allow_inf:
         if isinstance(d, str) and d.strip().lower() in ("inf", "infinity", "∞"):
             return math.inf
-        if (isinstance(d, numbers.Real) and not isinstance(d, (bool, np.bool_, numbers.Integral))
-                and math.isinf(d) and float(d) > 0):
+        if (
+            isinstance(d, numbers.Real)
+            and not isinstance(d, (bool, np.bool_, numbers.Integral))
+            and math.isinf(d)
+            and float(d) > 0
+        ):
             return math.inf
     try:
         return check_positive_int("d", d)
@@ -96,8 +100,10 @@ def check_profile(u: ArrayLike, name: str = "start profile") -> np.ndarray:
     inc = np.diff(arr) > 0
     if inc.any():
         i = int(np.argmax(inc)) + 2
-        raise ValueError(f"{name} must be non-increasing; level {i} ({float(arr[i - 1])!r}) exceeds "
-                         f"level {i - 1} ({float(arr[i - 2])!r})")
+        raise ValueError(
+            f"{name} must be non-increasing; level {i} ({float(arr[i - 1])!r}) exceeds "
+            f"level {i - 1} ({float(arr[i - 2])!r})"
+        )
     return arr
 
 
@@ -188,16 +194,21 @@ def levels_needed(d: float, lam: float | str, tol: float = DEFAULT_TOL, max_leve
         below = np.nonzero(logs < math.log(tol))[0]
         need = int(below[0]) + 1 if below.size else max_levels + 1
     if need > max_levels:
-        raise ValueError(f"levels: the fixed point stays above tol={tol:g} for more than max_levels={max_levels} "
-                         f"levels at d={d}, load={lam!r}; raise max_levels or tol")
+        raise ValueError(
+            f"levels: the fixed point stays above tol={tol:g} for more than max_levels={max_levels} "
+            f"levels at d={d}, load={lam!r}; raise max_levels or tol"
+        )
     return need
 
 
 def _levels(d, lam, levels, tol, max_levels) -> int:
     """The number of levels to keep: ``levels`` when given (at most ``max_levels``), else
     :func:`levels_needed` (``π`` below ``tol``)."""
-    return (check_positive_int("levels", levels, maximum=max_levels) if levels is not None
-            else levels_needed(d, lam, tol, max_levels))
+    return (
+        check_positive_int("levels", levels, maximum=max_levels)
+        if levels is not None
+        else levels_needed(d, lam, tol, max_levels)
+    )
 
 
 # =========================================================================== §1-§3: P(u)
@@ -336,8 +347,9 @@ def _jac_bands(u, d, lam, n, replace):
     return diag, sub, sup
 
 
-def drift_jacobian(u: ArrayLike, d: float, lam: float | str, *, n: int | None = None,
-                   replace: bool = True) -> np.ndarray:
+def drift_jacobian(
+    u: ArrayLike, d: float, lam: float | str, *, n: int | None = None, replace: bool = True
+) -> np.ndarray:
     """Dense Jacobian ``∂f_i/∂u_j`` of :func:`drift` (tridiagonal), docs/model.md §3.
 
     Parameters
@@ -369,9 +381,19 @@ def _noise_diag(u, d, lam, n, replace):
 
 
 # =========================================================================== fixed points
-def fixed_point_newton(d: float, lam: float | str, levels: int | None = None, *, n: int | None = None,
-                       replace: bool = True, start: ArrayLike | None = None, tol: float = DEFAULT_TOL,
-                       max_levels: int = MAX_LEVELS, max_iter: int = 500, policy: str = "jsq-d") -> np.ndarray:
+def fixed_point_newton(
+    d: float,
+    lam: float | str,
+    levels: int | None = None,
+    *,
+    n: int | None = None,
+    replace: bool = True,
+    start: ArrayLike | None = None,
+    tol: float = DEFAULT_TOL,
+    max_levels: int = MAX_LEVELS,
+    max_iter: int = 500,
+    policy: str = "jsq-d",
+) -> np.ndarray:
     """Root of the truncated drift ``f(u) = 0`` by Newton's method (docs/model.md §3).
 
     A generic solver that does not use the closed form; tests compare it with
@@ -458,8 +480,16 @@ def fixed_point_newton(d: float, lam: float | str, levels: int | None = None, *,
     return u
 
 
-def near_equilibrium_centre(n: int, d: float, lam: float | str, *, replace: bool = True, levels: int | None = None,
-                            tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS) -> np.ndarray:
+def near_equilibrium_centre(
+    n: int,
+    d: float,
+    lam: float | str,
+    *,
+    replace: bool = True,
+    levels: int | None = None,
+    tol: float = DEFAULT_TOL,
+    max_levels: int = MAX_LEVELS,
+) -> np.ndarray:
     """The near-equilibrium centre ``x^n`` of paper 002 (docs/model.md §8).
 
     ``x^n_1 = λ``, ``x^n_i = λ P_n(x^n_{i−1})`` with ``P_n(x) = x^d`` (with replacement: then
@@ -511,7 +541,9 @@ def near_equilibrium_centre(n: int, d: float, lam: float | str, *, replace: bool
     out = [lam]
     while (L is not None and len(out) < L) or (L is None and out[-1] >= tol):
         if L is None and len(out) >= max_levels:
-            raise ValueError(f"levels: the centre stays above tol={tol:g} for more than max_levels={max_levels} "
-                             f"levels at d={d}, load={lam!r}; raise max_levels or tol")
+            raise ValueError(
+                f"levels: the centre stays above tol={tol:g} for more than max_levels={max_levels} "
+                f"levels at d={d}, load={lam!r}; raise max_levels or tol"
+            )
         out.append(lam * float(sample_prob(np.array([out[-1]]), d, n=n, replace=replace)[0]))
     return np.array(out)

@@ -56,8 +56,22 @@ class _Trajectory(Result):
 
     _rename: ClassVar[dict[str, str]] = {"lam": "load"}
     _extra = ("mean_queue_length",)
-    _order = ("d", "load", "T", "levels", "tol", "method", "nfev", "njev", "success", "message", "n", "replace",
-              "top_level_max", "events")
+    _order = (
+        "d",
+        "load",
+        "T",
+        "levels",
+        "tol",
+        "method",
+        "nfev",
+        "njev",
+        "success",
+        "message",
+        "n",
+        "replace",
+        "top_level_max",
+        "events",
+    )
 
     def to_frame(self) -> Any:
         """Tidy table: one row per (time, level) with ``t``, ``level`` (from 1), ``u``."""
@@ -69,17 +83,21 @@ class _Trajectory(Result):
 
         shown = min(columns, self.u.shape[1])
         idx = np.unique(np.linspace(0, len(self.t) - 1, min(rows, len(self.t))).astype(int))
-        body = [[f"{self.t[k]:.6g}", *[f"{self.u[k, i]:.8g}" for i in range(shown)],
-                 f"{self.mean_queue_length[k]:.8g}"] for k in idx]
+        body = [
+            [f"{self.t[k]:.6g}", *[f"{self.u[k, i]:.8g}" for i in range(shown)], f"{self.mean_queue_length[k]:.8g}"]
+            for k in idx
+        ]
         d = "∞" if math.isinf(self.d) else f"{self.d:g}"
-        return text_table(["t", *[f"u_{i + 1}" for i in range(shown)], "Σ u_i"], body,
-                          title=f"mean-field ODE trajectory, d={d}, λ={self.lam!r} ({self.levels} levels)")
+        return text_table(
+            ["t", *[f"u_{i + 1}" for i in range(shown)], "Σ u_i"],
+            body,
+            title=f"mean-field ODE trajectory, d={d}, λ={self.lam!r} ({self.levels} levels)",
+        )
 
     def plot(self, path: Any = None, *, max_levels: int = 8) -> Any:
         """``u_i(t)`` for the first ``max_levels`` levels that leave 0.  Returns the figure;
         saves it (PNG) when ``path`` is given."""
         plt = pyplot(path is not None, force=False)
-
 
         fig, ax = plt.subplots(figsize=(7, 4.5))
         for i in range(min(max_levels, self.u.shape[1])):
@@ -144,8 +162,11 @@ def _start_profile(start, d, lam, n, tol, max_levels, replace=True):
     if name == "long":
         if n is None:
             raise ValueError("start 'long:L' (one queue of length L) needs the number of servers n")
-        base = (np.array([lam]) if math.isinf(d) else
-                np.exp(log_fixed_point(d, lam, levels_needed(d, lam, tol, max_levels))))
+        base = (
+            np.array([lam])
+            if math.isinf(d)
+            else np.exp(log_fixed_point(d, lam, levels_needed(d, lam, tol, max_levels)))
+        )
         if val > max_levels:
             raise ValueError(f"start long:{val} needs more than max_levels={max_levels} levels")
         u = np.zeros(max(val, base.size))
@@ -171,11 +192,23 @@ def _support(u, tol):
     return int(nz[-1]) + 1 if nz.size else 0
 
 
-def solve_meanfield(d: float, lam: float | str, *, T: float, start: str | ArrayLike = "empty",
-                    t_eval: ArrayLike | None = None, n: int | None = None, replace: bool = True,
-                    levels: int | None = None, tol: float = DEFAULT_TOL, max_levels: int = MAX_LEVELS,
-                    method: str = "auto", rtol: float = 1e-10, atol: float = 1e-14,
-                    policy: str = "jsq-d") -> MeanFieldSolution | DInfSolution:
+def solve_meanfield(
+    d: float,
+    lam: float | str,
+    *,
+    T: float,
+    start: str | ArrayLike = "empty",
+    t_eval: ArrayLike | None = None,
+    n: int | None = None,
+    replace: bool = True,
+    levels: int | None = None,
+    tol: float = DEFAULT_TOL,
+    max_levels: int = MAX_LEVELS,
+    method: str = "auto",
+    rtol: float = 1e-10,
+    atol: float = 1e-14,
+    policy: str = "jsq-d",
+) -> MeanFieldSolution | DInfSolution:
     """Integrate the mean-field ODE (1.1) from ``start`` to time ``T`` (docs/model.md §3).
 
     Parameters
@@ -245,9 +278,11 @@ def solve_meanfield(d: float, lam: float | str, *, T: float, start: str | ArrayL
         grow = False
     else:
         try:
-            fp_levels = (levels_needed(d, lam, tol, max_levels) if (n is None or replace)
-                         else near_equilibrium_centre(n, d, lam, replace=False, tol=tol,
-                                                      max_levels=max_levels).size)
+            fp_levels = (
+                levels_needed(d, lam, tol, max_levels)
+                if (n is None or replace)
+                else near_equilibrium_centre(n, d, lam, replace=False, tol=tol, max_levels=max_levels).size
+            )
         except ValueError:
             # no fixed point (λ >= 1) or one with too many levels (d = 1, λ near 1): a
             # finite run may need far fewer.  The mass Σu_i grows at rate at most λ, so
@@ -255,9 +290,11 @@ def solve_meanfield(d: float, lam: float | str, *, T: float, start: str | ArrayL
             # ever longer ones), and refuse at once when that exceeds max_levels
             grow_by = lam * T
             if _support(u0, 0.0) + grow_by > max_levels:
-                raise ValueError(f"a run to T={T!r} at load={lam!r} may fill about {grow_by:.3g} more levels than "
-                                 f"the start's {_support(u0, 0.0)}, more than max_levels={max_levels}; "
-                                 "shorten T or raise max_levels") from None
+                raise ValueError(
+                    f"a run to T={T!r} at load={lam!r} may fill about {grow_by:.3g} more levels than "
+                    f"the start's {_support(u0, 0.0)}, more than max_levels={max_levels}; "
+                    "shorten T or raise max_levels"
+                ) from None
             fp_levels = _support(u0, 0.0) + int(math.ceil(grow_by)) + 8
         L = max(fp_levels, _support(u0, 0.0) + 1, 2)
         if L > max_levels:
@@ -274,16 +311,31 @@ def solve_meanfield(d: float, lam: float | str, *, T: float, start: str | ArrayL
         if not grow or top <= tol or not sol.success:
             break
         if L >= max_levels:
-            raise ValueError(f"the top level exceeds tol={tol:g} even with max_levels={max_levels} levels; "
-                             "raise max_levels or tol")
+            raise ValueError(
+                f"the top level exceeds tol={tol:g} even with max_levels={max_levels} levels; raise max_levels or tol"
+            )
         L = min(max_levels, L + max(4, L // 2))
     # dense output on the requested grid
     u = sol.sol(t_eval).T if t_eval is not None else sol.y.T
     t = t_eval if t_eval is not None else sol.t
     u = np.clip(u, 0.0, 1.0)
-    return MeanFieldSolution(d=d, lam=lam, T=T, t=np.asarray(t, dtype=float), u=u, levels=L, tol=tol,
-                             method=used, nfev=int(sol.nfev), njev=int(sol.njev), success=bool(sol.success),
-                             message=str(sol.message), n=n, replace=bool(replace), top_level_max=top)
+    return MeanFieldSolution(
+        d=d,
+        lam=lam,
+        T=T,
+        t=np.asarray(t, dtype=float),
+        u=u,
+        levels=L,
+        tol=tol,
+        method=used,
+        nfev=int(sol.nfev),
+        njev=int(sol.njev),
+        success=bool(sol.success),
+        message=str(sol.message),
+        n=n,
+        replace=bool(replace),
+        top_level_max=top,
+    )
 
 
 #: The shortest horizon: over a shorter time every u_i moves by less than (1 + λ)·T, under
@@ -295,8 +347,10 @@ MIN_T = 1e-12
 def _check_T(T) -> float:
     T = check_positive_float("T", T)
     if T < MIN_T:
-        raise ValueError(f"T must be a time in [{MIN_T:g}, inf) (shorter, the profile moves by less than the "
-                         f"solver's tolerance); got {T!r}")
+        raise ValueError(
+            f"T must be a time in [{MIN_T:g}, inf) (shorter, the profile moves by less than the "
+            f"solver's tolerance); got {T!r}"
+        )
     return T
 
 
@@ -326,8 +380,7 @@ def _integrate(d, lam, n, replace, y0, T, t_eval, method, rtol, atol):
             return sp.csc_matrix((data, (rows, cols)), shape=(L, L)).toarray()
         return sp.csc_matrix((data, (rows, cols)), shape=(L, L))
 
-    return solve_ivp(rhs, (0.0, T), y0, method=method, jac=jac, rtol=rtol, atol=atol,
-                     dense_output=True, t_eval=None)
+    return solve_ivp(rhs, (0.0, T), y0, method=method, jac=jac, rtol=rtol, atol=atol, dense_output=True, t_eval=None)
 
 
 # =========================================================================== d = ∞ (paper 002)
@@ -391,8 +444,15 @@ def _dinf_piece(m, z0, s, lam):
     return np.clip(z, 0.0, 1.0)
 
 
-def solve_dinf(lam: float | str, *, T: float, start: str | ArrayLike = "empty", t_eval: ArrayLike | None = None,
-               n: int | None = None, event_grid: float = 0.05) -> DInfSolution:
+def solve_dinf(
+    lam: float | str,
+    *,
+    T: float,
+    start: str | ArrayLike = "empty",
+    t_eval: ArrayLike | None = None,
+    n: int | None = None,
+    event_grid: float = 0.05,
+) -> DInfSolution:
     """Integrate the ``d = ∞`` constrained ODE of paper 002 exactly, piece by piece (docs/model.md §3).
 
     Water-filling (docs/model.md §3): with the first ``m`` levels full the others have a
@@ -471,8 +531,10 @@ def solve_dinf(lam: float | str, *, T: float, start: str | ArrayLike = "empty", 
             k = int(np.argmax(hit.any(axis=1)))
             roots = []
             for j in np.nonzero(hit[k])[0]:
-                def fj(x, j=j):
+
+                def fj(x, j=j, m=m, z0=z0):
                     return crit(_dinf_piece(m, z0, np.array([x]), lam)[0, 0])[j]
+
                 roots.append((brentq(fj, grid[k], grid[k + 1], xtol=1e-15, rtol=1e-15), int(j)))
             event = min(roots)
         piece_end = t + (event[0] if event else t_end)

@@ -22,8 +22,16 @@ from .dynamics import levels_needed, near_equilibrium_centre, sample_prob
 
 
 # =========================================================================== response times
-def response_times(d: int, lam: float | str, *, n: int | None = None, refined: bool = False, replace: bool = True,
-                   quantiles: Any = DEFAULT_QUANTILES, tol: float = 1e-13) -> ResponseTimes:
+def response_times(
+    d: int,
+    lam: float | str,
+    *,
+    n: int | None = None,
+    refined: bool = False,
+    replace: bool = True,
+    quantiles: Any = DEFAULT_QUANTILES,
+    tol: float = 1e-13,
+) -> ResponseTimes:
     """Response times of the mean field (``n = ∞``) or of the refined mean field (order ``1/n``).
 
     Erlang mixtures over the law of the joined queue length with the tails
@@ -90,9 +98,12 @@ def response_times(d: int, lam: float | str, *, n: int | None = None, refined: b
         assert n is not None  # refused above without n
         x = near_equilibrium_centre(n, d, lam, replace=False, tol=tol)
         T = sample_prob(x, d, n=n, replace=False)
-        return from_tails(np.minimum.accumulate(np.clip(T, 0, 1)), quantiles=qs,
-                          source=f"mean field (centre x^n, sampling without replacement, n = {n})",
-                          params=params)
+        return from_tails(
+            np.minimum.accumulate(np.clip(T, 0, 1)),
+            quantiles=qs,
+            source=f"mean field (centre x^n, sampling without replacement, n = {n})",
+            params=params,
+        )
     if not refined:
         L = levels_needed(d, lam, tol)
         T = np.exp(float(d) * log_fixed_point(d, lam, L + 1))  # π_i^d, i = 1..L+1
@@ -105,11 +116,14 @@ def response_times(d: int, lam: float | str, *, n: int | None = None, refined: b
         corr = corr + sampling_first_order(rmf.pi, d)
     Tr = sample_prob(rmf.pi, d) + corr / n
     if np.any(Tr < 0) or np.any(Tr > 1) or np.any(np.diff(Tr) > 0):
-        notes.append(f"the 1/n expansion leaves [0, 1] or stops falling at n = {n}; clipped (n is too small "
-                     "for the refined mean field to be trusted)")
+        notes.append(
+            f"the 1/n expansion leaves [0, 1] or stops falling at n = {n}; clipped (n is too small "
+            "for the refined mean field to be trusted)"
+        )
     Tr = np.minimum.accumulate(np.clip(Tr, 0.0, 1.0))
-    return from_tails(Tr, quantiles=qs, source=f"refined mean field, order 1/n (derived), n = {n}",
-                      params=params, notes=tuple(notes))
+    return from_tails(
+        Tr, quantiles=qs, source=f"refined mean field, order 1/n (derived), n = {n}", params=params, notes=tuple(notes)
+    )
 
 
 # =========================================================================== the command's report
@@ -172,16 +186,22 @@ class MeanFieldReport(Result):
         n = p.get("n")
         rule = p.get("policy", "jsq-d")
         head = f"d={p['d']}" if rule == "jsq-d" else f"policy={rule}"
-        lines = [f"supermarket meanfield  {head}  λ={p['load']!r}"
-                 + (f"  n={n}" if n is not None else "")
-                 + ("" if p["replace"] else "  (without replacement)")]
+        lines = [
+            f"supermarket meanfield  {head}  λ={p['load']!r}"
+            + (f"  n={n}" if n is not None else "")
+            + ("" if p["replace"] else "  (without replacement)")
+        ]
         lines.append(f"mean-field mean queue length Σπ(i) = {r['mean_queue_length']:.10g}   (docs/model.md §3)")
         if "note" in r:
             lines.append(r["note"])
         ref: dict = r.get("refined") or {}  # {} for None: every use below tests its truth
         shown = bool(ref and ref.get("trusted"))
         cov = r.get("covariance")
-        header = ["i", "π(i)"] + (["V_i", "π(i)+V_i/n"] if shown else []) + (["sd of √n u_i (LNA)"] if cov is not None else [])
+        header = (
+            ["i", "π(i)"]
+            + (["V_i", "π(i)+V_i/n"] if shown else [])
+            + (["sd of √n u_i (LNA)"] if cov is not None else [])
+        )
         rows = []
         for i, pi in enumerate(r["fixed_point"]):
             row = [str(i + 1), f"{pi:.8g}"]
@@ -191,19 +211,26 @@ class MeanFieldReport(Result):
             if cov is not None:
                 row.append(f"{math.sqrt(max(cov[i][i], 0.0)):.6g}" if i < len(cov) else "0")
             rows.append(row)
-        lines.append(text_table(header, rows, title=f"Fixed point π(i) ({r['levels']} levels)"
-                                + (" and 1/n corrections" if ref else "")))
+        lines.append(
+            text_table(
+                header, rows, title=f"Fixed point π(i) ({r['levels']} levels)" + (" and 1/n corrections" if ref else "")
+            )
+        )
         if ref and not ref.get("trusted"):
-            lines.append("refined mean field π + V/n: not shown — the linear solves lost their accuracy here "
-                         f"({ref['reason']}; estimated relative error {ref['error_estimate']:.3g}). Only the mean "
-                         "field π(i) above can be trusted.")
+            lines.append(
+                "refined mean field π + V/n: not shown — the linear solves lost their accuracy here "
+                f"({ref['reason']}; estimated relative error {ref['error_estimate']:.3g}). Only the mean "
+                "field π(i) above can be trusted."
+            )
         elif shown:
             if ref["mean_queue_length"] is not None:
-                lines.append(f"refined mean queue length Σπ + ΣV/n = {ref['mean_queue_length']:.10g}  "
-                             f"(ΣV = {ref['sum_V']:.6g})")
+                lines.append(
+                    f"refined mean queue length Σπ + ΣV/n = {ref['mean_queue_length']:.10g}  (ΣV = {ref['sum_V']:.6g})"
+                )
             else:
-                lines.append(f"refined mean queue length: not shown — {ref['note']} (— in the table); "
-                             f"ΣV = {ref['sum_V']:.6g}")
+                lines.append(
+                    f"refined mean queue length: not shown — {ref['note']} (— in the table); ΣV = {ref['sum_V']:.6g}"
+                )
         if r.get("covariance_note"):
             lines.append(f"linear-noise covariance: not shown — {r['covariance_note']}.")
         if "sojourn" in r:
@@ -215,16 +242,25 @@ class MeanFieldReport(Result):
             lines.append(f"refined response times (1/n, derived): not shown — {ref['response_note']}.")
         if r.get("cdf"):
             c = r["cdf"]
-            lines.append(f"CDFs of the sojourn and waiting times on {len(c['t'])} points from t = 0 to "
-                         f"{c['t'][-1]:.6g} (in --json: cdf{', refined.cdf' if ref and ref.get('cdf') else ''})")
+            lines.append(
+                f"CDFs of the sojourn and waiting times on {len(c['t'])} points from t = 0 to "
+                f"{c['t'][-1]:.6g} (in --json: cdf{', refined.cdf' if ref and ref.get('cdf') else ''})"
+            )
         tr = r.get("trajectory")
         if tr:
             k = min(4, len(tr["u"][0]))
             idx = np.unique(np.linspace(0, len(tr["t"]) - 1, min(11, len(tr["t"]))).astype(int))
-            body = [[f"{tr['t'][j]:.6g}", *[f"{tr['u'][j][i]:.8g}" for i in range(k)],
-                     f"{tr['mean_queue_length'][j]:.8g}"] for j in idx]
-            lines.append(text_table(["t", *[f"u_{i + 1}" for i in range(k)], "Σ u_i"], body,
-                                    title=f"ODE trajectory from {p['start']} ({tr['levels']} levels)"))
+            body = [
+                [f"{tr['t'][j]:.6g}", *[f"{tr['u'][j][i]:.8g}" for i in range(k)], f"{tr['mean_queue_length'][j]:.8g}"]
+                for j in idx
+            ]
+            lines.append(
+                text_table(
+                    ["t", *[f"u_{i + 1}" for i in range(k)], "Σ u_i"],
+                    body,
+                    title=f"ODE trajectory from {p['start']} ({tr['levels']} levels)",
+                )
+            )
         if r.get("plot"):
             lines.append(f"plot written to {r['plot']}")
         return "\n".join(lines)
@@ -233,7 +269,6 @@ class MeanFieldReport(Result):
         """The trajectory ``u_i(t)`` when there is one, else π(i) against π(i) + V_i/n (log
         scale).  Returns the figure; saves it when ``path`` is given."""
         plt = pyplot(path is not None, force=False)
-
 
         r, p = self.data, self.data["params"]
         fig, ax = plt.subplots(figsize=(7, 4.5))

@@ -101,8 +101,10 @@ class Chain:
         self.policy = _pol.check_policy(policy)
         code = _pol.policy_code(self.policy)
         if engine == "queues" and code != _pol.policy_code(_pol.DEFAULT_POLICY):
-            raise ValueError(f"engine 'queues' runs policy 'jsq-d' only (it samples the d queues); got "
-                             f"policy={policy!r}: use engine 'profile' or 'buckets'")
+            raise ValueError(
+                f"engine 'queues' runs policy 'jsq-d' only (it samples the d queues); got "
+                f"policy={policy!r}: use engine 'profile' or 'buckets'"
+            )
         n, d = params.n, params.d
         counts = np.asarray(counts, dtype=np.int64)
         L = 32
