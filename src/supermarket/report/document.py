@@ -72,21 +72,25 @@ NOTES = {
 def _distrusted(meas: str, column: str, rows: list[dict]) -> bool:
     """Whether any replication of a grid point says it is too short to know the column's error
     (then the table shows no ± for it: the rule of every command)."""
-    if len(rows) > 1 and all(r.get("engine") == "event" for r in rows):
-        # the per-queue event engine's flags are False for every one-replication run (its batch-means
-        # error over one run is not trusted: docs/model.md §14); the table's ± is the spread of the
-        # sweep's independent replications instead, which that flag is not about (EVENT_NOTE)
-        return False
     for prefix, flag in DISTRUST_FLAGS.get(meas, ()):
         if column == prefix or (prefix.endswith("_") and column.startswith(prefix)):
-            return any(r.get(flag) is False for r in rows)
+            # the per-queue event engine's *_reliable flags are False for every one-replication run
+            # (its batch-means error over one run is not trusted: docs/model.md §14); the table's ± is
+            # the spread of independent replications, distrusted where a run had no blocking plateau
+            return any(r.get(EVENT_FLAGS.get(column, flag) if r.get("engine") == "event" else flag) is False
+                       for r in rows)
     return False
+
+
+# the flag of an event-engine row that says its run was too short to know a column's error
+EVENT_FLAGS = {"mean_queue_length": "mean_queue_length_long_enough", "mean_sojourn_time": "sojourn_long_enough_mean"}
 
 
 EVENT_NOTE = ("Points run on the per-queue event engine (engine \"event\": a service law other than exp, or "
               "server classes; docs/model.md §14) store no error of their own (one replication per task, whose "
               "batch-means error that engine does not trust): their ± is the standard error over the sweep's "
-              "independent replications, and with one replication no ± is shown.")
+              "independent replications, with one replication no ± is shown, and \"too short to know\" where a run "
+              "found no blocking plateau (mean_queue_length_long_enough, sojourn_long_enough_mean false).")
 
 
 def _fmt(v) -> str:

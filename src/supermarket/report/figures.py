@@ -230,6 +230,8 @@ def _point_value(rs: list[dict], column: str, quantile: str | None = None) -> tu
     vals = [x for x in (cell(r) for r in rs) if x is not None]
     if not vals:
         return None
+    if not all(_long_enough(r) for r in rs):  # a run too short to know its error: no error bar
+        return float(np.mean(vals)), None
     if len(vals) > 1:
         m, se = mean_stderr(vals)
         return float(m), (None if se is None else float(se))
@@ -238,6 +240,13 @@ def _point_value(rs: list[dict], column: str, quantile: str | None = None) -> tu
     own = _json(own)
     se = _num(own.get(quantile) if isinstance(own, dict) else None) if quantile else _num(own)
     return vals[0], se
+
+
+def _long_enough(r: dict) -> bool:
+    """Whether a simulate row's run was long enough to know its response-time error: the event
+    engine's ``sojourn_long_enough_mean``, the count engines' ``mean_queue_length_reliable``."""
+    flag = "sojourn_long_enough_mean" if r.get("engine") == "event" else "mean_queue_length_reliable"
+    return r.get(flag) is not False
 
 
 def _compare_figure(points) -> Figure | None:

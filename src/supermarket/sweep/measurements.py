@@ -248,6 +248,14 @@ def _measure_event(simulate: Callable, params: dict, seed: np.random.SeedSequenc
     return event_row(res.to_dict())
 
 
+def _long_enough(e: dict | None) -> bool:
+    """Whether an event-engine estimate's own run found its blocking plateau (long enough to know
+    its error): reliable, or distrusted only because it is one replication (docs/model.md §14)."""
+    from ..general.run import ONE_REPLICATION_NOTE
+
+    return bool(e) and (bool(e.get("reliable")) or e.get("note") == ONE_REPLICATION_NOTE)
+
+
 def _estimate(e: dict | None) -> tuple[float, float, bool]:
     """(value, error, reliable) of an ``ErrorEstimate.to_dict()``: the error is NaN unless the
     estimate itself trusts it (the rule of every simulate column)."""
@@ -267,7 +275,9 @@ def event_row(d: dict) -> dict:
     ``sojourn_stderr_mean``/``sojourn_stderr_quantiles`` (``waiting_*`` likewise), ``reliable``,
     ``notes``; every error the run does not trust is NaN (one replication per task: the event
     engine's batch-means error over one run is not trusted, docs/model.md §14, so a sweep's
-    error bars for these points come from its replications).  With several server classes,
+    error bars for these points come from its replications), and ``mean_queue_length_long_enough``,
+    ``sojourn_long_enough_mean`` (``waiting_…``) say whether the run found its blocking plateau
+    (False: too short to know, whatever the replications).  With several server classes,
     ``class<i>_fraction``, ``_speed``, ``_u_mean``, ``_mean_queue_length`` (``_stderr``,
     ``_reliable``), ``_sojourn_mean`` (``_stderr``, ``_reliable``), i = 1, 2, ….
 
@@ -293,7 +303,8 @@ def event_row(d: dict) -> dict:
     # the u_i errors come from the same batches as the mean queue length: trusted together or not at all
     u_se = [float(x) if mql_ok and math.isfinite(float(x)) else math.nan for x in d.get("u_stderr", [])]
     out.update(u_mean=u, u_stderr=u_se, u_reliable=[math.isfinite(x) for x in u_se])
-    out.update(mean_queue_length=mql, mean_queue_length_stderr=mql_se, mean_queue_length_reliable=mql_ok)
+    out.update(mean_queue_length=mql, mean_queue_length_stderr=mql_se, mean_queue_length_reliable=mql_ok,
+               mean_queue_length_long_enough=_long_enough(d.get("mean_queue_length")))
     ok_all = mql_ok
     for kind in ("sojourn", "waiting"):
         m, se, ok = _estimate(d.get(kind))
@@ -305,6 +316,7 @@ def event_row(d: dict) -> dict:
         out[f"{kind}_stderr_quantiles"] = {q: x[1] for q, x in qs.items()}
         out[f"{kind}_reliable_mean"] = ok
         out[f"{kind}_reliable_quantiles"] = {q: x[2] for q, x in qs.items()}
+        out[f"{kind}_long_enough_mean"] = _long_enough(d.get(kind))
         if kind == "sojourn":
             out["mean_sojourn_time"], out["mean_sojourn_time_stderr"] = m, se
     out["reliable"] = ok_all
