@@ -223,7 +223,7 @@ def _point_value(rs: list[dict], column: str, quantile: str | None = None) -> tu
     """(mean, standard error) of a column over a grid point's replications: the error is the
     spread of the independent replications when there are several, else the row's own error
     (NaN, so none, where the run does not trust it)."""
-    def cell(r):
+    def cell(r: dict) -> float | None:
         v = _json(r.get(column))
         return _num(v.get(quantile) if isinstance(v, dict) else None) if quantile else _num(v)
 
@@ -249,7 +249,7 @@ def _long_enough(r: dict) -> bool:
     return r.get(flag) is not False
 
 
-def _compare_figure(points) -> Figure | None:
+def _compare_figure(points: OrderedDict[int, list[dict]]) -> Figure | None:
     """Response time against load, one curve per rule / service law / classes (and n, d), where
     a sweep varies any of them: the comparison a performance engineer asks for (issue 21)."""
     rows = [r for rs in points.values() for r in rs]

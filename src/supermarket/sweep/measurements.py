@@ -253,7 +253,9 @@ def _long_enough(e: dict | None) -> bool:
     its error): reliable, or distrusted only because it is one replication (docs/model.md §14)."""
     from ..general.run import ONE_REPLICATION_NOTE
 
-    return bool(e) and (bool(e.get("reliable")) or e.get("note") == ONE_REPLICATION_NOTE)
+    if not e:
+        return False
+    return bool(e.get("reliable")) or e.get("note") == ONE_REPLICATION_NOTE
 
 
 def _estimate(e: dict | None) -> tuple[float, float, bool]:
