@@ -28,7 +28,7 @@ MAX_TABLE_ROWS = 200
 SUMMARY_COLUMNS = {
     # the variance reductions of the control variates (docs/model.md §9.1): per level and for the
     # mean queue length, the median over the grid point's replications (_ratio_cell)
-    "simulate": ("u_mean", "mean_queue_length", "good_set_fraction", "events_per_second",
+    "simulate": ("u_mean", "mean_queue_length", "mean_sojourn_time", "good_set_fraction", "events_per_second",
                  "variance_reduction_u_mean", "variance_reduction_mean_queue_length"),
     # a sweep task couples one pair: its "tmix_steps" (the 0.75-quantile of τ over the task's
     # pairs) is that pair's τ again, not a bound on t_mix, so it is not shown
@@ -57,6 +57,7 @@ TOO_SHORT = "too short to know"
 # (column prefix or name, flag): the row's flag that says the run could not know the column's error
 DISTRUST_FLAGS = {
     "simulate": (("mean_queue_length", "mean_queue_length_reliable"),
+                 ("mean_sojourn_time", "mean_queue_length_reliable"),  # the same run's error, by Little's law
                  ("good_set_fraction", "good_set_fraction_reliable")),
     "fluctuations": (("sim_", "sim_error_bars_adequate"),),
 }
@@ -73,8 +74,23 @@ def _distrusted(meas: str, column: str, rows: list[dict]) -> bool:
     (then the table shows no ± for it: the rule of every command)."""
     for prefix, flag in DISTRUST_FLAGS.get(meas, ()):
         if column == prefix or (prefix.endswith("_") and column.startswith(prefix)):
-            return any(r.get(flag) is False for r in rows)
+            # the per-queue event engine's *_reliable flags are False for every one-replication run
+            # (its batch-means error over one run is not trusted: docs/model.md §14); the table's ± is
+            # the spread of independent replications, distrusted where a run had no blocking plateau
+            return any(r.get(EVENT_FLAGS.get(column, flag) if r.get("engine") == "event" else flag) is False
+                       for r in rows)
     return False
+
+
+# the flag of an event-engine row that says its run was too short to know a column's error
+EVENT_FLAGS = {"mean_queue_length": "mean_queue_length_long_enough", "mean_sojourn_time": "sojourn_long_enough_mean"}
+
+
+EVENT_NOTE = ("Points run on the per-queue event engine (engine \"event\": a service law other than exp, or "
+              "server classes; docs/model.md §14) store no error of their own (one replication per task, whose "
+              "batch-means error that engine does not trust): their ± is the standard error over the sweep's "
+              "independent replications, with one replication no ± is shown, and \"too short to know\" where a run "
+              "found no blocking plateau (mean_queue_length_long_enough, sojourn_long_enough_mean false).")
 
 
 def _fmt(v) -> str:
@@ -164,7 +180,7 @@ def _ratio_note(meas: str) -> str:
 
 
 def _too_short_note(meas: str) -> str:
-    flags = ", ".join(f for _, f in DISTRUST_FLAGS.get(meas, ()))
+    flags = ", ".join(dict.fromkeys(f for _, f in DISTRUST_FLAGS.get(meas, ())))
     return (f"\"{TOO_SHORT}\": a replication of the grid point says its run was too short to estimate its own "
             f"error ({flags} false), so no ± is shown; run longer (docs/model.md §9).")
 
@@ -298,6 +314,8 @@ def build_report(out_dir: str | Path, path: str | Path, *, fmt: str = "html") ->
                 parts.append(f"<p>{html.escape(_ratio_note(meas))}</p>")
             if any("(" + TOO_SHORT + ")" in c for line in body for c in line):
                 parts.append(f"<p>{html.escape(_too_short_note(meas))}</p>")
+            if any(r.get("engine") == "event" for r in mrows):
+                parts.append(f"<p>{html.escape(EVENT_NOTE)}</p>")
             for f in figs:
                 if getattr(f, "measurement", None) == meas:
                     b64 = base64.b64encode(f.png).decode("ascii")
@@ -328,6 +346,8 @@ def build_report(out_dir: str | Path, path: str | Path, *, fmt: str = "html") ->
             md += [_ratio_note(meas), ""]
         if any("(" + TOO_SHORT + ")" in c for line in body for c in line):
             md += [_too_short_note(meas), ""]
+        if any(r.get("engine") == "event" for r in mrows):
+            md += [EVENT_NOTE, ""]
         for f in figs:
             if getattr(f, "measurement", None) == meas:
                 png = path.with_name(f"{path.stem}_{f.name}.png")

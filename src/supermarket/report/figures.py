@@ -82,6 +82,45 @@ def _param_label(r: dict, keys=("n", "d", "load")) -> str:
     return ", ".join(parts)
 
 
+# the axes of issue 21: a dispatch rule, a service law, server classes (absent: today's model)
+LAW_KEYS = ("policy", "service", "server_classes")
+
+
+def _law(r: dict) -> tuple[str, str, str | None]:
+    """(policy, service, server classes) of a row, today's model where a key is absent."""
+    return (r.get("policy") or "jsq-d", r.get("service") or "exp", r.get("server_classes") or None)
+
+
+def law_label(r: dict, keys: tuple[str, ...] = LAW_KEYS) -> str:
+    """The row's rule, service law and classes for a legend or a title (only ``keys``).
+
+    >>> law_label({"policy": "jiq", "service": "erlang:2"}), law_label({}, ("policy",))
+    ('jiq, erlang:2', 'jsq-d')
+    """
+    parts = dict(zip(LAW_KEYS, _law(r)))
+    return ", ".join(f"classes {parts[k]}" if k == "server_classes" else str(parts[k])
+                     for k in keys if parts[k] is not None)
+
+
+def _mean_field_profile(r: dict, levels: int) -> tuple[np.ndarray, str] | None:
+    """The mean-field fixed point of the row's model, where one is known in closed form:
+    JSQ(d) with exponential service (docs/model.md §3), random routing (``n`` M/M/1 queues:
+    ``λ^i``, classical), the fluid fixed point of ``jsq``/``jiq`` (``u_1 = λ``, the rest 0;
+    :func:`supermarket.policies.fluid_fixed_point`); None for other service laws or classes."""
+    policy, service, classes = _law(r)
+    if service != "exp" or classes is not None:
+        return None
+    lam, d = float(r["load"]), int(r["d"])
+    i = np.arange(1, levels + 1)
+    if policy == "random" or (policy == "jsq-d" and d == 1):
+        return lam**i, "λ^i (M/M/1 queues)"
+    if policy in ("jsq", "jiq"):
+        return np.where(i == 1, lam, 0.0), "fluid fixed point (u_1 = λ)"
+    if policy == "jsq-d":
+        return th.fixed_point(d, lam, levels), "π(i) mean field"
+    return None
+
+
 def _k(d, lam):
     try:
         return th.k_lambda_d(int(d), float(lam)) if d and int(d) >= 2 else None
@@ -151,13 +190,18 @@ def _profile_figure(points) -> Figure | None:
             i, mean, yerr=None if se is None else 2 * se, fmt="o", ms=4, capsize=2, label="simulated E[u_i] (±2 se)"
         )
         lam = float(r["load"])
-        pi = th.fixed_point(int(r["d"]), lam, len(mean))
-        ax.plot(i, pi, "s--", ms=3, mfc="none", label="π(i) mean field")
-        k = _k(r["d"], lam)
+        mf = _mean_field_profile(r, len(mean))
+        if mf is not None:
+            ax.plot(i, mf[0], "s--", ms=3, mfc="none", label=mf[1])
+        k = _k(r["d"], lam) if _law(r) == ("jsq-d", "exp", None) else None
         if k is not None:
             q = th.linearised_q(int(r["d"]), lam, k)
             ax.plot(np.arange(1, k + 1), 1.0 - q, "x:", label="1 − q̃_i linearised (derived)")
-        ax.set_title(_param_label(r, ("n", "d", "load", "time_mode")), fontsize=9)
+        title = _param_label(r, ("n", "d", "load", "time_mode"))
+        varying = [k for k in LAW_KEYS if len({_law(x)[LAW_KEYS.index(k)] for p in points.values() for x in p}) > 1]
+        if varying:
+            title += "\n" + law_label(r, tuple(varying))
+        ax.set_title(title, fontsize=9)
         ax.set_xlabel("level i")
         ax.set_ylabel("u_i")
         ax.set_ylim(-0.05, 1.05)
@@ -171,6 +215,88 @@ def _profile_figure(points) -> Figure | None:
         "Simulated time-averaged profile E[u_i] (mean over replications, error bars 2 standard "
         "errors) against the mean-field fixed point π(i) = λ^((d^i−1)/(d−1)) (docs/model.md §3) and the "
         "linearised profile 1 − q̃_i, q̃_i = (1−λ)((λd)^i−1)/(λd−1), derived (docs/model.md §4).",
+        _fig_to_png(fig),
+    )
+
+
+def _point_value(rs: list[dict], column: str, quantile: str | None = None) -> tuple[float, float | None] | None:
+    """(mean, standard error) of a column over a grid point's replications: the error is the
+    spread of the independent replications when there are several, else the row's own error
+    (NaN, so none, where the run does not trust it)."""
+    def cell(r: dict) -> float | None:
+        v = _json(r.get(column))
+        return _num(v.get(quantile) if isinstance(v, dict) else None) if quantile else _num(v)
+
+    vals = [x for x in (cell(r) for r in rs) if x is not None]
+    if not vals:
+        return None
+    if not all(_long_enough(r) for r in rs):  # a run too short to know its error: no error bar
+        return float(np.mean(vals)), None
+    if len(vals) > 1:
+        m, se = mean_stderr(vals)
+        return float(m), (None if se is None else float(se))
+    own = rs[0].get(column.replace("_quantiles", "_stderr_quantiles") if quantile else
+                    ("sojourn_stderr_mean" if column == "sojourn_mean" else f"{column}_stderr"))
+    own = _json(own)
+    se = _num(own.get(quantile) if isinstance(own, dict) else None) if quantile else _num(own)
+    return vals[0], se
+
+
+def _long_enough(r: dict) -> bool:
+    """Whether a simulate row's run was long enough to know its response-time error: the event
+    engine's ``sojourn_long_enough_mean``, the count engines' ``mean_queue_length_reliable``."""
+    flag = "sojourn_long_enough_mean" if r.get("engine") == "event" else "mean_queue_length_reliable"
+    return r.get(flag) is not False
+
+
+def _compare_figure(points: OrderedDict[int, list[dict]]) -> Figure | None:
+    """Response time against load, one curve per rule / service law / classes (and n, d), where
+    a sweep varies any of them: the comparison a performance engineer asks for (issue 21)."""
+    rows = [r for rs in points.values() for r in rs]
+    laws = {_law(r) for r in rows}
+    if len(laws) < 2:
+        return None
+    varying = tuple(k for j, k in enumerate(LAW_KEYS) if len({x[j] for x in laws}) > 1)
+    nd = len({(r.get("n"), r.get("d")) for r in rows}) > 1
+    curves: dict = {}
+    for rs in points.values():
+        r = rs[0]
+        key = (law_label(r, varying), _param_label(r, ("n", "d")) if nd else "")
+        curves.setdefault(key, []).append(rs)
+    plt = _plt()
+    fig, axes = plt.subplots(1, 2, figsize=(10.5, 4.2))
+    drawn = False
+    for (label, ndl), pts in curves.items():
+        for ax, (col, q) in zip(axes, (("sojourn_mean", None), ("sojourn_quantiles", "0.99"))):
+            xs, ys, es = [], [], []
+            for rs in sorted(pts, key=lambda rs: float(rs[0]["load"])):
+                v = _point_value(rs, col, q)
+                if v is None:
+                    continue
+                xs.append(float(rs[0]["load"]))
+                ys.append(v[0])
+                es.append(np.nan if v[1] is None else 2 * v[1])
+            if xs:
+                ax.errorbar(xs, ys, yerr=es, fmt="o-", ms=4, capsize=2, label=label + (f" ({ndl})" if ndl else ""))
+                drawn = True
+    if not drawn:
+        plt.close(fig)
+        return None
+    for ax, what in zip(axes, ("mean response time", "99th percentile of the response time")):
+        ax.set_xlabel("load λ (per unit of capacity)")
+        ax.set_ylabel(what)
+        ax.set_yscale("log")
+        ax.grid(alpha=0.3, which="both")
+    axes[0].legend(fontsize=7)
+    fig.suptitle("Response time by " + " / ".join(k.replace("_", " ") for k in varying), fontsize=11)
+    fig.tight_layout()
+    return Figure(
+        "compare",
+        "Dispatch rules and service laws compared",
+        "Mean and 99th percentile of the response time (sojourn, FIFO) against the load, one curve per "
+        + " / ".join(k.replace("_", " ") for k in varying)
+        + ". Error bars: 2 standard errors over the grid point's independent replications, or the run's own "
+        "error with one replication; none where the run does not trust its own error (too short to know).",
         _fig_to_png(fig),
     )
 
@@ -199,7 +325,7 @@ def _max_queue_figure(points) -> Figure | None:
     xs, modes, lo, hi, labels = [], [], [], [], []
     for rs in points.values():
         r = rs[0]
-        k = _k(r["d"], r["load"])
+        k = _k(r["d"], r["load"]) if _law(r) == ("jsq-d", "exp", None) else None  # paper 000's k: JSQ(d) only
         ms = _max_summary(rs)
         if k is None or ms is None:
             continue
@@ -448,7 +574,7 @@ def collect_figures(rows: list[dict]) -> list[Figure]:
     for r in rows:
         by_meas.setdefault(r["measurement"], []).append(r)
     makers = {
-        "simulate": (_profile_figure, _max_queue_figure),
+        "simulate": (_compare_figure, _profile_figure, _max_queue_figure),
         "mixing": (_mixing_figure,),
         "fluctuations": (_fluct_figure,),
         "meanfield": (_meanfield_figure,),

@@ -27,12 +27,49 @@ from ..simulation import ENGINES, TIME_MODES
 from . import values as v
 
 __all__ = ["Measurement", "REGISTRY", "MEASUREMENTS", "MEASUREMENT_KEYS", "DETERMINISTIC", "flatten", "scalar",
-           "measure_theory", "measure_meanfield", "measure_simulate", "measure_mixing", "measure_fluctuations"]
+           "measure_theory", "measure_meanfield", "measure_simulate", "measure_mixing", "measure_fluctuations",
+           "event_row"]
 
 # Regimes of paper 002 (docs/model.md §8); supermarket.fluctuations.regime_params dispatches on them.
 FLUCT_REGIMES = REGIMES
 _EPS = v.bounded(minimum=1e-12, maximum=0.1)
 _GRID_NDL = {"n": v.count, "d": v.count, "load": v.load, "alpha": v.positive, "beta": v.positive}
+
+
+# ---- the axes of issue 21 (dispatch rules, service laws, server classes): checked by the library's own parsers,
+# so that a sweep file refuses what simulate() refuses, with the same message (it names the key)
+def _policy(key: str, value: object) -> str:
+    """A dispatch rule (:data:`supermarket.policies.POLICIES`), canonical lower-case name."""
+    from ..policies import check_policy
+
+    return check_policy(value)
+
+
+def _service(key: str, value: object) -> str:
+    """A service law of mean 1 (:func:`supermarket.service.parse_service`), stored as its spec text."""
+    from ..service import parse_service
+
+    if not isinstance(value, str):  # parse_service also takes a ServiceLaw; a sweep file holds text
+        raise TypeError(f"service must be a string (exp, erlang:K, hyperexp:SCV, ph:FILE.json, lognormal:SCV, "
+                        f"pareto:ALPHA, deterministic); got {value!r} ({type(value).__name__})")
+    return parse_service(value).spec
+
+
+def _server_classes(key: str, value: object) -> str:
+    """Server classes ``FRACTION:SPEED,…`` (:func:`supermarket.service.parse_server_classes`), as spec text."""
+    from ..service import parse_server_classes
+
+    if not isinstance(value, str):
+        raise TypeError(f"server_classes must be a string FRACTION:SPEED,… (for example 0.5:2,0.5:1); "
+                        f"got {value!r} ({type(value).__name__})")
+    c = parse_server_classes(value)
+    return ",".join(f"{_short_float(f)}:{_short_float(x)}" for f, x in zip(c.fractions, c.speeds))
+
+
+def _short_float(x: float) -> str:
+    """The shortest text of ``x`` that reads back as ``x`` (``0.5``, ``2``)."""
+    g = f"{x:g}"
+    return g if float(g) == x else repr(float(x))
 
 
 @dataclass(frozen=True)
@@ -137,13 +174,14 @@ def measure_meanfield(params: dict, seed: np.random.SeedSequence) -> dict:
     refined_mean_field = _import("meanfield", "supermarket.meanfield", "refined_mean_field")
     lna = _import("meanfield", "supermarket.meanfield", "lna")
     d, lam = params["d"], params["load"]
-    rmf = refined_mean_field(d, lam)
+    kw = {"policy": params["policy"]} if "policy" in params else {}  # only when given: old rows stay as they were
+    rmf = refined_mean_field(d, lam, **kw)
     out = {"levels": rmf.levels, "fixed_point": rmf.pi, "mean_queue_length": float(rmf.pi.sum()),
            "refined_V": rmf.V, "refined_sum_V": float(rmf.V.sum())}
     if "n" in params:
         out["refined_u"] = rmf.mean(params["n"])
         out["refined_mean_queue_length"] = rmf.mean_queue_length(params["n"])
-    cov = lna(d, lam).covariance
+    cov = lna(d, lam, **kw).covariance
     out["lna_variance"] = np.diag(cov)
     out["lna_covariance"] = cov
     return out
@@ -166,8 +204,10 @@ def measure_simulate(params: dict, seed: np.random.SeedSequence) -> dict:
     so that a sweep mixing both has the same columns.
     """
     simulate = _import("simulate", "supermarket.simulation", "simulate")
+    if _event_engine(params):
+        return _measure_event(simulate, params, seed)
     kw = {k: params[k] for k in ("steps", "time", "burn_in", "engine", "replace", "start", "time_mode", "eps",
-                                 "control_variates") if k in params}
+                                 "control_variates", "policy") if k in params}
     with warnings.catch_warnings():
         # the run's warnings are stored with the row (``notes``, ``reliable``, ``self_checks``):
         # printing them from a worker as raw Python warnings would only add noise to stderr
@@ -188,6 +228,116 @@ def measure_simulate(params: dict, seed: np.random.SeedSequence) -> dict:
 
 # the quantities whose variance reduction a simulate row always has (null without control variates)
 VR_COLUMNS = ("u_mean", "ud_mean", "mean_queue_length", "mean_sojourn_time", "good_set_fraction")
+
+
+def _event_engine(params: dict) -> bool:
+    """Whether a simulate grid point runs the per-queue event engine (docs/model.md §14): a service
+    law other than ``exp``, or server classes."""
+    return params.get("server_classes") is not None or params.get("service", "exp") != "exp"
+
+
+def _measure_event(simulate: Callable, params: dict, seed: np.random.SeedSequence) -> dict:
+    kw = {k: params[k] for k in ("time", "burn_in", "replace", "policy", "service", "server_classes")
+          if k in params}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = simulate(params["n"], params["d"], params["load"], seed=seed, replications=1, workers=1,
+                       progress=False, **kw)
+    if getattr(res, "interrupted", False):
+        raise KeyboardInterrupt("the simulation was interrupted: its partial result is not stored")
+    return event_row(res.to_dict())
+
+
+def _long_enough(e: dict | None) -> bool:
+    """Whether an event-engine estimate's own run found its blocking plateau (long enough to know
+    its error): reliable, or distrusted only because it is one replication (docs/model.md §14)."""
+    from ..general.run import ONE_REPLICATION_NOTE
+
+    if not e:
+        return False
+    return bool(e.get("reliable")) or e.get("note") == ONE_REPLICATION_NOTE
+
+
+def _estimate(e: dict | None) -> tuple[float, float, bool]:
+    """(value, error, reliable) of an ``ErrorEstimate.to_dict()``: the error is NaN unless the
+    estimate itself trusts it (the rule of every simulate column)."""
+    if not e:
+        return math.nan, math.nan, False
+    mean = float(e.get("mean", math.nan))
+    se = e.get("stderr")
+    ok = bool(e.get("reliable", False)) and se is not None and math.isfinite(float(se))
+    return mean, float(se) if ok else math.nan, ok
+
+
+def event_row(d: dict) -> dict:
+    """The sweep row of a :class:`supermarket.general.GeneralResult` (its ``to_dict()``), in the
+    columns of a count-engine simulate row where they mean the same: ``u_mean``/``u_stderr``/
+    ``u_reliable`` per level, ``mean_queue_length`` (``_stderr``, ``_reliable``),
+    ``mean_sojourn_time`` (``_stderr``), ``sojourn_mean``/``sojourn_quantiles`` and their
+    ``sojourn_stderr_mean``/``sojourn_stderr_quantiles`` (``waiting_*`` likewise), ``reliable``,
+    ``notes``; every error the run does not trust is NaN (one replication per task: the event
+    engine's batch-means error over one run is not trusted, docs/model.md §14, so a sweep's
+    error bars for these points come from its replications), and ``mean_queue_length_long_enough``,
+    ``sojourn_long_enough_mean`` (``waiting_…``) say whether the run found its blocking plateau
+    (False: too short to know, whatever the replications).  With several server classes,
+    ``class<i>_fraction``, ``_speed``, ``_u_mean``, ``_mean_queue_length`` (``_stderr``,
+    ``_reliable``), ``_sojourn_mean`` (``_stderr``, ``_reliable``), i = 1, 2, ….
+
+    Examples
+    --------
+    >>> e = {"mean": 2.0, "stderr": 0.1, "reliable": False}
+    >>> r = event_row({"policy": "jsq-d", "service": {"spec": "erlang:2"}, "u_mean": [0.5], "u_stderr": [0.1],
+    ...                "mean_queue_length": e, "sojourn": e, "waiting": e, "time": 10.0, "burn_in": 1.0})
+    >>> r["engine"], r["service"], r["mean_queue_length"], r["mean_queue_length_stderr"], r["u_stderr"]
+    ('event', 'erlang:2', 2.0, nan, [nan])
+    """
+    out: dict = {"engine": "event", "policy": d.get("policy"),
+                 "service": (d.get("service") or {}).get("spec", "exp")}
+    classes = d.get("server_classes") or {}
+    fr, sp = classes.get("fractions") or [1.0], classes.get("speeds") or [1.0]
+    if len(fr) > 1 or any(x != 1.0 for x in sp):
+        out["server_classes"] = ",".join(f"{_short_float(f)}:{_short_float(x)}" for f, x in zip(fr, sp))
+    out["time_mode"] = "continuous"
+    out["sim_time"] = d.get("time")
+    out["burn_in_time"] = d.get("burn_in")
+    mql, mql_se, mql_ok = _estimate(d.get("mean_queue_length"))
+    u = [float(x) for x in d.get("u_mean", [])]
+    # the u_i errors come from the same batches as the mean queue length: trusted together or not at all
+    u_se = [float(x) if mql_ok and math.isfinite(float(x)) else math.nan for x in d.get("u_stderr", [])]
+    out.update(u_mean=u, u_stderr=u_se, u_reliable=[math.isfinite(x) for x in u_se])
+    out.update(mean_queue_length=mql, mean_queue_length_stderr=mql_se, mean_queue_length_reliable=mql_ok,
+               mean_queue_length_long_enough=_long_enough(d.get("mean_queue_length")))
+    ok_all = mql_ok
+    for kind in ("sojourn", "waiting"):
+        m, se, ok = _estimate(d.get(kind))
+        ok_all &= ok
+        qs = {str(q): _estimate(e) for q, e in (d.get(f"{kind}_quantiles") or {}).items()}
+        out[f"{kind}_mean"] = m
+        out[f"{kind}_quantiles"] = {q: x[0] for q, x in qs.items()}
+        out[f"{kind}_stderr_mean"] = se
+        out[f"{kind}_stderr_quantiles"] = {q: x[1] for q, x in qs.items()}
+        out[f"{kind}_reliable_mean"] = ok
+        out[f"{kind}_reliable_quantiles"] = {q: x[2] for q, x in qs.items()}
+        out[f"{kind}_long_enough_mean"] = _long_enough(d.get(kind))
+        if kind == "sojourn":
+            out["mean_sojourn_time"], out["mean_sojourn_time_stderr"] = m, se
+    out["reliable"] = ok_all
+    for i, c in enumerate(d.get("classes") or [] if "server_classes" in out else [], start=1):
+        out[f"class{i}_fraction"] = c.get("fraction")
+        out[f"class{i}_speed"] = c.get("speed")
+        out[f"class{i}_u_mean"] = [float(x) for x in c.get("u_mean", [])]
+        for name in ("mean_queue_length", "sojourn"):
+            m, se, ok = _estimate(c.get(name))
+            col = f"class{i}_{name}" + ("_mean" if name == "sojourn" else "")
+            out[col], out[f"{col}_stderr"], out[f"{col}_reliable"] = m, se, ok
+    for k in ("events", "events_per_second", "customers", "batches"):
+        if k in d:
+            out[k] = d[k]
+    out["wall_time"] = d.get("wall_s")
+    out["control_variates"] = False
+    out["variance_reduction"] = dict.fromkeys(VR_COLUMNS)
+    out["notes"] = list(d.get("notes") or [])
+    return out
 
 
 def measure_mixing(params: dict, seed: np.random.SeedSequence) -> dict:
@@ -270,6 +420,13 @@ def _derive_ndl(name: str, needs_d2: bool, defaults: dict):
         if needs_d2 and p["d"] < 2:
             raise ValueError(f"measurement {name!r} needs d >= 2 (k_(λ,d) is defined for d >= 2); got d={p['d']}")
         Params(n if n is not None else max(p["d"], 1), p["d"], p["load"], replace=p.get("replace", True))
+        event = name == "simulate" and _event_engine(p)
+        if name == "simulate":
+            _check_simulate_axes(p, event)
+        if name == "meanfield" and "policy" in p:
+            from ..policies import meanfield_d
+
+            meanfield_d(p["policy"], p["d"])  # jsq and jiq have no mean-field ODE: refused as the library does
         if name == "simulate":  # the horizon simulate() itself would refuse, refused with the file
             from ..simulation.run import _cost_of
 
@@ -277,11 +434,34 @@ def _derive_ndl(name: str, needs_d2: bool, defaults: dict):
             events = p["steps"] if "steps" in p else p["time"] * n * (1.0 + lam)
             burn = p.get("burn_in", events / 10.0) * (n * (1.0 + lam) if "time" in p and "burn_in" in p else 1)
             _cost_of(events + burn, 1, 1)
-        for k, x in defaults.items():
+        for k, x in (_EVENT_DEFAULTS if event else defaults).items():
             p.setdefault(k, x)
         order = ["n", "d", "load", "alpha", "beta"]
         return {k: p[k] for k in order if k in p} | {k: x for k, x in sorted(p.items()) if k not in order}
     return derive
+
+
+def _check_simulate_axes(p: dict, event: bool) -> None:
+    """What :func:`supermarket.simulate` refuses for a rule, a service law or server classes, refused
+    when the sweep file is read (before any task runs), naming the key."""
+    policy = p.get("policy", "jsq-d")
+    if not event:
+        if policy != "jsq-d" and p.get("engine") == "queues":
+            raise ValueError(f"engine 'queues' runs policy 'jsq-d' only (it samples the d queues); got "
+                             f"policy={policy!r}: use engine 'profile' or 'buckets'")
+        if policy != "jsq-d" and p.get("start") == "perfect":
+            raise ValueError(f"start 'perfect' samples the stationary law of JSQ(d) (policy 'jsq-d'); got "
+                             f"policy={policy!r}: use another start (and a burn-in)")
+        return
+    what = f"the event engine (service {p.get('service', 'exp')}, server classes {p.get('server_classes')})"
+    if "steps" in p:
+        raise ValueError(f"steps: {what} runs for a time; give time instead")
+    for key, ok in (("engine", "profile"), ("start", "empty")):
+        if key in p and p[key] != ok:
+            raise ValueError(f"{key}: {what} does not take {key} = {p[key]!r} (it starts empty, on its own engine)")
+    # what simulate() accepts and ignores there (continuous time, no control variates): the row says what ran
+    for key in ("engine", "time_mode", "control_variates", "eps"):
+        p.pop(key, None)
 
 
 _FLUCT_KEYS = {"a": {"kappa", "d", "theta"}, "b": {"c", "zeta"}, "c": {"zeta", "d"}}
@@ -332,15 +512,18 @@ def _validate_fluct(p: dict) -> None:
 
 # =========================================================================== the registry
 _SIM_DEFAULTS = {"engine": "profile", "time_mode": "discrete", "replace": True, "start": "empty"}
+# a grid point on the per-queue event engine (a service law other than exp, or server classes)
+_EVENT_DEFAULTS = {"engine": "event", "time_mode": "continuous", "replace": True, "start": "empty"}
+_AXES_21 = {"policy": _policy, "service": _service, "server_classes": _server_classes}
 
 REGISTRY: dict[str, Measurement] = {m.name: m for m in (
     Measurement("theory", dict(_GRID_NDL, eps=_EPS), measure_theory, _rules_ndl("theory", True),
                 _derive_ndl("theory", True, {}), deterministic=True),
-    Measurement("meanfield", dict(_GRID_NDL), measure_meanfield, _rules_ndl("meanfield", False),
+    Measurement("meanfield", dict(_GRID_NDL, policy=_policy), measure_meanfield, _rules_ndl("meanfield", False),
                 _derive_ndl("meanfield", False, {}), deterministic=True),
     Measurement("simulate", dict(_GRID_NDL, steps=v.count, time=v.positive, burn_in=v.count0,
                                  engine=v.choice(ENGINES), time_mode=v.choice(TIME_MODES), replace=v.boolean,
-                                 start=v.start, eps=_EPS, control_variates=v.boolean),
+                                 start=v.start, eps=_EPS, control_variates=v.boolean, **_AXES_21),
                 measure_simulate, _rules_ndl("simulate", True, _rules_simulate),
                 _derive_ndl("simulate", False, _SIM_DEFAULTS), defaults=_SIM_DEFAULTS),
     Measurement("mixing", dict(_GRID_NDL, start=v.start, max_steps=v.count, burn_in=v.count0, replace=v.boolean),

@@ -1,0 +1,170 @@
+"""Sweeps and reports over the axes of issue 21: dispatch rule, service law, server classes.
+
+The numbers are checked against independent facts: random routing is n independent queues,
+M/M/1 with exponential service (mean queue length λ/(1−λ)) and M/G/1 with Erlang-2 service
+(Pollaczek–Khinchine: ρ + ρ²(1 + SCV)/(2(1 − ρ))), the mean field of random routing is the
+M/M/1 law exactly.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from pathlib import Path
+
+import pytest
+
+from supermarket import report as rp
+from supermarket import sweep as sw
+from supermarket.report.document import TOO_SHORT, _summary_table
+from supermarket.sweep.measurements import event_row
+
+BASE = '[[run]]\nmeasurement = "simulate"\nn = 10\nd = 2\nload = 0.5\n'
+
+
+def _errors(text: str) -> list[str]:
+    with pytest.raises(sw.SweepFileError) as info:
+        sw.parse_sweep(text)
+    return info.value.errors
+
+
+def test_axes_parsed_canonical_and_routed():
+    s = sw.parse_sweep(BASE + 'time = 50.0\npolicy = ["JIQ", "random"]\nservice = ["exp", "Erlang:2"]\n'
+                       'server_classes = " 0.50:2, 0.5:1.0"\n')
+    got = {(t.params["policy"], t.params["service"]) for t in s.tasks}
+    assert got == {("jiq", "exp"), ("jiq", "erlang:2"), ("random", "exp"), ("random", "erlang:2")}
+    assert {t.params["server_classes"] for t in s.tasks} == {"0.5:2,0.5:1"}
+    # with classes every point runs the event engine, in continuous time
+    assert {(t.params["engine"], t.params["time_mode"]) for t in s.tasks} == {("event", "continuous")}
+    s = sw.parse_sweep(BASE + 'steps = 1000\npolicy = ["jsq", "jsq-d"]\n')
+    assert {(t.params["engine"], t.params["policy"]) for t in s.tasks} == {("profile", "jsq"), ("profile", "jsq-d")}
+
+
+def test_old_sweeps_keep_their_hashes():
+    """No default added for the new keys: a sweep without them has the grid points, hence the
+    seeds, it had before (hashes computed with the code before this change)."""
+    s = sw.parse_sweep(BASE + 'steps = 1000\n[[run]]\nmeasurement = "meanfield"\nd = 2\nload = 0.5\n')
+    assert [t.point_hash[:16] for t in s.tasks] == ["06cc8fbb48065d0a", "c0f96ef61fc96173"]
+    assert s.sweep_sha256[:16] == "99acbb652944f3ec"
+    assert "policy" not in s.tasks[0].params and "service" not in s.tasks[0].params
+
+
+@pytest.mark.parametrize(
+    "extra, key, words",
+    [
+        ('steps = 1000\npolicy = "jsqq"\n', "policy", "must be one of jsq-d, random, jsq, jiq"),
+        ('time = 9.0\nservice = "pareto:1"\n', "service", "ALPHA > 1"),
+        ("time = 9.0\nservice = 3\n", "service", "must be a string"),
+        ('time = 9.0\nservice = "ph:no-such-file.json"\n', "service", "no such file"),
+        ('time = 9.0\nserver_classes = "0.5:2,0.4:1"\n', "server_classes", "sum to 0.9"),
+        ("time = 9.0\nserver_classes = 0.5\n", "server_classes", "must be a string"),
+        ('steps = 1000\nservice = "erlang:2"\n', "run[1]", "steps: the event engine"),
+        ('time = 9.0\nservice = "erlang:2"\nengine = "buckets"\n', "run[1]", "engine"),
+        ('time = 9.0\nserver_classes = "0.5:2,0.5:1"\nstart = "good"\n', "run[1]", "start"),
+        ('steps = 1000\nengine = "queues"\npolicy = "random"\n', "run[1]", "engine 'queues' runs policy 'jsq-d'"),
+        ('steps = 1000\nstart = "perfect"\npolicy = "jiq"\n', "run[1]", "start 'perfect'"),
+    ],
+)
+def test_bad_values_refused_naming_the_key(extra, key, words):
+    errs = _errors(BASE + extra)
+    assert len(errs) == 1 and f"{key}" in errs[0] and words in errs[0], errs
+
+
+def test_meanfield_policy():
+    errs = _errors('[[run]]\nmeasurement = "meanfield"\nd = 2\nload = 0.5\npolicy = ["jsq", "jiq"]\n')
+    assert len(errs) == 2 and all("discontinuous mean-field drift" in e for e in errs)
+    assert "must be one of" in _errors('[[run]]\nmeasurement = "meanfield"\nd = 2\nload = 0.5\npolicy = "x"\n')[0]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> tuple[Path, list[dict]]:
+    out = tmp_path_factory.mktemp("pol") / "out"
+    text = (
+        '[sweep]\nseed = 7\nreplications = 4\n'
+        '[[run]]\nmeasurement = "simulate"\nn = 10\nd = 2\nload = 0.5\ntime = 2000.0\nburn_in = 100\n'
+        'policy = "random"\nservice = ["exp", "erlang:2"]\n'
+        '[[run]]\nmeasurement = "simulate"\nn = 10\nd = 2\nload = 0.5\ntime = 200.0\nreplications = 1\n'
+        'server_classes = "0.5:2,0.5:1"\n'
+        '[[run]]\nmeasurement = "meanfield"\nd = 2\nload = 0.5\npolicy = ["random", "jsq-d"]\n'
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = sw.run_sweep(sw.parse_sweep(text), out, workers=1)
+    assert res.failed == 0
+    return out, sw.table_rows(sw.read_results(out))
+
+
+def _mean_se(xs: list[float]) -> tuple[float, float]:
+    m = sum(xs) / len(xs)
+    return m, math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1) / len(xs))
+
+
+def test_tiny_sweep_stored_and_read_back(tiny):
+    _, rows = tiny
+    sim = [r for r in rows if r["measurement"] == "simulate"]
+    exp = [r for r in sim if r.get("service") == "exp" and r.get("server_classes") is None]
+    erl = [r for r in sim if r.get("service") == "erlang:2"]
+    cls = [r for r in sim if r.get("server_classes") == "0.5:2,0.5:1"]
+    assert len(exp) == len(erl) == 4 and len(cls) == 1
+    assert {r["engine"] for r in exp} == {"profile"} and {r["engine"] for r in erl + cls} == {"event"}
+    assert {r["policy"] for r in exp + erl} == {"random"} and cls[0]["policy"] == "jsq-d"
+    # parameters and results agree (the count engines' burn-in in steps beside a burn-in in time: as before)
+    assert {k for r in rows for k in r if k.startswith("result_")} <= {"result_burn_in"}
+    for r in erl + cls:  # one replication per task: the event engine's own error is not trusted
+        assert r["mean_queue_length_reliable"] is False and math.isnan(r["mean_queue_length_stderr"])
+        assert all(math.isnan(x) for x in r["u_stderr"]) and r["reliable"] is False
+        assert isinstance(r["u_mean"], list) and r["sojourn_mean"] > r["waiting_mean"] > 0
+        assert set(r["sojourn_quantiles"]) == {"0.5", "0.9", "0.99"}
+    c = cls[0]
+    assert (c["class1_fraction"], c["class1_speed"], c["class2_speed"]) == (0.5, 2.0, 1.0)
+    assert c["class1_sojourn_mean"] < c["class2_sojourn_mean"]  # the fast class serves faster
+    # Little's law ties the per-class mean queue lengths to the whole: L = Σ f_k L_k
+    assert c["mean_queue_length"] == pytest.approx(0.5 * c["class1_mean_queue_length"]
+                                                   + 0.5 * c["class2_mean_queue_length"], rel=1e-9)
+    # random routing: M/M/1 queues, L = ρ/(1 − ρ) = 1; M/G/1 with Erlang-2 (SCV 1/2):
+    # L = ρ + ρ²(1 + 1/2)/(2(1 − ρ)) = 0.875.  Four independent replications: Student t, 3 dof
+    # (two-sided 0.999: 12.9; 0.99: 5.84); tolerance 6 standard errors of the check itself.
+    for group, want in ((exp, 1.0), (erl, 0.875)):
+        m, se = _mean_se([r["mean_queue_length"] for r in group])
+        assert abs(m - want) < 6 * se, (m, se, want)
+        assert abs(m - want) < 0.15  # and the standard error itself is small enough to mean something
+    mf = {r["policy"]: r for r in rows if r["measurement"] == "meanfield"}
+    assert mf["random"]["mean_queue_length"] == pytest.approx(1.0, rel=1e-9)  # λ/(1 − λ), exactly
+    assert mf["jsq-d"]["mean_queue_length"] < 1.0
+
+
+def test_report_shows_axes_and_compares(tiny, tmp_path):
+    out, rows = tiny
+    md = tmp_path / "r.md"
+    rp.build_report(out, md, fmt="md")
+    text = md.read_text()
+    header = next(line for line in text.splitlines() if line.startswith("| n | d | load"))
+    for col in ("engine", "policy", "service", "server_classes"):
+        assert f" {col} " in header, header
+    assert "per-queue event engine" in text and (tmp_path / "r_compare.png").stat().st_size > 1000
+    assert [f.name for f in rp.collect_figures(rows)][:2] == ["compare", "profiles"]
+
+
+def test_report_no_plus_minus_where_a_run_is_too_short():
+    def row(i: int, mql: float, long_enough: bool) -> dict:
+        return {"task_index": i, "point": 0, "status": "ok", "engine": "event", "policy": "random",
+                "mean_queue_length": mql, "mean_queue_length_reliable": False,
+                "mean_queue_length_long_enough": long_enough}
+
+    _, body = _summary_table("simulate", [row(0, 1.0, True), row(1, 1.2, True)], ["policy"])
+    assert "±" in body[0][2]
+    _, body = _summary_table("simulate", [row(0, 1.0, True), row(1, 1.2, False)], ["policy"])
+    assert "±" not in body[0][2] and TOO_SHORT in body[0][2]
+
+
+def test_event_row_never_stores_a_distrusted_error():
+    one = {"mean": 2.0, "stderr": 0.1, "reliable": False, "note": "x"}
+    ok = {"mean": 2.0, "stderr": 0.1, "reliable": True}
+    base = {"policy": "jsq-d", "service": {"spec": "lognormal:4"}, "u_mean": [0.5, 0.1], "u_stderr": [0.01, 0.02],
+            "time": 10.0, "burn_in": 1.0, "sojourn_quantiles": {"0.99": one}}
+    r = event_row(base | {"mean_queue_length": one, "sojourn": ok, "waiting": ok})
+    assert math.isnan(r["mean_queue_length_stderr"]) and all(math.isnan(x) for x in r["u_stderr"])
+    assert r["sojourn_stderr_mean"] == 0.1 and math.isnan(r["sojourn_stderr_quantiles"]["0.99"])
+    assert r["reliable"] is False and r["mean_queue_length_long_enough"] is False
+    r = event_row(base | {"mean_queue_length": ok, "sojourn": ok, "waiting": ok})
+    assert r["u_stderr"] == [0.01, 0.02] and r["u_reliable"] == [True, True] and r["mean_queue_length_stderr"] == 0.1
