@@ -128,12 +128,6 @@ def test_mypy_passes():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="3 public signatures lack annotations (2026-12-01), all in sweep/ (sweep.columns "
-    "to_table and table_rows, sweep.measurements scalar), which another branch edits; remove this "
-    "mark when they are annotated",
-)
 def test_every_public_signature_is_annotated():
     missing = _missing_in_package()
     assert not missing, f"{len(missing)} public signatures lack annotations:\n" + "\n".join(missing)

@@ -11,6 +11,7 @@ anything else irregular is JSON text, its column named in the schema metadata
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from .spec import FORMAT_VERSION
 
@@ -97,7 +98,7 @@ def _column(vals: list):
     return pa.array([None if x is None else json.dumps(x) for x in vals], type=pa.string()), True
 
 
-def to_table(rows: list[dict], first: tuple = ()):
+def to_table(rows: list[dict], first: tuple = ()) -> Any:  # a pyarrow.Table (pyarrow has no stubs)
     """A :class:`pyarrow.Table` from rows with possibly different keys (missing values are
     null), columns ``first`` first and ``wall_seconds`` last, typed as the module doc says."""
     import pyarrow as pa
@@ -125,7 +126,7 @@ def to_table(rows: list[dict], first: tuple = ()):
     return pa.table(arrays).replace_schema_metadata(meta)
 
 
-def table_rows(table) -> list[dict]:
+def table_rows(table: Any) -> list[dict]:
     """Rows of a results table as plain Python: map columns as dicts, JSON columns decoded.
 
     Parameters

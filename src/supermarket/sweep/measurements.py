@@ -17,7 +17,7 @@ import warnings
 import math
 import numbers
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -107,7 +107,7 @@ class Measurement:
 
 
 # =========================================================================== results -> columns
-def scalar(x):
+def scalar(x: object) -> bool | int | float | str | None:
     """A plain Python scalar (bool, int, float, str or None) from a NumPy or Python value."""
     if isinstance(x, (bool, np.bool_)):
         return bool(x)
@@ -265,8 +265,9 @@ def _estimate(e: dict | None) -> tuple[float, float, bool]:
         return math.nan, math.nan, False
     mean = float(e.get("mean", math.nan))
     se = e.get("stderr")
-    ok = bool(e.get("reliable", False)) and se is not None and math.isfinite(float(se))
-    return mean, float(se) if ok else math.nan, ok
+    if se is None or not bool(e.get("reliable", False)) or not math.isfinite(float(se)):
+        return mean, math.nan, False
+    return mean, float(se), True
 
 
 def event_row(d: dict) -> dict:
@@ -407,7 +408,7 @@ def _rules_fluct(axes, err):
 def _derive_ndl(name: str, needs_d2: bool, defaults: dict):
     def derive(params: dict) -> dict:
         p = dict(params)
-        n = p.get("n")
+        n: Any = p.get("n")  # present whenever alpha, beta or a simulate horizon needs it (the file's rules)
         if "alpha" in p:
             lam = 1.0 - float(n) ** (-p["alpha"])
             if not 0.0 < lam < 1.0:
