@@ -149,6 +149,18 @@ def skew_quantile(q: float, skewness: float) -> float:
     skew; this returns ``max |h⁻¹(±q)|`` (a symmetric interval that contains it), and ``q``
     when ``skewness`` is 0 or not finite.
 
+    Parameters
+    ----------
+    q : float
+        The symmetric quantile (``1.96``, or Student's ``t_ν``).
+    skewness : float
+        ``g``, the skewness of the sampling distribution of the mean.
+
+    Returns
+    -------
+    float
+        The half-width in standard errors, at least ``q``.
+
     Examples
     --------
     >>> skew_quantile(1.96, 0.0)
