@@ -65,16 +65,31 @@ def _run(case: Case, M: int, seed: int, estimator: str, steps: int | None = None
     kw = {"control_variates": estimator == "cv"} if HAS_CV else {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return simulate(case.n, case.d, case.lam, steps=steps or case.steps, burn_in=case.burn_in, start=case.start,
-                        replications=M, seed=seed, replace=case.replace, batches=case.batches, progress=False,
-                        **kw)
+        return simulate(
+            case.n,
+            case.d,
+            case.lam,
+            steps=steps or case.steps,
+            burn_in=case.burn_in,
+            start=case.start,
+            replications=M,
+            seed=seed,
+            replace=case.replace,
+            batches=case.batches,
+            progress=False,
+            **kw,
+        )
 
 
 def _value(r, level: int):
     """(mean, stderr, half-width, reliable) of the case's quantity in one result."""
     if level == 0:
-        return (r.mean_queue_length, r.mean_queue_length_stderr, r.mean_queue_length_half_width,
-                bool(r.mean_queue_length_reliable))
+        return (
+            r.mean_queue_length,
+            r.mean_queue_length_stderr,
+            r.mean_queue_length_half_width,
+            bool(r.mean_queue_length_reliable),
+        )
     i = level - 1
     if len(r.u_mean) <= i:
         return 0.0, math.nan, math.nan, False
@@ -132,16 +147,25 @@ def run_case(case: Case, M: int, seed: int = 2024, estimator: str = "cv") -> dic
             vr = (r.variance_reduction or {}).get(key)
             v = vr if case.level == 0 else (vr[case.level - 1] if vr is not None and len(vr) >= case.level else None)
             fallback += int(v is None or not np.isfinite(v))
-    return {"case": case.name, "estimator": estimator, "quantity": case.quantity, "M": M,
-            "reliable": int(rel.sum()), "covered": cover, "coverage": cover / max(int(rel.sum()), 1),
-            "miss_low": miss_low, "miss_high": miss_high,
-            # one run's s.e. against the spread across replications (reliable runs)
-            "se_rms": float(np.sqrt(np.mean(se[rel] ** 2))) if rel.any() else math.nan,
-            "spread": spread, "z_sd": float(z.std(ddof=1)) if z.size > 1 else math.nan,
-            "plain_kept": fallback,  # cv: runs whose quantity kept the plain estimate (or no ratio)
-            "bias_z": float((means.mean() - true) / math.sqrt(spread**2 / M + true_se**2)) if spread > 0 else math.nan,
-            # the reference's own error against one run's: it must be small for coverage to mean anything
-            "ref_se_ratio": float(true_se / spread) if spread > 0 else math.nan}
+    return {
+        "case": case.name,
+        "estimator": estimator,
+        "quantity": case.quantity,
+        "M": M,
+        "reliable": int(rel.sum()),
+        "covered": cover,
+        "coverage": cover / max(int(rel.sum()), 1),
+        "miss_low": miss_low,
+        "miss_high": miss_high,
+        # one run's s.e. against the spread across replications (reliable runs)
+        "se_rms": float(np.sqrt(np.mean(se[rel] ** 2))) if rel.any() else math.nan,
+        "spread": spread,
+        "z_sd": float(z.std(ddof=1)) if z.size > 1 else math.nan,
+        "plain_kept": fallback,  # cv: runs whose quantity kept the plain estimate (or no ratio)
+        "bias_z": float((means.mean() - true) / math.sqrt(spread**2 / M + true_se**2)) if spread > 0 else math.nan,
+        # the reference's own error against one run's: it must be small for coverage to mean anything
+        "ref_se_ratio": float(true_se / spread) if spread > 0 else math.nan,
+    }
 
 
 def binomial_floor(m: int, p: float = 0.95, z: float = 3.0) -> float:
@@ -157,39 +181,92 @@ def binomial_ceiling(m: int, p: float = 0.95, z: float = 3.0) -> float:
 
 def cases() -> list[Case]:
     from exact_small import profile_law
+
     law = profile_law(3, 2, 0.9, replace=True, M=30)
     return [
         Case("n=100 d=2 λ=0.9, 2e5 steps", 100, 2, 0.9, 200_000),
-        Case("n=100 d=2 λ=0.9, 2e5 steps, E[u_2] (reference 2e7 steps)", 100, 2, 0.9, 200_000, level=2,
-             ref_steps=20_000_000),
+        Case(
+            "n=100 d=2 λ=0.9, 2e5 steps, E[u_2] (reference 2e7 steps)",
+            100,
+            2,
+            0.9,
+            200_000,
+            level=2,
+            ref_steps=20_000_000,
+        ),
         # 4e6 steps span about 100 slow-mode relaxation times (1/μ = 20 time units); at 1e6
         # (26 of them) every run now declines: blocks must be at least 1/μ long
         Case("n=1000 d=2 λ=0.9 from empty, burn-in 2e5", 1000, 2, 0.9, 4_000_000, start="empty", burn_in=200_000),
-        Case("n=1000 d=2 λ=0.9, 2e6 steps, E[u_2] (reference 2e8 steps)", 1000, 2, 0.9, 2_000_000, level=2,
-             ref_steps=200_000_000),
-        Case("n=1000 d=2 λ=0.9, 2e6 steps, mean queue length (reference 2e8 steps)", 1000, 2, 0.9, 2_000_000,
-             level=0, ref_steps=200_000_000),
+        Case(
+            "n=1000 d=2 λ=0.9, 2e6 steps, E[u_2] (reference 2e8 steps)",
+            1000,
+            2,
+            0.9,
+            2_000_000,
+            level=2,
+            ref_steps=200_000_000,
+        ),
+        Case(
+            "n=1000 d=2 λ=0.9, 2e6 steps, mean queue length (reference 2e8 steps)",
+            1000,
+            2,
+            0.9,
+            2_000_000,
+            level=0,
+            ref_steps=200_000_000,
+        ),
         Case("n=1000 d=50 λ=0.99 heavy traffic, 8e6 steps", 1000, 50, 0.99, 8_000_000),
-        Case("n=1000 d=50 λ=0.99 heavy traffic, 8e6 steps, E[u_2] (reference 8e8 steps)", 1000, 50, 0.99,
-             8_000_000, level=2, ref_steps=800_000_000),
+        Case(
+            "n=1000 d=50 λ=0.99 heavy traffic, 8e6 steps, E[u_2] (reference 8e8 steps)",
+            1000,
+            50,
+            0.99,
+            8_000_000,
+            level=2,
+            ref_steps=800_000_000,
+        ),
         # the skewed remainder of docs/model.md §9.1: every run's adjusted mean has skewness 0.2-0.5
-        Case("n=1000 d=50 λ=0.99 heavy traffic, 8e6 steps, mean queue length (reference 8e8 steps)", 1000, 50,
-             0.99, 8_000_000, level=0, ref_steps=800_000_000),
+        Case(
+            "n=1000 d=50 λ=0.99 heavy traffic, 8e6 steps, mean queue length (reference 8e8 steps)",
+            1000,
+            50,
+            0.99,
+            8_000_000,
+            level=0,
+            ref_steps=800_000_000,
+        ),
         # 2e6 steps is about 20 slow-mode relaxation times (1/μ = 51 time units): short
-        Case("n=1000 d=50 λ=0.99 heavy traffic, 2e6 steps (short)", 1000, 50, 0.99, 2_000_000,
-             expect_reliable=None),
+        Case("n=1000 d=50 λ=0.99 heavy traffic, 2e6 steps (short)", 1000, 50, 0.99, 2_000_000, expect_reliable=None),
         # issue 18: the plain intervals for E[u_1] covered λ in 90 % of runs here
         Case("n=500 d=3 λ=0.95, 1e6 steps", 500, 3, 0.95, 1_000_000, expect_reliable=None),
-        Case("n=33000 d=3300 λ=1−1/1650, 1.5e6 steps (the old 11σ case)", 33_000, 3300, 1 - 1 / 1650, 1_500_000,
-             expect_reliable=False),
-        Case("n=33000 d=3300 λ=1−1/1650, 3e5 steps (near 'too short')", 33_000, 3300, 1 - 1 / 1650, 300_000,
-             expect_reliable=False),
-        Case("n=10000 d=20 λ=0.99, 2e5 steps (near 'too short')", 10_000, 20, 0.99, 200_000,
-             expect_reliable=None),
+        Case(
+            "n=33000 d=3300 λ=1−1/1650, 1.5e6 steps (the old 11σ case)",
+            33_000,
+            3300,
+            1 - 1 / 1650,
+            1_500_000,
+            expect_reliable=False,
+        ),
+        Case(
+            "n=33000 d=3300 λ=1−1/1650, 3e5 steps (near 'too short')",
+            33_000,
+            3300,
+            1 - 1 / 1650,
+            300_000,
+            expect_reliable=False,
+        ),
+        Case("n=10000 d=20 λ=0.99, 2e5 steps (near 'too short')", 10_000, 20, 0.99, 200_000, expect_reliable=None),
         Case("n=3 d=2 λ=0.9 exact law, E[u_2]", 3, 2, 0.9, 100_000, level=2, exact=float(law.u[1])),
         Case("n=3 d=2 λ=0.9 exact law, E[u_3]", 3, 2, 0.9, 100_000, level=3, exact=float(law.u[2])),
-        Case("n=3 d=2 λ=0.9 exact law, mean queue length", 3, 2, 0.9, 100_000, level=0,
-             exact=float(law.mean_queue_length)),
+        Case(
+            "n=3 d=2 λ=0.9 exact law, mean queue length",
+            3,
+            2,
+            0.9,
+            100_000,
+            level=0,
+            exact=float(law.mean_queue_length),
+        ),
         # d = 1: n independent M/M/1 queues, E[u_i] = λ^i, mean queue length λ/(1−λ)
         # (1/(1−√λ)² = 11.7 time units; 2e5 steps at n = 20 are 570 of them)
         Case("n=20 d=1 λ=0.5 closed form, E[u_2] = λ²", 20, 1, 0.5, 200_000, level=2, exact=0.25),
@@ -198,11 +275,13 @@ def cases() -> list[Case]:
 
 
 def format_row(r: dict) -> str:
-    return (f"{r['case']:74s} {r['estimator']:5s} reliable {r['reliable']:4d}/{r['M']}  covered {r['covered']:4d}  "
-            f"({r['coverage']:.3f})  confident misses {r['reliable'] - r['covered']:3d} "
-            f"(low {r['miss_low']}, high {r['miss_high']})  "
-            f"rms s.e. {r['se_rms']:.3g} vs spread {r['spread']:.3g}  "
-            f"bias {r['bias_z']:+.1f} s.e.  sd(z) {r['z_sd']:.2f}  plain kept {r['plain_kept']}")
+    return (
+        f"{r['case']:74s} {r['estimator']:5s} reliable {r['reliable']:4d}/{r['M']}  covered {r['covered']:4d}  "
+        f"({r['coverage']:.3f})  confident misses {r['reliable'] - r['covered']:3d} "
+        f"(low {r['miss_low']}, high {r['miss_high']})  "
+        f"rms s.e. {r['se_rms']:.3g} vs spread {r['spread']:.3g}  "
+        f"bias {r['bias_z']:+.1f} s.e.  sd(z) {r['z_sd']:.2f}  plain kept {r['plain_kept']}"
+    )
 
 
 if __name__ == "__main__":
@@ -211,8 +290,10 @@ if __name__ == "__main__":
     M = int(sys.argv[1]) if len(sys.argv) > 1 else 200
     out = next((a.split("=", 1)[1] for a in sys.argv[2:] if a.startswith("--out=")), None)  # JSON lines
     words = [a for a in sys.argv[2:] if not a.startswith("--out=")]
-    print(f"M = {M}; estimators {ESTIMATORS}; consistent with 95 %: {binomial_floor(M):.0f} to "
-          f"{binomial_ceiling(M):.0f} covered per {M} reliable (Binomial, 3 s.d.)")
+    print(
+        f"M = {M}; estimators {ESTIMATORS}; consistent with 95 %: {binomial_floor(M):.0f} to "
+        f"{binomial_ceiling(M):.0f} covered per {M} reliable (Binomial, 3 s.d.)"
+    )
     for c in cases():
         if words and not any(w in c.name for w in words):
             continue

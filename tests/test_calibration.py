@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import pytest
+
 from calibration import (
     ESTIMATORS,
     HAS_CV,
@@ -43,11 +44,11 @@ def _check(r, upper=True):
 def test_calibration_small():
     # plain: E[u_1] = λ at n = 100 (fixed-point start) and E[u_2] of the exact n = 3 law, 40 runs each
     from exact_small import profile_law
+
     law = profile_law(3, 2, 0.9, replace=True, M=30)
     # (at 1e5 steps the n = 100 runs have N/(2τ_int) ≈ 10-60 and about a third rightly
     # decline to state an error; 2e5 steps is the full table's case)
-    for c in (Case("n=100", 100, 2, 0.9, 200_000),
-              Case("n=3 u_2", 3, 2, 0.9, 50_000, level=2, exact=float(law.u[1]))):
+    for c in (Case("n=100", 100, 2, 0.9, 200_000), Case("n=3 u_2", 3, 2, 0.9, 50_000, level=2, exact=float(law.u[1]))):
         r = run_case(c, 40, seed=11, estimator="plain")
         assert r["reliable"] >= 30, r
         _check(r, upper=False)  # 40 runs cannot see over-coverage
@@ -60,9 +61,12 @@ def test_calibration_small_control_variates():
     # summary's cost grows with the batches, 3 s of CPU in all here; the full table uses the
     # default 1024 batches and 200 runs
     from exact_small import profile_law
+
     law = profile_law(3, 2, 0.9, replace=True, M=30)
-    for c, M in ((Case("n=3 u_2", 3, 2, 0.9, 50_000, level=2, exact=float(law.u[1]), batches=128), 16),
-                 (Case("d=1 u_2", 20, 1, 0.5, 60_000, level=2, exact=0.25, batches=128), 8)):
+    for c, M in (
+        (Case("n=3 u_2", 3, 2, 0.9, 50_000, level=2, exact=float(law.u[1]), batches=128), 16),
+        (Case("d=1 u_2", 20, 1, 0.5, 60_000, level=2, exact=0.25, batches=128), 8),
+    ):
         r = run_case(c, M, seed=11, estimator="cv")
         assert r["reliable"] >= M - 2, r
         _check(r, upper=False)

@@ -236,8 +236,9 @@ def test_a_remainder_of_rare_levels_keeps_the_plain_mean_queue_length():
     sd(z) 1.38), so the plain estimate is kept, with the reason (coverage 0.94 over the same runs)."""
     res = simulate(20, 1, 0.5, steps=200_000, start="fixed-point", seed=3)
     assert res.mean_queue_length == res.mean_queue_length_plain
-    assert any("mean queue length" in x and "rarely occupied levels above" in x for x in res.control_notes), \
+    assert any("mean queue length" in x and "rarely occupied levels above" in x for x in res.control_notes), (
         res.control_notes
+    )
     # a large system keeps its gain: nothing rare above the controls
     big = simulate(1000, 2, 0.9, steps=2_000_000, start="fixed-point", seed=3)
     assert big.variance_reduction["mean_queue_length"] > 50
@@ -422,8 +423,8 @@ def test_every_known_error_carries_the_skewness_of_its_mean():
     assert f.half_width() < 1.001 * stats.t_quantile(f.dof) * f.stderr
     # two replications pool their third cumulants with weights ∝ length: two equal halves give
     # 1/√2 of one half's skewness
-    h = es._estimate([(burst[: N // 2], T[: N // 2]), (burst[N // 2:], T[N // 2:])])
+    h = es._estimate([(burst[: N // 2], T[: N // 2]), (burst[N // 2 :], T[N // 2 :])])
     g1 = es._estimate([(burst[: N // 2], T[: N // 2])])
-    g2 = es._estimate([(burst[N // 2:], T[N // 2:])])
+    g2 = es._estimate([(burst[N // 2 :], T[N // 2 :])])
     k = (g1.skewness * g1.stderr**3 + g2.skewness * g2.stderr**3) / 8
     assert h.method == "pooled" and h.skewness == pytest.approx(k / h.stderr**3, rel=1e-9)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PATHS = ["src", "tests", "benchmarks", "tools"]
+PATHS = ["src", "tests", "benchmarks", "tools", "conftest.py"]
 
 
 def _ruff(*args: str) -> subprocess.CompletedProcess:
@@ -21,13 +21,11 @@ def _ruff(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([exe, *args, *PATHS], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.skip(reason="enabled after the tree-wide format")
 def test_ruff_check():
     proc = _ruff("check", "--no-cache")
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-@pytest.mark.skip(reason="enabled after the tree-wide format")
 def test_ruff_format():
     proc = _ruff("format", "--check", "--no-cache")
     assert proc.returncode == 0, proc.stdout + proc.stderr

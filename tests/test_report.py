@@ -133,8 +133,13 @@ load = 0.9
 
 def test_markdown_with_pngs_beside_it(sweep_dir, tmp_path):
     (tmp_path / "rep").mkdir()  # the directory must exist (a missing one is refused before any work)
-    r = subprocess.run([sys.executable, "-m", "supermarket", "report", str(sweep_dir), "--md",
-                        str(tmp_path / "rep" / "report.md")], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "supermarket", "report", str(sweep_dir), "--md", str(tmp_path / "rep" / "report.md")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     md = (tmp_path / "rep" / "report.md").read_text()
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
@@ -147,8 +152,13 @@ def test_markdown_with_pngs_beside_it(sweep_dir, tmp_path):
 
 def test_report_cli_errors(tmp_path):
     (tmp_path / "empty").mkdir()
-    r = subprocess.run([sys.executable, "-m", "supermarket", "report", str(tmp_path / "empty"), "--html",
-                        str(tmp_path / "x.html")], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "supermarket", "report", str(tmp_path / "empty"), "--html", str(tmp_path / "x.html")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
     assert r.returncode == 2
     assert "not a sweep directory" in r.stderr and "Traceback" not in r.stderr
 
@@ -167,8 +177,20 @@ def _browser_check(chromium: str, html_path: Path) -> tuple[str, list[str]]:
     """Open the page in headless Chromium; return (checked marker, loaded flag of each img)."""
     page = html_path.with_name(html_path.stem + "-check.html")
     page.write_text(html_path.read_text().replace("</body>", CHECK_SCRIPT + "</body>"))
-    res = subprocess.run([chromium, "--headless", "--disable-gpu", "--no-sandbox", "--virtual-time-budget=10000",
-                          "--dump-dom", page.resolve().as_uri()], capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--disable-gpu",
+            "--no-sandbox",
+            "--virtual-time-budget=10000",
+            "--dump-dom",
+            page.resolve().as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     dom = res.stdout
     checked = re.search(r'data-checked="(\w+)"', dom)
@@ -195,9 +217,19 @@ def test_no_plus_minus_where_a_run_distrusts_its_error():
     from supermarket.report import document as doc
 
     def rows(adequate):
-        return [{"n": 400, "regime": "c", "task_index": j, "point": 0, "status": "ok", "sim_mean_z1": v,
-                 "sim_error_bars_adequate": adequate, "limit_mean_z1": -1.0 + 0.01 * j}
-                for j, v in enumerate((-1.5, -1.4))]
+        return [
+            {
+                "n": 400,
+                "regime": "c",
+                "task_index": j,
+                "point": 0,
+                "status": "ok",
+                "sim_mean_z1": v,
+                "sim_error_bars_adequate": adequate,
+                "limit_mean_z1": -1.0 + 0.01 * j,
+            }
+            for j, v in enumerate((-1.5, -1.4))
+        ]
 
     _, body = doc._summary_table("fluctuations", rows(False), ["n", "regime"])
     (line,) = body
@@ -205,8 +237,17 @@ def test_no_plus_minus_where_a_run_distrusts_its_error():
     assert any("±" in c for c in line[4:])  # the limit's own error bar stays: its run knows it
     _, body = doc._summary_table("fluctuations", rows(True), ["n", "regime"])
     assert "-1.45 ± 0.05" in body[0]
-    sim = [{"n": 10, "task_index": j, "point": 0, "status": "ok", "mean_queue_length": 1.0 + j,
-            "mean_queue_length_reliable": j == 0} for j in range(2)]
+    sim = [
+        {
+            "n": 10,
+            "task_index": j,
+            "point": 0,
+            "status": "ok",
+            "mean_queue_length": 1.0 + j,
+            "mean_queue_length_reliable": j == 0,
+        }
+        for j in range(2)
+    ]
     assert doc._summary_table("simulate", sim, ["n"])[1][0][-1] == "1.5 (too short to know)"
 
 
@@ -260,8 +301,7 @@ def test_variance_reduction_stored_per_quantity_and_shown(tmp_path):
     for r in cv:
         # the definition: (plain s.e. / control-variate s.e.)², from the row's own two errors
         q = r["variance_reduction_mean_queue_length"]
-        assert q == pytest.approx((r["plain_mean_queue_length_stderr"] / r["mean_queue_length_stderr"]) ** 2,
-                                  rel=1e-9)
+        assert q == pytest.approx((r["plain_mean_queue_length_stderr"] / r["mean_queue_length_stderr"]) ** 2, rel=1e-9)
         assert q > 2  # the fallback rule: a gain below 2 keeps the plain estimate (and no ratio)
         u = r["variance_reduction_u_mean"]
         assert len(u) == len(r["u_mean"]) and u[1] > 100  # E[u_2] at n = 100: thousands (docs/model.md §9.1)

@@ -33,8 +33,10 @@ def test_doctests():
     assert res.attempted > 8 and res.failed == 0
 
 
-@pytest.mark.parametrize("N,phi,min_reliable", [(4096, 0.0, 0.95), (4096, 0.9, 0.95), (4096, 0.95, 0.95),
-                                                 (4096, 0.976, 0.95), (16384, 0.995, 0.9)])
+@pytest.mark.parametrize(
+    "N,phi,min_reliable",
+    [(4096, 0.0, 0.95), (4096, 0.9, 0.95), (4096, 0.95, 0.95), (4096, 0.976, 0.95), (16384, 0.995, 0.9)],
+)
 def test_blocking_coverage_and_variance_on_ar1(N, phi, min_reliable):
     # N/(2τ_int) from 4096 down to 41; 300 series each; exact variance of the mean known.
     # From N/(2τ_int) ≈ 100 on nearly every run knows its error; at 41-50 most do.
@@ -87,8 +89,10 @@ def test_block_factor_matches_ar1_block_means(phi, b):
     # exponential-correlation model derives from the lag-1 correlation alone.
     t = np.arange(-(b - 1), b)
     w = (b - np.abs(t)) / b**2  # weights of lag t between two blocks' points
+
     def cov(k):  # covariance of block means k blocks apart
         return float(np.sum(w * phi ** np.abs(t + k * b))) / (1 - phi**2)
+
     c0, c1 = cov(0), cov(1)
     exact = 1 + 2 * sum(cov(k) for k in range(1, 400)) / c0  # Var(mean)·n / Var(block mean), n → ∞
     assert abs(stats._block_factor(c1 / c0) / exact - 1) < 0.02, (stats._block_factor(c1 / c0), exact)
@@ -212,6 +216,7 @@ def test_t_quantile():
 # (vectorised), so that each check's own standard error is ~1 % or less: a 5 % error in the
 # error bar (10 % in its square) fails them.
 
+
 def ar1_rows(rng, R, N, phi):
     """R independent stationary AR(1) series of length N (rows); φ = 0: independent N(0, 1)."""
     if phi == 0:
@@ -244,12 +249,15 @@ def test_blocking_variance_is_unbiased_on_32_independent_values():
     assert abs(r.mean() - 1) <= 4 * r.std() / math.sqrt(r.size), (r.mean(), r.std() / math.sqrt(r.size))
 
 
-@pytest.mark.parametrize("phi,N,mbs,R", [
-    (0.0, 32, 1, 6000),      # 32 independent blocks (f ≈ 1)
-    (0.5, 256, 8, 4000),     # blocks of 8 = 5.8 τ: lag-1 block correlation 0.10, 32 blocks
-    (0.9, 2048, 64, 3000),   # blocks of 64 = 6.7 τ: block correlation 0.087, 32 blocks
-    (0.9, 512, 16, 4000),    # blocks of 16 = 1.7 τ: block correlation 0.38 (f ≈ 1.9), 32 blocks
-])
+@pytest.mark.parametrize(
+    "phi,N,mbs,R",
+    [
+        (0.0, 32, 1, 6000),  # 32 independent blocks (f ≈ 1)
+        (0.5, 256, 8, 4000),  # blocks of 8 = 5.8 τ: lag-1 block correlation 0.10, 32 blocks
+        (0.9, 2048, 64, 3000),  # blocks of 64 = 6.7 τ: block correlation 0.087, 32 blocks
+        (0.9, 512, 16, 4000),  # blocks of 16 = 1.7 τ: block correlation 0.38 (f ≈ 1.9), 32 blocks
+    ],
+)
 def test_blocking_intervals_miss_at_their_nominal_rate_with_32_blocks(phi, N, mbs, R):
     # min_block_size = N/32 pins the plateau at 32 blocks (or "too short"): the fewest blocks,
     # where the degrees of freedom (about 8: t_8 = 2.31 and 3.36 at 95 % and 99 %, against
@@ -331,7 +339,8 @@ def test_skewed_means_cover_with_the_skewness_and_miss_on_one_side_without():
     assert cover_true >= 0.95 - 3 * 0.0035
     g_est = np.array([mean_skewness([(xi, np.ones(N))], s) for xi, s in zip(x[:1000], se[:1000])])
     assert abs(np.mean(g_est) - g_true) < 0.25 * g_true  # small-sample bias of k3 / s³
-    cover_est = np.mean([abs(mi - mu) <= stats.skew_quantile(q, gi) * si
-                         for mi, si, gi in zip(m[:1000], se[:1000], g_est)])
+    cover_est = np.mean(
+        [abs(mi - mu) <= stats.skew_quantile(q, gi) * si for mi, si, gi in zip(m[:1000], se[:1000], g_est)]
+    )
     cover_t = 1 - t_miss_low - t_miss_high
     assert cover_est > cover_t + 0.01

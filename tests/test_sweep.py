@@ -32,8 +32,9 @@ CLI = [sys.executable, "-m", "supermarket"]
 
 
 def cli(*args, timeout=120, **kw):
-    return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, timeout=timeout,
-                          cwd=kw.pop("cwd", ROOT), **kw)
+    return subprocess.run(
+        [*CLI, *map(str, args)], capture_output=True, text=True, timeout=timeout, cwd=kw.pop("cwd", ROOT), **kw
+    )
 
 
 def cli_here(*args):
@@ -166,8 +167,17 @@ def test_every_error_listed_at_once_with_line_and_key(tmp_path):
     with pytest.raises(sw.SweepFileError) as ei:
         sw.load_sweep(write(tmp_path, BAD))
     errs = ei.value.errors
-    expected = [(3, "sweep.seed"), (4, "sweep.colour"), (8, "run[1].n"), (9, "run[1].d"), (10, "run[1].load"),
-                (11, "run[1].bogus"), (18, "run[2].engine"), (20, "run[2].time"), (23, "run[3].measurement")]
+    expected = [
+        (3, "sweep.seed"),
+        (4, "sweep.colour"),
+        (8, "run[1].n"),
+        (9, "run[1].d"),
+        (10, "run[1].load"),
+        (11, "run[1].bogus"),
+        (18, "run[2].engine"),
+        (20, "run[2].time"),
+        (23, "run[3].measurement"),
+    ]
     assert len(errs) == len(expected), errs
     for (line, key), e in zip(expected, errs):
         assert e.startswith(f"line {line}: {key}:"), e
@@ -192,8 +202,16 @@ time_mode = 3
     r = cli("sweep", write(tmp_path, text), "--out", tmp_path / "o")
     assert r.returncode == 2
     assert "Traceback" not in r.stderr
-    for line, key in [(2, "sweep.seed"), (3, "sweep.replications"), (7, "run[1].n"), (8, "run[1].d"),
-                      (9, "run[1].load"), (10, "run[1].steps"), (11, "run[1].replace"), (12, "run[1].time_mode")]:
+    for line, key in [
+        (2, "sweep.seed"),
+        (3, "sweep.replications"),
+        (7, "run[1].n"),
+        (8, "run[1].d"),
+        (9, "run[1].load"),
+        (10, "run[1].steps"),
+        (11, "run[1].replace"),
+        (12, "run[1].time_mode"),
+    ]:
         assert f"line {line}: {key}:" in r.stderr, (key, r.stderr)
     assert "8 errors" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
@@ -248,7 +266,7 @@ beta = [0.25, 0.4]
     ds = [t.params["d"] for t in s.tasks]
     lams = [t.params["load"] for t in s.tasks]
     assert ds == [10, 39]  # ⌊10^4 ** 0.25⌋ = 10 exactly, ⌊10^1.6⌋ = 39
-    assert lams == [pytest.approx(1 - 10000 ** -0.6, rel=1e-15)] * 2
+    assert lams == [pytest.approx(1 - 10000**-0.6, rel=1e-15)] * 2
 
 
 def test_duplicate_grid_point_refused():
@@ -261,8 +279,7 @@ def test_task_seed_is_child_r_of_the_point_root():
     h = "ab" * 32
     root = np.random.SeedSequence(7, spawn_key=(0xABABABAB, 0xABABABAB))
     for r in range(3):
-        assert sw.task_seed(7, h, r).generate_state(4).tolist() == \
-            spawn_seeds(root, 3)[r].generate_state(4).tolist()
+        assert sw.task_seed(7, h, r).generate_state(4).tolist() == spawn_seeds(root, 3)[r].generate_state(4).tolist()
 
 
 def test_task_row_equals_direct_call_with_documented_seed(tmp_path):
@@ -275,8 +292,18 @@ def test_task_row_equals_direct_call_with_documented_seed(tmp_path):
     rows = rows_of(tmp_path / "o")
     task = next(t for t in s.tasks if t.measurement == "simulate" and t.replication == 1)
     row = next(r for r in rows if r["task_id"] == task.task_id)
-    direct = simulate(200, task.params["d"], 0.9, steps=20000, burn_in=2000, time_mode=task.params["time_mode"],
-                      seed=sw.task_seed(5, task.point_hash, 1), replications=1, workers=1, progress=False)
+    direct = simulate(
+        200,
+        task.params["d"],
+        0.9,
+        steps=20000,
+        burn_in=2000,
+        time_mode=task.params["time_mode"],
+        seed=sw.task_seed(5, task.point_hash, 1),
+        replications=1,
+        workers=1,
+        progress=False,
+    )
     assert row["u_mean"] == direct.u_mean.tolist()  # an Arrow list column, exact floats
     assert _equal(row["u_stderr"], direct.u_stderr.tolist())  # NaN where the run distrusts the error
     assert row["max_queue_dist"] == direct.max_queue_dist  # a map<int64, double> column
@@ -293,7 +320,9 @@ def test_rows_independent_of_workers_and_of_the_rest_of_the_grid(tmp_path):
     a, b = comparable(rows_of(tmp_path / "one")), comparable(rows_of(tmp_path / "two"))
     assert same(a, b)
     # a sweep holding only one of the simulate points gives the same row for it
-    sub = SMALL.split("[[run]]\nmeasurement = \"simulate\"")[0] + """
+    sub = (
+        SMALL.split('[[run]]\nmeasurement = "simulate"')[0]
+        + """
 [[run]]
 measurement = "simulate"
 n = 200
@@ -303,6 +332,7 @@ steps = 20000
 burn_in = 2000
 time_mode = "continuous"
 """
+    )
     s2 = sw.parse_sweep(sub, path="sub.toml")
     sw.run_sweep(s2, tmp_path / "sub", workers=1)
     c = {r["task_id"]: r for r in comparable(rows_of(tmp_path / "sub"))}
@@ -372,6 +402,7 @@ def test_sidecar_and_table(tmp_path):
     assert [r["task_index"] for r in rows] == list(range(8))
     assert len({r["task_id"] for r in rows}) == 8
     from supermarket import theory as th
+
     for row in rows:  # the closed forms, computed independently here
         assert row["k"] == th.k_lambda_d(row["d"], row["load"])
         assert row["fixed_point"][0] == pytest.approx(row["load"], rel=1e-15)
@@ -442,8 +473,13 @@ def test_sigkill_then_resume_gives_the_uninterrupted_rows(tmp_path):
     f = write(tmp_path, KILL)
     out = tmp_path / "killed"
     parts = out / "parts"
-    proc = subprocess.Popen([*CLI, "sweep", str(f), "--out", str(out), "--workers", "1"], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        [*CLI, "sweep", str(f), "--out", str(out), "--workers", "1"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     total = 8
     killed_at = None
     deadline = time.monotonic() + 120
@@ -464,6 +500,7 @@ def test_sigkill_then_resume_gives_the_uninterrupted_rows(tmp_path):
     assert not (out / "results.parquet").exists()
     # a report of the interrupted sweep uses the finished tasks and says it is partial
     from supermarket.report import build_report
+
     text = Path(build_report(out, tmp_path / "partial.html")).read_text()
     assert "(partial: sweep not finished)" in text
     done = int(re.search(r"<td>(\d+) of 8 \(", text).group(1))
@@ -503,6 +540,7 @@ def test_examples_are_valid():
         assert sw.load_sweep(path).tasks, path
     # the heavy-traffic example keeps α/β away from integers: k = ⌈α/β⌉ (docs/model.md §4)
     from supermarket import theory as th
+
     heavy = sw.load_sweep(ROOT / "examples" / "sweep-heavy-traffic.toml")
     for t in heavy.tasks:
         ratio = t.params["alpha"] / t.params["beta"]
@@ -547,24 +585,39 @@ def test_duckdb_queries_a_sweep_directly(small_dir):
                avg(u_mean[1]) AS u1, max(len(u_mean) - len(u_stderr)) AS len_gap
         FROM read_parquet('{path}') WHERE measurement = 'simulate'
         GROUP BY d, time_mode ORDER BY d, time_mode""").fetchall()
-    assert [(r[0], r[1], r[2]) for r in rows] == [(2, "continuous", 2), (2, "discrete", 2),
-                                                  (3, "continuous", 2), (3, "discrete", 2)]
+    assert [(r[0], r[1], r[2]) for r in rows] == [
+        (2, "continuous", 2),
+        (2, "discrete", 2),
+        (3, "continuous", 2),
+        (3, "discrete", 2),
+    ]
     for _, _, _, mass_err, monotone, u1, gap in rows:
         assert mass_err < 1e-9 and monotone and gap == 0  # a distribution; a profile u_1 >= u_2 >= ...
         assert abs(u1 - 0.9) < 0.05  # E[u_1] = λ in equilibrium (flow balance), short runs
     # meanfield: π(1) = λ and Σ π(i) is the stored mean queue length (docs/model.md §3)
-    (pi1, err), = con.execute(f"""SELECT fixed_point[1], abs(list_sum(fixed_point) - mean_queue_length)
+    ((pi1, err),) = con.execute(f"""SELECT fixed_point[1], abs(list_sum(fixed_point) - mean_queue_length)
         FROM read_parquet('{path}') WHERE measurement = 'meanfield'""").fetchall()
     assert pi1 == pytest.approx(0.9, rel=1e-15) and err < 1e-12
 
 
 def _downgrade_to_format_1(d: Path) -> None:
     """Rewrite a sweep directory as the first version wrote it: arrays and maps as JSON text."""
+
     def old(path):
         rows = sw.table_rows(pq.read_table(path))
-        rows = [{k: (json.dumps({str(a): b for a, b in v.items()} if isinstance(v, dict) else v)
-                     if isinstance(v, (list, dict)) else v) for k, v in r.items()} for r in rows]
+        rows = [
+            {
+                k: (
+                    json.dumps({str(a): b for a, b in v.items()} if isinstance(v, dict) else v)
+                    if isinstance(v, (list, dict))
+                    else v
+                )
+                for k, v in r.items()
+            }
+            for r in rows
+        ]
         pq.write_table(pa.Table.from_pylist(rows), path)
+
     for p in [d / "results.parquet", *sorted((d / "parts").glob("*.parquet"))]:
         old(p)
     side = json.loads((d / "sweep.json").read_text())
@@ -588,7 +641,7 @@ def test_old_directories_refused_with_the_command_that_converts_them(small_dir, 
     r = cli_here("sweep", "--upgrade", d)
     assert r.returncode == 0 and "converted to format 2" in r.stdout, r.stderr
     assert same(rows_of(d), before)
-    part, = sw.table_rows(pq.read_table(d / "parts" / f"{sw.parse_sweep(SMALL).tasks[5].task_id}.parquet"))
+    (part,) = sw.table_rows(pq.read_table(d / "parts" / f"{sw.parse_sweep(SMALL).tasks[5].task_id}.parquet"))
     assert isinstance(part["u_mean"], list) and same([part], [{k: before[5][k] for k in part}])
     assert cli_here("sweep", "--upgrade", d).stdout.strip().endswith("nothing to do")
     r = cli_here("sweep", f, "--out", d, "--workers", "1", "--json")

@@ -29,8 +29,10 @@ def _errors(text: str) -> list[str]:
 
 
 def test_axes_parsed_canonical_and_routed():
-    s = sw.parse_sweep(BASE + 'time = 50.0\npolicy = ["JIQ", "random"]\nservice = ["exp", "Erlang:2"]\n'
-                       'server_classes = " 0.50:2, 0.5:1.0"\n')
+    s = sw.parse_sweep(
+        BASE + 'time = 50.0\npolicy = ["JIQ", "random"]\nservice = ["exp", "Erlang:2"]\n'
+        'server_classes = " 0.50:2, 0.5:1.0"\n'
+    )
     got = {(t.params["policy"], t.params["service"]) for t in s.tasks}
     assert got == {("jiq", "exp"), ("jiq", "erlang:2"), ("random", "exp"), ("random", "erlang:2")}
     assert {t.params["server_classes"] for t in s.tasks} == {"0.5:2,0.5:1"}
@@ -80,7 +82,7 @@ def test_meanfield_policy():
 def tiny(tmp_path_factory) -> tuple[Path, list[dict]]:
     out = tmp_path_factory.mktemp("pol") / "out"
     text = (
-        '[sweep]\nseed = 7\nreplications = 4\n'
+        "[sweep]\nseed = 7\nreplications = 4\n"
         '[[run]]\nmeasurement = "simulate"\nn = 10\nd = 2\nload = 0.5\ntime = 2000.0\nburn_in = 100\n'
         'policy = "random"\nservice = ["exp", "erlang:2"]\n'
         '[[run]]\nmeasurement = "simulate"\nn = 10\nd = 2\nload = 0.5\ntime = 200.0\nreplications = 1\n'
@@ -119,8 +121,9 @@ def test_tiny_sweep_stored_and_read_back(tiny):
     assert (c["class1_fraction"], c["class1_speed"], c["class2_speed"]) == (0.5, 2.0, 1.0)
     assert c["class1_sojourn_mean"] < c["class2_sojourn_mean"]  # the fast class serves faster
     # Little's law ties the per-class mean queue lengths to the whole: L = Σ f_k L_k
-    assert c["mean_queue_length"] == pytest.approx(0.5 * c["class1_mean_queue_length"]
-                                                   + 0.5 * c["class2_mean_queue_length"], rel=1e-9)
+    assert c["mean_queue_length"] == pytest.approx(
+        0.5 * c["class1_mean_queue_length"] + 0.5 * c["class2_mean_queue_length"], rel=1e-9
+    )
     # random routing: M/M/1 queues, L = ρ/(1 − ρ) = 1; M/G/1 with Erlang-2 (SCV 1/2):
     # L = ρ + ρ²(1 + 1/2)/(2(1 − ρ)) = 0.875.  Four independent replications: Student t, 3 dof
     # (two-sided 0.999: 12.9; 0.99: 5.84); tolerance 6 standard errors of the check itself.
@@ -147,9 +150,16 @@ def test_report_shows_axes_and_compares(tiny, tmp_path):
 
 def test_report_no_plus_minus_where_a_run_is_too_short():
     def row(i: int, mql: float, long_enough: bool) -> dict:
-        return {"task_index": i, "point": 0, "status": "ok", "engine": "event", "policy": "random",
-                "mean_queue_length": mql, "mean_queue_length_reliable": False,
-                "mean_queue_length_long_enough": long_enough}
+        return {
+            "task_index": i,
+            "point": 0,
+            "status": "ok",
+            "engine": "event",
+            "policy": "random",
+            "mean_queue_length": mql,
+            "mean_queue_length_reliable": False,
+            "mean_queue_length_long_enough": long_enough,
+        }
 
     _, body = _summary_table("simulate", [row(0, 1.0, True), row(1, 1.2, True)], ["policy"])
     assert "±" in body[0][2]
@@ -160,8 +170,15 @@ def test_report_no_plus_minus_where_a_run_is_too_short():
 def test_event_row_never_stores_a_distrusted_error():
     one = {"mean": 2.0, "stderr": 0.1, "reliable": False, "note": "x"}
     ok = {"mean": 2.0, "stderr": 0.1, "reliable": True}
-    base = {"policy": "jsq-d", "service": {"spec": "lognormal:4"}, "u_mean": [0.5, 0.1], "u_stderr": [0.01, 0.02],
-            "time": 10.0, "burn_in": 1.0, "sojourn_quantiles": {"0.99": one}}
+    base = {
+        "policy": "jsq-d",
+        "service": {"spec": "lognormal:4"},
+        "u_mean": [0.5, 0.1],
+        "u_stderr": [0.01, 0.02],
+        "time": 10.0,
+        "burn_in": 1.0,
+        "sojourn_quantiles": {"0.99": one},
+    }
     r = event_row(base | {"mean_queue_length": one, "sojourn": ok, "waiting": ok})
     assert math.isnan(r["mean_queue_length_stderr"]) and all(math.isnan(x) for x in r["u_stderr"])
     assert r["sojourn_stderr_mean"] == 0.1 and math.isnan(r["sojourn_stderr_quantiles"]["0.99"])

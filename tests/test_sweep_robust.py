@@ -51,8 +51,14 @@ def test_ctrl_c_in_process_stops_stores_nothing_partial_and_resumes(tmp_path):
     f = write(tmp_path, INTERRUPT)
     out = tmp_path / "o"
     parts = out / "parts"
-    proc = subprocess.Popen([*CLI, "sweep", str(f), "--out", str(out), "--workers", "1"], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [*CLI, "sweep", str(f), "--out", str(out), "--workers", "1"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and proc.poll() is None:
@@ -126,8 +132,9 @@ def _kill_at_instants(tmp_path, count: int, seed: int):
         time.sleep(instant)
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
-        states["nothing" if not out.exists() else
-               "complete" if (out / "results.parquet").exists() else "directory"] += 1
+        states[
+            "nothing" if not out.exists() else "complete" if (out / "results.parquet").exists() else "directory"
+        ] += 1
         res = sw.run_sweep(s, out, workers=1)  # the same command: must resume, whatever was left
         assert res.failed == 0 and res.skipped + res.ran == len(s.tasks)
         assert same(comparable(rows_of(out)), clean), f"instant {instant:.4f} s"
@@ -212,8 +219,17 @@ def test_scheduler_that_is_not_dask_fails_in_one_line_within_the_timeout(tmp_pat
     try:
         f = write(tmp_path, THEORY)
         t0 = time.monotonic()
-        r = cli("sweep", f, "--out", tmp_path / "o", "--scheduler", f"tcp://127.0.0.1:{srv.getsockname()[1]}",
-                "--timeout", "2", timeout=60)
+        r = cli(
+            "sweep",
+            f,
+            "--out",
+            tmp_path / "o",
+            "--scheduler",
+            f"tcp://127.0.0.1:{srv.getsockname()[1]}",
+            "--timeout",
+            "2",
+            timeout=60,
+        )
         elapsed = time.monotonic() - t0
     finally:
         srv.close()
@@ -226,7 +242,7 @@ def test_scheduler_that_is_not_dask_fails_in_one_line_within_the_timeout(tmp_pat
     assert not (tmp_path / "o").exists()
 
 
-BLOCKER = '''
+BLOCKER = """
 import importlib.abc, sys
 
 class _NoDask(importlib.abc.MetaPathFinder):
@@ -236,7 +252,7 @@ class _NoDask(importlib.abc.MetaPathFinder):
         return None
 
 sys.meta_path.insert(0, _NoDask())
-'''
+"""
 
 
 def test_local_sweep_and_report_without_dask(tmp_path):
@@ -263,8 +279,11 @@ def test_local_sweep_and_report_without_dask(tmp_path):
 # =========================================================================== output paths
 def test_output_places_checked_before_any_work(tmp_path):
     f = write(tmp_path, INTERRUPT)  # a 3 s task: a check made after it would show in the time
-    for out, what in [(tmp_path / "missing" / "o", "does not exist"), (Path("/proc/supermarket-x"), "not writable"),
-                      (Path("/dev/full"), "not a directory")]:
+    for out, what in [
+        (tmp_path / "missing" / "o", "does not exist"),
+        (Path("/proc/supermarket-x"), "not writable"),
+        (Path("/dev/full"), "not a directory"),
+    ]:
         t0 = time.monotonic()
         r = cli_here("sweep", f, "--out", out, "--workers", "1")
         assert r.returncode == 2 and time.monotonic() - t0 < 10, (out, r.stderr)
@@ -276,11 +295,13 @@ def test_output_places_checked_before_any_work(tmp_path):
 def test_report_output_places(tmp_path):
     s = sw.parse_sweep(THEORY, path="t.toml")
     sw.run_sweep(s, tmp_path / "o", workers=1)
-    for opt, target, what in [("--html", tmp_path / "missing" / "r.html", "does not exist"),
-                              ("--md", tmp_path / "missing" / "r.md", "does not exist"),
-                              ("--md", Path("/proc/r.md"), "not writable"),
-                              ("--html", tmp_path, "is a directory"),
-                              ("--html", Path("/dev/full"), "cannot write /dev/full")]:
+    for opt, target, what in [
+        ("--html", tmp_path / "missing" / "r.html", "does not exist"),
+        ("--md", tmp_path / "missing" / "r.md", "does not exist"),
+        ("--md", Path("/proc/r.md"), "not writable"),
+        ("--html", tmp_path, "is a directory"),
+        ("--html", Path("/dev/full"), "cannot write /dev/full"),
+    ]:
         r = cli_here("report", tmp_path / "o", opt, target)
         assert r.returncode == 2, (opt, target, r.stdout, r.stderr)
         lines = r.stderr.strip().splitlines()

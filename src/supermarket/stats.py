@@ -22,9 +22,21 @@ from numpy.typing import ArrayLike
 
 from ._results import Result
 
-__all__ = ["ErrorEstimate", "MSERResult", "BlockingLevel", "blocking", "blocking_table", "mser",
-           "replication_error", "mean_stderr", "skew_quantile", "t_quantile", "MIN_BLOCKS", "PLATEAU_ALPHA",
-           "PLATEAU_RHO_MAX"]
+__all__ = [
+    "ErrorEstimate",
+    "MSERResult",
+    "BlockingLevel",
+    "blocking",
+    "blocking_table",
+    "mser",
+    "replication_error",
+    "mean_stderr",
+    "skew_quantile",
+    "t_quantile",
+    "MIN_BLOCKS",
+    "PLATEAU_ALPHA",
+    "PLATEAU_RHO_MAX",
+]
 
 MIN_BLOCKS = 32
 """Fewest blocks the plateau level may leave for the estimate to be called reliable."""
@@ -343,8 +355,9 @@ def blocking_table(x: ArrayLike) -> list[BlockingLevel]:
     return out
 
 
-def blocking(x: ArrayLike, *, min_blocks: int = MIN_BLOCKS, alpha: float = PLATEAU_ALPHA,
-             min_block_size: int = 1) -> ErrorEstimate:
+def blocking(
+    x: ArrayLike, *, min_blocks: int = MIN_BLOCKS, alpha: float = PLATEAU_ALPHA, min_block_size: int = 1
+) -> ErrorEstimate:
     """Mean and standard error of a correlated series by blocking, with an automatic plateau.
 
     The series is blocked repeatedly (neighbouring pairs averaged); the plateau is the first
@@ -410,8 +423,18 @@ def blocking(x: ArrayLike, *, min_blocks: int = MIN_BLOCKS, alpha: float = PLATE
     N = a.size
     mean = float(a.mean()) if N else math.nan
     if N < 2:
-        return ErrorEstimate(mean, math.nan, math.nan, math.nan, math.nan, False, "blocking", N, 1,
-                             "too short to estimate: fewer than 2 measurements")
+        return ErrorEstimate(
+            mean,
+            math.nan,
+            math.nan,
+            math.nan,
+            math.nan,
+            False,
+            "blocking",
+            N,
+            1,
+            "too short to estimate: fewer than 2 measurements",
+        )
     v_all = float(np.var(a, ddof=1))
     sizes, ns, var1, stat, rho1 = [], [], [], [], []
     for size, y in _levels(a):
@@ -431,11 +454,22 @@ def blocking(x: ArrayLike, *, min_blocks: int = MIN_BLOCKS, alpha: float = PLATE
     def rho_tilde(i):  # lag-1 autocorrelation of level i, less the bias of an estimated mean
         return rho1[i] + (1.0 + 4.0 * rho1[i]) / ns[i]
 
-    plateau = next((j for j in range(L) if sizes[j] >= min_block_size and M[j] < q[j]
-                    and rho_tilde(j) < PLATEAU_RHO_MAX), None)
+    plateau = next(
+        (j for j in range(L) if sizes[j] >= min_block_size and M[j] < q[j] and rho_tilde(j) < PLATEAU_RHO_MAX), None
+    )
     if v_all == 0.0:  # a constant series: no variation seen at all
-        return ErrorEstimate(mean, 0.0, N - 1.0, math.nan, math.nan, False, "blocking", N, 1,
-                             "constant series: no variation seen, error unknown")
+        return ErrorEstimate(
+            mean,
+            0.0,
+            N - 1.0,
+            math.nan,
+            math.nan,
+            False,
+            "blocking",
+            N,
+            1,
+            "constant series: no variation seen, error unknown",
+        )
     if plateau is not None and ns[plateau] >= min_blocks:
         j, ok, note = plateau, True, ""
     else:
@@ -582,14 +616,25 @@ def replication_error(means: ArrayLike, *, weights: ArrayLike | None = None) -> 
             raise ValueError("weights must be positive, one per replication")
     mean = float(np.dot(w, m) / w.sum())
     if R < 2:
-        return ErrorEstimate(mean, math.nan, math.nan, math.nan, math.nan, False, "replications", R, 1,
-                             "one replication: no spread to estimate the error from")
+        return ErrorEstimate(
+            mean,
+            math.nan,
+            math.nan,
+            math.nan,
+            math.nan,
+            False,
+            "replications",
+            R,
+            1,
+            "one replication: no spread to estimate the error from",
+        )
     var = R / (R - 1.0) * float(np.dot(w * w, (m - mean) ** 2)) / float(w.sum()) ** 2
     se = math.sqrt(var)
     v_all = float(np.var(m, ddof=1))
     n_eff = v_all / var if var > 0 else math.nan
-    return ErrorEstimate(mean, se, R - 1.0, n_eff, R / (2.0 * n_eff) if n_eff and n_eff > 0 else math.nan,
-                         True, "replications", R, 1, "")
+    return ErrorEstimate(
+        mean, se, R - 1.0, n_eff, R / (2.0 * n_eff) if n_eff and n_eff > 0 else math.nan, True, "replications", R, 1, ""
+    )
 
 
 def mean_stderr(values: Any, axis: int = 0) -> tuple[Any, Any]:

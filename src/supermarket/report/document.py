@@ -28,23 +28,39 @@ MAX_TABLE_ROWS = 200
 SUMMARY_COLUMNS = {
     # the variance reductions of the control variates (docs/model.md §9.1): per level and for the
     # mean queue length, the median over the grid point's replications (_ratio_cell)
-    "simulate": ("u_mean", "mean_queue_length", "mean_sojourn_time", "good_set_fraction", "events_per_second",
-                 "variance_reduction_u_mean", "variance_reduction_mean_queue_length"),
+    "simulate": (
+        "u_mean",
+        "mean_queue_length",
+        "mean_sojourn_time",
+        "good_set_fraction",
+        "events_per_second",
+        "variance_reduction_u_mean",
+        "variance_reduction_mean_queue_length",
+    ),
     # a sweep task couples one pair: its "tmix_steps" (the 0.75-quantile of τ over the task's
     # pairs) is that pair's τ again, not a bound on t_mix, so it is not shown
     "mixing": ("coalescence_steps_mean", "censored", "bound_lower_steps", "bound_upper_steps"),
     "fluctuations": tuple(f"sim_{m}" for m in FLUCT_MOMENTS) + tuple(f"limit_{m}" for m in FLUCT_MOMENTS),
     "meanfield": ("mean_queue_length", "refined_sum_V", "refined_mean_queue_length", "levels"),
-    "theory": ("k", "k_hypothesis", "mean_queue_length", "mixing_steps_upper", "mixing_steps_lower",
-               "slow_rate", "theorem_1_2_applies"),
+    "theory": (
+        "k",
+        "k_hypothesis",
+        "mean_queue_length",
+        "mixing_steps_upper",
+        "mixing_steps_lower",
+        "slow_rate",
+        "theorem_1_2_applies",
+    ),
 }
 
 
 # column headers that say what a value is where the stored name does not
 HEADERS = {
     "mixing": {"coalescence_steps_mean": "coalescence steps (mean over the pairs, one per task)"},
-    "simulate": {"variance_reduction_u_mean": "variance reduction E[u_i] (median)",
-                 "variance_reduction_mean_queue_length": "variance reduction, mean queue length (median)"},
+    "simulate": {
+        "variance_reduction_u_mean": "variance reduction E[u_i] (median)",
+        "variance_reduction_mean_queue_length": "variance reduction, mean queue length (median)",
+    },
 }
 
 # columns of ratios (a variance reduction per replication): summarized by their median, not mean ± se
@@ -56,16 +72,20 @@ TOO_SHORT = "too short to know"
 
 # (column prefix or name, flag): the row's flag that says the run could not know the column's error
 DISTRUST_FLAGS = {
-    "simulate": (("mean_queue_length", "mean_queue_length_reliable"),
-                 ("mean_sojourn_time", "mean_queue_length_reliable"),  # the same run's error, by Little's law
-                 ("good_set_fraction", "good_set_fraction_reliable")),
+    "simulate": (
+        ("mean_queue_length", "mean_queue_length_reliable"),
+        ("mean_sojourn_time", "mean_queue_length_reliable"),  # the same run's error, by Little's law
+        ("good_set_fraction", "good_set_fraction_reliable"),
+    ),
     "fluctuations": (("sim_", "sim_error_bars_adequate"),),
 }
 
 NOTES = {
-    "mixing": ("Each sweep task couples one pair from the start with a stationary copy: the column is the "
-               "mean coalescence time of the task's pairs, not t_mix(1/4). The bound t_mix(1/4) ≤ the "
-               "0.75-quantile of the coalescence time needs many pairs: supermarket mixing --replications 100."),
+    "mixing": (
+        "Each sweep task couples one pair from the start with a stationary copy: the column is the "
+        "mean coalescence time of the task's pairs, not t_mix(1/4). The bound t_mix(1/4) ≤ the "
+        "0.75-quantile of the coalescence time needs many pairs: supermarket mixing --replications 100."
+    ),
 }
 
 
@@ -77,8 +97,9 @@ def _distrusted(meas: str, column: str, rows: list[dict]) -> bool:
             # the per-queue event engine's *_reliable flags are False for every one-replication run
             # (its batch-means error over one run is not trusted: docs/model.md §14); the table's ± is
             # the spread of independent replications, distrusted where a run had no blocking plateau
-            return any(r.get(EVENT_FLAGS.get(column, flag) if r.get("engine") == "event" else flag) is False
-                       for r in rows)
+            return any(
+                r.get(EVENT_FLAGS.get(column, flag) if r.get("engine") == "event" else flag) is False for r in rows
+            )
     return False
 
 
@@ -86,11 +107,13 @@ def _distrusted(meas: str, column: str, rows: list[dict]) -> bool:
 EVENT_FLAGS = {"mean_queue_length": "mean_queue_length_long_enough", "mean_sojourn_time": "sojourn_long_enough_mean"}
 
 
-EVENT_NOTE = ("Points run on the per-queue event engine (engine \"event\": a service law other than exp, or "
-              "server classes; docs/model.md §14) store no error of their own (one replication per task, whose "
-              "batch-means error that engine does not trust): their ± is the standard error over the sweep's "
-              "independent replications, with one replication no ± is shown, and \"too short to know\" where a run "
-              "found no blocking plateau (mean_queue_length_long_enough, sojourn_long_enough_mean false).")
+EVENT_NOTE = (
+    'Points run on the per-queue event engine (engine "event": a service law other than exp, or '
+    "server classes; docs/model.md §14) store no error of their own (one replication per task, whose "
+    "batch-means error that engine does not trust): their ± is the standard error over the sweep's "
+    'independent replications, with one replication no ± is shown, and "too short to know" where a run '
+    "found no blocking plateau (mean_queue_length_long_enough, sojourn_long_enough_mean false)."
+)
 
 
 def _fmt(v) -> str:
@@ -110,8 +133,9 @@ def _fmt(v) -> str:
 
 def _numeric_lists(vals) -> bool:
     parsed = [_json(v) for v in vals]
-    return bool(parsed) and all(isinstance(p, list) and p and all(isinstance(x, (int, float)) for x in p)
-                                for p in parsed)
+    return bool(parsed) and all(
+        isinstance(p, list) and p and all(isinstance(x, (int, float)) for x in p) for p in parsed
+    )
 
 
 def _summary_table(meas: str, rows: list[dict], params: list[str]) -> tuple[list[str], list[list[str]]]:
@@ -129,8 +153,11 @@ def _summary_table(meas: str, rows: list[dict], params: list[str]) -> tuple[list
                 line.append(_ratio_cell(vals))
                 continue
             nums = [_num(v) for v in vals]
-            if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals if v is not None) \
-                    and any(n is not None for n in nums) and len(rs) > 1:
+            if (
+                all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals if v is not None)
+                and any(n is not None for n in nums)
+                and len(rs) > 1
+            ):
                 m, se = mean_stderr(nums)
                 same = len({n for n in nums if n is not None}) == 1
                 if _distrusted(meas, c, rs):
@@ -141,7 +168,7 @@ def _summary_table(meas: str, rows: list[dict], params: list[str]) -> tuple[list
                 lists = [np.asarray(_json(v), dtype=float) for v in vals]
                 mat = np.zeros((len(lists), max(len(x) for x in lists)))
                 for j, x in enumerate(lists):
-                    mat[j, :len(x)] = x
+                    mat[j, : len(x)] = x
                 line.append(_fmt(mat.mean(axis=0).tolist()))
             else:
                 line.append(_fmt(vals[0]))
@@ -160,6 +187,7 @@ def _ratio_cell(vals) -> str:
     >>> _ratio_cell([[None, 100.0, 9.0], [None, 300.0]])
     '[—, 200, 9]'
     """
+
     def med(xs):
         xs = [float(x) for x in xs if isinstance(x, (int, float)) and not isinstance(x, bool) and np.isfinite(x)]
         return f"{float(np.median(xs)):.3g}" if xs else NO_RATIO
@@ -174,15 +202,19 @@ def _ratio_cell(vals) -> str:
 
 
 def _ratio_note(meas: str) -> str:
-    return ("variance reduction: (plain s.e. / control-variate s.e.)² of each replication, the median over the "
-            "grid point's replications (docs/model.md §9.1); " + NO_RATIO + " where every replication kept the "
-            "plain estimate (a rare level, a gain below 2, controls off: control_variates = false).")
+    return (
+        "variance reduction: (plain s.e. / control-variate s.e.)² of each replication, the median over the "
+        "grid point's replications (docs/model.md §9.1); " + NO_RATIO + " where every replication kept the "
+        "plain estimate (a rare level, a gain below 2, controls off: control_variates = false)."
+    )
 
 
 def _too_short_note(meas: str) -> str:
     flags = ", ".join(dict.fromkeys(f for _, f in DISTRUST_FLAGS.get(meas, ())))
-    return (f"\"{TOO_SHORT}\": a replication of the grid point says its run was too short to estimate its own "
-            f"error ({flags} false), so no ± is shown; run longer (docs/model.md §9).")
+    return (
+        f'"{TOO_SHORT}": a replication of the grid point says its run was too short to estimate its own '
+        f"error ({flags} false), so no ± is shown; run longer (docs/model.md §9)."
+    )
 
 
 def _param_columns(rows: list[dict], meas: str, sidecar: dict) -> list[str]:
@@ -211,7 +243,9 @@ def _split_params(rows: list[dict], keys: list[str]) -> tuple[list[str], dict]:
 # =========================================================================== writers
 def _html_table(header, body) -> str:
     h = "".join(f"<th>{html.escape(c)}</th>" for c in header)
-    b = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in line) + "</tr>" for line in body[:MAX_TABLE_ROWS])
+    b = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in line) + "</tr>" for line in body[:MAX_TABLE_ROWS]
+    )
     more = f"<p>… {len(body) - MAX_TABLE_ROWS} more rows in results.parquet</p>" if len(body) > MAX_TABLE_ROWS else ""
     return f"<table><thead><tr>{h}</tr></thead><tbody>{b}</tbody></table>{more}"
 
@@ -219,6 +253,7 @@ def _html_table(header, body) -> str:
 def _md_table(header, body) -> str:
     def esc(s):
         return s.replace("|", "\\|")
+
     lines = ["| " + " | ".join(esc(c) for c in header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(esc(c) for c in line) + " |" for line in body[:MAX_TABLE_ROWS]]
     return "\n".join(lines)
@@ -243,8 +278,14 @@ def _meta_lines(side: dict, rows: list[dict]) -> list[tuple[str, str]]:
         ("status", str(side.get("status"))),
         ("package version", str(side.get("package_version"))),
         ("git commit", str(side.get("git_commit"))),
-        ("runs", "; ".join(f"{r.get('started')} {r.get('backend')} ran {r.get('to_run')} "
-                           f"({r.get('wall_seconds', float('nan')):.1f} s)" for r in runs)),
+        (
+            "runs",
+            "; ".join(
+                f"{r.get('started')} {r.get('backend')} ran {r.get('to_run')} "
+                f"({r.get('wall_seconds', float('nan')):.1f} s)"
+                for r in runs
+            ),
+        ),
     ]
 
 
@@ -278,7 +319,9 @@ def build_report(out_dir: str | Path, path: str | Path, *, fmt: str = "html") ->
     Examples
     --------
     >>> import tempfile, pathlib; from supermarket.sweep import parse_sweep, run_sweep
-    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"; _ = run_sweep(parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = 2\\nload = 0.9\\n'), out, workers=1)
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"
+    >>> toml = '[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = 2\\nload = 0.9\\n'
+    >>> _ = run_sweep(parse_sweep(toml), out, workers=1)
     >>> p = build_report(out, out.parent / "r.md", fmt="md")
     >>> "## theory" in pathlib.Path(p).read_text()  # theory rows: a table, no figure
     True
@@ -296,16 +339,21 @@ def build_report(out_dir: str | Path, path: str | Path, *, fmt: str = "html") ->
     failed = [r for r in rows if r.get("status") != "ok"]
     title = f"Sweep report: {side.get('sweep_name')}" + (" (partial: sweep not finished)" if partial else "")
     if fmt == "html":
-        parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-                 f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>"]
+        parts = [
+            f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>"
+        ]
         parts.append(_html_table(["", ""], [[k, v] for k, v in _meta_lines(side, rows)]))
         for meas in measurements:
             mrows = [r for r in rows if r["measurement"] == meas]
             parts.append(f"<h2>{html.escape(meas)}</h2>")
             cols, fixed = _split_params(mrows, _param_columns(mrows, meas, side))
             if fixed:
-                parts.append("<p>Same for every task: " + html.escape(", ".join(
-                    f"{k} = {_fmt(v)}" for k, v in fixed.items())) + "</p>")
+                parts.append(
+                    "<p>Same for every task: "
+                    + html.escape(", ".join(f"{k} = {_fmt(v)}" for k, v in fixed.items()))
+                    + "</p>"
+                )
             header, body = _summary_table(meas, mrows, cols)
             parts.append(_html_table(header, body))
             if meas in NOTES:
@@ -319,13 +367,19 @@ def build_report(out_dir: str | Path, path: str | Path, *, fmt: str = "html") ->
             for f in figs:
                 if getattr(f, "measurement", None) == meas:
                     b64 = base64.b64encode(f.png).decode("ascii")
-                    parts.append(f"<figure><img alt='{html.escape(f.title)}' data-figure='{f.name}' "
-                                 f"src='data:image/png;base64,{b64}'><figcaption><b>{html.escape(f.title)}.</b> "
-                                 f"{html.escape(f.caption)}</figcaption></figure>")
+                    parts.append(
+                        f"<figure><img alt='{html.escape(f.title)}' data-figure='{f.name}' "
+                        f"src='data:image/png;base64,{b64}'><figcaption><b>{html.escape(f.title)}.</b> "
+                        f"{html.escape(f.caption)}</figcaption></figure>"
+                    )
         if failed:
             parts.append("<h2 class='failed'>Failed tasks</h2>")
-            parts.append(_html_table(["task", "measurement", "error"],
-                                     [[r["task_id"], r["measurement"], str(r.get("error"))] for r in failed]))
+            parts.append(
+                _html_table(
+                    ["task", "measurement", "error"],
+                    [[r["task_id"], r["measurement"], str(r.get("error"))] for r in failed],
+                )
+            )
         parts.append("<h2>Sweep file</h2><pre>" + html.escape(side.get("sweep_text", "")) + "</pre>")
         parts.append("</body></html>")
         return write_output(path, "\n".join(parts), "--html")
@@ -354,8 +408,14 @@ def build_report(out_dir: str | Path, path: str | Path, *, fmt: str = "html") ->
                 write_output(png, f.png, "--md")
                 md += [f"![{f.title}]({png.name})", "", f"*{f.title}.* {f.caption}", ""]
     if failed:
-        md += ["", "## Failed tasks", "", _md_table(["task", "measurement", "error"],
-                                                   [[r["task_id"], r["measurement"], str(r.get("error"))]
-                                                    for r in failed])]
+        md += [
+            "",
+            "## Failed tasks",
+            "",
+            _md_table(
+                ["task", "measurement", "error"],
+                [[r["task_id"], r["measurement"], str(r.get("error"))] for r in failed],
+            ),
+        ]
     md += ["", "## Sweep file", "", "```toml", side.get("sweep_text", "").rstrip(), "```", ""]
     return write_output(path, "\n".join(md), "--md")

@@ -98,8 +98,9 @@ def law_label(r: dict, keys: tuple[str, ...] = LAW_KEYS) -> str:
     ('jiq, erlang:2', 'jsq-d')
     """
     parts = dict(zip(LAW_KEYS, _law(r)))
-    return ", ".join(f"classes {parts[k]}" if k == "server_classes" else str(parts[k])
-                     for k in keys if parts[k] is not None)
+    return ", ".join(
+        f"classes {parts[k]}" if k == "server_classes" else str(parts[k]) for k in keys if parts[k] is not None
+    )
 
 
 def _mean_field_profile(r: dict, levels: int) -> tuple[np.ndarray, str] | None:
@@ -223,6 +224,7 @@ def _point_value(rs: list[dict], column: str, quantile: str | None = None) -> tu
     """(mean, standard error) of a column over a grid point's replications: the error is the
     spread of the independent replications when there are several, else the row's own error
     (NaN, so none, where the run does not trust it)."""
+
     def cell(r: dict) -> float | None:
         v = _json(r.get(column))
         return _num(v.get(quantile) if isinstance(v, dict) else None) if quantile else _num(v)
@@ -235,8 +237,11 @@ def _point_value(rs: list[dict], column: str, quantile: str | None = None) -> tu
     if len(vals) > 1:
         m, se = mean_stderr(vals)
         return float(m), (None if se is None else float(se))
-    own = rs[0].get(column.replace("_quantiles", "_stderr_quantiles") if quantile else
-                    ("sojourn_stderr_mean" if column == "sojourn_mean" else f"{column}_stderr"))
+    own = rs[0].get(
+        column.replace("_quantiles", "_stderr_quantiles")
+        if quantile
+        else ("sojourn_stderr_mean" if column == "sojourn_mean" else f"{column}_stderr")
+    )
     own = _json(own)
     se = _num(own.get(quantile) if isinstance(own, dict) else None) if quantile else _num(own)
     return vals[0], se

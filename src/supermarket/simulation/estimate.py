@@ -143,8 +143,9 @@ def _estimate(parts, min_blocks=MIN_BLOCKS, relax=None) -> ErrorEstimate:
         dof = var**2 / float(np.sum(terms**2 / np.array([e.dof for e in ests]))) if var > 0 else math.inf
         n_eff = float(sum(e.n_eff for e in ests))
         blocks = int(sum(e.blocks for e in ests))
-        return _skewed(ErrorEstimate(mean, se, dof, n_eff, math.nan, True, "pooled", blocks, ests[0].block_size, ""),
-                       parts, relax)
+        return _skewed(
+            ErrorEstimate(mean, se, dof, n_eff, math.nan, True, "pooled", blocks, ests[0].block_size, ""), parts, relax
+        )
     e = _st.replication_error(means, weights=w)
     return ErrorEstimate(mean, e.stderr, e.dof, e.n_eff, e.tau_int, e.reliable, e.method, e.blocks, 1, e.note)
 

@@ -84,17 +84,20 @@ def _column(vals: list):
         if kinds == {"map"}:
             keys = [_int_key(k) for x in vals if x is not None for k in x]
             as_int = all(k is not None for k in keys)
-            items = [None if x is None else [(_int_key(k) if as_int else str(k), y) for k, y in x.items()]
-                     for x in vals]
+            items = [
+                None if x is None else [(_int_key(k) if as_int else str(k), y) for k, y in x.items()] for x in vals
+            ]
             vtype = _no_null(pa.array([y for x in vals if x is not None for y in x.values()]).type)
             return pa.array(items, type=pa.map_(pa.int64() if as_int else pa.string(), vtype)), False
     except (pa.ArrowException, TypeError, ValueError, OverflowError):
         pass
-    flat = kinds == {"list"} and all(x is None or all(_kind(y) in ("bool", "int", "float", "str") or y is None
-                                                      for y in x) for x in vals)
+    flat = kinds == {"list"} and all(
+        x is None or all(_kind(y) in ("bool", "int", "float", "str") or y is None for y in x) for x in vals
+    )
     if flat:  # numbers mixed with labels ("censored", "unbounded")
-        return pa.array([None if x is None else [_label(y) for y in x] for x in vals],
-                        type=pa.list_(pa.string())), False
+        return pa.array(
+            [None if x is None else [_label(y) for y in x] for x in vals], type=pa.list_(pa.string())
+        ), False
     return pa.array([None if x is None else json.dumps(x) for x in vals], type=pa.string()), True
 
 
@@ -141,7 +144,9 @@ def table_rows(table: Any) -> list[dict]:
     Examples
     --------
     >>> import tempfile, pathlib; from supermarket.sweep import parse_sweep, read_results, run_sweep
-    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"; _ = run_sweep(parse_sweep('[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = [2, 3]\\nload = 0.9\\n'), out, workers=1)
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"
+    >>> toml = '[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = [2, 3]\\nload = 0.9\\n'
+    >>> _ = run_sweep(parse_sweep(toml), out, workers=1)
     >>> [r["d"] for r in table_rows(read_results(out))]
     [2, 3]
     >>> import shutil; shutil.rmtree(out.parent)

@@ -13,11 +13,12 @@ arrays stay arrays, stored as Arrow list columns by :mod:`.storage`).
 from __future__ import annotations
 
 import importlib
-import warnings
 import math
 import numbers
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -26,9 +27,21 @@ from ..model import Params, spawn_seeds
 from ..simulation import ENGINES, TIME_MODES
 from . import values as v
 
-__all__ = ["Measurement", "REGISTRY", "MEASUREMENTS", "MEASUREMENT_KEYS", "DETERMINISTIC", "flatten", "scalar",
-           "measure_theory", "measure_meanfield", "measure_simulate", "measure_mixing", "measure_fluctuations",
-           "event_row"]
+__all__ = [
+    "Measurement",
+    "REGISTRY",
+    "MEASUREMENTS",
+    "MEASUREMENT_KEYS",
+    "DETERMINISTIC",
+    "flatten",
+    "scalar",
+    "measure_theory",
+    "measure_meanfield",
+    "measure_simulate",
+    "measure_mixing",
+    "measure_fluctuations",
+    "event_row",
+]
 
 # Regimes of paper 002 (docs/model.md §8); supermarket.fluctuations.regime_params dispatches on them.
 FLUCT_REGIMES = REGIMES
@@ -50,8 +63,10 @@ def _service(key: str, value: object) -> str:
     from ..service import parse_service
 
     if not isinstance(value, str):  # parse_service also takes a ServiceLaw; a sweep file holds text
-        raise TypeError(f"service must be a string (exp, erlang:K, hyperexp:SCV, ph:FILE.json, lognormal:SCV, "
-                        f"pareto:ALPHA, deterministic); got {value!r} ({type(value).__name__})")
+        raise TypeError(
+            f"service must be a string (exp, erlang:K, hyperexp:SCV, ph:FILE.json, lognormal:SCV, "
+            f"pareto:ALPHA, deterministic); got {value!r} ({type(value).__name__})"
+        )
     return parse_service(value).spec
 
 
@@ -60,8 +75,10 @@ def _server_classes(key: str, value: object) -> str:
     from ..service import parse_server_classes
 
     if not isinstance(value, str):
-        raise TypeError(f"server_classes must be a string FRACTION:SPEED,… (for example 0.5:2,0.5:1); "
-                        f"got {value!r} ({type(value).__name__})")
+        raise TypeError(
+            f"server_classes must be a string FRACTION:SPEED,… (for example 0.5:2,0.5:1); "
+            f"got {value!r} ({type(value).__name__})"
+        )
     c = parse_server_classes(value)
     return ",".join(f"{_short_float(f)}:{_short_float(x)}" for f, x in zip(c.fractions, c.speeds))
 
@@ -152,8 +169,10 @@ def _import(measurement: str, module: str, name: str):
     try:
         return getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as exc:
-        raise RuntimeError(f"measurement {measurement!r} is not available: {module}.{name} could not be "
-                           f"loaded ({type(exc).__name__}: {exc})") from None
+        raise RuntimeError(
+            f"measurement {measurement!r} is not available: {module}.{name} could not be "
+            f"loaded ({type(exc).__name__}: {exc})"
+        ) from None
 
 
 def measure_theory(params: dict, seed: np.random.SeedSequence) -> dict:
@@ -176,8 +195,13 @@ def measure_meanfield(params: dict, seed: np.random.SeedSequence) -> dict:
     d, lam = params["d"], params["load"]
     kw = {"policy": params["policy"]} if "policy" in params else {}  # only when given: old rows stay as they were
     rmf = refined_mean_field(d, lam, **kw)
-    out = {"levels": rmf.levels, "fixed_point": rmf.pi, "mean_queue_length": float(rmf.pi.sum()),
-           "refined_V": rmf.V, "refined_sum_V": float(rmf.V.sum())}
+    out = {
+        "levels": rmf.levels,
+        "fixed_point": rmf.pi,
+        "mean_queue_length": float(rmf.pi.sum()),
+        "refined_V": rmf.V,
+        "refined_sum_V": float(rmf.V.sum()),
+    }
     if "n" in params:
         out["refined_u"] = rmf.mean(params["n"])
         out["refined_mean_queue_length"] = rmf.mean_queue_length(params["n"])
@@ -206,8 +230,22 @@ def measure_simulate(params: dict, seed: np.random.SeedSequence) -> dict:
     simulate = _import("simulate", "supermarket.simulation", "simulate")
     if _event_engine(params):
         return _measure_event(simulate, params, seed)
-    kw = {k: params[k] for k in ("steps", "time", "burn_in", "engine", "replace", "start", "time_mode", "eps",
-                                 "control_variates", "policy") if k in params}
+    kw = {
+        k: params[k]
+        for k in (
+            "steps",
+            "time",
+            "burn_in",
+            "engine",
+            "replace",
+            "start",
+            "time_mode",
+            "eps",
+            "control_variates",
+            "policy",
+        )
+        if k in params
+    }
     with warnings.catch_warnings():
         # the run's warnings are stored with the row (``notes``, ``reliable``, ``self_checks``):
         # printing them from a worker as raw Python warnings would only add noise to stderr
@@ -215,14 +253,16 @@ def measure_simulate(params: dict, seed: np.random.SeedSequence) -> dict:
         from ..simulation.run import CostWarning
 
         warnings.simplefilter("ignore", CostWarning)  # the sweep's own progress says how far it is
-        res = simulate(params["n"], params["d"], params["load"], seed=seed, replications=1, workers=1,
-                       progress=False, **kw)
+        res = simulate(
+            params["n"], params["d"], params["load"], seed=seed, replications=1, workers=1, progress=False, **kw
+        )
     if getattr(res, "partial", False):
         raise KeyboardInterrupt("the simulation was interrupted: its partial result is not stored")
     out = res.to_dict(per_replication=False)
     vr = out.get("variance_reduction") or {}
-    out["variance_reduction"] = ({k: vr.get(k) for k in VR_COLUMNS}
-                                 | {k: x for k, x in vr.items() if k not in VR_COLUMNS})
+    out["variance_reduction"] = {k: vr.get(k) for k in VR_COLUMNS} | {
+        k: x for k, x in vr.items() if k not in VR_COLUMNS
+    }
     return out
 
 
@@ -237,12 +277,12 @@ def _event_engine(params: dict) -> bool:
 
 
 def _measure_event(simulate: Callable, params: dict, seed: np.random.SeedSequence) -> dict:
-    kw = {k: params[k] for k in ("time", "burn_in", "replace", "policy", "service", "server_classes")
-          if k in params}
+    kw = {k: params[k] for k in ("time", "burn_in", "replace", "policy", "service", "server_classes") if k in params}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        res = simulate(params["n"], params["d"], params["load"], seed=seed, replications=1, workers=1,
-                       progress=False, **kw)
+        res = simulate(
+            params["n"], params["d"], params["load"], seed=seed, replications=1, workers=1, progress=False, **kw
+        )
     if getattr(res, "interrupted", False):
         raise KeyboardInterrupt("the simulation was interrupted: its partial result is not stored")
     return event_row(res.to_dict())
@@ -292,8 +332,7 @@ def event_row(d: dict) -> dict:
     >>> r["engine"], r["service"], r["mean_queue_length"], r["mean_queue_length_stderr"], r["u_stderr"]
     ('event', 'erlang:2', 2.0, nan, [nan])
     """
-    out: dict = {"engine": "event", "policy": d.get("policy"),
-                 "service": (d.get("service") or {}).get("spec", "exp")}
+    out: dict = {"engine": "event", "policy": d.get("policy"), "service": (d.get("service") or {}).get("spec", "exp")}
     classes = d.get("server_classes") or {}
     fr, sp = classes.get("fractions") or [1.0], classes.get("speeds") or [1.0]
     if len(fr) > 1 or any(x != 1.0 for x in sp):
@@ -306,8 +345,12 @@ def event_row(d: dict) -> dict:
     # the u_i errors come from the same batches as the mean queue length: trusted together or not at all
     u_se = [float(x) if mql_ok and math.isfinite(float(x)) else math.nan for x in d.get("u_stderr", [])]
     out.update(u_mean=u, u_stderr=u_se, u_reliable=[math.isfinite(x) for x in u_se])
-    out.update(mean_queue_length=mql, mean_queue_length_stderr=mql_se, mean_queue_length_reliable=mql_ok,
-               mean_queue_length_long_enough=_long_enough(d.get("mean_queue_length")))
+    out.update(
+        mean_queue_length=mql,
+        mean_queue_length_stderr=mql_se,
+        mean_queue_length_reliable=mql_ok,
+        mean_queue_length_long_enough=_long_enough(d.get("mean_queue_length")),
+    )
     ok_all = mql_ok
     for kind in ("sojourn", "waiting"):
         m, se, ok = _estimate(d.get(kind))
@@ -358,18 +401,34 @@ def measure_fluctuations(params: dict, seed: np.random.SeedSequence) -> dict:
     kw = {k: params[k] for k in ("kappa", "c", "zeta", "d", "theta", "replace") if k in params}
     p = fl.regime_params(params["regime"], params["n"], warn=False, **kw)
     ss_sim, ss_lim = spawn_seeds(seed, 2)
-    sim = fl.simulate_fluctuations(p, time=params.get("time", 200.0), burn_in=params.get("burn_in"),
-                                   replications=1, seed=ss_sim, workers=1)
+    sim = fl.simulate_fluctuations(
+        p, time=params.get("time", 200.0), burn_in=params.get("burn_in"), replications=1, seed=ss_sim, workers=1
+    )
     if p.regime == "a":
         lim = fl.limit_closed_form(p.limit["kappa"]).to_dict()
         lim["method"] = "closed form (derived)"
     else:
-        lim = fl.limit_for(p, paths=params.get("sde_paths", 256), time=params.get("sde_time", 100.0),
-                           dt=params.get("dt", 1e-3), seed=ss_lim, workers=1).to_dict()
+        lim = fl.limit_for(
+            p,
+            paths=params.get("sde_paths", 256),
+            time=params.get("sde_time", 100.0),
+            dt=params.get("dt", 1e-3),
+            seed=ss_lim,
+            workers=1,
+        ).to_dict()
         lim.pop("params", None)
-    out = {"d_n": p.d, "lambda_n": p.lam, "b_n": p.b_n, "kappa_n": p.kappa_n, "zeta_n": p.zeta_n,
-           "d_one_minus_lambda": p.d_one_minus_lambda, "coordinates": p.coordinates,
-           "warnings": list(p.warnings), "sim": sim.to_dict(), "limit": lim}
+    out = {
+        "d_n": p.d,
+        "lambda_n": p.lam,
+        "b_n": p.b_n,
+        "kappa_n": p.kappa_n,
+        "zeta_n": p.zeta_n,
+        "d_one_minus_lambda": p.d_one_minus_lambda,
+        "coordinates": p.coordinates,
+        "warnings": list(p.warnings),
+        "sim": sim.to_dict(),
+        "limit": lim,
+    }
     try:
         out["lna"] = fl.lna_moments(p).to_dict()
     except (ValueError, np.linalg.LinAlgError) as exc:
@@ -390,6 +449,7 @@ def _rules_ndl(name: str, needs_n: bool, extra=None):
             err(None, "missing key 'n'")
         if extra is not None:
             extra(axes, err)
+
     return rules
 
 
@@ -415,7 +475,7 @@ def _derive_ndl(name: str, needs_d2: bool, defaults: dict):
                 raise ValueError(f"λ = 1 − n^(−α) = {lam!r} is not in (0, 1)")
             p["load"] = lam
         if "beta" in p:
-            if p["beta"] * math.log(float(n)) > math.log(2.0 ** 62):
+            if p["beta"] * math.log(float(n)) > math.log(2.0**62):
                 raise ValueError(f"d = ⌊n^β⌋ = {n}^{p['beta']:g} is more than 2^62; lower beta")
             p["d"] = max(1, int(math.floor(float(n) ** p["beta"] * (1 + 1e-12))))
         if needs_d2 and p["d"] < 2:
@@ -439,6 +499,7 @@ def _derive_ndl(name: str, needs_d2: bool, defaults: dict):
             p.setdefault(k, x)
         order = ["n", "d", "load", "alpha", "beta"]
         return {k: p[k] for k in order if k in p} | {k: x for k, x in sorted(p.items()) if k not in order}
+
     return derive
 
 
@@ -448,11 +509,15 @@ def _check_simulate_axes(p: dict, event: bool) -> None:
     policy = p.get("policy", "jsq-d")
     if not event:
         if policy != "jsq-d" and p.get("engine") == "queues":
-            raise ValueError(f"engine 'queues' runs policy 'jsq-d' only (it samples the d queues); got "
-                             f"policy={policy!r}: use engine 'profile' or 'buckets'")
+            raise ValueError(
+                f"engine 'queues' runs policy 'jsq-d' only (it samples the d queues); got "
+                f"policy={policy!r}: use engine 'profile' or 'buckets'"
+            )
         if policy != "jsq-d" and p.get("start") == "perfect":
-            raise ValueError(f"start 'perfect' samples the stationary law of JSQ(d) (policy 'jsq-d'); got "
-                             f"policy={policy!r}: use another start (and a burn-in)")
+            raise ValueError(
+                f"start 'perfect' samples the stationary law of JSQ(d) (policy 'jsq-d'); got "
+                f"policy={policy!r}: use another start (and a burn-in)"
+            )
         return
     what = f"the event engine (service {p.get('service', 'exp')}, server classes {p.get('server_classes')})"
     if "steps" in p:
@@ -506,9 +571,13 @@ def _validate_fluct(p: dict) -> None:
         # burn-in not counted: this is a lower bound of the work the task would refuse
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", _runs.WorkWarning)  # a long task is allowed; only refusals count
-            _runs._check_work(paths * sde_time / dt, _runs.SDE_STEPS_PER_SECOND,
-                              f"the regime-({fp.regime}) limit diffusion: {paths} paths × time {sde_time:g} / dt "
-                              f"{dt:g} needs steps", "lower sde_paths, sde_time or raise dt", 1)
+            _runs._check_work(
+                paths * sde_time / dt,
+                _runs.SDE_STEPS_PER_SECOND,
+                f"the regime-({fp.regime}) limit diffusion: {paths} paths × time {sde_time:g} / dt {dt:g} needs steps",
+                "lower sde_paths, sde_time or raise dt",
+                1,
+            )
 
 
 # =========================================================================== the registry
@@ -517,25 +586,76 @@ _SIM_DEFAULTS = {"engine": "profile", "time_mode": "discrete", "replace": True, 
 _EVENT_DEFAULTS = {"engine": "event", "time_mode": "continuous", "replace": True, "start": "empty"}
 _AXES_21 = {"policy": _policy, "service": _service, "server_classes": _server_classes}
 
-REGISTRY: dict[str, Measurement] = {m.name: m for m in (
-    Measurement("theory", dict(_GRID_NDL, eps=_EPS), measure_theory, _rules_ndl("theory", True),
-                _derive_ndl("theory", True, {}), deterministic=True),
-    Measurement("meanfield", dict(_GRID_NDL, policy=_policy), measure_meanfield, _rules_ndl("meanfield", False),
-                _derive_ndl("meanfield", False, {}), deterministic=True),
-    Measurement("simulate", dict(_GRID_NDL, steps=v.count, time=v.positive, burn_in=v.count0,
-                                 engine=v.choice(ENGINES), time_mode=v.choice(TIME_MODES), replace=v.boolean,
-                                 start=v.start, eps=_EPS, control_variates=v.boolean, **_AXES_21),
-                measure_simulate, _rules_ndl("simulate", True, _rules_simulate),
-                _derive_ndl("simulate", False, _SIM_DEFAULTS), defaults=_SIM_DEFAULTS),
-    Measurement("mixing", dict(_GRID_NDL, start=v.start, max_steps=v.count, burn_in=v.count0, replace=v.boolean),
-                measure_mixing, _rules_ndl("mixing", True), _derive_ndl("mixing", True, {"start": "good"}),
-                defaults={"start": "good"}),
-    Measurement("fluctuations", dict(n=v.count, regime=v.choice(FLUCT_REGIMES), d=v.count, kappa=v.positive,
-                                     theta=v.bounded(positive=True, maximum=0.5), c=v.positive, zeta=v.real,
-                                     time=v.positive, burn_in=v.nonneg, replace=v.boolean, sde_paths=v.count,
-                                     sde_time=v.positive, dt=v.positive),
-                measure_fluctuations, _rules_fluct, _derive_fluct),
-)}
+REGISTRY: dict[str, Measurement] = {
+    m.name: m
+    for m in (
+        Measurement(
+            "theory",
+            dict(_GRID_NDL, eps=_EPS),
+            measure_theory,
+            _rules_ndl("theory", True),
+            _derive_ndl("theory", True, {}),
+            deterministic=True,
+        ),
+        Measurement(
+            "meanfield",
+            dict(_GRID_NDL, policy=_policy),
+            measure_meanfield,
+            _rules_ndl("meanfield", False),
+            _derive_ndl("meanfield", False, {}),
+            deterministic=True,
+        ),
+        Measurement(
+            "simulate",
+            dict(
+                _GRID_NDL,
+                steps=v.count,
+                time=v.positive,
+                burn_in=v.count0,
+                engine=v.choice(ENGINES),
+                time_mode=v.choice(TIME_MODES),
+                replace=v.boolean,
+                start=v.start,
+                eps=_EPS,
+                control_variates=v.boolean,
+                **_AXES_21,
+            ),
+            measure_simulate,
+            _rules_ndl("simulate", True, _rules_simulate),
+            _derive_ndl("simulate", False, _SIM_DEFAULTS),
+            defaults=_SIM_DEFAULTS,
+        ),
+        Measurement(
+            "mixing",
+            dict(_GRID_NDL, start=v.start, max_steps=v.count, burn_in=v.count0, replace=v.boolean),
+            measure_mixing,
+            _rules_ndl("mixing", True),
+            _derive_ndl("mixing", True, {"start": "good"}),
+            defaults={"start": "good"},
+        ),
+        Measurement(
+            "fluctuations",
+            dict(
+                n=v.count,
+                regime=v.choice(FLUCT_REGIMES),
+                d=v.count,
+                kappa=v.positive,
+                theta=v.bounded(positive=True, maximum=0.5),
+                c=v.positive,
+                zeta=v.real,
+                time=v.positive,
+                burn_in=v.nonneg,
+                replace=v.boolean,
+                sde_paths=v.count,
+                sde_time=v.positive,
+                dt=v.positive,
+            ),
+            measure_fluctuations,
+            _rules_fluct,
+            _derive_fluct,
+        ),
+    )
+}
 
 # Views of the registry (the names of the first version of this module).
 MEASUREMENTS: dict[str, Callable] = {name: m.adapter for name, m in REGISTRY.items()}
