@@ -30,3 +30,20 @@ if importlib.util.find_spec("sybil") is not None:  # sybil comes with the test e
     import doc_transcripts
 
     pytest_collect_file = doc_transcripts.make_sybil(path=ROOT).pytest()
+
+
+_HEAVY = ROOT / "tests" / "heavy.txt"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark ``heavy`` the tests listed in tests/heavy.txt (a second or more each,
+    tools/heavy_tests.py): the fast tier ``-m "not slow and not integration and not heavy"``
+    leaves them out; the default suite runs them."""
+    import pytest
+
+    if not _HEAVY.exists():
+        return
+    heavy = {line.strip() for line in _HEAVY.read_text().splitlines() if line.strip() and not line.startswith("#")}
+    for item in items:
+        if item.nodeid in heavy:
+            item.add_marker(pytest.mark.heavy)

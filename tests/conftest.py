@@ -8,7 +8,7 @@
   reason only when it cannot be installed.
 
 Every test that uses either fixture is marked ``integration`` (:func:`pytest_collection_modifyitems`),
-so the fast tier ``-m "not slow and not integration"`` starts no cluster and no browser.
+so the fast tier ``-m "not slow and not integration and not heavy"`` starts no cluster and no browser.
 """
 
 from __future__ import annotations
