@@ -75,7 +75,7 @@ def test_stated_error_of_u1_matches_its_exact_variance():
     [
         (20, 2, 0.7, 50_000, "continuous", {}),
         (100, 3, 0.9, 400_000, "discrete", {"replace": False}),
-        (50, 2, 0.8, 200_000, "discrete", {"policy": "random"}),
+        (50, 2, 0.8, 600_000, "discrete", {"policy": "random"}),  # M/M/1 relaxation 90
         (1000, 2, 0.9, 4_000_000, "discrete", {}),
     ],
 )
