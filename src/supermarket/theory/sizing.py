@@ -1,5 +1,4 @@
-"""Sizing (:func:`design`): the least number of choices ``d`` with ``k_{λ,d}`` at most a given queue length
-(docs/model.md §4)."""
+"""Sizing (:func:`design`): the least ``d`` with ``k_{λ,d}`` at most a queue length (docs/model.md §4)."""
 
 from __future__ import annotations
 
@@ -50,8 +49,7 @@ class DesignReport(Result):
     _omit = ("n", "k_one_less")
 
     def to_frame(self) -> Any:
-        """One row per queue length: ``length``, ``share`` (NaN outside the linearisation's regime),
-        and ``queues`` (``n × share``) when ``n`` was given."""
+        """One row per length: ``share`` (NaN outside the linearisation's regime), ``queues`` with ``n``."""
         return frame(
             [
                 {"length": j, "share": s, **({"queues": self.n * s} if self.n is not None else {})}
@@ -102,25 +100,20 @@ class DesignReport(Result):
 
 
 def design(lam: float | str, max_queue: int, n: int | None = None) -> DesignReport:
-    """The least ``d >= 2`` with ``k_{λ,d} <= K``, i.e. ``d^K >= 1/(1−λ)`` (docs/model.md §4),
-    and the predicted share of queues at each length for that ``d``.
+    """The least ``d >= 2`` with ``k_{λ,d} <= K`` (``d^K >= 1/(1−λ)``; docs/model.md §4) and its shares by length.
 
     Parameters
     ----------
     lam : float or str
         Load λ in (0, 1).
     max_queue : int
-        ``K >= 1``, the longest queue length to allow.
+        ``K >= 1``.
     n : int, optional
-        Number of servers: the answer does not depend on it; it gives the expected number of
-        queues longer than ``K`` and the hypothesis maximum at this ``n``.
+        Servers: adds expected queue counts and the hypothesis maximum (``d`` does not depend on it).
 
     Returns
     -------
     DesignReport
-        ``d``, ``k = k_{λ,d}``, the linearised share of queues at each length ``0..k``
-        [derived], ``π(1..k+1)``, the mean field's share ``π(K+1)`` of queues longer than
-        ``K`` (not small near a boundary: ``k_note``) and, with ``n``, the hypothesis maximum.
 
     Examples
     --------
@@ -133,9 +126,7 @@ def design(lam: float | str, max_queue: int, n: int | None = None) -> DesignRepo
     if n is not None:
         check_positive_int("n", n, maximum=MAX_THEORY_N)
     x = _log_inv_one_minus(lam)
-    # k_{λ,d} does not increase with d: bisect for the least d with k <= K.  (A walk of one
-    # d at a time from an estimate never ended where the two readings of a float load,
-    # 1/(1−λ) = 10^16 or 2^53, lie 10^15 apart.)
+    # k_{λ,d} does not increase with d: bisect for the least d with k <= K
     hi = max(3, int(math.ceil(math.exp(min(x / K, 700.0)))) + 2)
     while k_lambda_d(hi, lam) > K:
         hi *= 2
