@@ -1,7 +1,6 @@
-"""Response-time laws as results: :class:`TimeLaw` (one law: mean, quantiles, standard
-errors), :class:`ResponseTimes` (sojourn and waiting together), and the two builders from
-given numbers, :func:`from_tails` and :func:`from_join_probabilities` (docs/model.md §10).
-Standard errors follow by the delta method from a covariance of the tails."""
+"""Response-time laws as results (:class:`TimeLaw`, :class:`ResponseTimes`) and their builders from given
+numbers, with delta-method standard errors (docs/model.md §10).
+"""
 
 from __future__ import annotations
 
@@ -30,12 +29,11 @@ __all__ = ["TimeLaw", "ResponseTimes", "from_tails", "from_join_probabilities"]
 
 @dataclass(frozen=True)
 class TimeLaw(Result):
-    """One response-time law (sojourn or waiting): mean, quantiles and their standard errors.
+    """One response-time law: mean, ``quantiles`` (level → time) and their errors.
 
-    ``quantiles`` maps the level ``q`` to the time ``t_q``; ``stderr`` is ``None`` (an exact or
-    theoretical law) or ``{"mean": s, "quantiles": {q: s_q}}``; ``stderr_kind`` says how the
-    errors were obtained (``"delta-method"`` from a covariance, ``"bound"`` from per-level
-    standard errors when the correlations are unknown: ``Σ_i |∂/∂T_i| s_i``).
+    ``stderr``: ``None`` (an exact law) or ``{"mean": s, "quantiles": {q: s_q}}``;
+    ``stderr_kind``: ``"delta-method"`` from a covariance, ``"bound"`` (``Σ_i |∂/∂T_i| s_i``) when
+    correlations are unknown.
 
     Examples
     --------
@@ -76,11 +74,10 @@ def _qkey(q: float) -> str:
 
 @dataclass(frozen=True)
 class ResponseTimes(Result):
-    """Equilibrium sojourn and waiting time laws (Erlang mixtures, docs/model.md §10).
+    """Equilibrium sojourn and waiting laws (Erlang mixtures, docs/model.md §10).
 
-    ``tails``: ``T_i = P(J >= i)``, ``i = 1..L`` (``J``: length of the queue a customer joins);
-    ``p_join``: ``P(J = j)``, ``j = 0..L``; ``source``: where the tails came from;
-    ``notes``: caveats the numbers carry (e.g. a refined expansion clipped at small ``n``).
+    ``tails``: ``T_i = P(J >= i)``, ``i = 1..L``; ``p_join``: ``P(J = j)``, ``j = 0..L``;
+    ``source``: where the tails came from; ``notes``: caveats the numbers carry.
 
     Examples
     --------
@@ -202,8 +199,7 @@ class ResponseTimes(Result):
         return "\n".join(lines)
 
     def plot(self, path: Any = None, *, grid: ArrayLike | None = None) -> Any:
-        """Survival functions ``P(S > t)`` and ``P(W > t)`` on a log scale (the tail), with the
-        quantiles marked.  Returns the figure; saves it when ``path`` is given."""
+        """Survival functions of both laws, log scale, quantiles marked; saved when ``path`` is given."""
         plt = pyplot(path is not None, force=False)
         if grid is None:
             top = max(self.sojourn.quantiles.values())
@@ -294,33 +290,23 @@ def from_tails(
     Parameters
     ----------
     tails : array_like
-        ``E[P_1], E[P_2], …``: probability that a customer joins a queue with at least ``i``
-        customers; non-increasing, in [0, 1].  Levels beyond the array are 0.
+        ``E[P_1], E[P_2], …``, non-increasing in [0, 1]; later levels are 0.
     cov : array_like, optional
-        ``L x L`` covariance of the estimate of ``tails`` (standard errors by the delta method).
+        ``L x L`` covariance of the tails (delta method).
     stderr : array_like, optional
-        Per-level standard errors, when the correlations are unknown; the reported errors are
-        then the upper bound ``Σ_i |∂/∂T_i| s_i`` (labelled ``"bound"``).
+        Per-level standard errors when correlations are unknown (errors labelled ``"bound"``).
     quantiles : sequence of float
-        Levels in (0, 1) (default 0.5, 0.9, 0.99, 0.999).
     source : str
-        A label for where the tails came from.
+        Where the tails came from.
+    params : dict, optional
+    notes : tuple of str
     stderr_of : callable, optional
-        ``g -> standard error of Σ_i g_i T̂_i``: the estimator's own error of a linear
-        functional of the tails (a simulation computes it from its batch series, accounting
-        for autocorrelation).  Takes precedence over ``cov`` and ``stderr``.
+        ``g ->`` the estimator's own standard error of ``Σ_i g_i T̂_i``; takes precedence.
 
     Returns
     -------
     ResponseTimes
-        The sojourn and waiting laws of the Erlang mixture with these tails; standard errors
-        when ``stderr_of``, ``cov`` or ``stderr`` is given, else none (an exact law).
-
-    Raises
-    ------
-    TypeError, ValueError
-        Tails not a 1-d array of non-increasing probabilities; bad quantile levels; a
-        covariance or stderr of the wrong shape.
+        Without ``stderr_of``, ``cov`` or ``stderr``, an exact law (no errors).
 
     Examples
     --------
@@ -361,28 +347,20 @@ def from_join_probabilities(
     params: dict | None = None,
     cov: ArrayLike | None = None,
 ) -> ResponseTimes:
-    """Response times from ``P(J = j)``, ``j = 0, 1, …``: the law of the queue length a customer
-    joins (docs/model.md §10).
+    """Response times from ``P(J = j)``, ``j = 0, 1, …`` (docs/model.md §10), via :func:`from_tails`.
 
     Parameters
     ----------
     p_join : array_like
-        Non-negative, summing to 1 (within 1e-9; the last entries may be 0).
-    quantiles : sequence of float
-        Levels in (0, 1).
+        Non-negative, summing to 1 (within 1e-9).
+    quantiles, source, params
+        As in :func:`from_tails`.
     cov : array_like, optional
-        Covariance of the estimate of ``p_join`` (delta method).
+        Covariance of ``p_join``, mapped linearly onto the tails.
 
     Returns
     -------
     ResponseTimes
-        As :func:`from_tails` with ``T_i = 1 − Σ_{j<i} P(J = j)`` (and the covariance mapped
-        linearly onto those tails).
-
-    Raises
-    ------
-    TypeError, ValueError
-        ``p_join`` not a 1-d array of probabilities summing to 1.
 
     Examples
     --------
