@@ -113,9 +113,9 @@ class FifoSample(Result):
         """Tidy table of the empirical statistics (kind, statistic, value, stderr)."""
         rows = []
         for kind, e in self.empirical().items():
-            rows.append({"kind": kind, "statistic": "mean", "value": e["mean"], "stderr": e["mean_stderr"]})
-            for q, (v, s) in e["quantiles"].items():
-                rows.append({"kind": kind, "statistic": f"p{100 * q:g}", "value": v, "stderr": s})
+            stats = [("mean", e["mean"], e["mean_stderr"])]
+            stats += [(f"p{100 * q:g}", v, s) for q, (v, s) in e["quantiles"].items()]
+            rows += [{"kind": kind, "statistic": k, "value": v, "stderr": s} for k, v, s in stats]
         return frame(rows)
 
     def summary(self) -> str:
@@ -178,11 +178,8 @@ def simulate_fifo(
     if burn_in is None:
         burn = 20.0 / (1.0 - math.sqrt(p.lam)) ** 2
     else:
-        burn = (
-            0.0
-            if (isinstance(burn_in, numbers.Real) and not isinstance(burn_in, bool) and burn_in == 0)
-            else check_positive_float("burn_in", burn_in)
-        )
+        zero = isinstance(burn_in, numbers.Real) and not isinstance(burn_in, bool) and burn_in == 0
+        burn = 0.0 if zero else check_positive_float("burn_in", burn_in)
     ss = as_seed_sequence(seed)
     n, d = p.n, p.d
     cap = 64
@@ -209,33 +206,16 @@ def simulate_fifo(
     wai = np.zeros(customers)
     jl = np.zeros(customers, np.int64)
     edges = [(customers * b) // batches for b in range(batches + 1)]
-    tails_b = []
-    u_b = []
-    T_b = []
+    tails_b, u_b, T_b = [], [], []
     for b in range(batches):
-        lo, hi = edges[b], edges[b + 1]
+        sl = slice(edges[b], edges[b + 1])
         area_P[:] = 0.0
         area_c[:] = 0.0
         sf[_f.S_MEASURED] = 0.0
         si[0] = 0
         while True:
             st = _f.fifo_kernel(
-                ring,
-                head,
-                qlen,
-                c,
-                area_P,
-                area_c,
-                tab,
-                s,
-                perm,
-                pint,
-                sf,
-                si,
-                soj[lo:hi],
-                wai[lo:hi],
-                jl[lo:hi],
-                50_000_000,
+                ring, head, qlen, c, area_P, area_c, tab, s, perm, pint, sf, si, soj[sl], wai[sl], jl[sl], 50_000_000
             )
             if st == _f.GROW:
                 new = 2 * cap

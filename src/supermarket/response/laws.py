@@ -146,26 +146,12 @@ class ResponseTimes(Result):
         """Tidy table: one row per (kind, statistic) with value and standard error."""
         rows = []
         for law in (self.sojourn, self.waiting):
-            se = law.stderr
-            rows.append(
-                {
-                    "kind": law.kind,
-                    "statistic": "mean",
-                    "value": law.mean,
-                    "stderr": None if se is None else se["mean"],
-                    "source": self.source,
-                }
-            )
-            for q, v in law.quantiles.items():
-                rows.append(
-                    {
-                        "kind": law.kind,
-                        "statistic": f"p{100 * q:g}",
-                        "value": v,
-                        "stderr": None if se is None else se["quantiles"][q],
-                        "source": self.source,
-                    }
-                )
+            se = law.stderr or {"mean": None, "quantiles": dict.fromkeys(law.quantiles)}
+            stats = [("mean", law.mean, se["mean"])]
+            stats += [(f"p{100 * q:g}", v, se["quantiles"][q]) for q, v in law.quantiles.items()]
+            rows += [
+                {"kind": law.kind, "statistic": k, "value": v, "stderr": s, "source": self.source} for k, v, s in stats
+            ]
         return frame(rows)
 
     def summary(self) -> str:
