@@ -172,16 +172,9 @@ class ResponseTimes(Result):
             extra = f"  (P(W = 0) = {law.atom_at_zero:.6g})" if law.kind == "waiting" else ""
             lines.append(f"  {law.kind:8s} " + ", ".join(parts) + extra)
         if self.sojourn.stderr is not None:
-            lines.append(
-                f"  (± one standard error, {self.sojourn.stderr_kind}"
-                + (
-                    "; values without ± : the run is too short to know their error, docs/model.md §9)"
-                    if unknown
-                    else ")"
-                )
-            )
-        for note in self.notes:
-            lines.append(f"  note: {note}")
+            why = "; values without ± : the run is too short to know their error, docs/model.md §9"
+            lines.append(f"  (± one standard error, {self.sojourn.stderr_kind}{why if unknown else ''})")
+        lines += [f"  note: {note}" for note in self.notes]
         return "\n".join(lines)
 
     def plot(self, path: Any = None, *, grid: ArrayLike | None = None) -> Any:

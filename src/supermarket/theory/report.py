@@ -114,19 +114,11 @@ class TheoryReport(Result):
 
     def _rows(self):
         r = self.data
-        lin = r["linearised_q"] or []
-        cnt = r["predicted_counts"] or []
+        lin, cnt = r["linearised_q"] or [], r["predicted_counts"] or []
         shown = min(len(r["fixed_point"]), max(len(lin) + 2, 6))
-        for i in range(1, shown + 1):
-            pi = r["fixed_point"][i - 1]
-            yield (
-                i,
-                pi,
-                1 - pi,
-                lin[i - 1] if i - 1 < len(lin) else None,
-                cnt[i - 1] if i - 1 < len(cnt) else None,
-                i - 1 < len(lin),
-            )
+        lin_p, cnt_p = lin + [None] * shown, cnt + [None] * shown  # None past the end
+        for i, pi in enumerate(r["fixed_point"][:shown], start=1):
+            yield i, pi, 1 - pi, lin_p[i - 1], cnt_p[i - 1], i - 1 < len(lin)
 
     def to_frame(self) -> Any:
         """One row per level shown: ``pi``, ``one_minus_pi``, ``q_tilde``, predicted queues of length ``i − 1``."""

@@ -60,43 +60,34 @@ class DesignReport(Result):
     def summary(self) -> str:
         """The answer and the predicted shares by length, as ``supermarket design`` prints them."""
 
-        other = (
-            "d = 1 has no bounded maximum"
-            if self.k_one_less is None
-            else f"d = {self.d - 1} would give {self.k_one_less}"
-        )
-        head = f"At load λ = {self.load}, d = {self.d} choices give k_(λ,d) = {self.k} ≤ {self.max_queue} ({other})."
-        rows = []
-        for j, s in enumerate(self.share_by_length):
-            ok = s == s  # NaN: outside the linearisation's regime
-            rows.append(
-                [str(j), f"{s:.6g}" if ok else "—"]
-                + ([f"{self.n * s:.6g}" if ok else "—"] if self.n is not None else [])
-            )
+        K, n, share = self.max_queue, self.n, self.share_above_max_queue
+        other = f"d = {self.d - 1} would give {self.k_one_less}" if self.k_one_less else "d = 1 has no bounded maximum"
+
+        def cell(v):  # NaN: outside the linearisation's regime
+            return f"{v:.6g}" if v == v else "—"
+
+        rows = [
+            [str(j), cell(s)] + ([cell(n * s)] if n is not None else []) for j, s in enumerate(self.share_by_length)
+        ]
         t = text_table(
-            ["length", "share"] + (["queues (of n)"] if self.n is not None else []),
+            ["length", "share"] + (["queues (of n)"] if n is not None else []),
             rows,
             title="Predicted share of queues by length (linearised profile, derived)",
         )
-        out = head + "\n" + t
+        out = f"At load λ = {self.load}, d = {self.d} choices give k_(λ,d) = {self.k} ≤ {K} ({other}).\n{t}"
         if not self.linearisation_valid:
             out += f"\nnote: {self.note} (—)."
-        K = self.max_queue
         out += (
             f"\nmean field at d = {self.d} (n → ∞, docs/model.md §3): a share π({K + 1}) = "
-            f"{self.share_above_max_queue:.6g} of queues hold more than {K} customer{'s' if K > 1 else ''}"
+            f"{share:.6g} of queues hold more than {K} customer{'s' if K > 1 else ''}"
         )
-        if self.n is not None:
+        if n is not None:
             out += (
-                f" (about {self.n * self.share_above_max_queue:.6g} of n = {self.n}); hypothesis maximum "
-                f"at this n (largest k with n·π(k) ≥ 1, docs/model.md §4, reconstructed): {self.hypothesis_max}"
+                f" (about {n * share:.6g} of n = {n}); hypothesis maximum at this n (largest k with n·π(k) ≥ 1, "
+                f"docs/model.md §4, reconstructed): {self.hypothesis_max}"
             )
-        out += (
-            "\nk_(λ,d) is paper 000's heavy-traffic statement (λ → 1 with d growing)"
-            + (f"; {self.k_note}" if self.k_note else "")
-            + "."
-        )
-        return out
+        k_note = f"; {self.k_note}" if self.k_note else ""
+        return f"{out}\nk_(λ,d) is paper 000's heavy-traffic statement (λ → 1 with d growing){k_note}."
 
 
 def design(lam: float | str, max_queue: int, n: int | None = None) -> DesignReport:
