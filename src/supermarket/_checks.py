@@ -136,15 +136,13 @@ def _range_text(minimum: float | None, maximum: float | None) -> str:
 
 
 def _as_real(name: str, value: object) -> float:
-    if isinstance(value, (bool, np.bool_)):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, str)):
         raise TypeError(f"{name} must be a real number; got {_describe(value)}")
     if isinstance(value, str):
         try:
             return float(Decimal(value.strip()))
         except (InvalidOperation, ValueError):
             raise TypeError(f"{name} must be a real number; got {_describe(value)}") from None
-    if not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number; got {_describe(value)}")
     try:
         return float(value)
     except OverflowError:  # an int or Fraction beyond the doubles (about 1.8e308)

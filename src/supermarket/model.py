@@ -231,10 +231,8 @@ class Params:
         lam = check_load(lam_in, require_stable=self.stable)
         if not self.replace and d > n:
             raise ValueError(f"d must be <= n when sampling without replacement (replace=False); got d={d}, n={n}")
-        object.__setattr__(self, "n", n)
-        object.__setattr__(self, "d", d)
-        object.__setattr__(self, "lam", lam)
-        object.__setattr__(self, "replace", bool(self.replace))
+        for key, value in (("n", n), ("d", d), ("lam", lam), ("replace", bool(self.replace))):
+            object.__setattr__(self, key, value)
         if self.lam_exact is None:
             object.__setattr__(self, "lam_exact", exact_load(lam_in))
 

@@ -14,7 +14,6 @@ from ..model import MAX_THEORY_N, check_fraction, check_int, check_load, check_p
 from .equilibrium import MAX_K, k_lambda_d
 
 
-# =========================================================================== §5
 def good_set_bounds(
     n: int, d: int, lam: float | str, eps: float = 0.1, k: int | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -109,17 +108,12 @@ class GoodSetReport(Result):
 
     def summary(self) -> str:
         """Verdict, then one line per clause."""
-        head = f"good set N^ε (ε = {self.eps:g}, k = {self.k}, docs/model.md §5): " + (
-            "member" if self.member else f"not a member (clause ({self.failing}) fails)"
-        )
-        return "\n".join(
-            [head]
-            + [
-                f"  ({c.name}) {'holds' if c.holds else 'fails'}: {c.detail}"
-                + ("" if c.name in ("a", "b") else " [not required]")
-                for c in self.clauses
-            ]
-        )
+        verdict = "member" if self.member else f"not a member (clause ({self.failing}) fails)"
+        lines = [f"good set N^ε (ε = {self.eps:g}, k = {self.k}, docs/model.md §5): {verdict}"]
+        for c in self.clauses:
+            extra = "" if c.name in ("a", "b") else " [not required]"
+            lines.append(f"  ({c.name}) {'holds' if c.holds else 'fails'}: {c.detail}{extra}")
+        return "\n".join(lines)
 
 
 def _counts_from_input(lengths, counts, profile, n):

@@ -13,7 +13,6 @@ from ..model import MAX_THEORY_N, check_int, check_load, check_positive_float, c
 from .equilibrium import MAX_K, k_lambda_d
 
 
-# =========================================================================== §6
 @dataclass(frozen=True)
 class MixingBounds(Result):
     """Orders of the mixing time (docs/model.md §6, constants taken as 1).
@@ -34,24 +33,19 @@ class MixingBounds(Result):
 
     def to_frame(self) -> Any:
         """Two rows (``bound`` = upper, lower) with ``steps`` and ``time``."""
-        return frame(
-            [
-                {"bound": "upper", "k": self.k, "steps": self.upper_steps, "time": self.upper_time},
-                {"bound": "lower", "k": self.k, "steps": self.lower_steps, "time": self.lower_time},
-            ]
-        )
+        rows = [("upper", self.upper_steps, self.upper_time), ("lower", self.lower_steps, self.lower_time)]
+        return frame([{"bound": b, "k": self.k, "steps": s, "time": t} for b, s, t in rows])
 
     def summary(self) -> str:
+        caveat = (
+            "; the upper order is below the lower one here (their ratio k log n is below 1): "
+            "orders for large n, not bounds at this n"
+        )
         return (
             f"mixing from a good state (paper 000, docs/model.md §6, constants 1): "
             f"upper k d^(k−1) n log n = {self.upper_steps:.4g} steps ({self.upper_time:.4g} time units), "
             f"lower d^(k−1) n = {self.lower_steps:.4g} steps ({self.lower_time:.4g} time units)"
-            + (
-                "; the upper order is below the lower one here (their ratio k log n is below 1): "
-                "orders for large n, not bounds at this n"
-                if self.upper_steps < self.lower_steps
-                else ""
-            )
+            f"{caveat if self.upper_steps < self.lower_steps else ''}"
         )
 
 
@@ -282,14 +276,9 @@ def slow_mode(d: int, lam: float | str, k: int | None = None) -> SlowMode:
     if a == 1.0:
         approx = 1.0 / k
     elif a > 1.0 and k * math.log(a) > 700:  # a^k overflows: (a−1)/(a^k−1) ≈ (a−1) a^{−k}
-        approx = math.exp(math.log(a - 1.0) - k * math.log(a)) if a > 1.0 else 0.0
+        approx = math.exp(math.log(a - 1.0) - k * math.log(a))
     else:
         approx = (a - 1.0) / (a**k - 1.0)
     # μ below the smallest double (an explicit large k) is 0: the relaxation time is infinite
-    return SlowMode(
-        k=k,
-        mu=mu,
-        mu_approx=approx,
-        relaxation_time=1.0 / mu if mu > 0 else math.inf,
-        relaxation_steps_per_server=(1.0 + lam) / mu if mu > 0 else math.inf,
-    )
+    tau, steps = (1.0 / mu, (1.0 + lam) / mu) if mu > 0 else (math.inf, math.inf)
+    return SlowMode(k=k, mu=mu, mu_approx=approx, relaxation_time=tau, relaxation_steps_per_server=steps)

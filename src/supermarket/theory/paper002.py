@@ -10,7 +10,6 @@ from ..model import MAX_THEORY_N, check_load, check_positive_int
 from .equilibrium import _log_lambda
 
 
-# =========================================================================== §8
 @dataclass(frozen=True)
 class Regime002(Result):
     """Where ``(n, d, λ)`` sits among the three limits of paper 002 (docs/model.md §8, derived).

@@ -25,7 +25,6 @@ from .mixing_time import MixingBounds, SlowMode, mixing_bounds, slow_mode
 from .paper002 import Regime002, regime_002
 
 
-# =========================================================================== summary
 def summary(n: int, d: int, lam: float | str, eps: float = 0.1) -> dict:
     """Everything the papers say about ``(n, d, λ)`` without simulating (docs/model.md §3–6, §8).
 

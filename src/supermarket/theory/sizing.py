@@ -20,7 +20,6 @@ from .equilibrium import (
 )
 
 
-# =========================================================================== design
 @dataclass(frozen=True)
 class DesignReport(Result):
     """Least number of choices that keeps ``k_{λ,d} <= max_queue`` (docs/model.md §4).
