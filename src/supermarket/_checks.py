@@ -61,9 +61,8 @@ def _describe(value: object) -> str:
 def check_int(name: str, value: object, *, minimum: int | None = None, maximum: int | None = None) -> int:
     """Return ``value`` as a Python ``int`` or raise a clear error.
 
-    ``int`` and NumPy integers only (``bool``, ``3.0`` and strings: ``TypeError``).  Unless a
-    larger ``maximum`` is given (closed forms in double precision), the value must fit a signed
-    64-bit integer, where counts end up.
+    ``int`` and NumPy integers only (``bool``, ``3.0``, strings: ``TypeError``); within 64 bits, where
+    counts end up, unless a larger ``maximum`` is given (closed forms in double precision).
 
     Parameters
     ----------

@@ -246,9 +246,8 @@ def as_seed_sequence(seed: SeedLike) -> np.random.SeedSequence:
     Parameters
     ----------
     seed : None, int >= 0, numpy.random.SeedSequence or numpy.random.Generator
-        ``None``: fresh entropy.  A ``Generator`` is consumed as NumPy does (128 bits drawn), so
-        two calls with the same generator give different streams; an int or SeedSequence gives
-        the same stream every time.
+        ``None``: fresh entropy.  A ``Generator`` is consumed (128 bits drawn), so two calls with
+        it give different streams; an int or SeedSequence gives the same stream every time.
 
     Returns
     -------

@@ -40,9 +40,8 @@ PLATEAU_ALPHA = 0.01
 """Level of the χ² test that the remaining lag-1 autocorrelations are zero (Jonsson 2018)."""
 
 PLATEAU_RHO_MAX = 0.6
-"""A plateau level's lag-1 autocorrelation, bias-corrected, must stay below this.  Jonsson's
-χ² pools the deeper levels, whose few blocks only add noise, and so misses the correlation
-of a series barely longer than its correlation time (measured: benchmarks/README.md)."""
+"""Bound on a plateau level's bias-corrected lag-1 autocorrelation, which Jonsson's pooled χ² misses in a
+series barely longer than its correlation time (docs/model.md §9; measured: benchmarks/README.md)."""
 
 
 def _block_rho(x: float) -> float:
@@ -238,7 +237,6 @@ class BlockingLevel(Result):
 
     Examples
     --------
-    >>> import numpy as np
     >>> rows = blocking_table(np.arange(8.0))
     >>> [(r.block_size, r.blocks) for r in rows]
     [(1, 8), (2, 4), (4, 2)]
@@ -413,7 +411,6 @@ class MSERResult(Result):
 
     Examples
     --------
-    >>> import numpy as np
     >>> x = np.r_[np.full(50, 10.0), np.random.default_rng(0).standard_normal(200)]
     >>> r = mser(x)                  # the constant start-up transient is dropped
     >>> r.truncate, r.forgotten, r.group

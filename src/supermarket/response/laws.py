@@ -37,7 +37,6 @@ class TimeLaw(Result):
 
     Examples
     --------
-    >>> import numpy as np
     >>> law = from_tails(0.5 ** np.arange(1, 200)).sojourn    # M/M/1 at λ = 0.5: Exp(1/2)
     >>> law.kind, round(law.mean, 9), round(law.quantiles[0.5], 6)   # median 2 log 2
     ('sojourn', 2.0, 1.386294)
@@ -81,7 +80,6 @@ class ResponseTimes(Result):
 
     Examples
     --------
-    >>> import numpy as np
     >>> r = from_tails(0.5 ** np.arange(1, 200))              # M/M/1 at λ = 0.5
     >>> r.p_join[:3]
     array([0.5  , 0.25 , 0.125])
@@ -216,8 +214,7 @@ def _law(kind, T, quantiles, cov=None, se=None, stderr_of=None):
         mean = float(T.sum())
         offset = 0  # P(W > t) = Σ_i T_{i+1} pmf_i(t): T_i sits at index i−1
         atom = 1.0 - (float(T[0]) if T.size else 0.0)
-    qv = {}
-    grads = {}
+    qv, grads = {}, {}
     for q in quantiles:
         t, f = _quantile(shift, q, mean)
         qv[q] = t
@@ -226,28 +223,21 @@ def _law(kind, T, quantiles, cov=None, se=None, stderr_of=None):
             grads[q] = g[offset : offset + T.size]
         else:
             grads[q] = None
-    stderr = None
-    kind_se = None
+    stderr = kind_se = None
     if cov is not None or se is not None or stderr_of is not None:
-        ones = np.ones(T.size)
+        kind_se = "delta-method" if cov is not None else "bound"
         if stderr_of is not None:
             kind_se = "delta-method, autocorrelation-aware"
 
-            def sd(g):
+        def sd(g):  # standard error of Σ_i g_i T̂_i
+            if stderr_of is not None:
                 return float(stderr_of(np.asarray(g, dtype=float)))
-        elif cov is not None:
-            kind_se = "delta-method"
-
-            def sd(g):
+            if cov is not None:
                 return math.sqrt(max(float(g @ cov @ g), 0.0))
-        else:
-            kind_se = "bound"
-
-            def sd(g):
-                return float(np.abs(g) @ se)
+            return float(np.abs(g) @ se)
 
         stderr = {
-            "mean": sd(ones),
+            "mean": sd(np.ones(T.size)),
             "quantiles": {q: (sd(grads[q]) if grads[q] is not None else 0.0) for q in quantiles},
         }
     return TimeLaw(kind=kind, mean=mean, quantiles=qv, stderr=stderr, stderr_kind=kind_se, atom_at_zero=atom)
@@ -275,10 +265,8 @@ def from_tails(
     stderr : array_like, optional
         Per-level standard errors when correlations are unknown (errors labelled ``"bound"``).
     quantiles : sequence of float
-    source : str
-        Where the tails came from.
-    params : dict, optional
-    notes : tuple of str
+    source, params, notes
+        Where the tails came from, the parameters, caveats: carried into the result.
     stderr_of : callable, optional
         ``g ->`` the estimator's own standard error of ``Σ_i g_i T̂_i``; takes precedence.
 
@@ -289,7 +277,6 @@ def from_tails(
 
     Examples
     --------
-    >>> import numpy as np
     >>> r = from_tails(0.8 ** np.arange(1, 200))            # d = 1 at λ = 0.8: M/M/1
     >>> round(r.sojourn.mean, 10), round(r.sojourn.quantiles[0.5], 10)   # 1/(1−λ), log 2/(1−λ)
     (5.0, 3.4657359028)
@@ -305,17 +292,8 @@ def from_tails(
         if stderr.shape != T.shape:
             raise ValueError(f"stderr must have shape {T.shape} to match the tails; got {stderr.shape}")
         stderr = np.nan_to_num(stderr, nan=0.0)
-    soj = _law("sojourn", T, qs, cov, stderr, stderr_of)
-    wai = _law("waiting", T, qs, cov, stderr, stderr_of)
-    return ResponseTimes(
-        source=str(source),
-        tails=T,
-        sojourn=soj,
-        waiting=wai,
-        params=dict(params or {}),
-        tails_cov=cov,
-        notes=tuple(notes),
-    )
+    soj, wai = (_law(kind, T, qs, cov, stderr, stderr_of) for kind in ("sojourn", "waiting"))
+    return ResponseTimes(str(source), T, soj, wai, params=dict(params or {}), tails_cov=cov, notes=tuple(notes))
 
 
 def from_join_probabilities(

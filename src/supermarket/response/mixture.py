@@ -54,10 +54,7 @@ def check_quantile(q: object, name: str = "quantile") -> float:
 def _check_quantiles(qs) -> tuple:
     if isinstance(qs, numbers.Real):
         qs = (qs,)
-    try:
-        out = tuple(check_quantile(q, "quantiles") for q in qs)
-    except TypeError:
-        raise
+    out = tuple(check_quantile(q, "quantiles") for q in qs)
     if not out:
         raise ValueError("quantiles must hold at least one level in (0, 1)")
     return out
@@ -114,7 +111,6 @@ def sojourn_survival(tails: ArrayLike, t: ArrayLike) -> np.ndarray:
 
     Examples
     --------
-    >>> import numpy as np
     >>> lam = 0.5; tails = lam ** np.arange(1, 80)       # d = 1: M/M/1
     >>> float(sojourn_survival(tails, 2.0)[0])           # exp(−(1−λ)t)
     0.36787944117144233
@@ -138,7 +134,6 @@ def waiting_survival(tails: ArrayLike, t: ArrayLike) -> np.ndarray:
 
     Examples
     --------
-    >>> import numpy as np
     >>> tails = 0.5 ** np.arange(1, 80)
     >>> round(float(waiting_survival(tails, 0.0)[0]), 12)   # P(wait) = λ for M/M/1
     0.5

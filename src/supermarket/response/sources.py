@@ -49,8 +49,7 @@ def from_simulation(result: Any, *, quantiles: Any = DEFAULT_QUANTILES) -> Respo
     T = np.clip(np.asarray(result.ud_mean, dtype=float), 0.0, 1.0)
     T = np.minimum.accumulate(T) if T.size else T
     L = T.size
-    cov = se = None
-    how = None
+    cov = se = how = None
     ud_cov = getattr(result, "ud_cov", None)
     ud_b = getattr(result, "ud_batches", None)
     per = getattr(result, "per_replication", ()) or ()

@@ -48,10 +48,7 @@ def log_fixed_point(d: int, lam: float | str, levels: int) -> np.ndarray:
     d = check_positive_int("d", d)
     lam = check_load(lam)
     levels = check_int("levels", levels, minimum=0, maximum=MAX_LEVELS)
-    out = np.empty(levels)
-    loglam = _log_lambda(lam)
-    s = 1.0
-    fd = float(d)
+    out, loglam, s, fd = np.empty(levels), _log_lambda(lam), 1.0, float(d)
     for i in range(levels):
         out[i] = loglam * s if math.isfinite(s) else -math.inf
         if math.isfinite(s):
@@ -121,9 +118,7 @@ def mean_queue_length(d: int, lam: float | str) -> float:
     lam = check_load(lam)
     if d == 1:
         return lam / (1.0 - lam)
-    total = 0.0
-    loglam = _log_lambda(lam)
-    s = 1.0
+    total, loglam, s = 0.0, _log_lambda(lam), 1.0
     while True:
         term = math.exp(loglam * s) if math.isfinite(s) else 0.0
         total += term

@@ -261,7 +261,6 @@ def slow_mode(d: int, lam: float | str, k: int | None = None) -> SlowMode:
 
     Examples
     --------
-    >>> import numpy as np
     >>> sm = slow_mode(20, 0.99)
     >>> round(sm.mu, 6), round(sm.mu_approx, 6)
     (0.045968, 0.048077)
