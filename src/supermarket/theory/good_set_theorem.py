@@ -168,7 +168,7 @@ def good_set(
     Parameters
     ----------
     lengths : array_like of int, optional
-        Queue-lengths vector; or else
+        Queue-lengths vector (give exactly one of ``lengths``, ``counts``, ``profile``).
     counts, profile : array_like, optional
         ``c_i`` or ``u_i`` from level 1 (non-increasing), with ``n``.
     n : int, optional
