@@ -233,8 +233,7 @@ def check_fraction(
     x = _as_real(name, value)
     bad = math.isnan(x) or (x <= low if low_open else x < low) or (x >= high if high_open else x > high)
     if bad:
-        lb = "(" if low_open else "["
-        rb = ")" if high_open else "]"
+        lb, rb = ("(" if low_open else "["), (")" if high_open else "]")
         raise ValueError(f"{name} must lie in {lb}{low:g}, {high:g}{rb}; got {value!r}")
     return x
 
@@ -335,7 +334,6 @@ def check_choice(name: str, value: object, options: Iterable[str]) -> str:
     'profile'
     >>> check_choice("engine", "warp", ("profile", "queues"))
     Traceback (most recent call last):
-    ...
     ValueError: engine must be one of profile, queues; got 'warp'
     """
     options = tuple(options)
@@ -356,7 +354,6 @@ def check_bool(name: str, value: object) -> bool:
     True
     >>> check_bool("replace", 1)
     Traceback (most recent call last):
-    ...
     TypeError: replace must be True or False; got 1
     """
     if not isinstance(value, (bool, np.bool_)):

@@ -37,11 +37,9 @@ def check_quantile(q: object, name: str = "quantile") -> float:
     --------
     >>> check_quantile(0.99)
     0.99
-    >>> try:
-    ...     check_quantile(1.0, "q")
-    ... except ValueError as e:
-    ...     print(e)
-    q must lie in (0, 1); got 1.0
+    >>> check_quantile(1.0, "q")
+    Traceback (most recent call last):
+    ValueError: q must lie in (0, 1); got 1.0
     """
     if isinstance(q, (bool, np.bool_)) or not isinstance(q, numbers.Real):
         raise TypeError(f"{name} must be a real number in (0, 1); got {q!r} ({type(q).__name__})")

@@ -152,8 +152,7 @@ def _k_exact(d: int, x: Fraction) -> int:
     """Least ``k >= 1`` with ``d^k (1 − x) >= 1``, for exact rational ``x`` in (0, 1)."""
     one_minus = 1 - x
     num, den = one_minus.numerator, one_minus.denominator  # 1/(1-x) = den/num
-    # d^k * num >= den  <=>  1/(1-x) <= d^k
-    # log(den/num) from the logs of the integers: den/num itself may overflow a float (1 − 10^-400)
+    # d^k num >= den <=> 1/(1-x) <= d^k; log(den/num) from logs of integers (den/num may overflow: 1 − 10^-400)
     est = max(1, int(math.ceil((math.log(den) - math.log(num)) / math.log(d)))) if num else 1
     k = max(1, est - 1)
     while d**k * num < den:
