@@ -1,12 +1,7 @@
-"""The number checkers every public function validates its input with (re-exported by
-:mod:`supermarket.model`, where the package's parameters and their ranges live).
+"""The number checkers every public function validates its input with (re-exported by :mod:`supermarket.model`).
 
-Integers (:func:`check_int`, :func:`check_positive_int`), real numbers
-(:func:`check_real`, :func:`check_positive_float`, :func:`check_fraction`) and counts
-typed on the command line (:func:`parse_count`, ``1e7`` read exactly).  A bad value always
-gets the same kind of message: the parameter's name, what was given (shortened, with its
-type) and the valid range; ``TypeError`` for the wrong kind of value, ``ValueError`` for
-the right kind outside the range.
+A bad value gets the parameter's name, what was given (shortened, with its type) and the valid
+range: ``TypeError`` for the wrong kind of value, ``ValueError`` for the right kind out of range.
 """
 
 from __future__ import annotations
@@ -51,6 +46,7 @@ def _sci(value: int) -> str:
 
 
 def _describe(value: object) -> str:
+    """A value for a message: shortened ``repr`` and type."""
     if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
         return f"{_int_text(int(value))} ({type(value).__name__})"
     try:
@@ -65,34 +61,20 @@ def _describe(value: object) -> str:
 def check_int(name: str, value: object, *, minimum: int | None = None, maximum: int | None = None) -> int:
     """Return ``value`` as a Python ``int`` or raise a clear error.
 
-    Accepts ``int`` and NumPy integers; rejects ``bool``, floats (even integral ones such
-    as ``3.0``: write ``3`` or ``10**6``), strings and everything else with ``TypeError``.
-    Values outside ``[minimum, maximum]`` raise ``ValueError``.  Unless ``maximum`` says
-    otherwise (a larger explicit ``maximum``, for closed forms computed in double
-    precision), the value must fit a signed 64-bit integer (``|value| <= 2^63 − 1``): counts
-    end up in NumPy or numba integers, and a Python ``int`` such as ``10**400`` is not a
-    number any computation here can use.
+    ``int`` and NumPy integers only (``bool``, ``3.0``, strings: ``TypeError``); within 64 bits, where
+    counts end up, unless a larger ``maximum`` is given (closed forms in double precision).
 
     Parameters
     ----------
     name : str
-        The parameter's name, used in the message.
+        The parameter's name, for the message.
     value : int
-        The value to check.
     minimum, maximum : int, optional
         Inclusive bounds.
 
     Returns
     -------
     int
-        ``value`` as a plain Python ``int`` (NumPy integers converted).
-
-    Raises
-    ------
-    TypeError
-        If ``value`` is not an integer (``bool`` and floats included).
-    ValueError
-        If it lies outside ``[minimum, maximum]`` or outside the 64-bit range.
 
     Examples
     --------
@@ -117,24 +99,17 @@ def check_int(name: str, value: object, *, minimum: int | None = None, maximum: 
 
 
 def check_positive_int(name: str, value: object, *, maximum: int | None = None) -> int:
-    """An integer ``>= 1``.
+    """An integer ``>= 1`` (as :func:`check_int`).
 
     Parameters
     ----------
     name : str
-        The parameter's name, used in the message.
     value : int
     maximum : int, optional
-        Inclusive upper bound (default: 2^63 − 1).
 
     Returns
     -------
     int
-
-    Raises
-    ------
-    TypeError, ValueError
-        As :func:`check_int`.
 
     Examples
     --------
@@ -160,15 +135,13 @@ def _range_text(minimum: float | None, maximum: float | None) -> str:
 
 
 def _as_real(name: str, value: object) -> float:
-    if isinstance(value, (bool, np.bool_)):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, str)):
         raise TypeError(f"{name} must be a real number; got {_describe(value)}")
     if isinstance(value, str):
         try:
             return float(Decimal(value.strip()))
         except (InvalidOperation, ValueError):
             raise TypeError(f"{name} must be a real number; got {_describe(value)}") from None
-    if not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number; got {_describe(value)}")
     try:
         return float(value)
     except OverflowError:  # an int or Fraction beyond the doubles (about 1.8e308)
@@ -186,26 +159,16 @@ def _shown(value: object) -> str:
 
 
 def check_real(name: str, value: object) -> float:
-    """Any real number (int, float, Fraction, Decimal, numeric string) as a float; rejects
-    ``bool`` and non-numbers with ``TypeError``.  Range checks are the caller's.
+    """Any real number (int, float, Fraction, Decimal, numeric string, read exactly) as a float.
 
     Parameters
     ----------
     name : str
-        The parameter's name, used in the message.
     value : int, float, Fraction, Decimal or str
 
     Returns
     -------
     float
-        The nearest double (a string is read exactly first).
-
-    Raises
-    ------
-    TypeError
-        If ``value`` is not a real number.
-    ValueError
-        If it is beyond the double range.
 
     Examples
     --------
@@ -221,21 +184,12 @@ def check_positive_float(name: str, value: object, *, allow_inf: bool = False) -
     Parameters
     ----------
     name : str
-        The parameter's name, used in the message.
     value : real number
-    allow_inf : bool, default False
+    allow_inf : bool
 
     Returns
     -------
     float
-        ``value`` as a double, positive (``inf`` only with ``allow_inf``).
-
-    Raises
-    ------
-    TypeError
-        If ``value`` is not a real number.
-    ValueError
-        If it is NaN, ``<= 0``, or infinite without ``allow_inf``.
 
     Examples
     --------
@@ -255,29 +209,18 @@ def check_positive_float(name: str, value: object, *, allow_inf: bool = False) -
 def check_fraction(
     name: str, value: object, *, low: float = 0.0, high: float = 1.0, low_open: bool = True, high_open: bool = False
 ) -> float:
-    """A real number in the interval between ``low`` and ``high``.
+    """A real number between ``low`` and ``high`` (``(low, high]`` unless told which ends are open).
 
     Parameters
     ----------
     name : str
-        The parameter's name, used in the message.
     value : real number
     low, high : float
-        The ends of the interval.
     low_open, high_open : bool
-        Whether each end is excluded (default: ``(low, high]``).
 
     Returns
     -------
     float
-        ``value`` as a double, inside the interval.
-
-    Raises
-    ------
-    TypeError
-        If ``value`` is not a real number.
-    ValueError
-        If it is NaN or outside the interval.
 
     Examples
     --------
@@ -290,38 +233,25 @@ def check_fraction(
     x = _as_real(name, value)
     bad = math.isnan(x) or (x <= low if low_open else x < low) or (x >= high if high_open else x > high)
     if bad:
-        lb = "(" if low_open else "["
-        rb = ")" if high_open else "]"
+        lb, rb = ("(" if low_open else "["), (")" if high_open else "]")
         raise ValueError(f"{name} must lie in {lb}{low:g}, {high:g}{rb}; got {value!r}")
     return x
 
 
 def parse_count(name: str, text: object, *, maximum: int = INT64_MAX, minimum: int = 1) -> int:
-    """Read a count such as ``1e7`` or ``10000000`` (CLI convenience) as an exact int.
+    """Read a count such as ``1e7`` or ``10000000`` (CLI) as an exact int in ``[minimum, maximum]``.
 
-    The value must lie in ``[minimum, maximum]`` (``maximum`` at most 2^63 − 1); the range
-    is checked on the decimal before any integer is built, so ``1e400`` or
-    ``1e999999999999`` is refused at once instead of becoming a huge Python ``int``.
+    The range is checked on the decimal first, so ``1e400`` never becomes a huge ``int``.
 
     Parameters
     ----------
     name : str
-        The parameter's name, used in the message.
     text : str or int
     maximum, minimum : int
-        Inclusive bounds.
 
     Returns
     -------
     int
-        The count that ``text`` writes, exactly (``"1e6"`` is 1000000).
-
-    Raises
-    ------
-    TypeError
-        If ``text`` is not a number.
-    ValueError
-        If it is not an integer or is out of range.
 
     Examples
     --------
@@ -352,27 +282,20 @@ def parse_count(name: str, text: object, *, maximum: int = INT64_MAX, minimum: i
 
 
 def check_vector(name: str, value: object, *, of: str = "numbers", shape: str = "") -> np.ndarray:
-    """A non-empty 1-d array of floats; values are the caller's to check.
+    """A non-empty 1-d array of floats (``TypeError`` otherwise); values are the caller's to check.
 
     Parameters
     ----------
     name : str
-        The parameter's name, used in the message.
     value : array_like
-        The vector.
-    of : str, optional
-        What its entries are, for the message ("numbers in [0, 1]", "probabilities").
-    shape : str, optional
-        A hint appended to "non-empty 1-d array" in the message, e.g. ``" (u_1, u_2, ...)"``.
+    of : str
+        What its entries are, for the message.
+    shape : str
+        A hint appended to "non-empty 1-d array" in the message.
 
     Returns
     -------
     numpy.ndarray of float
-
-    Raises
-    ------
-    TypeError
-        If ``value`` is not numeric, not 1-d, or empty.
 
     Examples
     --------
@@ -392,27 +315,18 @@ def check_vector(name: str, value: object, *, of: str = "numbers", shape: str = 
 
 
 def check_choice(name: str, value: object, options: Iterable[str]) -> str:
-    """``value`` (case and surrounding blanks ignored) if it is one of ``options``.
+    """``value`` (case and surrounding blanks ignored) if it is one of ``options`` (lower case).
 
     Parameters
     ----------
     name : str
-        The parameter's name, used in the message.
     value : str
     options : iterable of str
-        The valid values, lower case.
 
     Returns
     -------
     str
-        The canonical (stripped, lower-case) value.
-
-    Raises
-    ------
-    TypeError
-        ``value`` is not a string.
-    ValueError
-        ``value`` is none of ``options`` (the message lists them).
+        The stripped, lower-case value.
 
     Examples
     --------
@@ -420,7 +334,6 @@ def check_choice(name: str, value: object, options: Iterable[str]) -> str:
     'profile'
     >>> check_choice("engine", "warp", ("profile", "queues"))
     Traceback (most recent call last):
-    ...
     ValueError: engine must be one of profile, queues; got 'warp'
     """
     options = tuple(options)
@@ -433,12 +346,7 @@ def check_choice(name: str, value: object, options: Iterable[str]) -> str:
 
 
 def check_bool(name: str, value: object) -> bool:
-    """``value`` as a ``bool``, which it must already be (``True``/``False`` or NumPy's).
-
-    Raises
-    ------
-    TypeError
-        ``value`` is not a boolean (``0``/``1`` and strings are refused too).
+    """``value`` as a ``bool``, which it must already be (``0``/``1`` and strings are refused).
 
     Examples
     --------
@@ -446,7 +354,6 @@ def check_bool(name: str, value: object) -> bool:
     True
     >>> check_bool("replace", 1)
     Traceback (most recent call last):
-    ...
     TypeError: replace must be True or False; got 1
     """
     if not isinstance(value, (bool, np.bool_)):

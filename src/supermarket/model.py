@@ -1,15 +1,10 @@
 """Parameters of the (n, d, λ)-supermarket process and their validation (docs/model.md §1).
 
-Every public function of the package validates its input through this module (the
-number checkers themselves live in :mod:`supermarket._checks` and are re-exported here), so
-that a bad value always produces the same clear message: the parameter's name, what was
-given, and the valid range.  Library errors are ``TypeError`` (wrong kind of value) or
-``ValueError`` (right kind, outside the valid range); the CLI turns both into one line on
-stderr and exit code 2.
-
-The load λ is kept twice: as a float for computation and as an exact rational
-(:func:`exact_load`) for the decisions that sit on a boundary, such as
-``k_{λ,d} = ⌈log(1/(1−λ))/log d⌉`` when ``1/(1−λ)`` is a power of ``d``.
+Every public function validates its input here (the number checkers live in
+:mod:`supermarket._checks` and are re-exported): ``TypeError`` for a wrong kind of value,
+``ValueError`` for one out of range, naming the parameter and the range.  The load is kept
+as a float and as the exact rational written (:func:`exact_load`), for decisions on a
+boundary such as ``k_{λ,d}`` when ``1/(1−λ)`` is a power of ``d``.
 """
 
 from __future__ import annotations
@@ -66,64 +61,46 @@ SeedLike = int | np.random.SeedSequence | np.random.Generator | None
 """What a ``seed=`` parameter accepts (:func:`as_seed_sequence`)."""
 
 MAX_THEORY_N = 10**100
-"""Largest number of servers the closed forms accept (they compute in double precision;
-paper 000's Theorem 1.2 needs n >= 1e15, and n = 1e20 is a fair question)."""
+"""Largest number of servers the closed forms accept (Theorem 1.2 of paper 000 needs n >= 1e15)."""
 
 MAX_N = 2**53
-"""Largest number of servers the simulation engines accept (about 9.0e15).  Up to 2^53 the
-integer ``n`` and every count ``c_i <= n`` are exact in double precision, on which the
-engines compute the sampling probabilities ``c_i/n``; and ``n`` times a queue length of up
-to 1024 still fits the 64-bit total of customers."""
+"""Largest number of servers the engines accept: up to 2^53 every count ``c_i <= n`` and ``c_i/n`` are exact in
+double precision, and ``n`` times a queue length of 1024 fits the 64-bit total of customers."""
 
 MAX_LOAD = 1e6
-"""Largest load accepted where no equilibrium is needed (a finite horizon with λ >= 1):
-beyond it a service is rarer than one event in 10^6 and the run is all arrivals."""
+"""Largest load accepted where no equilibrium is needed (beyond it the run is all arrivals)."""
 
 MAX_REPLICATIONS = 10**6
 """Largest number of replications a command accepts (one seed and one result each)."""
 
 MAX_SEEDS = 10**7 + 1
-#: Most points of a tabulated response-time CDF (``--cdf N``, ``cdf_points``): 10^5 rows is
-#: already far past any figure or table; more would only allocate (10^12 points: 7 TiB).
+"""Largest number of child seeds :func:`spawn_seeds` makes at once (10^7 SeedSequences are about 1 GB)."""
+
 MAX_CDF_POINTS = 10**5
-"""Largest number of child seeds :func:`spawn_seeds` makes at once (a list of SeedSequences)."""
+"""Most points of a tabulated response-time CDF (``--cdf N``): more would only allocate."""
 
 
-# --------------------------------------------------------------------------- load λ
 def check_load(lam: object, *, require_stable: bool = True, name: str = "load", exact: bool = False) -> float:
     """Validate the load λ (per-server arrival rate) and return it as a float.
 
-    λ must be a finite real number > 0 whose double is > 0 (``1e-400`` is refused: it is 0
-    in double precision).  With ``require_stable`` (anything that needs an equilibrium)
-    also λ < 1, and its double must be < 1 too: ``1 − 1e-20`` is below 1 but rounds to 1,
-    where ``1/(1−λ)`` and every equilibrium quantity are infinite; the largest load that
-    is accepted is ``1 − 2^-53 = 0.99999999999999989``.  Without ``require_stable`` (a
-    finite horizon), λ <= :data:`MAX_LOAD`.  Strings such as ``"0.999"`` are read exactly.
-    ``exact=True`` (for calculations done in exact arithmetic on the number as written, such
-    as ``k_{λ,d}``) accepts an exact λ < 1 whose double rounds to 1.
+    λ must be finite, > 0 in double precision and, with ``require_stable``, < 1 also after
+    rounding to a double (``1 − 1e-20`` rounds to 1); without it, at most :data:`MAX_LOAD`.
+    Strings are read exactly.
 
     Parameters
     ----------
     lam : real number or str
-        The load λ.
-    require_stable : bool, default True
-        Require λ < 1.
-    name : str, default "load"
-        The parameter's name, used in the message.
-    exact : bool, default False
-        Accept an exact λ < 1 whose double rounds to 1.
+    require_stable : bool
+        Require λ < 1 (anything that needs an equilibrium).
+    name : str
+        The parameter's name, for the message.
+    exact : bool
+        Accept an exact λ < 1 whose double rounds to 1 (for exact arithmetic such as ``k_{λ,d}``).
 
     Returns
     -------
     float
-        λ as a double (with ``exact=True`` possibly 1.0: keep the exact value yourself).
-
-    Raises
-    ------
-    TypeError
-        ``lam`` is neither a real number nor a string holding one.
-    ValueError
-        ``lam`` is outside the range above (the message gives the range).
+        λ as a double (with ``exact=True`` possibly 1.0).
 
     Examples
     --------
@@ -155,10 +132,7 @@ def check_load(lam: object, *, require_stable: bool = True, name: str = "load", 
 
 
 def exact_load(lam: object) -> Fraction:
-    """The load as the exact rational number the user wrote.
-
-    A string or ``Decimal`` is read exactly (``"0.9"`` is 9/10).  A float is read as its
-    shortest decimal representation (``0.9`` is 9/10 too), the number a person typed.
+    """The load as the exact rational the user wrote (a float as its shortest decimal: ``0.9`` is 9/10).
 
     Parameters
     ----------
@@ -167,11 +141,6 @@ def exact_load(lam: object) -> Fraction:
     Returns
     -------
     fractions.Fraction
-
-    Raises
-    ------
-    decimal.InvalidOperation, ValueError
-        If a string is not a number (validate with :func:`check_load` first).
 
     Examples
     --------
@@ -188,11 +157,7 @@ def exact_load(lam: object) -> Fraction:
 
 
 def load_candidates(lam: object) -> tuple[Fraction, ...]:
-    """Exact rationals the input may stand for.
-
-    For a float, both its shortest decimal (what a person typed, e.g. ``0.9``) and its exact
-    binary value (what a program computed, e.g. ``1 - 2**-21``); both round to the same
-    double, so both are legitimate readings.  Strings, Decimals and Fractions are exact.
+    """Exact rationals the input may stand for: for a float, its shortest decimal and its binary value.
 
     Parameters
     ----------
@@ -201,7 +166,7 @@ def load_candidates(lam: object) -> tuple[Fraction, ...]:
     Returns
     -------
     tuple of fractions.Fraction
-        One reading, or two (decimal first) for a float whose two readings differ.
+        One reading, or two (decimal first) for a float whose readings differ.
 
     Examples
     --------
@@ -217,20 +182,13 @@ def load_candidates(lam: object) -> tuple[Fraction, ...]:
     return (exact_load(lam),)
 
 
-# --------------------------------------------------------------------------- parameters
 @dataclass(frozen=True)
 class Params:
     """Validated parameters of the (n, d, λ)-supermarket process (docs/model.md §1).
 
-    ``n``: number of servers (>= 1).  ``d``: number of choices (>= 1; with
-    ``replace=False`` also ``d <= n``).  ``lam``: load λ > 0 (< 1 when ``stable``).
-    ``replace``: sample the d queues with replacement (paper 000, default) or without
+    ``n >= 1`` servers (at most 2^53), ``d >= 1`` choices (``<= n`` without replacement), load
+    ``lam`` (< 1 when ``stable``); ``replace``: sample with replacement (paper 000) or without
     (paper 002).
-
-    Raises
-    ------
-    TypeError, ValueError
-        A parameter of the wrong type or outside its range (``n`` at most 2^53).
 
     Examples
     --------
@@ -273,10 +231,8 @@ class Params:
         lam = check_load(lam_in, require_stable=self.stable)
         if not self.replace and d > n:
             raise ValueError(f"d must be <= n when sampling without replacement (replace=False); got d={d}, n={n}")
-        object.__setattr__(self, "n", n)
-        object.__setattr__(self, "d", d)
-        object.__setattr__(self, "lam", lam)
-        object.__setattr__(self, "replace", bool(self.replace))
+        for key, value in (("n", n), ("d", d), ("lam", lam), ("replace", bool(self.replace))):
+            object.__setattr__(self, key, value)
         if self.lam_exact is None:
             object.__setattr__(self, "lam_exact", exact_load(lam_in))
 
@@ -284,29 +240,18 @@ class Params:
         return {"n": self.n, "d": self.d, "load": self.lam, "replace": self.replace}
 
 
-# --------------------------------------------------------------------------- seeds
 def as_seed_sequence(seed: SeedLike) -> np.random.SeedSequence:
-    """Turn ``seed`` (None, int >= 0, SeedSequence or Generator) into a SeedSequence.
+    """Turn ``seed`` into a SeedSequence.
 
     Parameters
     ----------
     seed : None, int >= 0, numpy.random.SeedSequence or numpy.random.Generator
-        ``None`` draws fresh entropy from the operating system.  A ``Generator`` is used as
-        NumPy uses one: it is consumed, 128 bits drawn from it are the entropy of the
-        returned SeedSequence, so the generator advances and two calls with the same
-        generator give different streams (a generator in the same state gives the same
-        one).  An int or a SeedSequence gives the same stream every time.
+        ``None``: fresh entropy.  A ``Generator`` is consumed (128 bits drawn), so two calls with
+        it give different streams; an int or SeedSequence gives the same stream every time.
 
     Returns
     -------
     numpy.random.SeedSequence
-
-    Raises
-    ------
-    TypeError
-        If ``seed`` is of another type.
-    ValueError
-        If it is a negative integer.
 
     Examples
     --------
@@ -330,15 +275,12 @@ def as_seed_sequence(seed: SeedLike) -> np.random.SeedSequence:
 
 
 def spawn_seeds(seed: SeedLike, count: int) -> list[np.random.SeedSequence]:
-    """Child ``r`` of the root seed for replication ``r`` (identical for any worker count).
-
-    Uses ``SeedSequence(entropy, spawn_key=(r,))`` rather than ``.spawn`` so that the
-    r-th child does not depend on how many children were spawned before.
+    """Child ``r`` of the root seed for replication ``r``, whatever the number of children or workers.
 
     Parameters
     ----------
     seed : None, int >= 0, SeedSequence or Generator
-        The root (see :func:`as_seed_sequence`).
+        The root (:func:`as_seed_sequence`).
     count : int
         Number of children, in ``[0, MAX_SEEDS]``.
 
@@ -346,18 +288,12 @@ def spawn_seeds(seed: SeedLike, count: int) -> list[np.random.SeedSequence]:
     -------
     list of numpy.random.SeedSequence
 
-    Raises
-    ------
-    TypeError, ValueError
-        A bad ``seed`` or ``count``.
-
     Examples
     --------
     >>> a, b = spawn_seeds(1, 2)
     >>> bool(spawn_seeds(1, 5)[1].generate_state(1)[0] == b.generate_state(1)[0])  # child 1 of any count
     True
     """
-    # a list of 10^7 seeds is about a gigabyte; 10^400 replications would never end
     count = check_int("number of replications (seeds)", count, minimum=0, maximum=MAX_SEEDS)
     root = as_seed_sequence(seed)
     return [
@@ -376,7 +312,6 @@ def seed_to_uint64(ss: np.random.SeedSequence) -> int:
     Returns
     -------
     int
-        In ``[0, 2^63)``.
 
     Examples
     --------

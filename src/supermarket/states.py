@@ -1,18 +1,12 @@
-"""Start states of the chain, as counts ``c_i = #{queues with length >= i}`` (docs/model.md §1–2).
+"""Start states of the chain as counts ``c_i = #{queues with length >= i}`` (docs/model.md §1–2).
 
-Every engine starts from a counts vector ``c`` indexed from level 1 (``c[0] = c_1``), with
-``n >= c_1 >= c_2 >= … >= 0``.  Per-queue engines expand it into the sorted queue-lengths
-vector ``x(p) = #{i >= 1 : c_i >= p}`` (longest first); by exchangeability the arrangement
-does not change the law of the profile.
+Counts are indexed from level 1 (``c[0] = c_1``); per-queue engines expand them into the
+sorted queue-lengths vector (longest first).  Start specifications (``start=``):
 
-Start specifications (``start=``):
-
-- ``"empty"``: all queues empty;
-- ``"fixed-point"``: the rounded mean-field fixed point, ``c_i = round(n·π(i))``;
-- ``"customers:G"`` (or ``"uniform:G"``): every queue at length ``G`` (so ``‖x‖₁ = G n``);
-- ``"long:L"``: the rounded fixed point with one queue replaced by a queue of length ``L``;
-- a NumPy integer array of length ``n``: a queue-lengths vector;
-- a float array with values in [0, 1]: a profile ``u_1, u_2, …`` (rounded to counts).
+- ``"empty"``; ``"fixed-point"`` (``"good"``): ``c_i = round(n·π(i))``;
+- ``"customers:G"`` (``"uniform:G"``): every queue at length ``G``;
+- ``"long:L"``: the rounded fixed point with one queue of length ``L``;
+- an integer array of length ``n`` (queue lengths), or a float array in [0, 1] (a profile).
 """
 
 from __future__ import annotations
@@ -36,19 +30,12 @@ def counts_from_lengths(lengths: ArrayLike) -> np.ndarray:
     Parameters
     ----------
     lengths : array_like of int
-        A non-empty 1-d queue-lengths vector, entries ``>= 0``.
+        A non-empty 1-d vector of lengths ``>= 0``.
 
     Returns
     -------
     numpy.ndarray of int64
         ``c_1, …, c_{max x}`` (empty when every queue is empty).
-
-    Raises
-    ------
-    TypeError
-        If ``lengths`` is not a non-empty 1-d integer array.
-    ValueError
-        If a length is negative or above ``MAX_START_LEVEL``.
 
     Examples
     --------
@@ -73,19 +60,13 @@ def lengths_from_counts(counts: ArrayLike, n: int) -> np.ndarray:
     Parameters
     ----------
     counts : array_like of int
-        ``c_1, c_2, …`` with ``n >= c_1 >= c_2 >= … >= 0``.
+        ``n >= c_1 >= c_2 >= … >= 0``.
     n : int
-        Number of queues, ``n >= 1``.
 
     Returns
     -------
     numpy.ndarray of int64
         ``x(p) = #{i >= 1 : c_i >= p}``, ``p = 1..n``.
-
-    Raises
-    ------
-    TypeError, ValueError
-        A bad ``n``, or counts that are not a non-increasing vector in ``[0, n]``.
 
     Examples
     --------
@@ -105,24 +86,17 @@ def lengths_from_counts(counts: ArrayLike, n: int) -> np.ndarray:
 
 
 def parse_start(start: str | ArrayLike) -> tuple[str, Any]:
-    """Split a start spec such as ``"customers:3"`` into ``(name, value)``.
+    """Split a start specification (module doc) such as ``"customers:3"`` into ``(name, value)``.
 
     Parameters
     ----------
     start : str or array_like
-        ``"empty"``, ``"fixed-point"`` (also ``"good"``), ``"customers:G"`` (``"uniform:G"``),
-        ``"long:L"``, or an array (queue lengths or a profile).
 
     Returns
     -------
     tuple
-        ``(name, value)``: ``name`` in ``"empty"``, ``"fixed-point"``, ``"customers"``,
-        ``"long"``, ``"array"``; ``value`` the integer, the array, or ``None``.
-
-    Raises
-    ------
-    ValueError
-        An unknown name, a missing or non-integer value, or a value out of range.
+        ``name`` in ``"empty"``, ``"fixed-point"``, ``"customers"``, ``"long"``, ``"array"``;
+        ``value`` the integer, the array, or ``None``.
 
     Examples
     --------
@@ -153,28 +127,19 @@ def parse_start(start: str | ArrayLike) -> tuple[str, Any]:
 
 
 def start_counts(n: int, d: int, lam: float, start: str | ArrayLike = "empty") -> np.ndarray:
-    """Counts ``c_1, c_2, …`` (int64) of the start state (see the module doc for specs).
+    """Counts ``c_1, c_2, …`` (int64) of a start state (module doc), ``n >= c_1 >= … > 0``.
 
     Parameters
     ----------
-    n : int
-        Number of servers, ``n >= 1``.
-    d : int
-        Number of choices, ``d >= 1`` (used by the fixed point).
+    n, d : int
+        Servers and choices (``d`` for the fixed point).
     lam : float or str
         Load λ (``< 1`` for ``"fixed-point"`` and ``"long:L"``).
-    start : str or array_like, default "empty"
-        A start specification (see the module doc).
+    start : str or array_like
 
     Returns
     -------
     numpy.ndarray of int64
-        ``c_1, c_2, …`` with ``n >= c_1 >= … > 0`` (empty for the empty state).
-
-    Raises
-    ------
-    TypeError, ValueError
-        A bad parameter or start specification (the message names it).
 
     Examples
     --------

@@ -1,13 +1,8 @@
 """Standard errors of averages of correlated series (docs/model.md §9).
 
-The one place in ``supermarket`` that turns a series of measurements into a mean with an
-honest standard error: :func:`blocking` (Flyvbjerg–Petersen blocking with Jonsson's
-automatic plateau; ``reliable=False`` when the series is too short to know its own error),
-:func:`blocking_table`, :func:`mser` (start-up truncation, White 1997),
-:func:`replication_error` (independent replications, Student t on ``R − 1`` degrees of
-freedom) and :func:`mean_stderr`.  Every estimate is an :class:`ErrorEstimate`; the rules,
-conventions (``tau_int = 1/2 + Σ_{k≥1} ρ_k``, ``n_eff = N/(2 tau_int)``) and references
-are in docs/model.md §9.
+:func:`blocking` (Flyvbjerg–Petersen with Jonsson's automatic plateau), :func:`blocking_table`,
+:func:`mser` (start-up truncation), :func:`replication_error` and :func:`mean_stderr`; every
+estimate is an :class:`ErrorEstimate`.  Rules, conventions and references: docs/model.md §9.
 """
 
 from __future__ import annotations
@@ -45,28 +40,19 @@ PLATEAU_ALPHA = 0.01
 """Level of the χ² test that the remaining lag-1 autocorrelations are zero (Jonsson 2018)."""
 
 PLATEAU_RHO_MAX = 0.6
-"""A plateau level's lag-1 autocorrelation, bias-corrected, must stay below this.  Jonsson's
-χ² pools the deeper levels, whose few blocks only add noise, and so misses the correlation
-of a series barely longer than its correlation time (measured: benchmarks/README.md)."""
+"""Bound on a plateau level's bias-corrected lag-1 autocorrelation, which Jonsson's pooled χ² misses in a
+series barely longer than its correlation time (docs/model.md §9; measured: benchmarks/README.md)."""
 
 
 def _block_rho(x: float) -> float:
-    """Lag-1 autocorrelation of neighbouring block means of a process with autocorrelation
-    ``e^{−t/τ}``, blocks of length ``b = xτ``: ``(1 − e^{−x})² / (2(x − 1 + e^{−x}))``."""
+    """Lag-1 correlation of block means of length ``xτ`` under ``e^{−t/τ}`` (docs/model.md §9)."""
     if x < 1e-6:
         return 1.0 - x / 3.0
     return math.expm1(-x) ** 2 / (2.0 * (x - 1.0 + math.exp(-x)))
 
 
 def _block_factor(r: float) -> float:
-    """``Var(mean of many blocks) / (σ_block²/blocks)`` for block means with lag-1
-    autocorrelation ``r`` under the exponential-correlation model: lag ``k`` is
-    ``r e^{−(k−1)x}`` with ``x`` solved from :func:`_block_rho`, so the factor is
-    ``1 + 2r/(1 − e^{−x})`` (``1 + 2r`` for long blocks, ``(1 + r)/(1 − r)`` for short).
-
-    For ``r <= 0`` it is the first-order ``1 + 2r``, the same line the model approaches as
-    ``r → 0``: an estimated ``r`` scatters by about ``1/√blocks`` around a true value near 0,
-    and a factor cut off at 1 below 0 would be biased high by that scatter."""
+    """``Var(mean)/(σ_block²/blocks)`` at lag-1 correlation ``r``: ``f`` of docs/model.md §9."""
     if r <= 0.0:
         return 1.0 + 2.0 * r
     lo, hi = 1e-6, 1e6  # _block_rho decreases from 1 to 0; bisect in log x
@@ -81,8 +67,7 @@ def _block_factor(r: float) -> float:
 
 @functools.lru_cache(maxsize=256)
 def _chi2_quantiles(L: int, alpha: float) -> np.ndarray:
-    """``χ²_{1−alpha}`` quantiles on ``L, L − 1, …, 1`` degrees of freedom (cached: scipy's
-    ``ppf`` cost more than the rest of a short blocking analysis)."""
+    """``χ²_{1−alpha}`` quantiles on ``L, …, 1`` degrees of freedom (cached: scipy's ``ppf`` is slow)."""
     from scipy.stats import chi2
 
     q = chi2.ppf(1.0 - alpha, np.arange(L, 0, -1))
@@ -91,14 +76,7 @@ def _chi2_quantiles(L: int, alpha: float) -> np.ndarray:
 
 
 def _blocking_dof(m: int) -> float:
-    """Degrees of freedom of the blocking variance ``σ̂²/m · g(ρ̃)``, ``g = f (m − 1)/(m − f)``,
-    for ``m`` blocks (Satterthwaite, ``2/relative variance``): ``σ̂²`` has relative variance
-    ``2/(m − 1)``; ``ρ̃ = ρ̂(1 + 4/m) + 1/m`` has variance ``(1 + 4/m)²/m`` (that of ``ρ̂`` of
-    independent values), carried through ``g'/g = f' m/(f (m − f)) = 2m/(m − 1)`` at ``ρ̃ = 0``
-    (``f = 1``, ``f' = 2``; blocks at a plateau are nearly uncorrelated).  A fixed function of
-    ``m``: taken at each run's own ``ρ̃`` it would give the runs whose ``f`` happens to be
-    small the fewest degrees of freedom, and the widest intervals.  About ``m/3.9`` at 32
-    blocks, ``m/3.4`` at 64, ``m/3`` for many (measurements: benchmarks/README.md).
+    """Satterthwaite degrees of freedom of the blocking variance at ``m`` blocks (docs/model.md §9).
 
     Examples
     --------
@@ -116,19 +94,14 @@ def t_quantile(dof: float, confidence: float = 0.95) -> float:
     Parameters
     ----------
     dof : float
-        Degrees of freedom (``math.inf`` for the normal quantile).
-    confidence : float, default 0.95
-        Two-sided confidence level in (0, 1).
+        Degrees of freedom (``math.inf``: normal).
+    confidence : float
+        Two-sided level in (0, 1).
 
     Returns
     -------
     float
-        The quantile; NaN when ``dof`` is not positive or is NaN.
-
-    Raises
-    ------
-    ValueError
-        ``confidence`` outside (0, 1).
+        The quantile; NaN when ``dof`` is not positive.
 
     Examples
     --------
@@ -148,30 +121,20 @@ def t_quantile(dof: float, confidence: float = 0.95) -> float:
 
 
 def skew_quantile(q: float, skewness: float) -> float:
-    """Half-width, in standard errors, of the symmetric interval that encloses the
-    skewness-corrected two-sided interval with Student/normal quantile ``q``
-    (docs/model.md §9.1, "Skewed remainders").
-
-    The studentized mean ``e = (x̄ − μ)/s.e.`` of a skewed series is itself skewed (its
-    estimated mean and error are correlated): by the first Edgeworth term, with ``g`` the
-    skewness of the sampling distribution of ``x̄``, ``e + g/6 + g e²/3`` (Johnson 1978) is
-    nearly symmetric; Hall's monotone version ``h(e) = e + g/6 + g e²/3 + g² e³/27`` (P. Hall,
-    J. R. Statist. Soc. B 54, 221 (1992)) is invertible, ``h⁻¹(x) = (3/g)((1 + g(x −
-    g/6))^{1/3} − 1)``.  The interval ``x̄ − h⁻¹(±q)·s.e.`` reaches further on the side of the
-    skew; this returns ``max |h⁻¹(±q)|`` (a symmetric interval that contains it), and ``q``
-    when ``skewness`` is 0 or not finite.
+    """Half-width, in standard errors, of the symmetric interval enclosing Hall's
+    skewness-corrected one at quantile ``q`` (docs/model.md §9.1, "Skewed remainders").
 
     Parameters
     ----------
     q : float
         The symmetric quantile (``1.96``, or Student's ``t_ν``).
     skewness : float
-        ``g``, the skewness of the sampling distribution of the mean.
+        Skewness ``g`` of the sampling distribution of the mean.
 
     Returns
     -------
     float
-        The half-width in standard errors, at least ``q``.
+        ``max |h⁻¹(±q)|``, at least ``q``; ``q`` when ``g`` is 0 or not finite.
 
     Examples
     --------
@@ -194,34 +157,26 @@ def skew_quantile(q: float, skewness: float) -> float:
 
 @dataclass(frozen=True)
 class ErrorEstimate(Result):
-    """A mean with its standard error and how far to trust it.
+    """A mean with its standard error and how far to trust it (docs/model.md §9).
 
     Attributes
     ----------
-    mean : float
-        The average.
-    stderr : float
-        Its standard error (NaN when it cannot be estimated at all).
+    mean, stderr : float
+        The average and its standard error (NaN when it cannot be estimated).
     dof : float
-        Degrees of freedom of ``stderr`` (for the Student-t quantile of an interval).
-    n_eff : float
-        Effective number of independent samples, ``σ²/stderr²`` (NaN if unknown).
-    tau_int : float
-        Integrated autocorrelation time in units of the series' spacing, ``N/(2 n_eff)``.
+        Degrees of freedom of ``stderr``.
+    n_eff, tau_int : float
+        Effective sample size ``σ²/stderr²`` and ``N/(2 n_eff)`` (NaN if unknown).
     reliable : bool
-        Whether ``stderr`` can be trusted (a plateau was reached with enough blocks, or
-        enough independent replications).
+        Whether ``stderr`` can be trusted.
     method : str
         ``"blocking"``, ``"replications"``, ``"pooled"`` or ``"none"``.
-    blocks : int
-        Blocks (or replications) behind ``stderr``.
-    block_size : int
-        Elements of the input series per block at the chosen level (1 for replications).
+    blocks, block_size : int
+        Blocks (or replications) behind ``stderr``, and input elements per block.
     note : str
         Why the estimate is not reliable ("" when it is).
     skewness : float
-        Estimated skewness of the sampling distribution of ``mean`` (0: taken as symmetric,
-        the default); a nonzero value widens :meth:`half_width` (:func:`skew_quantile`).
+        Skewness of the sampling distribution of ``mean``; nonzero widens :meth:`half_width`.
 
     Examples
     --------
@@ -246,10 +201,7 @@ class ErrorEstimate(Result):
     skewness: float = 0.0
 
     def half_width(self, confidence: float = 0.95) -> float:
-        """Half-width of the two-sided ``confidence`` interval, ``t_{dof} · stderr``; with a
-        nonzero ``skewness`` ``g``, times ``skew_quantile(z, g)/z`` (``z`` the normal quantile,
-        1.96 at 95 %): the widening that makes a symmetric interval enclose the
-        skewness-corrected one (:func:`skew_quantile`).
+        """``t_{dof} · stderr``, widened by ``skew_quantile(z, g)/z`` for a skewness ``g`` (docs/model.md §9.1).
 
         Examples
         --------
@@ -280,14 +232,11 @@ class ErrorEstimate(Result):
 
 @dataclass(frozen=True)
 class BlockingLevel(Result):
-    """One row of a blocking table: ``blocks`` blocks of ``block_size`` input elements, the
-    naive standard error ``stderr`` of the mean at this level, its own standard error
-    ``stderr_err = stderr/√(2(blocks−1))``, and the lag-1 autocorrelation ``rho1`` of the
-    blocked series.
+    """A row of a blocking table: the naive ``stderr`` at ``blocks`` blocks of ``block_size``, its own
+    error ``stderr_err = stderr/√(2(blocks−1))`` and the lag-1 autocorrelation ``rho1``.
 
     Examples
     --------
-    >>> import numpy as np
     >>> rows = blocking_table(np.arange(8.0))
     >>> [(r.block_size, r.blocks) for r in rows]
     [(1, 8), (2, 4), (4, 2)]
@@ -300,6 +249,11 @@ class BlockingLevel(Result):
     rho1: float
 
 
+def _unknown(mean: float, method: str, blocks: int, note: str, stderr=math.nan, dof=math.nan) -> ErrorEstimate:
+    """An estimate whose error is not known."""
+    return ErrorEstimate(mean, stderr, dof, math.nan, math.nan, False, method, blocks, 1, note)
+
+
 def _as_series(x, name="x") -> np.ndarray:
     a = np.asarray(x, dtype=float)
     if a.ndim != 1:
@@ -310,8 +264,7 @@ def _as_series(x, name="x") -> np.ndarray:
 
 
 def _levels(x: np.ndarray):
-    """Yield the blocked series: level 0 is ``x``; each next level averages neighbouring
-    pairs (an odd element is dropped from the front, where start-up bias lives)."""
+    """The blocked series, level 0 first (pairs averaged; an odd element dropped from the front)."""
     y = x
     size = 1
     while y.size >= 2:
@@ -328,13 +281,12 @@ def blocking_table(x: ArrayLike) -> list[BlockingLevel]:
     Parameters
     ----------
     x : array_like
-        A 1-d series of equally weighted measurements (for example batch means of equal
-        length), at least 2 long.
+        A 1-d series of equally weighted measurements, at least 2 long.
 
     Returns
     -------
     list of BlockingLevel
-        One row per level, block size 1, 2, 4, … while at least 2 blocks remain.
+        Block size 1, 2, 4, … while at least 2 blocks remain.
 
     Examples
     --------
@@ -358,44 +310,28 @@ def blocking_table(x: ArrayLike) -> list[BlockingLevel]:
 def blocking(
     x: ArrayLike, *, min_blocks: int = MIN_BLOCKS, alpha: float = PLATEAU_ALPHA, min_block_size: int = 1
 ) -> ErrorEstimate:
-    """Mean and standard error of a correlated series by blocking, with an automatic plateau.
+    """Mean and standard error of a correlated series by blocking with an automatic plateau.
 
-    The series is blocked repeatedly (neighbouring pairs averaged); the plateau is the first
-    level that passes Jonsson's χ² test at level ``alpha`` and whose bias-corrected lag-1
-    autocorrelation is below :data:`PLATEAU_RHO_MAX`.  The standard error there is corrected
-    for the correlation left between blocks (an exponential-correlation model), with Student t
-    on the degrees of freedom of :func:`_blocking_dof`.  The rule, its derivation and its
-    calibration are in docs/model.md §9; a slow component hidden under a fast one can still
-    fool any single-run estimate, which independent replications (:func:`replication_error`)
-    remedy.
+    The rule (Jonsson's χ² test and :data:`PLATEAU_RHO_MAX`), the correction for correlation left
+    between blocks and the Student-t degrees of freedom are in docs/model.md §9.
 
     Parameters
     ----------
     x : array_like
         1-d series of equally weighted measurements (batch means of equal length).
-    min_blocks : int, default 32
-        The plateau must leave at least this many blocks, otherwise the estimate is
-        returned with ``reliable=False`` ("too short to know its own error").
-    alpha : float, default 0.01
+    min_blocks : int
+        Fewest blocks a plateau may leave; otherwise ``reliable=False``.
+    alpha : float
         Level of the test that the remaining autocorrelations are zero.
-    min_block_size : int, default 1
-        Shortest block (in elements of ``x``) the plateau may use: a correlation time known
-        from outside (a model's slowest relaxation time, in units of the series' spacing).
-        A slow component with a small share of the variance can pass every test on short
-        blocks and still dominate the error of the mean; this makes the plateau look only
-        at blocks long enough to see it.
+    min_block_size : int
+        Shortest block the plateau may use: a correlation time known from outside, so that a
+        slow component with a small share of the variance is not missed.
 
     Returns
     -------
     ErrorEstimate
-        ``method="blocking"``; when no plateau is reached with ``min_blocks`` blocks, the
-        standard error of the last level that still has ``min_blocks`` blocks (a lower
-        bound, flagged unreliable).
-
-    Raises
-    ------
-    ValueError
-        If ``x`` is not a finite 1-d series, or ``min_blocks < 2``.
+        ``method="blocking"``; without a plateau, the last level with ``min_blocks`` blocks
+        (a lower bound, flagged unreliable).
 
     Examples
     --------
@@ -423,18 +359,7 @@ def blocking(
     N = a.size
     mean = float(a.mean()) if N else math.nan
     if N < 2:
-        return ErrorEstimate(
-            mean,
-            math.nan,
-            math.nan,
-            math.nan,
-            math.nan,
-            False,
-            "blocking",
-            N,
-            1,
-            "too short to estimate: fewer than 2 measurements",
-        )
+        return _unknown(mean, "blocking", N, "too short to estimate: fewer than 2 measurements")
     v_all = float(np.var(a, ddof=1))
     sizes, ns, var1, stat, rho1 = [], [], [], [], []
     for size, y in _levels(a):
@@ -458,18 +383,7 @@ def blocking(
         (j for j in range(L) if sizes[j] >= min_block_size and M[j] < q[j] and rho_tilde(j) < PLATEAU_RHO_MAX), None
     )
     if v_all == 0.0:  # a constant series: no variation seen at all
-        return ErrorEstimate(
-            mean,
-            0.0,
-            N - 1.0,
-            math.nan,
-            math.nan,
-            False,
-            "blocking",
-            N,
-            1,
-            "constant series: no variation seen, error unknown",
-        )
+        return _unknown(mean, "blocking", N, "constant series: no variation seen, error unknown", 0.0, N - 1.0)
     if plateau is not None and ns[plateau] >= min_blocks:
         j, ok, note = plateau, True, ""
     else:
@@ -478,15 +392,7 @@ def blocking(
         ok, note = False, f"too short to estimate: no plateau with at least {min_blocks} blocks"
         if min_block_size > 1:
             note += f" of at least {int(min_block_size)} measurements (the known correlation time)"
-    # Correlation left between the blocks at the plateau (the tests cannot see a lag-1
-    # autocorrelation much below 1/√n_j, which still biases σ_j²/n_j low): the factor f of the
-    # exponential-correlation model (see _block_factor; ρ̃ kept above −0.45 so that f stays
-    # positive when a handful of blocks give a wild ρ̂).  σ_j² (ddof = 1) is itself low: for
-    # m blocks with Var(mean) = f σ²/m exactly E[σ̂²] = σ² (m − f)/(m − 1), hence the factor
-    # (m − 1)/(m − f).  ρ̂_1 of m blocks is low by about (1 + 4ρ)/m, hence ρ̃.  The factor is
-    # estimated, so its noise (Var ρ̂_1 ≈ 1/m, twice σ_j²'s relative variance 2/m) cuts the
-    # degrees of freedom to about m/3 (tests/test_stats.py checks all three on series whose
-    # variance of the mean is exact).
+    # correlation left between the blocks (docs/model.md §9); ρ̃ kept above −0.45 so that f stays positive
     m = ns[j]
     r = min(max(rho_tilde(j), -0.45), 0.95)
     f = _block_factor(r)
@@ -500,14 +406,11 @@ def blocking(
 
 @dataclass(frozen=True)
 class MSERResult(Result):
-    """MSER truncation of a series: drop the first ``truncate`` elements.  ``forgotten`` is
-    False when the rule wanted to drop more than half of the series (the start has not been
-    forgotten: the run is too short for its start-up transient); ``statistic`` holds the
-    MSER values at each candidate truncation (in groups).
+    """MSER truncation: drop the first ``truncate`` elements; ``forgotten`` is False when the rule
+    wanted more than half the series; ``statistic``: MSER at each candidate (in groups).
 
     Examples
     --------
-    >>> import numpy as np
     >>> x = np.r_[np.full(50, 10.0), np.random.default_rng(0).standard_normal(200)]
     >>> r = mser(x)                  # the constant start-up transient is dropped
     >>> r.truncate, r.forgotten, r.group
@@ -524,30 +427,22 @@ class MSERResult(Result):
 
 
 def mser(x: ArrayLike, group: int = 5) -> MSERResult:
-    """MSER truncation point of a series (White 1997), by default MSER-5.
+    """MSER truncation point of a series (White 1997; docs/model.md §9), by default MSER-5.
 
-    The series is first averaged in consecutive groups of ``group`` (a leftover at the end
-    is dropped); for each candidate ``d`` the statistic ``Σ_{i>d} (y_i − ȳ_d)² / (m − d)²``
-    (``ȳ_d`` the mean of the groups after ``d``) estimates the squared standard error of the
-    truncated mean; the truncation is its minimiser over ``d ≤ m − 2``.  A minimiser in the
-    second half of the series means the start-up transient has not died out.
+    The series is averaged in groups of ``group``; the truncation ``d`` minimises
+    ``Σ_{i>d} (y_i − ȳ_d)² / (m − d)²`` over ``d ≤ m − 2``.
 
     Parameters
     ----------
     x : array_like
-        1-d series in time order (for example batch means).
-    group : int, default 5
-        Group size (MSER-5: 5).
+        1-d series in time order.
+    group : int
+        Group size.
 
     Returns
     -------
     MSERResult
         ``truncate`` in elements of ``x`` (a multiple of ``group``).
-
-    Raises
-    ------
-    ValueError
-        If ``x`` is not a finite 1-d series or ``group < 1``.
 
     Examples
     --------
@@ -582,21 +477,15 @@ def replication_error(means: ArrayLike, *, weights: ArrayLike | None = None) -> 
     Parameters
     ----------
     means : array_like
-        One estimate per replication (each an unbiased estimate of the same quantity).
+        One estimate per replication.
     weights : array_like, optional
-        Positive weights (for example measured times); the mean is then the weighted mean
-        and the standard error the delta-method one of a ratio, ``R/(R−1)·Σ w_r²(m_r − m̄)²
-        / (Σ w_r)²``; without weights the usual ``s/√R``.
+        Positive weights: a weighted mean with the delta-method error
+        ``R/(R−1)·Σ w_r²(m_r − m̄)² / (Σ w_r)²``; without them ``s/√R``.
 
     Returns
     -------
     ErrorEstimate
         ``method="replications"``, ``dof = R − 1``, reliable when ``R >= 2``.
-
-    Raises
-    ------
-    ValueError
-        If ``means`` is empty, not finite, or ``weights`` do not match.
 
     Examples
     --------
@@ -616,18 +505,7 @@ def replication_error(means: ArrayLike, *, weights: ArrayLike | None = None) -> 
             raise ValueError("weights must be positive, one per replication")
     mean = float(np.dot(w, m) / w.sum())
     if R < 2:
-        return ErrorEstimate(
-            mean,
-            math.nan,
-            math.nan,
-            math.nan,
-            math.nan,
-            False,
-            "replications",
-            R,
-            1,
-            "one replication: no spread to estimate the error from",
-        )
+        return _unknown(mean, "replications", R, "one replication: no spread to estimate the error from")
     var = R / (R - 1.0) * float(np.dot(w * w, (m - mean) ** 2)) / float(w.sum()) ** 2
     se = math.sqrt(var)
     v_all = float(np.var(m, ddof=1))
@@ -638,21 +516,18 @@ def replication_error(means: ArrayLike, *, weights: ArrayLike | None = None) -> 
 
 
 def mean_stderr(values: Any, axis: int = 0) -> tuple[Any, Any]:
-    """Mean over independent replications and its standard error ``s/√R`` (``ddof=1``): a thin
-    adapter over :func:`replication_error` (its column-wise form for 2-d input is computed
-    here, with the same formula).
+    """Mean over replications and its standard error ``s/√R`` (as :func:`replication_error`, column-wise).
 
     Parameters
     ----------
     values : array_like
         Replications along ``axis`` (``None`` entries of a 1-d list are dropped).
-    axis : int, default 0
+    axis : int
 
     Returns
     -------
     (mean, stderr)
-        Floats for 1-d input, arrays otherwise; ``stderr`` is ``None`` with fewer than two
-        replications; ``(None, None)`` for no replication.
+        Floats for 1-d input, arrays otherwise; ``stderr`` is ``None`` below two replications.
 
     Examples
     --------

@@ -1,26 +1,11 @@
 """Response times in equilibrium: sojourn and waiting time of a customer (docs/model.md §10).
 
-With FIFO service every response-time law is an Erlang mixture determined by the tails
-``T_i = P(J >= i) = E[P_i]`` of the length ``J`` a customer joins; docs/model.md §10 gives
-the closed forms of the survival functions and means (derived) and the delta-method
-standard errors of the quantiles, which are found by root finding on those sums.
-
-Where each part lives:
-
-- :mod:`supermarket.response.mixture`: the Erlang-mixture survival functions
-  (:func:`sojourn_survival`, :func:`waiting_survival`), their quantiles, and the checks of
-  quantile levels (:func:`check_quantile`) and tails;
-- :mod:`supermarket.response.laws`: the results :class:`TimeLaw` and :class:`ResponseTimes`
-  and the builders from given numbers, :func:`from_tails` and :func:`from_join_probabilities`
-  (delta-method standard errors);
-- :mod:`supermarket.response.sources`: :func:`from_simulation`;
-- :mod:`supermarket.response.fifo`: the FIFO simulation that follows every customer,
-  :func:`simulate_fifo` (→ :class:`FifoSample`), an independent check of the laws.
-
-This package is a low layer (CONTRIBUTING.md): it imports only :mod:`supermarket.model`
-and the engines, so that :mod:`supermarket.meanfield`, :mod:`supermarket.simulation` and
-:mod:`supermarket.stationary` can all build on it.  Sizing by a latency target, which
-needs the mean field and runs simulations, is :mod:`supermarket.latency`.
+With FIFO service each law is an Erlang mixture set by the tails ``T_i = P(J >= i)`` of the
+length ``J`` a customer joins.  :mod:`.mixture`: the survival functions and quantiles;
+:mod:`.laws`: :class:`TimeLaw`, :class:`ResponseTimes`, :func:`from_tails`,
+:func:`from_join_probabilities`; :mod:`.sources`: :func:`from_simulation`; :mod:`.fifo`:
+:func:`simulate_fifo`, an independent check.  A low layer (CONTRIBUTING.md): sizing by a
+latency target lives in :mod:`supermarket.latency`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,4 @@
-"""An independent check of the response-time laws: a FIFO simulation that follows every
-customer (its own exponential service time, the Lindley recursion; ``engines/fifo.py``), with
-nothing taken from the Erlang-mixture formulas (docs/model.md §10)."""
+"""A FIFO simulation that follows every customer (``engines/fifo.py``, docs/model.md §10), independent of the laws."""
 
 from __future__ import annotations
 
@@ -23,12 +21,11 @@ __all__ = ["FifoSample", "simulate_fifo"]
 
 @dataclass(frozen=True)
 class FifoSample(Result):
-    """Customers followed one by one by the FIFO engine (``engines/fifo.py``, docs/model.md §10).
+    """Customers recorded after the burn-in by :func:`simulate_fifo`, in arrival order.
 
-    ``sojourn``, ``waiting``, ``joined`` (length of the queue joined): one entry per customer
-    who arrived after the burn-in, in arrival order, cut into ``batches`` consecutive batches
-    of equal size; ``tails``: time average of ``P_i`` over the same window (and per batch in
-    ``tails_batches``), ``u_mean``: time average of ``u_i``.
+    ``sojourn``, ``waiting``, ``joined`` (length of the queue joined): one entry per customer, in
+    ``batches`` equal batches; ``tails``: time average of ``P_i`` (per batch: ``tails_batches``);
+    ``u_mean``: time average of ``u_i``.
 
     Examples
     --------
@@ -53,8 +50,7 @@ class FifoSample(Result):
         return np.array_split(x, self.batches)
 
     def empirical(self, quantiles: Any = DEFAULT_QUANTILES) -> dict:
-        """Empirical means and quantiles of the recorded times, with batch-means standard
-        errors: ``{"sojourn": {"mean", "mean_stderr", "quantiles": {q: (value, stderr)}}, "waiting": …}``."""
+        """Empirical means and quantiles with batch-means standard errors, by ``"sojourn"``/``"waiting"``."""
         qs = _check_quantiles(quantiles)
         out = {}
         for kind, x in (("sojourn", self.sojourn), ("waiting", self.waiting)):
@@ -77,8 +73,7 @@ class FifoSample(Result):
         return np.searchsorted(x, np.asarray(t, dtype=float), side="right") / x.size
 
     def predicted(self, quantiles: Any = DEFAULT_QUANTILES) -> ResponseTimes:
-        """The Erlang mixture from this run's own time-averaged ``P_i`` (with batch-means
-        covariance, delta method)."""
+        """The Erlang mixture from this run's own ``P_i`` averages (batch-means covariance, delta method)."""
         B = self.tails_batches
         cov = np.cov(B, rowvar=False, ddof=1).reshape(B.shape[1], B.shape[1]) / B.shape[0]
         return from_tails(
@@ -118,9 +113,9 @@ class FifoSample(Result):
         """Tidy table of the empirical statistics (kind, statistic, value, stderr)."""
         rows = []
         for kind, e in self.empirical().items():
-            rows.append({"kind": kind, "statistic": "mean", "value": e["mean"], "stderr": e["mean_stderr"]})
-            for q, (v, s) in e["quantiles"].items():
-                rows.append({"kind": kind, "statistic": f"p{100 * q:g}", "value": v, "stderr": s})
+            stats = [("mean", e["mean"], e["mean_stderr"])]
+            stats += [(f"p{100 * q:g}", v, s) for q, (v, s) in e["quantiles"].items()]
+            rows += [{"kind": kind, "statistic": k, "value": v, "stderr": s} for k, v, s in stats]
         return frame(rows)
 
     def summary(self) -> str:
@@ -147,26 +142,21 @@ def simulate_fifo(
 ) -> FifoSample:
     """Follow every customer of the ``(n, d, λ)`` system with FIFO queues (docs/model.md §10).
 
-    An independent check of the response-time laws: customers carry their own exponential(1)
-    service times and leave by the Lindley recursion (``engines/fifo.py``); nothing is taken
-    from the Erlang-mixture formulas.  For small ``n`` (the next departure is a scan over the
-    queues).
+    Own exponential(1) service times, departures by the Lindley recursion; for small ``n``.
 
     Parameters
     ----------
     n, d : int
-        Servers (>= 1) and choices (>= 1; ``<= n`` without replacement).
     lam : float
         Load in (0, 1).
     customers : int
-        Customers to record after the burn-in (>= 2 per batch).
+        Customers recorded after the burn-in (>= 2 per batch).
     burn_in : float, optional
-        Time units before recording starts (default ``20/(1 − √λ)²``, twenty M/M/1
-        relaxation times, an upper bound for ``d >= 1``).
+        Time before recording (default ``20/(1 − √λ)²``, twenty M/M/1 relaxation times).
     seed : int or numpy.random.SeedSequence, optional
     replace : bool
     batches : int
-        Consecutive batches for the standard errors (>= 2).
+        Batches for the standard errors (>= 2).
 
     Returns
     -------
@@ -188,11 +178,8 @@ def simulate_fifo(
     if burn_in is None:
         burn = 20.0 / (1.0 - math.sqrt(p.lam)) ** 2
     else:
-        burn = (
-            0.0
-            if (isinstance(burn_in, numbers.Real) and not isinstance(burn_in, bool) and burn_in == 0)
-            else check_positive_float("burn_in", burn_in)
-        )
+        zero = isinstance(burn_in, numbers.Real) and not isinstance(burn_in, bool) and burn_in == 0
+        burn = 0.0 if zero else check_positive_float("burn_in", burn_in)
     ss = as_seed_sequence(seed)
     n, d = p.n, p.d
     cap = 64
@@ -219,33 +206,16 @@ def simulate_fifo(
     wai = np.zeros(customers)
     jl = np.zeros(customers, np.int64)
     edges = [(customers * b) // batches for b in range(batches + 1)]
-    tails_b = []
-    u_b = []
-    T_b = []
+    tails_b, u_b, T_b = [], [], []
     for b in range(batches):
-        lo, hi = edges[b], edges[b + 1]
+        sl = slice(edges[b], edges[b + 1])
         area_P[:] = 0.0
         area_c[:] = 0.0
         sf[_f.S_MEASURED] = 0.0
         si[0] = 0
         while True:
             st = _f.fifo_kernel(
-                ring,
-                head,
-                qlen,
-                c,
-                area_P,
-                area_c,
-                tab,
-                s,
-                perm,
-                pint,
-                sf,
-                si,
-                soj[lo:hi],
-                wai[lo:hi],
-                jl[lo:hi],
-                50_000_000,
+                ring, head, qlen, c, area_P, area_c, tab, s, perm, pint, sf, si, soj[sl], wai[sl], jl[sl], 50_000_000
             )
             if st == _f.GROW:
                 new = 2 * cap

@@ -1,7 +1,6 @@
-"""Response-time laws as results: :class:`TimeLaw` (one law: mean, quantiles, standard
-errors), :class:`ResponseTimes` (sojourn and waiting together), and the two builders from
-given numbers, :func:`from_tails` and :func:`from_join_probabilities` (docs/model.md §10).
-Standard errors follow by the delta method from a covariance of the tails."""
+"""Response-time laws as results (:class:`TimeLaw`, :class:`ResponseTimes`) and their builders from given
+numbers, with delta-method standard errors (docs/model.md §10).
+"""
 
 from __future__ import annotations
 
@@ -30,16 +29,14 @@ __all__ = ["TimeLaw", "ResponseTimes", "from_tails", "from_join_probabilities"]
 
 @dataclass(frozen=True)
 class TimeLaw(Result):
-    """One response-time law (sojourn or waiting): mean, quantiles and their standard errors.
+    """One response-time law: mean, ``quantiles`` (level → time) and their errors.
 
-    ``quantiles`` maps the level ``q`` to the time ``t_q``; ``stderr`` is ``None`` (an exact or
-    theoretical law) or ``{"mean": s, "quantiles": {q: s_q}}``; ``stderr_kind`` says how the
-    errors were obtained (``"delta-method"`` from a covariance, ``"bound"`` from per-level
-    standard errors when the correlations are unknown: ``Σ_i |∂/∂T_i| s_i``).
+    ``stderr``: ``None`` (an exact law) or ``{"mean": s, "quantiles": {q: s_q}}``;
+    ``stderr_kind``: ``"delta-method"`` from a covariance, ``"bound"`` (``Σ_i |∂/∂T_i| s_i``) when
+    correlations are unknown.
 
     Examples
     --------
-    >>> import numpy as np
     >>> law = from_tails(0.5 ** np.arange(1, 200)).sojourn    # M/M/1 at λ = 0.5: Exp(1/2)
     >>> law.kind, round(law.mean, 9), round(law.quantiles[0.5], 6)   # median 2 log 2
     ('sojourn', 2.0, 1.386294)
@@ -76,15 +73,13 @@ def _qkey(q: float) -> str:
 
 @dataclass(frozen=True)
 class ResponseTimes(Result):
-    """Equilibrium sojourn and waiting time laws (Erlang mixtures, docs/model.md §10).
+    """Equilibrium sojourn and waiting laws (Erlang mixtures, docs/model.md §10).
 
-    ``tails``: ``T_i = P(J >= i)``, ``i = 1..L`` (``J``: length of the queue a customer joins);
-    ``p_join``: ``P(J = j)``, ``j = 0..L``; ``source``: where the tails came from;
-    ``notes``: caveats the numbers carry (e.g. a refined expansion clipped at small ``n``).
+    ``tails``: ``T_i = P(J >= i)``, ``i = 1..L``; ``p_join``: ``P(J = j)``, ``j = 0..L``;
+    ``source``: where the tails came from; ``notes``: caveats the numbers carry.
 
     Examples
     --------
-    >>> import numpy as np
     >>> r = from_tails(0.5 ** np.arange(1, 200))              # M/M/1 at λ = 0.5
     >>> r.p_join[:3]
     array([0.5  , 0.25 , 0.125])
@@ -149,26 +144,12 @@ class ResponseTimes(Result):
         """Tidy table: one row per (kind, statistic) with value and standard error."""
         rows = []
         for law in (self.sojourn, self.waiting):
-            se = law.stderr
-            rows.append(
-                {
-                    "kind": law.kind,
-                    "statistic": "mean",
-                    "value": law.mean,
-                    "stderr": None if se is None else se["mean"],
-                    "source": self.source,
-                }
-            )
-            for q, v in law.quantiles.items():
-                rows.append(
-                    {
-                        "kind": law.kind,
-                        "statistic": f"p{100 * q:g}",
-                        "value": v,
-                        "stderr": None if se is None else se["quantiles"][q],
-                        "source": self.source,
-                    }
-                )
+            se = law.stderr or {"mean": None, "quantiles": dict.fromkeys(law.quantiles)}
+            stats = [("mean", law.mean, se["mean"])]
+            stats += [(f"p{100 * q:g}", v, se["quantiles"][q]) for q, v in law.quantiles.items()]
+            rows += [
+                {"kind": law.kind, "statistic": k, "value": v, "stderr": s, "source": self.source} for k, v, s in stats
+            ]
         return frame(rows)
 
     def summary(self) -> str:
@@ -189,21 +170,13 @@ class ResponseTimes(Result):
             extra = f"  (P(W = 0) = {law.atom_at_zero:.6g})" if law.kind == "waiting" else ""
             lines.append(f"  {law.kind:8s} " + ", ".join(parts) + extra)
         if self.sojourn.stderr is not None:
-            lines.append(
-                f"  (± one standard error, {self.sojourn.stderr_kind}"
-                + (
-                    "; values without ± : the run is too short to know their error, docs/model.md §9)"
-                    if unknown
-                    else ")"
-                )
-            )
-        for note in self.notes:
-            lines.append(f"  note: {note}")
+            why = "; values without ± : the run is too short to know their error, docs/model.md §9"
+            lines.append(f"  (± one standard error, {self.sojourn.stderr_kind}{why if unknown else ''})")
+        lines += [f"  note: {note}" for note in self.notes]
         return "\n".join(lines)
 
     def plot(self, path: Any = None, *, grid: ArrayLike | None = None) -> Any:
-        """Survival functions ``P(S > t)`` and ``P(W > t)`` on a log scale (the tail), with the
-        quantiles marked.  Returns the figure; saves it when ``path`` is given."""
+        """Survival functions of both laws, log scale, quantiles marked; saved when ``path`` is given."""
         plt = pyplot(path is not None, force=False)
         if grid is None:
             top = max(self.sojourn.quantiles.values())
@@ -241,8 +214,7 @@ def _law(kind, T, quantiles, cov=None, se=None, stderr_of=None):
         mean = float(T.sum())
         offset = 0  # P(W > t) = Σ_i T_{i+1} pmf_i(t): T_i sits at index i−1
         atom = 1.0 - (float(T[0]) if T.size else 0.0)
-    qv = {}
-    grads = {}
+    qv, grads = {}, {}
     for q in quantiles:
         t, f = _quantile(shift, q, mean)
         qv[q] = t
@@ -251,28 +223,21 @@ def _law(kind, T, quantiles, cov=None, se=None, stderr_of=None):
             grads[q] = g[offset : offset + T.size]
         else:
             grads[q] = None
-    stderr = None
-    kind_se = None
+    stderr = kind_se = None
     if cov is not None or se is not None or stderr_of is not None:
-        ones = np.ones(T.size)
+        kind_se = "delta-method" if cov is not None else "bound"
         if stderr_of is not None:
             kind_se = "delta-method, autocorrelation-aware"
 
-            def sd(g):
+        def sd(g):  # standard error of Σ_i g_i T̂_i
+            if stderr_of is not None:
                 return float(stderr_of(np.asarray(g, dtype=float)))
-        elif cov is not None:
-            kind_se = "delta-method"
-
-            def sd(g):
+            if cov is not None:
                 return math.sqrt(max(float(g @ cov @ g), 0.0))
-        else:
-            kind_se = "bound"
-
-            def sd(g):
-                return float(np.abs(g) @ se)
+            return float(np.abs(g) @ se)
 
         stderr = {
-            "mean": sd(ones),
+            "mean": sd(np.ones(T.size)),
             "quantiles": {q: (sd(grads[q]) if grads[q] is not None else 0.0) for q in quantiles},
         }
     return TimeLaw(kind=kind, mean=mean, quantiles=qv, stderr=stderr, stderr_kind=kind_se, atom_at_zero=atom)
@@ -294,37 +259,24 @@ def from_tails(
     Parameters
     ----------
     tails : array_like
-        ``E[P_1], E[P_2], …``: probability that a customer joins a queue with at least ``i``
-        customers; non-increasing, in [0, 1].  Levels beyond the array are 0.
+        ``E[P_1], E[P_2], …``, non-increasing in [0, 1]; later levels are 0.
     cov : array_like, optional
-        ``L x L`` covariance of the estimate of ``tails`` (standard errors by the delta method).
+        ``L x L`` covariance of the tails (delta method).
     stderr : array_like, optional
-        Per-level standard errors, when the correlations are unknown; the reported errors are
-        then the upper bound ``Σ_i |∂/∂T_i| s_i`` (labelled ``"bound"``).
+        Per-level standard errors when correlations are unknown (errors labelled ``"bound"``).
     quantiles : sequence of float
-        Levels in (0, 1) (default 0.5, 0.9, 0.99, 0.999).
-    source : str
-        A label for where the tails came from.
+    source, params, notes
+        Where the tails came from, the parameters, caveats: carried into the result.
     stderr_of : callable, optional
-        ``g -> standard error of Σ_i g_i T̂_i``: the estimator's own error of a linear
-        functional of the tails (a simulation computes it from its batch series, accounting
-        for autocorrelation).  Takes precedence over ``cov`` and ``stderr``.
+        ``g ->`` the estimator's own standard error of ``Σ_i g_i T̂_i``; takes precedence.
 
     Returns
     -------
     ResponseTimes
-        The sojourn and waiting laws of the Erlang mixture with these tails; standard errors
-        when ``stderr_of``, ``cov`` or ``stderr`` is given, else none (an exact law).
-
-    Raises
-    ------
-    TypeError, ValueError
-        Tails not a 1-d array of non-increasing probabilities; bad quantile levels; a
-        covariance or stderr of the wrong shape.
+        Without ``stderr_of``, ``cov`` or ``stderr``, an exact law (no errors).
 
     Examples
     --------
-    >>> import numpy as np
     >>> r = from_tails(0.8 ** np.arange(1, 200))            # d = 1 at λ = 0.8: M/M/1
     >>> round(r.sojourn.mean, 10), round(r.sojourn.quantiles[0.5], 10)   # 1/(1−λ), log 2/(1−λ)
     (5.0, 3.4657359028)
@@ -340,17 +292,8 @@ def from_tails(
         if stderr.shape != T.shape:
             raise ValueError(f"stderr must have shape {T.shape} to match the tails; got {stderr.shape}")
         stderr = np.nan_to_num(stderr, nan=0.0)
-    soj = _law("sojourn", T, qs, cov, stderr, stderr_of)
-    wai = _law("waiting", T, qs, cov, stderr, stderr_of)
-    return ResponseTimes(
-        source=str(source),
-        tails=T,
-        sojourn=soj,
-        waiting=wai,
-        params=dict(params or {}),
-        tails_cov=cov,
-        notes=tuple(notes),
-    )
+    soj, wai = (_law(kind, T, qs, cov, stderr, stderr_of) for kind in ("sojourn", "waiting"))
+    return ResponseTimes(str(source), T, soj, wai, params=dict(params or {}), tails_cov=cov, notes=tuple(notes))
 
 
 def from_join_probabilities(
@@ -361,28 +304,20 @@ def from_join_probabilities(
     params: dict | None = None,
     cov: ArrayLike | None = None,
 ) -> ResponseTimes:
-    """Response times from ``P(J = j)``, ``j = 0, 1, …``: the law of the queue length a customer
-    joins (docs/model.md §10).
+    """Response times from ``P(J = j)``, ``j = 0, 1, …`` (docs/model.md §10), via :func:`from_tails`.
 
     Parameters
     ----------
     p_join : array_like
-        Non-negative, summing to 1 (within 1e-9; the last entries may be 0).
-    quantiles : sequence of float
-        Levels in (0, 1).
+        Non-negative, summing to 1 (within 1e-9).
+    quantiles, source, params
+        As in :func:`from_tails`.
     cov : array_like, optional
-        Covariance of the estimate of ``p_join`` (delta method).
+        Covariance of ``p_join``, mapped linearly onto the tails.
 
     Returns
     -------
     ResponseTimes
-        As :func:`from_tails` with ``T_i = 1 − Σ_{j<i} P(J = j)`` (and the covariance mapped
-        linearly onto those tails).
-
-    Raises
-    ------
-    TypeError, ValueError
-        ``p_join`` not a 1-d array of probabilities summing to 1.
 
     Examples
     --------

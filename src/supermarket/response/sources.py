@@ -1,8 +1,4 @@
-"""Tails ``T_i = P(J >= i)`` from a simulation's time averages of ``P_i``
-(:func:`from_simulation`, with its Monte-Carlo errors; docs/model.md §10).  The mean field
-and the refined mean field give theirs in :func:`supermarket.meanfield.response_times`, the
-exact law of a small system in :func:`supermarket.stationary.solve`; all three use
-:func:`.laws.from_tails`."""
+"""Tails ``T_i = P(J >= i)`` from a simulation's time averages of ``P_i`` (docs/model.md §10)."""
 
 from __future__ import annotations
 
@@ -26,32 +22,19 @@ def _pad(a, L):
 def from_simulation(result: Any, *, quantiles: Any = DEFAULT_QUANTILES) -> ResponseTimes:
     """Response times of a simulated system from its time-averaged ``P_i`` (docs/model.md §10).
 
-    The law is exact given the measured ``E[P_i]`` (PASTA and FIFO); the only error is the
-    Monte-Carlo error of those averages.  Standard errors, in order of preference:
-
-    1. a covariance of the estimate (attribute ``ud_cov`` of the result), or per-batch
-       averages (``ud_batches``: batches x levels, equal batch lengths): delta method;
-    2. ``per_replication`` results (>= 2 replications): covariance across replications,
-       delta method;
-    3. otherwise the per-level ``ud_stderr``: the bound ``Σ_i |∂/∂T_i| s_i`` (correlations
-       unknown; labelled ``"bound"``).
+    Exact given those averages; the standard errors come, in this order, from the result's
+    ``ud_cov`` or ``ud_batches`` (delta method), from >= 2 ``per_replication`` results, or from
+    ``ud_stderr`` as the bound ``Σ_i |∂/∂T_i| s_i``; ``source`` names which.
 
     Parameters
     ----------
     result : supermarket.simulation.SimulationResult
-        Anything with ``ud_mean`` (time average of ``P_i``, level 1 first) and ``params``.
+        Anything with ``ud_mean`` and ``params``.
     quantiles : sequence of float
 
     Returns
     -------
     ResponseTimes
-        The laws given the measured ``E[P_i]``, with standard errors obtained as listed above
-        (``source`` names the way).
-
-    Raises
-    ------
-    TypeError
-        ``result`` has no ``ud_mean``.
 
     Examples
     --------
@@ -66,8 +49,7 @@ def from_simulation(result: Any, *, quantiles: Any = DEFAULT_QUANTILES) -> Respo
     T = np.clip(np.asarray(result.ud_mean, dtype=float), 0.0, 1.0)
     T = np.minimum.accumulate(T) if T.size else T
     L = T.size
-    cov = se = None
-    how = None
+    cov = se = how = None
     ud_cov = getattr(result, "ud_cov", None)
     ud_b = getattr(result, "ud_batches", None)
     per = getattr(result, "per_replication", ()) or ()

@@ -1,24 +1,9 @@
-"""Closed forms and calculators of the papers (docs/model.md §3–6 and §8).
+"""Closed forms and calculators of the papers (docs/model.md §3–6 and §8); nothing is simulated.
 
-Everything here is exact or closed-form and fast; nothing is simulated.  Each function
-names the docs/model.md section it implements.  Items that docs/model.md marks **[derived]** (the
-linearised profile, the slow mode, the paper-002 limits) are worked out for this project;
-user-facing text says "derived" for them, never "Theorem".
-
-The parts, one module each:
-
-- :mod:`.equilibrium` (§3–§4): the fixed point ``π``, ``k_{λ,d}`` and the linearised
-  profile [derived];
-- :mod:`.good_set_theorem` (§5): the good set ``N^ε`` and the conditions of Theorem 1.2;
-- :mod:`.mixing_time` (§6): the mixing-time orders and the slow mode [derived];
-- :mod:`.paper002` (§8): the paper-002 quantities; :mod:`.sizing` (§4): :func:`design`;
-- :mod:`.report`: all of the above for one ``(n, d, λ)``, behind ``supermarket theory``.
-
-No submodule is named like a function: the package attribute is the function.
-
-Conventions: a *profile* array ``u`` is indexed from level 1, ``u[0] = u_1``; likewise
-``pi[0] = π(1)``.  ``n`` servers (``1 <= n <= MAX_THEORY_N``), ``d`` choices, load ``lam``
-(λ in (0, 1): a float, or a string such as ``"0.999"`` read exactly).
+:mod:`.equilibrium` (§3–§4: ``π``, ``k_{λ,d}``, the linearised profile), :mod:`.good_set_theorem`
+(§5), :mod:`.mixing_time` (§6), :mod:`.paper002` (§8), :mod:`.sizing` (:func:`design`) and
+:mod:`.report` (``supermarket theory``).  What docs/model.md marks [derived] is called "derived"
+in user-facing text, never "Theorem".  Profiles are indexed from level 1 (``u[0] = u_1``).
 """
 
 from __future__ import annotations
@@ -94,8 +79,6 @@ __all__ = [
     "TheoryReport",
     "theory_report",
     "DesignReport",
-    # public before the split too (documented, used by other modules), now listed so that the
-    # API page, which renders what __all__ names, still shows them
     "steps_to_time",
     "mixing_lower_customers",
     "mixing_lower_long",

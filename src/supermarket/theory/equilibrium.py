@@ -1,6 +1,4 @@
-"""The mean-field fixed point ``π``, ``k_{λ,d}`` and the linearised profile [derived]
-(docs/model.md §3–§4).  Profiles are indexed from level 1: ``u[0] = u_1``, ``pi[0] = π(1)``.
-"""
+"""The mean-field fixed point ``π``, ``k_{λ,d}`` and the linearised profile [derived] (docs/model.md §3–§4)."""
 
 from __future__ import annotations
 
@@ -28,28 +26,17 @@ def _log_lambda(lam: float) -> float:
 
 
 def log_fixed_point(d: int, lam: float | str, levels: int) -> np.ndarray:
-    """``log π(i)`` for ``i = 1..levels`` (docs/model.md §3).
-
-    ``log π(i) = log(λ)·(d^i − 1)/(d − 1)``, and ``i·log λ`` when ``d = 1``.  The geometric
-    sum is built by ``S_{i+1} = d·S_i + 1``; when it overflows the value is ``-inf``, i.e.
-    ``π(i) = 0`` exactly in double precision, never NaN.
+    """``log π(i) = log(λ)·(d^i − 1)/(d − 1)`` for ``i = 1..levels`` (docs/model.md §3); ``-inf`` past overflow.
 
     Parameters
     ----------
     d, lam
-        The choices ``d >= 1`` (int) and the load λ in (0, 1) (float or str).
+        Choices ``d >= 1`` and load λ in (0, 1) (float or str).
     levels : int
-        Number of levels, ``>= 0``.
 
     Returns
     -------
     numpy.ndarray
-        ``log π(1), …, log π(levels)`` (``-inf`` where ``π`` underflows).
-
-    Raises
-    ------
-    ValueError, TypeError
-        If a parameter is outside its range or of the wrong type.
 
     Examples
     --------
@@ -61,10 +48,7 @@ def log_fixed_point(d: int, lam: float | str, levels: int) -> np.ndarray:
     d = check_positive_int("d", d)
     lam = check_load(lam)
     levels = check_int("levels", levels, minimum=0, maximum=MAX_LEVELS)
-    out = np.empty(levels)
-    loglam = _log_lambda(lam)
-    s = 1.0
-    fd = float(d)
+    out, loglam, s, fd = np.empty(levels), _log_lambda(lam), 1.0, float(d)
     for i in range(levels):
         out[i] = loglam * s if math.isfinite(s) else -math.inf
         if math.isfinite(s):
@@ -75,28 +59,21 @@ def log_fixed_point(d: int, lam: float | str, levels: int) -> np.ndarray:
 def fixed_point(
     d: int, lam: float | str, levels: int | None = None, *, tol: float = TINY, max_levels: int = MAX_FIXED_POINT_LEVELS
 ) -> np.ndarray:
-    """Mean-field fixed point ``π(i) = λ^{(d^i−1)/(d−1)}`` for ``i = 1, 2, …`` (docs/model.md §3).
-
-    With ``levels`` given, exactly that many values.  Otherwise values up to and including
-    the first one below ``tol`` (default 1e-300), at most ``max_levels`` of them.
-    Underflow gives exact zeros, never NaN or inf.
+    """Mean-field fixed point ``π(i) = λ^{(d^i−1)/(d−1)}``, ``i = 1, 2, …`` (docs/model.md §3).
 
     Parameters
     ----------
     d, lam
-        The choices ``d >= 1`` (int; ``π(i) = λ^i`` when ``d = 1``) and the load λ in (0, 1)
-        (float or str).
+        Choices ``d >= 1`` and load λ in (0, 1) (float or str).
     levels : int, optional
-        Exact number of levels to return.
-    tol : float, optional
-        Without ``levels``: stop after the first value below ``tol``.
-    max_levels : int, optional
-        Without ``levels``: at most this many values (default 64).
+        Exact number of levels; without it, up to the first value below ``tol``, at most
+        ``max_levels`` values.
+    tol, max_levels
 
     Returns
     -------
     numpy.ndarray
-        ``π(1), π(2), …`` (index 0 is level 1).
+        ``π(1), π(2), …`` (underflow gives exact zeros).
 
     Examples
     --------
@@ -119,20 +96,16 @@ def fixed_point(
 
 
 def mean_queue_length(d: int, lam: float | str) -> float:
-    """Mean-field mean queue length ``Σ_{i≥1} π(i)`` (docs/model.md §3).
-
-    ``λ/(1−λ)`` when ``d = 1`` (M/M/1); otherwise the sum, carried on until the terms no
-    longer change it.
+    """Mean-field mean queue length ``Σ_{i≥1} π(i)`` (docs/model.md §3; ``λ/(1−λ)`` for ``d = 1``).
 
     Parameters
     ----------
     d, lam
-        The choices ``d >= 1`` (int) and the load λ in (0, 1) (float or str).
+        As in :func:`fixed_point`.
 
     Returns
     -------
     float
-        The mean number of customers per server under the fixed point.
 
     Examples
     --------
@@ -145,9 +118,7 @@ def mean_queue_length(d: int, lam: float | str) -> float:
     lam = check_load(lam)
     if d == 1:
         return lam / (1.0 - lam)
-    total = 0.0
-    loglam = _log_lambda(lam)
-    s = 1.0
+    total, loglam, s = 0.0, _log_lambda(lam), 1.0
     while True:
         term = math.exp(loglam * s) if math.isfinite(s) else 0.0
         total += term
@@ -162,12 +133,11 @@ def mean_sojourn_time(d: int, lam: float | str) -> float:
     Parameters
     ----------
     d, lam
-        As in :func:`mean_queue_length`.
+        As in :func:`fixed_point`.
 
     Returns
     -------
     float
-        :func:`mean_queue_length` divided by λ.
 
     Examples
     --------
@@ -182,8 +152,7 @@ def _k_exact(d: int, x: Fraction) -> int:
     """Least ``k >= 1`` with ``d^k (1 − x) >= 1``, for exact rational ``x`` in (0, 1)."""
     one_minus = 1 - x
     num, den = one_minus.numerator, one_minus.denominator  # 1/(1-x) = den/num
-    # d^k * num >= den  <=>  1/(1-x) <= d^k
-    # log(den/num) from the logs of the integers: den/num itself may overflow a float (1 − 10^-400)
+    # d^k num >= den <=> 1/(1-x) <= d^k; log(den/num) from logs of integers (den/num may overflow: 1 − 10^-400)
     est = max(1, int(math.ceil((math.log(den) - math.log(num)) / math.log(d)))) if num else 1
     k = max(1, est - 1)
     while d**k * num < den:
@@ -200,29 +169,16 @@ def _log_inv_one_minus(lam) -> float:
 
 
 def k_lambda_d(d: int, lam: float | str | Fraction) -> int:
-    """``k_{λ,d} = ⌈log(1/(1−λ))/log d⌉``: the least ``k`` with ``1/(1−λ) <= d^k`` (docs/model.md §4).
-
-    Decided in exact integer arithmetic on the number the user wrote, so the boundary
-    ``1/(1−λ) = d^k`` is handled exactly: ``λ = 0.9, d = 10`` gives 1, ``λ = 0.9000001``
-    gives 2.  A float stands for both its shortest decimal (``0.9``) and its exact binary
-    value; on a boundary that only one of them meets, the boundary (the smaller ``k``) is
-    taken.
+    """``k_{λ,d} = ⌈log(1/(1−λ))/log d⌉``, decided exactly on the number written (docs/model.md §4).
 
     Parameters
     ----------
     d, lam
-        The choices ``d >= 2`` (int) and the load λ in (0, 1) (float or str); a string such as
-        ``"0.999"`` is read exactly.
+        Choices ``d >= 2`` and load λ in (0, 1) (float or str).
 
     Returns
     -------
     int
-        ``k_{λ,d} >= 1``.
-
-    Raises
-    ------
-    ValueError
-        If ``d < 2`` or λ is not in (0, 1).
 
     Examples
     --------
@@ -266,22 +222,16 @@ class KReport(Result):
 def k_report(d: int, lam: float | str | Fraction, *, margin: float = 0.05) -> KReport:
     """``k_{λ,d}`` and what paper 000 says of the maximum near a boundary (docs/model.md §4).
 
-    When ``1/(1−λ)`` is (close to) ``d^k`` — ``α/β`` an integer in the ``λ = 1 − n^{−α}``,
-    ``d = n^β`` family — the equilibrium maximum is ``k`` or ``k + 1``.
-
     Parameters
     ----------
     d, lam
-        The choices ``d >= 2`` (int) and the load λ in (0, 1) (float or str).
-    margin : float, optional
-        "Near a boundary" means ``log(1/(1−λ))/log d`` within ``margin`` of an integer
-        (default 0.05, a convention of this tool).
+        As in :func:`k_lambda_d`.
+    margin : float
+        "Near a boundary": ``log(1/(1−λ))/log d`` within ``margin`` of an integer (a convention).
 
     Returns
     -------
     KReport
-        ``k``, the ratio ``log(1/(1−λ))/log d``, the boundary flags, the maxima the paper
-        allows and a one-line note.
 
     Examples
     --------
@@ -313,20 +263,16 @@ def k_report(d: int, lam: float | str | Fraction, *, margin: float = 0.05) -> KR
 
 
 def k_hypothesis(n: int, d: int, lam: float | str) -> int:
-    """The general hypothesis of paper 000 (docs/model.md §4, formula reconstructed): the
-    largest ``k`` with ``n·π(k) >= 1`` (0 if ``n·π(1) < 1``).  The equilibrium maximum is
-    conjectured to be within 1 of it.
+    """The largest ``k`` with ``n·π(k) >= 1`` (0 if none): paper 000's hypothesis (docs/model.md §4, reconstructed).
 
     Parameters
     ----------
     n, d, lam
-        The servers ``n >= 1`` and choices ``d >= 1`` (ints; ``d = 1`` gives
-        ``⌊log n / log(1/λ)⌋``) and the load λ in (0, 1) (float or str).
+        Servers, choices ``d >= 1`` and load λ in (0, 1).
 
     Returns
     -------
     int
-        The largest ``k >= 0`` with ``(d^k − 1)/(d − 1) <= log n / log(1/λ)``.
 
     Examples
     --------
@@ -347,20 +293,18 @@ def k_hypothesis(n: int, d: int, lam: float | str) -> int:
 
 
 def linearised_q(d: int, lam: float | str | Fraction, k: int | None = None) -> np.ndarray:
-    """Linearised profile [derived] (docs/model.md §4): ``q̃_i = (1−λ)((λd)^i − 1)/(λd − 1)`` for
-    ``i = 1..k``, the predicted fraction of queues shorter than ``i``.
+    """Linearised profile [derived] ``q̃_i = (1−λ)((λd)^i − 1)/(λd − 1)``, ``i = 1..k`` (docs/model.md §4).
 
     Parameters
     ----------
     d, lam
-        The choices ``d >= 1`` (int) and the load λ in (0, 1) (float or str).
+        Choices ``d >= 1`` and load λ in (0, 1).
     k : int, optional
-        Number of levels; defaults to ``k_{λ,d}``.
+        Number of levels (``k_{λ,d}``).
 
     Returns
     -------
     numpy.ndarray
-        ``q̃_1, …, q̃_k``.
 
     Examples
     --------
@@ -380,23 +324,17 @@ def linearised_q(d: int, lam: float | str | Fraction, k: int | None = None) -> n
 
 
 def predicted_counts(n: int, d: int, lam: float | str, k: int | None = None) -> np.ndarray:
-    """Predicted number of queues of each length ``0..k`` from the linearised profile
-    [derived]: ``n(q̃_{j+1} − q̃_j) = n(1−λ)(λd)^j`` of length ``j < k`` and ``n(1 − q̃_k)`` of
-    length ``k`` (docs/model.md §4–5).  The last entry can be negative when the linearisation
-    breaks down (``q̃_k > 1``).
+    """Queues of each length ``0..k`` by the linearised profile [derived] (docs/model.md §4–5).
 
     Parameters
     ----------
-    n, d, lam
-        The servers ``n >= 1`` (the counts sum to ``n``), choices ``d >= 1`` (ints) and the
-        load λ in (0, 1) (float or str).
-    k : int, optional
-        Longest length; defaults to ``k_{λ,d}``.
+    n, d, lam, k
+        Servers (the counts sum to ``n``), then as in :func:`linearised_q`.
 
     Returns
     -------
     numpy.ndarray
-        ``k + 1`` numbers of queues, for lengths ``0, 1, …, k``; they sum to ``n``.
+        ``k + 1`` counts; the last is negative when ``q̃_k > 1`` (:func:`linearisation_valid`).
 
     Examples
     --------
@@ -419,10 +357,7 @@ LINEARISATION_NOTE = (
 
 
 def linearisation_valid(d: int, lam: float | str | Fraction, k: int | None = None) -> bool:
-    """Whether the linearised profile [derived] is inside its regime: ``q̃_k <= 1``
-    (docs/model.md §4).  ``q̃`` increases with ``i``, so then every predicted fraction
-    ``q̃_i`` lies in [0, 1] and every predicted count of :func:`predicted_counts` is >= 0;
-    otherwise the count of queues of length ``k`` would be negative.
+    """Whether ``q̃_k <= 1``, so that every linearised prediction is in range (docs/model.md §4).
 
     Parameters
     ----------

@@ -14,22 +14,20 @@ from ..model import MAX_THEORY_N, check_fraction, check_int, check_load, check_p
 from .equilibrium import MAX_K, k_lambda_d
 
 
-# =========================================================================== §5
 def good_set_bounds(
     n: int, d: int, lam: float | str, eps: float = 0.1, k: int | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Bounds of clause (b) of ``N^ε`` (docs/model.md §5), in numbers of queues: for ``j = 1..k``
-    the count of queues shorter than ``j`` must lie in ``[lo[j−1], hi[j−1]]`` where the
-    target is ``n(1−λ)(λd)^{j−1}`` and the band is ``1 ± 5ε``.
+    """Bounds of clause (b) of ``N^ε`` in numbers of queues shorter than ``j = 1..k`` (docs/model.md §5).
+
+    The target is ``n(1−λ)(λd)^{j−1}``, the band ``1 ± 5ε``; computed exactly on the λ and ε
+    written, so an integer edge comes out exactly.
 
     Parameters
     ----------
     n, d, lam
-        The servers ``n >= 1``, choices ``d >= 1`` (ints) and the load λ in (0, 1) (float or
-        str); λ and ε are read exactly (``0.99`` is 99/100), so an edge that is an integer
-        comes out exactly.
-    eps : float, optional
-        ε in (0, 1/10] (default 0.1).
+        Servers, choices ``d >= 1`` and load λ in (0, 1) (float or str).
+    eps : float
+        ε in (0, 1/10].
     k : int, optional
         Defaults to ``k_{λ,d}``.
 
@@ -51,10 +49,7 @@ def good_set_bounds(
     eps_in = eps
     eps = check_fraction("eps", eps, low=0.0, high=0.1)
     k = k_lambda_d(d, lam_in) if k is None else check_positive_int("k", k, maximum=MAX_K)
-    # exact rational arithmetic on the numbers the user wrote (λ = 0.99 is 99/100), so that an
-    # edge that is an integer (500 for n = 10^5, λ = 0.99, ε = 0.1) comes out exactly 500.0, not
-    # 500.00000000000045, and a state on the edge is not wrongly excluded; each bound is then
-    # rounded once to the nearest float
+    # exact on the numbers written: the edge 500 (n = 10^5, λ = 0.99, ε = 0.1) is 500.0, not 500.00000000000045
     x, e = exact_load(lam_in), exact_load(eps_in)
     lo_f, hi_f = 1 - 5 * e, 1 + 5 * e
     lo, hi = np.empty(k), np.empty(k)
@@ -85,8 +80,7 @@ class Clause:
 
 @dataclass(frozen=True)
 class GoodSetReport(Result):
-    """Membership of a state in the good set ``N^ε`` as stated by its consequences (a), (b)
-    of docs/model.md §5; clause (d) is reported but not required.
+    """Membership of a state in ``N^ε`` by clauses (a) and (b) of docs/model.md §5; (d) reported, not required.
 
     Examples
     --------
@@ -114,17 +108,12 @@ class GoodSetReport(Result):
 
     def summary(self) -> str:
         """Verdict, then one line per clause."""
-        head = f"good set N^ε (ε = {self.eps:g}, k = {self.k}, docs/model.md §5): " + (
-            "member" if self.member else f"not a member (clause ({self.failing}) fails)"
-        )
-        return "\n".join(
-            [head]
-            + [
-                f"  ({c.name}) {'holds' if c.holds else 'fails'}: {c.detail}"
-                + ("" if c.name in ("a", "b") else " [not required]")
-                for c in self.clauses
-            ]
-        )
+        verdict = "member" if self.member else f"not a member (clause ({self.failing}) fails)"
+        lines = [f"good set N^ε (ε = {self.eps:g}, k = {self.k}, docs/model.md §5): {verdict}"]
+        for c in self.clauses:
+            extra = "" if c.name in ("a", "b") else " [not required]"
+            lines.append(f"  ({c.name}) {'holds' if c.holds else 'fails'}: {c.detail}{extra}")
+        return "\n".join(lines)
 
 
 def _counts_from_input(lengths, counts, profile, n):
@@ -176,34 +165,20 @@ def good_set(
 ) -> GoodSetReport:
     """Is the state in ``N^ε(n, d, λ, k)``? (docs/model.md §5, membership as (a) and (b)).
 
-    Give the state as ``lengths`` (queue-lengths vector), ``counts`` (``c_i = n·u_i``,
-    indexed from level 1) or ``profile`` (``u_i``, from level 1) with ``n``.
-
     Parameters
     ----------
     lengths : array_like of int, optional
-        Queue-lengths vector ``x(1), …, x(n)``.
-    counts : array_like, optional
-        ``c_1, c_2, …`` (non-increasing, in ``[0, n]``); needs ``n``.
-    profile : array_like, optional
-        ``u_1, u_2, …`` (non-increasing, in ``[0, 1]``); needs ``n``.
+        Queue-lengths vector (give exactly one of ``lengths``, ``counts``, ``profile``).
+    counts, profile : array_like, optional
+        ``c_i`` or ``u_i`` from level 1 (non-increasing), with ``n``.
     n : int, optional
-        Number of servers (required with ``counts`` or ``profile``).
     d, lam, eps, k
         As in :func:`good_set_bounds`.
 
     Returns
     -------
     GoodSetReport
-        ``member`` and each clause with its verdict and detail; clause (d) is reported
-        only when ``ελd >= 2`` and is never required.
-
-    Raises
-    ------
-    TypeError
-        If not exactly one of ``lengths``, ``counts``, ``profile`` is given.
-    ValueError
-        If the state or a parameter is invalid.
+        Clause (d) only when ``ελd >= 2``.
 
     Examples
     --------
@@ -231,13 +206,8 @@ def good_set(
         shorter = n - c_at(j)
         if not (lo[j - 1] <= shorter <= hi[j - 1]):
             bad_b.append(f"j={j}: {shorter:g} queues shorter than {j}, outside [{lo[j - 1]:.6g}, {hi[j - 1]:.6g}]")
-    clauses.append(
-        Clause(
-            "b",
-            not bad_b,
-            "; ".join(bad_b) if bad_b else f"counts of shorter queues within (1±5ε)·n(1−λ)(λd)^(j−1) for j=1..{k}",
-        )
-    )
+    ok_b = f"counts of shorter queues within (1±5ε)·n(1−λ)(λd)^(j−1) for j=1..{k}"
+    clauses.append(Clause("b", not bad_b, "; ".join(bad_b) if bad_b else ok_b))
     if eps * lam * d >= 2:
         bad_d = []
         for j in range(1, k):
@@ -252,9 +222,7 @@ def good_set(
 
 @dataclass(frozen=True)
 class Condition:
-    """One checked condition (of a theorem here, of a paper-002 regime in
-    :mod:`supermarket.fluctuations`): its ``name``, the ``value`` tested, whether it
-    ``holds``, and a ``detail`` saying why it matters.
+    """One checked condition (of a theorem, or of a paper-002 regime): ``name``, ``value``, ``holds``, ``detail``.
 
     Examples
     --------
@@ -303,24 +271,19 @@ SMALL_HEAVY_TRAFFIC = 0.1  # our reading of "(1−λ)^{−1}/√(nd) small"
 
 
 def theorem_1_2(n: int, d: int, lam: float | str, eps: float = 0.1) -> TheoremReport:
-    """The conditions of Theorem 1.2 of paper 000 (docs/model.md §5), each with its value and
-    verdict.  ``applies`` is true only when every condition holds.
-
-    "(1−λ)^{−1}/√(nd) small" is read as ``<= 0.1`` (a convention of this tool, stated in
-    the condition's detail).
+    """The conditions of Theorem 1.2 of paper 000 (docs/model.md §5), each with value and verdict.
 
     Parameters
     ----------
     n, d, lam
-        The servers ``n >= 1``, choices ``d >= 2`` (ints; the conditions need ``k_{λ,d}``) and
-        the load λ in (0, 1) (float or str).
-    eps : float, optional
-        ε (default 0.1); values above 1/10 are accepted and fail the first condition.
+        Servers, choices ``d >= 2`` and load λ in (0, 1).
+    eps : float
+        ε; above 1/10 fails the first condition.
 
     Returns
     -------
     TheoremReport
-        Each condition with its value and verdict, ``k`` and ``applies``.
+        ``applies`` when every condition holds ("small" is read as ``<= 0.1``, a convention).
 
     Examples
     --------
@@ -336,24 +299,14 @@ def theorem_1_2(n: int, d: int, lam: float | str, eps: float = 0.1) -> TheoremRe
     logn = math.log(n)
     one = 1.0 - lam
     dk = float(d) ** k
+    c3, d_min, small = 100 * k * one * dk / d, 200 * k * logn**2 / eps_f, 1.0 / (one * math.sqrt(n * float(d)))
+    conv = f"read as <= {SMALL_HEAVY_TRAFFIC} (a convention of this tool)"
     conds = [
         Condition("eps <= 1/10", eps_f, eps_f <= 0.1, "ε must be at most 1/10"),
         Condition("d^k (1-λ) >= 2 log^2 n", dk * one, dk * one >= 2 * logn**2, f"2 log^2 n = {2 * logn**2:.6g}"),
-        Condition(
-            "100 k (1-λ) d^(k-1) <= ε", 100 * k * one * dk / d, 100 * k * one * dk / d <= eps_f, f"ε = {eps_f:g}"
-        ),
-        Condition(
-            "d >= 200 k log^2 n / ε (implied)",
-            float(d),
-            d >= 200 * k * logn**2 / eps_f,
-            f"200 k log^2 n / ε = {200 * k * logn**2 / eps_f:.6g}",
-        ),
+        Condition("100 k (1-λ) d^(k-1) <= ε", c3, c3 <= eps_f, f"ε = {eps_f:g}"),
+        Condition("d >= 200 k log^2 n / ε (implied)", float(d), d >= d_min, f"200 k log^2 n / ε = {d_min:.6g}"),
         Condition("n >= 1e15 (implied)", float(n), n >= 10**15, "forced by the two conditions above"),
-        Condition(
-            "(1-λ)^(-1)/sqrt(n d) small",
-            1.0 / (one * math.sqrt(n * float(d))),
-            1.0 / (one * math.sqrt(n * float(d))) <= SMALL_HEAVY_TRAFFIC,
-            f"read as <= {SMALL_HEAVY_TRAFFIC} (a convention of this tool)",
-        ),
+        Condition("(1-λ)^(-1)/sqrt(n d) small", small, small <= SMALL_HEAVY_TRAFFIC, conv),
     ]
     return TheoremReport(conditions=tuple(conds), applies=all(c.holds for c in conds), k=k)

@@ -13,7 +13,6 @@ from ..model import MAX_THEORY_N, check_int, check_load, check_positive_float, c
 from .equilibrium import MAX_K, k_lambda_d
 
 
-# =========================================================================== §6
 @dataclass(frozen=True)
 class MixingBounds(Result):
     """Orders of the mixing time (docs/model.md §6, constants taken as 1).
@@ -34,39 +33,30 @@ class MixingBounds(Result):
 
     def to_frame(self) -> Any:
         """Two rows (``bound`` = upper, lower) with ``steps`` and ``time``."""
-        return frame(
-            [
-                {"bound": "upper", "k": self.k, "steps": self.upper_steps, "time": self.upper_time},
-                {"bound": "lower", "k": self.k, "steps": self.lower_steps, "time": self.lower_time},
-            ]
-        )
+        rows = [("upper", self.upper_steps, self.upper_time), ("lower", self.lower_steps, self.lower_time)]
+        return frame([{"bound": b, "k": self.k, "steps": s, "time": t} for b, s, t in rows])
 
     def summary(self) -> str:
+        caveat = (
+            "; the upper order is below the lower one here (their ratio k log n is below 1): "
+            "orders for large n, not bounds at this n"
+        )
         return (
             f"mixing from a good state (paper 000, docs/model.md §6, constants 1): "
             f"upper k d^(k−1) n log n = {self.upper_steps:.4g} steps ({self.upper_time:.4g} time units), "
             f"lower d^(k−1) n = {self.lower_steps:.4g} steps ({self.lower_time:.4g} time units)"
-            + (
-                "; the upper order is below the lower one here (their ratio k log n is below 1): "
-                "orders for large n, not bounds at this n"
-                if self.upper_steps < self.lower_steps
-                else ""
-            )
+            f"{caveat if self.upper_steps < self.lower_steps else ''}"
         )
 
 
 def steps_to_time(steps: float, n: int, lam: float | str) -> float:
-    """Discrete steps to continuous time: the chain is uniformized at rate ``n(1+λ)``
-    (docs/model.md §1).
+    """Steps of the chain uniformized at rate ``n(1+λ)`` as time (docs/model.md §1).
 
     Parameters
     ----------
     steps : float
-        Number of steps of the discrete chain.
     n : int
-        Number of servers.
     lam : float
-        Load λ.
 
     Returns
     -------
@@ -87,19 +77,17 @@ def steps_to_time(steps: float, n: int, lam: float | str) -> float:
 
 
 def mixing_bounds(n: int, d: int, lam: float | str) -> MixingBounds:
-    """From a good state: mixing in ``O(k d^{k−1} n log n)`` steps, at least ``Ω(d^{k−1} n)``
-    (docs/model.md §6, paper 000; constants not given, taken as 1).
+    """Mixing from a good state: ``O(k d^{k−1} n log n)`` and ``Ω(d^{k−1} n)`` steps, constants 1 (docs/model.md §6).
 
     Parameters
     ----------
     n, d, lam
-        The servers ``n >= 1``, choices ``d >= 2`` (ints) and the load λ in (0, 1) (float or
-        str); steps become time at the rate ``n(1+λ)`` of :func:`steps_to_time`.
+        Servers, choices ``d >= 2`` and load λ in (0, 1).
 
     Returns
     -------
     MixingBounds
-        ``k``, both orders in steps and in continuous time.
+        Both orders in steps and in time (:func:`steps_to_time`).
 
     Examples
     --------
@@ -120,21 +108,18 @@ def mixing_bounds(n: int, d: int, lam: float | str) -> MixingBounds:
 
 
 def mixing_lower_customers(n: int, lam: float | str, g: float) -> float:
-    """From ``‖x‖₁ = g n`` with ``g ≫ k``: ``Ω((1−λ)^{−1} g n)`` steps (docs/model.md §6).
+    """From ``‖x‖₁ = g n``, ``g ≫ k``: ``Ω(g n/(1−λ))`` steps, constant 1 (docs/model.md §6).
 
     Parameters
     ----------
     n : int
-        Number of servers.
     lam : float or str
-        Load λ in (0, 1).
     g : float
-        Customers per server at the start, ``g > 0``.
+        Customers per server at the start.
 
     Returns
     -------
     float
-        ``g n / (1 − λ)`` (constant taken as 1).
 
     Examples
     --------
@@ -148,19 +133,15 @@ def mixing_lower_customers(n: int, lam: float | str, g: float) -> float:
 
 
 def mixing_lower_long(n: int, ell: int) -> float:
-    """From one long queue ``‖x‖∞ = ℓ ≫ k``: ``Ω(ℓ n)`` steps (docs/model.md §6).
+    """From one queue of length ``ℓ ≫ k``: ``Ω(ℓ n)`` steps, constant 1 (docs/model.md §6).
 
     Parameters
     ----------
-    n : int
-        Number of servers.
-    ell : int
-        Length of the long queue, ``ℓ >= 1``.
+    n, ell : int
 
     Returns
     -------
     float
-        ``ℓ n`` (constant taken as 1).
 
     Examples
     --------
@@ -171,20 +152,18 @@ def mixing_lower_long(n: int, ell: int) -> float:
 
 
 def slow_mode_matrix(d: int, lam: float | str, k: int | None = None) -> np.ndarray:
-    """``A_k`` [derived] (docs/model.md §6): ``k×k`` tridiagonal, sub-diagonal ``λd``,
-    super-diagonal 1, diagonal ``−(1+λd)`` except ``−1`` in the last row.
+    """``A_k`` of ``dq/dt = A_k q + (1−λ)e_k`` [derived] (docs/model.md §6): tridiagonal ``k×k``.
 
     Parameters
     ----------
     d, lam
-        The choices ``d >= 1`` (int) and the load λ in (0, 1) (float or str).
+        Choices ``d >= 1`` and load λ in (0, 1).
     k : int, optional
-        Size; defaults to ``k_{λ,d}``.
+        Defaults to ``k_{λ,d}``.
 
     Returns
     -------
     numpy.ndarray
-        The ``k×k`` matrix of the linearised profile dynamics ``dq/dt = A_k q + (1−λ)e_k``.
 
     Examples
     --------
@@ -230,15 +209,7 @@ class SlowMode(Result):
 
 
 def _slow_mu(a: float, k: int) -> float:
-    """Smallest ``μ > 0`` with ``A_k q = −μ q``.
-
-    Writing the eigenvector as ``q_1 = 1``, ``D_i = q_{i+1} − q_i`` with ``D_0 = 1`` and
-    ``D_i = a D_{i−1} − μ q_i``, the rows of ``A_k`` reduce to the scalar equation
-    ``μ Σ_{i=1}^k q_i(μ) = 1`` (no cancellation for small ``μ``, unlike a dense
-    eigen-solver whose absolute error ``~1e-16·λd`` swamps ``μ ≈ d^{−(k−1)}``).
-    Below the smallest eigenvalue all ``q_i > 0`` (Sturm), so the first root is bracketed
-    by increasing ``μ`` from 0.
-    """
+    """Smallest ``μ > 0`` with ``A_k q = −μ q``, by bisection on ``μ Σ_i q_i(μ) = 1`` (docs/model.md §6)."""
 
     def g(mu):
         q, D, s = 1.0, 1.0, 0.0
@@ -277,28 +248,19 @@ def _slow_mu(a: float, k: int) -> float:
 
 
 def slow_mode(d: int, lam: float | str, k: int | None = None) -> SlowMode:
-    """Slowest relaxation rate ``μ_k`` of the linearised profile [derived] (docs/model.md §6).
-
-    ``dq/dt = A_k q + (1−λ)e_k``; its eigenvalue of largest real part is ``−μ_k`` with
-    ``μ_k ≈ (λd−1)/((λd)^k − 1) ≈ d^{−(k−1)}``.  Found from the scalar equation
-    ``μ Σ_i q_i(μ) = 1`` of docs/model.md §6 by bisection, not by a dense eigen-solver.
+    """Slowest relaxation rate ``μ_k ≈ (λd−1)/((λd)^k − 1)`` of the linearised profile [derived] (docs/model.md §6).
 
     Parameters
     ----------
-    d, lam
-        The choices ``d >= 1`` (int) and the load λ in (0, 1) (float or str).
-    k : int, optional
-        Defaults to ``k_{λ,d}``.
+    d, lam, k
+        As in :func:`slow_mode_matrix`.
 
     Returns
     -------
     SlowMode
-        ``mu``, its approximation ``mu_approx``, the relaxation time ``1/μ`` and
-        ``(1+λ)/μ`` steps per server.
 
     Examples
     --------
-    >>> import numpy as np
     >>> sm = slow_mode(20, 0.99)
     >>> round(sm.mu, 6), round(sm.mu_approx, 6)
     (0.045968, 0.048077)
@@ -313,14 +275,9 @@ def slow_mode(d: int, lam: float | str, k: int | None = None) -> SlowMode:
     if a == 1.0:
         approx = 1.0 / k
     elif a > 1.0 and k * math.log(a) > 700:  # a^k overflows: (a−1)/(a^k−1) ≈ (a−1) a^{−k}
-        approx = math.exp(math.log(a - 1.0) - k * math.log(a)) if a > 1.0 else 0.0
+        approx = math.exp(math.log(a - 1.0) - k * math.log(a))
     else:
         approx = (a - 1.0) / (a**k - 1.0)
     # μ below the smallest double (an explicit large k) is 0: the relaxation time is infinite
-    return SlowMode(
-        k=k,
-        mu=mu,
-        mu_approx=approx,
-        relaxation_time=1.0 / mu if mu > 0 else math.inf,
-        relaxation_steps_per_server=(1.0 + lam) / mu if mu > 0 else math.inf,
-    )
+    tau, steps = (1.0 / mu, (1.0 + lam) / mu) if mu > 0 else (math.inf, math.inf)
+    return SlowMode(k=k, mu=mu, mu_approx=approx, relaxation_time=tau, relaxation_steps_per_server=steps)

@@ -10,7 +10,6 @@ from ..model import MAX_THEORY_N, check_load, check_positive_int
 from .equilibrium import _log_lambda
 
 
-# =========================================================================== §8
 @dataclass(frozen=True)
 class Regime002(Result):
     """Where ``(n, d, λ)`` sits among the three limits of paper 002 (docs/model.md §8, derived).
@@ -46,20 +45,16 @@ REGIME_C_ABOVE = 5.0  # d/√n above this resembles (c)
 def regime_002(n: int, d: int, lam: float | str) -> Regime002:
     """The paper-002 quantities of ``(n, d, λ)`` and the regime it resembles (docs/model.md §8).
 
-    The regimes are limits (``d/√n → 0, c, ∞``); for one finite ``n`` we say (a) when
-    ``d/√n < 0.2``, (c) when ``d/√n > 5``, (b) in between (a convention of this tool).
+    (a) when ``d/√n < 0.2``, (c) when ``> 5``, (b) between (a convention for finite ``n``).
 
     Parameters
     ----------
     n, d, lam
-        The servers ``n >= 1``, choices ``d >= 1`` (ints) and the load λ in (0, 1) (float or
-        str); paper 002 needs ``d(1−λ)`` large, and the note warns when it is below 10.
+        Servers, choices ``d >= 1`` and load λ in (0, 1); the note warns when ``d(1−λ) < 10``.
 
     Returns
     -------
     Regime002
-        ``d/√n``, ``κ = dλ^d``, ``c_n = n^{−1/(2d)}``, ``ζ = √n(c_n − λ)``, ``d(1−λ)``, the
-        regime letter and a note (with a warning when ``d(1−λ)`` is not large).
 
     Examples
     --------

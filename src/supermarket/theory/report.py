@@ -1,4 +1,4 @@
-"""The report behind ``supermarket theory``: everything paper 000 and paper 002 let us say about ``(n, d, λ)``."""
+"""The report behind ``supermarket theory``: what papers 000 and 002 say about ``(n, d, λ)``."""
 
 from __future__ import annotations
 
@@ -25,27 +25,23 @@ from .mixing_time import MixingBounds, SlowMode, mixing_bounds, slow_mode
 from .paper002 import Regime002, regime_002
 
 
-# =========================================================================== summary
 def summary(n: int, d: int, lam: float | str, eps: float = 0.1) -> dict:
-    """Everything the papers let us say about ``(n, d, λ)`` without simulating: the report
-    behind ``supermarket theory`` (docs/model.md §3–6, §8).  ``d = 1`` has no finite ``k``:
-    the k-dependent entries are then ``None``.
+    """Everything the papers say about ``(n, d, λ)`` without simulating (docs/model.md §3–6, §8).
 
     Parameters
     ----------
     n, d, lam
-        The servers ``n >= 1``, choices ``d >= 1`` (ints; ``d = 1`` has no ``k_{λ,d}``) and
-        the load λ in (0, 1) (float or str).
-    eps : float, optional
-        ε of the good set, in (0, 1/10] (default 0.1).
+        Servers, choices ``d >= 1`` and load λ in (0, 1) (float or str).
+    eps : float
+        ε of the good set, in (0, 1/10].
 
     Returns
     -------
     dict
-        Keys ``params``, ``fixed_point``, ``mean_queue_length``, ``mean_sojourn_time``,
+        ``params``, ``fixed_point``, ``mean_queue_length``, ``mean_sojourn_time``,
         ``k_hypothesis``, ``regime_002``, ``k``, ``k_report``, ``linearised_q``,
-        ``predicted_counts``, ``theorem_1_2``, ``mixing_steps``, ``mixing_time``,
-        ``slow_rate``, ``slow_mode``.
+        ``predicted_counts``, ``theorem_1_2``, ``mixing_steps``, ``mixing_time``, ``slow_rate``,
+        ``slow_mode`` (the k-dependent ones ``None`` for ``d = 1``).
 
     Examples
     --------
@@ -67,17 +63,8 @@ def summary(n: int, d: int, lam: float | str, eps: float = 0.1) -> dict:
         "regime_002": regime_002(n, d, lam_f).to_dict(),
     }
     if d == 1:
-        out.update(
-            k=None,
-            k_report=None,
-            linearised_q=None,
-            predicted_counts=None,
-            theorem_1_2=None,
-            mixing_steps=None,
-            mixing_time=None,
-            slow_rate=None,
-            slow_mode=None,
-        )
+        keys = "k k_report linearised_q predicted_counts theorem_1_2 mixing_steps mixing_time slow_rate slow_mode"
+        out.update(dict.fromkeys(keys.split()))
         return out
     kr = k_report(d, lam)
     k = kr.k
@@ -108,11 +95,7 @@ def summary(n: int, d: int, lam: float | str, eps: float = 0.1) -> dict:
 
 @dataclass(frozen=True)
 class TheoryReport(Result):
-    """The report behind ``supermarket theory``: the dict of :func:`summary` as a result.
-
-    ``data`` has the keys listed in :func:`summary`.  ``to_dict()`` returns it (JSON-safe),
-    ``to_frame()`` the fixed point with the linearised profile by level, ``summary()`` the
-    text the command line prints, ``plot(path)`` π(i) against the linearised profile.
+    """The dict of :func:`summary` as a result; ``plot`` draws π(i) against the linearised profile.
 
     Examples
     --------
@@ -130,24 +113,14 @@ class TheoryReport(Result):
 
     def _rows(self):
         r = self.data
-        lin = r["linearised_q"] or []
-        cnt = r["predicted_counts"] or []
+        lin, cnt = r["linearised_q"] or [], r["predicted_counts"] or []
         shown = min(len(r["fixed_point"]), max(len(lin) + 2, 6))
-        for i in range(1, shown + 1):
-            pi = r["fixed_point"][i - 1]
-            yield (
-                i,
-                pi,
-                1 - pi,
-                lin[i - 1] if i - 1 < len(lin) else None,
-                cnt[i - 1] if i - 1 < len(cnt) else None,
-                i - 1 < len(lin),
-            )
+        lin_p, cnt_p = lin + [None] * shown, cnt + [None] * shown  # None past the end
+        for i, pi in enumerate(r["fixed_point"][:shown], start=1):
+            yield i, pi, 1 - pi, lin_p[i - 1], cnt_p[i - 1], i - 1 < len(lin)
 
     def to_frame(self) -> Any:
-        """One row per level ``i`` (the levels the text shows): ``pi``, ``one_minus_pi``,
-        ``q_tilde`` and the predicted number of queues of length ``i − 1`` (derived; None
-        past ``k`` or outside the linearisation's regime)."""
+        """One row per level shown: ``pi``, ``one_minus_pi``, ``q_tilde``, predicted queues of length ``i − 1``."""
         return frame(
             [
                 {"level": i, "pi": pi, "one_minus_pi": om, "q_tilde": q, "predicted_queues_of_length_i_minus_1": c}
@@ -200,22 +173,14 @@ class TheoryReport(Result):
             th12 = r["theorem_1_2"]
             conds = tuple(Condition(**c) for c in th12["conditions"])
             lines.append(TheoremReport(conds, th12["applies"], th12["k"]).summary())
-            lines.append(
-                MixingBounds(
-                    r["k"],
-                    r["mixing_steps"]["upper"],
-                    r["mixing_steps"]["lower"],
-                    r["mixing_time"]["upper"],
-                    r["mixing_time"]["lower"],
-                ).summary()
-            )
+            ms, mt = r["mixing_steps"], r["mixing_time"]
+            lines.append(MixingBounds(r["k"], ms["upper"], ms["lower"], mt["upper"], mt["lower"]).summary())
             lines.append(SlowMode(**r["slow_mode"]).summary())
         lines.append(Regime002(**r["regime_002"]).summary())
         return "\n".join(lines)
 
     def plot(self, path: Any = None) -> Any:
-        """π(i) (mean field) and ``1 − q̃_i`` (the linearised profile, derived) against the level,
-        on a log scale.  Returns the figure; saves it when ``path`` is given."""
+        """π(i) and ``1 − q̃_i`` against the level, log scale; saved when ``path`` is given."""
         plt = pyplot(path is not None, force=False)
 
         pi = np.asarray(self.data["fixed_point"], dtype=float)
@@ -238,7 +203,7 @@ class TheoryReport(Result):
 
 
 def theory_report(n: int, d: int, lam: float | str, eps: float = 0.1) -> TheoryReport:
-    """:func:`summary` as a :class:`TheoryReport` (``to_dict``, ``to_frame``, ``summary``, ``plot``).
+    """:func:`summary` as a :class:`TheoryReport`.
 
     Parameters
     ----------
@@ -248,11 +213,6 @@ def theory_report(n: int, d: int, lam: float | str, eps: float = 0.1) -> TheoryR
     Returns
     -------
     TheoryReport
-
-    Raises
-    ------
-    ValueError
-        As :func:`summary`.
 
     Examples
     --------

@@ -1,5 +1,4 @@
-"""Sizing (:func:`design`): the least number of choices ``d`` with ``k_{λ,d}`` at most a given queue length
-(docs/model.md §4)."""
+"""Sizing (:func:`design`): the least ``d`` with ``k_{λ,d}`` at most a queue length (docs/model.md §4)."""
 
 from __future__ import annotations
 
@@ -21,7 +20,6 @@ from .equilibrium import (
 )
 
 
-# =========================================================================== design
 @dataclass(frozen=True)
 class DesignReport(Result):
     """Least number of choices that keeps ``k_{λ,d} <= max_queue`` (docs/model.md §4).
@@ -50,8 +48,7 @@ class DesignReport(Result):
     _omit = ("n", "k_one_less")
 
     def to_frame(self) -> Any:
-        """One row per queue length: ``length``, ``share`` (NaN outside the linearisation's regime),
-        and ``queues`` (``n × share``) when ``n`` was given."""
+        """One row per length: ``share`` (NaN outside the linearisation's regime), ``queues`` with ``n``."""
         return frame(
             [
                 {"length": j, "share": s, **({"queues": self.n * s} if self.n is not None else {})}
@@ -62,65 +59,51 @@ class DesignReport(Result):
     def summary(self) -> str:
         """The answer and the predicted shares by length, as ``supermarket design`` prints them."""
 
-        other = (
-            "d = 1 has no bounded maximum"
-            if self.k_one_less is None
-            else f"d = {self.d - 1} would give {self.k_one_less}"
-        )
-        head = f"At load λ = {self.load}, d = {self.d} choices give k_(λ,d) = {self.k} ≤ {self.max_queue} ({other})."
-        rows = []
-        for j, s in enumerate(self.share_by_length):
-            ok = s == s  # NaN: outside the linearisation's regime
-            rows.append(
-                [str(j), f"{s:.6g}" if ok else "—"]
-                + ([f"{self.n * s:.6g}" if ok else "—"] if self.n is not None else [])
-            )
+        K, n, share = self.max_queue, self.n, self.share_above_max_queue
+        other = f"d = {self.d - 1} would give {self.k_one_less}" if self.k_one_less else "d = 1 has no bounded maximum"
+
+        def cell(v):  # NaN: outside the linearisation's regime
+            return f"{v:.6g}" if v == v else "—"
+
+        rows = [
+            [str(j), cell(s)] + ([cell(n * s)] if n is not None else []) for j, s in enumerate(self.share_by_length)
+        ]
         t = text_table(
-            ["length", "share"] + (["queues (of n)"] if self.n is not None else []),
+            ["length", "share"] + (["queues (of n)"] if n is not None else []),
             rows,
             title="Predicted share of queues by length (linearised profile, derived)",
         )
-        out = head + "\n" + t
+        out = f"At load λ = {self.load}, d = {self.d} choices give k_(λ,d) = {self.k} ≤ {K} ({other}).\n{t}"
         if not self.linearisation_valid:
             out += f"\nnote: {self.note} (—)."
-        K = self.max_queue
         out += (
             f"\nmean field at d = {self.d} (n → ∞, docs/model.md §3): a share π({K + 1}) = "
-            f"{self.share_above_max_queue:.6g} of queues hold more than {K} customer{'s' if K > 1 else ''}"
+            f"{share:.6g} of queues hold more than {K} customer{'s' if K > 1 else ''}"
         )
-        if self.n is not None:
+        if n is not None:
             out += (
-                f" (about {self.n * self.share_above_max_queue:.6g} of n = {self.n}); hypothesis maximum "
-                f"at this n (largest k with n·π(k) ≥ 1, docs/model.md §4, reconstructed): {self.hypothesis_max}"
+                f" (about {n * share:.6g} of n = {n}); hypothesis maximum at this n (largest k with n·π(k) ≥ 1, "
+                f"docs/model.md §4, reconstructed): {self.hypothesis_max}"
             )
-        out += (
-            "\nk_(λ,d) is paper 000's heavy-traffic statement (λ → 1 with d growing)"
-            + (f"; {self.k_note}" if self.k_note else "")
-            + "."
-        )
-        return out
+        k_note = f"; {self.k_note}" if self.k_note else ""
+        return f"{out}\nk_(λ,d) is paper 000's heavy-traffic statement (λ → 1 with d growing){k_note}."
 
 
 def design(lam: float | str, max_queue: int, n: int | None = None) -> DesignReport:
-    """The least ``d >= 2`` with ``k_{λ,d} <= K``, i.e. ``d^K >= 1/(1−λ)`` (docs/model.md §4),
-    and the predicted share of queues at each length for that ``d``.
+    """The least ``d >= 2`` with ``k_{λ,d} <= K`` (``d^K >= 1/(1−λ)``; docs/model.md §4) and its shares by length.
 
     Parameters
     ----------
     lam : float or str
         Load λ in (0, 1).
     max_queue : int
-        ``K >= 1``, the longest queue length to allow.
+        ``K >= 1``.
     n : int, optional
-        Number of servers: the answer does not depend on it; it gives the expected number of
-        queues longer than ``K`` and the hypothesis maximum at this ``n``.
+        Servers: adds expected queue counts and the hypothesis maximum (``d`` does not depend on it).
 
     Returns
     -------
     DesignReport
-        ``d``, ``k = k_{λ,d}``, the linearised share of queues at each length ``0..k``
-        [derived], ``π(1..k+1)``, the mean field's share ``π(K+1)`` of queues longer than
-        ``K`` (not small near a boundary: ``k_note``) and, with ``n``, the hypothesis maximum.
 
     Examples
     --------
@@ -133,9 +116,7 @@ def design(lam: float | str, max_queue: int, n: int | None = None) -> DesignRepo
     if n is not None:
         check_positive_int("n", n, maximum=MAX_THEORY_N)
     x = _log_inv_one_minus(lam)
-    # k_{λ,d} does not increase with d: bisect for the least d with k <= K.  (A walk of one
-    # d at a time from an estimate never ended where the two readings of a float load,
-    # 1/(1−λ) = 10^16 or 2^53, lie 10^15 apart.)
+    # k_{λ,d} does not increase with d: bisect for the least d with k <= K
     hi = max(3, int(math.ceil(math.exp(min(x / K, 700.0)))) + 2)
     while k_lambda_d(hi, lam) > K:
         hi *= 2
