@@ -1,8 +1,5 @@
 """The exact continuous-time profile chain at a regime's parameters (docs/model.md §1–2, §8),
-engine :mod:`supermarket.engines.fluct`: ``log P`` is tabulated up to :data:`TABLE_MAX_N`
-servers, and kernel calls are cut into :data:`CHUNK_EVENTS` events so that Ctrl-C is
-honoured promptly.
-"""
+engine :mod:`supermarket.engines.fluct`."""
 
 from __future__ import annotations
 
@@ -23,19 +20,14 @@ from .runs import EVENTS_PER_SECOND, _check_grid, _check_work, _default_burn_in,
 __all__ = ["FluctuationSim", "simulate_fluctuations", "TABLE_MAX_N", "CHUNK_EVENTS"]
 
 TABLE_MAX_N = 1 << 23  # up to this n, log P is tabulated (8 MiB per 10^6 servers); above, computed
-#: Kernel calls are cut into chunks of about this many events (a few hundredths of a
-#: second), so Ctrl-C is honoured promptly; the numbers do not depend on the cut.
+#: Events per kernel call (Ctrl-C is honoured between calls; the numbers do not depend on it).
 CHUNK_EVENTS = 1 << 21
 
 
 @dataclass(frozen=True, kw_only=True)
 class FluctuationSim(_ScaledRun):
-    """The exact chain's scaled process after burn-in (docs/model.md §1–2, §8).
-
-    ``grid``: array ``(replications, G, 2)`` of ``(z1, z2)`` at times ``t`` (after burn-in);
-    ``acf_*``: autocorrelation at lags ``lags`` (time units) with standard errors.
-    Result protocol: :meth:`to_dict`, :meth:`to_frame` (moments), :meth:`acf_frame`,
-    :meth:`summary`, :meth:`plot`.
+    """The exact chain's scaled process after burn-in (docs/model.md §1–2, §8); ``grid``:
+    ``(replications, G, 2)``.
 
     Examples
     --------
@@ -91,7 +83,7 @@ def _logp_table(n: int, d: int, replace: bool) -> np.ndarray:
 
 
 def _chain_task(args):
-    """One replication of the chain (module level: it runs on threads, processes or Dask)."""
+    """One replication of the chain."""
     from ..engines.fluct import DONE, OVERFLOW, fluct_ctmc
 
     (n, lam, logp, start, m0, m1, burn_in, time, batches, grid_dt, ss, G, d, replace, lgn) = args
@@ -100,7 +92,6 @@ def _chain_task(args):
     sums = np.zeros((batches, 5))
     grid = np.zeros((G, 2))
     state = state_from_seed_sequence(ss)
-    overflow = False
     while True:
         parallel.check_stop()
         st = fluct_ctmc(
@@ -123,12 +114,8 @@ def _chain_task(args):
             clock,
             CHUNK_EVENTS,
         )
-        if st == OVERFLOW:
-            overflow = True
-            break
-        if st == DONE:
-            break
-    return sums, grid, int(clock[2]), overflow
+        if st in (DONE, OVERFLOW):
+            return sums, grid, int(clock[2]), st == OVERFLOW
 
 
 def simulate_fluctuations(
@@ -145,12 +132,8 @@ def simulate_fluctuations(
     client: Any = None,
     progress: Any = None,
 ) -> FluctuationSim:
-    """Simulate the continuous-time profile chain at ``p`` and measure ``(z1, z2)``.
-
-    Exact in law (docs/model.md §1–2).  Each replication starts at the rounded centre
-    ``n x^n``; moments are time averages with batch-means standard errors, checked against
-    the integrated autocorrelation time measured on the grid (``moments.adequate``).
-    Replication ``r`` uses child ``r`` of ``seed``, so results do not depend on ``workers``.
+    """The continuous-time profile chain at ``p`` from the rounded centre ``n x^n``: moments of
+    ``(z1, z2)`` with checked batch-means errors (docs/model.md §1–2, §8; docs/fluctuations.md).
 
     Parameters
     ----------
@@ -161,12 +144,13 @@ def simulate_fluctuations(
         Default ``max(20, time/10)``, and at least ``5/ζ²`` in (c).
     replications : int, default 1
     seed : int or numpy.random.SeedSequence, default 0
+        Replication ``r``: child ``r`` (results do not depend on ``workers``).
     workers : int, optional
         Threads (default: all cores).
     grid_dt : float, default 0.05
         Spacing of the recorded grid.
     batches : int, default 10
-        Batches per replication for the batch means (at least 2).
+        Batches per replication (at least 2).
     max_lag : float, default 10.0
         Largest autocorrelation lag (time units).
     client : dask.distributed.Client, optional
@@ -175,16 +159,6 @@ def simulate_fluctuations(
     Returns
     -------
     FluctuationSim
-
-    Raises
-    ------
-    ValueError
-        Bad parameters; a recorded grid larger than :data:`MAX_GRID_BYTES` (raise
-        ``grid_dt`` or lower ``time``); more than :data:`REFUSE_EVENTS` events in all (the
-        message gives the estimate).  A :class:`WorkWarning` is issued above
-        :data:`WARN_EVENTS`.
-    TypeError
-        ``p`` is not a :class:`RegimeParams`.
 
     Examples
     --------
