@@ -13,7 +13,7 @@ from scipy.special import gammaln
 from .. import parallel
 from ..engines.rng import state_from_seed_sequence
 from ..model import check_int, check_positive_float, check_positive_int, spawn_seeds
-from .moments import _moments_from_blocks, _with_adequacy, autocorrelation
+from .moments import _grid_fields, _moments_from_blocks, _with_adequacy
 from .regimes import LEVEL_CAPACITY, RegimeParams, _nonneg
 from .runs import EVENTS_PER_SECOND, _check_grid, _check_work, _default_burn_in, _run_jobs, _ScaledRun, _workers
 
@@ -92,28 +92,10 @@ def _chain_task(args):
     sums = np.zeros((batches, 5))
     grid = np.zeros((G, 2))
     state = state_from_seed_sequence(ss)
+    run = (m0, m1, burn_in, time, batches, grid_dt)
     while True:
         parallel.check_stop()
-        st = fluct_ctmc(
-            n,
-            lam,
-            logp,
-            counts,
-            m0,
-            m1,
-            burn_in,
-            time,
-            batches,
-            grid_dt,
-            state,
-            sums,
-            grid,
-            d,
-            replace,
-            lgn,
-            clock,
-            CHUNK_EVENTS,
-        )
+        st = fluct_ctmc(n, lam, logp, counts, *run, state, sums, grid, d, replace, lgn, clock, CHUNK_EVENTS)
         if st in (DONE, OVERFLOW):
             return sums, grid, int(clock[2]), st == OVERFLOW
 
@@ -220,31 +202,11 @@ def simulate_fluctuations(
     secs = _time.perf_counter() - t0
     sums = np.stack([o[0] for o in out])
     grid = np.stack([o[1] for o in out])
-    events = np.array([o[2] for o in out], dtype=np.int64)
-    overflow = np.array([o[3] for o in out], dtype=bool)
-    if overflow.any():
+    if any(o[3] for o in out):
         raise RuntimeError(
             f"a queue grew past {LEVEL_CAPACITY - 1} customers; the parameters are far from the near-equilibrium regime"
         )
     avg = sums.reshape(R * batches, 5) / (time / batches)
     mom = _with_adequacy(_moments_from_blocks(avg), grid, grid_dt, time / batches, batches)
-    L = max(1, min(int(max_lag / grid_dt), G // 4))
-    a1, s1 = autocorrelation(grid[:, :, 0], L)
-    a2, s2 = autocorrelation(grid[:, :, 1], L)
-    return FluctuationSim(
-        params=p,
-        time=time,
-        burn_in=burn_in,
-        replications=R,
-        batches=batches,
-        events=int(events.sum()),
-        seconds=secs,
-        moments=mom,
-        t=np.arange(G) * grid_dt,
-        grid=grid,
-        lags=np.arange(L + 1) * grid_dt,
-        acf_z1=a1,
-        acf_z2=a2,
-        acf_z1_stderr=s1,
-        acf_z2_stderr=s2,
-    )
+    run = dict(time=time, burn_in=burn_in, replications=R, batches=batches, events=sum(o[2] for o in out), seconds=secs)
+    return FluctuationSim(params=p, **run, moments=mom, **_grid_fields(grid, G, grid_dt, max_lag))

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -17,7 +16,8 @@ from ..model import spawn_seeds
 from .chain import FluctuationSim, simulate_fluctuations
 from .diffusions import REFLECTIONS, LimitSDE, limit_closed_form, limit_for, prelimit_sde
 from .moments import BATCH_TAU_FACTOR, KEYS, Moments
-from .regimes import DERIVED_NOTE, RegimeParams, RegimeWarning, regime_a
+from .regimes import DERIVED_NOTE, RegimeParams, regime_a
+from .runs import _first_30
 
 __all__ = [
     "lna_moments",
@@ -55,16 +55,8 @@ def lna_moments(p: RegimeParams) -> Moments:
     x = np.asarray(res.centre)
     sq = math.sqrt(p.n)
     x2 = x[1] if x.size > 1 else 0.0
-    w22 = W[1, 1] if W.shape[0] > 1 else 0.0
-    w12 = W[0, 1] if W.shape[0] > 1 else 0.0
-    return Moments(
-        mean_z1=sq * (x[0] - p.m[0]),
-        mean_z2=sq * (x2 - p.m[1]),
-        var_z1=float(W[0, 0]),
-        var_z2=float(w22),
-        cov_z1z2=float(w12),
-        stderr=None,
-    )
+    w22, w12 = (W[1, 1], W[0, 1]) if W.shape[0] > 1 else (0.0, 0.0)
+    return Moments(sq * (x[0] - p.m[0]), sq * (x2 - p.m[1]), float(W[0, 0]), float(w22), float(w12), stderr=None)
 
 
 def lna_does_not_apply(m: Moments | None) -> str:
@@ -253,13 +245,12 @@ class Comparison(Result):
         p, sim, lim = self.params, self.sim, self.limit
         names = sim._names()
         fig, axes = plt.subplots(2, 2, figsize=(11, 7))
-        k = min(sim.t.size, max(2, int(30 / (sim.t[1] - sim.t[0]))))
+        k = _first_30(sim.t)
         axes[0, 0].plot(sim.t[:k], sim.grid[0, :k, 0], lw=0.7, label="chain")
         if lim.t.size > 1:
-            kl = min(lim.t.size, max(2, int(30 / (lim.t[1] - lim.t[0]))))
+            kl = _first_30(lim.t)
             axes[0, 0].plot(lim.t[:kl], lim.grid[0, :kl, 0], lw=0.7, label="limit (derived)")
-        axes[0, 0].set_xlabel("time")
-        axes[0, 0].set_ylabel(names[0])
+        axes[0, 0].set(xlabel="time", ylabel=names[0])
         axes[0, 0].legend(fontsize=7)
         for j, ax in ((0, axes[0, 1]), (1, axes[1, 0])):
             s = sim.grid[:, :, j].ravel()
@@ -275,8 +266,7 @@ class Comparison(Result):
         ax.errorbar(sim.lags, sim.acf_z1, yerr=sim.acf_z1_stderr, lw=1, label=f"chain {names[0]}")
         if lim.lags.size > 1:
             ax.plot(lim.lags, lim.acf_z1, lw=1, label=f"limit {names[0]}")
-        ax.set_xlabel("lag")
-        ax.set_ylabel("autocorrelation")
+        ax.set(xlabel="lag", ylabel="autocorrelation")
         ax.legend(fontsize=7)
         fig.suptitle(f"Regime ({p.regime}) n={p.n} d_n={p.d} λ_n={p.lam:.5g}: {p.coordinates}", fontsize=9)
         fig.tight_layout()
@@ -366,7 +356,9 @@ def compare(
         client=client,
     )
     extra = {"reflection": reflection} if p.regime == "c" else {}
-    sde = dict(paths=sde_paths, time=sde_time, burn_in=sde_burn_in, dt=dt, record_paths=min(32, sde_paths))
+    sde: dict[str, Any] = dict(
+        paths=sde_paths, time=sde_time, burn_in=sde_burn_in, dt=dt, record_paths=min(32, sde_paths)
+    )
     sde.update(workers=workers, grid_dt=grid_dt, client=client)
     lim = limit_for(p, seed=ss[1], **sde, **extra)
     pre = prelimit_sde(p, seed=ss[2], **sde) if prelimit else None
@@ -467,7 +459,6 @@ class ScalingResult(Result):
     def plot(self, path: Any = None) -> Any:
         """``sd(G_1)`` against ``n`` (±2 standard errors) with an ``n^{-1/2}`` guide; saved at ``path``."""
         plt = pyplot()
-
         ns = np.array([r.n for r in self.rows], dtype=float)
         sd = np.array([r.sd_g1 for r in self.rows])
         se = np.array([r.sd_g1_stderr for r in self.rows])
@@ -475,10 +466,7 @@ class ScalingResult(Result):
         ax.errorbar(ns, sd, yerr=2 * se, fmt="o", capsize=3, label="simulated sd(G1) (±2 se)")
         if ns.size:
             ax.plot(ns, sd[0] * np.sqrt(ns[0] / ns), "k--", lw=1, label="n^(-1/2)")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("n")
-        ax.set_ylabel("sd(G1)")
+        ax.set(xscale="log", yscale="log", xlabel="n", ylabel="sd(G1)")
         ax.legend(fontsize=8)
         fig.tight_layout()
         plt.close(fig)
@@ -518,9 +506,7 @@ def scaling(
     """
     rows = []
     for n, ss in zip(ns, spawn_seeds(seed, len(ns))):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RegimeWarning)
-            p = regime_a(n, kappa, theta=theta)
+        p = regime_a(n, kappa, theta=theta, warn=False)
         sim = simulate_fluctuations(p, time=time, replications=replications, seed=ss, workers=workers, client=client)
         m = sim.moments
         assert m.stderr is not None  # the chain's moments always carry batch-means errors

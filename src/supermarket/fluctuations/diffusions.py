@@ -16,7 +16,7 @@ from .. import parallel
 from ..engines.rng import state_from_seed_sequence
 from ..model import check_int, check_positive_float, spawn_seeds
 from ..stats import mean_stderr
-from .moments import Moments, _moments_from_blocks, autocorrelation
+from .moments import Moments, _grid_fields, _moments_from_blocks
 from .regimes import RegimeParams, _nonneg, _positive_zeta, _real
 from .runs import SDE_STEPS_PER_SECOND, _check_grid, _check_work, _default_burn_in, _run_jobs, _ScaledRun, _workers
 
@@ -34,6 +34,9 @@ __all__ = [
 
 #: Euler steps per kernel call (Ctrl-C is honoured between calls; the numbers do not depend on it).
 CHUNK_STEPS = 1 << 21
+
+
+_PUSH = ("push_rate", "push_rate_stderr", "y_push_rate", "y_push_rate_stderr")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,29 +84,13 @@ class LimitSDE(_ScaledRun):
             method = "Euler–Maruyama" + (
                 f", reflection by {self.params.get('reflection')}" if self.regime == "c" else ""
             )
-        out = {
-            "regime": self.regime,
-            "params": self.params,
-            "paths": self.paths,
-            "time": self.time,
-            "burn_in": self.burn_in,
-            "dt": self.dt,
-            "seconds": self.seconds,
-            "max_q": self.max_q,
-            "method": method,
-            **self.moments.to_dict(),
-        }
+        out = {k: getattr(self, k) for k in ("regime", "params", "paths", "time", "burn_in", "dt", "seconds", "max_q")}
+        out.update(method=method, **self.moments.to_dict())
         if self.push_rate is not None:
-            out.update(
-                push_rate=self.push_rate,
-                push_rate_stderr=self.push_rate_stderr,
-                y_push_rate=self.y_push_rate,
-                y_push_rate_stderr=self.y_push_rate_stderr,
-            )
+            out.update({k: getattr(self, k) for k in _PUSH})
         return out
 
 
-_PUSH = ("push_rate", "push_rate_stderr", "y_push_rate", "y_push_rate_stderr")
 SDE_CHUNK = 32  # paths per kernel call (chunk j: child j of the seed)
 REFLECTIONS = ("bridge", "projection")
 
@@ -178,32 +165,9 @@ def _run_sde(kind, par, z0, what, paths, time, burn_in, dt, grid_dt, record_path
     rec = np.concatenate([o[1] for o in out]) if out else np.zeros((0, G, 2))
     T = n_steps * dt
     mom = _moments_from_blocks(ps[:, 3:8] * dt / T)
-    push = ps[:, 8] / T
-    ypush = ps[:, 9] / T
-    if Rp > 0 and G >= 8:
-        L = max(1, min(int(max_lag / grid_dt), G // 4))
-        a1, s1 = autocorrelation(rec[:, :, 0], L)
-        a2, s2 = autocorrelation(rec[:, :, 1], L)
-    else:
-        L = 0
-        a1 = a2 = s1 = s2 = np.ones(1)
-    return dict(
-        paths=P,
-        time=time,
-        burn_in=burn_in,
-        dt=dt,
-        seconds=secs,
-        moments=mom,
-        max_q=float(ps[:, 2].max()),
-        t=np.arange(G) * grid_dt,
-        grid=rec,
-        lags=np.arange(L + 1) * grid_dt,
-        acf_z1=a1,
-        acf_z2=a2,
-        acf_z1_stderr=s1,
-        acf_z2_stderr=s2,
-        push=dict(zip(_PUSH, (*mean_stderr(push), *mean_stderr(ypush)))),
-    )
+    push = dict(zip(_PUSH, (*mean_stderr(ps[:, 8] / T), *mean_stderr(ps[:, 9] / T))))
+    out = dict(paths=P, time=time, burn_in=burn_in, dt=dt, seconds=secs, moments=mom, max_q=float(ps[:, 2].max()))
+    return dict(**out, **_grid_fields(rec, G, grid_dt, max_lag, Rp > 0 and G >= 8), push=push)
 
 
 def limit_sde(
@@ -345,16 +309,8 @@ def prelimit_sde(
     out["moments"] = Moments(m.mean_z1 + s1, m.mean_z2 + s2, m.var_z1, m.var_z2, m.cov_z1z2, stderr=m.stderr)
     out["grid"] = out["grid"] + np.array([s1, s2])
     out["max_q"] = out["max_q"] + s1
-    params = {
-        "n": n,
-        "d_n": d,
-        "lambda_n": lam,
-        "c_n": c_n,
-        "zeta_n": zeta_n,
-        "replace": p.replace,
-        "q_max": qmax,
-        "effective_c": d / (sq * c_n),
-    }
+    params = dict(n=n, d_n=d, lambda_n=lam, c_n=c_n, zeta_n=zeta_n, replace=p.replace, q_max=qmax)
+    params["effective_c"] = d / (sq * c_n)
     return LimitSDE(regime=f"pre-{p.regime}", params=params, **push, **out)
 
 

@@ -113,12 +113,12 @@ def _moments_from_blocks(avg: np.ndarray) -> Moments:
     B = avg.shape[0]
     mu = avg.mean(axis=0)
     m1, m2 = mu[0], mu[1]
-    vals = {
-        "mean_z1": m1,
-        "mean_z2": m2,
-        "var_z1": mu[2] - m1 * m1,
-        "var_z2": mu[3] - m2 * m2,
-        "cov_z1z2": mu[4] - m1 * m2,
+    vals: dict[str, Any] = {
+        "mean_z1": float(m1),
+        "mean_z2": float(m2),
+        "var_z1": float(mu[2] - m1 * m1),
+        "var_z2": float(mu[3] - m2 * m2),
+        "cov_z1z2": float(mu[4] - m1 * m2),
     }
     pseudo = {
         "mean_z1": avg[:, 0],
@@ -128,7 +128,7 @@ def _moments_from_blocks(avg: np.ndarray) -> Moments:
         "cov_z1z2": avg[:, 4] - m2 * avg[:, 0] - m1 * avg[:, 1],
     }
     se = {k: (mean_stderr(v)[1] if B > 1 else float("nan")) for k, v in pseudo.items()}
-    return Moments(**{k: float(v) for k, v in vals.items()}, stderr=se)
+    return Moments(**vals, stderr=se)
 
 
 #: Integrated autocorrelation times a batch must last (the lag-one correlation of batch means
@@ -218,6 +218,16 @@ def _with_adequacy(m: Moments, grid: np.ndarray, grid_dt: float, batch_time: flo
             "underestimates its autocorrelation time)"
         )
     return replace(m, tau_int=tau, adequate=ok, note=note, time_needed=need)
+
+
+def _grid_fields(grid: np.ndarray, G: int, grid_dt: float, max_lag: float, acf: bool = True) -> dict:
+    """The grid fields of a ``_ScaledRun``: times, the grid, lags and autocorrelations (with ``acf``)."""
+    L, (a1, s1), (a2, s2) = 0, (np.ones(1), np.ones(1)), (np.ones(1), np.ones(1))
+    if acf:
+        L = max(1, min(int(max_lag / grid_dt), G // 4))
+        (a1, s1), (a2, s2) = autocorrelation(grid[:, :, 0], L), autocorrelation(grid[:, :, 1], L)
+    t, lags = np.arange(G) * grid_dt, np.arange(L + 1) * grid_dt
+    return dict(t=t, grid=grid, lags=lags, acf_z1=a1, acf_z2=a2, acf_z1_stderr=s1, acf_z2_stderr=s2)
 
 
 def autocorrelation(series: ArrayLike, max_lag: int, segments: int = 10) -> tuple[np.ndarray, np.ndarray]:

@@ -48,11 +48,11 @@ class WorkWarning(UserWarning):
 
 
 def _human_bytes(b: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
-        if b < 1024 or unit == "EiB":
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if b < 1024:
             return f"{b:.3g} {unit}"
         b /= 1024.0
-    return f"{b:.3g} EiB"  # pragma: no cover
+    return f"{b:.3g} EiB"
 
 
 def _check_grid(rows: int, points: float, what: str, option: str) -> None:
@@ -87,6 +87,11 @@ def _run_jobs(fn, tasks, workers, client=None, progress=None) -> list:
     )
     assert out is not None  # collect=True (the default): the list of results
     return out
+
+
+def _first_30(t: np.ndarray) -> int:
+    """Points of the grid ``t`` in its first 30 time units (at least 2), the stretch a path plot shows."""
+    return min(t.size, max(2, int(30 / (t[1] - t[0]))))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -142,21 +147,18 @@ class _ScaledRun(Result):
         names = self._names()
         fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
         if self.grid.size and self.t.size > 1:
-            k = min(self.t.size, max(2, int(30 / (self.t[1] - self.t[0]))))
+            k = _first_30(self.t)
             axes[0].plot(self.t[:k], self.grid[0, :k, 0], lw=0.7, label=names[0])
             axes[0].plot(self.t[:k], self.grid[0, :k, 1], lw=0.7, label=names[1])
             for j in (0, 1):
                 axes[1].hist(self.grid[:, :, j].ravel(), bins=50, density=True, alpha=0.5, label=names[j])
-        axes[0].set_xlabel("time")
-        axes[0].legend(fontsize=7)
-        axes[1].set_xlabel("value")
-        axes[1].legend(fontsize=7)
         for a, se, nm in ((self.acf_z1, self.acf_z1_stderr, names[0]), (self.acf_z2, self.acf_z2_stderr, names[1])):
             if self.lags.size > 1:
                 axes[2].errorbar(self.lags, a, yerr=se, lw=1, label=nm)
-        axes[2].set_xlabel("lag")
+        for ax, xlabel in zip(axes, ("time", "value", "lag")):
+            ax.set_xlabel(xlabel)
+            ax.legend(fontsize=7)
         axes[2].set_ylabel("autocorrelation")
-        axes[2].legend(fontsize=7)
         fig.suptitle(self._label(), fontsize=9)
         fig.tight_layout()
         plt.close(fig)

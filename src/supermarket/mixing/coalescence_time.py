@@ -18,7 +18,7 @@ from ..engines.rng import state_from_seed_sequence
 from ..model import Params, as_seed_sequence, check_fraction, check_int, check_positive_int, spawn_seeds
 from ..states import parse_start, start_counts
 from ..stats import replication_error
-from .coupling import MAX_STEPS, _Chains, _check_steps, _check_work, _counts, _map, _start_label, _workers
+from .coupling import MAX_STEPS, _burned, _Chains, _check_steps, _check_work, _counts, _map, _start_label, _workers
 
 __all__ = ["MixingResult", "coalescence", "order_statistic_ci", "start_bounds", "BURN_IN_FACTOR"]
 
@@ -157,9 +157,7 @@ def _coalescence_task(args):
     n, d, lam, replace, counts, burn_in, budget, ss = args
     p = Params(n, d, lam, replace=replace)
     rng = state_from_seed_sequence(ss)
-    stat = _Chains(p, [start_counts(n, d, lam, "fixed-point")])
-    stat.run(burn_in, rng)
-    pair = _Chains(p, [stat.c[0, : stat.top[0]].copy(), counts])
+    pair = _Chains(p, [_burned(p, start_counts(n, d, lam, "fixed-point"), burn_in, rng), counts])
     pair.run(budget, rng, stop_when_coalesced=True)
     t = int(pair.tau[1])
     return (t if t >= 0 else -1), pair.increases
@@ -341,8 +339,8 @@ class MixingResult(Result):
     def plot(self, path: Any = None) -> Any:
         """The empirical ``P(τ > t) >= d_TV(t)`` with the paper-000 orders; saved at ``path`` when given."""
         plt = pyplot()
-
-        u = self.params.n * (1.0 + self.params.lam)
+        p = self.params
+        u = p.n * (1.0 + p.lam)
         t = np.sort(np.array([np.inf if x is None else x / u for x in self.taus]))
         fig, ax = plt.subplots(figsize=(6, 4))
         finite = t[np.isfinite(t)]
@@ -355,9 +353,8 @@ class MixingResult(Result):
             v = self.to_dict()[key]
             if v is not None:
                 ax.axvline(v, ls="--", lw=0.8, label=label)
-        ax.set_xlabel("time units")
-        ax.set_ylabel("P(τ > t) ≥ d_TV(t)")
-        ax.set_title(f"coalescence from {self.start}: n={self.params.n}, d={self.params.d}, λ={self.params.lam:g}")
+        ax.set(xlabel="time units", ylabel="P(τ > t) ≥ d_TV(t)")
+        ax.set_title(f"coalescence from {self.start}: n={p.n}, d={p.d}, λ={p.lam:g}")
         ax.legend()
         plt.close(fig)
         return save_figure(fig, path)

@@ -115,9 +115,7 @@ class _Chains:
         self.rec_dist = np.zeros((M, records), dtype=np.int64)
         self.rec_c = np.zeros((M, records, record_levels), dtype=np.int64)
         self.rec_count = np.zeros(1, dtype=np.int64)
-        self.step = 0
-        self.increases = 0
-        self.mismatches = 0
+        self.step = self.increases = self.mismatches = 0
 
     def _grow(self):
         M, L = self.c.shape
@@ -149,29 +147,11 @@ class _Chains:
         while True:
             parallel.check_stop()
             upto = min(target, self.step + CHUNK_STEPS)
-            status, step, inc, mis = _k.run_coupled(
-                self.c,
-                self.top,
-                self.dist,
-                self.tau,
-                p.n,
-                p.d,
-                p_arrival,
-                p.replace,
-                self.step,
-                upto,
-                rng,
-                stop_when_coalesced,
-                self.area,
-                self.last,
-                self.top_time,
-                self.record_every,
-                self.rec_total,
-                self.rec_dist,
-                self.rec_c,
-                self.rec_count,
-                check,
-            )
+            copies = (self.c, self.top, self.dist, self.tau)
+            run = (p.n, p.d, p_arrival, p.replace, self.step, upto, rng, stop_when_coalesced)
+            rec = (self.record_every, self.rec_total, self.rec_dist, self.rec_c, self.rec_count)
+            args = (*copies, *run, self.area, self.last, self.top_time, *rec, check)
+            status, step, inc, mis = _k.run_coupled(*args)
             self.step = int(step)
             self.increases += int(inc)
             self.mismatches += int(mis)
@@ -187,6 +167,13 @@ class _Chains:
         _k.flush_area(self.c, self.area, self.last, self.step)
         span = max(self.step - start_step, 1)
         return self.area / (span * self.p.n)
+
+
+def _burned(p: Params, counts: np.ndarray, steps: int, rng: Any) -> np.ndarray:
+    """The counts of one copy from ``counts`` after ``steps`` steps alone."""
+    ch = _Chains(p, [counts])
+    ch.run(steps, rng)
+    return ch.c[0, : ch.top[0]].copy()
 
 
 # --------------------------------------------------------------------------- coupled_run
@@ -379,9 +366,7 @@ def coupled_run(
     counts = [_counts(p, s) for s in starts]
     rng = state_from_seed_sequence(as_seed_sequence(seed))
     if burn_in:
-        pre = _Chains(p, counts[:1])
-        pre.run(burn_in, rng)
-        counts[0] = pre.c[0, : pre.top[0]].copy()
+        counts[0] = _burned(p, counts[0], burn_in, rng)
     records = steps // record_every if record_every else 0
     ch = _Chains(
         p,
@@ -394,8 +379,6 @@ def coupled_run(
     )
     ch.run(steps, rng, stop_when_coalesced=stop_when_coalesced, check=check)
     T = int(ch.rec_count[0])
-    prof = ch.mean_profile(0) if time_average else None
-    share = ch.top_time / max(ch.step, 1) if track_max else None
     return CoupledRun(
         params=p,
         steps=ch.step,
@@ -408,8 +391,8 @@ def coupled_run(
         records_total=ch.rec_total[:, :T] if records else None,
         records_distance=ch.rec_dist[:, :T] if records else None,
         records_counts=ch.rec_c[:, :T] if records and record_levels else None,
-        mean_profile=prof,
-        max_queue_share=share,
+        mean_profile=ch.mean_profile(0) if time_average else None,
+        max_queue_share=ch.top_time / max(ch.step, 1) if track_max else None,
     )
 
 

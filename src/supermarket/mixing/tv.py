@@ -16,7 +16,7 @@ from ..engines.rng import state_from_seed_sequence
 from ..model import Params, check_int, spawn_seeds
 from ..states import start_counts
 from .coalescence_time import _default_burn_in, start_bounds
-from .coupling import MAX_STEPS, _Chains, _check_steps, _check_work, _counts, _map, _start_label, _workers
+from .coupling import MAX_STEPS, _burned, _Chains, _check_steps, _check_work, _counts, _map, _start_label, _workers
 
 __all__ = ["TVCurve", "tv_curve"]
 
@@ -27,14 +27,12 @@ def _tv_task(args):
     rng = state_from_seed_sequence(ss)
     T = steps // every
     # coupled pair (stationary copy, copy from x): the coupling bound P(τ > t)
-    stat = _Chains(p, [start_counts(n, d, lam, "fixed-point")])
-    stat.run(burn_in, rng)
-    pair = _Chains(p, [stat.c[0, : stat.top[0]].copy(), counts], record_every=every, records=T)
+    stat = _burned(p, start_counts(n, d, lam, "fixed-point"), burn_in, rng)
+    pair = _Chains(p, [stat, counts], record_every=every, records=T)
     pair.run(steps, rng)
     # an independent stationary copy: the reference law of the total number of customers
-    ref = _Chains(p, [start_counts(n, d, lam, "fixed-point")])
-    ref.run(burn_in, rng)
-    ref2 = _Chains(p, [ref.c[0, : ref.top[0]].copy()], record_every=every, records=T)
+    ref = _burned(p, start_counts(n, d, lam, "fixed-point"), burn_in, rng)
+    ref2 = _Chains(p, [ref], record_every=every, records=T)
     ref2.run(steps, rng)
     return pair.rec_total[1].copy(), pair.rec_dist[1].copy(), ref2.rec_total[0].copy()
 
@@ -113,13 +111,11 @@ class TVCurve(Result):
     def plot(self, path: Any = None) -> Any:
         """TV estimate and coupling bound against time; saved at ``path`` when given."""
         plt = pyplot()
-
         fig, ax = plt.subplots(figsize=(6, 4))
         ax.plot(self.time, self.tv, marker="o", ms=3, label="TV of ‖X_t‖₁ (binned, lower estimate)")
         ax.plot(self.time, self.coupling_bound, label="P(τ > t) (coupling, upper bound)")
         ax.axhline(self.noise_floor, color="grey", ls=":", label="noise floor")
-        ax.set_xlabel("time units")
-        ax.set_ylabel("distance to equilibrium")
+        ax.set(xlabel="time units", ylabel="distance to equilibrium")
         ax.legend()
         plt.close(fig)
         return save_figure(fig, path)
