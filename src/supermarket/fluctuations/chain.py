@@ -127,16 +127,14 @@ def simulate_fluctuations(
     replications : int, default 1
     seed : int or numpy.random.SeedSequence, default 0
         Replication ``r``: child ``r`` (results do not depend on ``workers``).
-    workers : int, optional
-        Threads (default: all cores).
     grid_dt : float, default 0.05
         Spacing of the recorded grid.
     batches : int, default 10
         Batches per replication (at least 2).
     max_lag : float, default 10.0
         Largest autocorrelation lag (time units).
-    client : dask.distributed.Client, optional
-    progress : callable, optional
+    workers, client, progress
+        Threads (default: all cores) or a Dask client; a callback as replications finish.
 
     Returns
     -------

@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._checks import check_bool
-from .._results import Result, frame, pyplot, save_figure, text_table
+from .._results import Result, fmt, frame, pyplot, save_figure, text_table
 from ..model import spawn_seeds
 from .chain import FluctuationSim, simulate_fluctuations
 from .diffusions import REFLECTIONS, LimitSDE, limit_closed_form, limit_for, prelimit_sde
@@ -401,7 +401,7 @@ class ScalingRow(Result):
 
     def summary(self) -> str:
         """One line: ``n``, ``d_n``, ``sd(G_1)`` and ``√n·sd(G_1)`` with standard errors."""
-        lna = "—" if self.lna_sqrt_n_sd_g1 is None else f"{self.lna_sqrt_n_sd_g1:.4g}"
+        lna = fmt(self.lna_sqrt_n_sd_g1)
         short = self.error_bars_adequate is False  # no confident ± on a run too short to know its error
         e1, e2 = ("", "") if short else (f" ± {self.sd_g1_stderr:.2g}", f" ± {self.sqrt_n_sd_g1_stderr:.2g}")
         return (
@@ -448,7 +448,7 @@ class ScalingResult(Result):
                 str(r.d),
                 f"{r.sd_g1:.4g} ± {r.sd_g1_stderr:.2g}",
                 f"{r.sqrt_n_sd_g1:.4g} ± {r.sqrt_n_sd_g1_stderr:.2g}",
-                "—" if r.lna_sqrt_n_sd_g1 is None else f"{r.lna_sqrt_n_sd_g1:.4g}",
+                fmt(r.lna_sqrt_n_sd_g1),
             ]
             for r in self.rows
         ]

@@ -389,9 +389,8 @@ def coalescence(
     max_steps, burn_in : int, optional
         Step budget per pair and burn-in of the stationary copy (defaults in docs/mixing.md).
     replace : bool, default True
-    workers : int, optional
-    client : dask.distributed.Client, optional
-    progress : callable, optional
+    workers, client, progress
+        Threads (default: all cores) or a Dask client; a callback as replications finish.
 
     Returns
     -------

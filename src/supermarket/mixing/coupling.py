@@ -223,10 +223,9 @@ class CoupledRun(Result):
             "mismatches": self.mismatches,
             "final_counts": [c.tolist() for c in self.final_counts],
         }
-        if self.mean_profile is not None:
-            out["mean_profile"] = self.mean_profile.tolist()
-        if self.max_queue_share is not None:
-            out["max_queue_share"] = self.max_queue_share.tolist()
+        for key in ("mean_profile", "max_queue_share"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key).tolist()
         return out
 
     def to_frame(self) -> Any:
