@@ -1,8 +1,5 @@
 """The exact continuous-time profile chain at a regime's parameters (docs/model.md §1–2, §8),
-engine :mod:`supermarket.engines.fluct`: ``log P`` is tabulated up to :data:`TABLE_MAX_N`
-servers, and kernel calls are cut into :data:`CHUNK_EVENTS` events so that Ctrl-C is
-honoured promptly.
-"""
+engine :mod:`supermarket.engines.fluct`."""
 
 from __future__ import annotations
 
@@ -16,26 +13,21 @@ from scipy.special import gammaln
 from .. import parallel
 from ..engines.rng import state_from_seed_sequence
 from ..model import check_int, check_positive_float, check_positive_int, spawn_seeds
-from .moments import _moments_from_blocks, _with_adequacy, autocorrelation
+from .moments import _grid_fields, _moments_from_blocks, _with_adequacy
 from .regimes import LEVEL_CAPACITY, RegimeParams, _nonneg
 from .runs import EVENTS_PER_SECOND, _check_grid, _check_work, _default_burn_in, _run_jobs, _ScaledRun, _workers
 
 __all__ = ["FluctuationSim", "simulate_fluctuations", "TABLE_MAX_N", "CHUNK_EVENTS"]
 
 TABLE_MAX_N = 1 << 23  # up to this n, log P is tabulated (8 MiB per 10^6 servers); above, computed
-#: Kernel calls are cut into chunks of about this many events (a few hundredths of a
-#: second), so Ctrl-C is honoured promptly; the numbers do not depend on the cut.
+#: Events per kernel call (Ctrl-C is honoured between calls; the numbers do not depend on it).
 CHUNK_EVENTS = 1 << 21
 
 
 @dataclass(frozen=True, kw_only=True)
 class FluctuationSim(_ScaledRun):
-    """The exact chain's scaled process after burn-in (docs/model.md §1–2, §8).
-
-    ``grid``: array ``(replications, G, 2)`` of ``(z1, z2)`` at times ``t`` (after burn-in);
-    ``acf_*``: autocorrelation at lags ``lags`` (time units) with standard errors.
-    Result protocol: :meth:`to_dict`, :meth:`to_frame` (moments), :meth:`acf_frame`,
-    :meth:`summary`, :meth:`plot`.
+    """The exact chain's scaled process after burn-in (docs/model.md §1–2, §8); ``grid``:
+    ``(replications, G, 2)``.
 
     Examples
     --------
@@ -91,7 +83,7 @@ def _logp_table(n: int, d: int, replace: bool) -> np.ndarray:
 
 
 def _chain_task(args):
-    """One replication of the chain (module level: it runs on threads, processes or Dask)."""
+    """One replication of the chain."""
     from ..engines.fluct import DONE, OVERFLOW, fluct_ctmc
 
     (n, lam, logp, start, m0, m1, burn_in, time, batches, grid_dt, ss, G, d, replace, lgn) = args
@@ -100,35 +92,12 @@ def _chain_task(args):
     sums = np.zeros((batches, 5))
     grid = np.zeros((G, 2))
     state = state_from_seed_sequence(ss)
-    overflow = False
+    run = (m0, m1, burn_in, time, batches, grid_dt)
     while True:
         parallel.check_stop()
-        st = fluct_ctmc(
-            n,
-            lam,
-            logp,
-            counts,
-            m0,
-            m1,
-            burn_in,
-            time,
-            batches,
-            grid_dt,
-            state,
-            sums,
-            grid,
-            d,
-            replace,
-            lgn,
-            clock,
-            CHUNK_EVENTS,
-        )
-        if st == OVERFLOW:
-            overflow = True
-            break
-        if st == DONE:
-            break
-    return sums, grid, int(clock[2]), overflow
+        st = fluct_ctmc(n, lam, logp, counts, *run, state, sums, grid, d, replace, lgn, clock, CHUNK_EVENTS)
+        if st in (DONE, OVERFLOW):
+            return sums, grid, int(clock[2]), st == OVERFLOW
 
 
 def simulate_fluctuations(
@@ -145,12 +114,8 @@ def simulate_fluctuations(
     client: Any = None,
     progress: Any = None,
 ) -> FluctuationSim:
-    """Simulate the continuous-time profile chain at ``p`` and measure ``(z1, z2)``.
-
-    Exact in law (docs/model.md §1–2).  Each replication starts at the rounded centre
-    ``n x^n``; moments are time averages with batch-means standard errors, checked against
-    the integrated autocorrelation time measured on the grid (``moments.adequate``).
-    Replication ``r`` uses child ``r`` of ``seed``, so results do not depend on ``workers``.
+    """The continuous-time profile chain at ``p`` from the rounded centre ``n x^n``: moments of
+    ``(z1, z2)`` with checked batch-means errors (docs/model.md §1–2, §8; docs/fluctuations.md).
 
     Parameters
     ----------
@@ -161,30 +126,19 @@ def simulate_fluctuations(
         Default ``max(20, time/10)``, and at least ``5/ζ²`` in (c).
     replications : int, default 1
     seed : int or numpy.random.SeedSequence, default 0
-    workers : int, optional
-        Threads (default: all cores).
+        Replication ``r``: child ``r`` (results do not depend on ``workers``).
     grid_dt : float, default 0.05
         Spacing of the recorded grid.
     batches : int, default 10
-        Batches per replication for the batch means (at least 2).
+        Batches per replication (at least 2).
     max_lag : float, default 10.0
         Largest autocorrelation lag (time units).
-    client : dask.distributed.Client, optional
-    progress : callable, optional
+    workers, client, progress
+        Threads (default: all cores) or a Dask client; a callback as replications finish.
 
     Returns
     -------
     FluctuationSim
-
-    Raises
-    ------
-    ValueError
-        Bad parameters; a recorded grid larger than :data:`MAX_GRID_BYTES` (raise
-        ``grid_dt`` or lower ``time``); more than :data:`REFUSE_EVENTS` events in all (the
-        message gives the estimate).  A :class:`WorkWarning` is issued above
-        :data:`WARN_EVENTS`.
-    TypeError
-        ``p`` is not a :class:`RegimeParams`.
 
     Examples
     --------
@@ -246,31 +200,11 @@ def simulate_fluctuations(
     secs = _time.perf_counter() - t0
     sums = np.stack([o[0] for o in out])
     grid = np.stack([o[1] for o in out])
-    events = np.array([o[2] for o in out], dtype=np.int64)
-    overflow = np.array([o[3] for o in out], dtype=bool)
-    if overflow.any():
+    if any(o[3] for o in out):
         raise RuntimeError(
             f"a queue grew past {LEVEL_CAPACITY - 1} customers; the parameters are far from the near-equilibrium regime"
         )
     avg = sums.reshape(R * batches, 5) / (time / batches)
     mom = _with_adequacy(_moments_from_blocks(avg), grid, grid_dt, time / batches, batches)
-    L = max(1, min(int(max_lag / grid_dt), G // 4))
-    a1, s1 = autocorrelation(grid[:, :, 0], L)
-    a2, s2 = autocorrelation(grid[:, :, 1], L)
-    return FluctuationSim(
-        params=p,
-        time=time,
-        burn_in=burn_in,
-        replications=R,
-        batches=batches,
-        events=int(events.sum()),
-        seconds=secs,
-        moments=mom,
-        t=np.arange(G) * grid_dt,
-        grid=grid,
-        lags=np.arange(L + 1) * grid_dt,
-        acf_z1=a1,
-        acf_z2=a2,
-        acf_z1_stderr=s1,
-        acf_z2_stderr=s2,
-    )
+    run = dict(time=time, burn_in=burn_in, replications=R, batches=batches, events=sum(o[2] for o in out), seconds=secs)
+    return FluctuationSim(params=p, **run, moments=mom, **_grid_fields(grid, G, grid_dt, max_lag))

@@ -1,11 +1,9 @@
 """The chain beside its references (limit and pre-limit diffusions, finite-n LNA) and the
-``n^{-1/2}`` order (docs/model.md §3, §8).
-"""
+``n^{-1/2}`` order (docs/model.md §3, §8)."""
 
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -13,12 +11,13 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._checks import check_bool
-from .._results import Result, frame, pyplot, save_figure, text_table
+from .._results import Result, fmt, frame, pyplot, save_figure, text_table
 from ..model import spawn_seeds
 from .chain import FluctuationSim, simulate_fluctuations
 from .diffusions import REFLECTIONS, LimitSDE, limit_closed_form, limit_for, prelimit_sde
 from .moments import BATCH_TAU_FACTOR, KEYS, Moments
-from .regimes import DERIVED_NOTE, RegimeParams, RegimeWarning, regime_a
+from .regimes import DERIVED_NOTE, RegimeParams, regime_a
+from .runs import _first_30
 
 __all__ = [
     "lna_moments",
@@ -33,9 +32,8 @@ __all__ = [
 
 
 def lna_moments(p: RegimeParams) -> Moments:
-    """The finite-n linear noise approximation at the centre ``x^n``
-    (``meanfield.lna(at="centre")``, docs/model.md §3, §8) in the coordinates of ``p``: mean
-    ``√n(x^n_j − m_j)``, covariance of ``√n(G − x^n)`` (levels 1, 2).
+    """The finite-n linear noise approximation at ``x^n`` (``meanfield.lna(at="centre")``,
+    docs/model.md §3, §8) in ``p``'s coordinates; ``ValueError`` beyond its dense solve.
 
     Parameters
     ----------
@@ -44,12 +42,6 @@ def lna_moments(p: RegimeParams) -> Moments:
     Returns
     -------
     Moments
-        Exact for the approximation (``stderr=None``).
-
-    Raises
-    ------
-    ValueError
-        Sizes beyond the LNA's dense Lyapunov solve.
 
     Examples
     --------
@@ -63,26 +55,13 @@ def lna_moments(p: RegimeParams) -> Moments:
     x = np.asarray(res.centre)
     sq = math.sqrt(p.n)
     x2 = x[1] if x.size > 1 else 0.0
-    w22 = W[1, 1] if W.shape[0] > 1 else 0.0
-    w12 = W[0, 1] if W.shape[0] > 1 else 0.0
-    return Moments(
-        mean_z1=sq * (x[0] - p.m[0]),
-        mean_z2=sq * (x2 - p.m[1]),
-        var_z1=float(W[0, 0]),
-        var_z2=float(w22),
-        cov_z1z2=float(w12),
-        stderr=None,
-    )
+    w22, w12 = (W[1, 1], W[0, 1]) if W.shape[0] > 1 else (0.0, 0.0)
+    return Moments(sq * (x[0] - p.m[0]), sq * (x2 - p.m[1]), float(W[0, 0]), float(w22), float(w12), stderr=None)
 
 
 def lna_does_not_apply(m: Moments | None) -> str:
-    """Why the finite-n LNA is no reference for the chain's moments (empty when it is one).
-
-    The LNA is a Gaussian linearisation about ``x^n``: when its second coordinate is
-    identically zero (``x^n_2`` and its noise vanish at the levels kept: regime (c) with
-    ``d_n`` of order ``n``, where the chain's ``Y`` lives on the overflow the limit's
-    reflection produces), its moments of ``z2`` are zero by construction, not a prediction,
-    and z-scores against them measure nothing.
+    """Why the finite-n LNA is no reference for the chain's moments (empty when it is one):
+    a second coordinate identically 0 (regime (c) with ``d_n`` of order ``n``) predicts nothing.
 
     Examples
     --------
@@ -103,8 +82,7 @@ def lna_does_not_apply(m: Moments | None) -> str:
 
 
 def lna_acf(p: RegimeParams, lags: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    """Autocorrelations of ``z1`` and ``z2`` in the finite-n LNA at ``x^n``:
-    ``Cov(ξ(t+τ), ξ(t)) = e^{Jτ} W`` with ``J`` the drift's Jacobian (docs/model.md §3, §8).
+    """Autocorrelations of ``z1``, ``z2`` in the finite-n LNA at ``x^n``: ``e^{Jτ} W`` (docs/model.md §3, §8).
 
     Parameters
     ----------
@@ -135,10 +113,8 @@ def lna_acf(p: RegimeParams, lags: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
 
 @dataclass(frozen=True)
 class Comparison(Result):
-    """The chain beside its references at one ``n`` (docs/model.md §8, derived): the limit
-    diffusion, the pre-limit diffusion at this ``n`` (``prelimit``; ``None`` when not
-    asked for), the finite-n LNA and, in (a), the limit's closed form.  Result protocol:
-    :meth:`to_dict`, :meth:`to_frame`, :meth:`summary`, :meth:`plot`.
+    """The chain beside the limit and pre-limit diffusions, the finite-n LNA and, in (a), the
+    limit's closed form, at one ``n`` (docs/model.md §8, derived).
 
     Examples
     --------
@@ -188,7 +164,7 @@ class Comparison(Result):
 
     @property
     def lna_not_applicable(self) -> str:
-        """Why the finite-n LNA is no reference here (:func:`lna_does_not_apply`); empty when it is one."""
+        """:func:`lna_does_not_apply` of the LNA's moments."""
         return lna_does_not_apply(self.lna)
 
     def _rows(self):
@@ -204,24 +180,22 @@ class Comparison(Result):
         return rows
 
     def to_frame(self) -> Any:
-        """Tidy moments: one row per (source, moment) with ``value`` and ``stderr`` (NaN for
-        exact values)."""
-        recs = []
-        for name, m in self._rows():
-            for k in KEYS:
-                recs.append(
-                    {
-                        "source": name,
-                        "moment": k,
-                        "value": np.nan if m is None else float(getattr(m, k)),
-                        "stderr": np.nan if m is None or not m.stderr else float(m.stderr[k]),
-                    }
-                )
-        return frame(recs)
+        """One row per (source, moment): ``value``, ``stderr`` (NaN for exact values)."""
+        return frame(
+            [
+                {
+                    "source": name,
+                    "moment": k,
+                    "value": np.nan if m is None else float(getattr(m, k)),
+                    "stderr": np.nan if m is None or not m.stderr else float(m.stderr[k]),
+                }
+                for name, m in self._rows()
+                for k in KEYS
+            ]
+        )
 
     def summary(self) -> str:
-        """The text ``supermarket fluctuations`` prints: the regime's numbers, the moments
-        table (± standard error), z-scores, the error-bar check and the chain's speed."""
+        """The text ``supermarket fluctuations`` prints."""
         p = self.params
         lines = ["supermarket fluctuations  " + "\n".join(p.summary().splitlines()[:3]), DERIVED_NOTE, ""]
         rows = []
@@ -266,27 +240,17 @@ class Comparison(Result):
         return "\n".join(lines)
 
     def plot(self, path: Any = None) -> Any:
-        """One figure: a path of the chain and of the limit, histograms of both coordinates,
-        the autocorrelation of the first; saved at ``path`` when given.
-
-        Returns
-        -------
-        matplotlib.figure.Figure
-        """
+        """Paths of the chain and the limit, histograms, the first autocorrelation; saved at ``path``."""
         plt = pyplot()
-
-        cmp = self
-        p = cmp.params
-        names = ("Z1", "Z2") if p.regime == "a" else ("Q", "Y")
+        p, sim, lim = self.params, self.sim, self.limit
+        names = sim._names()
         fig, axes = plt.subplots(2, 2, figsize=(11, 7))
-        sim, lim = cmp.sim, cmp.limit
-        k = min(sim.t.size, max(2, int(30 / (sim.t[1] - sim.t[0]))))
+        k = _first_30(sim.t)
         axes[0, 0].plot(sim.t[:k], sim.grid[0, :k, 0], lw=0.7, label="chain")
         if lim.t.size > 1:
-            kl = min(lim.t.size, max(2, int(30 / (lim.t[1] - lim.t[0]))))
+            kl = _first_30(lim.t)
             axes[0, 0].plot(lim.t[:kl], lim.grid[0, :kl, 0], lw=0.7, label="limit (derived)")
-        axes[0, 0].set_xlabel("time")
-        axes[0, 0].set_ylabel(names[0])
+        axes[0, 0].set(xlabel="time", ylabel=names[0])
         axes[0, 0].legend(fontsize=7)
         for j, ax in ((0, axes[0, 1]), (1, axes[1, 0])):
             s = sim.grid[:, :, j].ravel()
@@ -302,8 +266,7 @@ class Comparison(Result):
         ax.errorbar(sim.lags, sim.acf_z1, yerr=sim.acf_z1_stderr, lw=1, label=f"chain {names[0]}")
         if lim.lags.size > 1:
             ax.plot(lim.lags, lim.acf_z1, lw=1, label=f"limit {names[0]}")
-        ax.set_xlabel("lag")
-        ax.set_ylabel("autocorrelation")
+        ax.set(xlabel="lag", ylabel="autocorrelation")
         ax.legend(fontsize=7)
         fig.suptitle(f"Regime ({p.regime}) n={p.n} d_n={p.d} λ_n={p.lam:.5g}: {p.coordinates}", fontsize=9)
         fig.tight_layout()
@@ -311,8 +274,7 @@ class Comparison(Result):
         return save_figure(fig, path)
 
     def references(self) -> list[tuple[str, Moments]]:
-        """``(name, moments)`` of every reference present that applies (the LNA is left out
-        where :attr:`lna_not_applicable` says why)."""
+        """``(name, moments)`` of every reference present that applies."""
         out = [("limit", self.limit.moments)]
         if self.prelimit is not None:
             out.append(("prelimit", self.prelimit.moments))
@@ -321,9 +283,8 @@ class Comparison(Result):
         return out
 
     def z_scores(self) -> dict:
-        """``(sim − other)/stderr`` for each key, against the limit, the pre-limit and the LNA;
-        NaN when the chain's run is too short to know its own error (``sim.moments.adequate``
-        False, the reason in ``sim.moments.note``)."""
+        """``(sim − other)/stderr`` for each key against each reference; NaN when the chain's run
+        is too short to know its own error."""
         out = {}
         s = self.sim.moments
         assert s.stderr is not None  # the chain's moments always carry batch-means errors
@@ -354,11 +315,8 @@ def compare(
     prelimit: bool = True,
     client: Any = None,
 ) -> Comparison:
-    """The simulated stationary moments at ``p`` beside (i) the limit diffusion matched at
-    ``p`` (Euler–Maruyama; for (a) also the closed form), (ii) the pre-limit diffusion at
-    this ``n`` (:func:`prelimit_sde`; ``prelimit=False`` skips it) and (iii) the finite-n
-    LNA at ``x^n`` (docs/model.md §8; the limits are derived).  Seeds: children 0 (chain),
-    1 (limit), 2 (pre-limit) of ``seed``.
+    """The chain's stationary moments at ``p`` beside the limit, the pre-limit diffusion and
+    the finite-n LNA (docs/model.md §8, derived); seeds: children 0, 1, 2 of ``seed``.
 
     Parameters
     ----------
@@ -370,17 +328,11 @@ def compare(
     reflection : {"bridge", "projection"}
         Regime (c)'s reflection scheme.
     prelimit : bool, default True
+        Run the pre-limit diffusion too.
 
     Returns
     -------
     Comparison
-
-    Raises
-    ------
-    ValueError, TypeError
-        Bad parameters (named): an unknown ``reflection``, a ``prelimit`` that is not a
-        bool, or what :func:`simulate_fluctuations` and :func:`limit_sde` refuse (among
-        them work or memory beyond their limits).
 
     Examples
     --------
@@ -404,36 +356,12 @@ def compare(
         client=client,
     )
     extra = {"reflection": reflection} if p.regime == "c" else {}
-    rp = min(32, sde_paths)
-    lim = limit_for(
-        p,
-        paths=sde_paths,
-        time=sde_time,
-        burn_in=sde_burn_in,
-        dt=dt,
-        seed=ss[1],
-        record_paths=rp,
-        workers=workers,
-        grid_dt=grid_dt,
-        client=client,
-        **extra,
+    sde: dict[str, Any] = dict(
+        paths=sde_paths, time=sde_time, burn_in=sde_burn_in, dt=dt, record_paths=min(32, sde_paths)
     )
-    pre = (
-        prelimit_sde(
-            p,
-            paths=sde_paths,
-            time=sde_time,
-            burn_in=sde_burn_in,
-            dt=dt,
-            seed=ss[2],
-            record_paths=rp,
-            workers=workers,
-            grid_dt=grid_dt,
-            client=client,
-        )
-        if prelimit
-        else None
-    )
+    sde.update(workers=workers, grid_dt=grid_dt, client=client)
+    lim = limit_for(p, seed=ss[1], **sde, **extra)
+    pre = prelimit_sde(p, seed=ss[2], **sde) if prelimit else None
     try:
         lna = lna_moments(p)
         note = "meanfield.lna(at='centre'): covariance of √n(G − x^n), mean √n(x^n − m)"
@@ -445,9 +373,8 @@ def compare(
 
 @dataclass(frozen=True)
 class ScalingRow(Result):
-    """One ``n`` of :func:`scaling`: ``sd(G_1)`` and ``√n·sd(G_1)`` with standard errors
-    (delta method from the variance's), and the finite-n LNA's ``√n·sd(G_1)`` (``None``
-    where the LNA refuses the size).
+    """One ``n`` of :func:`scaling`: ``sd(G_1)``, ``√n·sd(G_1)`` (± delta-method standard
+    errors) and the finite-n LNA's ``√n·sd(G_1)`` (``None`` where it refuses the size).
 
     Examples
     --------
@@ -469,26 +396,24 @@ class ScalingRow(Result):
     _plain = True
 
     def to_frame(self) -> Any:
-        """This row as a one-row :class:`pandas.DataFrame`."""
+        """This row as a one-row DataFrame."""
         return frame([self.to_dict()])
 
     def summary(self) -> str:
         """One line: ``n``, ``d_n``, ``sd(G_1)`` and ``√n·sd(G_1)`` with standard errors."""
-        lna = "—" if self.lna_sqrt_n_sd_g1 is None else f"{self.lna_sqrt_n_sd_g1:.4g}"
-        if self.error_bars_adequate is False:  # no confident ± on a run too short to know its error
-            return (
-                f"n={self.n} d_n={self.d}: sd(G1) = {self.sd_g1:.4g}, √n sd(G1) = {self.sqrt_n_sd_g1:.4g} "
-                f"(too short to know its error) (LNA {lna})"
-            )
+        lna = fmt(self.lna_sqrt_n_sd_g1)
+        short = self.error_bars_adequate is False  # no confident ± on a run too short to know its error
+        e1, e2 = ("", "") if short else (f" ± {self.sd_g1_stderr:.2g}", f" ± {self.sqrt_n_sd_g1_stderr:.2g}")
         return (
-            f"n={self.n} d_n={self.d}: sd(G1) = {self.sd_g1:.4g} ± {self.sd_g1_stderr:.2g}, "
-            f"√n sd(G1) = {self.sqrt_n_sd_g1:.4g} ± {self.sqrt_n_sd_g1_stderr:.2g} (LNA {lna})"
+            f"n={self.n} d_n={self.d}: sd(G1) = {self.sd_g1:.4g}{e1}, √n sd(G1) = {self.sqrt_n_sd_g1:.4g}{e2}"
+            + (" (too short to know its error)" if short else "")
+            + f" (LNA {lna})"
         )
 
 
 @dataclass(frozen=True)
 class ScalingResult(Result):
-    """The rows of :func:`scaling`, one per ``n`` (a read-only sequence of :class:`ScalingRow`).
+    """The rows of :func:`scaling`, one :class:`ScalingRow` per ``n`` (a read-only sequence).
 
     Examples
     --------
@@ -523,7 +448,7 @@ class ScalingResult(Result):
                 str(r.d),
                 f"{r.sd_g1:.4g} ± {r.sd_g1_stderr:.2g}",
                 f"{r.sqrt_n_sd_g1:.4g} ± {r.sqrt_n_sd_g1_stderr:.2g}",
-                "—" if r.lna_sqrt_n_sd_g1 is None else f"{r.lna_sqrt_n_sd_g1:.4g}",
+                fmt(r.lna_sqrt_n_sd_g1),
             ]
             for r in self.rows
         ]
@@ -532,20 +457,8 @@ class ScalingResult(Result):
         )
 
     def plot(self, path: Any = None) -> Any:
-        """``sd(G_1)`` against ``n`` on log axes (±2 standard errors) with an ``n^{-1/2}``
-        guide through the first point.
-
-        Parameters
-        ----------
-        path : str or path-like, optional
-            Save the figure there (PNG by the suffix).
-
-        Returns
-        -------
-        matplotlib.figure.Figure
-        """
+        """``sd(G_1)`` against ``n`` (±2 standard errors) with an ``n^{-1/2}`` guide; saved at ``path``."""
         plt = pyplot()
-
         ns = np.array([r.n for r in self.rows], dtype=float)
         sd = np.array([r.sd_g1 for r in self.rows])
         se = np.array([r.sd_g1_stderr for r in self.rows])
@@ -553,10 +466,7 @@ class ScalingResult(Result):
         ax.errorbar(ns, sd, yerr=2 * se, fmt="o", capsize=3, label="simulated sd(G1) (±2 se)")
         if ns.size:
             ax.plot(ns, sd[0] * np.sqrt(ns[0] / ns), "k--", lw=1, label="n^(-1/2)")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("n")
-        ax.set_ylabel("sd(G1)")
+        ax.set(xscale="log", yscale="log", xlabel="n", ylabel="sd(G1)")
         ax.legend(fontsize=8)
         fig.tight_layout()
         plt.close(fig)
@@ -574,8 +484,7 @@ def scaling(
     workers: int | None = None,
     client: Any = None,
 ) -> ScalingResult:
-    """The ``n^{-1/2}`` order in regime (a): ``sd(G_1)`` falls like ``n^{-1/2}`` while
-    ``√n·sd(G_1) = sd(Z_1)`` stays of order one (docs/model.md §8).
+    """The ``n^{-1/2}`` order in regime (a): ``sd(G_1)`` against ``n`` (docs/model.md §8).
 
     Parameters
     ----------
@@ -596,10 +505,8 @@ def scaling(
     [100, 400]
     """
     rows = []
-    for _i, (n, ss) in enumerate(zip(ns, spawn_seeds(seed, len(ns)))):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RegimeWarning)
-            p = regime_a(n, kappa, theta=theta)
+    for n, ss in zip(ns, spawn_seeds(seed, len(ns))):
+        p = regime_a(n, kappa, theta=theta, warn=False)
         sim = simulate_fluctuations(p, time=time, replications=replications, seed=ss, workers=workers, client=client)
         m = sim.moments
         assert m.stderr is not None  # the chain's moments always carry batch-means errors
@@ -610,18 +517,5 @@ def scaling(
         except ValueError:  # the LNA refuses sizes beyond its dense Lyapunov solve
             lna_sd = None
         sq = math.sqrt(p.n)
-        rows.append(
-            ScalingRow(
-                n=p.n,
-                d=p.d,
-                lam=p.lam,
-                sd_g1=sd / sq,
-                sd_g1_stderr=sd_se / sq,
-                sqrt_n_sd_g1=sd,
-                sqrt_n_sd_g1_stderr=sd_se,
-                lna_sqrt_n_sd_g1=lna_sd,
-                error_bars_adequate=m.adequate,
-                note=m.note or "",
-            )
-        )
+        rows.append(ScalingRow(p.n, p.d, p.lam, sd / sq, sd_se / sq, sd, sd_se, lna_sd, m.adequate, m.note or ""))
     return ScalingResult(tuple(rows))

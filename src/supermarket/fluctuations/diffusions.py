@@ -1,8 +1,5 @@
-"""The diffusion limits of regimes (a), (b), (c) and the pre-limit diffusion (docs/model.md §8,
-derived), by Euler–Maruyama over independent paths (engine :mod:`supermarket.engines.sde`);
-paths run in chunks of :data:`SDE_CHUNK` (chunk ``j``: child ``j`` of the seed), each advanced
-in kernel calls of :data:`CHUNK_STEPS` steps.
-"""
+"""The limit diffusions of regimes (a), (b), (c) and the pre-limit diffusion (docs/model.md §8,
+derived), by Euler–Maruyama over independent paths (engine :mod:`supermarket.engines.sde`)."""
 
 from __future__ import annotations
 
@@ -19,7 +16,7 @@ from .. import parallel
 from ..engines.rng import state_from_seed_sequence
 from ..model import check_int, check_positive_float, spawn_seeds
 from ..stats import mean_stderr
-from .moments import Moments, _moments_from_blocks, autocorrelation
+from .moments import Moments, _grid_fields, _moments_from_blocks
 from .regimes import RegimeParams, _nonneg, _positive_zeta, _real
 from .runs import SDE_STEPS_PER_SECOND, _check_grid, _check_work, _default_burn_in, _run_jobs, _ScaledRun, _workers
 
@@ -35,23 +32,20 @@ __all__ = [
     "limit_acf_a",
 ]
 
-#: Kernel calls are cut into chunks of about this many Euler steps (a few hundredths of a
-#: second), so Ctrl-C is honoured promptly; the numbers do not depend on the cut.
+#: Euler steps per kernel call (Ctrl-C is honoured between calls; the numbers do not depend on it).
 CHUNK_STEPS = 1 << 21
+
+
+_PUSH = ("push_rate", "push_rate_stderr", "y_push_rate", "y_push_rate_stderr")
 
 
 @dataclass(frozen=True, kw_only=True)
 class LimitSDE(_ScaledRun):
-    """Stationary statistics of a limit (or pre-limit) diffusion by Euler–Maruyama
-    (docs/model.md §8, derived).
+    """Stationary statistics of a limit (``regime`` "a", "b", "c") or pre-limit ("pre-a", …)
+    diffusion by Euler–Maruyama (docs/model.md §8, derived).
 
-    ``regime``: ``"a"``, ``"b"``, ``"c"`` (the limits) or ``"pre-a"``, ``"pre-b"``, ``"pre-c"``
-    (the pre-limit diffusion at finite ``n``, :func:`prelimit_sde`).  ``max_q``: the largest
-    first coordinate on any path (regime (c): never above 0).  ``push_rate``,
-    ``y_push_rate``: the stationary rates ``E[dU]/dt`` and ``E[Y dU]/dt`` of the pushing
-    (regime (c); in the pre-limit, everything moved from level 1 to ``Y``), with standard
-    errors over paths (``None`` where there is no pushing).  ``grid``: ``(recorded paths,
-    G, 2)`` after burn-in at times ``t``.  Result protocol as :class:`FluctuationSim`.
+    ``max_q``: the largest first coordinate on any path; ``push_rate``, ``y_push_rate``:
+    ``E[dU]/dt`` and ``E[Y dU]/dt`` of the pushing (``None`` without one), with standard errors.
 
     Examples
     --------
@@ -90,29 +84,14 @@ class LimitSDE(_ScaledRun):
             method = "Euler–Maruyama" + (
                 f", reflection by {self.params.get('reflection')}" if self.regime == "c" else ""
             )
-        out = {
-            "regime": self.regime,
-            "params": self.params,
-            "paths": self.paths,
-            "time": self.time,
-            "burn_in": self.burn_in,
-            "dt": self.dt,
-            "seconds": self.seconds,
-            "max_q": self.max_q,
-            "method": method,
-            **self.moments.to_dict(),
-        }
+        out = {k: getattr(self, k) for k in ("regime", "params", "paths", "time", "burn_in", "dt", "seconds", "max_q")}
+        out.update(method=method, **self.moments.to_dict())
         if self.push_rate is not None:
-            out.update(
-                push_rate=self.push_rate,
-                push_rate_stderr=self.push_rate_stderr,
-                y_push_rate=self.y_push_rate,
-                y_push_rate_stderr=self.y_push_rate_stderr,
-            )
+            out.update({k: getattr(self, k) for k in _PUSH})
         return out
 
 
-SDE_CHUNK = 32  # paths per kernel call (chunk j gets child j of the seed)
+SDE_CHUNK = 32  # paths per kernel call (chunk j: child j of the seed)
 REFLECTIONS = ("bridge", "projection")
 
 
@@ -130,27 +109,8 @@ def _sde_task(args):
     return mine, buf
 
 
-def _run_sde(
-    kind,
-    par,
-    z0,
-    *,
-    paths,
-    time,
-    burn_in,
-    dt,
-    grid_dt,
-    record_paths,
-    seed,
-    workers,
-    max_lag,
-    what,
-    client=None,
-    progress=None,
-):
-    """Shared driver of :func:`limit_sde` and :func:`prelimit_sde`: chunks of 32 paths
-    (chunk ``j``: xoshiro state from child ``j`` of ``seed``), each advanced in calls of
-    :data:`CHUNK_STEPS` steps.  Returns the pieces of a :class:`LimitSDE`."""
+def _run_sde(kind, par, z0, what, paths, time, burn_in, dt, grid_dt, record_paths, seed, workers, max_lag, client):
+    """The driver of :func:`limit_sde` and :func:`prelimit_sde`: the fields of a :class:`LimitSDE`."""
     from ..engines.sde import NS
 
     P = check_int("paths", paths, minimum=2)
@@ -199,45 +159,15 @@ def _run_sde(
         for (lo, size), ss in zip(chunks, spawn_seeds(seed, len(chunks)))
     ]
     t0 = _time.perf_counter()
-    out = _run_jobs(_sde_task, tasks, workers, client, progress)
+    out = _run_jobs(_sde_task, tasks, workers, client)
     secs = _time.perf_counter() - t0
     ps = np.concatenate([o[0] for o in out])
     rec = np.concatenate([o[1] for o in out]) if out else np.zeros((0, G, 2))
     T = n_steps * dt
     mom = _moments_from_blocks(ps[:, 3:8] * dt / T)
-    push = ps[:, 8] / T
-    ypush = ps[:, 9] / T
-    if Rp > 0 and G >= 8:
-        L = max(1, min(int(max_lag / grid_dt), G // 4))
-        a1, s1 = autocorrelation(rec[:, :, 0], L)
-        a2, s2 = autocorrelation(rec[:, :, 1], L)
-    else:
-        L = 0
-        a1 = a2 = s1 = s2 = np.ones(1)
-    return dict(
-        paths=P,
-        time=time,
-        burn_in=burn_in,
-        dt=dt,
-        seconds=secs,
-        moments=mom,
-        max_q=float(ps[:, 2].max()),
-        t=np.arange(G) * grid_dt,
-        grid=rec,
-        lags=np.arange(L + 1) * grid_dt,
-        acf_z1=a1,
-        acf_z2=a2,
-        acf_z1_stderr=s1,
-        acf_z2_stderr=s2,
-        push=(*_mean_and_stderr(push), *_mean_and_stderr(ypush)),
-    )
-
-
-def _mean_and_stderr(per_path: np.ndarray) -> tuple[float, float]:
-    """Mean over independent paths and its standard error (:func:`supermarket.stats.replication_error`,
-    through :func:`supermarket.stats.mean_stderr`)."""
-    m, se = mean_stderr(per_path)
-    return m, se
+    push = dict(zip(_PUSH, (*mean_stderr(ps[:, 8] / T), *mean_stderr(ps[:, 9] / T))))
+    out = dict(paths=P, time=time, burn_in=burn_in, dt=dt, seconds=secs, moments=mom, max_q=float(ps[:, 2].max()))
+    return dict(**out, **_grid_fields(rec, G, grid_dt, max_lag, Rp > 0 and G >= 8), push=push)
 
 
 def limit_sde(
@@ -258,35 +188,25 @@ def limit_sde(
     reflection: str = "bridge",
     client: Any = None,
 ) -> LimitSDE:
-    """Simulate the limit diffusion of ``regime`` (docs/model.md §8, derived) with many paths.
+    """The limit diffusion of ``regime`` (docs/model.md §8, derived) over many independent paths.
 
     Parameters
     ----------
     regime : {"a", "b", "c"}
         (a): ``kappa``; (b): ``c``, ``zeta``; (c): ``zeta`` (reflected at ``Q <= 0``).
     reflection : {"bridge", "projection"}
-        Regime (c) only.  ``"bridge"`` (default) pushes by the maximum of the free path over
-        each step, sampled from its Brownian bridge: no ``O(√dt)`` bias from excursions
-        inside a step.  ``"projection"`` projects the end point onto ``Q <= 0`` and adds the
-        projected amount to ``Y``; it misses those excursions (a bias of order ``√dt``).
+        Regime (c)'s reflection scheme (docs/model.md §8, "Numerical schemes").
     paths, time, burn_in, dt
-        Each path runs ``burn_in`` (default 20, and at least ``5/ζ²`` in (c), whose
-        relaxation slows down as ``ζ → 0``) then ``time`` with step ``dt``.
-    seed, workers
-        Chunk ``j`` of 32 paths uses a xoshiro256** state from child ``j`` of ``seed``:
-        identical results for any ``workers`` (threads), any process, any machine.
+        Each path runs ``burn_in`` (default 20, at least ``5/ζ²`` in (c)) then ``time``.
+    record_paths, grid_dt, max_lag
+        Paths kept on a grid of spacing ``grid_dt``; largest autocorrelation lag.
+    seed, workers, client
+        Chunk ``j`` of 32 paths: child ``j`` of ``seed`` (results do not depend on ``workers``).
 
     Returns
     -------
     LimitSDE
-        Moments = averages of the per-path time averages, with standard errors from their
-        spread over the independent paths; in (c) also the pushing rates ``E[dU]/dt`` and
-        ``E[Y dU]/dt``.  The Euler–Maruyama bias is ``O(dt)``.
-
-    Raises
-    ------
-    ValueError
-        Bad parameters, or work / memory beyond the limits of :func:`simulate_fluctuations`.
+        Moments with standard errors over the independent paths.
 
     Examples
     --------
@@ -318,27 +238,10 @@ def limit_sde(
         params["reflection"] = reflection
         par[2] = 1.0 if reflection == "bridge" else 0.0
     burn_in = _default_burn_in(regime, zeta, 20.0) if burn_in is None else _nonneg("burn_in", burn_in)
-    out = _run_sde(
-        kind,
-        par,
-        z0,
-        paths=paths,
-        time=time,
-        burn_in=burn_in,
-        dt=dt,
-        grid_dt=grid_dt,
-        record_paths=record_paths,
-        seed=seed,
-        workers=workers,
-        max_lag=max_lag,
-        client=client,
-        what=f"the regime-({regime}) limit diffusion",
-    )
+    what = f"the regime-({regime}) limit diffusion"
+    out = _run_sde(kind, par, z0, what, paths, time, burn_in, dt, grid_dt, record_paths, seed, workers, max_lag, client)
     push = out.pop("push")
-    extra = (
-        dict(zip(("push_rate", "push_rate_stderr", "y_push_rate", "y_push_rate_stderr"), push)) if regime == "c" else {}
-    )
-    return LimitSDE(regime=regime, params=params, **out, **extra)
+    return LimitSDE(regime=regime, params=params, **out, **(push if regime == "c" else {}))
 
 
 def prelimit_sde(
@@ -355,46 +258,19 @@ def prelimit_sde(
     workers: int | None = None,
     client: Any = None,
 ) -> LimitSDE:
-    """The pre-limit diffusion at ``p`` (docs/model.md §8, derived): the diffusion
-    approximation of the chain's levels 1 and 2 with the finite-``n`` coefficients.
-
-    The SDE in ``Q = √n(G_1 − c_n)``, ``Y = √n G_2`` and its limits are in docs/model.md §8
-    (in (a) the reported coordinates are shifted to ``p``'s centring).  The stiff term
-    ``A(Q)`` is taken implicitly (stable for any ``dt``); the remaining bias is ``O(dt)``
-    away from the wall.
-
-    Parameters and results as :func:`limit_sde`; ``burn_in`` defaults as there, with
-    ``ζ = ζ_n``.
+    """The pre-limit diffusion at ``p``: levels 1 and 2 with the finite-``n`` coefficients
+    (docs/model.md §8, derived).
 
     Parameters
     ----------
     p : RegimeParams
-        The finite-``n`` point (:func:`regime_a`, :func:`regime_b`, :func:`regime_c`).
-    paths, time, burn_in, dt
-        Each path runs ``burn_in`` then ``time`` with step ``dt`` (as in :func:`limit_sde`).
-    record_paths : int, default 8
-        Paths whose trajectories are kept.
-    grid_dt : float, default 0.05
-        Spacing of the recorded grid.
-    max_lag : float, default 10.0
-        Largest autocorrelation lag (time units).
-    seed, workers
-        As in :func:`limit_sde`: identical results for any ``workers``.
-    client : dask.distributed.Client, optional
-        Run the chunks of paths on this Dask client instead of threads.
+    paths, time, burn_in, dt, record_paths, grid_dt, max_lag, seed, workers, client
+        As in :func:`limit_sde` (``burn_in``'s default with ``ζ = ζ_n``).
 
     Returns
     -------
     LimitSDE
-        ``regime = "pre-" + p.regime``; moments in ``p``'s coordinates; ``params`` holds
-        ``n, d_n, lambda_n, c_n, zeta_n, replace, q_max, effective_c``.
-
-    Raises
-    ------
-    TypeError
-        ``p`` is not a :class:`RegimeParams`.
-    ValueError
-        Bad parameters or work beyond the limits.
+        ``regime = "pre-" + p.regime``, moments in ``p``'s coordinates.
 
     Examples
     --------
@@ -422,21 +298,9 @@ def prelimit_sde(
         if burn_in is None
         else _nonneg("burn_in", burn_in)
     )
+    what = f"the pre-limit diffusion at n = {n}"
     out = _run_sde(
-        KIND_PRE,
-        par,
-        z0,
-        paths=paths,
-        time=time,
-        burn_in=burn_in,
-        dt=dt,
-        grid_dt=grid_dt,
-        record_paths=record_paths,
-        seed=seed,
-        workers=workers,
-        max_lag=max_lag,
-        client=client,
-        what=f"the pre-limit diffusion at n = {n}",
+        KIND_PRE, par, z0, what, paths, time, burn_in, dt, grid_dt, record_paths, seed, workers, max_lag, client
     )
     push = out.pop("push")
     # report in p's coordinates: z = √n(G − m) = (Q + √n(c_n − m_1), Y − √n m_2)
@@ -445,25 +309,9 @@ def prelimit_sde(
     out["moments"] = Moments(m.mean_z1 + s1, m.mean_z2 + s2, m.var_z1, m.var_z2, m.cov_z1z2, stderr=m.stderr)
     out["grid"] = out["grid"] + np.array([s1, s2])
     out["max_q"] = out["max_q"] + s1
-    params = {
-        "n": n,
-        "d_n": d,
-        "lambda_n": lam,
-        "c_n": c_n,
-        "zeta_n": zeta_n,
-        "replace": p.replace,
-        "q_max": qmax,
-        "effective_c": d / (sq * c_n),
-    }
-    return LimitSDE(
-        regime=f"pre-{p.regime}",
-        params=params,
-        push_rate=push[0],
-        push_rate_stderr=push[1],
-        y_push_rate=push[2],
-        y_push_rate_stderr=push[3],
-        **out,
-    )
+    params = dict(n=n, d_n=d, lambda_n=lam, c_n=c_n, zeta_n=zeta_n, replace=p.replace, q_max=qmax)
+    params["effective_c"] = d / (sq * c_n)
+    return LimitSDE(regime=f"pre-{p.regime}", params=params, **push, **out)
 
 
 def limit_for(p: RegimeParams, **kw: Any) -> LimitSDE:
@@ -473,7 +321,7 @@ def limit_for(p: RegimeParams, **kw: Any) -> LimitSDE:
     ----------
     p : RegimeParams
     **kw
-        Further arguments of :func:`limit_sde`.
+        Arguments of :func:`limit_sde`.
 
     Returns
     -------
@@ -490,8 +338,7 @@ def limit_for(p: RegimeParams, **kw: Any) -> LimitSDE:
 
 
 def limit_closed_form(kappa: float) -> Moments:
-    """Stationary moments of the regime-(a) limit (docs/model.md §8, derived):
-    ``E Z = 0``, ``Var Z_1 = 2/(2+κ)``, ``Cov = κ/(2+κ)``, ``Var Z_2 = κ²/(2+κ)``.
+    """Stationary moments of the regime-(a) limit, exact (docs/model.md §8, derived).
 
     Parameters
     ----------
@@ -501,12 +348,6 @@ def limit_closed_form(kappa: float) -> Moments:
     Returns
     -------
     Moments
-        Exact (``stderr=None``).
-
-    Raises
-    ------
-    ValueError
-        ``kappa`` not a positive number.
 
     Examples
     --------
@@ -520,14 +361,12 @@ def limit_closed_form(kappa: float) -> Moments:
 
 
 def limit_acf_a(kappa: float, lags: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    """Autocorrelations of ``Z_1`` and ``Z_2`` in the stationary regime-(a) limit:
-    ``Cov(Z(t+τ), Z(t)) = e^{Aτ} Σ`` with ``A = [[−(1+κ), 1], [κ, −1]]`` (derived).
+    """Autocorrelations of ``Z_1``, ``Z_2`` in the stationary regime-(a) limit: ``e^{Aτ} Σ`` (derived).
 
     Parameters
     ----------
     kappa : float
     lags : array_like
-        Time lags.
 
     Returns
     -------

@@ -1,11 +1,10 @@
 """Stationary moments of the scaled process and their error bars (docs/model.md §8, §9):
-batch means checked against the integrated autocorrelation time.  Nothing here simulates.
-"""
+batch means checked against the integrated autocorrelation time (docs/fluctuations.md)."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -22,15 +21,11 @@ KEYS = ("mean_z1", "mean_z2", "var_z1", "var_z2", "cov_z1z2")
 
 @dataclass(frozen=True)
 class Moments(Result):
-    """Stationary mean, variance and covariance of ``(z1, z2)``, with standard errors
-    (``stderr``; ``None`` for exact values).
+    """Stationary mean, variance and covariance of ``(z1, z2)``, with standard errors (``None``: exact).
 
-    ``tau_int``: the integrated autocorrelation time (time units) of the slowest of the five
-    functionals, estimated from the recorded grid (chain only); ``adequate``: whether each
-    batch is at least :data:`BATCH_TAU_FACTOR` of them long, the condition for the batch
-    means to be nearly independent — ``False`` means the run is too short to know its own
-    error bars (``note`` says so); ``None`` where it does not apply (independent paths,
-    exact values).
+    ``tau_int``: the slowest functional's integrated autocorrelation time (chain only);
+    ``adequate``: batches at least :data:`BATCH_TAU_FACTOR` of them long (``False``: too short
+    to know the error bars, ``note`` says why; ``None``: does not apply).
 
     Examples
     --------
@@ -70,7 +65,7 @@ class Moments(Result):
         return out
 
     def to_frame(self) -> Any:
-        """Tidy table: one row per moment (``moment``, ``value``, ``stderr``; NaN for exact values).
+        """One row per moment (``moment``, ``value``, ``stderr``; NaN for exact values).
 
         Examples
         --------
@@ -90,7 +85,7 @@ class Moments(Result):
         )
 
     def summary(self) -> str:
-        """The five moments as a plain-text table (± standard error where there is one).
+        """The five moments as a text table (± standard error where there is one).
 
         Examples
         --------
@@ -112,31 +107,18 @@ class Moments(Result):
 
 
 def _moments_from_blocks(avg: np.ndarray) -> Moments:
-    """Moments from equal-weight block time-averages ``avg[b] = (Z1, Z2, Z1², Z2², Z1Z2)``.
-
-    Standard errors by batch means with the variance and covariance linearised around the
-    overall means (pseudo-values), so that each block contributes an unbiased term; the
-    spread of the ``B`` pseudo-values is :func:`supermarket.stats.replication_error` (``s/√B``,
-    ``B − 1`` degrees of freedom; through :func:`supermarket.stats.mean_stderr`).
-
-    Why batch means here and not :func:`supermarket.stats.blocking`: the kernel accumulates
-    holding-time-weighted integrals per batch (exact time averages, not grid samples), and a
-    run has ``batches`` (default 10) of them per replication, far fewer than the
-    :data:`supermarket.stats.MIN_BLOCKS` a blocking plateau needs.  Whether the batches are
-    long enough to be independent is checked separately (:func:`_with_adequacy`) with Sokal's
-    windowed integrated autocorrelation time on the recorded grid, which needs no plateau
-    and works on short runs; a failed check is reported (``Moments.adequate``), not hidden.
-    """
+    """Moments from block time-averages ``avg[b] = (Z1, Z2, Z1², Z2², Z1Z2)``, batch-means errors
+    on linearised pseudo-values (docs/fluctuations.md, "Error bars must outlast the correlation")."""
     avg = np.asarray(avg, dtype=float)
     B = avg.shape[0]
     mu = avg.mean(axis=0)
     m1, m2 = mu[0], mu[1]
-    vals = {
-        "mean_z1": m1,
-        "mean_z2": m2,
-        "var_z1": mu[2] - m1 * m1,
-        "var_z2": mu[3] - m2 * m2,
-        "cov_z1z2": mu[4] - m1 * m2,
+    vals: dict[str, Any] = {
+        "mean_z1": float(m1),
+        "mean_z2": float(m2),
+        "var_z1": float(mu[2] - m1 * m1),
+        "var_z2": float(mu[3] - m2 * m2),
+        "cov_z1z2": float(mu[4] - m1 * m2),
     }
     pseudo = {
         "mean_z1": avg[:, 0],
@@ -146,33 +128,22 @@ def _moments_from_blocks(avg: np.ndarray) -> Moments:
         "cov_z1z2": avg[:, 4] - m2 * avg[:, 0] - m1 * avg[:, 1],
     }
     se = {k: (mean_stderr(v)[1] if B > 1 else float("nan")) for k, v in pseudo.items()}
-    return Moments(
-        mean_z1=float(vals["mean_z1"]),
-        mean_z2=float(vals["mean_z2"]),
-        var_z1=float(vals["var_z1"]),
-        var_z2=float(vals["var_z2"]),
-        cov_z1z2=float(vals["cov_z1z2"]),
-        stderr=se,
-    )
+    return Moments(**vals, stderr=se)
 
 
-#: A batch must last this many integrated autocorrelation times for batch means to be
-#: trusted (the lag-one correlation of consecutive batch means is then below ~1/(2·this)).
+#: Integrated autocorrelation times a batch must last (the lag-one correlation of batch means
+#: is then below ~1/(2·this)).
 BATCH_TAU_FACTOR = 10.0
 
 
 def integrated_autocorrelation_time(series: ArrayLike, dt: float, c: float = 5.0) -> float:
-    """Integrated autocorrelation time ``τ = dt·(1 + 2 Σ_k ρ_k)`` (time units) of a series
-    sampled every ``dt``, with Sokal's automatic window (the least ``W >= c·τ(W)``).
-
-    ``series``: array ``(R, G)`` of ``R`` independent runs (the autocovariance is pooled over
-    runs, about the overall mean).  Returns ``inf`` when no window fits in a quarter of a
-    run — the run is too short to estimate its own correlation time.
+    """``τ = dt·(1 + 2 Σ_k ρ_k)`` with Sokal's window (the least ``W >= c·τ(W)``), pooled over
+    independent runs; ``inf`` when no window fits in a quarter of a run (docs/fluctuations.md).
 
     Parameters
     ----------
     series : array_like
-        ``(R, G)`` or ``(G,)``.
+        ``(R, G)`` (``R`` independent runs) or ``(G,)``.
     dt : float
         Grid spacing (time units).
     c : float, default 5.0
@@ -187,13 +158,6 @@ def integrated_autocorrelation_time(series: ArrayLike, dt: float, c: float = 5.0
     >>> import numpy as np
     >>> integrated_autocorrelation_time(np.random.default_rng(0).normal(size=(4, 1000)), 0.1)
     0.1
-
-    This is not :func:`supermarket.stats.blocking`: it serves only the adequacy check of the
-    batch means (:func:`_with_adequacy`), on a grid of a few hundred points per run pooled
-    over runs, where a blocking plateau (at least 32 blocks left) is usually out of reach;
-    Sokal's window gives a usable ``τ`` there and says ``inf`` when it cannot.  Its ``τ`` is
-    ``1 + 2Σρ_k`` in time units (twice :mod:`supermarket.stats`' ``tau_int``, which is
-    ``1/2 + Σρ_k`` in steps).
     """
     s = np.atleast_2d(np.asarray(series, dtype=float))
     R, G = s.shape
@@ -212,9 +176,7 @@ def integrated_autocorrelation_time(series: ArrayLike, dt: float, c: float = 5.0
     return float(max(tau[ok[0]], 1.0) * dt)
 
 
-ADVICE_MARGIN = (
-    3.0  # the advised time is this × what the estimated τ needs (a short run's τ is noisy: ±30 % per functional)
-)
+ADVICE_MARGIN = 3.0  # the advised time: this × what the estimated τ needs (a short run's τ is noisy) ...
 ADVICE_FLOOR = 4.0  # ... and at least this × the run's own time
 
 
@@ -227,8 +189,7 @@ def _round_up(x: float) -> str:
 
 
 def _with_adequacy(m: Moments, grid: np.ndarray, grid_dt: float, batch_time: float, batches: int = 10) -> Moments:
-    """``m`` with ``tau_int`` (slowest of the five functionals on the grid) and whether
-    the batches are long enough for their means to be independent (docs/model.md §9)."""
+    """``m`` with ``tau_int`` of the slowest functional and whether the batches outlast it."""
     z1, z2 = grid[:, :, 0], grid[:, :, 1]
     series = (z1, z2, (z1 - z1.mean()) ** 2, (z2 - z2.mean()) ** 2, (z1 - z1.mean()) * (z2 - z2.mean()))
     taus = [integrated_autocorrelation_time(s, grid_dt) for s in series]
@@ -256,34 +217,31 @@ def _with_adequacy(m: Moments, grid: np.ndarray, grid_dt: float, batch_time: flo
             f"{ADVICE_MARGIN:g} × margin, and at least {ADVICE_FLOOR:g} × this run: a short run "
             "underestimates its autocorrelation time)"
         )
-    return Moments(
-        m.mean_z1,
-        m.mean_z2,
-        m.var_z1,
-        m.var_z2,
-        m.cov_z1z2,
-        stderr=m.stderr,
-        tau_int=tau,
-        adequate=ok,
-        note=note,
-        time_needed=need,
-    )
+    return replace(m, tau_int=tau, adequate=ok, note=note, time_needed=need)
+
+
+def _grid_fields(grid: np.ndarray, G: int, grid_dt: float, max_lag: float, acf: bool = True) -> dict:
+    """The grid fields of a ``_ScaledRun``: times, the grid, lags and autocorrelations (with ``acf``)."""
+    L, (a1, s1), (a2, s2) = 0, (np.ones(1), np.ones(1)), (np.ones(1), np.ones(1))
+    if acf:
+        L = max(1, min(int(max_lag / grid_dt), G // 4))
+        (a1, s1), (a2, s2) = autocorrelation(grid[:, :, 0], L), autocorrelation(grid[:, :, 1], L)
+    t, lags = np.arange(G) * grid_dt, np.arange(L + 1) * grid_dt
+    return dict(t=t, grid=grid, lags=lags, acf_z1=a1, acf_z2=a2, acf_z1_stderr=s1, acf_z2_stderr=s2)
 
 
 def autocorrelation(series: ArrayLike, max_lag: int, segments: int = 10) -> tuple[np.ndarray, np.ndarray]:
-    """Autocorrelation of a stationary series sampled on a grid, with standard errors.
-
-    ``series``: array ``(R, G)`` (R independent runs).  Each run is cut into ``segments``
-    pieces; the autocovariance of each piece (about the overall mean, divided by the overall
-    variance) is averaged; the standard error is the spread over pieces.  Returns
-    ``(acf, stderr)`` for lags ``0..max_lag``.
+    """Autocorrelation at lags ``0..max_lag`` of a stationary series, averaged over pieces of each
+    run, with the spread over pieces as standard error.
 
     Parameters
     ----------
     series : array_like
+        ``(R, G)``: ``R`` independent runs.
     max_lag : int
         In grid steps.
     segments : int, default 10
+        Pieces per run.
 
     Returns
     -------

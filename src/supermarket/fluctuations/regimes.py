@@ -1,6 +1,5 @@
 """The three regimes of paper 002 and their parameters (docs/model.md §8, derived), with the
-argument checks the other submodules share (``_real``, ``_nonneg``, ``_positive_zeta``).
-"""
+argument checks the other submodules share."""
 
 from __future__ import annotations
 
@@ -52,10 +51,7 @@ LEVEL_CAPACITY = 128  # levels of the simulated profile (queues longer raise an 
 
 
 class RegimeWarning(UserWarning):
-    """A condition of a paper-002 regime (docs/model.md §8) does not hold at these parameters.
-
-    Issued (not raised) by :func:`regime_a`, :func:`regime_b`, :func:`regime_c` and
-    :func:`regime_params` once per failing condition, unless ``warn=False``.
+    """A condition of a paper-002 regime (docs/model.md §8) fails; issued once per condition unless ``warn=False``.
 
     Examples
     --------
@@ -76,10 +72,7 @@ RegimeCondition = Condition
 class RegimeParams(Result):
     """``(n, d_n, λ_n)`` of one paper-002 regime, with its coordinates and conditions (docs/model.md §8).
 
-    ``m = (m_1, m_2)``: the scaled coordinates are ``z_j = √n(G_j − m_j)``.  ``limit``: the
-    parameters of the limit diffusion matched at this ``n`` (``kappa`` for (a); ``c`` (the
-    actual ``d_n/√n``) and ``zeta`` for (b); ``zeta`` for (c)).  Result protocol:
-    :meth:`to_dict`, :meth:`to_frame` (the conditions), :meth:`summary`.
+    ``z_j = √n(G_j − m_j)``; ``limit``: the limit diffusion's parameters matched at this ``n``.
 
     Examples
     --------
@@ -114,36 +107,21 @@ class RegimeParams(Result):
     _extra: ClassVar[dict[str, str]] = {"lambda_n": "lam", "d_n": "d", "warnings": "warnings", "derived": "derived"}
 
     def to_frame(self) -> Any:
-        """Tidy table of the regime's conditions: one row per condition (``condition``,
-        ``value``, ``holds``) beside the scalar parameters (``regime``, ``n``, ``d_n``,
-        ``lambda_n``, ``b_n``, ``c_n``, ``kappa_n``, ``zeta_n``).
-
-        Returns
-        -------
-        pandas.DataFrame
+        """One row per condition (``condition``, ``value``, ``holds``) beside the scalar parameters.
 
         Examples
         --------
         >>> regime_c(100, 1.0, warn=False).to_frame()[["condition", "holds"]].shape
         (2, 2)
         """
-        base = {
-            "regime": self.regime,
-            "n": self.n,
-            "d_n": self.d,
-            "lambda_n": self.lam,
-            "replace": self.replace,
-            "b_n": self.b_n,
-            "c_n": self.c_n,
-            "kappa_n": self.kappa_n,
-            "zeta_n": self.zeta_n,
-        }
+        d = self.to_dict()
+        base = {k: d[k] for k in ("regime", "n", "d_n", "lambda_n", "replace", "b_n", "c_n", "kappa_n", "zeta_n")}
         return frame(
             [{**base, "condition": c.name, "value": float(c.value), "holds": bool(c.holds)} for c in self.conditions]
         )
 
     def summary(self) -> str:
-        """Plain text: the regime's numbers, its coordinates and each condition (holds / fails).
+        """The regime's numbers, its coordinates and each condition (holds / fails).
 
         Examples
         --------
@@ -179,12 +157,8 @@ def _real(name, value) -> float:
     return x
 
 
-def _check_replace(replace) -> bool:
-    return check_bool("replace", replace)
-
-
 def _sample_prob(x: float, n: int, d: int, replace: bool) -> float:
-    """``P_n(x)`` (docs/model.md §2): ``x^d`` with replacement, ``C(nx,d)/C(n,d)`` without."""
+    """``P_n(x)`` (docs/model.md §2)."""
     if x <= 0.0:
         return 0.0
     if replace:
@@ -198,9 +172,7 @@ def _sample_prob(x: float, n: int, d: int, replace: bool) -> float:
 def centre(
     n: int, d: int, lam: float, *, replace: bool = False, levels: int | None = None, tol: float = 1e-15
 ) -> np.ndarray:
-    """The near-equilibrium centre ``x^n`` (docs/model.md §8): ``x^n_1 = λ``,
-    ``x^n_i = λ P_n(x^n_{i−1})``.  By default levels run until the first value below ``tol``
-    (at least 2 levels).  Index 0 is level 1.
+    """The near-equilibrium centre ``x^n`` (docs/model.md §8); index 0 is level 1.
 
     Parameters
     ----------
@@ -209,21 +181,14 @@ def centre(
     lam : float
         Load in ``[0, 1)``.
     replace : bool, default False
-        Sample with replacement (``P_n(x) = x^d``).
     levels : int, optional
-        Exactly this many levels (at most ``LEVEL_CAPACITY``).
+        Exactly this many levels (at most ``LEVEL_CAPACITY``); by default up to the first
+        value below ``tol`` (at least 2).
     tol : float, default 1e-15
-        Without ``levels``: stop after the first value below it.
 
     Returns
     -------
     numpy.ndarray
-
-    Raises
-    ------
-    ValueError, TypeError
-        Bad parameters (named), ``d > n`` without replacement, ``levels`` above
-        ``LEVEL_CAPACITY``.
 
     Examples
     --------
@@ -233,7 +198,7 @@ def centre(
     n = check_positive_int("n", n)
     d = check_positive_int("d", d)
     lam = check_fraction("lam", lam, low=0.0, high=1.0, high_open=True)
-    replace = _check_replace(replace)
+    replace = check_bool("replace", replace)
     if not replace and d > n:
         raise ValueError(f"d must be <= n when sampling without replacement; got d={d}, n={n}")
     L = None if levels is None else check_int("levels", levels, minimum=1, maximum=LEVEL_CAPACITY)
@@ -246,8 +211,7 @@ def centre(
 
 
 MAX_REGIME_N = 10**17
-"""Largest n of a regime's parameters (the scaled coefficients and the linear noise are closed
-forms; the chain's engines stop at 2^53 anyway): beyond it the sampling probabilities overflow."""
+"""Largest n of a regime's parameters: beyond it the sampling probabilities overflow."""
 
 
 def _c_n(n: int, d: int) -> float:
@@ -255,8 +219,7 @@ def _c_n(n: int, d: int) -> float:
 
 
 def _lambda_below(top: float, top_name: str, zeta: float, sq: float) -> float:
-    """``λ_n = top − ζ/√n`` (regimes (b) and (c)), refused (naming ``zeta``'s range) unless
-    it lies in ``(0, 1)``."""
+    """``λ_n = top − ζ/√n`` (regimes (b), (c)), refused unless in ``(0, 1)``."""
     lam = top - zeta / sq
     if not 0.0 < lam < 1.0:
         raise ValueError(
@@ -264,6 +227,13 @@ def _lambda_below(top: float, top_name: str, zeta: float, sq: float) -> float:
             f"λ_n = {top_name} − ζ/√n is in (0, 1); got {zeta!r}"
         )
     return lam
+
+
+_COORDINATES = {
+    "centre": "Z1 = √n(G1 − x^n_1), Z2 = √n(G2 − x^n_2): z1 = Z1, z2 = Z2",
+    "c_n": "Q = √n(G1 − c_n), Y = √n G2, c_n = n^(−1/(2 d_n)): z1 = Q, z2 = Y",
+    "one": "Q = √n(G1 − 1), Y = √n G2 (JSQ centring): z1 = Q, z2 = Y",
+}
 
 
 def _build(regime, n, d, lam, replace, centring, limit, extra_conditions) -> RegimeParams:
@@ -287,15 +257,7 @@ def _build(regime, n, d, lam, replace, centring, limit, extra_conditions) -> Reg
         )
     ]
     conds += extra_conditions
-    if centring == "centre":
-        m = (float(x[0]), float(x[1]))
-        coords = "Z1 = √n(G1 − x^n_1), Z2 = √n(G2 − x^n_2): z1 = Z1, z2 = Z2"
-    elif centring == "c_n":
-        m = (c_n, 0.0)
-        coords = "Q = √n(G1 − c_n), Y = √n G2, c_n = n^(−1/(2 d_n)): z1 = Q, z2 = Y"
-    else:
-        m = (1.0, 0.0)
-        coords = "Q = √n(G1 − 1), Y = √n G2 (JSQ centring): z1 = Q, z2 = Y"
+    m = {"centre": (float(x[0]), float(x[1])), "c_n": (c_n, 0.0), "one": (1.0, 0.0)}[centring]
     return RegimeParams(
         regime=regime,
         n=n,
@@ -311,7 +273,7 @@ def _build(regime, n, d, lam, replace, centring, limit, extra_conditions) -> Reg
         kappa_n=d * math.exp(d * math.log(lam)),
         zeta_n=sq * (c_n - lam),
         d_one_minus_lambda=d1,
-        coordinates=coords,
+        coordinates=_COORDINATES[centring],
         conditions=tuple(conds),
     )
 
@@ -319,8 +281,7 @@ def _build(regime, n, d, lam, replace, centring, limit, extra_conditions) -> Reg
 def regime_a(
     n: int, kappa: float = 1.0, *, d: int | None = None, theta: float = 0.25, replace: bool = False, warn: bool = True
 ) -> RegimeParams:
-    """Regime (a), ``d_n/√n → 0`` (docs/model.md §8, derived): ``λ_n = (κ/d_n)^{1/d_n}`` so that
-    ``d_n λ_n^{d_n} = κ`` exactly; ``d_n = ⌊n^θ⌋`` (``0 < θ < 1/2``) unless ``d`` is given.
+    """Regime (a), ``d_n/√n → 0`` (docs/model.md §8, derived): ``d_n λ_n^{d_n} = κ`` exactly.
 
     Parameters
     ----------
@@ -329,21 +290,16 @@ def regime_a(
     kappa : float, default 1.0
         ``κ`` in ``(0, d_n)``.
     d : int, optional
-        ``d_n`` (at least 2); by default ``⌊n^θ⌋``.
+        ``d_n`` (at least 2); by default ``⌊n^θ⌋``, ``0 < θ < 1/2``.
     theta : float, default 0.25
     replace : bool, default False
     warn : bool, default True
-        Issue a :class:`RegimeWarning` for each condition of the regime that fails.
+        Issue a :class:`RegimeWarning` for each failing condition.
 
     Returns
     -------
     RegimeParams
-        Centred at ``x^n`` (coordinates ``Z_1, Z_2``); ``limit = {"kappa": κ}``.
-
-    Raises
-    ------
-    ValueError, TypeError
-        Bad parameters (named), ``d_n < 2`` or ``κ >= d_n``.
+        Centred at ``x^n``; ``limit = {"kappa": κ}``.
 
     Examples
     --------
@@ -353,7 +309,7 @@ def regime_a(
     """
     n = check_int("n", n, minimum=4, maximum=MAX_REGIME_N)
     kappa = check_positive_float("kappa", kappa)
-    replace = _check_replace(replace)
+    replace = check_bool("replace", replace)
     if d is None:
         theta = check_fraction("theta", theta, low=0.0, high=0.5, high_open=True)
         d = int(math.floor(n**theta + 1e-9))
@@ -372,8 +328,7 @@ def regime_a(
 
 
 def regime_b(n: int, c: float = 1.0, zeta: float = 0.0, *, replace: bool = False, warn: bool = True) -> RegimeParams:
-    """Regime (b), ``d_n/√n → c`` (docs/model.md §8, derived): ``d_n = ⌊c√n⌋``,
-    ``λ_n = c_n − ζ/√n``.  The limit is matched at the actual ``d_n/√n`` and ``ζ``.
+    """Regime (b), ``d_n/√n → c`` (docs/model.md §8, derived): ``λ_n = c_n − ζ/√n``.
 
     Parameters
     ----------
@@ -389,12 +344,7 @@ def regime_b(n: int, c: float = 1.0, zeta: float = 0.0, *, replace: bool = False
     Returns
     -------
     RegimeParams
-        Centred at ``(c_n, 0)`` (coordinates ``Q, Y``); ``limit = {"c": d_n/√n, "zeta": ζ}``.
-
-    Raises
-    ------
-    ValueError, TypeError
-        Bad parameters (named), ``d_n`` out of ``[1, n]`` or ``λ_n`` out of ``(0, 1)``.
+        Centred at ``(c_n, 0)``; ``limit = {"c": d_n/√n, "zeta": ζ}``.
 
     Examples
     --------
@@ -405,7 +355,7 @@ def regime_b(n: int, c: float = 1.0, zeta: float = 0.0, *, replace: bool = False
     n = check_int("n", n, minimum=4, maximum=MAX_REGIME_N)
     c = check_positive_float("c", c)
     zeta = _real("zeta", zeta)
-    replace = _check_replace(replace)
+    replace = check_bool("replace", replace)
     sq = math.sqrt(n)
     d = int(math.floor(c * sq + 1e-9))
     if d < 1:
@@ -428,12 +378,7 @@ def regime_b(n: int, c: float = 1.0, zeta: float = 0.0, *, replace: bool = False
 def regime_c(
     n: int, zeta: float = 1.0, *, d: int | None = None, replace: bool = False, centring: str = "c_n", warn: bool = True
 ) -> RegimeParams:
-    """Regime (c), ``d_n/√n → ∞`` (docs/model.md §8, derived), reflected limit; ``ζ > 0``.
-
-    ``d`` defaults to ``n`` (JSQ when sampling without replacement).  ``centring="c_n"``:
-    ``λ_n = c_n − ζ/√n``, ``Q = √n(G_1 − c_n)`` (docs/model.md's coordinates; ``E Q = −ζ``
-    exactly).  ``centring="one"``: ``λ_n = 1 − ζ/√n``, ``Q = √n(G_1 − 1)`` — the JSQ reading,
-    which equals the former in the limit when ``d_n/(√n log n) → ∞``.
+    """Regime (c), ``d_n/√n → ∞`` (docs/model.md §8, derived), reflected limit.
 
     Parameters
     ----------
@@ -442,22 +387,17 @@ def regime_c(
     zeta : float, default 1.0
         ``ζ > 0``.
     d : int, optional
-        ``d_n`` (default ``n``).
+        ``d_n`` (default ``n``: JSQ without replacement).
     replace : bool, default False
     centring : {"c_n", "one"}, default "c_n"
+        ``λ_n = c_n − ζ/√n`` or the JSQ reading ``λ_n = 1 − ζ/√n`` (docs/fluctuations.md).
     warn
         As :func:`regime_a`.
 
     Returns
     -------
     RegimeParams
-        Centred at ``(c_n, 0)`` or ``(1, 0)`` by ``centring`` (coordinates ``Q, Y``);
-        ``limit = {"zeta": ζ}``.
-
-    Raises
-    ------
-    ValueError, TypeError
-        Bad parameters (named), ``ζ <= 0`` or ``λ_n`` out of ``(0, 1)``.
+        Centred at ``(c_n, 0)`` or ``(1, 0)``; ``limit = {"zeta": ζ}``.
 
     Examples
     --------
@@ -467,7 +407,7 @@ def regime_c(
     """
     n = check_int("n", n, minimum=4, maximum=MAX_REGIME_N)
     zeta = _positive_zeta(zeta)
-    replace = _check_replace(replace)
+    replace = check_bool("replace", replace)
     if centring not in ("c_n", "one"):
         raise ValueError(f"centring must be 'c_n' or 'one'; got {centring!r}")
     d = n if d is None else check_int("d", d, minimum=1, maximum=None if replace else n)
@@ -515,25 +455,19 @@ def regime_params(
     centring: str = "c_n",
     warn: bool = True,
 ) -> RegimeParams:
-    """Dispatch on ``regime`` in ``{"a", "b", "c"}`` (the CLI's entry point).
+    """:func:`regime_a`, :func:`regime_b` or :func:`regime_c` by ``regime`` (the CLI's entry point).
 
     Parameters
     ----------
     regime : {"a", "b", "c"}
     n : int
     kappa, c, zeta, d, theta, replace, centring, warn
-        Passed to :func:`regime_a` (``kappa``, ``d``, ``theta``), :func:`regime_b` (``c``,
-        ``zeta``) or :func:`regime_c` (``zeta``, ``d``, ``centring``); ``None`` takes that
-        function's default.
+        Passed to the regime's function (``None``: its default); a parameter it does not
+        take is a ``ValueError``.
 
     Returns
     -------
     RegimeParams
-
-    Raises
-    ------
-    ValueError
-        An unknown regime, or a parameter that the regime does not take.
 
     Examples
     --------
@@ -562,7 +496,6 @@ def scaled(p: RegimeParams, G1: ArrayLike, G2: ArrayLike) -> tuple[np.ndarray, n
     ----------
     p : RegimeParams
     G1, G2 : float or array_like
-        Fractions of queues with at least 1 and at least 2 customers.
 
     Returns
     -------

@@ -1,9 +1,5 @@
 """What the chain and the diffusions share: the work and grid-memory limits checked before a
-run (:class:`WorkWarning` above :data:`WARN_EVENTS`, ``ValueError`` above
-:data:`REFUSE_EVENTS` or :data:`MAX_GRID_BYTES`), the job runner (one seed per task, so
-the numbers do not depend on the backend), the burn-in rule and ``_ScaledRun``, the result
-base of :class:`FluctuationSim` and :class:`LimitSDE`.
-"""
+run, the job runner, the burn-in rule and the result base ``_ScaledRun``."""
 
 from __future__ import annotations
 
@@ -24,8 +20,8 @@ __all__ = ["WorkWarning", "EVENTS_PER_SECOND", "SDE_STEPS_PER_SECOND", "REFUSE_E
 #: Rough speeds for the up-front estimates (one core).
 EVENTS_PER_SECOND = 5.0e6
 SDE_STEPS_PER_SECOND = 8.0e6
-#: Refuse work above this many events (about a day at the speed above; SDE steps are
-#: scaled by the speed ratio); warn above WARN_EVENTS (about two minutes).
+#: Refuse work above this many events (about a day; SDE steps scaled by the speed ratio);
+#: warn above WARN_EVENTS (about two minutes).
 REFUSE_EVENTS = 5 * 10**11
 WARN_EVENTS = 6 * 10**8
 #: Refuse recorded grids (``(replications or paths, points, 2)`` float64) above this size.
@@ -33,18 +29,11 @@ MAX_GRID_BYTES = 2 << 30
 
 
 class WorkWarning(UserWarning):
-    """A fluctuation run that will take long (the estimate is in the message).
-
-    :func:`simulate_fluctuations`, :func:`limit_sde` and :func:`prelimit_sde` estimate
-    their work (events of the chain, Euler steps of a diffusion) from their arguments before
-    anything runs.  Above :data:`WARN_EVENTS` events (about two minutes on one core) this
-    warning is issued and the run goes on; above :data:`REFUSE_EVENTS` a ``ValueError``
-    refuses it.  Diffusion steps count by the ratio of the two speeds.
+    """A fluctuation run estimated, before it starts, to take long (above :data:`WARN_EVENTS`
+    events; above :data:`REFUSE_EVENTS` a ``ValueError`` refuses it).
 
     Examples
     --------
-    Turned into an error, it stops a long run before its first event:
-
     >>> import warnings
     >>> from supermarket.fluctuations import regime_a, simulate_fluctuations
     >>> p = regime_a(10**6, 1.0, warn=False)
@@ -59,11 +48,11 @@ class WorkWarning(UserWarning):
 
 
 def _human_bytes(b: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
-        if b < 1024 or unit == "EiB":
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if b < 1024:
             return f"{b:.3g} {unit}"
         b /= 1024.0
-    return f"{b:.3g} EiB"  # pragma: no cover
+    return f"{b:.3g} EiB"
 
 
 def _check_grid(rows: int, points: float, what: str, option: str) -> None:
@@ -92,9 +81,7 @@ def _workers(workers, jobs: int) -> int:
 
 
 def _run_jobs(fn, tasks, workers, client=None, progress=None) -> list:
-    """``fn`` over ``tasks`` in task order through :func:`supermarket.parallel.map_tasks`:
-    on ``client`` (Dask) when given, else on ``workers`` threads (the kernels release the
-    GIL).  Each task carries its own seed, so the results do not depend on the backend."""
+    """``fn`` over ``tasks`` in order, on ``client`` (Dask) or ``workers`` threads; each task has its own seed."""
     out = parallel.map_tasks(
         fn, tasks, workers=_workers(workers, len(tasks)), client=client, backend="threads", progress=progress
     )
@@ -102,11 +89,15 @@ def _run_jobs(fn, tasks, workers, client=None, progress=None) -> list:
     return out
 
 
+def _first_30(t: np.ndarray) -> int:
+    """Points of the grid ``t`` in its first 30 time units (at least 2), the stretch a path plot shows."""
+    return min(t.size, max(2, int(30 / (t[1] - t[0]))))
+
+
 @dataclass(frozen=True, kw_only=True)
 class _ScaledRun(Result):
-    """Fields and result protocol shared by :class:`FluctuationSim` and :class:`LimitSDE`:
-    stationary moments of ``(z1, z2)``, a recorded grid ``(rows, G, 2)`` at times ``t`` and
-    autocorrelations at lags ``lags`` (time units) with standard errors."""
+    """The base of :class:`FluctuationSim` and :class:`LimitSDE`: moments, a recorded grid
+    ``(rows, G, 2)`` at times ``t``, autocorrelations at ``lags`` (time units)."""
 
     time: float
     burn_in: float
@@ -130,67 +121,44 @@ class _ScaledRun(Result):
         raise NotImplementedError
 
     def to_frame(self) -> Any:
-        """Tidy stationary moments: one row per moment (``moment``, ``value``, ``stderr``)
-        with a ``source`` column naming the run.
-
-        Returns
-        -------
-        pandas.DataFrame
-        """
+        """One row per moment (``source``, ``moment``, ``value``, ``stderr``)."""
         df = self.moments.to_frame()
         df.insert(0, "source", self._label())
         return df
 
     def acf_frame(self) -> Any:
-        """Tidy autocorrelations: one row per (coordinate, lag) with ``acf`` and ``stderr``.
-
-        Returns
-        -------
-        pandas.DataFrame
-        """
-        recs = []
-        for name, a, se in (("z1", self.acf_z1, self.acf_z1_stderr), ("z2", self.acf_z2, self.acf_z2_stderr)):
-            for lag, v, e in zip(self.lags, a, se):
-                recs.append({"coordinate": name, "lag": float(lag), "acf": float(v), "stderr": float(e)})
-        return frame(recs)
+        """One row per (coordinate, lag): ``acf``, ``stderr``."""
+        acfs = (("z1", self.acf_z1, self.acf_z1_stderr), ("z2", self.acf_z2, self.acf_z2_stderr))
+        return frame(
+            [
+                {"coordinate": name, "lag": float(lag), "acf": float(v), "stderr": float(e)}
+                for name, a, se in acfs
+                for lag, v, e in zip(self.lags, a, se)
+            ]
+        )
 
     def summary(self) -> str:
-        """Plain text: what was run, then the moments table (± standard error)."""
+        """What was run, then the moments table."""
         return f"{self._label()}: {self._header()}\n{self.moments.summary()}"
 
     def plot(self, path: Any = None) -> Any:
-        """A recorded path, the histograms of both coordinates and the autocorrelations;
-        saved at ``path`` when given.
-
-        Parameters
-        ----------
-        path : str or path-like, optional
-            Where to save the figure (PNG by the suffix).
-
-        Returns
-        -------
-        matplotlib.figure.Figure
-        """
+        """A recorded path, histograms and autocorrelations; saved at ``path`` when given."""
         plt = pyplot()
-
         names = self._names()
         fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
         if self.grid.size and self.t.size > 1:
-            k = min(self.t.size, max(2, int(30 / (self.t[1] - self.t[0]))))
+            k = _first_30(self.t)
             axes[0].plot(self.t[:k], self.grid[0, :k, 0], lw=0.7, label=names[0])
             axes[0].plot(self.t[:k], self.grid[0, :k, 1], lw=0.7, label=names[1])
             for j in (0, 1):
                 axes[1].hist(self.grid[:, :, j].ravel(), bins=50, density=True, alpha=0.5, label=names[j])
-        axes[0].set_xlabel("time")
-        axes[0].legend(fontsize=7)
-        axes[1].set_xlabel("value")
-        axes[1].legend(fontsize=7)
         for a, se, nm in ((self.acf_z1, self.acf_z1_stderr, names[0]), (self.acf_z2, self.acf_z2_stderr, names[1])):
             if self.lags.size > 1:
                 axes[2].errorbar(self.lags, a, yerr=se, lw=1, label=nm)
-        axes[2].set_xlabel("lag")
+        for ax, xlabel in zip(axes, ("time", "value", "lag")):
+            ax.set_xlabel(xlabel)
+            ax.legend(fontsize=7)
         axes[2].set_ylabel("autocorrelation")
-        axes[2].legend(fontsize=7)
         fig.suptitle(self._label(), fontsize=9)
         fig.tight_layout()
         plt.close(fig)

@@ -1,7 +1,5 @@
 """Coalescence of a copy from a start with a stationary copy: τ, ``t_mix(1/4) <= q75(τ)``
-and the paper-000 orders (docs/model.md §2, §6).  A copy that has not coalesced within the
-budget is *censored*: counted and reported as such, never as a number.
-"""
+and the paper-000 orders (docs/model.md §2, §6; docs/mixing.md)."""
 
 from __future__ import annotations
 
@@ -20,7 +18,7 @@ from ..engines.rng import state_from_seed_sequence
 from ..model import Params, as_seed_sequence, check_fraction, check_int, check_positive_int, spawn_seeds
 from ..states import parse_start, start_counts
 from ..stats import replication_error
-from .coupling import MAX_STEPS, _Chains, _check_steps, _check_work, _counts, _map, _start_label, _workers
+from .coupling import MAX_STEPS, _burned, _Chains, _check_steps, _check_work, _counts, _map, _start_label, _workers
 
 __all__ = ["MixingResult", "coalescence", "order_statistic_ci", "start_bounds", "BURN_IN_FACTOR"]
 
@@ -28,26 +26,17 @@ __all__ = ["MixingResult", "coalescence", "order_statistic_ci", "start_bounds", 
 def start_bounds(n: int, d: int, lam: float | str, start: str | ArrayLike) -> dict:
     """The paper-000 orders for a start (docs/model.md §6, constants taken as 1), in steps.
 
-    ``upper``: ``k d^{k−1} n log n`` (from a good state); ``lower``: ``d^{k−1} n``;
-    ``lower_start``: the start's own lower bound, ``(1−λ)^{−1} g n`` for ``customers:g``,
-    ``ℓ n`` for ``long:ℓ``, else ``d^{k−1} n``.  ``None`` where undefined (``d = 1``).
-
     Parameters
     ----------
     n, d, lam : int, int, float
-        Servers, choices and load (docs/model.md §1).
     start : str or array_like
         A start spec (:mod:`supermarket.states`).
 
     Returns
     -------
     dict
-        ``{"k", "upper", "lower", "lower_start"}``.
-
-    Raises
-    ------
-    ValueError
-        Bad parameters (named).
+        ``k``, ``upper``, ``lower`` and the start's own ``lower_start`` (docs/mixing.md); ``None``
+        where undefined (``d = 1``).
 
     Examples
     --------
@@ -73,8 +62,7 @@ BURN_IN_FACTOR = 10
 
 
 def _default_burn_in(p: Params) -> int:
-    """Steps for the stationary copy: 10 × the upper order ``k d^{k−1} n log n`` (d >= 2);
-    for d = 1, 20 relaxation times ``(1−√λ)^{−2}`` of an M/M/1 queue (docs/model.md §6, §7)."""
+    """Burn-in: 10 × the upper order (d >= 2), else 20 M/M/1 relaxation times (docs/model.md §6, §7)."""
     if p.d >= 2:
         up = theory.mixing_bounds(p.n, p.d, p.lam).upper_steps
         return int(min(max(BURN_IN_FACTOR * up, 20 * p.n), MAX_STEPS))
@@ -93,28 +81,18 @@ def _default_budget(p: Params, start) -> int:
 def order_statistic_ci(sample: ArrayLike, q: float, level: float = 0.95) -> tuple:
     """Distribution-free confidence interval for the ``q``-quantile from order statistics.
 
-    ``sample`` may contain ``inf`` (censored values, all larger than every observed one:
-    the Kaplan–Meier estimate with a common censoring time).  Returns
-    ``(estimate, low, high)``: ``inf`` where the order statistic is censored, ``None``
-    where its rank falls outside the sample (too few replications for that confidence).
-
     Parameters
     ----------
     sample : array_like
-        Observations (``inf`` for censored ones).
+        Observations (``inf`` for censored ones, larger than all others).
     q : float
         The quantile, in ``(0, 1)``.
     level : float, default 0.95
-        Confidence of the interval (binomial ranks).
 
     Returns
     -------
     (estimate, low, high)
-
-    Raises
-    ------
-    ValueError
-        An empty ``sample`` or ``q`` outside ``(0, 1)``.
+        ``inf`` where censored, ``None`` where a rank falls outside the sample.
 
     Examples
     --------
@@ -140,8 +118,7 @@ UNBOUNDED = "unbounded"
 
 
 def _label(x, *, low=False):
-    """A statistic for output: a float, ``"censored"`` (beyond the step budget) or, for a
-    confidence limit whose rank falls outside the sample, 0 (lower) / ``"unbounded"``."""
+    """A statistic for output: a float, ``"censored"``, or for a limit out of rank 0 / ``"unbounded"``."""
     if x is None:
         return 0.0 if low else UNBOUNDED
     if not math.isfinite(x):
@@ -155,10 +132,7 @@ def _num(x):
 
 
 def _summary(taus: np.ndarray, budget: float, level=0.95) -> dict:
-    """Summary of coalescence times (censored = inf): mean (a lower bound, computed with
-    censored times set to the budget, when any is censored) with a t-interval, median,
-    q75 and q90 with order-statistic intervals; statistics beyond the budget are
-    ``"censored"``."""
+    """Mean with t-interval, median, q75, q90 with order-statistic intervals of τ (censored = inf)."""
     R = taus.size
     cens = ~np.isfinite(taus)
     nc = int(cens.sum())
@@ -183,9 +157,7 @@ def _coalescence_task(args):
     n, d, lam, replace, counts, burn_in, budget, ss = args
     p = Params(n, d, lam, replace=replace)
     rng = state_from_seed_sequence(ss)
-    stat = _Chains(p, [start_counts(n, d, lam, "fixed-point")])
-    stat.run(burn_in, rng)
-    pair = _Chains(p, [stat.c[0, : stat.top[0]].copy(), counts])
+    pair = _Chains(p, [_burned(p, start_counts(n, d, lam, "fixed-point"), burn_in, rng), counts])
     pair.run(budget, rng, stop_when_coalesced=True)
     t = int(pair.tau[1])
     return (t if t >= 0 else -1), pair.increases
@@ -209,13 +181,8 @@ def _ratio(x, bound) -> str:
 class MixingResult(Result):
     """Coalescence of a copy from ``start`` with a stationary copy (docs/model.md §2, §6).
 
-    ``taus``: one entry per replication, the coalescence step or ``None`` (censored: not
-    within ``max_steps``).  ``steps``: summary in steps (``mean`` is a lower bound when any
-    replication is censored; quantiles are ``None`` when censored); ``time``: the same in
-    time units (steps / (n(1+λ))).  ``tmix_steps``: the 0.75-quantile of τ, an upper bound
-    for ``t_mix(1/4)`` since ``d_TV(t) <= P(τ > t)``; ``tmix_ci``: its 95% order-statistic
-    interval.  ``bounds``: the paper-000 orders (constants 1) for this start.
-    Result protocol: :meth:`to_dict`, :meth:`to_frame`, :meth:`summary`, :meth:`plot`.
+    ``taus``: coalescence steps (``None``: censored); ``steps``, ``time``: their statistics
+    (docs/mixing.md); ``bounds``: :func:`start_bounds`.
 
     Examples
     --------
@@ -242,7 +209,7 @@ class MixingResult(Result):
 
     @property
     def tmix_steps(self) -> int | None:
-        """0.75-quantile of τ in steps (None when censored)."""
+        """0.75-quantile of τ in steps, a bound on ``t_mix(1/4)`` (None when censored)."""
         return _num(self.steps["q75"])
 
     def to_dict(self) -> dict:
@@ -254,6 +221,7 @@ class MixingResult(Result):
             return None if x is None else x / u
 
         keep = ("mean", "mean_is_lower_bound", "ci", "median", "median_ci", "q75", "q75_ci", "q90", "q90_ci")
+        bound = {"upper": b["upper"], "lower": b["lower_start"], "lower_good": b["lower"]}
         return {
             "params": p.to_dict(),
             "start": self.start,
@@ -269,15 +237,9 @@ class MixingResult(Result):
             "tmix_ci_steps": self.steps["q75_ci"],
             "tmix_time": self.time["q75"],
             "tmix_ci_time": self.time["q75_ci"],
-            "tmix_over_bound_upper": _ratio_num(self.steps["q75"], b["upper"]),
-            "tmix_over_bound_lower": _ratio_num(self.steps["q75"], b["lower_start"]),
-            "tmix_over_bound_lower_good": _ratio_num(self.steps["q75"], b["lower"]),
-            "bound_upper_steps": b["upper"],
-            "bound_lower_steps": b["lower_start"],
-            "bound_lower_good_steps": b["lower"],
-            "bound_upper_time": t(b["upper"]),
-            "bound_lower_time": t(b["lower_start"]),
-            "bound_lower_good_time": t(b["lower"]),
+            **{f"tmix_over_bound_{k}": _ratio_num(self.steps["q75"], v) for k, v in bound.items()},
+            **{f"bound_{k}_steps": v for k, v in bound.items()},
+            **{f"bound_{k}_time": t(v) for k, v in bound.items()},
             "tmix_note": "t_mix(1/4) <= 0.75-quantile of the coalescence time, since d_TV(t) <= P(tau > t) "
             "(docs/model.md §2)",
             "bounds_note": "paper 000 orders (docs/model.md §6), constants taken as 1; the upper "
@@ -287,8 +249,7 @@ class MixingResult(Result):
         }
 
     def to_frame(self) -> Any:
-        """One row per replication: ``replication``, ``tau_steps``, ``tau_time`` (NaN when
-        censored), ``censored``.
+        """One row per replication (``tau_steps``, ``tau_time`` NaN when censored).
 
         Examples
         --------
@@ -308,8 +269,7 @@ class MixingResult(Result):
         )
 
     def summary(self) -> str:
-        """The text ``supermarket mixing`` prints: τ's mean, median, q90 and the bound
-        ``t_mix(1/4) <= q75`` with 95% intervals, and the paper-000 orders.
+        """The text ``supermarket mixing`` prints.
 
         Examples
         --------
@@ -332,26 +292,12 @@ class MixingResult(Result):
         def ci(pair):
             return f"[{_fmt(pair[0])}, {_fmt(pair[1])}]"
 
+        mean = "mean (lower bound: censored)" if s["mean_is_lower_bound"] else "mean"
+        stats_rows = ((mean, "mean", "ci"), ("median", "median", "median_ci"), ("q90", "q90", "q90_ci"))
         rows = [
-            [
-                "mean (lower bound: censored)" if s["mean_is_lower_bound"] else "mean",
-                _fmt(s["mean"]),
-                ci(s["ci"]),
-                _fmt(u["mean"]),
-                ci(u["ci"]),
-            ]
+            [label, _fmt(s[k]), ci(s[c]), _fmt(u[k]), ci(u[c])]
+            for label, k, c in (*stats_rows, ("t_mix(1/4) ≤ q75", "q75", "q75_ci"))
         ]
-        for key in ("median", "q90"):
-            rows.append([key, _fmt(s[key]), ci(s[key + "_ci"]), _fmt(u[key]), ci(u[key + "_ci"])])
-        rows.append(
-            [
-                "t_mix(1/4) ≤ q75",
-                _fmt(out["tmix_steps"]),
-                ci(out["tmix_ci_steps"]),
-                _fmt(out["tmix_time"]),
-                ci(out["tmix_ci_time"]),
-            ]
-        )
         lines.append(
             text_table(
                 ["", "steps", "95% CI (steps)", "time units", "95% CI (time)"],
@@ -371,29 +317,13 @@ class MixingResult(Result):
                 return "— (censored)" if q is None else "—"
             return f"{_ratio(q, bound)} [{_ratio(lo_hi[0], bound)}, {_ratio(lo_hi[1], bound)}]"
 
-        b = [
-            [
-                "upper k d^(k−1) n log n (from a good state)",
-                _fmt(out["bound_upper_steps"]),
-                _fmt(out["bound_upper_time"]),
-                ratio(out["bound_upper_steps"]),
-            ],
-            [
-                "lower d^(k−1) n",
-                _fmt(out["bound_lower_good_steps"]),
-                _fmt(out["bound_lower_good_time"]),
-                ratio(out["bound_lower_good_steps"]),
-            ],
-        ]
+        names = [("upper k d^(k−1) n log n (from a good state)", "upper"), ("lower d^(k−1) n", "lower_good")]
         if out["bound_lower_steps"] != out["bound_lower_good_steps"]:
-            b.append(
-                [
-                    f"lower from {self.start}",
-                    _fmt(out["bound_lower_steps"]),
-                    _fmt(out["bound_lower_time"]),
-                    ratio(out["bound_lower_steps"]),
-                ]
-            )
+            names.append((f"lower from {self.start}", "lower"))
+        b = [
+            [name, _fmt(out[f"bound_{k}_steps"]), _fmt(out[f"bound_{k}_time"]), ratio(out[f"bound_{k}_steps"])]
+            for name, k in names
+        ]
         lines += [
             "",
             text_table(
@@ -407,16 +337,10 @@ class MixingResult(Result):
         return "\n".join(lines)
 
     def plot(self, path: Any = None) -> Any:
-        """The empirical survival ``P(τ > t)`` (an upper bound for ``d_TV(t)``) in time units,
-        with ``q75`` and the paper-000 orders; saved at ``path`` when given.
-
-        Returns
-        -------
-        matplotlib.figure.Figure
-        """
+        """The empirical ``P(τ > t) >= d_TV(t)`` with the paper-000 orders; saved at ``path`` when given."""
         plt = pyplot()
-
-        u = self.params.n * (1.0 + self.params.lam)
+        p = self.params
+        u = p.n * (1.0 + p.lam)
         t = np.sort(np.array([np.inf if x is None else x / u for x in self.taus]))
         fig, ax = plt.subplots(figsize=(6, 4))
         finite = t[np.isfinite(t)]
@@ -429,9 +353,8 @@ class MixingResult(Result):
             v = self.to_dict()[key]
             if v is not None:
                 ax.axvline(v, ls="--", lw=0.8, label=label)
-        ax.set_xlabel("time units")
-        ax.set_ylabel("P(τ > t) ≥ d_TV(t)")
-        ax.set_title(f"coalescence from {self.start}: n={self.params.n}, d={self.params.d}, λ={self.params.lam:g}")
+        ax.set(xlabel="time units", ylabel="P(τ > t) ≥ d_TV(t)")
+        ax.set_title(f"coalescence from {self.start}: n={p.n}, d={p.d}, λ={p.lam:g}")
         ax.legend()
         plt.close(fig)
         return save_figure(fig, path)
@@ -452,13 +375,7 @@ def coalescence(
     client: Any = None,
     progress: Any = None,
 ) -> MixingResult:
-    """Coalescence time of a copy started at ``start`` with a stationary copy.
-
-    The stationary copy starts at the rounded fixed point and runs ``burn_in`` steps alone
-    (default: 10 × ``k d^{k−1} n log n``); then both run under the sorted coupling until
-    they are equal or ``max_steps`` steps have passed (default: 20 × (burn-in + the
-    start's own lower order × (1+λ))).  Replication ``r`` uses child ``r`` of ``seed``;
-    results do not depend on ``workers`` (default: all cores; 1 runs in this process).
+    """Coalescence time of a copy from ``start`` with a stationary copy (docs/mixing.md).
 
     Parameters
     ----------
@@ -468,24 +385,16 @@ def coalescence(
         Start spec of the non-stationary copy (:mod:`supermarket.states`).
     replications : int, default 100
     seed : int or numpy.random.SeedSequence, default 0
+        Replication ``r``: child ``r`` (results do not depend on ``workers``).
     max_steps, burn_in : int, optional
-        Step budget and burn-in (defaults above).
+        Step budget per pair and burn-in of the stationary copy (defaults in docs/mixing.md).
     replace : bool, default True
-    workers : int, optional
-    client : dask.distributed.Client, optional
-        Run the replications on this cluster instead.
-    progress : callable, optional
-        Called as replications finish.
+    workers, client, progress
+        Threads (default: all cores) or a Dask client; a callback as replications finish.
 
     Returns
     -------
     MixingResult
-
-    Raises
-    ------
-    ValueError
-        Bad parameters (named), or a burn-in beyond the work limit (the message gives the
-        estimate).
 
     Examples
     --------

@@ -1,7 +1,5 @@
-"""Coupled copies of the profile chain under the sorted coupling (docs/model.md §2): the
-driver every mixing measurement runs on (:class:`_Chains`, chunked kernel calls), the
-up-front work estimate (:class:`MixingWarning`) and :func:`coupled_run`.
-"""
+"""Coupled copies of the profile chain under the sorted coupling (docs/model.md §2): the kernel
+driver every mixing measurement runs on, the up-front work estimate and :func:`coupled_run`."""
 
 from __future__ import annotations
 
@@ -20,29 +18,22 @@ from ..states import parse_start, start_counts
 
 __all__ = ["CoupledRun", "coupled_run", "MixingWarning", "MAX_LEVELS", "MAX_STEPS"]
 
-#: Largest start level accepted (``customers:G`` needs G levels, ``long:L`` needs L): the
-#: per-copy arrays hold one int64 per level, so this keeps a copy under 16 MiB.
+#: Largest start level accepted (``customers:G``, ``long:L``): a copy's counts stay under 16 MiB.
 MAX_LEVELS = 2_000_000
 #: Largest step budget accepted (about an hour of kernel time).
 MAX_STEPS = 10**12
-#: Steps per kernel call: a call lasts well under a second, so Ctrl-C is honoured promptly
-#: and every thread checks for a stop request between calls (results do not depend on it).
+#: Steps per kernel call (Ctrl-C is honoured between calls; results do not depend on it).
 CHUNK_STEPS = 1 << 20
-#: Rough speed of the coupling kernel (steps of one pair per second on one core), used
-#: only for the up-front estimates below.
+#: Rough speed of the coupling kernel (steps of one pair per second on one core), for estimates.
 STEPS_PER_SECOND = 1.5e7
-#: Refuse a run whose certain work (burn-in of every stationary copy) exceeds this many
-#: steps (about a day at the speed above); warn above WARN_STEPS.
+#: Refuse a run whose certain work exceeds this many steps (about a day); warn above WARN_STEPS.
 REFUSE_STEPS = 10**12
 WARN_STEPS = 10**9
 
 
 class MixingWarning(UserWarning):
-    """A mixing run that will take long (the estimate is in the message).
-
-    Issued (not raised) before the run starts, when the estimated number of coupled steps
-    exceeds the warning threshold; above the refusal threshold a ``ValueError`` is raised
-    instead.  Silence it with the :mod:`warnings` filters.
+    """A mixing run estimated, before it starts, to take long (above the refusal threshold a
+    ``ValueError`` is raised instead).
 
     Examples
     --------
@@ -55,14 +46,11 @@ class MixingWarning(UserWarning):
     """
 
 
-_hms = human_seconds
-
-
 def _check_work(certain_steps: float, what: str, option: str, workers: int = 1) -> None:
     """Refuse (ValueError) or warn (MixingWarning) up front with the estimated run time."""
     secs = certain_steps / (STEPS_PER_SECOND * max(workers, 1))
     msg = (
-        f"{what}: about {certain_steps:.3g} coupled steps in all, at least {_hms(secs)} at "
+        f"{what}: about {certain_steps:.3g} coupled steps in all, at least {human_seconds(secs)} at "
         f"{STEPS_PER_SECOND:.2g} steps/s per core on {max(workers, 1)} core(s)"
     )
     if certain_steps > REFUSE_STEPS:
@@ -75,18 +63,10 @@ LEVEL_SLACK = 8  # free levels above the start's top when arrays are first alloc
 
 
 # --------------------------------------------------------------------------- starts
-def _start_levels(start) -> int | None:
-    """Levels a start spec needs, without building it (None for arrays)."""
-    name, val = parse_start(start)
-    if name in ("customers", "long"):
-        return val
-    return None
-
-
 def _counts(p: Params, start) -> np.ndarray:
     """Counts c_1.. of a start, with a clear error when it would not fit in memory."""
-    need = _start_levels(start)
-    if need is not None and need > MAX_LEVELS:
+    name, need = parse_start(start)
+    if name in ("customers", "long") and need > MAX_LEVELS:
         raise ValueError(
             f"start {start!r} needs {need} levels, more than the supported {MAX_LEVELS} "
             f"(memory of the counts arrays); use a smaller value"
@@ -102,10 +82,6 @@ def _start_label(start) -> str:
 
 
 # --------------------------------------------------------------------------- kernel driver
-def _empty(shape, dtype):
-    return np.zeros(shape, dtype=dtype)
-
-
 class _Chains:
     """Arrays of M coupled copies and the loop that grows them when a queue outgrows them."""
 
@@ -131,17 +107,15 @@ class _Chains:
         self.tau = np.where(self.dist == 0, 0, -1).astype(np.int64)
         self.time_average = time_average
         self.track_max = track_max
-        self.area = _empty((M, L if time_average else 0), np.float64)
-        self.last = _empty((M, L if time_average else 0), np.int64)
-        self.top_time = _empty((M, L + 1 if track_max else 0), np.float64)
+        self.area = np.zeros((M, L if time_average else 0), dtype=np.float64)
+        self.last = np.zeros((M, L if time_average else 0), dtype=np.int64)
+        self.top_time = np.zeros((M, L + 1 if track_max else 0), dtype=np.float64)
         self.record_every = int(record_every)
-        self.rec_total = _empty((M, records), np.int64)
-        self.rec_dist = _empty((M, records), np.int64)
-        self.rec_c = _empty((M, records, record_levels), np.int64)
+        self.rec_total = np.zeros((M, records), dtype=np.int64)
+        self.rec_dist = np.zeros((M, records), dtype=np.int64)
+        self.rec_c = np.zeros((M, records, record_levels), dtype=np.int64)
         self.rec_count = np.zeros(1, dtype=np.int64)
-        self.step = 0
-        self.increases = 0
-        self.mismatches = 0
+        self.step = self.increases = self.mismatches = 0
 
     def _grow(self):
         M, L = self.c.shape
@@ -166,38 +140,18 @@ class _Chains:
             self.top_time = widen(self.top_time, L2 + 1)
 
     def run(self, steps: int, rng: Any, *, stop_when_coalesced: bool = False, check: bool = False) -> int:
-        """Advance by ``steps`` steps (or until every copy equals copy 0), in kernel calls of
-        at most ``CHUNK_STEPS`` steps; between calls a KeyboardInterrupt can arrive and
-        :func:`supermarket.parallel.check_stop` is called.  ``rng``: xoshiro256** state."""
+        """Advance by ``steps`` steps (or until every copy equals copy 0) from xoshiro state ``rng``."""
         p = self.p
         target = self.step + int(steps)
         p_arrival = p.lam / (1.0 + p.lam)
         while True:
             parallel.check_stop()
             upto = min(target, self.step + CHUNK_STEPS)
-            status, step, inc, mis = _k.run_coupled(
-                self.c,
-                self.top,
-                self.dist,
-                self.tau,
-                p.n,
-                p.d,
-                p_arrival,
-                p.replace,
-                self.step,
-                upto,
-                rng,
-                stop_when_coalesced,
-                self.area,
-                self.last,
-                self.top_time,
-                self.record_every,
-                self.rec_total,
-                self.rec_dist,
-                self.rec_c,
-                self.rec_count,
-                check,
-            )
+            copies = (self.c, self.top, self.dist, self.tau)
+            run = (p.n, p.d, p_arrival, p.replace, self.step, upto, rng, stop_when_coalesced)
+            rec = (self.record_every, self.rec_total, self.rec_dist, self.rec_c, self.rec_count)
+            args = (*copies, *run, self.area, self.last, self.top_time, *rec, check)
+            status, step, inc, mis = _k.run_coupled(*args)
             self.step = int(step)
             self.increases += int(inc)
             self.mismatches += int(mis)
@@ -215,20 +169,22 @@ class _Chains:
         return self.area / (span * self.p.n)
 
 
+def _burned(p: Params, counts: np.ndarray, steps: int, rng: Any) -> np.ndarray:
+    """The counts of one copy from ``counts`` after ``steps`` steps alone."""
+    ch = _Chains(p, [counts])
+    ch.run(steps, rng)
+    return ch.c[0, : ch.top[0]].copy()
+
+
 # --------------------------------------------------------------------------- coupled_run
 @dataclass(frozen=True)
 class CoupledRun(Result):
-    """Copies of the chain driven by the sorted coupling (docs/model.md §2).
+    """Copies of the chain driven by the sorted coupling (docs/model.md §2; docs/mixing.md).
 
-    ``tau[m]``: first step at which copy ``m`` equalled copy 0 (``None``: censored, not
-    within ``steps``).  ``distance[m]``: final L1 distance to copy 0.  ``increases``: how
-    often a distance increased (0 under the coupling).  ``mismatches``: with ``check``, how
-    often the incremental distance differed from a recomputation.  ``mean_profile`` (M, L):
-    time-averaged ``u_i`` of each copy (with ``time_average``); ``max_queue_share`` (M, L+1):
-    fraction of steps with maximum queue length ``j`` (with ``track_max``).
-    ``records_total`` / ``records_distance`` (M, T): total customers and distance at steps
-    ``record_every·(1..T)``; ``records_counts`` (M, T, K): ``c_1..c_K`` at those steps.
-    Result protocol: :meth:`to_dict`, :meth:`to_frame`, :meth:`summary`.
+    ``tau[m]``: first step at which copy ``m`` equalled copy 0 (``None``: censored);
+    ``increases``: how often a distance increased (0 under the coupling); ``mismatches``: with
+    ``check``, incremental distances that differed from a recomputation; ``records_*`` at
+    steps ``record_every·(1..T)``.
 
     Examples
     --------
@@ -267,14 +223,13 @@ class CoupledRun(Result):
             "mismatches": self.mismatches,
             "final_counts": [c.tolist() for c in self.final_counts],
         }
-        if self.mean_profile is not None:
-            out["mean_profile"] = self.mean_profile.tolist()
-        if self.max_queue_share is not None:
-            out["max_queue_share"] = self.max_queue_share.tolist()
+        for key in ("mean_profile", "max_queue_share"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key).tolist()
         return out
 
     def to_frame(self) -> Any:
-        """One row per copy: ``copy``, ``tau_steps`` (NaN: censored), ``censored``, ``distance``.
+        """One row per copy (``tau_steps`` NaN: censored).
 
         Examples
         --------
@@ -294,7 +249,7 @@ class CoupledRun(Result):
         )
 
     def summary(self) -> str:
-        """The copies' coalescence steps and final distances to copy 0, as text.
+        """The copies' coalescence steps and final distances to copy 0.
 
         Examples
         --------
@@ -315,21 +270,8 @@ class CoupledRun(Result):
         return "\n".join([head, text_table(["copy", "τ (steps)", "L1 distance"], rows), tail])
 
     def plot(self, path: Any = None) -> Any:
-        """Total customers of each copy and L1 distance to copy 0 against steps (needs
-        ``record_every``); saved at ``path`` when given.
-
-        Parameters
-        ----------
-        path : str or path-like, optional
-
-        Returns
-        -------
-        matplotlib.figure.Figure
-
-        Raises
-        ------
-        ValueError
-            Nothing was recorded (``record_every=0``).
+        """Total customers and L1 distance to copy 0 against steps (needs ``record_every``);
+        saved at ``path`` when given.
 
         Examples
         --------
@@ -378,41 +320,32 @@ def coupled_run(
     track_max: bool = False,
     check: bool = False,
 ) -> CoupledRun:
-    """Run copies of the chain from ``starts`` (a list of start specs, see
-    :mod:`supermarket.states`; copy 0 first) under the sorted coupling for ``steps`` steps.
-
-    ``burn_in``: steps that copy 0 runs alone first (its own random numbers), so that copy
-    0 can stand for the stationary law.  ``stop_when_coalesced``: stop once every copy
-    equals copy 0.  ``record_every``: record total customers and distances every so many
-    steps (and ``c_1..c_{record_levels}``).  ``time_average``: time-averaged profile;
-    ``track_max``: time share of each maximum queue length.  ``check``: recompute the L1
-    distances after every step (debug mode, slow).
+    """Copies of the chain from ``starts`` under the sorted coupling for ``steps`` steps.
 
     Parameters
     ----------
     n, d, lam : int, int, float
-        Servers, choices, load ``λ`` in ``(0, 1)`` (docs/model.md §1).
+        Servers, choices, load (docs/model.md §1).
     starts : list
-        One start spec per copy (``"empty"``, ``"fixed-point"``, ``"customers:g"``, …, or an
-        array of counts); copy 0 is the reference.
+        One start spec per copy (:mod:`supermarket.states`); copy 0 is the reference.
     steps : int
-        Steps of the jump chain to run (at most ``MAX_STEPS``).
+        At most ``MAX_STEPS``.
     seed : int or numpy.random.SeedSequence, default 0
     replace : bool, default True
-        Sample the ``d`` queues with replacement.
-    burn_in, stop_when_coalesced, record_every, record_levels, time_average, track_max, check
-        As above.
+    burn_in : int, default 0
+        Steps copy 0 runs alone first, to stand for the stationary law.
+    stop_when_coalesced : bool, default False
+        Stop once every copy equals copy 0.
+    record_every, record_levels : int, default 0
+        Record total customers, distances (and ``c_1..c_{record_levels}``) every so many steps.
+    time_average, track_max : bool, default False
+        Time-averaged profile; time share of each maximum queue length.
+    check : bool, default False
+        Recompute the L1 distances after every step (debug mode, slow).
 
     Returns
     -------
     CoupledRun
-
-    Raises
-    ------
-    TypeError
-        ``starts`` is not a list of start specs.
-    ValueError
-        Bad parameters (named), an empty ``starts`` or an unknown start spec.
 
     Examples
     --------
@@ -432,9 +365,7 @@ def coupled_run(
     counts = [_counts(p, s) for s in starts]
     rng = state_from_seed_sequence(as_seed_sequence(seed))
     if burn_in:
-        pre = _Chains(p, counts[:1])
-        pre.run(burn_in, rng)
-        counts[0] = pre.c[0, : pre.top[0]].copy()
+        counts[0] = _burned(p, counts[0], burn_in, rng)
     records = steps // record_every if record_every else 0
     ch = _Chains(
         p,
@@ -447,8 +378,6 @@ def coupled_run(
     )
     ch.run(steps, rng, stop_when_coalesced=stop_when_coalesced, check=check)
     T = int(ch.rec_count[0])
-    prof = ch.mean_profile(0) if time_average else None
-    share = ch.top_time / max(ch.step, 1) if track_max else None
     return CoupledRun(
         params=p,
         steps=ch.step,
@@ -461,8 +390,8 @@ def coupled_run(
         records_total=ch.rec_total[:, :T] if records else None,
         records_distance=ch.rec_dist[:, :T] if records else None,
         records_counts=ch.rec_c[:, :T] if records and record_levels else None,
-        mean_profile=prof,
-        max_queue_share=share,
+        mean_profile=ch.mean_profile(0) if time_average else None,
+        max_queue_share=ch.top_time / max(ch.step, 1) if track_max else None,
     )
 
 
@@ -475,10 +404,7 @@ def _workers(workers, jobs: int) -> int:
 
 
 def _map(fn, tasks, workers, client=None, progress=None):
-    """``fn`` over ``tasks`` in task order through :func:`supermarket.parallel.map_tasks`:
-    on ``client`` (Dask) when given, else on ``workers`` threads (the coupling kernels
-    release the GIL).  Each task draws only from its own seed, so the results do not depend
-    on the backend or on ``workers``."""
+    """``fn`` over ``tasks`` in order, on ``client`` (Dask) or ``workers`` threads; each task has its own seed."""
     return parallel.map_tasks(
         fn, tasks, workers=_workers(workers, len(tasks)), client=client, backend="threads", progress=progress
     )

@@ -1,9 +1,5 @@
-"""Total-variation distance to equilibrium over time of ``‖X_t‖₁`` (:func:`tv_curve`).
-
-A binned TV estimate (a lower estimate of the observable's TV distance, itself a lower
-bound for the chain's) next to the coupling bound ``P(τ > t)`` from the same coupled
-pairs (an upper bound, docs/model.md §2, §6), with the noise floor of the binned statistic.
-"""
+"""Total-variation distance to equilibrium over time of ``‖X_t‖₁`` beside the coupling bound
+``P(τ > t)`` (docs/model.md §2, §6; docs/mixing.md)."""
 
 from __future__ import annotations
 
@@ -20,7 +16,7 @@ from ..engines.rng import state_from_seed_sequence
 from ..model import Params, check_int, spawn_seeds
 from ..states import start_counts
 from .coalescence_time import _default_burn_in, start_bounds
-from .coupling import MAX_STEPS, _Chains, _check_steps, _check_work, _counts, _map, _start_label, _workers
+from .coupling import MAX_STEPS, _burned, _Chains, _check_steps, _check_work, _counts, _map, _start_label, _workers
 
 __all__ = ["TVCurve", "tv_curve"]
 
@@ -31,14 +27,12 @@ def _tv_task(args):
     rng = state_from_seed_sequence(ss)
     T = steps // every
     # coupled pair (stationary copy, copy from x): the coupling bound P(τ > t)
-    stat = _Chains(p, [start_counts(n, d, lam, "fixed-point")])
-    stat.run(burn_in, rng)
-    pair = _Chains(p, [stat.c[0, : stat.top[0]].copy(), counts], record_every=every, records=T)
+    stat = _burned(p, start_counts(n, d, lam, "fixed-point"), burn_in, rng)
+    pair = _Chains(p, [stat, counts], record_every=every, records=T)
     pair.run(steps, rng)
     # an independent stationary copy: the reference law of the total number of customers
-    ref = _Chains(p, [start_counts(n, d, lam, "fixed-point")])
-    ref.run(burn_in, rng)
-    ref2 = _Chains(p, [ref.c[0, : ref.top[0]].copy()], record_every=every, records=T)
+    ref = _burned(p, start_counts(n, d, lam, "fixed-point"), burn_in, rng)
+    ref2 = _Chains(p, [ref], record_every=every, records=T)
     ref2.run(steps, rng)
     return pair.rec_total[1].copy(), pair.rec_dist[1].copy(), ref2.rec_total[0].copy()
 
@@ -51,19 +45,9 @@ def _binned_tv(a: np.ndarray, b: np.ndarray, edges: np.ndarray) -> float:
 
 @dataclass(frozen=True)
 class TVCurve(Result):
-    """Total-variation distance to equilibrium of the total number of customers ``‖X_t‖₁``.
-
-    ``tv[j]``: TV distance, over ``bins`` quantile bins of the stationary law, between the
-    ``replications`` copies from ``start`` at step ``steps[j]`` and a stationary reference
-    (independent stationary copies, pooled over all recorded steps).  Binning can only
-    lower a TV distance, so this is a lower estimate of the TV distance of the observable,
-    itself a lower bound for the TV distance of the chain.  ``noise_floor``: the expected
-    value of the same statistic for ``replications`` draws from the reference itself (its
-    mean over 200 resamples): values below it are indistinguishable from equilibrium.
-    ``coupling_bound[j]``: the fraction of coupled pairs not yet coalesced, an estimate of
-    ``P(τ > t)``, which bounds ``d_TV`` of the whole chain from above.
-    ``to_frame()``: one row per recorded step (``step``, ``time``, ``tv``, ``coupling_bound``,
-    ``mean_total``).
+    """TV distance to equilibrium of ``‖X_t‖₁`` (binned: a lower estimate) at ``steps``, the
+    coupling bound ``P(τ > t)`` (an upper one) and the noise floor (mean over 200 resamples of
+    the reference) (docs/mixing.md).
 
     Examples
     --------
@@ -100,7 +84,7 @@ class TVCurve(Result):
     }
 
     def summary(self) -> str:
-        """The curve as a text table, with the noise floor.
+        """The curve as a text table.
 
         Examples
         --------
@@ -125,20 +109,13 @@ class TVCurve(Result):
         return "\n".join([head, text_table(["step", "time", "TV (binned)", "P(τ > t)", "mean ‖X‖₁"], rows), tail])
 
     def plot(self, path: Any = None) -> Any:
-        """TV estimate and coupling bound against time; saved at ``path`` when given.
-
-        Returns
-        -------
-        matplotlib.figure.Figure
-        """
+        """TV estimate and coupling bound against time; saved at ``path`` when given."""
         plt = pyplot()
-
         fig, ax = plt.subplots(figsize=(6, 4))
         ax.plot(self.time, self.tv, marker="o", ms=3, label="TV of ‖X_t‖₁ (binned, lower estimate)")
         ax.plot(self.time, self.coupling_bound, label="P(τ > t) (coupling, upper bound)")
         ax.axhline(self.noise_floor, color="grey", ls=":", label="noise floor")
-        ax.set_xlabel("time units")
-        ax.set_ylabel("distance to equilibrium")
+        ax.set(xlabel="time units", ylabel="distance to equilibrium")
         ax.legend()
         plt.close(fig)
         return save_figure(fig, path)
@@ -161,23 +138,24 @@ def tv_curve(
     client: Any = None,
     progress: Any = None,
 ) -> TVCurve:
-    """TV distance to equilibrium over time of the total number of customers (see
-    :class:`TVCurve`), with the coupling bound ``P(τ > t)`` from the same replications.
-
-    ``steps``: horizon (default: 3 × the start's own order, at least the upper order
-    ``k d^{k−1} n log n``); ``points``: recorded times; ``bins``: quantile bins of the
-    stationary law (default ``⌈√replications⌉``, at most 30).
+    """TV distance to equilibrium over time of ``‖X_t‖₁``, with the coupling bound from the same
+    replications (:class:`TVCurve`).
 
     Parameters
     ----------
     n, d, lam : int, int, float
-        Servers, choices and load (docs/model.md §1).
     start : str or array_like, default "empty"
     replications : int, default 200
         At least 10.
-    steps, points, bins, burn_in : int, optional
-        As above.
+    steps : int, optional
+        Horizon; default 3 × the larger of the start's own order (× (1+λ)) and the upper order.
+    points : int, default 40
+        Recorded times.
     seed : int or numpy.random.SeedSequence, default 0
+    burn_in : int, optional
+        As for :func:`coalescence`.
+    bins : int, optional
+        Quantile bins of the stationary law (default ``⌈√replications⌉``, at most 30).
     replace : bool, default True
     workers, client, progress
         As for :func:`coalescence`.
@@ -185,11 +163,6 @@ def tv_curve(
     Returns
     -------
     TVCurve
-
-    Raises
-    ------
-    ValueError
-        Bad parameters (named) or work beyond the limit.
 
     Examples
     --------
