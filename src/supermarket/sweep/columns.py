@@ -103,7 +103,7 @@ def table_rows(table: Any) -> list[dict]:
     Parameters
     ----------
     table : pyarrow.Table
-        From :func:`read_results`.
+        From :func:`read_results` (or :func:`to_table`).
 
     Returns
     -------
@@ -111,13 +111,8 @@ def table_rows(table: Any) -> list[dict]:
 
     Examples
     --------
-    >>> import tempfile, pathlib; from supermarket.sweep import parse_sweep, read_results, run_sweep
-    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"
-    >>> toml = '[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = [2, 3]\\nload = 0.9\\n'
-    >>> _ = run_sweep(parse_sweep(toml), out, workers=1)
-    >>> [r["d"] for r in table_rows(read_results(out))]
-    [2, 3]
-    >>> import shutil; shutil.rmtree(out.parent)
+    >>> table_rows(to_table([{"d": 2, "dist": {1: 0.5}}, {"d": 3}]))  # dist: map<int64, double>
+    [{'d': 2, 'dist': {1: 0.5}}, {'d': 3, 'dist': None}]
     """
     import pyarrow as pa
 
