@@ -1,34 +1,6 @@
-"""One parallel layer: map a function over tasks in this process, a local process pool or a
-Dask cluster, with the same results in the same order on every backend.
-
-Three backends, one call (:func:`map_tasks`):
-
-- ``workers=1`` (and no client): the tasks run one after the other in this process;
-- ``workers=N > 1``: a local pool of ``N`` processes (``spawn`` start method: no fork of a
-  process holding threads); the function and the tasks must be picklable (a module-level
-  function and plain data); with ``backend="threads"``, ``N`` threads of this process
-  instead (for tasks whose time is spent in numba kernels compiled with ``nogil=True``:
-  no process start-up, no pickling);
-- ``client=``: a :class:`dask.distributed.Client` (see :func:`connect`); the tasks run on the
-  cluster's workers. Only this backend needs the ``dask`` extra.
-
-Results come back in task order (the list :func:`map_tasks` returns) and, as they finish,
-through ``on_result(index, value, error)``, called in the caller's thread, so the caller can
-store each one at once (a sweep writes its part files there). ``progress(done, running,
-total)`` is called before the first task and after each one.
-
-**Interruption** (Ctrl-C, ``SIGINT``) is handled here, once for all callers: the workers of a
-pool ignore ``SIGINT`` and are terminated by the parent; Dask futures are cancelled; in this
-process, a task during which ``SIGINT`` arrived is *never* delivered, even when the task itself
-caught the :class:`KeyboardInterrupt` and returned a partial value; threads are told to stop
-(:func:`stop_requested` turns true: a long task polls it between kernel calls, or calls
-:func:`check_stop`) and are waited for. In every case
-:func:`map_tasks` raises :class:`KeyboardInterrupt` and ``on_result`` has seen only tasks that
-finished whole.
-
-Randomness: the layer passes tasks through unchanged; a task carries its own
-:class:`numpy.random.SeedSequence` (replication ``r`` gets child ``r`` of the root seed), so
-the numbers do not depend on the backend.
+"""One parallel layer: map a function over tasks in this process, a local pool of processes or
+threads, or a Dask cluster, with the same results in the same order on every backend, and Ctrl-C
+handled once for all callers (docs/sweep.md, "The parallel layer").
 
 Examples
 --------
@@ -58,6 +30,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager, suppress
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # Dask is an optional extra
@@ -88,18 +61,10 @@ _MAX_HANDSHAKE_FRAMES = 1 << 16
 class SchedulerError(RuntimeError):
     """The Dask scheduler cannot be reached or used (one line: the reason and the remedy).
 
-    Raised by :func:`connect` (and so by sweeps run with a scheduler address) before any
-    task is submitted.
-
     Examples
     --------
     >>> issubclass(SchedulerError, RuntimeError)
     True
-    >>> try:
-    ...     raise SchedulerError("cannot reach tcp://127.0.0.1:1; start a scheduler first")
-    ... except RuntimeError as e:
-    ...     print(type(e).__name__)
-    SchedulerError
     """
 
 
@@ -109,7 +74,7 @@ def default_workers() -> int:
     Returns
     -------
     int
-        The size of the process's CPU affinity set (``os.cpu_count()`` where there is none).
+        The size of the CPU affinity set (``os.cpu_count()`` where there is none).
 
     Examples
     --------
@@ -128,7 +93,6 @@ def dask_available() -> bool:
     Returns
     -------
     bool
-        Whether both ``dask`` and ``distributed`` are importable (nothing is imported).
 
     Examples
     --------
@@ -149,8 +113,7 @@ MAX_TIMEOUT = 1e6
 
 
 def _probe_tcp(host: str, port: int, timeout: float, address: str) -> None:
-    """Check, with plain sockets and a hard deadline, that a Dask peer listens there: it must
-    accept and send a handshake whose first words are a sane length and frame count."""
+    """Check with a plain socket, within ``timeout``, that a Dask peer sends a sane handshake."""
     try:
         sock = socket.create_connection((host, port), timeout=timeout)
     except (OSError, ValueError) as exc:
@@ -188,11 +151,8 @@ def _probe_tcp(host: str, port: int, timeout: float, address: str) -> None:
 
 
 def connect(address: str, timeout: float = 5.0) -> Client:
-    """A :class:`dask.distributed.Client` connected to the scheduler at ``address``.
-
-    Returns within about ``timeout`` seconds whatever listens at the address: nothing
-    (refused), a server of another protocol (checked first with a raw socket for ``tcp://``),
-    or a scheduler that never answers.
+    """A :class:`dask.distributed.Client` connected to the scheduler at ``address``, within about
+    ``timeout`` seconds whatever listens there (nothing, another protocol, a silent peer).
 
     Parameters
     ----------
@@ -208,8 +168,7 @@ def connect(address: str, timeout: float = 5.0) -> Client:
     Raises
     ------
     SchedulerError
-        One line: a malformed address, the ``dask`` extra missing, nothing or something else
-        listening there, or no answer within ``timeout``.
+        A malformed address, no ``dask`` extra, no Dask scheduler there, or no answer in time.
 
     Examples
     --------
@@ -261,8 +220,7 @@ _STOP = threading.Event()  # set while a threads-backend map is being interrupte
 
 
 def stop_requested() -> bool:
-    """True when the map running this task (``backend="threads"``) was interrupted: a long
-    task polls it between kernel calls and returns early (its value is discarded).
+    """True when the map running this task (``backend="threads"``) was interrupted.
 
     Returns
     -------
@@ -279,11 +237,6 @@ def stop_requested() -> bool:
 def check_stop() -> None:
     """Raise :class:`KeyboardInterrupt` when :func:`stop_requested` is true.
 
-    Raises
-    ------
-    KeyboardInterrupt
-        The map running this task was interrupted.
-
     Examples
     --------
     >>> check_stop() is None
@@ -293,19 +246,11 @@ def check_stop() -> None:
         raise KeyboardInterrupt("stop requested")
 
 
-class _Watch:
-    fired = False
-
-
 @contextmanager
 def _sigint_watch():
-    """Note whether SIGINT arrives (the handler then behaves as Python's default: it raises
-    KeyboardInterrupt).  Off the main thread, or when SIGINT is ignored, nothing changes."""
-    watch = _Watch()
-    if threading.current_thread() is not threading.main_thread():
-        yield watch
-        return
-    previous = signal.getsignal(signal.SIGINT)
+    """Note in ``watch.fired`` whether SIGINT arrives (then raise as Python does); main thread only."""
+    watch = SimpleNamespace(fired=False)
+    previous = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
     if previous in (signal.SIG_IGN, None):
         yield watch
         return
@@ -323,19 +268,13 @@ def _sigint_watch():
         signal.signal(signal.SIGINT, previous)
 
 
-def _ignore_sigint() -> None:  # the parent decides about Ctrl-C
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 #: How often a worker process checks that its parent is still alive (seconds).
 ORPHAN_POLL_SECONDS = 0.5
 
 
 def _worker_init(parent_pid: int) -> None:
-    """Pool initializer: ignore Ctrl-C (the parent decides), and exit as soon as the parent
-    is gone.  A parent killed by SIGKILL runs no clean-up: without this its workers (and,
-    through them, multiprocessing's resource tracker) would live on, computing for nobody."""
-    _ignore_sigint()
+    """Pool initializer: ignore Ctrl-C (the parent decides); exit when the parent is gone (even SIGKILL-ed)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def watch():
         while True:
@@ -346,7 +285,7 @@ def _worker_init(parent_pid: int) -> None:
     threading.Thread(target=watch, name="supermarket-orphan-watch", daemon=True).start()
 
 
-def _terminate(pool: cf.ProcessPoolExecutor) -> None:
+def _terminate(pool: cf.Executor) -> None:
     procs = list(getattr(pool, "_processes", {}).values())
     pool.shutdown(wait=False, cancel_futures=True)
     for p in procs:
@@ -383,28 +322,24 @@ def map_tasks(
     Parameters
     ----------
     fn : callable
-        ``fn(task) -> value``.  For a pool or a cluster: picklable (a module-level function).
+        ``fn(task) -> value``; picklable (module-level) for a pool or a cluster.
     tasks : iterable
         The tasks (plain, picklable data for a pool or a cluster).
     workers : int or None, default 1
-        ``1``: in this process, one task after the other; ``N > 1``: a local pool of
-        ``min(N, len(tasks))`` processes; ``None``: one per CPU core.  Ignored with ``client``.
+        ``1``: in this process; ``N > 1``: a pool of ``min(N, len(tasks))``; ``None``: one per
+        CPU core.  Ignored with ``client``.
     client : dask.distributed.Client, optional
         Run the tasks on this cluster (see :func:`connect`).
     backend : {"processes", "threads"}, default "processes"
-        The local pool used when ``workers > 1`` (ignored with ``client`` or one worker).
-        ``"threads"``: for tasks that release the GIL (numba ``nogil`` kernels); on an
-        interruption :func:`stop_requested` turns true until every thread has returned.
+        The local pool when ``workers > 1``; ``"threads"`` for tasks that release the GIL.
     on_result : callable, optional
         ``on_result(index, value, error)`` in the caller's thread as each task finishes
-        (``error`` is ``None`` or the task's exception).  An exception it raises stops the map.
+        (``error``: ``None`` or the task's exception).  An exception it raises stops the map.
     progress : callable, optional
-        ``progress(done, running, total)``: before the first task and after each one
-        (``running`` is the number of tasks that may be running).
+        ``progress(done, running, total)``: before the first task and after each one.
     return_errors : bool, default False
-        False: the first task that raises stops the map (the others are cancelled) and its
-        exception is raised.  True: the exception object takes the task's place in the result
-        (a worker process that died gives :class:`concurrent.futures.process.BrokenProcessPool`).
+        False: the first task that raises stops the map and its exception is raised.  True:
+        the exception takes the task's place (a dead worker process gives ``BrokenProcessPool``).
     collect : bool, default True
         False: keep no results (return ``None``); for callers that store them in ``on_result``.
 
@@ -456,32 +391,24 @@ def map_tasks(
         _run_dask(fn, tasks, client, deliver, report)
     elif min(nw, total) == 1:
         _run_serial(fn, tasks, deliver, report)
-    elif backend == "threads":
-        _run_threads(fn, tasks, min(nw, total), deliver, report)
     else:
-        _run_pool(fn, tasks, min(nw, total), deliver, report)
+        _run_local(fn, tasks, min(nw, total), deliver, report, backend == "threads")
     return results
 
 
-def _apply(task):
-    fn, args, kwargs = task
-    return fn(*args, **kwargs)
+def _apply(task):  # (fn, args, kwargs) -> fn(*args, **kwargs)
+    return task[0](*task[1], **task[2])
 
 
 def call(fn: Callable[..., Any], /, *args: Any, client: Client | None = None, **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)``, here or as one task on a Dask cluster; the same value either way.
 
-    For a deterministic computation that is one piece of work (an exact solve, a mean-field
-    report): with ``client`` it runs on one of the cluster's workers (useful when that machine
-    has more memory or cores) and its value comes back here; without, it runs in this process.
-    Ctrl-C cancels the task (see :func:`map_tasks`).
-
     Parameters
     ----------
     fn : callable
-        A module-level function (it is pickled by reference for the cluster).
+        A module-level function (pickled by reference for the cluster).
     *args, **kwargs
-        Its arguments (picklable).  ``client`` is this function's own keyword, never passed on.
+        Its arguments (picklable); ``client`` is never passed on.
     client : dask.distributed.Client, optional
         Run on this cluster (see :func:`connect`); ``None``: in this process.
 
@@ -493,8 +420,7 @@ def call(fn: Callable[..., Any], /, *args: Any, client: Client | None = None, **
     Raises
     ------
     Exception
-        Whatever ``fn`` raises (re-raised here); :class:`SchedulerError` when the cluster has
-        no workers; :class:`KeyboardInterrupt` on Ctrl-C.
+        Whatever ``fn`` raises; :class:`SchedulerError` when the cluster has no workers.
 
     Examples
     --------
@@ -525,50 +451,39 @@ def _run_serial(fn, tasks, deliver, report):
             report(i + 1, 0 if i + 1 == total else 1)
 
 
-def _drain(futs, nw, total, deliver, report):
-    """Deliver the futures of a local pool (``{future: index}``) as they finish."""
-    report(0, min(nw, total))
-    for done, fut in enumerate(cf.as_completed(futs), start=1):
-        i = futs[fut]
-        try:
-            value, error = fut.result(), None
-        except Exception as exc:
-            value, error = None, exc
-        deliver(i, value, error)
-        report(done, min(nw, total - done))
+def _run_local(fn, tasks, nw, deliver, report, threads):
+    """Run the tasks on a local pool of ``nw`` threads or processes; deliver them as they finish."""
+    pool: cf.Executor
+    if threads:
+        pool = cf.ThreadPoolExecutor(max_workers=nw, thread_name_prefix="supermarket-task")
+    else:
+        import multiprocessing as mp
 
-
-def _run_threads(fn, tasks, nw, deliver, report):
-    pool = cf.ThreadPoolExecutor(max_workers=nw, thread_name_prefix="supermarket-task")
+        pool = cf.ProcessPoolExecutor(
+            max_workers=nw, mp_context=mp.get_context("spawn"), initializer=_worker_init, initargs=(os.getpid(),)
+        )
     total = len(tasks)
-    futs = {}
     try:
         futs = {pool.submit(fn, t): i for i, t in enumerate(tasks)}
-        _drain(futs, nw, total, deliver, report)
+        report(0, min(nw, total))
+        for done, fut in enumerate(cf.as_completed(futs), start=1):
+            try:
+                value, error = fut.result(), None
+            except Exception as exc:
+                value, error = None, exc
+            deliver(futs[fut], value, error)
+            report(done, min(nw, total - done))
     except BaseException:
-        # Ctrl-C or a failing task: the running tasks see stop_requested() and return after
-        # their current kernel call; the queued ones are cancelled
+        # Ctrl-C or a failing task: threads see stop_requested() and return after their current
+        # kernel call (the queued ones are cancelled); processes are terminated at once
+        if not threads:
+            _terminate(pool)
+            raise
         _STOP.set()
         try:
             pool.shutdown(wait=True, cancel_futures=True)
         finally:
             _STOP.clear()
-        raise
-    pool.shutdown(wait=True)
-
-
-def _run_pool(fn, tasks, nw, deliver, report):
-    import multiprocessing as mp
-
-    pool = cf.ProcessPoolExecutor(
-        max_workers=nw, mp_context=mp.get_context("spawn"), initializer=_worker_init, initargs=(os.getpid(),)
-    )
-    total = len(tasks)
-    try:
-        futs = {pool.submit(fn, t): i for i, t in enumerate(tasks)}
-        _drain(futs, nw, total, deliver, report)
-    except BaseException:
-        _terminate(pool)  # Ctrl-C or a failing task: do not wait for the others
         raise
     pool.shutdown(wait=True)
 

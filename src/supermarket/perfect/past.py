@@ -1,11 +1,5 @@
-"""The past of one perfect sample (docs/model.md §12): the dominating process ``D`` (random
-routing, JSQ(1)) drawn backwards in blocks, the JSQ(d) innovations drawn from their law given
-``D``'s moves, and the lower and upper copies run forwards from ``−T`` with them.
-
-A block stores only its random seed and the state of ``D`` where it starts; its innovations
-are regenerated when needed (bit-identical), so memory grows by one counts array per block,
-not by one integer per step.  The kernels are in ``engines/perfect.py``.
-"""
+"""The past of one perfect sample, kept in blocks, and its lower and upper copies (docs/model.md
+§12.4–12.6; kernels in ``engines/perfect.py``)."""
 
 from __future__ import annotations
 
@@ -32,13 +26,8 @@ def _xoshiro_state(ss: np.random.SeedSequence) -> np.ndarray:
 
 
 class _Past:
-    """The past of one sample: blocks of steps, each with its seed and ``D``'s state at its start.
-
-    Block ``k`` covers the forward steps from time ``−b[k+1]`` to ``−b[k]``.  Its innovations
-    are generated backwards from ``D_{−b[k]}`` (checkpoint ``k``) with the xoshiro stream of
-    ``SeedSequence(child, spawn_key=(…, k + 1))`` (stream 0 draws ``D_0``).  Block lengths
-    double from ``t0`` up to ``BLOCK_MAX``, so every horizon ``t0·2^j`` is a block boundary.
-    """
+    """The past of one sample: block ``k`` covers the steps ``−b[k+1] → −b[k]``, generated backwards
+    from checkpoint ``k`` (``D_{−b[k]}``) with stream ``k + 1`` of the sample's seed (docs/model.md §12.6)."""
 
     def __init__(
         self,
@@ -48,12 +37,7 @@ class _Past:
         stop: threading.Event | None,
         deadline: float | None = None,
     ):
-        self.p = p
-        self.deadline = deadline
-        self.n = p.n
-        self.ss = ss
-        self.t0 = t0
-        self.stop = stop
+        self.p, self.n, self.ss, self.t0, self.stop, self.deadline = p, p.n, ss, t0, stop, deadline
         self.p_arr = p.lam / (1.0 + p.lam)
         self.block_max = max(BLOCK_MAX, t0)
         self.bounds = [0]  # b[k]
@@ -67,13 +51,11 @@ class _Past:
         _k.geometric_fill(g, math.log(p.lam), _xoshiro_state(self._child(0)))
         top = int(g.max())
         self.dx = np.sort(g)[::-1].copy()
-        cap = top + 64
-        self.dc = np.zeros(cap, dtype=np.int64)
+        self.dc = np.zeros(top + 64, dtype=np.int64)
         hist = np.bincount(g, minlength=top + 1)
         self.dc[: top + 1] = np.cumsum(hist[::-1])[::-1]
         self.gs = np.array([top, top], dtype=np.int64)
-        self.checkpoint_bytes = 0
-        self.steps_generated = 0
+        self.checkpoint_bytes = self.steps_generated = 0
 
     def _child(self, k: int) -> np.random.SeedSequence:
         return np.random.SeedSequence(
@@ -96,7 +78,7 @@ class _Past:
         return self.t0 if b == 0 else min(b, self.block_max)
 
     def _run_block(self, k: int, x: np.ndarray, c: np.ndarray, gs: np.ndarray, length: int) -> np.ndarray:
-        """Generate block ``k`` from the state ``(x, c)`` into the buffer; returns ``c`` (maybe grown)."""
+        """Generate block ``k`` from ``(x, c)`` into the buffer; returns ``c`` (maybe grown)."""
         if self.buf.shape[0] < length:
             self.buf = np.zeros(length, dtype=np.int64)
         s = _xoshiro_state(self._child(k + 1))
@@ -130,7 +112,7 @@ class _Past:
             self.steps_generated += length
 
     def regenerate(self, k: int) -> None:
-        """Put block ``k``'s innovations in the buffer (regenerated from its checkpoint and seed)."""
+        """Regenerate block ``k``'s innovations into the buffer."""
         if self.buf_block == k:
             return
         cp = self.checkpoints[k]
@@ -138,9 +120,7 @@ class _Past:
         c[: cp.shape[0]] = cp
         x = np.empty(self.n, dtype=np.int64)
         _k.fill_lengths(c, x)
-        top = 0
-        while top + 1 < c.shape[0] and c[top + 1] > 0:
-            top += 1
+        top = int(np.count_nonzero(c[1:]))  # the counts are non-increasing
         gs = np.array([top, top], dtype=np.int64)
         self._run_block(k, x, c, gs, self._block_len(k))
         self.steps_generated += self._block_len(k)
@@ -160,11 +140,8 @@ class _Past:
         return int(self.buf.nbytes + self.checkpoint_bytes + 4 * self.n * 8 + self.dc.nbytes + self.picks.nbytes)
 
     def run_from(self, horizon: int, deadline: float | None):
-        """Run ``L`` (from empty) and ``U`` (from ``D_{−horizon}``) forwards to time 0.
-
-        ``horizon`` must be a block boundary.  Returns ``(met, x_L, copy_steps)`` where
-        ``copy_steps`` counts the moves of both copies (one after they met).
-        """
+        """Run ``L`` (empty) and ``U`` (``D_{−horizon}``, a block boundary) to time 0; returns
+        ``(met, x_L, copy_steps)``, ``copy_steps`` counting both copies' moves (one after they met)."""
         kb = self.bounds.index(horizon)
         n = self.n
         cap = self.pathmax + 4

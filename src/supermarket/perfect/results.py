@@ -1,7 +1,5 @@
-"""What a perfect sampler returns: :class:`PerfectResult` (the exact samples, their
-coalescence horizons and costs), :class:`BudgetExceeded` (a sample refused rather than
-truncated) and :func:`steps_per_time_unit`, the uniformization rate that converts steps of
-the chain to units of time (docs/model.md §1, §12)."""
+"""What a perfect sampler returns (docs/model.md §12): :class:`PerfectResult`, :class:`BudgetExceeded`
+and :func:`steps_per_time_unit`."""
 
 from __future__ import annotations
 
@@ -18,11 +16,8 @@ __all__ = ["PerfectResult", "BudgetExceeded", "steps_per_time_unit"]
 
 
 class BudgetExceeded(RuntimeError):
-    """A sample would exceed its time, memory or horizon budget; nothing is returned for it.
-
-    ``completed`` holds the samples finished before the budget ran out (a
-    :class:`PerfectResult`, or ``None``).  A perfect sample is never truncated into an
-    approximate one.
+    """A sample would exceed its time, memory or horizon budget (never truncated into an approximate
+    one); ``completed`` holds the samples finished before (a :class:`PerfectResult`, or ``None``).
 
     Examples
     --------
@@ -45,14 +40,11 @@ def steps_per_time_unit(n: int, lam: float) -> float:
     Parameters
     ----------
     n : int
-        Servers.
     lam : float
-        Arrival rate per server.
 
     Returns
     -------
     float
-        ``n(1+λ)``: the total event rate (arrivals ``nλ`` plus potential services ``n``).
 
     Examples
     --------
@@ -73,9 +65,8 @@ class PerfectResult(Result):
     samples : numpy.ndarray
         ``(samples, n)`` int64: one queue-lengths vector per sample, sorted longest first.
     coalescence_steps : numpy.ndarray
-        The horizon ``T`` (steps of the uniformized chain) at which the copies from ``−T``
-        coalesced by time 0 (a power-of-two multiple of ``t0``; the least coalescing
-        horizon lies in ``(T/2, T]``).
+        The horizon ``T`` (steps) at which the copies from ``−T`` coalesced by time 0 (a
+        power-of-two multiple of ``t0``; the least coalescing horizon lies in ``(T/2, T]``).
     coalescence_time : numpy.ndarray
         The same horizon in units of continuous time (``T / (n(1+λ))``).
     rounds : numpy.ndarray
@@ -151,8 +142,7 @@ class PerfectResult(Result):
         }
 
     def to_frame(self) -> Any:
-        """Tidy DataFrame: one row per (sample, level) with ``u = c_level / n``, plus the
-        sample's coalescence horizon (time units)."""
+        """One row per (sample, level): ``u = c_level / n`` and the sample's coalescence time."""
         c = self.counts
         S, L = c.shape
         return frame(
@@ -172,9 +162,9 @@ class PerfectResult(Result):
         lines = [
             f"perfect samples of the (n={p.n}, d={p.d}, λ={p.lam:g}) supermarket chain "
             f"({'with' if p.replace else 'without'} replacement): {S} sample(s), "
-            f"dominated coupling from the past (docs/model.md §12)"
+            f"dominated coupling from the past (docs/model.md §12)",
+            "  i    mean u_i     s.e.",
         ]
-        lines.append("  i    mean u_i     s.e.")
         for i, (m, s) in enumerate(zip(mean, se), start=1):
             if i > 12 and m < 1e-3:
                 break
@@ -192,18 +182,9 @@ class PerfectResult(Result):
 
 
 def _result(p, rows, seconds, root, t0) -> PerfectResult:
+    """The result of ``rows`` ``(x, horizon, rounds, work, peak memory)``, one per sample."""
     xs = np.array([r[0] for r in rows], dtype=np.int64).reshape(len(rows), p.n)
-    T = np.array([r[1] for r in rows], dtype=np.int64)
+    T, rounds, work, peak = (np.array([r[k] for r in rows], dtype=np.int64) for k in range(1, 5))
     entropy = root.entropy if isinstance(root.entropy, int) else None
-    return PerfectResult(
-        params=p,
-        samples=xs,
-        coalescence_steps=T,
-        coalescence_time=T / steps_per_time_unit(p.n, p.lam),
-        rounds=np.array([r[2] for r in rows], dtype=np.int64),
-        work_steps=np.array([r[3] for r in rows], dtype=np.int64),
-        peak_memory=np.array([r[4] for r in rows], dtype=np.int64),
-        seconds=float(seconds),
-        seed=entropy,
-        t0=t0,
-    )
+    time = T / steps_per_time_unit(p.n, p.lam)
+    return PerfectResult(p, xs, T, time, rounds, work, peak, float(seconds), seed=entropy, t0=t0)

@@ -1,22 +1,18 @@
-"""The perfect sampler's driver (docs/model.md §12): :func:`sample` doubles the horizon of
-each sample's past until its two copies coalesce, within time and memory budgets, one sample
-per seed child, in this process, in threads or as tasks on a Dask cluster;
-:func:`sample_counts` gives one sample as a start state for a simulation."""
+"""The perfect sampler's driver (docs/model.md §12.6): :func:`sample` and :func:`sample_counts`."""
 
 from __future__ import annotations
 
+import itertools
 import math
-import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from ..model import Params, SeedLike, as_seed_sequence, check_positive_float, check_positive_int, spawn_seeds
-from ..parallel import map_tasks
+from ..parallel import _STOP, map_tasks
 from .past import BLOCK_MAX, _OutOfTime, _Past
 from .results import BudgetExceeded, PerfectResult, _result, steps_per_time_unit
 
@@ -32,10 +28,7 @@ MAX_N = 1 << 27
 
 def _t0(n: int) -> int:
     """Smallest horizon tried: the power of two >= max(64, n) (about half a time unit)."""
-    t = 64
-    while t < n:
-        t *= 2
-    return t
+    return max(64, 1 << (n - 1).bit_length())
 
 
 _WARM = False
@@ -45,20 +38,16 @@ def _warm() -> None:
     """Load (or compile) the kernels once, so that a time budget measures sampling only."""
     global _WARM
     if not _WARM:
-        _one(Params(2, 2, 0.5), np.random.SeedSequence(0), 64, None, DEFAULT_MAX_MEMORY, None)
-        _one(Params(2, 2, 0.5, replace=False), np.random.SeedSequence(0), 64, None, DEFAULT_MAX_MEMORY, None)
+        for replace in (True, False):
+            _one(Params(2, 2, 0.5, replace=replace), np.random.SeedSequence(0), 64, None, DEFAULT_MAX_MEMORY, None)
         _WARM = True
 
 
 def _one(p: Params, ss, t0, deadline, max_memory, stop):
     began = time.perf_counter()
     past = _Past(p, ss, t0, stop, deadline)
-    horizon = t0
-    rounds = 0
-    peak = past.memory_bytes()
-    work = 0
-    while True:
-        rounds += 1
+    horizon, work, peak = t0, 0, past.memory_bytes()
+    for rounds in itertools.count(1):
         if horizon > MAX_HORIZON_STEPS:
             raise BudgetExceeded(f"no coalescence within {MAX_HORIZON_STEPS} steps of the past; sample refused")
         # memory after extending: one checkpoint per new block, each about D's level count
@@ -109,9 +98,7 @@ def _job(p, ss, s, t0, deadline, max_time, max_memory, stop):
 
 
 def _cluster_task(task):
-    """One sample as a task of :func:`supermarket.parallel.map_tasks` (a Dask worker): the
-    wall-clock deadline becomes this machine's ``perf_counter`` deadline after the kernels are
-    loaded, so compiling them does not eat the budget."""
+    """One sample as a Dask task: the wall-clock deadline becomes a local one once the kernels are loaded."""
     p, ss, s, t0, wall_deadline, max_time, max_memory = task
     _warm()
     deadline = None if wall_deadline is None else time.perf_counter() + (wall_deadline - time.time())
@@ -134,11 +121,8 @@ def sample(
 ) -> PerfectResult:
     """Exact samples from the stationary law of the (n, d, λ) supermarket chain.
 
-    Dominated coupling from the past with random routing as the dominating process
-    (docs/model.md §12): no burn-in, no truncation; each returned vector has exactly the
-    stationary law of the sorted queue-lengths vector (up to double rounding of the
-    event probabilities).  Sample ``s`` uses child ``s`` of ``seed`` on every backend, so the
-    samples do not depend on ``workers`` or ``client``.
+    Dominated coupling from the past (docs/model.md §12): no burn-in, no truncation.  Sample ``s``
+    uses child ``s`` of ``seed``, so the samples do not depend on ``workers`` or ``client``.
 
     Parameters
     ----------
@@ -149,25 +133,22 @@ def sample(
     lam : float
         Load λ in (0, 1).
     samples : int, optional
-        Number of independent samples (default 1).
+        Number of independent samples.
     seed : int, SeedSequence or None, optional
-        Root seed (default 0).
+        Root seed.
     replace : bool, optional
-        Sample the ``d`` queues with replacement (default) or without.
+        Sample the ``d`` queues with replacement or without.
     max_time : float, optional
-        Wall-clock budget of the whole call in seconds.  A sample that would exceed it
-        is stopped and :class:`BudgetExceeded` raised (never an approximate sample).
+        Wall-clock budget of the whole call in seconds.
     max_memory : int, optional
         Memory budget of one sample in bytes (default 1 GiB).
     workers : int, optional
-        Threads running samples in parallel (default 1).
+        Threads running samples in parallel.
     client : dask.distributed.Client, optional
-        Run each sample as one task on this Dask cluster (:func:`supermarket.parallel.map_tasks`);
-        excludes ``workers`` > 1.  ``max_time`` is then measured on the workers' clocks against
-        the deadline set here (the machines' clocks are assumed synchronised), and a sample that
-        runs out of it stops the others.
+        Run each sample as one task on this Dask cluster; excludes ``workers`` > 1.  ``max_time``
+        is then measured on the workers' (assumed synchronised) clocks.
     progress : callable, optional
-        ``progress(done, total)`` after each finished sample (and once with 0 before the first).
+        ``progress(done, total)`` before the first sample and after each one.
 
     Returns
     -------
@@ -203,17 +184,13 @@ def sample(
             raise ValueError("workers and client exclude each other (the cluster has its own workers)")
     if max_time is not None:
         max_time = check_positive_float("max_time", max_time, allow_inf=True)
-    if max_memory is None:
-        max_memory = DEFAULT_MAX_MEMORY
-    else:
-        max_memory = check_positive_int("max_memory", max_memory)
+    max_memory = DEFAULT_MAX_MEMORY if max_memory is None else check_positive_int("max_memory", max_memory)
     root = as_seed_sequence(seed)
     children = spawn_seeds(root, S)
     t0 = _t0(p.n)
-    # refuse up front what cannot fit: three copies and a scratch vector of n entries, the
-    # first buffer, and D's level arrays (max of n geometric lengths ≈ log n / log(1/λ))
+    # refuse up front what cannot fit: three copies and a scratch vector of n entries, the first buffer, D's level
+    # arrays (max of n geometric lengths ≈ log n / log(1/λ)) and the d sampled indices of one arrival (d may be > n)
     levels = (math.log(p.n) + 40.0) / -math.log(p.lam)
-    # ... and the d sampled indices of one arrival (d may exceed n with replacement)
     first = 4 * 8 * p.n + 8 * min(t0, BLOCK_MAX) + 3 * 8 * (levels + 64) + 8 * p.d
     if first > max_memory:
         raise BudgetExceeded(
@@ -224,45 +201,28 @@ def sample(
         _warm()
     start = time.perf_counter()
     deadline = None if max_time is None or math.isinf(max_time) else start + max_time
-    out = [None] * S
-    stop = threading.Event()
+    out: list[Any] = [None] * S
 
-    lock = threading.Lock()
+    def store(s: int, value: Any, error: BaseException | None) -> None:
+        out[s] = value  # an error is raised by map_tasks itself (return_errors=False)
 
-    def finished():
-        if progress is not None:
-            with lock:
-                progress(sum(x is not None for x in out), S)
-
-    def job(s):
-        out[s] = _job(p, children[s], s, t0, deadline, max_time, max_memory, stop)
-        finished()
-
-    finished()
-
+    report = None if progress is None else (lambda done, running, total: progress(done, total))
     try:
         if client is not None:
             # the deadline travels as wall-clock (epoch) time: perf_counter is per machine
             wall_deadline = None if deadline is None else time.time() + (deadline - time.perf_counter())
             tasks = [(p, children[s], s, t0, wall_deadline, max_time, max_memory) for s in range(S)]
-
-            def store(s: int, value: Any, error: BaseException | None) -> None:
-                out[s] = value  # an error is raised by map_tasks itself (return_errors=False)
-                finished()
-
-            map_tasks(_cluster_task, tasks, client=client, collect=False, on_result=store)
-        elif workers == 1 or S == 1:
-            for s in range(S):
-                job(s)
-        else:
-            with ThreadPoolExecutor(max_workers=min(workers, S)) as ex:
-                futs = [ex.submit(job, s) for s in range(S)]
-                try:
-                    for f in futs:
-                        f.result()
-                except BaseException:
-                    stop.set()
-                    raise
+            map_tasks(_cluster_task, tasks, client=client, collect=False, on_result=store, progress=report)
+        else:  # threads: on a failure or Ctrl-C the others stop at their next chunk (stop_requested)
+            map_tasks(
+                lambda s: _job(p, children[s], s, t0, deadline, max_time, max_memory, _STOP),
+                range(S),
+                workers=workers,
+                backend="threads",
+                collect=False,
+                on_result=store,
+                progress=report,
+            )
     except BudgetExceeded as exc:
         done = [s for s in range(S) if out[s] is not None]
         partial = _result(p, [out[s] for s in done], time.perf_counter() - start, root, t0) if done else None
@@ -282,10 +242,8 @@ def sample_counts(
 ) -> np.ndarray:
     """One exact stationary sample as counts ``c_1, c_2, …`` (int64, ``c[0] = c_1``).
 
-    This is the start-state representation of :mod:`supermarket.states` (trailing zeros
-    dropped; the empty state is an empty array), so a simulation can start exactly in
-    equilibrium.  The sample is ``sample(n, d, lam, samples=1, seed=seed).samples[0]``
-    (child 0 of ``seed``): pass a seed independent of the simulation's own stream.
+    The start state of :mod:`supermarket.states` (empty state: an empty array) from
+    ``sample(n, d, lam, samples=1, seed=seed).samples[0]``; pass a seed independent of the simulation's.
 
     Parameters
     ----------
@@ -305,6 +263,5 @@ def sample_counts(
     True
     """
     res = sample(n, d, lam, samples=1, seed=seed, replace=replace, max_time=max_time, max_memory=max_memory)
-    x = res.samples[0]
-    top = int(x.max())
-    return np.array([int((x >= i).sum()) for i in range(1, top + 1)], dtype=np.int64)
+    c = res.counts[0]
+    return c[c > 0]

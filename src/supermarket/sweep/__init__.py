@@ -1,32 +1,9 @@
-"""Parameter sweeps: a TOML grid of measurements, run locally or on a Dask cluster, stored
-as one tidy Parquet table that survives interruption.
+"""Parameter sweeps (docs/sweep.md): a TOML grid of measurements, run locally or on a Dask cluster,
+stored as one tidy Parquet table that survives interruption.
 
-The parts, one module each:
-
-1. **Sweep file** (:mod:`.spec`, :func:`load_sweep`): TOML read with :mod:`tomllib`,
-   validated in full before anything runs; every error is listed at once with its line and
-   key (:class:`SweepFileError`).  The grid expands into *tasks*: one task is one grid point
-   and one replication, and gives one row of the results table.  Value checkers
-   (:mod:`.values`) use the library's own enumerations.
-2. **Measurements** (:mod:`.measurements`): one :class:`Measurement` per measurement
-   (``theory``, ``meanfield``, ``simulate``, ``mixing``, ``fluctuations``): its keys, their
-   rules, and an adapter taking a task's parameters and a
-   :class:`numpy.random.SeedSequence`.  Adding one is one entry of ``REGISTRY``.
-3. **Seeds** (:mod:`.seeds`): a grid point's root seed is
-   ``SeedSequence(sweep_seed, spawn_key=(h0, h1))`` with ``h0, h1`` two 32-bit words of the
-   SHA-256 of its canonical parameters; replication ``r`` is child ``r`` of that root.  A
-   task's numbers depend only on the sweep seed and the task itself.
-4. **Execution** (:mod:`.execution`, :func:`run_sweep`): through :mod:`supermarket.parallel`,
-   in this process (``workers=1``), a local process pool, or an existing Dask cluster
-   (``scheduler="tcp://host:port"``, the only part that needs the ``dask`` extra).  A
-   failing task is recorded with its error and the others go on; an interrupted one is never
-   stored.
-5. **Storage** (:mod:`.storage`): the directory is created atomically; each finished task is
-   written to its own part file, checked against its task when read back; the parts are
-   consolidated, again atomically, into ``results.parquet`` with Arrow list and map columns
-   for arrays (:mod:`.columns`).  Running the same command again resumes; a kill at any instant leaves a
-   directory that the same command resumes.  ``sweep.json`` (the sidecar) records the
-   package version, the git commit, the sweep file's text and hashes, the seeds and timings.
+Modules: :mod:`.spec` (the sweep file), :mod:`.values` (value checkers), :mod:`.measurements`
+(:data:`REGISTRY`), :mod:`.seeds`, :mod:`.execution` (:func:`run_sweep`), :mod:`.storage`
+(directory, parts, sidecar, upgrade) and :mod:`.columns` (Arrow tables).
 """
 
 from __future__ import annotations

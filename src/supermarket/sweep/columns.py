@@ -1,12 +1,5 @@
-"""How a sweep's rows become a tidy Arrow table and back (:func:`to_table`, :func:`table_rows`).
-
-Tidy Arrow columns (format 2): scalars are int64, float64, bool or string; arrays
-(profiles, standard errors, covariances) are Arrow ``list`` columns (nested for matrices);
-distributions keyed by integers (``max_queue_dist``) are ``map<int64, double>``; lists mixing
-numbers and labels (confidence limits such as ``[0.0, "unbounded"]``) are ``list<string>``;
-anything else irregular is JSON text, its column named in the schema metadata
-``supermarket.json_columns``.  pandas, Polars and DuckDB read the table directly.
-"""
+"""A sweep's rows as a tidy Arrow table (format 2) and back; the column types are in docs/sweep.md,
+"The output directory"."""
 
 from __future__ import annotations
 
@@ -21,20 +14,11 @@ JSON_COLUMNS_KEY = b"supermarket.json_columns"
 FORMAT_KEY = b"supermarket.format"
 
 
+_KINDS = ((bool, "bool"), (int, "int"), (float, "float"), (str, "str"), ((list, tuple), "list"), (dict, "map"))
+
+
 def _kind(x) -> str:
-    if isinstance(x, bool):
-        return "bool"
-    if isinstance(x, int):
-        return "int"
-    if isinstance(x, float):
-        return "float"
-    if isinstance(x, str):
-        return "str"
-    if isinstance(x, (list, tuple)):
-        return "list"
-    if isinstance(x, dict):
-        return "map"
-    return "other"
+    return next((k for t, k in _KINDS if isinstance(x, t)), "other")
 
 
 def _no_null(t):
@@ -53,13 +37,9 @@ def _label(x) -> str | None:
 
 
 def _int_key(k):
-    if isinstance(k, bool):
-        return None
-    if isinstance(k, int):
+    if isinstance(k, int) and not isinstance(k, bool):
         return k
-    if isinstance(k, str) and k.strip().lstrip("-").isdigit():
-        return int(k)
-    return None
+    return int(k) if isinstance(k, str) and k.strip().lstrip("-").isdigit() else None
 
 
 def _column(vals: list):
@@ -106,25 +86,13 @@ def to_table(rows: list[dict], first: tuple = ()) -> Any:  # a pyarrow.Table (py
     null), columns ``first`` first and ``wall_seconds`` last, typed as the module doc says."""
     import pyarrow as pa
 
-    cols: list[str] = []
-    seen = set()
-    for k in first:
-        if any(k in r for r in rows):
-            seen.add(k)
-            cols.append(k)
-    seen.add("wall_seconds")
-    for r in rows:
-        for k in r:
-            if k not in seen:
-                seen.add(k)
-                cols.append(k)
-    if any("wall_seconds" in r for r in rows):
-        cols.append("wall_seconds")
-    arrays, as_json = {}, []
-    for c in cols:
-        arrays[c], is_json = _column([r.get(c) for r in rows])
-        if is_json:
-            as_json.append(c)
+    keys = dict.fromkeys(k for r in rows for k in r)  # in the order first seen
+    head = [k for k in first if k in keys]
+    cols = (
+        head + [k for k in keys if k not in head and k != "wall_seconds"] + [k for k in ["wall_seconds"] if k in keys]
+    )
+    typed = {c: _column([r.get(c) for r in rows]) for c in cols}  # c -> (array, is_json)
+    arrays, as_json = {c: a for c, (a, _) in typed.items()}, [c for c, (_, j) in typed.items() if j]
     meta = {FORMAT_KEY: str(FORMAT_VERSION).encode(), JSON_COLUMNS_KEY: json.dumps(as_json).encode()}
     return pa.table(arrays).replace_schema_metadata(meta)
 
@@ -135,7 +103,7 @@ def table_rows(table: Any) -> list[dict]:
     Parameters
     ----------
     table : pyarrow.Table
-        From :func:`read_results`.
+        From :func:`read_results` (or :func:`to_table`).
 
     Returns
     -------
@@ -143,13 +111,8 @@ def table_rows(table: Any) -> list[dict]:
 
     Examples
     --------
-    >>> import tempfile, pathlib; from supermarket.sweep import parse_sweep, read_results, run_sweep
-    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"
-    >>> toml = '[[run]]\\nmeasurement = "theory"\\nn = 100\\nd = [2, 3]\\nload = 0.9\\n'
-    >>> _ = run_sweep(parse_sweep(toml), out, workers=1)
-    >>> [r["d"] for r in table_rows(read_results(out))]
-    [2, 3]
-    >>> import shutil; shutil.rmtree(out.parent)
+    >>> table_rows(to_table([{"d": 2, "dist": {1: 0.5}}, {"d": 3}]))  # dist: map<int64, double>
+    [{'d': 2, 'dist': {1: 0.5}}, {'d': 3, 'dist': None}]
     """
     import pyarrow as pa
 
@@ -159,10 +122,6 @@ def table_rows(table: Any) -> list[dict]:
     rows = table.to_pylist()
     if maps or as_json:
         for r in rows:
-            for c in maps:
-                if r.get(c) is not None:
-                    r[c] = dict(r[c])
-            for c in as_json:
-                if isinstance(r.get(c), str):
-                    r[c] = json.loads(r[c])
+            r.update({c: dict(r[c]) for c in maps if r.get(c) is not None})
+            r.update({c: json.loads(r[c]) for c in as_json if isinstance(r.get(c), str)})
     return rows

@@ -1,14 +1,5 @@
-"""Measurements a sweep can run: one entry of :data:`REGISTRY` each.
-
-A measurement is its keys (name -> value checker), the rules between them, the derivation of
-a grid point's canonical parameters, and an adapter ``f(params, seed) -> dict`` that calls the
-library.  Adding a measurement is one :class:`Measurement` in :data:`REGISTRY`; validation,
-seeds, scheduling, storage, resume and the report tables need nothing else.
-
-The adapters return the library result's ``to_dict()``; :func:`flatten` turns it into the
-columns of one row (nested mappings with identifier keys become ``outer_inner`` columns;
-arrays stay arrays, stored as Arrow list columns by :mod:`.storage`).
-"""
+"""Measurements a sweep can run: one :class:`Measurement` of :data:`REGISTRY` each (docs/sweep.md,
+"Python"); an adapter returns the library result's ``to_dict()``, :func:`flatten` makes it a row."""
 
 from __future__ import annotations
 
@@ -27,39 +18,18 @@ from ..model import Params, spawn_seeds
 from ..simulation import ENGINES, TIME_MODES
 from . import values as v
 
-__all__ = [
-    "Measurement",
-    "REGISTRY",
-    "MEASUREMENTS",
-    "MEASUREMENT_KEYS",
-    "DETERMINISTIC",
-    "flatten",
-    "scalar",
-    "measure_theory",
-    "measure_meanfield",
-    "measure_simulate",
-    "measure_mixing",
-    "measure_fluctuations",
-    "event_row",
-]
-
-# Regimes of paper 002 (docs/model.md §8); supermarket.fluctuations.regime_params dispatches on them.
-FLUCT_REGIMES = REGIMES
 _EPS = v.bounded(minimum=1e-12, maximum=0.1)
 _GRID_NDL = {"n": v.count, "d": v.count, "load": v.load, "alpha": v.positive, "beta": v.positive}
 
 
-# ---- the axes of issue 21 (dispatch rules, service laws, server classes): checked by the library's own parsers,
-# so that a sweep file refuses what simulate() refuses, with the same message (it names the key)
+# dispatch rules, service laws, server classes: checked by the library's own parsers (same messages)
 def _policy(key: str, value: object) -> str:
-    """A dispatch rule (:data:`supermarket.policies.POLICIES`), canonical lower-case name."""
     from ..policies import check_policy
 
     return check_policy(value)
 
 
 def _service(key: str, value: object) -> str:
-    """A service law of mean 1 (:func:`supermarket.service.parse_service`), stored as its spec text."""
     from ..service import parse_service
 
     if not isinstance(value, str):  # parse_service also takes a ServiceLaw; a sweep file holds text
@@ -71,7 +41,6 @@ def _service(key: str, value: object) -> str:
 
 
 def _server_classes(key: str, value: object) -> str:
-    """Server classes ``FRACTION:SPEED,…`` (:func:`supermarket.service.parse_server_classes`), as spec text."""
     from ..service import parse_server_classes
 
     if not isinstance(value, str):
@@ -91,22 +60,8 @@ def _short_float(x: float) -> str:
 
 @dataclass(frozen=True)
 class Measurement:
-    """One measurement: its keys, rules, canonical parameters and adapter.
-
-    Attributes
-    ----------
-    name : str
-    keys : dict
-        ``key -> checker(key, value)`` returning the canonical value.
-    adapter : callable
-        ``(params, seed) -> dict`` of results.
-    rules : callable
-        ``(axes, err)``: rules between the keys of one block.
-    derive : callable
-        ``params -> canonical params``.
-    deterministic : bool
-        No randomness (one replication is enough).
-    defaults : dict
+    """One measurement: its keys (``key -> checker``), ``adapter(params, seed) -> dict``, ``rules(axes,
+    err)`` between the keys of a block, ``derive(params) -> canonical params``, and its defaults.
 
     Examples
     --------
@@ -115,26 +70,23 @@ class Measurement:
     """
 
     name: str
-    keys: dict  # key -> checker(key, value) -> canonical value
-    adapter: Callable  # (params: dict, seed: SeedSequence) -> dict
-    rules: Callable  # (axes: dict, err(key, msg)) -> None, rules between keys of a block
-    derive: Callable  # (params: dict) -> canonical params (raises ValueError/TypeError)
-    deterministic: bool = False
+    keys: dict
+    adapter: Callable
+    rules: Callable
+    derive: Callable
+    deterministic: bool = False  # no randomness: one replication
     defaults: dict = field(default_factory=dict)
 
 
 # =========================================================================== results -> columns
+_SCALARS: tuple[tuple[Any, Callable], ...] = (((bool, np.bool_), bool), (numbers.Integral, int), (numbers.Real, float))
+
+
 def scalar(x: object) -> bool | int | float | str | None:
     """A plain Python scalar (bool, int, float, str or None) from a NumPy or Python value."""
-    if isinstance(x, (bool, np.bool_)):
-        return bool(x)
-    if isinstance(x, numbers.Integral):
-        return int(x)
-    if isinstance(x, numbers.Real):
-        return float(x)
     if x is None or isinstance(x, str):
         return x
-    return str(x)
+    return next((to(x) for kind, to in _SCALARS if isinstance(x, kind)), str(x))
 
 
 def _plain(x):
@@ -148,8 +100,7 @@ def _plain(x):
 
 
 def flatten(d: dict, prefix: str = "") -> dict:
-    """Columns of a result's ``to_dict()``: nested mappings with identifier keys become
-    ``outer_inner``; lists, arrays and other mappings stay (plain Python) values.
+    """Columns of a result's ``to_dict()``: nested mappings with identifier keys become ``outer_inner``.
 
     >>> flatten({"a": {"b": 1, "c": [1, 2]}, "m": {"3": 0.5}})
     {'a_b': 1, 'a_c': [1, 2], 'm': {'3': 0.5}}
@@ -212,40 +163,12 @@ def measure_meanfield(params: dict, seed: np.random.SeedSequence) -> dict:
 
 
 def measure_simulate(params: dict, seed: np.random.SeedSequence) -> dict:
-    """One replication of :func:`supermarket.simulation.simulate` (docs/model.md §1–2, §5).
-
-    A run that :func:`~supermarket.simulation.simulate` reports as partial (it was interrupted
-    and returned what it had) is not a result: :class:`KeyboardInterrupt` is raised again.
-
-    The estimates use the control variates unless ``control_variates = false`` (docs/model.md
-    §9.1), and the row keeps what they gained: ``variance_reduction_u_mean`` (per level,
-    ``(plain s.e./control-variate s.e.)²``, null where the level kept its plain estimate),
-    ``variance_reduction_mean_queue_length``, ``variance_reduction_ud_mean``,
-    ``variance_reduction_mean_sojourn_time``, ``variance_reduction_good_set_fraction``,
-    ``variance_reduction_max_queue_dist`` and ``variance_reduction_sojourn``/``_waiting`` (the
-    response-time mean and quantiles), with the plain estimates beside them (``plain_*``).
-    Without control variates every ``variance_reduction_*`` column is null (:data:`VR_COLUMNS`),
-    so that a sweep mixing both has the same columns.
-    """
+    """One replication of :func:`supermarket.simulation.simulate`; a partial (interrupted) run raises
+    :class:`KeyboardInterrupt`.  The ``variance_reduction_*`` columns: docs/sweep.md, "Measurements"."""
     simulate = _import("simulate", "supermarket.simulation", "simulate")
     if _event_engine(params):
         return _measure_event(simulate, params, seed)
-    kw = {
-        k: params[k]
-        for k in (
-            "steps",
-            "time",
-            "burn_in",
-            "engine",
-            "replace",
-            "start",
-            "time_mode",
-            "eps",
-            "control_variates",
-            "policy",
-        )
-        if k in params
-    }
+    kw = {k: params[k] for k in _SIMULATE_KWARGS if k in params}
     with warnings.catch_warnings():
         # the run's warnings are stored with the row (``notes``, ``reliable``, ``self_checks``):
         # printing them from a worker as raw Python warnings would only add noise to stderr
@@ -271,8 +194,7 @@ VR_COLUMNS = ("u_mean", "ud_mean", "mean_queue_length", "mean_sojourn_time", "go
 
 
 def _event_engine(params: dict) -> bool:
-    """Whether a simulate grid point runs the per-queue event engine (docs/model.md §14): a service
-    law other than ``exp``, or server classes."""
+    """Whether a simulate grid point runs the event engine (docs/model.md §14)."""
     return params.get("server_classes") is not None or params.get("service", "exp") != "exp"
 
 
@@ -289,8 +211,7 @@ def _measure_event(simulate: Callable, params: dict, seed: np.random.SeedSequenc
 
 
 def _long_enough(e: dict | None) -> bool:
-    """Whether an event-engine estimate's own run found its blocking plateau (long enough to know
-    its error): reliable, or distrusted only because it is one replication (docs/model.md §14)."""
+    """Whether an event-engine estimate found its blocking plateau (reliable, or one replication only)."""
     from ..general.run import ONE_REPLICATION_NOTE
 
     if not e:
@@ -299,8 +220,7 @@ def _long_enough(e: dict | None) -> bool:
 
 
 def _estimate(e: dict | None) -> tuple[float, float, bool]:
-    """(value, error, reliable) of an ``ErrorEstimate.to_dict()``: the error is NaN unless the
-    estimate itself trusts it (the rule of every simulate column)."""
+    """(value, error, reliable) of an ``ErrorEstimate.to_dict()``; the error is NaN unless trusted."""
     if not e:
         return math.nan, math.nan, False
     mean = float(e.get("mean", math.nan))
@@ -311,18 +231,8 @@ def _estimate(e: dict | None) -> tuple[float, float, bool]:
 
 
 def event_row(d: dict) -> dict:
-    """The sweep row of a :class:`supermarket.general.GeneralResult` (its ``to_dict()``), in the
-    columns of a count-engine simulate row where they mean the same: ``u_mean``/``u_stderr``/
-    ``u_reliable`` per level, ``mean_queue_length`` (``_stderr``, ``_reliable``),
-    ``mean_sojourn_time`` (``_stderr``), ``sojourn_mean``/``sojourn_quantiles`` and their
-    ``sojourn_stderr_mean``/``sojourn_stderr_quantiles`` (``waiting_*`` likewise), ``reliable``,
-    ``notes``; every error the run does not trust is NaN (one replication per task: the event
-    engine's batch-means error over one run is not trusted, docs/model.md §14, so a sweep's
-    error bars for these points come from its replications), and ``mean_queue_length_long_enough``,
-    ``sojourn_long_enough_mean`` (``waiting_…``) say whether the run found its blocking plateau
-    (False: too short to know, whatever the replications).  With several server classes,
-    ``class<i>_fraction``, ``_speed``, ``_u_mean``, ``_mean_queue_length`` (``_stderr``,
-    ``_reliable``), ``_sojourn_mean`` (``_stderr``, ``_reliable``), i = 1, 2, ….
+    """The sweep row of a :class:`supermarket.general.GeneralResult`'s ``to_dict()``: the columns of a
+    count-engine row where they mean the same, untrusted errors NaN (docs/sweep.md, "Dispatch rules…").
 
     Examples
     --------
@@ -337,9 +247,7 @@ def event_row(d: dict) -> dict:
     fr, sp = classes.get("fractions") or [1.0], classes.get("speeds") or [1.0]
     if len(fr) > 1 or any(x != 1.0 for x in sp):
         out["server_classes"] = ",".join(f"{_short_float(f)}:{_short_float(x)}" for f, x in zip(fr, sp))
-    out["time_mode"] = "continuous"
-    out["sim_time"] = d.get("time")
-    out["burn_in_time"] = d.get("burn_in")
+    out.update(time_mode="continuous", sim_time=d.get("time"), burn_in_time=d.get("burn_in"))
     mql, mql_se, mql_ok = _estimate(d.get("mean_queue_length"))
     u = [float(x) for x in d.get("u_mean", [])]
     # the u_i errors come from the same batches as the mean queue length: trusted together or not at all
@@ -356,19 +264,15 @@ def event_row(d: dict) -> dict:
         m, se, ok = _estimate(d.get(kind))
         ok_all &= ok
         qs = {str(q): _estimate(e) for q, e in (d.get(f"{kind}_quantiles") or {}).items()}
-        out[f"{kind}_mean"] = m
-        out[f"{kind}_quantiles"] = {q: x[0] for q, x in qs.items()}
-        out[f"{kind}_stderr_mean"] = se
-        out[f"{kind}_stderr_quantiles"] = {q: x[1] for q, x in qs.items()}
-        out[f"{kind}_reliable_mean"] = ok
-        out[f"{kind}_reliable_quantiles"] = {q: x[2] for q, x in qs.items()}
+        for j, what in enumerate(("", "_stderr", "_reliable")):  # value, error, reliable: of the mean, the quantiles
+            out[f"{kind}{what}_mean"] = (m, se, ok)[j]
+            out[f"{kind}{what}_quantiles"] = {q: x[j] for q, x in qs.items()}
         out[f"{kind}_long_enough_mean"] = _long_enough(d.get(kind))
         if kind == "sojourn":
             out["mean_sojourn_time"], out["mean_sojourn_time_stderr"] = m, se
     out["reliable"] = ok_all
     for i, c in enumerate(d.get("classes") or [] if "server_classes" in out else [], start=1):
-        out[f"class{i}_fraction"] = c.get("fraction")
-        out[f"class{i}_speed"] = c.get("speed")
+        out[f"class{i}_fraction"], out[f"class{i}_speed"] = c.get("fraction"), c.get("speed")
         out[f"class{i}_u_mean"] = [float(x) for x in c.get("u_mean", [])]
         for name in ("mean_queue_length", "sojourn"):
             m, se, ok = _estimate(c.get(name))
@@ -377,9 +281,7 @@ def event_row(d: dict) -> dict:
     for k in ("events", "events_per_second", "customers", "batches"):
         if k in d:
             out[k] = d[k]
-    out["wall_time"] = d.get("wall_s")
-    out["control_variates"] = False
-    out["variance_reduction"] = dict.fromkeys(VR_COLUMNS)
+    out.update(wall_time=d.get("wall_s"), control_variates=False, variance_reduction=dict.fromkeys(VR_COLUMNS))
     out["notes"] = list(d.get("notes") or [])
     return out
 
@@ -393,13 +295,10 @@ def measure_mixing(params: dict, seed: np.random.SeedSequence) -> dict:
 
 
 def measure_fluctuations(params: dict, seed: np.random.SeedSequence) -> dict:
-    """One replication of the paper-002 measurement (docs/model.md §8, limits derived): the exact
-    chain's scaled moments (``sim_*``), the limit diffusion's (``limit_*``: closed form in
-    regime (a), Euler–Maruyama in (b), (c)) and the finite-n linear noise at ``x^n``
-    (``lna_*``), from :mod:`supermarket.fluctuations`."""
+    """One replication of the paper-002 measurement (docs/model.md §8): the chain's scaled moments
+    (``sim_*``), the limit diffusion's (``limit_*``) and the finite-n linear noise (``lna_*``)."""
     fl = importlib.import_module("supermarket.fluctuations")
-    kw = {k: params[k] for k in ("kappa", "c", "zeta", "d", "theta", "replace") if k in params}
-    p = fl.regime_params(params["regime"], params["n"], warn=False, **kw)
+    p = _regime(params)
     ss_sim, ss_lim = spawn_seeds(seed, 2)
     sim = fl.simulate_fluctuations(
         p, time=params.get("time", 200.0), burn_in=params.get("burn_in"), replications=1, seed=ss_sim, workers=1
@@ -408,32 +307,31 @@ def measure_fluctuations(params: dict, seed: np.random.SeedSequence) -> dict:
         lim = fl.limit_closed_form(p.limit["kappa"]).to_dict()
         lim["method"] = "closed form (derived)"
     else:
-        lim = fl.limit_for(
-            p,
-            paths=params.get("sde_paths", 256),
-            time=params.get("sde_time", 100.0),
-            dt=params.get("dt", 1e-3),
-            seed=ss_lim,
-            workers=1,
-        ).to_dict()
+        paths, sde_time, dt = _sde(params)
+        lim = fl.limit_for(p, paths=paths, time=sde_time, dt=dt, seed=ss_lim, workers=1).to_dict()
         lim.pop("params", None)
-    out = {
-        "d_n": p.d,
-        "lambda_n": p.lam,
-        "b_n": p.b_n,
-        "kappa_n": p.kappa_n,
-        "zeta_n": p.zeta_n,
-        "d_one_minus_lambda": p.d_one_minus_lambda,
-        "coordinates": p.coordinates,
-        "warnings": list(p.warnings),
-        "sim": sim.to_dict(),
-        "limit": lim,
-    }
+    out = {"d_n": p.d, "lambda_n": p.lam} | {k: getattr(p, k) for k in _REGIME_FIELDS}
+    out.update(warnings=list(p.warnings), sim=sim.to_dict(), limit=lim)
     try:
         out["lna"] = fl.lna_moments(p).to_dict()
     except (ValueError, np.linalg.LinAlgError) as exc:
         out["lna_note"] = f"not available: {exc}"
     return out
+
+
+_REGIME_FIELDS = ("b_n", "kappa_n", "zeta_n", "d_one_minus_lambda", "coordinates")
+
+
+def _regime(p: dict) -> Any:
+    """The :func:`supermarket.fluctuations.regime_params` of a grid point."""
+    fl = importlib.import_module("supermarket.fluctuations")
+    kw = {k: p[k] for k in ("kappa", "c", "zeta", "d", "theta", "replace") if k in p}
+    return fl.regime_params(p["regime"], p["n"], warn=False, **kw)
+
+
+def _sde(p: dict) -> tuple[int, float, float]:
+    """``(paths, time, dt)`` of the limit SDE of a grid point."""
+    return p.get("sde_paths", 256), p.get("sde_time", 100.0), p.get("dt", 1e-3)
 
 
 # =========================================================================== rules and derivations
@@ -462,7 +360,7 @@ def _rules_fluct(axes, err):
     if "n" not in axes:
         err(None, "missing key 'n'")
     if "regime" not in axes:
-        err(None, f"missing key 'regime' ({', '.join(FLUCT_REGIMES)})")
+        err(None, f"missing key 'regime' ({', '.join(REGIMES)})")
 
 
 def _derive_ndl(name: str, needs_d2: bool, defaults: dict):
@@ -504,8 +402,7 @@ def _derive_ndl(name: str, needs_d2: bool, defaults: dict):
 
 
 def _check_simulate_axes(p: dict, event: bool) -> None:
-    """What :func:`supermarket.simulate` refuses for a rule, a service law or server classes, refused
-    when the sweep file is read (before any task runs), naming the key."""
+    """Refuse, when the file is read, what :func:`supermarket.simulate` refuses for these axes."""
     policy = p.get("policy", "jsq-d")
     if not event:
         if policy != "jsq-d" and p.get("engine") == "queues":
@@ -555,17 +452,12 @@ def _derive_fluct(params: dict) -> dict:
 
 
 def _validate_fluct(p: dict) -> None:
-    """What the ``fluctuations`` command refuses, refused here too, by the same library calls:
-    the regime's parameters (:func:`supermarket.fluctuations.regime_params`: ``n >= 4``,
-    ``0 < θ < 1/2``, ``ζ > 0`` in regime (c), …) and the cost of the limit SDE (paths ×
-    time / dt steps, counted before anything runs)."""
-    fl = importlib.import_module("supermarket.fluctuations")
-    kw = {k: p[k] for k in ("kappa", "c", "zeta", "d", "theta", "replace") if k in p}
-    fp = fl.regime_params(p["regime"], p["n"], warn=False, **kw)
+    """Refuse what the ``fluctuations`` command refuses (the regime's parameters, the SDE's cost)."""
+    fp = _regime(p)
     if fp.regime != "a":  # regime (a) uses the closed form: no SDE
         from ..fluctuations import runs as _runs
 
-        paths, sde_time, dt = p.get("sde_paths", 256), p.get("sde_time", 100.0), p.get("dt", 1e-3)
+        paths, sde_time, dt = _sde(p)
         if dt >= sde_time:
             raise ValueError(f"dt must be below sde_time = {sde_time:g}; got {dt!r}")
         # burn-in not counted: this is a lower bound of the work the task would refuse
@@ -582,82 +474,40 @@ def _validate_fluct(p: dict) -> None:
 
 # =========================================================================== the registry
 _SIM_DEFAULTS = {"engine": "profile", "time_mode": "discrete", "replace": True, "start": "empty"}
+_SIMULATE_KWARGS = ("steps", "time", "burn_in", *_SIM_DEFAULTS, "eps", "control_variates", "policy")  # passed on
 # a grid point on the per-queue event engine (a service law other than exp, or server classes)
 _EVENT_DEFAULTS = {"engine": "event", "time_mode": "continuous", "replace": True, "start": "empty"}
 _AXES_21 = {"policy": _policy, "service": _service, "server_classes": _server_classes}
 
+
+def _ndl(name: str, keys: dict, adapter: Callable, needs_n=True, needs_d2=True, defaults=None, **kw) -> Measurement:
+    """A measurement on the grid of ``n``, ``d`` or ``beta``, ``load`` or ``alpha``, plus ``keys``."""
+    rules, derive = _rules_ndl(name, needs_n, kw.pop("extra", None)), _derive_ndl(name, needs_d2, defaults or {})
+    return Measurement(name, _GRID_NDL | keys, adapter, rules, derive, defaults=defaults or {}, **kw)
+
+
+_FLUCT_CHECKERS = dict(
+    n=v.count, regime=v.choice(REGIMES), d=v.count, kappa=v.positive, theta=v.bounded(positive=True, maximum=0.5)
+)
+_FLUCT_CHECKERS |= dict(c=v.positive, zeta=v.real, time=v.positive, burn_in=v.nonneg, replace=v.boolean)
+_FLUCT_CHECKERS |= dict(sde_paths=v.count, sde_time=v.positive, dt=v.positive)
+_SIM_CHECKERS = dict(steps=v.count, time=v.positive, burn_in=v.count0, engine=v.choice(ENGINES))
+_SIM_CHECKERS |= dict(time_mode=v.choice(TIME_MODES), replace=v.boolean, start=v.start, eps=_EPS)
+_SIM_CHECKERS["control_variates"] = v.boolean
+_MIXING_CHECKERS = dict(start=v.start, max_steps=v.count, burn_in=v.count0, replace=v.boolean)
+
 REGISTRY: dict[str, Measurement] = {
     m.name: m
     for m in (
-        Measurement(
-            "theory",
-            dict(_GRID_NDL, eps=_EPS),
-            measure_theory,
-            _rules_ndl("theory", True),
-            _derive_ndl("theory", True, {}),
-            deterministic=True,
-        ),
-        Measurement(
-            "meanfield",
-            dict(_GRID_NDL, policy=_policy),
-            measure_meanfield,
-            _rules_ndl("meanfield", False),
-            _derive_ndl("meanfield", False, {}),
-            deterministic=True,
-        ),
-        Measurement(
-            "simulate",
-            dict(
-                _GRID_NDL,
-                steps=v.count,
-                time=v.positive,
-                burn_in=v.count0,
-                engine=v.choice(ENGINES),
-                time_mode=v.choice(TIME_MODES),
-                replace=v.boolean,
-                start=v.start,
-                eps=_EPS,
-                control_variates=v.boolean,
-                **_AXES_21,
-            ),
-            measure_simulate,
-            _rules_ndl("simulate", True, _rules_simulate),
-            _derive_ndl("simulate", False, _SIM_DEFAULTS),
-            defaults=_SIM_DEFAULTS,
-        ),
-        Measurement(
-            "mixing",
-            dict(_GRID_NDL, start=v.start, max_steps=v.count, burn_in=v.count0, replace=v.boolean),
-            measure_mixing,
-            _rules_ndl("mixing", True),
-            _derive_ndl("mixing", True, {"start": "good"}),
-            defaults={"start": "good"},
-        ),
-        Measurement(
-            "fluctuations",
-            dict(
-                n=v.count,
-                regime=v.choice(FLUCT_REGIMES),
-                d=v.count,
-                kappa=v.positive,
-                theta=v.bounded(positive=True, maximum=0.5),
-                c=v.positive,
-                zeta=v.real,
-                time=v.positive,
-                burn_in=v.nonneg,
-                replace=v.boolean,
-                sde_paths=v.count,
-                sde_time=v.positive,
-                dt=v.positive,
-            ),
-            measure_fluctuations,
-            _rules_fluct,
-            _derive_fluct,
-        ),
+        _ndl("theory", {"eps": _EPS}, measure_theory, deterministic=True),
+        _ndl("meanfield", {"policy": _policy}, measure_meanfield, needs_n=False, needs_d2=False, deterministic=True),
+        _ndl("simulate", _SIM_CHECKERS | _AXES_21, measure_simulate, True, False, _SIM_DEFAULTS, extra=_rules_simulate),
+        _ndl("mixing", _MIXING_CHECKERS, measure_mixing, defaults={"start": "good"}),
+        Measurement("fluctuations", _FLUCT_CHECKERS, measure_fluctuations, _rules_fluct, _derive_fluct),
     )
 }
 
-# Views of the registry (the names of the first version of this module).
+# views of the registry
 MEASUREMENTS: dict[str, Callable] = {name: m.adapter for name, m in REGISTRY.items()}
 MEASUREMENT_KEYS: dict[str, dict] = {name: m.keys for name, m in REGISTRY.items()}
 DETERMINISTIC = frozenset(name for name, m in REGISTRY.items() if m.deterministic)

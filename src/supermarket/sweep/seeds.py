@@ -1,11 +1,5 @@
-"""Seeds of a sweep: a task's numbers depend only on the sweep seed and the task itself.
-
-A grid point's root seed is ``SeedSequence(sweep_seed, spawn_key=(h0, h1))`` with ``h0, h1``
-the first two 32-bit words of the SHA-256 of its canonical parameters (:func:`canonical_hash`);
-replication ``r`` is child ``r`` of that root (:func:`supermarket.model.spawn_seeds`).  So the
-numbers do not depend on the backend, the number of workers, the order of execution or the
-other grid points.
-"""
+"""Seeds of a sweep (docs/sweep.md, "Seeds"): a task's numbers depend only on the sweep seed and
+the task itself (:data:`SEED_RULE`)."""
 
 from __future__ import annotations
 
@@ -36,8 +30,7 @@ def canonical_hash(obj: object) -> str:
 
 
 def task_seed(sweep_seed: int, point_hash: str, replication: int) -> np.random.SeedSequence:
-    """Seed of replication ``r`` of a grid point: child ``r`` of
-    ``SeedSequence(sweep_seed, spawn_key=(h0, h1))``, ``h0, h1`` from the point's hash.
+    """Seed of replication ``r`` of a grid point (:data:`SEED_RULE`).
 
     Parameters
     ----------

@@ -1,24 +1,19 @@
-"""The sweep file: TOML read with :mod:`tomllib`, validated in full before anything runs.
-
-Every error is listed at once with its line and key (:class:`SweepFileError`).  The grid
-expands into *tasks*: one task is one grid point and one replication, and gives one row of
-the results table.  The keys of each measurement, their checkers and the rules between them
-come from :data:`.measurements.REGISTRY`.
-"""
+"""The sweep file (docs/sweep.md): TOML validated in full before anything runs, every error listed
+at once with its line and key; the grid expands into tasks (a grid point and a replication each)."""
 
 from __future__ import annotations
 
 import hashlib
 import itertools
+import math
 import os
 import re
 import tomllib
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from .._results import Result, frame
 from . import values as vals
@@ -27,7 +22,6 @@ if TYPE_CHECKING:
     import pandas as pd
 from .measurements import REGISTRY
 from .seeds import canonical_hash as _canonical_hash
-from .seeds import task_seed
 
 __all__ = ["SweepFileError", "Task", "Sweep", "load_sweep", "parse_sweep", "FORMAT_VERSION", "SWEEP_KEYS", "MAX_TASKS"]
 
@@ -46,9 +40,6 @@ SWEEP_KEYS: dict[str, vals.Checker] = {
 class SweepFileError(ValueError):
     """A sweep file with one or more errors; ``errors`` lists them all (one line each).
 
-    Raised by :func:`load_sweep` and :func:`parse_sweep`, which report every error of the
-    file at once rather than stopping at the first.
-
     Examples
     --------
     >>> e = SweepFileError("runs.toml", ["line 3: n must be a positive integer", "line 4: unknown key 'x'"])
@@ -65,6 +56,9 @@ class SweepFileError(ValueError):
         self.errors = list(errors)
         head = f"{path}: {len(errors)} error{'s' if len(errors) != 1 else ''} in sweep file"
         super().__init__(head + ":\n  " + "\n  ".join(self.errors))
+
+
+_SPEC_FIELDS = ("task_id", "measurement", "params", "point_hash", "replication", "replications", "seed")
 
 
 @dataclass(frozen=True)
@@ -91,34 +85,23 @@ class Task:
     (True, 2)
     """
 
-    index: int  # position in grid order (rows are written in this order)
-    point: int  # index of the grid point
-    block: int  # index of the [[run]] block it came from
+    index: int
+    point: int
+    block: int
     measurement: str
-    params: dict  # canonical parameters (scalars), defaults filled in
-    point_hash: str  # SHA-256 (hex) of the canonical parameters
+    params: dict
+    point_hash: str
     replication: int
     replications: int
-    seed: int  # the entropy of the sweep (or block) seed
+    seed: int
 
     @property
     def task_id(self) -> str:
         return f"{self.measurement}-{self.point_hash[:16]}-r{self.replication}"
 
-    def seed_sequence(self) -> np.random.SeedSequence:
-        return task_seed(self.seed, self.point_hash, self.replication)
-
     def spec(self) -> dict:
         """Plain-data description sent to a worker (picklable, no numpy)."""
-        return {
-            "task_id": self.task_id,
-            "measurement": self.measurement,
-            "params": dict(self.params),
-            "point_hash": self.point_hash,
-            "replication": self.replication,
-            "replications": self.replications,
-            "seed": self.seed,
-        }
+        return {k: getattr(self, k) for k in _SPEC_FIELDS} | {"params": dict(self.params)}
 
 
 @dataclass(frozen=True)
@@ -148,7 +131,7 @@ class Sweep(Result):
     path: str
     text: str
     text_sha256: str
-    sweep_sha256: str  # hash of the parsed, canonical sweep (comments and layout do not count)
+    sweep_sha256: str
     name: str
     seed: int
     tasks: tuple[Task, ...]
@@ -161,37 +144,17 @@ class Sweep(Result):
 
     def to_dict(self) -> dict:
         """JSON-safe: name, path, hashes, seed, the counts and each task's ``spec()``."""
-        return {
-            "name": self.name,
-            "path": self.path,
-            "text_sha256": self.text_sha256,
-            "sweep_sha256": self.sweep_sha256,
-            "seed": self.seed,
-            "points": self.points,
-            "tasks": [t.spec() for t in self.tasks],
-        }
+        head = {k: getattr(self, k) for k in ("name", "path", "text_sha256", "sweep_sha256", "seed", "points")}
+        return head | {"tasks": [t.spec() for t in self.tasks]}
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per task: ``task_id``, ``measurement``, ``point``, ``replication`` and the
-        task's parameters as columns."""
-        return frame(
-            [
-                {
-                    "task_id": t.task_id,
-                    "measurement": t.measurement,
-                    "point": t.point,
-                    "replication": t.replication,
-                    **t.params,
-                }
-                for t in self.tasks
-            ]
-        )
+        """One row per task: ``task_id``, ``measurement``, ``point``, ``replication``, the parameters."""
+        ids = ("task_id", "measurement", "point", "replication")
+        return frame([{k: getattr(t, k) for k in ids} | t.params for t in self.tasks])
 
     def summary(self) -> str:
         """Plain text: the counts, then the tasks per measurement."""
-        per: dict[str, int] = {}
-        for t in self.tasks:
-            per[t.measurement] = per.get(t.measurement, 0) + 1
+        per = Counter(t.measurement for t in self.tasks)  # in the order first seen
         return "\n".join(
             [f"sweep {self.name}: {self.points} grid points, {len(self.tasks)} tasks, seed {self.seed}"]
             + [f"  {m}: {k} task(s)" for m, k in per.items()]
@@ -206,8 +169,7 @@ _STRINGS = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'[^']*'")
 
 
 def _key_lines(text: str) -> dict:
-    """``(section, block index or None, key) -> line``, and ``(section, index, None)`` for the
-    header lines, found by scanning the text (tomllib reports no positions)."""
+    """``(section, block index or None, key or None) -> line``, by scanning the text (tomllib has no positions)."""
     where: dict = {}
     section, idx = None, None
     counts: dict = {}
@@ -276,9 +238,6 @@ def load_sweep(path: str | os.PathLike[str], *, max_tasks: int | None = None) ->
 def parse_sweep(text: str, path: str = "<sweep>", *, max_tasks: int | None = None) -> Sweep:
     """Validate the TOML text of a sweep file and expand its grid into tasks.
 
-    Every problem found is collected; if there is any, :class:`SweepFileError` lists them
-    all, each as ``line L: key: message``.
-
     Parameters
     ----------
     text : str
@@ -286,8 +245,7 @@ def parse_sweep(text: str, path: str = "<sweep>", *, max_tasks: int | None = Non
     path : str, default "<sweep>"
         A name for messages and the sidecar.
     max_tasks : int, optional
-        Refuse a sweep with more tasks (grid points × replications), counted before the grid
-        is built; at most :data:`MAX_TASKS` in any case.
+        Refuse a sweep with more tasks (counted before the grid is built); at most :data:`MAX_TASKS`.
 
     Returns
     -------
@@ -297,7 +255,7 @@ def parse_sweep(text: str, path: str = "<sweep>", *, max_tasks: int | None = Non
     Raises
     ------
     SweepFileError
-        Every problem of the file, at once.
+        Every problem of the file, at once, each as ``line L: key: message``.
 
     Examples
     --------
@@ -316,13 +274,8 @@ def parse_sweep(text: str, path: str = "<sweep>", *, max_tasks: int | None = Non
     except tomllib.TOMLDecodeError as exc:
         raise SweepFileError(path, [f"not valid TOML: {exc}"]) from None
     except RecursionError:  # arrays or tables nested thousands deep
-        raise SweepFileError(
-            path,
-            [
-                "not a usable sweep file: arrays or tables nested too deeply "
-                "(a sweep file needs at most one level of lists)"
-            ],
-        ) from None
+        why = "arrays or tables nested too deeply (a sweep file needs at most one level of lists)"
+        raise SweepFileError(path, [f"not a usable sweep file: {why}"]) from None
     lines = _key_lines(text)
     errors: list[str] = []
 
@@ -348,14 +301,8 @@ def parse_sweep(text: str, path: str = "<sweep>", *, max_tasks: int | None = Non
         try:
             checked = SWEEP_KEYS[key](key, value)
         except (TypeError, ValueError) as exc:
-            err(
-                "sweep",
-                None,
-                key,
-                str(exc)
-                if key in ("seed", "replications")
-                else f"must be a string; got {value!r} ({type(value).__name__})",
-            )
+            msg = f"must be a string; got {value!r} ({type(value).__name__})"
+            err("sweep", None, key, str(exc) if key in ("seed", "replications") else msg)
             continue
         if key == "seed":
             seed = checked
@@ -392,52 +339,22 @@ def parse_sweep(text: str, path: str = "<sweep>", *, max_tasks: int | None = Non
             h = _canonical_hash({"measurement": canon["measurement"], **params})
             same = _canonical_hash({"measurement": canon["measurement"], **_normalised(canon["measurement"], params)})
             if same in seen:
-                err(
-                    "run",
-                    b,
-                    None,
-                    f"grid point {_short(params)} repeats one of run[{seen[same] + 1}] "
-                    "(the same values, perhaps written differently); each grid point may appear once",
-                )
+                again = f"repeats one of run[{seen[same] + 1}] (the same values, perhaps written differently)"
+                err("run", b, None, f"grid point {_short(params)} {again}; each grid point may appear once")
                 continue
             seen[same] = b
             reps = 1 if REGISTRY[canon["measurement"]].deterministic else block_reps
             for r in range(reps):
-                tasks.append(
-                    Task(
-                        index=len(tasks),
-                        point=point,
-                        block=b,
-                        measurement=canon["measurement"],
-                        params=params,
-                        point_hash=h,
-                        replication=r,
-                        replications=reps,
-                        seed=block_seed,
-                    )
-                )
+                tasks.append(Task(len(tasks), point, b, canon["measurement"], params, h, r, reps, block_seed))
             point += 1
     if errors:
         raise SweepFileError(path, sorted(errors, key=_line_of))
     if not tasks:
         raise SweepFileError(path, ["the grid is empty: no task to run"])
-    canon_all = {
-        "format": CANONICAL_FORMAT,
-        "name": str(name),
-        "seed": seed,
-        "replications": replications,
-        "runs": blocks,
-    }
-    return Sweep(
-        path=path,
-        text=text,
-        text_sha256=hashlib.sha256(text.encode()).hexdigest(),
-        sweep_sha256=_canonical_hash(canon_all),
-        name=str(name),
-        seed=seed,
-        tasks=tuple(tasks),
-        blocks=tuple(blocks),
-    )
+    canon_all = {"format": CANONICAL_FORMAT, "name": str(name), "seed": seed, "replications": replications}
+    canon_all["runs"] = blocks
+    text_sha256, sweep_sha256 = hashlib.sha256(text.encode()).hexdigest(), _canonical_hash(canon_all)
+    return Sweep(path, text, text_sha256, sweep_sha256, str(name), seed, tuple(tasks), tuple(blocks))
 
 
 def _line_of(msg: str) -> int:
@@ -452,18 +369,8 @@ def _short(params: dict) -> str:
 _Err = Callable[[str | None, int | None, str | None, str], None]  # err(section, index, key, message)
 
 
-def _check_one(b: int, key: str, raw: object, checker: vals.Checker, err: _Err) -> tuple[bool, Any]:
-    try:
-        return True, checker(key, raw)
-    except (TypeError, ValueError) as exc:
-        err("run", b, key, str(exc))
-        return False, None
-
-
 def _normalised(measurement: str, params: dict) -> dict:
-    """The values of a grid point as the library reads them, for the duplicate check: a load
-    written ``0.9``, ``"0.9"`` or ``"9e-1"`` is one exact decimal; a start by its canonical
-    name (``"good"`` is ``"fixed-point"``); a key left at its default is the default."""
+    """The values of a grid point as the library reads them, for the duplicate check (docs/sweep.md, "Duplicates")."""
     from ..model import exact_load
     from ..states import parse_start
 
@@ -481,8 +388,7 @@ def _normalised(measurement: str, params: dict) -> dict:
 
 
 def _check_block(b: int, block: dict, seed: int, replications: int, err: _Err) -> tuple:
-    """Validate one [[run]] block's keys and values (no grid built yet); return
-    ``(spec, axes, seed, replications, task count or None, canonical block, bad)``."""
+    """Validate one [[run]] block; return ``(spec, axes, seed, replications, task count, canonical block, bad)``."""
     names = ", ".join(REGISTRY)
     meas = block.get("measurement")
     if meas is None:
@@ -496,67 +402,53 @@ def _check_block(b: int, block: dict, seed: int, replications: int, err: _Err) -
     axes: dict[str, list] = {}
     bad = False
     block_seed, block_reps = seed, replications
-    for key, raw in block.items():
-        if key == "measurement":
-            continue
-        if key in ("seed", "replications"):
-            ok, value = _check_one(b, key, raw, SWEEP_KEYS[key], err)
-            bad |= not ok
-            if ok and key == "seed":
-                block_seed = value
-            elif ok:
-                block_reps = value
-                if spec.deterministic and value != 1:
-                    err("run", b, key, f"measurement {meas!r} is deterministic: replications must be 1")
-                    bad = True
-            continue
-        if key not in spec.keys:
-            err(
-                "run",
-                b,
-                key,
-                f"unknown key {key!r} for measurement {meas!r}; valid keys: "
-                f"{', '.join(['measurement', 'replications', 'seed', *spec.keys])}",
-            )
-            bad = True
-            continue
-        values = raw if isinstance(raw, list) else [raw]
-        if not values:
-            err("run", b, key, "an empty list gives an empty grid; give at least one value")
-            bad = True
-            continue
-        out = []
-        for j, x in enumerate(values):
-            label = key if not isinstance(raw, list) else f"{key}[{j}]"
-            try:
-                out.append(spec.keys[key](label, x))
-            except (TypeError, ValueError) as exc:
-                err("run", b, key, str(exc))
-                bad = True
-        axes[key] = out
 
-    def rule_err(key: str, msg: str) -> None:
+    def fail(key: str | None, msg: str) -> None:
         nonlocal bad
         err("run", b, key, msg)
         bad = True
 
-    spec.rules(axes, rule_err)
-    canon = {
-        "measurement": meas,
-        "seed": block_seed,
-        "replications": block_reps,
-        "axes": {k: axes[k] for k in sorted(axes)},
-    }
-    count = 1
-    for x in axes.values():
-        count *= len(x)
-    count *= 1 if spec.deterministic else block_reps
+    for key, raw in block.items():
+        if key == "measurement":
+            continue
+        if key in ("seed", "replications"):
+            try:
+                value = SWEEP_KEYS[key](key, raw)
+            except (TypeError, ValueError) as exc:
+                fail(key, str(exc))
+                continue
+            if key == "seed":
+                block_seed = value
+            else:
+                block_reps = value
+                if spec.deterministic and value != 1:
+                    fail(key, f"measurement {meas!r} is deterministic: replications must be 1")
+            continue
+        if key not in spec.keys:
+            valid = ", ".join(["measurement", "replications", "seed", *spec.keys])
+            fail(key, f"unknown key {key!r} for measurement {meas!r}; valid keys: {valid}")
+            continue
+        values = raw if isinstance(raw, list) else [raw]
+        if not values:
+            fail(key, "an empty list gives an empty grid; give at least one value")
+            continue
+        out = []
+        for j, x in enumerate(values):
+            try:
+                out.append(spec.keys[key](key if not isinstance(raw, list) else f"{key}[{j}]", x))
+            except (TypeError, ValueError) as exc:
+                fail(key, str(exc))
+        axes[key] = out
+
+    spec.rules(axes, fail)
+    canon = {"measurement": meas, "seed": block_seed, "replications": block_reps}
+    canon["axes"] = {k: axes[k] for k in sorted(axes)}
+    count = math.prod(len(x) for x in axes.values()) * (1 if spec.deterministic else block_reps)
     return spec, axes, block_seed, block_reps, count, canon, bad
 
 
 def _expand_block(b, checked, err):
-    """Expand one checked [[run]] block (:func:`_check_block`) into its grid points; return
-    (grid points, seed, replications, canonical block)."""
+    """Expand a :func:`_check_block` result into ``(grid points, seed, replications, canonical block)``."""
     spec, axes, block_seed, block_reps, _, canon, bad = checked
     if bad:
         return [], block_seed, block_reps, canon

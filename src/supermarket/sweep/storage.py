@@ -1,19 +1,5 @@
-"""Storage of a sweep: the output directory, part files, the results table, the sidecar.
-
-- **Directory**: created atomically (built under a temporary name beside it, with the sidecar
-  ``sweep.json`` written first, then renamed), so a kill at any instant leaves either nothing
-  or a directory the same command resumes.
-- **Parts**: each finished task is written to ``parts/<task_id>.parquet`` through a temporary
-  file and :func:`os.replace`; a part exists whole or not at all.  A part is accepted only if
-  the row it holds is the task it is named after (task id, point hash, seed, replication and
-  parameters); anything else is discarded and computed again.
-- **Results**: the parts, consolidated (atomically) into ``results.parquet`` in grid order.
-- **Tidy Arrow columns** (format 2, :mod:`.columns`): scalars are plain Arrow types, arrays
-  are ``list`` columns, integer-keyed distributions ``map`` columns, anything irregular JSON
-  text; pandas, Polars and DuckDB read the table directly.
-- Format 1 directories (arrays as JSON text) are refused with the command that converts
-  them: ``supermarket sweep --upgrade DIR`` (:func:`upgrade`).
-"""
+"""Storage of a sweep: the directory, part files, results table and sidecar, each written atomically
+(docs/sweep.md, "Interruption and resume" and "The output directory")."""
 
 from __future__ import annotations
 
@@ -28,6 +14,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .._files import atomic_write
 from .columns import table_rows, to_table
 from .seeds import SEED_RULE
 from .spec import FORMAT_VERSION, Sweep, Task
@@ -36,7 +23,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 PathLike = str | os.PathLike[str]
-"""A file or directory name as the functions here accept it."""
 
 __all__ = [
     "RESULTS_FILE",
@@ -93,9 +79,6 @@ TIMING_COLUMNS = (
 class SweepDirError(ValueError):
     """The output directory cannot be used for this sweep (one line: why, and what to do).
 
-    Raised before any task runs, e.g. by :func:`read_sidecar` on a directory that holds no
-    sweep, or when ``--out`` is a non-empty directory of something else.
-
     Examples
     --------
     >>> import tempfile
@@ -110,8 +93,6 @@ class SweepDirError(ValueError):
 
 class OutputError(ValueError):
     """An output file cannot be written (one line).
-
-    Raised by :func:`check_output_file` (before any work) and :func:`write_output`.
 
     Examples
     --------
@@ -140,8 +121,7 @@ def _probe_dir(d: Path, label: str, err: type[Exception] = OutputError) -> None:
 
 
 def check_output_file(path: PathLike, label: str = "output") -> Path:
-    """Check, before any work, that ``path`` can be written: its directory exists and is
-    writable, and the path is not a directory.  Returns the path; raises :class:`OutputError`."""
+    """``path``, checked before any work to be writable and not a directory (else :class:`OutputError`)."""
     p = Path(path)
     if p.is_dir():
         raise OutputError(f"{label}: {p} is a directory; give a file name")
@@ -152,9 +132,7 @@ def check_output_file(path: PathLike, label: str = "output") -> Path:
 
 
 def check_not_sweep_file(out_dir: PathLike, path: PathLike, label: str = "output") -> Path:
-    """Refuse (:class:`OutputError`, before any work) an output ``path`` that is one of the
-    sweep's own files in ``out_dir`` (``sweep.json``, ``results.parquet``, ``sweep.toml``, its
-    lock, anything under ``parts/``): a report never overwrites the data it reports.
+    """``path``, refused (:class:`OutputError`) if it is one of the sweep's own files in ``out_dir``.
 
     Examples
     --------
@@ -180,8 +158,7 @@ def check_not_sweep_file(out_dir: PathLike, path: PathLike, label: str = "output
 
 
 def check_output_dir(out: PathLike, label: str = "--out") -> Path:
-    """Check, before any work, that the sweep directory ``out`` can be used: an existing
-    writable directory, or a missing one whose parent exists and is writable."""
+    """``out``, checked before any work to be a writable directory, or missing in a writable one."""
     p = Path(out)
     if p.exists():
         if not p.is_dir():
@@ -193,36 +170,22 @@ def check_output_dir(out: PathLike, label: str = "--out") -> Path:
 
 
 def write_output(path: PathLike, data: str | bytes, label: str = "output") -> str:
-    """Write ``data`` (str or bytes) to ``path``: through a temporary file and a rename for a
-    regular file, directly for a device or pipe; any failure (a full disk: ``/dev/full``) raises
-    :class:`OutputError` instead of being reported as written."""
+    """Write ``data`` to ``path`` atomically (a device or pipe directly); a failure is :class:`OutputError`."""
     p = Path(path)
-    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     try:
-        _atomic_write_bytes(p, raw)  # a device or pipe is written directly, by the helper
+        atomic_write(p, data)  # a device or pipe is written directly, by the helper
     except OSError as exc:
         raise OutputError(f"{label}: cannot write {p} ({exc.strerror or exc})") from None
     return str(p)
 
 
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    from .._files import atomic_write
-
-    atomic_write(path, data)
-
-
 def _atomic_write_table(path: Path, table: pa.Table) -> None:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        pq.write_table(table, tmp)
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    buf = pa.BufferOutputStream()
+    pq.write_table(table, buf)
+    atomic_write(path, buf.getvalue().to_pybytes())
 
 
 # =========================================================================== parts
@@ -235,32 +198,18 @@ def write_part(out: Path, task: Task, row: dict) -> None:
 
 
 def _same(a: object, b: object) -> bool:
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-        return True
-    return a == b
+    return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
 
 
 def part_matches(task: Task, row: dict) -> bool:
     """Whether ``row`` is the result of ``task``: same identity, seed and parameters."""
-    ident = {
-        "task_id": task.task_id,
-        "measurement": task.measurement,
-        "point_hash": task.point_hash,
-        "replication": task.replication,
-        "seed": task.seed,
-    }
-    if any(row.get(k) != x for k, x in ident.items()):
+    if any(row.get(k) != getattr(task, k) for k in ("task_id", "measurement", "point_hash", "replication", "seed")):
         return False
-    for k, x in task.params.items():
-        want = float(x) if k == "load" else x
-        if not _same(row.get(k), want):
-            return False
-    return True
+    return all(_same(row.get(k), float(x) if k == "load" else x) for k, x in task.params.items())
 
 
 def read_part(path: Path, task: Task | None = None) -> dict | None:
-    """The row of a part file, or None if it is unreadable, not one row, or (given ``task``)
-    not that task's result."""
+    """The row of a part file; None if unreadable, not one row, or not ``task``'s result."""
     import pyarrow.parquet as pq
 
     try:
@@ -280,33 +229,17 @@ def _format_error(out_dir: PathLike, fmt: object) -> SweepDirError:
     )
 
 
-# the sidecar's fields and the JSON types they must have (a hand-edited sidecar is refused
-# in one line naming the field, instead of failing deep inside report or resume)
-_SIDECAR_TYPES = {
-    "format": (int,),
-    "sweep_name": (str,),
-    "sweep_file": (str, type(None)),
-    "sweep_text": (str,),
-    "sweep_sha256": (str,),
-    "seed": (int,),
-    "tasks_total": (int,),
-    "status": (str,),
-    "runs": (list,),
-    "task_seconds": (dict,),
-    "points": (list,),
-    "failures": (list,),
-}
+# the sidecar's fields and their JSON types (a hand-edited sidecar is refused in one line)
+_SIDECAR_TYPES = {"format": (int,), "sweep_name": (str,), "sweep_file": (str, type(None)), "sweep_text": (str,)}
+_SIDECAR_TYPES |= {"sweep_sha256": (str,), "seed": (int,), "tasks_total": (int,), "status": (str,), "runs": (list,)}
+_SIDECAR_TYPES |= {"task_seconds": (dict,), "points": (list,), "failures": (list,)}
+_TYPE_WORDS = {int: "an integer", str: "a string", type(None): "null", list: "a list", dict: "an object"}
 
 
 def _check_sidecar_types(path: PathLike, side: dict) -> None:
     for key, types in _SIDECAR_TYPES.items():
         if key in side and (not isinstance(side[key], types) or isinstance(side[key], bool)):
-            want = " or ".join(
-                {"int": "an integer", "str": "a string", "NoneType": "null", "list": "a list", "dict": "an object"}[
-                    t.__name__
-                ]
-                for t in types
-            )
+            want = " or ".join(_TYPE_WORDS[t] for t in types)
             raise SweepDirError(
                 f"{path}: field {key!r} must be {want}, not {type(side[key]).__name__} "
                 f"{str(side[key])[:30]!r} (hand-edited?); not a usable sweep directory"
@@ -339,8 +272,7 @@ def read_sidecar(out_dir: PathLike, *, check_format: bool = True) -> dict:
     Raises
     ------
     SweepDirError
-        There is no sidecar, it is unreadable, or (``check_format``) the directory is in an
-        older format (the message gives the command that converts it) or a newer one.
+        No sidecar, an unreadable one, or (``check_format``) another format.
 
     Examples
     --------
@@ -373,13 +305,11 @@ def read_sidecar(out_dir: PathLike, *, check_format: bool = True) -> dict:
 def read_results(out_dir: PathLike, *, partial: bool = False) -> pa.Table:
     """The results table of a sweep directory (a :class:`pyarrow.Table`).
 
-    With ``partial=True`` and no ``results.parquet`` yet (a sweep still running, or
-    interrupted), the finished tasks' part files are read instead, in grid order.
-
     Parameters
     ----------
     out_dir : str or path-like
     partial : bool, default False
+        Without ``results.parquet`` (a sweep running or interrupted), read the finished parts.
 
     Returns
     -------
@@ -427,6 +357,9 @@ def _git_commit() -> str | None:
     return (out.stdout.strip() or None) if out.returncode == 0 else None
 
 
+_POINT_FIELDS = ("point", "measurement", "params", "point_hash", "replications", "seed")
+
+
 def sidecar(sweep: Sweep, state: dict) -> dict:
     from .. import __version__
 
@@ -444,24 +377,13 @@ def sidecar(sweep: Sweep, state: dict) -> dict:
         "seed": sweep.seed,
         "seed_rule": SEED_RULE,
         "tasks_total": len(sweep.tasks),
-        "points": [
-            {
-                "point": t.point,
-                "measurement": t.measurement,
-                "params": t.params,
-                "point_hash": t.point_hash,
-                "replications": t.replications,
-                "seed": t.seed,
-            }
-            for t in sweep.tasks
-            if t.replication == 0
-        ],
+        "points": [{k: getattr(t, k) for k in _POINT_FIELDS} for t in sweep.tasks if t.replication == 0],
         **state,
     }
 
 
 def write_sidecar(out: Path, side: dict) -> None:
-    _atomic_write_bytes(out / SIDECAR_FILE, json.dumps(side, indent=1).encode())
+    atomic_write(out / SIDECAR_FILE, json.dumps(side, indent=1).encode())
 
 
 def _stale(name: str) -> bool:
@@ -483,14 +405,13 @@ def _clean_creations(out: Path) -> None:
 
 def _populate(d: Path, sweep: Sweep) -> None:
     write_sidecar(d, sidecar(sweep, {"status": "created", "runs": [], "task_seconds": {}}))
-    _atomic_write_bytes(d / SWEEP_COPY, sweep.text.encode())
+    atomic_write(d / SWEEP_COPY, sweep.text.encode())
     (d / PARTS_DIR).mkdir(exist_ok=True)
 
 
 def prepare_dir(sweep: Sweep, out: Path) -> dict:
-    """Create the sweep directory atomically, or check an existing one; returns the previous
-    sidecar (``{}`` for a new directory).  Refuses a directory of another sweep, a non-empty
-    directory that is not a sweep, and an old-format one (with the command to convert it)."""
+    """Create the sweep directory atomically, or check an existing one; returns the previous sidecar
+    (``{}`` for a new one).  Refuses another sweep's directory, a non-empty non-sweep one, an old format."""
     check_output_dir(out)
     if not out.exists():
         _clean_creations(out)
@@ -542,15 +463,13 @@ def prepare_dir(sweep: Sweep, out: Path) -> dict:
         )
     (out / PARTS_DIR).mkdir(exist_ok=True)
     if not (out / SWEEP_COPY).exists():
-        _atomic_write_bytes(out / SWEEP_COPY, sweep.text.encode())
+        atomic_write(out / SWEEP_COPY, sweep.text.encode())
     return old
 
 
 class SweepLock:
-    """An exclusive lock on a sweep directory (``flock`` of ``<out>/.lock``), held while a
-    sweep runs there: a second sweep on the same ``--out`` is refused in one line instead of
-    racing the first.  The kernel releases it when the process dies (a killed sweep does
-    not leave a stale lock)."""
+    """An exclusive ``flock`` of ``<out>/.lock`` while a sweep runs there (released by the kernel when
+    the process dies): a second sweep on the same ``--out`` is refused in one line."""
 
     def __init__(self, out: Path) -> None:
         self.out = Path(out)
@@ -621,9 +540,7 @@ def _decode_json_text(rows: list[dict]) -> list[dict]:
 
 
 def upgrade(out_dir: PathLike) -> int:
-    """Convert a sweep directory of an older format (arrays as JSON text) to the current one,
-    in place and atomically file by file; returns the number of files rewritten (0 when the
-    directory is already current).
+    """Convert a sweep directory of format 1 (arrays as JSON text) in place, file by file.
 
     Parameters
     ----------
@@ -632,6 +549,7 @@ def upgrade(out_dir: PathLike) -> int:
     Returns
     -------
     int
+        The number of files rewritten (0 when already current).
 
     Examples
     --------

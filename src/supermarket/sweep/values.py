@@ -1,10 +1,5 @@
-"""Value checkers of the sweep file: each takes ``(key, value)`` and returns the canonical
-value or raises :class:`ValueError` / :class:`TypeError` with a message naming the key.
-
-The enumerations are the library's own (:data:`supermarket.simulation.ENGINES`,
-:data:`supermarket.simulation.TIME_MODES`, :func:`supermarket.states.parse_start`): a new engine
-is accepted here as soon as the library knows it.
-"""
+"""Value checkers of the sweep file: ``(key, value) -> canonical value``, or :class:`ValueError` /
+:class:`TypeError` naming the key; enumerations are the library's own."""
 
 from __future__ import annotations
 
@@ -18,23 +13,6 @@ from ..model import check_choice, check_load, parse_count  # check_choice: share
 
 Checker = Callable[[str, Any], Any]
 """A value checker: ``(key, value) -> canonical value``."""
-
-__all__ = [
-    "Checker",
-    "check_choice",
-    "choice",
-    "count",
-    "count0",
-    "load",
-    "real",
-    "bounded",
-    "positive",
-    "nonneg",
-    "boolean",
-    "start",
-    "text",
-    "seed",
-]
 
 
 def choice(options: Iterable[str]) -> Checker:
@@ -98,12 +76,8 @@ def bounded(*, positive: bool = False, minimum: float | None = None, maximum: fl
     return lambda key, v: real(key, v, positive=positive, minimum=minimum, maximum=maximum)
 
 
-def positive(key: str, v: Any) -> float:
-    return real(key, v, positive=True)
-
-
-def nonneg(key: str, v: Any) -> float:
-    return real(key, v, minimum=0.0)
+positive = bounded(positive=True)
+nonneg = bounded(minimum=0.0)
 
 
 def boolean(key: str, v: object) -> bool:
