@@ -27,12 +27,12 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 
+from . import policies as _pol
 from ._checks import check_int, check_positive_float
 from .engines.phase import POLICY_JSQD, STATUS_GROW, close_all, p_of, phase_kernel, phase_tables
-from .engines.tables import JIQ
 from .engines.rng import state_from_seed_sequence
+from .engines.tables import JIQ
 from .model import SeedLike, as_seed_sequence, check_load
-from . import policies as _pol
 from .phase_law import check_ph
 from .stats import blocking
 

@@ -70,7 +70,7 @@ import numpy as np
 from numba import njit
 
 from .rng import next_double, step_double
-from .tables import JIQ, JSQ, RANDOM, p_all_at_least, p_rule
+from .tables import JIQ, RANDOM, p_all_at_least, p_rule
 
 __all__ = [
     "POLICY_JSQD",
@@ -101,7 +101,7 @@ def p_of(policy: int, cl: int, n: int, d: int, rep: bool, tab: np.ndarray) -> fl
         if tab.shape[0] > 0:
             return tab[cl]
         return p_all_at_least(cl, n, d, rep)
-    if policy == RANDOM or policy == JSQ or policy == JIQ:
+    if RANDOM <= policy <= JIQ:  # codes 1, 2, 3 (.tables)
         if tab.shape[0] > 0:
             return tab[cl]
         return p_rule(policy, cl, n, d, rep)  # JIQ: c/n, gated by 1{c_1 = n} in the kernel
