@@ -43,7 +43,7 @@ def main():
     n = int(a.n)
     sm.simulate(100, 2, 0.5, service="erlang:2", steps=10**5, seed=0)  # compile
     print(f"# {platform.python_version()} {platform.machine()} numba {numba.__version__}")
-    head = "| law | n | d | λ | policy | events measured | CPU s | wall s | million events/s (CPU) | mean queue length |"
+    head = "| law | n | d | λ | policy | events measured | CPU s | wall s | M events/s (CPU) | mean queue length |"
     print(head)
     print("|---|---|---|---|---|---|---|---|---|---|")
     for service in services:
