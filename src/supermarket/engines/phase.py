@@ -118,7 +118,19 @@ def _p_level(policy, c, j, n, d, rep, tab):
 
 
 @njit(cache=True)
-def refresh_p(policy, c, P, areaP, stampP, top, n, d, rep, tab, now):
+def refresh_p(
+    policy: int,
+    c: np.ndarray,
+    P: np.ndarray,
+    areaP: np.ndarray,
+    stampP: np.ndarray,
+    top: int,
+    n: int,
+    d: int,
+    rep: bool,
+    tab: np.ndarray,
+    now: float,
+) -> None:
     """Recompute ``P_2..P_top`` (closing their integrals at ``now``): join-idle-queue's
     ``P_ℓ`` changes at every level when ``c_1`` reaches or leaves ``n``."""
     for j in range(2, top + 1):
