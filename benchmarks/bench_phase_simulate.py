@@ -3,6 +3,7 @@ whole library call (burn-in, batches, integrals, error analysis), one replicatio
 
     PYTHONPATH=src python benchmarks/bench_phase_simulate.py                  # n = 10^6, erlang:4 and hyperexp:4
     PYTHONPATH=src python benchmarks/bench_phase_simulate.py --steps 1e7 --policy jiq
+    PYTHONPATH=src python benchmarks/bench_phase_simulate.py --events-time 5   # also the event engine, time 5
 
 Events per second = events measured (burn-in excluded) / CPU time of the whole call
 (``time.process_time``, best of ``--repeat``: the machine may be shared), JSQ(2) at λ = 0.9
@@ -38,6 +39,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--policy", default="jsq-d")
     ap.add_argument("--service", action="append", default=None)
+    ap.add_argument("--events-time", type=float, default=None, help="also time the event engine over this time")
     a = ap.parse_args()
     services = a.service or ["erlang:4", "hyperexp:4"]
     n = int(a.n)
@@ -59,6 +61,18 @@ def main():
             f"| {service} | {n:.0e} | {a.d} | {a.load:g} | {a.policy} | {r.events:.3g} | {cpu:.2f} | {wall:.2f} | "
             f"{r.events / cpu / 1e6:.1f} | {qs} |"
         )
+        if a.events_time:
+            c0 = time.process_time()
+            ev = sm.simulate(
+                n, a.d, a.load, service=service, policy=a.policy, engine="events", time=a.events_time,
+                burn_in=a.events_time / 10, seed=1, batches=64, workers=1,
+            )  # fmt: skip
+            cpu = time.process_time() - c0
+            print(
+                f"| {service} (event engine) | {n:.0e} | {a.d} | {a.load:g} | {a.policy} | {ev.events:.3g} "
+                f"(with burn-in) | {cpu:.2f} | — | {ev.events / cpu / 1e6:.2f}; {ev.customers / cpu / 1e6:.2f} M "
+                "customers/s | — |"
+            )
 
 
 if __name__ == "__main__":
