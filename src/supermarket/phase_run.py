@@ -58,6 +58,8 @@ __all__ = [
 PHASE_ENGINES = ("phase", "events")
 """Engines for a phase-type service law: the count engine (default) or the per-queue event engine."""
 
+_SUMMARY_LEVELS = 30  # levels shown by summary() (all are in the JSON)
+
 DEFAULT_EVENTS = 2 * 10**7
 """Measured events per replication when neither ``steps`` nor ``time`` is given."""
 
@@ -197,7 +199,8 @@ class PhaseSimulationResult(Result):
             "Time-averaged profile (docs/model.md §13)",
         ]
         rows = []
-        for i in range(self.u_mean.size):
+        shown = min(self.u_mean.size, _SUMMARY_LEVELS)
+        for i in range(shown):
             if self.u_method[i] == "rare":
                 cell = f"{self.u_mean[i]:.6g} (rare: no error bar)"
             elif self.u_reliable[i]:
@@ -210,6 +213,8 @@ class PhaseSimulationResult(Result):
         from ._results import text_table
 
         lines.append(text_table(["i", "simulated E[u_i] ± s.e.", "estimate", "I1 z-score"], rows))
+        if shown < self.u_mean.size:
+            lines.append(f"levels {shown + 1}–{self.u_mean.size} not shown (in the JSON: u_mean, u_stderr, flow_z)")
         lines.append(f"mean queue length {pm(self.mean_queue_length)}  (plain {pm(self.mean_queue_length_plain)})")
         lines.append(
             f"mean sojourn time (Little's law, L/λ) {pm(self.sojourn_little)}; "

@@ -468,7 +468,8 @@ def simulate(
     -------
     SimulationResult
         With error bars as docs/model.md §9 makes them; ``partial=True`` after Ctrl-C.
-        (A :class:`~supermarket.general.GeneralResult` with ``service`` or ``server_classes``.)
+        (A :class:`~supermarket.phase_run.PhaseSimulationResult` with a phase-type ``service``
+        on the phase engine; a :class:`~supermarket.general.GeneralResult` on the event engine.)
 
     Raises
     ------
