@@ -223,7 +223,7 @@ class PhaseSimulationResult(Result):
         bz = f"{self.busy_fraction_z:.2f}" if math.isfinite(self.busy_fraction_z) else "— (no trusted error)"
         lines.append(
             f"self-checks: busy fraction E[u_1] = λ (I2) z = {bz}; busy by phase E[B_φ/n] (I2) z = "
-            + ", ".join(f"{z:.2f}" for z in self.busy_z)
+            + ", ".join(f"{z:.2f}" if math.isfinite(z) else "—" for z in self.busy_z)
         )
         lines.append(f"error bars: 1 s.e., {self.error_bars}")
         if self.control_variates:
