@@ -269,9 +269,11 @@ def test_simulate_dispatches_to_the_event_engine():
     assert isinstance(r, GeneralResult) and r.policy == "jiq" and len(r.classes) == 2
     assert not isinstance(sm.simulate(20, 2, 0.8, service="exp", steps=20_000, seed=1), GeneralResult)
     with pytest.raises(ValueError, match="give time= instead"):
-        sm.simulate(20, 2, 0.8, service="erlang:2", steps=10**5)
+        sm.simulate(20, 2, 0.8, service="lognormal:2", steps=10**5)
     with pytest.raises(ValueError, match="start"):
-        sm.simulate(20, 2, 0.8, service="erlang:2", start="fixed-point")
+        sm.simulate(20, 2, 0.8, service="lognormal:2", start="fixed-point")
+    with pytest.raises(ValueError, match="give time= instead"):  # phase-type laws: the event engine on request
+        sm.simulate(20, 2, 0.8, service="erlang:2", engine="events", steps=10**5)
 
 
 def test_cli_service_and_server_classes():
@@ -291,7 +293,8 @@ def test_cli_service_and_server_classes():
     for bad, words in (
         (["--service", "gamma:2"], "service must be one of"),
         (["--server-classes", "0.5:2,0.4:1"], "sum to"),
-        (["--service", "erlang:2", "--steps", "1000"], "--steps"),
+        (["--service", "lognormal:2", "--steps", "1000"], "--steps"),
+        (["--service", "erlang:2", "--engine", "events", "--steps", "1000"], "--steps"),
         (["--service", "erlang:2", "--cdf", "10"], "--cdf"),
     ):
         r = CliRunner().invoke(main, [*args, *bad])

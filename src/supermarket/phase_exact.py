@@ -27,6 +27,7 @@ from numpy.typing import ArrayLike
 from ._checks import check_int
 from .model import check_load
 from .phase_law import check_ph
+from .policies import check_policy
 from .stationary import _stationary
 
 __all__ = ["PhaseExact", "solve_phase", "MAX_PHASE_STATES"]
@@ -50,6 +51,7 @@ class PhaseExact:
     mean_queue_length : ``E[length of a given queue] = Σ_ℓ u_ℓ``.
     truncation : stationary probability that some queue holds ``cap`` customers.
     residual, method : ``max|π Q| / max|Q_ii|`` and the linear solver used.
+    policy : the dispatch rule.
     """
 
     n: int
@@ -66,12 +68,25 @@ class PhaseExact:
     truncation: float
     residual: float
     method: str
+    policy: str = "jsq-d"
 
 
-def _join_law(lengths, d, replace):
+def _join_law(lengths, d, replace, policy="jsq-d"):
     """Probability that each labelled queue is joined: the first shortest of a uniform
-    ``d``-tuple (with replacement) or ordered ``d``-tuple of distinct queues (without)."""
+    ``d``-tuple (with replacement) or ordered ``d``-tuple of distinct queues (without) for
+    ``jsq-d``; uniform for ``random``; uniform among the shortest for ``jsq``; uniform among
+    the idle queues if any, else uniform, for ``jiq`` (docs/model.md §2, by the definitions)."""
     n = len(lengths)
+    if policy != "jsq-d":
+        if policy == "random":
+            sel = [True] * n
+        elif policy == "jsq":
+            sel = [x == min(lengths) for x in lengths]
+        else:  # jiq
+            idle = [x == 0 for x in lengths]
+            sel = idle if any(idle) else [True] * n
+        w = np.array(sel, dtype=float)
+        return w / w.sum()
     out = np.zeros(n)
     tuples = itertools.product(range(n), repeat=d) if replace else itertools.permutations(range(n), d)
     count = 0
@@ -86,9 +101,18 @@ def _join_law(lengths, d, replace):
 
 
 def solve_phase(
-    n: int, d: int, lam: float | str, alpha: ArrayLike, T: ArrayLike, *, cap: int = 30, replace: bool = True
+    n: int,
+    d: int,
+    lam: float | str,
+    alpha: ArrayLike,
+    T: ArrayLike,
+    *,
+    cap: int = 30,
+    replace: bool = True,
+    policy: str = "jsq-d",
 ) -> PhaseExact:
-    """Exact stationary law of JSQ(d) with ``PH(α, T)`` service for tiny ``n`` (docs/model.md §13).
+    """Exact stationary law of JSQ(d), or another dispatch rule, with ``PH(α, T)`` service
+    for tiny ``n`` (docs/model.md §13).
 
     Parameters
     ----------
@@ -103,6 +127,8 @@ def solve_phase(
         Largest queue length kept (``>= 1``).
     replace : bool
         Sampling with replacement (default) or without.
+    policy : {"jsq-d", "random", "jsq", "jiq"}
+        The dispatch rule (:mod:`supermarket.policies`); ``d`` and ``replace`` are for ``jsq-d``.
 
     Returns
     -------
@@ -123,9 +149,10 @@ def solve_phase(
     """
     n = check_int("n", n, minimum=1, maximum=64)
     d = check_int("d", d, minimum=1, maximum=64)
-    if not replace and d > n:
+    policy = check_policy(policy)
+    if policy == "jsq-d" and not replace and d > n:
         raise ValueError(f"d: without replacement d must be <= n = {n}, got {d}")
-    if n**d > 10_000:
+    if policy == "jsq-d" and n**d > 10_000:
         raise ValueError(f"d: n^d = {n}^{d} tuples per state is too many (at most 10^4)")
     lam = check_load(lam)
     a, M, t0 = check_ph(alpha, T)
@@ -154,7 +181,7 @@ def solve_phase(
         lens = tuple(length(q) for q in s)
         jl = join_cache.get(lens)
         if jl is None:
-            jl = join_cache[lens] = _join_law(lens, d, replace)
+            jl = join_cache[lens] = _join_law(lens, d, replace, policy)
         for pos, q in enumerate(s):
             ell = lens[pos]
             # arrival joins queue `pos`
@@ -224,4 +251,5 @@ def solve_phase(
         truncation=float(trunc),
         residual=residual,
         method=method,
+        policy=policy,
     )

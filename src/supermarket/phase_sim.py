@@ -27,9 +27,11 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 
+from . import policies as _pol
 from ._checks import check_int, check_positive_float
 from .engines.phase import POLICY_JSQD, STATUS_GROW, close_all, p_of, phase_kernel, phase_tables
 from .engines.rng import state_from_seed_sequence
+from .engines.tables import JIQ
 from .model import SeedLike, as_seed_sequence, check_load
 from .phase_law import check_ph
 from .stats import blocking
@@ -77,6 +79,7 @@ class PhaseChain:
         seed: np.random.SeedSequence,
         holding_exp: bool,
         levels: int = 16,
+        policy: int = POLICY_JSQD,
     ):
         K = alpha.size
         self.n, self.K = n, K
@@ -92,8 +95,9 @@ class PhaseChain:
         self.areaP = np.zeros(levels)
         self.stampP = np.zeros(levels)
         self.law = law_arrays(alpha, T, t0)
-        self.setup = (np.int64(n), float(lam), np.int64(d), bool(replace), np.int64(POLICY_JSQD), bool(holding_exp))
-        self.tab = phase_tables(POLICY_JSQD, n, d, bool(replace))
+        self.policy = int(policy)
+        self.setup = (np.int64(n), float(lam), np.int64(d), bool(replace), np.int64(policy), bool(holding_exp))
+        self.tab = phase_tables(self.policy, n, d, bool(replace))
         self.s = state_from_seed_sequence(seed)
         self.clock = np.array([0.0, -1.0])
         self.events = 0
@@ -115,10 +119,12 @@ class PhaseChain:
             [
                 float(self.tab[x])
                 if self.tab.size
-                else p_of(POLICY_JSQD, int(x), int(self.setup[0]), int(self.setup[2]), self.setup[3], self.tab)
+                else p_of(self.policy, int(x), int(self.setup[0]), int(self.setup[2]), self.setup[3], self.tab)
                 for x in self.c
             ]
         )
+        if self.policy == JIQ and self.c[1] < self.n:  # join-idle-queue: P_ℓ = 1{c_1 = n}·c_ℓ/n
+            self.P[1:] = 0.0
         top = int(np.max(np.nonzero(self.c[1:])[0], initial=-1)) + 1
         self.ints = np.array([top, int(self.c[1:].sum())], np.int64)
         self.areaN = np.zeros((L, K))
@@ -246,8 +252,10 @@ def simulate_phase(
     seed: SeedLike = None,
     holding: str = "mean",
     start: str = "empty",
+    policy: str = "jsq-d",
 ) -> PhaseRun:
-    """Simulate JSQ(d) with phase-type service ``PH(α, T)`` of mean 1 (docs/model.md §13).
+    """Simulate JSQ(d), or another dispatch rule, with phase-type service ``PH(α, T)`` of
+    mean 1 (docs/model.md §13).
 
     Parameters
     ----------
@@ -272,7 +280,10 @@ def simulate_phase(
         draws (the path is the process in law); see :mod:`supermarket.engines.phase`.
     start : ``"empty"`` or ``"fixed-point"``
         All queues empty, or the counts ``round(n x)`` of the mean-field fixed point
-        (:func:`supermarket.meanfield.phase.phase_fixed_point`; shortens the burn-in at large ``n``).
+        (:func:`supermarket.meanfield.phase.phase_fixed_point`; shortens the burn-in at large ``n``;
+        ``jsq-d`` and ``random`` only).
+    policy : {"jsq-d", "random", "jsq", "jiq"}
+        The dispatch rule (:mod:`supermarket.policies`); (I1) and (I2) hold for each.
 
     Returns
     -------
@@ -306,19 +317,33 @@ def simulate_phase(
         raise TypeError(f"replace: must be a bool, got {type(replace).__name__}")
     if start not in ("empty", "fixed-point"):
         raise ValueError(f"start: must be 'empty' or 'fixed-point', got {start!r}")
+    pol = _pol.check_policy(policy)
+    if start == "fixed-point" and pol not in _pol.SMOOTH_POLICIES:
+        raise ValueError(f"start: 'fixed-point' needs a rule with a mean field (jsq-d, random), not {pol!r}")
     ss = as_seed_sequence(seed)
 
-    ch = PhaseChain(n, d, lam, a, M, t0, replace=replace, seed=ss, holding_exp=(holding == "exp"))
+    ch = PhaseChain(
+        n, d, lam, a, M, t0, replace=replace, seed=ss, holding_exp=(holding == "exp"), policy=_pol.policy_code(pol)
+    )
     if start == "fixed-point":
         from .meanfield.phase import phase_fixed_point
 
-        x = phase_fixed_point(d, lam, a, M).x
+        x = phase_fixed_point(int(_pol.meanfield_d(pol, d)), lam, a, M).x
         N0 = np.zeros((x.shape[0] + 1, a.size), np.int64)
         N0[1:] = np.rint(x * n).astype(np.int64)
         while N0.sum() > n:  # rounding up may overfill by a few queues
             ti, tj = np.unravel_index(np.argmax(N0), N0.shape)
             N0[ti, tj] -= 1
         ch.set_counts(N0)
+    YN, YP, events = run_batches(ch, burn_in, t_end, batches)
+    return summarize_batches(YN, YP, a, M, t0, n, d, lam, replace, t_end, burn_in, batches, events, holding)
+
+
+def run_batches(ch: PhaseChain, burn_in: float, t_end: float, batches: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Run ``ch`` for ``burn_in`` and then ``batches`` batches of equal duration ``t_end/batches``;
+    returns ``(YN, YP, events)``: the batch means of ``N[ℓ, φ]/n`` (batches x levels x
+    phases, row 0 empty), of ``P_ℓ`` (batches x levels) and the events after the burn-in."""
+    n = ch.n
     ch.run(burn_in)
     events0 = ch.events
     prevN, prevP = ch.integrals()
@@ -336,18 +361,48 @@ def simulate_phase(
         bP.append(dP / tau)
         prevN, prevP = aN, aP
     L = max(x.shape[0] for x in bN)
-    K = a.size
+    K = ch.K
     YN = np.zeros((batches, L, K))
     YP = np.zeros((batches, L))
     for b in range(batches):
         YN[b, : bN[b].shape[0]] = bN[b]
         YP[b, : bP[b].shape[0]] = bP[b]
-    # levels 1..L-1 (row 0 of N is empty; the top row is always 0 by the capacity rule)
+    return YN, YP, ch.events - events0
+
+
+def flow_series(YN: np.ndarray, YP: np.ndarray, lam: float, t0: np.ndarray) -> tuple[np.ndarray, ...]:
+    """From the batch means of :func:`run_batches`: ``(U, Pl, Pprev, Z)``, batches x levels
+    ``ℓ = 1..L−1``: ``u_ℓ``, ``P_ℓ``, ``P_{ℓ−1}`` and the (I1) series ``Z_ℓ = Σ_φ t0_φ
+    N_{>=ℓ, φ}/n − λ P_{ℓ−1}`` (mean 0 in equilibrium)."""
+    batches = YN.shape[0]
     Nge = np.cumsum(YN[:, ::-1], axis=1)[:, ::-1]  # N_{>=ℓ, φ}/n per batch
     U = Nge.sum(axis=2)[:, 1:]  # u_ℓ, ℓ = 1..L-1
     Pl = YP[:, 1:]
     Pprev = np.concatenate([np.ones((batches, 1)), YP[:, 1:-1]], axis=1)  # P_{ℓ−1}
     Z = Nge[:, 1:] @ t0 - lam * Pprev
+    return U, Pl, Pprev, Z
+
+
+def summarize_batches(
+    YN: np.ndarray,
+    YP: np.ndarray,
+    a: np.ndarray,
+    M: np.ndarray,
+    t0: np.ndarray,
+    n: int,
+    d: int,
+    lam: float,
+    replace: bool,
+    t_end: float,
+    burn_in: float,
+    batches: int,
+    events: int,
+    holding: str,
+) -> PhaseRun:
+    """The :class:`PhaseRun` of the batch means of :func:`run_batches`."""
+    K = a.size
+    # levels 1..L-1 (row 0 of N is empty; the top row is always 0 by the capacity rule)
+    U, Pl, Pprev, Z = flow_series(YN, YP, lam, t0)
     nl = U.shape[1]
     u_mean, u_se, ucv, ucv_se, ud, ud_se, fz = (np.zeros(nl) for _ in range(7))
     reliable = True
@@ -388,7 +443,7 @@ def simulate_phase(
         t_end=t_end,
         burn_in=burn_in,
         batches=batches,
-        events=ch.events - events0,
+        events=events,
         holding=holding,
         u_mean=u_mean[cut],
         u_stderr=u_se[cut],

@@ -10,6 +10,7 @@ import click
 
 from ..model import MAX_CDF_POINTS
 from ._common import COUNT, LOAD, OUTPUT_FIGURE, CountType, FloatType, print_json, save_figure
+from ._phase import exact_phase_cli, is_exponential_service
 from .options import one_task_options, policy_option, replace_option, run_once
 
 NOTE_SECONDS = 5.0  # a search predicted to take longer says so before it starts
@@ -76,6 +77,13 @@ class _Seconds(FloatType):
     default=None,
     help="Save a figure (PNG, or by the suffix) of E[u_i] and the maximum.",
 )
+@click.option(
+    "--service",
+    default="exp",
+    show_default=True,
+    help="Service law of mean 1: exp, or erlang:K, hyperexp:SCV, ph:FILE.json for the exact law of a tiny "
+    "phase-type system (docs/model.md §13: E[u_i], the queue-length law, the mean queue length; every --policy).",
+)
 @one_task_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def exact(
@@ -94,10 +102,17 @@ def exact(
     scheduler: str | None,
     connect_timeout: float,
     as_json: bool,
+    service: str = "exp",
 ) -> None:
     """Exact stationary law of the profile chain for small n (docs/model.md §11): E[u_i], the
     law of the maximum queue length, the mean queue length and the response-time law, with
     the truncation bound; sparse linear algebra, no simulation."""
+    if service != "exp" and not is_exponential_service(service):  # docs/model.md §13
+        exact_phase_cli(
+            n, d, load, service=service, policy=policy, replace=replace, cap=cap, tol=tol, as_json=as_json,
+            plot=plot, cdf_points=cdf_points, quantiles=quantiles, profile_law=profile_law,
+        )  # fmt: skip
+        return
     from ..response import DEFAULT_QUANTILES
     from ..stationary import solve
 

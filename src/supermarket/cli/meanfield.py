@@ -10,6 +10,7 @@ import click
 import numpy as np
 
 from ._common import COUNT, FLOAT, LOAD, OUTPUT_FIGURE, CountType, print_json, save_figure
+from ._phase import is_exponential_service, meanfield_phase_cli
 from .options import json_option, one_task_options, policy_option, replace_option, run_once
 
 
@@ -364,6 +365,13 @@ def _add_response_times(
     default=None,
     help="Add the sojourn and waiting time CDFs on this many grid points (0 to 1.1 × the p99.9 sojourn time).",
 )
+@click.option(
+    "--service",
+    default="exp",
+    show_default=True,
+    help="Service law of mean 1: exp, or erlang:K, hyperexp:SCV, ph:FILE.json for the phase-type mean-field fixed "
+    "point (docs/model.md §13; --policy jsq-d or random; its mean queue length and busy fraction).",
+)
 @one_task_options
 @json_option("Print one JSON object instead of tables.")
 def meanfield(
@@ -382,10 +390,17 @@ def meanfield(
     scheduler: str | None,
     connect_timeout: float,
     as_json: bool,
+    service: str = "exp",
 ) -> None:
     """Mean-field theory for (d, λ) (docs/model.md §3, §8): the fixed point π, the ODE (1.1) from a
     start profile, and with --n the refined mean field E[u_i] ≈ π(i) + V_i/n (Gast–Van Houdt)
     and the linear-noise covariance of √n u.  --d inf gives the water-filling limit of paper 002."""
+    if service != "exp" and not is_exponential_service(service):  # docs/model.md §13
+        meanfield_phase_cli(
+            d, load, service=service, policy=policy, replace=replace, levels=levels, as_json=as_json,
+            n=n, time=time, plot=plot, cdf=cdf, start=start,
+        )  # fmt: skip
+        return
     if not replace and n is None:
         raise click.UsageError("--no-replace needs --n (the sampling law without replacement depends on n)")
     if time is None and start != "empty":

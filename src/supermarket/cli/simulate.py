@@ -12,6 +12,7 @@ import click
 from ..general import simulate_general as _simulate_general_lib
 from ..general import wants_event_engine
 from ..model import MAX_CDF_POINTS
+from ..phase_run import PHASE_ENGINES
 from ..simulation import BATCHES, DEFAULT_STEPS, ENGINES, PRECISION_LEVEL_MIN, TIME_MODES
 from ..simulation import simulate as _simulate
 from ..simulation.run import DEFAULT_MAX_STEPS
@@ -28,6 +29,7 @@ from ._common import (
     to_jsonable,
     write_text,
 )
+from ._phase import ENGINE_HELP, is_phase_service, simulate_phase_cli
 from .options import (
     dask_client,
     deprecated_alias,
@@ -101,7 +103,7 @@ def _simulate_general(
                 f"{flag} does not go with --service other than exp or --server-classes "
                 "(the per-queue event engine, docs/model.md §14)"
             )
-    if unused.get("engine") != "profile" or unused.get("start") != "empty":
+    if unused.get("engine") not in ("profile", "events") or unused.get("start") != "empty":
         raise click.UsageError(
             "--engine and --start do not go with --service other than exp or --server-classes "
             "(the per-queue event engine starts empty)"
@@ -165,11 +167,11 @@ def _simulate_general(
 @click.option("--burn-in", type=str, hidden=True)
 @click.option(
     "--engine",
-    type=click.Choice(ENGINES),
+    type=click.Choice((*ENGINES, *PHASE_ENGINES)),
     default="profile",
     show_default=True,
     help="profile: counts chain, O(1) per event, any n; queues: per-queue reference (O(d) per "
-    "arrival); buckets: per-queue, O(1) per event.",
+    "arrival); buckets: per-queue, O(1) per event." + ENGINE_HELP,
 )
 @replace_option(
     True, "Sample the d queues with replacement (default, paper 000) or, with --no-replace, without (paper 002)."
@@ -238,8 +240,10 @@ def _simulate_general(
     default="exp",
     show_default=True,
     help="Service law of mean 1: exp, erlang:K, hyperexp:SCV (SCV > 1), ph:FILE.json, lognormal:SCV, "
-    "pareto:ALPHA (ALPHA > 1), deterministic. Other than exp: the per-queue event engine (docs/model.md §14; "
-    "horizon in --time, continuous time, no control variates).",
+    "pareto:ALPHA (ALPHA > 1), deterministic. erlang, hyperexp and ph run the phase-type count engine "
+    "(docs/model.md §13; --steps or --time, every --policy, control variates; --engine events for the event "
+    "engine); lognormal, pareto, deterministic the per-queue event engine (docs/model.md §14; horizon in "
+    "--time, continuous time, no control variates).",
 )
 @click.option(
     "--server-classes",
@@ -332,6 +336,14 @@ def simulate(
             "--precision cannot run on --scheduler: its stretches are planned from all "
             "replications together; run it locally"
         )
+    if server_classes is None and engine != "events" and is_phase_service(service):  # docs/model.md §13
+        simulate_phase_cli(
+            n, d, load, service=service, policy=policy, replace=replace, steps=steps, time_=time_, burn=burn,
+            seed=seed, replications=replications, workers=workers, batches=batches, start=start,
+            control_variates=control_variates, out=out, as_json=as_json, precision=precision,
+            max_steps=max_steps, scheduler=scheduler, cdf=cdf, plot=plot, engine=engine,
+        )  # fmt: skip
+        return
     if wants_event_engine(service, server_classes):  # a ValueError names a bad law or classes
         _simulate_general(
             n,

@@ -44,10 +44,12 @@ Cost per event: one or two uniforms, a scan of the ``K`` phases and of the occup
 on ``n`` (the ``P`` table is indexed by count; above ``FULL_MAX_N`` it is evaluated
 directly, one ``exp``/``log`` per changed level).
 
-Dispatch rules: ``policy`` is a code; ``POLICY_JSQD = 0`` is JSQ(d).  Another rule whose
-``P_i`` is a function of ``c_i`` (and ``n``) plugs in through :func:`p_of` (a new code and
-its branch there), one whose ``P_i`` also depends on ``c_1`` (join-idle-queue) through the
-same function with a refresh of ``P`` when ``c_1`` changes.
+Dispatch rules: ``policy`` is a code of :mod:`.tables` (``POLICY_JSQD = JSQ_D = 0`` is
+JSQ(d); ``RANDOM``, ``JSQ``, ``JIQ``), and ``P_i`` is :func:`.tables.p_rule` of ``c_i``
+through :func:`p_of`.  Join-idle-queue's ``P_i = 1{c_1 = n}·c_i/n`` also depends on
+``c_1``: its ``P`` is multiplied by that gate, and every level is refreshed
+(:func:`refresh_p`) when ``c_1`` reaches or leaves ``n``.  JSQ(d)'s path is unchanged
+(bit-identical runs for the same seed).
 
 Measurements, lazily updated per cell (docs/model.md §13): ``areaN[ℓ, φ] = ∫ N[ℓ, φ] dt``
 and ``areaP[ℓ] = ∫ P_ℓ dt`` (``stampN``, ``stampP``: the time up to which each is closed);
@@ -68,7 +70,7 @@ import numpy as np
 from numba import njit
 
 from .rng import next_double, step_double
-from .tables import p_all_at_least
+from .tables import JIQ, RANDOM, p_all_at_least, p_rule
 
 __all__ = [
     "POLICY_JSQD",
@@ -77,6 +79,7 @@ __all__ = [
     "phase_tables",
     "phase_kernel",
     "close_all",
+    "refresh_p",
     "STATUS_DONE",
     "STATUS_EVENTS",
     "STATUS_GROW",
@@ -98,7 +101,42 @@ def p_of(policy: int, cl: int, n: int, d: int, rep: bool, tab: np.ndarray) -> fl
         if tab.shape[0] > 0:
             return tab[cl]
         return p_all_at_least(cl, n, d, rep)
+    if RANDOM <= policy <= JIQ:  # codes 1, 2, 3 (.tables)
+        if tab.shape[0] > 0:
+            return tab[cl]
+        return p_rule(policy, cl, n, d, rep)  # JIQ: c/n, gated by 1{c_1 = n} in the kernel
     return math.nan  # unknown code: NaN poisons every comparison, caught by the Python layer
+
+
+@njit(cache=True, inline="always")
+def _p_level(policy, c, j, n, d, rep, tab):
+    """``P_j`` of level ``j >= 1`` from the profile ``c``: :func:`p_of`, times ``1{c_1 = n}``
+    for join-idle-queue (an arrival joins a busy queue only when none is idle)."""
+    if policy == JIQ and c[1] < n:
+        return 0.0
+    return p_of(policy, c[j], n, d, rep, tab)
+
+
+@njit(cache=True)
+def refresh_p(
+    policy: int,
+    c: np.ndarray,
+    P: np.ndarray,
+    areaP: np.ndarray,
+    stampP: np.ndarray,
+    top: int,
+    n: int,
+    d: int,
+    rep: bool,
+    tab: np.ndarray,
+    now: float,
+) -> None:
+    """Recompute ``P_2..P_top`` (closing their integrals at ``now``): join-idle-queue's
+    ``P_ℓ`` changes at every level when ``c_1`` reaches or leaves ``n``."""
+    for j in range(2, top + 1):
+        areaP[j] += P[j] * (now - stampP[j])
+        stampP[j] = now
+        P[j] = _p_level(policy, c, j, n, d, rep, tab)
 
 
 @njit(cache=True)
@@ -236,7 +274,12 @@ def phase_kernel(
             areaP[j] += P[j] * (now - stampP[j])
             stampP[j] = now
             c[j] += 1
-            P[j] = p_of(policy, c[j], n, d, rep, tab)
+            if policy == JIQ:
+                P[j] = _p_level(policy, c, j, n, d, rep, tab)
+                if j == 1 and c[1] == n:  # no idle queue left: the busy levels open
+                    refresh_p(policy, c, P, areaP, stampP, top, n, d, rep, tab, now)
+            else:
+                P[j] = p_of(policy, c[j], n, d, rep, tab)
             total += 1
         else:
             # a phase event: phase φ with probability μ_φ B_φ / (R − nλ) ...
@@ -277,7 +320,12 @@ def phase_kernel(
                 areaP[ell] += P[ell] * (now - stampP[ell])
                 stampP[ell] = now
                 c[ell] -= 1
-                P[ell] = p_of(policy, c[ell], n, d, rep, tab)
+                if policy == JIQ:
+                    P[ell] = _p_level(policy, c, ell, n, d, rep, tab)
+                    if ell == 1 and c[1] == n - 1:  # a queue fell idle: the busy levels close
+                        refresh_p(policy, c, P, areaP, stampP, top, n, d, rep, tab, now)
+                else:
+                    P[ell] = p_of(policy, c[ell], n, d, rep, tab)
                 if c[ell] == 0:
                     top = ell - 1
                 total -= 1

@@ -626,6 +626,8 @@ def from_simulate_args(
             continue
         if key not in _SIMULATE_DEFAULTS:
             raise TypeError(f"simulate() got an unexpected keyword argument {key!r}")
+        if key == "engine" and value == "events":  # the explicit choice (phase-type laws, docs/model.md §13)
+            continue
         default = _SIMULATE_DEFAULTS[key]
         same = isinstance(value, str | int | float) and not isinstance(value, bool) and value == default
         if value is not None and not same:

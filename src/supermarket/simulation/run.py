@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import phase_run as _phase_run
 from .. import policies as _pol
 from .. import theory as _th
 from ..general import run as _general
@@ -409,7 +410,9 @@ def simulate(
         In the unit of the horizon; default a tenth of it (0 with ``start="perfect"``).
         MSER may extend it (docs/model.md §9).
     engine : {"profile", "queues", "buckets"}
-        The engine, all exact in law (:mod:`supermarket.simulation`).
+        The engine, all exact in law (:mod:`supermarket.simulation`).  With a phase-type
+        ``service``: ``"phase"`` (or the default ``"profile"``) runs the phase-type count
+        engine, ``"events"`` the per-queue event engine.
     replace : bool
         Sample the d queues with replacement (paper 000) or without (paper 002).
     start : str or array
@@ -450,10 +453,14 @@ def simulate(
         statements of paper 000 (``k``, the good set) are about ``jsq-d`` only and are not
         made for the others; ``engine="queues"`` and ``start="perfect"`` run ``jsq-d`` only.
     service, server_classes : str, optional
-        A service law of mean 1 other than ``"exp"`` (``erlang:K``, ``hyperexp:SCV``,
-        ``ph:FILE.json``, ``lognormal:SCV``, ``pareto:ALPHA``, ``deterministic``;
-        :mod:`supermarket.service`) or server classes ``"FRACTION:SPEED,…"`` run the
-        per-queue event engine instead (:func:`supermarket.general.simulate_general`,
+        A service law of mean 1 other than ``"exp"`` (:mod:`supermarket.service`).  The
+        phase-type laws ``erlang:K``, ``hyperexp:SCV``, ``ph:FILE.json`` run the phase-type
+        count engine (:func:`supermarket.phase_run.simulate_phase_service`, docs/model.md
+        §13; every ``policy``; horizon in ``steps`` or ``time``; (I1) control variates) and
+        return a :class:`~supermarket.phase_run.PhaseSimulationResult`; with
+        ``engine="events"`` they run the per-queue event engine instead.  ``lognormal:SCV``,
+        ``pareto:ALPHA``, ``deterministic`` and server classes ``"FRACTION:SPEED,…"`` run
+        the per-queue event engine (:func:`supermarket.general.simulate_general`,
         docs/model.md §14) and return its :class:`~supermarket.general.GeneralResult`: a
         horizon in ``time`` (not ``steps``), continuous time, no control variates.
 
@@ -461,7 +468,8 @@ def simulate(
     -------
     SimulationResult
         With error bars as docs/model.md §9 makes them; ``partial=True`` after Ctrl-C.
-        (A :class:`~supermarket.general.GeneralResult` with ``service`` or ``server_classes``.)
+        (A :class:`~supermarket.phase_run.PhaseSimulationResult` with a phase-type ``service``
+        on the phase engine; a :class:`~supermarket.general.GeneralResult` on the event engine.)
 
     Raises
     ------
@@ -482,6 +490,33 @@ def simulate(
     >>> bool((a.u_mean == b.u_mean).all())  # results do not depend on workers
     True
     """
+    if _phase_run.wants_phase_engine(service, server_classes, engine):  # docs/model.md §13
+        phase: Any = _phase_run.from_simulate_args(
+            n,
+            d,
+            lam,
+            service=service,
+            engine=engine,
+            policy=policy,
+            steps=steps,
+            time=time,
+            burn_in=burn_in,
+            replace=replace,
+            start=start,
+            seed=seed,
+            replications=replications,
+            workers=workers,
+            batches=batches,
+            control_variates=control_variates,
+            time_mode=time_mode,
+            eps=eps,
+            record_every=record_every,
+            record_levels=record_levels,
+            precision=precision,
+            max_steps=max_steps,
+            client=client,
+        )
+        return phase
     if _general.wants_event_engine(service, server_classes):  # docs/model.md §14
         general: Any = _general.from_simulate_args(
             n,

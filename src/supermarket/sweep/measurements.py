@@ -202,9 +202,10 @@ def _measure_event(simulate: Callable, params: dict, seed: np.random.SeedSequenc
     kw = {k: params[k] for k in ("time", "burn_in", "replace", "policy", "service", "server_classes") if k in params}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        res = simulate(
-            params["n"], params["d"], params["load"], seed=seed, replications=1, workers=1, progress=False, **kw
-        )
+        res = simulate(  # engine="events": a sweep keeps the event engine for phase-type laws too
+            params["n"], params["d"], params["load"], seed=seed, replications=1, workers=1, progress=False,
+            engine="events", **kw,
+        )  # fmt: skip
     if getattr(res, "interrupted", False):
         raise KeyboardInterrupt("the simulation was interrupted: its partial result is not stored")
     return event_row(res.to_dict())

@@ -1,0 +1,265 @@
+"""The ``--service`` routes of ``simulate``, ``meanfield`` and ``exact`` for the phase-type
+laws (docs/model.md §13): each command calls one function here with a few lines."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import click
+
+from ._common import print_json, to_jsonable, write_text
+
+__all__ = [
+    "is_phase_service",
+    "is_exponential_service",
+    "simulate_phase_cli",
+    "meanfield_phase_cli",
+    "exact_phase_cli",
+    "ENGINE_HELP",
+]
+
+ENGINE_HELP = (
+    " With --service erlang:K, hyperexp:SCV or ph:FILE: phase (the phase-type count engine, the default for "
+    "those laws) or events (the per-queue event engine, with response-time quantiles)."
+)
+
+
+def is_phase_service(service: str | None) -> bool:
+    """Whether ``service`` is a phase-type law other than exponential (a ValueError names a bad law)."""
+    if service is None:
+        return False
+    from ..service import parse_service
+
+    law = parse_service(service)
+    return not law.is_exponential and law.alpha is not None
+
+
+def is_exponential_service(service: str) -> bool:
+    """Whether ``service`` names the exponential law (a ValueError names a bad law)."""
+    from ..service import parse_service
+
+    return parse_service(service).is_exponential
+
+
+def _law(service: str, command: str) -> Any:
+    """The phase-type law of ``service``, or a one-line refusal for a law without one."""
+    from ..service import parse_service
+
+    law = parse_service(service)
+    if law.alpha is None:
+        raise click.UsageError(
+            f"--service {law.spec} has no phase-type form: {command} takes exp, erlang:K, hyperexp:SCV or "
+            f"ph:FILE.json; `supermarket simulate --service {law.spec}` runs it on the per-queue event engine"
+        )
+    return law
+
+
+def simulate_phase_cli(
+    n: int,
+    d: int,
+    load: str,
+    *,
+    service: str,
+    policy: str,
+    replace: bool,
+    steps: int | None,
+    time_: float | None,
+    burn: float | None,
+    seed: int,
+    replications: int,
+    workers: int | None,
+    batches: int | None,
+    start: str,
+    control_variates: bool,
+    out: str | None,
+    as_json: bool,
+    **refused: Any,
+) -> None:
+    """``simulate --service erlang:K|hyperexp:SCV|ph:FILE``: the phase-type count engine."""
+    engine = refused.pop("engine", "profile")
+    if engine not in ("profile", "phase"):
+        raise click.UsageError(
+            f"--engine {engine} does not go with --service {service}: phase (the count engine, default) or events"
+        )
+    flags = {
+        "precision": "--precision",
+        "max_steps": "--max-steps",
+        "scheduler": "--scheduler",
+        "cdf": "--cdf",
+        "plot": "--plot",
+    }
+    for key, flag in flags.items():
+        if refused.get(key) is not None:
+            raise click.UsageError(
+                f"{flag} does not go with the phase-type count engine (--service {service}); "
+                "--engine events runs the per-queue event engine"
+            )
+    from ..phase_run import simulate_phase_service
+
+    res = simulate_phase_service(
+        n,
+        d,
+        load,
+        service,
+        policy=policy,
+        replace=replace,
+        time=time_,
+        steps=steps,
+        burn_in=burn,
+        batches=256 if batches is None else batches,
+        seed=seed,
+        replications=replications,
+        workers=workers,
+        start=start,
+        control_variates=control_variates,
+    )
+    data = res.to_dict()
+    data["load_text"] = load
+    if out:
+        write_text(str(out), json.dumps(to_jsonable(data), indent=2, allow_nan=False))
+    if as_json:
+        print_json(data)
+        return
+    click.echo(res.summary())
+    if out:
+        click.echo(f"wrote {out}")
+
+
+def meanfield_phase_cli(
+    d: float, load: str, *, service: str, policy: str, replace: bool, levels: int | None, as_json: bool, **refused: Any
+) -> None:
+    """``meanfield --service …``: the phase-type mean-field fixed point (docs/model.md §13)."""
+    law = _law(service, "meanfield")
+    from .. import policies as pol
+
+    policy = pol.check_policy(policy)
+    if policy not in pol.SMOOTH_POLICIES:
+        raise click.UsageError(
+            f"--policy {policy} with --service {law.spec}: no phase-type mean field for a discontinuous drift "
+            "(jsq-d and random only); `supermarket simulate` runs it"
+        )
+    for key, flag in {"n": "--n", "time": "--time", "plot": "--plot", "cdf": "--cdf"}.items():
+        if refused.get(key) is not None:
+            raise click.UsageError(f"{flag} does not go with --service {law.spec} (the fixed point only)")
+    if refused.get("start", "empty") != "empty" or not replace:
+        raise click.UsageError(f"--start and --no-replace do not go with --service {law.spec} (the fixed point only)")
+    if not (isinstance(d, int) or (isinstance(d, float) and d.is_integer())) or math.isinf(d):
+        raise click.UsageError(f"--d must be a whole number with --service {law.spec}, got {d}")
+    from ..meanfield.phase import phase_fixed_point
+    from ..model import check_load
+
+    lam = check_load(load)
+    dd = int(pol.meanfield_d(policy, int(d)))
+    fp = phase_fixed_point(dd, lam, law.alpha, law.T, levels=levels)
+    busy = fp.x.sum(axis=0)
+    rep = {
+        "service": law.to_dict(),
+        "engine": "meanfield-phase",
+        "policy": policy,
+        "d": int(d),
+        "lam": lam,
+        "load_text": load,
+        "u": fp.u.tolist(),
+        "mean_queue_length": fp.mean_queue_length,
+        "mean_sojourn_time_little": fp.mean_queue_length / lam,
+        "busy_fraction": float(fp.u[0]),
+        "busy_by_phase": busy.tolist(),
+        "residual": fp.residual,
+        "flow_error": fp.flow_error,
+        "levels": int(fp.u.size),
+        "source": "fixed point of the phase-type mean field (docs/model.md §13)"
+        + ("; random: the drift with d = 1, n independent M/PH/1 queues" if policy == "random" else ""),
+    }
+    if as_json:
+        print_json(rep)
+        return
+    lines = [
+        f"supermarket meanfield  d={int(d)}  λ={lam:g}  policy={policy}  service={law.spec} (SCV {law.scv:g})",
+        rep["source"],
+        "i   s_i (share of queues with at least i customers)",
+    ]
+    for i, v in enumerate(fp.u[:30]):
+        if v < 1e-13:
+            break
+        lines.append(f"{i + 1:<3d} {v:.10g}")
+    lines.append(
+        f"mean queue length {fp.mean_queue_length:.10g}; busy fraction {fp.u[0]:.10g} (= λ, I2); "
+        f"mean sojourn time (Little's law) {fp.mean_queue_length / lam:.10g}"
+    )
+    lines.append("busy servers by phase " + ", ".join(f"{b:.6g}" for b in busy))
+    lines.append(f"residual {fp.residual:.2g}; flow identity (I1) error {fp.flow_error:.2g}")
+    click.echo("\n".join(lines))
+
+
+def exact_phase_cli(
+    n: int,
+    d: int,
+    load: str,
+    *,
+    service: str,
+    policy: str,
+    replace: bool,
+    cap: int | None,
+    tol: float,
+    as_json: bool,
+    **refused: Any,
+) -> None:
+    """``exact --service …``: the exact stationary law of a tiny phase-type system (solve_phase)."""
+    law = _law(service, "exact")
+    for key, flag in {"plot": "--plot", "cdf_points": "--cdf"}.items():
+        if refused.get(key) is not None:
+            raise click.UsageError(f"{flag} does not go with --service {law.spec} (the queue-length law only)")
+    if refused.get("quantiles") or refused.get("profile_law"):
+        raise click.UsageError(f"--quantile and --profile-law do not go with --service {law.spec}")
+    from ..phase_exact import solve_phase
+
+    if cap is not None:
+        res = solve_phase(n, d, load, law.alpha, law.T, cap=cap, replace=replace, policy=policy)
+    else:
+        c = 8
+        res = solve_phase(n, d, load, law.alpha, law.T, cap=c, replace=replace, policy=policy)
+        while res.truncation >= tol:
+            c = 2 * c
+            res = solve_phase(n, d, load, law.alpha, law.T, cap=c, replace=replace, policy=policy)
+    lam = res.lam
+    out = {
+        "service": law.to_dict(),
+        "engine": "exact-phase",
+        "policy": res.policy,
+        "n": res.n,
+        "d": res.d,
+        "lam": lam,
+        "load_text": load,
+        "replace": res.replace,
+        "cap": res.cap,
+        "states": res.states,
+        "u": res.u.tolist(),
+        "queue_law": res.queue_law.tolist(),
+        "mean_queue_length": res.mean_queue_length,
+        "mean_sojourn_time_little": res.mean_queue_length / lam,
+        "busy_fraction": float(res.u[0]),
+        "truncation": res.truncation,
+        "residual": res.residual,
+        "method": res.method,
+    }
+    if as_json:
+        print_json(out)
+        return
+    lines = [
+        f"supermarket exact  n={res.n}  d={res.d}  λ={lam:g}  policy={res.policy}  service={law.spec} "
+        f"(SCV {law.scv:g})",
+        f"exact stationary law (docs/model.md §13): {res.states:,} states, queues capped at {res.cap}, "
+        f"P(some queue at the cap) = {res.truncation:.3g}; residual {res.residual:.2g} ({res.method})",
+        "i   E[u_i]",
+    ]
+    for i, v in enumerate(res.u[:30]):
+        if v < 1e-13:
+            break
+        lines.append(f"{i + 1:<3d} {v:.10g}")
+    lines.append(
+        f"mean queue length {res.mean_queue_length:.10g}; busy fraction {res.u[0]:.10g}; "
+        f"mean sojourn time (Little's law) {res.mean_queue_length / lam:.10g}"
+    )
+    click.echo("\n".join(lines))
