@@ -115,7 +115,10 @@ class _Naive:
     """The common part: parameters, time, counts ``c[0] = c_1, c[1] = c_2, …`` (trailing
     zeros trimmed) and the time integrals."""
 
-    def __init__(self, n, d, lam, replace, counts, seed, continuous):
+    def __init__(self, n, d, lam, replace, counts, seed, continuous, policy="jsq-d"):
+        if policy not in RULES:
+            raise ValueError(f"policy must be one of {', '.join(RULES)}; got {policy!r}")
+        self.policy = policy
         self.n, self.d, self.lam, self.replace = int(n), int(d), float(lam), bool(replace)
         self.p = self.lam / (1.0 + self.lam)  # probability that a step is an arrival (§1)
         self.rate = self.n * (1.0 + self.lam)  # the uniformization rate n(1+λ) (§1)
@@ -146,18 +149,31 @@ class _Naive:
         return -math.log(1.0 - self.rng.double()) / self.rate
 
     def P(self, c: int) -> float:
-        """``P_i`` for a level with ``c`` queues of length ``>= i`` (docs/model.md §2),
-        correctly rounded from exact integers."""
-        return _p_exact(c, self.n, self.d, self.replace)
+        """The rule's ``P`` for a level with ``c`` queues of length ``>= i`` (docs/model.md
+        §2, "Other dispatch rules"), correctly rounded from exact integers: JSQ(d)'s ``P_i``;
+        ``c/n`` for random routing (one uniform queue has length ``>= i``) and for JIQ (whose
+        ``P_i`` is this times ``1{c_1 = n}``: :meth:`P_levels`); ``1{c = n}`` for JSQ (the
+        shortest of all ``n`` has length ``>= i`` only if every queue has)."""
+        if self.policy == "jsq-d":
+            return _p_exact(c, self.n, self.d, self.replace)
+        if self.policy == "jsq":
+            return 1.0 if c == self.n else 0.0
+        return c / self.n  # int / int: correctly rounded
+
+    def P_levels(self) -> list[float]:
+        """``P_i`` of the rule at the current state, ``i = 1..top`` (JIQ: ``1{c_1 = n}·c_i/n``)."""
+        if self.policy == "jiq" and (not self.c or self.c[0] < self.n):
+            return [0.0] * len(self.c)
+        return [self.P(ci) for ci in self.c]
 
     def _integrate(self, t: float) -> None:
         dt = t - self.now
         L = len(self.c)
         for acc in (self.area_c, self.area_P):
             acc.extend([0.0] * (L - len(acc)))
-        for i, ci in enumerate(self.c):
+        for i, (ci, pi) in enumerate(zip(self.c, self.P_levels())):
             self.area_c[i] += ci * dt
-            self.area_P[i] += self.P(ci) * dt
+            self.area_P[i] += pi * dt
         self.maxtime.extend([0.0] * (L + 1 - len(self.maxtime)))
         self.maxtime[L] += dt
         if self.good is not None and self.in_good_set():
@@ -192,9 +208,10 @@ class _Naive:
             self.step()
 
     def joined_length(self, u: float) -> int:
-        """§2: ``ℓ = #{i ≥ 1 : U < P_i}`` with ``U = u/p`` uniform on ``(0, 1)``."""
+        """§2: ``ℓ = #{i ≥ 1 : U < P_i}`` with ``U = u/p`` uniform on ``(0, 1)``, for the
+        rule's ``P_i`` (JIQ: 0 while a queue is idle, then the length of a uniform queue)."""
         U = u / self.p
-        return sum(1 for ci in self.c if self.P(ci) > U)
+        return sum(1 for pi in self.P_levels() if pi > U)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -223,8 +240,10 @@ class NaiveQueues(_Naive):
     """The per-queue chain exactly as §1 defines it: ``x[j]`` is the length of queue ``j``;
     the start gives the ``c_i`` longest queues length ``>= i`` (queues ``0..c_1−1`` busy)."""
 
-    def __init__(self, n, d, lam, replace, counts, seed, continuous):
-        super().__init__(n, d, lam, replace, counts, seed, continuous)
+    def __init__(self, n, d, lam, replace, counts, seed, continuous, policy="jsq-d"):
+        super().__init__(n, d, lam, replace, counts, seed, continuous, policy)
+        if policy != "jsq-d":
+            raise ValueError("the per-queue chain samples d queues: policy 'jsq-d' only")
         self.x = [sum(1 for ci in self.c if ci > j) for j in range(self.n)]
 
     def _arrival(self, u):
@@ -263,8 +282,8 @@ class NaiveBuckets(_Naive):
     first, so the queues of length exactly ``ℓ`` sit at positions ``[c_{ℓ+1}, c_ℓ)``
     (``c_0 = n``); the start puts queue ``p`` at position ``p``."""
 
-    def __init__(self, n, d, lam, replace, counts, seed, continuous):
-        super().__init__(n, d, lam, replace, counts, seed, continuous)
+    def __init__(self, n, d, lam, replace, counts, seed, continuous, policy="jsq-d"):
+        super().__init__(n, d, lam, replace, counts, seed, continuous, policy)
         self.perm = list(range(self.n))
 
     def _count(self, i: int) -> int:
@@ -298,6 +317,7 @@ class NaiveBuckets(_Naive):
         return out
 
 
+RULES = ("jsq-d", "random", "jsq", "jiq")
 NAIVE = {"profile": NaiveProfile, "queues": NaiveQueues, "buckets": NaiveBuckets}
 
 
