@@ -48,6 +48,9 @@ __all__ = [
     "NAIVE",
     "NaiveCoupling",
     "NaiveFluct",
+    "RULES",
+    "service_params",
+    "NaiveEvents",
 ]
 
 
@@ -431,3 +434,184 @@ class NaiveFluct:
             self.c[ell - 1] -= 1
             if self.c[-1] == 0:
                 self.c.pop()
+
+
+# --------------------------------------------------------------------------- the event engine
+def service_params(law: str) -> tuple[str, list[float]]:
+    """The parameters of a mean-1 service law from its definition (docs/model.md §14):
+    ``erlang:K`` (``K`` phases of rate ``K``); ``hyperexp:C`` (balanced means: phase 1 with
+    probability ``p = (1 + √((C−1)/(C+1)))/2`` and rate ``2p``, phase 2 with rate
+    ``2(1−p)``); ``lognormal:C`` (``σ² = log(1+C)``, ``μ = −σ²/2``); ``pareto:A`` (scale
+    ``(A−1)/A``); ``exp``, ``deterministic``."""
+    name, _, arg = law.partition(":")
+    if name in ("exp", "deterministic"):
+        return name, []
+    x = float(arg)
+    if name == "erlang":
+        return name, [int(x)]
+    if name == "hyperexp":
+        p = (1.0 + math.sqrt((x - 1.0) / (x + 1.0))) / 2.0
+        return name, [p, 2.0 * p, 2.0 * (1.0 - p)]
+    if name == "lognormal":
+        s2 = math.log1p(x)
+        return name, [-s2 / 2.0, math.sqrt(s2)]
+    if name == "pareto":
+        return name, [x, (x - 1.0) / x]
+    raise ValueError(f"unknown law {law!r}")
+
+
+class NaiveEvents:
+    """The per-queue FIFO system of docs/model.md §14 event by event, in continuous time.
+
+    ``x[j]`` is server ``j``'s queue length and ``deps[j]`` the list of its customers'
+    departure times, in order (service is FIFO at the server's speed, so each is known on
+    arrival: ``max(arrival, the last departure) + S/speed``).  The next event is the earlier
+    of the next arrival and the least of the servers' next departures, found by taking the
+    minimum over a plain list (the kernel keeps a heap).  Servers are numbered class by
+    class: server ``j`` is of the first class ``k`` with ``j < f_1 n + … + f_k n``.
+
+    Random numbers, in the kernel's order: the first arrival time; at each arrival, the next
+    arrival's time ``−log(1−u)/rate``, then the rule's choice, then the work ``S``:
+
+    - ``jsq-d``: ``d`` servers, with replacement (or ``d = 1``) by ``d`` draws of
+      :meth:`Xoshiro.below`; without by Floyd's algorithm; the least length wins, a tie among
+      the sampled slots broken uniformly by reservoir sampling (one more draw per tie);
+    - ``random``: ``below(n)``;
+    - ``jsq`` and ``jiq``: the servers in an arrangement sorted by length, shortest first
+      (``order``), kept by the same exchanges as the kernel's (a server whose length goes
+      from ``ℓ`` to ``ℓ+1`` swaps with the last server of length ``ℓ``, one going to ``ℓ−1``
+      with the first); ``jsq`` takes ``order[below(#shortest)]``, ``jiq``
+      ``order[below(#idle)]`` if a server is idle, else ``below(n)``;
+    - the work: exp ``−log(1−u)``; erlang ``Σ −log(1−u_i)/K``; hyperexp ``u < p`` picks the
+      phase, then an exponential of its rate; lognormal ``exp(μ + σZ)`` with Box–Muller
+      ``Z = √(−2 log(1−u₁)) cos(2π u₂)``; pareto ``scale·(1−u)^(−1/A)``; deterministic 1
+      (no draw).
+
+    Measured: the count per class and level and its time integral, and per customer who
+    arrives at or after ``t_meas`` its sojourn, its wait and its server's class.
+    """
+
+    def __init__(self, class_counts, speeds, d, replace, policy, law, rate, words, t_meas=0.0):
+        self.sizes = [int(v) for v in class_counts]
+        self.n = sum(self.sizes)
+        self.speeds = [float(v) for v in speeds]
+        self.d, self.replace, self.policy = int(d), bool(replace), policy
+        self.law, self.par = service_params(law)
+        self.rate = float(rate)
+        self.rng = Xoshiro(words)
+        self.t_meas = float(t_meas)
+        self.cls = [k for k, m in enumerate(self.sizes) for _ in range(m)]
+        self.x = [0] * self.n
+        self.lastdep = [0.0] * self.n
+        self.deps: list[list[float]] = [[] for _ in range(self.n)]
+        self.order = list(range(self.n))
+        self.now = 0.0
+        self.area: dict[tuple[int, int], float] = {}
+        self.so: list[float] = []
+        self.wa: list[float] = []
+        self.rc: list[int] = []
+        self.next_arrival = self._exp() / self.rate
+
+    def _exp(self) -> float:
+        return -math.log(1.0 - self.rng.double())
+
+    def counts(self) -> list[list[int]]:
+        """``c[k][ℓ] = #{servers of class k with length >= ℓ}``, ``ℓ = 0..max length``."""
+        top = max(self.x)
+        return [
+            [sum(1 for j in range(self.n) if self.cls[j] == k and self.x[j] >= ell) for ell in range(top + 1)]
+            for k in range(len(self.sizes))
+        ]
+
+    def _shorter(self, ell: int) -> int:
+        """The number of servers shorter than ``ell`` (the start of length ``ell``'s block)."""
+        return sum(1 for v in self.x if v < ell)
+
+    def _choose(self) -> int:
+        below, x, n, d = self.rng.below, self.x, self.n, self.d
+        if self.policy == "random":
+            return below(n)
+        if self.policy == "jsq":
+            m = min(x)
+            return self.order[below(self._shorter(m + 1))]
+        if self.policy == "jiq":
+            idle = self._shorter(1)
+            return self.order[below(idle)] if idle else below(n)
+        # the least length over the d slots, ties uniform (reservoir sampling over the
+        # slots: a tie draws below(ties) as soon as it is seen)
+        j, ties = -1, 0
+        chosen: list[int] = []
+        for r in range(d):
+            if self.replace or d == 1:
+                q = below(n)
+            else:  # Floyd: the r-th of d distinct servers
+                q = below(n - d + r + 1)
+                if q in chosen:
+                    q = n - d + r
+                chosen.append(q)
+            if j < 0 or x[q] < x[j]:
+                j, ties = q, 1
+            elif x[q] == x[j]:
+                ties += 1
+                if below(ties) == 0:
+                    j = q
+        return j
+
+    def _work(self) -> float:
+        law, par = self.law, self.par
+        if law == "exp":
+            return self._exp()
+        if law == "deterministic":
+            return 1.0
+        if law == "erlang":
+            return sum(self._exp() for _ in range(par[0])) / par[0]
+        if law == "hyperexp":
+            r = par[1] if self.rng.double() < par[0] else par[2]  # the phase first, then its time
+            return self._exp() / r
+        if law == "lognormal":
+            u1 = 1.0 - self.rng.double()
+            u2 = self.rng.double()
+            return math.exp(par[0] + par[1] * math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2))
+        if law == "pareto":
+            return par[1] * (1.0 - self.rng.double()) ** (-1.0 / par[0])
+        raise AssertionError(law)
+
+    def _swap_to(self, j: int, p: int) -> None:
+        """Exchange server ``j`` with the server at position ``p`` of the arrangement."""
+        order = self.order
+        pj = order.index(j)
+        order[pj], order[p] = order[p], order[pj]
+
+    def step(self) -> None:
+        """One event: the earliest departure if it comes before the next arrival, else the arrival."""
+        busy = [j for j in range(self.n) if self.deps[j]]
+        jd = min(busy, key=lambda j: self.deps[j][0]) if busy else -1
+        t = self.deps[jd][0] if busy and self.deps[jd][0] < self.next_arrival else self.next_arrival
+        c = self.counts()  # integrate the counts up to the event
+        for k, row in enumerate(c):
+            for ell, v in enumerate(row):
+                self.area[k, ell] = self.area.get((k, ell), 0.0) + v * (t - self.now)
+        self.now = t
+        if busy and self.deps[jd][0] < self.next_arrival:
+            self.deps[jd].pop(0)
+            ell = self.x[jd]
+            if self.policy in ("jsq", "jiq"):
+                self._swap_to(jd, self._shorter(ell))  # the first of length ell
+            self.x[jd] = ell - 1
+            return
+        self.next_arrival = t + self._exp() / self.rate
+        j = self._choose()
+        k = self.cls[j]
+        work = self._work() / self.speeds[k]
+        ell = self.x[j]
+        start = t if ell == 0 else self.lastdep[j]
+        dep = start + work
+        self.lastdep[j] = dep
+        self.deps[j].append(dep)
+        if self.policy in ("jsq", "jiq"):
+            self._swap_to(j, self._shorter(ell + 1) - 1)  # the last of length ell
+        self.x[j] = ell + 1
+        if t >= self.t_meas:
+            self.so.append(dep - t)
+            self.wa.append(start - t)
+            self.rc.append(k)
