@@ -615,3 +615,135 @@ class NaiveEvents:
             self.so.append(dep - t)
             self.wa.append(start - t)
             self.rc.append(k)
+
+
+# --------------------------------------------------------------------------- phase-type service
+class NaivePhase:
+    """The counts chain with phase-type service ``PH(α, T)`` (docs/model.md §13) as a jump
+    chain: ``N[ℓ][φ]`` queues of length ``ℓ`` whose customer in service is in phase ``φ``.
+
+    From a state the total rate is ``R = nλ + Σ_φ μ_φ B_φ`` (``μ_φ = −T[φ][φ]``, ``B_φ`` the
+    servers in phase ``φ``); the holding time is exponential of rate ``R`` (one uniform,
+    ``holding_exp``) or its mean ``1/R`` (no draw); one more uniform precedes the first
+    event when it is drawn.  An event takes one uniform ``u``:
+
+    - ``uR < nλ``: an arrival, joining length ``ℓ = #{i ≥ 1 : U < P_i}`` with ``U = uR/(nλ)``;
+      a second uniform ``v`` gives the phase: at an idle queue the first ``φ`` with
+      ``α_1 + … + α_φ > v``; otherwise the joined queue is a uniform one of length ``ℓ``,
+      phase ``φ`` with probability ``N[ℓ][φ]/(c_ℓ − c_{ℓ+1})`` (the first ``φ`` with
+      ``N[ℓ][0] + … + N[ℓ][φ] > v(c_ℓ − c_{ℓ+1})``);
+    - otherwise a phase event: with ``w = uR − nλ``, phase ``φ`` is the first with
+      ``μ_0 B_0 + … + μ_φ B_φ > w``, its queue the ``⌊(w − …)/μ_φ⌋``-th of the ``B_φ`` in
+      phase ``φ`` ordered by length (shortest first); a uniform ``v`` picks the move: the
+      first ``ψ ≠ φ`` whose cumulative rate ``Σ T[φ][ψ']`` exceeds ``vμ_φ``, else completion
+      (never from a phase with no exit rate), after which, if the queue still holds a
+      customer, a uniform picks its phase from ``α``.
+    """
+
+    def __init__(self, n, d, lam, replace, alpha, T, words, holding_exp, N=None):
+        self.n, self.d, self.replace = int(n), int(d), bool(replace)
+        self.nlam = self.n * float(lam)
+        self.alpha = [float(a) for a in alpha]
+        self.T = [[float(v) for v in row] for row in T]
+        self.K = len(self.alpha)
+        self.mu = [-self.T[f][f] for f in range(self.K)]
+        self.exit = [-sum(row) for row in self.T]
+        self.rng = Xoshiro(words)
+        self.holding_exp = bool(holding_exp)
+        # N[ℓ] for ℓ = 0..top (row 0 unused, zeros)
+        self.N = [[int(v) for v in row] for row in (N if N is not None else [[0] * self.K])]
+        self.N[0] = [0] * self.K
+        while len(self.N) > 1 and not any(self.N[-1]):
+            self.N.pop()
+        self.now = 0.0
+        self.areaN: dict[tuple[int, int], float] = {}
+        self.areaP: dict[int, float] = {}
+        self.t_next = self.now + self._holding()
+
+    @property
+    def B(self) -> list[int]:
+        return [sum(self.N[ell][f] for ell in range(1, len(self.N))) for f in range(self.K)]
+
+    def c(self, ell: int) -> int:
+        """``c_ℓ`` (``c_0 = n``)."""
+        if ell == 0:
+            return self.n
+        return sum(sum(row) for row in self.N[ell:])
+
+    def _rate(self) -> float:
+        return self.nlam + sum(m * b for m, b in zip(self.mu, self.B))
+
+    def _holding(self) -> float:
+        R = self._rate()
+        if self.holding_exp:
+            return -math.log(1.0 - self.rng.double()) / R
+        return 1.0 / R
+
+    def _from_alpha(self, v: float) -> int:
+        acc = 0.0
+        for f, a in enumerate(self.alpha):
+            acc += a
+            if acc > v:
+                return f
+        return self.K - 1
+
+    def _add(self, ell: int, f: int, delta: int) -> None:
+        while len(self.N) <= ell:
+            self.N.append([0] * self.K)
+        self.N[ell][f] += delta
+        while len(self.N) > 1 and not any(self.N[-1]):
+            self.N.pop()
+
+    def step(self) -> None:
+        t = self.t_next
+        for ell in range(1, len(self.N)):  # integrate N and P up to the event
+            for f in range(self.K):
+                self.areaN[ell, f] = self.areaN.get((ell, f), 0.0) + self.N[ell][f] * (t - self.now)
+            p = _p_exact(self.c(ell), self.n, self.d, self.replace)
+            self.areaP[ell] = self.areaP.get(ell, 0.0) + p * (t - self.now)
+        self.now = t
+        x = self.rng.double() * self._rate()
+        if x < self.nlam:
+            U = x / self.nlam
+            top = len(self.N) - 1
+            ell = sum(1 for i in range(1, top + 1) if _p_exact(self.c(i), self.n, self.d, self.replace) > U)
+            v = self.rng.double()
+            if ell == 0:
+                f = self._from_alpha(v)
+            else:
+                y = v * (self.c(ell) - self.c(ell + 1))
+                acc, f = 0, 0
+                for f in range(self.K):
+                    acc += self.N[ell][f]
+                    if acc > y:
+                        break
+                self._add(ell, f, -1)
+            self._add(ell + 1, f, 1)
+        else:
+            w = x - self.nlam
+            B = self.B
+            acc = 0.0
+            for f in range(self.K):
+                if acc + self.mu[f] * B[f] > w or f == self.K - 1:
+                    break
+                acc += self.mu[f] * B[f]
+            y = min((w - acc) / self.mu[f], B[f] - 0.5)  # which of the B_f, shortest first
+            seen = 0
+            for ell in range(1, len(self.N)):
+                seen += self.N[ell][f]
+                if seen > y:
+                    break
+            v = self.rng.double() * self.mu[f]
+            to, cum = self.K, 0.0
+            for g in range(self.K):
+                if g != f:
+                    cum += self.T[f][g]
+                if cum > v or (g == self.K - 1 and self.exit[f] == 0.0):
+                    to = g
+                    break
+            self._add(ell, f, -1)
+            if to < self.K:
+                self._add(ell, to, 1)
+            elif ell >= 2:
+                self._add(ell - 1, self._from_alpha(self.rng.double()), 1)
+        self.t_next = self.now + self._holding()
