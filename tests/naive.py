@@ -51,6 +51,8 @@ __all__ = [
     "RULES",
     "service_params",
     "NaiveEvents",
+    "NaivePhase",
+    "NaiveFifo",
 ]
 
 
@@ -747,3 +749,75 @@ class NaivePhase:
             elif ell >= 2:
                 self._add(ell - 1, self._from_alpha(self.rng.double()), 1)
         self.t_next = self.now + self._holding()
+
+
+# --------------------------------------------------------------------------- the FIFO simulator
+class NaiveFifo:
+    """The FIFO system of docs/model.md §10 (JSQ(d), exponential(1) work) customer by
+    customer, in continuous time, as ``engines/fifo.py`` draws it: ``deps[q]`` lists queue
+    ``q``'s departure times in order; the next event is the next arrival unless a queue's
+    first departure comes strictly earlier (the least, the lowest-numbered queue among
+    equals).  An arrival samples ``d`` queues, with replacement by ``d`` draws of
+    :meth:`Xoshiro.below`, without by a partial Fisher–Yates shuffle of a permutation kept
+    from one arrival to the next (slot ``j`` exchanged with ``j + below(n − j)``), and joins
+    the first sampled queue of least length; then its work ``−log(1−u)`` and the next
+    arrival's time ``−log(1−u)/(nλ)``.  Measured from ``t_meas``: ``∫ P_i dt``, ``∫ c_i dt``,
+    the measured time, and per customer arriving at or after ``t_meas`` its sojourn, wait
+    and the length it joined."""
+
+    def __init__(self, n, d, lam, replace, words, first_arrival, t_meas):
+        self.n, self.d, self.replace = int(n), int(d), bool(replace)
+        self.rate = self.n * float(lam)
+        self.rng = Xoshiro(words)
+        self.deps: list[list[float]] = [[] for _ in range(self.n)]
+        self.perm = list(range(self.n))
+        self.now, self.next_arrival, self.t_meas = 0.0, float(first_arrival), float(t_meas)
+        self.area_P: dict[int, float] = {}
+        self.area_c: dict[int, float] = {}
+        self.measured = 0.0
+        self.so: list[float] = []
+        self.wa: list[float] = []
+        self.jl: list[int] = []
+
+    def counts(self) -> list[int]:
+        """``c_i``, ``i = 1..`` the longest queue."""
+        top = max(len(q) for q in self.deps)
+        return [sum(1 for q in self.deps if len(q) >= i) for i in range(1, top + 1)]
+
+    def _exp(self) -> float:
+        return -math.log(1.0 - self.rng.double())
+
+    def step(self) -> None:
+        busy = [q for q in range(self.n) if self.deps[q]]
+        qd = min(busy, key=lambda q: self.deps[q][0]) if busy else -1
+        arrival = not busy or self.next_arrival <= self.deps[qd][0]
+        t = self.next_arrival if arrival else self.deps[qd][0]
+        lo = max(self.now, self.t_meas)
+        if t > lo:
+            for i, ci in enumerate(self.counts(), start=1):
+                self.area_P[i] = self.area_P.get(i, 0.0) + _p_exact(ci, self.n, self.d, self.replace) * (t - lo)
+                self.area_c[i] = self.area_c.get(i, 0.0) + ci * (t - lo)
+            self.measured += t - lo
+        self.now = t
+        if not arrival:
+            self.deps[qd].pop(0)
+            return
+        below, perm = self.rng.below, self.perm
+        sampled = []
+        for j in range(self.d):
+            if self.replace:
+                sampled.append(below(self.n))
+            else:
+                k = j + below(self.n - j)
+                perm[j], perm[k] = perm[k], perm[j]
+                sampled.append(perm[j])
+        best = min(sampled, key=lambda q: len(self.deps[q]))  # the first of least length
+        ell = len(self.deps[best])
+        start = max(t, self.deps[best][-1]) if ell else t
+        dep = start + self._exp()
+        self.deps[best].append(dep)
+        if t >= self.t_meas:
+            self.so.append(dep - t)
+            self.wa.append(start - t)
+            self.jl.append(ell)
+        self.next_arrival = t + self._exp() / self.rate
