@@ -53,6 +53,8 @@ __all__ = [
     "NaiveEvents",
     "NaivePhase",
     "NaiveFifo",
+    "NaivePast",
+    "apply_code",
 ]
 
 
@@ -821,3 +823,102 @@ class NaiveFifo:
             self.wa.append(start - t)
             self.jl.append(ell)
         self.next_arrival = t + self._exp() / self.rate
+
+
+# --------------------------------------------------------------------------- the perfect sampler
+class NaivePast:
+    """The dominating process ``D`` of docs/model.md §12 (random routing: ``n`` independent
+    M/M/1 queues, reversible) generated into the past in sorted form, with the innovation
+    codes that drive the JSQ(d) copies forwards, as ``engines/perfect.py`` draws them.
+
+    ``x`` is the sorted vector of lengths, longest first; the counts ``c_m`` are counted from
+    it when needed.  One generated step takes a uniform ``u`` and a position ``p =
+    below(n)`` with length ``v``:
+
+    - ``u < λ/(1+λ)`` (going back, an arrival: forwards, a departure from a queue of length
+      ``v + 1``): the leftmost queue of length ``v`` grows; the code is a departure at a
+      uniform position among the queues of length ``v + 1`` after the move;
+    - else, ``v > 0`` (going back a departure; forwards an arrival to a queue of length
+      ``w = v − 1``): the rightmost queue of length ``v`` shrinks; the arrival's first choice
+      ``J_1`` is uniform among the positions of length ``w`` after the move, and the code is
+      an arrival at ``max(J_1, …, J_d)`` (:meth:`conditional_max`);
+    - else (``v = 0``, no move of ``D``): a departure at a uniform empty position.
+    """
+
+    def __init__(self, x, n, d, lam, replace, words):
+        self.n, self.d, self.replace = int(n), int(d), bool(replace)
+        self.p = float(lam) / (1.0 + float(lam))
+        self.x = sorted((int(v) for v in x), reverse=True)
+        self.rng = Xoshiro(words)
+        self.top = self.pathmax = max(self.x)
+
+    def c(self, m: int) -> int:
+        return sum(1 for v in self.x if v >= m)
+
+    def conditional_max(self, j1: int) -> int:
+        """``max(J_1, …, J_d)`` given ``J_1 = j1``: the others i.i.d. uniform (with
+        replacement: ``d − 1`` draws of ``below(n)`` up to 64 of them, above by inversion,
+        the least ``r`` with ``((r+1)/n)^(d−1) >= u`` in exact arithmetic), or a uniform
+        sample of distinct positions other than ``j1`` (without: by rejection when
+        ``(d−1)² <= n − 1``, otherwise top-down: the largest of the ``top`` remaining others
+        is sampled with probability ``(d−1)/top``)."""
+        from fractions import Fraction
+
+        k, n, below = self.d - 1, self.n, self.rng.below
+        if k <= 0:
+            return j1
+        if self.replace:
+            if k <= 64:
+                return max([j1] + [below(n) for _ in range(k)])
+            u = Fraction(1.0 - self.rng.double())
+            r = next(r for r in range(n) if (r + 1) ** k >= u * n**k)
+            return max(r, j1)
+        others = n - 1
+        if k * k > others:
+            top = others
+            while below(top) >= k:
+                top -= 1
+            q = top - 1  # the largest other, as an index among the positions other than j1
+            return max(q + (q >= j1), j1)
+        picks: set[int] = set()
+        while len(picks) < k:
+            q = below(n)
+            if q != j1:
+                picks.add(q)
+        return max(max(picks), j1)
+
+    def step(self) -> int:
+        """One generated step of ``D``; returns its code (``p + 1``: a forward arrival at
+        position ``p``; ``−(p + 1)``: a forward departure at position ``p``)."""
+        x, n, below = self.x, self.n, self.rng.below
+        if self.rng.double() < self.p:
+            v = x[below(n)]
+            x[x.index(v)] += 1  # the leftmost of length v
+            self.top = max(self.top, v + 1)
+            self.pathmax = max(self.pathmax, self.top)
+            first = self.c(v + 2)
+            return -(first + below(self.c(v + 1) - first) + 1)
+        v = x[below(n)]
+        if v == 0:
+            first = self.c(1)
+            return -(first + below(n - first) + 1)
+        x[n - 1 - x[::-1].index(v)] -= 1  # the rightmost of length v
+        self.top = max(x)
+        first = self.c(v)
+        j1 = first + below(self.c(v - 1) - first)
+        return self.conditional_max(j1) + 1
+
+
+def apply_code(x: list[int], code: int) -> int:
+    """One forward step of a JSQ(d) copy in sorted form (``x`` longest first): an arrival at
+    position ``p`` makes the leftmost queue of ``x[p]``'s length one longer, a departure at
+    ``p`` the rightmost one shorter (none if it is empty).  Returns the change of the total."""
+    if code > 0:
+        v = x[code - 1]
+        x[x.index(v)] += 1
+        return 1
+    v = x[-code - 1]
+    if v == 0:
+        return 0
+    x[len(x) - 1 - x[::-1].index(v)] -= 1
+    return -1
