@@ -17,6 +17,9 @@ consumes random numbers, which a reference must share to be compared state for s
 - ``buckets``: an arrival's level comes from ``u`` as in ``profile``, then one ``below`` picks
   the joining queue uniformly in its block of the sorted arrangement; a departure draws a
   position with ``below(n)``;
+- the other dispatch rules (``random``, ``jsq``, ``jiq``; profile and buckets): the same
+  draws with the rule's ``P_i`` (:meth:`_Naive.P`); JIQ's is ``1{c_1 = n}·c_i/n``, so an
+  arrival joins an idle queue while there is one;
 - ``coupling`` (the sorted coupling of §2, several copies on the same numbers): a second
   uniform ``u' = 1 − v`` in ``(0, 1]`` gives the arrival's position (the largest of ``d``
   uniform positions) or the departure's position ``⌈n u'⌉``;
@@ -26,7 +29,17 @@ consumes random numbers, which a reference must share to be compared state for s
   leaves the busy server at position ``K = 1 + ⌊u₃ c_1⌋``;
 - in continuous time every step ends with one more uniform ``v``, the holding time
   ``−log(1 − v)/(n(1+λ))``, and one such draw precedes the first step (the first event
-  time); in discrete time the ``k``-th step happens at time ``k``.
+  time); in discrete time the ``k``-th step happens at time ``k``;
+- ``events`` (general service, server classes, every rule: :class:`NaiveEvents`), ``phase``
+  (phase-type service on the counts ``N[ℓ][φ]``: :class:`NaivePhase`), ``fifo``
+  (:class:`NaiveFifo`) and the perfect sampler's past and copies (:class:`NaivePast`,
+  :func:`apply_code`): their classes say their draws.
+
+Not a chain and so without a reference here: ``engines/measure.py`` (the per-event
+bookkeeping the kernels share: lazy integrals, the good-set clock, records; compared
+through the integrals of every engine above), ``layout.py``, ``tables.py`` and ``rng.py``
+(data and the generator, checked value for value) and ``sde.py`` (Euler–Maruyama paths
+of a diffusion approximation, not the chain).
 
 Time integrals (``∫ c_i dt``, ``∫ P_i dt`` and the time at each maximum) are accumulated
 step by step here, where the kernels integrate lazily level by level.
