@@ -27,11 +27,11 @@ from supermarket.service import parse_service
 # (servers per class, speeds, d, replace, rule, service law, λ, time from which customers are
 # recorded, events)
 CASES = {
-    "jsqd-rep-exp": ([12], [1.0], 2, True, "jsq-d", "exp", 0.9, 30.0, 6_000),
-    "jsqd-norep-erlang-classes": ([6, 6], [1.5, 0.5], 3, False, "jsq-d", "erlang:3", 0.95, 0.0, 6_000),
+    "jsqd-rep-exp": ([12], [1.0], 2, True, "jsq-d", "exp", 0.9, 30.0, 4_000),
+    "jsqd-norep-erlang-classes": ([6, 6], [1.5, 0.5], 3, False, "jsq-d", "erlang:3", 0.95, 0.0, 4_000),
     "random-hyperexp": ([10], [1.0], 1, True, "random", "hyperexp:4", 0.8, 10.0, 4_000),
-    "jsq-lognormal-classes": ([4, 8], [2.0, 0.5], 1, True, "jsq", "lognormal:2", 0.95, 10.0, 6_000),
-    "jiq-deterministic": ([10], [1.0], 1, True, "jiq", "deterministic", 0.9, 10.0, 6_000),
+    "jsq-lognormal-classes": ([4, 8], [2.0, 0.5], 1, True, "jsq", "lognormal:2", 0.95, 10.0, 4_000),
+    "jiq-deterministic": ([10], [1.0], 1, True, "jiq", "deterministic", 0.9, 10.0, 4_000),
 }
 SLOW_CASES = {
     "d1-norep-pareto": ([8], [1.0], 1, False, "jsq-d", "pareto:2.5", 0.9, 10.0, 10_000),

@@ -22,8 +22,8 @@ from supermarket.engines.rng import new_state
 
 # (n, d, λ, replace, t_meas, events)
 CASES = {
-    "rep": (10, 2, 0.9, True, 20.0, 6_000),
-    "norep": (8, 3, 0.95, False, 0.0, 6_000),
+    "rep": (10, 2, 0.9, True, 20.0, 4_000),
+    "norep": (8, 3, 0.95, False, 0.0, 4_000),
 }
 SLOW_CASES = {
     "norep-d=n": (5, 5, 0.9, False, 50.0, 10_000),

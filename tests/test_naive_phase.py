@@ -38,9 +38,9 @@ def _law(name):
 
 # (n, d, λ, replace, law, holding exponential, start N (rows ℓ = 0.., row 0 unused), events)
 CASES = {
-    "h2-rep-exp": (8, 2, 0.9, True, "hyperexp:4", True, None, 5_000),
-    "erlang3-norep-mean": (10, 3, 0.95, False, "erlang:3", False, [[0, 0, 0], [3, 2, 1], [0, 2, 0], [1, 0, 0]], 5_000),
-    "ph3-rep-exp": (6, 2, 0.8, True, "ph3", True, [[0, 0, 0], [1, 1, 0], [0, 0, 2]], 5_000),
+    "h2-rep-exp": (8, 2, 0.9, True, "hyperexp:4", True, None, 4_000),
+    "erlang3-norep-mean": (10, 3, 0.95, False, "erlang:3", False, [[0, 0, 0], [3, 2, 1], [0, 2, 0], [1, 0, 0]], 4_000),
+    "ph3-rep-exp": (6, 2, 0.8, True, "ph3", True, [[0, 0, 0], [1, 1, 0], [0, 0, 2]], 4_000),
 }
 SLOW_CASES = {
     "h2-norep-mean-d=n": (5, 5, 0.9, False, "hyperexp:9", False, None, 10_000),

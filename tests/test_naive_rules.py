@@ -26,10 +26,10 @@ from supermarket.simulation import Chain
 # (n, d, λ, replace, continuous, start counts, force the windowed P tables, k of the good
 # set (clause (a) alone: no queue longer than k; 0: none), steps)
 CASES = {
-    "random-disc": ("random", 30, 2, 0.9, True, False, [20, 8, 2], False, 3, 10_000),
-    "jsq-cont-window": ("jsq", 12, 2, 0.95, False, True, [12, 5], True, 1, 10_000),
-    "jiq-idle-loop": ("jiq", 10, 2, 0.9, True, False, [], False, 0, 10_000),
-    "jiq-general-cont": ("jiq", 10, 3, 0.95, False, True, [10, 10, 3], True, 2, 10_000),
+    "random-disc": ("random", 30, 2, 0.9, True, False, [20, 8, 2], False, 3, 6_000),
+    "jsq-cont-window": ("jsq", 12, 2, 0.95, False, True, [12, 5], True, 1, 6_000),
+    "jiq-idle-loop": ("jiq", 10, 2, 0.9, True, False, [], False, 0, 6_000),
+    "jiq-general-cont": ("jiq", 10, 3, 0.95, False, True, [10, 10, 3], True, 2, 6_000),
 }
 SLOW_CASES = {
     "random-cont-window": ("random", 400, 2, 0.97, False, True, [300, 100], True, 4, 10_000),
