@@ -8,8 +8,9 @@ lengths, the clock, the next arrival and (``jsq``, ``jiq``) the sorted arrangeme
 compared; every 16 events (and at the end) also the servers' last departures, the multiset
 of pending departures (the heap's contents), the counts per class and level, their totals
 and the maximum length.  At the end the level integrals per class and every recorded
-customer's sojourn, wait and server class are; a second run does the same events in one
-kernel call and must end in the same state.
+customer's sojourn, wait and server class are; a second run does the same events without
+stopping but to grow its arrays or to drain a customer buffer that fills, and must end in
+the same state with the same customers.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class Kernel:
         self.it = np.zeros(4, np.int64)
         self.spd = np.asarray(speeds, np.float64)
         self.grown = 0
+        self.out: dict[str, list] = {"so": [], "wa": [], "rc": []}
 
     def run(self, events):
         a = self.a
@@ -75,8 +77,17 @@ class Kernel:
             if st == ev.GROW:
                 ev.grow(a, self.fl[ev.F_NOW])
                 self.grown += 1
+            elif st == ev.FULL:
+                self.drain()
             else:
                 assert st == ev.EVENTS
+
+    def drain(self):
+        """Move the recorded customers out of the buffers (as a full buffer asks)."""
+        m = int(self.it[ev.I_NREC])
+        for key in ("so", "wa", "rc"):
+            self.out[key].extend(self.a[key][:m].tolist())
+        self.it[ev.I_NREC] = 0
 
     def heap(self):
         return sorted(self.a["ht"][: self.it[ev.I_HSIZE]].tolist())
@@ -142,6 +153,11 @@ def test_event_engine_matches_naive_event_for_event(case):
     arrivals = steps - deps
     assert m < arrivals if t_meas > 0 else m == arrivals  # customers before t_meas are not recorded
 
-    bulk = Kernel(sizes, speeds, d, rep, policy, law, rate, t_meas, words, steps + 1)
+    # the same events in one call, with a customer buffer that fills (drained on the way)
+    bulk = Kernel(sizes, speeds, d, rep, policy, law, rate, t_meas, words, 97)
     bulk.run(steps)
     _compare(bulk, nv, "after one call")
+    bulk.drain()
+    assert len(bulk.out["so"]) == m > 2 * 97
+    np.testing.assert_allclose(bulk.out["so"], nv.so, rtol=1e-9, atol=1e-12 * nv.now)
+    assert bulk.out["rc"] == nv.rc
