@@ -460,6 +460,8 @@ def service_params(law: str) -> tuple[str, list[float]]:
     probability ``p = (1 + √((C−1)/(C+1)))/2`` and rate ``2p``, phase 2 with rate
     ``2(1−p)``); ``lognormal:C`` (``σ² = log(1+C)``, ``μ = −σ²/2``); ``pareto:A`` (scale
     ``(A−1)/A``); ``exp``, ``deterministic``."""
+    if not isinstance(law, str):  # ("ph", α, T)
+        return "ph", [[float(a) for a in law[1]], [[float(v) for v in row] for row in law[2]]]
     name, _, arg = law.partition(":")
     if name in ("exp", "deterministic"):
         return name, []
@@ -502,7 +504,7 @@ class NaiveEvents:
     - the work: exp ``−log(1−u)``; erlang ``Σ −log(1−u_i)/K``; hyperexp ``u < p`` picks the
       phase, then an exponential of its rate; lognormal ``exp(μ + σZ)`` with Box–Muller
       ``Z = √(−2 log(1−u₁)) cos(2π u₂)``; pareto ``scale·(1−u)^(−1/A)``; deterministic 1
-      (no draw).
+      (no draw); phase-type ``("ph", α, T)`` walked phase by phase (:meth:`_phase_type`).
 
     Measured: the count per class and level and its time integral, and per customer who
     arrives at or after ``t_meas`` its sojourn, its wait and its server's class.
@@ -591,7 +593,34 @@ class NaiveEvents:
             return math.exp(par[0] + par[1] * math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2))
         if law == "pareto":
             return par[1] * (1.0 - self.rng.double()) ** (-1.0 / par[0])
+        if law == "ph":
+            return self._phase_type(*par)
         raise AssertionError(law)
+
+    def _phase_type(self, alpha, T) -> float:
+        """A ``PH(α, T)`` time walked phase by phase: a uniform picks the first phase from
+        ``α``; in phase ``φ`` an exponential of rate ``−T[φ][φ]``, then a uniform picks the
+        next phase ``ψ ≠ φ`` with probability ``T[φ][ψ]/(−T[φ][φ])``, or absorption."""
+        m = len(alpha)
+        u, acc, ph = self.rng.double(), 0.0, m - 1
+        for i, a in enumerate(alpha):
+            acc += a
+            if u < acc:
+                ph = i
+                break
+        t = 0.0
+        while True:
+            rate = -T[ph][ph]
+            t += self._exp() / rate
+            u, acc, nxt = self.rng.double(), 0.0, -1
+            for j in range(m):
+                acc += 0.0 if j == ph else T[ph][j] / rate
+                if u < acc:
+                    nxt = j
+                    break
+            if nxt < 0:
+                return t
+            ph = nxt
 
     def _swap_to(self, j: int, p: int) -> None:
         """Exchange server ``j`` with the server at position ``p`` of the arrangement."""

@@ -23,7 +23,7 @@ import pytest
 from naive import NaiveEvents, service_params
 from supermarket.engines import events as ev
 from supermarket.engines import rng
-from supermarket.service import parse_service
+from supermarket.service import parse_service, phase_type
 
 # (servers per class, speeds, d, replace, rule, service law, λ, time from which customers are
 # recorded, events)
@@ -42,6 +42,11 @@ SLOW_CASES = {
     "jsq-exp": ([30], [1.0], 1, True, "jsq", "exp", 0.99, 0.0, 10_000),
     "random-lognormal-classes": ([15, 5], [0.8, 1.6], 1, True, "random", "lognormal:4", 0.9, 0.0, 10_000),
 }
+# a phase-type law with moves both ways and a phase with no exit, rescaled to mean 1
+_ALPHA3 = [0.6, 0.0, 0.4]
+_T3 = np.array([[-12.0, 8.0, 2.0], [4.0, -4.0, 0.0], [0.0, 2.0, -6.0]])
+_T3 = _T3 * float(np.array(_ALPHA3) @ np.linalg.solve(-_T3, np.ones(3)))
+SLOW_CASES["jsqd-rep-ph3-classes"] = ([6, 4], [0.5, 2.0], 2, True, "jsq-d", ("ph", _ALPHA3, _T3), 0.9, 10.0, 10_000)
 ALL = {**CASES, **SLOW_CASES}
 PARAMS = [pytest.param(c, marks=pytest.mark.slow) if c in SLOW_CASES else c for c in ALL]
 
@@ -54,7 +59,7 @@ class Kernel:
         n = sum(sizes)
         self.sorted = policy in ("jsq", "jiq")
         self.a = ev.new_arrays(sizes, levels=4, heap=8, buffer=buffer, sorted_mode=self.sorted)
-        self.law = parse_service(law)
+        self.law = parse_service(law) if isinstance(law, str) else phase_type(law[1], law[2])
         self.cfg = np.array([n, d, int(rep or d == 1), ev.POLICY_CODES[policy], self.law.code, int(self.sorted)])
         self.s = np.array(words, dtype=np.uint64)
         self.fl = np.array([0.0, -math.log(1.0 - rng.next_double(self.s)) / rate, rate, t_meas])
