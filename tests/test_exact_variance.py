@@ -49,7 +49,8 @@ def _u1_errors(n, d, lam, steps, reps, time_mode, seed, **kw):
 def _check(n, d, lam, steps, reps, time_mode, seed, **kw):
     exact = math.sqrt(2.0 * lam * (1.0 + lam) / steps)
     means, se, rel = _u1_errors(n, d, lam, steps, reps, time_mode, seed, **kw)
-    assert rel.sum() >= reps - 1, rel
+    # nearly every run knows its error here (the runs span 60 or more relaxation times)
+    assert rel.sum() >= 0.9 * reps, rel.sum()
     v = se[rel] ** 2
     # the mean of the stated variances against the exact one, within 4 of its own standard
     # errors (the stated variances scatter on about 8-19 degrees of freedom)
