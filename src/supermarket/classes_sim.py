@@ -187,11 +187,7 @@ class ClassesResult(Result):
                 "notes": list(self.notes),
                 "error_bars": (
                     "blocking of time-batch means per replication, pooled over replications"
-                    + (
-                        "; control variate: capacity balance Σ f_k s_k u_(k,1) = λ s̄"
-                        if self.control_variates
-                        else ""
-                    )
+                    + ("; control variate: capacity balance Σ f_k s_k u_(k,1) = λ s̄" if self.control_variates else "")
                 ),
             }
         )
@@ -625,6 +621,9 @@ def from_simulate_args(
                 f"{key}: the count engine with server classes does not take {key}= (it starts empty, runs on "
                 "local threads, and has no precision target); engine='events' runs the per-queue event engine"
             )
+    if steps is not None and burn_in is not None:  # in the unit of the horizon: events
+        sc = parse_server_classes(server_classes)
+        burn_in = float(burn_in) / (n * sc.mean_speed * (1.0 + float(_m.check_load(lam, name="lam"))))
     return simulate_classes(
         n,
         d,

@@ -9,12 +9,14 @@ from decimal import Decimal, InvalidOperation
 
 import click
 
+from ..classes_sim import wants_classes_engine
 from ..general import simulate_general as _simulate_general_lib
 from ..general import wants_event_engine
 from ..model import MAX_CDF_POINTS
 from ..simulation import BATCHES, DEFAULT_STEPS, ENGINES, PRECISION_LEVEL_MIN, TIME_MODES
 from ..simulation import simulate as _simulate
 from ..simulation.run import DEFAULT_MAX_STEPS
+from . import _classes as _classes_cli
 from ._common import (
     COUNT,
     FLOAT,
@@ -101,7 +103,7 @@ def _simulate_general(
                 f"{flag} does not go with --service other than exp or --server-classes "
                 "(the per-queue event engine, docs/model.md §14)"
             )
-    if unused.get("engine") != "profile" or unused.get("start") != "empty":
+    if unused.get("engine") not in ("profile", "events") or unused.get("start") != "empty":
         raise click.UsageError(
             "--engine and --start do not go with --service other than exp or --server-classes "
             "(the per-queue event engine starts empty)"
@@ -165,11 +167,12 @@ def _simulate_general(
 @click.option("--burn-in", type=str, hidden=True)
 @click.option(
     "--engine",
-    type=click.Choice(ENGINES),
+    type=click.Choice((*ENGINES, "events")),
     default="profile",
     show_default=True,
     help="profile: counts chain, O(1) per event, any n; queues: per-queue reference (O(d) per "
-    "arrival); buckets: per-queue, O(1) per event.",
+    "arrival); buckets: per-queue, O(1) per event; events: the per-queue event engine (with --service "
+    "or --server-classes only).",
 )
 @replace_option(
     True, "Sample the d queues with replacement (default, paper 000) or, with --no-replace, without (paper 002)."
@@ -246,7 +249,8 @@ def _simulate_general(
     "server_classes",
     default=None,
     help="Classes of servers FRACTION:SPEED,… (e.g. 0.5:2,0.5:1; load per unit of total capacity; every "
-    "fraction times n a whole number): the per-queue event engine, per-class results.",
+    "fraction times n a whole number), per-class results: the count engine with exponential service "
+    "(docs/model.md §15; --engine events for the per-queue event engine), the event engine otherwise.",
 )
 @json_option("Print one JSON object instead of tables.")
 @deprecated_alias("--out", "--save", "out", type=OUTPUT_FILE, why="--out names a directory in every other command")
@@ -332,6 +336,9 @@ def simulate(
             "--precision cannot run on --scheduler: its stretches are planned from all "
             "replications together; run it locally"
         )
+    if wants_classes_engine(service, server_classes, engine):  # docs/model.md §15: classes, exponential service
+        _classes_cli.simulate_cli(**locals())
+        return
     if wants_event_engine(service, server_classes):  # a ValueError names a bad law or classes
         _simulate_general(
             n,

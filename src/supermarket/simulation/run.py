@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import policies as _pol
+from .. import classes_sim as _classes_sim
 from .. import theory as _th
 from ..general import run as _general
 from ..model import (
@@ -482,6 +483,15 @@ def simulate(
     >>> bool((a.u_mean == b.u_mean).all())  # results do not depend on workers
     True
     """
+    if _classes_sim.wants_classes_engine(service, server_classes, engine):  # docs/model.md §15
+        classes: Any = _classes_sim.from_simulate_args(
+            n, d, lam, server_classes=server_classes, policy=policy, steps=steps, time=time, burn_in=burn_in,
+            replace=replace, seed=seed, replications=replications, batches=batches, workers=workers,
+            control_variates=control_variates, progress=progress, engine=engine, start=start, time_mode=time_mode,
+            eps=eps, record_every=record_every, record_levels=record_levels, precision=precision,
+            max_steps=max_steps, client=client, service=service,
+        )  # fmt: skip
+        return classes
     if _general.wants_event_engine(service, server_classes):  # docs/model.md §14
         general: Any = _general.from_simulate_args(
             n,
