@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import policies as _pol
 from .. import classes_sim as _classes_sim
+from .. import policies as _pol
 from .. import theory as _th
 from ..general import run as _general
 from ..model import (
