@@ -239,7 +239,7 @@ def solve_classes(
         if not caps:
             raise ValueError(f"n: even cap 4 gives more than max_states = {max_states} states; lower n")
     for cp in caps:
-        Q, c, tot, e = _build(counts, speeds, d, lam, replace, policy, cp)
+        Q, c, tot, _ = _build(counts, speeds, d, lam, replace, policy, cp)
         pi, res, method = _stationary(Q, tot)
         at_cap = (c[:, :, cp].sum(axis=1) > 0).astype(float)
         mass = float(pi @ at_cap)

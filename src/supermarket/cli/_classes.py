@@ -113,11 +113,12 @@ def exact_cli(
     replace: bool,
     server_classes: str,
     cap: int | None,
+    tol: float,
     as_json: bool,
     out: Any = None,
 ) -> None:
     """``exact --server-classes``: the stationary law of the per-class profile chain."""
     from ..classes_exact import solve_classes
 
-    res = solve_classes(n, d, load, server_classes, policy=policy, replace=replace, cap=cap)
+    res = solve_classes(n, d, load, server_classes, policy=policy, replace=replace, cap=cap, tol=tol)
     _emit(res.to_dict(), res.summary(), out, as_json)

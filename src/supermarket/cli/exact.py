@@ -78,6 +78,13 @@ class _Seconds(FloatType):
 )
 @one_task_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option(
+    "--server-classes",
+    "server_classes",
+    default=None,
+    help="Classes of servers FRACTION:SPEED,… (e.g. 0.5:2,0.5:1; load per unit of capacity): the per-class "
+    "chain (docs/model.md §15.4); per-class E[u], queue lengths and sojourn times.",
+)
 def exact(
     n: int,
     d: int,
@@ -94,6 +101,7 @@ def exact(
     scheduler: str | None,
     connect_timeout: float,
     as_json: bool,
+    server_classes: str | None = None,
 ) -> None:
     """Exact stationary law of the profile chain for small n (docs/model.md §11): E[u_i], the
     law of the maximum queue length, the mean queue length and the response-time law, with
@@ -101,6 +109,21 @@ def exact(
     from ..response import DEFAULT_QUANTILES
     from ..stationary import solve
 
+    if server_classes is not None:  # docs/model.md §15.4
+        from ._classes import exact_cli
+
+        exact_cli(
+            n=n,
+            d=d,
+            load=load,
+            policy=policy,
+            replace=replace,
+            server_classes=server_classes,
+            cap=cap,
+            tol=tol,
+            as_json=as_json,
+        )
+        return
     qs = tuple(quantiles) if quantiles else DEFAULT_QUANTILES
     if cap is None and 0 < tol <= 0.1 and max_seconds > 0:
         from .._results import human_seconds
