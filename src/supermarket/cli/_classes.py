@@ -95,11 +95,22 @@ def simulate_cli(
     _emit(data, res.summary(), out, as_json)
 
 
-def meanfield_cli(*, d: int, load: str, policy: str, server_classes: str, as_json: bool, out: Any = None) -> None:
-    """``meanfield --server-classes``: the per-class fixed point."""
+def meanfield_cli(
+    *, d: Any, load: str, policy: str, server_classes: str, as_json: bool, out: Any = None, **other: Any
+) -> None:
+    """``meanfield --server-classes``: the per-class fixed point (no --n, --time, --plot, --cdf)."""
+    import math
+
     from ..meanfield.classes import classes_fixed_point
 
-    res = classes_fixed_point(d, load, server_classes, policy=policy)
+    for key in ("n", "time", "plot", "cdf", "levels", "scheduler"):
+        if other.get(key) is not None:
+            raise click.UsageError(f"--{key} does not go with --server-classes (the per-class fixed point only)")
+    if other.get("replace") is False:
+        raise click.UsageError("--no-replace does not go with --server-classes (the mean field does not depend on it)")
+    if isinstance(d, float) and math.isinf(d):
+        raise click.UsageError("--d inf does not go with --server-classes")
+    res = classes_fixed_point(int(d), load, server_classes, policy=policy)
     data = res.to_dict()
     _emit(data, res.summary(), out, as_json)
 

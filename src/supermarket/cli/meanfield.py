@@ -366,6 +366,13 @@ def _add_response_times(
 )
 @one_task_options
 @json_option("Print one JSON object instead of tables.")
+@click.option(
+    "--server-classes",
+    "server_classes",
+    default=None,
+    help="Classes of servers FRACTION:SPEED,… (e.g. 0.5:2,0.5:1; load per unit of capacity): the per-class "
+    "fixed point (docs/model.md §15.2; jsq-d or random).",
+)
 def meanfield(
     d: int | float,
     load: str,
@@ -382,10 +389,16 @@ def meanfield(
     scheduler: str | None,
     connect_timeout: float,
     as_json: bool,
+    server_classes: str | None = None,
 ) -> None:
     """Mean-field theory for (d, λ) (docs/model.md §3, §8): the fixed point π, the ODE (1.1) from a
     start profile, and with --n the refined mean field E[u_i] ≈ π(i) + V_i/n (Gast–Van Houdt)
     and the linear-noise covariance of √n u.  --d inf gives the water-filling limit of paper 002."""
+    if server_classes is not None:  # docs/model.md §15.2
+        from ._classes import meanfield_cli
+
+        meanfield_cli(**locals())
+        return
     if not replace and n is None:
         raise click.UsageError("--no-replace needs --n (the sampling law without replacement depends on n)")
     if time is None and start != "empty":
