@@ -182,7 +182,7 @@ def classes_fixed_point(
     tol: float = 1e-13,
 ) -> ClassesFixedPoint:
     """The fixed point of the per-class drift (docs/model.md §15.2): the ODE from empty until
-    its drift is small, then Newton (``scipy.optimize.root``) on the drift.
+    its drift is small (``jsq-d``), then Newton (``scipy.optimize.root``) on the drift.
 
     Levels: ``levels`` or, by default, as many as make the top level's ``u`` below ``tol``
     (for ``random`` from the closed form ``ρ_max^L``; for ``jsq-d`` doubled from 32).
@@ -220,7 +220,7 @@ def classes_fixed_point(
         # the ODE from empty: time scale of the slowest class
         y = np.zeros((K, L))
         t_chunk = 20.0 / (s.min() * (1.0 - lam))
-        for _ in range(200):
+        for _ in range(200 if policy == "jsq-d" else 0):  # random: a linear drift, Newton alone
             _, traj = classes_ode(d, lam, sc, t_chunk, policy=policy, levels=L, u0=y, points=2)
             y = traj[-1]
             if np.abs(classes_drift(y, lam, f, s, d, policy)).max() < 1e-8 or y[:, -1].max() > 1e-3:
