@@ -210,7 +210,7 @@ def solve_classes(
     Examples
     --------
     >>> r = solve_classes(2, 1, 0.5, "0.5:2,0.5:1", policy="random", cap=40)
-    >>> [round(float(v), 6) for v in r.u_mean[:, 0]]   # per-class M/M/1: ρ_k = λ s̄/s_k
+    >>> [round(float(v), 4) for v in r.u_mean[:, 0]]   # per-class M/M/1: ρ_k = λ s̄/s_k (cap 40: 2e-6 off)
     [0.375, 0.75]
     """
     n = _m.check_positive_int("n", n, maximum=64)

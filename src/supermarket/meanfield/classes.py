@@ -48,7 +48,7 @@ def classes_drift(
     --------
     >>> f, s = np.array([0.5, 0.5]), np.array([2.0, 1.0])
     >>> rho = 0.5 * 1.5 / s                       # random routing: per-class M/M/1 at ρ_k = λ s̄/s_k
-    >>> u = rho[:, None] ** np.arange(1, 80)[None, :]
+    >>> u = rho[:, None] ** np.arange(1, 200)[None, :]
     >>> bool(np.abs(classes_drift(u, 0.5, f, s, policy="random")).max() < 1e-12)
     True
     """
