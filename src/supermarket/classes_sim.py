@@ -346,7 +346,7 @@ def simulate_classes(
     policy: str = "jsq-d",
     replace: bool = True,
     time: float | None = None,
-    events: int | None = None,
+    events: int | float | None = None,
     burn_in: float | None = None,
     seed: int | np.random.SeedSequence = 0,
     replications: int = 1,
@@ -394,13 +394,13 @@ def simulate_classes(
     >>> round(r.balance.mean, 2), len(r.classes)
     (1.0, 2)
     """
-    n, d, lam, replications, batches = _check(n, d, lam, policy, replace, replications, batches)
+    n, d, lam_f, replications, batches = _check(n, d, lam, policy, replace, replications, batches)
     sc = parse_server_classes(server_classes)
     counts = sc.counts(n)
     if not isinstance(control_variates, (bool, np.bool_)):
         raise TypeError(f"control_variates must be True or False, got {type(control_variates).__name__}")
     sbar = sc.mean_speed
-    R_ev = n * sbar * (1.0 + lam)  # events per unit of time
+    R_ev = n * sbar * (1.0 + lam_f)  # events per unit of time
     if time is not None and events is not None:
         raise ValueError("give time or events, not both")
     if time is not None:
@@ -424,7 +424,7 @@ def simulate_classes(
         workers = max(1, min(os.cpu_count() or 1, replications))
     workers = _m.check_positive_int("workers", workers, maximum=1024)
     cfg = np.array([n, d, int(bool(replace) or d == 1), _ck.POLICY_CODES[policy]], np.int64)
-    p_arr = lam / (1.0 + lam)
+    p_arr = lam_f / (1.0 + lam_f)
     seeds = _m.spawn_seeds(seed, replications)
     per = burn_ev + batch_ev * batches
     done = [0] * replications
@@ -453,7 +453,7 @@ def simulate_classes(
                 results = [f.result() for f in futures]
     wall = _time.perf_counter() - t0
     return _summarize(
-        n, d, lam, policy, replace, sc, counts, time, burn_in, replications, batches, batch_ev, control_variates,
+        n, d, lam_f, policy, replace, sc, counts, time, burn_in, replications, batches, batch_ev, control_variates,
         results, wall,
     )  # fmt: skip
 
@@ -595,7 +595,7 @@ def from_simulate_args(
     *,
     server_classes: str | ServerClasses,
     policy: str = "jsq-d",
-    steps: int | None = None,
+    steps: int | float | None = None,
     time: float | None = None,
     burn_in: float | None = None,
     replace: bool = True,
@@ -623,7 +623,7 @@ def from_simulate_args(
             )
     if steps is not None and burn_in is not None:  # in the unit of the horizon: events
         sc = parse_server_classes(server_classes)
-        burn_in = float(burn_in) / (n * sc.mean_speed * (1.0 + float(_m.check_load(lam, name="lam"))))
+        burn_in = float(burn_in) / (n * sc.mean_speed * (1.0 + _m.check_load(lam, name="lam")))
     return simulate_classes(
         n,
         d,

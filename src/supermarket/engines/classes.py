@@ -92,7 +92,7 @@ def classes_kernel(
         unif, r0, r1, r2, r3 = step_double(r0, r1, r2, r3)
         if unif < p_arr:
             U = unif * inv_p
-            ell = 0
+            ell = np.int64(0)
             if pol == JSQ_D:
                 for i in range(1, top + 1):
                     ell += np.int64(pc[i] > U)
@@ -111,15 +111,15 @@ def classes_kernel(
                 while vi >= acc and k < K - 1:
                     k += 1
                     acc += c[k, ell] - c[k, ell + 1]
-            i = ell + 1
-            area[k, i] += c[k, i] * (ev - stamp[k, i])
-            stamp[k, i] = ev
-            c[k, i] += 1
-            C[i] += 1
+            j = ell + 1
+            area[k, j] += c[k, j] * (ev - stamp[k, j])
+            stamp[k, j] = ev
+            c[k, j] += 1
+            C[j] += 1
             if pol == JSQ_D:
-                pc[i] = _p(pol, C[i], n, d, rep)
-            if i > top:
-                top = i
+                pc[j] = _p(pol, C[j], n, d, rep)
+            if j > top:
+                top = j
         else:
             y = (unif - p_arr) * dscale
             k = 0
@@ -129,7 +129,7 @@ def classes_kernel(
             zi = np.int64(z)
             if zi >= c[k, 0]:  # rounding at the top of the class's range
                 zi = c[k, 0] - 1
-            ell = 0
+            ell = np.int64(0)
             for i in range(1, top + 1):
                 ell += np.int64(c[k, i] > zi)
             if ell > 0:

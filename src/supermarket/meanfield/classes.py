@@ -63,16 +63,15 @@ def classes_drift(
     return lam * sbar * g[None, :] * (ext[:, :-2] - ext[:, 1:-1]) - s[:, None] * (ext[:, 1:-1] - ext[:, 2:])
 
 
-def _check(d, lam, sc, policy):
+def _check(d: int, lam: float | str, sc: str | ServerClasses, policy: str) -> tuple[int, float, ServerClasses]:
     if policy not in MF_POLICIES:
         raise ValueError(
             f"policy must be one of {', '.join(MF_POLICIES)} for the mean field with server classes "
             f"(jsq and jiq have a discontinuous drift); got {policy!r}"
         )
     d = _m.check_positive_int("d", d, maximum=10**6) if policy == "jsq-d" else 1
-    lam = _m.check_load(lam, name="lam")
-    sc = parse_server_classes(sc)
-    return d, lam, sc
+    lam_f = _m.check_load(lam, name="lam")
+    return d, lam_f, parse_server_classes(sc)
 
 
 def classes_ode(
@@ -87,7 +86,7 @@ def classes_ode(
     points: int = 201,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Integrate the drift from ``u0`` (default empty) to time ``T``: ``(times, u[t, k, i-1])``."""
-    d, lam, sc = _check(d, lam, server_classes, policy)
+    d, lam_f, sc = _check(d, lam, server_classes, policy)
     T = _m.check_positive_float("T", T)
     f = np.asarray(sc.fractions, float)
     s = np.asarray(sc.speeds, float)
@@ -96,7 +95,7 @@ def classes_ode(
     y0 = np.zeros(K * L) if u0 is None else np.asarray(u0, float).reshape(K * L)
     t_eval = np.linspace(0.0, T, points)
     sol = solve_ivp(
-        lambda t, y: classes_drift(y.reshape(K, L), lam, f, s, d, policy).ravel(),
+        lambda t, y: classes_drift(y.reshape(K, L), lam_f, f, s, d, policy).ravel(),
         (0.0, T),
         y0,
         method="LSODA",
@@ -115,7 +114,7 @@ class ClassesFixedPoint(Result):
     (``Σ_i U_i/(λ s̄)``), ``residual`` (``max |drift|``) and ``levels``."""
 
     d: int
-    lam: float
+    lam_f: float
     policy: str
     server_classes: ServerClasses
     u: np.ndarray
@@ -134,7 +133,7 @@ class ClassesFixedPoint(Result):
         return to_jsonable(
             {
                 "d": self.d,
-                "lam": self.lam,
+                "lam_f": self.lam_f,
                 "policy": self.policy,
                 "server_classes": sc.to_dict(),
                 "classes": [
@@ -159,7 +158,7 @@ class ClassesFixedPoint(Result):
     def summary(self) -> str:
         sc = self.server_classes
         lines = [
-            f"mean field with classes (docs/model.md §15.2, [derived]): d={self.d} λ={self.lam:g} "
+            f"mean field with classes (docs/model.md §15.2, [derived]): d={self.d} λ={self.lam_f:g} "
             f"policy={self.policy} classes={sc.spec}; residual {self.residual:.1e}, {self.levels} levels",
             f"mean queue length {self.total_mean_queue_length:.10g}; sojourn {self.total_sojourn:.10g}",
             "U_ℓ: " + ", ".join(f"{v:.8g}" for v in self.U[:6]),
@@ -199,38 +198,38 @@ def classes_fixed_point(
     >>> [round(float(x), 10) for x in r.U[:3]]
     [0.5, 0.125, 0.0078125]
     """
-    d, lam, sc = _check(d, lam, server_classes, policy)
+    d, lam_f, sc = _check(d, lam, server_classes, policy)
     f = np.asarray(sc.fractions, float)
     s = np.asarray(sc.speeds, float)
     K = f.size
     sbar = sc.mean_speed
     if policy == "random":
-        rho = lam * sbar / s.min()
+        rho = lam_f * sbar / s.min()
         if rho >= 1.0:
             raise ValueError(
-                f"lam: under random routing class speed {s.min():g} gets load λ s̄/s = {rho:g} >= 1: no fixed point"
+                f"lam_f: under random routing class speed {s.min():g} gets load λ s̄/s = {rho:g} >= 1: no fixed point"
             )
     if levels is not None:
         Ls = [_m.check_positive_int("levels", levels, maximum=100_000)]
     elif policy == "random":
-        Ls = [max(8, math.ceil(math.log(tol) / math.log(lam * sbar / s.min())) + 4)]
+        Ls = [max(8, math.ceil(math.log(tol) / math.log(lam_f * sbar / s.min())) + 4)]
     else:
         Ls = [32, 64, 128, 256, 512, 1024, 2048, 4096]
     for L in Ls:
         # the ODE from empty: time scale of the slowest class
         y = np.zeros((K, L))
-        t_chunk = 20.0 / (s.min() * (1.0 - lam))
+        t_chunk = 20.0 / (s.min() * (1.0 - lam_f))
         for _ in range(200 if policy == "jsq-d" else 0):  # random: a linear drift, Newton alone
-            _, traj = classes_ode(d, lam, sc, t_chunk, policy=policy, levels=L, u0=y, points=2)
+            _, traj = classes_ode(d, lam_f, sc, t_chunk, policy=policy, levels=L, u0=y, points=2)
             y = traj[-1]
-            if np.abs(classes_drift(y, lam, f, s, d, policy)).max() < 1e-8 or y[:, -1].max() > 1e-3:
+            if np.abs(classes_drift(y, lam_f, f, s, d, policy)).max() < 1e-8 or y[:, -1].max() > 1e-3:
                 break
         shape = (K, L)
         sol = root(
-            lambda x, sh=shape: classes_drift(x.reshape(sh), lam, f, s, d, policy).ravel(), y.ravel(), method="hybr"
+            lambda x, sh=shape: classes_drift(x.reshape(sh), lam_f, f, s, d, policy).ravel(), y.ravel(), method="hybr"
         )
         u = np.clip(sol.x.reshape(K, L), 0.0, 1.0)
-        res = float(np.abs(classes_drift(u, lam, f, s, d, policy)).max())
+        res = float(np.abs(classes_drift(u, lam_f, f, s, d, policy)).max())
         if u[:, -1].max() < tol or levels is not None:
             break
     else:
@@ -242,7 +241,7 @@ def classes_fixed_point(
     mq = u.sum(axis=1)
     return ClassesFixedPoint(
         d=d,
-        lam=float(lam),
+        lam_f=float(lam_f),
         policy=policy,
         server_classes=sc,
         u=u,
@@ -250,7 +249,7 @@ def classes_fixed_point(
         mean_queue_length=mq,
         sojourn=mq / (s * u[:, 0]),
         total_mean_queue_length=float(U.sum()),
-        total_sojourn=float(U.sum() / (lam * sbar)),
+        total_sojourn=float(U.sum() / (lam_f * sbar)),
         residual=res,
         levels=L,
     )
