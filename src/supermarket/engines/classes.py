@@ -49,6 +49,13 @@ def _p(pol: int, C: int, n: int, d: int, rep: bool) -> float:
         for _ in range(d - 1):
             p *= x
         return p
+    if pol == JSQ_D and d <= 8:  # C(C, d)/C(n, d) as a product of d ratios (exact to a few ulps)
+        if C < d:
+            return 0.0
+        p = 1.0
+        for r in range(d):
+            p *= float(C - r) / float(n - r)
+        return p
     return p_rule(pol, C, n, d, rep)
 
 
