@@ -453,10 +453,14 @@ def simulate(
     service, server_classes : str, optional
         A service law of mean 1 other than ``"exp"`` (``erlang:K``, ``hyperexp:SCV``,
         ``ph:FILE.json``, ``lognormal:SCV``, ``pareto:ALPHA``, ``deterministic``;
-        :mod:`supermarket.service`) or server classes ``"FRACTION:SPEED,…"`` run the
-        per-queue event engine instead (:func:`supermarket.general.simulate_general`,
-        docs/model.md §14) and return its :class:`~supermarket.general.GeneralResult`: a
-        horizon in ``time`` (not ``steps``), continuous time, no control variates.
+        :mod:`supermarket.service`) runs the per-queue event engine instead
+        (:func:`supermarket.general.simulate_general`, docs/model.md §14) and returns its
+        :class:`~supermarket.general.GeneralResult`: a horizon in ``time`` (not ``steps``),
+        continuous time, no control variates.  Server classes ``"FRACTION:SPEED,…"`` with
+        exponential service run the count engine with classes
+        (:func:`supermarket.classes_sim.simulate_classes`, docs/model.md §15; a
+        :class:`~supermarket.classes_sim.ClassesResult`), or the event engine with
+        ``engine="events"``.
 
     Returns
     -------
