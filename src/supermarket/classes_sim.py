@@ -110,7 +110,8 @@ class ClassesResult(Result):
     events : int
         Events simulated (all replications, burn-in included); ``wall_s`` their seconds.
     u_mean, u_stderr : numpy.ndarray
-        ``E[U_ℓ] = Σ_k f_k E[u_{k,ℓ}]`` over all servers, ℓ = 1, 2, ….
+        ``E[U_ℓ] = Σ_k f_k E[u_{k,ℓ}]`` over all servers, ℓ = 1, 2, …; a standard error is NaN
+        where the blocking estimator finds no plateau (too short to know its error).
     mean_queue_length, sojourn, waiting : ErrorEstimate
         Customers per server; mean sojourn and waiting times of all customers (Little's law).
     classes : tuple of ClassEstimates
@@ -210,7 +211,8 @@ class ClassesResult(Result):
         for c in self.classes:
             lines.append(
                 f"class {c.fraction:g}:{c.speed:g} ({c.servers} servers): mean queue length "
-                f"{pm(c.mean_queue_length)}; sojourn {pm(c.sojourn)}; E[u_1] {c.u_mean[0]:.5g} ± {c.u_stderr[0]:.2g}"
+                f"{pm(c.mean_queue_length)}; sojourn {pm(c.sojourn)}; E[u_1] {c.u_mean[0]:.5g}"
+                + (f" ± {c.u_stderr[0]:.2g}" if math.isfinite(c.u_stderr[0]) else " (error unknown)")
             )
         b = self.balance
         lines.append(f"self-check Σ f s E[u_1]/(λ s̄) = 1: {pm(b)}")
@@ -516,7 +518,7 @@ def _summarize(
                 float(s[k]),
                 int(counts[k]),
                 np.array([e.mean for e in uk]),
-                np.array([e.stderr for e in uk]),
+                np.array([e.stderr if e.reliable else math.nan for e in uk]),
                 mqk,
                 sok,
                 wk,
@@ -547,7 +549,7 @@ def _summarize(
         events=int(sum(ev for _, ev, _ in results)),
         wall_s=wall,
         u_mean=np.array([e.mean for e in u_est]),
-        u_stderr=np.array([e.stderr for e in u_est]),
+        u_stderr=np.array([e.stderr if e.reliable else math.nan for e in u_est]),
         mean_queue_length=mq,
         sojourn=soj,
         waiting=wai,
