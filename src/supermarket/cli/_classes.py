@@ -127,9 +127,15 @@ def exact_cli(
     tol: float,
     as_json: bool,
     out: Any = None,
+    refused: dict[str, Any] | None = None,
 ) -> None:
-    """``exact --server-classes``: the stationary law of the per-class profile chain."""
+    """``exact --server-classes``: the stationary law of the per-class profile chain (the options
+    in ``refused`` must be unset)."""
     from ..classes_exact import solve_classes
+
+    for flag, value in (refused or {}).items():
+        if value:
+            raise click.UsageError(f"{flag} does not go with --server-classes (per-class means only)")
 
     res = solve_classes(n, d, load, server_classes, policy=policy, replace=replace, cap=cap, tol=tol)
     _emit(res.to_dict(), res.summary(), out, as_json)

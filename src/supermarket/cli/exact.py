@@ -122,6 +122,7 @@ def exact(
             cap=cap,
             tol=tol,
             as_json=as_json,
+            refused={"--quantile": quantiles, "--profile-law": profile_law, "--cdf": cdf_points, "--plot": plot},
         )
         return
     qs = tuple(quantiles) if quantiles else DEFAULT_QUANTILES
