@@ -138,4 +138,10 @@ def exact_cli(
             raise click.UsageError(f"{flag} does not go with --server-classes (per-class means only)")
 
     res = solve_classes(n, d, load, server_classes, policy=policy, replace=replace, cap=cap, tol=tol)
+    if res.mass_at_cap >= tol:  # a fixed --cap (or the largest the state limit allows) too low for --tol
+        click.echo(
+            f"supermarket: warning: P(some queue at the cap) = {res.mass_at_cap:.3g} ≥ --tol {tol:g}: the numbers "
+            f"are those of a system whose queues are capped at {res.cap}; raise --cap or leave it out",
+            err=True,
+        )
     _emit(res.to_dict(), res.summary(), out, as_json)
