@@ -151,7 +151,7 @@ def test_simulate_cli_route_matches_exact_json():
         ["simulate", "--n", "2", "--d", "2", "--load", "0.7", "--server-classes", TWO, "--steps", "1e6", "--json"],
     )
     assert run.exit_code == 0, run.output
-    sim = json.loads(run.output)
+    sim = json.loads(run.stdout)
     assert sim["engine"] == "classes"
     assert [set(c) >= {"fraction", "speed", "u_mean", "mean_queue_length", "sojourn"} for c in sim["classes"]] == [
         True,
@@ -161,7 +161,7 @@ def test_simulate_cli_route_matches_exact_json():
         main, ["exact", "--n", "2", "--d", "2", "--load", "0.7", "--server-classes", TWO, "--cap", "24", "--json"]
     )
     assert run.exit_code == 0, run.output
-    ex = json.loads(run.output)
+    ex = json.loads(run.stdout)
     for cs, ce in zip(sim["classes"], ex["classes"]):
         e = cs["sojourn"]
         assert abs(e["mean"] - ce["sojourn"]) <= Z * e["stderr"] + 1e-4
