@@ -525,6 +525,11 @@ def _summarize(
             )
         )
     notes = []
+    if any(q.size >= 10 and not _st.mser(q).forgotten for q in Q):
+        notes.append(
+            "the start-up transient is not forgotten (MSER-5 would drop more than half of the batches of the "
+            "total queue length): the run is too short for its start from empty; give a longer burn_in or time"
+        )
     if policy == "random":
         over = [f"{fk:g}:{sk:g}" for fk, sk in zip(sc.fractions, sc.speeds) if lam * sbar >= sk]
         if over:
