@@ -265,8 +265,10 @@ def test_simulate_dispatches_to_the_event_engine():
     assert isinstance(r, GeneralResult) and r.service.spec == "lognormal:4"
     direct = simulate_general(20, 2, 0.8, service="lognormal:4", time=100.0, seed=1, batches=64)
     assert np.array_equal(r.u_mean, direct.u_mean)
-    r = sm.simulate(20, 2, 0.8, server_classes="0.5:2,0.5:1", policy="jiq", time=100.0, seed=1, batches=64)
+    kw = dict(server_classes="0.5:2,0.5:1", policy="jiq", time=100.0, seed=1, batches=64)
+    r = sm.simulate(20, 2, 0.8, engine="events", **kw)  # exponential classes: the event engine by choice
     assert isinstance(r, GeneralResult) and r.policy == "jiq" and len(r.classes) == 2
+    assert not isinstance(sm.simulate(20, 2, 0.8, **kw), GeneralResult)  # by default the count engine (§15)
     assert not isinstance(sm.simulate(20, 2, 0.8, service="exp", steps=20_000, seed=1), GeneralResult)
     with pytest.raises(ValueError, match="give time= instead"):
         sm.simulate(20, 2, 0.8, service="lognormal:2", steps=10**5)

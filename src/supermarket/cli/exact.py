@@ -86,6 +86,13 @@ class _Seconds(FloatType):
 )
 @one_task_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option(
+    "--server-classes",
+    "server_classes",
+    default=None,
+    help="Classes of servers FRACTION:SPEED,… (e.g. 0.5:2,0.5:1; load per unit of capacity): the per-class "
+    "chain (docs/model.md §15.4); per-class E[u], queue lengths and sojourn times.",
+)
 def exact(
     n: int,
     d: int,
@@ -103,10 +110,15 @@ def exact(
     connect_timeout: float,
     as_json: bool,
     service: str = "exp",
+    server_classes: str | None = None,
 ) -> None:
     """Exact stationary law of the profile chain for small n (docs/model.md §11): E[u_i], the
     law of the maximum queue length, the mean queue length and the response-time law, with
     the truncation bound; sparse linear algebra, no simulation."""
+    if server_classes is not None and service != "exp" and not is_exponential_service(service):
+        raise click.UsageError(
+            "--server-classes with --service other than exp: no exact solver (simulate runs it)"
+        )
     if service != "exp" and not is_exponential_service(service):  # docs/model.md §13
         exact_phase_cli(
             n, d, load, service=service, policy=policy, replace=replace, cap=cap, tol=tol, as_json=as_json,
@@ -116,6 +128,22 @@ def exact(
     from ..response import DEFAULT_QUANTILES
     from ..stationary import solve
 
+    if server_classes is not None:  # docs/model.md §15.4
+        from ._classes import exact_cli
+
+        exact_cli(
+            n=n,
+            d=d,
+            load=load,
+            policy=policy,
+            replace=replace,
+            server_classes=server_classes,
+            cap=cap,
+            tol=tol,
+            as_json=as_json,
+            refused={"--quantile": quantiles, "--profile-law": profile_law, "--cdf": cdf_points, "--plot": plot},
+        )
+        return
     qs = tuple(quantiles) if quantiles else DEFAULT_QUANTILES
     if cap is None and 0 < tol <= 0.1 and max_seconds > 0:
         from .._results import human_seconds

@@ -374,6 +374,13 @@ def _add_response_times(
 )
 @one_task_options
 @json_option("Print one JSON object instead of tables.")
+@click.option(
+    "--server-classes",
+    "server_classes",
+    default=None,
+    help="Classes of servers FRACTION:SPEED,… (e.g. 0.5:2,0.5:1; load per unit of capacity): the per-class "
+    "fixed point (docs/model.md §15.2; jsq-d or random).",
+)
 def meanfield(
     d: int | float,
     load: str,
@@ -391,10 +398,20 @@ def meanfield(
     connect_timeout: float,
     as_json: bool,
     service: str = "exp",
+    server_classes: str | None = None,
 ) -> None:
     """Mean-field theory for (d, λ) (docs/model.md §3, §8): the fixed point π, the ODE (1.1) from a
     start profile, and with --n the refined mean field E[u_i] ≈ π(i) + V_i/n (Gast–Van Houdt)
     and the linear-noise covariance of √n u.  --d inf gives the water-filling limit of paper 002."""
+    if server_classes is not None and service != "exp" and not is_exponential_service(service):
+        raise click.UsageError(
+            "--server-classes with --service other than exp: no mean field (simulate runs it)"
+        )
+    if server_classes is not None:  # docs/model.md §15.2
+        from ._classes import meanfield_cli
+
+        meanfield_cli(**locals())
+        return
     if service != "exp" and not is_exponential_service(service):  # docs/model.md §13
         meanfield_phase_cli(
             d, load, service=service, policy=policy, replace=replace, levels=levels, as_json=as_json,

@@ -9,6 +9,7 @@ from decimal import Decimal, InvalidOperation
 
 import click
 
+from ..classes_sim import wants_classes_engine
 from ..general import simulate_general as _simulate_general_lib
 from ..general import wants_event_engine
 from ..model import MAX_CDF_POINTS
@@ -16,6 +17,7 @@ from ..phase_run import PHASE_ENGINES
 from ..simulation import BATCHES, DEFAULT_STEPS, ENGINES, PRECISION_LEVEL_MIN, TIME_MODES
 from ..simulation import simulate as _simulate
 from ..simulation.run import DEFAULT_MAX_STEPS
+from . import _classes as _classes_cli
 from ._common import (
     COUNT,
     FLOAT,
@@ -171,7 +173,8 @@ def _simulate_general(
     default="profile",
     show_default=True,
     help="profile: counts chain, O(1) per event, any n; queues: per-queue reference (O(d) per "
-    "arrival); buckets: per-queue, O(1) per event." + ENGINE_HELP,
+    "arrival); buckets: per-queue, O(1) per event." + ENGINE_HELP + " With --server-classes: the count engine "
+    "with classes (the default) or events.",
 )
 @replace_option(
     True, "Sample the d queues with replacement (default, paper 000) or, with --no-replace, without (paper 002)."
@@ -250,7 +253,8 @@ def _simulate_general(
     "server_classes",
     default=None,
     help="Classes of servers FRACTION:SPEED,… (e.g. 0.5:2,0.5:1; load per unit of total capacity; every "
-    "fraction times n a whole number): the per-queue event engine, per-class results.",
+    "fraction times n a whole number), per-class results: the count engine with exponential service "
+    "(docs/model.md §15; --engine events for the per-queue event engine), the event engine otherwise.",
 )
 @json_option("Print one JSON object instead of tables.")
 @deprecated_alias("--out", "--save", "out", type=OUTPUT_FILE, why="--out names a directory in every other command")
@@ -343,6 +347,9 @@ def simulate(
             control_variates=control_variates, out=out, as_json=as_json, precision=precision,
             max_steps=max_steps, scheduler=scheduler, cdf=cdf, plot=plot, engine=engine,
         )  # fmt: skip
+        return
+    if wants_classes_engine(service, server_classes, engine):  # docs/model.md §15: classes, exponential service
+        _classes_cli.simulate_cli(**locals())
         return
     if wants_event_engine(service, server_classes):  # a ValueError names a bad law or classes
         _simulate_general(

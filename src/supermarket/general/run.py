@@ -624,6 +624,8 @@ def from_simulate_args(
     for key, value in others.items():
         if key in ("time_mode", "eps", "control_variates", "_force_window"):
             continue
+        if key == "engine" and value == "events":  # the explicit choice of this engine
+            continue
         if key not in _SIMULATE_DEFAULTS:
             raise TypeError(f"simulate() got an unexpected keyword argument {key!r}")
         if key == "engine" and value == "events":  # the explicit choice (phase-type laws, docs/model.md §13)

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import classes_sim as _classes_sim
 from .. import phase_run as _phase_run
 from .. import policies as _pol
 from .. import theory as _th
@@ -459,10 +460,14 @@ def simulate(
         §13; every ``policy``; horizon in ``steps`` or ``time``; (I1) control variates) and
         return a :class:`~supermarket.phase_run.PhaseSimulationResult`; with
         ``engine="events"`` they run the per-queue event engine instead.  ``lognormal:SCV``,
-        ``pareto:ALPHA``, ``deterministic`` and server classes ``"FRACTION:SPEED,…"`` run
-        the per-queue event engine (:func:`supermarket.general.simulate_general`,
-        docs/model.md §14) and return its :class:`~supermarket.general.GeneralResult`: a
-        horizon in ``time`` (not ``steps``), continuous time, no control variates.
+        ``pareto:ALPHA`` and ``deterministic`` run the per-queue event engine
+        (:func:`supermarket.general.simulate_general`, docs/model.md §14) and return its
+        :class:`~supermarket.general.GeneralResult`: a horizon in ``time`` (not ``steps``),
+        continuous time, no control variates.  Server classes ``"FRACTION:SPEED,…"`` with
+        exponential service run the count engine with classes
+        (:func:`supermarket.classes_sim.simulate_classes`, docs/model.md §15; a
+        :class:`~supermarket.classes_sim.ClassesResult`), or the event engine with
+        ``engine="events"``; with any other law, the event engine.
 
     Returns
     -------
@@ -517,6 +522,15 @@ def simulate(
             client=client,
         )
         return phase
+    if _classes_sim.wants_classes_engine(service, server_classes, engine):  # docs/model.md §15
+        classes: Any = _classes_sim.from_simulate_args(
+            n, d, lam, server_classes=server_classes, policy=policy, steps=steps, time=time, burn_in=burn_in,
+            replace=replace, seed=seed, replications=replications, batches=batches, workers=workers,
+            control_variates=control_variates, progress=progress, engine=engine, start=start, time_mode=time_mode,
+            eps=eps, record_every=record_every, record_levels=record_levels, precision=precision,
+            max_steps=max_steps, client=client, service=service,
+        )  # fmt: skip
+        return classes
     if _general.wants_event_engine(service, server_classes):  # docs/model.md §14
         general: Any = _general.from_simulate_args(
             n,
