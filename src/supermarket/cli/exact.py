@@ -116,9 +116,7 @@ def exact(
     law of the maximum queue length, the mean queue length and the response-time law, with
     the truncation bound; sparse linear algebra, no simulation."""
     if server_classes is not None and service != "exp" and not is_exponential_service(service):
-        raise click.UsageError(
-            "--server-classes with --service other than exp: no exact solver (simulate runs it)"
-        )
+        raise click.UsageError("--server-classes with --service other than exp: no exact solver (simulate runs it)")
     if service != "exp" and not is_exponential_service(service):  # docs/model.md §13
         exact_phase_cli(
             n, d, load, service=service, policy=policy, replace=replace, cap=cap, tol=tol, as_json=as_json,

@@ -404,9 +404,7 @@ def meanfield(
     start profile, and with --n the refined mean field E[u_i] ≈ π(i) + V_i/n (Gast–Van Houdt)
     and the linear-noise covariance of √n u.  --d inf gives the water-filling limit of paper 002."""
     if server_classes is not None and service != "exp" and not is_exponential_service(service):
-        raise click.UsageError(
-            "--server-classes with --service other than exp: no mean field (simulate runs it)"
-        )
+        raise click.UsageError("--server-classes with --service other than exp: no mean field (simulate runs it)")
     if server_classes is not None:  # docs/model.md §15.2
         from ._classes import meanfield_cli
 
