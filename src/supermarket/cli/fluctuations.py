@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from typing import Any
 
@@ -165,19 +166,14 @@ def fluctuations(
         warnings.simplefilter("always", fl.RegimeWarning)
         warnings.simplefilter("always", fl.WorkWarning)
         kw: dict[str, Any] = dict(kappa=kappa, c=c, zeta=zeta, d=d, replace=replace)
-        if regime == "a":
-            kw["theta"] = theta
-        if regime == "c":
-            kw["centring"] = centring
+        kw.update({"a": {"theta": theta}, "c": {"centring": centring}}.get(regime, {}))
         p = fl.regime_params(regime, n, **kw)
     for w in caught:
         click.echo(f"supermarket: warning: {w.message}", err=True)
-    con = Console(stderr=True)
-    status = con.status("simulating the chain and the diffusions… (Ctrl-C stops)") if stderr_is_tty() else None
-    if status:
-        status.start()
+    busy = "simulating the chain and the diffusions… (Ctrl-C stops)"
+    status = Console(stderr=True).status(busy) if stderr_is_tty() else contextlib.nullcontext()
     try:
-        with warnings.catch_warnings():
+        with status, warnings.catch_warnings():
             warnings.simplefilter("always", fl.WorkWarning)
             # the estimate is printed at once, before the long run starts
             warnings.showwarning = lambda message, *a, **k: click.echo(f"supermarket: warning: {message}", err=True)
@@ -197,8 +193,6 @@ def fluctuations(
                 client=client,
             )
     finally:
-        if status:
-            status.stop()
         if client is not None:
             client.close()
     if plot:

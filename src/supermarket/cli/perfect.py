@@ -129,8 +129,7 @@ def perfect(
         out = res.to_dict()
         out["replications_requested"] = samples
         if partial:
-            out["partial"] = True
-            out["partial_note"] = partial
+            out.update(partial=True, partial_note=partial)
         print_json(out)
     else:
         click.echo(res.summary())
@@ -143,9 +142,7 @@ def perfect(
 
 
 def _threads(workers: int | None, samples: int, max_memory: int | None) -> int:
-    """Threads for the samples: ``--workers``, or by default all cores, at most one per sample
-    and (default only) no more than half the machine's memory holds at the memory budget of
-    one sample each."""
+    """``--workers``, or all cores, at most one per sample and as many as half the memory holds."""
     import os
 
     from ..perfect.sampler import DEFAULT_MAX_MEMORY

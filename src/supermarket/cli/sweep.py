@@ -105,15 +105,10 @@ def sweep(
             raise UserError(str(exc)) from None
         if as_json:
             print_json({"directory": str(upgrade_dir), "files_rewritten": n, "format": sw.FORMAT_VERSION})
+        elif n:
+            click.echo(f"{upgrade_dir}: converted to format {sw.FORMAT_VERSION} ({n} files rewritten)")
         else:
-            click.echo(
-                f"{upgrade_dir}: "
-                + (
-                    f"converted to format {sw.FORMAT_VERSION} ({n} files rewritten)"
-                    if n
-                    else f"already in format {sw.FORMAT_VERSION}; nothing to do"
-                )
-            )
+            click.echo(f"{upgrade_dir}: already in format {sw.FORMAT_VERSION}; nothing to do")
         return
     if file is None:
         raise click.UsageError("missing argument FILE (the sweep's TOML file)")
@@ -131,13 +126,9 @@ def sweep(
         )
         sys.exit(2)
     if check:
-        info = {
-            "file": str(file),
-            "name": spec.name,
-            "tasks": len(spec.tasks),
-            "points": spec.points,
-            "sweep_sha256": spec.sweep_sha256,
-        }
+        info = dict(
+            file=str(file), name=spec.name, tasks=len(spec.tasks), points=spec.points, sweep_sha256=spec.sweep_sha256
+        )
         if max_tasks is not None and len(spec.tasks) > max_tasks:
             raise UserError(f"the sweep has {len(spec.tasks)} tasks, more than --max-tasks {max_tasks}")
         if as_json:
@@ -227,11 +218,7 @@ def report(
             "names a directory in every other command)",
             err=True,
         )
-    targets = []
-    if html is not None:
-        targets.append(("html", html))
-    if md is not None:
-        targets.append(("md", md))
+    targets = [(kind, p) for kind, p in (("html", html), ("md", md)) if p is not None]
     if out is not None:
         kind = fmt or ("md" if out.suffix.lower() in (".md", ".markdown") else "html")
         targets.append((kind, out))
@@ -253,14 +240,11 @@ def report(
         raise UserError(str(exc)) from None
     t0 = time.perf_counter()
 
-    def beside(path):
-        """The files next to a report: it writes itself and ``<stem>_<figure>.png`` there."""
+    def beside(path):  # the files next to a report: it writes itself and <stem>_<figure>.png there
         folder = Path(path).parent
         return [f for f in folder.iterdir() if f.is_file()] if folder.is_dir() else []
 
-    before = {}
-    for _, path in targets:
-        before.update({f: f.stat().st_mtime_ns for f in beside(path)})
+    before = {f: f.stat().st_mtime_ns for _, path in targets for f in beside(path)}
     reports = []
     for kind, path in targets:
         written = rp.build_report(directory, path, fmt=kind)
@@ -268,11 +252,7 @@ def report(
         if not as_json:
             click.echo(f"report: {written}")
     if as_json:
-        files = set()
-        for _, path in targets:
-            for f in beside(path):
-                if before.get(f) != f.stat().st_mtime_ns:
-                    files.add(f)
+        files = {f for _, path in targets for f in beside(path) if before.get(f) != f.stat().st_mtime_ns}
         listed = [{"path": str(f), "bytes": f.stat().st_size} for f in sorted(files)]
         print_json(
             {

@@ -149,17 +149,12 @@ def _summary_table(meas: str, rows: list[dict], params: list[str]) -> tuple[list
                 line.append(_ratio_cell(vals))
                 continue
             nums = [_num(v) for v in vals]
-            if (
-                all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals if v is not None)
-                and any(n is not None for n in nums)
-                and len(rs) > 1
-            ):
+            plain = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals if v is not None)
+            if plain and any(n is not None for n in nums) and len(rs) > 1:
                 m, se = mean_stderr(nums)
                 same = len({n for n in nums if n is not None}) == 1
-                if _distrusted(meas, c, rs):
-                    line.append(f"{m:.6g} ({TOO_SHORT})")
-                else:
-                    line.append(f"{m:.6g} ± {se:.2g}" if se is not None and not same else f"{m:.6g}")
+                cell = f"{m:.6g} ± {se:.2g}" if se is not None and not same else f"{m:.6g}"
+                line.append(f"{m:.6g} ({TOO_SHORT})" if _distrusted(meas, c, rs) else cell)
             elif _numeric_lists(vals):
                 line.append(_fmt(_padded([np.asarray(_json(v), dtype=float) for v in vals]).mean(axis=0).tolist()))
             else:
@@ -255,8 +250,11 @@ img{max-width:100%;border:1px solid #eee}pre{background:#f7f7f7;padding:.7em;fon
 
 
 def _meta_lines(side: dict, rows: list[dict]) -> list[tuple[str, str]]:
-    runs = side.get("runs", [])
     ok = sum(1 for r in rows if r.get("status") == "ok")
+    runs = "; ".join(
+        f"{r.get('started')} {r.get('backend')} ran {r.get('to_run')} ({r.get('wall_seconds', float('nan')):.1f} s)"
+        for r in side.get("runs", [])
+    )
     return [
         ("sweep", str(side.get("sweep_name"))),
         ("sweep file", str(side.get("sweep_file"))),
@@ -266,14 +264,7 @@ def _meta_lines(side: dict, rows: list[dict]) -> list[tuple[str, str]]:
         ("status", str(side.get("status"))),
         ("package version", str(side.get("package_version"))),
         ("git commit", str(side.get("git_commit"))),
-        (
-            "runs",
-            "; ".join(
-                f"{r.get('started')} {r.get('backend')} ran {r.get('to_run')} "
-                f"({r.get('wall_seconds', float('nan')):.1f} s)"
-                for r in runs
-            ),
-        ),
+        ("runs", runs),
     ]
 
 

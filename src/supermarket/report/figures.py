@@ -24,11 +24,6 @@ MAX_PROFILE_PANELS = 9
 class Figure:
     """A rendered figure: ``name`` (file stem), ``title``, ``caption`` and PNG bytes.
 
-    Parameters
-    ----------
-    name, title, caption : str
-    png : bytes
-
     Examples
     --------
     >>> Figure("mixing", "Mixing", "Coalescence times.", b"").name
@@ -152,7 +147,6 @@ def _finish(fig, ax, *, xlabel, ylabel, title, name, heading, caption, which="ma
 
 
 def _profile_figure(points) -> Figure | None:
-    plt = _plt()
     items = []
     for rs in points.values():
         profiles = [_json(r.get("u_mean")) for r in rs]
@@ -173,7 +167,7 @@ def _profile_figure(points) -> Figure | None:
     items = items[:MAX_PROFILE_PANELS]
     cols = min(3, len(items))
     rows_ = math.ceil(len(items) / cols)
-    fig, axes = plt.subplots(rows_, cols, figsize=(4.2 * cols, 3.3 * rows_), squeeze=False)
+    fig, axes = _plt().subplots(rows_, cols, figsize=(4.2 * cols, 3.3 * rows_), squeeze=False)
     for ax in axes.flat[len(items) :]:
         ax.set_visible(False)
     for ax, (r, mean, se) in zip(axes.flat, items):
@@ -225,12 +219,8 @@ def _point_value(rs: list[dict], column: str, quantile: str | None = None) -> tu
     if len(vals) > 1:
         m, se = mean_stderr(vals)
         return float(m), (None if se is None else float(se))
-    own = rs[0].get(
-        column.replace("_quantiles", "_stderr_quantiles")
-        if quantile
-        else ("sojourn_stderr_mean" if column == "sojourn_mean" else f"{column}_stderr")
-    )
-    own = _json(own)
+    key = "sojourn_stderr_mean" if column == "sojourn_mean" else f"{column}_stderr"
+    own = _json(rs[0].get(column.replace("_quantiles", "_stderr_quantiles") if quantile else key))
     se = _num(own.get(quantile) if isinstance(own, dict) else None) if quantile else _num(own)
     return vals[0], se
 
@@ -254,8 +244,7 @@ def _compare_figure(points: OrderedDict[int, list[dict]]) -> Figure | None:
         r = rs[0]
         key = (law_label(r, varying), _param_label(r, ("n", "d")) if nd else "")
         curves.setdefault(key, []).append(rs)
-    plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(10.5, 4.2))
+    fig, axes = _plt().subplots(1, 2, figsize=(10.5, 4.2))
     drawn = False
     for (label, ndl), pts in curves.items():
         for ax, (col, q) in zip(axes, (("sojourn_mean", None), ("sojourn_quantiles", "0.99"))):
@@ -271,7 +260,7 @@ def _compare_figure(points: OrderedDict[int, list[dict]]) -> Figure | None:
                 ax.errorbar(xs, ys, yerr=es, fmt="o-", ms=4, capsize=2, label=label + (f" ({ndl})" if ndl else ""))
                 drawn = True
     if not drawn:
-        plt.close(fig)
+        _plt().close(fig)
         return None
     for ax, what in zip(axes, ("mean response time", "99th percentile of the response time")):
         ax.set(xlabel="load λ (per unit of capacity)", ylabel=what, yscale="log")
@@ -310,8 +299,7 @@ def _max_summary(rs):
 
 
 def _max_queue_figure(points) -> Figure | None:
-    plt = _plt()
-    xs, modes, lo, hi, labels = [], [], [], [], []
+    xs, modes, lo, hi = [], [], [], []
     for rs in points.values():
         r = rs[0]
         k = _k(r["d"], r["load"]) if _law(r) == ("jsq-d", "exp", None) else None  # paper 000's k: JSQ(d) only
@@ -323,10 +311,9 @@ def _max_queue_figure(points) -> Figure | None:
         modes.append(mode)
         lo.append(mode - mn)
         hi.append(mx - mode)
-        labels.append(_param_label(r))
     if not xs:
         return None
-    fig, ax = plt.subplots(figsize=(5.5, 4.2))
+    fig, ax = _plt().subplots(figsize=(5.5, 4.2))
     jitter = (np.arange(len(xs)) % 5 - 2) * 0.04
     ax.errorbar(
         np.asarray(xs) + jitter,
@@ -355,22 +342,17 @@ def _max_queue_figure(points) -> Figure | None:
 
 
 def _mixing_figure(points) -> Figure | None:
-    plt = _plt()
     xs, ys, yerr, ups, los, cens = [], [], [], [], [], []
     for rs in points.values():
         r = rs[0]
         lower = _num(r.get("bound_lower_good_steps")) or _num(r.get("bound_lower_steps"))
         upper = _num(r.get("bound_upper_steps"))
-        taus = []
-        censored = 0
-        for x in rs:
-            t = _json(x.get("taus"))
-            t = t[0] if isinstance(t, list) and t else x.get("coalescence_steps_mean")
-            v = _num(t)
-            if v is None:
-                censored += 1
-            else:
-                taus.append(v)
+        vals = [
+            _num(t[0] if isinstance(t := _json(x.get("taus")), list) and t else x.get("coalescence_steps_mean"))
+            for x in rs
+        ]
+        taus = [v for v in vals if v is not None]
+        censored = len(vals) - len(taus)
         if lower is None or not taus:
             continue
         m, se = mean_stderr(taus)
@@ -382,7 +364,7 @@ def _mixing_figure(points) -> Figure | None:
         cens.append(censored)
     if not xs:
         return None
-    fig, ax = plt.subplots(figsize=(5.8, 4.4))
+    fig, ax = _plt().subplots(figsize=(5.8, 4.4))
     ys_a, err_a = np.asarray(ys), np.asarray(yerr)
     low = np.minimum(err_a, ys_a * 0.999)  # log axis: bars stop above 0
     ax.errorbar(xs, ys, yerr=[low, err_a], fmt="o", capsize=3, label="mean coalescence time (±2 se)")
@@ -422,7 +404,6 @@ def _fluct_value(r: dict, group: str, m: str):
 
 
 def _fluct_figure(points) -> Figure | None:
-    plt = _plt()
     sims, lims, errs, names, lna_x, lna_y, lna_e = [], [], [], [], [], [], []
     short = 0
     for rs in points.values():
@@ -449,7 +430,7 @@ def _fluct_figure(points) -> Figure | None:
             names.append(f"({r.get('regime')}) {m}" + (" (too short to know)" if se is None else ""))
     if not sims:
         return None
-    fig, ax = plt.subplots(figsize=(5.5, 4.4))
+    fig, ax = _plt().subplots(figsize=(5.5, 4.4))
     ax.errorbar(lims, sims, yerr=errs, fmt="o", capsize=3, label="simulated (±2 se) against limit (derived)")
     if lna_x:
         ax.errorbar(
@@ -490,10 +471,9 @@ def _fluct_figure(points) -> Figure | None:
 
 
 def _meanfield_figure(points) -> Figure | None:
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(5.8, 4.2))
+    fig, ax = _plt().subplots(figsize=(5.8, 4.2))
     any_ = False
-    for _j, rs in enumerate(list(points.values())[:8]):
+    for rs in list(points.values())[:8]:
         r = rs[0]
         pi = _json(r.get("fixed_point"))
         if not isinstance(pi, list) or not pi:
@@ -514,7 +494,7 @@ def _meanfield_figure(points) -> Figure | None:
             )
         any_ = True
     if not any_:
-        plt.close(fig)
+        _plt().close(fig)
         return None
     ax.set_ylim(1e-12, 2)
     return _finish(
