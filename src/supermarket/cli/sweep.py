@@ -51,9 +51,7 @@ def _progress_printer(label: str) -> tuple[Callable[[int, int, int, int], None] 
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path), required=False)
 @click.option(
     "--out",
-    "out",
     type=OutputDir(path_type=Path),
-    default=None,
     help="Output directory: results.parquet, sweep.json, parts/. Run the same command again to resume.",
 )
 @workers_option("Local worker processes [default: number of CPU cores; 1 runs in this process].")
@@ -61,7 +59,6 @@ def _progress_printer(label: str) -> tuple[Callable[[int, int, int, int], None] 
 @click.option(
     "--max-tasks",
     type=click.IntRange(min=1),
-    default=None,
     help="Refuse, before running, a sweep with more tasks (grid points × replications).",
 )
 @timeout_option()
@@ -70,7 +67,6 @@ def _progress_printer(label: str) -> tuple[Callable[[int, int, int, int], None] 
     "--upgrade",
     "upgrade_dir",
     type=click.Path(file_okay=False, path_type=Path),
-    default=None,
     metavar="DIR",
     help="Convert the sweep directory DIR written by an older version (arrays as "
     "JSON text) to the current format, in place; no FILE needed.",
@@ -174,30 +170,21 @@ def sweep(
 @click.argument("directory", type=click.Path(file_okay=False, exists=True, path_type=Path))
 @click.option(
     "--html",
-    "html",
     type=OutputFile(path_type=Path, parents=True),
-    default=None,
     help="Write one self-contained HTML file (figures embedded).",
 )
 @click.option(
-    "--md",
-    "md",
-    type=OutputFile(path_type=Path, parents=True),
-    default=None,
-    help="Write Markdown, with the PNG figures beside it.",
+    "--md", type=OutputFile(path_type=Path, parents=True), help="Write Markdown, with the PNG figures beside it."
 )
 @click.option(
     "--format",
     "fmt",
     type=click.Choice(["html", "md"]),
-    default=None,
     help="Write DIRECTORY/report.html or report.md (when neither --html nor --md is given).",
 )
 @click.option(
     "--out",
-    "out",
     type=OutputFile(path_type=Path, parents=True),
-    default=None,
     hidden=True,
     help="Deprecated: --out names a directory in every other command; use --html FILE or --md FILE.",
 )

@@ -27,7 +27,7 @@ from . import paper002_claims as claims
 from .paper000.output import _progress as _progress000
 from .paper000.output import _write_csv
 
-__all__ = ["run", "plot_comparison", "CASES"]
+__all__ = ["run", "CASES"]
 
 # (label, regime, keyword arguments of fluctuations.regime_params)
 CASES: dict[str, dict[str, Any]] = {
@@ -111,11 +111,6 @@ def plot_hist(cmp: fl.Comparison, path: str) -> None:
     fig.suptitle(f"Regime ({p.regime}), n={p.n}, d_n={p.d}: stationary law (limits derived)", fontsize=9)
     fig.tight_layout()
     _save_figure(fig, path, 110)
-
-
-def plot_comparison(cmp: fl.Comparison, path: str) -> None:
-    """One figure for ``supermarket fluctuations --plot`` (:meth:`Comparison.plot`)."""
-    cmp.plot(path)
 
 
 def _fmt(d: dict) -> str:
@@ -333,19 +328,15 @@ def _summary(out_dir, comparisons, scale, warn_lines, quick, seed, secs, bridges
             L.append("- " + flow_sentence(sm.mean_z1, sm.stderr["mean_z1"], exact, adequate=sm.adequate))
         if label == "c":
             mq = cmp.limit.max_q
-            L.append(
-                f"- Reflected limit: the largest Q on any path is {mq:.3g}, "
-                + ("at or below 0 as the reflection requires." if mq <= 0 else "ABOVE 0: the reflection failed.")
-            )
+            held = "at or below 0 as the reflection requires." if mq <= 0 else "ABOVE 0: the reflection failed."
+            L.append(f"- Reflected limit: the largest Q on any path is {mq:.3g}, {held}")
             if br is not None:
-                z = (cmp.limit.moments.mean_z2 - br.mean_z2) / math.hypot(
-                    cmp.limit.moments.stderr["mean_z2"], br.stderr["mean_z2"]
-                )
+                lm = cmp.limit.moments
+                z = (lm.mean_z2 - br.mean_z2) / math.hypot(lm.stderr["mean_z2"], br.stderr["mean_z2"])
+                same = "indistinguishable" if abs(z) <= AGREE_SIGMA else "the schemes differ"
                 L.append(
-                    f"- E Y with bridge reflection {cmp.limit.moments.mean_z2:.4f}, with projection "
-                    f"{br.mean_z2:.4f} at dt = {cmp.limit.dt:g} (z = {z:+.1f}: "
-                    + ("indistinguishable" if abs(z) <= AGREE_SIGMA else "the schemes differ")
-                    + ")."
+                    f"- E Y with bridge reflection {lm.mean_z2:.4f}, with projection {br.mean_z2:.4f} "
+                    f"at dt = {cmp.limit.dt:g} (z = {z:+.1f}: {same})."
                 )
         L += ["", f"Figures: `regime_{label}_paths.png`, `regime_{label}_hist.png`.", ""]
     L += [
@@ -433,7 +424,7 @@ def prelimit_study(
     rows = []
     roots = spawn_seeds(seed, len(labels))
     par = dict(workers=workers, client=client)
-    sde = dict(paths=sde_paths, time=sde_time, dt=dt, record_paths=0)
+    sde: dict[str, Any] = dict(paths=sde_paths, time=sde_time, dt=dt, record_paths=0)
     for li, label in enumerate(labels):
         for n, ss in zip(ns, spawn_seeds(roots[li], len(ns))):
             p = _study_params(label, n)

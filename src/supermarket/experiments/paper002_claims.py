@@ -91,12 +91,9 @@ def _flow_claim(facts: list[dict]) -> dict:
     for f in facts:
         se = f["mean_z1_se"]
         z = (f["mean_z1"] - f["flow_exact"]) / se if se > 0 else float("nan")
-        if f["adequate"] is False or z != z:
-            unknown += 1
-            tag = "too short to know"
-        else:
-            ok += abs(z) <= f["sigma"]
-            tag = f"z = {z:+.1f}"
+        known = f["adequate"] is not False and z == z
+        ok, unknown = ok + (known and abs(z) <= f["sigma"]), unknown + (not known)
+        tag = f"z = {z:+.1f}" if known else "too short to know"
         parts.append(f"({f['regime']}) {f['mean_z1']:.4f} ± {se:.4f} against {f['flow_exact']:.4g}, {tag}")
     sigma = facts[0]["sigma"] if facts else float("nan")
     claim = "flow balance: E G_1 = λ_n, so E Z_1 = 0 in (a) and E Q = −ζ_n in (b), (c) "

@@ -154,13 +154,11 @@ def _profile_figure(points) -> Figure | None:
         if not profiles:
             continue
         mat = _padded(profiles)
-        L = mat.shape[1]
         mean, se = mean_stderr(mat)
-        if se is None:
-            ses = [_json(r.get("u_stderr")) for r in rs]
-            if ses and isinstance(ses[0], list):
-                se = np.zeros(L)
-                se[: len(ses[0])] = np.asarray([x if x is not None else 0.0 for x in ses[0]], dtype=float)
+        own = _json(rs[0].get("u_stderr"))  # one replication: the run's own error
+        if se is None and isinstance(own, list):
+            se = np.zeros(mat.shape[1])
+            se[: len(own)] = np.asarray([x if x is not None else 0.0 for x in own], dtype=float)
         items.append((rs[0], mean, se))
     if not items:
         return None
@@ -433,16 +431,8 @@ def _fluct_figure(points) -> Figure | None:
     fig, ax = _plt().subplots(figsize=(5.5, 4.4))
     ax.errorbar(lims, sims, yerr=errs, fmt="o", capsize=3, label="simulated (±2 se) against limit (derived)")
     if lna_x:
-        ax.errorbar(
-            lna_x,
-            lna_y,
-            yerr=lna_e,
-            fmt="s",
-            mfc="none",
-            capsize=2,
-            alpha=0.7,
-            label="simulated against finite-n LNA at x^n",
-        )
+        lab = "simulated against finite-n LNA at x^n"
+        ax.errorbar(lna_x, lna_y, yerr=lna_e, fmt="s", mfc="none", capsize=2, alpha=0.7, label=lab)
     lo = min(min(lims + lna_x), min(s - e for s, e in zip(sims, errs)))
     hi = max(max(lims + lna_x), max(s + e for s, e in zip(sims, errs)))
     pad = 0.1 * (hi - lo or 1.0)

@@ -284,8 +284,7 @@ def _power_of_choices(e4) -> tuple:
 
 
 def claims_rows(results: dict) -> list[dict]:
-    """One dict per claim (``claim``, ``where``, ``verdict``, ``evidence``) from the results
-    of E1–E4 (``results[name]`` as returned by the experiment functions)."""
+    """One dict per claim (``claim``, ``where``, ``verdict``, ``evidence``) from the results of E1–E4."""
     e1 = results["E1"]["rows"]
     ni = [r for r in e1 if not r["integer_ratio"]]
     it = [r for r in e1 if r["integer_ratio"]]

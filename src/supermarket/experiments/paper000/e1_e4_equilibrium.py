@@ -33,15 +33,11 @@ def _e1_configs(quick: bool):
     return cfg + [(m**power, a, b) for a, b, ms, power in integer for m in ms]
 
 
-def _e1_params(n, a, b):
-    d = int(round(n**b)) if abs(n**b - round(n**b)) < 1e-9 else int(math.floor(n**b))
-    return d, 1.0 - n ** (-a)
-
-
 def _e1_plan(quick: bool):
     plan = []
     for n, a, b in _e1_configs(quick):
-        d, lam = _e1_params(n, a, b)
+        d = int(round(n**b)) if abs(n**b - round(n**b)) < 1e-9 else int(math.floor(n**b))  # n^β exactly when whole
+        lam = 1.0 - n ** (-a)
         up = th.mixing_bounds(n, d, lam).upper_steps
         factor, cap = (5, 1.5e8) if quick else (20, 2e9)
         steps = int(min(max(factor * up, 2e6), cap))

@@ -4,6 +4,7 @@ numbers with their error bars, and the rule that calls a value against a bound (
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import math
@@ -25,9 +26,7 @@ def _progress(msg: str, tag: str = "paper000") -> None:
         print(f"[{tag}] {msg}", file=sys.stderr, flush=True)
 
 
-def _jsonable(obj):
-    """Plain JSON for the tables (non-finite values become null)."""
-    return to_jsonable(obj, null_nonfinite=True)
+_jsonable = functools.partial(to_jsonable, null_nonfinite=True)  # plain JSON for the tables, non-finite as null
 
 
 def _write_csv(path, rows: list[dict]) -> None:
