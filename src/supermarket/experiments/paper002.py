@@ -622,14 +622,9 @@ def plot_study(pre_rows: list[dict], refl_rows: list[dict], path: str) -> None:
             ax = axes[i]
             i += 1
             for src, fmt, off in (("chain", "o-", 0.97), ("prelimit", "s--", 1.03)):
-                ax.errorbar(
-                    ns * off,
-                    [r[f"{src}_{k}"] for r in rows],
-                    yerr=[r[f"{src}_{k}_se"] for r in rows],
-                    fmt=fmt,
-                    capsize=3,
-                    label={"chain": "chain", "prelimit": "pre-limit diffusion"}[src],
-                )
+                y, err = [r[f"{src}_{k}"] for r in rows], [r[f"{src}_{k}_se"] for r in rows]
+                lab = {"chain": "chain", "prelimit": "pre-limit diffusion"}[src]
+                ax.errorbar(ns * off, y, yerr=err, fmt=fmt, capsize=3, label=lab)
             lv = np.array([r[f"limit_{k}"] for r in rows])
             ls = np.array([r[f"limit_{k}_se"] for r in rows])
             ax.fill_between(ns, lv - ls, lv + ls, alpha=0.3, color="gray", label="limit (derived)")
@@ -638,14 +633,8 @@ def plot_study(pre_rows: list[dict], refl_rows: list[dict], path: str) -> None:
     ax = axes[i]
     for scheme, fmt in (("bridge", "o-"), ("projection", "s--")):
         rr = sorted([r for r in refl_rows if r["reflection"] == scheme], key=lambda r: r["dt"])
-        ax.errorbar(
-            [r["sqrt_dt"] for r in rr],
-            [r["mean_y"] for r in rr],
-            yerr=[r["mean_y_se"] for r in rr],
-            fmt=fmt,
-            capsize=3,
-            label=scheme,
-        )
+        y, err = [r["mean_y"] for r in rr], [r["mean_y_se"] for r in rr]
+        ax.errorbar([r["sqrt_dt"] for r in rr], y, yerr=err, fmt=fmt, capsize=3, label=scheme)
     ax.set(xlabel="√dt", ylabel="E Y", title="regime (c) limit: reflection schemes")
     ax.legend(fontsize=7)
     fig.tight_layout()

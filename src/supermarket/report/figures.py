@@ -313,14 +313,8 @@ def _max_queue_figure(points) -> Figure | None:
         return None
     fig, ax = _plt().subplots(figsize=(5.5, 4.2))
     jitter = (np.arange(len(xs)) % 5 - 2) * 0.04
-    ax.errorbar(
-        np.asarray(xs) + jitter,
-        modes,
-        yerr=[lo, hi],
-        fmt="o",
-        capsize=3,
-        label="most frequent maximum (bars: range observed)",
-    )
+    lab = "most frequent maximum (bars: range observed)"
+    ax.errorbar(np.asarray(xs) + jitter, modes, yerr=[lo, hi], fmt="o", capsize=3, label=lab)
     top = max(max(xs), max(m + h for m, h in zip(modes, hi))) + 1
     ax.plot([0, top], [0, top], "k--", lw=1, label="maximum = k")
     ax.plot([0, top], [1, top + 1], ":", color="grey", lw=1, label="maximum = k + 1")

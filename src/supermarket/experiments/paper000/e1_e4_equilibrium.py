@@ -156,12 +156,8 @@ def _e1_figure(out, rows):
     ax = axes[0]
     for integer, mk in ((False, "o"), (True, "s")):
         sel = [r for r in rows if r["integer_ratio"] == integer]
-        ax.scatter(
-            [r["k"] for r in sel],
-            [r["mean_max"] for r in sel],
-            marker=mk,
-            label="α/β integer" if integer else "α/β not integer",
-        )
+        lab = "α/β integer" if integer else "α/β not integer"
+        ax.scatter([r["k"] for r in sel], [r["mean_max"] for r in sel], marker=mk, label=lab)
     ks = sorted({r["k"] for r in rows})
     ax.plot(ks, ks, "k--", lw=1, label="max = k")
     ax.plot(ks, [k + 1 for k in ks], "k:", lw=1, label="max = k+1")
@@ -170,12 +166,8 @@ def _e1_figure(out, rows):
     ax.set_title("E1: maximum against k")
     ax = axes[1]
     sel = [r for r in rows if not r["integer_ratio"]]
-    ax.errorbar(
-        [r["frac_at_k_bound"] for r in sel],
-        [r["frac_at_k"] for r in sel],
-        yerr=[Z_FINDING * r["frac_at_k_stderr"] if r["frac_at_k_reliable"] else 0.0 for r in sel],
-        fmt="o",
-    )
+    err = [Z_FINDING * r["frac_at_k_stderr"] if r["frac_at_k_reliable"] else 0.0 for r in sel]
+    ax.errorbar([r["frac_at_k_bound"] for r in sel], [r["frac_at_k"] for r in sel], yerr=err, fmt="o")
     lo = min(min(r["frac_at_k_bound"] for r in sel), 0)
     ax.plot([lo, 1], [lo, 1], "k--", lw=1, label="fraction = bound")
     ax.set(xlabel="1 − 2 n^(−α+(k−1)β)", ylabel="fraction of queues of length k")
@@ -387,20 +379,11 @@ def e4_power_of_choices(
     fig, axes = _plt().subplots(1, 2, figsize=(12, 4.6))
     for d in ds:
         sel = [r for r in rows if r["d"] == d]
-        axes[0].errorbar(
-            [r["n"] for r in sel],
-            [r["mean_max"] for r in sel],
-            yerr=[Z_FINDING * r["mean_max_stderr"] if r["mean_max_reliable"] else 0.0 for r in sel],
-            fmt="o-",
-            label=f"d = {d}",
-        )
+        err = [Z_FINDING * r["mean_max_stderr"] if r["mean_max_reliable"] else 0.0 for r in sel]
+        axes[0].errorbar([r["n"] for r in sel], [r["mean_max"] for r in sel], yerr=err, fmt="o-", label=f"d = {d}")
         ax = axes[1]
-        ax.plot(
-            [r["predictor"] for r in sel],
-            [r["mean_max"] for r in sel],
-            "o",
-            label=f"d={d} vs {sel[0]['predictor_name']}: slope {fits[d]['slope']:.2f}",
-        )
+        lab = f"d={d} vs {sel[0]['predictor_name']}: slope {fits[d]['slope']:.2f}"
+        ax.plot([r["predictor"] for r in sel], [r["mean_max"] for r in sel], "o", label=lab)
         xs = np.array([r["predictor"] for r in sel])
         ax.plot(xs, fits[d]["intercept"] + fits[d]["slope"] * xs, "-", lw=1)
     axes[0].set(
