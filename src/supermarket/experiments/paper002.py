@@ -27,7 +27,7 @@ from . import paper002_claims as claims
 from .paper000.output import _progress as _progress000
 from .paper000.output import _write_csv
 
-__all__ = ["run", "CASES"]
+__all__ = ["run", "plot_comparison", "CASES"]
 
 # (label, regime, keyword arguments of fluctuations.regime_params)
 CASES: dict[str, dict[str, Any]] = {
@@ -111,6 +111,11 @@ def plot_hist(cmp: fl.Comparison, path: str) -> None:
     fig.suptitle(f"Regime ({p.regime}), n={p.n}, d_n={p.d}: stationary law (limits derived)", fontsize=9)
     fig.tight_layout()
     _save_figure(fig, path, 110)
+
+
+def plot_comparison(cmp: fl.Comparison, path: str) -> None:
+    """One figure for ``supermarket fluctuations --plot`` (:meth:`Comparison.plot`)."""
+    cmp.plot(path)
 
 
 def _fmt(d: dict) -> str:
