@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from typing import Any
 
@@ -33,7 +34,6 @@ MAX_REGIME_N = 10**17
 )
 @click.option(
     "--n",
-    "n",
     type=CountType(maximum=MAX_REGIME_N, minimum=4),
     default=10_000,
     show_default=True,
@@ -43,10 +43,7 @@ MAX_REGIME_N = 10**17
 @click.option("--theta", type=FLOAT, default=0.25, show_default=True, help="(a) d_n = ⌊n^θ⌋, 0 < θ < 1/2, unless --d.")
 @click.option("--c", "c", type=FLOAT, default=None, help="(b) d_n = ⌊c√n⌋. Default 1.")
 @click.option(
-    "--zeta",
-    type=FLOAT,
-    default=None,
-    help="(b), (c) ζ: λ_n = c_n − ζ/√n with c_n = n^(−1/(2d_n)). Default 0 in (b), 1 in (c).",
+    "--zeta", type=FLOAT, help="(b), (c) ζ: λ_n = c_n − ζ/√n with c_n = n^(−1/(2d_n)). Default 0 in (b), 1 in (c)."
 )
 @click.option("--d", "d", type=COUNT, default=None, help="(a) d_n instead of ⌊n^θ⌋; (c) d_n (default n).")
 @click.option(
@@ -70,7 +67,6 @@ MAX_REGIME_N = 10**17
     "--burn-in-time",
     "burn_in",
     type=FLOAT,
-    default=None,
     help="Burn-in, in time units, before each replication is measured (default max(20, time/10)).",
 )
 @replications_option(4)
@@ -78,9 +74,7 @@ MAX_REGIME_N = 10**17
 @replace_option(False, "Sample the d_n queues with replacement (default --no-replace: without, as in paper 002).")
 @parallel_options
 @click.option("--sde-paths", "sde_paths", type=COUNT, default=256, show_default=True, help="Paths of the limit SDE.")
-@click.option(
-    "--sde-time", "sde_time", type=FLOAT, default=100.0, show_default=True, help="Time per SDE path after burn-in."
-)
+@click.option("--sde-time", type=FLOAT, default=100.0, show_default=True, help="Time per SDE path after burn-in.")
 @click.option("--dt", type=FLOAT, default=1e-3, show_default=True, help="Euler–Maruyama step.")
 @click.option(
     "--reflection",
@@ -92,7 +86,6 @@ MAX_REGIME_N = 10**17
 )
 @click.option(
     "--prelimit/--no-prelimit",
-    "prelimit",
     default=True,
     show_default=True,
     help="Also simulate the pre-limit diffusion (the limit's equations with this n's "
@@ -100,15 +93,12 @@ MAX_REGIME_N = 10**17
 )
 @click.option(
     "--grid-dt",
-    "grid_dt",
     type=FLOAT,
     default=0.05,
     show_default=True,
     help="Spacing of the recorded grid (autocorrelations, histograms, error-bar check).",
 )
-@click.option(
-    "--plot", "plot", type=OUTPUT_FIGURE, default=None, help="Write a PNG: paths, histograms, autocorrelation."
-)
+@click.option("--plot", type=OUTPUT_FIGURE, help="Write a PNG: paths, histograms, autocorrelation.")
 @json_option()
 @deprecated_alias(
     "--burn-in",
@@ -156,10 +146,9 @@ def fluctuations(
         raise click.UsageError(
             f"--theta applies to --regime a only (regime {regime} sets d_n from {'--c' if regime == 'b' else '--d'})"
         )
-    if regime != "c" and centring != "c_n":
-        raise click.UsageError("--centring applies to --regime c only")
-    if regime != "c" and reflection != "bridge":
-        raise click.UsageError("--reflection applies to --regime c only")
+    for option, changed in (("--centring", centring != "c_n"), ("--reflection", reflection != "bridge")):
+        if regime != "c" and changed:
+            raise click.UsageError(f"{option} applies to --regime c only")
     client = dask_client(scheduler, connect_timeout, workers)  # before any work: a bad address fails at once
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", fl.RegimeWarning)
@@ -172,12 +161,10 @@ def fluctuations(
         p = fl.regime_params(regime, n, **kw)
     for w in caught:
         click.echo(f"supermarket: warning: {w.message}", err=True)
-    con = Console(stderr=True)
-    status = con.status("simulating the chain and the diffusions… (Ctrl-C stops)") if stderr_is_tty() else None
-    if status:
-        status.start()
+    busy = "simulating the chain and the diffusions… (Ctrl-C stops)"
+    status = Console(stderr=True).status(busy) if stderr_is_tty() else contextlib.nullcontext()
     try:
-        with warnings.catch_warnings():
+        with status, warnings.catch_warnings():
             warnings.simplefilter("always", fl.WorkWarning)
             # the estimate is printed at once, before the long run starts
             warnings.showwarning = lambda message, *a, **k: click.echo(f"supermarket: warning: {message}", err=True)
@@ -197,8 +184,6 @@ def fluctuations(
                 client=client,
             )
     finally:
-        if status:
-            status.stop()
         if client is not None:
             client.close()
     if plot:

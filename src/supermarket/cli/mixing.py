@@ -30,9 +30,7 @@ from .options import (
 @replications_option(100, "Independent coupled pairs (replication r uses child r of --seed).")
 @click.option(
     "--max-steps",
-    "max_steps",
     type=COUNT,
-    default=None,
     help="The most steps one replication (a coupled pair) runs after its burn-in; pairs not coalesced "
     "by then are reported as censored (default: 20 × (burn-in + the start's own lower order × "
     "(1+λ))).",
@@ -41,7 +39,6 @@ from .options import (
     "--burn-in-steps",
     "burn_in",
     type=COUNT,
-    default=None,
     help="Steps of the stationary copy alone before the pair is coupled (default: 10 × k d^(k−1) n log n).",
 )
 @seed_option()

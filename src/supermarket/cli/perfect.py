@@ -41,19 +41,11 @@ def _cli_words(message: str) -> str:
 @seed_option("Root seed (integer >= 0); sample s uses child s.")
 @click.option(
     "--max-seconds",
-    "max_seconds",
     type=FLOAT,
-    default=None,
     help="Wall-clock budget: the samples finished within it are kept (JSON partial: true); if none "
     "finished, exit 2. No approximate sample is ever returned.",
 )
-@click.option(
-    "--max-memory-mb",
-    "max_memory_mb",
-    type=FLOAT,
-    default=None,
-    help="Memory budget of one sample in MiB (default 1024).",
-)
+@click.option("--max-memory-mb", type=FLOAT, help="Memory budget of one sample in MiB (default 1024).")
 @workers_option(
     "Threads running samples in parallel (default: all cores, at most one per sample; "
     "results do not depend on it; memory: --max-memory-mb per running sample)."
@@ -101,7 +93,7 @@ def perfect(
                 f"--max-memory-mb must be a positive number of MiB, at most 2^43 (8 EiB); got {max_memory_mb!r}"
             )
         max_memory = max(1, int(max_memory_mb * 2**20))
-    samples = replications
+    samples = replications  # the library's word
     threads = 1 if scheduler is not None else _threads(workers, samples, max_memory)
     with dask_session(scheduler, connect_timeout, workers) as client:
         partial = None
@@ -129,8 +121,7 @@ def perfect(
         out = res.to_dict()
         out["replications_requested"] = samples
         if partial:
-            out["partial"] = True
-            out["partial_note"] = partial
+            out.update(partial=True, partial_note=partial)
         print_json(out)
     else:
         click.echo(res.summary())
@@ -143,9 +134,7 @@ def perfect(
 
 
 def _threads(workers: int | None, samples: int, max_memory: int | None) -> int:
-    """Threads for the samples: ``--workers``, or by default all cores, at most one per sample
-    and (default only) no more than half the machine's memory holds at the memory budget of
-    one sample each."""
+    """``--workers``, or all cores, at most one per sample and as many as half the memory holds."""
     import os
 
     from ..perfect.sampler import DEFAULT_MAX_MEMORY

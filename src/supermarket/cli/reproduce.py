@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 import click
@@ -12,16 +13,11 @@ import click
 from ._common import OutputError, print_json
 from .options import dask_client, json_option, out_option, parallel_options, seed_option
 
-EXPERIMENTS = {
-    "paper000": "supermarket.experiments.paper000",
-    "paper002": "supermarket.experiments.paper002",
-}
+EXPERIMENTS = {paper: f"supermarket.experiments.{paper}" for paper in ("paper000", "paper002")}
 
 
 def manifest(out_dir: str | os.PathLike[str], wall_s: float, **extra: Any) -> dict:
     """What a run wrote under ``out_dir``: every file with its size, and the wall time."""
-    from pathlib import Path
-
     root = Path(out_dir)
     files = [{"path": str(f), "bytes": f.stat().st_size} for f in sorted(root.rglob("*")) if f.is_file()]
     return {**extra, "out": str(root), "files": files, "total_bytes": sum(f["bytes"] for f in files), "wall_s": wall_s}
@@ -75,8 +71,6 @@ def reproduce(
 
 def closing_line(m: dict) -> str:
     """What a reproduction wrote, in one line: files, size, where, the summary, the wall time."""
-    from pathlib import Path
-
     summary = Path(m["out"]) / "summary.md"
     return (
         f"wrote {len(m['files'])} files ({m['total_bytes'] / 2**20:.1f} MiB) to {m['out']} in "

@@ -51,9 +51,7 @@ def _progress_printer(label: str) -> tuple[Callable[[int, int, int, int], None] 
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path), required=False)
 @click.option(
     "--out",
-    "out",
     type=OutputDir(path_type=Path),
-    default=None,
     help="Output directory: results.parquet, sweep.json, parts/. Run the same command again to resume.",
 )
 @workers_option("Local worker processes [default: number of CPU cores; 1 runs in this process].")
@@ -61,7 +59,6 @@ def _progress_printer(label: str) -> tuple[Callable[[int, int, int, int], None] 
 @click.option(
     "--max-tasks",
     type=click.IntRange(min=1),
-    default=None,
     help="Refuse, before running, a sweep with more tasks (grid points × replications).",
 )
 @timeout_option()
@@ -70,7 +67,6 @@ def _progress_printer(label: str) -> tuple[Callable[[int, int, int, int], None] 
     "--upgrade",
     "upgrade_dir",
     type=click.Path(file_okay=False, path_type=Path),
-    default=None,
     metavar="DIR",
     help="Convert the sweep directory DIR written by an older version (arrays as "
     "JSON text) to the current format, in place; no FILE needed.",
@@ -105,15 +101,10 @@ def sweep(
             raise UserError(str(exc)) from None
         if as_json:
             print_json({"directory": str(upgrade_dir), "files_rewritten": n, "format": sw.FORMAT_VERSION})
+        elif n:
+            click.echo(f"{upgrade_dir}: converted to format {sw.FORMAT_VERSION} ({n} files rewritten)")
         else:
-            click.echo(
-                f"{upgrade_dir}: "
-                + (
-                    f"converted to format {sw.FORMAT_VERSION} ({n} files rewritten)"
-                    if n
-                    else f"already in format {sw.FORMAT_VERSION}; nothing to do"
-                )
-            )
+            click.echo(f"{upgrade_dir}: already in format {sw.FORMAT_VERSION}; nothing to do")
         return
     if file is None:
         raise click.UsageError("missing argument FILE (the sweep's TOML file)")
@@ -131,13 +122,9 @@ def sweep(
         )
         sys.exit(2)
     if check:
-        info = {
-            "file": str(file),
-            "name": spec.name,
-            "tasks": len(spec.tasks),
-            "points": spec.points,
-            "sweep_sha256": spec.sweep_sha256,
-        }
+        info = dict(
+            file=str(file), name=spec.name, tasks=len(spec.tasks), points=spec.points, sweep_sha256=spec.sweep_sha256
+        )
         if max_tasks is not None and len(spec.tasks) > max_tasks:
             raise UserError(f"the sweep has {len(spec.tasks)} tasks, more than --max-tasks {max_tasks}")
         if as_json:
@@ -183,30 +170,21 @@ def sweep(
 @click.argument("directory", type=click.Path(file_okay=False, exists=True, path_type=Path))
 @click.option(
     "--html",
-    "html",
     type=OutputFile(path_type=Path, parents=True),
-    default=None,
     help="Write one self-contained HTML file (figures embedded).",
 )
 @click.option(
-    "--md",
-    "md",
-    type=OutputFile(path_type=Path, parents=True),
-    default=None,
-    help="Write Markdown, with the PNG figures beside it.",
+    "--md", type=OutputFile(path_type=Path, parents=True), help="Write Markdown, with the PNG figures beside it."
 )
 @click.option(
     "--format",
     "fmt",
     type=click.Choice(["html", "md"]),
-    default=None,
     help="Write DIRECTORY/report.html or report.md (when neither --html nor --md is given).",
 )
 @click.option(
     "--out",
-    "out",
     type=OutputFile(path_type=Path, parents=True),
-    default=None,
     hidden=True,
     help="Deprecated: --out names a directory in every other command; use --html FILE or --md FILE.",
 )
@@ -227,11 +205,7 @@ def report(
             "names a directory in every other command)",
             err=True,
         )
-    targets = []
-    if html is not None:
-        targets.append(("html", html))
-    if md is not None:
-        targets.append(("md", md))
+    targets = [(kind, p) for kind, p in (("html", html), ("md", md)) if p is not None]
     if out is not None:
         kind = fmt or ("md" if out.suffix.lower() in (".md", ".markdown") else "html")
         targets.append((kind, out))
@@ -253,14 +227,11 @@ def report(
         raise UserError(str(exc)) from None
     t0 = time.perf_counter()
 
-    def beside(path):
-        """The files next to a report: it writes itself and ``<stem>_<figure>.png`` there."""
+    def beside(path):  # the files next to a report: it writes itself and <stem>_<figure>.png there
         folder = Path(path).parent
         return [f for f in folder.iterdir() if f.is_file()] if folder.is_dir() else []
 
-    before = {}
-    for _, path in targets:
-        before.update({f: f.stat().st_mtime_ns for f in beside(path)})
+    before = {f: f.stat().st_mtime_ns for _, path in targets for f in beside(path)}
     reports = []
     for kind, path in targets:
         written = rp.build_report(directory, path, fmt=kind)
@@ -268,11 +239,7 @@ def report(
         if not as_json:
             click.echo(f"report: {written}")
     if as_json:
-        files = set()
-        for _, path in targets:
-            for f in beside(path):
-                if before.get(f) != f.stat().st_mtime_ns:
-                    files.add(f)
+        files = {f for _, path in targets for f in beside(path) if before.get(f) != f.stat().st_mtime_ns}
         listed = [{"path": str(f), "bytes": f.stat().st_size} for f in sorted(files)]
         print_json(
             {

@@ -1,29 +1,16 @@
-"""``supermarket reproduce paper002``: the three diffusion regimes of paper 002.
-
-For each regime (docs/model.md §8; the limits are **derived** for this project) the exact
-continuous-time chain (without replacement, as in paper 002) is simulated and its scaled,
-centred process set beside the limit diffusion (Euler–Maruyama) and the finite-n linear
-noise approximation at ``x^n``:
-
-- ``regime_{a,b,c}_paths.png``: sample paths of the scaled process beside paths of the limit;
-- ``regime_{a,b,c}_hist.png``: stationary histograms against the limit density (the
-  Gaussian closed form in (a), the diffusion's histogram in (b), (c)) and autocorrelations;
-- ``moments.csv`` / ``moments.json``: the table of stationary moments with standard errors;
-- ``scaling.csv``: the ``n^{-1/2}`` order, ``√n·sd(G_1)`` flat while ``sd(G_1)`` falls;
-- ``summary.md``: a "Claims" table (:mod:`.paper002_claims`), then what was run and what it shows.
-
-Quick mode keeps the whole run under 3 minutes on 2 cores.
+"""``supermarket reproduce paper002``: the three diffusion regimes of paper 002 (docs/model.md §8,
+limits derived), the chain beside its limit diffusion and the finite-n LNA; the files it writes
+and its sizes are listed in docs/fluctuations.md ("supermarket reproduce paper002").
 """
 
 from __future__ import annotations
 
 import contextlib
-import csv
+import functools
 import itertools
 import json
 import math
 import os
-import sys
 import time as _time
 import warnings
 from collections.abc import Sequence
@@ -34,8 +21,11 @@ import numpy as np
 from .. import fluctuations as fl
 from .._files import atomic_write, save_figure_atomic
 from .._results import pyplot as _agg
+from ..jsonable import to_jsonable
 from ..model import SeedLike, spawn_seeds
 from . import paper002_claims as claims
+from .paper000.output import _progress as _progress000
+from .paper000.output import _write_csv
 
 __all__ = ["run", "plot_comparison", "CASES"]
 
@@ -49,34 +39,19 @@ CASES: dict[str, dict[str, Any]] = {
 NAMES = {"a": ("Z1", "Z2"), "b": ("Q", "Y"), "c": ("Q", "Y")}
 
 
-def _write_csv(path, rows: list[dict]) -> None:
-    """``rows`` as CSV (columns of the first row) written whole or not at all."""
-    import io
-
-    buf = io.StringIO(newline="")
-    w = csv.DictWriter(buf, fieldnames=list(rows[0]))
-    w.writeheader()
-    w.writerows(rows)
-    atomic_write(path, buf.getvalue())
-
-
 def _save_figure(fig, path, dpi: int) -> None:
-    """Write ``fig`` whole or not at all (no 0-byte or truncated PNG in place of an earlier
-    one) and close it."""
-    import matplotlib.pyplot as plt
-
+    """Write ``fig`` whole or not at all and close it."""
     try:
         save_figure_atomic(fig, path, dpi=dpi)
     finally:
-        plt.close(fig)
+        _agg().close(fig)
 
 
 def plot_paths(cmp: fl.Comparison, path: str, span: float = 30.0) -> None:
     """Sample paths of the scaled process (left) beside paths of its limit (right)."""
-    plt = _agg()
     p = cmp.params
     names = NAMES[p.regime]
-    fig, axes = plt.subplots(2, 2, figsize=(11, 6), sharex=True, sharey="row")
+    fig, axes = _agg().subplots(2, 2, figsize=(11, 6), sharex=True, sharey="row")
     sim, lim = cmp.sim, cmp.limit
     ks = max(2, min(int(span / (sim.t[1] - sim.t[0])), sim.t.size))
     kl = max(2, min(int(span / (lim.t[1] - lim.t[0])), lim.t.size)) if lim.t.size > 1 else 0
@@ -99,10 +74,9 @@ def plot_paths(cmp: fl.Comparison, path: str, span: float = 30.0) -> None:
 
 def plot_hist(cmp: fl.Comparison, path: str) -> None:
     """Stationary histograms of both coordinates against the limit, and autocorrelations."""
-    plt = _agg()
     p = cmp.params
     names = NAMES[p.regime]
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    fig, axes = _agg().subplots(1, 3, figsize=(14, 4))
     for j in range(2):
         ax = axes[j]
         s = cmp.sim.grid[:, :, j].ravel()
@@ -116,13 +90,8 @@ def plot_hist(cmp: fl.Comparison, path: str) -> None:
         if cmp.limit_exact is not None:
             var = cmp.limit_exact.var_z1 if j == 0 else cmp.limit_exact.var_z2
             xs = np.linspace(lo, hi, 300)
-            ax.plot(
-                xs,
-                np.exp(-(xs**2) / (2 * var)) / math.sqrt(2 * math.pi * var),
-                "k--",
-                lw=1,
-                label="limit density (closed form)",
-            )
+            gauss = np.exp(-(xs**2) / (2 * var)) / math.sqrt(2 * math.pi * var)
+            ax.plot(xs, gauss, "k--", lw=1, label="limit density (closed form)")
         ax.set_xlabel(names[j])
         ax.legend(fontsize=7)
     ax = axes[2]
@@ -137,8 +106,7 @@ def plot_hist(cmp: fl.Comparison, path: str) -> None:
         # the LNA refuses sizes beyond its dense Lyapunov solve: no curve then
         with contextlib.suppress(ValueError):
             ax.plot(cmp.sim.lags, fl.lna_acf(p, cmp.sim.lags)[0], ":", lw=1.5, label="finite-n LNA")
-    ax.set_xlabel("lag (time)")
-    ax.set_ylabel("autocorrelation")
+    ax.set(xlabel="lag (time)", ylabel="autocorrelation")
     ax.legend(fontsize=7)
     fig.suptitle(f"Regime ({p.regime}), n={p.n}, d_n={p.d}: stationary law (limits derived)", fontsize=9)
     fig.tight_layout()
@@ -176,10 +144,7 @@ def _config(quick: bool):
     )
 
 
-def _progress(msg: str) -> None:
-    """One progress line on stderr (only when stderr is a terminal), as paper 000's."""
-    if sys.stderr.isatty():
-        print(f"[paper002] {msg}", file=sys.stderr, flush=True)
+_progress = functools.partial(_progress000, tag="paper002")
 
 
 def run(
@@ -207,45 +172,19 @@ def run(
             f"{sim_kw['time']:g} time units) and the diffusions ({sde_kw['sde_paths']} paths) "
             f"[{i + 1} of {len(CASES) + 1}, {_time.perf_counter() - t0:.0f} s so far]"
         )
-        cmp = fl.compare(p, seed=seeds[i], workers=workers, client=client, **sim_kw, **sde_kw)
-        comparisons[label] = cmp
+        par = dict(seed=seeds[i], workers=workers, client=client)
+        cmp = comparisons[label] = fl.compare(p, **par, **sim_kw, **sde_kw)
         if label == "c":  # the biased projection scheme beside the default bridge reflection
-            bridges[label] = fl.limit_for(
-                p,
-                paths=sde_kw["sde_paths"],
-                time=sde_kw["sde_time"],
-                dt=sde_kw["dt"],
-                seed=seeds[i],
-                workers=workers,
-                client=client,
-                record_paths=0,
-                reflection="projection",
-            )
+            sde = dict(paths=sde_kw["sde_paths"], time=sde_kw["sde_time"], dt=sde_kw["dt"])
+            bridges[label] = fl.limit_for(p, **sde, **par, record_paths=0, reflection="projection").moments
         plot_paths(cmp, os.path.join(out_dir, f"regime_{label}_paths.png"))
         plot_hist(cmp, os.path.join(out_dir, f"regime_{label}_hist.png"))
-        br = bridges[label].moments if label in bridges else None
-        for source, m in (
-            ("sim", cmp.sim.moments),
-            ("limit_sde", cmp.limit.moments),
-            ("prelimit_sde", cmp.prelimit.moments if cmp.prelimit else None),
-            ("limit_sde_projection", br),
-            ("limit_closed_form", cmp.limit_exact),
-            ("lna", cmp.lna),
-        ):
-            if m is None:
-                continue
-            row = {
-                "regime": label,
-                "n": p.n,
-                "d_n": p.d,
-                "lambda_n": p.lam,
-                "source": source,
-                "coordinates": p.coordinates,
-            }
-            for k in fl.KEYS:
-                row[k] = getattr(m, k)
-                row[k + "_se"] = (m.stderr or {}).get(k, 0.0)
-            rows.append(row)
+        for source, _, m in _sources(cmp, bridges, label):
+            if m is not None:
+                row = dict(regime=label, n=p.n, d_n=p.d, lambda_n=p.lam, source=source, coordinates=p.coordinates)
+                for k in fl.KEYS:
+                    row[k], row[k + "_se"] = getattr(m, k), (m.stderr or {}).get(k, 0.0)
+                rows.append(row)
     _progress(
         f"the n^(-1/2) order: n = {', '.join(str(n) for n in scale_ns)} (2 × {scale_time:g} time units each) "
         f"[{len(CASES) + 1} of {len(CASES) + 1}, {_time.perf_counter() - t0:.0f} s so far]"
@@ -253,23 +192,14 @@ def run(
     scale = fl.scaling(scale_ns, time=scale_time, replications=2, seed=seeds[-1], workers=workers, client=client)
     _write_csv(os.path.join(out_dir, "moments.csv"), rows)
     _write_csv(os.path.join(out_dir, "scaling.csv"), [r.to_dict() for r in scale])
-    from ..jsonable import to_jsonable
-
-    atomic_write(
-        os.path.join(out_dir, "moments.json"),
-        json.dumps(
-            to_jsonable(
-                {
-                    "derived": fl.DERIVED_NOTE,
-                    "quick": quick,
-                    "seed": seed,
-                    "comparisons": {k: c.to_dict() for k, c in comparisons.items()},
-                    "scaling": [r.to_dict() for r in scale],
-                }
-            ),
-            indent=2,
-        ),
-    )
+    doc = {
+        "derived": fl.DERIVED_NOTE,
+        "quick": quick,
+        "seed": seed,
+        "comparisons": {k: c.to_dict() for k, c in comparisons.items()},
+        "scaling": [r.to_dict() for r in scale],
+    }
+    atomic_write(os.path.join(out_dir, "moments.json"), json.dumps(to_jsonable(doc), indent=2))
     secs = _time.perf_counter() - t0
     facts = {
         "regimes": [claims.regime_facts(k, c, AGREE_SIGMA) for k, c in comparisons.items()],
@@ -288,9 +218,22 @@ def run(
 AGREE_SIGMA = 3.0  # "agree" in the summary: within this many standard errors
 
 
+def _sources(cmp: fl.Comparison, bridges: dict, label: str) -> tuple:
+    """``(CSV source, table name, moments or None)`` of the chain and each reference, in table order."""
+    lim = f"limit (EM, {cmp.limit.params['reflection']} reflection)" if label == "c" else "limit (EM)"
+    return (
+        ("sim", "chain", cmp.sim.moments),
+        ("limit_sde", lim, cmp.limit.moments),
+        ("prelimit_sde", "pre-limit diffusion (EM)", cmp.prelimit.moments if cmp.prelimit else None),
+        ("limit_sde_projection", "limit (EM, projection reflection)", bridges.get(label)),
+        ("limit_closed_form", "limit (closed form)", cmp.limit_exact),
+        ("lna", "finite-n LNA", cmp.lna),
+    )
+
+
 def agreement_sentence(reference: str, z: dict, sigma: float = AGREE_SIGMA, adequate: bool | None = True) -> str:
-    """One sentence from the z-scores ``(chain − reference)/se`` of the five moments;
-    "too short to know" when the chain's error bars are not adequate (``adequate=False``)."""
+    """One sentence from the z-scores ``(chain − reference)/se`` of the five moments ("too short
+    to know" when ``adequate`` is False)."""
     if adequate is False:
         return (
             f"Against the {reference}: too short to know (the chain's error bars are not reliable, "
@@ -316,8 +259,7 @@ def agreement_sentence(reference: str, z: dict, sigma: float = AGREE_SIGMA, adeq
 def flow_sentence(
     mean_q: float, se: float, exact: float, sigma: float = AGREE_SIGMA, adequate: bool | None = True
 ) -> str:
-    """The flow balance E Q = −ζ_n (exact for the chain: E G_1 = λ_n); "too short to know"
-    when the chain's error bars are not adequate."""
+    """The flow balance E Q = −ζ_n (exact for the chain: E G_1 = λ_n), docs/model.md §7."""
     z = (mean_q - exact) / se if se > 0 else float("nan")
     if adequate is False:
         return (
@@ -354,7 +296,6 @@ def _summary(out_dir, comparisons, scale, warn_lines, quick, seed, secs, bridges
         "coefficients (derived, docs/model.md §8).  LNA: finite-n linear noise approximation at x^n.",
         "",
     ]
-    names = {"limit": "limit diffusion", "prelimit": "pre-limit diffusion", "lna": "finite-n LNA"}
     for label, cmp in comparisons.items():
         p = cmp.params
         L += [
@@ -367,16 +308,8 @@ def _summary(out_dir, comparisons, scale, warn_lines, quick, seed, secs, bridges
             "| source | mean z1 | mean z2 | var z1 | var z2 | cov |",
             "|---|---|---|---|---|---|",
         ]
-        lim_name = f"limit (EM, {cmp.limit.params['reflection']} reflection)" if label == "c" else "limit (EM)"
-        br = bridges[label].moments if label in bridges else None
-        for name, m in (
-            ("chain", cmp.sim.moments),
-            (lim_name, cmp.limit.moments),
-            ("pre-limit diffusion (EM)", cmp.prelimit.moments if cmp.prelimit else None),
-            ("limit (EM, projection reflection)", br),
-            ("limit (closed form)", cmp.limit_exact),
-            ("finite-n LNA", cmp.lna),
-        ):
+        br, sm = bridges.get(label), cmp.sim.moments
+        for _, name, m in _sources(cmp, bridges, label):
             if m is None:
                 continue
             if m is cmp.lna and cmp.lna_not_applicable:
@@ -393,33 +326,22 @@ def _summary(out_dir, comparisons, scale, warn_lines, quick, seed, secs, bridges
         if cmp.lna_not_applicable:
             L.append(f"- Against the finite-n LNA: {cmp.lna_not_applicable}.")
         for ref, row in cmp.z_scores().items():
-            L.append("- " + agreement_sentence(names.get(ref, ref), row, adequate=cmp.sim.moments.adequate))
-        L.append("- " + adequacy_sentence(cmp.sim.moments))
+            L.append("- " + agreement_sentence(claims._REF_NAMES.get(ref, ref), row, adequate=sm.adequate))
+        L.append("- " + adequacy_sentence(sm))
         if label in ("b", "c"):
-            L.append(
-                "- "
-                + flow_sentence(
-                    cmp.sim.moments.mean_z1,
-                    cmp.sim.moments.stderr["mean_z1"],
-                    -p.zeta_n if p.centring != "one" else -cmp.limit.params["zeta"],
-                    adequate=cmp.sim.moments.adequate,
-                )
-            )
+            exact = -p.zeta_n if p.centring != "one" else -cmp.limit.params["zeta"]
+            L.append("- " + flow_sentence(sm.mean_z1, sm.stderr["mean_z1"], exact, adequate=sm.adequate))
         if label == "c":
             mq = cmp.limit.max_q
-            L.append(
-                f"- Reflected limit: the largest Q on any path is {mq:.3g}, "
-                + ("at or below 0 as the reflection requires." if mq <= 0 else "ABOVE 0: the reflection failed.")
-            )
+            held = "at or below 0 as the reflection requires." if mq <= 0 else "ABOVE 0: the reflection failed."
+            L.append(f"- Reflected limit: the largest Q on any path is {mq:.3g}, {held}")
             if br is not None:
-                z = (cmp.limit.moments.mean_z2 - br.mean_z2) / math.hypot(
-                    cmp.limit.moments.stderr["mean_z2"], br.stderr["mean_z2"]
-                )
+                lm = cmp.limit.moments
+                z = (lm.mean_z2 - br.mean_z2) / math.hypot(lm.stderr["mean_z2"], br.stderr["mean_z2"])
+                same = "indistinguishable" if abs(z) <= AGREE_SIGMA else "the schemes differ"
                 L.append(
-                    f"- E Y with bridge reflection {cmp.limit.moments.mean_z2:.4f}, with projection "
-                    f"{br.mean_z2:.4f} at dt = {cmp.limit.dt:g} (z = {z:+.1f}: "
-                    + ("indistinguishable" if abs(z) <= AGREE_SIGMA else "the schemes differ")
-                    + ")."
+                    f"- E Y with bridge reflection {lm.mean_z2:.4f}, with projection {br.mean_z2:.4f} "
+                    f"at dt = {cmp.limit.dt:g} (z = {z:+.1f}: {same})."
                 )
         L += ["", f"Figures: `regime_{label}_paths.png`, `regime_{label}_hist.png`.", ""]
     L += [
@@ -430,27 +352,22 @@ def _summary(out_dir, comparisons, scale, warn_lines, quick, seed, secs, bridges
     ]
     for r in scale:
         lna = r.lna_sqrt_n_sd_g1 if r.lna_sqrt_n_sd_g1 is None else round(r.lna_sqrt_n_sd_g1, 4)
-        if r.error_bars_adequate is False:  # no ± a reader could mistake for a trusted error bar
-            L.append(
-                f"| {r.n} | {r.d} | {r.sd_g1:.3e} (too short to know) | {r.sqrt_n_sd_g1:.4f} "
-                f"(too short to know) | {lna} |"
-            )
-        else:
-            L.append(
-                f"| {r.n} | {r.d} | {r.sd_g1:.3e} ± {r.sd_g1_stderr:.1e} | {r.sqrt_n_sd_g1:.4f} ± "
-                f"{r.sqrt_n_sd_g1_stderr:.4f} | {lna} |"
-            )
+        short = r.error_bars_adequate is False  # no ± a reader could mistake for a trusted error bar
+        sd, sq = (
+            (f"{r.sd_g1:.3e} (too short to know)", f"{r.sqrt_n_sd_g1:.4f} (too short to know)")
+            if short
+            else (f"{r.sd_g1:.3e} ± {r.sd_g1_stderr:.1e}", f"{r.sqrt_n_sd_g1:.4f} ± {r.sqrt_n_sd_g1_stderr:.4f}")
+        )
+        L.append(f"| {r.n} | {r.d} | {sd} | {sq} | {lna} |")
     if len(scale) >= 2:
-        L.append("")
-        L.append("- " + scaling_sentence(scale))
+        L += ["", "- " + scaling_sentence(scale)]
     if warn_lines:
         L += ["", "## Conditions that fail at these finite n (warned)", ""] + [f"- {w}" for w in warn_lines]
     atomic_write(os.path.join(out_dir, "summary.md"), "\n".join(L) + "\n")
 
 
 def scaling_sentence(scale: Sequence[Any]) -> str:
-    """What the scaling table shows: the fall of sd(G_1) per decade of n against √10, from
-    the sizes whose error bars can be trusted (the others are named and left out)."""
+    """The fall of sd(G_1) per decade of n against √10, from the sizes whose error bars are trusted."""
     good = [r for r in scale if getattr(r, "error_bars_adequate", None) is not False]
     short = [r.n for r in scale if getattr(r, "error_bars_adequate", None) is False]
     left = f" (n = {', '.join(str(n) for n in short)} left out: too short to know)" if short else ""
@@ -462,8 +379,7 @@ def scaling_sentence(scale: Sequence[Any]) -> str:
     first, last = good[0], good[-1]
     decades = math.log10(last.n / first.n)
     per_decade = (first.sd_g1 / last.sd_g1) ** (1 / decades) if decades > 0 and last.sd_g1 > 0 else float("nan")
-    lo = min(r.sqrt_n_sd_g1 for r in good)
-    hi = max(r.sqrt_n_sd_g1 for r in good)
+    lo, hi = min(r.sqrt_n_sd_g1 for r in good), max(r.sqrt_n_sd_g1 for r in good)
     verdict = "close to" if abs(per_decade - math.sqrt(10)) <= 0.25 * math.sqrt(10) else "far from"
     return (
         f"sd(G_1) falls by a factor {per_decade:.2f} per decade of n ({verdict} √10 = 3.16, the n^(−1/2) "
@@ -506,35 +422,26 @@ def prelimit_study(
     workers: int | None = None,
     client: Any = None,
 ) -> list[dict]:
-    """For each regime and ``n``: the chain, the pre-limit diffusion at ``n`` and the limit
-    (docs/model.md §8, derived), their moments with standard errors, the differences
-    chain − pre-limit and pre-limit − limit, and the scale ``log n/√n`` (b) or
-    ``log b_n/b_n`` with ``b_n = d_n/√n`` (c) at which the pre-limit is expected to approach
-    the limit (derived).
-
-    ``chain_time``: per-replication time (default ``4000`` up to ``n = 10^4``, then
-    ``1500``).  Returns one dict per ``(regime, n)``.
-    """
+    """One dict per regime and ``n``: the moments of the chain, the pre-limit diffusion and the
+    limit with standard errors, their differences, and the scale at which the pre-limit is
+    expected to approach the limit (docs/model.md §8, derived).  ``chain_time``: per replication
+    (default 4000 up to ``n = 10^4``, then 1500)."""
     rows = []
     roots = spawn_seeds(seed, len(labels))
+    par = dict(workers=workers, client=client)
+    sde: dict[str, Any] = dict(paths=sde_paths, time=sde_time, dt=dt, record_paths=0)
     for li, label in enumerate(labels):
-        for _ni, (n, ss) in enumerate(zip(ns, spawn_seeds(roots[li], len(ns)))):
+        for n, ss in zip(ns, spawn_seeds(roots[li], len(ns))):
             p = _study_params(label, n)
             T = chain_time if chain_time is not None else (4000.0 if n <= 10**4 else 1500.0)
             s1, s2, s3 = spawn_seeds(ss, 3)
             t0 = _time.perf_counter()
-            sim = fl.simulate_fluctuations(
-                p, time=T, replications=replications, seed=s1, workers=workers, client=client, batches=10
-            )
+            sim = fl.simulate_fluctuations(p, time=T, replications=replications, seed=s1, batches=10, **par)
             t_sim = _time.perf_counter() - t0
             t0 = _time.perf_counter()
-            pre = fl.prelimit_sde(
-                p, paths=sde_paths, time=sde_time, dt=dt, seed=s2, workers=workers, client=client, record_paths=0
-            )
+            pre = fl.prelimit_sde(p, seed=s2, **sde, **par)
             t_pre = _time.perf_counter() - t0
-            lim = fl.limit_for(
-                p, paths=sde_paths, time=sde_time, dt=dt, seed=s3, workers=workers, client=client, record_paths=0
-            )
+            lim = fl.limit_for(p, seed=s3, **sde, **par)
             # expected order of the pre-limit − limit gap (derived, docs/model.md §8): in (b) the
             # coefficients c_n − 1, d_n/√n − c are O(log n/√n); in (c) the exponential wall
             # A(Q) ≈ e^{b_n Q} sits at ≈ (log b_n − γ)/b_n above 0, b_n = d_n/√n
@@ -557,8 +464,7 @@ def prelimit_study(
             for src, m in (("chain", sim.moments), ("prelimit", pre.moments), ("limit", lim.moments)):
                 assert m.stderr is not None  # simulated moments carry standard errors
                 for k in STUDY_KEYS:
-                    row[f"{src}_{k}"] = getattr(m, k)
-                    row[f"{src}_{k}_se"] = m.stderr[k]
+                    row[f"{src}_{k}"], row[f"{src}_{k}_se"] = getattr(m, k), m.stderr[k]
             for k in STUDY_KEYS:
                 for a, b in (("chain", "prelimit"), ("prelimit", "limit"), ("chain", "limit")):
                     diff = row[f"{a}_{k}"] - row[f"{b}_{k}"]
@@ -579,23 +485,13 @@ def reflection_study(
     workers: int | None = None,
     client: Any = None,
 ) -> list[dict]:
-    """``E Y`` (and the pushing rate) of the regime-(c) limit against the step ``dt`` for
-    both reflection schemes, same seed for every run (docs/model.md §8)."""
+    """``E Y`` and the pushing rate of the regime-(c) limit against ``dt``, both reflection schemes,
+    one seed (docs/model.md §8)."""
     rows = []
     for scheme in fl.REFLECTIONS:
         for dt in dts:
-            r = fl.limit_sde(
-                "c",
-                zeta=zeta,
-                paths=paths,
-                time=time,
-                dt=dt,
-                seed=seed,
-                workers=workers,
-                client=client,
-                record_paths=0,
-                reflection=scheme,
-            )
+            kw = dict(paths=paths, time=time, dt=dt, seed=seed, workers=workers, client=client, record_paths=0)
+            r = fl.limit_sde("c", zeta=zeta, **kw, reflection=scheme)
             m = r.moments
             assert m.stderr is not None  # simulated moments carry standard errors
             rows.append(
@@ -615,8 +511,8 @@ def reflection_study(
     return rows
 
 
-def _verdict(z: float, sig: float = 3.0) -> str:
-    return "agree" if abs(z) <= sig else "differ"
+def _join(xs, spec: str) -> str:
+    return ", ".join(format(x, spec) for x in xs)
 
 
 def study_markdown(pre_rows: list[dict], refl_rows: list[dict]) -> str:
@@ -642,18 +538,18 @@ def study_markdown(pre_rows: list[dict], refl_rows: list[dict]) -> str:
             if a is None or c is None:
                 continue
             z = (a["mean_y"] - c["mean_y"]) / math.hypot(a["mean_y_se"], c["mean_y_se"])
-            L.append("")
-            L.append(
+            L += [
+                "",
                 f"- {scheme}: E Y moves from {c['mean_y']:.4f} at dt = {coarse:g} to {a['mean_y']:.4f} "
                 f"at dt = {fine:g} ({z:+.1f} standard errors: the coarse step is "
-                f"{'not ' if abs(z) <= 3 else ''}distinguishable from the fine one)."
-            )
+                f"{'not ' if abs(z) <= 3 else ''}distinguishable from the fine one).",
+            ]
         a, b = by.get(("bridge", fine)), by.get(("projection", fine))
         if a and b:
             z = (a["mean_y"] - b["mean_y"]) / math.hypot(a["mean_y_se"], b["mean_y_se"])
             L.append(
                 f"- At dt = {fine:g} the two schemes give {a['mean_y']:.4f} and {b['mean_y']:.4f} "
-                f"({z:+.1f} standard errors apart: they {_verdict(z)} at 3 standard errors)."
+                f"({z:+.1f} standard errors apart: they {'agree' if abs(z) <= 3 else 'differ'} at 3 standard errors)."
             )
     L += ["", "### Chain, pre-limit diffusion and limit against n", ""]
     for label in sorted({r["regime"] for r in pre_rows}):
@@ -695,50 +591,34 @@ def study_markdown(pre_rows: list[dict], refl_rows: list[dict]) -> str:
             )
         L.append("")
         zs = [abs(r[f"chain_minus_prelimit_{k}_z"]) for r in rows for k in STUDY_KEYS]
-        worst = max(zs) if zs else float("nan")
-        n_agree = sum(1 for z in zs if z <= 3.0)
         L.append(
-            f"- Chain against pre-limit diffusion: {n_agree} of {len(zs)} moment comparisons agree "
-            f"within 3 standard errors (largest |z| = {worst:.1f})."
+            f"- Chain against pre-limit diffusion: {sum(1 for z in zs if z <= 3.0)} of {len(zs)} moment comparisons "
+            f"agree within 3 standard errors (largest |z| = {max(zs) if zs else float('nan'):.1f})."
         )
         gaps = [abs(r["prelimit_minus_limit_mean_z2"]) for r in rows]
         if len(gaps) >= 2:
-            shrinking = all(a > b for a, b in itertools.pairwise(gaps))
+            shrinks = "shrinks" if all(a > b for a, b in itertools.pairwise(gaps)) else "does not shrink"
+            ns = ", ".join(f"{r['n']:.0e}" for r in rows)
             L.append(
-                "- Pre-limit against limit, |E Y gap|: "
-                + ", ".join(f"{g:.4f}" for g in gaps)
-                + " for n = "
-                + ", ".join(f"{r['n']:.0e}" for r in rows)
-                + "; "
-                + ("it shrinks at every step." if shrinking else "it does not shrink at every step.")
+                f"- Pre-limit against limit, |E Y gap|: {_join(gaps, '.4f')} for n = {ns}; it {shrinks} at every step."
             )
             ratios = [r["prelimit_minus_limit_mean_z2"] / r["scale"] for r in rows]
             spread = (max(ratios) - min(ratios)) / max(abs(sum(ratios) / len(ratios)), 1e-12)
             L.append(
-                f"- Gap divided by {scale_name}: "
-                + ", ".join(f"{x:+.2f}" for x in ratios)
-                + f" (relative spread {spread:.2f}: "
-                + ("consistent with" if spread < 0.5 else "not clearly")
-                + f" a gap of order {scale_name})."
+                f"- Gap divided by {scale_name}: {_join(ratios, '+.2f')} (relative spread {spread:.2f}: "
+                f"{'consistent with' if spread < 0.5 else 'not clearly'} a gap of order {scale_name})."
             )
         inad = [r["n"] for r in rows if not r["chain_adequate"]]
-        L.append(
-            "- Chain error bars: "
-            + (
-                f"batches long enough at every n (≥ {fl.BATCH_TAU_FACTOR:g} integrated autocorrelation times)."
-                if not inad
-                else "too short to know at n = " + ", ".join(f"{n:.0e}" for n in inad) + "."
-            )
-        )
+        ok = f"batches long enough at every n (≥ {fl.BATCH_TAU_FACTOR:g} integrated autocorrelation times)."
+        L.append("- Chain error bars: " + (f"too short to know at n = {_join(inad, '.0e')}." if inad else ok))
         L.append("")
     return "\n".join(L)
 
 
 def plot_study(pre_rows: list[dict], refl_rows: list[dict], path: str) -> None:
     """E Y and Var Y against n (chain, pre-limit, limit) per regime, and E Y against √dt."""
-    plt = _agg()
     labels = sorted({r["regime"] for r in pre_rows})
-    fig, axes = plt.subplots(1, 2 * len(labels) + 1, figsize=(5 * (2 * len(labels) + 1), 4))
+    fig, axes = _agg().subplots(1, 2 * len(labels) + 1, figsize=(5 * (2 * len(labels) + 1), 4))
     i = 0
     for label in labels:
         rows = [r for r in pre_rows if r["regime"] == label]
@@ -747,35 +627,20 @@ def plot_study(pre_rows: list[dict], refl_rows: list[dict], path: str) -> None:
             ax = axes[i]
             i += 1
             for src, fmt, off in (("chain", "o-", 0.97), ("prelimit", "s--", 1.03)):
-                ax.errorbar(
-                    ns * off,
-                    [r[f"{src}_{k}"] for r in rows],
-                    yerr=[r[f"{src}_{k}_se"] for r in rows],
-                    fmt=fmt,
-                    capsize=3,
-                    label={"chain": "chain", "prelimit": "pre-limit diffusion"}[src],
-                )
+                y, err = [r[f"{src}_{k}"] for r in rows], [r[f"{src}_{k}_se"] for r in rows]
+                lab = {"chain": "chain", "prelimit": "pre-limit diffusion"}[src]
+                ax.errorbar(ns * off, y, yerr=err, fmt=fmt, capsize=3, label=lab)
             lv = np.array([r[f"limit_{k}"] for r in rows])
             ls = np.array([r[f"limit_{k}_se"] for r in rows])
             ax.fill_between(ns, lv - ls, lv + ls, alpha=0.3, color="gray", label="limit (derived)")
-            ax.set_xscale("log")
-            ax.set_xlabel("n")
-            ax.set_title(f"regime ({label}): {name}")
+            ax.set(xscale="log", xlabel="n", title=f"regime ({label}): {name}")
             ax.legend(fontsize=7)
     ax = axes[i]
     for scheme, fmt in (("bridge", "o-"), ("projection", "s--")):
         rr = sorted([r for r in refl_rows if r["reflection"] == scheme], key=lambda r: r["dt"])
-        ax.errorbar(
-            [r["sqrt_dt"] for r in rr],
-            [r["mean_y"] for r in rr],
-            yerr=[r["mean_y_se"] for r in rr],
-            fmt=fmt,
-            capsize=3,
-            label=scheme,
-        )
-    ax.set_xlabel("√dt")
-    ax.set_ylabel("E Y")
-    ax.set_title("regime (c) limit: reflection schemes")
+        y, err = [r["mean_y"] for r in rr], [r["mean_y_se"] for r in rr]
+        ax.errorbar([r["sqrt_dt"] for r in rr], y, yerr=err, fmt=fmt, capsize=3, label=scheme)
+    ax.set(xlabel="√dt", ylabel="E Y", title="regime (c) limit: reflection schemes")
     ax.legend(fontsize=7)
     fig.tight_layout()
     _save_figure(fig, path, 100)
@@ -793,31 +658,23 @@ def run_study(
     paths: int | None = None,
     sde_time: float | None = None,
 ) -> dict:
-    """Run both studies into ``out_dir``: ``prelimit.csv``, ``reflection.csv``,
-    ``study.md`` (tables and computed sentences) and ``study.png``.  ``ns``, ``chain_time``,
-    ``paths``, ``sde_time`` override the sizes of the full run."""
+    """Run both studies into ``out_dir`` (``prelimit.csv``, ``reflection.csv``, ``study.md``,
+    ``study.png``); ``ns``, ``chain_time``, ``paths``, ``sde_time`` override the full run's sizes."""
     os.makedirs(out_dir, exist_ok=True)
     t0 = _time.perf_counter()
     custom = ns is not None or chain_time is not None or paths is not None or sde_time is not None
+    par = dict(seed=seed, workers=workers, client=client)
     if custom:
+        T = sde_time or 100.0
         pre = prelimit_study(
-            tuple(ns or (10**3, 10**4, 10**5)),
-            chain_time=chain_time,
-            sde_paths=paths or 128,
-            sde_time=sde_time or 100.0,
-            seed=seed,
-            workers=workers,
-            client=client,
+            tuple(ns or (10**3, 10**4, 10**5)), chain_time=chain_time, sde_paths=paths or 128, sde_time=T, **par
         )
-        refl = reflection_study(paths=paths or 256, time=sde_time or 100.0, seed=seed, workers=workers, client=client)
+        refl = reflection_study(paths=paths or 256, time=T, **par)
     elif quick:
-        pre = prelimit_study(
-            (10**3, 10**4), chain_time=800.0, sde_paths=64, sde_time=50.0, seed=seed, workers=workers, client=client
-        )
-        refl = reflection_study((0.04, 0.01, 0.0025), paths=64, time=50.0, seed=seed, workers=workers, client=client)
+        pre = prelimit_study((10**3, 10**4), chain_time=800.0, sde_paths=64, sde_time=50.0, **par)
+        refl = reflection_study((0.04, 0.01, 0.0025), paths=64, time=50.0, **par)
     else:
-        pre = prelimit_study(seed=seed, workers=workers, client=client)
-        refl = reflection_study(seed=seed, workers=workers, client=client)
+        pre, refl = prelimit_study(**par), reflection_study(**par)
     for name, rows in (("prelimit.csv", pre), ("reflection.csv", refl)):
         _write_csv(os.path.join(out_dir, name), rows)
     md = study_markdown(pre, refl)
@@ -843,16 +700,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--paths", type=int, default=None)
     ap.add_argument("--sde-time", type=float, default=None)
     a = ap.parse_args(argv)
-    res = run_study(
-        a.out,
-        quick=a.quick,
-        seed=a.seed,
-        workers=a.workers,
-        ns=None if a.ns is None else [int(x) for x in a.ns],
-        chain_time=a.chain_time,
-        paths=a.paths,
-        sde_time=a.sde_time,
-    )
+    kw = {k: getattr(a, k) for k in ("quick", "seed", "workers", "chain_time", "paths", "sde_time")}
+    res = run_study(a.out, ns=None if a.ns is None else [int(x) for x in a.ns], **kw)
     print(res["markdown"])
     return 0
 

@@ -1,12 +1,6 @@
-"""The "Claims" table of the paper-002 summary: one row per claim (docs/model.md §7, §8),
-where the run tests it, a verdict and the evidence, every cell computed from the run.
-
-:func:`regime_facts` reduces one regime's :class:`~supermarket.fluctuations.Comparison` to
-plain numbers (the ones the summary's sentences use: the chain's z-scores against each
-reference, whether its error bars are adequate, the flow balance, the failed conditions);
-:func:`claims_rows` turns those facts and the scaling rows into verdicts, so a test can
-change the facts and see the verdicts change.  Verdicts: "reproduced", "partly: X of Y
-<units>", "not reproduced at these sizes", "too short to know" (as in paper 000's table).
+"""The "Claims" table of the paper-002 summary (docs/model.md §7, §8): :func:`regime_facts`
+reduces a regime's comparison to plain numbers, :func:`claims_rows` turns them and the scaling
+rows into verdicts as in paper 000's table (so a test can change the facts and see the verdicts change).
 """
 
 from __future__ import annotations
@@ -14,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .paper000.claims import claims_table, count_verdict
+from .paper000.claims import _row, claims_table, count_verdict
 
 __all__ = ["regime_facts", "scaling_facts", "claims_rows", "claims_markdown", "PER_DECADE_TOL"]
 
@@ -87,12 +81,8 @@ def _regime_claim(f: dict) -> dict:
         "b": "d_n/√n → c: diffusion with the exponential term e^{cQ}",
         "c": "d_n/√n → ∞: reflected diffusion (JSQ at d_n = n)",
     }[label]
-    return {
-        "claim": f"regime ({label}), {what} (docs/model.md §8 [derived])",
-        "where": f"regime ({label}): n = {f['n']}, d_n = {f['d']}, λ_n = {f['lam']:.6g}",
-        "verdict": verdict,
-        "evidence": ev + ".",
-    }
+    where = f"regime ({label}): n = {f['n']}, d_n = {f['d']}, λ_n = {f['lam']:.6g}"
+    return _row(f"regime ({label}), {what} (docs/model.md §8 [derived])", where, verdict, ev)
 
 
 def _flow_claim(facts: list[dict]) -> dict:
@@ -101,38 +91,32 @@ def _flow_claim(facts: list[dict]) -> dict:
     for f in facts:
         se = f["mean_z1_se"]
         z = (f["mean_z1"] - f["flow_exact"]) / se if se > 0 else float("nan")
-        if f["adequate"] is False or z != z:
-            unknown += 1
-            tag = "too short to know"
-        else:
-            ok += abs(z) <= f["sigma"]
-            tag = f"z = {z:+.1f}"
+        known = f["adequate"] is not False and z == z
+        ok, unknown = ok + (known and abs(z) <= f["sigma"]), unknown + (not known)
+        tag = f"z = {z:+.1f}" if known else "too short to know"
         parts.append(f"({f['regime']}) {f['mean_z1']:.4f} ± {se:.4f} against {f['flow_exact']:.4g}, {tag}")
     sigma = facts[0]["sigma"] if facts else float("nan")
-    return {
-        "claim": "flow balance: E G_1 = λ_n, so E Z_1 = 0 in (a) and E Q = −ζ_n in (b), (c) "
-        "(docs/model.md §7 [classical], §8 [derived])",
-        "where": "the chain in regimes " + ", ".join(f"({f['regime']}) n = {f['n']}" for f in facts),
-        "verdict": count_verdict(ok, len(facts), unknown, unit="regimes"),
-        "evidence": f"agreement within {sigma:g} standard errors: " + "; ".join(parts) + ".",
-    }
+    claim = "flow balance: E G_1 = λ_n, so E Z_1 = 0 in (a) and E Q = −ζ_n in (b), (c) "
+    claim += "(docs/model.md §7 [classical], §8 [derived])"
+    where = "the chain in regimes " + ", ".join(f"({f['regime']}) n = {f['n']}" for f in facts)
+    ev = f"agreement within {sigma:g} standard errors: " + "; ".join(parts)
+    return _row(claim, where, count_verdict(ok, len(facts), unknown, unit="regimes"), ev)
 
 
 def _order_claim(rows: list[dict]) -> dict:
-    """sd(G_1) against n: its fall per decade between the smallest and largest n whose error
-    bars are adequate, against √10 (the summary's rule, :data:`PER_DECADE_TOL`)."""
+    """The fall of sd(G_1) per decade between the extreme adequate sizes against √10 (:data:`PER_DECADE_TOL`)."""
     claim = "the occupancies fluctuate at order n^(−1/2) around the centre x^n (docs/model.md §8 [paper])"
     where = "regime (a), κ = 1, d_n = ⌊n^(1/4)⌋: n = " + ", ".join(str(r["n"]) for r in rows)
     good = [r for r in rows if r.get("error_bars_adequate") is not False and r["sd_g1"] > 0]
     unknown = [r["n"] for r in rows if r not in good]
     tail = ("; error bars too short to know at n = " + ", ".join(map(str, unknown)) + " (left out)") if unknown else ""
     if len(good) < 2 or good[-1]["n"] <= good[0]["n"]:
-        return {
-            "claim": claim,
-            "where": where,
-            "verdict": "too short to know" if rows else "not tested",
-            "evidence": f"fewer than two sizes with adequate error bars{tail}.",
-        }
+        return _row(
+            claim,
+            where,
+            "too short to know" if rows else "not tested",
+            f"fewer than two sizes with adequate error bars{tail}",
+        )
     first, last = good[0], good[-1]
     decades = math.log10(last["n"] / first["n"])
     per = (first["sd_g1"] / last["sd_g1"]) ** (1 / decades)
@@ -147,13 +131,7 @@ def _order_claim(rows: list[dict]) -> dict:
     lna = [r["lna_sqrt_n_sd_g1"] for r in good if r.get("lna_sqrt_n_sd_g1") is not None]
     if len(lna) == len(good):
         ev += f" (the finite-n LNA: {min(lna):.3g}–{max(lna):.3g})"
-    ev += tail
-    return {
-        "claim": claim,
-        "where": where,
-        "verdict": "reproduced" if ok else "not reproduced at these sizes",
-        "evidence": ev + ".",
-    }
+    return _row(claim, where, "reproduced" if ok else "not reproduced at these sizes", ev + tail)
 
 
 def claims_rows(facts: list[dict], scale_rows: list[dict]) -> list[dict]:

@@ -1,8 +1,5 @@
-"""The sweep report itself (:func:`build_report`): summary tables per measurement (mean ±
-standard error over replications, parameters that are the same for every task set apart),
-the run's metadata from the sidecar, and the writer of one self-contained HTML file or a
-Markdown file with its PNG figures beside it.
-"""
+"""The sweep report (:func:`build_report`): per-measurement summary tables (mean ± standard error
+over replications), the run's metadata, written as one HTML file or Markdown with PNGs beside it."""
 
 from __future__ import annotations
 
@@ -18,7 +15,7 @@ from ..stats import mean_stderr
 from ..sweep import RESULTS_FILE, read_results, read_sidecar, table_rows
 from ..sweep.storage import check_not_sweep_file, check_output_file, write_output
 from ..sweep.values import check_choice
-from .figures import FLUCT_MOMENTS, _json, _num, _points, collect_figures
+from .figures import FLUCT_MOMENTS, _json, _num, _padded, _points, collect_figures
 
 __all__ = ["build_report"]
 
@@ -90,8 +87,7 @@ NOTES = {
 
 
 def _distrusted(meas: str, column: str, rows: list[dict]) -> bool:
-    """Whether any replication of a grid point says it is too short to know the column's error
-    (then the table shows no ± for it: the rule of every command)."""
+    """Whether any replication of a grid point is too short to know the column's error (then no ±)."""
     for prefix, flag in DISTRUST_FLAGS.get(meas, ()):
         if column == prefix or (prefix.endswith("_") and column.startswith(prefix)):
             # the per-queue event engine's *_reliable flags are False for every one-replication run
@@ -153,23 +149,14 @@ def _summary_table(meas: str, rows: list[dict], params: list[str]) -> tuple[list
                 line.append(_ratio_cell(vals))
                 continue
             nums = [_num(v) for v in vals]
-            if (
-                all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals if v is not None)
-                and any(n is not None for n in nums)
-                and len(rs) > 1
-            ):
+            plain = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals if v is not None)
+            if plain and any(n is not None for n in nums) and len(rs) > 1:
                 m, se = mean_stderr(nums)
                 same = len({n for n in nums if n is not None}) == 1
-                if _distrusted(meas, c, rs):
-                    line.append(f"{m:.6g} ({TOO_SHORT})")
-                else:
-                    line.append(f"{m:.6g} ± {se:.2g}" if se is not None and not same else f"{m:.6g}")
+                cell = f"{m:.6g} ± {se:.2g}" if se is not None and not same else f"{m:.6g}"
+                line.append(f"{m:.6g} ({TOO_SHORT})" if _distrusted(meas, c, rs) else cell)
             elif _numeric_lists(vals):
-                lists = [np.asarray(_json(v), dtype=float) for v in vals]
-                mat = np.zeros((len(lists), max(len(x) for x in lists)))
-                for j, x in enumerate(lists):
-                    mat[j, : len(x)] = x
-                line.append(_fmt(mat.mean(axis=0).tolist()))
+                line.append(_fmt(_padded([np.asarray(_json(v), dtype=float) for v in vals]).mean(axis=0).tolist()))
             else:
                 line.append(_fmt(vals[0]))
         body.append(line)
@@ -177,10 +164,8 @@ def _summary_table(meas: str, rows: list[dict], params: list[str]) -> tuple[list
 
 
 def _ratio_cell(vals) -> str:
-    """The median over replications of a variance-reduction column: a number, or a list (one
-    per level), each taken over the replications where it is a finite number; ``NO_RATIO``
-    where none is (every replication kept the plain estimate, or ran without control
-    variates).
+    """Median over replications of a variance-reduction column (a number, or one per level), over
+    the finite values; ``NO_RATIO`` where there are none.
 
     >>> _ratio_cell([4.0, None, 16.0]), _ratio_cell([None, None])
     ('10', '—')
@@ -201,12 +186,11 @@ def _ratio_cell(vals) -> str:
     return med(parsed)
 
 
-def _ratio_note(meas: str) -> str:
-    return (
-        "variance reduction: (plain s.e. / control-variate s.e.)² of each replication, the median over the "
-        "grid point's replications (docs/model.md §9.1); " + NO_RATIO + " where every replication kept the "
-        "plain estimate (a rare level, a gain below 2, controls off: control_variates = false)."
-    )
+RATIO_NOTE = (
+    "variance reduction: (plain s.e. / control-variate s.e.)² of each replication, the median over the "
+    "grid point's replications (docs/model.md §9.1); " + NO_RATIO + " where every replication kept the "
+    "plain estimate (a rare level, a gain below 2, controls off: control_variates = false)."
+)
 
 
 def _too_short_note(meas: str) -> str:
@@ -228,8 +212,7 @@ def _param_columns(rows: list[dict], meas: str, sidecar: dict) -> list[str]:
 
 
 def _split_params(rows: list[dict], keys: list[str]) -> tuple[list[str], dict]:
-    """Parameters that vary over the measurement's rows (shown as columns; n, d, λ always)
-    and those that are the same everywhere (shown once above the table)."""
+    """Parameters that vary (columns; n, d, λ always) and those the same everywhere (shown once)."""
     varying, fixed = [], {}
     for k in keys:
         vals = {json.dumps(r.get(k)) for r in rows}
@@ -267,8 +250,11 @@ img{max-width:100%;border:1px solid #eee}pre{background:#f7f7f7;padding:.7em;fon
 
 
 def _meta_lines(side: dict, rows: list[dict]) -> list[tuple[str, str]]:
-    runs = side.get("runs", [])
     ok = sum(1 for r in rows if r.get("status") == "ok")
+    runs = "; ".join(
+        f"{r.get('started')} {r.get('backend')} ran {r.get('to_run')} ({r.get('wall_seconds', float('nan')):.1f} s)"
+        for r in side.get("runs", [])
+    )
     return [
         ("sweep", str(side.get("sweep_name"))),
         ("sweep file", str(side.get("sweep_file"))),
@@ -278,22 +264,13 @@ def _meta_lines(side: dict, rows: list[dict]) -> list[tuple[str, str]]:
         ("status", str(side.get("status"))),
         ("package version", str(side.get("package_version"))),
         ("git commit", str(side.get("git_commit"))),
-        (
-            "runs",
-            "; ".join(
-                f"{r.get('started')} {r.get('backend')} ran {r.get('to_run')} "
-                f"({r.get('wall_seconds', float('nan')):.1f} s)"
-                for r in runs
-            ),
-        ),
+        ("runs", runs),
     ]
 
 
 def build_report(out_dir: str | Path, path: str | Path, *, fmt: str = "html") -> str:
-    """Write the report of the sweep in ``out_dir`` to ``path`` (``fmt``: "html" or "md").
-
-    HTML: one self-contained file, figures embedded as base64 PNG.  Markdown: the ``.md``
-    file with the PNG figures beside it (``<stem>_<figure>.png``).  Returns the path.
+    """Write the report of the sweep in ``out_dir`` to ``path``: one self-contained HTML file
+    (figures as base64 PNG), or Markdown with ``<stem>_<figure>.png`` beside it.
 
     Parameters
     ----------
@@ -335,87 +312,58 @@ def build_report(out_dir: str | Path, path: str | Path, *, fmt: str = "html") ->
     rows = table_rows(read_results(out_dir, partial=True))
     partial = not (out_dir / RESULTS_FILE).exists()
     figs = collect_figures(rows)
-    measurements = list(OrderedDict.fromkeys(r["measurement"] for r in rows))
     failed = [r for r in rows if r.get("status") != "ok"]
     title = f"Sweep report: {side.get('sweep_name')}" + (" (partial: sweep not finished)" if partial else "")
-    if fmt == "html":
-        parts = [
-            f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>"
-        ]
-        parts.append(_html_table(["", ""], [[k, v] for k, v in _meta_lines(side, rows)]))
-        for meas in measurements:
-            mrows = [r for r in rows if r["measurement"] == meas]
-            parts.append(f"<h2>{html.escape(meas)}</h2>")
-            cols, fixed = _split_params(mrows, _param_columns(mrows, meas, side))
-            if fixed:
-                parts.append(
-                    "<p>Same for every task: "
-                    + html.escape(", ".join(f"{k} = {_fmt(v)}" for k, v in fixed.items()))
-                    + "</p>"
-                )
-            header, body = _summary_table(meas, mrows, cols)
-            parts.append(_html_table(header, body))
-            if meas in NOTES:
-                parts.append(f"<p>{html.escape(NOTES[meas])}</p>")
-            if any(h.startswith("variance reduction") for h in header):
-                parts.append(f"<p>{html.escape(_ratio_note(meas))}</p>")
-            if any("(" + TOO_SHORT + ")" in c for line in body for c in line):
-                parts.append(f"<p>{html.escape(_too_short_note(meas))}</p>")
-            if any(r.get("engine") == "event" for r in mrows):
-                parts.append(f"<p>{html.escape(EVENT_NOTE)}</p>")
-            for f in figs:
-                if getattr(f, "measurement", None) == meas:
-                    b64 = base64.b64encode(f.png).decode("ascii")
-                    parts.append(
-                        f"<figure><img alt='{html.escape(f.title)}' data-figure='{f.name}' "
-                        f"src='data:image/png;base64,{b64}'><figcaption><b>{html.escape(f.title)}.</b> "
-                        f"{html.escape(f.caption)}</figcaption></figure>"
-                    )
-        if failed:
-            parts.append("<h2 class='failed'>Failed tasks</h2>")
-            parts.append(
-                _html_table(
-                    ["task", "measurement", "error"],
-                    [[r["task_id"], r["measurement"], str(r.get("error"))] for r in failed],
-                )
-            )
-        parts.append("<h2>Sweep file</h2><pre>" + html.escape(side.get("sweep_text", "")) + "</pre>")
-        parts.append("</body></html>")
-        return write_output(path, "\n".join(parts), "--html")
-    # Markdown with PNGs beside it
-    md = [f"# {title}", ""]
-    md += [f"- **{k}**: {v}" for k, v in _meta_lines(side, rows)]
-    for meas in measurements:
+    sections = []  # per measurement: name, fixed parameters, table, notes, figures
+    for meas in OrderedDict.fromkeys(r["measurement"] for r in rows):
         mrows = [r for r in rows if r["measurement"] == meas]
         cols, fixed = _split_params(mrows, _param_columns(mrows, meas, side))
         header, body = _summary_table(meas, mrows, cols)
-        md += ["", f"## {meas}", ""]
-        if fixed:
-            md += ["Same for every task: " + ", ".join(f"{k} = {_fmt(v)}" for k, v in fixed.items()), ""]
-        md += [_md_table(header, body), ""]
-        if meas in NOTES:
-            md += [NOTES[meas], ""]
+        notes = [NOTES[meas]] if meas in NOTES else []
         if any(h.startswith("variance reduction") for h in header):
-            md += [_ratio_note(meas), ""]
+            notes.append(RATIO_NOTE)
         if any("(" + TOO_SHORT + ")" in c for line in body for c in line):
-            md += [_too_short_note(meas), ""]
+            notes.append(_too_short_note(meas))
         if any(r.get("engine") == "event" for r in mrows):
-            md += [EVENT_NOTE, ""]
-        for f in figs:
-            if getattr(f, "measurement", None) == meas:
-                png = path.with_name(f"{path.stem}_{f.name}.png")
-                write_output(png, f.png, "--md")
-                md += [f"![{f.title}]({png.name})", "", f"*{f.title}.* {f.caption}", ""]
-    if failed:
-        md += [
-            "",
-            "## Failed tasks",
-            "",
-            _md_table(
-                ["task", "measurement", "error"],
-                [[r["task_id"], r["measurement"], str(r.get("error"))] for r in failed],
-            ),
+            notes.append(EVENT_NOTE)
+        same = ", ".join(f"{k} = {_fmt(v)}" for k, v in fixed.items())
+        sections.append((meas, same, header, body, notes, [f for f in figs if getattr(f, "measurement", None) == meas]))
+    failed_table = (
+        ["task", "measurement", "error"],
+        [[r["task_id"], r["measurement"], str(r.get("error"))] for r in failed],
+    )
+    if fmt == "html":
+        esc = html.escape
+        parts = [
+            f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{esc(title)}</title>"
+            f"<style>{CSS}</style></head><body><h1>{esc(title)}</h1>",
+            _html_table(["", ""], [[k, v] for k, v in _meta_lines(side, rows)]),
         ]
+        for meas, same, header, body, notes, mfigs in sections:
+            parts.append(f"<h2>{esc(meas)}</h2>")
+            if same:
+                parts.append("<p>Same for every task: " + esc(same) + "</p>")
+            parts += [_html_table(header, body)] + [f"<p>{esc(note)}</p>" for note in notes]
+            for f in mfigs:
+                b64 = base64.b64encode(f.png).decode("ascii")
+                parts.append(
+                    f"<figure><img alt='{esc(f.title)}' data-figure='{f.name}' "
+                    f"src='data:image/png;base64,{b64}'><figcaption><b>{esc(f.title)}.</b> "
+                    f"{esc(f.caption)}</figcaption></figure>"
+                )
+        if failed:
+            parts += ["<h2 class='failed'>Failed tasks</h2>", _html_table(*failed_table)]
+        parts += ["<h2>Sweep file</h2><pre>" + esc(side.get("sweep_text", "")) + "</pre>", "</body></html>"]
+        return write_output(path, "\n".join(parts), "--html")
+    md = [f"# {title}", ""] + [f"- **{k}**: {v}" for k, v in _meta_lines(side, rows)]
+    for meas, same, header, body, notes, mfigs in sections:
+        md += ["", f"## {meas}", ""] + (["Same for every task: " + same, ""] if same else [])
+        md += [_md_table(header, body), ""] + [x for note in notes for x in (note, "")]
+        for f in mfigs:  # the PNGs beside the Markdown file
+            png = path.with_name(f"{path.stem}_{f.name}.png")
+            write_output(png, f.png, "--md")
+            md += [f"![{f.title}]({png.name})", "", f"*{f.title}.* {f.caption}", ""]
+    if failed:
+        md += ["", "## Failed tasks", "", _md_table(*failed_table)]
     md += ["", "## Sweep file", "", "```toml", side.get("sweep_text", "").rstrip(), "```", ""]
     return write_output(path, "\n".join(md), "--md")

@@ -1,8 +1,5 @@
-"""The figures of a sweep report (:func:`collect_figures`), one maker per measurement, and
-the helpers that read a results table's cells (numbers, JSON text, censored labels) and
-group its rows by grid point.  Rendered with matplotlib's Agg backend into PNG bytes
-(:class:`Figure`); :mod:`.document` places them in the report.
-"""
+"""The figures of a sweep report (:func:`collect_figures`), one maker per measurement, as PNG
+bytes (:class:`Figure`), and the helpers that read a results table's cells."""
 
 from __future__ import annotations
 
@@ -10,10 +7,12 @@ import io
 import json
 import math
 from collections import OrderedDict
+from dataclasses import dataclass
 
 import numpy as np
 
 from .. import theory as th
+from .._results import pyplot as _plt
 from ..stats import mean_stderr
 
 __all__ = ["Figure", "collect_figures"]
@@ -21,13 +20,9 @@ __all__ = ["Figure", "collect_figures"]
 MAX_PROFILE_PANELS = 9
 
 
+@dataclass
 class Figure:
     """A rendered figure: ``name`` (file stem), ``title``, ``caption`` and PNG bytes.
-
-    Parameters
-    ----------
-    name, title, caption : str
-    png : bytes
 
     Examples
     --------
@@ -35,8 +30,10 @@ class Figure:
     'mixing'
     """
 
-    def __init__(self, name: str, title: str, caption: str, png: bytes):
-        self.name, self.title, self.caption, self.png = name, title, caption, png
+    name: str
+    title: str
+    caption: str
+    png: bytes
 
 
 # =========================================================================== data helpers
@@ -52,11 +49,9 @@ def _json(v):
 
 
 def _num(v):
-    """A float from a cell (numbers, numeric strings); None for censored/missing."""
+    """A finite float from a cell (numbers, numeric strings); None for censored/missing."""
     if v is None or isinstance(v, bool):
         return None
-    if isinstance(v, (int, float)):
-        return float(v) if math.isfinite(float(v)) else None
     try:
         x = float(v)
     except (TypeError, ValueError):
@@ -74,12 +69,11 @@ def _points(rows: list[dict]) -> OrderedDict[int, list[dict]]:
 
 
 def _param_label(r: dict, keys=("n", "d", "load")) -> str:
-    parts = []
-    for k in keys:
-        if r.get(k) is not None:
-            v = r[k]
-            parts.append(f"{'λ' if k == 'load' else k}={v:.6g}" if isinstance(v, float) else f"{k}={v}")
-    return ", ".join(parts)
+    return ", ".join(
+        f"{'λ' if k == 'load' else k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
+        for k in keys
+        if (v := r.get(k)) is not None
+    )
 
 
 # the axes of issue 21: a dispatch rule, a service law, server classes (absent: today's model)
@@ -104,10 +98,8 @@ def law_label(r: dict, keys: tuple[str, ...] = LAW_KEYS) -> str:
 
 
 def _mean_field_profile(r: dict, levels: int) -> tuple[np.ndarray, str] | None:
-    """The mean-field fixed point of the row's model, where one is known in closed form:
-    JSQ(d) with exponential service (docs/model.md §3), random routing (``n`` M/M/1 queues:
-    ``λ^i``, classical), the fluid fixed point of ``jsq``/``jiq`` (``u_1 = λ``, the rest 0;
-    :func:`supermarket.policies.fluid_fixed_point`); None for other service laws or classes."""
+    """The row's mean-field fixed point where known in closed form (JSQ(d), random, jsq/jiq with
+    exponential service: docs/model.md §3, :func:`supermarket.policies.fluid_fixed_point`), else None."""
     policy, service, classes = _law(r)
     if service != "exp" or classes is not None:
         return None
@@ -129,60 +121,51 @@ def _k(d, lam):
         return None
 
 
+def _padded(lists) -> np.ndarray:
+    """Rows of unequal length as one matrix, padded with zeros on the right."""
+    mat = np.zeros((len(lists), max(len(x) for x in lists)))
+    for j, x in enumerate(lists):
+        mat[j, : len(x)] = x
+    return mat
+
+
 # =========================================================================== figures
 def _fig_to_png(fig) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
+    _plt().close(fig)
     return buf.getvalue()
 
 
 def _finish(fig, ax, *, xlabel, ylabel, title, name, heading, caption, which="major", legend_size=8) -> Figure:
     """Label, grid, legend and title one-axis figures the same way; render to a :class:`Figure`."""
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
+    ax.set(xlabel=xlabel, ylabel=ylabel)
     ax.grid(alpha=0.3, which=which)
     ax.legend(fontsize=legend_size)
     ax.set_title(title, fontsize=10)
     return Figure(name, heading, caption, _fig_to_png(fig))
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def _profile_figure(points) -> Figure | None:
-    plt = _plt()
     items = []
     for rs in points.values():
         profiles = [_json(r.get("u_mean")) for r in rs]
         profiles = [np.asarray(p, dtype=float) for p in profiles if isinstance(p, list) and p]
         if not profiles:
             continue
-        L = max(len(p) for p in profiles)
-        mat = np.zeros((len(profiles), L))
-        for j, p in enumerate(profiles):
-            mat[j, : len(p)] = p
+        mat = _padded(profiles)
         mean, se = mean_stderr(mat)
-        if se is None:
-            ses = [_json(r.get("u_stderr")) for r in rs]
-            if ses and isinstance(ses[0], list):
-                se = np.zeros(L)
-                se[: len(ses[0])] = np.asarray([x if x is not None else 0.0 for x in ses[0]], dtype=float)
+        own = _json(rs[0].get("u_stderr"))  # one replication: the run's own error
+        if se is None and isinstance(own, list):
+            se = np.zeros(mat.shape[1])
+            se[: len(own)] = np.asarray([x if x is not None else 0.0 for x in own], dtype=float)
         items.append((rs[0], mean, se))
     if not items:
         return None
     items = items[:MAX_PROFILE_PANELS]
     cols = min(3, len(items))
     rows_ = math.ceil(len(items) / cols)
-    fig, axes = plt.subplots(rows_, cols, figsize=(4.2 * cols, 3.3 * rows_), squeeze=False)
+    fig, axes = _plt().subplots(rows_, cols, figsize=(4.2 * cols, 3.3 * rows_), squeeze=False)
     for ax in axes.flat[len(items) :]:
         ax.set_visible(False)
     for ax, (r, mean, se) in zip(axes.flat, items):
@@ -203,9 +186,7 @@ def _profile_figure(points) -> Figure | None:
         if varying:
             title += "\n" + law_label(r, tuple(varying))
         ax.set_title(title, fontsize=9)
-        ax.set_xlabel("level i")
-        ax.set_ylabel("u_i")
-        ax.set_ylim(-0.05, 1.05)
+        ax.set(xlabel="level i", ylabel="u_i", ylim=(-0.05, 1.05))
         ax.grid(alpha=0.3)
     axes.flat[0].legend(fontsize=7)
     fig.suptitle("Time-averaged profile against π and the linearised profile", fontsize=11)
@@ -221,9 +202,8 @@ def _profile_figure(points) -> Figure | None:
 
 
 def _point_value(rs: list[dict], column: str, quantile: str | None = None) -> tuple[float, float | None] | None:
-    """(mean, standard error) of a column over a grid point's replications: the error is the
-    spread of the independent replications when there are several, else the row's own error
-    (NaN, so none, where the run does not trust it)."""
+    """(mean, standard error) of a column over a grid point's replications: their spread, or with
+    one the row's own error; no error where a run does not trust it."""
 
     def cell(r: dict) -> float | None:
         v = _json(r.get(column))
@@ -237,26 +217,20 @@ def _point_value(rs: list[dict], column: str, quantile: str | None = None) -> tu
     if len(vals) > 1:
         m, se = mean_stderr(vals)
         return float(m), (None if se is None else float(se))
-    own = rs[0].get(
-        column.replace("_quantiles", "_stderr_quantiles")
-        if quantile
-        else ("sojourn_stderr_mean" if column == "sojourn_mean" else f"{column}_stderr")
-    )
-    own = _json(own)
+    key = "sojourn_stderr_mean" if column == "sojourn_mean" else f"{column}_stderr"
+    own = _json(rs[0].get(column.replace("_quantiles", "_stderr_quantiles") if quantile else key))
     se = _num(own.get(quantile) if isinstance(own, dict) else None) if quantile else _num(own)
     return vals[0], se
 
 
 def _long_enough(r: dict) -> bool:
-    """Whether a simulate row's run was long enough to know its response-time error: the event
-    engine's ``sojourn_long_enough_mean``, the count engines' ``mean_queue_length_reliable``."""
+    """Whether a simulate row's run knows its response-time error (event or count engine's flag)."""
     flag = "sojourn_long_enough_mean" if r.get("engine") == "event" else "mean_queue_length_reliable"
     return r.get(flag) is not False
 
 
 def _compare_figure(points: OrderedDict[int, list[dict]]) -> Figure | None:
-    """Response time against load, one curve per rule / service law / classes (and n, d), where
-    a sweep varies any of them: the comparison a performance engineer asks for (issue 21)."""
+    """Response time against load, one curve per rule / service law / classes (and n, d) a sweep varies."""
     rows = [r for rs in points.values() for r in rs]
     laws = {_law(r) for r in rows}
     if len(laws) < 2:
@@ -268,8 +242,7 @@ def _compare_figure(points: OrderedDict[int, list[dict]]) -> Figure | None:
         r = rs[0]
         key = (law_label(r, varying), _param_label(r, ("n", "d")) if nd else "")
         curves.setdefault(key, []).append(rs)
-    plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(10.5, 4.2))
+    fig, axes = _plt().subplots(1, 2, figsize=(10.5, 4.2))
     drawn = False
     for (label, ndl), pts in curves.items():
         for ax, (col, q) in zip(axes, (("sojourn_mean", None), ("sojourn_quantiles", "0.99"))):
@@ -285,12 +258,10 @@ def _compare_figure(points: OrderedDict[int, list[dict]]) -> Figure | None:
                 ax.errorbar(xs, ys, yerr=es, fmt="o-", ms=4, capsize=2, label=label + (f" ({ndl})" if ndl else ""))
                 drawn = True
     if not drawn:
-        plt.close(fig)
+        _plt().close(fig)
         return None
     for ax, what in zip(axes, ("mean response time", "99th percentile of the response time")):
-        ax.set_xlabel("load λ (per unit of capacity)")
-        ax.set_ylabel(what)
-        ax.set_yscale("log")
+        ax.set(xlabel="load λ (per unit of capacity)", ylabel=what, yscale="log")
         ax.grid(alpha=0.3, which="both")
     axes[0].legend(fontsize=7)
     fig.suptitle("Response time by " + " / ".join(k.replace("_", " ") for k in varying), fontsize=11)
@@ -326,8 +297,7 @@ def _max_summary(rs):
 
 
 def _max_queue_figure(points) -> Figure | None:
-    plt = _plt()
-    xs, modes, lo, hi, labels = [], [], [], [], []
+    xs, modes, lo, hi = [], [], [], []
     for rs in points.values():
         r = rs[0]
         k = _k(r["d"], r["load"]) if _law(r) == ("jsq-d", "exp", None) else None  # paper 000's k: JSQ(d) only
@@ -339,24 +309,16 @@ def _max_queue_figure(points) -> Figure | None:
         modes.append(mode)
         lo.append(mode - mn)
         hi.append(mx - mode)
-        labels.append(_param_label(r))
     if not xs:
         return None
-    fig, ax = plt.subplots(figsize=(5.5, 4.2))
+    fig, ax = _plt().subplots(figsize=(5.5, 4.2))
     jitter = (np.arange(len(xs)) % 5 - 2) * 0.04
-    ax.errorbar(
-        np.asarray(xs) + jitter,
-        modes,
-        yerr=[lo, hi],
-        fmt="o",
-        capsize=3,
-        label="most frequent maximum (bars: range observed)",
-    )
+    lab = "most frequent maximum (bars: range observed)"
+    ax.errorbar(np.asarray(xs) + jitter, modes, yerr=[lo, hi], fmt="o", capsize=3, label=lab)
     top = max(max(xs), max(m + h for m, h in zip(modes, hi))) + 1
     ax.plot([0, top], [0, top], "k--", lw=1, label="maximum = k")
     ax.plot([0, top], [1, top + 1], ":", color="grey", lw=1, label="maximum = k + 1")
-    ax.set_xlim(0, top)
-    ax.set_ylim(0, top + 1)
+    ax.set(xlim=(0, top), ylim=(0, top + 1))
     return _finish(
         fig,
         ax,
@@ -372,22 +334,17 @@ def _max_queue_figure(points) -> Figure | None:
 
 
 def _mixing_figure(points) -> Figure | None:
-    plt = _plt()
     xs, ys, yerr, ups, los, cens = [], [], [], [], [], []
     for rs in points.values():
         r = rs[0]
         lower = _num(r.get("bound_lower_good_steps")) or _num(r.get("bound_lower_steps"))
         upper = _num(r.get("bound_upper_steps"))
-        taus = []
-        censored = 0
-        for x in rs:
-            t = _json(x.get("taus"))
-            t = t[0] if isinstance(t, list) and t else x.get("coalescence_steps_mean")
-            v = _num(t)
-            if v is None:
-                censored += 1
-            else:
-                taus.append(v)
+        vals = [
+            _num(t[0] if isinstance(t := _json(x.get("taus")), list) and t else x.get("coalescence_steps_mean"))
+            for x in rs
+        ]
+        taus = [v for v in vals if v is not None]
+        censored = len(vals) - len(taus)
         if lower is None or not taus:
             continue
         m, se = mean_stderr(taus)
@@ -399,7 +356,7 @@ def _mixing_figure(points) -> Figure | None:
         cens.append(censored)
     if not xs:
         return None
-    fig, ax = plt.subplots(figsize=(5.8, 4.4))
+    fig, ax = _plt().subplots(figsize=(5.8, 4.4))
     ys_a, err_a = np.asarray(ys), np.asarray(yerr)
     low = np.minimum(err_a, ys_a * 0.999)  # log axis: bars stop above 0
     ax.errorbar(xs, ys, yerr=[low, err_a], fmt="o", capsize=3, label="mean coalescence time (±2 se)")
@@ -411,8 +368,7 @@ def _mixing_figure(points) -> Figure | None:
     for x, y, c in zip(xs, ys, cens):
         if c:
             ax.annotate(f"{c} censored", (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    ax.set(xscale="log", yscale="log")
     return _finish(
         fig,
         ax,
@@ -440,7 +396,6 @@ def _fluct_value(r: dict, group: str, m: str):
 
 
 def _fluct_figure(points) -> Figure | None:
-    plt = _plt()
     sims, lims, errs, names, lna_x, lna_y, lna_e = [], [], [], [], [], [], []
     short = 0
     for rs in points.values():
@@ -467,19 +422,11 @@ def _fluct_figure(points) -> Figure | None:
             names.append(f"({r.get('regime')}) {m}" + (" (too short to know)" if se is None else ""))
     if not sims:
         return None
-    fig, ax = plt.subplots(figsize=(5.5, 4.4))
+    fig, ax = _plt().subplots(figsize=(5.5, 4.4))
     ax.errorbar(lims, sims, yerr=errs, fmt="o", capsize=3, label="simulated (±2 se) against limit (derived)")
     if lna_x:
-        ax.errorbar(
-            lna_x,
-            lna_y,
-            yerr=lna_e,
-            fmt="s",
-            mfc="none",
-            capsize=2,
-            alpha=0.7,
-            label="simulated against finite-n LNA at x^n",
-        )
+        lab = "simulated against finite-n LNA at x^n"
+        ax.errorbar(lna_x, lna_y, yerr=lna_e, fmt="s", mfc="none", capsize=2, alpha=0.7, label=lab)
     lo = min(min(lims + lna_x), min(s - e for s, e in zip(sims, errs)))
     hi = max(max(lims + lna_x), max(s + e for s, e in zip(sims, errs)))
     pad = 0.1 * (hi - lo or 1.0)
@@ -508,10 +455,9 @@ def _fluct_figure(points) -> Figure | None:
 
 
 def _meanfield_figure(points) -> Figure | None:
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(5.8, 4.2))
+    fig, ax = _plt().subplots(figsize=(5.8, 4.2))
     any_ = False
-    for _j, rs in enumerate(list(points.values())[:8]):
+    for rs in list(points.values())[:8]:
         r = rs[0]
         pi = _json(r.get("fixed_point"))
         if not isinstance(pi, list) or not pi:
@@ -532,7 +478,7 @@ def _meanfield_figure(points) -> Figure | None:
             )
         any_ = True
     if not any_:
-        plt.close(fig)
+        _plt().close(fig)
         return None
     ax.set_ylim(1e-12, 2)
     return _finish(

@@ -1,11 +1,6 @@
-"""The "Claims" table of the paper-000 summary: one row per claim of paper 000 (as stated in
-docs/model.md §3–§6), where the runs test it, a verdict and the evidence.
-
-Every verdict and evidence cell is computed from the experiments' own rows and fits (the
-numbers the "What the runs show" sentences use); nothing in a cell is fixed text that the
-data could contradict.  A verdict is one of "reproduced", "partly: X of Y <units>", "not
-reproduced at these sizes" or "too short to know" (:func:`count_verdict`); the rule behind
-each count is stated in the claim's evidence.
+"""The "Claims" table of the paper-000 summary: one row per claim of paper 000 (docs/model.md
+§3–§6), where the runs test it, a verdict (:func:`count_verdict`) and the evidence, every cell
+computed from the experiments' rows and fits (the rule behind each count stated in its evidence).
 """
 
 from __future__ import annotations
@@ -13,7 +8,7 @@ from __future__ import annotations
 import math
 
 from ... import theory as th
-from .e1_e4_equilibrium import _modal_call, _modal_calls, modal_sentence
+from .e1_e4_equilibrium import _modal_call, _modal_calls, _verdict_counts, modal_sentence
 from .output import Z_FINDING, _bound_verdict, _fit_slope
 
 __all__ = ["claims_rows", "claims_markdown", "claims_table", "count_verdict", "SLOPE_TOL", "GOOD_SHARE"]
@@ -21,12 +16,29 @@ __all__ = ["claims_rows", "claims_markdown", "claims_table", "count_verdict", "S
 SLOPE_TOL = 0.25  # a fitted log-log (or linear) slope "matches" an order's when within this of it
 GOOD_SHARE = 0.9  # "stays in N^ε": at least this share of the time (a convention of this table)
 
+# the claims of paper 000 as docs/model.md states them, in the order of the table
+CLAIMS = (
+    "maximum queue length in equilibrium is k = ⌈log(1/(1−λ))/log d⌉ (α/β not an integer; docs/model.md §4 [paper])",
+    "α/β an integer (1/(1−λ) = d^k): the maximum is k or k+1 (docs/model.md §4 [paper])",
+    "almost all queues have length k: fraction ≥ 1 − 2n^(−α+(k−1)β) (docs/model.md §4 [paper])",
+    f"the equilibrium chain stays in the good set N^ε, ε = 0.1 (share ≥ {GOOD_SHARE:g} here; "
+    "docs/model.md §5 [paper], membership by clauses (a), (b))",
+    "the equilibrium maximum is within 1 of the largest k with nπ(k) ≥ 1 (docs/model.md §4 "
+    "[paper; the inequality reconstructed])",
+    "mixing from a good state takes O(k d^(k−1) n log n) steps: growth in n (docs/model.md §6 [paper])",
+    "mixing from a good state needs Ω(d^(k−1) n) steps (docs/model.md §6 [paper])",
+    "the two orders together: at fixed n and k the mixing time grows like d^(k−1) (docs/model.md §6 [paper])",
+    "from bad starts mixing is slower: Ω((1−λ)^(−1) g n) steps from ‖x‖₁ = g n, Ω(ℓ n) from one "
+    "queue of length ℓ (docs/model.md §6 [paper])",
+    "power of d choices: the maximum grows like log n/log(1/λ) for d = 1 and like log log n/log d "
+    "for d ≥ 2 (docs/model.md §3 [classical], restated by paper 000)",
+)
+
 
 def count_verdict(
     ok: int, total: int, unknown: int = 0, unit: str = "configurations", unknown_label: str = "too short to know"
 ) -> str:
-    """The verdict of a claim tested in ``total`` units, ``ok`` of which agree with it and
-    ``unknown`` of which cannot tell (error bars not reliable, or ``unknown_label``)."""
+    """The verdict of a claim tested in ``total`` units: ``ok`` agree, ``unknown`` cannot tell."""
     if total == 0:
         return "not tested"
     if unknown >= total:
@@ -43,14 +55,18 @@ def _ns(rows) -> str:
     return f"n = {ns[0]}…{ns[-1]}" if len(ns) > 1 else (f"n = {ns[0]}" if ns else "no runs")
 
 
-def _theorem(rows) -> tuple[int, str]:
+def _theorem(rows) -> str:
     """How many rows meet Theorem 1.2's conditions, as a reason to append."""
     applies = sum(th.theorem_1_2(r["n"], r["d"], r["load"]).applies for r in rows)
     text = f"Theorem 1.2's conditions hold in {applies} of {len(rows)} configurations"
-    return applies, text + (" (they need n ≳ 10^15)" if applies == 0 and rows else "")
+    return text + (" (they need n ≳ 10^15)" if applies == 0 and rows else "")
 
 
-def _max_is_k(ni) -> dict:
+def _row(claim: str, where: str, verdict: str, evidence: str) -> dict:
+    return {"claim": claim, "where": where, "verdict": verdict, "evidence": evidence + "."}
+
+
+def _max_is_k(ni) -> tuple:
     # one rule with the E1 section (_modal_call): a configuration whose modal call is too close
     # or too short counts as undecided whatever its point estimate of the modal maximum
     ok = [r for r in ni if r["modal_max"] == r["k"] and _modal_call(r) is None]
@@ -74,41 +90,21 @@ def _max_is_k(ni) -> dict:
     if unknown:
         ev += f"; which of k and k+1 is modal is {modal_sentence(close, short, len(ni))}"
     if others or unknown:
-        ev += "; " + _theorem(ni)[1]
-    return {
-        "claim": "maximum queue length in equilibrium is k = ⌈log(1/(1−λ))/log d⌉ (α/β not an integer; "
-        "docs/model.md §4 [paper])",
-        "where": f"E1, λ = 1 − n^−α, d = ⌊n^β⌋, α/β ∉ ℤ: {_ns(ni)}, {len(ni)} configurations",
-        "verdict": count_verdict(len(ok), len(ni), unknown, unknown_label="too close or too short to call"),
-        "evidence": ev + ".",
-    }
+        ev += "; " + _theorem(ni)
+    where = f"E1, λ = 1 − n^−α, d = ⌊n^β⌋, α/β ∉ ℤ: {_ns(ni)}, {len(ni)} configurations"
+    return where, count_verdict(len(ok), len(ni), unknown, unknown_label="too close or too short to call"), ev
 
 
-def _max_is_k_or_k1(it) -> dict:
-    ok = sum(r["modal_max"] in (r["k"], r["k"] + 1) for r in it)
-    ev = f"modal maximum k or k+1 in {ok} of {len(it)}"
-    if ok < len(it):
-        ev += (
-            " (others: "
-            + ", ".join(
-                f"n = {r['n']}: {r['modal_max']} with k = {r['k']}"
-                for r in it
-                if r["modal_max"] not in (r["k"], r["k"] + 1)
-            )
-            + ")"
-        )
-    return {
-        "claim": "α/β an integer (1/(1−λ) = d^k): the maximum is k or k+1 (docs/model.md §4 [paper])",
-        "where": f"E1, α/β ∈ ℤ: {_ns(it)}, {len(it)} configurations",
-        "verdict": count_verdict(ok, len(it)),
-        "evidence": ev + ".",
-    }
+def _max_is_k_or_k1(it) -> tuple:
+    bad = [r for r in it if r["modal_max"] not in (r["k"], r["k"] + 1)]
+    ev = f"modal maximum k or k+1 in {len(it) - len(bad)} of {len(it)}"
+    if bad:
+        ev += " (others: " + ", ".join(f"n = {r['n']}: {r['modal_max']} with k = {r['k']}" for r in bad) + ")"
+    return f"E1, α/β ∈ ℤ: {_ns(it)}, {len(it)} configurations", count_verdict(len(it) - len(bad), len(it)), ev
 
 
-def _fraction_at_k(ni) -> dict:
-    v = {
-        x: sum(r["frac_at_k_verdict"] == x for r in ni) for x in ("meets", "within error", "below", "too short to know")
-    }
+def _fraction_at_k(ni) -> tuple:
+    v = _verdict_counts(ni)
     positive = sum(r["frac_at_k_bound"] > 0 for r in ni)
     ev = (
         f"fraction ≥ bound in {v['meets']} of {len(ni)}, below by at most {Z_FINDING:g} standard errors in "
@@ -119,16 +115,12 @@ def _fraction_at_k(ni) -> dict:
     if fr:
         ev += f"; fractions {min(fr):.3g}–{max(fr):.3g}"
     if v["below"]:
-        ev += "; " + _theorem(ni)[1]
-    return {
-        "claim": "almost all queues have length k: fraction ≥ 1 − 2n^(−α+(k−1)β) (docs/model.md §4 [paper])",
-        "where": f"E1, α/β ∉ ℤ: {_ns(ni)}, {len(ni)} configurations",
-        "verdict": count_verdict(v["meets"] + v["within error"], len(ni), v["too short to know"]),
-        "evidence": ev + ".",
-    }
+        ev += "; " + _theorem(ni)
+    where = f"E1, α/β ∉ ℤ: {_ns(ni)}, {len(ni)} configurations"
+    return where, count_verdict(v["meets"] + v["within error"], len(ni), v["too short to know"]), ev
 
 
-def _good_set(ni) -> dict:
+def _good_set(ni) -> tuple:
     ok = unknown = 0
     never = []
     for r in ni:
@@ -156,17 +148,12 @@ def _good_set(ni) -> dict:
             "(clause (a) allows no queue longer than k)"
         )
     if ok < len(tested):
-        ev += "; " + _theorem(tested)[1]
-    return {
-        "claim": f"the equilibrium chain stays in the good set N^ε, ε = 0.1 (share ≥ {GOOD_SHARE:g} here; "
-        "docs/model.md §5 [paper], membership by clauses (a), (b))",
-        "where": f"E1, α/β ∉ ℤ: {_ns(tested)}, {len(tested)} configurations",
-        "verdict": count_verdict(ok, len(tested), unknown),
-        "evidence": ev + ".",
-    }
+        ev += "; " + _theorem(tested)
+    where = f"E1, α/β ∉ ℤ: {_ns(tested)}, {len(tested)} configurations"
+    return where, count_verdict(ok, len(tested), unknown), ev
 
 
-def _hypothesis(e1, e4) -> dict:
+def _hypothesis(e1, e4) -> tuple:
     rows = list(e1) + list(e4)
 
     def near(rr):
@@ -183,19 +170,14 @@ def _hypothesis(e1, e4) -> dict:
         ev += "; further in " + ", ".join(
             f"n = {r['n']}, d = {r['d']} ({r['modal_max']} against {r['k_hypothesis']})" for r in miss
         )
-    return {
-        "claim": "the equilibrium maximum is within 1 of the largest k with nπ(k) ≥ 1 (docs/model.md §4 "
-        "[paper; the inequality reconstructed])",
-        "where": (
-            f"E1 (all {len(e1)}) and E4 (d = {', '.join(str(d) for d in sorted({r['d'] for r in e4}))}, "
-            f"λ = {e4[0]['load'] if e4 else '—'}, {len(e4)}): {len(rows)} configurations"
-        ),
-        "verdict": count_verdict(ok, len(rows)),
-        "evidence": ev + ".",
-    }
+    where = (
+        f"E1 (all {len(e1)}) and E4 (d = {', '.join(str(d) for d in sorted({r['d'] for r in e4}))}, "
+        f"λ = {e4[0]['load'] if e4 else '—'}, {len(e4)}): {len(rows)} configurations"
+    )
+    return where, count_verdict(ok, len(rows)), ev
 
 
-def _mixing_upper(e2) -> dict:
+def _mixing_upper(e2) -> tuple:
     rows, fits = e2["rows"], e2["fits"]
     nsw = [r for r in rows if r["sweep"] == "n" and r["censored"] == 0]
     ns = sorted({r["n"] for r in nsw})
@@ -204,30 +186,22 @@ def _mixing_upper(e2) -> dict:
     ok = sum(1 for s in per_d.values() if s == s and s <= nlogn + SLOPE_TOL)
     within = sum(r["mean_over_upper"] <= 1 for r in rows)
     up = [r["mean_over_upper"] for r in rows]
+    ranges = ", ".join(f"d = {d}: {a:.3g}–{b:.3g}" for d, (a, b) in fits["mean_over_upper_range_by_d"].items())
     ev = (
-        "slope of log τ against log n at fixed d: "
-        + ", ".join(f"d = {d}: {s:.3g}" for d, s in per_d.items())
-        + f" (n log n: {nlogn:.3g}; a sweep agrees when at most {SLOPE_TOL:g} above it); "
-        + "τ / (k d^(k−1) n log n) across n at fixed d: "
-        + ", ".join(f"d = {d}: {a:.3g}–{b:.3g}" for d, (a, b) in fits["mean_over_upper_range_by_d"].items())
-        + (
-            f"; with constant 1, τ ≤ the order in {within} of {len(rows)} rows (ratios {min(up):.3g}–{max(up):.3g})"
-            if rows
-            else ""
-        )
+        f"slope of log τ against log n at fixed d: {', '.join(f'd = {d}: {s:.3g}' for d, s in per_d.items())} "
+        f"(n log n: {nlogn:.3g}; a sweep agrees when at most {SLOPE_TOL:g} above it); "
+        f"τ / (k d^(k−1) n log n) across n at fixed d: {ranges}"
     )
+    if rows:
+        ev += f"; with constant 1, τ ≤ the order in {within} of {len(rows)} rows (ratios {min(up):.3g}–{max(up):.3g})"
     cens = sum(r["censored"] > 0 for r in rows)
     if cens:
         ev += f"; {cens} rows have censored pairs (left out of the fits)"
-    return {
-        "claim": "mixing from a good state takes O(k d^(k−1) n log n) steps: growth in n (docs/model.md §6 [paper])",
-        "where": f"E2 n sweep: d = {', '.join(str(d) for d in per_d)}, {_ns(nsw)}",
-        "verdict": count_verdict(ok, len(per_d), unit="sweeps"),
-        "evidence": ev + ".",
-    }
+    where = f"E2 n sweep: d = {', '.join(str(d) for d in per_d)}, {_ns(nsw)}"
+    return where, count_verdict(ok, len(per_d), unit="sweeps"), ev
 
 
-def _mixing_lower(e2) -> dict:
+def _mixing_lower(e2) -> tuple:
     rows = e2["rows"]
     ok = sum(1 for r in rows if max(r["mean_steps"], _hi(r)) >= r["lower_order"])
     clear = sum(1 for r in rows if r["mean_ci"][0] is not None and r["mean_ci"][0] >= r["lower_order"])
@@ -236,15 +210,11 @@ def _mixing_lower(e2) -> dict:
         f"τ ≥ d^(k−1) n (constant 1; the 95% interval reaches it) in {ok} of {len(rows)} rows, the whole interval "
         f"above it in {clear}" + (f"; τ / (d^(k−1) n) from {min(lo):.3g} to {max(lo):.3g}" if lo else "")
     )
-    return {
-        "claim": "mixing from a good state needs Ω(d^(k−1) n) steps (docs/model.md §6 [paper])",
-        "where": f"E2, both sweeps: {_ns(rows)}, {len(rows)} rows",
-        "verdict": count_verdict(ok, len(rows), unit="rows"),
-        "evidence": ev + ".",
-    }
+    where = f"E2, both sweeps: {_ns(rows)}, {len(rows)} rows"
+    return where, count_verdict(ok, len(rows), unit="rows"), ev
 
 
-def _mixing_in_d(e2) -> dict:
+def _mixing_in_d(e2) -> tuple:
     dsw = [r for r in e2["rows"] if r["sweep"] == "d" and r["censored"] == 0]
     s = e2["fits"]["slope_vs_d_at_fixed_n_k"]
     ds = sorted(r["d"] for r in dsw)
@@ -262,18 +232,13 @@ def _mixing_in_d(e2) -> dict:
             f"at d = {r1['d']}"
         )
     if tested and not ok:
-        ev += "; " + _theorem(dsw)[1]
-    return {
-        "claim": "the two orders together: at fixed n and k the mixing time grows like d^(k−1) "
-        "(docs/model.md §6 [paper])",
-        "where": (
-            f"E2 d sweep: n = {dsw[0]['n']}, d = {ds[0]}…{ds[-1]}, λ = {dsw[0]['load']}"
-            if dsw
-            else "E2 d sweep: no uncensored rows"
-        ),
-        "verdict": ("reproduced" if ok else "not reproduced at these sizes") if tested else "too short to know",
-        "evidence": ev + ".",
-    }
+        ev += "; " + _theorem(dsw)
+    where = (
+        f"E2 d sweep: n = {dsw[0]['n']}, d = {ds[0]}…{ds[-1]}, λ = {dsw[0]['load']}"
+        if dsw
+        else "E2 d sweep: no uncensored rows"
+    )
+    return where, ("reproduced" if ok else "not reproduced at these sizes") if tested else "too short to know", ev
 
 
 def _hi(r) -> float:
@@ -281,7 +246,7 @@ def _hi(r) -> float:
     return float(hi) if hi is not None else math.inf
 
 
-def _bad_starts(e3) -> dict:
+def _bad_starts(e3) -> tuple:
     rows, lin = e3["rows"], e3["linear"]
     ok = sum(1 for r in rows if max(r["mean_steps"], _hi(r)) >= r["lower_order"] or r["censored"] > 0)
     clear = sum(1 for r in rows if r["mean_ci"][0] is not None and r["mean_ci"][0] >= r["lower_order"])
@@ -294,16 +259,11 @@ def _bad_starts(e3) -> dict:
         + f"; linear fits τ = a + b × order: b = {lin['customers']['slope']:.3g} (‖x‖₁ = g n) and "
         f"{lin['long']['slope']:.3g} (one long queue) against 1+λ = {1 + lam:g} for draining at (1−λ)/(1+λ) per step"
     )
-    return {
-        "claim": "from bad starts mixing is slower: Ω((1−λ)^(−1) g n) steps from ‖x‖₁ = g n, Ω(ℓ n) from one "
-        "queue of length ℓ (docs/model.md §6 [paper])",
-        "where": (f"E3: n = {rows[0]['n']}, d = {rows[0]['d']}, λ = {lam}, {len(rows)} starts" if rows else "E3"),
-        "verdict": count_verdict(ok, len(rows), unit="starts"),
-        "evidence": ev + ".",
-    }
+    where = f"E3: n = {rows[0]['n']}, d = {rows[0]['d']}, λ = {lam}, {len(rows)} starts" if rows else "E3"
+    return where, count_verdict(ok, len(rows), unit="starts"), ev
 
 
-def _power_of_choices(e4) -> dict:
+def _power_of_choices(e4) -> tuple:
     rows, fits = e4["rows"], e4["fits"]
     ds = sorted(fits)
     ok = sum(1 for d in ds if abs(fits[d]["slope"] - 1) <= SLOPE_TOL)
@@ -315,26 +275,20 @@ def _power_of_choices(e4) -> dict:
         "slope of the mean maximum against log n/log(1/λ) (d = 1) or log log n/log d: "
         + ", ".join(f"d = {d}: {fits[d]['slope']:.3g}" for d in ds)
         + f" (agreement: within {SLOPE_TOL:g} of 1); "
-        + f"at n = {big} the mean maximum is "
-        + ", ".join(f"{means[d]:.3g} with d = {d}" for d in ds if d in means)
-        + (f", at most half the d = 1 value in {drop} of {len(better)} choices d ≥ 2" if better else "")
+        + f"at n = {big} the mean maximum is {', '.join(f'{means[d]:.3g} with d = {d}' for d in ds if d in means)}"
     )
-    return {
-        "claim": "power of d choices: the maximum grows like log n/log(1/λ) for d = 1 and like log log n/log d "
-        "for d ≥ 2 (docs/model.md §3 [classical], restated by paper 000)",
-        "where": f"E4: λ = {rows[0]['load']}, d = {', '.join(map(str, ds))}, {_ns(rows)}",
-        "verdict": count_verdict(ok + drop, len(ds) + len(better), unit="checks"),
-        "evidence": ev + ".",
-    }
+    if better:
+        ev += f", at most half the d = 1 value in {drop} of {len(better)} choices d ≥ 2"
+    where = f"E4: λ = {rows[0]['load']}, d = {', '.join(map(str, ds))}, {_ns(rows)}"
+    return where, count_verdict(ok + drop, len(ds) + len(better), unit="checks"), ev
 
 
 def claims_rows(results: dict) -> list[dict]:
-    """One dict per claim (``claim``, ``where``, ``verdict``, ``evidence``) from the results
-    of E1–E4 (``results[name]`` as returned by the experiment functions)."""
+    """One dict per claim (``claim``, ``where``, ``verdict``, ``evidence``) from the results of E1–E4."""
     e1 = results["E1"]["rows"]
     ni = [r for r in e1 if not r["integer_ratio"]]
     it = [r for r in e1 if r["integer_ratio"]]
-    return [
+    found = [
         _max_is_k(ni),
         _max_is_k_or_k1(it),
         _fraction_at_k(ni),
@@ -346,6 +300,7 @@ def claims_rows(results: dict) -> list[dict]:
         _bad_starts(results["E3"]),
         _power_of_choices(results["E4"]),
     ]
+    return [_row(c, *f) for c, f in zip(CLAIMS, found)]
 
 
 def claims_table(intro: str, rows: list[dict]) -> str:

@@ -1,9 +1,5 @@
-"""The paper-000 driver: :func:`run` (E1–E4 into one directory, with ``summary.md``) and
-its up-front duration estimate (:func:`expected_steps`, :func:`expected_seconds`).
-
-The grids are read through the experiment modules' attributes (``e1_e4._e4_configs``, …)
-so that a test that shrinks a grid there shrinks the estimate too.
-"""
+"""The paper-000 driver: :func:`run` (E1–E4 and ``summary.md``) and its duration estimate, read
+through the experiment modules' grids (so that a test shrinking a grid shrinks the estimate)."""
 
 from __future__ import annotations
 
@@ -77,13 +73,9 @@ def expected_steps(quick: bool) -> float:
 
 
 def run(out_dir: Any, quick: bool = False, seed: Any = 0, workers: int | None = None, client: Any = None) -> dict:
-    """Run E1–E4 and write tables, figures and Markdown into ``out_dir`` (created if missing).
-
-    ``quick``: small sizes (under 3 minutes on 2 cores, every claim still shown).
-    ``seed``: root seed (experiment ``i`` uses child ``i``); ``workers``: threads
-    (default: all cores); ``client``: a :class:`dask.distributed.Client` to run the
-    replications on instead (the numbers are the same).  Returns a dict with each experiment's rows and the summary.
-    """
+    """Run E1–E4 and write tables, figures and Markdown into ``out_dir`` (created if missing);
+    experiment ``i`` uses child ``i`` of ``seed``; ``client``: a Dask client instead of local
+    threads (the same numbers).  Returns each experiment's results and the summary."""
     check_bool("quick", quick)
     if workers is not None:
         workers = check_int("workers", workers, minimum=1, maximum=4096)
@@ -100,8 +92,7 @@ def run(out_dir: Any, quick: bool = False, seed: Any = 0, workers: int | None = 
     print(msg, file=sys.stderr, flush=True) if not quick else _progress(msg)
     seeds = spawn_seeds(seed, 4)
     t0 = time.perf_counter()
-    results = {}
-    timings = {}
+    results, timings = {}, {}
     # the equilibrium runs of E1 and E4 share one pool, costliest first: the longest run
     # (E4, d = 1, largest n) overlaps with the others instead of ending last
     t = time.perf_counter()
@@ -129,25 +120,13 @@ def run(out_dir: Any, quick: bool = False, seed: Any = 0, workers: int | None = 
         f"# Paper 000 reproduced ({'quick' if quick else 'full'} mode)",
         "",
         f"Seed {seed}; wall time {wall:.0f} s (expected {est:.0f} s); "
-        + ", ".join(f"{k} {v:.0f} s" for k, v in timings.items())
-        + ".",
+        f"{', '.join(f'{k} {v:.0f} s' for k, v in timings.items())}.",
         'Orders of magnitude are the papers\' with constants taken as 1; "derived" marks items worked '
         "out for this project (docs/model.md), not theorems of the papers.",
         "",
     ]
-    summary = (
-        "\n".join(head)
-        + "\n"
-        + claims_markdown(results)
-        + "\n"
-        + "\n".join(results[k]["markdown"] for k in ("E1", "E2", "E3", "E4"))
-    )
+    summary = "\n".join(head + [claims_markdown(results)] + [results[k]["markdown"] for k in ("E1", "E2", "E3", "E4")])
     atomic_write(out / "summary.md", summary)  # whole or not at all, as every file of a reproduction
-    atomic_write(
-        out / "run.json",
-        json.dumps(
-            {"quick": quick, "seed": seed, "workers": workers, "wall_s": wall, "expected_s": est, "timings_s": timings},
-            indent=2,
-        ),
-    )
+    meta = {"quick": quick, "seed": seed, "workers": workers, "wall_s": wall, "expected_s": est, "timings_s": timings}
+    atomic_write(out / "run.json", json.dumps(meta, indent=2))
     return {"summary": summary, "wall_s": wall, "expected_s": est, "claims": claims_rows(results), **results}

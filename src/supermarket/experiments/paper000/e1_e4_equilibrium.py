@@ -1,9 +1,6 @@
-"""E1 (equilibrium at length ``k``, docs/model.md §4, §5) and E4 (the power of two
-choices, docs/model.md §3): the two equilibrium experiments of paper 000, their grids,
-tables, figures and Markdown summaries (every sentence computed from the runs).  Both
-rest on :func:`.equilibrium_run.equilibrium`; :func:`.driver.run` runs their equilibrium
-runs together in one pool.
-"""
+"""E1 (equilibrium at length ``k``, docs/model.md §4, §5) and E4 (the power of two choices, §3):
+grids, tables, figures and Markdown, every sentence computed from the runs of
+:func:`.equilibrium_run.equilibrium`."""
 
 from __future__ import annotations
 
@@ -17,7 +14,7 @@ from ... import theory as th
 from ..._files import atomic_write
 from ...model import SeedLike, spawn_seeds
 from .equilibrium_run import SNAPSHOTS, _equilibrium_results, _task_seconds, equilibrium
-from .output import Z_FINDING, _bound_verdict, _mean_max_cell, _plt, _pm, _save_figure, _write_table
+from .output import Z_FINDING, _bound_verdict, _mean_max_cell, _plt, _pm_of, _save_figure, _write_table
 
 __all__ = ["e1_equilibrium", "e4_power_of_choices"]
 
@@ -27,32 +24,20 @@ def _e1_configs(quick: bool):
     # k = 2, 3 with n^{kβ−α} below log n (the maximum is still k+1 at laptop n)
     non_integer = [(0.6, 0.5), (0.5, 0.4), (0.2, 0.5), (0.5, 0.3), (0.6, 0.25)]
     ns = [1000, 10_000] if quick else [1000, 10_000, 100_000, 1_000_000]
-    cfg = []
-    for a, b in non_integer:
-        for n in ns:
-            cfg.append((n, a, b))
+    cfg = [(n, a, b) for a, b in non_integer for n in ns]
     # α/β an integer: n with n^β an integer, so that 1/(1−λ) = d^k exactly
     integer = [
         (0.5, 0.25, [6, 10] if quick else [6, 10, 18, 32], 4),
         (0.5, 0.5, [32, 100] if quick else [32, 100, 316, 1000], 2),
     ]
-    for a, b, ms, power in integer:
-        for m in ms:
-            cfg.append((m**power, a, b))
-    return cfg
-
-
-def _e1_params(n, a, b):
-    d = int(round(n**b)) if abs(n**b - round(n**b)) < 1e-9 else int(math.floor(n**b))
-    one = n ** (-a)
-    lam = 1.0 - one
-    return d, lam
+    return cfg + [(m**power, a, b) for a, b, ms, power in integer for m in ms]
 
 
 def _e1_plan(quick: bool):
     plan = []
     for n, a, b in _e1_configs(quick):
-        d, lam = _e1_params(n, a, b)
+        d = int(round(n**b)) if abs(n**b - round(n**b)) < 1e-9 else int(math.floor(n**b))  # n^β exactly when whole
+        lam = 1.0 - n ** (-a)
         up = th.mixing_bounds(n, d, lam).upper_steps
         factor, cap = (5, 1.5e8) if quick else (20, 2e9)
         steps = int(min(max(factor * up, 2e6), cap))
@@ -70,13 +55,11 @@ def _equilibrium_task(args):
 def _e1_task(args):
     n, _a, _b, d, lam, steps, burn, ss = args
     k = th.k_lambda_d(d, lam)
-    levels = k + 3
-    eq = equilibrium(n, d, lam, steps=steps, burn_in=burn, levels=levels, seed=ss, k=k)
-    return eq
+    return equilibrium(n, d, lam, steps=steps, burn_in=burn, levels=k + 3, seed=ss, k=k)
 
 
 def _e1_tasks(quick: bool, seed):
-    """The E1 equilibrium runs: tasks for :func:`_e1_task` and their expected seconds."""
+    """The E1 equilibrium runs (tasks for :func:`_e1_task`) and their expected seconds."""
     plan = _e1_plan(quick)
     tasks = [p[:7] + (s,) for p, s in zip(plan, spawn_seeds(seed, len(plan)))]
     return tasks, [_task_seconds(p[3], p[5] + p[6]) for p in plan]
@@ -85,26 +68,17 @@ def _e1_tasks(quick: bool, seed):
 def e1_equilibrium(
     out: Path, *, quick: bool, seed: SeedLike, workers: int | None, client: Any = None, results: list | None = None
 ) -> dict:
-    """E1 (see the module docstring); ``results``: the outputs of :func:`_e1_task` for
-    :func:`_e1_tasks` ``(quick, seed)``, when already run (``run`` runs E1 and E4 together)."""
+    """E1 (see the module docstring); ``results``: the runs of :func:`_e1_tasks`, if already run."""
     plan = _e1_plan(quick)
     res = _equilibrium_results(
         results, "E1 equilibrium", _e1_tasks, _e1_task, lambda t: t[5] + t[6], quick, seed, workers, client
     )
     rows = []
     for (n, a, b, d, lam, steps, burn, long_enough), eq in zip(plan, res):
-        ratio = a / b
-        integer = abs(ratio - round(ratio)) < 1e-9
-        k_grid = math.ceil(ratio - 1e-12)
-        k = th.k_lambda_d(d, lam)
-        kr = th.k_report(d, lam)
-        share = eq["max_share"]
-        sse = eq["max_share_stderr"]
-        srel = eq["max_share_reliable"]
-        modal = int(np.argmax(share))
-        u = eq["u_mean"]
-        frac_k = float(eq["frac_mean"][k - 1])
-        frac_k_se = float(eq["frac_stderr"][k - 1])
+        ratio, k = a / b, th.k_lambda_d(d, lam)
+        share, sse, srel = eq["max_share"], eq["max_share_stderr"], eq["max_share_reliable"]
+        modal, u = int(np.argmax(share)), eq["u_mean"]
+        frac_k, frac_k_se = float(eq["frac_mean"][k - 1]), float(eq["frac_stderr"][k - 1])
         frac_k_rel = bool(eq["frac_reliable"][k - 1])
         bound = 1 - 2 * n ** (-a + (k - 1) * b)
         at = lambda arr, i, default: arr[i].item() if i < arr.size else default  # noqa: E731
@@ -113,13 +87,13 @@ def e1_equilibrium(
             "alpha": a,
             "beta": b,
             "alpha_over_beta": round(ratio, 6),
-            "integer_ratio": integer,
+            "integer_ratio": abs(ratio - round(ratio)) < 1e-9,
             "d": d,
             "load": lam,
-            "k_grid": k_grid,
+            "k_grid": math.ceil(ratio - 1e-12),
             "k": k,
             "k_hypothesis": th.k_hypothesis(n, d, lam),
-            "possible_max": list(kr.possible_max),
+            "possible_max": list(th.k_report(d, lam).possible_max),
             "steps": steps,
             "burn_in": burn,
             "steps_at_least_5_upper": long_enough,
@@ -127,9 +101,7 @@ def e1_equilibrium(
             "notes": "; ".join(eq["notes"]),
             "modal_max": modal,
             "max_always": bool(share[modal] == 1.0),
-            "mean_max": eq["mean_max"],
-            "mean_max_stderr": eq["mean_max_stderr"],
-            "mean_max_reliable": eq["mean_max_reliable"],
+            **_estimate(eq, "mean_max"),
             "share_max_eq_k": at(share, k, 0.0),
             "share_max_eq_k_stderr": at(sse, k, math.nan),
             "share_max_eq_k_reliable": at(srel, k, False),
@@ -143,9 +115,7 @@ def e1_equilibrium(
             "frac_at_k_bound": bound,
             "frac_at_k_meets_bound": frac_k >= bound,
             "frac_at_k_verdict": _bound_verdict(frac_k, frac_k_se, frac_k_rel, bound),
-            "good_set_fraction": eq["good_set_fraction"],
-            "good_set_fraction_stderr": eq["good_set_fraction_stderr"],
-            "good_set_fraction_reliable": eq["good_set_fraction_reliable"],
+            **_estimate(eq, "good_set_fraction"),
         }
         for j in range(1, k + 1):
             row[f"shorter_than_{j}"] = float(n * (1 - u[j - 1]))
@@ -176,64 +146,49 @@ def e1_equilibrium(
     return {"rows": rows, "markdown": md}
 
 
+def _estimate(eq: dict, key: str) -> dict:
+    """``key``, ``key_stderr`` and ``key_reliable`` of an equilibrium run."""
+    return {key + s: eq[key + s] for s in ("", "_stderr", "_reliable")}
+
+
 def _e1_figure(out, rows):
-    plt = _plt()
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
+    fig, axes = _plt().subplots(1, 3, figsize=(15, 4.4))
     ax = axes[0]
     for integer, mk in ((False, "o"), (True, "s")):
         sel = [r for r in rows if r["integer_ratio"] == integer]
-        ax.scatter(
-            [r["k"] for r in sel],
-            [r["mean_max"] for r in sel],
-            marker=mk,
-            label="α/β integer" if integer else "α/β not integer",
-        )
+        lab = "α/β integer" if integer else "α/β not integer"
+        ax.scatter([r["k"] for r in sel], [r["mean_max"] for r in sel], marker=mk, label=lab)
     ks = sorted({r["k"] for r in rows})
     ax.plot(ks, ks, "k--", lw=1, label="max = k")
     ax.plot(ks, [k + 1 for k in ks], "k:", lw=1, label="max = k+1")
-    ax.set_xlabel("k = k_(λ,d)")
-    ax.set_ylabel("time-averaged maximum queue length")
+    ax.set(xlabel="k = k_(λ,d)", ylabel="time-averaged maximum queue length")
     ax.legend(fontsize=8)
     ax.set_title("E1: maximum against k")
     ax = axes[1]
     sel = [r for r in rows if not r["integer_ratio"]]
-    ax.errorbar(
-        [r["frac_at_k_bound"] for r in sel],
-        [r["frac_at_k"] for r in sel],
-        yerr=[Z_FINDING * r["frac_at_k_stderr"] if r["frac_at_k_reliable"] else 0.0 for r in sel],
-        fmt="o",
-    )
+    err = [Z_FINDING * r["frac_at_k_stderr"] if r["frac_at_k_reliable"] else 0.0 for r in sel]
+    ax.errorbar([r["frac_at_k_bound"] for r in sel], [r["frac_at_k"] for r in sel], yerr=err, fmt="o")
     lo = min(min(r["frac_at_k_bound"] for r in sel), 0)
     ax.plot([lo, 1], [lo, 1], "k--", lw=1, label="fraction = bound")
-    ax.set_xlabel("1 − 2 n^(−α+(k−1)β)")
-    ax.set_ylabel("fraction of queues of length k")
+    ax.set(xlabel="1 − 2 n^(−α+(k−1)β)", ylabel="fraction of queues of length k")
     ax.set_title("E1: fraction at length k (α/β not integer)")
     ax.legend(fontsize=8)
     ax = axes[2]
-    xs, ys, cs = [], [], []
-    for r in rows:
-        for j in range(1, r["k"] + 1):
-            xs.append(r[f"shorter_than_{j}_pred"])
-            ys.append(r[f"shorter_than_{j}"])
-            cs.append(j)
+    pts = [(r[f"shorter_than_{j}_pred"], r[f"shorter_than_{j}"], j) for r in rows for j in range(1, r["k"] + 1)]
+    xs, ys, cs = (list(c) for c in zip(*pts))
     sc = ax.scatter(xs, ys, c=cs, cmap="viridis")
     m = [min(xs + ys) * 0.8, max(xs + ys) * 1.2]
     ax.plot(m, m, "k--", lw=1)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("n(1−λ)(λd)^(j−1)")
-    ax.set_ylabel("queues shorter than j (simulated)")
+    ax.set(xscale="log", yscale="log", xlabel="n(1−λ)(λd)^(j−1)", ylabel="queues shorter than j (simulated)")
     ax.set_title("E1: shorter queues (linearised, derived)")
     fig.colorbar(sc, ax=ax, label="j")
     _save_figure(fig, out, "E1_equilibrium")
 
 
 def _modal_call(r) -> str | None:
-    """Whether a row's "which of k and k+1 is modal" can be called: ``"too close"`` when
-    P(max = k) and P(max = k+1) differ by at most ``Z_FINDING`` standard errors (both error
-    bars reliable), ``"too short"`` when an error bar needed for the call is not reliable
-    (shares of exactly 0 or 1 need none), ``None`` when the call is made.  The one rule that
-    the E1 section and the Claims table both count with."""
+    """Whether "which of k and k+1 is modal" can be called (``None``), or is ``"too close"`` (within
+    ``Z_FINDING`` standard errors) or ``"too short"`` (an error bar not reliable); shares of 0 or 1
+    need none.  The one rule of the E1 section and the Claims table."""
     a, b = r["share_max_eq_k"], r["share_max_eq_k1"]
     if a in (0.0, 1.0) or b in (0.0, 1.0):
         return None
@@ -245,8 +200,7 @@ def _modal_call(r) -> str | None:
 
 
 def _modal_calls(rows):
-    """``(close, unknown)``: how many rows :func:`_modal_call` finds too close to call, and
-    how many too short to know."""
+    """``(close, unknown)``: how many rows :func:`_modal_call` finds too close or too short."""
     calls = [_modal_call(r) for r in rows]
     return calls.count("too close"), calls.count("too short")
 
@@ -258,6 +212,14 @@ def modal_sentence(close: int, unknown: int, total: int) -> str:
         [f"too short to know in {unknown}"] if unknown else []
     )
     return " and ".join(parts) + f" of the {total}" if parts else ""
+
+
+def _verdict_counts(rows) -> dict[str, int]:
+    """How many rows' fraction at k meets its bound, is within error, below, too short to know."""
+    return {
+        v: sum(r["frac_at_k_verdict"] == v for r in rows)
+        for v in ("meets", "within error", "below", "too short to know")
+    }
 
 
 def _e1_markdown(rows):
@@ -273,16 +235,12 @@ def _e1_markdown(rows):
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
+        ratio = f"{r['alpha_over_beta']:.3g}" + (" (int)" if r["integer_ratio"] else "")
         lines.append(
-            f"| {r['n']} | {r['alpha']} | {r['beta']} | "
-            f"{r['alpha_over_beta']:.3g}{' (int)' if r['integer_ratio'] else ''} "
-            f"| {r['d']} | {r['load']:.6g} | {r['k']} | {r['k_hypothesis']} | {r['modal_max']} | "
-            f"{_mean_max_cell(r)} | "
-            f"{_pm(r['share_max_eq_k'], r['share_max_eq_k_stderr'], r['share_max_eq_k_reliable'], share=True)} | "
-            f"{_pm(r['share_max_eq_k1'], r['share_max_eq_k1_stderr'], r['share_max_eq_k1_reliable'], share=True)} | "
-            f"{_pm(r['frac_at_k'], r['frac_at_k_stderr'], r['frac_at_k_reliable'], 4)} | {r['frac_at_k_bound']:.3f} | "
-            f"{_pm(r['good_set_fraction'], r['good_set_fraction_stderr'], r['good_set_fraction_reliable'], share=True)}"
-            " |"
+            f"| {r['n']} | {r['alpha']} | {r['beta']} | {ratio} "
+            f"| {r['d']} | {r['load']:.6g} | {r['k']} | {r['k_hypothesis']} | {r['modal_max']} | {_mean_max_cell(r)} | "
+            f"{_pm_of(r, 'share_max_eq_k', share=True)} | {_pm_of(r, 'share_max_eq_k1', share=True)} | "
+            f"{_pm_of(r, 'frac_at_k', 4)} | {r['frac_at_k_bound']:.3f} | {_pm_of(r, 'good_set_fraction', share=True)} |"
         )
     ni = [r for r in rows if not r["integer_ratio"]]
     it = [r for r in rows if r["integer_ratio"]]
@@ -299,37 +257,28 @@ def _e1_markdown(rows):
         "(largest k with nπ(k) ≥ 1, reconstructed) is k itself."
     )
     if others:
-        sentence += (
-            f" In the other {len(others)} it is k+1 in {at_k1}"
-            + (f" and further from k in {len(others) - at_k1}" if at_k1 < len(others) else "")
-            + "."
-        )
+        further = f" and further from k in {len(others) - at_k1}" if at_k1 < len(others) else ""
+        sentence += f" In the other {len(others)} it is k+1 in {at_k1}{further}."
     close, unknown = _modal_calls(ni)
     if close or unknown:
         sentence += f" Which of k and k+1 is modal is {modal_sentence(close, unknown, len(ni))}."
     sentence += (
         f" The conditions of Theorem 1.2 hold in {sum(applies)} of {len(rows)} configurations"
-        + (" (they need n of order 10^15 or more)." if not any(applies) else ".")
-        + f" The modal maximum is within 1 of the hypothesis in {n_eq_hyp} of {len(rows)} configurations."
+        f"{'.' if any(applies) else ' (they need n of order 10^15 or more).'}"
+        f" The modal maximum is within 1 of the hypothesis in {n_eq_hyp} of {len(rows)} configurations."
     )
     lines.append(sentence)
-    verdicts = {
-        v: sum(r["frac_at_k_verdict"] == v for r in ni) for v in ("meets", "within error", "below", "too short to know")
-    }
+    verdicts = _verdict_counts(ni)
     line = (
         f"- The fraction of queues of length k is at least 1 − 2n^(−α+(k−1)β) in {verdicts['meets']} of {len(ni)} "
         "configurations with α/β not an integer"
     )
-    rest = [
-        f"below it by at most {Z_FINDING:g} standard errors in {verdicts['within error']}"
-        if verdicts["within error"]
-        else "",
-        f"below it by more in {verdicts['below']}" if verdicts["below"] else "",
-        f"below it with an error bar too short to know in {verdicts['too short to know']}"
-        if verdicts["too short to know"]
-        else "",
-    ]
-    rest = [x for x in rest if x]
+    words = {
+        "within error": f"below it by at most {Z_FINDING:g} standard errors in",
+        "below": "below it by more in",
+        "too short to know": "below it with an error bar too short to know in",
+    }
+    rest = [f"{w} {verdicts[v]}" for v, w in words.items() if verdicts[v]]
     lines.append(line + ("; " + "; ".join(rest) if rest else "") + ".")
     ratios = [r[f"shorter_than_{j}"] / r[f"shorter_than_{j}_pred"] for r in rows for j in range(1, r["k"] + 1)]
     lines.append(
@@ -350,17 +299,11 @@ def _e1_markdown(rows):
             f"{max(r['good_set_fraction'] for r in above):.3g} (membership needs no queue longer than k)."
         )
     lines.append(line)
-    unrel = [r for r in rows if not r["reliable"]]
+    unrel = [str(r["n"]) for r in rows if not r["reliable"]]
+    tail = f"; in the others (n = {', '.join(unrel)}) the comparisons that need an error bar are too short to know."
     lines.append(
         f"- Error bars: {len(rows) - len(unrel)} of {len(rows)} runs were long enough for simulate to trust "
-        "every error bar that matters"
-        + (
-            "; in the others (n = "
-            + ", ".join(str(r["n"]) for r in unrel)
-            + ") the comparisons that need an error bar are too short to know."
-            if unrel
-            else "."
-        )
+        f"every error bar that matters{tail if unrel else '.'}"
     )
     short = [r for r in rows if not r["steps_at_least_5_upper"]]
     if short:
@@ -410,9 +353,7 @@ def e4_power_of_choices(
                 "d": d,
                 "load": lam,
                 "time_units": T,
-                "mean_max": eq["mean_max"],
-                "mean_max_stderr": eq["mean_max_stderr"],
-                "mean_max_reliable": eq["mean_max_reliable"],
+                **_estimate(eq, "mean_max"),
                 "reliable": eq["reliable"],
                 "notes": "; ".join(eq["notes"]),
                 "modal_max": int(np.argmax(eq["max_share"])),
@@ -425,9 +366,7 @@ def e4_power_of_choices(
     fits = {}
     for d in ds:
         sel = [r for r in rows if r["d"] == d]
-        x = np.array([r["predictor"] for r in sel])
-        y = np.array([r["mean_max"] for r in sel])
-        b, a = np.polyfit(x, y, 1)
+        b, a = np.polyfit(np.array([r["predictor"] for r in sel]), np.array([r["mean_max"] for r in sel]), 1)
         fits[d] = {"slope": float(b), "intercept": float(a)}
     meta = {
         "experiment": "E4 power of two choices",
@@ -437,34 +376,22 @@ def e4_power_of_choices(
         "fits_mean_max_vs_predictor": fits,
     }
     _write_table(out, "E4_power_of_choices", rows, meta)
-    plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
+    fig, axes = _plt().subplots(1, 2, figsize=(12, 4.6))
     for d in ds:
         sel = [r for r in rows if r["d"] == d]
-        axes[0].errorbar(
-            [r["n"] for r in sel],
-            [r["mean_max"] for r in sel],
-            yerr=[Z_FINDING * r["mean_max_stderr"] if r["mean_max_reliable"] else 0.0 for r in sel],
-            fmt="o-",
-            label=f"d = {d}",
-        )
+        err = [Z_FINDING * r["mean_max_stderr"] if r["mean_max_reliable"] else 0.0 for r in sel]
+        axes[0].errorbar([r["n"] for r in sel], [r["mean_max"] for r in sel], yerr=err, fmt="o-", label=f"d = {d}")
         ax = axes[1]
-        ax.plot(
-            [r["predictor"] for r in sel],
-            [r["mean_max"] for r in sel],
-            "o",
-            label=f"d={d} vs {sel[0]['predictor_name']}: slope {fits[d]['slope']:.2f}",
-        )
+        lab = f"d={d} vs {sel[0]['predictor_name']}: slope {fits[d]['slope']:.2f}"
+        ax.plot([r["predictor"] for r in sel], [r["mean_max"] for r in sel], "o", label=lab)
         xs = np.array([r["predictor"] for r in sel])
         ax.plot(xs, fits[d]["intercept"] + fits[d]["slope"] * xs, "-", lw=1)
-    axes[0].set_xscale("log")
-    axes[0].set_xlabel("n")
-    axes[0].set_ylabel("time-averaged maximum queue length")
-    axes[0].set_title(f"E4: maximum queue, λ = {lam}")
+    axes[0].set(
+        xscale="log", xlabel="n", ylabel="time-averaged maximum queue length", title=f"E4: maximum queue, λ = {lam}"
+    )
     axes[0].legend()
     axes[1].set_xlabel("predictor (log n/log(1/λ) for d = 1, log log n/log d for d ≥ 2)")
-    axes[1].set_ylabel("time-averaged maximum")
-    axes[1].set_title("E4: against the classical orders")
+    axes[1].set(ylabel="time-averaged maximum", title="E4: against the classical orders")
     axes[1].legend(fontsize=8)
     _save_figure(fig, out, "E4_power_of_choices")
     lines = [
@@ -479,8 +406,7 @@ def e4_power_of_choices(
     ]
     for r in rows:
         lines.append(
-            f"| {r['n']} | {r['d']} | {_mean_max_cell(r)} | "
-            f"{r['modal_max']} | "
+            f"| {r['n']} | {r['d']} | {_mean_max_cell(r)} | {r['modal_max']} | "
             f"{r['predictor_name']} = {r['predictor']:.3g} | {r['k_hypothesis']} |"
         )
     lines += _e4_findings(rows, fits, ds)
@@ -505,17 +431,10 @@ def _e4_findings(rows, fits, ds) -> list[str]:
     out.append(
         f"- at n = {big}: mean maximum " + ", ".join(f"{means[d]:.2f} with d = {d}" for d in ds if d in means) + "."
     )
-    unrel = [r for r in rows if not r["mean_max_reliable"] and not r.get("max_always")]
+    unrel = [f"n = {r['n']} with d = {r['d']}" for r in rows if not r["mean_max_reliable"] and not r.get("max_always")]
+    tail = f"; too short to know in {', '.join(unrel)} (the slopes above are fits of the means, with no error bar)."
     out.append(
         f"- error bars of the mean maximum: reliable in {len(rows) - len(unrel)} of {len(rows)} runs"
-        + (
-            (
-                "; too short to know in "
-                + ", ".join(f"n = {r['n']} with d = {r['d']}" for r in unrel)
-                + " (the slopes above are fits of the means, with no error bar)."
-            )
-            if unrel
-            else "."
-        )
+        + (tail if unrel else ".")
     )
     return out

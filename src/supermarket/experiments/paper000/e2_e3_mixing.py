@@ -1,8 +1,5 @@
-"""E2 (mixing time from a good state) and E3 (mixing from bad starts, and the TV curve) of
-paper 000 (docs/model.md §6): coalescence times from :func:`supermarket.mixing.coalescence`
-against the paper's orders with constants taken as 1, fitted log-log slopes, tables,
-figures and Markdown summaries (every sentence computed from the runs).
-"""
+"""E2 (mixing from a good state) and E3 (bad starts, and the TV curve) of paper 000 (docs/model.md
+§6): coalescence times against the orders with constant 1, tables, figures and Markdown."""
 
 from __future__ import annotations
 
@@ -21,16 +18,20 @@ from .output import _fit_slope, _fmt, _plt, _progress, _save_figure, _write_tabl
 __all__ = ["e2_mixing_scaling", "e3_bad_starts"]
 
 
+def _tau_cells(n, d, lam, dd: dict, R: int) -> dict:
+    """The columns E2 and E3 share: the configuration and the coalescence time's mean and median."""
+    s = dd["coalescence_steps"]
+    return dict(
+        n=n, d=d, load=lam, k=dd["k"], replications=R, mean_steps=s["mean"], mean_ci=s["ci"], median_steps=s["median"]
+    )
+
+
 # =========================================================================== E2
 def _e2_configs(quick):
-    """(sweep, n, d, λ) rows and the replications per row.  Sweep "n": λ = 0.95 and
-    d = 3, 5, 25 (k = 3, 2, 1) across n.  Sweep "d": λ = 0.99, k = 2 fixed, n fixed, d from
-    12 to 80 (d^{k−1} = d)."""
+    """(sweep, n, d, λ) rows and the replications per row (the sweeps of docs/mixing.md)."""
     ns = [250, 500, 1000, 2000] if quick else [500, 1000, 2000, 4000, 8000, 16000]
     cfg = [("n", n, d, 0.95) for d in (3, 5, 25) for n in ns]
-    n_d = 1000 if quick else 4000
-    cfg += [("d", n_d, d, 0.99) for d in (12, 20, 40, 80)]
-    return cfg, (12 if quick else 50)
+    return cfg + [("d", 1000 if quick else 4000, d, 0.99) for d in (12, 20, 40, 80)], (12 if quick else 50)
 
 
 def e2_mixing_scaling(out: Path, *, quick: bool, seed: SeedLike, workers: int | None, client: Any = None) -> dict:
@@ -39,20 +40,14 @@ def e2_mixing_scaling(out: Path, *, quick: bool, seed: SeedLike, workers: int | 
     rows = []
     for i, ((sweep, n, d, lam), ss) in enumerate(zip(cfg, seeds)):
         _progress(f"E2 mixing scaling {i + 1}/{len(cfg)}: n={n}, d={d}, λ={lam}")
-        res = mx.coalescence(n, d, lam, start="fixed-point", replications=R, seed=ss, workers=workers, client=client)
-        dd = res.to_dict()
+        dd = mx.coalescence(
+            n, d, lam, start="fixed-point", replications=R, seed=ss, workers=workers, client=client
+        ).to_dict()
         s = dd["coalescence_steps"]
         rows.append(
             {
                 "sweep": sweep,
-                "n": n,
-                "d": d,
-                "load": lam,
-                "k": dd["k"],
-                "replications": R,
-                "mean_steps": s["mean"],
-                "mean_ci": s["ci"],
-                "median_steps": s["median"],
+                **_tau_cells(n, d, lam, dd, R),
                 "median_ci": s["median_ci"],
                 "q90_steps": s["q90"],
                 "tmix_bound_steps": dd["tmix_steps"],
@@ -68,33 +63,20 @@ def e2_mixing_scaling(out: Path, *, quick: bool, seed: SeedLike, workers: int | 
             }
         )
     ok = [r for r in rows if r["censored"] == 0]
-    slope_up, icpt_up = _fit_slope([r["upper_order"] for r in ok], [r["mean_steps"] for r in ok])
-    slope_lo, icpt_lo = _fit_slope([r["lower_order"] for r in ok], [r["mean_steps"] for r in ok])
-    nsw = [r for r in ok if r["sweep"] == "n"]
-    per_d = {}
-    for d in sorted({r["d"] for r in nsw}):
-        sel = [r for r in nsw if r["d"] == d]
-        per_d[d] = _fit_slope([r["n"] for r in sel], [r["mean_steps"] for r in sel])[0]
-    dsw = [r for r in ok if r["sweep"] == "d"]
-    slope_d = _fit_slope([r["d"] for r in dsw], [r["mean_steps"] for r in dsw])[0]
-    slope_slow = _fit_slope([r["slow_mode_steps"] * math.log(r["n"]) for r in ok], [r["mean_steps"] for r in ok])[0]
-    ratio_by_d = {
-        d: [
-            min(r["mean_over_upper"] for r in nsw if r["d"] == d),
-            max(r["mean_over_upper"] for r in nsw if r["d"] == d),
-        ]
-        for d in per_d
-    }
-    fits = {
-        "slope_vs_upper": slope_up,
-        "intercept_vs_upper": icpt_up,
-        "slope_vs_lower": slope_lo,
-        "intercept_vs_lower": icpt_lo,
-        "slope_vs_n_by_d": per_d,
-        "slope_vs_d_at_fixed_n_k": slope_d,
-        "slope_vs_slow_mode_log_n": slope_slow,
-        "mean_over_upper_range_by_d": ratio_by_d,
-    }
+    nsw, dsw = [r for r in ok if r["sweep"] == "n"], [r for r in ok if r["sweep"] == "d"]
+
+    def fit(sel, x):  # log τ against log x(row)
+        return _fit_slope([x(r) for r in sel], [r["mean_steps"] for r in sel])
+
+    fits: dict[str, Any] = {}
+    fits["slope_vs_upper"], fits["intercept_vs_upper"] = fit(ok, lambda r: r["upper_order"])
+    fits["slope_vs_lower"], fits["intercept_vs_lower"] = fit(ok, lambda r: r["lower_order"])
+    ds = sorted({r["d"] for r in nsw})
+    per_d = fits["slope_vs_n_by_d"] = {d: fit([r for r in nsw if r["d"] == d], lambda r: r["n"])[0] for d in ds}
+    fits["slope_vs_d_at_fixed_n_k"] = fit(dsw, lambda r: r["d"])[0]
+    fits["slope_vs_slow_mode_log_n"] = fit(ok, lambda r: r["slow_mode_steps"] * math.log(r["n"]))[0]
+    up = {d: [r["mean_over_upper"] for r in nsw if r["d"] == d] for d in per_d}
+    fits["mean_over_upper_range_by_d"] = {d: [min(x), max(x)] for d, x in up.items()}
     meta = {
         "experiment": "E2 mixing scaling",
         "quick": quick,
@@ -110,18 +92,12 @@ def e2_mixing_scaling(out: Path, *, quick: bool, seed: SeedLike, workers: int | 
 
 
 def _e2_figure(out, rows, fits):
-    plt = _plt()
-    fig, axes = plt.subplots(1, 3, figsize=(17, 4.6))
-    groups = sorted(
-        {(r["sweep"], r["d"] if r["sweep"] == "n" else None, r["load"]) for r in rows}, key=lambda g: (g[0], g[1] or 0)
-    )
+    fig, axes = _plt().subplots(1, 3, figsize=(17, 4.6))
 
-    def members(g):
-        return [
-            r
-            for r in rows
-            if (r["sweep"], r["d"] if r["sweep"] == "n" else None, r["load"]) == g and r["censored"] == 0
-        ]
+    def group(r):  # one curve per (sweep, d of an n sweep, λ)
+        return r["sweep"], r["d"] if r["sweep"] == "n" else None, r["load"]
+
+    groups = sorted({group(r) for r in rows}, key=lambda g: (g[0], g[1] or 0))
 
     def errs(sel):
         return np.array([[r["mean_steps"] - r["mean_ci"][0], r["mean_ci"][1] - r["mean_steps"]] for r in sel]).T
@@ -131,7 +107,7 @@ def _e2_figure(out, rows, fits):
         (axes[1], "lower_order", "d^(k−1) n", fits["slope_vs_lower"]),
     ):
         for g in groups:
-            sel = members(g)
+            sel = [r for r in rows if group(r) == g and r["censored"] == 0]
             if not sel:
                 continue
             lab = (
@@ -145,10 +121,7 @@ def _e2_figure(out, rows, fits):
         icpt = fits["intercept_vs_upper"] if key == "upper_order" else fits["intercept_vs_lower"]
         ax.plot(grid, np.exp(icpt) * grid**slope, "k-", lw=1, label=f"pooled fit: slope {slope:.2f}")
         ax.plot(grid, grid, "k--", lw=1, label="τ = order")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel(f"{label} (steps)")
-        ax.set_ylabel("mean coalescence time τ (steps, 95% CI)")
+        ax.set(xscale="log", yscale="log", xlabel=f"{label} (steps)", ylabel="mean coalescence time τ (steps, 95% CI)")
         ax.legend(fontsize=7)
     axes[0].set_title("E2: τ from a good state vs the upper order")
     axes[1].set_title("E2: τ vs the lower order")
@@ -164,12 +137,9 @@ def _e2_figure(out, rows, fits):
         )
         dg = np.array([r["d"] for r in sel], float)
         ax.plot(dg, sel[0]["mean_steps"] * dg / dg[0], "k--", lw=1, label="∝ d")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+        ax.set(xscale="log", yscale="log")
         ax.legend(fontsize=8)
-    ax.set_xlabel("d (k = 2 fixed)")
-    ax.set_ylabel("mean coalescence time τ (steps)")
-    ax.set_title("E2: τ against d at fixed n and k")
+    ax.set(xlabel="d (k = 2 fixed)", ylabel="mean coalescence time τ (steps)", title="E2: τ against d at fixed n and k")
     _save_figure(fig, out, "E2_mixing_scaling")
 
 
@@ -191,8 +161,7 @@ def _e2_markdown(rows, fits, R):
             f"{_fmt(r['tmix_bound_steps'])} | {_fmt(r['upper_order'])} | {_fmt(r['lower_order'])} | "
             f"{_fmt(r['mean_over_upper'])} | {_fmt(r['mean_over_lower'])} | {r['censored']} |"
         )
-    lo = min(r["mean_over_lower"] for r in rows)
-    hi = max(r["mean_over_lower"] for r in rows)
+    lo, hi = min(r["mean_over_lower"] for r in rows), max(r["mean_over_lower"] for r in rows)
     up = [r["mean_over_upper"] for r in rows]
     n_sweep = sorted({r["n"] for r in rows if r["sweep"] == "n"})
     nlogn = _fit_slope(n_sweep, [m * math.log(m) for m in n_sweep])[0] if len(n_sweep) > 1 else float("nan")
@@ -200,6 +169,8 @@ def _e2_markdown(rows, fits, R):
     cond = [th.theorem_1_2(r["n"], r["d"], r["load"]).applies for r in dsw]
     spread = {d: (b / a if a > 0 else float("inf")) for d, (a, b) in fits["mean_over_upper_range_by_d"].items()}
     increases = sum(r["coupling_increases"] for r in rows)
+    l1 = f"increased {increases} times (the sorted coupling should never let it grow)"
+    below = f"below 1 in {sum(r['mean_over_lower'] < 1 for r in rows)} rows; the order has no constant"
     lines += [
         "",
         "**What the runs show.**",
@@ -219,19 +190,11 @@ def _e2_markdown(rows, fits, R):
         + f"; overall {min(up):.3g}–{max(up):.3g}. The papers give orders without constants, so the pooled "
         f"log-log slope against k d^(k−1) n log n, {fits['slope_vs_upper']:.3f}, mixes configurations with "
         f"different constants (against d^(k−1) n: {fits['slope_vs_lower']:.3f}).",
-        f"- τ / (d^(k−1) n) ranges from {lo:.3g} to {hi:.3g}"
-        + (
-            " (at least 1 everywhere, as the Ω(d^(k−1) n) lower order allows)."
-            if lo >= 1
-            else f" (below 1 in {sum(r['mean_over_lower'] < 1 for r in rows)} rows; the order has no constant)."
-        ),
+        f"- τ / (d^(k−1) n) ranges from {lo:.3g} to {hi:.3g} "
+        f"({'at least 1 everywhere, as the Ω(d^(k−1) n) lower order allows' if lo >= 1 else below}).",
         f"- against the slow mode (derived): log-log slope of τ against n(1+λ)/μ_k · log n is "
         f"{fits['slope_vs_slow_mode_log_n']:.3f} (μ_k from theory.slow_mode; column slow_mode_steps).",
-        (
-            "- the L1 distance never increased in any pair."
-            if increases == 0
-            else f"- the L1 distance increased {increases} times (the sorted coupling should never let it grow)."
-        ),
+        f"- the L1 distance {l1 if increases else 'never increased in any pair'}.",
     ]
     return "\n".join(lines) + "\n"
 
@@ -252,8 +215,7 @@ def e3_bad_starts(out: Path, *, quick: bool, seed: SeedLike, workers: int | None
     rows = []
     for i, (st, ss) in enumerate(zip(starts, seeds)):
         _progress(f"E3 bad starts {i + 1}/{len(starts)}: n={n}, d={d}, λ={lam}, from {st}")
-        res = mx.coalescence(n, d, lam, start=st, replications=R, seed=ss, workers=workers, client=client)
-        dd = res.to_dict()
+        dd = mx.coalescence(n, d, lam, start=st, replications=R, seed=ss, workers=workers, client=client).to_dict()
         s = dd["coalescence_steps"]
         kind, val = st.split(":")
         rows.append(
@@ -261,14 +223,7 @@ def e3_bad_starts(out: Path, *, quick: bool, seed: SeedLike, workers: int | None
                 "start": st,
                 "kind": kind,
                 "value": int(val),
-                "n": n,
-                "d": d,
-                "load": lam,
-                "k": dd["k"],
-                "replications": R,
-                "mean_steps": s["mean"],
-                "mean_ci": s["ci"],
-                "median_steps": s["median"],
+                **_tau_cells(n, d, lam, dd, R),
                 "tmix_bound_steps": dd["tmix_steps"],
                 "censored": dd["censored"],
                 "lower_order": dd["bound_lower_steps"],
@@ -296,37 +251,25 @@ def e3_bad_starts(out: Path, *, quick: bool, seed: SeedLike, workers: int | None
         "linear_fit_vs_lower": lin,
     }
     _write_table(out, "E3_bad_starts", rows, meta)
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.5, 4.6))
+    fig, ax = _plt().subplots(figsize=(6.5, 4.6))
     for kind, label in (("customers", "‖x‖₁ = g n: (1−λ)^(−1) g n"), ("long", "one queue ℓ: ℓ n")):
         sel = [r for r in rows if r["kind"] == kind]
         x = np.array([r["lower_order"] for r in sel])
         y = np.array([r["mean_steps"] for r in sel])
-        err = np.array(
-            [
-                [
-                    r["mean_steps"] - r["mean_ci"][0],
-                    (r["mean_ci"][1] - r["mean_steps"]) if isinstance(r["mean_ci"][1], float) else 0,
-                ]
-                for r in sel
-            ]
-        ).T
+        hi = [(r["mean_ci"][1] - r["mean_steps"]) if isinstance(r["mean_ci"][1], float) else 0 for r in sel]
+        err = np.array([[r["mean_steps"] - r["mean_ci"][0] for r in sel], hi])
         ax.errorbar(x, y, yerr=err, fmt="o-", label=f"{label} (slope {fits[kind]:.2f})")
     xs = np.array([r["lower_order"] for r in rows])
     grid = np.geomspace(xs.min(), xs.max(), 10)
     ax.plot(grid, grid, "k--", lw=1, label="τ = lower order")
     ax.plot(grid, (1 + lam) * grid, "k:", lw=1, label="τ = (1+λ) × lower order")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("lower order (steps)")
-    ax.set_ylabel("mean coalescence time (steps)")
+    ax.set(xscale="log", yscale="log", xlabel="lower order (steps)", ylabel="mean coalescence time (steps)")
     ax.set_title(f"E3: bad starts, n={n}, d={d}, λ={lam}")
     ax.legend(fontsize=8)
     _save_figure(fig, out, "E3_bad_starts")
     lines = _e3_markdown(rows, fits, lin, n=n, d=d, lam=lam, R=R)
-    tv_lines, tv_dict = _e3_tv(
-        out, quick=quick, seed=spawn_seeds(seed, len(starts) + 1)[-1], workers=workers, client=client
-    )
+    tv_seed = spawn_seeds(seed, len(starts) + 1)[-1]
+    tv_lines, tv_dict = _e3_tv(out, quick=quick, seed=tv_seed, workers=workers, client=client)
     md = "\n".join(lines + tv_lines) + "\n"
     atomic_write(out / "E3_bad_starts.md", md)
     return {"rows": rows, "fits": fits, "linear": lin, "tv": tv_dict, "markdown": md}
@@ -409,15 +352,12 @@ def _e3_tv(out: Path, *, quick, seed, workers, client=None):
         "lower_order_steps": mx.start_bounds(n, d, lam, start)["lower_start"],
     }
     _write_table(out, "E3_tv_curve", rows, meta)
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.5, 4.4))
+    fig, ax = _plt().subplots(figsize=(6.5, 4.4))
     ax.plot(tv.steps, tv.tv, "o-", ms=3, label="TV of ‖X_t‖₁ (binned, lower estimate)")
     ax.plot(tv.steps, tv.coupling_bound, "s-", ms=3, label="P(τ > t) (coupling, upper bound)")
     ax.axhline(tv.noise_floor, color="gray", ls=":", label=f"noise floor {tv.noise_floor:.3f} ({R} replicas)")
     ax.axvline(meta["lower_order_steps"], color="k", ls="--", lw=1, label="(1−λ)^(−1) g n")
-    ax.set_xlabel("steps")
-    ax.set_ylabel("distance to equilibrium")
-    ax.set_title(f"E3: from {start}, n={n}, d={d}, λ={lam}")
+    ax.set(xlabel="steps", ylabel="distance to equilibrium", title=f"E3: from {start}, n={n}, d={d}, λ={lam}")
     ax.legend(fontsize=8)
     _save_figure(fig, out, "E3_tv_curve")
     first = tv.first_below_floor()

@@ -1,12 +1,5 @@
-"""One equilibrium run of the paper-000 experiments (E1, E4) and how they are run.
-
-:func:`equilibrium` measures the chain started at the rounded fixed point with
-:func:`supermarket.simulate` (profile engine, discrete time) and adds blocking error bars
-from equally spaced snapshots for what simulate gives none (the maximum's law,
-``u_j − u_{j+1}``); :func:`good_set_mask` recounts ``N^ε`` on the snapshots
-(docs/model.md §5).  :func:`_map_configs` runs one configuration per task through
-:mod:`supermarket.parallel`; :func:`_task_seconds` is a run's expected cost.
-"""
+"""One equilibrium run of E1 and E4 (:func:`equilibrium`, :func:`good_set_mask`), the parallel
+map over configurations and the expected cost of a run."""
 
 from __future__ import annotations
 
@@ -24,10 +17,7 @@ from ...mixing.coupling import _workers as _mixing_workers
 from ...model import check_int
 from .output import _progress
 
-# simulate's profile engine (E1, E4), effective steps/s per thread (kernel, analysis and
-# snapshots) measured on the shared 2-core development machine at load average 2.4: 35-47e6
-# for the n = 10^6 runs of E1, 23-28e6 for E4 with d = 2, 3, 6e6 for d = 1 (an arrival's
-# level is found by a scan over the ~log n/log(1/λ) occupied levels); at load 5-6 about half
+# simulate's profile engine, effective steps/s per thread (measured: benchmarks/README.md)
 PROFILE_RATE_STEPS_PER_S = 30e6
 PROFILE_RATE_D1_STEPS_PER_S = 5e6
 TASK_OVERHEAD_S = 1.0  # per equilibrium run: start-up analysis, snapshot blocking (2 s for d = 1)
@@ -35,9 +25,8 @@ SNAPSHOTS = 2**17  # snapshots per equilibrium run, for the error bars simulate 
 
 
 def good_set_mask(snaps: ArrayLike, n: int, d: int, lam: float, eps: float, k: int) -> np.ndarray:
-    """Membership of each snapshot (rows of counts ``c_1..c_K``, ``K > k``) in ``N^ε``:
-    clause (a) ``c_{k+1} = 0`` and clause (b) ``n − c_j`` within the bands of
-    :func:`supermarket.theory.good_set_bounds` for ``j = 1..k`` (docs/model.md §5)."""
+    """Membership of each snapshot (rows of counts ``c_1..c_K``, ``K > k``) in ``N^ε``: clauses
+    (a), (b) of docs/model.md §5 with the bands of :func:`supermarket.theory.good_set_bounds`."""
     snaps = np.asarray(snaps)
     if snaps.ndim != 2 or snaps.shape[1] <= k:
         raise ValueError(f"snapshots must have more than k={k} levels")
@@ -49,11 +38,8 @@ def good_set_mask(snaps: ArrayLike, n: int, d: int, lam: float, eps: float, k: i
 
 
 def _snapshot_error(series, trusted: bool):
-    """Blocking standard error of the average of an equally spaced snapshot series
-    (:func:`supermarket.stats.blocking`), as ``(stderr, reliable)``; ``reliable`` also needs
-    the run itself to be trusted (start forgotten, self-checks passed).  A series that
-    differs from its median in fewer than ``MIN_BLOCKS`` snapshots (a rare event) gets no
-    error bar: ``(nan, False)``."""
+    """``(stderr, reliable)`` of a snapshot series' average by blocking, reliable only if the run
+    is trusted; ``(nan, False)`` when fewer than ``MIN_BLOCKS`` snapshots differ from the median."""
     x = np.asarray(series, dtype=float)
     if np.count_nonzero(x != np.median(x)) < stats.MIN_BLOCKS:
         return math.nan, False  # (almost) constant: too few changes seen to know the error
@@ -74,8 +60,8 @@ def equilibrium(
     eps: float = 0.1,
     k: int | None = None,
 ) -> dict[str, Any]:
-    """Equilibrium statistics of the chain started at the rounded fixed point, measured by
-    :func:`supermarket.simulate` (profile engine, discrete time, one replication).
+    """Equilibrium statistics of the chain started at the rounded fixed point (one
+    :func:`supermarket.simulate` run; docs/mixing.md, "The paper-000 experiments").
 
     Parameters
     ----------
@@ -86,8 +72,7 @@ def equilibrium(
     levels : int
         Profile levels returned, ``u_1..u_{levels+1}``, and fractions at length ``1..levels``.
     snapshots : int
-        About this many equally spaced snapshots of the state after the burn-in (for the
-        error bars of the maximum's law and of ``u_j − u_{j+1}``).
+        About this many equally spaced snapshots (error bars of the maximum and ``u_j − u_{j+1}``).
     seed : int or numpy.random.SeedSequence
     eps : float
         ε of the good set ``N^ε`` (docs/model.md §5).
@@ -97,26 +82,14 @@ def equilibrium(
     Returns
     -------
     dict
-        ``u_mean``, ``u_stderr``, ``u_reliable`` (time averages with blocking errors, from
-        simulate); ``frac_mean``, ``frac_stderr``, ``frac_reliable`` (fraction of queues of
-        length ``j = 1..levels``, ``E[u_j − u_{j+1}]``); ``max_share`` (time share of each
-        maximum queue length, from simulate), ``max_share_stderr``, ``max_share_reliable``;
-        ``mean_max``, ``mean_max_stderr``, ``mean_max_reliable``; ``good_set_fraction``,
-        ``good_set_fraction_stderr``, ``good_set_fraction_reliable`` (None for ``d = 1``);
-        ``good_set_fraction_snapshots`` and its ``_stderr``: the same share recounted on the
-        snapshots with :func:`good_set_mask` (None when ``levels <= k``);
-        ``reliable`` (simulate's verdict: every error bar that matters is trusted),
-        ``self_checks_failed``, ``notes``, ``snapshots``, ``steps``, ``events_per_second``.
-
-    Notes
-    -----
-    The time shares of the maximum come from simulate's time averages; simulate gives no
-    standard error for them, so theirs (and those of the mean maximum and of ``u_j − u_{j+1}``)
-    come from a blocking analysis of the snapshot series: the standard error of the snapshot
-    average.  With snapshots much denser than the correlation time it is close to that of
-    the time average (and not smaller, up to its own noise).  Error bars are marked reliable
-    only when the blocking reached a plateau and simulate trusts the run (start forgotten,
-    self-checks passed).
+        ``u_mean``, ``u_stderr``, ``u_reliable`` (from simulate), likewise ``frac_*`` (``E[u_j −
+        u_{j+1}]``, ``j = 1..levels``); ``X``, ``X_stderr``, ``X_reliable`` for ``X`` in ``max_share``
+        (time share of each maximum), ``mean_max``, ``good_set_fraction`` (None for ``d = 1``);
+        ``good_set_fraction_snapshots``
+        and its ``_stderr`` (recounted with :func:`good_set_mask`; None when ``levels <= k``);
+        ``reliable``, ``self_checks_failed``, ``notes``, ``snapshots``, ``steps``,
+        ``events_per_second``.  The errors simulate does not give come from a blocking analysis
+        of the snapshots (docs/mixing.md).
 
     Raises
     ------
@@ -153,15 +126,12 @@ def equilibrium(
     trusted = bool(all(s["forgotten"] for s in res.start_up) and not failed)
     traj = res.trajectory
     assert traj is not None  # record_every was given
-    L = levels + 1
-    u_mean = np.zeros(L)
-    u_se = np.full(L, np.nan)
-    u_rel = np.zeros(L, dtype=bool)
-    m = min(L, res.u_mean.size)
-    u_mean[:m] = res.u_mean[:m]
-    u_se[:m] = res.u_stderr[:m]
-    u_rel[:m] = res.u_reliable[:m]
-    u_se[m:] = 0.0  # levels never reached: exactly 0 in this run, no error to estimate
+    m = min(levels + 1, res.u_mean.size)  # levels never reached: exactly 0 in this run, no error to estimate
+
+    def pad(a: np.ndarray, dtype: type = float) -> np.ndarray:
+        return np.concatenate([np.asarray(a[:m], dtype=dtype), np.zeros(levels + 1 - m, dtype=dtype)])
+
+    u_mean, u_se, u_rel = pad(res.u_mean), pad(res.u_stderr), pad(res.u_reliable, bool)
     us = np.asarray(traj.u)  # (T, L): u_1..u_{levels+1}
     frac_mean = u_mean[:-1] - u_mean[1:]
     fs = [_snapshot_error(us[:, j] - us[:, j + 1], trusted) for j in range(levels)]
@@ -180,7 +150,7 @@ def equilibrium(
         good = good_set_mask(np.rint(us * n).astype(np.int64), n, d, lam, eps, res.k)
         gs_snap = float(good.mean())
         gs_snap_se = _snapshot_error(good, trusted)[0]
-    out = {
+    return {
         "u_mean": u_mean,
         "u_stderr": u_se,
         "u_reliable": u_rel,
@@ -205,15 +175,11 @@ def equilibrium(
         "steps": int(res.steps),
         "events_per_second": float(res.events_per_second),
     }
-    return out
 
 
 def _map_configs(fn, tasks, workers, client=None, cost=None):
-    """One configuration per task through the one parallel layer (threads locally: the
-    kernels release the GIL; a Dask ``client`` when given); results in task order.  With
-    ``cost`` (one number per task) the costliest tasks start first, so that the longest
-    one does not start last (each task has its own seed: the results do not change).
-    simulate's warnings are recorded in each result's ``notes`` instead of printed."""
+    """One configuration per task through :mod:`supermarket.parallel` (threads, or ``client``),
+    results in task order; with ``cost`` the costliest start first (the results do not change)."""
     tasks = list(tasks)
     order = list(range(len(tasks))) if cost is None else sorted(range(len(tasks)), key=lambda i: -cost[i])
     with warnings.catch_warnings():
@@ -238,9 +204,8 @@ def _task_seconds(d: int, steps: float) -> float:
 
 
 def _equilibrium_results(results, what, make_tasks, fn, steps_of, quick, seed, workers, client):
-    """``results`` when given (:func:`.driver.run` runs E1 and E4 together), else the
-    experiment's equilibrium runs: ``make_tasks(quick, seed)`` gives the tasks and their
-    costs, ``fn`` runs one, ``steps_of(task)`` is its steps (for the progress line)."""
+    """``results`` when given (:func:`.driver.run` runs E1 and E4 together), else the runs of
+    ``make_tasks(quick, seed)`` by ``fn`` (``steps_of(task)`` for the progress line)."""
     if results is not None:
         return results
     tasks, cost = make_tasks(quick, seed)

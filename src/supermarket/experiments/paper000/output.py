@@ -1,13 +1,10 @@
-"""How the paper-000 experiments write and phrase their results: CSV/JSON tables, the
-figures' backend, log-log slopes, and numbers with their error bars ("± stderr", "too short
-to know", "always"), with the one rule that calls a value against a bound
-(:data:`Z_FINDING` standard errors).  Every sentence of a summary is built from these and
-the data; none is fixed text that the data could contradict.
-"""
+"""How the paper-000 experiments write and phrase results: tables, figures, log-log slopes,
+numbers with their error bars, and the rule that calls a value against a bound (:data:`Z_FINDING`)."""
 
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import math
@@ -23,35 +20,28 @@ from ...jsonable import to_jsonable
 Z_FINDING = 4.5  # standard errors: a difference smaller than this is "within error"
 
 
-def _progress(msg: str) -> None:
+def _progress(msg: str, tag: str = "paper000") -> None:
     """One progress line on stderr (only when stderr is a terminal)."""
     if sys.stderr.isatty():
-        print(f"[paper000] {msg}", file=sys.stderr, flush=True)
+        print(f"[{tag}] {msg}", file=sys.stderr, flush=True)
 
 
-def _jsonable(obj):
-    """Plain JSON for the tables (non-finite values become null)."""
-    return to_jsonable(obj, null_nonfinite=True)
+_jsonable = functools.partial(to_jsonable, null_nonfinite=True)  # plain JSON for the tables, non-finite as null
+
+
+def _write_csv(path, rows: list[dict]) -> None:
+    """``rows`` as CSV (the union of their columns), written whole or not at all."""
+    buf = io.StringIO(newline="")
+    w = csv.DictWriter(buf, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
+    w.writeheader()
+    w.writerows(rows)
+    atomic_write(path, buf.getvalue())
 
 
 def _write_table(out: Path, name: str, rows: list[dict], meta: dict) -> None:
-    cols: list[str] = []
-    for r in rows:
-        for k in r:
-            if k not in cols:
-                cols.append(k)
-    fh = io.StringIO(newline="")
-    w = csv.DictWriter(fh, fieldnames=cols)
-    w.writeheader()
-    for r in rows:
-        w.writerow(
-            {
-                k: (json.dumps(_jsonable(v)) if isinstance(v, (list, dict, tuple)) else _jsonable(v))
-                for k, v in r.items()
-            }
-        )
-    # each file whole or not at all: a full disk or Ctrl-C leaves the earlier one in place
-    atomic_write(out / f"{name}.csv", fh.getvalue())
+    """``out/<name>.csv`` (lists and dicts as JSON text) and ``out/<name>.json``, each whole or not at all."""
+    cell = lambda v: json.dumps(_jsonable(v)) if isinstance(v, (list, dict, tuple)) else _jsonable(v)  # noqa: E731
+    _write_csv(out / f"{name}.csv", [{k: cell(v) for k, v in r.items()} for r in rows])
     atomic_write(out / f"{name}.json", json.dumps(_jsonable({"meta": meta, "rows": rows}), indent=2))
 
 
@@ -103,8 +93,11 @@ def _pm(value, stderr, reliable, digits=3, share=False) -> str:
     return f"{value:.{digits}f} (too short to know)"
 
 
+def _pm_of(r: dict, key: str, digits: int = 3, share: bool = False) -> str:
+    """:func:`_pm` of a row's ``key``, ``key_stderr`` and ``key_reliable``."""
+    return _pm(r[key], r[f"{key}_stderr"], r[f"{key}_reliable"], digits, share)
+
+
 def _mean_max_cell(r) -> str:
     """The mean maximum ± its error, or "m (always)" when the maximum never left ``m``."""
-    if r.get("max_always"):
-        return f"{r['modal_max']} (always)"
-    return _pm(r["mean_max"], r["mean_max_stderr"], r["mean_max_reliable"])
+    return f"{r['modal_max']} (always)" if r.get("max_always") else _pm_of(r, "mean_max")
