@@ -31,7 +31,7 @@ consumes random numbers, which a reference must share to be compared state for s
   ``−log(1 − v)/(n(1+λ))``, and one such draw precedes the first step (the first event
   time); in discrete time the ``k``-th step happens at time ``k``;
 - ``events`` (general service, server classes, every rule: :class:`NaiveEvents`), ``phase``
-  (phase-type service on the counts ``N[ℓ][φ]``: :class:`NaivePhase`), ``fifo``
+  (phase-type service on the counts ``N[ℓ][φ]``, every rule: :class:`NaivePhase`), ``fifo``
   (:class:`NaiveFifo`) and the perfect sampler's past and copies (:class:`NaivePast`,
   :func:`apply_code`): their classes say their draws.
 
