@@ -31,7 +31,7 @@ consumes random numbers, which a reference must share to be compared state for s
   ``−log(1 − v)/(n(1+λ))``, and one such draw precedes the first step (the first event
   time); in discrete time the ``k``-th step happens at time ``k``;
 - ``events`` (general service, server classes, every rule: :class:`NaiveEvents`), ``phase``
-  (phase-type service on the counts ``N[ℓ][φ]``: :class:`NaivePhase`), ``fifo``
+  (phase-type service on the counts ``N[ℓ][φ]``, every rule: :class:`NaivePhase`), ``fifo``
   (:class:`NaiveFifo`) and the perfect sampler's past and copies (:class:`NaivePast`,
   :func:`apply_code`): their classes say their draws.
 
@@ -684,9 +684,19 @@ class NaivePhase:
       first ``ψ ≠ φ`` whose cumulative rate ``Σ T[φ][ψ']`` exceeds ``vμ_φ``, else completion
       (never from a phase with no exit rate), after which, if the queue still holds a
       customer, a uniform picks its phase from ``α``.
+
+    ``policy`` is the dispatch rule (:data:`RULES`): the arrival's ``P_i`` is the rule's
+    (:meth:`P_levels`, from its definition: JSQ(d)'s, ``c_i/n``, ``1{c_i = n}``, and JIQ's
+    ``1{c_1 = n}·c_i/n``, recomputed at every level from the whole state at every event,
+    where the kernel updates the changed level and refreshes all of them when ``c_1``
+    reaches or leaves ``n``); every rule looks at lengths only, so the joined queue is a
+    uniform one of its length and the phase draw is the same.
     """
 
-    def __init__(self, n, d, lam, replace, alpha, T, words, holding_exp, N=None):
+    def __init__(self, n, d, lam, replace, alpha, T, words, holding_exp, N=None, policy="jsq-d"):
+        if policy not in RULES:
+            raise ValueError(f"policy must be one of {', '.join(RULES)}; got {policy!r}")
+        self.policy = policy
         self.n, self.d, self.replace = int(n), int(d), bool(replace)
         self.nlam = self.n * float(lam)
         self.alpha = [float(a) for a in alpha]
@@ -719,6 +729,19 @@ class NaivePhase:
     def _rate(self) -> float:
         return self.nlam + sum(m * b for m, b in zip(self.mu, self.B))
 
+    def P_levels(self) -> list[float]:
+        """``P_i`` of the rule for ``i = 1..top`` at the current state (docs/model.md §2,
+        "Other dispatch rules"), correctly rounded from exact integers."""
+        n, top = self.n, len(self.N) - 1
+        c = [self.c(i) for i in range(1, top + 1)]
+        if self.policy == "jsq-d":
+            return [_p_exact(ci, n, self.d, self.replace) for ci in c]
+        if self.policy == "jsq":  # the shortest of all n has length >= i only if every queue has
+            return [1.0 if ci == n else 0.0 for ci in c]
+        if self.policy == "jiq" and self.c(1) < n:  # an idle queue is joined while there is one
+            return [0.0] * top
+        return [ci / n for ci in c]  # random, and JIQ with no queue idle: a uniform queue
+
     def _holding(self) -> float:
         R = self._rate()
         if self.holding_exp:
@@ -742,17 +765,16 @@ class NaivePhase:
 
     def step(self) -> None:
         t = self.t_next
+        P = self.P_levels()
         for ell in range(1, len(self.N)):  # integrate N and P up to the event
             for f in range(self.K):
                 self.areaN[ell, f] = self.areaN.get((ell, f), 0.0) + self.N[ell][f] * (t - self.now)
-            p = _p_exact(self.c(ell), self.n, self.d, self.replace)
-            self.areaP[ell] = self.areaP.get(ell, 0.0) + p * (t - self.now)
+            self.areaP[ell] = self.areaP.get(ell, 0.0) + P[ell - 1] * (t - self.now)
         self.now = t
         x = self.rng.double() * self._rate()
         if x < self.nlam:
             U = x / self.nlam
-            top = len(self.N) - 1
-            ell = sum(1 for i in range(1, top + 1) if _p_exact(self.c(i), self.n, self.d, self.replace) > U)
+            ell = sum(1 for p in P if p > U)
             v = self.rng.double()
             if ell == 0:
                 f = self._from_alpha(v)
