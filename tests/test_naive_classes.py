@@ -23,9 +23,6 @@ from naive import NaiveClasses
 from supermarket.classes_sim import simulate_classes
 from supermarket.engines import classes as ck
 from supermarket.engines.rng import new_state
-from supermarket.engines.tables import JIQ, JSQ, JSQ_D, RANDOM
-
-CODES = {"jsq-d": JSQ_D, "random": RANDOM, "jsq": JSQ, "jiq": JIQ}
 
 # (policy, class sizes, speeds, d, λ, replace, start lengths per class (None: empty), events)
 CASES = {
@@ -74,7 +71,7 @@ def _kernel_state(sizes, speeds, d, lam, rep, policy, lengths, words, nv):
     return {
         "a": a,
         "s": np.array(words, np.uint64),
-        "cfg": np.array([sum(sizes), d, int(rep), CODES[policy]], np.int64),
+        "cfg": np.array([sum(sizes), d, int(rep), ck.POLICY_CODES[policy]], np.int64),
         "caps": np.cumsum(np.array(sizes) * sp),
         "inv_s": 1.0 / sp,
         "p_arr": lam / (1.0 + lam),
@@ -186,7 +183,7 @@ DRIVER = {
     "random": ("random", "0.5:1.25,0.5:0.75", 10, 1, 0.8, True),
     "jsq": ("jsq", "0.2:4,0.8:1", 10, 2, 0.95, True),
 }
-DRIVER_PARAMS = [c if c == "jiq" else pytest.param(c, marks=pytest.mark.slow) for c in DRIVER]
+DRIVER_PARAMS = [c if c == "jsqd-norep" else pytest.param(c, marks=pytest.mark.slow) for c in DRIVER]
 
 
 @pytest.mark.parametrize("case", DRIVER_PARAMS)
