@@ -41,9 +41,10 @@ CASES = {
     "jsq-2cls": ("jsq", [4, 8], [0.5, 2.0], 2, 0.97, True, None, 2_000),
     "jiq-2cls": ("jiq", [5, 3], [1.0, 2.5], 2, 0.9, True, None, 2_000),
     "jsqd-1cls": ("jsq-d", [9], [1.0], 2, 0.9, False, None, 2_000),
+    "jsqd-rep-d9-generic": ("jsq-d", [4, 6], [2.0, 1.0], 9, 0.95, True, None, 1_500),  # P from p_rule (d > 8)
 }
 SLOW_CASES = {
-    "jsqd-rep-d9-generic": ("jsq-d", [6, 6], [2.0, 1.0], 9, 0.95, True, None, 10_000),
+    "jsqd-rep-d12-generic": ("jsq-d", [6, 6], [2.0, 1.0], 12, 0.95, True, None, 10_000),
     "jsqd-norep-d10-generic": ("jsq-d", [8, 4], [0.75, 1.5], 10, 0.95, False, None, 10_000),
     "jiq-3cls-start": ("jiq", [10, 10, 10], [1.0, 2.0, 0.5], 2, 0.95, False, [[1] * 10, [2] * 10, [0] * 10], 10_000),
     "jsq-3cls": ("jsq", [8, 8, 4], [1.0, 0.5, 3.0], 2, 0.95, True, None, 10_000),
