@@ -19,7 +19,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from naive import NaiveClasses
+from naive import NaiveClasses, NaiveProfile, Xoshiro
 from supermarket.classes_sim import simulate_classes
 from supermarket.engines import classes as ck
 from supermarket.engines.rng import new_state
@@ -214,3 +214,24 @@ def test_simulate_classes_matches_naive(case):
         got = list(ce.u_mean) + [0.0] * (top - len(ce.u_mean))
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15, err_msg=f"class {k}")
         assert ce.servers == sizes[k] and ce.speed == speeds[k]
+
+
+@pytest.mark.parametrize("policy", ["jsq-d", "random", "jsq", "jiq"])
+def test_one_class_is_the_one_class_reference(policy):
+    """One class of any speed is the chain of docs/model.md §2 (uniformization at ``n s (1+λ)``
+    makes the jump chain independent of ``s``): the reference steps as :class:`naive.NaiveProfile`
+    in discrete time, state for state, on the same numbers; its sums over the events' new states
+    are that chain's ``∫ c_i dt`` over ``[1, E + 1]``."""
+    n, d, lam, rep, events = 7, 2, 0.9, policy != "jsq-d", 1_500
+    one = NaiveProfile(n, d, lam, rep, [], 91, False, policy=policy)
+    words = Xoshiro.from_seed(91).s
+    nv = NaiveClasses([n], [2.5], d, lam, rep, policy, list(words))
+    assert one.t_next == 1.0  # discrete time: no holding time drawn
+    for ev in range(1, events + 1):
+        nv.step()
+        one.step()
+        assert nv.profile()[0][1:] == one.c, f"counts differ at event {ev}"
+    one.step()  # integrates [E, E + 1], the state after event E ([0, 1] holds the empty start: nothing)
+    top = max(i for (_, i) in nv.area)
+    assert [nv.area.get((0, i), 0) for i in range(1, top + 1)] == one.area_c[:top]
+    assert max(one.area_c) > 0
