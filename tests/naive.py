@@ -32,9 +32,8 @@ consumes random numbers, which a reference must share to be compared state for s
   time); in discrete time the ``k``-th step happens at time ``k``;
 - ``events`` (general service, server classes, every rule: :class:`NaiveEvents`), ``phase``
   (phase-type service on the counts ``N[ℓ][φ]``: :class:`NaivePhase`), ``fifo``
-  (:class:`NaiveFifo`), the perfect sampler's past and copies (:class:`NaivePast`,
-  :func:`apply_code`) and the server-classes counts engine (:class:`NaiveClasses`): their
-  classes say their draws.
+  (:class:`NaiveFifo`) and the perfect sampler's past and copies (:class:`NaivePast`,
+  :func:`apply_code`): their classes say their draws.
 
 Not a chain and so without a reference here: ``engines/measure.py`` (the per-event
 bookkeeping the kernels share: lazy integrals, the good-set clock, records; compared
@@ -44,6 +43,10 @@ of a diffusion approximation, not the chain).
 
 Time integrals (``∫ c_i dt``, ``∫ P_i dt`` and the time at each maximum) are accumulated
 step by step here, where the kernels integrate lazily level by level.
+
+The server-classes counts engine (``engines/classes.py``, docs/model.md §15) has
+:class:`NaiveClasses`, whose docstring says its draws; its time is the event count and it
+sums the counts each event leaves, as that kernel does.
 """
 
 from __future__ import annotations
