@@ -43,6 +43,10 @@ of a diffusion approximation, not the chain).
 
 Time integrals (``∫ c_i dt``, ``∫ P_i dt`` and the time at each maximum) are accumulated
 step by step here, where the kernels integrate lazily level by level.
+
+The server-classes counts engine (``engines/classes.py``, docs/model.md §15) has
+:class:`NaiveClasses`, whose docstring says its draws; its time is the event count and it
+sums the counts each event leaves, as that kernel does.
 """
 
 from __future__ import annotations
@@ -68,6 +72,7 @@ __all__ = [
     "NaiveFifo",
     "NaivePast",
     "apply_code",
+    "NaiveClasses",
 ]
 
 
@@ -986,3 +991,128 @@ def apply_code(x: list[int], code: int) -> int:
         return 0
     x[len(x) - 1 - x[::-1].index(v)] -= 1
     return -1
+
+
+class NaiveClasses:
+    """The per-class count chain with server classes and exponential service (docs/model.md
+    §15.1), uniformized, one event per step; time is the event count (the engine has no
+    continuous-time mode: one event is ``1/(n s̄ (1+λ))`` on average).
+
+    The state is, for each class ``k``, the multiset of its ``n_k`` queue lengths, kept as a
+    list sorted longest first (``x[k]``); the profile ``c_{k,i} = #{j : x[k][j] >= i}`` and the
+    totals ``C_i = Σ_k c_{k,i}`` are counted from it when asked.  Random numbers, in the
+    kernel's order:
+
+    - one 53-bit uniform ``u``; an arrival when ``u < p = λ/(1+λ)``;
+    - arrival: the joined length ``ℓ = #{i >= 1 : P_i(C) > u/p}`` for the rule's ``P_i`` of
+      §2 (:meth:`P`); then, with two classes or more, a second uniform ``v``: the joined server
+      is server ``⌊v M⌋`` of the ``M = C_ℓ − C_{ℓ+1}`` servers of length exactly ``ℓ`` listed
+      class by class (uniform among them, §15.1), so class ``k`` with probability
+      ``(c_{k,ℓ} − c_{k,ℓ+1})/M``; one of its servers of length ``ℓ`` gets a customer;
+    - departure: ``y = (u − p)/(1 − p) · Σ_k n_k s_k``, a uniform unit of capacity; the class
+      ``k`` whose share ``[Σ_{k'<k} n_k' s_k', Σ_{k'<=k} n_k' s_k')`` holds ``y``, and its
+      server ``⌊(y − Σ_{k'<k} n_k' s_k')/s_k⌋`` in the longest-first order (the last class and
+      its last server where rounding puts ``y`` at the very top); if that server is busy it
+      loses a customer (so a class-``k`` server completes at rate ``s_k``).
+
+    ``area[(k, i)]``: the sum over events of ``c_{k,i}`` just after the event (``i >= 0``,
+    with ``c_{k,0} = n_k``): the jump chain's states ``X_1..X_E``, each held one unit, as the
+    kernel counts (the other engines' discrete time integrates ``X_0..X_{E-1}``, the state
+    before each event; the two differ by ``c(X_E) − c(X_0)``).  Added step by step (the
+    kernel adds it lazily, level by level).
+    """
+
+    def __init__(self, class_counts, speeds, d, lam, replace, policy, words, lengths=None):
+        if policy not in RULES:
+            raise ValueError(f"policy must be one of {', '.join(RULES)}; got {policy!r}")
+        self.sizes = [int(m) for m in class_counts]
+        self.K = len(self.sizes)
+        self.n = sum(self.sizes)
+        self.speeds = [float(s) for s in speeds]
+        self.d, self.lam, self.replace, self.policy = int(d), float(lam), bool(replace), policy
+        self.p = self.lam / (1.0 + self.lam)
+        self.cum = []  # Σ_{k' <= k} n_k' s_k'
+        acc = 0.0
+        for m, s in zip(self.sizes, self.speeds):
+            acc += m * s
+            self.cum.append(acc)
+        self.rng = Xoshiro(words)
+        if lengths is None:
+            lengths = [[0] * m for m in self.sizes]
+        self.x = [sorted((int(v) for v in xs), reverse=True) for xs in lengths]
+        assert [len(xs) for xs in self.x] == self.sizes
+        self.steps = 0
+        self.area: dict[tuple[int, int], int] = {}
+        self.last_join: tuple[int, list[int]] | None = None  # the last arrival's ℓ, servers of length ℓ per class
+
+    # ------------------------------------------------------------------ the profile
+    def top(self) -> int:
+        return max((xs[0] for xs in self.x if xs), default=0)
+
+    def c(self, k: int, i: int) -> int:
+        """``c_{k,i}``: class-``k`` servers with at least ``i`` customers."""
+        return sum(1 for v in self.x[k] if v >= i)
+
+    def C(self, i: int) -> int:
+        return sum(self.c(k, i) for k in range(self.K))
+
+    def profile(self) -> list[list[int]]:
+        """``c_{k,i}`` for ``i = 0..top``, one row per class."""
+        top = self.top()
+        return [[self.c(k, i) for i in range(top + 1)] for k in range(self.K)]
+
+    # ------------------------------------------------------------------ the rule
+    def P(self, i: int) -> float:
+        """``P_i``: the probability that the joined queue has length ``>= i`` (§2, §15.1),
+        from exact integers: ``(C/n)^d`` or ``C(C,d)/C(n,d)`` (jsq-d), ``C/n`` (random),
+        ``1{C = n}`` (jsq), ``1{C_1 = n}·C/n`` (jiq), with ``C = C_i``."""
+        Ci = self.C(i)
+        if self.policy == "jsq-d":
+            return _p_exact(Ci, self.n, self.d, self.replace)
+        if self.policy == "jsq":
+            return 1.0 if Ci == self.n else 0.0
+        if self.policy == "jiq" and self.C(1) < self.n:
+            return 0.0
+        return Ci / self.n
+
+    # ------------------------------------------------------------------ one event
+    def step(self) -> str:
+        """One event; returns its kind: ``"arrival k"``, ``"departure k"`` or ``"idle k"``
+        (a potential departure at an idle class-``k`` server)."""
+        kind = self._event()
+        self.steps += 1
+        for k, xs in enumerate(self.x):  # the count this event leaves, for one unit of time
+            for i in range(xs[0] + 1 if xs else 1):
+                self.area[(k, i)] = self.area.get((k, i), 0) + sum(1 for v in xs if v >= i)
+        return kind
+
+    def _event(self) -> str:
+        u = self.rng.double()
+        if u < self.p:
+            U = u / self.p
+            ell = sum(1 for i in range(1, self.top() + 1) if self.P(i) > U)
+            exact = [sum(1 for v in xs if v == ell) for xs in self.x]  # servers of length ℓ per class
+            self.last_join = (ell, exact)
+            k = 0
+            if self.K > 1:
+                pick = int(self.rng.double() * sum(exact))  # the joined one among them, class by class
+                while pick >= exact[k]:
+                    pick -= exact[k]
+                    k += 1
+            xs = self.x[k]
+            xs[xs.index(ell)] += 1  # the first of length ℓ: the list stays sorted
+            return f"arrival {k}"
+        y = (u - self.p) / (1.0 - self.p) * self.cum[-1]
+        k = next((k for k in range(self.K) if y < self.cum[k]), self.K - 1)
+        z = (y - (self.cum[k - 1] if k else 0.0)) / self.speeds[k]
+        j = min(int(z), self.sizes[k] - 1)
+        xs = self.x[k]
+        ell = xs[j]
+        if ell == 0:
+            return f"idle {k}"
+        xs[len(xs) - 1 - xs[::-1].index(ell)] -= 1  # the last of length ℓ: the list stays sorted
+        return f"departure {k}"
+
+    def run(self, steps: int) -> None:
+        for _ in range(steps):
+            self.step()
