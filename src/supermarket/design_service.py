@@ -314,7 +314,8 @@ class ServiceDesign(Result):
     service law (docs/model.md §13.1).
 
     ``answer``: that ``d``; ``achieved``: the quantile there; ``neighbour``: ``{"d", "value"}``
-    at ``d − 1`` (empty when ``d = 1``); ``floor``: the quantile of one service (``d = ∞``);
+    at ``d − 1`` (empty when ``d = 1``); ``floor``: the quantile of one service of the law itself
+    (``d = ∞``; exact, not of the fit);
     ``fit``: the note of the two-moment fit, empty when the law is phase type; ``checked``:
     ``(d, quantile)`` evaluated; ``verify``: the event-engine check, or None.
 
@@ -398,7 +399,8 @@ def least_d_for_service_latency(
     ------
     ValueError
         A parameter out of range; or no ``d`` meets the target: with ``d = ∞`` a customer still
-        needs its own service, whose ``q``-quantile (of the law itself, or of the fit) is the floor.
+        needs its own service, whose ``q``-quantile (of the law itself, exact, even when the
+        sojourn law uses the fit) is the floor.
 
     Examples
     --------
@@ -410,11 +412,11 @@ def least_d_for_service_latency(
     d_max = check_positive_int("d_max", d_max)
     fit_law, note = phase_form(law)
     assert fit_law.alpha is not None and fit_law.T is not None
-    floor = PhaseSojourn(np.asarray(fit_law.alpha), sp.csr_matrix(fit_law.T)).quantile(q)
+    floor = _service_quantile(law, q)  # of the law itself, not of its fit: no d beats it
     if T <= floor:
         raise ValueError(
             f"no d meets sojourn p{100 * q:g} ≤ {T:g} with {law.spec} service: even with d = ∞ every customer "
-            f"still needs its own service, whose p{100 * q:g} is {floor:.6g}" + (" (of the fit)" if note else "")
+            f"still needs its own service, whose p{100 * q:g} is {floor:.6g}"
         )
     checked: dict[int, float] = {}
 
