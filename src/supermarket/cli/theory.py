@@ -225,20 +225,20 @@ def _design_service(
         )
     if verify and n is None:
         raise click.UsageError("--verify needs --n (the number of servers to simulate)")
+    if verify and policy == "best":
+        raise click.UsageError("--verify checks one d; use it without --policy best")
+    if verify and scheduler is not None:
+        raise click.UsageError("--verify with --service runs the event engine locally; drop --scheduler")
+    rep: ds.RuleComparison | ds.ServiceDesign
     if policy == "best":
-        if verify:
-            raise click.UsageError("--verify checks one d; use it without --policy best")
-        rep: ds.RuleComparison | ds.ServiceDesign = run_once(
-            scheduler, connect_timeout, ds.compare_rules, load, quantile, latency, service
-        )
+        rep = run_once(scheduler, connect_timeout, ds.compare_rules, load, quantile, latency, service)
     else:
-        rep = run_once(scheduler, connect_timeout, ds.least_d_for_service_latency, load, quantile, latency, service)
+        design = run_once(scheduler, connect_timeout, ds.least_d_for_service_latency, load, quantile, latency, service)
         if verify:
-            if scheduler is not None:
-                raise click.UsageError("--verify with --service runs the event engine locally; drop --scheduler")
-            time = steps / (2.0 * n * rep.load)  # an arrival and a departure per customer
-            v = ds.verify_service_design(rep, n, time=time, seed=seed, workers=workers)
-            rep = ds.ServiceDesign(**{**rep.__dict__, "verify": v})
+            time = steps / (2.0 * n * design.load)  # an arrival and a departure per customer
+            v = ds.verify_service_design(design, n, time=time, seed=seed, workers=workers)
+            design = ds.ServiceDesign(**{**design.__dict__, "verify": v})
+        rep = design
     if as_json:
         print_json(rep.to_dict())
         return
