@@ -205,6 +205,30 @@ def test_event_engine_quantiles_at_large_n_slow(spec, lam, d):
         assert abs(e.mean - s.quantile(q)) < k * e.stderr, (q, e.mean, e.stderr, s.quantile(q))
 
 
+@pytest.mark.parametrize(("d", "q", "T"), [(1, 0.99, 2 * math.log(100)), (3, 0.999, 12.0), (2, 0.9, 4.0)])
+def test_largest_load_with_exponential_service_is_todays(d, q, T):
+    from supermarket.latency import max_load_for_latency
+
+    new = ds.max_load_for_service_latency(d, q, T, "exp")
+    assert new.answer == pytest.approx(max_load_for_latency(d, q, T).answer, rel=2e-5)
+    assert new.monotone and new.achieved <= T * (1 + 1e-12) and T < new.neighbour["value"]
+
+
+def test_largest_load_random_routing_mh2():
+    """d = 1, H2: the answer λ* solves the classical M/PH/1 law's p90 = T (a root in λ of the
+    dense-matrix-exponential tail, independent of the bisection's fixed points)."""
+    law = parse_service("hyperexp:4")
+    r = ds.max_load_for_service_latency(1, 0.9, 10.0, law)
+    lam = brentq(lambda x: ds.mph1_sojourn_tail(x, law.alpha, law.T, 10.0) - 0.1, 0.01, 0.99, xtol=1e-12)
+    assert r.answer == pytest.approx(lam, rel=2e-5)
+    with pytest.raises(ValueError, match="own service"):
+        ds.max_load_for_service_latency(2, 0.99, 10.0, law)  # one H2 service's p99 is 10.75
+    out = json.loads(
+        _run(["design", "--d", "1", "--latency", "10", "--quantile", "0.9", "--service", "hyperexp:4", "--json"]).output
+    )
+    assert out["d"] == 1 and out["answer"] == pytest.approx(lam, rel=2e-5)
+
+
 def _run(args):
     return CliRunner().invoke(main, args)
 
@@ -229,7 +253,8 @@ def test_cli_design_service_text_and_json():
     [
         (["--load", "0.9", "--latency", "4", "--service", "bogus"], "service must be one of"),
         (["--load", "0.9", "--latency", "1", "--service", "erlang:2"], "own service"),
-        (["--d", "2", "--latency", "4", "--service", "erlang:2"], "need --load"),
+        (["--d", "2", "--load", "0.9", "--latency", "4", "--service", "erlang:2"], "exactly one of"),
+        (["--d", "2", "--latency", "9", "--service", "erlang:2", "--policy", "best"], "give --load"),
         (["--load", "0.9", "--latency", "9", "--service", "pareto:1.5"], "infinite variance"),
         (["--load", "0.9", "--latency", "9", "--service", "exp", "--verify"], "--verify needs --n"),
         (["--load", "0.9", "--max-queue", "3", "--service", "exp"], "--latency only"),

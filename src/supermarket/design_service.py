@@ -40,6 +40,7 @@ __all__ = [
     "MAX_FIT_PHASES",
     "PhaseSojourn",
     "ServiceDesign",
+    "ServiceLoadDesign",
     "RuleComparison",
     "phase_form",
     "sojourn_law",
@@ -47,6 +48,7 @@ __all__ = [
     "mph1_sojourn_quantile",
     "service_tail",
     "least_d_for_service_latency",
+    "max_load_for_service_latency",
     "compare_rules",
     "verify_service_design",
 ]
@@ -455,6 +457,138 @@ def least_d_for_service_latency(
         floor=floor,
         fit=note,
         checked=tuple(sorted(checked.items())),
+        monotone=monotone,
+    )
+
+
+@dataclass(frozen=True)
+class ServiceLoadDesign(Result):
+    """The largest load whose mean-field sojourn ``quantile`` is at most ``latency`` with ``d``
+    choices under a service law (docs/model.md §13.1).
+
+    ``answer``: that load; ``achieved``: the quantile there; ``neighbour``: ``{"load",
+    "value"}`` just above it; ``checked``: ``(load, P(sojourn > latency))`` evaluated by the
+    bisection, ``monotone`` whether that tail grew with the load on them; ``floor`` and ``fit``
+    as in :class:`ServiceDesign`.
+
+    Examples
+    --------
+    >>> r = max_load_for_service_latency(1, 0.99, 2 * 4.605170185988091, "exp")   # M/M/1: λ = 1 − log(100)/T
+    >>> round(r.answer, 5)
+    0.5
+    """
+
+    service: str
+    d: int
+    quantile: float
+    latency: float
+    answer: float
+    achieved: float
+    neighbour: dict
+    floor: float
+    fit: str
+    checked: tuple
+    monotone: bool
+
+    _order = ("service", "d", "quantile", "latency", "answer", "achieved", "neighbour", "floor", "fit", "monotone")
+
+    def to_frame(self) -> Any:
+        return frame([{"load": a, "tail_at_latency": v} for a, v in self.checked])
+
+    def summary(self) -> str:
+        qn = f"p{100 * self.quantile:g}"
+        nb = self.neighbour
+        lines = [
+            f"With d = {self.d} and {self.service} service, the largest load with sojourn {qn} ≤ {self.latency:g} "
+            f"is λ = {self.answer:.6g} (mean field, {qn} = {self.achieved:.6g} there; {nb['value']:.6g} at "
+            f"λ = {nb['load']:.6g})."
+        ]
+        if self.fit:
+            lines.append(f"  {self.fit}")
+        if not self.monotone:
+            lines.append("  warning: the quantile was not monotone on the points checked; the answer may not be unique")
+        return "\n".join(lines)
+
+
+def max_load_for_service_latency(
+    d: int, quantile: float, latency: float, service: str | ServiceLaw, *, rtol: float = 1e-5
+) -> ServiceLoadDesign:
+    """The largest load λ whose mean-field FIFO sojourn ``quantile`` is at most ``latency`` with
+    ``d`` choices under ``service`` (bisection on λ; monotonicity checked on the points seen).
+
+    Parameters
+    ----------
+    d : int
+        Choices (>= 1).
+    quantile, latency, service
+        As :func:`least_d_for_service_latency`.
+    rtol : float
+        Width of the final bracket, relative to the answer.
+
+    Returns
+    -------
+    ServiceLoadDesign
+
+    Raises
+    ------
+    ValueError
+        A parameter out of range, or ``latency`` at or below the service's own quantile.
+
+    Examples
+    --------
+    >>> r = max_load_for_service_latency(2, 0.99, 14.0, "hyperexp:4")
+    >>> round(r.answer, 3), r.achieved <= 14.0 < r.neighbour["value"], r.fit
+    (0.445, True, '')
+    """
+    d = check_positive_int("d", d)
+    q = check_quantile(quantile)
+    T = check_positive_float("latency", latency)
+    rtol = check_positive_float("rtol", rtol)
+    law = parse_service(service)
+    fit_law, note = phase_form(law)
+    floor = _service_quantile(law, q)
+    if T <= floor:
+        raise ValueError(
+            f"no load meets sojourn p{100 * q:g} ≤ {T:g} with {law.spec} service: even at vanishing load every "
+            f"customer needs its own service, whose p{100 * q:g} is {floor:.6g}"
+        )
+    assert fit_law.alpha is not None and fit_law.T is not None
+    a, M = np.asarray(fit_law.alpha), np.asarray(fit_law.T)
+    checked: dict[float, float] = {}  # λ -> P(S > T): the bisection needs the tail at T only
+
+    def tail(lam: float) -> float:
+        if lam not in checked:
+            checked[lam] = mph1_sojourn_tail(lam, a, M, T) if d == 1 else sojourn_law(d, lam, fit_law)[0].tail(T)
+        return checked[lam]
+
+    def f(lam: float) -> float:
+        return mph1_sojourn_quantile(lam, fit_law, q) if d == 1 else sojourn_law(d, lam, fit_law)[0].quantile(q)
+
+    lo, hi = 0.0, 1.0
+    while hi - lo > rtol * max(lo, 1e-3):
+        mid = 0.5 * (lo + hi)
+        if tail(mid) <= 1.0 - q:
+            lo = mid
+        else:
+            hi = mid
+    if lo == 0.0:
+        raise ValueError(
+            f"no load meets sojourn p{100 * q:g} ≤ {T:g} at d = {d} with {law.spec} service"
+            + (" (the fit's tail is heavier there than the law's floor)" if note else "")
+        )
+    pts = sorted(checked.items())
+    monotone = all(b[1] >= a[1] - 1e-9 * max(1.0, a[1]) for a, b in itertools.pairwise(pts))
+    return ServiceLoadDesign(
+        service=law.spec,
+        d=d,
+        quantile=q,
+        latency=T,
+        answer=lo,
+        achieved=f(lo),
+        neighbour={"load": hi, "value": f(hi)},
+        floor=floor,
+        fit=note,
+        checked=tuple(pts),
         monotone=monotone,
     )
 

@@ -83,7 +83,7 @@ def _pred(values: Sequence[float | None], j: int) -> str:
     "service",
     type=str,
     default=None,
-    help="With --latency --load: the service law (exp, erlang:K, hyperexp:SCV, ph:FILE.json; lognormal:SCV, "
+    help="With --latency: the service law (exp, erlang:K, hyperexp:SCV, ph:FILE.json; lognormal:SCV, "
     "pareto:ALPHA, deterministic by their two-moment phase-type fit), docs/model.md §13.1.",
 )
 @click.option(
@@ -135,8 +135,9 @@ def design(
     """Size a load balancer.  --max-queue K: the least d with k_(λ,d) ≤ K (docs/model.md §4).
     --latency T: the least d (given --load) or the largest load (given --d) whose mean-field
     sojourn-time --quantile is at most T (docs/model.md §10); --n N --verify checks it by simulation.
-    --service LAW: the least d under that service law (docs/model.md §13.1), --verify with the
-    event engine; --policy best compares random, jsq-d, jiq and jsq with their costs."""
+    --service LAW: the least d (or the largest load) under that service law (docs/model.md
+    §13.1), --verify with the event engine; --policy best compares random, jsq-d, jiq and jsq
+    with their costs."""
     if max_queue is not None and latency is not None:
         raise click.UsageError("give either --max-queue or --latency, not both")
     given = _given_options(("quantile", "d", "service", "policy", "verify", "steps", "seed"))
@@ -219,18 +220,22 @@ def _design_service(
 ):
     from .. import design_service as ds
 
-    if d is not None or load is None:
-        raise click.UsageError(
-            "--service and --policy best need --load (the answer is the least d at that load), not --d"
-        )
+    if (load is None) == (d is None):
+        raise click.UsageError("--latency needs exactly one of --load (answer: least d) or --d (answer: largest load)")
+    if d is not None and policy == "best":
+        raise click.UsageError("--policy best compares the rules at a load: give --load, not --d")
+    if d is not None and verify:
+        raise click.UsageError("--verify with --service checks a least d: give --load, not --d")
     if verify and n is None:
         raise click.UsageError("--verify needs --n (the number of servers to simulate)")
     if verify and policy == "best":
         raise click.UsageError("--verify checks one d; use it without --policy best")
     if verify and scheduler is not None:
         raise click.UsageError("--verify with --service runs the event engine locally; drop --scheduler")
-    rep: ds.RuleComparison | ds.ServiceDesign
-    if policy == "best":
+    rep: ds.RuleComparison | ds.ServiceDesign | ds.ServiceLoadDesign
+    if d is not None:
+        rep = run_once(scheduler, connect_timeout, ds.max_load_for_service_latency, d, quantile, latency, service)
+    elif policy == "best":
         rep = run_once(scheduler, connect_timeout, ds.compare_rules, load, quantile, latency, service)
     else:
         design = run_once(scheduler, connect_timeout, ds.least_d_for_service_latency, load, quantile, latency, service)
