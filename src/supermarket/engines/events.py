@@ -189,6 +189,12 @@ def _pop_bottom_up(h, size):
 
 
 @njit(cache=True, inline="always")
+def _index(v):
+    """A server number stored as a float, as an integer (unannotated: typed as the callers' ``j``)."""
+    return int(v)
+
+
+@njit(cache=True, inline="always")
 def _push(h, size, t, j):
     i = size
     while i > 0:
@@ -292,7 +298,7 @@ def events_kernel(
                 status = DONE
                 break
             # departure from server j: the minimum leaves the heap
-            j = int(h[_H0, 1])
+            j = _index(h[_H0, 1])
             hsize -= 1
             if hsize > 0:
                 _pop_bottom_up(h, hsize)
