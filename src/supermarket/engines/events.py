@@ -12,23 +12,21 @@ Service is FIFO at the server's speed, so the customer leaves at
 Data structures, all plain arrays owned by the caller so that a run can be cut into chunks
 (progress, Ctrl-C, growing arrays) without changing a number:
 
-- ``x``, one row per queue: the departure time of its last customer (all a FIFO queue
-  needs, since every departure time is fixed on arrival) and its length (a float, exact):
-  the arrival that reads a sampled length finds the departure time in the same cache line
-  (``lastdep`` is no longer used);
+- ``x`` (queue lengths) and ``lastdep`` (the departure time of each queue's last customer:
+  all a FIFO queue needs, since every departure time is fixed on arrival);
 - every customer's departure ``(time, server)`` in a 4-ary min-heap (``ht``, rows of two
   float64: the time and the server; ``hj`` is no longer used): a departure pops the minimum,
   an arrival pushes (departures of one queue leave in FIFO order, their times increasing).
   No key ever changes, so the heap needs no position index; and with no per-queue buffer of
-  customers, the state is ``16 n`` bytes plus ``16`` per customer, which keeps it in cache
+  customers, the state is ``12 n`` bytes plus ``16`` per customer, which keeps it in cache
   longer than a per-server heap beside per-queue ring buffers (measured: 3.1 against 2.5 M
   events/s of CPU time at ``n = 10^5`` on a loaded core); the root leaves by Floyd's
   bottom-up deletion (the hole descends along the least children, the last entry fills it
   and sifts up: 4.0 against 3.3 M events/s, the same events).  Time and server side by side,
   with the rows offset so that the four children of a node fill one 64-byte cache line, make
   a level of the descent one cache line instead of up to three (two of times, one of
-  servers): the same events in the same order; with the rows of ``x``, 10-15 % more events
-  per CPU second at ``n = 10^5`` (benchmarks/README.md);
+  servers): the same events in the same order, 5-10 % faster at ``n = 10^5`` (benchmarks/
+  README.md);
   ``O(log(customers))`` per event;
 - the class of server ``j`` is the first ``k`` with ``j < bound[k]`` (servers are numbered
   class by class);
@@ -302,14 +300,14 @@ def events_kernel(
             hsize -= 1
             if hsize > 0:
                 _pop_bottom_up(h, hsize)
-            ell = int(x[j, 1])
+            ell = x[j]
             k = 0
             while k < K - 1 and j >= bound[k]:
                 k += 1
             _level_down(c, area, last, ctot, k, ell, now)
             if ell == top and ctot[ell] == 0:
                 top -= 1
-            x[j, 1] = ell - 1
+            x[j] = ell - 1
             if srt:  # j moves from bucket ell to ell - 1: swap with the first of its bucket
                 p = bstart[ell]
                 pj = pos[j]
@@ -329,12 +327,12 @@ def events_kernel(
             # choose the server
             if pol == JSQ_D:
                 j = -1
-                best = 0.0
+                best = 0
                 ties = 0
                 if rep or d == 1:
                     for _ in range(d):
                         q = next_below(s, n)
-                        xq = x[q, 1]
+                        xq = x[q]
                         if j < 0 or xq < best:
                             j = q
                             best = xq
@@ -352,7 +350,7 @@ def events_kernel(
                                 q = r
                                 break
                         order[r - (n - d)] = q
-                        xq = x[q, 1]
+                        xq = x[q]
                         if j < 0 or xq < best:
                             j = q
                             best = xq
@@ -364,14 +362,14 @@ def events_kernel(
             elif pol == RANDOM:
                 j = next_below(s, n)
             elif pol == JSQ:
-                m = int(x[order[0], 1])
+                m = x[order[0]]
                 j = order[next_below(s, bstart[m + 1])]
             else:  # JIQ
                 if bstart[1] > 0:
                     j = order[next_below(s, bstart[1])]
                 else:
                     j = next_below(s, n)
-            ell = int(x[j, 1])
+            ell = x[j]
             k = 0
             while k < K - 1 and j >= bound[k]:
                 k += 1
@@ -379,10 +377,10 @@ def events_kernel(
             if ell == 0:
                 start = now
             else:
-                start = x[j, 0]
+                start = lastdep[j]
             dep = start + work
-            x[j, 0] = dep
-            x[j, 1] = ell + 1
+            lastdep[j] = dep
+            x[j] = ell + 1
             _level_up(c, area, last, ctot, k, ell + 1, now)
             if ell + 1 > top:
                 top = ell + 1
@@ -429,8 +427,8 @@ def new_arrays(
     L = int(levels) + 1
     h = int(heap) if heap is not None else 4 * n + 64
     a: dict[str, np.ndarray] = {
-        "x": np.zeros((n, 2)),
-        "lastdep": np.zeros(1),
+        "x": np.zeros(n, np.int32),
+        "lastdep": np.zeros(n),
         "bound": np.cumsum(counts).astype(np.int64),
         "ht": _heap_rows(h),
         "hj": np.zeros(1, np.int32),
@@ -460,7 +458,7 @@ def grow(a: dict, now: float) -> None:
         a["area"] = np.hstack([a["area"], np.zeros((K, L))])
         a["last"] = np.hstack([a["last"], np.full((K, L), now)])
         a["ctot"] = np.concatenate([a["ctot"], np.zeros(L, np.int64)])
-        a["bstart"] = np.concatenate([a["bstart"], np.full(L, a["x"].shape[0], np.int64)])
+        a["bstart"] = np.concatenate([a["bstart"], np.full(L, a["x"].size, np.int64)])
     else:
         old = a["ht"]
         new = _heap_rows(2 * (old.shape[0] - _H0))
