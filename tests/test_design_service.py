@@ -190,19 +190,19 @@ def test_event_engine_quantiles_at_large_n():
 @pytest.mark.slow
 @pytest.mark.parametrize(("spec", "lam", "d"), [("erlang:4", 0.9, 2), ("lognormal:0.25", 0.85, 3)])
 def test_event_engine_quantiles_at_large_n_slow(spec, lam, d):
-    """The same at longer runs; lognormal is run as itself, the mean field uses its fit, so
-    only the mean (which the fit's two moments decide at d = 1, and nearly at d = 3) and the
-    p50 are compared at a loose 6 standard errors."""
+    """The same at longer runs.  For lognormal the engine runs the two-moment fit itself (a
+    phase-type law): the mean field of a fit is checked against the fit; the law itself differs
+    (mean sojourn 1.4663 ± 0.0006 for lognormal:0.25 at λ = 0.85, d = 3, n = 4000, against the
+    fit's 1.4715: the residual service depends on more than two moments)."""
     from supermarket.general import simulate_general
 
-    s, note = ds.sojourn_law(d, lam, spec)
-    r = simulate_general(4000, d, lam, service=spec, time=1000.0, replications=4, seed=12, workers=2)
-    qs = (0.5, 0.9, 0.99) if not note else (0.5,)
-    k = 4 if not note else 6
-    assert abs(r.sojourn.mean - s.mean) < k * r.sojourn.stderr
-    for q in qs:
+    law, _ = ds.phase_form(spec)
+    s, _ = ds.sojourn_law(d, lam, law)
+    r = simulate_general(4000, d, lam, service=law, time=1000.0, replications=4, seed=12, workers=2)
+    assert abs(r.sojourn.mean - s.mean) < 4 * r.sojourn.stderr
+    for q in (0.5, 0.9, 0.99):
         e = r.sojourn_quantiles[q]
-        assert abs(e.mean - s.quantile(q)) < k * e.stderr, (q, e.mean, e.stderr, s.quantile(q))
+        assert abs(e.mean - s.quantile(q)) < 4 * e.stderr, (q, e.mean, e.stderr, s.quantile(q))
 
 
 @pytest.mark.parametrize(("d", "q", "T"), [(1, 0.99, 2 * math.log(100)), (3, 0.999, 12.0), (2, 0.9, 4.0)])
