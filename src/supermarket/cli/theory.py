@@ -79,10 +79,31 @@ def _pred(values: Sequence[float | None], j: int) -> str:
     "--d", "d", type=COUNT, default=None, help="Number of choices (with --latency: the largest load that meets it)."
 )
 @click.option(
+    "--service",
+    "service",
+    type=str,
+    default=None,
+    help="With --latency: the service law (exp, erlang:K, hyperexp:SCV, ph:FILE.json; lognormal:SCV, "
+    "pareto:ALPHA, deterministic by their two-moment phase-type fit), docs/model.md §13.1.",
+)
+@click.option(
+    "--policy",
+    "policy",
+    type=click.Choice(["jsq-d", "best"], case_sensitive=False),
+    default="jsq-d",
+    show_default=True,
+    help="With --latency --load: jsq-d (the least d) or best (random, jsq-d, jiq and jsq compared, with their costs).",
+)
+@click.option(
     "--verify", "verify", is_flag=True, help="With --latency and --n: check the answer by simulating n servers."
 )
 @click.option(
-    "--steps", "steps", type=COUNT, default=2_000_000, show_default=True, help="Events per replication for --verify."
+    "--steps",
+    "steps",
+    type=COUNT,
+    default=2_000_000,
+    show_default=True,
+    help="Events per replication for --verify (with --service: the event engine, about 2 events per customer).",
 )
 @seed_option("Root seed (integer >= 0) for --verify.")
 @workers_option(
@@ -101,6 +122,8 @@ def design(
     latency: float | None,
     quantile: float,
     d: int | None,
+    service: str | None,
+    policy: str,
     verify: bool,
     steps: int,
     seed: int,
@@ -111,10 +134,13 @@ def design(
 ) -> None:
     """Size a load balancer.  --max-queue K: the least d with k_(λ,d) ≤ K (docs/model.md §4).
     --latency T: the least d (given --load) or the largest load (given --d) whose mean-field
-    sojourn-time --quantile is at most T (docs/model.md §10); --n N --verify checks it by simulation."""
+    sojourn-time --quantile is at most T (docs/model.md §10); --n N --verify checks it by simulation.
+    --service LAW: the least d (or the largest load) under that service law (docs/model.md
+    §13.1), --verify with the event engine; --policy best compares random, jsq-d, jiq and jsq
+    with their costs."""
     if max_queue is not None and latency is not None:
         raise click.UsageError("give either --max-queue or --latency, not both")
-    given = _given_options(("quantile", "d", "verify", "steps", "seed"))
+    given = _given_options(("quantile", "d", "service", "policy", "verify", "steps", "seed"))
     if latency is None and max_queue is not None and given:
         raise click.UsageError(
             f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to --latency only; "
@@ -126,6 +152,23 @@ def design(
         raise click.UsageError(f"{', '.join(unused)} appl{'ies' if len(unused) == 1 else 'y'} to --verify only")
     if workers is not None and not verify:
         raise click.UsageError("--workers is for the replications of --verify")
+    if latency is not None and (service is not None or policy.lower() != "jsq-d"):
+        return _design_service(
+            n,
+            load,
+            latency,
+            quantile,
+            d,
+            service or "exp",
+            policy.lower(),
+            verify,
+            steps,
+            seed,
+            workers,
+            scheduler,
+            connect_timeout,
+            as_json,
+        )
     if latency is not None:
         return _design_latency(
             n, load, latency, quantile, d, verify, steps, seed, workers, scheduler, connect_timeout, as_json
@@ -166,6 +209,41 @@ def _design_latency(n, load, latency, quantile, d, verify, steps, seed, workers,
         if verify:
             v = lt.verify_latency(rep, n, steps=steps, seed=seed, workers=workers, client=client)
             rep = lt.LatencyDesign(**{**rep.__dict__, "verify": v})
+    if as_json:
+        print_json(rep.to_dict())
+        return
+    click.echo(rep.summary())
+
+
+def _design_service(
+    n, load, latency, quantile, d, service, policy, verify, steps, seed, workers, scheduler, connect_timeout, as_json
+):
+    from .. import design_service as ds
+
+    if (load is None) == (d is None):
+        raise click.UsageError("--latency needs exactly one of --load (answer: least d) or --d (answer: largest load)")
+    if d is not None and policy == "best":
+        raise click.UsageError("--policy best compares the rules at a load: give --load, not --d")
+    if d is not None and verify:
+        raise click.UsageError("--verify with --service checks a least d: give --load, not --d")
+    if verify and n is None:
+        raise click.UsageError("--verify needs --n (the number of servers to simulate)")
+    if verify and policy == "best":
+        raise click.UsageError("--verify checks one d; use it without --policy best")
+    if verify and scheduler is not None:
+        raise click.UsageError("--verify with --service runs the event engine locally; drop --scheduler")
+    rep: ds.RuleComparison | ds.ServiceDesign | ds.ServiceLoadDesign
+    if d is not None:
+        rep = run_once(scheduler, connect_timeout, ds.max_load_for_service_latency, d, quantile, latency, service)
+    elif policy == "best":
+        rep = run_once(scheduler, connect_timeout, ds.compare_rules, load, quantile, latency, service)
+    else:
+        design = run_once(scheduler, connect_timeout, ds.least_d_for_service_latency, load, quantile, latency, service)
+        if verify:
+            time = steps / (2.0 * n * design.load)  # an arrival and a departure per customer
+            v = ds.verify_service_design(design, n, time=time, seed=seed, workers=workers)
+            design = ds.ServiceDesign(**{**design.__dict__, "verify": v})
+        rep = design
     if as_json:
         print_json(rep.to_dict())
         return
