@@ -95,7 +95,9 @@ class Kernel:
         self.it[ev.I_NREC] = 0
 
     def heap(self):
-        return sorted(self.a["ht"][: self.it[ev.I_HSIZE]].tolist())
+        # rows (time, server) from row _H0 on (the heap aligned to cache lines)
+        size = int(self.it[ev.I_HSIZE])
+        return sorted(self.a["ht"][ev._H0 : ev._H0 + size, 0].tolist())
 
 
 def _compare_quick(kr, nv, where):
