@@ -36,7 +36,7 @@ _HEAVY = ROOT / "tests" / "heavy.txt"
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark ``heavy`` the tests listed in tests/heavy.txt (a second or more each,
+    """Mark ``heavy`` the tests listed in tests/heavy.txt (a quarter second or more each,
     tools/heavy_tests.py): the fast tier ``-m "not slow and not integration and not heavy"``
     leaves them out; the default suite runs them."""
     import pytest

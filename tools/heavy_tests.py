@@ -1,4 +1,4 @@
-"""Write tests/heavy.txt: the default-suite tests that take a second or more.
+"""Write tests/heavy.txt: the default-suite tests that take a quarter second or more.
 
 The fast tier (``python -m pytest -q -m "not slow and not integration and not heavy"``,
 CONTRIBUTING.md) leaves them out; the default suite still runs them.  Regenerate after adding
@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import sys
 
-THRESHOLD_S = 1.0  # a test at least this long (setup, call or teardown) is heavy
+THRESHOLD_S = 0.25  # a test at least this long (setup, call or teardown) is heavy
 
 
 def main() -> None:
@@ -23,7 +23,7 @@ def main() -> None:
         # a docs page's examples share one namespace, so none of them can be left out alone
         if m and float(m.group(1)) >= THRESHOLD_S and ".md::" not in m.group(2):
             ids.add(m.group(2))
-    print("# tests of the default suite that take a second or more (tools/heavy_tests.py); marked 'heavy'")
+    print("# tests of the default suite that take a quarter second or more (tools/heavy_tests.py); marked 'heavy'")
     for i in sorted(ids):
         print(i)
 
