@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal, InvalidOperation
+from typing import Any
 
 import numpy as np
 
@@ -22,6 +23,7 @@ __all__ = [
     "check_positive_float",
     "check_fraction",
     "parse_count",
+    "refuse_unused_keywords",
     "INT64_MAX",
 ]
 
@@ -359,3 +361,29 @@ def check_bool(name: str, value: object) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be True or False; got {value!r}")
     return bool(value)
+
+
+def refuse_unused_keywords(
+    others: Mapping[str, Any], defaults: Mapping[str, Any], ignored: Iterable[str], why: Callable[[str], str]
+) -> None:
+    """The keywords of ``simulate()`` that another engine has no use for: an unknown one raises
+    TypeError (as Python would); a known one given anything but ``None`` or its default (in
+    ``defaults``) raises ValueError with ``why(key)``; those in ``ignored`` pass.
+
+    Examples
+    --------
+    >>> refuse_unused_keywords({"eps": 0.1, "start": "empty"}, {"start": "empty"}, ("eps",), str)
+    >>> refuse_unused_keywords({"start": "fixed-point"}, {"start": "empty"}, (), lambda k: f"{k}: not here")
+    Traceback (most recent call last):
+    ...
+    ValueError: start: not here
+    """
+    skip = set(ignored)
+    for key, value in others.items():
+        if key in skip:
+            continue
+        if key not in defaults:
+            raise TypeError(f"simulate() got an unexpected keyword argument {key!r}")
+        same = isinstance(value, str | int | float) and not isinstance(value, bool) and value == defaults[key]
+        if value is not None and not same:
+            raise ValueError(why(key))

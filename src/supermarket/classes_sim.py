@@ -28,6 +28,7 @@ import numpy as np
 
 from . import model as _m
 from . import stats as _st
+from ._checks import refuse_unused_keywords
 from ._results import Result
 from .engines import classes as _ck
 from .engines.rng import state_from_seed_sequence
@@ -618,16 +619,15 @@ def from_simulate_args(
     events of the uniformized chain (burn-in then in time units); keywords this engine has
     no use for are refused unless at their default; ``time_mode``, ``eps`` and ``service``
     (exponential here) are ignored."""
-    for key, value in others.items():
-        if key in ("time_mode", "eps", "service", "_force_window"):
-            continue
-        if key not in _SIMULATE_DEFAULTS:
-            raise TypeError(f"simulate() got an unexpected keyword argument {key!r}")
-        if value is not None and value != _SIMULATE_DEFAULTS[key]:
-            raise ValueError(
-                f"{key}: the count engine with server classes does not take {key}= (it starts empty, runs on "
-                "local threads, and has no precision target); engine='events' runs the per-queue event engine"
-            )
+    refuse_unused_keywords(
+        others,
+        _SIMULATE_DEFAULTS,
+        ("time_mode", "eps", "service", "_force_window"),
+        lambda key: (
+            f"{key}: the count engine with server classes does not take {key}= (it starts empty, runs on "
+            "local threads, and has no precision target); engine='events' runs the per-queue event engine"
+        ),
+    )
     if steps is not None and burn_in is not None:  # in the unit of the horizon: events
         sc = parse_server_classes(server_classes)
         burn_in = float(burn_in) / (n * sc.mean_speed * (1.0 + _m.check_load(lam, name="lam")))

@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from . import policies as _pol
-from ._checks import check_int, check_positive_float
+from ._checks import check_int, check_positive_float, refuse_unused_keywords
 from ._results import Result
 from .model import as_seed_sequence, check_load
 from .phase_law import check_ph
@@ -546,16 +546,15 @@ def from_simulate_args(
     ...
     ValueError: engine: with service erlang:2 the engines are 'phase' (the count engine, default) and ...
     """
-    for key, value in others.items():
-        if key in _IGNORED:
-            continue
-        if key not in _REFUSED_UNLESS_DEFAULT:
-            raise TypeError(f"simulate() got an unexpected keyword argument {key!r}")
-        if value is not None:
-            raise ValueError(
-                f"{key}: the phase-type count engine (service {service}) does not take {key}= "
-                "(engine='events' for the per-queue event engine)"
-            )
+    refuse_unused_keywords(
+        others,
+        _REFUSED_UNLESS_DEFAULT,
+        _IGNORED,
+        lambda key: (
+            f"{key}: the phase-type count engine (service {service}) does not take {key}= "
+            "(engine='events' for the per-queue event engine)"
+        ),
+    )
     law = parse_service(service)
     if engine not in ("profile", "phase"):
         raise ValueError(

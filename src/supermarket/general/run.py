@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import model as _m
 from .. import stats as _st
+from .._checks import refuse_unused_keywords
 from ..engines import events as _ev
 from ..engines.rng import next_double, state_from_seed_sequence
 from ..service import ServerClasses, ServiceLaw, parse_server_classes, parse_service
@@ -621,24 +622,21 @@ def from_simulate_args(
     ...
     ValueError: steps: the event engine (service erlang:2, server classes None) runs for a time; give time= instead
     """
-    for key, value in others.items():
-        if key in ("time_mode", "eps", "control_variates", "_force_window"):
-            continue
-        if key == "engine" and value == "events":  # the explicit choice of this engine
-            continue
-        if key not in _SIMULATE_DEFAULTS:
-            raise TypeError(f"simulate() got an unexpected keyword argument {key!r}")
-        if key == "engine" and value == "events":  # the explicit choice (phase-type laws, docs/model.md §13)
-            continue
-        default = _SIMULATE_DEFAULTS[key]
-        same = isinstance(value, str | int | float) and not isinstance(value, bool) and value == default
-        if value is not None and not same:
-            hint = (
+    if others.get("engine") == "events":  # the explicit choice of this engine (docs/model.md §13, §15)
+        others = {k: v for k, v in others.items() if k != "engine"}
+    refuse_unused_keywords(
+        others,
+        _SIMULATE_DEFAULTS,
+        ("time_mode", "eps", "control_variates", "_force_window"),
+        lambda key: (
+            f"{key}: the event engine (service {service}, server classes {server_classes}) "
+            + (
                 "runs for a time; give time= instead"
                 if key in ("steps", "max_steps")
                 else f"does not take {key}= (it starts empty, runs on local threads, and has no precision target)"
             )
-            raise ValueError(f"{key}: the event engine (service {service}, server classes {server_classes}) {hint}")
+        ),
+    )
     return simulate_general(
         n,
         d,
