@@ -54,18 +54,6 @@ CHUNK = 1 << 23
 MAX_N = 2**40
 
 
-def _est_dict(e: ErrorEstimate) -> dict:
-    return {
-        "mean": e.mean,
-        "stderr": e.stderr,
-        "dof": e.dof,
-        "reliable": e.reliable,
-        "method": e.method,
-        "blocks": e.blocks,
-        "note": e.note,
-    }
-
-
 @dataclass(frozen=True, eq=False)
 class ClassEstimates(Result):
     """One class of servers: ``fraction``, ``speed``, ``servers``; ``u_mean``/``u_stderr``:
@@ -89,9 +77,9 @@ class ClassEstimates(Result):
             "servers": self.servers,
             "u_mean": self.u_mean,
             "u_stderr": self.u_stderr,
-            "mean_queue_length": _est_dict(self.mean_queue_length),
-            "sojourn": _est_dict(self.sojourn),
-            "waiting": _est_dict(self.waiting),
+            "mean_queue_length": self.mean_queue_length.brief(),
+            "sojourn": self.sojourn.brief(),
+            "waiting": self.waiting.brief(),
         }
 
 
@@ -178,13 +166,13 @@ class ClassesResult(Result):
                 "events_per_second": self.events_per_second,
                 "u_mean": self.u_mean,
                 "u_stderr": self.u_stderr,
-                "mean_queue_length": _est_dict(self.mean_queue_length),
-                "sojourn": _est_dict(self.sojourn),
-                "waiting": _est_dict(self.waiting),
+                "mean_queue_length": self.mean_queue_length.brief(),
+                "sojourn": self.sojourn.brief(),
+                "waiting": self.waiting.brief(),
                 "classes": [c.to_dict() for c in self.classes],
                 "control_variates": self.control_variates,
                 "variance_reduction": self.variance_reduction,
-                "balance": _est_dict(self.balance),
+                "balance": self.balance.brief(),
                 "interrupted": self.interrupted,
                 "notes": list(self.notes),
                 "error_bars": (

@@ -227,6 +227,12 @@ class ErrorEstimate(Result):
         lo, hi = self.interval(confidence)
         return bool(lo <= value <= hi)
 
+    def brief(self) -> dict[str, Any]:
+        """The fields a result's JSON shows for one estimate: mean, stderr, dof, reliable,
+        method, blocks, note."""
+        keys = ("mean", "stderr", "dof", "reliable", "method", "blocks", "note")
+        return {k: getattr(self, k) for k in keys}
+
     _plain = True  # NaN stays NaN in to_dict (supermarket.jsonable maps it)
 
 

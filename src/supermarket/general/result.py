@@ -14,18 +14,6 @@ from ..stats import ErrorEstimate
 __all__ = ["ClassResult", "GeneralResult"]
 
 
-def _est(e: ErrorEstimate) -> dict:
-    return {
-        "mean": e.mean,
-        "stderr": e.stderr,
-        "dof": e.dof,
-        "reliable": e.reliable,
-        "method": e.method,
-        "blocks": e.blocks,
-        "note": e.note,
-    }
-
-
 @dataclass(frozen=True, eq=False)
 class ClassResult:
     """One class of servers.
@@ -60,8 +48,8 @@ class ClassResult:
             "servers": self.servers,
             "u_mean": self.u_mean,
             "u_stderr": self.u_stderr,
-            "mean_queue_length": _est(self.mean_queue_length),
-            "sojourn": _est(self.sojourn),
+            "mean_queue_length": self.mean_queue_length.brief(),
+            "sojourn": self.sojourn.brief(),
         }
 
 
@@ -159,11 +147,11 @@ class GeneralResult:
                 "events_per_second": self.events_per_second,
                 "u_mean": self.u_mean,
                 "u_stderr": self.u_stderr,
-                "mean_queue_length": _est(self.mean_queue_length),
-                "sojourn": _est(self.sojourn),
-                "waiting": _est(self.waiting),
-                "sojourn_quantiles": {str(q): _est(e) for q, e in self.sojourn_quantiles.items()},
-                "waiting_quantiles": {str(q): _est(e) for q, e in self.waiting_quantiles.items()},
+                "mean_queue_length": self.mean_queue_length.brief(),
+                "sojourn": self.sojourn.brief(),
+                "waiting": self.waiting.brief(),
+                "sojourn_quantiles": {str(q): e.brief() for q, e in self.sojourn_quantiles.items()},
+                "waiting_quantiles": {str(q): e.brief() for q, e in self.waiting_quantiles.items()},
                 "classes": [c.to_dict() for c in self.classes],
                 "customers": self.customers,
                 "interrupted": self.interrupted,
