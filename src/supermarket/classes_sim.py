@@ -431,6 +431,9 @@ def simulate_classes(
 
         return _run_one(counts, sc.speeds, cfg, p_arr, burn_ev, batch_ev, batches, seeds[r], tick, stop)
 
+    # compile (or load from numba's cache) the kernels before the clock starts: one event of a
+    # chain with its own seed (the replications' streams are untouched)
+    _run_one(counts, sc.speeds, cfg, p_arr, 1, 1, 1, np.random.SeedSequence(0), lambda ev: None, stop)
     t0 = _time.perf_counter()
     if workers == 1 or replications == 1:
         results = [one(r) for r in range(replications)]

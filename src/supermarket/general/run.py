@@ -375,6 +375,11 @@ def simulate_general(
             n, d, lam, code, replace, law, counts, sc.speeds, rate, time, burn_in, batches, qs, seeds[r], tick, stop
         )
 
+    # compile (or load from numba's cache) the kernels before the clock starts: a run of no
+    # time with its own seed (the replications' streams are untouched)
+    _run_one(
+        n, d, lam, code, replace, law, counts, sc.speeds, rate, 1e-9, 0.0, 1, qs, np.random.SeedSequence(0), None, stop
+    )
     t0 = _time.perf_counter()
     results = []
     if workers == 1 or replications == 1:
