@@ -36,8 +36,10 @@ def test_axes_parsed_canonical_and_routed():
     got = {(t.params["policy"], t.params["service"]) for t in s.tasks}
     assert got == {("jiq", "exp"), ("jiq", "erlang:2"), ("random", "exp"), ("random", "erlang:2")}
     assert {t.params["server_classes"] for t in s.tasks} == {"0.5:2,0.5:1"}
-    # with classes every point runs the event engine, in continuous time
-    assert {(t.params["engine"], t.params["time_mode"]) for t in s.tasks} == {("event", "continuous")}
+    # the engine simulate() chooses, in continuous time: exponential classes on the classes count
+    # engine, classes with another law on the event engine
+    got = {(t.params["service"], t.params["engine"], t.params["time_mode"]) for t in s.tasks}
+    assert got == {("exp", "classes", "continuous"), ("erlang:2", "event", "continuous")}
     s = sw.parse_sweep(BASE + 'steps = 1000\npolicy = ["jsq", "jsq-d"]\n')
     assert {(t.params["engine"], t.params["policy"]) for t in s.tasks} == {("profile", "jsq"), ("profile", "jsq-d")}
 
@@ -60,11 +62,17 @@ def test_old_sweeps_keep_their_hashes():
         ('time = 9.0\nservice = "ph:no-such-file.json"\n', "service", "no such file"),
         ('time = 9.0\nserver_classes = "0.5:2,0.4:1"\n', "server_classes", "sum to 0.9"),
         ("time = 9.0\nserver_classes = 0.5\n", "server_classes", "must be a string"),
-        ('steps = 1000\nservice = "erlang:2"\n', "run[1]", "steps: the event engine"),
-        ('time = 9.0\nservice = "erlang:2"\nengine = "buckets"\n', "run[1]", "engine"),
-        ('time = 9.0\nserver_classes = "0.5:2,0.5:1"\nstart = "good"\n', "run[1]", "start"),
-        ('steps = 1000\nengine = "queues"\npolicy = "random"\n', "run[1]", "engine 'queues' runs policy 'jsq-d'"),
-        ('steps = 1000\nstart = "perfect"\npolicy = "jiq"\n', "run[1]", "start 'perfect'"),
+        ('steps = 1000\nservice = "lognormal:4"\n', "run[1].steps", "steps: the event engine"),
+        ('steps = 1000\nservice = "erlang:2"\nengine = "events"\n', "run[1].steps", "steps: the event engine"),
+        ('time = 9.0\nservice = "erlang:2"\nengine = "buckets"\n', "run[1].engine", "phase-type count engine"),
+        ('time = 9.0\nservice = "erlang:2"\nengine = "queues"\n', "run[1].engine", "or 'events'"),
+        ('time = 9.0\nservice = "pareto:2"\nengine = "queues"\n', "run[1].engine", "event engine"),
+        ("time = 9.0\nengine = \"events\"\n", "run[1].engine", "engine 'events' (the per-queue event engine) runs"),
+        ('time = 9.0\nserver_classes = "0.5:2,0.5:1"\nstart = "good"\n', "run[1].start", "count engine with classes"),
+        ('time = 9.0\nservice = "erlang:2"\nstart = "long:3"\n', "run[1].start", "starts 'empty' or 'fixed-point'"),
+        ('time = 9.0\nservice = "erlang:2"\nstart = "good"\npolicy = "jiq"\n', "run[1].start", "mean field"),
+        ('steps = 1000\nengine = "queues"\npolicy = "random"\n', "run[1].engine", "engine 'queues' runs policy 'jsq-d'"),
+        ('steps = 1000\nstart = "perfect"\npolicy = "jiq"\n', "run[1].start", "start 'perfect'"),
     ],
 )
 def test_bad_values_refused_naming_the_key(extra, key, words):
@@ -78,20 +86,24 @@ def test_meanfield_policy():
     assert "must be one of" in _errors('[[run]]\nmeasurement = "meanfield"\nd = 2\nload = 0.5\npolicy = "x"\n')[0]
 
 
+TINY = (
+    "[sweep]\nseed = 7\nreplications = 4\n"
+    '[[run]]\nmeasurement = "simulate"\nn = 10\nd = 2\nload = 0.5\ntime = 2000.0\nburn_in = 100\n'
+    'policy = "random"\nservice = ["exp", "erlang:2"]\n'
+    '[[run]]\nmeasurement = "simulate"\nn = 10\nd = 2\nload = 0.5\ntime = 2000.0\nburn_in = 100\n'
+    'policy = "random"\nservice = "erlang:2"\nengine = "events"\n'
+    '[[run]]\nmeasurement = "simulate"\nn = 10\nd = 2\nload = 0.5\ntime = 200.0\nreplications = 1\n'
+    'server_classes = "0.5:2,0.5:1"\nservice = ["exp", "erlang:2"]\n'
+    '[[run]]\nmeasurement = "meanfield"\nd = 2\nload = 0.5\npolicy = ["random", "jsq-d"]\n'
+)
+
+
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> tuple[Path, list[dict]]:
     out = tmp_path_factory.mktemp("pol") / "out"
-    text = (
-        "[sweep]\nseed = 7\nreplications = 4\n"
-        '[[run]]\nmeasurement = "simulate"\nn = 10\nd = 2\nload = 0.5\ntime = 2000.0\nburn_in = 100\n'
-        'policy = "random"\nservice = ["exp", "erlang:2"]\n'
-        '[[run]]\nmeasurement = "simulate"\nn = 10\nd = 2\nload = 0.5\ntime = 200.0\nreplications = 1\n'
-        'server_classes = "0.5:2,0.5:1"\n'
-        '[[run]]\nmeasurement = "meanfield"\nd = 2\nload = 0.5\npolicy = ["random", "jsq-d"]\n'
-    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = sw.run_sweep(sw.parse_sweep(text), out, workers=1)
+        res = sw.run_sweep(sw.parse_sweep(TINY), out, workers=1)
     assert res.failed == 0
     return out, sw.table_rows(sw.read_results(out))
 
@@ -101,44 +113,94 @@ def _mean_se(xs: list[float]) -> tuple[float, float]:
     return m, math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1) / len(xs))
 
 
+def _groups(rows: list[dict]) -> dict[str, list[dict]]:
+    sim = [r for r in rows if r["measurement"] == "simulate"]
+    return {
+        "exp": [r for r in sim if r.get("service") == "exp" and r.get("server_classes") is None],
+        "phase": [r for r in sim if r.get("service") == "erlang:2" and r["engine"] == "phase"],
+        "event": [r for r in sim if r.get("service") == "erlang:2" and r.get("server_classes") is None
+                  and r["engine"] == "event"],
+        "classes": [r for r in sim if r.get("server_classes") == "0.5:2,0.5:1" and r.get("service") == "exp"],
+        "classes_event": [r for r in sim if r.get("server_classes") == "0.5:2,0.5:1" and r.get("service") != "exp"],
+    }  # fmt: skip
+
+
 def test_tiny_sweep_stored_and_read_back(tiny):
     _, rows = tiny
-    sim = [r for r in rows if r["measurement"] == "simulate"]
-    exp = [r for r in sim if r.get("service") == "exp" and r.get("server_classes") is None]
-    erl = [r for r in sim if r.get("service") == "erlang:2"]
-    cls = [r for r in sim if r.get("server_classes") == "0.5:2,0.5:1"]
-    assert len(exp) == len(erl) == 4 and len(cls) == 1
-    assert {r["engine"] for r in exp} == {"profile"} and {r["engine"] for r in erl} == {"event"}
-    # exponential server classes run the count engine of docs/model.md §15 (simulate's default): the
-    # sweep stores its row through event_row, in the same columns
-    assert {r["policy"] for r in exp + erl} == {"random"} and cls[0]["policy"] == "jsq-d"
+    g = _groups(rows)
+    assert [len(g[k]) for k in ("exp", "phase", "event", "classes", "classes_event")] == [4, 4, 4, 1, 1]
+    # each point on the engine simulate() would choose (engine = "events" forces the event engine)
+    assert {(k, r["engine"]) for k, rs in g.items() for r in rs} == {
+        ("exp", "profile"), ("phase", "phase"), ("event", "event"), ("classes", "classes"), ("classes_event", "event")
+    }  # fmt: skip
+    assert {r["policy"] for r in g["exp"] + g["phase"] + g["event"]} == {"random"}
+    assert g["classes"][0]["policy"] == "jsq-d"
     # parameters and results agree (the count engines' burn-in in steps beside a burn-in in time: as before)
     assert {k for r in rows for k in r if k.startswith("result_")} <= {"result_burn_in"}
-    for r in erl:  # one replication per task: the event engine's own error is not trusted
+    for r in g["event"] + g["classes_event"]:  # one replication per task: the event engine's own error is not trusted
         assert r["mean_queue_length_reliable"] is False and math.isnan(r["mean_queue_length_stderr"])
         assert all(math.isnan(x) for x in r["u_stderr"]) and r["reliable"] is False
         assert isinstance(r["u_mean"], list) and r["sojourn_mean"] > r["waiting_mean"] > 0
-        assert set(r["sojourn_quantiles"]) == {"0.5", "0.9", "0.99"}
-    for r in cls:  # the count engine's blocking error: shown where it trusts it, NaN otherwise
-        assert r["mean_queue_length_reliable"] is math.isfinite(r["mean_queue_length_stderr"])
-        assert isinstance(r["u_mean"], list) and r["sojourn_mean"] > r["waiting_mean"] > 0
-    c = cls[0]
+        assert set(r["sojourn_quantiles"]) == {"0.5", "0.9", "0.99"} and r["sojourn_method"] == "customers"
+    lam = 0.5
+    for r in g["phase"]:  # the count engine's own blocking error, trusted; means by Little's law
+        assert r["mean_queue_length_reliable"] is True and r["mean_queue_length_stderr"] > 0
+        assert r["sojourn_method"] == "little" and not r.get("sojourn_quantiles")  # no customer followed
+        assert r["sojourn_mean"] == pytest.approx(r["mean_queue_length"] / lam, rel=1e-12)  # W = L/λ
+        assert r["waiting_mean"] == pytest.approx(r["sojourn_mean"] - 1.0, rel=1e-12)  # mean service 1
+        assert r["control_variates"] is True and r["u_method"][0] in ("cv", "plain")
+        vr = r["variance_reduction_u_mean"]
+        assert all((x is None) == (m != "cv") for x, m in zip(vr, r["u_method"]) if math.isfinite(r["u_stderr"][0]))
+    c = g["classes"][0]  # the classes count engine: its blocking error where trusted, NaN otherwise
+    assert c["mean_queue_length_reliable"] is math.isfinite(c["mean_queue_length_stderr"])
+    assert c["sojourn_method"] == "little" and c["sojourn_mean"] > c["waiting_mean"] > 0
+    # Little's law over all customers: W = L/(λ s̄), s̄ = 0.5·2 + 0.5·1 = 1.5 (capacity-scaled load)
+    assert c["sojourn_mean"] == pytest.approx(c["mean_queue_length"] / (lam * 1.5), rel=1e-12)
     assert (c["class1_fraction"], c["class1_speed"], c["class2_speed"]) == (0.5, 2.0, 1.0)
     assert c["class1_sojourn_mean"] < c["class2_sojourn_mean"]  # the fast class serves faster
-    # Little's law ties the per-class mean queue lengths to the whole: L = Σ f_k L_k
-    assert c["mean_queue_length"] == pytest.approx(
-        0.5 * c["class1_mean_queue_length"] + 0.5 * c["class2_mean_queue_length"], rel=1e-9
+    ce = g["classes_event"][0]  # the event engine follows customers: L = Σ f_k L_k exactly
+    assert ce["mean_queue_length"] == pytest.approx(
+        0.5 * ce["class1_mean_queue_length"] + 0.5 * ce["class2_mean_queue_length"], rel=1e-9
     )
     # random routing: M/M/1 queues, L = ρ/(1 − ρ) = 1; M/G/1 with Erlang-2 (SCV 1/2):
-    # L = ρ + ρ²(1 + 1/2)/(2(1 − ρ)) = 0.875.  Four independent replications: Student t, 3 dof
-    # (two-sided 0.999: 12.9; 0.99: 5.84); tolerance 6 standard errors of the check itself.
-    for group, want in ((exp, 1.0), (erl, 0.875)):
+    # L = ρ + ρ²(1 + 1/2)/(2(1 − ρ)) = 0.875 (Pollaczek–Khinchine), on both engines.  Four
+    # independent replications: Student t, 3 dof (two-sided 0.999: 12.9; 0.99: 5.84); tolerance 6
+    # standard errors of the check itself.
+    for group, want in ((g["exp"], 1.0), (g["phase"], 0.875), (g["event"], 0.875)):
         m, se = _mean_se([r["mean_queue_length"] for r in group])
         assert abs(m - want) < 6 * se, (m, se, want)
         assert abs(m - want) < 0.15  # and the standard error itself is small enough to mean something
+    # the phase rows' own errors (blocking, pooled √(Σ s_r²)/R over the replications): within 4 of them
+    m = sum(r["mean_queue_length"] for r in g["phase"]) / 4
+    se = math.sqrt(sum(r["mean_queue_length_stderr"] ** 2 for r in g["phase"])) / 4
+    assert abs(m - 0.875) < 4 * se, (m, se)
     mf = {r["policy"]: r for r in rows if r["measurement"] == "meanfield"}
     assert mf["random"]["mean_queue_length"] == pytest.approx(1.0, rel=1e-9)  # λ/(1 − λ), exactly
     assert mf["jsq-d"]["mean_queue_length"] < 1.0
+
+
+def test_row_is_simulate_with_the_same_arguments_and_seed(tiny):
+    """A sweep row holds exactly the numbers of ``simulate`` called with the point's keys and the
+    task's seed (``task_seed``), on each of the three engines."""
+    from supermarket import simulate
+
+    _, rows = tiny
+    g = _groups(rows)
+    for key in ("phase", "classes", "event"):
+        r = g[key][0]
+        kw = {k: r[k] for k in ("policy", "service", "server_classes", "burn_in") if r.get(k) is not None}
+        if key == "event":
+            kw["engine"] = "events"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = simulate(r["n"], r["d"], r["load"], time=r["time"], seed=sw.task_seed(7, r["point_hash"], r["replication"]),
+                           replications=1, workers=1, progress=False, **kw)  # fmt: skip
+        kind = {"phase": "PhaseSimulationResult", "classes": "ClassesResult", "event": "GeneralResult"}[key]
+        assert type(res).__name__ == kind
+        assert r["u_mean"] == [float(x) for x in res.u_mean]
+        assert r["mean_queue_length"] == res.mean_queue_length.mean
+        soj = res.sojourn_little if key == "phase" else res.sojourn
+        assert r["sojourn_mean"] == soj.mean
 
 
 def test_report_shows_axes_and_compares(tiny, tmp_path):
