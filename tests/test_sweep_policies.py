@@ -67,11 +67,15 @@ def test_old_sweeps_keep_their_hashes():
         ('time = 9.0\nservice = "erlang:2"\nengine = "buckets"\n', "run[1].engine", "phase-type count engine"),
         ('time = 9.0\nservice = "erlang:2"\nengine = "queues"\n', "run[1].engine", "or 'events'"),
         ('time = 9.0\nservice = "pareto:2"\nengine = "queues"\n', "run[1].engine", "event engine"),
-        ("time = 9.0\nengine = \"events\"\n", "run[1].engine", "engine 'events' (the per-queue event engine) runs"),
+        ('time = 9.0\nengine = "events"\n', "run[1].engine", "engine 'events' (the per-queue event engine) runs"),
         ('time = 9.0\nserver_classes = "0.5:2,0.5:1"\nstart = "good"\n', "run[1].start", "count engine with classes"),
         ('time = 9.0\nservice = "erlang:2"\nstart = "long:3"\n', "run[1].start", "starts 'empty' or 'fixed-point'"),
         ('time = 9.0\nservice = "erlang:2"\nstart = "good"\npolicy = "jiq"\n', "run[1].start", "mean field"),
-        ('steps = 1000\nengine = "queues"\npolicy = "random"\n', "run[1].engine", "engine 'queues' runs policy 'jsq-d'"),
+        (
+            'steps = 1000\nengine = "queues"\npolicy = "random"\n',
+            "run[1].engine",
+            "engine 'queues' runs policy 'jsq-d'",
+        ),
         ('steps = 1000\nstart = "perfect"\npolicy = "jiq"\n', "run[1].start", "start 'perfect'"),
     ],
 )
@@ -193,8 +197,9 @@ def test_row_is_simulate_with_the_same_arguments_and_seed(tiny):
             kw["engine"] = "events"
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            res = simulate(r["n"], r["d"], r["load"], time=r["time"], seed=sw.task_seed(7, r["point_hash"], r["replication"]),
-                           replications=1, workers=1, progress=False, **kw)  # fmt: skip
+            seed = sw.task_seed(7, r["point_hash"], r["replication"])
+            res = simulate(r["n"], r["d"], r["load"], time=r["time"], seed=seed, replications=1, workers=1,
+                           progress=False, **kw)  # fmt: skip
         kind = {"phase": "PhaseSimulationResult", "classes": "ClassesResult", "event": "GeneralResult"}[key]
         assert type(res).__name__ == kind
         assert r["u_mean"] == [float(x) for x in res.u_mean]
@@ -252,3 +257,36 @@ def test_event_row_never_stores_a_distrusted_error():
     assert r["reliable"] is False and r["mean_queue_length_long_enough"] is False
     r = event_row(base | {"mean_queue_length": ok, "sojourn": ok, "waiting": ok})
     assert r["u_stderr"] == [0.01, 0.02] and r["u_reliable"] == [True, True] and r["mean_queue_length_stderr"] == 0.1
+
+
+def test_resume_never_mixes_rows_of_another_engine(tmp_path, monkeypatch):
+    """A directory whose phase-type point ran on the event engine (as before this version) is resumed
+    with the count engine: the engine is part of the point (hash, task id, seed), the old part is
+    discarded and listed, and the table holds only rows of the engine that runs the point now."""
+    import json
+
+    from supermarket.sweep import measurements as ms
+
+    text = (
+        "[sweep]\nseed = 3\n"
+        '[[run]]\nmeasurement = "simulate"\nn = 10\nd = 2\nload = 0.5\ntime = 50.0\nservice = "erlang:2"\n'
+    )
+    out = tmp_path / "out"
+    with monkeypatch.context() as m:
+        m.setattr(ms, "law_engine", lambda p: "event")  # the routing of the earlier version
+        old = sw.parse_sweep(text)
+        assert old.tasks[0].params["engine"] == "event"
+        sw.run_sweep(old, out, workers=1)
+    assert sw.table_rows(sw.read_results(out))[0]["engine"] == "event"
+    new = sw.parse_sweep(text)
+    assert new.sweep_sha256 == old.sweep_sha256 and new.tasks[0].task_id != old.tasks[0].task_id
+    res = sw.run_sweep(new, out, workers=1)
+    assert (res.skipped, res.ran, res.discarded) == (0, 1, 1)
+    rows = sw.table_rows(sw.read_results(out))
+    assert [r["engine"] for r in rows] == ["phase"] and rows[0]["task_id"] == new.tasks[0].task_id
+    assert sorted(p.stem for p in (out / "parts").iterdir()) == [new.tasks[0].task_id]
+    side = json.loads((out / "sweep.json").read_text())
+    assert side["runs"][-1]["discarded_parts"] == [old.tasks[0].task_id]
+    # and forcing the event engine is the earlier point again: same identity, same seed
+    forced = sw.parse_sweep(text + 'engine = "events"\n')
+    assert forced.tasks[0].point_hash == old.tasks[0].point_hash
