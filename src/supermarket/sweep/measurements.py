@@ -347,11 +347,11 @@ def phase_row(d: dict) -> dict:
     >>> e = {"mean": 1.0, "stderr": 0.1, "reliable": True}
     >>> r = phase_row({"policy": "random", "service": {"spec": "erlang:2"}, "u_mean": [0.5], "u_stderr": [0.01],
     ...                "u_reliable": [True], "u_method": ["cv"], "u_plain_stderr": [0.02], "mean_queue_length": e,
-    ...                "mean_queue_length_plain": e | {"stderr": 0.3}, "sojourn_little": e, "waiting_little": e,
+    ...                "mean_queue_length_plain": e | {"stderr": 0.4}, "sojourn_little": e, "waiting_little": e,
     ...                "control_variates": True})
     >>> vr = r["variance_reduction"]
     >>> r["engine"], r["sojourn_method"], vr["u_mean"], vr["mean_queue_length"]
-    ('phase', 'little', [4.0], 9.0)
+    ('phase', 'little', [4.0], 16.0)
     """
     out = _head(d, "phase")
     ok = [bool(x) for x in d.get("u_reliable", [])]
@@ -410,7 +410,10 @@ def classes_row(d: dict) -> dict:
     out["balance"] = bal.get("mean")
     cv = bool(d.get("control_variates"))
     got = d.get("variance_reduction") or {}
-    vr = {"mean_queue_length": got.get("mean_queue_length"), "mean_sojourn_time": got.get("sojourn")} if cv else {}
+    vr: dict[str, float | None] = {}
+    if cv and out["mean_queue_length_reliable"]:  # a ratio of errors the run trusts, else none
+        for k, x in (("mean_queue_length", got.get("mean_queue_length")), ("mean_sojourn_time", got.get("sojourn"))):
+            vr[k] = _f(x) if math.isfinite(_f(x)) else None
     return _tail(out, d, cv, vr)
 
 
