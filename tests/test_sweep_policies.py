@@ -9,6 +9,7 @@ M/M/1 law exactly.
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from pathlib import Path
 
@@ -220,6 +221,30 @@ def test_report_shows_axes_and_compares(tiny, tmp_path):
     assert [f.name for f in rp.collect_figures(rows)][:2] == ["compare", "profiles"]
 
 
+def test_report_error_bars_by_engine(tiny):
+    """± only where the row has an error it trusts: count-engine rows (phase, classes) their own with
+    one replication; event-engine rows the spread of replications, never per class."""
+    from supermarket.report.document import COUNT_LAW_NOTE
+
+    _, rows = tiny
+    sim = [r for r in rows if r["measurement"] == "simulate"]
+    header, body = _summary_table("simulate", sim, ["engine", "service", "server_classes"])
+    assert "class1_sojourn_mean" in header and "class2_mean_queue_length" in header
+    col = {h: j for j, h in enumerate(header)}
+    by = {(line[0], line[1], line[2]): line for line in body}
+    g = _groups(rows)
+    c = g["classes"][0]
+    line = by[("classes", "exp", "0.5:2,0.5:1")]
+    for name in ("mean_queue_length", "class1_sojourn_mean", "class2_mean_queue_length"):
+        assert ("±" in line[col[name]]) is bool(c[f"{name}_reliable"]), (name, line[col[name]])
+    line = by[("event", "erlang:2", "0.5:2,0.5:1")]
+    assert not any("±" in line[col[k]] for k in header if k.startswith("class"))  # no per-class error there
+    assert line[col["class1_sojourn_mean"]] == f"{g['classes_event'][0]['class1_sojourn_mean']:.6g}"
+    line = by[("phase", "erlang:2", "")]  # four replications: their spread, trusted by every run's flag
+    assert "±" in line[col["mean_queue_length"]] and all(r["mean_queue_length_reliable"] for r in g["phase"])
+    assert 'engine "phase"' in COUNT_LAW_NOTE
+
+
 def test_report_no_plus_minus_where_a_run_is_too_short():
     def row(i: int, mql: float, long_enough: bool) -> dict:
         return {
@@ -290,3 +315,70 @@ def test_resume_never_mixes_rows_of_another_engine(tmp_path, monkeypatch):
     # and forcing the event engine is the earlier point again: same identity, same seed
     forced = sw.parse_sweep(text + 'engine = "events"\n')
     assert forced.tasks[0].point_hash == old.tasks[0].point_hash
+
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "sweep-service.toml"
+
+
+def _cli(*args):
+    from click.testing import CliRunner
+
+    from supermarket.cli import main
+
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def _example_through_cli(toml: Path, out: Path, *extra: str) -> list[dict]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = _cli("sweep", toml, "--out", out, *extra)
+        assert r.exit_code == 0, r.output
+        r = _cli("report", out, "--html", out / "report.html")
+        assert r.exit_code == 0, r.output
+    return sw.table_rows(sw.read_results(out))
+
+
+def test_example_service_sweep_small(tmp_path):
+    """examples/sweep-service.toml through ``supermarket sweep`` and ``supermarket report``, at a
+    fraction of its size (n = 10, one load, one rule, one replication, short runs): every engine."""
+    r = _cli("sweep", EXAMPLE, "--check")
+    assert r.exit_code == 0 and "32 grid points, 64 tasks" in r.output, r.output
+    engines = {(t.params.get("service"), "server_classes" in t.params, t.params["engine"])
+               for t in sw.load_sweep(EXAMPLE).tasks}  # fmt: skip
+    assert engines == {
+        ("exp", False, "profile"), ("erlang:4", False, "phase"), ("hyperexp:4", False, "phase"),
+        ("lognormal:4", False, "event"), ("exp", True, "classes"), ("hyperexp:4", True, "event"),
+    }  # fmt: skip
+    small = tmp_path / "small.toml"
+    text = EXAMPLE.read_text().replace("\nn = 100\n", "\nn = 10\n").replace("load = [0.7, 0.9]", "load = 0.7")
+    text = re.sub(r"policy = \[[^]]*\]", 'policy = "jsq-d"', text).replace("replications = 2", "replications = 1")
+    small.write_text(text.replace("time = 1000.0", "time = 20.0").replace("burn_in = 100", "burn_in = 5"))
+    rows = _example_through_cli(small, tmp_path / "out", "--workers", "1")
+    assert len(rows) == 6 and all(r["status"] == "ok" for r in rows)
+    assert {r["engine"] for r in rows} == {"profile", "phase", "event", "classes"}
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "<th>engine</th>" in html and "<th>class1_sojourn_mean</th>" in html
+    assert "engine &quot;phase&quot;" in html and "data-figure='compare'" in html
+
+
+@pytest.mark.slow
+def test_example_service_sweep_full(tmp_path):
+    """The whole example (64 tasks, about 10 s on 2 cores): random routing is n independent M/G/1
+    queues, so its phase-type rows agree with Pollaczek–Khinchine, L = ρ + ρ²(1 + SCV)/(2(1 − ρ)),
+    within their own error bars (two replications, each a pooled blocking error: 4 s.e.)."""
+    rows = _example_through_cli(EXAMPLE, tmp_path / "out", "--workers", "2")
+    assert len(rows) == 64 and all(r["status"] == "ok" for r in rows)
+    scv = {"erlang:4": 0.25, "hyperexp:4": 4.0}
+    checked = 0
+    for law, s2 in scv.items():
+        for lam in (0.7, 0.9):
+            rs = [r for r in rows if r["policy"] == "random" and r.get("service") == law and r["load"] == lam]
+            assert len(rs) == 2 and {r["engine"] for r in rs} == {"phase"}
+            if not all(r["mean_queue_length_reliable"] for r in rs):
+                continue  # too short to know its error: nothing to check (the report says so)
+            want = lam + lam**2 * (1 + s2) / (2 * (1 - lam))
+            m = sum(r["mean_queue_length"] for r in rs) / 2
+            se = math.sqrt(sum(r["mean_queue_length_stderr"] ** 2 for r in rs)) / 2
+            assert abs(m - want) < 4 * se, (law, lam, m, se, want)
+            checked += 1
+    assert checked >= 1
