@@ -78,6 +78,9 @@ def test_old_sweeps_keep_their_hashes():
             "engine 'queues' runs policy 'jsq-d'",
         ),
         ('steps = 1000\nstart = "perfect"\npolicy = "jiq"\n', "run[1].start", "start 'perfect'"),
+        # the cost check counts the engine's own events: Erlang-2 at λ = 1/2 makes 15 per unit time
+        # with n = 10 (5 arrivals, 10 phase completions), 1.5e13 > 1e13 in 1e12 time units
+        ('time = 1e12\nservice = "erlang:2"\nburn_in = 0\n', "run[1].time", "about 1.5e+13 events"),
     ],
 )
 def test_bad_values_refused_naming_the_key(extra, key, words):

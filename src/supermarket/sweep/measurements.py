@@ -560,15 +560,42 @@ def _derive_ndl(name: str, needs_d2: bool, defaults: dict):
             from ..simulation.run import _cost_of
 
             lam = float(p["load"])
-            events = p["steps"] if "steps" in p else p["time"] * n * (1.0 + lam)
-            burn = p.get("burn_in", events / 10.0) * (n * (1.0 + lam) if "time" in p and "burn_in" in p else 1)
-            _cost_of(events + burn, 1, 1)
+            rate = n * (1.0 + lam) if engine is None else _event_rate(p, engine)
+            events = p["steps"] if "steps" in p else p["time"] * rate
+            burn = p.get("burn_in", events / 10.0) * (rate if "time" in p and "burn_in" in p else 1)
+            try:
+                _cost_of(events + burn, 1, 1)
+            except ValueError as exc:
+                raise PointError("steps" if "steps" in p else "time", str(exc)) from None
         for k, x in (_LAW_DEFAULTS[engine] if engine else defaults).items():
             p.setdefault(k, x)
         order = ["n", "d", "load", "alpha", "beta"]
         return {k: p[k] for k in order if k in p} | {k: x for k, x in sorted(p.items()) if k not in order}
 
     return derive
+
+
+def _event_rate(p: dict, engine: str) -> float:
+    """Mean events per unit of time of a service-law or classes point on its engine (the cost
+    check's count): the phase engine's exact rate ``n(λ + Σ_φ μ_φ λ(α(−T)^{-1})_φ)``, the classes
+    engine's uniformized ``n s̄(1 + λ)``, the event engine's arrivals and departures ``2nλ s̄``.
+
+    >>> _event_rate({"n": 10, "load": 0.5, "service": "erlang:2"}, "phase")  # 10(0.5 + 2·0.25 + 2·0.25)
+    15.0
+    >>> _event_rate({"n": 10, "load": 0.5, "server_classes": "0.5:2,0.5:1"}, "classes")
+    22.5
+    """
+    from ..service import parse_server_classes, parse_service
+
+    n, lam = float(p["n"]), float(p["load"])
+    sbar = parse_server_classes(p["server_classes"]).mean_speed if p.get("server_classes") else 1.0
+    if engine == "phase":
+        law = parse_service(p.get("service", "exp"))
+        busy = lam * np.linalg.solve(-np.asarray(law.T, float).T, np.asarray(law.alpha, float))
+        return n * (lam + float(np.sum(-np.diag(np.asarray(law.T, float)) * busy)))
+    if engine == "classes":
+        return n * sbar * (1.0 + lam)
+    return 2.0 * n * lam * sbar
 
 
 class PointError(ValueError):
