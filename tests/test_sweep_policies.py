@@ -385,3 +385,54 @@ def test_example_service_sweep_full(tmp_path):
             assert abs(m - want) < 4 * se, (law, lam, m, se, want)
             checked += 1
     assert checked >= 1
+
+
+def test_phase_row_keeps_no_distrusted_error():
+    """A level the phase engine does not trust (or estimates as rare) stores a NaN error and no
+    variance reduction; a level kept plain stores no variance reduction either."""
+    from supermarket.sweep.measurements import phase_row
+
+    e = {"mean": 1.0, "stderr": 0.1, "reliable": True}
+    d = {
+        "policy": "random",
+        "service": {"spec": "erlang:2"},
+        "u_mean": [0.5, 0.2, 0.01],
+        "u_stderr": [0.01, 0.02, 0.003],
+        "u_reliable": [True, False, True],
+        "u_method": ["cv", "cv", "plain"],
+        "u_plain_stderr": [0.03, 0.04, 0.003],
+        "mean_queue_length": e,
+        "mean_queue_length_plain": e,  # the plain estimate kept: no gain
+        "sojourn_little": e,
+        "waiting_little": e,
+        "control_variates": True,
+    }
+    r = phase_row(d)
+    assert r["u_stderr"][0] == 0.01 and math.isnan(r["u_stderr"][1]) and r["u_reliable"] == [True, False, True]
+    assert r["variance_reduction"]["u_mean"] == [pytest.approx(9.0), None, None]
+    assert r["variance_reduction"]["mean_queue_length"] is None
+    r = phase_row(d | {"control_variates": False})
+    assert all(x is None for x in r["variance_reduction"].values())
+
+
+def test_report_class_columns_distrusted_per_class():
+    """Two replications of a classes point: the spread is shown for a class whose runs trust their
+    error, "too short to know" for one whose run does not."""
+
+    def row(i: int, ok2: bool) -> dict:
+        return {
+            "task_index": i,
+            "point": 0,
+            "status": "ok",
+            "engine": "classes",
+            "mean_queue_length": 1.0 + i / 10,
+            "mean_queue_length_reliable": True,
+            "class1_mean_queue_length": 0.5 + i / 10,
+            "class1_mean_queue_length_reliable": True,
+            "class2_mean_queue_length": 1.5 + i / 10,
+            "class2_mean_queue_length_reliable": ok2,
+        }
+
+    header, body = _summary_table("simulate", [row(0, True), row(1, False)], ["engine"])
+    cells = dict(zip(header, body[0]))
+    assert "±" in cells["class1_mean_queue_length"] and TOO_SHORT in cells["class2_mean_queue_length"]

@@ -182,8 +182,9 @@ def _numeric_lists(vals) -> bool:
 def _summary_table(meas: str, rows: list[dict], params: list[str]) -> tuple[list[str], list[list[str]]]:
     """One line per grid point: its parameters, replications, and mean ± se of the main values."""
     cols = [c for c in SUMMARY_COLUMNS.get(meas, ()) if any(c in r for r in rows)]
-    if meas == "simulate" and "mean_sojourn_time" in cols:  # per-class columns after the whole system's
-        at = cols.index("mean_sojourn_time") + 1
+    if meas == "simulate":  # per-class columns after the whole system's
+        anchor = next((c for c in ("mean_sojourn_time", "mean_queue_length") if c in cols), None)
+        at = cols.index(anchor) + 1 if anchor else len(cols)
         cols[at:at] = _class_columns(rows)
     names = HEADERS.get(meas, {})
     header = params + ["replications ok"] + [f"{c} (mean)" if c == "u_mean" else names.get(c, c) for c in cols]
