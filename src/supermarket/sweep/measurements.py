@@ -639,11 +639,11 @@ def _check_simulate_axes(p: dict) -> str | None:
         engine, "the event engine"
     )
     if p.get("engine", "profile") not in ("profile", "events"):
-        other = "'events' (the per-queue event engine)" if engine != "event" else "none other"
-        raise PointError(
-            "engine",
-            f"engine: {law} runs on {what} (engine 'profile', the default) or {other}; not {p['engine']!r}",
-        )
+        if engine == "event":
+            how = "only on the per-queue event engine (engine 'profile', the default, or 'events')"
+        else:
+            how = f"on {what} (engine 'profile', the default) or the per-queue event engine (engine 'events')"
+        raise PointError("engine", f"engine: {law} runs {how}; not {p['engine']!r}")
     if "steps" in p and engine == "event":
         raise PointError("steps", f"steps: {what} ({law}) runs for a time; give time instead")
     if "start" in p:  # as simulate reads it: "good" is "fixed-point"
