@@ -6,6 +6,8 @@ from __future__ import annotations
 import base64
 import html
 import json
+import math
+import re
 from collections import OrderedDict
 from pathlib import Path
 
@@ -86,8 +88,41 @@ NOTES = {
 }
 
 
+# per-class columns of a simulate row (server classes, docs/sweep.md): shown after the whole system's
+CLASS_COLUMN = re.compile(r"class(\d+)_(mean_queue_length|sojourn_mean)")
+# the engines of a service law or server classes whose rows hold a trusted error of their own
+COUNT_LAW_ENGINES = ("phase", "classes")
+
+
+def _class_columns(rows: list[dict]) -> list[str]:
+    """The per-class columns present, class by class.
+
+    >>> _class_columns([{"class2_sojourn_mean": 1.0, "class1_mean_queue_length": 1.0, "class1_sojourn_mean": 2.0}])
+    ['class1_mean_queue_length', 'class1_sojourn_mean', 'class2_sojourn_mean']
+    """
+    found = {k: CLASS_COLUMN.fullmatch(k) for r in rows for k in r}
+    return sorted((k for k, m in found.items() if m), key=lambda k: (int(found[k].group(1)), k))  # type: ignore[union-attr]
+
+
+def _own_error(column: str, r: dict) -> float | None:
+    """The row's own standard error of a column where its engine trusts it (phase and classes count
+    engines: NaN is stored where it does not), else None."""
+    if r.get("engine") not in COUNT_LAW_ENGINES:
+        return None
+    se = _num(r.get(f"{column}_stderr"))
+    return se if se is not None and math.isfinite(se) and se > 0 else None
+
+
+def _no_error(column: str, rows: list[dict]) -> bool:
+    """Per-class columns of an event-engine point: that engine gives no per-class error, so the
+    replications' mean is shown without one."""
+    return bool(CLASS_COLUMN.fullmatch(column)) and any(r.get("engine") == "event" for r in rows)
+
+
 def _distrusted(meas: str, column: str, rows: list[dict]) -> bool:
     """Whether any replication of a grid point is too short to know the column's error (then no ±)."""
+    if CLASS_COLUMN.fullmatch(column):  # the class's own flag (count engines)
+        return any(r.get("engine") != "event" and r.get(f"{column}_reliable") is False for r in rows)
     for prefix, flag in DISTRUST_FLAGS.get(meas, ()):
         if column == prefix or (prefix.endswith("_") and column.startswith(prefix)):
             # the per-queue event engine's *_reliable flags are False for every one-replication run
@@ -104,11 +139,22 @@ EVENT_FLAGS = {"mean_queue_length": "mean_queue_length_long_enough", "mean_sojou
 
 
 EVENT_NOTE = (
-    'Points run on the per-queue event engine (engine "event": a service law other than exp, or '
-    "server classes; docs/model.md §14) store no error of their own (one replication per task, whose "
+    'Points run on the per-queue event engine (engine "event": lognormal, pareto or deterministic '
+    'service, server classes with a law other than exp, or engine = "events"; docs/model.md §14) store '
+    "no error of their own (one replication per task, whose "
     "batch-means error that engine does not trust): their ± is the standard error over the sweep's "
     'independent replications, with one replication no ± is shown, and "too short to know" where a run '
-    "found no blocking plateau (mean_queue_length_long_enough, sojourn_long_enough_mean false)."
+    "found no blocking plateau (mean_queue_length_long_enough, sojourn_long_enough_mean false). Their "
+    "per-class columns show the replications' mean without an error bar (no per-class error on that engine)."
+)
+
+COUNT_LAW_NOTE = (
+    'Points with a phase-type service law (engine "phase", docs/model.md §13) or exponential server '
+    'classes (engine "classes", §15) run on count engines with control variates (flow balance; capacity '
+    "balance): with one replication the ± is the task's own blocking error, shown only where the run "
+    "trusts it; their mean response times come from Little's law (derived, sojourn_method = little: "
+    "these engines follow no customer, so there are no response-time quantiles). Their variance "
+    "reductions count every level where the control lowered a trusted error, gains below 2 included."
 )
 
 
@@ -137,6 +183,10 @@ def _numeric_lists(vals) -> bool:
 def _summary_table(meas: str, rows: list[dict], params: list[str]) -> tuple[list[str], list[list[str]]]:
     """One line per grid point: its parameters, replications, and mean ± se of the main values."""
     cols = [c for c in SUMMARY_COLUMNS.get(meas, ()) if any(c in r for r in rows)]
+    if meas == "simulate":  # per-class columns after the whole system's
+        anchor = next((c for c in ("mean_sojourn_time", "mean_queue_length") if c in cols), None)
+        at = cols.index(anchor) + 1 if anchor else len(cols)
+        cols[at:at] = _class_columns(rows)
     names = HEADERS.get(meas, {})
     header = params + ["replications ok"] + [f"{c} (mean)" if c == "u_mean" else names.get(c, c) for c in cols]
     body = []
@@ -153,8 +203,10 @@ def _summary_table(meas: str, rows: list[dict], params: list[str]) -> tuple[list
             if plain and any(n is not None for n in nums) and len(rs) > 1:
                 m, se = mean_stderr(nums)
                 same = len({n for n in nums if n is not None}) == 1
-                cell = f"{m:.6g} ± {se:.2g}" if se is not None and not same else f"{m:.6g}"
+                cell = f"{m:.6g} ± {se:.2g}" if se is not None and not same and not _no_error(c, rs) else f"{m:.6g}"
                 line.append(f"{m:.6g} ({TOO_SHORT})" if _distrusted(meas, c, rs) else cell)
+            elif plain and len(rs) == 1 and nums[0] is not None and (own := _own_error(c, r)) is not None:
+                line.append(f"{nums[0]:.6g} ± {own:.2g}")  # one replication: the run's own trusted error
             elif _numeric_lists(vals):
                 line.append(_fmt(_padded([np.asarray(_json(v), dtype=float) for v in vals]).mean(axis=0).tolist()))
             else:
@@ -326,6 +378,8 @@ def build_report(out_dir: str | Path, path: str | Path, *, fmt: str = "html") ->
             notes.append(_too_short_note(meas))
         if any(r.get("engine") == "event" for r in mrows):
             notes.append(EVENT_NOTE)
+        if any(r.get("engine") in COUNT_LAW_ENGINES for r in mrows):
+            notes.append(COUNT_LAW_NOTE)
         same = ", ".join(f"{k} = {_fmt(v)}" for k, v in fixed.items())
         sections.append((meas, same, header, body, notes, [f for f in figs if getattr(f, "measurement", None) == meas]))
     failed_table = (

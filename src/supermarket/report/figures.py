@@ -272,7 +272,9 @@ def _compare_figure(points: OrderedDict[int, list[dict]]) -> Figure | None:
         "Mean and 99th percentile of the response time (sojourn, FIFO) against the load, one curve per "
         + " / ".join(k.replace("_", " ") for k in varying)
         + ". Error bars: 2 standard errors over the grid point's independent replications, or the run's own "
-        "error with one replication; none where the run does not trust its own error (too short to know).",
+        "error with one replication; none where the run does not trust its own error (too short to know). "
+        "Points on a count engine (a phase-type law, exponential classes) have their mean by Little's law "
+        "and no quantile: those engines follow no customer.",
         _fig_to_png(fig),
     )
 

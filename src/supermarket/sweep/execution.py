@@ -242,6 +242,13 @@ def _run_locked(
             elif row is None:  # unreadable, or another task's result under this name
                 discarded.append(t.task_id)
                 p.unlink(missing_ok=True)
+    # a part named after no task of this sweep (the same file read by another version, whose grid point
+    # had other canonical parameters, e.g. the engine a service law runs on): never mixed into the table
+    names = {st.part_path(out, t).name for t in sweep.tasks}
+    for p in sorted((out / st.PARTS_DIR).glob("*.parquet")):
+        if p.name not in names:
+            discarded.append(p.stem)
+            p.unlink(missing_ok=True)
     todo = [t for t in sweep.tasks if t.task_id not in done]
     skipped = len(done)
     backend = f"dask:{scheduler}" if scheduler else ("in-process" if min(nw, len(todo)) <= 1 else "local-processes")

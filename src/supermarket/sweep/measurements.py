@@ -166,8 +166,8 @@ def measure_simulate(params: dict, seed: np.random.SeedSequence) -> dict:
     """One replication of :func:`supermarket.simulation.simulate`; a partial (interrupted) run raises
     :class:`KeyboardInterrupt`.  The ``variance_reduction_*`` columns: docs/sweep.md, "Measurements"."""
     simulate = _import("simulate", "supermarket.simulation", "simulate")
-    if _event_engine(params):
-        return _measure_event(simulate, params, seed)
+    if params.get("engine") in LAW_ENGINES:
+        return _measure_law(simulate, params, seed)
     kw = {k: params[k] for k in _SIMULATE_KWARGS if k in params}
     with warnings.catch_warnings():
         # the run's warnings are stored with the row (``notes``, ``reliable``, ``self_checks``):
@@ -192,23 +192,62 @@ def measure_simulate(params: dict, seed: np.random.SeedSequence) -> dict:
 # the quantities whose variance reduction a simulate row always has (null without control variates)
 VR_COLUMNS = ("u_mean", "ud_mean", "mean_queue_length", "mean_sojourn_time", "good_set_fraction")
 
+#: The engines of a grid point with a service law other than exp or server classes, as the row's
+#: ``engine`` says (docs/sweep.md, "Dispatch rules, service laws and server classes"): the phase-type
+#: count engine (docs/model.md §13), the count engine with classes (§15), the per-queue event engine (§14).
+LAW_ENGINES = ("phase", "classes", "event")
+
 
 def _event_engine(params: dict) -> bool:
-    """Whether a simulate grid point runs the event engine (docs/model.md §14)."""
+    """Whether a simulate grid point has a service law other than exp or server classes (one of
+    :data:`LAW_ENGINES` runs it, not today's engines)."""
     return params.get("server_classes") is not None or params.get("service", "exp") != "exp"
 
 
-def _measure_event(simulate: Callable, params: dict, seed: np.random.SeedSequence) -> dict:
-    kw = {k: params[k] for k in ("time", "burn_in", "replace", "policy", "service", "server_classes") if k in params}
+def law_engine(params: dict) -> str:
+    """The engine of :data:`LAW_ENGINES` that runs a grid point with a service law or server classes:
+    the one :func:`supermarket.simulate` chooses by default, or ``"event"`` where the point says
+    ``engine = "events"``.
+
+    Examples
+    --------
+    >>> law_engine({"service": "erlang:2"}), law_engine({"service": "erlang:2", "engine": "events"})
+    ('phase', 'event')
+    >>> c = "0.5:2,0.5:1"
+    >>> law_engine({"server_classes": c}), law_engine({"service": "hyperexp:4", "server_classes": c})
+    ('classes', 'event')
+    >>> law_engine({"service": "lognormal:4"})
+    'event'
+    """
+    from ..classes_sim import wants_classes_engine
+    from ..phase_run import wants_phase_engine
+
+    service, classes = params.get("service", "exp"), params.get("server_classes")
+    engine = "events" if params.get("engine") in ("events", "event") else "profile"
+    if wants_phase_engine(service, classes, engine):
+        return "phase"
+    if wants_classes_engine(service, classes, engine):
+        return "classes"
+    return "event"
+
+
+def _measure_law(simulate: Callable, params: dict, seed: np.random.SeedSequence) -> dict:
+    """One replication on the engine the grid point names (:data:`LAW_ENGINES`), called exactly as
+    ``simulate(n, d, load, seed=seed, **the point's keys)`` would be, and its row."""
+    engine = params["engine"]
+    keys = ("steps", "time", "burn_in", "replace", "policy", "service", "server_classes", "start")
+    kw = {k: params[k] for k in keys + (("control_variates",) if engine != "event" else ()) if k in params}
+    if engine == "event":
+        kw["engine"] = "events"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        res = simulate(  # engine="events": a sweep keeps the event engine for phase-type laws too
-            params["n"], params["d"], params["load"], seed=seed, replications=1, workers=1, progress=False,
-            engine="events", **kw,
-        )  # fmt: skip
-    if getattr(res, "interrupted", False):
+        res = simulate(
+            params["n"], params["d"], params["load"], seed=seed, replications=1, workers=1, progress=False, **kw
+        )
+    if getattr(res, "interrupted", False) or getattr(res, "partial", False):
         raise KeyboardInterrupt("the simulation was interrupted: its partial result is not stored")
-    return event_row(res.to_dict())
+    d = res.to_dict()
+    return {"phase": phase_row, "classes": classes_row, "event": event_row}[engine](d)
 
 
 def _long_enough(e: dict | None) -> bool:
@@ -231,6 +270,153 @@ def _estimate(e: dict | None) -> tuple[float, float, bool]:
     return mean, float(se), True
 
 
+def _head(d: dict, engine: str) -> dict:
+    """The columns every row of :data:`LAW_ENGINES` starts with: what ran, on which law, for how long."""
+    out: dict = {"engine": engine, "policy": d.get("policy"), "service": (d.get("service") or {}).get("spec", "exp")}
+    classes = d.get("server_classes") or {}
+    fr, sp = classes.get("fractions") or [1.0], classes.get("speeds") or [1.0]
+    if len(fr) > 1 or any(x != 1.0 for x in sp):
+        out["server_classes"] = ",".join(f"{_short_float(f)}:{_short_float(x)}" for f, x in zip(fr, sp))
+    out.update(time_mode="continuous", sim_time=d.get("time"), burn_in_time=d.get("burn_in"))
+    return out
+
+
+def _means(out: dict, d: dict, kinds: dict) -> bool:
+    """The mean queue length and the mean response times (``kinds``: column -> the result's key) with
+    their errors, NaN unless trusted; whether every one is trusted."""
+    mql, mql_se, ok_all = _estimate(d.get("mean_queue_length"))
+    out.update(mean_queue_length=mql, mean_queue_length_stderr=mql_se, mean_queue_length_reliable=ok_all)
+    for kind, key in kinds.items():
+        m, se, ok = _estimate(d.get(key))
+        ok_all &= ok
+        out[f"{kind}_mean"], out[f"{kind}_stderr_mean"], out[f"{kind}_reliable_mean"] = m, se, ok
+        if kind == "sojourn":
+            out["mean_sojourn_time"], out["mean_sojourn_time_stderr"] = m, se
+    return ok_all
+
+
+def _class_columns(out: dict, classes: list) -> None:
+    """``class1_fraction``, ``class1_speed``, ``class1_u_mean``, ``class1_mean_queue_length``,
+    ``class1_sojourn_mean`` (each estimate with ``_stderr``, NaN unless trusted, and ``_reliable``), …"""
+    for i, c in enumerate(classes, start=1):
+        out[f"class{i}_fraction"], out[f"class{i}_speed"] = c.get("fraction"), c.get("speed")
+        out[f"class{i}_u_mean"] = [float(x) for x in c.get("u_mean", [])]
+        for name in ("mean_queue_length", "sojourn"):
+            m, se, ok = _estimate(c.get(name))
+            col = f"class{i}_{name}" + ("_mean" if name == "sojourn" else "")
+            out[col], out[f"{col}_stderr"], out[f"{col}_reliable"] = m, se, ok
+
+
+def _tail(out: dict, d: dict, control_variates: bool, vr: dict) -> dict:
+    for k in ("events", "events_per_second", "customers", "batches"):
+        if k in d:
+            out[k] = d[k]
+    out.update(wall_time=d.get("wall_s"), control_variates=control_variates)
+    out["variance_reduction"] = {k: vr.get(k) for k in VR_COLUMNS}
+    out["notes"] = list(d.get("notes") or [])
+    return out
+
+
+def _f(x: object) -> float:
+    """A finite float, or NaN (for None, NaN, ±inf: a JSON null is an unknown error)."""
+    y = math.nan if x is None else float(x)  # type: ignore[arg-type]
+    return y if math.isfinite(y) else math.nan
+
+
+def _gain(plain: float | None, se: float | None) -> float | None:
+    """``(plain s.e./control-variate s.e.)²``, or None where either is missing or the control did
+    not reduce the error (the plain estimate was kept)."""
+    if plain is None or se is None or not (math.isfinite(plain) and math.isfinite(se)) or not 0 < se < plain:
+        return None
+    return (plain / se) ** 2
+
+
+#: ``sojourn_method``: how a row's mean response times were measured
+SOJOURN_LITTLE = "little"  # Little's law from the mean queue length (derived: the count engines follow no customer)
+SOJOURN_CUSTOMERS = "customers"  # averaged over the customers who left (the event engine)
+
+
+def phase_row(d: dict) -> dict:
+    """The sweep row of a :class:`supermarket.phase_run.PhaseSimulationResult`'s ``to_dict()``: the
+    profile with the (I1) control variates, the mean queue length, the mean sojourn and waiting times
+    by Little's law (``sojourn_method = "little"``; no quantiles: the count engine follows no customer),
+    the variance reductions, the self-checks; untrusted errors NaN.
+
+    Examples
+    --------
+    >>> e = {"mean": 1.0, "stderr": 0.1, "reliable": True}
+    >>> r = phase_row({"policy": "random", "service": {"spec": "erlang:2"}, "u_mean": [0.5], "u_stderr": [0.01],
+    ...                "u_reliable": [True], "u_method": ["cv"], "u_plain_stderr": [0.02], "mean_queue_length": e,
+    ...                "mean_queue_length_plain": e | {"stderr": 0.4}, "sojourn_little": e, "waiting_little": e,
+    ...                "control_variates": True})
+    >>> vr = r["variance_reduction"]
+    >>> r["engine"], r["sojourn_method"], vr["u_mean"], vr["mean_queue_length"]
+    ('phase', 'little', [4.0], 16.0)
+    """
+    out = _head(d, "phase")
+    ok = [bool(x) for x in d.get("u_reliable", [])]
+    u_se = [_f(x) if r else math.nan for x, r in zip(d.get("u_stderr", []), ok)]
+    out.update(
+        u_mean=[float(x) for x in d.get("u_mean", [])], u_stderr=u_se, u_reliable=[math.isfinite(x) for x in u_se]
+    )
+    out["u_method"] = list(d.get("u_method") or [])
+    out["reliable"] = _means(out, d, {"sojourn": "sojourn_little", "waiting": "waiting_little"})
+    out["sojourn_method"] = SOJOURN_LITTLE
+    plain = d.get("mean_queue_length_plain") or {}
+    out.update(
+        plain_u_mean=[float(x) for x in d.get("u_plain", [])],
+        plain_mean_queue_length=plain.get("mean"),
+        busy_fraction_z=d.get("busy_fraction_z"),
+        flow_z=[_f(x) for x in d.get("flow_z", [])],
+    )
+    cv = bool(d.get("control_variates"))
+    vr: dict = {}
+    if cv:
+        vr["u_mean"] = [
+            _gain(p, s) if m == "cv" else None for p, s, m in zip(d.get("u_plain_stderr", []), u_se, out["u_method"])
+        ]
+        g = _gain(plain.get("stderr") if plain.get("reliable") else None, out["mean_queue_length_stderr"])
+        vr["mean_queue_length"] = vr["mean_sojourn_time"] = g  # Little's law: the same ratio
+    return _tail(out, d, cv, vr)
+
+
+def classes_row(d: dict) -> dict:
+    """The sweep row of a :class:`supermarket.classes_sim.ClassesResult`'s ``to_dict()``: the profile
+    over all servers, the mean queue length and response times (Little's law, ``sojourn_method =
+    "little"``) with the capacity-balance control variate and its variance reduction, per-class
+    columns (``class1_…``); untrusted errors NaN.
+
+    Examples
+    --------
+    >>> e = {"mean": 1.0, "stderr": 0.1, "reliable": True}
+    >>> c = {"fraction": 0.5, "speed": 2.0, "u_mean": [0.4], "mean_queue_length": e, "sojourn": e}
+    >>> r = classes_row({"policy": "jsq-d", "service": {"spec": "exp"}, "server_classes": {"fractions": [0.5, 0.5],
+    ...     "speeds": [2.0, 1.0]}, "u_mean": [0.5], "u_stderr": [float("nan")], "mean_queue_length": e, "sojourn": e,
+    ...     "waiting": e, "classes": [c, c | {"speed": 1.0}], "control_variates": True,
+    ...     "variance_reduction": {"mean_queue_length": 4.0, "sojourn": 4.0}})
+    >>> vr = r["variance_reduction"]
+    >>> r["engine"], r["server_classes"], r["u_reliable"], r["class2_speed"], vr["mean_sojourn_time"]
+    ('classes', '0.5:2,0.5:1', [False], 1.0, 4.0)
+    """
+    out = _head(d, "classes")
+    u_se = [_f(x) for x in d.get("u_stderr", [])]
+    out.update(
+        u_mean=[float(x) for x in d.get("u_mean", [])], u_stderr=u_se, u_reliable=[math.isfinite(x) for x in u_se]
+    )
+    out["reliable"] = _means(out, d, {"sojourn": "sojourn", "waiting": "waiting"})
+    out["sojourn_method"] = SOJOURN_LITTLE
+    _class_columns(out, d.get("classes") or [])
+    bal = d.get("balance") or {}
+    out["balance"] = bal.get("mean")
+    cv = bool(d.get("control_variates"))
+    got = d.get("variance_reduction") or {}
+    vr: dict[str, float | None] = {}
+    if cv and out["mean_queue_length_reliable"]:  # a ratio of errors the run trusts, else none
+        for k, x in (("mean_queue_length", got.get("mean_queue_length")), ("mean_sojourn_time", got.get("sojourn"))):
+            vr[k] = _f(x) if math.isfinite(_f(x)) else None
+    return _tail(out, d, cv, vr)
+
+
 def event_row(d: dict) -> dict:
     """The sweep row of a :class:`supermarket.general.GeneralResult`'s ``to_dict()``: the columns of a
     count-engine row where they mean the same, untrusted errors NaN (docs/sweep.md, "Dispatch rules…").
@@ -243,12 +429,7 @@ def event_row(d: dict) -> dict:
     >>> r["engine"], r["service"], r["mean_queue_length"], r["mean_queue_length_stderr"], r["u_stderr"]
     ('event', 'erlang:2', 2.0, nan, [nan])
     """
-    out: dict = {"engine": "event", "policy": d.get("policy"), "service": (d.get("service") or {}).get("spec", "exp")}
-    classes = d.get("server_classes") or {}
-    fr, sp = classes.get("fractions") or [1.0], classes.get("speeds") or [1.0]
-    if len(fr) > 1 or any(x != 1.0 for x in sp):
-        out["server_classes"] = ",".join(f"{_short_float(f)}:{_short_float(x)}" for f, x in zip(fr, sp))
-    out.update(time_mode="continuous", sim_time=d.get("time"), burn_in_time=d.get("burn_in"))
+    out = _head(d, "event")
     mql, mql_se, mql_ok = _estimate(d.get("mean_queue_length"))
     u = [float(x) for x in d.get("u_mean", [])]
     # the u_i errors come from the same batches as the mean queue length: trusted together or not at all
@@ -272,19 +453,9 @@ def event_row(d: dict) -> dict:
         if kind == "sojourn":
             out["mean_sojourn_time"], out["mean_sojourn_time_stderr"] = m, se
     out["reliable"] = ok_all
-    for i, c in enumerate(d.get("classes") or [] if "server_classes" in out else [], start=1):
-        out[f"class{i}_fraction"], out[f"class{i}_speed"] = c.get("fraction"), c.get("speed")
-        out[f"class{i}_u_mean"] = [float(x) for x in c.get("u_mean", [])]
-        for name in ("mean_queue_length", "sojourn"):
-            m, se, ok = _estimate(c.get(name))
-            col = f"class{i}_{name}" + ("_mean" if name == "sojourn" else "")
-            out[col], out[f"{col}_stderr"], out[f"{col}_reliable"] = m, se, ok
-    for k in ("events", "events_per_second", "customers", "batches"):
-        if k in d:
-            out[k] = d[k]
-    out.update(wall_time=d.get("wall_s"), control_variates=False, variance_reduction=dict.fromkeys(VR_COLUMNS))
-    out["notes"] = list(d.get("notes") or [])
-    return out
+    out["sojourn_method"] = SOJOURN_CUSTOMERS
+    _class_columns(out, d.get("classes") or [] if "server_classes" in out else [])
+    return _tail(out, d, False, {})
 
 
 def measure_mixing(params: dict, seed: np.random.SeedSequence) -> dict:
@@ -380,9 +551,7 @@ def _derive_ndl(name: str, needs_d2: bool, defaults: dict):
         if needs_d2 and p["d"] < 2:
             raise ValueError(f"measurement {name!r} needs d >= 2 (k_(λ,d) is defined for d >= 2); got d={p['d']}")
         Params(n if n is not None else max(p["d"], 1), p["d"], p["load"], replace=p.get("replace", True))
-        event = name == "simulate" and _event_engine(p)
-        if name == "simulate":
-            _check_simulate_axes(p, event)
+        engine = _check_simulate_axes(p) if name == "simulate" else None
         if name == "meanfield" and "policy" in p:
             from ..policies import meanfield_d
 
@@ -391,10 +560,14 @@ def _derive_ndl(name: str, needs_d2: bool, defaults: dict):
             from ..simulation.run import _cost_of
 
             lam = float(p["load"])
-            events = p["steps"] if "steps" in p else p["time"] * n * (1.0 + lam)
-            burn = p.get("burn_in", events / 10.0) * (n * (1.0 + lam) if "time" in p and "burn_in" in p else 1)
-            _cost_of(events + burn, 1, 1)
-        for k, x in (_EVENT_DEFAULTS if event else defaults).items():
+            rate = n * (1.0 + lam) if engine is None else _event_rate(p, engine)
+            events = p["steps"] if "steps" in p else p["time"] * rate
+            burn = p.get("burn_in", events / 10.0) * (rate if "time" in p and "burn_in" in p else 1)
+            try:
+                _cost_of(events + burn, 1, 1)
+            except ValueError as exc:
+                raise PointError("steps" if "steps" in p else "time", str(exc)) from None
+        for k, x in (_LAW_DEFAULTS[engine] if engine else defaults).items():
             p.setdefault(k, x)
         order = ["n", "d", "load", "alpha", "beta"]
         return {k: p[k] for k in order if k in p} | {k: x for k, x in sorted(p.items()) if k not in order}
@@ -402,30 +575,94 @@ def _derive_ndl(name: str, needs_d2: bool, defaults: dict):
     return derive
 
 
-def _check_simulate_axes(p: dict, event: bool) -> None:
-    """Refuse, when the file is read, what :func:`supermarket.simulate` refuses for these axes."""
+def _event_rate(p: dict, engine: str) -> float:
+    """Mean events per unit of time of a service-law or classes point on its engine (the cost
+    check's count): the phase engine's exact rate ``n(λ + Σ_φ μ_φ λ(α(−T)^{-1})_φ)``, the classes
+    engine's uniformized ``n s̄(1 + λ)``, the event engine's arrivals and departures ``2nλ s̄``.
+
+    >>> _event_rate({"n": 10, "load": 0.5, "service": "erlang:2"}, "phase")  # 10(0.5 + 2·0.25 + 2·0.25)
+    15.0
+    >>> _event_rate({"n": 10, "load": 0.5, "server_classes": "0.5:2,0.5:1"}, "classes")
+    22.5
+    """
+    from ..service import parse_server_classes, parse_service
+
+    n, lam = float(p["n"]), float(p["load"])
+    sbar = parse_server_classes(p["server_classes"]).mean_speed if p.get("server_classes") else 1.0
+    if engine == "phase":
+        law = parse_service(p.get("service", "exp"))
+        busy = lam * np.linalg.solve(-np.asarray(law.T, float).T, np.asarray(law.alpha, float))
+        return n * (lam + float(np.sum(-np.diag(np.asarray(law.T, float)) * busy)))
+    if engine == "classes":
+        return n * sbar * (1.0 + lam)
+    return 2.0 * n * lam * sbar
+
+
+class PointError(ValueError):
+    """A grid point refused because of one key's value (``key``: the file line the error names)."""
+
+    def __init__(self, key: str, msg: str):
+        super().__init__(msg)
+        self.key = key
+
+
+def _check_simulate_axes(p: dict) -> str | None:
+    """Refuse, when the file is read, what :func:`supermarket.simulate` refuses for these axes; for a
+    point with a service law or server classes, drop the keys its engine ignores and return the engine
+    (:data:`LAW_ENGINES`), else None (today's engines)."""
     policy = p.get("policy", "jsq-d")
-    if not event:
+    if not _event_engine(p):
+        if p.get("engine") == "events":
+            raise PointError(
+                "engine",
+                "engine 'events' (the per-queue event engine) runs a service law other than exp or server "
+                "classes; this point has neither: use engine 'profile', 'queues' or 'buckets'",
+            )
         if policy != "jsq-d" and p.get("engine") == "queues":
-            raise ValueError(
+            raise PointError(
+                "engine",
                 f"engine 'queues' runs policy 'jsq-d' only (it samples the d queues); got "
-                f"policy={policy!r}: use engine 'profile' or 'buckets'"
+                f"policy={policy!r}: use engine 'profile' or 'buckets'",
             )
         if policy != "jsq-d" and p.get("start") == "perfect":
-            raise ValueError(
+            raise PointError(
+                "start",
                 f"start 'perfect' samples the stationary law of JSQ(d) (policy 'jsq-d'); got "
-                f"policy={policy!r}: use another start (and a burn-in)"
+                f"policy={policy!r}: use another start (and a burn-in)",
             )
-        return
-    what = f"the event engine (service {p.get('service', 'exp')}, server classes {p.get('server_classes')})"
-    if "steps" in p:
-        raise ValueError(f"steps: {what} runs for a time; give time instead")
-    for key, ok in (("engine", "profile"), ("start", "empty")):
-        if key in p and p[key] != ok:
-            raise ValueError(f"{key}: {what} does not take {key} = {p[key]!r} (it starts empty, on its own engine)")
-    # what simulate() accepts and ignores there (continuous time, no control variates): the row says what ran
-    for key in ("engine", "time_mode", "control_variates", "eps"):
+        return None
+    engine = law_engine(p)
+    law = f"service {p.get('service', 'exp')}" + (
+        f", server classes {p['server_classes']}" if "server_classes" in p else ""
+    )
+    what = {"phase": "the phase-type count engine", "classes": "the count engine with classes"}.get(
+        engine, "the event engine"
+    )
+    if p.get("engine", "profile") not in ("profile", "events"):
+        if engine == "event":
+            how = "only on the per-queue event engine (engine 'profile', the default, or 'events')"
+        else:
+            how = f"on {what} (engine 'profile', the default) or the per-queue event engine (engine 'events')"
+        raise PointError("engine", f"engine: {law} runs {how}; not {p['engine']!r}")
+    if "steps" in p and engine == "event":
+        raise PointError("steps", f"steps: {what} ({law}) runs for a time; give time instead")
+    if "start" in p:  # as simulate reads it: "good" is "fixed-point"
+        from ..states import parse_start
+
+        start, value = parse_start(p["start"])
+        p["start"] = start if value is None else p["start"]
+    starts = ("empty", "fixed-point") if engine == "phase" else ("empty",)
+    if p.get("start", "empty") not in starts:
+        raise PointError("start", f"start: {what} ({law}) starts {' or '.join(map(repr, starts))}; not {p['start']!r}")
+    if p.get("start") == "fixed-point" and policy not in ("jsq-d", "random"):
+        raise PointError(
+            "start", f"start: 'fixed-point' needs a rule with a mean field (jsq-d, random), not {policy!r}"
+        )
+    # what simulate() accepts and ignores there (continuous time, no good set; the event engine has no
+    # control variates): dropped, the row says what ran
+    for key in ("engine", "time_mode", "eps") + (("control_variates",) if engine == "event" else ()):
         p.pop(key, None)
+    return engine
 
 
 _FLUCT_KEYS = {"a": {"kappa", "d", "theta"}, "b": {"c", "zeta"}, "c": {"zeta", "d"}}
@@ -477,7 +714,7 @@ def _validate_fluct(p: dict) -> None:
 _SIM_DEFAULTS = {"engine": "profile", "time_mode": "discrete", "replace": True, "start": "empty"}
 _SIMULATE_KWARGS = ("steps", "time", "burn_in", *_SIM_DEFAULTS, "eps", "control_variates", "policy")  # passed on
 # a grid point on the per-queue event engine (a service law other than exp, or server classes)
-_EVENT_DEFAULTS = {"engine": "event", "time_mode": "continuous", "replace": True, "start": "empty"}
+_LAW_DEFAULTS = {e: {"engine": e, "time_mode": "continuous", "replace": True, "start": "empty"} for e in LAW_ENGINES}
 _AXES_21 = {"policy": _policy, "service": _service, "server_classes": _server_classes}
 
 
@@ -492,7 +729,7 @@ _FLUCT_CHECKERS = dict(
 )
 _FLUCT_CHECKERS |= dict(c=v.positive, zeta=v.real, time=v.positive, burn_in=v.nonneg, replace=v.boolean)
 _FLUCT_CHECKERS |= dict(sde_paths=v.count, sde_time=v.positive, dt=v.positive)
-_SIM_CHECKERS = dict(steps=v.count, time=v.positive, burn_in=v.count0, engine=v.choice(ENGINES))
+_SIM_CHECKERS = dict(steps=v.count, time=v.positive, burn_in=v.count0, engine=v.choice((*ENGINES, "events")))
 _SIM_CHECKERS |= dict(time_mode=v.choice(TIME_MODES), replace=v.boolean, start=v.start, eps=_EPS)
 _SIM_CHECKERS["control_variates"] = v.boolean
 _MIXING_CHECKERS = dict(start=v.start, max_steps=v.count, burn_in=v.count0, replace=v.boolean)

@@ -463,7 +463,7 @@ def _expand_block(b, checked, err):
             msg = str(exc)
             if msg not in errs_seen:
                 errs_seen.add(msg)
-                err("run", b, None, f"grid point {_short(params)}: {msg}")
+                err("run", b, getattr(exc, "key", None), f"grid point {_short(params)}: {msg}")
             continue
         points.append(params)
     return points, block_seed, block_reps, canon
