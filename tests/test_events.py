@@ -308,11 +308,47 @@ def test_cli_service_and_server_classes():
 def test_error_bars_come_from_independent_replications():
     """One replication shows no ± (its batch-means error is distrusted); with R >= 2 the error
     is the replications' spread on R − 1 degrees of freedom, and covers the P-K mean."""
-    one = simulate_general(50, 1, 0.7, policy="random", service="hyperexp:4", time=5_000.0, seed=5)
-    assert not one.mean_queue_length.reliable and "±" not in one.summary().splitlines()[1]
+    one = simulate_general(50, 1, 0.7, policy="random", service="hyperexp:4", time=5_000.0, seed=5, replications=1)
+    line = next(x for x in one.summary().splitlines() if x.startswith("mean queue length"))
+    assert not one.mean_queue_length.reliable and "±" not in line
     r = simulate_general(
         50, 1, 0.7, policy="random", service="hyperexp:4", time=5_000.0, seed=5, replications=4, workers=1
     )
     e = r.mean_queue_length
     assert e.reliable and e.method == "replications" and e.dof == pytest.approx(3.0)
     assert abs(e.mean - pk_mean_queue(0.7, 4.0)) <= 4.0 * e.stderr
+
+
+def test_default_run_makes_the_replications_its_error_bars_need(monkeypatch):
+    """Without ``replications`` the engine runs DEFAULT_REPLICATIONS of them, sharing the default
+    budget of events (so the default costs what one run did), and shows a ±; given
+    ``replications`` without ``time``, each run keeps the whole budget (as before)."""
+    from supermarket.general import run as general_run
+
+    monkeypatch.setattr(general_run, "DEFAULT_EVENTS", 200_000)
+    rate = 50 * 0.7
+    r = simulate_general(50, 2, 0.7, service="hyperexp:4", seed=5, workers=1)
+    assert r.replications == general_run.DEFAULT_REPLICATIONS == 4
+    assert r.time == pytest.approx(200_000 / (2.2 * rate) / 4)
+    assert r.mean_queue_length.reliable and r.mean_queue_length.method == "replications"
+    two = simulate_general(50, 2, 0.7, service="hyperexp:4", seed=5, workers=1, replications=2)
+    assert two.replications == 2 and two.time == pytest.approx(200_000 / (2.2 * rate))
+    # simulate() routes here with the same default; the count engines keep one replication
+    from supermarket import simulate
+
+    s = simulate(50, 2, 0.7, service="lognormal:1", seed=5, workers=1)
+    assert s.replications == 4
+    assert simulate(50, 2, 0.7, service="erlang:2", steps=20_000, seed=5).replications == 1
+
+
+def test_cli_default_shows_error_bars_from_four_replications(monkeypatch):
+    from click.testing import CliRunner
+
+    from supermarket.cli import main
+    from supermarket.general import run as general_run
+
+    monkeypatch.setattr(general_run, "DEFAULT_EVENTS", 200_000)
+    r = CliRunner().invoke(main, ["simulate", "--n", "50", "--d", "2", "--load", "0.7", "--service", "lognormal:1"])
+    assert r.exit_code == 0, r.output
+    assert "4 replication(s)" in r.output
+    assert next(x for x in r.output.splitlines() if x.startswith("mean queue length")).count("±") == 3

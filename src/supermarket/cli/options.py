@@ -64,11 +64,17 @@ def seed_option(help: str = "Root seed (integer >= 0); replication r uses child 
 
 
 def replications_option(
-    default: int, help: str = "Independent replications (replication r uses child r of --seed)."
+    default: int | None, help: str = "Independent replications (replication r uses child r of --seed)."
 ) -> Decorator:
-    """``--replications R``: a count in ``[1, MAX_REPLICATIONS]`` (``1e3`` accepted)."""
+    """``--replications R``: a count in ``[1, MAX_REPLICATIONS]`` (``1e3`` accepted); a default
+    of None leaves the choice to the command (its help says what it is)."""
     return click.option(
-        "--replications", "replications", type=REPLICATIONS, default=default, show_default=True, help=help
+        "--replications",
+        "replications",
+        type=REPLICATIONS,
+        default=default,
+        show_default=default is not None,
+        help=help,
     )
 
 

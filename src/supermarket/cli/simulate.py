@@ -83,7 +83,7 @@ def _simulate_general(
     replace: bool,
     policy: str,
     seed: int,
-    replications: int,
+    replications: int | None,
     workers: int | None,
     batches: int | None,
     service: str,
@@ -197,7 +197,12 @@ def _simulate_general(
     "or perfect (an exact stationary sample per replication, docs/model.md §12).",
 )
 @seed_option()
-@replications_option(1)
+@replications_option(
+    None,
+    "Independent replications (replication r uses child r of --seed); default 1, and 4 on the "
+    "per-queue event engine (--service lognormal/pareto/deterministic, --engine events), whose "
+    "error bars come from replications.",
+)
 @parallel_options
 @click.option("--eps", type=FLOAT, default=0.1, show_default=True, help="ε of the good set N^ε, in (0, 1/10].")
 @click.option(
@@ -273,7 +278,7 @@ def simulate(
     time_mode: str,
     start: str,
     seed: int,
-    replications: int,
+    replications: int | None,
     workers: int | None,
     scheduler: str | None,
     connect_timeout: float,
@@ -340,6 +345,10 @@ def simulate(
             "--precision cannot run on --scheduler: its stretches are planned from all "
             "replications together; run it locally"
         )
+    if replications is None:  # 1, or the event engine's own default (supermarket.general.DEFAULT_REPLICATIONS)
+        on_count = server_classes is None and engine != "events" and is_phase_service(service)
+        on_count = on_count or wants_classes_engine(service, server_classes, engine)
+        replications = 1 if on_count or not wants_event_engine(service, server_classes) else None
     if server_classes is None and engine != "events" and is_phase_service(service):  # docs/model.md §13
         simulate_phase_cli(
             n, d, load, service=service, policy=policy, replace=replace, steps=steps, time_=time_, burn=burn,

@@ -171,6 +171,8 @@ class GeneralResult:
         lines = [
             f"n={self.n} d={self.d} λ={self.lam:g} policy={self.policy} service={self.service.spec} "
             f"classes={self.server_classes.spec}",
+            f"{self.events:,} events, {self.replications} replication(s) of {self.time:g} time units after "
+            f"{self.burn_in:g} of burn-in; {self.events_per_second / 1e6:.3g} million events per second",
             f"mean queue length {pm(self.mean_queue_length)}; sojourn {pm(self.sojourn)}; waiting {pm(self.waiting)}",
         ]
         for q, e in self.sojourn_quantiles.items():

@@ -22,13 +22,27 @@ from ..service import ServerClasses, ServiceLaw, parse_server_classes, parse_ser
 from ..stats import ErrorEstimate
 from .result import ClassResult, GeneralResult
 
-__all__ = ["simulate_general", "wants_event_engine", "from_simulate_args", "POLICIES", "DEFAULT_EVENTS", "CHUNK_EVENTS"]
+__all__ = [
+    "simulate_general",
+    "wants_event_engine",
+    "from_simulate_args",
+    "POLICIES",
+    "DEFAULT_EVENTS",
+    "DEFAULT_REPLICATIONS",
+    "CHUNK_EVENTS",
+]
 
 POLICIES = ("jsq-d", "random", "jsq", "jiq")
 """The dispatch rules (issue 21): the same names and meanings as the count engines'."""
 
 DEFAULT_EVENTS = 2 * 10**7
-"""Events per replication (burn-in included) when ``time`` is not given."""
+"""Events per replication (burn-in included) when ``time`` is not given; in all, split among
+the replications, when ``replications`` is not given either."""
+
+DEFAULT_REPLICATIONS = 4
+"""Replications when ``replications`` is not given: one replication's blocking error runs small
+on this engine (docs/model.md §14), so the default run makes the independent replications its
+error bars come from (Student t on 3 degrees of freedom)."""
 
 CHUNK_EVENTS = 1 << 22
 """Events per kernel call: Ctrl-C and progress are seen at least this often."""
@@ -290,7 +304,7 @@ def simulate_general(
     time: float | None = None,
     burn_in: float | None = None,
     seed: int | np.random.SeedSequence = 0,
-    replications: int = 1,
+    replications: int | None = None,
     batches: int = 256,
     quantiles: Sequence[float] = (0.5, 0.9, 0.99),
     progress: Callable[[float], object] | None = None,
@@ -317,9 +331,12 @@ def simulate_general(
         :data:`DEFAULT_EVENTS` events, ``burn_in`` a tenth of ``time``.
     seed : int or SeedSequence
         Replication ``r`` uses child ``r`` (:func:`supermarket.model.spawn_seeds`).
-    replications, batches : int
-        Independent runs; time batches per run for the error bars (at least 64 for a
-        blocking plateau with the 32 blocks it needs).
+    replications : int, optional
+        Independent runs; the error bars are their spread (one run shows none).  Default
+        :data:`DEFAULT_REPLICATIONS`, sharing the default budget of :data:`DEFAULT_EVENTS`
+        events when ``time`` is not given either.
+    batches : int
+        Time batches per run (at least 64 for a blocking plateau with the 32 blocks it needs).
     quantiles : sequence of float
         Quantiles of the sojourn and waiting times.
     progress : callable, optional
@@ -343,15 +360,16 @@ def simulate_general(
     >>> bool(0.4 < r.u_mean[0] < 0.6), r.service.spec
     (True, 'deterministic')
     """
+    share = replications is None  # the default replications share the default budget
     n, d, lam, time, burn_in, replications, batches, qs = _check(
-        n, d, lam, policy, replace, time, burn_in, replications, batches, quantiles
+        n, d, lam, policy, replace, time, burn_in, DEFAULT_REPLICATIONS if share else replications, batches, quantiles
     )
     law = parse_service(service)
     sc = parse_server_classes(server_classes)
     counts = sc.counts(n)
     rate = n * float(lam) * sc.mean_speed
     if time is None:
-        time = DEFAULT_EVENTS / (1.1 * 2.0 * rate)
+        time = DEFAULT_EVENTS / (1.1 * 2.0 * rate) / (replications if share else 1)
     if burn_in is None:
         burn_in = time / 10.0
     code = _ev.POLICY_CODES[policy]
@@ -607,7 +625,7 @@ def from_simulate_args(
     burn_in: float | None = None,
     replace: bool = True,
     seed: int | np.random.SeedSequence = 0,
-    replications: int = 1,
+    replications: int | None = None,
     batches: int | None = None,
     progress: object = None,
     workers: int | None = None,

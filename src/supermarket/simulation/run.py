@@ -380,7 +380,7 @@ def simulate(
     replace: bool = True,
     start: str | np.ndarray = "empty",
     seed: int | np.random.SeedSequence = 0,
-    replications: int = 1,
+    replications: int | None = None,
     workers: int | None = None,
     time_mode: str = "discrete",
     eps: float = 0.1,
@@ -423,8 +423,10 @@ def simulate(
     seed : int or numpy.random.SeedSequence
         Replication ``r`` uses child ``r`` of ``SeedSequence(seed)``.
     replications, workers : int
-        Independent runs, on ``workers`` threads (default: the cores, at most
-        ``replications``); the numbers do not depend on ``workers``.
+        Independent runs (default 1; on the per-queue event engine 4, sharing its default
+        budget: its error bars come from replications, docs/model.md §14), on ``workers``
+        threads (default: the cores, at most ``replications``); the numbers do not depend
+        on ``workers``.
     time_mode : {"discrete", "continuous"}
         The chain of paper 000, or exact exponential event times (docs/model.md §1).
     eps : float
@@ -496,6 +498,7 @@ def simulate(
     True
     """
     if _phase_run.wants_phase_engine(service, server_classes, engine):  # docs/model.md §13
+        replications = 1 if replications is None else replications
         phase: Any = _phase_run.from_simulate_args(
             n,
             d,
@@ -523,6 +526,7 @@ def simulate(
         )
         return phase
     if _classes_sim.wants_classes_engine(service, server_classes, engine):  # docs/model.md §15
+        replications = 1 if replications is None else replications
         classes: Any = _classes_sim.from_simulate_args(
             n, d, lam, server_classes=server_classes, policy=policy, steps=steps, time=time, burn_in=burn_in,
             replace=replace, seed=seed, replications=replications, batches=batches, workers=workers,
@@ -560,6 +564,7 @@ def simulate(
             control_variates=control_variates,
         )
         return general
+    replications = 1 if replications is None else replications
     kw = dict(locals())  # the arguments, all but progress (and the event engine's) for the plan
     progress = kw.pop("progress")
     kw.pop("service")
