@@ -58,12 +58,13 @@ class Kernel:
     def __init__(self, sizes, speeds, d, rep, policy, law, rate, t_meas, words, buffer):
         n = sum(sizes)
         self.sorted = policy in ("jsq", "jiq")
-        self.a = ev.new_arrays(sizes, levels=4, heap=8, buffer=buffer, sorted_mode=self.sorted)
+        # a window of 8 buckets 0.25 wide (a fifth of the departures go to the heap) and
+        # small pools: every growth path is taken
+        self.a = ev.new_arrays(sizes, levels=4, heap=8, buffer=buffer, sorted_mode=self.sorted, buckets=8, nodes=8)
         self.law = parse_service(law) if isinstance(law, str) else phase_type(law[1], law[2])
         self.cfg = np.array([n, d, int(rep or d == 1), ev.POLICY_CODES[policy], self.law.code, int(self.sorted)])
         self.s = np.array(words, dtype=np.uint64)
-        self.fl = np.array([0.0, -math.log(1.0 - rng.next_double(self.s)) / rate, rate, t_meas])
-        self.it = np.zeros(4, np.int64)
+        self.fl, self.it = ev.new_counters(rate, t_meas, -math.log(1.0 - rng.next_double(self.s)) / rate, 4.0)
         self.spd = np.asarray(speeds, np.float64)
         self.grown = 0
         self.out: dict[str, list] = {"so": [], "wa": [], "rc": []}
@@ -74,13 +75,13 @@ class Kernel:
         while done < events:
             before = int(self.it[ev.I_EVENTS])
             st = ev.events_kernel(
-                a["x"], a["lastdep"], a["bound"], self.spd, a["ht"], a["hj"], a["order"], a["pos"], a["bstart"],
+                a["x"], a["lastdep"], a["bound"], self.spd, a["ht"], a["cal"], a["qt"], a["qn"], a["order"], a["pos"], a["bstart"],
                 a["c"], a["area"], a["last"], a["ctot"], self.s, self.cfg, self.law.params, self.law.ph_table(),
                 self.fl, self.it, a["so"], a["wa"], a["rc"], math.inf, events - done,
             )  # fmt: skip
             done += int(self.it[ev.I_EVENTS]) - before
             if st == ev.GROW:
-                ev.grow(a, self.fl[ev.F_NOW])
+                ev.grow(a, self.fl[ev.F_NOW], self.it)
                 self.grown += 1
             elif st == ev.FULL:
                 self.drain()
@@ -95,9 +96,8 @@ class Kernel:
         self.it[ev.I_NREC] = 0
 
     def heap(self):
-        # rows (time, server) from row _H0 on (the heap aligned to cache lines)
-        size = int(self.it[ev.I_HSIZE])
-        return sorted(self.a["ht"][ev._H0 : ev._H0 + size, 0].tolist())
+        # the window's buckets and the far-future heap together
+        return ev.pending_departures(self.a, self.it)[:, 0].tolist()
 
 
 def _compare_quick(kr, nv, where):

@@ -63,6 +63,9 @@ __all__ = [
     "grow",
     "sample_service",
     "new_arrays",
+    "new_counters",
+    "window",
+    "pending_departures",
     "JSQ_D",
     "RANDOM",
     "JSQ",
@@ -76,10 +79,15 @@ __all__ = [
     "F_NEXT",
     "F_RATE",
     "F_TMEAS",
+    "F_INVW",
     "I_HSIZE",
     "I_TOP",
     "I_NREC",
     "I_EVENTS",
+    "I_CUR",
+    "I_FREE",
+    "N_FL",
+    "N_IT",
 ]
 
 JSQ_D, RANDOM, JSQ, JIQ = 0, 1, 2, 3
@@ -87,8 +95,10 @@ POLICY_CODES = {"jsq-d": JSQ_D, "random": RANDOM, "jsq": JSQ, "jiq": JIQ}
 
 DONE, GROW, FULL, EVENTS = 0, 1, 2, 3
 
-F_NOW, F_NEXT, F_RATE, F_TMEAS = 0, 1, 2, 3
-I_HSIZE, I_TOP, I_NREC, I_EVENTS = 0, 1, 2, 3
+F_NOW, F_NEXT, F_RATE, F_TMEAS, F_INVW = 0, 1, 2, 3, 4
+I_HSIZE, I_TOP, I_NREC, I_EVENTS, I_CUR, I_FREE = 0, 1, 2, 3, 4, 5
+N_FL, N_IT = 5, 6
+"""Lengths of the kernel's ``fl`` and ``it`` arrays (:func:`new_counters`)."""
 
 # service-law codes: the same as supermarket.service (engines import nothing above them)
 _EXP, _ERLANG, _HYPEREXP, _PH, _LOGNORMAL, _PARETO, _DETERMINISTIC = range(7)
@@ -239,7 +249,9 @@ def events_kernel(
     bound: np.ndarray,
     speed: np.ndarray,
     ht: np.ndarray,
-    hj: np.ndarray,
+    cal: np.ndarray,
+    qt: np.ndarray,
+    qn: np.ndarray,
     order: np.ndarray,
     pos: np.ndarray,
     bstart: np.ndarray,
@@ -270,8 +282,11 @@ def events_kernel(
     code = cfg[4]
     srt = cfg[5] != 0
     cap = c.shape[1] - 1
-    h = ht  # the departures heap, (rows, 2); ``hj`` is unused (kept for the callers' signature)
+    h = ht  # the far-future departures: a heap of rows (time, server)
     hcap = h.shape[0] - _H0
+    nb = cal.shape[0]  # buckets in the window (a power of two)
+    mask = nb - 1
+    invw = fl[F_INVW]  # 1 / bucket width
     K = bound.shape[0]
     out_cap = so.shape[0]
     rate = fl[F_RATE]
@@ -279,27 +294,75 @@ def events_kernel(
     hsize = it[I_HSIZE]
     top = it[I_TOP]
     nrec = it[I_NREC]
+    cur = it[I_CUR]
+    free = it[I_FREE]
     events = 0
     status = EVENTS
+    # the next departure, once found: its time, node (-2: the heap's root) and the node
+    # before it in its bucket's list (-1: the bucket's head); bn == -1: not known
+    bt = math.inf
+    bn = -1
+    bp = -1
     while events < max_events:
-        if top >= cap - 1 or hsize >= hcap:
+        if top >= cap - 1 or hsize >= hcap or free < 0:
             status = GROW
             break
         if nrec >= out_cap:
             status = FULL
             break
         ta = fl[F_NEXT]
-        if hsize > 0 and h[_H0, 0] < ta:
-            now = h[_H0, 0]
+        if bn == -1:
+            # the least departure in bucket ``cur``, moving ``cur`` on over empty buckets but
+            # never past the bucket of the next arrival (whose departure may land there)
+            lim = ta * invw
+            while True:
+                node = cal[cur & mask]
+                if node >= 0:
+                    bt = qt[node, 0]
+                    bn = node
+                    bp = -1
+                    prv = node
+                    node = qn[node]
+                    while node >= 0:
+                        tn = qt[node, 0]
+                        if tn < bt:
+                            bt = tn
+                            bn = node
+                            bp = prv
+                        prv = node
+                        node = qn[node]
+                    break
+                if hsize > 0 and h[_H0, 0] * invw < cur + 1:
+                    break
+                if cur + 1 > lim:
+                    break
+                cur += 1
+            if hsize > 0 and h[_H0, 0] < bt and h[_H0, 0] * invw < cur + 1:
+                bt = h[_H0, 0]
+                bn = -2
+        if bn != -1 and bt < ta:
+            now = bt
             if now > t_stop:
                 fl[F_NOW] = t_stop
                 status = DONE
                 break
-            # departure from server j: the minimum leaves the heap
-            j = _index(h[_H0, 1])
-            hsize -= 1
-            if hsize > 0:
-                _pop_bottom_up(h, hsize)
+            # departure from server j
+            if bn == -2:  # the heap's root leaves
+                j = _index(h[_H0, 1])
+                hsize -= 1
+                if hsize > 0:
+                    _pop_bottom_up(h, hsize)
+            else:  # node bn leaves its bucket's list and joins the free list
+                j = _index(qt[bn, 1])
+                nx = qn[bn]
+                if bp < 0:
+                    cal[cur & mask] = nx
+                else:
+                    qn[bp] = nx
+                qn[bn] = free
+                free = bn
+            bn = -1
+            bt = math.inf
             ell = x[j]
             k = 0
             while k < K - 1 and j >= bound[k]:
@@ -384,8 +447,21 @@ def events_kernel(
             _level_up(c, area, last, ctot, k, ell + 1, now)
             if ell + 1 > top:
                 top = ell + 1
-            _push(h, hsize, dep, float(j))
-            hsize += 1
+            qd = dep * invw
+            if qd < cur + nb:  # in the window: a node at the head of its bucket's list
+                b = int(qd)
+                node = free
+                free = qn[node]
+                qt[node, 0] = dep
+                qt[node, 1] = j
+                qn[node] = cal[b & mask]
+                cal[b & mask] = node
+                if b == cur:  # the bucket being emptied: its least may have changed
+                    bn = -1
+                    bt = math.inf
+            else:  # far future: the heap (never earlier than a departure in the window)
+                _push(h, hsize, dep, float(j))
+                hsize += 1
             if srt:  # j moves from bucket ell to ell + 1: swap with the last of its bucket
                 p = bstart[ell + 1] - 1
                 pj = pos[j]
@@ -405,6 +481,8 @@ def events_kernel(
     it[I_HSIZE] = hsize
     it[I_TOP] = top
     it[I_NREC] = nrec
+    it[I_CUR] = cur
+    it[I_FREE] = free
     it[I_EVENTS] += events
     return status
 
@@ -416,22 +494,59 @@ def _heap_rows(capacity: int) -> np.ndarray:
     return raw[off : off + capacity + _H0]
 
 
+WINDOW_PER_BUCKET = 2.0
+"""Departures per bucket near the front of the window: the bucket width is this over the
+arrival rate."""
+
+WINDOW_TIME = 8.0
+"""The window of buckets spans at least this time over the slowest speed (about the 99th
+percentile of the sojourn time at λ = 0.9 with lognormal SCV 4); later departures wait in
+the heap."""
+
+MAX_BUCKETS = 1 << 22
+
+
+def window(rate: float, min_speed: float = 1.0) -> tuple[int, float]:
+    """The buckets of the departures' window for arrivals at ``rate``: ``(count, 1/width)``
+    (a power of two from 64 to :data:`MAX_BUCKETS`; see :data:`WINDOW_PER_BUCKET`)."""
+    width = WINDOW_PER_BUCKET / rate
+    want = WINDOW_TIME / min_speed / width
+    nb = 64
+    while nb < want and nb < MAX_BUCKETS:
+        nb *= 2
+    return nb, 1.0 / width
+
+
 def new_arrays(
-    class_counts: ArrayLike, levels: int = 16, heap: int | None = None, buffer: int = 1 << 16, sorted_mode: bool = False
+    class_counts: ArrayLike,
+    levels: int = 16,
+    heap: int | None = None,
+    buffer: int = 1 << 16,
+    sorted_mode: bool = False,
+    buckets: int = 64,
+    nodes: int | None = None,
 ) -> dict[str, np.ndarray]:
     """Fresh arrays for an empty system: a dict of the kernel's array arguments (servers of
-    class 0 first, then class 1, …: ``bound[k]`` is the first server after class ``k``)."""
+    class 0 first, then class 1, …: ``bound[k]`` is the first server after class ``k``).
+    ``buckets`` (a power of two, :func:`window`), ``nodes`` and ``heap``: the window's
+    buckets and the first sizes of the node pool and of the far-future heap."""
     counts = np.asarray(class_counts, dtype=np.int64)
     n = int(counts.sum())
     K = counts.size
     L = int(levels) + 1
-    h = int(heap) if heap is not None else 4 * n + 64
+    nb = int(buckets)
+    if nb < 1 or nb & (nb - 1):
+        raise ValueError(f"buckets must be a power of two, got {buckets!r}")
+    h = int(heap) if heap is not None else n // 16 + 64
+    m = int(nodes) if nodes is not None else 4 * n + 64
     a: dict[str, np.ndarray] = {
         "x": np.zeros(n, np.int32),
         "lastdep": np.zeros(n),
         "bound": np.cumsum(counts).astype(np.int64),
         "ht": _heap_rows(h),
-        "hj": np.zeros(1, np.int32),
+        "cal": np.full(nb, -1, np.int32),
+        "qt": np.zeros((m, 2)),
+        "qn": _free_chain(0, m),
         "order": np.arange(n, dtype=np.int32) if sorted_mode else np.zeros(n, np.int32),
         "pos": np.arange(n, dtype=np.int32),
         "bstart": np.full(L + 1, n, np.int64),
@@ -449,9 +564,40 @@ def new_arrays(
     return a
 
 
-def grow(a: dict, now: float) -> None:
-    """Grow, in place, whichever of the heap (full) and the levels (a queue at the top
-    level) stopped the kernel: doubled, the new levels empty with their clocks at ``now``."""
+def _free_chain(start: int, stop: int) -> np.ndarray:
+    """Nodes ``start..stop-1`` chained as a free list (``-1`` ends it)."""
+    q = np.arange(start + 1, stop + 1, dtype=np.int32)
+    if q.size:
+        q[-1] = -1
+    return q
+
+
+def new_counters(rate: float, t_meas: float, first_arrival: float, inv_width: float) -> tuple[np.ndarray, np.ndarray]:
+    """The kernel's ``fl`` (clock, next arrival, rate, t_meas, 1/bucket width) and ``it``
+    (heap size, top level, records, events, current bucket, free node) for an empty system."""
+    fl = np.zeros(N_FL)
+    fl[F_NOW], fl[F_NEXT], fl[F_RATE], fl[F_TMEAS], fl[F_INVW] = 0.0, first_arrival, rate, t_meas, inv_width
+    it = np.zeros(N_IT, np.int64)
+    it[I_FREE] = 0
+    return fl, it
+
+
+def pending_departures(a: dict, it: np.ndarray) -> np.ndarray:
+    """Every waiting departure ``(time, server)``, sorted by time (for checks; not fast)."""
+    rows = [a["ht"][_H0 : _H0 + int(it[I_HSIZE])]]
+    for head in a["cal"]:
+        node = int(head)
+        while node >= 0:
+            rows.append(a["qt"][node : node + 1])
+            node = int(a["qn"][node])
+    out = np.concatenate(rows)
+    return out[np.argsort(out[:, 0], kind="stable")]
+
+
+def grow(a: dict, now: float, it: np.ndarray) -> None:
+    """Grow, in place, whichever of the levels (a queue at the top level), the node pool
+    (no free node) and the far-future heap (full) stopped the kernel: doubled, the new
+    levels empty with their clocks at ``now``, the new nodes free."""
     if a["ctot"][-2:].any():  # levels
         K, L = a["c"].shape
         a["c"] = np.hstack([a["c"], np.zeros((K, L), np.int64)])
@@ -459,6 +605,11 @@ def grow(a: dict, now: float) -> None:
         a["last"] = np.hstack([a["last"], np.full((K, L), now)])
         a["ctot"] = np.concatenate([a["ctot"], np.zeros(L, np.int64)])
         a["bstart"] = np.concatenate([a["bstart"], np.full(L, a["x"].size, np.int64)])
+    elif it[I_FREE] < 0:  # nodes: the new ones make the free list
+        m = a["qt"].shape[0]
+        a["qt"] = np.concatenate([a["qt"], np.zeros((m, 2))])
+        a["qn"] = np.concatenate([a["qn"], _free_chain(m, 2 * m)])
+        it[I_FREE] = m
     else:
         old = a["ht"]
         new = _heap_rows(2 * (old.shape[0] - _H0))
