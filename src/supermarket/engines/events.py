@@ -494,14 +494,14 @@ def _heap_rows(capacity: int) -> np.ndarray:
     return raw[off : off + capacity + _H0]
 
 
-WINDOW_PER_BUCKET = 2.0
+WINDOW_PER_BUCKET = 8.0
 """Departures per bucket near the front of the window: the bucket width is this over the
 arrival rate."""
 
-WINDOW_TIME = 8.0
-"""The window of buckets spans at least this time over the slowest speed (about the 99th
-percentile of the sojourn time at λ = 0.9 with lognormal SCV 4); later departures wait in
-the heap."""
+WINDOW_TIME = 64.0
+"""The window of buckets spans at least this time over the slowest speed (at λ = 0.9 with
+lognormal SCV 4 and JSQ(2), 0.1 % of the departures lie further ahead); later departures
+wait in the heap."""
 
 MAX_BUCKETS = 1 << 22
 
