@@ -52,7 +52,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 from numpy.typing import ArrayLike
 
 from .rng import next_below, next_double, next_normal
@@ -102,6 +105,33 @@ N_FL, N_IT = 5, 6
 
 # service-law codes: the same as supermarket.service (engines import nothing above them)
 _EXP, _ERLANG, _HYPEREXP, _PH, _LOGNORMAL, _PARETO, _DETERMINISTIC = range(7)
+
+
+@intrinsic
+def _prefetch(typingctx, arr, idx):
+    """A hint to load the cache line of ``arr[idx]`` (of row ``idx`` of a 2-d array) for
+    reading; no effect on any value (LLVM's ``llvm.prefetch``)."""
+    sig = types.void(arr, idx)
+
+    def codegen(context, builder, signature, args):
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        zero = context.get_constant(types.intp, 0)
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]] + [zero] * (aryty.ndim - 1))
+        i8p = ir.PointerType(ir.IntType(8))
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        # read, high locality, data cache
+        builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+_PF_LEAD = 24
+"""Departures the prefetch cursor runs ahead of the front of the window (in buckets: this
+over :data:`WINDOW_PER_BUCKET`)."""
 
 
 @njit(cache=True, inline="always")
@@ -303,6 +333,11 @@ def events_kernel(
     bt = math.inf
     bn = -1
     bp = -1
+    # the prefetch cursor: a node in bucket pfb (ahead of cur), walked one node a departure;
+    # it only asks for cache lines and changes no value
+    pfb = cur
+    pfn = -1
+    pfl = max(1, int(_PF_LEAD / WINDOW_PER_BUCKET))
     while events < max_events:
         if top >= cap - 1 or hsize >= hcap or free < 0:
             status = GROW
@@ -363,6 +398,20 @@ def events_kernel(
                 free = bn
             bn = -1
             bt = math.inf
+            # prefetch: the server of the cursor's node (its row asked for one departure
+            # ago), then the next node (or the head of the next bucket)
+            if pfb <= cur:
+                pfb = cur + pfl
+                pfn = -1
+            if pfn >= 0:
+                _prefetch(x, _index(qt[pfn, 1]))
+                pfn = qn[pfn]
+            while pfn < 0 and pfb < cur + 2 * pfl:
+                pfb += 1
+                pfn = cal[pfb & mask]
+            if pfn >= 0:
+                _prefetch(qt, pfn)
+                _prefetch(qn, pfn)
             ell = x[j]
             k = 0
             while k < K - 1 and j >= bound[k]:
