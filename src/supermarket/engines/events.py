@@ -58,7 +58,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 from numpy.typing import ArrayLike
 
-from .rng import next_below, next_double, next_normal
+from .rng import _step, next_below, next_double, next_normal
 
 __all__ = [
     "events_kernel",
@@ -132,6 +132,25 @@ def _prefetch(typingctx, arr, idx):
 _PF_LEAD = 24
 """Departures the prefetch cursor runs ahead of the front of the window (in buckets: this
 over :data:`WINDOW_PER_BUCKET`)."""
+
+
+@njit(cache=True, inline="always")
+def _prefetch_samples(s, n, d, x, lastdep):
+    """Prefetch the lengths and last departures of the queues the next arrival will sample
+    under ``jsq-d`` with replacement: its draws, read ahead on a copy of the state (the
+    first is its inter-arrival time; with ties among the first samples, or a rejection in
+    ``next_below``, later guesses miss: a hint only)."""
+    s0 = s[0]
+    s1 = s[1]
+    s2 = s[2]
+    s3 = s[3]
+    r, s0, s1, s2, s3 = _step(s0, s1, s2, s3)
+    nn = np.uint64(n)
+    for _ in range(min(d, 4)):
+        r, s0, s1, s2, s3 = _step(s0, s1, s2, s3)
+        qq = np.int64(((r >> np.uint64(32)) * nn) >> np.uint64(32))
+        _prefetch(x, qq)
+        _prefetch(lastdep, qq)
 
 
 @njit(cache=True, inline="always")
@@ -520,6 +539,8 @@ def events_kernel(
                 pos[j] = p
                 pos[o] = pj
                 bstart[ell + 1] = p
+            if pol == JSQ_D and (rep or d == 1):
+                _prefetch_samples(s, n, d, x, lastdep)
             if now >= t_meas:
                 so[nrec] = dep - now
                 wa[nrec] = start - now
