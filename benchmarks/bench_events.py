@@ -4,17 +4,18 @@ Command (about two minutes on one quiet core, ten on a loaded one)::
 
     NUMBA_CACHE_DIR=/tmp/numba-bench .venv/bin/python benchmarks/bench_events.py
 
-(``--quick`` for a smaller run; ``--n 1e5 --runs 3 --no-ciw`` prints three runs at one
-size; ``--against DIR`` also runs the package of another checkout, ``DIR/supermarket`` (for
+(``--quick`` for a smaller run; ``--n 1e5 --runs 3 --no-ciw`` prints three runs at one size;
+``--against DIR`` also runs the package of another checkout, ``DIR/supermarket`` (for
 example ``git archive COMMIT src | tar -x -C /tmp/old`` and ``--against /tmp/old/src``),
-alternating with this one run by run, in the same process: the machine's speed drifts
-within minutes, so only interleaved figures compare two kernels).  The system: JSQ(2) with replacement, λ = 0.9, lognormal service with SCV 4 (mean 1),
-FIFO.  An *event* is an arrival or a departure.  For each size
-the best of 2 runs of about 10^7 events (burn-in included, all measurements on: the level
-integrals, every customer's sojourn and waiting time into the per-batch histograms), from an
-empty system; the wall-clock rate and the process CPU-time rate (the second is the one to
-read on a shared machine).  Ciw (the ``bench`` extra) runs the same system with a custom
-router at n = 100 for a short horizon; the common unit is customers served per second.
+alternating with this one run by run, in the same process: the machine's speed drifts within
+minutes, so only interleaved figures compare two kernels). The system: JSQ(2) with
+replacement, λ = 0.9, lognormal service with SCV 4 (mean 1), FIFO. An *event* is an arrival
+or a departure. For each size the best of 2 runs of about 10^7 events (burn-in included, all
+measurements on: the level integrals, every customer's sojourn and waiting time into the
+per-batch histograms), from an empty system; the wall-clock rate and the process CPU-time
+rate (the second is the one to read on a shared machine). Ciw (the ``bench`` extra) runs the
+same system with a custom router at n = 100 for a short horizon; the common unit is
+customers served per second.
 """
 
 from __future__ import annotations
