@@ -586,8 +586,8 @@ arrival rate."""
 
 WINDOW_TIME = 64.0
 """The window of buckets spans at least this time over the slowest speed (at λ = 0.9 with
-lognormal SCV 4 and JSQ(2), 0.1 % of the departures lie further ahead); later departures
-wait in the heap."""
+lognormal SCV 4 and JSQ(2), about 0.1 % of the waiting departures lie further ahead);
+later departures wait in the heap."""
 
 MAX_BUCKETS = 1 << 22
 
