@@ -68,6 +68,7 @@ import math
 
 import numpy as np
 from llvmlite import ir
+from llvmlite.binding import llvm_version_info
 from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
@@ -122,6 +123,11 @@ N_FL, N_IT = 5, 6
 _EXP, _ERLANG, _HYPEREXP, _PH, _LOGNORMAL, _PARETO, _DETERMINISTIC = range(7)
 
 
+# the intrinsic's name carries its pointer type: opaque from LLVM 17 on (llvmlite >= 0.45),
+# ``i8*`` before
+_PREFETCH = "llvm.prefetch.p0" if llvm_version_info >= (17,) else "llvm.prefetch.p0i8"
+
+
 @intrinsic
 def _prefetch(typingctx, arr, idx):
     """A hint to load the cache line of ``arr[idx]`` (of row ``idx`` of a 2-d array) for
@@ -136,7 +142,7 @@ def _prefetch(typingctx, arr, idx):
         i8p = ir.PointerType(ir.IntType(8))
         i32 = ir.IntType(32)
         fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        fn = cgutils.get_or_insert_function(builder.module, fnty, _PREFETCH)
         # read, high locality, data cache
         builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
         return context.get_dummy_value()
