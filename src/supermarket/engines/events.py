@@ -65,10 +65,11 @@ number comes from the xoshiro256** state ``s`` (:mod:`.rng`).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
-from llvmlite import ir
-from llvmlite.binding import llvm_version_info
+from llvmlite import ir  # type: ignore[import-untyped]
+from llvmlite.binding import llvm_version_info  # type: ignore[import-untyped]
 from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
@@ -129,7 +130,7 @@ _PREFETCH = "llvm.prefetch.p0" if llvm_version_info >= (17,) else "llvm.prefetch
 
 
 @intrinsic
-def _prefetch(typingctx, arr, idx):
+def _prefetch_intrinsic(typingctx, arr, idx):
     """A hint to load the cache line of ``arr[idx]`` (of row ``idx`` of a 2-d array) for
     reading; no effect on any value (LLVM's ``llvm.prefetch``)."""
     sig = types.void(arr, idx)
@@ -148,6 +149,9 @@ def _prefetch(typingctx, arr, idx):
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+_prefetch: Any = _prefetch_intrinsic  # called as _prefetch(arr, idx) in compiled code
 
 
 _PF_LEAD = 24
