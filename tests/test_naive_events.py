@@ -2,11 +2,12 @@
 :class:`naive.NaiveEvents`, event for event.
 
 The reference keeps each server's departures in a plain list and takes the least of the
-servers' next departures; the kernel keeps every customer's departure in a 4-ary heap with
-bottom-up deletion.  Both run on the same xoshiro stream.  After every event the queue
+servers' next departures; the kernel keeps every customer's departure in a calendar of
+buckets with a heap for the far future (here a short window, so that both are used and
+grow).  Both run on the same xoshiro stream.  After every event the queue
 lengths, the clock, the next arrival and (``jsq``, ``jiq``) the sorted arrangement are
 compared; every 16 events (and at the end) also the servers' last departures, the multiset
-of pending departures (the heap's contents), the counts per class and level, their totals
+of pending departures (the calendar's and the heap's contents), the counts per class and level, their totals
 and the maximum length.  At the end the level integrals per class and every recorded
 customer's sojourn, wait and server class are; a second run does the same events without
 stopping but to grow its arrays or to drain a customer buffer that fills, and must end in
