@@ -41,8 +41,10 @@ Data structures, all plain arrays owned by the caller so that a run can be cut i
   the next arrival's samples, read ahead on a copy of the generator's state (departures
   draw nothing), have their lengths and last departures asked for one event early (7.59).
   Tried and dropped: the nodes as one 16-byte record (time, server, next), 7-9 % slower
-  than two arrays; 2-16 departures per bucket and windows of 8-128 time units ran alike within
-  the noise, except a window of 8 (29 % of the customers in the heap, 10 % slower);
+  than two arrays; a window of 8 time units (29 % of the waiting departures in the heap,
+  10 % slower).  With the prefetches (``bench_events_kernel.py``, medians of 10 chunks
+  against this kernel): 2 and 4 departures per bucket 15 % slower, 16 and 32 alike, a window
+  of 32 alike, a lead of 12 or 48 departures alike;
 - the class of server ``j`` is the first ``k`` with ``j < bound[k]`` (servers are numbered
   class by class);
 - for ``jsq`` and ``jiq`` only, the servers sorted by length (``order``, ``pos``, and
