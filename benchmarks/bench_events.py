@@ -4,14 +4,18 @@ Command (about two minutes on one quiet core, ten on a loaded one)::
 
     NUMBA_CACHE_DIR=/tmp/numba-bench .venv/bin/python benchmarks/bench_events.py
 
-(``--quick`` for a smaller run; ``--n 1e5 --runs 3 --no-ciw`` prints three runs at one
-size).  The system: JSQ(2) with replacement, λ = 0.9, lognormal service with SCV 4 (mean 1),
-FIFO.  An *event* is an arrival or a departure.  For each size
-the best of 2 runs of about 10^7 events (burn-in included, all measurements on: the level
-integrals, every customer's sojourn and waiting time into the per-batch histograms), from an
-empty system; the wall-clock rate and the process CPU-time rate (the second is the one to
-read on a shared machine).  Ciw (the ``bench`` extra) runs the same system with a custom
-router at n = 100 for a short horizon; the common unit is customers served per second.
+(``--quick`` for a smaller run; ``--n 1e5 --runs 3 --no-ciw`` prints three runs at one size;
+``--against DIR`` also runs the package of another checkout, ``DIR/supermarket`` (for
+example ``git archive COMMIT src | tar -x -C /tmp/old`` and ``--against /tmp/old/src``),
+alternating with this one run by run, in the same process: the machine's speed drifts within
+minutes, so only interleaved figures compare two kernels). The system: JSQ(2) with
+replacement, λ = 0.9, lognormal service with SCV 4 (mean 1), FIFO. An *event* is an arrival
+or a departure. For each size the best of 2 runs of about 10^7 events (burn-in included, all
+measurements on: the level integrals, every customer's sojourn and waiting time into the
+per-batch histograms), from an empty system; the wall-clock rate and the process CPU-time
+rate (the second is the one to read on a shared machine). Ciw (the ``bench`` extra) runs the
+same system with a custom router at n = 100 for a short horizon; the common unit is
+customers served per second.
 """
 
 from __future__ import annotations
@@ -35,15 +39,31 @@ LAM = 0.9
 D = 2
 
 
-def ours(n, events, reps=3, seed0=0):
+def load_against(src):
+    """The ``supermarket`` package of another checkout's ``src`` as the module ``against``."""
+    import importlib.util
+
+    root = os.path.join(src, "supermarket")
+    spec = importlib.util.spec_from_file_location(
+        "against", os.path.join(root, "__init__.py"), submodule_search_locations=[root]
+    )
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["against"] = mod
+    spec.loader.exec_module(mod)
+    import importlib
+
+    return importlib.import_module("against.general").simulate_general
+
+
+def ours(n, events, reps=3, seed0=0, sim=simulate_general):
     """Best of ``reps`` runs of about ``events`` events: (events/s wall, events/s CPU, customers/s)."""
     rate = n * LAM
     horizon = events / (2.0 * rate)
-    simulate_general(n, D, LAM, service=SERVICE, time=1.0, burn_in=0.5, batches=4, seed=0)  # compile
+    sim(n, D, LAM, service=SERVICE, time=1.0, burn_in=0.5, batches=4, seed=0)  # compile
     best = (0.0, 0.0, 0.0)
     for r in range(reps):
         c0 = time.process_time()
-        res = simulate_general(
+        res = sim(
             n, D, LAM, service=SERVICE, time=horizon * 10 / 11, burn_in=horizon / 11, batches=64, seed=seed0 + r + 1
         )
         cpu = time.process_time() - c0
@@ -97,6 +117,7 @@ def main():
     ap.add_argument("--n", type=float, nargs="*", default=None, help="sizes (default 1e3 1e5 1e6)")
     ap.add_argument("--runs", type=int, default=None, help="runs per size, each printed (default: best of 2)")
     ap.add_argument("--no-ciw", action="store_true", help="leave out the Ciw comparison")
+    ap.add_argument("--against", metavar="DIR", help="also run DIR/supermarket, alternating run by run")
     args = ap.parse_args()
     events, reps = (10**6, 1) if args.quick else (10**7, 2)
     sizes = [int(v) for v in args.n] if args.n else [10**3, 10**5, 10**6]
@@ -107,11 +128,15 @@ def main():
     print(f"\nJSQ({D}), λ = {LAM}, service {SERVICE}\n")
     print("| engine | n | M events/s (wall) | M events/s (CPU) | customers/s | target |")
     print("|---|---|---|---|---|---|")
+    engines = [("events", simulate_general)]
+    if args.against:
+        engines.append((f"events ({args.against})", load_against(args.against)))
     for n in sizes:
-        for w, c, cust in (
-            [ours(n, events, 1, seed0=r) for r in range(args.runs)] if args.runs else [ours(n, events, reps)]
-        ):
-            print(f"| events | {n:.0e} | {w / 1e6:.2f} | {c / 1e6:.2f} | {cust:.3g} | {'>= 5' if n == 10**5 else ''} |")
+        for r in range(args.runs or 1):
+            for name, sim in engines:
+                w, c, cust = ours(n, events, 1, seed0=r, sim=sim) if args.runs else ours(n, events, reps, sim=sim)
+                target = ">= 5" if n == 10**5 else ""
+                print(f"| {name} | {n:.0e} | {w / 1e6:.2f} | {c / 1e6:.2f} | {cust:.3g} | {target} |", flush=True)
     if args.no_ciw:
         return 0
     try:

@@ -2,11 +2,12 @@
 :class:`naive.NaiveEvents`, event for event.
 
 The reference keeps each server's departures in a plain list and takes the least of the
-servers' next departures; the kernel keeps every customer's departure in a 4-ary heap with
-bottom-up deletion.  Both run on the same xoshiro stream.  After every event the queue
+servers' next departures; the kernel keeps every customer's departure in a calendar of
+buckets with a heap for the far future (here a short window, so that both are used and
+grow).  Both run on the same xoshiro stream.  After every event the queue
 lengths, the clock, the next arrival and (``jsq``, ``jiq``) the sorted arrangement are
 compared; every 16 events (and at the end) also the servers' last departures, the multiset
-of pending departures (the heap's contents), the counts per class and level, their totals
+of pending departures (the calendar's and the heap's contents), the counts per class and level, their totals
 and the maximum length.  At the end the level integrals per class and every recorded
 customer's sojourn, wait and server class are; a second run does the same events without
 stopping but to grow its arrays or to drain a customer buffer that fills, and must end in
@@ -55,17 +56,21 @@ class Kernel:
     """The kernel's arrays and a call that runs ``events`` events, growing arrays as
     :mod:`supermarket.general.run` does."""
 
-    def __init__(self, sizes, speeds, d, rep, policy, law, rate, t_meas, words, buffer):
+    def __init__(self, sizes, speeds, d, rep, policy, law, rate, t_meas, words, buffer, buckets=8, width=0.25):
         n = sum(sizes)
         self.sorted = policy in ("jsq", "jiq")
-        self.a = ev.new_arrays(sizes, levels=4, heap=8, buffer=buffer, sorted_mode=self.sorted)
+        # a window of 8 buckets 0.25 wide (departures more than 1.75-2 ahead go to the far
+        # heap) and small pools: every growth path is taken
+        self.a = ev.new_arrays(
+            sizes, levels=4, heap=8, buffer=buffer, sorted_mode=self.sorted, buckets=buckets, nodes=8
+        )
         self.law = parse_service(law) if isinstance(law, str) else phase_type(law[1], law[2])
         self.cfg = np.array([n, d, int(rep or d == 1), ev.POLICY_CODES[policy], self.law.code, int(self.sorted)])
         self.s = np.array(words, dtype=np.uint64)
-        self.fl = np.array([0.0, -math.log(1.0 - rng.next_double(self.s)) / rate, rate, t_meas])
-        self.it = np.zeros(4, np.int64)
+        self.fl, self.it = ev.new_counters(rate, t_meas, -math.log(1.0 - rng.next_double(self.s)) / rate, 1 / width)
         self.spd = np.asarray(speeds, np.float64)
         self.grown = 0
+        self.far_max = 0  # the most departures seen waiting in the far heap
         self.out: dict[str, list] = {"so": [], "wa": [], "rc": []}
 
     def run(self, events):
@@ -74,13 +79,15 @@ class Kernel:
         while done < events:
             before = int(self.it[ev.I_EVENTS])
             st = ev.events_kernel(
-                a["x"], a["lastdep"], a["bound"], self.spd, a["ht"], a["hj"], a["order"], a["pos"], a["bstart"],
-                a["c"], a["area"], a["last"], a["ctot"], self.s, self.cfg, self.law.params, self.law.ph_table(),
+                a["x"], a["lastdep"], a["bound"], self.spd, a["ht"], a["cal"], a["qt"], a["qn"],
+                a["order"], a["pos"], a["bstart"], a["c"], a["area"], a["last"], a["ctot"], self.s, self.cfg,
+                self.law.params, self.law.ph_table(),
                 self.fl, self.it, a["so"], a["wa"], a["rc"], math.inf, events - done,
             )  # fmt: skip
             done += int(self.it[ev.I_EVENTS]) - before
+            self.far_max = max(self.far_max, int(self.it[ev.I_HSIZE]))
             if st == ev.GROW:
-                ev.grow(a, self.fl[ev.F_NOW])
+                ev.grow(a, self.fl[ev.F_NOW], self.it)
                 self.grown += 1
             elif st == ev.FULL:
                 self.drain()
@@ -95,9 +102,8 @@ class Kernel:
         self.it[ev.I_NREC] = 0
 
     def heap(self):
-        # rows (time, server) from row _H0 on (the heap aligned to cache lines)
-        size = int(self.it[ev.I_HSIZE])
-        return sorted(self.a["ht"][ev._H0 : ev._H0 + size, 0].tolist())
+        # the window's buckets and the far-future heap together
+        return ev.pending_departures(self.a, self.it)[:, 0].tolist()
 
 
 def _compare_quick(kr, nv, where):
@@ -168,3 +174,41 @@ def test_event_engine_matches_naive_event_for_event(case):
     assert len(bulk.out["so"]) == m > 2 * 97
     np.testing.assert_allclose(bulk.out["so"], nv.so, rtol=1e-9, atol=1e-12 * nv.now)
     assert bulk.out["rc"] == nv.rc
+
+
+@pytest.mark.parametrize(
+    "law, lam, buckets, width",
+    [
+        # heavy tail, a window of 2 buckets: most departures wait in the far heap, which grows
+        ("pareto:1.5", 0.9, 2, 0.5),
+        # light load, a window of 0.04 (every departure starts in the far heap): the front
+        # crosses long runs of empty buckets between events, the system empties often
+        ("deterministic", 0.2, 4, 0.01),
+        # light load, a window of 0.64 wrapped around many times, both places used
+        ("lognormal:4", 0.2, 64, 0.01),
+    ],
+)
+def test_window_far_heap_and_growth_match_naive(law, lam, buckets, width):
+    """The window of buckets, the far-future heap and their growth against the naive
+    reference, event for event (docs/model.md §14)."""
+    sizes, steps = [12], 3_000
+    rate = 12 * lam
+    words = [int(w) for w in rng.new_state(4242)]
+    kr = Kernel(sizes, [1.0], 2, True, "jsq-d", law, rate, 0.0, words, steps + 1, buckets=buckets, width=width)
+    nv = NaiveEvents(sizes, [1.0], 2, True, "jsq-d", law, rate, words, 0.0)
+    empties = 0
+    in_window = 0  # events after which some departure waited in the window
+    for step in range(1, steps + 1):
+        kr.run(1)
+        nv.step()
+        empties += sum(nv.x) == 0
+        in_window += bool((kr.a["cal"] >= 0).any())
+        (_compare if step % 16 == 0 or step == steps else _compare_quick)(kr, nv, f"at event {step}")
+    assert kr.far_max >= (8 if lam > 0.5 or law == "deterministic" else 1)
+    if lam > 0.5:
+        assert kr.a["ht"].shape[0] > 8 + ev._H0 and kr.a["qt"].shape[0] > 8  # both grew
+    else:
+        assert empties > 100
+    assert (in_window == 0) == (law == "deterministic")
+    m = int(kr.it[ev.I_NREC])
+    np.testing.assert_allclose(kr.a["so"][:m], nv.so, rtol=1e-9, atol=1e-12 * nv.now)

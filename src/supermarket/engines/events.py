@@ -14,20 +14,37 @@ Data structures, all plain arrays owned by the caller so that a run can be cut i
 
 - ``x`` (queue lengths) and ``lastdep`` (the departure time of each queue's last customer:
   all a FIFO queue needs, since every departure time is fixed on arrival);
-- every customer's departure ``(time, server)`` in a 4-ary min-heap (``ht``, rows of two
-  float64: the time and the server; ``hj`` is no longer used): a departure pops the minimum,
-  an arrival pushes (departures of one queue leave in FIFO order, their times increasing).
-  No key ever changes, so the heap needs no position index; and with no per-queue buffer of
-  customers, the state is ``12 n`` bytes plus ``16`` per customer, which keeps it in cache
-  longer than a per-server heap beside per-queue ring buffers (measured: 3.1 against 2.5 M
-  events/s of CPU time at ``n = 10^5`` on a loaded core); the root leaves by Floyd's
-  bottom-up deletion (the hole descends along the least children, the last entry fills it
-  and sifts up: 4.0 against 3.3 M events/s, the same events).  Time and server side by side,
-  with the rows offset so that the four children of a node fill one 64-byte cache line, make
-  a level of the descent one cache line instead of up to three (two of times, one of
-  servers): the same events in the same order, 8-16 % more events per CPU second at
-  ``n = 10^5`` (benchmarks/README.md);
-  ``O(log(customers))`` per event;
+- every customer's departure ``(time, server)`` in a calendar queue (Brown 1988) with a
+  heap for the far future.  Time is cut into buckets of width ``w`` (bucket ``⌊t/w⌋``,
+  :func:`window`: about :data:`WINDOW_PER_BUCKET` departures each near the front); the
+  ``nb`` buckets from the front ``cur`` on form the window, ``cal[b mod nb]`` heading an
+  unsorted list of nodes (``qt``: rows of time and server as floats; ``qn``: the next node,
+  ``-1`` at the end; free nodes make one more list, from ``it[I_FREE]``).  An arrival puts
+  its departure at the head of its bucket's list, ``O(1)``, or, when it lies beyond the
+  window (after ``(cur + nb) w``: the heavy tails of ``pareto`` and ``lognormal``), into a
+  4-ary min-heap (``ht``: rows of time and server, children of a node in one cache line,
+  the root leaving by Floyd's bottom-up deletion).  The next departure is the least time of
+  bucket ``cur`` (a scan of its short list) or the heap's root when that falls in bucket
+  ``cur``; an empty bucket moves the front on, but never past the bucket of the next
+  arrival (whose departure may land there).  ``O(1)`` amortised per event (the buckets
+  crossed are the time elapsed over ``w``, about one every ``WINDOW_PER_BUCKET`` departures).
+  The order of departures is the order of their times, as with the heap of every customer
+  this replaced, so the events are the same: exact ties between two servers' departures
+  (probability zero for every law, ``deterministic`` included, since arrival times are
+  continuous) would leave in another order; a departure tied with the next arrival
+  still leaves after it.  Measured at ``n = 10^5``
+  (JSQ(2), λ = 0.9, lognormal SCV 4, the kernel alone, interleaved chunks, median M events
+  per CPU second on the loaded machine): the heap of every customer 2.96, this calendar 4.94;
+- two prefetches, hints that change no value: a cursor walks the lists of the buckets a
+  few departures ahead of the front and asks for their nodes' rows and their servers'
+  lengths one departure before they are read (6.01); and under ``jsq-d`` with replacement
+  the next arrival's samples, read ahead on a copy of the generator's state (departures
+  draw nothing), have their lengths and last departures asked for one event early (7.59).
+  Tried and dropped: the nodes as one 16-byte record (time, server, next), 7-9 % slower
+  than two arrays; a window of 8 time units (29 % of the waiting departures in the heap,
+  10 % slower).  With the prefetches (``bench_events_kernel.py``, medians of 10 chunks
+  against this kernel): 2 and 4 departures per bucket 15 % slower, 16 and 32 alike, a window
+  of 32 alike, a lead of 12 or 48 departures alike;
 - the class of server ``j`` is the first ``k`` with ``j < bound[k]`` (servers are numbered
   class by class);
 - for ``jsq`` and ``jiq`` only, the servers sorted by length (``order``, ``pos``, and
@@ -41,21 +58,26 @@ Per customer arriving at or after ``fl[F_TMEAS]``: its sojourn and waiting times
 class of the server it joined, into buffers the caller drains.
 
 The kernel returns :data:`DONE` (the next event is after ``t_stop``: the clock is set to
-``t_stop``), :data:`GROW` (the heap is full or a queue reached the top level kept: grow the
-arrays with :func:`grow`; nothing drawn yet), :data:`FULL` (the customer buffers are full: drain them) or :data:`EVENTS`
-(``max_events`` events done).  Every random number comes from the xoshiro256** state ``s``
-(:mod:`.rng`).
+``t_stop``), :data:`GROW` (the far heap is full, no node is free or a queue reached the top
+level kept: grow the arrays with :func:`grow`; nothing drawn yet), :data:`FULL` (the customer
+buffers are full: drain them) or :data:`EVENTS` (``max_events`` events done).  Every random
+number comes from the xoshiro256** state ``s`` (:mod:`.rng`).
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
-from numba import njit
+from llvmlite import ir  # type: ignore[import-untyped]
+from llvmlite.binding import llvm_version_info  # type: ignore[import-untyped]
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 from numpy.typing import ArrayLike
 
-from .rng import next_below, next_double, next_normal
+from .rng import _step, next_below, next_double, next_normal
 
 __all__ = [
     "events_kernel",
@@ -63,6 +85,9 @@ __all__ = [
     "grow",
     "sample_service",
     "new_arrays",
+    "new_counters",
+    "window",
+    "pending_departures",
     "JSQ_D",
     "RANDOM",
     "JSQ",
@@ -76,10 +101,15 @@ __all__ = [
     "F_NEXT",
     "F_RATE",
     "F_TMEAS",
+    "F_INVW",
     "I_HSIZE",
     "I_TOP",
     "I_NREC",
     "I_EVENTS",
+    "I_CUR",
+    "I_FREE",
+    "N_FL",
+    "N_IT",
 ]
 
 JSQ_D, RANDOM, JSQ, JIQ = 0, 1, 2, 3
@@ -87,11 +117,67 @@ POLICY_CODES = {"jsq-d": JSQ_D, "random": RANDOM, "jsq": JSQ, "jiq": JIQ}
 
 DONE, GROW, FULL, EVENTS = 0, 1, 2, 3
 
-F_NOW, F_NEXT, F_RATE, F_TMEAS = 0, 1, 2, 3
-I_HSIZE, I_TOP, I_NREC, I_EVENTS = 0, 1, 2, 3
+F_NOW, F_NEXT, F_RATE, F_TMEAS, F_INVW = 0, 1, 2, 3, 4
+I_HSIZE, I_TOP, I_NREC, I_EVENTS, I_CUR, I_FREE = 0, 1, 2, 3, 4, 5
+N_FL, N_IT = 5, 6
+"""Lengths of the kernel's ``fl`` and ``it`` arrays (:func:`new_counters`)."""
 
 # service-law codes: the same as supermarket.service (engines import nothing above them)
 _EXP, _ERLANG, _HYPEREXP, _PH, _LOGNORMAL, _PARETO, _DETERMINISTIC = range(7)
+
+
+# the intrinsic's name carries its pointer type: opaque from LLVM 17 on (llvmlite >= 0.45),
+# ``i8*`` before
+_PREFETCH = "llvm.prefetch.p0" if llvm_version_info >= (17,) else "llvm.prefetch.p0i8"
+
+
+@intrinsic
+def _prefetch_intrinsic(typingctx, arr, idx):
+    """A hint to load the cache line of ``arr[idx]`` (of row ``idx`` of a 2-d array) for
+    reading; no effect on any value (LLVM's ``llvm.prefetch``)."""
+    sig = types.void(arr, idx)
+
+    def codegen(context, builder, signature, args):
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        zero = context.get_constant(types.intp, 0)
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]] + [zero] * (aryty.ndim - 1))
+        i8p = ir.PointerType(ir.IntType(8))
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, _PREFETCH)
+        # read, high locality, data cache
+        builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+_prefetch: Any = _prefetch_intrinsic  # called as _prefetch(arr, idx) in compiled code
+
+
+_PF_LEAD = 24
+"""Departures the prefetch cursor runs ahead of the front of the window (in buckets: this
+over :data:`WINDOW_PER_BUCKET`)."""
+
+
+@njit(cache=True, inline="always")
+def _prefetch_samples(s, n, d, x, lastdep):
+    """Prefetch the lengths and last departures of the queues the next arrival will sample
+    under ``jsq-d`` with replacement: its draws, read ahead on a copy of the state (the
+    first is its inter-arrival time; with ties among the first samples, or a rejection in
+    ``next_below``, later guesses miss: a hint only)."""
+    s0 = s[0]
+    s1 = s[1]
+    s2 = s[2]
+    s3 = s[3]
+    r, s0, s1, s2, s3 = _step(s0, s1, s2, s3)
+    nn = np.uint64(n)
+    for _ in range(min(d, 4)):
+        r, s0, s1, s2, s3 = _step(s0, s1, s2, s3)
+        qq = np.int64(((r >> np.uint64(32)) * nn) >> np.uint64(32))
+        _prefetch(x, qq)
+        _prefetch(lastdep, qq)
 
 
 @njit(cache=True, inline="always")
@@ -239,7 +325,9 @@ def events_kernel(
     bound: np.ndarray,
     speed: np.ndarray,
     ht: np.ndarray,
-    hj: np.ndarray,
+    cal: np.ndarray,
+    qt: np.ndarray,
+    qn: np.ndarray,
     order: np.ndarray,
     pos: np.ndarray,
     bstart: np.ndarray,
@@ -259,10 +347,11 @@ def events_kernel(
     t_stop: float,
     max_events: int,
 ) -> int:
-    """Run events until ``t_stop``, ``max_events``, a full buffer or a full heap or level
-    array (see the module docstring).  ``cfg = [n, d, replace, policy, service code,
-    keep sorted]``; ``fl = [now, next arrival, rate, t_meas]``; ``it = [heap size, top
-    level, records, events]``."""
+    """Run events until ``t_stop``, ``max_events``, a full buffer, far heap, node pool or
+    level array (see the module docstring).  ``cfg = [n, d, replace, policy, service code,
+    keep sorted]``; ``fl = [now, next arrival, rate, t_meas, 1/bucket width]``; ``it = [far
+    heap size, top level, records, events, front bucket, first free node]``
+    (:func:`new_counters`)."""
     n = cfg[0]
     d = cfg[1]
     rep = cfg[2] != 0
@@ -270,8 +359,11 @@ def events_kernel(
     code = cfg[4]
     srt = cfg[5] != 0
     cap = c.shape[1] - 1
-    h = ht  # the departures heap, (rows, 2); ``hj`` is unused (kept for the callers' signature)
+    h = ht  # the far-future departures: a heap of rows (time, server)
     hcap = h.shape[0] - _H0
+    nb = cal.shape[0]  # buckets in the window (a power of two)
+    mask = nb - 1
+    invw = fl[F_INVW]  # 1 / bucket width
     K = bound.shape[0]
     out_cap = so.shape[0]
     rate = fl[F_RATE]
@@ -279,27 +371,94 @@ def events_kernel(
     hsize = it[I_HSIZE]
     top = it[I_TOP]
     nrec = it[I_NREC]
+    cur = it[I_CUR]
+    free = it[I_FREE]
     events = 0
     status = EVENTS
+    # the next departure, once found: its time, node (-2: the heap's root) and the node
+    # before it in its bucket's list (-1: the bucket's head); bn == -1: not known
+    bt = math.inf
+    bn = -1
+    bp = -1
+    # the prefetch cursor: a node in bucket pfb (ahead of cur), walked one node a departure;
+    # it only asks for cache lines and changes no value
+    pfb = cur
+    pfn = -1
+    pfl = max(1, int(_PF_LEAD / WINDOW_PER_BUCKET))
     while events < max_events:
-        if top >= cap - 1 or hsize >= hcap:
+        if top >= cap - 1 or hsize >= hcap or free < 0:
             status = GROW
             break
         if nrec >= out_cap:
             status = FULL
             break
         ta = fl[F_NEXT]
-        if hsize > 0 and h[_H0, 0] < ta:
-            now = h[_H0, 0]
+        if bn == -1:
+            # the least departure in bucket ``cur``, moving ``cur`` on over empty buckets but
+            # never past the bucket of the next arrival (whose departure may land there)
+            lim = ta * invw
+            while True:
+                node = cal[cur & mask]
+                if node >= 0:
+                    bt = qt[node, 0]
+                    bn = node
+                    bp = -1
+                    prv = node
+                    node = qn[node]
+                    while node >= 0:
+                        tn = qt[node, 0]
+                        if tn < bt:
+                            bt = tn
+                            bn = node
+                            bp = prv
+                        prv = node
+                        node = qn[node]
+                    break
+                if hsize > 0 and h[_H0, 0] * invw < cur + 1:
+                    break
+                if cur + 1 > lim:
+                    break
+                cur += 1
+            if hsize > 0 and h[_H0, 0] < bt and h[_H0, 0] * invw < cur + 1:
+                bt = h[_H0, 0]
+                bn = -2
+        if bn != -1 and bt < ta:
+            now = bt
             if now > t_stop:
                 fl[F_NOW] = t_stop
                 status = DONE
                 break
-            # departure from server j: the minimum leaves the heap
-            j = _index(h[_H0, 1])
-            hsize -= 1
-            if hsize > 0:
-                _pop_bottom_up(h, hsize)
+            # departure from server j
+            if bn == -2:  # the heap's root leaves
+                j = _index(h[_H0, 1])
+                hsize -= 1
+                if hsize > 0:
+                    _pop_bottom_up(h, hsize)
+            else:  # node bn leaves its bucket's list and joins the free list
+                j = _index(qt[bn, 1])
+                nx = qn[bn]
+                if bp < 0:
+                    cal[cur & mask] = nx
+                else:
+                    qn[bp] = nx
+                qn[bn] = free
+                free = bn
+            bn = -1
+            bt = math.inf
+            # prefetch: the server of the cursor's node (its row asked for one departure
+            # ago), then the next node (or the head of the next bucket)
+            if pfb <= cur:
+                pfb = cur + pfl
+                pfn = -1
+            if pfn >= 0:
+                _prefetch(x, _index(qt[pfn, 1]))
+                pfn = qn[pfn]
+            while pfn < 0 and pfb < cur + 2 * pfl:
+                pfb += 1
+                pfn = cal[pfb & mask]
+            if pfn >= 0:
+                _prefetch(qt, pfn)
+                _prefetch(qn, pfn)
             ell = x[j]
             k = 0
             while k < K - 1 and j >= bound[k]:
@@ -384,8 +543,21 @@ def events_kernel(
             _level_up(c, area, last, ctot, k, ell + 1, now)
             if ell + 1 > top:
                 top = ell + 1
-            _push(h, hsize, dep, float(j))
-            hsize += 1
+            qd = dep * invw
+            if qd < cur + nb:  # in the window: a node at the head of its bucket's list
+                b = int(qd)
+                node = free
+                free = qn[node]
+                qt[node, 0] = dep
+                qt[node, 1] = j
+                qn[node] = cal[b & mask]
+                cal[b & mask] = node
+                if b == cur:  # the bucket being emptied: its least may have changed
+                    bn = -1
+                    bt = math.inf
+            else:  # far future: the heap (never earlier than a departure in the window)
+                _push(h, hsize, dep, float(j))
+                hsize += 1
             if srt:  # j moves from bucket ell to ell + 1: swap with the last of its bucket
                 p = bstart[ell + 1] - 1
                 pj = pos[j]
@@ -395,6 +567,8 @@ def events_kernel(
                 pos[j] = p
                 pos[o] = pj
                 bstart[ell + 1] = p
+            if pol == JSQ_D and (rep or d == 1):
+                _prefetch_samples(s, n, d, x, lastdep)
             if now >= t_meas:
                 so[nrec] = dep - now
                 wa[nrec] = start - now
@@ -405,6 +579,8 @@ def events_kernel(
     it[I_HSIZE] = hsize
     it[I_TOP] = top
     it[I_NREC] = nrec
+    it[I_CUR] = cur
+    it[I_FREE] = free
     it[I_EVENTS] += events
     return status
 
@@ -416,22 +592,59 @@ def _heap_rows(capacity: int) -> np.ndarray:
     return raw[off : off + capacity + _H0]
 
 
+WINDOW_PER_BUCKET = 8.0
+"""Departures per bucket near the front of the window: the bucket width is this over the
+arrival rate."""
+
+WINDOW_TIME = 64.0
+"""The window of buckets spans at least this time over the slowest speed (at λ = 0.9 with
+lognormal SCV 4 and JSQ(2), about 0.1 % of the waiting departures lie further ahead);
+later departures wait in the heap."""
+
+MAX_BUCKETS = 1 << 22
+
+
+def window(rate: float, min_speed: float = 1.0) -> tuple[int, float]:
+    """The buckets of the departures' window for arrivals at ``rate``: ``(count, 1/width)``
+    (a power of two from 64 to :data:`MAX_BUCKETS`; see :data:`WINDOW_PER_BUCKET`)."""
+    width = WINDOW_PER_BUCKET / rate
+    want = WINDOW_TIME / min_speed / width
+    nb = 64
+    while nb < want and nb < MAX_BUCKETS:
+        nb *= 2
+    return nb, 1.0 / width
+
+
 def new_arrays(
-    class_counts: ArrayLike, levels: int = 16, heap: int | None = None, buffer: int = 1 << 16, sorted_mode: bool = False
+    class_counts: ArrayLike,
+    levels: int = 16,
+    heap: int | None = None,
+    buffer: int = 1 << 16,
+    sorted_mode: bool = False,
+    buckets: int = 64,
+    nodes: int | None = None,
 ) -> dict[str, np.ndarray]:
     """Fresh arrays for an empty system: a dict of the kernel's array arguments (servers of
-    class 0 first, then class 1, …: ``bound[k]`` is the first server after class ``k``)."""
+    class 0 first, then class 1, …: ``bound[k]`` is the first server after class ``k``).
+    ``buckets`` (a power of two, :func:`window`), ``nodes`` and ``heap``: the window's
+    buckets and the first sizes of the node pool and of the far-future heap."""
     counts = np.asarray(class_counts, dtype=np.int64)
     n = int(counts.sum())
     K = counts.size
     L = int(levels) + 1
-    h = int(heap) if heap is not None else 4 * n + 64
+    nb = int(buckets)
+    if nb < 1 or nb & (nb - 1):
+        raise ValueError(f"buckets must be a power of two, got {buckets!r}")
+    h = int(heap) if heap is not None else n // 16 + 64
+    m = int(nodes) if nodes is not None else 4 * n + 64
     a: dict[str, np.ndarray] = {
         "x": np.zeros(n, np.int32),
         "lastdep": np.zeros(n),
         "bound": np.cumsum(counts).astype(np.int64),
         "ht": _heap_rows(h),
-        "hj": np.zeros(1, np.int32),
+        "cal": np.full(nb, -1, np.int32),
+        "qt": np.zeros((m, 2)),
+        "qn": _free_chain(0, m),
         "order": np.arange(n, dtype=np.int32) if sorted_mode else np.zeros(n, np.int32),
         "pos": np.arange(n, dtype=np.int32),
         "bstart": np.full(L + 1, n, np.int64),
@@ -449,9 +662,40 @@ def new_arrays(
     return a
 
 
-def grow(a: dict, now: float) -> None:
-    """Grow, in place, whichever of the heap (full) and the levels (a queue at the top
-    level) stopped the kernel: doubled, the new levels empty with their clocks at ``now``."""
+def _free_chain(start: int, stop: int) -> np.ndarray:
+    """Nodes ``start..stop-1`` chained as a free list (``-1`` ends it)."""
+    q = np.arange(start + 1, stop + 1, dtype=np.int32)
+    if q.size:
+        q[-1] = -1
+    return q
+
+
+def new_counters(rate: float, t_meas: float, first_arrival: float, inv_width: float) -> tuple[np.ndarray, np.ndarray]:
+    """The kernel's ``fl`` (clock, next arrival, rate, t_meas, 1/bucket width) and ``it``
+    (heap size, top level, records, events, current bucket, free node) for an empty system."""
+    fl = np.zeros(N_FL)
+    fl[F_NOW], fl[F_NEXT], fl[F_RATE], fl[F_TMEAS], fl[F_INVW] = 0.0, first_arrival, rate, t_meas, inv_width
+    it = np.zeros(N_IT, np.int64)
+    it[I_FREE] = 0
+    return fl, it
+
+
+def pending_departures(a: dict, it: np.ndarray) -> np.ndarray:
+    """Every waiting departure ``(time, server)``, sorted by time (for checks; not fast)."""
+    rows = [a["ht"][_H0 : _H0 + int(it[I_HSIZE])]]
+    for head in a["cal"]:
+        node = int(head)
+        while node >= 0:
+            rows.append(a["qt"][node : node + 1])
+            node = int(a["qn"][node])
+    out = np.concatenate(rows)
+    return out[np.argsort(out[:, 0], kind="stable")]
+
+
+def grow(a: dict, now: float, it: np.ndarray) -> None:
+    """Grow, in place, whichever of the levels (a queue at the top level), the node pool
+    (no free node) and the far-future heap (full) stopped the kernel: doubled, the new
+    levels empty with their clocks at ``now``, the new nodes free."""
     if a["ctot"][-2:].any():  # levels
         K, L = a["c"].shape
         a["c"] = np.hstack([a["c"], np.zeros((K, L), np.int64)])
@@ -459,6 +703,11 @@ def grow(a: dict, now: float) -> None:
         a["last"] = np.hstack([a["last"], np.full((K, L), now)])
         a["ctot"] = np.concatenate([a["ctot"], np.zeros(L, np.int64)])
         a["bstart"] = np.concatenate([a["bstart"], np.full(L, a["x"].size, np.int64)])
+    elif it[I_FREE] < 0:  # nodes: the new ones make the free list
+        m = a["qt"].shape[0]
+        a["qt"] = np.concatenate([a["qt"], np.zeros((m, 2))])
+        a["qn"] = np.concatenate([a["qn"], _free_chain(m, 2 * m)])
+        it[I_FREE] = m
     else:
         old = a["ht"]
         new = _heap_rows(2 * (old.shape[0] - _H0))

@@ -121,16 +121,15 @@ def _run_one(n, d, lam, code, replace, law, counts, speeds, rate, time, burn_in,
     quantiles.  Returns a dict of per-batch arrays and ``interrupted``."""
     sorted_mode = code in (_ev.JSQ, _ev.JIQ)
     buf = int(min(max(rate * time / batches * 1.5 + 1024, 1 << 12), 1 << 24))
-    a = _ev.new_arrays(counts, buffer=buf, sorted_mode=sorted_mode)
+    nb, inv_width = _ev.window(rate, min(speeds))
+    a = _ev.new_arrays(counts, buffer=buf, sorted_mode=sorted_mode, buckets=nb)
     s = state_from_seed_sequence(ss)
     cfg = np.array([n, d, int(bool(replace) or d == 1), code, law.code, int(sorted_mode)], np.int64)
-    fl = np.array([0.0, 0.0, rate, burn_in])
-    it = np.zeros(4, np.int64)
     par = np.asarray(law.params, np.float64)
     tab = law.ph_table()
     spd = np.asarray(speeds, np.float64)
     # the first arrival: drawn from the kernel's own stream (one exponential)
-    fl[_ev.F_NEXT] = _first_arrival(s, rate)
+    fl, it = _ev.new_counters(rate, burn_in, _first_arrival(s, rate), inv_width)
     K = len(counts)
     pieces_so, pieces_wa, pieces_rc = [], [], []
     out = {"area": [], "so_sum": [], "wa_sum": [], "cnt": [], "so_sum_k": [], "cnt_k": [], "h_so": [], "h_wa": []}
@@ -146,7 +145,9 @@ def _run_one(n, d, lam, code, replace, law, counts, speeds, rate, time, burn_in,
                 a["bound"],
                 spd,
                 a["ht"],
-                a["hj"],
+                a["cal"],
+                a["qt"],
+                a["qn"],
                 a["order"],
                 a["pos"],
                 a["bstart"],
@@ -171,7 +172,7 @@ def _run_one(n, d, lam, code, replace, law, counts, speeds, rate, time, burn_in,
             if st == _ev.DONE:
                 return
             if st == _ev.GROW:
-                _ev.grow(a, fl[_ev.F_NOW])
+                _ev.grow(a, fl[_ev.F_NOW], it)
             elif st == _ev.FULL:
                 drain()
             elif progress is not None:
