@@ -96,12 +96,30 @@ def simulate_cli(
 
 
 def meanfield_cli(
-    *, d: Any, load: str, policy: str, server_classes: str, as_json: bool, out: Any = None, **other: Any
+    *,
+    d: Any,
+    load: str,
+    policy: str,
+    server_classes: str,
+    as_json: bool,
+    out: Any = None,
+    service: str = "exp",
+    **other: Any,
 ) -> None:
-    """``meanfield --server-classes``: the per-class fixed point (no --n, --time, --plot, --cdf)."""
+    """``meanfield --server-classes``: the per-class fixed point (no --n, --time, --plot, --cdf);
+    with a phase-type ``--service``, per class and phase (docs/model.md §15.5)."""
     import math
 
     from ..meanfield.classes import classes_fixed_point
+    from ..service import parse_service
+
+    law = parse_service(service)
+    if law.alpha is None:
+        raise click.UsageError(
+            f"--service {law.spec} has no phase-type form: meanfield --server-classes takes exp, erlang:K, "
+            f"hyperexp:SCV or ph:FILE.json; `supermarket simulate --server-classes … --service {law.spec}` runs it "
+            "on the per-queue event engine"
+        )
 
     for key in ("n", "time", "plot", "cdf", "levels", "scheduler"):
         if other.get(key) is not None:
@@ -110,7 +128,13 @@ def meanfield_cli(
         raise click.UsageError("--no-replace does not go with --server-classes (the mean field does not depend on it)")
     if isinstance(d, float) and math.isinf(d):
         raise click.UsageError("--d inf does not go with --server-classes")
-    res = classes_fixed_point(int(d), load, server_classes, policy=policy)
+    res: Any
+    if law.is_exponential:
+        res = classes_fixed_point(int(d), load, server_classes, policy=policy)
+    else:
+        from ..meanfield.classes_phase import classes_phase_fixed_point
+
+        res = classes_phase_fixed_point(int(d), load, server_classes, law, policy=policy)
     data = res.to_dict()
     _emit(data, res.summary(), out, as_json)
 
