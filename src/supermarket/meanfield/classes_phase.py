@@ -49,7 +49,7 @@ MAX_CP_LEVELS = 768
 """Most levels the fixed point tries before it reports that the profile does not settle."""
 
 MAX_UNKNOWNS = 4000
-"""Most unknowns (classes x levels x phases) of the dense Newton-type solve (about 30 s)."""
+"""Most unknowns (classes x levels x phases) of the dense Newton-type solve of ``jsq-d`` (about 30 s)."""
 
 
 def _gain(U: np.ndarray, d: int, policy: str) -> np.ndarray:
@@ -283,6 +283,33 @@ def _polish(x0, lam, f, s, a, M, t0, d, policy):
     return x, float(np.max(np.abs(F(r.x))))
 
 
+def _solve_affine(shape, lam, f, s, a, M, t0):
+    """Random routing (``g ≡ 1``): the drift is affine in ``x``, ``F(x) = F(0) + J x``; ``J``
+    column by column (exact for an affine map), then one sparse solve of ``J x = −F(0)``."""
+    import scipy.sparse as sp
+    import scipy.sparse.linalg as spl
+
+    N = math.prod(shape)
+
+    def F(v):
+        return classes_phase_drift(v.reshape(shape), lam, f, s, a, M, t0, 1, "random").ravel()
+
+    b = F(np.zeros(N))
+    rows, cols, vals = [], [], []
+    e = np.zeros(N)
+    for j in range(N):
+        e[j] = 1.0
+        col = F(e) - b
+        e[j] = 0.0
+        nz = np.nonzero(col)[0]
+        rows.append(nz)
+        cols.append(np.full(nz.size, j))
+        vals.append(col[nz])
+    J = sp.csc_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(N, N))
+    x = spl.spsolve(J, -b)
+    return x.reshape(shape), float(np.max(np.abs(F(x))))
+
+
 def _mph1_decay(rate: float, a: np.ndarray, M: np.ndarray) -> float:
     """Spectral radius of Neuts' ``R = a(aI − a1α − T)^{-1}`` of the M/PH/1 queue (arrival rate
     ``a``, service ``PH(α, T)``): ``P(L >= ℓ)`` decays as its ``ℓ``-th power."""
@@ -303,9 +330,10 @@ def classes_phase_fixed_point(
 ) -> ClassesPhaseFixedPoint:
     """The fixed point of the per-class phase-type mean field (docs/model.md §15.5).
 
-    Started from the exponential per-class fixed point (§15.2) with the phases of a busy
-    server (``∝ α(−T)^{-1}``) and polished by a Newton-type solve (MINPACK ``hybr``) on the
-    truncated drift; where that fails, the ODE from that start first.  Levels: ``levels``, or
+    Under ``random`` (or ``d = 1``) the drift is affine and one sparse linear solve gives the
+    fixed point.  Under ``jsq-d``: started from the exponential per-class fixed point (§15.2)
+    with the phases of a busy server (``∝ α(−T)^{-1}``) and polished by a Newton-type solve
+    (MINPACK ``hybr``) on the truncated drift; where that fails, the ODE from that start first.  Levels: ``levels``, or
     under ``random`` enough for the slowest class's M/PH/1 tail to fall below ``tol``, under
     ``jsq-d`` doubled from 24 until the top level's share is below ``tol``.
 
@@ -358,15 +386,21 @@ def classes_phase_fixed_point(
         Ls = [max(8, math.ceil(math.log(tol) / math.log(eta)) + 4)]
     else:
         Ls = [L for L in (24, 48, 96, 192, 384, 768) if L <= MAX_CP_LEVELS and Kc * L * K <= MAX_UNKNOWNS] or [24]
-    if Kc * Ls[0] * K > MAX_UNKNOWNS:
+    most = MAX_UNKNOWNS if policy == "jsq-d" and d > 1 else 50 * MAX_UNKNOWNS  # random: a sparse solve
+    if Kc * Ls[0] * K > most:
         raise ValueError(
-            f"levels: {Ls[0]} levels x {Kc} classes x {K} phases exceed {MAX_UNKNOWNS} unknowns (the M/PH/1 tail "
+            f"levels: {Ls[0]} levels x {Kc} classes x {K} phases exceed {most} unknowns (the M/PH/1 tail "
             "of the slowest class is too heavy at this load); pass fewer levels or a lower load"
         )
     busy = np.linalg.solve(-M.T, a)  # α(−T)^{-1}: the phase law of a busy server (mean 1)
     from .classes import classes_fixed_point
 
     for L in Ls:
+        if policy == "random" or d == 1:
+            x, res = _solve_affine((Kc, L, K), lam_f, f, s, a, M, t0)
+            x = np.maximum(x, 0.0)
+            u = _profiles(x)[:, 1 : L + 1]
+            break
         try:
             ex = classes_fixed_point(d, lam_f, sc, policy=policy, levels=L).u
         except ValueError:

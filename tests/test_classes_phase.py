@@ -1,0 +1,193 @@
+"""Server classes with a phase-type service law: the mean field (docs/model.md §15.5) and
+the exact law of tiny systems (§15.6).
+
+Every number is checked against an independent fact: the one-class phase-type mean field and
+exact solver (§13), the exponential per-class ones (§15), the M/PH/1 queue of each class
+under random routing (Pollaczek–Khinchine and Neuts' matrix-geometric law), and the per-queue
+event engine (§14), which defines the model.  Statistical checks use fixed seeds and
+tolerances from the check's own standard error.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import scipy.stats as st
+from click.testing import CliRunner
+
+from supermarket.cli import main
+from supermarket.general import simulate_general
+from supermarket.meanfield.classes import classes_drift, classes_fixed_point
+from supermarket.meanfield.classes_phase import classes_phase_drift, classes_phase_fixed_point
+from supermarket.meanfield.phase import phase_drift, phase_fixed_point
+from supermarket.service import parse_service
+
+TWO = "0.5:2,0.5:1"  # s̄ = 1.5
+LAWS = ("erlang:4", "hyperexp:4")
+
+
+def _law(spec):
+    law = parse_service(spec)
+    a, T = np.asarray(law.alpha), np.asarray(law.T)
+    return a, T, -T.sum(axis=1)
+
+
+def _mph1(rate, speed, spec, levels):
+    """Neuts (1981, §3.2) [classical]: the M/PH/1 queue with arrival rate ``rate`` and service
+    ``PH(α, speed·T)`` has ``P(L = ℓ, phase φ) = (1 − ρ) (α R^ℓ)_φ``, ``R = rate (rate I − rate 1α − speed T)^{-1}``."""
+    a, T, _ = _law(spec)
+    K = a.size
+    R = rate * np.linalg.inv(rate * np.eye(K) - rate * np.outer(np.ones(K), a) - speed * T)
+    rho = rate / speed
+    out, v = [], a.copy()
+    for _ in range(levels):
+        v = v @ R
+        out.append((1 - rho) * v)
+    return np.array(out)
+
+
+def _pk(rho, scv):
+    return rho + rho**2 * (1 + scv) / (2 * (1 - rho))
+
+
+# ------------------------------------------------------------------ the drift against §13 and §15.2
+@pytest.mark.parametrize("spec", LAWS)
+@pytest.mark.parametrize(("policy", "d"), [("jsq-d", 2), ("jsq-d", 3), ("random", 1)])
+def test_drift_one_class_is_the_phase_drift(spec, policy, d):
+    """One class of speed 1: the drift of §13, at random states (not only at a fixed point)."""
+    a, T, t0 = _law(spec)
+    rng = np.random.default_rng(1)
+    for _ in range(5):
+        x = rng.random((12, a.size))
+        x *= rng.random() / x.sum()  # total share below 1
+        mine = classes_phase_drift(x[None], 0.7, np.ones(1), np.ones(1), a, T, t0, d, policy)[0]
+        np.testing.assert_allclose(mine, phase_drift(x, 0.7, d, a, T, t0), rtol=0, atol=1e-14)
+
+
+@pytest.mark.parametrize(("policy", "d"), [("jsq-d", 2), ("jsq-d", 5), ("random", 1)])
+def test_drift_one_phase_is_the_classes_drift(policy, d):
+    """Exponential law: summed over the levels at or above i, the drift of §15.2, at random states."""
+    f, s = np.array([0.3, 0.7]), np.array([2.5, 0.5])
+    rng = np.random.default_rng(2)
+    one = np.ones(1)
+    for _ in range(5):
+        u = np.sort(rng.random((2, 10)), axis=1)[:, ::-1]  # non-increasing profiles
+        x = (u - np.hstack([u[:, 1:], np.zeros((2, 1))]))[:, :, None]
+        dx = classes_phase_drift(x, 0.8, f, s, one, -np.ones((1, 1)), one, d, policy)[:, :, 0]
+        du = np.cumsum(dx[:, ::-1], axis=1)[:, ::-1]
+        ref = classes_drift(u, 0.8, f, s, d, policy)
+        np.testing.assert_allclose(du, ref, rtol=0, atol=1e-13)  # (both drop arrivals at the top level)
+
+
+# ------------------------------------------------------------------ fixed points against §13, §15.2
+@pytest.mark.parametrize("spec", LAWS)
+@pytest.mark.parametrize(("d", "lam"), [(2, 0.6), (3, 0.9)])
+def test_fixed_point_one_class_is_the_phase_fixed_point(spec, d, lam):
+    a, T, _ = _law(spec)
+    mine = classes_phase_fixed_point(d, lam, "1:1", spec)
+    ref = phase_fixed_point(d, lam, a, T)
+    L = min(mine.levels, ref.u.size)
+    np.testing.assert_allclose(mine.u[0, :L], ref.u[:L], rtol=0, atol=1e-10)
+    assert abs(mine.total_mean_queue_length - ref.mean_queue_length) < 1e-10
+    assert mine.flow_error < 1e-12 and mine.residual < 1e-12
+
+
+@pytest.mark.parametrize(
+    ("policy", "d", "lam"), [("jsq-d", 2, 0.5), ("jsq-d", 2, 0.9), ("jsq-d", 4, 0.8), ("random", 1, 0.6)]
+)
+def test_fixed_point_exponential_is_the_classes_fixed_point(policy, d, lam):
+    mine = classes_phase_fixed_point(d, lam, TWO, "exp", policy=policy)
+    ref = classes_fixed_point(d, lam, TWO, policy=policy)
+    L = min(mine.levels, ref.levels)
+    np.testing.assert_allclose(mine.u[:, :L], ref.u[:, :L], rtol=0, atol=1e-10)
+    np.testing.assert_allclose(mine.sojourn, ref.sojourn, rtol=1e-10)
+
+
+# ------------------------------------------------------------------ random routing: per-class M/PH/1
+@pytest.mark.parametrize("spec", (*LAWS, "erlang:2"))
+def test_random_routing_is_per_class_mph1(spec):
+    """Each class-k server is an M/PH/1 queue fed at rate λ s̄ and serving PH(α, s_k T):
+    ρ_k = λ s̄/s_k, Neuts' law by length and phase, Pollaczek–Khinchine mean, Little's sojourn."""
+    lam, sbar = 0.6, 1.5
+    r = classes_phase_fixed_point(1, lam, TWO, spec, policy="random")
+    scv = parse_service(spec).scv
+    for k, s in enumerate((2.0, 1.0)):
+        law = _mph1(lam * sbar, s, spec, r.levels)
+        np.testing.assert_allclose(r.x[k], law, rtol=0, atol=1e-12)
+        rho = lam * sbar / s
+        assert abs(r.mean_queue_length[k] - _pk(rho, scv)) < 1e-10
+        assert abs(r.sojourn[k] - _pk(rho, scv) / (lam * sbar)) < 1e-10
+        assert abs(r.u[k, 0] - rho) < 1e-12
+
+
+def test_speeds_scale_time():
+    """All speeds times c at the same load: the same profile, sojourn times divided by c."""
+    a = classes_phase_fixed_point(2, 0.8, TWO, "hyperexp:4")
+    b = classes_phase_fixed_point(2, 0.8, "0.5:6,0.5:3", "hyperexp:4")
+    np.testing.assert_allclose(a.u, b.u, rtol=0, atol=1e-11)
+    np.testing.assert_allclose(a.sojourn / 3, b.sojourn, rtol=1e-10)
+    c = classes_phase_fixed_point(2, 0.8, "0.5:1,0.5:1", "hyperexp:4")  # equal speeds: one class
+    ref = classes_phase_fixed_point(2, 0.8, "1:1", "hyperexp:4")
+    np.testing.assert_allclose(c.u, np.vstack([ref.u, ref.u]), rtol=0, atol=1e-11)
+
+
+# ------------------------------------------------------------------ against the event engine, large n
+@pytest.mark.parametrize(("spec", "lam", "burn"), [("erlang:4", 0.7, 30.0), ("hyperexp:2", 0.6, 60.0)])
+def test_meanfield_against_event_engine_large_n(spec, lam, burn):
+    """n = 2·10^4, 6 replications: |simulated − mean field| within the t quantile (5 degrees of
+    freedom, two-sided 0.999) of the replications' standard error plus 2/n for the O(1/n) bias
+    of the mean field.  Burn-in: the ODE from empty is within 1e-5 of the fixed point by then."""
+    mf = classes_phase_fixed_point(2, lam, TWO, spec)
+    n, R = 2 * 10**4, 6
+    r = simulate_general(
+        n, 2, lam, server_classes=TWO, service=spec, time=25.0, burn_in=burn, seed=5, replications=R, workers=1
+    )
+    z = st.t.ppf(0.9995, R - 1)
+    for k, c in enumerate(r.classes):
+        for i in range(3):
+            assert abs(c.u_mean[i] - mf.u[k, i]) <= z * c.u_stderr[i] + 2.0 / n, (k, i, c.u_mean[i], mf.u[k, i])
+        for est, exact in ((c.mean_queue_length, mf.mean_queue_length[k]), (c.sojourn, mf.sojourn[k])):
+            assert abs(est.mean - exact) <= z * est.stderr + 2.0 / n, (k, est, exact)
+
+
+# ------------------------------------------------------------------ CLI
+def test_meanfield_cli_runs_the_combination():
+    run = CliRunner().invoke(
+        main, ["meanfield", "--server-classes", TWO, "--service", "erlang:4", "--load", "0.7", "--json"]
+    )
+    assert run.exit_code == 0, run.output
+    data = json.loads(run.output)
+    ref = classes_phase_fixed_point(2, 0.7, TWO, "erlang:4")
+    assert data["mean_queue_length"] == pytest.approx(ref.total_mean_queue_length, abs=1e-12)
+    assert [c["speed"] for c in data["classes"]] == [2.0, 1.0]
+    assert "§15.5" in data["source"]
+    text = CliRunner().invoke(main, ["meanfield", "--server-classes", TWO, "--service", "hyperexp:2"])
+    assert text.exit_code == 0 and "phase-type" in text.output
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["meanfield", "--server-classes", TWO, "--service", "erlang:2", "--policy", "jsq"],
+        ["meanfield", "--server-classes", TWO, "--service", "lognormal:2"],
+        ["meanfield", "--server-classes", TWO, "--service", "erlang:2", "--policy", "random", "--load", "0.8"],
+        ["meanfield", "--server-classes", TWO, "--service", "erlang:2", "--n", "10"],
+    ],
+)
+def test_cli_errors_are_one_line(argv):
+    run = CliRunner().invoke(main, argv)
+    assert run.exit_code == 2, (argv, run.output)
+    assert "Traceback" not in run.output and run.output.count("error:") == 1
+
+
+def test_api_refusals_name_the_parameter():
+    with pytest.raises(ValueError, match="policy"):
+        classes_phase_fixed_point(2, 0.5, TWO, "erlang:2", policy="jiq")
+    with pytest.raises(ValueError, match="service"):
+        classes_phase_fixed_point(2, 0.5, TWO, "deterministic")
+    with pytest.raises(ValueError, match="server_classes"):
+        classes_phase_fixed_point(2, 0.5, "0.5:2,0.4:1", "erlang:2")
+    with pytest.raises(ValueError, match="lam"):
+        classes_phase_fixed_point(2, 1.2, TWO, "erlang:2")
