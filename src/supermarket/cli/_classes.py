@@ -152,16 +152,31 @@ def exact_cli(
     as_json: bool,
     out: Any = None,
     refused: dict[str, Any] | None = None,
+    service: str = "exp",
 ) -> None:
-    """``exact --server-classes``: the stationary law of the per-class profile chain (the options
-    in ``refused`` must be unset)."""
+    """``exact --server-classes``: the stationary law of the per-class profile chain, or with a
+    phase-type ``service`` of the per-class (length, phase) chain (the options in ``refused``
+    must be unset)."""
     from ..classes_exact import solve_classes
+    from ..service import parse_service
 
     for flag, value in (refused or {}).items():
         if value:
             raise click.UsageError(f"{flag} does not go with --server-classes (per-class means only)")
+    law = parse_service(service)
+    if law.alpha is None:
+        raise click.UsageError(
+            f"--service {law.spec} has no phase-type form: exact --server-classes takes exp, erlang:K, "
+            f"hyperexp:SCV or ph:FILE.json; `supermarket simulate --server-classes … --service {law.spec}` runs it "
+            "on the per-queue event engine"
+        )
+    res: Any
+    if law.is_exponential:
+        res = solve_classes(n, d, load, server_classes, policy=policy, replace=replace, cap=cap, tol=tol)
+    else:
+        from ..classes_phase_exact import solve_classes_phase
 
-    res = solve_classes(n, d, load, server_classes, policy=policy, replace=replace, cap=cap, tol=tol)
+        res = solve_classes_phase(n, d, load, server_classes, law, policy=policy, replace=replace, cap=cap, tol=tol)
     if res.mass_at_cap >= tol:  # a fixed --cap (or the largest the state limit allows) too low for --tol
         click.echo(
             f"supermarket: warning: P(some queue at the cap) = {res.mass_at_cap:.3g} ≥ --tol {tol:g}: the numbers "
