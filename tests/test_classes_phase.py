@@ -17,11 +17,14 @@ import pytest
 import scipy.stats as st
 from click.testing import CliRunner
 
+from supermarket.classes_exact import solve_classes
+from supermarket.classes_phase_exact import solve_classes_phase
 from supermarket.cli import main
 from supermarket.general import simulate_general
 from supermarket.meanfield.classes import classes_drift, classes_fixed_point
 from supermarket.meanfield.classes_phase import classes_phase_drift, classes_phase_fixed_point
 from supermarket.meanfield.phase import phase_drift, phase_fixed_point
+from supermarket.phase_exact import solve_phase
 from supermarket.service import parse_service
 
 TWO = "0.5:2,0.5:1"  # s̄ = 1.5
@@ -191,3 +194,101 @@ def test_api_refusals_name_the_parameter():
         classes_phase_fixed_point(2, 0.5, "0.5:2,0.4:1", "erlang:2")
     with pytest.raises(ValueError, match="lam"):
         classes_phase_fixed_point(2, 1.2, TWO, "erlang:2")
+
+
+# ================================================================== exact law of tiny systems (§15.6)
+
+
+@pytest.mark.parametrize(
+    ("policy", "replace"), [("jsq-d", True), ("jsq-d", False), ("random", True), ("jsq", True), ("jiq", True)]
+)
+def test_exact_one_class_is_solve_phase(policy, replace):
+    a, T, _ = _law("hyperexp:2")
+    mine = solve_classes_phase(3, 2, 0.7, "1:1", "hyperexp:2", policy=policy, replace=replace, cap=8)
+    ref = solve_phase(3, 2, 0.7, a, T, policy=policy, replace=replace, cap=8)
+    np.testing.assert_allclose(mine.u_mean[0], ref.u, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(mine.phase_mean[0], ref.phase_mean, rtol=0, atol=1e-10)
+    assert abs(mine.mass_at_cap - ref.truncation) < 1e-10
+
+
+@pytest.mark.parametrize(
+    ("policy", "replace"), [("jsq-d", True), ("jsq-d", False), ("random", True), ("jsq", True), ("jiq", True)]
+)
+def test_exact_exponential_is_solve_classes(policy, replace):
+    mine = solve_classes_phase(2, 2, 0.8, TWO, "exp", policy=policy, replace=replace, cap=24)
+    ref = solve_classes(2, 2, 0.8, TWO, policy=policy, replace=replace, cap=24)
+    np.testing.assert_allclose(mine.u_mean, ref.u_mean, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(mine.sojourn, ref.sojourn, rtol=1e-10)
+    assert abs(mine.mass_at_cap - ref.mass_at_cap) < 1e-10
+
+
+@pytest.mark.parametrize(("spec", "cap"), [("erlang:2", 40), ("hyperexp:2", 80)])
+def test_exact_random_routing_is_per_class_mph1(spec, cap):
+    """Random routing makes the servers independent M/PH/1 queues (Neuts' law per class).  The
+    cap only drops arrivals at a full queue: it moves the law by the order of the untruncated
+    tail mass P(L >= cap) of the slowest class; we allow 100 times that."""
+    lam, sbar = 0.4, 1.5
+    r = solve_classes_phase(2, 1, lam, TWO, spec, policy="random", cap=cap)
+    scv = parse_service(spec).scv
+    for k, s in enumerate((2.0, 1.0)):
+        law = _mph1(lam * sbar, s, spec, 400)
+        tail = law[cap - 1 :].sum()  # P(L >= cap), untruncated
+        allow = 100 * tail + 1e-12
+        assert tail < 1e-7
+        np.testing.assert_allclose(r.phase_mean[k], law[:cap], rtol=0, atol=allow)
+        rho = lam * sbar / s
+        assert abs(r.u_mean[k, 0] - rho) < allow
+        assert abs(r.mean_queue_length[k] - _pk(rho, scv)) < cap * allow
+
+
+@pytest.mark.parametrize(("policy", "spec"), [("jsq-d", "hyperexp:2"), ("jiq", "erlang:2")])
+def test_exact_against_event_engine(policy, spec):
+    """n = 2 (one server of each class), 6 replications of 10^5 time units on the event engine
+    (§14, which defines the model): within the t quantile (5 dof, two-sided 0.999) of the
+    replications' standard error plus the exact law's mass at the cap."""
+    ex = solve_classes_phase(2, 2, 0.7, TWO, spec, policy=policy, tol=1e-6)
+    R = 6
+    r = simulate_general(
+        2, 2, 0.7, server_classes=TWO, service=spec, policy=policy, time=1e5, burn_in=100.0, seed=7,
+        replications=R, workers=1,
+    )  # fmt: skip
+    z = st.t.ppf(0.9995, R - 1)
+    slack = 10 * ex.mass_at_cap
+    for k, c in enumerate(r.classes):
+        for i in range(3):
+            assert abs(c.u_mean[i] - ex.u_mean[k, i]) <= z * c.u_stderr[i] + slack
+        for est, exact in ((c.mean_queue_length, ex.mean_queue_length[k]), (c.sojourn, ex.sojourn[k])):
+            assert abs(est.mean - exact) <= z * est.stderr + slack, (k, est, exact)
+
+
+def test_exact_cli_runs_the_combination():
+    argv = ["exact", "--n", "2", "--server-classes", TWO, "--service", "erlang:2", "--load", "0.7", "--json"]
+    run = CliRunner().invoke(main, argv)
+    assert run.exit_code == 0, run.output
+    data = json.loads(run.output)
+    ref = solve_classes_phase(2, 2, 0.7, TWO, "erlang:2")
+    assert data["mean_queue_length"] == pytest.approx(ref.total_mean_queue_length, abs=1e-12)
+    assert data["truncation"]["mass_at_cap"] < 1e-8 and "§15.6" in data["source"]
+    for argv in (
+        ["exact", "--n", "2", "--server-classes", TWO, "--service", "pareto:3"],
+        ["exact", "--n", "2", "--server-classes", TWO, "--service", "erlang:2", "--quantile", "0.5"],
+        ["exact", "--n", "2", "--server-classes", TWO, "--service", "erlang:2", "--d", "3", "--no-replace"],
+    ):
+        run = CliRunner().invoke(main, argv)
+        assert run.exit_code == 2 and "Traceback" not in run.output, (argv, run.output)
+
+
+def test_exact_refusals_name_the_parameter():
+    for kw, word in (
+        (dict(service="lognormal:1"), "service"),
+        (dict(n=3), "server_classes"),
+        (dict(policy="fifo"), "policy"),
+        (dict(cap=200), "cap"),
+        (dict(lam=1.0), "lam"),
+    ):
+        args = dict(n=2, d=2, lam=0.5, server_classes=TWO, service="erlang:2")
+        args.update(kw)
+        with pytest.raises(ValueError, match=word):
+            solve_classes_phase(**args)
+    with pytest.raises(TypeError, match="replace"):
+        solve_classes_phase(2, 2, 0.5, TWO, "erlang:2", replace="no")
