@@ -19,6 +19,7 @@ from click.testing import CliRunner
 
 from supermarket.classes_exact import solve_classes
 from supermarket.classes_phase_exact import solve_classes_phase
+from supermarket.classes_phase_sim import simulate_classes_phase
 from supermarket.cli import main
 from supermarket.general import simulate_general
 from supermarket.meanfield.classes import classes_drift, classes_fixed_point
@@ -292,3 +293,65 @@ def test_exact_refusals_name_the_parameter():
             solve_classes_phase(**args)
     with pytest.raises(TypeError, match="replace"):
         solve_classes_phase(2, 2, 0.5, TWO, "erlang:2", replace="no")
+
+
+# ================================================================== the count engine (§15.7)
+Z = 4.0  # standard errors allowed (blocking errors, calibrated for this engine's sibling in §15.3)
+
+
+@pytest.mark.parametrize(
+    ("policy", "replace", "spec"),
+    [("jsq-d", True, "hyperexp:2"), ("jsq-d", False, "erlang:2"), ("jiq", True, "erlang:2"), ("jsq", True, "erlang:4")],
+)
+def test_count_engine_against_exact(policy, replace, spec):
+    """n = 2, one server per class, 4·10^6 events: per-class E[u_1..3], mean queue lengths and
+    sojourn times within Z standard errors of the exact law (§15.6) plus 10 times its mass at
+    the cap (random routing, whose slow class is at ρ = 0.9 here, is the next test's)."""
+    ex = solve_classes_phase(2, 2, 0.6, TWO, spec, policy=policy, replace=replace, cap=32)
+    assert ex.mass_at_cap < 1e-4
+    r = simulate_classes_phase(
+        2, 2, 0.6, server_classes=TWO, service=spec, policy=policy, replace=replace, events=4 * 10**6, seed=3
+    )
+    slack = 10 * ex.mass_at_cap
+    for k, c in enumerate(r.classes):
+        for i in range(3):
+            assert abs(c.u_mean[i] - ex.u_mean[k, i]) <= Z * c.u_stderr[i] + slack, (k, i)
+        for est, exact in ((c.mean_queue_length, ex.mean_queue_length[k]), (c.sojourn, ex.sojourn[k])):
+            assert est.reliable and abs(est.mean - exact) <= Z * est.stderr + slack, (k, est, exact)
+    assert abs(r.mean_queue_length.mean - ex.total_mean_queue_length) <= Z * r.mean_queue_length.stderr + slack
+
+
+def test_count_engine_random_routing_is_per_class_mph1():
+    """n = 20, random routing: per class Pollaczek–Khinchine at ρ_k = λ s̄/s_k and P(busy) = ρ_k."""
+    lam, spec = 0.5, "erlang:4"
+    r = simulate_classes_phase(20, 1, lam, server_classes=TWO, service=spec, policy="random", events=4 * 10**6, seed=4)
+    for c in r.classes:
+        rho = lam * 1.5 / c.speed
+        assert abs(c.u_mean[0] - rho) <= Z * c.u_stderr[0]
+        assert abs(c.mean_queue_length.mean - _pk(rho, 0.25)) <= Z * c.mean_queue_length.stderr
+        assert abs(c.sojourn.mean - _pk(rho, 0.25) / (lam * 1.5)) <= Z * c.sojourn.stderr
+
+
+def test_count_engine_against_meanfield_large_n():
+    """n = 2·10^4, 2·10^7 events: within Z standard errors plus 2/n of the mean field (§15.5)."""
+    mf = classes_phase_fixed_point(2, 0.7, TWO, "hyperexp:2")
+    n = 2 * 10**4
+    r = simulate_classes_phase(n, 2, 0.7, server_classes=TWO, service="hyperexp:2", events=2 * 10**7, seed=8)
+    for k, c in enumerate(r.classes):
+        for i in range(3):
+            assert abs(c.u_mean[i] - mf.u[k, i]) <= Z * c.u_stderr[i] + 2.0 / n
+        assert abs(c.sojourn.mean - mf.sojourn[k]) <= Z * c.sojourn.stderr + 2.0 / n
+
+
+def test_count_engine_same_seed_any_workers_and_refusals():
+    kw = dict(server_classes=TWO, service="erlang:2", events=10**5, replications=2, seed=9)
+    a = simulate_classes_phase(20, 2, 0.7, workers=1, **kw)
+    b = simulate_classes_phase(20, 2, 0.7, workers=2, **kw)
+    assert np.array_equal(a.u_mean, b.u_mean) and a.sojourn.mean == b.sojourn.mean
+    d = a.to_dict()
+    assert d["service"]["spec"] == "erlang:2" and d["engine"] == "classes"
+    json.dumps(d, allow_nan=False)
+    with pytest.raises(ValueError, match="service"):
+        simulate_classes_phase(20, 2, 0.7, server_classes=TWO, service="pareto:3", events=1000)
+    with pytest.raises(ValueError, match="policy"):
+        simulate_classes_phase(20, 2, 0.7, server_classes=TWO, service="erlang:2", policy="x", events=1000)

@@ -44,7 +44,8 @@ def simulate_cli(
     as_json: bool,
     **unused: Any,
 ) -> None:
-    """``simulate --server-classes`` with exponential service: the count engine."""
+    """``simulate --server-classes`` with exponential service: the count engine; with a phase-type
+    ``--service`` and ``--engine phase``, the count engine of docs/model.md §15.7."""
     from ..classes_sim import simulate_classes
 
     refused = {
@@ -59,7 +60,9 @@ def simulate_cli(
             raise click.UsageError(
                 f"{flag} does not go with --server-classes (the count engine with classes, docs/model.md §15)"
             )
-    if unused.get("engine") not in ("profile", None) or unused.get("start") not in ("empty", None):
+    service = unused.get("service") or "exp"
+    phase = unused.get("engine") == "phase"
+    if (unused.get("engine") not in ("profile", None) and not phase) or unused.get("start") not in ("empty", None):
         raise click.UsageError(
             "--engine and --start do not go with --server-classes (the count engine with classes starts empty; "
             "--engine events runs the per-queue event engine)"
@@ -69,15 +72,19 @@ def simulate_cli(
         from ..service import parse_server_classes
 
         lam = float(load)
+        per = 1.0  # events per unit of capacity and time: 1 + λ, or λ + μ̂ on the phase engine (§15.7)
+        if phase:
+            import numpy as np
+
+            from ..service import parse_service
+
+            per = float(np.max(-np.diag(np.asarray(parse_service(service).T, float))))
         burn_time = (
             float(burn)
             if steps is None
-            else float(burn) / (n * parse_server_classes(server_classes).mean_speed * (1 + lam))
+            else float(burn) / (n * parse_server_classes(server_classes).mean_speed * (per + lam))
         )
-    res = simulate_classes(
-        n,
-        d,
-        load,
+    kw: dict[str, Any] = dict(
         server_classes=server_classes,
         policy=policy,
         replace=replace,
@@ -90,6 +97,13 @@ def simulate_cli(
         batches=256 if batches is None else batches,
         control_variates=control_variates,
     )
+    res: Any
+    if phase:
+        from ..classes_phase_sim import simulate_classes_phase
+
+        res = simulate_classes_phase(n, d, load, service=service, **kw)
+    else:
+        res = simulate_classes(n, d, load, **kw)
     data = res.to_dict()
     data["load_text"] = load
     _emit(data, res.summary(), out, as_json)
