@@ -355,3 +355,19 @@ def test_count_engine_same_seed_any_workers_and_refusals():
         simulate_classes_phase(20, 2, 0.7, server_classes=TWO, service="pareto:3", events=1000)
     with pytest.raises(ValueError, match="policy"):
         simulate_classes_phase(20, 2, 0.7, server_classes=TWO, service="erlang:2", policy="x", events=1000)
+
+
+def test_simulate_cli_engine_phase():
+    """``simulate --server-classes … --service erlang:2 --engine phase``: the count engine, the same
+    numbers as the API for the same seed; the default stays the event engine."""
+    args = ["simulate", "--n", "20", "--d", "2", "--load", "0.7", "--server-classes", TWO, "--service", "erlang:2"]
+    run = CliRunner().invoke(main, [*args, "--engine", "phase", "--steps", "200000", "--seed", "3", "--json"])
+    assert run.exit_code == 0, run.output
+    data = json.loads(run.output)
+    api = simulate_classes_phase(20, 2, 0.7, server_classes=TWO, service="erlang:2", events=200000, seed=3)
+    assert data["engine"] == "classes" and data["service"]["spec"] == "erlang:2"
+    assert data["mean_queue_length"]["mean"] == pytest.approx(api.mean_queue_length.mean, rel=1e-12)
+    ev = CliRunner().invoke(main, [*args, "--time", "20", "--json"])
+    assert ev.exit_code == 0 and json.loads(ev.output).get("engine") != "classes"  # the event engine's JSON
+    bad = CliRunner().invoke(main, [*args, "--engine", "phase", "--steps", "1000", "--precision", "0.01"])
+    assert bad.exit_code == 2 and "Traceback" not in bad.output
