@@ -246,9 +246,9 @@ def test_cli_errors_are_one_line():
         ["meanfield", "--server-classes", TWO, "--policy", "jsq"],
         ["exact", "--n", "2", "--server-classes", "0.5:2,0.5:x"],
         ["simulate", "--n", "10", "--server-classes", TWO, "--precision", "0.01"],
-        # classes with a phase-type law: neither solver has them (simulate's event engine does)
-        ["meanfield", "--server-classes", TWO, "--service", "erlang:2"],
-        ["exact", "--n", "2", "--server-classes", TWO, "--service", "hyperexp:2"],
+        # classes with a law that has no phase-type form: neither solver has them (the event engine does)
+        ["meanfield", "--server-classes", TWO, "--service", "lognormal:2"],
+        ["exact", "--n", "2", "--server-classes", TWO, "--service", "deterministic"],
     ):
         run = CliRunner().invoke(main, argv)
         assert run.exit_code == 2, (argv, run.output)

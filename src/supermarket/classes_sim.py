@@ -110,6 +110,9 @@ class ClassesResult(Result):
         ``(plain s.e./this s.e.)²`` of the mean queue length and sojourn time.
     balance : ErrorEstimate
         The plain estimate of ``Σ_k f_k s_k E[u_{k,1}]/(λ s̄)`` (1 exactly): a self-check.
+    service : ServiceLaw or None
+        The phase-type law on :func:`supermarket.classes_phase_sim.simulate_classes_phase`'s
+        engine; None for exponential service.
     """
 
     n: int
@@ -136,6 +139,7 @@ class ClassesResult(Result):
     balance: ErrorEstimate
     interrupted: bool = False
     notes: tuple = field(default=())
+    service: Any = None  # a phase-type ServiceLaw on the classes x phase engine (docs/model.md §15.7); None: exp
 
     engine: ClassVar[str] = "classes"
 
@@ -154,7 +158,7 @@ class ClassesResult(Result):
                 "lam": self.lam,
                 "policy": self.policy,
                 "replace": self.replace,
-                "service": {"spec": "exp"},
+                "service": {"spec": "exp"} if self.service is None else self.service.to_dict(),
                 "server_classes": self.server_classes.to_dict(),
                 "arrival_rate": self.arrival_rate,
                 "time": self.time,
@@ -191,7 +195,8 @@ class ClassesResult(Result):
         sc = self.server_classes
         lines = [
             f"n={self.n} d={self.d} λ={self.lam:g} policy={self.policy} replace={self.replace} "
-            f"classes={sc.spec} (s̄ = {sc.mean_speed:g}); count engine, exponential service",
+            f"classes={sc.spec} (s̄ = {sc.mean_speed:g}); count engine, "
+            + ("exponential service" if self.service is None else f"service {self.service.spec} (docs/model.md §15.7)"),
             f"time {self.time:.6g} (+ burn-in {self.burn_in:.6g}) x {self.replications} replication(s), "
             f"{self.events:.3e} events in {self.wall_s:.2f} s ({self.events_per_second / 1e6:.1f} M events/s)",
             f"mean queue length {pm(self.mean_queue_length)}; sojourn {pm(self.sojourn)}; waiting {pm(self.waiting)}",

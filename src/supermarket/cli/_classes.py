@@ -44,7 +44,8 @@ def simulate_cli(
     as_json: bool,
     **unused: Any,
 ) -> None:
-    """``simulate --server-classes`` with exponential service: the count engine."""
+    """``simulate --server-classes`` with exponential service: the count engine; with a phase-type
+    ``--service`` and ``--engine phase``, the count engine of docs/model.md §15.7."""
     from ..classes_sim import simulate_classes
 
     refused = {
@@ -59,7 +60,9 @@ def simulate_cli(
             raise click.UsageError(
                 f"{flag} does not go with --server-classes (the count engine with classes, docs/model.md §15)"
             )
-    if unused.get("engine") not in ("profile", None) or unused.get("start") not in ("empty", None):
+    service = unused.get("service") or "exp"
+    phase = unused.get("engine") == "phase"
+    if (unused.get("engine") not in ("profile", None) and not phase) or unused.get("start") not in ("empty", None):
         raise click.UsageError(
             "--engine and --start do not go with --server-classes (the count engine with classes starts empty; "
             "--engine events runs the per-queue event engine)"
@@ -69,15 +72,19 @@ def simulate_cli(
         from ..service import parse_server_classes
 
         lam = float(load)
+        per = 1.0  # events per unit of capacity and time: 1 + λ, or λ + μ̂ on the phase engine (§15.7)
+        if phase:
+            import numpy as np
+
+            from ..service import parse_service
+
+            per = float(np.max(-np.diag(np.asarray(parse_service(service).T, float))))
         burn_time = (
             float(burn)
             if steps is None
-            else float(burn) / (n * parse_server_classes(server_classes).mean_speed * (1 + lam))
+            else float(burn) / (n * parse_server_classes(server_classes).mean_speed * (per + lam))
         )
-    res = simulate_classes(
-        n,
-        d,
-        load,
+    kw: dict[str, Any] = dict(
         server_classes=server_classes,
         policy=policy,
         replace=replace,
@@ -90,18 +97,43 @@ def simulate_cli(
         batches=256 if batches is None else batches,
         control_variates=control_variates,
     )
+    res: Any
+    if phase:
+        from ..classes_phase_sim import simulate_classes_phase
+
+        res = simulate_classes_phase(n, d, load, service=service, **kw)
+    else:
+        res = simulate_classes(n, d, load, **kw)
     data = res.to_dict()
     data["load_text"] = load
     _emit(data, res.summary(), out, as_json)
 
 
 def meanfield_cli(
-    *, d: Any, load: str, policy: str, server_classes: str, as_json: bool, out: Any = None, **other: Any
+    *,
+    d: Any,
+    load: str,
+    policy: str,
+    server_classes: str,
+    as_json: bool,
+    out: Any = None,
+    service: str = "exp",
+    **other: Any,
 ) -> None:
-    """``meanfield --server-classes``: the per-class fixed point (no --n, --time, --plot, --cdf)."""
+    """``meanfield --server-classes``: the per-class fixed point (no --n, --time, --plot, --cdf);
+    with a phase-type ``--service``, per class and phase (docs/model.md §15.5)."""
     import math
 
     from ..meanfield.classes import classes_fixed_point
+    from ..service import parse_service
+
+    law = parse_service(service)
+    if law.alpha is None:
+        raise click.UsageError(
+            f"--service {law.spec} has no phase-type form: meanfield --server-classes takes exp, erlang:K, "
+            f"hyperexp:SCV or ph:FILE.json; `supermarket simulate --server-classes … --service {law.spec}` runs it "
+            "on the per-queue event engine"
+        )
 
     for key in ("n", "time", "plot", "cdf", "levels", "scheduler"):
         if other.get(key) is not None:
@@ -110,7 +142,13 @@ def meanfield_cli(
         raise click.UsageError("--no-replace does not go with --server-classes (the mean field does not depend on it)")
     if isinstance(d, float) and math.isinf(d):
         raise click.UsageError("--d inf does not go with --server-classes")
-    res = classes_fixed_point(int(d), load, server_classes, policy=policy)
+    res: Any
+    if law.is_exponential:
+        res = classes_fixed_point(int(d), load, server_classes, policy=policy)
+    else:
+        from ..meanfield.classes_phase import classes_phase_fixed_point
+
+        res = classes_phase_fixed_point(int(d), load, server_classes, law, policy=policy)
     data = res.to_dict()
     _emit(data, res.summary(), out, as_json)
 
@@ -128,16 +166,31 @@ def exact_cli(
     as_json: bool,
     out: Any = None,
     refused: dict[str, Any] | None = None,
+    service: str = "exp",
 ) -> None:
-    """``exact --server-classes``: the stationary law of the per-class profile chain (the options
-    in ``refused`` must be unset)."""
+    """``exact --server-classes``: the stationary law of the per-class profile chain, or with a
+    phase-type ``service`` of the per-class (length, phase) chain (the options in ``refused``
+    must be unset)."""
     from ..classes_exact import solve_classes
+    from ..service import parse_service
 
     for flag, value in (refused or {}).items():
         if value:
             raise click.UsageError(f"{flag} does not go with --server-classes (per-class means only)")
+    law = parse_service(service)
+    if law.alpha is None:
+        raise click.UsageError(
+            f"--service {law.spec} has no phase-type form: exact --server-classes takes exp, erlang:K, "
+            f"hyperexp:SCV or ph:FILE.json; `supermarket simulate --server-classes … --service {law.spec}` runs it "
+            "on the per-queue event engine"
+        )
+    res: Any
+    if law.is_exponential:
+        res = solve_classes(n, d, load, server_classes, policy=policy, replace=replace, cap=cap, tol=tol)
+    else:
+        from ..classes_phase_exact import solve_classes_phase
 
-    res = solve_classes(n, d, load, server_classes, policy=policy, replace=replace, cap=cap, tol=tol)
+        res = solve_classes_phase(n, d, load, server_classes, law, policy=policy, replace=replace, cap=cap, tol=tol)
     if res.mass_at_cap >= tol:  # a fixed --cap (or the largest the state limit allows) too low for --tol
         click.echo(
             f"supermarket: warning: P(some queue at the cap) = {res.mass_at_cap:.3g} ≥ --tol {tol:g}: the numbers "

@@ -91,7 +91,8 @@ class _Seconds(FloatType):
     "server_classes",
     default=None,
     help="Classes of servers FRACTION:SPEED,… (e.g. 0.5:2,0.5:1; load per unit of capacity): the per-class "
-    "chain (docs/model.md §15.4); per-class E[u], queue lengths and sojourn times.",
+    "chain (docs/model.md §15.4); per-class E[u], queue lengths and sojourn times; with a phase-type --service, "
+    "by class, length and phase (§15.6).",
 )
 def exact(
     n: int,
@@ -116,7 +117,22 @@ def exact(
     law of the maximum queue length, the mean queue length and the response-time law, with
     the truncation bound; sparse linear algebra, no simulation."""
     if server_classes is not None and service != "exp" and not is_exponential_service(service):
-        raise click.UsageError("--server-classes with --service other than exp: no exact solver (simulate runs it)")
+        from ._classes import exact_cli  # docs/model.md §15.6
+
+        exact_cli(
+            n=n,
+            d=d,
+            load=load,
+            policy=policy,
+            replace=replace,
+            server_classes=server_classes,
+            service=service,
+            cap=cap,
+            tol=tol,
+            as_json=as_json,
+            refused={"--quantile": quantiles, "--profile-law": profile_law, "--cdf": cdf_points, "--plot": plot},
+        )
+        return
     if service != "exp" and not is_exponential_service(service):  # docs/model.md §13
         exact_phase_cli(
             n, d, load, service=service, policy=policy, replace=replace, cap=cap, tol=tol, as_json=as_json,

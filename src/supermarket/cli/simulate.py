@@ -259,7 +259,8 @@ def _simulate_general(
     default=None,
     help="Classes of servers FRACTION:SPEED,… (e.g. 0.5:2,0.5:1; load per unit of total capacity; every "
     "fraction times n a whole number), per-class results: the count engine with exponential service "
-    "(docs/model.md §15; --engine events for the per-queue event engine), the event engine otherwise.",
+    "(docs/model.md §15; --engine events for the per-queue event engine), the event engine otherwise "
+    "(with erlang, hyperexp or ph, --engine phase runs the count engine of §15.7).",
 )
 @json_option("Print one JSON object instead of tables.")
 @deprecated_alias("--out", "--save", "out", type=OUTPUT_FILE, why="--out names a directory in every other command")
@@ -358,6 +359,9 @@ def simulate(
         )  # fmt: skip
         return
     if wants_classes_engine(service, server_classes, engine):  # docs/model.md §15: classes, exponential service
+        _classes_cli.simulate_cli(**locals())
+        return
+    if server_classes is not None and engine == "phase" and is_phase_service(service):  # §15.7, on request
         _classes_cli.simulate_cli(**locals())
         return
     if wants_event_engine(service, server_classes):  # a ValueError names a bad law or classes

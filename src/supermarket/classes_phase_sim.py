@@ -1,0 +1,230 @@
+"""Server classes with a phase-type law on the count engine (:mod:`supermarket.engines.classes_phase`,
+docs/model.md §15.7).
+
+:func:`simulate_classes_phase` runs the per-class (length, phase) count chain for every
+dispatch rule and returns a :class:`supermarket.classes_sim.ClassesResult` (its ``service``
+names the law): per-class tail fractions, queue lengths and sojourn times (Little's law), and
+the totals, with the error bars of §15.3 (time batches, blocking per replication, pooled)
+and the capacity-balance control variate ``Σ_k f_k s_k E[u_{k,1}] = λ s̄``, which holds for
+every law of mean 1 (each customer brings one unit of work on average, and a class-``k``
+server does ``s_k`` units per unit of busy time).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import threading
+import time as _time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from . import model as _m
+from .classes_sim import BURN_MIN, CHUNK, DEFAULT_EVENTS, ClassesResult, _check, _summarize
+from .engines import classes_phase as _cp
+from .engines.classes import POLICY_CODES
+from .engines.rng import state_from_seed_sequence
+from .service import ServerClasses, ServiceLaw, parse_server_classes, parse_service
+
+__all__ = ["simulate_classes_phase"]
+
+LEVELS0 = 64
+
+
+def _law_tables(law: ServiceLaw, speeds: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """``alpha_cum``, ``move_cum[k, φ, :]`` (moves then completion, at the class's speed) and ``μ̂``."""
+    a = np.asarray(law.alpha, float)
+    T = np.asarray(law.T, float)
+    K = a.size
+    t0 = -T.sum(axis=1)
+    alpha_cum = np.cumsum(a)
+    alpha_cum[-1] = 1.0
+    base = np.zeros((K, K + 1))
+    for ph in range(K):
+        acc = 0.0
+        for to in range(K):
+            if to != ph:
+                acc += T[ph, to]
+            base[ph, to] = acc
+        base[ph, K] = acc + t0[ph]
+    move_cum = speeds[:, None, None] * base[None, :, :]
+    return alpha_cum, move_cum, float(np.max(-np.diag(T)))
+
+
+def _run_one(counts, speeds, law_tab, cfg, p_arr, burn_ev, batch_ev, batches, ss, tick, stop):
+    """One replication: the per-batch sums ``area[b, k, i]`` (levels 1..) and the events."""
+    alpha_cum, move_cum, mu_hat = law_tab
+    Kc, K = counts.size, alpha_cum.size
+    L = LEVELS0
+    N = np.zeros((Kc, L, K), np.int64)
+    c = np.zeros((Kc, L + 1), np.int64)
+    c[:, 0] = counts
+    C = np.zeros(L + 1, np.int64)
+    C[0] = counts.sum()
+    area = np.zeros((Kc, L + 1), np.int64)
+    stamp = np.zeros((Kc, L + 1), np.int64)
+    s = state_from_seed_sequence(ss)
+    sp = np.asarray(speeds, float)
+    caps = np.cumsum(counts * sp)
+    st = np.zeros(2, np.int64)
+    out: list[np.ndarray] = []
+    arrs = [N, c, C, area, stamp]
+
+    def grow():
+        N0, c0, C0, a0, s0 = arrs
+        L0 = N0.shape[1]
+        N1 = np.zeros((Kc, 2 * L0, K), np.int64)
+        N1[:, :L0] = N0
+        c1 = np.zeros((Kc, 2 * L0 + 1), np.int64)
+        c1[:, : L0 + 1] = c0
+        C1 = np.zeros(2 * L0 + 1, np.int64)
+        C1[: L0 + 1] = C0
+        a1 = np.zeros_like(c1)
+        a1[:, : L0 + 1] = a0
+        s1 = np.full_like(c1, int(st[1]))
+        s1[:, : L0 + 1] = s0
+        arrs[:] = [N1, c1, C1, a1, s1]
+
+    def run(m):
+        target = st[1] + m
+        while st[1] < target:
+            N_, c_, C_, a_, s_ = arrs
+            r = _cp.classes_phase_kernel(
+                N_, c_, C_, a_, s_, s, cfg, caps, sp, alpha_cum, move_cum, p_arr, mu_hat, st,
+                int(min(CHUNK, target - st[1])),
+            )  # fmt: skip
+            if r == _cp.GROW:
+                grow()
+            if stop.is_set():
+                raise KeyboardInterrupt
+            tick(int(st[1]))
+
+    interrupted = False
+    try:
+        run(burn_ev)
+        _cp.close_areas(arrs[1], arrs[3], arrs[4], int(st[1]))
+        arrs[3][:] = 0
+        for _ in range(batches):
+            run(batch_ev)
+            _cp.close_areas(arrs[1], arrs[3], arrs[4], int(st[1]))
+            out.append(arrs[3][:, 1:].copy())
+            arrs[3][:] = 0
+    except KeyboardInterrupt:
+        interrupted = True
+    return out, int(st[1]), interrupted
+
+
+def simulate_classes_phase(
+    n: int,
+    d: int,
+    lam: float | str,
+    *,
+    server_classes: str | ServerClasses,
+    service: str | ServiceLaw,
+    policy: str = "jsq-d",
+    replace: bool = True,
+    time: float | None = None,
+    events: int | float | None = None,
+    burn_in: float | None = None,
+    seed: int | np.random.SeedSequence = 0,
+    replications: int = 1,
+    batches: int = 256,
+    control_variates: bool = True,
+    progress: Callable[[float], object] | None = None,
+    workers: int | None = None,
+) -> ClassesResult:
+    """Simulate ``n`` servers in classes with a phase-type law on the count engine (§15.7).
+
+    Parameters are those of :func:`supermarket.classes_sim.simulate_classes`, and
+    ``service``: a law with a phase-type form, mean 1 (``erlang:K``, ``hyperexp:SCV``,
+    ``ph:FILE.json``, ``exp``).  Time: events over ``Λ = n s̄ (λ + μ̂)``, ``μ̂`` the largest
+    phase rate of the law.
+
+    Returns
+    -------
+    ClassesResult
+        With ``service`` set to the law.
+
+    Examples
+    --------
+    >>> r = simulate_classes_phase(100, 2, 0.5, server_classes="0.5:2,0.5:1", service="erlang:2",
+    ...                            events=10**6, seed=1)
+    >>> round(r.balance.mean, 2), r.to_dict()["service"]["spec"]
+    (1.0, 'erlang:2')
+    """
+    n, d, lam_f, replications, batches = _check(n, d, lam, policy, replace, replications, batches)
+    sc = parse_server_classes(server_classes)
+    law = parse_service(service)
+    if law.alpha is None or law.T is None:
+        raise ValueError(
+            f"service: {law.spec} has no phase-type form; the count engine takes exp, erlang:K, hyperexp:SCV or "
+            "ph:FILE.json (the event engine runs the others)"
+        )
+    counts = sc.counts(n)
+    if not isinstance(control_variates, (bool, np.bool_)):
+        raise TypeError(f"control_variates must be True or False, got {type(control_variates).__name__}")
+    speeds = np.asarray(sc.speeds, float)
+    law_tab = _law_tables(law, speeds)
+    sbar = sc.mean_speed
+    R_ev = n * sbar * (lam_f + law_tab[2])  # events per unit of time
+    if time is not None and events is not None:
+        raise ValueError("give time or events, not both")
+    if time is not None:
+        time = _m.check_positive_float("time", time)
+        total = time * R_ev
+    elif events is not None:
+        total = float(_m.check_positive_int("events", events, maximum=2**62))
+    else:
+        total = float(DEFAULT_EVENTS)
+    batch_ev = max(1, round(total / batches))
+    time = batch_ev * batches / R_ev
+    if burn_in is None:
+        burn_in = max(time / 10.0, BURN_MIN / min(sc.speeds))
+    else:
+        burn_in = float(burn_in)
+        if not (math.isfinite(burn_in) and burn_in >= 0):
+            raise ValueError(f"burn_in must be a finite number >= 0, got {burn_in!r}")
+    burn_ev = round(burn_in * R_ev)
+    burn_in = burn_ev / R_ev
+    if workers is None:
+        workers = max(1, min(os.cpu_count() or 1, replications))
+    workers = _m.check_positive_int("workers", workers, maximum=1024)
+    cfg = np.array([n, d, int(bool(replace) or d == 1), POLICY_CODES[policy]], np.int64)
+    p_arr = lam_f / (lam_f + law_tab[2])
+    seeds = _m.spawn_seeds(seed, replications)
+    per = burn_ev + batch_ev * batches
+    done = [0] * replications
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def one(r):
+        def tick(ev):
+            if progress is not None:
+                with lock:
+                    done[r] = ev
+                    progress(min(1.0, sum(done) / (per * replications)))
+
+        return _run_one(counts, speeds, law_tab, cfg, p_arr, burn_ev, batch_ev, batches, seeds[r], tick, stop)
+
+    # compile (or load) the kernel before the clock starts: one event of a chain of its own seed
+    _run_one(counts, speeds, law_tab, cfg, p_arr, 1, 1, 1, np.random.SeedSequence(0), lambda ev: None, stop)
+    t0 = _time.perf_counter()
+    if workers == 1 or replications == 1:
+        results = [one(r) for r in range(replications)]
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = [pool.submit(one, r) for r in range(replications)]
+            try:
+                results = [f.result() for f in futures]
+            except KeyboardInterrupt:
+                stop.set()
+                results = [f.result() for f in futures]
+    wall = _time.perf_counter() - t0
+    res = _summarize(
+        n, d, lam_f, policy, replace, sc, counts, time, burn_in, replications, batches, batch_ev, control_variates,
+        results, wall,
+    )  # fmt: skip
+    return dataclasses.replace(res, service=law)
