@@ -347,13 +347,16 @@ def simulate(
             "replications together; run it locally"
         )
     if replications is None:  # 1, or the event engine's own default (supermarket.general.DEFAULT_REPLICATIONS)
-        on_count = server_classes is None and engine != "events" and is_phase_service(service)
-        on_count = on_count or wants_classes_engine(service, server_classes, engine)
+        on_count = (
+            (server_classes is None and engine != "events" and is_phase_service(service))
+            or wants_classes_engine(service, server_classes, engine)
+            or (server_classes is not None and engine == "phase" and is_phase_service(service))
+        )
         replications = 1 if on_count or not wants_event_engine(service, server_classes) else None
     if server_classes is None and engine != "events" and is_phase_service(service):  # docs/model.md §13
         simulate_phase_cli(
             n, d, load, service=service, policy=policy, replace=replace, steps=steps, time_=time_, burn=burn,
-            seed=seed, replications=replications, workers=workers, batches=batches, start=start,
+            seed=seed, replications=replications or 1, workers=workers, batches=batches, start=start,
             control_variates=control_variates, out=out, as_json=as_json, precision=precision,
             max_steps=max_steps, scheduler=scheduler, cdf=cdf, plot=plot, engine=engine,
         )  # fmt: skip
