@@ -65,6 +65,25 @@ def _block_factor(r: float) -> float:
     return 1.0 + 2.0 * r / -math.expm1(-math.sqrt(lo * hi))
 
 
+def _variance_factor(r: float, m: int) -> float:
+    """``g = f·(m − 1)/(m − f)`` at ``ρ̃ = r`` on ``m`` blocks, less its second-order bias
+    ``½ g''(r) Var(ρ̃)`` with ``Var(ρ̃) ≈ (1 + 4/m)²(1 − r²)/m``: ``g`` is convex in ``ρ̃``,
+    so ``g`` of a noisy ``ρ̃`` overstates the variance on average (docs/model.md §9)."""
+
+    def g(x: float) -> float:
+        f = _block_factor(x)
+        return f * (m - 1.0) / max(m - f, 1.0)
+
+    g0 = g(r)
+    if r <= 0.0:  # f is linear there
+        return g0
+    h = min(0.01, r)
+    curvature = (g(r + h) - 2.0 * g0 + g(r - h)) / (h * h)
+    var = (1.0 + 4.0 / m) ** 2 * (1.0 - r * r) / m
+    f1 = 1.0 + 2.0 * r  # lag-1 correlation alone: a floor
+    return max(g0 - 0.5 * curvature * var, f1 * (m - 1.0) / max(m - f1, 1.0))
+
+
 @functools.lru_cache(maxsize=256)
 def _chi2_quantiles(L: int, alpha: float) -> np.ndarray:
     """``χ²_{1−alpha}`` quantiles on ``L, …, 1`` degrees of freedom (cached: scipy's ``ppf`` is slow)."""
@@ -401,8 +420,7 @@ def blocking(
     # correlation left between the blocks (docs/model.md §9); ρ̃ kept above −0.45 so that f stays positive
     m = ns[j]
     r = min(max(rho_tilde(j), -0.45), 0.95)
-    f = _block_factor(r)
-    g = f * (m - 1.0) / max(m - f, 1.0)
+    g = _variance_factor(r, m)
     se = math.sqrt(var1[j] / m * g)
     dof = _blocking_dof(m)
     n_eff = v_all / se**2 if se > 0 else math.nan
