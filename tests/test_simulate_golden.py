@@ -59,37 +59,37 @@ CASES = {
     ),
 }
 
-GOLDEN = {  # JSON: the new key "policy", then the skew-aware half-widths (stderr values unchanged)
+GOLDEN = {  # the blocking factor without its convexity bias (docs/model.md §9): error fields moved, means not
     "buckets-d1-continuous-time": (
-        "cdfcfeb26b29a411e8525df98ec3cfcdbce0d98dea640729698bfc336469e18a",
+        "2df93f0a6485bc9868366db72dbd43ea3ce6b84cd1004d7f5bbb4596c17a02d2",
         "322c96ee8778c0613b51c0df2792601b211353bdcbefe9c994cd97c0d0d3ae9e",
     ),
     "buckets-replications": (
-        "c53825f954bd95c37be5ae0c15416e3fb55bbe962978286db7ef7b716e05c322",
-        "17784650bede81191736e15b5edde7cc401880023ad7fc8d5e379d9e19c1be29",
+        "d07babf880704221809b9cdc797385b1718119502447be6878ce4f6e3c0601c0",
+        "09fede9613b2373c7c3729891228dca0edb1e09cb53d290162c069d1b59095f9",
     ),
     "profile-discrete-cv": (
-        "29326a6f787ef061e8e1db83d68fcd81b28016b5245af259d198f1e73008370f",
+        "550941b3e97a4c4eece0396ca761f00402f8293c227584feec8cbcf499ffde9c",
         "72dbaf205b913abec8d6c92abe193ad94d184d5fbf338b1dcdc721305584c677",
     ),
     "profile-overload": (
-        "ffb6e5f924b538d28572576d9493d463879ccde7a811b9c40c73da976c2ab964",
-        "e0ed3a94e31d6c09902a3e643f34bca11b0e7fa4e7d573a27fb9df6ba178e254",
+        "e3db4ffd8eb86501b9260cc07862feb3658ec4df18ff999c3045538788411933",
+        "b00c036f9b1fdd7bff465122080120aa1f11c47639b6fa459d12283fc67335df",
     ),
     "profile-perfect-continuous": (
-        "8d90320bd11064495fac27d4ff5f893d55617f9f826de9f1d02afafefcf381fa",
-        "a080a10888f876529171652accf47371b79dc7c7aa1a88ea17574ca3c5a02ee1",
+        "c713a23bce61f2fc94513655a7fbaf83dd7de397dd044620e77b9c012035f28f",
+        "29732149aa47b7d9b1407f57c1652b4abc87d544a855d57be48ad6c66fe865ec",
     ),
     "profile-precision": (
-        "274c8a0f818a2675c2ae686b786b7f18fb2da0c12c95f751f2199294e5aab0c9",
-        "bc4108f42ccfca3624c6e28b0f0d2e171905d618590f75ab3089a5c0d7971051",
+        "09b90534aab071ee1619bcafcfc46d0594333da70edee91e966b22bd80629e7c",
+        "20be26fff12e4908a8cfb13a1865262b14fd7a0f0725b914b653db02dd3635d8",
     ),
     "queues-continuous-noreplace-plain": (
-        "893c34ea084bd0a8b4ad5bc1e1658a1fa2cb3245ca3be271837b81aa1623760c",
-        "d6c450e12b48ac8557a824043c49573c4354e21ada9599f4aa3c66b6352ae157",
+        "482116033324140fdeaef2cfd8eeada43f59914bde4d369c2d88b9c95ddcf6e5",
+        "dee3ccd37a0205c37507da45754e3e94d8a1c2f83700622af2995d75edbb29f3",
     ),
     "queues-records-noreplace": (
-        "3a227326b818bbfb1221b070d4a8dcfd5873e0aa1c1893f7b4fad3bdac6d641b",
+        "bac66d8332aa1cbbd4d5ce4b85cf03006f45f2c3b9841ad08709f6efdced5c79",
         "c2951f02d1550de788381a3a0f2cb24a5332f320a660b328c43d1737a796dfd3",
     ),
 }
