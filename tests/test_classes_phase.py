@@ -371,3 +371,22 @@ def test_simulate_cli_engine_phase():
     assert ev.exit_code == 0 and json.loads(ev.output).get("engine") != "classes"  # the event engine's JSON
     bad = CliRunner().invoke(main, [*args, "--engine", "phase", "--steps", "1000", "--precision", "0.01"])
     assert bad.exit_code == 2 and "Traceback" not in bad.output
+
+
+def test_simulate_api_runs_the_count_engine_on_request():
+    """``simulate(server_classes=, service=erlang, engine="phase")`` is the count engine of §15.7,
+    the same numbers as :func:`simulate_classes_phase` for the same seed; without
+    ``engine="phase"`` the combination stays on the event engine."""
+    from supermarket import simulate
+    from supermarket.classes_phase_sim import simulate_classes_phase
+    from supermarket.general import GeneralResult
+
+    kw = dict(server_classes="0.5:2,0.5:1", service="hyperexp:2", seed=3)
+    a = simulate(12, 2, 0.7, engine="phase", steps=100_000, **kw)
+    b = simulate_classes_phase(12, 2, 0.7, events=100_000, **kw)
+    assert a.to_dict()["service"]["spec"] == "hyperexp:2" and a.replications == 1
+    assert a.mean_queue_length.mean == b.mean_queue_length.mean
+    assert [c.mean_queue_length.mean for c in a.classes] == [c.mean_queue_length.mean for c in b.classes]
+    assert isinstance(simulate(12, 2, 0.7, time=20.0, replications=2, **kw), GeneralResult)
+    with pytest.raises(ValueError, match="start"):
+        simulate(12, 2, 0.7, engine="phase", steps=1000, start="fixed-point", **kw)

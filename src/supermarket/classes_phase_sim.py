@@ -19,17 +19,19 @@ import threading
 import time as _time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 
 from . import model as _m
-from .classes_sim import BURN_MIN, CHUNK, DEFAULT_EVENTS, ClassesResult, _check, _summarize
+from ._checks import refuse_unused_keywords
+from .classes_sim import _SIMULATE_DEFAULTS, BURN_MIN, CHUNK, DEFAULT_EVENTS, ClassesResult, _check, _summarize
 from .engines import classes_phase as _cp
 from .engines.classes import POLICY_CODES
 from .engines.rng import state_from_seed_sequence
 from .service import ServerClasses, ServiceLaw, parse_server_classes, parse_service
 
-__all__ = ["simulate_classes_phase"]
+__all__ = ["simulate_classes_phase", "wants_classes_phase_engine", "from_simulate_args"]
 
 LEVELS0 = 64
 
@@ -228,3 +230,93 @@ def simulate_classes_phase(
         results, wall,
     )  # fmt: skip
     return dataclasses.replace(res, service=law)
+
+
+def wants_classes_phase_engine(
+    service: object = "exp", server_classes: object = None, engine: object = "profile"
+) -> bool:
+    """Whether ``simulate(..., server_classes=, service=, engine=)`` runs this engine: server
+    classes, a phase-type law other than exponential, and ``engine="phase"`` (the event engine
+    stays the default for the combination).
+
+    Examples
+    --------
+    >>> c = "0.5:2,0.5:1"
+    >>> wants_classes_phase_engine("erlang:2", c, "phase"), wants_classes_phase_engine("erlang:2", c)
+    (True, False)
+    >>> wants_classes_phase_engine("lognormal:2", c, "phase"), wants_classes_phase_engine("erlang:2", None, "phase")
+    (False, False)
+    """
+    if server_classes is None or engine != "phase":
+        return False
+    law = parse_service(service)  # type: ignore[arg-type]
+    return not law.is_exponential and law.alpha is not None
+
+
+def from_simulate_args(
+    n: int,
+    d: int,
+    lam: float | str,
+    *,
+    server_classes: str | ServerClasses,
+    service: str | ServiceLaw,
+    policy: str = "jsq-d",
+    steps: int | float | None = None,
+    time: float | None = None,
+    burn_in: float | None = None,
+    replace: bool = True,
+    seed: int | np.random.SeedSequence = 0,
+    replications: int = 1,
+    batches: int | None = None,
+    control_variates: bool = True,
+    progress: object = None,
+    workers: int | None = None,
+    **others: Any,
+) -> ClassesResult:
+    """:func:`simulate_classes_phase` with :func:`supermarket.simulate`'s keywords: ``steps``
+    are events of the chain (a burn-in given with them is in events too); keywords this
+    engine has no use for are refused unless at their default; ``time_mode`` and ``eps`` are
+    ignored.
+
+    Examples
+    --------
+    >>> from_simulate_args(10, 2, 0.5, server_classes="0.5:2,0.5:1", service="erlang:2", engine="phase",
+    ...                    start="fixed-point")
+    Traceback (most recent call last):
+    ...
+    ValueError: start: the count engine with server classes and a phase-type law does not take start= ...
+    """
+    others = {k: v for k, v in others.items() if not (k == "engine" and v == "phase")}
+    refuse_unused_keywords(
+        others,
+        _SIMULATE_DEFAULTS,
+        ("time_mode", "eps", "_force_window"),
+        lambda key: (
+            f"{key}: the count engine with server classes and a phase-type law does not take {key}= (it starts "
+            "empty, runs on local threads, and has no precision target); engine='events' runs the per-queue "
+            "event engine"
+        ),
+    )
+    if steps is not None and burn_in is not None:  # in the unit of the horizon: events
+        sc = parse_server_classes(server_classes)
+        law = parse_service(service)
+        per = float(np.max(-np.diag(np.asarray(law.T, float)))) if law.T is not None else 1.0
+        burn_in = float(burn_in) / (n * sc.mean_speed * (per + _m.check_load(lam, name="lam")))
+    return simulate_classes_phase(
+        n,
+        d,
+        lam,
+        server_classes=server_classes,
+        service=service,
+        policy=policy,
+        replace=replace,
+        time=time,
+        events=steps,
+        burn_in=burn_in,
+        seed=seed,
+        replications=replications,
+        batches=256 if batches is None else batches,
+        control_variates=control_variates,
+        progress=progress if callable(progress) else None,
+        workers=workers,
+    )

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import classes_phase_sim as _classes_phase_sim
 from .. import classes_sim as _classes_sim
 from .. import phase_run as _phase_run
 from .. import policies as _pol
@@ -469,7 +470,9 @@ def simulate(
         exponential service run the count engine with classes
         (:func:`supermarket.classes_sim.simulate_classes`, docs/model.md §15; a
         :class:`~supermarket.classes_sim.ClassesResult`), or the event engine with
-        ``engine="events"``; with any other law, the event engine.
+        ``engine="events"``; with any other law, the event engine, or with a phase-type law and
+        ``engine="phase"`` the count engine of classes and phases
+        (:func:`supermarket.classes_phase_sim.simulate_classes_phase`, docs/model.md §15.7).
 
     Returns
     -------
@@ -535,6 +538,16 @@ def simulate(
             max_steps=max_steps, client=client, service=service,
         )  # fmt: skip
         return classes
+    if _classes_phase_sim.wants_classes_phase_engine(service, server_classes, engine):  # §15.7, on request
+        replications = 1 if replications is None else replications
+        classes_phase: Any = _classes_phase_sim.from_simulate_args(
+            n, d, lam, server_classes=server_classes, service=service, policy=policy, steps=steps, time=time,
+            burn_in=burn_in, replace=replace, seed=seed, replications=replications, batches=batches,
+            workers=workers, control_variates=control_variates, progress=progress, engine=engine, start=start,
+            time_mode=time_mode, eps=eps, record_every=record_every, record_levels=record_levels,
+            precision=precision, max_steps=max_steps, client=client,
+        )  # fmt: skip
+        return classes_phase
     if _general.wants_event_engine(service, server_classes):  # docs/model.md §14
         general: Any = _general.from_simulate_args(
             n,
