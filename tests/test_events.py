@@ -63,7 +63,9 @@ def test_md1_queue_length_law():
 
 def test_mm1_queue_length_and_fifo_sojourn_law():
     rho = 0.7
-    r = simulate_general(50, 1, rho, policy="random", service="exp", time=10_000.0, seed=5, quantiles=(0.5, 0.9))
+    r = simulate_general(
+        50, 1, rho, policy="random", service="exp", time=10_000.0, seed=5, quantiles=(0.5, 0.9), control_variates=False
+    )
     for ell in range(1, 6):
         assert abs(r.u_mean[ell - 1] - rho**ell) <= Z * r.u_stderr[ell - 1], (ell, r.u_mean[ell - 1], rho**ell)
     # FIFO M/M/1: the sojourn is exponential(1 − ρ) [classical]; LIFO or random order would
@@ -129,7 +131,10 @@ def test_same_seed_same_numbers_and_chunking_does_not_matter():
     a = simulate_general(30, 2, 0.9, service="pareto:2.5", time=300.0, seed=8, batches=64)
     b = simulate_general(30, 2, 0.9, service="pareto:2.5", time=300.0, seed=8, batches=64)
     assert np.array_equal(a.u_mean, b.u_mean) and a.events == b.events
-    c = simulate_general(30, 2, 0.9, service="pareto:2.5", time=300.0, seed=8, batches=100)
+    # the plain time averages do not depend on the batches (the control's β is fitted on them)
+    kw = dict(service="pareto:2.5", time=300.0, seed=8, control_variates=False)
+    a = simulate_general(30, 2, 0.9, batches=64, **kw)
+    c = simulate_general(30, 2, 0.9, batches=100, **kw)
     assert c.events == a.events  # the same path, cut into other batches
     assert c.mean_queue_length.mean == pytest.approx(a.mean_queue_length.mean, rel=1e-9)
 
@@ -141,7 +146,10 @@ def test_result_to_dict_is_json():
     d = json.loads(json.dumps(r.to_dict(), allow_nan=False))
     assert d["service"]["spec"] == "hyperexp:3" and len(d["classes"]) == 2
     assert set(d["classes"][0]) >= {"fraction", "speed", "u_mean", "mean_queue_length", "sojourn"}
-    assert "no control variates" in d["error_bars"]
+    assert "capacity-balance control variate" in d["error_bars"] and d["control_variates"]
+    assert set(d["variance_reduction"]) == {"u_mean", "mean_queue_length"}
+    p = simulate_general(6, 2, 0.5, service="exp", time=100.0, seed=1, batches=64, control_variates=False)
+    assert "no control variates" in p.to_dict()["error_bars"] and p.to_dict()["variance_reduction"] is None
 
 
 @pytest.mark.parametrize(
@@ -220,7 +228,15 @@ def test_ties_are_broken_uniformly_between_classes(replace):
     # indices run class by class, and Floyd's sampling without replacement does not order its
     # sample uniformly, so "the first shortest" instead of a uniform tie-break would load class 0 more
     r = simulate_general(
-        2, 2, 0.7, replace=replace, service="erlang:2", server_classes="0.5:1,0.5:1", time=50_000.0, seed=41
+        2,
+        2,
+        0.7,
+        replace=replace,
+        service="erlang:2",
+        server_classes="0.5:1,0.5:1",
+        time=50_000.0,
+        seed=41,
+        control_variates=False,  # adjusted, the two classes' u_1 are anti-correlated: hypot would not hold
     )
     a, b = r.classes
     assert abs(a.u_mean[0] - b.u_mean[0]) <= Z * math.hypot(a.u_stderr[0], b.u_stderr[0]), (a.u_mean[0], b.u_mean[0])
@@ -291,7 +307,9 @@ def test_cli_service_and_server_classes():
     data = json.loads(r.stdout)
     assert data["service"]["spec"] == "hyperexp:4" and [c["speed"] for c in data["classes"]] == [2.0, 1.0]
     r = CliRunner().invoke(main, [*args, "--service", "deterministic"])
-    assert r.exit_code == 0 and "service=deterministic" in r.stdout and "no control variates" in r.stdout
+    assert r.exit_code == 0 and "service=deterministic" in r.stdout and "capacity balance" in r.stdout
+    r = CliRunner().invoke(main, [*args, "--service", "deterministic", "--no-control-variates"])
+    assert r.exit_code == 0 and "no control variates" in r.stdout
     for bad, words in (
         (["--service", "gamma:2"], "service must be one of"),
         (["--server-classes", "0.5:2,0.4:1"], "sum to"),
@@ -315,7 +333,7 @@ def test_error_bars_come_from_independent_replications():
         50, 1, 0.7, policy="random", service="hyperexp:4", time=5_000.0, seed=5, replications=4, workers=1
     )
     e = r.mean_queue_length
-    assert e.reliable and e.method == "replications" and e.dof == pytest.approx(3.0)
+    assert e.reliable and e.method.startswith("replications") and e.dof == pytest.approx(3.0)
     assert abs(e.mean - pk_mean_queue(0.7, 4.0)) <= 4.0 * e.stderr
 
 
@@ -330,7 +348,7 @@ def test_default_run_makes_the_replications_its_error_bars_need(monkeypatch):
     r = simulate_general(50, 2, 0.7, service="hyperexp:4", seed=5, workers=1)
     assert r.replications == general_run.DEFAULT_REPLICATIONS == 4
     assert r.time == pytest.approx(200_000 / (2.2 * rate) / 4)
-    assert r.mean_queue_length.reliable and r.mean_queue_length.method == "replications"
+    assert r.mean_queue_length.reliable and r.mean_queue_length.method.startswith("replications")
     two = simulate_general(50, 2, 0.7, service="hyperexp:4", seed=5, workers=1, replications=2)
     assert two.replications == 2 and two.time == pytest.approx(200_000 / (2.2 * rate))
     # simulate() routes here with the same default; the count engines keep one replication
@@ -352,3 +370,47 @@ def test_cli_default_shows_error_bars_from_four_replications(monkeypatch):
     assert r.exit_code == 0, r.output
     assert "4 replication(s)" in r.output
     assert next(x for x in r.output.splitlines() if x.startswith("mean queue length")).count("±") == 3
+
+
+def test_capacity_control_variate_is_unbiased_and_pays():
+    """The capacity balance Σ f_k s_k E[u_{k,1}] = λ s̄ (work conservation, every law) as a control
+    variate (docs/model.md §14).  Random routing with two classes is per-class M/G/1 at
+    utilisation λ s̄/s_k (Pollaczek–Khinchine): the adjusted means of the whole system and of
+    each class agree with it within 4 of their standard errors (Student t on 3 degrees of
+    freedom: 4 s.e. is its 97.2 % point), and the adjustment has a measured gain above 1 (its
+    spread-based error, on 3 degrees of freedom, need not be smaller in one run).  A wrong known
+    mean of the control (λ s̄ for λ) or a class weighting without s̄ biases the adjusted means by
+    many standard errors (both fail here)."""
+    kw = dict(policy="random", service="hyperexp:2", server_classes="0.5:2,0.5:1", time=3000.0, seed=21)
+    r = simulate_general(40, 1, 0.6, replications=4, workers=1, **kw)
+    p = simulate_general(40, 1, 0.6, replications=4, workers=1, control_variates=False, **kw)
+    sbar = 1.5
+    rho = [0.6 * sbar / 2.0, 0.6 * sbar / 1.0]
+    for c, rk in zip(r.classes, rho):
+        e = c.mean_queue_length
+        assert e.reliable and e.method.endswith("+cv"), e
+        assert abs(e.mean - pk_mean_queue(rk, 2.0)) <= 4.0 * e.stderr, (e, pk_mean_queue(rk, 2.0))
+    whole = sum(pk_mean_queue(rk, 2.0) for rk in rho) / 2.0
+    e = r.mean_queue_length
+    assert abs(e.mean - whole) <= 4.0 * e.stderr, (e, whole)
+    assert r.variance_reduction["mean_queue_length"] > 1.0 and r.control_variates
+    assert p.variance_reduction is None and not p.control_variates
+    assert abs(r.u_mean[0] - 0.6 * sbar * (0.5 / 2 + 0.5 / 1)) <= 4.0 * r.u_stderr[0]  # busy fraction Σ f_k ρ_k
+
+
+@pytest.mark.slow
+def test_capacity_control_variate_intervals_cover_mm1_levels():
+    """60 seeds of n = 50 M/M/1 queues (random routing, exp), E[u_ℓ] = ρ^ℓ exactly: the adjusted
+    intervals of levels 2-5 (240 of them, 95 %, Student t on 3 degrees of freedom) cover at a
+    rate consistent with 95 % (Binomial, 3 standard deviations: 218 to 240; measured over 200
+    seeds by benchmarks/events_cv_calibration.py: 0.94, 0.915, 0.95, 0.96)."""
+    from scipy import stats
+
+    rho, q = 0.7, stats.t.ppf(0.975, 3)
+    covered = 0
+    for s in range(60):
+        r = simulate_general(50, 1, rho, policy="random", service="exp", time=2000.0, seed=100 + s, workers=1)
+        z = (r.u_mean[1:5] - rho ** np.arange(2, 6)) / r.u_stderr[1:5]
+        covered += int(np.sum(np.abs(z) <= q))
+    m = 240
+    assert covered >= 0.95 * m - 3 * math.sqrt(m * 0.95 * 0.05), covered

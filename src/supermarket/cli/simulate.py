@@ -124,6 +124,7 @@ def _simulate_general(
         replications=replications,
         workers=workers,
         batches=256 if batches is None else batches,
+        control_variates=bool(unused.get("control_variates", True)),
     )
     data = res.to_dict()
     data["load_text"] = load
@@ -392,6 +393,7 @@ def simulate(
             plot=plot,
             out=out,
             as_json=as_json,
+            control_variates=control_variates,
         )
         return
     client = dask_client(scheduler, connect_timeout, workers)

@@ -59,8 +59,8 @@ class GeneralResult:
 
     Every estimate is an :class:`~supermarket.stats.ErrorEstimate`: batch means over the
     run's time batches with the blocking estimator (one replication), pooled over
-    replications (several).  There are no control variates here: the identities they use
-    are those of the count engines with exponential service (docs/model.md §9).
+    replications (several).  The time averages are adjusted by the capacity-balance control
+    variate where it reduces their error (docs/model.md §14); response times are not.
 
     Attributes
     ----------
@@ -94,6 +94,11 @@ class GeneralResult:
     interrupted : bool
         Stopped by Ctrl-C: the result holds the batches completed.
     notes : tuple of str
+    control_variates : bool
+        Whether the capacity control was applied where it pays.
+    variance_reduction : dict or None
+        Measured ratio of long-run variances, plain over adjusted, for ``u_mean`` (per level)
+        and ``mean_queue_length``; NaN where the control was not used (no gain).
     """
 
     n: int
@@ -121,6 +126,8 @@ class GeneralResult:
     customers: int
     interrupted: bool = False
     notes: tuple = ()
+    control_variates: bool = False
+    variance_reduction: dict | None = None
 
     @property
     def events_per_second(self) -> float:
@@ -156,8 +163,13 @@ class GeneralResult:
                 "customers": self.customers,
                 "interrupted": self.interrupted,
                 "notes": list(self.notes),
+                "control_variates": self.control_variates,
+                "variance_reduction": self.variance_reduction,
                 "error_bars": (
-                    "between independent replications, Student t (none from one replication; no control variates)"
+                    "between independent replications, Student t (none from one replication); time averages "
+                    "adjusted by the capacity-balance control variate where it pays"
+                    if self.control_variates
+                    else "between independent replications, Student t (none from one replication; no control variates)"
                 ),
             }
         )
@@ -183,9 +195,17 @@ class GeneralResult:
                     f"class {c.fraction:g}:{c.speed:g} ({c.servers} servers): mean queue length "
                     f"{pm(c.mean_queue_length)}; sojourn {pm(c.sojourn)}"
                 )
+        vr = (self.variance_reduction or {}).get("mean_queue_length", math.nan)
+        if self.control_variates and math.isfinite(vr):
+            lines[2] = lines[2].replace(";", f" (variance reduction ×{vr:.3g});", 1)
         lines.append(
             "(± one standard error between independent replications, Student t on R − 1 degrees of freedom; "
-            "no control variates on this engine)"
+            + (
+                "time averages adjusted by the capacity balance Σ f_k s_k E[u_k1] = λ s̄ where it pays, "
+                "docs/model.md §14)"
+                if self.control_variates
+                else "no control variates)"
+            )
         )
         lines.extend(self.notes)
         return "\n".join(lines)

@@ -310,6 +310,7 @@ def simulate_general(
     quantiles: Sequence[float] = (0.5, 0.9, 0.99),
     progress: Callable[[float], object] | None = None,
     workers: int | None = None,
+    control_variates: bool = True,
 ) -> GeneralResult:
     """Simulate ``n`` FIFO servers under a dispatch rule with any service law and server classes.
 
@@ -345,6 +346,10 @@ def simulate_general(
     workers : int, optional
         Threads running replications at once (the kernel releases the GIL); default the
         cores, at most ``replications``.  The numbers do not depend on it.
+    control_variates : bool, default True
+        Adjust the time averages (``E[u_ℓ]``, queue lengths, per class too) with the capacity
+        balance ``Σ_k f_k s_k E[u_{k,1}] = λ s̄`` (work conservation: it holds for every law of
+        mean 1 and every rule; docs/model.md §14) where that reduces their error.
 
     Returns
     -------
@@ -365,6 +370,8 @@ def simulate_general(
     n, d, lam, time, burn_in, replications, batches, qs = _check(
         n, d, lam, policy, replace, time, burn_in, DEFAULT_REPLICATIONS if share else replications, batches, quantiles
     )
+    if not isinstance(control_variates, (bool, np.bool_)):
+        raise TypeError(f"control_variates must be True or False, got {type(control_variates).__name__}")
     law = parse_service(service)
     sc = parse_server_classes(server_classes)
     counts = sc.counts(n)
@@ -439,7 +446,34 @@ def simulate_general(
         events,
         wall,
         interrupted,
+        bool(control_variates),
     )
+
+
+def _controlled(parts, xs, min_block, plain):
+    """``plain`` (the estimate of ``Σa/ΣT`` from ``parts``) adjusted by the capacity control:
+    per replication the batch values ``y_b = a_b/T_b`` less ``β x_b``, ``x_b`` the batch's busy
+    capacity less its known mean (``xs``, one series per replication), ``β`` their regression
+    coefficient over all batches (centred within each replication).  Returns the adjusted
+    estimate (the replications' spread, or one run's untrusted blocking error, as
+    :func:`_ratio`) and the measured variance reduction, or ``(plain, nan)`` when there is
+    nothing to gain (docs/model.md §14)."""
+    ys = [np.asarray(a, float) / np.asarray(T, float) for a, T in parts]
+    if not ys or any(y.size < 2 or y.size != x.size for y, x in zip(ys, xs)):
+        return plain, math.nan
+    sxy = sum(float(np.dot(y - y.mean(), x - x.mean())) for y, x in zip(ys, xs))
+    sxx = sum(float(np.dot(x - x.mean(), x - x.mean())) for x in xs)
+    if not sxx > 0:
+        return plain, math.nan
+    beta = sxy / sxx
+    adj = [y - beta * x for y, x in zip(ys, xs)]
+    # the gain, as long-run variances of the two series (blocking within each replication)
+    vp = sum(_st.blocking(y, min_block_size=min(int(min_block), y.size)).stderr ** 2 for y in ys)
+    va = sum(_st.blocking(y, min_block_size=min(int(min_block), y.size)).stderr ** 2 for y in adj)
+    if not (math.isfinite(vp) and math.isfinite(va) and va > 0 and vp > va):
+        return plain, math.nan
+    est = _ratio([(y, np.ones(y.size)) for y in adj], min_block)
+    return dataclasses.replace(est, method=est.method + "+cv"), vp / va
 
 
 def _summarize(
@@ -461,6 +495,7 @@ def _summarize(
     events,
     wall,
     interrupted,
+    control_variates=True,
 ):
     K = counts.size
     top = 1
@@ -486,15 +521,29 @@ def _summarize(
     def R(parts):
         return _ratio(parts, mb)
 
-    def level_est(weight_k, sel):
+    # the capacity control per batch: busy capacity Σ_k s_k c_{k,1} / (n s̄), less λ (its mean)
+    speeds = np.asarray(sc.speeds, float)
+    xs = [A[:, :, 0] @ speeds / (dt * n * sc.mean_speed) - float(lam) for A, dt, B in As]
+    gains: dict = {}
+
+    def C(parts, key):
+        plain = R(parts)
+        if not control_variates:
+            return plain
+        est, g = _controlled(parts, xs, mb, plain)
+        gains[key] = g
+        return est
+
+    def level_est(weight_k, sel, key):
         """Estimates of u_ℓ over the classes ``sel`` (ℓ = 1..top) and of Σ_ℓ u_ℓ."""
         ests = []
         for ell in range(top):
-            ests.append(R([(A[:, sel, ell].sum(axis=1), np.full(B, dt * weight_k)) for A, dt, B in As]))
-        mq = R([(A[:, sel, :].sum(axis=(1, 2)), np.full(B, dt * weight_k)) for A, dt, B in As])
+            parts = [(A[:, sel, ell].sum(axis=1), np.full(B, dt * weight_k)) for A, dt, B in As]
+            ests.append(C(parts, (key, ell)))
+        mq = C([(A[:, sel, :].sum(axis=(1, 2)), np.full(B, dt * weight_k)) for A, dt, B in As], (key, "q"))
         return ests, mq
 
-    u_est, mq = level_est(n, list(range(K)))
+    u_est, mq = level_est(n, list(range(K)), "all")
     so = R([(np.array(out["so_sum"]), np.array(out["cnt"], float)) for out, _ in runs])
     wa = R([(np.array(out["wa_sum"]), np.array(out["cnt"], float)) for out, _ in runs])
 
@@ -530,7 +579,7 @@ def _summarize(
 
     classes = []
     for k in range(K):
-        ue, mqk = level_est(int(counts[k]), [k])
+        ue, mqk = level_est(int(counts[k]), [k], k)
         sok = R(
             [
                 (np.array([v[k] for v in out["so_sum_k"]]), np.array([v[k] for v in out["cnt_k"]], float))
@@ -585,6 +634,15 @@ def _summarize(
         customers=int(sum(sum(out["cnt"]) for out, _ in runs)),
         interrupted=interrupted,
         notes=tuple(notes),
+        control_variates=bool(control_variates),
+        variance_reduction=(
+            {
+                "u_mean": [gains.get(("all", ell), math.nan) for ell in range(top)],
+                "mean_queue_length": gains.get(("all", "q"), math.nan),
+            }
+            if control_variates
+            else None
+        ),
     )
 
 
@@ -630,14 +688,15 @@ def from_simulate_args(
     batches: int | None = None,
     progress: object = None,
     workers: int | None = None,
+    control_variates: bool = True,
     **others: Any,
 ) -> GeneralResult:
     """:func:`simulate_general` called with :func:`supermarket.simulate`'s keywords (the dispatch
     of ``simulate`` when :func:`wants_event_engine`).  Keywords this engine has no use for
     are refused when given a value other than their default (``steps``: give ``time``;
     ``engine``, ``start``, ``precision``, ``record_every``, ``client``, …); ``time_mode``,
-    ``eps`` and ``control_variates`` are ignored (continuous time; no good set; no control
-    variates on this engine).
+    ``eps`` are ignored (continuous time; no good set); ``control_variates`` is the
+    capacity-balance control of docs/model.md §14.
 
     Examples
     --------
@@ -651,7 +710,7 @@ def from_simulate_args(
     refuse_unused_keywords(
         others,
         _SIMULATE_DEFAULTS,
-        ("time_mode", "eps", "control_variates", "_force_window"),
+        ("time_mode", "eps", "_force_window"),
         lambda key: (
             f"{key}: the event engine (service {service}, server classes {server_classes}) "
             + (
@@ -676,4 +735,5 @@ def from_simulate_args(
         batches=256 if batches is None else batches,
         progress=progress if callable(progress) else None,
         workers=workers,
+        control_variates=control_variates,
     )
