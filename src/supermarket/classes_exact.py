@@ -23,7 +23,7 @@ import scipy.sparse as sp
 
 from . import model as _m
 from . import policies as _pol
-from ._results import Result
+from ._results import Result, class_rows, class_summary
 from .service import ServerClasses, parse_server_classes
 from .stationary import _stationary
 
@@ -75,17 +75,7 @@ class ClassesExactResult(Result):
                 "policy": self.policy,
                 "replace": self.replace,
                 "server_classes": sc.to_dict(),
-                "classes": [
-                    {
-                        "fraction": sc.fractions[k],
-                        "speed": sc.speeds[k],
-                        "servers": int(round(sc.fractions[k] * self.n)),
-                        "u_mean": self.u_mean[k],
-                        "mean_queue_length": self.mean_queue_length[k],
-                        "sojourn": self.sojourn[k],
-                    }
-                    for k in range(len(sc.speeds))
-                ],
+                "classes": class_rows(sc, self.u_mean, self.mean_queue_length, self.sojourn, self.n),
                 "u_mean": self.total_u_mean,
                 "mean_queue_length": self.total_mean_queue_length,
                 "sojourn": self.total_sojourn,
@@ -98,20 +88,12 @@ class ClassesExactResult(Result):
         )
 
     def summary(self) -> str:
-        sc = self.server_classes
-        lines = [
+        head = (
             f"exact: n={self.n} d={self.d} λ={self.lam:g} policy={self.policy} replace={self.replace} "
-            f"classes={sc.spec}; {self.states} states, cap {self.cap} (mass at cap {self.mass_at_cap:.2g}), "
-            f"residual {self.residual:.1e} ({self.method})",
-            f"mean queue length {self.total_mean_queue_length:.10g}; sojourn {self.total_sojourn:.10g}",
-            "E[U_ℓ]: " + ", ".join(f"{v:.8g}" for v in self.total_u_mean[:6]),
-        ]
-        for k in range(len(sc.speeds)):
-            lines.append(
-                f"class {sc.fractions[k]:g}:{sc.speeds[k]:g}: mean queue length {self.mean_queue_length[k]:.10g}; "
-                f"sojourn {self.sojourn[k]:.10g}; E[u_ℓ] " + ", ".join(f"{v:.8g}" for v in self.u_mean[k, :4])
-            )
-        return "\n".join(lines)
+            f"classes={self.server_classes.spec}; {self.states} states, cap {self.cap} (mass at cap "
+            f"{self.mass_at_cap:.2g}), residual {self.residual:.1e} ({self.method})"
+        )
+        return class_summary(head, self, self.u_mean, self.total_u_mean)
 
 
 def _class_states(m: int, cap: int) -> list[tuple[int, ...]]:

@@ -29,7 +29,7 @@ import scipy.sparse as sp
 
 from . import model as _m
 from . import policies as _pol
-from ._results import Result
+from ._results import Result, class_rows, class_summary
 from .phase_exact import _join_law
 from .service import ServerClasses, ServiceLaw, parse_server_classes, parse_service
 from .stationary import _stationary
@@ -96,18 +96,14 @@ class ClassesPhaseExact(Result):
                 "replace": self.replace,
                 "service": self.service.to_dict(),
                 "server_classes": sc.to_dict(),
-                "classes": [
-                    {
-                        "fraction": sc.fractions[k],
-                        "speed": sc.speeds[k],
-                        "servers": int(round(sc.fractions[k] * self.n)),
-                        "u_mean": self.u_mean[k],
-                        "mean_queue_length": self.mean_queue_length[k],
-                        "sojourn": self.sojourn[k],
-                        "busy_by_phase": self.phase_mean[k].sum(axis=0),
-                    }
-                    for k in range(len(sc.speeds))
-                ],
+                "classes": class_rows(
+                    sc,
+                    self.u_mean,
+                    self.mean_queue_length,
+                    self.sojourn,
+                    self.n,
+                    busy_by_phase=[pm.sum(axis=0) for pm in self.phase_mean],
+                ),
                 "u_mean": self.total_u_mean,
                 "mean_queue_length": self.total_mean_queue_length,
                 "sojourn": self.total_sojourn,
@@ -121,20 +117,13 @@ class ClassesPhaseExact(Result):
         )
 
     def summary(self) -> str:
-        sc = self.server_classes
-        lines = [
+        head = (
             f"exact: n={self.n} d={self.d} λ={self.lam:g} policy={self.policy} replace={self.replace} "
-            f"classes={sc.spec} service={self.service.spec} (SCV {self.service.scv:g}); {self.states} states, "
-            f"cap {self.cap} (mass at cap {self.mass_at_cap:.2g}), residual {self.residual:.1e} ({self.method})",
-            f"mean queue length {self.total_mean_queue_length:.10g}; sojourn (Little's law) {self.total_sojourn:.10g}",
-            "E[U_ℓ]: " + ", ".join(f"{v:.8g}" for v in self.total_u_mean[:6]),
-        ]
-        for k in range(len(sc.speeds)):
-            lines.append(
-                f"class {sc.fractions[k]:g}:{sc.speeds[k]:g}: mean queue length {self.mean_queue_length[k]:.10g}; "
-                f"sojourn {self.sojourn[k]:.10g}; E[u_ℓ] " + ", ".join(f"{v:.8g}" for v in self.u_mean[k, :4])
-            )
-        return "\n".join(lines)
+            f"classes={self.server_classes.spec} service={self.service.spec} (SCV {self.service.scv:g}); "
+            f"{self.states} states, cap {self.cap} (mass at cap {self.mass_at_cap:.2g}), residual "
+            f"{self.residual:.1e} ({self.method})"
+        )
+        return class_summary(head, self, self.u_mean, self.total_u_mean, little=True)
 
 
 def count_cp_states(counts: Any, cap: int, phases: int) -> int:

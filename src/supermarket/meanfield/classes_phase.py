@@ -32,7 +32,7 @@ import scipy.optimize as so
 
 from .. import model as _m
 from .. import policies as _pol
-from .._results import Result
+from .._results import Result, class_rows, class_summary
 from ..service import ServerClasses, ServiceLaw, parse_server_classes, parse_service
 from .phase import _g
 
@@ -232,17 +232,9 @@ class ClassesPhaseFixedPoint(Result):
                 "policy": self.policy,
                 "service": self.service.to_dict(),
                 "server_classes": sc.to_dict(),
-                "classes": [
-                    {
-                        "fraction": sc.fractions[k],
-                        "speed": sc.speeds[k],
-                        "u_mean": self.u[k],
-                        "mean_queue_length": self.mean_queue_length[k],
-                        "sojourn": self.sojourn[k],
-                        "busy_by_phase": self.busy_by_phase[k],
-                    }
-                    for k in range(len(sc.speeds))
-                ],
+                "classes": class_rows(
+                    sc, self.u, self.mean_queue_length, self.sojourn, busy_by_phase=self.busy_by_phase
+                ),
                 "u_mean": self.U,
                 "mean_queue_length": self.total_mean_queue_length,
                 "sojourn": self.total_sojourn,
@@ -255,21 +247,13 @@ class ClassesPhaseFixedPoint(Result):
         )
 
     def summary(self) -> str:
-        sc = self.server_classes
-        lines = [
+        head = (
             f"mean field with classes and phase-type service (docs/model.md §15.5, [derived]): d={self.d} "
-            f"λ={self.lam_f:g} policy={self.policy} classes={sc.spec} service={self.service.spec} "
+            f"λ={self.lam_f:g} policy={self.policy} classes={self.server_classes.spec} service={self.service.spec} "
             f"(SCV {self.service.scv:g}); residual {self.residual:.1e}, flow identity error {self.flow_error:.1e}, "
-            f"{self.levels} levels",
-            f"mean queue length {self.total_mean_queue_length:.10g}; sojourn (Little's law) {self.total_sojourn:.10g}",
-            "U_ℓ: " + ", ".join(f"{v:.8g}" for v in self.U[:6]),
-        ]
-        for k in range(len(sc.speeds)):
-            lines.append(
-                f"class {sc.fractions[k]:g}:{sc.speeds[k]:g}: mean queue length {self.mean_queue_length[k]:.10g}; "
-                f"sojourn {self.sojourn[k]:.10g}; u_ℓ " + ", ".join(f"{v:.8g}" for v in self.u[k, :4])
-            )
-        return "\n".join(lines)
+            f"{self.levels} levels"
+        )
+        return class_summary(head, self, self.u, self.U, expected=False, little=True)
 
 
 def _polish(x0, lam, f, s, a, M, t0, d, policy):
