@@ -64,28 +64,7 @@ class ClassesExactResult(Result):
     seconds: float
 
     def to_dict(self) -> dict[str, Any]:
-        from .jsonable import to_jsonable
-
-        sc = self.server_classes
-        return to_jsonable(
-            {
-                "n": self.n,
-                "d": self.d,
-                "lam": self.lam,
-                "policy": self.policy,
-                "replace": self.replace,
-                "server_classes": sc.to_dict(),
-                "classes": class_rows(sc, self.u_mean, self.mean_queue_length, self.sojourn, self.n),
-                "u_mean": self.total_u_mean,
-                "mean_queue_length": self.total_mean_queue_length,
-                "sojourn": self.total_sojourn,
-                "truncation": {"cap": self.cap, "mass_at_cap": self.mass_at_cap},
-                "states": self.states,
-                "residual": self.residual,
-                "method": self.method,
-                "seconds": self.seconds,
-            }
-        )
+        return exact_dict(self)
 
     def summary(self) -> str:
         head = (
@@ -94,6 +73,36 @@ class ClassesExactResult(Result):
             f"{self.mass_at_cap:.2g}), residual {self.residual:.1e} ({self.method})"
         )
         return class_summary(head, self, self.u_mean, self.total_u_mean)
+
+
+def exact_dict(r: Any, service: Any = None, source: str | None = None, **per_class: Any) -> dict[str, Any]:
+    """The ``to_dict()`` of the exact laws with server classes (:class:`ClassesExactResult`, and
+    :class:`supermarket.classes_phase_exact.ClassesPhaseExact` with its ``service``, ``source`` and
+    ``per_class`` entries of :func:`supermarket._results.class_rows`)."""
+    from .jsonable import to_jsonable
+
+    sc = r.server_classes
+    return to_jsonable(
+        {
+            "n": r.n,
+            "d": r.d,
+            "lam": r.lam,
+            "policy": r.policy,
+            "replace": r.replace,
+            **({} if service is None else {"service": service.to_dict()}),
+            "server_classes": sc.to_dict(),
+            "classes": class_rows(sc, r.u_mean, r.mean_queue_length, r.sojourn, r.n, **per_class),
+            "u_mean": r.total_u_mean,
+            "mean_queue_length": r.total_mean_queue_length,
+            "sojourn": r.total_sojourn,
+            "truncation": {"cap": r.cap, "mass_at_cap": r.mass_at_cap},
+            "states": r.states,
+            "residual": r.residual,
+            "method": r.method,
+            "seconds": r.seconds,
+            **({} if source is None else {"source": source}),
+        }
+    )
 
 
 def _class_states(m: int, cap: int) -> list[tuple[int, ...]]:

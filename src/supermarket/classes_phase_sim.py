@@ -24,7 +24,7 @@ from .classes_sim import _SIMULATE_DEFAULTS, CHUNK, ClassesResult, _check, _hori
 from .engines import classes_phase as _cp
 from .engines.classes import POLICY_CODES
 from .engines.rng import state_from_seed_sequence
-from .service import ServerClasses, ServiceLaw, parse_server_classes, parse_service
+from .service import ServerClasses, ServiceLaw, parse_phase_type, parse_server_classes, parse_service
 
 __all__ = ["simulate_classes_phase", "wants_classes_phase_engine", "from_simulate_args"]
 
@@ -154,12 +154,7 @@ def simulate_classes_phase(
     """
     n, d, lam_f, replications, batches = _check(n, d, lam, policy, replace, replications, batches)
     sc = parse_server_classes(server_classes)
-    law = parse_service(service)
-    if law.alpha is None or law.T is None:
-        raise ValueError(
-            f"service: {law.spec} has no phase-type form; the count engine takes exp, erlang:K, hyperexp:SCV or "
-            "ph:FILE.json (the event engine runs the others)"
-        )
+    law = parse_phase_type(service, "the count engine", "runs")
     counts = sc.counts(n)
     speeds = np.asarray(sc.speeds, float)
     law_tab = _law_tables(law, speeds)

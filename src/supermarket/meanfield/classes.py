@@ -127,24 +127,7 @@ class ClassesFixedPoint(Result):
     levels: int
 
     def to_dict(self) -> dict[str, Any]:
-        from ..jsonable import to_jsonable
-
-        sc = self.server_classes
-        return to_jsonable(
-            {
-                "d": self.d,
-                "lam_f": self.lam_f,
-                "policy": self.policy,
-                "server_classes": sc.to_dict(),
-                "classes": class_rows(sc, self.u, self.mean_queue_length, self.sojourn),
-                "u_mean": self.U,
-                "mean_queue_length": self.total_mean_queue_length,
-                "sojourn": self.total_sojourn,
-                "residual": self.residual,
-                "levels": self.levels,
-                "source": "mean-field fixed point with server classes, docs/model.md §15.2 [derived]",
-            }
-        )
+        return fixed_point_dict(self, "mean-field fixed point with server classes, docs/model.md §15.2 [derived]")
 
     def summary(self) -> str:
         head = (
@@ -153,6 +136,33 @@ class ClassesFixedPoint(Result):
             f"{self.levels} levels"
         )
         return class_summary(head, self, self.u, self.U, expected=False)
+
+
+def fixed_point_dict(r: Any, source: str, service: Any = None, flow_error: Any = None, **per_class: Any) -> dict:
+    """The ``to_dict()`` of the mean-field fixed points with server classes
+    (:class:`ClassesFixedPoint`, and :class:`supermarket.meanfield.classes_phase.ClassesPhaseFixedPoint`
+    with its ``service``, ``flow_error`` and ``per_class`` entries of
+    :func:`supermarket._results.class_rows`)."""
+    from ..jsonable import to_jsonable
+
+    sc = r.server_classes
+    return to_jsonable(
+        {
+            "d": r.d,
+            "lam_f": r.lam_f,
+            "policy": r.policy,
+            **({} if service is None else {"service": service.to_dict()}),
+            "server_classes": sc.to_dict(),
+            "classes": class_rows(sc, r.u, r.mean_queue_length, r.sojourn, **per_class),
+            "u_mean": r.U,
+            "mean_queue_length": r.total_mean_queue_length,
+            "sojourn": r.total_sojourn,
+            "residual": r.residual,
+            **({} if flow_error is None else {"flow_error": flow_error}),
+            "levels": r.levels,
+            "source": source,
+        }
+    )
 
 
 def classes_fixed_point(
