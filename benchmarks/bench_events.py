@@ -39,8 +39,9 @@ LAM = 0.9
 D = 2
 
 
-def load_against(src):
-    """The ``supermarket`` package of another checkout's ``src`` as the module ``against``."""
+def load_against(src, module="general"):
+    """The module ``module`` of the ``supermarket`` package of another checkout's ``src``
+    (the package imported as ``against``); bench_events_kernel.py uses it too."""
     import importlib.util
 
     root = os.path.join(src, "supermarket")
@@ -52,7 +53,7 @@ def load_against(src):
     spec.loader.exec_module(mod)
     import importlib
 
-    return importlib.import_module("against.general").simulate_general
+    return importlib.import_module(f"against.{module}")
 
 
 def ours(n, events, reps=3, seed0=0, sim=simulate_general):
@@ -130,7 +131,7 @@ def main():
     print("|---|---|---|---|---|---|")
     engines = [("events", simulate_general)]
     if args.against:
-        engines.append((f"events ({args.against})", load_against(args.against)))
+        engines.append((f"events ({args.against})", load_against(args.against).simulate_general))
     for n in sizes:
         for r in range(args.runs or 1):
             for name, sim in engines:

@@ -18,8 +18,6 @@ generator: the same events).
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import math
 import os
 import sys
@@ -29,23 +27,12 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
+from bench_events import load_against
 from supermarket.engines import events as ev
 from supermarket.engines.rng import next_double, state_from_seed_sequence
 from supermarket.service import parse_service
 
 LAM, D = 0.9, 2
-
-
-def load_against(src):
-    """The events module of another checkout's ``src`` (its package imported as ``against``)."""
-    root = os.path.join(src, "supermarket")
-    spec = importlib.util.spec_from_file_location(
-        "against", os.path.join(root, "__init__.py"), submodule_search_locations=[root]
-    )
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["against"] = mod
-    spec.loader.exec_module(mod)
-    return importlib.import_module("against.engines.events")
 
 
 class Runner:
@@ -97,7 +84,7 @@ def main():
     ap.add_argument("--chunk", type=float, default=5e5)
     args = ap.parse_args()
     n, law, chunk = int(args.n), parse_service(args.law), int(args.chunk)
-    runs = [("this", Runner(ev, n, law)), (args.against, Runner(load_against(args.against), n, law))]
+    runs = [("this", Runner(ev, n, law)), (args.against, Runner(load_against(args.against, "engines.events"), n, law))]
     for _, r in runs:
         r.run(3 * 10**6)
     rates = [[] for _ in runs]

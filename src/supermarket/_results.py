@@ -184,3 +184,50 @@ def human_seconds(s: float) -> str:
     if s < 2 * 365 * 86400:
         return f"{s / 86400:.0f} days"
     return f"{s / (365 * 86400):.3g} years"
+
+
+def class_rows(sc: Any, u: Any, mean_queue_length: Any, sojourn: Any, n: int | None = None, **per_class: Any) -> list:
+    """The ``classes`` entries of the results with server classes (exact laws, mean fields): per
+    class ``k`` of ``sc`` (a :class:`supermarket.service.ServerClasses`) its fraction, speed, servers
+    (of ``n``, when given), ``u[k]``, mean queue length and sojourn time, then the ``per_class``
+    values' ``k``-th entries.
+
+    Examples
+    --------
+    >>> from supermarket.service import parse_server_classes
+    >>> class_rows(parse_server_classes("0.5:2,0.5:1"), [[0.3], [0.6]], [0.4, 1.2], [0.7, 2.0], n=4)[1]
+    {'fraction': 0.5, 'speed': 1.0, 'servers': 2, 'u_mean': [0.6], 'mean_queue_length': 1.2, 'sojourn': 2.0}
+    """
+    return [
+        {
+            "fraction": sc.fractions[k],
+            "speed": sc.speeds[k],
+            **({} if n is None else {"servers": int(round(sc.fractions[k] * n))}),
+            "u_mean": u[k],
+            "mean_queue_length": mean_queue_length[k],
+            "sojourn": sojourn[k],
+            **{key: v[k] for key, v in per_class.items()},
+        }
+        for k in range(len(sc.speeds))
+    ]
+
+
+def class_summary(head: str, r: Any, u: Any, U: Any, *, expected: bool = True, little: bool = False) -> str:
+    """The ``summary()`` of the results with server classes (exact laws, mean fields): ``head``,
+    the totals of ``r`` (``total_mean_queue_length``, ``total_sojourn``), ``U`` (``E[U_ℓ]``, or
+    ``U_ℓ`` where not ``expected``), then per class of ``r.server_classes`` its mean queue length,
+    sojourn time and first ``u[k]`` (``sojourn (Little's law)`` in the totals where ``little``)."""
+    sc = r.server_classes
+    e = (lambda x: f"E[{x}]") if expected else (lambda x: x)
+    sojourn = "sojourn (Little's law)" if little else "sojourn"
+    lines = [
+        head,
+        f"mean queue length {r.total_mean_queue_length:.10g}; {sojourn} {r.total_sojourn:.10g}",
+        f"{e('U_ℓ')}: " + ", ".join(f"{v:.8g}" for v in U[:6]),
+    ]
+    for k in range(len(sc.speeds)):
+        lines.append(
+            f"class {sc.fractions[k]:g}:{sc.speeds[k]:g}: mean queue length {r.mean_queue_length[k]:.10g}; "
+            f"sojourn {r.sojourn[k]:.10g}; {e('u_ℓ')} " + ", ".join(f"{v:.8g}" for v in u[k, :4])
+        )
+    return "\n".join(lines)

@@ -23,7 +23,7 @@ import scipy.sparse as sp
 
 from . import model as _m
 from . import policies as _pol
-from ._results import Result
+from ._results import Result, class_rows, class_summary
 from .service import ServerClasses, parse_server_classes
 from .stationary import _stationary
 
@@ -64,54 +64,45 @@ class ClassesExactResult(Result):
     seconds: float
 
     def to_dict(self) -> dict[str, Any]:
-        from .jsonable import to_jsonable
-
-        sc = self.server_classes
-        return to_jsonable(
-            {
-                "n": self.n,
-                "d": self.d,
-                "lam": self.lam,
-                "policy": self.policy,
-                "replace": self.replace,
-                "server_classes": sc.to_dict(),
-                "classes": [
-                    {
-                        "fraction": sc.fractions[k],
-                        "speed": sc.speeds[k],
-                        "servers": int(round(sc.fractions[k] * self.n)),
-                        "u_mean": self.u_mean[k],
-                        "mean_queue_length": self.mean_queue_length[k],
-                        "sojourn": self.sojourn[k],
-                    }
-                    for k in range(len(sc.speeds))
-                ],
-                "u_mean": self.total_u_mean,
-                "mean_queue_length": self.total_mean_queue_length,
-                "sojourn": self.total_sojourn,
-                "truncation": {"cap": self.cap, "mass_at_cap": self.mass_at_cap},
-                "states": self.states,
-                "residual": self.residual,
-                "method": self.method,
-                "seconds": self.seconds,
-            }
-        )
+        return exact_dict(self)
 
     def summary(self) -> str:
-        sc = self.server_classes
-        lines = [
+        head = (
             f"exact: n={self.n} d={self.d} λ={self.lam:g} policy={self.policy} replace={self.replace} "
-            f"classes={sc.spec}; {self.states} states, cap {self.cap} (mass at cap {self.mass_at_cap:.2g}), "
-            f"residual {self.residual:.1e} ({self.method})",
-            f"mean queue length {self.total_mean_queue_length:.10g}; sojourn {self.total_sojourn:.10g}",
-            "E[U_ℓ]: " + ", ".join(f"{v:.8g}" for v in self.total_u_mean[:6]),
-        ]
-        for k in range(len(sc.speeds)):
-            lines.append(
-                f"class {sc.fractions[k]:g}:{sc.speeds[k]:g}: mean queue length {self.mean_queue_length[k]:.10g}; "
-                f"sojourn {self.sojourn[k]:.10g}; E[u_ℓ] " + ", ".join(f"{v:.8g}" for v in self.u_mean[k, :4])
-            )
-        return "\n".join(lines)
+            f"classes={self.server_classes.spec}; {self.states} states, cap {self.cap} (mass at cap "
+            f"{self.mass_at_cap:.2g}), residual {self.residual:.1e} ({self.method})"
+        )
+        return class_summary(head, self, self.u_mean, self.total_u_mean)
+
+
+def exact_dict(r: Any, service: Any = None, source: str | None = None, **per_class: Any) -> dict[str, Any]:
+    """The ``to_dict()`` of the exact laws with server classes (:class:`ClassesExactResult`, and
+    :class:`supermarket.classes_phase_exact.ClassesPhaseExact` with its ``service``, ``source`` and
+    ``per_class`` entries of :func:`supermarket._results.class_rows`)."""
+    from .jsonable import to_jsonable
+
+    sc = r.server_classes
+    return to_jsonable(
+        {
+            "n": r.n,
+            "d": r.d,
+            "lam": r.lam,
+            "policy": r.policy,
+            "replace": r.replace,
+            **({} if service is None else {"service": service.to_dict()}),
+            "server_classes": sc.to_dict(),
+            "classes": class_rows(sc, r.u_mean, r.mean_queue_length, r.sojourn, r.n, **per_class),
+            "u_mean": r.total_u_mean,
+            "mean_queue_length": r.total_mean_queue_length,
+            "sojourn": r.total_sojourn,
+            "truncation": {"cap": r.cap, "mass_at_cap": r.mass_at_cap},
+            "states": r.states,
+            "residual": r.residual,
+            "method": r.method,
+            "seconds": r.seconds,
+            **({} if source is None else {"source": source}),
+        }
+    )
 
 
 def _class_states(m: int, cap: int) -> list[tuple[int, ...]]:

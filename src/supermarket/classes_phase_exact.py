@@ -29,9 +29,10 @@ import scipy.sparse as sp
 
 from . import model as _m
 from . import policies as _pol
-from ._results import Result
+from ._results import Result, class_summary
+from .classes_exact import exact_dict
 from .phase_exact import _join_law
-from .service import ServerClasses, ServiceLaw, parse_server_classes, parse_service
+from .service import ServerClasses, ServiceLaw, parse_phase_type, parse_server_classes
 from .stationary import _stationary
 
 __all__ = ["solve_classes_phase", "ClassesPhaseExact", "MAX_CP_STATES", "count_cp_states"]
@@ -84,57 +85,21 @@ class ClassesPhaseExact(Result):
     seconds: float
 
     def to_dict(self) -> dict[str, Any]:
-        from .jsonable import to_jsonable
-
-        sc = self.server_classes
-        return to_jsonable(
-            {
-                "n": self.n,
-                "d": self.d,
-                "lam": self.lam,
-                "policy": self.policy,
-                "replace": self.replace,
-                "service": self.service.to_dict(),
-                "server_classes": sc.to_dict(),
-                "classes": [
-                    {
-                        "fraction": sc.fractions[k],
-                        "speed": sc.speeds[k],
-                        "servers": int(round(sc.fractions[k] * self.n)),
-                        "u_mean": self.u_mean[k],
-                        "mean_queue_length": self.mean_queue_length[k],
-                        "sojourn": self.sojourn[k],
-                        "busy_by_phase": self.phase_mean[k].sum(axis=0),
-                    }
-                    for k in range(len(sc.speeds))
-                ],
-                "u_mean": self.total_u_mean,
-                "mean_queue_length": self.total_mean_queue_length,
-                "sojourn": self.total_sojourn,
-                "truncation": {"cap": self.cap, "mass_at_cap": self.mass_at_cap},
-                "states": self.states,
-                "residual": self.residual,
-                "method": self.method,
-                "seconds": self.seconds,
-                "source": "exact stationary law with server classes and a phase-type law, docs/model.md §15.6",
-            }
+        return exact_dict(
+            self,
+            self.service,
+            "exact stationary law with server classes and a phase-type law, docs/model.md §15.6",
+            busy_by_phase=[pm.sum(axis=0) for pm in self.phase_mean],
         )
 
     def summary(self) -> str:
-        sc = self.server_classes
-        lines = [
+        head = (
             f"exact: n={self.n} d={self.d} λ={self.lam:g} policy={self.policy} replace={self.replace} "
-            f"classes={sc.spec} service={self.service.spec} (SCV {self.service.scv:g}); {self.states} states, "
-            f"cap {self.cap} (mass at cap {self.mass_at_cap:.2g}), residual {self.residual:.1e} ({self.method})",
-            f"mean queue length {self.total_mean_queue_length:.10g}; sojourn (Little's law) {self.total_sojourn:.10g}",
-            "E[U_ℓ]: " + ", ".join(f"{v:.8g}" for v in self.total_u_mean[:6]),
-        ]
-        for k in range(len(sc.speeds)):
-            lines.append(
-                f"class {sc.fractions[k]:g}:{sc.speeds[k]:g}: mean queue length {self.mean_queue_length[k]:.10g}; "
-                f"sojourn {self.sojourn[k]:.10g}; E[u_ℓ] " + ", ".join(f"{v:.8g}" for v in self.u_mean[k, :4])
-            )
-        return "\n".join(lines)
+            f"classes={self.server_classes.spec} service={self.service.spec} (SCV {self.service.scv:g}); "
+            f"{self.states} states, cap {self.cap} (mass at cap {self.mass_at_cap:.2g}), residual "
+            f"{self.residual:.1e} ({self.method})"
+        )
+        return class_summary(head, self, self.u_mean, self.total_u_mean, little=True)
 
 
 def count_cp_states(counts: Any, cap: int, phases: int) -> int:
@@ -275,12 +240,7 @@ def solve_classes_phase(
     else:
         d = 1
     sc = parse_server_classes(server_classes)
-    law = parse_service(service)
-    if law.alpha is None or law.T is None:
-        raise ValueError(
-            f"service: {law.spec} has no phase-type form; the exact solver takes exp, erlang:K, hyperexp:SCV or "
-            "ph:FILE.json (the event engine simulates the others)"
-        )
+    law = parse_phase_type(service, "the exact solver")
     counts = sc.counts(n)
     speeds = np.asarray(sc.speeds, float)
     a = np.asarray(law.alpha, float)

@@ -12,24 +12,19 @@ server does ``s_k`` units per unit of busy time).
 
 from __future__ import annotations
 
-import dataclasses
-import math
-import os
-import threading
-import time as _time
+import functools
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
 from . import model as _m
 from ._checks import refuse_unused_keywords
-from .classes_sim import _SIMULATE_DEFAULTS, BURN_MIN, CHUNK, DEFAULT_EVENTS, ClassesResult, _check, _summarize
+from .classes_sim import _SIMULATE_DEFAULTS, CHUNK, ClassesResult, _check, _horizon, _replicate, _summarize
 from .engines import classes_phase as _cp
 from .engines.classes import POLICY_CODES
 from .engines.rng import state_from_seed_sequence
-from .service import ServerClasses, ServiceLaw, parse_server_classes, parse_service
+from .service import ServerClasses, ServiceLaw, parse_phase_type, parse_server_classes, parse_service
 
 __all__ = ["simulate_classes_phase", "wants_classes_phase_engine", "from_simulate_args"]
 
@@ -159,77 +154,19 @@ def simulate_classes_phase(
     """
     n, d, lam_f, replications, batches = _check(n, d, lam, policy, replace, replications, batches)
     sc = parse_server_classes(server_classes)
-    law = parse_service(service)
-    if law.alpha is None or law.T is None:
-        raise ValueError(
-            f"service: {law.spec} has no phase-type form; the count engine takes exp, erlang:K, hyperexp:SCV or "
-            "ph:FILE.json (the event engine runs the others)"
-        )
+    law = parse_phase_type(service, "the count engine", "runs")
     counts = sc.counts(n)
-    if not isinstance(control_variates, (bool, np.bool_)):
-        raise TypeError(f"control_variates must be True or False, got {type(control_variates).__name__}")
     speeds = np.asarray(sc.speeds, float)
     law_tab = _law_tables(law, speeds)
-    sbar = sc.mean_speed
-    R_ev = n * sbar * (lam_f + law_tab[2])  # events per unit of time
-    if time is not None and events is not None:
-        raise ValueError("give time or events, not both")
-    if time is not None:
-        time = _m.check_positive_float("time", time)
-        total = time * R_ev
-    elif events is not None:
-        total = float(_m.check_positive_int("events", events, maximum=2**62))
-    else:
-        total = float(DEFAULT_EVENTS)
-    batch_ev = max(1, round(total / batches))
-    time = batch_ev * batches / R_ev
-    if burn_in is None:
-        burn_in = max(time / 10.0, BURN_MIN / min(sc.speeds))
-    else:
-        burn_in = float(burn_in)
-        if not (math.isfinite(burn_in) and burn_in >= 0):
-            raise ValueError(f"burn_in must be a finite number >= 0, got {burn_in!r}")
-    burn_ev = round(burn_in * R_ev)
-    burn_in = burn_ev / R_ev
-    if workers is None:
-        workers = max(1, min(os.cpu_count() or 1, replications))
-    workers = _m.check_positive_int("workers", workers, maximum=1024)
+    R_ev = n * sc.mean_speed * (lam_f + law_tab[2])  # events per unit of time
+    time, burn_in, batch_ev, burn_ev = _horizon(control_variates, time, events, burn_in, batches, R_ev, sc)
     cfg = np.array([n, d, int(bool(replace) or d == 1), POLICY_CODES[policy]], np.int64)
-    p_arr = lam_f / (lam_f + law_tab[2])
-    seeds = _m.spawn_seeds(seed, replications)
-    per = burn_ev + batch_ev * batches
-    done = [0] * replications
-    lock = threading.Lock()
-    stop = threading.Event()
-
-    def one(r):
-        def tick(ev):
-            if progress is not None:
-                with lock:
-                    done[r] = ev
-                    progress(min(1.0, sum(done) / (per * replications)))
-
-        return _run_one(counts, speeds, law_tab, cfg, p_arr, burn_ev, batch_ev, batches, seeds[r], tick, stop)
-
-    # compile (or load) the kernel before the clock starts: one event of a chain of its own seed
-    _run_one(counts, speeds, law_tab, cfg, p_arr, 1, 1, 1, np.random.SeedSequence(0), lambda ev: None, stop)
-    t0 = _time.perf_counter()
-    if workers == 1 or replications == 1:
-        results = [one(r) for r in range(replications)]
-    else:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(one, r) for r in range(replications)]
-            try:
-                results = [f.result() for f in futures]
-            except KeyboardInterrupt:
-                stop.set()
-                results = [f.result() for f in futures]
-    wall = _time.perf_counter() - t0
-    res = _summarize(
+    run = functools.partial(_run_one, counts, speeds, law_tab, cfg, lam_f / (lam_f + law_tab[2]))
+    results, wall = _replicate(run, seed, replications, workers, burn_ev, batch_ev, batches, progress)
+    return _summarize(
         n, d, lam_f, policy, replace, sc, counts, time, burn_in, replications, batches, batch_ev, control_variates,
-        results, wall,
+        results, wall, law,
     )  # fmt: skip
-    return dataclasses.replace(res, service=law)
 
 
 def wants_classes_phase_engine(

@@ -15,6 +15,7 @@ is ``s_k E[u_{k,1}]``), a ratio whose error is the delta method's.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import threading
@@ -393,10 +394,22 @@ def simulate_classes(
     n, d, lam_f, replications, batches = _check(n, d, lam, policy, replace, replications, batches)
     sc = parse_server_classes(server_classes)
     counts = sc.counts(n)
+    R_ev = n * sc.mean_speed * (1.0 + lam_f)  # events per unit of time
+    time, burn_in, batch_ev, burn_ev = _horizon(control_variates, time, events, burn_in, batches, R_ev, sc)
+    cfg = np.array([n, d, int(bool(replace) or d == 1), _ck.POLICY_CODES[policy]], np.int64)
+    run = functools.partial(_run_one, counts, sc.speeds, cfg, lam_f / (1.0 + lam_f))
+    results, wall = _replicate(run, seed, replications, workers, burn_ev, batch_ev, batches, progress)
+    return _summarize(
+        n, d, lam_f, policy, replace, sc, counts, time, burn_in, replications, batches, batch_ev, control_variates,
+        results, wall,
+    )  # fmt: skip
+
+
+def _horizon(control_variates, time, events, burn_in, batches, R_ev, sc):
+    """Checks ``control_variates`` and the horizon, at ``R_ev`` events per unit of time:
+    ``(time, burn_in, batch_ev, burn_ev)``, the times rounded to whole events (per batch)."""
     if not isinstance(control_variates, (bool, np.bool_)):
         raise TypeError(f"control_variates must be True or False, got {type(control_variates).__name__}")
-    sbar = sc.mean_speed
-    R_ev = n * sbar * (1.0 + lam_f)  # events per unit of time
     if time is not None and events is not None:
         raise ValueError("give time or events, not both")
     if time is not None:
@@ -415,12 +428,16 @@ def simulate_classes(
         if not (math.isfinite(burn_in) and burn_in >= 0):
             raise ValueError(f"burn_in must be a finite number >= 0, got {burn_in!r}")
     burn_ev = round(burn_in * R_ev)
-    burn_in = burn_ev / R_ev
+    return time, burn_ev / R_ev, batch_ev, burn_ev
+
+
+def _replicate(run_one, seed, replications, workers, burn_ev, batch_ev, batches, progress):
+    """The replications of ``run_one(burn_ev, batch_ev, batches, seed_sequence, tick, stop)`` on
+    ``workers`` threads (the kernels release the GIL; the numbers do not depend on it), with
+    ``progress`` called with the fraction done: ``(results, wall-clock seconds)``."""
     if workers is None:
         workers = max(1, min(os.cpu_count() or 1, replications))
     workers = _m.check_positive_int("workers", workers, maximum=1024)
-    cfg = np.array([n, d, int(bool(replace) or d == 1), _ck.POLICY_CODES[policy]], np.int64)
-    p_arr = lam_f / (1.0 + lam_f)
     seeds = _m.spawn_seeds(seed, replications)
     per = burn_ev + batch_ev * batches
     done = [0] * replications
@@ -434,11 +451,11 @@ def simulate_classes(
                     done[r] = ev
                     progress(min(1.0, sum(done) / (per * replications)))
 
-        return _run_one(counts, sc.speeds, cfg, p_arr, burn_ev, batch_ev, batches, seeds[r], tick, stop)
+        return run_one(burn_ev, batch_ev, batches, seeds[r], tick, stop)
 
     # compile (or load from numba's cache) the kernels before the clock starts: one event of a
     # chain with its own seed (the replications' streams are untouched)
-    _run_one(counts, sc.speeds, cfg, p_arr, 1, 1, 1, np.random.SeedSequence(0), lambda ev: None, stop)
+    run_one(1, 1, 1, np.random.SeedSequence(0), lambda ev: None, stop)
     t0 = _time.perf_counter()
     if workers == 1 or replications == 1:
         results = [one(r) for r in range(replications)]
@@ -450,16 +467,13 @@ def simulate_classes(
             except KeyboardInterrupt:
                 stop.set()
                 results = [f.result() for f in futures]
-    wall = _time.perf_counter() - t0
-    return _summarize(
-        n, d, lam_f, policy, replace, sc, counts, time, burn_in, replications, batches, batch_ev, control_variates,
-        results, wall,
-    )  # fmt: skip
+    return results, _time.perf_counter() - t0
 
 
 def _summarize(
-    n, d, lam, policy, replace, sc, counts, time, burn_in, replications, batches, batch_ev, use_cv, results, wall
-):
+    n, d, lam, policy, replace, sc, counts, time, burn_in, replications, batches, batch_ev, use_cv, results, wall,
+    service=None,
+):  # fmt: skip
     K = counts.size
     f = np.asarray(sc.fractions, float)
     s = np.asarray(sc.speeds, float)
@@ -561,6 +575,7 @@ def _summarize(
         balance=balance,
         interrupted=interrupted,
         notes=tuple(notes),
+        service=service,
     )
 
 

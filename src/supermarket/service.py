@@ -535,3 +535,26 @@ def parse_server_classes(text: str | ServerClasses | None) -> ServerClasses:
     if abs(sum(fr) - 1.0) > 1e-9:
         raise ValueError(f"server_classes must be {CLASSES_FORM}; the fractions of {text!r} sum to {sum(fr):.12g}")
     return ServerClasses(tuple(fr), tuple(sp), text)
+
+
+def parse_phase_type(service: str | ServiceLaw, taker: str, others: str = "simulates") -> ServiceLaw:
+    """:func:`parse_service`, refused (a ValueError naming ``service``) where the law has no
+    phase-type form: ``taker`` (``"the exact solver"``) takes the phase-type laws, and the event
+    engine ``others`` (runs, simulates) the others.
+
+    Examples
+    --------
+    >>> parse_phase_type("erlang:2", "the mean field").spec
+    'erlang:2'
+    >>> parse_phase_type("lognormal:2", "the mean field")
+    Traceback (most recent call last):
+    ...
+    ValueError: service: lognormal:2 has no phase-type form; the mean field takes exp, ... simulates the others)
+    """
+    law = parse_service(service)
+    if law.alpha is None or law.T is None:
+        raise ValueError(
+            f"service: {law.spec} has no phase-type form; {taker} takes exp, erlang:K, hyperexp:SCV or "
+            f"ph:FILE.json (the event engine {others} the others)"
+        )
+    return law

@@ -174,10 +174,10 @@ def exact_cli(
     from ..classes_exact import solve_classes
     from ..service import parse_service
 
+    law = parse_service(service)  # a bad law first, then the refused options
     for flag, value in (refused or {}).items():
         if value:
             raise click.UsageError(f"{flag} does not go with --server-classes (per-class means only)")
-    law = parse_service(service)
     if law.alpha is None:
         raise click.UsageError(
             f"--service {law.spec} has no phase-type form: exact --server-classes takes exp, erlang:K, "

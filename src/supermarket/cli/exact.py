@@ -116,8 +116,8 @@ def exact(
     """Exact stationary law of the profile chain for small n (docs/model.md §11): E[u_i], the
     law of the maximum queue length, the mean queue length and the response-time law, with
     the truncation bound; sparse linear algebra, no simulation."""
-    if server_classes is not None and service != "exp" and not is_exponential_service(service):
-        from ._classes import exact_cli  # docs/model.md §15.6
+    if server_classes is not None:  # docs/model.md §15.4; with a phase-type --service, §15.6
+        from ._classes import exact_cli
 
         exact_cli(
             n=n,
@@ -142,22 +142,6 @@ def exact(
     from ..response import DEFAULT_QUANTILES
     from ..stationary import solve
 
-    if server_classes is not None:  # docs/model.md §15.4
-        from ._classes import exact_cli
-
-        exact_cli(
-            n=n,
-            d=d,
-            load=load,
-            policy=policy,
-            replace=replace,
-            server_classes=server_classes,
-            cap=cap,
-            tol=tol,
-            as_json=as_json,
-            refused={"--quantile": quantiles, "--profile-law": profile_law, "--cdf": cdf_points, "--plot": plot},
-        )
-        return
     qs = tuple(quantiles) if quantiles else DEFAULT_QUANTILES
     if cap is None and 0 < tol <= 0.1 and max_seconds > 0:
         from .._results import human_seconds

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .classes import _p
+from .classes import _p, close_areas  # close_areas: the same per-class level sums
 from .rng import step_double
 from .tables import JIQ, JSQ
 
@@ -40,16 +40,6 @@ def _bump_c(c, area, stamp, k, i, delta, ev):
     area[k, i] += c[k, i] * (ev - stamp[k, i])
     stamp[k, i] = ev
     c[k, i] += delta
-
-
-@njit(cache=True)
-def close_areas(c: np.ndarray, area: np.ndarray, stamp: np.ndarray, ev: int) -> None:
-    """Bring every ``area[k, i]`` up to event ``ev``."""
-    K, L = c.shape
-    for k in range(K):
-        for i in range(L):
-            area[k, i] += c[k, i] * (ev - stamp[k, i])
-            stamp[k, i] = ev
 
 
 @njit(cache=True, nogil=True)

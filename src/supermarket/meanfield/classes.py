@@ -24,7 +24,7 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import root
 
 from .. import model as _m
-from .._results import Result
+from .._results import Result, class_rows, class_summary
 from ..service import ServerClasses, parse_server_classes
 
 __all__ = ["classes_drift", "classes_ode", "classes_fixed_point", "ClassesFixedPoint", "MF_POLICIES"]
@@ -127,48 +127,42 @@ class ClassesFixedPoint(Result):
     levels: int
 
     def to_dict(self) -> dict[str, Any]:
-        from ..jsonable import to_jsonable
-
-        sc = self.server_classes
-        return to_jsonable(
-            {
-                "d": self.d,
-                "lam_f": self.lam_f,
-                "policy": self.policy,
-                "server_classes": sc.to_dict(),
-                "classes": [
-                    {
-                        "fraction": sc.fractions[k],
-                        "speed": sc.speeds[k],
-                        "u_mean": self.u[k],
-                        "mean_queue_length": self.mean_queue_length[k],
-                        "sojourn": self.sojourn[k],
-                    }
-                    for k in range(len(sc.speeds))
-                ],
-                "u_mean": self.U,
-                "mean_queue_length": self.total_mean_queue_length,
-                "sojourn": self.total_sojourn,
-                "residual": self.residual,
-                "levels": self.levels,
-                "source": "mean-field fixed point with server classes, docs/model.md §15.2 [derived]",
-            }
-        )
+        return fixed_point_dict(self, "mean-field fixed point with server classes, docs/model.md §15.2 [derived]")
 
     def summary(self) -> str:
-        sc = self.server_classes
-        lines = [
+        head = (
             f"mean field with classes (docs/model.md §15.2, [derived]): d={self.d} λ={self.lam_f:g} "
-            f"policy={self.policy} classes={sc.spec}; residual {self.residual:.1e}, {self.levels} levels",
-            f"mean queue length {self.total_mean_queue_length:.10g}; sojourn {self.total_sojourn:.10g}",
-            "U_ℓ: " + ", ".join(f"{v:.8g}" for v in self.U[:6]),
-        ]
-        for k in range(len(sc.speeds)):
-            lines.append(
-                f"class {sc.fractions[k]:g}:{sc.speeds[k]:g}: mean queue length {self.mean_queue_length[k]:.10g}; "
-                f"sojourn {self.sojourn[k]:.10g}; u_ℓ " + ", ".join(f"{v:.8g}" for v in self.u[k, :4])
-            )
-        return "\n".join(lines)
+            f"policy={self.policy} classes={self.server_classes.spec}; residual {self.residual:.1e}, "
+            f"{self.levels} levels"
+        )
+        return class_summary(head, self, self.u, self.U, expected=False)
+
+
+def fixed_point_dict(r: Any, source: str, service: Any = None, flow_error: Any = None, **per_class: Any) -> dict:
+    """The ``to_dict()`` of the mean-field fixed points with server classes
+    (:class:`ClassesFixedPoint`, and :class:`supermarket.meanfield.classes_phase.ClassesPhaseFixedPoint`
+    with its ``service``, ``flow_error`` and ``per_class`` entries of
+    :func:`supermarket._results.class_rows`)."""
+    from ..jsonable import to_jsonable
+
+    sc = r.server_classes
+    return to_jsonable(
+        {
+            "d": r.d,
+            "lam_f": r.lam_f,
+            "policy": r.policy,
+            **({} if service is None else {"service": service.to_dict()}),
+            "server_classes": sc.to_dict(),
+            "classes": class_rows(sc, r.u, r.mean_queue_length, r.sojourn, **per_class),
+            "u_mean": r.U,
+            "mean_queue_length": r.total_mean_queue_length,
+            "sojourn": r.total_sojourn,
+            "residual": r.residual,
+            **({} if flow_error is None else {"flow_error": flow_error}),
+            "levels": r.levels,
+            "source": source,
+        }
+    )
 
 
 def classes_fixed_point(

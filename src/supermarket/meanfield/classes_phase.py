@@ -32,8 +32,9 @@ import scipy.optimize as so
 
 from .. import model as _m
 from .. import policies as _pol
-from .._results import Result
-from ..service import ServerClasses, ServiceLaw, parse_server_classes, parse_service
+from .._results import Result, class_summary
+from ..service import ServerClasses, ServiceLaw, parse_phase_type, parse_server_classes
+from .classes import fixed_point_dict
 from .phase import _g
 
 __all__ = [
@@ -117,12 +118,7 @@ def _check(d, lam, server_classes, service, policy):
     d = _m.check_positive_int("d", d, maximum=10**6) if policy == "jsq-d" else 1
     lam_f = _m.check_load(lam, name="lam")
     sc = parse_server_classes(server_classes)
-    law = parse_service(service)
-    if law.alpha is None or law.T is None:
-        raise ValueError(
-            f"service: {law.spec} has no phase-type form; the mean field takes exp, erlang:K, hyperexp:SCV or "
-            "ph:FILE.json (the event engine simulates the others)"
-        )
+    law = parse_phase_type(service, "the mean field")
     return d, lam_f, sc, law, policy
 
 
@@ -222,54 +218,22 @@ class ClassesPhaseFixedPoint(Result):
     levels: int
 
     def to_dict(self) -> dict[str, Any]:
-        from ..jsonable import to_jsonable
-
-        sc = self.server_classes
-        return to_jsonable(
-            {
-                "d": self.d,
-                "lam_f": self.lam_f,
-                "policy": self.policy,
-                "service": self.service.to_dict(),
-                "server_classes": sc.to_dict(),
-                "classes": [
-                    {
-                        "fraction": sc.fractions[k],
-                        "speed": sc.speeds[k],
-                        "u_mean": self.u[k],
-                        "mean_queue_length": self.mean_queue_length[k],
-                        "sojourn": self.sojourn[k],
-                        "busy_by_phase": self.busy_by_phase[k],
-                    }
-                    for k in range(len(sc.speeds))
-                ],
-                "u_mean": self.U,
-                "mean_queue_length": self.total_mean_queue_length,
-                "sojourn": self.total_sojourn,
-                "residual": self.residual,
-                "flow_error": self.flow_error,
-                "levels": self.levels,
-                "source": "mean-field fixed point with server classes and a phase-type law, docs/model.md §15.5 "
-                "[derived]",
-            }
+        return fixed_point_dict(
+            self,
+            "mean-field fixed point with server classes and a phase-type law, docs/model.md §15.5 [derived]",
+            self.service,
+            self.flow_error,
+            busy_by_phase=self.busy_by_phase,
         )
 
     def summary(self) -> str:
-        sc = self.server_classes
-        lines = [
+        head = (
             f"mean field with classes and phase-type service (docs/model.md §15.5, [derived]): d={self.d} "
-            f"λ={self.lam_f:g} policy={self.policy} classes={sc.spec} service={self.service.spec} "
+            f"λ={self.lam_f:g} policy={self.policy} classes={self.server_classes.spec} service={self.service.spec} "
             f"(SCV {self.service.scv:g}); residual {self.residual:.1e}, flow identity error {self.flow_error:.1e}, "
-            f"{self.levels} levels",
-            f"mean queue length {self.total_mean_queue_length:.10g}; sojourn (Little's law) {self.total_sojourn:.10g}",
-            "U_ℓ: " + ", ".join(f"{v:.8g}" for v in self.U[:6]),
-        ]
-        for k in range(len(sc.speeds)):
-            lines.append(
-                f"class {sc.fractions[k]:g}:{sc.speeds[k]:g}: mean queue length {self.mean_queue_length[k]:.10g}; "
-                f"sojourn {self.sojourn[k]:.10g}; u_ℓ " + ", ".join(f"{v:.8g}" for v in self.u[k, :4])
-            )
-        return "\n".join(lines)
+            f"{self.levels} levels"
+        )
+        return class_summary(head, self, self.u, self.U, expected=False, little=True)
 
 
 def _polish(x0, lam, f, s, a, M, t0, d, policy):
