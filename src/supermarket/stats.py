@@ -422,6 +422,8 @@ def blocking(
     r = min(max(rho_tilde(j), -0.45), 0.95)
     g = _variance_factor(r, m)
     se = math.sqrt(var1[j] / m * g)
+    if se == 0.0:  # variation only below the plateau (rounding noise that pairs cancel): no error seen
+        return _unknown(mean, "blocking", m, "no variation between blocks: error unknown", 0.0, N - 1.0)
     dof = _blocking_dof(m)
     n_eff = v_all / se**2 if se > 0 else math.nan
     tau = N / (2.0 * n_eff) if n_eff and n_eff > 0 else math.nan

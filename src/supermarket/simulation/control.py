@@ -139,7 +139,10 @@ def mean_skewness(
         k3_blocks = nb * float(np.sum(c**3)) / ((nb - 1.0) * (nb - 2.0))
         w = float(T.sum()) / Ttot
         k3 += w**3 * k3_blocks / nb**2
-    return k3 / stderr**3
+    s3 = stderr**3
+    if not s3 > 0:  # an error at rounding level (say 1e-110) whose cube underflows: no skewness to speak of
+        return math.nan
+    return k3 / s3
 
 
 def ratio_series(a: ArrayLike, T: ArrayLike) -> np.ndarray:
