@@ -59,13 +59,13 @@ CASES = {
     ),
 }
 
-GOLDEN = {  # the blocking factor without its convexity bias (docs/model.md §9): error fields moved, means not
+GOLDEN = {  # the adjusted degrees of freedom revised (docs/model.md §9.1): half-widths moved, estimates and errors not
     "buckets-d1-continuous-time": (
         "2df93f0a6485bc9868366db72dbd43ea3ce6b84cd1004d7f5bbb4596c17a02d2",
         "322c96ee8778c0613b51c0df2792601b211353bdcbefe9c994cd97c0d0d3ae9e",
     ),
     "buckets-replications": (
-        "d07babf880704221809b9cdc797385b1718119502447be6878ce4f6e3c0601c0",
+        "08c57f07750495e164f0800a008f5082ecfe7eac9332d6085b26cd0cd6c4f469",
         "09fede9613b2373c7c3729891228dca0edb1e09cb53d290162c069d1b59095f9",
     ),
     "profile-discrete-cv": (
@@ -77,11 +77,11 @@ GOLDEN = {  # the blocking factor without its convexity bias (docs/model.md §9)
         "b00c036f9b1fdd7bff465122080120aa1f11c47639b6fa459d12283fc67335df",
     ),
     "profile-perfect-continuous": (
-        "c713a23bce61f2fc94513655a7fbaf83dd7de397dd044620e77b9c012035f28f",
+        "7be107f3bf63ba1d791e5ffd56a5fb30cd1b35b5efd8ecc4fc844f6a52d91bf2",
         "29732149aa47b7d9b1407f57c1652b4abc87d544a855d57be48ad6c66fe865ec",
     ),
     "profile-precision": (
-        "09b90534aab071ee1619bcafcfc46d0594333da70edee91e966b22bd80629e7c",
+        "7c285faf365612ae2cfd28112951068f7fb29db1a51e096119357fc70d9fbb1d",
         "20be26fff12e4908a8cfb13a1865262b14fd7a0f0725b914b653db02dd3635d8",
     ),
     "queues-continuous-noreplace-plain": (

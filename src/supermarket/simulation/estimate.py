@@ -493,10 +493,12 @@ def _cv_estimate(parts, controls, plain, relax, bounds=(-math.inf, math.inf), fo
     e = _estimate(list(zip(fit.adjusted, T_parts)), relax=relax)
     Ttot = sum(float(T.sum()) for T in T_parts)
     if math.isfinite(e.dof):
-        dof = e.dof - m  # m coefficients estimated
         if e.method in ("blocking", "pooled") and relax and relax > 0:
-            # at most one degree of freedom per DOF_RELAXATION_TIMES relaxation times (§9.1)
-            dof = min(dof, Ttot / (_cv.DOF_RELAXATION_TIMES * relax))
+            # residuals not shrunk by a β fitted elsewhere (split sample): blocking's degrees of
+            # freedom, at most one per DOF_RELAXATION_TIMES relaxation times of the run (§9.1)
+            dof = min(e.dof, Ttot / (_cv.DOF_RELAXATION_TIMES * relax))
+        else:  # the spread between replications, blind to the error of their common β
+            dof = e.dof - m
         e = dataclasses.replace(e, dof=max(dof, 1.0))
     value = sum(float(a.sum()) for a in fit.adjusted) / Ttot
     if not bounds[0] <= value <= bounds[1]:
