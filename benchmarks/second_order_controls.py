@@ -35,46 +35,26 @@ import time
 import warnings
 
 import numpy as np
-from scipy import special as sps
 from scipy import stats as ss
 
+from supermarket.engines.tables import JSQ_D, p_rule_counts
 from supermarket.simulation import simulate
-from supermarket.simulation.control import crossfit
+from supermarket.simulation.control import crossfit, second_order_pairs, second_order_terms
 
 BATCHES = 1024  # each half must hold 16 rows per control (m + q(q+1)/2 = 10 controls)
 
 
-def sample_prob(c: np.ndarray, n: int, d: int, replace: bool) -> np.ndarray:
-    """``P_i`` for counts ``c`` (any shape): ``(c/n)^d`` or ``C(c, d)/C(n, d)``."""
-    if replace:
-        return (c / n) ** d
-    c = np.asarray(c, float)
-    out = np.zeros_like(c)
-    ok = c >= d
-    cc = c[ok]
-    out[ok] = np.exp(sps.gammaln(cc + 1) - sps.gammaln(cc - d + 1) - sps.gammaln(n + 1) + sps.gammaln(n - d + 1))
-    return out
-
-
 def controls(u: np.ndarray, n: int, d: int, lam: float, replace: bool, m: int, q: int):
     """Per sample (rows of ``u``: u_1..u_L): the first-order controls ``Z_1..Z_m`` and the
-    second-order ones ``A(u_i u_j)``, ``1 <= i <= j <= q`` (needs ``L >= max(m, q + 1)``)."""
-    N, L = u.shape
-    P = sample_prob(np.rint(u * n), n, d, replace)
+    second-order ones ``A(u_i u_j)``, ``1 <= i <= j <= q`` (needs ``L >= max(m, q + 1)``), the
+    latter from the library (:func:`supermarket.simulation.control.second_order_terms`)."""
+    N = u.shape[0]
+    P = p_rule_counts(JSQ_D, np.ascontiguousarray(np.rint(u * n), dtype=np.int64), n, d, replace)
     P0 = np.column_stack([np.ones(N), P])  # P_0 .. P_L
-    ue = np.column_stack([u, np.zeros(N)])  # u_1 .. u_{L+1}
     Z = u[:, :m] - lam * P0[:, :m]
-    arr = lam * (P0[:, :L] - P0[:, 1 : L + 1])  # λ(P_{i−1} − P_i), i = 1..L
-    dep = ue[:, :L] - ue[:, 1 : L + 1]  # u_i − u_{i+1}
-    b = arr - dep
-    Y = []
-    for i in range(q):
-        for j in range(i, q):
-            y = u[:, j] * b[:, i] + u[:, i] * b[:, j]
-            if i == j:
-                y = y + (arr[:, i] + dep[:, i]) / n
-            Y.append(y)
-    return Z, np.column_stack(Y) if Y else np.zeros((N, 0))
+    pairs = second_order_pairs(q)
+    Y = second_order_terms(u, P, lam, n, pairs) if pairs else np.zeros((N, 0))
+    return Z, Y
 
 
 def _batch(x: np.ndarray, B: int = BATCHES) -> np.ndarray:

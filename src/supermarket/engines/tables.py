@@ -123,6 +123,21 @@ def p_rule(policy: int, c: int, n: int, d: int, replace: bool) -> float:
 
 
 @njit(cache=True)
+def p_rule_counts(policy: int, c: np.ndarray, n: int, d: int, replace: bool) -> np.ndarray:
+    """``P_i`` of rule ``policy`` for every row of counts ``c`` (samples × levels, column 0 is
+    level 1): :func:`p_rule`, with JIQ's factor ``1{c_1 = n}`` (docs/model.md §2)."""
+    out = np.empty(c.shape)
+    for s in range(c.shape[0]):
+        idle_none = c[s, 0] >= n
+        for j in range(c.shape[1]):
+            v = p_rule(policy, c[s, j], n, d, replace)
+            if policy == JIQ and not idle_none:
+                v = 0.0
+            out[s, j] = v
+    return out
+
+
+@njit(cache=True)
 def p_table(n: int, d: int, replace: bool, policy: int = JSQ_D) -> np.ndarray:
     """``P(c)`` for ``c = 0..n`` (only for small ``n``) of rule ``policy`` (:func:`p_rule`)."""
     out = np.empty(n + 1)

@@ -38,10 +38,14 @@ __all__ = [
     "MAX_CONTROLS",
     "MIN_FIT_ROWS_PER_CONTROL",
     "MIN_GAIN",
+    "SECOND_ORDER_EVERY",
+    "SECOND_ORDER_LEVELS",
     "CrossFit",
     "crossfit",
     "mean_skewness",
     "ratio_series",
+    "second_order_pairs",
+    "second_order_terms",
     "select_controls",
 ]
 
@@ -81,6 +85,71 @@ this many times smaller: the two errors are estimated on few degrees of freedom,
 choosing the smaller when they are close picks the one that came out low by chance, and
 its few degrees of freedom (above) then make its interval needlessly wide (measured:
 ``E[u_1]`` in heavy traffic, gain 1, the adjusted intervals covered 99 of 100)."""
+
+
+SECOND_ORDER_LEVELS = 3
+"""The second-order controls ``A(u_i u_j)`` use the pairs ``1 <= i <= j <=`` this many levels
+(six controls; docs/control-variates.md, "Second-order controls", measured with these)."""
+
+SECOND_ORDER_EVERY = 0.1
+"""The state is sampled for the second-order controls every this many time units (in the
+discrete chain, every ``n(1+λ)/10`` steps, at least 1): a few percent of the run's cost."""
+
+
+def second_order_pairs(q: int) -> list[tuple[int, int]]:
+    """The pairs ``(i, j)``, ``1 <= i <= j <= q``, in the order of the controls.
+
+    >>> second_order_pairs(2)
+    [(1, 1), (1, 2), (2, 2)]
+    """
+    return [(i, j) for i in range(1, q + 1) for j in range(i, q + 1)]
+
+
+def second_order_terms(
+    u: ArrayLike, P: ArrayLike, lam: float, n: float, pairs: Sequence[tuple[int, int]]
+) -> np.ndarray:
+    """The generator of the profile chain applied to ``h(u) = u_i u_j``, per sampled state
+    (docs/model.md §9.1, "Second-order controls" [derived]):
+
+        A(u_i u_j) = u_j b_i + u_i b_j + δ_ij (λ(P_{i−1} − P_i) + u_i − u_{i+1}) / n,
+        b_i = λ(P_{i−1} − P_i) − (u_i − u_{i+1}),   P_0 = 1,
+
+    per unit time and divided by ``n`` like the drift ``b``.  Its mean is exactly 0 in
+    equilibrium, for every ``n``, rule, sampling and time mode.
+
+    Parameters
+    ----------
+    u, P : array_like, shape (samples, L)
+        ``u_1..u_L`` and ``P_1..P_L`` of each state; ``L`` must exceed the largest ``j``
+        (``b_j`` needs ``u_{j+1}``).
+    lam, n : float
+    pairs : sequence of (int, int)
+
+    Examples
+    --------
+    A state with every queue of length 1 at n = 2, d = 2 (``P_1 = 1``, ``P_2 = 0``), λ = 1/2:
+    ``b_1 = ½(1 − 1) − (1 − 0) = −1`` and ``A(u_1²) = 2·u_1·b_1 + (0 + 1)/2 = −1.5``.
+
+    >>> second_order_terms([[1.0, 0.0]], [[1.0, 0.0]], 0.5, 2, [(1, 1)]).tolist()
+    [[-1.5]]
+    """
+    u = np.atleast_2d(np.asarray(u, dtype=float))
+    P = np.atleast_2d(np.asarray(P, dtype=float))
+    N, L = u.shape
+    if pairs and max(j for _, j in pairs) >= L:
+        raise ValueError(f"second_order_terms needs more than {max(j for _, j in pairs)} levels; got {L}")
+    P0 = np.column_stack([np.ones(N), P])  # P_0 .. P_L
+    ue = np.column_stack([u, np.zeros(N)])  # u_1 .. u_{L+1}
+    arr = lam * (P0[:, :L] - P0[:, 1 : L + 1])  # λ(P_{i−1} − P_i): arrivals to level i, over n
+    dep = ue[:, :L] - ue[:, 1 : L + 1]  # u_i − u_{i+1}: departures from level i, over n
+    b = arr - dep
+    out = np.empty((N, len(pairs)))
+    for k, (i, j) in enumerate(pairs):
+        y = u[:, j - 1] * b[:, i - 1] + u[:, i - 1] * b[:, j - 1]
+        if i == j:
+            y = y + (arr[:, i - 1] + dep[:, i - 1]) / n
+        out[:, k] = y
+    return out
 
 
 def mean_skewness(

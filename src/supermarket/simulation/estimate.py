@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import stats as _st
 from ..stats import MIN_BLOCKS, ErrorEstimate
+from . import control as _cv
 from .results import Estimate, SimulationResult, Trajectory
 
 SELF_CHECK_Z = 4.0
@@ -310,7 +311,8 @@ def _result(plan, reps, wall, interrupted, precision_state=None) -> SimulationRe
     good_plain = (sum(float(A["good"][idx].sum()) for A, idx in used) / Ttot) if k else None
     seen = [sum(int(np.count_nonzero(A["c"][idx, i] > 0)) for A, idx in used) for i in range(L)]
     seen_mx = {m: sum(int(np.count_nonzero(A["max"][idx, m] > 0)) for A, idx in used) for m in mq_plain}
-    cvs, cu, cP, cq, cg, cm, parts_P = _controlled(plan, used, L, seen, forgotten_all, relax, mq_plain)
+    quad = [_second_order_batches(plan, rep, A) for rep, (A, _) in zip(reps, used)] if plan.second_order else None
+    cvs, cu, cP, cq, cg, cm, parts_P = _controlled(plan, used, L, seen, forgotten_all, relax, mq_plain, quad)
     checks = _self_checks(used, L, n, lam, relax, seen) if stable else []
     failed = [c for c in checks if c["result"] == "fail"]
     # what the run trusts (docs/model.md §9, reliability rule)
@@ -378,7 +380,7 @@ def _run_facts(plan, reps, interrupted) -> dict:
     r0 = reps[0]
     counts0, lengths0, records0 = r0.result_state()
     traj = None
-    if records0 is not None:
+    if records0 is not None and not plan.records_internal:
         t, cc, mxr, tot = records0
         traj = Trajectory(t=t - r0.t_meas0, u=cc / plan.params.n, max=mxr, total=tot)
     start_note = ""
@@ -401,11 +403,43 @@ def _run_facts(plan, reps, interrupted) -> dict:
     )
 
 
-def _controlled(plan, used, L, seen, forgotten_all, relax, mq_plain):
+def _second_order_batches(plan, rep, A):
+    """Per batch of one replication (all its batches, in order): ``(columns, samples)``, the
+    second-order controls ``A(u_i u_j)`` (``control.second_order_terms``) averaged over the
+    states sampled in the batch, times its length (so that they enter the regression as the
+    batch integrals do), and the number of states sampled in each batch."""
+    from ..engines.tables import p_rule_counts
+    from ..policies import policy_code
+
+    p = plan.params
+    pairs = _cv.second_order_pairs(_cv.SECOND_ORDER_LEVELS)
+    B = A["T"].size
+    cols, counts = np.zeros((B, len(pairs))), np.zeros(B, dtype=np.int64)
+    records = rep.result_state()[2]
+    if records is None or B == 0:
+        return cols, counts
+    t, c = records[0], np.ascontiguousarray(records[1][:, : _cv.SECOND_ORDER_LEVELS + 1], dtype=np.int64)
+    edges = rep.t_meas0 + np.concatenate([[0.0], np.cumsum(A["T"])])
+    b = np.searchsorted(edges, t, side="right") - 1
+    ok = (b >= 0) & (b < B)
+    b, c = b[ok], c[ok]
+    if b.size == 0:
+        return cols, counts
+    P = p_rule_counts(policy_code(plan.policy), c, p.n, p.d, p.replace)
+    terms = _cv.second_order_terms(c / p.n, P, p.lam, p.n, pairs)
+    np.add.at(cols, b, terms)
+    counts = np.bincount(b, minlength=B)
+    has = counts > 0
+    cols[has] *= (A["T"][has] / counts[has])[:, None]
+    return cols, counts
+
+
+def _controlled(plan, used, L, seen, forgotten_all, relax, mq_plain, quad=None):
     """Every quantity's plain and control-variate estimates (docs/model.md §9.1): ``(controls,
-    levels, tails, queue length, good set or None, law of the maximum, P integrals)``."""
+    levels, tails, queue length, good set or None, law of the maximum, P integrals)``;
+    ``quad``: per replication, the second-order controls of :func:`_second_order_batches`."""
     n, k = plan.params.n, plan.k
-    cvs = _Controls(plan, used, L, n, plan.params.lam, seen, plan.stable, forgotten_all, relax)
+    cvs = _Controls(plan, used, L, n, plan.params.lam, seen, plan.stable, forgotten_all, relax, quad)
 
     def apply(p, **kw):
         return cvs.apply(p, _estimate(p, relax=relax), **kw)
@@ -479,8 +513,6 @@ def _cv_estimate(parts, controls, plain, relax, bounds=(-math.inf, math.inf), fo
     """One quantity with the controls ``controls`` (per replication, batches x m): the adjusted
     estimate where it wins (docs/model.md §9.1), else ``plain`` with the reason (``force``: the
     adjusted one whenever it exists and lies in ``bounds``)."""
-    from . import control as _cv
-
     fit = _cv.crossfit(parts, controls)
     if fit is None:
         return _CV(plain, reason="too few batches for the regression, or the quantity does not vary")
@@ -534,11 +566,14 @@ class _Controls:
     """The controls of a run (docs/model.md §9.1): ``Z_i = u_i − λ P_{i−1}`` per batch, the
     levels chosen from the data, and the split-sample estimate of any quantity."""
 
-    def __init__(self, plan, used, L, n, lam, seen, stable, forgotten_all, relax):
-        from . import control as _cv
-
+    def __init__(self, plan, used, L, n, lam, seen, stable, forgotten_all, relax, quad=None):
         self.relax = relax
         self.levels = []
+        self.pairs = []  # the second-order controls in use, (i, j)
+        self.quad_note = ""
+        self.Q = None
+        every = plan.record_every
+        self.sampled = f"every {every:g} time units" if plan.continuous else f"every {int(every):,} steps"
         self.reason = ""
         self.Z = None
         self.on = plan.control_variates
@@ -569,10 +604,46 @@ class _Controls:
             self.reason = "no level qualifies as a control (none varies independently of the others)"
             return
         self.Z = Zs
+        if quad is not None:
+            self._second_order(used, quad, seen, rows)
+
+    def _second_order(self, used, quad, seen, rows):
+        """Add the second-order controls (docs/model.md §9.1): the pairs of levels that are
+        each seen in enough batches, when every kept batch holds a sampled state, taken after
+        the first-order ones and kept as :func:`control.select_controls` keeps those."""
+        pairs = _cv.second_order_pairs(_cv.SECOND_ORDER_LEVELS)
+        ok = [k for k, (i, j) in enumerate(pairs) if seen[j - 1] >= 2 * MIN_BLOCKS] if len(seen) else []
+        if not ok:
+            self.quad_note = "second-order controls not used: levels 1 to 3 are not seen in enough batches"
+            return
+        if any(idx.size and int(cnt[idx].min()) < 1 for (_, cnt), (_, idx) in zip(quad, used)):
+            self.quad_note = "second-order controls not used: some batch holds no sampled state (batches too short)"
+            return
+        Qs = [cols[idx][:, ok] for (cols, _), (_, idx) in zip(quad, used)]
+        cap = min(len(self.levels) + len(ok), rows // _cv.MIN_FIT_ROWS_PER_CONTROL)
+        lin = [lv - 1 for lv in self.levels]
+        stack = np.concatenate(
+            [
+                _cv.ratio_series(np.column_stack([Zr[:, lin], Qr]), A["T"][idx])
+                for Zr, Qr, (A, idx) in zip(self.Z, Qs, used)
+            ]
+        )
+        keep = _cv.select_controls(stack, max_controls=cap)
+        m = len(self.levels)
+        if keep[:m] != list(range(m)):  # the first-order controls were kept as independent: they stay
+            keep = list(range(m)) + [k for k in keep if k >= m]
+        chosen = [k - m for k in keep if k >= m]
+        if not chosen:
+            self.quad_note = "second-order controls not used: none varies independently of the first-order ones"
+            return
+        self.pairs = [pairs[ok[k]] for k in chosen]
+        self.Q = [Qr[:, chosen] for Qr in Qs]
 
     def _controls(self, levels):
         cols = [lv - 1 for lv in levels]
-        return [Zr[:, cols] for Zr in self.Z]
+        if self.Q is None:
+            return [Zr[:, cols] for Zr in self.Z]
+        return [np.column_stack([Zr[:, cols], Qr]) for Zr, Qr in zip(self.Z, self.Q)]
 
     def apply(self, parts, plain, *, own=None, bounds=(-math.inf, math.inf), seen=None, tail=None) -> _CV:
         """The control-variate estimate of the quantity with batch integrals ``parts`` when it has
@@ -661,6 +732,14 @@ class _Controls:
                 "equilibrium), split-sample regression on batch means (docs/model.md §9.1)"
             )
         ]
+        if self.pairs:
+            out.append(
+                "second-order controls A(u_i·u_j) for (i, j) = "
+                f"{', '.join(f'({i}, {j})' for i, j in self.pairs)} ({len(self.pairs)}; exact mean 0 in "
+                f"equilibrium), on the state sampled {self.sampled} (docs/model.md §9.1)"
+            )
+        elif self.quad_note:
+            out.append(self.quad_note)
         groups: dict[str, list[str]] = {}
         for i, c in enumerate(cu):
             if not c.used and c.reason and c.plain.mean > 0:

@@ -35,6 +35,7 @@ from ..model import (
     spawn_seeds,
 )
 from ..states import counts_from_lengths, parse_start, start_counts
+from . import control as _cv
 from .chain import _Rep
 from .estimate import _result, _summarize, relaxation_time
 from .results import SimulationResult
@@ -142,6 +143,8 @@ class RunPlan:
     cautions: tuple = ()  # (message, warning class), issued when the run starts
     force_window: bool = False  # tests: the windowed P tables at any n
     policy: str = "jsq-d"  # the dispatch rule (supermarket.policies)
+    second_order: bool = False  # the second-order controls A(u_i u_j), from sampled states (§9.1)
+    records_internal: bool = False  # the records serve the second-order controls only: no trajectory
 
 
 def _plan(
@@ -168,11 +171,13 @@ def _plan(
     client=None,
     control_variates=True,
     policy="jsq-d",
+    second_order=False,
 ) -> RunPlan:
     """Validate the arguments of :func:`simulate` (ValueError/TypeError naming the parameter)
     and return the run plan; nothing is run."""
     if not isinstance(control_variates, (bool, np.bool_)):
         raise TypeError(f"control_variates must be True or False; got {control_variates!r}")
+    _check_second_order(second_order, control_variates)
     engine = check_choice("engine", engine, ENGINES)
     policy = _pol.check_policy(policy)
     jsqd = policy == _pol.DEFAULT_POLICY
@@ -295,6 +300,10 @@ def _plan(
     else:
         counts0 = start_counts(n, d, lam if stable else lamf, start)
 
+    records_internal = bool(second_order) and record_every is None
+    if records_internal:  # the state sampled every SECOND_ORDER_EVERY time units (§9.1)
+        every = _cv.SECOND_ORDER_EVERY
+        record_every = every if continuous else float(max(1, round(every * rate)))
     if record_every is not None:
         record_every = (
             check_positive_float("record_every", record_every)
@@ -315,6 +324,8 @@ def _plan(
     )
     if record_every is None:
         rl = 0
+    elif second_order:
+        rl = max(rl, _cv.SECOND_ORDER_LEVELS + 1)  # b_q needs u_(q+1)
 
     # sizes and costs, before anything is built: the per-level batch statistics of a start
     # with a queue of length L, and the events the horizon asks for
@@ -365,7 +376,16 @@ def _plan(
         seeds=seeds,
         cautions=tuple(cautions),
         policy=policy,
+        second_order=bool(second_order),
+        records_internal=records_internal,
     )
+
+
+def _check_second_order(second_order, control_variates) -> None:
+    if not isinstance(second_order, (bool, np.bool_)):
+        raise TypeError(f"second_order must be True or False; got {second_order!r}")
+    if second_order and not control_variates:
+        raise ValueError("second_order=True adds controls to the control variates: it needs control_variates=True")
 
 
 # =========================================================================== simulate
