@@ -91,6 +91,14 @@ def test_batches_without_a_sampled_state_turn_the_second_order_controls_off():
     assert np.array_equal(a.u_mean, b.u_mean) and np.array_equal(a.u_stderr, b.u_stderr, equal_nan=True)
 
 
+def test_a_run_that_never_reaches_level_2_uses_what_it_has():
+    """At λ = 0.001 no queue reaches length 2 in 2·10^5 steps (the profile has two levels):
+    the pairs above the levels seen are left out, without an error (an IndexError before)."""
+    r = _run(1000, 2, 0.001, second_order=True, steps=200_000, seed=1, start="fixed-point")
+    assert len(r.u_mean) <= 3 and r.u_reliable[0]
+    assert abs(r.u_mean[0] - 0.001) <= 4.5 * r.u_stderr[0]
+
+
 @pytest.mark.parametrize(
     "kw, exc, match",
     [

@@ -612,7 +612,7 @@ class _Controls:
         each seen in enough batches, when every kept batch holds a sampled state, taken after
         the first-order ones and kept as :func:`control.select_controls` keeps those."""
         pairs = _cv.second_order_pairs(_cv.SECOND_ORDER_LEVELS)
-        ok = [k for k, (i, j) in enumerate(pairs) if seen[j - 1] >= 2 * MIN_BLOCKS] if len(seen) else []
+        ok = [k for k, (_, j) in enumerate(pairs) if j <= len(seen) and seen[j - 1] >= 2 * MIN_BLOCKS]
         if not ok:
             self.quad_note = "second-order controls not used: levels 1 to 3 are not seen in enough batches"
             return
