@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any, Literal
 
@@ -261,11 +262,20 @@ def stderr_is_tty() -> bool:
     return sys.stderr.isatty()
 
 
+#: seconds between two progress lines when stderr is not a terminal (a log file, a pipe, CI)
+PLAIN_PROGRESS_EVERY = 5.0
+
+
 class TaskProgress:
-    """Progress of a command's independent tasks on stderr: a rich bar with the count done,
-    the elapsed time and the time left (a terminal only, like ``simulate``'s); otherwise
-    nothing.  ``update(done, total)`` (also accepts ``(done, running, total)`` as
-    :func:`supermarket.parallel.map_tasks` calls it); a context manager that stops the bar.
+    """Progress of a command's independent tasks on stderr.
+
+    On a terminal: a rich bar with the count done, the elapsed time and the time left (like
+    ``simulate``'s).  Elsewhere (a log file, a pipe, CI): one plain line every
+    :data:`PLAIN_PROGRESS_EVERY` seconds, ``label: done/total done, elapsed 12 s``, so that a
+    long run is never silent.  ``enabled=False`` shows nothing at all (``--json`` runs keep the
+    plain lines, which go to stderr, unless the caller disables them).  ``update(done, total)``
+    (also accepts ``(done, running, total)`` as :func:`supermarket.parallel.map_tasks` calls
+    it); a context manager that stops the bar.
 
     Examples
     --------
@@ -273,16 +283,27 @@ class TaskProgress:
     ...     p.update(1, 2)
     """
 
-    def __init__(self, label: str, enabled: bool | None = None):
+    def __init__(self, label: str, enabled: bool | None = None, plain: bool | None = None):
         self.label = label
-        self.enabled = stderr_is_tty() if enabled is None else bool(enabled)
+        tty = stderr_is_tty()
+        self.enabled = True if enabled is None else bool(enabled)
+        # a rich bar on a terminal, plain lines elsewhere
+        self.plain = (not tty) if plain is None else bool(plain)
         self._prog: Any = None  # a rich.progress.Progress once started
         self._id: Any = None
+        self._t0 = time.monotonic()
+        self._last = self._t0
 
     def update(self, done: int, *rest: int) -> None:
         if not self.enabled:
             return
         total = rest[-1]
+        if self.plain:
+            now = time.monotonic()
+            if now - self._last >= PLAIN_PROGRESS_EVERY:
+                self._last = now
+                click.echo(f"{self.label}: {done}/{total} done, elapsed {now - self._t0:.0f} s", err=True)
+            return
         if self._prog is None:
             from rich.console import Console
             from rich.progress import (
@@ -318,4 +339,63 @@ class TaskProgress:
         if self._prog is not None:
             self._prog.stop()
             self._prog = None
+        return False
+
+
+class Heartbeat:
+    """A line on stderr every :data:`PLAIN_PROGRESS_EVERY` seconds while one long step runs
+    (a sparse solve, a search), from a daemon thread: ``label: still working, elapsed 15 s``,
+    with the text of :meth:`note` when the step has said where it is.  A terminal shows a
+    spinner instead (rich's status line).  A context manager; ``enabled=False`` shows nothing.
+
+    Examples
+    --------
+    >>> with Heartbeat("exact solve", enabled=False) as hb:
+    ...     hb.note("state space 1,234")
+    """
+
+    def __init__(self, label: str, enabled: bool = True, every: float | None = None):
+        import threading
+
+        self.label = label
+        self.enabled = bool(enabled)
+        self.every = PLAIN_PROGRESS_EVERY if every is None else float(every)
+        self._where = ""
+        self._stop = threading.Event()
+        self._thread: Any = None
+        self._status: Any = None
+        self._t0 = time.monotonic()
+
+    def note(self, where: str) -> None:
+        """Say where the step is; the next line (or the spinner) shows it."""
+        self._where = str(where)
+        if self._status is not None:
+            self._status.update(f"{self.label}: {self._where}")
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            where = f" ({self._where})" if self._where else ""
+            click.echo(f"{self.label}: still working{where}, elapsed {time.monotonic() - self._t0:.0f} s", err=True)
+
+    def __enter__(self) -> Heartbeat:
+        import threading
+
+        if not self.enabled:
+            return self
+        self._t0 = time.monotonic()
+        if stderr_is_tty():
+            from rich.console import Console
+
+            self._status = Console(stderr=True).status(self.label)
+            self._status.start()
+        else:
+            self._thread = threading.Thread(target=self._run, name="supermarket-heartbeat", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> Literal[False]:
+        self._stop.set()
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
         return False

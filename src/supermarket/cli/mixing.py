@@ -78,7 +78,7 @@ def mixing(
 
     from .. import mixing as mx
 
-    bar = TaskProgress("coupled pairs", enabled=stderr_is_tty() and not as_json)
+    bar = TaskProgress("coupled pairs", plain=as_json or not stderr_is_tty())
     # dask_session first: a bad address fails before any work
     with dask_session(scheduler, connect_timeout, workers) as client, warnings.catch_warnings(), bar:
         warnings.simplefilter("always", mx.MixingWarning)

@@ -97,7 +97,7 @@ def perfect(
     threads = 1 if scheduler is not None else _threads(workers, samples, max_memory)
     with dask_session(scheduler, connect_timeout, workers) as client:
         partial = None
-        with TaskProgress("exact samples", enabled=stderr_is_tty() and not as_json) as bar:
+        with TaskProgress("exact samples", plain=as_json or not stderr_is_tty()) as bar:
             try:
                 res = pf.sample(
                     n,
