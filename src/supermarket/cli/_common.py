@@ -395,6 +395,9 @@ class Heartbeat:
 
     def __exit__(self, *exc: object) -> Literal[False]:
         self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5.0)  # no line after the block; a stuck echo is not waited on
+            self._thread = None
         if self._status is not None:
             self._status.stop()
             self._status = None
