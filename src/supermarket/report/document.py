@@ -282,7 +282,8 @@ def _html_table(header, body) -> str:
         "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in line) + "</tr>" for line in body[:MAX_TABLE_ROWS]
     )
     more = f"<p>… {len(body) - MAX_TABLE_ROWS} more rows in results.parquet</p>" if len(body) > MAX_TABLE_ROWS else ""
-    return f"<table><thead><tr>{h}</tr></thead><tbody>{b}</tbody></table>{more}"
+    # the box scrolls sideways where the table is wider than the page (never the page itself)
+    return f"<div class='table-box'><table><thead><tr>{h}</tr></thead><tbody>{b}</tbody></table></div>{more}"
 
 
 def _md_table(header, body) -> str:
@@ -294,9 +295,15 @@ def _md_table(header, body) -> str:
     return "\n".join(lines)
 
 
-CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;font-size:12px;margin:1em 0}th,td{border:1px solid #ccc;padding:3px 6px;
-text-align:right}th{background:#f3f3f3}figure{margin:1.5em 0}figcaption{font-size:13px;color:#444;max-width:800px}
+# a page at most 1,100 px wide; a table wider than the page scrolls in its own box (.table-box),
+# its headers wrap between words and its cells wrap only at spaces
+CSS = """*,*::before,*::after{box-sizing:border-box}
+body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;
+overflow-wrap:anywhere}
+.table-box{max-width:100%;overflow-x:auto;margin:1em 0}
+table{border-collapse:collapse;font-size:12px}th,td{border:1px solid #ccc;padding:3px 6px;
+text-align:right;overflow-wrap:normal}th{background:#f3f3f3;min-width:5em;vertical-align:bottom}
+figure{margin:1.5em 0}figcaption{font-size:13px;color:#444;max-width:800px}
 img{max-width:100%;border:1px solid #eee}pre{background:#f7f7f7;padding:.7em;font-size:12px;overflow:auto}
 .failed{color:#a00}"""
 

@@ -1,0 +1,135 @@
+"""Screens of the sweep report: the HTML page fits a 1,100 px window whatever its tables hold,
+the fluctuation figure's labels do not overlap, captions say only what their data show, and a
+distrusted value is worded as the command line words it."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from supermarket import report as rp
+from supermarket import sweep as sw
+
+# every measurement kind, with the wide tables: a service law and server classes on simulate
+# (per-class columns), all five fluctuation moments twice (simulated and limit)
+WIDE = """
+[sweep]
+name = "screens"
+seed = 5
+replications = 2
+
+[[run]]
+measurement = "theory"
+n = 1000
+d = 2
+load = 0.9
+
+[[run]]
+measurement = "meanfield"
+n = 50
+d = 2
+load = 0.9
+
+[[run]]
+measurement = "simulate"
+n = 60
+d = 2
+load = 0.9
+steps = 20000
+burn_in = 2000
+
+[[run]]
+measurement = "simulate"
+n = 60
+d = 2
+load = 0.9
+time = 200.0
+burn_in = 20.0
+service = ["exp", "erlang:2"]
+server_classes = "0.5:2,0.5:1"
+
+[[run]]
+measurement = "mixing"
+n = 20
+d = 2
+load = 0.8
+
+[[run]]
+measurement = "fluctuations"
+regime = "a"
+n = 400
+kappa = 1.0
+d = 6
+time = 3.0
+burn_in = 1.0
+replications = 1
+"""
+
+
+@pytest.fixture(scope="module")
+def wide_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("screens")
+    out = sw.run_sweep(sw.parse_sweep(WIDE, path="screens.toml"), d / "out", workers=1)
+    assert out.failed == 0, out.failures
+    return d / "out"
+
+
+LAYOUT_SCRIPT = """<script>
+window.addEventListener('load', function () {
+  const vw = document.documentElement.clientWidth;
+  const page = document.documentElement.scrollWidth;
+  const bad = [];
+  for (const t of document.querySelectorAll('table')) {
+    const box = t.parentElement;
+    const cut = getComputedStyle(box).overflowX;
+    const right = box.getBoundingClientRect().right;
+    // a table wider than its box must sit in a box that scrolls, and the box must fit the window
+    if (right > vw + 1 || (t.scrollWidth > box.clientWidth + 1 && !['auto', 'scroll'].includes(cut))) {
+      bad.push(t.querySelector('th, td') ? t.querySelector('th, td').textContent.slice(0, 20) : '?');
+    }
+  }
+  document.body.setAttribute('data-page-width', String(page));
+  document.body.setAttribute('data-view-width', String(vw));
+  document.body.setAttribute('data-bad', bad.length ? bad.join('|') : 'none');
+});
+</script>"""
+
+
+def _layout(chromium: str, html_path: Path) -> dict[str, str]:
+    page = html_path.with_name(html_path.stem + "-layout.html")
+    page.write_text(html_path.read_text().replace("</body>", LAYOUT_SCRIPT + "</body>"))
+    res = subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--disable-gpu",
+            "--no-sandbox",
+            "--hide-scrollbars",
+            "--window-size=1100,900",
+            "--virtual-time-budget=10000",
+            "--dump-dom",
+            page.resolve().as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    body = re.search(r"<body([^>]*)>", res.stdout)
+    assert body is not None
+    return dict(re.findall(r'data-([a-z-]+)="([^"]*)"', body.group(1)))
+
+
+def test_every_table_fits_a_1100px_window(wide_dir, tmp_path, chromium):
+    path = Path(rp.build_report(wide_dir, tmp_path / "r.html"))
+    text = path.read_text()
+    for meas in ("simulate", "fluctuations", "mixing", "meanfield", "theory"):
+        assert f"<h2>{meas}</h2>" in text
+    got = _layout(chromium, path)
+    assert got["view-width"] and int(got["view-width"]) <= 1100
+    # the page itself never scrolls sideways: a wide table scrolls inside its own box
+    assert int(got["page-width"]) <= int(got["view-width"]), got
+    assert got["bad"] == "none", got
