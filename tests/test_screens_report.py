@@ -133,3 +133,42 @@ def test_every_table_fits_a_1100px_window(wide_dir, tmp_path, chromium):
     # the page itself never scrolls sideways: a wide table scrolls inside its own box
     assert int(got["page-width"]) <= int(got["view-width"]), got
     assert got["bad"] == "none", got
+
+
+def _fluct_rows():
+    """Two regimes whose five moments nearly coincide: every label at the same few places."""
+    from supermarket.report.figures import FLUCT_MOMENTS
+
+    rows = []
+    for j, regime in enumerate(("a", "b")):
+        r = {"regime": regime, "n": 400, "task_index": j, "point": j, "status": "ok"}
+        r["sim_error_bars_adequate"] = regime == "a"
+        for i, m in enumerate(FLUCT_MOMENTS):
+            r[f"sim_{m}"] = 0.1 + 0.001 * i
+            r[f"limit_{m}"] = 0.1 + 0.001 * j
+            r[f"sim_stderr_{m}"] = 0.01
+        rows.append(r)
+    return rows
+
+
+def test_fluctuation_labels_do_not_overlap(monkeypatch):
+    from supermarket.report import figures as fg
+
+    seen = []
+    real = fg._fig_to_png
+
+    def keep(fig):
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        ax = fig.axes[0]
+        seen.append([t.get_window_extent(renderer) for t in ax.texts])
+        return real(fig)
+
+    monkeypatch.setattr(fg, "_fig_to_png", keep)
+    fig = fg._fluct_figure(fg._points(_fluct_rows()))
+    assert fig is not None and fig.png[:4] == b"\x89PNG"
+    (boxes,) = seen
+    assert len(boxes) == 10
+    overlaps = [(i, j) for i in range(len(boxes)) for j in range(i) if boxes[i].overlaps(boxes[j])]
+    assert overlaps == []
+    assert "†" in fig.caption  # the key marks the points without an error bar

@@ -424,7 +424,11 @@ def _fluct_figure(points) -> Figure | None:
             names.append(f"({r.get('regime')}) {m}" + (" (too short to know)" if se is None else ""))
     if not sims:
         return None
-    fig, ax = _plt().subplots(figsize=(5.5, 4.4))
+    # the points are numbered on the plot and named in a key beside it: names written at the
+    # points overlapped wherever two moments had nearly the same values
+    fig, (ax, key) = _plt().subplots(
+        1, 2, figsize=(8.3, max(4.4, 0.6 + 0.14 * len(names))), gridspec_kw={"width_ratios": [5.5, 2.8]}
+    )
     ax.errorbar(lims, sims, yerr=errs, fmt="o", capsize=3, label="simulated (±2 se) against limit (derived)")
     if lna_x:
         lab = "simulated against finite-n LNA at x^n"
@@ -433,8 +437,18 @@ def _fluct_figure(points) -> Figure | None:
     hi = max(max(lims + lna_x), max(s + e for s, e in zip(sims, errs)))
     pad = 0.1 * (hi - lo or 1.0)
     ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], "k--", lw=1, label="simulated = limit")
-    for x, y, nm in zip(lims, sims, names):
-        ax.annotate(nm, (x, y), fontsize=6, xytext=(3, -8), textcoords="offset points")
+    ax.set(xlim=(lo - 2 * pad, hi + 2 * pad), ylim=(lo - 2 * pad, hi + 2 * pad))
+    _place_numbers(fig, ax, lims, sims)
+    key.axis("off")
+    lines = [
+        f"{j + 1}  {nm}" + (" †" if err == 0.0 and "too short" in nm else "")
+        for j, (nm, err) in enumerate(zip(names, errs))
+    ]
+    lines = [ln.replace(" (too short to know)", "") for ln in lines]
+    if short:
+        lines += ["", "† too short to know:", "   no error bar"]
+    key.text(0.0, 1.0, "\n".join(lines), va="top", ha="left", fontsize=7, family="monospace", transform=key.transAxes)
+    fig.tight_layout()
     return _finish(
         fig,
         ax,
@@ -447,13 +461,42 @@ def _fluct_figure(points) -> Figure | None:
         "docs/model.md §8) against those of the limit diffusion of its regime (limits derived; closed "
         "forms in regime (a), simulated SDE in (b), (c)), and against the finite-n linear noise "
         "approximation at the centre x^n (open squares)."
+        + " The points are numbered; the key beside the plot names each one's regime and moment."
         + (
-            ' Points labelled "too short to know" come from runs too short to estimate their own '
-            "error: they have no error bar."
+            ' Points marked † in the key ("too short to know") come from runs too short to estimate '
+            "their own error: they have no error bar."
             if short
             else ""
         ),
     )
+
+
+def _place_numbers(fig, ax, xs, ys) -> None:
+    """Number the points 1, 2, … beside them, each label where it overlaps no label placed before
+    (tried at growing distances around its point)."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    taken: list = []
+    offsets = [
+        (dx * r, dy * r)
+        for r in (4, 9, 14, 20)
+        for dx, dy in ((1, 1), (1, -1), (-1, 1), (-1, -1), (1, 0), (0, 1), (-1, 0), (0, -1))
+    ]
+    for j, (x, y) in enumerate(zip(xs, ys)):
+        label = None
+        for dx, dy in offsets:
+            if label is not None:
+                label.remove()
+            ha = "left" if dx >= 0 else "right"
+            va = "bottom" if dy >= 0 else "top"
+            label = ax.annotate(
+                str(j + 1), (x, y), fontsize=7, xytext=(dx, dy), textcoords="offset points", ha=ha, va=va
+            )
+            box = label.get_window_extent(renderer)
+            if not any(box.overlaps(b) for b in taken):
+                break
+        if label is not None:
+            taken.append(label.get_window_extent(renderer))
 
 
 def _meanfield_figure(points) -> Figure | None:
