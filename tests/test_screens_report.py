@@ -172,3 +172,28 @@ def test_fluctuation_labels_do_not_overlap(monkeypatch):
     overlaps = [(i, j) for i in range(len(boxes)) for j in range(i) if boxes[i].overlaps(boxes[j])]
     assert overlaps == []
     assert "†" in fig.caption  # the key marks the points without an error bar
+
+
+def test_max_queue_caption_counts_what_the_points_show():
+    """A caption said "k or k+1" over points at k + 2: it now counts the points' own offsets."""
+    from supermarket.report import figures as fg
+
+    rows = [
+        {"n": 100, "d": 2, "load": 0.9, "task_index": j, "point": j, "status": "ok", "max_queue_dist": dist}
+        for j, dist in enumerate(({"4": 0.9, "5": 0.1}, {"6": 0.8, "5": 0.2}))
+    ]  # k_(0.9, 2) = 4: one point at k, one at k + 2
+    fig = fg._max_queue_figure(fg._points(rows))
+    assert fig is not None
+    assert "most frequent maximum is k at 1 of 2 grid points, k + 2 at 1." in fig.caption
+
+
+def test_profile_caption_names_only_the_references_drawn():
+    from supermarket.report import figures as fg
+
+    rows = [
+        {"n": 100, "d": 2, "load": 0.5, "policy": "random", "task_index": 0, "point": 0, "status": "ok"}
+        | {"u_mean": [0.5, 0.25, 0.12]}
+    ]
+    fig = fg._profile_figure(fg._points(rows))
+    assert fig is not None
+    assert "λ^i" in fig.caption and "π(i) = λ^((d^i" not in fig.caption and "linearised" not in fig.caption
