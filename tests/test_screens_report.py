@@ -197,3 +197,26 @@ def test_profile_caption_names_only_the_references_drawn():
     fig = fg._profile_figure(fg._points(rows))
     assert fig is not None
     assert "λ^i" in fig.caption and "π(i) = λ^((d^i" not in fig.caption and "linearised" not in fig.caption
+
+
+def test_good_set_fraction_never_seen_is_worded_as_simulate_words_it():
+    """simulate's table says "rare: no error bar" for a good-set fraction of 0; the report said
+    "too short to know" for the same run.  Both now take the words from one function."""
+    from supermarket.report import document as doc
+    from supermarket.simulation.render import _pm
+
+    sim = [
+        {
+            "n": 10,
+            "task_index": j,
+            "point": 0,
+            "status": "ok",
+            "good_set_fraction": 0.0,
+            "good_set_fraction_reliable": False,
+        }
+        for j in range(2)
+    ]
+    cell = doc._summary_table("simulate", sim, ["n"])[1][0][-1]
+    assert cell == _pm(0.0, float("nan"), False) == "0 (rare: no error bar)"
+    sim[1]["good_set_fraction"] = 0.5  # seen: a run too short, as before
+    assert doc._summary_table("simulate", sim, ["n"])[1][0][-1] == "0.25 (too short to know)"
