@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..simulation.render import RARE, no_error_bar_reason
 from ..stats import mean_stderr
 from ..sweep import RESULTS_FILE, read_results, read_sidecar, table_rows
 from ..sweep.storage import check_not_sweep_file, check_output_file, write_output
@@ -204,7 +205,7 @@ def _summary_table(meas: str, rows: list[dict], params: list[str]) -> tuple[list
                 m, se = mean_stderr(nums)
                 same = len({n for n in nums if n is not None}) == 1
                 cell = f"{m:.6g} ± {se:.2g}" if se is not None and not same and not _no_error(c, rs) else f"{m:.6g}"
-                line.append(f"{m:.6g} ({TOO_SHORT})" if _distrusted(meas, c, rs) else cell)
+                line.append(f"{m:.6g} ({_reason(m)})" if _distrusted(meas, c, rs) else cell)
             elif plain and len(rs) == 1 and nums[0] is not None and (own := _own_error(c, r)) is not None:
                 line.append(f"{nums[0]:.6g} ± {own:.2g}")  # one replication: the run's own trusted error
             elif _numeric_lists(vals):
@@ -213,6 +214,17 @@ def _summary_table(meas: str, rows: list[dict], params: list[str]) -> tuple[list
                 line.append(_fmt(vals[0]))
         body.append(line)
     return header, body
+
+
+def _reason(mean: float) -> str:
+    """Why a distrusted cell has no ±: the words of ``simulate`` for a quantity never seen (rare),
+    else "too short to know" (the run was too short to estimate its own error).
+
+    >>> _reason(0.0), _reason(0.5)
+    ('rare: no error bar', 'too short to know')
+    """
+    reason = no_error_bar_reason(mean)
+    return reason if reason == RARE else TOO_SHORT
 
 
 def _ratio_cell(vals) -> str:
@@ -242,6 +254,12 @@ RATIO_NOTE = (
     "variance reduction: (plain s.e. / control-variate s.e.)² of each replication, the median over the "
     "grid point's replications (docs/model.md §9.1); " + NO_RATIO + " where every replication kept the "
     "plain estimate (a rare level, a gain below 2, controls off: control_variates = false)."
+)
+
+
+RARE_NOTE = (
+    f'"{RARE}": the quantity was never observed in the grid point\'s runs (a fraction of time 0), '
+    "so there is nothing to estimate an error from; simulate says the same."
 )
 
 
@@ -282,7 +300,8 @@ def _html_table(header, body) -> str:
         "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in line) + "</tr>" for line in body[:MAX_TABLE_ROWS]
     )
     more = f"<p>… {len(body) - MAX_TABLE_ROWS} more rows in results.parquet</p>" if len(body) > MAX_TABLE_ROWS else ""
-    return f"<table><thead><tr>{h}</tr></thead><tbody>{b}</tbody></table>{more}"
+    # the box scrolls sideways where the table is wider than the page (never the page itself)
+    return f"<div class='table-box'><table><thead><tr>{h}</tr></thead><tbody>{b}</tbody></table></div>{more}"
 
 
 def _md_table(header, body) -> str:
@@ -294,9 +313,15 @@ def _md_table(header, body) -> str:
     return "\n".join(lines)
 
 
-CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;font-size:12px;margin:1em 0}th,td{border:1px solid #ccc;padding:3px 6px;
-text-align:right}th{background:#f3f3f3}figure{margin:1.5em 0}figcaption{font-size:13px;color:#444;max-width:800px}
+# a page at most 1,100 px wide; a table wider than the page scrolls in its own box (.table-box),
+# its headers wrap between words and its cells wrap only at spaces
+CSS = """*,*::before,*::after{box-sizing:border-box}
+body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;
+overflow-wrap:anywhere}
+.table-box{max-width:100%;overflow-x:auto;margin:1em 0}
+table{border-collapse:collapse;font-size:12px}th,td{border:1px solid #ccc;padding:3px 6px;
+text-align:right;overflow-wrap:normal}th{background:#f3f3f3;min-width:5em;vertical-align:bottom}
+figure{margin:1.5em 0}figcaption{font-size:13px;color:#444;max-width:800px}
 img{max-width:100%;border:1px solid #eee}pre{background:#f7f7f7;padding:.7em;font-size:12px;overflow:auto}
 .failed{color:#a00}"""
 
@@ -376,6 +401,8 @@ def build_report(out_dir: str | Path, path: str | Path, *, fmt: str = "html") ->
             notes.append(RATIO_NOTE)
         if any("(" + TOO_SHORT + ")" in c for line in body for c in line):
             notes.append(_too_short_note(meas))
+        if any("(" + RARE + ")" in c for line in body for c in line):
+            notes.append(RARE_NOTE)
         if any(r.get("engine") == "event" for r in mrows):
             notes.append(EVENT_NOTE)
         if any(r.get("engine") in COUNT_LAW_ENGINES for r in mrows):

@@ -160,6 +160,7 @@ def _profile_figure(points) -> Figure | None:
             se = np.zeros(mat.shape[1])
             se[: len(own)] = np.asarray([x if x is not None else 0.0 for x in own], dtype=float)
         items.append((rs[0], mean, se))
+    drawn: set[str] = set()  # the references drawn, for the caption
     if not items:
         return None
     items = items[:MAX_PROFILE_PANELS]
@@ -177,10 +178,12 @@ def _profile_figure(points) -> Figure | None:
         mf = _mean_field_profile(r, len(mean))
         if mf is not None:
             ax.plot(i, mf[0], "s--", ms=3, mfc="none", label=mf[1])
+            drawn.add(mf[1])
         k = _k(r["d"], lam) if _law(r) == ("jsq-d", "exp", None) else None
         if k is not None:
             q = th.linearised_q(int(r["d"]), lam, k)
             ax.plot(np.arange(1, k + 1), 1.0 - q, "x:", label="1 − q̃_i linearised (derived)")
+            drawn.add("linearised")
         title = _param_label(r, ("n", "d", "load", "time_mode"))
         varying = [k for k in LAW_KEYS if len({_law(x)[LAW_KEYS.index(k)] for p in points.values() for x in p}) > 1]
         if varying:
@@ -194,11 +197,30 @@ def _profile_figure(points) -> Figure | None:
     return Figure(
         "profiles",
         "Profiles against π and the linearised prediction",
-        "Simulated time-averaged profile E[u_i] (mean over replications, error bars 2 standard "
-        "errors) against the mean-field fixed point π(i) = λ^((d^i−1)/(d−1)) (docs/model.md §3) and the "
-        "linearised profile 1 − q̃_i, q̃_i = (1−λ)((λd)^i−1)/(λd−1), derived (docs/model.md §4).",
+        "Simulated time-averaged profile E[u_i] (mean over replications, error bars 2 standard errors)"
+        + _profile_refs(drawn),
         _fig_to_png(fig),
     )
+
+
+def _profile_refs(drawn: set[str]) -> str:
+    """The caption's account of the references drawn (only those a panel shows).
+
+    >>> _profile_refs(set())
+    '; no mean-field reference is known in closed form for these points.'
+    """
+    refs = []
+    if "π(i) mean field" in drawn:
+        refs.append("the mean-field fixed point π(i) = λ^((d^i−1)/(d−1)) (docs/model.md §3)")
+    if "λ^i (M/M/1 queues)" in drawn:
+        refs.append("λ^i where queues are independent M/M/1 (random dispatch, d = 1)")
+    if "fluid fixed point (u_1 = λ)" in drawn:
+        refs.append("the fluid fixed point u_1 = λ (jsq, jiq)")
+    if "linearised" in drawn:
+        refs.append("the linearised profile 1 − q̃_i, q̃_i = (1−λ)((λd)^i−1)/(λd−1), derived (docs/model.md §4)")
+    if not refs:
+        return "; no mean-field reference is known in closed form for these points."
+    return " against " + ", ".join(refs[:-1]) + (" and " if len(refs) > 1 else "") + refs[-1] + "."
 
 
 def _point_value(rs: list[dict], column: str, quantile: str | None = None) -> tuple[float, float | None] | None:
@@ -330,9 +352,24 @@ def _max_queue_figure(points) -> Figure | None:
         name="max_queue",
         heading="Maximum queue length against k_(λ,d)",
         caption="For each grid point, the most frequent time-averaged maximum queue length (bars: the "
-        "smallest and largest maxima seen) against k_(λ,d) (paper 000, docs/model.md §4). The paper "
-        "predicts k, or k or k+1 when 1/(1−λ) is a power of d.",
+        "smallest and largest maxima seen) against k_(λ,d) (paper 000, docs/model.md §4; its n → ∞ "
+        "statement: k, or k or k+1 when 1/(1−λ) is a power of d). " + _max_tally(xs, modes),
     )
+
+
+def _max_tally(ks, modes) -> str:
+    """What the points show, counted from them (no sentence the data can contradict).
+
+    >>> _max_tally([2, 2, 3], [2, 4, 4])
+    'Here the most frequent maximum is k at 1 of 3 grid points, k + 1 at 1, k + 2 at 1.'
+    """
+    by: dict[int, int] = {}
+    for k, m in zip(ks, modes):
+        by[m - k] = by.get(m - k, 0) + 1
+    parts = [f"k {'+' if o > 0 else '−'} {abs(o)}" if o else "k" for o in sorted(by)]
+    counts = [f"{p} at {by[o]}" for p, o in zip(parts, sorted(by))]
+    counts[0] = counts[0] + f" of {len(ks)} grid points"
+    return "Here the most frequent maximum is " + ", ".join(counts) + "."
 
 
 def _mixing_figure(points) -> Figure | None:
@@ -424,7 +461,11 @@ def _fluct_figure(points) -> Figure | None:
             names.append(f"({r.get('regime')}) {m}" + (" (too short to know)" if se is None else ""))
     if not sims:
         return None
-    fig, ax = _plt().subplots(figsize=(5.5, 4.4))
+    # the points are numbered on the plot and named in a key beside it: names written at the
+    # points overlapped wherever two moments had nearly the same values
+    fig, (ax, key) = _plt().subplots(
+        1, 2, figsize=(8.3, max(4.4, 0.6 + 0.14 * len(names))), gridspec_kw={"width_ratios": [5.5, 2.8]}
+    )
     ax.errorbar(lims, sims, yerr=errs, fmt="o", capsize=3, label="simulated (±2 se) against limit (derived)")
     if lna_x:
         lab = "simulated against finite-n LNA at x^n"
@@ -433,8 +474,18 @@ def _fluct_figure(points) -> Figure | None:
     hi = max(max(lims + lna_x), max(s + e for s, e in zip(sims, errs)))
     pad = 0.1 * (hi - lo or 1.0)
     ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], "k--", lw=1, label="simulated = limit")
-    for x, y, nm in zip(lims, sims, names):
-        ax.annotate(nm, (x, y), fontsize=6, xytext=(3, -8), textcoords="offset points")
+    ax.set(xlim=(lo - 2 * pad, hi + 2 * pad), ylim=(lo - 2 * pad, hi + 2 * pad))
+    _place_numbers(fig, ax, lims, sims)
+    key.axis("off")
+    lines = [
+        f"{j + 1}  {nm}" + (" †" if err == 0.0 and "too short" in nm else "")
+        for j, (nm, err) in enumerate(zip(names, errs))
+    ]
+    lines = [ln.replace(" (too short to know)", "") for ln in lines]
+    if short:
+        lines += ["", "† too short to know:", "   no error bar"]
+    key.text(0.0, 1.0, "\n".join(lines), va="top", ha="left", fontsize=7, family="monospace", transform=key.transAxes)
+    fig.tight_layout()
     return _finish(
         fig,
         ax,
@@ -447,13 +498,42 @@ def _fluct_figure(points) -> Figure | None:
         "docs/model.md §8) against those of the limit diffusion of its regime (limits derived; closed "
         "forms in regime (a), simulated SDE in (b), (c)), and against the finite-n linear noise "
         "approximation at the centre x^n (open squares)."
+        + " The points are numbered; the key beside the plot names each one's regime and moment."
         + (
-            ' Points labelled "too short to know" come from runs too short to estimate their own '
-            "error: they have no error bar."
+            ' Points marked † in the key ("too short to know") come from runs too short to estimate '
+            "their own error: they have no error bar."
             if short
             else ""
         ),
     )
+
+
+def _place_numbers(fig, ax, xs, ys) -> None:
+    """Number the points 1, 2, … beside them, each label where it overlaps no label placed before
+    (tried at growing distances around its point)."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    taken: list = []
+    offsets = [
+        (dx * r, dy * r)
+        for r in (4, 9, 14, 20)
+        for dx, dy in ((1, 1), (1, -1), (-1, 1), (-1, -1), (1, 0), (0, 1), (-1, 0), (0, -1))
+    ]
+    for j, (x, y) in enumerate(zip(xs, ys)):
+        label = None
+        for dx, dy in offsets:
+            if label is not None:
+                label.remove()
+            ha = "left" if dx >= 0 else "right"
+            va = "bottom" if dy >= 0 else "top"
+            label = ax.annotate(
+                str(j + 1), (x, y), fontsize=7, xytext=(dx, dy), textcoords="offset points", ha=ha, va=va
+            )
+            box = label.get_window_extent(renderer)
+            if not any(box.overlaps(b) for b in taken):
+                break
+        if label is not None:
+            taken.append(label.get_window_extent(renderer))
 
 
 def _meanfield_figure(points) -> Figure | None:

@@ -264,13 +264,27 @@ def _pm(mean, se, reliable, note=""):
         return "—"
     if reliable:
         return f"{mean:.6g} ± {_fmt(se, 2)}"
+    return f"{mean:.6g} ({no_error_bar_reason(mean, note)})"
+
+
+RARE = "rare: no error bar"
+
+
+def no_error_bar_reason(mean: float, note: str = "") -> str:
+    """Why an estimate has no error bar, in the words of ``simulate``'s table (the sweep report
+    uses the same): a rare level or a quantity never seen, a start not forgotten, a failed
+    self-check, else a run too short to estimate its error.
+
+    >>> no_error_bar_reason(0.0), no_error_bar_reason(0.3, "start not forgotten")
+    ('rare: no error bar', 'start not forgotten')
+    """
     if note.startswith("rare level") or mean == 0:
-        return f"{mean:.6g} (rare: no error bar)"
+        return RARE
     if "start not forgotten" in note:
-        return f"{mean:.6g} (start not forgotten)"
+        return "start not forgotten"
     if "self-check" in note:
-        return f"{mean:.6g} (error bars failed a self-check)"
-    return f"{mean:.6g} (too short to estimate)"
+        return "error bars failed a self-check"
+    return "too short to estimate"
 
 
 def _table(header, rows, left=()) -> str:
