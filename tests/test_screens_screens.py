@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
+import pytest
+
 from supermarket.simulation import simulate
 
 
@@ -74,3 +77,53 @@ def test_random_routing_overloaded_class_event_engine():
 def test_random_routing_stable_classes_keep_error_bars():
     r = simulate(50, 1, 0.5, seed=1, policy="random", server_classes="0.5:2,0.5:1", time=200.0, progress=False)
     assert r.mean_queue_length.note != "grows without bound (no stationary value)"
+
+
+# ------------------------------------------------------------------ mutations the suite missed
+def _shifted(target_z: float) -> np.ndarray:
+    """An iid series whose first tenth is shifted so that first tenth against last half differ by
+    exactly ``target_z`` of the start-up rule's standard error (σ·√(1/n_a + 1/n_b), σ from the
+    blocking estimate of the series itself, as :func:`_start_up` computes it)."""
+    from supermarket import stats as _st
+
+    rng = np.random.default_rng(12345)
+    base = rng.standard_normal(4000)
+    na, nb = base.size // 10, base.size // 2
+    mask = np.zeros(base.size, bool)
+    mask[:na] = True
+    s = 0.0
+    for _ in range(50):  # fixed point: the shift changes the blocking estimate a little
+        q = base + s * mask
+        est = _st.blocking(q)
+        sigma = est.stderr * math.sqrt(q.size)
+        se = sigma * math.sqrt(1.0 / na + 1.0 / nb)
+        gap = base[:na].mean() - base[nb:].mean()
+        s = target_z * se - gap
+    q = base + s * mask
+    est = _st.blocking(q)
+    assert est.reliable
+    se = est.stderr * math.sqrt(q.size) * math.sqrt(1.0 / na + 1.0 / nb)
+    assert abs((q[:na].mean() - q[nb:].mean()) / se - target_z) < 1e-6
+    return q
+
+
+def test_start_up_rule_acts_at_four_standard_errors_of_the_difference():
+    """The 4σ rule counts the variance of both the first tenth and the last half: at 3.8σ of the
+    difference nothing is dropped (without the last half's term the rule would act at 3.65σ)."""
+    from supermarket.simulation.estimate import START_UP_Z, _start_up
+
+    assert START_UP_Z == 4.0
+    assert _start_up(_shifted(3.8)) == (0, True)
+    assert _start_up(_shifted(4.5)) != (0, True)  # acted: something dropped, or not forgotten
+
+
+@pytest.mark.parametrize("d,lam", [(2, 0.9), (3, 0.7)])
+def test_refined_mean_field_drift_term_identity(d, lam):
+    """Without replacement V = V(with replacement) + V_drift, V_drift = −A^{−1} g(π): the two solves
+    share A and W (docs/model.md §3), so V − V_drift = V(replace=True) to rounding."""
+    from supermarket.meanfield.corrections import refined_mean_field
+
+    a = refined_mean_field(d, lam, replace=False)
+    b = refined_mean_field(d, lam, replace=True, levels=a.levels)
+    assert a.V_drift is not None and np.abs(a.V_drift).max() > 1e-3
+    np.testing.assert_allclose(a.V - a.V_drift, b.V, rtol=1e-9, atol=1e-12)
