@@ -127,3 +127,15 @@ def test_refined_mean_field_drift_term_identity(d, lam):
     b = refined_mean_field(d, lam, replace=True, levels=a.levels)
     assert a.V_drift is not None and np.abs(a.V_drift).max() > 1e-3
     np.testing.assert_allclose(a.V - a.V_drift, b.V, rtol=1e-9, atol=1e-12)
+
+
+def test_sweep_row_of_an_overloaded_class_has_no_error_bars():
+    from supermarket.sweep.measurements import measure_simulate
+
+    params = {"n": 50, "d": 1, "load": 0.9, "policy": "random", "server_classes": "0.5:2,0.5:0.5"}
+    o = measure_simulate({**params, "engine": "classes", "time": 200.0}, np.random.SeedSequence(1))
+    assert o["reliable"] is False
+    for col in ("mean_queue_length", "class2_mean_queue_length", "class2_sojourn_mean"):
+        assert math.isnan(o[f"{col}_stderr"]) and o[f"{col}_reliable"] is False
+    assert o["class1_mean_queue_length_reliable"] is True
+    assert any("grow without bound" in x for x in o["notes"])
