@@ -187,11 +187,35 @@ class ClassesResult(Result):
             }
         )
 
+    def __post_init__(self) -> None:
+        # Screens: under random routing an overloaded class (λ s̄ >= its speed) grows without bound;
+        # its averages and the totals have no stationary value, so no error bar (docs/model.md §15).
+        from .general.result import GROWING, no_stationary_value, unstable_classes
+
+        over = unstable_classes(self.policy, self.lam, self.server_classes)
+        if not over:
+            return
+        _set = object.__setattr__
+        for name in ("mean_queue_length", "sojourn", "waiting"):
+            _set(self, name, no_stationary_value(getattr(self, name), GROWING))
+        _set(self, "u_stderr", np.full_like(np.asarray(self.u_stderr, float), math.nan))
+        classes = []
+        for k, c in enumerate(self.classes):
+            if k in over:
+                c = ClassEstimates(
+                    c.fraction,
+                    c.speed,
+                    c.servers,
+                    c.u_mean,
+                    np.full_like(np.asarray(c.u_stderr, float), math.nan),
+                    *(no_stationary_value(e, GROWING) for e in (c.mean_queue_length, c.sojourn, c.waiting)),
+                )
+            classes.append(c)
+        _set(self, "classes", tuple(classes))
+
     def summary(self) -> str:
         """A few lines for people."""
-
-        def pm(e):
-            return f"{e.mean:.5g} ± {e.stderr:.2g}" if e.reliable else f"{e.mean:.5g} (error unknown: {e.note})"
+        from .general.result import render_estimate as pm
 
         sc = self.server_classes
         lines = [

@@ -11,7 +11,35 @@ from ..jsonable import to_jsonable
 from ..service import ServerClasses, ServiceLaw
 from ..stats import ErrorEstimate
 
-__all__ = ["ClassResult", "GeneralResult"]
+__all__ = ["ClassResult", "GeneralResult", "no_stationary_value", "unstable_classes"]
+
+#: The note of an estimate of a quantity that is infinite in equilibrium (no error bar is printed).
+INFINITE = "infinite in equilibrium"
+#: The note of an estimate of a quantity that grows with time (an overloaded class of servers).
+GROWING = "grows without bound (no stationary value)"
+
+
+def no_stationary_value(e: ErrorEstimate, why: str) -> ErrorEstimate:
+    """``e`` with no error bar: the run's average is kept as ``mean`` but the standard error is
+    NaN and ``reliable`` False, ``note`` saying why (``why``: :data:`INFINITE` or :data:`GROWING`)."""
+    return ErrorEstimate(e.mean, math.nan, math.nan, math.nan, math.nan, False, "none", e.blocks, e.block_size, why)
+
+
+def unstable_classes(policy: str, lam: float, server_classes: ServerClasses) -> list[int]:
+    """The classes whose own load ``λ s̄/s_k`` is at least 1 under random routing (each server
+    gets the same arrival rate ``λ s̄`` whatever its speed); none under the other rules, which
+    are stable for ``λ < 1`` (docs/model.md §15)."""
+    if policy != "random":
+        return []
+    sbar = server_classes.mean_speed
+    return [k for k, v in enumerate(server_classes.speeds) if lam * sbar >= v]
+
+
+def render_estimate(e: ErrorEstimate) -> str:
+    """``mean ± stderr``; for a quantity with no stationary value, what it is and no ±."""
+    if e.method == "none" and e.note in (INFINITE, GROWING):
+        return f"{e.note} (this run's average {e.mean:.5g}; no error bar)"
+    return f"{e.mean:.5g} ± {e.stderr:.2g}" if e.reliable else f"{e.mean:.5g} (error unknown: {e.note})"
 
 
 @dataclass(frozen=True, eq=False)
@@ -129,6 +157,40 @@ class GeneralResult:
     control_variates: bool = False
     variance_reduction: dict | None = None
 
+    def __post_init__(self) -> None:
+        # Screens: no error bar (nor a "reliable" flag) on a quantity that has no stationary value.
+        # Pareto with alpha <= 2 has E[S²] = ∞: mean waiting, sojourn and queue length are infinite
+        # in equilibrium (a customer can join behind a residual service of infinite mean).
+        # Under random routing an overloaded class grows without bound, and so do the totals.
+        infinite = self.service.name == "pareto" and not math.isfinite(self.service.scv)
+        over = unstable_classes(self.policy, self.lam, self.server_classes)
+        if not (infinite or over):
+            return
+        why = INFINITE if infinite else GROWING
+        _set = object.__setattr__
+        for name in ("mean_queue_length", "sojourn", "waiting"):
+            _set(self, name, no_stationary_value(getattr(self, name), why))
+        classes = []
+        for k, c in enumerate(self.classes):
+            if infinite or k in over:
+                w = INFINITE if infinite else GROWING
+                c = ClassResult(
+                    c.fraction,
+                    c.speed,
+                    c.servers,
+                    c.u_mean,
+                    np.full_like(np.asarray(c.u_stderr, float), math.nan) if k in over else c.u_stderr,
+                    no_stationary_value(c.mean_queue_length, w),
+                    no_stationary_value(c.sojourn, w),
+                )
+            classes.append(c)
+        _set(self, "classes", tuple(classes))
+        if over:
+            # the overloaded class's customers and levels enter every total
+            _set(self, "u_stderr", np.full_like(np.asarray(self.u_stderr, float), math.nan))
+            for name in ("sojourn_quantiles", "waiting_quantiles"):
+                _set(self, name, {q: no_stationary_value(e, GROWING) for q, e in getattr(self, name).items()})
+
     @property
     def events_per_second(self) -> float:
         return self.events / self.wall_s if self.wall_s > 0 else math.nan
@@ -177,8 +239,7 @@ class GeneralResult:
     def summary(self) -> str:
         """A few lines for people."""
 
-        def pm(e):
-            return f"{e.mean:.5g} ± {e.stderr:.2g}" if e.reliable else f"{e.mean:.5g} (error unknown: {e.note})"
+        pm = render_estimate
 
         lines = [
             f"n={self.n} d={self.d} λ={self.lam:g} policy={self.policy} service={self.service.spec} "
@@ -196,7 +257,7 @@ class GeneralResult:
                     f"{pm(c.mean_queue_length)}; sojourn {pm(c.sojourn)}"
                 )
         vr = (self.variance_reduction or {}).get("mean_queue_length", math.nan)
-        if self.control_variates and math.isfinite(vr):
+        if self.control_variates and math.isfinite(vr) and self.mean_queue_length.reliable:
             lines[2] = lines[2].replace(";", f" (variance reduction ×{vr:.3g});", 1)
         lines.append(
             "(± one standard error between independent replications, Student t on R − 1 degrees of freedom; "
