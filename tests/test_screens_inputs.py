@@ -78,3 +78,11 @@ def test_cli_refuses_extreme_inputs_with_one_line(args: list[str]) -> None:
     lines = [ln for ln in result.output.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("supermarket: error: "), result.output
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("command", ["simulate", "theory", "exact", "meanfield", "mixing", "perfect"])
+def test_positional_n_d_load_get_a_hint(command: str) -> None:
+    result = CliRunner().invoke(main, [command, "1000", "2", "0.9"])
+    assert result.exit_code == 2
+    assert "Got unexpected extra arguments" in result.output
+    assert "use --n, --d, --load; did you mean --n 1000 --d 2 --load 0.9?" in result.output
