@@ -86,3 +86,9 @@ def test_positional_n_d_load_get_a_hint(command: str) -> None:
     assert result.exit_code == 2
     assert "Got unexpected extra arguments" in result.output
     assert "use --n, --d, --load; did you mean --n 1000 --d 2 --load 0.9?" in result.output
+
+
+def test_perfect_says_why_its_default_load_differs() -> None:
+    result = CliRunner().invoke(main, ["perfect", "--help"])
+    assert result.exit_code == 0
+    assert "not the 0.99 of simulate" in " ".join(result.output.split())
