@@ -69,8 +69,8 @@ __all__ = [
 EXP, ERLANG, HYPEREXP, PH, LOGNORMAL, PARETO, DETERMINISTIC = range(7)
 
 SERVICE_FORMS = (
-    "exp, erlang:K (integer K >= 1), hyperexp:SCV (SCV > 1), ph:FILE.json, "
-    "lognormal:SCV (SCV > 0), pareto:ALPHA (ALPHA > 1), deterministic"
+    "exp, erlang:K (integer K in 1..10^6), hyperexp:SCV (1 < SCV <= 1e6), ph:FILE.json, "
+    "lognormal:SCV (0 < SCV <= 1e6), pareto:ALPHA (1 < ALPHA <= 1e6), deterministic"
 )
 """The valid forms of a service string, as the error messages list them."""
 
@@ -313,6 +313,20 @@ def _pareto(a: float) -> ServiceLaw:
     return ServiceLaw("pareto", f"pareto:{a:g}", c2, PARETO, _frozen([a, (a - 1.0) / a]), note=note)
 
 
+#: Largest SCV accepted for hyperexp and lognormal.  The balanced-means hyperexponential
+#: has a slow rate of about 1/SCV computed as 2(1 − p) with p → 1: beyond 1e6 the
+#: subtraction loses most of its digits (and underflows to 0 near 1e16), so the law would
+#: not be the one asked for.
+MAX_SCV = 1e6
+#: Largest Pareto shape accepted: beyond it the law is a point mass to within 1e-6.
+MAX_PARETO_ALPHA = 1e6
+#: Largest ratio of the fastest to the slowest server speed.  The count engines
+#: uniformise at the fastest speed, so their work per unit of model time grows with this
+#: ratio while the slow servers' events do not; beyond it a run spends almost all its
+#: steps on virtual events.
+MAX_SPEED_RATIO = 1e3
+
+
 def _bad(text, why: str = "") -> ValueError:
     extra = f" ({why})" if why else ""
     return ValueError(f"service must be one of {SERVICE_FORMS}; got {text!r}{extra}")
@@ -347,7 +361,7 @@ def parse_service(text: str | ServiceLaw) -> ServiceLaw:
     >>> parse_service("hyperexp:0.5")
     Traceback (most recent call last):
     ...
-    ValueError: service must be one of exp, ...; got 'hyperexp:0.5' (hyperexp needs SCV > 1, got 0.5)
+    ValueError: service must be one of exp, ...; got 'hyperexp:0.5' (hyperexp needs SCV in (1, 1e+06], got 0.5)
     """
     if isinstance(text, ServiceLaw):
         return text
@@ -380,15 +394,15 @@ def parse_service(text: str | ServiceLaw) -> ServiceLaw:
             raise _bad(raw, f"erlang needs an integer K in 1..10^6, got {arg}")
         return _erlang(int(v))
     if name == "hyperexp":
-        if not v > 1.0:
-            raise _bad(raw, f"hyperexp needs SCV > 1, got {arg}")
+        if not 1.0 < v <= MAX_SCV:
+            raise _bad(raw, f"hyperexp needs SCV in (1, {MAX_SCV:g}], got {arg}")
         return _hyperexp(v)
     if name == "lognormal":
-        if not v > 0.0:
-            raise _bad(raw, f"lognormal needs SCV > 0, got {arg}")
+        if not 0.0 < v <= MAX_SCV:
+            raise _bad(raw, f"lognormal needs SCV in (0, {MAX_SCV:g}], got {arg}")
         return _lognormal(v)
-    if not v > 1.0:
-        raise _bad(raw, f"pareto needs ALPHA > 1 for a finite mean, got {arg}")
+    if not 1.0 < v <= MAX_PARETO_ALPHA:
+        raise _bad(raw, f"pareto needs ALPHA in (1, {MAX_PARETO_ALPHA:g}] (> 1 for a finite mean), got {arg}")
     return _pareto(v)
 
 
@@ -532,6 +546,12 @@ def parse_server_classes(text: str | ServerClasses | None) -> ServerClasses:
             )
         fr.append(fv)
         sp.append(sv)
+    if max(sp) / min(sp) > MAX_SPEED_RATIO:
+        raise ValueError(
+            f"server_classes: the speeds of {text!r} span a ratio of {max(sp) / min(sp):.3g}; the fastest "
+            f"may be at most {MAX_SPEED_RATIO:g} times the slowest (the engines step at the fastest "
+            "speed, so the work per event grows with the ratio)"
+        )
     if abs(sum(fr) - 1.0) > 1e-9:
         raise ValueError(f"server_classes must be {CLASSES_FORM}; the fractions of {text!r} sum to {sum(fr):.12g}")
     return ServerClasses(tuple(fr), tuple(sp), text)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util  # find_spec below; not loaded by `import importlib` alone
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -119,7 +120,7 @@ class LazyGroup(click.Group):
             click.echo(exc.ctx.get_help() if exc.ctx else str(exc))
             sys.exit(0)
         except click.exceptions.UsageError as exc:
-            _fail(exc.format_message())
+            _fail(exc.format_message() + _positional_hint(exc))
         except click.ClickException as exc:
             _fail(exc.format_message(), exc.exit_code)
         except (ValueError, TypeError) as exc:
@@ -132,6 +133,24 @@ class LazyGroup(click.Group):
         if isinstance(rv, int) and standalone_mode:
             sys.exit(rv)
         return rv
+
+
+def _positional_hint(exc: click.exceptions.UsageError) -> str:
+    """A hint for ``supermarket simulate 1000 2 0.9``: the system size, choices and load
+    are options, not positional arguments."""
+    ctx = exc.ctx
+    if ctx is None or "unexpected extra argument" not in exc.format_message():
+        return ""
+    names = [p.name for p in ctx.command.params]
+    wanted = [name for name in ("n", "d", "load") if name in names]
+    if not wanted:
+        return ""
+    found = re.search(r"arguments? \((.*)\)", exc.format_message())
+    extra = found.group(1).split() if found else []
+    options = ", ".join(f"--{name}" for name in wanted)
+    guess = " ".join(f"--{name} {value}" for name, value in zip(wanted, extra))
+    mean = f"; did you mean {guess}?" if guess and len(extra) <= len(wanted) else ""
+    return f" (use {options}{mean})"
 
 
 def _quiet_dask_client_logs() -> None:
