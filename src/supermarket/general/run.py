@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 POLICIES = ("jsq-d", "random", "jsq", "jiq")
-"""The dispatch rules (issue 21): the same names and meanings as the count engines'."""
+"""The dispatch rules: the same names and meanings as the count engines'."""
 
 DEFAULT_EVENTS = 2 * 10**7
 """Events per replication (burn-in included) when ``time`` is not given; in all, split among
