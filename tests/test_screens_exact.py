@@ -89,3 +89,24 @@ def test_cli_instability_is_one_line():
     )
     assert res.returncode == 2
     assert res.stderr.startswith("supermarket: error: lam: under random routing") and "Traceback" not in res.stderr
+
+
+def _many_classes(k: int) -> str:
+    return ",".join(f"{1 / k:.12g}:{1 + i / k:.12g}" for i in range(k))
+
+
+@pytest.mark.parametrize("policy", ["jsq-d", "random"])
+def test_meanfield_with_many_classes_is_refused_before_work(policy):
+    from supermarket.meanfield.classes import classes_fixed_point
+
+    # 10^4 classes: a dense Newton solve of about 10^5 unknowns squared: refused with the size it needs
+    with pytest.raises(ValueError, match=r"server_classes: 10,000 classes .* GiB .* at most [0-9,]+ classes fit"):
+        classes_fixed_point(2, 0.5, _many_classes(10_000), policy=policy)
+
+
+def test_dense_size_limit_is_from_memory():
+    from supermarket.meanfield.classes import check_dense_size
+
+    check_dense_size(10, 32, limit=16 * 320**2)  # exactly fits
+    with pytest.raises(ValueError, match="at most 10 classes fit"):
+        check_dense_size(11, 32, limit=16 * 320**2)
