@@ -110,3 +110,15 @@ def test_dense_size_limit_is_from_memory():
     check_dense_size(10, 32, limit=16 * 320**2)  # exactly fits
     with pytest.raises(ValueError, match="at most 10 classes fit"):
         check_dense_size(11, 32, limit=16 * 320**2)
+
+
+def test_cli_exact_prints_progress_on_a_plain_stderr(monkeypatch):
+    from click.testing import CliRunner
+
+    from supermarket.cli import _common, main
+
+    monkeypatch.setattr(_common, "PLAIN_PROGRESS_EVERY", 0.001)  # a line at once, whatever the machine
+    res = CliRunner().invoke(main, ["exact", "--n", "3", "--load", "0.7", "--cap", "30"])
+    assert res.exit_code == 0, res.output
+    err = getattr(res, "stderr", res.output)
+    assert "exact: still working (" in err
