@@ -25,7 +25,7 @@ from . import model as _m
 from . import policies as _pol
 from ._results import Result, class_rows, class_summary
 from .service import ServerClasses, parse_server_classes
-from .stationary import _stationary
+from .stationary import _Budget, _stationary
 
 __all__ = ["solve_classes", "ClassesExactResult", "MAX_STATES"]
 
@@ -105,6 +105,23 @@ def exact_dict(r: Any, service: Any = None, source: str | None = None, **per_cla
     )
 
 
+def check_random_stable(policy: str, lam: float, sc: ServerClasses) -> None:
+    """Refuse ``random`` routing when a class's own load ``λ s̄/s_k`` is 1 or more: each queue of
+    that class is then an M/G/1 queue at load ``>= 1`` (arrivals at rate ``λ s̄``, service at
+    speed ``s_k``, mean work 1), with no stationary law, whatever ``n``; the same condition as
+    :func:`supermarket.meanfield.classes.classes_fixed_point`."""
+    if policy != "random":
+        return
+    s_min = min(float(x) for x in sc.speeds)
+    rho = float(lam) * sc.mean_speed / s_min
+    if rho >= 1.0:
+        raise ValueError(
+            f"lam: under random routing class speed {s_min:g} gets load λ s̄/s = {rho:g} >= 1: its queues grow "
+            "without bound and there is no stationary law (a truncated solve would only describe the cap); "
+            f"use a load below {s_min / sc.mean_speed:g} or another rule"
+        )
+
+
 def _class_states(m: int, cap: int) -> list[tuple[int, ...]]:
     """The multisets of ``m`` lengths in ``0..cap`` as non-decreasing tuples, by total."""
     out = list(itertools.combinations_with_replacement(range(cap + 1), m))
@@ -117,7 +134,9 @@ def count_states(counts: Any, cap: int) -> int:
     return math.prod(math.comb(int(m) + cap, int(m)) for m in counts)
 
 
-def _build(counts, speeds, d, lam, replace, policy, cap):
+def _build(counts, speeds, d, lam, replace, policy, cap, budget=None):
+    if budget is None:
+        budget = _Budget(None, "")
     n = int(sum(counts))
     K = len(counts)
     per = [_class_states(int(m), cap) for m in counts]
@@ -138,6 +157,8 @@ def _build(counts, speeds, d, lam, replace, policy, cap):
     rows, cols, vals = [], [], []
     out = np.zeros(S)
     for i, st in enumerate(states):
+        if i % 2048 == 0:
+            budget.check(f"cap {cap}: building the generator ({i:,} of {S:,} states)")
         for ell in range(cap):
             pj = P[i, ell] - P[i, ell + 1]
             E = C[i, ell] - C[i, ell + 1]
@@ -190,6 +211,8 @@ def solve_classes(
     cap: int | None = None,
     tol: float = DEFAULT_TOL,
     max_states: int = MAX_STATES,
+    max_seconds: float | None = None,
+    progress: Any = None,
 ) -> ClassesExactResult:
     """Exact stationary law of ``n`` servers in classes (docs/model.md §15.4).
 
@@ -197,6 +220,17 @@ def solve_classes(
     probability that some queue has the cap length is below ``tol`` (or the next cap would
     exceed ``max_states`` states: the mass at the cap then says how far the law is from the
     untruncated one).
+
+    ``max_seconds``: a wall-clock budget, checked through the build, the solve and the cap search
+    (:class:`supermarket.stationary.BudgetExceeded`, a ``ValueError``, past it); ``progress``: a
+    callable given a short text at each stage.
+
+    Raises
+    ------
+    ValueError
+        Bad input; or ``random`` routing with a class whose own load ``λ s̄/s_k`` is 1 or more
+        (that class's queues are M/M/1 queues past saturation: no stationary law; a truncated
+        solve would report a finite number that belongs to the cap, not to the model).
 
     Examples
     --------
@@ -213,7 +247,11 @@ def solve_classes(
     counts = sc.counts(n)
     speeds = np.asarray(sc.speeds, float)
     max_states = _m.check_positive_int("max_states", max_states)
+    if max_seconds is not None:
+        max_seconds = _m.check_positive_float("max_seconds", max_seconds)
+    check_random_stable(policy, lam, sc)
     t0 = _time.perf_counter()
+    budget = _Budget(max_seconds, f"n={n}, d={d}, λ={lam:g}, policy {policy}, classes {sc.spec}", progress)
     if cap is not None:
         cap = _m.check_positive_int("cap", cap, maximum=10**4)
         if count_states(counts, cap) > max_states:
@@ -230,10 +268,12 @@ def solve_classes(
         if not caps:
             raise ValueError(f"n: even cap 4 gives more than max_states = {max_states} states; lower n")
     for cp in caps:
-        Q, c, tot, _ = _build(counts, speeds, d, lam, replace, policy, cp)
-        pi, res, method = _stationary(Q, tot)
+        budget.stage(f"cap {cp}: enumerating {count_states(counts, cp):,} states and building the generator")
+        Q, c, tot, _ = _build(counts, speeds, d, lam, replace, policy, cp, budget)
+        pi, res, method = _stationary(Q, tot, budget=budget)
         at_cap = (c[:, :, cp].sum(axis=1) > 0).astype(float)
         mass = float(pi @ at_cap)
+        budget.reached = f"cap {cp} solved ({Q.shape[0]:,} states), P(some queue at the cap) = {mass:.3g}"
         if mass < tol:
             break
     u = np.einsum("s,skl->kl", pi, c[:, :, 1 : cp + 1]) / counts[:, None]

@@ -30,10 +30,10 @@ import scipy.sparse as sp
 from . import model as _m
 from . import policies as _pol
 from ._results import Result, class_summary
-from .classes_exact import exact_dict
+from .classes_exact import check_random_stable, exact_dict
 from .phase_exact import _join_law
 from .service import ServerClasses, ServiceLaw, parse_phase_type, parse_server_classes
-from .stationary import _stationary
+from .stationary import _Budget, _stationary
 
 __all__ = ["solve_classes_phase", "ClassesPhaseExact", "MAX_CP_STATES", "count_cp_states"]
 
@@ -108,7 +108,9 @@ def count_cp_states(counts: Any, cap: int, phases: int) -> int:
     return math.prod(math.comb(m + int(c) - 1, int(c)) for c in counts)
 
 
-def _build(counts, speeds, d, lam, replace, policy, cap, a, M, t0):
+def _build(counts, speeds, d, lam, replace, policy, cap, a, M, t0, budget=None):
+    if budget is None:
+        budget = _Budget(None, "")
     n = int(sum(counts))
     K = a.size
     m = 1 + cap * K  # per-server states: 0 idle, 1 + (ℓ−1)K + φ busy
@@ -135,6 +137,8 @@ def _build(counts, speeds, d, lam, replace, policy, cap, a, M, t0):
             vals.append(rate)
 
     for i, st in enumerate(states):
+        if i % 2048 == 0:
+            budget.check(f"cap {cap}: building the generator ({i:,} of {S:,} states)")
         lens = tuple(length(q) for ys in st for q in ys)  # labelled servers, class by class
         jl = join_cache.get(lens)
         if jl is None:
@@ -190,6 +194,8 @@ def solve_classes_phase(
     cap: int | None = None,
     tol: float = DEFAULT_TOL,
     max_states: int = MAX_CP_STATES,
+    max_seconds: float | None = None,
+    progress: Any = None,
 ) -> ClassesPhaseExact:
     """Exact stationary law of ``n`` servers in classes with a phase-type law (docs/model.md §15.6).
 
@@ -212,11 +218,17 @@ def solve_classes_phase(
         exceed ``max_states``: ``mass_at_cap`` then says how far the law is from the model's).
     tol : float
     max_states : int
+    max_seconds : float, optional
+        A wall-clock budget, checked through the build, the solve and the cap search
+        (:class:`supermarket.stationary.BudgetExceeded`, a ``ValueError``, past it).
+    progress : callable, optional
+        Given a short text at each stage.
 
     Raises
     ------
     TypeError, ValueError
-        Bad input, named, before any work.
+        Bad input, named, before any work; ``random`` routing with a class whose own load
+        ``λ s̄/s_k`` is 1 or more (no stationary law).
 
     Examples
     --------
@@ -249,6 +261,9 @@ def solve_classes_phase(
     K = a.size
     max_states = _m.check_positive_int("max_states", max_states)
     tol = _m.check_positive_float("tol", tol)
+    if max_seconds is not None:
+        max_seconds = _m.check_positive_float("max_seconds", max_seconds)
+    check_random_stable(policy, lam_f, sc)
     if cap is not None:
         cap = _m.check_positive_int("cap", cap, maximum=10**4)
         if count_cp_states(counts, cap, K) > max_states:
@@ -268,10 +283,13 @@ def solve_classes_phase(
                 "lower n or pass a smaller cap"
             )
     start = _time.perf_counter()
+    budget = _Budget(max_seconds, f"n={n}, d={d}, λ={lam_f:g}, policy {policy}, classes {sc.spec}", progress)
     for cp in caps:
-        Q, occ, tot, at_cap = _build(counts, speeds, d, lam_f, replace, policy, cp, a, M, t0)
-        pi, res, method = _stationary(Q, tot)
+        budget.stage(f"cap {cp}: enumerating {count_cp_states(counts, cp, K):,} states and building the generator")
+        Q, occ, tot, at_cap = _build(counts, speeds, d, lam_f, replace, policy, cp, a, M, t0, budget)
+        pi, res, method = _stationary(Q, tot, budget=budget)
         mass = float(pi @ at_cap)
+        budget.reached = f"cap {cp} solved ({Q.shape[0]:,} states), P(some queue at the cap) = {mass:.3g}"
         if mass < tol:
             break
     law_k = np.einsum("s,skq->kq", pi, occ) / counts[:, None]  # P(a class-k server in state q)

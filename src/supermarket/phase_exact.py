@@ -19,16 +19,17 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
 from ._checks import check_int
-from .model import check_load
+from .model import check_load, check_positive_float
 from .phase_law import check_ph
 from .policies import check_policy
-from .stationary import _stationary
+from .stationary import _Budget, _stationary
 
 __all__ = ["PhaseExact", "solve_phase", "MAX_PHASE_STATES"]
 
@@ -110,6 +111,8 @@ def solve_phase(
     cap: int = 30,
     replace: bool = True,
     policy: str = "jsq-d",
+    max_seconds: float | None = None,
+    progress: Any = None,
 ) -> PhaseExact:
     """Exact stationary law of JSQ(d), or another dispatch rule, with ``PH(α, T)`` service
     for tiny ``n`` (docs/model.md §13).
@@ -129,6 +132,11 @@ def solve_phase(
         Sampling with replacement (default) or without.
     policy : {"jsq-d", "random", "jsq", "jiq"}
         The dispatch rule (:mod:`supermarket.policies`); ``d`` and ``replace`` are for ``jsq-d``.
+    max_seconds : float, optional
+        A wall-clock budget, checked through the enumeration, the build, the solve and the
+        post-processing (:class:`supermarket.stationary.BudgetExceeded`, a ``ValueError``, past it).
+    progress : callable, optional
+        Given a short text at each stage.
 
     Returns
     -------
@@ -163,9 +171,14 @@ def solve_phase(
     if size > MAX_PHASE_STATES:
         raise ValueError(f"cap: {size} states for n = {n}, cap = {cap}, K = {K} (at most {MAX_PHASE_STATES})")
 
+    if max_seconds is not None:
+        max_seconds = check_positive_float("max_seconds", max_seconds)
+    budget = _Budget(max_seconds, f"n={n}, d={d}, λ={lam:g}, policy {policy}, cap {cap}", progress)
+
     def length(q):
         return 0 if q == 0 else (q - 1) // K + 1
 
+    budget.stage(f"enumerating {size:,} states and building the generator")
     states = list(itertools.combinations_with_replacement(range(m), n))
     index = {s: i for i, s in enumerate(states)}
     rows, cols, vals = [], [], []
@@ -178,6 +191,8 @@ def solve_phase(
             vals.append(rate)
 
     for i, s in enumerate(states):
+        if i % 2048 == 0:
+            budget.check(f"building the generator ({i:,} of {size:,} states)")
         lens = tuple(length(q) for q in s)
         jl = join_cache.get(lens)
         if jl is None:
@@ -216,7 +231,8 @@ def solve_phase(
     Q = sp.coo_matrix((vals, (rows, cols)), shape=(S, S)).tocsr()
     Q = Q - sp.diags(np.asarray(Q.sum(axis=1)).ravel())
     tot = np.array([sum(length(q) for q in s) for s in states])
-    pi, residual, method = _stationary(Q, tot)  # the exact solver's own π Q = 0 (sparse LU or GMRES + ILU)
+    # the exact solver's own π Q = 0 (sparse LU or GMRES + ILU)
+    pi, residual, method = _stationary(Q, tot, budget=budget)
     code_hist = np.zeros((S, m))
     for i, s in enumerate(states):
         for q in s:
@@ -228,7 +244,11 @@ def solve_phase(
     # E[P_ℓ] = P(the joined queue has length >= ℓ)
     ud = np.zeros(cap)
     trunc = 0.0
+    budget.reached = f"the law of {S:,} states solved"
+    budget.stage("the laws of the queue length and of the joined queue")
     for i, s in enumerate(states):
+        if i % 2048 == 0:
+            budget.check("the laws of the queue length and of the joined queue")
         lens = tuple(length(q) for q in s)
         jl = join_cache[lens]
         for pos in range(n):

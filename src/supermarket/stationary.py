@@ -45,6 +45,7 @@ __all__ = [
     "MAX_STATES",
     "MAX_SECONDS",
     "SLOW_STATES",
+    "BudgetExceeded",
 ]
 
 DEFAULT_TOL = 1e-6
@@ -181,7 +182,46 @@ def estimate_seconds(n: int, cap: int) -> float:
 ILU_THREAD = "supermarket-exact-ilu"
 
 
-def _interruptible(fn, *args, **kw):
+class BudgetExceeded(ValueError):
+    """The wall-clock budget ``max_seconds`` of an exact solve ran out (a ``ValueError``: the CLI
+    prints it in one line and exits 2, as the refusal before work).  The message says the stage
+    and what had been reached."""
+
+
+class _Budget:
+    """A wall-clock budget, checked between the stages of a solve (enumeration, build, each
+    factorisation, each GMRES restart, each cap of a search, the post-processing); ``stage``
+    also reports the stage to an optional ``progress(text)`` callback.  ``max_seconds=None``:
+    no limit (the callback only)."""
+
+    def __init__(self, max_seconds: float | None, what: str, progress: Any = None):
+        self.limit = max_seconds
+        self.what = what
+        self.progress = progress
+        self.reached = "nothing solved yet"
+        self.t0 = _time.perf_counter()
+
+    def remaining(self) -> float | None:
+        return None if self.limit is None else self.limit - (_time.perf_counter() - self.t0)
+
+    def check(self, where: str) -> None:
+        if self.limit is None:
+            return
+        spent = _time.perf_counter() - self.t0
+        if spent > self.limit:
+            raise BudgetExceeded(
+                f"budget: max_seconds = {self.limit:g} s (--max-seconds) ran out after {spent:.3g} s during "
+                f"{where} ({self.what}); reached: {self.reached}; a larger --max-seconds, a larger --tol or "
+                "a smaller n or --cap"
+            )
+
+    def stage(self, where: str) -> None:
+        if self.progress is not None:
+            self.progress(where)
+        self.check(where)
+
+
+def _interruptible(fn, *args, _budget=None, _where="", **kw):
     """``fn(*args, **kw)`` in a helper thread, the calling thread waiting in short waits.
 
     SuperLU's ``spilu`` is one C call that releases the GIL but never checks for signals: run
@@ -207,7 +247,8 @@ def _interruptible(fn, *args, **kw):
     # an Event, not Thread.join: a KeyboardInterrupt inside join's lock leaves the thread
     # marked as stopped while it runs on (Python 3.11), and the exit then crashes
     while not done.wait(0.1):
-        pass
+        if _budget is not None:
+            _budget.check(_where)  # the factorization runs on, its result dropped (as on Ctrl-C)
     th.join()
     if "error" in box:
         raise box["error"]
@@ -492,21 +533,25 @@ class _Converged(Exception):
 DIRECT_MAX_STATES = 6000  # below this a sparse LU is fastest; above, its fill-in explodes
 
 
-def _stationary(Q, tot, x0=None) -> tuple[np.ndarray, float, str]:
+def _stationary(Q, tot, x0=None, budget=None) -> tuple[np.ndarray, float, str]:
     """``π Q = 0``, ``Σπ = 1``: fix ``π`` at the empty state (rank 0) and solve for the rest.
 
     Small systems: sparse LU.  Larger ones: GMRES preconditioned by an incomplete LU of the
     matrix with the states ordered by their total number of customers (every event changes
     it by one, so the matrix is block tridiagonal in that order), started from ``x0`` (the
     previous cap's solution) when given.  Returns the law, the residual
-    ``max|π Q| / max|Q_ii|`` and the method used.
+    ``max|π Q| / max|Q_ii|`` and the method used.  ``budget`` (a :class:`_Budget`) is checked
+    before each factorisation, while it runs and after each GMRES restart.
     """
+    if budget is None:
+        budget = _Budget(None, "")
     S = Q.shape[0]
     if S == 1:
         return np.ones(1), 0.0, "trivial"
     A = Q.T.tocsc()
     scale = float(np.abs(Q.diagonal()).max())
     if S <= DIRECT_MAX_STATES:
+        budget.stage(f"sparse LU solve of {S:,} states")
         x = spla.spsolve(A[1:, 1:], -np.asarray(A[1:, 0].todense()).ravel())
         pi = np.concatenate(([1.0], np.asarray(x).ravel()))
         method = "sparse LU"
@@ -528,9 +573,14 @@ def _stationary(Q, tot, x0=None) -> tuple[np.ndarray, float, str]:
             # once the residual is small relative to the scale of the solution
             if np.linalg.norm(sub @ y - rhs) <= GMRES_TOL * scale * (1.0 + np.abs(y).sum()):
                 raise _Converged(y)
+            budget.check(f"GMRES on {S:,} states")
 
         for drop, fill in ((1e-2, 5), (1e-3, 10), (1e-4, 20)):
-            ilu = _interruptible(spla.spilu, sub, drop_tol=drop, fill_factor=fill, permc_spec="NATURAL")
+            where = f"incomplete LU (drop {drop:g}) of {S:,} states"
+            budget.stage(where)
+            ilu = _interruptible(
+                spla.spilu, sub, drop_tol=drop, fill_factor=fill, permc_spec="NATURAL", _budget=budget, _where=where
+            )
             M = spla.LinearOperator(sub.shape, ilu.solve)
             try:
                 y, info = spla.gmres(
@@ -711,8 +761,12 @@ def _check_seconds(n, d, lam, tol, cap, max_states, max_seconds, *, fixed: bool,
     )
 
 
-def _one(n, d, lam, replace, cap, keep, prev=None, policy=_pol.DEFAULT_POLICY):
+def _one(n, d, lam, replace, cap, keep, prev=None, policy=_pol.DEFAULT_POLICY, budget=None):
+    if budget is None:
+        budget = _Budget(None, "")
+    budget.stage(f"cap {cap}: enumerating {math.comb(n + cap, n):,} states and building the generator")
     Q, c, P, mx = _build(n, d, lam, replace, cap, policy)
+    budget.check(f"cap {cap}: building the generator")
     tot = c.sum(axis=1)
     x0 = None
     if prev is not None and prev["pi"].size > 1:
@@ -720,7 +774,7 @@ def _one(n, d, lam, replace, cap, keep, prev=None, policy=_pol.DEFAULT_POLICY):
         # unchanged: the colex rank does not depend on the cap) with a small floor
         x0 = np.full(Q.shape[0], prev["pi"].min() if prev["pi"].min() > 0 else 1e-300)
         x0[: prev["pi"].size] = prev["pi"]
-    pi, res, method = _stationary(Q, tot, x0)
+    pi, res, method = _stationary(Q, tot, x0, budget)
     u = (pi @ c) / n
     ud = pi @ P
     mq = np.bincount(mx, weights=pi, minlength=cap + 1)
@@ -743,6 +797,7 @@ def solve(
     max_states: int = MAX_STATES,
     max_seconds: float = MAX_SECONDS,
     policy: str = _pol.DEFAULT_POLICY,
+    progress: Any = None,
 ) -> ExactResult:
     """Exact stationary law of the ``(n, d, λ)`` supermarket chain (docs/model.md §11).
 
@@ -777,6 +832,13 @@ def solve(
     policy : {"jsq-d", "random", "jsq", "jiq"}, default "jsq-d"
         The dispatch rule (:mod:`supermarket.policies`): the generator's arrival rates are
         ``nλ (P_ℓ(c) − P_{ℓ+1}(c))``; ``d`` and ``replace`` are used by ``jsq-d`` only.
+    progress : callable, optional
+        Called with a short text at each stage (enumeration and build, each factorisation, the
+        response-time law).
+
+    The wall clock is checked too, between those stages (and while an incomplete LU runs):
+    past ``max_seconds`` the solve ends with :class:`BudgetExceeded` (a ``ValueError``) saying
+    the stage and the caps solved; a solve that ends in time is unchanged.
 
     Returns
     -------
@@ -812,11 +874,12 @@ def solve(
     if cap is not None:
         cap = check_int("cap", cap, minimum=1, maximum=MAX_CAP)
     t0 = _time.perf_counter()
+    budget = _Budget(max_seconds, f"n={n}, d={d}, λ={lamf:g}, policy {policy}", progress)
     prev = None
     if cap is not None:
         _check_size(n, cap, max_states)
         _check_seconds(n, d, lamf, tol, cap, max_states, max_seconds, fixed=True)
-        sol = _one(n, d, lamf, params.replace, cap, profile_law, None, policy)
+        sol = _one(n, d, lamf, params.replace, cap, profile_law, None, policy, budget)
         M = cap
     else:
         # E[u_M] >= π(M) (Jensen, with replacement; docs/model.md §3) and P(max >= M) >= E[u_M]:
@@ -856,9 +919,10 @@ def solve(
                     _check_seconds(
                         n, d, lamf, tol, max(prev[0] + 1, least), max_states, max_seconds, fixed=False, spent=spent
                     )
-            sol = _one(n, d, lamf, params.replace, M, profile_law, prev[1] if prev else None, policy)
+            sol = _one(n, d, lamf, params.replace, M, profile_law, prev[1] if prev else None, policy, budget)
             mass = float(sol["max"][M])
             hist.append((M, mass))
+            budget.reached = f"cap {M} solved ({sol['S']:,} states), P(some queue at the cap) = {mass:.3g}"
             if mass < tol:
                 break
             prev = (M, sol)
@@ -888,12 +952,15 @@ def solve(
         du = max(du, float(u[Mp:].max()) if M > Mp else 0.0)
         trunc["previous_cap"] = Mp
         trunc["u_change_from_previous_cap"] = float(du)
+    budget.reached = f"cap {M} solved ({sol['S']:,} states), P(some queue at the cap) = {float(mq[M]):.3g}"
+    budget.stage("the response-time law")
     resp = _resp.from_tails(
         ud,
         quantiles=quantiles,
         source="exact stationary law",
         params={"n": n, "d": d, "load": lamf, "replace": params.replace},
     )
+    budget.check("the response-time law")
     mql = float(u.sum())
     return ExactResult(
         params=params,

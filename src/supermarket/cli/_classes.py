@@ -167,6 +167,8 @@ def exact_cli(
     out: Any = None,
     refused: dict[str, Any] | None = None,
     service: str = "exp",
+    max_seconds: float | None = None,
+    progress: Any = None,
 ) -> None:
     """``exact --server-classes``: the stationary law of the per-class profile chain, or with a
     phase-type ``service`` of the per-class (length, phase) chain (the options in ``refused``
@@ -186,11 +188,17 @@ def exact_cli(
         )
     res: Any
     if law.is_exponential:
-        res = solve_classes(n, d, load, server_classes, policy=policy, replace=replace, cap=cap, tol=tol)
+        res = solve_classes(
+            n, d, load, server_classes, policy=policy, replace=replace, cap=cap, tol=tol,
+            max_seconds=max_seconds, progress=progress,
+        )  # fmt: skip
     else:
         from ..classes_phase_exact import solve_classes_phase
 
-        res = solve_classes_phase(n, d, load, server_classes, law, policy=policy, replace=replace, cap=cap, tol=tol)
+        res = solve_classes_phase(
+            n, d, load, server_classes, law, policy=policy, replace=replace, cap=cap, tol=tol,
+            max_seconds=max_seconds, progress=progress,
+        )  # fmt: skip
     if res.mass_at_cap >= tol:  # a fixed --cap (or the largest the state limit allows) too low for --tol
         click.echo(
             f"supermarket: warning: P(some queue at the cap) = {res.mass_at_cap:.3g} ≥ --tol {tol:g}: the numbers "

@@ -213,16 +213,26 @@ def exact_phase_cli(
             raise click.UsageError(f"{flag} does not go with --service {law.spec} (the queue-length law only)")
     if refused.get("quantiles") or refused.get("profile_law"):
         raise click.UsageError(f"--quantile and --profile-law do not go with --service {law.spec}")
+    import time
+
     from ..phase_exact import solve_phase
 
+    max_seconds = refused.get("max_seconds")
+    progress = refused.get("progress")
+    t_start = time.perf_counter()
+
+    def budget_kw() -> dict[str, Any]:  # one wall-clock budget over the whole cap search
+        left = None if max_seconds is None else max(1e-9, max_seconds - (time.perf_counter() - t_start))
+        return {"max_seconds": left, "progress": progress}
+
     if cap is not None:
-        res = solve_phase(n, d, load, law.alpha, law.T, cap=cap, replace=replace, policy=policy)
+        res = solve_phase(n, d, load, law.alpha, law.T, cap=cap, replace=replace, policy=policy, **budget_kw())
     else:
         c = 8
-        res = solve_phase(n, d, load, law.alpha, law.T, cap=c, replace=replace, policy=policy)
+        res = solve_phase(n, d, load, law.alpha, law.T, cap=c, replace=replace, policy=policy, **budget_kw())
         while res.truncation >= tol:
             c = 2 * c
-            res = solve_phase(n, d, load, law.alpha, law.T, cap=c, replace=replace, policy=policy)
+            res = solve_phase(n, d, load, law.alpha, law.T, cap=c, replace=replace, policy=policy, **budget_kw())
     lam = res.lam
     out = {
         "service": law.to_dict(),

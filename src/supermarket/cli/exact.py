@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+from typing import Any
 
 import click
 
@@ -116,6 +117,50 @@ def exact(
     """Exact stationary law of the profile chain for small n (docs/model.md §11): E[u_i], the
     law of the maximum queue length, the mean queue length and the response-time law, with
     the truncation bound; sparse linear algebra, no simulation."""
+    args = dict(locals())
+    from ._common import Heartbeat
+
+    with Heartbeat("exact") as hb:
+        try:
+            _exact(**args, progress=hb.note)
+        except ValueError as exc:
+            import threading
+
+            from ..stationary import ILU_THREAD, BudgetExceeded
+
+            if isinstance(exc, BudgetExceeded) and any(
+                t.name == ILU_THREAD and t.is_alive() for t in threading.enumerate()
+            ):
+                # the budget ran out inside an incomplete LU (one C call that cannot be
+                # stopped): say so and leave now instead of waiting for it to end
+                hb.__exit__(None, None, None)
+                click.echo(f"supermarket: error: {' '.join(str(exc).split())}", err=True)
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(2)
+            raise
+
+
+def _exact(
+    n: int,
+    d: int,
+    load: str,
+    replace: bool,
+    policy: str,
+    tol: float,
+    cap: int | None,
+    quantiles: tuple[float, ...],
+    profile_law: bool,
+    cdf_points: int | None,
+    max_seconds: float,
+    plot: str | None,
+    scheduler: str | None,
+    connect_timeout: float,
+    as_json: bool,
+    service: str = "exp",
+    server_classes: str | None = None,
+    progress: Any = None,
+) -> None:
     if server_classes is not None:  # docs/model.md §15.4; with a phase-type --service, §15.6
         from ._classes import exact_cli
 
@@ -130,6 +175,8 @@ def exact(
             cap=cap,
             tol=tol,
             as_json=as_json,
+            max_seconds=max_seconds,
+            progress=progress,
             refused={"--quantile": quantiles, "--profile-law": profile_law, "--cdf": cdf_points, "--plot": plot},
         )
         return
@@ -137,6 +184,7 @@ def exact(
         exact_phase_cli(
             n, d, load, service=service, policy=policy, replace=replace, cap=cap, tol=tol, as_json=as_json,
             plot=plot, cdf_points=cdf_points, quantiles=quantiles, profile_law=profile_law,
+            max_seconds=max_seconds, progress=progress,
         )  # fmt: skip
         return
     from ..response import DEFAULT_QUANTILES
@@ -171,6 +219,7 @@ def exact(
             profile_law=profile_law,
             max_seconds=max_seconds,
             policy=policy,
+            **({"progress": progress} if scheduler is None else {}),
         )
     except KeyboardInterrupt:
         import threading

@@ -63,6 +63,42 @@ def classes_drift(
     return lam * sbar * g[None, :] * (ext[:, :-2] - ext[:, 1:-1]) - s[:, None] * (ext[:, 1:-1] - ext[:, 2:])
 
 
+BYTES_PER_JACOBIAN_ENTRY = 16
+"""Dense solvers here (MINPACK ``hybr``: its ``N x N`` Jacobian and the triangle of its QR;
+LSODA: its ``N x N`` Jacobian and iteration matrix) hold about two ``N x N`` float64 arrays for
+``N`` = classes x levels unknowns."""
+
+
+def _memory_limit() -> int:
+    """Half the physical memory (bytes): the most a dense solve here may ask for."""
+    import os
+
+    try:
+        phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        phys = 8 * 2**30
+    return int(phys // 2)
+
+
+def check_dense_size(classes: int, levels: int, phases: int = 1, limit: int | None = None) -> None:
+    """Refuse (``ValueError``, before any allocation) a dense solve of ``classes x levels x
+    phases`` unknowns whose ``N x N`` matrices would not fit in half the physical memory; the
+    message says how much it would need and the most classes that fit."""
+    lim = _memory_limit() if limit is None else int(limit)
+    N = int(classes) * int(levels) * int(phases)
+    need = BYTES_PER_JACOBIAN_ENTRY * N * N
+    if need > lim:
+        most_n = math.isqrt(lim // BYTES_PER_JACOBIAN_ENTRY)
+        most_k = most_n // (int(levels) * int(phases))
+        raise ValueError(
+            f"server_classes: {classes:,} classes x {levels} levels"
+            + (f" x {phases} phases" if phases > 1 else "")
+            + f" = {N:,} unknowns need about {need / 2**30:.3g} GiB for the dense solve "
+            f"({BYTES_PER_JACOBIAN_ENTRY} bytes per entry of an N x N matrix; limit {lim / 2**30:.3g} GiB, half "
+            f"the physical memory): at most {most_k:,} classes fit at {levels} levels; merge classes of similar speed"
+        )
+
+
 def _check(d: int, lam: float | str, sc: str | ServerClasses, policy: str) -> tuple[int, float, ServerClasses]:
     if policy not in MF_POLICIES:
         raise ValueError(
@@ -92,6 +128,7 @@ def classes_ode(
     s = np.asarray(sc.speeds, float)
     K = f.size
     L = _m.check_positive_int("levels", levels, maximum=100_000)
+    check_dense_size(K, L)
     y0 = np.zeros(K * L) if u0 is None else np.asarray(u0, float).reshape(K * L)
     t_eval = np.linspace(0.0, T, points)
     sol = solve_ivp(
@@ -184,7 +221,9 @@ def classes_fixed_point(
     ------
     ValueError
         Bad parameters; ``random`` with a class whose load ``λ s̄/s_k`` is 1 or more (no
-        fixed point); no fixed point with the top level below ``tol`` within 4096 levels.
+        fixed point); more classes x levels than the dense solve fits in half the physical
+        memory (:func:`check_dense_size`, before any work); no fixed point with the top level
+        below ``tol`` within 4096 levels.
 
     Examples
     --------
@@ -209,7 +248,9 @@ def classes_fixed_point(
         Ls = [max(8, math.ceil(math.log(tol) / math.log(lam_f * sbar / s.min())) + 4)]
     else:
         Ls = [32, 64, 128, 256, 512, 1024, 2048, 4096]
+    check_dense_size(K, Ls[0])  # before any work; a larger L is checked before it is tried
     for L in Ls:
+        check_dense_size(K, L)
         # the ODE from empty: time scale of the slowest class
         y = np.zeros((K, L))
         t_chunk = 20.0 / (s.min() * (1.0 - lam_f))
