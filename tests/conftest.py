@@ -26,6 +26,11 @@ from pathlib import Path
 import pytest
 from hypothesis import settings as _hypothesis_settings
 
+# No plain progress lines in the suite (cli/_common.plain_progress_wanted): they come every
+# few seconds of wall time, so on a loaded machine they would enter outputs that tests compare.
+# The tests of the progress lines themselves set SUPERMARKET_PROGRESS=1.
+os.environ["SUPERMARKET_PROGRESS"] = "0"
+
 # A suite started in the background of a non-interactive shell (`cmd &`) inherits SIGINT
 # ignored, and Python then never raises KeyboardInterrupt: the Ctrl-C tests (and the
 # children they start, which inherit the disposition) would test nothing.  Restore

@@ -118,6 +118,7 @@ def test_cli_exact_prints_progress_on_a_plain_stderr(monkeypatch):
     from supermarket.cli import _common, main
 
     monkeypatch.setattr(_common, "PLAIN_PROGRESS_EVERY", 0.001)  # a line at once, whatever the machine
+    monkeypatch.setenv("SUPERMARKET_PROGRESS", "1")  # tests/conftest.py switches the lines off
     res = CliRunner().invoke(main, ["exact", "--n", "3", "--load", "0.7", "--cap", "30"])
     assert res.exit_code == 0, res.output
     err = getattr(res, "stderr", res.output)

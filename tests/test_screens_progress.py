@@ -8,7 +8,14 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from supermarket.cli import _common
+
+
+@pytest.fixture(autouse=True)
+def _progress_on(monkeypatch):
+    monkeypatch.setenv("SUPERMARKET_PROGRESS", "1")  # tests/conftest.py switches the lines off
 
 
 def test_task_progress_prints_plain_lines_off_a_terminal(capsys, monkeypatch):
@@ -54,3 +61,26 @@ def test_heartbeat_disabled_starts_no_thread(monkeypatch):
     monkeypatch.setattr(_common, "stderr_is_tty", lambda: False)
     with _common.Heartbeat("x", enabled=False) as hb:
         assert hb._thread is None
+
+
+def test_progress_lines_can_be_switched_off_by_the_environment(capsys, monkeypatch):
+    monkeypatch.setattr(_common, "PLAIN_PROGRESS_EVERY", 0.0)
+    monkeypatch.setenv("SUPERMARKET_PROGRESS", "0")
+    monkeypatch.setattr(_common, "stderr_is_tty", lambda: False)
+    with _common.TaskProgress("pairs", plain=True) as bar:
+        bar(1, 2)
+    with _common.Heartbeat("solve", every=0.001) as hb:
+        assert hb._thread is None
+    assert capsys.readouterr().err == ""
+
+
+def test_doc_transcripts_run_without_progress_lines():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    try:
+        import doc_transcripts
+    finally:
+        sys.path.pop(0)
+    assert doc_transcripts._env()["SUPERMARKET_PROGRESS"] == "0"

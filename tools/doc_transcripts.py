@@ -225,7 +225,8 @@ def merge(expected: list[str], actual: list[str]) -> list[str]:
 
 
 def _env() -> dict[str, str]:
-    env = dict(os.environ, PYTHONUNBUFFERED="1", NO_COLOR="1", TERM="dumb", COLUMNS="100")
+    # no plain progress lines: their number depends on the machine's speed
+    env = dict(os.environ, PYTHONUNBUFFERED="1", NO_COLOR="1", TERM="dumb", COLUMNS="100", SUPERMARKET_PROGRESS="0")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH", "")) if p)
     env["PATH"] = os.pathsep.join((str(Path(sys.executable).parent), os.environ.get("PATH", "")))
     return env

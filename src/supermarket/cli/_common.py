@@ -266,6 +266,13 @@ def stderr_is_tty() -> bool:
 PLAIN_PROGRESS_EVERY = 5.0
 
 
+def plain_progress_wanted() -> bool:
+    """Whether plain progress lines may be printed: yes, unless the environment sets
+    ``SUPERMARKET_PROGRESS=0`` (the doc transcripts do, so that a slow machine's "still
+    working" lines do not enter the outputs they compare)."""
+    return os.environ.get("SUPERMARKET_PROGRESS", "1").strip().lower() not in ("0", "off", "no", "false")
+
+
 class TaskProgress:
     """Progress of a command's independent tasks on stderr.
 
@@ -299,6 +306,8 @@ class TaskProgress:
             return
         total = rest[-1]
         if self.plain:
+            if not plain_progress_wanted():
+                return
             now = time.monotonic()
             if now - self._last >= PLAIN_PROGRESS_EVERY:
                 self._last = now
@@ -388,7 +397,7 @@ class Heartbeat:
 
             self._status = Console(stderr=True).status(self.label)
             self._status.start()
-        else:
+        elif plain_progress_wanted():
             self._thread = threading.Thread(target=self._run, name="supermarket-heartbeat", daemon=True)
             self._thread.start()
         return self
