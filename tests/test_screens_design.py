@@ -100,3 +100,18 @@ def test_service_tail_truncation_accuracy():
     for t in (0.3, 1.0, 3.0):
         exact = 0.5 * np.exp(-10.0 * t) + 0.5 * np.exp(-0.1 * t)
         assert abs(h.tail(t) - exact) <= 1e-14
+
+
+def test_fit_tail_named_as_the_cause():
+    # lognormal:4's own p99 is 8.56 < 10, but its two-moment fit's is 10.75: no d can help, and
+    # the message says so instead of "needs more than d_max choices"
+    with pytest.raises(ValueError, match=r"phase-type fit, whose own service p99 is 10\.7") as e:
+        ds.least_d_for_service_latency(0.9, 0.99, 10.0, "lognormal:4")
+    assert "d_max" not in str(e.value)
+
+
+def test_rule_table_prints_no_nan():
+    c = ds.compare_rules(0.9, 0.99, 6.0, "lognormal:4")
+    text = c.summary()
+    assert "nan" not in text.lower().replace("none read", "")
+    assert "no d:" in text

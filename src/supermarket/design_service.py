@@ -185,7 +185,7 @@ def _g(a: np.ndarray, b: np.ndarray, d: int) -> np.ndarray:
         for j in range(d):
             out += a**j * b ** (d - 1 - j)
         return out
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # non-finite: replaced below
         q = (a**d - b**d) / (a - b)
     near = ~np.isfinite(q) | (np.abs(a - b) <= 1e-6 * np.maximum(a, 1e-300))
     q[near] = d * a[near] ** (d - 1)
@@ -426,6 +426,15 @@ def least_d_for_service_latency(
             f"no d meets sojourn p{100 * q:g} ≤ {T:g} with {law.spec} service: even with d = ∞ every customer "
             f"still needs its own service, whose p{100 * q:g} is {floor:.6g}"
         )
+    if note:
+        fit_floor = _service_quantile(fit_law, q)
+        if T <= fit_floor:
+            raise ValueError(
+                f"no d meets sojourn p{100 * q:g} ≤ {T:g} with {law.spec} service in the mean field: it uses the "
+                f"two-moment phase-type fit, whose own service p{100 * q:g} is {fit_floor:.6g} (the law's is "
+                f"{floor:.6g}); the fit's tail, not the number of choices, is the limit (simulate the law itself "
+                "with the event engine)"
+            )
     checked: dict[int, float] = {}
 
     def f(d: int) -> float:
@@ -685,7 +694,9 @@ class RuleComparison(Result):
         for r in self.rows:
             name = r["policy"] + (f" (d={r['d']})" if r.get("d") else "")
             meets = "yes" if r["meets"] else "no"
-            lines.append(f"  {name:<12} {r['value']:>10.5g}  {meets:<5}  {r['samples']:<15}  {r['bookkeeping']}")
+            # no number where none exists (jsq-d without a d): the law column says why
+            val = f"{r['value']:>10.5g}" if math.isfinite(r["value"]) else f"{'none':>10}"
+            lines.append(f"  {name:<12} {val}  {meets:<5}  {r['samples']:<15}  {r['bookkeeping']}")
         lines.append("  " + "; ".join(f"{r['policy']}: {r['law']}" for r in self.rows))
         if self.fit:
             lines.append(f"  {self.fit}")
