@@ -115,3 +115,13 @@ def test_rule_table_prints_no_nan():
     text = c.summary()
     assert "nan" not in text.lower().replace("none read", "")
     assert "no d:" in text
+
+
+def test_max_queue_screen_states_the_caveat():
+    # k_(λ,d) ≤ K (heavy-traffic asymptotic) next to a mean-field share 0.347 above K: the
+    # screen must say the asymptotic is not a bound at this d
+    from supermarket.theory import design
+
+    text = design(0.999, 2).summary()
+    assert "heavy-traffic prediction" in text
+    assert "caveat: k_(λ,d) ≤ 2 and the share 0 above 2 are heavy-traffic asymptotics, not a bound at d = 32" in text
