@@ -238,11 +238,11 @@ GOLDEN = {
         "03f4b3498cf222671a91d5dbe4aa52627f6fff176ac0e7d34173ea40085865fc",
     ),
     "latency.LatencyDesign": (
-        "3af00efa0be693cde4cd60f01cb3abdb33a827d0d4cfb09c87c5a2830034a50d",
+        "075a3b1f542638e94655aec01e6698e2ad14b7178928cbc911f3cfb7f55e76e4",
         "8e66e39f1e79befdc588609b552f9f221bbb528261a59bc1511152acda785347",
     ),
     "latency.LatencyDesign_load": (
-        "3f4fcac2bcbced9b0d62be08c905f7c14099bd618ff352863cec0dce3d656d4c",
+        "eadb19a991e503772c01c34bdad55c446535a380cc98e33a29a4ffa9f695dbf6",
         "6009c1ff45b52d89ee183559052e3f9a751dce7450d793c799b39be0937c1af6",
     ),
     "sweep.Sweep": (

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +56,11 @@ __all__ = [
 
 MAX_FIT_PHASES = 10
 """Most phases of a two-moment fit (SCV below ``1/MAX_FIT_PHASES`` is fitted at that SCV)."""
+
+LOAD_MAX = 1.0 - 1e-4
+"""Highest load the bisection of :func:`max_load_for_service_latency` evaluates: the mean-field
+fixed point needs ever more levels as λ → 1, and λ = 1 itself is out of range; a target met at
+``LOAD_MAX`` is reported as met "up to" it."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -179,7 +185,7 @@ def _g(a: np.ndarray, b: np.ndarray, d: int) -> np.ndarray:
         for j in range(d):
             out += a**j * b ** (d - 1 - j)
         return out
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # non-finite: replaced below
         q = (a**d - b**d) / (a - b)
     near = ~np.isfinite(q) | (np.abs(a - b) <= 1e-6 * np.maximum(a, 1e-300))
     q[near] = d * a[near] ** (d - 1)
@@ -420,6 +426,15 @@ def least_d_for_service_latency(
             f"no d meets sojourn p{100 * q:g} ≤ {T:g} with {law.spec} service: even with d = ∞ every customer "
             f"still needs its own service, whose p{100 * q:g} is {floor:.6g}"
         )
+    if note:
+        fit_floor = _service_quantile(fit_law, q)
+        if T <= fit_floor:
+            raise ValueError(
+                f"no d meets sojourn p{100 * q:g} ≤ {T:g} with {law.spec} service in the mean field: it uses the "
+                f"two-moment phase-type fit, whose own service p{100 * q:g} is {fit_floor:.6g} (the law's is "
+                f"{floor:.6g}); the fit's tail, not the number of choices, is the limit (simulate the law itself "
+                "with the event engine)"
+            )
     checked: dict[int, float] = {}
 
     def f(d: int) -> float:
@@ -489,8 +504,21 @@ class ServiceLoadDesign(Result):
     fit: str
     checked: tuple
     monotone: bool
+    capped: bool = False
 
-    _order = ("service", "d", "quantile", "latency", "answer", "achieved", "neighbour", "floor", "fit", "monotone")
+    _order = (
+        "service",
+        "d",
+        "quantile",
+        "latency",
+        "answer",
+        "achieved",
+        "neighbour",
+        "floor",
+        "fit",
+        "monotone",
+        "capped",
+    )
 
     def to_frame(self) -> Any:
         return frame([{"load": a, "tail_at_latency": v} for a, v in self.checked])
@@ -498,11 +526,19 @@ class ServiceLoadDesign(Result):
     def summary(self) -> str:
         qn = f"p{100 * self.quantile:g}"
         nb = self.neighbour
-        lines = [
-            f"With d = {self.d} and {self.service} service, the largest load with sojourn {qn} ≤ {self.latency:g} "
-            f"is λ = {self.answer:.6g} (mean field, {qn} = {self.achieved:.6g} there; {nb['value']:.6g} at "
-            f"λ = {nb['load']:.6g})."
-        ]
+        if self.capped:
+            first = (
+                f"With d = {self.d} and {self.service} service, sojourn {qn} ≤ {self.latency:g} holds at every "
+                f"load searched, up to λ = {self.answer:.6g} (mean field, {qn} = {self.achieved:.6g} there); "
+                "higher loads are not evaluated (λ → 1 is outside the mean field's reach here)."
+            )
+        else:
+            first = (
+                f"With d = {self.d} and {self.service} service, the largest load with sojourn {qn} ≤ "
+                f"{self.latency:g} is λ = {self.answer:.6g} (mean field, {qn} = {self.achieved:.6g} there; "
+                f"{nb['value']:.6g} at λ = {nb['load']:.6g})."
+            )
+        lines = [first]
         if self.fit:
             lines.append(f"  {self.fit}")
         if not self.monotone:
@@ -511,7 +547,13 @@ class ServiceLoadDesign(Result):
 
 
 def max_load_for_service_latency(
-    d: int, quantile: float, latency: float, service: str | ServiceLaw, *, rtol: float = 1e-5
+    d: int,
+    quantile: float,
+    latency: float,
+    service: str | ServiceLaw,
+    *,
+    rtol: float = 1e-5,
+    progress: Callable[[str], None] | None = None,
 ) -> ServiceLoadDesign:
     """The largest load λ whose mean-field FIFO sojourn ``quantile`` is at most ``latency`` with
     ``d`` choices under ``service`` (bisection on λ; monotonicity checked on the points seen).
@@ -524,10 +566,15 @@ def max_load_for_service_latency(
         As :func:`least_d_for_service_latency`.
     rtol : float
         Width of the final bracket, relative to the answer.
+    progress : callable, optional
+        Called with a short text (the load being evaluated) before each evaluation.
 
     Returns
     -------
     ServiceLoadDesign
+        When the target is still met at :data:`LOAD_MAX` (the highest load evaluated; λ = 1 is
+        out of range), ``answer`` is ``LOAD_MAX``, ``capped`` is True and ``neighbour`` is empty.
+        The bisection takes at most ``log2(1/(rtol·1e-3)) + 2`` evaluations.
 
     Raises
     ------
@@ -558,6 +605,8 @@ def max_load_for_service_latency(
 
     def tail(lam: float) -> float:
         if lam not in checked:
+            if progress is not None:
+                progress(f"λ = {lam:.8g}, {len(checked)} loads evaluated")
             checked[lam] = mph1_sojourn_tail(lam, a, M, T) if d == 1 else sojourn_law(d, lam, fit_law)[0].tail(T)
         return checked[lam]
 
@@ -565,8 +614,19 @@ def max_load_for_service_latency(
         return mph1_sojourn_quantile(lam, fit_law, q) if d == 1 else sojourn_law(d, lam, fit_law)[0].quantile(q)
 
     lo, hi = 0.0, 1.0
-    while hi - lo > rtol * max(lo, 1e-3):
+    capped = False
+    # every evaluated load lies in (0, LOAD_MAX]; the bracket halves each step (LOAD_MAX
+    # replaces a midpoint above it once), so at most log2(1 / (rtol · 1e-3)) + 2 steps
+    for _ in range(int(math.ceil(math.log2(1.0 / (rtol * 1e-3)))) + 2):
+        if hi - lo <= rtol * max(lo, 1e-3):
+            break
         mid = 0.5 * (lo + hi)
+        if mid > LOAD_MAX:  # only when every load so far met the target
+            if tail(LOAD_MAX) <= 1.0 - q:
+                lo, capped = LOAD_MAX, True
+                break
+            hi = LOAD_MAX
+            continue
         if tail(mid) <= 1.0 - q:
             lo = mid
         else:
@@ -585,11 +645,12 @@ def max_load_for_service_latency(
         latency=T,
         answer=lo,
         achieved=f(lo),
-        neighbour={"load": hi, "value": f(hi)},
+        neighbour={} if capped else {"load": hi, "value": f(hi)},
         floor=floor,
         fit=note,
         checked=tuple(pts),
         monotone=monotone,
+        capped=capped,
     )
 
 
@@ -633,7 +694,9 @@ class RuleComparison(Result):
         for r in self.rows:
             name = r["policy"] + (f" (d={r['d']})" if r.get("d") else "")
             meets = "yes" if r["meets"] else "no"
-            lines.append(f"  {name:<12} {r['value']:>10.5g}  {meets:<5}  {r['samples']:<15}  {r['bookkeeping']}")
+            # no number where none exists (jsq-d without a d): the law column says why
+            val = f"{r['value']:>10.5g}" if math.isfinite(r["value"]) else f"{'none':>10}"
+            lines.append(f"  {name:<12} {val}  {meets:<5}  {r['samples']:<15}  {r['bookkeeping']}")
         lines.append("  " + "; ".join(f"{r['policy']}: {r['law']}" for r in self.rows))
         if self.fit:
             lines.append(f"  {self.fit}")

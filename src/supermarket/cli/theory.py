@@ -234,7 +234,13 @@ def _design_service(
         raise click.UsageError("--verify with --service runs the event engine locally; drop --scheduler")
     rep: ds.RuleComparison | ds.ServiceDesign | ds.ServiceLoadDesign
     if d is not None:
-        rep = run_once(scheduler, connect_timeout, ds.max_load_for_service_latency, d, quantile, latency, service)
+        if scheduler is None:  # a local search: a heartbeat on stderr says which load it evaluates
+            from ._common import Heartbeat
+
+            with Heartbeat("design: largest load") as hb:
+                rep = ds.max_load_for_service_latency(d, quantile, latency, service, progress=hb.note)
+        else:
+            rep = run_once(scheduler, connect_timeout, ds.max_load_for_service_latency, d, quantile, latency, service)
     elif policy == "best":
         rep = run_once(scheduler, connect_timeout, ds.compare_rules, load, quantile, latency, service)
     else:

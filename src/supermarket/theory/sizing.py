@@ -71,7 +71,7 @@ class DesignReport(Result):
         t = text_table(
             ["length", "share"] + (["queues (of n)"] if n is not None else []),
             rows,
-            title="Predicted share of queues by length (linearised profile, derived)",
+            title="Paper 000's heavy-traffic prediction of the share by length (linearised profile, derived)",
         )
         out = f"At load λ = {self.load}, d = {self.d} choices give k_(λ,d) = {self.k} ≤ {K} ({other}).\n{t}"
         if not self.linearisation_valid:
@@ -84,6 +84,12 @@ class DesignReport(Result):
             out += (
                 f" (about {n * share:.6g} of n = {n}); hypothesis maximum at this n (largest k with n·π(k) ≥ 1, "
                 f"docs/model.md §4, reconstructed): {self.hypothesis_max}"
+            )
+        if share > 1e-3:
+            # the two statements answer different limits; say which one a reader can rely on at this d
+            out += (
+                f"\ncaveat: k_(λ,d) ≤ {K} and the share 0 above {K} are heavy-traffic asymptotics, not a bound at "
+                f"d = {self.d}: the mean field at this d puts a share {share:.3g} of queues above {K}"
             )
         k_note = f"; {self.k_note}" if self.k_note else ""
         return f"{out}\nk_(λ,d) is paper 000's heavy-traffic statement (λ → 1 with d growing){k_note}."
