@@ -1,0 +1,37 @@
+"""The long documentation transcripts run under the ``slow`` marker.
+
+The default suite skips the blocks marked ``if(not run_long, …)`` (they take minutes);
+``python -m pytest -m slow tests/test_screens_docs.py`` runs every block of each page that
+has one, in order and in one scratch directory, as ``tools/update_doc_transcripts.py --long``
+does, and fails if a shown output no longer matches the real one.
+"""
+
+from __future__ import annotations
+
+import difflib
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import doc_transcripts as dt
+
+LONG_PAGES = [p for p in dt.documents(ROOT) if any(b.skip and "run_long" in b.skip for b in dt.scan(p))]
+
+
+def test_some_pages_have_long_transcripts():
+    assert LONG_PAGES, "no page marks a block run_long: the slow test below would run nothing"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", LONG_PAGES, ids=lambda p: p.name)
+def test_long_transcripts_match(page):
+    import update_doc_transcripts as up
+
+    old = page.read_text(encoding="utf-8")
+    new = up.update_page(page, run_long=True)
+    diff = "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), str(page), "real run"))
+    assert new == old, f"stale transcript (rewrite with tools/update_doc_transcripts.py --long):\n{diff}"
