@@ -35,3 +35,15 @@ def test_long_transcripts_match(page):
     new = up.update_page(page, run_long=True)
     diff = "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), str(page), "real run"))
     assert new == old, f"stale transcript (rewrite with tools/update_doc_transcripts.py --long):\n{diff}"
+
+
+def test_perfect_none_finished_says_so():
+    import subprocess
+
+    cmd = ["supermarket", "perfect", "--n", "10000", "--load", "0.99", "--max-seconds", "0.01", "--replications", "2"]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1, res.stderr
+    assert "none of the 2 samples finished within the budget" in lines[0]
+    assert "--max-seconds" in lines[0] and "Traceback" not in res.stderr
