@@ -123,7 +123,10 @@ def perfect(
                 )
             except pf.BudgetExceeded as exc:
                 if exc.completed is None:
-                    raise UserError(_cli_words(str(exc))) from None
+                    raise UserError(
+                        f"none of the {samples} samples finished within the budget: {_cli_words(str(exc))}; "
+                        "raise the budget (--max-seconds, --max-memory-mb) or lower --n or --load"
+                    ) from None
                 res, partial = exc.completed, _cli_words(str(exc))
     done = res.samples.shape[0]
     if as_json:
