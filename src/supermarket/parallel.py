@@ -248,24 +248,35 @@ def check_stop() -> None:
 
 @contextmanager
 def _sigint_watch():
-    """Note in ``watch.fired`` whether SIGINT arrives (then raise as Python does); main thread only."""
+    """Note in ``watch.fired`` whether SIGINT arrives (then raise as Python does); main thread only.
+
+    SIGTERM is watched too when a Python handler is installed for it (the command line turns
+    it into the same clean stop as Ctrl-C); its default action (end the process) is left alone."""
     watch = SimpleNamespace(fired=False)
-    previous = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
-    if previous in (signal.SIG_IGN, None):
+    if threading.current_thread() is not threading.main_thread():
         yield watch
         return
+    previous = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        handler_now = signal.getsignal(sig)
+        watched = handler_now not in (signal.SIG_IGN, None) if sig == signal.SIGINT else callable(handler_now)
+        if watched:
+            previous[sig] = handler_now
 
     def handler(signum, frame):
         watch.fired = True
-        if callable(previous):
-            previous(signum, frame)
+        before = previous.get(signum)
+        if callable(before):
+            before(signum, frame)
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGINT, handler)
+    for sig in previous:
+        signal.signal(sig, handler)
     try:
         yield watch
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, before in previous.items():
+            signal.signal(sig, before)
 
 
 #: How often a worker process checks that its parent is still alive (seconds).
@@ -273,8 +284,11 @@ ORPHAN_POLL_SECONDS = 0.5
 
 
 def _worker_init(parent_pid: int) -> None:
-    """Pool initializer: ignore Ctrl-C (the parent decides); exit when the parent is gone (even SIGKILL-ed)."""
+    """Pool initializer: ignore Ctrl-C (the parent decides); exit when the parent is gone (even SIGKILL-ed).
+
+    SIGTERM keeps its default action: it is how the parent ends a worker (:func:`_terminate`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not a handler inherited from the parent
 
     def watch():
         while True:

@@ -7,7 +7,10 @@ and a heavy import (numba, dask) is paid only by the command that needs it.
 User mistakes (bad option values, bad parameters, an output path that cannot be written)
 print one line on stderr and exit with code 2, without a traceback, before any work.  A
 write that fails after the computation (a full disk) prints one line and exits with code 1.
-Ctrl-C prints ``supermarket: interrupted`` and exits with code 130.
+Ctrl-C prints ``supermarket: interrupted`` and exits with code 130; SIGTERM is handled the same
+way (the same clean stop: workers ended, partial work kept only where valid) and prints
+``supermarket: terminated``, exit code 143.  A command that catches the stop and prints a
+partial result still exits 130 (143): its output is labelled interrupted.
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ import contextlib
 import importlib
 import importlib.util  # find_spec below; not loaded by `import importlib` alone
 import re
+import signal
 import sys
+import threading
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any, ClassVar, NoReturn
 
 import click
 
@@ -103,11 +108,14 @@ class LazyGroup(click.Group):
         **extra: Any,
     ) -> Any:
         _quiet_dask_client_logs()
+        stops = _StopSignals()
         try:
-            rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False, **extra)
+            with stops:
+                rv = super().main(
+                    args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False, **extra
+                )
         except (click.exceptions.Abort, KeyboardInterrupt):
-            click.echo("supermarket: interrupted", err=True)
-            sys.exit(130)
+            stops.exit()
         except BrokenPipeError:
             # the reader went away (`supermarket theory | head -1`): stop quietly
             import os
@@ -130,6 +138,10 @@ class LazyGroup(click.Group):
             # file): one line, exit code 1
             where = f" {exc.filename!r}:" if getattr(exc, "filename", None) else ""
             _fail(f"I/O error:{where} {exc.strerror or exc}", 1)
+        if stops.fired is not None:
+            # the command caught the stop and finished with what it had (a partial result,
+            # labelled as such): still not a success
+            stops.exit()
         if isinstance(rv, int) and standalone_mode:
             sys.exit(rv)
         return rv
@@ -151,6 +163,44 @@ def _positional_hint(exc: click.exceptions.UsageError) -> str:
     guess = " ".join(f"--{name} {value}" for name, value in zip(wanted, extra))
     mean = f"; did you mean {guess}?" if guess and len(extra) <= len(wanted) else ""
     return f" (use {options}{mean})"
+
+
+class _StopSignals:
+    """While a command runs, SIGINT and SIGTERM both raise :class:`KeyboardInterrupt` in the
+    main thread (so every engine's interrupt path, pool shutdown included, runs for either),
+    and the first signal is remembered: :meth:`exit` then prints one line and exits 130
+    (SIGINT) or 143 (SIGTERM)."""
+
+    LINES: ClassVar[dict[int, str]] = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
+
+    def __init__(self) -> None:
+        self.fired: int | None = None
+        self._previous: dict[int, Any] = {}
+
+    def _handler(self, signum: int, frame: object) -> None:
+        if self.fired is None:
+            self.fired = signum
+        raise KeyboardInterrupt
+
+    def __enter__(self) -> _StopSignals:
+        if threading.current_thread() is threading.main_thread():
+            for sig in self.LINES:
+                previous = signal.getsignal(sig)
+                if previous is signal.SIG_IGN:  # `nohup`-style: an ignored signal stays ignored
+                    continue
+                self._previous[sig] = previous
+                signal.signal(sig, self._handler)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
+        self._previous.clear()
+
+    def exit(self) -> NoReturn:
+        signum = self.fired if self.fired is not None else signal.SIGINT
+        click.echo(f"supermarket: {self.LINES[signum]}", err=True)
+        sys.exit(128 + int(signum))
 
 
 def _quiet_dask_client_logs() -> None:

@@ -149,10 +149,8 @@ def sweep(
         raise UserError(str(exc)) from None
     except KeyboardInterrupt:
         stop()
-        click.echo(
-            f"supermarket: interrupted; the finished tasks are kept in {out}: run the same command to resume", err=True
-        )
-        sys.exit(130)
+        click.echo(f"supermarket: the finished tasks are kept in {out}: run the same command to resume", err=True)
+        raise  # the CLI's main says "interrupted" (exit 130) or "terminated" (exit 143)
     finally:
         stop()
     if as_json:

@@ -427,6 +427,10 @@ def simulate_general(
     runs = [(out, dt) for out, dt, _, _ in results if out["area"]]
     events = sum(ev for _, _, ev, _ in results)
     interrupted = any(intr for _, _, _, intr in results)
+    if interrupted and not runs:
+        # stopped during the burn-in or the first batch: nothing was measured, so there is
+        # no result to show (not a result of nan)
+        raise KeyboardInterrupt("interrupted before any batch was measured: nothing to report")
     return _summarize(
         n,
         d,
