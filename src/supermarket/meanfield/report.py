@@ -203,11 +203,17 @@ class MeanFieldReport(Result):
             + (["sd of √n u_i (LNA)"] if cov is not None else [])
         )
         rows = []
+        # a V_i below 1e-12 of the largest is zero up to the solve's rounding (V_1 = 0 exactly,
+        # since E[u_1] = λ at every n): shown as 0, its last bits differ between CPUs
+        v_floor = 1e-12 * max((abs(v) for v in ref.get("V", []) if v is not None), default=0.0)
         for i, pi in enumerate(r["fixed_point"]):
             row = [str(i + 1), f"{pi:.8g}"]
             if shown:
-                mi = ref["mean"][i]
-                row += [f"{ref['V'][i]:.6g}", "—" if mi is None else f"{mi:.8g}"]
+                mi, vi = ref["mean"][i], ref["V"][i]
+                if vi is not None and abs(vi) <= v_floor:
+                    row += ["0", "—" if mi is None else f"{pi:.8g}"]
+                else:
+                    row += [f"{vi:.6g}", "—" if mi is None else f"{mi:.8g}"]
             if cov is not None:
                 row.append(f"{math.sqrt(max(cov[i][i], 0.0)):.6g}" if i < len(cov) else "0")
             rows.append(row)
