@@ -185,7 +185,13 @@ ILU_THREAD = "supermarket-exact-ilu"
 class BudgetExceeded(ValueError):
     """The wall-clock budget ``max_seconds`` of an exact solve ran out (a ``ValueError``: the CLI
     prints it in one line and exits 2, as the refusal before work).  The message says the stage
-    and what had been reached."""
+    and what had been reached.
+
+    Examples
+    --------
+    >>> issubclass(BudgetExceeded, ValueError)
+    True
+    """
 
 
 class _Budget:
@@ -834,11 +840,10 @@ def solve(
         ``nλ (P_ℓ(c) − P_{ℓ+1}(c))``; ``d`` and ``replace`` are used by ``jsq-d`` only.
     progress : callable, optional
         Called with a short text at each stage (enumeration and build, each factorisation, the
-        response-time law).
-
-    The wall clock is checked too, between those stages (and while an incomplete LU runs):
-    past ``max_seconds`` the solve ends with :class:`BudgetExceeded` (a ``ValueError``) saying
-    the stage and the caps solved; a solve that ends in time is unchanged.
+        response-time law).  The wall clock is checked too, between those stages (and while
+        an incomplete LU runs): past ``max_seconds`` the solve ends with
+        :class:`BudgetExceeded` (a ``ValueError``) saying the stage and the caps solved; a
+        solve that ends in time is unchanged.
 
     Returns
     -------
