@@ -92,3 +92,14 @@ def test_perfect_says_why_its_default_load_differs() -> None:
     result = CliRunner().invoke(main, ["perfect", "--help"])
     assert result.exit_code == 0
     assert "not the 0.99 of simulate" in " ".join(result.output.split())
+
+
+def test_long_start_with_few_batches_is_refused_before_work():
+    # the memory check counted only the batch sums: 16 batches let long:100000 through, and the
+    # per-level results then took 617 MB and minutes for 1,000 steps
+    import pytest
+
+    from supermarket.simulation import simulate
+
+    with pytest.raises(ValueError, match=r"long:100000.*GiB"):
+        simulate(100, 2, 0.9, start="long:100000", batches=16, steps=1000, seed=1, progress=False)
