@@ -95,34 +95,15 @@ class _Seconds(FloatType):
     "chain (docs/model.md §15.4); per-class E[u], queue lengths and sojourn times; with a phase-type --service, "
     "by class, length and phase (§15.6).",
 )
-def exact(
-    n: int,
-    d: int,
-    load: str,
-    replace: bool,
-    policy: str,
-    tol: float,
-    cap: int | None,
-    quantiles: tuple[float, ...],
-    profile_law: bool,
-    cdf_points: int | None,
-    max_seconds: float,
-    plot: str | None,
-    scheduler: str | None,
-    connect_timeout: float,
-    as_json: bool,
-    service: str = "exp",
-    server_classes: str | None = None,
-) -> None:
+def exact(**options: Any) -> None:
     """Exact stationary law of the profile chain for small n (docs/model.md §11): E[u_i], the
     law of the maximum queue length, the mean queue length and the response-time law, with
     the truncation bound; sparse linear algebra, no simulation."""
-    args = dict(locals())
     from ._common import Heartbeat
 
     with Heartbeat("exact") as hb:
         try:
-            _exact(**args, progress=hb.note)
+            _exact(**options, progress=hb.note)
         except ValueError as exc:
             import threading
 
