@@ -18,7 +18,7 @@ import numpy as np
 
 from supermarket.engines import classes as ck
 from supermarket.engines.rng import state_from_seed_sequence
-from supermarket.service import parse_server_classes
+from supermarket.system.service import parse_server_classes
 
 
 def bench(n, spec, lam, d, policy, replace, events, repeat):

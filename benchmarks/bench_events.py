@@ -31,8 +31,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
-from supermarket.general import simulate_general
-from supermarket.service import parse_service
+from supermarket.simulation.general import simulate_general
+from supermarket.system.service import parse_service
 
 SERVICE = "lognormal:4"
 LAM = 0.9

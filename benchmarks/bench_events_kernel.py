@@ -30,14 +30,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 from bench_events import load_against
 from supermarket.engines import events as ev
 from supermarket.engines.rng import next_double, state_from_seed_sequence
-from supermarket.service import parse_service
+from supermarket.system.service import parse_service
 
 LAM, D = 0.9, 2
 
 
 class Runner:
     """One kernel's arrays, run ``m`` events at a time (growing and draining as
-    :mod:`supermarket.general.run` does); kernels with and without the calendar."""
+    :mod:`supermarket.simulation.general.run` does); kernels with and without the calendar."""
 
     def __init__(self, mod, n, law, seed=1):
         self.ev, self.law = mod, law

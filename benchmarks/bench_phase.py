@@ -24,8 +24,8 @@ import numba
 import numpy as np
 
 from supermarket.meanfield.phase import phase_fixed_point
-from supermarket.phase_law import check_ph
-from supermarket.phase_sim import PhaseChain
+from supermarket.simulation.phase import PhaseChain
+from supermarket.system.phase_law import check_ph
 
 
 def erlang(K):

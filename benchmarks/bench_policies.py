@@ -1,4 +1,4 @@
-"""Speed of the profile (and buckets) engine for each dispatch rule (supermarket.policies),
+"""Speed of the profile (and buckets) engine for each dispatch rule (supermarket.system.policies),
 events per second on one core, and a side-by-side run against Ciw on the same system.
 
     .venv/bin/python benchmarks/bench_policies.py              # the table (about a minute)
@@ -28,9 +28,9 @@ import time
 
 import numpy as np
 
-from supermarket import policies as pol
 from supermarket.model import Params
 from supermarket.simulation import Chain
+from supermarket.system import policies as pol
 
 
 def _chain(policy, n, d, lam, engine="profile"):

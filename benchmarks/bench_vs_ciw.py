@@ -68,7 +68,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
 import supermarket as sm
-from supermarket.service import parse_service
+from supermarket.system.service import parse_service
 
 LAM = 0.9
 N = 100

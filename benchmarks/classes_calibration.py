@@ -3,7 +3,7 @@
     PYTHONPATH=src python benchmarks/classes_calibration.py [--seeds 40] [--events 1e6]
 
 Against exact values: random routing (per-class M/M/1, closed forms) at n = 20, and JSQ(2)
-at n = 2 (the exact law of :func:`supermarket.classes_exact.solve_classes`), classes
+at n = 2 (the exact law of :func:`supermarket.stationary.classes.solve_classes`), classes
 0.5:2,0.5:1.  For each seed, whether the 95 % interval (``ErrorEstimate.covers``) of each
 class's mean queue length and sojourn time, and of the total mean queue length, holds the
 exact value; and the standard deviation of the standardized errors (1 when the error bars
@@ -16,8 +16,8 @@ import argparse
 
 import numpy as np
 
-from supermarket.classes_exact import solve_classes
-from supermarket.classes_sim import simulate_classes
+from supermarket.simulation.classes import simulate_classes
+from supermarket.stationary.classes import solve_classes
 
 TWO = "0.5:2,0.5:1"
 

@@ -28,7 +28,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
-from supermarket.general import simulate_general
+from supermarket.simulation.general import simulate_general
 
 
 def pk(rho, c2):

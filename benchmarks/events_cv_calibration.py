@@ -19,7 +19,7 @@ import warnings
 import numpy as np
 from scipy import stats
 
-from supermarket.general import simulate_general
+from supermarket.simulation.general import simulate_general
 
 
 def main() -> None:

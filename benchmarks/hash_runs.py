@@ -29,7 +29,7 @@ import numpy as np
 from supermarket.model import Params
 from supermarket.simulation import Chain
 from supermarket.simulation.run import _execute, _plan
-from supermarket.states import start_counts
+from supermarket.system.states import start_counts
 
 # (label, engine, n, d, lam, replace, time_mode, steps, extra keyword arguments)
 SIM_RUNS = [

@@ -13,7 +13,7 @@ import argparse
 import numpy as np
 
 import supermarket as sm
-from supermarket.service import parse_service
+from supermarket.system.service import parse_service
 
 
 def pk(rho: float, scv: float) -> float:

@@ -16,12 +16,12 @@ import pytest
 from click.testing import CliRunner
 
 from supermarket import simulate
-from supermarket.classes_exact import solve_classes
-from supermarket.classes_sim import ClassesResult, simulate_classes
 from supermarket.cli import main
-from supermarket.general import simulate_general
 from supermarket.meanfield.classes import classes_drift, classes_fixed_point
-from supermarket.stationary import solve
+from supermarket.simulation.classes import ClassesResult, simulate_classes
+from supermarket.simulation.general import simulate_general
+from supermarket.stationary.classes import solve_classes
+from supermarket.stationary.profile import solve
 
 Z = 4.0  # standard errors allowed in a statistical comparison (fixed seeds: a failure is a bug)
 

@@ -17,16 +17,16 @@ import pytest
 import scipy.stats as st
 from click.testing import CliRunner
 
-from supermarket.classes_exact import solve_classes
-from supermarket.classes_phase_exact import solve_classes_phase
-from supermarket.classes_phase_sim import simulate_classes_phase
 from supermarket.cli import main
-from supermarket.general import simulate_general
 from supermarket.meanfield.classes import classes_drift, classes_fixed_point
 from supermarket.meanfield.classes_phase import classes_phase_drift, classes_phase_fixed_point
 from supermarket.meanfield.phase import phase_drift, phase_fixed_point
-from supermarket.phase_exact import solve_phase
-from supermarket.service import parse_service
+from supermarket.simulation.classes_phase import simulate_classes_phase
+from supermarket.simulation.general import simulate_general
+from supermarket.stationary.classes import solve_classes
+from supermarket.stationary.classes_phase import solve_classes_phase
+from supermarket.stationary.phase import solve_phase
+from supermarket.system.service import parse_service
 
 TWO = "0.5:2,0.5:1"  # s̄ = 1.5
 LAWS = ("erlang:4", "hyperexp:4")
@@ -379,8 +379,8 @@ def test_simulate_api_runs_the_count_engine_on_request():
     the same numbers as :func:`simulate_classes_phase` for the same seed; without
     ``engine="phase"`` the combination stays on the event engine."""
     from supermarket import simulate
-    from supermarket.classes_phase_sim import simulate_classes_phase
-    from supermarket.general import GeneralResult
+    from supermarket.simulation.classes_phase import simulate_classes_phase
+    from supermarket.simulation.general import GeneralResult
 
     kw = dict(server_classes="0.5:2,0.5:1", service="hyperexp:2", seed=3)
     a = simulate(12, 2, 0.7, engine="phase", steps=100_000, **kw)

@@ -9,9 +9,9 @@ import math
 import pytest
 from click.testing import CliRunner
 
-from supermarket import latency as R
 from supermarket import meanfield as mf
 from supermarket.cli import main
+from supermarket.design import latency as R
 
 
 def _q(d, lam, q):

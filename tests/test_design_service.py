@@ -23,11 +23,11 @@ import scipy.linalg as sl
 from click.testing import CliRunner
 from scipy.optimize import brentq
 
-from supermarket import design_service as ds
 from supermarket.cli import main
-from supermarket.latency import _mf_quantile, least_d_for_latency
+from supermarket.design import service as ds
+from supermarket.design.latency import _mf_quantile, least_d_for_latency
 from supermarket.meanfield.phase import phase_fixed_point
-from supermarket.service import fit_phase_type, parse_service, phase_type
+from supermarket.system.service import fit_phase_type, parse_service, phase_type
 
 PH_LAWS = ("erlang:4", "hyperexp:4", "hyperexp:1.5")
 
@@ -175,7 +175,7 @@ def test_event_engine_quantiles_at_large_n():
     and mean within 4 standard errors (spread of 4 replications, fixed seed) of the mean
     field.  The finite-n bias, measured at n = 1000 and 4000 with 7x longer runs (p99 19.99 ±
     0.05 at 4000 against 19.96), is a fraction of one error bar at this size."""
-    from supermarket.general import simulate_general
+    from supermarket.simulation.general import simulate_general
 
     lam, d, spec = 0.8, 2, "hyperexp:4"
     s, _ = ds.sojourn_law(d, lam, spec)
@@ -194,7 +194,7 @@ def test_event_engine_quantiles_at_large_n_slow(spec, lam, d):
     phase-type law): the mean field of a fit is checked against the fit; the law itself differs
     (mean sojourn 1.4663 ± 0.0006 for lognormal:0.25 at λ = 0.85, d = 3, n = 4000, against the
     fit's 1.4715: the residual service depends on more than two moments)."""
-    from supermarket.general import simulate_general
+    from supermarket.simulation.general import simulate_general
 
     law, _ = ds.phase_form(spec)
     s, _ = ds.sojourn_law(d, lam, law)
@@ -207,7 +207,7 @@ def test_event_engine_quantiles_at_large_n_slow(spec, lam, d):
 
 @pytest.mark.parametrize(("d", "q", "T"), [(1, 0.99, 2 * math.log(100)), (3, 0.999, 12.0), (2, 0.9, 4.0)])
 def test_largest_load_with_exponential_service_is_todays(d, q, T):
-    from supermarket.latency import max_load_for_latency
+    from supermarket.design.latency import max_load_for_latency
 
     new = ds.max_load_for_service_latency(d, q, T, "exp")
     assert new.answer == pytest.approx(max_load_for_latency(d, q, T).answer, rel=2e-5)

@@ -1,4 +1,4 @@
-"""The per-queue event engine (engines/events.py, supermarket.general) against independent facts.
+"""The per-queue event engine (engines/events.py, supermarket.simulation.general) against independent facts.
 
 - random routing is n independent M/G/1 queues: the Pollaczek–Khinchine mean queue length
   ``ρ + ρ²(1+SCV)/(2(1−ρ))`` and mean sojourn (Little) for deterministic, Erlang, H2 and
@@ -22,8 +22,8 @@ import math
 import numpy as np
 import pytest
 
-from supermarket.general import simulate_general
-from supermarket.general.run import ONE_REPLICATION_NOTE
+from supermarket.simulation.general import simulate_general
+from supermarket.simulation.general.run import ONE_REPLICATION_NOTE
 
 Z = 4.0  # |z| allowed: ~6e-5 two-sided per check under normality; the checks of a file are ~40
 
@@ -275,7 +275,7 @@ def test_random_routing_says_when_a_slow_class_is_overloaded():
 # ------------------------------------------------------------------ simulate and the CLI
 def test_simulate_dispatches_to_the_event_engine():
     import supermarket as sm
-    from supermarket.general import GeneralResult
+    from supermarket.simulation.general import GeneralResult
 
     r = sm.simulate(20, 2, 0.8, service="lognormal:4", time=100.0, seed=1, batches=64)
     assert isinstance(r, GeneralResult) and r.service.spec == "lognormal:4"
@@ -341,7 +341,7 @@ def test_default_run_makes_the_replications_its_error_bars_need(monkeypatch):
     """Without ``replications`` the engine runs DEFAULT_REPLICATIONS of them, sharing the default
     budget of events (so the default costs what one run did), and shows a ±; given
     ``replications`` without ``time``, each run keeps the whole budget (as before)."""
-    from supermarket.general import run as general_run
+    from supermarket.simulation.general import run as general_run
 
     monkeypatch.setattr(general_run, "DEFAULT_EVENTS", 200_000)
     rate = 50 * 0.7
@@ -363,7 +363,7 @@ def test_cli_default_shows_error_bars_from_four_replications(monkeypatch):
     from click.testing import CliRunner
 
     from supermarket.cli import main
-    from supermarket.general import run as general_run
+    from supermarket.simulation.general import run as general_run
 
     monkeypatch.setattr(general_run, "DEFAULT_EVENTS", 200_000)
     r = CliRunner().invoke(main, ["simulate", "--n", "50", "--d", "2", "--load", "0.7", "--service", "lognormal:1"])

@@ -12,7 +12,7 @@ import hashlib
 
 import numpy as np
 
-from supermarket.general import simulate_general
+from supermarket.simulation.general import simulate_general
 
 CASES = [
     {"n": 50, "d": 2, "lam": 0.8, "service": "lognormal:4"},

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from exact_small import profile_law, queue_law
 from supermarket.cli import main
 from supermarket.simulation import simulate
-from supermarket.stationary import count_states, solve
+from supermarket.stationary.profile import count_states, solve
 
 
 @pytest.mark.parametrize(
@@ -114,7 +114,7 @@ def test_against_profile_engine_simulation():
 
 def test_too_large_is_refused_before_any_work(monkeypatch):
     """Refused before the generator is built: ``_build`` and ``_states`` must never run."""
-    import supermarket.stationary as st
+    import supermarket.stationary.profile as st
 
     def boom(*a, **k):
         raise AssertionError("work started before the size check")
@@ -202,7 +202,7 @@ def test_cli_warns_when_a_fixed_cap_truncates_more_than_tol():
 @pytest.mark.parametrize("n,cap", [(1, 5), (2, 7), (3, 4), (4, 9), (6, 3), (8, 2)])
 def test_count_nonzeros_is_the_built_matrix(n, cap):
     """The closed form the cost model uses, against the generator actually built."""
-    from supermarket.stationary import _build, count_nonzeros
+    from supermarket.stationary.profile import _build, count_nonzeros
 
     Q = _build(n, 2, 0.7, True, cap)[0]
     assert count_nonzeros(n, cap) == Q.nnz
@@ -213,7 +213,7 @@ def test_count_nonzeros_is_the_built_matrix(n, cap):
 def test_cost_model_is_monotone_and_refuses_nothing_that_runs_today():
     """The predicted cost grows with the cap and with n; the systems of the docs' size table
     (each solved in seconds) stay under the default limit, the issue's case does not."""
-    from supermarket.stationary import MAX_SECONDS, estimate_seconds, least_states
+    from supermarket.stationary.profile import MAX_SECONDS, estimate_seconds, least_states
 
     for n in (1, 3, 6):
         e = [estimate_seconds(n, c) for c in range(1, 60)]

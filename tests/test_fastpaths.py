@@ -14,7 +14,7 @@ from supermarket import theory as th
 from supermarket.engines import tables
 from supermarket.model import Params
 from supermarket.simulation import Chain, simulate
-from supermarket.states import start_counts
+from supermarket.system.states import start_counts
 
 
 def _run(n, d, lam, replace, force, events, start="empty", cont=False):

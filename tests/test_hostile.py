@@ -106,7 +106,7 @@ def test_report_refuses_a_hand_edited_sidecar(sweep_dir, tmp_path):
 
 
 def test_atomic_write_keeps_the_earlier_file_on_a_full_disk(tmp_path, monkeypatch):
-    from supermarket import _files
+    from supermarket import files as _files
 
     target = tmp_path / "result.json"
     target.write_text('{"earlier": 1}')
@@ -122,7 +122,7 @@ def test_atomic_write_keeps_the_earlier_file_on_a_full_disk(tmp_path, monkeypatc
 
 
 def test_simulate_out_on_a_full_disk_keeps_the_earlier_file(tmp_path, monkeypatch):
-    from supermarket import _files
+    from supermarket import files as _files
 
     out, fig = tmp_path / "r.json", tmp_path / "r.png"
     out.write_text("earlier")
@@ -141,8 +141,8 @@ def test_exact_plot_to_a_full_device_fails():
 
 
 def test_plot_path_of_the_library_is_atomic(tmp_path, monkeypatch):
-    from supermarket import _files
-    from supermarket.stationary import solve
+    from supermarket import files as _files
+    from supermarket.stationary.profile import solve
 
     res = solve(2, 2, 0.5)
     f = tmp_path / "x.png"
@@ -436,7 +436,7 @@ def test_sweep_whose_out_appears_meanwhile_is_checked_not_crashed(tmp_path, monk
 
 # =========================================================================== exact, meanfield
 def test_erlang_c_closed_forms():
-    from supermarket.stationary import _erlang_c
+    from supermarket.stationary.profile import _erlang_c
 
     for lam in (0.1, 0.5, 0.9, 0.999):
         assert _erlang_c(1, lam) == pytest.approx(lam, rel=1e-12)  # M/M/1: P(wait) = λ
@@ -448,7 +448,7 @@ def test_erlang_c_closed_forms():
 def test_least_cap_from_the_queue_length_tails(lam, tol):
     """The bound from its definition: the least M with (1 − λ) P(N >= n(M−1)+1) < tol, where N
     is the M/M/n queue length (closed-form tails for n = 1, 2), searched by brute force."""
-    from supermarket.stationary import _least_cap
+    from supermarket.stationary.profile import _least_cap
 
     tails = {
         1: lambda k: lam**k,  # M/M/1: P(N >= k) = λ^k
@@ -466,7 +466,7 @@ def test_least_cap_from_the_queue_length_tails(lam, tol):
 )
 def test_least_cap_never_above_the_search(n, d, lam, tol):
     """The [derived] M/M/n bound used to refuse early never exceeds the cap the search ends at."""
-    from supermarket.stationary import least_states, solve
+    from supermarket.stationary.profile import least_states, solve
 
     M, _ = least_states(n, d, lam, tol)
     assert solve(n, d, lam, tol=tol).truncation["cap"] >= M
@@ -474,8 +474,8 @@ def test_least_cap_never_above_the_search(n, d, lam, tol):
 
 def test_exact_refuses_hopeless_searches_at_once(monkeypatch):
     """Refused before anything is built or solved (both are made to fail)."""
-    from supermarket import stationary
-    from supermarket.stationary import least_states
+    from supermarket.stationary import profile as stationary
+    from supermarket.stationary.profile import least_states
 
     def never(*a, **k):
         raise AssertionError("built or solved before refusing")
@@ -502,7 +502,7 @@ def test_exact_refuses_hopeless_searches_at_once(monkeypatch):
 def test_exact_refuses_slow_solves_before_any_work(args, needles, monkeypatch):
     """The cost is predicted from the sizes alone: nothing is built (both the build and the
     solve are made to fail), and the refusal is immediate."""
-    from supermarket import stationary
+    from supermarket.stationary import profile as stationary
 
     def never(*a, **k):
         raise AssertionError("built or solved before refusing")
@@ -513,7 +513,7 @@ def test_exact_refuses_slow_solves_before_any_work(args, needles, monkeypatch):
 
 
 def test_exact_refusal_of_the_library_is_the_same_line():
-    from supermarket.stationary import solve
+    from supermarket.stationary.profile import solve
 
     with pytest.raises(ValueError, match="too slow") as e:
         solve(8, 3, 0.9)
@@ -528,7 +528,7 @@ def test_exact_largest_fitting_n_is_the_boundary():
     """The n the refusal names fits and n + 1 does not, by the same cost model."""
     import re
 
-    from supermarket.stationary import estimate_seconds, least_states, solve
+    from supermarket.stationary.profile import estimate_seconds, least_states, solve
 
     for n, d, lam, limit in ((8, 3, 0.9, 60.0), (6, 2, 0.9, 1.0), (7, 2, 0.9, 10.0)):
         with pytest.raises(ValueError, match=r"n <= (\d+) fits") as e:
@@ -547,7 +547,7 @@ def test_exact_search_is_bounded_by_max_seconds(monkeypatch):
     """With a cost model of k seconds per cap level, the search never starts a cap that would
     take the predicted total past max_seconds: it clamps the extrapolated cap or refuses,
     saying so (the predicted cost, not the clock: the caps tried depend on the inputs only)."""
-    from supermarket import stationary
+    from supermarket.stationary import profile as stationary
 
     tried = []
     one = stationary._one
@@ -620,8 +620,8 @@ def test_verify_from_a_run_whose_self_check_failed_confirms_nothing(monkeypatch)
 
     import supermarket.simulation as simmod
 
-    try:  # latency sizing lives in supermarket.latency on main (it was in supermarket.response)
-        from supermarket import latency as rs
+    try:  # latency sizing lives in supermarket.design.latency on main (it was in supermarket.response)
+        from supermarket.design import latency as rs
     except ImportError:
         from supermarket import response as rs
 
@@ -856,7 +856,7 @@ def test_reproduce_tables_and_figures_are_written_whole(tmp_path, monkeypatch):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from supermarket import _files
+    from supermarket import files as _files
     from supermarket.experiments import paper002
     from supermarket.experiments.paper000 import output
 

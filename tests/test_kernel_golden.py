@@ -20,7 +20,7 @@ import numpy as np
 from supermarket import theory as th
 from supermarket.model import Params
 from supermarket.simulation import Chain
-from supermarket.states import start_counts
+from supermarket.system.states import start_counts
 
 GOLDEN = "f7c19392e1ef0c804812c703679b50a32cc3f5e7ba04647ecc32e9074d31abdc"  # good-set bounds exact (was ee538ec2…)
 

@@ -389,7 +389,7 @@ def test_sampling_first_order_against_exact_binomial_ratios():
 
 def _exact_noreplace_errors(d, lam, ns, replace_V):
     """n² × Σ_i |E[u_i] − π_i − V_i/n| against the exact law without replacement (§11)."""
-    from supermarket import stationary
+    from supermarket.stationary import profile as stationary
 
     r = mf.refined_mean_field(d, lam, replace=replace_V, levels=20)
     out = []

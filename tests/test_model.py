@@ -7,7 +7,7 @@ import pytest
 
 from supermarket import theory as th
 from supermarket.model import Params, as_seed_sequence, check_load, exact_load, parse_count, spawn_seeds
-from supermarket.states import start_counts
+from supermarket.system.states import start_counts
 
 
 @pytest.mark.parametrize("bad", [2.5, True, "3", None, 3.0, [3]])

@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 from naive import NaiveClasses, NaiveProfile, Xoshiro
-from supermarket.classes_sim import simulate_classes
 from supermarket.engines import classes as ck
 from supermarket.engines.rng import new_state
+from supermarket.simulation.classes import simulate_classes
 
 # (policy, class sizes, speeds, d, λ, replace, start lengths per class (None: empty), events)
 CASES = {
@@ -172,7 +172,7 @@ def test_classes_engine_matches_naive_event_for_event(case):
     _areas(bulk, nv)
 
 
-# The driver (classes_sim.simulate_classes): its arrays, capacities, rule code, sampling flag and
+# The driver (simulation.classes.simulate_classes): its arrays, capacities, rule code, sampling flag and
 # seed, burn-in and batches.  One replication without control variates: the plain estimate
 # of u_{k,i} is the mean over the measured events of c_{k,i}/n_k, which the reference gives
 # from its own run on the stream of child 0 of the root seed (numpy's SeedSequence spawning).

@@ -24,7 +24,7 @@ import pytest
 from naive import NaiveEvents, service_params
 from supermarket.engines import events as ev
 from supermarket.engines import rng
-from supermarket.service import parse_service, phase_type
+from supermarket.system.service import parse_service, phase_type
 
 # (servers per class, speeds, d, replace, rule, service law, λ, time from which customers are
 # recorded, events)
@@ -54,7 +54,7 @@ PARAMS = [pytest.param(c, marks=pytest.mark.slow) if c in SLOW_CASES else c for 
 
 class Kernel:
     """The kernel's arrays and a call that runs ``events`` events, growing arrays as
-    :mod:`supermarket.general.run` does."""
+    :mod:`supermarket.simulation.general.run` does."""
 
     def __init__(self, sizes, speeds, d, rep, policy, law, rate, t_meas, words, buffer, buckets=8, width=0.25):
         n = sum(sizes)

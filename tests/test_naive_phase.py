@@ -28,9 +28,9 @@ import pytest
 
 from naive import NaivePhase
 from supermarket.engines.rng import new_state
-from supermarket.phase_sim import PhaseChain
-from supermarket.policies import policy_code
-from supermarket.service import parse_service
+from supermarket.simulation.phase import PhaseChain
+from supermarket.system.policies import policy_code
+from supermarket.system.service import parse_service
 
 # A law with moves both ways and a phase with no exit (Coxian-like, three phases): the
 # kernel's move table must never complete from phase 1

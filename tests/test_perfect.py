@@ -642,7 +642,7 @@ def test_api_results_and_determinism():
     text = res.summary()
     assert "mean u_i" in text and "coalescence horizon" in text
     # counts representation of states.py
-    from supermarket.states import counts_from_lengths
+    from supermarket.system.states import counts_from_lengths
 
     c = perfect.sample_counts(20, 2, 0.8, seed=9)
     assert np.array_equal(c, counts_from_lengths(res.samples[0]))

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from supermarket.engines.phase import STATUS_DONE
-from supermarket.phase_exact import solve_phase
-from supermarket.phase_law import check_ph, ph_moments
-from supermarket.phase_sim import PhaseChain, simulate_phase
+from supermarket.simulation.phase import PhaseChain, simulate_phase
+from supermarket.stationary.phase import solve_phase
+from supermarket.system.phase_law import check_ph, ph_moments
 
 Z = 4.5
 
@@ -93,7 +93,7 @@ def test_exact_n1_is_mph1(name):
 
 @pytest.mark.parametrize(("n", "d", "rep"), [(2, 2, True), (3, 2, False), (3, 3, True)])
 def test_exact_one_phase_is_todays_exact_solver(n, d, rep):
-    from supermarket.stationary import solve
+    from supermarket.stationary.profile import solve
 
     lam = 0.7
     r = solve_phase(n, d, lam, [1.0], [[-1.0]], cap=30, replace=rep)

@@ -24,11 +24,11 @@ from click.testing import CliRunner
 
 import supermarket as sm
 from supermarket.cli import main
-from supermarket.general import GeneralResult
 from supermarket.meanfield.phase import phase_fixed_point
-from supermarket.phase_exact import solve_phase
-from supermarket.phase_run import PhaseSimulationResult, simulate_phase_service
-from supermarket.service import parse_service
+from supermarket.simulation.general import GeneralResult
+from supermarket.simulation.phase_run import PhaseSimulationResult, simulate_phase_service
+from supermarket.stationary.phase import solve_phase
+from supermarket.system.service import parse_service
 
 Z = 4.0
 

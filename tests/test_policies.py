@@ -1,4 +1,4 @@
-"""Dispatch rules (supermarket.policies, docs/model.md §2 "Other dispatch rules"), checked
+"""Dispatch rules (supermarket.system.policies, docs/model.md §2 "Other dispatch rules"), checked
 against independent facts:
 
 - ``random`` is ``n`` independent M/M/1 queues: ``E[u_i] = λ^i`` at every ``n`` (and, with
@@ -28,11 +28,11 @@ import numpy as np
 import pytest
 
 from supermarket import meanfield as mf
-from supermarket import policies as pol
 from supermarket.engines.tables import p_table
 from supermarket.model import Params, seed_to_uint64
 from supermarket.simulation import Chain
-from supermarket.stationary import solve
+from supermarket.stationary.profile import solve
+from supermarket.system import policies as pol
 
 LAM = 0.7
 

@@ -13,7 +13,7 @@ from scipy import stats
 
 from supermarket import meanfield as mf
 from supermarket import response as R
-from supermarket.stationary import solve
+from supermarket.stationary.profile import solve
 from supermarket.theory import fixed_point
 
 QS = (0.5, 0.9, 0.99, 0.999)
@@ -197,7 +197,7 @@ def test_simulation_result_carries_response_times_with_honest_errors():
     errors on each quantile's linear functional) against the exact law of n = 3 (an
     independent sparse solve) and against M/M/1 for d = 1 (closed form)."""
     import supermarket as sm
-    from supermarket.stationary import solve
+    from supermarket.stationary.profile import solve
 
     res = sm.simulate(3, 2, 0.7, steps=3_000_000, seed=5, start="fixed-point", progress=False)
     ex = solve(3, 2, 0.7)

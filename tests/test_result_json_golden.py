@@ -23,9 +23,11 @@ def _builders():
     import supermarket.perfect as pf
     import supermarket.response as rs
     import supermarket.theory as th
-    from supermarket import latency, stationary, stats, sweep
+    from supermarket import stats, sweep
+    from supermarket.design import latency
     from supermarket.meanfield import MeanFieldReport
     from supermarket.model import Params
+    from supermarket.stationary import profile as stationary
 
     B = {}
     B["theory.KReport"] = lambda: th.k_report(10, 0.9)
@@ -297,7 +299,7 @@ def test_result_declarations():
     name and as key: attribute), order, columns, plain."""
     from dataclasses import dataclass
 
-    from supermarket._results import Result
+    from supermarket.result import Result
 
     @dataclass
     class R(Result):

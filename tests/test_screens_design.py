@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from supermarket import design_service as ds
-from supermarket import latency as lt
+from supermarket.design import latency as lt
+from supermarket.design import service as ds
 
 
 def test_max_load_for_latency_never_evaluates_load_one():

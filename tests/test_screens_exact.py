@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from supermarket import stationary
-from supermarket.classes_exact import solve_classes
-from supermarket.classes_phase_exact import solve_classes_phase
-from supermarket.phase_exact import solve_phase
-from supermarket.stationary import BudgetExceeded, solve
+from supermarket.stationary import profile as stationary
+from supermarket.stationary.classes import solve_classes
+from supermarket.stationary.classes_phase import solve_classes_phase
+from supermarket.stationary.phase import solve_phase
+from supermarket.stationary.profile import BudgetExceeded, solve
 
 TINY = 1e-9  # seconds: spent before the first stage ends, whatever the machine
 

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from supermarket.cli import main
-from supermarket.service import parse_server_classes, parse_service
+from supermarket.system.service import parse_server_classes, parse_service
 
 ROOT = Path(__file__).resolve().parents[1]
 

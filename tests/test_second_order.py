@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from supermarket.simulation import simulate
-from supermarket.stationary import solve
+from supermarket.stationary.profile import solve
 
 
 def _run(n, d, lam, second_order=False, **kw):

@@ -48,9 +48,9 @@ def test_library_second_order_terms_have_mean_zero_under_each_rules_exact_law(po
     (``stationary.solve``, n = 4): 0 to the solver's tolerance, while each control varies.
     Mutations caught: JIQ without its factor, the hypergeometric ``P`` replaced by ``(c/n)^d``."""
     from supermarket.engines.tables import p_rule_counts
-    from supermarket.policies import policy_code
     from supermarket.simulation.control import second_order_pairs, second_order_terms
-    from supermarket.stationary import solve
+    from supermarket.stationary.profile import solve
+    from supermarket.system.policies import policy_code
 
     n, d, lam = 4, 2, 0.7
     ex = solve(n, d, lam, replace=replace, policy=policy, profile_law=True)
@@ -74,7 +74,7 @@ def test_p_rule_counts_equals_the_rules_p_levels():
     import itertools
 
     from supermarket.engines.tables import p_rule_counts
-    from supermarket.policies import POLICIES, p_levels, policy_code
+    from supermarket.system.policies import POLICIES, p_levels, policy_code
 
     n, d = 5, 3
     rows = [c for c in itertools.product(range(n + 1), repeat=3) if c[0] >= c[1] >= c[2]]

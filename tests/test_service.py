@@ -1,4 +1,4 @@
-"""Service laws and server classes (supermarket.service): each law against its textbook
+"""Service laws and server classes (supermarket.system.service): each law against its textbook
 moments and distribution function, the compiled sampler against scipy's distributions,
 the two-moment phase-type fit against its targets, and bad input."""
 
@@ -14,7 +14,7 @@ from scipy import stats as sst
 
 from supermarket.engines.events import sample_service
 from supermarket.engines.rng import new_state
-from supermarket.service import fit_phase_type, parse_server_classes, parse_service, phase_type
+from supermarket.system.service import fit_phase_type, parse_server_classes, parse_service, phase_type
 
 
 @njit(cache=True)

@@ -4,7 +4,7 @@ signature of the package is annotated.
 What counts as public (the rule of :func:`missing_annotations`):
 
 - a module of ``src/supermarket`` none of whose dotted names starts with ``_``
-  (``supermarket._checks``, ``supermarket.cli._common``, ``supermarket.__main__`` are
+  (``supermarket.checks``, ``supermarket.cli._common``, ``supermarket.__main__`` are
   private; a package's ``__init__.py`` is the package itself);
 - in it, a function defined at module level, or a method of a class defined at module level,
   whose name does not start with ``_``, plus ``__init__`` and ``__call__`` of such a class
@@ -109,7 +109,7 @@ class _B:
     ]
     assert _is_public_module(PACKAGE / "sweep" / "__init__.py")
     assert _is_public_module(PACKAGE / "sweep" / "spec.py")
-    assert not _is_public_module(PACKAGE / "_checks.py")
+    assert not _is_public_module(PACKAGE / "cli" / "_phase.py")
     assert not _is_public_module(PACKAGE / "cli" / "_common.py")
     assert not _is_public_module(PACKAGE / "__main__.py")
 

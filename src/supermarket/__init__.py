@@ -13,7 +13,7 @@ The public names, each loaded on first use:
 - ``simulate``, ``SimulationResult``: [`supermarket.simulation.simulate`][supermarket.simulation.simulate],
   the main job, and its result type (module ``supermarket.simulation``: no function shares
   its name with a module).
-- ``exact``: [`supermarket.stationary.solve`][supermarket.stationary.solve], the exact
+- ``exact``: [`supermarket.stationary.profile.solve`][supermarket.stationary.profile.solve], the exact
   stationary law of a small system; ``perfect_sample``:
   [`supermarket.perfect.sample`][supermarket.perfect.sample], exact stationary samples.
 - ``Params``: validated ``(n, d, λ)`` parameters
@@ -57,12 +57,12 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "stationary": ("supermarket.stationary", None),
     "perfect": ("supermarket.perfect", None),
     "response": ("supermarket.response", None),
-    "latency": ("supermarket.latency", None),
+    "latency": ("supermarket.design.latency", None),
     "stats": ("supermarket.stats", None),
     "parallel": ("supermarket.parallel", None),
     "theory": ("supermarket.theory", None),
     "model": ("supermarket.model", None),
-    "states": ("supermarket.states", None),
+    "states": ("supermarket.system.states", None),
     "meanfield": ("supermarket.meanfield", None),
     "mixing": ("supermarket.mixing", None),
     "fluctuations": ("supermarket.fluctuations", None),

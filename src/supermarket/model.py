@@ -1,7 +1,7 @@
 """Parameters of the (n, d, λ)-supermarket process and their validation (docs/model.md §1).
 
 Every public function validates its input here (the number checkers live in
-:mod:`supermarket._checks` and are re-exported): ``TypeError`` for a wrong kind of value,
+:mod:`supermarket.checks` and are re-exported): ``TypeError`` for a wrong kind of value,
 ``ValueError`` for one out of range, naming the parameter and the range.  The load is kept
 as a float and as the exact rational written (:func:`exact_load`), for decisions on a
 boundary such as ``k_{λ,d}`` when ``1/(1−λ)`` is a power of ``d``.
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, SupportsFloat, cast
 
 import numpy as np
 
-from ._checks import (
+from .checks import (
     INT64_MAX,
     _as_real,
     _describe,

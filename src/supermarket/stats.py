@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._results import Result
+from .result import Result
 
 __all__ = [
     "ErrorEstimate",

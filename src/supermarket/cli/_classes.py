@@ -46,7 +46,7 @@ def simulate_cli(
 ) -> None:
     """``simulate --server-classes`` with exponential service: the count engine; with a phase-type
     ``--service`` and ``--engine phase``, the count engine of docs/model.md §15.7."""
-    from ..classes_sim import simulate_classes
+    from ..simulation.classes import simulate_classes
 
     refused = {
         "precision": "--precision",
@@ -69,14 +69,14 @@ def simulate_cli(
         )
     burn_time = None
     if burn is not None:
-        from ..service import parse_server_classes
+        from ..system.service import parse_server_classes
 
         lam = float(load)
         per = 1.0  # events per unit of capacity and time: 1 + λ, or λ + μ̂ on the phase engine (§15.7)
         if phase:
             import numpy as np
 
-            from ..service import parse_service
+            from ..system.service import parse_service
 
             per = float(np.max(-np.diag(np.asarray(parse_service(service).T, float))))
         burn_time = (
@@ -99,7 +99,7 @@ def simulate_cli(
     )
     res: Any
     if phase:
-        from ..classes_phase_sim import simulate_classes_phase
+        from ..simulation.classes_phase import simulate_classes_phase
 
         res = simulate_classes_phase(n, d, load, service=service, **kw)
     else:
@@ -125,7 +125,7 @@ def meanfield_cli(
     import math
 
     from ..meanfield.classes import classes_fixed_point
-    from ..service import parse_service
+    from ..system.service import parse_service
 
     law = parse_service(service)
     if law.alpha is None:
@@ -173,8 +173,8 @@ def exact_cli(
     """``exact --server-classes``: the stationary law of the per-class profile chain, or with a
     phase-type ``service`` of the per-class (length, phase) chain (the options in ``refused``
     must be unset)."""
-    from ..classes_exact import solve_classes
-    from ..service import parse_service
+    from ..stationary.classes import solve_classes
+    from ..system.service import parse_service
 
     law = parse_service(service)  # a bad law first, then the refused options
     for flag, value in (refused or {}).items():
@@ -193,7 +193,7 @@ def exact_cli(
             max_seconds=max_seconds, progress=progress,
         )  # fmt: skip
     else:
-        from ..classes_phase_exact import solve_classes_phase
+        from ..stationary.classes_phase import solve_classes_phase
 
         res = solve_classes_phase(
             n, d, load, server_classes, law, policy=policy, replace=replace, cap=cap, tol=tol,

@@ -186,15 +186,15 @@ def save_figure(fig: Any, path: str | os.PathLike[str], **kw: Any) -> None:
     PNG to ``/dev/full`` "succeeds") and written with :func:`write_bytes`: whole or not at
     all, never a 0-byte or truncated file.
     """
-    from .._files import figure_bytes
+    from ..files import figure_bytes
 
     write_bytes(path, figure_bytes(fig, _figure_format(path), **kw))
 
 
 def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``path`` whole or not at all (:func:`supermarket._files.atomic_write`),
+    """Write ``data`` to ``path`` whole or not at all (:func:`supermarket.files.atomic_write`),
     or raise :class:`OutputError` (one line)."""
-    from .._files import atomic_write
+    from ..files import atomic_write
 
     try:
         existed = os.path.isfile(path)  # a regular file (not a device such as /dev/full)

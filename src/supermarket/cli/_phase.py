@@ -30,7 +30,7 @@ def is_phase_service(service: str | None) -> bool:
     """Whether ``service`` is a phase-type law other than exponential (a ValueError names a bad law)."""
     if service is None:
         return False
-    from ..service import parse_service
+    from ..system.service import parse_service
 
     law = parse_service(service)
     return not law.is_exponential and law.alpha is not None
@@ -38,14 +38,14 @@ def is_phase_service(service: str | None) -> bool:
 
 def is_exponential_service(service: str) -> bool:
     """Whether ``service`` names the exponential law (a ValueError names a bad law)."""
-    from ..service import parse_service
+    from ..system.service import parse_service
 
     return parse_service(service).is_exponential
 
 
 def _law(service: str, command: str) -> Any:
     """The phase-type law of ``service``, or a one-line refusal for a law without one."""
-    from ..service import parse_service
+    from ..system.service import parse_service
 
     law = parse_service(service)
     if law.alpha is None:
@@ -96,7 +96,7 @@ def simulate_phase_cli(
                 f"{flag} does not go with the phase-type count engine (--service {service}); "
                 "--engine events runs the per-queue event engine"
             )
-    from ..phase_run import simulate_phase_service
+    from ..simulation.phase_run import simulate_phase_service
 
     res = simulate_phase_service(
         n,
@@ -132,7 +132,7 @@ def meanfield_phase_cli(
 ) -> None:
     """``meanfield --service …``: the phase-type mean-field fixed point (docs/model.md §13)."""
     law = _law(service, "meanfield")
-    from .. import policies as pol
+    from ..system import policies as pol
 
     policy = pol.check_policy(policy)
     if policy not in pol.SMOOTH_POLICIES:
@@ -215,7 +215,7 @@ def exact_phase_cli(
         raise click.UsageError(f"--quantile and --profile-law do not go with --service {law.spec}")
     import time
 
-    from ..phase_exact import solve_phase
+    from ..stationary.phase import solve_phase
 
     max_seconds = refused.get("max_seconds")
     progress = refused.get("progress")

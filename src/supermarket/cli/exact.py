@@ -107,7 +107,7 @@ def exact(**options: Any) -> None:
         except ValueError as exc:
             import threading
 
-            from ..stationary import ILU_THREAD, BudgetExceeded
+            from ..stationary.profile import ILU_THREAD, BudgetExceeded
 
             if isinstance(exc, BudgetExceeded) and any(
                 t.name == ILU_THREAD and t.is_alive() for t in threading.enumerate()
@@ -169,12 +169,12 @@ def _exact(
         )  # fmt: skip
         return
     from ..response import DEFAULT_QUANTILES
-    from ..stationary import solve
+    from ..stationary.profile import solve
 
     qs = tuple(quantiles) if quantiles else DEFAULT_QUANTILES
     if cap is None and 0 < tol <= 0.1 and max_seconds > 0:
-        from .._results import human_seconds
-        from ..stationary import MAX_STATES, estimate_seconds, least_states
+        from ..result import human_seconds
+        from ..stationary.profile import MAX_STATES, estimate_seconds, least_states
 
         M, S = least_states(n, d, load, tol)
         secs = estimate_seconds(n, M) if S <= MAX_STATES else math.inf
@@ -205,7 +205,7 @@ def _exact(
     except KeyboardInterrupt:
         import threading
 
-        from ..stationary import ILU_THREAD
+        from ..stationary.profile import ILU_THREAD
 
         if any(t.name == ILU_THREAD and t.is_alive() for t in threading.enumerate()):
             # Ctrl-C during an incomplete LU (one C call that cannot be stopped): nothing is

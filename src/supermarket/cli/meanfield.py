@@ -70,8 +70,8 @@ def build_report(
     ``d = 1``; ``jsq`` and ``jiq`` have no differentiable drift: their fluid fixed point
     ``(λ, 0, 0, …)`` only (the ODE, ``--time``, is refused)."""
     from .. import meanfield as mf
-    from .. import policies as pol
     from ..model import check_load, check_positive_float, check_positive_int
+    from ..system import policies as pol
 
     policy = pol.check_policy(policy)
     lam = check_load(load)

@@ -38,7 +38,7 @@ TIMEOUT = click.FloatRange(min=0.1, max=1e6)
 
 
 def start_option(default: str, help: str) -> Decorator:
-    """``--start SPEC``: the initial state (see :mod:`supermarket.states`)."""
+    """``--start SPEC``: the initial state (see :mod:`supermarket.system.states`)."""
     return click.option("--start", "start", default=default, show_default=True, help=help)
 
 
@@ -213,8 +213,8 @@ def run_once(scheduler: str | None, timeout: float, fn: Callable[..., Any], *arg
 
 
 def policy_option(help: str | None = None) -> Decorator:
-    """``--policy RULE``: the dispatch rule (:mod:`supermarket.policies`), default ``jsq-d``."""
-    from ..policies import DEFAULT_POLICY, POLICIES
+    """``--policy RULE``: the dispatch rule (:mod:`supermarket.system.policies`), default ``jsq-d``."""
+    from ..system.policies import DEFAULT_POLICY, POLICIES
 
     return click.option(
         "--policy",

@@ -53,7 +53,7 @@ def reproduce(
     t0 = time.perf_counter()
     try:
         module.run(out_dir=out, quick=quick, seed=seed, workers=workers, client=client)
-    except OSError as exc:  # a file is written whole or not at all (supermarket._files.atomic_write)
+    except OSError as exc:  # a file is written whole or not at all (supermarket.files.atomic_write)
         where = exc.filename if exc.filename is not None else out
         raise OutputError(
             f"could not write {os.fspath(where)!r}: {exc.strerror or exc}; every file there is "

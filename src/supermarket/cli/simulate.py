@@ -9,13 +9,13 @@ from decimal import Decimal, InvalidOperation
 
 import click
 
-from ..classes_sim import wants_classes_engine
-from ..general import simulate_general as _simulate_general_lib
-from ..general import wants_event_engine
 from ..model import MAX_CDF_POINTS
-from ..phase_run import PHASE_ENGINES
 from ..simulation import BATCHES, DEFAULT_STEPS, ENGINES, PRECISION_LEVEL_MIN, TIME_MODES
 from ..simulation import simulate as _simulate
+from ..simulation.classes import wants_classes_engine
+from ..simulation.general import simulate_general as _simulate_general_lib
+from ..simulation.general import wants_event_engine
+from ..simulation.phase_run import PHASE_ENGINES
 from ..simulation.run import DEFAULT_MAX_STEPS
 from . import _classes as _classes_cli
 from ._common import (
@@ -347,7 +347,9 @@ def simulate(
             "--precision cannot run on --scheduler: its stretches are planned from all "
             "replications together; run it locally"
         )
-    if replications is None:  # 1, or the event engine's own default (supermarket.general.DEFAULT_REPLICATIONS)
+    if (
+        replications is None
+    ):  # 1, or the event engine's own default (supermarket.simulation.general.DEFAULT_REPLICATIONS)
         on_count = (
             (server_classes is None and engine != "events" and is_phase_service(service))
             or wants_classes_engine(service, server_classes, engine)

@@ -193,7 +193,7 @@ def _given_options(names: Iterable[str]) -> list[str]:
 
 
 def _design_latency(n, load, latency, quantile, d, verify, steps, seed, workers, scheduler, connect_timeout, as_json):
-    from .. import latency as lt
+    from ..design import latency as lt
 
     if (load is None) == (d is None):
         raise click.UsageError("--latency needs exactly one of --load (answer: least d) or --d (answer: largest load)")
@@ -218,7 +218,7 @@ def _design_latency(n, load, latency, quantile, d, verify, steps, seed, workers,
 def _design_service(
     n, load, latency, quantile, d, service, policy, verify, steps, seed, workers, scheduler, connect_timeout, as_json
 ):
-    from .. import design_service as ds
+    from ..design import service as ds
 
     if (load is None) == (d is None):
         raise click.UsageError("--latency needs exactly one of --load (answer: least d) or --d (answer: largest load)")

@@ -122,7 +122,7 @@ I_HSIZE, I_TOP, I_NREC, I_EVENTS, I_CUR, I_FREE = 0, 1, 2, 3, 4, 5
 N_FL, N_IT = 5, 6
 """Lengths of the kernel's ``fl`` and ``it`` arrays (:func:`new_counters`)."""
 
-# service-law codes: the same as supermarket.service (engines import nothing above them)
+# service-law codes: the same as supermarket.system.service (engines import nothing above them)
 _EXP, _ERLANG, _HYPEREXP, _PH, _LOGNORMAL, _PARETO, _DETERMINISTIC = range(7)
 
 
@@ -188,7 +188,7 @@ def _exp1(s):
 @njit(cache=True)
 def sample_service(s: np.ndarray, code: int, par: np.ndarray, tab: np.ndarray) -> float:
     """One work requirement of mean 1.  ``par``: exp —; erlang ``[K]``; hyperexp ``[p, r1,
-    r2]``; ph — (``tab`` from :meth:`supermarket.service.ServiceLaw.ph_table`); lognormal
+    r2]``; ph — (``tab`` from :meth:`supermarket.system.service.ServiceLaw.ph_table`); lognormal
     ``[μ, σ]``; pareto ``[α, scale]``; deterministic —."""
     if code == _EXP:
         return _exp1(s)

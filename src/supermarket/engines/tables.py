@@ -8,7 +8,7 @@ Probabilities are exact up to double rounding (``~2^-52``).
 
 Dispatch rules (docs/model.md §2, "Other dispatch rules"): the tables hold the rule's
 ``P`` as a function of one level's count, :func:`p_rule`, by rule code (:data:`JSQ_D`,
-:data:`RANDOM`, :data:`JSQ`, :data:`JIQ`; :mod:`supermarket.policies` names them).  For
+:data:`RANDOM`, :data:`JSQ`, :data:`JIQ`; :mod:`supermarket.system.policies` names them).  For
 ``JIQ`` the table holds ``c/n`` and the kernels multiply by ``1{c_1 = n}`` (the only rule
 here whose ``P_ℓ`` depends on another level's count).
 """
@@ -48,7 +48,7 @@ WIN = 2 * HALF_WIN
 LW = 32  # levels with a window table
 FULL_TABLE_MAX_N = 1 << 15
 
-# dispatch-rule codes (supermarket.policies maps the names to them); 0 is today's JSQ(d)
+# dispatch-rule codes (supermarket.system.policies maps the names to them); 0 is today's JSQ(d)
 JSQ_D, RANDOM, JSQ, JIQ = 0, 1, 2, 3
 POLICY_CODES = (JSQ_D, RANDOM, JSQ, JIQ)
 

@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 
 from .. import fluctuations as fl
-from .._files import atomic_write, save_figure_atomic
-from .._results import pyplot as _agg
+from ..files import atomic_write, save_figure_atomic
 from ..jsonable import to_jsonable
 from ..model import SeedLike, spawn_seeds
+from ..result import pyplot as _agg
 from . import paper002_claims as claims
 from .paper000.output import _progress as _progress000
 from .paper000.output import _write_csv

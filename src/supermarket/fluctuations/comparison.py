@@ -10,9 +10,9 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._checks import check_bool
-from .._results import Result, fmt, frame, pyplot, save_figure, text_table
+from ..checks import check_bool
 from ..model import spawn_seeds
+from ..result import Result, fmt, frame, pyplot, save_figure, text_table
 from .chain import FluctuationSim, simulate_fluctuations
 from .diffusions import REFLECTIONS, LimitSDE, limit_closed_form, limit_for, prelimit_sde
 from .moments import BATCH_TAU_FACTOR, KEYS, Moments

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._results import Result, frame, text_table
+from ..result import Result, frame, text_table
 from ..stats import mean_stderr
 
 __all__ = ["KEYS", "BATCH_TAU_FACTOR", "Moments", "integrated_autocorrelation_time", "autocorrelation"]

@@ -12,9 +12,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import gammaln
 
-from .._checks import check_bool
-from .._results import Result, frame
+from ..checks import check_bool
 from ..model import check_fraction, check_int, check_positive_float, check_positive_int, check_real
+from ..result import Result, frame
 from ..theory import REGIME_A_BELOW, REGIME_C_ABOVE, Condition
 
 __all__ = [

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from .. import parallel
-from .._results import Result, frame, human_seconds, pyplot, save_figure
 from ..model import check_positive_int
+from ..result import Result, frame, human_seconds, pyplot, save_figure
 from .moments import Moments
 
 __all__ = ["WorkWarning", "EVENTS_PER_SECOND", "SDE_STEPS_PER_SECOND", "REFUSE_EVENTS", "WARN_EVENTS", "MAX_GRID_BYTES"]

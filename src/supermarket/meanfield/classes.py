@@ -24,8 +24,8 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import root
 
 from .. import model as _m
-from .._results import Result, class_rows, class_summary
-from ..service import ServerClasses, parse_server_classes
+from ..result import Result, class_rows, class_summary
+from ..system.service import ServerClasses, parse_server_classes
 
 __all__ = ["classes_drift", "classes_ode", "classes_fixed_point", "ClassesFixedPoint", "MF_POLICIES"]
 
@@ -179,7 +179,7 @@ def fixed_point_dict(r: Any, source: str, service: Any = None, flow_error: Any =
     """The ``to_dict()`` of the mean-field fixed points with server classes
     (:class:`ClassesFixedPoint`, and :class:`supermarket.meanfield.classes_phase.ClassesPhaseFixedPoint`
     with its ``service``, ``flow_error`` and ``per_class`` entries of
-    :func:`supermarket._results.class_rows`)."""
+    :func:`supermarket.result.class_rows`)."""
     from ..jsonable import to_jsonable
 
     sc = r.server_classes

@@ -31,9 +31,9 @@ import scipy.integrate as si
 import scipy.optimize as so
 
 from .. import model as _m
-from .. import policies as _pol
-from .._results import Result, class_summary
-from ..service import ServerClasses, ServiceLaw, parse_phase_type, parse_server_classes
+from ..result import Result, class_summary
+from ..system import policies as _pol
+from ..system.service import ServerClasses, ServiceLaw, parse_phase_type, parse_server_classes
 from .classes import fixed_point_dict
 from .phase import _g
 

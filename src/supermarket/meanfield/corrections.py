@@ -13,9 +13,9 @@ import numpy as np
 import scipy.linalg as sla
 from numpy.typing import ArrayLike
 
-from .._checks import check_bool
-from .._results import Result, frame, pyplot, save_figure, text_table
+from ..checks import check_bool
 from ..model import check_load, check_positive_int
+from ..result import Result, frame, pyplot, save_figure, text_table
 from ..theory import log_fixed_point
 from .dynamics import (
     DEFAULT_TOL,

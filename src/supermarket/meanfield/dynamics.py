@@ -12,9 +12,9 @@ import numpy as np
 import scipy.linalg as sla
 from numpy.typing import ArrayLike
 
-from .. import policies as _pol
-from .._checks import check_bool
+from ..checks import check_bool
 from ..model import check_load, check_positive_float, check_positive_int, check_vector
+from ..system import policies as _pol
 from ..theory import log_fixed_point
 
 DEFAULT_TOL = 1e-13  # a level whose value stays below this is dropped
@@ -114,7 +114,7 @@ def rule_d(policy: str, d: int | float, replace: bool = True) -> tuple[int | flo
     Parameters
     ----------
     policy : str
-        A rule of :data:`supermarket.policies.POLICIES`.
+        A rule of :data:`supermarket.system.policies.POLICIES`.
     d : int
         JSQ(d)'s choices.
     replace : bool, default True
@@ -130,7 +130,7 @@ def rule_d(policy: str, d: int | float, replace: bool = True) -> tuple[int | flo
     ------
     ValueError
         For ``jsq`` and ``jiq``, whose mean-field ``P_ℓ(u)`` is discontinuous
-        (:func:`supermarket.policies.meanfield_d`).
+        (:func:`supermarket.system.policies.meanfield_d`).
 
     Examples
     --------

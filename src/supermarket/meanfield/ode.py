@@ -14,9 +14,9 @@ from numpy.typing import ArrayLike
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
-from .._results import Result, frame, pyplot, save_figure, text_table
 from ..model import check_load, check_positive_float, check_positive_int
-from ..states import parse_start
+from ..result import Result, frame, pyplot, save_figure, text_table
+from ..system.states import parse_start
 from ..theory import log_fixed_point
 from .dynamics import (
     DEFAULT_TOL,

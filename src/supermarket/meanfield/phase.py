@@ -29,7 +29,7 @@ import scipy.optimize as so
 from numpy.typing import ArrayLike
 
 from ..model import check_load
-from ..phase_law import check_ph
+from ..system.phase_law import check_ph
 from .dynamics import check_d
 
 __all__ = ["phase_drift", "PhaseFixedPoint", "phase_fixed_point", "solve_phase_meanfield"]
@@ -71,7 +71,7 @@ def phase_drift(x: np.ndarray, lam: float, d: int, alpha: np.ndarray, T: np.ndar
     d : int
         Choices.
     alpha, T, t0 : numpy.ndarray
-        The checked law (:func:`supermarket.phase_law.check_ph`).
+        The checked law (:func:`supermarket.system.phase_law.check_ph`).
 
     Returns
     -------
@@ -184,7 +184,7 @@ def phase_fixed_point(
     lam : float
         Load ``0 < λ < 1``.
     alpha, T : array_like
-        ``PH(α, T)`` with mean 1 (:func:`supermarket.phase_law.check_ph`).
+        ``PH(α, T)`` with mean 1 (:func:`supermarket.system.phase_law.check_ph`).
     levels : int, optional
         Levels kept (default: enough for ``s_L < tol`` at the M/PH/1 decay rate, at most 60
         for ``d >= 2``).

@@ -10,12 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_bool
-from .._results import Result, frame, pyplot, save_figure, text_table
+from ..checks import check_bool
 from ..jsonable import to_jsonable
 from ..model import check_load, check_positive_int
 from ..response import DEFAULT_QUANTILES, ResponseTimes, from_tails
 from ..response.mixture import _check_quantiles
+from ..result import Result, frame, pyplot, save_figure, text_table
 from ..theory import log_fixed_point
 from .corrections import refined_mean_field, sampling_first_order
 from .dynamics import levels_needed, near_equilibrium_centre, sample_prob

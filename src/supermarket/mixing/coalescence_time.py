@@ -12,12 +12,12 @@ from numpy.typing import ArrayLike
 from scipy import stats
 
 from .. import theory
-from .._results import Result, frame, pyplot, save_figure, text_table
-from .._results import fmt as _fmt
 from ..engines.rng import state_from_seed_sequence
 from ..model import Params, as_seed_sequence, check_fraction, check_int, check_positive_int, spawn_seeds
-from ..states import parse_start, start_counts
+from ..result import Result, frame, pyplot, save_figure, text_table
+from ..result import fmt as _fmt
 from ..stats import replication_error
+from ..system.states import parse_start, start_counts
 from .coupling import MAX_STEPS, _burned, _Chains, _check_steps, _check_work, _counts, _map, _start_label, _workers
 
 __all__ = ["MixingResult", "coalescence", "order_statistic_ci", "start_bounds", "BURN_IN_FACTOR"]
@@ -30,7 +30,7 @@ def start_bounds(n: int, d: int, lam: float | str, start: str | ArrayLike) -> di
     ----------
     n, d, lam : int, int, float
     start : str or array_like
-        A start spec (:mod:`supermarket.states`).
+        A start spec (:mod:`supermarket.system.states`).
 
     Returns
     -------
@@ -382,7 +382,7 @@ def coalescence(
     n, d, lam : int, int, float
         Servers, choices and load (docs/model.md §1).
     start : str or array_like, default "good"
-        Start spec of the non-stationary copy (:mod:`supermarket.states`).
+        Start spec of the non-stationary copy (:mod:`supermarket.system.states`).
     replications : int, default 100
     seed : int or numpy.random.SeedSequence, default 0
         Replication ``r``: child ``r`` (results do not depend on ``workers``).

@@ -10,11 +10,11 @@ from typing import Any
 import numpy as np
 
 from .. import parallel, theory
-from .._results import Result, frame, human_seconds, pyplot, save_figure, text_table
 from ..engines import coupling as _k
 from ..engines.rng import state_from_seed_sequence
 from ..model import Params, as_seed_sequence, check_int, check_positive_int
-from ..states import parse_start, start_counts
+from ..result import Result, frame, human_seconds, pyplot, save_figure, text_table
+from ..system.states import parse_start, start_counts
 
 __all__ = ["CoupledRun", "coupled_run", "MixingWarning", "MAX_LEVELS", "MAX_STEPS"]
 
@@ -327,7 +327,7 @@ def coupled_run(
     n, d, lam : int, int, float
         Servers, choices, load (docs/model.md §1).
     starts : list
-        One start spec per copy (:mod:`supermarket.states`); copy 0 is the reference.
+        One start spec per copy (:mod:`supermarket.system.states`); copy 0 is the reference.
     steps : int
         At most ``MAX_STEPS``.
     seed : int or numpy.random.SeedSequence, default 0

@@ -10,11 +10,11 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._results import Result, pyplot, save_figure, text_table
-from .._results import fmt as _fmt
 from ..engines.rng import state_from_seed_sequence
 from ..model import Params, check_int, spawn_seeds
-from ..states import start_counts
+from ..result import Result, pyplot, save_figure, text_table
+from ..result import fmt as _fmt
+from ..system.states import start_counts
 from .coalescence_time import _default_burn_in, start_bounds
 from .coupling import MAX_STEPS, _burned, _Chains, _check_steps, _check_work, _counts, _map, _start_label, _workers
 

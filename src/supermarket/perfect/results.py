@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from .._results import Result, frame
 from ..model import Params
+from ..result import Result, frame
 
 __all__ = ["PerfectResult", "BudgetExceeded", "steps_per_time_unit"]
 

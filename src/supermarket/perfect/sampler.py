@@ -242,7 +242,7 @@ def sample_counts(
 ) -> np.ndarray:
     """One exact stationary sample as counts ``c_1, c_2, …`` (int64, ``c[0] = c_1``).
 
-    The start state of :mod:`supermarket.states` (empty state: an empty array) from
+    The start state of :mod:`supermarket.system.states` (empty state: an empty array) from
     ``sample(n, d, lam, samples=1, seed=seed).samples[0]``; pass a seed independent of the simulation's.
 
     Parameters

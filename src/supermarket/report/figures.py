@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import theory as th
-from .._results import pyplot as _plt
+from ..result import pyplot as _plt
 from ..stats import mean_stderr
 
 __all__ = ["Figure", "collect_figures"]
@@ -99,7 +99,7 @@ def law_label(r: dict, keys: tuple[str, ...] = LAW_KEYS) -> str:
 
 def _mean_field_profile(r: dict, levels: int) -> tuple[np.ndarray, str] | None:
     """The row's mean-field fixed point where known in closed form (JSQ(d), random, jsq/jiq with
-    exponential service: docs/model.md §3, :func:`supermarket.policies.fluid_fixed_point`), else None."""
+    exponential service: docs/model.md §3, :func:`supermarket.system.policies.fluid_fixed_point`), else None."""
     policy, service, classes = _law(r)
     if service != "exp" or classes is not None:
         return None

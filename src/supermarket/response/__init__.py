@@ -5,7 +5,7 @@ length ``J`` a customer joins.  :mod:`.mixture`: the survival functions and quan
 :mod:`.laws`: :class:`TimeLaw`, :class:`ResponseTimes`, :func:`from_tails`,
 :func:`from_join_probabilities`; :mod:`.sources`: :func:`from_simulation`; :mod:`.fifo`:
 :func:`simulate_fifo`, an independent check.  A low layer (CONTRIBUTING.md): sizing by a
-latency target lives in :mod:`supermarket.latency`.
+latency target lives in :mod:`supermarket.design.latency`.
 """
 
 from __future__ import annotations

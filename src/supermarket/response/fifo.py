@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._results import Result, frame
 from ..model import Params, as_seed_sequence, check_int, check_positive_float, seed_to_uint64
+from ..result import Result, frame
 from .laws import ResponseTimes, _qkey, from_tails
 from .mixture import DEFAULT_QUANTILES, _check_quantiles
 from .sources import _pad

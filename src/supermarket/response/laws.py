@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._results import Result, frame, pyplot
 from ..model import check_vector
+from ..result import Result, frame, pyplot
 from .mixture import (
     _ATOL,
     DEFAULT_QUANTILES,
@@ -195,7 +195,7 @@ class ResponseTimes(Result):
         ax.legend(fontsize=8)
         fig.tight_layout()
         if path is not None:
-            from .._files import save_figure_atomic
+            from ..files import save_figure_atomic
 
             save_figure_atomic(fig, path, dpi=120)  # whole or not at all
         return fig

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .. import policies as _pol
 from ..engines.buckets import buckets_kernel, lengths_by_queue
 from ..engines.layout import STATUS_GROW, STATUS_RECFULL, Measures, Records, Setup, Tables, new_clock
 from ..engines.measure import flush, reset_measures
@@ -21,6 +20,7 @@ from ..engines.queues import bitset_words, queues_kernel
 from ..engines.rng import new_state
 from ..engines.tables import FULL_TABLE_MAX_N, LW, WIN, p_table
 from ..model import Params, seed_to_uint64
+from ..system import policies as _pol
 
 if TYPE_CHECKING:
     from .run import RunPlan
@@ -57,7 +57,7 @@ class Chain:
     record_every, record_levels : float, int
         Trajectory records (with :meth:`start_recording`); ``record_levels`` levels each.
     policy : {"jsq-d", "random", "jsq", "jiq"}, default "jsq-d"
-        The dispatch rule (:mod:`supermarket.policies`, docs/model.md §2); the ``queues``
+        The dispatch rule (:mod:`supermarket.system.policies`, docs/model.md §2); the ``queues``
         engine runs ``jsq-d`` only (``ValueError`` otherwise).
 
     Examples

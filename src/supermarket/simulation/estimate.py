@@ -409,7 +409,7 @@ def _second_order_batches(plan, rep, A):
     states sampled in the batch, times its length (so that they enter the regression as the
     batch integrals do), and the number of states sampled in each batch."""
     from ..engines.tables import p_rule_counts
-    from ..policies import policy_code
+    from ..system.policies import policy_code
 
     p = plan.params
     pairs = _cv.second_order_pairs(_cv.SECOND_ORDER_LEVELS)

@@ -96,7 +96,7 @@ def summary_text(res: SimulationResult, cdf_points: int | None = None) -> str:
         if above > 0:
             out.append(f"  a queue longer than k = {k} existed {above:.3g} of the time, and clause (a) fails then")
     mf = None
-    if p.lam < 1:  # Σπ(i) of the rule's fluid fixed point (supermarket.policies)
+    if p.lam < 1:  # Σπ(i) of the rule's fluid fixed point (supermarket.system.policies)
         mf = (
             _th.mean_queue_length(p.d, p.lam)
             if res.policy == "jsq-d"
@@ -239,7 +239,7 @@ def plot(res: SimulationResult, path: str | os.PathLike | None = None) -> Any:
         ax3.legend(fontsize=8)
     fig.tight_layout()
     if path is not None:
-        from .._files import save_figure_atomic
+        from ..files import save_figure_atomic
 
         save_figure_atomic(fig, path, dpi=120)  # whole or not at all
     return fig

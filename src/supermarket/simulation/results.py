@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import policies as _pol
 from .. import theory as _th
 from ..jsonable import to_jsonable
 from ..model import Params, check_int
+from ..system import policies as _pol
 from . import render as _render
 
 __all__ = ["Estimate", "SimulationResult", "Trajectory"]
@@ -443,7 +443,7 @@ class SimulationResult:
         numpy.ndarray or None
             ``π(i) = λ^((d^i − 1)/(d − 1))`` (docs/model.md §3; ``λ^i`` when d = 1),
             ``i = 1..len(u_mean)``; for another dispatch rule its fluid fixed point
-            (:func:`supermarket.policies.fluid_fixed_point`: ``λ^i`` for ``random``,
+            (:func:`supermarket.system.policies.fluid_fixed_point`: ``λ^i`` for ``random``,
             ``(λ, 0, 0, …)`` for ``jsq`` and ``jiq``).
         """
         if self.params.lam >= 1:

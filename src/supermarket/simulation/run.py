@@ -19,12 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import classes_phase_sim as _classes_phase_sim
-from .. import classes_sim as _classes_sim
-from .. import phase_run as _phase_run
-from .. import policies as _pol
 from .. import theory as _th
-from ..general import run as _general
 from ..model import (
     Params,
     check_choice,
@@ -34,10 +29,15 @@ from ..model import (
     check_positive_int,
     spawn_seeds,
 )
-from ..states import counts_from_lengths, parse_start, start_counts
+from ..system import policies as _pol
+from ..system.states import counts_from_lengths, parse_start, start_counts
+from . import classes as _classes_sim
+from . import classes_phase as _classes_phase_sim
 from . import control as _cv
+from . import phase_run as _phase_run
 from .chain import _Rep
 from .estimate import _result, _summarize, relaxation_time
+from .general import run as _general
 from .results import SimulationResult
 
 __all__ = [
@@ -142,7 +142,7 @@ class RunPlan:
     seeds: tuple
     cautions: tuple = ()  # (message, warning class), issued when the run starts
     force_window: bool = False  # tests: the windowed P tables at any n
-    policy: str = "jsq-d"  # the dispatch rule (supermarket.policies)
+    policy: str = "jsq-d"  # the dispatch rule (supermarket.system.policies)
     second_order: bool = False  # the second-order controls A(u_i u_j), from sampled states (§9.1)
     records_internal: bool = False  # the records serve the second-order controls only: no trajectory
 
@@ -293,7 +293,7 @@ def _plan(
         lengths = val.astype(np.int64)
         counts0 = counts_from_lengths(lengths)
     elif not jsqd and name == "fixed-point" and stable:
-        # the rule's own fluid fixed point (supermarket.policies), rounded to counts
+        # the rule's own fluid fixed point (supermarket.system.policies), rounded to counts
         fp = _pol.fluid_fixed_point(policy, lam, _FP_LEVELS, d=d)
         counts0 = np.rint(n * fp).astype(np.int64)
         counts0 = counts0[counts0 > 0]
@@ -438,7 +438,7 @@ def simulate(
     replace : bool
         Sample the d queues with replacement (paper 000) or without (paper 002).
     start : str or array
-        A start of :mod:`supermarket.states` (``"empty"``, ``"fixed-point"``,
+        A start of :mod:`supermarket.system.states` (``"empty"``, ``"fixed-point"``,
         ``"customers:G"``, ``"long:L"``, queue lengths, a profile), or ``"perfect"``: each
         replication from its own exact stationary sample (docs/model.md §12).
     seed : int or numpy.random.SeedSequence
@@ -472,34 +472,34 @@ def simulate(
         Adjust every estimate with the identities ``Z_i = u_i − λ P_{i−1}`` (docs/model.md
         §9.1) where that reduces its error; the plain estimates are kept in the result.
     policy : {"jsq-d", "random", "jsq", "jiq"}, default "jsq-d"
-        The dispatch rule (:mod:`supermarket.policies`, docs/model.md §2). The identities
+        The dispatch rule (:mod:`supermarket.system.policies`, docs/model.md §2). The identities
         ``E[u_i] = λ E[P_{i−1}]`` (self-checks, control variates) hold for every rule; the
         statements of paper 000 (``k``, the good set) are about ``jsq-d`` only and are not
         made for the others; ``engine="queues"`` and ``start="perfect"`` run ``jsq-d`` only.
     service, server_classes : str, optional
-        A service law of mean 1 other than ``"exp"`` (:mod:`supermarket.service`).  The
+        A service law of mean 1 other than ``"exp"`` (:mod:`supermarket.system.service`).  The
         phase-type laws ``erlang:K``, ``hyperexp:SCV``, ``ph:FILE.json`` run the phase-type
-        count engine (:func:`supermarket.phase_run.simulate_phase_service`, docs/model.md
+        count engine (:func:`supermarket.simulation.phase_run.simulate_phase_service`, docs/model.md
         §13; every ``policy``; horizon in ``steps`` or ``time``; (I1) control variates) and
-        return a :class:`~supermarket.phase_run.PhaseSimulationResult`; with
+        return a :class:`~supermarket.simulation.phase_run.PhaseSimulationResult`; with
         ``engine="events"`` they run the per-queue event engine instead.  ``lognormal:SCV``,
         ``pareto:ALPHA`` and ``deterministic`` run the per-queue event engine
-        (:func:`supermarket.general.simulate_general`, docs/model.md §14) and return its
-        :class:`~supermarket.general.GeneralResult`: a horizon in ``time`` (not ``steps``),
+        (:func:`supermarket.simulation.general.simulate_general`, docs/model.md §14) and return its
+        :class:`~supermarket.simulation.general.GeneralResult`: a horizon in ``time`` (not ``steps``),
         continuous time, no control variates.  Server classes ``"FRACTION:SPEED,…"`` with
         exponential service run the count engine with classes
-        (:func:`supermarket.classes_sim.simulate_classes`, docs/model.md §15; a
-        :class:`~supermarket.classes_sim.ClassesResult`), or the event engine with
+        (:func:`supermarket.simulation.classes.simulate_classes`, docs/model.md §15; a
+        :class:`~supermarket.simulation.classes.ClassesResult`), or the event engine with
         ``engine="events"``; with any other law, the event engine, or with a phase-type law and
         ``engine="phase"`` the count engine of classes and phases
-        (:func:`supermarket.classes_phase_sim.simulate_classes_phase`, docs/model.md §15.7).
+        (:func:`supermarket.simulation.classes_phase.simulate_classes_phase`, docs/model.md §15.7).
 
     Returns
     -------
     SimulationResult
         With error bars as docs/model.md §9 makes them; ``partial=True`` after Ctrl-C.
-        (A :class:`~supermarket.phase_run.PhaseSimulationResult` with a phase-type ``service``
-        on the phase engine; a :class:`~supermarket.general.GeneralResult` on the event engine.)
+        (A :class:`~supermarket.simulation.phase_run.PhaseSimulationResult` with a phase-type ``service``
+        on the phase engine; a :class:`~supermarket.simulation.general.GeneralResult` on the event engine.)
 
     Raises
     ------
@@ -774,7 +774,7 @@ def _cost_of(events: float, replications: int, workers: int) -> str | None:
     total = float(events) * replications
     cores = max(1, min(workers, replications))
     secs = total / (EST_EVENTS_PER_SECOND * cores)
-    from .._results import human_seconds
+    from ..result import human_seconds
 
     msg = (
         f"this run is about {total:.3g} events ({replications} replication(s) of {float(events):.3g}), "

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import parallel
-from .._results import Result, frame
 from ..parallel import SchedulerError
+from ..result import Result, frame
 from . import storage as st
 from .measurements import MEASUREMENTS, flatten, scalar
 from .seeds import task_seed

@@ -24,13 +24,13 @@ _GRID_NDL = {"n": v.count, "d": v.count, "load": v.load, "alpha": v.positive, "b
 
 # dispatch rules, service laws, server classes: checked by the library's own parsers (same messages)
 def _policy(key: str, value: object) -> str:
-    from ..policies import check_policy
+    from ..system.policies import check_policy
 
     return check_policy(value)
 
 
 def _service(key: str, value: object) -> str:
-    from ..service import parse_service
+    from ..system.service import parse_service
 
     if not isinstance(value, str):  # parse_service also takes a ServiceLaw; a sweep file holds text
         raise TypeError(
@@ -41,7 +41,7 @@ def _service(key: str, value: object) -> str:
 
 
 def _server_classes(key: str, value: object) -> str:
-    from ..service import parse_server_classes
+    from ..system.service import parse_server_classes
 
     if not isinstance(value, str):
         raise TypeError(
@@ -219,8 +219,8 @@ def law_engine(params: dict) -> str:
     >>> law_engine({"service": "lognormal:4"})
     'event'
     """
-    from ..classes_sim import wants_classes_engine
-    from ..phase_run import wants_phase_engine
+    from ..simulation.classes import wants_classes_engine
+    from ..simulation.phase_run import wants_phase_engine
 
     service, classes = params.get("service", "exp"), params.get("server_classes")
     engine = "events" if params.get("engine") in ("events", "event") else "profile"
@@ -252,7 +252,7 @@ def _measure_law(simulate: Callable, params: dict, seed: np.random.SeedSequence)
 
 def _long_enough(e: dict | None) -> bool:
     """Whether an event-engine estimate found its blocking plateau (reliable, or one replication only)."""
-    from ..general.run import ONE_REPLICATION_NOTE
+    from ..simulation.general.run import ONE_REPLICATION_NOTE
 
     if not e:
         return False
@@ -337,7 +337,7 @@ SOJOURN_CUSTOMERS = "customers"  # averaged over the customers who left (the eve
 
 
 def phase_row(d: dict) -> dict:
-    """The sweep row of a :class:`supermarket.phase_run.PhaseSimulationResult`'s ``to_dict()``: the
+    """The sweep row of a :class:`supermarket.simulation.phase_run.PhaseSimulationResult`'s ``to_dict()``: the
     profile with the (I1) control variates, the mean queue length, the mean sojourn and waiting times
     by Little's law (``sojourn_method = "little"``; no quantiles: the count engine follows no customer),
     the variance reductions, the self-checks; untrusted errors NaN.
@@ -381,7 +381,7 @@ def phase_row(d: dict) -> dict:
 
 
 def classes_row(d: dict) -> dict:
-    """The sweep row of a :class:`supermarket.classes_sim.ClassesResult`'s ``to_dict()``: the profile
+    """The sweep row of a :class:`supermarket.simulation.classes.ClassesResult`'s ``to_dict()``: the profile
     over all servers, the mean queue length and response times (Little's law, ``sojourn_method =
     "little"``) with the capacity-balance control variate and its variance reduction, per-class
     columns (``class1_…``); untrusted errors NaN.
@@ -418,7 +418,7 @@ def classes_row(d: dict) -> dict:
 
 
 def event_row(d: dict) -> dict:
-    """The sweep row of a :class:`supermarket.general.GeneralResult`'s ``to_dict()``: the columns of a
+    """The sweep row of a :class:`supermarket.simulation.general.GeneralResult`'s ``to_dict()``: the columns of a
     count-engine row where they mean the same, untrusted errors NaN (docs/sweep.md, "Dispatch rules…").
 
     Examples
@@ -553,7 +553,7 @@ def _derive_ndl(name: str, needs_d2: bool, defaults: dict):
         Params(n if n is not None else max(p["d"], 1), p["d"], p["load"], replace=p.get("replace", True))
         engine = _check_simulate_axes(p) if name == "simulate" else None
         if name == "meanfield" and "policy" in p:
-            from ..policies import meanfield_d
+            from ..system.policies import meanfield_d
 
             meanfield_d(p["policy"], p["d"])  # jsq and jiq have no mean-field ODE: refused as the library does
         if name == "simulate":  # the horizon simulate() itself would refuse, refused with the file
@@ -585,7 +585,7 @@ def _event_rate(p: dict, engine: str) -> float:
     >>> _event_rate({"n": 10, "load": 0.5, "server_classes": "0.5:2,0.5:1"}, "classes")
     22.5
     """
-    from ..service import parse_server_classes, parse_service
+    from ..system.service import parse_server_classes, parse_service
 
     n, lam = float(p["n"]), float(p["load"])
     sbar = parse_server_classes(p["server_classes"]).mean_speed if p.get("server_classes") else 1.0
@@ -647,7 +647,7 @@ def _check_simulate_axes(p: dict) -> str | None:
     if "steps" in p and engine == "event":
         raise PointError("steps", f"steps: {what} ({law}) runs for a time; give time instead")
     if "start" in p:  # as simulate reads it: "good" is "fixed-point"
-        from ..states import parse_start
+        from ..system.states import parse_start
 
         start, value = parse_start(p["start"])
         p["start"] = start if value is None else p["start"]

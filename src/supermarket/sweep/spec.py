@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .._results import Result, frame
+from ..result import Result, frame
 from . import values as vals
 
 if TYPE_CHECKING:
@@ -372,7 +372,7 @@ _Err = Callable[[str | None, int | None, str | None, str], None]  # err(section,
 def _normalised(measurement: str, params: dict) -> dict:
     """The values of a grid point as the library reads them, for the duplicate check (docs/sweep.md, "Duplicates")."""
     from ..model import exact_load
-    from ..states import parse_start
+    from ..system.states import parse_start
 
     p = dict(REGISTRY[measurement].defaults) | dict(params)
     if measurement == "mixing":

@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .._files import atomic_write
+from ..files import atomic_write
 from .columns import table_rows, to_table
 from .seeds import SEED_RULE
 from .spec import FORMAT_VERSION, Sweep, Task

@@ -87,7 +87,7 @@ def boolean(key: str, v: object) -> bool:
 
 
 def start(key: str, v: object) -> str:
-    from ..states import parse_start
+    from ..system.states import parse_start
 
     if not isinstance(v, str):
         raise TypeError(f'{key} must be a start such as "empty", "good", "customers:3" or "long:20"; got {v!r}')

@@ -8,8 +8,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from .._results import Result
 from ..model import MAX_THEORY_N, check_int, check_load, check_positive_int, load_candidates
+from ..result import Result
 
 #: The most levels :func:`log_fixed_point` tabulates (an array of floats; 10^7 is 80 MB).
 MAX_LEVELS = 10**7

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from .._results import Result, frame, text_table
 from ..model import MAX_THEORY_N, check_fraction, check_int, check_load, check_positive_int, exact_load
+from ..result import Result, frame, text_table
 from .equilibrium import MAX_K, k_lambda_d
 
 

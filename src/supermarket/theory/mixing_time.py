@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from .._results import Result, frame
 from ..model import MAX_THEORY_N, check_int, check_load, check_positive_float, check_positive_int, check_real
+from ..result import Result, frame
 from .equilibrium import MAX_K, k_lambda_d
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .._results import Result
 from ..model import MAX_THEORY_N, check_load, check_positive_int
+from ..result import Result
 from .equilibrium import _log_lambda
 
 

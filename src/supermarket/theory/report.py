@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from .._results import Result, frame, pyplot, save_figure, text_table
 from ..jsonable import to_jsonable
 from ..model import MAX_THEORY_N, check_fraction, check_load, check_positive_int
+from ..result import Result, frame, pyplot, save_figure, text_table
 from .equilibrium import (
     LINEARISATION_NOTE,
     fixed_point,

@@ -6,8 +6,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._results import Result, frame, text_table
 from ..model import MAX_THEORY_N, check_load, check_positive_int
+from ..result import Result, frame, text_table
 from .equilibrium import (
     LINEARISATION_NOTE,
     _log_inv_one_minus,

@@ -12,8 +12,8 @@ from typing import Any
 
 from ... import mixing as mx
 from ... import theory as th
-from ..._checks import check_bool
-from ..._files import atomic_write
+from ...checks import check_bool
+from ...files import atomic_write
 from ...model import check_int, spawn_seeds
 from . import e1_e4_equilibrium as e1_e4
 from . import e2_e3_mixing as e2_e3

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ... import theory as th
-from ..._files import atomic_write
+from ...files import atomic_write
 from ...model import SeedLike, spawn_seeds
 from .equilibrium_run import SNAPSHOTS, _equilibrium_results, _task_seconds, equilibrium
 from .output import Z_FINDING, _bound_verdict, _mean_max_cell, _plt, _pm_of, _save_figure, _write_table

@@ -11,7 +11,7 @@ import numpy as np
 
 from ... import mixing as mx
 from ... import theory as th
-from ..._files import atomic_write
+from ...files import atomic_write
 from ...model import SeedLike, spawn_seeds
 from .output import _fit_slope, _fmt, _plt, _progress, _save_figure, _write_table
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..._files import atomic_write, save_figure_atomic
-from ..._results import pyplot as _plt
+from ...files import atomic_write, save_figure_atomic
 from ...jsonable import to_jsonable
+from ...result import pyplot as _plt
 
 Z_FINDING = 4.5  # standard errors: a difference smaller than this is "within error"
 

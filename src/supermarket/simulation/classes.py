@@ -1,0 +1,685 @@
+"""Server classes on the count engine (:mod:`supermarket.engines.classes`, docs/model.md §15).
+
+:func:`simulate_classes` runs the per-class profile chain for exponential service and any
+dispatch rule of :mod:`supermarket.system.policies` (``jsq-d`` with or without replacement,
+``random``, ``jsq``, ``jiq``) and returns a :class:`ClassesResult`: per-class tail fractions,
+queue lengths and sojourn times, and the totals, each with an autocorrelation-aware error.
+
+Error bars (docs/model.md §15.3): time-batch means, the blocking estimator per replication
+(pooled over replications), after a control variate from the one identity that holds for every
+rule, capacity balance ``Σ_k f_k s_k E[u_{k,1}] = λ s̄`` (every customer who arrives leaves).
+Sojourn times come from Little's law: ``E[W] = E[Q]/(λ s̄)`` over all customers and
+``E[W_k] = E[Q_k]/(s_k E[u_{k,1}])`` for those who join class ``k`` (its throughput per server
+is ``s_k E[u_{k,1}]``), a ratio whose error is the delta method's.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import threading
+import time as _time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .. import model as _m
+from .. import stats as _st
+from ..checks import refuse_unused_keywords
+from ..engines import classes as _ck
+from ..engines.rng import state_from_seed_sequence
+from ..result import Result
+from ..stats import ErrorEstimate
+from ..system.service import ServerClasses, parse_server_classes, parse_service
+
+__all__ = [
+    "simulate_classes",
+    "ClassesResult",
+    "ClassEstimates",
+    "wants_classes_engine",
+    "from_simulate_args",
+    "DEFAULT_EVENTS",
+    "POLICIES",
+]
+
+POLICIES = ("jsq-d", "random", "jsq", "jiq")
+DEFAULT_EVENTS = 4 * 10**7
+"""Events per replication after the burn-in when neither ``time`` nor ``events`` is given."""
+BURN_MIN = 20.0
+"""The default burn-in is at least this long (in time units: ``20/s`` mean services)."""
+CHUNK = 1 << 23
+MAX_N = 2**40
+
+
+@dataclass(frozen=True, eq=False)
+class ClassEstimates(Result):
+    """One class of servers: ``fraction``, ``speed``, ``servers``; ``u_mean``/``u_stderr``:
+    ``E[u_{k,ℓ}]`` (the fraction of the class's servers with at least ℓ customers), ℓ = 1, 2, …;
+    ``mean_queue_length``: customers per server of the class; ``sojourn``: the mean sojourn
+    time of the customers who join the class (Little's law); ``waiting``: ``sojourn − 1/s``."""
+
+    fraction: float
+    speed: float
+    servers: int
+    u_mean: np.ndarray
+    u_stderr: np.ndarray
+    mean_queue_length: ErrorEstimate
+    sojourn: ErrorEstimate
+    waiting: ErrorEstimate
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "fraction": self.fraction,
+            "speed": self.speed,
+            "servers": self.servers,
+            "u_mean": self.u_mean,
+            "u_stderr": self.u_stderr,
+            "mean_queue_length": self.mean_queue_length.brief(),
+            "sojourn": self.sojourn.brief(),
+            "waiting": self.waiting.brief(),
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class ClassesResult(Result):
+    """Time averages of a run of the count engine with server classes (docs/model.md §15).
+
+    Attributes
+    ----------
+    n, d, lam, policy, replace
+        The system: servers, choices (``jsq-d``), load per unit of capacity, rule, sampling.
+    server_classes : ServerClasses
+    arrival_rate : float
+        ``nλ s̄``.
+    time, burn_in : float
+        Measured time and burn-in per replication (``events/(n s̄ (1+λ))``).
+    events : int
+        Events simulated (all replications, burn-in included); ``wall_s`` their seconds.
+    u_mean, u_stderr : numpy.ndarray
+        ``E[U_ℓ] = Σ_k f_k E[u_{k,ℓ}]`` over all servers, ℓ = 1, 2, …; a standard error is NaN
+        where the blocking estimator finds no plateau (too short to know its error).
+    mean_queue_length, sojourn, waiting : ErrorEstimate
+        Customers per server; mean sojourn and waiting times of all customers (Little's law).
+    classes : tuple of ClassEstimates
+    control_variates : bool
+        Whether capacity balance was used as a control variate.
+    variance_reduction : dict
+        ``(plain s.e./this s.e.)²`` of the mean queue length and sojourn time.
+    balance : ErrorEstimate
+        The plain estimate of ``Σ_k f_k s_k E[u_{k,1}]/(λ s̄)`` (1 exactly): a self-check.
+    service : ServiceLaw or None
+        The phase-type law on :func:`supermarket.simulation.classes_phase.simulate_classes_phase`'s
+        engine; None for exponential service.
+    """
+
+    n: int
+    d: int
+    lam: float
+    policy: str
+    replace: bool
+    server_classes: ServerClasses
+    arrival_rate: float
+    time: float
+    burn_in: float
+    replications: int
+    batches: int
+    events: int
+    wall_s: float
+    u_mean: np.ndarray
+    u_stderr: np.ndarray
+    mean_queue_length: ErrorEstimate
+    sojourn: ErrorEstimate
+    waiting: ErrorEstimate
+    classes: tuple
+    control_variates: bool
+    variance_reduction: dict
+    balance: ErrorEstimate
+    interrupted: bool = False
+    notes: tuple = field(default=())
+    service: Any = None  # a phase-type ServiceLaw on the classes x phase engine (docs/model.md §15.7); None: exp
+
+    engine: ClassVar[str] = "classes"
+
+    @property
+    def events_per_second(self) -> float:
+        return self.events / self.wall_s if self.wall_s > 0 else math.nan
+
+    def to_dict(self) -> dict[str, Any]:
+        from ..jsonable import to_jsonable
+
+        return to_jsonable(
+            {
+                "engine": "classes",
+                "n": self.n,
+                "d": self.d,
+                "lam": self.lam,
+                "policy": self.policy,
+                "replace": self.replace,
+                "service": {"spec": "exp"} if self.service is None else self.service.to_dict(),
+                "server_classes": self.server_classes.to_dict(),
+                "arrival_rate": self.arrival_rate,
+                "time": self.time,
+                "burn_in": self.burn_in,
+                "replications": self.replications,
+                "batches": self.batches,
+                "events": self.events,
+                "wall_s": self.wall_s,
+                "events_per_second": self.events_per_second,
+                "u_mean": self.u_mean,
+                "u_stderr": self.u_stderr,
+                "mean_queue_length": self.mean_queue_length.brief(),
+                "sojourn": self.sojourn.brief(),
+                "waiting": self.waiting.brief(),
+                "classes": [c.to_dict() for c in self.classes],
+                "control_variates": self.control_variates,
+                "variance_reduction": self.variance_reduction,
+                "balance": self.balance.brief(),
+                "interrupted": self.interrupted,
+                "notes": list(self.notes),
+                "error_bars": (
+                    "blocking of time-batch means per replication, pooled over replications"
+                    + ("; control variate: capacity balance Σ f_k s_k u_(k,1) = λ s̄" if self.control_variates else "")
+                ),
+            }
+        )
+
+    def __post_init__(self) -> None:
+        # Screens: under random routing an overloaded class (λ s̄ >= its speed) grows without bound;
+        # its averages and the totals have no stationary value, so no error bar (docs/model.md §15).
+        from .general.result import GROWING, no_stationary_value, unstable_classes
+
+        over = unstable_classes(self.policy, self.lam, self.server_classes)
+        if not over:
+            return
+        _set = object.__setattr__
+        for name in ("mean_queue_length", "sojourn", "waiting"):
+            _set(self, name, no_stationary_value(getattr(self, name), GROWING))
+        _set(self, "u_stderr", np.full_like(np.asarray(self.u_stderr, float), math.nan))
+        classes = []
+        for k, c in enumerate(self.classes):
+            if k in over:
+                c = ClassEstimates(
+                    c.fraction,
+                    c.speed,
+                    c.servers,
+                    c.u_mean,
+                    np.full_like(np.asarray(c.u_stderr, float), math.nan),
+                    *(no_stationary_value(e, GROWING) for e in (c.mean_queue_length, c.sojourn, c.waiting)),
+                )
+            classes.append(c)
+        _set(self, "classes", tuple(classes))
+
+    def summary(self) -> str:
+        """A few lines for people."""
+        from .general.result import render_estimate as pm
+
+        sc = self.server_classes
+        lines = [
+            f"n={self.n} d={self.d} λ={self.lam:g} policy={self.policy} replace={self.replace} "
+            f"classes={sc.spec} (s̄ = {sc.mean_speed:g}); count engine, "
+            + ("exponential service" if self.service is None else f"service {self.service.spec} (docs/model.md §15.7)"),
+            f"time {self.time:.6g} (+ burn-in {self.burn_in:.6g}) x {self.replications} replication(s), "
+            f"{self.events:.3e} events in {self.wall_s:.2f} s ({self.events_per_second / 1e6:.1f} M events/s)",
+            f"mean queue length {pm(self.mean_queue_length)}; sojourn {pm(self.sojourn)}; waiting {pm(self.waiting)}",
+            "E[U_ℓ] (all servers): " + ", ".join(f"{v:.5g}" for v in self.u_mean[:6]),
+        ]
+        for c in self.classes:
+            lines.append(
+                f"class {c.fraction:g}:{c.speed:g} ({c.servers} servers): mean queue length "
+                f"{pm(c.mean_queue_length)}; sojourn {pm(c.sojourn)}; E[u_1] {c.u_mean[0]:.5g}"
+                + (f" ± {c.u_stderr[0]:.2g}" if math.isfinite(c.u_stderr[0]) else " (error unknown)")
+            )
+        b = self.balance
+        lines.append(f"self-check Σ f s E[u_1]/(λ s̄) = 1: {pm(b)}")
+        how = "blocking of batch means (pooled over replications)"
+        if self.control_variates:
+            vr = self.variance_reduction
+            how += (
+                "; control variate capacity balance (var. reduction: queue length "
+                f"{vr.get('mean_queue_length', math.nan):.3g}, sojourn {vr.get('sojourn', math.nan):.3g})"
+            )
+        lines.append(f"(± one standard error: {how})")
+        lines.extend(self.notes)
+        return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------ runs
+def _check(n, d, lam, policy, replace, replications, batches):
+    n = _m.check_positive_int("n", n, maximum=MAX_N)
+    if not isinstance(policy, str) or policy not in POLICIES:
+        raise ValueError(f"policy must be one of {', '.join(POLICIES)}; got {policy!r}")
+    if not isinstance(replace, (bool, np.bool_)):
+        raise TypeError(f"replace must be True or False, got {type(replace).__name__}")
+    d = _m.check_positive_int("d", d, maximum=n if not replace else 2**31 - 1) if policy == "jsq-d" else 1
+    lam = _m.check_load(lam, name="lam")
+    replications = _m.check_positive_int("replications", replications, maximum=10**6)
+    batches = _m.check_int("batches", batches, minimum=64, maximum=10**6)
+    return n, d, lam, replications, batches
+
+
+def _run_one(counts, speeds, cfg, p_arr, burn_ev, batch_ev, batches, ss, tick, stop):
+    """One replication: the per-batch sums ``area[b, k, i]`` (levels 1..) and the events."""
+    a = _ck.new_state(counts)
+    s = state_from_seed_sequence(ss)
+    sp = np.asarray(speeds, float)
+    caps = np.cumsum(counts * sp)
+    inv_s = 1.0 / sp
+    st = np.zeros(2, np.int64)
+    out: list[np.ndarray] = []
+
+    def run(m):
+        target = st[1] + m
+        while st[1] < target:
+            r = _ck.classes_kernel(
+                a["c"], a["C"], a["pc"], a["area"], a["stamp"], s, cfg, caps, inv_s, p_arr, st,
+                int(min(CHUNK, target - st[1])),
+            )  # fmt: skip
+            if r == _ck.GROW:
+                _ck.grow(a, int(st[1]))
+            if stop.is_set():
+                raise KeyboardInterrupt
+            tick(int(st[1]))
+
+    interrupted = False
+    try:
+        run(burn_ev)
+        _ck.close_areas(a["c"], a["area"], a["stamp"], int(st[1]))
+        a["area"][:] = 0
+        for _ in range(batches):
+            run(batch_ev)
+            _ck.close_areas(a["c"], a["area"], a["stamp"], int(st[1]))
+            out.append(a["area"][:, 1:].copy())
+            a["area"][:] = 0
+    except KeyboardInterrupt:
+        interrupted = True
+    return out, int(st[1]), interrupted
+
+
+def _pooled(series: list[np.ndarray]) -> ErrorEstimate:
+    """Blocking per replication, pooled: the mean of the means, ``√(Σ s_r²)/R``."""
+    ests = []
+    for x in series:
+        if x.size >= 2 and float(np.ptp(x)) <= 1e-12 * max(1.0, abs(float(x.mean()))):
+            ests.append(ErrorEstimate(float(x.mean()), 0.0, math.inf, math.inf, 0.0, True, "identity", x.size, 1))
+        else:
+            ests.append(_st.blocking(x))
+    if len(ests) == 1:
+        return ests[0]
+    R = len(ests)
+    mean = float(np.mean([e.mean for e in ests]))
+    se = math.sqrt(sum(e.stderr**2 for e in ests)) / R
+    rel = all(e.reliable for e in ests)
+    notes = sorted({e.note for e in ests if e.note})
+    return ErrorEstimate(
+        mean,
+        se,
+        float(sum(e.dof for e in ests)),
+        float(sum(e.n_eff for e in ests)),
+        float(np.mean([e.tau_int for e in ests])),
+        rel,
+        "blocking (pooled over replications)",
+        int(sum(e.blocks for e in ests)),
+        ests[0].block_size,
+        "; ".join(notes),
+    )
+
+
+class _Estimator:
+    """Estimates from per-replication batch series, with the capacity-balance control variate."""
+
+    def __init__(self, X: list[np.ndarray], mu: float, use_cv: bool):
+        self.X = [x - mu for x in X]  # mean 0 under the identity
+        self.use_cv = use_cv
+        self.reduction: dict[str, float] = {}
+
+    def __call__(self, Y: list[np.ndarray], key: str | None = None) -> ErrorEstimate:
+        plain = _pooled(Y)
+        if not self.use_cv:
+            return plain
+        x = np.concatenate(self.X)
+        y = np.concatenate(Y)
+        vx = float(np.dot(x - x.mean(), x - x.mean()))
+        beta = float(np.dot(x - x.mean(), y - y.mean())) / vx if vx > 0 else 0.0
+        e = _pooled([yy - beta * xx for yy, xx in zip(Y, self.X)])
+        if key is not None:
+            self.reduction[key] = (plain.stderr / e.stderr) ** 2 if e.stderr > 0 else math.inf
+        return e
+
+
+def _ratio_series(A: list[np.ndarray], B: list[np.ndarray]) -> tuple[float, list[np.ndarray]]:
+    """``ΣA/ΣB`` and its delta-method batch series ``r + (a − r b)/b̄`` (the mean of each is
+    ``r`` to first order)."""
+    r = float(sum(a.sum() for a in A) / sum(b.sum() for b in B))
+    bbar = float(np.mean(np.concatenate(B)))
+    return r, [r + (a - r * b) / bbar for a, b in zip(A, B)]
+
+
+def simulate_classes(
+    n: int,
+    d: int,
+    lam: float | str,
+    *,
+    server_classes: str | ServerClasses,
+    policy: str = "jsq-d",
+    replace: bool = True,
+    time: float | None = None,
+    events: int | float | None = None,
+    burn_in: float | None = None,
+    seed: int | np.random.SeedSequence = 0,
+    replications: int = 1,
+    batches: int = 256,
+    control_variates: bool = True,
+    progress: Callable[[float], object] | None = None,
+    workers: int | None = None,
+) -> ClassesResult:
+    """Simulate ``n`` servers in classes (exponential service) on the count engine.
+
+    Parameters
+    ----------
+    n, d, lam : int, int, float
+        Servers, choices (``jsq-d`` only), load per unit of capacity (``0 < λ < 1``): arrivals
+        at rate ``nλ s̄``.
+    server_classes : str or ServerClasses
+        ``FRACTION:SPEED,…`` (every ``f_k n`` whole).
+    policy : {"jsq-d", "random", "jsq", "jiq"}
+        The dispatch rule (:mod:`supermarket.engines.classes`); ties uniform.
+    replace : bool
+        ``jsq-d`` samples with replacement or without.
+    time, events : optional
+        The measured horizon per replication in time units or in events (one of them;
+        default :data:`DEFAULT_EVENTS` events); rounded to whole events per batch.
+    burn_in : float, optional
+        Time units discarded first (default ``max(time/10, BURN_MIN/s_min)``).
+    seed : int or SeedSequence
+        Replication ``r`` uses child ``r`` (:func:`supermarket.model.spawn_seeds`).
+    replications, batches : int
+        Independent runs; time batches per run (at least 64).
+    control_variates : bool
+        Adjust every estimate with capacity balance (docs/model.md §15.3).
+    progress : callable, optional
+        Called with the fraction done.
+    workers : int, optional
+        Threads (the kernel releases the GIL); the numbers do not depend on it.
+
+    Returns
+    -------
+    ClassesResult
+
+    Examples
+    --------
+    >>> r = simulate_classes(100, 2, 0.5, server_classes="0.5:2,0.5:1", events=10**6, seed=1)
+    >>> round(r.balance.mean, 2), len(r.classes)
+    (1.0, 2)
+    """
+    n, d, lam_f, replications, batches = _check(n, d, lam, policy, replace, replications, batches)
+    sc = parse_server_classes(server_classes)
+    counts = sc.counts(n)
+    R_ev = n * sc.mean_speed * (1.0 + lam_f)  # events per unit of time
+    time, burn_in, batch_ev, burn_ev = _horizon(control_variates, time, events, burn_in, batches, R_ev, sc)
+    cfg = np.array([n, d, int(bool(replace) or d == 1), _ck.POLICY_CODES[policy]], np.int64)
+    run = functools.partial(_run_one, counts, sc.speeds, cfg, lam_f / (1.0 + lam_f))
+    results, wall = _replicate(run, seed, replications, workers, burn_ev, batch_ev, batches, progress)
+    return _summarize(
+        n, d, lam_f, policy, replace, sc, counts, time, burn_in, replications, batches, batch_ev, control_variates,
+        results, wall,
+    )  # fmt: skip
+
+
+def _horizon(control_variates, time, events, burn_in, batches, R_ev, sc):
+    """Checks ``control_variates`` and the horizon, at ``R_ev`` events per unit of time:
+    ``(time, burn_in, batch_ev, burn_ev)``, the times rounded to whole events (per batch)."""
+    if not isinstance(control_variates, (bool, np.bool_)):
+        raise TypeError(f"control_variates must be True or False, got {type(control_variates).__name__}")
+    if time is not None and events is not None:
+        raise ValueError("give time or events, not both")
+    if time is not None:
+        time = _m.check_positive_float("time", time)
+        total = time * R_ev
+    elif events is not None:
+        total = float(_m.check_positive_int("events", events, maximum=2**62))
+    else:
+        total = float(DEFAULT_EVENTS)
+    batch_ev = max(1, round(total / batches))
+    time = batch_ev * batches / R_ev
+    if burn_in is None:
+        burn_in = max(time / 10.0, BURN_MIN / min(sc.speeds))
+    else:
+        burn_in = float(burn_in)
+        if not (math.isfinite(burn_in) and burn_in >= 0):
+            raise ValueError(f"burn_in must be a finite number >= 0, got {burn_in!r}")
+    burn_ev = round(burn_in * R_ev)
+    return time, burn_ev / R_ev, batch_ev, burn_ev
+
+
+def _replicate(run_one, seed, replications, workers, burn_ev, batch_ev, batches, progress):
+    """The replications of ``run_one(burn_ev, batch_ev, batches, seed_sequence, tick, stop)`` on
+    ``workers`` threads (the kernels release the GIL; the numbers do not depend on it), with
+    ``progress`` called with the fraction done: ``(results, wall-clock seconds)``."""
+    if workers is None:
+        workers = max(1, min(os.cpu_count() or 1, replications))
+    workers = _m.check_positive_int("workers", workers, maximum=1024)
+    seeds = _m.spawn_seeds(seed, replications)
+    per = burn_ev + batch_ev * batches
+    done = [0] * replications
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def one(r):
+        def tick(ev):
+            if progress is not None:
+                with lock:
+                    done[r] = ev
+                    progress(min(1.0, sum(done) / (per * replications)))
+
+        return run_one(burn_ev, batch_ev, batches, seeds[r], tick, stop)
+
+    # compile (or load from numba's cache) the kernels before the clock starts: one event of a
+    # chain with its own seed (the replications' streams are untouched)
+    run_one(1, 1, 1, np.random.SeedSequence(0), lambda ev: None, stop)
+    t0 = _time.perf_counter()
+    if workers == 1 or replications == 1:
+        results = [one(r) for r in range(replications)]
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = [pool.submit(one, r) for r in range(replications)]
+            try:
+                results = [f.result() for f in futures]
+            except KeyboardInterrupt:
+                stop.set()
+                results = [f.result() for f in futures]
+    return results, _time.perf_counter() - t0
+
+
+def _summarize(
+    n, d, lam, policy, replace, sc, counts, time, burn_in, replications, batches, batch_ev, use_cv, results, wall,
+    service=None,
+):  # fmt: skip
+    K = counts.size
+    f = np.asarray(sc.fractions, float)
+    s = np.asarray(sc.speeds, float)
+    sbar = sc.mean_speed
+    runs = [out for out, _, _ in results if len(out) >= 2]
+    interrupted = any(i for _, _, i in results)
+    if not runs:
+        raise KeyboardInterrupt
+    top = max(max(a.shape[1] for a in out) for out in runs)
+    # u[r]: batches x K x levels, the per-class fractions u_{k,ℓ}
+    us = []
+    for out in runs:
+        A = np.zeros((len(out), K, top))
+        for b, a in enumerate(out):
+            A[b, :, : a.shape[1]] = a
+        us.append(A / (batch_ev * counts[None, :, None]))
+    nz = max(int(np.nonzero(u.sum(axis=(0, 1)))[0].max(initial=-1)) + 1 for u in us)
+    top = max(nz, 1)
+    us = [u[:, :, :top] for u in us]
+    X = [np.einsum("k,bk->b", f * s, u[:, :, 0]) for u in us]
+    est = _Estimator(X, lam * sbar, bool(use_cv))
+    plain = _Estimator(X, lam * sbar, False)
+    balance = plain([x / (lam * sbar) for x in X])
+
+    Utot = [np.einsum("k,bkl->bl", f, u) for u in us]
+    u_est = [est([U[:, i] for U in Utot]) for i in range(top)]
+    Q = [U.sum(axis=1) for U in Utot]
+    mq = est(Q, "mean_queue_length")
+    soj = est([q / (lam * sbar) for q in Q], "sojourn")
+    wai = est([(q - U[:, 0]) / (lam * sbar) for q, U in zip(Q, Utot)])
+    classes = []
+    for k in range(K):
+        uk = [est([u[:, k, i] for u in us]) for i in range(top)]
+        Qk = [u[:, k, :].sum(axis=1) for u in us]
+        mqk = est(Qk)
+        _, ser = _ratio_series(Qk, [s[k] * u[:, k, 0] for u in us])
+        sok = est(ser)
+        wk = ErrorEstimate(
+            sok.mean - 1.0 / s[k],
+            sok.stderr,
+            sok.dof,
+            sok.n_eff,
+            sok.tau_int,
+            sok.reliable,
+            sok.method,
+            sok.blocks,
+            sok.block_size,
+            sok.note,
+        )
+        classes.append(
+            ClassEstimates(
+                float(f[k]),
+                float(s[k]),
+                int(counts[k]),
+                np.array([e.mean for e in uk]),
+                np.array([e.stderr if e.reliable else math.nan for e in uk]),
+                mqk,
+                sok,
+                wk,
+            )
+        )
+    notes = []
+    if any(q.size >= 10 and not _st.mser(q).forgotten for q in Q):
+        notes.append(
+            "the start-up transient is not forgotten (MSER-5 would drop more than half of the batches of the "
+            "total queue length): the run is too short for its start from empty; give a longer burn_in or time"
+        )
+    if policy == "random":
+        over = [f"{fk:g}:{sk:g}" for fk, sk in zip(sc.fractions, sc.speeds) if lam * sbar >= sk]
+        if over:
+            notes.append(
+                f"under random routing the servers of class {', '.join(over)} get more work than they can serve "
+                "(λ·s̄ >= speed): their queues grow without bound and their averages do not settle"
+            )
+    if interrupted:
+        notes.append("interrupted (Ctrl-C): the result holds the batches completed")
+    return ClassesResult(
+        n=n,
+        d=d,
+        lam=float(lam),
+        policy=policy,
+        replace=bool(replace),
+        server_classes=sc,
+        arrival_rate=n * lam * sbar,
+        time=time,
+        burn_in=burn_in,
+        replications=replications,
+        batches=batches,
+        events=int(sum(ev for _, ev, _ in results)),
+        wall_s=wall,
+        u_mean=np.array([e.mean for e in u_est]),
+        u_stderr=np.array([e.stderr if e.reliable else math.nan for e in u_est]),
+        mean_queue_length=mq,
+        sojourn=soj,
+        waiting=wai,
+        classes=tuple(classes),
+        control_variates=bool(use_cv),
+        variance_reduction=dict(est.reduction),
+        balance=balance,
+        interrupted=interrupted,
+        notes=tuple(notes),
+        service=service,
+    )
+
+
+# ------------------------------------------------------------------------ simulate() dispatch
+def wants_classes_engine(service: object = "exp", server_classes: object = None, engine: object = "profile") -> bool:
+    """Whether ``simulate(..., server_classes=)`` runs this engine: server classes with
+    exponential service and no explicit ``engine="events"``.
+
+    Examples
+    --------
+    >>> wants_classes_engine("exp", "0.5:2,0.5:1"), wants_classes_engine("exp", "0.5:2,0.5:1", "events")
+    (True, False)
+    >>> wants_classes_engine("erlang:2", "0.5:2,0.5:1"), wants_classes_engine("exp", None)
+    (False, False)
+    """
+    if server_classes is None or engine == "events":
+        return False
+    return parse_service(service).is_exponential  # type: ignore[arg-type]
+
+
+_SIMULATE_DEFAULTS = {
+    "engine": "profile",
+    "start": "empty",
+    "record_every": None,
+    "record_levels": None,
+    "precision": None,
+    "max_steps": None,
+    "client": None,
+}
+
+
+def from_simulate_args(
+    n: int,
+    d: int,
+    lam: float | str,
+    *,
+    server_classes: str | ServerClasses,
+    policy: str = "jsq-d",
+    steps: int | float | None = None,
+    time: float | None = None,
+    burn_in: float | None = None,
+    replace: bool = True,
+    seed: int | np.random.SeedSequence = 0,
+    replications: int = 1,
+    batches: int | None = None,
+    control_variates: bool = True,
+    progress: object = None,
+    workers: int | None = None,
+    **others: Any,
+) -> ClassesResult:
+    """:func:`simulate_classes` with :func:`supermarket.simulate`'s keywords: ``steps`` are
+    events of the uniformized chain (burn-in then in time units); keywords this engine has
+    no use for are refused unless at their default; ``time_mode``, ``eps`` and ``service``
+    (exponential here) are ignored."""
+    refuse_unused_keywords(
+        others,
+        _SIMULATE_DEFAULTS,
+        ("time_mode", "eps", "service", "_force_window"),
+        lambda key: (
+            f"{key}: the count engine with server classes does not take {key}= (it starts empty, runs on "
+            "local threads, and has no precision target); engine='events' runs the per-queue event engine"
+        ),
+    )
+    if steps is not None and burn_in is not None:  # in the unit of the horizon: events
+        sc = parse_server_classes(server_classes)
+        burn_in = float(burn_in) / (n * sc.mean_speed * (1.0 + _m.check_load(lam, name="lam")))
+    return simulate_classes(
+        n,
+        d,
+        lam,
+        server_classes=server_classes,
+        policy=policy,
+        replace=replace,
+        time=time,
+        events=steps,
+        burn_in=burn_in,
+        seed=seed,
+        replications=replications,
+        batches=256 if batches is None else batches,
+        control_variates=control_variates,
+        progress=progress if callable(progress) else None,
+        workers=workers,
+    )

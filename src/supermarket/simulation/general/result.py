@@ -1,0 +1,272 @@
+"""The result of :func:`supermarket.simulation.general.simulate_general`."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...jsonable import to_jsonable
+from ...stats import ErrorEstimate
+from ...system.service import ServerClasses, ServiceLaw
+
+__all__ = ["ClassResult", "GeneralResult", "no_stationary_value", "unstable_classes"]
+
+#: The note of an estimate of a quantity that is infinite in equilibrium (no error bar is printed).
+INFINITE = "infinite in equilibrium"
+#: The note of an estimate of a quantity that grows with time (an overloaded class of servers).
+GROWING = "grows without bound (no stationary value)"
+
+
+def no_stationary_value(e: ErrorEstimate, why: str) -> ErrorEstimate:
+    """``e`` with no error bar: the run's average is kept as ``mean`` but the standard error is
+    NaN and ``reliable`` False, ``note`` saying why (``why``: :data:`INFINITE` or :data:`GROWING`)."""
+    return ErrorEstimate(e.mean, math.nan, math.nan, math.nan, math.nan, False, "none", e.blocks, e.block_size, why)
+
+
+def unstable_classes(policy: str, lam: float, server_classes: ServerClasses) -> list[int]:
+    """The classes whose own load ``λ s̄/s_k`` is at least 1 under random routing (each server
+    gets the same arrival rate ``λ s̄`` whatever its speed); none under the other rules, which
+    are stable for ``λ < 1`` (docs/model.md §15)."""
+    if policy != "random":
+        return []
+    sbar = server_classes.mean_speed
+    return [k for k, v in enumerate(server_classes.speeds) if lam * sbar >= v]
+
+
+def render_estimate(e: ErrorEstimate) -> str:
+    """``mean ± stderr``; for a quantity with no stationary value, what it is and no ±."""
+    if e.method == "none" and e.note in (INFINITE, GROWING):
+        return f"{e.note} (this run's average {e.mean:.5g}; no error bar)"
+    return f"{e.mean:.5g} ± {e.stderr:.2g}" if e.reliable else f"{e.mean:.5g} (error unknown: {e.note})"
+
+
+@dataclass(frozen=True, eq=False)
+class ClassResult:
+    """One class of servers.
+
+    Attributes
+    ----------
+    fraction, speed : float
+        Its share of the servers and their speed.
+    servers : int
+        Its number of servers.
+    u_mean, u_stderr : numpy.ndarray
+        ``E[u_ℓ]`` for ℓ = 1, 2, … (the fraction of the class's servers with at least ℓ
+        customers, time average) and standard errors.
+    mean_queue_length : ErrorEstimate
+        Time-average number of customers per server of the class (``Σ_ℓ u_ℓ``).
+    sojourn : ErrorEstimate
+        Mean sojourn time of the customers who joined a server of the class.
+    """
+
+    fraction: float
+    speed: float
+    servers: int
+    u_mean: np.ndarray
+    u_stderr: np.ndarray
+    mean_queue_length: ErrorEstimate
+    sojourn: ErrorEstimate
+
+    def to_dict(self) -> dict:
+        return {
+            "fraction": self.fraction,
+            "speed": self.speed,
+            "servers": self.servers,
+            "u_mean": self.u_mean,
+            "u_stderr": self.u_stderr,
+            "mean_queue_length": self.mean_queue_length.brief(),
+            "sojourn": self.sojourn.brief(),
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class GeneralResult:
+    """Time averages and response times of a run of the per-queue event engine.
+
+    Every estimate is an :class:`~supermarket.stats.ErrorEstimate`: batch means over the
+    run's time batches with the blocking estimator (one replication), pooled over
+    replications (several).  The time averages are adjusted by the capacity-balance control
+    variate where it reduces their error (docs/model.md §14); response times are not.
+
+    Attributes
+    ----------
+    n, d, lam : int, int, float
+        Servers, choices, load per unit of capacity.
+    policy : str
+        Dispatch rule; ``replace`` says whether ``jsq-d`` samples with replacement.
+    service : ServiceLaw
+    server_classes : ServerClasses
+    arrival_rate : float
+        ``nλ·s̄``.
+    time, burn_in : float
+        Measured time and burn-in (continuous-time units) per replication.
+    replications, batches : int
+    events : int
+        Events simulated (arrivals and departures, burn-in included).
+    wall_s : float
+        Wall-clock seconds of the runs (compilation excluded on a warm cache).
+    u_mean, u_stderr : numpy.ndarray
+        ``E[u_ℓ]``, ℓ = 1, 2, …, over all servers, and standard errors.
+    mean_queue_length : ErrorEstimate
+        Time-average customers per server, ``Σ_ℓ E[u_ℓ]``.
+    sojourn, waiting : ErrorEstimate
+        Mean sojourn and waiting times of the customers who arrived in the measured window.
+    sojourn_quantiles, waiting_quantiles : dict
+        ``{q: ErrorEstimate}``: the mean of the batch quantiles with its blocking error (the
+        bias of a batch quantile is of order 1/(customers per batch)).
+    classes : tuple of ClassResult
+    customers : int
+        Customers measured.
+    interrupted : bool
+        Stopped by Ctrl-C: the result holds the batches completed.
+    notes : tuple of str
+    control_variates : bool
+        Whether the capacity control was applied where it pays.
+    variance_reduction : dict or None
+        Measured ratio of long-run variances, plain over adjusted, for ``u_mean`` (per level)
+        and ``mean_queue_length``; NaN where the control was not used (no gain).
+    """
+
+    n: int
+    d: int
+    lam: float
+    policy: str
+    replace: bool
+    service: ServiceLaw
+    server_classes: ServerClasses
+    arrival_rate: float
+    time: float
+    burn_in: float
+    replications: int
+    batches: int
+    events: int
+    wall_s: float
+    u_mean: np.ndarray
+    u_stderr: np.ndarray
+    mean_queue_length: ErrorEstimate
+    sojourn: ErrorEstimate
+    waiting: ErrorEstimate
+    sojourn_quantiles: dict
+    waiting_quantiles: dict
+    classes: tuple
+    customers: int
+    interrupted: bool = False
+    notes: tuple = ()
+    control_variates: bool = False
+    variance_reduction: dict | None = None
+
+    def __post_init__(self) -> None:
+        # Screens: no error bar (nor a "reliable" flag) on a quantity that has no stationary value.
+        # Pareto with alpha <= 2 has E[S²] = ∞: mean waiting, sojourn and queue length are infinite
+        # in equilibrium (a customer can join behind a residual service of infinite mean).
+        # Under random routing an overloaded class grows without bound, and so do the totals.
+        infinite = self.service.name == "pareto" and not math.isfinite(self.service.scv)
+        over = unstable_classes(self.policy, self.lam, self.server_classes)
+        if not (infinite or over):
+            return
+        why = INFINITE if infinite else GROWING
+        _set = object.__setattr__
+        for name in ("mean_queue_length", "sojourn", "waiting"):
+            _set(self, name, no_stationary_value(getattr(self, name), why))
+        classes = []
+        for k, c in enumerate(self.classes):
+            if infinite or k in over:
+                w = INFINITE if infinite else GROWING
+                c = ClassResult(
+                    c.fraction,
+                    c.speed,
+                    c.servers,
+                    c.u_mean,
+                    np.full_like(np.asarray(c.u_stderr, float), math.nan) if k in over else c.u_stderr,
+                    no_stationary_value(c.mean_queue_length, w),
+                    no_stationary_value(c.sojourn, w),
+                )
+            classes.append(c)
+        _set(self, "classes", tuple(classes))
+        if over:
+            # the overloaded class's customers and levels enter every total
+            _set(self, "u_stderr", np.full_like(np.asarray(self.u_stderr, float), math.nan))
+            for name in ("sojourn_quantiles", "waiting_quantiles"):
+                _set(self, name, {q: no_stationary_value(e, GROWING) for q, e in getattr(self, name).items()})
+
+    @property
+    def events_per_second(self) -> float:
+        return self.events / self.wall_s if self.wall_s > 0 else math.nan
+
+    def to_dict(self) -> dict:
+        """Plain JSON (through :func:`supermarket.jsonable.to_jsonable`)."""
+        return to_jsonable(
+            {
+                "n": self.n,
+                "d": self.d,
+                "lam": self.lam,
+                "policy": self.policy,
+                "replace": self.replace,
+                "service": self.service.to_dict(),
+                "server_classes": self.server_classes.to_dict(),
+                "arrival_rate": self.arrival_rate,
+                "time": self.time,
+                "burn_in": self.burn_in,
+                "replications": self.replications,
+                "batches": self.batches,
+                "events": self.events,
+                "wall_s": self.wall_s,
+                "events_per_second": self.events_per_second,
+                "u_mean": self.u_mean,
+                "u_stderr": self.u_stderr,
+                "mean_queue_length": self.mean_queue_length.brief(),
+                "sojourn": self.sojourn.brief(),
+                "waiting": self.waiting.brief(),
+                "sojourn_quantiles": {str(q): e.brief() for q, e in self.sojourn_quantiles.items()},
+                "waiting_quantiles": {str(q): e.brief() for q, e in self.waiting_quantiles.items()},
+                "classes": [c.to_dict() for c in self.classes],
+                "customers": self.customers,
+                "interrupted": self.interrupted,
+                "notes": list(self.notes),
+                "control_variates": self.control_variates,
+                "variance_reduction": self.variance_reduction,
+                "error_bars": (
+                    "between independent replications, Student t (none from one replication); time averages "
+                    "adjusted by the capacity-balance control variate where it pays"
+                    if self.control_variates
+                    else "between independent replications, Student t (none from one replication; no control variates)"
+                ),
+            }
+        )
+
+    def summary(self) -> str:
+        """A few lines for people."""
+
+        pm = render_estimate
+
+        lines = [
+            f"n={self.n} d={self.d} λ={self.lam:g} policy={self.policy} service={self.service.spec} "
+            f"classes={self.server_classes.spec}",
+            f"{self.events:,} events, {self.replications} replication(s) of {self.time:g} time units after "
+            f"{self.burn_in:g} of burn-in; {self.events_per_second / 1e6:.3g} million events per second",
+            f"mean queue length {pm(self.mean_queue_length)}; sojourn {pm(self.sojourn)}; waiting {pm(self.waiting)}",
+        ]
+        for q, e in self.sojourn_quantiles.items():
+            lines.append(f"sojourn q{q:g}: {pm(e)}")
+        if len(self.classes) > 1:
+            for c in self.classes:
+                lines.append(
+                    f"class {c.fraction:g}:{c.speed:g} ({c.servers} servers): mean queue length "
+                    f"{pm(c.mean_queue_length)}; sojourn {pm(c.sojourn)}"
+                )
+        vr = (self.variance_reduction or {}).get("mean_queue_length", math.nan)
+        if self.control_variates and math.isfinite(vr) and self.mean_queue_length.reliable:
+            lines[2] = lines[2].replace(";", f" (variance reduction ×{vr:.3g});", 1)
+        lines.append(
+            "(± one standard error between independent replications, Student t on R − 1 degrees of freedom; "
+            + (
+                "time averages adjusted by the capacity balance Σ f_k s_k E[u_k1] = λ s̄ where it pays, "
+                "docs/model.md §14)"
+                if self.control_variates
+                else "no control variates)"
+            )
+        )
+        lines.extend(self.notes)
+        return "\n".join(lines)
