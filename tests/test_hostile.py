@@ -436,7 +436,7 @@ def test_sweep_whose_out_appears_meanwhile_is_checked_not_crashed(tmp_path, monk
 
 # =========================================================================== exact, meanfield
 def test_erlang_c_closed_forms():
-    from supermarket.stationary.profile import _erlang_c
+    from supermarket.stationary.size import _erlang_c
 
     for lam in (0.1, 0.5, 0.9, 0.999):
         assert _erlang_c(1, lam) == pytest.approx(lam, rel=1e-12)  # M/M/1: P(wait) = λ
@@ -481,7 +481,7 @@ def test_exact_refuses_hopeless_searches_at_once(monkeypatch):
         raise AssertionError("built or solved before refusing")
 
     monkeypatch.setattr(stationary, "_build", never)
-    monkeypatch.setattr(stationary, "_stationary", never)
+    monkeypatch.setattr(stationary, "stationary_vector", never)
     refused(invoke("exact", "--tol", "1e-100"), "least cap the search can end at")
     refused(invoke("exact", "--n", 10, "--d", 3, "--load", 0.9), "1,144,066 states")
     assert least_states(8, 3, 0.9)[1] > 100_000  # n = 8: refused by its predicted time (below)
@@ -508,7 +508,7 @@ def test_exact_refuses_slow_solves_before_any_work(args, needles, monkeypatch):
         raise AssertionError("built or solved before refusing")
 
     monkeypatch.setattr(stationary, "_build", never)
-    monkeypatch.setattr(stationary, "_stationary", never)
+    monkeypatch.setattr(stationary, "stationary_vector", never)
     refused(invoke("exact", *args), *needles)
 
 
@@ -548,6 +548,7 @@ def test_exact_search_is_bounded_by_max_seconds(monkeypatch):
     take the predicted total past max_seconds: it clamps the extrapolated cap or refuses,
     saying so (the predicted cost, not the clock: the caps tried depend on the inputs only)."""
     from supermarket.stationary import profile as stationary
+    from supermarket.stationary import size as stationary_size
 
     tried = []
     one = stationary._one
@@ -558,6 +559,7 @@ def test_exact_search_is_bounded_by_max_seconds(monkeypatch):
 
     k = 1000.0  # predicted seconds per cap level
     monkeypatch.setattr(stationary, "estimate_seconds", lambda n, cap: k * cap)
+    monkeypatch.setattr(stationary_size, "estimate_seconds", lambda n, cap: k * cap)
     monkeypatch.setattr(stationary, "_one", counted)
     args = (2, 2, 0.9)
     free = stationary.solve(*args, max_seconds=1e9)  # the unbounded search, for reference

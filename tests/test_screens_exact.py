@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from supermarket.stationary import profile as stationary
+from supermarket.stationary import size as stationary_size
 from supermarket.stationary.classes import solve_classes
 from supermarket.stationary.classes_phase import solve_classes_phase
 from supermarket.stationary.phase import solve_phase
@@ -16,12 +17,14 @@ TINY = 1e-9  # seconds: spent before the first stage ends, whatever the machine
 def test_solve_checks_the_clock_past_the_prediction(monkeypatch):
     # the prediction says it fits; the clock says otherwise: a budget error, not a long run
     monkeypatch.setattr(stationary, "estimate_seconds", lambda n, cap: 0.0)
+    monkeypatch.setattr(stationary_size, "estimate_seconds", lambda n, cap: 0.0)
     with pytest.raises(BudgetExceeded, match=r"max_seconds = 1e-09 s .*ran out.*during"):
         solve(3, 2, 0.8, policy="random", max_seconds=TINY)
 
 
 def test_solve_fixed_cap_checks_the_clock(monkeypatch):
     monkeypatch.setattr(stationary, "estimate_seconds", lambda n, cap: 0.0)
+    monkeypatch.setattr(stationary_size, "estimate_seconds", lambda n, cap: 0.0)
     with pytest.raises(BudgetExceeded, match="reached: nothing solved yet"):
         solve(2, 2, 0.5, cap=10, max_seconds=TINY)
 

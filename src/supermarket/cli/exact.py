@@ -107,7 +107,7 @@ def exact(**options: Any) -> None:
         except ValueError as exc:
             import threading
 
-            from ..stationary.profile import ILU_THREAD, BudgetExceeded
+            from ..stationary.solver import ILU_THREAD, BudgetExceeded
 
             if isinstance(exc, BudgetExceeded) and any(
                 t.name == ILU_THREAD and t.is_alive() for t in threading.enumerate()
@@ -205,7 +205,7 @@ def _exact(
     except KeyboardInterrupt:
         import threading
 
-        from ..stationary.profile import ILU_THREAD
+        from ..stationary.solver import ILU_THREAD
 
         if any(t.name == ILU_THREAD and t.is_alive() for t in threading.enumerate()):
             # Ctrl-C during an incomplete LU (one C call that cannot be stopped): nothing is

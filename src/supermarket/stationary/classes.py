@@ -7,7 +7,7 @@ lengths, each at most the cap (arrivals that would pass it are dropped, as in
 (:func:`supermarket.system.policies.p_levels`, a function of the total counts), a uniform one among
 the servers of length ``ℓ``, so one of class ``k`` with probability ``e_{k,ℓ}/E_ℓ``; each
 class-``k`` server of length ``ℓ >= 1`` serves at rate ``s_k``.  The law is solved by
-:func:`supermarket.stationary.profile._stationary` (sparse LU, or GMRES with ILU for larger systems).
+:func:`supermarket.stationary.solver.stationary_vector` (sparse LU, or GMRES with ILU for larger systems).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from .. import model as _m
 from ..result import Result, class_rows, class_summary
 from ..system import policies as _pol
 from ..system.service import ServerClasses, parse_server_classes
-from .profile import _Budget, _stationary
+from .solver import Budget, stationary_vector
 
 __all__ = ["solve_classes", "ClassesExactResult", "MAX_STATES"]
 
@@ -136,7 +136,7 @@ def count_states(counts: Any, cap: int) -> int:
 
 def _build(counts, speeds, d, lam, replace, policy, cap, budget=None):
     if budget is None:
-        budget = _Budget(None, "")
+        budget = Budget(None, "")
     n = int(sum(counts))
     K = len(counts)
     per = [_class_states(int(m), cap) for m in counts]
@@ -251,7 +251,7 @@ def solve_classes(
         max_seconds = _m.check_positive_float("max_seconds", max_seconds)
     check_random_stable(policy, lam, sc)
     t0 = _time.perf_counter()
-    budget = _Budget(max_seconds, f"n={n}, d={d}, λ={lam:g}, policy {policy}, classes {sc.spec}", progress)
+    budget = Budget(max_seconds, f"n={n}, d={d}, λ={lam:g}, policy {policy}, classes {sc.spec}", progress)
     if cap is not None:
         cap = _m.check_positive_int("cap", cap, maximum=10**4)
         if count_states(counts, cap) > max_states:
@@ -270,7 +270,7 @@ def solve_classes(
     for cp in caps:
         budget.stage(f"cap {cp}: enumerating {count_states(counts, cp):,} states and building the generator")
         Q, c, tot, _ = _build(counts, speeds, d, lam, replace, policy, cp, budget)
-        pi, res, method = _stationary(Q, tot, budget=budget)
+        pi, res, method = stationary_vector(Q, tot, budget=budget)
         at_cap = (c[:, :, cp].sum(axis=1) > 0).astype(float)
         mass = float(pi @ at_cap)
         budget.reached = f"cap {cp} solved ({Q.shape[0]:,} states), P(some queue at the cap) = {mass:.3g}"

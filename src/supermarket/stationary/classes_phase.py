@@ -13,7 +13,7 @@ arrival that would pass it is dropped).  The generator is built from the definit
 without) and taking the first shortest (the law of the joined server is that of a uniform
 pick among the sampled slots at the least length, the tie rule of §14: the tuple is
 exchangeable); ``random``, ``jsq`` and ``jiq`` by their definitions.  ``π Q = 0`` by the
-solver of §11 (:func:`supermarket.stationary.profile._stationary`).
+solver of §11 (:func:`supermarket.stationary.solver.stationary_vector`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from ..system import policies as _pol
 from ..system.service import ServerClasses, ServiceLaw, parse_phase_type, parse_server_classes
 from .classes import check_random_stable, exact_dict
 from .phase import _join_law
-from .profile import _Budget, _stationary
+from .solver import Budget, stationary_vector
 
 __all__ = ["solve_classes_phase", "ClassesPhaseExact", "MAX_CP_STATES", "count_cp_states"]
 
@@ -110,7 +110,7 @@ def count_cp_states(counts: Any, cap: int, phases: int) -> int:
 
 def _build(counts, speeds, d, lam, replace, policy, cap, a, M, t0, budget=None):
     if budget is None:
-        budget = _Budget(None, "")
+        budget = Budget(None, "")
     n = int(sum(counts))
     K = a.size
     m = 1 + cap * K  # per-server states: 0 idle, 1 + (ℓ−1)K + φ busy
@@ -283,11 +283,11 @@ def solve_classes_phase(
                 "lower n or pass a smaller cap"
             )
     start = _time.perf_counter()
-    budget = _Budget(max_seconds, f"n={n}, d={d}, λ={lam_f:g}, policy {policy}, classes {sc.spec}", progress)
+    budget = Budget(max_seconds, f"n={n}, d={d}, λ={lam_f:g}, policy {policy}, classes {sc.spec}", progress)
     for cp in caps:
         budget.stage(f"cap {cp}: enumerating {count_cp_states(counts, cp, K):,} states and building the generator")
         Q, occ, tot, at_cap = _build(counts, speeds, d, lam_f, replace, policy, cp, a, M, t0, budget)
-        pi, res, method = _stationary(Q, tot, budget=budget)
+        pi, res, method = stationary_vector(Q, tot, budget=budget)
         mass = float(pi @ at_cap)
         budget.reached = f"cap {cp} solved ({Q.shape[0]:,} states), P(some queue at the cap) = {mass:.3g}"
         if mass < tol:

@@ -29,7 +29,7 @@ from ..checks import check_int
 from ..model import check_load, check_positive_float
 from ..system.phase_law import check_ph
 from ..system.policies import check_policy
-from .profile import _Budget, _stationary
+from .solver import Budget, stationary_vector
 
 __all__ = ["PhaseExact", "solve_phase", "MAX_PHASE_STATES"]
 
@@ -173,7 +173,7 @@ def solve_phase(
 
     if max_seconds is not None:
         max_seconds = check_positive_float("max_seconds", max_seconds)
-    budget = _Budget(max_seconds, f"n={n}, d={d}, λ={lam:g}, policy {policy}, cap {cap}", progress)
+    budget = Budget(max_seconds, f"n={n}, d={d}, λ={lam:g}, policy {policy}, cap {cap}", progress)
 
     def length(q):
         return 0 if q == 0 else (q - 1) // K + 1
@@ -232,7 +232,7 @@ def solve_phase(
     Q = Q - sp.diags(np.asarray(Q.sum(axis=1)).ravel())
     tot = np.array([sum(length(q) for q in s) for s in states])
     # the exact solver's own π Q = 0 (sparse LU or GMRES + ILU)
-    pi, residual, method = _stationary(Q, tot, budget=budget)
+    pi, residual, method = stationary_vector(Q, tot, budget=budget)
     code_hist = np.zeros((S, m))
     for i, s in enumerate(states):
         for q in s:
