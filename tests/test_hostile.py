@@ -872,7 +872,7 @@ def test_reproduce_tables_and_figures_are_written_whole(tmp_path, monkeypatch):
     with pytest.raises(OSError):
         output._save_figure(plt.figure(), tmp_path, "F")
     with pytest.raises(OSError):
-        paper002._write_csv(tmp_path / "m.csv", rows)
+        output._write_csv(tmp_path / "m.csv", rows)
     with pytest.raises(OSError):
         paper002._save_figure(plt.figure(), tmp_path / "g.png", 100)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names)  # no temporary left

@@ -76,7 +76,7 @@ def test_same_seed_same_tables(tiny, tmp_path):
 
 def test_reproduce_cli_runs_paper002(tiny, tmp_path, monkeypatch):
     lines = []
-    monkeypatch.setattr(p002, "_progress", lines.append)  # stderr is no terminal here: record the lines
+    monkeypatch.setattr(p002.driver, "_progress", lines.append)  # stderr is no terminal here: record the lines
     r = CliRunner().invoke(main, ["reproduce", "paper002", "--quick", "--out", str(tmp_path)])
     assert r.exit_code == 0, r.output
     assert (tmp_path / "summary.md").exists()

@@ -1,0 +1,5 @@
+"""``python -m supermarket.experiments.paper002 study …``."""
+
+from .study import main
+
+raise SystemExit(main())
