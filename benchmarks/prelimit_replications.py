@@ -22,7 +22,7 @@ from functools import partial
 import numpy as np
 
 from supermarket import fluctuations as fl
-from supermarket.experiments.paper002 import _study_params
+from supermarket.experiments.paper002.study import _study_params
 from supermarket.model import spawn_seeds
 
 KEYS = ("mean_z1", "mean_z2", "var_z1", "var_z2", "cov_z1z2")

@@ -16,7 +16,7 @@ from supermarket.experiments import paper002 as p002
 @pytest.fixture
 def tiny(monkeypatch):
     monkeypatch.setattr(
-        p002,
+        p002.driver,
         "_config",
         lambda quick: (
             {"a": 400, "b": 400, "c": 400},
