@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import warnings
 
 import pytest
 from click.testing import CliRunner
@@ -60,7 +61,9 @@ def _normal(text: str) -> str:
 
 def _library(system_kw: dict, request: str, horizon: dict, start: str) -> str:
     try:
-        sm.simulate(N, D, LOAD, engine=request, start=start, seed=1, **system_kw, **horizon)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the cautions of a short run, issued before it starts
+            sm.simulate(N, D, LOAD, engine=request, start=start, seed=1, **system_kw, **horizon)
     except Ran as ran:
         return f"runs {ran.args[0]}"
     except (ValueError, TypeError) as exc:
@@ -144,6 +147,16 @@ def test_the_table_is_the_answer():
             assert err.value.key == option and methods.ENGINES[engine].text in str(err.value)
 
 
+def test_the_table_defaults_are_the_engines():
+    """The defaults the table states are those the engines apply."""
+    from supermarket.simulation.general.run import DEFAULT_REPLICATIONS
+
+    assert methods.ENGINES["events"].replications == DEFAULT_REPLICATIONS
+    assert methods.default_replications(System(N, D, 0.5, service="lognormal:2")) == DEFAULT_REPLICATIONS
+    r = sm.simulate(N, D, 0.5, service="erlang:2", steps=20_000, seed=1)
+    assert (r.replications, r.batches) == (1, methods.ENGINES["phase"].batches)
+
+
 def test_exact_and_mean_field_say_why_not():
     lognormal = System(3, 2, 0.5, service="lognormal:4")
     with pytest.raises(ValueError, match="an exact finite-state law does not exist for lognormal:4"):
@@ -152,3 +165,33 @@ def test_exact_and_mean_field_say_why_not():
         methods.mean_field(System(None, 2, 0.5, rule="jiq", service="erlang:2"))
     assert methods.exact_solver(System(3, 2, 0.5)) == "profile"
     assert methods.mean_field(System(None, 2, 0.5, server_classes="0.5:2,0.5:1")) == "classes"
+
+
+@pytest.mark.parametrize(
+    "argv, system",
+    [
+        (["exact", "--n", "2", "--service", "pareto:3"], System(2, 2, 0.5, service="pareto:3")),
+        (
+            ["exact", "--n", "2", "--server-classes", "0.5:2,0.5:1", "--service", "deterministic"],
+            System(2, 2, 0.5, service="deterministic", server_classes="0.5:2,0.5:1"),
+        ),
+        (["meanfield", "--service", "lognormal:2"], System(None, 2, 0.5, service="lognormal:2")),
+        (
+            ["meanfield", "--service", "erlang:2", "--policy", "jiq"],
+            System(None, 2, 0.5, rule="jiq", service="erlang:2"),
+        ),
+        (
+            ["meanfield", "--server-classes", "0.5:2,0.5:1", "--policy", "jsq"],
+            System(None, 2, 0.5, rule="jsq", server_classes="0.5:2,0.5:1"),
+        ),
+    ],
+)
+def test_exact_and_meanfield_commands_refuse_by_the_table(argv, system):
+    """``exact`` and ``meanfield`` choose their solver by the table, and refuse with its reason."""
+    from supermarket.cli import main
+
+    method = methods.exact_solver if argv[0] == "exact" else methods.mean_field
+    with pytest.raises(ValueError) as err:
+        method(system)
+    r = CliRunner().invoke(main, [*argv, "--load", "0.5", "--d", "2"])
+    assert r.exit_code == 2 and r.output.strip() == f"supermarket: error: {err.value}"

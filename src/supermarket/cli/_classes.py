@@ -42,13 +42,7 @@ def meanfield_cli(
     from ..meanfield.classes import classes_fixed_point
     from ..system.service import parse_service
 
-    law = parse_service(service)
-    if law.alpha is None:
-        raise click.UsageError(
-            f"--service {law.spec} has no phase-type form: meanfield --server-classes takes exp, erlang:K, "
-            f"hyperexp:SCV or ph:FILE.json; `supermarket simulate --server-classes … --service {law.spec}` runs it "
-            "on the per-queue event engine"
-        )
+    law = parse_service(service)  # phase-type: cli/meanfield.py refused the others (supermarket.system.methods)
 
     for key in ("n", "time", "plot", "cdf", "levels", "scheduler"):
         if other.get(key) is not None:
@@ -91,16 +85,10 @@ def exact_cli(
     from ..stationary.classes import solve_classes
     from ..system.service import parse_service
 
-    law = parse_service(service)  # a bad law first, then the refused options
+    law = parse_service(service)  # phase-type: cli/exact.py refused the others (supermarket.system.methods)
     for flag, value in (refused or {}).items():
         if value:
             raise click.UsageError(f"{flag} does not go with --server-classes (per-class means only)")
-    if law.alpha is None:
-        raise click.UsageError(
-            f"--service {law.spec} has no phase-type form: exact --server-classes takes exp, erlang:K, "
-            f"hyperexp:SCV or ph:FILE.json; `supermarket simulate --server-classes … --service {law.spec}` runs it "
-            "on the per-queue event engine"
-        )
     res: Any
     if law.is_exponential:
         res = solve_classes(

@@ -5,7 +5,7 @@ chose, run with ``simulate``'s keywords (docs/model.md §13–§15).
 The options an engine does not take are refused first, by the one refusal of
 :func:`supermarket.system.methods.check_options`; what is left is each engine's own reading of
 the shared keywords: a burn-in given with ``steps`` is in events and the count engines with
-classes take it in time, 256 batch means by default, a progress callback where the engine has one.
+classes take it in time, the table's batch means by default, a progress callback where the engine has one.
 """
 
 from __future__ import annotations
@@ -23,10 +23,7 @@ from .classes_phase import simulate_classes_phase
 from .general import GeneralResult, simulate_general
 from .phase_run import PhaseSimulationResult, simulate_phase_service
 
-__all__ = ["run_engine", "LAW_BATCHES"]
-
-LAW_BATCHES = 256
-"""Batch means per replication on these engines when ``batches`` is not given."""
+__all__ = ["run_engine"]
 
 
 def run_engine(
@@ -60,7 +57,9 @@ def run_engine(
     n, d = system.n, system.d
     lam: Any = system.load  # as given: a string or Fraction is the exact value
     assert n is not None, "a simulation has a finite n"
-    batches = LAW_BATCHES if batches is None else batches
+    default = _methods.ENGINES[engine].batches
+    assert default is not None, "the law engines state their batches"
+    batches = default if batches is None else batches  # the table's default
     call: Callable[[float], object] | None = progress if callable(progress) else None
     common: dict[str, Any] = dict(policy=system.rule, replace=system.replace, time=time, seed=seed, workers=workers)
     if engine == "phase":

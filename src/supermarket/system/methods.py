@@ -286,7 +286,7 @@ def mean_field(system: System) -> str:
     >>> mean_field(System(None, 2, 0.5, rule="jiq", service="erlang:2"))
     Traceback (most recent call last):
     ...
-    ValueError: policy: jiq's mean-field drift is discontinuous: no phase-type mean field ...
+    ValueError: policy: jiq's mean-field drift is discontinuous: no mean field with a phase-type law ...
     """
     if system.law_family == "general":
         raise ValueError(
@@ -294,10 +294,11 @@ def mean_field(system: System) -> str:
             "phases; the mean field takes exp, erlang:K, hyperexp:SCV or ph:FILE.json (the event engine "
             "simulates the others)"
         )
-    if system.law_family == "phase-type" and not system.has_classes and system.rule not in _pol.SMOOTH_POLICIES:
+    if (system.law_family != "exponential" or system.has_classes) and system.rule not in _pol.SMOOTH_POLICIES:
+        with_what = "server classes" if system.has_classes else "a phase-type law"
         raise ValueError(
-            f"policy: {system.rule}'s mean-field drift is discontinuous: no phase-type mean field for it "
-            f"(jsq-d and random only); simulate runs it"
+            f"policy: {system.rule}'s mean-field drift is discontinuous: no mean field with {with_what} for it "
+            f"({', '.join(_pol.SMOOTH_POLICIES)} only); simulate runs it"
         )
     return {
         ("exponential", False): "ode",
