@@ -93,7 +93,7 @@ def test_exact_load_kept():
         (dict(policy="jiq"), dict(steps=20_000)),
         (dict(service="erlang:2"), dict(steps=20_000)),
         (dict(server_classes="0.5:2,0.5:1"), dict(steps=20_000)),
-        (dict(service="lognormal:2", policy="random"), dict(time=30.0)),
+        (dict(service="lognormal:2", policy="random"), dict(time=10.0)),
     ],
 )
 def test_simulate_takes_a_system(keywords, horizon):

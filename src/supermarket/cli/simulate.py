@@ -333,14 +333,11 @@ def simulate(
             warnings.simplefilter("always")
             warnings.showwarning = _collect_warnings(caught)
             res = _simulate(
-                n,
-                d,
-                load,
+                system,
                 steps=steps,
                 time=time_,
                 burn_in=burn,
                 engine=engine,
-                replace=replace,
                 start=start,
                 seed=seed,
                 replications=replications,
@@ -352,7 +349,6 @@ def simulate(
                 batches=batches,
                 client=client,
                 control_variates=control_variates,
-                policy=policy,
             )
             assert isinstance(res, SimulationResult)  # exponential service, one class: the profile engines
     finally:
