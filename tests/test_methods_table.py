@@ -195,3 +195,19 @@ def test_exact_and_meanfield_commands_refuse_by_the_table(argv, system):
         method(system)
     r = CliRunner().invoke(main, [*argv, "--load", "0.5", "--d", "2"])
     assert r.exit_code == 2 and r.output.strip() == f"supermarket: error: {err.value}"
+
+
+@pytest.mark.parametrize("classes, law", list(itertools.product(CLASSES, LAWS)))
+def test_a_precision_target_is_refused_alike_by_the_library_and_the_command(stubbed, classes, law):
+    """``precision`` (the sweep has no such key): the library and the command line agree."""
+    system_kw = {"policy": "jsq-d", "service": law, "server_classes": classes}
+    horizon = {"time": 5.0}
+    lib = _library(system_kw | {"precision": 0.01}, "profile", horizon, "empty")
+    from supermarket.cli import main
+
+    args = ["simulate", "--n", str(N), "--d", str(D), "--load", LOAD, "--service", law, "--time", "5", "--json"]
+    args += ["--precision", "0.01"] + (["--server-classes", classes] if classes else [])
+    r = CliRunner().invoke(main, args)
+    cli = f"runs {r.exception.args[0]}" if isinstance(r.exception, Ran) else _normal(r.output.splitlines()[-1])
+    assert lib == cli
+    assert lib.startswith("runs") == (law == "exp" and classes is None)
