@@ -65,7 +65,7 @@ def test_simulate_dispatch_and_result():
     assert isinstance(ev, GeneralResult)
     assert isinstance(sm.simulate(20, 2, 0.8, service="lognormal:2", time=50.0, seed=1, batches=64), GeneralResult)
     for kw, words in (
-        ({"engine": "queues"}, "engine: with service erlang:2"),
+        ({"engine": "queues"}, "engine: service erlang:2 runs on"),
         ({"precision": 0.01}, "precision"),
         ({"start": "fixed-point", "policy": "jiq"}, "fixed-point"),
         ({"time": 10.0, "steps": 1000}, "not both"),
@@ -189,7 +189,7 @@ def test_cli_simulate_meanfield_exact_json_and_refusals():
     r = cli("exact", "--n", "2", "--load", "0.5", "--service", "erlang:2", "--json")
     assert r.exit_code == 0 and json.loads(r.stdout)["engine"] == "exact-phase"
     for bad, words in (
-        ([*args, "--service", "erlang:2", "--engine", "queues"], "--engine queues"),
+        ([*args, "--service", "erlang:2", "--engine", "queues"], "not 'queues'"),
         ([*args, "--service", "erlang:2", "--cdf", "10"], "--cdf"),
         (["meanfield", "--service", "erlang:2", "--policy", "jsq"], "discontinuous"),
         (["meanfield", "--service", "lognormal:2"], "no phase-type form"),

@@ -1,20 +1,17 @@
-"""The ``--service`` routes of ``simulate``, ``meanfield`` and ``exact`` for the phase-type
+"""The ``--service`` routes of ``meanfield`` and ``exact`` for the phase-type
 laws (docs/model.md §13): each command calls one function here with a few lines."""
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
 import click
 
-from ._common import print_json, to_jsonable, write_text
+from ._common import print_json
 
 __all__ = [
-    "is_phase_service",
     "is_exponential_service",
-    "simulate_phase_cli",
     "meanfield_phase_cli",
     "exact_phase_cli",
     "ENGINE_HELP",
@@ -24,16 +21,6 @@ ENGINE_HELP = (
     " With --service erlang:K, hyperexp:SCV or ph:FILE: phase (the phase-type count engine, the default for "
     "those laws) or events (the per-queue event engine, with response-time quantiles)."
 )
-
-
-def is_phase_service(service: str | None) -> bool:
-    """Whether ``service`` is a phase-type law other than exponential (a ValueError names a bad law)."""
-    if service is None:
-        return False
-    from ..system.service import parse_service
-
-    law = parse_service(service)
-    return not law.is_exponential and law.alpha is not None
 
 
 def is_exponential_service(service: str) -> bool:
@@ -54,77 +41,6 @@ def _law(service: str, command: str) -> Any:
             f"ph:FILE.json; `supermarket simulate --service {law.spec}` runs it on the per-queue event engine"
         )
     return law
-
-
-def simulate_phase_cli(
-    n: int,
-    d: int,
-    load: str,
-    *,
-    service: str,
-    policy: str,
-    replace: bool,
-    steps: int | None,
-    time_: float | None,
-    burn: float | None,
-    seed: int,
-    replications: int,
-    workers: int | None,
-    batches: int | None,
-    start: str,
-    control_variates: bool,
-    out: str | None,
-    as_json: bool,
-    **refused: Any,
-) -> None:
-    """``simulate --service erlang:K|hyperexp:SCV|ph:FILE``: the phase-type count engine."""
-    engine = refused.pop("engine", "profile")
-    if engine not in ("profile", "phase"):
-        raise click.UsageError(
-            f"--engine {engine} does not go with --service {service}: phase (the count engine, default) or events"
-        )
-    flags = {
-        "precision": "--precision",
-        "max_steps": "--max-steps",
-        "scheduler": "--scheduler",
-        "cdf": "--cdf",
-        "plot": "--plot",
-    }
-    for key, flag in flags.items():
-        if refused.get(key) is not None:
-            raise click.UsageError(
-                f"{flag} does not go with the phase-type count engine (--service {service}); "
-                "--engine events runs the per-queue event engine"
-            )
-    from ..simulation.phase_run import simulate_phase_service
-
-    res = simulate_phase_service(
-        n,
-        d,
-        load,
-        service,
-        policy=policy,
-        replace=replace,
-        time=time_,
-        steps=steps,
-        burn_in=burn,
-        batches=256 if batches is None else batches,
-        seed=seed,
-        replications=replications,
-        workers=workers,
-        start=start,
-        control_variates=control_variates,
-    )
-    data = res.to_dict()
-    data["load_text"] = load
-    if out:
-        write_text(str(out), json.dumps(to_jsonable(data), indent=2, allow_nan=False))
-    if as_json:
-        print_json(data)
-        return
-    click.echo(res.summary())
-    if out:
-        click.echo(f"wrote {out}")
 
 
 def meanfield_phase_cli(

@@ -11,7 +11,7 @@ import click
 
 from ..model import MAX_CDF_POINTS
 from ._common import COUNT, LOAD, OUTPUT_FIGURE, CountType, FloatType, print_json, save_figure
-from ._phase import exact_phase_cli, is_exponential_service
+from ._phase import exact_phase_cli
 from .options import one_task_options, policy_option, replace_option, run_once
 
 NOTE_SECONDS = 5.0  # a search predicted to take longer says so before it starts
@@ -142,7 +142,12 @@ def _exact(
     server_classes: str | None = None,
     progress: Any = None,
 ) -> None:
-    if server_classes is not None:  # docs/model.md §15.4; with a phase-type --service, §15.6
+    from ..system.methods import exact_solver
+    from ..system.spec import System
+
+    system = System(n, d, load, rule=policy, replace=replace, service=service, server_classes=server_classes)
+    solver = exact_solver(system)  # the one table (supermarket.system.methods): a law without one is refused
+    if solver in ("classes", "classes_phase") and server_classes is not None:  # §15.4; phase-type --service §15.6
         from ._classes import exact_cli
 
         exact_cli(
@@ -161,7 +166,7 @@ def _exact(
             refused={"--quantile": quantiles, "--profile-law": profile_law, "--cdf": cdf_points, "--plot": plot},
         )
         return
-    if service != "exp" and not is_exponential_service(service):  # docs/model.md §13
+    if solver == "phase":  # docs/model.md §13
         exact_phase_cli(
             n, d, load, service=service, policy=policy, replace=replace, cap=cap, tol=tol, as_json=as_json,
             plot=plot, cdf_points=cdf_points, quantiles=quantiles, profile_law=profile_law,

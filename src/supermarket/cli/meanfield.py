@@ -10,7 +10,7 @@ import click
 import numpy as np
 
 from ._common import COUNT, FLOAT, LOAD, OUTPUT_FIGURE, CountType, print_json, save_figure
-from ._phase import is_exponential_service, meanfield_phase_cli
+from ._phase import meanfield_phase_cli
 from .options import json_option, one_task_options, policy_option, replace_option, run_once
 
 
@@ -404,12 +404,22 @@ def meanfield(
     """Mean-field theory for (d, λ) (docs/model.md §3, §8): the fixed point π, the ODE (1.1) from a
     start profile, and with --n the refined mean field E[u_i] ≈ π(i) + V_i/n (Gast–Van Houdt)
     and the linear-noise covariance of √n u.  --d inf gives the water-filling limit of paper 002."""
-    if server_classes is not None:  # docs/model.md §15.2, with a phase-type law §15.5
+    field = "ode"
+    if server_classes is not None or service != "exp":
+        from ..system.methods import mean_field
+        from ..system.spec import System
+
+        if isinstance(d, int) or (isinstance(d, float) and d.is_integer()):  # --d inf: refused below
+            system = System(None, int(d), load, rule=policy, service=service, server_classes=server_classes)
+            field = mean_field(system)  # the one table (supermarket.system.methods): refused with the reason
+        else:
+            field = "classes" if server_classes is not None else "phase"
+    if field in ("classes", "classes_phase"):  # docs/model.md §15.2, with a phase-type law §15.5
         from ._classes import meanfield_cli
 
         meanfield_cli(**locals())
         return
-    if service != "exp" and not is_exponential_service(service):  # docs/model.md §13
+    if field == "phase":  # docs/model.md §13
         meanfield_phase_cli(
             d, load, service=service, policy=policy, replace=replace, levels=levels, as_json=as_json,
             n=n, time=time, plot=plot, cdf=cdf, start=start,

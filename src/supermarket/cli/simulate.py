@@ -6,18 +6,17 @@ import json
 import warnings
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
+from typing import Any
 
 import click
 
 from ..model import MAX_CDF_POINTS
 from ..simulation import BATCHES, DEFAULT_STEPS, ENGINES, PRECISION_LEVEL_MIN, TIME_MODES
 from ..simulation import simulate as _simulate
-from ..simulation.classes import wants_classes_engine
-from ..simulation.general import simulate_general as _simulate_general_lib
-from ..simulation.general import wants_event_engine
-from ..simulation.phase_run import PHASE_ENGINES
+from ..simulation.results import SimulationResult
 from ..simulation.run import DEFAULT_MAX_STEPS
-from . import _classes as _classes_cli
+from ..system.methods import SIMULATION, check_options, simulation_engine
+from ..system.spec import System
 from ._common import (
     COUNT,
     FLOAT,
@@ -31,7 +30,7 @@ from ._common import (
     to_jsonable,
     write_text,
 )
-from ._phase import ENGINE_HELP, is_phase_service, simulate_phase_cli
+from ._phase import ENGINE_HELP
 from .options import (
     dask_client,
     deprecated_alias,
@@ -74,64 +73,33 @@ def _number(name: str, text: object) -> int | float | None:
     return int(v) if v == v.to_integral_value() and v.adjusted() <= 18 else float(v)  # 1e400: float inf, refused
 
 
-def _simulate_general(
-    n: int,
-    d: int,
-    load: str,
-    time_: float | None,
-    burn: float | None,
-    replace: bool,
-    policy: str,
-    seed: int,
-    replications: int | None,
-    workers: int | None,
-    batches: int | None,
-    service: str,
-    server_classes: str | None,
-    **unused: object,
-) -> None:
-    """``simulate --service/--server-classes``: the event engine, its summary or JSON."""
-    refused = {
-        "steps": "--steps (give --time)",
-        "precision": "--precision",
-        "max_steps": "--max-steps",
-        "scheduler": "--scheduler",
-        "cdf": "--cdf",
-        "plot": "--plot",
-    }
-    for key, flag in refused.items():
-        if unused.get(key) is not None:
-            raise click.UsageError(
-                f"{flag} does not go with --service other than exp or --server-classes "
-                "(the per-queue event engine, docs/model.md §14)"
-            )
-    if unused.get("engine") not in ("profile", "events") or unused.get("start") != "empty":
-        raise click.UsageError(
-            "--engine and --start do not go with --service other than exp or --server-classes "
-            "(the per-queue event engine starts empty)"
-        )
-    res = _simulate_general_lib(
-        n,
-        d,
-        load,
-        policy=policy,
-        replace=replace,
-        service=service,
-        server_classes=server_classes,
-        time=time_,
-        burn_in=burn,
-        seed=seed,
-        replications=replications,
-        workers=workers,
-        batches=256 if batches is None else batches,
-        control_variates=bool(unused.get("control_variates", True)),
-    )
+_FLAGS = {
+    "steps": "--steps",
+    "start": "--start",
+    "precision": "--precision",
+    "max_steps": "--max-steps",
+    "client": "--scheduler",
+    "cdf": "--cdf",
+    "plot": "--plot",
+}
+
+
+def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as_json: bool, **kw: Any) -> None:
+    """``simulate`` of a system with a service law other than exp or server classes, on the engine
+    the table chose (phase, classes, classes-phase or events): the options it does not take
+    refused by the table's one refusal, then the library's run, its summary or JSON."""
+    given = {key: kw.pop(key) for key in ("cdf", "plot", "client")}
+    try:
+        check_options(system, chosen, {"steps": kw["steps"], "start": kw["start"], "precision": kw["precision"],
+                      "max_steps": kw["max_steps"], **given}, spell=_FLAGS.__getitem__, time="--time")  # fmt: skip
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    res = _simulate(system, **kw)
     data = res.to_dict()
     data["load_text"] = load
-    out = unused.get("out")
     if out:
         write_text(str(out), json.dumps(to_jsonable(data), indent=2, allow_nan=False))
-    if unused.get("as_json"):
+    if as_json:
         print_json(data)
         return
     click.echo(res.summary())
@@ -170,7 +138,7 @@ def _simulate_general(
 @click.option("--burn-in", type=str, hidden=True)
 @click.option(
     "--engine",
-    type=click.Choice((*ENGINES, *PHASE_ENGINES)),
+    type=click.Choice(tuple(dict.fromkeys(req for row in SIMULATION.values() for req in row))),
     default="profile",
     show_default=True,
     help="profile: counts chain, O(1) per event, any n; queues: per-queue reference (O(d) per "
@@ -347,57 +315,17 @@ def simulate(
             "--precision cannot run on --scheduler: its stretches are planned from all "
             "replications together; run it locally"
         )
-    if (
-        replications is None
-    ):  # 1, or the event engine's own default (supermarket.simulation.general.DEFAULT_REPLICATIONS)
-        on_count = (
-            (server_classes is None and engine != "events" and is_phase_service(service))
-            or wants_classes_engine(service, server_classes, engine)
-            or (server_classes is not None and engine == "phase" and is_phase_service(service))
-        )
-        replications = 1 if on_count or not wants_event_engine(service, server_classes) else None
-    if server_classes is None and engine != "events" and is_phase_service(service):  # docs/model.md §13
-        simulate_phase_cli(
-            n, d, load, service=service, policy=policy, replace=replace, steps=steps, time_=time_, burn=burn,
-            seed=seed, replications=replications or 1, workers=workers, batches=batches, start=start,
-            control_variates=control_variates, out=out, as_json=as_json, precision=precision,
-            max_steps=max_steps, scheduler=scheduler, cdf=cdf, plot=plot, engine=engine,
+    system = System(n, d, load, rule=policy, replace=replace, service=service, server_classes=server_classes)
+    chosen = simulation_engine(system, engine)  # the one engine choice (supermarket.system.methods)
+    if chosen not in ENGINES:  # docs/model.md §13-§15
+        _simulate_law(
+            system, chosen, load=load, out=out, as_json=as_json, cdf=cdf, plot=plot, client=scheduler, steps=steps,
+            time=time_, burn_in=burn, engine=engine, start=start, seed=seed, replications=replications,
+            workers=workers, batches=batches, precision=precision, max_steps=max_steps,
+            control_variates=control_variates,
         )  # fmt: skip
         return
-    if wants_classes_engine(service, server_classes, engine):  # docs/model.md §15: classes, exponential service
-        _classes_cli.simulate_cli(**locals())
-        return
-    if server_classes is not None and engine == "phase" and is_phase_service(service):  # §15.7, on request
-        _classes_cli.simulate_cli(**locals())
-        return
-    if wants_event_engine(service, server_classes):  # a ValueError names a bad law or classes
-        _simulate_general(
-            n,
-            d,
-            load,
-            time_,
-            burn,
-            replace,
-            policy,
-            seed,
-            replications,
-            workers,
-            batches,
-            service,
-            server_classes,
-            steps=steps,
-            engine=engine,
-            start=start,
-            precision=precision,
-            max_steps=max_steps,
-            scheduler=scheduler,
-            cdf=cdf,
-            plot=plot,
-            out=out,
-            as_json=as_json,
-            control_variates=control_variates,
-        )
-        return
+    replications = 1 if replications is None else replications
     client = dask_client(scheduler, connect_timeout, workers)
     try:
         caught: list[warnings.WarningMessage] = []
@@ -405,14 +333,11 @@ def simulate(
             warnings.simplefilter("always")
             warnings.showwarning = _collect_warnings(caught)
             res = _simulate(
-                n,
-                d,
-                load,
+                system,
                 steps=steps,
                 time=time_,
                 burn_in=burn,
                 engine=engine,
-                replace=replace,
                 start=start,
                 seed=seed,
                 replications=replications,
@@ -424,8 +349,8 @@ def simulate(
                 batches=batches,
                 client=client,
                 control_variates=control_variates,
-                policy=policy,
             )
+            assert isinstance(res, SimulationResult)  # exponential service, one class: the profile engines
     finally:
         if client is not None:
             client.close()

@@ -17,12 +17,14 @@ from __future__ import annotations
 
 from .chain import Chain
 from .estimate import SELF_CHECK_Z
+from .protocol import SimulateResult
 from .results import Estimate, SimulationResult, Trajectory
 from .run import BATCHES, DEFAULT_STEPS, ENGINES, MAX_RECORDS, PRECISION_LEVEL_MIN, TIME_MODES, simulate
 
 __all__ = [
     "simulate",
     "SimulationResult",
+    "SimulateResult",
     "Estimate",
     "Trajectory",
     "Chain",

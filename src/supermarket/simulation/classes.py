@@ -29,19 +29,16 @@ import numpy as np
 
 from .. import model as _m
 from .. import stats as _st
-from ..checks import refuse_unused_keywords
 from ..engines import classes as _ck
 from ..engines.rng import state_from_seed_sequence
 from ..result import Result
 from ..stats import ErrorEstimate
-from ..system.service import ServerClasses, parse_server_classes, parse_service
+from ..system.service import ServerClasses, parse_server_classes
 
 __all__ = [
     "simulate_classes",
     "ClassesResult",
     "ClassEstimates",
-    "wants_classes_engine",
-    "from_simulate_args",
     "DEFAULT_EVENTS",
     "POLICIES",
 ]
@@ -600,86 +597,4 @@ def _summarize(
         interrupted=interrupted,
         notes=tuple(notes),
         service=service,
-    )
-
-
-# ------------------------------------------------------------------------ simulate() dispatch
-def wants_classes_engine(service: object = "exp", server_classes: object = None, engine: object = "profile") -> bool:
-    """Whether ``simulate(..., server_classes=)`` runs this engine: server classes with
-    exponential service and no explicit ``engine="events"``.
-
-    Examples
-    --------
-    >>> wants_classes_engine("exp", "0.5:2,0.5:1"), wants_classes_engine("exp", "0.5:2,0.5:1", "events")
-    (True, False)
-    >>> wants_classes_engine("erlang:2", "0.5:2,0.5:1"), wants_classes_engine("exp", None)
-    (False, False)
-    """
-    if server_classes is None or engine == "events":
-        return False
-    return parse_service(service).is_exponential  # type: ignore[arg-type]
-
-
-_SIMULATE_DEFAULTS = {
-    "engine": "profile",
-    "start": "empty",
-    "record_every": None,
-    "record_levels": None,
-    "precision": None,
-    "max_steps": None,
-    "client": None,
-}
-
-
-def from_simulate_args(
-    n: int,
-    d: int,
-    lam: float | str,
-    *,
-    server_classes: str | ServerClasses,
-    policy: str = "jsq-d",
-    steps: int | float | None = None,
-    time: float | None = None,
-    burn_in: float | None = None,
-    replace: bool = True,
-    seed: int | np.random.SeedSequence = 0,
-    replications: int = 1,
-    batches: int | None = None,
-    control_variates: bool = True,
-    progress: object = None,
-    workers: int | None = None,
-    **others: Any,
-) -> ClassesResult:
-    """:func:`simulate_classes` with :func:`supermarket.simulate`'s keywords: ``steps`` are
-    events of the uniformized chain (burn-in then in time units); keywords this engine has
-    no use for are refused unless at their default; ``time_mode``, ``eps`` and ``service``
-    (exponential here) are ignored."""
-    refuse_unused_keywords(
-        others,
-        _SIMULATE_DEFAULTS,
-        ("time_mode", "eps", "service", "_force_window"),
-        lambda key: (
-            f"{key}: the count engine with server classes does not take {key}= (it starts empty, runs on "
-            "local threads, and has no precision target); engine='events' runs the per-queue event engine"
-        ),
-    )
-    if steps is not None and burn_in is not None:  # in the unit of the horizon: events
-        sc = parse_server_classes(server_classes)
-        burn_in = float(burn_in) / (n * sc.mean_speed * (1.0 + _m.check_load(lam, name="lam")))
-    return simulate_classes(
-        n,
-        d,
-        lam,
-        server_classes=server_classes,
-        policy=policy,
-        replace=replace,
-        time=time,
-        events=steps,
-        burn_in=burn_in,
-        seed=seed,
-        replications=replications,
-        batches=256 if batches is None else batches,
-        control_variates=control_variates,
-        progress=progress if callable(progress) else None,
-        workers=workers,
     )

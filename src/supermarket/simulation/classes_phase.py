@@ -14,19 +14,16 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
-from .. import model as _m
-from ..checks import refuse_unused_keywords
 from ..engines import classes_phase as _cp
 from ..engines.classes import POLICY_CODES
 from ..engines.rng import state_from_seed_sequence
-from ..system.service import ServerClasses, ServiceLaw, parse_phase_type, parse_server_classes, parse_service
-from .classes import _SIMULATE_DEFAULTS, CHUNK, ClassesResult, _check, _horizon, _replicate, _summarize
+from ..system.service import ServerClasses, ServiceLaw, parse_phase_type, parse_server_classes
+from .classes import CHUNK, ClassesResult, _check, _horizon, _replicate, _summarize
 
-__all__ = ["simulate_classes_phase", "wants_classes_phase_engine", "from_simulate_args"]
+__all__ = ["simulate_classes_phase"]
 
 LEVELS0 = 64
 
@@ -167,93 +164,3 @@ def simulate_classes_phase(
         n, d, lam_f, policy, replace, sc, counts, time, burn_in, replications, batches, batch_ev, control_variates,
         results, wall, law,
     )  # fmt: skip
-
-
-def wants_classes_phase_engine(
-    service: object = "exp", server_classes: object = None, engine: object = "profile"
-) -> bool:
-    """Whether ``simulate(..., server_classes=, service=, engine=)`` runs this engine: server
-    classes, a phase-type law other than exponential, and ``engine="phase"`` (the event engine
-    stays the default for the combination).
-
-    Examples
-    --------
-    >>> c = "0.5:2,0.5:1"
-    >>> wants_classes_phase_engine("erlang:2", c, "phase"), wants_classes_phase_engine("erlang:2", c)
-    (True, False)
-    >>> wants_classes_phase_engine("lognormal:2", c, "phase"), wants_classes_phase_engine("erlang:2", None, "phase")
-    (False, False)
-    """
-    if server_classes is None or engine != "phase":
-        return False
-    law = parse_service(service)  # type: ignore[arg-type]
-    return not law.is_exponential and law.alpha is not None
-
-
-def from_simulate_args(
-    n: int,
-    d: int,
-    lam: float | str,
-    *,
-    server_classes: str | ServerClasses,
-    service: str | ServiceLaw,
-    policy: str = "jsq-d",
-    steps: int | float | None = None,
-    time: float | None = None,
-    burn_in: float | None = None,
-    replace: bool = True,
-    seed: int | np.random.SeedSequence = 0,
-    replications: int = 1,
-    batches: int | None = None,
-    control_variates: bool = True,
-    progress: object = None,
-    workers: int | None = None,
-    **others: Any,
-) -> ClassesResult:
-    """:func:`simulate_classes_phase` with :func:`supermarket.simulate`'s keywords: ``steps``
-    are events of the chain (a burn-in given with them is in events too); keywords this
-    engine has no use for are refused unless at their default; ``time_mode`` and ``eps`` are
-    ignored.
-
-    Examples
-    --------
-    >>> from_simulate_args(10, 2, 0.5, server_classes="0.5:2,0.5:1", service="erlang:2", engine="phase",
-    ...                    start="fixed-point")
-    Traceback (most recent call last):
-    ...
-    ValueError: start: the count engine with server classes and a phase-type law does not take start= ...
-    """
-    others = {k: v for k, v in others.items() if not (k == "engine" and v == "phase")}
-    refuse_unused_keywords(
-        others,
-        _SIMULATE_DEFAULTS,
-        ("time_mode", "eps", "_force_window"),
-        lambda key: (
-            f"{key}: the count engine with server classes and a phase-type law does not take {key}= (it starts "
-            "empty, runs on local threads, and has no precision target); engine='events' runs the per-queue "
-            "event engine"
-        ),
-    )
-    if steps is not None and burn_in is not None:  # in the unit of the horizon: events
-        sc = parse_server_classes(server_classes)
-        law = parse_service(service)
-        per = float(np.max(-np.diag(np.asarray(law.T, float)))) if law.T is not None else 1.0
-        burn_in = float(burn_in) / (n * sc.mean_speed * (per + _m.check_load(lam, name="lam")))
-    return simulate_classes_phase(
-        n,
-        d,
-        lam,
-        server_classes=server_classes,
-        service=service,
-        policy=policy,
-        replace=replace,
-        time=time,
-        events=steps,
-        burn_in=burn_in,
-        seed=seed,
-        replications=replications,
-        batches=256 if batches is None else batches,
-        control_variates=control_variates,
-        progress=progress if callable(progress) else None,
-        workers=workers,
-    )

@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..checks import check_int, check_positive_float, refuse_unused_keywords
+from ..checks import check_int, check_positive_float
 from ..model import as_seed_sequence, check_load
 from ..result import Result
 from ..stats import MIN_BLOCKS, ErrorEstimate, blocking
@@ -48,8 +48,6 @@ from .phase import PhaseChain, flow_series, run_batches
 __all__ = [
     "PhaseSimulationResult",
     "simulate_phase_service",
-    "wants_phase_engine",
-    "from_simulate_args",
     "PHASE_ENGINES",
     "DEFAULT_EVENTS",
     "IDENTITIES",
@@ -70,26 +68,6 @@ IDENTITIES = (
 )
 """The exact identities of docs/model.md §13: they hold for every phase-type law of mean 1
 and every dispatch rule here (jsq-d, random, jsq, jiq)."""
-
-
-def wants_phase_engine(
-    service: str | ServiceLaw = "exp", server_classes: object = None, engine: str = "profile"
-) -> bool:
-    """Whether ``simulate(..., service=, engine=)`` runs the phase-type count engine: a
-    phase-type law other than exponential (``erlang:K``, ``hyperexp:SCV``, ``ph:FILE``), no
-    server classes, and ``engine`` not ``"events"``.
-
-    Examples
-    --------
-    >>> wants_phase_engine("erlang:4"), wants_phase_engine("erlang:4", engine="events")
-    (True, False)
-    >>> wants_phase_engine("exp"), wants_phase_engine("lognormal:4"), wants_phase_engine("hyperexp:4", "0.5:2,0.5:1")
-    (False, False, False)
-    """
-    if server_classes is not None or engine == "events":
-        return False
-    law = parse_service(service)
-    return not law.is_exponential and law.alpha is not None
 
 
 @dataclass(frozen=True, eq=False)
@@ -505,83 +483,4 @@ def _summarize(n, d, lam, pol, replace, law, t_end, burn, batches, outs, wall, b
         identities=IDENTITIES,
         control_variates=bool(use_cv),
         notes=tuple(notes),
-    )
-
-
-_IGNORED = ("time_mode", "eps", "progress", "_force_window")
-_REFUSED_UNLESS_DEFAULT = {
-    "record_every": None,
-    "record_levels": None,
-    "precision": None,
-    "max_steps": None,
-    "client": None,
-}
-
-
-def from_simulate_args(
-    n: int,
-    d: int,
-    lam: float | str,
-    *,
-    service: str | ServiceLaw,
-    engine: str = "profile",
-    policy: str = "jsq-d",
-    steps: int | float | None = None,
-    time: float | None = None,
-    burn_in: float | None = None,
-    replace: bool = True,
-    start: Any = "empty",
-    seed: Any = 0,
-    replications: int = 1,
-    workers: int | None = None,
-    batches: int | None = None,
-    control_variates: bool = True,
-    **others: Any,
-) -> PhaseSimulationResult:
-    """:func:`simulate_phase_service` called with :func:`supermarket.simulate`'s keywords (its
-    dispatch when :func:`wants_phase_engine`).  ``engine`` may be ``"profile"`` (the default
-    of ``simulate``) or ``"phase"``; keywords this engine has no use for are refused when set
-    (``precision``, ``record_every``, ``client``, …); ``time_mode`` and ``eps`` are ignored
-    (continuous time; no good set).
-
-    Examples
-    --------
-    >>> from_simulate_args(10, 2, 0.5, service="erlang:2", engine="queues")
-    Traceback (most recent call last):
-    ...
-    ValueError: engine: with service erlang:2 the engines are 'phase' (the count engine, default) and ...
-    """
-    refuse_unused_keywords(
-        others,
-        _REFUSED_UNLESS_DEFAULT,
-        _IGNORED,
-        lambda key: (
-            f"{key}: the phase-type count engine (service {service}) does not take {key}= "
-            "(engine='events' for the per-queue event engine)"
-        ),
-    )
-    law = parse_service(service)
-    if engine not in ("profile", "phase"):
-        raise ValueError(
-            f"engine: with service {law.spec} the engines are 'phase' (the count engine, default) and "
-            f"'events' (the per-queue event engine), not {engine!r}"
-        )
-    if not isinstance(start, str):
-        raise ValueError("start: the phase engine starts 'empty' or at the 'fixed-point' (no start vector)")
-    return simulate_phase_service(
-        n,
-        d,
-        lam,
-        law,
-        policy=policy,
-        replace=replace,
-        time=time,
-        steps=steps,
-        burn_in=burn_in,
-        batches=256 if batches is None else batches,
-        seed=seed,
-        replications=replications,
-        workers=workers,
-        start=start,
-        control_variates=control_variates,
     )

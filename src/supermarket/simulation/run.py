@@ -29,15 +29,15 @@ from ..model import (
     check_positive_int,
     spawn_seeds,
 )
+from ..system import methods as _methods
 from ..system import policies as _pol
+from ..system.spec import System
 from ..system.states import counts_from_lengths, parse_start, start_counts
-from . import classes as _classes_sim
-from . import classes_phase as _classes_phase_sim
 from . import control as _cv
-from . import phase_run as _phase_run
+from . import dispatch as _dispatch
 from .chain import _Rep
 from .estimate import _result, _summarize, relaxation_time
-from .general import run as _general
+from .protocol import SimulateResult
 from .results import SimulationResult
 
 __all__ = [
@@ -389,10 +389,29 @@ def _check_second_order(second_order, control_variates) -> None:
 
 
 # =========================================================================== simulate
+def _as_system(n, d, lam, *, replace, policy, service, server_classes) -> System:
+    """The :class:`System` of ``simulate``'s arguments: the one given as ``n``, or the one the
+    keywords make (validated once, with the messages of each check)."""
+    if isinstance(n, System):
+        set_ = [k for k, v, default in (("d", d, None), ("lam", lam, None), ("replace", replace, True),
+                ("policy", policy, "jsq-d"), ("service", service, "exp"), ("server_classes", server_classes, None))
+                if not (v is default or (isinstance(v, str) and v == default))]  # fmt: skip
+        if set_:
+            raise TypeError(
+                f"simulate(system, ...) takes the system's fields from it; do not also give {', '.join(set_)}"
+            )
+        if n.n is None:
+            raise ValueError("system: simulate needs a finite n (n=None is the mean field)")
+        return n
+    if d is None or lam is None:
+        raise TypeError("simulate needs a System, or n, d and lam")
+    return System(n, d, lam, rule=policy, replace=replace, service=service, server_classes=server_classes)
+
+
 def simulate(
-    n: int,
-    d: int,
-    lam: float | str,
+    n: int | System,
+    d: int | None = None,
+    lam: float | str | None = None,
     *,
     steps: int | float | None = None,
     time: float | None = None,
@@ -416,14 +435,18 @@ def simulate(
     policy: str = "jsq-d",
     service: Any = "exp",
     server_classes: Any = None,
-) -> SimulationResult:
+) -> SimulateResult:
     """Simulate the (n, d, λ)-supermarket process and measure its time averages with honest errors.
 
     Parameters
     ----------
     n, d, lam : int, int, float or str
         Servers, choices, load λ (λ >= 1 runs a finite horizon with a warning: no
-        equilibrium, no good set, no self-checks).
+        equilibrium, no good set, no self-checks).  Or ``n`` a
+        :class:`~supermarket.system.spec.System` (with a finite ``n``), and then neither ``d``,
+        ``lam``, ``replace``, ``policy``, ``service`` nor ``server_classes``: the keywords build
+        the same value.  The engine that runs it is
+        :func:`supermarket.system.methods.simulation_engine`'s.
     steps, time : int or float, optional
         Horizon after burn-in: ``steps`` events, or ``time`` continuous-time units (in
         discrete mode ``round(time·n(1+λ))`` steps); not both.  Default ``DEFAULT_STEPS``
@@ -496,10 +519,13 @@ def simulate(
 
     Returns
     -------
-    SimulationResult
-        With error bars as docs/model.md §9 makes them; ``partial=True`` after Ctrl-C.
-        (A :class:`~supermarket.simulation.phase_run.PhaseSimulationResult` with a phase-type ``service``
-        on the phase engine; a :class:`~supermarket.simulation.general.GeneralResult` on the event engine.)
+    SimulateResult
+        The protocol of the four result types (:mod:`supermarket.simulation.protocol`): a
+        :class:`~supermarket.simulation.results.SimulationResult` on the profile engines (with error
+        bars as docs/model.md §9 makes them; ``partial=True`` after Ctrl-C), a
+        :class:`~supermarket.simulation.phase_run.PhaseSimulationResult` on the phase engine, a
+        :class:`~supermarket.simulation.classes.ClassesResult` on the count engines with classes, a
+        :class:`~supermarket.simulation.general.GeneralResult` on the event engine.
 
     Raises
     ------
@@ -520,88 +546,22 @@ def simulate(
     >>> bool((a.u_mean == b.u_mean).all())  # results do not depend on workers
     True
     """
-    if _phase_run.wants_phase_engine(service, server_classes, engine):  # docs/model.md §13
-        replications = 1 if replications is None else replications
-        phase: Any = _phase_run.from_simulate_args(
-            n,
-            d,
-            lam,
-            service=service,
-            engine=engine,
-            policy=policy,
-            steps=steps,
-            time=time,
-            burn_in=burn_in,
-            replace=replace,
-            start=start,
-            seed=seed,
-            replications=replications,
-            workers=workers,
-            batches=batches,
-            control_variates=control_variates,
-            time_mode=time_mode,
-            eps=eps,
-            record_every=record_every,
-            record_levels=record_levels,
-            precision=precision,
-            max_steps=max_steps,
-            client=client,
-        )
-        return phase
-    if _classes_sim.wants_classes_engine(service, server_classes, engine):  # docs/model.md §15
-        replications = 1 if replications is None else replications
-        classes: Any = _classes_sim.from_simulate_args(
-            n, d, lam, server_classes=server_classes, policy=policy, steps=steps, time=time, burn_in=burn_in,
-            replace=replace, seed=seed, replications=replications, batches=batches, workers=workers,
-            control_variates=control_variates, progress=progress, engine=engine, start=start, time_mode=time_mode,
-            eps=eps, record_every=record_every, record_levels=record_levels, precision=precision,
-            max_steps=max_steps, client=client, service=service,
+    system = _as_system(n, d, lam, replace=replace, policy=policy, service=service, server_classes=server_classes)
+    chosen = _methods.simulation_engine(system, engine)  # the one engine choice (supermarket.system.methods)
+    if chosen not in ENGINES:  # docs/model.md §13-§15
+        others = dict(record_every=record_every, record_levels=record_levels, precision=precision)
+        result: Any = _dispatch.run_engine(
+            chosen, system, steps=steps, time=time, burn_in=burn_in, start=start, seed=seed,
+            replications=replications, workers=workers, batches=batches, control_variates=control_variates,
+            progress=progress, options=others | dict(max_steps=max_steps, client=client),
         )  # fmt: skip
-        return classes
-    if _classes_phase_sim.wants_classes_phase_engine(service, server_classes, engine):  # §15.7, on request
-        replications = 1 if replications is None else replications
-        classes_phase: Any = _classes_phase_sim.from_simulate_args(
-            n, d, lam, server_classes=server_classes, service=service, policy=policy, steps=steps, time=time,
-            burn_in=burn_in, replace=replace, seed=seed, replications=replications, batches=batches,
-            workers=workers, control_variates=control_variates, progress=progress, engine=engine, start=start,
-            time_mode=time_mode, eps=eps, record_every=record_every, record_levels=record_levels,
-            precision=precision, max_steps=max_steps, client=client,
-        )  # fmt: skip
-        return classes_phase
-    if _general.wants_event_engine(service, server_classes):  # docs/model.md §14
-        general: Any = _general.from_simulate_args(
-            n,
-            d,
-            lam,
-            service=service,
-            server_classes=server_classes,
-            policy=policy,
-            steps=steps,
-            time=time,
-            burn_in=burn_in,
-            engine=engine,
-            replace=replace,
-            start=start,
-            seed=seed,
-            replications=replications,
-            workers=workers,
-            time_mode=time_mode,
-            eps=eps,
-            record_every=record_every,
-            record_levels=record_levels,
-            batches=batches,
-            precision=precision,
-            max_steps=max_steps,
-            progress=progress,
-            client=client,
-            control_variates=control_variates,
-        )
-        return general
+        return result
     replications = 1 if replications is None else replications
-    kw = dict(locals())  # the arguments, all but progress (and the event engine's) for the plan
+    kw = dict(locals())  # the arguments, all but progress (and the system's) for the plan
     progress = kw.pop("progress")
-    kw.pop("service")
-    kw.pop("server_classes")
+    for key in ("service", "server_classes", "system", "chosen"):
+        kw.pop(key)
+    kw.update(n=system.n, d=system.d, lam=system.load, replace=system.replace, policy=system.rule, engine=chosen)
     plan = _plan(**kw)
     for msg, category in plan.cautions:
         warnings.warn(msg, category, stacklevel=2)

@@ -194,41 +194,52 @@ VR_COLUMNS = ("u_mean", "ud_mean", "mean_queue_length", "mean_sojourn_time", "go
 
 #: The engines of a grid point with a service law other than exp or server classes, as the row's
 #: ``engine`` says (docs/sweep.md, "Dispatch rules, service laws and server classes"): the phase-type
-#: count engine (docs/model.md §13), the count engine with classes (§15), the per-queue event engine (§14).
-LAW_ENGINES = ("phase", "classes", "event")
+#: count engine (docs/model.md §13), the count engine with classes (§15) and with a phase-type law too
+#: (§15.7, on request: ``engine = "phase"``), the per-queue event engine (§14).
+LAW_ENGINES = ("phase", "classes", "classes-phase", "event")
 
 
-def _event_engine(params: dict) -> bool:
-    """Whether a simulate grid point has a service law other than exp or server classes (one of
-    :data:`LAW_ENGINES` runs it, not today's engines)."""
-    return params.get("server_classes") is not None or params.get("service", "exp") != "exp"
+#: The row's name of each engine of :data:`supermarket.system.methods.ENGINES` beyond the profile engines.
+_ROW_ENGINE = {"phase": "phase", "classes": "classes", "classes-phase": "classes-phase", "events": "event"}
+
+
+def _system(params: dict) -> Any:
+    """The :class:`~supermarket.system.spec.System` of a simulate grid point."""
+    from ..system.spec import System
+
+    return System(
+        params["n"], params["d"], params["load"], rule=params.get("policy", "jsq-d"),
+        replace=params.get("replace", True), service=params.get("service", "exp"),
+        server_classes=params.get("server_classes"),
+    )  # fmt: skip
+
+
+def _requested(params: dict) -> str:
+    engine = params.get("engine", "profile")
+    return {"event": "events", "classes-phase": "phase", "classes": "profile"}.get(engine, engine)
 
 
 def law_engine(params: dict) -> str:
-    """The engine of :data:`LAW_ENGINES` that runs a grid point with a service law or server classes:
-    the one :func:`supermarket.simulate` chooses by default, or ``"event"`` where the point says
-    ``engine = "events"``.
+    """The engine of :data:`LAW_ENGINES` that runs a grid point with a service law or server classes,
+    as :func:`supermarket.system.methods.simulation_engine` chooses it for the point's ``engine``
+    (the default, ``"events"``, or ``"phase"``), by its row's name.
 
     Examples
     --------
-    >>> law_engine({"service": "erlang:2"}), law_engine({"service": "erlang:2", "engine": "events"})
+    >>> p = {"n": 10, "d": 2, "load": 0.5}
+    >>> law_engine(p | {"service": "erlang:2"}), law_engine(p | {"service": "erlang:2", "engine": "events"})
     ('phase', 'event')
     >>> c = "0.5:2,0.5:1"
-    >>> law_engine({"server_classes": c}), law_engine({"service": "hyperexp:4", "server_classes": c})
+    >>> law_engine(p | {"server_classes": c}), law_engine(p | {"service": "hyperexp:4", "server_classes": c})
     ('classes', 'event')
-    >>> law_engine({"service": "lognormal:4"})
+    >>> law_engine(p | {"service": "hyperexp:4", "server_classes": c, "engine": "phase"})
+    'classes-phase'
+    >>> law_engine(p | {"service": "lognormal:4"})
     'event'
     """
-    from ..simulation.classes import wants_classes_engine
-    from ..simulation.phase_run import wants_phase_engine
+    from ..system.methods import simulation_engine
 
-    service, classes = params.get("service", "exp"), params.get("server_classes")
-    engine = "events" if params.get("engine") in ("events", "event") else "profile"
-    if wants_phase_engine(service, classes, engine):
-        return "phase"
-    if wants_classes_engine(service, classes, engine):
-        return "classes"
-    return "event"
+    return _ROW_ENGINE[simulation_engine(_system(params), _requested(params))]
 
 
 def _measure_law(simulate: Callable, params: dict, seed: np.random.SeedSequence) -> dict:
@@ -237,8 +248,8 @@ def _measure_law(simulate: Callable, params: dict, seed: np.random.SeedSequence)
     engine = params["engine"]
     keys = ("steps", "time", "burn_in", "replace", "policy", "service", "server_classes", "start")
     kw = {k: params[k] for k in keys + (("control_variates",) if engine != "event" else ()) if k in params}
-    if engine == "event":
-        kw["engine"] = "events"
+    if engine in ("event", "classes-phase"):
+        kw["engine"] = "events" if engine == "event" else "phase"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         res = simulate(
@@ -247,7 +258,9 @@ def _measure_law(simulate: Callable, params: dict, seed: np.random.SeedSequence)
     if getattr(res, "interrupted", False) or getattr(res, "partial", False):
         raise KeyboardInterrupt("the simulation was interrupted: its partial result is not stored")
     d = res.to_dict()
-    return {"phase": phase_row, "classes": classes_row, "event": event_row}[engine](d)
+    if engine in ("classes", "classes-phase"):
+        return classes_row(d, engine)
+    return {"phase": phase_row, "event": event_row}[engine](d)
 
 
 def _long_enough(e: dict | None) -> bool:
@@ -380,7 +393,7 @@ def phase_row(d: dict) -> dict:
     return _tail(out, d, cv, vr)
 
 
-def classes_row(d: dict) -> dict:
+def classes_row(d: dict, engine: str = "classes") -> dict:
     """The sweep row of a :class:`supermarket.simulation.classes.ClassesResult`'s ``to_dict()``: the profile
     over all servers, the mean queue length and response times (Little's law, ``sojourn_method =
     "little"``) with the capacity-balance control variate and its variance reduction, per-class
@@ -398,7 +411,7 @@ def classes_row(d: dict) -> dict:
     >>> r["engine"], r["server_classes"], r["u_reliable"], r["class2_speed"], vr["mean_sojourn_time"]
     ('classes', '0.5:2,0.5:1', [False], 1.0, 4.0)
     """
-    out = _head(d, "classes")
+    out = _head(d, engine)
     u_se = [_f(x) for x in d.get("u_stderr", [])]
     out.update(
         u_mean=[float(x) for x in d.get("u_mean", [])], u_stderr=u_se, u_reliable=[math.isfinite(x) for x in u_se]
@@ -595,6 +608,9 @@ def _event_rate(p: dict, engine: str) -> float:
         return n * (lam + float(np.sum(-np.diag(np.asarray(law.T, float)) * busy)))
     if engine == "classes":
         return n * sbar * (1.0 + lam)
+    if engine == "classes-phase":  # uniformized at the fastest phase: n s̄ (max_φ μ_φ + λ)
+        law = parse_service(p.get("service", "exp"))
+        return n * sbar * (float(np.max(-np.diag(np.asarray(law.T, float)))) + lam)
     return 2.0 * n * lam * sbar
 
 
@@ -607,23 +623,19 @@ class PointError(ValueError):
 
 
 def _check_simulate_axes(p: dict) -> str | None:
-    """Refuse, when the file is read, what :func:`supermarket.simulate` refuses for these axes; for a
-    point with a service law or server classes, drop the keys its engine ignores and return the engine
+    """Refuse, when the file is read, what :func:`supermarket.simulate` refuses for these axes (the
+    engine and the options by the one table, :mod:`supermarket.system.methods`); for a point with a
+    service law or server classes, drop the keys its engine ignores and return the engine
     (:data:`LAW_ENGINES`), else None (today's engines)."""
+    from ..system.methods import Refusal, check_options, simulation_engine
+
     policy = p.get("policy", "jsq-d")
-    if not _event_engine(p):
-        if p.get("engine") == "events":
-            raise PointError(
-                "engine",
-                "engine 'events' (the per-queue event engine) runs a service law other than exp or server "
-                "classes; this point has neither: use engine 'profile', 'queues' or 'buckets'",
-            )
-        if policy != "jsq-d" and p.get("engine") == "queues":
-            raise PointError(
-                "engine",
-                f"engine 'queues' runs policy 'jsq-d' only (it samples the d queues); got "
-                f"policy={policy!r}: use engine 'profile' or 'buckets'",
-            )
+    system = _system(p)
+    try:
+        chosen = simulation_engine(system, _requested(p))
+    except Refusal as exc:
+        raise PointError("engine", str(exc)) from None
+    if chosen not in _ROW_ENGINE:
         if policy != "jsq-d" and p.get("start") == "perfect":
             raise PointError(
                 "start",
@@ -631,38 +643,22 @@ def _check_simulate_axes(p: dict) -> str | None:
                 f"policy={policy!r}: use another start (and a burn-in)",
             )
         return None
-    engine = law_engine(p)
-    law = f"service {p.get('service', 'exp')}" + (
-        f", server classes {p['server_classes']}" if "server_classes" in p else ""
-    )
-    what = {"phase": "the phase-type count engine", "classes": "the count engine with classes"}.get(
-        engine, "the event engine"
-    )
-    if p.get("engine", "profile") not in ("profile", "events"):
-        if engine == "event":
-            how = "only on the per-queue event engine (engine 'profile', the default, or 'events')"
-        else:
-            how = f"on {what} (engine 'profile', the default) or the per-queue event engine (engine 'events')"
-        raise PointError("engine", f"engine: {law} runs {how}; not {p['engine']!r}")
-    if "steps" in p and engine == "event":
-        raise PointError("steps", f"steps: {what} ({law}) runs for a time; give time instead")
+    row = law_engine(p)  # the row's name (looked up here, so that a test may route as an earlier version)
+    chosen = {name: key for key, name in _ROW_ENGINE.items()}[row]
     if "start" in p:  # as simulate reads it: "good" is "fixed-point"
         from ..system.states import parse_start
 
         start, value = parse_start(p["start"])
         p["start"] = start if value is None else p["start"]
-    starts = ("empty", "fixed-point") if engine == "phase" else ("empty",)
-    if p.get("start", "empty") not in starts:
-        raise PointError("start", f"start: {what} ({law}) starts {' or '.join(map(repr, starts))}; not {p['start']!r}")
-    if p.get("start") == "fixed-point" and policy not in ("jsq-d", "random"):
-        raise PointError(
-            "start", f"start: 'fixed-point' needs a rule with a mean field (jsq-d, random), not {policy!r}"
-        )
+    try:
+        check_options(system, chosen, {"steps": p.get("steps"), "start": p.get("start")}, time="time")
+    except Refusal as exc:
+        raise PointError(exc.key, str(exc)) from None
     # what simulate() accepts and ignores there (continuous time, no good set; the event engine has no
     # control variates): dropped, the row says what ran
-    for key in ("engine", "time_mode", "eps") + (("control_variates",) if engine == "event" else ()):
+    for key in ("engine", "time_mode", "eps") + (("control_variates",) if chosen == "events" else ()):
         p.pop(key, None)
-    return engine
+    return row
 
 
 _FLUCT_KEYS = {"a": {"kappa", "d", "theta"}, "b": {"c", "zeta"}, "c": {"zeta", "d"}}
@@ -729,7 +725,7 @@ _FLUCT_CHECKERS = dict(
 )
 _FLUCT_CHECKERS |= dict(c=v.positive, zeta=v.real, time=v.positive, burn_in=v.nonneg, replace=v.boolean)
 _FLUCT_CHECKERS |= dict(sde_paths=v.count, sde_time=v.positive, dt=v.positive)
-_SIM_CHECKERS = dict(steps=v.count, time=v.positive, burn_in=v.count0, engine=v.choice((*ENGINES, "events")))
+_SIM_CHECKERS = dict(steps=v.count, time=v.positive, burn_in=v.count0, engine=v.choice((*ENGINES, "phase", "events")))
 _SIM_CHECKERS |= dict(time_mode=v.choice(TIME_MODES), replace=v.boolean, start=v.start, eps=_EPS)
 _SIM_CHECKERS["control_variates"] = v.boolean
 _MIXING_CHECKERS = dict(start=v.start, max_steps=v.count, burn_in=v.count0, replace=v.boolean)

@@ -1,6 +1,10 @@
 """The system a method is asked about: the dispatch rule, the service law, the server classes and
 the start state (docs/model.md §1, §12–§15).
 
+- :mod:`.spec`: the system as one value, :class:`~.spec.System` (rule, ``d``, sampling, server
+  classes, service law, load, ``n`` or the mean field), validated once;
+- :mod:`.methods`: which engine, exact solver and mean field serve a system, and the one refusal
+  of what an engine does not take;
 - :mod:`.policies`: the dispatch rules (JSQ(d), JSQ, JIQ, random) and what each method needs of
   them;
 - :mod:`.service`: the service laws (exponential, phase-type, general) and server classes, parsed

@@ -122,6 +122,7 @@ def equilibrium(
         record_levels=levels + 1,
         progress=False,
     )
+    assert isinstance(res, sim.SimulationResult)  # exponential service, one class: the profile engine
     failed = [c for c in res.self_checks if c["result"] == "fail"]
     trusted = bool(all(s["forgotten"] for s in res.start_up) and not failed)
     traj = res.trajectory

@@ -7,6 +7,6 @@ speeds, and returns a :class:`GeneralResult` with autocorrelation-aware error ba
 """
 
 from .result import ClassResult, GeneralResult
-from .run import POLICIES, from_simulate_args, simulate_general, wants_event_engine
+from .run import POLICIES, simulate_general
 
-__all__ = ["simulate_general", "GeneralResult", "ClassResult", "POLICIES", "wants_event_engine", "from_simulate_args"]
+__all__ = ["simulate_general", "GeneralResult", "ClassResult", "POLICIES"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -156,6 +157,7 @@ class GeneralResult:
     notes: tuple = ()
     control_variates: bool = False
     variance_reduction: dict | None = None
+    engine: ClassVar[str] = "events"  # the engine that ran (not a key of to_dict: its JSON keeps its shape)
 
     def __post_init__(self) -> None:
         # Screens: no error bar (nor a "reliable" flag) on a quantity that has no stationary value.

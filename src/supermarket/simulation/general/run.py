@@ -9,13 +9,11 @@ import threading
 import time as _time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import numpy as np
 
 from ... import model as _m
 from ... import stats as _st
-from ...checks import refuse_unused_keywords
 from ...engines import events as _ev
 from ...engines.rng import next_double, state_from_seed_sequence
 from ...stats import ErrorEstimate
@@ -24,8 +22,6 @@ from .result import ClassResult, GeneralResult
 
 __all__ = [
     "simulate_general",
-    "wants_event_engine",
-    "from_simulate_args",
     "POLICIES",
     "DEFAULT_EVENTS",
     "DEFAULT_REPLICATIONS",
@@ -647,97 +643,4 @@ def _summarize(
             if control_variates
             else None
         ),
-    )
-
-
-def wants_event_engine(service: str | ServiceLaw = "exp", server_classes: str | ServerClasses | None = None) -> bool:
-    """Whether ``simulate(..., service=, server_classes=)`` needs this engine: a service law
-    other than exponential, or server classes (``None`` and ``"exp"`` keep today's engines).
-
-    Examples
-    --------
-    >>> wants_event_engine(), wants_event_engine("lognormal:4"), wants_event_engine("exp", "0.5:2,0.5:1")
-    (False, True, True)
-    """
-    if server_classes is not None:
-        return True
-    return not parse_service(service).is_exponential
-
-
-_SIMULATE_DEFAULTS = {
-    "steps": None,
-    "engine": "profile",
-    "start": "empty",
-    "record_every": None,
-    "record_levels": None,
-    "precision": None,
-    "max_steps": None,
-    "client": None,
-}
-
-
-def from_simulate_args(
-    n: int,
-    d: int,
-    lam: float | str,
-    *,
-    service: str | ServiceLaw = "exp",
-    server_classes: str | ServerClasses | None = None,
-    policy: str = "jsq-d",
-    time: float | None = None,
-    burn_in: float | None = None,
-    replace: bool = True,
-    seed: int | np.random.SeedSequence = 0,
-    replications: int | None = None,
-    batches: int | None = None,
-    progress: object = None,
-    workers: int | None = None,
-    control_variates: bool = True,
-    **others: Any,
-) -> GeneralResult:
-    """:func:`simulate_general` called with :func:`supermarket.simulate`'s keywords (the dispatch
-    of ``simulate`` when :func:`wants_event_engine`).  Keywords this engine has no use for
-    are refused when given a value other than their default (``steps``: give ``time``;
-    ``engine``, ``start``, ``precision``, ``record_every``, ``client``, …); ``time_mode``,
-    ``eps`` are ignored (continuous time; no good set); ``control_variates`` is the
-    capacity-balance control of docs/model.md §14.
-
-    Examples
-    --------
-    >>> from_simulate_args(4, 2, 0.5, service="erlang:2", steps=10**6)
-    Traceback (most recent call last):
-    ...
-    ValueError: steps: the event engine (service erlang:2, server classes None) runs for a time; give time= instead
-    """
-    if others.get("engine") == "events":  # the explicit choice of this engine (docs/model.md §13, §15)
-        others = {k: v for k, v in others.items() if k != "engine"}
-    refuse_unused_keywords(
-        others,
-        _SIMULATE_DEFAULTS,
-        ("time_mode", "eps", "_force_window"),
-        lambda key: (
-            f"{key}: the event engine (service {service}, server classes {server_classes}) "
-            + (
-                "runs for a time; give time= instead"
-                if key in ("steps", "max_steps")
-                else f"does not take {key}= (it starts empty, runs on local threads, and has no precision target)"
-            )
-        ),
-    )
-    return simulate_general(
-        n,
-        d,
-        lam,
-        policy=policy,
-        replace=replace,
-        service=service,
-        server_classes=server_classes,
-        time=time,
-        burn_in=burn_in,
-        seed=seed,
-        replications=replications,
-        batches=256 if batches is None else batches,
-        progress=progress if callable(progress) else None,
-        workers=workers,
-        control_variates=control_variates,
     )

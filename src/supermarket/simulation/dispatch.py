@@ -1,0 +1,89 @@
+"""The engines of :func:`supermarket.simulate` beyond the profile engines: a
+:class:`~supermarket.system.spec.System` and the engine :func:`supermarket.system.methods.simulation_engine`
+chose, run with ``simulate``'s keywords (docs/model.md §13–§15).
+
+The options an engine does not take are refused first, by the one refusal of
+:func:`supermarket.system.methods.check_options`; what is left is each engine's own reading of
+the shared keywords: a burn-in given with ``steps`` is in events and the count engines with
+classes take it in time, the table's batch means by default, a progress callback where the engine has one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..model import check_load
+from ..system import methods as _methods
+from ..system.spec import System
+from .classes import ClassesResult, simulate_classes
+from .classes_phase import simulate_classes_phase
+from .general import GeneralResult, simulate_general
+from .phase_run import PhaseSimulationResult, simulate_phase_service
+
+__all__ = ["run_engine"]
+
+
+def run_engine(
+    engine: str,
+    system: System,
+    *,
+    steps: int | float | None = None,
+    time: float | None = None,
+    burn_in: float | None = None,
+    start: Any = "empty",
+    seed: Any = 0,
+    replications: int | None = None,
+    workers: int | None = None,
+    batches: int | None = None,
+    control_variates: bool = True,
+    progress: object = None,
+    options: dict[str, object] | None = None,
+) -> PhaseSimulationResult | ClassesResult | GeneralResult:
+    """Run ``system`` on ``engine`` (``"phase"``, ``"classes"``, ``"classes-phase"`` or
+    ``"events"``); ``options`` are the other keywords of ``simulate`` the engine may refuse
+    (``record_every``, ``precision``, ``client``, …), refused when set.
+
+    Examples
+    --------
+    >>> run_engine("events", System(4, 2, 0.5, service="erlang:2"), steps=10**6)
+    Traceback (most recent call last):
+    ...
+    supermarket.system.methods.Refusal: steps: the event engine (...) (service erlang:2) runs ...; give time= instead
+    """
+    _methods.check_options(system, engine, {"steps": steps, "start": start, **(options or {})})
+    n, d = system.n, system.d
+    lam: Any = system.load  # as given: a string or Fraction is the exact value
+    assert n is not None, "a simulation has a finite n"
+    default = _methods.ENGINES[engine].batches
+    assert default is not None, "the law engines state their batches"
+    batches = default if batches is None else batches  # the table's default
+    call: Callable[[float], object] | None = progress if callable(progress) else None
+    common: dict[str, Any] = dict(policy=system.rule, replace=system.replace, time=time, seed=seed, workers=workers)
+    if engine == "phase":
+        return simulate_phase_service(
+            n, d, lam, system.service, steps=steps, burn_in=burn_in, batches=batches,
+            replications=1 if replications is None else replications, start=start,
+            control_variates=control_variates, **common,
+        )  # fmt: skip
+    if engine == "events":
+        return simulate_general(
+            n, d, lam, service=system.service, server_classes=system.server_classes, burn_in=burn_in,
+            replications=replications, batches=batches, progress=call, control_variates=control_variates, **common,
+        )  # fmt: skip
+    sc = system.server_classes
+    assert sc is not None, "the count engines with classes need classes"
+    phase = engine == "classes-phase"
+    if steps is not None and burn_in is not None:  # in the unit of the horizon: events
+        T = system.service.T
+        per = float(np.max(-np.diag(np.asarray(T, float)))) if phase and T is not None else 1.0
+        burn_in = float(burn_in) / (n * sc.mean_speed * (per + check_load(lam, name="lam")))
+    kw: dict[str, Any] = dict(
+        server_classes=sc, events=steps, burn_in=burn_in, replications=1 if replications is None else replications,
+        batches=batches, control_variates=control_variates, progress=call, **common,
+    )  # fmt: skip
+    if phase:
+        return simulate_classes_phase(n, d, lam, service=system.service, **kw)
+    return simulate_classes(n, d, lam, **kw)

@@ -1,0 +1,308 @@
+"""Which method serves a :class:`~supermarket.system.spec.System`: the one engine choice (as SciPy's
+``solve_ivp`` keeps its ``METHODS``), written once and read by :func:`supermarket.simulate`, the
+command line and the sweep (docs/model.md §13–§15).
+
+- :data:`ENGINES`: every simulation engine, what it is in the model's terms, which options it
+  takes beyond the system, the seed and the horizon in ``time``, and its defaults.
+- :data:`SIMULATION`: for a law family and server classes (yes or no), the engines an
+  ``engine=`` request may name, and the one each runs (the first is the default).
+- :func:`simulation_engine`, :func:`check_options`: the engine for a system and a request, and
+  the refusal of an option that engine does not take; the message is :func:`refusal`'s, the
+  same whichever door (library, command line, sweep) the request came through, with the option
+  spelled as that door spells it.
+- :func:`exact_solver`, :func:`mean_field`: the exact solver (:mod:`supermarket.stationary`)
+  and the mean field (:mod:`supermarket.meanfield`) of a system, or the reason there is none.
+
+This module names methods and gives reasons; it runs nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from . import policies as _pol
+from .spec import System
+
+__all__ = [
+    "Engine",
+    "Refusal",
+    "ENGINES",
+    "SIMULATION",
+    "OPTIONS",
+    "simulation_engine",
+    "check_options",
+    "refusal",
+    "exact_solver",
+    "mean_field",
+    "default_replications",
+]
+
+
+@dataclass(frozen=True)
+class Engine:
+    """A simulation engine as the table knows it.
+
+    Attributes
+    ----------
+    name : str
+        Its name (``"profile"``, …, ``"events"``).
+    text : str
+        What it is, in the model's terms, for messages.
+    takes : frozenset of str
+        The options of :data:`OPTIONS` it takes.
+    starts : tuple of str or None
+        The start states it takes (None: every start of :mod:`supermarket.system.states`).
+    replications : int
+        Its default number of replications.
+    batches : int or None
+        Its default number of batch means (None: the profile engines' own rule).
+    section : str
+        Where docs/model.md specifies it.
+    """
+
+    name: str
+    text: str
+    takes: frozenset[str]
+    starts: tuple[str, ...] | None
+    replications: int
+    batches: int | None
+    section: str
+
+
+#: The options an engine may or may not take, with the reason an engine that does not take one
+#: gives, in the model's terms.  ``steps``: a horizon in events; ``start``: a start other than
+#: ``"empty"``; ``record``: a trajectory (``record_every``, ``record_levels``); ``precision``: a
+#: precision target (``precision``, ``max_steps``); ``client``: a Dask cluster (``--scheduler``);
+#: ``cdf``: the response-time CDFs; ``plot``: the figure.
+OPTIONS: dict[str, str] = {
+    "steps": "runs for a time (it counts no uniformized events); give {time} instead",
+    "start": "starts {starts}",
+    "record": "records no trajectory",
+    "precision": "has no precision target (its horizon is fixed in advance)",
+    "client": "runs on local threads (not on a cluster)",
+    "cdf": "gives no response-time CDF",
+    "plot": "draws no figure",
+}
+_ALL = frozenset(OPTIONS)
+_COUNT = frozenset({"steps", "start"})
+
+ENGINES: dict[str, Engine] = {
+    e.name: e
+    for e in (
+        Engine("profile", "the profile engine", _ALL, None, 1, None, "§1"),
+        Engine("queues", "the per-queue reference engine", _ALL, None, 1, None, "§1"),
+        Engine("buckets", "the per-queue bucket engine", _ALL, None, 1, None, "§1"),
+        Engine("phase", "the phase-type count engine", _COUNT, ("empty", "fixed-point"), 1, 256, "§13"),
+        Engine("classes", "the count engine with classes", frozenset({"steps"}), ("empty",), 1, 256, "§15"),
+        Engine(
+            "classes-phase",
+            "the count engine with classes and a phase-type law",
+            frozenset({"steps"}),
+            ("empty",),
+            1,
+            256,
+            "§15.7",
+        ),
+        Engine("events", "the event engine (one queue per server)", frozenset(), ("empty",), 4, 256, "§14"),
+    )
+}
+
+#: (law family, server classes?) -> {engine requested: engine run}; the first entry is the default
+#: (``engine="profile"``, the default of :func:`supermarket.simulate`, asks for it).
+SIMULATION: dict[tuple[str, bool], dict[str, str]] = {
+    ("exponential", False): {"profile": "profile", "queues": "queues", "buckets": "buckets"},
+    ("phase-type", False): {"profile": "phase", "phase": "phase", "events": "events"},
+    ("general", False): {"profile": "events", "events": "events"},
+    ("exponential", True): {"profile": "classes", "events": "events"},
+    ("phase-type", True): {"profile": "events", "phase": "classes-phase", "events": "events"},
+    ("general", True): {"profile": "events", "events": "events"},
+}
+
+
+class Refusal(ValueError):
+    """A ValueError refusing one option (``key``, as the caller spelled it) of a system."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(message)
+        self.key = key
+
+
+def _choices(row: Mapping[str, str]) -> str:
+    runs: dict[str, list[str]] = {}
+    for req, run in row.items():
+        runs.setdefault(run, []).append(repr(req))
+    parts = []
+    for i, (run, reqs) in enumerate(runs.items()):
+        named = reqs[0] + (", the default" if i == 0 else "") + "".join(f", or {r}" for r in reqs[1:])
+        parts.append(f"{ENGINES[run].text} (engine {named})")
+    return " or ".join(parts)
+
+
+def simulation_engine(system: System, engine: str = "profile") -> str:
+    """The engine of :data:`ENGINES` that runs ``system`` when ``engine`` is asked for.
+
+    Raises
+    ------
+    ValueError
+        Naming ``engine``: an engine this system does not run on, with those it does, or a rule
+        the engine does not run (``queues`` samples the ``d`` queues: ``jsq-d`` only).
+
+    Examples
+    --------
+    >>> simulation_engine(System(10, 2, 0.5, service="erlang:2"))
+    'phase'
+    >>> simulation_engine(System(10, 2, 0.5, service="erlang:2", server_classes="0.5:2,0.5:1"), "phase")
+    'classes-phase'
+    >>> simulation_engine(System(10, 2, 0.5, service="lognormal:2"), "queues")
+    Traceback (most recent call last):
+    ...
+    supermarket.system.methods.Refusal: engine: service lognormal:2 runs on the event engine ...; not 'queues'
+    """
+    row = SIMULATION[(system.law_family, system.has_classes)]
+    if not isinstance(engine, str):
+        raise TypeError(f"engine must be a string, one of {', '.join(sorted(ENGINES))}; got {engine!r}")
+    engine = engine.strip().lower()
+    if engine not in row:
+        if system.law_family == "exponential" and not system.has_classes and engine in ("events", "phase"):
+            what = "the per-queue event engine" if engine == "events" else ENGINES["phase"].text
+            raise Refusal(
+                "engine",
+                f"engine {engine!r} ({what}) runs a service law other than exp or server classes; this system has "
+                "neither: use engine 'profile', 'queues' or 'buckets'",
+            )
+        if engine not in ENGINES and engine not in ("phase", "events"):
+            known = ("profile", "queues", "buckets", "phase", "events")
+            if system.law_family == "exponential" and not system.has_classes:
+                raise Refusal("engine", f"engine must be one of profile, queues, buckets; got {engine!r}")
+            if engine not in known:
+                raise Refusal("engine", f"engine must be one of {', '.join(known)}; got {engine!r}")
+        raise Refusal("engine", f"engine: {system.describe()} runs on {_choices(row)}; not {engine!r}")
+    run = row[engine]
+    if run == "queues" and system.rule != _pol.DEFAULT_POLICY:
+        raise Refusal(
+            "engine",
+            f"engine 'queues' runs policy 'jsq-d' only (it samples the d queues); got policy={system.rule!r}: "
+            "use engine 'profile' or 'buckets'",
+        )
+    return run
+
+
+def refusal(system: System, engine: str, option: str, spelled: str | None = None, time: str = "time=") -> str:
+    """The one message refusing ``option`` (a key of :data:`OPTIONS`) on ``engine`` for ``system``,
+    the option ``spelled`` as the door the user came through spells it (``precision``,
+    ``--precision``), ``time`` the spelling of the horizon in time (``time=``, ``--time``).
+
+    >>> refusal(System(10, 2, 0.5, service="lognormal:2"), "events", "steps")
+    'steps: the event engine (one queue per server) (service lognormal:2) runs for a time (...); give time= instead'
+    """
+    e = ENGINES[engine]
+    why = OPTIONS[option].format(time=time, starts=" or ".join(repr(s) for s in e.starts or ()))
+    return f"{spelled or option}: {e.text} ({system.describe()}) {why}"
+
+
+def check_options(
+    system: System,
+    engine: str,
+    given: Mapping[str, object],
+    spell: Callable[[str], str] | None = None,
+    time: str = "time=",
+) -> None:
+    """Refuse (ValueError, :func:`refusal`'s message) the first option of ``given`` that is set
+    (not None; a start other than ``"empty"``) and that ``engine`` does not take.  ``given``
+    maps the keys of :data:`OPTIONS` (or ``record_every``, ``record_levels``, ``max_steps``, which
+    belong to ``record`` and ``precision``) to their values; ``spell`` names a key as the door
+    spells it.
+
+    >>> s = System(10, 2, 0.5, server_classes="0.5:2,0.5:1")
+    >>> check_options(s, "classes", {"steps": 10, "start": "empty"})
+    >>> check_options(s, "classes", {"start": "fixed-point"}, spell=lambda k: "--" + k)
+    Traceback (most recent call last):
+    ...
+    supermarket.system.methods.Refusal: --start: the count engine with classes (service exp, ...) starts 'empty'
+    """
+    e = ENGINES[engine]
+    group = {"record_every": "record", "record_levels": "record", "max_steps": "precision"}
+    for key, value in given.items():
+        option = group.get(key, key)
+        if value is None or (option == "start" and isinstance(value, str) and value == "empty"):
+            continue
+        if option == "start" and e.starts is not None and "start" in e.takes:
+            if isinstance(value, str) and value in e.starts:
+                if value == "fixed-point" and system.rule not in _pol.SMOOTH_POLICIES:  # no mean field to start at
+                    raise Refusal(
+                        key,
+                        f"{spell(key) if spell else key}: 'fixed-point' needs a rule with a mean field "
+                        f"({', '.join(_pol.SMOOTH_POLICIES)}), not {system.rule!r}",
+                    )
+                continue
+        elif option in e.takes:
+            continue
+        raise Refusal(key, refusal(system, engine, option, spell(key) if spell else key, time))
+
+
+def default_replications(system: System, engine: str = "profile") -> int:
+    """The default number of replications of the engine that runs ``system``: 1 on the count
+    engines, 4 on the event engine (its error bars come from replications, docs/model.md §14).
+
+    >>> default_replications(System(10, 2, 0.5, service="lognormal:2"))
+    4
+    """
+    return ENGINES[simulation_engine(system, engine)].replications
+
+
+def exact_solver(system: System) -> str:
+    """The module of :mod:`supermarket.stationary` that gives the exact stationary law of
+    ``system`` (a finite ``n``), or a ValueError saying why there is none.
+
+    >>> exact_solver(System(3, 2, 0.5, service="erlang:2", server_classes="1:1"))
+    'classes_phase'
+    >>> exact_solver(System(3, 2, 0.5, service="lognormal:4"))
+    Traceback (most recent call last):
+    ...
+    ValueError: service: an exact finite-state law does not exist for lognormal:4 service (it has no phase-type ...
+    """
+    if system.law_family == "general":
+        raise ValueError(
+            f"service: an exact finite-state law does not exist for {system.service.spec} service (it has no "
+            "phase-type form); the exact solvers take exp, erlang:K, hyperexp:SCV or ph:FILE.json (the event "
+            "engine simulates the others)"
+        )
+    return {
+        ("exponential", False): "profile",
+        ("phase-type", False): "phase",
+        ("exponential", True): "classes",
+        ("phase-type", True): "classes_phase",
+    }[(system.law_family, system.has_classes)]
+
+
+def mean_field(system: System) -> str:
+    """The module of :mod:`supermarket.meanfield` that gives the fixed point of ``system``
+    (``ode`` for exponential service and one class; ``phase``, ``classes``, ``classes_phase``),
+    or a ValueError saying why there is none.
+
+    >>> mean_field(System(None, 2, 0.5, service="hyperexp:4"))
+    'phase'
+    >>> mean_field(System(None, 2, 0.5, rule="jiq", service="erlang:2"))
+    Traceback (most recent call last):
+    ...
+    ValueError: policy: jiq's mean-field drift is discontinuous: no mean field with a phase-type law ...
+    """
+    if system.law_family == "general":
+        raise ValueError(
+            f"service: {system.service.spec} has no phase-type form, so no mean field of finitely many "
+            "phases; the mean field takes exp, erlang:K, hyperexp:SCV or ph:FILE.json (the event engine "
+            "simulates the others)"
+        )
+    if (system.law_family != "exponential" or system.has_classes) and system.rule not in _pol.SMOOTH_POLICIES:
+        with_what = "server classes" if system.has_classes else "a phase-type law"
+        raise ValueError(
+            f"policy: {system.rule}'s mean-field drift is discontinuous: no mean field with {with_what} for it "
+            f"({', '.join(_pol.SMOOTH_POLICIES)} only); simulate runs it"
+        )
+    return {
+        ("exponential", False): "ode",
+        ("phase-type", False): "phase",
+        ("exponential", True): "classes",
+        ("phase-type", True): "classes_phase",
+    }[(system.law_family, system.has_classes)]
