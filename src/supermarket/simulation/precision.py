@@ -218,7 +218,8 @@ def summary_lines(pr: dict) -> list[str]:
         else:
             mark = "met" if r["relative"] <= pr["target"] else "not met"
             out.append(
-                f"  {r['quantity']}: {r['value']:.6g} ± {r['half_width']:.2g} (relative {r['relative']:.2g}, {mark})"
+                f"  {r['quantity']}: {r['value']:.6g}, 95% half-width {r['half_width']:.2g} "
+                f"(relative {r['relative']:.2g}, {mark})"
             )
     exp = pr.get("expected_events")
     used = pr.get("events")

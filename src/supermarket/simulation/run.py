@@ -787,7 +787,7 @@ def _announce(plan: RunPlan, rows: list, done: float, expect: float, cap: float,
             "yet, so the events needed cannot be estimated; the run grows fourfold until it has one "
             f"(at most {cap:.3g} events)"
         )
-    warnings.warn(msg, PrecisionPlanWarning, stacklevel=4)
+    warnings.warn(msg, PrecisionPlanWarning, stacklevel=5)  # at the caller of simulate()
 
 
 BURN_IN_RELAXATION_TIMES = 5.0
