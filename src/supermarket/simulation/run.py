@@ -732,6 +732,7 @@ def _precision_loop(plan: RunPlan, reps: list, run_round, targets: tuple, t0: fl
     ``(precision state, interrupted)``.  After the first stretch whose targets all have an
     error bar the run says how many events it expects to need (a :class:`PrecisionPlanWarning`,
     before it extends), and the state keeps that expectation beside the events used."""
+    precision = float(plan.precision or math.nan)  # set: the loop runs only with precision=
     cap_events = (plan.max_steps or math.inf) * len(reps)
     state: dict[str, Any] = {
         "target": plan.precision, "targets": list(targets), "met": False, "cap_hit": False, "rounds": 1,
@@ -740,13 +741,13 @@ def _precision_loop(plan: RunPlan, reps: list, run_round, targets: tuple, t0: fl
     interrupted = False
     while True:
         res = _result(plan, reps, _time.perf_counter() - t0, False)
-        worst, factor, rows = _precision_need(res, plan.precision, targets)
+        worst, factor, rows = _precision_need(res, precision, targets)
         state["achieved"], state["quantities"] = worst, rows
         done = float(sum(rep.measured_events() for rep in reps))
         if state["expected_events"] is None and factor > 1.0:
-            expect = _prec.expected_events(done, [r["relative"] for r in rows], plan.precision)
+            expect = _prec.expected_events(done, [r["relative"] for r in rows], precision)
             if math.isfinite(expect) or state["rounds"] == 1:
-                _announce(plan, rows, done, expect, cap_events, state["rounds"])
+                _announce(plan, rows, done, expect, cap_events)
             if math.isfinite(expect):
                 state["expected_events"], state["expected_after_events"] = expect, done
         if factor <= 1.0:
@@ -769,7 +770,7 @@ def _precision_loop(plan: RunPlan, reps: list, run_round, targets: tuple, t0: fl
     return state, interrupted
 
 
-def _announce(plan: RunPlan, rows: list, done: float, expect: float, cap: float, rounds: int) -> None:
+def _announce(plan: RunPlan, rows: list, done: float, expect: float, cap: float) -> None:
     names = ", ".join(r["quantity"] for r in rows) or "nothing"
     if math.isfinite(expect):
         worst = max(rows, key=lambda r: r["relative"])
