@@ -88,7 +88,7 @@ GOLDEN = {
     ),
     "profile-precision": (
         "fac0a40ffb16d3798c09d0bd478c4e8ebb1ec87470f8140c3c7b2820b42d2a4f",
-        "5353ff2a2e3fc0d900b726c9710744e521264d0afe59b01ae686d7fbd5febd0e",
+        "220a0651692279bdd260da4f2bd48f3a4890ff739b2991bae276c9754c75db1f",
     ),
     "queues-continuous-noreplace-plain": (
         "58f7cd0d10b1acdb62d0cd236e95802c9b514953e4c092180253110840d041b4",
