@@ -13,6 +13,7 @@ import click
 from ..model import MAX_CDF_POINTS
 from ..simulation import BATCHES, DEFAULT_STEPS, ENGINES, PRECISION_LEVEL_MIN, TIME_MODES
 from ..simulation import simulate as _simulate
+from ..simulation.precision import DEFAULT_TARGET
 from ..simulation.results import SimulationResult
 from ..simulation.run import DEFAULT_MAX_STEPS
 from ..system.methods import SIMULATION, check_options, simulation_engine
@@ -183,8 +184,19 @@ def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as
 @click.option(
     "--precision",
     type=FLOAT,
-    help=f"Run until the 95% intervals of the mean queue length and of every E[u_i] >= {PRECISION_LEVEL_MIN:g} have a "
-    "relative half-width at most this (e.g. 1e-3); the run doubles until then, up to --max-steps.",
+    help="Run until the 95% intervals of the --target quantities have a relative half-width at most this "
+    "(e.g. 1e-4). After a first stretch (1e7 steps, or --steps) the run says how many events it expects to "
+    "need, then doubles until met, up to --max-steps; the screen and the JSON ('precision') give expected "
+    "against used. E[u_1] = λ is exact: reported as a self-check, never a target.",
+)
+@click.option(
+    "--target",
+    "target",
+    metavar="NAMES",
+    help=f"With --precision: the quantities it covers, comma-separated (default {','.join(DEFAULT_TARGET)}): "
+    f"mean-queue-length; u2, u3, … (E[u_i]); levels (every E[u_i], i >= 2, at least {PRECISION_LEVEL_MIN:g}); "
+    "sojourn-mean, waiting-mean; sojourn-p50, -p90, -p99, -p99.9 and waiting-p50 … (p50, p90, p99, p99.9 "
+    "alone: the sojourn quantiles). E.g. --target mean-queue-length,p99.",
 )
 @click.option(
     "--max-steps",
@@ -254,6 +266,7 @@ def simulate(
     connect_timeout: float,
     eps: float,
     precision: float | None,
+    target: str | None,
     max_steps: int | None,
     batches: int | None,
     cdf: int | None,
@@ -310,6 +323,8 @@ def simulate(
             raise click.BadParameter(
                 "needs load < 1: with load >= 1 there is no equilibrium and no response-time law", param_hint="--cdf"
             )
+    if target is not None and precision is None:
+        raise click.UsageError("--target names the quantities of a --precision run; give --precision too")
     if scheduler is not None and precision is not None:
         raise click.UsageError(
             "--precision cannot run on --scheduler: its stretches are planned from all "
@@ -345,6 +360,7 @@ def simulate(
                 time_mode=time_mode,
                 eps=eps,
                 precision=precision,
+                target=target,
                 max_steps=max_steps,
                 batches=batches,
                 client=client,

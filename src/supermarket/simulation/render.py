@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import theory as _th
+from . import precision as _precision
 
 if TYPE_CHECKING:
     from .results import SimulationResult
@@ -174,12 +175,7 @@ def error_lines(res: SimulationResult) -> list[str]:
             f"(MSER-5, {len(trunc)} replication(s))"
         )
     if res.precision is not None:
-        pr = res.precision
-        state = "met" if pr["met"] else ("NOT met: max steps reached" if pr["cap_hit"] else "not met (interrupted)")
-        out.append(
-            f"precision target {pr['target']:g} (relative 95% half-width): {state}; worst "
-            f"{pr.get('achieved', float('nan')):.3g} after {pr['rounds']} stretch(es)"
-        )
+        out += _precision.summary_lines(res.precision)
     return out
 
 

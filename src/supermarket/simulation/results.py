@@ -275,7 +275,11 @@ class SimulationResult:
     notes : tuple of str
         The warnings of the run, in words.
     precision : dict or None
-        With ``precision=``: target, achieved, met, cap_hit, rounds.
+        With ``precision=``: target (the relative half-width), targets (the names), met,
+        cap_hit, rounds, achieved (the worst relative half-width), quantities (per target:
+        value, half_width, relative, note), expected_events and expected_after_events (the
+        need stated once every target had an error bar), events (used), max_events, exact
+        (the quantities known exactly, with their self-check; :mod:`.precision`).
     response, response_plain : supermarket.response.ResponseTimes or None
         Sojourn and waiting time laws (docs/model.md §10), from the estimates in use and from
         the plain ones; None when λ >= 1.

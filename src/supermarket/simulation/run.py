@@ -35,8 +35,10 @@ from ..system.spec import System
 from ..system.states import counts_from_lengths, parse_start, start_counts
 from . import control as _cv
 from . import dispatch as _dispatch
+from . import precision as _prec
 from .chain import _Rep
 from .estimate import _result, _summarize, relaxation_time
+from .precision import DEFAULT_TARGET, PRECISION_LEVEL_MIN
 from .protocol import SimulateResult
 from .results import SimulationResult
 
@@ -56,7 +58,6 @@ ENGINES = ("profile", "queues", "buckets")
 TIME_MODES = ("discrete", "continuous")
 BATCHES = 1024  # batch means per replication (blocking needs many short ones, docs/model.md §9)
 MAX_RECORDS = 10**7  # trajectory records per replication
-PRECISION_LEVEL_MIN = 0.1  # precision= covers the levels with E[u_i] at least this (and the mean queue length)
 DEFAULT_MAX_STEPS = 2 * 10**9  # cap on measured steps per replication with precision=
 DEFAULT_STEPS = 10**8  # enough for every error bar of the default job (n = 10^4, d = 20, λ = 0.99)
 PRECISION_FIRST_STEPS = 10**7  # first stretch of a precision= run without steps/time: it doubles from there
@@ -435,6 +436,7 @@ def simulate(
     policy: str = "jsq-d",
     service: Any = "exp",
     server_classes: Any = None,
+    target: str | list[str] | None = None,
 ) -> SimulateResult:
     """Simulate the (n, d, λ)-supermarket process and measure its time averages with honest errors.
 
@@ -482,8 +484,16 @@ def simulate(
         Batch means per replication (default ``BATCHES`` = 1024, fewer for shorter runs); at
         most the number of steps.
     precision : float, optional
-        Target relative half-width of the 95 % intervals of the mean queue length and of
-        every ``E[u_i] >= PRECISION_LEVEL_MIN``: the run doubles until met or ``max_steps``.
+        Target relative half-width of the 95 % intervals of the quantities ``target`` names
+        (by default the mean queue length): after the first stretch the run says how many
+        events it expects to need (a ``PrecisionPlanWarning``) and grows in doubling
+        stretches until met or ``max_steps``; ``res.precision`` has the expected and used events.
+    target : str or list of str, optional
+        With ``precision``: the quantities it covers, comma-separated (``"mean-queue-length,p99"``):
+        ``mean-queue-length``, ``u2``, ``u3``, … (``E[u_i]``), ``levels`` (every ``E[u_i]``,
+        ``i >= 2``, at least ``PRECISION_LEVEL_MIN``), ``sojourn-mean``, ``waiting-mean``,
+        ``sojourn-p50`` … ``sojourn-p99.9``, ``waiting-p50`` … (``p99`` is ``sojourn-p99``).
+        ``E[u_1] = λ`` is exact (a self-check) and not a target (:mod:`.precision`).
     max_steps : int, optional
         Cap on measured events per replication with ``precision`` (default ``DEFAULT_MAX_STEPS``).
     progress : bool, optional
@@ -546,6 +556,8 @@ def simulate(
     >>> bool((a.u_mean == b.u_mean).all())  # results do not depend on workers
     True
     """
+    if target is not None and precision is None:
+        raise ValueError("target names the quantities of a precision= run; give precision too")
     system = _as_system(n, d, lam, replace=replace, policy=policy, service=service, server_classes=server_classes)
     chosen = _methods.simulation_engine(system, engine)  # the one engine choice (supermarket.system.methods)
     if chosen not in ENGINES:  # docs/model.md §13-§15
@@ -559,13 +571,14 @@ def simulate(
     replications = 1 if replications is None else replications
     kw = dict(locals())  # the arguments, all but progress (and the system's) for the plan
     progress = kw.pop("progress")
-    for key in ("service", "server_classes", "system", "chosen"):
+    for key in ("service", "server_classes", "system", "chosen", "target"):
         kw.pop(key)
     kw.update(n=system.n, d=system.d, lam=system.load, replace=system.replace, policy=system.rule, engine=chosen)
     plan = _plan(**kw)
+    targets = _prec.parse_target(target, stable=plan.stable) if precision is not None else None
     for msg, category in plan.cautions:
         warnings.warn(msg, category, stacklevel=2)
-    res = _execute(plan, progress=progress, client=client)
+    res = _execute(plan, progress=progress, client=client, targets=targets)
     for msg in res.notes:
         warnings.warn(msg, RuntimeWarning, stacklevel=2)
     return res
@@ -587,8 +600,11 @@ def _replications(plan: RunPlan) -> list[_Rep]:
     return [_Rep(exact_start(ss), ss, r) for r, ss in enumerate(plan.seeds)]
 
 
-def _execute(plan: RunPlan, *, progress: bool | None = None, client: Any = None) -> SimulationResult:
-    """Run a validated plan: on ``client``, or on threads with the precision loop."""
+def _execute(
+    plan: RunPlan, *, progress: bool | None = None, client: Any = None, targets: tuple | None = None
+) -> SimulationResult:
+    """Run a validated plan: on ``client``, or on threads with the precision loop (``targets``:
+    the canonical names of :func:`.precision.parse_target`, default the mean queue length)."""
     t0 = _time.perf_counter()
     reps = _replications(plan)
     if client is not None:
@@ -613,25 +629,7 @@ def _execute(plan: RunPlan, *, progress: bool | None = None, client: Any = None)
 
         interrupted = not run_round(_Rep.first_stretch)
         if not interrupted and plan.precision is not None:
-            precision_state = {"target": plan.precision, "met": False, "cap_hit": False, "rounds": 1}
-            while True:
-                worst, factor = _precision_need(_result(plan, reps, _time.perf_counter() - t0, False), plan.precision)
-                precision_state["achieved"] = worst
-                if factor <= 1.0:
-                    precision_state["met"] = True
-                    break
-                f = _growth_factor(
-                    factor, plan.batches, max(rep.measured_events() for rep in reps), plan.max_steps or math.inf
-                )
-                if f < 2:
-                    precision_state["cap_hit"] = True
-                    break
-                for rep in reps:
-                    rep.plan_extension(f)
-                precision_state["rounds"] += 1
-                if not run_round(_Rep.extend):
-                    interrupted = True
-                    break
+            precision_state, interrupted = _precision_loop(plan, reps, run_round, targets or DEFAULT_TARGET, t0)
     return _summarize(plan, reps, _time.perf_counter() - t0, interrupted, precision_state=precision_state)
 
 
@@ -678,24 +676,78 @@ def _run_on_client(reps, client):
     return [done[i] for i in range(len(reps))], False
 
 
-def _precision_need(res: SimulationResult, precision: float):
-    """``(worst relative half-width, factor by which the run should grow)`` for the
-    quantities a precision target covers: the mean queue length and every level with
-    ``E[u_i] >= PRECISION_LEVEL_MIN``.  An unreliable one asks for a factor 4."""
-    targets = [(res.mean_queue_length, res.mean_queue_length_half_width, res.mean_queue_length_reliable)]
-    for i, u in enumerate(res.u_mean):
-        if u >= PRECISION_LEVEL_MIN:
-            targets.append((u, res.u_half_width[i], bool(res.u_reliable[i])))
-    worst = 0.0
-    factor = 1.0
-    for value, hw, rel in targets:
-        r = hw / abs(value) if value != 0 and math.isfinite(hw) else math.inf
-        worst = max(worst, r)
-        if not rel:
-            factor = max(factor, 4.0)
-        elif r > precision:
-            factor = max(factor, 1.2 * (r / precision) ** 2)
-    return worst, factor
+def _precision_need(res: SimulationResult, precision: float, targets: tuple = DEFAULT_TARGET):
+    """``(worst relative half-width, factor by which the run should grow, rows)`` for the
+    quantities ``targets`` names (:func:`.precision.parse_target`; by default the mean queue
+    length).  ``E[u_1] = λ`` is exact and never a target.  A target without an error bar asks
+    for a factor 4 (:func:`.precision.need`)."""
+    rows = _prec.target_rows(res, targets)
+    worst, factor = _prec.need(rows, precision)
+    return worst, factor, rows
+
+
+def _precision_loop(plan: RunPlan, reps: list, run_round, targets: tuple, t0: float):
+    """Extend the replications until every target meets ``plan.precision`` or the cap is hit:
+    ``(precision state, interrupted)``.  After the first stretch whose targets all have an
+    error bar the run says how many events it expects to need (a :class:`PrecisionPlanWarning`,
+    before it extends), and the state keeps that expectation beside the events used."""
+    precision = float(plan.precision or math.nan)  # set: the loop runs only with precision=
+    cap_events = (plan.max_steps or math.inf) * len(reps)
+    state: dict[str, Any] = {
+        "target": plan.precision, "targets": list(targets), "met": False, "cap_hit": False, "rounds": 1,
+        "expected_events": None, "expected_after_events": None, "max_events": cap_events,
+    }  # fmt: skip
+    interrupted = False
+    while True:
+        res = _result(plan, reps, _time.perf_counter() - t0, False)
+        worst, factor, rows = _precision_need(res, precision, targets)
+        state["achieved"], state["quantities"] = worst, rows
+        done = float(sum(rep.measured_events() for rep in reps))
+        if state["expected_events"] is None and factor > 1.0:
+            expect = _prec.expected_events(done, [r["relative"] for r in rows], precision)
+            if math.isfinite(expect) or state["rounds"] == 1:
+                _announce(plan, rows, done, expect, cap_events)
+            if math.isfinite(expect):
+                state["expected_events"], state["expected_after_events"] = expect, done
+        if factor <= 1.0:
+            state["met"] = True
+            if state["rounds"] == 1:  # met in the first stretch: it needed no more
+                state["expected_events"], state["expected_after_events"] = done, done
+            break
+        f = _growth_factor(factor, plan.batches, max(rep.measured_events() for rep in reps), plan.max_steps or math.inf)
+        if f < 2:
+            state["cap_hit"] = True
+            break
+        for rep in reps:
+            rep.plan_extension(f)
+        state["rounds"] += 1
+        if not run_round(_Rep.extend):
+            interrupted = True
+            break
+    state["events"] = int(sum(rep.measured_events() for rep in reps))
+    state["exact"] = _prec.exact_lines(res) if plan.stable else []
+    return state, interrupted
+
+
+def _announce(plan: RunPlan, rows: list, done: float, expect: float, cap: float) -> None:
+    names = ", ".join(r["quantity"] for r in rows) or "nothing"
+    if math.isfinite(expect):
+        worst = max(rows, key=lambda r: r["relative"])
+        msg = (
+            f"precision {plan.precision:g} on {names}: after {done:.3g} events the worst is "
+            f"{worst['quantity']} at {worst['relative']:.3g}; expecting about {expect:.3g} events in all "
+            "(an error shrinks as events^(-1/2)), run in doubling stretches"
+        )
+        if expect > cap:
+            msg += f": more than the cap of {cap:.3g} (max_steps per replication): the target will not be met"
+    else:
+        missing = ", ".join(r["quantity"] for r in rows if r["relative"] is None)
+        msg = (
+            f"precision {plan.precision:g} on {names}: after {done:.3g} events {missing} has no error bar "
+            "yet, so the events needed cannot be estimated; the run grows fourfold until it has one "
+            f"(at most {cap:.3g} events)"
+        )
+    warnings.warn(msg, PrecisionPlanWarning, stacklevel=5)  # at the caller of simulate()
 
 
 BURN_IN_RELAXATION_TIMES = 5.0
@@ -717,6 +769,11 @@ def _short_burn_in(d: int, lam: float, burn_time: float) -> str:
 
 class CostWarning(UserWarning):
     """A run long enough to say beforehand what it will cost (issued before it starts)."""
+
+
+class PrecisionPlanWarning(CostWarning):
+    """What a ``precision=`` run expects to need, said once its first stretch has measured the
+    errors and before it extends (the CLI prints it at once, as every CostWarning)."""
 
 
 #: Events per second per core assumed for the up-front estimate (profile engine, measured

@@ -539,6 +539,9 @@ def _rules_ndl(name: str, needs_n: bool, extra=None):
 def _rules_simulate(axes, err):
     if ("steps" in axes) == ("time" in axes):
         err("time" if "time" in axes else None, "give exactly one of 'steps' and 'time'")
+    for key in ("target", "max_steps"):  # as simulate() refuses them without precision
+        if key in axes and "precision" not in axes:
+            err(key, f"'{key}' goes with 'precision' (a run to a target relative half-width); give precision too")
 
 
 def _rules_fluct(axes, err):
@@ -651,7 +654,12 @@ def _check_simulate_axes(p: dict) -> str | None:
         start, value = parse_start(p["start"])
         p["start"] = start if value is None else p["start"]
     try:
-        check_options(system, chosen, {"steps": p.get("steps"), "start": p.get("start")}, time="time")
+        check_options(
+            system,
+            chosen,
+            {"steps": p.get("steps"), "start": p.get("start"), "precision": p.get("precision")},
+            time="time",
+        )
     except Refusal as exc:
         raise PointError(exc.key, str(exc)) from None
     # what simulate() accepts and ignores there (continuous time, no good set; the event engine has no
@@ -709,6 +717,7 @@ def _validate_fluct(p: dict) -> None:
 # =========================================================================== the registry
 _SIM_DEFAULTS = {"engine": "profile", "time_mode": "discrete", "replace": True, "start": "empty"}
 _SIMULATE_KWARGS = ("steps", "time", "burn_in", *_SIM_DEFAULTS, "eps", "control_variates", "policy")  # passed on
+_SIMULATE_KWARGS += ("precision", "target", "max_steps")
 # a grid point on the per-queue event engine (a service law other than exp, or server classes)
 _LAW_DEFAULTS = {e: {"engine": e, "time_mode": "continuous", "replace": True, "start": "empty"} for e in LAW_ENGINES}
 _AXES_21 = {"policy": _policy, "service": _service, "server_classes": _server_classes}
@@ -728,6 +737,7 @@ _FLUCT_CHECKERS |= dict(sde_paths=v.count, sde_time=v.positive, dt=v.positive)
 _SIM_CHECKERS = dict(steps=v.count, time=v.positive, burn_in=v.count0, engine=v.choice((*ENGINES, "phase", "events")))
 _SIM_CHECKERS |= dict(time_mode=v.choice(TIME_MODES), replace=v.boolean, start=v.start, eps=_EPS)
 _SIM_CHECKERS["control_variates"] = v.boolean
+_SIM_CHECKERS |= dict(precision=v.precision, target=v.target, max_steps=v.count)
 _MIXING_CHECKERS = dict(start=v.start, max_steps=v.count, burn_in=v.count0, replace=v.boolean)
 
 REGISTRY: dict[str, Measurement] = {

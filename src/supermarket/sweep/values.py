@@ -107,3 +107,21 @@ def seed(key: str, v: Any) -> int:
     if v < 0:
         raise ValueError(f"{key} must be an integer >= 0; got {v}")
     return int(v)
+
+
+def precision(key: str, v: Any) -> float:
+    """A relative half-width in (0, 1), as ``simulate(precision=)`` takes it."""
+    x = real(key, v, positive=True)
+    if not x < 1:
+        raise ValueError(f"{key} must lie in (0, 1) (a relative half-width such as 1e-3); got {v!r}")
+    return x
+
+
+def target(key: str, v: object) -> str:
+    """The quantities of a precision run, canonical and comma-separated (``"p99"`` is
+    ``"sojourn-p99"``), checked by the library's own parser (same message)."""
+    from ..simulation.precision import parse_target
+
+    if not isinstance(v, (str, list)):
+        raise TypeError(f'{key} must be a string such as "mean-queue-length,p99" or a list of names; got {v!r}')
+    return ",".join(parse_target(v))
