@@ -5,7 +5,8 @@ by field: the check that a refactor leaves every number bit-identical for the sa
     python tools/compare_outputs.py compare BEFORE AFTER
 
 Timings are masked; every other field must be equal, and the comparison lists those that are
-not (a new field counts as a difference).
+not (a new field counts as a difference). ``run`` exits 1 if a command exits non-zero;
+``tests/test_screens_docs2.py`` checks that every command's options parse.
 """
 
 from __future__ import annotations
@@ -40,17 +41,19 @@ COMMANDS = [
     "exact --n 3 --d 2 --load 0.7 --service erlang:2",
     "perfect --n 200 --d 2 --load 0.9 --seed 1",
     "mixing --n 100 --d 2 --load 0.9 --replications 10 --seed 0",
-    "fluctuations --n 400 --d 2 --load 0.9 --time 50 --seed 1",
+    "fluctuations --regime a --n 400 --d 2 --time 50 --replications 2 --sde-paths 32 --sde-time 20 --seed 1",
     "design --load 0.999 --max-queue 2",
     "design --load 0.9 --quantile 0.99 --latency 6",
 ]
 TIMINGS = {"seconds", "events_per_second", "wall_seconds", "wall_time", "wall_s", "elapsed"}
 
 
-def run(src: str, out: str) -> None:
+def run(src: str, out: str) -> int:
+    """Run every command with ``--json`` under ``src``; 1 if one of them exits non-zero."""
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=str(Path(src).resolve()), SUPERMARKET_PROGRESS="0")
+    failed = 0
     for i, cmd in enumerate(COMMANDS, 1):
         p = subprocess.run(
             [sys.executable, "-m", "supermarket", *cmd.split(), "--json"], env=env, capture_output=True, text=True
@@ -58,6 +61,10 @@ def run(src: str, out: str) -> None:
         (folder / f"{i}.json").write_text(p.stdout)
         (folder / f"{i}.cmd").write_text(f"{p.returncode} {cmd}\n")
         print(f"{p.returncode} {cmd}")
+        failed += p.returncode != 0
+    if failed:
+        print(f"{failed} command(s) exited non-zero: their JSON is missing or partial", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def _flat(x, path=""):
