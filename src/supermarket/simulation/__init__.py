@@ -10,7 +10,8 @@ of your own around a kernel.
 
 Modules (import from the package): :mod:`.run` (:func:`simulate`, the run plan),
 :mod:`.chain`, :mod:`.estimate` (batch integrals to a result, with :mod:`.control`),
-:mod:`.results` (the records) and :mod:`.render` (their text and figure).
+:mod:`.results` (the records), :mod:`.render` (their text and figure) and :mod:`.references`
+(what the text puts beside an estimate: the identity with its own error, the refined mean field).
 """
 
 from __future__ import annotations

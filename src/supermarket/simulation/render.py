@@ -37,33 +37,10 @@ def summary_text(res: SimulationResult, cdf_points: int | None = None) -> str:
     if res.start_note:
         out.append(f"start: {res.start_note}")
     k = res.k
-    fp = res.fixed_point()
-    L = len(res.u_mean)
-    lin = res._linearised(L)
-    ident = (
-        "λ·E[u_(i−1)^d] (identity, derived)"
-        if p.replace and res.policy == "jsq-d"
-        else "λ·E[P_(i−1)] (identity, derived)"
-    )
     vr = res.variance_reduction
-    rows = []
-    for i, e in enumerate(res.levels, start=1):
-        rel = bool(e.reliable)
-        prev = 1.0 if i == 1 else res.tails[i - 2].plain  # the identity is a check: plain, not CV
-        row = [str(i), _pm(e.value, e.stderr, rel, e.note)]
-        if vr is not None:
-            row.append(_factor(e.variance_reduction) if rel else "")
-        li = ("—" if k and i <= k else "") if math.isnan(lin[i - 1]) else _fmt(lin[i - 1])
-        fpi = _fmt(fp[i - 1]) if fp is not None else "—"
-        rows.append([*row, _fmt(e.n_eff, 3) if rel else "", fpi, li, _fmt(p.lam * prev)])
     out.append("")
     out.append("Time-averaged profile (docs/model.md §1–3)")
-    head = ["i", "simulated E[u_i] ± s.e."] + (["var. reduction"] if vr is not None else [])
-    out.append(_table(head + ["n_eff", "mean field π(i)", "linearised 1 − q̃_i (derived)", ident], rows))
-    if k and np.all(np.isnan(lin)):
-        out.append(
-            f"linearised profile not shown: q̃_k > 1 for k = {k}, outside the regime where it holds (docs/model.md §4)"
-        )
+    out.extend(_profile_table(res))
     kr = _th.k_report(p.d, p.lam_exact) if k else None
     mrows = []
     for m, e in sorted(res.max_queue.items()):
@@ -96,23 +73,7 @@ def summary_text(res: SimulationResult, cdf_points: int | None = None) -> str:
         above = sum(f for m, f in res.max_queue_dist.items() if m > k)
         if above > 0:
             out.append(f"  a queue longer than k = {k} existed {above:.3g} of the time, and clause (a) fails then")
-    mf = None
-    if p.lam < 1:  # Σπ(i) of the rule's fluid fixed point (supermarket.system.policies)
-        mf = (
-            _th.mean_queue_length(p.d, p.lam)
-            if res.policy == "jsq-d"
-            else (p.lam / (1.0 - p.lam) if res.policy == "random" else p.lam)
-        )
-    vq = ""
-    if vr is not None and res.mean_queue_length_reliable and _factor(vr["mean_queue_length"]):
-        vq = f" (variance reduction {_factor(vr['mean_queue_length'])})"
-    out.append(
-        "mean queue length "
-        + _pm(res.mean_queue_length, res.mean_queue_length_stderr, res.mean_queue_length_reliable)
-        + vq
-        + (f"  (mean field Σπ(i) = {mf:.6g})" if mf is not None else "")
-        + f";  mean sojourn time (Little) {res.mean_sojourn_time:.6g}"
-    )
+    out.extend(_mean_queue_lines(res))
     if res.response is not None:
         out.append(res.response.summary())
     else:
@@ -129,6 +90,109 @@ def summary_text(res: SimulationResult, cdf_points: int | None = None) -> str:
     out.extend(error_lines(res))
     out.append(f"{res.events_per_second / 1e6:.1f} million events per second per core; wall time {res.wall_time:.2f} s")
     return "\n".join(out)
+
+
+def _profile_table(res: SimulationResult) -> list[str]:
+    """The profile table: each estimate with its own error beside the mean field, the refined mean
+    field ``π + V/n`` and the linearised profile (theory, no error of their own) and the identity
+    ``λ·E[P_(i−1)]`` measured on the run, with its own error (docs/model.md §3)."""
+    p, k = res.params, res.k
+    fp = res.fixed_point()
+    L = len(res.u_mean)
+    lin = res._linearised(L)
+    rp = res.refined_mean_field()
+    ide = res.identity()
+    side = "u_(i−1)^d" if p.replace and res.policy == "jsq-d" else "P_(i−1)"
+    vr = res.variance_reduction
+    rows = []
+    for i, e in enumerate(res.levels, start=1):
+        rel = bool(e.reliable)
+        row = [str(i), _pm(e.value, e.stderr, rel, e.note)]
+        if vr is not None:
+            row.append(_factor(e.variance_reduction) if rel else "")
+        row += [_fmt(e.n_eff, 3) if rel else "", _fmt(fp[i - 1]) if fp is not None else "—"]
+        if rp.u is not None:
+            row.append(_fmt(rp.u[i - 1]))
+        row.append(("—" if k and i <= k else "") if math.isnan(lin[i - 1]) else _fmt(lin[i - 1]))
+        v, se = ide["value"][i - 1], ide["stderr"][i - 1]
+        if i == 1:  # λ·P_0 = λ: no error of its own
+            row.append(f"{_fmt(v)} (exact)" if p.lam < 1 else _fmt(v))
+        else:
+            row.append(_pm(v, se, bool(ide["reliable"][i - 1]), e.note))
+        rows.append(row)
+    head = ["i", "simulated E[u_i] ± s.e."] + (["var. reduction"] if vr is not None else []) + ["n_eff"]
+    head.append("mean field π(i)")
+    if rp.u is not None:
+        head.append("refined π(i) + V_i/n" + (" (derived)" if rp.source == "derived" else ""))
+    head += ["linearised 1 − q̃_i (derived)", f"identity λ·E[{side}] ± s.e. (plain)"]
+    out = [_table(head, rows)]
+    if k and np.all(np.isnan(lin)):
+        out.append(
+            f"linearised profile not shown: q̃_k > 1 for k = {k}, outside the regime where it holds (docs/model.md §4)"
+        )
+    out.append(
+        f"identity: E[u_i] = λ·E[{side}] in equilibrium at every n (derived), shown as its plain time average with "
+        + (
+            "its own s.e.: a check apart from the control variates, which are built from it"
+            if p.lam < 1
+            else "its own s.e.; without an equilibrium (λ >= 1) it need not hold"
+        )
+    )
+    if p.lam < 1:
+        out.append("refined: " + _refined_words(rp, p.n))
+    return out
+
+
+def _refined_words(rp, n: int) -> str:
+    """What the refined column is (or why it is absent), in words."""
+    if rp.u is None:
+        return f"π(i) + V_i/n {rp.note}"
+    if rp.source == "exact":
+        return "V = 0 (independent M/M/1 queues): E[u_i] = λ^i at every n, exactly"
+    src = (
+        "Gast and Van Houdt 2018"
+        if rp.source == "classical"
+        else "derived: V includes the drift's 1/n term without replacement"
+    )
+    return (
+        f"π(i) + V_i/n at n = {n}, the mean field with its 1/n term ({src}; docs/model.md §3); "
+        "its own error, O(1/n²), is not estimated"
+    )
+
+
+def _mean_queue_lines(res: SimulationResult) -> list[str]:
+    """The mean queue length with its error, then the mean field and the refined mean field beside
+    it, with the distance of the estimate from each in its own standard errors."""
+    p = res.params
+    vr = res.variance_reduction
+    vq = ""
+    if vr is not None and res.mean_queue_length_reliable and _factor(vr["mean_queue_length"]):
+        vq = f" (variance reduction {_factor(vr['mean_queue_length'])})"
+    out = [
+        "mean queue length "
+        + _pm(res.mean_queue_length, res.mean_queue_length_stderr, res.mean_queue_length_reliable)
+        + vq
+        + f";  mean sojourn time (Little) {res.mean_sojourn_time:.6g}"
+    ]
+    if p.lam >= 1:
+        return out
+    # Σπ(i) of the rule's fluid fixed point (supermarket.policies)
+    if res.policy == "jsq-d":
+        mf = _th.mean_queue_length(p.d, p.lam)
+    else:
+        mf = p.lam / (1.0 - p.lam) if res.policy == "random" else p.lam
+    x, se, ok = res.mean_queue_length, res.mean_queue_length_stderr, bool(res.mean_queue_length_reliable)
+
+    def gap(ref):
+        z = f" ({(x - ref) / se:+.1f} s.e.)" if ok and se > 0 else ""
+        return f"{x - ref:+.3g}{z}"
+
+    line = f"  estimate − theory: mean field Σπ(i) = {mf:.6g} (n → ∞): {gap(mf)}"
+    rp = res.refined_mean_field()
+    if rp.u is not None and rp.source != "exact":
+        rm = rp.mean_queue_length
+        line += f";  refined Σπ + ΣV/n = {rm:.6g} (1/n term ΣV/n = {rp.sum_V / p.n:+.3g}): {gap(rm)}"
+    return [*out, line]
 
 
 def error_lines(res: SimulationResult) -> list[str]:

@@ -16,6 +16,7 @@ from .. import theory as _th
 from ..jsonable import to_jsonable
 from ..model import Params, check_int
 from ..system import policies as _pol
+from . import references as _ref
 from . import render as _render
 
 __all__ = ["Estimate", "SimulationResult", "Trajectory"]
@@ -456,6 +457,16 @@ class SimulationResult:
             return _pol.fluid_fixed_point(self.policy, self.params.lam, len(self.u_mean), d=self.params.d)
         return _th.fixed_point(self.params.d, self.params.lam, len(self.u_mean))
 
+    def identity(self) -> dict:
+        """``λ·E[P_{i−1}]`` per level from the plain estimates, with its own error: the check beside
+        ``E[u_i]`` (:func:`.references.identity_estimates`)."""
+        return _ref.identity_estimates(self)
+
+    def refined_mean_field(self) -> _ref.RefinedProfile:
+        """The refined mean field ``π + V/n`` on the run's levels, or why there is none
+        (:func:`.references.refined_profile`, docs/model.md §3)."""
+        return _ref.refined_profile(self)
+
     def to_dict(self, *, per_replication: bool = True, cdf_points: int | None = None) -> dict:
         """Everything, JSON-safe (lists, numbers, strings, None).
 
@@ -471,7 +482,8 @@ class SimulationResult:
         -------
         dict
             The fields of the result, with ``reliable``, ``fixed_point``, ``start_note``,
-            ``sojourn`` and ``waiting`` (mean, quantiles, standard errors; None when λ >= 1).
+            ``sojourn`` and ``waiting`` (mean, quantiles, standard errors; None when λ >= 1),
+            ``identity`` (:meth:`identity`) and ``refined_mean_field`` (:meth:`refined_mean_field`).
 
         """
         out: dict[str, Any] = {"params": self.params.to_dict()}
@@ -485,6 +497,8 @@ class SimulationResult:
         out["start_note"] = self.start_note
         out["sojourn"] = None if self.response is None else self.response.sojourn.to_dict()
         out["waiting"] = None if self.response is None else self.response.waiting.to_dict()
+        out["identity"] = self.identity()
+        out["refined_mean_field"] = self.refined_mean_field().to_dict()
         if cdf_points is not None:
             out["cdf"] = self._cdf(cdf_points)
         if self.trajectory is not None:
@@ -533,8 +547,10 @@ class SimulationResult:
             where not used), ``ud_mean`` and ``ud_stderr`` (time average of ``P_i``),
             ``identity`` (``λ·E[P_{i−1}]`` of the plain estimates, equal to ``E[u_i]`` in
             equilibrium, derived), ``fixed_point`` (mean-field π(i), NaN when λ >= 1),
-            ``linearised`` (``1 − q̃_i``, derived, NaN beyond ``k + 1``), and the run's
-            ``n``, ``d``, ``load``, ``replace``, ``engine``, ``time_mode``.
+            ``linearised`` (``1 − q̃_i``, derived, NaN beyond ``k + 1``), the run's
+            ``n``, ``d``, ``load``, ``replace``, ``engine``, ``time_mode``, then
+            ``identity_stderr`` (the identity's own standard error) and ``refined``
+            (``π(i) + V_i/n``, NaN where there is none: :meth:`refined_mean_field`).
         """
         import pandas as pd
 
@@ -569,6 +585,8 @@ class SimulationResult:
                 "replace": p.replace,
                 "engine": self.engine,
                 "time_mode": self.time_mode,
+                "identity_stderr": _ref.identity_estimates(self)["stderr"],
+                "refined": nan if (rp := self.refined_mean_field()).u is None else rp.u,
             }
         )
 
