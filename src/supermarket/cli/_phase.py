@@ -141,14 +141,27 @@ def exact_phase_cli(
         left = None if max_seconds is None else max(1e-9, max_seconds - (time.perf_counter() - t_start))
         return {"max_seconds": left, "progress": progress}
 
-    if cap is not None:
-        res = solve_phase(n, d, load, law.alpha, law.T, cap=cap, replace=replace, policy=policy, **budget_kw())
-    else:
-        c = 8
-        res = solve_phase(n, d, load, law.alpha, law.T, cap=c, replace=replace, policy=policy, **budget_kw())
-        while res.truncation >= tol:
-            c = 2 * c
+    from ..stationary.solver import BudgetExceeded
+
+    try:
+        if cap is not None:
+            res = solve_phase(n, d, load, law.alpha, law.T, cap=cap, replace=replace, policy=policy, **budget_kw())
+        else:
+            c = 8
             res = solve_phase(n, d, load, law.alpha, law.T, cap=c, replace=replace, policy=policy, **budget_kw())
+            while res.truncation >= tol:
+                c = 2 * c
+                res = solve_phase(n, d, load, law.alpha, law.T, cap=c, replace=replace, policy=policy, **budget_kw())
+    except BudgetExceeded as exc:  # each cap's solve got what was left: say the user's budget and the time spent
+        import re
+
+        spent = time.perf_counter() - t_start
+        text = re.sub(
+            r"max_seconds = \S+ s \(--max-seconds\) ran out after \S+ s",
+            f"max_seconds = {max_seconds:g} s (--max-seconds) ran out after {spent:.3g} s",
+            str(exc),
+        )
+        raise BudgetExceeded(text) from None
     lam = res.lam
     out = {
         "service": law.to_dict(),

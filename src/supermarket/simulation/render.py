@@ -72,7 +72,8 @@ def summary_text(res: SimulationResult, cdf_points: int | None = None) -> str:
         )
         above = sum(f for m, f in res.max_queue_dist.items() if m > k)
         if above > 0:
-            out.append(f"  a queue longer than k = {k} existed {above:.3g} of the time, and clause (a) fails then")
+            share = "all" if above >= 1.0 else f"{above:.3g}"
+            out.append(f"  a queue longer than k = {k} existed {share} of the time, and clause (a) fails then")
     out.extend(_mean_queue_lines(res))
     if res.response is not None:
         out.append(res.response.summary())
