@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import math
 import numbers
+import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -556,7 +557,9 @@ def _derive_ndl(name: str, needs_d2: bool, defaults: dict):
             from ..policies import meanfield_d
 
             meanfield_d(p["policy"], p["d"])  # jsq and jiq have no mean-field ODE: refused as the library does
-        if name == "simulate":  # the horizon simulate() itself would refuse, refused with the file
+        if name == "simulate" and engine is None:  # the run's own plan: what simulate() refuses, refused here
+            _check_simulate_plan(p)
+        elif name == "simulate":  # the horizon simulate() itself would refuse, refused with the file
             from ..simulation.run import _cost_of
 
             lam = float(p["load"])
@@ -573,6 +576,23 @@ def _derive_ndl(name: str, needs_d2: bool, defaults: dict):
         return {k: p[k] for k in order if k in p} | {k: x for k, x in sorted(p.items()) if k not in order}
 
     return derive
+
+
+def _check_simulate_plan(p: dict) -> None:
+    """Refuse a count-engine grid point exactly as :func:`measure_simulate`'s run would: the run's
+    own plan (``simulation.run._plan``: horizon, cost, start and its per-level memory) is built with
+    the arguments the run gets, and its error is raised as a :class:`PointError` on the key it names
+    (the horizon's key when it names none of the point's keys)."""
+    from ..simulation.run import _plan
+
+    kw = {k: p[k] for k in _SIMULATE_KWARGS if k in p}
+    try:
+        _plan(p["n"], p["d"], p["load"], replications=1, workers=1, **kw)
+    except (TypeError, ValueError) as exc:
+        msg = str(exc)
+        head = re.match(r"[a-z_]+", msg)
+        key = head.group(0) if head and head.group(0) in p else ("steps" if "steps" in p else "time")
+        raise PointError(key, msg) from None
 
 
 def _event_rate(p: dict, engine: str) -> float:
