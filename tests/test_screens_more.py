@@ -5,6 +5,14 @@ mutations of the estimators, the corrections, the latency verdict and the servic
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import pytest
 
 from supermarket import sweep as sw
@@ -43,3 +51,143 @@ def test_sweep_check_refuses_a_horizon_in_the_runs_words():
         sw.parse_sweep(_SIM.format(steps="1e13"))
     (err,) = exc.value.errors
     assert msg in err and "run[1].steps" in err, (msg, err)
+
+
+# --------------------------------------------------------------------------- budgets and stops
+HANG_GUARD = 240.0  # seconds: only a hung process gets near it (no timing is asserted)
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def _cli(args: list[str], **kw) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=SRC)
+    return subprocess.run(
+        [sys.executable, "-m", "supermarket", *args], capture_output=True, text=True, env=env, timeout=HANG_GUARD, **kw
+    )
+
+
+def _one_line(err: str) -> str:
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def test_design_max_seconds_stops_a_long_search_with_one_line():
+    # `design --d 3 --latency 8 --service erlang:4` searches for 15-30 s; design had no budget
+    r = _cli(["design", "--d", "3", "--latency", "8", "--service", "erlang:4", "--max-seconds", "0.5"])
+    line = _one_line(r.stderr)
+    assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stdout)
+    assert line.startswith("supermarket: error: budget: max_seconds = 0.5 s (--max-seconds) ran out after"), line
+    assert "(design); a larger --max-seconds" in line, line
+
+
+def test_design_max_seconds_is_in_the_help_with_exacts_default():
+    from click.testing import CliRunner
+
+    from supermarket.cli import main
+
+    out = CliRunner().invoke(main, ["design", "--help"]).output
+    flat = " ".join(out.split())
+    assert "--max-seconds" in flat and "every stage" in flat and "[default: 60" in flat, out
+    bad = CliRunner().invoke(main, ["design", "--load", "0.9", "--latency", "4", "--max-seconds", "-1"])
+    assert bad.exit_code == 2 and "--max-seconds must be a positive number of seconds" in bad.output
+
+
+def test_wall_budget_is_kept_through_code_that_catches_the_interrupt():
+    # a run that catches the interrupt and goes on with its partial result, then a search that
+    # counts a failed step as a miss (except Exception): the block still ends with the budget
+    from supermarket.cli._budget import WallBudget
+
+    partial = False
+    budget = r"budget: max_seconds = 0.05 s \(--max-seconds\) ran out .* during step"
+    with pytest.raises(ValueError, match=budget), WallBudget(0.05, "test") as b:
+        b.stage("step")
+        try:
+            time.sleep(HANG_GUARD)
+        except KeyboardInterrupt:
+            partial = True  # a partial result: dropped all the same
+        for _ in range(int(HANG_GUARD / 0.01)):
+            with contextlib.suppress(Exception):  # the library's broad handlers do not take the alarm
+                time.sleep(0.01)
+    assert partial and b.fired
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)  # disarmed
+
+
+def test_wall_budget_leaves_a_finished_block_alone():
+    from supermarket.cli._budget import WallBudget
+
+    with WallBudget(HANG_GUARD, "test") as b:
+        x = sum(range(10))
+    assert x == 45 and not b.fired and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+@pytest.mark.slow
+def test_design_max_seconds_ends_verify_threads():
+    # --verify's replications run on threads that only the interrupt path stops
+    args = ["design", "--load", "0.9", "--latency", "6", "--n", "1000", "--verify", "--steps", "1e9"]
+    r = _cli([*args, "--workers", "2", "--max-seconds", "3"])
+    line = _one_line(r.stderr)
+    assert r.returncode == 2 and "budget" in line and "during --verify's simulation" in line, line
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _interrupt(args: list[str], cpu: float = 2.5) -> tuple[int, str, str]:
+    """Start ``supermarket ARGS``, send SIGINT once it spent ``cpu`` CPU seconds (past the
+    imports: it is working), return (rc, stdout, stderr)."""
+    env = dict(os.environ, PYTHONPATH=SRC)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "supermarket", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        deadline = time.monotonic() + HANG_GUARD / 2
+        while p.poll() is None and _cpu_seconds(p.pid) < cpu and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert p.poll() is None, "ended before the signal"
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=HANG_GUARD)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    return p.returncode, out, err
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="CPU time read from /proc")
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["exact", "--n", "6", "--d", "2", "--load", "0.7", "--max-seconds", "600"],
+        ["design", "--d", "3", "--latency", "8", "--service", "erlang:4"],
+    ],
+    ids=["exact", "design"],
+)
+def test_ctrl_c_on_exact_and_design_is_one_line_exit_130(args):
+    rc, out, err = _interrupt(args)
+    assert rc == 130, (rc, out, err)
+    assert _one_line(err) == "supermarket: interrupted"
+    assert out == "", out
+
+
+def test_mixing_compiles_its_kernel_before_the_worker_threads():
+    # a cold numba cache compiled the coupling kernel inside the worker threads, and Ctrl-C waited
+    # for the compilation to end (up to 10 s on a busy machine); now the calling thread loads it
+    code = (
+        "from supermarket import parallel\n"
+        "from supermarket.engines import coupling as k\n"
+        "from supermarket.mixing import coalescence\n"
+        "seen = []\n"
+        "real = parallel.map_tasks\n"
+        "def spy(*a, **kw):\n"
+        "    seen.append(len(k.run_coupled.signatures))\n"
+        "    return real(*a, **kw)\n"
+        "parallel.map_tasks = spy\n"
+        "coalescence(20, 2, 0.5, replications=4, seed=1, workers=2)\n"
+        "print(seen)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=SRC)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=HANG_GUARD)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[1]", r.stdout

@@ -10,21 +10,12 @@ from typing import Any
 import click
 
 from ..model import MAX_CDF_POINTS
-from ._common import COUNT, LOAD, OUTPUT_FIGURE, CountType, FloatType, print_json, save_figure
+from ._budget import SECONDS
+from ._common import COUNT, LOAD, OUTPUT_FIGURE, CountType, print_json, save_figure
 from ._phase import exact_phase_cli, is_exponential_service
 from .options import one_task_options, policy_option, replace_option, run_once
 
 NOTE_SECONDS = 5.0  # a search predicted to take longer says so before it starts
-
-
-class _Seconds(FloatType):
-    """A positive finite number of seconds."""
-
-    def convert(self, value, param, ctx):
-        x = super().convert(value, param, ctx)
-        if not x > 0:
-            self.fail(f"--max-seconds must be a positive number of seconds; got {str(value)[:40]!r}", param, ctx)
-        return x
 
 
 @click.command()
@@ -65,7 +56,7 @@ class _Seconds(FloatType):
 @click.option(
     "--max-seconds",
     "max_seconds",
-    type=_Seconds(),
+    type=SECONDS,
     default=60.0,
     show_default=True,
     help="Refuse at once a solve predicted (one idle core) to take longer; the refusal names the "
