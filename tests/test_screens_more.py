@@ -6,6 +6,7 @@ mutations of the estimators, the corrections, the latency verdict and the servic
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import signal
 import subprocess
@@ -191,3 +192,35 @@ def test_mixing_compiles_its_kernel_before_the_worker_threads():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=HANG_GUARD)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[1]", r.stdout
+
+
+# --------------------------------------------------------------------------- overloaded classes
+def _overloaded(**kw):
+    from supermarket.classes_sim import simulate_classes
+
+    # random routing: every server gets λ s̄ = 0.75; the 0.5:0.5 class is overloaded, the 0.5:2
+    # class is an M/M/1 queue of load ρ = 0.375 (independent of the other class)
+    return simulate_classes(
+        100, 1, 0.6, server_classes="0.5:2,0.5:0.5", policy="random", time=1000, burn_in=50, seed=3, workers=1, **kw
+    )
+
+
+def test_overloaded_classes_self_check_has_no_error_bar():
+    r = _overloaded()
+    line = next(x for x in r.summary().splitlines() if x.startswith("self-check Σ f s E[u_1]/(λ s̄)"))
+    assert "±" not in line and "no error bar" in line and "holds only in equilibrium" in line, line
+    b = r.to_dict()["balance"]
+    assert b["stderr"] is None and b["reliable"] is False, b
+
+
+def test_overloaded_classes_leave_the_stable_class_its_mm1_law():
+    # capacity balance was a control variate here, though it fails without equilibrium: it pulled
+    # the stable class's E[u_1] to 0.5 ± 0 (the M/M/1 value is ρ = 0.375)
+    r = _overloaded()
+    rho = 0.6 * 1.25 / 2.0
+    fast = r.classes[0]
+    assert not r.control_variates and any("no control variate" in x for x in r.notes)
+    assert math.isfinite(fast.u_stderr[0]) and fast.u_stderr[0] > 0
+    assert abs(fast.u_mean[0] - rho) < 4 * fast.u_stderr[0], (fast.u_mean[0], fast.u_stderr[0])
+    L = fast.mean_queue_length
+    assert L.reliable and abs(L.mean - rho / (1 - rho)) < 4 * L.stderr, L
