@@ -224,3 +224,21 @@ def test_overloaded_classes_leave_the_stable_class_its_mm1_law():
     assert abs(fast.u_mean[0] - rho) < 4 * fast.u_stderr[0], (fast.u_mean[0], fast.u_stderr[0])
     L = fast.mean_queue_length
     assert L.reliable and abs(L.mean - rho / (1 - rho)) < 4 * L.stderr, L
+
+
+def test_sweep_row_of_overloaded_classes_says_it_has_no_stationary_value():
+    # the row kept status ok with null errors, indistinguishable from a run too short to trust
+    from supermarket.classes_sim import simulate_classes
+    from supermarket.general.result import GROWING, INFINITE
+    from supermarket.sweep.measurements import classes_row, event_row
+
+    row = classes_row(_overloaded().to_dict())
+    assert row["no_stationary_value"] == GROWING and row["reliable"] is False
+    assert math.isnan(row["mean_queue_length_stderr"])
+    stable = simulate_classes(
+        100, 2, 0.6, server_classes="0.5:2,0.5:0.5", time=100, burn_in=10, seed=3, workers=1
+    ).to_dict()
+    assert classes_row(stable)["no_stationary_value"] is None
+    e = {"mean": 3.0, "stderr": None, "reliable": False, "note": INFINITE}  # a pareto:1.5 run's means
+    pareto = event_row({"policy": "jsq-d", "service": {"spec": "pareto:1.5"}, "mean_queue_length": e, "sojourn": e})
+    assert pareto["no_stationary_value"] == INFINITE and pareto["reliable"] is False

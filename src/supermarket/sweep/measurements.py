@@ -315,7 +315,28 @@ def _tail(out: dict, d: dict, control_variates: bool, vr: dict) -> dict:
     out.update(wall_time=d.get("wall_s"), control_variates=control_variates)
     out["variance_reduction"] = {k: vr.get(k) for k in VR_COLUMNS}
     out["notes"] = list(d.get("notes") or [])
+    out["no_stationary_value"] = _no_stationary_value(d)
     return out
+
+
+def _no_stationary_value(d: dict) -> str | None:
+    """Why the row's means have no error bar at all, or None: ``"infinite in equilibrium"`` (a
+    service law of infinite variance, pareto α ≤ 2) or ``"grows without bound (no stationary
+    value)"`` (random routing with an overloaded class).  Such a row is ``reliable: false`` as
+    one too short to trust; this column tells the two apart (docs/sweep.md, "Measurements").
+
+    >>> _no_stationary_value({"mean_queue_length": {"note": "grows without bound (no stationary value)"}})
+    'grows without bound (no stationary value)'
+    >>> _no_stationary_value({"mean_queue_length": {"note": "too short"}}) is None
+    True
+    """
+    from ..general.result import GROWING, INFINITE
+
+    for key in ("mean_queue_length", "sojourn", "waiting"):
+        note = (d.get(key) or {}).get("note")
+        if note in (INFINITE, GROWING):
+            return str(note)
+    return None
 
 
 def _f(x: object) -> float:
