@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from supermarket import sweep as sw
@@ -242,3 +243,20 @@ def test_sweep_row_of_overloaded_classes_says_it_has_no_stationary_value():
     e = {"mean": 3.0, "stderr": None, "reliable": False, "note": INFINITE}  # a pareto:1.5 run's means
     pareto = event_row({"policy": "jsq-d", "service": {"spec": "pareto:1.5"}, "mean_queue_length": e, "sojourn": e})
     assert pareto["no_stationary_value"] == INFINITE and pareto["reliable"] is False
+
+
+# --------------------------------------------------------------------------- mutations the suite missed
+@pytest.mark.parametrize("occupied,rare", [(25, True), (49, True), (50, False), (75, False), (100, False)])
+def test_rare_tail_share_is_half_of_the_batches(occupied, rare):
+    # the levels above the controls are rare when occupied in under half of the batches
+    # (docs/model.md §9.1); the share test binds between 50 % and 100 %: with the share at 100 %
+    # a tail seen in 75 of 100 batches counted as rare and the mean queue length lost its controls
+    from types import SimpleNamespace
+
+    from supermarket.simulation.estimate import _Controls
+
+    T = np.ones(100)
+    a = np.zeros(100)
+    a[:occupied] = 1.0  # the tail's batch integrals: nonzero in `occupied` batches
+    est = SimpleNamespace(stderr=1e-3)  # the adjusted error: far below the tail's own (variance test met)
+    assert _Controls._rare_tail([(a, T)], est) is rare
