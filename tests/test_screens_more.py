@@ -260,3 +260,43 @@ def test_rare_tail_share_is_half_of_the_batches(occupied, rare):
     a[:occupied] = 1.0  # the tail's batch integrals: nonzero in `occupied` batches
     est = SimpleNamespace(stderr=1e-3)  # the adjusted error: far below the tail's own (variance test met)
     assert _Controls._rare_tail([(a, T)], est) is rare
+
+
+# --------------------------------------------------------------------------- defaults stated
+@pytest.mark.parametrize(
+    "command,default,why",
+    [
+        ("exact", "0.9", "beyond the solver's limit"),
+        ("meanfield", "0.9", "as in exact and perfect"),
+        ("perfect", "0.9", "coalescence horizon"),
+        ("mixing", "0.99", "meanfield, exact and perfect default to 0.9"),
+        ("theory", "0.99", "meanfield, exact and perfect default to 0.9"),
+    ],
+)
+def test_each_commands_help_says_why_its_default_load(command, default, why):
+    # the defaults differ (0.99 against 0.9) and only perfect said why
+    from click.testing import CliRunner
+
+    from supermarket.cli import main
+
+    flat = " ".join(CliRunner().invoke(main, [command, "--help"]).output.split())
+    load = flat[flat.index("--load LOAD") : flat.index("--load LOAD") + 400]
+    assert f"[default: {default}]" in load and why in load, load
+
+
+def test_perfect_replications_are_samples_and_samples_still_works():
+    from click.testing import CliRunner
+
+    from supermarket.cli import main
+
+    flat = " ".join(CliRunner().invoke(main, ["perfect", "--help"]).output.split())
+    assert "one perfect sample is one independent replication" in flat and "--samples" in flat
+    args = ["perfect", "--n", "10", "--load", "0.5", "--workers", "1", "--json"]
+    a = CliRunner().invoke(main, [*args, "--replications", "2"])
+    b = CliRunner().invoke(main, [*args, "--samples", "2"])
+    assert a.exit_code == 0 and b.exit_code == 0, (a.output, b.output)
+    import json
+
+    ja, jb = json.loads(a.stdout), json.loads(b.stdout)
+    ja.pop("seconds"), jb.pop("seconds")
+    assert ja == jb and ja["replications_requested"] == 2 == len(ja["samples"])  # the same samples

@@ -34,7 +34,14 @@ THEORY_N = CountType(maximum=MAX_THEORY_N)  # closed forms: n up to 1e100 (Theor
 )
 @click.option("--d", "d", type=COUNT, default=20, show_default=True, help="Number of choices d.")
 @click.option(
-    "--load", "load", type=LOAD, default="0.99", show_default=True, help="Load λ in (0, 1), read exactly as written."
+    "--load",
+    "load",
+    type=LOAD,
+    default="0.99",
+    show_default=True,
+    help="Load λ in (0, 1), read exactly as written. The default is the heavy traffic of 0.99 "
+    "(paper 000's regime, as in simulate and mixing); meanfield, exact and perfect default to 0.9, where "
+    "exact's and perfect's small systems fit.",
 )
 @click.option("--eps", "eps", type=FLOAT, default=0.1, show_default=True, help="ε of the good set N^ε, in (0, 1/10].")
 @one_task_options
