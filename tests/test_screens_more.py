@@ -301,3 +301,18 @@ def test_perfect_replications_are_samples_and_samples_still_works():
     ja, jb = json.loads(a.stdout), json.loads(b.stdout)
     ja.pop("seconds"), jb.pop("seconds")
     assert ja == jb and ja["replications_requested"] == 2 == len(ja["samples"])  # the same samples
+
+
+def test_overloaded_classes_event_engine_keeps_the_stable_class_its_pollaczek_khinchine_law():
+    # the event engine used the same capacity control, which pulled the stable class's mean queue
+    # length to 0.79 where M/E_2/1 (Pollaczek–Khinchine) gives 0.544; its sojourn was right
+    from supermarket.general import simulate_general
+
+    r = simulate_general(
+        100, 1, 0.6, policy="random", service="erlang:2", server_classes="0.5:2,0.5:0.5", time=500, seed=4, workers=1
+    )
+    rho, scv = 0.6 * 1.25 / 2.0, 0.5  # λ s̄ / s of the fast class; Erlang-2 service
+    L = rho + rho**2 * (1 + scv) / (2 * (1 - rho))
+    fast = r.classes[0].mean_queue_length
+    assert not r.control_variates and any("no control variate" in x for x in r.notes)
+    assert fast.reliable and abs(fast.mean - L) < 4 * fast.stderr, (fast.mean, fast.stderr, L)
