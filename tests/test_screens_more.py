@@ -316,3 +316,20 @@ def test_overloaded_classes_event_engine_keeps_the_stable_class_its_pollaczek_kh
     fast = r.classes[0].mean_queue_length
     assert not r.control_variates and any("no control variate" in x for x in r.notes)
     assert fast.reliable and abs(fast.mean - L) < 4 * fast.stderr, (fast.mean, fast.stderr, L)
+
+
+def test_sweep_check_refuses_a_mixing_start_the_run_refuses_in_its_words():
+    # --check passed `start = "long:3000000"`, which the coupling then refused for its arrays
+    from supermarket.mixing import coalescence
+
+    with pytest.raises(ValueError) as run:
+        coalescence(100, 2, 0.9, start="long:3000000", replications=1, workers=1)
+    text = (
+        '[sweep]\nname = "m"\n\n[[run]]\nmeasurement = "mixing"\nn = 100\nd = 2\nload = 0.9\nstart = "long:3000000"\n'
+    )
+    with pytest.raises(sw.SweepFileError) as exc:
+        sw.parse_sweep(text)
+    (err,) = exc.value.errors
+    assert str(run.value) in err and "run[1].start" in err, err
+    ok = text.replace("long:3000000", "long:1000")
+    assert len(sw.parse_sweep(ok).tasks) == 1

@@ -578,6 +578,8 @@ def _derive_ndl(name: str, needs_d2: bool, defaults: dict):
             from ..policies import meanfield_d
 
             meanfield_d(p["policy"], p["d"])  # jsq and jiq have no mean-field ODE: refused as the library does
+        if name == "mixing":  # the run's own checks: the start's memory, the burn-in's work
+            _check_mixing_plan(p)
         if name == "simulate" and engine is None:  # the run's own plan: what simulate() refuses, refused here
             _check_simulate_plan(p)
         elif name == "simulate":  # the horizon simulate() itself would refuse, refused with the file
@@ -614,6 +616,25 @@ def _check_simulate_plan(p: dict) -> None:
         head = re.match(r"[a-z_]+", msg)
         key = head.group(0) if head and head.group(0) in p else ("steps" if "steps" in p else "time")
         raise PointError(key, msg) from None
+
+
+def _check_mixing_plan(p: dict) -> None:
+    """Refuse a mixing grid point as :func:`measure_mixing`'s run would (``mixing._plan``, one
+    replication on one worker), on the key the message names."""
+    from ..mixing.coalescence_time import _plan
+
+    kw = {k: p.get(k) for k in ("max_steps", "burn_in")}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a long run's warning is the run's to give, not the file check's
+            _plan(p["n"], p["d"], p["load"], p.get("start", "good"), 1, kw["max_steps"], kw["burn_in"],
+                  p.get("replace", True), 1)  # fmt: skip
+    except (TypeError, ValueError) as exc:
+        msg = str(exc)
+        head = re.match(r"[a-z_]+", msg)
+        if head and head.group(0) in p:
+            raise PointError(head.group(0), msg) from None
+        raise
 
 
 def _event_rate(p: dict, engine: str) -> float:
