@@ -307,7 +307,16 @@ def _add_response_times(
     show_default=True,
     help="Number of choices d (1e6 accepted), or 'inf' for the constrained d = ∞ limit.",
 )
-@click.option("--load", "load", type=LOAD, default="0.9", show_default=True, help="Load λ in (0, 1).")
+@click.option(
+    "--load",
+    "load",
+    type=LOAD,
+    default="0.9",
+    show_default=True,
+    help="Load λ in (0, 1). The default is 0.9, as in exact and perfect, whose answers for small n it is "
+    "compared with (exact's default n = 3 is beyond its solver's limit at 0.99); simulate, theory and "
+    "mixing default to the heavy traffic of 0.99.",
+)
 @click.option(
     "--n",
     "n",

@@ -20,7 +20,15 @@ from .options import (
 @click.command()
 @click.option("--n", "n", type=N_COUNT, default=1000, show_default=True, help="Number of servers (1e4 accepted).")
 @click.option("--d", "d", type=COUNT, default=10, show_default=True, help="Number of choices d.")
-@click.option("--load", "load", type=LOAD, default="0.99", show_default=True, help="Load λ in (0, 1).")
+@click.option(
+    "--load",
+    "load",
+    type=LOAD,
+    default="0.99",
+    show_default=True,
+    help="Load λ in (0, 1). The default is the heavy traffic of 0.99 (paper 000's regime, as in simulate and "
+    "theory); meanfield, exact and perfect default to 0.9, where exact's and perfect's small systems fit.",
+)
 @start_option(
     "good",
     "Start: good or fixed-point (the same: the rounded fixed point, reported as "

@@ -46,7 +46,11 @@ def _cli_words(message: str) -> str:
     "coalescence horizon of the dominating random-routing process grows steeply as λ → 1, "
     "so an exact sample at 0.99 costs far more.",
 )
-@replications_option(10, "Independent exact samples (sample s uses child s of --seed).")
+@replications_option(
+    10,
+    "Independent exact stationary samples: one perfect sample is one independent replication "
+    "(sample s uses child s of --seed). --samples, its old name, is still accepted.",
+)
 @seed_option("Root seed (integer >= 0); sample s uses child s.")
 @click.option(
     "--max-seconds",

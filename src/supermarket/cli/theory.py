@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import click
 
 from .. import theory as th
 from ..model import MAX_THEORY_N
 from ..parallel import call
+from ._budget import SECONDS, WallBudget
 from ._common import COUNT, FLOAT, LOAD, CountType, print_json
 from .options import (
     ONE_TASK_HELP,
@@ -21,6 +23,8 @@ from .options import (
     workers_option,
 )
 
+#: ``design --max-seconds``'s default: exact's (a search takes seconds; --verify's default steps, seconds)
+DESIGN_MAX_SECONDS = 60.0
 THEORY_N = CountType(maximum=MAX_THEORY_N)  # closed forms: n up to 1e100 (Theorem 1.2 needs n >= 1e15)
 
 
@@ -30,7 +34,14 @@ THEORY_N = CountType(maximum=MAX_THEORY_N)  # closed forms: n up to 1e100 (Theor
 )
 @click.option("--d", "d", type=COUNT, default=20, show_default=True, help="Number of choices d.")
 @click.option(
-    "--load", "load", type=LOAD, default="0.99", show_default=True, help="Load λ in (0, 1), read exactly as written."
+    "--load",
+    "load",
+    type=LOAD,
+    default="0.99",
+    show_default=True,
+    help="Load λ in (0, 1), read exactly as written. The default is the heavy traffic of 0.99 "
+    "(paper 000's regime, as in simulate and mixing); meanfield, exact and perfect default to 0.9, where "
+    "exact's and perfect's small systems fit.",
 )
 @click.option("--eps", "eps", type=FLOAT, default=0.1, show_default=True, help="ε of the good set N^ε, in (0, 1/10].")
 @one_task_options
@@ -114,6 +125,16 @@ def _pred(values: Sequence[float | None], j: int) -> str:
     "cluster instead (replication r keeps child r of --seed: the same numbers as locally)."
 )
 @timeout_option()
+@click.option(
+    "--max-seconds",
+    "max_seconds",
+    type=SECONDS,
+    default=DESIGN_MAX_SECONDS,
+    show_default=True,
+    help="Wall-clock budget of the whole design, every stage (the mean-field or phase-type search, the "
+    "fits, --verify's simulation, a cluster's wait): when it runs out, the command stops with one line "
+    "naming the stage (exit 2), as exact --max-seconds does.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def design(
     n: int | None,
@@ -130,6 +151,7 @@ def design(
     workers: int | None,
     scheduler: str | None,
     connect_timeout: float,
+    max_seconds: float,
     as_json: bool,
 ) -> None:
     """Size a load balancer.  --max-queue K: the least d with k_(λ,d) ≤ K (docs/model.md §4).
@@ -152,6 +174,48 @@ def design(
         raise click.UsageError(f"{', '.join(unused)} appl{'ies' if len(unused) == 1 else 'y'} to --verify only")
     if workers is not None and not verify:
         raise click.UsageError("--workers is for the replications of --verify")
+    fix = "a larger --max-seconds, or fewer --steps for --verify" if verify else "a larger --max-seconds"
+    with WallBudget(max_seconds, "design", fix) as budget:
+        show = _design(
+            n,
+            load,
+            max_queue,
+            latency,
+            quantile,
+            d,
+            service,
+            policy,
+            verify,
+            steps,
+            seed,
+            workers,
+            scheduler,
+            connect_timeout,
+            as_json,
+            budget,
+        )
+    show()
+
+
+def _design(
+    n,
+    load,
+    max_queue,
+    latency,
+    quantile,
+    d,
+    service,
+    policy,
+    verify,
+    steps,
+    seed,
+    workers,
+    scheduler,
+    connect_timeout,
+    as_json,
+    budget,
+):
+    """The design's answer, computed under ``budget``; returns what prints it (no argument)."""
     if latency is not None and (service is not None or policy.lower() != "jsq-d"):
         return _design_service(
             n,
@@ -168,16 +232,25 @@ def design(
             scheduler,
             connect_timeout,
             as_json,
+            budget,
         )
     if latency is not None:
         return _design_latency(
-            n, load, latency, quantile, d, verify, steps, seed, workers, scheduler, connect_timeout, as_json
+            n, load, latency, quantile, d, verify, steps, seed, workers, scheduler, connect_timeout, as_json, budget
         )
     if max_queue is None:
         raise click.UsageError("give --max-queue K (with --load) or --latency T (with --load or --d)")
     if load is None:
         raise click.UsageError("--max-queue needs --load")
-    _design_max_queue(n, load, max_queue, scheduler, connect_timeout, as_json)
+    budget.stage("the least d for --max-queue")
+    return _design_max_queue(n, load, max_queue, scheduler, connect_timeout, as_json)
+
+
+def _printer(rep: Any, as_json: bool, out: dict | None = None) -> Callable[[], None]:
+    """What prints a design's answer (after the budget: an answer is never cut in the middle)."""
+    if as_json:
+        return lambda: print_json(rep.to_dict() if out is None else out)
+    return lambda: click.echo(rep.summary())
 
 
 def _given_options(names: Iterable[str]) -> list[str]:
@@ -192,31 +265,47 @@ def _given_options(names: Iterable[str]) -> list[str]:
     ]
 
 
-def _design_latency(n, load, latency, quantile, d, verify, steps, seed, workers, scheduler, connect_timeout, as_json):
+def _design_latency(
+    n, load, latency, quantile, d, verify, steps, seed, workers, scheduler, connect_timeout, as_json, budget
+):
     from ..design import latency as lt
 
     if (load is None) == (d is None):
         raise click.UsageError("--latency needs exactly one of --load (answer: least d) or --d (answer: largest load)")
     if verify and n is None:
         raise click.UsageError("--verify needs --n (the number of servers to simulate)")
+    budget.stage("connecting to the scheduler" if scheduler else "the mean-field search")
     with dask_session(scheduler, connect_timeout, workers) as client:
         # the mean-field answer is one computation (one task on the cluster); the
         # replications of --verify are one task each
+        budget.stage("the mean-field search")
         if load is not None:
             rep = call(lt.least_d_for_latency, load, quantile, latency, client=client)
         else:
             rep = call(lt.max_load_for_latency, d, quantile, latency, client=client)
         if verify:
+            budget.stage("--verify's simulation")
             v = lt.verify_latency(rep, n, steps=steps, seed=seed, workers=workers, client=client)
             rep = lt.LatencyDesign(**{**rep.__dict__, "verify": v})
-    if as_json:
-        print_json(rep.to_dict())
-        return
-    click.echo(rep.summary())
+    return _printer(rep, as_json)
 
 
 def _design_service(
-    n, load, latency, quantile, d, service, policy, verify, steps, seed, workers, scheduler, connect_timeout, as_json
+    n,
+    load,
+    latency,
+    quantile,
+    d,
+    service,
+    policy,
+    verify,
+    steps,
+    seed,
+    workers,
+    scheduler,
+    connect_timeout,
+    as_json,
+    budget,
 ):
     from ..design import service as ds
 
@@ -234,26 +323,32 @@ def _design_service(
         raise click.UsageError("--verify with --service runs the event engine locally; drop --scheduler")
     rep: ds.RuleComparison | ds.ServiceDesign | ds.ServiceLoadDesign
     if d is not None:
+        budget.stage("the search for the largest load")
         if scheduler is None:  # a local search: a heartbeat on stderr says which load it evaluates
             from ._common import Heartbeat
 
             with Heartbeat("design: largest load") as hb:
-                rep = ds.max_load_for_service_latency(d, quantile, latency, service, progress=hb.note)
+
+                def note(where: str) -> None:
+                    hb.note(where)
+                    budget.stage(f"the search for the largest load, at {where}")
+
+                rep = ds.max_load_for_service_latency(d, quantile, latency, service, progress=note)
         else:
             rep = run_once(scheduler, connect_timeout, ds.max_load_for_service_latency, d, quantile, latency, service)
     elif policy == "best":
+        budget.stage("the comparison of the rules")
         rep = run_once(scheduler, connect_timeout, ds.compare_rules, load, quantile, latency, service)
     else:
+        budget.stage("the search for the least d")
         design = run_once(scheduler, connect_timeout, ds.least_d_for_service_latency, load, quantile, latency, service)
         if verify:
+            budget.stage("--verify's simulation")
             time = steps / (2.0 * n * design.load)  # an arrival and a departure per customer
             v = ds.verify_service_design(design, n, time=time, seed=seed, workers=workers)
             design = ds.ServiceDesign(**{**design.__dict__, "verify": v})
         rep = design
-    if as_json:
-        print_json(rep.to_dict())
-        return
-    click.echo(rep.summary())
+    return _printer(rep, as_json)
 
 
 def _design_max_queue(n, load, max_queue, scheduler, connect_timeout, as_json):
@@ -261,7 +356,4 @@ def _design_max_queue(n, load, max_queue, scheduler, connect_timeout, as_json):
     out = rep.to_dict()
     if n is not None:
         out["predicted_counts"] = [n * s for s in rep.share_by_length]  # NaN (outside the regime) -> null
-    if as_json:
-        print_json(out)
-        return
-    click.echo(rep.summary())
+    return _printer(rep, as_json, out)

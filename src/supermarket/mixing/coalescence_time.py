@@ -360,6 +360,36 @@ class MixingResult(Result):
         return save_figure(fig, path)
 
 
+def _plan(n, d, lam, start, replications, max_steps, burn_in, replace, workers):
+    """Validate the arguments of :func:`coalescence` (ValueError/TypeError naming the parameter, the
+    start's memory and the burn-in's work included) before any work; a sweep's ``--check`` calls
+    it with a task's arguments.  Returns ``(params, replications, start label, counts, burn-in,
+    step budget)``."""
+    p = Params(n, d, lam, replace=replace)
+    replications = check_positive_int("replications", replications, maximum=10**7)
+    label = _start_label(start)
+    counts = _counts(p, start)
+    burn = _default_burn_in(p) if burn_in is None else _check_steps("burn_in", burn_in)
+    budget = (
+        _default_budget(p, start)
+        if max_steps is None
+        else check_int("max_steps", max_steps, minimum=1, maximum=MAX_STEPS)
+    )
+    option = (
+        "pass a smaller --burn-in-steps (burn_in=) or fewer --replications"
+        if burn_in is None
+        else "lower burn_in, n or replications"
+    )
+    label_b = "the default burn-in of 10 × k d^(k−1) n log n" if burn_in is None else "burn_in"
+    _check_work(
+        float(replications) * burn,
+        f"{label_b} = {burn:.3g} steps per stationary copy × {replications} replication(s)",
+        option,
+        _workers(workers, replications),
+    )
+    return p, replications, label, counts, burn, budget
+
+
 def coalescence(
     n: int,
     d: int,
@@ -402,27 +432,8 @@ def coalescence(
     >>> r.steps["mean"] > 0 and r.steps["censored"] == 0
     True
     """
-    p = Params(n, d, lam, replace=replace)
-    replications = check_positive_int("replications", replications, maximum=10**7)
-    label = _start_label(start)
-    counts = _counts(p, start)
-    burn = _default_burn_in(p) if burn_in is None else _check_steps("burn_in", burn_in)
-    budget = (
-        _default_budget(p, start)
-        if max_steps is None
-        else check_int("max_steps", max_steps, minimum=1, maximum=MAX_STEPS)
-    )
-    option = (
-        "pass a smaller --burn-in-steps (burn_in=) or fewer --replications"
-        if burn_in is None
-        else "lower burn_in, n or replications"
-    )
-    label_b = "the default burn-in of 10 × k d^(k−1) n log n" if burn_in is None else "burn_in"
-    _check_work(
-        float(replications) * burn,
-        f"{label_b} = {burn:.3g} steps per stationary copy × {replications} replication(s)",
-        option,
-        _workers(workers, replications),
+    p, replications, label, counts, burn, budget = _plan(
+        n, d, lam, start, replications, max_steps, burn_in, replace, workers
     )
     root = as_seed_sequence(seed)
     seeds = spawn_seeds(root, replications)

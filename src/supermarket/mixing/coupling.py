@@ -403,8 +403,26 @@ def _workers(workers, jobs: int) -> int:
     return max(1, min(workers, jobs))
 
 
+_WARM = False
+
+
+def _warm() -> None:
+    """Load (or compile) the coupling kernel here, in the calling thread, before any worker
+    thread runs it.  Compiled in a worker thread (a cold numba cache: seconds, more on a busy
+    machine), it kept Ctrl-C waiting: the main thread stops the workers at once, but each ends
+    only after its kernel call, the compilation included.  Here Ctrl-C interrupts the
+    compiler's own Python code.  Nothing random is shared: the results do not change."""
+    global _WARM
+    if not _WARM:
+        ch = _Chains(Params(2, 2, 0.5), [np.array([2, 1], dtype=np.int64), np.zeros(0, dtype=np.int64)])
+        ch.run(8, state_from_seed_sequence(np.random.SeedSequence(0)), stop_when_coalesced=True)
+        _WARM = True
+
+
 def _map(fn, tasks, workers, client=None, progress=None):
     """``fn`` over ``tasks`` in order, on ``client`` (Dask) or ``workers`` threads; each task has its own seed."""
+    if client is None:
+        _warm()
     return parallel.map_tasks(
         fn, tasks, workers=_workers(workers, len(tasks)), client=client, backend="threads", progress=progress
     )

@@ -187,7 +187,7 @@ class ClassesResult(Result):
     def __post_init__(self) -> None:
         # Screens: under random routing an overloaded class (λ s̄ >= its speed) grows without bound;
         # its averages and the totals have no stationary value, so no error bar (docs/model.md §15).
-        from .general.result import GROWING, no_stationary_value, unstable_classes
+        from .general.result import GROWING, UNBALANCED, no_stationary_value, unstable_classes
 
         over = unstable_classes(self.policy, self.lam, self.server_classes)
         if not over:
@@ -196,6 +196,7 @@ class ClassesResult(Result):
         for name in ("mean_queue_length", "sojourn", "waiting"):
             _set(self, name, no_stationary_value(getattr(self, name), GROWING))
         _set(self, "u_stderr", np.full_like(np.asarray(self.u_stderr, float), math.nan))
+        _set(self, "balance", no_stationary_value(self.balance, UNBALANCED))
         classes = []
         for k, c in enumerate(self.classes):
             if k in over:
@@ -515,7 +516,13 @@ def _summarize(
     top = max(nz, 1)
     us = [u[:, :, :top] for u in us]
     X = [np.einsum("k,bk->b", f * s, u[:, :, 0]) for u in us]
-    est = _Estimator(X, lam * sbar, bool(use_cv))
+    # random routing with an overloaded class: capacity balance, an identity of equilibrium, fails
+    # (that class keeps customers), so it is no control variate (it pulled the stable classes'
+    # estimates to a wrong value: E[u_1] of a 0.5:2 class to 0.5 ± 0 where it is 0.375)
+    over = [f"{fk:g}:{sk:g}" for fk, sk in zip(sc.fractions, sc.speeds) if policy == "random" and lam * sbar >= sk]
+    cv_dropped = bool(use_cv) and bool(over)
+    use_cv = bool(use_cv) and not over
+    est = _Estimator(X, lam * sbar, use_cv)
     plain = _Estimator(X, lam * sbar, False)
     balance = plain([x / (lam * sbar) for x in X])
 
@@ -562,13 +569,16 @@ def _summarize(
             "the start-up transient is not forgotten (MSER-5 would drop more than half of the batches of the "
             "total queue length): the run is too short for its start from empty; give a longer burn_in or time"
         )
-    if policy == "random":
-        over = [f"{fk:g}:{sk:g}" for fk, sk in zip(sc.fractions, sc.speeds) if lam * sbar >= sk]
-        if over:
-            notes.append(
-                f"under random routing the servers of class {', '.join(over)} get more work than they can serve "
-                "(λ·s̄ >= speed): their queues grow without bound and their averages do not settle"
-            )
+    if over:
+        notes.append(
+            f"under random routing the servers of class {', '.join(over)} get more work than they can serve "
+            "(λ·s̄ >= speed): their queues grow without bound and their averages do not settle"
+        )
+    if cv_dropped:
+        notes.append(
+            "no control variate: capacity balance Σ f s E[u_1] = λ s̄ holds only in equilibrium, "
+            "and an overloaded class never reaches one"
+        )
     if interrupted:
         notes.append("interrupted (Ctrl-C): the result holds the batches completed")
     return ClassesResult(

@@ -177,7 +177,7 @@ def _mean_queue_lines(res: SimulationResult) -> list[str]:
     ]
     if p.lam >= 1:
         return out
-    # Σπ(i) of the rule's fluid fixed point (supermarket.policies)
+    # Σπ(i) of the rule's fluid fixed point (supermarket.system.policies)
     if res.policy == "jsq-d":
         mf = _th.mean_queue_length(p.d, p.lam)
     else:

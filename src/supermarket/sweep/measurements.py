@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import math
 import numbers
+import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -327,7 +328,28 @@ def _tail(out: dict, d: dict, control_variates: bool, vr: dict) -> dict:
     out.update(wall_time=d.get("wall_s"), control_variates=control_variates)
     out["variance_reduction"] = {k: vr.get(k) for k in VR_COLUMNS}
     out["notes"] = list(d.get("notes") or [])
+    out["no_stationary_value"] = _no_stationary_value(d)
     return out
+
+
+def _no_stationary_value(d: dict) -> str | None:
+    """Why the row's means have no error bar at all, or None: ``"infinite in equilibrium"`` (a
+    service law of infinite variance, pareto α ≤ 2) or ``"grows without bound (no stationary
+    value)"`` (random routing with an overloaded class).  Such a row is ``reliable: false`` as
+    one too short to trust; this column tells the two apart (docs/sweep.md, "Measurements").
+
+    >>> _no_stationary_value({"mean_queue_length": {"note": "grows without bound (no stationary value)"}})
+    'grows without bound (no stationary value)'
+    >>> _no_stationary_value({"mean_queue_length": {"note": "too short"}}) is None
+    True
+    """
+    from ..simulation.general.result import GROWING, INFINITE
+
+    for key in ("mean_queue_length", "sojourn", "waiting"):
+        note = (d.get(key) or {}).get("note")
+        if note in (INFINITE, GROWING):
+            return str(note)
+    return None
 
 
 def _f(x: object) -> float:
@@ -572,7 +594,11 @@ def _derive_ndl(name: str, needs_d2: bool, defaults: dict):
             from ..system.policies import meanfield_d
 
             meanfield_d(p["policy"], p["d"])  # jsq and jiq have no mean-field ODE: refused as the library does
-        if name == "simulate":  # the horizon simulate() itself would refuse, refused with the file
+        if name == "mixing":  # the run's own checks: the start's memory, the burn-in's work
+            _check_mixing_plan(p)
+        if name == "simulate" and engine is None:  # the run's own plan: what simulate() refuses, refused here
+            _check_simulate_plan(p)
+        elif name == "simulate":  # the horizon simulate() itself would refuse, refused with the file
             from ..simulation.run import _cost_of
 
             lam = float(p["load"])
@@ -589,6 +615,42 @@ def _derive_ndl(name: str, needs_d2: bool, defaults: dict):
         return {k: p[k] for k in order if k in p} | {k: x for k, x in sorted(p.items()) if k not in order}
 
     return derive
+
+
+def _check_simulate_plan(p: dict) -> None:
+    """Refuse a count-engine grid point exactly as :func:`measure_simulate`'s run would: the run's
+    own plan (``simulation.run._plan``: horizon, cost, start and its per-level memory) is built with
+    the arguments the run gets, and its error is raised as a :class:`PointError` on the key it names
+    (the horizon's key when it names none of the point's keys)."""
+    from ..simulation.run import _plan
+
+    kw = {k: p[k] for k in _SIMULATE_KWARGS if k in p}
+    try:
+        _plan(p["n"], p["d"], p["load"], replications=1, workers=1, **kw)
+    except (TypeError, ValueError) as exc:
+        msg = str(exc)
+        head = re.match(r"[a-z_]+", msg)
+        key = head.group(0) if head and head.group(0) in p else ("steps" if "steps" in p else "time")
+        raise PointError(key, msg) from None
+
+
+def _check_mixing_plan(p: dict) -> None:
+    """Refuse a mixing grid point as :func:`measure_mixing`'s run would (``mixing._plan``, one
+    replication on one worker), on the key the message names."""
+    from ..mixing.coalescence_time import _plan
+
+    kw = {k: p.get(k) for k in ("max_steps", "burn_in")}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a long run's warning is the run's to give, not the file check's
+            _plan(p["n"], p["d"], p["load"], p.get("start", "good"), 1, kw["max_steps"], kw["burn_in"],
+                  p.get("replace", True), 1)  # fmt: skip
+    except (TypeError, ValueError) as exc:
+        msg = str(exc)
+        head = re.match(r"[a-z_]+", msg)
+        if head and head.group(0) in p:
+            raise PointError(head.group(0), msg) from None
+        raise
 
 
 def _event_rate(p: dict, engine: str) -> float:

@@ -18,6 +18,9 @@ __all__ = ["ClassResult", "GeneralResult", "no_stationary_value", "unstable_clas
 INFINITE = "infinite in equilibrium"
 #: The note of an estimate of a quantity that grows with time (an overloaded class of servers).
 GROWING = "grows without bound (no stationary value)"
+#: The note of the capacity-balance self-check when a class is overloaded: the identity is one of
+#: equilibrium, and the overloaded class keeps part of the arrivals (no error bar is printed).
+UNBALANCED = "no check: an overloaded class keeps customers, and capacity balance holds only in equilibrium"
 
 
 def no_stationary_value(e: ErrorEstimate, why: str) -> ErrorEstimate:
@@ -38,7 +41,7 @@ def unstable_classes(policy: str, lam: float, server_classes: ServerClasses) -> 
 
 def render_estimate(e: ErrorEstimate) -> str:
     """``mean ± stderr``; for a quantity with no stationary value, what it is and no ±."""
-    if e.method == "none" and e.note in (INFINITE, GROWING):
+    if e.method == "none" and e.note in (INFINITE, GROWING, UNBALANCED):
         return f"{e.note} (this run's average {e.mean:.5g}; no error bar)"
     return f"{e.mean:.5g} ± {e.stderr:.2g}" if e.reliable else f"{e.mean:.5g} (error unknown: {e.note})"
 

@@ -521,7 +521,12 @@ def _summarize(
     def R(parts):
         return _ratio(parts, mb)
 
-    # the capacity control per batch: busy capacity Σ_k s_k c_{k,1} / (n s̄), less λ (its mean)
+    # the capacity control per batch: busy capacity Σ_k s_k c_{k,1} / (n s̄), less λ (its mean in
+    # equilibrium only: random routing with an overloaded class has none, and the control pulled
+    # the stable classes' queue lengths to wrong values, so it is not used there)
+    unstable = [f"{f:g}:{v:g}" for f, v in zip(sc.fractions, sc.speeds) if lam * sc.mean_speed >= v]
+    cv_dropped = bool(control_variates) and policy == "random" and bool(unstable)
+    control_variates = bool(control_variates) and not cv_dropped
     speeds = np.asarray(sc.speeds, float)
     xs = [A[:, :, 0] @ speeds / (dt * n * sc.mean_speed) - float(lam) for A, dt, B in As]
     gains: dict = {}
@@ -600,11 +605,15 @@ def _summarize(
     notes = []
     if law.note:
         notes.append(law.note)
-    unstable = [f"{f:g}:{v:g}" for f, v in zip(sc.fractions, sc.speeds) if lam * sc.mean_speed >= v]
     if policy == "random" and unstable:
         notes.append(
             f"under random routing the servers of class {', '.join(unstable)} get more work than they "
             "can serve (λ·s̄ >= speed): their queues grow without bound and their averages do not settle"
+        )
+    if cv_dropped:
+        notes.append(
+            "no control variate: capacity balance Σ f s E[u_1] = λ s̄ holds only in equilibrium, "
+            "and an overloaded class never reaches one"
         )
     if interrupted:
         notes.append("interrupted (Ctrl-C): the result holds the batches completed")
