@@ -86,11 +86,11 @@ GOLDEN = {
     ),
     "profile-precision": (
         "88ed7dc0d1ebe3c1adef19458ab19a3c06ede614f2f640719b5a491211029910",
-        "20be26fff12e4908a8cfb13a1865262b14fd7a0f0725b914b653db02dd3635d8",
+        "016af50d903fea406d3cac475e8601ad23c7c55e76c63bbeedca036577217bcf",
     ),
     "queues-continuous-noreplace-plain": (
         "58f7cd0d10b1acdb62d0cd236e95802c9b514953e4c092180253110840d041b4",
-        "dee3ccd37a0205c37507da45754e3e94d8a1c2f83700622af2995d75edbb29f3",
+        "85f08b4557e2f84556dc110ff6b70ef1e57785d5a19a3becb89d7af3e8053404",
     ),
     "queues-records-noreplace": (
         "1ca6bdc30986c438f3a2d02283b4bd68739ae598bdad0c03b0efcaf20dc72d6f",

@@ -792,25 +792,17 @@ def _on_atom(res, se_atom):
     """``res`` with the errors of its waiting quantiles that lie on the atom ``P(W = 0) = 1 − E[P_1]``
     (docs/model.md §10): such a quantile ``p_q = 0`` has no sampling error while the true atom exceeds
     ``q``, so its error is 0 when the estimated atom exceeds ``q`` by at least ``ATOM_Z`` of its
-    standard errors ``se_atom`` (said in a note), and unknown (NaN) otherwise."""
+    standard errors ``se_atom`` (printed ``0 (on the atom)``), and unknown (NaN, with a note) otherwise."""
     w = res.waiting
     if w.stderr is None:
         return res
     on = [q for q, v in w.quantiles.items() if v == 0.0 and w.atom_at_zero >= q]
     if not on:
         return res
-    exact = [q for q in on if se_atom >= 0 and w.atom_at_zero - q >= ATOM_Z * se_atom]
+    exact = [q for q in on if se_atom > 0 and w.atom_at_zero - q >= ATOM_Z * se_atom]  # 0: never seen, unknown
     qse = {q: (0.0 if q in exact else math.nan) if q in on else s for q, s in w.stderr["quantiles"].items()}
     waiting = dataclasses.replace(w, stderr={**w.stderr, "quantiles": qse})
-    notes = list(res.notes)
-    names = ", ".join(f"p{100 * q:g}" for q in exact)
-    if exact:
-        margin = (w.atom_at_zero - max(exact)) / se_atom if se_atom > 0 else math.inf
-        notes.append(
-            f"waiting {names} = 0 exactly: on the atom P(W = 0) = {w.atom_at_zero:.6g}"
-            + (f" ± {se_atom:.2g}" if se_atom > 0 else "")
-            + f", above their levels by {margin:.3g} s.e. or more (at least {ATOM_Z:g}), so no error bar is needed"
-        )
+    notes = list(res.notes)  # the exact ones print as '0 (on the atom)' beside the atom: no note (JSON unchanged)
     rest = [q for q in on if q not in exact]
     if rest:
         notes.append(
