@@ -159,9 +159,11 @@ class ResponseTimes(Result):
         for law in (self.sojourn, self.waiting):
             se = law.stderr
 
-            def fmt(v, s):
+            def fmt(v, s, waiting=law.kind == "waiting"):
                 if s is not None and math.isnan(s):
                     unknown.append(v)
+                if s == 0 and v == 0 and waiting:  # a quantile on the atom W = 0: see the notes
+                    return f"{v:.6g} (on the atom)"
                 return f"{v:.6g}" if s is None or math.isnan(s) else f"{v:.6g} ± {s:.2g}"
 
             parts = [f"mean {fmt(law.mean, None if se is None else se['mean'])}"]

@@ -38,12 +38,15 @@ __all__ = [
     "MAX_CONTROLS",
     "MIN_FIT_ROWS_PER_CONTROL",
     "MIN_GAIN",
+    "RULE_RELAXATION_FACTOR",
     "SECOND_ORDER_EVERY",
     "SECOND_ORDER_LEVELS",
     "CrossFit",
     "crossfit",
+    "BALANCING_RULES",
     "mean_skewness",
     "ratio_series",
+    "rule_relaxation_time",
     "second_order_pairs",
     "second_order_terms",
     "select_controls",
@@ -94,6 +97,41 @@ SECOND_ORDER_LEVELS = 3
 SECOND_ORDER_EVERY = 0.1
 """The state is sampled for the second-order controls every this many time units (in the
 discrete chain, every ``n(1+λ)/10`` steps, at least 1): a few percent of the run's cost."""
+
+
+BALANCING_RULES = ("jsq", "jiq")
+"""The dispatch rules that send an arrival to an idle server whenever there is one: their
+relaxation time is :func:`rule_relaxation_time`, not the slow mode of JSQ(d)."""
+
+RULE_RELAXATION_FACTOR = 2.0
+""":func:`rule_relaxation_time` takes this many times the larger of the M/M/∞ and M/M/n times
+(docs/model.md §9, "The slowest time scale"; derived, a heuristic checked against the exact
+relaxation time of the tiny chains, which it exceeds by 1.5-2.9 times at n = 2..8)."""
+
+
+def rule_relaxation_time(policy: str, lam: float, n: int) -> float:
+    """A relaxation time (time units) for the rules of :data:`BALANCING_RULES` [derived, a
+    heuristic]: ``RULE_RELAXATION_FACTOR·max(1, 1/(n(1 − √λ)²))``, at most the M/M/1 value
+    ``1/(1 − √λ)²`` of random routing.
+
+    While some server is idle every arrival goes to one, so the number of busy servers moves
+    as an M/M/∞ queue (relaxation time 1, the mean service time) [classical]; with every server
+    busy the number waiting moves as the M/M/n queue, heavy-traffic time ``1/(n(1 − √λ)²)``
+    (docs/model.md §9); the exact relaxation times of the tiny chains (JIQ above the M/M/n value
+    by up to a third at n = 4..6, λ = 0.5) are covered by the factor.  Random routing, which
+    balances least, is the upper bound.
+
+    Examples
+    --------
+    >>> rule_relaxation_time("jsq", 0.9, 1000)       # large n: twice the M/M/∞ time
+    2.0
+    >>> round(rule_relaxation_time("jiq", 0.9, 2), 1)  # tiny n: the M/M/1 bound, 1/(1 − √0.9)²
+    379.7
+    """
+    if policy not in BALANCING_RULES:
+        raise ValueError(f"rule_relaxation_time is for the rules {BALANCING_RULES}; got policy={policy!r}")
+    gap = (1.0 - math.sqrt(lam)) ** 2
+    return min(1.0 / gap, RULE_RELAXATION_FACTOR * max(1.0, 1.0 / (n * gap)))
 
 
 def second_order_pairs(q: int) -> list[tuple[int, int]]:

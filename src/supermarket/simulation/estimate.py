@@ -163,11 +163,16 @@ def _summarize(plan, reps, wall, interrupted, precision_state=None) -> Simulatio
 def _relax(plan, rate):
     """The slowest relaxation time in the units of the batch lengths (None: λ >= 1)."""
     p = plan.params
-    # other dispatch rules: the M/M/1 value of d = 1 (random routing exactly; an upper bound
-    # taken for jsq and jiq, which balance faster)
+    # random routing: the M/M/1 value of d = 1 (exactly); jsq and jiq: control.rule_relaxation_time
     d = p.d if plan.policy == "jsq-d" else 1
     try:
-        return relaxation_time(d, p.lam, p.n) * (1.0 if plan.continuous else rate) if plan.stable else None
+        if not plan.stable:
+            return None
+        if plan.policy in _cv.BALANCING_RULES:
+            t = _cv.rule_relaxation_time(plan.policy, p.lam, p.n)
+        else:
+            t = relaxation_time(d, p.lam, p.n)
+        return t * (1.0 if plan.continuous else rate)
     except (ValueError, ArithmeticError):  # no slow mode to be had (e.g. λ below double range)
         return None
 
@@ -757,11 +762,17 @@ class _Controls:
         return tuple(out)
 
 
+ATOM_Z = 4.0
+"""A waiting-time quantile ``p_q = 0`` on the atom ``P(W = 0)`` is exact when the atom exceeds ``q``
+by at least this many of its standard errors (:func:`_on_atom`)."""
+
+
 def _response_times(plan, ud_mean, Pparts, L, relax, trust):
     """Sojourn and waiting time laws (docs/model.md §10) from the time averages ``ud_mean`` of
     ``P_i``, with each quantile's error that of a linear functional of the batch integrals
     ``Pparts`` (per replication: ``P_1..P_L`` and the batch lengths), NaN where the blocking
-    analysis or the run (``trust``) cannot trust it."""
+    analysis or the run (``trust``) cannot trust it; waiting quantiles on the atom ``W = 0``:
+    :func:`_on_atom`."""
     from .. import response as _rs
 
     def stderr_of(g):  # NaN (no error bar) when the run is too short to know it
@@ -773,4 +784,29 @@ def _response_times(plan, ud_mean, Pparts, L, relax, trust):
 
     T = np.minimum.accumulate(np.clip(np.asarray(ud_mean, dtype=float), 0.0, 1.0))
     p = {"n": plan.params.n, "d": plan.params.d, "load": plan.params.lam, "replace": plan.params.replace}
-    return _rs.from_tails(T, stderr_of=stderr_of, source="simulation", params={**p, "engine": plan.engine})
+    res = _rs.from_tails(T, stderr_of=stderr_of, source="simulation", params={**p, "engine": plan.engine})
+    return _on_atom(res, stderr_of(np.ones(1)) if T.size else math.nan)
+
+
+def _on_atom(res, se_atom):
+    """``res`` with the errors of its waiting quantiles that lie on the atom ``P(W = 0) = 1 − E[P_1]``
+    (docs/model.md §10): such a quantile ``p_q = 0`` has no sampling error while the true atom exceeds
+    ``q``, so its error is 0 when the estimated atom exceeds ``q`` by at least ``ATOM_Z`` of its
+    standard errors ``se_atom`` (printed ``0 (on the atom)``), and unknown (NaN, with a note) otherwise."""
+    w = res.waiting
+    if w.stderr is None:
+        return res
+    on = [q for q, v in w.quantiles.items() if v == 0.0 and w.atom_at_zero >= q]
+    if not on:
+        return res
+    exact = [q for q in on if se_atom > 0 and w.atom_at_zero - q >= ATOM_Z * se_atom]  # 0: never seen, unknown
+    qse = {q: (0.0 if q in exact else math.nan) if q in on else s for q, s in w.stderr["quantiles"].items()}
+    waiting = dataclasses.replace(w, stderr={**w.stderr, "quantiles": qse})
+    notes = list(res.notes)  # the exact ones print as '0 (on the atom)' beside the atom: no note (JSON unchanged)
+    rest = [q for q in on if q not in exact]
+    if rest:
+        notes.append(
+            f"waiting {', '.join(f'p{100 * q:g}' for q in rest)} = 0 on the atom P(W = 0) = {w.atom_at_zero:.6g}, "
+            f"which the run cannot place above the level by {ATOM_Z:g} standard errors: no error bar"
+        )
+    return dataclasses.replace(res, waiting=waiting, notes=tuple(notes))
