@@ -24,6 +24,7 @@ import pytest
 from naive import NaiveEvents, service_params
 from supermarket.engines import events as ev
 from supermarket.engines import rng
+from supermarket.system.policies import policy_code
 from supermarket.system.service import parse_service, phase_type
 
 # (servers per class, speeds, d, replace, rule, service law, λ, time from which customers are
@@ -65,7 +66,7 @@ class Kernel:
             sizes, levels=4, heap=8, buffer=buffer, sorted_mode=self.sorted, buckets=buckets, nodes=8
         )
         self.law = parse_service(law) if isinstance(law, str) else phase_type(law[1], law[2])
-        self.cfg = np.array([n, d, int(rep or d == 1), ev.POLICY_CODES[policy], self.law.code, int(self.sorted)])
+        self.cfg = np.array([n, d, int(rep or d == 1), policy_code(policy), self.law.code, int(self.sorted)])
         self.s = np.array(words, dtype=np.uint64)
         self.fl, self.it = ev.new_counters(rate, t_meas, -math.log(1.0 - rng.next_double(self.s)) / rate, 1 / width)
         self.spd = np.asarray(speeds, np.float64)

@@ -34,10 +34,7 @@ class _Seconds(FloatType):
 @click.option("--d", "d", type=COUNT, default=2, show_default=True, help="Number of choices d.")
 @click.option("--load", "load", type=LOAD, default="0.9", show_default=True, help="Load λ in (0, 1).")
 @replace_option(True, "Sample the d queues with replacement (--no-replace: without, d ≤ n).")
-@policy_option(
-    "Dispatch rule: jsq-d (the shortest of d sampled queues), random, jsq (a shortest of all n), "
-    "jiq (an idle queue if any, else a uniform one); --d and --no-replace are for jsq-d only."
-)
+@policy_option("--no-replace is for jsq-d only.")
 @click.option(
     "--tol",
     "tol",

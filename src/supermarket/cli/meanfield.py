@@ -333,10 +333,7 @@ def _add_response_times(
 @replace_option(
     True, "Sample the d queues with replacement (default; --no-replace: without, as in paper 002, needs --n)."
 )
-@policy_option(
-    "Dispatch rule: jsq-d (default), random (the drift with d = 1), jsq or jiq (a discontinuous "
-    "drift: their fluid fixed point only); docs/model.md §2."
-)
+@policy_option("random is the drift with d = 1; a rule with a discontinuous drift gives its fluid fixed point only.")
 @click.option(
     "--levels", "levels", type=CountType(maximum=5000), default=None, help="Number of levels (default: automatic)."
 )

@@ -181,9 +181,8 @@ def _simulate_general(
     True, "Sample the d queues with replacement (default, paper 000) or, with --no-replace, without (paper 002)."
 )
 @policy_option(
-    "Dispatch rule: jsq-d (default: the shortest of d sampled queues), random (one uniform queue), jsq (a "
-    "shortest of all n), jiq (an idle queue if any, else a uniform one); docs/model.md §2. Paper 000's k and "
-    "good set are reported for jsq-d only; --engine queues and --start perfect run jsq-d only."
+    "Paper 000's k and good set are reported for jsq-d only; --engine queues and --start perfect run jsq-d "
+    "only; each engine runs the rules of docs/model.md §2."
 )
 @click.option(
     "--time-mode",

@@ -78,6 +78,7 @@ from numba.extending import intrinsic
 from numpy.typing import ArrayLike
 
 from .rng import _step, next_below, next_double, next_normal
+from .tables import BAD_RULE, JIQ, JSQ, JSQ_D, RANDOM
 
 __all__ = [
     "events_kernel",
@@ -92,7 +93,7 @@ __all__ = [
     "RANDOM",
     "JSQ",
     "JIQ",
-    "POLICY_CODES",
+    "BAD_RULE",
     "DONE",
     "GROW",
     "FULL",
@@ -112,8 +113,6 @@ __all__ = [
     "N_IT",
 ]
 
-JSQ_D, RANDOM, JSQ, JIQ = 0, 1, 2, 3
-POLICY_CODES = {"jsq-d": JSQ_D, "random": RANDOM, "jsq": JSQ, "jiq": JIQ}
 
 DONE, GROW, FULL, EVENTS = 0, 1, 2, 3
 
@@ -523,11 +522,14 @@ def events_kernel(
             elif pol == JSQ:
                 m = x[order[0]]
                 j = order[next_below(s, bstart[m + 1])]
-            else:  # JIQ
+            elif pol == JIQ:
                 if bstart[1] > 0:
                     j = order[next_below(s, bstart[1])]
                 else:
                     j = next_below(s, n)
+            else:  # an unknown code: refused, never run as another rule
+                status = BAD_RULE
+                break
             ell = x[j]
             k = 0
             while k < K - 1 and j >= bound[k]:

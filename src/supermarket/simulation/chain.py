@@ -99,12 +99,13 @@ class Chain:
         self.params = params
         self.engine = engine
         self.policy = _pol.check_policy(policy)
-        code = _pol.policy_code(self.policy)
-        if engine == "queues" and code != _pol.policy_code(_pol.DEFAULT_POLICY):
+        if engine == "queues" and "queues" not in _pol.RULES[self.policy].engines:
+            only = ", ".join(repr(r.name) for r in _pol.RULES.values() if "queues" in r.engines)
             raise ValueError(
-                f"engine 'queues' runs policy 'jsq-d' only (it samples the d queues); got "
+                f"engine 'queues' runs policy {only} only (it samples the d queues); got "
                 f"policy={policy!r}: use engine 'profile' or 'buckets'"
             )
+        code = _pol.policy_code(self.policy, "queues" if engine == "queues" else "profile")
         n, d = params.n, params.d
         counts = np.asarray(counts, dtype=np.int64)
         L = 32

@@ -16,6 +16,7 @@ import numpy as np
 from ..fluctuations import REGIMES
 from ..model import Params, spawn_seeds
 from ..simulation import ENGINES, TIME_MODES
+from ..system import policies as _pol
 from . import values as v
 
 _EPS = v.bounded(minimum=1e-12, maximum=0.1)
@@ -606,6 +607,14 @@ class PointError(ValueError):
         self.key = key
 
 
+def _policy_on(policy: str, engine: str) -> None:
+    """Refuse a rule that the kernel ``engine`` (:data:`supermarket.system.policies.ENGINES`) does not run."""
+    try:
+        _pol.rule(policy, engine)
+    except ValueError as e:
+        raise PointError("policy", str(e)) from None
+
+
 def _check_simulate_axes(p: dict) -> str | None:
     """Refuse, when the file is read, what :func:`supermarket.simulate` refuses for these axes; for a
     point with a service law or server classes, drop the keys its engine ignores and return the engine
@@ -618,12 +627,15 @@ def _check_simulate_axes(p: dict) -> str | None:
                 "engine 'events' (the per-queue event engine) runs a service law other than exp or server "
                 "classes; this point has neither: use engine 'profile', 'queues' or 'buckets'",
             )
-        if policy != "jsq-d" and p.get("engine") == "queues":
+        if p.get("engine") == "queues" and "queues" not in _pol.RULES[policy].engines:
+            only = ", ".join(repr(r.name) for r in _pol.RULES.values() if "queues" in r.engines)
             raise PointError(
                 "engine",
-                f"engine 'queues' runs policy 'jsq-d' only (it samples the d queues); got "
+                f"engine 'queues' runs policy {only} only (it samples the d queues); got "
                 f"policy={policy!r}: use engine 'profile' or 'buckets'",
             )
+        if p.get("engine") != "queues":
+            _policy_on(policy, "profile")
         if policy != "jsq-d" and p.get("start") == "perfect":
             raise PointError(
                 "start",
@@ -654,10 +666,12 @@ def _check_simulate_axes(p: dict) -> str | None:
     starts = ("empty", "fixed-point") if engine == "phase" else ("empty",)
     if p.get("start", "empty") not in starts:
         raise PointError("start", f"start: {what} ({law}) starts {' or '.join(map(repr, starts))}; not {p['start']!r}")
-    if p.get("start") == "fixed-point" and policy not in ("jsq-d", "random"):
+    if p.get("start") == "fixed-point" and policy not in _pol.SMOOTH_POLICIES:
         raise PointError(
-            "start", f"start: 'fixed-point' needs a rule with a mean field (jsq-d, random), not {policy!r}"
+            "start",
+            f"start: 'fixed-point' needs a rule with a mean field ({', '.join(_pol.SMOOTH_POLICIES)}), not {policy!r}",
         )
+    _policy_on(policy, {"phase": "phase", "classes": "classes"}.get(engine or "", "events"))
     # what simulate() accepts and ignores there (continuous time, no good set; the event engine has no
     # control variates): dropped, the row says what ran
     for key in ("engine", "time_mode", "eps") + (("control_variates",) if engine == "event" else ()):

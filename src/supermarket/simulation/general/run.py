@@ -19,6 +19,7 @@ from ...checks import refuse_unused_keywords
 from ...engines import events as _ev
 from ...engines.rng import next_double, state_from_seed_sequence
 from ...stats import ErrorEstimate
+from ...system import policies as _pol
 from ...system.service import ServerClasses, ServiceLaw, parse_server_classes, parse_service
 from .result import ClassResult, GeneralResult
 
@@ -32,7 +33,7 @@ __all__ = [
     "CHUNK_EVENTS",
 ]
 
-POLICIES = ("jsq-d", "random", "jsq", "jiq")
+POLICIES = _pol.POLICIES
 """The dispatch rules: the same names and meanings as the count engines'."""
 
 DEFAULT_EVENTS = 2 * 10**7
@@ -98,7 +99,8 @@ def _check(n, d, lam, policy, replace, time, burn_in, replications, batches, qua
     n = _m.check_positive_int("n", n, maximum=MAX_N)
     if not isinstance(policy, str) or policy not in POLICIES:
         raise ValueError(f"policy must be one of {', '.join(POLICIES)}; got {policy!r}")
-    d = _m.check_positive_int("d", d, maximum=n if not replace else 2**31 - 1) if policy == "jsq-d" else 1
+    rule = _pol.rule(policy, "events")
+    d = _m.check_positive_int("d", d, maximum=n if not replace else 2**31 - 1) if rule.uses_d else 1
     if not isinstance(replace, (bool, np.bool_)):
         raise TypeError(f"replace must be True or False, got {type(replace).__name__}")
     lam = _m.check_load(lam, name="lam")
@@ -171,6 +173,8 @@ def _run_one(n, d, lam, code, replace, law, counts, speeds, rate, time, burn_in,
                 raise KeyboardInterrupt
             if st == _ev.DONE:
                 return
+            if st == _ev.BAD_RULE:
+                raise ValueError(f"policy code {code} is unknown to the event kernel")
             if st == _ev.GROW:
                 _ev.grow(a, fl[_ev.F_NOW], it)
             elif st == _ev.FULL:
@@ -380,7 +384,7 @@ def simulate_general(
         time = DEFAULT_EVENTS / (1.1 * 2.0 * rate) / (replications if share else 1)
     if burn_in is None:
         burn_in = time / 10.0
-    code = _ev.POLICY_CODES[policy]
+    code = _pol.policy_code(policy, "events")
     if workers is None:
         workers = max(1, min(os.cpu_count() or 1, replications))
     workers = _m.check_positive_int("workers", workers, maximum=1024)
