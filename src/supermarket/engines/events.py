@@ -78,7 +78,7 @@ from numba.extending import intrinsic
 from numpy.typing import ArrayLike
 
 from .rng import _step, next_below, next_double, next_normal
-from .tables import BAD_RULE, JIQ, JSQ, JSQ_D, RANDOM
+from .tables import BAD_RULE, JBT, JIQ, JSQ, JSQ_D, RANDOM
 
 __all__ = [
     "events_kernel",
@@ -93,6 +93,7 @@ __all__ = [
     "RANDOM",
     "JSQ",
     "JIQ",
+    "JBT",
     "BAD_RULE",
     "DONE",
     "GROW",
@@ -527,6 +528,9 @@ def events_kernel(
                     j = order[next_below(s, bstart[1])]
                 else:
                     j = next_below(s, n)
+            elif pol == JBT:  # a uniform server shorter than T = d if any (JIQ is T = 1), else a uniform one
+                b = bstart[d] if d < bstart.shape[0] else n
+                j = order[next_below(s, b)] if b > 0 else next_below(s, n)
             else:  # an unknown code: refused, never run as another rule
                 status = BAD_RULE
                 break

@@ -39,6 +39,7 @@ __all__ = [
     "RANDOM",
     "JSQ",
     "JIQ",
+    "JBT",
     "POLICY_CODES",
     "BAD_RULE",
     "p_rule",
@@ -51,8 +52,8 @@ FULL_TABLE_MAX_N = 1 << 15
 
 # dispatch-rule codes (supermarket.system.policies.RULES maps the names to them; tests/test_registry.py
 # checks the two agree); 0 is today's JSQ(d)
-JSQ_D, RANDOM, JSQ, JIQ = 0, 1, 2, 3
-POLICY_CODES = (JSQ_D, RANDOM, JSQ, JIQ)
+JSQ_D, RANDOM, JSQ, JIQ, JBT = 0, 1, 2, 3, 4
+POLICY_CODES = (JSQ_D, RANDOM, JSQ, JIQ, JBT)
 BAD_RULE = 99
 """The status a kernel returns, before any event, for a rule code it does not know (the driver
 raises): no code falls through to another rule."""

@@ -179,6 +179,44 @@ _ROUGH = "has a discontinuous mean-field drift (P_ℓ(u) jumps at u_1 = 1)"
 _ONE_LEVEL = "u_1 = λ, u_ℓ = 0 for ℓ >= 2"
 _ALL = ("profile", "phase", "classes", "classes-phase", "events", "exact", "exact-phase", "exact-classes")
 
+
+def _jbt_counts(c: np.ndarray, n: int, d: int, replace: bool) -> np.ndarray:
+    """JBT(T = d): ``P_ℓ = (c_ℓ − c_T)⁺/(n − c_T)`` while a queue is shorter than ``T`` (``c_T < n``),
+    else ``c_ℓ/n`` [derived, from the definition: a uniform queue among the ``n − c_T`` below ``T``]."""
+    cT = c[..., d - 1 : d] if d <= c.shape[-1] else np.zeros_like(c[..., :1])
+    below = n - cT
+    return np.where(below > 0, np.maximum(c - cT, 0) / np.maximum(below, 1), c / n)
+
+
+def _jbt_fluid(u: np.ndarray, d: int) -> np.ndarray:
+    uT = u[..., d - 1 : d] if d <= u.shape[-1] else np.zeros_like(u[..., :1])
+    return np.maximum(u - uT, 0.0) / (1.0 - uT)
+
+
+def _jbt_fixed_point(lam: float | str, levels: int, d: int) -> np.ndarray:
+    """JBT(T)'s fluid fixed point [derived]: no arrival joins a queue of length ``>= T`` while
+    ``u_T < 1``, so ``u_ℓ = 0`` above ``T``, and the flow balance ``u_ℓ = λ·P_{ℓ−1}`` gives
+    ``u_ℓ = λ(u_{ℓ−1} − x)/(1 − x)`` for ``ℓ = 1..T`` (``u_0 = 1``) with ``u_T = x``, a root in
+    ``[0, λ]`` (for ``T = 2``: ``x = ((1+λ) − √((1+λ)² − 4λ²))/2``)."""
+    from scipy.optimize import brentq
+
+    from ..model import check_int, check_load
+
+    lamf, levels, T = check_load(lam), check_int("levels", levels, minimum=1), int(d)
+
+    def walk(x: float) -> np.ndarray:
+        u, prev = np.zeros(T), 1.0
+        for i in range(T):
+            prev = u[i] = lamf * (prev - x) / (1.0 - x)
+        return u
+
+    x = lamf if T == 1 else brentq(lambda x: walk(x)[-1] - x, 0.0, lamf, xtol=1e-15, rtol=1e-15)
+    out = np.zeros(levels)
+    m = min(T, levels)
+    out[:m] = walk(x)[:m]
+    return out
+
+
 RULES: dict[str, Rule] = {
     r.name: r
     for r in (
@@ -233,6 +271,19 @@ RULES: dict[str, Rule] = {
             p_fluid=lambda u, d: np.zeros_like(u),
             fixed_point=_one_level,
             fluid_text=_ONE_LEVEL,
+        ),
+        Rule(
+            "jbt",
+            _tab.JBT,
+            "JBT(T = d): a uniformly random queue shorter than d if there is one, else a uniformly random queue",
+            uses_d=True,
+            smooth=False,
+            rough="has a discontinuous mean-field drift (P_ℓ(u) jumps where u_T reaches 1, T = d)",
+            engines=("events", "exact"),
+            p_counts=_jbt_counts,
+            p_fluid=_jbt_fluid,
+            fixed_point=_jbt_fixed_point,
+            fluid_text="u_ℓ = λ(u_(ℓ−1) − u_T)/(1 − u_T) for ℓ <= T, 0 above",
         ),
     )
 }

@@ -121,7 +121,7 @@ def _check(n, d, lam, policy, replace, time, burn_in, replications, batches, qua
 def _run_one(n, d, lam, code, replace, law, counts, speeds, rate, time, burn_in, batches, qs, ss, progress, stop):
     """One replication: per batch, the level integrals per class, and the customers' sums and
     quantiles.  Returns a dict of per-batch arrays and ``interrupted``."""
-    sorted_mode = code in (_ev.JSQ, _ev.JIQ)
+    sorted_mode = code in (_ev.JSQ, _ev.JIQ, _ev.JBT)
     buf = int(min(max(rate * time / batches * 1.5 + 1024, 1 << 12), 1 << 24))
     nb, inv_width = _ev.window(rate, min(speeds))
     a = _ev.new_arrays(counts, buffer=buf, sorted_mode=sorted_mode, buckets=nb)
