@@ -222,3 +222,50 @@ def test_jbt_fixed_point_against_a_long_simulation():
     for i in range(3):
         m, se = float(res.u_mean[i]), float(res.u_stderr[i])
         assert abs(m - fp[i]) < 4 * se + 10 / n, (i, m, se, fp[i])
+
+
+# ----------------------------------------------------------------- service laws
+def test_service_families_are_the_laws_and_codes():
+    from supermarket.system import service as sv
+
+    fams = list(sv.FAMILIES.values())
+    assert [f.code for f in fams] == list(range(len(fams)))  # the compiled sampler's codes, in order
+    assert [f.name for f in fams] == ["exp", "erlang", "hyperexp", "ph", "lognormal", "pareto", "deterministic"]
+    example = {"erlang": "erlang:3", "hyperexp": "hyperexp:4", "lognormal": "lognormal:2", "pareto": "pareto:3"}
+    for f in fams:
+        if f.name == "ph":
+            continue
+        law = sv.parse_service(example.get(f.name, f.name))
+        assert law.name == f.name and law.code == f.code
+        assert (law.alpha is not None) == f.phase_type, f.name  # the phase-type form exists where it says
+        for alias in f.aliases:
+            assert sv.parse_service(alias).name == f.name
+        assert f.form in sv.SERVICE_FORMS and f.bounds in sv.SERVICE_FORMS
+
+
+@pytest.mark.parametrize(
+    "text,family", [("erlang:0.5", "erlang"), ("hyperexp:1", "hyperexp"), ("lognormal:0", "lognormal"),
+                    ("pareto:1", "pareto"), ("erlang:2000000", "erlang"), ("hyperexp:2e6", "hyperexp")]
+)  # fmt: skip
+def test_service_range_refusals_say_the_registry_range(text, family):
+    from supermarket.system import service as sv
+
+    with pytest.raises(ValueError) as e:
+        sv.parse_service(text)
+    assert f"{family} needs {sv.FAMILIES[family].need}, got" in str(e.value)
+    assert str(e.value).startswith(f"service must be one of {sv.SERVICE_FORMS}; got {text!r}")
+    f = sv.FAMILIES[family]
+    assert f.accepts is not None and not f.accepts(float(text.split(":")[1]))
+
+
+def test_service_help_comes_from_the_registry():
+    from click.testing import CliRunner
+
+    from supermarket.cli import main
+    from supermarket.system import service as sv
+
+    for cmd, only_ph in (("simulate", False), ("exact", True), ("meanfield", True)):
+        flat = " ".join(CliRunner().invoke(main, [cmd, "--help"], terminal_width=400).output.split())
+        listed = flat.split("Service law of mean 1: ", 1)[1].split(". ", 1)[0].split(", ")
+        want = [f.form + (f" ({f.bounds})" if f.bounds else "") for f in sv.FAMILIES.values()]
+        assert listed == [w for w, f in zip(want, sv.FAMILIES.values()) if f.phase_type or not only_ph], cmd

@@ -12,7 +12,7 @@ import click
 from ..model import MAX_CDF_POINTS
 from ._common import COUNT, LOAD, OUTPUT_FIGURE, CountType, FloatType, print_json, save_figure
 from ._phase import exact_phase_cli, is_exponential_service
-from .options import one_task_options, policy_option, replace_option, run_once
+from .options import one_task_options, policy_option, replace_option, run_once, service_option
 
 NOTE_SECONDS = 5.0  # a search predicted to take longer says so before it starts
 
@@ -75,12 +75,10 @@ class _Seconds(FloatType):
     default=None,
     help="Save a figure (PNG, or by the suffix) of E[u_i] and the maximum.",
 )
-@click.option(
-    "--service",
-    default="exp",
-    show_default=True,
-    help="Service law of mean 1: exp, or erlang:K, hyperexp:SCV, ph:FILE.json for the exact law of a tiny "
-    "phase-type system (docs/model.md §13: E[u_i], the queue-length law, the mean queue length; every --policy).",
+@service_option(
+    "A phase-type law gives the exact law of a tiny phase-type system (docs/model.md §13: E[u_i], the "
+    "queue-length law, the mean queue length).",
+    phase_type_only=True,
 )
 @one_task_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")

@@ -11,7 +11,7 @@ import numpy as np
 
 from ._common import COUNT, FLOAT, LOAD, OUTPUT_FIGURE, CountType, print_json, save_figure
 from ._phase import is_exponential_service, meanfield_phase_cli
-from .options import json_option, one_task_options, policy_option, replace_option, run_once
+from .options import json_option, one_task_options, policy_option, replace_option, run_once, service_option
 
 
 class DType(click.ParamType):
@@ -362,12 +362,10 @@ def _add_response_times(
     default=None,
     help="Add the sojourn and waiting time CDFs on this many grid points (0 to 1.1 × the p99.9 sojourn time).",
 )
-@click.option(
-    "--service",
-    default="exp",
-    show_default=True,
-    help="Service law of mean 1: exp, or erlang:K, hyperexp:SCV, ph:FILE.json for the phase-type mean-field fixed "
-    "point (docs/model.md §13; --policy jsq-d or random; its mean queue length and busy fraction).",
+@service_option(
+    "A phase-type law gives the phase-type mean-field fixed point (docs/model.md §13; a rule with a smooth "
+    "drift; its mean queue length and busy fraction).",
+    phase_type_only=True,
 )
 @one_task_options
 @json_option("Print one JSON object instead of tables.")

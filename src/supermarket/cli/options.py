@@ -212,6 +212,17 @@ def run_once(scheduler: str | None, timeout: float, fn: Callable[..., Any], *arg
         return call(fn, *args, client=client, **kwargs)
 
 
+def service_option(note: str, phase_type_only: bool = False) -> Decorator:
+    """``--service LAW``: the service law of mean 1 (:mod:`supermarket.system.service`), default
+    ``exp``; its forms from the registry (:data:`~supermarket.system.service.FAMILIES`: only those
+    with a phase-type form where ``phase_type_only``), then the command's ``note``."""
+    from ..system.service import FAMILIES
+
+    forms = [f for f in FAMILIES.values() if f.phase_type or not phase_type_only]
+    text = ", ".join(f.form + (f" ({f.bounds})" if f.bounds else "") for f in forms)
+    return click.option("--service", default="exp", show_default=True, help=f"Service law of mean 1: {text}. {note}")
+
+
 def policy_option(note: str | None = None) -> Decorator:
     """``--policy RULE``: the dispatch rule (:mod:`supermarket.system.policies`), default ``jsq-d``;
     the choices and their help from the registry (:data:`~supermarket.system.policies.RULES`),

@@ -41,6 +41,7 @@ from .options import (
     replace_option,
     replications_option,
     seed_option,
+    service_option,
     start_option,
 )
 
@@ -243,15 +244,11 @@ def _simulate_general(
     "regression on batch means, docs/model.md §9.1); --no-control-variates gives the plain time "
     "averages.",
 )
-@click.option(
-    "--service",
-    default="exp",
-    show_default=True,
-    help="Service law of mean 1: exp, erlang:K, hyperexp:SCV (SCV > 1), ph:FILE.json, lognormal:SCV, "
-    "pareto:ALPHA (ALPHA > 1), deterministic. erlang, hyperexp and ph run the phase-type count engine "
-    "(docs/model.md §13; --steps or --time, every --policy, control variates; --engine events for the event "
+@service_option(
+    "erlang, hyperexp and ph run the phase-type count engine "
+    "(docs/model.md §13; --steps or --time, the rules that run there, control variates; --engine events for the event "
     "engine); lognormal, pareto, deterministic the per-queue event engine (docs/model.md §14; horizon in "
-    "--time, continuous time, no control variates).",
+    "--time, continuous time, no control variates)."
 )
 @click.option(
     "--server-classes",

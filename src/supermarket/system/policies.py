@@ -312,7 +312,7 @@ def check_smooth(policy: object, where: str) -> str:
     ...     check_smooth("jsq", "the mean field")
     ... except ValueError as e:
     ...     print(e)
-    policy must be one of jsq-d, random for the mean field (jsq and jiq have a discontinuous drift); got 'jsq'
+    policy must be one of jsq-d, random for the mean field (jsq, jiq and jbt have a discontinuous drift); got 'jsq'
     """
     name = check_policy(policy)
     if not RULES[name].smooth:
@@ -423,7 +423,7 @@ def policy_code(policy: str, engine: str | None = None) -> int:
     Examples
     --------
     >>> [policy_code(p) for p in POLICIES]
-    [0, 1, 2, 3]
+    [0, 1, 2, 3, 4]
     """
     return rule(policy, engine).code
 
