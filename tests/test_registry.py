@@ -269,3 +269,17 @@ def test_service_help_comes_from_the_registry():
         listed = flat.split("Service law of mean 1: ", 1)[1].split(". ", 1)[0].split(", ")
         want = [f.form + (f" ({f.bounds})" if f.bounds else "") for f in sv.FAMILIES.values()]
         assert listed == [w for w, f in zip(want, sv.FAMILIES.values()) if f.phase_type or not only_ph], cmd
+
+
+def test_jbt_through_the_cli_runs_or_refuses_in_one_line():
+    from click.testing import CliRunner
+
+    from supermarket.cli import main
+
+    run = CliRunner().invoke
+    r = run(main, ["meanfield", "--d", "2", "--load", "0.8", "--policy", "jbt"])
+    assert r.exit_code == 2 and "discontinuous mean-field drift" in r.output and "Traceback" not in r.output
+    r = run(main, ["simulate", "--n", "50", "--d", "2", "--load", "0.8", "--policy", "jbt", "--steps", "1e4"])
+    assert r.exit_code == 2 and "does not run on the profile engine (it runs on events, exact)" in r.output
+    r = run(main, ["exact", "--n", "2", "--d", "2", "--load", "0.5", "--policy", "jbt"])
+    assert r.exit_code == 0 and "JBT(T = d)" in r.output and "(replacement unused)" in r.output

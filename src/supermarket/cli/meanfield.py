@@ -111,8 +111,9 @@ def build_report(
         )
         rt["response_source"] = f"mean field, {policy} (every customer joins an empty queue in the limit)"
         return rt
-    if policy == "random":
-        d, replace = mf.rule_d(policy, d, replace)
+    # the drift that stands for the rule (random: d = 1); refused, with the reason, for a rule
+    # without a differentiable drift and another fluid fixed point than (λ, 0, 0, …) (jbt)
+    d, replace = mf.rule_d(policy, d, replace)
     if time is not None:
         time = check_positive_float("--time", time)
         from ..meanfield.ode import MIN_T

@@ -401,7 +401,8 @@ class ExactResult(Result):
             + (
                 f"{'with' if p.replace else 'without'} replacement"
                 if self.policy == _pol.DEFAULT_POLICY
-                else f"dispatch rule {_pol.describe(self.policy)} (d and replacement unused)"
+                else f"dispatch rule {_pol.describe(self.policy)} "
+                + ("(replacement unused)" if _pol.RULES[self.policy].uses_d else "(d and replacement unused)")
             ),
             f"  {self.states} states (queue lengths capped at {tr['cap']}), solved in {self.seconds:.3g} s, "
             f"{self.method}, residual {self.residual:.2g}",
