@@ -188,6 +188,19 @@ def test_an_unknown_code_is_refused_by_the_kernel(monkeypatch, which):
             )
 
 
+@pytest.mark.parametrize("engine,name", [("profile", "jiq"), ("buckets", "random"), ("queues", "jsq-d")])
+def test_an_unknown_code_is_refused_by_the_count_kernels(monkeypatch, engine, name):
+    """The profile, buckets and queues kernels refuse a code they do not know before any event."""
+    from supermarket.model import Params
+    from supermarket.simulation import Chain
+
+    monkeypatch.setitem(pol.RULES, name, dataclasses.replace(pol.RULES[name], code=7))
+    ch = Chain(Params(20, 2, 0.8), engine, [10, 2], 1, policy=name)
+    with pytest.raises(ValueError, match=f"policy code 7 is unknown to the {engine} kernel"):
+        ch.advance(max_events=100)
+    assert ch.events == 0
+
+
 def test_help_and_choices_come_from_the_registry():
     from click.testing import CliRunner
 

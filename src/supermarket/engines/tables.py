@@ -42,6 +42,7 @@ __all__ = [
     "JBT",
     "POLICY_CODES",
     "BAD_RULE",
+    "counts_rule",
     "p_rule",
 ]
 
@@ -128,6 +129,12 @@ def p_rule(policy: int, c: int, n: int, d: int, replace: bool) -> float:
     if policy == JSQ or c <= 0:
         return 0.0
     return float(c) / float(n)
+
+
+@njit(cache=True)
+def counts_rule(policy: int) -> bool:
+    """Whether the count kernels (profile, buckets, phase, classes) know rule code ``policy``."""
+    return policy in (JSQ_D, RANDOM, JSQ, JIQ)
 
 
 @njit(cache=True)

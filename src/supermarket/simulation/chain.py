@@ -18,7 +18,7 @@ from ..engines.measure import flush, reset_measures
 from ..engines.profile import profile_kernel
 from ..engines.queues import bitset_words, queues_kernel
 from ..engines.rng import new_state
-from ..engines.tables import FULL_TABLE_MAX_N, LW, WIN, p_table
+from ..engines.tables import BAD_RULE, FULL_TABLE_MAX_N, LW, WIN, p_table
 from ..model import Params, seed_to_uint64
 from ..system import policies as _pol
 
@@ -250,6 +250,8 @@ class Chain:
                 self._grow_levels()
             elif status == STATUS_RECFULL:
                 self._grow_records(1024)
+            elif status == BAD_RULE:
+                raise ValueError(f"policy code {self.setup.policy} is unknown to the {self.engine} kernel")
             else:
                 break
         self.events += done
