@@ -26,12 +26,12 @@ MODULES = [
     "response",
     "stats",
     "model",
-    "states",
+    "system.states",
     "parallel",
     "report",
     "jsonable",
     "sweep",
-    "policies",
+    "system.policies",
 ]
 
 
