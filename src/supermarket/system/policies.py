@@ -10,19 +10,12 @@ Then the counts are a Markov chain (the profile chain of docs/model.md §2 with 
 an arrival joins a queue of length exactly ``ℓ`` with probability ``P_ℓ − P_{ℓ+1}``, and
 the flow-balance identity ``E[u_ℓ] = λ·E[P_{ℓ−1}]`` (docs/model.md §3) holds for every rule.
 
-=========  ==========================================  ==================================
-rule       ``P_ℓ(c)``, ``ℓ >= 1``                      mean field ``P_ℓ(u)``
-=========  ==========================================  ==================================
-``jsq-d``  ``(c_ℓ/n)^d``; ``C(c_ℓ,d)/C(n,d)`` without  ``u_ℓ^d`` [paper 000, (1.1)]
-           replacement (today's rule, the default)
-``random`` ``c_ℓ/n`` (one uniform queue: ``jsq-d``     ``u_ℓ``: ``n`` independent M/M/1
-           with ``d = 1``)                             queues [classical]
-``jsq``    ``1{c_ℓ = n}`` (a shortest of all ``n``)    discontinuous: none
-``jiq``    ``1{c_1 = n}·c_ℓ/n`` (an idle queue if      discontinuous: none
-           any, else a uniform one)
-=========  ==========================================  ==================================
+Each rule is one entry of :data:`RULES` (:class:`Rule`): its name, engine code, help text,
+flags, ``P_ℓ(c)``, fluid ``P_ℓ(u)`` and fixed point, and the kernels that run it; the list of
+rules with their ``P_ℓ`` is in docs/model.md §2 (``tests/test_registry.py`` checks the two
+agree).
 
-For ``jsq`` and ``jiq`` the limit of ``P_ℓ(u)`` jumps at ``u_1 = 1``: the fluid limit is a
+For ``jsq`` and ``jiq`` the limit of ``P_ℓ(u)`` jumps at ``u_1 = 1`` (``jbt``'s at ``u_T = 1``): the fluid limit is a
 differential inclusion, not an ODE, and the refined mean field and the linear-noise
 approximation (which need a differentiable drift) do not exist; :func:`meanfield_d` refuses
 them.  Their fluid fixed point for ``λ < 1`` is known [classical: Stolyar 2015 for JIQ;
@@ -76,7 +69,6 @@ __all__ = [
     "meanfield_d",
     "fluid_fixed_point",
     "describe",
-    "choices_help",
 ]
 
 ENGINES = ("profile", "queues", "phase", "classes", "classes-phase", "events", "exact", "exact-phase", "exact-classes")
@@ -122,6 +114,12 @@ class Rule:
         mean-field code solves that drift); ``None`` for a rough rule.
     fluid_text : str
         The fluid fixed point in words, for a rough rule's refusals.
+
+    Examples
+    --------
+    >>> r = RULES["jbt"]
+    >>> r.code, r.uses_d, r.smooth, r.engines
+    (4, True, False, ('events', 'exact'))
     """
 
     name: str
@@ -301,8 +299,24 @@ def _and(names: tuple[str, ...]) -> str:
 
 
 def check_smooth(policy: object, where: str) -> str:
-    """The rule's name, refused unless its mean-field drift is differentiable (``where``: what
-    needs it, for the message).
+    """The rule's name, refused unless its mean-field drift is differentiable.
+
+    Parameters
+    ----------
+    policy : str
+        A rule's name (:func:`check_policy`).
+    where : str
+        What needs the drift, for the message.
+
+    Returns
+    -------
+    str
+        Its canonical name.
+
+    Raises
+    ------
+    ValueError
+        For a rule without a differentiable drift (:func:`smooth_message`).
 
     Examples
     --------
@@ -321,7 +335,24 @@ def check_smooth(policy: object, where: str) -> str:
 
 
 def smooth_message(policy: object, where: str) -> str:
-    """The refusal of a rule without a differentiable drift, for ``where`` (:func:`check_smooth`)."""
+    """The refusal of a rule without a differentiable drift, for ``where`` (:func:`check_smooth`).
+
+    Parameters
+    ----------
+    policy : object
+        The rule as given.
+    where : str
+        What needs the drift.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> smooth_message("jiq", "the sweep")[:45]
+    'policy must be one of jsq-d, random for the s'
+    """
     return (
         f"policy must be one of {', '.join(SMOOTH_POLICIES)} for {where} "
         f"({_and(ROUGH_POLICIES)} have a discontinuous drift); got {policy!r}"
@@ -361,17 +392,6 @@ def rule(policy: object, engine: str | None = None) -> Rule:
     if engine is not None and engine not in r.engines:
         raise ValueError(f"policy {r.name!r} does not run on the {engine} engine (it runs on {', '.join(r.engines)})")
     return r
-
-
-def choices_help() -> str:
-    """The rules and what each does, for help texts and messages: ``name (title), …``.
-
-    Examples
-    --------
-    >>> choices_help().split(", ")[1]
-    'random (random: one uniformly random queue)'
-    """
-    return ", ".join(f"{r.name} ({r.title})" for r in RULES.values())
 
 
 def check_policy(policy: object) -> str:

@@ -346,6 +346,12 @@ class Family:
         The range in symbols, for the list of forms (:data:`SERVICE_FORMS`).
     aliases : tuple of str
         Other names accepted.
+
+    Examples
+    --------
+    >>> f = FAMILIES["erlang"]
+    >>> f.form, f.phase_type, f.accepts(4.0), f.accepts(0.5)
+    ('erlang:K', True, True, False)
     """
 
     name: str
