@@ -154,7 +154,7 @@ def test_jbt_with_threshold_one_is_jiq():
     from supermarket.simulation.general import simulate_general
     from supermarket.stationary.profile import solve
 
-    a, b = solve(3, 1, 0.8, policy="jbt", tol=1e-9), solve(3, 1, 0.8, policy="jiq", tol=1e-9)
+    a, b = solve(3, 1, 0.6, policy="jbt", tol=1e-8), solve(3, 1, 0.6, policy="jiq", tol=1e-8)
     assert a.u_mean.tolist() == b.u_mean.tolist()
     kw = dict(service="lognormal:2", time=50, seed=3, replications=2)
     x, y = (simulate_general(20, 1, 0.8, policy=p, **kw).to_dict() for p in ("jbt", "jiq"))
