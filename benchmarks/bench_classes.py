@@ -18,6 +18,7 @@ import numpy as np
 
 from supermarket.engines import classes as ck
 from supermarket.engines.rng import state_from_seed_sequence
+from supermarket.system.policies import policy_code
 from supermarket.system.service import parse_server_classes
 
 
@@ -28,7 +29,7 @@ def bench(n, spec, lam, d, policy, replace, events, repeat):
     s = state_from_seed_sequence(np.random.SeedSequence(2026))
     sp = np.asarray(sc.speeds, float)
     caps = np.cumsum(counts * sp)
-    cfg = np.array([n, d, int(replace), ck.POLICY_CODES[policy]], np.int64)
+    cfg = np.array([n, d, int(replace), policy_code(policy)], np.int64)
     st = np.zeros(2, np.int64)
     p = lam / (1 + lam)
 

@@ -505,7 +505,8 @@ class NaiveEvents:
       (``order``), kept by the same exchanges as the kernel's (a server whose length goes
       from ``ℓ`` to ``ℓ+1`` swaps with the last server of length ``ℓ``, one going to ``ℓ−1``
       with the first); ``jsq`` takes ``order[below(#shortest)]``, ``jiq``
-      ``order[below(#idle)]`` if a server is idle, else ``below(n)``;
+      ``order[below(#idle)]`` if a server is idle, else ``below(n)``, and ``jbt``
+      ``order[below(#shorter than d)]`` if there is one, else ``below(n)``;
     - the work: exp ``−log(1−u)``; erlang ``Σ −log(1−u_i)/K``; hyperexp ``u < p`` picks the
       phase, then an exponential of its rate; lognormal ``exp(μ + σZ)`` with Box–Muller
       ``Z = √(−2 log(1−u₁)) cos(2π u₂)``; pareto ``scale·(1−u)^(−1/A)``; deterministic 1
@@ -561,6 +562,9 @@ class NaiveEvents:
         if self.policy == "jiq":
             idle = self._shorter(1)
             return self.order[below(idle)] if idle else below(n)
+        if self.policy == "jbt":  # join-below-threshold, T = d: a uniform server shorter than d, if any
+            b = self._shorter(d)
+            return self.order[below(b)] if b else below(n)
         # the least length over the d slots, ties uniform (reservoir sampling over the
         # slots: a tie draws below(ties) as soon as it is seen)
         j, ties = -1, 0
@@ -646,7 +650,7 @@ class NaiveEvents:
         if busy and self.deps[jd][0] < self.next_arrival:
             self.deps[jd].pop(0)
             ell = self.x[jd]
-            if self.policy in ("jsq", "jiq"):
+            if self.policy in ("jsq", "jiq", "jbt"):
                 self._swap_to(jd, self._shorter(ell))  # the first of length ell
             self.x[jd] = ell - 1
             return
@@ -659,7 +663,7 @@ class NaiveEvents:
         dep = start + work
         self.lastdep[j] = dep
         self.deps[j].append(dep)
-        if self.policy in ("jsq", "jiq"):
+        if self.policy in ("jsq", "jiq", "jbt"):
             self._swap_to(j, self._shorter(ell + 1) - 1)  # the last of length ell
         self.x[j] = ell + 1
         if t >= self.t_meas:

@@ -23,6 +23,7 @@ from naive import NaiveClasses, NaiveProfile, Xoshiro
 from supermarket.engines import classes as ck
 from supermarket.engines.rng import new_state
 from supermarket.simulation.classes import simulate_classes
+from supermarket.system.policies import policy_code
 
 # (policy, class sizes, speeds, d, λ, replace, start lengths per class (None: empty), events)
 CASES = {
@@ -72,7 +73,7 @@ def _kernel_state(sizes, speeds, d, lam, rep, policy, lengths, words, nv):
     return {
         "a": a,
         "s": np.array(words, np.uint64),
-        "cfg": np.array([sum(sizes), d, int(rep), ck.POLICY_CODES[policy]], np.int64),
+        "cfg": np.array([sum(sizes), d, int(rep), policy_code(policy)], np.int64),
         "caps": np.cumsum(np.array(sizes) * sp),
         "inv_s": 1.0 / sp,
         "p_arr": lam / (1.0 + lam),

@@ -24,6 +24,7 @@ import pytest
 from naive import NaiveEvents, service_params
 from supermarket.engines import events as ev
 from supermarket.engines import rng
+from supermarket.system.policies import policy_code
 from supermarket.system.service import parse_service, phase_type
 
 # (servers per class, speeds, d, replace, rule, service law, λ, time from which customers are
@@ -34,6 +35,9 @@ CASES = {
     "random-hyperexp": ([10], [1.0], 1, True, "random", "hyperexp:4", 0.8, 10.0, 4_000),
     "jsq-lognormal-classes": ([4, 8], [2.0, 0.5], 1, True, "jsq", "lognormal:2", 0.95, 10.0, 4_000),
     "jiq-deterministic": ([10], [1.0], 1, True, "jiq", "deterministic", 0.9, 10.0, 4_000),
+    "jbt3-exp": ([12], [1.0], 3, True, "jbt", "exp", 0.9, 10.0, 4_000),
+    "jbt2-lognormal-classes": ([6, 6], [1.5, 0.5], 2, True, "jbt", "lognormal:2", 0.95, 0.0, 4_000),
+    "jbt6-erlang": ([8], [1.0], 6, True, "jbt", "erlang:2", 0.97, 0.0, 4_000),  # T beyond the level arrays
 }
 SLOW_CASES = {
     "d1-norep-pareto": ([8], [1.0], 1, False, "jsq-d", "pareto:2.5", 0.9, 10.0, 10_000),
@@ -58,14 +62,14 @@ class Kernel:
 
     def __init__(self, sizes, speeds, d, rep, policy, law, rate, t_meas, words, buffer, buckets=8, width=0.25):
         n = sum(sizes)
-        self.sorted = policy in ("jsq", "jiq")
+        self.sorted = policy in ("jsq", "jiq", "jbt")
         # a window of 8 buckets 0.25 wide (departures more than 1.75-2 ahead go to the far
         # heap) and small pools: every growth path is taken
         self.a = ev.new_arrays(
             sizes, levels=4, heap=8, buffer=buffer, sorted_mode=self.sorted, buckets=buckets, nodes=8
         )
         self.law = parse_service(law) if isinstance(law, str) else phase_type(law[1], law[2])
-        self.cfg = np.array([n, d, int(rep or d == 1), ev.POLICY_CODES[policy], self.law.code, int(self.sorted)])
+        self.cfg = np.array([n, d, int(rep or d == 1), policy_code(policy), self.law.code, int(self.sorted)])
         self.s = np.array(words, dtype=np.uint64)
         self.fl, self.it = ev.new_counters(rate, t_meas, -math.log(1.0 - rng.next_double(self.s)) / rate, 1 / width)
         self.spd = np.asarray(speeds, np.float64)

@@ -113,8 +113,8 @@ def _brute_force_u(policy, n, lam, M):
 
 # ----------------------------------------------------------------- the definitions
 def test_names_codes_and_bad_input():
-    assert pol.POLICIES == ("jsq-d", "random", "jsq", "jiq")
-    assert [pol.policy_code(p) for p in pol.POLICIES] == [0, 1, 2, 3]
+    assert pol.POLICIES == ("jsq-d", "random", "jsq", "jiq", "jbt")
+    assert [pol.policy_code(p) for p in pol.POLICIES] == [0, 1, 2, 3, 4]
     with pytest.raises(ValueError, match="policy must be one of"):
         pol.check_policy("jsq2")
     with pytest.raises(TypeError, match="policy must be a string"):

@@ -13,7 +13,7 @@ from ..model import MAX_CDF_POINTS
 from ._budget import SECONDS
 from ._common import COUNT, LOAD, OUTPUT_FIGURE, CountType, print_json, save_figure
 from ._phase import exact_phase_cli
-from .options import one_task_options, policy_option, replace_option, run_once
+from .options import one_task_options, policy_option, replace_option, run_once, service_option
 
 NOTE_SECONDS = 5.0  # a search predicted to take longer says so before it starts
 
@@ -33,10 +33,7 @@ NOTE_SECONDS = 5.0  # a search predicted to take longer says so before it starts
     "default n = 3 needs queue lengths into the hundreds, millions of states, beyond the solver's limit.",
 )
 @replace_option(True, "Sample the d queues with replacement (--no-replace: without, d ≤ n).")
-@policy_option(
-    "Dispatch rule: jsq-d (the shortest of d sampled queues), random, jsq (a shortest of all n), "
-    "jiq (an idle queue if any, else a uniform one); --d and --no-replace are for jsq-d only."
-)
+@policy_option("--no-replace is for jsq-d only.")
 @click.option(
     "--tol",
     "tol",
@@ -77,12 +74,10 @@ NOTE_SECONDS = 5.0  # a search predicted to take longer says so before it starts
     default=None,
     help="Save a figure (PNG, or by the suffix) of E[u_i] and the maximum.",
 )
-@click.option(
-    "--service",
-    default="exp",
-    show_default=True,
-    help="Service law of mean 1: exp, or erlang:K, hyperexp:SCV, ph:FILE.json for the exact law of a tiny "
-    "phase-type system (docs/model.md §13: E[u_i], the queue-length law, the mean queue length; every --policy).",
+@service_option(
+    "A phase-type law gives the exact law of a tiny phase-type system (docs/model.md §13: E[u_i], the "
+    "queue-length law, the mean queue length).",
+    phase_type_only=True,
 )
 @one_task_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")

@@ -11,7 +11,7 @@ import numpy as np
 
 from ._common import COUNT, FLOAT, LOAD, OUTPUT_FIGURE, CountType, print_json, save_figure
 from ._phase import meanfield_phase_cli
-from .options import json_option, one_task_options, policy_option, replace_option, run_once
+from .options import json_option, one_task_options, policy_option, replace_option, run_once, service_option
 
 
 class DType(click.ParamType):
@@ -111,8 +111,9 @@ def build_report(
         )
         rt["response_source"] = f"mean field, {policy} (every customer joins an empty queue in the limit)"
         return rt
-    if policy == "random":
-        d, replace = mf.rule_d(policy, d, replace)
+    # the drift that stands for the rule (random: d = 1); refused, with the reason, for a rule
+    # without a differentiable drift and another fluid fixed point than (λ, 0, 0, …) (jbt)
+    d, replace = mf.rule_d(policy, d, replace)
     if time is not None:
         time = check_positive_float("--time", time)
         from ..meanfield.ode import MIN_T
@@ -342,10 +343,7 @@ def _add_response_times(
 @replace_option(
     True, "Sample the d queues with replacement (default; --no-replace: without, as in paper 002, needs --n)."
 )
-@policy_option(
-    "Dispatch rule: jsq-d (default), random (the drift with d = 1), jsq or jiq (a discontinuous "
-    "drift: their fluid fixed point only); docs/model.md §2."
-)
+@policy_option("random is the drift with d = 1; a rule with a discontinuous drift gives its fluid fixed point only.")
 @click.option(
     "--levels", "levels", type=CountType(maximum=5000), default=None, help="Number of levels (default: automatic)."
 )
@@ -374,12 +372,10 @@ def _add_response_times(
     default=None,
     help="Add the sojourn and waiting time CDFs on this many grid points (0 to 1.1 × the p99.9 sojourn time).",
 )
-@click.option(
-    "--service",
-    default="exp",
-    show_default=True,
-    help="Service law of mean 1: exp, or erlang:K, hyperexp:SCV, ph:FILE.json for the phase-type mean-field fixed "
-    "point (docs/model.md §13; --policy jsq-d or random; its mean queue length and busy fraction).",
+@service_option(
+    "A phase-type law gives the phase-type mean-field fixed point (docs/model.md §13; a rule with a smooth "
+    "drift; its mean queue length and busy fraction).",
+    phase_type_only=True,
 )
 @one_task_options
 @json_option("Print one JSON object instead of tables.")

@@ -212,18 +212,30 @@ def run_once(scheduler: str | None, timeout: float, fn: Callable[..., Any], *arg
         return call(fn, *args, client=client, **kwargs)
 
 
-def policy_option(help: str | None = None) -> Decorator:
-    """``--policy RULE``: the dispatch rule (:mod:`supermarket.system.policies`), default ``jsq-d``."""
-    from ..system.policies import DEFAULT_POLICY, POLICIES
+def service_option(note: str, phase_type_only: bool = False) -> Decorator:
+    """``--service LAW``: the service law of mean 1 (:mod:`supermarket.system.service`), default
+    ``exp``; its forms from the registry (:data:`~supermarket.system.service.FAMILIES`: only those
+    with a phase-type form where ``phase_type_only``), then the command's ``note``."""
+    from ..system.service import FAMILIES
 
+    forms = [f for f in FAMILIES.values() if f.phase_type or not phase_type_only]
+    text = ", ".join(f.form + (f" ({f.bounds})" if f.bounds else "") for f in forms)
+    return click.option("--service", default="exp", show_default=True, help=f"Service law of mean 1: {text}. {note}")
+
+
+def policy_option(note: str | None = None) -> Decorator:
+    """``--policy RULE``: the dispatch rule (:mod:`supermarket.system.policies`), default ``jsq-d``;
+    the choices and their help from the registry (:data:`~supermarket.system.policies.RULES`),
+    then the command's ``note``."""
+    from ..system.policies import DEFAULT_POLICY, POLICIES, RULES
+
+    rules = ", ".join(f"{r.name} ({r.title.split(': ', 1)[-1]})" for r in RULES.values())
+    uses_d = ", ".join(r.name for r in RULES.values() if r.uses_d)
     return click.option(
         "--policy",
         "policy",
         type=click.Choice(POLICIES, case_sensitive=False),
         default=DEFAULT_POLICY,
         show_default=True,
-        help=help
-        or "Dispatch rule: jsq-d (the shortest of d sampled queues), random (one uniform "
-        "queue), jsq (a shortest of all n), jiq (an idle queue if any, else a "
-        "uniform one); docs/model.md §2.",
+        help=f"Dispatch rule: {rules}; --d is read by {uses_d} only; docs/model.md §2." + (f" {note}" if note else ""),
     )

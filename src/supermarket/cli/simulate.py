@@ -41,6 +41,7 @@ from .options import (
     replace_option,
     replications_option,
     seed_option,
+    service_option,
     start_option,
 )
 
@@ -150,9 +151,8 @@ def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as
     True, "Sample the d queues with replacement (default, paper 000) or, with --no-replace, without (paper 002)."
 )
 @policy_option(
-    "Dispatch rule: jsq-d (default: the shortest of d sampled queues), random (one uniform queue), jsq (a "
-    "shortest of all n), jiq (an idle queue if any, else a uniform one); docs/model.md §2. Paper 000's k and "
-    "good set are reported for jsq-d only; --engine queues and --start perfect run jsq-d only."
+    "Paper 000's k and good set are reported for jsq-d only; --engine queues and --start perfect run jsq-d "
+    "only; each engine runs the rules of docs/model.md §2."
 )
 @click.option(
     "--time-mode",
@@ -224,15 +224,11 @@ def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as
     "regression on batch means, docs/model.md §9.1); --no-control-variates gives the plain time "
     "averages.",
 )
-@click.option(
-    "--service",
-    default="exp",
-    show_default=True,
-    help="Service law of mean 1: exp, erlang:K, hyperexp:SCV (SCV > 1), ph:FILE.json, lognormal:SCV, "
-    "pareto:ALPHA (ALPHA > 1), deterministic. erlang, hyperexp and ph run the phase-type count engine "
-    "(docs/model.md §13; --steps or --time, every --policy, control variates; --engine events for the event "
+@service_option(
+    "erlang, hyperexp and ph run the phase-type count engine "
+    "(docs/model.md §13; --steps or --time, the rules that run there, control variates; --engine events for the event "
     "engine); lognormal, pareto, deterministic the per-queue event engine (docs/model.md §14; horizon in "
-    "--time, continuous time, no control variates).",
+    "--time, continuous time, no control variates)."
 )
 @click.option(
     "--server-classes",

@@ -58,7 +58,7 @@ from .measure import (
 )
 from .profile import jiq_close_levels
 from .rng import next_below, next_double
-from .tables import JIQ, LW, RANDOM, flat_tables, get_p, refresh_windows, window_edge
+from .tables import BAD_RULE, JIQ, LW, RANDOM, counts_rule, flat_tables, get_p, refresh_windows, window_edge
 
 __all__ = ["buckets_kernel", "lengths_by_queue", "MAX_N"]
 
@@ -305,6 +305,8 @@ def buckets_kernel(
     value as :func:`.profile.profile_kernel`; ``perm`` = queue identities by position).
     DELIBERATE COPY of :func:`.profile.profile_kernel`'s driver loop, like
     :func:`.queues.queues_kernel` (why: see there)."""
+    if not counts_rule(setup.policy):  # an unknown code: refused before any event, never run as another rule
+        return 0, BAD_RULE
     flat = flat_tables(tables, setup, c.shape[0])
     if setup.policy == RANDOM:  # P = c/n computed in the hot loop: no windows, any number of levels
         flat = (flat[0], np.zeros(c.shape[0], np.int64), 0, False)

@@ -33,12 +33,11 @@ import numpy as np
 from numba import njit
 
 from .rng import step_double
-from .tables import JIQ, JSQ, JSQ_D, RANDOM, p_rule
+from .tables import BAD_RULE, JIQ, JSQ, JSQ_D, RANDOM, p_rule
 
-__all__ = ["classes_kernel", "close_areas", "new_state", "grow", "DONE", "GROW", "POLICY_CODES"]
+__all__ = ["classes_kernel", "close_areas", "new_state", "grow", "DONE", "GROW", "BAD_RULE"]
 
 DONE, GROW = 0, 1
-POLICY_CODES = {"jsq-d": JSQ_D, "random": RANDOM, "jsq": JSQ, "jiq": JIQ}
 
 
 @njit(cache=True, inline="always")
@@ -106,10 +105,13 @@ def classes_kernel(
             elif pol == JSQ:
                 for i in range(1, top + 1):
                     ell += np.int64(C[i] >= n)
-            elif pol == RANDOM or C[1] >= n:  # random, or JIQ with no idle server: a uniform server
+            elif pol == RANDOM or (pol == JIQ and C[1] >= n):  # random, or JIQ with no idle server: a uniform server
                 yi = np.int64(U * fn)
                 for i in range(1, top + 1):
                     ell += np.int64(C[i] > yi)
+            elif pol != JIQ:  # (JIQ with an idle server joins length 0); an unknown code: refused
+                status = BAD_RULE
+                break
             k = 0
             if K > 1:
                 v, r0, r1, r2, r3 = step_double(r0, r1, r2, r3)

@@ -28,9 +28,9 @@ from numba import njit
 
 from .classes import _p, close_areas  # close_areas: the same per-class level sums
 from .rng import step_double
-from .tables import JIQ, JSQ
+from .tables import BAD_RULE, JIQ, JSQ, JSQ_D, RANDOM
 
-__all__ = ["classes_phase_kernel", "close_areas", "DONE", "GROW"]
+__all__ = ["classes_phase_kernel", "close_areas", "DONE", "GROW", "BAD_RULE"]
 
 DONE, GROW = 0, 1
 
@@ -92,9 +92,14 @@ def classes_phase_kernel(
                     ell += 1
             elif pol == JIQ and C[1] < n:
                 ell = 0
-            else:
+            elif pol == JSQ_D or pol == RANDOM or pol == JIQ:  # noqa: SIM109 (numba: plain comparisons)
                 while ell < top and _p(pol, C[ell + 1], n, d, rep) > U:
                     ell += 1
+            else:  # an unknown code: refused, never run as another rule
+                s[0], s[1], s[2], s[3] = r0, r1, r2, r3
+                state[0] = top
+                state[1] = ev
+                return BAD_RULE
             # the joined server: uniform among those of length ℓ (class, then phase)
             v, r0, r1, r2, r3 = step_double(r0, r1, r2, r3)
             y = v * (C[ell] - C[ell + 1])

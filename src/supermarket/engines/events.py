@@ -78,6 +78,7 @@ from numba.extending import intrinsic
 from numpy.typing import ArrayLike
 
 from .rng import _step, next_below, next_double, next_normal
+from .tables import BAD_RULE, JBT, JIQ, JSQ, JSQ_D, RANDOM
 
 __all__ = [
     "events_kernel",
@@ -92,7 +93,8 @@ __all__ = [
     "RANDOM",
     "JSQ",
     "JIQ",
-    "POLICY_CODES",
+    "JBT",
+    "BAD_RULE",
     "DONE",
     "GROW",
     "FULL",
@@ -112,8 +114,6 @@ __all__ = [
     "N_IT",
 ]
 
-JSQ_D, RANDOM, JSQ, JIQ = 0, 1, 2, 3
-POLICY_CODES = {"jsq-d": JSQ_D, "random": RANDOM, "jsq": JSQ, "jiq": JIQ}
 
 DONE, GROW, FULL, EVENTS = 0, 1, 2, 3
 
@@ -523,11 +523,17 @@ def events_kernel(
             elif pol == JSQ:
                 m = x[order[0]]
                 j = order[next_below(s, bstart[m + 1])]
-            else:  # JIQ
+            elif pol == JIQ:
                 if bstart[1] > 0:
                     j = order[next_below(s, bstart[1])]
                 else:
                     j = next_below(s, n)
+            elif pol == JBT:  # a uniform server shorter than T = d if any (JIQ is T = 1), else a uniform one
+                b = bstart[d] if d < bstart.shape[0] else n
+                j = order[next_below(s, b)] if b > 0 else next_below(s, n)
+            else:  # an unknown code: refused, never run as another rule
+                status = BAD_RULE
+                break
             ell = x[j]
             k = 0
             while k < K - 1 and j >= bound[k]:

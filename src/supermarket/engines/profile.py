@@ -79,7 +79,20 @@ from .measure import (
     store_clock,
 )
 from .rng import next_double, step_double
-from .tables import JIQ, LW, RANDOM, WIN, flat_tables, get_p, p_rule, rebuild_window, refresh_windows, window_edge
+from .tables import (
+    BAD_RULE,
+    JIQ,
+    LW,
+    RANDOM,
+    WIN,
+    counts_rule,
+    flat_tables,
+    get_p,
+    p_rule,
+    rebuild_window,
+    refresh_windows,
+    window_edge,
+)
 
 __all__ = ["profile_kernel", "jiq_close_levels"]
 
@@ -473,6 +486,8 @@ def profile_kernel(
     :func:`.queues.queues_kernel` and :func:`.buckets.buckets_kernel` repeat this driver
     around their own loops (deliberate: see there); change the three together.
     """
+    if not counts_rule(setup.policy):  # an unknown code: refused before any event, never run as another rule
+        return 0, BAD_RULE
     flat = flat_tables(tables, setup, c.shape[0])
     if setup.policy == RANDOM:  # P = c/n computed in the hot loop: no windows, any number of levels
         flat = (flat[0], np.zeros(c.shape[0], np.int64), 0, False)

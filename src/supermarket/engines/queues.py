@@ -41,7 +41,7 @@ from .measure import (
     store_clock,
 )
 from .rng import next_below, next_double
-from .tables import LW, flat_tables, get_p, refresh_windows, window_edge
+from .tables import BAD_RULE, JSQ_D, LW, flat_tables, get_p, refresh_windows, window_edge
 
 __all__ = ["queues_kernel", "bitset_words", "MAX_N"]
 
@@ -280,6 +280,8 @@ def queues_kernel(
     DELIBERATE COPY of :func:`.profile.profile_kernel`'s driver loop around this engine's
     own fast and general loops (numba cannot cache one driver that takes the loops as
     arguments: checked with numba 0.68, such a driver is a cache miss in every process)."""
+    if setup.policy != JSQ_D:  # the d sampled queues are JSQ(d)'s: any other code is refused before any event
+        return 0, BAD_RULE
     flat = flat_tables(tables, setup, c.shape[0])
     bounds = good_ints(meas, setup.k)
     events = 0

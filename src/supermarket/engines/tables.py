@@ -39,7 +39,10 @@ __all__ = [
     "RANDOM",
     "JSQ",
     "JIQ",
+    "JBT",
     "POLICY_CODES",
+    "BAD_RULE",
+    "counts_rule",
     "p_rule",
 ]
 
@@ -48,9 +51,13 @@ WIN = 2 * HALF_WIN
 LW = 32  # levels with a window table
 FULL_TABLE_MAX_N = 1 << 15
 
-# dispatch-rule codes (supermarket.system.policies maps the names to them); 0 is today's JSQ(d)
-JSQ_D, RANDOM, JSQ, JIQ = 0, 1, 2, 3
-POLICY_CODES = (JSQ_D, RANDOM, JSQ, JIQ)
+# dispatch-rule codes (supermarket.system.policies.RULES maps the names to them; tests/test_registry.py
+# checks the two agree); 0 is today's JSQ(d)
+JSQ_D, RANDOM, JSQ, JIQ, JBT = 0, 1, 2, 3, 4
+POLICY_CODES = (JSQ_D, RANDOM, JSQ, JIQ, JBT)
+BAD_RULE = 99
+"""The status a kernel returns, before any event, for a rule code it does not know (the driver
+raises): no code falls through to another rule."""
 
 
 @njit(cache=True)
@@ -115,11 +122,19 @@ def p_rule(policy: int, c: int, n: int, d: int, replace: bool) -> float:
     ``P_i = 1{c_1 = n}·c_i/n`` the kernels complete with the factor ``1{c_1 = n}``."""
     if policy == JSQ_D:
         return p_all_at_least(c, n, d, replace)
+    if policy != RANDOM and policy != JSQ and policy != JIQ:
+        return math.nan  # an unknown code: NaN, never another rule's value (the drivers refuse it first)
     if c >= n:
         return 1.0
     if policy == JSQ or c <= 0:
         return 0.0
     return float(c) / float(n)
+
+
+@njit(cache=True)
+def counts_rule(policy: int) -> bool:
+    """Whether the count kernels (profile, buckets, phase, classes) know rule code ``policy``."""
+    return policy in (JSQ_D, RANDOM, JSQ, JIQ)
 
 
 @njit(cache=True)

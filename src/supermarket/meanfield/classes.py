@@ -25,11 +25,12 @@ from scipy.optimize import root
 
 from .. import model as _m
 from ..result import Result, class_rows, class_summary
+from ..system import policies as _pol
 from ..system.service import ServerClasses, parse_server_classes
 
 __all__ = ["classes_drift", "classes_ode", "classes_fixed_point", "ClassesFixedPoint", "MF_POLICIES"]
 
-MF_POLICIES = ("jsq-d", "random")
+MF_POLICIES = _pol.SMOOTH_POLICIES
 """The rules with a smooth drift (``jsq`` and ``jiq`` have none: refused)."""
 
 
@@ -100,12 +101,9 @@ def check_dense_size(classes: int, levels: int, phases: int = 1, limit: int | No
 
 
 def _check(d: int, lam: float | str, sc: str | ServerClasses, policy: str) -> tuple[int, float, ServerClasses]:
-    if policy not in MF_POLICIES:
-        raise ValueError(
-            f"policy must be one of {', '.join(MF_POLICIES)} for the mean field with server classes "
-            f"(jsq and jiq have a discontinuous drift); got {policy!r}"
-        )
-    d = _m.check_positive_int("d", d, maximum=10**6) if policy == "jsq-d" else 1
+    if policy not in MF_POLICIES:  # the names as given (no case forgiven): the code below compares them
+        raise ValueError(_pol.smooth_message(policy, "the mean field with server classes"))
+    d = _m.check_positive_int("d", d, maximum=10**6) if _pol.RULES[policy].uses_d else 1
     lam_f = _m.check_load(lam, name="lam")
     return d, lam_f, parse_server_classes(sc)
 

@@ -109,13 +109,8 @@ def classes_phase_drift(
 
 
 def _check(d, lam, server_classes, service, policy):
-    policy = _pol.check_policy(policy)
-    if policy not in _pol.SMOOTH_POLICIES:
-        raise ValueError(
-            f"policy must be one of {', '.join(_pol.SMOOTH_POLICIES)} for the mean field with server classes "
-            f"and a phase-type law (jsq and jiq have a discontinuous drift); got {policy!r}"
-        )
-    d = _m.check_positive_int("d", d, maximum=10**6) if policy == "jsq-d" else 1
+    policy = _pol.check_smooth(policy, "the mean field with server classes and a phase-type law")
+    d = _m.check_positive_int("d", d, maximum=10**6) if _pol.RULES[policy].uses_d else 1
     lam_f = _m.check_load(lam, name="lam")
     sc = parse_server_classes(server_classes)
     law = parse_phase_type(service, "the mean field")

@@ -18,7 +18,7 @@ from ..engines.measure import flush, reset_measures
 from ..engines.profile import profile_kernel
 from ..engines.queues import bitset_words, queues_kernel
 from ..engines.rng import new_state
-from ..engines.tables import FULL_TABLE_MAX_N, LW, WIN, p_table
+from ..engines.tables import BAD_RULE, FULL_TABLE_MAX_N, LW, WIN, p_table
 from ..model import Params, seed_to_uint64
 from ..system import policies as _pol
 
@@ -99,12 +99,13 @@ class Chain:
         self.params = params
         self.engine = engine
         self.policy = _pol.check_policy(policy)
-        code = _pol.policy_code(self.policy)
-        if engine == "queues" and code != _pol.policy_code(_pol.DEFAULT_POLICY):
+        if engine == "queues" and "queues" not in _pol.RULES[self.policy].engines:
+            only = ", ".join(repr(r.name) for r in _pol.RULES.values() if "queues" in r.engines)
             raise ValueError(
-                f"engine 'queues' runs policy 'jsq-d' only (it samples the d queues); got "
+                f"engine 'queues' runs policy {only} only (it samples the d queues); got "
                 f"policy={policy!r}: use engine 'profile' or 'buckets'"
             )
+        code = _pol.policy_code(self.policy, "queues" if engine == "queues" else "profile")
         n, d = params.n, params.d
         counts = np.asarray(counts, dtype=np.int64)
         L = 32
@@ -249,6 +250,8 @@ class Chain:
                 self._grow_levels()
             elif status == STATUS_RECFULL:
                 self._grow_records(1024)
+            elif status == BAD_RULE:
+                raise ValueError(f"policy code {self.setup.policy} is unknown to the {self.engine} kernel")
             else:
                 break
         self.events += done

@@ -33,6 +33,7 @@ from ..engines import classes as _ck
 from ..engines.rng import state_from_seed_sequence
 from ..result import Result
 from ..stats import ErrorEstimate
+from ..system import policies as _pol
 from ..system.service import ServerClasses, parse_server_classes
 
 __all__ = [
@@ -43,7 +44,7 @@ __all__ = [
     "POLICIES",
 ]
 
-POLICIES = ("jsq-d", "random", "jsq", "jiq")
+POLICIES = _pol.POLICIES
 DEFAULT_EVENTS = 4 * 10**7
 """Events per replication after the burn-in when neither ``time`` nor ``events`` is given."""
 BURN_MIN = 20.0
@@ -246,13 +247,14 @@ class ClassesResult(Result):
 
 
 # ------------------------------------------------------------------------------------ runs
-def _check(n, d, lam, policy, replace, replications, batches):
+def _check(n, d, lam, policy, replace, replications, batches, engine="classes"):
     n = _m.check_positive_int("n", n, maximum=MAX_N)
     if not isinstance(policy, str) or policy not in POLICIES:
         raise ValueError(f"policy must be one of {', '.join(POLICIES)}; got {policy!r}")
+    rule = _pol.rule(policy, engine)
     if not isinstance(replace, (bool, np.bool_)):
         raise TypeError(f"replace must be True or False, got {type(replace).__name__}")
-    d = _m.check_positive_int("d", d, maximum=n if not replace else 2**31 - 1) if policy == "jsq-d" else 1
+    d = _m.check_positive_int("d", d, maximum=n if not replace else 2**31 - 1) if rule.uses_d else 1
     lam = _m.check_load(lam, name="lam")
     replications = _m.check_positive_int("replications", replications, maximum=10**6)
     batches = _m.check_int("batches", batches, minimum=64, maximum=10**6)
@@ -276,6 +278,8 @@ def _run_one(counts, speeds, cfg, p_arr, burn_ev, batch_ev, batches, ss, tick, s
                 a["c"], a["C"], a["pc"], a["area"], a["stamp"], s, cfg, caps, inv_s, p_arr, st,
                 int(min(CHUNK, target - st[1])),
             )  # fmt: skip
+            if r == _ck.BAD_RULE:
+                raise ValueError(f"policy code {cfg[3]} is unknown to the classes kernel")
             if r == _ck.GROW:
                 _ck.grow(a, int(st[1]))
             if stop.is_set():
@@ -418,7 +422,7 @@ def simulate_classes(
     counts = sc.counts(n)
     R_ev = n * sc.mean_speed * (1.0 + lam_f)  # events per unit of time
     time, burn_in, batch_ev, burn_ev = _horizon(control_variates, time, events, burn_in, batches, R_ev, sc)
-    cfg = np.array([n, d, int(bool(replace) or d == 1), _ck.POLICY_CODES[policy]], np.int64)
+    cfg = np.array([n, d, int(bool(replace) or d == 1), _pol.policy_code(policy, "classes")], np.int64)
     run = functools.partial(_run_one, counts, sc.speeds, cfg, lam_f / (1.0 + lam_f))
     results, wall = _replicate(run, seed, replications, workers, burn_ev, batch_ev, batches, progress)
     return _summarize(

@@ -18,8 +18,8 @@ from collections.abc import Callable
 import numpy as np
 
 from ..engines import classes_phase as _cp
-from ..engines.classes import POLICY_CODES
 from ..engines.rng import state_from_seed_sequence
+from ..system import policies as _pol
 from ..system.service import ServerClasses, ServiceLaw, parse_phase_type, parse_server_classes
 from .classes import CHUNK, ClassesResult, _check, _horizon, _replicate, _summarize
 
@@ -90,6 +90,8 @@ def _run_one(counts, speeds, law_tab, cfg, p_arr, burn_ev, batch_ev, batches, ss
                 N_, c_, C_, a_, s_, s, cfg, caps, sp, alpha_cum, move_cum, p_arr, mu_hat, st,
                 int(min(CHUNK, target - st[1])),
             )  # fmt: skip
+            if r == _cp.BAD_RULE:
+                raise ValueError(f"policy code {cfg[3]} is unknown to the classes kernel")
             if r == _cp.GROW:
                 grow()
             if stop.is_set():
@@ -149,7 +151,7 @@ def simulate_classes_phase(
     >>> round(r.balance.mean, 2), r.to_dict()["service"]["spec"]
     (1.0, 'erlang:2')
     """
-    n, d, lam_f, replications, batches = _check(n, d, lam, policy, replace, replications, batches)
+    n, d, lam_f, replications, batches = _check(n, d, lam, policy, replace, replications, batches, "classes-phase")
     sc = parse_server_classes(server_classes)
     law = parse_phase_type(service, "the count engine", "runs")
     counts = sc.counts(n)
@@ -157,7 +159,7 @@ def simulate_classes_phase(
     law_tab = _law_tables(law, speeds)
     R_ev = n * sc.mean_speed * (lam_f + law_tab[2])  # events per unit of time
     time, burn_in, batch_ev, burn_ev = _horizon(control_variates, time, events, burn_in, batches, R_ev, sc)
-    cfg = np.array([n, d, int(bool(replace) or d == 1), POLICY_CODES[policy]], np.int64)
+    cfg = np.array([n, d, int(bool(replace) or d == 1), _pol.policy_code(policy, "classes-phase")], np.int64)
     run = functools.partial(_run_one, counts, speeds, law_tab, cfg, lam_f / (lam_f + law_tab[2]))
     results, wall = _replicate(run, seed, replications, workers, burn_ev, batch_ev, batches, progress)
     return _summarize(

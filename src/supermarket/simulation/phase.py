@@ -319,11 +319,22 @@ def simulate_phase(
         raise ValueError(f"start: must be 'empty' or 'fixed-point', got {start!r}")
     pol = _pol.check_policy(policy)
     if start == "fixed-point" and pol not in _pol.SMOOTH_POLICIES:
-        raise ValueError(f"start: 'fixed-point' needs a rule with a mean field (jsq-d, random), not {pol!r}")
+        raise ValueError(
+            f"start: 'fixed-point' needs a rule with a mean field ({', '.join(_pol.SMOOTH_POLICIES)}), not {pol!r}"
+        )
     ss = as_seed_sequence(seed)
 
     ch = PhaseChain(
-        n, d, lam, a, M, t0, replace=replace, seed=ss, holding_exp=(holding == "exp"), policy=_pol.policy_code(pol)
+        n,
+        d,
+        lam,
+        a,
+        M,
+        t0,
+        replace=replace,
+        seed=ss,
+        holding_exp=(holding == "exp"),
+        policy=_pol.policy_code(pol, "phase"),
     )
     if start == "fixed-point":
         from ..meanfield.phase import phase_fixed_point

@@ -361,7 +361,7 @@ def simulate_phase_service(
     if start == "fixed-point" and pol not in _pol.SMOOTH_POLICIES:
         raise ValueError(f"start: 'fixed-point' needs a rule with a mean field (jsq-d, random), not {pol!r}")
     seeds = as_seed_sequence(seed).spawn(replications)
-    code = _pol.policy_code(pol)
+    code = _pol.policy_code(pol, "phase")
 
     def one(ss: np.random.SeedSequence) -> dict:
         ch = PhaseChain(n, d, lam, a, M, t0, replace=bool(replace), seed=ss, holding_exp=False, policy=code)

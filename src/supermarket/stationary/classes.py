@@ -242,7 +242,8 @@ def solve_classes(
     lam = _m.check_load(lam, name="lam")
     if policy not in _pol.POLICIES:
         raise ValueError(f"policy must be one of {', '.join(_pol.POLICIES)}; got {policy!r}")
-    d = _m.check_positive_int("d", d, maximum=n if not replace else 10**6) if policy == "jsq-d" else 1
+    _pol.rule(policy, "exact-classes")
+    d = _m.check_positive_int("d", d, maximum=n if not replace else 10**6) if _pol.RULES[policy].uses_d else 1
     sc = parse_server_classes(server_classes)
     counts = sc.counts(n)
     speeds = np.asarray(sc.speeds, float)

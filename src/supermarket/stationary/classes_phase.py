@@ -240,7 +240,7 @@ def solve_classes_phase(
     """
     n = _m.check_positive_int("n", n, maximum=64)
     lam_f = _m.check_load(lam, name="lam")
-    policy = _pol.check_policy(policy)
+    policy = _pol.rule(policy, "exact-phase").name
     if not isinstance(replace, bool):
         raise TypeError(f"replace must be True or False, got {replace!r}")
     if policy == "jsq-d":

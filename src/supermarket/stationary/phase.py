@@ -28,7 +28,7 @@ from numpy.typing import ArrayLike
 from ..checks import check_int
 from ..model import check_load, check_positive_float
 from ..system.phase_law import check_ph
-from ..system.policies import check_policy
+from ..system.policies import rule
 from .solver import Budget, stationary_vector
 
 __all__ = ["PhaseExact", "solve_phase", "MAX_PHASE_STATES"]
@@ -83,9 +83,11 @@ def _join_law(lengths, d, replace, policy="jsq-d"):
             sel = [True] * n
         elif policy == "jsq":
             sel = [x == min(lengths) for x in lengths]
-        else:  # jiq
+        elif policy == "jiq":
             idle = [x == 0 for x in lengths]
             sel = idle if any(idle) else [True] * n
+        else:
+            raise ValueError(f"policy {policy!r} has no join law here")  # refused before: rule(..., "exact-phase")
         w = np.array(sel, dtype=float)
         return w / w.sum()
     out = np.zeros(n)
@@ -157,7 +159,7 @@ def solve_phase(
     """
     n = check_int("n", n, minimum=1, maximum=64)
     d = check_int("d", d, minimum=1, maximum=64)
-    policy = check_policy(policy)
+    policy = rule(policy, "exact-phase").name
     if policy == "jsq-d" and not replace and d > n:
         raise ValueError(f"d: without replacement d must be <= n = {n}, got {d}")
     if policy == "jsq-d" and n**d > 10_000:

@@ -169,7 +169,8 @@ class ExactResult(Result):
             + (
                 f"{'with' if p.replace else 'without'} replacement"
                 if self.policy == _pol.DEFAULT_POLICY
-                else f"dispatch rule {_pol.describe(self.policy)} (d and replacement unused)"
+                else f"dispatch rule {_pol.describe(self.policy)} "
+                + ("(replacement unused)" if _pol.RULES[self.policy].uses_d else "(d and replacement unused)")
             ),
             f"  {self.states} states (queue lengths capped at {tr['cap']}), solved in {self.seconds:.3g} s, "
             f"{self.method}, residual {self.residual:.2g}",
@@ -256,7 +257,7 @@ def _build(n: int, d: int, lam: float, replace: bool, cap: int, policy: str = _p
         tab = _sample_table(n, d, replace)
         P = tab[c]  # P_i per state, i = 0..cap+1
     else:  # P_0 = 1, then P_1..P_{cap+1} of the rule (JIQ's depends on c_1 too)
-        P = np.hstack([np.ones((S, 1)), _pol.p_levels(policy, c[:, 1:], n)])
+        P = np.hstack([np.ones((S, 1)), _pol.p_levels(policy, c[:, 1:], n, d, replace)])
     rows, cols, vals = [], [], []
     out = np.zeros(S)
     r = np.arange(S, dtype=np.int64)
@@ -396,7 +397,7 @@ def solve(
     """
     params = Params(n, d, lam, replace=replace)
     n, d, lamf = params.n, params.d, params.lam
-    policy = _pol.check_policy(policy)
+    policy = _pol.rule(policy, "exact").name
     tol = check_positive_float("tol", tol)
     if tol > 0.1:
         raise ValueError(f"tol must lie in (0, 0.1]; got {tol!r}")
@@ -421,7 +422,7 @@ def solve(
         # JSQ and JIQ have no such bound (their fluid fixed point vanishes above level 1)
         M = (
             START_CAP
-            if policy in ("jsq", "jiq")
+            if not _pol.RULES[policy].smooth
             else max(START_CAP, _first_cap(int(_pol.meanfield_d(policy, d)), lamf, tol))
         )
         _check_size(n, M, max_states, " (the least cap with π(cap) < tol, which no smaller cap can meet)")

@@ -17,6 +17,7 @@ import numpy as np
 from ..fluctuations import REGIMES
 from ..model import Params, spawn_seeds
 from ..simulation import ENGINES, TIME_MODES
+from ..system import policies as _pol
 from . import values as v
 
 _EPS = v.bounded(minimum=1e-12, maximum=0.1)
@@ -687,6 +688,14 @@ class PointError(ValueError):
         self.key = key
 
 
+def _policy_on(policy: str, engine: str) -> None:
+    """Refuse a rule that the kernel ``engine`` (:data:`supermarket.system.policies.ENGINES`) does not run."""
+    try:
+        _pol.rule(policy, engine)
+    except ValueError as e:
+        raise PointError("policy", str(e)) from None
+
+
 def _check_simulate_axes(p: dict) -> str | None:
     """Refuse, when the file is read, what :func:`supermarket.simulate` refuses for these axes (the
     engine and the options by the one table, :mod:`supermarket.system.methods`); for a point with a
@@ -700,6 +709,7 @@ def _check_simulate_axes(p: dict) -> str | None:
         chosen = simulation_engine(system, _requested(p))
     except Refusal as exc:
         raise PointError("engine", str(exc)) from None
+    _policy_on(policy, {"buckets": "profile"}.get(chosen, chosen))  # a rule its kernel runs (the registry)
     if chosen not in _ROW_ENGINE:
         if policy != "jsq-d" and p.get("start") == "perfect":
             raise PointError(

@@ -10,19 +10,12 @@ Then the counts are a Markov chain (the profile chain of docs/model.md §2 with 
 an arrival joins a queue of length exactly ``ℓ`` with probability ``P_ℓ − P_{ℓ+1}``, and
 the flow-balance identity ``E[u_ℓ] = λ·E[P_{ℓ−1}]`` (docs/model.md §3) holds for every rule.
 
-=========  ==========================================  ==================================
-rule       ``P_ℓ(c)``, ``ℓ >= 1``                      mean field ``P_ℓ(u)``
-=========  ==========================================  ==================================
-``jsq-d``  ``(c_ℓ/n)^d``; ``C(c_ℓ,d)/C(n,d)`` without  ``u_ℓ^d`` [paper 000, (1.1)]
-           replacement (today's rule, the default)
-``random`` ``c_ℓ/n`` (one uniform queue: ``jsq-d``     ``u_ℓ``: ``n`` independent M/M/1
-           with ``d = 1``)                             queues [classical]
-``jsq``    ``1{c_ℓ = n}`` (a shortest of all ``n``)    discontinuous: none
-``jiq``    ``1{c_1 = n}·c_ℓ/n`` (an idle queue if      discontinuous: none
-           any, else a uniform one)
-=========  ==========================================  ==================================
+Each rule is one entry of :data:`RULES` (:class:`Rule`): its name, engine code, help text,
+flags, ``P_ℓ(c)``, fluid ``P_ℓ(u)`` and fixed point, and the kernels that run it; the list of
+rules with their ``P_ℓ`` is in docs/model.md §2 (``tests/test_registry.py`` checks the two
+agree).
 
-For ``jsq`` and ``jiq`` the limit of ``P_ℓ(u)`` jumps at ``u_1 = 1``: the fluid limit is a
+For ``jsq`` and ``jiq`` the limit of ``P_ℓ(u)`` jumps at ``u_1 = 1`` (``jbt``'s at ``u_T = 1``): the fluid limit is a
 differential inclusion, not an ODE, and the refined mean field and the linear-noise
 approximation (which need a differentiable drift) do not exist; :func:`meanfield_d` refuses
 them.  Their fluid fixed point for ``λ < 1`` is known [classical: Stolyar 2015 for JIQ;
@@ -50,16 +43,25 @@ Examples
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..engines.tables import JIQ, JSQ, JSQ_D, RANDOM
+from ..engines import tables as _tab
 
 __all__ = [
+    "Rule",
+    "RULES",
+    "rule",
     "POLICIES",
     "DEFAULT_POLICY",
     "SMOOTH_POLICIES",
+    "ROUGH_POLICIES",
+    "check_smooth",
+    "smooth_message",
+    "ENGINES",
     "check_policy",
     "policy_code",
     "p_levels",
@@ -69,16 +71,327 @@ __all__ = [
     "describe",
 ]
 
-POLICIES = ("jsq-d", "random", "jsq", "jiq")
-DEFAULT_POLICY = "jsq-d"
-SMOOTH_POLICIES = ("jsq-d", "random")  # a differentiable mean-field drift
-_CODES = {"jsq-d": JSQ_D, "random": RANDOM, "jsq": JSQ, "jiq": JIQ}
-_TEXT = {
-    "jsq-d": "JSQ(d): the shortest of d sampled queues",
-    "random": "random: one uniformly random queue",
-    "jsq": "JSQ: a shortest of all n queues",
-    "jiq": "JIQ: an idle queue if there is one, else a uniformly random queue",
+ENGINES = ("profile", "queues", "phase", "classes", "classes-phase", "events", "exact", "exact-phase", "exact-classes")
+"""The simulation kernels and exact solvers a rule can name in :attr:`Rule.engines`: ``profile``
+(the profile and buckets engines), ``queues``, ``phase``, ``classes``, ``classes-phase``,
+``events`` (general service laws), ``exact`` (the profile chain's solver), ``exact-phase``
+(phase-type service, with or without server classes) and ``exact-classes``."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One dispatch rule (docs/model.md §2, "Other dispatch rules"): everything the package
+    knows of it, in one entry of :data:`RULES`.
+
+    Attributes
+    ----------
+    name : str
+        Its name (``--policy NAME``, ``policy=NAME``).
+    code : int
+        The engines' integer code (:mod:`supermarket.engines.tables`; a test checks the two agree).
+    title : str
+        What it does, in one line (help texts, screens).
+    uses_d : bool
+        Whether ``d`` is the rule's parameter (``--d``); otherwise ``d`` is ignored.
+    smooth : bool
+        Whether its mean-field drift is differentiable, so that the mean-field ODE, the
+        refined mean field and the linear-noise approximation exist.
+    rough : str
+        Why not, when ``smooth`` is false (in the model's terms, after "policy=NAME"); empty
+        otherwise.
+    engines : tuple of str
+        The kernels and solvers of :data:`ENGINES` that run it.
+    p_counts : callable
+        ``P_ℓ(c)`` for the exact solvers: ``p_counts(c, n, d, replace)`` for counts ``c_1..c_m``
+        on the last axis (:func:`p_levels`).
+    p_fluid : callable
+        The mean-field ``P_ℓ(u)`` off the rule's discontinuities: ``p_fluid(u, d)`` for a profile
+        ``u_1..u_m`` (``u`` with ``u_1 < 1`` where the rule is rough).
+    fixed_point : callable
+        Its fluid fixed point ``fixed_point(lam, levels, d)`` for ``λ < 1``, ``levels`` levels.
+    mf_d : callable or None
+        For a smooth rule, the ``d`` of the JSQ(d) drift ``u^d`` that stands for it (the
+        mean-field code solves that drift); ``None`` for a rough rule.
+    fluid_text : str
+        The fluid fixed point in words, for a rough rule's refusals.
+
+    Examples
+    --------
+    >>> r = RULES["jbt"]
+    >>> r.code, r.uses_d, r.smooth, r.engines
+    (4, True, False, ('events', 'exact'))
+    """
+
+    name: str
+    code: int
+    title: str
+    uses_d: bool
+    smooth: bool
+    rough: str
+    engines: tuple[str, ...]
+    p_counts: Callable[[np.ndarray, int, int, bool], np.ndarray]
+    p_fluid: Callable[[np.ndarray, int], np.ndarray]
+    fixed_point: Callable[[float | str, int, int], np.ndarray]
+    mf_d: Callable[[int | float], int | float] | None = None
+    fluid_text: str = ""
+
+
+def _jsqd_counts(c: np.ndarray, n: int, d: int, replace: bool) -> np.ndarray:
+    if replace:
+        return (c / n) ** int(d)
+    tot = math.comb(n, int(d))
+    table = np.array([math.comb(int(k), int(d)) / tot for k in range(n + 1)])
+    return table[c]
+
+
+def _random_counts(c: np.ndarray, n: int, d: int, replace: bool) -> np.ndarray:
+    return c / n
+
+
+def _jsq_counts(c: np.ndarray, n: int, d: int, replace: bool) -> np.ndarray:
+    return (c == n).astype(float)
+
+
+def _jiq_counts(c: np.ndarray, n: int, d: int, replace: bool) -> np.ndarray:
+    return c / n * (c[..., :1] == n)
+
+
+def _power_fixed_point(lam: float | str, levels: int, d: int) -> np.ndarray:
+    """``π(i) = λ^{(d^i−1)/(d−1)}`` (docs/model.md §3; ``λ^i`` for ``d = 1``)."""
+    from ..theory import fixed_point
+
+    return fixed_point(int(d), lam, levels)
+
+
+def _one_level(lam: float | str, levels: int, d: int) -> np.ndarray:
+    """``u_1 = λ``, ``u_ℓ = 0`` above: the fluid fixed point of JSQ and JIQ [classical:
+    Stolyar 2015 for JIQ; Mukherjee, Borst, van Leeuwaarden and Whiting 2018 for JSQ]."""
+    from ..model import check_int, check_load
+
+    out = np.zeros(check_int("levels", levels, minimum=1))
+    out[0] = check_load(lam)
+    return out
+
+
+_ROUGH = "has a discontinuous mean-field drift (P_ℓ(u) jumps at u_1 = 1)"
+_ONE_LEVEL = "u_1 = λ, u_ℓ = 0 for ℓ >= 2"
+_ALL = ("profile", "phase", "classes", "classes-phase", "events", "exact", "exact-phase", "exact-classes")
+
+
+def _jbt_counts(c: np.ndarray, n: int, d: int, replace: bool) -> np.ndarray:
+    """JBT(T = d): ``P_ℓ = (c_ℓ − c_T)⁺/(n − c_T)`` while a queue is shorter than ``T`` (``c_T < n``),
+    else ``c_ℓ/n`` [derived, from the definition: a uniform queue among the ``n − c_T`` below ``T``]."""
+    cT = c[..., d - 1 : d] if d <= c.shape[-1] else np.zeros_like(c[..., :1])
+    below = n - cT
+    return np.where(below > 0, np.maximum(c - cT, 0) / np.maximum(below, 1), c / n)
+
+
+def _jbt_fluid(u: np.ndarray, d: int) -> np.ndarray:
+    uT = u[..., d - 1 : d] if d <= u.shape[-1] else np.zeros_like(u[..., :1])
+    return np.maximum(u - uT, 0.0) / (1.0 - uT)
+
+
+def _jbt_fixed_point(lam: float | str, levels: int, d: int) -> np.ndarray:
+    """JBT(T)'s fluid fixed point [derived]: no arrival joins a queue of length ``>= T`` while
+    ``u_T < 1``, so ``u_ℓ = 0`` above ``T``, and the flow balance ``u_ℓ = λ·P_{ℓ−1}`` gives
+    ``u_ℓ = λ(u_{ℓ−1} − x)/(1 − x)`` for ``ℓ = 1..T`` (``u_0 = 1``) with ``u_T = x``, a root in
+    ``[0, λ]`` (for ``T = 2``: ``x = ((1+λ) − √((1+λ)² − 4λ²))/2``)."""
+    from scipy.optimize import brentq
+
+    from ..model import check_int, check_load
+
+    lamf, levels, T = check_load(lam), check_int("levels", levels, minimum=1), int(d)
+
+    def walk(x: float) -> np.ndarray:
+        u, prev = np.zeros(T), 1.0
+        for i in range(T):
+            prev = u[i] = lamf * (prev - x) / (1.0 - x)
+        return u
+
+    x = lamf if T == 1 else brentq(lambda x: walk(x)[-1] - x, 0.0, lamf, xtol=1e-15, rtol=1e-15)
+    out = np.zeros(levels)
+    m = min(T, levels)
+    out[:m] = walk(x)[:m]
+    return out
+
+
+RULES: dict[str, Rule] = {
+    r.name: r
+    for r in (
+        Rule(
+            "jsq-d",
+            _tab.JSQ_D,
+            "JSQ(d): the shortest of d sampled queues",
+            uses_d=True,
+            smooth=True,
+            rough="",
+            engines=("queues", *_ALL),
+            p_counts=_jsqd_counts,
+            p_fluid=lambda u, d: u ** int(d),
+            fixed_point=_power_fixed_point,
+            mf_d=lambda d: d,
+        ),
+        Rule(
+            "random",
+            _tab.RANDOM,
+            "random: one uniformly random queue",
+            uses_d=False,
+            smooth=True,
+            rough="",
+            engines=_ALL,
+            p_counts=_random_counts,
+            p_fluid=lambda u, d: u.copy(),
+            fixed_point=lambda lam, levels, d: _power_fixed_point(lam, levels, 1),
+            mf_d=lambda d: 1,
+        ),
+        Rule(
+            "jsq",
+            _tab.JSQ,
+            "JSQ: a shortest of all n queues",
+            uses_d=False,
+            smooth=False,
+            rough=_ROUGH,
+            engines=_ALL,
+            p_counts=_jsq_counts,
+            p_fluid=lambda u, d: np.zeros_like(u),
+            fixed_point=_one_level,
+            fluid_text=_ONE_LEVEL,
+        ),
+        Rule(
+            "jiq",
+            _tab.JIQ,
+            "JIQ: an idle queue if there is one, else a uniformly random queue",
+            uses_d=False,
+            smooth=False,
+            rough=_ROUGH,
+            engines=_ALL,
+            p_counts=_jiq_counts,
+            p_fluid=lambda u, d: np.zeros_like(u),
+            fixed_point=_one_level,
+            fluid_text=_ONE_LEVEL,
+        ),
+        Rule(
+            "jbt",
+            _tab.JBT,
+            "JBT(T = d): a uniformly random queue shorter than d if there is one, else a uniformly random queue",
+            uses_d=True,
+            smooth=False,
+            rough="has a discontinuous mean-field drift (P_ℓ(u) jumps where u_T reaches 1, T = d)",
+            engines=("events", "exact"),
+            p_counts=_jbt_counts,
+            p_fluid=_jbt_fluid,
+            fixed_point=_jbt_fixed_point,
+            fluid_text="u_ℓ = λ(u_(ℓ−1) − u_T)/(1 − u_T) for ℓ <= T, 0 above",
+        ),
+    )
 }
+"""The dispatch rules, by name, the default first: every name, code, help text, flag and
+law of a rule is read from here."""
+
+POLICIES = tuple(RULES)
+DEFAULT_POLICY = POLICIES[0]
+SMOOTH_POLICIES = tuple(r.name for r in RULES.values() if r.smooth)  # a differentiable mean-field drift
+ROUGH_POLICIES = tuple(r.name for r in RULES.values() if not r.smooth)  # no mean-field ODE
+
+
+def _and(names: tuple[str, ...]) -> str:
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+
+
+def check_smooth(policy: object, where: str) -> str:
+    """The rule's name, refused unless its mean-field drift is differentiable.
+
+    Parameters
+    ----------
+    policy : str
+        A rule's name (:func:`check_policy`).
+    where : str
+        What needs the drift, for the message.
+
+    Returns
+    -------
+    str
+        Its canonical name.
+
+    Raises
+    ------
+    ValueError
+        For a rule without a differentiable drift (:func:`smooth_message`).
+
+    Examples
+    --------
+    >>> check_smooth("random", "the mean field")
+    'random'
+    >>> try:
+    ...     check_smooth("jsq", "the mean field")
+    ... except ValueError as e:
+    ...     print(e)
+    policy must be one of jsq-d, random for the mean field (jsq, jiq and jbt have a discontinuous drift); got 'jsq'
+    """
+    name = check_policy(policy)
+    if not RULES[name].smooth:
+        raise ValueError(smooth_message(policy, where))
+    return name
+
+
+def smooth_message(policy: object, where: str) -> str:
+    """The refusal of a rule without a differentiable drift, for ``where`` (:func:`check_smooth`).
+
+    Parameters
+    ----------
+    policy : object
+        The rule as given.
+    where : str
+        What needs the drift.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> smooth_message("jiq", "the sweep")[:45]
+    'policy must be one of jsq-d, random for the s'
+    """
+    return (
+        f"policy must be one of {', '.join(SMOOTH_POLICIES)} for {where} "
+        f"({_and(ROUGH_POLICIES)} have a discontinuous drift); got {policy!r}"
+    )
+
+
+def rule(policy: object, engine: str | None = None) -> Rule:
+    """The registry entry of a rule (:func:`check_policy`), refused if ``engine`` does not run it.
+
+    Parameters
+    ----------
+    policy : str
+        A rule's name.
+    engine : str, optional
+        One of :data:`ENGINES`: refuse the rule if that kernel or solver does not run it.
+
+    Returns
+    -------
+    Rule
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``policy`` names no rule, or ``engine`` does not run it (the message says which do).
+
+    Examples
+    --------
+    >>> rule("JIQ").code, rule("jsq-d").uses_d
+    (3, True)
+    >>> try:
+    ...     rule("jiq", "queues")
+    ... except ValueError as e:
+    ...     print(str(e)[:50])
+    policy 'jiq' does not run on the queues engine (it
+    """
+    r = RULES[check_policy(policy)]
+    if engine is not None and engine not in r.engines:
+        raise ValueError(f"policy {r.name!r} does not run on the {engine} engine (it runs on {', '.join(r.engines)})")
+    return r
 
 
 def check_policy(policy: object) -> str:
@@ -107,18 +420,20 @@ def check_policy(policy: object) -> str:
     if not isinstance(policy, str):
         raise TypeError(f"policy must be a string, one of {', '.join(POLICIES)}; got {policy!r}")
     key = policy.strip().lower().replace("_", "-")
-    if key not in _CODES:
+    if key not in RULES:
         raise ValueError(f"policy must be one of {', '.join(POLICIES)}; got {policy!r}")
     return key
 
 
-def policy_code(policy: str) -> int:
+def policy_code(policy: str, engine: str | None = None) -> int:
     """The engines' integer code of a rule (:mod:`supermarket.engines.tables`); 0 is ``jsq-d``.
 
     Parameters
     ----------
     policy : str
         A rule of :data:`POLICIES`.
+    engine : str, optional
+        The kernel that will run it (:data:`ENGINES`): refused if it does not (:func:`rule`).
 
     Returns
     -------
@@ -128,9 +443,9 @@ def policy_code(policy: str) -> int:
     Examples
     --------
     >>> [policy_code(p) for p in POLICIES]
-    [0, 1, 2, 3]
+    [0, 1, 2, 3, 4]
     """
-    return _CODES[check_policy(policy)]
+    return rule(policy, engine).code
 
 
 def describe(policy: str) -> str:
@@ -150,7 +465,7 @@ def describe(policy: str) -> str:
     >>> describe("jiq")
     'JIQ: an idle queue if there is one, else a uniformly random queue'
     """
-    return _TEXT[check_policy(policy)]
+    return rule(policy).title
 
 
 def p_levels(policy: str, counts: ArrayLike, n: int, d: int = 1, replace: bool = True) -> np.ndarray:
@@ -184,23 +499,11 @@ def p_levels(policy: str, counts: ArrayLike, n: int, d: int = 1, replace: bool =
     >>> p_levels("jsq", [[4, 2], [3, 0]], n=4).tolist()
     [[1.0, 0.0], [0.0, 0.0]]
     """
-    code = policy_code(policy)
+    r = rule(policy)
     c = np.asarray(counts, dtype=np.int64)
     if c.ndim == 0:
         raise ValueError("counts must have at least one axis (c_1, c_2, …)")
-    n = int(n)
-    if code == JSQ_D:
-        if replace:
-            return (c / n) ** int(d)
-        tot = math.comb(n, int(d))
-        table = np.array([math.comb(int(k), int(d)) / tot for k in range(n + 1)])
-        return table[c]
-    if code == JSQ:
-        return (c == n).astype(float)
-    p = c / n  # random; JIQ below
-    if code == JIQ:
-        p = p * (c[..., :1] == n)
-    return p
+    return r.p_counts(c, int(n), int(d), bool(replace))
 
 
 def meanfield_d(policy: str, d: int | float = 1) -> int | float:
@@ -230,16 +533,13 @@ def meanfield_d(policy: str, d: int | float = 1) -> int | float:
     >>> meanfield_d("jsq-d", 3), meanfield_d("random", 3)
     (3, 1)
     """
-    p = check_policy(policy)
-    if p == "random":
-        return 1
-    if p == "jsq-d":
-        return d
+    r = rule(policy)
+    if r.mf_d is not None:
+        return r.mf_d(d)
     raise ValueError(
-        f"policy={p!r} has a discontinuous mean-field drift (P_ℓ(u) jumps at u_1 = 1): the "
-        "mean-field ODE, the refined mean field and the linear-noise approximation need a "
-        f"differentiable drift and are defined only for {' and '.join(SMOOTH_POLICIES)}; "
-        "its fluid fixed point is u_1 = λ, u_ℓ = 0 for ℓ >= 2 (policies.fluid_fixed_point)"
+        f"policy={r.name!r} {r.rough}: the mean-field ODE, the refined mean field and the "
+        "linear-noise approximation need a differentiable drift and are defined only for "
+        f"{' and '.join(SMOOTH_POLICIES)}; its fluid fixed point is {r.fluid_text} (policies.fluid_fixed_point)"
     )
 
 
@@ -296,14 +596,4 @@ def fluid_fixed_point(policy: str, lam: float | str, levels: int, d: int = 1) ->
     >>> fluid_fixed_point("random", 0.5, 3).round(15).tolist()
     [0.5, 0.25, 0.125]
     """
-    from ..theory import fixed_point
-
-    p = check_policy(policy)
-    if p in ("jsq", "jiq"):
-        from ..model import check_int, check_load
-
-        lamf = check_load(lam)
-        out = np.zeros(check_int("levels", levels, minimum=1))
-        out[0] = lamf
-        return out
-    return fixed_point(int(meanfield_d(p, d)), lam, levels)
+    return rule(policy).fixed_point(lam, levels, d)

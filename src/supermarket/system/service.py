@@ -1,4 +1,4 @@
-"""Service-time laws with mean 1 and classes of servers with speeds (docs/model.md §14).
+"""Service-time laws with mean 1 (docs/model.md §14): one registry entry per family.
 
 A **service law** is the law of a customer's work requirement ``S``, always with mean
 ``E[S] = 1`` so that the load ``λ`` keeps its meaning (an arrival rate of ``nλ`` against a
@@ -30,11 +30,8 @@ classical two-moment phase-type fit of a mean and an SCV (a mixture of two Erlan
 adjacent orders below SCV 1, exponential at 1, balanced-means H2 above; Tijms, *A First
 Course in Stochastic Models*, 2003, §2.3).
 
-**Server classes** (:func:`parse_server_classes`, ``FRACTION:SPEED,…``): a fraction
-``f_k`` of the ``n`` servers works at speed ``s_k`` (a customer of work ``S`` is served in
-time ``S/s_k``).  The load is per unit of total capacity: the arrival rate is
-``nλ·s̄`` with ``s̄ = Σ f_k s_k``.  Each ``f_k n`` must be a whole number of servers (within
-1e-9): the classes are refused at an ``n`` where they are not, rather than rounded.
+Server classes (:func:`parse_server_classes`, ``FRACTION:SPEED,…``) are in :mod:`.classes`
+(re-exported here).
 """
 
 from __future__ import annotations
@@ -42,10 +39,13 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import ArrayLike
+
+from .classes import CLASSES_FORM, MAX_SPEED_RATIO, ServerClasses, parse_server_classes
 
 __all__ = [
     "ServiceLaw",
@@ -55,7 +55,10 @@ __all__ = [
     "phase_type",
     "fit_phase_type",
     "SERVICE_FORMS",
+    "Family",
+    "FAMILIES",
     "CLASSES_FORM",
+    "MAX_SPEED_RATIO",
     "EXP",
     "ERLANG",
     "HYPEREXP",
@@ -68,13 +71,14 @@ __all__ = [
 # codes of the laws in compiled code (engines/events.py: sample_service)
 EXP, ERLANG, HYPEREXP, PH, LOGNORMAL, PARETO, DETERMINISTIC = range(7)
 
-SERVICE_FORMS = (
-    "exp, erlang:K (integer K in 1..10^6), hyperexp:SCV (1 < SCV <= 1e6), ph:FILE.json, "
-    "lognormal:SCV (0 < SCV <= 1e6), pareto:ALPHA (1 < ALPHA <= 1e6), deterministic"
-)
-"""The valid forms of a service string, as the error messages list them."""
+#: Largest SCV accepted for hyperexp and lognormal.  The balanced-means hyperexponential
+#: has a slow rate of about 1/SCV computed as 2(1 − p) with p → 1: beyond 1e6 the
+#: subtraction loses most of its digits (and underflows to 0 near 1e16), so the law would
+#: not be the one asked for.
+MAX_SCV = 1e6
+#: Largest Pareto shape accepted: beyond it the law is a point mass to within 1e-6.
+MAX_PARETO_ALPHA = 1e6
 
-CLASSES_FORM = "FRACTION:SPEED,… (for example 0.5:2,0.5:1; fractions > 0 summing to 1, speeds > 0)"
 
 _MEAN_TOL = 1e-9
 
@@ -313,18 +317,95 @@ def _pareto(a: float) -> ServiceLaw:
     return ServiceLaw("pareto", f"pareto:{a:g}", c2, PARETO, _frozen([a, (a - 1.0) / a]), note=note)
 
 
-#: Largest SCV accepted for hyperexp and lognormal.  The balanced-means hyperexponential
-#: has a slow rate of about 1/SCV computed as 2(1 − p) with p → 1: beyond 1e6 the
-#: subtraction loses most of its digits (and underflows to 0 near 1e16), so the law would
-#: not be the one asked for.
-MAX_SCV = 1e6
-#: Largest Pareto shape accepted: beyond it the law is a point mass to within 1e-6.
-MAX_PARETO_ALPHA = 1e6
-#: Largest ratio of the fastest to the slowest server speed.  The count engines
-#: uniformise at the fastest speed, so their work per unit of model time grows with this
-#: ratio while the slow servers' events do not; beyond it a run spends almost all its
-#: steps on virtual events.
-MAX_SPEED_RATIO = 1e3
+@dataclass(frozen=True)
+class Family:
+    """One family of service laws (docs/model.md §14): everything the package knows of it, in
+    one entry of :data:`FAMILIES`.
+
+    Attributes
+    ----------
+    name : str
+        Its name (``ServiceLaw.name``; the string before ``:``).
+    code : int
+        The compiled sampler's code (:func:`supermarket.engines.events.sample_service`).
+    form : str
+        Its string form (``erlang:K``), for help texts and messages.
+    need : str
+        The parameter's valid range in words (empty: no parameter), as the messages say it.
+    accepts : callable or None
+        Whether a parameter value is in range (None: no numeric parameter).
+    build : callable
+        The law of a parameter value in range (of nothing, without a parameter).
+    phase_type : bool
+        Whether the law has an exact phase-type form ``(α, T)`` (count engines, exact solvers, mean field).
+    tail : str
+        Its tail ``P(S > t)`` in words.
+    text : str
+        What it is, in one line.
+    bounds : str
+        The range in symbols, for the list of forms (:data:`SERVICE_FORMS`).
+    aliases : tuple of str
+        Other names accepted.
+
+    Examples
+    --------
+    >>> f = FAMILIES["erlang"]
+    >>> f.form, f.phase_type, f.accepts(4.0), f.accepts(0.5)
+    ('erlang:K', True, True, False)
+    """
+
+    name: str
+    code: int
+    form: str
+    need: str
+    accepts: Callable[[float], bool] | None
+    build: Callable[..., ServiceLaw]
+    phase_type: bool
+    tail: str
+    text: str
+    bounds: str = ""
+    aliases: tuple[str, ...] = ()
+
+
+def _exp() -> ServiceLaw:
+    return ServiceLaw("exp", "exp", 1.0, EXP, _frozen([1.0]), _frozen([1.0]), _frozen([[-1.0]]))
+
+
+def _deterministic() -> ServiceLaw:
+    return ServiceLaw("deterministic", "deterministic", 0.0, DETERMINISTIC, _frozen([1.0]))
+
+
+FAMILIES: dict[str, Family] = {
+    f.name: f
+    for f in (
+        Family("exp", EXP, "exp", "", None, _exp, True, "exponential, e^−t", "exponential(1), the papers' model",
+               aliases=("exponential", "m")),
+        Family("erlang", ERLANG, "erlang:K", "an integer K in 1..10^6", lambda v: v == int(v) and 1 <= v <= 10**6,
+               lambda v: _erlang(int(v)), True, "exponential (rate K)", "Erlang, K phases of rate K: SCV 1/K",
+               "integer K in 1..10^6"),
+        Family("hyperexp", HYPEREXP, "hyperexp:SCV", f"SCV in (1, {MAX_SCV:g}]", lambda v: 1.0 < v <= MAX_SCV,
+               _hyperexp, True, "exponential (the slow phase's rate)", "two-phase hyperexponential, balanced means",
+               "1 < SCV <= 1e6"),
+        Family("ph", PH, "ph:FILE.json", "", None, lambda path, raw: _read_ph(path, raw), True,
+               "exponential (the slowest phase)", "phase type (α, T) from a JSON file, mean 1"),
+        Family("lognormal", LOGNORMAL, "lognormal:SCV", f"SCV in (0, {MAX_SCV:g}]", lambda v: 0.0 < v <= MAX_SCV,
+               _lognormal, False, "subexponential, e^−(log t)²/(2σ²)", "lognormal with σ² = log(1 + SCV)",
+               "0 < SCV <= 1e6"),
+        Family("pareto", PARETO, "pareto:ALPHA", f"ALPHA in (1, {MAX_PARETO_ALPHA:g}] (> 1 for a finite mean)",
+               lambda v: 1.0 < v <= MAX_PARETO_ALPHA, _pareto, False, "power law, t^−ALPHA",
+               "Pareto, shape ALPHA, scale (ALPHA−1)/ALPHA", "1 < ALPHA <= 1e6"),
+        Family("deterministic", DETERMINISTIC, "deterministic", "", None, _deterministic, False, "none: S = 1",
+               "S = 1", aliases=("det", "d")),
+    )
+}  # fmt: skip
+"""The service-law families, by name, in the order of their codes: every form, range, message and
+help text of a law is read from here."""
+
+_BY_NAME = {alias: f for f in FAMILIES.values() for alias in (f.name, *f.aliases)}
+
+
+SERVICE_FORMS = ", ".join(f.form + (f" ({f.bounds})" if f.bounds else "") for f in FAMILIES.values())
+"""The valid forms of a service string, as the error messages list them (from :data:`FAMILIES`)."""
 
 
 def _bad(text, why: str = "") -> ValueError:
@@ -372,38 +453,23 @@ def parse_service(text: str | ServiceLaw) -> ServiceLaw:
     name, sep, arg = s.partition(":")
     name = name.strip().lower()
     arg = arg.strip()
-    if name in ("exp", "exponential", "m"):
-        if sep:
-            raise _bad(raw, "exp takes no parameter")
-        return ServiceLaw("exp", "exp", 1.0, EXP, _frozen([1.0]), _frozen([1.0]), _frozen([[-1.0]]))
-    if name in ("deterministic", "det", "d"):
-        if sep:
-            raise _bad(raw, "deterministic takes no parameter")
-        return ServiceLaw("deterministic", "deterministic", 0.0, DETERMINISTIC, _frozen([1.0]))
-    if name == "ph":
+    fam = _BY_NAME.get(name)
+    if fam is None:
+        raise _bad(raw)
+    if fam.name == "ph":
         if not arg:
             raise _bad(raw, "ph needs a JSON file: ph:FILE.json")
-        return _read_ph(arg, raw)
-    if name not in ("erlang", "hyperexp", "lognormal", "pareto"):
-        raise _bad(raw)
+        return fam.build(arg, raw)
+    if fam.accepts is None:
+        if sep:
+            raise _bad(raw, f"{fam.name} takes no parameter")
+        return fam.build()
     if not arg:
-        raise _bad(raw, f"{name} needs a parameter")
+        raise _bad(raw, f"{fam.name} needs a parameter")
     v = _number(arg, raw)
-    if name == "erlang":
-        if v != int(v) or v < 1 or v > 10**6:
-            raise _bad(raw, f"erlang needs an integer K in 1..10^6, got {arg}")
-        return _erlang(int(v))
-    if name == "hyperexp":
-        if not 1.0 < v <= MAX_SCV:
-            raise _bad(raw, f"hyperexp needs SCV in (1, {MAX_SCV:g}], got {arg}")
-        return _hyperexp(v)
-    if name == "lognormal":
-        if not 0.0 < v <= MAX_SCV:
-            raise _bad(raw, f"lognormal needs SCV in (0, {MAX_SCV:g}], got {arg}")
-        return _lognormal(v)
-    if not 1.0 < v <= MAX_PARETO_ALPHA:
-        raise _bad(raw, f"pareto needs ALPHA in (1, {MAX_PARETO_ALPHA:g}] (> 1 for a finite mean), got {arg}")
-    return _pareto(v)
+    if not fam.accepts(v):
+        raise _bad(raw, f"{fam.name} needs {fam.need}, got {arg}")
+    return fam.build(v)
 
 
 def _read_ph(path: str, raw: str) -> ServiceLaw:
@@ -458,103 +524,6 @@ def fit_phase_type(scv: float, mean: float = 1.0) -> tuple[np.ndarray, np.ndarra
     if K > 1:
         alpha[1] += p  # through the last K − 1
     return alpha, T
-
-
-@dataclass(frozen=True, eq=False)
-class ServerClasses:
-    """Classes of servers: a fraction ``f_k`` of the servers works at speed ``s_k``.
-
-    Examples
-    --------
-    >>> sc = parse_server_classes("0.5:2,0.5:1")
-    >>> sc.mean_speed, sc.counts(10).tolist()
-    (1.5, [5, 5])
-    >>> sc.counts(3)
-    Traceback (most recent call last):
-    ...
-    ValueError: server_classes: fraction 0.5 of n = 3 servers is 1.5, not a whole number of servers; ...
-    """
-
-    fractions: tuple[float, ...]
-    speeds: tuple[float, ...]
-    spec: str = ""
-
-    @property
-    def mean_speed(self) -> float:
-        """``s̄ = Σ f_k s_k``, the capacity per server."""
-        return float(sum(f * s for f, s in zip(self.fractions, self.speeds)))
-
-    def counts(self, n: int) -> np.ndarray:
-        """Servers per class at ``n`` servers, ``f_k n`` (refused unless whole within 1e-9)."""
-        out = []
-        for f in self.fractions:
-            x = f * n
-            r = round(x)
-            if abs(x - r) > 1e-9 * max(1.0, x) or r < 1:
-                raise ValueError(
-                    f"server_classes: fraction {f:g} of n = {n} servers is {x:g}, not a whole number "
-                    "of servers; choose n so that every fraction times n is whole"
-                )
-            out.append(int(r))
-        if sum(out) != n:
-            raise ValueError(f"server_classes: the classes hold {sum(out)} servers at n = {n}, not n")
-        return np.array(out, dtype=np.int64)
-
-    def to_dict(self) -> dict:
-        return {"fractions": list(self.fractions), "speeds": list(self.speeds), "mean_speed": self.mean_speed}
-
-
-def parse_server_classes(text: str | ServerClasses | None) -> ServerClasses:
-    """Server classes from ``FRACTION:SPEED,…`` (a :class:`ServerClasses` passes through;
-    None gives one class of speed 1).
-
-    Raises
-    ------
-    ValueError
-        Naming ``server_classes`` and the valid form: fractions > 0 summing to 1 within
-        1e-9, speeds finite and > 0.
-
-    Examples
-    --------
-    >>> parse_server_classes("0.25:4, 0.75:1").mean_speed
-    1.75
-    >>> parse_server_classes("0.5:2,0.4:1")
-    Traceback (most recent call last):
-    ...
-    ValueError: server_classes must be FRACTION:SPEED,… (...); the fractions of '0.5:2,0.4:1' sum to 0.9
-    """
-    if text is None:
-        return ServerClasses((1.0,), (1.0,), "1:1")
-    if isinstance(text, ServerClasses):
-        return text
-    if not isinstance(text, str):
-        raise TypeError(f"server_classes must be a string {CLASSES_FORM}, got {type(text).__name__}")
-    fr, sp = [], []
-    parts = [p.strip() for p in text.split(",")]
-    for part in parts:
-        f, sep, s = part.partition(":")
-        try:
-            fv, sv = float(f), float(s)
-        except ValueError:
-            fv = sv = math.nan
-        if not sep or not (math.isfinite(fv) and math.isfinite(sv)):
-            raise ValueError(f"server_classes must be {CLASSES_FORM}; {part!r} of {text!r} is not FRACTION:SPEED")
-        if not (0.0 < fv <= 1.0) or not sv > 0.0:
-            raise ValueError(
-                f"server_classes must be {CLASSES_FORM}; {part!r} of {text!r} has a fraction outside "
-                "(0, 1] or a speed <= 0"
-            )
-        fr.append(fv)
-        sp.append(sv)
-    if max(sp) / min(sp) > MAX_SPEED_RATIO:
-        raise ValueError(
-            f"server_classes: the speeds of {text!r} span a ratio of {max(sp) / min(sp):.3g}; the fastest "
-            f"may be at most {MAX_SPEED_RATIO:g} times the slowest (the engines step at the fastest "
-            "speed, so the work per event grows with the ratio)"
-        )
-    if abs(sum(fr) - 1.0) > 1e-9:
-        raise ValueError(f"server_classes must be {CLASSES_FORM}; the fractions of {text!r} sum to {sum(fr):.12g}")
-    return ServerClasses(tuple(fr), tuple(sp), text)
 
 
 def parse_phase_type(service: str | ServiceLaw, taker: str, others: str = "simulates") -> ServiceLaw:

@@ -17,6 +17,7 @@ from ... import stats as _st
 from ...engines import events as _ev
 from ...engines.rng import next_double, state_from_seed_sequence
 from ...stats import ErrorEstimate
+from ...system import policies as _pol
 from ...system.service import ServerClasses, ServiceLaw, parse_server_classes, parse_service
 from .result import ClassResult, GeneralResult
 
@@ -28,7 +29,7 @@ __all__ = [
     "CHUNK_EVENTS",
 ]
 
-POLICIES = ("jsq-d", "random", "jsq", "jiq")
+POLICIES = _pol.POLICIES
 """The dispatch rules: the same names and meanings as the count engines'."""
 
 DEFAULT_EVENTS = 2 * 10**7
@@ -94,7 +95,8 @@ def _check(n, d, lam, policy, replace, time, burn_in, replications, batches, qua
     n = _m.check_positive_int("n", n, maximum=MAX_N)
     if not isinstance(policy, str) or policy not in POLICIES:
         raise ValueError(f"policy must be one of {', '.join(POLICIES)}; got {policy!r}")
-    d = _m.check_positive_int("d", d, maximum=n if not replace else 2**31 - 1) if policy == "jsq-d" else 1
+    rule = _pol.rule(policy, "events")
+    d = _m.check_positive_int("d", d, maximum=n if not replace else 2**31 - 1) if rule.uses_d else 1
     if not isinstance(replace, (bool, np.bool_)):
         raise TypeError(f"replace must be True or False, got {type(replace).__name__}")
     lam = _m.check_load(lam, name="lam")
@@ -115,7 +117,7 @@ def _check(n, d, lam, policy, replace, time, burn_in, replications, batches, qua
 def _run_one(n, d, lam, code, replace, law, counts, speeds, rate, time, burn_in, batches, qs, ss, progress, stop):
     """One replication: per batch, the level integrals per class, and the customers' sums and
     quantiles.  Returns a dict of per-batch arrays and ``interrupted``."""
-    sorted_mode = code in (_ev.JSQ, _ev.JIQ)
+    sorted_mode = code in (_ev.JSQ, _ev.JIQ, _ev.JBT)
     buf = int(min(max(rate * time / batches * 1.5 + 1024, 1 << 12), 1 << 24))
     nb, inv_width = _ev.window(rate, min(speeds))
     a = _ev.new_arrays(counts, buffer=buf, sorted_mode=sorted_mode, buckets=nb)
@@ -167,6 +169,8 @@ def _run_one(n, d, lam, code, replace, law, counts, speeds, rate, time, burn_in,
                 raise KeyboardInterrupt
             if st == _ev.DONE:
                 return
+            if st == _ev.BAD_RULE:
+                raise ValueError(f"policy code {code} is unknown to the event kernel")
             if st == _ev.GROW:
                 _ev.grow(a, fl[_ev.F_NOW], it)
             elif st == _ev.FULL:
@@ -376,7 +380,7 @@ def simulate_general(
         time = DEFAULT_EVENTS / (1.1 * 2.0 * rate) / (replications if share else 1)
     if burn_in is None:
         burn_in = time / 10.0
-    code = _ev.POLICY_CODES[policy]
+    code = _pol.policy_code(policy, "events")
     if workers is None:
         workers = max(1, min(os.cpu_count() or 1, replications))
     workers = _m.check_positive_int("workers", workers, maximum=1024)
