@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 import scipy.sparse.linalg as sla
 
-from supermarket import stationary
 from supermarket.response import from_tails
 from supermarket.simulation import simulate
 from supermarket.simulation.control import rule_relaxation_time
 from supermarket.simulation.estimate import ATOM_Z, _on_atom
+from supermarket.stationary import profile as stationary
 
 LAM = 0.9
 
