@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import threading
 import time as _time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -63,7 +64,9 @@ class Budget:
         self.check(where)
 
 
-def interruptible(fn, *args, _budget=None, _where="", **kw):
+def interruptible(
+    fn: Callable[..., Any], *args: Any, _budget: Budget | None = None, _where: str = "", **kw: Any
+) -> Any:
     """``fn(*args, **kw)`` in a helper thread, the calling thread waiting in short waits.
 
     SuperLU's ``spilu`` is one C call that releases the GIL but never checks for signals: run
@@ -117,7 +120,9 @@ class _Converged(Exception):
 DIRECT_MAX_STATES = 6000  # below this a sparse LU is fastest; above, its fill-in explodes
 
 
-def stationary_vector(Q, tot, x0=None, budget=None) -> tuple[np.ndarray, float, str]:
+def stationary_vector(
+    Q: Any, tot: np.ndarray, x0: np.ndarray | None = None, budget: Budget | None = None
+) -> tuple[np.ndarray, float, str]:
     """``π Q = 0``, ``Σπ = 1``: fix ``π`` at the empty state (rank 0) and solve for the rest.
 
     Small systems: sparse LU.  Larger ones: GMRES preconditioned by an incomplete LU of the

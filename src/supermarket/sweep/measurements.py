@@ -625,7 +625,7 @@ def _check_simulate_plan(p: dict) -> None:
     (the horizon's key when it names none of the point's keys)."""
     from ..simulation.run import _plan
 
-    kw = {k: p[k] for k in _SIMULATE_KWARGS if k in p}
+    kw = {k: p[k] for k in _SIMULATE_KWARGS if k in p and k != "target"}  # the targets are simulate()'s
     try:
         _plan(p["n"], p["d"], p["load"], replications=1, workers=1, **kw)
     except (TypeError, ValueError) as exc:
