@@ -651,12 +651,13 @@ def _check_simulate_axes(p: dict) -> str | None:
         start, value = parse_start(p["start"])
         p["start"] = start if value is None else p["start"]
     try:
-        check_options(system, chosen, {"steps": p.get("steps"), "start": p.get("start")}, time="time")
+        given = {key: p.get(key) for key in ("steps", "start", "time_mode", "eps")}
+        check_options(system, chosen, given, time="time")
     except Refusal as exc:
         raise PointError(exc.key, str(exc)) from None
-    # what simulate() accepts and ignores there (continuous time, no good set; the event engine has no
-    # control variates): dropped, the row says what ran
-    for key in ("engine", "time_mode", "eps") + (("control_variates",) if chosen == "events" else ()):
+    # what simulate() accepts there and runs anyway (continuous time; the event engine has no control
+    # variates): dropped, the row says what ran
+    for key in ("engine", "time_mode") + (("control_variates",) if chosen == "events" else ()):
         p.pop(key, None)
     return row
 

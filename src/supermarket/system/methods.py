@@ -74,7 +74,9 @@ class Engine:
 #: gives, in the model's terms.  ``steps``: a horizon in events; ``start``: a start other than
 #: ``"empty"``; ``record``: a trajectory (``record_every``, ``record_levels``); ``precision``: a
 #: precision target (``precision``, ``max_steps``); ``client``: a Dask cluster (``--scheduler``);
-#: ``cdf``: the response-time CDFs; ``plot``: the figure.
+#: ``cdf``: the response-time CDFs; ``plot``: the figure; ``time_mode``: the discrete chain of paper
+#: 000 (``"continuous"`` is what every engine runs, so only ``"discrete"`` is refused); ``eps``: the
+#: ε of paper 000's good set N^ε.
 OPTIONS: dict[str, str] = {
     "steps": "runs for a time (it counts no uniformized events); give {time} instead",
     "start": "starts {starts}",
@@ -83,9 +85,13 @@ OPTIONS: dict[str, str] = {
     "client": "runs on local threads (not on a cluster)",
     "cdf": "gives no response-time CDF",
     "plot": "draws no figure",
+    "time_mode": "runs in continuous time only (exact event times; it has no uniformized discrete chain)",
+    "eps": "reports no good set N^ε (paper 000's good set is of exponential service and one server class)",
 }
 _ALL = frozenset(OPTIONS)
 _COUNT = frozenset({"steps", "start"})
+#: The options whose value ``"continuous"`` is what an engine that does not take them runs anyway.
+_TAKEN_ANYWAY = {"time_mode": "continuous"}
 
 ENGINES: dict[str, Engine] = {
     e.name: e
@@ -209,7 +215,8 @@ def check_options(
     time: str = "time=",
 ) -> None:
     """Refuse (ValueError, :func:`refusal`'s message) the first option of ``given`` that is set
-    (not None; a start other than ``"empty"``) and that ``engine`` does not take.  ``given``
+    (not None; a start other than ``"empty"``; a ``time_mode`` other than ``"continuous"``) and that
+    ``engine`` does not take.  ``given``
     maps the keys of :data:`OPTIONS` (or ``record_every``, ``record_levels``, ``max_steps``, which
     belong to ``record`` and ``precision``) to their values; ``spell`` names a key as the door
     spells it.
@@ -220,12 +227,19 @@ def check_options(
     Traceback (most recent call last):
     ...
     supermarket.system.methods.Refusal: --start: the count engine with classes (service exp, ...) starts 'empty'
+    >>> check_options(s, "classes", {"time_mode": "continuous"})
+    >>> check_options(s, "classes", {"time_mode": "discrete"})
+    Traceback (most recent call last):
+    ...
+    supermarket.system.methods.Refusal: time_mode: the count engine with classes (...) runs in continuous time only ...
     """
     e = ENGINES[engine]
     group = {"record_every": "record", "record_levels": "record", "max_steps": "precision"}
     for key, value in given.items():
         option = group.get(key, key)
         if value is None or (option == "start" and isinstance(value, str) and value == "empty"):
+            continue
+        if isinstance(value, str) and _TAKEN_ANYWAY.get(option) == value.strip().lower():
             continue
         if option == "start" and e.starts is not None and "start" in e.takes:
             if isinstance(value, str) and value in e.starts:
