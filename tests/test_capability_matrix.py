@@ -113,3 +113,31 @@ def test_continuous_time_mode_still_runs_on_the_law_engines(stubbed, engine):
     row = {"events": "event"}.get(engine, engine)
     answers = [door(service, classes, time_mode="continuous") for door in DOORS]
     assert answers == [f"runs {engine}", f"runs {engine}", f"runs {row}"]
+
+
+@pytest.mark.parametrize("rule", ["jsq", "jiq"])
+def test_the_mean_field_of_a_discontinuous_drift_is_said_the_same_way(rule):
+    """JSQ and JIQ: the fluid fixed point (λ, 0, 0, …) exists (classical: in the limit every
+    arrival finds an idle server), the refined mean field does not.  The command and the sweep
+    give the fixed point, and refuse ``n`` with the table's one reason (the command printed
+    ``refined: null`` with exit 0 while the sweep refused the same point)."""
+    import json
+
+    from supermarket.sweep.measurements import measure_meanfield
+
+    r = CliRunner().invoke(main, ["meanfield", "--policy", rule, "--d", "2", "--load", "0.7", "--json"])
+    assert r.exit_code == 0
+    cli = json.loads(r.output)
+    row = measure_meanfield({"d": 2, "load": 0.7, "policy": rule}, None)
+    assert cli["fixed_point"] == [0.7] and list(row["fixed_point"]) == [0.7]
+    assert cli["mean_queue_length"] == row["mean_queue_length"] == 0.7
+    assert cli["note"] == row["note"] == methods.fluid_note(rule)
+    assert methods.mean_field(System(None, 2, 0.7, rule=rule)) == "fluid"
+    with pytest.raises(ValueError) as err:
+        methods.smooth_mean_field(rule, "n")
+    r = CliRunner().invoke(main, ["meanfield", "--policy", rule, "--d", "2", "--load", "0.7", "--n", "1000"])
+    assert r.exit_code == 2 and _normal(r.output.strip().splitlines()[-1]) == str(err.value)
+    with pytest.raises(SweepFileError) as bad:
+        parse_sweep(f'[[run]]\nmeasurement = "meanfield"\nd = 2\nn = 1000\nload = 0.7\npolicy = "{rule}"\n')
+    (found,) = bad.value.errors
+    assert re.sub(r"^line \d+: run\[1\]\.n: grid point .*?: ", "", found) == str(err.value)

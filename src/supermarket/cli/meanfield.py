@@ -76,8 +76,14 @@ def build_report(
     policy = pol.check_policy(policy)
     lam = check_load(load)
     if policy in ("jsq", "jiq"):
+        from ..system.methods import fluid_note, smooth_mean_field
+
+        # the one table (supermarket.system.methods): the fluid fixed point exists, the ODE and the
+        # refined mean field do not (a discontinuous drift); refused as the sweep refuses them
         if time is not None:
-            pol.meanfield_d(policy)  # raises: no ODE for a discontinuous drift
+            smooth_mean_field(policy, "time", "--time")
+        if n is not None:
+            smooth_mean_field(policy, "n", "--n")
         rt = {
             "params": {
                 "d": None,
@@ -91,15 +97,8 @@ def build_report(
             "fixed_point": [lam],
             "mean_queue_length": lam,
             "levels": 1,
-            "note": (
-                f"{pol.describe(policy)}: fluid fixed point (λ, 0, 0, ...) [classical, docs/model.md §2]; "
-                "its mean-field drift is discontinuous at u_1 = 1, so there is no mean-field ODE, refined "
-                "mean field or linear-noise covariance"
-            ),
+            "note": fluid_note(policy),
         }
-        if n is not None:
-            rt["refined"] = None
-            rt["covariance"] = None
         _add_response_times(
             rt,
             math.inf,

@@ -552,7 +552,7 @@ def simulate(
     system = _as_system(n, d, lam, replace=replace, policy=policy, service=service, server_classes=server_classes)
     chosen = _methods.simulation_engine(system, engine)  # the one engine choice (supermarket.system.methods)
     if chosen not in ENGINES:  # docs/model.md §13-§15
-        others = dict(record_every=record_every, record_levels=record_levels, precision=precision)
+        others: dict[str, object] = dict(record_every=record_every, record_levels=record_levels, precision=precision)
         others |= dict(time_mode=time_mode, eps=eps)
         result: Any = _dispatch.run_engine(
             chosen, system, steps=steps, time=time, burn_in=burn_in, start=start, seed=seed,

@@ -11,7 +11,10 @@ command line and the sweep (docs/model.md §13–§15).
   same whichever door (library, command line, sweep) the request came through, with the option
   spelled as that door spells it.
 - :func:`exact_solver`, :func:`mean_field`: the exact solver (:mod:`supermarket.stationary`)
-  and the mean field (:mod:`supermarket.meanfield`) of a system, or the reason there is none.
+  and the mean field (:mod:`supermarket.meanfield`) of a system, or the reason there is none;
+  :func:`smooth_mean_field`: the reason the mean-field ODE, the refined mean field and the
+  linear noise do not exist for a rule whose drift is discontinuous (its fluid fixed point,
+  :func:`fluid_note`, does).
 
 This module names methods and gives reasons; it runs nothing.
 """
@@ -35,6 +38,8 @@ __all__ = [
     "refusal",
     "exact_solver",
     "mean_field",
+    "smooth_mean_field",
+    "fluid_note",
     "default_replications",
 ]
 
@@ -292,11 +297,14 @@ def exact_solver(system: System) -> str:
 
 def mean_field(system: System) -> str:
     """The module of :mod:`supermarket.meanfield` that gives the fixed point of ``system``
-    (``ode`` for exponential service and one class; ``phase``, ``classes``, ``classes_phase``),
-    or a ValueError saying why there is none.
+    (``ode`` for exponential service and one class; ``fluid``, the fluid fixed point only, there
+    for a rule whose drift is discontinuous, :func:`smooth_mean_field`; ``phase``, ``classes``,
+    ``classes_phase``), or a ValueError saying why there is none.
 
     >>> mean_field(System(None, 2, 0.5, service="hyperexp:4"))
     'phase'
+    >>> mean_field(System(None, 2, 0.5, rule="jiq"))
+    'fluid'
     >>> mean_field(System(None, 2, 0.5, rule="jiq", service="erlang:2"))
     Traceback (most recent call last):
     ...
@@ -314,9 +322,53 @@ def mean_field(system: System) -> str:
             f"policy: {system.rule}'s mean-field drift is discontinuous: no mean field with {with_what} for it "
             f"({', '.join(_pol.SMOOTH_POLICIES)} only); simulate runs it"
         )
+    if system.rule not in _pol.SMOOTH_POLICIES:
+        return "fluid"
     return {
         ("exponential", False): "ode",
         ("phase-type", False): "phase",
         ("exponential", True): "classes",
         ("phase-type", True): "classes_phase",
     }[(system.law_family, system.has_classes)]
+
+
+#: What a mean field needs a differentiable drift for, by the option that asks for it.
+SMOOTH_PARTS = {
+    "time": "mean-field ODE",
+    "n": "refined mean field (the 1/n correction) and the linear-noise covariance",
+}
+
+
+def smooth_mean_field(rule: str, part: str, spelled: str | None = None) -> None:
+    """Refuse (ValueError) ``part`` (a key of :data:`SMOOTH_PARTS`: ``"time"``, the ODE; ``"n"``,
+    the refined mean field and the linear noise) for a rule whose mean-field drift is
+    discontinuous; ``spelled``: the option as the door spells it (``--n``, ``n``).
+
+    >>> smooth_mean_field("jsq-d", "n")
+    >>> smooth_mean_field("jiq", "n", "--n")
+    Traceback (most recent call last):
+    ...
+    ValueError: --n: the refined mean field (the 1/n correction) and ... do not exist for jiq: its mean-field ...
+    """
+    rule = _pol.check_policy(rule)
+    if rule in _pol.SMOOTH_POLICIES:
+        return
+    verb = "do" if part == "n" else "does"
+    raise ValueError(
+        f"{spelled or part}: the {SMOOTH_PARTS[part]} {verb} not exist for {rule}: its mean-field drift is "
+        f"discontinuous (P_ℓ(u) jumps at u_1 = 1; {' and '.join(_pol.SMOOTH_POLICIES)} have a differentiable "
+        "one); its fluid fixed point does: u_1 = λ, u_ℓ = 0 for ℓ >= 2"
+    )
+
+
+def fluid_note(rule: str) -> str:
+    """What the mean field of a rule with a discontinuous drift is, for reports.
+
+    >>> fluid_note("jiq")[:32]
+    'JIQ: an idle queue if there is o'
+    """
+    return (
+        f"{_pol.describe(rule)}: fluid fixed point (λ, 0, 0, ...) [classical, docs/model.md §2]; "
+        "its mean-field drift is discontinuous at u_1 = 1, so there is no mean-field ODE, refined "
+        "mean field or linear-noise covariance"
+    )
