@@ -83,6 +83,7 @@ _FLAGS = {
     "plot": "--plot",
     "time_mode": "--time-mode",
     "eps": "--eps",
+    "load": "--load",
 }
 
 
@@ -90,10 +91,10 @@ def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as
     """``simulate`` of a system with a service law other than exp or server classes, on the engine
     the table chose (phase, classes, classes-phase or events): the options it does not take
     refused by the table's one refusal, then the library's run, its summary or JSON."""
-    given = {key: kw.pop(key) for key in ("cdf", "plot", "client", "time_mode", "eps")}
+    given = {key: kw[key] for key in ("steps", "start", "precision", "max_steps")}
+    given |= {key: kw.pop(key) for key in ("cdf", "plot", "client", "time_mode", "eps")} | {"load": system.load}
     try:
-        check_options(system, chosen, {"steps": kw["steps"], "start": kw["start"], "precision": kw["precision"],
-                      "max_steps": kw["max_steps"], **given}, spell=_FLAGS.__getitem__, time="--time")  # fmt: skip
+        check_options(system, chosen, given, spell=_FLAGS.__getitem__, time="--time")
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     res = _simulate(system, **kw)

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from ..model import exact_load
 from . import policies as _pol
 from .spec import System
 
@@ -81,7 +82,7 @@ class Engine:
 #: precision target (``precision``, ``max_steps``); ``client``: a Dask cluster (``--scheduler``);
 #: ``cdf``: the response-time CDFs; ``plot``: the figure; ``time_mode``: the discrete chain of paper
 #: 000 (``"continuous"`` is what every engine runs, so only ``"discrete"`` is refused); ``eps``: the
-#: ε of paper 000's good set N^ε.
+#: ε of paper 000's good set N^ε; ``load``: a load λ >= 1 (a load below 1 is taken by every engine).
 OPTIONS: dict[str, str] = {
     "steps": "runs for a time (it counts no uniformized events); give {time} instead",
     "start": "starts {starts}",
@@ -92,6 +93,8 @@ OPTIONS: dict[str, str] = {
     "plot": "draws no figure",
     "time_mode": "runs in continuous time only (exact event times; it has no uniformized discrete chain)",
     "eps": "reports no good set N^ε (paper 000's good set is of exponential service and one server class)",
+    "load": "needs load < 1: it measures an equilibrium, which exists only then (the profile engines run a "
+    "finite horizon at load >= 1)",
 }
 _ALL = frozenset(OPTIONS)
 _COUNT = frozenset({"steps", "start"})
@@ -232,7 +235,7 @@ def check_options(
     Traceback (most recent call last):
     ...
     supermarket.system.methods.Refusal: --start: the count engine with classes (service exp, ...) starts 'empty'
-    >>> check_options(s, "classes", {"time_mode": "continuous"})
+    >>> check_options(s, "classes", {"time_mode": "continuous", "load": "0.9"})
     >>> check_options(s, "classes", {"time_mode": "discrete"})
     Traceback (most recent call last):
     ...
@@ -245,6 +248,8 @@ def check_options(
         if value is None or (option == "start" and isinstance(value, str) and value == "empty"):
             continue
         if isinstance(value, str) and _TAKEN_ANYWAY.get(option) == value.strip().lower():
+            continue
+        if option == "load" and exact_load(value) < 1:
             continue
         if option == "start" and e.starts is not None and "start" in e.takes:
             if isinstance(value, str) and value in e.starts:
