@@ -141,3 +141,98 @@ def test_the_mean_field_of_a_discontinuous_drift_is_said_the_same_way(rule):
         parse_sweep(f'[[run]]\nmeasurement = "meanfield"\nd = 2\nn = 1000\nload = 0.7\npolicy = "{rule}"\n')
     (found,) = bad.value.errors
     assert re.sub(r"^line \d+: run\[1\]\.n: grid point .*?: ", "", found) == str(err.value)
+
+
+# --------------------------------------------------------------------------- the page
+def _generator():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "tools" / "capability_matrix.py"
+    spec = importlib.util.spec_from_file_location("capability_matrix", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+GEN = _generator()
+SYSTEMS = [(rule, classes, family) for classes in (False, True) for family in GEN.LAWS for rule in GEN.POLICIES]
+
+
+def test_the_committed_page_is_the_generators_output():
+    assert GEN.PAGE.read_text(encoding="utf-8") == GEN.page(), "run: python tools/capability_matrix.py"
+
+
+def test_every_cell_is_yes_or_a_reason():
+    for system in SYSTEMS:
+        for row, cell in GEN.cells(*system).items():
+            assert cell == "yes" or cell.startswith(("yes: ", "no: ")), (system, row, cell)
+            assert not cell.startswith("no: ") or len(cell) > 20, (system, row, cell)
+
+
+@pytest.fixture
+def all_stubbed(stubbed, monkeypatch):
+    from supermarket.simulation import run
+
+    monkeypatch.setattr(run, "_execute", lambda plan, **kw: (_ for _ in ()).throw(Ran(plan.engine)))
+
+
+def _simulate_argv(rule, classes, family, row):
+    argv = ["simulate", "--n", str(GEN.N), "--d", str(GEN.D), "--policy", rule, "--service", GEN.LAWS[family]]
+    argv += ["--server-classes", GEN.CLASSES] if classes else []
+    extra = row.split()[1:]  # "simulate --engine phase" -> ["--engine", "phase"]
+    argv += extra + ([] if "--load" in extra else ["--load", GEN.LOAD])
+    argv += [] if "--steps" in extra or "--time" in extra else ["--time", "5"]
+    return argv
+
+
+def _check_cli(argv, cell, ran_ok=True):
+    r = CliRunner().invoke(main, argv)
+    if cell.startswith("no: "):
+        assert r.exit_code == 2 and r.output.strip().splitlines()[-1] == f"supermarket: error: {cell[4:]}", (
+            argv,
+            r.output,
+        )
+    elif ran_ok and isinstance(r.exception, Ran):
+        pass
+    else:
+        assert r.exit_code == 0, (argv, r.output, r.exception)
+    return r
+
+
+def test_sampled_simulate_cells_do_what_they_say(all_stubbed):
+    """Four ``simulate`` rows of every system (rotating through the rows), on the command line
+    with the engines stubbed: a "yes" cell reaches its engine, a "no" cell is refused with its
+    text, word for word."""
+    seen = set()
+    for i, system in enumerate(SYSTEMS):
+        column = GEN.cells(*system)
+        rows = [row for row in column if row.startswith("simulate")]
+        for j in range(4):
+            row = rows[(5 * i + j) % len(rows)]
+            cell = column[row]
+            seen.add(cell.split(":")[0])
+            r = _check_cli(_simulate_argv(*system, row), cell)
+            if cell.startswith("yes: ") and row.split()[:2] != ["simulate", "--start"]:
+                engine = r.exception.args[0]
+                assert methods.ENGINES[engine].text == cell[5:], (system, row, engine)
+    assert seen == {"yes", "no"}
+
+
+@pytest.mark.parametrize(
+    "system",
+    [("jsq-d", False, "exponential"), ("jiq", False, "exponential"), ("random", False, "phase-type"),
+     ("jsq", True, "exponential"), ("jsq-d", True, "phase-type"), ("jiq", False, "phase-type"),
+     ("jsq-d", False, "general"), ("random", True, "general")],
+)  # fmt: skip
+def test_exact_and_meanfield_cells_do_what_they_say(system):
+    """Real tiny runs of ``exact`` (n = 2) and ``meanfield``: a "yes" cell exits 0, a "no" cell is
+    refused with its text."""
+    rule, classes, family = system
+    column = GEN.cells(*system)
+    law = ["--policy", rule, "--service", GEN.LAWS[family], "--d", "2", "--load", GEN.LOAD]
+    law += ["--server-classes", GEN.CLASSES] if classes else []
+    _check_cli(["exact", "--n", "2", *law], column["exact"], ran_ok=False)
+    _check_cli(["meanfield", *law], column["meanfield"], ran_ok=False)
+    _check_cli(["meanfield", "--n", "1000", *law], column["meanfield --n 1000"], ran_ok=False)

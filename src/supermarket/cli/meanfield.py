@@ -405,12 +405,14 @@ def meanfield(
     and the linear-noise covariance of √n u.  --d inf gives the water-filling limit of paper 002."""
     field = "ode"
     if server_classes is not None or service != "exp":
-        from ..system.methods import mean_field
+        from ..system.methods import mean_field, refined_mean_field
         from ..system.spec import System
 
         if isinstance(d, int) or (isinstance(d, float) and d.is_integer()):  # --d inf: refused below
             system = System(None, int(d), load, rule=policy, service=service, server_classes=server_classes)
             field = mean_field(system)  # the one table (supermarket.system.methods): refused with the reason
+            if n is not None:  # the refined mean field: refused with the table's reason
+                refined_mean_field(system, "--n")
         else:
             field = "classes" if server_classes is not None else "phase"
     if field in ("classes", "classes_phase"):  # docs/model.md §15.2, with a phase-type law §15.5

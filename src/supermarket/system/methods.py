@@ -40,6 +40,7 @@ __all__ = [
     "exact_solver",
     "mean_field",
     "smooth_mean_field",
+    "refined_mean_field",
     "fluid_note",
     "default_replications",
 ]
@@ -261,6 +262,17 @@ def check_options(
                     )
                 continue
         elif option in e.takes:
+            if (
+                option == "start"
+                and isinstance(value, str)
+                and value == "perfect"
+                and system.rule != _pol.DEFAULT_POLICY
+            ):
+                raise Refusal(
+                    key,
+                    "start 'perfect' samples the stationary law of JSQ(d) (policy 'jsq-d'); "
+                    f"got policy={system.rule!r}: use another start (and a burn-in)",
+                )
             continue
         raise Refusal(key, refusal(system, engine, option, spell(key) if spell else key, time))
 
@@ -364,6 +376,31 @@ def smooth_mean_field(rule: str, part: str, spelled: str | None = None) -> None:
         f"discontinuous (P_ℓ(u) jumps at u_1 = 1; {' and '.join(_pol.SMOOTH_POLICIES)} have a differentiable "
         "one); its fluid fixed point does: u_1 = λ, u_ℓ = 0 for ℓ >= 2"
     )
+
+
+def refined_mean_field(system: System, spelled: str = "n") -> str:
+    """The module of :mod:`supermarket.meanfield` that gives the refined mean field (the ``1/n``
+    correction) and the linear noise of ``system`` (``ode``: exponential service, one class, a
+    differentiable drift), or a ValueError saying why there is none (``spelled``: the option, as
+    the door spells it).
+
+    >>> refined_mean_field(System(None, 2, 0.5))
+    'ode'
+    >>> refined_mean_field(System(None, 2, 0.5, service="erlang:2"), "--n")
+    Traceback (most recent call last):
+    ...
+    ValueError: --n: the refined mean field (the 1/n correction) and the linear noise are computed for ...
+    """
+    field = mean_field(system)
+    if field == "fluid":
+        smooth_mean_field(system.rule, "n", spelled)
+    if field != "ode":
+        raise ValueError(
+            f"{spelled}: the refined mean field (the 1/n correction) and the linear noise are computed for "
+            f"exponential service and one server class only (docs/model.md §3); for {system.describe()} "
+            "the fixed point only"
+        )
+    return field
 
 
 def fluid_note(rule: str) -> str:
