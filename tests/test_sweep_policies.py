@@ -89,8 +89,10 @@ def test_bad_values_refused_naming_the_key(extra, key, words):
 
 
 def test_meanfield_policy():
-    errs = _errors('[[run]]\nmeasurement = "meanfield"\nd = 2\nload = 0.5\npolicy = ["jsq", "jiq"]\n')
-    assert len(errs) == 2 and all("discontinuous mean-field drift" in e for e in errs)
+    s = sw.parse_sweep('[[run]]\nmeasurement = "meanfield"\nd = 2\nload = 0.5\npolicy = ["jsq", "jiq"]\n')
+    assert len(s.tasks) == 2  # their fluid fixed point
+    errs = _errors('[[run]]\nmeasurement = "meanfield"\nd = 2\nn = 100\nload = 0.5\npolicy = ["jsq", "jiq"]\n')
+    assert len(errs) == 2 and all("mean-field drift is discontinuous" in e for e in errs)
     assert "must be one of" in _errors('[[run]]\nmeasurement = "meanfield"\nd = 2\nload = 0.5\npolicy = "x"\n')[0]
 
 

@@ -76,8 +76,14 @@ def build_report(
     policy = pol.check_policy(policy)
     lam = check_load(load)
     if policy in ("jsq", "jiq"):
+        from ..system.methods import fluid_note, smooth_mean_field
+
+        # the one table (supermarket.system.methods): the fluid fixed point exists, the ODE and the
+        # refined mean field do not (a discontinuous drift); refused as the sweep refuses them
         if time is not None:
-            pol.meanfield_d(policy)  # raises: no ODE for a discontinuous drift
+            smooth_mean_field(policy, "time", "--time")
+        if n is not None:
+            smooth_mean_field(policy, "n", "--n")
         rt = {
             "params": {
                 "d": None,
@@ -91,15 +97,8 @@ def build_report(
             "fixed_point": [lam],
             "mean_queue_length": lam,
             "levels": 1,
-            "note": (
-                f"{pol.describe(policy)}: fluid fixed point (λ, 0, 0, ...) [classical, docs/model.md §2]; "
-                "its mean-field drift is discontinuous at u_1 = 1, so there is no mean-field ODE, refined "
-                "mean field or linear-noise covariance"
-            ),
+            "note": fluid_note(policy),
         }
-        if n is not None:
-            rt["refined"] = None
-            rt["covariance"] = None
         _add_response_times(
             rt,
             math.inf,
@@ -411,12 +410,14 @@ def meanfield(
     and the linear-noise covariance of √n u.  --d inf gives the water-filling limit of paper 002."""
     field = "ode"
     if server_classes is not None or service != "exp":
-        from ..system.methods import mean_field
+        from ..system.methods import mean_field, refined_mean_field
         from ..system.spec import System
 
         if isinstance(d, int) or (isinstance(d, float) and d.is_integer()):  # --d inf: refused below
             system = System(None, int(d), load, rule=policy, service=service, server_classes=server_classes)
             field = mean_field(system)  # the one table (supermarket.system.methods): refused with the reason
+            if n is not None:  # the refined mean field: refused with the table's reason
+                refined_mean_field(system, "--n")
         else:
             field = "classes" if server_classes is not None else "phase"
     if field in ("classes", "classes_phase"):  # docs/model.md §15.2, with a phase-type law §15.5

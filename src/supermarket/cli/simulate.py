@@ -83,6 +83,9 @@ _FLAGS = {
     "client": "--scheduler",
     "cdf": "--cdf",
     "plot": "--plot",
+    "time_mode": "--time-mode",
+    "eps": "--eps",
+    "load": "--load",
 }
 
 
@@ -90,10 +93,10 @@ def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as
     """``simulate`` of a system with a service law other than exp or server classes, on the engine
     the table chose (phase, classes, classes-phase or events): the options it does not take
     refused by the table's one refusal, then the library's run, its summary or JSON."""
-    given = {key: kw.pop(key) for key in ("cdf", "plot", "client")}
+    given = {key: kw[key] for key in ("steps", "start", "precision", "max_steps")}
+    given |= {key: kw.pop(key) for key in ("cdf", "plot", "client", "time_mode", "eps")} | {"load": system.load}
     try:
-        check_options(system, chosen, {"steps": kw["steps"], "start": kw["start"], "precision": kw["precision"],
-                      "max_steps": kw["max_steps"], **given}, spell=_FLAGS.__getitem__, time="--time")  # fmt: skip
+        check_options(system, chosen, given, spell=_FLAGS.__getitem__, time="--time")
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     res = _simulate(system, **kw)
@@ -157,9 +160,9 @@ def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as
 @click.option(
     "--time-mode",
     type=click.Choice(TIME_MODES),
-    default="discrete",
-    show_default=True,
-    help="discrete: the chain of paper 000; continuous: exact exponential event times.",
+    default=None,
+    help="discrete (the default on the profile engines): the chain of paper 000; continuous: exact exponential "
+    "event times.  The engines of a service law other than exp or of server classes run in continuous time only.",
 )
 @start_option(
     "empty",
@@ -174,7 +177,12 @@ def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as
     "error bars come from replications.",
 )
 @parallel_options
-@click.option("--eps", type=FLOAT, default=0.1, show_default=True, help="ε of the good set N^ε, in (0, 1/10].")
+@click.option(
+    "--eps",
+    type=FLOAT,
+    default=None,
+    help="ε of the good set N^ε, in (0, 1/10] (default 0.1); the good set is of exponential service and one class.",
+)
 @click.option(
     "--plot",
     type=OUTPUT_FIGURE,
@@ -253,14 +261,14 @@ def simulate(
     engine: str,
     replace: bool,
     policy: str,
-    time_mode: str,
+    time_mode: str | None,
     start: str,
     seed: int,
     replications: int | None,
     workers: int | None,
     scheduler: str | None,
     connect_timeout: float,
-    eps: float,
+    eps: float | None,
     precision: float | None,
     target: str | None,
     max_steps: int | None,
@@ -333,7 +341,7 @@ def simulate(
             system, chosen, load=load, out=out, as_json=as_json, cdf=cdf, plot=plot, client=scheduler, steps=steps,
             time=time_, burn_in=burn, engine=engine, start=start, seed=seed, replications=replications,
             workers=workers, batches=batches, precision=precision, max_steps=max_steps,
-            control_variates=control_variates,
+            control_variates=control_variates, time_mode=time_mode, eps=eps,
         )  # fmt: skip
         return
     replications = 1 if replications is None else replications

@@ -53,7 +53,7 @@ def run_engine(
     ...
     supermarket.system.methods.Refusal: steps: the event engine (...) (service erlang:2) runs ...; give time= instead
     """
-    _methods.check_options(system, engine, {"steps": steps, "start": start, **(options or {})})
+    _methods.check_options(system, engine, {"steps": steps, "start": start, **(options or {}), "load": system.load})
     n, d = system.n, system.d
     lam: Any = system.load  # as given: a string or Fraction is the exact value
     assert n is not None, "a simulation has a finite n"

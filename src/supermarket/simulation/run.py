@@ -423,8 +423,8 @@ def simulate(
     seed: int | np.random.SeedSequence = 0,
     replications: int | None = None,
     workers: int | None = None,
-    time_mode: str = "discrete",
-    eps: float = 0.1,
+    time_mode: str | None = None,
+    eps: float | None = None,
     record_every: float | None = None,
     record_levels: int | None = None,
     batches: int | None = None,
@@ -473,10 +473,13 @@ def simulate(
         budget: its error bars come from replications, docs/model.md §14), on ``workers``
         threads (default: the cores, at most ``replications``); the numbers do not depend
         on ``workers``.
-    time_mode : {"discrete", "continuous"}
-        The chain of paper 000, or exact exponential event times (docs/model.md §1).
-    eps : float
-        ε of the good set ``N^ε`` (docs/model.md §5), in (0, 1/10].
+    time_mode : {"discrete", "continuous"}, optional
+        The chain of paper 000, or exact exponential event times (docs/model.md §1).  Default
+        ``"discrete"`` on the profile engines; the engines of a service law other than exp or of
+        server classes run in continuous time only and refuse ``"discrete"``.
+    eps : float, optional
+        ε of the good set ``N^ε`` (docs/model.md §5), in (0, 1/10]; default 0.1.  Refused by the
+        engines of a service law other than exp or of server classes (they report no good set).
     record_every, record_levels : optional
         Record ``u_1..u_m`` (``m = record_levels``), the maximum and the total of replication
         0 on this grid (steps, or time units in continuous mode); at most ``MAX_RECORDS``.
@@ -561,7 +564,8 @@ def simulate(
     system = _as_system(n, d, lam, replace=replace, policy=policy, service=service, server_classes=server_classes)
     chosen = _methods.simulation_engine(system, engine)  # the one engine choice (supermarket.system.methods)
     if chosen not in ENGINES:  # docs/model.md §13-§15
-        others = dict(record_every=record_every, record_levels=record_levels, precision=precision)
+        others: dict[str, object] = dict(record_every=record_every, record_levels=record_levels, precision=precision)
+        others |= dict(time_mode=time_mode, eps=eps)
         result: Any = _dispatch.run_engine(
             chosen, system, steps=steps, time=time, burn_in=burn_in, start=start, seed=seed,
             replications=replications, workers=workers, batches=batches, control_variates=control_variates,
@@ -569,6 +573,8 @@ def simulate(
         )  # fmt: skip
         return result
     replications = 1 if replications is None else replications
+    time_mode = "discrete" if time_mode is None else time_mode
+    eps = 0.1 if eps is None else eps
     kw = dict(locals())  # the arguments, all but progress (and the system's) for the plan
     progress = kw.pop("progress")
     for key in ("service", "server_classes", "system", "chosen", "target"):

@@ -140,6 +140,14 @@ def measure_theory(params: dict, seed: np.random.SeedSequence) -> dict:
     return rep
 
 
+def mean_field_of(params: dict) -> str:
+    """The mean field of a ``meanfield`` point, as :func:`supermarket.system.methods.mean_field` names it."""
+    from ..system.methods import mean_field
+    from ..system.spec import System
+
+    return mean_field(System(None, params["d"], params["load"], rule=params.get("policy", "jsq-d")))
+
+
 def measure_meanfield(params: dict, seed: np.random.SeedSequence) -> dict:
     """Fixed point, refined mean field and linear noise at π (docs/model.md §3;
     :func:`supermarket.meanfield.refined_mean_field` and :func:`supermarket.meanfield.lna`)."""
@@ -147,6 +155,11 @@ def measure_meanfield(params: dict, seed: np.random.SeedSequence) -> dict:
     lna = _import("meanfield", "supermarket.meanfield", "lna")
     d, lam = params["d"], params["load"]
     kw = {"policy": params["policy"]} if "policy" in params else {}  # only when given: old rows stay as they were
+    if kw and mean_field_of(params) == "fluid":  # a discontinuous drift: the fluid fixed point (λ, 0, 0, …)
+        from ..system.methods import fluid_note
+
+        u1 = float(lam)
+        return {"levels": 1, "fixed_point": np.array([u1]), "mean_queue_length": u1, "note": fluid_note(kw["policy"])}
     rmf = refined_mean_field(d, lam, **kw)
     out = {
         "levels": rmf.levels,
@@ -591,10 +604,13 @@ def _derive_ndl(name: str, needs_d2: bool, defaults: dict):
             raise ValueError(f"measurement {name!r} needs d >= 2 (k_(λ,d) is defined for d >= 2); got d={p['d']}")
         Params(n if n is not None else max(p["d"], 1), p["d"], p["load"], replace=p.get("replace", True))
         engine = _check_simulate_axes(p) if name == "simulate" else None
-        if name == "meanfield" and "policy" in p:
-            from ..system.policies import meanfield_d
+        if name == "meanfield" and "policy" in p and "n" in p:
+            from ..system.methods import smooth_mean_field
 
-            meanfield_d(p["policy"], p["d"])  # jsq and jiq have no mean-field ODE: refused as the library does
+            try:  # jsq and jiq: the fluid fixed point only, refused as the command refuses --n
+                smooth_mean_field(p["policy"], "n")
+            except ValueError as exc:
+                raise PointError("n", str(exc)) from None
         if name == "mixing":  # the run's own checks: the start's memory, the burn-in's work
             _check_mixing_plan(p)
         if name == "simulate" and engine is None:  # the run's own plan: what simulate() refuses, refused here
@@ -726,17 +742,13 @@ def _check_simulate_axes(p: dict) -> str | None:
         start, value = parse_start(p["start"])
         p["start"] = start if value is None else p["start"]
     try:
-        check_options(
-            system,
-            chosen,
-            {"steps": p.get("steps"), "start": p.get("start"), "precision": p.get("precision")},
-            time="time",
-        )
+        given = {key: p.get(key) for key in ("steps", "start", "time_mode", "eps", "precision")}
+        check_options(system, chosen, given, time="time")
     except Refusal as exc:
         raise PointError(exc.key, str(exc)) from None
-    # what simulate() accepts and ignores there (continuous time, no good set; the event engine has no
-    # control variates): dropped, the row says what ran
-    for key in ("engine", "time_mode", "eps") + (("control_variates",) if chosen == "events" else ()):
+    # what simulate() accepts there and runs anyway (continuous time; the event engine has no control
+    # variates): dropped, the row says what ran
+    for key in ("engine", "time_mode") + (("control_variates",) if chosen == "events" else ()):
         p.pop(key, None)
     return row
 

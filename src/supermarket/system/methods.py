@@ -11,7 +11,10 @@ command line and the sweep (docs/model.md §13–§15).
   same whichever door (library, command line, sweep) the request came through, with the option
   spelled as that door spells it.
 - :func:`exact_solver`, :func:`mean_field`: the exact solver (:mod:`supermarket.stationary`)
-  and the mean field (:mod:`supermarket.meanfield`) of a system, or the reason there is none.
+  and the mean field (:mod:`supermarket.meanfield`) of a system, or the reason there is none;
+  :func:`smooth_mean_field`: the reason the mean-field ODE, the refined mean field and the
+  linear noise do not exist for a rule whose drift is discontinuous (its fluid fixed point,
+  :func:`fluid_note`, does).
 
 This module names methods and gives reasons; it runs nothing.
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from ..model import exact_load
 from . import policies as _pol
 from .spec import System
 
@@ -35,6 +39,9 @@ __all__ = [
     "refusal",
     "exact_solver",
     "mean_field",
+    "smooth_mean_field",
+    "refined_mean_field",
+    "fluid_note",
     "default_replications",
 ]
 
@@ -74,7 +81,9 @@ class Engine:
 #: gives, in the model's terms.  ``steps``: a horizon in events; ``start``: a start other than
 #: ``"empty"``; ``record``: a trajectory (``record_every``, ``record_levels``); ``precision``: a
 #: precision target (``precision``, ``max_steps``); ``client``: a Dask cluster (``--scheduler``);
-#: ``cdf``: the response-time CDFs; ``plot``: the figure.
+#: ``cdf``: the response-time CDFs; ``plot``: the figure; ``time_mode``: the discrete chain of paper
+#: 000 (``"continuous"`` is what every engine runs, so only ``"discrete"`` is refused); ``eps``: the
+#: ε of paper 000's good set N^ε; ``load``: a load λ >= 1 (a load below 1 is taken by every engine).
 OPTIONS: dict[str, str] = {
     "steps": "runs for a time (it counts no uniformized events); give {time} instead",
     "start": "starts {starts}",
@@ -83,9 +92,15 @@ OPTIONS: dict[str, str] = {
     "client": "runs on local threads (not on a cluster)",
     "cdf": "gives no response-time CDF",
     "plot": "draws no figure",
+    "time_mode": "runs in continuous time only (exact event times; it has no uniformized discrete chain)",
+    "eps": "reports no good set N^ε (paper 000's good set is of exponential service and one server class)",
+    "load": "needs load < 1: it measures an equilibrium, which exists only then (the profile engines run a "
+    "finite horizon at load >= 1)",
 }
 _ALL = frozenset(OPTIONS)
 _COUNT = frozenset({"steps", "start"})
+#: The options whose value ``"continuous"`` is what an engine that does not take them runs anyway.
+_TAKEN_ANYWAY = {"time_mode": "continuous"}
 
 ENGINES: dict[str, Engine] = {
     e.name: e
@@ -185,6 +200,12 @@ def simulation_engine(system: System, engine: str = "profile") -> str:
             f"engine 'queues' runs policy 'jsq-d' only (it samples the d queues); got policy={system.rule!r}: "
             "use engine 'profile' or 'buckets'",
         )
+    kernel = {"buckets": "profile"}.get(run, run)  # the kernels of the rule registry (buckets: profile's rules)
+    if kernel not in _pol.RULES[system.rule].engines:
+        try:
+            _pol.rule(system.rule, kernel)
+        except ValueError as exc:
+            raise Refusal("policy", str(exc)) from None
     return run
 
 
@@ -209,7 +230,8 @@ def check_options(
     time: str = "time=",
 ) -> None:
     """Refuse (ValueError, :func:`refusal`'s message) the first option of ``given`` that is set
-    (not None; a start other than ``"empty"``) and that ``engine`` does not take.  ``given``
+    (not None; a start other than ``"empty"``; a ``time_mode`` other than ``"continuous"``) and that
+    ``engine`` does not take.  ``given``
     maps the keys of :data:`OPTIONS` (or ``record_every``, ``record_levels``, ``max_steps``, which
     belong to ``record`` and ``precision``) to their values; ``spell`` names a key as the door
     spells it.
@@ -220,12 +242,21 @@ def check_options(
     Traceback (most recent call last):
     ...
     supermarket.system.methods.Refusal: --start: the count engine with classes (service exp, ...) starts 'empty'
+    >>> check_options(s, "classes", {"time_mode": "continuous", "load": "0.9"})
+    >>> check_options(s, "classes", {"time_mode": "discrete"})
+    Traceback (most recent call last):
+    ...
+    supermarket.system.methods.Refusal: time_mode: the count engine with classes (...) runs in continuous time only ...
     """
     e = ENGINES[engine]
     group = {"record_every": "record", "record_levels": "record", "max_steps": "precision"}
     for key, value in given.items():
         option = group.get(key, key)
         if value is None or (option == "start" and isinstance(value, str) and value == "empty"):
+            continue
+        if isinstance(value, str) and _TAKEN_ANYWAY.get(option) == value.strip().lower():
+            continue
+        if option == "load" and exact_load(value) < 1:
             continue
         if option == "start" and e.starts is not None and "start" in e.takes:
             if isinstance(value, str) and value in e.starts:
@@ -237,6 +268,17 @@ def check_options(
                     )
                 continue
         elif option in e.takes:
+            if (
+                option == "start"
+                and isinstance(value, str)
+                and value == "perfect"
+                and system.rule != _pol.DEFAULT_POLICY
+            ):
+                raise Refusal(
+                    key,
+                    "start 'perfect' samples the stationary law of JSQ(d) (policy 'jsq-d'); "
+                    f"got policy={system.rule!r}: use another start (and a burn-in)",
+                )
             continue
         raise Refusal(key, refusal(system, engine, option, spell(key) if spell else key, time))
 
@@ -278,11 +320,14 @@ def exact_solver(system: System) -> str:
 
 def mean_field(system: System) -> str:
     """The module of :mod:`supermarket.meanfield` that gives the fixed point of ``system``
-    (``ode`` for exponential service and one class; ``phase``, ``classes``, ``classes_phase``),
-    or a ValueError saying why there is none.
+    (``ode`` for exponential service and one class; ``fluid``, the fluid fixed point only, there
+    for a rule whose drift is discontinuous, :func:`smooth_mean_field`; ``phase``, ``classes``,
+    ``classes_phase``), or a ValueError saying why there is none.
 
     >>> mean_field(System(None, 2, 0.5, service="hyperexp:4"))
     'phase'
+    >>> mean_field(System(None, 2, 0.5, rule="jiq"))
+    'fluid'
     >>> mean_field(System(None, 2, 0.5, rule="jiq", service="erlang:2"))
     Traceback (most recent call last):
     ...
@@ -300,9 +345,84 @@ def mean_field(system: System) -> str:
             f"policy: {system.rule}'s mean-field drift is discontinuous: no mean field with {with_what} for it "
             f"({', '.join(_pol.SMOOTH_POLICIES)} only); simulate runs it"
         )
+    if system.rule not in _pol.SMOOTH_POLICIES:
+        rule = _pol.RULES[system.rule]
+        if rule.fixed_point(0.5, 2, max(system.d, 2))[1] != 0.0:  # not the fluid point (λ, 0, 0, …) of jsq, jiq
+            raise ValueError(
+                f"policy: {system.rule} {rule.rough}: no mean-field ODE; its "
+                f"fluid fixed point is {rule.fluid_text}; simulate (the event engine) or exact runs it"
+            )
+        return "fluid"
     return {
         ("exponential", False): "ode",
         ("phase-type", False): "phase",
         ("exponential", True): "classes",
         ("phase-type", True): "classes_phase",
     }[(system.law_family, system.has_classes)]
+
+
+#: What a mean field needs a differentiable drift for, by the option that asks for it.
+SMOOTH_PARTS = {
+    "time": "mean-field ODE",
+    "n": "refined mean field (the 1/n correction) and the linear-noise covariance",
+}
+
+
+def smooth_mean_field(rule: str, part: str, spelled: str | None = None) -> None:
+    """Refuse (ValueError) ``part`` (a key of :data:`SMOOTH_PARTS`: ``"time"``, the ODE; ``"n"``,
+    the refined mean field and the linear noise) for a rule whose mean-field drift is
+    discontinuous; ``spelled``: the option as the door spells it (``--n``, ``n``).
+
+    >>> smooth_mean_field("jsq-d", "n")
+    >>> smooth_mean_field("jiq", "n", "--n")
+    Traceback (most recent call last):
+    ...
+    ValueError: --n: the refined mean field (the 1/n correction) and ... do not exist for jiq: its mean-field ...
+    """
+    rule = _pol.check_policy(rule)
+    if rule in _pol.SMOOTH_POLICIES:
+        return
+    verb = "do" if part == "n" else "does"
+    raise ValueError(
+        f"{spelled or part}: the {SMOOTH_PARTS[part]} {verb} not exist for {rule}: its mean-field drift is "
+        f"discontinuous (P_ℓ(u) jumps at u_1 = 1; {' and '.join(_pol.SMOOTH_POLICIES)} have a differentiable "
+        "one); its fluid fixed point does: u_1 = λ, u_ℓ = 0 for ℓ >= 2"
+    )
+
+
+def refined_mean_field(system: System, spelled: str = "n") -> str:
+    """The module of :mod:`supermarket.meanfield` that gives the refined mean field (the ``1/n``
+    correction) and the linear noise of ``system`` (``ode``: exponential service, one class, a
+    differentiable drift), or a ValueError saying why there is none (``spelled``: the option, as
+    the door spells it).
+
+    >>> refined_mean_field(System(None, 2, 0.5))
+    'ode'
+    >>> refined_mean_field(System(None, 2, 0.5, service="erlang:2"), "--n")
+    Traceback (most recent call last):
+    ...
+    ValueError: --n: the refined mean field (the 1/n correction) and the linear noise are computed for ...
+    """
+    field = mean_field(system)
+    if field == "fluid":
+        smooth_mean_field(system.rule, "n", spelled)
+    if field != "ode":
+        raise ValueError(
+            f"{spelled}: the refined mean field (the 1/n correction) and the linear noise are computed for "
+            f"exponential service and one server class only (docs/model.md §3); for {system.describe()} "
+            "the fixed point only"
+        )
+    return field
+
+
+def fluid_note(rule: str) -> str:
+    """What the mean field of a rule with a discontinuous drift is, for reports.
+
+    >>> fluid_note("jiq")[:32]
+    'JIQ: an idle queue if there is o'
+    """
+    return (
+        f"{_pol.describe(rule)}: fluid fixed point (λ, 0, 0, ...) [classical, docs/model.md §2]; "
+        "its mean-field drift is discontinuous at u_1 = 1, so there is no mean-field ODE, refined "
+        "mean field or linear-noise covariance"
+    )
