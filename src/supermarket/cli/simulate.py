@@ -202,7 +202,9 @@ def _simulate_general(
     None,
     "Independent replications (replication r uses child r of --seed); default 1, and 4 on the "
     "per-queue event engine (--service lognormal/pareto/deterministic, --engine events), whose "
-    "error bars come from replications.",
+    "error bars come from replications; with --precision where one replication would need more "
+    "than --max-steps for its own error bars (heavy traffic at large n), 16 from independent starts "
+    "(docs/model.md §9).",
 )
 @parallel_options
 @click.option("--eps", type=FLOAT, default=0.1, show_default=True, help="ε of the good set N^ε, in (0, 1/10].")
@@ -353,7 +355,8 @@ def simulate(
             or wants_classes_engine(service, server_classes, engine)
             or (server_classes is not None and engine == "phase" and is_phase_service(service))
         )
-        replications = 1 if on_count or not wants_event_engine(service, server_classes) else None
+        # the count engine: None lets the plan choose (heavy traffic with --precision), else 1
+        replications = 1 if on_count else None
     if server_classes is None and engine != "events" and is_phase_service(service):  # docs/model.md §13
         simulate_phase_cli(
             n, d, load, service=service, policy=policy, replace=replace, steps=steps, time_=time_, burn=burn,
