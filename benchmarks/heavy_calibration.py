@@ -8,13 +8,15 @@ comes from the spread between replications, Student t on R − 1 degrees of free
 truth: ``E[u_1] = λ`` (exact), and for ``E[u_2]`` and the mean queue length one long run
 (a seed no run uses) with its own error, which must be small beside one run's.
 
-``short``: ``K`` runs at ``(1000, 2, 0.9)`` of ``--steps`` steps, the truth of ``E[u_2]``,
-``E[u_3]`` and the mean queue length from one long run.
+``short``: ``K`` runs at ``(1000, 2, 0.9)`` of ``--steps`` steps from the default (empty)
+start, the truth of ``E[u_2]``, ``E[u_3]`` and the mean queue length from one long run; the
+coverage of all runs, then of those whose adjusted error came from the plain plateau's blocks.
 
 Coverage is reported with its binomial standard error ``√(c(1 − c)/K)``.
 
     PYTHONPATH=src python benchmarks/heavy_calibration.py heavy --runs 400
-    PYTHONPATH=src python benchmarks/heavy_calibration.py short --runs 400
+    PYTHONPATH=src python benchmarks/heavy_calibration.py short --runs 1500
+    PYTHONPATH=src python benchmarks/heavy_calibration.py short --runs 400 --force-borrowed
 """
 
 from __future__ import annotations
@@ -81,6 +83,30 @@ def _pooled_only() -> None:
     )
 
 
+def _force_borrowed() -> None:
+    """Study mode (``--force-borrowed``): every adjusted series is treated as if its own blocking
+    had found no plateau, so that its error comes from the plain plateau's blocks in every run
+    whose plain error is known: the calibration of that estimator itself, not only of the few
+    runs that need it."""
+    import dataclasses
+
+    from supermarket.simulation import estimate
+
+    orig_cv, orig_est = estimate._cv_estimate, estimate._estimate
+
+    def unreliable(*args, **kw):
+        return dataclasses.replace(orig_est(*args, **kw), reliable=False)
+
+    def forced(*args, **kw):
+        estimate._estimate = unreliable
+        try:
+            return orig_cv(*args, **kw)
+        finally:
+            estimate._estimate = orig_est
+
+    estimate._cv_estimate = forced
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("mode", choices=("heavy", "short"))
@@ -94,15 +120,20 @@ def main() -> None:
     ap.add_argument("--ref-steps", type=float, default=2e9)
     ap.add_argument("--seed", type=int, default=1000)
     ap.add_argument("--out", default=None, help="append the per-run values as JSON lines")
+    ap.add_argument("--ref", default=None, help="the reference as JSON ({quantity: [value, s.e.]}) instead of its run")
+    ap.add_argument("--start", default=None, help="start of the runs (heavy: fixed-point; short: empty, the default)")
+    ap.add_argument("--force-borrowed", action="store_true", help="short: see _force_borrowed")
     a = ap.parse_args()
     _pooled_only()
+    if a.force_borrowed:
+        _force_borrowed()
     heavy = a.mode == "heavy"
     n = a.n or 1000
     d = a.d or (10 if heavy else 2)
     lam = a.load or (0.99 if heavy else 0.9)
     rate = n * (1 + lam)
     t0 = time.process_time()
-    ref = _reference(n, d, lam, int(a.ref_steps), seed=777_000)
+    ref = json.loads(a.ref) if a.ref else _reference(n, d, lam, int(a.ref_steps), seed=777_000)
     print(f"reference: {int(a.ref_steps):,} steps, {time.process_time() - t0:.1f} s CPU: {ref}")
     tau = relaxation_time(d, lam, n)
     if heavy:
@@ -111,12 +142,13 @@ def main() -> None:
         kw = dict(steps=int(a.relax * tau * rate), burn_in=burn, replications=a.reps, workers=1)
     else:
         kw = dict(steps=int(a.steps))
+    start = a.start or ("fixed-point" if heavy else "empty")
     rows, methods = [], {}
     t0 = time.process_time()
     for k in range(a.runs):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            r = simulate(n, d, lam, start="fixed-point", seed=a.seed + k, progress=False, **kw)
+            r = simulate(n, d, lam, start=start, seed=a.seed + k, progress=False, **kw)
         borrowed = " ".join(x for x in r.control_notes if "plain estimate's plateau" in x)
         q = {
             name: (
@@ -134,7 +166,10 @@ def main() -> None:
         if a.out:
             with open(a.out, "a") as f:
                 f.write(json.dumps({"seed": a.seed + k, **{nm: list(v) for nm, v in q.items()}}) + "\n")
-    print(f"({n}, {d}, {lam}), {kw}, relaxation time {tau:.4g}; {a.runs} runs, {time.process_time() - t0:.1f} s CPU")
+    print(
+        f"({n}, {d}, {lam}), start {start}, {kw}, relaxation time {tau:.4g}; "
+        f"{a.runs} runs, {time.process_time() - t0:.1f} s CPU"
+    )
     _tally(rows, ref)
     if not heavy:
         print("the runs whose adjusted error came from the plain estimate's plateau blocks:")

@@ -82,6 +82,21 @@ def test_cli_heavy_precision_run_uses_the_spread_of_replications(tmp_path):
     assert out["precision"]["met"] and out["mean_queue_length_reliable"]
 
 
+def test_spread_of_replications_carries_the_skewness_of_its_mean():
+    """Means 1, 1, 1, 4 of equal weight: k_3 = 4/(3·2)·Σc³ = 6.75 (c = −0.75, −0.75, −0.75, 2.25),
+    s.e. = 0.75, skewness of the mean 6.75/(4²·0.75³) = 1 (by hand); the half-width widens by
+    the enclosing factor of the Edgeworth interval, as a blocking estimate's does."""
+    from supermarket import stats
+
+    e = es._estimate([(np.array([x]), np.ones(1)) for x in (1.0, 1.0, 1.0, 4.0)])
+    assert e.method == "replications" and e.stderr == pytest.approx(0.75)
+    assert e.skewness == pytest.approx(1.0, rel=1e-12)
+    z = stats.t_quantile(math.inf)
+    assert e.half_width() == pytest.approx(stats.t_quantile(3) * 0.75 * stats.skew_quantile(z, 1.0) / z)
+    two = es._estimate([(np.array([x]), np.ones(1)) for x in (1.0, 4.0)])
+    assert two.skewness == 0.0  # fewer than 3 replications: no third cumulant
+
+
 # ----------------------------------------------------------------- short runs keep their controls
 # (1000, 2, 0.9): one run of 2·10^9 steps from the fixed point, seed 777000 (benchmarks/heavy_calibration.py)
 REF = {1: (0.7291300, 3.4e-07), 2: (0.4789515, 2.4e-06)}

@@ -148,7 +148,30 @@ def _estimate(parts, min_blocks=MIN_BLOCKS, relax=None) -> ErrorEstimate:
             ErrorEstimate(mean, se, dof, n_eff, math.nan, True, "pooled", blocks, ests[0].block_size, ""), parts, relax
         )
     e = _st.replication_error(means, weights=w)
-    return ErrorEstimate(mean, e.stderr, e.dof, e.n_eff, e.tau_int, e.reliable, e.method, e.blocks, 1, e.note)
+    est = ErrorEstimate(mean, e.stderr, e.dof, e.n_eff, e.tau_int, e.reliable, e.method, e.blocks, 1, e.note)
+    return _spread_skewed(est, means, w)
+
+
+def _spread_skewed(e: ErrorEstimate, means, w) -> ErrorEstimate:
+    """``e`` (the spread of the replication means ``means``, weights ``w``) with the estimated
+    skewness of the weighted mean, ``Σ w_r³ k_3/s.e.³`` (``k_3``, the unbiased third cumulant of
+    the means), as the blocking estimates carry theirs (docs/model.md §9.1, "Skewed remainders";
+    §9, "Heavy traffic at large n"); unchanged with fewer than 3 replications.
+
+    Examples
+    --------
+    >>> e = _estimate([(np.array([x]), np.ones(1)) for x in (1.0, 1.0, 1.0, 4.0)])
+    >>> e.method, round(e.skewness, 3)     # k_3 = 6.75, s.e. = 0.75: 6.75/(16·0.75³)
+    ('replications', 1.0)
+    """
+    R = means.size
+    if R < 3 or not e.reliable or not e.stderr > 0:
+        return e
+    ww = w / w.sum()
+    c = means - means.mean()  # the unbiased k_3 of the means, as if identically distributed
+    k3 = R / ((R - 1.0) * (R - 2.0)) * float(np.sum(c**3))
+    g = float(np.sum(ww**3)) * k3 / e.stderr**3
+    return dataclasses.replace(e, skewness=g) if math.isfinite(g) else e
 
 
 def _summarize(plan, reps, wall, interrupted, precision_state=None) -> SimulationResult:
@@ -570,9 +593,11 @@ def _at_block(x, size: int) -> ErrorEstimate:
 
     Examples
     --------
+    Independent values (exact s.e. 1/64; the estimate from 64 blocks is within about 9 % of it):
+
     >>> e = _at_block(np.random.default_rng(1).normal(size=4096), 64)
-    >>> e.reliable, e.blocks, round(e.stderr / (1 / 64), 1)
-    (True, 64, 1.0)
+    >>> e.reliable, e.blocks, round(e.stderr * 64, 2)
+    (True, 64, 1.17)
     """
     from ..stats import _blocking_dof, _levels, _variance_factor
 
