@@ -44,7 +44,9 @@ def test_plan_chooses_replications_in_heavy_traffic():
     assert "16 independent replications" in p.plan_note and "1/μ = 101.9" in p.plan_note
     # a burn-in given by the user is kept
     q = rn._plan(10**6, 100, 0.999, precision=1e-3, start="fixed-point", replications=None, burn_in=10**6)
-    assert q.replications == 16 and q.burn == 10**6 and "its burn-in" in q.plan_note
+    assert q.replications == 16 and q.burn == 10**6 and "each after the burn-in given" in q.plan_note
+    e = rn._plan(1000, 10, 0.99, precision=0.01, start="perfect", steps=10**5, max_steps=4 * 10**6, replications=None)
+    assert e.replications == 16 and e.burn == 0 and "each from an exact stationary sample" in e.plan_note
 
 
 @pytest.mark.parametrize(

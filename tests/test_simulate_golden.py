@@ -69,7 +69,7 @@ GOLDEN = {
         "322c96ee8778c0613b51c0df2792601b211353bdcbefe9c994cd97c0d0d3ae9e",
     ),
     "buckets-replications": (
-        "1bd1a02bd38fb561107addc34c11ab355307c1771911e3bb29e2019ce522aef4",
+        "8f8a128a7433aa2f838238a76809213e6c84d13b9b00eb31e8f7d764e8c7241b",
         "09fede9613b2373c7c3729891228dca0edb1e09cb53d290162c069d1b59095f9",
     ),
     "profile-discrete-cv": (

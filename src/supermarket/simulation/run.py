@@ -262,7 +262,8 @@ def _plan(
     if heavy_tau is not None:
         replications = HEAVY_REPLICATIONS
         workers = min(replications, os.cpu_count() or 1) if workers_given is None else workers
-        plan_note = _heavy_note(heavy_tau, rate, max_steps, burn_in is None)
+        exact = isinstance(start, str) and start.strip().lower() == "perfect"
+        plan_note = _heavy_note(heavy_tau, rate, max_steps, "exact" if exact else "own" if burn_in is None else "")
     # burn-in, in the unit the horizon was given in (steps, or time units with `time`)
     if burn_in is None:
         burn = H / 10.0 if heavy_tau is None else HEAVY_BURN_RELAXATION_TIMES * heavy_tau * (1.0 if timed else rate)
@@ -650,15 +651,19 @@ def _heavy_relaxation(n: int, d: int, lam: float, rate: float, max_steps: int | 
     return tau if 2 * MIN_BLOCKS * tau * rate > max_steps else None
 
 
-def _heavy_note(tau: float, rate: float, max_steps: int | None, own_burn: bool) -> str:
+def _heavy_note(tau: float, rate: float, max_steps: int | None, burn: str) -> str:
+    """The plan's choice in words; ``burn``: "own" (the plan's), "exact" (perfect samples) or ""."""
     from ..stats import MIN_BLOCKS
 
-    burn = f"a burn-in of {HEAVY_BURN_RELAXATION_TIMES:g} relaxation times" if own_burn else "its burn-in"
+    start = {
+        "own": f"after a burn-in of {HEAVY_BURN_RELAXATION_TIMES:g} relaxation times",
+        "exact": "from an exact stationary sample",
+    }.get(burn, "after the burn-in given")
     return (
-        f"{HEAVY_REPLICATIONS} independent replications, each after {burn} (1/μ = {tau:.4g} time units, slow mode, "
+        f"{HEAVY_REPLICATIONS} independent replications, each {start} (1/μ = {tau:.4g} time units, slow mode, "
         f"derived), chosen by the plan: blocking in one replication needs {2 * MIN_BLOCKS} relaxation times "
         f"({2 * MIN_BLOCKS * tau * rate:.3g} events), more than max_steps = {max_steps:,}; the error bars "
-        "come from the spread between replications (Student t)"
+        "come from the spread between replications (Student t) unless each finds its own plateau"
     )
 
 
