@@ -58,7 +58,7 @@ def _reference(n, d, lam, steps, seed):
 
 def _tally(rows, ref, only_borrowed=False):
     print(
-        f"{'quantity':18s} {'reliable':>8s} {'covered':>8s} {'coverage':>9s} {'± s.e.':>7s} {'z sd':>6s}  ref s.e./hw"
+        f"{'quantity':18s} {'reliable':>8s} {'covered':>8s} {'coverage':>9s} {'± s.e.':>7s} {'z sd':>6s}  ref/rms s.e."
     )
     for name in ref:
         sel = [q for q in rows if q[name][2] and (q[name][4] or not only_borrowed)]
