@@ -174,7 +174,9 @@ def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as
     None,
     "Independent replications (replication r uses child r of --seed); default 1, and 4 on the "
     "per-queue event engine (--service lognormal/pareto/deterministic, --engine events), whose "
-    "error bars come from replications.",
+    "error bars come from replications; with --precision where one replication would need more "
+    "than --max-steps for its own error bars (heavy traffic at large n), 16 from independent starts "
+    "(docs/model.md §9).",
 )
 @parallel_options
 @click.option(
@@ -344,7 +346,6 @@ def simulate(
             control_variates=control_variates, time_mode=time_mode, eps=eps,
         )  # fmt: skip
         return
-    replications = 1 if replications is None else replications
     client = dask_client(scheduler, connect_timeout, workers)
     try:
         caught: list[warnings.WarningMessage] = []

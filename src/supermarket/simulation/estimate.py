@@ -148,7 +148,30 @@ def _estimate(parts, min_blocks=MIN_BLOCKS, relax=None) -> ErrorEstimate:
             ErrorEstimate(mean, se, dof, n_eff, math.nan, True, "pooled", blocks, ests[0].block_size, ""), parts, relax
         )
     e = _st.replication_error(means, weights=w)
-    return ErrorEstimate(mean, e.stderr, e.dof, e.n_eff, e.tau_int, e.reliable, e.method, e.blocks, 1, e.note)
+    est = ErrorEstimate(mean, e.stderr, e.dof, e.n_eff, e.tau_int, e.reliable, e.method, e.blocks, 1, e.note)
+    return _spread_skewed(est, means, w)
+
+
+def _spread_skewed(e: ErrorEstimate, means, w) -> ErrorEstimate:
+    """``e`` (the spread of the replication means ``means``, weights ``w``) with the estimated
+    skewness of the weighted mean, ``Σ w_r³ k_3/s.e.³`` (``k_3``, the unbiased third cumulant of
+    the means), as the blocking estimates carry theirs (docs/model.md §9.1, "Skewed remainders";
+    §9, "Heavy traffic at large n"); unchanged with fewer than 3 replications.
+
+    Examples
+    --------
+    >>> e = _estimate([(np.array([x]), np.ones(1)) for x in (1.0, 1.0, 1.0, 4.0)])
+    >>> e.method, round(e.skewness, 3)     # k_3 = 6.75, s.e. = 0.75: 6.75/(16·0.75³)
+    ('replications', 1.0)
+    """
+    R = means.size
+    if R < 3 or not e.reliable or not e.stderr > 0:
+        return e
+    ww = w / w.sum()
+    c = means - means.mean()  # the unbiased k_3 of the means, as if identically distributed
+    k3 = R / ((R - 1.0) * (R - 2.0)) * float(np.sum(c**3))
+    g = float(np.sum(ww**3)) * k3 / e.stderr**3
+    return dataclasses.replace(e, skewness=g) if math.isfinite(g) else e
 
 
 def _summarize(plan, reps, wall, interrupted, precision_state=None) -> SimulationResult:
@@ -388,9 +411,9 @@ def _run_facts(plan, reps, interrupted) -> dict:
     if records0 is not None and not plan.records_internal:
         t, cc, mxr, tot = records0
         traj = Trajectory(t=t - r0.t_meas0, u=cc / plan.params.n, max=mxr, total=tot)
-    start_note = ""
+    start_note = plan.plan_note
     if plan.perfect:
-        start_note = (
+        start_note = ((start_note + "; ") if start_note else "") + (
             "the start is an exact stationary sample (perfect sampling, docs/model.md §12): no burn-in "
             "was needed" + ("" if burn_events == 0 else f"; {int(burn_events):,} burn-in events were run anyway")
         )
@@ -494,7 +517,7 @@ def _gate(ests, est_q, seen, forgotten_all, failed, stable):
 class _CV:
     """One quantity's plain and control-variate estimates and which one is used."""
 
-    def __init__(self, plain, est=None, adjusted=None, ratio=math.nan, reason="", m=0, exact=False):
+    def __init__(self, plain, est=None, adjusted=None, ratio=math.nan, reason="", m=0, exact=False, borrowed=False):
         self.plain = plain
         self.est = plain if est is None else est
         self.adjusted = adjusted  # adjusted batch integrals per replication, when the CV estimate is used
@@ -502,6 +525,7 @@ class _CV:
         self.reason = reason  # why the plain estimate was kept ("" when the CV one is used)
         self.m = m  # the number of controls used
         self.exact = exact  # the controls determine the quantity exactly
+        self.borrowed = borrowed  # the adjusted error from the plain series' plateau blocks (§9.1)
 
     @property
     def used(self) -> bool:
@@ -528,6 +552,13 @@ def _cv_estimate(parts, controls, plain, relax, bounds=(-math.inf, math.inf), fo
     m = fit.controls
     T_parts = [T for _, T in parts]
     e = _estimate(list(zip(fit.adjusted, T_parts)), relax=relax)
+    borrowed = False
+    if not e.reliable and plain.reliable and plain.method == "blocking" and len(parts) == 1:
+        # no plateau of its own: the blocks of the plain series' plateau, which are long enough
+        # for the same chain, with the adjusted series' own lag-1 correction (§9.1, "Short runs")
+        alt = _at_block(_ratio_series(fit.adjusted[0], T_parts[0]), plain.block_size)
+        if alt.reliable:
+            e, borrowed = _skewed(alt, list(zip(fit.adjusted, T_parts)), relax), True
     Ttot = sum(float(T.sum()) for T in T_parts)
     if math.isfinite(e.dof):
         if e.method in ("blocking", "pooled") and relax and relax > 0:
@@ -542,7 +573,7 @@ def _cv_estimate(parts, controls, plain, relax, bounds=(-math.inf, math.inf), fo
         return _CV(plain, reason=f"the adjusted estimate {value:.3g} lies outside its range")
     ratio = (plain.stderr / e.stderr) ** 2 if (e.stderr > 0 and plain.reliable and e.reliable) else math.nan
     if force:
-        return _CV(plain, est=e, adjusted=fit.adjusted, ratio=ratio, m=m)
+        return _CV(plain, est=e, adjusted=fit.adjusted, ratio=ratio, m=m, borrowed=borrowed)
     if e.reliable and plain.reliable:
         if not e.stderr < plain.stderr:
             return _CV(plain, reason="the controls did not reduce the error")
@@ -556,7 +587,40 @@ def _cv_estimate(parts, controls, plain, relax, bounds=(-math.inf, math.inf), fo
         return _CV(plain, reason="the error of the adjusted series cannot be estimated")
     elif not e.reliable and not (e.stderr < plain.stderr):
         return _CV(plain, reason="the controls did not reduce the error")
-    return _CV(plain, est=e, adjusted=fit.adjusted, ratio=ratio, m=m)
+    return _CV(plain, est=e, adjusted=fit.adjusted, ratio=ratio, m=m, borrowed=borrowed)
+
+
+def _at_block(x, size: int) -> ErrorEstimate:
+    """Blocking's error of the mean of ``x`` at blocks of ``size`` measurements, with its correction
+    for the correlation left between blocks (docs/model.md §9) but without the plateau tests:
+    for a block length another series of the same chain has shown long enough (§9.1, "Short runs").
+    Not reliable when that level holds fewer than ``MIN_BLOCKS`` blocks.
+
+    Examples
+    --------
+    Independent values (exact s.e. 1/64; the estimate from 64 blocks is within about 9 % of it):
+
+    >>> e = _at_block(np.random.default_rng(1).normal(size=4096), 64)
+    >>> e.reliable, e.blocks, round(e.stderr * 64, 2)
+    (True, 64, 1.17)
+    """
+    from ..stats import _blocking_dof, _levels, _variance_factor
+
+    x = np.asarray(x, dtype=float)
+    mean = float(x.mean()) if x.size else math.nan
+    y = next((y for s, y in _levels(x) if s == size), None)
+    if y is None or y.size < MIN_BLOCKS:
+        return ErrorEstimate(mean, math.nan, math.nan, math.nan, math.nan, False, "blocking", 0, size, "too few blocks")
+    m = y.size
+    yc = y - y.mean()
+    v0 = float(np.dot(yc, yc)) / m
+    if not v0 > 0:
+        return ErrorEstimate(mean, math.nan, math.nan, math.nan, math.nan, False, "blocking", m, size, "no variation")
+    rho = float(np.dot(yc[:-1], yc[1:])) / m / v0
+    r = min(max(rho + (1.0 + 4.0 * rho) / m, -0.45), 0.95)
+    se = math.sqrt(v0 / (m - 1.0) * _variance_factor(r, m))
+    n_eff = float(np.var(x, ddof=1)) / se**2
+    return ErrorEstimate(mean, se, _blocking_dof(m), n_eff, x.size / (2.0 * n_eff), True, "blocking", m, size, "")
 
 
 RARE_TAIL_SHARE = 0.5
@@ -755,6 +819,21 @@ class _Controls:
         for name, c in (("the mean queue length", cq), ("the time in the good set", cg)):
             if c is not None and not c.used and c.reason and c.plain.mean > 0:
                 groups.setdefault(c.reason, []).append(name)
+        short = _names([f"E[u_{i + 1}]" for i, c in enumerate(cu) if c.used and c.borrowed])
+        short += _names(
+            [
+                nm
+                for nm, c in (("the mean queue length", cq), ("the time in the good set", cg))
+                if c is not None and c.used and c.borrowed
+            ]
+        )
+        if short:
+            sizes = sorted({c.est.blocks for c in [*cu, cq] if c.used and c.borrowed})
+            out.append(
+                f"adjusted error of {', '.join(short)} from the blocks of the plain estimate's plateau "
+                f"({'/'.join(map(str, sizes))} blocks), with their own lag-1 correction: the adjusted "
+                "series' own blocking found no plateau (docs/model.md §9.1, short runs)"
+            )
         for reason, names in groups.items():
             if len(names) > 4:
                 names = names[:3] + [f"… ({len(names)} quantities)"]
@@ -765,6 +844,11 @@ class _Controls:
 ATOM_Z = 4.0
 """A waiting-time quantile ``p_q = 0`` on the atom ``P(W = 0)`` is exact when the atom exceeds ``q``
 by at least this many of its standard errors (:func:`_on_atom`)."""
+
+
+def _names(names: list[str]) -> list[str]:
+    """At most four names, the rest counted."""
+    return names if len(names) <= 4 else names[:3] + [f"… ({len(names)} quantities)"]
 
 
 def _response_times(plan, ud_mean, Pparts, L, relax, trust):

@@ -146,6 +146,7 @@ class RunPlan:
     policy: str = "jsq-d"  # the dispatch rule (supermarket.system.policies)
     second_order: bool = False  # the second-order controls A(u_i u_j), from sampled states (§9.1)
     records_internal: bool = False  # the records serve the second-order controls only: no trajectory
+    plan_note: str = ""  # why the plan chose its replications and burn-in, in words ("" if the user did)
 
 
 def _plan(
@@ -191,7 +192,8 @@ def _plan(
     params = Params(n, d, lam, replace=replace, stable=False)
     n, d, lamf = params.n, params.d, params.lam
     stable = params.lam_exact < 1
-    replications = check_positive_int("replications", replications)
+    auto_reps = replications is None  # the plan may choose them (heavy traffic with precision=)
+    replications = 1 if auto_reps else check_positive_int("replications", replications)
     if client is not None:
         if not callable(getattr(client, "submit", None)):
             raise TypeError(f"client must be a dask.distributed.Client (or None); got {type(client).__name__}")
@@ -203,6 +205,7 @@ def _plan(
                 "replications together and keep every chain alive between them; run it locally "
                 "(client=None, --scheduler not given)"
             )
+    workers_given = workers
     workers = min(replications, os.cpu_count() or 1) if workers is None else check_positive_int("workers", workers)
     eps = check_fraction("eps", eps, low=0.0, high=0.1)
     continuous = time_mode == "continuous"
@@ -251,9 +254,20 @@ def _plan(
             )
     elif precision is not None:
         max_steps = max(DEFAULT_MAX_STEPS, int(events_h))
+    # heavy traffic with precision=: replications from independent near-stationary states
+    # (docs/model.md §9, "Heavy traffic at large n") when one would need more than max_steps
+    heavy_tau = None
+    if auto_reps and precision is not None and stable and client is None:
+        heavy_tau = _heavy_relaxation(n, d if jsqd else 1, lamf, rate, max_steps)
+    plan_note = ""
+    if heavy_tau is not None:
+        replications = HEAVY_REPLICATIONS
+        workers = min(replications, os.cpu_count() or 1) if workers_given is None else workers
+        exact = isinstance(start, str) and start.strip().lower() == "perfect"
+        plan_note = _heavy_note(heavy_tau, rate, max_steps, "exact" if exact else "own" if burn_in is None else "")
     # burn-in, in the unit the horizon was given in (steps, or time units with `time`)
     if burn_in is None:
-        burn = H / 10.0
+        burn = H / 10.0 if heavy_tau is None else HEAVY_BURN_RELAXATION_TIMES * heavy_tau * (1.0 if timed else rate)
     elif time is not None:
         burn = _check_nonneg_float("burn_in", burn_in)
         if not continuous:
@@ -379,6 +393,7 @@ def _plan(
         policy=policy,
         second_order=bool(second_order),
         records_internal=records_internal,
+        plan_note=plan_note,
     )
 
 
@@ -470,7 +485,10 @@ def simulate(
         Replication ``r`` uses child ``r`` of ``SeedSequence(seed)``.
     replications, workers : int
         Independent runs (default 1; on the per-queue event engine 4, sharing its default
-        budget: its error bars come from replications, docs/model.md §14), on ``workers``
+        budget: its error bars come from replications, docs/model.md §14; with ``precision``
+        where one replication would need more than ``max_steps`` for its own error bars,
+        ``HEAVY_REPLICATIONS`` after a burn-in of ``HEAVY_BURN_RELAXATION_TIMES`` relaxation
+        times, their spread giving the errors: docs/model.md §9), on ``workers``
         threads (default: the cores, at most ``replications``); the numbers do not depend
         on ``workers``.
     time_mode : {"discrete", "continuous"}, optional
@@ -572,7 +590,6 @@ def simulate(
             progress=progress, options=others | dict(max_steps=max_steps, client=client),
         )  # fmt: skip
         return result
-    replications = 1 if replications is None else replications
     time_mode = "discrete" if time_mode is None else time_mode
     eps = 0.1 if eps is None else eps
     kw = dict(locals())  # the arguments, all but progress (and the system's) for the plan
@@ -588,6 +605,45 @@ def simulate(
     for msg in res.notes:
         warnings.warn(msg, RuntimeWarning, stacklevel=2)
     return res
+
+
+#: Replications a precision run in heavy traffic chooses (:func:`_heavy_relaxation`): Student t on
+#: 15 degrees of freedom (t = 2.13 against 1.96), a multiple of the cores of a small machine.
+HEAVY_REPLICATIONS = 16
+#: Their burn-in from the start, in slow-mode relaxation times: the start's offset from the
+#: stationary mean decays to e^−3 = 5 % of itself before anything is measured (docs/model.md §9).
+HEAVY_BURN_RELAXATION_TIMES = 3.0
+
+
+def _heavy_relaxation(n: int, d: int, lam: float, rate: float, max_steps: int | None) -> float | None:
+    """The slow-mode relaxation time (time units) when one replication would need more than
+    ``max_steps`` events for blocking to find its plateau (``2·MIN_BLOCKS`` relaxation times:
+    32 blocks of at least ``1/μ`` after the pairwise merging), else None (docs/model.md §9)."""
+    from ..stats import MIN_BLOCKS
+
+    try:
+        tau = relaxation_time(d, lam, n)
+    except (ValueError, ArithmeticError):  # pragma: no cover - no slow mode (λ below double range)
+        return None
+    if not math.isfinite(tau) or max_steps is None:
+        return None
+    return tau if 2 * MIN_BLOCKS * tau * rate > max_steps else None
+
+
+def _heavy_note(tau: float, rate: float, max_steps: int | None, burn: str) -> str:
+    """The plan's choice in words; ``burn``: "own" (the plan's), "exact" (perfect samples) or ""."""
+    from ..stats import MIN_BLOCKS
+
+    start = {
+        "own": f"after a burn-in of {HEAVY_BURN_RELAXATION_TIMES:g} relaxation times",
+        "exact": "from an exact stationary sample",
+    }.get(burn, "after the burn-in given")
+    return (
+        f"{HEAVY_REPLICATIONS} independent replications, each {start} (1/μ = {tau:.4g} time units, slow mode, "
+        f"derived), chosen by the plan: blocking in one replication needs {2 * MIN_BLOCKS} relaxation times "
+        f"({2 * MIN_BLOCKS * tau * rate:.3g} events), more than max_steps = {max_steps:,}; the error bars "
+        "come from the spread between replications (Student t) unless each finds its own plateau"
+    )
 
 
 def _replications(plan: RunPlan) -> list[_Rep]:
