@@ -71,7 +71,7 @@ GOLDEN = {
         "c9372f660a561cfc6d8c59362a8e78ed45635f4017e9589bd407c798d14726ac",
     ),
     "buckets-replications": (
-        "963ab9f6e24c203ec6e9843925d9f9fe5e25aa87b41e43c4e990ae593d656de5",
+        "7a5c053fc4c5bd504f291cbf5339b982ea2d132068fa257a51c7d872615a073a",
         "ff41577dde3033347f7cca419150281727cbe05b124955cbbb5138fba6190d70",
     ),
     "profile-discrete-cv": (
@@ -87,12 +87,12 @@ GOLDEN = {
         "935ab1b28dc913d086eff358976185509a18ef587cab64e2abb5ecde52ae4a33",
     ),
     "profile-precision": (
-        "c3815d50414f90e041385f1e6f73edca67b9dee19539595d4f85327512c0fab1",
-        "4fe6d29e328d11f9799f62258b81cbd4021e6cc9bd1d3c5913d454a35ff246d4",
+        "1ed076a2fd736197bb9b0c387dd44668e5dcf27837fe53872ed491cf90e78ca8",
+        "90419eedda8f306c49a7858bc699df1bd45e13b939bca392703df088ac08b8e7",
     ),
     "queues-continuous-noreplace-plain": (
         "bf400d6d3ca081506377ec12fa4a63d917254d1880a7d298480bcdb6c1acdbee",
-        "b35c8b1dd4c1493614f4a54de8535a04d84fe8f0e619333698168ca3590eeca7",
+        "34141ebd4174d73cea9b6a417b073ba846fc226929c50b654d87903732addca3",
     ),
     "queues-records-noreplace": (
         "ab9e6651cbe4d6810939e9cd560523f40f19218cceb758c9c0c533c89d47c416",
