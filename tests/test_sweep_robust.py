@@ -39,7 +39,7 @@ measurement = "simulate"
 n = 1000
 d = 2
 load = 0.9
-steps = [100000, 30000000]
+steps = [100000, 100000000]
 burn_in = 1000
 """
 
@@ -65,7 +65,10 @@ def test_ctrl_c_in_process_stops_stores_nothing_partial_and_resumes(tmp_path):
             if parts.exists() and len(list(parts.glob("*.parquet"))) >= 2:
                 break
             time.sleep(0.01)
-        time.sleep(0.5)  # the long simulation is now measuring (burn-in: 1000 events)
+        # the long task starts as soon as the second part is written; its burn-in is 1000 events
+        # and its 10^8 measured events take a second or more, so 0.1 s later it is measuring (0.5 s
+        # raced a 3e7-event task to its end on a fast CI machine: the signal then hit the exit)
+        time.sleep(0.1)
         assert proc.poll() is None, "the sweep ended before it could be interrupted"
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C does: the whole foreground group
         _, err = proc.communicate(timeout=60)
@@ -83,7 +86,7 @@ def test_ctrl_c_in_process_stops_stores_nothing_partial_and_resumes(tmp_path):
     assert r.returncode == 0, r.stderr
     summary = json.loads(r.stdout)
     assert (summary["skipped"], summary["ran"], summary["failed"]) == (2, 1, 0)
-    long = [x for x in rows_of(out) if x.get("steps") == 30000000]
+    long = [x for x in rows_of(out) if x.get("steps") == 100000000]
     assert len(long) == 1 and long[0]["status"] == "ok" and long[0]["partial"] is False
     assert "result_steps" not in long[0] or long[0]["result_steps"] is None  # the whole horizon was measured
 
