@@ -63,31 +63,11 @@ def meanfield_phase_cli(
         raise click.UsageError(f"--start and --no-replace do not go with --service {law.spec} (the fixed point only)")
     if not (isinstance(d, int) or (isinstance(d, float) and d.is_integer())) or math.isinf(d):
         raise click.UsageError(f"--d must be a whole number with --service {law.spec}, got {d}")
-    from ..meanfield.phase import phase_fixed_point
-    from ..model import check_load
+    from ..meanfield.phase import phase_report
 
-    lam = check_load(load)
-    dd = int(pol.meanfield_d(policy, int(d)))
-    fp = phase_fixed_point(dd, lam, law.alpha, law.T, levels=levels)
-    busy = fp.x.sum(axis=0)
-    rep = {
-        "service": law.to_dict(),
-        "engine": "meanfield-phase",
-        "policy": policy,
-        "d": int(d),
-        "lam": lam,
-        "load_text": load,
-        "u": fp.u.tolist(),
-        "mean_queue_length": fp.mean_queue_length,
-        "mean_sojourn_time_little": fp.mean_queue_length / lam,
-        "busy_fraction": float(fp.u[0]),
-        "busy_by_phase": busy.tolist(),
-        "residual": fp.residual,
-        "flow_error": fp.flow_error,
-        "levels": int(fp.u.size),
-        "source": "fixed point of the phase-type mean field (docs/model.md §13)"
-        + ("; random: the drift with d = 1, n independent M/PH/1 queues" if policy == "random" else ""),
-    }
+    rep = phase_report(int(d), load, law, policy=policy, levels=levels)
+    lam = rep["lam"]
+    u = rep["u"]
     if as_json:
         print_json(rep)
         return
@@ -96,16 +76,16 @@ def meanfield_phase_cli(
         rep["source"],
         "i   s_i (share of queues with at least i customers)",
     ]
-    for i, v in enumerate(fp.u[:30]):
+    for i, v in enumerate(u[:30]):
         if v < 1e-13:
             break
         lines.append(f"{i + 1:<3d} {v:.10g}")
     lines.append(
-        f"mean queue length {fp.mean_queue_length:.10g}; busy fraction {fp.u[0]:.10g} (= λ, I2); "
-        f"mean sojourn time (Little's law) {fp.mean_queue_length / lam:.10g}"
+        f"mean queue length {rep['mean_queue_length']:.10g}; busy fraction {u[0]:.10g} (= λ, I2); "
+        f"mean sojourn time (Little's law) {rep['mean_sojourn_time_little']:.10g}"
     )
-    lines.append("busy servers by phase " + ", ".join(f"{b:.6g}" for b in busy))
-    lines.append(f"residual {fp.residual:.2g}; flow identity (I1) error {fp.flow_error:.2g}")
+    lines.append("busy servers by phase " + ", ".join(f"{b:.6g}" for b in rep["busy_by_phase"]))
+    lines.append(f"residual {rep['residual']:.2g}; flow identity (I1) error {rep['flow_error']:.2g}")
     click.echo("\n".join(lines))
 
 

@@ -22,6 +22,7 @@ level count is chosen so that ``s_L`` is below ``tol``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.integrate as si
@@ -32,7 +33,7 @@ from ..model import check_load
 from ..system.phase_law import check_ph
 from .dynamics import check_d
 
-__all__ = ["phase_drift", "PhaseFixedPoint", "phase_fixed_point", "solve_phase_meanfield"]
+__all__ = ["phase_drift", "PhaseFixedPoint", "phase_fixed_point", "phase_report", "solve_phase_meanfield"]
 
 
 def _g(s, d):
@@ -222,6 +223,58 @@ def phase_fixed_point(
     return PhaseFixedPoint(
         x=x, u=s, mean_queue_length=float(s.sum()), residual=res, flow_error=_flow_error(x, lam, d, t0)
     )
+
+
+def phase_report(d: int, load: float | str, law: Any, *, policy: str = "jsq-d", levels: int | None = None) -> dict:
+    """The phase-type mean-field fixed point of a rule as one JSON-ready mapping: what
+    ``supermarket meanfield --service`` prints and a sweep's ``meanfield`` point stores
+    (docs/model.md §13).
+
+    Parameters
+    ----------
+    d : int
+        Choices ``>= 1`` (``random`` runs the drift with ``d = 1``).
+    load : float or str
+        Load ``0 < λ < 1`` (its text is kept as ``load_text``).
+    law : ServiceLaw
+        A phase-type law of :func:`supermarket.system.service.parse_service`.
+    policy : str
+        ``jsq-d`` or ``random`` (a rule with a differentiable drift; the others are refused).
+    levels : int, optional
+        Levels kept (:func:`phase_fixed_point`).
+
+    Examples
+    --------
+    >>> from supermarket.system.service import parse_service
+    >>> r = phase_report(2, 0.8, parse_service("erlang:2"))
+    >>> r["busy_fraction"], r["levels"] == len(r["u"])
+    (0.8, True)
+    """
+    from ..system import policies as pol
+
+    policy = pol.check_policy(policy)
+    dd = int(pol.meanfield_d(policy, int(d)))  # jsq and jiq: refused with the registry's reason
+    lam = check_load(load)
+    fp = phase_fixed_point(dd, lam, law.alpha, law.T, levels=levels)
+    busy = fp.x.sum(axis=0)
+    return {
+        "service": law.to_dict(),
+        "engine": "meanfield-phase",
+        "policy": policy,
+        "d": int(d),
+        "lam": lam,
+        "load_text": load if isinstance(load, str) else f"{lam!r}",
+        "u": fp.u.tolist(),
+        "mean_queue_length": fp.mean_queue_length,
+        "mean_sojourn_time_little": fp.mean_queue_length / lam,
+        "busy_fraction": float(fp.u[0]),
+        "busy_by_phase": busy.tolist(),
+        "residual": fp.residual,
+        "flow_error": fp.flow_error,
+        "levels": int(fp.u.size),
+        "source": "fixed point of the phase-type mean field (docs/model.md §13)"
+        + ("; random: the drift with d = 1, n independent M/PH/1 queues" if policy == "random" else ""),
+    }
 
 
 def _polish(x0, lam, d, a, M, t0):

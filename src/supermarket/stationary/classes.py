@@ -24,6 +24,7 @@ import scipy.sparse as sp
 from .. import model as _m
 from ..result import Result, class_rows, class_summary
 from ..system import policies as _pol
+from ..system.classes import check_random_stable
 from ..system.service import ServerClasses, parse_server_classes
 from .solver import Budget, stationary_vector
 
@@ -104,22 +105,6 @@ def exact_dict(r: Any, service: Any = None, source: str | None = None, **per_cla
         }
     )
 
-
-def check_random_stable(policy: str, lam: float, sc: ServerClasses) -> None:
-    """Refuse ``random`` routing when a class's own load ``λ s̄/s_k`` is 1 or more: each queue of
-    that class is then an M/G/1 queue at load ``>= 1`` (arrivals at rate ``λ s̄``, service at
-    speed ``s_k``, mean work 1), with no stationary law, whatever ``n``; the same condition as
-    :func:`supermarket.meanfield.classes.classes_fixed_point`."""
-    if policy != "random":
-        return
-    s_min = min(float(x) for x in sc.speeds)
-    rho = float(lam) * sc.mean_speed / s_min
-    if rho >= 1.0:
-        raise ValueError(
-            f"lam: under random routing class speed {s_min:g} gets load λ s̄/s = {rho:g} >= 1: its queues grow "
-            "without bound and there is no stationary law (a truncated solve would only describe the cap); "
-            f"use a load below {s_min / sc.mean_speed:g} or another rule"
-        )
 
 
 def _class_states(m: int, cap: int) -> list[tuple[int, ...]]:

@@ -31,7 +31,8 @@ from .. import model as _m
 from ..result import Result, class_summary
 from ..system import policies as _pol
 from ..system.service import ServerClasses, ServiceLaw, parse_phase_type, parse_server_classes
-from .classes import check_random_stable, exact_dict
+from ..system.classes import check_random_stable
+from .classes import exact_dict
 from .phase import _join_law
 from .solver import Budget, stationary_vector
 

@@ -140,17 +140,36 @@ def measure_theory(params: dict, seed: np.random.SeedSequence) -> dict:
     return rep
 
 
+def _mean_field_system(params: dict) -> Any:
+    """The :class:`~supermarket.system.spec.System` of a ``meanfield`` point (``n`` plays no part in a fixed point)."""
+    from ..system.spec import System
+
+    return System(
+        None, params["d"], params["load"], rule=params.get("policy", "jsq-d"),
+        service=params.get("service", "exp"), server_classes=params.get("server_classes"),
+    )  # fmt: skip
+
+
+def _law_or_classes(params: dict) -> bool:
+    """Whether a ``meanfield`` point has a service law other than exp or server classes."""
+    return params.get("service", "exp") != "exp" or params.get("server_classes") is not None
+
+
 def mean_field_of(params: dict) -> str:
     """The mean field of a ``meanfield`` point, as :func:`supermarket.system.methods.mean_field` names it."""
     from ..system.methods import mean_field
-    from ..system.spec import System
 
-    return mean_field(System(None, params["d"], params["load"], rule=params.get("policy", "jsq-d")))
+    return mean_field(_mean_field_system(params))
 
 
 def measure_meanfield(params: dict, seed: np.random.SeedSequence) -> dict:
     """Fixed point, refined mean field and linear noise at π (docs/model.md §3;
-    :func:`supermarket.meanfield.refined_mean_field` and :func:`supermarket.meanfield.lna`)."""
+    :func:`supermarket.meanfield.refined_mean_field` and :func:`supermarket.meanfield.lna`); with a
+    phase-type law or server classes, the fixed point of :func:`supermarket.meanfield.fixed_points.fixed_point_report`
+    (what ``supermarket meanfield --service/--server-classes --json`` prints)."""
+    if _law_or_classes(params):
+        fixed_point_report = _import("meanfield", "supermarket.meanfield.fixed_points", "fixed_point_report")
+        return fixed_point_report(_mean_field_system(params))
     refined_mean_field = _import("meanfield", "supermarket.meanfield", "refined_mean_field")
     lna = _import("meanfield", "supermarket.meanfield", "lna")
     d, lam = params["d"], params["load"]
@@ -604,13 +623,8 @@ def _derive_ndl(name: str, needs_d2: bool, defaults: dict):
             raise ValueError(f"measurement {name!r} needs d >= 2 (k_(λ,d) is defined for d >= 2); got d={p['d']}")
         Params(n if n is not None else max(p["d"], 1), p["d"], p["load"], replace=p.get("replace", True))
         engine = _check_simulate_axes(p) if name == "simulate" else None
-        if name == "meanfield" and "policy" in p and "n" in p:
-            from ..system.methods import smooth_mean_field
-
-            try:  # jsq and jiq: the fluid fixed point only, refused as the command refuses --n
-                smooth_mean_field(p["policy"], "n")
-            except ValueError as exc:
-                raise PointError("n", str(exc)) from None
+        if name == "meanfield":
+            _check_meanfield_point(p)
         if name == "mixing":  # the run's own checks: the start's memory, the burn-in's work
             _check_mixing_plan(p)
         if name == "simulate" and engine is None:  # the run's own plan: what simulate() refuses, refused here
@@ -632,6 +646,31 @@ def _derive_ndl(name: str, needs_d2: bool, defaults: dict):
         return {k: p[k] for k in order if k in p} | {k: x for k, x in sorted(p.items()) if k not in order}
 
     return derive
+
+
+def _check_meanfield_point(p: dict) -> None:
+    """Refuse, when the file is read, what ``supermarket meanfield`` refuses for the point (the one
+    table, :mod:`supermarket.system.methods`): a law with no phase-type form, a rule whose drift is
+    discontinuous with a law or classes, and ``n`` (the refined mean field) where it does not exist."""
+    from ..system.methods import mean_field, refined_mean_field, smooth_mean_field
+
+    if _law_or_classes(p):
+        system = _mean_field_system(p)
+        try:
+            mean_field(system)
+        except ValueError as exc:  # the table's reason names its key first ("service: …", "policy: …")
+            key = {"lam": "load"}.get(str(exc).split(":", 1)[0], str(exc).split(":", 1)[0])
+            raise PointError(key if key in p else "service", str(exc)) from None
+        if "n" in p:
+            try:
+                refined_mean_field(system, "n")
+            except ValueError as exc:
+                raise PointError("n", str(exc)) from None
+    elif "policy" in p and "n" in p:
+        try:  # jsq and jiq: the fluid fixed point only, refused as the command refuses --n
+            smooth_mean_field(p["policy"], "n")
+        except ValueError as exc:
+            raise PointError("n", str(exc)) from None
 
 
 def _check_simulate_plan(p: dict) -> None:
@@ -828,7 +867,7 @@ REGISTRY: dict[str, Measurement] = {
     m.name: m
     for m in (
         _ndl("theory", {"eps": _EPS}, measure_theory, deterministic=True),
-        _ndl("meanfield", {"policy": _policy}, measure_meanfield, needs_n=False, needs_d2=False, deterministic=True),
+        _ndl("meanfield", _AXES_21, measure_meanfield, needs_n=False, needs_d2=False, deterministic=True),
         _ndl("simulate", _SIM_CHECKERS | _AXES_21, measure_simulate, True, False, _SIM_DEFAULTS, extra=_rules_simulate),
         _ndl("mixing", _MIXING_CHECKERS, measure_mixing, defaults={"start": "good"}),
         Measurement("fluctuations", _FLUCT_CHECKERS, measure_fluctuations, _rules_fluct, _derive_fluct),

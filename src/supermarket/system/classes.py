@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ServerClasses", "parse_server_classes", "CLASSES_FORM", "MAX_SPEED_RATIO"]
+__all__ = ["ServerClasses", "parse_server_classes", "check_random_stable", "CLASSES_FORM", "MAX_SPEED_RATIO"]
 
 CLASSES_FORM = "FRACTION:SPEED,… (for example 0.5:2,0.5:1; fractions > 0 summing to 1, speeds > 0)"
 
@@ -120,3 +120,27 @@ def parse_server_classes(text: str | ServerClasses | None) -> ServerClasses:
     if abs(sum(fr) - 1.0) > 1e-9:
         raise ValueError(f"server_classes must be {CLASSES_FORM}; the fractions of {text!r} sum to {sum(fr):.12g}")
     return ServerClasses(tuple(fr), tuple(sp), text)
+
+
+def check_random_stable(policy: str, lam: float, sc: ServerClasses, d: int | None = None) -> None:
+    """Refuse ``random`` routing (or JSQ(1), the same rule: ``d = 1``) when a class's own load
+    ``λ s̄/s_k`` is 1 or more: each queue of that class is then an M/G/1 queue at load ``>= 1``
+    (arrivals at rate ``λ s̄``, service at speed ``s_k``, mean work 1), which grows without bound
+    whatever ``n``: there is no stationary law and no mean-field fixed point (docs/model.md §15).
+
+    >>> check_random_stable("random", 0.8, parse_server_classes("0.5:2,0.5:1"))
+    Traceback (most recent call last):
+    ...
+    ValueError: lam: under random routing class speed 1 gets load λ s̄/s = 1.2 >= 1: its queues grow without ...
+    >>> check_random_stable("jsq-d", 0.8, parse_server_classes("0.5:2,0.5:1"))
+    """
+    if policy != "random" and d != 1:
+        return
+    s_min = min(float(x) for x in sc.speeds)
+    rho = float(lam) * sc.mean_speed / s_min
+    if rho >= 1.0:
+        raise ValueError(
+            f"lam: under random routing class speed {s_min:g} gets load λ s̄/s = {rho:g} >= 1: its queues grow "
+            "without bound: there is no stationary law and no mean-field fixed point (a truncated solve would only "
+            f"describe its cap); use a load below {s_min / sc.mean_speed:g} or another rule"
+        )

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from ..model import exact_load
 from . import policies as _pol
+from .classes import check_random_stable
 from .spec import System
 
 __all__ = [
@@ -310,12 +311,20 @@ def exact_solver(system: System) -> str:
             "phase-type form); the exact solvers take exp, erlang:K, hyperexp:SCV or ph:FILE.json (the event "
             "engine simulates the others)"
         )
+    _check_classes_stable(system)  # an overloaded class under random routing: no stationary law
     return {
         ("exponential", False): "profile",
         ("phase-type", False): "phase",
         ("exponential", True): "classes",
         ("phase-type", True): "classes_phase",
     }[(system.law_family, system.has_classes)]
+
+
+def _check_classes_stable(system: System) -> None:
+    """An overloaded class under random routing (or JSQ(1)): refused with the reason."""
+    if system.has_classes:
+        d = system.d if system.rule == "jsq-d" else None  # JSQ(1) is random routing; d means nothing to the others
+        check_random_stable(system.rule, system.lam, system.server_classes, d)
 
 
 def mean_field(system: System) -> str:
@@ -345,6 +354,7 @@ def mean_field(system: System) -> str:
             f"policy: {system.rule}'s mean-field drift is discontinuous: no mean field with {with_what} for it "
             f"({', '.join(_pol.SMOOTH_POLICIES)} only); simulate runs it"
         )
+    _check_classes_stable(system)  # an overloaded class under random routing: no fixed point
     if system.rule not in _pol.SMOOTH_POLICIES:
         rule = _pol.RULES[system.rule]
         if rule.fixed_point(0.5, 2, max(system.d, 2))[1] != 0.0:  # not the fluid point (λ, 0, 0, …) of jsq, jiq
