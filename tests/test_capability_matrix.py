@@ -236,3 +236,18 @@ def test_exact_and_meanfield_cells_do_what_they_say(system):
     _check_cli(["exact", "--n", "2", *law], column["exact"], ran_ok=False)
     _check_cli(["meanfield", *law], column["meanfield"], ran_ok=False)
     _check_cli(["meanfield", "--n", "1000", *law], column["meanfield --n 1000"], ran_ok=False)
+
+
+def test_perfect_mixing_and_fluctuations_cells_do_what_they_say():
+    """Every system's ``perfect``, ``mixing`` and ``fluctuations`` cells on the command line: a
+    "no" cell is refused before any work with its text, word for word; a "yes" cell of
+    ``perfect`` and ``mixing`` runs (tiny real runs; the one "yes" of ``fluctuations``, JSQ(d) with
+    exponential service, is run by tests/test_fluctuations.py)."""
+    for rule, classes, family in SYSTEMS:
+        column = GEN.cells(rule, classes, family)
+        law = ["--policy", rule, "--service", GEN.LAWS[family]] + (["--server-classes", GEN.CLASSES] if classes else [])
+        tiny = ["--n", "10", "--d", "2", "--load", "0.5", "--replications", "2", *law]
+        _check_cli(["perfect", *tiny], column["perfect"])
+        _check_cli(["mixing", *tiny], column["mixing"])
+        if column["fluctuations"].startswith("no: "):
+            _check_cli(["fluctuations", "--regime", "a", "--n", "400", *law], column["fluctuations"])

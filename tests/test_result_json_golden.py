@@ -200,7 +200,7 @@ GOLDEN = {
         None,
     ),
     "perfect.PerfectResult": (
-        "17c1338e0cd02b233e75117c277fef449568488e1fe0244990201193081614f3",
+        "d905a2df6fc4ab03887c47fb24dc4a0f5a2dcceb705002e88eb193ff1221ca74",
         "9a57076366a4caa64b703918be2eda547bbde57a1ac3ce60414436f82932bc03",
     ),
     "response.FifoSample": (

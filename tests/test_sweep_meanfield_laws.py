@@ -56,7 +56,8 @@ def test_random_with_server_classes_is_one_mm1_queue_per_class(tmp_path):
 
 def test_one_class_of_speed_one_is_the_exponential_fixed_point(tmp_path):
     rows = _rows(
-        '[[run]]\nmeasurement = "meanfield"\nd = 3\nload = 0.8\nserver_classes = "1:1"\nservice = ["exp", "erlang:1"]\n',
+        '[[run]]\nmeasurement = "meanfield"\nd = 3\nload = 0.8\nserver_classes = "1:1"\n'
+        'service = ["exp", "erlang:1"]\n',
         tmp_path,
     )
     want = sum(0.8 ** ((3**i - 1) / 2) for i in range(1, 40))
@@ -79,7 +80,8 @@ def test_a_row_is_what_the_command_prints(tmp_path):
     "extra, key, words, flags",
     [
         ('service = "lognormal:2"\n', "service", "has no phase-type form", ["--service", "lognormal:2"]),
-        ('service = "erlang:2"\npolicy = "jiq"\n', "policy", "drift is discontinuous", ["--service", "erlang:2", "--policy", "jiq"]),
+        ('service = "erlang:2"\npolicy = "jiq"\n', "policy", "drift is discontinuous",
+         ["--service", "erlang:2", "--policy", "jiq"]),
         ('server_classes = "0.5:2,0.5:1"\npolicy = "jsq"\n', "policy", "drift is discontinuous",
          ["--server-classes", "0.5:2,0.5:1", "--policy", "jsq"]),
         ('service = "erlang:2"\nn = 100\n', "n", "the refined mean field", ["--service", "erlang:2", "--n", "100"]),
@@ -107,3 +109,16 @@ def test_exponential_service_and_no_classes_keep_their_rows():
     (t,) = s.tasks
     row = sw.MEASUREMENTS["meanfield"](t.params, None)
     assert "refined_V" in row and math.isclose(row["mean_queue_length"], sum(0.5 ** (2**i - 1) for i in range(1, 30)))
+
+
+@pytest.mark.parametrize("args", [["--policy", "random"], ["--d", "1"]])
+@pytest.mark.parametrize("command", ["meanfield", "exact"])
+def test_an_overloaded_class_under_random_routing_is_refused_the_same_way(command, args):
+    """Class speed 1 of ``0.5:2,0.5:1`` at λ = 0.8 gets load λ s̄/s = 1.2: its queues grow without
+    bound under random routing, and JSQ(1) is random routing; JSQ(2) is stable there."""
+    base = [command, "--load", "0.8", "--server-classes", "0.5:2,0.5:1"] + (["--n", "2"] if command == "exact" else [])
+    argv = base + (["--d", "2"] if "--d" not in args else []) + args
+    out = CliRunner().invoke(main, argv)
+    assert out.exit_code == 2 and "λ s̄/s = 1.2 >= 1: its queues grow without bound" in out.output, out.output
+    ok = CliRunner().invoke(main, base + ["--d", "2"])
+    assert ok.exit_code == 0, ok.output

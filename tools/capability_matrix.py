@@ -51,7 +51,7 @@ FLAGS = {"time_mode": "--time-mode", "max_steps": "--max-steps", "client": "--sc
 
 
 def _flag(key: str) -> str:
-    return FLAGS.get(key, "--" + key)
+    return FLAGS.get(key, "--" + key.replace("_", "-"))
 
 
 def _cell(f: Callable[[], str | None]) -> str:
@@ -91,9 +91,20 @@ def cells(rule: str, classes: bool, family: str) -> dict[str, str]:
     out["exact"] = _cell(lambda: f"supermarket.stationary.{methods.exact_solver(s)}")
     out["meanfield"] = _cell(lambda: _mean_field_text(mf))
     out["meanfield --n 1000"] = _cell(lambda: _refined_text(mf))
+    out["perfect"] = _cell(lambda: _perfect_text(s))
+    out["mixing"] = _cell(lambda: methods.paper_method(s, "mixing", _flag))
+    out["fluctuations"] = _cell(lambda: methods.paper_method(s, "fluctuations", _flag))
     out["sweep: simulate point"] = _sweep_cell("simulate", s, out["simulate"])
     out["sweep: meanfield point"] = _sweep_cell("meanfield", s, out["meanfield"])
+    out["sweep: mixing point"] = _sweep_cell("mixing", s, out["mixing"])
+    out["sweep: fluctuations point"] = _sweep_cell("fluctuations", s, out["fluctuations"])
     return out
+
+
+def _perfect_text(system: System) -> str:
+    d, replace = methods.perfect_sampler(system, _flag)
+    chain = f"JSQ({'n' if d == system.n and system.d != d else d})" + ("" if replace else " without replacement")
+    return f"dominated coupling from the past, as {chain}"
 
 
 def _mean_field_text(system: System) -> str:
@@ -108,9 +119,13 @@ def _refined_text(system: System) -> str:
 def _sweep_cell(measurement: str, system: System, command: str) -> str:
     """The sweep's answer, as its parser gives it (the registry of measurements and the same table;
     nothing runs): the command's cell when the point is taken, else "no: " and the file's error."""
-    lines = ["[[run]]", f'measurement = "{measurement}"', f"d = {D}", f"load = {LOAD}", f'policy = "{system.rule}"']
-    if measurement == "simulate":
-        lines += [f"n = {N}", "time = 5.0"]
+    lines = ["[[run]]", f'measurement = "{measurement}"', f'policy = "{system.rule}"']
+    if measurement == "fluctuations":
+        lines += ["n = 400", 'regime = "a"', "kappa = 1.0"]
+    else:
+        lines += [f"d = {D}", f"load = {LOAD}"]
+    if measurement in ("simulate", "mixing"):
+        lines += [f"n = {N}"] + (["time = 5.0"] if measurement == "simulate" else [])
     if system.law_family != "exponential":
         lines.append(f'service = "{system.service.spec}"')
     if system.has_classes:

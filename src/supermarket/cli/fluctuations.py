@@ -15,9 +15,12 @@ from .options import (
     deprecated_alias,
     json_option,
     parallel_options,
+    policy_option,
     replace_option,
     replications_option,
     seed_option,
+    server_classes_option,
+    service_option,
 )
 
 # fluctuations.regimes.MAX_REGIME_N, written out: importing it would load NumPy before any command runs
@@ -99,6 +102,9 @@ MAX_REGIME_N = 10**17
     help="Spacing of the recorded grid (autocorrelations, histograms, error-bar check).",
 )
 @click.option("--plot", type=OUTPUT_FIGURE, help="Write a PNG: paths, histograms, autocorrelation.")
+@policy_option("fluctuations measures JSQ(d) (the rule of its paper): the other rules are refused with the reason.")
+@service_option("exp only (fluctuations measures a statement about exponential service): the others are refused.")
+@server_classes_option("Server classes: refused with the reason (fluctuations measures identical servers).")
 @json_option()
 @deprecated_alias(
     "--burn-in",
@@ -132,6 +138,9 @@ def fluctuations(
     grid_dt: float,
     plot: str | None,
     as_json: bool,
+    policy: str = "jsq-d",
+    service: str = "exp",
+    server_classes: str | None = None,
 ) -> None:
     """Fluctuations of order n^(−1/2) about the near-equilibrium centre in the three regimes
     of paper 002 (docs/model.md §8; the limit diffusions are derived): the exact chain's stationary
@@ -141,6 +150,15 @@ def fluctuations(
     from click.core import ParameterSource
 
     from .. import fluctuations as fl
+    from ..system.methods import paper_method
+    from ..system.spec import System
+
+    # before any work: the regimes' theorems are about JSQ(d_n), exponential service, identical servers
+    paper_method(
+        System(max(n, 2), 2, 0.5, rule=policy, service=service, server_classes=server_classes),
+        "fluctuations",
+        lambda key: "--" + key.replace("_", "-"),
+    )
 
     if regime != "a" and click.get_current_context().get_parameter_source("theta") != ParameterSource.DEFAULT:
         raise click.UsageError(

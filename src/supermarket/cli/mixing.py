@@ -10,9 +10,12 @@ from .options import (
     deprecated_alias,
     json_option,
     parallel_options,
+    policy_option,
     replace_option,
     replications_option,
     seed_option,
+    server_classes_option,
+    service_option,
     start_option,
 )
 
@@ -54,6 +57,9 @@ from .options import (
 @replace_option(
     True, "Sample the d queues with replacement (default) or, with --no-replace, without (as in paper 002)."
 )
+@policy_option("mixing measures JSQ(d) (the rule of its paper): the other rules are refused with the reason.")
+@service_option("exp only (mixing measures a statement about exponential service): the others are refused.")
+@server_classes_option("Server classes: refused with the reason (mixing measures identical servers).")
 @json_option()
 @deprecated_alias(
     "--burn-in",
@@ -76,6 +82,9 @@ def mixing(
     connect_timeout: float,
     replace: bool,
     as_json: bool,
+    policy: str = "jsq-d",
+    service: str = "exp",
+    server_classes: str | None = None,
 ) -> None:
     """Coalescence time of a copy started at --start with a stationary copy under the sorted
     coupling (docs/model.md §2), its mean, median and 90% quantile with 95% confidence intervals,
@@ -85,6 +94,11 @@ def mixing(
     import warnings
 
     from .. import mixing as mx
+    from ..system.methods import paper_method
+    from ..system.spec import System
+
+    system = System(n, d, load, rule=policy, replace=replace, service=service, server_classes=server_classes)
+    paper_method(system, "mixing", lambda key: "--" + key.replace("_", "-"))  # before any work
 
     bar = TaskProgress("coupled pairs", plain=as_json or not stderr_is_tty())
     # dask_session first: a bad address fails before any work

@@ -223,6 +223,13 @@ def service_option(note: str, phase_type_only: bool = False) -> Decorator:
     return click.option("--service", default="exp", show_default=True, help=f"Service law of mean 1: {text}. {note}")
 
 
+def server_classes_option(help: str) -> Decorator:
+    """``--server-classes FRACTION:SPEED,…``: classes of servers with speeds
+    (:mod:`supermarket.system.classes`), default none; the command's ``help`` says what it does
+    with them."""
+    return click.option("--server-classes", "server_classes", default=None, help=help)
+
+
 def policy_option(note: str | None = None) -> Decorator:
     """``--policy RULE``: the dispatch rule (:mod:`supermarket.system.policies`), default ``jsq-d``;
     the choices and their help from the registry (:data:`~supermarket.system.policies.RULES`),

@@ -10,10 +10,13 @@ from .options import (
     dask_session,
     deprecated_alias,
     json_option,
+    policy_option,
     replace_option,
     replications_option,
     scheduler_option,
     seed_option,
+    server_classes_option,
+    service_option,
     timeout_option,
     workers_option,
 )
@@ -70,6 +73,12 @@ def _cli_words(message: str) -> str:
 )
 @timeout_option()
 @replace_option(True)
+@policy_option(
+    "The sampler couples JSQ(d) chains: random (JSQ(1)) and jsq (JSQ(n) without replacement) are sampled "
+    "the same way; the other rules are refused with the reason."
+)
+@service_option("The sampler is dominated by M/M/1 queues: exp only; the others are refused with the reason.")
+@server_classes_option("Server classes: refused with the reason (the coupling is by queue lengths alone).")
 @json_option("Print one JSON object (samples as sorted queue-lengths vectors, coalescence times).")
 @deprecated_alias(
     "--samples",
@@ -91,13 +100,24 @@ def perfect(
     connect_timeout: float,
     replace: bool,
     as_json: bool,
+    policy: str = "jsq-d",
+    service: str = "exp",
+    server_classes: str | None = None,
 ) -> None:
     """Exact samples from the stationary law of the (n, d, λ) chain: no burn-in, no
     truncation (dominated coupling from the past, random routing as the dominating
     process, docs/model.md §12).  Prints the mean of u_i over samples with standard errors
     and the coalescence horizons (time units of the continuous-time chain)."""
     from .. import perfect as pf
+    from ..system.methods import perfect_sampler
+    from ..system.spec import System
     from . import UserError
+
+    # the method table refuses, before any work, a system the sampler has no coupling for
+    perfect_sampler(
+        System(n, d, load, rule=policy, replace=replace, service=service, server_classes=server_classes),
+        lambda key: "--" + key.replace("_", "-"),
+    )
 
     max_memory = None
     if max_memory_mb is not None:
@@ -119,6 +139,7 @@ def perfect(
                     samples=samples,
                     seed=seed,
                     replace=replace,
+                    policy=policy,
                     max_time=max_seconds,
                     max_memory=max_memory,
                     workers=threads,

@@ -44,21 +44,22 @@ def fixed_point_report(system: System, *, levels: int | None = None) -> dict[str
     [0.5, 0.125]
     """
     field = mean_field(system)
+    lam, classes = system.lam, system.server_classes
     if field == "phase":
         from .phase import phase_report
 
-        return phase_report(system.d, system.load, system.service, policy=system.rule, levels=levels)
+        return phase_report(system.d, lam, system.service, policy=system.rule, levels=levels)
     if field == "classes":
         from .classes import classes_fixed_point
 
-        return classes_fixed_point(
-            system.d, system.load, system.server_classes, policy=system.rule, levels=levels
-        ).to_dict()
+        assert classes is not None  # the table says "classes" only for a system with classes
+        return classes_fixed_point(system.d, lam, classes, policy=system.rule, levels=levels).to_dict()
     if field == "classes_phase":
         from .classes_phase import classes_phase_fixed_point
 
+        assert classes is not None
         return classes_phase_fixed_point(
-            system.d, system.load, system.server_classes, system.service, policy=system.rule, levels=levels
+            system.d, lam, classes, system.service, policy=system.rule, levels=levels
         ).to_dict()
     raise ValueError(
         f"{system.describe()}: its mean field is the {field!r} one (supermarket.meanfield), not a fixed point of a "

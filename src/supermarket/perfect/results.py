@@ -79,6 +79,8 @@ class PerfectResult(Result):
         Wall-clock time of the call.
     seed : int or None
         The root seed's entropy (sample ``s`` used child ``s``).
+    policy : str
+        The dispatch rule (sampled as the JSQ(d) chain it is, docs/model.md §12).
 
     Examples
     --------
@@ -100,6 +102,7 @@ class PerfectResult(Result):
     seconds: float
     seed: object = None
     t0: int = 0
+    policy: str = "jsq-d"
 
     @property
     def counts(self) -> np.ndarray:
@@ -124,6 +127,7 @@ class PerfectResult(Result):
         return {
             "method": "dominated coupling from the past (docs/model.md §12)",
             "params": self.params.to_dict(),
+            "policy": self.policy,
             "samples": [row.tolist() for row in self.samples],
             "coalescence_time": self.coalescence_time.tolist(),
             "coalescence_steps": self.coalescence_steps.tolist(),
@@ -159,9 +163,10 @@ class PerfectResult(Result):
         p = self.params
         S = self.samples.shape[0]
         mean, se = self.mean_profile()
+        rule = "" if self.policy == "jsq-d" else f", policy {self.policy}"
         lines = [
             f"perfect samples of the (n={p.n}, d={p.d}, λ={p.lam:g}) supermarket chain "
-            f"({'with' if p.replace else 'without'} replacement): {S} sample(s), "
+            f"({'with' if p.replace else 'without'} replacement{rule}): {S} sample(s), "
             f"dominated coupling from the past (docs/model.md §12)",
             "  i    mean u_i     s.e.",
         ]
@@ -181,10 +186,10 @@ class PerfectResult(Result):
         return "\n".join(lines)
 
 
-def _result(p, rows, seconds, root, t0) -> PerfectResult:
+def _result(p, rows, seconds, root, t0, policy="jsq-d") -> PerfectResult:
     """The result of ``rows`` ``(x, horizon, rounds, work, peak memory)``, one per sample."""
     xs = np.array([r[0] for r in rows], dtype=np.int64).reshape(len(rows), p.n)
     T, rounds, work, peak = (np.array([r[k] for r in rows], dtype=np.int64) for k in range(1, 5))
     entropy = root.entropy if isinstance(root.entropy, int) else None
     time = T / steps_per_time_unit(p.n, p.lam)
-    return PerfectResult(p, xs, T, time, rounds, work, peak, float(seconds), seed=entropy, t0=t0)
+    return PerfectResult(p, xs, T, time, rounds, work, peak, float(seconds), seed=entropy, t0=t0, policy=policy)

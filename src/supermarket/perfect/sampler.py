@@ -118,6 +118,7 @@ def sample(
     workers: int = 1,
     client: Any = None,
     progress: Callable[[int, int], None] | None = None,
+    policy: str = "jsq-d",
 ) -> PerfectResult:
     """Exact samples from the stationary law of the (n, d, λ) supermarket chain.
 
@@ -149,6 +150,11 @@ def sample(
         is then measured on the workers' (assumed synchronised) clocks.
     progress : callable, optional
         ``progress(done, total)`` before the first sample and after each one.
+    policy : str, optional
+        The dispatch rule: ``jsq-d`` (the default), or another rule that is a JSQ(d) chain
+        (``random`` is JSQ(1), ``jsq`` JSQ(n) without replacement: the same coupling samples
+        them); the others are refused with the reason
+        (:func:`supermarket.system.methods.perfect_sampler`).
 
     Returns
     -------
@@ -172,7 +178,14 @@ def sample(
     >>> perfect.sample(3, 2, 0.7, samples=4, seed=1, workers=2).samples.tolist() == res.samples.tolist()
     True
     """
+    from ..system.methods import perfect_sampler
+    from ..system.policies import check_policy
+    from ..system.spec import System
+
     p = Params(n, d, lam, replace=replace)
+    policy = check_policy(policy)
+    d_run, replace_run = perfect_sampler(System(p.n, p.d, p.lam_exact, rule=policy, replace=p.replace))
+    run = p if (d_run, replace_run) == (p.d, p.replace) else Params(p.n, d_run, p.lam_exact, replace=replace_run)
     if p.n > MAX_N:
         raise ValueError(f"n must be <= {MAX_N} for perfect sampling (memory of the sorted vectors); got {p.n}")
     S = check_positive_int("samples", samples)
@@ -191,7 +204,7 @@ def sample(
     # refuse up front what cannot fit: three copies and a scratch vector of n entries, the first buffer, D's level
     # arrays (max of n geometric lengths ≈ log n / log(1/λ)) and the d sampled indices of one arrival (d may be > n)
     levels = (math.log(p.n) + 40.0) / -math.log(p.lam)
-    first = 4 * 8 * p.n + 8 * min(t0, BLOCK_MAX) + 3 * 8 * (levels + 64) + 8 * p.d
+    first = 4 * 8 * p.n + 8 * min(t0, BLOCK_MAX) + 3 * 8 * (levels + 64) + 8 * run.d
     if first > max_memory:
         raise BudgetExceeded(
             f"a sample needs at least {first / 2**20:.1f} MiB (n={p.n}, d={p.d}, λ={p.lam:g}), "
@@ -211,11 +224,11 @@ def sample(
         if client is not None:
             # the deadline travels as wall-clock (epoch) time: perf_counter is per machine
             wall_deadline = None if deadline is None else time.time() + (deadline - time.perf_counter())
-            tasks = [(p, children[s], s, t0, wall_deadline, max_time, max_memory) for s in range(S)]
+            tasks = [(run, children[s], s, t0, wall_deadline, max_time, max_memory) for s in range(S)]
             map_tasks(_cluster_task, tasks, client=client, collect=False, on_result=store, progress=report)
         else:  # threads: on a failure or Ctrl-C the others stop at their next chunk (stop_requested)
             map_tasks(
-                lambda s: _job(p, children[s], s, t0, deadline, max_time, max_memory, _STOP),
+                lambda s: _job(run, children[s], s, t0, deadline, max_time, max_memory, _STOP),
                 range(S),
                 workers=workers,
                 backend="threads",
@@ -225,9 +238,9 @@ def sample(
             )
     except BudgetExceeded as exc:
         done = [s for s in range(S) if out[s] is not None]
-        partial = _result(p, [out[s] for s in done], time.perf_counter() - start, root, t0) if done else None
+        partial = _result(p, [out[s] for s in done], time.perf_counter() - start, root, t0, policy) if done else None
         raise BudgetExceeded(f"{exc} ({len(done)} of {S} samples completed)", partial) from None
-    return _result(p, out, time.perf_counter() - start, root, t0)
+    return _result(p, out, time.perf_counter() - start, root, t0, policy)
 
 
 def sample_counts(
@@ -239,6 +252,7 @@ def sample_counts(
     *,
     max_time: float | None = None,
     max_memory: int | None = None,
+    policy: str = "jsq-d",
 ) -> np.ndarray:
     """One exact stationary sample as counts ``c_1, c_2, …`` (int64, ``c[0] = c_1``).
 
@@ -247,7 +261,7 @@ def sample_counts(
 
     Parameters
     ----------
-    n, d, lam, seed, replace, max_time, max_memory
+    n, d, lam, seed, replace, max_time, max_memory, policy
         As in :func:`sample`.
 
     Returns
@@ -262,6 +276,8 @@ def sample_counts(
     >>> bool(c.size == 0 or (c[0] <= 5 and (c[:-1] >= c[1:]).all() and c[-1] > 0))
     True
     """
-    res = sample(n, d, lam, samples=1, seed=seed, replace=replace, max_time=max_time, max_memory=max_memory)
+    res = sample(
+        n, d, lam, samples=1, seed=seed, replace=replace, max_time=max_time, max_memory=max_memory, policy=policy
+    )
     c = res.counts[0]
     return c[c > 0]

@@ -106,7 +106,6 @@ def exact_dict(r: Any, service: Any = None, source: str | None = None, **per_cla
     )
 
 
-
 def _class_states(m: int, cap: int) -> list[tuple[int, ...]]:
     """The multisets of ``m`` lengths in ``0..cap`` as non-decreasing tuples, by total."""
     out = list(itertools.combinations_with_replacement(range(cap + 1), m))

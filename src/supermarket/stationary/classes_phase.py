@@ -30,8 +30,8 @@ import scipy.sparse as sp
 from .. import model as _m
 from ..result import Result, class_summary
 from ..system import policies as _pol
-from ..system.service import ServerClasses, ServiceLaw, parse_phase_type, parse_server_classes
 from ..system.classes import check_random_stable
+from ..system.service import ServerClasses, ServiceLaw, parse_phase_type, parse_server_classes
 from .classes import exact_dict
 from .phase import _join_law
 from .solver import Budget, stationary_vector

@@ -625,7 +625,8 @@ def _derive_ndl(name: str, needs_d2: bool, defaults: dict):
         engine = _check_simulate_axes(p) if name == "simulate" else None
         if name == "meanfield":
             _check_meanfield_point(p)
-        if name == "mixing":  # the run's own checks: the start's memory, the burn-in's work
+        if name == "mixing":  # the run's own checks: the rule, the start's memory, the burn-in's work
+            _check_paper_point(p, "mixing")
             _check_mixing_plan(p)
         if name == "simulate" and engine is None:  # the run's own plan: what simulate() refuses, refused here
             _check_simulate_plan(p)
@@ -688,6 +689,24 @@ def _check_simulate_plan(p: dict) -> None:
         head = re.match(r"[a-z_]+", msg)
         key = head.group(0) if head and head.group(0) in p else ("steps" if "steps" in p else "time")
         raise PointError(key, msg) from None
+
+
+def _check_paper_point(p: dict, method: str) -> None:
+    """Refuse a ``mixing`` or ``fluctuations`` point whose rule, law or classes the method does
+    not measure, as the command refuses them (:func:`supermarket.system.methods.paper_method`)."""
+    from ..system.methods import paper_method
+    from ..system.spec import System
+
+    if not {"policy", "service", "server_classes"} & set(p):
+        return
+    system = System(
+        None, 2, 0.5, rule=p.get("policy", "jsq-d"), service=p.get("service", "exp"),
+        server_classes=p.get("server_classes"),
+    )  # fmt: skip
+    try:
+        paper_method(system, method)
+    except ValueError as exc:
+        raise PointError(str(exc).split(":", 1)[0], str(exc)) from None
 
 
 def _check_mixing_plan(p: dict) -> None:
@@ -811,6 +830,7 @@ def _derive_fluct(params: dict) -> dict:
     if reg == "c" and "zeta" not in p:
         raise ValueError("regime 'c' needs zeta")
     p.setdefault("replace", False)
+    _check_paper_point(p, "fluctuations")
     _validate_fluct(p)
     order = ["n", "regime"]
     return {k: p[k] for k in order} | {k: x for k, x in sorted(p.items()) if k not in order}
@@ -869,8 +889,8 @@ REGISTRY: dict[str, Measurement] = {
         _ndl("theory", {"eps": _EPS}, measure_theory, deterministic=True),
         _ndl("meanfield", _AXES_21, measure_meanfield, needs_n=False, needs_d2=False, deterministic=True),
         _ndl("simulate", _SIM_CHECKERS | _AXES_21, measure_simulate, True, False, _SIM_DEFAULTS, extra=_rules_simulate),
-        _ndl("mixing", _MIXING_CHECKERS, measure_mixing, defaults={"start": "good"}),
-        Measurement("fluctuations", _FLUCT_CHECKERS, measure_fluctuations, _rules_fluct, _derive_fluct),
+        _ndl("mixing", _MIXING_CHECKERS | _AXES_21, measure_mixing, defaults={"start": "good"}),
+        Measurement("fluctuations", _FLUCT_CHECKERS | _AXES_21, measure_fluctuations, _rules_fluct, _derive_fluct),
     )
 }
 

@@ -44,6 +44,9 @@ __all__ = [
     "refined_mean_field",
     "fluid_note",
     "default_replications",
+    "perfect_sampler",
+    "paper_method",
+    "PAPER_METHODS",
 ]
 
 
@@ -322,7 +325,7 @@ def exact_solver(system: System) -> str:
 
 def _check_classes_stable(system: System) -> None:
     """An overloaded class under random routing (or JSQ(1)): refused with the reason."""
-    if system.has_classes:
+    if system.server_classes is not None:
         d = system.d if system.rule == "jsq-d" else None  # JSQ(1) is random routing; d means nothing to the others
         check_random_stable(system.rule, system.lam, system.server_classes, d)
 
@@ -369,6 +372,83 @@ def mean_field(system: System) -> str:
         ("exponential", True): "classes",
         ("phase-type", True): "classes_phase",
     }[(system.law_family, system.has_classes)]
+
+
+def perfect_sampler(system: System, spell: Callable[[str], str] | None = None) -> tuple[int, bool]:
+    """The JSQ(d) chain, ``(d, replace)``, whose dominated coupling from the past (docs/model.md
+    §12) samples the stationary law of ``system`` exactly, or a ValueError saying why there is
+    none (``spell`` names a key, ``policy``, ``service`` or ``server_classes``, as the door spells it).
+
+    The sampler couples the chains in the sorted representation, dominated by ``n`` independent
+    M/M/1 queues: it needs exponential service, one server class and a rule that is a JSQ(d)
+    (``random`` is JSQ(1), ``jsq`` JSQ(n) without replacement; the registry's ``as_jsq_d``).
+
+    >>> perfect_sampler(System(10, 2, 0.5, rule="jsq"))
+    (10, False)
+    >>> perfect_sampler(System(10, 3, 0.5, rule="random"))
+    (1, True)
+    >>> perfect_sampler(System(10, 2, 0.5, rule="jiq"))
+    Traceback (most recent call last):
+    ...
+    ValueError: policy: jiq is no JSQ(d): the perfect sampler couples JSQ(d) chains (...
+    """
+    name = spell or (lambda key: key)
+    if system.law_family != "exponential":
+        raise ValueError(
+            f"{name('service')}: the perfect sampler is dominated by n independent M/M/1 queues and couples the "
+            f"chains by queue lengths alone (docs/model.md §12): it needs exponential service, not "
+            f"{system.service.spec}; simulate it from another start with a burn-in"
+        )
+    if system.has_classes:
+        raise ValueError(
+            f"{name('server_classes')}: the perfect sampler couples the chains by sorted queue lengths alone "
+            "(docs/model.md §12): with server classes a queue's speed matters too, so there is no such coupling; "
+            "simulate it from another start with a burn-in"
+        )
+    rule = _pol.RULES[system.rule]
+    if rule.as_jsq_d is None:
+        jsq_d = [r.name for r in _pol.RULES.values() if r.as_jsq_d is not None]
+        raise ValueError(
+            f"{name('policy')}: {system.rule} is no JSQ(d): the perfect sampler couples JSQ(d) chains "
+            f"(docs/model.md §12; {', '.join(jsq_d)} are JSQ(d) chains), and no monotone coupling of "
+            f"{system.rule} is established; simulate it from another start with a burn-in, or solve it exactly "
+            "for a small n"
+        )
+    n = system.n if system.n is not None else 1
+    return rule.as_jsq_d(n, system.d, system.replace)
+
+
+#: The methods that measure a statement of one paper about JSQ(d) with exponential service and
+#: identical servers, by command: what they measure, in the model's terms (their refusals say it).
+PAPER_METHODS = {
+    "mixing": "measures the coalescence of JSQ(d) from paper 000's good set N^ε against its orders "
+    "k d^(k−1) n log n (docs/mixing.md), which are statements about JSQ(d) with exponential service and "
+    "identical servers",
+    "fluctuations": "measures paper 002's diffusion limits (docs/fluctuations.md), which are theorems about "
+    "JSQ(d_n) with exponential service and identical servers (d_n = n is JSQ: regime c with --d n)",
+}
+
+
+def paper_method(system: System, method: str, spell: Callable[[str], str] | None = None) -> None:
+    """Refuse (ValueError) a system that ``method`` (a key of :data:`PAPER_METHODS`) does not
+    measure: a rule other than JSQ(d), a service law other than exp, server classes; the reason
+    says what the method measures (``spell`` names the key as the door spells it).
+
+    >>> paper_method(System(100, 2, 0.9), "mixing")
+    >>> paper_method(System(100, 2, 0.9, rule="jiq"), "fluctuations")
+    Traceback (most recent call last):
+    ...
+    ValueError: policy: fluctuations measures paper 002's diffusion limits (...), which are theorems about ...
+    """
+    name = spell or (lambda key: key)
+    for key, off in (
+        ("policy", system.rule != _pol.DEFAULT_POLICY),
+        ("service", system.law_family != "exponential"),
+        ("server_classes", system.has_classes),
+    ):
+        if off:
+            got = {"policy": system.rule, "service": system.service.spec}.get(key, "server classes")
+            raise ValueError(f"{name(key)}: {method} {PAPER_METHODS[method]}; not {got}")
 
 
 #: What a mean field needs a differentiable drift for, by the option that asks for it.

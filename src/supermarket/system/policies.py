@@ -114,6 +114,10 @@ class Rule:
         mean-field code solves that drift); ``None`` for a rough rule.
     fluid_text : str
         The fluid fixed point in words, for a rough rule's refusals.
+    as_jsq_d : callable or None
+        The JSQ(d) that is this rule, ``as_jsq_d(n, d, replace) -> (d, replace)`` (``random`` is
+        JSQ(1); ``jsq`` JSQ(n) without replacement), for the samplers built on JSQ(d)'s coupling
+        (perfect sampling, docs/model.md §12); ``None`` for a rule that is no JSQ(d).
 
     Examples
     --------
@@ -134,6 +138,7 @@ class Rule:
     fixed_point: Callable[[float | str, int, int], np.ndarray]
     mf_d: Callable[[int | float], int | float] | None = None
     fluid_text: str = ""
+    as_jsq_d: Callable[[int, int, bool], tuple[int, bool]] | None = None
 
 
 def _jsqd_counts(c: np.ndarray, n: int, d: int, replace: bool) -> np.ndarray:
@@ -230,6 +235,7 @@ RULES: dict[str, Rule] = {
             p_fluid=lambda u, d: u ** int(d),
             fixed_point=_power_fixed_point,
             mf_d=lambda d: d,
+            as_jsq_d=lambda n, d, replace: (d, replace),
         ),
         Rule(
             "random",
@@ -243,6 +249,7 @@ RULES: dict[str, Rule] = {
             p_fluid=lambda u, d: u.copy(),
             fixed_point=lambda lam, levels, d: _power_fixed_point(lam, levels, 1),
             mf_d=lambda d: 1,
+            as_jsq_d=lambda n, d, replace: (1, True),
         ),
         Rule(
             "jsq",
@@ -256,6 +263,7 @@ RULES: dict[str, Rule] = {
             p_fluid=lambda u, d: np.zeros_like(u),
             fixed_point=_one_level,
             fluid_text=_ONE_LEVEL,
+            as_jsq_d=lambda n, d, replace: (n, False),
         ),
         Rule(
             "jiq",
