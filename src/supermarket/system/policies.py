@@ -343,21 +343,9 @@ def check_smooth(policy: object, where: str) -> str:
 
 
 def smooth_message(policy: object, where: str) -> str:
-    """The refusal of a rule without a differentiable drift, for ``where`` (:func:`check_smooth`).
+    """The refusal of a rule (``policy``, as given) without a differentiable drift, for ``where``,
+    what needs the drift (:func:`check_smooth`).
 
-    Parameters
-    ----------
-    policy : object
-        The rule as given.
-    where : str
-        What needs the drift.
-
-    Returns
-    -------
-    str
-
-    Examples
-    --------
     >>> smooth_message("jiq", "the sweep")[:45]
     'policy must be one of jsq-d, random for the s'
     """
