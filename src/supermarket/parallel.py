@@ -45,6 +45,8 @@ __all__ = [
     "SchedulerError",
     "stop_requested",
     "check_stop",
+    "task_workers",
+    "STOP",
     "BACKENDS",
 ]
 
@@ -216,7 +218,8 @@ def connect(address: str, timeout: float = 5.0) -> Client:
 
 
 # =========================================================================== interruption
-_STOP = threading.Event()  # set while a threads-backend map is being interrupted
+#: Set while a threads-backend map is being interrupted: long jobs poll it (:func:`stop_requested`).
+STOP = threading.Event()
 
 
 def stop_requested() -> bool:
@@ -231,7 +234,7 @@ def stop_requested() -> bool:
     >>> stop_requested()
     False
     """
-    return _STOP.is_set()
+    return STOP.is_set()
 
 
 def check_stop() -> None:
@@ -242,7 +245,7 @@ def check_stop() -> None:
     >>> check_stop() is None
     True
     """
-    if _STOP.is_set():
+    if STOP.is_set():
         raise KeyboardInterrupt("stop requested")
 
 
@@ -493,11 +496,11 @@ def _run_local(fn, tasks, nw, deliver, report, threads):
         if not threads:
             _terminate(pool)
             raise
-        _STOP.set()
+        STOP.set()
         try:
             pool.shutdown(wait=True, cancel_futures=True)
         finally:
-            _STOP.clear()
+            STOP.clear()
         raise
     pool.shutdown(wait=True)
 
@@ -584,3 +587,16 @@ def _cluster_threads(client: Client) -> int:
         return sum(client.nthreads().values())
     except Exception as exc:
         raise SchedulerError(_lost_scheduler(client)) from exc
+
+
+def task_workers(workers: object, jobs: int) -> int:
+    """Threads for ``jobs`` independent jobs: ``workers`` (default: all cores,
+    :func:`default_workers`), at most one per job.
+
+    >>> task_workers(8, 3), task_workers(1, 3)
+    (3, 1)
+    """
+    from .checks import check_positive_int
+
+    n = default_workers() if workers is None else check_positive_int("workers", workers)
+    return max(1, min(n, jobs))

@@ -15,7 +15,7 @@ from ..engines.rng import state_from_seed_sequence
 from ..model import check_int, check_positive_float, check_positive_int, spawn_seeds
 from .moments import _grid_fields, _moments_from_blocks, _with_adequacy
 from .regimes import LEVEL_CAPACITY, RegimeParams, _nonneg
-from .runs import EVENTS_PER_SECOND, _check_grid, _check_work, _default_burn_in, _run_jobs, _ScaledRun, _workers
+from .runs import EVENTS_PER_SECOND, _check_grid, _default_burn_in, _run_jobs, _ScaledRun, _workers, check_work
 
 __all__ = ["FluctuationSim", "simulate_fluctuations", "TABLE_MAX_N", "CHUNK_EVENTS"]
 
@@ -174,7 +174,7 @@ def simulate_fluctuations(
     n, d = p.n, p.d
     # E c_1 = nλ exactly (docs/model.md §7): events per time unit ≈ nλ + nλ
     events_est = float(R) * (burn_in + time) * 2.0 * n * p.lam
-    _check_work(
+    check_work(
         events_est,
         EVENTS_PER_SECOND,
         f"the chain at n = {n:.6g} for {R} × (burn-in {burn_in:g} + time {time:g}) time units "

@@ -18,7 +18,7 @@ from ..model import check_int, check_positive_float, spawn_seeds
 from ..stats import mean_stderr
 from .moments import Moments, _grid_fields, _moments_from_blocks
 from .regimes import RegimeParams, _nonneg, _positive_zeta, _real
-from .runs import SDE_STEPS_PER_SECOND, _check_grid, _check_work, _default_burn_in, _run_jobs, _ScaledRun, _workers
+from .runs import SDE_STEPS_PER_SECOND, _check_grid, _default_burn_in, _run_jobs, _ScaledRun, _workers, check_work
 
 __all__ = [
     "LimitSDE",
@@ -127,7 +127,7 @@ def _run_sde(kind, par, z0, what, paths, time, burn_in, dt, grid_dt, record_path
         f"{what}: time = {time:g} with grid_dt = {grid_dt:g} and {Rp} recorded path(s)",
         "lower the time or record fewer paths",
     )
-    _check_work(
+    check_work(
         P * (steps_f + burn_in / dt),
         SDE_STEPS_PER_SECOND,
         f"{what}: {P} paths × (burn-in {burn_in:g} + time {time:g}) / dt {dt:g} needs steps",

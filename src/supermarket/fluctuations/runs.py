@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 
 from .. import parallel
-from ..model import check_positive_int
 from ..result import Result, frame, human_seconds, pyplot, save_figure
 from .moments import Moments
 
@@ -64,7 +63,7 @@ def _check_grid(rows: int, points: float, what: str, option: str) -> None:
         )
 
 
-def _check_work(units: float, speed: float, what: str, option: str, cores: int) -> None:
+def check_work(units: float, speed: float, what: str, option: str, cores: int) -> None:
     secs = units / (speed * max(cores, 1))
     msg = f"{what}: about {units:.3g} in all, {human_seconds(secs)} at {speed:.2g}/s per core on {cores} core(s)"
     if units > REFUSE_EVENTS * (speed / EVENTS_PER_SECOND):
@@ -73,11 +72,7 @@ def _check_work(units: float, speed: float, what: str, option: str, cores: int) 
         warnings.warn(f"{msg}; {option} to shorten it", WorkWarning, stacklevel=3)
 
 
-def _workers(workers, jobs: int) -> int:
-    if workers is None:
-        workers = parallel.default_workers()
-    workers = check_positive_int("workers", workers)
-    return max(1, min(workers, jobs))
+_workers = parallel.task_workers  # threads for the jobs: at most one per job
 
 
 def _run_jobs(fn, tasks, workers, client=None, progress=None) -> list:

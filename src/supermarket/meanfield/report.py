@@ -14,7 +14,7 @@ from ..checks import check_bool
 from ..jsonable import to_jsonable
 from ..model import check_load, check_positive_int
 from ..response import DEFAULT_QUANTILES, ResponseTimes, from_tails
-from ..response.mixture import _check_quantiles
+from ..response.mixture import check_quantiles
 from ..result import Result, frame, pyplot, save_figure, text_table
 from ..theory import log_fixed_point
 from .corrections import refined_mean_field, sampling_first_order
@@ -80,7 +80,7 @@ def response_times(
     """
     d = check_positive_int("d", d)
     lam = check_load(lam)
-    qs = _check_quantiles(quantiles)
+    qs = check_quantiles(quantiles)
     check_bool("refined", refined)
     check_bool("replace", replace)
     if n is not None:

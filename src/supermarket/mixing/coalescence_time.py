@@ -360,7 +360,7 @@ class MixingResult(Result):
         return save_figure(fig, path)
 
 
-def _plan(n, d, lam, start, replications, max_steps, burn_in, replace, workers):
+def coalescence_plan(n, d, lam, start, replications, max_steps, burn_in, replace, workers):
     """Validate the arguments of :func:`coalescence` (ValueError/TypeError naming the parameter, the
     start's memory and the burn-in's work included) before any work; a sweep's ``--check`` calls
     it with a task's arguments.  Returns ``(params, replications, start label, counts, burn-in,
@@ -432,7 +432,7 @@ def coalescence(
     >>> r.steps["mean"] > 0 and r.steps["censored"] == 0
     True
     """
-    p, replications, label, counts, burn, budget = _plan(
+    p, replications, label, counts, burn, budget = coalescence_plan(
         n, d, lam, start, replications, max_steps, burn_in, replace, workers
     )
     root = as_seed_sequence(seed)

@@ -12,7 +12,7 @@ import numpy as np
 from .. import parallel, theory
 from ..engines import coupling as _k
 from ..engines.rng import state_from_seed_sequence
-from ..model import Params, as_seed_sequence, check_int, check_positive_int
+from ..model import Params, as_seed_sequence, check_int
 from ..result import Result, frame, human_seconds, pyplot, save_figure, text_table
 from ..system.states import parse_start, start_counts
 
@@ -396,11 +396,7 @@ def coupled_run(
 
 
 # --------------------------------------------------------------------------- workers
-def _workers(workers, jobs: int) -> int:
-    if workers is None:
-        workers = parallel.default_workers()
-    workers = check_positive_int("workers", workers)
-    return max(1, min(workers, jobs))
+_workers = parallel.task_workers  # threads for the jobs: at most one per job
 
 
 _WARM = False

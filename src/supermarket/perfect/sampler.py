@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..model import Params, SeedLike, as_seed_sequence, check_positive_float, check_positive_int, spawn_seeds
-from ..parallel import _STOP, map_tasks
+from ..parallel import STOP, map_tasks
 from .past import BLOCK_MAX, _OutOfTime, _Past
 from .results import BudgetExceeded, PerfectResult, _result, steps_per_time_unit
 
@@ -228,7 +228,7 @@ def sample(
             map_tasks(_cluster_task, tasks, client=client, collect=False, on_result=store, progress=report)
         else:  # threads: on a failure or Ctrl-C the others stop at their next chunk (stop_requested)
             map_tasks(
-                lambda s: _job(run, children[s], s, t0, deadline, max_time, max_memory, _STOP),
+                lambda s: _job(run, children[s], s, t0, deadline, max_time, max_memory, STOP),
                 range(S),
                 workers=workers,
                 backend="threads",

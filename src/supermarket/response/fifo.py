@@ -13,7 +13,7 @@ from numpy.typing import ArrayLike
 from ..model import Params, as_seed_sequence, check_int, check_positive_float, seed_to_uint64
 from ..result import Result, frame
 from .laws import ResponseTimes, _qkey, from_tails
-from .mixture import DEFAULT_QUANTILES, _check_quantiles
+from .mixture import DEFAULT_QUANTILES, check_quantiles
 from .sources import _pad
 
 __all__ = ["FifoSample", "simulate_fifo"]
@@ -51,7 +51,7 @@ class FifoSample(Result):
 
     def empirical(self, quantiles: Any = DEFAULT_QUANTILES) -> dict:
         """Empirical means and quantiles with batch-means standard errors, by ``"sojourn"``/``"waiting"``."""
-        qs = _check_quantiles(quantiles)
+        qs = check_quantiles(quantiles)
         out = {}
         for kind, x in (("sojourn", self.sojourn), ("waiting", self.waiting)):
             parts = self._batched(x)

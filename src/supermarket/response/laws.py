@@ -16,10 +16,10 @@ from ..result import Result, frame, pyplot
 from .mixture import (
     _ATOL,
     DEFAULT_QUANTILES,
-    _check_quantiles,
     _check_tails,
     _poisson_pmf,
     _quantile,
+    check_quantiles,
     sojourn_survival,
     waiting_survival,
 )
@@ -284,7 +284,7 @@ def from_tails(
     (5.0, 3.4657359028)
     """
     T = _check_tails(tails)
-    qs = _check_quantiles(quantiles)
+    qs = check_quantiles(quantiles)
     if cov is not None:
         cov = np.asarray(cov, dtype=float)
         if cov.shape != (T.size, T.size):

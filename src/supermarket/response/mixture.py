@@ -49,7 +49,7 @@ def check_quantile(q: object, name: str = "quantile") -> float:
     return x
 
 
-def _check_quantiles(qs) -> tuple:
+def check_quantiles(qs) -> tuple:
     if isinstance(qs, numbers.Real):
         qs = (qs,)
     out = tuple(check_quantile(q, "quantiles") for q in qs)

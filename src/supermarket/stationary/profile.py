@@ -25,7 +25,7 @@ import scipy.sparse as sp
 from .. import response as _resp
 from ..checks import check_bool
 from ..model import Params, check_int, check_positive_float, check_positive_int
-from ..response.mixture import _check_quantiles
+from ..response.mixture import check_quantiles
 from ..result import Result, frame, pyplot
 from ..system import policies as _pol
 from .size import (
@@ -404,7 +404,7 @@ def solve(
     max_states = check_positive_int("max_states", max_states)
     max_seconds = check_positive_float("max_seconds", max_seconds)
     check_bool("profile_law", profile_law)
-    quantiles = _check_quantiles(quantiles)
+    quantiles = check_quantiles(quantiles)
     if cap is not None:
         cap = check_int("cap", cap, minimum=1, maximum=MAX_CAP)
     t0 = _time.perf_counter()

@@ -710,15 +710,15 @@ def _check_paper_point(p: dict, method: str) -> None:
 
 
 def _check_mixing_plan(p: dict) -> None:
-    """Refuse a mixing grid point as :func:`measure_mixing`'s run would (``mixing._plan``, one
+    """Refuse a mixing grid point as :func:`measure_mixing`'s run would (``mixing.coalescence_time.coalescence_plan``, one
     replication on one worker), on the key the message names."""
-    from ..mixing.coalescence_time import _plan
+    from ..mixing.coalescence_time import coalescence_plan
 
     kw = {k: p.get(k) for k in ("max_steps", "burn_in")}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # a long run's warning is the run's to give, not the file check's
-            _plan(p["n"], p["d"], p["load"], p.get("start", "good"), 1, kw["max_steps"], kw["burn_in"],
+            coalescence_plan(p["n"], p["d"], p["load"], p.get("start", "good"), 1, kw["max_steps"], kw["burn_in"],
                   p.get("replace", True), 1)  # fmt: skip
     except (TypeError, ValueError) as exc:
         msg = str(exc)
@@ -848,7 +848,7 @@ def _validate_fluct(p: dict) -> None:
         # burn-in not counted: this is a lower bound of the work the task would refuse
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", _runs.WorkWarning)  # a long task is allowed; only refusals count
-            _runs._check_work(
+            _runs.check_work(
                 paths * sde_time / dt,
                 _runs.SDE_STEPS_PER_SECOND,
                 f"the regime-({fp.regime}) limit diffusion: {paths} paths × time {sde_time:g} / dt {dt:g} needs steps",
