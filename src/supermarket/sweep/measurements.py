@@ -710,8 +710,9 @@ def _check_paper_point(p: dict, method: str) -> None:
 
 
 def _check_mixing_plan(p: dict) -> None:
-    """Refuse a mixing grid point as :func:`measure_mixing`'s run would (``mixing.coalescence_time.coalescence_plan``, one
-    replication on one worker), on the key the message names."""
+    """Refuse a mixing grid point as :func:`measure_mixing`'s run would (its plan,
+    ``mixing.coalescence_time.coalescence_plan``, for one replication on one worker), on the key the
+    message names."""
     from ..mixing.coalescence_time import coalescence_plan
 
     kw = {k: p.get(k) for k in ("max_steps", "burn_in")}
