@@ -295,7 +295,7 @@ def test_resume_never_mixes_rows_of_another_engine(tmp_path, monkeypatch):
     discarded and listed, and the table holds only rows of the engine that runs the point now."""
     import json
 
-    from supermarket.sweep import measurements as ms
+    from supermarket.sweep import points as ms
 
     text = (
         "[sweep]\nseed = 3\n"

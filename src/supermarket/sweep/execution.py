@@ -15,7 +15,8 @@ from .. import parallel
 from ..parallel import SchedulerError
 from ..result import Result, frame
 from . import storage as st
-from .measurements import MEASUREMENTS, flatten, scalar
+from .measurements import MEASUREMENTS
+from .rows import flatten, scalar
 from .seeds import task_seed
 from .spec import Sweep, Task
 

@@ -1,0 +1,388 @@
+"""A sweep's grid points: the rules between the keys of a block, and each point's derivation and
+checks (docs/sweep.md, "Validation"): a point is refused when the file is read exactly as the
+command or the library would refuse it, on the key the message names (:class:`PointError`)."""
+
+from __future__ import annotations
+
+import importlib
+import math
+import re
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ..fluctuations import REGIMES
+from ..model import Params
+from ..system import policies as _pol
+
+_SIM_DEFAULTS = {"engine": "profile", "time_mode": "discrete", "replace": True, "start": "empty"}
+_SIMULATE_KWARGS = ("steps", "time", "burn_in", *_SIM_DEFAULTS, "eps", "control_variates", "policy")  # passed on
+_SIMULATE_KWARGS += ("precision", "target", "max_steps")
+
+
+def _mean_field_system(params: dict) -> Any:
+    """The :class:`~supermarket.system.spec.System` of a ``meanfield`` point (``n`` plays no part in a fixed point)."""
+    from ..system.spec import System
+
+    return System(
+        None, params["d"], params["load"], rule=params.get("policy", "jsq-d"),
+        service=params.get("service", "exp"), server_classes=params.get("server_classes"),
+    )  # fmt: skip
+
+
+def _law_or_classes(params: dict) -> bool:
+    """Whether a ``meanfield`` point has a service law other than exp or server classes."""
+    return params.get("service", "exp") != "exp" or params.get("server_classes") is not None
+
+
+#: The engines of a grid point with a service law other than exp or server classes, as the row's
+#: ``engine`` says (docs/sweep.md, "Dispatch rules, service laws and server classes"): the phase-type
+#: count engine (docs/model.md §13), the count engine with classes (§15) and with a phase-type law too
+#: (§15.7, on request: ``engine = "phase"``), the per-queue event engine (§14).
+LAW_ENGINES = ("phase", "classes", "classes-phase", "event")
+
+
+#: The row's name of each engine of :data:`supermarket.system.methods.ENGINES` beyond the profile engines.
+_ROW_ENGINE = {"phase": "phase", "classes": "classes", "classes-phase": "classes-phase", "events": "event"}
+
+
+def _system(params: dict) -> Any:
+    """The :class:`~supermarket.system.spec.System` of a simulate grid point."""
+    from ..system.spec import System
+
+    return System(
+        params["n"], params["d"], params["load"], rule=params.get("policy", "jsq-d"),
+        replace=params.get("replace", True), service=params.get("service", "exp"),
+        server_classes=params.get("server_classes"),
+    )  # fmt: skip
+
+
+def _requested(params: dict) -> str:
+    engine = params.get("engine", "profile")
+    return {"event": "events", "classes-phase": "phase", "classes": "profile"}.get(engine, engine)
+
+
+def law_engine(params: dict) -> str:
+    """The engine of :data:`LAW_ENGINES` that runs a grid point with a service law or server classes,
+    as :func:`supermarket.system.methods.simulation_engine` chooses it for the point's ``engine``
+    (the default, ``"events"``, or ``"phase"``), by its row's name.
+
+    Examples
+    --------
+    >>> p = {"n": 10, "d": 2, "load": 0.5}
+    >>> law_engine(p | {"service": "erlang:2"}), law_engine(p | {"service": "erlang:2", "engine": "events"})
+    ('phase', 'event')
+    >>> c = "0.5:2,0.5:1"
+    >>> law_engine(p | {"server_classes": c}), law_engine(p | {"service": "hyperexp:4", "server_classes": c})
+    ('classes', 'event')
+    >>> law_engine(p | {"service": "hyperexp:4", "server_classes": c, "engine": "phase"})
+    'classes-phase'
+    >>> law_engine(p | {"service": "lognormal:4"})
+    'event'
+    """
+    from ..system.methods import simulation_engine
+
+    return _ROW_ENGINE[simulation_engine(_system(params), _requested(params))]
+
+
+_REGIME_FIELDS = ("b_n", "kappa_n", "zeta_n", "d_one_minus_lambda", "coordinates")
+
+
+def _regime(p: dict) -> Any:
+    """The :func:`supermarket.fluctuations.regime_params` of a grid point."""
+    fl = importlib.import_module("supermarket.fluctuations")
+    kw = {k: p[k] for k in ("kappa", "c", "zeta", "d", "theta", "replace") if k in p}
+    return fl.regime_params(p["regime"], p["n"], warn=False, **kw)
+
+
+def _sde(p: dict) -> tuple[int, float, float]:
+    """``(paths, time, dt)`` of the limit SDE of a grid point."""
+    return p.get("sde_paths", 256), p.get("sde_time", 100.0), p.get("dt", 1e-3)
+
+
+def _rules_ndl(name: str, needs_n: bool, extra=None):
+    def rules(axes, err):
+        if ("load" in axes) == ("alpha" in axes):
+            err("alpha" if "alpha" in axes else None, "give exactly one of 'load' and 'alpha' (λ = 1 − n^(−α))")
+        if ("d" in axes) == ("beta" in axes):
+            err("beta" if "beta" in axes else None, "give exactly one of 'd' and 'beta' (d = ⌊n^β⌋)")
+        if ("alpha" in axes or "beta" in axes) and "n" not in axes:
+            err("alpha" if "alpha" in axes else "beta", "alpha and beta need 'n'")
+        if needs_n and "n" not in axes:
+            err(None, "missing key 'n'")
+        if extra is not None:
+            extra(axes, err)
+
+    return rules
+
+
+def _rules_simulate(axes, err):
+    if ("steps" in axes) == ("time" in axes):
+        err("time" if "time" in axes else None, "give exactly one of 'steps' and 'time'")
+    for key in ("target", "max_steps"):  # as simulate() refuses them without precision
+        if key in axes and "precision" not in axes:
+            err(key, f"'{key}' goes with 'precision' (a run to a target relative half-width); give precision too")
+
+
+def _rules_fluct(axes, err):
+    if "n" not in axes:
+        err(None, "missing key 'n'")
+    if "regime" not in axes:
+        err(None, f"missing key 'regime' ({', '.join(REGIMES)})")
+
+
+def _derive_ndl(name: str, needs_d2: bool, defaults: dict):
+    def derive(params: dict) -> dict:
+        p = dict(params)
+        n: Any = p.get("n")  # present whenever alpha, beta or a simulate horizon needs it (the file's rules)
+        if "alpha" in p:
+            lam = 1.0 - float(n) ** (-p["alpha"])
+            if not 0.0 < lam < 1.0:
+                raise ValueError(f"λ = 1 − n^(−α) = {lam!r} is not in (0, 1)")
+            p["load"] = lam
+        if "beta" in p:
+            if p["beta"] * math.log(float(n)) > math.log(2.0**62):
+                raise ValueError(f"d = ⌊n^β⌋ = {n}^{p['beta']:g} is more than 2^62; lower beta")
+            p["d"] = max(1, int(math.floor(float(n) ** p["beta"] * (1 + 1e-12))))
+        if needs_d2 and p["d"] < 2:
+            raise ValueError(f"measurement {name!r} needs d >= 2 (k_(λ,d) is defined for d >= 2); got d={p['d']}")
+        Params(n if n is not None else max(p["d"], 1), p["d"], p["load"], replace=p.get("replace", True))
+        engine = _check_simulate_axes(p) if name == "simulate" else None
+        if name == "meanfield":
+            _check_meanfield_point(p)
+        if name == "mixing":  # the run's own checks: the rule, the start's memory, the burn-in's work
+            _check_paper_point(p, "mixing")
+            _check_mixing_plan(p)
+        if name == "simulate" and engine is None:  # the run's own plan: what simulate() refuses, refused here
+            _check_simulate_plan(p)
+        elif name == "simulate":  # the horizon simulate() itself would refuse, refused with the file
+            from ..simulation.run import _cost_of
+
+            lam = float(p["load"])
+            rate = n * (1.0 + lam) if engine is None else _event_rate(p, engine)
+            events = p["steps"] if "steps" in p else p["time"] * rate
+            burn = p.get("burn_in", events / 10.0) * (rate if "time" in p and "burn_in" in p else 1)
+            try:
+                _cost_of(events + burn, 1, 1)
+            except ValueError as exc:
+                raise PointError("steps" if "steps" in p else "time", str(exc)) from None
+        for k, x in (_LAW_DEFAULTS[engine] if engine else defaults).items():
+            p.setdefault(k, x)
+        order = ["n", "d", "load", "alpha", "beta"]
+        return {k: p[k] for k in order if k in p} | {k: x for k, x in sorted(p.items()) if k not in order}
+
+    return derive
+
+
+def _check_meanfield_point(p: dict) -> None:
+    """Refuse, when the file is read, what ``supermarket meanfield`` refuses for the point (the one
+    table, :mod:`supermarket.system.methods`): a law with no phase-type form, a rule whose drift is
+    discontinuous with a law or classes, and ``n`` (the refined mean field) where it does not exist."""
+    from ..system.methods import mean_field, refined_mean_field, smooth_mean_field
+
+    if _law_or_classes(p):
+        system = _mean_field_system(p)
+        try:
+            mean_field(system)
+        except ValueError as exc:  # the table's reason names its key first ("service: …", "policy: …")
+            key = {"lam": "load"}.get(str(exc).split(":", 1)[0], str(exc).split(":", 1)[0])
+            raise PointError(key if key in p else "service", str(exc)) from None
+        if "n" in p:
+            try:
+                refined_mean_field(system, "n")
+            except ValueError as exc:
+                raise PointError("n", str(exc)) from None
+    elif "policy" in p and "n" in p:
+        try:  # jsq and jiq: the fluid fixed point only, refused as the command refuses --n
+            smooth_mean_field(p["policy"], "n")
+        except ValueError as exc:
+            raise PointError("n", str(exc)) from None
+
+
+def _check_simulate_plan(p: dict) -> None:
+    """Refuse a count-engine grid point exactly as :func:`measure_simulate`'s run would: the run's
+    own plan (``simulation.run._plan``: horizon, cost, start and its per-level memory) is built with
+    the arguments the run gets, and its error is raised as a :class:`PointError` on the key it names
+    (the horizon's key when it names none of the point's keys)."""
+    from ..simulation.run import _plan
+
+    kw = {k: p[k] for k in _SIMULATE_KWARGS if k in p and k != "target"}  # the targets are simulate()'s
+    try:
+        _plan(p["n"], p["d"], p["load"], replications=1, workers=1, **kw)
+    except (TypeError, ValueError) as exc:
+        msg = str(exc)
+        head = re.match(r"[a-z_]+", msg)
+        key = head.group(0) if head and head.group(0) in p else ("steps" if "steps" in p else "time")
+        raise PointError(key, msg) from None
+
+
+def _check_paper_point(p: dict, method: str) -> None:
+    """Refuse a ``mixing`` or ``fluctuations`` point whose rule, law or classes the method does
+    not measure, as the command refuses them (:func:`supermarket.system.methods.paper_method`)."""
+    from ..system.methods import paper_method
+    from ..system.spec import System
+
+    if not {"policy", "service", "server_classes"} & set(p):
+        return
+    system = System(
+        None, 2, 0.5, rule=p.get("policy", "jsq-d"), service=p.get("service", "exp"),
+        server_classes=p.get("server_classes"),
+    )  # fmt: skip
+    try:
+        paper_method(system, method)
+    except ValueError as exc:
+        raise PointError(str(exc).split(":", 1)[0], str(exc)) from None
+
+
+def _check_mixing_plan(p: dict) -> None:
+    """Refuse a mixing grid point as :func:`measure_mixing`'s run would (its plan,
+    ``mixing.coalescence_time.coalescence_plan``, for one replication on one worker), on the key the
+    message names."""
+    from ..mixing.coalescence_time import coalescence_plan
+
+    kw = {k: p.get(k) for k in ("max_steps", "burn_in")}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a long run's warning is the run's to give, not the file check's
+            coalescence_plan(p["n"], p["d"], p["load"], p.get("start", "good"), 1, kw["max_steps"], kw["burn_in"],
+                  p.get("replace", True), 1)  # fmt: skip
+    except (TypeError, ValueError) as exc:
+        msg = str(exc)
+        head = re.match(r"[a-z_]+", msg)
+        if head and head.group(0) in p:
+            raise PointError(head.group(0), msg) from None
+        raise
+
+
+def _event_rate(p: dict, engine: str) -> float:
+    """Mean events per unit of time of a service-law or classes point on its engine (the cost
+    check's count): the phase engine's exact rate ``n(λ + Σ_φ μ_φ λ(α(−T)^{-1})_φ)``, the classes
+    engine's uniformized ``n s̄(1 + λ)``, the event engine's arrivals and departures ``2nλ s̄``.
+
+    >>> _event_rate({"n": 10, "load": 0.5, "service": "erlang:2"}, "phase")  # 10(0.5 + 2·0.25 + 2·0.25)
+    15.0
+    >>> _event_rate({"n": 10, "load": 0.5, "server_classes": "0.5:2,0.5:1"}, "classes")
+    22.5
+    """
+    from ..system.service import parse_server_classes, parse_service
+
+    n, lam = float(p["n"]), float(p["load"])
+    sbar = parse_server_classes(p["server_classes"]).mean_speed if p.get("server_classes") else 1.0
+    if engine == "phase":
+        law = parse_service(p.get("service", "exp"))
+        busy = lam * np.linalg.solve(-np.asarray(law.T, float).T, np.asarray(law.alpha, float))
+        return n * (lam + float(np.sum(-np.diag(np.asarray(law.T, float)) * busy)))
+    if engine == "classes":
+        return n * sbar * (1.0 + lam)
+    if engine == "classes-phase":  # uniformized at the fastest phase: n s̄ (max_φ μ_φ + λ)
+        law = parse_service(p.get("service", "exp"))
+        return n * sbar * (float(np.max(-np.diag(np.asarray(law.T, float)))) + lam)
+    return 2.0 * n * lam * sbar
+
+
+class PointError(ValueError):
+    """A grid point refused because of one key's value (``key``: the file line the error names)."""
+
+    def __init__(self, key: str, msg: str):
+        super().__init__(msg)
+        self.key = key
+
+
+def _policy_on(policy: str, engine: str) -> None:
+    """Refuse a rule that the kernel ``engine`` (:data:`supermarket.system.policies.ENGINES`) does not run."""
+    try:
+        _pol.rule(policy, engine)
+    except ValueError as e:
+        raise PointError("policy", str(e)) from None
+
+
+def _check_simulate_axes(p: dict) -> str | None:
+    """Refuse, when the file is read, what :func:`supermarket.simulate` refuses for these axes (the
+    engine and the options by the one table, :mod:`supermarket.system.methods`); for a point with a
+    service law or server classes, drop the keys its engine ignores and return the engine
+    (:data:`LAW_ENGINES`), else None (today's engines)."""
+    from ..system.methods import Refusal, check_options, simulation_engine
+
+    policy = p.get("policy", "jsq-d")
+    system = _system(p)
+    try:
+        chosen = simulation_engine(system, _requested(p))
+    except Refusal as exc:
+        raise PointError("engine", str(exc)) from None
+    _policy_on(policy, {"buckets": "profile"}.get(chosen, chosen))  # a rule its kernel runs (the registry)
+    if chosen not in _ROW_ENGINE:
+        if policy != "jsq-d" and p.get("start") == "perfect":
+            raise PointError(
+                "start",
+                f"start 'perfect' samples the stationary law of JSQ(d) (policy 'jsq-d'); got "
+                f"policy={policy!r}: use another start (and a burn-in)",
+            )
+        return None
+    row = law_engine(p)  # the row's name (looked up here, so that a test may route as an earlier version)
+    chosen = {name: key for key, name in _ROW_ENGINE.items()}[row]
+    if "start" in p:  # as simulate reads it: "good" is "fixed-point"
+        from ..system.states import parse_start
+
+        start, value = parse_start(p["start"])
+        p["start"] = start if value is None else p["start"]
+    try:
+        given = {key: p.get(key) for key in ("steps", "start", "time_mode", "eps", "precision")}
+        check_options(system, chosen, given, time="time")
+    except Refusal as exc:
+        raise PointError(exc.key, str(exc)) from None
+    # what simulate() accepts there and runs anyway (continuous time; the event engine has no control
+    # variates): dropped, the row says what ran
+    for key in ("engine", "time_mode") + (("control_variates",) if chosen == "events" else ()):
+        p.pop(key, None)
+    return row
+
+
+_FLUCT_KEYS = {"a": {"kappa", "d", "theta"}, "b": {"c", "zeta"}, "c": {"zeta", "d"}}
+
+
+def _derive_fluct(params: dict) -> dict:
+    p = dict(params)
+    reg = p["regime"]
+    allowed = _FLUCT_KEYS[reg]
+    used = sorted(k for k in set().union(*_FLUCT_KEYS.values()) - allowed if k in p)
+    if used:
+        raise ValueError(f"regime {reg!r} does not use {', '.join(used)} (it takes {', '.join(sorted(allowed))})")
+    if reg == "a" and "kappa" not in p:
+        raise ValueError("regime 'a' needs kappa")
+    if reg == "a" and "d" in p and "theta" in p:
+        raise ValueError("regime 'a' takes d or theta, not both")
+    if reg == "b" and ("c" not in p or "zeta" not in p):
+        raise ValueError("regime 'b' needs c and zeta")
+    if reg == "c" and "zeta" not in p:
+        raise ValueError("regime 'c' needs zeta")
+    p.setdefault("replace", False)
+    _check_paper_point(p, "fluctuations")
+    _validate_fluct(p)
+    order = ["n", "regime"]
+    return {k: p[k] for k in order} | {k: x for k, x in sorted(p.items()) if k not in order}
+
+
+def _validate_fluct(p: dict) -> None:
+    """Refuse what the ``fluctuations`` command refuses (the regime's parameters, the SDE's cost)."""
+    fp = _regime(p)
+    if fp.regime != "a":  # regime (a) uses the closed form: no SDE
+        from ..fluctuations import runs as _runs
+
+        paths, sde_time, dt = _sde(p)
+        if dt >= sde_time:
+            raise ValueError(f"dt must be below sde_time = {sde_time:g}; got {dt!r}")
+        # burn-in not counted: this is a lower bound of the work the task would refuse
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", _runs.WorkWarning)  # a long task is allowed; only refusals count
+            _runs.check_work(
+                paths * sde_time / dt,
+                _runs.SDE_STEPS_PER_SECOND,
+                f"the regime-({fp.regime}) limit diffusion: {paths} paths × time {sde_time:g} / dt {dt:g} needs steps",
+                "lower sde_paths, sde_time or raise dt",
+                1,
+            )
+
+
+# a grid point on the per-queue event engine (a service law other than exp, or server classes)
+_LAW_DEFAULTS = {e: {"engine": e, "time_mode": "continuous", "replace": True, "start": "empty"} for e in LAW_ENGINES}
