@@ -146,9 +146,10 @@ def test_the_mean_field_of_a_discontinuous_drift_is_said_the_same_way(rule):
 # --------------------------------------------------------------------------- the page
 def _generator():
     import importlib.util
-    from pathlib import Path
 
-    path = Path(__file__).resolve().parent.parent / "tools" / "capability_matrix.py"
+    from _paths import TOOLS
+
+    path = TOOLS / "capability_matrix.py"
     spec = importlib.util.spec_from_file_location("capability_matrix", path)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)

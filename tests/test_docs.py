@@ -12,11 +12,11 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from _paths import ROOT
+
 CONFIG = ROOT / "mkdocs.yml"
 
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 import re
 import sys
 import tomllib
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from _paths import ROOT
+
 sys.path.insert(0, str(ROOT / "tools"))
 
 import doc_transcripts as dt

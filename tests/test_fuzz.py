@@ -39,6 +39,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _paths import SRC
 from supermarket.cli import main
 
 FAST_EXAMPLES = 12  # per command in the default suite
@@ -753,9 +754,7 @@ def test_fuzz_simulate_and_coalescence_api():
 def _subprocess(args, **kw):
     env = dict(
         os.environ,
-        PYTHONPATH=os.pathsep.join(
-            [os.path.join(os.path.dirname(__file__), "..", "src"), os.environ.get("PYTHONPATH", "")]
-        ),
+        PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]),
     )
     return subprocess.Popen(
         [sys.executable, "-m", "supermarket", *args],
@@ -827,7 +826,7 @@ def test_full_disk_and_closed_pipe_are_one_line():
             stdout=full,
             stderr=subprocess.PIPE,
             timeout=60,
-            env=dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(__file__), "..", "src")),
+            env=dict(os.environ, PYTHONPATH=str(SRC)),
         )
     assert p.returncode == 1
     assert p.stderr.decode().strip() == "supermarket: error: I/O error: No space left on device"
@@ -836,7 +835,7 @@ def test_full_disk_and_closed_pipe_are_one_line():
         [sys.executable, "-m", "supermarket", "theory"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env=dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(__file__), "..", "src")),
+        env=dict(os.environ, PYTHONPATH=str(SRC)),
     )
     p.stdout.read(10)
     p.stdout.close()

@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import _paths
 from supermarket.cli import main
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(_paths.SRC)
 
 
 def run_cli(*args, timeout=60):
@@ -747,7 +748,7 @@ def test_steps_to_time_validates():
 # =========================================================================== a Dask cluster that goes away
 def _own_cluster(tmp_path, workers: int = 1):
     """A private scheduler and worker(s) (this test kills them; the session cluster stays)."""
-    from conftest import BIN, _wait_port, free_port
+    from _ports import BIN, free_port, wait_port
 
     dask = BIN / "dask"
     if not dask.exists():
@@ -760,7 +761,7 @@ def _own_cluster(tmp_path, workers: int = 1):
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-    _wait_port(port, sched, 60, slog)
+    wait_port(port, sched, 60, slog)
     address = f"tcp://127.0.0.1:{port}"
     worker = subprocess.Popen(
         [

@@ -8,11 +8,10 @@ import os
 import subprocess
 import sys
 import tomllib
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from _paths import ROOT
 
 
 def test_import_contracts_are_kept():

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from _paths import ROOT
+
 PATHS = ["src", "tests", "benchmarks", "tools", "conftest.py"]
 
 

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import free_port
+from _ports import free_port
 from supermarket import parallel
 from supermarket.parallel import SchedulerError, map_tasks
 from supermarket.sweep import TIMING_COLUMNS, parse_sweep, run_task

@@ -18,16 +18,14 @@ import dataclasses
 import itertools
 import math
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from _paths import ROOT
 from supermarket.engines import events as ev
 from supermarket.engines import tables
 from supermarket.system import policies as pol
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_kernel_codes_are_the_registry_codes():

@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from _paths import ROOT
 from supermarket import report as rp
 from supermarket import sweep as sw
-
-ROOT = Path(__file__).resolve().parents[1]
 
 ALL = """
 [sweep]

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import difflib
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from _paths import ROOT
+
 sys.path.insert(0, str(ROOT / "tools"))
 
 import doc_transcripts as dt

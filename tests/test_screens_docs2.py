@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import shlex
 import sys
-from pathlib import Path
 
 import click
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from _paths import ROOT
+
 sys.path.insert(0, str(ROOT / "tools"))
 
 import compare_outputs

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import math
 import re
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from _paths import ROOT
 from supermarket.cli import main
 from supermarket.system.service import parse_server_classes, parse_service
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_examples_cite_no_issue_numbers() -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import _paths
 from supermarket import sweep as sw
 
 _SIM = '[sweep]\nname = "s"\n\n[[run]]\nmeasurement = "simulate"\nn = 100\nd = 2\nload = 0.9\nsteps = {steps}\n'
@@ -57,7 +58,7 @@ def test_sweep_check_refuses_a_horizon_in_the_runs_words():
 
 # --------------------------------------------------------------------------- budgets and stops
 HANG_GUARD = 240.0  # seconds: only a hung process gets near it (no timing is asserted)
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(_paths.SRC)
 
 
 def _cli(args: list[str], **kw) -> subprocess.CompletedProcess:

@@ -76,9 +76,10 @@ def test_progress_lines_can_be_switched_off_by_the_environment(capsys, monkeypat
 
 def test_doc_transcripts_run_without_progress_lines():
     import sys
-    from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    from _paths import TOOLS
+
+    sys.path.insert(0, str(TOOLS))
     try:
         import doc_transcripts
     finally:

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from _paths import SRC
+
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="readiness read from /proc")
 
 HANG_GUARD = 240.0  # seconds: only a hung process ever gets near it
@@ -29,7 +31,7 @@ def _stop(args: list[str], sig: int, *, cpu_after_ready: float = 2.0, tmp: Path 
     """Run ``supermarket ARGS``; once it printed a stderr line (or started at all) and spent
     ``cpu_after_ready`` more CPU seconds, send ``sig``.  Returns (rc, stdout, stderr)."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src")
+    env["PYTHONPATH"] = str(SRC)
     p = subprocess.Popen(
         [sys.executable, "-m", "supermarket", *args],
         stdout=subprocess.PIPE,

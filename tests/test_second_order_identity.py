@@ -9,14 +9,14 @@ a mean of order 0.01 to 0.1 here, far above the truncation error."""
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from _paths import ROOT
 from exact_small import queue_law
 
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "second_order_controls.py"
+_PATH = ROOT / "benchmarks" / "second_order_controls.py"
 
 
 def _module():

@@ -25,9 +25,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from _paths import ROOT
 from supermarket.cli import COMMANDS, main
-
-ROOT = Path(__file__).resolve().parents[1]
 
 _SHARED = "sha" + "red"
 FORBIDDEN = re.compile(

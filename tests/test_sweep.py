@@ -23,11 +23,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import free_port
+from _paths import ROOT
+from _ports import free_port
 from supermarket import sweep as sw
 from supermarket.model import spawn_seeds
 
-ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "supermarket"]
 
 

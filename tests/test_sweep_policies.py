@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from _paths import ROOT
 from supermarket import report as rp
 from supermarket import sweep as sw
 from supermarket.report.document import TOO_SHORT, _summary_table
@@ -322,7 +323,7 @@ def test_resume_never_mixes_rows_of_another_engine(tmp_path, monkeypatch):
     assert forced.tasks[0].point_hash == old.tasks[0].point_hash
 
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "sweep-service.toml"
+EXAMPLE = ROOT / "examples" / "sweep-service.toml"
 
 
 def _cli(*args):

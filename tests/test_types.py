@@ -25,7 +25,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from _paths import ROOT
+
 PACKAGE = ROOT / "src" / "supermarket"
 
 
