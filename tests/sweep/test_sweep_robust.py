@@ -18,9 +18,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from test_sweep import CLI, ROOT, THEORY, cli, cli_here, comparable, rows_of, same, write
 
 from supermarket import sweep as sw
-from test_sweep import CLI, ROOT, THEORY, cli, cli_here, comparable, rows_of, same, write
 
 # =========================================================================== interruption (issue 11)
 INTERRUPT = """
