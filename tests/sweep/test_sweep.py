@@ -14,7 +14,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -27,73 +26,7 @@ from _paths import ROOT
 from _ports import free_port
 from supermarket import sweep as sw
 from supermarket.model import spawn_seeds
-
-CLI = [sys.executable, "-m", "supermarket"]
-
-
-def cli(*args, timeout=120, **kw):
-    return subprocess.run(
-        [*CLI, *map(str, args)], capture_output=True, text=True, timeout=timeout, cwd=kw.pop("cwd", ROOT), **kw
-    )
-
-
-def cli_here(*args):
-    """The CLI in this process (no interpreter start-up): returncode, stdout, stderr."""
-    from types import SimpleNamespace
-
-    from click.testing import CliRunner
-
-    from supermarket.cli import main
-
-    r = CliRunner().invoke(main, [str(a) for a in args])
-    return SimpleNamespace(returncode=r.exit_code, stdout=r.stdout, stderr=r.stderr)
-
-
-def rows_of(out_dir) -> list[dict]:
-    return sw.table_rows(pq.read_table(Path(out_dir) / sw.RESULTS_FILE))
-
-
-def comparable(rows):
-    """Rows without the columns that measure machine speed (the rest must be identical)."""
-    return [{k: v for k, v in r.items() if k not in sw.TIMING_COLUMNS} for r in rows]
-
-
-def _equal(u, v) -> bool:
-    """Equal values, NaN equal to NaN, also inside lists, tuples, dicts and arrays."""
-    if isinstance(u, np.ndarray) or isinstance(v, np.ndarray):
-        u, v = np.asarray(u).tolist(), np.asarray(v).tolist()
-    if isinstance(u, float) and isinstance(v, float) and math.isnan(u) and math.isnan(v):
-        return True
-    if isinstance(u, (list, tuple)) and isinstance(v, (list, tuple)):
-        return len(u) == len(v) and all(_equal(a, b) for a, b in zip(u, v))
-    if isinstance(u, dict) and isinstance(v, dict):
-        return u.keys() == v.keys() and all(_equal(u[k], v[k]) for k in u)
-    return u == v
-
-
-def same(a, b) -> bool:
-    """Equal rows, NaN equal to NaN (also inside array-valued columns)."""
-    if len(a) != len(b):
-        return False
-    for x, y in zip(a, b):
-        if x.keys() != y.keys():
-            return False
-        if not all(_equal(x[k], y[k]) for k in x):
-            return False
-    return True
-
-
-THEORY = """
-[sweep]
-name = "t"
-seed = 11
-
-[[run]]
-measurement = "theory"
-n = [100, 10000]
-d = [2, 10]
-load = ["0.9", 0.99]
-"""
+from sweep_runs import CLI, THEORY, cli, cli_here, comparable, equal, rows_of, same, write
 
 SMALL = """
 [sweep]
@@ -128,12 +61,6 @@ n = 30
 d = 2
 load = 0.8
 """
-
-
-def write(tmp_path, text, name="s.toml") -> Path:
-    p = tmp_path / name
-    p.write_text(text)
-    return p
 
 
 # =========================================================================== validation
@@ -305,7 +232,7 @@ def test_task_row_equals_direct_call_with_documented_seed(tmp_path):
         progress=False,
     )
     assert row["u_mean"] == direct.u_mean.tolist()  # an Arrow list column, exact floats
-    assert _equal(row["u_stderr"], direct.u_stderr.tolist())  # NaN where the run distrusts the error
+    assert equal(row["u_stderr"], direct.u_stderr.tolist())  # NaN where the run distrusts the error
     assert row["max_queue_dist"] == direct.max_queue_dist  # a map<int64, double> column
     assert row["mean_queue_length"] == direct.mean_queue_length
     # meanfield row: Σ V at λ = 0.9, d = 2 is about 3.986 (docs/model.md §3)

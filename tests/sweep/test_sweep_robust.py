@@ -18,9 +18,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from test_sweep import CLI, ROOT, THEORY, cli, cli_here, comparable, rows_of, same, write
 
+from _paths import ROOT
 from supermarket import sweep as sw
+from sweep_runs import CLI, THEORY, cli, cli_here, comparable, rows_of, same, write
 
 # =========================================================================== interruption (issue 11)
 INTERRUPT = """
