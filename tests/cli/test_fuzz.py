@@ -13,7 +13,7 @@ CI run sees the same cases every time.  Options that size the work (steps, time,
 replications, ...) are drawn as either hostile-invalid or small, so that every case is
 short; the others (n, d, load, ε, paths, start states, ...) take anything.  The default
 suite runs a few dozen cases per command (about 30 s); ``pytest -m slow
-tests/test_fuzz.py`` runs many more (see ``SLOW_EXAMPLES``).
+tests/cli/test_fuzz.py`` runs many more (see ``SLOW_EXAMPLES``).
 
 Failures found in code owned elsewhere are recorded below as ``xfail(strict=True)``
 tests naming the area, so that the fix flips them to a failure to be removed.

@@ -1,7 +1,7 @@
 """The long documentation transcripts run under the ``slow`` marker.
 
 The default suite skips the blocks marked ``if(not run_long, …)`` (they take minutes);
-``python -m pytest -m slow tests/test_screens_docs.py`` runs every block of each page that
+``python -m pytest -m slow tests/docs/test_screens_docs.py`` runs every block of each page that
 has one, in order and in one scratch directory, as ``tools/update_doc_transcripts.py --long``
 does, and fails if a shown output no longer matches the real one.
 """

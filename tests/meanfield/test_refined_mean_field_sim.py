@@ -9,7 +9,7 @@ scaled) or getting its sign wrong fails it.
 
 Print the table (about 1e8 steps per n, a few minutes on 2 shared cores)::
 
-    PYTHONPATH=src python tests/test_refined_mean_field_sim.py
+    PYTHONPATH=src python tests/meanfield/test_refined_mean_field_sim.py
 """
 
 from __future__ import annotations

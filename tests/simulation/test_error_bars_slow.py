@@ -1,8 +1,8 @@
 """Error bars that hold, checked at scale (slow): many independent replications of one
 configuration, each with its own blocking error bar, against an exact value or the pooled
 mean of all of them (docs/model.md §9).  Run with ``python -m pytest -m slow
-tests/test_error_bars_slow.py``; the fast checks of the same estimator against exact facts
-are in tests/test_stats.py."""
+tests/simulation/test_error_bars_slow.py``; the fast checks of the same estimator against exact facts
+are in tests/core/test_stats.py."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 plan (``run._plan(..., second_order=True)``; docs/control-variates.md, "Second-order
 controls"): not an option of ``simulate``, since their error bars do not hold in heavy
 traffic.  Checked here against the exact law of tiny systems, with their gain, and their
-refusals; the identities themselves in tests/test_second_order_identity.py; the calibration
+refusals; the identities themselves in tests/simulation/test_second_order_identity.py; the calibration
 in docs/control-variates.md (``tests/calibration.py --estimators=cv2``)."""
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ variates on and off, a load ``λ >= 1`` and trajectory records.  The wall time a
 the JSON is rounded to 9 significant digits (below 1e-12 in magnitude to 0): the means come
 from the kernels bit for bit, but the error bars go through NumPy reductions and LAPACK,
 whose last bits differ between CPUs.  Bit-identity of the means is pinned in
-tests/test_control.py and tests/test_kernel_golden.py.
+tests/simulation/test_control.py and tests/engines/test_kernel_golden.py.
 """
 
 from __future__ import annotations

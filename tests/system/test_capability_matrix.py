@@ -2,7 +2,7 @@
 method table, supermarket.system.methods): the committed page is the generator's output, and
 sampled cells do what they say: the command runs, or refuses with the cell's reason, the same
 from the library, the command line and the sweep.  The engines are stubbed where only the choice
-is checked (as in tests/test_methods_table.py); a few tiny runs are real."""
+is checked (as in tests/system/test_methods_table.py); a few tiny runs are real."""
 
 from __future__ import annotations
 
