@@ -243,7 +243,7 @@ def test_perfect_mixing_and_fluctuations_cells_do_what_they_say():
     """Every system's ``perfect``, ``mixing`` and ``fluctuations`` cells on the command line: a
     "no" cell is refused before any work with its text, word for word; a "yes" cell of
     ``perfect`` and ``mixing`` runs (tiny real runs; the one "yes" of ``fluctuations``, JSQ(d) with
-    exponential service, is run by tests/test_fluctuations.py)."""
+    exponential service, is run by tests/fluctuations/test_fluctuations.py)."""
     for rule, classes, family in SYSTEMS:
         column = GEN.cells(rule, classes, family)
         law = ["--policy", rule, "--service", GEN.LAWS[family]] + (["--server-classes", GEN.CLASSES] if classes else [])
