@@ -9,6 +9,9 @@
 
 Every test that uses either fixture is marked ``integration`` (:func:`pytest_collection_modifyitems`),
 so the fast tier ``-m "not slow and not integration and not heavy"`` starts no cluster and no browser.
+
+The fixtures here reach the tests of every subfolder of ``tests/``; the helpers they use (free
+ports, the interpreter's bin directory) are in ``_ports.py``, which tests import themselves.
 """
 
 from __future__ import annotations
