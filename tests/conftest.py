@@ -9,6 +9,9 @@
 
 Every test that uses either fixture is marked ``integration`` (:func:`pytest_collection_modifyitems`),
 so the fast tier ``-m "not slow and not integration and not heavy"`` starts no cluster and no browser.
+
+The fixtures here reach the tests of every subfolder of ``tests/``; the helpers they use (free
+ports, the interpreter's bin directory) are in ``_ports.py``, which tests import themselves.
 """
 
 from __future__ import annotations
@@ -17,14 +20,12 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 from hypothesis import settings as _hypothesis_settings
+
+from _ports import BIN, free_port, wait_port
 
 # No plain progress lines in the suite (cli/_common.plain_progress_wanted): they come every
 # few seconds of wall time, so on a loaded machine they would enter outputs that tests compare.
@@ -42,28 +43,6 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 # same examples every run (a counterexample, once found, is found again).
 _hypothesis_settings.register_profile("reproducible", derandomize=True, deadline=None)
 _hypothesis_settings.load_profile("reproducible")
-
-
-BIN = Path(sys.executable).parent
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_port(port: int, proc: subprocess.Popen, timeout: float, log: Path) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            raise RuntimeError(f"process exited with {proc.returncode}: {log.read_text()[-2000:]}")
-        with socket.socket() as s:
-            s.settimeout(0.2)
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise RuntimeError(f"port {port} did not open within {timeout} s: {log.read_text()[-2000:]}")
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -97,7 +76,7 @@ def dask_cluster(tmp_path_factory):
     )
     procs = [sched]
     try:
-        _wait_port(port, sched, 60, slog)
+        wait_port(port, sched, 60, slog)
         address = f"tcp://127.0.0.1:{port}"
         wlog = logdir / "worker.log"
         worker = subprocess.Popen(

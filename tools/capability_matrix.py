@@ -7,7 +7,7 @@ Every cell is what :mod:`supermarket.system.methods` says of one system (a rule 
 :data:`supermarket.system.spec.LAW_FAMILIES`) and one command or option: "yes" (with the engine,
 solver or mean field that serves it), or "no: " and the table's refusal, word for word as the
 command line prints it.  Nothing is run.  ``--check`` writes nothing and exits 1 if the page is
-not the output (tests/test_capability_matrix.py checks the same and samples cells against the
+not the output (tests/system/test_capability_matrix.py checks the same and samples cells against the
 command line).
 """
 

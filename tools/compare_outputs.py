@@ -6,7 +6,7 @@ by field: the check that a refactor leaves every number bit-identical for the sa
 
 Timings are masked; every other field must be equal, and the comparison lists those that are
 not (a new field counts as a difference). ``run`` exits 1 if a command exits non-zero;
-``tests/test_screens_docs2.py`` checks that every command's options parse.
+``tests/docs/test_screens_docs2.py`` checks that every command's options parse.
 """
 
 from __future__ import annotations

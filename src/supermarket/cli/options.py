@@ -2,7 +2,7 @@
 
 Each function returns a click option decorator with one spelling and one type for one
 concept, so that every command says ``--seed``, ``--workers``, ``--replace/--no-replace``…
-the same way (``tests/test_cli_options.py`` walks every command and fails on a second
+the same way (``tests/cli/test_cli_options.py`` walks every command and fails on a second
 spelling or a second type).  A command keeps its own default and help text where they
 differ (e.g. ``--replace`` defaults to off in ``fluctuations``, which follows paper 002,
 and on in ``mixing``).

@@ -51,7 +51,7 @@ WIN = 2 * HALF_WIN
 LW = 32  # levels with a window table
 FULL_TABLE_MAX_N = 1 << 15
 
-# dispatch-rule codes (supermarket.system.policies.RULES maps the names to them; tests/test_registry.py
+# dispatch-rule codes (supermarket.system.policies.RULES maps the names to them; tests/system/test_registry.py
 # checks the two agree); 0 is today's JSQ(d)
 JSQ_D, RANDOM, JSQ, JIQ, JBT = 0, 1, 2, 3, 4
 POLICY_CODES = (JSQ_D, RANDOM, JSQ, JIQ, JBT)

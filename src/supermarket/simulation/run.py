@@ -77,7 +77,7 @@ def _available_memory() -> int | None:
 def _check_memory(engine: str, n: int, d: int, replace: bool, replications: int, workers: int):
     if engine == "profile":
         return
-    # measured peaks (tracemalloc, tests/test_engines.py): queues 4 bytes per server (+ the bitset
+    # measured peaks (tracemalloc, tests/engines/test_engines.py): queues 4 bytes per server (+ the bitset
     # without replacement; 4.5 with the final lengths at n = 4·10^6); buckets 8 (8.5 measured: the
     # final lengths are built beside the permutation)
     per = (

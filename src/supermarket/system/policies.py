@@ -12,7 +12,7 @@ the flow-balance identity ``E[u_ℓ] = λ·E[P_{ℓ−1}]`` (docs/model.md §3) 
 
 Each rule is one entry of :data:`RULES` (:class:`Rule`): its name, engine code, help text,
 flags, ``P_ℓ(c)``, fluid ``P_ℓ(u)`` and fixed point, and the kernels that run it; the list of
-rules with their ``P_ℓ`` is in docs/model.md §2 (``tests/test_registry.py`` checks the two
+rules with their ``P_ℓ`` is in docs/model.md §2 (``tests/system/test_registry.py`` checks the two
 agree).
 
 For ``jsq`` and ``jiq`` the limit of ``P_ℓ(u)`` jumps at ``u_1 = 1`` (``jbt``'s at ``u_T = 1``): the fluid limit is a
@@ -27,7 +27,7 @@ docs/model.md §2) ``jsq-d`` joins the largest of ``d`` uniform positions, ``ran
 uniform position, ``jsq`` position ``n``, and ``jiq`` position ``n`` if ``c_1 < n`` and a
 uniform position otherwise.  The kernels draw the joined length from the table of
 :func:`supermarket.engines.tables.p_rule` (the same ``P`` in the kernels' own layer: the
-engines may import nothing from here; ``tests/test_policies.py`` checks the two equal),
+engines may import nothing from here; ``tests/system/test_policies.py`` checks the two equal),
 and ``jiq`` multiplies it by ``1{c_1 = n}``.
 
 Examples
