@@ -27,6 +27,17 @@ MOVED = {
         "compare_rules": "supermarket.design.rules",
         "verify_service_design": "supermarket.design.service",
     },
+    "supermarket.meanfield.corrections": {
+        "RefinedMeanField": "supermarket.meanfield.corrections",
+        "refined_mean_field": "supermarket.meanfield.corrections",
+        "sampling_first_order": "supermarket.meanfield.corrections",
+        "drift_first_order": "supermarket.meanfield.corrections",
+        "LNAResult": "supermarket.meanfield.linear_noise",
+        "lna": "supermarket.meanfield.linear_noise",
+        "AccuracyWarning": "supermarket.meanfield.lyapunov",
+        "ACCURACY_TOL": "supermarket.meanfield.lyapunov",
+        "MAX_LYAPUNOV_LEVELS": "supermarket.meanfield.lyapunov",
+    },
 }
 
 CASES = [(old, name, home) for old, names in MOVED.items() for name, home in names.items()]
