@@ -38,6 +38,14 @@ MOVED = {
         "ACCURACY_TOL": "supermarket.meanfield.lyapunov",
         "MAX_LYAPUNOV_LEVELS": "supermarket.meanfield.lyapunov",
     },
+    "supermarket.report.figures": {
+        "Figure": "supermarket.report.render",
+        "LAW_KEYS": "supermarket.report.cells",
+        "law_label": "supermarket.report.cells",
+        "MAX_PROFILE_PANELS": "supermarket.report.simulate_figures",
+        "FLUCT_MOMENTS": "supermarket.report.figures",
+        "collect_figures": "supermarket.report.figures",
+    },
 }
 
 CASES = [(old, name, home) for old, names in MOVED.items() for name, home in names.items()]
