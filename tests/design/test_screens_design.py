@@ -7,6 +7,7 @@ import pytest
 
 from supermarket.design import latency as lt
 from supermarket.design import service as ds
+from supermarket.design import service_search
 
 
 def test_max_load_for_latency_never_evaluates_load_one():
@@ -27,18 +28,19 @@ def test_max_load_for_latency_uncapped_unchanged():
 
 def test_max_load_for_service_latency_bounded_and_capped(monkeypatch):
     # every evaluated load is checked below LOAD_MAX; a target met there is reported as capped
+    # (both patched where the search reads them: design/service_search.py)
     seen = []
-    real = ds.sojourn_law
+    real = service_search.sojourn_law
 
     def spy(d, lam, law):
         seen.append(lam)
-        assert 0 < lam <= ds.LOAD_MAX
+        assert 0 < lam <= service_search.LOAD_MAX
         return real(d, lam, law)
 
-    monkeypatch.setattr(ds, "sojourn_law", spy)
+    monkeypatch.setattr(service_search, "sojourn_law", spy)
     # patch the tail so that the target is met at every load (the fast stand-in for
     # erlang:4 at d = 3, p99 ≤ 8, whose real search needs the fixed point near λ = 1)
-    monkeypatch.setattr(ds, "LOAD_MAX", 0.99)
+    monkeypatch.setattr(service_search, "LOAD_MAX", 0.99)
     notes = []
     r = ds.max_load_for_service_latency(2, 0.9, 30.0, "exp", progress=notes.append)
     assert r.capped and r.answer == 0.99 and r.neighbour == {}

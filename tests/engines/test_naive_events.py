@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 
 from naive import NaiveEvents, service_params
+from supermarket.engines import departures, rng
 from supermarket.engines import events as ev
-from supermarket.engines import rng
 from supermarket.system.policies import policy_code
 from supermarket.system.service import parse_service, phase_type
 
@@ -210,7 +210,7 @@ def test_window_far_heap_and_growth_match_naive(law, lam, buckets, width):
         (_compare if step % 16 == 0 or step == steps else _compare_quick)(kr, nv, f"at event {step}")
     assert kr.far_max >= (8 if lam > 0.5 or law == "deterministic" else 1)
     if lam > 0.5:
-        assert kr.a["ht"].shape[0] > 8 + ev._H0 and kr.a["qt"].shape[0] > 8  # both grew
+        assert kr.a["ht"].shape[0] > 8 + departures._H0 and kr.a["qt"].shape[0] > 8  # both grew
     else:
         assert empties > 100
     assert (in_window == 0) == (law == "deterministic")

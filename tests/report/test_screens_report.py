@@ -152,10 +152,11 @@ def _fluct_rows():
 
 
 def test_fluctuation_labels_do_not_overlap(monkeypatch):
+    from supermarket.report import cells, render
     from supermarket.report import figures as fg
 
     seen = []
-    real = fg._fig_to_png
+    real = render._fig_to_png  # patched where _finish reads it
 
     def keep(fig):
         fig.canvas.draw()
@@ -164,8 +165,8 @@ def test_fluctuation_labels_do_not_overlap(monkeypatch):
         seen.append([t.get_window_extent(renderer) for t in ax.texts])
         return real(fig)
 
-    monkeypatch.setattr(fg, "_fig_to_png", keep)
-    fig = fg._fluct_figure(fg._points(_fluct_rows()))
+    monkeypatch.setattr(render, "_fig_to_png", keep)
+    fig = fg._fluct_figure(cells._points(_fluct_rows()))
     assert fig is not None and fig.png[:4] == b"\x89PNG"
     (boxes,) = seen
     assert len(boxes) == 10
@@ -176,25 +177,27 @@ def test_fluctuation_labels_do_not_overlap(monkeypatch):
 
 def test_max_queue_caption_counts_what_the_points_show():
     """A caption said "k or k+1" over points at k + 2: it now counts the points' own offsets."""
-    from supermarket.report import figures as fg
+    from supermarket.report import cells
+    from supermarket.report import simulate_figures as fg
 
     rows = [
         {"n": 100, "d": 2, "load": 0.9, "task_index": j, "point": j, "status": "ok", "max_queue_dist": dist}
         for j, dist in enumerate(({"4": 0.9, "5": 0.1}, {"6": 0.8, "5": 0.2}))
     ]  # k_(0.9, 2) = 4: one point at k, one at k + 2
-    fig = fg._max_queue_figure(fg._points(rows))
+    fig = fg._max_queue_figure(cells._points(rows))
     assert fig is not None
     assert "most frequent maximum is k at 1 of 2 grid points, k + 2 at 1." in fig.caption
 
 
 def test_profile_caption_names_only_the_references_drawn():
-    from supermarket.report import figures as fg
+    from supermarket.report import cells
+    from supermarket.report import simulate_figures as fg
 
     rows = [
         {"n": 100, "d": 2, "load": 0.5, "policy": "random", "task_index": 0, "point": 0, "status": "ok"}
         | {"u_mean": [0.5, 0.25, 0.12]}
     ]
-    fig = fg._profile_figure(fg._points(rows))
+    fig = fg._profile_figure(cells._points(rows))
     assert fig is not None
     assert "λ^i" in fig.caption and "π(i) = λ^((d^i" not in fig.caption and "linearised" not in fig.caption
 

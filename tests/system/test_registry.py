@@ -24,6 +24,7 @@ import pytest
 
 from _paths import ROOT
 from supermarket.engines import events as ev
+from supermarket.engines import service as ev_service  # the samplers' law codes
 from supermarket.engines import tables
 from supermarket.system import policies as pol
 
@@ -245,7 +246,7 @@ def test_service_families_are_the_laws_and_codes():
     assert [f.code for f in fams] == list(range(len(fams)))  # the compiled sampler's codes, in order
     kernel = {"exp": "_EXP", "erlang": "_ERLANG", "hyperexp": "_HYPEREXP", "ph": "_PH", "lognormal": "_LOGNORMAL",
               "pareto": "_PARETO", "deterministic": "_DETERMINISTIC"}  # fmt: skip
-    assert {f.name: f.code for f in fams} == {k: getattr(ev, v) for k, v in kernel.items()}
+    assert {f.name: f.code for f in fams} == {k: getattr(ev_service, v) for k, v in kernel.items()}
     assert [f.name for f in fams] == ["exp", "erlang", "hyperexp", "ph", "lognormal", "pareto", "deterministic"]
     example = {"erlang": "erlang:3", "hyperexp": "hyperexp:4", "lognormal": "lognormal:2", "pareto": "pareto:3"}
     for f in fams:

@@ -2,5 +2,8 @@
 
 - :mod:`.latency`: response-time quantile targets with exponential service, by the mean field
   and checked by simulation;
-- :mod:`.service`: the same for phase-type and general service laws.
+- :mod:`.service`: the same for phase-type and general service laws, with the check of an
+  answer by the event engine; its parts: :mod:`.sojourn` (the sojourn laws and the phase-type
+  fit), :mod:`.service_search` (the searches on ``d`` and on the load) and :mod:`.rules` (the
+  dispatch rules compared).
 """

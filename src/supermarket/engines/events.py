@@ -62,22 +62,35 @@ The kernel returns :data:`DONE` (the next event is after ``t_stop``: the clock i
 level kept: grow the arrays with :func:`grow`; nothing drawn yet), :data:`FULL` (the customer
 buffers are full: drain them) or :data:`EVENTS` (``max_events`` events done).  Every random
 number comes from the xoshiro256** state ``s`` (:mod:`.rng`).
+
+The pieces live beside this module: the service-law samplers in :mod:`.service`
+(:func:`sample_service`), the calendar's window and the far heap in :mod:`.departures`
+(:func:`window`), the prefetch hints in :mod:`.prefetch`; their public names are importable
+from here too.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
-from llvmlite import ir  # type: ignore[import-untyped]
-from llvmlite.binding import llvm_version_info  # type: ignore[import-untyped]
-from numba import njit, types
-from numba.core import cgutils
-from numba.extending import intrinsic
+from numba import njit
 from numpy.typing import ArrayLike
 
-from .rng import _step, next_below, next_double, next_normal
+from .departures import (
+    _H0,
+    MAX_BUCKETS,
+    WINDOW_PER_BUCKET,
+    WINDOW_TIME,
+    _free_chain,
+    _heap_rows,
+    _pop_bottom_up,
+    _push,
+    window,
+)
+from .prefetch import _prefetch, _prefetch_samples
+from .rng import next_below
+from .service import _exp1, sample_service
 from .tables import BAD_RULE, JBT, JIQ, JSQ, JSQ_D, RANDOM
 
 __all__ = [
@@ -88,6 +101,9 @@ __all__ = [
     "new_arrays",
     "new_counters",
     "window",
+    "WINDOW_PER_BUCKET",
+    "WINDOW_TIME",
+    "MAX_BUCKETS",
     "pending_departures",
     "JSQ_D",
     "RANDOM",
@@ -122,39 +138,6 @@ I_HSIZE, I_TOP, I_NREC, I_EVENTS, I_CUR, I_FREE = 0, 1, 2, 3, 4, 5
 N_FL, N_IT = 5, 6
 """Lengths of the kernel's ``fl`` and ``it`` arrays (:func:`new_counters`)."""
 
-# service-law codes: the same as supermarket.system.service (engines import nothing above them)
-_EXP, _ERLANG, _HYPEREXP, _PH, _LOGNORMAL, _PARETO, _DETERMINISTIC = range(7)
-
-
-# the intrinsic's name carries its pointer type: opaque from LLVM 17 on (llvmlite >= 0.45),
-# ``i8*`` before
-_PREFETCH = "llvm.prefetch.p0" if llvm_version_info >= (17,) else "llvm.prefetch.p0i8"
-
-
-@intrinsic
-def _prefetch_intrinsic(typingctx, arr, idx):
-    """A hint to load the cache line of ``arr[idx]`` (of row ``idx`` of a 2-d array) for
-    reading; no effect on any value (LLVM's ``llvm.prefetch``)."""
-    sig = types.void(arr, idx)
-
-    def codegen(context, builder, signature, args):
-        aryty = signature.args[0]
-        ary = context.make_array(aryty)(context, builder, args[0])
-        zero = context.get_constant(types.intp, 0)
-        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]] + [zero] * (aryty.ndim - 1))
-        i8p = ir.PointerType(ir.IntType(8))
-        i32 = ir.IntType(32)
-        fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, _PREFETCH)
-        # read, high locality, data cache
-        builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
-        return context.get_dummy_value()
-
-    return sig, codegen
-
-
-_prefetch: Any = _prefetch_intrinsic  # called as _prefetch(arr, idx) in compiled code
-
 
 _PF_LEAD = 24
 """Departures the prefetch cursor runs ahead of the front of the window (in buckets: this
@@ -162,134 +145,9 @@ over :data:`WINDOW_PER_BUCKET`)."""
 
 
 @njit(cache=True, inline="always")
-def _prefetch_samples(s, n, d, x, lastdep):
-    """Prefetch the lengths and last departures of the queues the next arrival will sample
-    under ``jsq-d`` with replacement: its draws, read ahead on a copy of the state (the
-    first is its inter-arrival time; with ties among the first samples, or a rejection in
-    ``next_below``, later guesses miss: a hint only)."""
-    s0 = s[0]
-    s1 = s[1]
-    s2 = s[2]
-    s3 = s[3]
-    r, s0, s1, s2, s3 = _step(s0, s1, s2, s3)
-    nn = np.uint64(n)
-    for _ in range(min(d, 4)):
-        r, s0, s1, s2, s3 = _step(s0, s1, s2, s3)
-        qq = np.int64(((r >> np.uint64(32)) * nn) >> np.uint64(32))
-        _prefetch(x, qq)
-        _prefetch(lastdep, qq)
-
-
-@njit(cache=True, inline="always")
-def _exp1(s):
-    return -math.log(1.0 - next_double(s))
-
-
-@njit(cache=True)
-def sample_service(s: np.ndarray, code: int, par: np.ndarray, tab: np.ndarray) -> float:
-    """One work requirement of mean 1.  ``par``: exp —; erlang ``[K]``; hyperexp ``[p, r1,
-    r2]``; ph — (``tab`` from :meth:`supermarket.system.service.ServiceLaw.ph_table`); lognormal
-    ``[μ, σ]``; pareto ``[α, scale]``; deterministic —."""
-    if code == _EXP:
-        return _exp1(s)
-    if code == _LOGNORMAL:
-        return math.exp(par[0] + par[1] * next_normal(s))
-    if code == _HYPEREXP:
-        if next_double(s) < par[0]:
-            return _exp1(s) / par[1]
-        return _exp1(s) / par[2]
-    if code == _ERLANG:
-        k = int(par[0])
-        acc = 1.0
-        tot = 0.0
-        for _ in range(k):
-            acc *= 1.0 - next_double(s)
-            if acc < 1e-280:
-                tot += math.log(acc)
-                acc = 1.0
-        return -(tot + math.log(acc)) / par[0]
-    if code == _PARETO:
-        return par[1] * (1.0 - next_double(s)) ** (-1.0 / par[0])
-    if code == _DETERMINISTIC:
-        return 1.0
-    # phase type: walk the phases until absorption
-    m = tab.shape[0] - 1
-    u = next_double(s)
-    ph = 0
-    while ph < m - 1 and u >= tab[0, ph]:
-        ph += 1
-    t = 0.0
-    while True:
-        t += _exp1(s) / tab[ph + 1, 0]
-        u = next_double(s)
-        nxt = -1
-        for j in range(m):
-            if u < tab[ph + 1, 1 + j]:
-                nxt = j
-                break
-        if nxt < 0:
-            return t
-        ph = nxt
-
-
-# The heap: logical node i (root 0, children 4i+1..4i+4) is row i + _H0 of ``h`` (n x 2:
-# departure time, server as a float, exact below 2^53).  With the row offset 3 the four
-# children of a node are rows 4i+4..4i+7: one 64-byte cache line when row 0 is 64-byte
-# aligned (new_arrays and grow allocate so), so a level of the descent reads one line.
-_H0 = 3
-
-
-@njit(cache=True, inline="always")
-def _pop_bottom_up(h, size):
-    """Remove the root of a heap of ``size + 1`` entries: the hole goes down along the least
-    children to a leaf, the last entry fills it and sifts up (Floyd)."""
-    t = h[size + _H0, 0]
-    j = h[size + _H0, 1]
-    i = 0
-    while True:
-        l = 4 * i + 1
-        if l >= size:
-            break
-        m = l
-        tm = h[l + _H0, 0]
-        e = l + 4 if l + 4 <= size else size
-        for r in range(l + 1, e):
-            tr = h[r + _H0, 0]
-            if tr < tm:
-                m = r
-                tm = tr
-        h[i + _H0, 0] = tm
-        h[i + _H0, 1] = h[m + _H0, 1]
-        i = m
-    while i > 0:
-        p = (i - 1) >> 2
-        if h[p + _H0, 0] <= t:
-            break
-        h[i + _H0, 0] = h[p + _H0, 0]
-        h[i + _H0, 1] = h[p + _H0, 1]
-        i = p
-    h[i + _H0, 0] = t
-    h[i + _H0, 1] = j
-
-
-@njit(cache=True, inline="always")
 def _index(v):
     """A server number stored as a float, as an integer (unannotated: typed as the callers' ``j``)."""
     return int(v)
-
-
-@njit(cache=True, inline="always")
-def _push(h, size, t, j):
-    i = size
-    while i > 0:
-        p = (i - 1) >> 2
-        if h[p + _H0, 0] <= t:
-            break
-        h[i + _H0, 0] = h[p + _H0, 0]
-        h[i + _H0, 1] = h[p + _H0, 1]
-        i = p
-    h[i + _H0, 0] = t
-    h[i + _H0, 1] = j
 
 
 @njit(cache=True, inline="always")
@@ -591,36 +449,6 @@ def events_kernel(
     return status
 
 
-def _heap_rows(capacity: int) -> np.ndarray:
-    """Zeros of shape ``(capacity + _H0, 2)`` whose row 0 is 64-byte aligned (see ``_H0``)."""
-    raw = np.zeros((capacity + _H0 + 4, 2))
-    off = (-raw.ctypes.data % 64) // 16  # NumPy aligns to 16 bytes at least
-    return raw[off : off + capacity + _H0]
-
-
-WINDOW_PER_BUCKET = 8.0
-"""Departures per bucket near the front of the window: the bucket width is this over the
-arrival rate."""
-
-WINDOW_TIME = 64.0
-"""The window of buckets spans at least this time over the slowest speed (at λ = 0.9 with
-lognormal SCV 4 and JSQ(2), about 0.1 % of the waiting departures lie further ahead);
-later departures wait in the heap."""
-
-MAX_BUCKETS = 1 << 22
-
-
-def window(rate: float, min_speed: float = 1.0) -> tuple[int, float]:
-    """The buckets of the departures' window for arrivals at ``rate``: ``(count, 1/width)``
-    (a power of two from 64 to :data:`MAX_BUCKETS`; see :data:`WINDOW_PER_BUCKET`)."""
-    width = WINDOW_PER_BUCKET / rate
-    want = WINDOW_TIME / min_speed / width
-    nb = 64
-    while nb < want and nb < MAX_BUCKETS:
-        nb *= 2
-    return nb, 1.0 / width
-
-
 def new_arrays(
     class_counts: ArrayLike,
     levels: int = 16,
@@ -666,14 +494,6 @@ def new_arrays(
     a["c"][:, 0] = counts
     a["ctot"][0] = n
     return a
-
-
-def _free_chain(start: int, stop: int) -> np.ndarray:
-    """Nodes ``start..stop-1`` chained as a free list (``-1`` ends it)."""
-    q = np.arange(start + 1, stop + 1, dtype=np.int32)
-    if q.size:
-        q[-1] = -1
-    return q
 
 
 def new_counters(rate: float, t_meas: float, first_arrival: float, inv_width: float) -> tuple[np.ndarray, np.ndarray]:

@@ -7,8 +7,9 @@ What is here, each with the docs/model.md section it implements, one module each
   the shared checks;
 - :mod:`.ode`: :func:`solve_meanfield` (the transient ODE) and :func:`solve_dinf` (the
   ``d = ∞`` water-filling ODE, integrated exactly);
-- :mod:`.corrections`: :func:`refined_mean_field` (the ``1/n`` term ``V``) and :func:`lna`
-  (the linear-noise covariance), each with an estimate of its accuracy;
+- :mod:`.corrections`: :func:`refined_mean_field` (the ``1/n`` term ``V``), with
+  :mod:`.linear_noise` (:func:`lna`, the linear-noise covariance) and :mod:`.lyapunov` (their
+  Lyapunov solve and the estimate of its accuracy);
 - :mod:`.phase`: phase-type service (§13): :func:`phase_drift`, :func:`solve_phase_meanfield`
   and :func:`phase_fixed_point`;
 - :mod:`.classes` and :mod:`.classes_phase` (imported by name, not re-exported here): server

@@ -1,6 +1,9 @@
 """The ``1/n`` corrections to the mean field (docs/model.md §3, §8): the refined mean field of Gast and
-Van Houdt (2018) (:func:`refined_mean_field`) and the linear-noise approximation (:func:`lna`), each
-with an a-posteriori estimate of its accuracy (:class:`AccuracyWarning`, :data:`ACCURACY_TOL`).
+Van Houdt (2018) (:func:`refined_mean_field`: ``E[u] ≈ π + V/n``, here, with the ``1/n`` term of
+sampling without replacement, :func:`sampling_first_order`) and the linear-noise approximation
+(:func:`lna`, in :mod:`.linear_noise`), each with an a-posteriori estimate of its accuracy
+(:mod:`.lyapunov`: :class:`AccuracyWarning`, :data:`ACCURACY_TOL`).  Every public name of those
+modules is importable from here too.
 """
 
 from __future__ import annotations
@@ -10,41 +13,29 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
-import scipy.linalg as sla
 from numpy.typing import ArrayLike
 
 from ..checks import check_bool
 from ..model import check_load, check_positive_int
 from ..result import Result, frame, pyplot, save_figure, text_table
 from ..theory import log_fixed_point
-from .dynamics import (
-    DEFAULT_TOL,
-    MAX_LEVELS,
-    _check_n,
-    _levels,
-    _noise_diag,
-    drift_jacobian,
-    near_equilibrium_centre,
-    rule_d,
-    sample_prob,
-)
+from .dynamics import DEFAULT_TOL, MAX_LEVELS, _levels, _noise_diag, rule_d, sample_prob
+from .linear_noise import LNAResult, lna
+from .lyapunov import ACCURACY_TOL, MAX_LYAPUNOV_LEVELS, AccuracyWarning, _accuracy, _lyapunov
 
-MAX_LYAPUNOV_LEVELS = 1000  # the dense Lyapunov solve costs O(L^3): ~10 s at L = 800 on 2 cores
-ACCURACY_TOL = 1e-4  # a refined mean field / covariance whose estimated relative error exceeds this is flagged
-
-
-class AccuracyWarning(RuntimeWarning):
-    """A linear solve lost its accuracy (ill-conditioned near λ = 1): the result is flagged
-    ``accurate=False`` and its numbers must not be used.
-
-    Examples
-    --------
-    >>> issubclass(AccuracyWarning, RuntimeWarning)
-    True
-    """
+__all__ = [
+    "RefinedMeanField",
+    "refined_mean_field",
+    "sampling_first_order",
+    "drift_first_order",
+    "LNAResult",
+    "lna",
+    "AccuracyWarning",
+    "ACCURACY_TOL",
+    "MAX_LYAPUNOV_LEVELS",
+]
 
 
-# =========================================================================== refined mean field
 @dataclass(frozen=True)
 class RefinedMeanField(Result):
     """Refined mean field (Gast and Van Houdt 2018), docs/model.md §3: ``E[u_i] ≈ π(i) + V_i/n``.
@@ -227,97 +218,6 @@ class RefinedMeanField(Result):
         return save_figure(fig, path)
 
 
-def _lyapunov(u, d, lam, n, replace):
-    """Jacobian ``A`` and the solution ``W`` of ``A W + W A^T + Q = 0`` at the profile ``u``."""
-    if u.size > MAX_LYAPUNOV_LEVELS:
-        raise ValueError(
-            f"levels: the Lyapunov equation would have {u.size} levels (more than "
-            f"{MAX_LYAPUNOV_LEVELS}; its dense solve costs O(levels^3)); at d={d}, load={lam!r} "
-            "pass a larger tol (e.g. tol=1e-6) or fewer levels"
-        )
-    A = drift_jacobian(u, d, lam, n=n, replace=replace)
-    Q = np.diag(_noise_diag(u, d, lam, n, replace))
-    import warnings
-
-    with warnings.catch_warnings():
-        # SciPy's own ill-conditioning warnings are replaced by the flag of _accuracy
-        warnings.simplefilter("ignore", sla.LinAlgWarning)
-        warnings.simplefilter("ignore", RuntimeWarning)
-        W = sla.solve_continuous_lyapunov(A, -Q)
-    return A, 0.5 * (W + W.T)
-
-
-def _accuracy(A, W, Q_diag, V=None, rhs_of=None):
-    """Estimated relative error of the solution ``W`` of ``A W + W A^T + Q = 0`` (and of ``V``,
-    the solution of ``A V = rhs_of(W)``), and the reasons to distrust them, if any.
-
-    Up to 300 levels the estimate is a posteriori: one step of iterative refinement with the
-    residuals computed in extended precision (``numpy.longdouble``), ``‖δW‖/‖W‖`` with
-    ``A δW + δW A^T = −R``, and for ``V`` its own residual correction plus the change of
-    ``V`` under ``W + δW``.  Above 300 levels (the dense solves are costly) the worst-case
-    bound ``cond_1(A)·ε`` is used.  The drift's Jacobian has an eigenvalue near 0 when λ is
-    near 1 (the slow mode of docs/model.md §6), so both grow like ``1/(1−λ)``.  Then checks
-    that the covariance is one: finite, variances >= 0, no eigenvalue below
-    ``−(estimate)·‖W‖``.  Flagged when the estimate exceeds :data:`ACCURACY_TOL` or
-    ``cond_1(A)·ε >= 1`` (then no estimate can be trusted either).
-    """
-    import warnings
-
-    issues = []
-    eps = np.finfo(float).eps
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            cond = float(np.linalg.norm(A, 1) * np.linalg.norm(np.linalg.inv(A), 1))
-        except np.linalg.LinAlgError:
-            cond = math.inf
-        if not math.isfinite(cond):
-            cond = math.inf
-        wmax = float(np.max(np.abs(W))) if W.size and np.all(np.isfinite(W)) else math.inf
-        finite = bool(np.all(np.isfinite(W)) and (V is None or np.all(np.isfinite(V))))
-        if not finite:
-            issues.append("non-finite values")
-            est = math.inf
-        elif W.shape[0] <= 300 and math.isfinite(cond):
-            Al = A.astype(np.longdouble)
-            Wl = W.astype(np.longdouble)
-            R = (Al @ Wl + Wl @ Al.T + np.diag(np.asarray(Q_diag, dtype=np.longdouble))).astype(float)
-            dW = sla.solve_continuous_lyapunov(A, -R)
-            est = float(np.max(np.abs(dW))) / wmax if wmax > 0 else 0.0
-            if V is not None and rhs_of is not None:
-                b = rhs_of(W)
-                rv = (Al @ V.astype(np.longdouble) - np.asarray(b, dtype=np.longdouble)).astype(float)
-                dV = np.linalg.solve(A, -rv) + (np.linalg.solve(A, rhs_of(W + dW)) - V)
-                vmax = float(np.max(np.abs(V)))
-                if vmax > 0:
-                    est = max(est, float(np.max(np.abs(dV))) / vmax)
-            if not math.isfinite(est):
-                est = math.inf
-        else:
-            est = cond * eps
-    if cond * eps >= 1.0:
-        issues.append(
-            f"the drift's Jacobian has condition number {cond:.3g} (more than 1/ε = 4.5e15), so a "
-            "solve with it keeps no correct digit"
-        )
-    elif est > ACCURACY_TOL:
-        issues.append(f"estimated relative error {est:.3g} (the drift's Jacobian has condition number {cond:.3g})")
-    if finite and W.size:
-        wd = np.diag(W)
-        tol_w = max(min(est, 1.0), 1e-12) * wmax
-        if np.any(wd < -tol_w):
-            i = int(np.argmin(wd))
-            issues.append(f"negative variance {wd[i]:.3g} at level {i + 1}")
-        else:
-            try:
-                lo = float(np.linalg.eigvalsh(W)[0])
-            except np.linalg.LinAlgError:
-                lo = -math.inf
-            if lo < -tol_w * W.shape[0]:
-                issues.append(f"the covariance is not positive semi-definite (eigenvalue {lo:.3g})")
-    return est, tuple(issues)
-
-
 def refined_mean_field(
     d: int,
     lam: float | str,
@@ -442,167 +342,3 @@ def drift_first_order(u: ArrayLike, d: int, lam: float | str) -> np.ndarray:
     drift without replacement, ``f_n = f + g/n + O(1/n²)`` (docs/model.md §3, derived)."""
     hu = sampling_first_order(u, d)
     return lam * (np.concatenate(([0.0], hu[:-1])) - hu)
-
-
-# =========================================================================== linear noise
-@dataclass(frozen=True)
-class LNAResult(Result):
-    """Linear-noise approximation: stationary covariance of ``√n (u − x)`` (docs/model.md §3, §8).
-
-    ``centre``: the point ``x`` (the fixed point π or the finite-n centre ``x^n``);
-    ``covariance``: ``levels x levels``; ``jacobian``: the drift's Jacobian at ``x``.
-
-    Examples
-    --------
-    >>> lna(2, 0.9).std.size == lna(2, 0.9).levels
-    True
-    """
-
-    d: int
-    lam: float
-    n: int | None
-    at: str
-    replace: bool
-    levels: int
-    centre: np.ndarray
-    covariance: np.ndarray
-    jacobian: np.ndarray = field(repr=False)
-    accurate: bool = True  # False: the Lyapunov solve lost its accuracy; the covariance is not to be used
-    error_estimate: float = 0.0
-    issues: tuple = ()
-
-    @property
-    def mean(self) -> np.ndarray:
-        return self.centre
-
-    @property
-    def std(self) -> np.ndarray:
-        """Standard deviations of ``√n u_i``."""
-        return np.sqrt(np.clip(np.diag(self.covariance), 0.0, None))
-
-    _rename: ClassVar[dict[str, str]] = {"lam": "load"}
-    _omit = ("jacobian",)
-
-    def to_frame(self) -> Any:
-        """Tidy table: one row per pair of levels (``i``, ``j`` from 1) with ``covariance``;
-        the diagonal rows also carry ``centre`` and ``std`` (NaN elsewhere)."""
-        L = self.levels
-        i, j = np.meshgrid(np.arange(1, L + 1), np.arange(1, L + 1), indexing="ij")
-        diag = i.ravel() == j.ravel()
-        centre = np.where(diag, self.centre[i.ravel() - 1], np.nan)
-        std = np.where(diag, self.std[i.ravel() - 1], np.nan)
-        return frame(
-            {"i": i.ravel(), "j": j.ravel(), "covariance": self.covariance.ravel(), "centre": centre, "std": std}
-        )
-
-    def summary(self) -> str:
-        """The centre and the standard deviation of √n u_i by level (or why they are not shown)."""
-        where = "fixed point π" if self.at == "fixed-point" else f"near-equilibrium centre x^n (n={self.n})"
-        head = (
-            f"linear-noise approximation at the {where}, d={self.d}, λ={self.lam!r}"
-            + ("" if self.replace else ", without replacement")
-            + " (docs/model.md §3, §8)"
-        )
-        if not self.accurate:
-            return head + f"\ncovariance not shown: not accurate ({'; '.join(self.issues)})"
-        rows = [[str(k + 1), f"{self.centre[k]:.8g}", f"{self.std[k]:.6g}"] for k in range(self.levels)]
-        return head + "\n" + text_table(["i", "centre", "sd of √n u_i"], rows)
-
-
-def lna(
-    d: int,
-    lam: float | str,
-    *,
-    n: int | None = None,
-    at: str = "fixed-point",
-    replace: bool = True,
-    levels: int | None = None,
-    tol: float = DEFAULT_TOL,
-    max_levels: int = MAX_LEVELS,
-    policy: str = "jsq-d",
-) -> LNAResult:
-    """Stationary covariance of ``√n (u − x)`` in the linear-noise approximation (docs/model.md §3, §8).
-
-    Solves ``A W + W A^T + Q = 0`` with ``A`` the drift's Jacobian and ``Q`` the noise
-    covariance at ``x``:
-    - ``at="fixed-point"``: ``x = π`` (mean-field fixed point, sampling with replacement);
-    - ``at="centre"``: ``x = x^n``, the near-equilibrium centre of paper 002, with the drift
-      of the finite-n sampling law ``P_n`` (needs ``n``; with ``replace=True`` it equals π).
-
-    Parameters
-    ----------
-    d, lam
-        The choices ``d >= 1`` (int) and the load λ in (0, 1) (float or str).
-    n : int, optional
-        Servers (needed with ``at="centre"``).
-    at : {"fixed-point", "centre"}
-        Where the noise is linearised: the fixed point ``π`` or the finite-n centre ``x^n``.
-    replace : bool, default True
-        Sampling with replacement; ``False`` (without) needs ``at="centre"``.
-    policy : {"jsq-d", "random"}, default "jsq-d"
-        The dispatch rule (docs/model.md §2): ``random`` is the drift with ``d = 1``;
-        ``jsq`` and ``jiq`` raise ``ValueError`` (discontinuous mean-field drift).
-    levels, tol, max_levels
-        Truncation, as in :func:`refined_mean_field`.
-
-    Returns
-    -------
-    LNAResult
-
-    Raises
-    ------
-    ValueError
-        If ``at`` is neither ``"fixed-point"`` nor ``"centre"``, ``at="centre"`` lacks ``n``,
-        ``at="fixed-point"`` is asked with ``replace=False``, or a parameter is out of range.
-
-    Examples
-    --------
-    >>> c = lna(1, 0.5)   # d = 1: independent M/M/1 queues, Var(√n u_1) = λ(1 − λ)
-    >>> round(float(c.covariance[0, 0]), 12)
-    0.25
-    """
-    d_rule, replace = rule_d(policy, d, replace)  # random: d = 1; jsq, jiq: ValueError
-    d = check_positive_int("d", d_rule)
-    lam = check_load(lam)
-    if at not in ("fixed-point", "centre", "center"):
-        raise ValueError(f"at must be 'fixed-point' or 'centre'; got {at!r}")
-    at = "centre" if at in ("centre", "center") else at
-    if at == "centre":
-        if n is None:
-            raise ValueError("at='centre' needs the number of servers n")
-        n = _check_n(n, d, replace)
-        x = near_equilibrium_centre(n, d, lam, replace=replace, levels=levels, tol=tol, max_levels=max_levels)
-        pn = None if replace else n
-        A, W = _lyapunov(x, d, lam, pn, replace)
-    else:
-        if n is not None:
-            n = check_positive_int("n", n)
-        if not replace:
-            raise ValueError("at='fixed-point' uses sampling with replacement; use at='centre' for replace=False")
-        x = np.exp(log_fixed_point(d, lam, _levels(d, lam, levels, tol, max_levels)))
-        A, W = _lyapunov(x, d, lam, None, True)
-        pn = None
-    est, issues = _accuracy(A, W, _noise_diag(x, d, lam, pn, replace if at == "centre" else True))
-    if issues:
-        import warnings
-
-        warnings.warn(
-            f"linear-noise covariance at d={d}, load={lam!r} is not accurate ({'; '.join(issues)}): "
-            "it is not to be used (the centre is)",
-            AccuracyWarning,
-            stacklevel=2,
-        )
-    return LNAResult(
-        d=d,
-        lam=lam,
-        n=n,
-        at=at,
-        replace=bool(replace),
-        levels=int(x.size),
-        centre=x,
-        covariance=W,
-        jacobian=A,
-        accurate=not issues,
-        error_estimate=float(est),
-        issues=issues,
-    )

@@ -2,11 +2,12 @@
 
 :func:`build_report` (:mod:`.document`) reads ``results.parquet`` and ``sweep.json`` and writes
 the per-measurement summary tables (mean ± standard error over replications) and the figures
-(:mod:`.figures`, rendered with matplotlib's Agg backend; embedded as base64 PNG in HTML) of each
-measurement present: ``simulate`` (the profile against π(i) and the linearised profile, the
-maximum queue length against ``k_{λ,d}``, docs/model.md §3, §4), ``mixing`` (coalescence times
-against the paper-000 orders, §6), ``fluctuations`` (moments against the limit diffusions, §8)
-and ``meanfield`` (π(i) and the refined ``π(i) + V_i/n``, §3).
+(:mod:`.figures`, with :mod:`.simulate_figures`; rendered by :mod:`.render` with matplotlib's Agg
+backend; embedded as base64 PNG in HTML; the cells read by :mod:`.cells`) of each measurement
+present: ``simulate`` (the profile against π(i) and the linearised profile, the maximum queue
+length against ``k_{λ,d}``, docs/model.md §3, §4), ``mixing`` (coalescence times against the
+paper-000 orders, §6), ``fluctuations`` (moments against the limit diffusions, §8) and
+``meanfield`` (π(i) and the refined ``π(i) + V_i/n``, §3).
 """
 
 from __future__ import annotations

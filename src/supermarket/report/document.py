@@ -18,7 +18,8 @@ from ..stats import mean_stderr
 from ..sweep import RESULTS_FILE, read_results, read_sidecar, table_rows
 from ..sweep.storage import check_not_sweep_file, check_output_file, write_output
 from ..sweep.values import check_choice
-from .figures import FLUCT_MOMENTS, _json, _num, _padded, _points, collect_figures
+from .cells import _json, _num, _padded, _points
+from .figures import FLUCT_MOMENTS, collect_figures
 
 __all__ = ["build_report"]
 
