@@ -164,7 +164,8 @@ def _plan(
     second_order=False,
 ) -> RunPlan:
     """Validate the arguments of :func:`simulate` (ValueError/TypeError naming the parameter)
-    and return the run plan; nothing is run."""
+    and return the run plan; nothing is run.  The checks run in the order of the helpers
+    below, so that the first bad argument is the one named."""
     if not isinstance(control_variates, (bool, np.bool_)):
         raise TypeError(f"control_variates must be True or False; got {control_variates!r}")
     _check_second_order(second_order, control_variates)
@@ -182,66 +183,18 @@ def _plan(
     stable = params.lam_exact < 1
     auto_reps = replications is None  # the plan may choose them (heavy traffic with precision=)
     replications = 1 if auto_reps else check_positive_int("replications", replications)
-    if client is not None:
-        if not callable(getattr(client, "submit", None)):
-            raise TypeError(f"client must be a dask.distributed.Client (or None); got {type(client).__name__}")
-        if workers is not None:
-            raise ValueError("workers and client exclude each other (the cluster has its own workers)")
-        if precision is not None:
-            raise ValueError(
-                "precision= cannot run on a client: its stretches are planned from all "
-                "replications together and keep every chain alive between them; run it locally "
-                "(client=None, --scheduler not given)"
-            )
+    _check_client(client, workers, precision)
     workers_given = workers
     workers = min(replications, os.cpu_count() or 1) if workers is None else check_positive_int("workers", workers)
     eps = check_fraction("eps", eps, low=0.0, high=0.1)
     continuous = time_mode == "continuous"
     rate = n * (1.0 + lamf)
 
-    # horizon: ("time", T) in the chain's clock, or ("events", S) in continuous mode
-    if steps is not None and time is not None:
-        raise ValueError("give either steps or time, not both")
-    if time is not None:
-        T = check_positive_float("time", time)
-        if continuous:
-            kind, H = "time", T
-        else:
-            S = int(round(T * rate))
-            if S < 1:
-                raise ValueError(f"time={time} is less than one step (a step is 1/(n(1+λ)) = {1 / rate:.3g})")
-            kind, H = "time", float(S)
-    else:
-        S = DEFAULT_STEPS if precision is None else PRECISION_FIRST_STEPS
-        if steps is not None:
-            S = _check_whole("steps", steps)
-        kind, H = ("events", S) if continuous else ("time", float(S))
+    kind, H = _horizon(steps, time, continuous, rate, precision)
     timed = continuous and kind == "time"
     events_h = H * rate if timed else H
-    if batches is None:
-        B = BATCHES
-        while B > 1 and events_h < B:
-            B //= 2
-    else:
-        B = check_positive_int("batches", batches, maximum=2**20)
-        if not timed and events_h < B:
-            raise ValueError(f"batches must be <= the number of measured steps ({int(events_h)}); got {B}")
-    if precision is not None:
-        precision = check_positive_float("precision", precision)
-        if not precision < 1:
-            raise ValueError(f"precision must lie in (0, 1) (a relative half-width); got {precision!r}")
-        if B < 4:
-            raise ValueError("precision needs at least 4 batches (give more steps)")
-    if max_steps is not None:
-        max_steps = _check_whole("max_steps", max_steps)
-        if precision is None:
-            raise ValueError("max_steps caps a run with precision=; give precision too")
-        if max_steps < events_h:
-            raise ValueError(
-                f"max_steps must be >= the first stretch of the run ({int(events_h)} steps); got {max_steps}"
-            )
-    elif precision is not None:
-        max_steps = max(DEFAULT_MAX_STEPS, int(events_h))
+    B = _batch_count(batches, events_h, timed)
+    precision, max_steps = _precision_cap(precision, max_steps, B, events_h)
     # heavy traffic with precision=: replications from independent near-stationary states
     # (docs/model.md §9, "Heavy traffic at large n") when one would need more than max_steps
     heavy_tau = None
@@ -253,17 +206,7 @@ def _plan(
         workers = min(replications, os.cpu_count() or 1) if workers_given is None else workers
         exact = isinstance(start, str) and start.strip().lower() == "perfect"
         plan_note = _heavy_note(heavy_tau, rate, max_steps, "exact" if exact else "own" if burn_in is None else "")
-    # burn-in, in the unit the horizon was given in (steps, or time units with `time`)
-    if burn_in is None:
-        burn = H / 10.0 if heavy_tau is None else HEAVY_BURN_RELAXATION_TIMES * heavy_tau * (1.0 if timed else rate)
-    elif time is not None:
-        burn = _check_nonneg_float("burn_in", burn_in)
-        if not continuous:
-            burn = float(round(burn * rate))
-    else:
-        burn = float(_check_whole("burn_in", burn_in, minimum=0))
-    if not timed:
-        burn = float(math.floor(burn))
+    burn = _burn(burn_in, time, continuous, timed, H, rate, heavy_tau)
 
     # with precision= every replication's chain stays alive between stretches
     _check_memory(engine, n, d, params.replace, replications, replications if precision is not None else workers)
@@ -275,60 +218,14 @@ def _plan(
         k = _th.k_lambda_d(d, lam)
         lo, hi = _th.good_set_bounds(n, d, lamf, eps, k)
 
-    # start state
-    perfect = isinstance(start, str) and start.strip().lower() == "perfect"
-    if perfect and not stable:
-        raise ValueError("start 'perfect' needs load < 1: an exact stationary sample exists only then")
-    if perfect and not jsqd:
-        raise ValueError(
-            f"start 'perfect' samples the stationary law of JSQ(d) (policy 'jsq-d'); got policy={policy!r}: "
-            "use another start (and a burn-in)"
-        )
-    name, val = ("perfect", None) if perfect else parse_start(start)
-    lengths = None
-    if perfect:
-        counts0 = np.zeros(0, dtype=np.int64)  # each replication draws its own exact sample
-        if burn_in is None:
-            burn = 0.0  # the start is already stationary (docs/model.md §12): nothing to forget
-    elif name == "array" and val is not None and np.issubdtype(val.dtype, np.integer):
-        if val.ndim != 1 or val.size != n:
-            raise ValueError(f"start queue-lengths vector must have n={n} entries; got shape {val.shape}")
-        lengths = val.astype(np.int64)
-        counts0 = counts_from_lengths(lengths)
-    elif not jsqd and name == "fixed-point" and stable:
-        # the rule's own fluid fixed point (supermarket.system.policies), rounded to counts
-        fp = _pol.fluid_fixed_point(policy, lam, _FP_LEVELS, d=d)
-        counts0 = np.rint(n * fp).astype(np.int64)
-        counts0 = counts0[counts0 > 0]
-    else:
-        counts0 = start_counts(n, d, lam if stable else lamf, start)
+    perfect, name, counts0, lengths = _start_state(start, n, d, lam, lamf, stable, policy)
+    if perfect and burn_in is None:
+        burn = 0.0  # the start is already stationary (docs/model.md §12): nothing to forget
 
-    records_internal = bool(second_order) and record_every is None
-    if records_internal:  # the state sampled every SECOND_ORDER_EVERY time units (§9.1)
-        every = _cv.SECOND_ORDER_EVERY
-        record_every = every if continuous else float(max(1, round(every * rate)))
-    if record_every is not None:
-        record_every = (
-            check_positive_float("record_every", record_every)
-            if continuous or isinstance(record_every, float)
-            else float(check_positive_int("record_every", record_every))
-        )
-        span = max_steps if precision is not None else events_h
-        span_t = span / rate if continuous else span
-        if span_t / record_every > MAX_RECORDS:
-            raise ValueError(
-                f"record_every={record_every:g} would record {span_t / record_every:.3g} states per "
-                f"replication; at most MAX_RECORDS = {MAX_RECORDS:.0e}: record less often"
-            )
-    rl = (
-        _default_record_levels(d, lamf)
-        if record_levels is None
-        else check_positive_int("record_levels", record_levels, maximum=10_000)
+    span = max_steps if precision is not None else events_h  # the events recorded at most
+    record_every, rl, records_internal = _recording(
+        record_every, record_levels, second_order, continuous, rate, span, d, lamf
     )
-    if record_every is None:
-        rl = 0
-    elif second_order:
-        rl = max(rl, _cv.SECOND_ORDER_LEVELS + 1)  # b_q needs u_(q+1)
 
     # sizes and costs, before anything is built: the per-level batch statistics of a start
     # with a queue of length L, and the events the horizon asks for
@@ -339,18 +236,9 @@ def _plan(
     _check_start_levels(start, top0 + int(growth), B, min(replications, workers), growth=growth)
     cost = _cost_of(events_h + burn_events, replications, workers)
     seeds = tuple(spawn_seeds(seed, replications))
-
-    # warnings, issued when the run starts: bad input raises before any of them
-    cautions: list[tuple[str, type[Warning]]] = []
-    if cost is not None:
-        cautions.append((cost, CostWarning))
-    if not stable:
-        msg = f"load λ = {lam} >= 1: the chain has no equilibrium; the time averages describe this finite horizon only"
-        cautions.append((msg, RuntimeWarning))
+    short = ""
     if burn_in is None and stable and name == "empty":
         short = _short_burn_in(d, lamf, burn / rate if not timed else burn)
-        if short:
-            cautions.append((short, RuntimeWarning))
 
     return RunPlan(
         params=params,
@@ -377,12 +265,179 @@ def _plan(
         replications=replications,
         workers=workers,
         seeds=seeds,
-        cautions=tuple(cautions),
+        cautions=_cautions(cost, lam, stable, short),
         policy=policy,
         second_order=bool(second_order),
         records_internal=records_internal,
         plan_note=plan_note,
     )
+
+
+def _check_client(client, workers, precision) -> None:
+    """A Dask client, when given, excludes ``workers`` and ``precision``."""
+    if client is None:
+        return
+    if not callable(getattr(client, "submit", None)):
+        raise TypeError(f"client must be a dask.distributed.Client (or None); got {type(client).__name__}")
+    if workers is not None:
+        raise ValueError("workers and client exclude each other (the cluster has its own workers)")
+    if precision is not None:
+        raise ValueError(
+            "precision= cannot run on a client: its stretches are planned from all "
+            "replications together and keep every chain alive between them; run it locally "
+            "(client=None, --scheduler not given)"
+        )
+
+
+def _horizon(steps, time, continuous: bool, rate: float, precision) -> tuple[str, float]:
+    """The horizon ``(kind, H)``: ``("time", T)`` in the chain's clock (steps in discrete
+    mode), or ``("events", S)`` in continuous mode; ``rate`` is ``n(1+λ)``."""
+    if steps is not None and time is not None:
+        raise ValueError("give either steps or time, not both")
+    if time is not None:
+        T = check_positive_float("time", time)
+        if continuous:
+            return "time", T
+        S = int(round(T * rate))
+        if S < 1:
+            raise ValueError(f"time={time} is less than one step (a step is 1/(n(1+λ)) = {1 / rate:.3g})")
+        return "time", float(S)
+    S = DEFAULT_STEPS if precision is None else PRECISION_FIRST_STEPS
+    if steps is not None:
+        S = _check_whole("steps", steps)
+    return ("events", S) if continuous else ("time", float(S))
+
+
+def _batch_count(batches, events_h: float, timed: bool) -> int:
+    """The batches per replication: ``BATCHES``, halved until each holds an event, or those
+    given (at most the measured events, unless the horizon is a time)."""
+    if batches is None:
+        B = BATCHES
+        while B > 1 and events_h < B:
+            B //= 2
+        return B
+    B = check_positive_int("batches", batches, maximum=2**20)
+    if not timed and events_h < B:
+        raise ValueError(f"batches must be <= the number of measured steps ({int(events_h)}); got {B}")
+    return B
+
+
+def _precision_cap(precision, max_steps, B: int, events_h: float) -> tuple[float | None, int | None]:
+    """``(precision, max_steps)`` checked: a relative half-width in (0, 1), and the cap on the
+    measured events per replication (default ``DEFAULT_MAX_STEPS``), only with a precision."""
+    if precision is not None:
+        precision = check_positive_float("precision", precision)
+        if not precision < 1:
+            raise ValueError(f"precision must lie in (0, 1) (a relative half-width); got {precision!r}")
+        if B < 4:
+            raise ValueError("precision needs at least 4 batches (give more steps)")
+    if max_steps is not None:
+        max_steps = _check_whole("max_steps", max_steps)
+        if precision is None:
+            raise ValueError("max_steps caps a run with precision=; give precision too")
+        if max_steps < events_h:
+            raise ValueError(
+                f"max_steps must be >= the first stretch of the run ({int(events_h)} steps); got {max_steps}"
+            )
+    elif precision is not None:
+        max_steps = max(DEFAULT_MAX_STEPS, int(events_h))
+    return precision, max_steps
+
+
+def _burn(burn_in, time, continuous: bool, timed: bool, H: float, rate: float, heavy_tau: float | None) -> float:
+    """The burn-in, in the unit the horizon was given in (steps, or time units with ``time``):
+    a tenth of the horizon by default, ``HEAVY_BURN_RELAXATION_TIMES`` relaxation times when
+    the plan chose the replications of heavy traffic (``heavy_tau``)."""
+    if burn_in is None:
+        burn = H / 10.0 if heavy_tau is None else HEAVY_BURN_RELAXATION_TIMES * heavy_tau * (1.0 if timed else rate)
+    elif time is not None:
+        burn = _check_nonneg_float("burn_in", burn_in)
+        if not continuous:
+            burn = float(round(burn * rate))
+    else:
+        burn = float(_check_whole("burn_in", burn_in, minimum=0))
+    if not timed:
+        burn = float(math.floor(burn))
+    return burn
+
+
+def _start_state(start, n: int, d: int, lam, lamf: float, stable: bool, policy: str) -> tuple:
+    """``(perfect, name, counts0, lengths)``: the start of every replication, as the counts
+    profile and (for a vector of queue lengths) the lengths; with ``"perfect"`` no counts:
+    each replication draws its own exact sample (``lam``: λ as given, ``lamf``: as a float)."""
+    perfect = isinstance(start, str) and start.strip().lower() == "perfect"
+    jsqd = policy == _pol.DEFAULT_POLICY
+    if perfect and not stable:
+        raise ValueError("start 'perfect' needs load < 1: an exact stationary sample exists only then")
+    if perfect and not jsqd:
+        raise ValueError(
+            f"start 'perfect' samples the stationary law of JSQ(d) (policy 'jsq-d'); got policy={policy!r}: "
+            "use another start (and a burn-in)"
+        )
+    name, val = ("perfect", None) if perfect else parse_start(start)
+    lengths = None
+    if perfect:
+        counts0 = np.zeros(0, dtype=np.int64)  # each replication draws its own exact sample
+    elif name == "array" and val is not None and np.issubdtype(val.dtype, np.integer):
+        if val.ndim != 1 or val.size != n:
+            raise ValueError(f"start queue-lengths vector must have n={n} entries; got shape {val.shape}")
+        lengths = val.astype(np.int64)
+        counts0 = counts_from_lengths(lengths)
+    elif not jsqd and name == "fixed-point" and stable:
+        # the rule's own fluid fixed point (supermarket.system.policies), rounded to counts
+        fp = _pol.fluid_fixed_point(policy, lam, _FP_LEVELS, d=d)
+        counts0 = np.rint(n * fp).astype(np.int64)
+        counts0 = counts0[counts0 > 0]
+    else:
+        counts0 = start_counts(n, d, lam if stable else lamf, start)
+    return perfect, name, counts0, lengths
+
+
+def _recording(record_every, record_levels, second_order, continuous: bool, rate: float, span, d: int, lamf: float):
+    """``(record_every, record_levels, records_internal)``: the grid of the records (None:
+    none) and the levels recorded; with ``second_order`` and no grid given, the state sampled
+    every ``SECOND_ORDER_EVERY`` time units for the second-order controls only (§9.1).  At most
+    ``MAX_RECORDS`` records over ``span`` events."""
+    records_internal = bool(second_order) and record_every is None
+    if records_internal:  # the state sampled every SECOND_ORDER_EVERY time units (§9.1)
+        every = _cv.SECOND_ORDER_EVERY
+        record_every = every if continuous else float(max(1, round(every * rate)))
+    if record_every is not None:
+        record_every = (
+            check_positive_float("record_every", record_every)
+            if continuous or isinstance(record_every, float)
+            else float(check_positive_int("record_every", record_every))
+        )
+        span_t = span / rate if continuous else span
+        if span_t / record_every > MAX_RECORDS:
+            raise ValueError(
+                f"record_every={record_every:g} would record {span_t / record_every:.3g} states per "
+                f"replication; at most MAX_RECORDS = {MAX_RECORDS:.0e}: record less often"
+            )
+    rl = (
+        _default_record_levels(d, lamf)
+        if record_levels is None
+        else check_positive_int("record_levels", record_levels, maximum=10_000)
+    )
+    if record_every is None:
+        rl = 0
+    elif second_order:
+        rl = max(rl, _cv.SECOND_ORDER_LEVELS + 1)  # b_q needs u_(q+1)
+    return record_every, rl, records_internal
+
+
+def _cautions(cost: str | None, lam, stable: bool, short: str) -> tuple:
+    """The warnings a run issues when it starts, ``(message, warning class)``: its cost, no
+    equilibrium (λ >= 1), a default burn-in ``short`` of the relaxation (bad input raised before)."""
+    cautions: list[tuple[str, type[Warning]]] = []
+    if cost is not None:
+        cautions.append((cost, CostWarning))
+    if not stable:
+        msg = f"load λ = {lam} >= 1: the chain has no equilibrium; the time averages describe this finite horizon only"
+        cautions.append((msg, RuntimeWarning))
+    if short:
+        cautions.append((short, RuntimeWarning))
+    return tuple(cautions)
 
 
 def _check_second_order(second_order, control_variates) -> None:
