@@ -28,7 +28,7 @@ from ..model import (
 from ..system import policies as _pol
 from ..system.states import counts_from_lengths, parse_start, start_counts
 from . import control as _cv
-from .estimate import relaxation_time
+from .batch_errors import relaxation_time
 
 __all__ = [
     "RunPlan",
