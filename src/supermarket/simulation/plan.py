@@ -197,9 +197,8 @@ def _plan(
     precision, max_steps = _precision_cap(precision, max_steps, B, events_h)
     # heavy traffic with precision=: replications from independent near-stationary states
     # (docs/model.md §9, "Heavy traffic at large n") when one would need more than max_steps
-    heavy_tau = None
-    if auto_reps and precision is not None and stable and client is None:
-        heavy_tau = _heavy_relaxation(n, d if jsqd else 1, lamf, rate, max_steps)
+    heavy = auto_reps and precision is not None and stable and client is None
+    heavy_tau = _heavy_relaxation(n, d if jsqd else 1, lamf, rate, max_steps) if heavy else None
     plan_note = ""
     if heavy_tau is not None:
         replications = HEAVY_REPLICATIONS
@@ -227,14 +226,8 @@ def _plan(
         record_every, record_levels, second_order, continuous, rate, span, d, lamf
     )
 
-    # sizes and costs, before anything is built: the per-level batch statistics of a start
-    # with a queue of length L, and the events the horizon asks for
     burn_events = burn * rate if timed else burn
-    top0 = len(counts0) if lengths is None else int(lengths.max(initial=0))
-    # above load 1 the total grows by (λ − 1)/(1 + λ) per event and the maximum by at least 1/n of it
-    growth = (events_h + burn_events) * max(lamf - 1.0, 0.0) / ((1.0 + lamf) * n)
-    _check_start_levels(start, top0 + int(growth), B, min(replications, workers), growth=growth)
-    cost = _cost_of(events_h + burn_events, replications, workers)
+    cost = _check_sizes(start, counts0, lengths, n, lamf, events_h + burn_events, B, replications, workers)
     seeds = tuple(spawn_seeds(seed, replications))
     short = ""
     if burn_in is None and stable and name == "empty":
@@ -424,6 +417,17 @@ def _recording(record_every, record_levels, second_order, continuous: bool, rate
     elif second_order:
         rl = max(rl, _cv.SECOND_ORDER_LEVELS + 1)  # b_q needs u_(q+1)
     return record_every, rl, records_internal
+
+
+def _check_sizes(start, counts0, lengths, n: int, lamf: float, events: float, B: int, replications: int, workers: int):
+    """Sizes and costs, before anything is built: the per-level batch statistics of a start
+    with a queue of length L (above load 1, of the longest queue the horizon grows), and the
+    ``events`` the run asks for, burn-in included: their cost in words (:func:`_cost_of`)."""
+    top0 = len(counts0) if lengths is None else int(lengths.max(initial=0))
+    # above load 1 the total grows by (λ − 1)/(1 + λ) per event and the maximum by at least 1/n of it
+    growth = events * max(lamf - 1.0, 0.0) / ((1.0 + lamf) * n)
+    _check_start_levels(start, top0 + int(growth), B, min(replications, workers), growth=growth)
+    return _cost_of(events, replications, workers)
 
 
 def _cautions(cost: str | None, lam, stable: bool, short: str) -> tuple:
