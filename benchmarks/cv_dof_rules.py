@@ -13,7 +13,7 @@ Prints, per rule, the runs covered and the misses on the low side.  Usage::
 
 The runs are simulated once with the cap lifted (the estimates, their errors and the choice
 between adjusted and plain do not depend on it).  It reads each adjusted estimate through a
-wrapper of a private function of ``supermarket.simulation.estimate`` (a study, not an
+wrapper of a private function of ``supermarket.simulation.controlled`` (a study, not an
 interface).  ``--true``: the true value (default: the calibration's, which for the large
 cases is a long reference run).
 """
@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import calibration as cal
 from supermarket import stats as st
 from supermarket.simulation import control as cv
-from supermarket.simulation import estimate as es
+from supermarket.simulation import controlled as ctl
 
 CAPS = (10.0, 12.0, 15.0, 20.0, 25.0)
 
@@ -46,7 +46,7 @@ def main() -> None:
     a = ap.parse_args()
     case = next(c for c in cal.cases() if a.case in c.name)
     cv.DOF_RELAXATION_TIMES = 1e-300  # lifted: every rule is recomputed below
-    orig = es._cv_estimate
+    orig = ctl._cv_estimate
     rec: dict[float, tuple[float, int, float, float]] = {}
 
     def wrapped(parts, controls, plain, relax, *args, **kw):
@@ -56,7 +56,7 @@ def main() -> None:
             rec[float(out.est.stderr)] = (out.est.dof, out.m, relaxations, out.est.skewness)
         return out
 
-    es._cv_estimate = wrapped
+    ctl._cv_estimate = wrapped
     res = cal._run(case, a.M, a.seed, "cv")
     true = cal.reference(case)[0] if a.true is None else a.true
     key = "mean_queue_length" if case.level == 0 else "u_mean"

@@ -13,7 +13,7 @@ For E[u_2] and the mean queue length it prints, over the runs that use the contr
   skewness of the adjusted errors.
 
 It reads the batch integrals through a subclass of a private class of
-``supermarket.simulation.estimate`` (a study, not an interface).  Usage::
+``supermarket.simulation.controlled`` (a study, not an interface).  Usage::
 
     PYTHONPATH=src python benchmarks/cv_dof_study.py 100 2 0.9 2e5 100 --ref 0.7303022,2.393307
     PYTHONPATH=src python benchmarks/cv_dof_study.py 1000 50 0.99 8e6 100 --seed 6 --ref 0.6301899,1.6264649
@@ -28,14 +28,15 @@ import warnings
 import numpy as np
 from scipy import stats as ss
 
+from supermarket.simulation import batch_errors as be
 from supermarket.simulation import control as cv
-from supermarket.simulation import estimate as es
+from supermarket.simulation import controlled as ctl
 from supermarket.simulation import simulate
 
 _REC: dict = {}
 
 
-class _Capture(es._Controls):
+class _Capture(ctl._Controls):
     def __init__(self, spec, used, L, n, lam, seen, stable, forgotten_all, relax):
         super().__init__(spec, used, L, n, lam, seen, stable, forgotten_all, relax)
         ((A, idx),) = used  # one replication
@@ -60,7 +61,7 @@ def main() -> None:
     a = ap.parse_args()
     warnings.simplefilter("ignore", RuntimeWarning)
     ref = [float(x) for x in a.ref.split(",")]
-    es._Controls = _Capture
+    ctl._Controls = _Capture
     runs = []
     for s in np.random.SeedSequence(a.seed).spawn(a.M):
         _REC.clear()
@@ -81,19 +82,19 @@ def main() -> None:
         out = {k: [] for k in ("plain", "split", "exact", "m=2", "dof", "after", "err")}
         for yy, r in zip(ys, runs):
             T = r["T"]
-            plain = es._estimate([(yy, T)], relax=relax)
+            plain = be._estimate([(yy, T)], relax=relax)
             out["plain"].append(plain.stderr**2 if plain.reliable else np.nan)
             for key, adj in (
                 ("split", cv.crossfit([(yy, T)], [r["Z"][:, cols]]).adjusted[0]),
                 ("exact", yy - r["Z"][:, cols] @ bstar),
                 ("m=2", cv.crossfit([(yy, T)], [r["Z"][:, cols[:2]]]).adjusted[0]),
             ):
-                e = es._estimate([(adj, T)], relax=relax)
+                e = be._estimate([(adj, T)], relax=relax)
                 out[key].append(e.stderr**2 if e.reliable else np.nan)
                 if key == "split":
                     out["dof"].append(e.dof)
                     out["err"].append(adj.sum() / T.sum() - r0)
-            c = es._cv_estimate([(yy, T)], [r["Z"][:, cols]], plain, relax)
+            c = ctl._cv_estimate([(yy, T)], [r["Z"][:, cols]], plain, relax)
             out["after"].append(c.est.dof if c.used else np.nan)
         dof, err, se = np.array(out["dof"]), np.array(out["err"]), np.sqrt(np.array(out["split"]))
         before = np.maximum(dof - len(cols), 1.0)

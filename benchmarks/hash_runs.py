@@ -28,7 +28,8 @@ import numpy as np
 
 from supermarket.model import Params
 from supermarket.simulation import Chain
-from supermarket.simulation.run import _execute, _plan
+from supermarket.simulation.plan import _plan
+from supermarket.simulation.run import _execute
 from supermarket.system.states import start_counts
 
 # (label, engine, n, d, lam, replace, time_mode, steps, extra keyword arguments)

@@ -90,21 +90,21 @@ def _force_borrowed() -> None:
     runs that need it."""
     import dataclasses
 
-    from supermarket.simulation import estimate
+    from supermarket.simulation import controlled
 
-    orig_cv, orig_est = estimate._cv_estimate, estimate._estimate
+    orig_cv, orig_est = controlled._cv_estimate, controlled._estimate
 
     def unreliable(*args, **kw):
         return dataclasses.replace(orig_est(*args, **kw), reliable=False)
 
     def forced(*args, **kw):
-        estimate._estimate = unreliable
+        controlled._estimate = unreliable
         try:
             return orig_cv(*args, **kw)
         finally:
-            estimate._estimate = orig_est
+            controlled._estimate = orig_est
 
-    estimate._cv_estimate = forced
+    controlled._cv_estimate = forced
 
 
 def main() -> None:

@@ -72,8 +72,9 @@ def _run(case: Case, M: int, seed: int, estimator: str, steps: int | None = None
         warnings.simplefilter("ignore")
         if estimator == "cv2":
             from supermarket.simulation import run as _run_mod
+            from supermarket.simulation.plan import _plan
 
-            plan = _run_mod._plan(
+            plan = _plan(
                 case.n, case.d, case.lam, steps=steps or case.steps, burn_in=case.burn_in, start=case.start,
                 replications=M, seed=seed, replace=case.replace, batches=case.batches, second_order=True, **kw,
             )  # fmt: skip

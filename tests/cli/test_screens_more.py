@@ -255,7 +255,7 @@ def test_rare_tail_share_is_half_of_the_batches(occupied, rare):
     # a tail seen in 75 of 100 batches counted as rare and the mean queue length lost its controls
     from types import SimpleNamespace
 
-    from supermarket.simulation.estimate import _Controls
+    from supermarket.simulation.controlled import _Controls
 
     T = np.ones(100)
     a = np.zeros(100)

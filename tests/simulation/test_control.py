@@ -20,8 +20,9 @@ from click.testing import CliRunner
 from exact_small import profile_law
 from supermarket import stats
 from supermarket.cli import main
+from supermarket.simulation import batch_errors as be
 from supermarket.simulation import control as cv
-from supermarket.simulation import estimate as es
+from supermarket.simulation import controlled as ctl
 from supermarket.simulation import simulate
 
 Z = 4.5
@@ -93,8 +94,8 @@ def test_the_degrees_of_freedom_lose_one_per_control():
     zz = rng.normal(size=(N, m))
     y = 1 + zz @ np.array([0.5, -1.0, 2.0]) + 0.3 * rng.normal(size=N)
     T = np.ones(N)
-    plain = es._estimate([(y, T)])
-    c = es._cv_estimate([(y, T)], [zz], plain, relax=None)
+    plain = be._estimate([(y, T)])
+    c = ctl._cv_estimate([(y, T)], [zz], plain, relax=None)
     assert c.used and c.m == m
     b = stats.blocking(cv.ratio_series(c.adjusted[0], T))
     assert c.est.dof == pytest.approx(b.dof - m) and c.est.stderr == pytest.approx(b.stderr)
@@ -104,8 +105,8 @@ def test_the_degrees_of_freedom_lose_one_per_control():
 def test_controls_that_do_not_help_fall_back_to_the_plain_estimate():
     rng = np.random.default_rng(2)
     y = rng.normal(size=1024)
-    plain = es._estimate([(y, np.ones(1024))])
-    c = es._cv_estimate([(y, np.ones(1024))], [rng.normal(size=(1024, 8))], plain, relax=None)
+    plain = be._estimate([(y, np.ones(1024))])
+    c = ctl._cv_estimate([(y, np.ones(1024))], [rng.normal(size=(1024, 8))], plain, relax=None)
     assert not c.used and c.est is plain and math.isnan(c.ratio) and "did not reduce" in c.reason
 
 
@@ -124,15 +125,15 @@ def test_the_adjusted_error_keeps_blockings_degrees_of_freedom_up_to_the_relaxat
     T = np.ones(N)
     for relax in (16.0, 32.0):
         want = N / (cv.DOF_RELAXATION_TIMES * relax)
-        plain = es._estimate([(y, T)], relax=relax)
-        c = es._cv_estimate([(y, T)], [zz], plain, relax=relax)
+        plain = be._estimate([(y, T)], relax=relax)
+        c = ctl._cv_estimate([(y, T)], [zz], plain, relax=relax)
         assert c.used and c.est.reliable and c.m == m
         b = stats.blocking(cv.ratio_series(c.adjusted[0], T), min_block_size=int(relax))
         assert b.dof > want + 1  # the cap binds
         assert c.est.dof == pytest.approx(want) and c.est.stderr == pytest.approx(b.stderr)
     # a long run in relaxation times: blocking's own degrees of freedom (relax = 0.1: cap 4096)
-    plain = es._estimate([(y, T)], relax=0.1)
-    c = es._cv_estimate([(y, T)], [zz], plain, relax=0.1)
+    plain = be._estimate([(y, T)], relax=0.1)
+    c = ctl._cv_estimate([(y, T)], [zz], plain, relax=0.1)
     b = stats.blocking(cv.ratio_series(c.adjusted[0], T), min_block_size=1)
     assert b.dof < N / (cv.DOF_RELAXATION_TIMES * 0.1) and c.est.dof == pytest.approx(b.dof)
 
@@ -148,8 +149,8 @@ def test_the_controls_are_used_only_for_at_least_a_twofold_variance_gain(r2, use
     z = rng.normal(size=N)
     y = math.sqrt(r2) * z + math.sqrt(1 - r2) * rng.normal(size=N)
     T = np.ones(N)
-    plain = es._estimate([(y, T)])
-    c = es._cv_estimate([(y, T)], [z[:, None]], plain, relax=None)
+    plain = be._estimate([(y, T)])
+    c = ctl._cv_estimate([(y, T)], [z[:, None]], plain, relax=None)
     assert c.used is used
     if used:
         assert abs(c.ratio * (1 - r2) - 1) < 0.2  # the stated gain is 1/(1 − R²) within its noise
@@ -417,7 +418,7 @@ def test_every_known_error_carries_the_skewness_of_its_mean():
     T = np.ones(N)
     burst = rng.exponential(size=N) + 40.0 * (rng.random(N) < 0.02)
     sym = rng.normal(size=N)
-    e = es._estimate([(burst, T)])
+    e = be._estimate([(burst, T)])
     assert e.reliable and e.block_size == 1
     c = burst - burst.mean()
     k3 = N * float(np.sum(c**3)) / ((N - 1) * (N - 2))
@@ -427,13 +428,13 @@ def test_every_known_error_carries_the_skewness_of_its_mean():
     z = stats.t_quantile(math.inf)  # 1.96: the skewness factor is taken at the normal quantile
     assert e.half_width() == pytest.approx(t * stats.skew_quantile(z, e.skewness) / z * e.stderr, rel=1e-12)
     assert e.half_width() > 1.05 * t * e.stderr  # g = 0.10: 8 % wider
-    f = es._estimate([(sym, T)])
+    f = be._estimate([(sym, T)])
     assert abs(f.skewness) < 4 * math.sqrt(6.0 / N) / math.sqrt(N)  # 4 s.d. of a normal sample's, / √N
     assert f.half_width() < 1.001 * stats.t_quantile(f.dof) * f.stderr
     # two replications pool their third cumulants with weights ∝ length: two equal halves give
     # 1/√2 of one half's skewness
-    h = es._estimate([(burst[: N // 2], T[: N // 2]), (burst[N // 2 :], T[N // 2 :])])
-    g1 = es._estimate([(burst[: N // 2], T[: N // 2])])
-    g2 = es._estimate([(burst[N // 2 :], T[N // 2 :])])
+    h = be._estimate([(burst[: N // 2], T[: N // 2]), (burst[N // 2 :], T[N // 2 :])])
+    g1 = be._estimate([(burst[: N // 2], T[: N // 2])])
+    g2 = be._estimate([(burst[N // 2 :], T[N // 2 :])])
     k = (g1.skewness * g1.stderr**3 + g2.skewness * g2.stderr**3) / 8
     assert h.method == "pooled" and h.skewness == pytest.approx(k / h.stderr**3, rel=1e-9)

@@ -18,8 +18,8 @@ import pytest
 from click.testing import CliRunner
 
 from supermarket.cli import main
-from supermarket.simulation import estimate as es
-from supermarket.simulation import run as rn
+from supermarket.simulation import batch_errors as be
+from supermarket.simulation import plan as pl
 from supermarket.simulation import simulate
 from supermarket.simulation.estimate import relaxation_time
 
@@ -36,16 +36,16 @@ def _quiet():
 # ----------------------------------------------------------------- the plan
 def test_plan_chooses_replications_in_heavy_traffic():
     """(10^6, 100, 0.999) with precision: one replication would need 64 relaxation times."""
-    p = rn._plan(10**6, 100, 0.999, precision=1e-3, start="fixed-point", replications=None)
+    p = pl._plan(10**6, 100, 0.999, precision=1e-3, start="fixed-point", replications=None)
     tau = relaxation_time(100, 0.999, 10**6)
-    assert p.replications == rn.HEAVY_REPLICATIONS == 16
+    assert p.replications == pl.HEAVY_REPLICATIONS == 16
     assert p.workers == min(16, __import__("os").cpu_count() or 1)
-    assert p.burn == math.floor(rn.HEAVY_BURN_RELAXATION_TIMES * tau * 10**6 * 1.999)
+    assert p.burn == math.floor(pl.HEAVY_BURN_RELAXATION_TIMES * tau * 10**6 * 1.999)
     assert "16 independent replications" in p.plan_note and "1/μ = 101.9" in p.plan_note
     # a burn-in given by the user is kept
-    q = rn._plan(10**6, 100, 0.999, precision=1e-3, start="fixed-point", replications=None, burn_in=10**6)
+    q = pl._plan(10**6, 100, 0.999, precision=1e-3, start="fixed-point", replications=None, burn_in=10**6)
     assert q.replications == 16 and q.burn == 10**6 and "each after the burn-in given" in q.plan_note
-    e = rn._plan(1000, 10, 0.99, precision=0.01, start="perfect", steps=10**5, max_steps=4 * 10**6, replications=None)
+    e = pl._plan(1000, 10, 0.99, precision=0.01, start="perfect", steps=10**5, max_steps=4 * 10**6, replications=None)
     assert e.replications == 16 and e.burn == 0 and "each from an exact stationary sample" in e.plan_note
 
 
@@ -59,7 +59,7 @@ def test_plan_chooses_replications_in_heavy_traffic():
     ],
 )
 def test_plan_keeps_one_replication_otherwise(args, kw):
-    p = rn._plan(*args, **{"replications": None, **kw})
+    p = pl._plan(*args, **{"replications": None, **kw})
     assert p.replications == 1 and p.plan_note == ""
     assert p.burn == math.floor(p.horizon / 10)
 
@@ -90,12 +90,12 @@ def test_spread_of_replications_carries_the_skewness_of_its_mean():
     the enclosing factor of the Edgeworth interval, as a blocking estimate's does."""
     from supermarket import stats
 
-    e = es._estimate([(np.array([x]), np.ones(1)) for x in (1.0, 1.0, 1.0, 4.0)])
+    e = be._estimate([(np.array([x]), np.ones(1)) for x in (1.0, 1.0, 1.0, 4.0)])
     assert e.method == "replications" and e.stderr == pytest.approx(0.75)
     assert e.skewness == pytest.approx(1.0, rel=1e-12)
     z = stats.t_quantile(math.inf)
     assert e.half_width() == pytest.approx(stats.t_quantile(3) * 0.75 * stats.skew_quantile(z, 1.0) / z)
-    two = es._estimate([(np.array([x]), np.ones(1)) for x in (1.0, 4.0)])
+    two = be._estimate([(np.array([x]), np.ones(1)) for x in (1.0, 4.0)])
     assert two.skewness == 0.0  # fewer than 3 replications: no third cumulant
 
 
@@ -132,11 +132,11 @@ def test_at_block_matches_the_exact_variance_of_an_ar1_mean():
     x = x[:, 200:]
     k = np.arange(1, N)
     exact = (1.0 + 2.0 * np.sum((1.0 - k / N) * phi**k)) / (1.0 - phi**2) / N
-    se2 = np.array([es._at_block(row, 64).stderr ** 2 for row in x])
-    assert all(es._at_block(row, 64).reliable for row in x[:3])
+    se2 = np.array([be._at_block(row, 64).stderr ** 2 for row in x])
+    assert all(be._at_block(row, 64).reliable for row in x[:3])
     # the s.e.² of 64 blocks has relative s.d. about √(2/63) each
     assert abs(se2.mean() / exact - 1.0) <= Z * se2.std(ddof=1) / exact / math.sqrt(M)
-    assert not es._at_block(x[0], 256).reliable  # 16 blocks: fewer than MIN_BLOCKS
+    assert not be._at_block(x[0], 256).reliable  # 16 blocks: fewer than MIN_BLOCKS
 
 
 # ----------------------------------------------------------------- coverage (slow)

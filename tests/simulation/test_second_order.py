@@ -19,12 +19,13 @@ from supermarket.stationary.profile import solve
 
 def _run(n, d, lam, second_order=False, **kw):
     from supermarket.simulation import run
+    from supermarket.simulation.plan import _plan
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if not second_order:
             return simulate(n, d, lam, progress=False, **kw)
-        return run._execute(run._plan(n, d, lam, second_order=True, **kw), progress=False)
+        return run._execute(_plan(n, d, lam, second_order=True, **kw), progress=False)
 
 
 @pytest.mark.parametrize(
@@ -107,10 +108,10 @@ def test_a_run_that_never_reaches_level_2_uses_what_it_has():
     ],
 )
 def test_second_order_bad_input_is_refused_before_any_work(kw, exc, match):
-    from supermarket.simulation import run
+    from supermarket.simulation.plan import _plan
 
     with pytest.raises(exc, match=match):
-        run._plan(100, 2, 0.9, steps=10**12, **kw)
+        _plan(100, 2, 0.9, steps=10**12, **kw)
 
 
 def test_simulate_offers_no_second_order_option():

@@ -8,10 +8,12 @@ optional :class:`Trajectory`.  Replication ``r`` uses child ``r`` of the seed, s
 neither on ``workers`` nor on a Dask cluster.  :class:`Chain` drives one replication, for a loop
 of your own around a kernel.
 
-Modules (import from the package): :mod:`.run` (:func:`simulate`, the run plan),
-:mod:`.chain`, :mod:`.estimate` (batch integrals to a result, with :mod:`.control`),
-:mod:`.results` (the records), :mod:`.render` (their text and figure) and :mod:`.references`
-(what the text puts beside an estimate: the identity with its own error, the refined mean field).
+Modules (import from the package): :mod:`.run` (:func:`simulate`), :mod:`.plan` (the run plan),
+:mod:`.chain`, :mod:`.estimate` (batch integrals to a result, with :mod:`.batch_errors` for the
+error bars and :mod:`.controlled` for the control variates of :mod:`.control`), :mod:`.results`
+and :mod:`.result_parts` (the records), :mod:`.render` (their text and figure) and
+:mod:`.references` (what the text puts beside an estimate: the identity with its own error, the
+refined mean field).
 """
 
 from __future__ import annotations

@@ -5,12 +5,12 @@ dispatch rule of :mod:`supermarket.system.policies` (``jsq-d`` with or without r
 ``random``, ``jsq``, ``jiq``) and returns a :class:`ClassesResult`: per-class tail fractions,
 queue lengths and sojourn times, and the totals, each with an autocorrelation-aware error.
 
-Error bars (docs/model.md §15.3): time-batch means, the blocking estimator per replication
-(pooled over replications), after a control variate from the one identity that holds for every
-rule, capacity balance ``Σ_k f_k s_k E[u_{k,1}] = λ s̄`` (every customer who arrives leaves).
-Sojourn times come from Little's law: ``E[W] = E[Q]/(λ s̄)`` over all customers and
-``E[W_k] = E[Q_k]/(s_k E[u_{k,1}])`` for those who join class ``k`` (its throughput per server
-is ``s_k E[u_{k,1}]``), a ratio whose error is the delta method's.
+Error bars (docs/model.md §15.3; :mod:`.classes_errors`): time-batch means, the blocking
+estimator per replication (pooled over replications), after a control variate from the one
+identity that holds for every rule, capacity balance ``Σ_k f_k s_k E[u_{k,1}] = λ s̄`` (every
+customer who arrives leaves). Sojourn times come from Little's law: ``E[W] = E[Q]/(λ s̄)`` over
+all customers and ``E[W_k] = E[Q_k]/(s_k E[u_{k,1}])`` for those who join class ``k`` (its
+throughput per server is ``s_k E[u_{k,1}]``), a ratio whose error is the delta method's.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from ..result import Result
 from ..stats import ErrorEstimate
 from ..system import policies as _pol
 from ..system.service import ServerClasses, parse_server_classes
+from .classes_errors import _Estimator, _ratio_series
 
 __all__ = [
     "simulate_classes",
@@ -299,65 +300,6 @@ def _run_one(counts, speeds, cfg, p_arr, burn_ev, batch_ev, batches, ss, tick, s
     except KeyboardInterrupt:
         interrupted = True
     return out, int(st[1]), interrupted
-
-
-def _pooled(series: list[np.ndarray]) -> ErrorEstimate:
-    """Blocking per replication, pooled: the mean of the means, ``√(Σ s_r²)/R``."""
-    ests = []
-    for x in series:
-        if x.size >= 2 and float(np.ptp(x)) <= 1e-12 * max(1.0, abs(float(x.mean()))):
-            ests.append(ErrorEstimate(float(x.mean()), 0.0, math.inf, math.inf, 0.0, True, "identity", x.size, 1))
-        else:
-            ests.append(_st.blocking(x))
-    if len(ests) == 1:
-        return ests[0]
-    R = len(ests)
-    mean = float(np.mean([e.mean for e in ests]))
-    se = math.sqrt(sum(e.stderr**2 for e in ests)) / R
-    rel = all(e.reliable for e in ests)
-    notes = sorted({e.note for e in ests if e.note})
-    return ErrorEstimate(
-        mean,
-        se,
-        float(sum(e.dof for e in ests)),
-        float(sum(e.n_eff for e in ests)),
-        float(np.mean([e.tau_int for e in ests])),
-        rel,
-        "blocking (pooled over replications)",
-        int(sum(e.blocks for e in ests)),
-        ests[0].block_size,
-        "; ".join(notes),
-    )
-
-
-class _Estimator:
-    """Estimates from per-replication batch series, with the capacity-balance control variate."""
-
-    def __init__(self, X: list[np.ndarray], mu: float, use_cv: bool):
-        self.X = [x - mu for x in X]  # mean 0 under the identity
-        self.use_cv = use_cv
-        self.reduction: dict[str, float] = {}
-
-    def __call__(self, Y: list[np.ndarray], key: str | None = None) -> ErrorEstimate:
-        plain = _pooled(Y)
-        if not self.use_cv:
-            return plain
-        x = np.concatenate(self.X)
-        y = np.concatenate(Y)
-        vx = float(np.dot(x - x.mean(), x - x.mean()))
-        beta = float(np.dot(x - x.mean(), y - y.mean())) / vx if vx > 0 else 0.0
-        e = _pooled([yy - beta * xx for yy, xx in zip(Y, self.X)])
-        if key is not None:
-            self.reduction[key] = (plain.stderr / e.stderr) ** 2 if e.stderr > 0 else math.inf
-        return e
-
-
-def _ratio_series(A: list[np.ndarray], B: list[np.ndarray]) -> tuple[float, list[np.ndarray]]:
-    """``ΣA/ΣB`` and its delta-method batch series ``r + (a − r b)/b̄`` (the mean of each is
-    ``r`` to first order)."""
-    r = float(sum(a.sum() for a in A) / sum(b.sum() for b in B))
-    bbar = float(np.mean(np.concatenate(B)))
-    return r, [r + (a - r * b) / bbar for a, b in zip(A, B)]
 
 
 def simulate_classes(

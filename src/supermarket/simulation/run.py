@@ -1,43 +1,46 @@
-"""The driver, :func:`simulate`: validates every argument before any work, builds one
-``_Rep`` (:mod:`.chain`) per replication with child ``r`` of the seed, runs them on threads
-or as tasks of a Dask cluster (``client=``), extends them in doubling stretches until a
-precision target is met (``precision=``), and hands their batch integrals to
-:mod:`.estimate` for the result.
+"""The driver, :func:`simulate`: has :mod:`.plan` validate every argument before any work,
+builds one ``_Rep`` (:mod:`.chain`) per replication with child ``r`` of the seed, runs them on
+threads or as tasks of a Dask cluster (``client=``), extends them in doubling stretches until a
+precision target is met (``precision=``), and hands their batch integrals to :mod:`.estimate`
+for the result.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import threading
 import time as _time
 import warnings
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .. import theory as _th
-from ..model import (
-    Params,
-    check_choice,
-    check_fraction,
-    check_int,
-    check_positive_float,
-    check_positive_int,
-    spawn_seeds,
-)
 from ..system import methods as _methods
-from ..system import policies as _pol
 from ..system.spec import System
-from ..system.states import counts_from_lengths, parse_start, start_counts
-from . import control as _cv
 from . import dispatch as _dispatch
 from . import precision as _prec
 from .chain import _Rep
-from .estimate import _result, _summarize, relaxation_time
+from .estimate import _result, _summarize
+from .plan import (
+    BATCHES,
+    DEFAULT_STEPS,
+    ENGINES,
+    MAX_RECORDS,
+    PRECISION_FIRST_STEPS,
+    TIME_MODES,
+    CostWarning,
+    RunPlan,
+    _plan,
+)
+
+# names of the plan that others import from here, as before the plan had its own module
+# (cli.simulate: DEFAULT_MAX_STEPS; sweep.measurements: _cost_of, CostWarning and _plan)
+from .plan import DEFAULT_MAX_STEPS as DEFAULT_MAX_STEPS
+from .plan import HEAVY_BURN_RELAXATION_TIMES as HEAVY_BURN_RELAXATION_TIMES
+from .plan import HEAVY_REPLICATIONS as HEAVY_REPLICATIONS
+from .plan import _cost_of as _cost_of
 from .precision import DEFAULT_TARGET, PRECISION_LEVEL_MIN
 from .protocol import SimulateResult
 from .results import SimulationResult
@@ -54,354 +57,8 @@ __all__ = [
     "PRECISION_FIRST_STEPS",
 ]
 
-ENGINES = ("profile", "queues", "buckets")
-TIME_MODES = ("discrete", "continuous")
-BATCHES = 1024  # batch means per replication (blocking needs many short ones, docs/model.md §9)
-MAX_RECORDS = 10**7  # trajectory records per replication
-DEFAULT_MAX_STEPS = 2 * 10**9  # cap on measured steps per replication with precision=
-DEFAULT_STEPS = 10**8  # enough for every error bar of the default job (n = 10^4, d = 20, λ = 0.99)
-PRECISION_FIRST_STEPS = 10**7  # first stretch of a precision= run without steps/time: it doubles from there
 PROGRESS_AFTER_S = 2.0
-_PER_QUEUE_MAX_N = 2**31 - 1
 PERFECT_CHILD = 0x7065  # child key of a replication's seed for its perfect-sampling start
-
-
-# =========================================================================== validation
-def _available_memory() -> int | None:
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):  # pragma: no cover
-        return None
-
-
-def _check_memory(engine: str, n: int, d: int, replace: bool, replications: int, workers: int):
-    if engine == "profile":
-        return
-    # measured peaks (tracemalloc, tests/engines/test_engines.py): queues 4 bytes per server (+ the bitset
-    # without replacement; 4.5 with the final lengths at n = 4·10^6); buckets 8 (8.5 measured: the
-    # final lengths are built beside the permutation)
-    per = (
-        8 * n
-        if engine == "buckets"
-        else 4 * n + (0 if replace else 8 * ((n + 63) // 64) + (8 * d if d * 64 < n else 0))
-    )
-    need = per * min(replications, workers)
-    if n > _PER_QUEUE_MAX_N:
-        raise ValueError(
-            f"engine={engine!r} keeps one entry per server and supports n <= {_PER_QUEUE_MAX_N}; "
-            f"n={n} would need {need / 2**30:.3g} GiB; use engine='profile' (exact, memory O(levels))"
-        )
-    avail = _available_memory()
-    if avail is not None and need > 0.8 * avail:
-        raise ValueError(
-            f"engine={engine!r} with n={n} needs {need / 2**30:.3g} GiB of memory "
-            f"({per / n:.3g} bytes per server), more than is available ({avail / 2**30:.3g} GiB); "
-            "use engine='profile' (exact, memory O(levels))"
-        )
-
-
-def _default_record_levels(d: int, lam: float) -> int:
-    if lam >= 1:
-        return 16
-    pi = _th.fixed_point(d, lam)
-    levels = int(np.count_nonzero(pi > 1e-12))
-    return int(min(max(levels + 2, 4), 32))
-
-
-# =========================================================================== the plan
-_FP_LEVELS = 200  # levels of a rule's fluid fixed point for the "fixed-point" start (λ^200 < 1e-9 at λ <= 0.9)
-
-
-@dataclass(frozen=True)
-class RunPlan:
-    """Everything a run needs, validated (built by :func:`_plan`, read by :mod:`.chain` and
-    :mod:`.estimate`).  A new keyword of :func:`simulate` is one more field here."""
-
-    params: Params
-    lam_in: float | str  # λ as given (str, Fraction, float): the exact value for k and perfect sampling
-    engine: str
-    continuous: bool
-    horizon_kind: str  # "time": ``horizon`` is a time (steps in discrete mode); "events": an event count
-    horizon: float
-    burn: float  # in the unit of the horizon
-    batches: int
-    counts0: np.ndarray
-    lengths: np.ndarray | None
-    k: int  # k_{λ,d}, 0 when there is no good set
-    lo: np.ndarray | None
-    hi: np.ndarray | None
-    eps: float
-    stable: bool
-    record_every: float  # 0: no records
-    record_levels: int
-    precision: float | None
-    max_steps: int | None
-    perfect: bool
-    control_variates: bool
-    replications: int
-    workers: int
-    seeds: tuple
-    cautions: tuple = ()  # (message, warning class), issued when the run starts
-    force_window: bool = False  # tests: the windowed P tables at any n
-    policy: str = "jsq-d"  # the dispatch rule (supermarket.system.policies)
-    second_order: bool = False  # the second-order controls A(u_i u_j), from sampled states (§9.1)
-    records_internal: bool = False  # the records serve the second-order controls only: no trajectory
-    plan_note: str = ""  # why the plan chose its replications and burn-in, in words ("" if the user did)
-
-
-def _plan(
-    n,
-    d,
-    lam,
-    *,
-    steps=None,
-    time=None,
-    burn_in=None,
-    engine="profile",
-    replace=True,
-    start="empty",
-    seed=0,
-    replications=1,
-    workers=None,
-    time_mode="discrete",
-    eps=0.1,
-    record_every=None,
-    record_levels=None,
-    batches=None,
-    precision=None,
-    max_steps=None,
-    client=None,
-    control_variates=True,
-    policy="jsq-d",
-    second_order=False,
-) -> RunPlan:
-    """Validate the arguments of :func:`simulate` (ValueError/TypeError naming the parameter)
-    and return the run plan; nothing is run."""
-    if not isinstance(control_variates, (bool, np.bool_)):
-        raise TypeError(f"control_variates must be True or False; got {control_variates!r}")
-    _check_second_order(second_order, control_variates)
-    engine = check_choice("engine", engine, ENGINES)
-    policy = _pol.check_policy(policy)
-    jsqd = policy == _pol.DEFAULT_POLICY
-    if engine == "queues" and not jsqd:
-        raise ValueError(
-            f"engine 'queues' runs policy 'jsq-d' only (it samples the d queues); got policy={policy!r}: "
-            "use engine 'profile' or 'buckets'"
-        )
-    time_mode = check_choice("time_mode", time_mode, TIME_MODES)
-    params = Params(n, d, lam, replace=replace, stable=False)
-    n, d, lamf = params.n, params.d, params.lam
-    stable = params.lam_exact < 1
-    auto_reps = replications is None  # the plan may choose them (heavy traffic with precision=)
-    replications = 1 if auto_reps else check_positive_int("replications", replications)
-    if client is not None:
-        if not callable(getattr(client, "submit", None)):
-            raise TypeError(f"client must be a dask.distributed.Client (or None); got {type(client).__name__}")
-        if workers is not None:
-            raise ValueError("workers and client exclude each other (the cluster has its own workers)")
-        if precision is not None:
-            raise ValueError(
-                "precision= cannot run on a client: its stretches are planned from all "
-                "replications together and keep every chain alive between them; run it locally "
-                "(client=None, --scheduler not given)"
-            )
-    workers_given = workers
-    workers = min(replications, os.cpu_count() or 1) if workers is None else check_positive_int("workers", workers)
-    eps = check_fraction("eps", eps, low=0.0, high=0.1)
-    continuous = time_mode == "continuous"
-    rate = n * (1.0 + lamf)
-
-    # horizon: ("time", T) in the chain's clock, or ("events", S) in continuous mode
-    if steps is not None and time is not None:
-        raise ValueError("give either steps or time, not both")
-    if time is not None:
-        T = check_positive_float("time", time)
-        if continuous:
-            kind, H = "time", T
-        else:
-            S = int(round(T * rate))
-            if S < 1:
-                raise ValueError(f"time={time} is less than one step (a step is 1/(n(1+λ)) = {1 / rate:.3g})")
-            kind, H = "time", float(S)
-    else:
-        S = DEFAULT_STEPS if precision is None else PRECISION_FIRST_STEPS
-        if steps is not None:
-            S = _check_whole("steps", steps)
-        kind, H = ("events", S) if continuous else ("time", float(S))
-    timed = continuous and kind == "time"
-    events_h = H * rate if timed else H
-    if batches is None:
-        B = BATCHES
-        while B > 1 and events_h < B:
-            B //= 2
-    else:
-        B = check_positive_int("batches", batches, maximum=2**20)
-        if not timed and events_h < B:
-            raise ValueError(f"batches must be <= the number of measured steps ({int(events_h)}); got {B}")
-    if precision is not None:
-        precision = check_positive_float("precision", precision)
-        if not precision < 1:
-            raise ValueError(f"precision must lie in (0, 1) (a relative half-width); got {precision!r}")
-        if B < 4:
-            raise ValueError("precision needs at least 4 batches (give more steps)")
-    if max_steps is not None:
-        max_steps = _check_whole("max_steps", max_steps)
-        if precision is None:
-            raise ValueError("max_steps caps a run with precision=; give precision too")
-        if max_steps < events_h:
-            raise ValueError(
-                f"max_steps must be >= the first stretch of the run ({int(events_h)} steps); got {max_steps}"
-            )
-    elif precision is not None:
-        max_steps = max(DEFAULT_MAX_STEPS, int(events_h))
-    # heavy traffic with precision=: replications from independent near-stationary states
-    # (docs/model.md §9, "Heavy traffic at large n") when one would need more than max_steps
-    heavy_tau = None
-    if auto_reps and precision is not None and stable and client is None:
-        heavy_tau = _heavy_relaxation(n, d if jsqd else 1, lamf, rate, max_steps)
-    plan_note = ""
-    if heavy_tau is not None:
-        replications = HEAVY_REPLICATIONS
-        workers = min(replications, os.cpu_count() or 1) if workers_given is None else workers
-        exact = isinstance(start, str) and start.strip().lower() == "perfect"
-        plan_note = _heavy_note(heavy_tau, rate, max_steps, "exact" if exact else "own" if burn_in is None else "")
-    # burn-in, in the unit the horizon was given in (steps, or time units with `time`)
-    if burn_in is None:
-        burn = H / 10.0 if heavy_tau is None else HEAVY_BURN_RELAXATION_TIMES * heavy_tau * (1.0 if timed else rate)
-    elif time is not None:
-        burn = _check_nonneg_float("burn_in", burn_in)
-        if not continuous:
-            burn = float(round(burn * rate))
-    else:
-        burn = float(_check_whole("burn_in", burn_in, minimum=0))
-    if not timed:
-        burn = float(math.floor(burn))
-
-    # with precision= every replication's chain stays alive between stretches
-    _check_memory(engine, n, d, params.replace, replications, replications if precision is not None else workers)
-
-    # good set (docs/model.md §5): only for λ < 1 and d >= 2
-    # (a statement of paper 000 about JSQ(d): none for the other rules)
-    k, lo, hi = 0, None, None
-    if stable and d >= 2 and jsqd:
-        k = _th.k_lambda_d(d, lam)
-        lo, hi = _th.good_set_bounds(n, d, lamf, eps, k)
-
-    # start state
-    perfect = isinstance(start, str) and start.strip().lower() == "perfect"
-    if perfect and not stable:
-        raise ValueError("start 'perfect' needs load < 1: an exact stationary sample exists only then")
-    if perfect and not jsqd:
-        raise ValueError(
-            f"start 'perfect' samples the stationary law of JSQ(d) (policy 'jsq-d'); got policy={policy!r}: "
-            "use another start (and a burn-in)"
-        )
-    name, val = ("perfect", None) if perfect else parse_start(start)
-    lengths = None
-    if perfect:
-        counts0 = np.zeros(0, dtype=np.int64)  # each replication draws its own exact sample
-        if burn_in is None:
-            burn = 0.0  # the start is already stationary (docs/model.md §12): nothing to forget
-    elif name == "array" and val is not None and np.issubdtype(val.dtype, np.integer):
-        if val.ndim != 1 or val.size != n:
-            raise ValueError(f"start queue-lengths vector must have n={n} entries; got shape {val.shape}")
-        lengths = val.astype(np.int64)
-        counts0 = counts_from_lengths(lengths)
-    elif not jsqd and name == "fixed-point" and stable:
-        # the rule's own fluid fixed point (supermarket.system.policies), rounded to counts
-        fp = _pol.fluid_fixed_point(policy, lam, _FP_LEVELS, d=d)
-        counts0 = np.rint(n * fp).astype(np.int64)
-        counts0 = counts0[counts0 > 0]
-    else:
-        counts0 = start_counts(n, d, lam if stable else lamf, start)
-
-    records_internal = bool(second_order) and record_every is None
-    if records_internal:  # the state sampled every SECOND_ORDER_EVERY time units (§9.1)
-        every = _cv.SECOND_ORDER_EVERY
-        record_every = every if continuous else float(max(1, round(every * rate)))
-    if record_every is not None:
-        record_every = (
-            check_positive_float("record_every", record_every)
-            if continuous or isinstance(record_every, float)
-            else float(check_positive_int("record_every", record_every))
-        )
-        span = max_steps if precision is not None else events_h
-        span_t = span / rate if continuous else span
-        if span_t / record_every > MAX_RECORDS:
-            raise ValueError(
-                f"record_every={record_every:g} would record {span_t / record_every:.3g} states per "
-                f"replication; at most MAX_RECORDS = {MAX_RECORDS:.0e}: record less often"
-            )
-    rl = (
-        _default_record_levels(d, lamf)
-        if record_levels is None
-        else check_positive_int("record_levels", record_levels, maximum=10_000)
-    )
-    if record_every is None:
-        rl = 0
-    elif second_order:
-        rl = max(rl, _cv.SECOND_ORDER_LEVELS + 1)  # b_q needs u_(q+1)
-
-    # sizes and costs, before anything is built: the per-level batch statistics of a start
-    # with a queue of length L, and the events the horizon asks for
-    burn_events = burn * rate if timed else burn
-    top0 = len(counts0) if lengths is None else int(lengths.max(initial=0))
-    # above load 1 the total grows by (λ − 1)/(1 + λ) per event and the maximum by at least 1/n of it
-    growth = (events_h + burn_events) * max(lamf - 1.0, 0.0) / ((1.0 + lamf) * n)
-    _check_start_levels(start, top0 + int(growth), B, min(replications, workers), growth=growth)
-    cost = _cost_of(events_h + burn_events, replications, workers)
-    seeds = tuple(spawn_seeds(seed, replications))
-
-    # warnings, issued when the run starts: bad input raises before any of them
-    cautions: list[tuple[str, type[Warning]]] = []
-    if cost is not None:
-        cautions.append((cost, CostWarning))
-    if not stable:
-        msg = f"load λ = {lam} >= 1: the chain has no equilibrium; the time averages describe this finite horizon only"
-        cautions.append((msg, RuntimeWarning))
-    if burn_in is None and stable and name == "empty":
-        short = _short_burn_in(d, lamf, burn / rate if not timed else burn)
-        if short:
-            cautions.append((short, RuntimeWarning))
-
-    return RunPlan(
-        params=params,
-        lam_in=lam,
-        engine=engine,
-        continuous=continuous,
-        horizon_kind=kind,
-        horizon=H,
-        burn=burn,
-        batches=B,
-        counts0=counts0,
-        lengths=lengths,
-        k=k or 0,
-        lo=lo,
-        hi=hi,
-        eps=eps,
-        stable=stable,
-        record_every=record_every or 0.0,
-        record_levels=rl,
-        precision=precision,
-        max_steps=max_steps,
-        perfect=perfect,
-        control_variates=bool(control_variates),
-        replications=replications,
-        workers=workers,
-        seeds=seeds,
-        cautions=tuple(cautions),
-        policy=policy,
-        second_order=bool(second_order),
-        records_internal=records_internal,
-        plan_note=plan_note,
-    )
-
-
-def _check_second_order(second_order, control_variates) -> None:
-    if not isinstance(second_order, (bool, np.bool_)):
-        raise TypeError(f"second_order must be True or False; got {second_order!r}")
-    if second_order and not control_variates:
-        raise ValueError("second_order=True adds controls to the control variates: it needs control_variates=True")
 
 
 # =========================================================================== simulate
@@ -607,45 +264,6 @@ def simulate(
     return res
 
 
-#: Replications a precision run in heavy traffic chooses (:func:`_heavy_relaxation`): Student t on
-#: 15 degrees of freedom (t = 2.13 against 1.96), a multiple of the cores of a small machine.
-HEAVY_REPLICATIONS = 16
-#: Their burn-in from the start, in slow-mode relaxation times: the start's offset from the
-#: stationary mean decays to e^−3 = 5 % of itself before anything is measured (docs/model.md §9).
-HEAVY_BURN_RELAXATION_TIMES = 3.0
-
-
-def _heavy_relaxation(n: int, d: int, lam: float, rate: float, max_steps: int | None) -> float | None:
-    """The slow-mode relaxation time (time units) when one replication would need more than
-    ``max_steps`` events for blocking to find its plateau (``2·MIN_BLOCKS`` relaxation times:
-    32 blocks of at least ``1/μ`` after the pairwise merging), else None (docs/model.md §9)."""
-    from ..stats import MIN_BLOCKS
-
-    try:
-        tau = relaxation_time(d, lam, n)
-    except (ValueError, ArithmeticError):  # pragma: no cover - no slow mode (λ below double range)
-        return None
-    if not math.isfinite(tau) or max_steps is None:
-        return None
-    return tau if 2 * MIN_BLOCKS * tau * rate > max_steps else None
-
-
-def _heavy_note(tau: float, rate: float, max_steps: int | None, burn: str) -> str:
-    """The plan's choice in words; ``burn``: "own" (the plan's), "exact" (perfect samples) or ""."""
-    from ..stats import MIN_BLOCKS
-
-    start = {
-        "own": f"after a burn-in of {HEAVY_BURN_RELAXATION_TIMES:g} relaxation times",
-        "exact": "from an exact stationary sample",
-    }.get(burn, "after the burn-in given")
-    return (
-        f"{HEAVY_REPLICATIONS} independent replications, each {start} (1/μ = {tau:.4g} time units, slow mode, "
-        f"derived), chosen by the plan: blocking in one replication needs {2 * MIN_BLOCKS} relaxation times "
-        f"({2 * MIN_BLOCKS * tau * rate:.3g} events), more than max_steps = {max_steps:,}; the error bars "
-        "come from the spread between replications (Student t) unless each finds its own plateau"
-    )
-
-
 def _replications(plan: RunPlan) -> list[_Rep]:
     """One ``_Rep`` per replication; with ``start="perfect"`` each from an exact stationary
     sample drawn with its own child stream (``PERFECT_CHILD`` of the replication's seed)."""
@@ -812,93 +430,9 @@ def _announce(plan: RunPlan, rows: list, done: float, expect: float, cap: float)
     warnings.warn(msg, PrecisionPlanWarning, stacklevel=5)  # at the caller of simulate()
 
 
-BURN_IN_RELAXATION_TIMES = 5.0
-
-
-def _short_burn_in(d: int, lam: float, burn_time: float) -> str:
-    """The warning when the default burn-in from an empty start is shorter than a few
-    relaxation times (``relaxation_time``: docs/model.md §6, derived; a heuristic), else ""."""
-    t_relax = relaxation_time(d, lam)
-    if burn_time >= BURN_IN_RELAXATION_TIMES * t_relax:
-        return ""
-    return (
-        f"the default burn-in ({burn_time:.3g} time units) is shorter than {BURN_IN_RELAXATION_TIMES:g} "
-        f"relaxation times (1/μ = {t_relax:.3g} time units, slow mode, derived) from an empty start: the "
-        "averages may carry start-up bias; give a longer burn-in (burn_in=, --burn-in) or start from the "
-        "fixed point (start='fixed-point', --start fixed-point)"
-    )
-
-
-class CostWarning(UserWarning):
-    """A run long enough to say beforehand what it will cost (issued before it starts)."""
-
-
 class PrecisionPlanWarning(CostWarning):
     """What a ``precision=`` run expects to need, said once its first stretch has measured the
     errors and before it extends (the CLI prints it at once, as every CostWarning)."""
-
-
-#: Events per second per core assumed for the up-front estimate (profile engine, measured
-#: 2e7-1e8 in benchmarks/README.md: the low end, so that the estimate is not optimistic).
-EST_EVENTS_PER_SECOND = 2e7
-#: Runs of more events than this are refused (about 6 days on one core at the rate above).
-MAX_RUN_EVENTS = 10**13
-#: Above this many events the run first says what it will cost (about 2.5 min on one core).
-WARN_RUN_EVENTS = 3 * 10**9
-#: Memory allowed for the per-level batch statistics of one replication.
-MAX_LEVEL_BYTES = 2**30
-
-
-def _cost_of(events: float, replications: int, workers: int) -> str | None:
-    total = float(events) * replications
-    cores = max(1, min(workers, replications))
-    secs = total / (EST_EVENTS_PER_SECOND * cores)
-    from ..result import human_seconds
-
-    msg = (
-        f"this run is about {total:.3g} events ({replications} replication(s) of {float(events):.3g}), "
-        f"about {human_seconds(secs)} at {EST_EVENTS_PER_SECOND:.0e} events/s per core on {cores} core(s)"
-    )
-    if total > MAX_RUN_EVENTS:
-        raise ValueError(f"{msg}: refused (more than {MAX_RUN_EVENTS:.0e} events); give fewer steps or a shorter time")
-    return msg if total > WARN_RUN_EVENTS else None
-
-
-#: bytes per level of a run's results beyond the batch sums: the estimates, their error
-#: analyses, the plain and adjusted copies and the self-checks each hold a value per level
-#: (measured: 339 MB for 20,001 levels, about 9 KB a level; 16 KiB leaves room)
-RESULT_BYTES_PER_LEVEL = 16 * 1024
-
-
-def _check_start_levels(start, top: int, batches: int, alive: int, growth: float = 0.0) -> None:
-    # the batch sums (3 arrays of batches × levels per live replication) and the per-level
-    # results, which do not shrink with fewer batches (long:100000 with 16 batches: 617 MB)
-    need = (3 * 8 * batches + RESULT_BYTES_PER_LEVEL) * (top + 1) * alive
-    if need > MAX_LEVEL_BYTES:
-        what, fix = f"start={start!r} has a queue of length {top}", "start with a shorter queue or give fewer batches"
-        if growth >= 1:
-            what = f"at load > 1 the longest queue grows to at least {top} over this horizon"
-            fix = "give fewer steps or a shorter time"
-        raise ValueError(
-            f"{what}: the per-level statistics over {batches} batches need about {need / 2**30:.3g} "
-            f"GiB (more than {MAX_LEVEL_BYTES / 2**30:.3g} GiB); {fix}"
-        )
-
-
-def _check_whole(name, value, minimum=1) -> int:
-    """An integer, or a float with an integral value (``1e7``), at least ``minimum`` (1 or 0)."""
-    if isinstance(value, float):
-        if not math.isfinite(value) or value < minimum or value != math.floor(value):
-            what = "a positive finite integer" if minimum else "an integer >= 0"
-            raise ValueError(f"{name} must be {what}; got {value!r}")
-        value = int(value)
-    return check_int(name, value, minimum=minimum)
-
-
-def _check_nonneg_float(name, value) -> float:
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value == 0:
-        return 0.0
-    return check_positive_float(name, value)
 
 
 def _wait_with_progress(futs, done_frac, progress, t0):

@@ -1,0 +1,352 @@
+"""From the batches of the per-queue event engine's replications to a
+:class:`~supermarket.simulation.general.GeneralResult` (docs/model.md §14): the time averages
+and customer means with their errors (the spread between replications; one replication's
+blocking error, kept but not trusted), the capacity-balance control variate, and the quantiles
+of the sojourn and waiting times from per-batch logarithmic histograms (Woodruff's error).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from ... import stats as _st
+from ...stats import ErrorEstimate
+from .result import ClassResult, GeneralResult
+
+HIST_LO, HIST_HI, HIST_BINS = 1e-6, 1e9, 8192
+"""Sojourn and waiting times are kept per batch as counts in ``HIST_BINS`` logarithmic bins
+over ``[HIST_LO, HIST_HI]`` (a bin is 0.42 % wide; times at or below ``HIST_LO``, such as
+zero waits, in bin 0, those above ``HIST_HI`` in the last): quantiles interpolate within a bin."""
+
+_LOG_LO = math.log(HIST_LO)
+_SCALE = HIST_BINS / (math.log(HIST_HI) - _LOG_LO)
+_EDGES = np.exp(_LOG_LO + np.arange(HIST_BINS + 1) / _SCALE)  # edges of bins 1..HIST_BINS
+
+
+def _hist(v: np.ndarray) -> np.ndarray:
+    idx = np.zeros(v.size, np.int64)
+    pos = v > HIST_LO
+    idx[pos] = np.minimum((np.log(v[pos]) - _LOG_LO) * _SCALE, HIST_BINS).astype(np.int64) + 1
+    return np.bincount(idx, minlength=HIST_BINS + 2).astype(np.int32)
+
+
+def _hist_quantile(h: np.ndarray, p: float) -> float:
+    """The ``p``-quantile of the histogram ``h`` (interpolated log-linearly within a bin)."""
+    cum = np.cumsum(h, dtype=np.float64)
+    N = cum[-1]
+    if N <= 0:
+        return math.nan
+    target = min(max(p, 0.0), 1.0) * N
+    i = int(np.searchsorted(cum, target, side="left"))
+    if i == 0:
+        return 0.0
+    if i > HIST_BINS:
+        return math.inf
+    below = cum[i - 1]
+    frac = (target - below) / h[i] if h[i] > 0 else 0.0
+    return float(_EDGES[i - 1] * math.exp(frac / _SCALE))
+
+
+def _hist_cdf(h: np.ndarray, x: float) -> float:
+    """Counts of ``h`` at or below ``x`` (the bin of ``x`` split log-linearly)."""
+    if x <= HIST_LO:
+        return float(h[0])
+    if not math.isfinite(x):
+        return float(h.sum())
+    pos = (math.log(x) - _LOG_LO) * _SCALE
+    i = min(int(pos), HIST_BINS - 1)
+    return float(h[: i + 1].sum() + (pos - i) * h[i + 1])
+
+
+RELAX_FACTOR = 1.0
+"""Under random routing, blocks of the error analysis span at least this many relaxation
+times of the slowest server's queue (:func:`_relaxation`)."""
+
+
+def _relaxation(lam, law, sc, policy) -> float:
+    """Under ``random`` routing each server is an M/G/1 queue at ``ρ = λ s̄/s``: a relaxation
+    time scale of the slowest one, ``1/(s(1 − √ρ)²)`` (the M/M/1 value) times ``(1 + SCV)/2``
+    (the heavy-traffic variance factor of M/G/1; SCV at most 100) [derived, a heuristic].  0
+    (no floor) for the other rules, which balance the queues and relax faster, and for an
+    unstable slow class (ρ >= 1)."""
+    if policy != "random":
+        return 0.0
+    s_min = min(sc.speeds)
+    rho = lam * sc.mean_speed / s_min
+    if rho >= 1.0:
+        return 0.0
+    scv = min(law.scv, 100.0) if math.isfinite(law.scv) else 100.0
+    return max(1.0, (1.0 + scv) / 2.0) / (s_min * (1.0 - math.sqrt(rho)) ** 2)
+
+
+ONE_REPLICATION_NOTE = "one replication: its batch-means error runs small on this engine; use replications >= 2"
+
+
+def _ratio(parts, min_block=1) -> ErrorEstimate:
+    """``Σa/ΣT`` from batches ``(a_b, T_b)`` per replication, with its error: with two or more
+    replications the spread between them (Student t on ``R − 1`` degrees of freedom); with one,
+    the blocking error of the delta-method batch values ``ā + (a_b − āT_b)/T̄``, marked not
+    reliable (docs/model.md §14: it runs 20–35 % small on this engine, so no ± is shown)."""
+    parts = [(np.asarray(a, float), np.asarray(T, float)) for a, T in parts]
+    parts = [(a, T) for a, T in parts if T.size > 0 and T.sum() > 0]
+    if not parts:
+        return ErrorEstimate(math.nan, math.nan, math.nan, math.nan, math.nan, False, "none", 0, 1, "nothing measured")
+    ests = []
+    for a, T in parts:
+        abar = a.sum() / T.sum()
+        if T.size < 2:
+            ests.append(
+                ErrorEstimate(float(abar), math.nan, math.nan, math.nan, math.nan, False, "blocking", 1, 1, "one batch")
+            )
+            continue
+        ests.append(_st.blocking(abar + (a - abar * T) / T.mean(), min_block_size=min(int(min_block), T.size)))
+    if len(parts) == 1:
+        e = ests[0]
+        if e.reliable:  # calibrated small (benchmarks/events_calibration.py): kept, not trusted
+            return dataclasses.replace(e, reliable=False, note=ONE_REPLICATION_NOTE)
+        if not e.note:
+            e = ErrorEstimate(
+                e.mean,
+                e.stderr,
+                e.dof,
+                e.n_eff,
+                e.tau_int,
+                False,
+                e.method,
+                e.blocks,
+                e.block_size,
+                "no blocking plateau: batches shorter than the correlation time; run longer",
+            )
+        return e
+    w = np.array([T.sum() for _, T in parts])
+    means = np.array([a.sum() / T.sum() for a, T in parts])
+    mean = float(np.dot(w, means) / w.sum())
+    # independent replications: their spread (pooled blocking errors run small on this engine)
+    e = _st.replication_error(means, weights=w)
+    return ErrorEstimate(mean, e.stderr, e.dof, e.n_eff, e.tau_int, e.reliable, e.method, e.blocks, 1, e.note)
+
+
+def _controlled(parts, xs, min_block, plain):
+    """``plain`` (the estimate of ``Σa/ΣT`` from ``parts``) adjusted by the capacity control:
+    per replication the batch values ``y_b = a_b/T_b`` less ``β x_b``, ``x_b`` the batch's busy
+    capacity less its known mean (``xs``, one series per replication), ``β`` their regression
+    coefficient over all batches (centred within each replication).  Returns the adjusted
+    estimate (the replications' spread, or one run's untrusted blocking error, as
+    :func:`_ratio`) and the measured variance reduction, or ``(plain, nan)`` when there is
+    nothing to gain (docs/model.md §14)."""
+    ys = [np.asarray(a, float) / np.asarray(T, float) for a, T in parts]
+    if not ys or any(y.size < 2 or y.size != x.size for y, x in zip(ys, xs)):
+        return plain, math.nan
+    sxy = sum(float(np.dot(y - y.mean(), x - x.mean())) for y, x in zip(ys, xs))
+    sxx = sum(float(np.dot(x - x.mean(), x - x.mean())) for x in xs)
+    if not sxx > 0:
+        return plain, math.nan
+    beta = sxy / sxx
+    adj = [y - beta * x for y, x in zip(ys, xs)]
+    # the gain, as long-run variances of the two series (blocking within each replication)
+    vp = sum(_st.blocking(y, min_block_size=min(int(min_block), y.size)).stderr ** 2 for y in ys)
+    va = sum(_st.blocking(y, min_block_size=min(int(min_block), y.size)).stderr ** 2 for y in adj)
+    if not (math.isfinite(vp) and math.isfinite(va) and va > 0 and vp > va):
+        return plain, math.nan
+    est = _ratio([(y, np.ones(y.size)) for y in adj], min_block)
+    return dataclasses.replace(est, method=est.method + "+cv"), vp / va
+
+
+def _summarize(
+    n,
+    d,
+    lam,
+    policy,
+    replace,
+    law,
+    sc,
+    counts,
+    rate,
+    time,
+    burn_in,
+    replications,
+    batches,
+    qs,
+    runs,
+    events,
+    wall,
+    interrupted,
+    control_variates=True,
+):
+    """The :class:`GeneralResult` of the measured batches ``runs`` (per replication: the
+    per-batch arrays of ``_run_one`` and the batch length)."""
+    K = counts.size
+    top = _top_level(runs)
+    As = [(_areas(out, K, top), dt, len(out["area"])) for out, dt in runs]
+    # blocks span at least RELAX_FACTOR relaxation times (in batches of the run)
+    dt0 = runs[0][1] if runs else 1.0
+    mb = max(1, math.ceil(RELAX_FACTOR * _relaxation(lam, law, sc, policy) / dt0))
+
+    def R(parts):
+        return _ratio(parts, mb)
+
+    # the capacity control per batch: busy capacity Σ_k s_k c_{k,1} / (n s̄), less λ (its mean in
+    # equilibrium only: random routing with an overloaded class has none, and the control pulled
+    # the stable classes' queue lengths to wrong values, so it is not used there)
+    unstable = [f"{f:g}:{v:g}" for f, v in zip(sc.fractions, sc.speeds) if lam * sc.mean_speed >= v]
+    cv_dropped = bool(control_variates) and policy == "random" and bool(unstable)
+    control_variates = bool(control_variates) and not cv_dropped
+    speeds = np.asarray(sc.speeds, float)
+    xs = [A[:, :, 0] @ speeds / (dt * n * sc.mean_speed) - float(lam) for A, dt, B in As]
+    gains: dict = {}
+
+    def C(parts, key):
+        plain = R(parts)
+        if not control_variates:
+            return plain
+        est, g = _controlled(parts, xs, mb, plain)
+        gains[key] = g
+        return est
+
+    def level_est(weight_k, sel, key):
+        """Estimates of u_ℓ over the classes ``sel`` (ℓ = 1..top) and of Σ_ℓ u_ℓ."""
+        ests = []
+        for ell in range(top):
+            parts = [(A[:, sel, ell].sum(axis=1), np.full(B, dt * weight_k)) for A, dt, B in As]
+            ests.append(C(parts, (key, ell)))
+        mq = C([(A[:, sel, :].sum(axis=(1, 2)), np.full(B, dt * weight_k)) for A, dt, B in As], (key, "q"))
+        return ests, mq
+
+    u_est, mq = level_est(n, list(range(K)), "all")
+    so = R([(np.array(out["so_sum"]), np.array(out["cnt"], float)) for out, _ in runs])
+    wa = R([(np.array(out["wa_sum"]), np.array(out["cnt"], float)) for out, _ in runs])
+
+    classes = []
+    for k in range(K):
+        ue, mqk = level_est(int(counts[k]), [k], k)
+        sok = R(
+            [
+                (np.array([v[k] for v in out["so_sum_k"]]), np.array([v[k] for v in out["cnt_k"]], float))
+                for out, _ in runs
+            ]
+        )
+        classes.append(
+            ClassResult(
+                sc.fractions[k],
+                sc.speeds[k],
+                int(counts[k]),
+                np.array([e.mean for e in ue]),
+                np.array([e.stderr for e in ue]),
+                mqk,
+                sok,
+            )
+        )
+    notes = _notes(law, policy, unstable, cv_dropped, interrupted)
+    return GeneralResult(
+        n=n,
+        d=d,
+        lam=lam,
+        policy=policy,
+        replace=bool(replace),
+        service=law,
+        server_classes=sc,
+        arrival_rate=rate,
+        time=time,
+        burn_in=burn_in,
+        replications=replications,
+        batches=batches,
+        events=events,
+        wall_s=wall,
+        u_mean=np.array([e.mean for e in u_est]),
+        u_stderr=np.array([e.stderr for e in u_est]),
+        mean_queue_length=mq,
+        sojourn=so,
+        waiting=wa,
+        sojourn_quantiles=_quantiles(runs, "h_so", qs, R),
+        waiting_quantiles=_quantiles(runs, "h_wa", qs, R),
+        classes=tuple(classes),
+        customers=int(sum(sum(out["cnt"]) for out, _ in runs)),
+        interrupted=interrupted,
+        notes=notes,
+        control_variates=bool(control_variates),
+        variance_reduction=(
+            {
+                "u_mean": [gains.get(("all", ell), math.nan) for ell in range(top)],
+                "mean_queue_length": gains.get(("all", "q"), math.nan),
+            }
+            if control_variates
+            else None
+        ),
+    )
+
+
+def _top_level(runs) -> int:
+    """The highest level occupied in any batch of any replication (at least 1)."""
+    top = 1
+    for out, _ in runs:
+        for a in out["area"]:
+            nz = np.nonzero(a[:, 1:].sum(axis=0))[0]
+            if nz.size:
+                top = max(top, int(nz[-1]) + 1)
+    return top
+
+
+def _areas(out, K: int, top: int) -> np.ndarray:
+    """One replication's level integrals, batches x ``K`` classes x levels 1..``top``."""
+    B = len(out["area"])
+    A = np.zeros((B, K, top))
+    for b, a in enumerate(out["area"]):
+        m = min(a.shape[1] - 1, top)
+        A[b, :, :m] = a[:, 1 : 1 + m]
+    return A
+
+
+def _quantiles(runs, key: str, qs, R) -> dict:
+    """The quantiles ``qs`` of the pooled histogram ``key`` (``"h_so"``, ``"h_wa"``), with
+    Woodruff's error: the batch-means error ``σ_F`` (``R``: the run's ratio estimator) of the
+    empirical cdf at the quantile, mapped through the quantile function,
+    ``(Q(p + 2σ_F) − Q(p − 2σ_F))/4``."""
+    res = {}
+    if not runs:
+        return {q: R([]) for q in qs}
+    H = [np.array(out[key], dtype=np.int64) for out, _ in runs]  # batches x bins
+    tot = sum(h.sum(axis=0) for h in H)
+    for q in qs:
+        x = _hist_quantile(tot, q)
+        F = R([(np.array([_hist_cdf(hb, x) for hb in h]), h.sum(axis=1).astype(float)) for h in H])
+        if math.isfinite(F.stderr):
+            se = (_hist_quantile(tot, q + 2 * F.stderr) - _hist_quantile(tot, q - 2 * F.stderr)) / 4.0
+        else:
+            se = math.nan
+        res[q] = ErrorEstimate(
+            x,
+            se,
+            F.dof,
+            F.n_eff,
+            F.tau_int,
+            F.reliable and math.isfinite(se),
+            "woodruff+" + F.method,
+            F.blocks,
+            F.block_size,
+            F.note,
+        )
+    return res
+
+
+def _notes(law, policy: str, unstable: list, cv_dropped: bool, interrupted: bool) -> tuple:
+    """The notes of a run: the law's own, overloaded classes under random routing, the control
+    variate dropped for them, an interrupted run."""
+    notes = []
+    if law.note:
+        notes.append(law.note)
+    if policy == "random" and unstable:
+        notes.append(
+            f"under random routing the servers of class {', '.join(unstable)} get more work than they "
+            "can serve (λ·s̄ >= speed): their queues grow without bound and their averages do not settle"
+        )
+    if cv_dropped:
+        notes.append(
+            "no control variate: capacity balance Σ f s E[u_1] = λ s̄ holds only in equilibrium, "
+            "and an overloaded class never reaches one"
+        )
+    if interrupted:
+        notes.append("interrupted (Ctrl-C): the result holds the batches completed")
+    return tuple(notes)
