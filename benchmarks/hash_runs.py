@@ -28,7 +28,7 @@ import numpy as np
 
 from supermarket.model import Params
 from supermarket.simulation import Chain
-from supermarket.simulation.plan import _plan
+from supermarket.simulation.plan import build_plan
 from supermarket.simulation.run import _execute
 from supermarket.system.states import start_counts
 
@@ -91,7 +91,7 @@ def sim_digest(engine, n, d, lam, replace, mode, steps, kw, seed) -> str:
     force = kw.pop("_force_window", False)  # a field of the run plan, not a keyword of simulate
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        plan = _plan(n, d, lam, steps=steps, engine=engine, replace=replace, time_mode=mode, seed=seed, **kw)
+        plan = build_plan(n, d, lam, steps=steps, engine=engine, replace=replace, time_mode=mode, seed=seed, **kw)
         r = _execute(dataclasses.replace(plan, force_window=force), progress=False)
     h = hashlib.sha256()
     mq = sorted(r.max_queue_dist.items())

@@ -37,7 +37,7 @@ from supermarket.simulation import simulate
 HAS_CV = "control_variates" in inspect.signature(simulate).parameters
 ESTIMATORS = ("cv", "plain") if HAS_CV else ("plain",)
 # "cv2": control variates with the second-order controls, a study path of the run plan
-# (``run._plan(..., second_order=True)``; docs/control-variates.md, "Second-order controls"), not
+# (``run.build_plan(..., second_order=True)``; docs/control-variates.md, "Second-order controls"), not
 # an option of simulate: calibrated on request (``--estimators=cv2``), not in the default table
 ALL_ESTIMATORS = ESTIMATORS + ("cv2",)
 
@@ -72,9 +72,9 @@ def _run(case: Case, M: int, seed: int, estimator: str, steps: int | None = None
         warnings.simplefilter("ignore")
         if estimator == "cv2":
             from supermarket.simulation import run as _run_mod
-            from supermarket.simulation.plan import _plan
+            from supermarket.simulation.plan import build_plan
 
-            plan = _plan(
+            plan = build_plan(
                 case.n, case.d, case.lam, steps=steps or case.steps, burn_in=case.burn_in, start=case.start,
                 replications=M, seed=seed, replace=case.replace, batches=case.batches, second_order=True, **kw,
             )  # fmt: skip

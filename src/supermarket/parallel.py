@@ -218,8 +218,7 @@ def connect(address: str, timeout: float = 5.0) -> Client:
 
 
 # =========================================================================== interruption
-#: Set while a threads-backend map is being interrupted: long jobs poll it (:func:`stop_requested`).
-STOP = threading.Event()
+STOP = threading.Event()  #: set while a threads map is interrupted: jobs poll it (:func:`stop_requested`)
 
 
 def stop_requested() -> bool:
@@ -590,8 +589,7 @@ def _cluster_threads(client: Client) -> int:
 
 
 def task_workers(workers: object, jobs: int) -> int:
-    """Threads for ``jobs`` independent jobs: ``workers`` (default: all cores,
-    :func:`default_workers`), at most one per job.
+    """Threads for ``jobs`` jobs: ``workers`` (default :func:`default_workers`), at most one per job.
 
     >>> task_workers(8, 3), task_workers(1, 3)
     (3, 1)

@@ -28,6 +28,9 @@ __all__ = [
     "mean_stderr",
     "skew_quantile",
     "t_quantile",
+    "blocking_dof",
+    "blocked_levels",
+    "variance_factor",
     "MIN_BLOCKS",
     "PLATEAU_ALPHA",
     "PLATEAU_RHO_MAX",
@@ -65,7 +68,7 @@ def _block_factor(r: float) -> float:
     return 1.0 + 2.0 * r / -math.expm1(-math.sqrt(lo * hi))
 
 
-def _variance_factor(r: float, m: int) -> float:
+def variance_factor(r: float, m: int) -> float:
     """``g = f·(m − 1)/(m − f)`` at ``ρ̃ = r`` on ``m`` blocks, less its second-order bias
     ``½ g''(r) Var(ρ̃)`` with ``Var(ρ̃) ≈ (1 + 4/m)²(1 − r²)/m``: ``g`` is convex in ``ρ̃``,
     so ``g`` of a noisy ``ρ̃`` overstates the variance on average (docs/model.md §9)."""
@@ -94,12 +97,12 @@ def _chi2_quantiles(L: int, alpha: float) -> np.ndarray:
     return q
 
 
-def _blocking_dof(m: int) -> float:
+def blocking_dof(m: int) -> float:
     """Satterthwaite degrees of freedom of the blocking variance at ``m`` blocks (docs/model.md §9).
 
     Examples
     --------
-    >>> round(_blocking_dof(32), 2), round(_blocking_dof(64), 1)
+    >>> round(blocking_dof(32), 2), round(blocking_dof(64), 1)
     (8.2, 18.7)
     """
     a = 2.0 / (m - 1.0)
@@ -288,7 +291,7 @@ def _as_series(x, name="x") -> np.ndarray:
     return a
 
 
-def _levels(x: np.ndarray):
+def blocked_levels(x: np.ndarray):
     """The blocked series, level 0 first (pairs averaged; an odd element dropped from the front)."""
     y = x
     size = 1
@@ -321,7 +324,7 @@ def blocking_table(x: ArrayLike) -> list[BlockingLevel]:
     """
     a = _as_series(x)
     out = []
-    for size, y in _levels(a):
+    for size, y in blocked_levels(a):
         m = y.size
         v = float(np.var(y, ddof=1))
         se = math.sqrt(v / m)
@@ -387,7 +390,7 @@ def blocking(
         return _unknown(mean, "blocking", N, "too short to estimate: fewer than 2 measurements")
     v_all = float(np.var(a, ddof=1))
     sizes, ns, var1, stat, rho1 = [], [], [], [], []
-    for size, y in _levels(a):
+    for size, y in blocked_levels(a):
         m = y.size
         yc = y - y.mean()
         v0 = float(np.dot(yc, yc)) / m
@@ -420,11 +423,11 @@ def blocking(
     # correlation left between the blocks (docs/model.md §9); ρ̃ kept above −0.45 so that f stays positive
     m = ns[j]
     r = min(max(rho_tilde(j), -0.45), 0.95)
-    g = _variance_factor(r, m)
+    g = variance_factor(r, m)
     se = math.sqrt(var1[j] / m * g)
     if se == 0.0:  # variation only below the plateau (rounding noise that pairs cancel): no error seen
         return _unknown(mean, "blocking", m, "no variation between blocks: error unknown", 0.0, N - 1.0)
-    dof = _blocking_dof(m)
+    dof = blocking_dof(m)
     n_eff = v_all / se**2 if se > 0 else math.nan
     tau = N / (2.0 * n_eff) if n_eff and n_eff > 0 else math.nan
     return ErrorEstimate(mean, se, dof, n_eff, tau, ok, "blocking", m, sizes[j], note)

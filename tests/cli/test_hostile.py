@@ -316,10 +316,10 @@ def test_simulate_says_what_a_long_run_costs_before_it_starts():
     assert not w  # a refusal, not a warning and then a refusal
     # a run over the warning threshold says its cost first (checked without running it:
     # the estimate is made before anything is built, so an interrupt right after it is cheap)
-    from supermarket.simulation.plan import _cost_of
+    from supermarket.simulation.plan import cost_of
 
-    assert _cost_of(1e8, 1, 1) is None
-    msg = _cost_of(1e11, 2, 2)
+    assert cost_of(1e8, 1, 1) is None
+    msg = cost_of(1e11, 2, 2)
     assert "2e+11 events" in msg and "core(s)" in msg and issubclass(CostWarning, UserWarning)
 
 

@@ -116,7 +116,7 @@ def test_variance_factor_is_unbiased_to_second_order(m, rmax):
     for r in np.arange(0.05, rmax + 1e-9, 0.1):
         sd = (1 + 4 / m) * math.sqrt((1 - r * r) / m)
         noisy = [min(max(r + sd * xi, -0.45), 0.95) for xi in x]
-        mean_corrected = float(np.dot(w, [stats._variance_factor(t, m) for t in noisy]))
+        mean_corrected = float(np.dot(w, [stats.variance_factor(t, m) for t in noisy]))
         assert mean_corrected / g(r) == pytest.approx(1.0, abs=0.012), (m, r)
     # and without the correction the bias is there to remove (m = 32: 3.8 % already at ρ = 0.05)
     if m == 32:

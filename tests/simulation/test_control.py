@@ -275,7 +275,7 @@ def test_no_control_variates_reproduces_the_plain_numbers_bit_for_bit():
     fields of a control-variate run equal to the plain run's fields.  The means are main's;
     the standard errors were re-pinned when blocking lost its few-blocks bias
     (stats._block_factor, (m−1)/(m−f): a deliberate change of about 2 %) and again when its
-    factor lost its convexity bias (stats._variance_factor: 1-4 % smaller).
+    factor lost its convexity bias (stats.variance_factor: 1-4 % smaller).
 
     The means are compared bit for bit (they are sums inside the numba kernel, in a fixed
     order).  The standard errors go through NumPy reductions (``np.var`` and the block

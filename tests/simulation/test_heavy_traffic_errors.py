@@ -36,16 +36,18 @@ def _quiet():
 # ----------------------------------------------------------------- the plan
 def test_plan_chooses_replications_in_heavy_traffic():
     """(10^6, 100, 0.999) with precision: one replication would need 64 relaxation times."""
-    p = pl._plan(10**6, 100, 0.999, precision=1e-3, start="fixed-point", replications=None)
+    p = pl.build_plan(10**6, 100, 0.999, precision=1e-3, start="fixed-point", replications=None)
     tau = relaxation_time(100, 0.999, 10**6)
     assert p.replications == pl.HEAVY_REPLICATIONS == 16
     assert p.workers == min(16, __import__("os").cpu_count() or 1)
     assert p.burn == math.floor(pl.HEAVY_BURN_RELAXATION_TIMES * tau * 10**6 * 1.999)
     assert "16 independent replications" in p.plan_note and "1/μ = 101.9" in p.plan_note
     # a burn-in given by the user is kept
-    q = pl._plan(10**6, 100, 0.999, precision=1e-3, start="fixed-point", replications=None, burn_in=10**6)
+    q = pl.build_plan(10**6, 100, 0.999, precision=1e-3, start="fixed-point", replications=None, burn_in=10**6)
     assert q.replications == 16 and q.burn == 10**6 and "each after the burn-in given" in q.plan_note
-    e = pl._plan(1000, 10, 0.99, precision=0.01, start="perfect", steps=10**5, max_steps=4 * 10**6, replications=None)
+    e = pl.build_plan(
+        1000, 10, 0.99, precision=0.01, start="perfect", steps=10**5, max_steps=4 * 10**6, replications=None
+    )
     assert e.replications == 16 and e.burn == 0 and "each from an exact stationary sample" in e.plan_note
 
 
@@ -59,7 +61,7 @@ def test_plan_chooses_replications_in_heavy_traffic():
     ],
 )
 def test_plan_keeps_one_replication_otherwise(args, kw):
-    p = pl._plan(*args, **{"replications": None, **kw})
+    p = pl.build_plan(*args, **{"replications": None, **kw})
     assert p.replications == 1 and p.plan_note == ""
     assert p.burn == math.floor(p.horizon / 10)
 

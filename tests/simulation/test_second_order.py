@@ -1,5 +1,5 @@
 """The second-order controls ``A(u_i u_j)`` sampled from the state, a study path of the run
-plan (``run._plan(..., second_order=True)``; docs/control-variates.md, "Second-order
+plan (``run.build_plan(..., second_order=True)``; docs/control-variates.md, "Second-order
 controls"): not an option of ``simulate``, since their error bars do not hold in heavy
 traffic.  Checked here against the exact law of tiny systems, with their gain, and their
 refusals; the identities themselves in tests/simulation/test_second_order_identity.py; the calibration
@@ -19,13 +19,13 @@ from supermarket.stationary.profile import solve
 
 def _run(n, d, lam, second_order=False, **kw):
     from supermarket.simulation import run
-    from supermarket.simulation.plan import _plan
+    from supermarket.simulation.plan import build_plan
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if not second_order:
             return simulate(n, d, lam, progress=False, **kw)
-        return run._execute(_plan(n, d, lam, second_order=True, **kw), progress=False)
+        return run._execute(build_plan(n, d, lam, second_order=True, **kw), progress=False)
 
 
 @pytest.mark.parametrize(
@@ -108,10 +108,10 @@ def test_a_run_that_never_reaches_level_2_uses_what_it_has():
     ],
 )
 def test_second_order_bad_input_is_refused_before_any_work(kw, exc, match):
-    from supermarket.simulation.plan import _plan
+    from supermarket.simulation.plan import build_plan
 
     with pytest.raises(exc, match=match):
-        _plan(100, 2, 0.9, steps=10**12, **kw)
+        build_plan(100, 2, 0.9, steps=10**12, **kw)
 
 
 def test_simulate_offers_no_second_order_option():

@@ -140,12 +140,12 @@ def test_windowed_tables_give_the_same_run_through_the_plan():
     import inspect
 
     from supermarket.simulation import run
-    from supermarket.simulation.plan import _plan
+    from supermarket.simulation.plan import build_plan
 
     assert "_force_window" not in inspect.signature(simulate).parameters
     kw = dict(CASES["queues-records-noreplace"])
     n, d, lam = kw.pop("n"), kw.pop("d"), kw.pop("lam")
-    plan = _plan(n, d, lam, **kw)
+    plan = build_plan(n, d, lam, **kw)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         full = run._execute(plan, progress=False)
@@ -166,7 +166,7 @@ def test_windowed_tables_give_the_same_run_through_the_plan():
     ],
 )
 def test_the_plan_names_the_bad_parameter(bad, name):
-    from supermarket.simulation.plan import _plan
+    from supermarket.simulation.plan import build_plan
 
     with pytest.raises((ValueError, TypeError), match=name):
-        _plan(100, 2, 0.9, **bad)
+        build_plan(100, 2, 0.9, **bad)

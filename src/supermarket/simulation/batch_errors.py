@@ -145,11 +145,11 @@ def _at_block(x, size: int) -> ErrorEstimate:
     >>> e.reliable, e.blocks, round(e.stderr * 64, 2)
     (True, 64, 1.17)
     """
-    from ..stats import _blocking_dof, _levels, _variance_factor
+    from ..stats import blocked_levels, blocking_dof, variance_factor
 
     x = np.asarray(x, dtype=float)
     mean = float(x.mean()) if x.size else math.nan
-    y = next((y for s, y in _levels(x) if s == size), None)
+    y = next((y for s, y in blocked_levels(x) if s == size), None)
     if y is None or y.size < MIN_BLOCKS:
         return ErrorEstimate(mean, math.nan, math.nan, math.nan, math.nan, False, "blocking", 0, size, "too few blocks")
     m = y.size
@@ -159,6 +159,6 @@ def _at_block(x, size: int) -> ErrorEstimate:
         return ErrorEstimate(mean, math.nan, math.nan, math.nan, math.nan, False, "blocking", m, size, "no variation")
     rho = float(np.dot(yc[:-1], yc[1:])) / m / v0
     r = min(max(rho + (1.0 + 4.0 * rho) / m, -0.45), 0.95)
-    se = math.sqrt(v0 / (m - 1.0) * _variance_factor(r, m))
+    se = math.sqrt(v0 / (m - 1.0) * variance_factor(r, m))
     n_eff = float(np.var(x, ddof=1)) / se**2
-    return ErrorEstimate(mean, se, _blocking_dof(m), n_eff, x.size / (2.0 * n_eff), True, "blocking", m, size, "")
+    return ErrorEstimate(mean, se, blocking_dof(m), n_eff, x.size / (2.0 * n_eff), True, "blocking", m, size, "")

@@ -1,4 +1,4 @@
-"""The run plan of :func:`~supermarket.simulation.simulate`: :func:`_plan` validates every
+"""The run plan of :func:`~supermarket.simulation.simulate`: :func:`build_plan` validates every
 argument before any work (ValueError/TypeError naming the parameter) and returns a
 :class:`RunPlan`, everything a run needs, which :mod:`.chain` and :mod:`.estimate` read.  It
 fixes the horizon and the burn-in, the batches, the precision cap, the start state, the
@@ -32,6 +32,8 @@ from .batch_errors import relaxation_time
 
 __all__ = [
     "RunPlan",
+    "build_plan",
+    "cost_of",
     "CostWarning",
     "ENGINES",
     "TIME_MODES",
@@ -102,7 +104,7 @@ _FP_LEVELS = 200  # levels of a rule's fluid fixed point for the "fixed-point" s
 
 @dataclass(frozen=True)
 class RunPlan:
-    """Everything a run needs, validated (built by :func:`_plan`, read by :mod:`.chain` and
+    """Everything a run needs, validated (built by :func:`build_plan`, read by :mod:`.chain` and
     :mod:`.estimate`).  A new keyword of :func:`simulate` is one more field here."""
 
     params: Params
@@ -137,7 +139,7 @@ class RunPlan:
     plan_note: str = ""  # why the plan chose its replications and burn-in, in words ("" if the user did)
 
 
-def _plan(
+def build_plan(
     n,
     d,
     lam,
@@ -422,12 +424,12 @@ def _recording(record_every, record_levels, second_order, continuous: bool, rate
 def _check_sizes(start, counts0, lengths, n: int, lamf: float, events: float, B: int, replications: int, workers: int):
     """Sizes and costs, before anything is built: the per-level batch statistics of a start
     with a queue of length L (above load 1, of the longest queue the horizon grows), and the
-    ``events`` the run asks for, burn-in included: their cost in words (:func:`_cost_of`)."""
+    ``events`` the run asks for, burn-in included: their cost in words (:func:`cost_of`)."""
     top0 = len(counts0) if lengths is None else int(lengths.max(initial=0))
     # above load 1 the total grows by (λ − 1)/(1 + λ) per event and the maximum by at least 1/n of it
     growth = events * max(lamf - 1.0, 0.0) / ((1.0 + lamf) * n)
     _check_start_levels(start, top0 + int(growth), B, min(replications, workers), growth=growth)
-    return _cost_of(events, replications, workers)
+    return cost_of(events, replications, workers)
 
 
 def _cautions(cost: str | None, lam, stable: bool, short: str) -> tuple:
@@ -522,7 +524,7 @@ WARN_RUN_EVENTS = 3 * 10**9
 MAX_LEVEL_BYTES = 2**30
 
 
-def _cost_of(events: float, replications: int, workers: int) -> str | None:
+def cost_of(events: float, replications: int, workers: int) -> str | None:
     total = float(events) * replications
     cores = max(1, min(workers, replications))
     secs = total / (EST_EVENTS_PER_SECOND * cores)

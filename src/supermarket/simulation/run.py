@@ -32,15 +32,15 @@ from .plan import (
     TIME_MODES,
     CostWarning,
     RunPlan,
-    _plan,
+    build_plan,
 )
 
 # names of the plan that others import from here, as before the plan had its own module
-# (cli.simulate: DEFAULT_MAX_STEPS; sweep.measurements: _cost_of, CostWarning and _plan)
+# (cli.simulate: DEFAULT_MAX_STEPS and CostWarning; sweep.measurements: CostWarning; tests: cost_of)
 from .plan import DEFAULT_MAX_STEPS as DEFAULT_MAX_STEPS
 from .plan import HEAVY_BURN_RELAXATION_TIMES as HEAVY_BURN_RELAXATION_TIMES
 from .plan import HEAVY_REPLICATIONS as HEAVY_REPLICATIONS
-from .plan import _cost_of as _cost_of
+from .plan import cost_of as cost_of
 from .precision import DEFAULT_TARGET, PRECISION_LEVEL_MIN
 from .protocol import SimulateResult
 from .results import SimulationResult
@@ -254,7 +254,7 @@ def simulate(
     for key in ("service", "server_classes", "system", "chosen", "target"):
         kw.pop(key)
     kw.update(n=system.n, d=system.d, lam=system.load, replace=system.replace, policy=system.rule, engine=chosen)
-    plan = _plan(**kw)
+    plan = build_plan(**kw)
     targets = _prec.parse_target(target, stable=plan.stable) if precision is not None else None
     for msg, category in plan.cautions:
         warnings.warn(msg, category, stacklevel=2)

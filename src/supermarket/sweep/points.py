@@ -157,14 +157,14 @@ def _derive_ndl(name: str, needs_d2: bool, defaults: dict):
         if name == "simulate" and engine is None:  # the run's own plan: what simulate() refuses, refused here
             _check_simulate_plan(p)
         elif name == "simulate":  # the horizon simulate() itself would refuse, refused with the file
-            from ..simulation.run import _cost_of
+            from ..simulation.plan import cost_of
 
             lam = float(p["load"])
             rate = n * (1.0 + lam) if engine is None else _event_rate(p, engine)
             events = p["steps"] if "steps" in p else p["time"] * rate
             burn = p.get("burn_in", events / 10.0) * (rate if "time" in p and "burn_in" in p else 1)
             try:
-                _cost_of(events + burn, 1, 1)
+                cost_of(events + burn, 1, 1)
             except ValueError as exc:
                 raise PointError("steps" if "steps" in p else "time", str(exc)) from None
         for k, x in (_LAW_DEFAULTS[engine] if engine else defaults).items():
@@ -202,14 +202,14 @@ def _check_meanfield_point(p: dict) -> None:
 
 def _check_simulate_plan(p: dict) -> None:
     """Refuse a count-engine grid point exactly as :func:`measure_simulate`'s run would: the run's
-    own plan (``simulation.run._plan``: horizon, cost, start and its per-level memory) is built with
+    own plan (``simulation.plan.build_plan``: horizon, cost, start and its per-level memory) is built with
     the arguments the run gets, and its error is raised as a :class:`PointError` on the key it names
     (the horizon's key when it names none of the point's keys)."""
-    from ..simulation.run import _plan
+    from ..simulation.plan import build_plan
 
     kw = {k: p[k] for k in _SIMULATE_KWARGS if k in p and k != "target"}  # the targets are simulate()'s
     try:
-        _plan(p["n"], p["d"], p["load"], replications=1, workers=1, **kw)
+        build_plan(p["n"], p["d"], p["load"], replications=1, workers=1, **kw)
     except (TypeError, ValueError) as exc:
         msg = str(exc)
         head = re.match(r"[a-z_]+", msg)
