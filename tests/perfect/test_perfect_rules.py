@@ -89,3 +89,23 @@ def test_the_command_samples_jsq_and_random():
         )
         assert out.exit_code == 0, out.output
         assert f"policy {rule}" in out.output
+
+
+@pytest.mark.parametrize("rule", ["random", "jsq"])
+def test_simulate_starts_random_and_jsq_from_an_exact_sample(rule, monkeypatch):
+    """``simulate(start="perfect")`` draws each replication's start from the rule's own stationary
+    law (the sampler is called with the rule) and needs no burn-in."""
+    from supermarket.perfect import sampler
+    from supermarket.simulation import simulate
+
+    seen = []
+    real = sampler.sample
+
+    def spy(*args, **kw):
+        seen.append(kw.get("policy"))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(sampler, "sample", spy)
+    res = simulate(20, 2, 0.6, policy=rule, start="perfect", steps=20_000, seed=3, replications=2, workers=1)
+    assert seen == [rule, rule] and res.burn_in == 0
+    assert "exact stationary sample" in res.summary()

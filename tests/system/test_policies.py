@@ -394,8 +394,8 @@ def test_simulate_policy_bad_input():
         simulate(3, 2, LAM, policy="jsq2", steps=1000)
     with pytest.raises(ValueError, match="queues"):
         simulate(3, 2, LAM, policy="jiq", engine="queues", steps=1000)
-    with pytest.raises(ValueError, match="perfect"):
-        simulate(3, 2, LAM, policy="jsq", start="perfect", steps=1000)
+    with pytest.raises(ValueError, match="start 'perfect': policy: jiq is no JSQ"):
+        simulate(3, 2, LAM, policy="jiq", start="perfect", steps=1000)
     with pytest.raises(ValueError, match="queues"):
         Chain(Params(3, 2, LAM), "queues", [], 1, policy="random")
 

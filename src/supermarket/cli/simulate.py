@@ -154,8 +154,8 @@ def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as
     True, "Sample the d queues with replacement (default, paper 000) or, with --no-replace, without (paper 002)."
 )
 @policy_option(
-    "Paper 000's k and good set are reported for jsq-d only; --engine queues and --start perfect run jsq-d "
-    "only; each engine runs the rules of docs/model.md §2."
+    "Paper 000's k and good set are reported for jsq-d only; --engine queues runs jsq-d only, --start perfect "
+    "the JSQ(d) chains (jsq-d, random, jsq); each engine runs the rules of docs/model.md §2."
 )
 @click.option(
     "--time-mode",

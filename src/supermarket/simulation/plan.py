@@ -364,11 +364,14 @@ def _start_state(start, n: int, d: int, lam, lamf: float, stable: bool, policy: 
     jsqd = policy == _pol.DEFAULT_POLICY
     if perfect and not stable:
         raise ValueError("start 'perfect' needs load < 1: an exact stationary sample exists only then")
-    if perfect and not jsqd:
-        raise ValueError(
-            f"start 'perfect' samples the stationary law of JSQ(d) (policy 'jsq-d'); got policy={policy!r}: "
-            "use another start (and a burn-in)"
-        )
+    if perfect:  # a rule that is a JSQ(d) chain (random: JSQ(1), jsq: JSQ(n)); the others refused with why
+        from ..system.methods import perfect_sampler
+        from ..system.spec import System
+
+        try:
+            perfect_sampler(System(n, d, lam, rule=policy))
+        except ValueError as exc:
+            raise ValueError(f"start 'perfect': {exc}") from None
     name, val = ("perfect", None) if perfect else parse_start(start)
     lengths = None
     if perfect:

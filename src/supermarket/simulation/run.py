@@ -186,7 +186,8 @@ def simulate(
         The dispatch rule (:mod:`supermarket.system.policies`, docs/model.md §2). The identities
         ``E[u_i] = λ E[P_{i−1}]`` (self-checks, control variates) hold for every rule; the
         statements of paper 000 (``k``, the good set) are about ``jsq-d`` only and are not
-        made for the others; ``engine="queues"`` and ``start="perfect"`` run ``jsq-d`` only.
+        made for the others; ``engine="queues"`` runs ``jsq-d`` only, ``start="perfect"`` the rules
+        that are JSQ(d) chains (``jsq-d``, ``random``, ``jsq``; docs/model.md §12.1).
     service, server_classes : str, optional
         A service law of mean 1 other than ``"exp"`` (:mod:`supermarket.system.service`).  The
         phase-type laws ``erlang:K``, ``hyperexp:SCV``, ``ph:FILE.json`` run the phase-type
@@ -275,7 +276,8 @@ def _replications(plan: RunPlan) -> list[_Rep]:
 
     def exact_start(ss):
         seed = np.random.SeedSequence(ss.entropy, spawn_key=(*ss.spawn_key, PERFECT_CHILD))
-        return dataclasses.replace(plan, counts0=_pf.sample_counts(p.n, p.d, plan.lam_in, seed=seed, replace=p.replace))
+        counts0 = _pf.sample_counts(p.n, p.d, plan.lam_in, seed=seed, replace=p.replace, policy=plan.policy)
+        return dataclasses.replace(plan, counts0=counts0)
 
     return [_Rep(exact_start(ss), ss, r) for r, ss in enumerate(plan.seeds)]
 

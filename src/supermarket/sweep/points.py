@@ -312,12 +312,13 @@ def _check_simulate_axes(p: dict) -> str | None:
         raise PointError("engine", str(exc)) from None
     _policy_on(policy, {"buckets": "profile"}.get(chosen, chosen))  # a rule its kernel runs (the registry)
     if chosen not in _ROW_ENGINE:
-        if policy != "jsq-d" and p.get("start") == "perfect":
-            raise PointError(
-                "start",
-                f"start 'perfect' samples the stationary law of JSQ(d) (policy 'jsq-d'); got "
-                f"policy={policy!r}: use another start (and a burn-in)",
-            )
+        if p.get("start") == "perfect":  # the rules that are JSQ(d) chains; the sampler's refusal for the others
+            from ..system.methods import perfect_sampler
+
+            try:
+                perfect_sampler(system)
+            except ValueError as exc:
+                raise PointError("start", f"start 'perfect': {exc}") from None
         return None
     row = law_engine(p)  # the row's name (looked up here, so that a test may route as an earlier version)
     chosen = {name: key for key, name in _ROW_ENGINE.items()}[row]

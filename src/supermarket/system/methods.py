@@ -272,17 +272,11 @@ def check_options(
                     )
                 continue
         elif option in e.takes:
-            if (
-                option == "start"
-                and isinstance(value, str)
-                and value == "perfect"
-                and system.rule != _pol.DEFAULT_POLICY
-            ):
-                raise Refusal(
-                    key,
-                    "start 'perfect' samples the stationary law of JSQ(d) (policy 'jsq-d'); "
-                    f"got policy={system.rule!r}: use another start (and a burn-in)",
-                )
+            if option == "start" and isinstance(value, str) and value == "perfect":
+                try:  # the rules that are JSQ(d) chains: the perfect sampler's own refusal for the others
+                    perfect_sampler(system)
+                except ValueError as exc:
+                    raise Refusal(key, f"start 'perfect': {exc}") from None
             continue
         raise Refusal(key, refusal(system, engine, option, spell(key) if spell else key, time))
 
