@@ -23,8 +23,11 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
+
+import numpy as np
 
 __all__ = [
     "DEFAULT_TARGET",
@@ -32,6 +35,7 @@ __all__ = [
     "QUANTILES",
     "Z95_NORMAL",
     "expected_events",
+    "prior_events",
     "parse_target",
     "target_names",
     "target_rows",
@@ -191,6 +195,76 @@ def expected_events(done: float, relative: Sequence[float], precision: float) ->
     return float(done) * max(1.0, (worst / precision) ** 2)
 
 
+def prior_events(
+    d: int,
+    lam: float,
+    precision: float,
+    targets: Sequence[str],
+    *,
+    policy: str = "jsq-d",
+    n: int | None = None,
+    replace: bool = True,
+) -> tuple[float | None, str]:
+    """Events the *plain* time averages would need to meet ``precision`` on ``targets``, known
+    before any run from the linear-noise approximation (docs/model.md §9, "Before the run"
+    [derived]), and a note; ``(None, why)`` where it does not exist.
+
+    With ``√n (u − π)`` an Ornstein–Uhlenbeck process of drift Jacobian ``A`` and stationary
+    covariance ``Σ`` (:func:`supermarket.meanfield.lna`), the time average of ``w·u`` over a
+    time ``T`` has variance ``2 wᵀ(−A)⁻¹Σ w / (nT)``; a run of ``E`` events lasts
+    ``T = E / (n(1 + λ))``, so ``n`` cancels and ``E = (z/p)² · 2(1 + λ) wᵀ(−A)⁻¹Σ w / v²`` for a
+    quantity of value ``v`` (``w`` = all ones for the mean queue length, ``e_i`` for ``E[u_i]``).
+    The control variates cancel exactly this first-order noise (§9.1), so a run with them needs
+    fewer events; the count it states after its first stretch replaces this one.  Response-time
+    quantiles have no such formula (they are not linear in ``u``): they are left out.
+
+    Examples
+    --------
+    >>> e, note = prior_events(2, 0.9, 1e-3, ["mean-queue-length"])
+    >>> f"{e:.2g}"
+    '3.6e+08'
+    >>> prior_events(2, 0.9, 1e-3, ["mean-queue-length"], policy="jiq")[0] is None
+    True
+    """
+    from ..meanfield import lna
+    from ..system.policies import SMOOTH_POLICIES
+
+    if policy not in SMOOTH_POLICIES:
+        return None, f"no linear-noise approximation for {policy} (its mean-field drift is discontinuous)"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = lna(d, lam, n=None if replace else n, replace=replace, policy=policy)
+    except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+        return None, f"the linear-noise approximation failed ({exc})"
+    if not r.accurate:
+        return None, "the linear-noise covariance is not accurate here"
+    A, S, pi = r.jacobian, r.covariance, r.centre
+    ones = np.ones(r.levels)
+    quantities: list[tuple[str, np.ndarray, float]] = []
+    for t in targets:
+        if t in ("mean-queue-length", "sojourn-mean"):
+            quantities.append((t, ones, float(pi.sum())))
+        elif t == "waiting-mean":
+            quantities.append((t, ones, float(pi.sum()) - lam))
+        elif t == "levels" or _LEVEL.fullmatch(t):
+            levels = range(2, r.levels + 1) if t == "levels" else [int(t[1:])]
+            for i in levels:
+                if i <= r.levels and (t != "levels" or pi[i - 1] >= PRECISION_LEVEL_MIN):
+                    quantities.append((f"u{i}", np.eye(r.levels)[i - 1], float(pi[i - 1])))
+    if not quantities:
+        return None, "no target is a linear function of the profile (quantiles have no linear-noise formula)"
+    need, name = 0.0, ""
+    for q, w, v in quantities:
+        var = 2.0 * (1.0 + lam) * float(w @ np.linalg.solve(-A, S @ w))
+        e = (Z95_NORMAL / precision) ** 2 * var / v**2 if v > 0 else math.inf
+        if e > need:
+            need, name = e, q
+    words = {"mean-queue-length": "the mean queue length", "sojourn-mean": "the mean sojourn time"}
+    said = words.get(name, "the mean waiting time" if name == "waiting-mean" else f"E[u_{name[1:]}]")
+    return need, f"the plain time average of {said} (linear noise at the fixed point, [derived])"
+
+
 def exact_lines(res: Any) -> list[str]:
     """The quantities known exactly, reported as such with their self-check (not targets)."""
     lam = res.params.lam
@@ -233,5 +307,7 @@ def summary_lines(pr: dict) -> list[str]:
             f"  events: about {exp:.3g} expected after {pr['expected_after_events']:.3g} (errors shrink as "
             f"events^(-1/2)), {used:.3g} used (doubling stretches), at most {pr['max_events']:.3g}"
         )
+    if pr.get("prior_events") is not None:
+        out.append(f"  before the run: {pr['prior_source']} needs about {pr['prior_events']:.3g} events")
     out += [f"  {x}" for x in pr.get("exact", ())]
     return out

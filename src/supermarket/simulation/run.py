@@ -259,7 +259,8 @@ def simulate(
     targets = _prec.parse_target(target, stable=plan.stable) if precision is not None else None
     for msg, category in plan.cautions:
         warnings.warn(msg, category, stacklevel=2)
-    res = _execute(plan, progress=progress, client=client, targets=targets)
+    prior = _prior(plan, targets) if targets is not None and plan.stable else None
+    res = _execute(plan, progress=progress, client=client, targets=targets, prior=prior)
     for msg in res.notes:
         warnings.warn(msg, RuntimeWarning, stacklevel=2)
     return res
@@ -282,8 +283,37 @@ def _replications(plan: RunPlan) -> list[_Rep]:
     return [_Rep(exact_start(ss), ss, r) for r, ss in enumerate(plan.seeds)]
 
 
+def _prior(plan: RunPlan, targets: tuple) -> dict:
+    """What a ``precision=`` run expects before it starts (:func:`.precision.prior_events`), said at
+    once as a :class:`PrecisionPlanWarning` (the count after the first stretch follows)."""
+    p = plan.params
+    events, source = _prec.prior_events(
+        p.d, p.lam, float(plan.precision or math.nan), targets, policy=plan.policy, n=p.n, replace=p.replace
+    )
+    if events is None:
+        msg = (
+            f"precision {plan.precision:g}: no expectation before the run: {source}; the run states one after its "
+            "first stretch"
+        )
+    else:
+        cv = (
+            "the control variates cancel this first-order noise, so the run should need fewer; it states its own "
+            "count after its first stretch"
+            if plan.control_variates
+            else "the run states its own count after its first stretch"
+        )
+        msg = f"precision {plan.precision:g} before the run: {source} needs about {events:.3g} events; {cv}"
+    warnings.warn(msg, PrecisionPlanWarning, stacklevel=4)  # at the caller of simulate()
+    return {"prior_events": events, "prior_source": source}
+
+
 def _execute(
-    plan: RunPlan, *, progress: bool | None = None, client: Any = None, targets: tuple | None = None
+    plan: RunPlan,
+    *,
+    progress: bool | None = None,
+    client: Any = None,
+    targets: tuple | None = None,
+    prior: dict | None = None,
 ) -> SimulationResult:
     """Run a validated plan: on ``client``, or on threads with the precision loop (``targets``:
     the canonical names of :func:`.precision.parse_target`, default the mean queue length)."""
@@ -312,6 +342,7 @@ def _execute(
         interrupted = not run_round(_Rep.first_stretch)
         if not interrupted and plan.precision is not None:
             precision_state, interrupted = _precision_loop(plan, reps, run_round, targets or DEFAULT_TARGET, t0)
+            precision_state.update(prior or {"prior_events": None, "prior_source": "not computed"})
     return _summarize(plan, reps, _time.perf_counter() - t0, interrupted, precision_state=precision_state)
 
 
