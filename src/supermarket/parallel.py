@@ -45,7 +45,6 @@ __all__ = [
     "SchedulerError",
     "stop_requested",
     "check_stop",
-    "task_workers",
     "STOP",
     "BACKENDS",
 ]
@@ -586,15 +585,3 @@ def _cluster_threads(client: Client) -> int:
         return sum(client.nthreads().values())
     except Exception as exc:
         raise SchedulerError(_lost_scheduler(client)) from exc
-
-
-def task_workers(workers: object, jobs: int) -> int:
-    """Threads for ``jobs`` jobs: ``workers`` (default :func:`default_workers`), at most one per job.
-
-    >>> task_workers(8, 3), task_workers(1, 3)
-    (3, 1)
-    """
-    from .checks import check_positive_int
-
-    n = default_workers() if workers is None else check_positive_int("workers", workers)
-    return max(1, min(n, jobs))

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.signal import lfilter
 
-from supermarket import stats
+from supermarket import batch_means, stats
 from supermarket.stats import blocking, blocking_table, mser, replication_error, t_quantile
 
 
@@ -95,7 +95,7 @@ def test_block_factor_matches_ar1_block_means(phi, b):
 
     c0, c1 = cov(0), cov(1)
     exact = 1 + 2 * sum(cov(k) for k in range(1, 400)) / c0  # Var(mean)·n / Var(block mean), n → ∞
-    assert abs(stats._block_factor(c1 / c0) / exact - 1) < 0.02, (stats._block_factor(c1 / c0), exact)
+    assert abs(batch_means._block_factor(c1 / c0) / exact - 1) < 0.02, (batch_means._block_factor(c1 / c0), exact)
 
 
 @pytest.mark.parametrize("m,rmax", [(32, 0.25), (64, 0.45), (128, 0.45), (512, 0.55)])
@@ -110,7 +110,7 @@ def test_variance_factor_is_unbiased_to_second_order(m, rmax):
     w = w / w.sum()
 
     def g(r):
-        f = stats._block_factor(r)
+        f = batch_means._block_factor(r)
         return f * (m - 1) / (m - f)
 
     for r in np.arange(0.05, rmax + 1e-9, 0.1):

@@ -274,7 +274,7 @@ def test_no_control_variates_reproduces_the_plain_numbers_bit_for_bit():
     """Values computed on main before control variates existed (same seeds), and the plain
     fields of a control-variate run equal to the plain run's fields.  The means are main's;
     the standard errors were re-pinned when blocking lost its few-blocks bias
-    (stats._block_factor, (m−1)/(m−f): a deliberate change of about 2 %) and again when its
+    (batch_means._block_factor, (m−1)/(m−f): a deliberate change of about 2 %) and again when its
     factor lost its convexity bias (stats.variance_factor: 1-4 % smaller).
 
     The means are compared bit for bit (they are sums inside the numba kernel, in a fixed

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from .. import parallel
+from ..mixing.coupling import task_workers
 from ..result import Result, frame, human_seconds, pyplot, save_figure
 from .moments import Moments
 
@@ -72,7 +73,7 @@ def check_work(units: float, speed: float, what: str, option: str, cores: int) -
         warnings.warn(f"{msg}; {option} to shorten it", WorkWarning, stacklevel=3)
 
 
-_workers = parallel.task_workers  # threads for the jobs: at most one per job
+_workers = task_workers  # threads for the jobs: at most one per job (mixing's own rule)
 
 
 def _run_jobs(fn, tasks, workers, client=None, progress=None) -> list:

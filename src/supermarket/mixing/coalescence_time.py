@@ -360,7 +360,17 @@ class MixingResult(Result):
         return save_figure(fig, path)
 
 
-def coalescence_plan(n, d, lam, start, replications, max_steps, burn_in, replace, workers):
+def coalescence_plan(
+    n: int,
+    d: int,
+    lam: float | str,
+    start: Any,
+    replications: int,
+    max_steps: int | None,
+    burn_in: int | None,
+    replace: bool,
+    workers: int | None,
+) -> tuple:
     """Validate the arguments of :func:`coalescence` (ValueError/TypeError naming the parameter, the
     start's memory and the burn-in's work included) before any work; a sweep's ``--check`` calls
     it with a task's arguments.  Returns ``(params, replications, start label, counts, burn-in,

@@ -12,11 +12,11 @@ import numpy as np
 from .. import parallel, theory
 from ..engines import coupling as _k
 from ..engines.rng import state_from_seed_sequence
-from ..model import Params, as_seed_sequence, check_int
+from ..model import Params, as_seed_sequence, check_int, check_positive_int
 from ..result import Result, frame, human_seconds, pyplot, save_figure, text_table
 from ..system.states import parse_start, start_counts
 
-__all__ = ["CoupledRun", "coupled_run", "MixingWarning", "MAX_LEVELS", "MAX_STEPS"]
+__all__ = ["CoupledRun", "coupled_run", "task_workers", "MixingWarning", "MAX_LEVELS", "MAX_STEPS"]
 
 #: Largest start level accepted (``customers:G``, ``long:L``): a copy's counts stay under 16 MiB.
 MAX_LEVELS = 2_000_000
@@ -396,7 +396,30 @@ def coupled_run(
 
 
 # --------------------------------------------------------------------------- workers
-_workers = parallel.task_workers  # threads for the jobs: at most one per job
+def task_workers(workers: object, jobs: int) -> int:
+    """Threads for ``jobs`` jobs: ``workers`` (default: all cores), at most one per job.
+
+    Parameters
+    ----------
+    workers : int or None
+        Threads asked for (``None``: all cores).
+    jobs : int
+        Independent jobs.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> task_workers(8, 3), task_workers(1, 3)
+    (3, 1)
+    """
+    n = parallel.default_workers() if workers is None else check_positive_int("workers", workers)
+    return max(1, min(n, jobs))
+
+
+_workers = task_workers  # the name the mixing modules use
 
 
 _WARM = False

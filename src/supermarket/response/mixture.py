@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -49,7 +50,7 @@ def check_quantile(q: object, name: str = "quantile") -> float:
     return x
 
 
-def check_quantiles(qs) -> tuple:
+def check_quantiles(qs: Any) -> tuple:
     if isinstance(qs, numbers.Real):
         qs = (qs,)
     out = tuple(check_quantile(q, "quantiles") for q in qs)

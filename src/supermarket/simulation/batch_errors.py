@@ -145,7 +145,7 @@ def _at_block(x, size: int) -> ErrorEstimate:
     >>> e.reliable, e.blocks, round(e.stderr * 64, 2)
     (True, 64, 1.17)
     """
-    from ..stats import blocked_levels, blocking_dof, variance_factor
+    from ..batch_means import blocked_levels, blocking_dof, variance_factor
 
     x = np.asarray(x, dtype=float)
     mean = float(x.mean()) if x.size else math.nan

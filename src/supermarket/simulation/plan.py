@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -140,30 +141,30 @@ class RunPlan:
 
 
 def build_plan(
-    n,
-    d,
-    lam,
+    n: int,
+    d: int,
+    lam: float | str,
     *,
-    steps=None,
-    time=None,
-    burn_in=None,
-    engine="profile",
-    replace=True,
-    start="empty",
-    seed=0,
-    replications=1,
-    workers=None,
-    time_mode="discrete",
-    eps=0.1,
-    record_every=None,
-    record_levels=None,
-    batches=None,
-    precision=None,
-    max_steps=None,
-    client=None,
-    control_variates=True,
-    policy="jsq-d",
-    second_order=False,
+    steps: float | None = None,
+    time: float | None = None,
+    burn_in: float | None = None,
+    engine: str = "profile",
+    replace: bool = True,
+    start: Any = "empty",
+    seed: Any = 0,
+    replications: int | None = 1,
+    workers: int | None = None,
+    time_mode: str = "discrete",
+    eps: float = 0.1,
+    record_every: float | None = None,
+    record_levels: int | None = None,
+    batches: int | None = None,
+    precision: float | None = None,
+    max_steps: float | None = None,
+    client: Any = None,
+    control_variates: bool = True,
+    policy: str = "jsq-d",
+    second_order: bool = False,
 ) -> RunPlan:
     """Validate the arguments of :func:`simulate` (ValueError/TypeError naming the parameter)
     and return the run plan; nothing is run.  The checks run in the order of the helpers

@@ -72,10 +72,9 @@ __all__ = [
 ]
 
 ENGINES = ("profile", "queues", "phase", "classes", "classes-phase", "events", "exact", "exact-phase", "exact-classes")
-"""The simulation kernels and exact solvers a rule can name in :attr:`Rule.engines`: ``profile``
-(the profile and buckets engines), ``queues``, ``phase``, ``classes``, ``classes-phase``,
-``events`` (general service laws), ``exact`` (the profile chain's solver), ``exact-phase``
-(phase-type service, with or without server classes) and ``exact-classes``."""
+"""The kernels and exact solvers a rule can name in :attr:`Rule.engines`: ``profile`` (the profile and
+buckets engines), ``queues``, ``phase``, ``classes``, ``classes-phase``, ``events`` (general laws),
+``exact`` (the profile chain), ``exact-phase`` (phase-type, with or without classes), ``exact-classes``."""
 
 
 @dataclass(frozen=True)
@@ -319,22 +318,16 @@ def check_smooth(policy: object, where: str) -> str:
     Returns
     -------
     str
-        Its canonical name.
-
-    Raises
-    ------
-    ValueError
-        For a rule without a differentiable drift (:func:`smooth_message`).
+        Its canonical name; a ValueError for a rule without a differentiable drift (:func:`smooth_message`).
 
     Examples
     --------
     >>> check_smooth("random", "the mean field")
     'random'
-    >>> try:
-    ...     check_smooth("jsq", "the mean field")
-    ... except ValueError as e:
-    ...     print(e)
-    policy must be one of jsq-d, random for the mean field (jsq, jiq and jbt have a discontinuous drift); got 'jsq'
+    >>> check_smooth("jsq", "the mean field")
+    Traceback (most recent call last):
+    ...
+    ValueError: policy must be one of jsq-d, random for the mean field (jsq, jiq and jbt have a discontinuous ...
     """
     name = check_policy(policy)
     if not RULES[name].smooth:
@@ -343,9 +336,21 @@ def check_smooth(policy: object, where: str) -> str:
 
 
 def smooth_message(policy: object, where: str) -> str:
-    """The refusal of a rule (``policy``, as given) without a differentiable drift, for ``where``,
-    what needs the drift (:func:`check_smooth`).
+    """The refusal of a rule without a differentiable drift (:func:`check_smooth`).
 
+    Parameters
+    ----------
+    policy : object
+        The rule as given.
+    where : str
+        What needs the drift.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
     >>> smooth_message("jiq", "the sweep")[:45]
     'policy must be one of jsq-d, random for the s'
     """

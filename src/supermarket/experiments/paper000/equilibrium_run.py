@@ -13,8 +13,8 @@ from numpy.typing import ArrayLike
 from ... import parallel, stats
 from ... import simulation as sim
 from ... import theory as th
+from ...mixing.coupling import task_workers as _mixing_workers
 from ...model import check_int
-from ...parallel import task_workers as _mixing_workers
 from .output import _progress
 
 # simulate's profile engine, effective steps/s per thread (measured: benchmarks/README.md)
