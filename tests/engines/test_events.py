@@ -286,12 +286,29 @@ def test_simulate_dispatches_to_the_event_engine():
     assert isinstance(r, GeneralResult) and r.policy == "jiq" and len(r.classes) == 2
     assert not isinstance(sm.simulate(20, 2, 0.8, **kw), GeneralResult)  # by default the count engine (§15)
     assert not isinstance(sm.simulate(20, 2, 0.8, service="exp", steps=20_000, seed=1), GeneralResult)
-    with pytest.raises(ValueError, match="give time= instead"):
-        sm.simulate(20, 2, 0.8, service="lognormal:2", steps=10**5)
     with pytest.raises(ValueError, match="start"):
         sm.simulate(20, 2, 0.8, service="lognormal:2", start="fixed-point")
-    with pytest.raises(ValueError, match="give time= instead"):  # phase-type laws: the event engine on request
-        sm.simulate(20, 2, 0.8, service="erlang:2", engine="events", steps=10**5)
+
+
+def test_steps_on_the_event_engine_are_events():
+    """``steps=N`` runs the event engine for the mean time of N events, ``N / (2nλs̄)`` (arrivals
+    and as many departures in equilibrium), with a burn-in in events too: the events counted
+    come within a few standard deviations of the steps asked (a Poisson-like count: s.d. about
+    √N, here under 0.3 %)."""
+    import supermarket as sm
+
+    n, lam, steps, burn = 50, 0.8, 200_000, 20_000
+    for kw, sbar in ((dict(service="lognormal:2"), 1.0), (dict(service="erlang:2", server_classes="0.5:2,0.5:1"), 1.5)):
+        r = sm.simulate(n, 2, lam, steps=steps, burn_in=burn, seed=3, replications=2, **kw)
+        assert r.time == pytest.approx(steps / (2 * n * lam * sbar)) and r.burn_in == pytest.approx(
+            burn / (2 * n * lam * sbar)
+        )
+        assert abs(r.events - 2 * (steps + burn)) < 0.01 * 2 * (steps + burn), r.events
+        assert r.notes[0].startswith(f"steps={steps:g}: the event engine ran for time")
+    # the same run as time= with that time
+    a = sm.simulate(n, 2, lam, service="lognormal:2", steps=steps, seed=3, replications=2)
+    b = sm.simulate(n, 2, lam, service="lognormal:2", time=steps / (2 * n * lam), seed=3, replications=2)
+    assert np.array_equal(a.u_mean, b.u_mean)
 
 
 def test_cli_service_and_server_classes():
@@ -313,8 +330,7 @@ def test_cli_service_and_server_classes():
     for bad, words in (
         (["--service", "gamma:2"], "service must be one of"),
         (["--server-classes", "0.5:2,0.4:1"], "sum to"),
-        (["--service", "lognormal:2", "--steps", "1000"], "--steps"),
-        (["--service", "erlang:2", "--engine", "events", "--steps", "1000"], "--steps"),
+        (["--service", "lognormal:2", "--steps", "1000", "--time", "5"], "give time or steps, not both"),
         (["--service", "erlang:2", "--cdf", "10"], "--cdf"),
     ):
         r = CliRunner().invoke(main, [*args, *bad])

@@ -64,8 +64,7 @@ def test_old_sweeps_keep_their_hashes():
         ('time = 9.0\nservice = "ph:no-such-file.json"\n', "service", "no such file"),
         ('time = 9.0\nserver_classes = "0.5:2,0.4:1"\n', "server_classes", "sum to 0.9"),
         ("time = 9.0\nserver_classes = 0.5\n", "server_classes", "must be a string"),
-        ('steps = 1000\nservice = "lognormal:4"\n', "run[1].steps", "steps: the event engine"),
-        ('steps = 1000\nservice = "erlang:2"\nengine = "events"\n', "run[1].steps", "steps: the event engine"),
+        ('steps = 1000\ntime = 5.0\nservice = "lognormal:4"\n', "run[1].time", "give exactly one of 'steps' and 'time'"),
         ('time = 9.0\nservice = "erlang:2"\nengine = "buckets"\n', "run[1].engine", "phase-type count engine"),
         ('time = 9.0\nservice = "erlang:2"\nengine = "queues"\n', "run[1].engine", "(engine 'events')"),
         ('time = 9.0\nservice = "pareto:2"\nengine = "queues"\n', "run[1].engine", "event engine"),
@@ -439,3 +438,14 @@ def test_report_class_columns_distrusted_per_class():
     header, body = _summary_table("simulate", [row(0, True), row(1, False)], ["engine"])
     cells = dict(zip(header, body[0]))
     assert "±" in cells["class1_mean_queue_length"] and TOO_SHORT in cells["class2_mean_queue_length"]
+
+
+def test_steps_on_the_event_engine_run_the_mean_time_of_that_many_events(tmp_path):
+    """``steps`` on an event-engine point is taken as ``simulate`` takes it: the mean time of that
+    many events, ``steps / (2nλs̄)``."""
+    text = BASE + 'steps = 20000\nservice = "lognormal:2"\n'
+    (task,) = sw.parse_sweep(text).tasks
+    assert task.params["engine"] == "event" and task.params["steps"] == 20000
+    sw.run_sweep(sw.parse_sweep(text), tmp_path / "out", workers=1)
+    (row,) = sw.table_rows(sw.read_results(tmp_path / "out"))
+    assert row["sim_time"] == 20000 / (2 * 10 * 0.5)

@@ -23,7 +23,19 @@ from .classes_phase import simulate_classes_phase
 from .general import GeneralResult, simulate_general
 from .phase_run import PhaseSimulationResult, simulate_phase_service
 
-__all__ = ["run_engine"]
+__all__ = ["run_engine", "events_rate"]
+
+
+def events_rate(system: System) -> float:
+    """Events (arrivals and departures) per unit of time of the event engine in equilibrium:
+    ``2 n λ s̄`` (arrivals at rate ``nλs̄``, and as many departures; docs/model.md §14, §15).
+
+    >>> events_rate(System(100, 2, 0.5, service="lognormal:2", server_classes="0.5:2,0.5:1"))
+    150.0
+    """
+    assert system.n is not None, "a simulation has a finite n"
+    sbar = 1.0 if system.server_classes is None else system.server_classes.mean_speed
+    return 2.0 * system.n * system.lam * sbar
 
 
 def run_engine(
@@ -48,10 +60,10 @@ def run_engine(
 
     Examples
     --------
-    >>> run_engine("events", System(4, 2, 0.5, service="erlang:2"), steps=10**6)
+    >>> run_engine("events", System(4, 2, 0.5, service="erlang:2"), time=10.0, options={"precision": 0.01})
     Traceback (most recent call last):
     ...
-    supermarket.system.methods.Refusal: steps: the event engine (...) (service erlang:2) runs ...; give time= instead
+    supermarket.system.methods.Refusal: precision: the event engine (...) (service erlang:2) has no precision target ...
     """
     _methods.check_options(system, engine, {"steps": steps, "start": start, **(options or {}), "load": system.load})
     n, d = system.n, system.d
@@ -69,10 +81,24 @@ def run_engine(
             control_variates=control_variates, **common,
         )  # fmt: skip
     if engine == "events":
-        return simulate_general(
+        note = None
+        if steps is not None and time is not None:
+            raise ValueError("time: give time or steps, not both")
+        if steps is not None:  # events: the time in which the equilibrium makes them on average
+            rate = events_rate(system)
+            common["time"] = float(steps) / rate
+            burn_in = None if burn_in is None else float(burn_in) / rate
+            note = (
+                f"steps={float(steps):.6g}: the event engine ran for time {common['time']:.6g}, the mean time of that "
+                f"many events (arrivals and departures, 2nλs̄ = {rate:.6g} per unit of time in equilibrium)"
+            )
+        res = simulate_general(
             n, d, lam, service=system.service, server_classes=system.server_classes, burn_in=burn_in,
             replications=replications, batches=batches, progress=call, control_variates=control_variates, **common,
         )  # fmt: skip
+        if note is not None:  # the result is frozen; its notes gain what the horizon was
+            object.__setattr__(res, "notes", (note, *res.notes))
+        return res
     sc = system.server_classes
     assert sc is not None, "the count engines with classes need classes"
     phase = engine == "classes-phase"

@@ -123,7 +123,7 @@ ENGINES: dict[str, Engine] = {
             256,
             "§15.7",
         ),
-        Engine("events", "the event engine (one queue per server)", frozenset(), ("empty",), 4, 256, "§14"),
+        Engine("events", "the event engine (one queue per server)", frozenset({"steps"}), ("empty",), 4, 256, "§14"),
     )
 }
 
@@ -218,8 +218,8 @@ def refusal(system: System, engine: str, option: str, spelled: str | None = None
     the option ``spelled`` as the door the user came through spells it (``precision``,
     ``--precision``), ``time`` the spelling of the horizon in time (``time=``, ``--time``).
 
-    >>> refusal(System(10, 2, 0.5, service="lognormal:2"), "events", "steps")
-    'steps: the event engine (one queue per server) (service lognormal:2) runs for a time (...); give time= instead'
+    >>> refusal(System(10, 2, 0.5, service="lognormal:2"), "events", "cdf")
+    'cdf: the event engine (one queue per server) (service lognormal:2) gives no response-time CDF'
     """
     e = ENGINES[engine]
     why = OPTIONS[option].format(time=time, starts=" or ".join(repr(s) for s in e.starts or ()))

@@ -204,6 +204,7 @@ class GeneralResult:
         """Plain JSON (through :func:`supermarket.jsonable.to_jsonable`)."""
         return to_jsonable(
             {
+                "engine": "events",  # as every simulate result says which engine ran (docs/model.md §14)
                 "n": self.n,
                 "d": self.d,
                 "lam": self.lam,
