@@ -70,7 +70,7 @@ def test_blocking_is_rarely_confident_and_wrong_near_the_threshold():
     # alone 57 % and 83 % of runs were called reliable and 10 % and 8 % of all runs were
     # confidently wrong (interval missing the mean); the level's own lag-1 bound and the
     # factor of the exponential-correlation model bring both down (benchmarks/
-    # blocking_calibration.py: 29 % and 60 % reliable, 4.6 % and 4.6 % wrong).
+    # benchmarks/calibration/blocking_calibration.py: 29 % and 60 % reliable, 4.6 % and 4.6 % wrong).
     # Binomial noise on 400 runs: s.d. ≤ 0.025.
     N, M = 1024, 400
     for phi, max_reliable in ((0.98, 0.40), (0.97, 0.72)):

@@ -35,7 +35,7 @@ def pk_mean_queue(rho, scv):
 
 def close(est, value, z=Z):
     # one replication: the blocking error is kept but not trusted (it runs 20-35 % small,
-    # benchmarks/events_calibration.py), so 4 of its standard errors are about 3 true ones
+    # benchmarks/calibration/events_calibration.py), so 4 of its standard errors are about 3 true ones
     assert est.reliable or est.note == ONE_REPLICATION_NOTE, est.note
     assert abs(est.mean - value) <= z * est.stderr, (est.mean, value, est.stderr, (est.mean - value) / est.stderr)
 
@@ -419,7 +419,7 @@ def test_capacity_control_variate_intervals_cover_mm1_levels():
     """60 seeds of n = 50 M/M/1 queues (random routing, exp), E[u_ℓ] = ρ^ℓ exactly: the adjusted
     intervals of levels 2-5 (240 of them, 95 %, Student t on 3 degrees of freedom) cover at a
     rate consistent with 95 % (Binomial, 3 standard deviations: 218 to 240; measured over 200
-    seeds by benchmarks/events_cv_calibration.py: 0.94, 0.915, 0.95, 0.96)."""
+    seeds by benchmarks/calibration/events_cv_calibration.py: 0.94, 0.915, 0.95, 0.96)."""
     from scipy import stats
 
     rho, q = 0.7, stats.t.ppf(0.975, 3)

@@ -394,7 +394,7 @@ def test_control_variates_must_be_a_bool():
 @pytest.mark.slow
 def test_adjusted_intervals_cover_in_heavy_traffic():
     """n = 1000, d = 50, λ = 0.99, 8·10^6 steps (78 slow-mode relaxation times), 100 runs
-    (seeds of benchmarks/cv_spot_check.py --seed 7): the adjusted 95 % intervals of E[u_2]
+    (seeds of benchmarks/calibration/cv_spot_check.py --seed 7): the adjusted 95 % intervals of E[u_2]
     and the mean queue length cover a long reference run's values (8·10^8 steps, its own
     s.e. a tenth of one run's error) at least 89 times (Binomial(100, 0.95) less 3 s.d.).
     Measured 93 and 91; with blocking's degrees of freedom (no cap) the mean queue length

@@ -3,8 +3,8 @@ runs (docs/model.md §9, "Heavy traffic at large n"; §9.1, "Short runs").
 
 Checked against independent facts: the exact identity ``E[u_1] = λ``, the closed-form variance
 of the mean of an AR(1) series, and one long reference run (2·10^9 steps, a seed no test uses,
-``benchmarks/heavy_calibration.py``) with its own error.  The coverage over many runs is in
-``benchmarks/heavy_calibration.py`` and the slow test at the end.
+``benchmarks/calibration/heavy_calibration.py``) with its own error.  The coverage over many runs is in
+``benchmarks/calibration/heavy_calibration.py`` and the slow test at the end.
 """
 
 from __future__ import annotations
@@ -102,7 +102,8 @@ def test_spread_of_replications_carries_the_skewness_of_its_mean():
 
 
 # ----------------------------------------------------------------- short runs keep their controls
-# (1000, 2, 0.9): one run of 2·10^9 steps from the fixed point, seed 777000 (benchmarks/heavy_calibration.py)
+# (1000, 2, 0.9): one run of 2·10^9 steps from the fixed point, seed 777000
+# (benchmarks/calibration/heavy_calibration.py)
 REF = {1: (0.7291300, 3.4e-07), 2: (0.4789515, 2.4e-06)}
 
 

@@ -4,7 +4,7 @@ waiting-time quantiles on the atom ``W = 0`` (docs/model.md §10).
 Independent facts: the exact relaxation time and the exact stationary law of the tiny chains
 (the generator and solver of ``supermarket.stationary``, not the simulation), the exact
 variance ``2λ(1 + λ)/S`` of ``ū_1`` over ``S`` steps (docs/model.md §9), and ``E[u_1] = λ``.
-The long coverage study is ``benchmarks/rules_calibration.py``.
+The long coverage study is ``benchmarks/calibration/rules_calibration.py``.
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def _coverage(runs, truth, se_truth=0.0):
 @pytest.mark.slow
 @pytest.mark.parametrize("policy, n, lam, truth", [("jsq", 3, 0.9, "exact"), ("jsq", 1000, 0.9, "long run")])
 def test_coverage_of_the_mean_queue_length(policy, n, lam, truth):
-    """95 % intervals of the mean queue length over 100 seeds (benchmarks/rules_calibration.py has
+    """95 % intervals of the mean queue length over 100 seeds (benchmarks/calibration/rules_calibration.py has
     the full study): within 3 binomial standard errors of 0.95, nearly every run reliable."""
     seeds = 100
     with warnings.catch_warnings():

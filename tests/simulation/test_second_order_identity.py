@@ -1,7 +1,7 @@
 """The second-order identities of docs/control-variates.md ([derived]) against exact laws:
 ``E[A(u_i u_j)] = 0`` in equilibrium, with ``A(u_i u_j)`` as computed by the library
 (``control.second_order_terms`` with ``engines.tables.p_rule_counts``, which
-benchmarks/second_order_controls.py uses too), summed over the exact stationary law of n = 3 built
+benchmarks/calibration/second_order_controls.py uses too), summed over the exact stationary law of n = 3 built
 from the per-queue definition (tests/exact_small.py, ``queue_law``), with and without
 replacement.  A sign or a factor of n wrong in the δ_ij term, or the departures' sign, gives
 a mean of order 0.01 to 0.1 here, far above the truncation error."""
@@ -16,7 +16,7 @@ import pytest
 from _paths import ROOT
 from exact_small import queue_law
 
-_PATH = ROOT / "benchmarks" / "second_order_controls.py"
+_PATH = ROOT / "benchmarks" / "calibration" / "second_order_controls.py"
 
 
 def _module():

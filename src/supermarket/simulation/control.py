@@ -80,7 +80,7 @@ blocking's degrees of freedom alone the heavy-traffic mean queue length covered 
 on one seed, all 17 misses low; with 25 (the value before the skew factor existed, together
 with the ``m`` controls subtracted) most adjusted cases covered 198-199 of 200.  10 was
 chosen on two seeds of the calibration's cases as the round value that keeps every case
-inside 186-196 of 200, and checked on a third (``benchmarks/cv_dof_rules.py``)."""
+inside 186-196 of 200, and checked on a third (``benchmarks/calibration/cv_dof_rules.py``)."""
 
 MIN_GAIN = 2.0
 """The adjusted estimate replaces the plain one only when its estimated variance is at least

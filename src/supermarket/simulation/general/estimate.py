@@ -105,7 +105,7 @@ def _ratio(parts, min_block=1) -> ErrorEstimate:
         ests.append(_st.blocking(abar + (a - abar * T) / T.mean(), min_block_size=min(int(min_block), T.size)))
     if len(parts) == 1:
         e = ests[0]
-        if e.reliable:  # calibrated small (benchmarks/events_calibration.py): kept, not trusted
+        if e.reliable:  # calibrated small (benchmarks/calibration/events_calibration.py): kept, not trusted
             return dataclasses.replace(e, reliable=False, note=ONE_REPLICATION_NOTE)
         if not e.note:
             e = ErrorEstimate(

@@ -15,8 +15,8 @@ For E[u_2] and the mean queue length it prints, over the runs that use the contr
 It reads the batch integrals through a subclass of a private class of
 ``supermarket.simulation.controlled`` (a study, not an interface).  Usage::
 
-    PYTHONPATH=src python benchmarks/cv_dof_study.py 100 2 0.9 2e5 100 --ref 0.7303022,2.393307
-    PYTHONPATH=src python benchmarks/cv_dof_study.py 1000 50 0.99 8e6 100 --seed 6 --ref 0.6301899,1.6264649
+    PYTHONPATH=src python benchmarks/calibration/cv_dof_study.py 100 2 0.9 2e5 100 --ref 0.7303022,2.393307
+    PYTHONPATH=src python benchmarks/calibration/cv_dof_study.py 1000 50 0.99 8e6 100 --seed 6 --ref 0.6301899,1.6264649
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Command (about four minutes on a loaded 2-core machine)::
 
-    NUMBA_CACHE_DIR=/tmp/numba-bench .venv/bin/python benchmarks/events_calibration.py
+    NUMBA_CACHE_DIR=/tmp/numba-bench .venv/bin/python benchmarks/calibration/events_calibration.py
 
 Random routing makes the servers independent M/G/1 queues, so the Pollaczek–Khinchine mean
 queue length is the truth; for exponential service the FIFO sojourn law is exponential of
@@ -26,7 +26,7 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "src"))
 
 from supermarket.simulation.general import simulate_general
 

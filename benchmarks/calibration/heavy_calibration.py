@@ -14,9 +14,9 @@ coverage of all runs, then of those whose adjusted error came from the plain pla
 
 Coverage is reported with its binomial standard error ``√(c(1 − c)/K)``.
 
-    PYTHONPATH=src python benchmarks/heavy_calibration.py heavy --runs 400
-    PYTHONPATH=src python benchmarks/heavy_calibration.py short --runs 1500
-    PYTHONPATH=src python benchmarks/heavy_calibration.py short --runs 400 --force-borrowed
+    PYTHONPATH=src python benchmarks/calibration/heavy_calibration.py heavy --runs 400
+    PYTHONPATH=src python benchmarks/calibration/heavy_calibration.py short --runs 1500
+    PYTHONPATH=src python benchmarks/calibration/heavy_calibration.py short --runs 400 --force-borrowed
 """
 
 from __future__ import annotations

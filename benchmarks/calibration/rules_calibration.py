@@ -1,6 +1,6 @@
 """Coverage of the error bars of JSQ and JIQ (docs/model.md §9, "The slowest time scale").
 
-    PYTHONPATH=src python benchmarks/rules_calibration.py [--seeds 200] [--tiny-seeds 100]
+    PYTHONPATH=src python benchmarks/calibration/rules_calibration.py [--seeds 200] [--tiny-seeds 100]
         [--events 1e7] [--reference-events 1e9] [--mid-events 1e6] [--only tiny,large,mid]
 
 For each case and seed, a run of ``--events`` events (seed ``1000 + s``): whether the mean

@@ -7,8 +7,8 @@ replication values (no autocorrelation estimate involved), and compares with the
 diffusion at the same ``n`` (256 paths × 100 time units, ``dt = 10^-3``).  It also prints the
 single-run standard errors' root mean square against that spread.
 
-    PYTHONPATH=src python benchmarks/prelimit_replications.py --n 4e4 --time 1000 --reps 12
-    PYTHONPATH=src python benchmarks/prelimit_replications.py --n 4e4 --time 2000 --reps 6 --seed 1
+    PYTHONPATH=src python benchmarks/calibration/prelimit_replications.py --n 4e4 --time 1000 --reps 12
+    PYTHONPATH=src python benchmarks/calibration/prelimit_replications.py --n 4e4 --time 2000 --reps 6 --seed 1
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ the blocking analysis on each, and compares with the exact variance of the mean,
 - ``se/true``: the root-mean-square stated standard error of the reliable runs over the
   true one.
 
-    PYTHONPATH=src python benchmarks/blocking_calibration.py            # M = 1000, N = 1024
-    PYTHONPATH=src python benchmarks/blocking_calibration.py --runs 200
+    PYTHONPATH=src python benchmarks/calibration/blocking_calibration.py            # M = 1000, N = 1024
+    PYTHONPATH=src python benchmarks/calibration/blocking_calibration.py --runs 200
 
 Takes about 10 s for M = 1000.  ``--few-blocks`` checks instead the fewest blocks a reliable
 estimate stands on (32, pinned by ``min_block_size = N/32``), where every correction of
@@ -21,7 +21,7 @@ variance of the mean (with its standard error), the degrees of freedom measured 
 ``2 E[s.e.²]²/Var(s.e.²)`` against the stated ones, and the miss rates of the 95 % and 99 %
 intervals (20,000 series of independent values, 4,000 of each AR(1); about 10 s)::
 
-    PYTHONPATH=src python benchmarks/blocking_calibration.py --few-blocks
+    PYTHONPATH=src python benchmarks/calibration/blocking_calibration.py --few-blocks
 """
 
 from __future__ import annotations

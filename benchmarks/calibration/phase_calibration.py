@@ -2,8 +2,8 @@
 Pollaczek–Khinchine (random routing = n independent M/PH/1 queues, docs/model.md §13) over
 independent seeds: their spread should be about 1.
 
-    PYTHONPATH=src python benchmarks/phase_calibration.py            # 40 seeds, n = 100, ρ = 0.7, time 4000
-    PYTHONPATH=src python benchmarks/phase_calibration.py --seeds 100 --time 2000
+    PYTHONPATH=src python benchmarks/calibration/phase_calibration.py            # 40 seeds, n = 100, ρ = 0.7, time 4000
+    PYTHONPATH=src python benchmarks/calibration/phase_calibration.py --seeds 100 --time 2000
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ without.  Printed per level: the mean and standard deviation of the z-scores aga
 ``ρ^ℓ`` (t on 3 degrees of freedom has standard deviation 1.73), the fraction of 95 %
 intervals that cover, and the median measured variance reduction.
 
-    PYTHONPATH=src python benchmarks/events_cv_calibration.py            # 200 seeds, a few minutes
-    PYTHONPATH=src python benchmarks/events_cv_calibration.py --seeds 40
+    PYTHONPATH=src python benchmarks/calibration/events_cv_calibration.py            # 200 seeds, a few minutes
+    PYTHONPATH=src python benchmarks/calibration/events_cv_calibration.py --seeds 40
 """
 
 from __future__ import annotations

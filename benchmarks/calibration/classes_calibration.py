@@ -1,6 +1,6 @@
 """Coverage of the count engine's error bars with server classes (docs/model.md §15.3).
 
-    PYTHONPATH=src python benchmarks/classes_calibration.py [--seeds 40] [--events 1e6]
+    PYTHONPATH=src python benchmarks/calibration/classes_calibration.py [--seeds 40] [--events 1e6]
 
 Against exact values: random routing (per-class M/M/1, closed forms) at n = 20, and JSQ(2)
 at n = 2 (the exact law of :func:`supermarket.stationary.classes.solve_classes`), classes

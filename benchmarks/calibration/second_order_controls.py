@@ -25,7 +25,7 @@ replacement) and at d = 2.  The variance ratio is ``(spread of plain)² / (sprea
 over the R replications; its own uncertainty is an F-ratio on R − 1 and R − 1 degrees of
 freedom (a 90 % interval is printed).
 
-    PYTHONPATH=src python benchmarks/second_order_controls.py          # a few minutes
+    PYTHONPATH=src python benchmarks/calibration/second_order_controls.py          # a few minutes
 """
 
 from __future__ import annotations

@@ -15,9 +15,10 @@ one, else the spread: 1 for an unbiased variance), the measured gain (spread of 
 over spread of the adjusted estimates, same runs) and the median of the stated ones, and
 the coverage of the stated 95 % intervals (all runs with an error bar).  Usage::
 
-    PYTHONPATH=src:tests python benchmarks/cv_spot_check.py 100 2 0.9 2e5 100 --ref 0.9,0.7303022,0.4848014,2.393307
-    PYTHONPATH=src:tests python benchmarks/cv_spot_check.py 1000 50 0.99 8e6 100
-    PYTHONPATH=src:tests python benchmarks/cv_spot_check.py 3 2 0.9 1e6 80 --exact
+    PYTHONPATH=src:tests python benchmarks/calibration/cv_spot_check.py 100 2 0.9 2e5 100 \\
+        --ref 0.9,0.7303022,0.4848014,2.393307
+    PYTHONPATH=src:tests python benchmarks/calibration/cv_spot_check.py 1000 50 0.99 8e6 100
+    PYTHONPATH=src:tests python benchmarks/calibration/cv_spot_check.py 3 2 0.9 1e6 80 --exact
 """
 
 from __future__ import annotations

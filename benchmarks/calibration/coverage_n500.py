@@ -7,8 +7,8 @@ and prints how many runs call ``E[u_1]`` reliable, how many of those intervals c
 (``√(ν/(ν − 2))`` for a Student t on ``ν`` degrees of freedom: 1.15 at 8.2) and the
 root-mean-square stated standard error against the spread of the means.
 
-    PYTHONPATH=src python benchmarks/coverage_n500.py                 # seeds 0..599, ~1 min CPU
-    PYTHONPATH=src python benchmarks/coverage_n500.py --seeds 0 120
+    PYTHONPATH=src python benchmarks/calibration/coverage_n500.py                 # seeds 0..599, ~1 min CPU
+    PYTHONPATH=src python benchmarks/calibration/coverage_n500.py --seeds 0 120
 
 Measured (seeds 0..599): 533 reliable, 507 covered (95.1 %), s.d. of z 1.13, s.e./spread 1.01
 (before the blocking corrections of the few-blocks tests: 505 covered, 94.7 %, 1.10, 1.03).

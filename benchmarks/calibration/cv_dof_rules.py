@@ -8,8 +8,9 @@ at most one per ``c`` slow-mode relaxation times for several ``c`` (the library 
 controls, at most one per 25).  Runs that keep the plain estimate keep their interval.
 Prints, per rule, the runs covered and the misses on the low side.  Usage::
 
-    PYTHONPATH=src python benchmarks/cv_dof_rules.py "heavy traffic, 8e6 steps, mean queue" 200 --seed 7
-    PYTHONPATH=src python benchmarks/cv_dof_rules.py "n=100 d=2 λ=0.9, 2e5 steps, E[u_2]" 200 --true 0.7303022
+    PYTHONPATH=src python benchmarks/calibration/cv_dof_rules.py "heavy traffic, 8e6 steps, mean queue" 200 --seed 7
+    PYTHONPATH=src python benchmarks/calibration/cv_dof_rules.py "n=100 d=2 λ=0.9, 2e5 steps, E[u_2]" 200 \\
+        --true 0.7303022
 
 The runs are simulated once with the cap lifted (the estimates, their errors and the choice
 between adjusted and plain do not depend on it).  It reads each adjusted estimate through a
@@ -27,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 
 import calibration as cal
 from supermarket import stats as st
