@@ -76,40 +76,7 @@ def build_report(
     policy = pol.check_policy(policy)
     lam = check_load(load)
     if policy in ("jsq", "jiq"):
-        from ..system.methods import fluid_note, smooth_mean_field
-
-        # the one table (supermarket.system.methods): the fluid fixed point exists, the ODE and the
-        # refined mean field do not (a discontinuous drift); refused as the sweep refuses them
-        if time is not None:
-            smooth_mean_field(policy, "time", "--time")
-        if n is not None:
-            smooth_mean_field(policy, "n", "--n")
-        rt = {
-            "params": {
-                "d": None,
-                "load": lam,
-                "n": n,
-                "replace": True,
-                "time": None,
-                "start": "empty",
-                "policy": policy,
-            },
-            "fixed_point": [lam],
-            "mean_queue_length": lam,
-            "levels": 1,
-            "note": fluid_note(policy),
-        }
-        _add_response_times(
-            rt,
-            math.inf,
-            lam,
-            None,
-            True,
-            None if cdf is None else check_positive_int("--cdf", cdf, maximum=100_000),
-            mf.DEFAULT_TOL,
-        )
-        rt["response_source"] = f"mean field, {policy} (every customer joins an empty queue in the limit)"
-        return rt
+        return _fluid_report(policy, lam, n, time, cdf)
     # the drift that stands for the rule (random: d = 1); refused, with the reason, for a rule
     # without a differentiable drift and another fluid fixed point than (λ, 0, 0, …) (jbt)
     d, replace = mf.rule_d(policy, d, replace)
@@ -168,47 +135,7 @@ def build_report(
         rep["mean_queue_length"] = mql
         rep["levels"] = rmf.levels
         if n is not None:
-            sampling = (
-                "with replacement (Gast-Van Houdt expansion of the n-free drift)"
-                if replace
-                else "without replacement (Gast-Van Houdt expansion, V including the drift's own 1/n term, "
-                "docs/model.md §3, derived)"
-            )
-            if not rmf.accurate:
-                # the numbers would be meaningless: say so instead of printing them
-                rep["refined"] = {
-                    "trusted": False,
-                    "error_estimate": rmf.error_estimate,
-                    "reason": "; ".join(rmf.issues),
-                    "sampling": sampling,
-                }
-            else:
-                m = rmf.pi + rmf.V / n
-                inside = (m >= 0) & (m <= 1)
-                valid = rmf.valid_for(n)  # in [0, 1] and non-increasing: a profile
-                rep["refined"] = {
-                    "trusted": True,
-                    "error_estimate": rmf.error_estimate,
-                    "V": rmf.V.tolist(),
-                    "sum_V": float(rmf.V.sum()),
-                    # π + V/n outside [0, 1] is no fraction of queues: None
-                    "mean": [float(v) if ok else None for v, ok in zip(m, inside)],
-                    "valid_for_n": valid,
-                    "mean_queue_length": mql + float(rmf.V.sum()) / n if valid else None,
-                    "sampling": sampling,
-                }
-                if not valid:
-                    least = rmf.min_n()
-                    rep["refined"]["min_n"] = least if math.isfinite(least) else None
-                    rep["refined"]["note"] = (
-                        f"π(i) + V_i/n is no profile at n={n} (it leaves [0, 1] or increases with i): n is too "
-                        "small for the 1/n expansion at this load ("
-                        + (
-                            f"it is a profile from n = {least}; trust it only well above that)"
-                            if math.isfinite(least)
-                            else "it is no profile at any n)"
-                        )
-                    )
+            rep["refined"] = _refined(rmf, n, mql, replace)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", mf.AccuracyWarning)
                 res = mf.lna(d, lam, n=n, at="centre", replace=replace, levels=levels, **kw)
@@ -235,6 +162,94 @@ def build_report(
             "mean_queue_length": sol.mean_queue_length.tolist(),
         }
     return rep
+
+
+def _fluid_report(policy: str, lam: float, n: int | None, time: float | None, cdf: int | None) -> dict:
+    """The report of a rule without a differentiable drift (``jsq``, ``jiq``): its fluid fixed
+    point ``(λ, 0, 0, …)`` and its response times; ``--time`` and ``--n`` refused."""
+    from .. import meanfield as mf
+    from ..model import check_positive_int
+    from ..system.methods import fluid_note, smooth_mean_field
+
+    # the one table (supermarket.system.methods): the fluid fixed point exists, the ODE and the
+    # refined mean field do not (a discontinuous drift); refused as the sweep refuses them
+    if time is not None:
+        smooth_mean_field(policy, "time", "--time")
+    if n is not None:
+        smooth_mean_field(policy, "n", "--n")
+    rt = {
+        "params": {
+            "d": None,
+            "load": lam,
+            "n": n,
+            "replace": True,
+            "time": None,
+            "start": "empty",
+            "policy": policy,
+        },
+        "fixed_point": [lam],
+        "mean_queue_length": lam,
+        "levels": 1,
+        "note": fluid_note(policy),
+    }
+    _add_response_times(
+        rt,
+        math.inf,
+        lam,
+        None,
+        True,
+        None if cdf is None else check_positive_int("--cdf", cdf, maximum=100_000),
+        mf.DEFAULT_TOL,
+    )
+    rt["response_source"] = f"mean field, {policy} (every customer joins an empty queue in the limit)"
+    return rt
+
+
+def _refined(rmf: Any, n: int, mql: float, replace: bool) -> dict:
+    """The ``refined`` block: ``π + V/n`` at ``n`` with its mean queue length, or why not
+    (untrusted, or no profile at this ``n``)."""
+    sampling = (
+        "with replacement (Gast-Van Houdt expansion of the n-free drift)"
+        if replace
+        else "without replacement (Gast-Van Houdt expansion, V including the drift's own 1/n term, "
+        "docs/model.md §3, derived)"
+    )
+    if not rmf.accurate:
+        # the numbers would be meaningless: say so instead of printing them
+        out = {
+            "trusted": False,
+            "error_estimate": rmf.error_estimate,
+            "reason": "; ".join(rmf.issues),
+            "sampling": sampling,
+        }
+    else:
+        m = rmf.pi + rmf.V / n
+        inside = (m >= 0) & (m <= 1)
+        valid = rmf.valid_for(n)  # in [0, 1] and non-increasing: a profile
+        out = {
+            "trusted": True,
+            "error_estimate": rmf.error_estimate,
+            "V": rmf.V.tolist(),
+            "sum_V": float(rmf.V.sum()),
+            # π + V/n outside [0, 1] is no fraction of queues: None
+            "mean": [float(v) if ok else None for v, ok in zip(m, inside)],
+            "valid_for_n": valid,
+            "mean_queue_length": mql + float(rmf.V.sum()) / n if valid else None,
+            "sampling": sampling,
+        }
+        if not valid:
+            least = rmf.min_n()
+            out["min_n"] = least if math.isfinite(least) else None
+            out["note"] = (
+                f"π(i) + V_i/n is no profile at n={n} (it leaves [0, 1] or increases with i): n is too "
+                "small for the 1/n expansion at this load ("
+                + (
+                    f"it is a profile from n = {least}; trust it only well above that)"
+                    if math.isfinite(least)
+                    else "it is no profile at any n)"
+                )
+            )
+    return out
 
 
 def _add_response_times(
