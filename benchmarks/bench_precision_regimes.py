@@ -4,7 +4,10 @@ plain time averages against the default error method, in the regimes of the pape
 Configurations: JSQ(d) at ``(n, d, λ) = (10^3, 2, 0.9)``, ``(10^4, 20, 0.99)``,
 ``(10^6, 100, 0.999)``, and JSQ and JIQ at ``(10^3, 0.9)``.  Methods: ``plain``
 (``control_variates=False``) and ``defaults`` (``simulate``'s defaults as the checkout has them;
-``--label`` names the column, e.g. ``today`` before a change and ``new`` after it).
+``--label`` names the column, e.g. ``today`` before a change and ``new`` after it), both as
+doubling sequences of single runs; and ``precision``: ``simulate(precision=p, target=...)``,
+the plan's own loop (in heavy traffic at large ``n`` its 16 independent replications,
+docs/model.md §9), one run per number of digits.
 
 **k significant digits** of an estimate ``x``: its 95 % half-width is at most half a unit of
 the k-th significant digit, ``h <= 0.5·10^(⌊log10|x|⌋ − k + 1)``, and its error bar is marked
@@ -22,6 +25,16 @@ counted).
     PYTHONPATH=src python benchmarks/bench_precision_regimes.py --cap 60 --json today.json
     PYTHONPATH=src python benchmarks/bench_precision_regimes.py --methods defaults --label new \\
         --json new.json --merge today.json --markdown table.md    # after a change: one more column
+    PYTHONPATH=src python benchmarks/bench_precision_regimes.py --methods precision \\
+        --json prec.json --merge new.json --markdown table.md     # the --precision column
+
+**The precision method.** For a quantity and ``k`` digits not yet met by an earlier run, one
+``precision=`` run with that quantity as ``target=`` and the relative half-width ``k`` digits
+need, judged from the mean-field value (``Σπ(i)``, ``π(2)``; the others from a short first
+run), from the fixed point, capped at ``--max-steps`` events per replication.  A cell is the
+CPU seconds (every thread: ``time.process_time``) and the events (burn-in and every
+replication included) of the cheapest of these runs whose own result meets it with a reliable
+error bar (a run aimed at one cell often meets others).
 """
 
 from __future__ import annotations
@@ -35,6 +48,7 @@ import warnings
 from datetime import UTC, datetime
 
 from supermarket.simulation import simulate
+from supermarket.theory import fixed_point
 
 CONFIGS = {
     "JSQ(2) n=10^3 λ=0.9": dict(n=1000, d=2, lam=0.9),
@@ -48,6 +62,8 @@ DIGITS = (3, 4)
 FIRST_STEPS = 2**20
 SEED = 20261202
 Z95 = 1.96
+#: The ``target=`` name of each quantity (``supermarket.simulation.precision``).
+TARGETS = {"mean queue length": "mean-queue-length", "p99 sojourn": "p99", "E[u_2]": "u2"}
 
 
 def _measured(r) -> dict:
@@ -106,6 +122,51 @@ def run_cell(config: dict, method: str, cap: float, log) -> dict:
     return found
 
 
+def _needed(value: float, k: int) -> float:
+    """The relative half-width that ``k`` significant digits of ``value`` need."""
+    return 0.5 * 10.0 ** (math.floor(math.log10(abs(value))) - k + 1) / abs(value)
+
+
+def run_precision(config: dict, max_steps: float, log) -> dict:
+    """One ``precision=`` run per number of digits (the plan's own loop; see the module's text)."""
+    found: dict[str, dict | None] = {f"{q}|{k}": None for q in QUANTITIES for k in DIGITS}
+    d = 1 if config.get("policy") in ("jsq", "jiq") else config["d"]
+    pi = fixed_point(d, config["lam"], 40) if config.get("policy") is None else None
+    guess = {"mean queue length": float(pi.sum()), "E[u_2]": float(pi[1])} if pi is not None else {}
+    with warnings.catch_warnings():  # compile first (not counted)
+        warnings.simplefilter("ignore")
+        first = simulate(**dict(config, steps=10_000, seed=1, start="fixed-point", workers=1))
+    for q in QUANTITIES:
+        guess.setdefault(q, _measured(first)[q][0])
+    for k in DIGITS:
+        for q in QUANTITIES:
+            if found[f"{q}|{k}"] is not None:  # an earlier run met it already
+                continue
+            if not (math.isfinite(guess[q]) and guess[q] > 0):  # never seen: no target to aim at
+                log(f"  {q}: value 0 in every run so far, no {k}-digit target")
+                continue
+            p = _needed(guess[q], k)
+            kw = dict(config, precision=p, target=TARGETS[q], seed=SEED, start="fixed-point", max_steps=max_steps)
+            t0 = time.process_time()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                r = simulate(**kw)
+            cpu = time.process_time() - t0
+            m = _measured(r)
+            events = r.steps + r.burn_in  # all replications together
+            guess.update({x: v for x, (v, _) in m.items() if x not in ("mean queue length", "E[u_2]") or pi is None})
+            for qq in QUANTITIES:
+                for kk in DIGITS:
+                    old = found[f"{qq}|{kk}"]
+                    if digits_met(*m[qq], kk) and (old is None or old["cpu_s"] > cpu):
+                        found[f"{qq}|{kk}"] = {"cpu_s": cpu, "events": events, "value": m[qq][0]}
+            log(
+                f"  precision {p:.2g} on {q} ({k} digits): {r.replications} replication(s), {events:.3g} events, "
+                f"{cpu:.1f} s CPU; " + ", ".join(f"{x} {m[x][0]:.6g} ± {m[x][1]:.2g}" for x in m)
+            )
+    return found
+
+
 def markdown(results: dict, cap: float) -> str:
     """The table: a row per configuration, quantity and digits, a column per method."""
     methods = list(results["methods"])
@@ -120,7 +181,8 @@ def markdown(results: dict, cap: float) -> str:
                     if cell == "missing":
                         cells.append("not run")
                     elif cell is None:
-                        cells.append(f"> cap ({results['caps'][meth]:g} s)")
+                        cap = results["caps"][meth]
+                        cells.append(f"> cap ({cap:g} s)" if isinstance(cap, (int, float)) else f"not met ({cap})")
                     else:
                         cells.append(f"{cell['cpu_s']:.2g} s ({cell['events']:.2g} events)")
                 lines.append(f"| {c} | {q} | {k} | " + " | ".join(cells) + " |")
@@ -129,10 +191,11 @@ def markdown(results: dict, cap: float) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--methods", default="plain,defaults", help="comma-separated: plain, defaults")
+    ap.add_argument("--methods", default="plain,defaults", help="comma-separated: plain, defaults, precision")
     ap.add_argument("--label", default="today", help="the column name of the defaults")
     ap.add_argument("--cap", type=float, default=60.0, help="CPU seconds a single run may take")
     ap.add_argument("--config", action="append", choices=list(CONFIGS), help="only these (repeatable)")
+    ap.add_argument("--max-steps", type=float, default=2e9, help="the precision method's cap per replication")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--merge", action="append", default=[], help="earlier --json output to add as columns")
     ap.add_argument("--markdown", help="write the table here (else print it)")
@@ -145,12 +208,16 @@ def main() -> None:
         results["caps"].update(old["caps"])
     results["date"] = datetime.now(UTC).strftime("%Y-%m-%d")
     for meth in a.methods.split(","):
-        name = "plain" if meth == "plain" else a.label
+        name = {"plain": "plain", "precision": "precision"}.get(meth, a.label)
         results["methods"][name] = {}
-        results["caps"][name] = a.cap
+        results["caps"][name] = a.cap if meth != "precision" else f"cap {a.max_steps:g} steps per replication"
         for c in a.config or CONFIGS:
             print(f"{c}, {name}", flush=True)
-            results["methods"][name][c] = run_cell(CONFIGS[c], meth, a.cap, lambda s: print(s, flush=True))
+            log = lambda s: print(s, flush=True)  # noqa: E731
+            if meth == "precision":
+                results["methods"][name][c] = run_precision(CONFIGS[c], a.max_steps, log)
+            else:
+                results["methods"][name][c] = run_cell(CONFIGS[c], meth, a.cap, log)
             if a.json:
                 with open(a.json, "w") as f:
                     json.dump(results, f, indent=1)
