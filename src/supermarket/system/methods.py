@@ -5,7 +5,9 @@ command line and the sweep (docs/model.md §13–§15).
 - :data:`ENGINES`: every simulation engine, what it is in the model's terms, which options it
   takes beyond the system, the seed and the horizon in ``time``, and its defaults.
 - :data:`SIMULATION`: for a law family and server classes (yes or no), the engines an
-  ``engine=`` request may name, and the one each runs (the first is the default).
+  ``engine=`` request may name, and the one each runs (the first is the default);
+  :data:`RULE_DEFAULT`: the default of a rule the default's kernel does not dispatch by (``jbt``:
+  the event engine), :func:`engine_note` the note that says so in its result.
 - :func:`simulation_engine`, :func:`check_options`: the engine for a system and a request, and
   the refusal of an option that engine does not take; the message is :func:`refusal`'s, the
   same whichever door (library, command line, sweep) the request came through, with the option
@@ -178,7 +180,8 @@ def simulation_engine(system: System, engine: str = "profile") -> str:
     ------
     ValueError
         Naming ``engine``: an engine this system does not run on, with those it does, or a rule
-        the engine does not run (``queues`` samples the ``d`` queues: ``jsq-d`` only).
+        the engine does not run (``queues`` samples the ``d`` queues: ``jsq-d`` only; a count
+        engine named for ``jbt`` says which rules it dispatches by).
 
     Examples
     --------
@@ -186,6 +189,8 @@ def simulation_engine(system: System, engine: str = "profile") -> str:
     'phase'
     >>> simulation_engine(System(10, 2, 0.5, service="erlang:2", server_classes="0.5:2,0.5:1"), "phase")
     'classes-phase'
+    >>> simulation_engine(System(10, 2, 0.5, rule="jbt")), simulation_engine(System(10, 2, 0.5), "events")
+    ('events', 'events')
     >>> simulation_engine(System(10, 2, 0.5, service="lognormal:2"), "queues")
     Traceback (most recent call last):
     ...
@@ -219,7 +224,7 @@ def simulation_engine(system: System, engine: str = "profile") -> str:
         )
     if _KERNEL.get(run, run) in _pol.RULES[system.rule].engines:
         return run
-    if engine == "profile":  # the default: the engine of a rule no count engine runs
+    if engine == "profile" and RULE_DEFAULT in _pol.RULES[system.rule].engines:  # the default of such a rule
         return RULE_DEFAULT
     raise Refusal("policy", _no_kernel(system, run))
 
