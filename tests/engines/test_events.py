@@ -158,7 +158,8 @@ def test_result_to_dict_is_json():
         (dict(policy="jsq-2"), "policy must be one of"),
         (dict(service="gamma:2"), "service must be one of"),
         (dict(server_classes="0.5:1,0.5:2", n=3), "whole number"),
-        (dict(lam=1.0), "lam"),
+        (dict(lam=0.0), "lam"),  # λ >= 1 runs a finite horizon (tests/simulation/test_events_every_system.py)
+        (dict(lam=1e9), "lam"),
         (dict(d=5, replace=False), "d"),
         (dict(time=-1.0), "time"),
         (dict(batches=1), "batches"),

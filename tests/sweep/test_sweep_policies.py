@@ -41,7 +41,7 @@ def test_axes_parsed_canonical_and_routed():
     # the engine simulate() chooses, in continuous time: exponential classes on the classes count
     # engine, classes with another law on the event engine
     got = {(t.params["service"], t.params["engine"], t.params["time_mode"]) for t in s.tasks}
-    assert got == {("exp", "classes", "continuous"), ("erlang:2", "event", "continuous")}
+    assert got == {("exp", "classes", "continuous"), ("erlang:2", "events", "continuous")}
     s = sw.parse_sweep(BASE + 'steps = 1000\npolicy = ["jsq", "jsq-d"]\n')
     assert {(t.params["engine"], t.params["policy"]) for t in s.tasks} == {("profile", "jsq"), ("profile", "jsq-d")}
 
@@ -68,7 +68,7 @@ def test_old_sweeps_keep_their_hashes():
         ('time = 9.0\nservice = "erlang:2"\nengine = "buckets"\n', "run[1].engine", "phase-type count engine"),
         ('time = 9.0\nservice = "erlang:2"\nengine = "queues"\n', "run[1].engine", "(engine 'events')"),
         ('time = 9.0\nservice = "pareto:2"\nengine = "queues"\n', "run[1].engine", "event engine"),
-        ('time = 9.0\nengine = "events"\n', "run[1].engine", "engine 'events' (the per-queue event engine) runs"),
+        ('time = 9.0\nengine = "phase"\n', "run[1].engine", "exp service has one phase"),
         ('time = 9.0\nserver_classes = "0.5:2,0.5:1"\nstart = "good"\n', "run[1].start", "count engine with classes"),
         ('time = 9.0\nservice = "erlang:2"\nstart = "long:3"\n', "run[1].start", "starts 'empty' or 'fixed-point'"),
         ('time = 9.0\nservice = "erlang:2"\nstart = "good"\npolicy = "jiq"\n', "run[1].start", "mean field"),
@@ -129,7 +129,7 @@ def _groups(rows: list[dict]) -> dict[str, list[dict]]:
         "exp": [r for r in sim if r.get("service") == "exp" and r.get("server_classes") is None],
         "phase": [r for r in sim if r.get("service") == "erlang:2" and r["engine"] == "phase"],
         "event": [r for r in sim if r.get("service") == "erlang:2" and r.get("server_classes") is None
-                  and r["engine"] == "event"],
+                  and r["engine"] == "events"],
         "classes": [r for r in sim if r.get("server_classes") == "0.5:2,0.5:1" and r.get("service") == "exp"],
         "classes_event": [r for r in sim if r.get("server_classes") == "0.5:2,0.5:1" and r.get("service") != "exp"],
     }  # fmt: skip
@@ -141,7 +141,7 @@ def test_tiny_sweep_stored_and_read_back(tiny):
     assert [len(g[k]) for k in ("exp", "phase", "event", "classes", "classes_event")] == [4, 4, 4, 1, 1]
     # each point on the engine simulate() would choose (engine = "events" forces the event engine)
     assert {(k, r["engine"]) for k, rs in g.items() for r in rs} == {
-        ("exp", "profile"), ("phase", "phase"), ("event", "event"), ("classes", "classes"), ("classes_event", "event")
+        ("exp", "profile"), ("phase", "phase"), ("event", "events"), ("classes", "classes"), ("classes_event", "events")
     }  # fmt: skip
     assert {r["policy"] for r in g["exp"] + g["phase"] + g["event"]} == {"random"}
     assert g["classes"][0]["policy"] == "jsq-d"
@@ -242,7 +242,7 @@ def test_report_error_bars_by_engine(tiny):
     line = by[("classes", "exp", "0.5:2,0.5:1")]
     for name in ("mean_queue_length", "class1_sojourn_mean", "class2_mean_queue_length"):
         assert ("±" in line[col[name]]) is bool(c[f"{name}_reliable"]), (name, line[col[name]])
-    line = by[("event", "erlang:2", "0.5:2,0.5:1")]
+    line = by[("events", "erlang:2", "0.5:2,0.5:1")]
     assert not any("±" in line[col[k]] for k in header if k.startswith("class"))  # no per-class error there
     assert line[col["class1_sojourn_mean"]] == f"{g['classes_event'][0]['class1_sojourn_mean']:.6g}"
     line = by[("phase", "erlang:2", "")]  # four replications: their spread, trusted by every run's flag
@@ -303,11 +303,11 @@ def test_resume_never_mixes_rows_of_another_engine(tmp_path, monkeypatch):
     )
     out = tmp_path / "out"
     with monkeypatch.context() as m:
-        m.setattr(ms, "law_engine", lambda p: "event")  # the routing of the earlier version
+        m.setattr(ms, "law_engine", lambda p: "events")  # the routing of the earlier version
         old = sw.parse_sweep(text)
-        assert old.tasks[0].params["engine"] == "event"
+        assert old.tasks[0].params["engine"] == "events"
         sw.run_sweep(old, out, workers=1)
-    assert sw.table_rows(sw.read_results(out))[0]["engine"] == "event"
+    assert sw.table_rows(sw.read_results(out))[0]["engine"] == "events"
     new = sw.parse_sweep(text)
     assert new.sweep_sha256 == old.sweep_sha256 and new.tasks[0].task_id != old.tasks[0].task_id
     res = sw.run_sweep(new, out, workers=1)
@@ -352,7 +352,7 @@ def test_example_service_sweep_small(tmp_path):
                for t in sw.load_sweep(EXAMPLE).tasks}  # fmt: skip
     assert engines == {
         ("exp", False, "profile"), ("erlang:4", False, "phase"), ("hyperexp:4", False, "phase"),
-        ("lognormal:4", False, "event"), ("exp", True, "classes"), ("hyperexp:4", True, "event"),
+        ("lognormal:4", False, "events"), ("exp", True, "classes"), ("hyperexp:4", True, "events"),
     }  # fmt: skip
     small = tmp_path / "small.toml"
     text = EXAMPLE.read_text().replace("\nn = 100\n", "\nn = 10\n").replace("load = [0.7, 0.9]", "load = 0.7")
@@ -360,7 +360,7 @@ def test_example_service_sweep_small(tmp_path):
     small.write_text(text.replace("time = 1000.0", "time = 20.0").replace("burn_in = 100", "burn_in = 5"))
     rows = _example_through_cli(small, tmp_path / "out", "--workers", "1")
     assert len(rows) == 6 and all(r["status"] == "ok" for r in rows)
-    assert {r["engine"] for r in rows} == {"profile", "phase", "event", "classes"}
+    assert {r["engine"] for r in rows} == {"profile", "phase", "events", "classes"}
     html = (tmp_path / "out" / "report.html").read_text()
     assert "<th>engine</th>" in html and "<th>class1_sojourn_mean</th>" in html
     assert "engine &quot;phase&quot;" in html and "data-figure='compare'" in html
@@ -445,7 +445,7 @@ def test_steps_on_the_event_engine_run_the_mean_time_of_that_many_events(tmp_pat
     many events, ``steps / (2nλs̄)``."""
     text = BASE + 'steps = 20000\nservice = "lognormal:2"\n'
     (task,) = sw.parse_sweep(text).tasks
-    assert task.params["engine"] == "event" and task.params["steps"] == 20000
+    assert task.params["engine"] == "events" and task.params["steps"] == 20000
     sw.run_sweep(sw.parse_sweep(text), tmp_path / "out", workers=1)
     (row,) = sw.table_rows(sw.read_results(tmp_path / "out"))
     assert row["sim_time"] == 20000 / (2 * 10 * 0.5)

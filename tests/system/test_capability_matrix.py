@@ -110,9 +110,8 @@ def test_time_mode_and_eps_are_refused_not_ignored(stubbed, engine, option, valu
 @pytest.mark.parametrize("engine", sorted(ENGINE_OF))
 def test_continuous_time_mode_still_runs_on_the_law_engines(stubbed, engine):
     service, classes = ENGINE_OF[engine]
-    row = {"events": "event"}.get(engine, engine)
     answers = [door(service, classes, time_mode="continuous") for door in DOORS]
-    assert answers == [f"runs {engine}", f"runs {engine}", f"runs {row}"]
+    assert answers == [f"runs {engine}"] * 3  # the sweep's row names the engine as the others do
 
 
 @pytest.mark.parametrize("rule", ["jsq", "jiq"])

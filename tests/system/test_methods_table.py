@@ -87,7 +87,7 @@ def _cli(system_kw: dict, request: str, horizon: dict, start: str) -> str:
     return _normal(r.output.strip().splitlines()[-1])
 
 
-_ROW = {"phase": "phase", "classes": "classes", "classes-phase": "classes-phase", "event": "events"}
+_ROW = {"phase": "phase", "classes": "classes", "classes-phase": "classes-phase", "events": "events"}
 
 
 def _sweep(system_kw: dict, request: str, horizon: dict, start: str) -> str:

@@ -164,10 +164,10 @@ def test_jbt_with_threshold_one_is_jiq():
 def test_a_kernel_that_does_not_run_a_rule_refuses_it_by_name():
     from supermarket import simulate
 
-    with pytest.raises(ValueError, match=r"policy 'jbt' does not run on the profile engine \(it runs on events"):
-        simulate(20, 2, 0.8, policy="jbt", steps=1000, seed=1)
-    with pytest.raises(ValueError, match="does not run on the phase engine"):
-        simulate(20, 2, 0.8, policy="jbt", service="erlang:2", steps=1000, seed=1)
+    with pytest.raises(ValueError, match=r"policy 'jbt': the per-queue bucket engine dispatches by jsq-d, random"):
+        simulate(20, 2, 0.8, policy="jbt", engine="buckets", steps=1000, seed=1)
+    with pytest.raises(ValueError, match="the phase-type count engine dispatches by jsq-d, random, jsq, jiq only"):
+        simulate(20, 2, 0.8, policy="jbt", service="erlang:2", engine="phase", steps=1000, seed=1)
 
 
 @pytest.mark.parametrize("which", ["events", "classes"])
@@ -297,6 +297,10 @@ def test_jbt_through_the_cli_runs_or_refuses_in_one_line():
     r = run(main, ["meanfield", "--d", "2", "--load", "0.8", "--policy", "jbt"])
     assert r.exit_code == 2 and "discontinuous mean-field drift" in r.output and "Traceback" not in r.output
     r = run(main, ["simulate", "--n", "50", "--d", "2", "--load", "0.8", "--policy", "jbt", "--steps", "1e4"])
-    assert r.exit_code == 2 and "does not run on the profile engine (it runs on events, exact)" in r.output
+    assert r.exit_code == 0 and "engine events: the profile engine dispatches by" in r.output  # its default
+    r = run(
+        main, ["simulate", "--n", "50", "--load", "0.8", "--policy", "jbt", "--steps", "1e4", "--engine", "buckets"]
+    )
+    assert r.exit_code == 2 and "the per-queue bucket engine dispatches by" in r.output and "Traceback" not in r.output
     r = run(main, ["exact", "--n", "2", "--d", "2", "--load", "0.5", "--policy", "jbt"])
     assert r.exit_code == 0 and "JBT(T = d)" in r.output and "(replacement unused)" in r.output

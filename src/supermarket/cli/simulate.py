@@ -99,7 +99,11 @@ def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as
         check_options(system, chosen, given, spell=_FLAGS.__getitem__, time="--time")
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    res = _simulate(system, **kw)
+    with warnings.catch_warnings(record=True) as caught:  # said as the profile engines' are (load >= 1, …)
+        warnings.simplefilter("always")
+        res = _simulate(system, **kw)
+    for w in caught:
+        click.echo(f"supermarket: warning: {w.message}", err=True)
     data = res.to_dict()
     data["load_text"] = load
     if out:
@@ -147,15 +151,18 @@ def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as
     default="profile",
     show_default=True,
     help="profile: counts chain, O(1) per event, any n; queues: per-queue reference (O(d) per "
-    "arrival); buckets: per-queue, O(1) per event." + ENGINE_HELP + " With --server-classes: the count engine "
-    "with classes (the default) or events.",
+    "arrival); buckets: per-queue, O(1) per event; events: the per-queue event engine, for every law and classes "
+    "(exp included: per-customer sojourn quantiles; load >= 1: a finite horizon)." + ENGINE_HELP + " With "
+    "--server-classes: the count engine with classes (the default) or events.  A rule no count engine runs "
+    "(jbt) runs on events by default.",
 )
 @replace_option(
     True, "Sample the d queues with replacement (default, paper 000) or, with --no-replace, without (paper 002)."
 )
 @policy_option(
     "Paper 000's k and good set are reported for jsq-d only; --engine queues runs jsq-d only, --start perfect "
-    "the JSQ(d) chains (jsq-d, random, jsq); each engine runs the rules of docs/model.md §2."
+    "the JSQ(d) chains (jsq-d, random, jsq); jbt runs on the event engine (its default, every law); each engine "
+    "runs the rules of docs/model.md §2."
 )
 @click.option(
     "--time-mode",

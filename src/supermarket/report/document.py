@@ -94,6 +94,8 @@ NOTES = {
 CLASS_COLUMN = re.compile(r"class(\d+)_(mean_queue_length|sojourn_mean)")
 # the engines of a service law or server classes whose rows hold a trusted error of their own
 COUNT_LAW_ENGINES = ("phase", "classes")
+# the event engine's name in rows ("event" in the stores of earlier versions)
+EVENT_ENGINES = ("events", "event")
 
 
 def _class_columns(rows: list[dict]) -> list[str]:
@@ -118,20 +120,21 @@ def _own_error(column: str, r: dict) -> float | None:
 def _no_error(column: str, rows: list[dict]) -> bool:
     """Per-class columns of an event-engine point: that engine gives no per-class error, so the
     replications' mean is shown without one."""
-    return bool(CLASS_COLUMN.fullmatch(column)) and any(r.get("engine") == "event" for r in rows)
+    return bool(CLASS_COLUMN.fullmatch(column)) and any(r.get("engine") in EVENT_ENGINES for r in rows)
 
 
 def _distrusted(meas: str, column: str, rows: list[dict]) -> bool:
     """Whether any replication of a grid point is too short to know the column's error (then no ±)."""
     if CLASS_COLUMN.fullmatch(column):  # the class's own flag (count engines)
-        return any(r.get("engine") != "event" and r.get(f"{column}_reliable") is False for r in rows)
+        return any(r.get("engine") not in EVENT_ENGINES and r.get(f"{column}_reliable") is False for r in rows)
     for prefix, flag in DISTRUST_FLAGS.get(meas, ()):
         if column == prefix or (prefix.endswith("_") and column.startswith(prefix)):
             # the per-queue event engine's *_reliable flags are False for every one-replication run
             # (its batch-means error over one run is not trusted: docs/model.md §14); the table's ± is
             # the spread of independent replications, distrusted where a run had no blocking plateau
             return any(
-                r.get(EVENT_FLAGS.get(column, flag) if r.get("engine") == "event" else flag) is False for r in rows
+                r.get(EVENT_FLAGS.get(column, flag) if r.get("engine") in EVENT_ENGINES else flag) is False
+                for r in rows
             )
     return False
 
@@ -141,8 +144,8 @@ EVENT_FLAGS = {"mean_queue_length": "mean_queue_length_long_enough", "mean_sojou
 
 
 EVENT_NOTE = (
-    'Points run on the per-queue event engine (engine "event": lognormal, pareto or deterministic '
-    'service, server classes with a law other than exp, or engine = "events"; docs/model.md §14) store '
+    'Points run on the per-queue event engine (engine "events": lognormal, pareto or deterministic '
+    'service, server classes with a law other than exp, policy jbt, or engine = "events"; docs/model.md §14) store '
     "no error of their own (one replication per task, whose "
     "batch-means error that engine does not trust): their ± is the standard error over the sweep's "
     'independent replications, with one replication no ± is shown, and "too short to know" where a run '
@@ -404,7 +407,7 @@ def build_report(out_dir: str | Path, path: str | Path, *, fmt: str = "html") ->
             notes.append(_too_short_note(meas))
         if any("(" + RARE + ")" in c for line in body for c in line):
             notes.append(RARE_NOTE)
-        if any(r.get("engine") == "event" for r in mrows):
+        if any(r.get("engine") in EVENT_ENGINES for r in mrows):
             notes.append(EVENT_NOTE)
         if any(r.get("engine") in COUNT_LAW_ENGINES for r in mrows):
             notes.append(COUNT_LAW_NOTE)

@@ -146,7 +146,7 @@ def _point_value(rs: list[dict], column: str, quantile: str | None = None) -> tu
 
 def _long_enough(r: dict) -> bool:
     """Whether a simulate row's run knows its response-time error (event or count engine's flag)."""
-    flag = "sojourn_long_enough_mean" if r.get("engine") == "event" else "mean_queue_length_reliable"
+    flag = "sojourn_long_enough_mean" if r.get("engine") in ("events", "event") else "mean_queue_length_reliable"
     return r.get(flag) is not False
 
 

@@ -10,12 +10,13 @@ classes take it in time, the table's batch means by default, a progress callback
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ..model import check_load
+from ..model import check_load, exact_load
 from ..system import methods as _methods
 from ..system.spec import System
 from .classes import ClassesResult, simulate_classes
@@ -28,14 +29,15 @@ __all__ = ["run_engine", "events_rate"]
 
 def events_rate(system: System) -> float:
     """Events (arrivals and departures) per unit of time of the event engine in equilibrium:
-    ``2 n λ s̄`` (arrivals at rate ``nλs̄``, and as many departures; docs/model.md §14, §15).
+    ``2 n λ s̄`` (arrivals at rate ``nλs̄``, and as many departures; docs/model.md §14, §15); at
+    load ``λ >= 1``, once every server is busy, ``n s̄ (λ + 1)`` (the departures at full capacity).
 
     >>> events_rate(System(100, 2, 0.5, service="lognormal:2", server_classes="0.5:2,0.5:1"))
     150.0
     """
     assert system.n is not None, "a simulation has a finite n"
     sbar = 1.0 if system.server_classes is None else system.server_classes.mean_speed
-    return 2.0 * system.n * system.lam * sbar
+    return system.n * sbar * (system.lam + min(system.lam, 1.0))
 
 
 def run_engine(
@@ -66,6 +68,9 @@ def run_engine(
     supermarket.system.methods.Refusal: precision: the event engine (...) (service erlang:2) has no precision target ...
     """
     _methods.check_options(system, engine, {"steps": steps, "start": start, **(options or {}), "load": system.load})
+    stable = exact_load(system.load) < 1
+    if not stable:  # the engines that take it (the table): a finite horizon, as the profile engines say
+        warnings.warn(_methods.no_equilibrium(system.load), RuntimeWarning, stacklevel=3)
     n, d = system.n, system.d
     lam: Any = system.load  # as given: a string or Fraction is the exact value
     assert n is not None, "a simulation has a finite n"
@@ -81,14 +86,16 @@ def run_engine(
             control_variates=control_variates, **common,
         )  # fmt: skip
     if engine == "events":
-        note = None
+        notes = [] if stable else [_methods.no_equilibrium(system.load)]
+        why = _methods.engine_note(system, engine)  # a rule no count engine runs: why this engine ran
+        notes += [] if why is None else [why]
         if steps is not None and time is not None:
             raise ValueError("time: give time or steps, not both")
         if steps is not None:  # events: the time in which the equilibrium makes them on average
             rate = events_rate(system)
             common["time"] = float(steps) / rate
             burn_in = None if burn_in is None else float(burn_in) / rate
-            note = (
+            notes.append(
                 f"steps={float(steps):.6g}: the event engine ran for time {common['time']:.6g}, the mean time of that "
                 f"many events (arrivals and departures, 2nλs̄ = {rate:.6g} per unit of time in equilibrium)"
             )
@@ -96,8 +103,8 @@ def run_engine(
             n, d, lam, service=system.service, server_classes=system.server_classes, burn_in=burn_in,
             replications=replications, batches=batches, progress=call, control_variates=control_variates, **common,
         )  # fmt: skip
-        if note is not None:  # the result is frozen; its notes gain what the horizon was
-            object.__setattr__(res, "notes", (note, *res.notes))
+        if notes:  # the result is frozen; its notes gain what ran and what the horizon was
+            object.__setattr__(res, "notes", (*notes, *res.notes))
         return res
     sc = system.server_classes
     assert sc is not None, "the count engines with classes need classes"

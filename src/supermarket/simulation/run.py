@@ -128,10 +128,11 @@ def simulate(
     burn_in : int or float, optional
         In the unit of the horizon; default a tenth of it (0 with ``start="perfect"``).
         MSER may extend it (docs/model.md §9).
-    engine : {"profile", "queues", "buckets"}
+    engine : {"profile", "queues", "buckets", "phase", "events"}
         The engine, all exact in law (:mod:`supermarket.simulation`).  With a phase-type
         ``service``: ``"phase"`` (or the default ``"profile"``) runs the phase-type count
-        engine, ``"events"`` the per-queue event engine.
+        engine, ``"events"`` the per-queue event engine, which runs every law (exp too) and
+        is the default of ``policy="jbt"`` (no count engine dispatches by it).
     replace : bool
         Sample the d queues with replacement (paper 000) or without (paper 002).
     start : str or array
@@ -182,7 +183,7 @@ def simulate(
     control_variates : bool, default True
         Adjust every estimate with the identities ``Z_i = u_i − λ P_{i−1}`` (docs/model.md
         §9.1) where that reduces its error; the plain estimates are kept in the result.
-    policy : {"jsq-d", "random", "jsq", "jiq"}, default "jsq-d"
+    policy : {"jsq-d", "random", "jsq", "jiq", "jbt"}, default "jsq-d"
         The dispatch rule (:mod:`supermarket.system.policies`, docs/model.md §2). The identities
         ``E[u_i] = λ E[P_{i−1}]`` (self-checks, control variates) hold for every rule; the
         statements of paper 000 (``k``, the good set) are about ``jsq-d`` only and are not

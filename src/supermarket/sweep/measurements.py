@@ -183,9 +183,9 @@ def _measure_law(simulate: Callable, params: dict, seed: np.random.SeedSequence)
     ``simulate(n, d, load, seed=seed, **the point's keys)`` would be, and its row."""
     engine = params["engine"]
     keys = ("steps", "time", "burn_in", "replace", "policy", "service", "server_classes", "start")
-    kw = {k: params[k] for k in keys + (("control_variates",) if engine != "event" else ()) if k in params}
-    if engine in ("event", "classes-phase"):
-        kw["engine"] = "events" if engine == "event" else "phase"
+    kw = {k: params[k] for k in keys + (("control_variates",) if engine != "events" else ()) if k in params}
+    if engine in ("events", "classes-phase"):
+        kw["engine"] = "events" if engine == "events" else "phase"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         res = simulate(
@@ -196,7 +196,7 @@ def _measure_law(simulate: Callable, params: dict, seed: np.random.SeedSequence)
     d = res.to_dict()
     if engine in ("classes", "classes-phase"):
         return classes_row(d, engine)
-    return {"phase": phase_row, "event": event_row}[engine](d)
+    return {"phase": phase_row, "events": event_row}[engine](d)
 
 
 def measure_mixing(params: dict, seed: np.random.SeedSequence) -> dict:

@@ -40,11 +40,39 @@ def _law_or_classes(params: dict) -> bool:
 #: ``engine`` says (docs/sweep.md, "Dispatch rules, service laws and server classes"): the phase-type
 #: count engine (docs/model.md §13), the count engine with classes (§15) and with a phase-type law too
 #: (§15.7, on request: ``engine = "phase"``), the per-queue event engine (§14).
-LAW_ENGINES = ("phase", "classes", "classes-phase", "event")
+LAW_ENGINES = ("phase", "classes", "classes-phase", "events")
 
+#: Names of engines that earlier versions stored in rows and grid points: a stored row or a sweep file
+#: that says ``engine = "event"`` means the event engine, ``"events"`` (read so; resumed stores match).
+ENGINE_ALIASES = {"event": "events"}
 
 #: The row's name of each engine of :data:`supermarket.system.methods.ENGINES` beyond the profile engines.
-_ROW_ENGINE = {"phase": "phase", "classes": "classes", "classes-phase": "classes-phase", "events": "event"}
+_ROW_ENGINE = {"phase": "phase", "classes": "classes", "classes-phase": "classes-phase", "events": "events"}
+
+
+def stored_identity(params: dict) -> dict:
+    """The parameters a grid point's ``point_hash`` is taken of: its canonical parameters with the
+    engine spelled as the stores first hashed it (``"events"`` as ``"event"``), so that its seeds,
+    its numbers and the parts already on disk stay those of earlier versions.
+
+    >>> stored_identity({"n": 10, "engine": "events"}), stored_identity({"n": 10, "engine": "phase"})
+    ({'n': 10, 'engine': 'event'}, {'n': 10, 'engine': 'phase'})
+    """
+    if params.get("engine") != "events":
+        return params
+    return {k: ("event" if k == "engine" else x) for k, x in params.items()}
+
+
+def current_names(row: dict) -> dict:
+    """A stored row with the engine named as today (:data:`ENGINE_ALIASES`).
+
+    >>> current_names({"engine": "event", "d": 2})
+    {'engine': 'events', 'd': 2}
+    """
+    engine = row.get("engine")
+    if not isinstance(engine, str) or engine not in ENGINE_ALIASES:
+        return row
+    return row | {"engine": ENGINE_ALIASES[engine]}
 
 
 def _system(params: dict) -> Any:
@@ -60,7 +88,8 @@ def _system(params: dict) -> Any:
 
 def _requested(params: dict) -> str:
     engine = params.get("engine", "profile")
-    return {"event": "events", "classes-phase": "phase", "classes": "profile"}.get(engine, engine)
+    engine = ENGINE_ALIASES.get(engine, engine)
+    return {"classes-phase": "phase", "classes": "profile"}.get(engine, engine)
 
 
 def law_engine(params: dict) -> str:
@@ -72,14 +101,14 @@ def law_engine(params: dict) -> str:
     --------
     >>> p = {"n": 10, "d": 2, "load": 0.5}
     >>> law_engine(p | {"service": "erlang:2"}), law_engine(p | {"service": "erlang:2", "engine": "events"})
-    ('phase', 'event')
+    ('phase', 'events')
     >>> c = "0.5:2,0.5:1"
     >>> law_engine(p | {"server_classes": c}), law_engine(p | {"service": "hyperexp:4", "server_classes": c})
-    ('classes', 'event')
+    ('classes', 'events')
     >>> law_engine(p | {"service": "hyperexp:4", "server_classes": c, "engine": "phase"})
     'classes-phase'
     >>> law_engine(p | {"service": "lognormal:4"})
-    'event'
+    'events'
     """
     from ..system.methods import simulation_engine
 

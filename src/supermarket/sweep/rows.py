@@ -258,9 +258,9 @@ def event_row(d: dict) -> dict:
     >>> r = event_row({"policy": "jsq-d", "service": {"spec": "erlang:2"}, "u_mean": [0.5], "u_stderr": [0.1],
     ...                "mean_queue_length": e, "sojourn": e, "waiting": e, "time": 10.0, "burn_in": 1.0})
     >>> r["engine"], r["service"], r["mean_queue_length"], r["mean_queue_length_stderr"], r["u_stderr"]
-    ('event', 'erlang:2', 2.0, nan, [nan])
+    ('events', 'erlang:2', 2.0, nan, [nan])
     """
-    out = _head(d, "event")
+    out = _head(d, "events")
     mql, mql_se, mql_ok = _estimate(d.get("mean_queue_length"))
     u = [float(x) for x in d.get("u_mean", [])]
     # the u_i errors come from the same batches as the mean queue length: trusted together or not at all

@@ -21,6 +21,7 @@ from . import values as vals
 if TYPE_CHECKING:
     import pandas as pd
 from .measurements import REGISTRY
+from .points import stored_identity
 from .seeds import canonical_hash as _canonical_hash
 
 __all__ = ["SweepFileError", "Task", "Sweep", "load_sweep", "parse_sweep", "FORMAT_VERSION", "SWEEP_KEYS", "MAX_TASKS"]
@@ -336,7 +337,7 @@ def parse_sweep(text: str, path: str = "<sweep>", *, max_tasks: int | None = Non
         points, block_seed, block_reps, canon = _expand_block(b, c, err)
         blocks.append(canon)
         for params in points:
-            h = _canonical_hash({"measurement": canon["measurement"], **params})
+            h = _canonical_hash({"measurement": canon["measurement"], **stored_identity(params)})
             same = _canonical_hash({"measurement": canon["measurement"], **_normalised(canon["measurement"], params)})
             if same in seen:
                 again = f"repeats one of run[{seen[same] + 1}] (the same values, perhaps written differently)"

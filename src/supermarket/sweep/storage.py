@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..files import atomic_write
 from .columns import table_rows, to_table
+from .points import current_names
 from .seeds import SEED_RULE
 from .spec import FORMAT_VERSION, Sweep, Task
 
@@ -216,9 +217,10 @@ def read_part(path: Path, task: Task | None = None) -> dict | None:
         rows = table_rows(pq.read_table(path))
     except Exception:
         return None
-    if len(rows) != 1 or (task is not None and not part_matches(task, rows[0])):
+    if len(rows) != 1:
         return None
-    return rows[0]
+    row = current_names(rows[0])  # a row stored as engine "event" is the event engine's
+    return None if task is not None and not part_matches(task, row) else row
 
 
 # =========================================================================== reading

@@ -5,7 +5,9 @@ command line and the sweep (docs/model.md §13–§15).
 - :data:`ENGINES`: every simulation engine, what it is in the model's terms, which options it
   takes beyond the system, the seed and the horizon in ``time``, and its defaults.
 - :data:`SIMULATION`: for a law family and server classes (yes or no), the engines an
-  ``engine=`` request may name, and the one each runs (the first is the default).
+  ``engine=`` request may name, and the one each runs (the first is the default);
+  :data:`RULE_DEFAULT`: the default of a rule the default's kernel does not dispatch by (``jbt``:
+  the event engine), :func:`engine_note` the note that says so in its result.
 - :func:`simulation_engine`, :func:`check_options`: the engine for a system and a request, and
   the refusal of an option that engine does not take; the message is :func:`refusal`'s, the
   same whichever door (library, command line, sweep) the request came through, with the option
@@ -35,7 +37,9 @@ __all__ = [
     "ENGINES",
     "SIMULATION",
     "OPTIONS",
+    "RULE_DEFAULT",
     "simulation_engine",
+    "engine_note",
     "check_options",
     "refusal",
     "exact_solver",
@@ -43,6 +47,7 @@ __all__ = [
     "smooth_mean_field",
     "refined_mean_field",
     "fluid_note",
+    "no_equilibrium",
     "default_replications",
     "perfect_sampler",
     "paper_method",
@@ -98,8 +103,8 @@ OPTIONS: dict[str, str] = {
     "plot": "draws no figure",
     "time_mode": "runs in continuous time only (exact event times; it has no uniformized discrete chain)",
     "eps": "reports no good set N^ε (paper 000's good set is of exponential service and one server class)",
-    "load": "needs load < 1: it measures an equilibrium, which exists only then (the profile engines run a "
-    "finite horizon at load >= 1)",
+    "load": "runs load < 1 only: its error analysis and control variates are made for an equilibrium, which "
+    "exists only then; the profile engines and the event engine (engine 'events') run a finite horizon at load >= 1",
 }
 _ALL = frozenset(OPTIONS)
 _COUNT = frozenset({"steps", "start"})
@@ -123,20 +128,30 @@ ENGINES: dict[str, Engine] = {
             256,
             "§15.7",
         ),
-        Engine("events", "the event engine (one queue per server)", frozenset({"steps"}), ("empty",), 4, 256, "§14"),
+        Engine(
+            "events", "the event engine (one queue per server)", frozenset({"steps", "load"}), ("empty",), 4, 256, "§14"
+        ),
     )
 }
 
 #: (law family, server classes?) -> {engine requested: engine run}; the first entry is the default
 #: (``engine="profile"``, the default of :func:`supermarket.simulate`, asks for it).
 SIMULATION: dict[tuple[str, bool], dict[str, str]] = {
-    ("exponential", False): {"profile": "profile", "queues": "queues", "buckets": "buckets"},
+    ("exponential", False): {"profile": "profile", "queues": "queues", "buckets": "buckets", "events": "events"},
     ("phase-type", False): {"profile": "phase", "phase": "phase", "events": "events"},
     ("general", False): {"profile": "events", "events": "events"},
     ("exponential", True): {"profile": "classes", "events": "events"},
     ("phase-type", True): {"profile": "events", "phase": "classes-phase", "events": "events"},
     ("general", True): {"profile": "events", "events": "events"},
 }
+
+#: The engine that runs a rule no count engine of its row runs (``jbt``: :attr:`Rule.engines
+#: <supermarket.system.policies.Rule.engines>`), when the default (``engine="profile"``) is asked
+#: for: the event engine, which runs every rule, law and server classes.
+RULE_DEFAULT = "events"
+
+#: The kernel of the rule registry (:data:`supermarket.system.policies.ENGINES`) an engine runs.
+_KERNEL = {"buckets": "profile"}
 
 
 class Refusal(ValueError):
@@ -165,7 +180,8 @@ def simulation_engine(system: System, engine: str = "profile") -> str:
     ------
     ValueError
         Naming ``engine``: an engine this system does not run on, with those it does, or a rule
-        the engine does not run (``queues`` samples the ``d`` queues: ``jsq-d`` only).
+        the engine does not run (``queues`` samples the ``d`` queues: ``jsq-d`` only; a count
+        engine named for ``jbt`` says which rules it dispatches by).
 
     Examples
     --------
@@ -173,6 +189,8 @@ def simulation_engine(system: System, engine: str = "profile") -> str:
     'phase'
     >>> simulation_engine(System(10, 2, 0.5, service="erlang:2", server_classes="0.5:2,0.5:1"), "phase")
     'classes-phase'
+    >>> simulation_engine(System(10, 2, 0.5, rule="jbt")), simulation_engine(System(10, 2, 0.5), "events")
+    ('events', 'events')
     >>> simulation_engine(System(10, 2, 0.5, service="lognormal:2"), "queues")
     Traceback (most recent call last):
     ...
@@ -183,34 +201,69 @@ def simulation_engine(system: System, engine: str = "profile") -> str:
         raise TypeError(f"engine must be a string, one of {', '.join(sorted(ENGINES))}; got {engine!r}")
     engine = engine.strip().lower()
     if engine not in row:
-        if system.law_family == "exponential" and not system.has_classes and engine in ("events", "phase"):
-            what = "the per-queue event engine" if engine == "events" else ENGINES["phase"].text
+        known = ("profile", "queues", "buckets", "phase", "events")
+        if engine not in known:
+            raise Refusal("engine", f"engine must be one of {', '.join(known)}; got {engine!r}")
+        if engine == "phase" and system.law_family == "exponential":  # exp is the one-phase law
             raise Refusal(
                 "engine",
-                f"engine {engine!r} ({what}) runs a service law other than exp or server classes; this system has "
-                "neither: use engine 'profile', 'queues' or 'buckets'",
+                f"engine 'phase' ({ENGINES['phase'].text}) counts the queues by length and phase; exp service has "
+                f"one phase, so its chain is the profile engine's: {system.describe()} runs on {_choices(row)}",
             )
-        if engine not in ENGINES and engine not in ("phase", "events"):
-            known = ("profile", "queues", "buckets", "phase", "events")
-            if system.law_family == "exponential" and not system.has_classes:
-                raise Refusal("engine", f"engine must be one of profile, queues, buckets; got {engine!r}")
-            if engine not in known:
-                raise Refusal("engine", f"engine must be one of {', '.join(known)}; got {engine!r}")
         raise Refusal("engine", f"engine: {system.describe()} runs on {_choices(row)}; not {engine!r}")
     run = row[engine]
     if run == "queues" and system.rule != _pol.DEFAULT_POLICY:
         raise Refusal(
             "engine",
             f"engine 'queues' runs policy 'jsq-d' only (it samples the d queues); got policy={system.rule!r}: "
-            "use engine 'profile' or 'buckets'",
+            + (
+                "use engine 'profile' or 'buckets'"
+                if "profile" in _pol.RULES[system.rule].engines
+                else f"{system.rule} runs on {ENGINES[RULE_DEFAULT].text} (engine 'events', its default)"
+            ),
         )
-    kernel = {"buckets": "profile"}.get(run, run)  # the kernels of the rule registry (buckets: profile's rules)
-    if kernel not in _pol.RULES[system.rule].engines:
-        try:
-            _pol.rule(system.rule, kernel)
-        except ValueError as exc:
-            raise Refusal("policy", str(exc)) from None
-    return run
+    if _KERNEL.get(run, run) in _pol.RULES[system.rule].engines:
+        return run
+    if engine == "profile" and RULE_DEFAULT in _pol.RULES[system.rule].engines:  # the default of such a rule
+        return RULE_DEFAULT
+    raise Refusal("policy", _no_kernel(system, run))
+
+
+def _count_rules(run: str) -> list[str]:
+    kernel = _KERNEL.get(run, run)
+    return [r.name for r in _pol.RULES.values() if kernel in r.engines]
+
+
+def _no_kernel(system: System, run: str) -> str:
+    """Why ``run`` (an engine of the system's row) does not run the system's rule, and what does."""
+    return (
+        f"policy {system.rule!r}: {ENGINES[run].text} dispatches by {', '.join(_count_rules(run))} only; "
+        f"{system.rule} runs on {ENGINES[RULE_DEFAULT].text} (engine 'events', its default) or exactly "
+        "(exact, a small n)"
+    )
+
+
+def engine_note(system: System, engine: str) -> str | None:
+    """Why ``engine`` (the one :func:`simulation_engine` chose) runs ``system`` when it is not
+    its row's own default, for the result's notes; None otherwise.
+
+    >>> engine_note(System(10, 2, 0.5, rule="jbt"), "events")[:57]
+    'engine events: the profile engine dispatches by jsq-d, ra'
+    >>> engine_note(System(10, 2, 0.5, service="lognormal:2"), "events") is None
+    True
+    """
+    default = next(iter(SIMULATION[(system.law_family, system.has_classes)].values()))
+    if (
+        engine != RULE_DEFAULT
+        or default == RULE_DEFAULT
+        or _KERNEL.get(default, default) in _pol.RULES[system.rule].engines
+    ):
+        return None
+    return (
+        f"engine events: {ENGINES[default].text} dispatches by {', '.join(_count_rules(default))} only, so "
+        f"policy {system.rule} runs on {ENGINES[RULE_DEFAULT].text} by default, exact in law for every service "
+        "law and server classes (docs/model.md §14)"
+    )
 
 
 def refusal(system: System, engine: str, option: str, spelled: str | None = None, time: str = "time=") -> str:
@@ -262,6 +315,17 @@ def check_options(
             continue
         if option == "load" and exact_load(value) < 1:
             continue
+        if option == "start" and isinstance(value, str) and value == "perfect" and not _takes_perfect(e):
+            try:  # the perfect sampler's own reason where it has one (a law, classes, a rule that is no JSQ(d))
+                perfect_sampler(system)
+            except ValueError as exc:
+                raise Refusal(key, f"start 'perfect': {exc}") from None
+            raise Refusal(
+                key,
+                f"{spell(key) if spell else key}: {e.text} ({system.describe()}) starts "
+                f"{' or '.join(repr(s) for s in e.starts or ())}; the perfect sampler's exact stationary start runs "
+                "on the profile engines (engine 'profile', the default)",
+            )
         if option == "start" and e.starts is not None and "start" in e.takes:
             if isinstance(value, str) and value in e.starts:
                 if value == "fixed-point" and system.rule not in _pol.SMOOTH_POLICIES:  # no mean field to start at
@@ -279,6 +343,20 @@ def check_options(
                     raise Refusal(key, f"start 'perfect': {exc}") from None
             continue
         raise Refusal(key, refusal(system, engine, option, spell(key) if spell else key, time))
+
+
+def _takes_perfect(e: Engine) -> bool:
+    """Whether ``e`` takes ``start="perfect"`` (the profile engines: every start)."""
+    return "start" in e.takes and (e.starts is None or "perfect" in e.starts)
+
+
+def no_equilibrium(lam: object) -> str:
+    """What a run at load ``lam`` >= 1 measures, for its warning (the profile engines' words).
+
+    >>> no_equilibrium("1.2")
+    'load λ = 1.2 >= 1: the chain has no equilibrium; the time averages describe this finite horizon only'
+    """
+    return f"load λ = {lam} >= 1: the chain has no equilibrium; the time averages describe this finite horizon only"
 
 
 def default_replications(system: System, engine: str = "profile") -> int:

@@ -192,7 +192,8 @@ def _summarize(
     # equilibrium only: random routing with an overloaded class has none, and the control pulled
     # the stable classes' queue lengths to wrong values, so it is not used there)
     unstable = [f"{f:g}:{v:g}" for f, v in zip(sc.fractions, sc.speeds) if lam * sc.mean_speed >= v]
-    cv_dropped = bool(control_variates) and policy == "random" and bool(unstable)
+    overloaded = float(lam) >= 1.0  # no equilibrium at all: the capacity balance does not hold
+    cv_dropped = bool(control_variates) and ((policy == "random" and bool(unstable)) or overloaded)
     control_variates = bool(control_variates) and not cv_dropped
     speeds = np.asarray(sc.speeds, float)
     xs = [A[:, :, 0] @ speeds / (dt * n * sc.mean_speed) - float(lam) for A, dt, B in As]
@@ -239,7 +240,7 @@ def _summarize(
                 sok,
             )
         )
-    notes = _notes(law, policy, unstable, cv_dropped, interrupted)
+    notes = _notes(law, policy, unstable if not overloaded else [], cv_dropped, interrupted, overloaded)
     return GeneralResult(
         n=n,
         d=d,
@@ -331,9 +332,9 @@ def _quantiles(runs, key: str, qs, R) -> dict:
     return res
 
 
-def _notes(law, policy: str, unstable: list, cv_dropped: bool, interrupted: bool) -> tuple:
+def _notes(law, policy: str, unstable: list, cv_dropped: bool, interrupted: bool, overloaded: bool = False) -> tuple:
     """The notes of a run: the law's own, overloaded classes under random routing, the control
-    variate dropped for them, an interrupted run."""
+    variate dropped for them or for a load >= 1 (``overloaded``), an interrupted run."""
     notes = []
     if law.note:
         notes.append(law.note)
@@ -342,7 +343,12 @@ def _notes(law, policy: str, unstable: list, cv_dropped: bool, interrupted: bool
             f"under random routing the servers of class {', '.join(unstable)} get more work than they "
             "can serve (λ·s̄ >= speed): their queues grow without bound and their averages do not settle"
         )
-    if cv_dropped:
+    if cv_dropped and overloaded:
+        notes.append(
+            "no control variate: capacity balance Σ f s E[u_1] = λ s̄ holds only in equilibrium, and at load "
+            "λ >= 1 there is none (the servers' capacity falls short of the arrivals)"
+        )
+    elif cv_dropped:
         notes.append(
             "no control variate: capacity balance Σ f s E[u_1] = λ s̄ holds only in equilibrium, "
             "and an overloaded class never reaches one"

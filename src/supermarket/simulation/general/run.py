@@ -55,7 +55,7 @@ def _check(n, d, lam, policy, replace, time, burn_in, replications, batches, qua
     d = _m.check_positive_int("d", d, maximum=n if not replace else 2**31 - 1) if rule.uses_d else 1
     if not isinstance(replace, (bool, np.bool_)):
         raise TypeError(f"replace must be True or False, got {type(replace).__name__}")
-    lam = _m.check_load(lam, name="lam")
+    lam = _m.check_load(lam, name="lam", require_stable=False)  # λ >= 1: a finite horizon (no equilibrium)
     if time is not None:
         time = _m.check_positive_float("time", time)
     if burn_in is not None:
@@ -205,9 +205,10 @@ def simulate_general(
     Parameters
     ----------
     n, d, lam : int, int, float
-        Servers, choices (``jsq-d`` only; ignored otherwise), load per unit of capacity
-        (``0 < λ < 1``): arrivals at rate ``nλ·s̄``.
-    policy : {"jsq-d", "random", "jsq", "jiq"}
+        Servers, choices (``jsq-d`` and ``jbt``; ignored otherwise), load per unit of capacity
+        (``λ > 0``): arrivals at rate ``nλ·s̄``.  At ``λ >= 1`` there is no equilibrium: the run
+        measures its finite horizon from the empty start, without control variates.
+    policy : {"jsq-d", "random", "jsq", "jiq", "jbt"}
         Dispatch rule (:mod:`supermarket.engines.events`); ties uniform among the sampled shortest.
     replace : bool
         ``jsq-d`` samples with replacement (paper 000) or without (paper 002).
