@@ -13,6 +13,7 @@ import click
 from ..model import MAX_CDF_POINTS
 from ..simulation import BATCHES, DEFAULT_STEPS, ENGINES, PRECISION_LEVEL_MIN, TIME_MODES
 from ..simulation import simulate as _simulate
+from ..simulation.general import GeneralResult
 from ..simulation.precision import DEFAULT_TARGET
 from ..simulation.results import SimulationResult
 from ..simulation.run import DEFAULT_MAX_STEPS
@@ -100,14 +101,16 @@ def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     res = _simulate(system, **kw)
-    data = res.to_dict()
+    cdf = given["cdf"]  # the event engine's measured CDFs (the count engines refused it above)
+    assert cdf is None or isinstance(res, GeneralResult), "the table lets the event engine alone take --cdf"
+    data = res.to_dict() if not isinstance(res, GeneralResult) else res.to_dict(cdf_points=cdf)
     data["load_text"] = load
     if out:
         write_text(str(out), json.dumps(to_jsonable(data), indent=2, allow_nan=False))
     if as_json:
         print_json(data)
         return
-    click.echo(res.summary())
+    click.echo(res.summary() if not isinstance(res, GeneralResult) else res.summary(cdf_points=cdf))
     if out:
         click.echo(f"wrote {out}")
 

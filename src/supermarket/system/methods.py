@@ -94,7 +94,9 @@ OPTIONS: dict[str, str] = {
     "record": "records no trajectory",
     "precision": "has no precision target (its horizon is fixed in advance)",
     "client": "runs on local threads (not on a cluster)",
-    "cdf": "gives no response-time CDF",
+    "cdf": "gives no response-time CDF: it follows no customer and keeps time averages of the counts alone, "
+    "not the length and phase or class each arrival joins, on which its sojourn depends (engine 'events' "
+    "measures the CDFs)",
     "plot": "draws no figure",
     "time_mode": "runs in continuous time only (exact event times; it has no uniformized discrete chain)",
     "eps": "reports no good set N^ε (paper 000's good set is of exponential service and one server class)",
@@ -123,7 +125,9 @@ ENGINES: dict[str, Engine] = {
             256,
             "§15.7",
         ),
-        Engine("events", "the event engine (one queue per server)", frozenset({"steps"}), ("empty",), 4, 256, "§14"),
+        Engine(
+            "events", "the event engine (one queue per server)", frozenset({"steps", "cdf"}), ("empty",), 4, 256, "§14"
+        ),
     )
 }
 
@@ -218,8 +222,8 @@ def refusal(system: System, engine: str, option: str, spelled: str | None = None
     the option ``spelled`` as the door the user came through spells it (``precision``,
     ``--precision``), ``time`` the spelling of the horizon in time (``time=``, ``--time``).
 
-    >>> refusal(System(10, 2, 0.5, service="lognormal:2"), "events", "cdf")
-    'cdf: the event engine (one queue per server) (service lognormal:2) gives no response-time CDF'
+    >>> refusal(System(10, 2, 0.5, service="erlang:2"), "phase", "eps")
+    "eps: the phase-type count engine (service erlang:2) reports no good set N^ε (paper 000's good set ...)"
     """
     e = ENGINES[engine]
     why = OPTIONS[option].format(time=time, starts=" or ".join(repr(s) for s in e.starts or ()))
