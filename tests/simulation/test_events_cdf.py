@@ -170,3 +170,13 @@ def test_cli_count_engines_refuse_cdf_with_the_reason(extra):
     assert res.exit_code == 2
     assert "--cdf" in res.output and "Traceback" not in res.output
     assert "events" in res.output  # where the CDF is measured
+
+
+def test_an_overloaded_class_gives_its_cdf_no_error_bar():
+    """Random routing sends λ s̄ = 1.5 × 0.8 = 1.2 to each server: the class of speed 1 is
+    overloaded, its times grow without bound, and the CDF has no error bar (no stationary law)."""
+    kw = dict(policy="random", time=100.0, seed=2, replications=2, workers=1)
+    bad = simulate_general(20, 1, 0.8, server_classes="0.5:2,0.5:1", **kw).cdf(4)
+    assert bad["sojourn_stderr"] == [None] * 4 == bad["waiting_stderr"]
+    good = simulate_general(20, 1, 0.5, server_classes="0.5:2,0.5:1", **kw).cdf(4)
+    assert all(e is not None for e in good["sojourn_stderr"][1:])

@@ -226,7 +226,9 @@ def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as
     type=CountType(maximum=MAX_CDF_POINTS, minimum=2),
     metavar="N",
     help="Also give the sojourn and waiting CDFs on N equally spaced times, 0 to 1.1 × the sojourn "
-    "p99.9 (text table, and the key 'cdf' of the JSON); needs load < 1.",
+    "p99.9 (text table, and the key 'cdf' of the JSON); needs load < 1. On the event engine (general laws, "
+    "--engine events) the measured customers' CDFs with their errors between replications; the count "
+    "engines with another law or server classes refuse it (they follow no customer).",
 )
 @click.option(
     "--control-variates/--no-control-variates",
