@@ -347,7 +347,7 @@ def simulate(
         _simulate_law(
             system, chosen, load=load, out=out, as_json=as_json, cdf=cdf, plot=plot, client=scheduler, steps=steps,
             time=time_, burn_in=burn, engine=engine, start=start, seed=seed, replications=replications,
-            workers=workers, batches=batches, precision=precision, max_steps=max_steps,
+            workers=workers, batches=batches, precision=precision, max_steps=max_steps, target=target,
             control_variates=control_variates, time_mode=time_mode, eps=eps,
         )  # fmt: skip
         return

@@ -245,7 +245,7 @@ def simulate(
         result: Any = _dispatch.run_engine(
             chosen, system, steps=steps, time=time, burn_in=burn_in, start=start, seed=seed,
             replications=replications, workers=workers, batches=batches, control_variates=control_variates,
-            progress=progress, options=others | dict(max_steps=max_steps, client=client),
+            progress=progress, options=others | dict(max_steps=max_steps, client=client), target=target,
         )  # fmt: skip
         return result
     time_mode = "discrete" if time_mode is None else time_mode

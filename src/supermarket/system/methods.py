@@ -114,19 +114,27 @@ ENGINES: dict[str, Engine] = {
         Engine("profile", "the profile engine", _ALL, None, 1, None, "§1"),
         Engine("queues", "the per-queue reference engine", _ALL, None, 1, None, "§1"),
         Engine("buckets", "the per-queue bucket engine", _ALL, None, 1, None, "§1"),
-        Engine("phase", "the phase-type count engine", _COUNT, ("empty", "fixed-point"), 1, 256, "§13"),
-        Engine("classes", "the count engine with classes", frozenset({"steps"}), ("empty",), 1, 256, "§15"),
+        Engine("phase", "the phase-type count engine", _COUNT | {"precision"}, ("empty", "fixed-point"), 1, 256, "§13"),
+        Engine(
+            "classes", "the count engine with classes", frozenset({"steps", "precision"}), ("empty",), 1, 256, "§15"
+        ),
         Engine(
             "classes-phase",
             "the count engine with classes and a phase-type law",
-            frozenset({"steps"}),
+            frozenset({"steps", "precision"}),
             ("empty",),
             1,
             256,
             "§15.7",
         ),
         Engine(
-            "events", "the event engine (one queue per server)", frozenset({"steps", "cdf"}), ("empty",), 4, 256, "§14"
+            "events",
+            "the event engine (one queue per server)",
+            frozenset({"steps", "cdf", "precision"}),
+            ("empty",),
+            4,
+            256,
+            "§14",
         ),
     )
 }

@@ -136,6 +136,8 @@ class GeneralResult:
         and ``mean_queue_length``; NaN where the control was not used (no gain).
     cdf_counts : ResponseCounts or None
         The measured sojourn and waiting times, binned: the CDFs of :meth:`cdf` (None: not kept).
+    precision : dict or None
+        With ``precision=``: how the target went (:mod:`supermarket.simulation.law_precision`).
     """
 
     n: int
@@ -166,6 +168,7 @@ class GeneralResult:
     control_variates: bool = False
     variance_reduction: dict | None = None
     cdf_counts: ResponseCounts | None = None
+    precision: dict | None = None
     engine: ClassVar[str] = "events"  # the engine that ran (not a key of to_dict: its JSON keeps its shape)
 
     def __post_init__(self) -> None:
@@ -269,6 +272,8 @@ class GeneralResult:
                 ),
             }
         )
+        if self.precision is not None:
+            out["precision"] = to_jsonable(self.precision)
         if cdf_points is not None:
             out["cdf"] = to_jsonable(self.cdf(cdf_points))
         return out
@@ -306,6 +311,10 @@ class GeneralResult:
             )
         )
         lines.extend(self.notes)
+        if self.precision is not None:
+            from ..law_precision import summary_lines
+
+            lines.extend(summary_lines(self.precision))
         if cdf_points is not None:
             lines.extend(_cdf_table(self.cdf(cdf_points)))
         return "\n".join(lines)
