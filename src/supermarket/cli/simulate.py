@@ -200,7 +200,9 @@ def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as
     help="Run until the 95% intervals of the --target quantities have a relative half-width at most this "
     "(e.g. 1e-4). After a first stretch (1e7 steps, or --steps) the run says how many events it expects to "
     "need, then doubles until met, up to --max-steps; the screen and the JSON ('precision') give expected "
-    "against used. E[u_1] = λ is exact: reported as a self-check, never a target.",
+    "against used. E[u_1] = λ is exact: reported as a self-check, never a target. On the law engines (phase, "
+    "classes, events) each round reruns from the same seed with the horizon at least doubled (the mean queue "
+    "length and the levels as targets).",
 )
 @click.option(
     "--target",

@@ -467,7 +467,7 @@ class ResponseCounts:
         return out
 
 
-def response_counts(runs, min_block: int, settles: bool = True) -> ResponseCounts:
+def response_counts(runs: list, min_block: int, settles: bool = True) -> ResponseCounts:
     """The :class:`ResponseCounts` of the measured batches ``runs`` (per replication: the
     per-batch arrays of the engine, with the histograms ``h_so`` and ``h_wa``, and the batch
     length)."""
