@@ -166,6 +166,8 @@ def simulate(
         (by default the mean queue length): after the first stretch the run says how many
         events it expects to need (a ``PrecisionPlanWarning``) and grows in doubling
         stretches until met or ``max_steps``; ``res.precision`` has the expected and used events.
+        On the law engines (another law or server classes) each round reruns from the same
+        seed with the horizon at least doubled (:mod:`.law_precision`).
     target : str or list of str, optional
         With ``precision``: the quantities it covers, comma-separated (``"mean-queue-length,p99"``):
         ``mean-queue-length``, ``u2``, ``u3``, … (``E[u_i]``), ``levels`` (every ``E[u_i]``,
