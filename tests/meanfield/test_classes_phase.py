@@ -370,7 +370,7 @@ def test_simulate_cli_engine_phase():
     assert data["mean_queue_length"]["mean"] == pytest.approx(api.mean_queue_length.mean, rel=1e-12)
     ev = CliRunner().invoke(main, [*args, "--time", "20", "--json"])
     assert ev.exit_code == 0 and json.loads(ev.output).get("engine") != "classes"  # the event engine's JSON
-    bad = CliRunner().invoke(main, [*args, "--engine", "phase", "--steps", "1000", "--precision", "0.01"])
+    bad = CliRunner().invoke(main, [*args, "--engine", "phase", "--steps", "1000", "--cdf", "5"])
     assert bad.exit_code == 2 and "Traceback" not in bad.output
 
 

@@ -66,7 +66,7 @@ def test_simulate_dispatch_and_result():
     assert isinstance(sm.simulate(20, 2, 0.8, service="lognormal:2", time=50.0, seed=1, batches=64), GeneralResult)
     for kw, words in (
         ({"engine": "queues"}, "engine: service erlang:2 runs on"),
-        ({"precision": 0.01}, "precision"),
+        ({"precision": 0.01, "target": "p99"}, "not the response times"),
         ({"start": "fixed-point", "policy": "jiq"}, "fixed-point"),
         ({"time": 10.0, "steps": 1000}, "not both"),
     ):

@@ -13,6 +13,7 @@ import click
 from ..model import MAX_CDF_POINTS
 from ..simulation import BATCHES, DEFAULT_STEPS, ENGINES, PRECISION_LEVEL_MIN, TIME_MODES
 from ..simulation import simulate as _simulate
+from ..simulation.general import GeneralResult
 from ..simulation.precision import DEFAULT_TARGET
 from ..simulation.results import SimulationResult
 from ..simulation.run import DEFAULT_MAX_STEPS
@@ -102,16 +103,18 @@ def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as
     with warnings.catch_warnings(record=True) as caught:  # said as the profile engines' are (load >= 1, …)
         warnings.simplefilter("always")
         res = _simulate(system, **kw)
-    for w in caught:
-        click.echo(f"supermarket: warning: {w.message}", err=True)
-    data = res.to_dict()
+    for said in dict.fromkeys(str(w.message) for w in caught):  # once each (a precision run's rounds repeat them)
+        click.echo(f"supermarket: warning: {said}", err=True)
+    cdf = given["cdf"]  # the event engine's measured CDFs (the count engines refused it above)
+    assert cdf is None or isinstance(res, GeneralResult), "the table lets the event engine alone take --cdf"
+    data = res.to_dict() if not isinstance(res, GeneralResult) else res.to_dict(cdf_points=cdf)
     data["load_text"] = load
     if out:
         write_text(str(out), json.dumps(to_jsonable(data), indent=2, allow_nan=False))
     if as_json:
         print_json(data)
         return
-    click.echo(res.summary())
+    click.echo(res.summary() if not isinstance(res, GeneralResult) else res.summary(cdf_points=cdf))
     if out:
         click.echo(f"wrote {out}")
 
@@ -204,7 +207,9 @@ def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as
     help="Run until the 95% intervals of the --target quantities have a relative half-width at most this "
     "(e.g. 1e-4). After a first stretch (1e7 steps, or --steps) the run says how many events it expects to "
     "need, then doubles until met, up to --max-steps; the screen and the JSON ('precision') give expected "
-    "against used. E[u_1] = λ is exact: reported as a self-check, never a target.",
+    "against used. E[u_1] = λ is exact: reported as a self-check, never a target. On the law engines (phase, "
+    "classes, events) each round reruns from the same seed with the horizon at least doubled (the mean queue "
+    "length and the levels as targets).",
 )
 @click.option(
     "--target",
@@ -230,7 +235,9 @@ def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as
     type=CountType(maximum=MAX_CDF_POINTS, minimum=2),
     metavar="N",
     help="Also give the sojourn and waiting CDFs on N equally spaced times, 0 to 1.1 × the sojourn "
-    "p99.9 (text table, and the key 'cdf' of the JSON); needs load < 1.",
+    "p99.9 (text table, and the key 'cdf' of the JSON); needs load < 1. On the event engine (general laws, "
+    "--engine events) the measured customers' CDFs with their errors between replications; the count "
+    "engines with another law or server classes refuse it (they follow no customer).",
 )
 @click.option(
     "--control-variates/--no-control-variates",
@@ -349,7 +356,7 @@ def simulate(
         _simulate_law(
             system, chosen, load=load, out=out, as_json=as_json, cdf=cdf, plot=plot, client=scheduler, steps=steps,
             time=time_, burn_in=burn, engine=engine, start=start, seed=seed, replications=replications,
-            workers=workers, batches=batches, precision=precision, max_steps=max_steps,
+            workers=workers, batches=batches, precision=precision, max_steps=max_steps, target=target,
             control_variates=control_variates, time_mode=time_mode, eps=eps,
         )  # fmt: skip
         return

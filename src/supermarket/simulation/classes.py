@@ -140,6 +140,7 @@ class ClassesResult(Result):
     interrupted: bool = False
     notes: tuple = field(default=())
     service: Any = None  # a phase-type ServiceLaw on the classes x phase engine (docs/model.md §15.7); None: exp
+    precision: dict | None = None  # with precision=: how the target went (simulation.law_precision)
 
     engine: ClassVar[str] = "classes"
 
@@ -184,6 +185,7 @@ class ClassesResult(Result):
                     + ("; control variate: capacity balance Σ f_k s_k u_(k,1) = λ s̄" if self.control_variates else "")
                 ),
             }
+            | ({} if self.precision is None else {"precision": self.precision})
         )
 
     def __post_init__(self) -> None:
@@ -244,6 +246,10 @@ class ClassesResult(Result):
             )
         lines.append(f"(± one standard error: {how})")
         lines.extend(self.notes)
+        if self.precision is not None:
+            from .law_precision import summary_lines
+
+            lines.extend(summary_lines(self.precision))
         return "\n".join(lines)
 
 

@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from ..model import check_load, exact_load
+from ..model import as_seed_sequence, check_load, exact_load
 from ..system import methods as _methods
 from ..system.spec import System
+from . import law_precision as _lp
 from .classes import ClassesResult, simulate_classes
 from .classes_phase import simulate_classes_phase
 from .general import GeneralResult, simulate_general
@@ -55,22 +56,53 @@ def run_engine(
     control_variates: bool = True,
     progress: object = None,
     options: dict[str, object] | None = None,
+    target: Any = None,
 ) -> PhaseSimulationResult | ClassesResult | GeneralResult:
     """Run ``system`` on ``engine`` (``"phase"``, ``"classes"``, ``"classes-phase"`` or
     ``"events"``); ``options`` are the other keywords of ``simulate`` the engine may refuse
-    (``record_every``, ``precision``, ``client``, …), refused when set.
+    (``record_every``, ``precision``, ``client``, …), refused when set.  With ``precision``
+    (and ``max_steps``, ``target``), the run is repeated from the same seed with a longer
+    horizon until the target is met (:func:`supermarket.simulation.law_precision.run_law_precision`);
+    the result's ``precision`` says how it went.
 
     Examples
     --------
-    >>> run_engine("events", System(4, 2, 0.5, service="erlang:2"), time=10.0, options={"precision": 0.01})
+    >>> run_engine("events", System(4, 2, 0.5, service="erlang:2"), time=10.0, options={"record_every": 10})
     Traceback (most recent call last):
     ...
-    supermarket.system.methods.Refusal: precision: the event engine (...) (service erlang:2) has no precision target ...
+    supermarket.system.methods.Refusal: record_every: the event engine (...) (service erlang:2) records no trajectory
     """
     _methods.check_options(system, engine, {"steps": steps, "start": start, **(options or {}), "load": system.load})
     stable = exact_load(system.load) < 1
     if not stable:  # the engines that take it (the table): a finite horizon, as the profile engines say
         warnings.warn(_methods.no_equilibrium(system.load), RuntimeWarning, stacklevel=3)
+    opts = dict(options or {})
+    if opts.get("precision") is not None:
+        targets = _lp.law_targets(target, _methods.ENGINES[engine].text)
+        base = as_seed_sequence(seed)
+        rest = {k: v for k, v in opts.items() if k not in ("precision", "max_steps")}
+
+        def again(steps_: int | float | None, time_: float | None) -> Any:
+            fresh = np.random.SeedSequence(
+                base.entropy,
+                spawn_key=base.spawn_key,
+                pool_size=base.pool_size,
+                n_children_spawned=base.n_children_spawned,
+            )  # the same seed every round (a SeedSequence that spawned would not be)
+            return run_engine(
+                engine, system, steps=steps_, time=time_, burn_in=burn_in, start=start, seed=fresh,
+                replications=replications, workers=workers, batches=batches, control_variates=control_variates,
+                progress=progress, options=rest,
+            )  # fmt: skip
+
+        res, block = _lp.run_law_precision(
+            again, steps=steps, time=time, precision=opts["precision"], max_steps=opts.get("max_steps"),
+            targets=targets,
+        )  # fmt: skip
+        object.__setattr__(res, "precision", block)  # the result is frozen; it gains how the rounds went
+        return res
+    if target is not None:
+        raise ValueError("target names the quantities of a precision= run; give precision too")
     n, d = system.n, system.d
     lam: Any = system.load  # as given: a string or Fraction is the exact value
     assert n is not None, "a simulation has a finite n"

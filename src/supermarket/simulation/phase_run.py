@@ -37,12 +37,14 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..checks import check_int, check_positive_float
+from ..jsonable import to_jsonable
 from ..model import as_seed_sequence, check_load
 from ..result import Result
 from ..stats import MIN_BLOCKS, ErrorEstimate, blocking
 from ..system import policies as _pol
 from ..system.phase_law import check_ph
 from ..system.service import ServiceLaw, parse_service
+from .law_precision import summary_lines as precision_lines
 from .phase import PhaseChain, flow_series, run_batches
 
 __all__ = [
@@ -109,6 +111,8 @@ class PhaseSimulationResult(Result):
         The identities used and checked (:data:`IDENTITIES`).
     control_variates : bool
     notes : tuple of str
+    precision : dict or None
+        With ``precision=``: how the target went (:mod:`supermarket.simulation.law_precision`).
     """
 
     n: int
@@ -142,9 +146,18 @@ class PhaseSimulationResult(Result):
     identities: tuple
     control_variates: bool
     notes: tuple = ()
+    precision: dict | None = None
 
     _order: ClassVar[tuple[str, ...]] = ("service", "engine", "policy", "n", "d", "lam")
     _extra: ClassVar[tuple[str, ...]] = ("events_per_second", "error_bars")
+    _omit: ClassVar[tuple[str, ...]] = ("precision",)  # a key only when there was a precision target
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a JSON-safe dict; with a precision target, also ``precision``."""
+        out = super().to_dict()
+        if self.precision is not None:
+            out["precision"] = to_jsonable(self.precision)
+        return out
 
     @property
     def events_per_second(self) -> float:
@@ -215,6 +228,8 @@ class PhaseSimulationResult(Result):
         )
         lines.append(f"{self.events_per_second / 1e6:.1f} million events per second; wall time {self.wall_s:.2f} s")
         lines.extend(self.notes)
+        if self.precision is not None:
+            lines.extend(precision_lines(self.precision))
         return "\n".join(lines)
 
 

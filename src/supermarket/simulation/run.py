@@ -167,6 +167,8 @@ def simulate(
         (by default the mean queue length): after the first stretch the run says how many
         events it expects to need (a ``PrecisionPlanWarning``) and grows in doubling
         stretches until met or ``max_steps``; ``res.precision`` has the expected and used events.
+        On the law engines (another law or server classes) each round reruns from the same
+        seed with the horizon at least doubled (:mod:`.law_precision`).
     target : str or list of str, optional
         With ``precision``: the quantities it covers, comma-separated (``"mean-queue-length,p99"``):
         ``mean-queue-length``, ``u2``, ``u3``, … (``E[u_i]``), ``levels`` (every ``E[u_i]``,
@@ -246,7 +248,7 @@ def simulate(
         result: Any = _dispatch.run_engine(
             chosen, system, steps=steps, time=time, burn_in=burn_in, start=start, seed=seed,
             replications=replications, workers=workers, batches=batches, control_variates=control_variates,
-            progress=progress, options=others | dict(max_steps=max_steps, client=client),
+            progress=progress, options=others | dict(max_steps=max_steps, client=client), target=target,
         )  # fmt: skip
         return result
     time_mode = "discrete" if time_mode is None else time_mode

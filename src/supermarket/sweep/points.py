@@ -361,6 +361,14 @@ def _check_simulate_axes(p: dict) -> str | None:
         check_options(system, chosen, given, time="time")
     except Refusal as exc:
         raise PointError(exc.key, str(exc)) from None
+    if p.get("precision") is not None:  # simulate() runs the law engines' loop; a sweep point does not
+        from ..system.methods import ENGINES
+
+        raise PointError(
+            "precision",
+            f"precision: in a sweep {ENGINES[chosen].text} ({system.describe()}) has no precision target (a sweep "
+            "point is one replication per seed; supermarket simulate --precision runs the loop on this engine)",
+        )
     # what simulate() accepts there and runs anyway (continuous time; the event engine has no control
     # variates): dropped, the row says what ran
     for key in ("engine", "time_mode") + (("control_variates",) if chosen == "events" else ()):

@@ -99,7 +99,9 @@ OPTIONS: dict[str, str] = {
     "record": "records no trajectory",
     "precision": "has no precision target (its horizon is fixed in advance)",
     "client": "runs on local threads (not on a cluster)",
-    "cdf": "gives no response-time CDF",
+    "cdf": "gives no response-time CDF: it follows no customer and keeps time averages of the counts alone, "
+    "not the length and phase or class each arrival joins, on which its sojourn depends (engine 'events' "
+    "measures the CDFs)",
     "plot": "draws no figure",
     "time_mode": "runs in continuous time only (exact event times; it has no uniformized discrete chain)",
     "eps": "reports no good set N^ε (paper 000's good set is of exponential service and one server class)",
@@ -117,19 +119,27 @@ ENGINES: dict[str, Engine] = {
         Engine("profile", "the profile engine", _ALL, None, 1, None, "§1"),
         Engine("queues", "the per-queue reference engine", _ALL, None, 1, None, "§1"),
         Engine("buckets", "the per-queue bucket engine", _ALL, None, 1, None, "§1"),
-        Engine("phase", "the phase-type count engine", _COUNT, ("empty", "fixed-point"), 1, 256, "§13"),
-        Engine("classes", "the count engine with classes", frozenset({"steps"}), ("empty",), 1, 256, "§15"),
+        Engine("phase", "the phase-type count engine", _COUNT | {"precision"}, ("empty", "fixed-point"), 1, 256, "§13"),
+        Engine(
+            "classes", "the count engine with classes", frozenset({"steps", "precision"}), ("empty",), 1, 256, "§15"
+        ),
         Engine(
             "classes-phase",
             "the count engine with classes and a phase-type law",
-            frozenset({"steps"}),
+            frozenset({"steps", "precision"}),
             ("empty",),
             1,
             256,
             "§15.7",
         ),
         Engine(
-            "events", "the event engine (one queue per server)", frozenset({"steps", "load"}), ("empty",), 4, 256, "§14"
+            "events",
+            "the event engine (one queue per server)",
+            frozenset({"steps", "load", "cdf", "precision"}),
+            ("empty",),
+            4,
+            256,
+            "§14",
         ),
     )
 }
@@ -271,8 +281,8 @@ def refusal(system: System, engine: str, option: str, spelled: str | None = None
     the option ``spelled`` as the door the user came through spells it (``precision``,
     ``--precision``), ``time`` the spelling of the horizon in time (``time=``, ``--time``).
 
-    >>> refusal(System(10, 2, 0.5, service="lognormal:2"), "events", "cdf")
-    'cdf: the event engine (one queue per server) (service lognormal:2) gives no response-time CDF'
+    >>> refusal(System(10, 2, 0.5, service="erlang:2"), "phase", "eps")
+    "eps: the phase-type count engine (service erlang:2) reports no good set N^ε (paper 000's good set ...)"
     """
     e = ENGINES[engine]
     why = OPTIONS[option].format(time=time, starts=" or ".join(repr(s) for s in e.starts or ()))

@@ -2,17 +2,21 @@
 :class:`~supermarket.simulation.general.GeneralResult` (docs/model.md §14): the time averages
 and customer means with their errors (the spread between replications; one replication's
 blocking error, kept but not trusted), the capacity-balance control variate, and the quantiles
-of the sojourn and waiting times from per-batch logarithmic histograms (Woodruff's error).
+of the sojourn and waiting times from per-batch logarithmic histograms (Woodruff's error), and
+their empirical distribution functions (:class:`ResponseCounts`, ``--cdf N``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from ... import stats as _st
+from ...checks import check_int
+from ...model import MAX_CDF_POINTS
 from ...stats import ErrorEstimate
 from .result import ClassResult, GeneralResult
 
@@ -276,6 +280,7 @@ def _summarize(
             if control_variates
             else None
         ),
+        cdf_counts=response_counts(runs, mb, settles=not (policy == "random" and unstable)),
     )
 
 
@@ -356,3 +361,134 @@ def _notes(law, policy: str, unstable: list, cv_dropped: bool, interrupted: bool
     if interrupted:
         notes.append("interrupted (Ctrl-C): the result holds the batches completed")
     return tuple(notes)
+
+
+CDF_TOP_QUANTILE = 0.999
+"""The grid of :meth:`ResponseCounts.grid` ends at 1.1 × the sojourn quantile of this order (p99.9)."""
+
+
+@dataclass(frozen=True, eq=False)
+class ResponseCounts:
+    """The measured sojourn and waiting times of a run, binned, per replication.
+
+    Attributes
+    ----------
+    sojourn, waiting : tuple of numpy.ndarray
+        Per replication, a ``batches x width`` array of counts in the bins ``offset`` to
+        ``offset + width − 1`` of the engine's logarithmic histogram (the bins outside are
+        empty); one row, the replication's totals, when there are several replications.
+    offset : int
+        The first bin kept.
+    min_block : int
+        The least block of the one-replication blocking error (the engine's relaxation floor).
+    settles : bool
+        False when a class of servers is overloaded (random routing): the times then grow
+        without bound and the CDF has no error bar.
+    """
+
+    sojourn: tuple
+    waiting: tuple
+    offset: int
+    min_block: int
+    settles: bool = True
+
+    def _below(self, H: np.ndarray, cum: np.ndarray, x: float) -> np.ndarray:
+        """Per row of ``H`` (``cum`` its cumulative sums along the bins), the counts at or below
+        ``x`` (the bin of ``x`` split log-linearly, as the quantiles interpolate)."""
+        width = H.shape[1]
+
+        def upto(g: int) -> np.ndarray:  # counts in the bins 0..g
+            j = g - self.offset
+            if j < 0:
+                return np.zeros(H.shape[0])
+            return cum[:, min(j, width - 1)]
+
+        if x <= HIST_LO:
+            return upto(0)
+        if not math.isfinite(x):
+            return cum[:, -1]
+        pos = (math.log(x) - _LOG_LO) * _SCALE
+        i = min(int(pos), HIST_BINS - 1)
+        j = i + 1 - self.offset
+        nxt = H[:, j].astype(np.float64) if 0 <= j < width else np.zeros(H.shape[0])
+        return upto(i) + (pos - i) * nxt
+
+    def _total(self, kind: str) -> np.ndarray:
+        full = np.zeros(HIST_BINS + 2, np.int64)
+        rows = sum(h.sum(axis=0) for h in getattr(self, kind))
+        full[self.offset : self.offset + len(rows)] = rows
+        return full
+
+    def grid(self, points: int) -> np.ndarray:
+        """``points`` equally spaced times from 0 to 1.1 × the measured sojourn p99.9 (10 when
+        nothing was measured).
+
+        Parameters
+        ----------
+        points : int
+            Number of grid points, from 2 to :data:`supermarket.model.MAX_CDF_POINTS`
+            (ValueError naming ``cdf_points`` otherwise).
+
+        Returns
+        -------
+        numpy.ndarray
+            The times, in mean service times.
+        """
+        points = check_int("cdf_points", points, minimum=2, maximum=MAX_CDF_POINTS)
+        top = _hist_quantile(self._total("sojourn"), CDF_TOP_QUANTILE)
+        if not (math.isfinite(top) and top > 0):
+            top = 10.0 / 1.1
+        return np.linspace(0.0, 1.1 * top, points)
+
+    def cdf(self, points: int) -> dict:
+        """The sojourn and waiting CDFs on :meth:`grid`, with their errors.
+
+        Parameters
+        ----------
+        points : int
+            Number of grid points (:meth:`grid`).
+
+        Returns
+        -------
+        dict
+            ``t``, ``sojourn`` (``P(S ≤ t)``), ``waiting`` (``P(W ≤ t)``; at ``t = 0`` the atom
+            ``P(W = 0)``), the fractions of the measured customers, and ``sojourn_stderr``,
+            ``waiting_stderr``: their standard errors between replications, None where there
+            is no trusted error (one replication, or an overloaded class).
+        """
+        g = self.grid(points)
+        out: dict = {"t": g.tolist()}
+        for kind in ("sojourn", "waiting"):
+            values, errors = [], []
+            hs = getattr(self, kind)
+            cums = [np.cumsum(h, axis=1, dtype=np.float64) for h in hs]
+            for x in g:
+                parts = [(self._below(h, c, float(x)), c[:, -1]) for h, c in zip(hs, cums)]
+                e = _ratio(parts, self.min_block)
+                values.append(float(e.mean))
+                ok = self.settles and e.reliable and math.isfinite(e.stderr)
+                errors.append(float(e.stderr) if ok else None)
+            out[kind] = values
+            out[f"{kind}_stderr"] = errors
+        return out
+
+
+def response_counts(runs: list, min_block: int, settles: bool = True) -> ResponseCounts:
+    """The :class:`ResponseCounts` of the measured batches ``runs`` (per replication: the
+    per-batch arrays of the engine, with the histograms ``h_so`` and ``h_wa``, and the batch
+    length)."""
+    hists = {}
+    lo, hi = HIST_BINS + 1, 0
+    for key in ("h_so", "h_wa"):
+        H = [np.asarray(out[key], dtype=np.int64).reshape(-1, HIST_BINS + 2) for out, _ in runs]
+        if len(H) > 1:  # several replications: their totals are all their spread needs
+            H = [h.sum(axis=0, keepdims=True) for h in H]
+        hists[key] = H
+        for h in H:
+            nz = np.nonzero(h.sum(axis=0))[0]
+            if nz.size:
+                lo, hi = min(lo, int(nz[0])), max(hi, int(nz[-1]))
+    if hi < lo:
+        lo, hi = 0, 0
+    trim = {key: tuple(h[:, lo : hi + 1].copy() for h in H) for key, H in hists.items()}
+    return ResponseCounts(trim["h_so"], trim["h_wa"], lo, int(min_block), bool(settles))

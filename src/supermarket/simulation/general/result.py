@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from ...jsonable import to_jsonable
 from ...stats import ErrorEstimate
 from ...system.service import ServerClasses, ServiceLaw
+
+if TYPE_CHECKING:  # for the annotation only: estimate builds it and imports this module
+    from .estimate import ResponseCounts
 
 __all__ = ["ClassResult", "GeneralResult", "no_stationary_value", "unstable_classes"]
 
@@ -131,6 +134,10 @@ class GeneralResult:
     variance_reduction : dict or None
         Measured ratio of long-run variances, plain over adjusted, for ``u_mean`` (per level)
         and ``mean_queue_length``; NaN where the control was not used (no gain).
+    cdf_counts : ResponseCounts or None
+        The measured sojourn and waiting times, binned: the CDFs of :meth:`cdf` (None: not kept).
+    precision : dict or None
+        With ``precision=``: how the target went (:mod:`supermarket.simulation.law_precision`).
     """
 
     n: int
@@ -160,6 +167,8 @@ class GeneralResult:
     notes: tuple = ()
     control_variates: bool = False
     variance_reduction: dict | None = None
+    cdf_counts: ResponseCounts | None = None
+    precision: dict | None = None
     engine: ClassVar[str] = "events"  # the engine that ran (not a key of to_dict: its JSON keeps its shape)
 
     def __post_init__(self) -> None:
@@ -200,9 +209,31 @@ class GeneralResult:
     def events_per_second(self) -> float:
         return self.events / self.wall_s if self.wall_s > 0 else math.nan
 
-    def to_dict(self) -> dict:
-        """Plain JSON (through :func:`supermarket.jsonable.to_jsonable`)."""
-        return to_jsonable(
+    def cdf(self, points: int) -> dict:
+        """The empirical sojourn and waiting CDFs of the measured customers on ``points`` times
+        from 0 to 1.1 × the measured sojourn p99.9, with their errors between replications
+        (docs/model.md §14).
+
+        Parameters
+        ----------
+        points : int
+            Number of grid points, >= 2 (ValueError naming ``cdf_points`` otherwise).
+
+        Returns
+        -------
+        dict
+            ``t``, ``sojourn`` (``P(S ≤ t)``), ``waiting`` (``P(W ≤ t)``; at 0 the atom
+            ``P(W = 0)``), the keys of the profile engine's ``cdf``, and ``sojourn_stderr``,
+            ``waiting_stderr`` (None where no error is trusted: one replication).
+        """
+        if self.cdf_counts is None:
+            raise ValueError("cdf_points: this result keeps no response times (it was made without them)")
+        return self.cdf_counts.cdf(points)
+
+    def to_dict(self, *, cdf_points: int | None = None) -> dict:
+        """Plain JSON (through :func:`supermarket.jsonable.to_jsonable`); with ``cdf_points``,
+        also ``cdf``: :meth:`cdf` on that many points."""
+        out: dict[str, Any] = to_jsonable(
             {
                 "engine": "events",  # as every simulate result says which engine ran (docs/model.md §14)
                 "n": self.n,
@@ -241,9 +272,14 @@ class GeneralResult:
                 ),
             }
         )
+        if self.precision is not None:
+            out["precision"] = to_jsonable(self.precision)
+        if cdf_points is not None:
+            out["cdf"] = to_jsonable(self.cdf(cdf_points))
+        return out
 
-    def summary(self) -> str:
-        """A few lines for people."""
+    def summary(self, *, cdf_points: int | None = None) -> str:
+        """A few lines for people; with ``cdf_points``, the table of :meth:`cdf` after them."""
 
         pm = render_estimate
 
@@ -275,4 +311,32 @@ class GeneralResult:
             )
         )
         lines.extend(self.notes)
+        if self.precision is not None:
+            from ..law_precision import summary_lines
+
+            lines.extend(summary_lines(self.precision))
+        if cdf_points is not None:
+            lines.extend(_cdf_table(self.cdf(cdf_points)))
         return "\n".join(lines)
+
+
+def _cdf_table(cdf: dict) -> list[str]:
+    """The lines of a response-time CDF (:meth:`GeneralResult.cdf`): ``t``, ``P(S ≤ t)`` and
+    ``P(W ≤ t)``, each ``± one standard error`` where it has a trusted one."""
+
+    def cell(v: float, e: float | None) -> str:
+        return f"{v:.6g}" if e is None else f"{v:.6g} ± {e:.2g}"
+
+    rows = [
+        (f"{t:.6g}", cell(a, ea), cell(b, eb))
+        for t, a, ea, b, eb in zip(
+            cdf["t"], cdf["sojourn"], cdf["sojourn_stderr"], cdf["waiting"], cdf["waiting_stderr"]
+        )
+    ]
+    head = ("t", "P(S ≤ t)", "P(W ≤ t)")
+    w = [max(len(r[j]) for r in [head, *rows]) for j in range(3)]
+    return [
+        "",
+        f"Response-time CDF on {len(rows)} points (the measured customers; docs/model.md §14)",
+        *("  ".join(c.rjust(w[j]) for j, c in enumerate(r)).rstrip() for r in [head, tuple("-" * x for x in w), *rows]),
+    ]
