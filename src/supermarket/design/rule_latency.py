@@ -171,14 +171,16 @@ def latency_method(system: System) -> str:
     fitted = System(None, system.d, system.load, rule=system.rule, service=law, server_classes=system.server_classes)
     field = methods.mean_field(fitted)  # the one table: refused with its reason
     what = {
-        "phase": "the M/PH/1 queue of random routing (the phase-type mean field with d = 1)",
+        "phase": "the M/PH/1 queue of random routing (the phase-type mean field with d = 1)"
+        if system.rule == "random"
+        else "the phase-type mean field (supermarket.meanfield.phase)",
         "classes": "the mean field with server classes (supermarket.meanfield.classes)",
         "classes_phase": "the mean field with server classes and a phase-type law "
         "(supermarket.meanfield.classes_phase)",
     }
     if field not in what:  # pragma: no cover - the exponential one-class systems are answered above
         raise ValueError(f"policy: no latency design for {system.describe()}")
-    return what[field]
+    return what[field] + (", of the law's two-moment phase-type fit" if system.law_family == "general" else "")
 
 
 def _floor(system: System, q: float) -> float:
@@ -215,15 +217,23 @@ def _least_d(f, lam, q, T):
     return int(hi), vals[hi], nb, tuple(sorted(dict(checked).items())), monotone
 
 
-def _largest_load(f, d, q, T, top, rtol=1e-9):
-    """Bisection on λ in (0, top] (``top``: LOAD_MAX, or the stability limit of random routing with classes)."""
-    lo, hi, checked, capped = 0.0, top, [], False
-    v = f(d, top)
-    checked.append((top, v))
-    if v <= T:
-        lo, capped = top, True
-    while not capped and hi - lo > rtol * max(hi, 1e-3) and hi - lo > 1e-15:
+def _largest_load(f, d, q, T, limit, rtol=1e-9):
+    """Bisection on λ in (0, ``limit``) (1, or the stability limit of random routing with classes); the
+    cap ``limit·(1 − 1e-9)`` is evaluated only when every load so far met the target."""
+    cap = min(LOAD_MAX, limit * (1.0 - 1e-9))
+    lo, hi, checked, capped = 0.0, limit, [], False
+    for _ in range(80):
+        if not (hi - lo > rtol * max(hi, 1e-3) and hi - lo > 1e-15):
+            break
         mid = 0.5 * (lo + hi)
+        if mid > cap:  # only when every load so far met the target
+            v = f(d, cap)
+            checked.append((cap, v))
+            if v <= T:
+                lo, capped = cap, True
+                break
+            hi = cap
+            continue
         v = f(d, mid)
         checked.append((mid, v))
         if v <= T:
@@ -235,7 +245,7 @@ def _largest_load(f, d, q, T, top, rtol=1e-9):
     grid = [(x, f(d, x)) for x in np.linspace(lo / 16, lo, 16)]
     pts = sorted(set(checked + grid))
     monotone = all(b[1] >= a[1] - 1e-9 * max(1.0, a[1]) for a, b in itertools.pairwise(pts))
-    nb = {} if capped else {"load": hi, "value": dict(pts).get(hi, f(d, hi))}
+    nb = {} if capped or hi >= limit else {"load": hi, "value": dict(pts).get(hi, f(d, hi))}
     return lo, dict(pts)[lo], nb, tuple(pts), monotone, capped
 
 
@@ -324,14 +334,14 @@ def design_rule_latency(
             question="least d", answer=ans, achieved=val, neighbour=nb, load=lam, d=None, holds=None, at_load=None,
             checked=pts, monotone=mono, **common,
         )  # fmt: skip
-    top = LOAD_MAX
+    limit = 1.0
     if sc is not None and (name == "random" or dd == 1):  # the slowest class must stay below load 1
-        top = min(LOAD_MAX, (1.0 - 1e-9) * min(sc.speeds) / sc.mean_speed)
+        limit = min(1.0, min(sc.speeds) / sc.mean_speed)
     at = holds = None
     if load is not None:
         at = f(dd, system.lam)
         holds = bool(at <= T)
-    ans, val, nb, pts, mono, capped = _largest_load(f, dd, q, T, top)
+    ans, val, nb, pts, mono, capped = _largest_load(f, dd, q, T, limit)
     return RuleLatencyDesign(
         question="largest load", answer=ans, achieved=val, neighbour=nb, load=system.lam if load is not None else None,
         d=dd if rule.uses_d else None, holds=holds, at_load=at, checked=pts, monotone=mono, capped=capped, **common,
@@ -402,7 +412,8 @@ def verify_rule_latency(
 
     def show(p):
         err = f" ± {p['stderr']:.2g}" if p["stderr"] is not None else " (no reliable error bar; simulate longer)"
-        return f"d = {p['d']}, λ = {p['load']:.6g}: {qn} = {p['value']:.4g}{err}"
+        at = f"d = {p['d']}, λ = {p['load']:.6g}" if _pol.RULES[design.policy].uses_d else f"λ = {p['load']:.6g}"
+        return f"{at}: {qn} = {p['value']:.4g}{err}"
 
     shown = ", ".join(show(p) for p in pts)
     a, b = pts[0], (pts[1] if len(pts) > 1 else None)

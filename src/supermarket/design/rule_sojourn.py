@@ -93,6 +93,19 @@ def _mixture_survival(W: np.ndarray, s: np.ndarray, t: float) -> float:
     return out
 
 
+def _random_classes_profile(lam: float, sc: ServerClasses) -> np.ndarray | None:
+    """The fixed point of the mean field with classes under random routing, ``u_{c,k} = ρ_c^k`` with
+    ``ρ_c = λ s̄/s_c`` (its drift vanishes there: :func:`supermarket.meanfield.classes.classes_drift`),
+    to the level where ``ρ_max^k < 1e-17`` (at most :data:`MAX_FLUID_LEVELS`); None when a class is
+    overloaded (no fixed point)."""
+    rho = float(lam) * sc.mean_speed / np.asarray(sc.speeds, float)
+    top = float(rho.max())
+    if top >= 1.0:
+        return None
+    levels = min(MAX_FLUID_LEVELS, math.ceil(math.log(1e-17) / math.log(top)) + 1)
+    return rho[:, None] ** np.arange(1, levels + 1)[None, :]
+
+
 def classes_quantile(policy: str, d: int, lam: float, sc: ServerClasses, q: float) -> float:
     """The sojourn ``q``-quantile of the mean field with server classes, exponential service
     (module docstring); ``math.inf`` where the mean field has no fixed point at this load.
@@ -108,15 +121,20 @@ def classes_quantile(policy: str, d: int, lam: float, sc: ServerClasses, q: floa
     from ..meanfield.classes import classes_fixed_point
 
     rule = "random" if policy == "random" or int(d) == 1 else policy  # JSQ(1) is random routing
-    try:
-        fp = classes_fixed_point(int(d), lam, sc, policy=rule)
-    except ValueError:  # no fixed point at this load (a class overloaded, or the profile does not settle)
-        return math.inf
     f = np.asarray(sc.fractions, float)
     s = np.asarray(sc.speeds, float)
-    g, _ = _weights(fp.u, f, int(d), rule)
+    if rule == "random":
+        u = _random_classes_profile(lam, sc)
+        if u is None:
+            return math.inf
+    else:
+        try:
+            u = classes_fixed_point(int(d), lam, sc, policy=rule).u
+        except ValueError:  # no fixed point at this load (the profile does not settle)
+            return math.inf
+    g, _ = _weights(u, f, int(d), rule)
     K = f.size
-    ext = np.hstack([np.ones((K, 1)), fp.u, np.zeros((K, 1))])
+    ext = np.hstack([np.ones((K, 1)), u, np.zeros((K, 1))])
     w = f[:, None] * g[None, :] * (ext[:, :-1] - ext[:, 1:])  # w[c, k], k = 0..L
     W = np.cumsum(w[:, ::-1], axis=1)[:, ::-1]  # W[c, i] = Σ_{k>=i} w[c, k]
     target = 1.0 - q
