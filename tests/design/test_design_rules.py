@@ -287,3 +287,47 @@ def test_matrix_design_row_is_what_the_command_does(monkeypatch, classes, family
             assert res.exit_code == 2 and res.output.strip() == "supermarket: error: " + cell[4:], (policy, res.output)
         else:
             assert isinstance(res.exception, _Ran), (policy, res.output)
+
+
+# ---------------------------------------------------------------- the verdicts of --verify
+class _Quantile:
+    def __init__(self, mean, stderr):
+        self.mean, self.stderr, self.reliable = mean, stderr, True
+
+
+def _fake_engine(monkeypatch, values):
+    """The event engine replaced by one giving ``values[(d, load)]`` ± 0.01 (the verdict rule alone)."""
+    import types
+
+    import supermarket.simulation.general as general
+
+    def fake(n, d, lam, *, quantiles, **kw):
+        return types.SimpleNamespace(sojourn_quantiles={quantiles[0]: _Quantile(values[(d, lam)], 0.01)})
+
+    monkeypatch.setattr(general, "simulate_general", fake)
+
+
+@pytest.mark.parametrize(
+    "value,change,word",
+    [(4.0, False, "confirmed: the target holds"), (9.0, True, "finite n differs: the target does not hold"),
+     (8.0, None, "undecided")],
+)  # fmt: skip
+def test_verify_holds_verdicts(monkeypatch, value, change, word):
+    r = rl.design_rule_latency("jiq", 0.99, 8.0, load=0.5)  # holds in the mean field
+    _fake_engine(monkeypatch, {(1, 0.5): value})
+    v = rl.verify_rule_latency(r, 10)
+    assert v["changes_answer"] is change and word in v["note"]
+
+
+@pytest.mark.parametrize(
+    "at_d,at_d_minus_1,change,word",
+    [(7.0, 9.0, False, "confirmed"), (9.0, 9.5, True, "more choices"), (7.0, 7.5, True, "fewer choices"),
+     (8.0, 9.0, None, "undecided")],
+)  # fmt: skip
+def test_verify_least_d_verdicts(monkeypatch, at_d, at_d_minus_1, change, word):
+    r = rl.design_rule_latency("jsq-d", 0.99, 8.0, load=0.9, server_classes="0.5:2,0.5:1")
+    d = int(r.answer)
+    _fake_engine(monkeypatch, {(d, 0.9): at_d, (d - 1, 0.9): at_d_minus_1})
+    v = rl.verify_rule_latency(r, 10)
+    assert v["changes_answer"] is change and word in v["note"]
+    assert [p["d"] for p in v["points"]] == [d, d - 1]
