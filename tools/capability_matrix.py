@@ -94,11 +94,21 @@ def cells(rule: str, classes: bool, family: str) -> dict[str, str]:
     out["perfect"] = _cell(lambda: _perfect_text(s))
     out["mixing"] = _cell(lambda: methods.paper_method(s, "mixing", _flag))
     out["fluctuations"] = _cell(lambda: methods.paper_method(s, "fluctuations", _flag))
+    out.update(_design_rows(rule, classes, family))
     out["sweep: simulate point"] = _sweep_cell("simulate", s, out["simulate"])
     out["sweep: meanfield point"] = _sweep_cell("meanfield", s, out["meanfield"])
     out["sweep: mixing point"] = _sweep_cell("mixing", s, out["mixing"])
     out["sweep: fluctuations point"] = _sweep_cell("fluctuations", s, out["fluctuations"])
     return out
+
+
+def _design_rows(rule: str, classes: bool, family: str) -> dict[str, str]:
+    """The rows of ``design --latency`` (supermarket.design.rule_latency.latency_method: the
+    mean field that gives the sojourn law, or the method table's refusal)."""
+    from supermarket.design.rule_latency import latency_method
+
+    system = _system(rule, classes, family, n=None)
+    return {f"design --latency 8 --load {LOAD}": _cell(lambda: latency_method(system))}
 
 
 def _perfect_text(system: System) -> str:

@@ -10,6 +10,7 @@ import click
 from .. import theory as th
 from ..model import MAX_THEORY_N
 from ..parallel import call
+from ..system.policies import DEFAULT_POLICY, POLICIES, RULES
 from ._budget import SECONDS, WallBudget
 from ._common import COUNT, FLOAT, LOAD, CountType, print_json
 from .options import (
@@ -19,6 +20,7 @@ from .options import (
     run_once,
     scheduler_option,
     seed_option,
+    server_classes_option,
     timeout_option,
     workers_option,
 )
@@ -100,10 +102,23 @@ def _pred(values: Sequence[float | None], j: int) -> str:
 @click.option(
     "--policy",
     "policy",
-    type=click.Choice(["jsq-d", "best"], case_sensitive=False),
-    default="jsq-d",
+    type=click.Choice([*POLICIES, "best"], case_sensitive=False),
+    default=DEFAULT_POLICY,
     show_default=True,
-    help="With --latency --load: jsq-d (the least d) or best (random, jsq-d, jiq and jsq compared, with their costs).",
+    help="With --latency: the dispatch rule ("
+    + ", ".join(POLICIES)
+    + "; docs/model.md §2), or best (random, jsq-d, jiq and jsq compared at --load, with their costs). A rule "
+    "that reads d ("
+    + ", ".join(r.name for r in RULES.values() if r.uses_d)
+    + ") gives the least d at --load (or the largest load at --d); one that reads none says whether the target "
+    "holds at --load and the largest load that meets it. The other rules' sojourn laws are those of their "
+    "mean-field (fluid) fixed points: in the mean-field limit; at finite n use --verify.",
+)
+@server_classes_option(
+    "With --latency: classes of servers FRACTION:SPEED,… (e.g. 0.5:2,0.5:1; load per unit of total capacity), "
+    "the least d (or the largest load) whose sojourn quantile, mixed over the classes, meets the target, from "
+    "the mean field with classes (docs/model.md §15.2; with erlang, hyperexp or ph §15.5). Rules without a "
+    "mean field with classes (jsq, jiq, jbt) are refused with the reason."
 )
 @click.option(
     "--verify", "verify", is_flag=True, help="With --latency and --n: check the answer by simulating n servers."
@@ -145,6 +160,7 @@ def design(
     d: int | None,
     service: str | None,
     policy: str,
+    server_classes: str | None,
     verify: bool,
     steps: int,
     seed: int,
@@ -159,10 +175,12 @@ def design(
     sojourn-time --quantile is at most T (docs/model.md §10); --n N --verify checks it by simulation.
     --service LAW: the least d (or the largest load) under that service law (docs/model.md
     §13.1), --verify with the event engine; --policy best compares random, jsq-d, jiq and jsq
-    with their costs."""
+    with their costs.  --policy RULE: any rule (the least d of a rule that reads d; whether the
+    target holds and the largest load for one that reads none); --server-classes: the mean field
+    with classes (docs/model.md §15); both --verify with the event engine."""
     if max_queue is not None and latency is not None:
         raise click.UsageError("give either --max-queue or --latency, not both")
-    given = _given_options(("quantile", "d", "service", "policy", "verify", "steps", "seed"))
+    given = _given_options(("quantile", "d", "service", "policy", "server_classes", "verify", "steps", "seed"))
     if latency is None and max_queue is not None and given:
         raise click.UsageError(
             f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to --latency only; "
@@ -185,6 +203,7 @@ def design(
             d,
             service,
             policy,
+            server_classes,
             verify,
             steps,
             seed,
@@ -206,6 +225,7 @@ def _design(
     d,
     service,
     policy,
+    server_classes,
     verify,
     steps,
     seed,
@@ -216,7 +236,19 @@ def _design(
     budget,
 ):
     """The design's answer, computed under ``budget``; returns what prints it (no argument)."""
-    if latency is not None and (service is not None or policy.lower() != "jsq-d"):
+    policy = policy.lower()
+    if latency is not None and policy == "best" and server_classes is not None:
+        raise click.UsageError("--policy best compares the rules with one server class; drop --server-classes")
+    if latency is not None and (server_classes is not None or policy not in ("jsq-d", "best")):
+        from ._design_rules import design_rule_cli
+
+        rep = design_rule_cli(
+            n=n, load=load, latency=latency, quantile=quantile, d=d, service=service or "exp",
+            server_classes=server_classes, policy=policy, verify=verify, steps=steps, seed=seed, workers=workers,
+            scheduler=scheduler, connect_timeout=connect_timeout, budget=budget,
+        )  # fmt: skip
+        return _printer(rep, as_json)
+    if latency is not None and (service is not None or policy != "jsq-d"):
         return _design_service(
             n,
             load,
