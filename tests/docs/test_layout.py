@@ -1,6 +1,7 @@
 """The layout CONTRIBUTING describes, kept: at most a dozen modules at the package's top level,
 no module over 600 lines, and no private name (a leading ``_``) imported from another package
 of ``supermarket`` (a package's private names are its own; what others need is public).
+No function is over 120 lines of code (its docstring aside; the numba kernels are one loop each).
 The tests folders mirror the packages (CONTRIBUTING, "Where the tests live")."""
 
 from __future__ import annotations
@@ -77,3 +78,39 @@ def test_the_test_folders_are_packages_of_the_source():
     folders = {p.name for p in (ROOT / "tests").iterdir() if p.is_dir() and not p.name.startswith(("_", "."))}
     packages = {p.name for p in PKG.iterdir() if p.is_dir() and not p.name.startswith("_")}
     assert folders - packages <= {"docs", "core"}, folders - packages
+
+
+MAX_BODY = 120
+
+
+def _long_functions(pkg=None) -> dict[str, int]:
+    """``{module:function: lines}`` of the functions whose code (the body less its docstring) is
+    over :data:`MAX_BODY` lines; the numba kernels of ``engines/`` are exempt (a hot loop is
+    one function so that the compiler keeps its state in registers, CONTRIBUTING)."""
+    pkg = pkg or PKG
+    out = {}
+    for f in sorted(pkg.rglob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            if f.parent.name == "engines" and any("jit" in ast.unparse(d) for d in node.decorator_list):
+                continue
+            first = node.body[1] if ast.get_docstring(node) is not None and len(node.body) > 1 else node.body[0]
+            lines = node.end_lineno - first.lineno + 1
+            if lines > MAX_BODY:
+                out[f"{f.relative_to(pkg)}:{node.name}"] = lines
+    return out
+
+
+def test_no_function_body_is_over_120_lines():
+    assert _long_functions() == {}
+
+
+def test_the_check_sees_a_long_function_and_spares_a_kernel(tmp_path):
+    pkg = tmp_path / "supermarket"
+    (pkg / "engines").mkdir(parents=True)
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_BODY + 1))
+    doc = '    """' + "doc\n" * 50 + '    """\n'
+    (pkg / "a.py").write_text(f"def long():\n{body}\ndef short():\n{doc}    return 1\n")
+    (pkg / "engines" / "k.py").write_text(f"@njit(cache=True)\ndef kernel():\n{body}")
+    assert _long_functions(pkg) == {"a.py:long": MAX_BODY + 1}

@@ -445,7 +445,15 @@ def verify_latency(
                 + " is shown without an error bar; simulate longer (--steps)"
             ),
         }
-    if design.question == "least d":
+    change, note = _conclusion(design.question, pts, qn, T, z)
+    return {"n": n, "steps": steps, "replications": replications, "points": pts, "changes_answer": change, "note": note}
+
+
+
+def _conclusion(question: str, pts: list[dict], qn: str, T: float, z: float) -> tuple[bool | None, str]:
+    """Whether the simulated points change the mean-field answer (True, False, or None for
+    undecided or met with room), and the sentence that says so, from their verdicts."""
+    if question == "least d":
         a = pts[0]
         b = pts[1] if len(pts) > 1 else None
         if a["verdict"] == "fails":
@@ -508,4 +516,4 @@ def verify_latency(
                     f"consistent with the target {T:g} within {z:g} standard errors"
                 ),
             )
-    return {"n": n, "steps": steps, "replications": replications, "points": pts, "changes_answer": change, "note": note}
+    return change, note
