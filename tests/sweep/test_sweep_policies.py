@@ -449,3 +449,32 @@ def test_steps_on_the_event_engine_run_the_mean_time_of_that_many_events(tmp_pat
     sw.run_sweep(sw.parse_sweep(text), tmp_path / "out", workers=1)
     (row,) = sw.table_rows(sw.read_results(tmp_path / "out"))
     assert row["sim_time"] == 20000 / (2 * 10 * 0.5)
+
+
+@pytest.mark.parametrize("extra", ["", 'service = "erlang:2"\n', 'server_classes = "0.5:2,0.5:1"\n'])
+def test_batches_key_is_simulates_batches(extra):
+    """``batches`` on a grid point is ``simulate(batches=...)``'s, on the profile and the law engines:
+    the row equals the one-replication run it names."""
+    import numpy as np
+
+    from supermarket.simulation import simulate
+    from supermarket.sweep.measurements import measure_simulate
+
+    text = '[[run]]\nmeasurement = "simulate"\nseed = 5\nn = 40\nd = 2\nload = 0.7\n'
+    s = sw.parse_sweep(text + "steps = 20000\nbatches = 64\n" + extra)
+    (task,) = s.tasks
+    row = measure_simulate(task.params, np.random.SeedSequence(9))
+    kw = {"service": "erlang:2"} if "erlang" in extra else {"server_classes": "0.5:2,0.5:1"} if extra else {}
+    ref = simulate(40, 2, 0.7, steps=20000, batches=64, seed=np.random.SeedSequence(9), replications=1, workers=1,
+                   progress=False, **kw).to_dict()  # fmt: skip
+    assert row["batches"] == ref["batches"] == 64
+    for key in ("u_mean", "u_stderr"):  # a row stores a missing error as NaN, to_dict as None
+        a, b = (np.array([np.nan if x is None else x for x in v], dtype=float) for v in (row[key], ref[key]))
+        assert np.array_equal(a, b, equal_nan=True), key
+
+
+def test_batches_above_the_steps_refused_when_read():
+    text = '[[run]]\nmeasurement = "simulate"\nseed = 5\nn = 40\nd = 2\nload = 0.7\n'
+    with pytest.raises(sw.SweepFileError) as ei:
+        sw.parse_sweep(text + "steps = 100\nbatches = 1000\n")
+    assert "batches" in str(ei.value)

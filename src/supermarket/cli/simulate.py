@@ -17,6 +17,7 @@ from ..simulation.general import GeneralResult
 from ..simulation.precision import DEFAULT_TARGET
 from ..simulation.results import SimulationResult
 from ..simulation.run import DEFAULT_MAX_STEPS
+from ..system.methods import ENGINES as METHOD_ENGINES
 from ..system.methods import SIMULATION, check_options, simulation_engine
 from ..system.spec import System
 from ._common import (
@@ -228,7 +229,9 @@ def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as
 @click.option(
     "--batches",
     type=COUNT,
-    help=f"Batch means per replication for the error analysis (default {BATCHES}; at most --steps).",
+    help=f"Batch means per replication for the error analysis (default {BATCHES} on the profile engines, "
+    f"{METHOD_ENGINES['events'].batches} on the engines of another law or of server classes, whose error bars were "
+    "calibrated at that number, docs/model.md §13–§15; at most --steps).",
 )
 @click.option(
     "--cdf",

@@ -182,7 +182,7 @@ def _measure_law(simulate: Callable, params: dict, seed: np.random.SeedSequence)
     """One replication on the engine the grid point names (:data:`LAW_ENGINES`), called exactly as
     ``simulate(n, d, load, seed=seed, **the point's keys)`` would be, and its row."""
     engine = params["engine"]
-    keys = ("steps", "time", "burn_in", "replace", "policy", "service", "server_classes", "start")
+    keys = ("steps", "time", "burn_in", "replace", "policy", "service", "server_classes", "start", "batches")
     kw = {k: params[k] for k in keys + (("control_variates",) if engine != "events" else ()) if k in params}
     if engine in ("events", "classes-phase"):
         kw["engine"] = "events" if engine == "events" else "phase"
@@ -250,7 +250,7 @@ _FLUCT_CHECKERS |= dict(sde_paths=v.count, sde_time=v.positive, dt=v.positive)
 _SIM_CHECKERS = dict(steps=v.count, time=v.positive, burn_in=v.count0, engine=v.choice((*ENGINES, "phase", "events")))
 _SIM_CHECKERS |= dict(time_mode=v.choice(TIME_MODES), replace=v.boolean, start=v.start, eps=_EPS)
 _SIM_CHECKERS["control_variates"] = v.boolean
-_SIM_CHECKERS |= dict(precision=v.precision, target=v.target, max_steps=v.count)
+_SIM_CHECKERS |= dict(precision=v.precision, target=v.target, max_steps=v.count, batches=v.count)
 _MIXING_CHECKERS = dict(start=v.start, max_steps=v.count, burn_in=v.count0, replace=v.boolean)
 
 REGISTRY: dict[str, Measurement] = {

@@ -18,7 +18,7 @@ from ..system import policies as _pol
 
 _SIM_DEFAULTS = {"engine": "profile", "time_mode": "discrete", "replace": True, "start": "empty"}
 _SIMULATE_KWARGS = ("steps", "time", "burn_in", *_SIM_DEFAULTS, "eps", "control_variates", "policy")  # passed on
-_SIMULATE_KWARGS += ("precision", "target", "max_steps")
+_SIMULATE_KWARGS += ("precision", "target", "max_steps", "batches")
 
 
 def _mean_field_system(params: dict) -> Any:
