@@ -101,7 +101,7 @@ def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as
         raise click.UsageError(str(exc)) from None
     res = _simulate(system, **kw)
     data = res.to_dict()
-    data["load_text"] = load
+    data["system"]["load_text"] = load
     if out:
         write_text(str(out), json.dumps(to_jsonable(data), indent=2, allow_nan=False))
     if as_json:
@@ -378,8 +378,8 @@ def simulate(
     for w in caught:
         click.echo(f"supermarket: warning: {w.message}", err=True)
     data = res.to_dict(cdf_points=cdf)
-    data["params"]["load"] = float(load)
-    data["params"]["load_text"] = load
+    data["system"]["load"] = float(load)
+    data["system"]["load_text"] = load
     if out:
         write_text(out, json.dumps(to_jsonable(data), indent=2, allow_nan=False))  # whole or not at all
     if plot:

@@ -143,8 +143,58 @@ class PhaseSimulationResult(Result):
     control_variates: bool
     notes: tuple = ()
 
-    _order: ClassVar[tuple[str, ...]] = ("service", "engine", "policy", "n", "d", "lam")
-    _extra: ClassVar[tuple[str, ...]] = ("events_per_second", "error_bars")
+    #: in the shared block (:meth:`shared`), not again among the engine's own keys
+    _omit: ClassVar[tuple[str, ...]] = tuple(
+        "n d lam policy replace service engine time burn_in replications batches events wall_s u_mean u_stderr "
+        "mean_queue_length sojourn_little waiting_little".split()
+    )
+    _extra: ClassVar[tuple[str, ...]] = ("error_bars",)
+    #: the ErrorEstimate fields this engine's JSON keeps beyond the shared estimate keys
+    _EXTRA_ERROR_KEYS: ClassVar[tuple[str, ...]] = ("tau_int", "block_size", "skewness")
+
+    def shared(self) -> dict:
+        """The keys every simulate result shares, in the one shape of :mod:`.shape` (the start of
+        :meth:`to_dict`): ``events`` measured (all replications), ``time`` and ``burn_in`` per
+        replication, ``mean_queue_length`` as an estimate dict, ``sojourn`` and ``waiting`` by
+        Little's law (``source`` ``"little"``, no quantiles: the count engine does not follow
+        customers); ``variance_reduction`` is ``{}`` (``u_plain_stderr`` and
+        ``mean_queue_length_plain`` give the plain errors).
+
+        Returns
+        -------
+        dict
+        """
+        from . import shape as _shape
+
+        def est(e: ErrorEstimate) -> dict:
+            return _shape.estimate_dict(e, extra=self._EXTRA_ERROR_KEYS)
+
+        return _shape.shared_block(
+            engine=self.engine,
+            system=_shape.system_block(self.n, self.d, self.lam, self.policy, self.replace, self.service, None),
+            events=self.events,
+            time=self.time,
+            burn_in=self.burn_in,
+            wall_s=self.wall_s,
+            events_per_second=self.events_per_second,
+            replications=self.replications,
+            batches=self.batches,
+            u_mean=self.u_mean,
+            u_stderr=self.u_stderr,
+            mean_queue_length=est(self.mean_queue_length),
+            sojourn=_shape.response_block(est(self.sojourn_little), {}, "little"),
+            waiting=_shape.response_block(est(self.waiting_little), {}, "little"),
+            variance_reduction={},
+            variance_reduction_note=(
+                "not measured on the phase-type count engine (u_plain_stderr and mean_queue_length_plain give "
+                "the plain errors)"
+            ),
+        )
+
+    def to_dict(self) -> dict:
+        """:meth:`shared`, then this engine's own keys (the plain estimates, the self-checks),
+        JSON-safe."""
+        return {**self.shared(), **super().to_dict()}
 
     @property
     def events_per_second(self) -> float:

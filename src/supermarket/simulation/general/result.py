@@ -160,7 +160,7 @@ class GeneralResult:
     notes: tuple = ()
     control_variates: bool = False
     variance_reduction: dict | None = None
-    engine: ClassVar[str] = "events"  # the engine that ran (not a key of to_dict: its JSON keeps its shape)
+    engine: ClassVar[str] = "events"  # the engine that ran
 
     def __post_init__(self) -> None:
         # Screens: no error bar (nor a "reliable" flag) on a quantity that has no stationary value.
@@ -204,35 +204,12 @@ class GeneralResult:
         """Plain JSON (through :func:`supermarket.jsonable.to_jsonable`)."""
         return to_jsonable(
             {
-                "engine": "events",  # as every simulate result says which engine ran (docs/model.md §14)
-                "n": self.n,
-                "d": self.d,
-                "lam": self.lam,
-                "policy": self.policy,
-                "replace": self.replace,
-                "service": self.service.to_dict(),
-                "server_classes": self.server_classes.to_dict(),
+                **self.shared(),
                 "arrival_rate": self.arrival_rate,
-                "time": self.time,
-                "burn_in": self.burn_in,
-                "replications": self.replications,
-                "batches": self.batches,
-                "events": self.events,
-                "wall_s": self.wall_s,
-                "events_per_second": self.events_per_second,
-                "u_mean": self.u_mean,
-                "u_stderr": self.u_stderr,
-                "mean_queue_length": self.mean_queue_length.brief(),
-                "sojourn": self.sojourn.brief(),
-                "waiting": self.waiting.brief(),
-                "sojourn_quantiles": {str(q): e.brief() for q, e in self.sojourn_quantiles.items()},
-                "waiting_quantiles": {str(q): e.brief() for q, e in self.waiting_quantiles.items()},
-                "classes": [c.to_dict() for c in self.classes],
                 "customers": self.customers,
                 "interrupted": self.interrupted,
                 "notes": list(self.notes),
                 "control_variates": self.control_variates,
-                "variance_reduction": self.variance_reduction,
                 "error_bars": (
                     "between independent replications, Student t (none from one replication); time averages "
                     "adjusted by the capacity-balance control variate where it pays"
@@ -240,6 +217,47 @@ class GeneralResult:
                     else "between independent replications, Student t (none from one replication; no control variates)"
                 ),
             }
+        )
+
+    def shared(self) -> dict:
+        """The keys every simulate result shares, in the one shape of
+        :mod:`supermarket.simulation.shape` (the start of :meth:`to_dict`): ``events`` simulated
+        (burn-in included), ``time`` and ``burn_in`` per replication, ``mean_queue_length`` as an
+        estimate dict, ``sojourn`` and ``waiting`` with their quantiles inside, ``classes``.
+
+        Returns
+        -------
+        dict
+        """
+        from .. import shape as _shape
+
+        est = _shape.estimate_dict
+        return _shape.shared_block(
+            engine="events",
+            system=_shape.system_block(
+                self.n, self.d, self.lam, self.policy, self.replace, self.service, self.server_classes
+            ),
+            events=self.events,
+            time=self.time,
+            burn_in=self.burn_in,
+            wall_s=self.wall_s,
+            events_per_second=self.events_per_second,
+            replications=self.replications,
+            batches=self.batches,
+            u_mean=self.u_mean,
+            u_stderr=self.u_stderr,
+            mean_queue_length=est(self.mean_queue_length),
+            sojourn=_shape.response_block(
+                est(self.sojourn), {q: est(e) for q, e in self.sojourn_quantiles.items()}, "customers"
+            ),
+            waiting=_shape.response_block(
+                est(self.waiting), {q: est(e) for q, e in self.waiting_quantiles.items()}, "customers"
+            ),
+            variance_reduction=self.variance_reduction,
+            variance_reduction_note=(
+                "" if self.control_variates else "control variates off (no control variates asked for)"
+            ),
+            classes=self.classes,
         )
 
     def summary(self) -> str:
