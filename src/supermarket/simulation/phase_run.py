@@ -144,9 +144,10 @@ class PhaseSimulationResult(Result):
     notes: tuple = ()
 
     #: in the shared block (:meth:`shared`), not again among the engine's own keys
-    _omit: ClassVar[tuple[str, ...]] = tuple(
-        "n d lam policy replace service engine time burn_in replications batches events wall_s u_mean u_stderr "
-        "mean_queue_length sojourn_little waiting_little".split()
+    _omit: ClassVar[tuple[str, ...]] = (
+        *("n", "d", "lam", "policy", "replace", "service", "engine", "time", "burn_in", "replications"),
+        *("batches", "events", "wall_s", "u_mean", "u_stderr", "mean_queue_length", "sojourn_little"),
+        "waiting_little",
     )
     _extra: ClassVar[tuple[str, ...]] = ("error_bars",)
     #: the ErrorEstimate fields this engine's JSON keeps beyond the shared estimate keys

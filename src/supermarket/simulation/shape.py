@@ -281,9 +281,10 @@ def shared_block(
     """
     if list(system) != list(SYSTEM_KEYS):
         raise ValueError(f"system must have the keys {SYSTEM_KEYS}; got {tuple(system)}")
-    for name, e in (("mean_queue_length", mean_queue_length), *(
-        (f"{k}.mean", None if r is None else r["mean"]) for k, r in (("sojourn", sojourn), ("waiting", waiting))
-    )):
+    for name, e in (
+        ("mean_queue_length", mean_queue_length),
+        *((f"{k}.mean", None if r is None else r["mean"]) for k, r in (("sojourn", sojourn), ("waiting", waiting))),
+    ):
         if e is not None and tuple(e)[: len(ESTIMATE_KEYS)] != ESTIMATE_KEYS:
             raise ValueError(f"{name} must be an estimate dict with the keys {ESTIMATE_KEYS}; got {tuple(e)}")
     block = {
