@@ -68,40 +68,40 @@ CASES = {
 
 GOLDEN = {
     "buckets-d1-continuous-time": (
-        "76b6d186ebafc561673614b7cef596f46bd3cda03baba0d1c2efca6b407b837c",
+        "00329b177b72667277fca9e3396c711d882dd3845d92fdd8e7d6e877a261c3a1",
         "c9372f660a561cfc6d8c59362a8e78ed45635f4017e9589bd407c798d14726ac",
     ),
     "buckets-replications": (
-        "7a5c053fc4c5bd504f291cbf5339b982ea2d132068fa257a51c7d872615a073a",
+        "c26180e67057646d8260affd88a3e93c8345d17255bf4ff4ef59659bc8455ed3",
         "ff41577dde3033347f7cca419150281727cbe05b124955cbbb5138fba6190d70",
     ),
     "profile-discrete-cv": (
-        "212dcbbdbfd2f6a24aefa14d066a13031daf82ffeb29af480e1175b289724fd6",
+        "4b3a4bb83302737825668c5fffffb640aa5b5285679117a7d39db840473c9b39",
         "f2f2e8ed45642663067fe64779bdbf61bea9bce77448c2a987a02360b3705559",
     ),
     "profile-overload": (
-        "fe2dd51dc5e50a1684da0e67a08528a4cf67e131b93d5464015f398b1f2fd3dc",
+        "1486db62c180cd1f4513dafd7fd44af664bb59352f834ae802dd947c372523fc",
         "d835da809aeecc2e470f418b4d0005a7fcf0a0cfc7dce228a7253dbd080c0128",
     ),
     "profile-perfect-continuous": (
-        "aae72eac966cc3a1dc301fe6d151db552eca8252181bc43446d624439a8e7f60",
+        "45ac538ee8882a7d67ce0ef68621d38ca40d70c1b1e91439d495938284099b10",
         "935ab1b28dc913d086eff358976185509a18ef587cab64e2abb5ecde52ae4a33",
     ),
     "profile-precision": (
-        "c0a58d698471a7d3d3f1b2fa08590fffbc11a2ca53de58334606e79ce6d6650f",
+        "0c342dc4c2c973c56073312b1a006213d67ae67ab5e8b00987a0725c3d8044f2",
         "ebe5d0ff62815f6b0d3a043438ca6223989f667d71def80e50a7cc35b1ded754",
     ),
     "queues-continuous-noreplace-plain": (
-        "bf400d6d3ca081506377ec12fa4a63d917254d1880a7d298480bcdb6c1acdbee",
+        "5da0bf01735fadf38bbc75ca01f028d34458e2dc12363fac9664f885c4c5e4e1",
         "34141ebd4174d73cea9b6a417b073ba846fc226929c50b654d87903732addca3",
     ),
     "queues-records-noreplace": (
-        "ab9e6651cbe4d6810939e9cd560523f40f19218cceb758c9c0c533c89d47c416",
+        "200eada5e61ab0b1d14032b6bee423872c424ee4b1279f1af8f9e49e49c0410e",
         "ecd90347537d50da2d957bc385cb909ec2a2aa549ae5a8a7730482421b634503",
     ),
 }
 
-_TIMING = ("wall_time", "events_per_second")
+_TIMING = ("wall_time", "wall_s", "events_per_second")
 
 
 def _mask(d):
