@@ -54,7 +54,7 @@ def test_every_engine_starts_with_the_same_keys(results):
         d = _json(r)
         assert r.engine == d["engine"] == engine
         assert list(d)[: len(SHARED_KEYS)] == list(SHARED_KEYS), engine
-        assert {k: d[k] for k in SHARED_KEYS} == json.loads(json.dumps(r.shared())), engine
+        assert {k: d[k] for k in SHARED_KEYS} == json.loads(json.dumps(to_jsonable(r.shared()))), engine
         assert list(d["system"]) == list(SYSTEM_KEYS)
         assert d["system"]["load"] == LAM and d["system"]["n"] == 30 and d["system"]["load_text"] is None
 

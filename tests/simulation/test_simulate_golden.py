@@ -68,35 +68,35 @@ CASES = {
 
 GOLDEN = {
     "buckets-d1-continuous-time": (
-        "00329b177b72667277fca9e3396c711d882dd3845d92fdd8e7d6e877a261c3a1",
+        "60d575c9aa997005f57d27eae09be3a6b4884ea8cdfdb4f85033b27d9ec04428",
         "c9372f660a561cfc6d8c59362a8e78ed45635f4017e9589bd407c798d14726ac",
     ),
     "buckets-replications": (
-        "c26180e67057646d8260affd88a3e93c8345d17255bf4ff4ef59659bc8455ed3",
+        "943df476cab241d3e1a5ebe2033783d42680a78707d141ab88d5e3af0a015950",
         "ff41577dde3033347f7cca419150281727cbe05b124955cbbb5138fba6190d70",
     ),
     "profile-discrete-cv": (
-        "4b3a4bb83302737825668c5fffffb640aa5b5285679117a7d39db840473c9b39",
+        "2113e0a1b474cd9bdfb39552acd70a0945ff804e338258ddfee3d69f4acd2a54",
         "f2f2e8ed45642663067fe64779bdbf61bea9bce77448c2a987a02360b3705559",
     ),
     "profile-overload": (
-        "1486db62c180cd1f4513dafd7fd44af664bb59352f834ae802dd947c372523fc",
+        "426e022a435d3fd0a66c2c6394fa15c4c849b8d89cd42329946b7b39115fd13d",
         "d835da809aeecc2e470f418b4d0005a7fcf0a0cfc7dce228a7253dbd080c0128",
     ),
     "profile-perfect-continuous": (
-        "45ac538ee8882a7d67ce0ef68621d38ca40d70c1b1e91439d495938284099b10",
+        "e3c417f0927ec6482f5cc941a35098c763010a5a1dfa60dc25a53eff4fd5657c",
         "935ab1b28dc913d086eff358976185509a18ef587cab64e2abb5ecde52ae4a33",
     ),
     "profile-precision": (
-        "0c342dc4c2c973c56073312b1a006213d67ae67ab5e8b00987a0725c3d8044f2",
+        "243893a641338680868ede8d0b823730b59b0ba0faac23f9dbcf60f1369f574c",
         "ebe5d0ff62815f6b0d3a043438ca6223989f667d71def80e50a7cc35b1ded754",
     ),
     "queues-continuous-noreplace-plain": (
-        "5da0bf01735fadf38bbc75ca01f028d34458e2dc12363fac9664f885c4c5e4e1",
+        "c58b9bcdb9234c759ee69d27f8754c99deb66dbc267c9593198b8c5e51a88588",
         "34141ebd4174d73cea9b6a417b073ba846fc226929c50b654d87903732addca3",
     ),
     "queues-records-noreplace": (
-        "200eada5e61ab0b1d14032b6bee423872c424ee4b1279f1af8f9e49e49c0410e",
+        "b4bf0726ee28598a7e7a6be3451df6ec3b0b200285a664cf8db079f55e489a47",
         "ecd90347537d50da2d957bc385cb909ec2a2aa549ae5a8a7730482421b634503",
     ),
 }

@@ -195,7 +195,9 @@ class PhaseSimulationResult(Result):
     def to_dict(self) -> dict:
         """:meth:`shared`, then this engine's own keys (the plain estimates, the self-checks),
         JSON-safe."""
-        return {**self.shared(), **super().to_dict()}
+        from ..jsonable import to_jsonable
+
+        return to_jsonable({**self.shared(), **super().to_dict()})
 
     @property
     def events_per_second(self) -> float:

@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..jsonable import to_jsonable
+import numpy as np
 
 __all__ = [
     "ESTIMATE_KEYS",
@@ -272,8 +272,9 @@ def shared_block(
     variance_reduction_note: str = "",
     classes: Any = (),
 ) -> dict[str, Any]:
-    """The keys of :data:`SHARED_KEYS`, JSON-safe, in order: the one writer of the shape every
-    simulate result shares (see the module's text).
+    """The keys of :data:`SHARED_KEYS`, in order: the one writer of the shape every simulate result
+    shares (see the module's text).  Arrays become lists; NaN stays NaN (``to_jsonable`` writes it
+    ``null`` in the JSON).
 
     Returns
     -------
@@ -307,4 +308,17 @@ def shared_block(
         "variance_reduction_note": variance_reduction_note,
         "classes": [class_block(c) for c in classes],
     }
-    return to_jsonable(block)
+    return _lists(block)
+
+
+def _lists(x: Any) -> Any:
+    """Arrays and tuples as lists, dict keys as strings; numbers as they are (NaN stays NaN, as in
+    the profile engines' ``to_dict``: :func:`supermarket.jsonable.to_jsonable` makes it ``null``
+    where the results' JSON is written)."""
+    if isinstance(x, dict):
+        return {str(k): _lists(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_lists(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    return x
