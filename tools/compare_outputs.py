@@ -63,6 +63,8 @@ COMMANDS = [
     "fluctuations --regime a --n 400 --d 2 --time 50 --replications 2 --sde-paths 32 --sde-time 20 --seed 1",
     "design --load 0.999 --max-queue 2",
     "design --load 0.9 --quantile 0.99 --latency 6",
+    "exact --n 4 --d 2 --load 0.6 --server-classes 0.5:2,0.5:1",
+    "meanfield --d 2 --load 0.6 --server-classes 0.5:2,0.5:1 --service erlang:2",
 ]
 TIMINGS = {"seconds", "events_per_second", "wall_seconds", "wall_time", "wall_s", "elapsed"}
 
@@ -160,8 +162,8 @@ def moved(data: dict) -> dict:
     """The flat fields of ``data`` (JSON of the old shape) under their new keys; other JSON as it is."""
     engine = _old_engine(data)
     flat = dict(_flat(data))
-    if engine is None:
-        return flat
+    if engine is None:  # mean field and exact laws: the load was "lam" or "lam_f" in some
+        return {re.sub(r"^\.lam(_f)?$", ".load", k): v for k, v in flat.items()}
     rules = MOVED[engine]
     out = {}
     for key, value in flat.items():
