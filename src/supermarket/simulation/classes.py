@@ -113,6 +113,9 @@ class ClassesResult(Result):
     service : ServiceLaw or None
         The phase-type law on :func:`supermarket.simulation.classes_phase.simulate_classes_phase`'s
         engine; None for exponential service.
+
+    ``to_dict()`` starts with :meth:`shared`, the keys and shapes every simulate result shares
+    (:mod:`supermarket.simulation.shape`), then ``arrival_rate``, ``control_variates``, ``balance``, …
     """
 
     n: int

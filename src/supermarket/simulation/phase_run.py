@@ -109,6 +109,10 @@ class PhaseSimulationResult(Result):
         The identities used and checked (:data:`IDENTITIES`).
     control_variates : bool
     notes : tuple of str
+
+    ``to_dict()`` starts with :meth:`shared`, the keys and shapes every simulate result shares
+    (:mod:`supermarket.simulation.shape`): ``sojourn_little`` and ``waiting_little`` are its
+    ``sojourn`` and ``waiting``; then this engine's own keys.
     """
 
     n: int

@@ -99,8 +99,10 @@ class SimulationResult:
 
     Each quantity is an :class:`Estimate`; the flat names (``u_mean``, ``u_stderr``,
     ``mean_queue_length_reliable``, ``u_mean_plain``, …) and the keys of :meth:`to_dict` are
-    read-only views of them.  Every standard error is NaN where its ``reliable`` flag is False,
-    with the reason in ``u_note`` or ``notes`` (docs/model.md §9).
+    read-only views of them.  :meth:`to_dict` starts with :meth:`shared`, the keys and shapes
+    every simulate result shares (:mod:`supermarket.simulation.shape`).  Every standard error is
+    NaN where its ``reliable`` flag is False, with the reason in ``u_note`` or ``notes``
+    (docs/model.md §9).
 
     Parameters
     ----------
@@ -348,9 +350,11 @@ class SimulationResult:
         Returns
         -------
         dict
-            The fields of the result, with ``reliable``, ``fixed_point``, ``start_note``,
-            ``sojourn`` and ``waiting`` (mean, quantiles, standard errors; None when λ >= 1),
-            ``identity`` (:meth:`identity`) and ``refined_mean_field`` (:meth:`refined_mean_field`).
+            :meth:`shared` (the keys every simulate result starts with: ``system``, ``events``,
+            ``mean_queue_length`` as an estimate dict, ``sojourn`` and ``waiting`` with their
+            quantiles inside, None when λ >= 1, …), then the fields of the result, with
+            ``reliable``, ``fixed_point``, ``start_note``, ``identity`` (:meth:`identity`) and
+            ``refined_mean_field`` (:meth:`refined_mean_field`).
 
         """
         out: dict[str, Any] = self.shared()

@@ -131,6 +131,9 @@ class GeneralResult:
     variance_reduction : dict or None
         Measured ratio of long-run variances, plain over adjusted, for ``u_mean`` (per level)
         and ``mean_queue_length``; NaN where the control was not used (no gain).
+
+    ``to_dict()`` starts with :meth:`shared`, the keys and shapes every simulate result shares
+    (:mod:`supermarket.simulation.shape`): the quantiles sit inside ``sojourn`` and ``waiting``.
     """
 
     n: int
