@@ -66,7 +66,7 @@ def meanfield_phase_cli(
     from ..meanfield.phase import phase_report
 
     rep = phase_report(int(d), load, law, policy=policy, levels=levels)
-    lam = rep["lam"]
+    lam = rep["load"]
     u = rep["u"]
     if as_json:
         print_json(rep)
@@ -149,7 +149,7 @@ def exact_phase_cli(
         "policy": res.policy,
         "n": res.n,
         "d": res.d,
-        "lam": lam,
+        "load": lam,
         "load_text": load,
         "replace": res.replace,
         "cap": res.cap,
