@@ -112,7 +112,7 @@ def test_the_cli_runs_exp_on_the_event_engine_and_load_above_one_with_the_warnin
     r = run(main, args + ["--load", "0.5", "--engine", "events"])
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
-    assert data["engine"] == "events" and data["sojourn_quantiles"]
+    assert data["engine"] == "events" and data["sojourn"]["quantiles"]
     r = run(main, args + ["--load", "1.2", "--policy", "jbt"])
     assert r.exit_code == 0, r.output
     assert "supermarket: warning: load λ = 1.2 >= 1: the chain has no equilibrium" in r.stderr
