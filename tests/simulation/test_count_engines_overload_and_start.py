@@ -166,3 +166,49 @@ def test_the_fixed_point_start_is_refused_for_a_rough_rule(engine, kw):
         simulate(10, 2, 0.5, policy="jiq", server_classes=SC, start="fixed-point", time=1.0, **kw,
                  **({"engine": "phase"} if kw else {}))  # fmt: skip
     methods.check_options(System(10, 2, 0.5, rule="random", server_classes=SC, **kw), engine, {"start": "fixed-point"})
+
+
+@pytest.mark.parametrize(
+    "kw", [{"server_classes": SC}, {"server_classes": SC, "service": "erlang:2", "engine": "phase"}]
+)
+def test_the_run_from_the_fixed_point_is_the_chain(kw):
+    """From the fixed point with no burn-in, the long run's E[U_ℓ] and mean queue length agree
+    with the run from empty (another seed, its burn-in) within 4 s.e.: the start is a state of the
+    chain (its counts, totals and top level consistent), not only the first averages."""
+    a = simulate(1000, 2, 0.9, time=2000.0, burn_in=0.0, seed=4, start="fixed-point", **kw)
+    b = simulate(1000, 2, 0.9, time=2000.0, seed=5, **kw)
+    m = 4
+    se = np.hypot(a.u_stderr[:m], b.u_stderr[:m])
+    assert np.all(np.isfinite(se)) and np.all(np.abs(a.u_mean[:m] - b.u_mean[:m]) <= 4 * se), (a.u_mean, b.u_mean)
+    qa, qb = a.mean_queue_length, b.mean_queue_length
+    assert abs(qa.mean - qb.mean) <= 4 * math.hypot(qa.stderr, qb.stderr), (qa, qb)
+
+
+def test_the_start_states_are_consistent_chain_states():
+    """The arrays the kernels start from (inspected): per-class counts at least ℓ from the rounded
+    fixed point, the totals C, P_i of jsq-d as a function of C, and the top occupied level (a top
+    set too low is healed by the chain within a few events, so no average would show it)."""
+    from supermarket.engines import classes as eng
+    from supermarket.engines.tables import p_all_at_least
+    from supermarket.simulation import class_starts
+    from supermarket.simulation.classes_phase import _start
+    from supermarket.system.policies import policy_code
+
+    n, sc = 10_000, parse_server_classes(SC)
+    counts = sc.counts(n)
+    c0 = class_starts.classes_start(counts, 2, 0.9, sc, "jsq-d")
+    u = classes_fixed_point(2, 0.9, sc).u
+    assert np.array_equal(c0[:, 1:], np.rint(u[:, : c0.shape[1] - 1] * counts[:, None]))
+    assert np.all(np.rint(u[:, c0.shape[1] - 1 :] * counts[:, None]) == 0)
+    a, top = eng.start_state(c0, np.array([n, 2, 1, policy_code("jsq-d", "classes")], np.int64))
+    assert top == c0.shape[1] - 1 and c0[:, top].sum() > 0
+    assert np.array_equal(a["C"], a["c"].sum(axis=0)) and np.array_equal(a["c"][:, : c0.shape[1]], c0)
+    assert np.allclose(a["pc"][1 : top + 1], [p_all_at_least(int(x), n, 2, True) for x in a["C"][1 : top + 1]])
+    N0 = class_starts.classes_phase_start(counts, 2, 0.9, sc, parse_service("erlang:2"), "jsq-d")
+    N, c, C, top = _start(counts, 2, N0)
+    assert np.array_equal(N[:, : N0.shape[1]], N0) and not N[:, N0.shape[1] :].any()
+    assert top == N0.shape[1] - 1 and N0[:, top].sum() > 0 and np.array_equal(C, c.sum(axis=0))
+    by_level = N0.sum(axis=2)
+    for i in range(1, top + 1):
+        assert np.array_equal(c[:, i], by_level[:, i:].sum(axis=1))
+    assert np.array_equal(c[:, 0], counts) and np.all(c[:, top + 1 :] == 0)
