@@ -223,7 +223,9 @@ def test_control_variate_is_consistent_and_reduces_variance():
     ("kw", "exc", "word"),
     [
         (dict(policy="fifo"), ValueError, "policy"),
-        (dict(lam=1.2), ValueError, "lam"),
+        (dict(lam=0.0), ValueError, "lam"),  # (λ >= 1 runs: a finite horizon)
+        (dict(lam=float("inf")), ValueError, "lam"),
+        (dict(start="good"), ValueError, "start"),
         (dict(batches=8), ValueError, "batches"),
         (dict(server_classes="0.5:2,0.4:1"), ValueError, "server_classes"),
         (dict(replace="no"), TypeError, "replace"),

@@ -69,7 +69,8 @@ def test_old_sweeps_keep_their_hashes():
         ('time = 9.0\nservice = "erlang:2"\nengine = "queues"\n', "run[1].engine", "(engine 'events')"),
         ('time = 9.0\nservice = "pareto:2"\nengine = "queues"\n', "run[1].engine", "event engine"),
         ('time = 9.0\nengine = "phase"\n', "run[1].engine", "exp service has one phase"),
-        ('time = 9.0\nserver_classes = "0.5:2,0.5:1"\nstart = "good"\n', "run[1].start", "count engine with classes"),
+        ('time = 9.0\nserver_classes = "0.5:2,0.5:1"\nstart = "long:3"\n', "run[1].start", "classes (service exp"),
+        ('time = 9.0\nserver_classes = "0.5:2,0.5:1"\nstart = "good"\npolicy = "jiq"\n', "run[1].start", "mean field"),
         ('time = 9.0\nservice = "erlang:2"\nstart = "long:3"\n', "run[1].start", "starts 'empty' or 'fixed-point'"),
         ('time = 9.0\nservice = "erlang:2"\nstart = "good"\npolicy = "jiq"\n', "run[1].start", "mean field"),
         (

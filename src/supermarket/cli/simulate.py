@@ -128,7 +128,8 @@ def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as
     type=LOAD_ANY,
     default="0.99",
     show_default=True,
-    help="Load λ (arrival rate per server). λ >= 1 runs a finite horizon with a warning.",
+    help="Load λ (arrival rate per server). λ >= 1 runs a finite horizon with a warning (every engine; no "
+    "control variate or self-check of equilibrium).",
 )
 @click.option(
     "--steps",
@@ -178,7 +179,9 @@ def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as
 @start_option(
     "empty",
     "Start state: empty, fixed-point, customers:G (every queue at G), long:L (one queue of L), "
-    "or perfect (an exact stationary sample per replication, docs/model.md §12).",
+    "or perfect (an exact stationary sample per replication, docs/model.md §12).  The count engines of a "
+    "service law or of server classes start empty or at the mean field's fixed-point (per class, rounded; "
+    "jsq-d and random, load < 1).",
 )
 @seed_option()
 @replications_option(

@@ -35,7 +35,7 @@ from numba import njit
 from .rng import step_double
 from .tables import BAD_RULE, JIQ, JSQ, JSQ_D, RANDOM, p_rule
 
-__all__ = ["classes_kernel", "close_areas", "new_state", "grow", "DONE", "GROW", "BAD_RULE"]
+__all__ = ["classes_kernel", "close_areas", "new_state", "start_state", "grow", "DONE", "GROW", "BAD_RULE"]
 
 DONE, GROW = 0, 1
 
@@ -179,6 +179,23 @@ def new_state(class_counts: np.ndarray, levels: int = 32) -> dict[str, np.ndarra
     pc = np.zeros(L)
     pc[0] = 1.0
     return {"c": c, "C": C, "pc": pc, "area": np.zeros((K, L), np.int64), "stamp": np.zeros((K, L), np.int64)}
+
+
+def start_state(c0: np.ndarray, cfg: np.ndarray) -> tuple[dict[str, np.ndarray], int]:
+    """The arrays of a system that starts from the counts ``c0[k, i]`` (``c0[k, 0] = n_k``,
+    non-increasing along each row) for the rule and sizes of ``cfg = [n, d, replace, policy]``,
+    with the top occupied level: ``(arrays, top)``; ``P_i`` of ``jsq-d`` as the kernel computes it."""
+    c0 = np.asarray(c0, dtype=np.int64)
+    L0 = c0.shape[1]
+    a = new_state(c0[:, 0], levels=max(32, L0 + 1))
+    a["c"][:, :L0] = c0
+    a["C"][:] = a["c"].sum(axis=0)
+    n, d, rep, pol = int(cfg[0]), int(cfg[1]), bool(cfg[2]), int(cfg[3])
+    if pol == JSQ_D:
+        for i in range(1, L0):
+            a["pc"][i] = _p(pol, int(a["C"][i]), n, d, rep)
+    top = int(np.max(np.nonzero(a["C"][1:])[0], initial=-1)) + 1
+    return a, top
 
 
 def grow(a: dict[str, np.ndarray], ev: int) -> None:

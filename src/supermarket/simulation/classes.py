@@ -35,6 +35,7 @@ from ..result import Result
 from ..stats import ErrorEstimate
 from ..system import policies as _pol
 from ..system.service import ServerClasses, parse_server_classes
+from . import class_starts as _starts
 from .classes_errors import _Estimator, _ratio_series
 
 __all__ = [
@@ -52,6 +53,10 @@ BURN_MIN = 20.0
 """The default burn-in is at least this long (in time units: ``20/s`` mean services)."""
 CHUNK = 1 << 23
 MAX_N = 2**40
+NO_EQUILIBRIUM = "and at load λ >= 1 there is none (the servers' capacity falls short of the arrivals)"
+"""What a run at load ``λ >= 1`` lacks, in its notes."""
+NO_BALANCE = "no check: capacity balance holds only in equilibrium, and at load λ >= 1 there is none"
+"""The note of the capacity-balance self-check at load ``λ >= 1``."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -279,20 +284,24 @@ def _check(n, d, lam, policy, replace, replications, batches, engine="classes"):
     if not isinstance(replace, (bool, np.bool_)):
         raise TypeError(f"replace must be True or False, got {type(replace).__name__}")
     d = _m.check_positive_int("d", d, maximum=n if not replace else 2**31 - 1) if rule.uses_d else 1
-    lam = _m.check_load(lam, name="lam")
+    lam = _m.check_load(lam, name="lam", require_stable=False)  # λ >= 1: a finite horizon (no equilibrium)
     replications = _m.check_positive_int("replications", replications, maximum=10**6)
     batches = _m.check_int("batches", batches, minimum=64, maximum=10**6)
     return n, d, lam, replications, batches
 
 
-def _run_one(counts, speeds, cfg, p_arr, burn_ev, batch_ev, batches, ss, tick, stop):
-    """One replication: the per-batch sums ``area[b, k, i]`` (levels 1..) and the events."""
-    a = _ck.new_state(counts)
+def _run_one(counts, speeds, cfg, p_arr, burn_ev, batch_ev, batches, ss, tick, stop, c0=None):
+    """One replication: the per-batch sums ``area[b, k, i]`` (levels 1..) and the events; from
+    empty, or from the counts ``c0[k, i]`` (the fixed-point start)."""
+    if c0 is None:
+        a, top = _ck.new_state(counts), 0
+    else:
+        a, top = _ck.start_state(c0, cfg)
     s = state_from_seed_sequence(ss)
     sp = np.asarray(speeds, float)
     caps = np.cumsum(counts * sp)
     inv_s = 1.0 / sp
-    st = np.zeros(2, np.int64)
+    st = np.array([top, 0], np.int64)
     out: list[np.ndarray] = []
 
     def run(m):
@@ -342,14 +351,16 @@ def simulate_classes(
     control_variates: bool = True,
     progress: Callable[[float], object] | None = None,
     workers: int | None = None,
+    start: str = "empty",
 ) -> ClassesResult:
     """Simulate ``n`` servers in classes (exponential service) on the count engine.
 
     Parameters
     ----------
     n, d, lam : int, int, float
-        Servers, choices (``jsq-d`` only), load per unit of capacity (``0 < λ < 1``): arrivals
-        at rate ``nλ s̄``.
+        Servers, choices (``jsq-d`` only), load per unit of capacity (``λ > 0``): arrivals
+        at rate ``nλ s̄``.  At ``λ >= 1`` there is no equilibrium: the run measures its finite
+        horizon, with no control variate and no capacity-balance self-check (a note says so).
     server_classes : str or ServerClasses
         ``FRACTION:SPEED,…`` (every ``f_k n`` whole).
     policy : {"jsq-d", "random", "jsq", "jiq"}
@@ -371,6 +382,10 @@ def simulate_classes(
         Called with the fraction done.
     workers : int, optional
         Threads (the kernel releases the GIL); the numbers do not depend on it.
+    start : {"empty", "fixed-point"}
+        All queues empty, or each class's counts at the mean field's fixed point, rounded
+        (:func:`supermarket.simulation.class_starts.classes_start`; ``jsq-d`` and ``random``,
+        ``λ < 1``).
 
     Returns
     -------
@@ -388,7 +403,8 @@ def simulate_classes(
     R_ev = n * sc.mean_speed * (1.0 + lam_f)  # events per unit of time
     time, burn_in, batch_ev, burn_ev = _horizon(control_variates, time, events, burn_in, batches, R_ev, sc)
     cfg = np.array([n, d, int(bool(replace) or d == 1), _pol.policy_code(policy, "classes")], np.int64)
-    run = functools.partial(_run_one, counts, sc.speeds, cfg, lam_f / (1.0 + lam_f))
+    c0 = None if _starts.check_start(start) == "empty" else _starts.classes_start(counts, d, lam_f, sc, policy)
+    run = functools.partial(_run_one, counts, sc.speeds, cfg, lam_f / (1.0 + lam_f), c0=c0)
     results, wall = _replicate(run, seed, replications, workers, burn_ev, batch_ev, batches, progress)
     return _summarize(
         n, d, lam_f, policy, replace, sc, counts, time, burn_in, replications, batches, batch_ev, control_variates,
@@ -489,11 +505,16 @@ def _summarize(
     # (that class keeps customers), so it is no control variate (it pulled the stable classes'
     # estimates to a wrong value: E[u_1] of a 0.5:2 class to 0.5 ± 0 where it is 0.375)
     over = [f"{fk:g}:{sk:g}" for fk, sk in zip(sc.fractions, sc.speeds) if policy == "random" and lam * sbar >= sk]
-    cv_dropped = bool(use_cv) and bool(over)
-    use_cv = bool(use_cv) and not over
+    stable = lam < 1.0  # at λ >= 1 no equilibrium at all: capacity balance does not hold
+    cv_dropped = bool(use_cv) and (bool(over) or not stable)
+    use_cv = bool(use_cv) and not over and stable
     est = _Estimator(X, lam * sbar, use_cv)
     plain = _Estimator(X, lam * sbar, False)
     balance = plain([x / (lam * sbar) for x in X])
+    if not stable:  # a self-check of equilibrium: none to check
+        from .general.result import no_stationary_value
+
+        balance = no_stationary_value(balance, NO_BALANCE)
 
     Utot = [np.einsum("k,bkl->bl", f, u) for u in us]
     u_est = [est([U[:, i] for U in Utot]) for i in range(top)]
@@ -533,20 +554,20 @@ def _summarize(
             )
         )
     notes = []
-    if any(q.size >= 10 and not _st.mser(q).forgotten for q in Q):
+    if stable and any(q.size >= 10 and not _st.mser(q).forgotten for q in Q):
         notes.append(
             "the start-up transient is not forgotten (MSER-5 would drop more than half of the batches of the "
             "total queue length): the run is too short for its start from empty; give a longer burn_in or time"
         )
-    if over:
+    if over and stable:
         notes.append(
             f"under random routing the servers of class {', '.join(over)} get more work than they can serve "
             "(λ·s̄ >= speed): their queues grow without bound and their averages do not settle"
         )
-    if cv_dropped:
+    if cv_dropped or not stable:
         notes.append(
             "no control variate: capacity balance Σ f s E[u_1] = λ s̄ holds only in equilibrium, "
-            "and an overloaded class never reaches one"
+            + ("and an overloaded class never reaches one" if stable else NO_EQUILIBRIUM)
         )
     if interrupted:
         notes.append("interrupted (Ctrl-C): the result holds the batches completed")

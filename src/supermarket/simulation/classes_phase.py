@@ -21,6 +21,7 @@ from ..engines import classes_phase as _cp
 from ..engines.rng import state_from_seed_sequence
 from ..system import policies as _pol
 from ..system.service import ServerClasses, ServiceLaw, parse_phase_type, parse_server_classes
+from .class_starts import check_start, classes_phase_start
 from .classes import CHUNK, ClassesResult, _check, _horizon, _replicate, _summarize
 
 __all__ = ["simulate_classes_phase"]
@@ -48,22 +49,34 @@ def _law_tables(law: ServiceLaw, speeds: np.ndarray) -> tuple[np.ndarray, np.nda
     return alpha_cum, move_cum, float(np.max(-np.diag(T)))
 
 
-def _run_one(counts, speeds, law_tab, cfg, p_arr, burn_ev, batch_ev, batches, ss, tick, stop):
-    """One replication: the per-batch sums ``area[b, k, i]`` (levels 1..) and the events."""
-    alpha_cum, move_cum, mu_hat = law_tab
-    Kc, K = counts.size, alpha_cum.size
-    L = LEVELS0
+def _start(counts: np.ndarray, K: int, N0: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """``(N, c, C, top)`` of an empty system, or of one with the counts ``N0[k, ℓ, φ]`` (``ℓ >= 1``)."""
+    Kc = counts.size
+    L = LEVELS0 if N0 is None else max(LEVELS0, N0.shape[1] + 2)
     N = np.zeros((Kc, L, K), np.int64)
     c = np.zeros((Kc, L + 1), np.int64)
+    top = 0
+    if N0 is not None:
+        N[:, 1 : N0.shape[1]] = N0[:, 1:]
+        by_level = N.sum(axis=2)  # servers of length exactly ℓ, per class
+        c[:, :L] = np.cumsum(by_level[:, ::-1], axis=1)[:, ::-1]  # at least ℓ
+        top = int(np.max(np.nonzero(by_level.any(axis=0))[0], initial=0))
     c[:, 0] = counts
-    C = np.zeros(L + 1, np.int64)
-    C[0] = counts.sum()
-    area = np.zeros((Kc, L + 1), np.int64)
-    stamp = np.zeros((Kc, L + 1), np.int64)
+    return N, c, c.sum(axis=0), top
+
+
+def _run_one(counts, speeds, law_tab, cfg, p_arr, burn_ev, batch_ev, batches, ss, tick, stop, N0=None):
+    """One replication: the per-batch sums ``area[b, k, i]`` (levels 1..) and the events; from
+    empty, or from the counts ``N0[k, ℓ, φ]`` (the fixed-point start)."""
+    alpha_cum, move_cum, mu_hat = law_tab
+    Kc, K = counts.size, alpha_cum.size
+    N, c, C, top = _start(counts, K, N0)
+    area = np.zeros_like(c)
+    stamp = np.zeros_like(c)
     s = state_from_seed_sequence(ss)
     sp = np.asarray(speeds, float)
     caps = np.cumsum(counts * sp)
-    st = np.zeros(2, np.int64)
+    st = np.array([top, 0], np.int64)
     out: list[np.ndarray] = []
     arrs = [N, c, C, area, stamp]
 
@@ -131,13 +144,18 @@ def simulate_classes_phase(
     control_variates: bool = True,
     progress: Callable[[float], object] | None = None,
     workers: int | None = None,
+    start: str = "empty",
 ) -> ClassesResult:
     """Simulate ``n`` servers in classes with a phase-type law on the count engine (§15.7).
 
     Parameters are those of :func:`supermarket.simulation.classes.simulate_classes`, and
     ``service``: a law with a phase-type form, mean 1 (``erlang:K``, ``hyperexp:SCV``,
-    ``ph:FILE.json``, ``exp``).  Time: events over ``Λ = n s̄ (λ + μ̂)``, ``μ̂`` the largest
-    phase rate of the law.
+    ``ph:FILE.json``, ``exp``), and ``start``: ``"empty"`` or ``"fixed-point"``, each class's
+    counts by length and phase at the mean field's fixed point, rounded
+    (:func:`supermarket.simulation.class_starts.classes_phase_start`; ``jsq-d`` and ``random``,
+    ``λ < 1``).  Time: events over ``Λ = n s̄ (λ + μ̂)``, ``μ̂`` the largest phase rate of the
+    law.  At ``λ >= 1`` (no equilibrium) the run measures its finite horizon, with no control
+    variate and no capacity-balance self-check.
 
     Returns
     -------
@@ -160,7 +178,8 @@ def simulate_classes_phase(
     R_ev = n * sc.mean_speed * (lam_f + law_tab[2])  # events per unit of time
     time, burn_in, batch_ev, burn_ev = _horizon(control_variates, time, events, burn_in, batches, R_ev, sc)
     cfg = np.array([n, d, int(bool(replace) or d == 1), _pol.policy_code(policy, "classes-phase")], np.int64)
-    run = functools.partial(_run_one, counts, speeds, law_tab, cfg, lam_f / (lam_f + law_tab[2]))
+    N0 = None if check_start(start) == "empty" else classes_phase_start(counts, d, lam_f, sc, law, policy)
+    run = functools.partial(_run_one, counts, speeds, law_tab, cfg, lam_f / (lam_f + law_tab[2]), N0=N0)
     results, wall = _replicate(run, seed, replications, workers, burn_ev, batch_ev, batches, progress)
     return _summarize(
         n, d, lam_f, policy, replace, sc, counts, time, burn_in, replications, batches, batch_ev, control_variates,

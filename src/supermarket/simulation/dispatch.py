@@ -112,10 +112,13 @@ def run_engine(
     call: Callable[[float], object] | None = progress if callable(progress) else None
     common: dict[str, Any] = dict(policy=system.rule, replace=system.replace, time=time, seed=seed, workers=workers)
     if engine == "phase":
-        return simulate_phase_service(
-            n, d, lam, system.service, steps=steps, burn_in=burn_in, batches=batches,
-            replications=1 if replications is None else replications, start=start,
-            control_variates=control_variates, **common,
+        return _noted(
+            simulate_phase_service(
+                n, d, lam, system.service, steps=steps, burn_in=burn_in, batches=batches,
+                replications=1 if replications is None else replications, start=start,
+                control_variates=control_variates, **common,
+            ),
+            system,
         )  # fmt: skip
     if engine == "events":
         notes = [] if stable else [_methods.no_equilibrium(system.load)]
@@ -147,8 +150,16 @@ def run_engine(
         burn_in = float(burn_in) / (n * sc.mean_speed * (per + check_load(lam, name="lam")))
     kw: dict[str, Any] = dict(
         server_classes=sc, events=steps, burn_in=burn_in, replications=1 if replications is None else replications,
-        batches=batches, control_variates=control_variates, progress=call, **common,
+        batches=batches, control_variates=control_variates, progress=call, start=start, **common,
     )  # fmt: skip
     if phase:
-        return simulate_classes_phase(n, d, lam, service=system.service, **kw)
-    return simulate_classes(n, d, lam, **kw)
+        return _noted(simulate_classes_phase(n, d, lam, service=system.service, **kw), system)
+    return _noted(simulate_classes(n, d, lam, **kw), system)
+
+
+def _noted(res: Any, system: System) -> Any:
+    """``res`` of a count engine, its notes led by the warning's words at load ``λ >= 1`` (as the
+    event engine's are): the run measured a finite horizon."""
+    if exact_load(system.load) >= 1:  # the result is frozen; its notes gain what the horizon was
+        object.__setattr__(res, "notes", (_methods.no_equilibrium(system.load), *res.notes))
+    return res

@@ -71,6 +71,13 @@ IDENTITIES = (
 """The exact identities of docs/model.md §13: they hold for every phase-type law of mean 1
 and every dispatch rule here (jsq-d, random, jsq, jiq)."""
 
+OVERLOADED_NOTE = (
+    "no control variate and no self-check: the identities (I1) and (I2) of docs/model.md §13 hold only in "
+    "equilibrium, and at load λ >= 1 there is none (the servers' capacity falls short of the arrivals); "
+    "busy_exact is the servers' share by phase once all are busy, α(−T)^{-1}"
+)
+"""The note of a run at load ``λ >= 1`` (a finite horizon with no equilibrium)."""
+
 
 @dataclass(frozen=True, eq=False)
 class PhaseSimulationResult(Result):
@@ -351,7 +358,9 @@ def simulate_phase_service(
     Parameters
     ----------
     n, d, lam : int, int, float or str
-        Servers, choices (``d <= n`` without replacement), load ``0 < λ < 1``.
+        Servers, choices (``d <= n`` without replacement), load ``λ > 0``.  At ``λ >= 1`` there
+        is no equilibrium: the run measures its finite horizon, with no control variate and no
+        self-check (the identities (I1), (I2) hold only in equilibrium; a note says so).
     service : str or ServiceLaw
         ``erlang:K``, ``hyperexp:SCV``, ``ph:FILE.json`` or a phase-type :class:`ServiceLaw`.
     policy : {"jsq-d", "random", "jsq", "jiq"}
@@ -371,7 +380,7 @@ def simulate_phase_service(
     replications, workers : int
         Independent runs, on ``workers`` threads (the numbers do not depend on ``workers``).
     start : {"empty", "fixed-point"}
-        All queues empty, or the phase mean-field fixed point (``jsq-d``, ``random``).
+        All queues empty, or the phase mean-field fixed point (``jsq-d``, ``random``; ``λ < 1``).
     control_variates : bool
         Use the (I1) identities as control variates (module docstring).
 
@@ -397,7 +406,7 @@ def simulate_phase_service(
     pol = _pol.check_policy(policy)
     if pol == "jsq-d" and not replace and d > n:
         raise ValueError(f"d: without replacement d must be <= n = {n}, got {d}")
-    lam = check_load(lam)
+    lam = check_load(lam, require_stable=False)  # λ >= 1: a finite horizon (no equilibrium)
     law = parse_service(service)
     if law.alpha is None or law.T is None:
         raise ValueError(
@@ -405,8 +414,9 @@ def simulate_phase_service(
             "event engine (engine='events', docs/model.md §14)"
         )
     a, M, t0 = check_ph(law.alpha, law.T)
-    busy_exact = lam * np.linalg.solve(-M.T, a)  # λ α(−T)^{-1}
-    rate = n * (lam + float(np.sum(-np.diag(M) * busy_exact)))  # exact mean event rate (I2)
+    # λ α(−T)^{-1} (I2); at λ >= 1 the share of the servers by phase once all are busy, α(−T)^{-1}
+    busy_exact = min(lam, 1.0) * np.linalg.solve(-M.T, a)
+    rate = n * (lam + float(np.sum(-np.diag(M) * busy_exact)))  # exact mean event rate (I2; at λ >= 1 all busy)
     if time is not None and steps is not None:
         raise ValueError("time: give time or steps, not both")
     if time is not None:
@@ -426,6 +436,8 @@ def simulate_phase_service(
         raise ValueError(f"start: the phase engine starts 'empty' or at the 'fixed-point', got {start!r}")
     if start == "fixed-point" and pol not in _pol.SMOOTH_POLICIES:
         raise ValueError(f"start: 'fixed-point' needs a rule with a mean field (jsq-d, random), not {pol!r}")
+    if start == "fixed-point" and lam >= 1.0:
+        raise ValueError("start: 'fixed-point' needs load λ < 1: at λ >= 1 the mean field has no fixed point")
     seeds = as_seed_sequence(seed).spawn(replications)
     code = _pol.policy_code(pol, "phase")
 
@@ -462,6 +474,8 @@ def simulate_phase_service(
 
 
 def _summarize(n, d, lam, pol, replace, law, t_end, burn, batches, outs, wall, busy_exact, use_cv):
+    stable = lam < 1.0  # at λ >= 1 no equilibrium: no control variate, no self-check (they are its identities)
+    use_cv = bool(use_cv) and stable
     L = max(o["U"].shape[1] for o in outs)
 
     def pad(x):
@@ -493,7 +507,7 @@ def _summarize(n, d, lam, pol, replace, law, t_end, burn, batches, outs, wall, b
         u_mean[i], u_se[i], u_rel[i] = e.mean, e.stderr, e.reliable
         methods.append(how)
         ze = _combine([blocking(Z[:, i]) for Z in Zs])
-        fz[i] = ze.mean / ze.stderr if ze.reliable and ze.stderr > 0 else math.nan
+        fz[i] = ze.mean / ze.stderr if stable and ze.reliable and ze.stderr > 0 else math.nan
     q_plain = _combine([blocking(U.sum(axis=1)) for U in Us])
     q_cv = _combine([_cv(U.sum(axis=1), Z.sum(axis=1)) for U, Z in zip(Us, Zs)]) if use_cv else None
     mq, _how = _pick(q_plain, q_cv)
@@ -506,13 +520,15 @@ def _summarize(n, d, lam, pol, replace, law, t_end, burn, batches, outs, wall, b
     for ph in range(K):
         be = _combine([blocking(o["B"][:, ph]) for o in outs])
         busy_mean[ph] = be.mean
-        busy_z[ph] = (be.mean - busy_exact[ph]) / be.stderr if be.reliable and be.stderr > 0 else math.nan
+        busy_z[ph] = (be.mean - busy_exact[ph]) / be.stderr if stable and be.reliable and be.stderr > 0 else math.nan
     u1 = _combine([blocking(U[:, 0]) for U in Us])
-    bfz = (u1.mean - lam) / u1.stderr if u1.reliable and u1.stderr > 0 else math.nan
+    bfz = (u1.mean - lam) / u1.stderr if stable and u1.reliable and u1.stderr > 0 else math.nan
     notes = []
     if law.note:
         notes.append(law.note)
-    if not mq.reliable:
+    if not stable:
+        notes.append(OVERLOADED_NOTE)
+    elif not mq.reliable:
         notes.append(
             "the run is too short to know the error of the mean queue length (no blocking plateau): run longer "
             "(time=/--time) or with replications"

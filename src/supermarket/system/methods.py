@@ -110,6 +110,7 @@ OPTIONS: dict[str, str] = {
 }
 _ALL = frozenset(OPTIONS)
 _COUNT = frozenset({"steps", "start"})
+_LAW = _COUNT | {"precision", "load"}  # the count engines of laws and classes
 #: The options whose value ``"continuous"`` is what an engine that does not take them runs anyway.
 _TAKEN_ANYWAY = {"time_mode": "continuous"}
 
@@ -119,15 +120,13 @@ ENGINES: dict[str, Engine] = {
         Engine("profile", "the profile engine", _ALL, None, 1, None, "§1"),
         Engine("queues", "the per-queue reference engine", _ALL, None, 1, None, "§1"),
         Engine("buckets", "the per-queue bucket engine", _ALL, None, 1, None, "§1"),
-        Engine("phase", "the phase-type count engine", _COUNT | {"precision"}, ("empty", "fixed-point"), 1, 256, "§13"),
-        Engine(
-            "classes", "the count engine with classes", frozenset({"steps", "precision"}), ("empty",), 1, 256, "§15"
-        ),
+        Engine("phase", "the phase-type count engine", _LAW, ("empty", "fixed-point"), 1, 256, "§13"),
+        Engine("classes", "the count engine with classes", _LAW, ("empty", "fixed-point"), 1, 256, "§15"),
         Engine(
             "classes-phase",
             "the count engine with classes and a phase-type law",
-            frozenset({"steps", "precision"}),
-            ("empty",),
+            _LAW,
+            ("empty", "fixed-point"),
             1,
             256,
             "§15.7",
@@ -298,17 +297,16 @@ def check_options(
 ) -> None:
     """Refuse (ValueError, :func:`refusal`'s message) the first option of ``given`` that is set
     (not None; a start other than ``"empty"``; a ``time_mode`` other than ``"continuous"``) and that
-    ``engine`` does not take.  ``given``
-    maps the keys of :data:`OPTIONS` (or ``record_every``, ``record_levels``, ``max_steps``, which
-    belong to ``record`` and ``precision``) to their values; ``spell`` names a key as the door
-    spells it.
+    ``engine`` does not take.  ``given`` maps the keys of :data:`OPTIONS` (or ``record_every``,
+    ``record_levels``, ``max_steps``, of ``record`` and ``precision``) to their values; ``spell``
+    names a key as the door spells it.
 
     >>> s = System(10, 2, 0.5, server_classes="0.5:2,0.5:1")
     >>> check_options(s, "classes", {"steps": 10, "start": "empty"})
-    >>> check_options(s, "classes", {"start": "fixed-point"}, spell=lambda k: "--" + k)
+    >>> check_options(s, "classes", {"start": "perfect"}, spell=lambda k: "--" + k)
     Traceback (most recent call last):
     ...
-    supermarket.system.methods.Refusal: --start: the count engine with classes (service exp, ...) starts 'empty'
+    supermarket.system.methods.Refusal: start 'perfect': server_classes: the perfect sampler couples the chains ...
     >>> check_options(s, "classes", {"time_mode": "continuous", "load": "0.9"})
     >>> check_options(s, "classes", {"time_mode": "discrete"})
     Traceback (most recent call last):
@@ -338,12 +336,14 @@ def check_options(
             )
         if option == "start" and e.starts is not None and "start" in e.takes:
             if isinstance(value, str) and value in e.starts:
-                if value == "fixed-point" and system.rule not in _pol.SMOOTH_POLICIES:  # no mean field to start at
-                    raise Refusal(
-                        key,
-                        f"{spell(key) if spell else key}: 'fixed-point' needs a rule with a mean field "
-                        f"({', '.join(_pol.SMOOTH_POLICIES)}), not {system.rule!r}",
+                rough = system.rule not in _pol.SMOOTH_POLICIES
+                if value == "fixed-point" and (rough or exact_load(system.load) >= 1):  # no mean-field point
+                    why = (
+                        f"a rule with a mean field ({', '.join(_pol.SMOOTH_POLICIES)}), not {system.rule!r}"
+                        if rough
+                        else "load λ < 1: at λ >= 1 the mean field has no fixed point (the queues grow without bound)"
                     )
+                    raise Refusal(key, f"{spell(key) if spell else key}: 'fixed-point' needs {why}")
                 continue
         elif option in e.takes:
             if option == "start" and isinstance(value, str) and value == "perfect":
