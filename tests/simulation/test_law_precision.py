@@ -162,3 +162,22 @@ def test_cli_precision_on_a_law_engine():
     bad = CliRunner().invoke(main, [*args, "--precision", "0.05", "--target", "p99"])
     lines = [x for x in bad.stderr.splitlines() if x.strip()]
     assert bad.exit_code == 2 and len(lines) == 1 and "p99" in lines[0], bad.stderr
+
+
+def test_the_cap_is_kept_from_the_first_round(monkeypatch):
+    """Budgets kept: without a horizon the first round is the profile engines' first stretch
+    (10^7 steps), and a ``max_steps`` below the first round is refused before any event."""
+    from supermarket.simulation import dispatch
+
+    calls: list = []
+    real = dispatch.simulate_phase_service
+    monkeypatch.setattr(dispatch, "simulate_phase_service", lambda *a, **k: calls.append(k) or real(*a, **k))
+    for kw in (dict(), dict(steps=2e6), dict(time=1e5)):  # time 1e5 at n = 30: about 4e6 events
+        with pytest.raises(ValueError, match=r"max_steps must be >= the first round"):
+            sm.simulate(30, 2, 0.7, service="erlang:2", precision=0.01, max_steps=10**6, **kw)
+    assert calls == []
+    r = sm.simulate(30, 2, 0.7, service="erlang:2", precision=0.5, seed=2)
+    assert calls[0]["steps"] == 10**7 and r.precision["rounds"] == 1
+    res = CliRunner().invoke(main, ["simulate", "--n", "30", "--d", "2", "--load", "0.7", "--service", "lognormal:2",
+                                    "--precision", "0.01", "--max-steps", "1e6"])  # fmt: skip
+    assert res.exit_code == 2 and "max_steps must be >= the first round" in res.stderr

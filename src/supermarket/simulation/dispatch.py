@@ -24,6 +24,7 @@ from .classes import ClassesResult, simulate_classes
 from .classes_phase import simulate_classes_phase
 from .general import GeneralResult, simulate_general
 from .phase_run import PhaseSimulationResult, simulate_phase_service
+from .plan import PRECISION_FIRST_STEPS
 
 __all__ = ["run_engine", "events_rate"]
 
@@ -81,6 +82,10 @@ def run_engine(
         targets = _lp.law_targets(target, _methods.ENGINES[engine].text)
         base = as_seed_sequence(seed)
         rest = {k: v for k, v in opts.items() if k not in ("precision", "max_steps")}
+        if steps is None and time is None:  # the first round, as the profile engines' first stretch
+            steps = PRECISION_FIRST_STEPS
+        lamf = float(exact_load(system.load))
+        rate = events_rate(system) * (lamf + min(lamf, 1.0)) / (2.0 * lamf)  # at load >= 1: departures n s̄
 
         def again(steps_: int | float | None, time_: float | None) -> Any:
             fresh = np.random.SeedSequence(
@@ -97,7 +102,7 @@ def run_engine(
 
         res, block = _lp.run_law_precision(
             again, steps=steps, time=time, precision=opts["precision"], max_steps=opts.get("max_steps"),
-            targets=targets,
+            targets=targets, first_events=steps if steps is not None else None if time is None else time * rate,
         )  # fmt: skip
         object.__setattr__(res, "precision", block)  # the result is frozen; it gains how the rounds went
         return res

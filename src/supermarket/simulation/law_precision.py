@@ -89,10 +89,19 @@ def run_law_precision(
     precision: Any,
     max_steps: Any,
     targets: Sequence[str],
+    first_events: float | None = None,
 ) -> tuple[Any, dict]:
     """Run ``run(steps, time)`` (one of them given, or neither for the engine's default), and
     again with a longer horizon in the same unit until every target's relative 95 % half-width
     is at most ``precision`` or the horizon reaches ``max_steps`` events per replication.
+    ``first_events``: the first round's events per replication where known before it runs
+    (``steps``, or ``time`` at the engine's event rate); a first round above ``max_steps`` is
+    refused before any work, as the profile engine refuses a cap below its first stretch.
+
+    Raises
+    ------
+    ValueError
+        Naming ``max_steps`` when the first round alone would pass it.
 
     Returns
     -------
@@ -106,6 +115,9 @@ def run_law_precision(
     if not precision < 1:
         raise ValueError(f"precision must be a relative half-width in (0, 1); got {precision!r}")
     cap = DEFAULT_MAX_STEPS if max_steps is None else check_positive_int("max_steps", max_steps)
+    if first_events is not None and first_events > cap:
+        what = f"{float(steps):.6g} steps" if steps is not None else f"about {first_events:.3g} events (time={time:g})"
+        raise ValueError(f"max_steps must be >= the first round of the run ({what} per replication); got {cap}")
     res = run(steps, time)
     rounds, expected, after = 1, None, None
     in_steps = steps is not None
