@@ -181,3 +181,20 @@ def test_the_cap_is_kept_from_the_first_round(monkeypatch):
     res = CliRunner().invoke(main, ["simulate", "--n", "30", "--d", "2", "--load", "0.7", "--service", "lognormal:2",
                                     "--precision", "0.01", "--max-steps", "1e6"])  # fmt: skip
     assert res.exit_code == 2 and "max_steps must be >= the first round" in res.stderr
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(service="erlang:2"), dict(service="lognormal:2"),
+                                dict(server_classes="0.5:2,0.5:1")])  # fmt: skip
+def test_no_precision_target_without_an_equilibrium(kw, monkeypatch):
+    """At load >= 1 the time averages grow with the horizon: a precision target is refused before
+    any event on every engine (it would chase a moving value up to the cap), with one message."""
+    from supermarket.simulation import dispatch, run
+
+    monkeypatch.setattr(dispatch, "simulate_general", None)  # any engine call would fail loudly
+    monkeypatch.setattr(dispatch, "simulate_phase_service", None)
+    monkeypatch.setattr(dispatch, "simulate_classes", None)
+    monkeypatch.setattr(run, "execute", None, raising=False)
+    with pytest.raises(ValueError, match=r"^precision: at load λ = 1\.2 >= 1 the chain has no equilibrium"):
+        sm.simulate(30, 2, "1.2", precision=0.01, time=10.0, **kw)
+    sm.simulate(30, 2, "1.2", time=5.0, replications=2, seed=1, **kw) if not kw else None  # a finite horizon runs
+

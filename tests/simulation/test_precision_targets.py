@@ -51,7 +51,7 @@ def test_library_refuses_a_bad_target_before_any_work():
         simulate(100, 2, 0.9, steps=1000, target="p99")
     with pytest.raises(ValueError, match="unknown quantity 'p42'"):
         simulate(100, 2, 0.9, steps=1000, precision=0.01, target="p42")
-    with pytest.raises(ValueError, match="no response-time law"):
+    with pytest.raises(ValueError, match="no equilibrium"):  # no target at all at load >= 1
         simulate(100, 2, 1.1, steps=1000, precision=0.01, target="sojourn-mean")
 
 

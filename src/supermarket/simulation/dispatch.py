@@ -25,6 +25,7 @@ from .classes_phase import simulate_classes_phase
 from .general import GeneralResult, simulate_general
 from .phase_run import PhaseSimulationResult, simulate_phase_service
 from .plan import PRECISION_FIRST_STEPS
+from .precision import check_equilibrium
 
 __all__ = ["run_engine", "events_rate"]
 
@@ -79,6 +80,7 @@ def run_engine(
         warnings.warn(_methods.no_equilibrium(system.load), RuntimeWarning, stacklevel=3)
     opts = dict(options or {})
     if opts.get("precision") is not None:
+        check_equilibrium(opts["precision"], float(exact_load(system.load)))
         targets = _lp.law_targets(target, _methods.ENGINES[engine].text)
         base = as_seed_sequence(seed)
         rest = {k: v for k, v in opts.items() if k not in ("precision", "max_steps")}

@@ -29,6 +29,7 @@ from ..model import (
 from ..system import policies as _pol
 from ..system.states import counts_from_lengths, parse_start, start_counts
 from . import control as _cv
+from . import precision as _prec
 from .batch_errors import relaxation_time
 
 __all__ = [
@@ -197,6 +198,7 @@ def build_plan(
     timed = continuous and kind == "time"
     events_h = H * rate if timed else H
     B = _batch_count(batches, events_h, timed)
+    _prec.check_equilibrium(precision, lamf)
     precision, max_steps = _precision_cap(precision, max_steps, B, events_h)
     # heavy traffic with precision=: replications from independent near-stationary states
     # (docs/model.md §9, "Heavy traffic at large n") when one would need more than max_steps

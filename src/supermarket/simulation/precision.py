@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "check_equilibrium",
     "DEFAULT_TARGET",
     "PRECISION_LEVEL_MIN",
     "QUANTILES",
@@ -57,6 +58,25 @@ GROWTH_MARGIN = 1.2
 _LAWS = ("sojourn", "waiting")
 _FIXED = ("mean-queue-length", "levels") + tuple(f"{w}-{q}" for w in _LAWS for q in ("mean", *QUANTILES))
 _LEVEL = re.compile(r"u(\d+)")
+
+
+def check_equilibrium(precision: object, lam: float, spelled: str = "precision") -> None:
+    """Refuse a precision target at load ``lam >= 1`` (ValueError naming ``spelled``): there is
+    no equilibrium, the time averages grow with the horizon, so no horizon makes them settle on
+    a value a relative half-width could be met for (and the run would grow to its cap).
+
+    >>> check_equilibrium(0.01, 0.9)
+    >>> check_equilibrium(0.01, 1.2)
+    Traceback (most recent call last):
+    ...
+    ValueError: precision: at load λ = 1.2 >= 1 the chain has no equilibrium: ...
+    """
+    if precision is not None and lam >= 1:
+        raise ValueError(
+            f"{spelled}: at load λ = {lam:g} >= 1 the chain has no equilibrium: its time averages grow with the "
+            "horizon and settle on no value that a precision target could be met for; give a finite horizon "
+            "(steps or time) instead"
+        )
 
 
 def target_names() -> str:
