@@ -389,5 +389,5 @@ def test_simulate_api_runs_the_count_engine_on_request():
     assert a.mean_queue_length.mean == b.mean_queue_length.mean
     assert [c.mean_queue_length.mean for c in a.classes] == [c.mean_queue_length.mean for c in b.classes]
     assert isinstance(simulate(12, 2, 0.7, time=20.0, replications=2, **kw), GeneralResult)
-    with pytest.raises(ValueError, match="start"):
-        simulate(12, 2, 0.7, engine="phase", steps=1000, start="fixed-point", **kw)
+    with pytest.raises(ValueError, match="start"):  # a start the engine has no state for
+        simulate(12, 2, 0.7, engine="phase", steps=1000, start="perfect", **kw)

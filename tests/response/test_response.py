@@ -209,7 +209,7 @@ def test_simulation_result_carries_response_times_with_honest_errors():
             assert se > 0 and abs(law.quantiles[q] - t) <= 4.5 * se, (law.kind, q, law.quantiles[q], t, se)
     d = res.to_dict()
     assert set(d["sojourn"]["quantiles"]) == {"0.5", "0.9", "0.99", "0.999"}
-    assert d["sojourn"]["stderr"]["quantiles"]["0.99"] > 0
+    assert d["sojourn"]["quantiles"]["0.99"]["stderr"] > 0
     lam = 0.8
     mm1 = sm.simulate(100, 1, lam, steps=3_000_000, seed=6, start="fixed-point", progress=False)
     for q in (0.5, 0.9, 0.99):

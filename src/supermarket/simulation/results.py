@@ -175,7 +175,7 @@ class SimulationResult:
     >>> [round(float(x), 12) for x in r.fixed_point()[:3]]  # π(i) = λ^(2^i − 1)
     [0.5, 0.125, 0.0078125]
     >>> d = r.to_dict(cdf_points=4)
-    >>> len(d["cdf"]["t"]), d["sojourn"]["mean"] == r.response.sojourn.mean, float(r.cdf_grid(3)[0])
+    >>> len(d["cdf"]["t"]), d["sojourn"]["mean"]["mean"] == r.response.sojourn.mean, float(r.cdf_grid(3)[0])
     (4, True, 0.0)
     >>> f = r.to_frame()
     >>> list(f["level"][:2]), bool(f["u_mean"].iloc[0] == r.u_mean[0])
