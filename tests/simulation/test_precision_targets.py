@@ -167,7 +167,7 @@ def test_sweep_takes_precision_and_target():
         ("max_steps = 1e6\n", "'max_steps' goes with 'precision'"),
         ('precision = 0.01\ntarget = "p98"\n', "unknown quantity 'p98'"),
         ("precision = 2\n", "precision must lie in (0, 1)"),
-        ('precision = 0.01\nservice = "erlang:2"\n', "has no precision target"),
+        ('precision = 0.01\nservice = "erlang:2"\ntarget = "p99"\n', "not the response times"),
     ],
 )
 def test_sweep_refuses_bad_precision_keys(extra, msg):
@@ -193,3 +193,29 @@ def test_done_when_precision_1e_4_at_1000_2_09_needs_at_most_2e8_events():
     res = simulate(1000, 2, 0.9, precision=1e-4, seed=0, progress=False)
     assert res.precision["met"] and res.steps <= 2 * 10**8
     assert res.mean_queue_length_half_width / res.mean_queue_length <= 1e-4
+
+
+@pytest.mark.parametrize("extra", ['service = "erlang:2"\n', 'server_classes = "0.5:2,0.5:1"\n'])
+def test_a_count_engine_point_runs_the_precision_loop_as_simulate_does(extra):
+    """On the count engines of a law or of classes a sweep point runs ``simulate(precision=…)``'s
+    loop on its one replication: the row is that run's, with its ``precision`` block."""
+    import numpy as np
+
+    from supermarket.sweep.measurements import measure_simulate
+
+    s = sw.parse_sweep(
+        _POINT.format(load=0.7).replace("steps = 400000\n", "steps = 20000\n") + "precision = 0.02\n" + extra
+    )
+    (task,) = s.tasks
+    row = measure_simulate(task.params, np.random.SeedSequence(4))
+    kw = {"service": "erlang:2"} if "erlang" in extra else {"server_classes": "0.5:2,0.5:1"}
+    ref = simulate(100, 2, 0.7, steps=20000, start="fixed-point", precision=0.02, seed=np.random.SeedSequence(4),
+                   replications=1, workers=1, progress=False, **kw)  # fmt: skip
+    assert row["precision"]["met"] and row["precision"] == ref.to_dict()["precision"]
+    assert row["mean_queue_length"] == ref.mean_queue_length.mean
+
+
+def test_the_event_engine_point_refuses_precision_with_the_reason():
+    point = '[[run]]\nmeasurement = "simulate"\nn = 50\nd = 2\nload = 0.7\nsteps = 40000\nservice = "lognormal:2"\n'
+    with pytest.raises(sw.SweepFileError, match="its error bars come from the spread of independent replications"):
+        sw.parse_sweep(point + "precision = 0.01\n")

@@ -361,14 +361,23 @@ def _check_simulate_axes(p: dict) -> str | None:
         check_options(system, chosen, given, time="time")
     except Refusal as exc:
         raise PointError(exc.key, str(exc)) from None
-    if p.get("precision") is not None:  # simulate() runs the law engines' loop; a sweep point does not
+    if p.get("precision") is not None and chosen == "events":  # the count engines run the loop per replication
         from ..system.methods import ENGINES
 
         raise PointError(
             "precision",
-            f"precision: in a sweep {ENGINES[chosen].text} ({system.describe()}) has no precision target (a sweep "
-            "point is one replication per seed; supermarket simulate --precision runs the loop on this engine)",
+            f"precision: in a sweep {ENGINES[chosen].text} ({system.describe()}) has no precision target: its "
+            "error bars come from the spread of independent replications, and a sweep point is one replication "
+            "(supermarket simulate --precision runs the loop with its replications)",
         )
+    if p.get("precision") is not None:  # the targets the law engines take, refused as simulate() refuses them
+        from ..simulation.law_precision import law_targets
+        from ..system.methods import ENGINES
+
+        try:
+            law_targets(p.get("target"), ENGINES[chosen].text)
+        except ValueError as exc:
+            raise PointError("target", str(exc)) from None
     # what simulate() accepts there and runs anyway (continuous time; the event engine has no control
     # variates): dropped, the row says what ran
     for key in ("engine", "time_mode") + (("control_variates",) if chosen == "events" else ()):

@@ -130,6 +130,8 @@ def _tail(out: dict, d: dict, control_variates: bool, vr: dict) -> dict:
     out["variance_reduction"] = {k: vr.get(k) for k in VR_COLUMNS}
     out["notes"] = list(d.get("notes") or [])
     out["no_stationary_value"] = _no_stationary_value(d)
+    if d.get("precision") is not None:  # a precision point: how the target went, as the profile's row
+        out["precision"] = d["precision"]
     return out
 
 
