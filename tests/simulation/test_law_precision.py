@@ -194,7 +194,8 @@ def test_no_precision_target_without_an_equilibrium(kw, monkeypatch):
     monkeypatch.setattr(dispatch, "simulate_phase_service", None)
     monkeypatch.setattr(dispatch, "simulate_classes", None)
     monkeypatch.setattr(run, "execute", None, raising=False)
-    with pytest.raises(ValueError, match=r"^precision: at load λ = 1\.2 >= 1 the chain has no equilibrium"):
-        sm.simulate(30, 2, "1.2", precision=0.01, time=10.0, **kw)
+    for load, shown in (("1.2", r"1\.2"), ("1", "1")):  # load 1 exactly: no equilibrium either
+        with pytest.raises(ValueError, match=rf"^precision: at load λ = {shown} >= 1 the chain has no equilibrium"):
+            sm.simulate(30, 2, load, precision=0.01, time=10.0, **kw)
     sm.simulate(30, 2, "1.2", time=5.0, replications=2, seed=1, **kw) if not kw else None  # a finite horizon runs
 
