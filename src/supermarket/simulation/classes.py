@@ -190,18 +190,7 @@ class ClassesResult(Result):
         est = _shape.estimate_dict
         return _shape.shared_block(
             engine="classes",
-            system=_shape.system_block(
-                self.n, self.d, self.lam, self.policy, self.replace, self.service, self.server_classes
-            ),
-            events=self.events,
-            time=self.time,
-            burn_in=self.burn_in,
-            wall_s=self.wall_s,
-            events_per_second=self.events_per_second,
-            replications=self.replications,
-            batches=self.batches,
-            u_mean=self.u_mean,
-            u_stderr=self.u_stderr,
+            **_shape.law_engine_fields(self),
             mean_queue_length=est(self.mean_queue_length),
             sojourn=_shape.response_block(est(self.sojourn), {}, "little"),
             waiting=_shape.response_block(est(self.waiting), {}, "little"),

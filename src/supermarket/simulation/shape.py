@@ -311,6 +311,31 @@ def shared_block(
     return _lists(block)
 
 
+def law_engine_fields(res: Any, *, server_classes: Any = None) -> dict[str, Any]:
+    """The arguments of :func:`shared_block` that the law engines' results (phase, classes,
+    classes-phase, events) hold under the same attribute names: ``system`` (from ``n, d, lam,
+    policy, replace, service`` and ``server_classes``, or ``res.server_classes`` when not given),
+    the horizon and cost, ``u_mean``, ``u_stderr``.
+
+    Returns
+    -------
+    dict
+    """
+    sc = getattr(res, "server_classes", None) if server_classes is None else server_classes
+    return dict(
+        system=system_block(res.n, res.d, res.lam, res.policy, res.replace, res.service, sc),
+        events=res.events,
+        time=res.time,
+        burn_in=res.burn_in,
+        wall_s=res.wall_s,
+        events_per_second=res.events_per_second,
+        replications=res.replications,
+        batches=res.batches,
+        u_mean=res.u_mean,
+        u_stderr=res.u_stderr,
+    )
+
+
 def _lists(x: Any) -> Any:
     """Arrays and tuples as lists, dict keys as strings; numbers as they are (NaN stays NaN, as in
     the profile engines' ``to_dict``: :func:`supermarket.jsonable.to_jsonable` makes it ``null``
