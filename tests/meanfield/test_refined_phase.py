@@ -140,3 +140,55 @@ def test_simulation_agrees_with_the_1_over_n_term():
     assert abs(excess - r.V[1] / n) < 4 * se
     assert abs(excess) > 4 * se
     assert phase_fixed_point(2, 0.9, [1.0, 0.0], [[-2.0, 2.0], [0.0, -2.0]]).u[1] == pytest.approx(r.pi[1], abs=1e-14)
+
+
+def _cli_json(args):
+    import json
+
+    from click.testing import CliRunner
+
+    from supermarket.cli import main
+
+    out = CliRunner().invoke(main, ["meanfield", *args, "--json"])
+    assert out.exit_code == 0, out.output
+    return json.loads(out.output)
+
+
+def test_cli_one_phase_file_is_the_exponential_command(tmp_path):
+    """``meanfield --service ph:FILE --n 50`` with one phase against ``meanfield --n 50``: the
+    same refined profile and covariance by the two paths, to 1e-8."""
+    import json
+
+    f = tmp_path / "exp.json"
+    f.write_text(json.dumps({"alpha": [1.0], "T": [[-1.0]]}))
+    ph = _cli_json(["--d", "3", "--load", "0.85", "--service", f"ph:{f}", "--n", "50"])
+    ex = _cli_json(["--d", "3", "--load", "0.85", "--n", "50"])
+    m = min(len(ph["refined"]["V"]), len(ex["refined"]["V"]))
+    assert ph["n"] == 50 and ph["refined"]["trusted"] and ph["refined"]["valid_for_n"]
+    np.testing.assert_allclose(ph["refined"]["V"][:m], ex["refined"]["V"][:m], rtol=0, atol=1e-8)
+    np.testing.assert_allclose(ph["refined"]["mean"][:m], ex["refined"]["mean"][:m], rtol=0, atol=1e-10)
+    cov_ph, cov_ex = np.array(ph["covariance"]), np.array(ex["covariance"])
+    np.testing.assert_allclose(cov_ph[:m, :m], cov_ex[:m, :m], rtol=0, atol=1e-8)
+
+
+def test_cli_erlang_is_the_library():
+    rep = _cli_json(["--d", "2", "--load", "0.9", "--service", "erlang:2", "--n", "50"])
+    r = phase_refined_mean_field(2, 0.9, "erlang:2")
+    assert rep["refined"]["V"] == r.V.tolist() and rep["covariance"] == r.W.tolist()
+    assert rep["refined"]["mean"] == (r.pi + r.V / 50).tolist()
+    assert rep["refined"]["mean_queue_length"] == pytest.approx(rep["mean_queue_length"] + r.V.sum() / 50, abs=1e-15)
+
+
+def test_cli_refuses_without_replacement_in_the_tables_words():
+    from click.testing import CliRunner
+
+    from supermarket.cli import main
+
+    out = CliRunner().invoke(main, ["meanfield", "--service", "erlang:2", "--n", "50", "--no-replace"])
+    assert out.exit_code == 2 and "Traceback" not in out.output and out.output.count("error:") == 1
+    with pytest.raises(ValueError) as info:
+        phase_refined_mean_field(2, 0.9, "erlang:2", replace=False)
+    reason = str(info.value).split(": ", 1)[1]
+    assert reason in out.output  # the same text after the parameter's name
+    text = CliRunner().invoke(main, ["meanfield", "--service", "erlang:2", "--n", "50"])
+    assert text.exit_code == 0 and "refined mean field at n=50" in text.output

@@ -429,7 +429,7 @@ def meanfield(
         from ..system.spec import System
 
         if isinstance(d, int) or (isinstance(d, float) and d.is_integer()):  # --d inf: refused below
-            system = System(None, int(d), load, rule=policy, service=service, server_classes=server_classes)
+            system = System(None, int(d), load, policy, replace, service=service, server_classes=server_classes)
             field = mean_field(system)  # the one table (supermarket.system.methods): refused with the reason
             if n is not None:  # the refined mean field: refused with the table's reason
                 refined_mean_field(system, "--n")

@@ -25,7 +25,9 @@ from .expansion import refined_expansion
 from .lyapunov import AccuracyWarning
 from .phase import phase_drift, phase_fixed_point, phase_jumps
 
-__all__ = ["PhaseRefinedMeanField", "phase_refined_mean_field"]
+__all__ = ["PhaseRefinedMeanField", "phase_refined_mean_field", "TOL"]
+
+TOL = 1e-14  # the profile is reported up to its first level below this (the fixed point's own tol)
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,9 @@ def phase_refined_mean_field(
     replace : bool
         Must be True (sampling with replacement); False is refused, with the table's reason.
     levels : int, optional
-        Levels kept (:func:`supermarket.meanfield.phase.phase_fixed_point`).
+        Levels kept (:func:`supermarket.meanfield.phase.phase_fixed_point`); by default the
+        fixed point's, and the profile ``u`` is reported up to its first level below
+        :data:`TOL` (the state ``x`` keeps them all).
 
     Returns
     -------
@@ -132,13 +136,17 @@ def phase_refined_mean_field(
             AccuracyWarning,
             stacklevel=2,
         )
-    Wu = C @ e.W @ C.T
+    # the profile is reported up to its first level below TOL (as the exponential one, levels_needed):
+    # above it π is zero to rounding and V, W are rounding noise that would make π + V/n leave [0, 1]
+    low = np.nonzero(fp.u < TOL)[0]
+    top = L if levels is not None or low.size == 0 else int(low[0]) + 1
+    Wu = (C @ e.W @ C.T)[:top, :top]
     return PhaseRefinedMeanField(
         d=int(system.d),
         lam=lam,
-        levels=L,
-        pi=fp.u,
-        V=C @ e.V,
+        levels=top,
+        pi=fp.u[:top],
+        V=(C @ e.V)[:top],
         W=0.5 * (Wu + Wu.T),
         accurate=e.accurate,
         error_estimate=e.error_estimate,
