@@ -243,7 +243,8 @@ def test_sweep_row_of_overloaded_classes_says_it_has_no_stationary_value():
     ).to_dict()
     assert classes_row(stable)["no_stationary_value"] is None
     e = {"mean": 3.0, "stderr": None, "reliable": False, "note": INFINITE}  # a pareto:1.5 run's means
-    pareto = event_row({"policy": "jsq-d", "service": {"spec": "pareto:1.5"}, "mean_queue_length": e, "sojourn": e})
+    system = {"policy": "jsq-d", "service": {"spec": "pareto:1.5"}}
+    pareto = event_row({"system": system, "mean_queue_length": e, "sojourn": {"mean": e, "quantiles": {}}})
     assert pareto["no_stationary_value"] == INFINITE and pareto["reliable"] is False
 
 

@@ -144,12 +144,12 @@ def test_result_to_dict_is_json():
 
     r = simulate_general(6, 2, 0.5, service="hyperexp:3", server_classes="0.5:2,0.5:1", time=200.0, seed=1, batches=64)
     d = json.loads(json.dumps(r.to_dict(), allow_nan=False))
-    assert d["service"]["spec"] == "hyperexp:3" and len(d["classes"]) == 2
-    assert set(d["classes"][0]) >= {"fraction", "speed", "u_mean", "mean_queue_length", "sojourn"}
+    assert d["system"]["service"]["spec"] == "hyperexp:3" and len(d["classes"]) == 2
+    assert set(d["classes"][0]) >= {"fraction", "speed", "u_mean", "mean_queue_length", "sojourn", "waiting"}
     assert "capacity-balance control variate" in d["error_bars"] and d["control_variates"]
     assert set(d["variance_reduction"]) == {"u_mean", "mean_queue_length"}
     p = simulate_general(6, 2, 0.5, service="exp", time=100.0, seed=1, batches=64, control_variates=False)
-    assert "no control variates" in p.to_dict()["error_bars"] and p.to_dict()["variance_reduction"] is None
+    assert "no control variates" in p.to_dict()["error_bars"] and p.to_dict()["variance_reduction"] == {}
 
 
 @pytest.mark.parametrize(
@@ -323,7 +323,7 @@ def test_cli_service_and_server_classes():
     r = CliRunner().invoke(main, [*args, "--service", "hyperexp:4", "--server-classes", "0.5:2,0.5:1", "--json"])
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
-    assert data["service"]["spec"] == "hyperexp:4" and [c["speed"] for c in data["classes"]] == [2.0, 1.0]
+    assert data["system"]["service"]["spec"] == "hyperexp:4" and [c["speed"] for c in data["classes"]] == [2.0, 1.0]
     r = CliRunner().invoke(main, [*args, "--service", "deterministic"])
     assert r.exit_code == 0 and "service=deterministic" in r.stdout and "capacity balance" in r.stdout
     r = CliRunner().invoke(main, [*args, "--service", "deterministic", "--no-control-variates"])

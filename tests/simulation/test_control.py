@@ -339,7 +339,7 @@ def test_an_error_bar_the_run_distrusts_is_nan_null_and_never_printed(cv_on):
     from supermarket.jsonable import to_jsonable
 
     d = json.loads(json.dumps(to_jsonable(res.to_dict()), allow_nan=False))
-    assert all(x is None for x in d["u_stderr"]) and d["mean_queue_length_stderr"] is None
+    assert all(x is None for x in d["u_stderr"]) and d["mean_queue_length"]["stderr"] is None
     text = res.summary()
     rows = text.split("Time-averaged profile")[1].split("Maximum queue length")[0].strip().splitlines()[3:]
     assert rows and all("±" not in r for r in rows) and "too short" in rows[0]
@@ -376,7 +376,8 @@ def test_cli_control_variates_switch():
     assert on.exit_code == 0 and off.exit_code == 0, (on.output, off.output)
     a, b = json.loads(on.stdout), json.loads(off.stdout)
     assert a["control_variates"] is True and b["control_variates"] is False
-    assert b["variance_reduction"] is None and b["u_mean"] == b["plain"]["u_mean"]
+    assert b["variance_reduction"] == {} and b["variance_reduction_note"].startswith("control variates off")
+    assert b["u_mean"] == b["plain"]["u_mean"]
     assert a["plain"]["u_mean"] == b["u_mean"] and a["u_mean"] != b["u_mean"]
     assert len(a["variance_reduction"]["u_mean"]) == len(a["u_mean"]) and a["variance_reduction"]["u_mean"][1] > 1
     assert a["controls"] and a["control_notes"]

@@ -83,7 +83,7 @@ def test_cli_heavy_precision_run_uses_the_spread_of_replications(tmp_path):
     assert "16 independent replications" in out["start_note"]
     assert out["burn_in"] == 16 * math.floor(3 * relaxation_time(10, 0.99, 1000) * 1000 * 1.99)
     assert out["u_reliable"][0] and abs(out["u_mean"][0] - 0.99) <= Z * out["u_stderr"][0]
-    assert out["precision"]["met"] and out["mean_queue_length_reliable"]
+    assert out["precision"]["met"] and out["mean_queue_length"]["reliable"]
 
 
 def test_spread_of_replications_carries_the_skewness_of_its_mean():

@@ -57,9 +57,10 @@ def test_simulate_dispatch_and_result():
     assert r.time == pytest.approx(200_000 / (20 * (0.8 + 2 * 0.8)))
     assert abs(r.events / 200_000 - 1) < 0.01
     d = json.loads(r.to_json())
-    assert list(d)[:3] == ["service", "engine", "policy"] and d["service"]["spec"] == "erlang:2"
-    assert d["sojourn_little"]["mean"] == pytest.approx(d["mean_queue_length"]["mean"] / 0.8)
-    assert d["waiting_little"]["mean"] == pytest.approx(d["mean_queue_length"]["mean"] / 0.8 - 1)
+    assert list(d)[:2] == ["engine", "system"] and d["system"]["service"]["spec"] == "erlang:2"
+    assert d["sojourn"]["source"] == "little" and d["sojourn"]["quantiles"] == {}
+    assert d["sojourn"]["mean"]["mean"] == pytest.approx(d["mean_queue_length"]["mean"] / 0.8)
+    assert d["waiting"]["mean"]["mean"] == pytest.approx(d["mean_queue_length"]["mean"] / 0.8 - 1)
     assert "Little's law" in r.summary() and "engine=phase" in r.summary()
     ev = sm.simulate(20, 2, 0.8, service="erlang:2", engine="events", time=50.0, seed=1, batches=64)
     assert isinstance(ev, GeneralResult)
@@ -180,12 +181,14 @@ def test_cli_simulate_meanfield_exact_json_and_refusals():
     r = cli(*args, "--service", "hyperexp:4", "--policy", "jiq", "--json")
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
-    assert (d["service"]["spec"], d["engine"], d["policy"]) == ("hyperexp:4", "phase", "jiq")
+    assert (d["system"]["service"]["spec"], d["engine"], d["system"]["policy"]) == ("hyperexp:4", "phase", "jiq")
     r = cli(*args, "--service", "erlang:2")
     assert r.exit_code == 0 and "engine=phase" in r.stdout and "Little's law" in r.stdout
     r = cli("simulate", "--n", "20", "--d", "2", "--load", "0.8", "--time", "50", "--batches", "64",
             "--service", "erlang:2", "--engine", "events", "--json")  # fmt: skip
-    assert r.exit_code == 0 and json.loads(r.stdout)["service"]["spec"] == "erlang:2" and "classes" in r.stdout
+    assert (
+        r.exit_code == 0 and json.loads(r.stdout)["system"]["service"]["spec"] == "erlang:2" and "classes" in r.stdout
+    )
     r = cli("exact", "--n", "2", "--load", "0.5", "--service", "erlang:2", "--json")
     assert r.exit_code == 0 and json.loads(r.stdout)["engine"] == "exact-phase"
     for bad, words in (

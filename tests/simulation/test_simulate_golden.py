@@ -68,40 +68,40 @@ CASES = {
 
 GOLDEN = {
     "buckets-d1-continuous-time": (
-        "76b6d186ebafc561673614b7cef596f46bd3cda03baba0d1c2efca6b407b837c",
+        "60d575c9aa997005f57d27eae09be3a6b4884ea8cdfdb4f85033b27d9ec04428",
         "c9372f660a561cfc6d8c59362a8e78ed45635f4017e9589bd407c798d14726ac",
     ),
     "buckets-replications": (
-        "7a5c053fc4c5bd504f291cbf5339b982ea2d132068fa257a51c7d872615a073a",
+        "943df476cab241d3e1a5ebe2033783d42680a78707d141ab88d5e3af0a015950",
         "ff41577dde3033347f7cca419150281727cbe05b124955cbbb5138fba6190d70",
     ),
     "profile-discrete-cv": (
-        "212dcbbdbfd2f6a24aefa14d066a13031daf82ffeb29af480e1175b289724fd6",
+        "2113e0a1b474cd9bdfb39552acd70a0945ff804e338258ddfee3d69f4acd2a54",
         "f2f2e8ed45642663067fe64779bdbf61bea9bce77448c2a987a02360b3705559",
     ),
     "profile-overload": (
-        "fe2dd51dc5e50a1684da0e67a08528a4cf67e131b93d5464015f398b1f2fd3dc",
+        "426e022a435d3fd0a66c2c6394fa15c4c849b8d89cd42329946b7b39115fd13d",
         "d835da809aeecc2e470f418b4d0005a7fcf0a0cfc7dce228a7253dbd080c0128",
     ),
     "profile-perfect-continuous": (
-        "aae72eac966cc3a1dc301fe6d151db552eca8252181bc43446d624439a8e7f60",
+        "e3c417f0927ec6482f5cc941a35098c763010a5a1dfa60dc25a53eff4fd5657c",
         "935ab1b28dc913d086eff358976185509a18ef587cab64e2abb5ecde52ae4a33",
     ),
     "profile-precision": (
-        "c0a58d698471a7d3d3f1b2fa08590fffbc11a2ca53de58334606e79ce6d6650f",
+        "243893a641338680868ede8d0b823730b59b0ba0faac23f9dbcf60f1369f574c",
         "ebe5d0ff62815f6b0d3a043438ca6223989f667d71def80e50a7cc35b1ded754",
     ),
     "queues-continuous-noreplace-plain": (
-        "bf400d6d3ca081506377ec12fa4a63d917254d1880a7d298480bcdb6c1acdbee",
+        "c58b9bcdb9234c759ee69d27f8754c99deb66dbc267c9593198b8c5e51a88588",
         "34141ebd4174d73cea9b6a417b073ba846fc226929c50b654d87903732addca3",
     ),
     "queues-records-noreplace": (
-        "ab9e6651cbe4d6810939e9cd560523f40f19218cceb758c9c0c533c89d47c416",
+        "b4bf0726ee28598a7e7a6be3451df6ec3b0b200285a664cf8db079f55e489a47",
         "ecd90347537d50da2d957bc385cb909ec2a2aa549ae5a8a7730482421b634503",
     ),
 }
 
-_TIMING = ("wall_time", "events_per_second")
+_TIMING = ("wall_time", "wall_s", "events_per_second")
 
 
 def _mask(d):

@@ -273,19 +273,18 @@ def test_event_row_never_stores_a_distrusted_error():
     one = {"mean": 2.0, "stderr": 0.1, "reliable": False, "note": "x"}
     ok = {"mean": 2.0, "stderr": 0.1, "reliable": True}
     base = {
-        "policy": "jsq-d",
-        "service": {"spec": "lognormal:4"},
+        "system": {"policy": "jsq-d", "service": {"spec": "lognormal:4"}},
         "u_mean": [0.5, 0.1],
         "u_stderr": [0.01, 0.02],
         "time": 10.0,
         "burn_in": 1.0,
-        "sojourn_quantiles": {"0.99": one},
     }
-    r = event_row(base | {"mean_queue_length": one, "sojourn": ok, "waiting": ok})
+    sojourn = {"mean": ok, "quantiles": {"0.99": one}}
+    r = event_row(base | {"mean_queue_length": one, "sojourn": sojourn, "waiting": {"mean": ok}})
     assert math.isnan(r["mean_queue_length_stderr"]) and all(math.isnan(x) for x in r["u_stderr"])
     assert r["sojourn_stderr_mean"] == 0.1 and math.isnan(r["sojourn_stderr_quantiles"]["0.99"])
     assert r["reliable"] is False and r["mean_queue_length_long_enough"] is False
-    r = event_row(base | {"mean_queue_length": ok, "sojourn": ok, "waiting": ok})
+    r = event_row(base | {"mean_queue_length": ok, "sojourn": sojourn, "waiting": {"mean": ok}})
     assert r["u_stderr"] == [0.01, 0.02] and r["u_reliable"] == [True, True] and r["mean_queue_length_stderr"] == 0.1
 
 
@@ -396,8 +395,7 @@ def test_phase_row_keeps_no_distrusted_error():
 
     e = {"mean": 1.0, "stderr": 0.1, "reliable": True}
     d = {
-        "policy": "random",
-        "service": {"spec": "erlang:2"},
+        "system": {"policy": "random", "service": {"spec": "erlang:2"}},
         "u_mean": [0.5, 0.2, 0.01],
         "u_stderr": [0.01, 0.02, 0.003],
         "u_reliable": [True, False, True],
@@ -405,11 +403,12 @@ def test_phase_row_keeps_no_distrusted_error():
         "u_plain_stderr": [0.03, 0.04, 0.003],
         "mean_queue_length": e,
         "mean_queue_length_plain": e,  # the plain estimate kept: no gain
-        "sojourn_little": e,
-        "waiting_little": e,
+        "sojourn": {"mean": e, "quantiles": {}},
+        "waiting": {"mean": e, "quantiles": {}},
         "control_variates": True,
     }
     r = phase_row(d)
+    assert r["policy"] == "random" and r["service"] == "erlang:2" and r["sojourn_mean"] == e["mean"]
     assert r["u_stderr"][0] == 0.01 and math.isnan(r["u_stderr"][1]) and r["u_reliable"] == [True, False, True]
     assert r["variance_reduction"]["u_mean"] == [pytest.approx(9.0), None, None]
     assert r["variance_reduction"]["mean_queue_length"] is None

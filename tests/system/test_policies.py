@@ -380,7 +380,7 @@ def test_simulate_policy_matches_exact(policy):
     r = simulate(3, 2, LAM, policy=policy, steps=2_000_000, seed=3)
     u, se = np.asarray(r.u_mean[:3]), np.asarray(r.u_stderr[:3])
     assert np.all(np.abs(u - exact.u_mean[:3]) <= 4.5 * se), (u, exact.u_mean[:3], se)
-    assert r.policy == policy and r.to_dict()["policy"] == policy
+    assert r.policy == policy and r.to_dict()["system"]["policy"] == policy
     assert r.k is None and r.good_set_fraction is None
     text = r.summary()
     assert "k_(λ,d)" not in text and "good set" not in text and policy in text
@@ -406,6 +406,6 @@ def test_cli_simulate_policy():
     r = _cli(["simulate", "--n", "50", "--load", "0.7", "--policy", "random", "--steps", "200000", "--json"])
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
-    assert out["policy"] == "random" and out["k"] is None
+    assert out["system"]["policy"] == "random" and out["k"] is None
     r = _cli(["simulate", "--policy", "jsq2"])
     assert r.exit_code == 2

@@ -71,7 +71,7 @@ def meanfield_phase_cli(
     n = refused.get("n")
     if n is not None:
         _add_refined(rep, int(d), load, law, policy, levels, n)
-    lam = rep["lam"]
+    lam = rep["load"]
     u = rep["u"]
     if as_json:
         print_json(rep)
@@ -205,7 +205,7 @@ def exact_phase_cli(
         "policy": res.policy,
         "n": res.n,
         "d": res.d,
-        "lam": lam,
+        "load": lam,
         "load_text": load,
         "replace": res.replace,
         "cap": res.cap,

@@ -109,7 +109,7 @@ def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as
     cdf = given["cdf"]  # the event engine's measured CDFs (the count engines refused it above)
     assert cdf is None or isinstance(res, GeneralResult), "the table lets the event engine alone take --cdf"
     data = res.to_dict() if not isinstance(res, GeneralResult) else res.to_dict(cdf_points=cdf)
-    data["load_text"] = load
+    data["system"]["load_text"] = load
     if out:
         write_text(str(out), json.dumps(to_jsonable(data), indent=2, allow_nan=False))
     if as_json:
@@ -395,8 +395,8 @@ def simulate(
     for w in caught:
         click.echo(f"supermarket: warning: {w.message}", err=True)
     data = res.to_dict(cdf_points=cdf)
-    data["params"]["load"] = float(load)
-    data["params"]["load_text"] = load
+    data["system"]["load"] = float(load)
+    data["system"]["load_text"] = load
     if out:
         write_text(out, json.dumps(to_jsonable(data), indent=2, allow_nan=False))  # whole or not at all
     if plot:

@@ -449,7 +449,6 @@ def verify_latency(
     return {"n": n, "steps": steps, "replications": replications, "points": pts, "changes_answer": change, "note": note}
 
 
-
 def _conclusion(question: str, pts: list[dict], qn: str, T: float, z: float) -> tuple[bool | None, str]:
     """Whether the simulated points change the mean-field answer (True, False, or None for
     undecided or met with room), and the sentence that says so, from their verdicts."""

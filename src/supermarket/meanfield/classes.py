@@ -184,7 +184,7 @@ def fixed_point_dict(r: Any, source: str, service: Any = None, flow_error: Any =
     return to_jsonable(
         {
             "d": r.d,
-            "lam_f": r.lam_f,
+            "load": r.lam_f,
             "policy": r.policy,
             **({} if service is None else {"service": service.to_dict()}),
             "server_classes": sc.to_dict(),

@@ -113,6 +113,9 @@ class ClassesResult(Result):
     service : ServiceLaw or None
         The phase-type law on :func:`supermarket.simulation.classes_phase.simulate_classes_phase`'s
         engine; None for exponential service.
+
+    ``to_dict()`` starts with :meth:`shared`, the keys and shapes every simulate result shares
+    (:mod:`supermarket.simulation.shape`), then ``arrival_rate``, ``control_variates``, ``balance``, …
     """
 
     n: int
@@ -153,30 +156,9 @@ class ClassesResult(Result):
 
         return to_jsonable(
             {
-                "engine": "classes",
-                "n": self.n,
-                "d": self.d,
-                "lam": self.lam,
-                "policy": self.policy,
-                "replace": self.replace,
-                "service": {"spec": "exp"} if self.service is None else self.service.to_dict(),
-                "server_classes": self.server_classes.to_dict(),
+                **self.shared(),
                 "arrival_rate": self.arrival_rate,
-                "time": self.time,
-                "burn_in": self.burn_in,
-                "replications": self.replications,
-                "batches": self.batches,
-                "events": self.events,
-                "wall_s": self.wall_s,
-                "events_per_second": self.events_per_second,
-                "u_mean": self.u_mean,
-                "u_stderr": self.u_stderr,
-                "mean_queue_length": self.mean_queue_length.brief(),
-                "sojourn": self.sojourn.brief(),
-                "waiting": self.waiting.brief(),
-                "classes": [c.to_dict() for c in self.classes],
                 "control_variates": self.control_variates,
-                "variance_reduction": self.variance_reduction,
                 "balance": self.balance.brief(),
                 "interrupted": self.interrupted,
                 "notes": list(self.notes),
@@ -186,6 +168,41 @@ class ClassesResult(Result):
                 ),
             }
             | ({} if self.precision is None else {"precision": self.precision})
+        )
+
+    def shared(self) -> dict[str, Any]:
+        """The keys every simulate result shares, in the one shape of :mod:`.shape` (the start of
+        :meth:`to_dict`): ``events`` simulated (burn-in included), ``time`` and ``burn_in`` per
+        replication, ``mean_queue_length`` as an estimate dict, ``sojourn`` and ``waiting`` by
+        Little's law (``source`` ``"little"``, no quantiles), ``classes``.
+
+        Returns
+        -------
+        dict
+        """
+        from . import shape as _shape
+
+        est = _shape.estimate_dict
+        return _shape.shared_block(
+            engine="classes",
+            system=_shape.system_block(
+                self.n, self.d, self.lam, self.policy, self.replace, self.service, self.server_classes
+            ),
+            events=self.events,
+            time=self.time,
+            burn_in=self.burn_in,
+            wall_s=self.wall_s,
+            events_per_second=self.events_per_second,
+            replications=self.replications,
+            batches=self.batches,
+            u_mean=self.u_mean,
+            u_stderr=self.u_stderr,
+            mean_queue_length=est(self.mean_queue_length),
+            sojourn=_shape.response_block(est(self.sojourn), {}, "little"),
+            waiting=_shape.response_block(est(self.waiting), {}, "little"),
+            variance_reduction=self.variance_reduction,
+            variance_reduction_note="" if self.control_variates else "control variates off",
+            classes=self.classes,
         )
 
     def __post_init__(self) -> None:

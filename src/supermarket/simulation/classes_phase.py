@@ -148,7 +148,7 @@ def simulate_classes_phase(
     --------
     >>> r = simulate_classes_phase(100, 2, 0.5, server_classes="0.5:2,0.5:1", service="erlang:2",
     ...                            events=10**6, seed=1)
-    >>> round(r.balance.mean, 2), r.to_dict()["service"]["spec"]
+    >>> round(r.balance.mean, 2), r.to_dict()["system"]["service"]["spec"]
     (1.0, 'erlang:2')
     """
     n, d, lam_f, replications, batches = _check(n, d, lam, policy, replace, replications, batches, "classes-phase")

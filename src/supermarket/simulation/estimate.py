@@ -160,6 +160,8 @@ def _record(c, plain_value, Ttot, rel, plain_rel, note="") -> Estimate:
         plain_stderr=p.stderr if plain_rel else math.nan,
         plain_reliable=plain_rel,
         variance_reduction=c.ratio,
+        dof=e.dof,
+        method=e.method,
     )
 
 

@@ -113,6 +113,10 @@ class PhaseSimulationResult(Result):
     notes : tuple of str
     precision : dict or None
         With ``precision=``: how the target went (:mod:`supermarket.simulation.law_precision`).
+
+    ``to_dict()`` starts with :meth:`shared`, the keys and shapes every simulate result shares
+    (:mod:`supermarket.simulation.shape`): ``sojourn_little`` and ``waiting_little`` are its
+    ``sojourn`` and ``waiting``; then this engine's own keys.
     """
 
     n: int
@@ -148,13 +152,60 @@ class PhaseSimulationResult(Result):
     notes: tuple = ()
     precision: dict | None = None
 
-    _order: ClassVar[tuple[str, ...]] = ("service", "engine", "policy", "n", "d", "lam")
-    _extra: ClassVar[tuple[str, ...]] = ("events_per_second", "error_bars")
-    _omit: ClassVar[tuple[str, ...]] = ("precision",)  # a key only when there was a precision target
+    #: in the shared block (:meth:`shared`), not again among the engine's own keys
+    _omit: ClassVar[tuple[str, ...]] = (
+        *("n", "d", "lam", "policy", "replace", "service", "engine", "time", "burn_in", "replications"),
+        *("batches", "events", "wall_s", "u_mean", "u_stderr", "mean_queue_length", "sojourn_little"),
+        *("waiting_little", "precision"),  # precision: a key only when there was a precision target
+    )
+    _extra: ClassVar[tuple[str, ...]] = ("error_bars",)
+    #: the ErrorEstimate fields this engine's JSON keeps beyond the shared estimate keys
+    _EXTRA_ERROR_KEYS: ClassVar[tuple[str, ...]] = ("tau_int", "block_size", "skewness")
 
-    def to_dict(self) -> dict[str, Any]:
-        """The fields as a JSON-safe dict; with a precision target, also ``precision``."""
-        out = super().to_dict()
+    def shared(self) -> dict:
+        """The keys every simulate result shares, in the one shape of :mod:`.shape` (the start of
+        :meth:`to_dict`): ``events`` measured (all replications), ``time`` and ``burn_in`` per
+        replication, ``mean_queue_length`` as an estimate dict, ``sojourn`` and ``waiting`` by
+        Little's law (``source`` ``"little"``, no quantiles: the count engine does not follow
+        customers); ``variance_reduction`` is ``{}`` (``u_plain_stderr`` and
+        ``mean_queue_length_plain`` give the plain errors).
+
+        Returns
+        -------
+        dict
+        """
+        from . import shape as _shape
+
+        def est(e: ErrorEstimate) -> dict:
+            return _shape.estimate_dict(e, extra=self._EXTRA_ERROR_KEYS)
+
+        return _shape.shared_block(
+            engine=self.engine,
+            system=_shape.system_block(self.n, self.d, self.lam, self.policy, self.replace, self.service, None),
+            events=self.events,
+            time=self.time,
+            burn_in=self.burn_in,
+            wall_s=self.wall_s,
+            events_per_second=self.events_per_second,
+            replications=self.replications,
+            batches=self.batches,
+            u_mean=self.u_mean,
+            u_stderr=self.u_stderr,
+            mean_queue_length=est(self.mean_queue_length),
+            sojourn=_shape.response_block(est(self.sojourn_little), {}, "little"),
+            waiting=_shape.response_block(est(self.waiting_little), {}, "little"),
+            variance_reduction={},
+            variance_reduction_note=(
+                "not measured on the phase-type count engine (u_plain_stderr and mean_queue_length_plain give "
+                "the plain errors)"
+            ),
+        )
+
+    def to_dict(self) -> dict:
+        """:meth:`shared`, then this engine's own keys (the plain estimates, the self-checks),
+        JSON-safe; with a precision target, also ``precision``."""
+
+        out = to_jsonable({**self.shared(), **super().to_dict()})
         if self.precision is not None:
             out["precision"] = to_jsonable(self.precision)
         return out

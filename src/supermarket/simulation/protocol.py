@@ -4,7 +4,9 @@
 phase-type count engine), :class:`~supermarket.simulation.classes.ClassesResult` (the count engines
 with classes) and :class:`~supermarket.simulation.general.GeneralResult` (the event engine).
 
-The JSON of each (``to_dict()``) keeps its own shape; the protocol names the attributes they share.
+The JSON of each (``to_dict()``) starts with the same keys in the same shapes
+(:mod:`supermarket.simulation.shape`; ``shared()`` is that block); the protocol names the
+attributes they share.
 """
 
 from __future__ import annotations
@@ -40,6 +42,11 @@ class SimulateResult(Protocol):
         ``E[u_i]`` per level and its standard errors (NaN where not trusted).
     events_per_second : float
         The speed of the run.
+
+    Methods
+    -------
+    shared()
+        The keys every simulate result's JSON starts with (:func:`supermarket.simulation.shape.shared_block`).
 
     Examples
     --------
@@ -80,5 +87,7 @@ class SimulateResult(Protocol):
     def events_per_second(self) -> float: ...
 
     def to_dict(self) -> dict: ...
+
+    def shared(self) -> dict: ...
 
     def summary(self) -> str: ...

@@ -124,6 +124,10 @@ class Estimate:
     variance_reduction : float
         ``(plain s.e. / s.e.)²``; NaN where the plain estimate is used or either error is
         not reliable.
+    dof : float
+        Degrees of freedom of the Student t behind ``half_width``.
+    method : str
+        How the error was made (``"blocking"``, ``"replications"``, …: :class:`~supermarket.stats.ErrorEstimate`).
 
     Examples
     --------
@@ -144,3 +148,5 @@ class Estimate:
     plain_stderr: float = math.nan
     plain_reliable: bool = False
     variance_reduction: float = math.nan
+    dof: float = math.nan
+    method: str = ""

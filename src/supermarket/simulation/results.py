@@ -18,21 +18,20 @@ from ..model import Params, check_int
 from ..system import policies as _pol
 from . import references as _ref
 from . import render as _render
+from . import shape as _shape
 from .result_parts import Estimate, Trajectory
 
 __all__ = ["Estimate", "SimulationResult", "Trajectory"]
 
 
-#: The keys of ``SimulationResult.to_dict`` after ``params``, in order (attributes of the result).
+#: The keys of ``SimulationResult.to_dict`` after the shared block (:meth:`SimulationResult.shared`),
+#: in order (attributes of the result).
 _JSON_KEYS = tuple(
     """
-    engine policy time_mode steps burn_in sim_time u_mean u_stderr ud_mean ud_stderr max_queue_dist
-    max_queue_dist_stderr good_set_fraction good_set_fraction_stderr k eps mean_queue_length
-    mean_queue_length_stderr mean_sojourn_time mean_sojourn_time_stderr events_per_second wall_time
-    partial replications batches final_counts reliable u_reliable u_half_width u_n_eff u_note
-    mean_queue_length_reliable mean_queue_length_half_width mean_queue_length_n_eff
-    good_set_fraction_reliable error_method self_checks start_up notes precision control_variates
-    controls control_notes
+    time_mode ud_mean ud_stderr max_queue_dist max_queue_dist_stderr good_set_fraction
+    good_set_fraction_stderr k eps mean_sojourn_time mean_sojourn_time_stderr partial final_counts
+    reliable u_reliable u_half_width u_n_eff u_note good_set_fraction_reliable error_method
+    self_checks start_up notes precision control_variates controls control_notes
     """.split()  # noqa: SIM905 (a literal list, formatted, is one key a line)
 )
 #: The keys of its ``plain`` entry (attributes ``<key>_plain``), before ``sojourn`` and ``waiting``.
@@ -100,8 +99,10 @@ class SimulationResult:
 
     Each quantity is an :class:`Estimate`; the flat names (``u_mean``, ``u_stderr``,
     ``mean_queue_length_reliable``, ``u_mean_plain``, …) and the keys of :meth:`to_dict` are
-    read-only views of them.  Every standard error is NaN where its ``reliable`` flag is False,
-    with the reason in ``u_note`` or ``notes`` (docs/model.md §9).
+    read-only views of them.  :meth:`to_dict` starts with :meth:`shared`, the keys and shapes
+    every simulate result shares (:mod:`supermarket.simulation.shape`).  Every standard error is
+    NaN where its ``reliable`` flag is False, with the reason in ``u_note`` or ``notes``
+    (docs/model.md §9).
 
     Parameters
     ----------
@@ -349,22 +350,21 @@ class SimulationResult:
         Returns
         -------
         dict
-            The fields of the result, with ``reliable``, ``fixed_point``, ``start_note``,
-            ``sojourn`` and ``waiting`` (mean, quantiles, standard errors; None when λ >= 1),
-            ``identity`` (:meth:`identity`) and ``refined_mean_field`` (:meth:`refined_mean_field`).
+            :meth:`shared` (the keys every simulate result starts with: ``system``, ``events``,
+            ``mean_queue_length`` as an estimate dict, ``sojourn`` and ``waiting`` with their
+            quantiles inside, None when λ >= 1, …), then the fields of the result, with
+            ``reliable``, ``fixed_point``, ``start_note``, ``identity`` (:meth:`identity`) and
+            ``refined_mean_field`` (:meth:`refined_mean_field`).
 
         """
-        out: dict[str, Any] = {"params": self.params.to_dict()}
+        out: dict[str, Any] = self.shared()
         out.update((key, _jsonable(getattr(self, key))) for key in _JSON_KEYS)
-        out["variance_reduction"] = to_jsonable(self.variance_reduction, null_nonfinite=True)  # NaN: null
         out["plain"] = {key: _jsonable(getattr(self, f"{key}_plain")) for key in _PLAIN_KEYS}
         for law in ("sojourn", "waiting"):
             out["plain"][law] = None if self.response_plain is None else getattr(self.response_plain, law).to_dict()
         fp = self.fixed_point()
         out["fixed_point"] = None if fp is None else fp.tolist()
         out["start_note"] = self.start_note
-        out["sojourn"] = None if self.response is None else self.response.sojourn.to_dict()
-        out["waiting"] = None if self.response is None else self.response.waiting.to_dict()
         out["identity"] = self.identity()
         out["refined_mean_field"] = self.refined_mean_field().to_dict()
         if cdf_points is not None:
@@ -374,6 +374,37 @@ class SimulationResult:
         if per_replication and self.per_replication:
             out["per_replication"] = [r.to_dict(per_replication=False) for r in self.per_replication]
         return out
+
+    def shared(self) -> dict:
+        """The keys every simulate result shares, in the one shape of :mod:`.shape` (the start of
+        :meth:`to_dict`): ``engine``, ``system``, the horizon (``events`` measured, ``time``
+        measured, ``burn_in`` in events, all replications together), ``u_mean``,
+        ``mean_queue_length`` as an estimate dict, ``sojourn`` and ``waiting`` with their
+        quantiles inside (None when λ >= 1), ``variance_reduction`` (``{}`` with the controls off).
+
+        Returns
+        -------
+        dict
+        """
+        p, r = self.params, self.response
+        return _shape.shared_block(
+            engine=self.engine,
+            system=_shape.system_block(p.n, p.d, p.lam, self.policy, p.replace, None, None),
+            events=self.steps,
+            time=self.sim_time,
+            burn_in=self.burn_in,
+            wall_s=self.wall_time,
+            events_per_second=self.events_per_second,
+            replications=self.replications,
+            batches=self.batches,
+            u_mean=self.u_mean,
+            u_stderr=self.u_stderr,
+            mean_queue_length=_shape.estimate_dict(self.queue_length),
+            sojourn=None if r is None else _shape.law_block(r.sojourn),
+            waiting=None if r is None else _shape.law_block(r.waiting),
+            variance_reduction=to_jsonable(self.variance_reduction, null_nonfinite=True),  # NaN: null
+            variance_reduction_note="" if self.control_variates else "control variates off (plain time averages)",
+        )
 
     # ------------------------------------------------------------------ response-time CDF
     def cdf_grid(self, points: int) -> np.ndarray:

@@ -87,7 +87,7 @@ def exact_dict(r: Any, service: Any = None, source: str | None = None, **per_cla
         {
             "n": r.n,
             "d": r.d,
-            "lam": r.lam,
+            "load": r.lam,
             "policy": r.policy,
             "replace": r.replace,
             **({} if service is None else {"service": service.to_dict()}),

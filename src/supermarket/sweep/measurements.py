@@ -31,7 +31,7 @@ from .points import (
     _rules_simulate,
     _sde,
 )
-from .rows import VR_COLUMNS, _short_float, classes_row, event_row, phase_row
+from .rows import VR_COLUMNS, _short_float, classes_row, event_row, phase_row, profile_row
 
 _EPS = v.bounded(minimum=1e-12, maximum=0.1)
 _GRID_NDL = {"n": v.count, "d": v.count, "load": v.load, "alpha": v.positive, "beta": v.positive}
@@ -181,7 +181,7 @@ def measure_simulate(params: dict, seed: np.random.SeedSequence) -> dict:
         )
     if getattr(res, "partial", False):
         raise KeyboardInterrupt("the simulation was interrupted: its partial result is not stored")
-    out = res.to_dict(per_replication=False)
+    out = profile_row(res.to_dict(per_replication=False))
     vr = out.get("variance_reduction") or {}
     out["variance_reduction"] = {k: vr.get(k) for k in VR_COLUMNS} | {
         k: x for k, x in vr.items() if k not in VR_COLUMNS

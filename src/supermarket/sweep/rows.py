@@ -80,8 +80,10 @@ def _estimate(e: dict | None) -> tuple[float, float, bool]:
 
 def _head(d: dict, engine: str) -> dict:
     """The columns every row of :data:`LAW_ENGINES` starts with: what ran, on which law, for how long."""
-    out: dict = {"engine": engine, "policy": d.get("policy"), "service": (d.get("service") or {}).get("spec", "exp")}
-    classes = d.get("server_classes") or {}
+    system = d.get("system") or {}
+    out: dict = {"engine": engine, "policy": system.get("policy")}
+    out["service"] = (system.get("service") or {}).get("spec", "exp")
+    classes = system.get("server_classes") or {}
     fr, sp = classes.get("fractions") or [1.0], classes.get("speeds") or [1.0]
     if len(fr) > 1 or any(x != 1.0 for x in sp):
         out["server_classes"] = ",".join(f"{_short_float(f)}:{_short_float(x)}" for f, x in zip(fr, sp))
@@ -89,13 +91,18 @@ def _head(d: dict, engine: str) -> dict:
     return out
 
 
-def _means(out: dict, d: dict, kinds: dict) -> bool:
-    """The mean queue length and the mean response times (``kinds``: column -> the result's key) with
-    their errors, NaN unless trusted; whether every one is trusted."""
+def _mean_of(d: dict, kind: str) -> dict | None:
+    """The estimate dict of the mean of ``d[kind]`` (``sojourn`` or ``waiting``: ``{mean, quantiles, …}``)."""
+    return (d.get(kind) or {}).get("mean")
+
+
+def _means(out: dict, d: dict) -> bool:
+    """The mean queue length and the mean response times with their errors, NaN unless trusted;
+    whether every one is trusted."""
     mql, mql_se, ok_all = _estimate(d.get("mean_queue_length"))
     out.update(mean_queue_length=mql, mean_queue_length_stderr=mql_se, mean_queue_length_reliable=ok_all)
-    for kind, key in kinds.items():
-        m, se, ok = _estimate(d.get(key))
+    for kind in ("sojourn", "waiting"):
+        m, se, ok = _estimate(_mean_of(d, kind))
         ok_all &= ok
         out[f"{kind}_mean"], out[f"{kind}_stderr_mean"], out[f"{kind}_reliable_mean"] = m, se, ok
         if kind == "sojourn":
@@ -139,8 +146,8 @@ def _no_stationary_value(d: dict) -> str | None:
     """
     from ..simulation.general.result import GROWING, INFINITE
 
-    for key in ("mean_queue_length", "sojourn", "waiting"):
-        note = (d.get(key) or {}).get("note")
+    for e in (d.get("mean_queue_length"), _mean_of(d, "sojourn"), _mean_of(d, "waiting")):
+        note = (e or {}).get("note")
         if note in (INFINITE, GROWING):
             return str(note)
     return None
@@ -176,10 +183,10 @@ def phase_row(d: dict) -> dict:
     Examples
     --------
     >>> e = {"mean": 1.0, "stderr": 0.1, "reliable": True}
-    >>> r = phase_row({"policy": "random", "service": {"spec": "erlang:2"}, "u_mean": [0.5], "u_stderr": [0.01],
-    ...                "u_reliable": [True], "u_method": ["cv"], "u_plain_stderr": [0.02], "mean_queue_length": e,
-    ...                "mean_queue_length_plain": e | {"stderr": 0.4}, "sojourn_little": e, "waiting_little": e,
-    ...                "control_variates": True})
+    >>> r = phase_row({"system": {"policy": "random", "service": {"spec": "erlang:2"}}, "u_mean": [0.5],
+    ...                "u_stderr": [0.01], "u_reliable": [True], "u_method": ["cv"], "u_plain_stderr": [0.02],
+    ...                "mean_queue_length": e, "mean_queue_length_plain": e | {"stderr": 0.4},
+    ...                "sojourn": {"mean": e}, "waiting": {"mean": e}, "control_variates": True})
     >>> vr = r["variance_reduction"]
     >>> r["engine"], r["sojourn_method"], vr["u_mean"], vr["mean_queue_length"]
     ('phase', 'little', [4.0], 16.0)
@@ -191,7 +198,7 @@ def phase_row(d: dict) -> dict:
         u_mean=[float(x) for x in d.get("u_mean", [])], u_stderr=u_se, u_reliable=[math.isfinite(x) for x in u_se]
     )
     out["u_method"] = list(d.get("u_method") or [])
-    out["reliable"] = _means(out, d, {"sojourn": "sojourn_little", "waiting": "waiting_little"})
+    out["reliable"] = _means(out, d)
     out["sojourn_method"] = SOJOURN_LITTLE
     plain = d.get("mean_queue_length_plain") or {}
     out.update(
@@ -221,10 +228,10 @@ def classes_row(d: dict, engine: str = "classes") -> dict:
     --------
     >>> e = {"mean": 1.0, "stderr": 0.1, "reliable": True}
     >>> c = {"fraction": 0.5, "speed": 2.0, "u_mean": [0.4], "mean_queue_length": e, "sojourn": e}
-    >>> r = classes_row({"policy": "jsq-d", "service": {"spec": "exp"}, "server_classes": {"fractions": [0.5, 0.5],
-    ...     "speeds": [2.0, 1.0]}, "u_mean": [0.5], "u_stderr": [float("nan")], "mean_queue_length": e, "sojourn": e,
-    ...     "waiting": e, "classes": [c, c | {"speed": 1.0}], "control_variates": True,
-    ...     "variance_reduction": {"mean_queue_length": 4.0, "sojourn": 4.0}})
+    >>> r = classes_row({"system": {"policy": "jsq-d", "service": {"spec": "exp"}, "server_classes": {
+    ...     "fractions": [0.5, 0.5], "speeds": [2.0, 1.0]}}, "u_mean": [0.5], "u_stderr": [float("nan")],
+    ...     "mean_queue_length": e, "sojourn": {"mean": e}, "waiting": {"mean": e}, "classes": [c, c | {"speed": 1.0}],
+    ...     "control_variates": True, "variance_reduction": {"mean_queue_length": 4.0, "sojourn": 4.0}})
     >>> vr = r["variance_reduction"]
     >>> r["engine"], r["server_classes"], r["u_reliable"], r["class2_speed"], vr["mean_sojourn_time"]
     ('classes', '0.5:2,0.5:1', [False], 1.0, 4.0)
@@ -234,7 +241,7 @@ def classes_row(d: dict, engine: str = "classes") -> dict:
     out.update(
         u_mean=[float(x) for x in d.get("u_mean", [])], u_stderr=u_se, u_reliable=[math.isfinite(x) for x in u_se]
     )
-    out["reliable"] = _means(out, d, {"sojourn": "sojourn", "waiting": "waiting"})
+    out["reliable"] = _means(out, d)
     out["sojourn_method"] = SOJOURN_LITTLE
     _class_columns(out, d.get("classes") or [])
     bal = d.get("balance") or {}
@@ -255,8 +262,9 @@ def event_row(d: dict) -> dict:
     Examples
     --------
     >>> e = {"mean": 2.0, "stderr": 0.1, "reliable": False}
-    >>> r = event_row({"policy": "jsq-d", "service": {"spec": "erlang:2"}, "u_mean": [0.5], "u_stderr": [0.1],
-    ...                "mean_queue_length": e, "sojourn": e, "waiting": e, "time": 10.0, "burn_in": 1.0})
+    >>> r = event_row({"system": {"policy": "jsq-d", "service": {"spec": "erlang:2"}}, "u_mean": [0.5],
+    ...                "u_stderr": [0.1], "mean_queue_length": e, "sojourn": {"mean": e}, "waiting": {"mean": e},
+    ...                "time": 10.0, "burn_in": 1.0})
     >>> r["engine"], r["service"], r["mean_queue_length"], r["mean_queue_length_stderr"], r["u_stderr"]
     ('events', 'erlang:2', 2.0, nan, [nan])
     """
@@ -274,16 +282,72 @@ def event_row(d: dict) -> dict:
     )
     ok_all = mql_ok
     for kind in ("sojourn", "waiting"):
-        m, se, ok = _estimate(d.get(kind))
+        m, se, ok = _estimate(_mean_of(d, kind))
         ok_all &= ok
-        qs = {str(q): _estimate(e) for q, e in (d.get(f"{kind}_quantiles") or {}).items()}
+        qs = {str(q): _estimate(e) for q, e in ((d.get(kind) or {}).get("quantiles") or {}).items()}
         for j, what in enumerate(("", "_stderr", "_reliable")):  # value, error, reliable: of the mean, the quantiles
             out[f"{kind}{what}_mean"] = (m, se, ok)[j]
             out[f"{kind}{what}_quantiles"] = {q: x[j] for q, x in qs.items()}
-        out[f"{kind}_long_enough_mean"] = _long_enough(d.get(kind))
+        out[f"{kind}_long_enough_mean"] = _long_enough(_mean_of(d, kind))
         if kind == "sojourn":
             out["mean_sojourn_time"], out["mean_sojourn_time_stderr"] = m, se
     out["reliable"] = ok_all
     out["sojourn_method"] = SOJOURN_CUSTOMERS
     _class_columns(out, d.get("classes") or [] if "server_classes" in out else [])
     return _tail(out, d, False, {})
+
+
+#: The keys the one shape of the simulate results added (:mod:`supermarket.simulation.shape`), not
+#: columns of a profile-engine row: the sweep's columns keep their names (docs/sweep.md).
+_SHAPE_ONLY = ("system", "events", "time", "wall_s", "burn_in_unit", "variance_reduction_note", "classes")
+
+
+def _old_law(law: dict | None) -> dict | None:
+    """A sojourn or waiting block in the columns of a profile row: ``mean``, ``quantiles`` (values),
+    ``stderr`` (``{mean, quantiles, kind}``, None for an exact law), ``atom_at_zero``."""
+    if law is None:
+        return None
+    qs = law.get("quantiles") or {}
+    kind = law.get("stderr_kind")
+    se = (
+        None
+        if kind is None
+        else {
+            "mean": law["mean"]["stderr"],
+            "quantiles": {q: _f(e["stderr"]) for q, e in qs.items()},  # unknown: NaN, as the law holds it
+            "kind": kind,
+        }
+    )
+    return {
+        "mean": law["mean"]["mean"],
+        "quantiles": {q: e["mean"] for q, e in qs.items()},
+        "stderr": se,
+        "atom_at_zero": law.get("atom_at_zero"),
+    }
+
+
+def profile_row(d: dict) -> dict:
+    """The sweep row of a :class:`supermarket.simulation.SimulationResult`'s ``to_dict()`` (before
+    :func:`flatten`): its keys, with the shared block (:mod:`supermarket.simulation.shape`) written in
+    the row's columns as they were named before it (``policy``, ``steps``, ``sim_time``,
+    ``wall_time``, ``mean_queue_length`` and ``mean_queue_length_stderr``, …), so that a sweep's
+    columns and its parts written earlier keep their names.
+
+    Examples
+    --------
+    >>> e = {"mean": 1.5, "stderr": 0.1, "half_width": 0.2, "dof": 30.0, "n_eff": 31.0, "reliable": True,
+    ...      "method": "blocking", "note": ""}
+    >>> r = profile_row({"engine": "profile", "system": {"policy": "jsq-d"}, "events": 10, "time": 2.0,
+    ...                  "wall_s": 0.1, "burn_in": 1, "mean_queue_length": e, "sojourn": None, "waiting": None})
+    >>> r["policy"], r["steps"], r["sim_time"], r["mean_queue_length"], r["mean_queue_length_half_width"]
+    ('jsq-d', 10, 2.0, 1.5, 0.2)
+    """
+    out = {k: v for k, v in d.items() if k not in _SHAPE_ONLY}
+    mql = d["mean_queue_length"]
+    out["policy"] = (d.get("system") or {}).get("policy")
+    out.update(steps=d.get("events"), sim_time=d.get("time"), wall_time=d.get("wall_s"))
+    out["mean_queue_length"] = mql["mean"]
+    for k in ("stderr", "reliable", "half_width", "n_eff"):
+        out[f"mean_queue_length_{k}"] = mql[k]
+    out["sojourn"], out["waiting"] = _old_law(d.get("sojourn")), _old_law(d.get("waiting"))
+    return out

@@ -138,6 +138,9 @@ class GeneralResult:
         The measured sojourn and waiting times, binned: the CDFs of :meth:`cdf` (None: not kept).
     precision : dict or None
         With ``precision=``: how the target went (:mod:`supermarket.simulation.law_precision`).
+
+    ``to_dict()`` starts with :meth:`shared`, the keys and shapes every simulate result shares
+    (:mod:`supermarket.simulation.shape`): the quantiles sit inside ``sojourn`` and ``waiting``.
     """
 
     n: int
@@ -169,7 +172,7 @@ class GeneralResult:
     variance_reduction: dict | None = None
     cdf_counts: ResponseCounts | None = None
     precision: dict | None = None
-    engine: ClassVar[str] = "events"  # the engine that ran (not a key of to_dict: its JSON keeps its shape)
+    engine: ClassVar[str] = "events"  # the engine that ran
 
     def __post_init__(self) -> None:
         # Screens: no error bar (nor a "reliable" flag) on a quantity that has no stationary value.
@@ -235,35 +238,12 @@ class GeneralResult:
         also ``cdf``: :meth:`cdf` on that many points."""
         out: dict[str, Any] = to_jsonable(
             {
-                "engine": "events",  # as every simulate result says which engine ran (docs/model.md §14)
-                "n": self.n,
-                "d": self.d,
-                "lam": self.lam,
-                "policy": self.policy,
-                "replace": self.replace,
-                "service": self.service.to_dict(),
-                "server_classes": self.server_classes.to_dict(),
+                **self.shared(),
                 "arrival_rate": self.arrival_rate,
-                "time": self.time,
-                "burn_in": self.burn_in,
-                "replications": self.replications,
-                "batches": self.batches,
-                "events": self.events,
-                "wall_s": self.wall_s,
-                "events_per_second": self.events_per_second,
-                "u_mean": self.u_mean,
-                "u_stderr": self.u_stderr,
-                "mean_queue_length": self.mean_queue_length.brief(),
-                "sojourn": self.sojourn.brief(),
-                "waiting": self.waiting.brief(),
-                "sojourn_quantiles": {str(q): e.brief() for q, e in self.sojourn_quantiles.items()},
-                "waiting_quantiles": {str(q): e.brief() for q, e in self.waiting_quantiles.items()},
-                "classes": [c.to_dict() for c in self.classes],
                 "customers": self.customers,
                 "interrupted": self.interrupted,
                 "notes": list(self.notes),
                 "control_variates": self.control_variates,
-                "variance_reduction": self.variance_reduction,
                 "error_bars": (
                     "between independent replications, Student t (none from one replication); time averages "
                     "adjusted by the capacity-balance control variate where it pays"
@@ -277,6 +257,47 @@ class GeneralResult:
         if cdf_points is not None:
             out["cdf"] = to_jsonable(self.cdf(cdf_points))
         return out
+
+    def shared(self) -> dict:
+        """The keys every simulate result shares, in the one shape of
+        :mod:`supermarket.simulation.shape` (the start of :meth:`to_dict`): ``events`` simulated
+        (burn-in included), ``time`` and ``burn_in`` per replication, ``mean_queue_length`` as an
+        estimate dict, ``sojourn`` and ``waiting`` with their quantiles inside, ``classes``.
+
+        Returns
+        -------
+        dict
+        """
+        from .. import shape as _shape
+
+        est = _shape.estimate_dict
+        return _shape.shared_block(
+            engine="events",
+            system=_shape.system_block(
+                self.n, self.d, self.lam, self.policy, self.replace, self.service, self.server_classes
+            ),
+            events=self.events,
+            time=self.time,
+            burn_in=self.burn_in,
+            wall_s=self.wall_s,
+            events_per_second=self.events_per_second,
+            replications=self.replications,
+            batches=self.batches,
+            u_mean=self.u_mean,
+            u_stderr=self.u_stderr,
+            mean_queue_length=est(self.mean_queue_length),
+            sojourn=_shape.response_block(
+                est(self.sojourn), {q: est(e) for q, e in self.sojourn_quantiles.items()}, "customers"
+            ),
+            waiting=_shape.response_block(
+                est(self.waiting), {q: est(e) for q, e in self.waiting_quantiles.items()}, "customers"
+            ),
+            variance_reduction=self.variance_reduction,
+            variance_reduction_note=(
+                "" if self.control_variates else "control variates off (no control variates asked for)"
+            ),
+            classes=self.classes,
+        )
 
     def summary(self, *, cdf_points: int | None = None) -> str:
         """A few lines for people; with ``cdf_points``, the table of :meth:`cdf` after them."""
