@@ -104,13 +104,13 @@ def _add_refined(rep: dict, d: int, load: str, law: Any, policy: str, levels: in
 
     from ..meanfield.lyapunov import AccuracyWarning
     from ..meanfield.refined_phase import phase_refined_mean_field
-    from .meanfield import _refined
+    from ._refined import refined_block
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AccuracyWarning)  # reported in the block, in words
         rmf = phase_refined_mean_field(d, load, law, policy=policy, levels=levels)
     rep["n"] = n
-    rep["refined"] = _refined(rmf, n, rep["mean_queue_length"], True)
+    rep["refined"] = refined_block(rmf, n, rep["mean_queue_length"], True)
     rep["refined"]["sampling"] = (
         "with replacement (Gast-Van Houdt expansion of the phase-type drift, docs/model.md §13)"
     )

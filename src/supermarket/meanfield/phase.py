@@ -147,9 +147,8 @@ def phase_jumps(x: np.ndarray, lam: float, d: int, alpha: np.ndarray, T: np.ndar
     rates.append((lam * g[1:L, None] * x[: L - 1]).ravel())  # joins below the top level
     src.append(idx[: L - 1].ravel())
     dst.append(idx[1:].ravel())
-    off = ~np.eye(K, dtype=bool)
     for p in range(K):  # phase changes p -> q
-        for q in np.nonzero(off[p])[0]:
+        for q in (q for q in range(K) if q != p):
             rates.append(x[:, p] * T[p, q])
             src.append(idx[:, p])
             dst.append(idx[:, q])

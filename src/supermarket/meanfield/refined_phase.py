@@ -52,7 +52,7 @@ class PhaseRefinedMeanField(RefinedMeanField):
     V_x: np.ndarray | None = field(default=None, repr=False)
     W_x: np.ndarray | None = field(default=None, repr=False)
 
-    _omit = ("W", "V_drift", "x", "V_x", "W_x")
+    _omit: ClassVar[tuple[str, ...]] = ("W", "V_drift", "x", "V_x", "W_x")
     _order: ClassVar[tuple[str, ...]] = ("service", "policy", "d", "load", "replace", "levels", "pi", "V")
 
 
@@ -114,6 +114,7 @@ def phase_refined_mean_field(
     system = System(None, d, lam, rule=pol.check_policy(policy), replace=replace, service=service)
     methods.refined_mean_field(system, "replace" if not replace else "service")  # the table's refusals
     law = system.service
+    assert law.alpha is not None and law.T is not None  # the table let through a phase-type law only
     dd = int(pol.meanfield_d(system.rule, int(system.d)))
     fp = phase_fixed_point(dd, lam, law.alpha, law.T, levels=levels)
     from ..system.phase_law import check_ph
