@@ -46,7 +46,7 @@ def test_jumps_mean_is_the_drift(law, d):
 
 
 @pytest.mark.parametrize(("d", "lam", "policy"), [(2, 0.9, "jsq-d"), (3, 0.7, "jsq-d"), (5, 0.8, "jsq-d"),
-                                                  (2, 0.6, "random")])  # fmt: skip
+                                                  (100, 0.95, "jsq-d"), (2, 0.6, "random")])  # fmt: skip
 def test_one_phase_is_the_exponential_refined_mean_field(d, lam, policy):
     r = phase_refined_mean_field(d, lam, ONE_PHASE, policy=policy)
     e = refined_mean_field(d, lam, policy=policy)
@@ -192,3 +192,12 @@ def test_cli_refuses_without_replacement_in_the_tables_words():
     assert reason in out.output  # the same text after the parameter's name
     text = CliRunner().invoke(main, ["meanfield", "--service", "erlang:2", "--n", "50"])
     assert text.exit_code == 0 and "refined mean field at n=50" in text.output
+
+
+def test_too_many_unknowns_are_refused_before_any_work():
+    import time
+
+    t = time.perf_counter()
+    with pytest.raises(ValueError, match=r"^levels: .*8045 levels x 2 phases"):
+        phase_refined_mean_field(2, 0.99, "hyperexp:4", policy="random")
+    assert time.perf_counter() - t < 5.0  # the fixed point of 8045 levels takes minutes

@@ -67,10 +67,11 @@ def meanfield_phase_cli(
         raise click.UsageError(f"--d must be a whole number with --service {law.spec}, got {d}")
     from ..meanfield.phase import phase_report
 
-    rep = phase_report(int(d), load, law, policy=policy, levels=levels)
     n = refused.get("n")
+    rmf = None if n is None else _refined_of(int(d), load, law, policy, levels)  # its refusals before any work
+    rep = phase_report(int(d), load, law, policy=policy, levels=levels)
     if n is not None:
-        _add_refined(rep, int(d), load, law, policy, levels, n)
+        _add_refined(rep, rmf, n)
     lam = rep["load"]
     u = rep["u"]
     if as_json:
@@ -96,19 +97,25 @@ def meanfield_phase_cli(
     click.echo("\n".join(lines))
 
 
-def _add_refined(rep: dict, d: int, load: str, law: Any, policy: str, levels: int | None, n: int) -> None:
-    """``meanfield --service … --n N``: the refined mean field ``π + V/n`` and the linear-noise
-    covariance of ``√n u`` at the fixed point (docs/model.md §13), in the keys of the exponential
-    report (``refined``, ``covariance_of``, ``covariance``)."""
+def _refined_of(d: int, load: str, law: Any, policy: str, levels: int | None) -> Any:
+    """The phase-type refined mean field (docs/model.md §13), its accuracy warnings silenced:
+    they are reported in the block, in words."""
     import warnings
 
     from ..meanfield.lyapunov import AccuracyWarning
     from ..meanfield.refined_phase import phase_refined_mean_field
-    from ._refined import refined_block
 
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", AccuracyWarning)  # reported in the block, in words
-        rmf = phase_refined_mean_field(d, load, law, policy=policy, levels=levels)
+        warnings.simplefilter("ignore", AccuracyWarning)
+        return phase_refined_mean_field(d, load, law, policy=policy, levels=levels)
+
+
+def _add_refined(rep: dict, rmf: Any, n: int) -> None:
+    """``meanfield --service … --n N``: the refined mean field ``π + V/n`` and the linear-noise
+    covariance of ``√n u`` at the fixed point (docs/model.md §13), in the keys of the exponential
+    report (``refined``, ``covariance_of``, ``covariance``)."""
+    from ._refined import refined_block
+
     rep["n"] = n
     rep["refined"] = refined_block(rmf, n, rep["mean_queue_length"], True)
     rep["refined"]["sampling"] = (

@@ -21,9 +21,9 @@ import numpy as np
 from ..checks import check_bool
 from ..model import check_load
 from .corrections import RefinedMeanField
-from .expansion import refined_expansion
-from .lyapunov import AccuracyWarning
-from .phase import phase_drift, phase_fixed_point, phase_jumps
+from .expansion import SECOND_STEP, refined_expansion
+from .lyapunov import MAX_LYAPUNOV_LEVELS, AccuracyWarning
+from .phase import _levels, phase_drift, phase_fixed_point, phase_jumps
 
 __all__ = ["PhaseRefinedMeanField", "phase_refined_mean_field", "TOL"]
 
@@ -116,10 +116,18 @@ def phase_refined_mean_field(
     law = system.service
     assert law.alpha is not None and law.T is not None  # the table let through a phase-type law only
     dd = int(pol.meanfield_d(system.rule, int(system.d)))
-    fp = phase_fixed_point(dd, lam, law.alpha, law.T, levels=levels)
     from ..system.phase_law import check_ph
 
     a, M, t0 = check_ph(law.alpha, law.T)
+    # refused before any work: the levels the fixed point starts from (it may double them, to the M/PH/1 count)
+    L0 = levels if levels is not None else min(_levels(dd, lam, a, M, TOL), _levels(1, lam, a, M, TOL))
+    if isinstance(L0, int) and L0 * a.size > MAX_LYAPUNOV_LEVELS:
+        raise ValueError(
+            f"levels: the refined mean field at d={d}, load={lam!r}, service {law.spec} would solve for "
+            f"{L0} levels x {a.size} phases (more than {MAX_LYAPUNOV_LEVELS} unknowns; the dense Lyapunov solve "
+            "costs O(unknowns^3)); pass fewer levels (levels=, --levels)"
+        )
+    fp = phase_fixed_point(dd, lam, law.alpha, law.T, levels=levels)
     L, K = fp.x.shape
 
     def f(v):
@@ -128,7 +136,8 @@ def phase_refined_mean_field(
     def jumps(v):
         return phase_jumps(v.reshape(L, K), lam, dd, a, M, t0)
 
-    e = refined_expansion(f, jumps, fp.x.ravel())
+    # the drift has degree d: a shorter step for large d keeps the O((d t)^4) error small
+    e = refined_expansion(f, jumps, fp.x.ravel(), step=min(SECOND_STEP, 1e-3 / dd))
     C = np.kron(np.triu(np.ones((L, L))), np.ones((1, K)))  # u_ℓ = Σ_{i>=ℓ} Σ_φ x[i, φ]
     if e.issues:
         warnings.warn(

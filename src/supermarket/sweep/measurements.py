@@ -128,14 +128,15 @@ def measure_meanfield(params: dict, seed: np.random.SeedSequence) -> dict:
     if _law_or_classes(params):
         fixed_point_report = _import("meanfield", "supermarket.meanfield.fixed_points", "fixed_point_report")
         system = _mean_field_system(params)
+        if "n" not in params:
+            return fixed_point_report(system)
+        # the point's check let n through: a phase-type law, one class (its size refused before any work)
+        prm = _import("meanfield", "supermarket.meanfield.refined_phase", "phase_refined_mean_field")
+        r = prm(system.d, system.lam, system.service, policy=system.rule)
         rep = fixed_point_report(system)
-        if "n" in params:  # the point's check let n through: a phase-type law, one class
-            prm = _import("meanfield", "supermarket.meanfield.refined_phase", "phase_refined_mean_field")
-            r = prm(system.d, system.lam, system.service, policy=system.rule)
-            rep |= {"refined_V": r.V, "refined_sum_V": float(r.V.sum())}
-            rep |= {"refined_u": r.mean(params["n"]), "refined_mean_queue_length": r.mean_queue_length(params["n"])}
-            rep |= {"lna_variance": np.diag(r.W), "lna_covariance": r.W}
-        return rep
+        rep |= {"refined_V": r.V, "refined_sum_V": float(r.V.sum())}
+        rep |= {"refined_u": r.mean(params["n"]), "refined_mean_queue_length": r.mean_queue_length(params["n"])}
+        return rep | {"lna_variance": np.diag(r.W), "lna_covariance": r.W}
     refined_mean_field = _import("meanfield", "supermarket.meanfield", "refined_mean_field")
     lna = _import("meanfield", "supermarket.meanfield", "lna")
     d, lam = params["d"], params["load"]
