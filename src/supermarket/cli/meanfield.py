@@ -342,7 +342,7 @@ def _add_response_times(
 )
 @service_option(
     "A phase-type law gives the phase-type mean-field fixed point (docs/model.md §13; a rule with a smooth "
-    "drift; its mean queue length and busy fraction).",
+    "drift; its mean queue length and busy fraction), and with --n its refined mean field and linear noise.",
     phase_type_only=True,
 )
 @one_task_options
