@@ -84,7 +84,8 @@ def test_a_row_is_what_the_command_prints(tmp_path):
          ["--service", "erlang:2", "--policy", "jiq"]),
         ('server_classes = "0.5:2,0.5:1"\npolicy = "jsq"\n', "policy", "drift is discontinuous",
          ["--server-classes", "0.5:2,0.5:1", "--policy", "jsq"]),
-        ('service = "erlang:2"\nn = 100\n', "n", "the refined mean field", ["--service", "erlang:2", "--n", "100"]),
+        ('server_classes = "0.5:2,0.5:1"\nn = 100\n', "n", "the refined mean field",
+         ["--server-classes", "0.5:2,0.5:1", "--n", "100"]),
         ('server_classes = "0.5:2,0.5:1"\npolicy = "random"\nload = 0.8\n', "load", "grow without bound",
          ["--server-classes", "0.5:2,0.5:1", "--policy", "random"]),
     ],
@@ -122,3 +123,17 @@ def test_an_overloaded_class_under_random_routing_is_refused_the_same_way(comman
     assert out.exit_code == 2 and "λ s̄/s = 1.2 >= 1: its queues grow without bound" in out.output, out.output
     ok = CliRunner().invoke(main, base + ["--d", "2"])
     assert ok.exit_code == 0, ok.output
+
+
+def test_a_phase_type_point_with_n_is_what_the_command_prints(tmp_path):
+    """The refined mean field with a phase-type law (docs/model.md §13): the sweep's row and
+    ``meanfield --service erlang:2 --n 50 --json`` give the same numbers."""
+    (r,) = _rows('[[run]]\nmeasurement = "meanfield"\nd = 2\nload = 0.9\nservice = "erlang:2"\nn = 50\n', tmp_path)
+    out = CliRunner().invoke(
+        main, ["meanfield", "--d", "2", "--load", "0.9", "--service", "erlang:2", "--n", "50", "--json"]
+    )
+    assert out.exit_code == 0, out.output
+    rep = json.loads(out.output)
+    assert r["refined_V"] == rep["refined"]["V"] and r["refined_u"] == rep["refined"]["mean"]
+    assert r["refined_mean_queue_length"] == rep["refined"]["mean_queue_length"]
+    assert r["lna_covariance"] == rep["covariance"] and r["refined_V"][1] > 0.2

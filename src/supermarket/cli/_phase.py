@@ -56,16 +56,22 @@ def meanfield_phase_cli(
             f"--policy {policy} with --service {law.spec}: no phase-type mean field for a discontinuous drift "
             "(jsq-d and random only); `supermarket simulate` runs it"
         )
-    for key, flag in {"n": "--n", "time": "--time", "plot": "--plot", "cdf": "--cdf"}.items():
+    for key, flag in {"time": "--time", "plot": "--plot", "cdf": "--cdf"}.items():
         if refused.get(key) is not None:
-            raise click.UsageError(f"{flag} does not go with --service {law.spec} (the fixed point only)")
+            raise click.UsageError(f"{flag} does not go with --service {law.spec} (the fixed point and --n only)")
     if refused.get("start", "empty") != "empty" or not replace:
-        raise click.UsageError(f"--start and --no-replace do not go with --service {law.spec} (the fixed point only)")
+        raise click.UsageError(
+            f"--start and --no-replace do not go with --service {law.spec} (the fixed point and --n only)"
+        )
     if not (isinstance(d, int) or (isinstance(d, float) and d.is_integer())) or math.isinf(d):
         raise click.UsageError(f"--d must be a whole number with --service {law.spec}, got {d}")
     from ..meanfield.phase import phase_report
 
+    n = refused.get("n")
+    rmf = None if n is None else _refined_of(int(d), load, law, policy, levels)  # its refusals before any work
     rep = phase_report(int(d), load, law, policy=policy, levels=levels)
+    if n is not None:
+        _add_refined(rep, rmf, n)
     lam = rep["load"]
     u = rep["u"]
     if as_json:
@@ -86,7 +92,64 @@ def meanfield_phase_cli(
     )
     lines.append("busy servers by phase " + ", ".join(f"{b:.6g}" for b in rep["busy_by_phase"]))
     lines.append(f"residual {rep['residual']:.2g}; flow identity (I1) error {rep['flow_error']:.2g}")
+    if n is not None:
+        lines += _refined_lines(rep, n)
     click.echo("\n".join(lines))
+
+
+def _refined_of(d: int, load: str, law: Any, policy: str, levels: int | None) -> Any:
+    """The phase-type refined mean field (docs/model.md §13), its accuracy warnings silenced:
+    they are reported in the block, in words."""
+    import warnings
+
+    from ..meanfield.lyapunov import AccuracyWarning
+    from ..meanfield.refined_phase import phase_refined_mean_field
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AccuracyWarning)
+        return phase_refined_mean_field(d, load, law, policy=policy, levels=levels)
+
+
+def _add_refined(rep: dict, rmf: Any, n: int) -> None:
+    """``meanfield --service … --n N``: the refined mean field ``π + V/n`` and the linear-noise
+    covariance of ``√n u`` at the fixed point (docs/model.md §13), in the keys of the exponential
+    report (``refined``, ``covariance_of``, ``covariance``)."""
+    from ._refined import refined_block
+
+    rep["n"] = n
+    rep["refined"] = refined_block(rmf, n, rep["mean_queue_length"], True)
+    rep["refined"]["sampling"] = (
+        "with replacement (Gast-Van Houdt expansion of the phase-type drift, docs/model.md §13)"
+    )
+    rep["refined"]["derivative_error"] = rmf.derivative_error
+    rep["covariance_of"] = "sqrt(n) (u - π): linear-noise approximation at the fixed point π (docs/model.md §13)"
+    rep["covariance"] = rmf.W.tolist() if rmf.accurate else None
+    if not rmf.accurate:
+        rep["covariance_note"] = "not accurate: " + "; ".join(rmf.issues)
+
+
+def _refined_lines(rep: dict, n: int) -> list[str]:
+    """The text of the refined block of :func:`_add_refined`."""
+    ref = rep["refined"]
+    if not ref["trusted"]:
+        return [f"refined mean field at n={n}: not shown, the linear solves lost their accuracy ({ref['reason']})"]
+    out = [
+        f"refined mean field at n={n} (Gast–Van Houdt, docs/model.md §13): ΣV = {ref['sum_V']:.6g}; "
+        + (
+            f"refined mean queue length {ref['mean_queue_length']:.10g}"
+            if ref["valid_for_n"]
+            else ref.get("note", "π + V/n is no profile at this n")
+        ),
+        "i   V_i          s_i + V_i/n    sd of √n u_i",
+    ]
+    cov = rep["covariance"]
+    for i, (s, v, m) in enumerate(zip(rep["u"][:30], ref["V"], ref["mean"])):
+        if s < 1e-13:
+            break
+        sd = "—" if cov is None else f"{max(cov[i][i], 0.0) ** 0.5:.6g}"
+        mean = "—" if m is None or not ref["valid_for_n"] else f"{m:.10g}"
+        out.append(f"{i + 1:<3d} {v:<12.6g} {mean:<14s} {sd}")
+    return out
 
 
 def exact_phase_cli(

@@ -11,6 +11,7 @@ import numpy as np
 
 from ._common import COUNT, FLOAT, LOAD, OUTPUT_FIGURE, CountType, print_json, save_figure
 from ._phase import meanfield_phase_cli
+from ._refined import refined_block
 from .options import json_option, one_task_options, policy_option, replace_option, run_once, service_option
 
 
@@ -135,7 +136,7 @@ def build_report(
         rep["mean_queue_length"] = mql
         rep["levels"] = rmf.levels
         if n is not None:
-            rep["refined"] = _refined(rmf, n, mql, replace)
+            rep["refined"] = refined_block(rmf, n, mql, replace)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", mf.AccuracyWarning)
                 res = mf.lna(d, lam, n=n, at="centre", replace=replace, levels=levels, **kw)
@@ -203,53 +204,6 @@ def _fluid_report(policy: str, lam: float, n: int | None, time: float | None, cd
     )
     rt["response_source"] = f"mean field, {policy} (every customer joins an empty queue in the limit)"
     return rt
-
-
-def _refined(rmf: Any, n: int, mql: float, replace: bool) -> dict:
-    """The ``refined`` block: ``π + V/n`` at ``n`` with its mean queue length, or why not
-    (untrusted, or no profile at this ``n``)."""
-    sampling = (
-        "with replacement (Gast-Van Houdt expansion of the n-free drift)"
-        if replace
-        else "without replacement (Gast-Van Houdt expansion, V including the drift's own 1/n term, "
-        "docs/model.md §3, derived)"
-    )
-    if not rmf.accurate:
-        # the numbers would be meaningless: say so instead of printing them
-        out = {
-            "trusted": False,
-            "error_estimate": rmf.error_estimate,
-            "reason": "; ".join(rmf.issues),
-            "sampling": sampling,
-        }
-    else:
-        m = rmf.pi + rmf.V / n
-        inside = (m >= 0) & (m <= 1)
-        valid = rmf.valid_for(n)  # in [0, 1] and non-increasing: a profile
-        out = {
-            "trusted": True,
-            "error_estimate": rmf.error_estimate,
-            "V": rmf.V.tolist(),
-            "sum_V": float(rmf.V.sum()),
-            # π + V/n outside [0, 1] is no fraction of queues: None
-            "mean": [float(v) if ok else None for v, ok in zip(m, inside)],
-            "valid_for_n": valid,
-            "mean_queue_length": mql + float(rmf.V.sum()) / n if valid else None,
-            "sampling": sampling,
-        }
-        if not valid:
-            least = rmf.min_n()
-            out["min_n"] = least if math.isfinite(least) else None
-            out["note"] = (
-                f"π(i) + V_i/n is no profile at n={n} (it leaves [0, 1] or increases with i): n is too "
-                "small for the 1/n expansion at this load ("
-                + (
-                    f"it is a profile from n = {least}; trust it only well above that)"
-                    if math.isfinite(least)
-                    else "it is no profile at any n)"
-                )
-            )
-    return out
 
 
 def _add_response_times(
@@ -388,7 +342,7 @@ def _add_response_times(
 )
 @service_option(
     "A phase-type law gives the phase-type mean-field fixed point (docs/model.md §13; a rule with a smooth "
-    "drift; its mean queue length and busy fraction).",
+    "drift; its mean queue length and busy fraction), and with --n its refined mean field and linear noise.",
     phase_type_only=True,
 )
 @one_task_options
@@ -429,7 +383,7 @@ def meanfield(
         from ..system.spec import System
 
         if isinstance(d, int) or (isinstance(d, float) and d.is_integer()):  # --d inf: refused below
-            system = System(None, int(d), load, rule=policy, service=service, server_classes=server_classes)
+            system = System(None, int(d), load, policy, replace, service=service, server_classes=server_classes)
             field = mean_field(system)  # the one table (supermarket.system.methods): refused with the reason
             if n is not None:  # the refined mean field: refused with the table's reason
                 refined_mean_field(system, "--n")

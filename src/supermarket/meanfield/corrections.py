@@ -146,9 +146,9 @@ class RefinedMeanField(Result):
         return float(self.pi.sum() + self.V.sum() / n)
 
     _rename: ClassVar[dict[str, str]] = {"lam": "load"}
-    _omit = ("W", "V_drift")
+    _omit: ClassVar[tuple[str, ...]] = ("W", "V_drift")
     _extra = ("sum_pi", "sum_V")
-    _order = ("d", "load", "replace", "levels", "pi", "V", "sum_pi", "sum_V")
+    _order: ClassVar[tuple[str, ...]] = ("d", "load", "replace", "levels", "pi", "V", "sum_pi", "sum_V")
 
     @property
     def sum_pi(self) -> float:

@@ -52,7 +52,8 @@ def _lyapunov(u, d, lam, n, replace):
 
 
 def _accuracy(A, W, Q_diag, V=None, rhs_of=None):
-    """Estimated relative error of the solution ``W`` of ``A W + W A^T + Q = 0`` (and of ``V``,
+    """Estimated relative error of the solution ``W`` of ``A W + W A^T + Q = 0`` (``Q_diag``: the
+    diagonal of ``Q``, or the matrix ``Q`` itself) (and of ``V``,
     the solution of ``A V = rhs_of(W)``), and the reasons to distrust them, if any.
 
     Up to 300 levels the estimate is a posteriori: one step of iterative refinement with the
@@ -85,7 +86,8 @@ def _accuracy(A, W, Q_diag, V=None, rhs_of=None):
         elif W.shape[0] <= 300 and math.isfinite(cond):
             Al = A.astype(np.longdouble)
             Wl = W.astype(np.longdouble)
-            R = (Al @ Wl + Wl @ Al.T + np.diag(np.asarray(Q_diag, dtype=np.longdouble))).astype(float)
+            Ql = np.asarray(Q_diag, dtype=np.longdouble)  # the diagonal of Q, or Q itself (2-D)
+            R = (Al @ Wl + Wl @ Al.T + (np.diag(Ql) if Ql.ndim == 1 else Ql)).astype(float)
             dW = sla.solve_continuous_lyapunov(A, -R)
             est = float(np.max(np.abs(dW))) / wmax if wmax > 0 else 0.0
             if V is not None and rhs_of is not None:

@@ -27,13 +27,21 @@ from typing import Any
 import numpy as np
 import scipy.integrate as si
 import scipy.optimize as so
+import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
 from ..model import check_load
 from ..system.phase_law import check_ph
 from .dynamics import check_d
 
-__all__ = ["phase_drift", "PhaseFixedPoint", "phase_fixed_point", "phase_report", "solve_phase_meanfield"]
+__all__ = [
+    "phase_drift",
+    "phase_jumps",
+    "PhaseFixedPoint",
+    "phase_fixed_point",
+    "phase_report",
+    "solve_phase_meanfield",
+]
 
 
 def _g(s, d):
@@ -99,6 +107,66 @@ def phase_drift(x: np.ndarray, lam: float, d: int, alpha: np.ndarray, T: np.ndar
     out[1:] += join[:-1]
     out[:-1] += np.outer(x[1:] @ t0, alpha)  # completions at length ℓ + 1 start a service at ℓ
     return out
+
+
+def phase_jumps(x: np.ndarray, lam: float, d: int, alpha: np.ndarray, T: np.ndarray, t0: np.ndarray) -> tuple:
+    """The jumps of the counts ``n x[ℓ, φ]`` whose mean is :func:`phase_drift` (docs/model.md §13):
+    each with its rate per queue and its vector over the flattened state (index ``(ℓ−1)K + φ``).
+
+    - an arrival at an idle queue, starting phase ``φ``: rate ``λ(1 − s_1^d) α_φ``, ``+e_{1,φ}``;
+    - an arrival joining a queue of length ``ℓ < L`` in phase ``φ``: rate ``λ g_ℓ x[ℓ, φ]``,
+      ``−e_{ℓ,φ} + e_{ℓ+1,φ}`` (none at the top level ``L``: the truncation);
+    - a phase change ``φ → ψ``: rate ``x[ℓ, φ] T_φψ``, ``−e_{ℓ,φ} + e_{ℓ,ψ}``;
+    - a completion in phase ``φ``: at ``ℓ = 1`` rate ``x[1, φ] t0_φ``, ``−e_{1,φ}``; at ``ℓ >= 2``,
+      restarting in ``ψ`` by ``α``, rate ``x[ℓ, φ] t0_φ α_ψ``, ``−e_{ℓ,φ} + e_{ℓ−1,ψ}``.
+
+    Parameters
+    ----------
+    x, lam, d, alpha, T, t0 : as :func:`phase_drift`.
+
+    Returns
+    -------
+    (rates, vectors)
+        ``rates`` (m,) and ``vectors``, a SciPy CSR matrix (m, L·K) of entries ``±1``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a, T, t0 = np.array([1.0, 0.0]), np.array([[-2.0, 2.0], [0.0, -2.0]]), np.array([0.0, 2.0])
+    >>> x = np.array([[0.2, 0.3], [0.1, 0.1]])
+    >>> r, J = phase_jumps(x, 0.7, 2, a, T, t0)
+    >>> bool(np.allclose(J.T @ r, phase_drift(x, 0.7, 2, a, T, t0).ravel(), atol=1e-15))
+    True
+    """
+    L, K = x.shape
+    s = _profile(x)
+    g = _g(s, d)
+    idx = np.arange(L * K).reshape(L, K)
+    none = np.full(K, -1)
+    rates, src, dst = [lam * (1.0 - s[1] ** d) * alpha], [none], [idx[0]]  # arrivals at idle queues
+    rates.append((lam * g[1:L, None] * x[: L - 1]).ravel())  # joins below the top level
+    src.append(idx[: L - 1].ravel())
+    dst.append(idx[1:].ravel())
+    for p in range(K):  # phase changes p -> q
+        for q in (q for q in range(K) if q != p):
+            rates.append(x[:, p] * T[p, q])
+            src.append(idx[:, p])
+            dst.append(idx[:, q])
+    rates.append(x[0] * t0)  # completions at length 1
+    src.append(idx[0])
+    dst.append(none)
+    for q in range(K):  # completions at length ℓ >= 2, restarting in phase q
+        rates.append((x[1:] * (t0 * alpha[q])).ravel())
+        src.append(idx[1:].ravel())
+        dst.append(np.repeat(idx[:-1, q], K))
+    r, a_, b_ = (np.concatenate(v) for v in (rates, src, dst))
+    rows = np.arange(r.size)
+    ia, ib = a_ >= 0, b_ >= 0
+    data = np.concatenate([-np.ones(int(ia.sum())), np.ones(int(ib.sum()))])
+    J = sp.csr_matrix(
+        (data, (np.concatenate([rows[ia], rows[ib]]), np.concatenate([a_[ia], b_[ib]]))), shape=(r.size, L * K)
+    )
+    return r, J
 
 
 @dataclass(frozen=True)

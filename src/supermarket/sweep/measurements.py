@@ -121,10 +121,22 @@ def measure_meanfield(params: dict, seed: np.random.SeedSequence) -> dict:
     """Fixed point, refined mean field and linear noise at π (docs/model.md §3;
     :func:`supermarket.meanfield.refined_mean_field` and :func:`supermarket.meanfield.lna`); with a
     phase-type law or server classes, the fixed point of :func:`supermarket.meanfield.fixed_points.fixed_point_report`
-    (what ``supermarket meanfield --service/--server-classes --json`` prints)."""
+    (what ``supermarket meanfield --service/--server-classes --json`` prints); with a phase-type law
+    and ``n``, also the refined mean field and the linear noise at π of
+    :func:`supermarket.meanfield.refined_phase.phase_refined_mean_field` (docs/model.md §13), in
+    the exponential point's keys."""
     if _law_or_classes(params):
         fixed_point_report = _import("meanfield", "supermarket.meanfield.fixed_points", "fixed_point_report")
-        return fixed_point_report(_mean_field_system(params))
+        system = _mean_field_system(params)
+        if "n" not in params:
+            return fixed_point_report(system)
+        # the point's check let n through: a phase-type law, one class (its size refused before any work)
+        prm = _import("meanfield", "supermarket.meanfield.refined_phase", "phase_refined_mean_field")
+        r = prm(system.d, system.lam, system.service, policy=system.rule)
+        rep = fixed_point_report(system)
+        rep |= {"refined_V": r.V, "refined_sum_V": float(r.V.sum())}
+        rep |= {"refined_u": r.mean(params["n"]), "refined_mean_queue_length": r.mean_queue_length(params["n"])}
+        return rep | {"lna_variance": np.diag(r.W), "lna_covariance": r.W}
     refined_mean_field = _import("meanfield", "supermarket.meanfield", "refined_mean_field")
     lna = _import("meanfield", "supermarket.meanfield", "lna")
     d, lam = params["d"], params["load"]

@@ -563,14 +563,11 @@ def smooth_mean_field(rule: str, part: str, spelled: str | None = None) -> None:
 
 
 def refined_mean_field(system: System, spelled: str = "n") -> str:
-    """The module of :mod:`supermarket.meanfield` that gives the refined mean field (the ``1/n``
-    correction) and the linear noise of ``system`` (``ode``: exponential service, one class, a
-    differentiable drift), or a ValueError saying why there is none (``spelled``: the option, as
-    the door spells it).
+    """The module of :mod:`supermarket.meanfield` with the refined mean field (the ``1/n`` term) and
+    linear noise of ``system`` (``ode``: exponential service; ``refined_phase``: phase-type, with
+    replacement; one class, a smooth drift), or a ValueError saying why none (``spelled``: the option).
 
-    >>> refined_mean_field(System(None, 2, 0.5))
-    'ode'
-    >>> refined_mean_field(System(None, 2, 0.5, service="erlang:2"), "--n")
+    >>> refined_mean_field(System(None, 2, 0.5, server_classes="1:1"), "--n")
     Traceback (most recent call last):
     ...
     ValueError: --n: the refined mean field (the 1/n correction) and the linear noise are computed for ...
@@ -578,13 +575,15 @@ def refined_mean_field(system: System, spelled: str = "n") -> str:
     field = mean_field(system)
     if field == "fluid":
         smooth_mean_field(system.rule, "n", spelled)
-    if field != "ode":
+    if field not in ("ode", "phase") or (field == "phase" and not system.replace):
+        why = "one server class only (docs/model.md §3, §13)"
+        if field == "phase":
+            why = "a phase-type law with replacement only (without, the drift's own 1/n term is known for exp only)"
         raise ValueError(
-            f"{spelled}: the refined mean field (the 1/n correction) and the linear noise are computed for "
-            f"exponential service and one server class only (docs/model.md §3); for {system.describe()} "
-            "the fixed point only"
+            f"{spelled}: the refined mean field (the 1/n correction) and the linear noise are computed for {why}; "
+            f"for {system.describe()} the fixed point only"
         )
-    return field
+    return "refined_phase" if field == "phase" else field
 
 
 def fluid_note(rule: str) -> str:
