@@ -198,4 +198,3 @@ def test_no_precision_target_without_an_equilibrium(kw, monkeypatch):
         with pytest.raises(ValueError, match=rf"^precision: at load λ = {shown} >= 1 the chain has no equilibrium"):
             sm.simulate(30, 2, load, precision=0.01, time=10.0, **kw)
     sm.simulate(30, 2, "1.2", time=5.0, replications=2, seed=1, **kw) if not kw else None  # a finite horizon runs
-
