@@ -194,8 +194,8 @@ def _measure_law(simulate: Callable, params: dict, seed: np.random.SeedSequence)
     """One replication on the engine the grid point names (:data:`LAW_ENGINES`), called exactly as
     ``simulate(n, d, load, seed=seed, **the point's keys)`` would be, and its row."""
     engine = params["engine"]
-    keys = ("steps", "time", "burn_in", "replace", "policy", "service", "server_classes", "start", "batches")
-    keys += ("precision", "target", "max_steps")
+    keys: tuple[str, ...] = ("steps", "time", "burn_in", "replace", "policy", "service", "server_classes", "start")
+    keys += ("batches", "precision", "target", "max_steps")
     kw = {k: params[k] for k in keys + (("control_variates",) if engine != "events" else ()) if k in params}
     if engine in ("events", "classes-phase"):
         kw["engine"] = "events" if engine == "events" else "phase"
