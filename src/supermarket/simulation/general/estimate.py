@@ -454,7 +454,9 @@ class ResponseCounts:
             ``t``, ``sojourn`` (``P(S ≤ t)``), ``waiting`` (``P(W ≤ t)``; at ``t = 0`` the atom
             ``P(W = 0)``), the fractions of the measured customers, and ``sojourn_stderr``,
             ``waiting_stderr``: their standard errors between replications, None where there
-            is no trusted error (one replication, or an overloaded class).
+            is no trusted error (one replication, or an overloaded class) and where every
+            replication gave the same fraction (``P(S ≤ 0) = 0``, as a sojourn is positive; 1 past
+            every measured time): a spread of 0 is no error bar.
         """
         g = self.grid(points)
         out: dict = {"t": g.tolist()}
@@ -466,7 +468,7 @@ class ResponseCounts:
                 parts = [(self._below(h, c, float(x)), c[:, -1]) for h, c in zip(hs, cums)]
                 e = _ratio(parts, self.min_block)
                 values.append(float(e.mean))
-                ok = self.settles and e.reliable and math.isfinite(e.stderr)
+                ok = self.settles and e.reliable and math.isfinite(e.stderr) and e.stderr > 0
                 errors.append(float(e.stderr) if ok else None)
             out[kind] = values
             out[f"{kind}_stderr"] = errors

@@ -227,7 +227,8 @@ class GeneralResult:
         dict
             ``t``, ``sojourn`` (``P(S ≤ t)``), ``waiting`` (``P(W ≤ t)``; at 0 the atom
             ``P(W = 0)``), the keys of the profile engine's ``cdf``, and ``sojourn_stderr``,
-            ``waiting_stderr`` (None where no error is trusted: one replication).
+            ``waiting_stderr`` (None where no error is trusted: one replication, an overloaded
+            class, or every replication giving the same 0 or 1, as ``P(S ≤ 0) = 0``).
         """
         if self.cdf_counts is None:
             raise ValueError("cdf_points: this result keeps no response times (it was made without them)")
