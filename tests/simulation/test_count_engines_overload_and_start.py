@@ -212,3 +212,18 @@ def test_the_start_states_are_consistent_chain_states():
     for i in range(1, top + 1):
         assert np.array_equal(c[:, i], by_level[:, i:].sum(axis=1))
     assert np.array_equal(c[:, 0], counts) and np.all(c[:, top + 1 :] == 0)
+
+
+def test_no_plus_minus_zero_where_every_batch_agrees():
+    """A batch series with no spread (E[u_1] = 1 when every server stays busy at load 1.2; a
+    level no queue reached) has no error bar: NaN, not ``± 0``."""
+    import math
+
+    import supermarket as sm
+
+    r = sm.simulate(50, 2, "1.2", server_classes="0.5:2,0.5:1", time=50.0, seed=1)
+    assert all(c.u_mean[0] == 1.0 and math.isnan(c.u_stderr[0]) for c in r.classes)
+    assert " 1 ± 0" not in r.summary()
+    q = sm.simulate(100, 2, 0.8, server_classes="0.5:2,0.5:1", time=200.0, seed=1)
+    top = q.classes[0]
+    assert top.u_mean[-1] == 0.0 and math.isnan(top.u_stderr[-1])
