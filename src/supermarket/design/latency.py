@@ -17,7 +17,14 @@ from ..model import check_load, check_positive_float, check_positive_int
 from ..response import check_quantile, from_simulation
 from ..result import Result, frame
 
-__all__ = ["LOAD_MAX", "LatencyDesign", "least_d_for_latency", "max_load_for_latency", "verify_latency"]
+__all__ = [
+    "LOAD_MAX",
+    "LatencyDesign",
+    "least_d_for_latency",
+    "least_d_search",
+    "max_load_for_latency",
+    "verify_latency",
+]
 
 LOAD_MAX = 1.0 - 1e-9
 """Highest load :func:`max_load_for_latency` evaluates (λ = 1 is out of range): a target still
@@ -110,6 +117,30 @@ class LatencyDesign(Result):
         return "\n".join(lines)
 
 
+def least_d_search(f: Any, T: float, d_max: int, too_many: str) -> int:
+    """The least ``d`` with ``f(d) <= T`` for a quantile ``f`` non-increasing in ``d``: doubling
+    from 1 to a ``d`` that meets it, then bisection between its half and it (``f(lo) > T >=
+    f(hi)``); ValueError ``too_many`` when ``d_max`` does not meet it.  The one search of every
+    least-d design (the calls of ``f`` are its callers' record of the values checked).
+
+    >>> least_d_search(lambda d: 10.0 / d, 3.0, 100, "no d")
+    4
+    """
+    d = 1
+    while f(d) > T:
+        if d >= d_max:
+            raise ValueError(too_many)
+        d = min(2 * d, d_max)
+    lo, hi = d // 2, d  # f(lo) > T >= f(hi) (lo = 0 when d = 1)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if f(mid) <= T:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
 def _check_latency(quantile, latency):
     q = check_quantile(quantile)
     T = check_positive_float("latency", latency)
@@ -168,18 +199,8 @@ def least_d_for_latency(load: float | str, quantile: float, latency: float, *, d
         checked.append((d, v))
         return v
 
-    d = 1
-    while f(d) > T:
-        if d >= d_max:
-            raise ValueError(f"sojourn p{100 * q:g} ≤ {T:g} needs more than d_max = {d_max} choices at load {lam:g}")
-        d = min(2 * d, d_max)
-    lo, hi = d // 2, d  # f(lo) > T >= f(hi) (lo = 0 when d = 1)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if f(mid) <= T:
-            hi = mid
-        else:
-            lo = mid
+    too_many = f"sojourn p{100 * q:g} ≤ {T:g} needs more than d_max = {d_max} choices at load {lam:g}"
+    hi = least_d_search(f, T, d_max, too_many)
     vals = sorted(set(checked))
     monotone = all(b[1] <= a[1] + 1e-9 * max(1.0, a[1]) for a, b in itertools.pairwise(vals))
     nb = {} if hi == 1 else {"d": hi - 1, "value": dict(vals)[hi - 1] if (hi - 1) in dict(vals) else f(hi - 1)}

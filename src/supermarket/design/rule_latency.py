@@ -22,7 +22,7 @@ from ..result import Result, frame
 from ..system import methods
 from ..system import policies as _pol
 from ..system.spec import System
-from .latency import LOAD_MAX, _verdict
+from .latency import LOAD_MAX, _verdict, least_d_search
 from .rule_sojourn import quantile_function
 from .sojourn import _service_quantile, phase_form
 
@@ -198,18 +198,8 @@ def _least_d(f, lam, q, T):
         checked.append((d, v))
         return v
 
-    d = 1
-    while ev(d) > T:
-        if d >= D_MAX:
-            raise ValueError(f"sojourn p{100 * q:g} ≤ {T:g} needs more than d = {D_MAX} choices at load {lam:g}")
-        d = min(2 * d, D_MAX)
-    lo, hi = d // 2, d
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if ev(mid) <= T:
-            hi = mid
-        else:
-            lo = mid
+    too_many = f"sojourn p{100 * q:g} ≤ {T:g} needs more than d = {D_MAX} choices at load {lam:g}"
+    hi = least_d_search(ev, T, D_MAX, too_many)
     vals = dict(checked)
     pts = tuple(sorted(vals.items()))
     monotone = all(b[1] <= a[1] + 1e-9 * max(1.0, a[1]) for a, b in itertools.pairwise(pts))

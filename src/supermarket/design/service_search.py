@@ -19,6 +19,7 @@ from ..model import check_load, check_positive_float, check_positive_int
 from ..response import check_quantile
 from ..result import Result, frame
 from ..system.service import ServiceLaw, parse_service
+from .latency import least_d_search
 from .sojourn import _service_quantile, mph1_sojourn_quantile, mph1_sojourn_tail, phase_form, sojourn_law
 
 __all__ = [
@@ -165,18 +166,8 @@ def least_d_for_service_latency(
             )
         return checked[d]
 
-    d = 1
-    while f(d) > T:
-        if d >= d_max:
-            raise ValueError(f"sojourn p{100 * q:g} ≤ {T:g} needs more than d_max = {d_max} choices at load {lam:g}")
-        d = min(2 * d, d_max)
-    lo, hi = d // 2, d
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if f(mid) <= T:
-            hi = mid
-        else:
-            lo = mid
+    too_many = f"sojourn p{100 * q:g} ≤ {T:g} needs more than d_max = {d_max} choices at load {lam:g}"
+    hi = least_d_search(f, T, d_max, too_many)
     vals = sorted(checked.items())
     monotone = all(b[1] <= a[1] + 1e-9 * max(1.0, a[1]) for a, b in itertools.pairwise(vals))
     nb = {} if hi == 1 else {"d": hi - 1, "value": f(hi - 1)}
