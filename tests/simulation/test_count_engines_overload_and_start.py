@@ -224,7 +224,7 @@ def test_no_plus_minus_zero_where_every_batch_agrees():
     r = sm.simulate(50, 2, "1.2", server_classes="0.5:2,0.5:1", time=50.0, seed=1)
     flat = [c for c in r.classes if c.u_mean[0] == 1.0]  # the slow class: busy throughout
     assert flat and all(math.isnan(c.u_stderr[0]) for c in flat)
-    assert all(not c.u_stderr[0] == 0.0 for c in r.classes)
+    assert all(c.u_stderr[0] != 0.0 for c in r.classes)
     assert " 1 ± 0" not in r.summary()
     q = sm.simulate(100, 2, 0.8, server_classes="0.5:2,0.5:1", time=200.0, seed=1)
     top = q.classes[0]

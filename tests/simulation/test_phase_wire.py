@@ -196,7 +196,7 @@ def test_cli_simulate_meanfield_exact_json_and_refusals():
         ([*args, "--service", "erlang:2", "--cdf", "10"], "--cdf"),
         (["meanfield", "--service", "erlang:2", "--policy", "jsq"], "discontinuous"),
         (["meanfield", "--service", "lognormal:2"], "no phase-type form"),
-        (["meanfield", "--service", "erlang:2", "--n", "100"], "--n"),
+        (["meanfield", "--service", "erlang:2", "--n", "100", "--no-replace"], "with replacement only"),
         (["exact", "--service", "pareto:3"], "no phase-type form"),
         (["exact", "--service", "erlang:2", "--plot", "x.png"], "--plot"),
         (["exact", "--service", "gamma:2"], "service must be one of"),

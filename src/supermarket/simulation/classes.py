@@ -536,7 +536,7 @@ def _summarize(
                 float(s[k]),
                 int(counts[k]),
                 np.array([e.mean for e in uk]),
-                np.array([e.stderr if e.reliable and e.stderr > 0 else math.nan for e in uk]),  # 0: no spread
+                np.array([e.stderr if e.reliable else math.nan for e in uk]),
                 mqk,
                 sok,
                 wk,
@@ -575,7 +575,7 @@ def _summarize(
         events=int(sum(ev for _, ev, _ in results)),
         wall_s=wall,
         u_mean=np.array([e.mean for e in u_est]),
-        u_stderr=np.array([e.stderr if e.reliable and e.stderr > 0 else math.nan for e in u_est]),
+        u_stderr=np.array([e.stderr if e.reliable else math.nan for e in u_est]),
         mean_queue_length=mq,
         sojourn=soj,
         waiting=wai,

@@ -13,13 +13,25 @@ import numpy as np
 from .. import stats as _st
 from ..stats import ErrorEstimate
 
+NO_SPREAD = "no spread: every batch gave the same value, which is no error bar"
 
-def _pooled(series: list[np.ndarray]) -> ErrorEstimate:
-    """Blocking per replication, pooled: the mean of the means, ``√(Σ s_r²)/R``."""
+
+def _constant(x: np.ndarray) -> bool:
+    return x.size >= 2 and float(np.ptp(x)) <= 1e-12 * max(1.0, abs(float(x.mean())))
+
+
+def _pooled(series: list[np.ndarray], *, identity: bool = False) -> ErrorEstimate:
+    """Blocking per replication, pooled: the mean of the means, ``√(Σ s_r²)/R``.  A batch series
+    with no spread is exact (error 0, ``"identity"``) when ``identity`` says that the control
+    explains all of its variation; otherwise its error is unknown (:data:`NO_SPREAD`: every
+    server busy throughout at load >= 1, a level no queue reached)."""
     ests = []
     for x in series:
-        if x.size >= 2 and float(np.ptp(x)) <= 1e-12 * max(1.0, abs(float(x.mean()))):
+        if _constant(x) and identity:
             ests.append(ErrorEstimate(float(x.mean()), 0.0, math.inf, math.inf, 0.0, True, "identity", x.size, 1))
+        elif _constant(x):
+            m = float(x.mean())
+            ests.append(ErrorEstimate(m, math.nan, 0.0, 0.0, math.nan, False, "none", x.size, 1, NO_SPREAD))
         else:
             ests.append(_st.blocking(x))
     if len(ests) == 1:
@@ -53,13 +65,13 @@ class _Estimator:
 
     def __call__(self, Y: list[np.ndarray], key: str | None = None) -> ErrorEstimate:
         plain = _pooled(Y)
-        if not self.use_cv:
+        if not self.use_cv or all(_constant(y) for y in Y):  # no spread at all: the control cannot make one
             return plain
         x = np.concatenate(self.X)
         y = np.concatenate(Y)
         vx = float(np.dot(x - x.mean(), x - x.mean()))
         beta = float(np.dot(x - x.mean(), y - y.mean())) / vx if vx > 0 else 0.0
-        e = _pooled([yy - beta * xx for yy, xx in zip(Y, self.X)])
+        e = _pooled([yy - beta * xx for yy, xx in zip(Y, self.X)], identity=True)
         if key is not None:
             self.reduction[key] = (plain.stderr / e.stderr) ** 2 if e.stderr > 0 else math.inf
         return e
