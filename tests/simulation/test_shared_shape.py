@@ -136,3 +136,15 @@ def test_no_error_bar_half_width_is_null():
         r = sm.simulate(50, 2, 0.9, seed=1, service="pareto:1.5", time=50.0, replications=2, progress=False)
     m = _json(r)["mean_queue_length"]
     assert m["reliable"] is False and m["half_width"] is None and m["note"] == "infinite in equilibrium"
+
+
+def test_the_law_engines_horizon_keys_are_their_own_fields(results):
+    """``events``, ``time``, ``burn_in``, ``replications``, ``batches`` of the shared block are the
+    result's own fields, each under its name (time 300 and the default burn-in, a tenth of it,
+    tell ``time`` and ``burn_in`` apart), and ``system.n``/``load`` the run's."""
+    for engine in ("events", "phase", "classes"):
+        r, d = results[engine], _json(results[engine])
+        assert d["time"] == r.time and d["burn_in"] == r.burn_in and d["time"] != d["burn_in"], engine
+        assert (d["events"], d["replications"], d["batches"]) == (r.events, r.replications, r.batches), engine
+        assert d["system"]["n"] == 30 and d["system"]["load"] == LAM, engine
+        assert d["u_mean"] == list(r.u_mean) and d["wall_s"] == r.wall_s, engine
