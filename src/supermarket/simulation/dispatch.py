@@ -86,8 +86,7 @@ def run_engine(
         rest = {k: v for k, v in opts.items() if k not in ("precision", "max_steps")}
         if steps is None and time is None:  # the first round, as the profile engines' first stretch
             steps = PRECISION_FIRST_STEPS
-        lamf = float(exact_load(system.load))
-        rate = events_rate(system) * (lamf + min(lamf, 1.0)) / (2.0 * lamf)  # at load >= 1: departures n s̄
+        rate = events_rate(system)  # events per unit of time (λ < 1 here: check_equilibrium above)
 
         def again(steps_: int | float | None, time_: float | None) -> Any:
             fresh = np.random.SeedSequence(
