@@ -18,11 +18,11 @@ import numpy as np
 
 from ..model import check_positive_float, check_positive_int
 from ..response import check_quantile
-from ..result import Result, frame
+from ..result import Result
 from ..system import methods
 from ..system import policies as _pol
 from ..system.spec import System
-from .latency import LOAD_MAX, _verdict, least_d_search
+from .latency import LOAD_MAX, LatencyDesign, _verdict, least_d_search
 from .rule_sojourn import quantile_function
 from .sojourn import _service_quantile, phase_form
 
@@ -94,9 +94,7 @@ class RuleLatencyDesign(Result):
         "capped",
     )
 
-    def to_frame(self) -> Any:
-        col = "d" if self.question == "least d" else "load"
-        return frame([{col: a, "sojourn_quantile": v} for a, v in self.checked])
+    to_frame = LatencyDesign.to_frame  # the values checked, one row each (the same table)
 
     def summary(self) -> str:
         qn = f"p{100 * self.quantile:g}"
