@@ -35,22 +35,29 @@ def meanfield_cli(
     service: str = "exp",
     **other: Any,
 ) -> None:
-    """``meanfield --server-classes``: the per-class fixed point (no --n, --time, --plot, --cdf);
-    with a phase-type ``--service``, per class and phase (docs/model.md §15.5)."""
+    """``meanfield --server-classes``: the per-class fixed point (no --time, --plot, --cdf);
+    with a phase-type ``--service``, per class and phase (docs/model.md §15.5); with ``--n``
+    the refined mean field and the linear noise (§15.6, :mod:`._refined_classes`)."""
     import math
 
     from ..meanfield.classes import classes_fixed_point
     from ..system.service import parse_service
+    from ._refined_classes import add_classes_refined, classes_refined_lines, classes_refined_of
 
     law = parse_service(service)  # phase-type: cli/meanfield.py refused the others (supermarket.system.methods)
 
-    for key in ("n", "time", "plot", "cdf", "levels", "scheduler"):
+    for key in ("time", "plot", "cdf", "levels", "scheduler"):
         if other.get(key) is not None:
-            raise click.UsageError(f"--{key} does not go with --server-classes (the per-class fixed point only)")
+            raise click.UsageError(
+                f"--{key} does not go with --server-classes (the per-class fixed point, and with --n its refined "
+                "mean field, only)"
+            )
     if other.get("replace") is False:
         raise click.UsageError("--no-replace does not go with --server-classes (the mean field does not depend on it)")
     if isinstance(d, float) and math.isinf(d):
         raise click.UsageError("--d inf does not go with --server-classes")
+    n = other.get("n")
+    rmf = None if n is None else classes_refined_of(int(d), load, server_classes, law, policy)  # refusals first
     res: Any
     if law.is_exponential:
         res = classes_fixed_point(int(d), load, server_classes, policy=policy)
@@ -59,7 +66,11 @@ def meanfield_cli(
 
         res = classes_phase_fixed_point(int(d), load, server_classes, law, policy=policy)
     data = res.to_dict()
-    _emit(data, res.summary(), out, as_json)
+    text = res.summary()
+    if n is not None:  # docs/model.md §15.6
+        add_classes_refined(data, rmf, n)
+        text = "\n".join([text, *classes_refined_lines(data, n)])
+    _emit(data, text, out, as_json)
 
 
 def exact_cli(
