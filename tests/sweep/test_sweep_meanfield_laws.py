@@ -84,8 +84,6 @@ def test_a_row_is_what_the_command_prints(tmp_path):
          ["--service", "erlang:2", "--policy", "jiq"]),
         ('server_classes = "0.5:2,0.5:1"\npolicy = "jsq"\n', "policy", "drift is discontinuous",
          ["--server-classes", "0.5:2,0.5:1", "--policy", "jsq"]),
-        ('server_classes = "0.5:2,0.5:1"\nn = 100\n', "n", "the refined mean field",
-         ["--server-classes", "0.5:2,0.5:1", "--n", "100"]),
         ('server_classes = "0.5:2,0.5:1"\npolicy = "random"\nload = 0.8\n', "load", "grow without bound",
          ["--server-classes", "0.5:2,0.5:1", "--policy", "random"]),
     ],

@@ -124,19 +124,28 @@ def measure_meanfield(params: dict, seed: np.random.SeedSequence) -> dict:
     (what ``supermarket meanfield --service/--server-classes --json`` prints); with a phase-type law
     and ``n``, also the refined mean field and the linear noise at π of
     :func:`supermarket.meanfield.refined_phase.phase_refined_mean_field` (docs/model.md §13), in
-    the exponential point's keys."""
+    the exponential point's keys; with server classes and ``n``, those of the pooled profile of
+    :func:`supermarket.meanfield.refined_classes.classes_refined_mean_field` (§15.6), and per class
+    ``refined_class_V`` and ``refined_class_u``."""
     if _law_or_classes(params):
         fixed_point_report = _import("meanfield", "supermarket.meanfield.fixed_points", "fixed_point_report")
         system = _mean_field_system(params)
         if "n" not in params:
             return fixed_point_report(system)
-        # the point's check let n through: a phase-type law, one class (its size refused before any work)
-        prm = _import("meanfield", "supermarket.meanfield.refined_phase", "phase_refined_mean_field")
-        r = prm(system.d, system.lam, system.service, policy=system.rule)
+        # the point's check let n through: with replacement, a phase-type law or classes (the table's module)
+        from ..system.methods import refined_mean_field as refined_module
+
+        if refined_module(system, "n") == "refined_classes":
+            prc = _import("meanfield", "supermarket.meanfield.refined_classes", "classes_refined_mean_field")
+            r = prc(system.d, system.lam, system.server_classes, system.service, policy=system.rule)
+            extra = {"refined_class_V": r.V_u, "refined_class_u": r.class_mean(params["n"])}
+        else:
+            prm = _import("meanfield", "supermarket.meanfield.refined_phase", "phase_refined_mean_field")
+            r, extra = prm(system.d, system.lam, system.service, policy=system.rule), {}
         rep = fixed_point_report(system)
         rep |= {"refined_V": r.V, "refined_sum_V": float(r.V.sum())}
         rep |= {"refined_u": r.mean(params["n"]), "refined_mean_queue_length": r.mean_queue_length(params["n"])}
-        return rep | {"lna_variance": np.diag(r.W), "lna_covariance": r.W}
+        return rep | extra | {"lna_variance": np.diag(r.W), "lna_covariance": r.W}
     refined_mean_field = _import("meanfield", "supermarket.meanfield", "refined_mean_field")
     lna = _import("meanfield", "supermarket.meanfield", "lna")
     d, lam = params["d"], params["load"]
