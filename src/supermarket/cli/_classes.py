@@ -37,7 +37,7 @@ def meanfield_cli(
 ) -> None:
     """``meanfield --server-classes``: the per-class fixed point (no --time, --plot, --cdf);
     with a phase-type ``--service``, per class and phase (docs/model.md §15.5); with ``--n``
-    the refined mean field and the linear noise (§15.6, :mod:`._refined_classes`)."""
+    the refined mean field and the linear noise (§15.8, :mod:`._refined_classes`)."""
     import math
 
     from ..meanfield.classes import classes_fixed_point
@@ -67,7 +67,7 @@ def meanfield_cli(
         res = classes_phase_fixed_point(int(d), load, server_classes, law, policy=policy)
     data = res.to_dict()
     text = res.summary()
-    if n is not None:  # docs/model.md §15.6
+    if n is not None:  # docs/model.md §15.8
         add_classes_refined(data, rmf, n)
         text = "\n".join([text, *classes_refined_lines(data, n)])
     _emit(data, text, out, as_json)

@@ -1,5 +1,5 @@
 """``meanfield --server-classes … --n N``: the refined mean field ``π + V/n`` and the linear-noise
-covariance of ``√n U`` with server classes (docs/model.md §15.6), in the keys of the one-class
+covariance of ``√n U`` with server classes (docs/model.md §15.8), in the keys of the one-class
 report (``refined``, ``covariance_of``, ``covariance``), with a ``classes`` list in ``refined``."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def add_classes_refined(data: dict, rmf: Any, n: int) -> None:
 
     data["n"] = n
     ref = refined_block(rmf, n, data["mean_queue_length"], True)
-    ref["sampling"] = "with replacement (Gast-Van Houdt expansion of the per-class drift, docs/model.md §15.6)"
+    ref["sampling"] = "with replacement (Gast-Van Houdt expansion of the per-class drift, docs/model.md §15.8)"
     ref["derivative_error"] = rmf.derivative_error
     if ref["trusted"]:
         valid = ref["valid_for_n"]
@@ -58,7 +58,7 @@ def add_classes_refined(data: dict, rmf: Any, n: int) -> None:
     data["refined"] = ref
     data["covariance_of"] = (
         "sqrt(n) (U - π), U the pooled profile (n all servers): linear-noise approximation at the fixed point "
-        "(docs/model.md §15.6); per class, sqrt(n) (u_k - π_k) in refined.classes"
+        "(docs/model.md §15.8); per class, sqrt(n) (u_k - π_k) in refined.classes"
     )
     data["covariance"] = rmf.W.tolist() if rmf.accurate else None
     if not rmf.accurate:
@@ -72,7 +72,7 @@ def classes_refined_lines(data: dict, n: int) -> list[str]:
         return [f"refined mean field at n={n}: not shown, the linear solves lost their accuracy ({ref['reason']})"]
     valid = ref["valid_for_n"]
     out = [
-        f"refined mean field at n={n} (Gast–Van Houdt, docs/model.md §15.6): ΣV = {ref['sum_V']:.6g}; "
+        f"refined mean field at n={n} (Gast–Van Houdt, docs/model.md §15.8): ΣV = {ref['sum_V']:.6g}; "
         + (
             f"refined mean queue length {ref['mean_queue_length']:.10g}, sojourn {ref['sojourn']:.10g}"
             if valid

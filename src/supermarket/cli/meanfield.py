@@ -353,7 +353,7 @@ def _add_response_times(
     default=None,
     help="Classes of servers FRACTION:SPEED,… (e.g. 0.5:2,0.5:1; load per unit of capacity): the per-class "
     "fixed point (docs/model.md §15.2; jsq-d or random); with a phase-type --service, per class and phase "
-    "(§15.5).",
+    "(§15.5); with --n, its refined mean field and linear noise (§15.8).",
 )
 def meanfield(
     d: int | float,

@@ -13,7 +13,8 @@ What is here, each with the docs/model.md section it implements, one module each
 - :mod:`.phase`: phase-type service (§13): :func:`phase_drift`, :func:`solve_phase_meanfield`
   and :func:`phase_fixed_point`;
 - :mod:`.classes` and :mod:`.classes_phase` (imported by name, not re-exported here): server
-  classes (§15.2), and with a phase-type law (§15.5);
+  classes (§15.2), and with a phase-type law (§15.5); :mod:`.refined_classes`: their refined
+  mean field and linear noise, :func:`classes_refined_mean_field` (§15.8);
 - :mod:`.report`: :func:`response_times` and :class:`MeanFieldReport`.
 
 Conventions: profiles are indexed from level 1 (``u[0] = u_1``), ``u_0 ≡ 1`` is implicit
@@ -51,6 +52,7 @@ from .dynamics import (
 )
 from .ode import DInfSolution, MeanFieldSolution, solve_dinf, solve_meanfield
 from .phase import PhaseFixedPoint, phase_drift, phase_fixed_point, solve_phase_meanfield
+from .refined_classes import ClassesRefinedMeanField, classes_refined_mean_field
 from .report import MeanFieldReport, response_times
 
 __all__ = [
@@ -82,4 +84,6 @@ __all__ = [
     "PhaseFixedPoint",
     "phase_fixed_point",
     "solve_phase_meanfield",
+    "ClassesRefinedMeanField",
+    "classes_refined_mean_field",
 ]

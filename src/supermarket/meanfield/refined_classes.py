@@ -1,5 +1,5 @@
 """The refined mean field (the ``1/n`` term) and the linear noise with server classes
-(docs/model.md §15.6): the generic expansion of :mod:`.expansion` applied to the drift of
+(docs/model.md §15.8): the generic expansion of :mod:`.expansion` applied to the drift of
 :func:`.classes_phase.classes_phase_drift` (exponential service: one phase) and the jumps of
 :func:`classes_jumps` at the fixed point of :func:`.classes.classes_fixed_point` or
 :func:`.classes_phase.classes_phase_fixed_point` [paper: Gast and Van Houdt 2018; the jumps: derived].
@@ -48,7 +48,7 @@ def classes_jumps(
     policy: str = "jsq-d",
 ) -> tuple[np.ndarray, Any]:
     """The jumps of ``n x`` whose mean is :func:`~supermarket.meanfield.classes_phase.classes_phase_drift`
-    (docs/model.md §15.6): their rates per server (of all ``n``) and their vectors over the
+    (docs/model.md §15.8): their rates per server (of all ``n``) and their vectors over the
     flattened state (index ``(k L + ℓ − 1) K + φ``), entries ``±1/f_k``.  With ``a = λ s̄``:
 
     - an arrival at an idle class-``k`` server, starting phase ``φ``: ``a g_0 f_k (1 − u_{k,1}) α_φ``;
@@ -121,7 +121,7 @@ def classes_jumps(
 @dataclass(frozen=True)
 class ClassesRefinedMeanField(RefinedMeanField):
     """:class:`~supermarket.meanfield.corrections.RefinedMeanField` with server classes
-    (docs/model.md §15.6): ``pi``, ``V``, ``W`` are those of the pooled profile
+    (docs/model.md §15.8): ``pi``, ``V``, ``W`` are those of the pooled profile
     ``U_ℓ = Σ_k f_k u_{k,ℓ}`` (the share of all servers with at least ``ℓ`` customers), and
     ``u``, ``V_u``, ``W_u`` those of the per-class profiles.
 
@@ -201,7 +201,7 @@ def classes_refined_mean_field(
     replace: bool = True,
     levels: int | None = None,
 ) -> ClassesRefinedMeanField:
-    """``E[u_k] ≈ π_k + V_k/n`` and ``Cov(√n u) ≈ W`` with server classes (docs/model.md §15.6).
+    """``E[u_k] ≈ π_k + V_k/n`` and ``Cov(√n u) ≈ W`` with server classes (docs/model.md §15.8).
 
     Parameters
     ----------

@@ -125,7 +125,7 @@ def measure_meanfield(params: dict, seed: np.random.SeedSequence) -> dict:
     and ``n``, also the refined mean field and the linear noise at π of
     :func:`supermarket.meanfield.refined_phase.phase_refined_mean_field` (docs/model.md §13), in
     the exponential point's keys; with server classes and ``n``, those of the pooled profile of
-    :func:`supermarket.meanfield.refined_classes.classes_refined_mean_field` (§15.6), and per class
+    :func:`supermarket.meanfield.refined_classes.classes_refined_mean_field` (§15.8), and per class
     ``refined_class_V`` and ``refined_class_u``."""
     if _law_or_classes(params):
         fixed_point_report = _import("meanfield", "supermarket.meanfield.fixed_points", "fixed_point_report")
