@@ -564,13 +564,10 @@ def smooth_mean_field(rule: str, part: str, spelled: str | None = None) -> None:
 
 def refined_mean_field(system: System, spelled: str = "n") -> str:
     """The module of :mod:`supermarket.meanfield` with the refined mean field (the ``1/n`` term) and
-    linear noise of ``system`` (``ode``: exponential service, one class; ``refined_phase``:
-    phase-type, one class; ``refined_classes``: server classes, exponential or phase-type; each
-    with a smooth drift, and with replacement but for ``ode``), or a ValueError saying why none
-    (``spelled``: the option).
+    linear noise of ``system`` (``ode``: exp, one class; ``refined_phase``: phase-type, one class;
+    ``refined_classes``: server classes; a smooth drift, with replacement but for ``ode``), or a
+    ValueError saying why none (``spelled``: the option).
 
-    >>> refined_mean_field(System(None, 2, 0.5, server_classes="0.5:2,0.5:1"), "--n")
-    'refined_classes'
     >>> refined_mean_field(System(None, 2, 0.5, replace=False, server_classes="1:1"), "--n")
     Traceback (most recent call last):
     ...
@@ -580,19 +577,13 @@ def refined_mean_field(system: System, spelled: str = "n") -> str:
     if field == "fluid":
         smooth_mean_field(system.rule, "n", spelled)
     if field != "ode" and not system.replace:
-        why = "a phase-type law with replacement only (without, the drift's own 1/n term is known for exp only)"
-        if field in ("classes", "classes_phase"):
-            why = (
-                "server classes with replacement only (without, the drift's own 1/n term is known for exp "
-                "and one class only)"
-            )
+        why, one = ("a phase-type law", "") if field == "phase" else ("server classes", " and one class")
         raise ValueError(
-            f"{spelled}: the refined mean field (the 1/n correction) and the linear noise are computed for {why}; "
+            f"{spelled}: the refined mean field (the 1/n correction) and the linear noise are computed for {why} "
+            f"with replacement only (without, the drift's own 1/n term is known for exp{one} only); "
             f"for {system.describe()} the fixed point only"
         )
-    return {"phase": "refined_phase", "classes": "refined_classes", "classes_phase": "refined_classes"}.get(
-        field, field
-    )
+    return {"phase": "refined_phase", "ode": "ode"}.get(field, "refined_classes")
 
 
 def fluid_note(rule: str) -> str:
