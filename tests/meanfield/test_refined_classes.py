@@ -90,7 +90,7 @@ def test_identical_classes_pool_to_one_class(sc):
 
 @pytest.mark.parametrize(("law", "sc"), [("exp", SC), ("erlang:2", SC), ("hyperexp:4", "0.25:1.6,0.75:0.8")])
 def test_random_routing_is_independent_queues(law, sc):
-    r = classes_refined_mean_field(3, 0.5, sc, law, policy="random")
+    r = classes_refined_mean_field(3, 0.3, sc, law, policy="random")  # light load: few levels
     assert r.accurate
     assert np.abs(r.V_x).max() < 1e-12  # E[x] = π at every n
     Kc = r.f.size
@@ -101,7 +101,7 @@ def test_random_routing_is_independent_queues(law, sc):
             block = r.W_x[k * N : (k + 1) * N, j * N : (j + 1) * N]
             want = (np.diag(x[k]) - np.outer(x[k], x[k])) / r.f[k] if j == k else np.zeros((N, N))
             np.testing.assert_allclose(block, want, rtol=0, atol=1e-12)
-    rho = 0.5 * float(r.f @ r.s) / r.s  # u_{k,1} = ρ_k, the load of one class-k queue
+    rho = 0.3 * float(r.f @ r.s) / r.s  # u_{k,1} = ρ_k, the load of one class-k queue
     np.testing.assert_allclose(r.u[:, 0], rho, rtol=0, atol=1e-12)
 
 
@@ -119,7 +119,6 @@ def _extrapolated(ns, ys):
     return np.linalg.solve(A, np.stack([y.ravel() for y in ys]))[0].reshape(ys[0].shape)
 
 
-@pytest.mark.heavy
 def test_exact_law_converges_to_the_1_over_n_term():
     """JSQ(2), classes 0.5:2,0.5:1, λ = 0.3: the exact ``E[u_k]`` at ``n = 2, 4, 6``, ``n (E − π)``
     fitted by ``V + c/n + e/n²``.  The fit's error, ``O(1/n³)``, is 3e-6 at the first two levels
