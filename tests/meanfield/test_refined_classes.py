@@ -192,6 +192,10 @@ def test_refusals_come_from_the_method_table():
         classes_refined_mean_field(2, 1.2, SC)
     with pytest.raises(ValueError, match="unknowns"):
         classes_refined_mean_field(2, 0.9, SC, "erlang:4", levels=200)
+    with pytest.raises(ValueError, match=r"^levels: .* 1328 levels"):  # before any work: the M/PH/1 tail's levels
+        classes_refined_mean_field(2, 0.6, SC, "hyperexp:8", policy="random")
+    with pytest.raises(ValueError, match=r"^levels: .*8 classes x 24 levels x 8 phases"):
+        classes_refined_mean_field(2, 0.6, ",".join(["0.125:1"] * 8), "erlang:8")
 
 
 def _cli(args):

@@ -260,8 +260,9 @@ def classes_refined_mean_field(
         a, M = np.asarray(law.alpha, float), np.asarray(law.T, float)
         t0 = -M.sum(axis=1)
     Kc, K = f.size, a.size
-    if levels is not None and Kc * int(levels) * K > MAX_LYAPUNOV_LEVELS:
-        raise ValueError(_too_many(Kc, int(levels), K, system))
+    L0 = int(levels) if levels is not None else _first_levels(system.rule, lam_f, f, s, a, M)
+    if Kc * L0 * K > MAX_LYAPUNOV_LEVELS:  # refused before any work: the fixed point's first level count
+        raise ValueError(_too_many(Kc, L0, K, system))
     if law.is_exponential:
         from .classes import classes_fixed_point
 
@@ -327,9 +328,24 @@ def classes_refined_mean_field(
     )
 
 
+def _first_levels(rule: str, lam: float, f: np.ndarray, s: np.ndarray, a: np.ndarray, M: np.ndarray) -> int:
+    """The fewest levels the fixed point solves for (it may double them): ``jsq-d`` starts from 32
+    (exp) or 24 (phase-type); ``random`` takes the slowest class's tail to 1e-13, as the fixed points do."""
+    import math
+
+    if rule != "random":
+        return 32 if a.size == 1 else 24
+    load = lam * float(f @ s) / float(s.min())  # the slowest class's own load, < 1 (the table checked it)
+    if a.size == 1:
+        return max(8, math.ceil(math.log(1e-13) / math.log(load)) + 4)
+    from .classes_phase import _mph1_decay
+
+    return max(8, math.ceil(math.log(1e-13) / math.log(_mph1_decay(load, a, M))) + 4)
+
+
 def _too_many(Kc: int, L: int, K: int, system: Any) -> str:
     return (
         f"levels: the refined mean field of {system.describe()} would solve for {Kc} classes x {L} levels x {K} "
         f"phases = {Kc * L * K} unknowns (more than {MAX_LYAPUNOV_LEVELS}; the dense Lyapunov solve costs "
-        "O(unknowns^3)); pass fewer levels (levels=, --levels) or merge classes"
+        "O(unknowns^3)); pass fewer levels (levels=, in the library) or merge classes"
     )
