@@ -92,6 +92,7 @@ def _advance(k, m):
             a["pc"],
             a["area"],
             a["stamp"],
+            a["joined"],
             k["s"],
             k["cfg"],
             k["caps"],

@@ -13,7 +13,6 @@ import click
 from ..model import MAX_CDF_POINTS
 from ..simulation import BATCHES, DEFAULT_STEPS, ENGINES, PRECISION_LEVEL_MIN, TIME_MODES
 from ..simulation import simulate as _simulate
-from ..simulation.general import GeneralResult
 from ..simulation.precision import DEFAULT_TARGET
 from ..simulation.results import SimulationResult
 from ..simulation.run import DEFAULT_MAX_STEPS
@@ -106,16 +105,15 @@ def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as
         res = _simulate(system, **kw)
     for said in dict.fromkeys(str(w.message) for w in caught):  # once each (a precision run's rounds repeat them)
         click.echo(f"supermarket: warning: {said}", err=True)
-    cdf = given["cdf"]  # the event engine's measured CDFs (the count engines refused it above)
-    assert cdf is None or isinstance(res, GeneralResult), "the table lets the event engine alone take --cdf"
-    data = res.to_dict() if not isinstance(res, GeneralResult) else res.to_dict(cdf_points=cdf)
+    cdf = given["cdf"]  # measured (event engine) or of the joined law (count engines, docs/model.md §13.2)
+    data = res.to_dict(cdf_points=cdf)
     data["system"]["load_text"] = load
     if out:
         write_text(str(out), json.dumps(to_jsonable(data), indent=2, allow_nan=False))
     if as_json:
         print_json(data)
         return
-    click.echo(res.summary() if not isinstance(res, GeneralResult) else res.summary(cdf_points=cdf))
+    click.echo(res.summary(cdf_points=cdf))
     if out:
         click.echo(f"wrote {out}")
 
@@ -242,8 +240,9 @@ def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as
     metavar="N",
     help="Also give the sojourn and waiting CDFs on N equally spaced times, 0 to 1.1 × the sojourn "
     "p99.9 (text table, and the key 'cdf' of the JSON); needs load < 1. On the event engine (general laws, "
-    "--engine events) the measured customers' CDFs with their errors between replications; the count "
-    "engines with another law or server classes refuse it (they follow no customer).",
+    "--engine events) the measured customers' CDFs with their errors between replications; on the count "
+    "engines of another law or of server classes the FIFO law of the length, phase and class each arrival "
+    "joins, with delta-method errors from the batch means.",
 )
 @click.option(
     "--control-variates/--no-control-variates",

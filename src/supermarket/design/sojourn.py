@@ -22,7 +22,6 @@ by the classical two-moment fit (:func:`supermarket.system.service.fit_phase_typ
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,6 +32,8 @@ import scipy.stats as st
 from ..meanfield.phase import phase_fixed_point
 from ..model import check_load, check_positive_int
 from ..response import check_quantile
+from ..response.phase_sojourn import PhaseSojourn
+from ..response.phase_sojourn import phase_chain as _chain
 from ..system.service import ServiceLaw, fit_phase_type, parse_service, phase_type
 
 __all__ = [
@@ -47,74 +48,6 @@ __all__ = [
 
 MAX_FIT_PHASES = 10
 """Most phases of a two-moment fit (SCV below ``1/MAX_FIT_PHASES`` is fitted at that SCV)."""
-
-
-@dataclass(frozen=True, eq=False)
-class PhaseSojourn:
-    """A phase-type sojourn law ``PH(β, Q)`` (``Q`` sparse) with its tail and quantiles.
-
-    ``β`` may sum to slightly less than 1 (the fixed point's truncation drops arrivals at the
-    top level, below ``1e-14``).
-
-    Examples
-    --------
-    >>> s = PhaseSojourn(np.array([1.0]), sp.csr_matrix([[-0.5]]))   # exponential of rate 1/2
-    >>> round(s.tail(2.0), 12) == round(math.exp(-1.0), 12), round(s.mean, 12)
-    (True, 2.0)
-    >>> round(s.quantile(0.99), 9) == round(2 * math.log(100), 9)
-    True
-    """
-
-    beta: np.ndarray
-    Q: Any
-
-    @property
-    def rate(self) -> float:
-        """The uniformization rate ``Λ = max_i −Q_ii``."""
-        return float(-self.Q.diagonal().min())
-
-    @property
-    def mean(self) -> float:
-        """``E[S] = β(−Q)^{-1}1``."""
-        from scipy.sparse.linalg import spsolve
-
-        x = spsolve(sp.csc_matrix(-self.Q), np.ones(self.Q.shape[0]))
-        return float(self.beta @ np.atleast_1d(x))
-
-    def _h(self, m_max: int) -> np.ndarray:
-        """``h_m = β P^m 1`` for ``m = 0..m_max``, ``P = I + Q/Λ`` (sub-stochastic)."""
-        cache = getattr(self, "_hcache", None)
-        if cache is not None and cache.size > m_max:
-            return cache
-        lam = self.rate
-        P = (sp.identity(self.Q.shape[0], format="csr") + self.Q / lam).tocsr()
-        v = np.ones(self.Q.shape[0])
-        out = np.empty(m_max + 1)
-        for m in range(m_max + 1):
-            out[m] = self.beta @ v
-            v = P @ v
-        object.__setattr__(self, "_hcache", out)
-        return out
-
-    def tail(self, t: float) -> float:
-        """``P(S > t) = Σ_m e^{−Λt} (Λt)^m/m! · β P^m 1`` (terms past the Poisson
-        ``1 − 1e-16`` quantile dropped: an error below 1e-16)."""
-        if t <= 0:
-            return float(self.beta.sum())
-        mu = self.rate * float(t)
-        m_max = int(st.poisson.isf(1e-16, mu)) + 1
-        h = self._h(m_max)
-        w = st.poisson.pmf(np.arange(m_max + 1), mu)
-        return float(np.clip(w @ h[: m_max + 1], 0.0, 1.0))
-
-    def quantile(self, q: float) -> float:
-        """The ``t`` with ``P(S > t) = 1 − q`` (bracketing, then Brent's method)."""
-        target = 1.0 - q
-        hi = max(1.0, self.mean)
-        while self.tail(hi) > target:
-            hi *= 2.0
-        lo = 0.0
-        return float(so.brentq(lambda t: self.tail(t) - target, lo, hi, xtol=1e-12, rtol=1e-12))
 
 
 def phase_form(service: str | ServiceLaw) -> tuple[ServiceLaw, str]:
@@ -153,15 +86,6 @@ def phase_form(service: str | ServiceLaw) -> tuple[ServiceLaw, str]:
         f"(mean 1, SCV {c2:g}: {kind}, {alpha.size} phase{'s' if alpha.size > 1 else ''}){clip}"
     )
     return fit, note
-
-
-def _chain(beta_levels: np.ndarray, alpha: np.ndarray, T: np.ndarray) -> PhaseSojourn:
-    """``PH(β, Q)`` on ``(r, φ)``, ``r = 1..R`` (``beta_levels`` of shape (R, K))."""
-    R = beta_levels.shape[0]
-    t0 = -T.sum(axis=1)
-    diag = sp.kron(sp.identity(R), sp.csr_matrix(T))
-    down = sp.kron(sp.eye(R, k=-1), sp.csr_matrix(np.outer(t0, alpha)))  # from r to r − 1
-    return PhaseSojourn(beta_levels.ravel(), (diag + down).tocsr())
 
 
 def _g(a: np.ndarray, b: np.ndarray, d: int) -> np.ndarray:

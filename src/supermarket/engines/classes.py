@@ -24,7 +24,9 @@ One step of the chain uniformized at rate ``n s̄ (1 + λ)`` (exact, docs/model.
 Time is the event count (the uniformized chain's jump chain; one event is ``1/(n s̄ (1+λ))``
 units of time on average): time averages of the jump chain are those of the continuous-time
 chain.  Measurements: ``area[k, i] = Σ over events of c[k, i]`` (int64, exact), brought up to
-date lazily when the count changes (``stamp``) and by :func:`close_areas`.
+date lazily when the count changes (``stamp``) and by :func:`close_areas`; ``joined[k, ℓ]``,
+the arrivals that joined a class-``k`` server of length ``ℓ`` (by PASTA, the law a customer
+joins; docs/model.md §15.8), counted without a draw.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ def classes_kernel(
     pc: np.ndarray,
     area: np.ndarray,
     stamp: np.ndarray,
+    joined: np.ndarray,
     s: np.ndarray,
     cfg: np.ndarray,
     caps: np.ndarray,
@@ -76,7 +79,8 @@ def classes_kernel(
     """Run ``max_events`` events (:data:`DONE`) or stop early when a queue reaches the last
     level kept (:data:`GROW`: grow the arrays with :func:`grow`, nothing drawn).
     ``cfg = [n, d, replace, policy]``; ``caps[k] = Σ_{k' <= k} n_k' s_k'``; ``inv_s = 1/s``;
-    ``p_arr = λ/(1+λ)``; ``state = [top, events]`` (the clock)."""
+    ``p_arr = λ/(1+λ)``; ``state = [top, events]`` (the clock); ``joined[k, ℓ]`` (int64, the shape
+    of ``c``) counts the arrivals that join a class-``k`` server of length ``ℓ`` (no draw)."""
     n = cfg[0]
     d = cfg[1]
     rep = cfg[2] != 0
@@ -120,6 +124,7 @@ def classes_kernel(
                 while vi >= acc and k < K - 1:
                     k += 1
                     acc += c[k, ell] - c[k, ell + 1]
+            joined[k, ell] += 1  # what this arrival joins: its sojourn is Erlang(ℓ + 1) at rate s_k (§15.8)
             j = ell + 1
             area[k, j] += c[k, j] * (ev - stamp[k, j])
             stamp[k, j] = ev
@@ -178,7 +183,14 @@ def new_state(class_counts: np.ndarray, levels: int = 32) -> dict[str, np.ndarra
     C[0] = counts.sum()
     pc = np.zeros(L)
     pc[0] = 1.0
-    return {"c": c, "C": C, "pc": pc, "area": np.zeros((K, L), np.int64), "stamp": np.zeros((K, L), np.int64)}
+    return {
+        "c": c,
+        "C": C,
+        "pc": pc,
+        "area": np.zeros((K, L), np.int64),
+        "stamp": np.zeros((K, L), np.int64),
+        "joined": np.zeros((K, L), np.int64),
+    }
 
 
 def start_state(c0: np.ndarray, cfg: np.ndarray) -> tuple[dict[str, np.ndarray], int]:
@@ -206,3 +218,4 @@ def grow(a: dict[str, np.ndarray], ev: int) -> None:
     a["pc"] = np.concatenate([a["pc"], np.zeros(L)])
     a["area"] = np.hstack([a["area"], np.zeros((K, L), np.int64)])
     a["stamp"] = np.hstack([a["stamp"], np.full((K, L), ev, np.int64)])
+    a["joined"] = np.hstack([a["joined"], np.zeros((K, L), np.int64)])

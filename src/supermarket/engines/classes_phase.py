@@ -18,7 +18,8 @@ arrival with probability ``nλ s̄/Λ``; otherwise a uniform unit of capacity pi
 ``φ``, with probability ``−T[φ, φ]/μ̂`` it has a phase event (a move to ``ψ`` with probability
 ``T[φ, ψ]/(−T[φ, φ])``, a completion with ``t0_φ/(−T[φ, φ])``).  Time is the event count over
 ``Λ``.  Measurements: ``area[k, i] = Σ over events of c[k, i]`` (lazy, ``stamp``), as in
-:mod:`.classes`.
+:mod:`.classes`; ``joined[k, ℓ, φ]``, the arrivals by the class, length and phase they join
+(docs/model.md §15.8), counted without a draw.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ def classes_phase_kernel(
     C: np.ndarray,
     area: np.ndarray,
     stamp: np.ndarray,
+    joined: np.ndarray,
     s: np.ndarray,
     cfg: np.ndarray,
     caps: np.ndarray,
@@ -65,7 +67,9 @@ def classes_phase_kernel(
     Σ_{k' <= k} n_k' s_k'``, ``speeds[k] = s_k``; ``alpha_cum`` the cumulative ``α``; ``move_cum[k, φ, :]`` the
     cumulative rates of class ``k`` in phase ``φ`` (moves to phases ``0..K−1``, 0 for itself,
     then completion; the last column ``s_k·(−T[φ, φ])``); ``p_arr = nλ s̄/Λ``; ``mu_hat``;
-    ``state = [top, events]``."""
+    ``state = [top, events]``; ``joined[k, ℓ, φ]`` (int64, the shape of ``N``) counts the arrivals
+    that join a class-``k`` server of length ``ℓ`` in phase ``φ`` (``ℓ = 0``: the phase its own
+    service starts in), with no draw."""
     Kc, L, K = N.shape
     n = cfg[0]
     d = cfg[1]
@@ -121,6 +125,7 @@ def classes_phase_kernel(
                     ph += 1
                     acc += N[k, ell, ph]
                 N[k, ell, ph] -= 1
+            joined[k, ell, ph] += 1  # what this arrival joins (its sojourn's law, §15.8)
             N[k, ell + 1, ph] += 1
             j = ell + 1
             _bump_c(c, area, stamp, k, j, 1, ev)

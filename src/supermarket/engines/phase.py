@@ -56,6 +56,14 @@ and ``areaP[ℓ] = ∫ P_ℓ dt`` (``stampN``, ``stampP``: the time up to which 
 ``∫ c_ℓ dt`` is a sum of ``areaN``.  These give the flow-balance identities of §13 (checked
 by the Python layer, used as control variates).
 
+Joined counts (docs/model.md §13.2): ``joined[ℓ, φ] += 1`` at each arrival that joins a
+queue of length ``ℓ >= 1`` whose customer in service is in phase ``φ``, or an idle queue
+(``ℓ = 0``) where it starts in phase ``φ``; a FIFO customer's sojourn given ``(ℓ, φ)`` is the
+service left from phase ``φ`` and ``ℓ`` whole services.  Counting draws no random number and
+changes no other array (the path is that of a run without it).  By PASTA the arrivals of the
+jump chain see the time-stationary law: ``(ℓ, φ)`` is an arrival's with probability
+``nλ/R(x)`` in a state ``x`` the jump chain visits in proportion to ``π(x) R(x)``.
+
 Generator: xoshiro256** (:mod:`.rng`), state ``s`` owned by the caller; the next event time
 is part of the state (``clock[1]``), so a run cut into chunks (by events or by time) gives
 exactly the numbers of an uncut run.
@@ -207,7 +215,8 @@ def phase_kernel(
     - ``state = (N, B, c, P, ints)``: ``N`` int64 (L, K), ``B`` int64 (K,), ``c`` int64 (L,)
       with ``c[0] = n``, ``P`` float64 (L,) with ``P[0] = 1`` (``P[ℓ] = P(c[ℓ])``), ``ints``
       int64 (2,) = ``(top, total)``: the maximum queue length and the number of customers;
-    - ``meas = (areaN, stampN, areaP, stampP)``;
+    - ``meas = (areaN, stampN, areaP, stampP, joined)``: ``joined`` int64 (L, K) counts the
+      arrivals by what they join (module docstring, "Joined counts");
     - ``law = (alpha_cum, mu, move_cum)``: cumulative ``α`` (K,), ``μ_φ = −T[φ, φ]`` (K,), and
       per phase the cumulative rates of its moves, phases ``0..K−1`` (0 for itself) then
       completion: ``move_cum`` (K, K + 1), last column ``μ_φ``;
@@ -218,7 +227,7 @@ def phase_kernel(
     Returns ``(events, status)`` (:data:`STATUS_DONE`, :data:`STATUS_EVENTS`, :data:`STATUS_GROW`).
     """
     N, B, c, P, ints = state
-    areaN, stampN, areaP, stampP = meas
+    areaN, stampN, areaP, stampP, joined = meas
     alpha_cum, mu, move_cum = law
     n, lam, d, rep, policy, holding_exp = setup
     L, K = N.shape
@@ -267,6 +276,7 @@ def phase_kernel(
                     ph += 1
                     acc += N[ell, ph]
                 _bump(N, areaN, stampN, ell, ph, -1, now)
+            joined[ell, ph] += 1  # what this arrival joins (no draw: its sojourn's law, §13.2)
             _bump(N, areaN, stampN, ell + 1, ph, 1, now)
             j = ell + 1  # c_{ℓ+1} += 1
             if j > top:

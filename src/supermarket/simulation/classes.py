@@ -15,13 +15,10 @@ throughput per server is ``s_k E[u_{k,1}]``), a ratio whose error is the delta m
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
-import os
-import threading
-import time as _time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -36,6 +33,7 @@ from ..stats import ErrorEstimate
 from ..system import policies as _pol
 from ..system.service import ServerClasses, parse_server_classes
 from . import class_starts as _starts
+from .class_runs import DEFAULT_EVENTS, _horizon, _replicate
 from .classes_errors import _Estimator, _ratio_series
 
 __all__ = [
@@ -47,10 +45,7 @@ __all__ = [
 ]
 
 POLICIES = _pol.POLICIES
-DEFAULT_EVENTS = 4 * 10**7
-"""Events per replication after the burn-in when neither ``time`` nor ``events`` is given."""
-BURN_MIN = 20.0
-"""The default burn-in is at least this long (in time units: ``20/s`` mean services)."""
+_QUANTILES = ("sojourn_quantiles", "waiting_quantiles")
 CHUNK = 1 << 23
 MAX_N = 2**40
 NO_EQUILIBRIUM = "and at load λ >= 1 there is none (the servers' capacity falls short of the arrivals)"
@@ -115,6 +110,10 @@ class ClassesResult(Result):
         ``(plain s.e./this s.e.)²`` of the mean queue length and sojourn time.
     balance : ErrorEstimate
         The plain estimate of ``Σ_k f_k s_k E[u_{k,1}]/(λ s̄)`` (1 exactly): a self-check.
+    response : JoinedResponse or None
+        The sojourn and waiting laws of the (class, length, phase) the arrivals joined
+        (:mod:`supermarket.simulation.joined`, docs/model.md §15.8; None at λ >= 1): the
+        quantiles in ``sojourn`` and ``waiting``, the CDFs of :meth:`cdf`.
     service : ServiceLaw or None
         The phase-type law on :func:`supermarket.simulation.classes_phase.simulate_classes_phase`'s
         engine; None for exponential service.
@@ -149,6 +148,7 @@ class ClassesResult(Result):
     notes: tuple = field(default=())
     service: Any = None  # a phase-type ServiceLaw on the classes x phase engine (docs/model.md §15.7); None: exp
     precision: dict | None = None  # with precision=: how the target went (simulation.law_precision)
+    response: Any = None  # the joined law (simulation.joined.JoinedResponse); None at λ >= 1
 
     engine: ClassVar[str] = "classes"
 
@@ -156,7 +156,22 @@ class ClassesResult(Result):
     def events_per_second(self) -> float:
         return self.events / self.wall_s if self.wall_s > 0 else math.nan
 
-    def to_dict(self) -> dict[str, Any]:
+    def cdf(self, points: int) -> dict:
+        """The sojourn and waiting CDFs of the joined law (:meth:`.joined.JoinedResponse.cdf`).
+
+        Raises
+        ------
+        ValueError
+            At load >= 1 (no equilibrium), naming ``cdf_points``.
+        """
+        if self.response is None:
+            from .joined import NO_LAW
+
+            raise ValueError(f"cdf_points: the count engine with classes {NO_LAW}")
+        return self.response.cdf(points)
+
+    def to_dict(self, *, cdf_points: int | None = None) -> dict[str, Any]:
+        """:meth:`shared`, then this engine's own keys; with ``cdf_points``, ``cdf`` (:meth:`cdf`)."""
         from ..jsonable import to_jsonable
 
         return to_jsonable(
@@ -173,27 +188,31 @@ class ClassesResult(Result):
                 ),
             }
             | ({} if self.precision is None else {"precision": self.precision})
+            | ({} if cdf_points is None else {"cdf": self.cdf(cdf_points)})
         )
 
     def shared(self) -> dict[str, Any]:
         """The keys every simulate result shares, in the one shape of :mod:`.shape` (the start of
         :meth:`to_dict`): ``events`` simulated (burn-in included), ``time`` and ``burn_in`` per
-        replication, ``mean_queue_length`` as an estimate dict, ``sojourn`` and ``waiting`` by
-        Little's law (``source`` ``"little"``, no quantiles), ``classes``.
+        replication, ``mean_queue_length`` as an estimate dict, ``sojourn`` and ``waiting``: the
+        means by Little's law (``source`` ``"little"``), the quantiles of the joined law
+        (:func:`.joined.response_blocks`), ``classes``.
 
         Returns
         -------
         dict
         """
         from . import shape as _shape
+        from .joined import response_blocks
 
         est = _shape.estimate_dict
+        sojourn, waiting = response_blocks(self.response, est(self.sojourn), est(self.waiting), est)
         return _shape.shared_block(
             engine="classes",
             **_shape.law_engine_fields(self),
             mean_queue_length=est(self.mean_queue_length),
-            sojourn=_shape.response_block(est(self.sojourn), {}, "little"),
-            waiting=_shape.response_block(est(self.waiting), {}, "little"),
+            sojourn=sojourn,
+            waiting=waiting,
             variance_reduction=self.variance_reduction,
             variance_reduction_note="" if self.control_variates else "control variates off",
             classes=self.classes,
@@ -212,6 +231,11 @@ class ClassesResult(Result):
             _set(self, name, no_stationary_value(getattr(self, name), GROWING))
         _set(self, "u_stderr", np.full_like(np.asarray(self.u_stderr, float), math.nan))
         _set(self, "balance", no_stationary_value(self.balance, UNBALANCED))
+        if self.response is not None:  # the overloaded class's customers enter every response time
+            r = self.response
+            qs = {k: {q: no_stationary_value(e, GROWING) for q, e in getattr(r, k).items()} for k in _QUANTILES}
+            means = {k: no_stationary_value(getattr(r, k), GROWING) for k in ("sojourn_mean", "waiting_mean")}
+            _set(self, "response", dataclasses.replace(r, **qs, **means, settles=False))
         classes = []
         for k, c in enumerate(self.classes):
             if k in over:
@@ -226,8 +250,8 @@ class ClassesResult(Result):
             classes.append(c)
         _set(self, "classes", tuple(classes))
 
-    def summary(self) -> str:
-        """A few lines for people."""
+    def summary(self, *, cdf_points: int | None = None) -> str:
+        """A few lines for people; with ``cdf_points``, the table of :meth:`cdf` after them."""
         from .general.result import render_estimate as pm
 
         sc = self.server_classes
@@ -247,6 +271,9 @@ class ClassesResult(Result):
                 + (f" ± {c.u_stderr[0]:.2g}" if math.isfinite(c.u_stderr[0]) else " (error unknown)")
             )
         b = self.balance
+        from .joined import cdf_lines, quantile_lines
+
+        lines.extend(quantile_lines(self.response, pm))
         lines.append(f"self-check Σ f s E[u_1]/(λ s̄) = 1: {pm(b)}")
         how = "blocking of batch means (pooled over replications)"
         if self.control_variates:
@@ -261,6 +288,8 @@ class ClassesResult(Result):
             from .law_precision import summary_lines
 
             lines.extend(summary_lines(self.precision))
+        if cdf_points is not None:
+            lines.extend(cdf_lines(self.cdf(cdf_points)))
         return "\n".join(lines)
 
 
@@ -280,7 +309,8 @@ def _check(n, d, lam, policy, replace, replications, batches, engine="classes"):
 
 
 def _run_one(counts, speeds, cfg, p_arr, burn_ev, batch_ev, batches, ss, tick, stop, c0=None):
-    """One replication: the per-batch sums ``area[b, k, i]`` (levels 1..) and the events; from
+    """One replication: the per-batch sums ``area[b, k, i]`` (levels 1..), the events, whether it
+    was interrupted and the per-batch joined counts ``joined[b][k, ℓ]`` (docs/model.md §15.8); from
     empty, or from the counts ``c0[k, i]`` (the fixed-point start)."""
     if c0 is None:
         a, top = _ck.new_state(counts), 0
@@ -297,7 +327,7 @@ def _run_one(counts, speeds, cfg, p_arr, burn_ev, batch_ev, batches, ss, tick, s
         target = st[1] + m
         while st[1] < target:
             r = _ck.classes_kernel(
-                a["c"], a["C"], a["pc"], a["area"], a["stamp"], s, cfg, caps, inv_s, p_arr, st,
+                a["c"], a["C"], a["pc"], a["area"], a["stamp"], a["joined"], s, cfg, caps, inv_s, p_arr, st,
                 int(min(CHUNK, target - st[1])),
             )  # fmt: skip
             if r == _ck.BAD_RULE:
@@ -308,19 +338,23 @@ def _run_one(counts, speeds, cfg, p_arr, burn_ev, batch_ev, batches, ss, tick, s
                 raise KeyboardInterrupt
             tick(int(st[1]))
 
+    joined: list[np.ndarray] = []  # per batch: arrivals by the (class, length) they join
     interrupted = False
     try:
         run(burn_ev)
         _ck.close_areas(a["c"], a["area"], a["stamp"], int(st[1]))
         a["area"][:] = 0
+        a["joined"][:] = 0
         for _ in range(batches):
             run(batch_ev)
             _ck.close_areas(a["c"], a["area"], a["stamp"], int(st[1]))
             out.append(a["area"][:, 1:].copy())
+            joined.append(a["joined"].copy())
             a["area"][:] = 0
+            a["joined"][:] = 0
     except KeyboardInterrupt:
         interrupted = True
-    return out, int(st[1]), interrupted
+    return out, int(st[1]), interrupted, joined
 
 
 def simulate_classes(
@@ -401,71 +435,6 @@ def simulate_classes(
     )  # fmt: skip
 
 
-def _horizon(control_variates, time, events, burn_in, batches, R_ev, sc):
-    """Checks ``control_variates`` and the horizon, at ``R_ev`` events per unit of time:
-    ``(time, burn_in, batch_ev, burn_ev)``, the times rounded to whole events (per batch)."""
-    if not isinstance(control_variates, (bool, np.bool_)):
-        raise TypeError(f"control_variates must be True or False, got {type(control_variates).__name__}")
-    if time is not None and events is not None:
-        raise ValueError("give time or events, not both")
-    if time is not None:
-        time = _m.check_positive_float("time", time)
-        total = time * R_ev
-    elif events is not None:
-        total = float(_m.check_positive_int("events", events, maximum=2**62))
-    else:
-        total = float(DEFAULT_EVENTS)
-    batch_ev = max(1, round(total / batches))
-    time = batch_ev * batches / R_ev
-    if burn_in is None:
-        burn_in = max(time / 10.0, BURN_MIN / min(sc.speeds))
-    else:
-        burn_in = float(burn_in)
-        if not (math.isfinite(burn_in) and burn_in >= 0):
-            raise ValueError(f"burn_in must be a finite number >= 0, got {burn_in!r}")
-    burn_ev = round(burn_in * R_ev)
-    return time, burn_ev / R_ev, batch_ev, burn_ev
-
-
-def _replicate(run_one, seed, replications, workers, burn_ev, batch_ev, batches, progress):
-    """The replications of ``run_one(burn_ev, batch_ev, batches, seed_sequence, tick, stop)`` on
-    ``workers`` threads (the kernels release the GIL; the numbers do not depend on it), with
-    ``progress`` called with the fraction done: ``(results, wall-clock seconds)``."""
-    if workers is None:
-        workers = max(1, min(os.cpu_count() or 1, replications))
-    workers = _m.check_positive_int("workers", workers, maximum=1024)
-    seeds = _m.spawn_seeds(seed, replications)
-    per = burn_ev + batch_ev * batches
-    done = [0] * replications
-    lock = threading.Lock()
-    stop = threading.Event()
-
-    def one(r):
-        def tick(ev):
-            if progress is not None:
-                with lock:
-                    done[r] = ev
-                    progress(min(1.0, sum(done) / (per * replications)))
-
-        return run_one(burn_ev, batch_ev, batches, seeds[r], tick, stop)
-
-    # compile (or load from numba's cache) the kernels before the clock starts: one event of a
-    # chain with its own seed (the replications' streams are untouched)
-    run_one(1, 1, 1, np.random.SeedSequence(0), lambda ev: None, stop)
-    t0 = _time.perf_counter()
-    if workers == 1 or replications == 1:
-        results = [one(r) for r in range(replications)]
-    else:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(one, r) for r in range(replications)]
-            try:
-                results = [f.result() for f in futures]
-            except KeyboardInterrupt:
-                stop.set()
-                results = [f.result() for f in futures]
-    return results, _time.perf_counter() - t0
-
-
 def _summarize(
     n, d, lam, policy, replace, sc, counts, time, burn_in, replications, batches, batch_ev, use_cv, results, wall,
     service=None,
@@ -474,8 +443,8 @@ def _summarize(
     f = np.asarray(sc.fractions, float)
     s = np.asarray(sc.speeds, float)
     sbar = sc.mean_speed
-    runs = [out for out, _, _ in results if len(out) >= 2]
-    interrupted = any(i for _, _, i in results)
+    runs = [r[0] for r in results if len(r[0]) >= 2]
+    interrupted = any(r[2] for r in results)
     if not runs:
         raise KeyboardInterrupt
     top = max(max(a.shape[1] for a in out) for out in runs)
@@ -572,7 +541,7 @@ def _summarize(
         burn_in=burn_in,
         replications=replications,
         batches=batches,
-        events=int(sum(ev for _, ev, _ in results)),
+        events=int(sum(r[1] for r in results)),
         wall_s=wall,
         u_mean=np.array([e.mean for e in u_est]),
         u_stderr=np.array([e.stderr if e.reliable else math.nan for e in u_est]),
@@ -586,4 +555,17 @@ def _summarize(
         interrupted=interrupted,
         notes=tuple(notes),
         service=service,
+        response=_response(results, service, s) if stable else None,
     )
+
+
+def _response(results, service, speeds):
+    """The joined law of the replications' per-batch counts (:mod:`.joined`): ``(class, length)``
+    for exponential service, ``(class, length, phase)`` with a phase-type law."""
+    from .joined import joined_response
+
+    if service is None:
+        runs = [[h[:, :, None] for h in r[3]] for r in results if len(r[0]) >= 2]
+        return joined_response(runs, np.ones(1), -np.ones((1, 1)), speeds)
+    runs = [list(r[3]) for r in results if len(r[0]) >= 2]
+    return joined_response(runs, np.asarray(service.alpha), np.asarray(service.T), speeds)

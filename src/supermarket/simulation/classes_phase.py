@@ -66,25 +66,29 @@ def _start(counts: np.ndarray, K: int, N0: np.ndarray | None) -> tuple[np.ndarra
 
 
 def _run_one(counts, speeds, law_tab, cfg, p_arr, burn_ev, batch_ev, batches, ss, tick, stop, N0=None):
-    """One replication: the per-batch sums ``area[b, k, i]`` (levels 1..) and the events; from
-    empty, or from the counts ``N0[k, ℓ, φ]`` (the fixed-point start)."""
+    """One replication: the per-batch sums ``area[b, k, i]`` (levels 1..), the events, whether it
+    was interrupted and the per-batch joined counts ``joined[b][k, ℓ, φ]`` (docs/model.md §15.8);
+    from empty, or from the counts ``N0[k, ℓ, φ]`` (the fixed-point start)."""
     alpha_cum, move_cum, mu_hat = law_tab
     Kc, K = counts.size, alpha_cum.size
     N, c, C, top = _start(counts, K, N0)
     area = np.zeros_like(c)
     stamp = np.zeros_like(c)
+    joined = np.zeros_like(N)  # arrivals by the (class, length, phase) they join
     s = state_from_seed_sequence(ss)
     sp = np.asarray(speeds, float)
     caps = np.cumsum(counts * sp)
     st = np.array([top, 0], np.int64)
     out: list[np.ndarray] = []
-    arrs = [N, c, C, area, stamp]
+    arrs = [N, c, C, area, stamp, joined]
 
     def grow():
-        N0, c0, C0, a0, s0 = arrs
+        N0, c0, C0, a0, s0, j0 = arrs
         L0 = N0.shape[1]
         N1 = np.zeros((Kc, 2 * L0, K), np.int64)
         N1[:, :L0] = N0
+        j1 = np.zeros_like(N1)
+        j1[:, :L0] = j0
         c1 = np.zeros((Kc, 2 * L0 + 1), np.int64)
         c1[:, : L0 + 1] = c0
         C1 = np.zeros(2 * L0 + 1, np.int64)
@@ -93,14 +97,14 @@ def _run_one(counts, speeds, law_tab, cfg, p_arr, burn_ev, batch_ev, batches, ss
         a1[:, : L0 + 1] = a0
         s1 = np.full_like(c1, int(st[1]))
         s1[:, : L0 + 1] = s0
-        arrs[:] = [N1, c1, C1, a1, s1]
+        arrs[:] = [N1, c1, C1, a1, s1, j1]
 
     def run(m):
         target = st[1] + m
         while st[1] < target:
-            N_, c_, C_, a_, s_ = arrs
+            N_, c_, C_, a_, s_, j_ = arrs
             r = _cp.classes_phase_kernel(
-                N_, c_, C_, a_, s_, s, cfg, caps, sp, alpha_cum, move_cum, p_arr, mu_hat, st,
+                N_, c_, C_, a_, s_, j_, s, cfg, caps, sp, alpha_cum, move_cum, p_arr, mu_hat, st,
                 int(min(CHUNK, target - st[1])),
             )  # fmt: skip
             if r == _cp.BAD_RULE:
@@ -111,19 +115,23 @@ def _run_one(counts, speeds, law_tab, cfg, p_arr, burn_ev, batch_ev, batches, ss
                 raise KeyboardInterrupt
             tick(int(st[1]))
 
+    per_batch: list[np.ndarray] = []
     interrupted = False
     try:
         run(burn_ev)
         _cp.close_areas(arrs[1], arrs[3], arrs[4], int(st[1]))
         arrs[3][:] = 0
+        arrs[5][:] = 0
         for _ in range(batches):
             run(batch_ev)
             _cp.close_areas(arrs[1], arrs[3], arrs[4], int(st[1]))
             out.append(arrs[3][:, 1:].copy())
+            per_batch.append(arrs[5].copy())
             arrs[3][:] = 0
+            arrs[5][:] = 0
     except KeyboardInterrupt:
         interrupted = True
-    return out, int(st[1]), interrupted
+    return out, int(st[1]), interrupted, per_batch
 
 
 def simulate_classes_phase(

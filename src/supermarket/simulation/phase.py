@@ -94,6 +94,7 @@ class PhaseChain:
         self.stampN = np.zeros((levels, K))
         self.areaP = np.zeros(levels)
         self.stampP = np.zeros(levels)
+        self.joined = np.zeros((levels, K), np.int64)  # arrivals by the (length, phase) they join
         self.law = law_arrays(alpha, T, t0)
         self.policy = int(policy)
         self.setup = (np.int64(n), float(lam), np.int64(d), bool(replace), np.int64(policy), bool(holding_exp))
@@ -131,12 +132,13 @@ class PhaseChain:
         self.stampN = np.zeros((L, K))
         self.areaP = np.zeros(L)
         self.stampP = np.zeros(L)
+        self.joined = np.zeros((L, K), np.int64)
         self.clock = np.array([0.0, -1.0])
 
     def _grow(self):
         L, K = self.N.shape
         now = self.clock[0]
-        for name in ("N", "areaN"):
+        for name in ("N", "areaN", "joined"):
             a = getattr(self, name)
             setattr(self, name, np.concatenate([a, np.zeros((L, K), a.dtype)]))
         self.stampN = np.concatenate([self.stampN, np.full((L, K), now)])
@@ -148,7 +150,7 @@ class PhaseChain:
     def run(self, t_stop: float) -> None:
         while True:
             state = (self.N, self.B, self.c, self.P, self.ints)
-            meas = (self.areaN, self.stampN, self.areaP, self.stampP)
+            meas = (self.areaN, self.stampN, self.areaP, self.stampP, self.joined)
             ev, status = phase_kernel(
                 state, meas, self.law, self.setup, self.tab, self.s, self.clock, float(t_stop), _CHUNK_EVENTS
             )
@@ -163,7 +165,7 @@ class PhaseChain:
         left = int(events)
         while left > 0:
             state = (self.N, self.B, self.c, self.P, self.ints)
-            meas = (self.areaN, self.stampN, self.areaP, self.stampP)
+            meas = (self.areaN, self.stampN, self.areaP, self.stampP, self.joined)
             ev, status = phase_kernel(state, meas, self.law, self.setup, self.tab, self.s, self.clock, math.inf, left)
             self.events += int(ev)
             left -= int(ev)
@@ -350,18 +352,26 @@ def simulate_phase(
     return summarize_batches(YN, YP, a, M, t0, n, d, lam, replace, t_end, burn_in, batches, events, holding)
 
 
-def run_batches(ch: PhaseChain, burn_in: float, t_end: float, batches: int) -> tuple[np.ndarray, np.ndarray, int]:
+def run_batches(
+    ch: PhaseChain, burn_in: float, t_end: float, batches: int, *, joined: list | None = None
+) -> tuple[np.ndarray, np.ndarray, int]:
     """Run ``ch`` for ``burn_in`` and then ``batches`` batches of equal duration ``t_end/batches``;
     returns ``(YN, YP, events)``: the batch means of ``N[ℓ, φ]/n`` (batches x levels x
-    phases, row 0 empty), of ``P_ℓ`` (batches x levels) and the events after the burn-in."""
+    phases, row 0 empty), of ``P_ℓ`` (batches x levels) and the events after the burn-in.
+    With a list ``joined``, each batch's counts of the arrivals by the (length, phase) they
+    join (int64 levels x phases, docs/model.md §13.2) are appended to it."""
     n = ch.n
     ch.run(burn_in)
     events0 = ch.events
     prevN, prevP = ch.integrals()
+    ch.joined[:] = 0
     tau = t_end / batches
     bN, bP = [], []
     for b in range(batches):
         ch.run(burn_in + (b + 1) * tau)
+        if joined is not None:
+            joined.append(ch.joined.copy())
+        ch.joined[:] = 0
         aN, aP = ch.integrals()
         L0 = prevN.shape[0]
         dN = aN.copy()

@@ -19,8 +19,9 @@ every phase-type law of mean 1 and every dispatch rule of :mod:`supermarket.syst
 
 A control-variate estimate replaces the plain one only where it is reliable and has the
 smaller error; the plain estimates are kept in the result.  The mean sojourn time is
-``L/λ`` by Little's law and the mean wait ``L/λ − 1`` (labelled so): the count engine does
-not follow customers, so it gives no response-time quantiles (``engine="events"`` does).
+``L/λ`` by Little's law and the mean wait ``L/λ − 1`` (labelled so); the quantiles and the
+CDFs come from the (length, phase) each arrival joins, counted per batch (:mod:`.joined`,
+docs/model.md §13.2).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from ..stats import MIN_BLOCKS, ErrorEstimate, blocking
 from ..system import policies as _pol
 from ..system.phase_law import check_ph
 from ..system.service import ServiceLaw, parse_service
+from .joined import NO_LAW, JoinedResponse, cdf_lines, joined_response, quantile_lines, response_blocks
 from .law_precision import summary_lines as precision_lines
 from .phase import PhaseChain, flow_series, run_batches
 
@@ -120,6 +122,9 @@ class PhaseSimulationResult(Result):
     notes : tuple of str
     precision : dict or None
         With ``precision=``: how the target went (:mod:`supermarket.simulation.law_precision`).
+    response : JoinedResponse or None
+        The sojourn and waiting laws of what the arrivals joined (:mod:`.joined`; None at λ >= 1):
+        the quantiles in ``sojourn`` and ``waiting``, the CDFs of :meth:`cdf`.
 
     ``to_dict()`` starts with :meth:`shared`, the keys and shapes every simulate result shares
     (:mod:`supermarket.simulation.shape`): ``sojourn_little`` and ``waiting_little`` are its
@@ -158,12 +163,13 @@ class PhaseSimulationResult(Result):
     control_variates: bool
     notes: tuple = ()
     precision: dict | None = None
+    response: JoinedResponse | None = None
 
     #: in the shared block (:meth:`shared`), not again among the engine's own keys
     _omit: ClassVar[tuple[str, ...]] = (
         *("n", "d", "lam", "policy", "replace", "service", "engine", "time", "burn_in", "replications"),
         *("batches", "events", "wall_s", "u_mean", "u_stderr", "mean_queue_length", "sojourn_little"),
-        *("waiting_little", "precision"),  # precision: a key only when there was a precision target
+        *("waiting_little", "precision", "response"),  # precision: a key only when there was a precision target
     )
     _extra: ClassVar[tuple[str, ...]] = ("error_bars",)
     #: the ErrorEstimate fields this engine's JSON keeps beyond the shared estimate keys
@@ -172,9 +178,9 @@ class PhaseSimulationResult(Result):
     def shared(self) -> dict:
         """The keys every simulate result shares, in the one shape of :mod:`.shape` (the start of
         :meth:`to_dict`): ``events`` measured (all replications), ``time`` and ``burn_in`` per
-        replication, ``mean_queue_length`` as an estimate dict, ``sojourn`` and ``waiting`` by
-        Little's law (``source`` ``"little"``, no quantiles: the count engine does not follow
-        customers); ``variance_reduction`` is ``{}`` (``u_plain_stderr`` and
+        replication, ``mean_queue_length`` as an estimate dict, ``sojourn`` and ``waiting``: the
+        means by Little's law (``source`` ``"little"``), the quantiles of the joined law
+        (:func:`.joined.response_blocks`); ``variance_reduction`` is ``{}`` (``u_plain_stderr`` and
         ``mean_queue_length_plain`` give the plain errors).
 
         Returns
@@ -190,8 +196,12 @@ class PhaseSimulationResult(Result):
             engine=self.engine,
             **_shape.law_engine_fields(self),
             mean_queue_length=est(self.mean_queue_length),
-            sojourn=_shape.response_block(est(self.sojourn_little), {}, "little"),
-            waiting=_shape.response_block(est(self.waiting_little), {}, "little"),
+            **dict(
+                zip(
+                    ("sojourn", "waiting"),
+                    response_blocks(self.response, est(self.sojourn_little), est(self.waiting_little), est),
+                )
+            ),
             variance_reduction={},
             variance_reduction_note=(
                 "not measured on the phase-type count engine (u_plain_stderr and mean_queue_length_plain give "
@@ -199,14 +209,29 @@ class PhaseSimulationResult(Result):
             ),
         )
 
-    def to_dict(self) -> dict:
+    def to_dict(self, *, cdf_points: int | None = None) -> dict:
         """:meth:`shared`, then this engine's own keys (the plain estimates, the self-checks),
-        JSON-safe; with a precision target, also ``precision``."""
+        JSON-safe; with a precision target, also ``precision``; with ``cdf_points``, ``cdf``
+        (:meth:`cdf`)."""
 
         out = to_jsonable({**self.shared(), **super().to_dict()})
         if self.precision is not None:
             out["precision"] = to_jsonable(self.precision)
+        if cdf_points is not None:
+            out["cdf"] = to_jsonable(self.cdf(cdf_points))
         return out
+
+    def cdf(self, points: int) -> dict:
+        """The sojourn and waiting CDFs of the joined law (:meth:`.joined.JoinedResponse.cdf`).
+
+        Raises
+        ------
+        ValueError
+            At load >= 1 (no equilibrium), naming ``cdf_points``.
+        """
+        if self.response is None:
+            raise ValueError(f"cdf_points: the phase-type count engine {NO_LAW}")
+        return self.response.cdf(points)
 
     @property
     def events_per_second(self) -> float:
@@ -221,8 +246,9 @@ class PhaseSimulationResult(Result):
             return what + f"; {self.replications} independent replications pooled (s.e. √(Σ s_r²)/R)"
         return what
 
-    def summary(self) -> str:
-        """The result for people, in the layout of the exponential ``simulate``."""
+    def summary(self, *, cdf_points: int | None = None) -> str:
+        """The result for people, in the layout of the exponential ``simulate``; with
+        ``cdf_points``, the table of :meth:`cdf` after it."""
 
         def pm(e: ErrorEstimate) -> str:
             return f"{e.mean:.6g} ± {e.stderr:.2g}" if e.reliable else f"{e.mean:.6g} ({e.note or 'error unknown'})"
@@ -271,14 +297,13 @@ class PhaseSimulationResult(Result):
                 "control variates: the flow identities (I1) of docs/model.md §13, level by level and summed "
                 "for the mean queue length, used where they reduce a reliable error ('estimate' = cv)"
             )
-        lines.append(
-            "no response-time quantiles on the count engine (it does not follow customers): engine='events' "
-            "(--engine events) gives them"
-        )
+        lines.extend(quantile_lines(self.response, pm))
         lines.append(f"{self.events_per_second / 1e6:.1f} million events per second; wall time {self.wall_s:.2f} s")
         lines.extend(self.notes)
         if self.precision is not None:
             lines.extend(precision_lines(self.precision))
+        if cdf_points is not None:
+            lines.extend(cdf_lines(self.cdf(cdf_points)))
         return "\n".join(lines)
 
 
@@ -297,9 +322,10 @@ def _pick(plain: ErrorEstimate, cv: ErrorEstimate | None) -> tuple[ErrorEstimate
 
 
 def _one(ch: PhaseChain, burn_in: float, t_end: float, batches: int, lam: float, t0: np.ndarray) -> dict:
-    YN, YP, events = run_batches(ch, burn_in, t_end, batches)
+    joined: list[np.ndarray] = []
+    YN, YP, events = run_batches(ch, burn_in, t_end, batches, joined=joined)
     U, _Pl, Pprev, Z = flow_series(YN, YP, lam, t0)
-    return {"U": U, "Z": Z, "B": YN.sum(axis=1), "Pprev": Pprev, "events": events}
+    return {"U": U, "Z": Z, "B": YN.sum(axis=1), "Pprev": Pprev, "events": events, "joined": joined}
 
 
 def _combine(ests: Sequence[ErrorEstimate]) -> ErrorEstimate:
@@ -556,4 +582,7 @@ def _summarize(n, d, lam, pol, replace, law, t_end, burn, batches, outs, wall, b
         identities=IDENTITIES,
         control_variates=bool(use_cv),
         notes=tuple(notes),
+        response=None
+        if not stable
+        else joined_response([[h[None] for h in o["joined"]] for o in outs], law.alpha, law.T, np.ones(1)),
     )

@@ -99,9 +99,7 @@ OPTIONS: dict[str, str] = {
     "record": "records no trajectory",
     "precision": "has no precision target (its horizon is fixed in advance)",
     "client": "runs on local threads (not on a cluster)",
-    "cdf": "gives no response-time CDF: it follows no customer and keeps time averages of the counts alone, "
-    "not the length and phase or class each arrival joins, on which its sojourn depends (engine 'events' "
-    "measures the CDFs)",
+    "cdf": "gives no response-time CDF",
     "plot": "draws no figure",
     "time_mode": "runs in continuous time only (exact event times; it has no uniformized discrete chain)",
     "eps": "reports no good set N^ε (paper 000's good set is of exponential service and one server class)",
@@ -110,7 +108,7 @@ OPTIONS: dict[str, str] = {
 }
 _ALL = frozenset(OPTIONS)
 _COUNT = frozenset({"steps", "start"})
-_LAW = _COUNT | {"precision", "load"}  # the count engines of laws and classes
+_LAW = _COUNT | {"precision", "load", "cdf"}  # the count engines of laws and classes (cdf: the joined law, §13.2)
 #: The options whose value ``"continuous"`` is what an engine that does not take them runs anyway.
 _TAKEN_ANYWAY = {"time_mode": "continuous"}
 
