@@ -169,13 +169,15 @@ def test_cli_cdf_on_the_event_engine_has_the_profile_keys_and_changes_nothing_el
         ["--service", "erlang:2", "--server-classes", "0.5:2,0.5:1", "--engine", "phase"],
     ],
 )
-def test_cli_count_engines_refuse_cdf_with_the_reason(extra):
-    res = CliRunner().invoke(
-        main, ["simulate", "--n", "20", "--d", "2", "--load", "0.6", "--time", "10", "--cdf", "5", *extra]
-    )
-    assert res.exit_code == 2
-    assert "--cdf" in res.output and "Traceback" not in res.output
-    assert "events" in res.output  # where the CDF is measured
+def test_cli_count_engines_give_the_cdf_in_the_same_shape(extra):
+    # the count engines' CDF is the joined law's (docs/model.md §13.2, §15.8): the event engine's keys
+    args = ["simulate", "--n", "20", "--d", "2", "--load", "0.6", "--time", "10", "--cdf", "5", *extra]
+    res = CliRunner().invoke(main, [*args, "--json"])
+    assert res.exit_code == 0, res.output
+    cdf = json.loads(res.output)["cdf"]
+    assert set(cdf) == {"t", "sojourn", "waiting", "sojourn_stderr", "waiting_stderr"}
+    assert all(len(v) == 5 for v in cdf.values()) and cdf["sojourn"][0] == 0.0
+    assert "Response-time CDF on 5 points" in CliRunner().invoke(main, args).output
 
 
 def test_an_overloaded_class_gives_its_cdf_no_error_bar():

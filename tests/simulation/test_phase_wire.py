@@ -58,7 +58,7 @@ def test_simulate_dispatch_and_result():
     assert abs(r.events / 200_000 - 1) < 0.01
     d = json.loads(r.to_json())
     assert list(d)[:2] == ["engine", "system"] and d["system"]["service"]["spec"] == "erlang:2"
-    assert d["sojourn"]["source"] == "little" and d["sojourn"]["quantiles"] == {}
+    assert d["sojourn"]["source"] == "little" and d["sojourn"]["quantile_source"] == "joined"
     assert d["sojourn"]["mean"]["mean"] == pytest.approx(d["mean_queue_length"]["mean"] / 0.8)
     assert d["waiting"]["mean"]["mean"] == pytest.approx(d["mean_queue_length"]["mean"] / 0.8 - 1)
     assert "Little's law" in r.summary() and "engine=phase" in r.summary()
@@ -193,7 +193,7 @@ def test_cli_simulate_meanfield_exact_json_and_refusals():
     assert r.exit_code == 0 and json.loads(r.stdout)["engine"] == "exact-phase"
     for bad, words in (
         ([*args, "--service", "erlang:2", "--engine", "queues"], "not 'queues'"),
-        ([*args, "--service", "erlang:2", "--cdf", "10"], "--cdf"),
+        ([*args, "--service", "erlang:2", "--cdf", "1"], "--cdf"),
         (["meanfield", "--service", "erlang:2", "--policy", "jsq"], "discontinuous"),
         (["meanfield", "--service", "lognormal:2"], "no phase-type form"),
         (["meanfield", "--service", "erlang:2", "--n", "100", "--no-replace"], "with replacement only"),

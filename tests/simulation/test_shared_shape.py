@@ -122,7 +122,8 @@ def test_half_width_is_student_t_on_the_degrees_of_freedom(results):
 def test_little_law_on_the_count_engines(results):
     # W = L/λ per unit of capacity (phase: service mean 1; classes: capacity s̄ = 1.5 per server)
     d = _json(results["phase"])
-    assert d["sojourn"]["source"] == "little" and d["sojourn"]["quantiles"] == {}
+    assert d["sojourn"]["source"] == "little" and d["sojourn"]["quantile_source"] == "joined"
+    assert set(d["sojourn"]["quantiles"]) == {"0.5", "0.9", "0.99", "0.999"}  # of the joined law (§13.2)
     assert d["sojourn"]["mean"]["mean"] == pytest.approx(d["mean_queue_length"]["mean"] / LAM, rel=1e-12)
     assert d["waiting"]["mean"]["mean"] == pytest.approx(d["sojourn"]["mean"]["mean"] - 1, rel=1e-12)
     c = _json(results["classes"])
