@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -211,7 +211,9 @@ def joined_response(
     )
 
 
-def response_blocks(resp: JoinedResponse | None, sojourn: dict, waiting: dict, est) -> tuple[dict, dict]:
+def response_blocks(
+    resp: JoinedResponse | None, sojourn: dict, waiting: dict, est: Callable[[ErrorEstimate], dict]
+) -> tuple[dict, dict]:
     """The ``sojourn`` and ``waiting`` blocks of a count engine's result (:mod:`.shape`): the mean
     by Little's law (``source`` ``"little"``, as before), the quantiles of the joined law
     (``quantile_source`` ``"joined"``; ``{}`` and None without a law, at load >= 1) and
@@ -238,7 +240,7 @@ def response_blocks(resp: JoinedResponse | None, sojourn: dict, waiting: dict, e
     return out[0], out[1]
 
 
-def quantile_lines(resp: JoinedResponse | None, pm) -> list[str]:
+def quantile_lines(resp: JoinedResponse | None, pm: Callable[[ErrorEstimate], str]) -> list[str]:
     """The summary's lines of the sojourn and waiting quantiles (``pm`` renders an estimate)."""
     if resp is None:
         return ["no response-time quantiles at load >= 1 (no equilibrium: no law of what an arrival joins)"]

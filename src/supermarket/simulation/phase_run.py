@@ -192,16 +192,13 @@ class PhaseSimulationResult(Result):
         def est(e: ErrorEstimate) -> dict:
             return _shape.estimate_dict(e, extra=self._EXTRA_ERROR_KEYS)
 
+        sojourn, waiting = response_blocks(self.response, est(self.sojourn_little), est(self.waiting_little), est)
         return _shape.shared_block(
             engine=self.engine,
             **_shape.law_engine_fields(self),
             mean_queue_length=est(self.mean_queue_length),
-            **dict(
-                zip(
-                    ("sojourn", "waiting"),
-                    response_blocks(self.response, est(self.sojourn_little), est(self.waiting_little), est),
-                )
-            ),
+            sojourn=sojourn,
+            waiting=waiting,
             variance_reduction={},
             variance_reduction_note=(
                 "not measured on the phase-type count engine (u_plain_stderr and mean_queue_length_plain give "
