@@ -24,7 +24,9 @@ The block (docs/simulate.md, "JSON"):
 ``sojourn``, ``waiting``
     ``{mean: <estimate dict>, quantiles: {q: <estimate dict>}, source, ...}`` (None when λ >= 1
     on the profile engines): ``source`` ``"customers"`` where the engine follows customers or
-    computes their law, ``"little"`` where the mean comes from Little's law (no quantiles).
+    computes their law, ``"little"`` where the mean comes from Little's law (the count engines
+    of another law or of classes: their quantiles are those of the law of what each arrival
+    joins, ``quantile_source`` ``"joined"``, with ``law_mean``; docs/model.md §13.2).
 ``variance_reduction``, ``variance_reduction_note``
     ``(plain s.e./s.e.)²`` per quantity (``{}`` where no control variate is measured), and why
     there is none (``""`` where there is).
@@ -150,7 +152,7 @@ def response_block(mean: dict[str, Any], quantiles: dict[str, Any], source: str,
         ``{q: estimate dict}`` (``{}`` where the engine gives none).
     source : str
         ``"customers"`` (the engine follows customers or computes their law) or ``"little"``
-        (the mean by Little's law, no quantiles).
+        (the mean by Little's law; quantiles, if any, from another source the ``**extra`` name).
     **extra
         The engine's own keys (``atom_at_zero``, ``stderr_kind`` on the profile engines).
 
