@@ -22,6 +22,10 @@ import scipy.stats as st
 
 __all__ = ["PhaseSojourn", "phase_chain", "classes_chain"]
 
+_CACHE_MAX = 1 << 22
+"""Most numbers (powers x states) :meth:`PhaseSojourn.state_tail` keeps (32 MiB); beyond, it
+sums the powers as they come."""
+
 
 @dataclass(frozen=True, eq=False)
 class PhaseSojourn:
@@ -116,7 +120,15 @@ class PhaseSojourn:
         mu = self.rate * float(t)
         m_max = int(st.poisson.isf(1e-16, mu)) + 1
         w = st.poisson.pmf(np.arange(m_max + 1), mu)
-        return np.clip(w @ self._powers(m_max)[: m_max + 1], 0.0, 1.0)
+        if (m_max + 1) * self.Q.shape[0] <= _CACHE_MAX:
+            return np.clip(w @ self._powers(m_max)[: m_max + 1], 0.0, 1.0)
+        P = (sp.identity(self.Q.shape[0], format="csr") + self.Q / self.rate).tocsr()
+        v = np.ones(self.Q.shape[0])  # too many powers to keep: summed as they come (memory O(states))
+        out = w[0] * v
+        for m in range(1, m_max + 1):
+            v = P @ v
+            out += w[m] * v
+        return np.clip(out, 0.0, 1.0)
 
     def state_density(self, t: float) -> np.ndarray:
         """``−d/dt e^{Qt} 1 = −Q e^{Qt} 1``: the density of the absorption time at ``t`` from
