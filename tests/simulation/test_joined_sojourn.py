@@ -226,3 +226,19 @@ def test_no_law_at_load_one_and_the_shape():
     assert set(ok["sojourn"]["quantiles"]) == {"0.5", "0.9", "0.99", "0.999"}
     assert set(ok["cdf"]) == {"t", "sojourn", "waiting", "sojourn_stderr", "waiting_stderr"}
     assert len(ok["cdf"]["t"]) == 5
+
+
+def test_a_waiting_quantile_inside_the_atom_is_zero_with_no_error_bar():
+    r = simulate_classes(20, 2, 0.3, server_classes="0.5:2,0.5:1", events=2 * 10**5, seed=19)
+    atom = 1.0 - float(r.response.waiting_law.beta.sum())  # P(W = 0): the arrivals that find an idle server
+    for q, e in r.response.waiting_quantiles.items():
+        assert (e.mean == 0.0 and not e.reliable) == (q <= atom), (q, atom, e)
+    assert "waiting q0.5: 0 (no wait" in r.summary()
+
+
+def test_an_overloaded_class_has_no_stationary_quantile_nor_cdf_error():
+    # random routing sends λ s̄ = 1.2 to each server: the class of speed 1 grows without bound
+    r = simulate_classes(20, 1, 0.8, server_classes="0.5:2,0.5:1", policy="random", events=2 * 10**5, seed=20)
+    assert all(not e.reliable and "without bound" in e.note for e in r.response.sojourn_quantiles.values())
+    c = r.cdf(4)
+    assert c["sojourn_stderr"] == [None] * 4 == c["waiting_stderr"]

@@ -46,7 +46,7 @@ __all__ = [
 CDF_TOP_QUANTILE = 0.999
 """The CDF grid runs from 0 to 1.1 × this quantile of the sojourn time."""
 
-ATOM_NOTE = "the quantile is 0: at least this share of the customers does not wait (an atom at 0)"
+ATOM_NOTE = "no wait: P(W = 0) >= q, an atom at 0"
 NO_LAW = (
     "gives no response-time CDF at load >= 1: there is no equilibrium, so no law of what an arrival joins "
     "(cdf_points needs load < 1)"
@@ -251,7 +251,7 @@ def quantile_lines(resp: JoinedResponse | None, pm: Callable[[ErrorEstimate], st
     for q, e in resp.sojourn_quantiles.items():
         w = resp.waiting_quantiles[q]
         lines.append(
-            f"sojourn q{q:g}: {pm(e)}; waiting q{q:g}: {pm(w) if w.method != 'none' else '0 (' + w.note + ')'}"
+            f"sojourn q{q:g}: {pm(e)}; waiting q{q:g}: {'0 (' + w.note + ')' if w.note == ATOM_NOTE else pm(w)}"
         )
     return lines
 
