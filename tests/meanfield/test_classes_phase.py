@@ -371,7 +371,7 @@ def test_simulate_cli_engine_phase():
     ev = CliRunner().invoke(main, [*args, "--time", "20", "--json"])
     assert ev.exit_code == 0 and json.loads(ev.output).get("engine") != "classes"  # the event engine's JSON
     cdf = CliRunner().invoke(main, [*args, "--engine", "phase", "--steps", "20000", "--cdf", "5"])
-    assert cdf.exit_code == 0 and "Response-time CDF on 5 points" in cdf.output  # the joined law's (§15.8)
+    assert cdf.exit_code == 0 and "Response-time CDF on 5 points" in cdf.output  # the joined law's (§15.9)
 
 
 def test_simulate_api_runs_the_count_engine_on_request():

@@ -170,7 +170,7 @@ def test_cli_cdf_on_the_event_engine_has_the_profile_keys_and_changes_nothing_el
     ],
 )
 def test_cli_count_engines_give_the_cdf_in_the_same_shape(extra):
-    # the count engines' CDF is the joined law's (docs/model.md §13.2, §15.8): the event engine's keys
+    # the count engines' CDF is the joined law's (docs/model.md §13.2, §15.9): the event engine's keys
     args = ["simulate", "--n", "20", "--d", "2", "--load", "0.6", "--time", "10", "--cdf", "5", *extra]
     res = CliRunner().invoke(main, [*args, "--json"])
     assert res.exit_code == 0, res.output

@@ -1,5 +1,5 @@
 """Response-time quantiles and CDFs of the count engines from what each arrival joins
-(docs/model.md §13.2, §15.8): checked against the exact joined law of tiny systems (an
+(docs/model.md §13.2, §15.9): checked against the exact joined law of tiny systems (an
 independent generator here, PASTA, and dense matrix exponentials), the M/PH/1 closed form
 (d = 1), the profile engine's Erlang mixture (one class of exponential servers), the event
 engine, and the identity law mean = Little's law mean."""

@@ -26,7 +26,7 @@ units of time on average): time averages of the jump chain are those of the cont
 chain.  Measurements: ``area[k, i] = Σ over events of c[k, i]`` (int64, exact), brought up to
 date lazily when the count changes (``stamp``) and by :func:`close_areas`; ``joined[k, ℓ]``,
 the arrivals that joined a class-``k`` server of length ``ℓ`` (by PASTA, the law a customer
-joins; docs/model.md §15.8), counted without a draw.
+joins; docs/model.md §15.9), counted without a draw.
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ def classes_kernel(
                 while vi >= acc and k < K - 1:
                     k += 1
                     acc += c[k, ell] - c[k, ell + 1]
-            joined[k, ell] += 1  # what this arrival joins: its sojourn is Erlang(ℓ + 1) at rate s_k (§15.8)
+            joined[k, ell] += 1  # what this arrival joins: its sojourn is Erlang(ℓ + 1) at rate s_k (§15.9)
             j = ell + 1
             area[k, j] += c[k, j] * (ev - stamp[k, j])
             stamp[k, j] = ev

@@ -19,7 +19,7 @@ arrival with probability ``nλ s̄/Λ``; otherwise a uniform unit of capacity pi
 ``T[φ, ψ]/(−T[φ, φ])``, a completion with ``t0_φ/(−T[φ, φ])``).  Time is the event count over
 ``Λ``.  Measurements: ``area[k, i] = Σ over events of c[k, i]`` (lazy, ``stamp``), as in
 :mod:`.classes`; ``joined[k, ℓ, φ]``, the arrivals by the class, length and phase they join
-(docs/model.md §15.8), counted without a draw.
+(docs/model.md §15.9), counted without a draw.
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def classes_phase_kernel(
                     ph += 1
                     acc += N[k, ell, ph]
                 N[k, ell, ph] -= 1
-            joined[k, ell, ph] += 1  # what this arrival joins (its sojourn's law, §15.8)
+            joined[k, ell, ph] += 1  # what this arrival joins (its sojourn's law, §15.9)
             N[k, ell + 1, ph] += 1
             j = ell + 1
             _bump_c(c, area, stamp, k, j, 1, ev)

@@ -112,7 +112,7 @@ class ClassesResult(Result):
         The plain estimate of ``Σ_k f_k s_k E[u_{k,1}]/(λ s̄)`` (1 exactly): a self-check.
     response : JoinedResponse or None
         The sojourn and waiting laws of the (class, length, phase) the arrivals joined
-        (:mod:`supermarket.simulation.joined`, docs/model.md §15.8; None at λ >= 1): the
+        (:mod:`supermarket.simulation.joined`, docs/model.md §15.9; None at λ >= 1): the
         quantiles in ``sojourn`` and ``waiting``, the CDFs of :meth:`cdf`.
     service : ServiceLaw or None
         The phase-type law on :func:`supermarket.simulation.classes_phase.simulate_classes_phase`'s
@@ -310,7 +310,7 @@ def _check(n, d, lam, policy, replace, replications, batches, engine="classes"):
 
 def _run_one(counts, speeds, cfg, p_arr, burn_ev, batch_ev, batches, ss, tick, stop, c0=None):
     """One replication: the per-batch sums ``area[b, k, i]`` (levels 1..), the events, whether it
-    was interrupted and the per-batch joined counts ``joined[b][k, ℓ]`` (docs/model.md §15.8); from
+    was interrupted and the per-batch joined counts ``joined[b][k, ℓ]`` (docs/model.md §15.9); from
     empty, or from the counts ``c0[k, i]`` (the fixed-point start)."""
     if c0 is None:
         a, top = _ck.new_state(counts), 0

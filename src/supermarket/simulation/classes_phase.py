@@ -67,7 +67,7 @@ def _start(counts: np.ndarray, K: int, N0: np.ndarray | None) -> tuple[np.ndarra
 
 def _run_one(counts, speeds, law_tab, cfg, p_arr, burn_ev, batch_ev, batches, ss, tick, stop, N0=None):
     """One replication: the per-batch sums ``area[b, k, i]`` (levels 1..), the events, whether it
-    was interrupted and the per-batch joined counts ``joined[b][k, ℓ, φ]`` (docs/model.md §15.8);
+    was interrupted and the per-batch joined counts ``joined[b][k, ℓ, φ]`` (docs/model.md §15.9);
     from empty, or from the counts ``N0[k, ℓ, φ]`` (the fixed-point start)."""
     alpha_cum, move_cum, mu_hat = law_tab
     Kc, K = counts.size, alpha_cum.size

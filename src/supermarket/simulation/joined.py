@@ -1,4 +1,4 @@
-"""Response times on the count engines from what the arrivals join (docs/model.md §13.2, §15.8).
+"""Response times on the count engines from what the arrivals join (docs/model.md §13.2, §15.9).
 
 The count kernels (:mod:`supermarket.engines.phase`, :mod:`~supermarket.engines.classes`,
 :mod:`~supermarket.engines.classes_phase`) count, per time batch, the arrivals by the class
@@ -246,7 +246,7 @@ def quantile_lines(resp: JoinedResponse | None, pm: Callable[[ErrorEstimate], st
         return ["no response-time quantiles at load >= 1 (no equilibrium: no law of what an arrival joins)"]
     lines = [
         "response times from the (length, phase, class) each arrival joins (FIFO, PASTA; docs/model.md §13.2, "
-        f"§15.8): law mean sojourn {pm(resp.sojourn_mean)}, waiting {pm(resp.waiting_mean)}"
+        f"§15.9): law mean sojourn {pm(resp.sojourn_mean)}, waiting {pm(resp.waiting_mean)}"
     ]
     for q, e in resp.sojourn_quantiles.items():
         w = resp.waiting_quantiles[q]
@@ -273,7 +273,7 @@ def cdf_lines(cdf: dict) -> list[str]:
     w = [max(len(r[j]) for r in [head, *rows]) for j in range(3)]
     return [
         "",
-        f"Response-time CDF on {len(rows)} points (the law of what the arrivals join; docs/model.md §13.2, §15.8)",
+        f"Response-time CDF on {len(rows)} points (the law of what the arrivals join; docs/model.md §13.2, §15.9)",
         *("  ".join(c.rjust(w[j]) for j, c in enumerate(r)).rstrip() for r in [head, tuple("-" * x for x in w), *rows]),
     ]
 
