@@ -156,7 +156,12 @@ def test_tiny_sweep_stored_and_read_back(tiny):
     lam = 0.5
     for r in g["phase"]:  # the count engine's own blocking error, trusted; means by Little's law
         assert r["mean_queue_length_reliable"] is True and r["mean_queue_length_stderr"] > 0
-        assert r["sojourn_method"] == "little" and not r.get("sojourn_quantiles")  # no customer followed
+        assert r["sojourn_method"] == "little"  # the means: no customer followed
+        # the quantiles from the law of what each arrival joins: increasing in the level, the waiting
+        # ones below the sojourn ones
+        sq, wq = r["sojourn_quantiles"], r["waiting_quantiles"]
+        assert set(sq) == set(wq) == {"0.5", "0.9", "0.99", "0.999"} and set(r["sojourn_stderr_quantiles"]) == set(sq)
+        assert 0 < sq["0.5"] < sq["0.9"] < sq["0.99"] < sq["0.999"] and all(wq[q] < sq[q] for q in sq)
         assert r["sojourn_mean"] == pytest.approx(r["mean_queue_length"] / lam, rel=1e-12)  # W = L/λ
         assert r["waiting_mean"] == pytest.approx(r["sojourn_mean"] - 1.0, rel=1e-12)  # mean service 1
         assert r["control_variates"] is True and r["u_method"][0] in ("cv", "plain")
@@ -169,6 +174,7 @@ def test_tiny_sweep_stored_and_read_back(tiny):
     assert c["sojourn_mean"] == pytest.approx(c["mean_queue_length"] / (lam * 1.5), rel=1e-12)
     assert (c["class1_fraction"], c["class1_speed"], c["class2_speed"]) == (0.5, 2.0, 1.0)
     assert c["class1_sojourn_mean"] < c["class2_sojourn_mean"]  # the fast class serves faster
+    assert c["sojourn_quantiles"]["0.5"] < c["sojourn_quantiles"]["0.99"]  # the joined law's, as the phase rows
     ce = g["classes_event"][0]  # the event engine follows customers: L = Σ f_k L_k exactly
     assert ce["mean_queue_length"] == pytest.approx(
         0.5 * ce["class1_mean_queue_length"] + 0.5 * ce["class2_mean_queue_length"], rel=1e-9

@@ -110,6 +110,16 @@ def _means(out: dict, d: dict) -> bool:
     return ok_all
 
 
+def _quantile_columns(out: dict, d: dict) -> None:
+    """``sojourn_quantiles``, ``waiting_quantiles`` (level -> value) and their ``_stderr_`` (NaN
+    unless trusted) and ``_reliable_`` twins: the event engine's, measured on the customers, and
+    the count engines', from the law of what each arrival joins (``quantile_source: "joined"``)."""
+    for kind in ("sojourn", "waiting"):
+        qs = {str(q): _estimate(e) for q, e in ((d.get(kind) or {}).get("quantiles") or {}).items()}
+        for j, what in enumerate(("", "_stderr", "_reliable")):  # value, error, reliable of each quantile
+            out[f"{kind}{what}_quantiles"] = {q: x[j] for q, x in qs.items()}
+
+
 def _class_columns(out: dict, classes: list) -> None:
     """``class1_fraction``, ``class1_speed``, ``class1_u_mean``, ``class1_mean_queue_length``,
     ``class1_sojourn_mean`` (each estimate with ``_stderr``, NaN unless trusted, and ``_reliable``), …"""
@@ -179,7 +189,8 @@ SOJOURN_CUSTOMERS = "customers"  # averaged over the customers who left (the eve
 def phase_row(d: dict) -> dict:
     """The sweep row of a :class:`supermarket.simulation.phase_run.PhaseSimulationResult`'s ``to_dict()``: the
     profile with the (I1) control variates, the mean queue length, the mean sojourn and waiting times
-    by Little's law (``sojourn_method = "little"``; no quantiles: the count engine follows no customer),
+    by Little's law (``sojourn_method = "little"``), the sojourn and waiting quantiles from the law of
+    what each arrival joins (:func:`_quantile_columns`),
     the variance reductions, the self-checks; untrusted errors NaN.
 
     Examples
@@ -202,6 +213,7 @@ def phase_row(d: dict) -> dict:
     out["u_method"] = list(d.get("u_method") or [])
     out["reliable"] = _means(out, d)
     out["sojourn_method"] = SOJOURN_LITTLE
+    _quantile_columns(out, d)
     plain = d.get("mean_queue_length_plain") or {}
     out.update(
         plain_u_mean=[float(x) for x in d.get("u_plain", [])],
@@ -223,7 +235,7 @@ def phase_row(d: dict) -> dict:
 def classes_row(d: dict, engine: str = "classes") -> dict:
     """The sweep row of a :class:`supermarket.simulation.classes.ClassesResult`'s ``to_dict()``: the profile
     over all servers, the mean queue length and response times (Little's law, ``sojourn_method =
-    "little"``) with the capacity-balance control variate and its variance reduction, per-class
+    "little"``; the quantiles from the law of what each arrival joins) with the capacity-balance control variate and its variance reduction, per-class
     columns (``class1_…``); untrusted errors NaN.
 
     Examples
@@ -245,6 +257,7 @@ def classes_row(d: dict, engine: str = "classes") -> dict:
     )
     out["reliable"] = _means(out, d)
     out["sojourn_method"] = SOJOURN_LITTLE
+    _quantile_columns(out, d)
     _class_columns(out, d.get("classes") or [])
     bal = d.get("balance") or {}
     out["balance"] = bal.get("mean")
@@ -286,13 +299,12 @@ def event_row(d: dict) -> dict:
     for kind in ("sojourn", "waiting"):
         m, se, ok = _estimate(_mean_of(d, kind))
         ok_all &= ok
-        qs = {str(q): _estimate(e) for q, e in ((d.get(kind) or {}).get("quantiles") or {}).items()}
-        for j, what in enumerate(("", "_stderr", "_reliable")):  # value, error, reliable: of the mean, the quantiles
+        for j, what in enumerate(("", "_stderr", "_reliable")):  # value, error, reliable of the mean
             out[f"{kind}{what}_mean"] = (m, se, ok)[j]
-            out[f"{kind}{what}_quantiles"] = {q: x[j] for q, x in qs.items()}
         out[f"{kind}_long_enough_mean"] = _long_enough(_mean_of(d, kind))
         if kind == "sojourn":
             out["mean_sojourn_time"], out["mean_sojourn_time_stderr"] = m, se
+    _quantile_columns(out, d)
     out["reliable"] = ok_all
     out["sojourn_method"] = SOJOURN_CUSTOMERS
     _class_columns(out, d.get("classes") or [] if "server_classes" in out else [])
