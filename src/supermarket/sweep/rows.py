@@ -235,7 +235,8 @@ def phase_row(d: dict) -> dict:
 def classes_row(d: dict, engine: str = "classes") -> dict:
     """The sweep row of a :class:`supermarket.simulation.classes.ClassesResult`'s ``to_dict()``: the profile
     over all servers, the mean queue length and response times (Little's law, ``sojourn_method =
-    "little"``; the quantiles from the law of what each arrival joins) with the capacity-balance control variate and its variance reduction, per-class
+    "little"``; the quantiles from the law of what each arrival joins) with the capacity-balance
+    control variate and its variance reduction, per-class
     columns (``class1_…``); untrusted errors NaN.
 
     Examples
