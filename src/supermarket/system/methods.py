@@ -144,10 +144,16 @@ ENGINES: dict[str, Engine] = {
 #: (law family, server classes?) -> {engine requested: engine run}; the first entry is the default
 #: (``engine="profile"``, the default of :func:`supermarket.simulate`, asks for it).
 SIMULATION: dict[tuple[str, bool], dict[str, str]] = {
-    ("exponential", False): {"profile": "profile", "queues": "queues", "buckets": "buckets", "events": "events"},
+    ("exponential", False): {
+        "profile": "profile",
+        "queues": "queues",
+        "buckets": "buckets",
+        "phase": "phase",  # exp is the one-phase law: a second engine of the same chain
+        "events": "events",
+    },
     ("phase-type", False): {"profile": "phase", "phase": "phase", "events": "events"},
     ("general", False): {"profile": "events", "events": "events"},
-    ("exponential", True): {"profile": "classes", "events": "events"},
+    ("exponential", True): {"profile": "classes", "phase": "classes-phase", "events": "events"},
     ("phase-type", True): {"profile": "events", "phase": "classes-phase", "events": "events"},
     ("general", True): {"profile": "events", "events": "events"},
 }
@@ -211,12 +217,6 @@ def simulation_engine(system: System, engine: str = "profile") -> str:
         known = ("profile", "queues", "buckets", "phase", "events")
         if engine not in known:
             raise Refusal("engine", f"engine must be one of {', '.join(known)}; got {engine!r}")
-        if engine == "phase" and system.law_family == "exponential":  # exp is the one-phase law
-            raise Refusal(
-                "engine",
-                f"engine 'phase' ({ENGINES['phase'].text}) counts the queues by length and phase; exp service has "
-                f"one phase, so its chain is the profile engine's: {system.describe()} runs on {_choices(row)}",
-            )
         raise Refusal("engine", f"engine: {system.describe()} runs on {_choices(row)}; not {engine!r}")
     run = row[engine]
     if run == "queues" and system.rule != _pol.DEFAULT_POLICY:
