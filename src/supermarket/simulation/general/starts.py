@@ -149,7 +149,9 @@ def draw_start(
     dep_t, dep_j, lastdep = np.empty(total), np.empty(total), np.zeros(x0.size)
     bound = np.cumsum(np.asarray(counts, np.int64))
     par = np.asarray(law.params, np.float64)
-    start_works(x0, ph0, bound, speeds, s, law.code, par, law.ph_table(), residual_table(law), lastdep, dep_t, dep_j)
+    m = start_works(x0, ph0, bound, speeds, s, law.code, par, law.ph_table(), residual_table(law), lastdep, dep_t, dep_j)
+    if m != total:  # one departure per customer, or the kernel's structures would hold garbage
+        raise RuntimeError(f"the start drew {m} departures for {total} customers")
     return dep_t, dep_j, lastdep
 
 
