@@ -95,6 +95,7 @@ def start_state(
             c = np.rint(n * _pol.fluid_fixed_point(policy, lam, _FP_LEVELS, d=d)).astype(np.int64)
             c = c[c > 0]
         return _from_counts(c)[None]
+    assert law.alpha is not None and law.T is not None, "a phase-type law (event_starts refuses the others)"
     a, M, _ = check_ph(law.alpha, law.T)
     if policy in _pol.SMOOTH_POLICIES:
         from ...meanfield.phase import phase_fixed_point  # here: the mean field is needed for this start only
@@ -149,7 +150,8 @@ def draw_start(
     dep_t, dep_j, lastdep = np.empty(total), np.empty(total), np.zeros(x0.size)
     bound = np.cumsum(np.asarray(counts, np.int64))
     par = np.asarray(law.params, np.float64)
-    m = start_works(x0, ph0, bound, speeds, s, law.code, par, law.ph_table(), residual_table(law), lastdep, dep_t, dep_j)
+    res = residual_table(law)
+    m = start_works(x0, ph0, bound, speeds, s, law.code, par, law.ph_table(), res, lastdep, dep_t, dep_j)
     if m != total:  # one departure per customer, or the kernel's structures would hold garbage
         raise RuntimeError(f"the start drew {m} departures for {total} customers")
     return dep_t, dep_j, lastdep
