@@ -179,7 +179,9 @@ def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as
     "Start state: empty, fixed-point, customers:G (every queue at G), long:L (one queue of L), "
     "or perfect (an exact stationary sample per replication, docs/model.md §12).  The count engines of a "
     "service law or of server classes start empty or at the mean field's fixed-point (per class, rounded; "
-    "jsq-d and random, load < 1).",
+    "jsq-d and random, load < 1); the event engine (--engine events) at the same fixed point, and jsq, jiq "
+    "with one class at u_1 = load, each customer in service with its remaining work (no fixed point for "
+    "lognormal, pareto, deterministic).",
 )
 @seed_option()
 @replications_option(

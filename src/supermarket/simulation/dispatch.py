@@ -142,7 +142,8 @@ def run_engine(
             )
         res = simulate_general(
             n, d, lam, service=system.service, server_classes=system.server_classes, burn_in=burn_in,
-            replications=replications, batches=batches, progress=call, control_variates=control_variates, **common,
+            replications=replications, batches=batches, progress=call, control_variates=control_variates,
+            start=start, **common,
         )  # fmt: skip
         if notes:  # the result is frozen; its notes gain what ran and what the horizon was
             object.__setattr__(res, "notes", (*notes, *res.notes))

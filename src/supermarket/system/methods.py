@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from ..model import exact_load
 from . import policies as _pol
 from .classes import check_random_stable
+from .event_starts import fixed_point_refusal
 from .spec import System
 
 __all__ = [
@@ -109,6 +110,7 @@ OPTIONS: dict[str, str] = {
 _ALL = frozenset(OPTIONS)
 _COUNT = frozenset({"steps", "start"})
 _LAW = _COUNT | {"precision", "load", "cdf"}  # the count engines of laws and classes (cdf: the joined law, §13.2)
+_EVENTS = frozenset({"steps", "start", "load", "cdf", "precision"})  # its fixed point: system.event_starts
 #: The options whose value ``"continuous"`` is what an engine that does not take them runs anyway.
 _TAKEN_ANYWAY = {"time_mode": "continuous"}
 
@@ -129,15 +131,7 @@ ENGINES: dict[str, Engine] = {
             256,
             "§15.7",
         ),
-        Engine(
-            "events",
-            "the event engine (one queue per server)",
-            frozenset({"steps", "load", "cdf", "precision"}),
-            ("empty",),
-            4,
-            256,
-            "§14",
-        ),
+        Engine("events", "the event engine (one queue per server)", _EVENTS, ("empty", "fixed-point"), 4, 256, "§14"),
     )
 }
 
@@ -334,7 +328,9 @@ def check_options(
             )
         if option == "start" and e.starts is not None and "start" in e.takes:
             if isinstance(value, str) and value in e.starts:
-                rough = system.rule not in _pol.SMOOTH_POLICIES
+                if value == "fixed-point" and engine == "events" and (no := fixed_point_refusal(system)):
+                    raise Refusal(key, f"{spell(key) if spell else key}: {no}")
+                rough = system.rule not in _pol.SMOOTH_POLICIES and engine != "events"
                 if value == "fixed-point" and (rough or exact_load(system.load) >= 1):  # no mean-field point
                     why = (
                         f"a rule with a mean field ({', '.join(_pol.SMOOTH_POLICIES)}), not {system.rule!r}"

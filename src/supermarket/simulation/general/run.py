@@ -16,7 +16,10 @@ from ... import model as _m
 from ...engines import events as _ev
 from ...engines.rng import next_double, state_from_seed_sequence
 from ...system import policies as _pol
+from ...system.event_starts import fixed_point_refusal
 from ...system.service import ServerClasses, ServiceLaw, parse_server_classes, parse_service
+from ...system.spec import System
+from . import starts as _starts
 from .estimate import ONE_REPLICATION_NOTE as ONE_REPLICATION_NOTE  # sweep.measurements imports it from here
 from .estimate import _hist, _summarize
 from .result import GeneralResult
@@ -70,20 +73,20 @@ def _check(n, d, lam, policy, replace, time, burn_in, replications, batches, qua
     return n, d, lam, time, burn_in, replications, batches, qs
 
 
-def _run_one(n, d, lam, code, replace, law, counts, speeds, rate, time, burn_in, batches, qs, ss, progress, stop):
+def _run_one(n, d, lam, code, replace, law, counts, speeds, rate, time, burn_in, batches, qs, ss, progress, stop, init):
     """One replication: per batch, the level integrals per class, and the customers' sums and
-    quantiles.  Returns a dict of per-batch arrays and ``interrupted``."""
+    quantiles; ``init``: the start's lengths and phases (:func:`.starts.server_state`), None
+    empty.  Returns a dict of per-batch arrays and ``interrupted``."""
     sorted_mode = code in (_ev.JSQ, _ev.JIQ, _ev.JBT)
     buf = int(min(max(rate * time / batches * 1.5 + 1024, 1 << 12), 1 << 24))
-    nb, inv_width = _ev.window(rate, min(speeds))
-    a = _ev.new_arrays(counts, buffer=buf, sorted_mode=sorted_mode, buckets=nb)
     s = state_from_seed_sequence(ss)
+    spd = np.asarray(speeds, np.float64)
+    # the first arrival: drawn from the kernel's own stream (one exponential), then the start's works
+    first = _first_arrival(s, rate)
+    fl, it, a = _starts.kernel_state(init, counts, spd, law, rate, burn_in, first, s, sorted_mode, buf)
     cfg = np.array([n, d, int(bool(replace) or d == 1), code, law.code, int(sorted_mode)], np.int64)
     par = np.asarray(law.params, np.float64)
     tab = law.ph_table()
-    spd = np.asarray(speeds, np.float64)
-    # the first arrival: drawn from the kernel's own stream (one exponential)
-    fl, it = _ev.new_counters(rate, burn_in, _first_arrival(s, rate), inv_width)
     K = len(counts)
     pieces_so, pieces_wa, pieces_rc = [], [], []
     out = {"area": [], "so_sum": [], "wa_sum": [], "cnt": [], "so_sum_k": [], "cnt_k": [], "h_so": [], "h_wa": []}
@@ -177,6 +180,20 @@ def _run_one(n, d, lam, code, replace, law, counts, speeds, rate, time, burn_in,
     return out, dt, int(it[_ev.I_EVENTS]), interrupted
 
 
+def _start(start, n, d, lam, policy, replace, law, sc, counts):
+    """The lengths and phases of ``start`` (:mod:`.starts`), None for ``"empty"``; refused (ValueError
+    naming ``start``) where the engine has no such start, with the method table's reason."""
+    if not isinstance(start, str) or start not in ("empty", "fixed-point"):
+        raise ValueError(f"start: the event engine starts 'empty' or at the 'fixed-point', got {start!r}")
+    if start == "empty":
+        return None
+    system = System(n, d, lam, rule=policy, replace=replace, service=law, server_classes=sc)
+    why = fixed_point_refusal(system)
+    if why is not None:
+        raise ValueError(f"start: {why}")
+    return _starts.server_state(_starts.start_state(n, d, float(lam), policy, law, sc, counts), counts)
+
+
 def _first_arrival(s, rate):
     return -math.log(1.0 - next_double(s)) / rate
 
@@ -199,6 +216,7 @@ def simulate_general(
     progress: Callable[[float], object] | None = None,
     workers: int | None = None,
     control_variates: bool = True,
+    start: str = "empty",
 ) -> GeneralResult:
     """Simulate ``n`` FIFO servers under a dispatch rule with any service law and server classes.
 
@@ -239,6 +257,12 @@ def simulate_general(
         Adjust the time averages (``E[u_ℓ]``, queue lengths, per class too) with the capacity
         balance ``Σ_k f_k s_k E[u_{k,1}] = λ s̄`` (work conservation: it holds for every law of
         mean 1 and every rule; docs/model.md §14) where that reduces their error.
+    start : {"empty", "fixed-point"}
+        All queues empty, or the count engine's start of the same system (the mean field's
+        fixed point, per class, rounded; ``jsq``, ``jiq`` with one class: ``u_1 = λ``), each
+        customer in service with the remaining work of its phase and those waiting with full
+        works (:mod:`.starts`); a law with no phase-type form has none
+        (:func:`supermarket.system.event_starts.fixed_point_refusal`).
 
     Returns
     -------
@@ -264,6 +288,7 @@ def simulate_general(
     law = parse_service(service)
     sc = parse_server_classes(server_classes)
     counts = sc.counts(n)
+    init = _start(start, n, d, lam, policy, replace, law, sc if server_classes is not None else None, counts)
     rate = n * float(lam) * sc.mean_speed
     if time is None:
         time = DEFAULT_EVENTS / (1.1 * 2.0 * rate) / (replications if share else 1)
@@ -287,14 +312,16 @@ def simulate_general(
                     progress(min(1.0, sum(done) / total))
 
         return _run_one(
-            n, d, lam, code, replace, law, counts, sc.speeds, rate, time, burn_in, batches, qs, seeds[r], tick, stop
-        )
+            n, d, lam, code, replace, law, counts, sc.speeds, rate, time, burn_in, batches, qs, seeds[r], tick, stop,
+            init,
+        )  # fmt: skip
 
     # compile (or load from numba's cache) the kernels before the clock starts: a run of no
     # time with its own seed (the replications' streams are untouched)
     _run_one(
-        n, d, lam, code, replace, law, counts, sc.speeds, rate, 1e-9, 0.0, 1, qs, np.random.SeedSequence(0), None, stop
-    )
+        n, d, lam, code, replace, law, counts, sc.speeds, rate, 1e-9, 0.0, 1, qs, np.random.SeedSequence(0), None, stop,
+        None,
+    )  # fmt: skip
     t0 = _time.perf_counter()
     results = []
     if workers == 1 or replications == 1:

@@ -1,0 +1,71 @@
+"""Which systems the event engine (engine ``"events"``, docs/model.md §14) starts at the
+``"fixed-point"`` from, and why not the others: the one reason, read by
+:func:`supermarket.system.methods.check_options` (the library, the command line and the sweep)
+and by :func:`supermarket.simulation.general.simulate_general`.
+
+The event engine starts where the count engine of the same system starts: the mean field's
+fixed point of a rule with a differentiable drift (``jsq-d``, ``random``; exponential or
+phase-type service, one class or server classes), and the fluid fixed point ``u_1 = λ`` of
+``jsq`` and ``jiq`` with one class (every arrival finds an idle server in the limit, so no
+queue holds two customers).  A law with no phase-type form has no mean field of finitely many
+phases, so no fixed point.  :data:`NOT_YET` names the systems whose fixed point exists but is
+not implemented as a start: removing an entry there (with its start in
+:mod:`supermarket.simulation.general.starts`) is all a new one takes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..model import exact_load
+from . import policies as _pol
+from .spec import System
+
+__all__ = ["fixed_point_refusal", "ONE_LEVEL_RULES", "NOT_YET"]
+
+ONE_LEVEL_RULES = ("jsq", "jiq")
+"""The rules whose fluid fixed point is ``(λ, 0, 0, …)`` (docs/model.md §2)."""
+
+#: The systems with a fixed point the event engine does not start from yet, and the reason.
+NOT_YET: dict[str, Callable[[System], bool]] = {
+    "its fluid fixed point is not implemented as a start": lambda s: (
+        s.rule not in _pol.SMOOTH_POLICIES and s.rule not in ONE_LEVEL_RULES
+    ),
+    "the fluid fixed point of a discontinuous drift with server classes is not implemented": lambda s: (
+        s.rule in ONE_LEVEL_RULES and s.has_classes
+    ),
+}
+
+
+def fixed_point_refusal(system: System) -> str | None:
+    """Why the event engine cannot start ``system`` at the ``"fixed-point"``, in the model's
+    terms (the text follows the option's name), or None when it can.
+
+    Examples
+    --------
+    >>> fixed_point_refusal(System(10, 2, 0.5, service="erlang:2", server_classes="0.5:2,0.5:1")) is None
+    True
+    >>> fixed_point_refusal(System(10, 2, 0.5, service="lognormal:2"))[:88]
+    'service lognormal:2 has no phase-type form, so no mean-field fixed point to start from; '
+    >>> fixed_point_refusal(System(10, 2, 0.5, rule="jbt"))[:61]
+    "'fixed-point': the event engine has no fixed point of jbt yet"
+    """
+    if system.law_family == "general":
+        return (
+            f"service {system.service.spec} has no phase-type form, so no mean-field fixed point to start from; "
+            "start 'empty' with a burn-in"
+        )
+    if exact_load(system.load) >= 1:
+        return (
+            "'fixed-point' needs load λ < 1: at λ >= 1 the mean field has no fixed point (the queues grow without "
+            "bound)"
+        )
+    for what, applies in NOT_YET.items():
+        if applies(system):
+            rule = system.rule + (" with server classes" if system.has_classes else "")
+            return (
+                f"'fixed-point': the event engine has no fixed point of {rule} yet ({what}; "
+                f"{', '.join(_pol.SMOOTH_POLICIES)} start there, and {', '.join(ONE_LEVEL_RULES)} with one class); "
+                "start 'empty' with a burn-in"
+            )
+    return None
