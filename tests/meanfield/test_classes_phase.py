@@ -350,7 +350,7 @@ def test_count_engine_same_seed_any_workers_and_refusals():
     b = simulate_classes_phase(20, 2, 0.7, workers=2, **kw)
     assert np.array_equal(a.u_mean, b.u_mean) and a.sojourn.mean == b.sojourn.mean
     d = a.to_dict()
-    assert d["system"]["service"]["spec"] == "erlang:2" and d["engine"] == "classes"
+    assert d["system"]["service"]["spec"] == "erlang:2" and d["engine"] == "classes-phase"
     json.dumps(d, allow_nan=False)
     with pytest.raises(ValueError, match="service"):
         simulate_classes_phase(20, 2, 0.7, server_classes=TWO, service="pareto:3", events=1000)
@@ -366,7 +366,7 @@ def test_simulate_cli_engine_phase():
     assert run.exit_code == 0, run.output
     data = json.loads(run.output)
     api = simulate_classes_phase(20, 2, 0.7, server_classes=TWO, service="erlang:2", events=200000, seed=3)
-    assert data["engine"] == "classes" and data["system"]["service"]["spec"] == "erlang:2"
+    assert data["engine"] == "classes-phase" and data["system"]["service"]["spec"] == "erlang:2"
     assert data["mean_queue_length"]["mean"] == pytest.approx(api.mean_queue_length.mean, rel=1e-12)
     ev = CliRunner().invoke(main, [*args, "--time", "20", "--json"])
     assert ev.exit_code == 0 and json.loads(ev.output).get("engine") != "classes"  # the event engine's JSON

@@ -124,13 +124,14 @@ def test_simulate_system_excludes_its_fields_as_keywords():
         (dict(steps=20_000), "profile"),
         (dict(steps=20_000, service="erlang:2"), "phase"),
         (dict(steps=20_000, server_classes="0.5:2,0.5:1"), "classes"),
-        (dict(steps=20_000, server_classes="0.5:2,0.5:1", service="erlang:2", engine="phase"), "classes"),
+        (dict(steps=20_000, server_classes="0.5:2,0.5:1", service="erlang:2", engine="phase"), "classes-phase"),
         (dict(time=30.0, service="lognormal:2"), "events"),
     ],
 )
 def test_every_result_has_the_shared_fields(keywords, engine):
     """The four result types of ``simulate`` are ``SimulateResult``s: the shared fields, with the
-    values the run was asked for (the count engine of §15.7 reports itself as ``classes``)."""
+    values the run was asked for (the count engine of §15.7 reports itself as ``classes-phase``, the
+    name the method table and the sweep give it)."""
     from supermarket.simulation import SimulateResult
 
     # λ = 0.6: under random routing the slow class's load λ s̄/s = 0.9 < 1 (at 0.7 it is overloaded, and

@@ -20,7 +20,7 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
@@ -150,7 +150,11 @@ class ClassesResult(Result):
     precision: dict | None = None  # with precision=: how the target went (simulation.law_precision)
     response: Any = None  # the joined law (simulation.joined.JoinedResponse); None at λ >= 1
 
-    engine: ClassVar[str] = "classes"
+    @property
+    def engine(self) -> str:
+        """The engine that ran: ``"classes"`` (exponential service) or ``"classes-phase"`` (a
+        phase-type law, :attr:`service`; exp too when asked for with ``engine="phase"``)."""
+        return "classes" if self.service is None else "classes-phase"
 
     @property
     def events_per_second(self) -> float:
@@ -208,7 +212,7 @@ class ClassesResult(Result):
         est = _shape.estimate_dict
         sojourn, waiting = response_blocks(self.response, est(self.sojourn), est(self.waiting), est)
         return _shape.shared_block(
-            engine="classes",
+            engine=self.engine,
             **_shape.law_engine_fields(self),
             mean_queue_length=est(self.mean_queue_length),
             sojourn=sojourn,
