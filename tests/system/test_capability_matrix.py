@@ -251,3 +251,34 @@ def test_perfect_mixing_and_fluctuations_cells_do_what_they_say():
         _check_cli(["mixing", *tiny], column["mixing"])
         if column["fluctuations"].startswith("no: "):
             _check_cli(["fluctuations", "--regime", "a", "--n", "400", *law], column["fluctuations"])
+
+
+@pytest.mark.parametrize("system", SYSTEMS, ids=lambda s: f"{s[0]}-{'classes' if s[1] else 'one'}-{s[2]}")
+def test_every_simulate_cell_does_what_it_says(all_stubbed, system):
+    """Every ``simulate`` row of every system, not a sample: on the command line with the engines
+    stubbed, a "yes" cell reaches the engine it names and a "no" cell is refused with its text,
+    word for word, exit 2."""
+    column = GEN.cells(*system)
+    rows = [row for row in column if row.startswith("simulate")]
+    assert len(rows) >= 10
+    for row in rows:
+        cell = column[row]
+        r = _check_cli(_simulate_argv(*system, row), cell)
+        if cell.startswith("yes: ") and row.split()[:2] != ["simulate", "--start"]:
+            engine = r.exception.args[0]
+            assert methods.ENGINES[engine].text == cell[5:], (system, row, engine)
+
+
+@pytest.mark.parametrize("system", SYSTEMS, ids=lambda s: f"{s[0]}-{'classes' if s[1] else 'one'}-{s[2]}")
+def test_every_exact_meanfield_and_design_cell_does_what_it_says(system):
+    """Every ``exact`` (n = 2), ``meanfield``, ``meanfield --n`` and ``design --latency`` cell, real
+    tiny runs on the command line: a "yes" cell exits 0, a "no" cell is refused with its text."""
+    rule, classes, family = system
+    column = GEN.cells(*system)
+    law = ["--policy", rule, "--service", GEN.LAWS[family]] + (["--server-classes", GEN.CLASSES] if classes else [])
+    load = ["--d", "2", "--load", GEN.LOAD]
+    _check_cli(["exact", "--n", "2", *law, *load], column["exact"], ran_ok=False)
+    _check_cli(["meanfield", *law, *load], column["meanfield"], ran_ok=False)
+    _check_cli(["meanfield", "--n", "1000", *law, *load], column["meanfield --n 1000"], ran_ok=False)
+    (design,) = (row for row in column if row.startswith("design"))
+    _check_cli(["design", *design.split()[1:], *law], column[design], ran_ok=False)

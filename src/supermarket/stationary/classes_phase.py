@@ -211,7 +211,7 @@ def solve_classes_phase(
         ``FRACTION:SPEED,…``.
     service : str or ServiceLaw
         A law with a phase-type form, mean 1.
-    policy : {"jsq-d", "random", "jsq", "jiq"}
+    policy : {"jsq-d", "random", "jsq", "jiq", "jbt"}
     replace : bool
     cap : int, optional
         Largest queue length kept; by default doubled from 8 until the

@@ -76,7 +76,8 @@ def _join_law(lengths, d, replace, policy="jsq-d"):
     """Probability that each labelled queue is joined: the first shortest of a uniform
     ``d``-tuple (with replacement) or ordered ``d``-tuple of distinct queues (without) for
     ``jsq-d``; uniform for ``random``; uniform among the shortest for ``jsq``; uniform among
-    the idle queues if any, else uniform, for ``jiq`` (docs/model.md §2, by the definitions)."""
+    the idle queues if any, else uniform, for ``jiq``; uniform among the queues shorter than ``d``
+    if any, else uniform, for ``jbt`` (docs/model.md §2, by the definitions)."""
     n = len(lengths)
     if policy != "jsq-d":
         if policy == "random":
@@ -86,6 +87,9 @@ def _join_law(lengths, d, replace, policy="jsq-d"):
         elif policy == "jiq":
             idle = [x == 0 for x in lengths]
             sel = idle if any(idle) else [True] * n
+        elif policy == "jbt":  # JBT(T = d): uniform among the queues shorter than d if any, else uniform
+            below = [x < d for x in lengths]
+            sel = below if any(below) else [True] * n
         else:
             raise ValueError(f"policy {policy!r} has no join law here")  # refused before: rule(..., "exact-phase")
         w = np.array(sel, dtype=float)
@@ -132,7 +136,7 @@ def solve_phase(
         Largest queue length kept (``>= 1``).
     replace : bool
         Sampling with replacement (default) or without.
-    policy : {"jsq-d", "random", "jsq", "jiq"}
+    policy : {"jsq-d", "random", "jsq", "jiq", "jbt"}
         The dispatch rule (:mod:`supermarket.system.policies`); ``d`` and ``replace`` are for ``jsq-d``.
     max_seconds : float, optional
         A wall-clock budget, checked through the enumeration, the build, the solve and the
