@@ -318,7 +318,7 @@ def test_jbt_through_the_cli_runs_or_refuses_in_one_line():
     for engine in ("profile", "buckets"):  # on request, its count chain
         args = ["simulate", "--n", "50", "--load", "0.8", "--policy", "jbt", "--steps", "1e4", "--engine", engine]
         r = run(main, [*args, "--json"])
-        assert r.exit_code == 0 and '"engine": "%s"' % engine in r.output, r.output[-300:]
+        assert r.exit_code == 0 and f'"engine": "{engine}"' in r.output, r.output[-300:]
     r = run(main, ["simulate", "--n", "50", "--load", "0.8", "--policy", "jbt", "--steps", "1e4", "--engine", "queues"])
     assert r.exit_code == 2 and "runs policy 'jsq-d' only" in r.output and "Traceback" not in r.output
     r = run(main, ["exact", "--n", "2", "--d", "2", "--load", "0.5", "--policy", "jbt"])
