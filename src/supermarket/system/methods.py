@@ -258,8 +258,8 @@ def engine_note(system: System, engine: str) -> str | None:
     """Why ``engine`` (the one :func:`simulation_engine` chose) runs ``system`` when it is not
     its row's own default, for the result's notes; None otherwise.
 
-    >>> engine_note(System(10, 2, 0.5, rule="jbt"), "events")[:55]
-    'engine events: policy jbt runs on the event engine by d'
+    >>> engine_note(System(10, 2, 0.5, rule="jbt"), "events")[:50]
+    'engine events: policy jbt runs on the event engine'
     >>> engine_note(System(10, 2, 0.5, service="lognormal:2"), "events") is None
     True
     """
