@@ -32,7 +32,7 @@ def test_jbt_exp_runs_on_the_event_engine_by_default_and_matches_the_exact_law()
     lam = 0.7
     res = simulate(3, 2, lam, policy="jbt", time=20000.0, seed=11, replications=8)
     assert isinstance(res, GeneralResult) and res.engine == "events"
-    assert any(note.startswith("engine events: the profile engine dispatches by") for note in res.notes)
+    assert any(note.startswith("engine events: policy jbt runs on the event engine") for note in res.notes)
     exact = solve(3, 2, lam, policy="jbt", tol=1e-10)
     m = 5
     _within(res.u_mean[:m], exact.u_mean[:m], res.u_stderr[:m])
@@ -63,9 +63,10 @@ def test_default_engines_of_the_other_rules_are_unchanged():
 
 
 def test_a_count_engine_named_for_jbt_says_which_rules_it_dispatches_by():
-    with pytest.raises(ValueError, match="the per-queue bucket engine dispatches by jsq-d, random, jsq, jiq only"):
-        methods.simulation_engine(System(10, 2, 0.5, rule="jbt"), "buckets")
-    with pytest.raises(ValueError, match=r"jbt runs on the event engine .* \(engine 'events', its default\)"):
+    assert methods.simulation_engine(System(10, 2, 0.5, rule="jbt"), "buckets") == "buckets"  # on request
+    with pytest.raises(ValueError, match="the phase-type count engine dispatches by jsq-d, random, jsq, jiq only"):
+        methods.simulation_engine(System(10, 2, 0.5, rule="jbt", service="erlang:2"), "phase")
+    with pytest.raises(ValueError, match=r"runs policy 'jsq-d' only .*: use engine 'profile' or 'buckets'"):
         methods.simulation_engine(System(10, 2, 0.5, rule="jbt"), "queues")
     with pytest.raises(ValueError, match="exp service has one phase"):
         methods.simulation_engine(System(10, 2, 0.5), "phase")

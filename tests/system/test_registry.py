@@ -43,6 +43,23 @@ def test_kernel_codes_are_the_registry_codes():
         assert r.smooth == (r.mf_d is not None) and r.smooth == (r.rough == "")
 
 
+def test_count_kernel_codes_are_the_registry_rules_on_the_profile_engines():
+    # counts_rule knows exactly the codes of the rules that name the profile kernel; p_rule and
+    # p_rule_counts give NaN, never another rule's P, for JBT (no one-count table) and unknown codes
+    runs = {r.code for r in pol.RULES.values() if "profile" in r.engines}
+    assert runs == set(tables.POLICY_CODES)
+    for code in (*tables.POLICY_CODES, 5, 7, tables.BAD_RULE):
+        assert tables.counts_rule(code) == (code in runs), code
+    for code in (tables.JBT, 5, 7):
+        assert math.isnan(tables.p_rule(code, 2, 4, 2, True)), code
+    assert np.isnan(tables.p_rule_counts(7, np.array([[4, 2, 0]]), 4, 2, True)).all()
+    # JBT's P from the counts is the registry's P_ℓ(c) (written from the definition below)
+    c = np.array([[4, 2, 1, 0], [4, 4, 3, 1], [3, 1, 0, 0]])
+    for d in (1, 2, 3):
+        got = tables.p_rule_counts(tables.JBT, c, 4, d, True)
+        np.testing.assert_array_equal(got, pol.RULES["jbt"].p_counts(c, 4, d, True))
+
+
 def _join_by_definition(policy: str, lengths: tuple[int, ...], d: int, replace: bool) -> np.ndarray:
     """The probability that each labelled queue is joined, from the rule's definition."""
     n = len(lengths)
@@ -164,8 +181,8 @@ def test_jbt_with_threshold_one_is_jiq():
 def test_a_kernel_that_does_not_run_a_rule_refuses_it_by_name():
     from supermarket import simulate
 
-    with pytest.raises(ValueError, match=r"policy 'jbt': the per-queue bucket engine dispatches by jsq-d, random"):
-        simulate(20, 2, 0.8, policy="jbt", engine="buckets", steps=1000, seed=1)
+    with pytest.raises(ValueError, match=r"engine 'queues' runs policy 'jsq-d' only .*: use engine 'profile' or"):
+        simulate(20, 2, 0.8, policy="jbt", engine="queues", steps=1000, seed=1)
     with pytest.raises(ValueError, match="the phase-type count engine dispatches by jsq-d, random, jsq, jiq only"):
         simulate(20, 2, 0.8, policy="jbt", service="erlang:2", engine="phase", steps=1000, seed=1)
 
@@ -297,10 +314,12 @@ def test_jbt_through_the_cli_runs_or_refuses_in_one_line():
     r = run(main, ["meanfield", "--d", "2", "--load", "0.8", "--policy", "jbt"])
     assert r.exit_code == 2 and "discontinuous mean-field drift" in r.output and "Traceback" not in r.output
     r = run(main, ["simulate", "--n", "50", "--d", "2", "--load", "0.8", "--policy", "jbt", "--steps", "1e4"])
-    assert r.exit_code == 0 and "engine events: the profile engine dispatches by" in r.output  # its default
-    r = run(
-        main, ["simulate", "--n", "50", "--load", "0.8", "--policy", "jbt", "--steps", "1e4", "--engine", "buckets"]
-    )
-    assert r.exit_code == 2 and "the per-queue bucket engine dispatches by" in r.output and "Traceback" not in r.output
+    assert r.exit_code == 0 and "engine events: policy jbt runs on the event engine" in r.output
+    for engine in ("profile", "buckets"):  # on request, its count chain
+        args = ["simulate", "--n", "50", "--load", "0.8", "--policy", "jbt", "--steps", "1e4", "--engine", engine]
+        r = run(main, [*args, "--json"])
+        assert r.exit_code == 0 and f'"engine": "{engine}"' in r.output, r.output[-300:]
+    r = run(main, ["simulate", "--n", "50", "--load", "0.8", "--policy", "jbt", "--steps", "1e4", "--engine", "queues"])
+    assert r.exit_code == 2 and "runs policy 'jsq-d' only" in r.output and "Traceback" not in r.output
     r = run(main, ["exact", "--n", "2", "--d", "2", "--load", "0.5", "--policy", "jbt"])
     assert r.exit_code == 0 and "JBT(T = d)" in r.output and "(replacement unused)" in r.output

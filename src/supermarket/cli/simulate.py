@@ -151,20 +151,21 @@ def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as
 @click.option(
     "--engine",
     type=click.Choice(tuple(dict.fromkeys(req for row in SIMULATION.values() for req in row))),
-    default="profile",
-    show_default=True,
+    default=None,
+    show_default="profile",
     help="profile: counts chain, O(1) per event, any n; queues: per-queue reference (O(d) per "
     "arrival); buckets: per-queue, O(1) per event; events: the per-queue event engine, for every law and classes "
     "(exp included: per-customer sojourn quantiles; load >= 1: a finite horizon)." + ENGINE_HELP + " With "
-    "--server-classes: the count engine with classes (the default) or events.  A rule no count engine runs "
-    "(jbt) runs on events by default.",
+    "--server-classes: the count engine with classes (the default) or events.  jbt runs on events by default "
+    "(and with a law or classes, where no count engine runs it); --engine profile or buckets runs its count chain.",
 )
 @replace_option(
     True, "Sample the d queues with replacement (default, paper 000) or, with --no-replace, without (paper 002)."
 )
 @policy_option(
     "Paper 000's k and good set are reported for jsq-d only; --engine queues runs jsq-d only, --start perfect "
-    "the JSQ(d) chains (jsq-d, random, jsq); jbt runs on the event engine (its default, every law); each engine "
+    "the JSQ(d) chains (jsq-d, random, jsq); jbt runs on the event engine by default (every law), on the "
+    "profile engines with --engine profile or buckets (exp service); each engine "
     "runs the rules of docs/model.md §2."
 )
 @click.option(
@@ -281,7 +282,7 @@ def simulate(
     burn_in_steps: int | None,
     burn_in_time: float | None,
     burn_in: str | None,
-    engine: str,
+    engine: str | None,
     replace: bool,
     policy: str,
     time_mode: str | None,

@@ -14,7 +14,9 @@ occupy the block of positions ``[c_{ℓ+1}, c_ℓ)`` (with ``c_0 = n``).  One st
 Dispatch rules (``setup.policy``; docs/model.md §2, "Other dispatch rules"): the joined
 length is drawn from the rule's ``P`` as above (random routing computes ``P = c/n`` in the
 hot loop; JIQ joins a uniform idle queue while there is one, in a loop of its own while two
-or more are idle, and closes every level's ``∫ P_i`` when ``1{c_1 = n}`` changes).
+or more are idle, and closes every level's ``∫ P_i`` when ``1{c_1 = n}`` changes; JBT(T = d)
+runs the general loop, its ``P_i`` evaluated from the profile (:func:`.tables.jbt_p`), and
+closes the ``∫ P_i`` that read ``c_T`` when ``c_T`` changes, as :mod:`.profile` does).
 
 Memory: one int32 queue identity per server (4 bytes per server).  ``perm`` says which
 queue has which length at every moment, so per-queue questions (a tagged queue, final
@@ -56,9 +58,21 @@ from .measure import (
     set_top,
     store_clock,
 )
-from .profile import jiq_close_levels
+from .profile import jbt_close_levels, jiq_close_levels
 from .rng import next_below, next_double
-from .tables import BAD_RULE, JIQ, LW, RANDOM, counts_rule, flat_tables, get_p, refresh_windows, window_edge
+from .tables import (
+    BAD_RULE,
+    JBT,
+    JIQ,
+    LW,
+    RANDOM,
+    counts_rule,
+    flat_tables,
+    get_p,
+    jbt_p,
+    refresh_windows,
+    window_edge,
+)
 
 __all__ = ["buckets_kernel", "lengths_by_queue", "MAX_N"]
 
@@ -79,6 +93,8 @@ def _buckets_general(perm, c, s, tables, meas, recs, setup, clock, t_stop, max_e
     n = setup.n
     p_arr = setup.p_arrival
     jiq = setup.policy == JIQ
+    jbt = setup.policy == JBT
+    d = setup.d
     st = clock[0]
     events = 0
     while True:
@@ -96,6 +112,15 @@ def _buckets_general(perm, c, s, tables, meas, recs, setup, clock, t_stop, max_e
                 # JIQ with an idle queue: join a uniform idle queue (P_1 = 0)
                 if c[0] + 1 == n:
                     jiq_close_levels(tables, setup, meas, c, top, False, now)
+            elif jbt:
+                # JBT: P_i from the profile (it reads c_T); the joined queue is uniform in its block
+                while j < top:
+                    pj = jbt_p(c, j, n, d)
+                    if pj <= U:
+                        break
+                    j += 1
+                if j == d - 1:
+                    jbt_close_levels(setup, meas, c, top, c[j], c[j] + 1, now)
             else:
                 while j < top:
                     pj = get_p(tables, setup, j, c[j])
@@ -122,7 +147,12 @@ def _buckets_general(perm, c, s, tables, meas, recs, setup, clock, t_stop, max_e
                 old = c[lv]
                 last = old - 1
                 _swap(perm, K, last)
-                pold = get_p(tables, setup, lv, old)
+                if jbt:
+                    pold = jbt_p(c, lv, n, d)
+                    if lv == d - 1:
+                        jbt_close_levels(setup, meas, c, top, old, old - 1, now)
+                else:
+                    pold = get_p(tables, setup, lv, old)
                 if jiq and c[0] < n:
                     pold = 0.0
                 if jiq and lv == 0 and old == n:
@@ -318,7 +348,7 @@ def buckets_kernel(
             return events, status
         if setup.policy == JIQ and setup.k == 0 and c[0] < setup.n - 1:
             ev, status = _buckets_jiq_idle(perm, c, s, meas, setup, clock, t_stop, max_events - events)
-        elif (flat[3] and clock[0].top >= LW - 1) or setup.policy == JIQ:
+        elif (flat[3] and clock[0].top >= LW - 1) or setup.policy == JIQ or setup.policy == JBT:
             ev, status = _buckets_general(
                 perm, c, s, tables, meas, recs, setup, clock, t_stop, min(max_events - events, 4096)
             )

@@ -35,7 +35,7 @@ from .layout import (
     Tables,
 )
 from .rng import next_double
-from .tables import JIQ, LW, get_p
+from .tables import JBT, JIQ, LW, get_p, jbt_p
 
 __all__ = [
     "close_level",
@@ -355,12 +355,15 @@ def flush(c: np.ndarray, tables: Tables, meas: Measures, setup: Setup, clock: np
     now = st.now
     stamp = meas.stamp
     idle = setup.policy == JIQ and c[0] < setup.n  # JIQ: P_i = 1{c_1 = n}·c_i/n (tables.p_rule)
+    jbt = setup.policy == JBT  # JBT: P_i reads c_T too, no table (tables.jbt_p)
     for j in range(c.shape[0]):
         cj = c[j]
         if cj > 0:
-            close_level(
-                j, cj, 0.0 if idle else get_p(tables, setup, j, cj), cj, now, c, stamp, meas.area_c, meas.area_P
-            )
+            if jbt:
+                p = jbt_p(c, j, setup.n, setup.d)
+            else:
+                p = 0.0 if idle else get_p(tables, setup, j, cj)
+            close_level(j, cj, p, cj, now, c, stamp, meas.area_c, meas.area_P)
         stamp[j] = now
     st.top_since = close_top(meas.maxtime, st.top, st.top_since, now)
     if setup.k > 0 and st.viol == 0:

@@ -36,7 +36,11 @@ any number of levels stays on the fast path); JIQ, whose ``P_i = 1{c_1 = n}·c_i
 on ``c_1`` too, runs a loop of its own while two queues or more are idle (every ``P_i`` is
 0 there, :func:`_profile_jiq_idle`), and otherwise the general loop, which joins an idle
 queue while there is one, finds a uniform queue's length by bisection, and closes every
-level's ``∫ P_i`` when ``1{c_1 = n}`` changes (:func:`jiq_close_levels`).
+level's ``∫ P_i`` when ``1{c_1 = n}`` changes (:func:`jiq_close_levels`).  JBT(T = d), whose
+``P_i = (c_i − c_T)/(n − c_T)`` (``i <= T``, 0 above) while ``c_T < n`` and ``c_i/n`` after
+(:func:`.tables.jbt_p`) depends on ``c_T``, runs the general loop: an arrival's length is
+``#{i : U < P_i}`` with ``P_i`` evaluated from the profile (no table), and a change of ``c_T``
+first closes the ``∫ P_i`` of the levels that read it (:func:`jbt_close_levels`).
 
 The state is laid out in named structures shared by every engine (:mod:`.layout`):
 ``c`` (the counts), ``s`` (the generator), ``tables`` (:class:`.layout.Tables`, see
@@ -81,6 +85,7 @@ from .measure import (
 from .rng import next_double, step_double
 from .tables import (
     BAD_RULE,
+    JBT,
     JIQ,
     LW,
     RANDOM,
@@ -88,13 +93,14 @@ from .tables import (
     counts_rule,
     flat_tables,
     get_p,
+    jbt_p,
     p_rule,
     rebuild_window,
     refresh_windows,
     window_edge,
 )
 
-__all__ = ["profile_kernel", "jiq_close_levels"]
+__all__ = ["profile_kernel", "jiq_close_levels", "jbt_close_levels"]
 
 
 @njit(cache=True)
@@ -109,6 +115,21 @@ def jiq_close_levels(
         close_level(i, c[i], p, c[i], now, c, meas.stamp, meas.area_c, meas.area_P)
 
 
+@njit(cache=True)
+def jbt_close_levels(setup: Setup, meas: Measures, c: np.ndarray, top: int, old: int, new: int, now: float) -> None:
+    """JBT(T = d): ``c_T`` (level index ``T − 1``) is about to change from ``old`` to ``new`` at
+    time ``now``: close the lazy integrals of the other levels whose ``P_i`` reads it, with the
+    ``P_i`` they had (:func:`.tables.jbt_p` of the profile before the change): the levels below
+    ``T`` always, those above ``T`` when ``c_T`` reaches or leaves ``n`` (their ``P_i`` is 0
+    while ``c_T < n``), so that each level's ``∫ P_i`` stays exact (docs/model.md §2)."""
+    t = setup.d - 1
+    hi = top if (old == setup.n or new == setup.n) else min(t, top)
+    for i in range(hi):
+        if i != t:
+            p = jbt_p(c, i, setup.n, setup.d)
+            close_level(i, c[i], p, c[i], now, c, meas.stamp, meas.area_c, meas.area_P)
+
+
 # ----------------------------------------------------------------- the profile kernel
 @njit(cache=True, nogil=True)
 def _profile_general(c, s, tables, meas, recs, setup, clock, t_stop, max_events):
@@ -119,6 +140,7 @@ def _profile_general(c, s, tables, meas, recs, setup, clock, t_stop, max_events)
     n, d, rep, full = setup.n, setup.d, setup.replace, setup.full_table
     pol = setup.policy
     jiq = pol == JIQ
+    jbt = pol == JBT
     tab, win, winbase = tables
     p_arr = setup.p_arrival
     inv_p = 1.0 / p_arr
@@ -156,6 +178,12 @@ def _profile_general(c, s, tables, meas, recs, setup, clock, t_stop, max_events)
                 # JIQ with an idle queue: join one (P_1 = 0)
                 j = 0
                 pold = 0.0
+            elif jbt:
+                # JBT: P_i from the profile (it reads c_T), non-increasing in i: ℓ = #{i : U < P_i}
+                while ell < top and jbt_p(c, ell, n, d) > U:
+                    ell += 1
+                j = ell
+                pold = jbt_p(c, j, n, d) if j < top else 0.0
             elif pol == RANDOM or jiq:
                 # a uniform queue (random; JIQ with every queue busy): its length
                 # ℓ = #{i : c_i > nU}, by bisection (c is non-increasing): O(log top)
@@ -194,6 +222,8 @@ def _profile_general(c, s, tables, meas, recs, setup, clock, t_stop, max_events)
                     pold = p_rule(pol, c[j], n, d, rep)
             if jiq and j == 0 and c[0] + 1 == n:
                 jiq_close_levels(tables, setup, meas, c, top, False, now)
+            if jbt and j == d - 1:
+                jbt_close_levels(setup, meas, c, top, c[j], c[j] + 1, now)
             if j == top:
                 top_since = close_top(meas.maxtime, top, top_since, now)
                 top += 1
@@ -216,7 +246,11 @@ def _profile_general(c, s, tables, meas, recs, setup, clock, t_stop, max_events)
             if ell > 0:
                 lv = ell - 1
                 old = c[lv]
-                if full:
+                if jbt:
+                    pold = jbt_p(c, lv, n, d)
+                    if lv == d - 1:
+                        jbt_close_levels(setup, meas, c, top, old, old - 1, now)
+                elif full:
                     pold = tab[old]
                 elif lv < LW:
                     off = old - winbase[lv]
@@ -499,7 +533,7 @@ def profile_kernel(
             return events, status
         if setup.policy == JIQ and setup.k == 0 and c[0] < setup.n - 1:
             ev, status = _profile_jiq_idle(c, s, meas, setup, clock, t_stop, max_events - events)
-        elif (flat[3] and clock[0].top >= LW - 1) or setup.policy == JIQ:
+        elif (flat[3] and clock[0].top >= LW - 1) or setup.policy == JIQ or setup.policy == JBT:
             ev, status = _profile_general(
                 c, s, tables, meas, recs, setup, clock, t_stop, min(max_events - events, 4096)
             )

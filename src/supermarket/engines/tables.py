@@ -9,8 +9,9 @@ Probabilities are exact up to double rounding (``~2^-52``).
 Dispatch rules (docs/model.md §2, "Other dispatch rules"): the tables hold the rule's
 ``P`` as a function of one level's count, :func:`p_rule`, by rule code (:data:`JSQ_D`,
 :data:`RANDOM`, :data:`JSQ`, :data:`JIQ`; :mod:`supermarket.system.policies` names them).  For
-``JIQ`` the table holds ``c/n`` and the kernels multiply by ``1{c_1 = n}`` (the only rule
-here whose ``P_ℓ`` depends on another level's count).
+``JIQ`` the table holds ``c/n`` and the kernels multiply by ``1{c_1 = n}``.  :data:`JBT`'s
+``P_ℓ = (c_ℓ − c_T)/(n − c_T)`` (``c_T < n``) is no function of one count: it has no table
+(:func:`p_rule` is NaN for it) and the kernels evaluate :func:`jbt_p` on the whole profile.
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ __all__ = [
     "BAD_RULE",
     "counts_rule",
     "p_rule",
+    "p_rule_counts",
+    "p_levels",
+    "jbt_p",
 ]
 
 HALF_WIN = 1024
@@ -119,7 +123,8 @@ def p_rule(policy: int, c: int, n: int, d: int, replace: bool) -> float:
     """The table value of rule ``policy`` at a level holding count ``c`` (docs/model.md §2):
     ``P_i`` for JSQ(d) (:func:`p_all_at_least`), ``c/n`` for random (one uniform queue),
     ``1{c = n}`` for JSQ (the shortest of all ``n``), and ``c/n`` for JIQ, whose
-    ``P_i = 1{c_1 = n}·c_i/n`` the kernels complete with the factor ``1{c_1 = n}``."""
+    ``P_i = 1{c_1 = n}·c_i/n`` the kernels complete with the factor ``1{c_1 = n}``.  NaN for
+    JBT, whose ``P_i`` reads ``c_T`` too (:func:`jbt_p`), and for an unknown code."""
     if policy == JSQ_D:
         return p_all_at_least(c, n, d, replace)
     if policy != RANDOM and policy != JSQ and policy != JIQ:
@@ -134,22 +139,48 @@ def p_rule(policy: int, c: int, n: int, d: int, replace: bool) -> float:
 @njit(cache=True)
 def counts_rule(policy: int) -> bool:
     """Whether the count kernels (profile, buckets, phase, classes) know rule code ``policy``."""
-    return policy in (JSQ_D, RANDOM, JSQ, JIQ)
+    return policy in (JSQ_D, RANDOM, JSQ, JIQ, JBT)
+
+
+@njit(cache=True)
+def jbt_p(c: np.ndarray, j: int, n: int, d: int) -> float:
+    """JBT(T = d)'s ``P`` at level index ``j`` (level ``j + 1``) of the profile ``c`` (docs/model.md
+    §2): while a queue is shorter than ``T`` (``c_T < n``) the arrival joins a uniform one of
+    the ``n − c_T`` below ``T``, so ``P = (c_{j+1} − c_T)/(n − c_T)`` for ``j + 1 <= T`` (0 at
+    ``j + 1 = T``) and 0 above; else a uniform queue, ``P = c_{j+1}/n``.  ``c_T`` is
+    ``c[d − 1]``, 0 past the array."""
+    ct = c[d - 1] if d - 1 < c.shape[0] else 0
+    if ct < n:
+        if j >= d - 1:
+            return 0.0
+        return float(c[j] - ct) / float(n - ct)
+    return float(c[j]) / float(n)
 
 
 @njit(cache=True)
 def p_rule_counts(policy: int, c: np.ndarray, n: int, d: int, replace: bool) -> np.ndarray:
     """``P_i`` of rule ``policy`` for every row of counts ``c`` (samples × levels, column 0 is
-    level 1): :func:`p_rule`, with JIQ's factor ``1{c_1 = n}`` (docs/model.md §2)."""
+    level 1): :func:`p_rule`, with JIQ's factor ``1{c_1 = n}``, or JBT's :func:`jbt_p`, which
+    reads ``c_T`` (``T = d``): a level past the columns counts as 0, so the caller passes the
+    levels :func:`p_levels` names (docs/model.md §2)."""
     out = np.empty(c.shape)
     for s in range(c.shape[0]):
         idle_none = c[s, 0] >= n
         for j in range(c.shape[1]):
-            v = p_rule(policy, c[s, j], n, d, replace)
-            if policy == JIQ and not idle_none:
-                v = 0.0
+            if policy == JBT:
+                v = jbt_p(c[s], j, n, d)
+            else:
+                v = p_rule(policy, c[s, j], n, d, replace)
+                if policy == JIQ and not idle_none:
+                    v = 0.0
             out[s, j] = v
     return out
+
+
+def p_levels(policy: int, d: int, levels: int) -> int:
+    """How many leading levels :func:`p_rule_counts` reads to give ``P`` at the first ``levels``:
+    ``levels``, or at least ``d`` for JBT (``P_ℓ`` reads ``c_T``, ``T = d``)."""
+    return max(levels, d) if policy == JBT else levels
 
 
 @njit(cache=True)

@@ -23,7 +23,7 @@ def _second_order_batches(plan, rep, A):
     second-order controls ``A(u_i u_j)`` (``control.second_order_terms``) averaged over the
     states sampled in the batch, times its length (so that they enter the regression as the
     batch integrals do), and the number of states sampled in each batch."""
-    from ..engines.tables import p_rule_counts
+    from ..engines.tables import p_levels, p_rule_counts
     from ..system.policies import policy_code
 
     p = plan.params
@@ -33,14 +33,16 @@ def _second_order_batches(plan, rep, A):
     records = rep.result_state()[2]
     if records is None or B == 0:
         return cols, counts
-    t, c = records[0], np.ascontiguousarray(records[1][:, : _cv.SECOND_ORDER_LEVELS + 1], dtype=np.int64)
+    code = policy_code(plan.policy)
+    levels = p_levels(code, p.d, _cv.SECOND_ORDER_LEVELS + 1)  # b_q needs u_(q+1); jbt's P_ℓ reads c_T (T = d)
+    t, c = records[0], np.ascontiguousarray(records[1][:, :levels], dtype=np.int64)
     edges = rep.t_meas0 + np.concatenate([[0.0], np.cumsum(A["T"])])
     b = np.searchsorted(edges, t, side="right") - 1
     ok = (b >= 0) & (b < B)
     b, c = b[ok], c[ok]
     if b.size == 0:
         return cols, counts
-    P = p_rule_counts(policy_code(plan.policy), c, p.n, p.d, p.replace)
+    P = p_rule_counts(code, c, p.n, p.d, p.replace)
     terms = _cv.second_order_terms(c / p.n, P, p.lam, p.n, pairs)
     np.add.at(cols, b, terms)
     counts = np.bincount(b, minlength=B)

@@ -228,7 +228,7 @@ def build_plan(
 
     span = max_steps if precision is not None else events_h  # the events recorded at most
     record_every, rl, records_internal = _recording(
-        record_every, record_levels, second_order, continuous, rate, span, d, lamf
+        record_every, record_levels, second_order, continuous, rate, span, d, lamf, policy
     )
 
     burn_events = burn * rate if timed else burn
@@ -394,7 +394,9 @@ def _start_state(start, n: int, d: int, lam, lamf: float, stable: bool, policy: 
     return perfect, name, counts0, lengths
 
 
-def _recording(record_every, record_levels, second_order, continuous: bool, rate: float, span, d: int, lamf: float):
+def _recording(
+    record_every, record_levels, second_order, continuous: bool, rate: float, span, d: int, lamf: float, policy: str
+):
     """``(record_every, record_levels, records_internal)``: the grid of the records (None:
     none) and the levels recorded; with ``second_order`` and no grid given, the state sampled
     every ``SECOND_ORDER_EVERY`` time units for the second-order controls only (§9.1).  At most
@@ -422,8 +424,10 @@ def _recording(record_every, record_levels, second_order, continuous: bool, rate
     )
     if record_every is None:
         rl = 0
-    elif second_order:
-        rl = max(rl, _cv.SECOND_ORDER_LEVELS + 1)  # b_q needs u_(q+1)
+    elif second_order:  # b_q needs u_(q+1), and P_ℓ the levels it reads (jbt: c_T, T = d)
+        from ..engines.tables import p_levels  # numba, only here
+
+        rl = max(rl, p_levels(_pol.policy_code(policy), d, _cv.SECOND_ORDER_LEVELS + 1))
     return record_every, rl, records_internal
 
 

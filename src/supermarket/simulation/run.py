@@ -89,7 +89,7 @@ def simulate(
     steps: int | float | None = None,
     time: float | None = None,
     burn_in: int | float | None = None,
-    engine: str = "profile",
+    engine: str | None = None,
     replace: bool = True,
     start: str | np.ndarray = "empty",
     seed: int | np.random.SeedSequence = 0,
@@ -128,11 +128,12 @@ def simulate(
     burn_in : int or float, optional
         In the unit of the horizon; default a tenth of it (0 with ``start="perfect"``).
         MSER may extend it (docs/model.md §9).
-    engine : {"profile", "queues", "buckets", "phase", "events"}
-        The engine, all exact in law (:mod:`supermarket.simulation`).  With a phase-type
-        ``service``: ``"phase"`` (or the default ``"profile"``) runs the phase-type count
-        engine, ``"events"`` the per-queue event engine, which runs every law (exp too) and
-        is the default of ``policy="jbt"`` (no count engine dispatches by it).
+    engine : {"profile", "queues", "buckets", "phase", "events"}, optional
+        The engine, all exact in law (:mod:`supermarket.simulation`); None (the default) is
+        ``"profile"``, but for ``policy="jbt"``, whose default is ``"events"`` (``"profile"``
+        or ``"buckets"`` runs its count chain).  With a phase-type ``service``: ``"phase"``
+        (or ``"profile"``) runs the phase-type count engine, ``"events"`` the per-queue event
+        engine, which runs every law (exp too) and ``jbt`` with any law.
     replace : bool
         Sample the d queues with replacement (paper 000) or without (paper 002).
     start : str or array

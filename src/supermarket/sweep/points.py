@@ -86,8 +86,10 @@ def _system(params: dict) -> Any:
     )  # fmt: skip
 
 
-def _requested(params: dict) -> str:
-    engine = params.get("engine", "profile")
+def _requested(params: dict) -> str | None:
+    engine = params.get("engine")
+    if engine is None:  # the default (jbt's is the event engine: system.methods.EVENTS_BY_DEFAULT)
+        return None
     engine = ENGINE_ALIASES.get(engine, engine)
     return {"classes-phase": "phase", "classes": "profile"}.get(engine, engine)
 

@@ -6,8 +6,8 @@ command line and the sweep (docs/model.md §13–§15).
   takes beyond the system, the seed and the horizon in ``time``, and its defaults.
 - :data:`SIMULATION`: for a law family and server classes (yes or no), the engines an
   ``engine=`` request may name, and the one each runs (the first is the default);
-  :data:`RULE_DEFAULT`: the default of a rule the default's kernel does not dispatch by (``jbt``:
-  the event engine), :func:`engine_note` the note that says so in its result.
+  :data:`RULE_DEFAULT`: the default of a rule the default's kernel does not dispatch by or of
+  :data:`EVENTS_BY_DEFAULT` (``jbt``: the event engine), :func:`engine_note` the note saying so.
 - :func:`simulation_engine`, :func:`check_options`: the engine for a system and a request, and
   the refusal of an option that engine does not take; the message is :func:`refusal`'s, the
   same whichever door (library, command line, sweep) the request came through, with the option
@@ -39,6 +39,7 @@ __all__ = [
     "SIMULATION",
     "OPTIONS",
     "RULE_DEFAULT",
+    "EVENTS_BY_DEFAULT",
     "simulation_engine",
     "engine_note",
     "check_options",
@@ -136,7 +137,7 @@ ENGINES: dict[str, Engine] = {
 }
 
 #: (law family, server classes?) -> {engine requested: engine run}; the first entry is the default
-#: (``engine="profile"``, the default of :func:`supermarket.simulate`, asks for it).
+#: (``engine=None``, the default of :func:`supermarket.simulate`, and ``"profile"`` ask for it).
 SIMULATION: dict[tuple[str, bool], dict[str, str]] = {
     ("exponential", False): {
         "profile": "profile",
@@ -152,10 +153,13 @@ SIMULATION: dict[tuple[str, bool], dict[str, str]] = {
     ("general", True): {"profile": "events", "events": "events"},
 }
 
-#: The engine that runs a rule no count engine of its row runs (``jbt``: :attr:`Rule.engines
-#: <supermarket.system.policies.Rule.engines>`), when the default (``engine="profile"``) is asked
-#: for: the event engine, which runs every rule, law and server classes.
+#: The engine that runs a rule no count engine of its row runs (:attr:`Rule.engines
+#: <supermarket.system.policies.Rule.engines>`), when the default (``engine=None`` or ``"profile"``) is
+#: asked for: the event engine, which runs every rule, law and server classes.
 RULE_DEFAULT = "events"
+#: The rules whose default (``engine=None``) is :data:`RULE_DEFAULT` though a count engine runs them on
+#: request (``jbt``: ``engine="profile"`` or ``"buckets"``; its default keeps the numbers it printed).
+EVENTS_BY_DEFAULT = ("jbt",)
 
 #: The kernel of the rule registry (:data:`supermarket.system.policies.ENGINES`) an engine runs.
 _KERNEL = {"buckets": "profile"}
@@ -180,8 +184,8 @@ def _choices(row: Mapping[str, str]) -> str:
     return " or ".join(parts)
 
 
-def simulation_engine(system: System, engine: str = "profile") -> str:
-    """The engine of :data:`ENGINES` that runs ``system`` when ``engine`` is asked for.
+def simulation_engine(system: System, engine: str | None = None) -> str:
+    """The engine of :data:`ENGINES` that runs ``system`` when ``engine`` is asked for (None: the default).
 
     Raises
     ------
@@ -196,16 +200,18 @@ def simulation_engine(system: System, engine: str = "profile") -> str:
     'phase'
     >>> simulation_engine(System(10, 2, 0.5, service="erlang:2", server_classes="0.5:2,0.5:1"), "phase")
     'classes-phase'
-    >>> simulation_engine(System(10, 2, 0.5, rule="jbt")), simulation_engine(System(10, 2, 0.5), "events")
-    ('events', 'events')
+    >>> simulation_engine(System(10, 2, 0.5, rule="jbt")), simulation_engine(System(10, 2, 0.5, rule="jbt"), "profile")
+    ('events', 'profile')
     >>> simulation_engine(System(10, 2, 0.5, service="lognormal:2"), "queues")
     Traceback (most recent call last):
     ...
     supermarket.system.methods.Refusal: engine: service lognormal:2 runs on the event engine ...; not 'queues'
     """
     row = SIMULATION[(system.law_family, system.has_classes)]
+    if engine is None:  # the default: the row's first engine, or the event engine's for such a rule
+        engine = RULE_DEFAULT if system.rule in EVENTS_BY_DEFAULT else next(iter(row))
     if not isinstance(engine, str):
-        raise TypeError(f"engine must be a string, one of {', '.join(sorted(ENGINES))}; got {engine!r}")
+        raise TypeError(f"engine must be None or a string, one of {', '.join(sorted(ENGINES))}; got {engine!r}")
     engine = engine.strip().lower()
     if engine not in row:
         known = ("profile", "queues", "buckets", "phase", "events")
@@ -217,11 +223,7 @@ def simulation_engine(system: System, engine: str = "profile") -> str:
         raise Refusal(
             "engine",
             f"engine 'queues' runs policy 'jsq-d' only (it samples the d queues); got policy={system.rule!r}: "
-            + (
-                "use engine 'profile' or 'buckets'"
-                if "profile" in _pol.RULES[system.rule].engines
-                else f"{system.rule} runs on {ENGINES[RULE_DEFAULT].text} (engine 'events', its default)"
-            ),
+            "use engine 'profile' or 'buckets'",  # every rule runs there (tests/system/test_registry.py)
         )
     if _KERNEL.get(run, run) in _pol.RULES[system.rule].engines:
         return run
@@ -248,22 +250,20 @@ def engine_note(system: System, engine: str) -> str | None:
     """Why ``engine`` (the one :func:`simulation_engine` chose) runs ``system`` when it is not
     its row's own default, for the result's notes; None otherwise.
 
-    >>> engine_note(System(10, 2, 0.5, rule="jbt"), "events")[:57]
-    'engine events: the profile engine dispatches by jsq-d, ra'
+    >>> engine_note(System(10, 2, 0.5, rule="jbt"), "events")[:50]
+    'engine events: policy jbt runs on the event engine'
     >>> engine_note(System(10, 2, 0.5, service="lognormal:2"), "events") is None
     True
     """
     default = next(iter(SIMULATION[(system.law_family, system.has_classes)].values()))
-    if (
-        engine != RULE_DEFAULT
-        or default == RULE_DEFAULT
-        or _KERNEL.get(default, default) in _pol.RULES[system.rule].engines
-    ):
+    runs = _KERNEL.get(default, default) in _pol.RULES[system.rule].engines
+    if engine != RULE_DEFAULT or default == RULE_DEFAULT or (runs and system.rule not in EVENTS_BY_DEFAULT):
         return None
+    why = "" if runs else f"{ENGINES[default].text} dispatches by {', '.join(_count_rules(default))} only, so "
     return (
-        f"engine events: {ENGINES[default].text} dispatches by {', '.join(_count_rules(default))} only, so "
-        f"policy {system.rule} runs on {ENGINES[RULE_DEFAULT].text} by default, exact in law for every service "
-        "law and server classes (docs/model.md §14)"
+        f"engine events: {why}policy {system.rule} runs on {ENGINES[RULE_DEFAULT].text} by default, exact in law for "
+        "every service law and server classes (docs/model.md §14)"
+        + ("; engine 'profile' or 'buckets' runs its count chain on request" if runs else "")
     )
 
 
@@ -363,7 +363,7 @@ def no_equilibrium(lam: object) -> str:
     return f"load λ = {lam} >= 1: the chain has no equilibrium; the time averages describe this finite horizon only"
 
 
-def default_replications(system: System, engine: str = "profile") -> int:
+def default_replications(system: System, engine: str | None = None) -> int:
     """The default number of replications of the engine that runs ``system``: 1 on the count
     engines, 4 on the event engine (its error bars come from replications, docs/model.md §14).
 

@@ -284,7 +284,7 @@ RULES: dict[str, Rule] = {
             uses_d=True,
             smooth=False,
             rough="has a discontinuous mean-field drift (P_ℓ(u) jumps where u_T reaches 1, T = d)",
-            engines=("events", "exact", "exact-phase", "exact-classes"),
+            engines=("profile", "events", "exact", "exact-phase", "exact-classes"),
             p_counts=_jbt_counts,
             p_fluid=_jbt_fluid,
             fixed_point=_jbt_fixed_point,
