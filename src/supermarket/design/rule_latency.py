@@ -156,9 +156,9 @@ def latency_method(system: System) -> str:
     >>> latency_method(System(None, 2, 0.5, server_classes="0.5:2,0.5:1"))
     'the mean field with server classes (supermarket.meanfield.classes)'
     >>> latency_method(System(None, 2, 0.5, rule="jiq", server_classes="0.5:2,0.5:1"))[:40]
-    'the fluid fixed point of jiq with policy'
+    'the fluid fixed point of jiq with servic'
     >>> latency_method(System(None, 2, 0.5, service="lognormal:2"))[-40:]
-    "ase), of the law's two-moment phase-type fit"
+    ", of the law's two-moment phase-type fit"
     """
     rule = _pol.RULES[system.rule]
     if not system.has_classes and system.law_family == "exponential":
