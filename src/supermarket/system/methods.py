@@ -579,6 +579,8 @@ def fluid_note(rule: str, system: System | None = None) -> str:
     'JIQ: an idle queue if there is o'
     >>> fluid_note("jbt")[-60:]
     'ODE, refined mean field or linear-noise covariance [derived]'
+    >>> fluid_note("jsq", System(None, 1, 0.5, server_classes="0.5:2,0.5:1"))[33:119]
+    'fluid fixed point with service exp, server classes 0.5:2,0.5:1 (T = 1: every class an M/'
     """
     r = _pol.RULES[_pol.check_policy(rule)]
     plain = system is None or (system.law_family == "exponential" and not system.has_classes)
@@ -588,13 +590,9 @@ def fluid_note(rule: str, system: System | None = None) -> str:
             "its mean-field drift is discontinuous at u_1 = 1, so there is no mean-field ODE, refined "
             "mean field or linear-noise covariance"
         )
-    where = "" if plain else f" with {system.describe()}" if system is not None else ""
-    what = (
-        "every class an M/PH/1/T queue fed at rate λ s̄/F while a share F of the queues is below T"
-        if not plain
-        else r.fluid_text
-    )
-    T = "1" if not r.uses_d else "d"
+    where = "" if plain or system is None else f" with {system.describe()}"
+    what = r.fluid_text if plain else "every class an M/PH/1/T queue fed at rate λ s̄/F, F the share below T"
+    T = "d" if r.uses_d else "1"
     return (
         f"{r.title}: fluid fixed point{where} (T = {T}: {what}; docs/model.md §2.1); its mean-field drift "
         "is discontinuous, so there is no mean-field ODE, refined mean field or linear-noise covariance [derived]"
