@@ -580,7 +580,7 @@ def fluid_note(rule: str, system: System | None = None) -> str:
     >>> fluid_note("jbt")[-60:]
     'ODE, refined mean field or linear-noise covariance [derived]'
     >>> fluid_note("jsq", System(None, 1, 0.5, server_classes="0.5:2,0.5:1"))[33:119]
-    'fluid fixed point with service exp, server classes 0.5:2,0.5:1 (T = 1: every class an M/'
+    'fluid fixed point with service exp, server classes 0.5:2,0.5:1 (T = 1: every class an '
     """
     r = _pol.RULES[_pol.check_policy(rule)]
     plain = system is None or (system.law_family == "exponential" and not system.has_classes)
