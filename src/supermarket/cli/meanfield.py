@@ -368,8 +368,9 @@ def _add_response_times(
     help="Add the sojourn and waiting time CDFs on this many grid points (0 to 1.1 × the p99.9 sojourn time).",
 )
 @service_option(
-    "A phase-type law gives the phase-type mean-field fixed point (docs/model.md §13; a rule with a smooth "
-    "drift; its mean queue length and busy fraction), and with --n its refined mean field and linear noise.",
+    "A phase-type law gives the phase-type mean-field fixed point (docs/model.md §13; its mean queue length "
+    "and busy fraction; jsq, jiq and jbt: their fluid fixed point, §2.1), and with --n its refined mean field "
+    "and linear noise (a rule with a smooth drift).",
     phase_type_only=True,
 )
 @one_task_options
@@ -379,8 +380,8 @@ def _add_response_times(
     "server_classes",
     default=None,
     help="Classes of servers FRACTION:SPEED,… (e.g. 0.5:2,0.5:1; load per unit of capacity): the per-class "
-    "fixed point (docs/model.md §15.2; jsq-d or random); with a phase-type --service, per class and phase "
-    "(§15.5).",
+    "fixed point (docs/model.md §15.2; jsq, jiq and jbt: their fluid fixed point, §2.1); with a phase-type "
+    "--service, per class and phase (§15.5).",
 )
 def meanfield(
     d: int | float,
