@@ -204,3 +204,10 @@ def test_cli_and_sweep_give_the_same_fluid_point_with_classes():
     assert cli["flow_error"] <= 1e-12
     r = measure_meanfield({"d": 4, "load": 0.7, "policy": "jbt"}, None)
     assert np.abs(np.asarray(r["fixed_point"]) - RULES["jbt"].fixed_point(0.7, 4, 4)).max() == 0.0
+
+
+def test_design_jbt_with_classes_says_when_no_solved_d_meets_the_target():
+    """jbt(1) is jiq: p99 ≈ 3.9 here (one service, mostly at speed 1), and a larger T only adds
+    waiting; the least-d search stops where the fluid point is solved (T <= 2000), saying so."""
+    with pytest.raises(ValueError, match="no d <= 2000 meets the target under jbt"):
+        design_rule_latency("jbt", 0.99, 3.0, load=0.95, server_classes="0.5:2,0.5:1")

@@ -205,8 +205,14 @@ def fluid_law_quantile(policy: str, d: int, lam: float, sc: ServerClasses | None
     >>> round(math.exp(-2 * t) * (1 + 2 * t), 10)
     0.01
     """
-    from ..meanfield.fluid import fluid_fixed_point
+    from ..meanfield.fluid import MAX_THRESHOLD, fluid_fixed_point
 
+    if _pol.RULES[policy].uses_d and int(d) > MAX_THRESHOLD:  # the least-d search went past what is solved
+        raise ValueError(
+            f"latency: no d <= {MAX_THRESHOLD} meets the target under {policy} (its fluid fixed point with server "
+            f"classes or a phase-type law is solved up to T = d = {MAX_THRESHOLD}: a queue's chain has 1 + T·phases "
+            "states)"
+        )
     fp = fluid_fixed_point(policy, int(d), lam, sc, law)
     assert law.alpha is not None and law.T is not None
     alpha, T = np.asarray(law.alpha, float), np.asarray(law.T, float)
