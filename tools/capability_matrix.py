@@ -21,6 +21,7 @@ from pathlib import Path
 
 from supermarket.sweep import SweepFileError, parse_sweep
 from supermarket.system import methods
+from supermarket.system import policies as _pol
 from supermarket.system.policies import POLICIES
 from supermarket.system.spec import LAW_FAMILIES, System
 
@@ -119,7 +120,11 @@ def _perfect_text(system: System) -> str:
 
 def _mean_field_text(system: System) -> str:
     field = methods.mean_field(system)
-    return "the fluid fixed point (λ, 0, 0, …)" if field == "fluid" else f"supermarket.meanfield.{field}"
+    if field != "fluid":
+        return f"supermarket.meanfield.{field}"
+    if system.law_family == "exponential" and not system.has_classes and not _pol.RULES[system.rule].uses_d:
+        return "the fluid fixed point (λ, 0, 0, …)"
+    return "the fluid fixed point (supermarket.meanfield.fluid)"
 
 
 def _refined_text(system: System) -> str:

@@ -174,7 +174,7 @@ def test_meanfield_cli_runs_the_combination():
 @pytest.mark.parametrize(
     "argv",
     [
-        ["meanfield", "--server-classes", TWO, "--service", "erlang:2", "--policy", "jsq"],
+        ["meanfield", "--server-classes", TWO, "--service", "erlang:2", "--policy", "jsq", "--n", "10"],
         ["meanfield", "--server-classes", TWO, "--service", "lognormal:2"],
         ["meanfield", "--server-classes", TWO, "--service", "erlang:2", "--policy", "random", "--load", "0.8"],
         ["meanfield", "--server-classes", TWO, "--service", "erlang:2", "--n", "10", "--no-replace"],

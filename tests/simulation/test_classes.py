@@ -245,7 +245,7 @@ def test_refusals(kw, exc, word):
 def test_cli_errors_are_one_line():
     for argv in (
         ["simulate", "--n", "3", "--server-classes", TWO],
-        ["meanfield", "--server-classes", TWO, "--policy", "jsq"],
+        ["meanfield", "--server-classes", TWO, "--policy", "jsq", "--time", "5"],  # a fluid point: no ODE
         ["exact", "--n", "2", "--server-classes", "0.5:2,0.5:x"],
         ["simulate", "--n", "10", "--server-classes", TWO, "--cdf", "1"],
         # classes with a law that has no phase-type form: neither solver has them (the event engine does)

@@ -158,14 +158,21 @@ def test_the_fixed_point_start_is_nearer_the_long_run_than_empty(kw):
 
 
 @pytest.mark.parametrize("engine, kw", [("classes", {}), ("classes-phase", {"service": "erlang:2"})])
-def test_the_fixed_point_start_is_refused_for_a_rough_rule(engine, kw):
-    s = System(10, 2, 0.5, rule="jiq", server_classes=SC, **kw)
-    with pytest.raises(ValueError, match=r"'fixed-point' needs a rule with a mean field \(jsq-d, random\), not 'jiq'"):
-        methods.check_options(s, engine, {"start": "fixed-point"})
-    with pytest.raises(ValueError, match="'fixed-point' needs a rule with a mean field"):
-        simulate(10, 2, 0.5, policy="jiq", server_classes=SC, start="fixed-point", time=1.0, **kw,
-                 **({"engine": "phase"} if kw else {}))  # fmt: skip
-    methods.check_options(System(10, 2, 0.5, rule="random", server_classes=SC, **kw), engine, {"start": "fixed-point"})
+def test_the_fixed_point_start_of_a_rough_rule_is_its_fluid_point(engine, kw):
+    """JIQ with classes starts at its fluid fixed point (docs/model.md §2.1): no queue above 1, the
+    class-k busy share b_k = λ s̄/(λ s̄ + s_k I) with I the idle share (closed form, in the test)."""
+    methods.check_options(System(10, 2, 0.5, rule="jiq", server_classes=SC, **kw), engine, {"start": "fixed-point"})
+    n, lam, f, s = 100_000, 0.9, np.array([0.5, 0.5]), np.array([2.0, 1.0])  # _first_events runs λ = 0.9
+    lam1 = lam * float(f @ s)
+    lo, hi = 1e-12, 1.0  # 1 = Σ f s/(λ' + s I), decreasing in I: bisection
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if float(np.sum(f * s / (lam1 + s * mid))) > 1.0 else (lo, mid)
+    b = lam1 / (lam1 + s * lo)
+    r = _first_events(n, "fixed-point", policy="jiq", server_classes=SC, **kw, **({"engine": "phase"} if kw else {}))
+    for k, cls in enumerate(r.classes):
+        assert abs(cls.u_mean[0] - round(b[k] * f[k] * n) / (f[k] * n)) <= r.events / (f[k] * n), k
+        assert np.all(cls.u_mean[1:] <= r.events / (f[k] * n)), k  # nobody waits at the start
 
 
 @pytest.mark.parametrize(

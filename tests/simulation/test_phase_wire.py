@@ -62,13 +62,17 @@ def test_simulate_dispatch_and_result():
     assert d["sojourn"]["mean"]["mean"] == pytest.approx(d["mean_queue_length"]["mean"] / 0.8)
     assert d["waiting"]["mean"]["mean"] == pytest.approx(d["mean_queue_length"]["mean"] / 0.8 - 1)
     assert "Little's law" in r.summary() and "engine=phase" in r.summary()
+    # jiq starts at its fluid fixed point (docs/model.md §2.1): u_1 = λ, no queue above 1
+    fp = sm.simulate(2000, 2, 0.8, service="erlang:2", policy="jiq", start="fixed-point", time=1e-4, burn_in=0.0,
+                     batches=32, seed=1, control_variates=False)  # fmt: skip
+    tol = (fp.events + 1) / 2000  # each event moves one count by one; one more for the rounding
+    assert abs(fp.u_mean[0] - 0.8) <= tol and float(np.sum(fp.u_mean[1:])) <= tol
     ev = sm.simulate(20, 2, 0.8, service="erlang:2", engine="events", time=50.0, seed=1, batches=64)
     assert isinstance(ev, GeneralResult)
     assert isinstance(sm.simulate(20, 2, 0.8, service="lognormal:2", time=50.0, seed=1, batches=64), GeneralResult)
     for kw, words in (
         ({"engine": "queues"}, "engine: service erlang:2 runs on"),
         ({"precision": 0.01, "target": "p99"}, "not the response times"),
-        ({"start": "fixed-point", "policy": "jiq"}, "fixed-point"),
         ({"time": 10.0, "steps": 1000}, "not both"),
     ):
         with pytest.raises(ValueError, match=words):
@@ -194,7 +198,7 @@ def test_cli_simulate_meanfield_exact_json_and_refusals():
     for bad, words in (
         ([*args, "--service", "erlang:2", "--engine", "queues"], "not 'queues'"),
         ([*args, "--service", "erlang:2", "--cdf", "1"], "--cdf"),
-        (["meanfield", "--service", "erlang:2", "--policy", "jsq"], "discontinuous"),
+        (["meanfield", "--service", "erlang:2", "--policy", "jsq", "--n", "100"], "discontinuous"),
         (["meanfield", "--service", "lognormal:2"], "no phase-type form"),
         (["meanfield", "--service", "erlang:2", "--n", "100", "--no-replace"], "with replacement only"),
         (["exact", "--service", "pareto:3"], "no phase-type form"),

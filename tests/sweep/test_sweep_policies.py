@@ -70,9 +70,7 @@ def test_old_sweeps_keep_their_hashes():
         ('time = 9.0\nservice = "pareto:2"\nengine = "queues"\n', "run[1].engine", "event engine"),
         ('time = 9.0\nengine = "phase"\n', "run[1].engine", "exp service has one phase"),
         ('time = 9.0\nserver_classes = "0.5:2,0.5:1"\nstart = "long:3"\n', "run[1].start", "classes (service exp"),
-        ('time = 9.0\nserver_classes = "0.5:2,0.5:1"\nstart = "good"\npolicy = "jiq"\n', "run[1].start", "mean field"),
         ('time = 9.0\nservice = "erlang:2"\nstart = "long:3"\n', "run[1].start", "starts 'empty' or 'fixed-point'"),
-        ('time = 9.0\nservice = "erlang:2"\nstart = "good"\npolicy = "jiq"\n', "run[1].start", "mean field"),
         (
             'steps = 1000\nengine = "queues"\npolicy = "random"\n',
             "run[1].engine",
@@ -87,6 +85,13 @@ def test_old_sweeps_keep_their_hashes():
 def test_bad_values_refused_naming_the_key(extra, key, words):
     errs = _errors(BASE + extra)
     assert len(errs) == 1 and f"{key}" in errs[0] and words in errs[0], errs
+
+
+@pytest.mark.parametrize("extra", ['server_classes = "0.5:2,0.5:1"\n', 'service = "erlang:2"\n'])
+def test_a_rough_rule_starts_at_its_fluid_fixed_point_on_the_count_engines(extra):
+    """JIQ with classes or a phase-type law: the fixed-point ("good") start is its fluid point (docs/model.md §2.1)."""
+    (t,) = sw.parse_sweep(BASE + 'time = 9.0\nstart = "good"\npolicy = "jiq"\n' + extra).tasks
+    assert t.params["policy"] == "jiq"
 
 
 def test_meanfield_policy():

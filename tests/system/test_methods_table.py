@@ -161,8 +161,7 @@ def test_exact_and_mean_field_say_why_not():
     lognormal = System(3, 2, 0.5, service="lognormal:4")
     with pytest.raises(ValueError, match="an exact finite-state law does not exist for lognormal:4"):
         methods.exact_solver(lognormal)
-    with pytest.raises(ValueError, match="discontinuous"):
-        methods.mean_field(System(None, 2, 0.5, rule="jiq", service="erlang:2"))
+    assert methods.mean_field(System(None, 2, 0.5, rule="jiq", service="erlang:2")) == "fluid"  # docs/model.md §2.1
     assert methods.exact_solver(System(3, 2, 0.5)) == "profile"
     assert methods.mean_field(System(None, 2, 0.5, server_classes="0.5:2,0.5:1")) == "classes"
 
@@ -177,12 +176,12 @@ def test_exact_and_mean_field_say_why_not():
         ),
         (["meanfield", "--service", "lognormal:2"], System(None, 2, 0.5, service="lognormal:2")),
         (
-            ["meanfield", "--service", "erlang:2", "--policy", "jiq"],
-            System(None, 2, 0.5, rule="jiq", service="erlang:2"),
+            ["meanfield", "--service", "pareto:3", "--policy", "jiq"],
+            System(None, 2, 0.5, rule="jiq", service="pareto:3"),
         ),
         (
-            ["meanfield", "--server-classes", "0.5:2,0.5:1", "--policy", "jsq"],
-            System(None, 2, 0.5, rule="jsq", server_classes="0.5:2,0.5:1"),
+            ["meanfield", "--server-classes", "0.5:2,0.5:1", "--service", "deterministic", "--policy", "jsq"],
+            System(None, 2, 0.5, rule="jsq", service="deterministic", server_classes="0.5:2,0.5:1"),
         ),
     ],
 )

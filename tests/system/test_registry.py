@@ -311,8 +311,10 @@ def test_jbt_through_the_cli_runs_or_refuses_in_one_line():
     from supermarket.cli import main
 
     run = CliRunner().invoke
-    r = run(main, ["meanfield", "--d", "2", "--load", "0.8", "--policy", "jbt"])
-    assert r.exit_code == 2 and "discontinuous mean-field drift" in r.output and "Traceback" not in r.output
+    r = run(main, ["meanfield", "--d", "2", "--load", "0.8", "--policy", "jbt"])  # its fluid fixed point
+    assert r.exit_code == 0 and "Traceback" not in r.output
+    r = run(main, ["meanfield", "--d", "2", "--load", "0.8", "--policy", "jbt", "--n", "100"])
+    assert r.exit_code == 2 and "mean-field drift is discontinuous" in r.output and "Traceback" not in r.output
     r = run(main, ["simulate", "--n", "50", "--d", "2", "--load", "0.8", "--policy", "jbt", "--steps", "1e4"])
     assert r.exit_code == 0 and "engine events: policy jbt runs on the event engine" in r.output
     for engine in ("profile", "buckets"):  # on request, its count chain

@@ -10,7 +10,7 @@ import click
 
 from ._common import print_json, to_jsonable, write_text
 
-__all__ = ["meanfield_cli", "exact_cli"]
+__all__ = ["meanfield_cli", "fluid_cli", "exact_cli"]
 
 
 def _emit(data: dict, text: str, out: Any, as_json: bool) -> None:
@@ -71,6 +71,39 @@ def meanfield_cli(
         add_classes_refined(data, rmf, n)
         text = "\n".join([text, *classes_refined_lines(data, n)])
     _emit(data, text, out, as_json)
+
+
+def fluid_cli(
+    *,
+    d: Any,
+    load: str,
+    policy: str,
+    as_json: bool,
+    server_classes: str | None = None,
+    service: str = "exp",
+    out: Any = None,
+    **other: Any,
+) -> None:
+    """``meanfield --policy jsq|jiq|jbt`` with ``--server-classes`` or a phase-type ``--service``: the
+    fluid fixed point (docs/model.md §2.1; no --n, --time, --plot, --cdf, --levels)."""
+    from ..meanfield.fixed_points import fixed_point_report
+    from ..system.methods import smooth_mean_field
+    from ..system.spec import System
+
+    for key, part in (("time", "time"), ("n", "n")):  # the table's reason: a discontinuous drift
+        if other.get(key) is not None:
+            smooth_mean_field(policy, part, f"--{key}")
+    for key in ("plot", "cdf", "levels", "scheduler"):
+        if other.get(key) is not None:
+            raise click.UsageError(f"--{key} does not go with --policy {policy} here (the fluid fixed point only)")
+    if other.get("start", "empty") != "empty":
+        raise click.UsageError("--start is the initial profile of the ODE: it needs --time")
+    system = System(None, int(d), load, policy, service=service, server_classes=server_classes)
+    from ..meanfield.fluid import fluid_fixed_point
+
+    res = fluid_fixed_point(system.rule, system.d, system.lam, system.server_classes, system.service)
+    data = fixed_point_report(system)
+    _emit(data, res.summary(), out, as_json)
 
 
 def exact_cli(

@@ -68,18 +68,17 @@ def build_report(
     """Everything ``supermarket meanfield`` prints, as a plain dict (also used by ``--json``).
 
     ``policy`` (docs/model.md §2, "Other dispatch rules"): ``random`` is the drift with
-    ``d = 1``; ``jsq`` and ``jiq`` have no differentiable drift: their fluid fixed point
-    ``(λ, 0, 0, …)`` only (the ODE, ``--time``, is refused)."""
+    ``d = 1``; ``jsq``, ``jiq`` and ``jbt`` have no differentiable drift: their fluid fixed point
+    only (``(λ, 0, 0, …)``, ``jbt``'s of docs/model.md §2; the ODE, ``--time``, and ``--n`` are refused)."""
     from .. import meanfield as mf
     from ..model import check_load, check_positive_float, check_positive_int
     from ..system import policies as pol
 
     policy = pol.check_policy(policy)
     lam = check_load(load)
-    if policy in ("jsq", "jiq"):
-        return _fluid_report(policy, lam, n, time, cdf)
-    # the drift that stands for the rule (random: d = 1); refused, with the reason, for a rule
-    # without a differentiable drift and another fluid fixed point than (λ, 0, 0, …) (jbt)
+    if policy not in pol.SMOOTH_POLICIES:
+        return _fluid_report(policy, lam, n, time, cdf, d)
+    # the drift that stands for the rule (random: d = 1)
     d, replace = mf.rule_d(policy, d, replace)
     if time is not None:
         time = check_positive_float("--time", time)
@@ -165,11 +164,15 @@ def build_report(
     return rep
 
 
-def _fluid_report(policy: str, lam: float, n: int | None, time: float | None, cdf: int | None) -> dict:
-    """The report of a rule without a differentiable drift (``jsq``, ``jiq``): its fluid fixed
-    point ``(λ, 0, 0, …)`` and its response times; ``--time`` and ``--n`` refused."""
+def _fluid_report(
+    policy: str, lam: float, n: int | None, time: float | None, cdf: int | None, d: float | None = None
+) -> dict:
+    """The report of a rule without a differentiable drift (``jsq``, ``jiq``, ``jbt``): its fluid
+    fixed point (``(λ, 0, 0, …)``; ``jbt``'s up to ``T = d``) and its response times; ``--time``
+    and ``--n`` refused."""
     from .. import meanfield as mf
-    from ..model import check_positive_int
+    from ..model import check_int, check_positive_int
+    from ..system import policies as pol
     from ..system.methods import fluid_note, smooth_mean_field
 
     # the one table (supermarket.system.methods): the fluid fixed point exists, the ODE and the
@@ -178,9 +181,19 @@ def _fluid_report(policy: str, lam: float, n: int | None, time: float | None, cd
         smooth_mean_field(policy, "time", "--time")
     if n is not None:
         smooth_mean_field(policy, "n", "--n")
+    rule = pol.RULES[policy]
+    T = None
+    if rule.uses_d:  # jbt(T = d): a whole threshold
+        from ..meanfield.fluid import MAX_THRESHOLD
+
+        if d is None or (isinstance(d, float) and not d.is_integer()):
+            raise ValueError(f"--d must be a whole number in [1, {MAX_THRESHOLD}] for --policy {policy}; got {d!r}")
+        T = check_int("--d", int(d), minimum=1, maximum=MAX_THRESHOLD)
+    cdf_points = None if cdf is None else check_positive_int("--cdf", cdf, maximum=100_000)
+    fp = [lam] if T is None else rule.fixed_point(lam, T, T).tolist()
     rt = {
         "params": {
-            "d": None,
+            "d": T,
             "load": lam,
             "n": n,
             "replace": True,
@@ -188,22 +201,36 @@ def _fluid_report(policy: str, lam: float, n: int | None, time: float | None, cd
             "start": "empty",
             "policy": policy,
         },
-        "fixed_point": [lam],
-        "mean_queue_length": lam,
-        "levels": 1,
+        "fixed_point": fp,
+        "mean_queue_length": lam if T is None else float(sum(fp)),
+        "levels": len(fp),
         "note": fluid_note(policy),
     }
-    _add_response_times(
-        rt,
-        math.inf,
-        lam,
-        None,
-        True,
-        None if cdf is None else check_positive_int("--cdf", cdf, maximum=100_000),
-        mf.DEFAULT_TOL,
-    )
-    rt["response_source"] = f"mean field, {policy} (every customer joins an empty queue in the limit)"
+    if T is None:
+        _add_response_times(rt, math.inf, lam, None, True, cdf_points, mf.DEFAULT_TOL)
+        rt["response_source"] = f"mean field, {policy} (every customer joins an empty queue in the limit)"
+        return rt
+    _add_fluid_response_times(rt, rule, T, np.asarray(fp), cdf_points)
     return rt
+
+
+def _add_fluid_response_times(rep: dict, rule: Any, T: int, u: np.ndarray, cdf: int | None) -> None:
+    """Sojourn and waiting times at ``jbt``'s fluid fixed point ``u`` (docs/model.md §10): an arrival
+    joins a queue of length at least ``k`` with probability ``P_k(u)`` (the rule's fluid ``P``)."""
+    from .. import response as rs
+
+    tails = np.clip(rule.p_fluid(np.append(u, 0.0), T), 0.0, 1.0)
+    rt = rs.from_tails(tails, source=f"mean field, {rule.name} (T = {T}): its fluid fixed point [derived]",
+                       params={"d": T, "load": rep["params"]["load"]})  # fmt: skip
+    rep["response_source"] = rt.source
+    rep["sojourn"], rep["waiting"] = rt.sojourn.to_dict(), rt.waiting.to_dict()
+    if cdf is not None:
+        grid = np.linspace(0.0, 1.1 * max(rt.sojourn.quantiles.values()), cdf)
+        rep["cdf"] = {
+            "t": grid.tolist(),
+            "sojourn": rt.sojourn_cdf(grid).tolist(),
+            "waiting": rt.waiting_cdf(grid).tolist(),
+        }
 
 
 def _add_response_times(
@@ -341,8 +368,9 @@ def _add_response_times(
     help="Add the sojourn and waiting time CDFs on this many grid points (0 to 1.1 × the p99.9 sojourn time).",
 )
 @service_option(
-    "A phase-type law gives the phase-type mean-field fixed point (docs/model.md §13; a rule with a smooth "
-    "drift; its mean queue length and busy fraction), and with --n its refined mean field and linear noise.",
+    "A phase-type law gives the phase-type mean-field fixed point (docs/model.md §13; its mean queue length "
+    "and busy fraction; jsq, jiq and jbt: their fluid fixed point, §2.1), and with --n its refined mean field "
+    "and linear noise (a rule with a smooth drift).",
     phase_type_only=True,
 )
 @one_task_options
@@ -352,8 +380,8 @@ def _add_response_times(
     "server_classes",
     default=None,
     help="Classes of servers FRACTION:SPEED,… (e.g. 0.5:2,0.5:1; load per unit of capacity): the per-class "
-    "fixed point (docs/model.md §15.2; jsq-d or random); with a phase-type --service, per class and phase "
-    "(§15.5); with --n, its refined mean field and linear noise (§15.8).",
+    "fixed point (docs/model.md §15.2; jsq, jiq and jbt: their fluid fixed point, §2.1); with a phase-type "
+    "--service, per class and phase (§15.5); with --n, its refined mean field and linear noise (§15.8).",
 )
 def meanfield(
     d: int | float,
@@ -389,6 +417,11 @@ def meanfield(
                 refined_mean_field(system, "--n")
         else:
             field = "classes" if server_classes is not None else "phase"
+    if field == "fluid":  # a discontinuous drift with a law or classes: its fluid fixed point (§2.1)
+        from ._classes import fluid_cli
+
+        fluid_cli(**locals())
+        return
     if field in ("classes", "classes_phase"):  # docs/model.md §15.2, with a phase-type law §15.5
         from ._classes import meanfield_cli
 

@@ -155,10 +155,10 @@ def latency_method(system: System) -> str:
     'the fluid fixed point of jbt (u_ℓ = λ(u_(ℓ−1) − u_T)/(1 − u_T) for ℓ <= T, 0 above)'
     >>> latency_method(System(None, 2, 0.5, server_classes="0.5:2,0.5:1"))
     'the mean field with server classes (supermarket.meanfield.classes)'
-    >>> latency_method(System(None, 2, 0.5, rule="jiq", server_classes="0.5:2,0.5:1"))
-    Traceback (most recent call last):
-    ...
-    ValueError: policy: jiq's mean-field drift is discontinuous: no mean field with server classes for it ...
+    >>> latency_method(System(None, 2, 0.5, rule="jiq", server_classes="0.5:2,0.5:1"))[:40]
+    'the fluid fixed point of jiq with servic'
+    >>> latency_method(System(None, 2, 0.5, service="lognormal:2"))[-40:]
+    ", of the law's two-moment phase-type fit"
     """
     rule = _pol.RULES[system.rule]
     if not system.has_classes and system.law_family == "exponential":
@@ -168,6 +168,10 @@ def latency_method(system: System) -> str:
     law = system.service if system.law_family != "general" else phase_form(system.service)[0]
     fitted = System(None, system.d, system.load, rule=system.rule, service=law, server_classes=system.server_classes)
     field = methods.mean_field(fitted)  # the one table: refused with its reason
+    if field == "fluid":
+        return f"the fluid fixed point of {rule.name} with {fitted.describe()} (supermarket.meanfield.fluid)" + (
+            ", of the law's two-moment phase-type fit" if system.law_family == "general" else ""
+        )
     what = {
         "phase": "the M/PH/1 queue of random routing (the phase-type mean field with d = 1)"
         if system.rule == "random"
@@ -323,7 +327,7 @@ def design_rule_latency(
             checked=pts, monotone=mono, **common,
         )  # fmt: skip
     limit = 1.0
-    if sc is not None and (name == "random" or dd == 1):  # the slowest class must stay below load 1
+    if sc is not None and (name == "random" or (rule.smooth and dd == 1)):  # the slowest class stays below load 1
         limit = min(1.0, min(sc.speeds) / sc.mean_speed)
     at = holds = None
     if load is not None:

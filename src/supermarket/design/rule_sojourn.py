@@ -22,6 +22,12 @@ sojourn law is the mixture ``P(S > t) = Σ_c Σ_{i>=0} W_{c,i} e^{−s_c t}(s_c 
 customer in service is in phase ``φ`` (``f_c g_0 (1 − u_{c,1}) α`` an idle one); its sojourn is
 the absorption time of the chain of :mod:`.sojourn` with every rate times ``s_c``; the law is
 the mixture over the classes (one block-diagonal phase-type law).
+
+**A rule whose drift is discontinuous, with classes or a phase-type law [derived].**  At the fluid
+fixed point of :func:`supermarket.meanfield.fluid.fluid_fixed_point` a share ``join[c, ℓ, φ]`` of
+the arrivals joins a class-``c`` queue of length ``ℓ < T`` whose customer in service is in phase
+``φ``; its sojourn is the same absorption time at speed ``s_c`` (``jsq``, ``jiq``: ``T = 1``, one
+service, ``PH(α, s_c T)``, with the class weights ``∝ f_c (1 − b_c)``).
 """
 
 from __future__ import annotations
@@ -40,7 +46,14 @@ from ..system.classes import ServerClasses
 from ..system.service import ServiceLaw
 from .sojourn import PhaseSojourn, _chain, _g, mph1_sojourn_quantile, phase_form
 
-__all__ = ["MAX_FLUID_LEVELS", "fluid_quantile", "classes_quantile", "classes_phase_quantile", "quantile_function"]
+__all__ = [
+    "MAX_FLUID_LEVELS",
+    "fluid_quantile",
+    "fluid_law_quantile",
+    "classes_quantile",
+    "classes_phase_quantile",
+    "quantile_function",
+]
 
 MAX_FLUID_LEVELS = 100_000
 """Most levels of a fluid fixed point read into the Erlang mixture (random routing near λ = 1
@@ -181,6 +194,36 @@ def classes_phase_quantile(policy: str, d: int, lam: float, sc: ServerClasses, l
     return PhaseSojourn(np.concatenate(betas), sp.block_diag(blocks, format="csr")).quantile(q)
 
 
+def fluid_law_quantile(policy: str, d: int, lam: float, sc: ServerClasses | None, law: ServiceLaw, q: float) -> float:
+    """The sojourn ``q``-quantile at the fluid fixed point of ``jsq``, ``jiq`` or ``jbt`` with server
+    classes and a phase-type law (module docstring).
+
+    Examples
+    --------
+    >>> from supermarket.system.service import parse_service
+    >>> t = fluid_law_quantile("jsq", 1, 0.9, None, parse_service("erlang:2"), 0.99)   # one Erlang(2, 2) service
+    >>> round(math.exp(-2 * t) * (1 + 2 * t), 10)
+    0.01
+    """
+    from ..meanfield.fluid import MAX_THRESHOLD, fluid_fixed_point
+
+    if _pol.RULES[policy].uses_d and int(d) > MAX_THRESHOLD:  # the least-d search went past what is solved
+        raise ValueError(
+            f"latency: no d <= {MAX_THRESHOLD} meets the target under {policy} (its fluid fixed point with server "
+            f"classes or a phase-type law is solved up to T = d = {MAX_THRESHOLD}: a queue's chain has 1 + T·phases "
+            "states)"
+        )
+    fp = fluid_fixed_point(policy, int(d), lam, sc, law)
+    assert law.alpha is not None and law.T is not None
+    alpha, T = np.asarray(law.alpha, float), np.asarray(law.T, float)
+    blocks, betas = [], []
+    for c, speed in enumerate(fp.server_classes.speeds):
+        ch = _chain(fp.join[c], alpha, float(speed) * T)
+        blocks.append(ch.Q)
+        betas.append(ch.beta)
+    return PhaseSojourn(np.concatenate(betas), sp.block_diag(blocks, format="csr")).quantile(q)
+
+
 def quantile_function(
     policy: str, service: ServiceLaw, sc: ServerClasses | None, q: float
 ) -> tuple[Callable[[int, float], float], str]:
@@ -188,6 +231,8 @@ def quantile_function(
     ``sc`` or one class), and a note (the two-moment fit of a law without a phase form); the
     system is one the design serves (:func:`.rule_latency.latency_method`)."""
     fit, note = (service, "") if service.is_exponential else phase_form(service)
+    if not _pol.RULES[policy].smooth and (sc is not None or not service.is_exponential):
+        return (lambda d, lam: fluid_law_quantile(policy, d, lam, sc, fit, q)), note
     if sc is not None:
         if service.is_exponential:
             return (lambda d, lam: classes_quantile(policy, d, lam, sc, q)), note

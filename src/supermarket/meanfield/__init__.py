@@ -14,7 +14,8 @@ What is here, each with the docs/model.md section it implements, one module each
   and :func:`phase_fixed_point`;
 - :mod:`.classes` and :mod:`.classes_phase` (imported by name, not re-exported here): server
   classes (§15.2), and with a phase-type law (§15.5); :mod:`.refined_classes`: their refined
-  mean field and linear noise, :func:`classes_refined_mean_field` (§15.8);
+  mean field and linear noise, :func:`classes_refined_mean_field` (§15.8); :mod:`.fluid` (likewise): the
+  fluid fixed points of ``jsq``, ``jiq`` and ``jbt`` with classes and phase-type laws (§2.1);
 - :mod:`.report`: :func:`response_times` and :class:`MeanFieldReport`.
 
 Conventions: profiles are indexed from level 1 (``u[0] = u_1``), ``u_0 ≡ 1`` is implicit

@@ -24,15 +24,15 @@ def fixed_point_report(system: System, *, levels: int | None = None) -> dict[str
     Parameters
     ----------
     system : System
-        ``n`` is not used (the fixed point does not depend on it); the rule must have a
-        differentiable drift when there is a phase-type law or server classes.
+        ``n`` is not used (the fixed point does not depend on it); a phase-type law or server
+        classes (a rule whose drift is discontinuous: its fluid fixed point).
     levels : int, optional
         Levels kept (by default as many as make the top level negligible).
 
     Raises
     ------
     ValueError
-        The method table's refusal (no phase-type form, a discontinuous drift), or the
+        The method table's refusal (no phase-type form), or the
         solver's own (an overloaded class under ``random``, a system too large to solve).
 
     Examples
@@ -61,6 +61,10 @@ def fixed_point_report(system: System, *, levels: int | None = None) -> dict[str
         return classes_phase_fixed_point(
             system.d, lam, classes, system.service, policy=system.rule, levels=levels
         ).to_dict()
+    if field == "fluid" and (classes is not None or system.law_family != "exponential"):
+        from .fluid import fluid_fixed_point
+
+        return fluid_fixed_point(system.rule, system.d, lam, classes, system.service).to_dict()
     raise ValueError(
         f"{system.describe()}: its mean field is the {field!r} one (supermarket.meanfield), not a fixed point of a "
         "phase-type law or server classes"

@@ -5,8 +5,9 @@ As the phase engine's fixed-point start (:mod:`supermarket.simulation.phase_run`
 class-``k`` servers with at least ``ℓ`` customers (and, with a phase-type law, of length ``ℓ`` in
 phase ``φ``) times the class's ``n_k`` servers, rounded to the nearest count.  The mean field
 with classes exists for the rules with a differentiable drift
-(:data:`supermarket.system.policies.SMOOTH_POLICIES`) at load ``λ < 1``; the rough rules are
-refused by :func:`supermarket.system.methods.check_options` before this runs.
+(:data:`supermarket.system.policies.SMOOTH_POLICIES`) at load ``λ < 1``; for ``jsq`` and ``jiq``
+the start is their fluid fixed point (:func:`supermarket.meanfield.fluid.fluid_fixed_point`, docs/model.md
+§2.1: no queue above 1).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import numpy as np
 
 from ..system.service import ServerClasses, ServiceLaw
 
-__all__ = ["classes_start", "classes_phase_start", "check_start", "START_CHOICES"]
+__all__ = ["classes_start", "classes_phase_start", "phase_start", "check_start", "START_CHOICES"]
 
 START_CHOICES = ("empty", "fixed-point")
 """The starts of the count engines with classes."""
@@ -45,7 +46,7 @@ def classes_start(counts: np.ndarray, d: int, lam: float, sc: ServerClasses, pol
         Choices and load (``λ < 1``).
     sc : ServerClasses
     policy : str
-        A rule with a mean field (``jsq-d``, ``random``).
+        A rule of a count engine (``jsq-d``, ``random``: the mean field; ``jsq``, ``jiq``: the fluid point).
 
     Returns
     -------
@@ -59,8 +60,13 @@ def classes_start(counts: np.ndarray, d: int, lam: float, sc: ServerClasses, pol
     [1000, 500, 125, 8]
     """
     from ..meanfield.classes import classes_fixed_point
+    from ..meanfield.fluid import fluid_fixed_point
+    from ..system import policies as _pol
 
-    u = classes_fixed_point(d, lam, sc, policy=policy).u  # u[k, i-1] = u_{k,i}, non-increasing in i
+    if _pol.RULES[policy].smooth:
+        u = classes_fixed_point(d, lam, sc, policy=policy).u  # u[k, i-1] = u_{k,i}, non-increasing in i
+    else:  # jsq, jiq: the fluid fixed point
+        u = fluid_fixed_point(policy, d, lam, sc).u
     c = np.rint(u * np.asarray(counts, float)[:, None]).astype(np.int64)
     top = int(np.max(np.nonzero(c.any(axis=0))[0], initial=-1)) + 1
     out = np.zeros((counts.size, top + 1), np.int64)
@@ -89,7 +95,7 @@ def classes_phase_start(
     law : ServiceLaw
         A phase-type law of mean 1.
     policy : str
-        A rule with a mean field (``jsq-d``, ``random``).
+        A rule of a count engine (``jsq-d``, ``random``: the mean field; ``jsq``, ``jiq``: the fluid point).
 
     Returns
     -------
@@ -105,8 +111,13 @@ def classes_phase_start(
     (2, 2, True, True)
     """
     from ..meanfield.classes_phase import classes_phase_fixed_point
+    from ..meanfield.fluid import fluid_fixed_point
+    from ..system import policies as _pol
 
-    x = classes_phase_fixed_point(d, lam, sc, law, policy=policy).x  # x[k, ℓ-1, φ]
+    if _pol.RULES[policy].smooth:
+        x = classes_phase_fixed_point(d, lam, sc, law, policy=policy).x  # x[k, ℓ-1, φ]
+    else:  # jsq, jiq: the fluid fixed point
+        x = fluid_fixed_point(policy, d, lam, sc, law).x
     N = np.rint(x * np.asarray(counts, float)[:, None, None]).astype(np.int64)
     for k in range(counts.size):
         while N[k].sum() > counts[k]:  # rounding up may overfill a class by a few servers
@@ -116,3 +127,28 @@ def classes_phase_start(
     out = np.zeros((counts.size, top + 1, N.shape[2]), np.int64)
     out[:, 1:] = N[:, :top]
     return out
+
+
+def phase_start(n: int, d: int, lam: float, alpha: np.ndarray, M: np.ndarray, policy: str) -> np.ndarray:
+    """``N[ℓ, φ]``: the queues of length ``ℓ`` in phase ``φ`` at the rounded fixed point of the
+    phase engine's rule with one class (the phase-type mean field for ``jsq-d`` and ``random``,
+    :func:`supermarket.meanfield.phase.phase_fixed_point`; the fluid fixed point for ``jsq`` and
+    ``jiq``); row ``ℓ = 0`` is 0, and where rounding up overfills, the largest counts lose one each.
+
+    >>> phase_start(100, 1, 0.5, np.array([1.0, 0.0]), np.array([[-2.0, 2.0], [0.0, -2.0]]), "jsq").tolist()
+    [[0, 0], [25, 25]]
+    """
+    from ..meanfield.fluid import fluid_shares
+    from ..meanfield.phase import phase_fixed_point
+    from ..system import policies as _pol
+
+    if _pol.RULES[policy].smooth:
+        x = phase_fixed_point(int(_pol.meanfield_d(policy, d)), lam, alpha, M).x
+    else:
+        x = fluid_shares(policy, d, lam, alpha, M)
+    N0 = np.zeros((x.shape[0] + 1, alpha.size), np.int64)
+    N0[1:] = np.rint(x * n).astype(np.int64)
+    while N0.sum() > n:  # rounding up may overfill by a few queues
+        ti, tj = np.unravel_index(np.argmax(N0), N0.shape)
+        N0[ti, tj] -= 1
+    return N0

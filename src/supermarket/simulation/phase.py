@@ -282,8 +282,8 @@ def simulate_phase(
         draws (the path is the process in law); see :mod:`supermarket.engines.phase`.
     start : ``"empty"`` or ``"fixed-point"``
         All queues empty, or the counts ``round(n x)`` of the mean-field fixed point
-        (:func:`supermarket.meanfield.phase.phase_fixed_point`; shortens the burn-in at large ``n``;
-        ``jsq-d`` and ``random`` only).
+        (:func:`supermarket.meanfield.phase.phase_fixed_point`; for ``jsq`` and ``jiq`` the fluid
+        fixed point, :func:`supermarket.meanfield.fluid.fluid_shares`; shortens the burn-in at large ``n``).
     policy : {"jsq-d", "random", "jsq", "jiq"}
         The dispatch rule (:mod:`supermarket.system.policies`); (I1) and (I2) hold for each.
 
@@ -320,10 +320,6 @@ def simulate_phase(
     if start not in ("empty", "fixed-point"):
         raise ValueError(f"start: must be 'empty' or 'fixed-point', got {start!r}")
     pol = _pol.check_policy(policy)
-    if start == "fixed-point" and pol not in _pol.SMOOTH_POLICIES:
-        raise ValueError(
-            f"start: 'fixed-point' needs a rule with a mean field ({', '.join(_pol.SMOOTH_POLICIES)}), not {pol!r}"
-        )
     ss = as_seed_sequence(seed)
 
     ch = PhaseChain(
@@ -339,15 +335,9 @@ def simulate_phase(
         policy=_pol.policy_code(pol, "phase"),
     )
     if start == "fixed-point":
-        from ..meanfield.phase import phase_fixed_point
+        from .class_starts import phase_start  # the mean field's point, or the fluid one (jsq, jiq)
 
-        x = phase_fixed_point(int(_pol.meanfield_d(pol, d)), lam, a, M).x
-        N0 = np.zeros((x.shape[0] + 1, a.size), np.int64)
-        N0[1:] = np.rint(x * n).astype(np.int64)
-        while N0.sum() > n:  # rounding up may overfill by a few queues
-            ti, tj = np.unravel_index(np.argmax(N0), N0.shape)
-            N0[ti, tj] -= 1
-        ch.set_counts(N0)
+        ch.set_counts(phase_start(n, d, lam, a, M, pol))
     YN, YP, events = run_batches(ch, burn_in, t_end, batches)
     return summarize_batches(YN, YP, a, M, t0, n, d, lam, replace, t_end, burn_in, batches, events, holding)
 

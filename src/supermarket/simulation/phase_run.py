@@ -394,7 +394,8 @@ def simulate_phase_service(
     replications, workers : int
         Independent runs, on ``workers`` threads (the numbers do not depend on ``workers``).
     start : {"empty", "fixed-point"}
-        All queues empty, or the phase mean-field fixed point (``jsq-d``, ``random``; ``λ < 1``).
+        All queues empty, or the phase mean-field fixed point (``jsq-d``, ``random``; ``jsq``, ``jiq``:
+        the fluid one; ``λ < 1``).
     control_variates : bool
         Use the (I1) identities as control variates (module docstring).
 
@@ -448,8 +449,6 @@ def simulate_phase_service(
         workers = check_int("workers", workers, minimum=1, maximum=4096)
     if start not in ("empty", "fixed-point"):
         raise ValueError(f"start: the phase engine starts 'empty' or at the 'fixed-point', got {start!r}")
-    if start == "fixed-point" and pol not in _pol.SMOOTH_POLICIES:
-        raise ValueError(f"start: 'fixed-point' needs a rule with a mean field (jsq-d, random), not {pol!r}")
     if start == "fixed-point" and lam >= 1.0:
         raise ValueError("start: 'fixed-point' needs load λ < 1: at λ >= 1 the mean field has no fixed point")
     seeds = as_seed_sequence(seed).spawn(replications)
@@ -458,15 +457,9 @@ def simulate_phase_service(
     def one(ss: np.random.SeedSequence) -> dict:
         ch = PhaseChain(n, d, lam, a, M, t0, replace=bool(replace), seed=ss, holding_exp=False, policy=code)
         if start == "fixed-point":
-            from ..meanfield.phase import phase_fixed_point
+            from .class_starts import phase_start  # the mean field's point, or the fluid one (jsq, jiq)
 
-            x = phase_fixed_point(int(_pol.meanfield_d(pol, d)), lam, a, M).x
-            N0 = np.zeros((x.shape[0] + 1, a.size), np.int64)
-            N0[1:] = np.rint(x * n).astype(np.int64)
-            while N0.sum() > n:
-                ti, tj = np.unravel_index(np.argmax(N0), N0.shape)
-                N0[ti, tj] -= 1
-            ch.set_counts(N0)
+            ch.set_counts(phase_start(n, d, lam, a, M, pol))
         return _one(ch, burn, t_end, batches, lam, t0)
 
     # compile (or load from numba's cache) the kernel before the clock starts: a chain of

@@ -150,9 +150,19 @@ def measure_meanfield(params: dict, seed: np.random.SeedSequence) -> dict:
     lna = _import("meanfield", "supermarket.meanfield", "lna")
     d, lam = params["d"], params["load"]
     kw = {"policy": params["policy"]} if "policy" in params else {}  # only when given: old rows stay as they were
-    if kw and mean_field_of(params) == "fluid":  # a discontinuous drift: the fluid fixed point (λ, 0, 0, …)
+    if kw and mean_field_of(params) == "fluid":  # a discontinuous drift: the fluid fixed point (docs/model.md §2.1)
         from ..system.methods import fluid_note
+        from ..system.policies import RULES
 
+        rule = RULES[_mean_field_system(params).rule]
+        if rule.uses_d:  # jbt(T = d): its levels 1..T
+            u = rule.fixed_point(lam, int(d), int(d))
+            return {
+                "levels": int(d),
+                "fixed_point": u,
+                "mean_queue_length": float(u.sum()),
+                "note": fluid_note(rule.name),
+            }
         u1 = float(lam)
         return {"levels": 1, "fixed_point": np.array([u1]), "mean_queue_length": u1, "note": fluid_note(kw["policy"])}
     rmf = refined_mean_field(d, lam, **kw)

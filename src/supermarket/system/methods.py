@@ -330,13 +330,8 @@ def check_options(
             if isinstance(value, str) and value in e.starts:
                 if value == "fixed-point" and engine == "events" and (no := fixed_point_refusal(system)):
                     raise Refusal(key, f"{spell(key) if spell else key}: {no}")
-                rough = system.rule not in _pol.SMOOTH_POLICIES and engine != "events"
-                if value == "fixed-point" and (rough or exact_load(system.load) >= 1):  # no mean-field point
-                    why = (
-                        f"a rule with a mean field ({', '.join(_pol.SMOOTH_POLICIES)}), not {system.rule!r}"
-                        if rough
-                        else "load λ < 1: at λ >= 1 the mean field has no fixed point (the queues grow without bound)"
-                    )
+                if value == "fixed-point" and exact_load(system.load) >= 1:  # no mean-field point
+                    why = "load λ < 1: at λ >= 1 the mean field has no fixed point (the queues grow without bound)"
                     raise Refusal(key, f"{spell(key) if spell else key}: 'fixed-point' needs {why}")
                 continue
         elif option in e.takes:
@@ -408,18 +403,19 @@ def _check_classes_stable(system: System) -> None:
 
 def mean_field(system: System) -> str:
     """The module of :mod:`supermarket.meanfield` that gives the fixed point of ``system``
-    (``ode`` for exponential service and one class; ``fluid``, the fluid fixed point only, there
-    for a rule whose drift is discontinuous, :func:`smooth_mean_field`; ``phase``, ``classes``,
-    ``classes_phase``), or a ValueError saying why there is none.
+    (``ode`` for exponential service and one class; ``phase``, ``classes``, ``classes_phase``;
+    ``fluid``, the fluid fixed point, for a rule whose drift is discontinuous, whatever its law
+    and classes: :func:`smooth_mean_field` says what it lacks), or a ValueError saying why there
+    is none.
 
     >>> mean_field(System(None, 2, 0.5, service="hyperexp:4"))
     'phase'
-    >>> mean_field(System(None, 2, 0.5, rule="jiq"))
-    'fluid'
-    >>> mean_field(System(None, 2, 0.5, rule="jiq", service="erlang:2"))
+    >>> mean_field(System(None, 2, 0.5, rule="jiq")), mean_field(System(None, 3, 0.5, rule="jbt", service="erlang:2"))
+    ('fluid', 'fluid')
+    >>> mean_field(System(None, 2, 0.5, service="lognormal:2"))
     Traceback (most recent call last):
     ...
-    ValueError: policy: jiq's mean-field drift is discontinuous: no mean field with a phase-type law ...
+    ValueError: service: lognormal:2 has no phase-type form, so no mean field of finitely many phases; ...
     """
     if system.law_family == "general":
         raise ValueError(
@@ -427,21 +423,9 @@ def mean_field(system: System) -> str:
             "phases; the mean field takes exp, erlang:K, hyperexp:SCV or ph:FILE.json (the event engine "
             "simulates the others)"
         )
-    if (system.law_family != "exponential" or system.has_classes) and system.rule not in _pol.SMOOTH_POLICIES:
-        with_what = "server classes" if system.has_classes else "a phase-type law"
-        raise ValueError(
-            f"policy: {system.rule}'s mean-field drift is discontinuous: no mean field with {with_what} for it "
-            f"({', '.join(_pol.SMOOTH_POLICIES)} only); simulate runs it"
-        )
     _check_classes_stable(system)  # an overloaded class under random routing: no fixed point
     if system.rule not in _pol.SMOOTH_POLICIES:
-        rule = _pol.RULES[system.rule]
-        if rule.fixed_point(0.5, 2, max(system.d, 2))[1] != 0.0:  # not the fluid point (λ, 0, 0, …) of jsq, jiq
-            raise ValueError(
-                f"policy: {system.rule} {rule.rough}: no mean-field ODE; its "
-                f"fluid fixed point is {rule.fluid_text}; simulate (the event engine) or exact runs it"
-            )
-        return "fluid"
+        return "fluid"  # the fluid fixed point (docs/model.md §2.1): every class an M/PH/1/T queue
     return {
         ("exponential", False): "ode",
         ("phase-type", False): "phase",
@@ -551,8 +535,9 @@ def smooth_mean_field(rule: str, part: str, spelled: str | None = None) -> None:
     verb = "do" if part == "n" else "does"
     raise ValueError(
         f"{spelled or part}: the {SMOOTH_PARTS[part]} {verb} not exist for {rule}: its mean-field drift is "
-        f"discontinuous (P_ℓ(u) jumps at u_1 = 1; {' and '.join(_pol.SMOOTH_POLICIES)} have a differentiable "
-        "one); its fluid fixed point does: u_1 = λ, u_ℓ = 0 for ℓ >= 2"
+        f"discontinuous (P_ℓ(u) jumps {'where u_T reaches 1' if _pol.RULES[rule].uses_d else 'at u_1 = 1'}; "
+        f"{' and '.join(_pol.SMOOTH_POLICIES)} have a differentiable "
+        f"one); its fluid fixed point does: {_pol.RULES[rule].fluid_text}"
     )
 
 
@@ -580,14 +565,29 @@ def refined_mean_field(system: System, spelled: str = "n") -> str:
     return {"phase": "refined_phase", "ode": "ode"}.get(field, "refined_classes")
 
 
-def fluid_note(rule: str) -> str:
-    """What the mean field of a rule with a discontinuous drift is, for reports.
+def fluid_note(rule: str, system: System | None = None) -> str:
+    """What the mean field of a rule with a discontinuous drift is, for reports: its fluid fixed
+    point (of ``system``, with its law and classes, when given).
 
     >>> fluid_note("jiq")[:32]
     'JIQ: an idle queue if there is o'
+    >>> fluid_note("jbt")[-60:]
+    'ODE, refined mean field or linear-noise covariance [derived]'
+    >>> fluid_note("jsq", System(None, 1, 0.5, server_classes="0.5:2,0.5:1"))[33:119]
+    'fluid fixed point with service exp, server classes 0.5:2,0.5:1 (T = 1: every class an '
     """
+    r = _pol.RULES[_pol.check_policy(rule)]
+    plain = system is None or (system.law_family == "exponential" and not system.has_classes)
+    if not r.uses_d and plain:  # jsq, jiq: (λ, 0, 0, …), classical
+        return (
+            f"{r.title}: fluid fixed point (λ, 0, 0, ...) [classical, docs/model.md §2]; "
+            "its mean-field drift is discontinuous at u_1 = 1, so there is no mean-field ODE, refined "
+            "mean field or linear-noise covariance"
+        )
+    where = "" if plain or system is None else f" with {system.describe()}"
+    what = r.fluid_text if plain else "every class an M/PH/1/T queue fed at rate λ s̄/F, F the share below T"
+    T = "d" if r.uses_d else "1"
     return (
-        f"{_pol.describe(rule)}: fluid fixed point (λ, 0, 0, ...) [classical, docs/model.md §2]; "
-        "its mean-field drift is discontinuous at u_1 = 1, so there is no mean-field ODE, refined "
-        "mean field or linear-noise covariance"
+        f"{r.title}: fluid fixed point{where} (T = {T}: {what}; docs/model.md §2.1); its mean-field drift "
+        "is discontinuous, so there is no mean-field ODE, refined mean field or linear-noise covariance [derived]"
     )
