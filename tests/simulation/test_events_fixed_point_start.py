@@ -90,7 +90,7 @@ def _kernel_consistent(init, a, it, sorted_mode):
             assert a["bstart"][ell] == np.count_nonzero(x0 < ell)
 
 
-@pytest.mark.parametrize("policy", ["jsq-d", "random", "jsq", "jiq"])
+@pytest.mark.parametrize("policy", ["jsq-d", "random", "jsq", "jiq", "jbt"])
 def test_one_class_exp_counts_are_the_profile_engines_start(policy):
     n, d, lam = 1000, 2, 0.9
     init, a, _, it, _, _ = _initial(n, d, lam, policy)
@@ -99,7 +99,7 @@ def test_one_class_exp_counts_are_the_profile_engines_start(policy):
     assert np.array_equal(c[: own.size], own) and not c[own.size :].any()
     if policy == "jsq-d":
         assert np.array_equal(own, start_counts(n, d, lam, "fixed-point"))
-    _kernel_consistent(init, a, it, policy in ("jsq", "jiq"))
+    _kernel_consistent(init, a, it, policy in ("jsq", "jiq", "jbt"))
 
 
 @pytest.mark.parametrize("service, policy", [("erlang:2", "jsq-d"), ("hyperexp:4", "random"), ("erlang:3", "jsq-d")])
@@ -124,6 +124,23 @@ def test_jsq_jiq_phase_start_is_their_fluid_point(policy):
     init, a, _, it, _, _ = _initial(n, 2, lam, policy, "hyperexp:4")
     want = np.rint(n * lam * np.linalg.solve(-law.T.T, law.alpha)).astype(np.int64)
     assert init[0].max() == 1 and np.array_equal(_by_length_phase(*init, 2)[1], want)
+    _kernel_consistent(init, a, it, True)
+
+
+def test_jbt_phase_start_is_its_fluid_point():
+    """JBT(T = 2) with a phase-type law: the queues of length 1 and 2 by phase are ``n`` times the
+    fluid point's shares (supermarket.meanfield.fluid), rounded as the phase engine rounds; none longer."""
+    from supermarket.meanfield.fluid import fluid_shares
+
+    n, lam = 4000, 0.8
+    law = parse_service("hyperexp:4")
+    init, a, _, it, _, _ = _initial(n, 2, lam, "jbt", "hyperexp:4")
+    want = np.rint(n * fluid_shares("jbt", 2, lam, law.alpha, law.T)).astype(np.int64)
+    while want.sum() > n:
+        ti, tj = np.unravel_index(np.argmax(want), want.shape)
+        want[ti, tj] -= 1
+    got = _by_length_phase(*init, 2)
+    assert init[0].max() == 2 and np.array_equal(got[1:3], want) and want[1].sum() > 0.1 * n
     _kernel_consistent(init, a, it, True)
 
 
@@ -208,8 +225,9 @@ def _u1_runs(start, service="exp", classes=None, policy="jsq-d", seeds=range(10)
 
 @pytest.mark.parametrize(
     "service, classes, policy",
-    [("exp", None, "jsq-d"), ("hyperexp:4", None, "jsq-d"), ("erlang:2", SC, "jsq-d"), ("exp", None, "jsq")],
-)
+    [("exp", None, "jsq-d"), ("hyperexp:4", None, "jsq-d"), ("erlang:2", SC, "jsq-d"), ("exp", None, "jsq"),
+     ("exp", None, "jbt"), ("exp", SC, "jsq"), ("erlang:2", SC, "jbt")],
+)  # fmt: skip
 def test_no_start_transient_in_u1(service, classes, policy):
     u = _u1_runs("fixed-point", service, classes, policy)
     se = u.std(ddof=1) / math.sqrt(u.size)
@@ -271,13 +289,11 @@ def test_a_law_without_phase_type_form_is_refused_with_one_text():
 @pytest.mark.parametrize(
     "kw, words",
     [
-        ({"rule": "jbt"}, "no fixed point of jbt yet"),
-        ({"rule": "jsq", "server_classes": SC}, "no fixed point of jsq with server classes yet"),
-        ({"rule": "jiq", "service": "erlang:2", "server_classes": SC}, "no fixed point of jiq with server classes"),
         ({"load": 1.2}, "needs load λ < 1"),
+        ({"load": 1.0, "rule": "jbt"}, "needs load λ < 1"),
     ],
 )
-def test_no_fixed_point_yet_is_refused(kw, words):
+def test_no_fixed_point_is_refused(kw, words):
     load = kw.pop("load", 0.5)
     why = fixed_point_refusal(System(20, 2, load, **kw))
     assert why is not None and words in why
@@ -291,7 +307,11 @@ def test_no_fixed_point_yet_is_refused(kw, words):
     assert str(via.value) == f"start: {why}"
 
 
-@pytest.mark.parametrize("kw", [{}, {"rule": "jsq"}, {"service": "hyperexp:4", "server_classes": SC}])
+@pytest.mark.parametrize(
+    "kw",
+    [{}, {"rule": "jsq"}, {"service": "hyperexp:4", "server_classes": SC}, {"rule": "jbt"},
+     {"rule": "jsq", "server_classes": SC}, {"rule": "jiq", "service": "erlang:2", "server_classes": SC}],
+)  # fmt: skip
 def test_systems_with_a_fixed_point_are_taken(kw):
     assert fixed_point_refusal(System(20, 2, 0.5, **kw)) is None
 

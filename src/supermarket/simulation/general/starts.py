@@ -6,10 +6,9 @@ to the nearest integer): the profile engine's (:func:`supermarket.system.states.
 for ``jsq-d``, the rule's fluid fixed point for the others, as :mod:`supermarket.simulation.plan`
 rounds it), the phase engine's (the phase mean field's ``x[ℓ, φ]`` times ``n``, the largest
 count lowered while rounding up overfills ``n``, as :mod:`supermarket.simulation.phase_run`),
-and the classes engines' (:mod:`supermarket.simulation.class_starts`).  ``jsq`` and ``jiq``
-with a phase-type law start at their fluid fixed point ``x[1, φ] = λ (α(−T)^{-1})_φ`` (one
-customer per busy server, the phase of its service in proportion to the time it spends
-there; docs/model.md §2, §13), rounded as the phase engine rounds.
+and the classes engines' (:mod:`supermarket.simulation.class_starts`).  The rules with a
+discontinuous drift (``jsq``, ``jiq``, ``jbt``) start at their fluid fixed point
+(:mod:`supermarket.meanfield.fluid`, docs/model.md §2.1), as the count engines do.
 
 :func:`start_state` returns ``N[k, ℓ, φ]``: the class-``k`` servers of length ``ℓ`` whose
 customer in service is in phase ``φ``; :func:`server_state` lays them out on the servers,
@@ -28,7 +27,7 @@ from ...system import policies as _pol
 from ...system.phase_law import check_ph
 from ...system.service import ServerClasses, ServiceLaw, phase_type
 from ...system.states import start_counts
-from ..class_starts import classes_phase_start, classes_start
+from ..class_starts import classes_phase_start, classes_start, phase_start
 from ..plan import _FP_LEVELS
 
 __all__ = ["start_state", "server_state", "residual_table", "draw_start", "load_start", "kernel_state"]
@@ -97,15 +96,7 @@ def start_state(
         return _from_counts(c)[None]
     assert law.alpha is not None and law.T is not None, "a phase-type law (event_starts refuses the others)"
     a, M, _ = check_ph(law.alpha, law.T)
-    if policy in _pol.SMOOTH_POLICIES:
-        from ...meanfield.phase import phase_fixed_point  # here: the mean field is needed for this start only
-
-        x = phase_fixed_point(int(_pol.meanfield_d(policy, d)), lam, a, M).x
-    else:  # jsq, jiq: one customer per busy server, its phase in proportion to λ α(−T)^{-1}
-        x = (lam * np.linalg.solve(-M.T, a))[None]
-    N0 = np.zeros((x.shape[0] + 1, a.size), np.int64)
-    N0[1:] = np.rint(x * n).astype(np.int64)
-    return _fit(N0, n)[None]
+    return phase_start(n, d, lam, a, M, policy)[None]  # the phase engine's start, rounded as it rounds
 
 
 def server_state(N: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
