@@ -21,30 +21,9 @@ from numba import njit
 
 from .departures import _push
 from .events import F_INVW, I_CUR, I_FREE, I_HSIZE
-from .rng import next_double
-from .service import _EXP, _exp1, sample_service
+from .service import _EXP, _exp1, residual_work, sample_service
 
 __all__ = ["start_works", "place_departures", "residual_work"]
-
-
-@njit(cache=True)
-def residual_work(s: np.ndarray, tab: np.ndarray, phase: int) -> float:
-    """The time to absorption of the phase-type chain of ``tab``
-    (:meth:`supermarket.system.service.ServiceLaw.ph_table`) from ``phase``: ``PH(e_phase, T)``."""
-    m = tab.shape[0] - 1
-    ph = phase
-    t = 0.0
-    while True:
-        t += _exp1(s) / tab[ph + 1, 0]
-        u = next_double(s)
-        nxt = -1
-        for j in range(m):
-            if u < tab[ph + 1, 1 + j]:
-                nxt = j
-                break
-        if nxt < 0:
-            return t
-        ph = nxt
 
 
 @njit(cache=True)

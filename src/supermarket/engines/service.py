@@ -13,7 +13,7 @@ from numba import njit
 
 from .rng import next_double, next_normal
 
-__all__ = ["sample_service"]
+__all__ = ["sample_service", "residual_work"]
 
 # service-law codes: the same as supermarket.system.service (engines import nothing above them)
 _EXP, _ERLANG, _HYPEREXP, _PH, _LOGNORMAL, _PARETO, _DETERMINISTIC = range(7)
@@ -22,6 +22,28 @@ _EXP, _ERLANG, _HYPEREXP, _PH, _LOGNORMAL, _PARETO, _DETERMINISTIC = range(7)
 @njit(cache=True, inline="always")
 def _exp1(s):
     return -math.log(1.0 - next_double(s))
+
+
+@njit(cache=True, inline="always")
+def residual_work(s: np.ndarray, tab: np.ndarray, phase: int) -> float:
+    """The time to absorption of the phase-type chain of ``tab``
+    (:meth:`supermarket.system.service.ServiceLaw.ph_table`) from ``phase``: ``PH(e_phase, T)``
+    (a full work when ``phase`` is drawn from ``α``, :func:`sample_service`; the remaining work
+    of a customer in service in that phase, :mod:`.event_start`)."""
+    m = tab.shape[0] - 1
+    ph = phase
+    t = 0.0
+    while True:
+        t += _exp1(s) / tab[ph + 1, 0]
+        u = next_double(s)
+        nxt = -1
+        for j in range(m):
+            if u < tab[ph + 1, 1 + j]:
+                nxt = j
+                break
+        if nxt < 0:
+            return t
+        ph = nxt
 
 
 @njit(cache=True)
@@ -57,15 +79,4 @@ def sample_service(s: np.ndarray, code: int, par: np.ndarray, tab: np.ndarray) -
     ph = 0
     while ph < m - 1 and u >= tab[0, ph]:
         ph += 1
-    t = 0.0
-    while True:
-        t += _exp1(s) / tab[ph + 1, 0]
-        u = next_double(s)
-        nxt = -1
-        for j in range(m):
-            if u < tab[ph + 1, 1 + j]:
-                nxt = j
-                break
-        if nxt < 0:
-            return t
-        ph = nxt
+    return residual_work(s, tab, ph)

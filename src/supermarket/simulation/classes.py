@@ -168,11 +168,9 @@ class ClassesResult(Result):
         ValueError
             At load >= 1 (no equilibrium), naming ``cdf_points``.
         """
-        if self.response is None:
-            from .joined import NO_LAW
+        from .joined import law_cdf
 
-            raise ValueError(f"cdf_points: the count engine with classes {NO_LAW}")
-        return self.response.cdf(points)
+        return law_cdf(self.response, points, "the count engine with classes")
 
     def to_dict(self, *, cdf_points: int | None = None) -> dict[str, Any]:
         """:meth:`shared`, then this engine's own keys; with ``cdf_points``, ``cdf`` (:meth:`cdf`)."""

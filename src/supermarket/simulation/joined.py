@@ -38,6 +38,7 @@ __all__ = [
     "response_blocks",
     "quantile_lines",
     "cdf_lines",
+    "law_cdf",
     "CDF_TOP_QUANTILE",
     "ATOM_NOTE",
     "NO_LAW",
@@ -256,9 +257,23 @@ def quantile_lines(resp: JoinedResponse | None, pm: Callable[[ErrorEstimate], st
     return lines
 
 
-def cdf_lines(cdf: dict) -> list[str]:
-    """The lines of a response-time CDF (:meth:`JoinedResponse.cdf`): ``t``, ``P(S ≤ t)`` and
-    ``P(W ≤ t)``, each ``± one standard error`` where it has a trusted one."""
+def law_cdf(response: JoinedResponse | None, points: int, engine: str) -> dict:
+    """The sojourn and waiting CDFs of a count engine's joined law (:meth:`JoinedResponse.cdf`).
+
+    Raises
+    ------
+    ValueError
+        At load >= 1 (``response`` None: no equilibrium), naming ``cdf_points`` and ``engine``.
+    """
+    if response is None:
+        raise ValueError(f"cdf_points: {engine} {NO_LAW}")
+    return response.cdf(points)
+
+
+def cdf_lines(cdf: dict, source: str = "the law of what the arrivals join; docs/model.md §13.2, §15.9") -> list[str]:
+    """The lines of a response-time CDF (:meth:`JoinedResponse.cdf`, or the event engine's
+    :meth:`~supermarket.simulation.general.GeneralResult.cdf` with its ``source``): ``t``,
+    ``P(S ≤ t)`` and ``P(W ≤ t)``, each ``± one standard error`` where it has a trusted one."""
 
     def cell(v: float, e: float | None) -> str:
         return f"{v:.6g}" if e is None else f"{v:.6g} ± {e:.2g}"
@@ -273,7 +288,7 @@ def cdf_lines(cdf: dict) -> list[str]:
     w = [max(len(r[j]) for r in [head, *rows]) for j in range(3)]
     return [
         "",
-        f"Response-time CDF on {len(rows)} points (the law of what the arrivals join; docs/model.md §13.2, §15.9)",
+        f"Response-time CDF on {len(rows)} points ({source})",
         *("  ".join(c.rjust(w[j]) for j, c in enumerate(r)).rstrip() for r in [head, tuple("-" * x for x in w), *rows]),
     ]
 

@@ -45,7 +45,7 @@ from ..stats import MIN_BLOCKS, ErrorEstimate, blocking
 from ..system import policies as _pol
 from ..system.phase_law import check_ph
 from ..system.service import ServiceLaw, parse_service
-from .joined import NO_LAW, JoinedResponse, cdf_lines, joined_response, quantile_lines, response_blocks
+from .joined import JoinedResponse, cdf_lines, joined_response, law_cdf, quantile_lines, response_blocks
 from .law_precision import summary_lines as precision_lines
 from .phase import PhaseChain, flow_series, run_batches
 
@@ -226,9 +226,7 @@ class PhaseSimulationResult(Result):
         ValueError
             At load >= 1 (no equilibrium), naming ``cdf_points``.
         """
-        if self.response is None:
-            raise ValueError(f"cdf_points: the phase-type count engine {NO_LAW}")
-        return self.response.cdf(points)
+        return law_cdf(self.response, points, "the phase-type count engine")
 
     @property
     def events_per_second(self) -> float:

@@ -332,22 +332,7 @@ class GeneralResult:
 
 
 def _cdf_table(cdf: dict) -> list[str]:
-    """The lines of a response-time CDF (:meth:`GeneralResult.cdf`): ``t``, ``P(S ≤ t)`` and
-    ``P(W ≤ t)``, each ``± one standard error`` where it has a trusted one."""
+    """The lines of the measured customers' response-time CDF (:meth:`GeneralResult.cdf`)."""
+    from ..joined import cdf_lines
 
-    def cell(v: float, e: float | None) -> str:
-        return f"{v:.6g}" if e is None else f"{v:.6g} ± {e:.2g}"
-
-    rows = [
-        (f"{t:.6g}", cell(a, ea), cell(b, eb))
-        for t, a, ea, b, eb in zip(
-            cdf["t"], cdf["sojourn"], cdf["sojourn_stderr"], cdf["waiting"], cdf["waiting_stderr"]
-        )
-    ]
-    head = ("t", "P(S ≤ t)", "P(W ≤ t)")
-    w = [max(len(r[j]) for r in [head, *rows]) for j in range(3)]
-    return [
-        "",
-        f"Response-time CDF on {len(rows)} points (the measured customers; docs/model.md §14)",
-        *("  ".join(c.rjust(w[j]) for j, c in enumerate(r)).rstrip() for r in [head, tuple("-" * x for x in w), *rows]),
-    ]
+    return cdf_lines(cdf, "the measured customers; docs/model.md §14")
