@@ -5,7 +5,7 @@ by field: the check that a refactor leaves every number bit-identical for the sa
     python tools/compare_outputs.py compare BEFORE AFTER
 
 Timings are masked; every other field must be equal, and the comparison lists those that are
-not (a new field counts as a difference). ``run`` exits 1 if a command exits non-zero;
+not (a new field counts as a difference), split into values changed, fields new and fields removed. ``run`` exits 1 if a command exits non-zero;
 ``tests/docs/test_screens_docs2.py`` checks that every command's options parse.
 
 JSON written before the one shape of the simulate results (issue #28, item 4; CHANGELOG "what
@@ -194,7 +194,13 @@ def compare(before: str, after: str) -> int:
         added = sorted(k for k in b.keys() - a.keys() if ADDED.search(k))
         diff = sorted(k for k in a.keys() | b.keys() if k not in added and a.get(k, "<absent>") != b.get(k, "<absent>"))
         bad += bool(diff)
-        print(f"{cmd}: {len(a)} fields, {len(diff)} differ {diff[:8]}; {len(added)} added by the shared shape")
+        changed = [k for k in diff if k in a and k in b]  # a value that moved: the check's real finding
+        new = [k for k in diff if k not in a]
+        gone = [k for k in diff if k not in b]
+        print(
+            f"{cmd}: {len(a)} fields, {len(diff)} differ ({len(changed)} changed {changed[:8]}, {len(new)} new "
+            f"{new[:4]}, {len(gone)} removed {gone[:4]}); {len(added)} added by the shared shape"
+        )
     return 1 if bad else 0
 
 
