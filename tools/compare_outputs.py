@@ -5,8 +5,9 @@ by field: the check that a refactor leaves every number bit-identical for the sa
     python tools/compare_outputs.py compare BEFORE AFTER
 
 Timings are masked; every other field must be equal, and the comparison lists those that are
-not (a new field counts as a difference), split into values changed, fields new and fields removed. ``run`` exits 1 if a command exits non-zero;
-``tests/docs/test_screens_docs2.py`` checks that every command's options parse.
+not (a new field counts as a difference), split into values changed, fields new and fields
+removed. ``run`` exits 1 if a command exits non-zero; ``tests/docs/test_screens_docs2.py``
+checks that every command's options parse.
 
 JSON written before the one shape of the simulate results (issue #28, item 4; CHANGELOG "what
 moved") is read through :data:`MOVED`: its keys are renamed to where they are now before the
