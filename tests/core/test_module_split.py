@@ -12,7 +12,7 @@ import pytest
 MOVED = {
     "supermarket.design.service": {
         "MAX_FIT_PHASES": "supermarket.design.sojourn",
-        "PhaseSojourn": "supermarket.design.sojourn",
+        "PhaseSojourn": "supermarket.response.phase_sojourn",
         "phase_form": "supermarket.design.sojourn",
         "sojourn_law": "supermarket.design.sojourn",
         "mph1_sojourn_tail": "supermarket.design.sojourn",

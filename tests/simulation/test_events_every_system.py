@@ -68,8 +68,7 @@ def test_a_count_engine_named_for_jbt_says_which_rules_it_dispatches_by():
         methods.simulation_engine(System(10, 2, 0.5, rule="jbt", service="erlang:2"), "phase")
     with pytest.raises(ValueError, match=r"runs policy 'jsq-d' only .*: use engine 'profile' or 'buckets'"):
         methods.simulation_engine(System(10, 2, 0.5, rule="jbt"), "queues")
-    with pytest.raises(ValueError, match="exp service has one phase"):
-        methods.simulation_engine(System(10, 2, 0.5), "phase")
+    assert methods.simulation_engine(System(10, 2, 0.5), "phase") == "phase"  # exp: the one-phase law
 
 
 def test_start_perfect_on_the_law_engines_gives_the_samplers_reason():

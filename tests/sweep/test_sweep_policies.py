@@ -68,7 +68,7 @@ def test_old_sweeps_keep_their_hashes():
         ('time = 9.0\nservice = "erlang:2"\nengine = "buckets"\n', "run[1].engine", "phase-type count engine"),
         ('time = 9.0\nservice = "erlang:2"\nengine = "queues"\n', "run[1].engine", "(engine 'events')"),
         ('time = 9.0\nservice = "pareto:2"\nengine = "queues"\n', "run[1].engine", "event engine"),
-        ('time = 9.0\nengine = "phase"\n', "run[1].engine", "exp service has one phase"),
+        ('time = 9.0\nservice = "lognormal:2"\nengine = "phase"\n', "run[1].engine", "event engine"),
         ('time = 9.0\nserver_classes = "0.5:2,0.5:1"\nstart = "long:3"\n', "run[1].start", "classes (service exp"),
         ('time = 9.0\nservice = "erlang:2"\nstart = "long:3"\n', "run[1].start", "starts 'empty' or 'fixed-point'"),
         (

@@ -122,7 +122,7 @@ class Rule:
     --------
     >>> r = RULES["jbt"]
     >>> r.code, r.uses_d, r.smooth, r.engines
-    (4, True, False, ('events', 'exact'))
+    (4, True, False, ('profile', 'events', 'exact', 'exact-phase', 'exact-classes'))
     """
 
     name: str
