@@ -135,3 +135,26 @@ def test_a_phase_type_point_with_n_is_what_the_command_prints(tmp_path):
     assert r["refined_V"] == rep["refined"]["V"] and r["refined_u"] == rep["refined"]["mean"]
     assert r["refined_mean_queue_length"] == rep["refined"]["mean_queue_length"]
     assert r["lna_covariance"] == rep["covariance"] and r["refined_V"][1] > 0.2
+
+
+@pytest.mark.parametrize("extra", ["", 'server_classes = "0.5:2,0.5:1"\n'])
+def test_jbt_threshold_beyond_the_largest_is_refused_by_both_doors(extra):
+    """JBT(T = d) holds T levels in its fluid point: ``d`` above ``MAX_THRESHOLD`` is refused when
+    the file is read, as the command refuses ``--d`` (the sweep ran the one-class point, the command
+    refused it); the largest ``d`` runs through both."""
+    from supermarket.meanfield.fluid import MAX_THRESHOLD
+
+    big = MAX_THRESHOLD + 1
+    with pytest.raises(sw.SweepFileError) as info:
+        sw.parse_sweep(f'[[run]]\nmeasurement = "meanfield"\nd = {big}\nload = 0.5\npolicy = "jbt"\n{extra}')
+    (err,) = info.value.errors
+    flags = ["--server-classes", "0.5:2,0.5:1"] if extra else []
+    out = CliRunner().invoke(main, ["meanfield", "--policy", "jbt", "--d", str(big), "--load", "0.5", *flags])
+    assert out.exit_code == 2 and f"[1, {MAX_THRESHOLD}]" in out.output and f"[1, {MAX_THRESHOLD}]" in err
+    assert ".d:" in err
+    if not extra:
+        s = sw.parse_sweep(f'[[run]]\nmeasurement = "meanfield"\nd = {MAX_THRESHOLD}\nload = 0.5\npolicy = "jbt"\n')
+        (t,) = s.tasks
+        row = sw.MEASUREMENTS["meanfield"](t.params, None)
+        out = CliRunner().invoke(main, ["meanfield", "--policy", "jbt", "--d", str(MAX_THRESHOLD), "--load", "0.5"])
+        assert out.exit_code == 0 and row["levels"] == MAX_THRESHOLD

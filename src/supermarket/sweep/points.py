@@ -208,10 +208,20 @@ def _derive_ndl(name: str, needs_d2: bool, defaults: dict):
 
 def _check_meanfield_point(p: dict) -> None:
     """Refuse, when the file is read, what ``supermarket meanfield`` refuses for the point (the one
-    table, :mod:`supermarket.system.methods`): a law with no phase-type form, a rule whose drift is
-    discontinuous with a law or classes, and ``n`` (the refined mean field) where it does not exist."""
+    table, :mod:`supermarket.system.methods`): a law with no phase-type form, ``n`` (the refined mean
+    field) where it does not exist, and a ``jbt`` threshold ``d`` above the largest its fluid point
+    is solved for (:data:`supermarket.meanfield.fluid.MAX_THRESHOLD`, as the command refuses ``--d``)."""
     from ..system.methods import mean_field, refined_mean_field, smooth_mean_field
+    from ..system.policies import RULES
 
+    rule = RULES.get(p.get("policy", "jsq-d"))
+    if rule is not None and rule.uses_d and not rule.smooth:  # jbt(T = d): its fluid point holds T levels
+        from ..meanfield.fluid import threshold
+
+        try:  # the threshold the command takes, for every law and classes
+            threshold(rule.name, p["d"])
+        except (TypeError, ValueError) as exc:
+            raise PointError("d", str(exc)) from None
     if _law_or_classes(p):
         system = _mean_field_system(p)
         try:
