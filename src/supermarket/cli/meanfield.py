@@ -225,12 +225,19 @@ def _add_fluid_response_times(rep: dict, rule: Any, T: int, u: np.ndarray, cdf: 
     rep["response_source"] = rt.source
     rep["sojourn"], rep["waiting"] = rt.sojourn.to_dict(), rt.waiting.to_dict()
     if cdf is not None:
-        grid = np.linspace(0.0, 1.1 * max(rt.sojourn.quantiles.values()), cdf)
-        rep["cdf"] = {
-            "t": grid.tolist(),
-            "sojourn": rt.sojourn_cdf(grid).tolist(),
-            "waiting": rt.waiting_cdf(grid).tolist(),
-        }
+        _add_cdf(rep, rt, cdf)
+
+
+def _add_cdf(rep: dict, rt: Any, cdf: int) -> np.ndarray:
+    """``rep["cdf"]``: the sojourn and waiting CDFs of ``rt`` on ``cdf`` times from 0 to 1.1 × its
+    largest sojourn quantile; returns the grid."""
+    grid = np.linspace(0.0, 1.1 * max(rt.sojourn.quantiles.values()), cdf)
+    rep["cdf"] = {
+        "t": grid.tolist(),
+        "sojourn": rt.sojourn_cdf(grid).tolist(),
+        "waiting": rt.waiting_cdf(grid).tolist(),
+    }
+    return grid
 
 
 def _add_response_times(
@@ -254,14 +261,7 @@ def _add_response_times(
     rep["sojourn"], rep["waiting"] = rt.sojourn.to_dict(), rt.waiting.to_dict()
     if rt.notes:
         rep["response_notes"] = list(rt.notes)
-    grid = None
-    if cdf is not None:
-        grid = np.linspace(0.0, 1.1 * max(rt.sojourn.quantiles.values()), cdf)
-        rep["cdf"] = {
-            "t": grid.tolist(),
-            "sojourn": rt.sojourn_cdf(grid).tolist(),
-            "waiting": rt.waiting_cdf(grid).tolist(),
-        }
+    grid = None if cdf is None else _add_cdf(rep, rt, cdf)
     ref = rep.get("refined")
     if not ref:
         return
