@@ -95,7 +95,8 @@ def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as
     the table chose (phase, classes, classes-phase or events): the options it does not take
     refused by the table's one refusal, then the library's run, its summary or JSON."""
     given = {key: kw[key] for key in ("steps", "start", "precision", "max_steps")}
-    given |= {key: kw.pop(key) for key in ("cdf", "plot", "client", "time_mode", "eps")} | {"load": system.load}
+    given |= {key: kw.pop(key) for key in ("cdf", "plot", "client", "eps")} | {"load": system.load}
+    given["time_mode"] = kw["time_mode"]
     try:
         check_options(system, chosen, given, spell=_FLAGS.__getitem__, time="--time")
     except ValueError as exc:
@@ -172,8 +173,11 @@ def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as
     "--time-mode",
     type=click.Choice(TIME_MODES),
     default=None,
-    help="discrete (the default on the profile engines): the chain of paper 000; continuous: exact exponential "
-    "event times.  The engines of a service law other than exp or of server classes run in continuous time only.",
+    help="discrete: the engine's jump chain, each step held for its mean holding time (paper 000's chain with exp "
+    "service and one class); continuous: exponential holding times (exact event times).  Default: the engine's own "
+    "(discrete on the count engines, continuous on the event engine); with classes, continuous runs on the event "
+    "engine, and discrete with a phase-type law and classes on the count engine (docs/model.md §1.1).  A general "
+    "law has no discrete chain.",
 )
 @start_option(
     "empty",
@@ -359,7 +363,7 @@ def simulate(
             "replications together; run it locally"
         )
     system = System(n, d, load, rule=policy, replace=replace, service=service, server_classes=server_classes)
-    chosen = simulation_engine(system, engine)  # the one engine choice (supermarket.system.methods)
+    chosen = simulation_engine(system, engine, time_mode)  # the one engine choice (supermarket.system.methods)
     if chosen not in ENGINES:  # docs/model.md §13-§15
         _simulate_law(
             system, chosen, load=load, out=out, as_json=as_json, cdf=cdf, plot=plot, client=scheduler, steps=steps,
@@ -368,6 +372,10 @@ def simulate(
             control_variates=control_variates, time_mode=time_mode, eps=eps,
         )  # fmt: skip
         return
+    try:  # honoured or refused, never ignored (the table's one refusal, spelled as the command spells it)
+        check_options(system, chosen, {"time_mode": time_mode, "eps": eps}, spell=_FLAGS.__getitem__, time="--time")
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
     client = dask_client(scheduler, connect_timeout, workers)
     try:
         caught: list[warnings.WarningMessage] = []

@@ -20,7 +20,7 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -155,6 +155,10 @@ class ClassesResult(Result):
         """The engine that ran: ``"classes"`` (exponential service) or ``"classes-phase"`` (a
         phase-type law, :attr:`service`; exp too when asked for with ``engine="phase"``)."""
         return "classes" if self.service is None else "classes-phase"
+
+    #: the count engines with classes run their uniformized chain, each step held for its mean
+    #: (docs/model.md §1.1, :data:`supermarket.system.methods.TIME_MODES`)
+    time_mode: ClassVar[str] = "discrete"
 
     @property
     def events_per_second(self) -> float:

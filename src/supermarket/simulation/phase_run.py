@@ -43,6 +43,7 @@ from ..model import as_seed_sequence, check_load
 from ..result import Result
 from ..stats import MIN_BLOCKS, ErrorEstimate, blocking
 from ..system import policies as _pol
+from ..system.methods import check_time_mode
 from ..system.phase_law import check_ph
 from ..system.service import ServiceLaw, parse_service
 from .joined import JoinedResponse, cdf_lines, joined_response, law_cdf, quantile_lines, response_blocks
@@ -164,12 +165,13 @@ class PhaseSimulationResult(Result):
     notes: tuple = ()
     precision: dict | None = None
     response: JoinedResponse | None = None
+    time_mode: str = "discrete"  # "continuous": exponential holding times (docs/model.md §1.1)
 
     #: in the shared block (:meth:`shared`), not again among the engine's own keys
     _omit: ClassVar[tuple[str, ...]] = (
         *("n", "d", "lam", "policy", "replace", "service", "engine", "time", "burn_in", "replications"),
         *("batches", "events", "wall_s", "u_mean", "u_stderr", "mean_queue_length", "sojourn_little"),
-        *("waiting_little", "precision", "response"),  # precision: a key only when there was a precision target
+        *("waiting_little", "precision", "response", "time_mode"),  # precision: a key only with a precision target
     )
     _extra: ClassVar[tuple[str, ...]] = ("error_bars",)
     #: the ErrorEstimate fields this engine's JSON keeps beyond the shared estimate keys
@@ -364,6 +366,7 @@ def simulate_phase_service(
     workers: int | None = None,
     start: str = "empty",
     control_variates: bool = True,
+    time_mode: str = "discrete",
 ) -> PhaseSimulationResult:
     """Simulate the supermarket model with a phase-type service law on the count engine.
 
@@ -396,6 +399,9 @@ def simulate_phase_service(
         the fluid one; ``λ < 1``).
     control_variates : bool
         Use the (I1) identities as control variates (module docstring).
+    time_mode : {"discrete", "continuous"}
+        The jump chain with each holding time replaced by its mean ``1/R`` (the default), or
+        exponential holding times (docs/model.md §1.1): the same limits, another stream.
 
     Returns
     -------
@@ -451,9 +457,10 @@ def simulate_phase_service(
         raise ValueError("start: 'fixed-point' needs load λ < 1: at λ >= 1 the mean field has no fixed point")
     seeds = as_seed_sequence(seed).spawn(replications)
     code = _pol.policy_code(pol, "phase")
+    continuous = check_time_mode(time_mode) == "continuous"  # exponential holding times (the kernel's holding_exp)
 
     def one(ss: np.random.SeedSequence) -> dict:
-        ch = PhaseChain(n, d, lam, a, M, t0, replace=bool(replace), seed=ss, holding_exp=False, policy=code)
+        ch = PhaseChain(n, d, lam, a, M, t0, replace=bool(replace), seed=ss, holding_exp=continuous, policy=code)
         if start == "fixed-point":
             from .class_starts import phase_start  # the mean field's point, or the fluid one (jsq, jiq)
 
@@ -463,7 +470,7 @@ def simulate_phase_service(
     # compile (or load from numba's cache) the kernel before the clock starts: a chain of
     # the same types run for no time (its own seed; the replications' streams are untouched)
     PhaseChain(
-        n, d, lam, a, M, t0, replace=bool(replace), seed=np.random.SeedSequence(0), holding_exp=False, policy=code
+        n, d, lam, a, M, t0, replace=bool(replace), seed=np.random.SeedSequence(0), holding_exp=continuous, policy=code
     ).run(0.0)
     t_start = _time.perf_counter()
     nw = min(replications, workers or os.cpu_count() or 1)
@@ -473,9 +480,8 @@ def simulate_phase_service(
         with ThreadPoolExecutor(max_workers=nw) as pool:
             outs = list(pool.map(one, seeds))
     wall = _time.perf_counter() - t_start
-    return _summarize(
-        n, d, lam, pol, bool(replace), law, t_end, burn, batches, outs, wall, busy_exact, control_variates
-    )
+    res = _summarize(n, d, lam, pol, bool(replace), law, t_end, burn, batches, outs, wall, busy_exact, control_variates)
+    return dataclasses.replace(res, time_mode="continuous" if continuous else "discrete")
 
 
 def _summarize(n, d, lam, pol, replace, law, t_end, burn, batches, outs, wall, busy_exact, use_cv):

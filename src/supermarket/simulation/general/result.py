@@ -173,6 +173,7 @@ class GeneralResult:
     cdf_counts: ResponseCounts | None = None
     precision: dict | None = None
     engine: ClassVar[str] = "events"  # the engine that ran
+    time_mode: ClassVar[str] = "continuous"  # exact event times (docs/model.md §1.1)
 
     def __post_init__(self) -> None:
         # Screens: no error bar (nor a "reliable" flag) on a quantity that has no stationary value.
