@@ -27,6 +27,16 @@ __all__ = [
 ]
 
 
+#: (law family, server classes?) -> (the exact solver's module of :mod:`supermarket.stationary`, the
+#: mean field's of :mod:`supermarket.meanfield`) for a law with a phase-type form
+_MODULES = {
+    ("exponential", False): ("profile", "ode"),
+    ("phase-type", False): ("phase", "phase"),
+    ("exponential", True): ("classes", "classes"),
+    ("phase-type", True): ("classes_phase", "classes_phase"),
+}
+
+
 def exact_solver(system: System) -> str:
     """The module of :mod:`supermarket.stationary` that gives the exact stationary law of
     ``system`` (a finite ``n``), or a ValueError saying why there is none.
@@ -45,12 +55,7 @@ def exact_solver(system: System) -> str:
             "engine simulates the others)"
         )
     _check_classes_stable(system)  # an overloaded class under random routing: no stationary law
-    return {
-        ("exponential", False): "profile",
-        ("phase-type", False): "phase",
-        ("exponential", True): "classes",
-        ("phase-type", True): "classes_phase",
-    }[(system.law_family, system.has_classes)]
+    return _MODULES[(system.law_family, system.has_classes)][0]
 
 
 def _check_classes_stable(system: System) -> None:
@@ -85,12 +90,7 @@ def mean_field(system: System) -> str:
     _check_classes_stable(system)  # an overloaded class under random routing: no fixed point
     if system.rule not in _pol.SMOOTH_POLICIES:
         return "fluid"  # the fluid fixed point (docs/model.md §2.1): every class an M/PH/1/T queue
-    return {
-        ("exponential", False): "ode",
-        ("phase-type", False): "phase",
-        ("exponential", True): "classes",
-        ("phase-type", True): "classes_phase",
-    }[(system.law_family, system.has_classes)]
+    return _MODULES[(system.law_family, system.has_classes)][1]
 
 
 def perfect_sampler(system: System, spell: Callable[[str], str] | None = None) -> tuple[int, bool]:
