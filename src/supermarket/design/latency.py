@@ -61,8 +61,18 @@ class LatencyDesign(Result):
     monotone: bool
     verify: dict | None = None
     capped: bool = False
+    # the keys of every design --latency answer (:class:`supermarket.design.rule_latency.RuleLatencyDesign`
+    # is that of the other rules, laws and classes): here JSQ(d), exp service, one class, the mean field
+    policy: str = "jsq-d"
+    holds: bool | None = None  # for a rule that reads no d asked at a load; JSQ(d) reads d
+    at_load: float | None = None
+    service: str = "exp"
+    server_classes: str | None = None
+    method: str = "the mean field (supermarket.meanfield)"
+    note: str = ""
 
     _order = (
+        "policy",
         "question",
         "quantile",
         "latency",
@@ -71,6 +81,12 @@ class LatencyDesign(Result):
         "neighbour",
         "load",
         "d",
+        "holds",
+        "at_load",
+        "service",
+        "server_classes",
+        "method",
+        "note",
         "floor",
         "monotone",
         "capped",
