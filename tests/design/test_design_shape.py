@@ -18,9 +18,10 @@ def _keys(*extra: str) -> list[str]:
     return list(json.loads(r.output))
 
 
-@pytest.mark.parametrize(
-    "extra", [("--policy", "random"), ("--policy", "jsq"), ("--server-classes", "0.5:2,0.5:1"), ("--service", "erlang:2")]
-)
+OTHERS = [("--policy", "random"), ("--policy", "jsq"), ("--server-classes", "0.5:2,0.5:1"), ("--service", "erlang:2")]
+
+
+@pytest.mark.parametrize("extra", OTHERS)
 def test_every_latency_design_has_the_keys_of_jsq_d(extra):
     """The same keys, in the same order (a law's answer keeps its ``fit`` too, after them)."""
     want = _keys()
