@@ -133,3 +133,20 @@ def test_which_engine_runs_jbt_with_classes():
     assert methods.engine_note(exp, "events").endswith("engine 'profile' or 'phase' runs its count chain on request")
     r = simulate(10, 2, 0.7, policy="jbt", server_classes=TWO, service="erlang:2", engine="phase", steps=10**5, seed=2)
     assert r.engine == "classes-phase" and np.isfinite(r.mean_queue_length.mean)
+
+
+@pytest.mark.slow
+def test_large_n_against_the_fluid_fixed_point():
+    """n = 10^4, λ = 0.9, T = 2, 2·10^7 events: per class and in total, the mean queue length within
+    Z standard errors plus 2/n of jbt's fluid fixed point with classes (docs/model.md §2.1)."""
+    from supermarket.meanfield.fluid import fluid_fixed_point
+
+    n, lam = 10**4, 0.9
+    fp = fluid_fixed_point("jbt", 2, lam, parse_server_classes(TWO))
+    r = simulate_classes(n, 2, lam, server_classes=TWO, policy="jbt", events=2 * 10**7, seed=1)
+    for k, c in enumerate(r.classes):
+        est = c.mean_queue_length
+        assert est.reliable and abs(est.mean - fp.u[k].sum()) <= Z * est.stderr + 2.0 / n, (k, est.mean)
+    tot = r.mean_queue_length
+    want = float(np.dot(parse_server_classes(TWO).fractions, fp.u.sum(axis=1)))
+    assert tot.reliable and abs(tot.mean - want) <= Z * tot.stderr + 2.0 / n
