@@ -187,7 +187,7 @@ def test_a_kernel_that_does_not_run_a_rule_refuses_it_by_name():
         simulate(20, 2, 0.8, policy="jbt", service="erlang:2", engine="phase", steps=1000, seed=1)
 
 
-@pytest.mark.parametrize("which", ["events", "classes"])
+@pytest.mark.parametrize("which", ["events", "classes", "classes-phase"])
 def test_an_unknown_code_is_refused_by_the_kernel(monkeypatch, which):
     """A code no kernel branch knows raises, instead of running as JIQ (the old ``else``)."""
     monkeypatch.setitem(pol.RULES, "jiq", dataclasses.replace(pol.RULES["jiq"], code=7))
@@ -196,11 +196,17 @@ def test_an_unknown_code_is_refused_by_the_kernel(monkeypatch, which):
             from supermarket.simulation.general import simulate_general
 
             simulate_general(10, 1, 0.8, policy="jiq", service="lognormal:2", time=5, seed=1, replications=1)
-        else:
+        elif which == "classes":
             from supermarket.simulation.classes import simulate_classes
 
             simulate_classes(
                 10, 1, 0.8, server_classes="0.5:2,0.5:1", policy="jiq", events=2000, seed=1, replications=1
+            )
+        else:
+            from supermarket.simulation.classes_phase import simulate_classes_phase
+
+            simulate_classes_phase(
+                10, 1, 0.8, server_classes="0.5:2,0.5:1", service="erlang:2", policy="jiq", events=2000, seed=1
             )
 
 

@@ -2,7 +2,7 @@
 
 :func:`simulate_classes` runs the per-class profile chain for exponential service and any
 dispatch rule of :mod:`supermarket.system.policies` (``jsq-d`` with or without replacement,
-``random``, ``jsq``, ``jiq``) and returns a :class:`ClassesResult`: per-class tail fractions,
+``random``, ``jsq``, ``jiq``, ``jbt``) and returns a :class:`ClassesResult`: per-class tail fractions,
 queue lengths and sojourn times, and the totals, each with an autocorrelation-aware error.
 
 Error bars (docs/model.md §15.3; :mod:`.classes_errors`): time-batch means, the blocking
@@ -387,12 +387,12 @@ def simulate_classes(
     Parameters
     ----------
     n, d, lam : int, int, float
-        Servers, choices (``jsq-d`` only), load per unit of capacity (``λ > 0``): arrivals
+        Servers, choices (``jsq-d``; ``jbt``'s threshold ``T = d``), load per unit of capacity (``λ > 0``): arrivals
         at rate ``nλ s̄``.  At ``λ >= 1`` there is no equilibrium: the run measures its finite
         horizon, with no control variate and no capacity-balance self-check (a note says so).
     server_classes : str or ServerClasses
         ``FRACTION:SPEED,…`` (every ``f_k n`` whole).
-    policy : {"jsq-d", "random", "jsq", "jiq"}
+    policy : {"jsq-d", "random", "jsq", "jiq", "jbt"}
         The dispatch rule (:mod:`supermarket.engines.classes`); ties uniform.
     replace : bool
         ``jsq-d`` samples with replacement or without.
@@ -413,8 +413,8 @@ def simulate_classes(
         Threads (the kernel releases the GIL); the numbers do not depend on it.
     start : {"empty", "fixed-point"}
         All queues empty, or each class's counts at the mean field's fixed point, rounded
-        (:func:`supermarket.simulation.class_starts.classes_start`; ``jsq-d`` and ``random``,
-        ``λ < 1``).
+        (:func:`supermarket.simulation.class_starts.classes_start`: the mean field for ``jsq-d`` and
+        ``random``, the fluid fixed point for ``jsq``, ``jiq`` and ``jbt``; ``λ < 1``).
 
     Returns
     -------

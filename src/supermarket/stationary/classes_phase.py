@@ -237,7 +237,7 @@ def solve_classes_phase(
     ----------
     n, d : int
         Servers (each class a whole number of them) and choices (``jsq-d``; ``d <= n`` without
-        replacement; ``n^d`` at most 10^4).
+        replacement; ``n^d`` at most 10^4), or ``jbt``'s threshold ``T = d``.
     lam : float or str
         Load per unit of capacity, ``0 < λ < 1``.
     server_classes : str or ServerClasses
@@ -283,6 +283,8 @@ def solve_classes_phase(
             raise ValueError(f"d: without replacement d must be <= n = {n}, got {d}")
         if n**d > 10_000:
             raise ValueError(f"d: n^d = {n}^{d} tuples per state is too many (at most 10^4)")
+    elif _pol.RULES[policy].uses_d:  # jbt: its threshold T = d (it samples nothing)
+        d = _m.check_positive_int("d", d, maximum=n if not replace else 10**6)
     else:
         d = 1
     sc = parse_server_classes(server_classes)

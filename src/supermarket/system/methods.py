@@ -319,15 +319,18 @@ def engine_note(system: System, engine: str) -> str | None:
     >>> engine_note(System(10, 2, 0.5, service="lognormal:2"), "events") is None
     True
     """
-    default = next(iter(SIMULATION[(system.law_family, system.has_classes)].values()))
+    row = SIMULATION[(system.law_family, system.has_classes)]
+    default = next(iter(row.values()))
     runs = _KERNEL.get(default, default) in _pol.RULES[system.rule].engines
     if engine != RULE_DEFAULT or default == RULE_DEFAULT or (runs and system.rule not in EVENTS_BY_DEFAULT):
         return None
     why = "" if runs else f"{ENGINES[default].text} dispatches by {', '.join(_count_rules(default))} only, so "
+    # the requests of this row that run a count chain of the rule ('profile' or 'buckets' with one class)
+    asks = [req for req, r in row.items() if r != RULE_DEFAULT and _KERNEL.get(r, r) in _pol.RULES[system.rule].engines]
     return (
         f"engine events: {why}policy {system.rule} runs on {ENGINES[RULE_DEFAULT].text} by default, exact in law for "
         "every service law and server classes (docs/model.md §14)"
-        + ("; engine 'profile' or 'buckets' runs its count chain on request" if runs else "")
+        + (f"; engine {' or '.join(repr(a) for a in asks)} runs its count chain on request" if runs else "")
     )
 
 
