@@ -225,6 +225,8 @@ def simulation_engine(system: System, engine: str | None = None) -> str:
             f"engine 'queues' runs policy 'jsq-d' only (it samples the d queues); got policy={system.rule!r}: "
             "use engine 'profile' or 'buckets'",  # every rule runs there (tests/system/test_registry.py)
         )
+    if engine == "profile" and run != "profile" and system.rule in EVENTS_BY_DEFAULT:
+        return RULE_DEFAULT  # "profile" stands for the row's default here, and such a rule's is the event engine
     if _KERNEL.get(run, run) in _pol.RULES[system.rule].engines:
         return run
     if engine == "profile" and RULE_DEFAULT in _pol.RULES[system.rule].engines:  # the default of such a rule
