@@ -158,7 +158,8 @@ SIMULATION: dict[tuple[str, bool], dict[str, str]] = {
 #: asked for: the event engine, which runs every rule, law and server classes.
 RULE_DEFAULT = "events"
 #: The rules whose default (``engine=None``) is :data:`RULE_DEFAULT` though a count engine runs them on
-#: request (``jbt``: ``engine="profile"`` or ``"buckets"``; its default keeps the numbers it printed).
+#: request (``jbt``: ``engine="profile"`` or ``"buckets"``, and ``"phase"``; its default keeps the numbers it
+#: printed, and so does ``"profile"`` where it stands for another engine, with a phase-type law).
 EVENTS_BY_DEFAULT = ("jbt",)
 
 #: The kernel of the rule registry (:data:`supermarket.system.policies.ENGINES`) an engine runs.
@@ -262,10 +263,13 @@ def engine_note(system: System, engine: str) -> str | None:
     if engine != RULE_DEFAULT or default == RULE_DEFAULT or (runs and system.rule not in EVENTS_BY_DEFAULT):
         return None
     why = "" if runs else f"{ENGINES[default].text} dispatches by {', '.join(_count_rules(default))} only, so "
+    on_request = (
+        "engine 'phase' runs its phase-type" if default == "phase" else "engine 'profile' or 'buckets' runs its"
+    )
     return (
         f"engine events: {why}policy {system.rule} runs on {ENGINES[RULE_DEFAULT].text} by default, exact in law for "
         "every service law and server classes (docs/model.md §14)"
-        + ("; engine 'profile' or 'buckets' runs its count chain on request" if runs else "")
+        + (f"; {on_request} count chain on request" if runs else "")
     )
 
 
