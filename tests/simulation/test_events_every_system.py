@@ -64,8 +64,13 @@ def test_default_engines_of_the_other_rules_are_unchanged():
 
 def test_a_count_engine_named_for_jbt_says_which_rules_it_dispatches_by():
     assert methods.simulation_engine(System(10, 2, 0.5, rule="jbt"), "buckets") == "buckets"  # on request
-    with pytest.raises(ValueError, match="the phase-type count engine dispatches by jsq-d, random, jsq, jiq only"):
-        methods.simulation_engine(System(10, 2, 0.5, rule="jbt", service="erlang:2"), "phase")
+    assert methods.simulation_engine(System(10, 2, 0.5, rule="jbt", service="erlang:2"), "phase") == "phase"
+    assert methods.simulation_engine(System(10, 2, 0.5, rule="jbt"), "phase") == "phase"  # exp as one phase
+    # "profile" with a phase-type law stands for the default, which for jbt is the event engine
+    assert methods.simulation_engine(System(10, 2, 0.5, rule="jbt", service="erlang:2"), "profile") == "events"
+    sc = "0.5:2,0.5:1"
+    with pytest.raises(ValueError, match="classes and a phase-type law dispatches by jsq-d, random, jsq, jiq only"):
+        methods.simulation_engine(System(10, 2, 0.5, rule="jbt", service="erlang:2", server_classes=sc), "phase")
     with pytest.raises(ValueError, match=r"runs policy 'jsq-d' only .*: use engine 'profile' or 'buckets'"):
         methods.simulation_engine(System(10, 2, 0.5, rule="jbt"), "queues")
     assert methods.simulation_engine(System(10, 2, 0.5), "phase") == "phase"  # exp: the one-phase law

@@ -158,8 +158,9 @@ def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as
     "arrival); buckets: per-queue, O(1) per event; events: the per-queue event engine, for every law and classes "
     "(exp included: per-customer sojourn quantiles; load >= 1: a finite horizon)." + ENGINE_HELP + " With "
     "--server-classes: the count engine with classes (the default) or events.  jbt runs on events by default "
-    "(every law, with or without classes); --engine profile or buckets runs its count chain (exp service), and "
-    "with --server-classes --engine profile (exp) or phase (exp or a phase-type law) the count engine with classes.",
+    "(every law, with or without classes); --engine profile or buckets runs its count chain (exp, one class), "
+    "--engine phase its phase-type count chain (exp or a phase-type law; with --server-classes the count engine "
+    "with classes).",
 )
 @replace_option(
     True, "Sample the d queues with replacement (default, paper 000) or, with --no-replace, without (paper 002)."
@@ -167,8 +168,8 @@ def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as
 @policy_option(
     "Paper 000's k and good set are reported for jsq-d only; --engine queues runs jsq-d only, --start perfect "
     "the JSQ(d) chains (jsq-d, random, jsq); jbt runs on the event engine by default (every law), on the "
-    "profile engines with --engine profile or buckets (exp service), on the count engines with classes with "
-    "--server-classes and --engine profile (exp) or phase; each engine "
+    "profile engines with --engine profile or buckets (exp service), on the phase-type count engine with "
+    "--engine phase, and with --server-classes on the count engine with classes with --engine phase; each engine "
     "runs the rules of docs/model.md §2."
 )
 @click.option(

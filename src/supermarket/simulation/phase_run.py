@@ -72,7 +72,7 @@ IDENTITIES = (
     "I2: E[B_phi/n] = lam (alpha (-T)^-1)_phi for every phase, so E[u_1] = lam (busy fraction; self-check)",
 )
 """The exact identities of docs/model.md §13: they hold for every phase-type law of mean 1
-and every dispatch rule here (jsq-d, random, jsq, jiq)."""
+and every dispatch rule here (jsq-d, random, jsq, jiq, jbt)."""
 
 OVERLOADED_NOTE = (
     "no control variate and no self-check: the identities (I1) and (I2) of docs/model.md §13 hold only in "
@@ -378,8 +378,8 @@ def simulate_phase_service(
         self-check (the identities (I1), (I2) hold only in equilibrium; a note says so).
     service : str or ServiceLaw
         ``erlang:K``, ``hyperexp:SCV``, ``ph:FILE.json`` or a phase-type :class:`ServiceLaw`.
-    policy : {"jsq-d", "random", "jsq", "jiq"}
-        The dispatch rule (:mod:`supermarket.system.policies`).
+    policy : {"jsq-d", "random", "jsq", "jiq", "jbt"}
+        The dispatch rule (:mod:`supermarket.system.policies`; ``jbt``'s threshold is ``T = d``).
     replace : bool
         ``jsq-d`` samples with replacement (default) or without.
     time, steps : float or int, optional
@@ -395,7 +395,7 @@ def simulate_phase_service(
     replications, workers : int
         Independent runs, on ``workers`` threads (the numbers do not depend on ``workers``).
     start : {"empty", "fixed-point"}
-        All queues empty, or the phase mean-field fixed point (``jsq-d``, ``random``; ``jsq``, ``jiq``:
+        All queues empty, or the phase mean-field fixed point (``jsq-d``, ``random``; ``jsq``, ``jiq``, ``jbt``:
         the fluid one; ``λ < 1``).
     control_variates : bool
         Use the (I1) identities as control variates (module docstring).

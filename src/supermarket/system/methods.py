@@ -197,7 +197,8 @@ SIMULATION: dict[tuple[str, bool], dict[str, str]] = {
 #: asked for: the event engine, which runs every rule, law and server classes.
 RULE_DEFAULT = "events"
 #: The rules whose default (``engine=None``) is :data:`RULE_DEFAULT` though a count engine runs them on
-#: request (``jbt``: ``engine="profile"`` or ``"buckets"``; its default keeps the numbers it printed).
+#: request (``jbt``: ``engine="profile"`` or ``"buckets"``, and ``"phase"``; its default keeps the numbers it
+#: printed, and so does ``"profile"`` where it stands for another engine, with a phase-type law).
 EVENTS_BY_DEFAULT = ("jbt",)
 
 #: The kernel of the rule registry (:data:`supermarket.system.policies.ENGINES`) an engine runs.
@@ -289,6 +290,8 @@ def _requested_engine(system: System, engine: str | None) -> str:
             f"engine 'queues' runs policy 'jsq-d' only (it samples the d queues); got policy={system.rule!r}: "
             "use engine 'profile' or 'buckets'",  # every rule runs there (tests/system/test_registry.py)
         )
+    if engine == "profile" and run != "profile" and system.rule in EVENTS_BY_DEFAULT:
+        return RULE_DEFAULT  # "profile" stands for the row's default here, and such a rule's is the event engine
     if _KERNEL.get(run, run) in _pol.RULES[system.rule].engines:
         return run
     if engine == "profile" and RULE_DEFAULT in _pol.RULES[system.rule].engines:  # the default of such a rule
@@ -325,12 +328,17 @@ def engine_note(system: System, engine: str) -> str | None:
     if engine != RULE_DEFAULT or default == RULE_DEFAULT or (runs and system.rule not in EVENTS_BY_DEFAULT):
         return None
     why = "" if runs else f"{ENGINES[default].text} dispatches by {', '.join(_count_rules(default))} only, so "
-    # the requests of this row that run a count chain of the rule ('profile' or 'buckets' with one class)
-    asks = [req for req, r in row.items() if r != RULE_DEFAULT and _KERNEL.get(r, r) in _pol.RULES[system.rule].engines]
+    asks = []  # the requests of this row that run a count chain of the rule
+    for req in row:
+        try:
+            if _requested_engine(system, req) != RULE_DEFAULT:
+                asks.append(req)
+        except Refusal:
+            continue
     return (
         f"engine events: {why}policy {system.rule} runs on {ENGINES[RULE_DEFAULT].text} by default, exact in law for "
         "every service law and server classes (docs/model.md §14)"
-        + (f"; engine {' or '.join(repr(a) for a in asks)} runs its count chain on request" if runs else "")
+        + (f"; engine {' or '.join(repr(a) for a in asks)} runs its count chain on request" if asks else "")
     )
 
 

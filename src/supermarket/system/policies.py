@@ -122,7 +122,7 @@ class Rule:
     --------
     >>> r = RULES["jbt"]
     >>> r.code, r.uses_d, r.smooth, r.engines
-    (4, True, False, ('profile', 'classes', 'classes-phase', 'events', 'exact', 'exact-phase', 'exact-classes'))
+    (4, True, False, ('profile', 'phase', 'classes', 'classes-phase', 'events', 'exact', 'exact-phase', 'exact-classes'))
     """
 
     name: str
@@ -284,7 +284,7 @@ RULES: dict[str, Rule] = {
             uses_d=True,
             smooth=False,
             rough="has a discontinuous mean-field drift (P_ℓ(u) jumps where u_T reaches 1, T = d)",
-            engines=("profile", "classes", "classes-phase", "events", "exact", "exact-phase", "exact-classes"),
+            engines=("profile", "phase", "classes", "classes-phase", "events", "exact", "exact-phase", "exact-classes"),
             p_counts=_jbt_counts,
             p_fluid=_jbt_fluid,
             fixed_point=_jbt_fixed_point,
