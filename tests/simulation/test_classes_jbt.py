@@ -113,24 +113,27 @@ def test_fixed_point_start_holds_no_queue_above_the_threshold():
 
 
 def test_which_engine_runs_jbt_with_classes():
-    """The default stays the event engine; ``engine="profile"`` (exp service) and ``"phase"`` run the
-    count engines; the note of the default names them."""
+    """The default stays the event engine, and so does ``engine="profile"`` (it stands for the row's
+    default, whose numbers it keeps); ``"phase"`` runs the count engine with classes and phases; the
+    note of the default names it; ``time_mode="discrete"`` runs the first count engine of the row
+    that runs jbt (the count engine with classes runs it from the library, ``simulate_classes``)."""
     exp, erl = (
         System(10, 2, 0.5, rule="jbt", server_classes=TWO),
         System(10, 2, 0.5, rule="jbt", server_classes=TWO, service="erlang:2"),
     )
     assert [methods.simulation_engine(exp, e) for e in (None, "profile", "phase", "events")] == [
         "events",
-        "classes",
+        "events",
         "classes-phase",
         "events",
     ]
+    assert methods.simulation_engine(exp, None, "discrete") == "classes-phase"
     assert [methods.simulation_engine(erl, e) for e in (None, "profile", "phase")] == [
         "events",
         "events",
         "classes-phase",
     ]
-    assert methods.engine_note(exp, "events").endswith("engine 'profile' or 'phase' runs its count chain on request")
+    assert methods.engine_note(exp, "events").endswith("engine 'phase' runs its count chain on request")
     r = simulate(10, 2, 0.7, policy="jbt", server_classes=TWO, service="erlang:2", engine="phase", steps=10**5, seed=2)
     assert r.engine == "classes-phase" and np.isfinite(r.mean_queue_length.mean)
 

@@ -183,11 +183,6 @@ def test_a_kernel_that_does_not_run_a_rule_refuses_it_by_name():
 
     with pytest.raises(ValueError, match=r"engine 'queues' runs policy 'jsq-d' only .*: use engine 'profile' or"):
         simulate(20, 2, 0.8, policy="jbt", engine="queues", steps=1000, seed=1)
-    with pytest.raises(
-        ValueError,
-        match="the count engine with classes and a phase-type law dispatches by jsq-d, random, jsq, jiq only",
-    ):
-        simulate(20, 2, 0.8, policy="jbt", server_classes="0.5:2,0.5:1", engine="phase", steps=1000, seed=1)
 
 
 @pytest.mark.parametrize("which", ["events", "classes", "classes-phase"])
