@@ -176,11 +176,6 @@ def build_plan(
     engine = check_choice("engine", engine, ENGINES)
     policy = _pol.check_policy(policy)
     jsqd = policy == _pol.DEFAULT_POLICY
-    if engine == "queues" and not jsqd:
-        raise ValueError(
-            f"engine 'queues' runs policy 'jsq-d' only (it samples the d queues); got policy={policy!r}: "
-            "use engine 'profile' or 'buckets'"
-        )
     time_mode = check_choice("time_mode", time_mode, TIME_MODES)
     params = Params(n, d, lam, replace=replace, stable=False)
     n, d, lamf = params.n, params.d, params.lam
