@@ -23,6 +23,7 @@ import pytest
 from scipy import stats
 
 from naive import Xoshiro
+from supermarket.engines.queues import REJECT_MIN
 from supermarket.model import Params
 from supermarket.simulation import Chain, simulate
 from supermarket.stationary.profile import solve
@@ -47,7 +48,8 @@ class NaiveRuleQueues:
     """The per-queue chain (docs/model.md §1) of a rule other than JSQ(d), in plain Python: one
     53-bit uniform per step (an arrival when ``< λ/(1+λ)``); an arrival then draws ``below(m)``
     for the ``m`` queues it may join (``below(n)`` when that set is empty); a departure draws its
-    queue with ``below(n)``; continuous time adds a holding time per step (and one before the
+    queue with ``below(n)`` (with ``m >= REJECT_MIN`` allowed queues, ``below(n)`` until an allowed
+    one: the same law); continuous time adds a holding time per step (and one before the
     first).  Integrals are accumulated step by step from the lengths alone."""
 
     def __init__(self, policy, n, d, lam, counts, seed, continuous):
@@ -92,7 +94,12 @@ class NaiveRuleQueues:
         self._integrate(self.t_next)
         if self.rng.double() < self.p:
             a = allowed(self.policy, self.x, self.d)
-            q = a[self.rng.below(len(a))] if a else self.rng.below(self.n)
+            if len(a) >= REJECT_MIN:  # rejection: uniform queues until an allowed one
+                q = self.rng.below(self.n)
+                while q not in a:
+                    q = self.rng.below(self.n)
+            else:
+                q = a[self.rng.below(len(a))] if a else self.rng.below(self.n)
             self.x[q] += 1
         else:
             K = self.rng.below(self.n)
@@ -109,6 +116,10 @@ CASES = {
     "jiq-cont": ("jiq", 5, 3, 0.95, True, [5, 5, 2], 3000),
     "jbt2-disc": ("jbt", 6, 2, 0.9, False, [6, 4, 1], 3000),
     "jbt3-cont": ("jbt", 5, 3, 0.95, True, [], 3000),
+    # n = 40: 16 allowed queues or more (rejection) and fewer (the scan) both visited
+    "jsq-reject": ("jsq", 40, 2, 0.6, False, [], 2000),
+    "jiq-reject": ("jiq", 40, 2, 0.55, True, [40, 30, 5], 2000),
+    "jbt-reject": ("jbt", 40, 3, 0.9, True, [40, 30, 5], 2000),
 }
 
 

@@ -26,7 +26,9 @@ random stream is unchanged).  Each is the rule's definition on the queue lengths
   than ``T`` while one is (``c_T < n``), else ``below(n)``.  Each is "the ``r``-th queue (in index
   order) shorter than ``m``", ``r = below(n − c_m)``, with ``m`` the shortest length plus one
   (JSQ, read off the counts: the levels with ``c_i = n``), 1 (JIQ) or ``T`` (JBT): one random
-  number and an ``O(n)`` scan per arrival (a reference, not a fast engine).
+  number and an ``O(n)`` scan per arrival when fewer than :data:`REJECT_MIN` queues qualify,
+  otherwise uniform queues ``below(n)`` until one qualifies (rejection, the same law, ``n/(n − c_m)``
+  draws expected): a reference, not a fast engine.
 
 A departure is as above (``below(n)``).  The time integrals ``∫ P_i`` are the rule's ``P_i``
 (JIQ's and JBT's levels closed whenever ``1{c_1 = n}`` or ``c_T`` changes, as
@@ -77,6 +79,9 @@ from .tables import (
 __all__ = ["queues_kernel", "bitset_words", "MAX_N"]
 
 MAX_N = 2**31 - 1
+REJECT_MIN = 16
+"""The rules other than JSQ(d) pick among ``m >= REJECT_MIN`` allowed queues by rejection (uniform
+queues until one is allowed: ``n/m`` draws expected), among fewer by a scan for the ``r``-th."""
 
 
 def bitset_words(n: int, replace: bool) -> int:
@@ -174,7 +179,8 @@ def _rule_queue(x, c, s, n, d, policy):
     "Other dispatch rules"), or -1 for a code no branch knows: the ``r``-th queue (index order)
     shorter than ``m``, ``r = below(n − c_m)`` uniform, where ``m`` is the shortest length plus
     one (JSQ), 1 (JIQ with an idle queue) or ``T = d`` (JBT with a queue below ``T``); otherwise
-    (random, and JIQ or JBT with none) the uniform queue ``below(n)``.  ``O(n)`` per call."""
+    (random, and JIQ or JBT with none) the uniform queue ``below(n)``.  With ``n − c_m >=
+    REJECT_MIN`` by rejection instead (``below(n)`` until one is shorter than ``m``)."""
     L = c.shape[0]
     if policy == RANDOM:
         return next_below(s, n)
@@ -192,6 +198,11 @@ def _rule_queue(x, c, s, n, d, policy):
     below = n - (c[m - 1] if m - 1 < L else 0)  # queues shorter than m
     if below == 0:  # JIQ, JBT: no queue below the threshold (JSQ always has one)
         return next_below(s, n)
+    if below >= REJECT_MIN:  # rejection: uniform queues until one is shorter than m (n/below draws expected)
+        while True:
+            q = next_below(s, n)
+            if x[q] < m:
+                return q
     r = next_below(s, below)
     for q in range(n):
         if x[q] < m:
