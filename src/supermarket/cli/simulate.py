@@ -166,7 +166,7 @@ def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as
     True, "Sample the d queues with replacement (default, paper 000) or, with --no-replace, without (paper 002)."
 )
 @policy_option(
-    "Paper 000's k and good set are reported for jsq-d only; --engine queues runs jsq-d only, --start perfect "
+    "Paper 000's k and good set are reported for jsq-d only; --start perfect runs "
     "the JSQ(d) chains (jsq-d, random, jsq); jbt runs on the event engine by default (every law), on the "
     "profile engines with --engine profile or buckets (exp service), on the phase-type count engine with "
     "--engine phase, and with --server-classes on the count engine with classes with --engine phase; each engine "

@@ -259,18 +259,13 @@ def build_plan(
 
 
 def _check_engine(control_variates, second_order, engine, policy) -> tuple[str, str]:
-    """``(engine, policy)`` checked, with the control-variate switches they go with: the
-    ``queues`` engine samples the d queues of JSQ(d), so it runs that rule only."""
+    """``(engine, policy)`` checked, with the control-variate switches they go with (every engine
+    runs every rule: the registry, :mod:`supermarket.system.policies`)."""
     if not isinstance(control_variates, (bool, np.bool_)):
         raise TypeError(f"control_variates must be True or False; got {control_variates!r}")
     _check_second_order(second_order, control_variates)
     engine = check_choice("engine", engine, ENGINES)
     policy = _pol.check_policy(policy)
-    if engine == "queues" and policy != _pol.DEFAULT_POLICY:
-        raise ValueError(
-            f"engine 'queues' runs policy 'jsq-d' only (it samples the d queues); got policy={policy!r}: "
-            "use engine 'profile' or 'buckets'"
-        )
     return engine, policy
 
 

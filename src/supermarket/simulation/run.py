@@ -193,7 +193,7 @@ def simulate(
         The dispatch rule (:mod:`supermarket.system.policies`, docs/model.md §2). The identities
         ``E[u_i] = λ E[P_{i−1}]`` (self-checks, control variates) hold for every rule; the
         statements of paper 000 (``k``, the good set) are about ``jsq-d`` only and are not
-        made for the others; ``engine="queues"`` runs ``jsq-d`` only, ``start="perfect"`` the rules
+        made for the others; ``start="perfect"`` runs the rules
         that are JSQ(d) chains (``jsq-d``, ``random``, ``jsq``; docs/model.md §12.1).
     service, server_classes : str, optional
         A service law of mean 1 other than ``"exp"`` (:mod:`supermarket.system.service`).  The

@@ -235,8 +235,7 @@ def simulation_engine(system: System, engine: str | None = None, time_mode: str 
     ------
     ValueError
         Naming ``engine``: an engine this system does not run on, with those it does, or a rule
-        the engine does not run (``queues`` samples the ``d`` queues: ``jsq-d`` only; a count
-        engine named for ``jbt`` says which rules it dispatches by).
+        the engine does not run (a count engine named for ``jbt`` says which rules it dispatches by).
 
     Examples
     --------
@@ -284,12 +283,6 @@ def _requested_engine(system: System, engine: str | None) -> str:
             raise Refusal("engine", f"engine must be one of {', '.join(known)}; got {engine!r}")
         raise Refusal("engine", f"engine: {system.describe()} runs on {_choices(row)}; not {engine!r}")
     run = row[engine]
-    if run == "queues" and system.rule != _pol.DEFAULT_POLICY:
-        raise Refusal(
-            "engine",
-            f"engine 'queues' runs policy 'jsq-d' only (it samples the d queues); got policy={system.rule!r}: "
-            "use engine 'profile' or 'buckets'",  # every rule runs there (tests/system/test_registry.py)
-        )
     if engine == "profile" and run != "profile" and system.rule in EVENTS_BY_DEFAULT:
         return RULE_DEFAULT  # "profile" stands for the row's default here, and such a rule's is the event engine
     if _KERNEL.get(run, run) in _pol.RULES[system.rule].engines:
