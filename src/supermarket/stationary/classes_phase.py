@@ -216,6 +216,21 @@ def _class_laws(pi: np.ndarray, occ: np.ndarray, counts: np.ndarray, cap: int, K
     return phase_mean, u
 
 
+def _check_d(policy: str, d: Any, n: int, replace: bool) -> int:
+    """``d`` as the rule reads it: JSQ(d)'s sample (its tuples enumerated: ``n^d <= 10^4``), jbt's
+    threshold ``T = d`` (it samples nothing), 1 for the rules that read no ``d``."""
+    if policy == "jsq-d":
+        d = _m.check_positive_int("d", d, maximum=64)
+        if not replace and d > n:
+            raise ValueError(f"d: without replacement d must be <= n = {n}, got {d}")
+        if n**d > 10_000:
+            raise ValueError(f"d: n^d = {n}^{d} tuples per state is too many (at most 10^4)")
+        return d
+    if _pol.RULES[policy].uses_d:
+        return _m.check_positive_int("d", d, maximum=n if not replace else 10**6)
+    return 1
+
+
 def solve_classes_phase(
     n: int,
     d: int,
@@ -277,16 +292,7 @@ def solve_classes_phase(
     policy = _pol.rule(policy, "exact-phase").name
     if not isinstance(replace, bool):
         raise TypeError(f"replace must be True or False, got {replace!r}")
-    if policy == "jsq-d":
-        d = _m.check_positive_int("d", d, maximum=64)
-        if not replace and d > n:
-            raise ValueError(f"d: without replacement d must be <= n = {n}, got {d}")
-        if n**d > 10_000:
-            raise ValueError(f"d: n^d = {n}^{d} tuples per state is too many (at most 10^4)")
-    elif _pol.RULES[policy].uses_d:  # jbt: its threshold T = d (it samples nothing)
-        d = _m.check_positive_int("d", d, maximum=n if not replace else 10**6)
-    else:
-        d = 1
+    d = _check_d(policy, d, n, replace)
     sc = parse_server_classes(server_classes)
     law = parse_phase_type(service, "the exact solver")
     counts = sc.counts(n)
