@@ -48,6 +48,8 @@ from ..system.service import ServiceLaw, parse_service
 from .joined import JoinedResponse, cdf_lines, joined_response, law_cdf, quantile_lines, response_blocks
 from .law_precision import summary_lines as precision_lines
 from .phase import PhaseChain, flow_series, run_batches
+from .records import Recorder, check_record, with_trajectory
+from .result_parts import Trajectory
 
 __all__ = [
     "PhaseSimulationResult",
@@ -164,12 +166,13 @@ class PhaseSimulationResult(Result):
     notes: tuple = ()
     precision: dict | None = None
     response: JoinedResponse | None = None
+    trajectory: Trajectory | None = None
 
     #: in the shared block (:meth:`shared`), not again among the engine's own keys
     _omit: ClassVar[tuple[str, ...]] = (
         *("n", "d", "lam", "policy", "replace", "service", "engine", "time", "burn_in", "replications"),
         *("batches", "events", "wall_s", "u_mean", "u_stderr", "mean_queue_length", "sojourn_little"),
-        *("waiting_little", "precision", "response"),  # precision: a key only when there was a precision target
+        *("waiting_little", "precision", "response", "trajectory"),  # precision, trajectory: keys when made
     )
     _extra: ClassVar[tuple[str, ...]] = ("error_bars",)
     #: the ErrorEstimate fields this engine's JSON keeps beyond the shared estimate keys
@@ -216,7 +219,15 @@ class PhaseSimulationResult(Result):
             out["precision"] = to_jsonable(self.precision)
         if cdf_points is not None:
             out["cdf"] = to_jsonable(self.cdf(cdf_points))
+        if self.trajectory is not None:  # the profile engines' key (record_every=)
+            out["trajectory"] = self.trajectory.to_dict()
         return out
+
+    def plot(self, path: Any = None) -> Any:
+        """The figure of :func:`supermarket.simulation.law_figure.plot_law` (saved at ``path``)."""
+        from .law_figure import plot_law
+
+        return plot_law(self, path)
 
     def cdf(self, points: int) -> dict:
         """The sojourn and waiting CDFs of the joined law (:meth:`.joined.JoinedResponse.cdf`).
@@ -316,9 +327,9 @@ def _pick(plain: ErrorEstimate, cv: ErrorEstimate | None) -> tuple[ErrorEstimate
     return plain, "plain"
 
 
-def _one(ch: PhaseChain, burn_in: float, t_end: float, batches: int, lam: float, t0: np.ndarray) -> dict:
+def _one(ch: PhaseChain, burn_in: float, t_end: float, batches: int, lam: float, t0: np.ndarray, rec=None) -> dict:
     joined: list[np.ndarray] = []
-    YN, YP, events = run_batches(ch, burn_in, t_end, batches, joined=joined)
+    YN, YP, events = run_batches(ch, burn_in, t_end, batches, joined=joined, rec=rec)
     U, _Pl, Pprev, Z = flow_series(YN, YP, lam, t0)
     return {"U": U, "Z": Z, "B": YN.sum(axis=1), "Pprev": Pprev, "events": events, "joined": joined}
 
@@ -364,6 +375,8 @@ def simulate_phase_service(
     workers: int | None = None,
     start: str = "empty",
     control_variates: bool = True,
+    record_every: int | None = None,
+    record_levels: int | None = None,
 ) -> PhaseSimulationResult:
     """Simulate the supermarket model with a phase-type service law on the count engine.
 
@@ -396,6 +409,10 @@ def simulate_phase_service(
         the fluid one; ``λ < 1``).
     control_variates : bool
         Use the (I1) identities as control variates (module docstring).
+    record_every, record_levels : int, optional
+        Record the profile ``u_1..u_m`` (``m = record_levels``) of replication 0 every
+        ``record_every`` events after the burn-in (:mod:`.records`; the numbers are those of a
+        run without): the result's ``trajectory``.
 
     Returns
     -------
@@ -451,6 +468,8 @@ def simulate_phase_service(
         raise ValueError("start: 'fixed-point' needs load λ < 1: at λ >= 1 the mean field has no fixed point")
     seeds = as_seed_sequence(seed).spawn(replications)
     code = _pol.policy_code(pol, "phase")
+    every, levels = check_record(record_every, record_levels, unit="events", span=t_end * rate, d=d, lam=lam)
+    rec = None if every is None else Recorder(every, levels, np.array([n]))
 
     def one(ss: np.random.SeedSequence) -> dict:
         ch = PhaseChain(n, d, lam, a, M, t0, replace=bool(replace), seed=ss, holding_exp=False, policy=code)
@@ -458,7 +477,7 @@ def simulate_phase_service(
             from .class_starts import phase_start  # the mean field's point, or the fluid one (jsq, jiq)
 
             ch.set_counts(phase_start(n, d, lam, a, M, pol))
-        return _one(ch, burn, t_end, batches, lam, t0)
+        return _one(ch, burn, t_end, batches, lam, t0, rec if ss is seeds[0] else None)
 
     # compile (or load from numba's cache) the kernel before the clock starts: a chain of
     # the same types run for no time (its own seed; the replications' streams are untouched)
@@ -473,9 +492,8 @@ def simulate_phase_service(
         with ThreadPoolExecutor(max_workers=nw) as pool:
             outs = list(pool.map(one, seeds))
     wall = _time.perf_counter() - t_start
-    return _summarize(
-        n, d, lam, pol, bool(replace), law, t_end, burn, batches, outs, wall, busy_exact, control_variates
-    )
+    res = _summarize(n, d, lam, pol, bool(replace), law, t_end, burn, batches, outs, wall, busy_exact, control_variates)
+    return with_trajectory(res, rec)  # the records of replication 0, if any
 
 
 def _summarize(n, d, lam, pol, replace, law, t_end, burn, batches, outs, wall, busy_exact, use_cv):

@@ -172,6 +172,7 @@ class GeneralResult:
     variance_reduction: dict | None = None
     cdf_counts: ResponseCounts | None = None
     precision: dict | None = None
+    trajectory: Any = None  # with record_every=: the records of replication 0 (simulation.records)
     engine: ClassVar[str] = "events"  # the engine that ran
 
     def __post_init__(self) -> None:
@@ -257,7 +258,15 @@ class GeneralResult:
             out["precision"] = to_jsonable(self.precision)
         if cdf_points is not None:
             out["cdf"] = to_jsonable(self.cdf(cdf_points))
+        if self.trajectory is not None:  # the profile engines' key (record_every=)
+            out["trajectory"] = self.trajectory.to_dict()
         return out
+
+    def plot(self, path: Any = None) -> Any:
+        """The figure of :func:`supermarket.simulation.law_figure.plot_law` (saved at ``path``)."""
+        from ..law_figure import plot_law
+
+        return plot_law(self, path)
 
     def shared(self) -> dict:
         """The keys every simulate result shares, in the one shape of

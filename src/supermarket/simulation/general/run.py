@@ -19,6 +19,7 @@ from ...system import policies as _pol
 from ...system.event_starts import fixed_point_refusal
 from ...system.service import ServerClasses, ServiceLaw, parse_server_classes, parse_service
 from ...system.spec import System
+from .. import records as _rec
 from . import starts as _starts
 from .estimate import ONE_REPLICATION_NOTE as ONE_REPLICATION_NOTE  # sweep.measurements imports it from here
 from .estimate import _hist, _summarize
@@ -73,10 +74,13 @@ def _check(n, d, lam, policy, replace, time, burn_in, replications, batches, qua
     return n, d, lam, time, burn_in, replications, batches, qs
 
 
-def _run_one(n, d, lam, code, replace, law, counts, speeds, rate, time, burn_in, batches, qs, ss, progress, stop, init):
+def _run_one(
+    n, d, lam, code, replace, law, counts, speeds, rate, time, burn_in, batches, qs, ss, progress, stop, init, rec=None
+):
     """One replication: per batch, the level integrals per class, and the customers' sums and
     quantiles; ``init``: the start's lengths and phases (:func:`.starts.server_state`), None
-    empty.  Returns a dict of per-batch arrays and ``interrupted``."""
+    empty; ``rec``: the trajectory after the burn-in, on its grid in time (:mod:`..records`).
+    Returns a dict of per-batch arrays and ``interrupted``."""
     sorted_mode = code in (_ev.JSQ, _ev.JIQ, _ev.JBT)
     buf = int(min(max(rate * time / batches * 1.5 + 1024, 1 << 12), 1 << 24))
     s = state_from_seed_sequence(ss)
@@ -93,7 +97,13 @@ def _run_one(n, d, lam, code, replace, law, counts, speeds, rate, time, burn_in,
     interrupted = False
     dt = time / batches
 
-    def run_to(t_stop):
+    def run_to(t_stop):  # with records on the way (the kernel stops at a time, drawing nothing)
+        while (t := _rec.due(rec, t_stop)) is not None:
+            advance(t)
+            rec.add(t - rec.t0, a["c"])
+        advance(t_stop)
+
+    def advance(t_stop):
         nonlocal a
         while True:
             st = _ev.events_kernel(
@@ -147,6 +157,7 @@ def _run_one(n, d, lam, code, replace, law, counts, speeds, rate, time, burn_in,
     try:
         if burn_in > 0:
             run_to(burn_in)
+        _rec.start(rec, burn_in, a["c"])
         _ev.close_areas(a["c"], a["area"], a["last"], burn_in)
         a["area"][:] = 0.0
         pieces_so.clear()
@@ -217,6 +228,8 @@ def simulate_general(
     workers: int | None = None,
     control_variates: bool = True,
     start: str = "empty",
+    record_every: float | None = None,
+    record_levels: int | None = None,
 ) -> GeneralResult:
     """Simulate ``n`` FIFO servers under a dispatch rule with any service law and server classes.
 
@@ -263,6 +276,11 @@ def simulate_general(
         customer in service with the remaining work of its phase and those waiting with full
         works (:mod:`.starts`); a law with no phase-type form has none
         (:func:`supermarket.system.event_starts.fixed_point_refusal`).
+    record_every, record_levels : optional
+        Record ``u_1..u_m`` (``m = record_levels``; per class too with classes) of replication
+        0 every ``record_every`` units of **time** after the burn-in, this engine's unit of
+        horizon (:mod:`supermarket.simulation.records`; the numbers are those of a run
+        without): the result's ``trajectory``.
 
     Returns
     -------
@@ -295,6 +313,8 @@ def simulate_general(
     if burn_in is None:
         burn_in = time / 10.0
     code = _pol.policy_code(policy, "events")
+    every, levels = _rec.check_record(record_every, record_levels, unit="time", span=time, d=d, lam=float(lam))
+    rec = None if every is None else _rec.Recorder(every, levels, counts)
     if workers is None:
         workers = max(1, min(os.cpu_count() or 1, replications))
     workers = _m.check_positive_int("workers", workers, maximum=1024)
@@ -313,7 +333,7 @@ def simulate_general(
 
         return _run_one(
             n, d, lam, code, replace, law, counts, sc.speeds, rate, time, burn_in, batches, qs, seeds[r], tick, stop,
-            init,
+            init, rec if r == 0 else None,
         )  # fmt: skip
 
     # compile (or load from numba's cache) the kernels before the clock starts: a run of no
@@ -347,7 +367,7 @@ def simulate_general(
         # stopped during the burn-in or the first batch: nothing was measured, so there is
         # no result to show (not a result of nan)
         raise KeyboardInterrupt("interrupted before any batch was measured: nothing to report")
-    return _summarize(
+    res = _summarize(
         n,
         d,
         lam,
@@ -368,3 +388,4 @@ def simulate_general(
         interrupted,
         bool(control_variates),
     )
+    return _rec.with_trajectory(res, rec)
