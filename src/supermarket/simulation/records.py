@@ -45,7 +45,7 @@ def check_record(
     defaults to the profile engines' (levels of the JSQ(d) fixed point at ``d``, ``λ``, 4 to 32).
 
     >>> check_record(100, None, unit="events", span=1e4, d=2, lam=0.5)
-    (100.0, 6)
+    (100.0, 7)
     >>> check_record(2.5, 3, unit="events", span=1e4, d=2, lam=0.5)
     Traceback (most recent call last):
     ...
