@@ -118,6 +118,8 @@ class ClassesResult(Result):
     service : ServiceLaw or None
         The phase-type law on :func:`supermarket.simulation.classes_phase.simulate_classes_phase`'s
         engine; None for exponential service.
+    trajectory : Trajectory or None
+        With ``record_every``: the records of replication 0, per class too (:mod:`.records`).
 
     ``to_dict()`` starts with :meth:`shared`, the keys and shapes every simulate result shares
     (:mod:`supermarket.simulation.shape`), then ``arrival_rate``, ``control_variates``, ``balance``, …

@@ -127,6 +127,8 @@ class PhaseSimulationResult(Result):
     response : JoinedResponse or None
         The sojourn and waiting laws of what the arrivals joined (:mod:`.joined`; None at λ >= 1):
         the quantiles in ``sojourn`` and ``waiting``, the CDFs of :meth:`cdf`.
+    trajectory : Trajectory or None
+        With ``record_every``: the records of replication 0 (:mod:`.records`; JSON ``trajectory``).
 
     ``to_dict()`` starts with :meth:`shared`, the keys and shapes every simulate result shares
     (:mod:`supermarket.simulation.shape`): ``sojourn_little`` and ``waiting_little`` are its

@@ -138,6 +138,9 @@ class GeneralResult:
         The measured sojourn and waiting times, binned: the CDFs of :meth:`cdf` (None: not kept).
     precision : dict or None
         With ``precision=``: how the target went (:mod:`supermarket.simulation.law_precision`).
+    trajectory : Trajectory or None
+        With ``record_every``: the records of replication 0 on a grid in time
+        (:mod:`supermarket.simulation.records`; JSON ``trajectory``).
 
     ``to_dict()`` starts with :meth:`shared`, the keys and shapes every simulate result shares
     (:mod:`supermarket.simulation.shape`): the quantiles sit inside ``sojourn`` and ``waiting``.
