@@ -82,6 +82,8 @@ def check_record(
 class Recorder:
     """The records of one replication: :meth:`add` the per-class counts ``c[k, i]`` at a time;
     :meth:`trajectory` gives the :class:`Trajectory` (with ``u_class`` when there are classes).
+    The drivers call :func:`start` at the end of the burn-in, then around each kernel call
+    :func:`cap` and :func:`count` (a grid in events) or :func:`due` (a grid in time).
 
     Parameters
     ----------
@@ -93,9 +95,6 @@ class Recorder:
         Servers per class ``n_k`` (one entry: one class).
     scale : float
         Time per unit of the engine's clock (the classes engines count events: ``1/R``).
-
-    The drivers call :func:`start` at the end of the burn-in, then around each kernel call
-    :func:`cap` and :func:`count` (a grid in events) or :func:`due` (a grid in time).
     """
 
     def __init__(self, every: float, levels: int, counts: np.ndarray, scale: float = 1.0):
