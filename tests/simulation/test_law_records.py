@@ -172,3 +172,19 @@ def test_cli_bad_record_is_one_line_exit_2():
     )
     assert r.exit_code == 2
     assert r.output.strip().splitlines()[-1].startswith("supermarket: error: record_every: the count engine records")
+
+
+def test_a_precision_run_carries_the_records_of_its_last_round():
+    """``precision=`` reruns from the same seed: the result is the last round's, records included,
+    with the numbers of the same run without records."""
+    import warnings
+
+    import supermarket as sm
+
+    kw = dict(service="erlang:2", precision=0.05, steps=20_000, seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain = sm.simulate(20, 2, 0.5, **kw)
+        rec = sm.simulate(20, 2, 0.5, record_every=100, **kw)
+    assert plain.trajectory is None and _numbers(rec) == _numbers(plain)
+    assert len(rec.trajectory) == rec.events // 100 + 1
