@@ -5,10 +5,10 @@ distribution and the trajectory itself taken from the records (``record_every=``
 :mod:`.records`).
 
 1. the time-averaged profile ``1 − E[u_i]`` with ±4.5 s.e. (per class too), and the time
-   average of the recorded trajectory over its grid;
-2. the maximum queue length: the fraction of the records at each value (the profile engines
-   give the fraction of time; on a grid in time, as on the classes and event engines, the two
-   agree up to the grid);
+   average of the recorded trajectory (each record weighted by the time to the next: on the
+   phase engine's grid in events a record stands for the time until the next one);
+2. the maximum queue length: the fraction of time at each value over the records, weighted
+   the same way (the profile engines measure it at every event);
 3. the recorded ``u_i(t)`` of the first levels against time after the burn-in.
 
 Without records the last two panels say how to get them.
@@ -40,9 +40,9 @@ def _profile(ax: Any, res: Any) -> None:
             cu = np.asarray(c.u_mean, float)
             ax.plot(np.arange(1, cu.size + 1), 1 - cu, ".:", label=f"class {c.fraction:g}:{c.speed:g}")
     tr = res.trajectory
-    if tr is not None and len(tr) > 0:
-        avg = np.asarray(tr.u, float).mean(axis=0)
-        ax.plot(np.arange(1, avg.size + 1), 1 - avg, "s--", mfc="none", label="trajectory, mean over its records")
+    if tr is not None and len(tr) > 1:
+        avg = _weights(tr) @ np.asarray(tr.u, float)[:-1]
+        ax.plot(np.arange(1, avg.size + 1), 1 - avg, "s--", mfc="none", label="trajectory, time average")
     ax.set_yscale("log")
     ax.set_xlabel("level i")
     ax.set_ylabel("fraction of queues shorter than i")
@@ -51,12 +51,18 @@ def _profile(ax: Any, res: Any) -> None:
     ax.legend(fontsize=7)
 
 
+def _weights(tr: Any) -> np.ndarray:
+    """Each record but the last, weighted by the time to the next (summing to 1)."""
+    w = np.diff(np.asarray(tr.t, float))
+    return w / w.sum()
+
+
 def _maximum(ax: Any, tr: Any) -> None:
-    ks, counts = np.unique(np.asarray(tr.max), return_counts=True)
-    ax.bar(ks, counts / counts.sum(), color="tab:blue")
+    ks, where = np.unique(np.asarray(tr.max)[:-1], return_inverse=True)
+    ax.bar(ks, np.bincount(where, weights=_weights(tr)), color="tab:blue")
     ax.xaxis.get_major_locator().set_params(integer=True)
     ax.set_xlabel("maximum queue length")
-    ax.set_ylabel("fraction of records")
+    ax.set_ylabel("fraction of time (over the records)")
 
 
 def _trajectory(ax: Any, tr: Any) -> None:
@@ -87,7 +93,7 @@ def plot_law(res: Any, path: str | os.PathLike | None = None) -> Any:
     fig, axes = plt.subplots(1, 3, figsize=(16.5, 4.2))
     _profile(axes[0], res)
     tr = res.trajectory
-    if tr is None or len(tr) == 0:
+    if tr is None or len(tr) < 2:
         for ax in axes[1:]:
             ax.text(0.5, 0.5, NO_RECORDS, ha="center", va="center", transform=ax.transAxes)
             ax.set_axis_off()
