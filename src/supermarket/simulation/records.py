@@ -112,15 +112,16 @@ class Recorder:
     def add(self, t: float, c: np.ndarray) -> None:
         """Record the state ``c[k, i]`` (class ``k``, servers with at least ``i`` customers, column
         0 ignored) at time ``t`` after the burn-in."""
-        c = np.asarray(c).reshape(self.counts.size, -1)
-        tot = c[:, 1:].sum(axis=0)
-        busy = np.nonzero(tot)[0]
-        row = np.zeros((self.counts.size, self.levels), np.int64)
-        m = min(self.levels, c.shape[1] - 1)
-        row[:, :m] = c[:, 1 : 1 + m]
+        col = (c if c.ndim == 2 else c[None, :])[:, 1:]
+        tot = col.sum(axis=0)  # non-increasing in the level: the maximum is the count of busy levels
+        if col.shape[1] >= self.levels:
+            row = col[:, : self.levels].copy()
+        else:
+            row = np.zeros((self.counts.size, self.levels), np.int64)
+            row[:, : col.shape[1]] = col
         self.t.append(float(t))
         self.c.append(row)
-        self.max.append(int(busy[-1]) + 1 if busy.size else 0)
+        self.max.append(int(np.count_nonzero(tot)))
         self.total.append(int(tot.sum()))
 
     def trajectory(self) -> Trajectory:
