@@ -1027,8 +1027,8 @@ class NaiveClasses:
     """
 
     def __init__(self, class_counts, speeds, d, lam, replace, policy, words, lengths=None):
-        if policy not in RULES:
-            raise ValueError(f"policy must be one of {', '.join(RULES)}; got {policy!r}")
+        if policy not in (*RULES, "jbt"):
+            raise ValueError(f"policy must be one of {', '.join(RULES)}, jbt; got {policy!r}")
         self.sizes = [int(m) for m in class_counts]
         self.K = len(self.sizes)
         self.n = sum(self.sizes)
@@ -1069,8 +1069,15 @@ class NaiveClasses:
     def P(self, i: int) -> float:
         """``P_i``: the probability that the joined queue has length ``>= i`` (§2, §15.1),
         from exact integers: ``(C/n)^d`` or ``C(C,d)/C(n,d)`` (jsq-d), ``C/n`` (random),
-        ``1{C = n}`` (jsq), ``1{C_1 = n}·C/n`` (jiq), with ``C = C_i``."""
+        ``1{C = n}`` (jsq), ``1{C_1 = n}·C/n`` (jiq), with ``C = C_i``; jbt (``T = d``): a uniform
+        server of the ``n − C_T`` shorter than ``T`` while there is one, ``(C_i − C_T)/(n − C_T)``
+        for ``i < T`` and 0 from ``T`` on, else a uniform server, ``C_i/n``."""
         Ci = self.C(i)
+        if self.policy == "jbt":
+            CT = self.C(self.d)
+            if CT < self.n:
+                return (Ci - CT) / (self.n - CT) if i < self.d else 0.0
+            return Ci / self.n
         if self.policy == "jsq-d":
             return _p_exact(Ci, self.n, self.d, self.replace)
         if self.policy == "jsq":

@@ -39,6 +39,7 @@ REQUESTS = ("profile", "queues", "buckets", "phase", "events")
 OPTIONS = (
     ("--steps 20000", "steps", 20_000),
     ("--time-mode discrete", "time_mode", "discrete"),
+    ("--time-mode continuous", "time_mode", "continuous"),
     ("--eps 0.05", "eps", 0.05),
     ("--cdf 10", "cdf", 10),
     ("--start fixed-point", "start", "fixed-point"),
@@ -88,6 +89,8 @@ def cells(rule: str, classes: bool, family: str) -> dict[str, str]:
         out[f"simulate {label}"] = (
             refused
             if engine is None
+            else _time_mode_cell(s, engine, str(value))
+            if key == "time_mode"
             else _cell(lambda g=given: methods.check_options(s, engine, g, spell=_flag, time="--time"))
         )
     mf = _system(rule, classes, family, n=None)
@@ -103,6 +106,18 @@ def cells(rule: str, classes: bool, family: str) -> dict[str, str]:
     out["sweep: mixing point"] = _sweep_cell("mixing", s, out["mixing"])
     out["sweep: fluctuations point"] = _sweep_cell("fluctuations", s, out["fluctuations"])
     return out
+
+
+def _time_mode_cell(s: System, default: str, mode: str) -> str:
+    """``simulate --time-mode MODE``: the engine the default request runs in that mode (named when it
+    is not the default's), or the refusal."""
+
+    def run() -> str | None:
+        engine = methods.simulation_engine(s, None, mode)
+        methods.check_options(s, engine, {"time_mode": mode}, spell=_flag, time="--time")
+        return None if engine == default else methods.ENGINES[engine].text
+
+    return _cell(run)
 
 
 def _design_rows(rule: str, classes: bool, family: str) -> dict[str, str]:

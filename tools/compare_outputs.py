@@ -66,6 +66,14 @@ COMMANDS = [
     "design --load 0.9 --quantile 0.99 --latency 6",
     "exact --n 4 --d 2 --load 0.6 --server-classes 0.5:2,0.5:1",
     "meanfield --d 2 --load 0.6 --server-classes 0.5:2,0.5:1 --service erlang:2",
+    "simulate --n 100 --d 2 --load 0.8 --time 200 --seed 1 --policy jbt",
+    "simulate --n 100 --d 2 --load 0.8 --steps 1e6 --seed 1 --policy jbt --engine profile",
+    "simulate --n 100 --d 2 --load 0.8 --steps 1e6 --seed 2 --server-classes 0.5:2,0.5:1 --policy jiq",
+    "simulate --n 100 --d 2 --load 0.8 --steps 1e6 --seed 2 --service erlang:2 --policy jsq",
+    "simulate --n 50 --d 2 --load 0.8 --steps 1e6 --seed 3 --engine queues --no-replace",
+    "simulate --n 100 --d 2 --load 0.8 --time 200 --seed 1 --server-classes 0.5:2,0.5:1 --service erlang:2",
+    "simulate --n 100 --d 2 --load 0.8 --steps 1e6 --seed 1 --service erlang:2 --time-mode continuous",
+    "exact --n 3 --d 2 --load 0.7 --policy jbt",
 ]
 TIMINGS = {"seconds", "events_per_second", "wall_seconds", "wall_time", "wall_s", "elapsed"}
 

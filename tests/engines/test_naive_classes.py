@@ -43,6 +43,10 @@ CASES = {
     "jiq-2cls": ("jiq", [5, 3], [1.0, 2.5], 2, 0.9, True, None, 2_000),
     "jsqd-1cls": ("jsq-d", [9], [1.0], 2, 0.9, False, None, 2_000),
     "jsqd-rep-d9-generic": ("jsq-d", [4, 6], [2.0, 1.0], 9, 0.95, True, None, 1_500),  # P from p_rule (d > 8)
+    # jbt(T = d): P_i reads C_T, renewed at every level when C_T changes; both regimes (C_T < n, C_T = n)
+    "jbt-2cls": ("jbt", [3, 3], [1.5, 1.0], 2, 0.9, True, [[2, 2, 3], [2, 2, 2]], 3_000),
+    "jbt-3cls-d3": ("jbt", [2, 2, 2], [1.0, 1.5, 0.75], 3, 0.98, False, [[3, 3], [4, 3], [5, 3]], 3_000),
+    "jbt-d1-2cls": ("jbt", [5, 3], [1.0, 2.5], 1, 0.9, True, None, 2_000),  # T = 1: JIQ's law
 }
 SLOW_CASES = {
     "jsqd-rep-d12-generic": ("jsq-d", [6, 6], [2.0, 1.0], 12, 0.95, True, None, 10_000),
@@ -66,7 +70,7 @@ def _kernel_state(sizes, speeds, d, lam, rep, policy, lengths, words, nv):
         for i in range(1, nv.top() + 1):
             a["c"][k, i] = nv.c(k, i)
     a["C"][:] = a["c"].sum(axis=0)
-    if policy == "jsq-d":
+    if policy in ("jsq-d", "jbt"):  # the rules whose P_i the kernel keeps per level
         for i in range(1, nv.top() + 1):
             a["pc"][i] = nv.P(i)
     sp = np.array(speeds, float)
@@ -138,6 +142,8 @@ def test_classes_engine_matches_naive_event_for_event(case):
     jiq = Counter()
     for ev in range(1, events + 1):
         jiq["idle" if nv.C(1) < nv.n else "busy"] += 1
+        if policy == "jbt":  # below the threshold T = d, or every server at T or more
+            jiq["below" if nv.C(d) < nv.n else "all at T"] += 1
         kind = nv.step()
         if kind.startswith("arrival"):
             mixed += sum(1 for m in nv.last_join[1] if m) >= 2
@@ -154,7 +160,7 @@ def test_classes_engine_matches_naive_event_for_event(case):
     if K > 1:
         assert mixed > events // 20, mixed
     assert max(max(r) for r in nv.x) >= 2 or policy in ("jsq", "jiq")
-    if policy in ("jiq", "jsq"):
+    if policy in ("jiq", "jsq", "jbt"):
         assert min(jiq.values()) > events // 50, jiq
 
     bulk = _kernel_state(

@@ -10,6 +10,7 @@ import json
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from scipy import stats
 
 from supermarket import simulate
 from supermarket.cli import main
@@ -19,11 +20,15 @@ from supermarket.system import methods
 from supermarket.system.spec import System
 
 
-def _within(sim, exact, se, k=4.0):
-    """Within ``k`` s.e. (plus rounding: the capacity control pins E[u_1] = λ to a few ulps)."""
+def _within(sim, exact, se, dof, alpha=1e-3):
+    """Within the two-sided Student-t band of the error bars' own ``dof`` (the event engine's error
+    is the spread of its replications: ``R − 1`` degrees of freedom), family-wise level ``alpha``
+    over the quantities checked (Bonferroni), plus rounding (the capacity control pins
+    E[u_1] = λ to a few ulps).  A fixed 4 s.e. band was a 1 % false alarm per quantity at 5 dof."""
     sim, exact, se = (np.asarray(x, float) for x in (sim, exact, se))
     assert np.all(np.isfinite(se)) and np.all(se > 0), se
-    assert np.all(np.abs(sim - exact) <= k * se + 1e-12), (sim, exact, se)
+    k = stats.t.ppf(1.0 - alpha / (2.0 * sim.size), dof)
+    assert np.all(np.abs(sim - exact) <= k * se + 1e-12), (sim, exact, se, k)
 
 
 def test_jbt_exp_runs_on_the_event_engine_by_default_and_matches_the_exact_law():
@@ -35,8 +40,8 @@ def test_jbt_exp_runs_on_the_event_engine_by_default_and_matches_the_exact_law()
     assert any(note.startswith("engine events: policy jbt runs on the event engine") for note in res.notes)
     exact = solve(3, 2, lam, policy="jbt", tol=1e-10)
     m = 5
-    _within(res.u_mean[:m], exact.u_mean[:m], res.u_stderr[:m])
-    _within(res.mean_queue_length.mean, exact.mean_queue_length, res.mean_queue_length.stderr)
+    _within(res.u_mean[:m], exact.u_mean[:m], res.u_stderr[:m], res.replications - 1)
+    _within(res.mean_queue_length.mean, exact.mean_queue_length, res.mean_queue_length.stderr, res.replications - 1)
     jiq = solve(3, 2, lam, policy="jiq", tol=1e-10)
     assert np.max(np.abs(res.u_mean[1:m] - jiq.u_mean[1:m]) / res.u_stderr[1:m]) > 8
 
@@ -48,8 +53,8 @@ def test_random_routing_on_the_event_engine_with_exp_is_mm1():
     assert isinstance(res, GeneralResult)
     assert not any(note.startswith("engine events") for note in res.notes)  # asked for, not a rule's default
     m = 5
-    _within(res.u_mean[:m], lam ** np.arange(1, m + 1), res.u_stderr[:m])
-    _within(res.mean_queue_length.mean, lam / (1 - lam), res.mean_queue_length.stderr)
+    _within(res.u_mean[:m], lam ** np.arange(1, m + 1), res.u_stderr[:m], res.replications - 1)
+    _within(res.mean_queue_length.mean, lam / (1 - lam), res.mean_queue_length.stderr, res.replications - 1)
 
 
 def test_default_engines_of_the_other_rules_are_unchanged():
@@ -64,10 +69,15 @@ def test_default_engines_of_the_other_rules_are_unchanged():
 
 def test_a_count_engine_named_for_jbt_says_which_rules_it_dispatches_by():
     assert methods.simulation_engine(System(10, 2, 0.5, rule="jbt"), "buckets") == "buckets"  # on request
-    with pytest.raises(ValueError, match="the phase-type count engine dispatches by jsq-d, random, jsq, jiq only"):
-        methods.simulation_engine(System(10, 2, 0.5, rule="jbt", service="erlang:2"), "phase")
-    with pytest.raises(ValueError, match=r"runs policy 'jsq-d' only .*: use engine 'profile' or 'buckets'"):
-        methods.simulation_engine(System(10, 2, 0.5, rule="jbt"), "queues")
+    assert methods.simulation_engine(System(10, 2, 0.5, rule="jbt", service="erlang:2"), "phase") == "phase"
+    assert methods.simulation_engine(System(10, 2, 0.5, rule="jbt"), "phase") == "phase"  # exp as one phase
+    # "profile" with a phase-type law stands for the default, which for jbt is the event engine
+    assert methods.simulation_engine(System(10, 2, 0.5, rule="jbt", service="erlang:2"), "profile") == "events"
+    sc = "0.5:2,0.5:1"
+    assert methods.simulation_engine(
+        System(10, 2, 0.5, rule="jbt", service="erlang:2", server_classes=sc), "phase"
+    ) == ("classes-phase")
+    assert methods.simulation_engine(System(10, 2, 0.5, rule="jbt"), "queues") == "queues"  # the reference engine
     assert methods.simulation_engine(System(10, 2, 0.5), "phase") == "phase"  # exp: the one-phase law
 
 
@@ -109,7 +119,7 @@ def test_load_above_one_on_the_event_engine_grows_at_the_rate_of_the_excess():
         assert not r.control_variates and any("at load λ >= 1 there is none" in x for x in r.notes)
     a, b = runs[100.0].mean_queue_length, runs[300.0].mean_queue_length
     growth = (lam - 1.0) * (300.0 - 100.0) / 2.0
-    _within(b.mean - a.mean, growth, np.hypot(a.stderr, b.stderr))
+    _within(b.mean - a.mean, growth, np.hypot(a.stderr, b.stderr), min(a.dof, b.dof))
     assert b.mean - a.mean > 10  # a stable run would not grow at all
 
 

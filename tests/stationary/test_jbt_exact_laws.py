@@ -54,3 +54,20 @@ def test_erlang_law_agrees_with_the_event_engine():
     se = np.asarray(res.u_stderr[:m])
     assert np.all(np.isfinite(se)) and np.all(se > 0)
     assert np.all(np.abs(np.asarray(res.u_mean[:m]) - ex.u[:m]) <= 4 * se), (res.u_mean[:m], ex.u[:m], se)
+
+
+def test_classes_with_a_phase_type_law_read_the_threshold():
+    """The solver of classes with a phase-type law (§15.6) given ``exp`` is the exponential chain with
+    classes (§15.4), for T = d = 2 and 3: it solved T = 1 (JIQ) whatever ``d`` before; and ``d`` is
+    what the result reports."""
+    from supermarket.stationary.classes_phase import solve_classes_phase
+
+    lam, n, two = 0.7, 2, "0.5:2,0.5:1"
+    jiq = solve_classes(n, 1, lam, two, policy="jiq", cap=30)
+    for d in (2, 3):
+        ph = solve_classes_phase(n, d, lam, two, "exp", policy="jbt", cap=30)
+        cl = solve_classes(n, d, lam, two, policy="jbt", cap=30)
+        assert ph.d == d
+        np.testing.assert_allclose(ph.mean_queue_length, cl.mean_queue_length, rtol=1e-10)
+        np.testing.assert_allclose(ph.u_mean[:, :4], cl.u_mean[:, :4], rtol=0, atol=1e-12)
+        assert abs(ph.total_mean_queue_length - jiq.total_mean_queue_length) > 0.3  # not JIQ

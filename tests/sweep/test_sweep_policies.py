@@ -20,6 +20,7 @@ from supermarket import report as rp
 from supermarket import sweep as sw
 from supermarket.report.document import TOO_SHORT, _summary_table
 from supermarket.sweep.measurements import event_row
+from supermarket.sweep.points import stored_identity
 
 BASE = '[[run]]\nmeasurement = "simulate"\nn = 10\nd = 2\nload = 0.5\n'
 
@@ -38,12 +39,31 @@ def test_axes_parsed_canonical_and_routed():
     got = {(t.params["policy"], t.params["service"]) for t in s.tasks}
     assert got == {("jiq", "exp"), ("jiq", "erlang:2"), ("random", "exp"), ("random", "erlang:2")}
     assert {t.params["server_classes"] for t in s.tasks} == {"0.5:2,0.5:1"}
-    # the engine simulate() chooses, in continuous time: exponential classes on the classes count
-    # engine, classes with another law on the event engine
+    # the engine simulate() chooses, in its own time mode (docs/model.md §1.1): exponential classes on
+    # the classes count engine (its uniformized chain: discrete), classes with another law on the
+    # event engine (continuous); the stored identity spells both "continuous", as before
     got = {(t.params["service"], t.params["engine"], t.params["time_mode"]) for t in s.tasks}
-    assert got == {("exp", "classes", "continuous"), ("erlang:2", "events", "continuous")}
+    assert got == {("exp", "classes", "discrete"), ("erlang:2", "events", "continuous")}
+    assert {stored_identity(t.params)["time_mode"] for t in s.tasks} == {"continuous"}
     s = sw.parse_sweep(BASE + 'steps = 1000\npolicy = ["jsq", "jsq-d"]\n')
     assert {(t.params["engine"], t.params["policy"]) for t in s.tasks} == {("profile", "jsq"), ("profile", "jsq-d")}
+
+
+def test_queues_engine_takes_every_rule(tmp_path):
+    """The per-queue reference engine runs every rule in a sweep, as simulate() does: each point
+    is a ``queues`` run of its rule, and a stored row is that of the direct call with its seed."""
+    from supermarket.simulation import simulate
+    from sweep_runs import rows_of
+
+    s = sw.parse_sweep(BASE + 'steps = 4000\nengine = "queues"\npolicy = ["random", "jsq", "jiq", "jbt"]\n')
+    got = sorted((t.params["engine"], t.params["policy"]) for t in s.tasks)
+    assert got == [("queues", p) for p in ("jbt", "jiq", "jsq", "random")]
+    one = sw.parse_sweep("[sweep]\nseed = 5\n" + BASE + 'steps = 4000\nengine = "queues"\npolicy = "jbt"\n')
+    assert sw.run_sweep(one, tmp_path / "o", workers=1).failed == 0
+    ((t, row),) = zip(one.tasks, rows_of(tmp_path / "o"))
+    seed = sw.task_seed(5, t.point_hash, t.replication)
+    direct = simulate(10, 2, 0.5, steps=4000, engine="queues", policy="jbt", seed=seed, progress=False)
+    assert row["engine"] == "queues" and row["mean_queue_length"] == direct.mean_queue_length
 
 
 def test_old_sweeps_keep_their_hashes():
@@ -71,11 +91,6 @@ def test_old_sweeps_keep_their_hashes():
         ('time = 9.0\nservice = "lognormal:2"\nengine = "phase"\n', "run[1].engine", "event engine"),
         ('time = 9.0\nserver_classes = "0.5:2,0.5:1"\nstart = "long:3"\n', "run[1].start", "classes (service exp"),
         ('time = 9.0\nservice = "erlang:2"\nstart = "long:3"\n', "run[1].start", "starts 'empty' or 'fixed-point'"),
-        (
-            'steps = 1000\nengine = "queues"\npolicy = "random"\n',
-            "run[1].engine",
-            "engine 'queues' runs policy 'jsq-d'",
-        ),
         ('steps = 1000\nstart = "perfect"\npolicy = "jiq"\n', "run[1].start", "start 'perfect'"),
         # the cost check counts the engine's own events: Erlang-2 at λ = 1/2 makes 15 per unit time
         # with n = 10 (5 arrivals, 10 phase completions), 1.5e13 > 1e13 in 1e12 time units
@@ -489,3 +504,42 @@ def test_batches_above_the_steps_refused_when_read():
     with pytest.raises(sw.SweepFileError) as ei:
         sw.parse_sweep(text + "steps = 100\nbatches = 1000\n")
     assert "batches" in str(ei.value)
+
+
+def test_a_law_point_runs_the_time_mode_it_names():
+    """``time_mode`` on a law point is honoured (the row says what ran) or refused, as ``simulate``
+    does: exponential holding times on the phase-type count engine get their own identity (another
+    stream than the default's), classes in continuous time run the event engine, a general law has
+    no discrete chain (docs/model.md §1.1)."""
+    s = sw.parse_sweep(BASE + 'time = 5.0\nservice = "erlang:2"\ntime_mode = ["discrete", "continuous"]\n')
+    ids = {t.params["time_mode"]: stored_identity(t.params)["time_mode"] for t in s.tasks}
+    assert ids == {"discrete": "continuous", "continuous": "continuous-exponential"}
+    s = sw.parse_sweep(BASE + 'time = 5.0\nserver_classes = "0.5:2,0.5:1"\ntime_mode = "continuous"\n')
+    assert [t.params["engine"] for t in s.tasks] == ["events"]
+    (err,) = _errors(BASE + 'time = 5.0\nservice = "lognormal:2"\ntime_mode = "discrete"\n')
+    assert "no discrete chain exists for service lognormal:2" in err
+
+
+def test_a_law_row_says_the_time_mode_that_ran():
+    import numpy as np
+
+    from supermarket.sweep.measurements import measure_simulate
+
+    s = sw.parse_sweep(BASE + 'time = 5.0\nservice = "erlang:2"\ntime_mode = ["discrete", "continuous"]\n')
+    s2 = sw.parse_sweep(BASE + 'time = 5.0\nserver_classes = "0.5:2,0.5:1"\n')
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rows = {t.params["time_mode"]: measure_simulate(t.params, np.random.SeedSequence(1)) for t in s.tasks}
+        (classes,) = (measure_simulate(t.params, np.random.SeedSequence(1)) for t in s2.tasks)
+    assert {k: r["time_mode"] for k, r in rows.items()} == {"discrete": "discrete", "continuous": "continuous"}
+    assert rows["discrete"]["mean_queue_length"] != rows["continuous"]["mean_queue_length"]  # honoured: another stream
+    assert classes["time_mode"] == "discrete"
+
+
+def test_eps_on_a_rule_without_a_good_set_is_refused_as_simulate_refuses_it():
+    from supermarket.system.methods import good_set_refusal
+    from supermarket.system.spec import System
+
+    (err,) = _errors(BASE + 'steps = 1000\npolicy = "jsq"\neps = 0.05\n')
+    assert good_set_refusal(System(10, 2, 0.5, rule="jsq")) in err
+    sw.parse_sweep(BASE + "steps = 1000\neps = 0.05\n")  # jsq-d, d = 2, λ < 1: its good set

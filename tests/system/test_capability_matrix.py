@@ -96,22 +96,55 @@ DOORS = (_library, _cli, _sweep)
 
 
 @pytest.mark.parametrize("engine", sorted(ENGINE_OF))
-@pytest.mark.parametrize("option, value", [("time_mode", "discrete"), ("eps", 0.05)])
-def test_time_mode_and_eps_are_refused_not_ignored(stubbed, engine, option, value):
-    """The law engines run in continuous time and report no good set: ``time_mode="discrete"`` and
-    ``eps`` are refused with the table's one reason, the same from every door (they were ignored)."""
+def test_eps_is_refused_not_ignored(stubbed, engine):
+    """The law engines report no good set: ``eps`` is refused with the table's one reason, the same
+    from every door (it was ignored)."""
     service, classes = ENGINE_OF[engine]
     system = System(N, D, 0.5, service=service, server_classes=classes)
-    want = methods.refusal(system, engine, option)
-    answers = {door.__name__: door(service, classes, **{option: value}) for door in DOORS}
+    want = methods.refusal(system, engine, "eps")
+    answers = {door.__name__: door(service, classes, eps=0.05) for door in DOORS}
     assert set(answers.values()) == {want}, answers
 
 
-@pytest.mark.parametrize("engine", sorted(ENGINE_OF))
-def test_continuous_time_mode_still_runs_on_the_law_engines(stubbed, engine):
-    service, classes = ENGINE_OF[engine]
-    answers = [door(service, classes, time_mode="continuous") for door in DOORS]
-    assert answers == [f"runs {engine}"] * 3  # the sweep's row names the engine as the others do
+def test_a_general_law_has_no_discrete_time_mode_from_any_door(stubbed):
+    """Lognormal service: no jump chain exists (docs/model.md §1.1), the one refusal of principle."""
+    system = System(N, D, 0.5, service="lognormal:2")
+    want = methods.refusal(system, "events", "time_mode")
+    assert "no discrete chain exists for service lognormal:2" in want
+    answers = {door.__name__: door("lognormal:2", None, time_mode="discrete") for door in DOORS}
+    assert set(answers.values()) == {want}, answers
+
+
+@pytest.mark.parametrize(
+    "service, classes, mode, engine",
+    [
+        ("erlang:2", None, "discrete", "phase"),  # the jump chain, holding times at their means
+        ("erlang:2", None, "continuous", "phase"),  # exponential holding times
+        ("exp", "0.5:2,0.5:1", "discrete", "classes"),  # the uniformized chain
+        ("exp", "0.5:2,0.5:1", "continuous", "events"),  # the count engine with classes has no other mode
+        ("erlang:2", "0.5:2,0.5:1", "discrete", "classes-phase"),  # the event engine has no discrete mode
+        ("erlang:2", "0.5:2,0.5:1", "continuous", "events"),
+        ("lognormal:2", None, "continuous", "events"),
+    ],
+)
+def test_each_time_mode_runs_on_an_engine_that_has_it(stubbed, service, classes, mode, engine):
+    """``time_mode`` is honoured, never ignored: the default request runs an engine of the system's
+    row that has the mode (docs/model.md §1.1), the same from every door."""
+    answers = [door(service, classes, time_mode=mode) for door in DOORS]
+    assert answers == [f"runs {engine}"] * 3
+    assert mode in methods.ENGINES[engine].time_modes
+
+
+def test_an_engine_asked_for_by_name_refuses_a_mode_it_lacks():
+    c = System(N, D, 0.5, server_classes="0.5:2,0.5:1")
+    assert methods.simulation_engine(c, "phase", "continuous") == "classes-phase"
+    with pytest.raises(methods.Refusal, match=r"runs in discrete time only .*the event engine, engine 'events'"):
+        methods.check_options(c, "classes-phase", {"time_mode": "continuous"})
+    e = System(N, D, 0.5, service="erlang:2")
+    with pytest.raises(methods.Refusal, match=r"continuous time only .*the phase-type count engine, engine 'profile'"):
+        methods.check_options(e, "events", {"time_mode": "discrete"})
+    with pytest.raises(ValueError, match="time_mode must be 'discrete' or 'continuous'; got 'uniform'"):
+        methods.check_options(e, "phase", {"time_mode": "uniform"})
 
 
 @pytest.mark.parametrize("rule", ["jsq", "jiq"])

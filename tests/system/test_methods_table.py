@@ -141,10 +141,16 @@ def test_the_table_is_the_answer():
                 with pytest.raises(ValueError, match="engine"):
                     methods.simulation_engine(s, request)
         engine = methods.simulation_engine(s)
-        for option in sorted(set(methods.OPTIONS) - methods.ENGINES[engine].takes - {"start"}):
+        for option in sorted(set(methods.OPTIONS) - methods.ENGINES[engine].takes - {"start", "time_mode"}):
             with pytest.raises(methods.Refusal) as err:
                 methods.check_options(s, engine, {option: 1})
             assert err.value.key == option and methods.ENGINES[engine].text in str(err.value)
+        for mode in {"discrete", "continuous"} - set(methods.ENGINES[engine].time_modes):  # its modes, or why not
+            with pytest.raises(methods.Refusal) as err:
+                methods.check_options(s, engine, {"time_mode": mode})
+            assert err.value.key == "time_mode" and f"runs in {methods.ENGINES[engine].time_modes[0]} time only" in str(
+                err.value
+            )
 
 
 def test_the_table_defaults_are_the_engines():

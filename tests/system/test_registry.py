@@ -178,16 +178,17 @@ def test_jbt_with_threshold_one_is_jiq():
         assert x[k] == y[k], k
 
 
-def test_a_kernel_that_does_not_run_a_rule_refuses_it_by_name():
+def test_every_kernel_runs_every_rule():
+    """No simulation kernel refuses a rule any more (the queues engine and the count engines of
+    laws and classes gained random, jsq, jiq and jbt): the registry says so for each."""
     from supermarket import simulate
 
-    with pytest.raises(ValueError, match=r"engine 'queues' runs policy 'jsq-d' only .*: use engine 'profile' or"):
-        simulate(20, 2, 0.8, policy="jbt", engine="queues", steps=1000, seed=1)
-    with pytest.raises(ValueError, match="the phase-type count engine dispatches by jsq-d, random, jsq, jiq only"):
-        simulate(20, 2, 0.8, policy="jbt", service="erlang:2", engine="phase", steps=1000, seed=1)
+    kernels = {"queues", "profile", "phase", "classes", "classes-phase", "events"}
+    assert all(kernels <= set(r.engines) for r in pol.RULES.values()), {r.name: r.engines for r in pol.RULES.values()}
+    assert simulate(20, 2, 0.8, policy="jbt", engine="queues", steps=1000, seed=1).engine == "queues"
 
 
-@pytest.mark.parametrize("which", ["events", "classes"])
+@pytest.mark.parametrize("which", ["events", "classes", "classes-phase"])
 def test_an_unknown_code_is_refused_by_the_kernel(monkeypatch, which):
     """A code no kernel branch knows raises, instead of running as JIQ (the old ``else``)."""
     monkeypatch.setitem(pol.RULES, "jiq", dataclasses.replace(pol.RULES["jiq"], code=7))
@@ -196,15 +197,23 @@ def test_an_unknown_code_is_refused_by_the_kernel(monkeypatch, which):
             from supermarket.simulation.general import simulate_general
 
             simulate_general(10, 1, 0.8, policy="jiq", service="lognormal:2", time=5, seed=1, replications=1)
-        else:
+        elif which == "classes":
             from supermarket.simulation.classes import simulate_classes
 
             simulate_classes(
                 10, 1, 0.8, server_classes="0.5:2,0.5:1", policy="jiq", events=2000, seed=1, replications=1
             )
+        else:
+            from supermarket.simulation.classes_phase import simulate_classes_phase
+
+            simulate_classes_phase(
+                10, 1, 0.8, server_classes="0.5:2,0.5:1", service="erlang:2", policy="jiq", events=2000, seed=1
+            )
 
 
-@pytest.mark.parametrize("engine,name", [("profile", "jiq"), ("buckets", "random"), ("queues", "jsq-d")])
+@pytest.mark.parametrize(
+    "engine,name", [("profile", "jiq"), ("buckets", "random"), ("queues", "jsq-d"), ("queues", "jbt")]
+)
 def test_an_unknown_code_is_refused_by_the_count_kernels(monkeypatch, engine, name):
     """The profile, buckets and queues kernels refuse a code they do not know before any event."""
     from supermarket.model import Params
@@ -322,6 +331,6 @@ def test_jbt_through_the_cli_runs_or_refuses_in_one_line():
         r = run(main, [*args, "--json"])
         assert r.exit_code == 0 and f'"engine": "{engine}"' in r.output, r.output[-300:]
     r = run(main, ["simulate", "--n", "50", "--load", "0.8", "--policy", "jbt", "--steps", "1e4", "--engine", "queues"])
-    assert r.exit_code == 2 and "runs policy 'jsq-d' only" in r.output and "Traceback" not in r.output
+    assert r.exit_code == 0 and "engine=queues" in r.output and "Traceback" not in r.output  # the reference engine
     r = run(main, ["exact", "--n", "2", "--d", "2", "--load", "0.5", "--policy", "jbt"])
     assert r.exit_code == 0 and "JBT(T = d)" in r.output and "(replacement unused)" in r.output

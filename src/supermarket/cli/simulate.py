@@ -95,7 +95,8 @@ def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as
     the table chose (phase, classes, classes-phase or events): the options it does not take
     refused by the table's one refusal, then the library's run, its summary or JSON."""
     given = {key: kw[key] for key in ("steps", "start", "precision", "max_steps")}
-    given |= {key: kw.pop(key) for key in ("cdf", "plot", "client", "time_mode", "eps")} | {"load": system.load}
+    given |= {key: kw.pop(key) for key in ("cdf", "plot", "client", "eps")} | {"load": system.load}
+    given["time_mode"] = kw["time_mode"]
     try:
         check_options(system, chosen, given, spell=_FLAGS.__getitem__, time="--time")
     except ValueError as exc:
@@ -175,23 +176,29 @@ def _save_plot(res: Any, plot: str) -> None:
     "arrival); buckets: per-queue, O(1) per event; events: the per-queue event engine, for every law and classes "
     "(exp included: per-customer sojourn quantiles; load >= 1: a finite horizon)." + ENGINE_HELP + " With "
     "--server-classes: the count engine with classes (the default) or events.  jbt runs on events by default "
-    "(and with a law or classes, where no count engine runs it); --engine profile or buckets runs its count chain.",
+    "(every law, with or without classes); --engine profile or buckets runs its count chain (exp, one class), "
+    "--engine phase its phase-type count chain (exp or a phase-type law; with --server-classes the count engine "
+    "with classes).",
 )
 @replace_option(
     True, "Sample the d queues with replacement (default, paper 000) or, with --no-replace, without (paper 002)."
 )
 @policy_option(
-    "Paper 000's k and good set are reported for jsq-d only; --engine queues runs jsq-d only, --start perfect "
+    "Paper 000's k and good set are reported for jsq-d only; --start perfect runs "
     "the JSQ(d) chains (jsq-d, random, jsq); jbt runs on the event engine by default (every law), on the "
-    "profile engines with --engine profile or buckets (exp service); each engine "
+    "profile engines with --engine profile or buckets (exp service), on the phase-type count engine with "
+    "--engine phase, and with --server-classes on the count engine with classes with --engine phase; each engine "
     "runs the rules of docs/model.md §2."
 )
 @click.option(
     "--time-mode",
     type=click.Choice(TIME_MODES),
     default=None,
-    help="discrete (the default on the profile engines): the chain of paper 000; continuous: exact exponential "
-    "event times.  The engines of a service law other than exp or of server classes run in continuous time only.",
+    help="discrete: the engine's jump chain, each step held for its mean holding time (paper 000's chain with exp "
+    "service and one class); continuous: exponential holding times (exact event times).  Default: the engine's own "
+    "(discrete on the count engines, continuous on the event engine); with classes, continuous runs on the event "
+    "engine, and discrete with a phase-type law and classes on the count engine (docs/model.md §1.1).  A general "
+    "law has no discrete chain.",
 )
 @start_option(
     "empty",
@@ -391,7 +398,7 @@ def simulate(
             "replications together; run it locally"
         )
     system = System(n, d, load, rule=policy, replace=replace, service=service, server_classes=server_classes)
-    chosen = simulation_engine(system, engine)  # the one engine choice (supermarket.system.methods)
+    chosen = simulation_engine(system, engine, time_mode)  # the one engine choice (supermarket.system.methods)
     if chosen not in ENGINES:  # docs/model.md §13-§15
         _simulate_law(
             system, chosen, load=load, out=out, as_json=as_json, cdf=cdf, plot=plot, client=scheduler, steps=steps,
@@ -401,6 +408,10 @@ def simulate(
             record_levels=record_levels,
         )  # fmt: skip
         return
+    try:  # honoured or refused, never ignored (the table's one refusal, spelled as the command spells it)
+        check_options(system, chosen, {"time_mode": time_mode, "eps": eps}, spell=_FLAGS.__getitem__, time="--time")
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
     client = dask_client(scheduler, connect_timeout, workers)
     try:
         caught: list[warnings.WarningMessage] = []

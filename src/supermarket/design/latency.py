@@ -61,8 +61,18 @@ class LatencyDesign(Result):
     monotone: bool
     verify: dict | None = None
     capped: bool = False
+    # the keys of every design --latency answer (:class:`supermarket.design.rule_latency.RuleLatencyDesign`
+    # is that of the other rules, laws and classes): here JSQ(d), exp service, one class, the mean field
+    policy: str = "jsq-d"
+    holds: bool | None = None  # for a rule that reads no d asked at a load; JSQ(d) reads d
+    at_load: float | None = None
+    service: str = "exp"
+    server_classes: str | None = None
+    method: str = "the mean field (supermarket.meanfield)"
+    note: str = ""
 
     _order = (
+        "policy",
         "question",
         "quantile",
         "latency",
@@ -71,6 +81,12 @@ class LatencyDesign(Result):
         "neighbour",
         "load",
         "d",
+        "holds",
+        "at_load",
+        "service",
+        "server_classes",
+        "method",
+        "note",
         "floor",
         "monotone",
         "capped",
@@ -422,35 +438,10 @@ def verify_latency(
                 workers=workers,
                 client=client,
             )
-        r = from_simulation(res, quantiles=(q,))
-        assert r.sojourn.stderr is not None  # a simulated law carries batch-means errors
-        v, se = r.sojourn.quantiles[q], r.sojourn.stderr["quantiles"][q]
-        failed = [c for c in getattr(res, "self_checks", ()) if c.get("result") == "fail"]
-        why = None
-        if failed:
-            c = failed[0]
-            zc = c.get("z")
-            why = f"the simulation's own self-check {c.get('identity', '')!s} failed" + (
-                f" by {abs(zc):.3g} standard errors" if isinstance(zc, (int, float)) and math.isfinite(zc) else ""
-            )
-        elif se is None or not math.isfinite(se):
-            why = "the run is too short to know the error of the quantile"
-        if why is not None:
-            distrusted.append(f"d = {d}, λ = {lam:.6g}: {why}")
-            pts.append(
-                {
-                    "d": d,
-                    "load": lam,
-                    "value": v,
-                    "stderr": None,
-                    "verdict": "unknown",
-                    "why": why,
-                    "warnings": [str(w.message) for w in caught],
-                }
-            )
-            continue
-        verdict = _verdict(v, se, T, z)
-        pts.append({"d": d, "load": lam, "value": v, "stderr": se, "verdict": verdict})
+        point = _point(res, caught, (d, lam), q, T, z)
+        if point["verdict"] == "unknown":
+            distrusted.append(f"d = {d}, λ = {lam:.6g}: {point['why']}")
+        pts.append(point)
     qn = f"p{100 * q:g}"
     if distrusted:
         # no confirmation and no ± from a run that distrusts itself
@@ -468,6 +459,38 @@ def verify_latency(
         }
     change, note = _conclusion(design.question, pts, qn, T, z)
     return {"n": n, "steps": steps, "replications": replications, "points": pts, "changes_answer": change, "note": note}
+
+
+def _point(res: Any, caught: list, system: tuple, q: float, T: float, z: float) -> dict:
+    """One simulated point of :func:`verify_latency`: the ``q``-quantile of the sojourn time of
+    ``res`` at ``system`` ``(d, λ)`` against the target ``T`` (:func:`_verdict`, ``z`` standard
+    errors), or the verdict "unknown" with why (a failed self-check, no error for the
+    quantile) and the run's warnings ``caught``."""
+    d, lam = system
+    r = from_simulation(res, quantiles=(q,))
+    assert r.sojourn.stderr is not None  # a simulated law carries batch-means errors
+    v, se = r.sojourn.quantiles[q], r.sojourn.stderr["quantiles"][q]
+    failed = [c for c in getattr(res, "self_checks", ()) if c.get("result") == "fail"]
+    why = None
+    if failed:
+        c = failed[0]
+        zc = c.get("z")
+        why = f"the simulation's own self-check {c.get('identity', '')!s} failed" + (
+            f" by {abs(zc):.3g} standard errors" if isinstance(zc, (int, float)) and math.isfinite(zc) else ""
+        )
+    elif se is None or not math.isfinite(se):
+        why = "the run is too short to know the error of the quantile"
+    if why is not None:
+        return {
+            "d": d,
+            "load": lam,
+            "value": v,
+            "stderr": None,
+            "verdict": "unknown",
+            "why": why,
+            "warnings": [str(w.message) for w in caught],
+        }
+    return {"d": d, "load": lam, "value": v, "stderr": se, "verdict": _verdict(v, se, T, z)}
 
 
 def _conclusion(question: str, pts: list[dict], qn: str, T: float, z: float) -> tuple[bool | None, str]:

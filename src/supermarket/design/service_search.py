@@ -66,8 +66,44 @@ class ServiceDesign(Result):
     checked: tuple
     monotone: bool
     verify: dict | None = None
+    # the keys of every design --latency answer (supermarket.design.latency.LatencyDesign): JSQ(d),
+    # one class, the phase-type mean field; ``note`` is the fit's note, also kept as ``fit``
+    policy: str = "jsq-d"
+    question: str = "least d"
+    d: int | None = None
+    holds: bool | None = None
+    at_load: float | None = None
+    server_classes: str | None = None
+    method: str = "the mean field (supermarket.meanfield)"
+    capped: bool = False
 
-    _order = ("service", "load", "quantile", "latency", "answer", "achieved", "neighbour", "floor", "fit", "monotone")
+    _order = (
+        "policy",
+        "question",
+        "quantile",
+        "latency",
+        "answer",
+        "achieved",
+        "neighbour",
+        "load",
+        "d",
+        "holds",
+        "at_load",
+        "service",
+        "server_classes",
+        "method",
+        "note",
+        "floor",
+        "monotone",
+        "capped",
+        "fit",
+    )
+    _extra = ("note",)
+
+    @property
+    def note(self) -> str:
+        """The two-moment fit's note (``fit``), as every design answer names it."""
+        return self.fit
 
     def to_frame(self) -> Any:
         return frame([{"d": a, "sojourn_quantile": v} for a, v in self.checked])
@@ -215,20 +251,43 @@ class ServiceLoadDesign(Result):
     checked: tuple
     monotone: bool
     capped: bool = False
+    # the keys of every design --latency answer, as in :class:`ServiceDesign`
+    verify: dict | None = None
+    policy: str = "jsq-d"
+    question: str = "largest load"
+    load: float | None = None
+    holds: bool | None = None
+    at_load: float | None = None
+    server_classes: str | None = None
+    method: str = "the mean field (supermarket.meanfield)"
 
     _order = (
-        "service",
-        "d",
+        "policy",
+        "question",
         "quantile",
         "latency",
         "answer",
         "achieved",
         "neighbour",
+        "load",
+        "d",
+        "holds",
+        "at_load",
+        "service",
+        "server_classes",
+        "method",
+        "note",
         "floor",
-        "fit",
         "monotone",
         "capped",
+        "fit",
     )
+    _extra = ("note",)
+
+    @property
+    def note(self) -> str:
+        """The two-moment fit's note (``fit``), as every design answer names it."""
+        return self.fit
 
     def to_frame(self) -> Any:
         return frame([{"load": a, "tail_at_latency": v} for a, v in self.checked])

@@ -14,9 +14,10 @@ One step of the chain uniformized at rate ``n s̄ (1 + λ)`` (exact, docs/model.
 53-bit uniform decides the kind of event and its level:
 
 - arrival, probability ``λ/(1+λ)``: ``ℓ = #{i >= 1 : U < P_i}`` (``jsq-d``, ``P_i`` kept per
-  level and recomputed when ``C[i]`` changes), ``#{i >= 1 : C[i] > nU}`` (``random``; ``jiq``
-  when no server is idle, else ``ℓ = 0``) or ``#{i >= 1 : C[i] = n}`` (``jsq``); a second uniform
-  picks the class (none with one class);
+  level and recomputed when ``C[i]`` changes; ``jbt``, ``P_i`` of :func:`.tables.jbt_p` kept per
+  level, recomputed when ``C[i]`` changes and at every level when ``C_T`` does, ``T = d``),
+  ``#{i >= 1 : C[i] > nU}`` (``random``; ``jiq`` when no server is idle, else ``ℓ = 0``) or
+  ``#{i >= 1 : C[i] = n}`` (``jsq``); a second uniform picks the class (none with one class);
 - potential departure: a uniform unit of capacity ``y ∈ [0, n s̄)``; class ``k`` where
   ``y`` falls among the cumulative capacities ``Σ_{k' <= k} n_k' s_k'``, then a uniform
   class-``k`` server, ``ℓ = #{i >= 1 : c[k, i] > z}``; if ``ℓ >= 1`` it loses a customer.
@@ -34,8 +35,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .layout import I64
 from .rng import step_double
-from .tables import BAD_RULE, JIQ, JSQ, JSQ_D, RANDOM, p_rule
+from .tables import BAD_RULE, JBT, JIQ, JSQ, JSQ_D, RANDOM, jbt_p, p_rule
 
 __all__ = ["classes_kernel", "close_areas", "new_state", "start_state", "grow", "DONE", "GROW", "BAD_RULE"]
 
@@ -58,6 +60,18 @@ def _p(pol: int, C: int, n: int, d: int, rep: bool) -> float:
             p *= float(C - r) / float(n - r)
         return p
     return p_rule(pol, C, n, d, rep)
+
+
+@njit(cache=True, inline="always")
+def _jbt_refresh(C: np.ndarray, pc: np.ndarray, j: I64, top: I64, n: int, d: int) -> None:
+    """JBT(T = d): ``P_i`` after ``C[j]`` changed, ``top`` the highest level that may be occupied.
+    ``P_i`` reads ``C_T`` too (:func:`.tables.jbt_p`): a change at ``j = T`` renews every level
+    up to ``top`` (those above hold no server: ``P = 0``), any other change level ``j`` only."""
+    if j == d:
+        for i in range(1, top + 1):
+            pc[i] = jbt_p(C[1:], i - 1, n, d)
+    else:
+        pc[j] = jbt_p(C[1:], int(j) - 1, n, d)
 
 
 @njit(cache=True, nogil=True)
@@ -103,7 +117,7 @@ def classes_kernel(
         if unif < p_arr:
             U = unif * inv_p
             ell = np.int64(0)
-            if pol == JSQ_D:
+            if pol == JSQ_D or pol == JBT:  # noqa: SIM109 (numba: plain comparisons); P_i kept per level (JBT: also when C_T changes)
                 for i in range(1, top + 1):
                     ell += np.int64(pc[i] > U)
             elif pol == JSQ:
@@ -134,6 +148,8 @@ def classes_kernel(
                 pc[j] = _p(pol, C[j], n, d, rep)
             if j > top:
                 top = j
+            if pol == JBT:
+                _jbt_refresh(C, pc, j, top, n, d)
         else:
             y = (unif - p_arr) * dscale
             k = 0
@@ -153,6 +169,8 @@ def classes_kernel(
                 C[ell] -= 1
                 if pol == JSQ_D:
                     pc[ell] = _p(pol, C[ell], n, d, rep)
+                elif pol == JBT:
+                    _jbt_refresh(C, pc, ell, top, n, d)
                 while top > 0 and C[top] == 0:
                     top -= 1
         ev += 1
@@ -206,6 +224,9 @@ def start_state(c0: np.ndarray, cfg: np.ndarray) -> tuple[dict[str, np.ndarray],
     if pol == JSQ_D:
         for i in range(1, L0):
             a["pc"][i] = _p(pol, int(a["C"][i]), n, d, rep)
+    elif pol == JBT:
+        for i in range(1, L0):
+            a["pc"][i] = jbt_p(a["C"][1:], i - 1, n, d)
     top = int(np.max(np.nonzero(a["C"][1:])[0], initial=-1)) + 1
     return a, top
 

@@ -5,7 +5,8 @@ in service is in phase ``φ`` (row ``ℓ = 0`` unused), ``c[k, i]`` = the number
 servers with at least ``i`` customers (``c[k, 0] = n_k``), the totals ``C[i] = Σ_k c[k, i]``
 and ``top``.  The model is the event engine's (docs/model.md §14): arrivals at rate ``nλ s̄``;
 the joined length has the law of the one-class chain, ``P(ℓ >= i) = P_i(C)``
-(:func:`.tables.p_rule`; ``jiq``: ``1{C_1 = n}·P_i``), the joined server is uniform among the
+(:func:`.tables.p_rule`; ``jiq``: ``1{C_1 = n}·P_i``; ``jbt``: :func:`.tables.jbt_p`, which reads
+``C_T`` too, evaluated from the totals at each arrival), the joined server is uniform among the
 servers of length ``ℓ`` (its class ``k`` with probability ``(c[k, ℓ] − c[k, ℓ+1])/(C[ℓ] −
 C[ℓ+1])``, its phase ``φ`` with probability ``N[k, ℓ, φ]/(c[k, ℓ] − c[k, ℓ+1])``; at an idle
 server the customer starts in phase ``φ ~ α``); a class-``k`` server in phase ``φ`` moves to
@@ -29,7 +30,7 @@ from numba import njit
 
 from .classes import _p, close_areas  # close_areas: the same per-class level sums
 from .rng import step_double
-from .tables import BAD_RULE, JIQ, JSQ, JSQ_D, RANDOM
+from .tables import BAD_RULE, JBT, JIQ, JSQ, JSQ_D, RANDOM, jbt_p
 
 __all__ = ["classes_phase_kernel", "close_areas", "DONE", "GROW", "BAD_RULE"]
 
@@ -98,6 +99,9 @@ def classes_phase_kernel(
                 ell = 0
             elif pol == JSQ_D or pol == RANDOM or pol == JIQ:  # noqa: SIM109 (numba: plain comparisons)
                 while ell < top and _p(pol, C[ell + 1], n, d, rep) > U:
+                    ell += 1
+            elif pol == JBT:  # P_i reads C_T too (T = d): evaluated from the totals, non-increasing in i
+                while ell < top and jbt_p(C[1:], ell, n, d) > U:
                     ell += 1
             else:  # an unknown code: refused, never run as another rule
                 s[0], s[1], s[2], s[3] = r0, r1, r2, r3

@@ -45,11 +45,16 @@ on ``n`` (the ``P`` table is indexed by count; above ``FULL_MAX_N`` it is evalua
 directly, one ``exp``/``log`` per changed level).
 
 Dispatch rules: ``policy`` is a code of :mod:`.tables` (``POLICY_JSQD = JSQ_D = 0`` is
-JSQ(d); ``RANDOM``, ``JSQ``, ``JIQ``), and ``P_i`` is :func:`.tables.p_rule` of ``c_i``
+JSQ(d); ``RANDOM``, ``JSQ``, ``JIQ``, ``JBT``), and ``P_i`` is :func:`.tables.p_rule` of ``c_i``
 through :func:`p_of`.  Join-idle-queue's ``P_i = 1{c_1 = n}·c_i/n`` also depends on
 ``c_1``: its ``P`` is multiplied by that gate, and every level is refreshed
-(:func:`refresh_p`) when ``c_1`` reaches or leaves ``n``.  JSQ(d)'s path is unchanged
-(bit-identical runs for the same seed).
+(:func:`refresh_p`) when ``c_1`` reaches or leaves ``n``.  Join-below-threshold (``T = d``),
+``P_i = (c_i − c_T)/(n − c_T)`` for ``i <= T`` (0 above) while ``c_T < n`` and ``c_i/n``
+once ``c_T = n`` (:func:`.tables.jbt_p`), has no table: ``P_i`` is evaluated from the
+profile, and a change of ``c_T`` refreshes the levels that read it (:func:`refresh_jbt`):
+``1..T`` always, every occupied level when ``c_T`` reaches or leaves ``n``.  An unknown code
+stops the kernel before any event (:data:`.tables.BAD_RULE`).  The other rules' paths are
+unchanged (bit-identical runs for the same seed).
 
 Measurements, lazily updated per cell (docs/model.md §13): ``areaN[ℓ, φ] = ∫ N[ℓ, φ] dt``
 and ``areaP[ℓ] = ∫ P_ℓ dt`` (``stampN``, ``stampP``: the time up to which each is closed);
@@ -78,7 +83,7 @@ import numpy as np
 from numba import njit
 
 from .rng import next_double, step_double
-from .tables import JIQ, RANDOM, p_all_at_least, p_rule
+from .tables import BAD_RULE, JBT, JIQ, RANDOM, counts_rule, jbt_p, p_all_at_least, p_rule
 
 __all__ = [
     "POLICY_JSQD",
@@ -88,6 +93,9 @@ __all__ = [
     "phase_kernel",
     "close_all",
     "refresh_p",
+    "refresh_jbt",
+    "p_jbt",
+    "BAD_RULE",
     "STATUS_DONE",
     "STATUS_EVENTS",
     "STATUS_GROW",
@@ -116,10 +124,21 @@ def p_of(policy: int, cl: int, n: int, d: int, rep: bool, tab: np.ndarray) -> fl
     return math.nan  # unknown code: NaN poisons every comparison, caught by the Python layer
 
 
+@njit(cache=True)
+def p_jbt(c: np.ndarray, j: int, n: int, d: int) -> float:
+    """JBT(T = d)'s ``P_j`` at level ``j >= 1`` of this module's profile (``c[ℓ] = c_ℓ``,
+    ``c[0] = n``): :func:`.tables.jbt_p`, whose profile starts at level 1 (``c_T = c[d]``,
+    0 past the array)."""
+    return jbt_p(c[1:], j - 1, n, d)
+
+
 @njit(cache=True, inline="always")
 def _p_level(policy, c, j, n, d, rep, tab):
     """``P_j`` of level ``j >= 1`` from the profile ``c``: :func:`p_of`, times ``1{c_1 = n}``
-    for join-idle-queue (an arrival joins a busy queue only when none is idle)."""
+    for join-idle-queue (an arrival joins a busy queue only when none is idle); JBT's
+    :func:`p_jbt`."""
+    if policy == JBT:
+        return p_jbt(c, j, n, d)
     if policy == JIQ and c[1] < n:
         return 0.0
     return p_of(policy, c[j], n, d, rep, tab)
@@ -148,9 +167,32 @@ def refresh_p(
 
 
 @njit(cache=True)
+def refresh_jbt(
+    c: np.ndarray,
+    P: np.ndarray,
+    areaP: np.ndarray,
+    stampP: np.ndarray,
+    top: int,
+    n: int,
+    d: int,
+    crossed: bool,
+    now: float,
+) -> None:
+    """JBT(T = d): ``c_T`` has just changed at time ``now``; recompute (closing their integrals
+    first) the ``P_ℓ`` that read it: levels ``1..T`` (``P_T`` is 0 while ``c_T < n``), and every
+    level up to ``top`` when ``c_T`` reached or left ``n`` (``crossed``: above ``T`` the rule
+    goes from 0 to ``c_ℓ/n``, or back)."""
+    hi = top if crossed or top < d else d
+    for j in range(1, hi + 1):
+        areaP[j] += P[j] * (now - stampP[j])
+        stampP[j] = now
+        P[j] = p_jbt(c, j, n, d)
+
+
+@njit(cache=True)
 def phase_tables(policy: int, n: int, d: int, rep: bool) -> np.ndarray:
     """The table ``P(0..n)`` when ``n <= FULL_MAX_N``, else an empty array."""
-    if n > FULL_MAX_N:
+    if n > FULL_MAX_N or policy == JBT:  # JBT: no function of one count (p_jbt)
         return np.zeros(0)
     out = np.empty(n + 1)
     for x in range(n + 1):
@@ -224,8 +266,11 @@ def phase_kernel(
     - ``tab``: :func:`phase_tables`; ``s``: the generator; ``clock`` float64 (2,) = ``(now,
       t_next)``, ``t_next < 0`` meaning "not drawn yet".
 
-    Returns ``(events, status)`` (:data:`STATUS_DONE`, :data:`STATUS_EVENTS`, :data:`STATUS_GROW`).
+    Returns ``(events, status)`` (:data:`STATUS_DONE`, :data:`STATUS_EVENTS`, :data:`STATUS_GROW`;
+    ``(0, BAD_RULE)`` for an unknown rule code, before any event or draw).
     """
+    if not counts_rule(setup[4]):  # an unknown code: refused, never run as another rule
+        return 0, BAD_RULE
     N, B, c, P, ints = state
     areaN, stampN, areaP, stampP, joined = meas
     alpha_cum, mu, move_cum = law
@@ -288,6 +333,11 @@ def phase_kernel(
                 P[j] = _p_level(policy, c, j, n, d, rep, tab)
                 if j == 1 and c[1] == n:  # no idle queue left: the busy levels open
                     refresh_p(policy, c, P, areaP, stampP, top, n, d, rep, tab, now)
+            elif policy == JBT:
+                if j == d:  # c_T changed: every P_ℓ that reads it
+                    refresh_jbt(c, P, areaP, stampP, top, n, d, c[j] == n, now)
+                else:
+                    P[j] = p_jbt(c, j, n, d)
             else:
                 P[j] = p_of(policy, c[j], n, d, rep, tab)
             total += 1
@@ -334,6 +384,11 @@ def phase_kernel(
                     P[ell] = _p_level(policy, c, ell, n, d, rep, tab)
                     if ell == 1 and c[1] == n - 1:  # a queue fell idle: the busy levels close
                         refresh_p(policy, c, P, areaP, stampP, top, n, d, rep, tab, now)
+                elif policy == JBT:
+                    if ell == d:  # c_T changed: every P_ℓ that reads it
+                        refresh_jbt(c, P, areaP, stampP, top, n, d, c[ell] == n - 1, now)
+                    else:
+                        P[ell] = p_jbt(c, ell, n, d)
                 else:
                     P[ell] = p_of(policy, c[ell], n, d, rep, tab)
                 if c[ell] == 0:

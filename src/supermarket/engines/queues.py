@@ -15,6 +15,24 @@ State: ``x`` (int32, one entry per server, <= 4 bytes per server) plus the count
 
 Work per arrival is ``O(d)``.  Indices are exactly uniform (Lemire's method), so this
 engine is exact for ``n < 2^31``.
+
+The other dispatch rules (``setup.policy``, docs/model.md §2 "Other dispatch rules") run in a
+loop of their own, :func:`_queues_rules` (the JSQ(d) loops above are left as they are, so its
+random stream is unchanged).  Each is the rule's definition on the queue lengths:
+
+- random: the queue ``below(n)`` (one uniform server, JSQ(1));
+- JSQ: a uniform queue among the shortest of all ``n``; JIQ: a uniform idle queue while one is
+  idle (``c_1 < n``), else ``below(n)``; JBT (``T = d``): a uniform queue among those shorter
+  than ``T`` while one is (``c_T < n``), else ``below(n)``.  Each is "the ``r``-th queue (in index
+  order) shorter than ``m``", ``r = below(n − c_m)``, with ``m`` the shortest length plus one
+  (JSQ, read off the counts: the levels with ``c_i = n``), 1 (JIQ) or ``T`` (JBT): one random
+  number and an ``O(n)`` scan per arrival when fewer than :data:`REJECT_MIN` queues qualify,
+  otherwise uniform queues ``below(n)`` until one qualifies (rejection, the same law, ``n/(n − c_m)``
+  draws expected): a reference, not a fast engine.
+
+A departure is as above (``below(n)``).  The time integrals ``∫ P_i`` are the rule's ``P_i``
+(JIQ's and JBT's levels closed whenever ``1{c_1 = n}`` or ``c_T`` changes, as
+:mod:`.profile` does: :func:`.profile.jiq_close_levels`, :func:`.profile.jbt_close_levels`).
 """
 
 from __future__ import annotations
@@ -40,12 +58,30 @@ from .measure import (
     set_top,
     store_clock,
 )
+from .profile import jbt_close_levels, jiq_close_levels
 from .rng import next_below, next_double
-from .tables import BAD_RULE, JSQ_D, LW, flat_tables, get_p, refresh_windows, window_edge
+from .tables import (
+    BAD_RULE,
+    JBT,
+    JIQ,
+    JSQ,
+    JSQ_D,
+    LW,
+    RANDOM,
+    counts_rule,
+    flat_tables,
+    get_p,
+    jbt_p,
+    refresh_windows,
+    window_edge,
+)
 
 __all__ = ["queues_kernel", "bitset_words", "MAX_N"]
 
 MAX_N = 2**31 - 1
+REJECT_MIN = 16
+"""The rules other than JSQ(d) pick among ``m >= REJECT_MIN`` allowed queues by rejection (uniform
+queues until one is allowed: ``n/m`` draws expected), among fewer by a scan for the ``r``-th."""
 
 
 def bitset_words(n: int, replace: bool) -> int:
@@ -128,6 +164,113 @@ def _queues_general(queues, c, s, tables, meas, recs, setup, clock, t_stop, max_
                 lv = ell - 1
                 old = c[lv]
                 pold = get_p(tables, setup, lv, old)
+                set_level(meas, setup, clock, c, lv, old - 1, pold, now)
+                if old == 1:
+                    set_top(clock, meas.maxtime, lv, now)
+                st.total -= 1
+        st.t_next = next_event_time(s, setup, now)
+        events += 1
+    return events, status
+
+
+@njit(cache=True)
+def _rule_queue(x, c, s, n, d, policy):
+    """The queue an arrival joins under rule ``policy`` other than JSQ(d) (docs/model.md §2,
+    "Other dispatch rules"), or -1 for a code no branch knows: the ``r``-th queue (index order)
+    shorter than ``m``, ``r = below(n − c_m)`` uniform, where ``m`` is the shortest length plus
+    one (JSQ), 1 (JIQ with an idle queue) or ``T = d`` (JBT with a queue below ``T``); otherwise
+    (random, and JIQ or JBT with none) the uniform queue ``below(n)``.  With ``n − c_m >=
+    REJECT_MIN`` by rejection instead (``below(n)`` until one is shorter than ``m``)."""
+    L = c.shape[0]
+    if policy == RANDOM:
+        return next_below(s, n)
+    if policy == JSQ:
+        m = 0
+        while c[m] == n:  # the shortest length: the levels every queue reaches (c[top] = 0 < n)
+            m += 1
+        m += 1
+    elif policy == JIQ:
+        m = 1
+    elif policy == JBT:
+        m = d
+    else:
+        return -1
+    below = n - (c[m - 1] if m - 1 < L else 0)  # queues shorter than m
+    if below == 0:  # JIQ, JBT: no queue below the threshold (JSQ always has one)
+        return next_below(s, n)
+    if below >= REJECT_MIN:  # rejection: uniform queues until one is shorter than m (n/below draws expected)
+        while True:
+            q = next_below(s, n)
+            if x[q] < m:
+                return q
+    r = next_below(s, below)
+    for q in range(n):
+        if x[q] < m:
+            if r == 0:
+                return q
+            r -= 1
+    return -1  # unreachable: the counts say `below` queues are shorter than m
+
+
+@njit(cache=True, nogil=True)
+def _queues_rules(x, c, s, tables, meas, recs, setup, clock, t_stop, max_events):
+    """The per-queue chain of the rules other than JSQ(d) (:func:`_rule_queue`), any state.
+
+    ``∫ P_i`` is the rule's ``P_i`` as :func:`.profile._profile_general` keeps it: the table for
+    random and JSQ; JIQ's ``1{c_1 = n}·c_i/n`` (every level closed when ``1{c_1 = n}`` changes);
+    JBT's :func:`.tables.jbt_p` from the profile (the levels that read ``c_T`` closed when it
+    changes).  Returns ``BAD_RULE`` for a code no branch knows."""
+    n, d, pol = setup.n, setup.d, setup.policy
+    jiq = pol == JIQ
+    jbt = pol == JBT
+    p_arr = setup.p_arrival
+    st = clock[0]
+    events = 0
+    while True:
+        status = general_gate(recs, setup, clock, c, events, max_events, t_stop)
+        if status != GO_ON:
+            break
+        top = st.top
+        now = st.now
+        if next_double(s) < p_arr:
+            q = _rule_queue(x, c, s, n, d, pol)
+            if q < 0:
+                status = BAD_RULE
+                break
+            ell = np.int64(x[q])
+            x[q] = np.int32(ell + 1)
+            old = c[ell]
+            if ell >= top:
+                pold = 0.0
+            elif jbt:
+                pold = jbt_p(c, ell, n, d)
+            elif jiq and c[0] < n:
+                pold = 0.0
+            else:
+                pold = get_p(tables, setup, ell, old)
+            if jiq and ell == 0 and old + 1 == n:
+                jiq_close_levels(tables, setup, meas, c, top, False, now)
+            if jbt and ell == d - 1:
+                jbt_close_levels(setup, meas, c, top, old, old + 1, now)
+            if ell == top:
+                set_top(clock, meas.maxtime, top + 1, now)
+            set_level(meas, setup, clock, c, ell, old + 1, pold, now)
+            st.total += 1
+        else:
+            K = next_below(s, n)
+            ell = np.int64(x[K])
+            if ell > 0:
+                x[K] = np.int32(ell - 1)
+                lv = ell - 1
+                old = c[lv]
+                if jbt:
+                    pold = jbt_p(c, lv, n, d)
+                    if lv == d - 1:
+                        jbt_close_levels(setup, meas, c, top, old, old - 1, now)
+                else:
+                    pold = 0.0 if (jiq and c[0] < n) else get_p(tables, setup, lv, old)
+                    if jiq and lv == 0 and old == n:
+                        jiq_close_levels(tables, setup, meas, c, top, True, now)
                 set_level(meas, setup, clock, c, lv, old - 1, pold, now)
                 if old == 1:
                     set_top(clock, meas.maxtime, lv, now)
@@ -276,12 +419,15 @@ def queues_kernel(
     :func:`.profile.profile_kernel` for the other arguments and the return value);
     ``queues = (x, bits, scratch)``: ``x`` the queue lengths (int32), ``bits`` a zeroed bit
     set of ``n`` bits (``replace=False``), ``scratch`` room for ``d`` indices when
-    ``d < n/64``.
+    ``d < n/64``.  Rules other than JSQ(d) (``setup.policy``) run :func:`_queues_rules`; an
+    unknown code returns ``(0, BAD_RULE)`` before any event.
     DELIBERATE COPY of :func:`.profile.profile_kernel`'s driver loop around this engine's
     own fast and general loops (numba cannot cache one driver that takes the loops as
     arguments: checked with numba 0.68, such a driver is a cache miss in every process)."""
-    if setup.policy != JSQ_D:  # the d sampled queues are JSQ(d)'s: any other code is refused before any event
-        return 0, BAD_RULE
+    if setup.policy != JSQ_D:  # the other rules: a loop of their own (JSQ(d)'s loops and stream untouched)
+        if not counts_rule(setup.policy):  # an unknown code: refused before any event, never run as another rule
+            return 0, BAD_RULE
+        return _queues_rules(queues[0], c, s, tables, meas, recs, setup, clock, t_stop, max_events)
     flat = flat_tables(tables, setup, c.shape[0])
     bounds = good_ints(meas, setup.k)
     events = 0

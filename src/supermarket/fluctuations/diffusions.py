@@ -109,15 +109,47 @@ def _sde_task(args):
     return mine, buf
 
 
-def _run_sde(kind, par, z0, what, paths, time, burn_in, dt, grid_dt, record_paths, seed, workers, max_lag, client):
+@dataclass(frozen=True)
+class _Diffusion:
+    """A diffusion of the SDE engine: its kind (``supermarket.engines.sde.KIND_*``), the
+    coefficients ``par``, the start ``z0`` of every path and ``what`` it is, in words."""
+
+    kind: int
+    par: list
+    z0: tuple
+    what: str
+
+
+@dataclass(frozen=True)
+class _PathsRun:
+    """How the paths of a diffusion are run, as the user gave it (checked by :func:`_run_sde`):
+    ``paths`` paths, each ``burn_in`` then ``time`` by steps of ``dt``, the first
+    ``record_paths`` kept on a grid of spacing ``grid_dt`` up to the lag ``max_lag``; chunk
+    ``j`` from child ``j`` of ``seed``, on ``workers`` or a Dask ``client``."""
+
+    paths: Any
+    time: Any
+    burn_in: float
+    dt: Any
+    grid_dt: Any
+    record_paths: Any
+    max_lag: Any
+    seed: Any
+    workers: Any
+    client: Any
+
+
+def _run_sde(diffusion: _Diffusion, run: _PathsRun) -> dict:
     """The driver of :func:`limit_sde` and :func:`prelimit_sde`: the fields of a :class:`LimitSDE`."""
     from ..engines.sde import NS
 
-    P = check_int("paths", paths, minimum=2)
-    time = check_positive_float("time", time)
-    dt = check_positive_float("dt", dt)
-    grid_dt = check_positive_float("grid_dt", grid_dt)
-    Rp = check_int("record_paths", record_paths, minimum=0, maximum=P)
+    kind, z0, what = diffusion.kind, diffusion.z0, diffusion.what
+    burn_in, seed, workers, max_lag, client = run.burn_in, run.seed, run.workers, run.max_lag, run.client
+    P = check_int("paths", run.paths, minimum=2)
+    time = check_positive_float("time", run.time)
+    dt = check_positive_float("dt", run.dt)
+    grid_dt = check_positive_float("grid_dt", run.grid_dt)
+    Rp = check_int("record_paths", run.record_paths, minimum=0, maximum=P)
     rec_every = max(1, int(round(grid_dt / dt)))
     grid_dt = rec_every * dt
     steps_f = time / dt
@@ -142,7 +174,7 @@ def _run_sde(kind, par, z0, what, paths, time, burn_in, dt, grid_dt, record_path
     chunks = [(j * SDE_CHUNK, min(SDE_CHUNK, P - j * SDE_CHUNK)) for j in range((P + SDE_CHUNK - 1) // SDE_CHUNK)]
     ps = np.zeros((P, NS))
     ps[:, 0], ps[:, 1], ps[:, 2] = z0[0], z0[1], z0[0]
-    par = np.asarray(par, dtype=float)
+    par = np.asarray(diffusion.par, dtype=float)
     tasks = [
         (
             kind,
@@ -159,10 +191,10 @@ def _run_sde(kind, par, z0, what, paths, time, burn_in, dt, grid_dt, record_path
         for (lo, size), ss in zip(chunks, spawn_seeds(seed, len(chunks)))
     ]
     t0 = _time.perf_counter()
-    out = _run_jobs(_sde_task, tasks, workers, client)
+    done = _run_jobs(_sde_task, tasks, workers, client)
     secs = _time.perf_counter() - t0
-    ps = np.concatenate([o[0] for o in out])
-    rec = np.concatenate([o[1] for o in out]) if out else np.zeros((0, G, 2))
+    ps = np.concatenate([o[0] for o in done])
+    rec = np.concatenate([o[1] for o in done]) if done else np.zeros((0, G, 2))
     T = n_steps * dt
     mom = _moments_from_blocks(ps[:, 3:8] * dt / T)
     push = dict(zip(_PUSH, (*mean_stderr(ps[:, 8] / T), *mean_stderr(ps[:, 9] / T))))
@@ -239,7 +271,8 @@ def limit_sde(
         par[2] = 1.0 if reflection == "bridge" else 0.0
     burn_in = _default_burn_in(regime, zeta, 20.0) if burn_in is None else _nonneg("burn_in", burn_in)
     what = f"the regime-({regime}) limit diffusion"
-    out = _run_sde(kind, par, z0, what, paths, time, burn_in, dt, grid_dt, record_paths, seed, workers, max_lag, client)
+    run = _PathsRun(paths, time, burn_in, dt, grid_dt, record_paths, max_lag, seed, workers, client)
+    out = _run_sde(_Diffusion(kind, par, z0, what), run)
     push = out.pop("push")
     return LimitSDE(regime=regime, params=params, **out, **(push if regime == "c" else {}))
 
@@ -299,9 +332,8 @@ def prelimit_sde(
         else _nonneg("burn_in", burn_in)
     )
     what = f"the pre-limit diffusion at n = {n}"
-    out = _run_sde(
-        KIND_PRE, par, z0, what, paths, time, burn_in, dt, grid_dt, record_paths, seed, workers, max_lag, client
-    )
+    run = _PathsRun(paths, time, burn_in, dt, grid_dt, record_paths, max_lag, seed, workers, client)
+    out = _run_sde(_Diffusion(KIND_PRE, par, z0, what), run)
     push = out.pop("push")
     # report in p's coordinates: z = √n(G − m) = (Q + √n(c_n − m_1), Y − √n m_2)
     s1, s2 = sq * (c_n - p.m[0]), -sq * p.m[1]

@@ -277,6 +277,38 @@ def _mph1_decay(rate: float, a: np.ndarray, M: np.ndarray) -> float:
     return float(max(abs(np.linalg.eigvals(R))))
 
 
+def _levels_tried(
+    levels: int | None, random: bool, load: float, s: np.ndarray, tol: float, a: np.ndarray, M: np.ndarray, Kc: int
+) -> list[int]:
+    """The level counts the fixed point tries: ``levels`` alone; under random routing
+    (``random``: the rule, or ``d = 1``) enough for the slowest class's M/PH/1 tail at
+    ``load``/speed (``load``: λ s̄) to fall below ``tol``, refused when that class is unstable;
+    under ``jsq-d`` 24 doubled within :data:`MAX_CP_LEVELS` and :data:`MAX_UNKNOWNS`."""
+    K = a.size
+    if random:
+        rho = load / s.min()
+        if rho >= 1.0:
+            raise ValueError(
+                f"lam: under random routing class speed {s.min():g} gets load λ s̄/s = {rho:g} >= 1: no fixed point"
+            )
+    if levels is not None:
+        Ls = [_m.check_positive_int("levels", levels, maximum=100_000)]
+        if Ls[0] < 2:
+            raise ValueError(f"levels: must be an int >= 2, got {levels!r}")
+    elif random:  # d = 1 is random routing
+        eta = _mph1_decay(load / s.min(), a, M)  # per class-k server in its own time
+        Ls = [max(8, math.ceil(math.log(tol) / math.log(eta)) + 4)]
+    else:
+        Ls = [L for L in (24, 48, 96, 192, 384, 768) if L <= MAX_CP_LEVELS and Kc * L * K <= MAX_UNKNOWNS] or [24]
+    most = MAX_UNKNOWNS if not random else 50 * MAX_UNKNOWNS  # random: a sparse solve
+    if Kc * Ls[0] * K > most:
+        raise ValueError(
+            f"levels: {Ls[0]} levels x {Kc} classes x {K} phases exceed {most} unknowns (the M/PH/1 tail "
+            "of the slowest class is too heavy at this load); pass fewer levels or a lower load"
+        )
+    return Ls
+
+
 def classes_phase_fixed_point(
     d: int,
     lam: float | str,
@@ -330,27 +362,7 @@ def classes_phase_fixed_point(
     f, s, a, M, t0 = _arrays(sc, law)
     Kc, K = f.size, a.size
     sbar = float(f @ s)
-    if policy == "random" or d == 1:
-        rho = lam_f * sbar / s.min()
-        if rho >= 1.0:
-            raise ValueError(
-                f"lam: under random routing class speed {s.min():g} gets load λ s̄/s = {rho:g} >= 1: no fixed point"
-            )
-    if levels is not None:
-        Ls = [_m.check_positive_int("levels", levels, maximum=100_000)]
-        if Ls[0] < 2:
-            raise ValueError(f"levels: must be an int >= 2, got {levels!r}")
-    elif policy == "random" or d == 1:  # d = 1 is random routing
-        eta = _mph1_decay(lam_f * sbar / s.min(), a, M)  # per class-k server in its own time
-        Ls = [max(8, math.ceil(math.log(tol) / math.log(eta)) + 4)]
-    else:
-        Ls = [L for L in (24, 48, 96, 192, 384, 768) if L <= MAX_CP_LEVELS and Kc * L * K <= MAX_UNKNOWNS] or [24]
-    most = MAX_UNKNOWNS if policy == "jsq-d" and d > 1 else 50 * MAX_UNKNOWNS  # random: a sparse solve
-    if Kc * Ls[0] * K > most:
-        raise ValueError(
-            f"levels: {Ls[0]} levels x {Kc} classes x {K} phases exceed {most} unknowns (the M/PH/1 tail "
-            "of the slowest class is too heavy at this load); pass fewer levels or a lower load"
-        )
+    Ls = _levels_tried(levels, policy == "random" or d == 1, lam_f * sbar, s, tol, a, M, Kc)
     busy = np.linalg.solve(-M.T, a)  # α(−T)^{-1}: the phase law of a busy server (mean 1)
     from .classes import classes_fixed_point
 

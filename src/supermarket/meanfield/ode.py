@@ -271,35 +271,7 @@ def solve_meanfield(
     atol = check_positive_float("atol", atol)
     t_eval = _check_t_eval(t_eval, T)
     u0 = _start_profile(start, d, lam, n, tol, max_levels, replace)
-    if levels is not None:
-        L = check_positive_int("levels", levels, maximum=max_levels)
-        if _support(u0, 0.0) > L:
-            raise ValueError(f"levels={L} is smaller than the start profile's {_support(u0, 0.0)} occupied levels")
-        grow = False
-    else:
-        try:
-            fp_levels = (
-                levels_needed(d, lam, tol, max_levels)
-                if (n is None or replace)
-                else near_equilibrium_centre(n, d, lam, replace=False, tol=tol, max_levels=max_levels).size
-            )
-        except ValueError:
-            # no fixed point (λ >= 1) or one with too many levels (d = 1, λ near 1): a
-            # finite run may need far fewer.  The mass Σu_i grows at rate at most λ, so
-            # start from the start's support + λT (one integration instead of a dozen
-            # ever longer ones), and refuse at once when that exceeds max_levels
-            grow_by = lam * T
-            if _support(u0, 0.0) + grow_by > max_levels:
-                raise ValueError(
-                    f"a run to T={T!r} at load={lam!r} may fill about {grow_by:.3g} more levels than "
-                    f"the start's {_support(u0, 0.0)}, more than max_levels={max_levels}; "
-                    "shorten T or raise max_levels"
-                ) from None
-            fp_levels = _support(u0, 0.0) + int(math.ceil(grow_by)) + 8
-        L = max(fp_levels, _support(u0, 0.0) + 1, 2)
-        if L > max_levels:
-            raise ValueError(f"the start profile needs more than max_levels={max_levels} levels")
-        grow = True
+    L, grow = _first_levels(u0, levels, d, lam, n, replace, T, tol, max_levels)
     pn = n if not replace else None
     while True:
         y0 = np.zeros(L)
@@ -336,6 +308,40 @@ def solve_meanfield(
         replace=bool(replace),
         top_level_max=top,
     )
+
+
+def _first_levels(u0, levels, d, lam, n, replace, T, tol, max_levels) -> tuple[int, bool]:
+    """``(L, grow)``: the levels the integration starts with, and whether it may grow them
+    (until the top level stays below ``tol``): ``levels`` when given (fixed), else those of the
+    fixed point, or of the start's support plus what a run to ``T`` can fill when there is none."""
+    if levels is not None:
+        L = check_positive_int("levels", levels, maximum=max_levels)
+        if _support(u0, 0.0) > L:
+            raise ValueError(f"levels={L} is smaller than the start profile's {_support(u0, 0.0)} occupied levels")
+        return L, False
+    try:
+        fp_levels = (
+            levels_needed(d, lam, tol, max_levels)
+            if (n is None or replace)
+            else near_equilibrium_centre(n, d, lam, replace=False, tol=tol, max_levels=max_levels).size
+        )
+    except ValueError:
+        # no fixed point (λ >= 1) or one with too many levels (d = 1, λ near 1): a
+        # finite run may need far fewer.  The mass Σu_i grows at rate at most λ, so
+        # start from the start's support + λT (one integration instead of a dozen
+        # ever longer ones), and refuse at once when that exceeds max_levels
+        grow_by = lam * T
+        if _support(u0, 0.0) + grow_by > max_levels:
+            raise ValueError(
+                f"a run to T={T!r} at load={lam!r} may fill about {grow_by:.3g} more levels than "
+                f"the start's {_support(u0, 0.0)}, more than max_levels={max_levels}; "
+                "shorten T or raise max_levels"
+            ) from None
+        fp_levels = _support(u0, 0.0) + int(math.ceil(grow_by)) + 8
+    L = max(fp_levels, _support(u0, 0.0) + 1, 2)
+    if L > max_levels:
+        raise ValueError(f"the start profile needs more than max_levels={max_levels} levels")
+    return L, True
 
 
 #: The shortest horizon: over a shorter time every u_i moves by less than (1 + λ)·T, under

@@ -253,27 +253,12 @@ def classes_refined_mean_field(
     assert sc is not None  # the table let through classes only
     f = np.asarray(sc.fractions, float)
     s = np.asarray(sc.speeds, float)
-    if law.is_exponential:
-        a, M, t0 = np.ones(1), -np.ones((1, 1)), np.ones(1)
-    else:
-        assert law.alpha is not None and law.T is not None
-        a, M = np.asarray(law.alpha, float), np.asarray(law.T, float)
-        t0 = -M.sum(axis=1)
+    a, M, t0 = _phase_form(law)
     Kc, K = f.size, a.size
     L0 = int(levels) if levels is not None else _first_levels(system.rule, lam_f, f, s, a, M)
     if Kc * L0 * K > MAX_LYAPUNOV_LEVELS:  # refused before any work: the fixed point's first level count
         raise ValueError(_too_many(Kc, L0, K, system))
-    if law.is_exponential:
-        from .classes import classes_fixed_point
-
-        fpe = classes_fixed_point(d, lam_f, sc, policy=system.rule, levels=levels)
-        dd, uu = fpe.d, fpe.u
-        x = (uu - np.hstack([uu[:, 1:], np.zeros((Kc, 1))]))[:, :, None]
-    else:
-        from .classes_phase import classes_phase_fixed_point
-
-        fpp = classes_phase_fixed_point(d, lam_f, sc, law, policy=system.rule, levels=levels)
-        dd, x = fpp.d, fpp.x
+    dd, x = _fixed_point(system, d, lam_f, levels)
     L = x.shape[1]
     if Kc * L * K > MAX_LYAPUNOV_LEVELS:
         raise ValueError(_too_many(Kc, L, K, system))
@@ -294,14 +279,7 @@ def classes_refined_mean_field(
             AccuracyWarning,
             stacklevel=2,
         )
-    # u_{k,ℓ} = Σ_{i>=ℓ} Σ_φ x[k, i, φ]; U_ℓ = Σ_k f_k u_{k,ℓ}
-    Cu = np.kron(np.eye(Kc), np.kron(np.triu(np.ones((L, L))), np.ones((1, K))))
-    u = (Cu @ x.ravel()).reshape(Kc, L)
-    low = np.nonzero(u.max(axis=0) < TOL)[0]
-    top = L if levels is not None or low.size == 0 else int(low[0]) + 1
-    keep = (np.arange(Kc)[:, None] * L + np.arange(top)[None, :]).ravel()
-    Cu = Cu[keep]
-    CU = np.kron(f[None, :], np.eye(top)) @ Cu
+    u, top, Cu, CU = _projections(x, f, levels is not None)
     Wu, WU = Cu @ e.W @ Cu.T, CU @ e.W @ CU.T
     return ClassesRefinedMeanField(
         d=int(system.d),
@@ -326,6 +304,46 @@ def classes_refined_mean_field(
         V_x=e.V,
         W_x=e.W,
     )
+
+
+def _phase_form(law: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(α, T, t0)`` of the service law: one phase of rate 1 for ``exp``."""
+    if law.is_exponential:
+        return np.ones(1), -np.ones((1, 1)), np.ones(1)
+    assert law.alpha is not None and law.T is not None
+    a, M = np.asarray(law.alpha, float), np.asarray(law.T, float)
+    return a, M, -M.sum(axis=1)
+
+
+def _fixed_point(system: Any, d: int, lam_f: float, levels: int | None) -> tuple[Any, np.ndarray]:
+    """``(d, x)``: the rule's ``d`` (from ``d`` as given) and the fixed point of the classes'
+    mean field as ``x[k, ℓ, φ]`` (class, length, phase; one phase for ``exp``)."""
+    sc, law = system.server_classes, system.service
+    if law.is_exponential:
+        from .classes import classes_fixed_point
+
+        fpe = classes_fixed_point(d, lam_f, sc, policy=system.rule, levels=levels)
+        uu = fpe.u
+        return fpe.d, (uu - np.hstack([uu[:, 1:], np.zeros((uu.shape[0], 1))]))[:, :, None]
+    from .classes_phase import classes_phase_fixed_point
+
+    fpp = classes_phase_fixed_point(d, lam_f, sc, law, policy=system.rule, levels=levels)
+    return fpp.d, fpp.x
+
+
+def _projections(x: np.ndarray, f: np.ndarray, fixed: bool) -> tuple:
+    """``(u, top, Cu, CU)``: the profiles ``u_{k,ℓ} = Σ_{i>=ℓ} Σ_φ x[k, i, φ]``, the levels
+    reported (all when ``fixed``, else up to the first where every class is below :data:`TOL`),
+    and the maps from ``x`` to ``u_{k,ℓ}`` and to ``U_ℓ = Σ_k f_k u_{k,ℓ}`` on those levels."""
+    Kc, L, K = x.shape
+    Cu = np.kron(np.eye(Kc), np.kron(np.triu(np.ones((L, L))), np.ones((1, K))))
+    u = (Cu @ x.ravel()).reshape(Kc, L)
+    low = np.nonzero(u.max(axis=0) < TOL)[0]
+    top = L if fixed or low.size == 0 else int(low[0]) + 1
+    keep = (np.arange(Kc)[:, None] * L + np.arange(top)[None, :]).ravel()
+    Cu = Cu[keep]
+    CU = np.kron(f[None, :], np.eye(top)) @ Cu
+    return u, top, Cu, CU
 
 
 def _first_levels(rule: str, lam: float, f: np.ndarray, s: np.ndarray, a: np.ndarray, M: np.ndarray) -> int:

@@ -6,6 +6,7 @@ import itertools
 import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -105,6 +106,67 @@ def _cluster_task(task):
     return _job(p, ss, s, t0, deadline, max_time, max_memory, None)
 
 
+def _check_client(client: Any, workers: int) -> None:
+    """A Dask client, when given, excludes ``workers`` > 1."""
+    if client is not None:
+        if not callable(getattr(client, "submit", None)):
+            raise TypeError(f"client must be a dask.distributed.Client (or None); got {type(client).__name__}")
+        if workers != 1:
+            raise ValueError("workers and client exclude each other (the cluster has its own workers)")
+
+
+def _check_first_memory(p: Params, d_run: int, t0: int, max_memory: int) -> None:
+    """Refuse up front what cannot fit: three copies and a scratch vector of n entries, the first
+    buffer, D's level arrays (max of n geometric lengths ≈ log n / log(1/λ)) and the ``d_run``
+    sampled indices of one arrival (d may be > n)."""
+    levels = (math.log(p.n) + 40.0) / -math.log(p.lam)
+    first = 4 * 8 * p.n + 8 * min(t0, BLOCK_MAX) + 3 * 8 * (levels + 64) + 8 * d_run
+    if first > max_memory:
+        raise BudgetExceeded(
+            f"a sample needs at least {first / 2**20:.1f} MiB (n={p.n}, d={p.d}, λ={p.lam:g}), "
+            f"more than max_memory={max_memory / 2**20:.1f} MiB; refused"
+        )
+
+
+@dataclass(frozen=True)
+class _Draws:
+    """The samples to draw: of the chain ``run``, sample ``s`` from ``children[s]``, from the
+    horizon ``t0`` on, within ``max_time`` (the whole call) and ``max_memory`` (one sample)."""
+
+    run: Params
+    children: tuple
+    t0: int
+    max_time: float | None
+    max_memory: int
+
+
+def _draw(draws: _Draws, out: list, deadline: float | None, client: Any, workers: int, progress: Any) -> None:
+    """Draw the samples into ``out`` (``out[s]``: sample ``s``'s :func:`_one`), on the Dask
+    ``client`` or on ``workers`` threads, by ``deadline`` (``perf_counter`` time, or None)."""
+    run, children, t0, max_time, max_memory = draws.run, draws.children, draws.t0, draws.max_time, draws.max_memory
+    S = len(children)
+
+    def store(s: int, value: Any, error: BaseException | None) -> None:
+        out[s] = value  # an error is raised by map_tasks itself (return_errors=False)
+
+    report = None if progress is None else (lambda done, running, total: progress(done, total))
+    if client is not None:
+        # the deadline travels as wall-clock (epoch) time: perf_counter is per machine
+        wall_deadline = None if deadline is None else time.time() + (deadline - time.perf_counter())
+        tasks = [(run, children[s], s, t0, wall_deadline, max_time, max_memory) for s in range(S)]
+        map_tasks(_cluster_task, tasks, client=client, collect=False, on_result=store, progress=report)
+    else:  # threads: on a failure or Ctrl-C the others stop at their next chunk (stop_requested)
+        map_tasks(
+            lambda s: _job(run, children[s], s, t0, deadline, max_time, max_memory, STOP),
+            range(S),
+            workers=workers,
+            backend="threads",
+            collect=False,
+            on_result=store,
+            progress=report,
+        )
+
+
 def sample(
     n: int,
     d: int,
@@ -190,52 +252,21 @@ def sample(
         raise ValueError(f"n must be <= {MAX_N} for perfect sampling (memory of the sorted vectors); got {p.n}")
     S = check_positive_int("samples", samples)
     workers = check_positive_int("workers", workers)
-    if client is not None:
-        if not callable(getattr(client, "submit", None)):
-            raise TypeError(f"client must be a dask.distributed.Client (or None); got {type(client).__name__}")
-        if workers != 1:
-            raise ValueError("workers and client exclude each other (the cluster has its own workers)")
+    _check_client(client, workers)
     if max_time is not None:
         max_time = check_positive_float("max_time", max_time, allow_inf=True)
     max_memory = DEFAULT_MAX_MEMORY if max_memory is None else check_positive_int("max_memory", max_memory)
     root = as_seed_sequence(seed)
     children = spawn_seeds(root, S)
     t0 = _t0(p.n)
-    # refuse up front what cannot fit: three copies and a scratch vector of n entries, the first buffer, D's level
-    # arrays (max of n geometric lengths ≈ log n / log(1/λ)) and the d sampled indices of one arrival (d may be > n)
-    levels = (math.log(p.n) + 40.0) / -math.log(p.lam)
-    first = 4 * 8 * p.n + 8 * min(t0, BLOCK_MAX) + 3 * 8 * (levels + 64) + 8 * run.d
-    if first > max_memory:
-        raise BudgetExceeded(
-            f"a sample needs at least {first / 2**20:.1f} MiB (n={p.n}, d={p.d}, λ={p.lam:g}), "
-            f"more than max_memory={max_memory / 2**20:.1f} MiB; refused"
-        )
+    _check_first_memory(p, run.d, t0, max_memory)
     if client is None:
         _warm()
     start = time.perf_counter()
     deadline = None if max_time is None or math.isinf(max_time) else start + max_time
     out: list[Any] = [None] * S
-
-    def store(s: int, value: Any, error: BaseException | None) -> None:
-        out[s] = value  # an error is raised by map_tasks itself (return_errors=False)
-
-    report = None if progress is None else (lambda done, running, total: progress(done, total))
     try:
-        if client is not None:
-            # the deadline travels as wall-clock (epoch) time: perf_counter is per machine
-            wall_deadline = None if deadline is None else time.time() + (deadline - time.perf_counter())
-            tasks = [(run, children[s], s, t0, wall_deadline, max_time, max_memory) for s in range(S)]
-            map_tasks(_cluster_task, tasks, client=client, collect=False, on_result=store, progress=report)
-        else:  # threads: on a failure or Ctrl-C the others stop at their next chunk (stop_requested)
-            map_tasks(
-                lambda s: _job(run, children[s], s, t0, deadline, max_time, max_memory, STOP),
-                range(S),
-                workers=workers,
-                backend="threads",
-                collect=False,
-                on_result=store,
-                progress=report,
-            )
+        _draw(_Draws(run, tuple(children), t0, max_time, max_memory), out, deadline, client, workers, progress)
     except BudgetExceeded as exc:
         done = [s for s in range(S) if out[s] is not None]
         partial = _result(p, [out[s] for s in done], time.perf_counter() - start, root, t0, policy) if done else None

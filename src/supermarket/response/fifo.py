@@ -129,6 +129,34 @@ class FifoSample(Result):
         return "\n".join(lines)
 
 
+class _Queues:
+    """The FIFO queues the kernel advances: per queue a ring of ``cap`` customers from ``head``
+    (``qlen`` of them), the counts ``c_ℓ`` of queues with at least ``ℓ`` customers and the areas
+    of ``P_ℓ`` and ``c_ℓ`` over the batch; :meth:`grow` doubles ``cap`` when the kernel asks."""
+
+    def __init__(self, n: int, cap: int = 64) -> None:
+        self.n, self.cap = n, cap
+        self.ring = np.zeros((n, cap))
+        self.head = np.zeros(n, np.int64)
+        self.qlen = np.zeros(n, np.int64)
+        self.c = np.zeros(cap + 2, np.int64)
+        self.c[0] = n
+        self.area_P = np.zeros(cap + 2)
+        self.area_c = np.zeros(cap + 2)
+
+    def grow(self) -> None:
+        cap, new = self.cap, 2 * self.cap
+        r2 = np.zeros((self.n, new))
+        for q in range(self.n):
+            idx = (self.head[q] + np.arange(self.qlen[q])) % cap
+            r2[q, : self.qlen[q]] = self.ring[q, idx]
+        self.ring, self.cap = r2, new
+        self.head[:] = 0
+        self.c = np.concatenate([self.c, np.zeros(new - self.c.size + 2, np.int64)])
+        self.area_P = np.concatenate([self.area_P, np.zeros(new - self.area_P.size + 2)])
+        self.area_c = np.concatenate([self.area_c, np.zeros(new - self.area_c.size + 2)])
+
+
 def simulate_fifo(
     n: int,
     d: int,
@@ -182,14 +210,7 @@ def simulate_fifo(
         burn = 0.0 if zero else check_positive_float("burn_in", burn_in)
     ss = as_seed_sequence(seed)
     n, d = p.n, p.d
-    cap = 64
-    ring = np.zeros((n, cap))
-    head = np.zeros(n, np.int64)
-    qlen = np.zeros(n, np.int64)
-    c = np.zeros(cap + 2, np.int64)
-    c[0] = n
-    area_P = np.zeros(cap + 2)
-    area_c = np.zeros(cap + 2)
+    qs = _Queues(n)
     cnt = np.arange(n + 1)
     if p.replace:
         tab = (cnt / n) ** d
@@ -209,31 +230,23 @@ def simulate_fifo(
     tails_b, u_b, T_b = [], [], []
     for b in range(batches):
         sl = slice(edges[b], edges[b + 1])
-        area_P[:] = 0.0
-        area_c[:] = 0.0
+        qs.area_P[:] = 0.0
+        qs.area_c[:] = 0.0
         sf[_f.S_MEASURED] = 0.0
         si[0] = 0
         while True:
             st = _f.fifo_kernel(
-                ring, head, qlen, c, area_P, area_c, tab, s, perm, pint, sf, si, soj[sl], wai[sl], jl[sl], 50_000_000
-            )
+                qs.ring, qs.head, qs.qlen, qs.c, qs.area_P, qs.area_c, tab, s, perm, pint, sf, si,
+                soj[sl], wai[sl], jl[sl], 50_000_000,
+            )  # fmt: skip
             if st == _f.GROW:
-                new = 2 * cap
-                r2 = np.zeros((n, new))
-                for q in range(n):
-                    idx = (head[q] + np.arange(qlen[q])) % cap
-                    r2[q, : qlen[q]] = ring[q, idx]
-                ring, cap = r2, new
-                head[:] = 0
-                c = np.concatenate([c, np.zeros(new - c.size + 2, np.int64)])
-                area_P = np.concatenate([area_P, np.zeros(new - area_P.size + 2)])
-                area_c = np.concatenate([area_c, np.zeros(new - area_c.size + 2)])
+                qs.grow()
             elif st == _f.DONE:
                 break
         T = sf[_f.S_MEASURED]
         T_b.append(T)
-        tails_b.append(area_P[1:].copy() / T)
-        u_b.append(area_c[1:].copy() / (n * T))
+        tails_b.append(qs.area_P[1:].copy() / T)
+        u_b.append(qs.area_c[1:].copy() / (n * T))
         sf[_f.S_TMEAS] = sf[_f.S_NOW]  # later batches measure from where this one stopped
     top = max((int(np.nonzero(tb)[0][-1]) + 1 if np.any(tb) else 0) for tb in tails_b) + 1
     L = max(top, 1)

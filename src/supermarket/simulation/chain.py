@@ -56,9 +56,9 @@ class Chain:
         Per-queue engines: the start as queue lengths (else built from ``counts``).
     record_every, record_levels : float, int
         Trajectory records (with :meth:`start_recording`); ``record_levels`` levels each.
-    policy : {"jsq-d", "random", "jsq", "jiq"}, default "jsq-d"
-        The dispatch rule (:mod:`supermarket.system.policies`, docs/model.md §2); the ``queues``
-        engine runs ``jsq-d`` only (``ValueError`` otherwise).
+    policy : {"jsq-d", "random", "jsq", "jiq", "jbt"}, default "jsq-d"
+        The dispatch rule (:mod:`supermarket.system.policies`, docs/model.md §2); every engine
+        here runs every rule (``queues``: each rule's definition on the queue lengths).
 
     Examples
     --------

@@ -5,9 +5,9 @@ As the phase engine's fixed-point start (:mod:`supermarket.simulation.phase_run`
 class-``k`` servers with at least ``ℓ`` customers (and, with a phase-type law, of length ``ℓ`` in
 phase ``φ``) times the class's ``n_k`` servers, rounded to the nearest count.  The mean field
 with classes exists for the rules with a differentiable drift
-(:data:`supermarket.system.policies.SMOOTH_POLICIES`) at load ``λ < 1``; for ``jsq`` and ``jiq``
-the start is their fluid fixed point (:func:`supermarket.meanfield.fluid.fluid_fixed_point`, docs/model.md
-§2.1: no queue above 1).
+(:data:`supermarket.system.policies.SMOOTH_POLICIES`) at load ``λ < 1``; for ``jsq``, ``jiq`` and
+``jbt`` the start is their fluid fixed point (:func:`supermarket.meanfield.fluid.fluid_fixed_point`,
+docs/model.md §2.1: no queue above 1, or above ``T = d`` for ``jbt``).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def classes_start(counts: np.ndarray, d: int, lam: float, sc: ServerClasses, pol
         Choices and load (``λ < 1``).
     sc : ServerClasses
     policy : str
-        A rule of a count engine (``jsq-d``, ``random``: the mean field; ``jsq``, ``jiq``: the fluid point).
+        A rule of a count engine (``jsq-d``, ``random``: the mean field; ``jsq``, ``jiq``, ``jbt``: the fluid point).
 
     Returns
     -------
@@ -95,7 +95,7 @@ def classes_phase_start(
     law : ServiceLaw
         A phase-type law of mean 1.
     policy : str
-        A rule of a count engine (``jsq-d``, ``random``: the mean field; ``jsq``, ``jiq``: the fluid point).
+        A rule of a count engine (``jsq-d``, ``random``: the mean field; ``jsq``, ``jiq``, ``jbt``: the fluid point).
 
     Returns
     -------

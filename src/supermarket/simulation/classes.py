@@ -2,7 +2,7 @@
 
 :func:`simulate_classes` runs the per-class profile chain for exponential service and any
 dispatch rule of :mod:`supermarket.system.policies` (``jsq-d`` with or without replacement,
-``random``, ``jsq``, ``jiq``) and returns a :class:`ClassesResult`: per-class tail fractions,
+``random``, ``jsq``, ``jiq``, ``jbt``) and returns a :class:`ClassesResult`: per-class tail fractions,
 queue lengths and sojourn times, and the totals, each with an autocorrelation-aware error.
 
 Error bars (docs/model.md §15.3; :mod:`.classes_errors`): time-batch means, the blocking
@@ -20,7 +20,7 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -159,6 +159,10 @@ class ClassesResult(Result):
         """The engine that ran: ``"classes"`` (exponential service) or ``"classes-phase"`` (a
         phase-type law, :attr:`service`; exp too when asked for with ``engine="phase"``)."""
         return "classes" if self.service is None else "classes-phase"
+
+    #: the count engines with classes run their uniformized chain, each step held for its mean
+    #: (docs/model.md §1.1, :data:`supermarket.system.methods.TIME_MODES`)
+    time_mode: ClassVar[str] = "discrete"
 
     @property
     def events_per_second(self) -> float:
@@ -400,12 +404,12 @@ def simulate_classes(
     Parameters
     ----------
     n, d, lam : int, int, float
-        Servers, choices (``jsq-d`` only), load per unit of capacity (``λ > 0``): arrivals
+        Servers, choices (``jsq-d``; ``jbt``'s threshold ``T = d``), load per unit of capacity (``λ > 0``): arrivals
         at rate ``nλ s̄``.  At ``λ >= 1`` there is no equilibrium: the run measures its finite
         horizon, with no control variate and no capacity-balance self-check (a note says so).
     server_classes : str or ServerClasses
         ``FRACTION:SPEED,…`` (every ``f_k n`` whole).
-    policy : {"jsq-d", "random", "jsq", "jiq"}
+    policy : {"jsq-d", "random", "jsq", "jiq", "jbt"}
         The dispatch rule (:mod:`supermarket.engines.classes`); ties uniform.
     replace : bool
         ``jsq-d`` samples with replacement or without.
@@ -426,8 +430,8 @@ def simulate_classes(
         Threads (the kernel releases the GIL); the numbers do not depend on it.
     start : {"empty", "fixed-point"}
         All queues empty, or each class's counts at the mean field's fixed point, rounded
-        (:func:`supermarket.simulation.class_starts.classes_start`; ``jsq-d`` and ``random``,
-        ``λ < 1``).
+        (:func:`supermarket.simulation.class_starts.classes_start`: the mean field for ``jsq-d`` and
+        ``random``, the fluid fixed point for ``jsq``, ``jiq`` and ``jbt``; ``λ < 1``).
     record_every, record_levels : int, optional
         Record ``u_1..u_m`` (``m = record_levels``) of all servers and of each class, for
         replication 0, every ``record_every`` events after the burn-in (:mod:`.records`; the
@@ -453,13 +457,11 @@ def simulate_classes(
     run = functools.partial(_run_one, counts, sc.speeds, cfg, lam_f / (1.0 + lam_f), c0=c0)
     rec = _rec.recorder(record_every, record_levels, batch_ev * batches, d, lam_f, counts, R_ev)
     results, wall = _replicate(run, seed, replications, workers, burn_ev, batch_ev, batches, progress, rec)
-    return _rec.with_trajectory(
-        _summarize(
-            n, d, lam_f, policy, replace, sc, counts, time, burn_in, replications, batches, batch_ev,
-            control_variates, results, wall,
-        ),
-        rec,
+    res = _summarize(
+        n, d, lam_f, policy, replace, sc, counts, time, burn_in, replications, batches, batch_ev, control_variates,
+        results, wall,
     )  # fmt: skip
+    return _rec.with_trajectory(res, rec)
 
 
 def _summarize(

@@ -167,10 +167,11 @@ def simulate_classes_phase(
     ``service``: a law with a phase-type form, mean 1 (``erlang:K``, ``hyperexp:SCV``,
     ``ph:FILE.json``, ``exp``), and ``start``: ``"empty"`` or ``"fixed-point"``, each class's
     counts by length and phase at the mean field's fixed point, rounded
-    (:func:`supermarket.simulation.class_starts.classes_phase_start`; ``jsq-d`` and ``random``,
-    ``λ < 1``), and ``record_every``, ``record_levels``: the trajectory of replication 0 every
-    so many events (:mod:`.records`).  Time: events over ``Λ = n s̄ (λ + μ̂)``, ``μ̂`` the largest phase rate of the
-    law.  At ``λ >= 1`` (no equilibrium) the run measures its finite horizon, with no control
+    (:func:`supermarket.simulation.class_starts.classes_phase_start`: the mean field for ``jsq-d``
+    and ``random``, the fluid fixed point for ``jsq``, ``jiq`` and ``jbt``; ``λ < 1``), and
+    ``record_every``, ``record_levels``: the trajectory of replication 0 every so many events
+    (:mod:`.records`).  Time: events over ``Λ = n s̄ (λ + μ̂)``, ``μ̂`` the largest phase rate of
+    the law.  At ``λ >= 1`` (no equilibrium) the run measures its finite horizon, with no control
     variate and no capacity-balance self-check.
 
     Returns

@@ -123,7 +123,7 @@ def run_engine(
             simulate_phase_service(
                 n, d, lam, system.service, steps=steps, burn_in=burn_in, batches=batches,
                 replications=1 if replications is None else replications, start=start,
-                control_variates=control_variates, **common,
+                control_variates=control_variates, time_mode=str(opts.get("time_mode") or "discrete"), **common,
             ),
             system,
         )  # fmt: skip

@@ -28,9 +28,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..checks import check_int, check_positive_float
-from ..engines.phase import POLICY_JSQD, STATUS_GROW, close_all, p_of, phase_kernel, phase_tables
+from ..engines.phase import BAD_RULE, POLICY_JSQD, STATUS_GROW, close_all, p_jbt, p_of, phase_kernel, phase_tables
 from ..engines.rng import state_from_seed_sequence
-from ..engines.tables import JIQ
+from ..engines.tables import JBT, JIQ
 from ..model import SeedLike, as_seed_sequence, check_load
 from ..stats import blocking
 from ..system import policies as _pol
@@ -127,6 +127,8 @@ class PhaseChain:
         )
         if self.policy == JIQ and self.c[1] < self.n:  # join-idle-queue: P_ℓ = 1{c_1 = n}·c_ℓ/n
             self.P[1:] = 0.0
+        if self.policy == JBT:  # join-below-threshold: P_ℓ reads c_T (T = d) too
+            self.P = np.array([1.0] + [p_jbt(self.c, j, self.n, int(self.setup[2])) for j in range(1, L)])
         top = int(np.max(np.nonzero(self.c[1:])[0], initial=-1)) + 1
         self.ints = np.array([top, int(self.c[1:].sum())], np.int64)
         self.areaN = np.zeros((L, K))
@@ -157,6 +159,8 @@ class PhaseChain:
             stop, cap = float(t_stop), _rec.cap(rec, _CHUNK_EVENTS)  # a call ends on the records' grid
             ev, status = phase_kernel(state, meas, self.law, self.setup, self.tab, self.s, self.clock, stop, cap)
             self.events += int(ev)
+            if status == BAD_RULE:
+                raise ValueError(f"policy code {self.policy} is unknown to the phase kernel")
             _rec.count(rec, int(ev), float(self.clock[0]), self.c)
             if status == STATUS_GROW:
                 self._grow()
@@ -172,6 +176,8 @@ class PhaseChain:
             ev, status = phase_kernel(state, meas, self.law, self.setup, self.tab, self.s, self.clock, math.inf, left)
             self.events += int(ev)
             left -= int(ev)
+            if status == BAD_RULE:
+                raise ValueError(f"policy code {self.policy} is unknown to the phase kernel")
             if status == STATUS_GROW:
                 self._grow()
 
@@ -285,10 +291,11 @@ def simulate_phase(
         draws (the path is the process in law); see :mod:`supermarket.engines.phase`.
     start : ``"empty"`` or ``"fixed-point"``
         All queues empty, or the counts ``round(n x)`` of the mean-field fixed point
-        (:func:`supermarket.meanfield.phase.phase_fixed_point`; for ``jsq`` and ``jiq`` the fluid
-        fixed point, :func:`supermarket.meanfield.fluid.fluid_shares`; shortens the burn-in at large ``n``).
-    policy : {"jsq-d", "random", "jsq", "jiq"}
-        The dispatch rule (:mod:`supermarket.system.policies`); (I1) and (I2) hold for each.
+        (:func:`supermarket.meanfield.phase.phase_fixed_point`; for ``jsq``, ``jiq`` and ``jbt`` the
+        fluid fixed point, :func:`supermarket.meanfield.fluid.fluid_shares`; shortens the burn-in at large ``n``).
+    policy : {"jsq-d", "random", "jsq", "jiq", "jbt"}
+        The dispatch rule (:mod:`supermarket.system.policies`; ``jbt``'s threshold is ``T = d``);
+        (I1) and (I2) hold for each.
 
     Returns
     -------

@@ -43,13 +43,13 @@ from ..model import as_seed_sequence, check_load
 from ..result import Result
 from ..stats import MIN_BLOCKS, ErrorEstimate, blocking
 from ..system import policies as _pol
+from ..system.methods import check_time_mode
 from ..system.phase_law import check_ph
 from ..system.service import ServiceLaw, parse_service
 from .joined import JoinedResponse, cdf_lines, joined_response, law_cdf, quantile_lines, response_blocks
 from .law_precision import summary_lines as precision_lines
 from .phase import PhaseChain, flow_series, run_batches
-from .records import Recorder, check_record, with_trajectory
-from .result_parts import Trajectory
+from .records import recorder, with_trajectory
 
 __all__ = [
     "PhaseSimulationResult",
@@ -73,7 +73,7 @@ IDENTITIES = (
     "I2: E[B_phi/n] = lam (alpha (-T)^-1)_phi for every phase, so E[u_1] = lam (busy fraction; self-check)",
 )
 """The exact identities of docs/model.md §13: they hold for every phase-type law of mean 1
-and every dispatch rule here (jsq-d, random, jsq, jiq)."""
+and every dispatch rule here (jsq-d, random, jsq, jiq, jbt)."""
 
 OVERLOADED_NOTE = (
     "no control variate and no self-check: the identities (I1) and (I2) of docs/model.md §13 hold only in "
@@ -168,13 +168,14 @@ class PhaseSimulationResult(Result):
     notes: tuple = ()
     precision: dict | None = None
     response: JoinedResponse | None = None
-    trajectory: Trajectory | None = None
+    time_mode: str = "discrete"  # "continuous": exponential holding times (docs/model.md §1.1)
+    trajectory: Any = None  # with record_every=: a result_parts.Trajectory (simulation.records)
 
     #: in the shared block (:meth:`shared`), not again among the engine's own keys
     _omit: ClassVar[tuple[str, ...]] = (
         *("n", "d", "lam", "policy", "replace", "service", "engine", "time", "burn_in", "replications"),
         *("batches", "events", "wall_s", "u_mean", "u_stderr", "mean_queue_length", "sojourn_little"),
-        *("waiting_little", "precision", "response", "trajectory"),  # precision, trajectory: keys when made
+        *("waiting_little", "precision", "response", "time_mode", "trajectory"),  # precision, trajectory: when made
     )
     _extra: ClassVar[tuple[str, ...]] = ("error_bars",)
     #: the ErrorEstimate fields this engine's JSON keeps beyond the shared estimate keys
@@ -377,6 +378,7 @@ def simulate_phase_service(
     workers: int | None = None,
     start: str = "empty",
     control_variates: bool = True,
+    time_mode: str = "discrete",
     record_every: int | None = None,
     record_levels: int | None = None,
 ) -> PhaseSimulationResult:
@@ -390,8 +392,8 @@ def simulate_phase_service(
         self-check (the identities (I1), (I2) hold only in equilibrium; a note says so).
     service : str or ServiceLaw
         ``erlang:K``, ``hyperexp:SCV``, ``ph:FILE.json`` or a phase-type :class:`ServiceLaw`.
-    policy : {"jsq-d", "random", "jsq", "jiq"}
-        The dispatch rule (:mod:`supermarket.system.policies`).
+    policy : {"jsq-d", "random", "jsq", "jiq", "jbt"}
+        The dispatch rule (:mod:`supermarket.system.policies`; ``jbt``'s threshold is ``T = d``).
     replace : bool
         ``jsq-d`` samples with replacement (default) or without.
     time, steps : float or int, optional
@@ -407,14 +409,16 @@ def simulate_phase_service(
     replications, workers : int
         Independent runs, on ``workers`` threads (the numbers do not depend on ``workers``).
     start : {"empty", "fixed-point"}
-        All queues empty, or the phase mean-field fixed point (``jsq-d``, ``random``; ``jsq``, ``jiq``:
+        All queues empty, or the phase mean-field fixed point (``jsq-d``, ``random``; ``jsq``, ``jiq``, ``jbt``:
         the fluid one; ``λ < 1``).
     control_variates : bool
         Use the (I1) identities as control variates (module docstring).
+    time_mode : {"discrete", "continuous"}
+        The jump chain with each holding time replaced by its mean ``1/R`` (the default), or
+        exponential holding times (docs/model.md §1.1): the same limits, another stream.
     record_every, record_levels : int, optional
-        Record the profile ``u_1..u_m`` (``m = record_levels``) of replication 0 every
-        ``record_every`` events after the burn-in (:mod:`.records`; the numbers are those of a
-        run without): the result's ``trajectory``.
+        The result's ``trajectory``: ``u_1..u_m`` (``m = record_levels``) of replication 0 every
+        ``record_every`` events after the burn-in (:mod:`.records`; numbers as without).
 
     Returns
     -------
@@ -470,11 +474,11 @@ def simulate_phase_service(
         raise ValueError("start: 'fixed-point' needs load λ < 1: at λ >= 1 the mean field has no fixed point")
     seeds = as_seed_sequence(seed).spawn(replications)
     code = _pol.policy_code(pol, "phase")
-    every, levels = check_record(record_every, record_levels, unit="events", span=t_end * rate, d=d, lam=lam)
-    rec = None if every is None else Recorder(every, levels, np.array([n]))
+    continuous = check_time_mode(time_mode) == "continuous"  # exponential holding times (the kernel's holding_exp)
+    rec = recorder(record_every, record_levels, t_end * rate, d, lam, np.array([n]), 0.0)  # the clock's times
 
     def one(ss: np.random.SeedSequence) -> dict:
-        ch = PhaseChain(n, d, lam, a, M, t0, replace=bool(replace), seed=ss, holding_exp=False, policy=code)
+        ch = PhaseChain(n, d, lam, a, M, t0, replace=bool(replace), seed=ss, holding_exp=continuous, policy=code)
         if start == "fixed-point":
             from .class_starts import phase_start  # the mean field's point, or the fluid one (jsq, jiq)
 
@@ -484,7 +488,7 @@ def simulate_phase_service(
     # compile (or load from numba's cache) the kernel before the clock starts: a chain of
     # the same types run for no time (its own seed; the replications' streams are untouched)
     PhaseChain(
-        n, d, lam, a, M, t0, replace=bool(replace), seed=np.random.SeedSequence(0), holding_exp=False, policy=code
+        n, d, lam, a, M, t0, replace=bool(replace), seed=np.random.SeedSequence(0), holding_exp=continuous, policy=code
     ).run(0.0)
     t_start = _time.perf_counter()
     nw = min(replications, workers or os.cpu_count() or 1)
@@ -495,7 +499,7 @@ def simulate_phase_service(
             outs = list(pool.map(one, seeds))
     wall = _time.perf_counter() - t_start
     res = _summarize(n, d, lam, pol, bool(replace), law, t_end, burn, batches, outs, wall, busy_exact, control_variates)
-    return with_trajectory(res, rec)  # the records of replication 0, if any
+    return with_trajectory(dataclasses.replace(res, time_mode="continuous" if continuous else "discrete"), rec)
 
 
 def _summarize(n, d, lam, pol, replace, law, t_end, burn, batches, outs, wall, busy_exact, use_cv):

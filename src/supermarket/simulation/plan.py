@@ -170,17 +170,8 @@ def build_plan(
     """Validate the arguments of :func:`simulate` (ValueError/TypeError naming the parameter)
     and return the run plan; nothing is run.  The checks run in the order of the helpers
     below, so that the first bad argument is the one named."""
-    if not isinstance(control_variates, (bool, np.bool_)):
-        raise TypeError(f"control_variates must be True or False; got {control_variates!r}")
-    _check_second_order(second_order, control_variates)
-    engine = check_choice("engine", engine, ENGINES)
-    policy = _pol.check_policy(policy)
+    engine, policy = _check_engine(control_variates, second_order, engine, policy)
     jsqd = policy == _pol.DEFAULT_POLICY
-    if engine == "queues" and not jsqd:
-        raise ValueError(
-            f"engine 'queues' runs policy 'jsq-d' only (it samples the d queues); got policy={policy!r}: "
-            "use engine 'profile' or 'buckets'"
-        )
     time_mode = check_choice("time_mode", time_mode, TIME_MODES)
     params = Params(n, d, lam, replace=replace, stable=False)
     n, d, lamf = params.n, params.d, params.lam
@@ -217,11 +208,7 @@ def build_plan(
 
     # good set (docs/model.md §5): only for λ < 1 and d >= 2
     # (a statement of paper 000 about JSQ(d): none for the other rules)
-    k, lo, hi = 0, None, None
-    if stable and d >= 2 and jsqd:
-        k = _th.k_lambda_d(d, lam)
-        lo, hi = _th.good_set_bounds(n, d, lamf, eps, k)
-
+    k, lo, hi = _good_set(n, d, lam, lamf, eps) if stable and d >= 2 and jsqd else (0, None, None)
     perfect, name, counts0, lengths = _start_state(start, n, d, lam, lamf, stable, policy)
     if perfect and burn_in is None:
         burn = 0.0  # the start is already stationary (docs/model.md §12): nothing to forget
@@ -269,6 +256,25 @@ def build_plan(
         records_internal=records_internal,
         plan_note=plan_note,
     )
+
+
+def _check_engine(control_variates, second_order, engine, policy) -> tuple[str, str]:
+    """``(engine, policy)`` checked, with the control-variate switches they go with (every engine
+    runs every rule: the registry, :mod:`supermarket.system.policies`)."""
+    if not isinstance(control_variates, (bool, np.bool_)):
+        raise TypeError(f"control_variates must be True or False; got {control_variates!r}")
+    _check_second_order(second_order, control_variates)
+    engine = check_choice("engine", engine, ENGINES)
+    policy = _pol.check_policy(policy)
+    return engine, policy
+
+
+def _good_set(n: int, d: int, lam, lamf: float, eps: float) -> tuple:
+    """``(k, lo, hi)``: ``k_{λ,d}`` (from λ as given, exactly) and the good set's bounds
+    (docs/model.md §5)."""
+    k = _th.k_lambda_d(d, lam)
+    lo, hi = _th.good_set_bounds(n, d, lamf, eps, k)
+    return k, lo, hi
 
 
 def _check_client(client, workers, precision) -> None:

@@ -172,10 +172,11 @@ def due(rec: Recorder | None, t_stop: float) -> float | None:
 def recorder(
     record_every: object, record_levels: object, span: float, d: int, lam: float, counts: np.ndarray, rate: float
 ) -> Recorder | None:
-    """The :class:`Recorder` of a count engine with classes (a grid in events, ``span`` events
-    measured, ``rate`` events per unit of time), or None without ``record_every``."""
+    """The :class:`Recorder` of a count engine (a grid in events, ``span`` events measured; with
+    classes, ``rate`` events per unit of time; 0 on the phase engine, whose records carry its
+    clock), or None without ``record_every``."""
     every, levels = check_record(record_every, record_levels, unit="events", span=span, d=d, lam=lam)
-    return None if every is None else Recorder(every, levels, counts, scale=1.0 / rate)
+    return None if every is None else Recorder(every, levels, counts, scale=1.0 / rate if rate else 1.0)
 
 
 def with_trajectory(res: Any, rec: Recorder | None) -> Any:

@@ -389,6 +389,7 @@ class SimulationResult:
         p, r = self.params, self.response
         return _shape.shared_block(
             engine=self.engine,
+            time_mode=self.time_mode,
             system=_shape.system_block(p.n, p.d, p.lam, self.policy, p.replace, None, None),
             events=self.steps,
             time=self.sim_time,

@@ -151,9 +151,12 @@ def simulate(
         threads (default: the cores, at most ``replications``); the numbers do not depend
         on ``workers``.
     time_mode : {"discrete", "continuous"}, optional
-        The chain of paper 000, or exact exponential event times (docs/model.md §1).  Default
-        ``"discrete"`` on the profile engines; the engines of a service law other than exp or of
-        server classes run in continuous time only and refuse ``"discrete"``.
+        The engine's jump chain with each step held for its mean holding time (paper 000's
+        chain for exp service and one class), or exponential holding times (docs/model.md
+        §1.1).  Default: the engine's own (:attr:`supermarket.system.methods.Engine.time_modes`:
+        ``"discrete"`` on the count engines, ``"continuous"`` on the event engine).  With the
+        default engine, a mode it does not run picks one that does (classes, ``"continuous"``:
+        the event engine); a general law has no discrete chain and is refused.
     eps : float, optional
         ε of the good set ``N^ε`` (docs/model.md §5), in (0, 1/10]; default 0.1.  Refused by the
         engines of a service law other than exp or of server classes (they report no good set).
@@ -190,7 +193,7 @@ def simulate(
         The dispatch rule (:mod:`supermarket.system.policies`, docs/model.md §2). The identities
         ``E[u_i] = λ E[P_{i−1}]`` (self-checks, control variates) hold for every rule; the
         statements of paper 000 (``k``, the good set) are about ``jsq-d`` only and are not
-        made for the others; ``engine="queues"`` runs ``jsq-d`` only, ``start="perfect"`` the rules
+        made for the others; ``start="perfect"`` runs the rules
         that are JSQ(d) chains (``jsq-d``, ``random``, ``jsq``; docs/model.md §12.1).
     service, server_classes : str, optional
         A service law of mean 1 other than ``"exp"`` (:mod:`supermarket.system.service`).  The
@@ -242,7 +245,7 @@ def simulate(
     if target is not None and precision is None:
         raise ValueError("target names the quantities of a precision= run; give precision too")
     system = _as_system(n, d, lam, replace=replace, policy=policy, service=service, server_classes=server_classes)
-    chosen = _methods.simulation_engine(system, engine)  # the one engine choice (supermarket.system.methods)
+    chosen = _methods.simulation_engine(system, engine, time_mode)  # the one engine choice (system.methods)
     if chosen not in ENGINES:  # docs/model.md §13-§15
         others: dict[str, object] = dict(record_every=record_every, record_levels=record_levels, precision=precision)
         others |= dict(time_mode=time_mode, eps=eps)
@@ -252,6 +255,7 @@ def simulate(
             progress=progress, options=others | dict(max_steps=max_steps, client=client), target=target,
         )  # fmt: skip
         return result
+    _methods.check_options(system, chosen, {"time_mode": time_mode, "eps": eps})  # honoured or refused, never ignored
     time_mode = "discrete" if time_mode is None else time_mode
     eps = 0.1 if eps is None else eps
     kw = dict(locals())  # the arguments, all but progress (and the system's) for the plan

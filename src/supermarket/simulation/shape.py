@@ -10,6 +10,9 @@ The block (docs/simulate.md, "JSON"):
 
 ``engine``
     The engine that ran.
+``time_mode``
+    ``"discrete"`` (its jump chain, each step held for its mean holding time) or ``"continuous"``
+    (exponential holding times, exact event times): docs/model.md §1.1.
 ``system``
     ``{n, d, load, load_text, policy, replace, service, server_classes}``: ``service`` is the
     law's ``ServiceLaw.to_dict()``, ``server_classes`` the classes' ``ServerClasses.to_dict()``
@@ -61,6 +64,7 @@ SYSTEM_KEYS = ("n", "d", "load", "load_text", "policy", "replace", "service", "s
 #: The keys every simulate result's ``to_dict()`` starts with, in order.
 SHARED_KEYS = (
     "engine",
+    "time_mode",
     "system",
     "events",
     "time",
@@ -257,6 +261,7 @@ def class_block(c: Any) -> dict[str, Any]:
 def shared_block(
     *,
     engine: str,
+    time_mode: str,
     system: dict[str, Any],
     events: int,
     time: float,
@@ -290,8 +295,11 @@ def shared_block(
     ):
         if e is not None and tuple(e)[: len(ESTIMATE_KEYS)] != ESTIMATE_KEYS:
             raise ValueError(f"{name} must be an estimate dict with the keys {ESTIMATE_KEYS}; got {tuple(e)}")
+    if time_mode not in ("discrete", "continuous"):
+        raise ValueError(f"time_mode must be 'discrete' or 'continuous'; got {time_mode!r}")
     block = {
         "engine": engine,
+        "time_mode": time_mode,
         "system": system,
         "events": int(events),
         "time": float(time),
@@ -325,6 +333,7 @@ def law_engine_fields(res: Any, *, server_classes: Any = None) -> dict[str, Any]
     """
     sc = getattr(res, "server_classes", None) if server_classes is None else server_classes
     return dict(
+        time_mode=res.time_mode,
         system=system_block(res.n, res.d, res.lam, res.policy, res.replace, res.service, sc),
         events=res.events,
         time=res.time,

@@ -183,6 +183,39 @@ def _build(counts, speeds, d, lam, replace, policy, cap, a, M, t0, budget=None):
     return Q, occ, tot, at_cap
 
 
+def _caps(counts: np.ndarray, cap: int | None, K: int, max_states: int) -> list[int]:
+    """The caps to try: ``cap`` alone when given (refused beyond ``max_states``), else 8
+    doubled, then the largest that fits in ``max_states``."""
+    if cap is not None:
+        cap = _m.check_positive_int("cap", cap, maximum=10**4)
+        if count_cp_states(counts, cap, K) > max_states:
+            raise ValueError(
+                f"cap: {count_cp_states(counts, cap, K)} states at cap {cap} exceed max_states = {max_states}; "
+                "lower cap or n"
+            )
+        return [cap]
+    fits = [c for c in range(8, 401) if count_cp_states(counts, c, K) <= max_states]
+    caps: list[int] = [c for c in (8, 16, 32, 64, 128, 256) if c in fits]  # doubling, then the largest that fits
+    if fits and fits[-1] not in caps:
+        caps.append(fits[-1])
+    if not caps:
+        raise ValueError(
+            f"n: {count_cp_states(counts, 8, K)} states already at cap 8 (at most max_states = {max_states}); "
+            "lower n or pass a smaller cap"
+        )
+    return caps
+
+
+def _class_laws(pi: np.ndarray, occ: np.ndarray, counts: np.ndarray, cap: int, K: int) -> tuple:
+    """``(phase_mean, u)`` per class: ``P(a class-k server at length ℓ in phase φ)`` and
+    ``P(length >= ℓ)`` under ``pi`` (``occ``: the servers of each class per state and code)."""
+    law_k = np.einsum("s,skq->kq", pi, occ) / counts[:, None]  # P(a class-k server in state q)
+    phase_mean = law_k[:, 1:].reshape(len(counts), cap, K)
+    by_len = phase_mean.sum(axis=2)
+    u = np.cumsum(by_len[:, ::-1], axis=1)[:, ::-1]  # P(length >= ℓ), summed from the tail
+    return phase_mean, u
+
+
 def solve_classes_phase(
     n: int,
     d: int,
@@ -204,7 +237,7 @@ def solve_classes_phase(
     ----------
     n, d : int
         Servers (each class a whole number of them) and choices (``jsq-d``; ``d <= n`` without
-        replacement; ``n^d`` at most 10^4).
+        replacement; ``n^d`` at most 10^4), or ``jbt``'s threshold ``T = d``.
     lam : float or str
         Load per unit of capacity, ``0 < λ < 1``.
     server_classes : str or ServerClasses
@@ -250,6 +283,8 @@ def solve_classes_phase(
             raise ValueError(f"d: without replacement d must be <= n = {n}, got {d}")
         if n**d > 10_000:
             raise ValueError(f"d: n^d = {n}^{d} tuples per state is too many (at most 10^4)")
+    elif _pol.RULES[policy].uses_d:  # jbt: its threshold T = d (it samples nothing)
+        d = _m.check_positive_int("d", d, maximum=n if not replace else 10**6)
     else:
         d = 1
     sc = parse_server_classes(server_classes)
@@ -265,24 +300,7 @@ def solve_classes_phase(
     if max_seconds is not None:
         max_seconds = _m.check_positive_float("max_seconds", max_seconds)
     check_random_stable(policy, lam_f, sc)
-    if cap is not None:
-        cap = _m.check_positive_int("cap", cap, maximum=10**4)
-        if count_cp_states(counts, cap, K) > max_states:
-            raise ValueError(
-                f"cap: {count_cp_states(counts, cap, K)} states at cap {cap} exceed max_states = {max_states}; "
-                "lower cap or n"
-            )
-        caps = [cap]
-    else:
-        fits = [c for c in range(8, 401) if count_cp_states(counts, c, K) <= max_states]
-        caps = [c for c in (8, 16, 32, 64, 128, 256) if c in fits]  # doubling, then the largest that fits
-        if fits and fits[-1] not in caps:
-            caps.append(fits[-1])
-        if not caps:
-            raise ValueError(
-                f"n: {count_cp_states(counts, 8, K)} states already at cap 8 (at most max_states = {max_states}); "
-                "lower n or pass a smaller cap"
-            )
+    caps = _caps(counts, cap, K, max_states)
     start = _time.perf_counter()
     budget = Budget(max_seconds, f"n={n}, d={d}, λ={lam_f:g}, policy {policy}, classes {sc.spec}", progress)
     for cp in caps:
@@ -293,10 +311,7 @@ def solve_classes_phase(
         budget.reached = f"cap {cp} solved ({Q.shape[0]:,} states), P(some queue at the cap) = {mass:.3g}"
         if mass < tol:
             break
-    law_k = np.einsum("s,skq->kq", pi, occ) / counts[:, None]  # P(a class-k server in state q)
-    phase_mean = law_k[:, 1:].reshape(len(counts), cp, K)
-    by_len = phase_mean.sum(axis=2)
-    u = np.cumsum(by_len[:, ::-1], axis=1)[:, ::-1]  # P(length >= ℓ), summed from the tail
+    phase_mean, u = _class_laws(pi, occ, counts, cp, K)
     mq = u.sum(axis=1)
     f = np.asarray(sc.fractions, float)
     U = f @ u

@@ -107,6 +107,131 @@ def _join_law(lengths, d, replace, policy="jsq-d"):
     return out / count
 
 
+@dataclass(frozen=True, eq=False)
+class _Chain:
+    """The chain :func:`solve_phase` solves, checked: ``n`` queues, the rule (``policy``,
+    ``d``, ``replace``), load ``lam``, the phase-type law ``(a, M, t0)`` (start, phase moves,
+    completion rates) and the ``cap`` on the lengths.  A queue's state is one code: 0 idle,
+    ``1 + (ℓ − 1)K + φ`` at length ``ℓ`` in phase ``φ``."""
+
+    n: int
+    d: int
+    lam: float
+    replace: bool
+    policy: str
+    a: np.ndarray
+    M: np.ndarray
+    t0: np.ndarray
+    cap: int
+
+    @property
+    def K(self) -> int:
+        return self.a.size
+
+    @property
+    def m(self) -> int:
+        """Per-queue states."""
+        return 1 + self.cap * self.K
+
+    def length(self, q: int) -> int:
+        return 0 if q == 0 else (q - 1) // self.K + 1
+
+
+def _generator(chain: _Chain, size: int, budget: Budget) -> tuple[list, Any, dict]:
+    """``(states, Q, join_cache)``: the ``size`` states (sorted tuples of per-queue codes), the
+    generator from the definition (arrivals join by the rule's law over the lengths, cached per
+    lengths in ``join_cache``; phases move by ``M``, complete at ``t0``, restart by ``a``)."""
+    n, d, lam, cap, K = chain.n, chain.d, chain.lam, chain.cap, chain.K
+    a, M, t0, length = chain.a, chain.M, chain.t0, chain.length
+    budget.stage(f"enumerating {size:,} states and building the generator")
+    states = list(itertools.combinations_with_replacement(range(chain.m), n))
+    index = {s: i for i, s in enumerate(states)}
+    rows, cols, vals = [], [], []
+    join_cache: dict = {}
+
+    def add(i, new, rate):
+        if rate > 0.0:
+            rows.append(i)
+            cols.append(index[tuple(sorted(new))])
+            vals.append(rate)
+
+    for i, s in enumerate(states):
+        if i % 2048 == 0:
+            budget.check(f"building the generator ({i:,} of {size:,} states)")
+        lens = tuple(length(q) for q in s)
+        jl = join_cache.get(lens)
+        if jl is None:
+            jl = join_cache[lens] = _join_law(lens, d, chain.replace, chain.policy)
+        for pos, q in enumerate(s):
+            ell = lens[pos]
+            # arrival joins queue `pos`
+            r = n * lam * jl[pos]
+            if r > 0.0 and ell < cap:
+                new = list(s)
+                if ell == 0:
+                    for ph in range(K):
+                        new[pos] = 1 + ph
+                        add(i, new, r * a[ph])
+                else:
+                    new[pos] = q + K
+                    add(i, new, r)
+            if ell == 0:
+                continue
+            ph = (q - 1) % K
+            base = q - ph
+            new = list(s)
+            for to in range(K):  # phase moves
+                if to != ph and M[ph, to] > 0.0:
+                    new[pos] = base + to
+                    add(i, new, M[ph, to])
+            if t0[ph] > 0.0:  # completion
+                if ell == 1:
+                    new[pos] = 0
+                    add(i, new, t0[ph])
+                else:
+                    for to in range(K):
+                        new[pos] = base - K + to
+                        add(i, new, t0[ph] * a[to])
+    S = len(states)
+    Q = sp.coo_matrix((vals, (rows, cols)), shape=(S, S)).tocsr()
+    Q = Q - sp.diags(np.asarray(Q.sum(axis=1)).ravel())
+    return states, Q, join_cache
+
+
+def _queue_law(chain: _Chain, states: list, pi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(queue_law, phase_mean, u)`` of one queue under ``pi``: ``P(length = ℓ)``, ``P(length
+    ℓ, phase φ)`` and ``P(length >= ℓ)``."""
+    S, cap, K = len(states), chain.cap, chain.K
+    code_hist = np.zeros((S, chain.m))
+    for i, s in enumerate(states):
+        for q in s:
+            code_hist[i, q] += 1.0
+    occ = pi @ code_hist / chain.n  # P(a given queue is in per-queue state q)
+    queue_law = np.concatenate([[occ[0]], occ[1:].reshape(cap, K).sum(axis=1)])
+    phase_mean = occ[1:].reshape(cap, K)
+    u = np.cumsum(queue_law[::-1])[::-1][1:]  # P(length >= ℓ), summed from the tail (no cancellation)
+    return queue_law, phase_mean, u
+
+
+def _joined_law(chain: _Chain, states: list, pi: np.ndarray, join_cache: dict, budget: Budget) -> tuple:
+    """``(ud, trunc)``: ``E[P_ℓ]`` = P(the joined queue has length >= ℓ), and the probability
+    that some queue is at the cap."""
+    ud = np.zeros(chain.cap)
+    trunc = 0.0
+    budget.stage("the laws of the queue length and of the joined queue")
+    for i, s in enumerate(states):
+        if i % 2048 == 0:
+            budget.check("the laws of the queue length and of the joined queue")
+        lens = tuple(chain.length(q) for q in s)
+        jl = join_cache[lens]
+        for pos in range(chain.n):
+            if lens[pos] >= 1:
+                ud[: lens[pos]] += pi[i] * jl[pos]
+        if max(lens) == chain.cap:
+            trunc += pi[i]
+    return ud, trunc
+
+
 def solve_phase(
     n: int,
     d: int,
@@ -181,87 +306,15 @@ def solve_phase(
         max_seconds = check_positive_float("max_seconds", max_seconds)
     budget = Budget(max_seconds, f"n={n}, d={d}, λ={lam:g}, policy {policy}, cap {cap}", progress)
 
-    def length(q):
-        return 0 if q == 0 else (q - 1) // K + 1
-
-    budget.stage(f"enumerating {size:,} states and building the generator")
-    states = list(itertools.combinations_with_replacement(range(m), n))
-    index = {s: i for i, s in enumerate(states)}
-    rows, cols, vals = [], [], []
-    join_cache: dict = {}
-
-    def add(i, new, rate):
-        if rate > 0.0:
-            rows.append(i)
-            cols.append(index[tuple(sorted(new))])
-            vals.append(rate)
-
-    for i, s in enumerate(states):
-        if i % 2048 == 0:
-            budget.check(f"building the generator ({i:,} of {size:,} states)")
-        lens = tuple(length(q) for q in s)
-        jl = join_cache.get(lens)
-        if jl is None:
-            jl = join_cache[lens] = _join_law(lens, d, replace, policy)
-        for pos, q in enumerate(s):
-            ell = lens[pos]
-            # arrival joins queue `pos`
-            r = n * lam * jl[pos]
-            if r > 0.0 and ell < cap:
-                new = list(s)
-                if ell == 0:
-                    for ph in range(K):
-                        new[pos] = 1 + ph
-                        add(i, new, r * a[ph])
-                else:
-                    new[pos] = q + K
-                    add(i, new, r)
-            if ell == 0:
-                continue
-            ph = (q - 1) % K
-            base = q - ph
-            new = list(s)
-            for to in range(K):  # phase moves
-                if to != ph and M[ph, to] > 0.0:
-                    new[pos] = base + to
-                    add(i, new, M[ph, to])
-            if t0[ph] > 0.0:  # completion
-                if ell == 1:
-                    new[pos] = 0
-                    add(i, new, t0[ph])
-                else:
-                    for to in range(K):
-                        new[pos] = base - K + to
-                        add(i, new, t0[ph] * a[to])
+    chain = _Chain(n, d, lam, replace, policy, a, M, t0, cap)
+    states, Q, join_cache = _generator(chain, size, budget)
     S = len(states)
-    Q = sp.coo_matrix((vals, (rows, cols)), shape=(S, S)).tocsr()
-    Q = Q - sp.diags(np.asarray(Q.sum(axis=1)).ravel())
-    tot = np.array([sum(length(q) for q in s) for s in states])
+    tot = np.array([sum(chain.length(q) for q in s) for s in states])
     # the exact solver's own π Q = 0 (sparse LU or GMRES + ILU)
     pi, residual, method = stationary_vector(Q, tot, budget=budget)
-    code_hist = np.zeros((S, m))
-    for i, s in enumerate(states):
-        for q in s:
-            code_hist[i, q] += 1.0
-    occ = pi @ code_hist / n  # P(a given queue is in per-queue state q)
-    queue_law = np.concatenate([[occ[0]], occ[1:].reshape(cap, K).sum(axis=1)])
-    phase_mean = occ[1:].reshape(cap, K)
-    u = np.cumsum(queue_law[::-1])[::-1][1:]  # P(length >= ℓ), summed from the tail (no cancellation)
-    # E[P_ℓ] = P(the joined queue has length >= ℓ)
-    ud = np.zeros(cap)
-    trunc = 0.0
+    queue_law, phase_mean, u = _queue_law(chain, states, pi)
     budget.reached = f"the law of {S:,} states solved"
-    budget.stage("the laws of the queue length and of the joined queue")
-    for i, s in enumerate(states):
-        if i % 2048 == 0:
-            budget.check("the laws of the queue length and of the joined queue")
-        lens = tuple(length(q) for q in s)
-        jl = join_cache[lens]
-        for pos in range(n):
-            if lens[pos] >= 1:
-                ud[: lens[pos]] += pi[i] * jl[pos]
-        if max(lens) == cap:
-            trunc += pi[i]
+    ud, trunc = _joined_law(chain, states, pi, join_cache, budget)
     return PhaseExact(
         n=n,
         d=d,

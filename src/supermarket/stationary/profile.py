@@ -319,6 +319,139 @@ def _one(n, d, lam, replace, cap, keep, prev=None, policy=_pol.DEFAULT_POLICY, b
     return out
 
 
+@dataclass(frozen=True)
+class _Job:
+    """What :func:`solve` solves, checked: the chain (``n``, ``d``, ``lam`` as a float,
+    ``replace``, the rule ``policy``), the truncation's ``tol``, whether the whole law is kept
+    (``profile_law``) and the limits on the states and the predicted seconds."""
+
+    n: int
+    d: int
+    lam: float
+    replace: bool
+    policy: str
+    tol: float
+    profile_law: bool
+    max_states: int
+    max_seconds: float
+
+    def one(self, cap: int, prev: Any, budget: Budget) -> dict:
+        """The chain truncated at ``cap`` solved (``prev``: the last cap's solution, a start)."""
+        return _one(self.n, self.d, self.lam, self.replace, cap, self.profile_law, prev, self.policy, budget)
+
+
+def _fixed_cap(job: _Job, cap: int, budget: Budget) -> tuple[dict, int, Any]:
+    """``(solution, cap, None)`` at the cap given: no search, refused first if too large."""
+    _check_size(job.n, cap, job.max_states)
+    _check_seconds(job.n, job.d, job.lam, job.tol, cap, job.max_states, job.max_seconds, fixed=True)
+    return job.one(cap, None, budget), cap, None
+
+
+def _search_cap(job: _Job, budget: Budget) -> tuple[dict, int, Any]:
+    """``(solution, cap, (previous cap, its solution) or None)``: the cap raised until
+    ``P(some queue has the cap length) < tol`` (docs/model.md §11), bounded in states and in
+    predicted seconds."""
+    n, d, lamf, tol, max_states, max_seconds = job.n, job.d, job.lam, job.tol, job.max_states, job.max_seconds
+    policy = job.policy
+    prev = None
+    # E[u_M] >= π(M) (Jensen, with replacement; docs/model.md §3) and P(max >= M) >= E[u_M]:
+    # no cap with π(M) >= tol can pass, so the search starts there (and refuses at once
+    # when even that cap is too large).  Random routing is d = 1 (E[u_M] = λ^M exactly);
+    # JSQ and JIQ have no such bound (their fluid fixed point vanishes above level 1)
+    M = (
+        START_CAP
+        if not _pol.RULES[policy].smooth
+        else max(START_CAP, _first_cap(int(_pol.meanfield_d(policy, d)), lamf, tol))
+    )
+    _check_size(n, M, max_states, " (the least cap with π(cap) < tol, which no smaller cap can meet)")
+    # the finite-n bound (comparison with M/M/n, [derived]) is usually far above the
+    # mean-field one: refuse now, not after solving ever larger caps for minutes
+    _check_size(
+        n,
+        max(M, _least_cap(n, lamf, tol)),
+        max_states,
+        " (the least cap the search can end at: by comparison with M/M/n, P(max >= cap) "
+        "stays above tol below it, docs/model.md §11)",
+    )
+    least = max(M, _least_cap(n, lamf, tol))
+    _check_seconds(n, d, lamf, tol, least, max_states, max_seconds, fixed=False)
+    hist: list[tuple[int, float]] = []
+    while True:
+        _check_size(n, M, max_states)
+        # the predicted cost of the caps solved so far, not the clock: the caps tried (and so
+        # the answer) depend on the inputs only, never on how busy the machine is
+        spent = sum(estimate_seconds(n, m) for m, _ in hist)
+        if prev is not None and spent + estimate_seconds(n, M) > max_seconds:
+            # the extrapolated cap would take the run past its limit: the largest cap
+            # above the last one that still fits, or a refusal (the run stays bounded)
+            fit = _largest_fitting_cap(n, M, max_states, max_seconds - spent)
+            if fit >= max(prev[0] + 1, least):
+                M = fit
+            else:
+                _check_seconds(
+                    n, d, lamf, tol, max(prev[0] + 1, least), max_states, max_seconds, fixed=False, spent=spent
+                )
+        sol = job.one(M, prev[1] if prev else None, budget)
+        mass = float(sol["max"][M])
+        hist.append((M, mass))
+        budget.reached = f"cap {M} solved ({sol['S']:,} states), P(some queue at the cap) = {mass:.3g}"
+        if mass < tol:
+            return sol, M, prev
+        prev = (M, sol)
+        M = _next_cap(hist, tol)
+
+
+def _next_cap(hist: list[tuple[int, float]], tol: float) -> int:
+    """The next cap to try after the caps and masses at the cap ``hist``: the mass at the cap
+    falls geometrically in M, so extrapolate from the last two caps."""
+    M = hist[-1][0]
+    mass = hist[-1][1]
+    if len(hist) >= 2 and hist[-2][1] > mass > 0:
+        (M1, m1), (M2, m2) = hist[-2], hist[-1]
+        rate = (math.log(m2) - math.log(m1)) / (M2 - M1)
+        step = math.ceil(math.log(tol / m2) / rate) + 1 if rate < 0 else M2
+        M = M2 + max(1, min(step, 4 * M2))
+    else:
+        M = M + max(2, M // 2)
+    if M > MAX_CAP:  # pragma: no cover - λ < 1 always gets there
+        raise ValueError(f"the cap would exceed {MAX_CAP}; pass a larger tol")
+    return M
+
+
+def _response(job: _Job, ud: np.ndarray, quantiles: Any, budget: Budget) -> Any:
+    """The response-time law from the stationary ``E[P_i]`` (``ud``), exact given PASTA."""
+    budget.stage("the response-time law")
+    resp = _resp.from_tails(
+        ud,
+        quantiles=quantiles,
+        source="exact stationary law",
+        params={"n": job.n, "d": job.d, "load": job.lam, "replace": job.replace},
+    )
+    budget.check("the response-time law")
+    return resp
+
+
+def _truncation(sol: dict, M: int, tol: float, prev: Any) -> dict:
+    """The ``truncation`` block of the result at the cap ``M``: the mass at the cap, the
+    fraction dropped, and how far ``u`` moved from the previous cap's (``prev``, if any)."""
+    u, ud, mq = sol["u"], sol["ud"], sol["max"]
+    trunc = {
+        "cap": M,
+        "tol": tol,
+        "mass_at_cap": float(mq[M]),
+        "dropped_fraction": float(ud[M - 1]),
+        "previous_cap": None,
+        "u_change_from_previous_cap": None,
+    }
+    if prev is not None:
+        Mp, sp_ = prev
+        du = np.abs(u[:Mp] - sp_["u"]).max()
+        du = max(du, float(u[Mp:].max()) if M > Mp else 0.0)
+        trunc["previous_cap"] = Mp
+        trunc["u_change_from_previous_cap"] = float(du)
+    return trunc
+
+
 def solve(
     n: int,
     d: int,
@@ -409,92 +542,13 @@ def solve(
         cap = check_int("cap", cap, minimum=1, maximum=MAX_CAP)
     t0 = _time.perf_counter()
     budget = Budget(max_seconds, f"n={n}, d={d}, λ={lamf:g}, policy {policy}", progress)
-    prev = None
-    if cap is not None:
-        _check_size(n, cap, max_states)
-        _check_seconds(n, d, lamf, tol, cap, max_states, max_seconds, fixed=True)
-        sol = _one(n, d, lamf, params.replace, cap, profile_law, None, policy, budget)
-        M = cap
-    else:
-        # E[u_M] >= π(M) (Jensen, with replacement; docs/model.md §3) and P(max >= M) >= E[u_M]:
-        # no cap with π(M) >= tol can pass, so the search starts there (and refuses at once
-        # when even that cap is too large).  Random routing is d = 1 (E[u_M] = λ^M exactly);
-        # JSQ and JIQ have no such bound (their fluid fixed point vanishes above level 1)
-        M = (
-            START_CAP
-            if not _pol.RULES[policy].smooth
-            else max(START_CAP, _first_cap(int(_pol.meanfield_d(policy, d)), lamf, tol))
-        )
-        _check_size(n, M, max_states, " (the least cap with π(cap) < tol, which no smaller cap can meet)")
-        # the finite-n bound (comparison with M/M/n, [derived]) is usually far above the
-        # mean-field one: refuse now, not after solving ever larger caps for minutes
-        _check_size(
-            n,
-            max(M, _least_cap(n, lamf, tol)),
-            max_states,
-            " (the least cap the search can end at: by comparison with M/M/n, P(max >= cap) "
-            "stays above tol below it, docs/model.md §11)",
-        )
-        least = max(M, _least_cap(n, lamf, tol))
-        _check_seconds(n, d, lamf, tol, least, max_states, max_seconds, fixed=False)
-        hist: list[tuple[int, float]] = []
-        while True:
-            _check_size(n, M, max_states)
-            # the predicted cost of the caps solved so far, not the clock: the caps tried (and so
-            # the answer) depend on the inputs only, never on how busy the machine is
-            spent = sum(estimate_seconds(n, m) for m, _ in hist)
-            if prev is not None and spent + estimate_seconds(n, M) > max_seconds:
-                # the extrapolated cap would take the run past its limit: the largest cap
-                # above the last one that still fits, or a refusal (the run stays bounded)
-                fit = _largest_fitting_cap(n, M, max_states, max_seconds - spent)
-                if fit >= max(prev[0] + 1, least):
-                    M = fit
-                else:
-                    _check_seconds(
-                        n, d, lamf, tol, max(prev[0] + 1, least), max_states, max_seconds, fixed=False, spent=spent
-                    )
-            sol = _one(n, d, lamf, params.replace, M, profile_law, prev[1] if prev else None, policy, budget)
-            mass = float(sol["max"][M])
-            hist.append((M, mass))
-            budget.reached = f"cap {M} solved ({sol['S']:,} states), P(some queue at the cap) = {mass:.3g}"
-            if mass < tol:
-                break
-            prev = (M, sol)
-            # the mass at the cap falls geometrically in M: extrapolate from the last two caps
-            if len(hist) >= 2 and hist[-2][1] > mass > 0:
-                (M1, m1), (M2, m2) = hist[-2], hist[-1]
-                rate = (math.log(m2) - math.log(m1)) / (M2 - M1)
-                step = math.ceil(math.log(tol / m2) / rate) + 1 if rate < 0 else M2
-                M = M2 + max(1, min(step, 4 * M2))
-            else:
-                M = M + max(2, M // 2)
-            if M > MAX_CAP:  # pragma: no cover - λ < 1 always gets there
-                raise ValueError(f"the cap would exceed {MAX_CAP}; pass a larger tol")
+    job = _Job(n, d, lamf, params.replace, policy, tol, profile_law, max_states, max_seconds)
+    sol, M, prev = _fixed_cap(job, cap, budget) if cap is not None else _search_cap(job, budget)
     seconds = _time.perf_counter() - t0
     u, ud, mq = sol["u"], sol["ud"], sol["max"]
-    trunc = {
-        "cap": M,
-        "tol": tol,
-        "mass_at_cap": float(mq[M]),
-        "dropped_fraction": float(ud[M - 1]),
-        "previous_cap": None,
-        "u_change_from_previous_cap": None,
-    }
-    if prev is not None:
-        Mp, sp_ = prev
-        du = np.abs(u[:Mp] - sp_["u"]).max()
-        du = max(du, float(u[Mp:].max()) if M > Mp else 0.0)
-        trunc["previous_cap"] = Mp
-        trunc["u_change_from_previous_cap"] = float(du)
+    trunc = _truncation(sol, M, tol, prev)
     budget.reached = f"cap {M} solved ({sol['S']:,} states), P(some queue at the cap) = {float(mq[M]):.3g}"
-    budget.stage("the response-time law")
-    resp = _resp.from_tails(
-        ud,
-        quantiles=quantiles,
-        source="exact stationary law",
-        params={"n": n, "d": d, "load": lamf, "replace": params.replace},
-    )
-    budget.check("the response-time law")
+    resp = _response(job, ud, quantiles, budget)
     mql = float(u.sum())
     return ExactResult(
         params=params,

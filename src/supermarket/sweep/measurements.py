@@ -218,6 +218,8 @@ def _measure_law(simulate: Callable, params: dict, seed: np.random.SeedSequence)
     kw = {k: params[k] for k in keys + (("control_variates",) if engine != "events" else ()) if k in params}
     if engine in ("events", "classes-phase"):
         kw["engine"] = "events" if engine == "events" else "phase"
+    if "time_mode" in params:  # the engine's own or, on the phase-type count engine, exponential holding times
+        kw["time_mode"] = params["time_mode"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         res = simulate(

@@ -15,6 +15,7 @@ import numpy as np
 from ..fluctuations import REGIMES
 from ..model import Params
 from ..system import policies as _pol
+from ..system.methods import ENGINES as _ENGINES
 
 _SIM_DEFAULTS = {"engine": "profile", "time_mode": "discrete", "replace": True, "start": "empty"}
 _SIMULATE_KWARGS = ("steps", "time", "burn_in", *_SIM_DEFAULTS, "eps", "control_variates", "policy")  # passed on
@@ -52,15 +53,27 @@ _ROW_ENGINE = {"phase": "phase", "classes": "classes", "classes-phase": "classes
 
 def stored_identity(params: dict) -> dict:
     """The parameters a grid point's ``point_hash`` is taken of: its canonical parameters with the
-    engine spelled as the stores first hashed it (``"events"`` as ``"event"``), so that its seeds,
-    its numbers and the parts already on disk stay those of earlier versions.
+    engine spelled as the stores first hashed it (``"events"`` as ``"event"``) and a law point's time
+    mode, when it is its engine's own (the first of :attr:`~supermarket.system.methods.Engine.time_modes`),
+    as ``"continuous"``, the one spelling earlier versions stored for every law point, so that its
+    seeds, its numbers and the parts already on disk stay those of earlier versions (the phase-type
+    count engine's other mode, exponential holding times, is ``"continuous-exponential"``).
 
     >>> stored_identity({"n": 10, "engine": "events"}), stored_identity({"n": 10, "engine": "phase"})
     ({'n': 10, 'engine': 'event'}, {'n': 10, 'engine': 'phase'})
+    >>> stored_identity({"n": 10, "engine": "classes", "time_mode": "discrete"})
+    {'n': 10, 'engine': 'classes', 'time_mode': 'continuous'}
+    >>> stored_identity({"n": 10, "engine": "phase", "time_mode": "continuous"})
+    {'n': 10, 'engine': 'phase', 'time_mode': 'continuous-exponential'}
     """
-    if params.get("engine") != "events":
+    engine = params.get("engine")
+    if engine not in LAW_ENGINES:
         return params
-    return {k: ("event" if k == "engine" else x) for k, x in params.items()}
+    out = {k: ("event" if k == "engine" and x == "events" else x) for k, x in params.items()}
+    if "time_mode" in out:
+        own = out["time_mode"] == _ENGINES[engine].time_modes[0]
+        out["time_mode"] = "continuous" if own else f"{out['time_mode']}-exponential"
+    return out
 
 
 def current_names(row: dict) -> dict:
@@ -114,7 +127,7 @@ def law_engine(params: dict) -> str:
     """
     from ..system.methods import simulation_engine
 
-    return _ROW_ENGINE[simulation_engine(_system(params), _requested(params))]
+    return _ROW_ENGINE[simulation_engine(_system(params), _requested(params), params.get("time_mode"))]
 
 
 _REGIME_FIELDS = ("b_n", "kappa_n", "zeta_n", "d_one_minus_lambda", "coordinates")
@@ -348,11 +361,15 @@ def _check_simulate_axes(p: dict) -> str | None:
     policy = p.get("policy", "jsq-d")
     system = _system(p)
     try:
-        chosen = simulation_engine(system, _requested(p))
+        chosen = simulation_engine(system, _requested(p), p.get("time_mode"))
     except Refusal as exc:
         raise PointError("engine", str(exc)) from None
     _policy_on(policy, {"buckets": "profile"}.get(chosen, chosen))  # a rule its kernel runs (the registry)
     if chosen not in _ROW_ENGINE:
+        try:  # honoured or refused, never ignored: a good set the system has (docs/model.md §5)
+            check_options(system, chosen, {"eps": p.get("eps")}, time="time")
+        except Refusal as exc:
+            raise PointError(exc.key, str(exc)) from None
         if p.get("start") == "perfect":  # the rules that are JSQ(d) chains; the sampler's refusal for the others
             from ..system.methods import perfect_sampler
 
@@ -392,7 +409,7 @@ def _check_simulate_axes(p: dict) -> str | None:
             raise PointError("target", str(exc)) from None
     # what simulate() accepts there and runs anyway (continuous time; the event engine has no control
     # variates): dropped, the row says what ran
-    for key in ("engine", "time_mode") + (("control_variates",) if chosen == "events" else ()):
+    for key in ("engine",) + (("control_variates",) if chosen == "events" else ()):
         p.pop(key, None)
     return row
 
@@ -444,4 +461,6 @@ def _validate_fluct(p: dict) -> None:
 
 
 # a grid point on the per-queue event engine (a service law other than exp, or server classes)
-_LAW_DEFAULTS = {e: {"engine": e, "time_mode": "continuous", "replace": True, "start": "empty"} for e in LAW_ENGINES}
+_LAW_DEFAULTS = {
+    e: {"engine": e, "time_mode": _ENGINES[e].time_modes[0], "replace": True, "start": "empty"} for e in LAW_ENGINES
+}

@@ -87,7 +87,7 @@ def _head(d: dict, engine: str) -> dict:
     fr, sp = classes.get("fractions") or [1.0], classes.get("speeds") or [1.0]
     if len(fr) > 1 or any(x != 1.0 for x in sp):
         out["server_classes"] = ",".join(f"{_short_float(f)}:{_short_float(x)}" for f, x in zip(fr, sp))
-    out.update(time_mode="continuous", sim_time=d.get("time"), burn_in_time=d.get("burn_in"))
+    out.update(time_mode=d.get("time_mode"), sim_time=d.get("time"), burn_in_time=d.get("burn_in"))
     return out
 
 

@@ -12,8 +12,9 @@ command line and the sweep (docs/model.md §13–§15).
   the refusal of an option that engine does not take; the message is :func:`refusal`'s, the
   same whichever door (library, command line, sweep) the request came through, with the option
   spelled as that door spells it.
-- :func:`exact_solver`, :func:`mean_field`: the exact solver (:mod:`supermarket.stationary`)
-  and the mean field (:mod:`supermarket.meanfield`) of a system, or the reason there is none;
+- :func:`exact_solver`, :func:`mean_field` (written in :mod:`.analytic`, re-exported here): the
+  exact solver (:mod:`supermarket.stationary`) and the mean field (:mod:`supermarket.meanfield`)
+  of a system, or the reason there is none;
   :func:`smooth_mean_field`: the reason the mean-field ODE, the refined mean field and the
   linear noise do not exist for a rule whose drift is discontinuous (its fluid fixed point,
   :func:`fluid_note`, does).
@@ -28,7 +29,17 @@ from dataclasses import dataclass
 
 from ..model import exact_load
 from . import policies as _pol
-from .classes import check_random_stable
+from .analytic import (
+    PAPER_METHODS,
+    SMOOTH_PARTS,
+    exact_solver,
+    fluid_note,
+    mean_field,
+    paper_method,
+    perfect_sampler,
+    refined_mean_field,
+    smooth_mean_field,
+)
 from .event_starts import fixed_point_refusal
 from .spec import System
 
@@ -44,6 +55,10 @@ __all__ = [
     "engine_note",
     "check_options",
     "refusal",
+    "time_mode_reason",
+    "good_set_refusal",
+    "check_time_mode",
+    "TIME_MODES",
     "exact_solver",
     "mean_field",
     "smooth_mean_field",
@@ -54,6 +69,7 @@ __all__ = [
     "perfect_sampler",
     "paper_method",
     "PAPER_METHODS",
+    "SMOOTH_PARTS",
 ]
 
 
@@ -77,6 +93,10 @@ class Engine:
         Its default number of batch means (None: the profile engines' own rule).
     section : str
         Where docs/model.md specifies it.
+    time_modes : tuple of str
+        The time modes it runs (docs/model.md §1.1), its default first: ``"discrete"`` (its jump
+        chain, each step held for its mean holding time) and/or ``"continuous"`` (exponential
+        holding times, or exact event times).
     """
 
     name: str
@@ -86,15 +106,16 @@ class Engine:
     replications: int
     batches: int | None
     section: str
+    time_modes: tuple[str, ...] = ("discrete", "continuous")
 
 
 #: The options an engine may or may not take, with the reason an engine that does not take one
 #: gives, in the model's terms.  ``steps``: a horizon in events; ``start``: a start other than
 #: ``"empty"``; ``record``: a trajectory (``record_every``, ``record_levels``); ``precision``: a
 #: precision target (``precision``, ``max_steps``); ``client``: a Dask cluster (``--scheduler``);
-#: ``cdf``: the response-time CDFs; ``plot``: the figure; ``time_mode``: the discrete chain of paper
-#: 000 (``"continuous"`` is what every engine runs, so only ``"discrete"`` is refused); ``eps``: the
-#: ε of paper 000's good set N^ε; ``load``: a load λ >= 1 (a load below 1 is taken by every engine).
+#: ``cdf``: the response-time CDFs; ``plot``: the figure; ``time_mode``: a time mode other than the
+#: engine's own (:attr:`Engine.time_modes`; the reason is :data:`TIME_MODES`'); ``eps``: the ε of paper
+#: 000's good set N^ε; ``load``: a load λ >= 1 (a load below 1 is taken by every engine).
 OPTIONS: dict[str, str] = {
     "steps": "runs for a time (it counts no uniformized events); give {time} instead",
     "start": "starts {starts}",
@@ -103,7 +124,7 @@ OPTIONS: dict[str, str] = {
     "client": "runs on local threads (not on a cluster)",
     "cdf": "gives no response-time CDF",
     "plot": "draws no figure",
-    "time_mode": "runs in continuous time only (exact event times; it has no uniformized discrete chain)",
+    "time_mode": "runs in {modes} time only ({why})",
     "eps": "reports no good set N^ε (paper 000's good set is of exponential service and one server class)",
     "load": "runs load < 1 only: its error analysis and control variates are made for an equilibrium, which "
     "exists only then; the profile engines and the event engine (engine 'events') run a finite horizon at load >= 1",
@@ -114,8 +135,14 @@ _COUNT = frozenset({"steps", "start"})
 _LAW = _COUNT | {"precision", "load", "cdf", "record", "plot"}
 # its fixed point: system.event_starts; record: every record_every units of time (its horizon's unit)
 _EVENTS = frozenset({"steps", "start", "load", "cdf", "precision", "record", "plot"})
-#: The options whose value ``"continuous"`` is what an engine that does not take them runs anyway.
-_TAKEN_ANYWAY = {"time_mode": "continuous"}
+#: Why an engine runs in one time mode only (docs/model.md §1.1), by engine.
+TIME_MODES: dict[str, str] = {
+    "classes": "its chain uniformized at the constant rate n s̄ (1 + λ), each step held for its mean; "
+    "exponential holding times: the event engine, engine 'events'",
+    "classes-phase": "its chain uniformized at the constant rate Λ of docs/model.md §15.7, each step held for "
+    "its mean; exponential holding times: the event engine, engine 'events'",
+    "events": "exact event times, one service time drawn per customer",
+}
 
 ENGINES: dict[str, Engine] = {
     e.name: e
@@ -124,7 +151,9 @@ ENGINES: dict[str, Engine] = {
         Engine("queues", "the per-queue reference engine", _ALL, None, 1, None, "§1"),
         Engine("buckets", "the per-queue bucket engine", _ALL, None, 1, None, "§1"),
         Engine("phase", "the phase-type count engine", _LAW, ("empty", "fixed-point"), 1, 256, "§13"),
-        Engine("classes", "the count engine with classes", _LAW, ("empty", "fixed-point"), 1, 256, "§15"),
+        Engine(
+            "classes", "the count engine with classes", _LAW, ("empty", "fixed-point"), 1, 256, "§15", ("discrete",)
+        ),
         Engine(
             "classes-phase",
             "the count engine with classes and a phase-type law",
@@ -133,8 +162,18 @@ ENGINES: dict[str, Engine] = {
             1,
             256,
             "§15.7",
+            ("discrete",),
         ),
-        Engine("events", "the event engine (one queue per server)", _EVENTS, ("empty", "fixed-point"), 4, 256, "§14"),
+        Engine(
+            "events",
+            "the event engine (one queue per server)",
+            _EVENTS,
+            ("empty", "fixed-point"),
+            4,
+            256,
+            "§14",
+            ("continuous",),
+        ),
     )
 }
 
@@ -160,7 +199,8 @@ SIMULATION: dict[tuple[str, bool], dict[str, str]] = {
 #: asked for: the event engine, which runs every rule, law and server classes.
 RULE_DEFAULT = "events"
 #: The rules whose default (``engine=None``) is :data:`RULE_DEFAULT` though a count engine runs them on
-#: request (``jbt``: ``engine="profile"`` or ``"buckets"``; its default keeps the numbers it printed).
+#: request (``jbt``: ``engine="profile"`` or ``"buckets"``, and ``"phase"``; its default keeps the numbers it
+#: printed, and so does ``"profile"`` where it stands for another engine, with a phase-type law).
 EVENTS_BY_DEFAULT = ("jbt",)
 
 #: The kernel of the rule registry (:data:`supermarket.system.policies.ENGINES`) an engine runs.
@@ -186,15 +226,18 @@ def _choices(row: Mapping[str, str]) -> str:
     return " or ".join(parts)
 
 
-def simulation_engine(system: System, engine: str | None = None) -> str:
-    """The engine of :data:`ENGINES` that runs ``system`` when ``engine`` is asked for (None: the default).
+def simulation_engine(system: System, engine: str | None = None, time_mode: str | None = None) -> str:
+    """The engine of :data:`ENGINES` that runs ``system`` when ``engine`` is asked for (None: the default)
+    in ``time_mode`` (None: the engine's own).  When the default is asked for (``engine`` None or
+    ``"profile"``) and it does not run ``time_mode``, the first engine of the system's row that runs the
+    rule in that mode (:attr:`Engine.time_modes`); when none does, the default, whose refusal
+    (:func:`check_options`) says why.
 
     Raises
     ------
     ValueError
         Naming ``engine``: an engine this system does not run on, with those it does, or a rule
-        the engine does not run (``queues`` samples the ``d`` queues: ``jsq-d`` only; a count
-        engine named for ``jbt`` says which rules it dispatches by).
+        the engine does not run (a count engine named for ``jbt`` says which rules it dispatches by).
 
     Examples
     --------
@@ -208,7 +251,28 @@ def simulation_engine(system: System, engine: str | None = None) -> str:
     Traceback (most recent call last):
     ...
     supermarket.system.methods.Refusal: engine: service lognormal:2 runs on the event engine ...; not 'queues'
+    >>> c = System(10, 2, 0.5, server_classes="0.5:2,0.5:1")
+    >>> simulation_engine(c), simulation_engine(c, time_mode="continuous"), simulation_engine(c, "phase", "continuous")
+    ('classes', 'events', 'classes-phase')
     """
+    run = _requested_engine(system, engine)
+    if time_mode is None or (isinstance(engine, str) and engine.strip().lower() != "profile"):
+        return run
+    mode = check_time_mode(time_mode)
+    if mode in ENGINES[run].time_modes:
+        return run
+    for request in SIMULATION[(system.law_family, system.has_classes)]:
+        try:
+            other = _requested_engine(system, request)
+        except Refusal:
+            continue
+        if mode in ENGINES[other].time_modes:
+            return other
+    return run
+
+
+def _requested_engine(system: System, engine: str | None) -> str:
+    """:func:`simulation_engine` for the system's own time mode."""
     row = SIMULATION[(system.law_family, system.has_classes)]
     if engine is None:  # the default: the row's first engine, or the event engine's for such a rule
         engine = RULE_DEFAULT if system.rule in EVENTS_BY_DEFAULT else next(iter(row))
@@ -221,12 +285,8 @@ def simulation_engine(system: System, engine: str | None = None) -> str:
             raise Refusal("engine", f"engine must be one of {', '.join(known)}; got {engine!r}")
         raise Refusal("engine", f"engine: {system.describe()} runs on {_choices(row)}; not {engine!r}")
     run = row[engine]
-    if run == "queues" and system.rule != _pol.DEFAULT_POLICY:
-        raise Refusal(
-            "engine",
-            f"engine 'queues' runs policy 'jsq-d' only (it samples the d queues); got policy={system.rule!r}: "
-            "use engine 'profile' or 'buckets'",  # every rule runs there (tests/system/test_registry.py)
-        )
+    if engine == "profile" and run != "profile" and system.rule in EVENTS_BY_DEFAULT:
+        return RULE_DEFAULT  # "profile" stands for the row's default here, and such a rule's is the event engine
     if _KERNEL.get(run, run) in _pol.RULES[system.rule].engines:
         return run
     if engine == "profile" and RULE_DEFAULT in _pol.RULES[system.rule].engines:  # the default of such a rule
@@ -257,15 +317,23 @@ def engine_note(system: System, engine: str) -> str | None:
     >>> engine_note(System(10, 2, 0.5, service="lognormal:2"), "events") is None
     True
     """
-    default = next(iter(SIMULATION[(system.law_family, system.has_classes)].values()))
+    row = SIMULATION[(system.law_family, system.has_classes)]
+    default = next(iter(row.values()))
     runs = _KERNEL.get(default, default) in _pol.RULES[system.rule].engines
     if engine != RULE_DEFAULT or default == RULE_DEFAULT or (runs and system.rule not in EVENTS_BY_DEFAULT):
         return None
     why = "" if runs else f"{ENGINES[default].text} dispatches by {', '.join(_count_rules(default))} only, so "
+    asks = []  # the requests of this row that run a count chain of the rule
+    for req in row:
+        try:
+            if _requested_engine(system, req) != RULE_DEFAULT:
+                asks.append(req)
+        except Refusal:
+            continue
     return (
         f"engine events: {why}policy {system.rule} runs on {ENGINES[RULE_DEFAULT].text} by default, exact in law for "
         "every service law and server classes (docs/model.md §14)"
-        + ("; engine 'profile' or 'buckets' runs its count chain on request" if runs else "")
+        + (f"; engine {' or '.join(repr(a) for a in asks)} runs its count chain on request" if asks else "")
     )
 
 
@@ -278,8 +346,49 @@ def refusal(system: System, engine: str, option: str, spelled: str | None = None
     "eps: the phase-type count engine (service erlang:2) reports no good set N^ε (paper 000's good set ...)"
     """
     e = ENGINES[engine]
-    why = OPTIONS[option].format(time=time, starts=" or ".join(repr(s) for s in e.starts or ()))
+    modes = " or ".join(e.time_modes)
+    starts = " or ".join(repr(s) for s in e.starts or ())
+    why = OPTIONS[option].format(time=time, starts=starts, modes=modes, why=time_mode_reason(system, engine))
     return f"{spelled or option}: {e.text} ({system.describe()}) {why}"
+
+
+def time_mode_reason(system: System, engine: str) -> str:
+    """Why ``engine`` runs ``system`` in its one time mode (docs/model.md §1.1); for the event engine
+    with a general law, the reason of principle: no discrete chain exists.
+
+    >>> time_mode_reason(System(10, 2, 0.5, service="lognormal:2"), "events")[:60]
+    'exact event times; no discrete chain exists for service logn'
+    """
+    if engine != "events":
+        return TIME_MODES.get(engine, "")
+    if system.law_family == "general":
+        return (
+            f"exact event times; no discrete chain exists for service {system.service.spec}: the elapsed service "
+            "times are part of the state, which is then no chain of countably many states with bounded rates, so "
+            "there is no jump chain to hold for its mean (docs/model.md §1.1)"
+        )
+    for request in SIMULATION[(system.law_family, system.has_classes)]:
+        try:
+            other = _requested_engine(system, request)
+        except Refusal:
+            continue
+        if "discrete" in ENGINES[other].time_modes:
+            chain = f"the discrete jump chain of this Markov system: {ENGINES[other].text}, engine {request!r}"
+            return f"{TIME_MODES['events']}; {chain}"
+    return f"{TIME_MODES['events']}; no count engine dispatches by {system.rule} for {system.describe()}"
+
+
+def check_time_mode(value: object) -> str:
+    """``value`` as a time mode, ``"discrete"`` or ``"continuous"`` (ValueError naming ``time_mode``).
+
+    >>> check_time_mode(" Discrete ")
+    'discrete'
+    """
+    mode = value.strip().lower() if isinstance(value, str) else value
+    if mode not in ("discrete", "continuous"):
+        raise ValueError(f"time_mode must be 'discrete' or 'continuous'; got {value!r}")
+    assert isinstance(mode, str)
+    return mode
 
 
 def check_options(
@@ -290,10 +399,10 @@ def check_options(
     time: str = "time=",
 ) -> None:
     """Refuse (ValueError, :func:`refusal`'s message) the first option of ``given`` that is set
-    (not None; a start other than ``"empty"``; a ``time_mode`` other than ``"continuous"``) and that
-    ``engine`` does not take.  ``given`` maps the keys of :data:`OPTIONS` (or ``record_every``,
-    ``record_levels``, ``max_steps``, of ``record`` and ``precision``) to their values; ``spell``
-    names a key as the door spells it.
+    (not None; a start other than ``"empty"``; a ``time_mode`` not among the engine's
+    :attr:`~Engine.time_modes`) and that ``engine`` does not take.  ``given`` maps the keys of
+    :data:`OPTIONS` (or ``record_every``, ``record_levels``, ``max_steps``, of ``record`` and
+    ``precision``) to their values; ``spell`` names a key as the door spells it.
 
     >>> s = System(10, 2, 0.5, server_classes="0.5:2,0.5:1")
     >>> check_options(s, "classes", {"steps": 10, "start": "empty"})
@@ -301,11 +410,11 @@ def check_options(
     Traceback (most recent call last):
     ...
     supermarket.system.methods.Refusal: start 'perfect': server_classes: the perfect sampler couples the chains ...
-    >>> check_options(s, "classes", {"time_mode": "continuous", "load": "0.9"})
-    >>> check_options(s, "classes", {"time_mode": "discrete"})
+    >>> check_options(s, "classes", {"time_mode": "discrete", "load": "0.9"})
+    >>> check_options(s, "classes", {"time_mode": "continuous"})
     Traceback (most recent call last):
     ...
-    supermarket.system.methods.Refusal: time_mode: the count engine with classes (...) runs in continuous time only ...
+    supermarket.system.methods.Refusal: time_mode: the count engine with classes (...) runs in discrete time only ...
     """
     e = ENGINES[engine]
     group = {"record_every": "record", "record_levels": "record", "max_steps": "precision"}
@@ -313,8 +422,12 @@ def check_options(
         option = group.get(key, key)
         if value is None or (option == "start" and isinstance(value, str) and value == "empty"):
             continue
-        if isinstance(value, str) and _TAKEN_ANYWAY.get(option) == value.strip().lower():
-            continue
+        if option == "eps" and (no := good_set_refusal(system)):  # whichever engine: the system has none
+            raise Refusal(key, f"{spell(key) if spell else key}: {no}")
+        if option == "time_mode":  # the engine's modes (Engine.time_modes), whatever it takes
+            if check_time_mode(value) in e.time_modes:
+                continue
+            raise Refusal(key, refusal(system, engine, option, spell(key) if spell else key, time))
         if option == "load" and exact_load(value) < 1:
             continue
         if option == "start" and isinstance(value, str) and value == "perfect" and not _takes_perfect(e):
@@ -346,6 +459,28 @@ def check_options(
         raise Refusal(key, refusal(system, engine, option, spell(key) if spell else key, time))
 
 
+def good_set_refusal(system: System) -> str | None:
+    """Why ``system`` has no good set ``N^ε`` to measure (docs/model.md §5), or None: it is paper 000's
+    set of JSQ(d) with ``d >= 2`` in equilibrium, with ``k = ⌈log(1/(1−λ))/log d⌉``.
+
+    >>> good_set_refusal(System(10, 2, 0.5, rule="jsq"))[:40]
+    'the good set N^ε (paper 000, docs/model.'
+    >>> good_set_refusal(System(10, 2, 0.5)) is None
+    True
+    """
+    why = (
+        "the good set N^ε (paper 000, docs/model.md §5) is a statement about JSQ(d) with d >= 2 in equilibrium, "
+        "around k = ⌈log(1/(1−λ))/log d⌉; "
+    )
+    if system.rule != _pol.DEFAULT_POLICY:
+        return why + f"policy {system.rule} has none"
+    if system.d < 2:
+        return why + "d = 1 has no k (log d = 0)"
+    if exact_load(system.load) >= 1:
+        return why + f"load {system.load} >= 1 has no equilibrium"
+    return None
+
+
 def _takes_perfect(e: Engine) -> bool:
     """Whether ``e`` takes ``start="perfect"`` (the profile engines: every start)."""
     return "start" in e.takes and (e.starts is None or "perfect" in e.starts)
@@ -368,228 +503,3 @@ def default_replications(system: System, engine: str | None = None) -> int:
     4
     """
     return ENGINES[simulation_engine(system, engine)].replications
-
-
-def exact_solver(system: System) -> str:
-    """The module of :mod:`supermarket.stationary` that gives the exact stationary law of
-    ``system`` (a finite ``n``), or a ValueError saying why there is none.
-
-    >>> exact_solver(System(3, 2, 0.5, service="erlang:2", server_classes="1:1"))
-    'classes_phase'
-    >>> exact_solver(System(3, 2, 0.5, service="lognormal:4"))
-    Traceback (most recent call last):
-    ...
-    ValueError: service: an exact finite-state law does not exist for lognormal:4 service (it has no phase-type ...
-    """
-    if system.law_family == "general":
-        raise ValueError(
-            f"service: an exact finite-state law does not exist for {system.service.spec} service (it has no "
-            "phase-type form); the exact solvers take exp, erlang:K, hyperexp:SCV or ph:FILE.json (the event "
-            "engine simulates the others)"
-        )
-    _check_classes_stable(system)  # an overloaded class under random routing: no stationary law
-    return {
-        ("exponential", False): "profile",
-        ("phase-type", False): "phase",
-        ("exponential", True): "classes",
-        ("phase-type", True): "classes_phase",
-    }[(system.law_family, system.has_classes)]
-
-
-def _check_classes_stable(system: System) -> None:
-    """An overloaded class under random routing (or JSQ(1)): refused with the reason."""
-    if system.server_classes is not None:
-        d = system.d if system.rule == "jsq-d" else None  # JSQ(1) is random routing; d means nothing to the others
-        check_random_stable(system.rule, system.lam, system.server_classes, d)
-
-
-def mean_field(system: System) -> str:
-    """The module of :mod:`supermarket.meanfield` that gives the fixed point of ``system``
-    (``ode`` for exponential service and one class; ``phase``, ``classes``, ``classes_phase``;
-    ``fluid``, the fluid fixed point, for a rule whose drift is discontinuous, whatever its law
-    and classes: :func:`smooth_mean_field` says what it lacks), or a ValueError saying why there
-    is none.
-
-    >>> mean_field(System(None, 2, 0.5, service="hyperexp:4"))
-    'phase'
-    >>> mean_field(System(None, 2, 0.5, rule="jiq")), mean_field(System(None, 3, 0.5, rule="jbt", service="erlang:2"))
-    ('fluid', 'fluid')
-    >>> mean_field(System(None, 2, 0.5, service="lognormal:2"))
-    Traceback (most recent call last):
-    ...
-    ValueError: service: lognormal:2 has no phase-type form, so no mean field of finitely many phases; ...
-    """
-    if system.law_family == "general":
-        raise ValueError(
-            f"service: {system.service.spec} has no phase-type form, so no mean field of finitely many "
-            "phases; the mean field takes exp, erlang:K, hyperexp:SCV or ph:FILE.json (the event engine "
-            "simulates the others)"
-        )
-    _check_classes_stable(system)  # an overloaded class under random routing: no fixed point
-    if system.rule not in _pol.SMOOTH_POLICIES:
-        return "fluid"  # the fluid fixed point (docs/model.md §2.1): every class an M/PH/1/T queue
-    return {
-        ("exponential", False): "ode",
-        ("phase-type", False): "phase",
-        ("exponential", True): "classes",
-        ("phase-type", True): "classes_phase",
-    }[(system.law_family, system.has_classes)]
-
-
-def perfect_sampler(system: System, spell: Callable[[str], str] | None = None) -> tuple[int, bool]:
-    """The JSQ(d) chain, ``(d, replace)``, whose dominated coupling from the past (docs/model.md
-    §12) samples the stationary law of ``system`` exactly, or a ValueError saying why there is
-    none (``spell`` names a key, ``policy``, ``service`` or ``server_classes``, as the door spells it).
-
-    The sampler couples the chains in the sorted representation, dominated by ``n`` independent
-    M/M/1 queues: it needs exponential service, one server class and a rule that is a JSQ(d)
-    (``random`` is JSQ(1), ``jsq`` JSQ(n) without replacement; the registry's ``as_jsq_d``).
-
-    >>> perfect_sampler(System(10, 2, 0.5, rule="jsq"))
-    (10, False)
-    >>> perfect_sampler(System(10, 3, 0.5, rule="random"))
-    (1, True)
-    >>> perfect_sampler(System(10, 2, 0.5, rule="jiq"))
-    Traceback (most recent call last):
-    ...
-    ValueError: policy: jiq is no JSQ(d): the perfect sampler couples JSQ(d) chains (...
-    """
-    name = spell or (lambda key: key)
-    if system.law_family != "exponential":
-        raise ValueError(
-            f"{name('service')}: the perfect sampler is dominated by n independent M/M/1 queues and couples the "
-            f"chains by queue lengths alone (docs/model.md §12): it needs exponential service, not "
-            f"{system.service.spec}; simulate it from another start with a burn-in"
-        )
-    if system.has_classes:
-        raise ValueError(
-            f"{name('server_classes')}: the perfect sampler couples the chains by sorted queue lengths alone "
-            "(docs/model.md §12): with server classes a queue's speed matters too, so there is no such coupling; "
-            "simulate it from another start with a burn-in"
-        )
-    rule = _pol.RULES[system.rule]
-    if rule.as_jsq_d is None:
-        jsq_d = [r.name for r in _pol.RULES.values() if r.as_jsq_d is not None]
-        raise ValueError(
-            f"{name('policy')}: {system.rule} is no JSQ(d): the perfect sampler couples JSQ(d) chains "
-            f"(docs/model.md §12; {', '.join(jsq_d)} are JSQ(d) chains), and no monotone coupling of "
-            f"{system.rule} is established; simulate it from another start with a burn-in, or solve it exactly "
-            "for a small n"
-        )
-    n = system.n if system.n is not None else 1
-    return rule.as_jsq_d(n, system.d, system.replace)
-
-
-#: The methods that measure a statement of one paper about JSQ(d) with exponential service and
-#: identical servers, by command: what they measure, in the model's terms (their refusals say it).
-PAPER_METHODS = {
-    "mixing": "measures the coalescence of JSQ(d) from paper 000's good set N^ε against its orders "
-    "k d^(k−1) n log n (docs/mixing.md), which are statements about JSQ(d) with exponential service and "
-    "identical servers",
-    "fluctuations": "measures paper 002's diffusion limits (docs/fluctuations.md), which are theorems about "
-    "JSQ(d_n) with exponential service and identical servers (d_n = n is JSQ: regime c with --d n)",
-}
-
-
-def paper_method(system: System, method: str, spell: Callable[[str], str] | None = None) -> None:
-    """Refuse (ValueError) a system that ``method`` (a key of :data:`PAPER_METHODS`) does not
-    measure: a rule other than JSQ(d), a service law other than exp, server classes; the reason
-    says what the method measures (``spell`` names the key as the door spells it).
-
-    >>> paper_method(System(100, 2, 0.9), "mixing")
-    >>> paper_method(System(100, 2, 0.9, rule="jiq"), "fluctuations")
-    Traceback (most recent call last):
-    ...
-    ValueError: policy: fluctuations measures paper 002's diffusion limits (...), which are theorems about ...
-    """
-    name = spell or (lambda key: key)
-    for key, off in (
-        ("policy", system.rule != _pol.DEFAULT_POLICY),
-        ("service", system.law_family != "exponential"),
-        ("server_classes", system.has_classes),
-    ):
-        if off:
-            got = {"policy": system.rule, "service": system.service.spec}.get(key, "server classes")
-            raise ValueError(f"{name(key)}: {method} {PAPER_METHODS[method]}; not {got}")
-
-
-#: What a mean field needs a differentiable drift for, by the option that asks for it.
-SMOOTH_PARTS = {
-    "time": "mean-field ODE",
-    "n": "refined mean field (the 1/n correction) and the linear-noise covariance",
-}
-
-
-def smooth_mean_field(rule: str, part: str, spelled: str | None = None) -> None:
-    """Refuse (ValueError) ``part`` (a key of :data:`SMOOTH_PARTS`: ``"time"``, the ODE; ``"n"``,
-    the refined mean field and the linear noise) for a rule whose mean-field drift is
-    discontinuous; ``spelled``: the option as the door spells it (``--n``, ``n``).
-
-    >>> smooth_mean_field("jsq-d", "n")
-    >>> smooth_mean_field("jiq", "n", "--n")
-    Traceback (most recent call last):
-    ...
-    ValueError: --n: the refined mean field (the 1/n correction) and ... do not exist for jiq: its mean-field ...
-    """
-    rule = _pol.check_policy(rule)
-    if rule in _pol.SMOOTH_POLICIES:
-        return
-    verb = "do" if part == "n" else "does"
-    raise ValueError(
-        f"{spelled or part}: the {SMOOTH_PARTS[part]} {verb} not exist for {rule}: its mean-field drift is "
-        f"discontinuous (P_ℓ(u) jumps {'where u_T reaches 1' if _pol.RULES[rule].uses_d else 'at u_1 = 1'}; "
-        f"{' and '.join(_pol.SMOOTH_POLICIES)} have a differentiable "
-        f"one); its fluid fixed point does: {_pol.RULES[rule].fluid_text}"
-    )
-
-
-def refined_mean_field(system: System, spelled: str = "n") -> str:
-    """The module of :mod:`supermarket.meanfield` with the refined mean field (the ``1/n`` term) and
-    linear noise of ``system`` (``ode``: exp, one class; ``refined_phase``: phase-type, one class;
-    ``refined_classes``: server classes; a smooth drift, with replacement but for ``ode``), or a
-    ValueError saying why none (``spelled``: the option).
-
-    >>> refined_mean_field(System(None, 2, 0.5, replace=False, server_classes="1:1"), "--n")
-    Traceback (most recent call last):
-    ...
-    ValueError: --n: the refined mean field (the 1/n correction) and the linear noise are computed for ...
-    """
-    field = mean_field(system)
-    if field == "fluid":
-        smooth_mean_field(system.rule, "n", spelled)
-    if field != "ode" and not system.replace:
-        why, one = ("a phase-type law", "") if field == "phase" else ("server classes", " and one class")
-        raise ValueError(
-            f"{spelled}: the refined mean field (the 1/n correction) and the linear noise are computed for {why} "
-            f"with replacement only (without, the drift's own 1/n term is known for exp{one} only); "
-            f"for {system.describe()} the fixed point only"
-        )
-    return {"phase": "refined_phase", "ode": "ode"}.get(field, "refined_classes")
-
-
-def fluid_note(rule: str, system: System | None = None) -> str:
-    """What the mean field of a rule with a discontinuous drift is, for reports: its fluid fixed
-    point (of ``system``, with its law and classes, when given).
-
-    >>> fluid_note("jiq")[:32]
-    'JIQ: an idle queue if there is o'
-    >>> fluid_note("jbt")[-60:]
-    'ODE, refined mean field or linear-noise covariance [derived]'
-    >>> fluid_note("jsq", System(None, 1, 0.5, server_classes="0.5:2,0.5:1"))[33:119]
-    'fluid fixed point with service exp, server classes 0.5:2,0.5:1 (T = 1: every class an '
-    """
-    r = _pol.RULES[_pol.check_policy(rule)]
-    plain = system is None or (system.law_family == "exponential" and not system.has_classes)
-    if not r.uses_d and plain:  # jsq, jiq: (λ, 0, 0, …), classical
-        return (
-            f"{r.title}: fluid fixed point (λ, 0, 0, ...) [classical, docs/model.md §2]; "
-            "its mean-field drift is discontinuous at u_1 = 1, so there is no mean-field ODE, refined "
-            "mean field or linear-noise covariance"
-        )
-    where = "" if plain or system is None else f" with {system.describe()}"
-    what = r.fluid_text if plain else "every class an M/PH/1/T queue fed at rate λ s̄/F, F the share below T"
-    T = "d" if r.uses_d else "1"
-    return (
-        f"{r.title}: fluid fixed point{where} (T = {T}: {what}; docs/model.md §2.1); its mean-field drift "
-        "is discontinuous, so there is no mean-field ODE, refined mean field or linear-noise covariance [derived]"
-    )

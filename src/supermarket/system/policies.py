@@ -121,8 +121,8 @@ class Rule:
     Examples
     --------
     >>> r = RULES["jbt"]
-    >>> r.code, r.uses_d, r.smooth, r.engines
-    (4, True, False, ('profile', 'events', 'exact', 'exact-phase', 'exact-classes'))
+    >>> r.code, r.uses_d, r.smooth, r.engines[:5]
+    (4, True, False, ('queues', 'profile', 'phase', 'classes', 'classes-phase'))
     """
 
     name: str
@@ -243,7 +243,7 @@ RULES: dict[str, Rule] = {
             uses_d=False,
             smooth=True,
             rough="",
-            engines=_ALL,
+            engines=("queues", *_ALL),
             p_counts=_random_counts,
             p_fluid=lambda u, d: u.copy(),
             fixed_point=lambda lam, levels, d: _power_fixed_point(lam, levels, 1),
@@ -257,7 +257,7 @@ RULES: dict[str, Rule] = {
             uses_d=False,
             smooth=False,
             rough=_ROUGH,
-            engines=_ALL,
+            engines=("queues", *_ALL),
             p_counts=_jsq_counts,
             p_fluid=lambda u, d: np.zeros_like(u),
             fixed_point=_one_level,
@@ -271,7 +271,7 @@ RULES: dict[str, Rule] = {
             uses_d=False,
             smooth=False,
             rough=_ROUGH,
-            engines=_ALL,
+            engines=("queues", *_ALL),
             p_counts=_jiq_counts,
             p_fluid=lambda u, d: np.zeros_like(u),
             fixed_point=_one_level,
@@ -284,7 +284,17 @@ RULES: dict[str, Rule] = {
             uses_d=True,
             smooth=False,
             rough="has a discontinuous mean-field drift (P_ℓ(u) jumps where u_T reaches 1, T = d)",
-            engines=("profile", "events", "exact", "exact-phase", "exact-classes"),
+            engines=(
+                "queues",
+                "profile",
+                "phase",
+                "classes",
+                "classes-phase",
+                "events",
+                "exact",
+                "exact-phase",
+                "exact-classes",
+            ),
             p_counts=_jbt_counts,
             p_fluid=_jbt_fluid,
             fixed_point=_jbt_fixed_point,
@@ -384,10 +394,10 @@ def rule(policy: object, engine: str | None = None) -> Rule:
     >>> rule("JIQ").code, rule("jsq-d").uses_d
     (3, True)
     >>> try:
-    ...     rule("jiq", "queues")
+    ...     rule("jbt", "perfect")
     ... except ValueError as e:
-    ...     print(str(e)[:50])
-    policy 'jiq' does not run on the queues engine (it
+    ...     print(str(e)[:51])
+    policy 'jbt' does not run on the perfect engine (it
     """
     r = RULES[check_policy(policy)]
     if engine is not None and engine not in r.engines:

@@ -47,6 +47,39 @@ def _snapshot_error(series, trusted: bool):
     return float(e.stderr), bool(e.reliable and trusted)
 
 
+def _max_stats(res: Any, mxs: np.ndarray, trusted: bool) -> dict[str, Any]:
+    """The maximum queue length: the time share of each value (simulate's) and its mean, with
+    errors from a blocking analysis of the snapshots' maxima ``mxs``."""
+    traj = res.trajectory
+    top = max(res.max_queue_dist) if res.max_queue_dist else 0
+    width = max(top, int(traj.max.max()) if traj.max.size else 0) + 1
+    share = np.zeros(width)
+    for mm, p in res.max_queue_dist.items():
+        share[mm] = p
+    se_rel = [_snapshot_error(mxs == mm, trusted) for mm in range(width)]
+    mean_max = float(np.dot(np.arange(width), share))
+    mm_se, mm_rel = _snapshot_error(mxs, trusted)
+    return {
+        "max_share": share,
+        "max_share_stderr": np.array([s[0] for s in se_rel]),
+        "max_share_reliable": np.array([s[1] for s in se_rel]),
+        "mean_max": mean_max,
+        "mean_max_stderr": mm_se,
+        "mean_max_reliable": mm_rel,
+    }
+
+
+def _snapshot_good_set(res: Any, us: np.ndarray, system: tuple, trusted: bool) -> tuple:
+    """The fraction of snapshots ``us`` in the good set ``N^ε`` of ``system`` ``(n, d, λ, ε)``
+    and its error, recounted with :func:`good_set_mask`; ``(None, None)`` without a good set
+    or when the snapshots hold no more than ``k`` levels."""
+    n, d, lam, eps = system
+    if res.k is None or us.shape[1] <= res.k:
+        return None, None
+    good = good_set_mask(np.rint(us * n).astype(np.int64), n, d, lam, eps, res.k)
+    return float(good.mean()), _snapshot_error(good, trusted)[0]
+
+
 def equilibrium(
     n: int,
     d: int,
@@ -136,21 +169,9 @@ def equilibrium(
     us = np.asarray(traj.u)  # (T, L): u_1..u_{levels+1}
     frac_mean = u_mean[:-1] - u_mean[1:]
     fs = [_snapshot_error(us[:, j] - us[:, j + 1], trusted) for j in range(levels)]
-    top = max(res.max_queue_dist) if res.max_queue_dist else 0
-    width = max(top, int(traj.max.max()) if traj.max.size else 0) + 1
-    share = np.zeros(width)
-    for mm, p in res.max_queue_dist.items():
-        share[mm] = p
     mxs = np.asarray(traj.max)
-    se_rel = [_snapshot_error(mxs == mm, trusted) for mm in range(width)]
-    mean_max = float(np.dot(np.arange(width), share))
-    mm_se, mm_rel = _snapshot_error(mxs, trusted)
     # an independent recount of N^ε on the snapshots (good_set_mask, from theory's bands)
-    gs_snap = gs_snap_se = None
-    if res.k is not None and us.shape[1] > res.k:
-        good = good_set_mask(np.rint(us * n).astype(np.int64), n, d, lam, eps, res.k)
-        gs_snap = float(good.mean())
-        gs_snap_se = _snapshot_error(good, trusted)[0]
+    gs_snap, gs_snap_se = _snapshot_good_set(res, us, (n, d, lam, eps), trusted)
     return {
         "u_mean": u_mean,
         "u_stderr": u_se,
@@ -158,12 +179,7 @@ def equilibrium(
         "frac_mean": frac_mean,
         "frac_stderr": np.array([f[0] for f in fs]),
         "frac_reliable": np.array([f[1] for f in fs]),
-        "max_share": share,
-        "max_share_stderr": np.array([s[0] for s in se_rel]),
-        "max_share_reliable": np.array([s[1] for s in se_rel]),
-        "mean_max": mean_max,
-        "mean_max_stderr": mm_se,
-        "mean_max_reliable": mm_rel,
+        **_max_stats(res, mxs, trusted),
         "good_set_fraction": res.good_set_fraction,
         "good_set_fraction_stderr": res.good_set_fraction_stderr,
         "good_set_fraction_reliable": res.good_set_fraction_reliable,

@@ -18,6 +18,7 @@ from ... import stats as _st
 from ...checks import check_int
 from ...model import MAX_CDF_POINTS
 from ...stats import ErrorEstimate
+from .config import GeneralRun
 from .result import ClassResult, GeneralResult
 
 HIST_LO, HIST_HI, HIST_BINS = 1e-6, 1e9, 8192
@@ -159,75 +160,61 @@ def _controlled(parts, xs, min_block, plain):
     return dataclasses.replace(est, method=est.method + "+cv"), vp / va
 
 
-def _summarize(
-    n,
-    d,
-    lam,
-    policy,
-    replace,
-    law,
-    sc,
-    counts,
-    rate,
-    time,
-    burn_in,
-    replications,
-    batches,
-    qs,
-    runs,
-    events,
-    wall,
-    interrupted,
-    control_variates=True,
-):
-    """The :class:`GeneralResult` of the measured batches ``runs`` (per replication: the
-    per-batch arrays of ``_run_one`` and the batch length)."""
-    K = counts.size
-    top = _top_level(runs)
-    As = [(_areas(out, K, top), dt, len(out["area"])) for out, dt in runs]
-    # blocks span at least RELAX_FACTOR relaxation times (in batches of the run)
-    dt0 = runs[0][1] if runs else 1.0
-    mb = max(1, math.ceil(RELAX_FACTOR * _relaxation(lam, law, sc, policy) / dt0))
+class _Estimator:
+    """The estimates of one run's measured batches ``runs`` (per replication: the per-batch
+    arrays of ``_run_one`` and the batch length): ratios with their errors, blocks of at least
+    ``min_block`` batches (:func:`_ratio`), adjusted by the capacity control where
+    ``control_variates`` (:func:`_controlled`); the measured variance reductions in ``gains``."""
 
-    def R(parts):
-        return _ratio(parts, mb)
+    def __init__(self, run: GeneralRun, runs: list, control_variates: bool):
+        n, sc = run.n, run.sc
+        self.top = _top_level(runs)
+        self.As = [(_areas(out, run.counts.size, self.top), dt, len(out["area"])) for out, dt in runs]
+        # blocks span at least RELAX_FACTOR relaxation times (in batches of the run)
+        dt0 = runs[0][1] if runs else 1.0
+        self.min_block = max(1, math.ceil(RELAX_FACTOR * _relaxation(run.lam, run.law, sc, run.policy) / dt0))
+        self.control_variates = control_variates
+        # the capacity control per batch: busy capacity Σ_k s_k c_{k,1} / (n s̄), less λ
+        speeds = np.asarray(sc.speeds, float)
+        self.xs = [A[:, :, 0] @ speeds / (dt * n * sc.mean_speed) - float(run.lam) for A, dt, B in self.As]
+        self.gains: dict = {}
 
-    # the capacity control per batch: busy capacity Σ_k s_k c_{k,1} / (n s̄), less λ (its mean in
-    # equilibrium only: random routing with an overloaded class has none, and the control pulled
-    # the stable classes' queue lengths to wrong values, so it is not used there)
-    unstable = [f"{f:g}:{v:g}" for f, v in zip(sc.fractions, sc.speeds) if lam * sc.mean_speed >= v]
-    overloaded = float(lam) >= 1.0  # no equilibrium at all: the capacity balance does not hold
-    cv_dropped = bool(control_variates) and ((policy == "random" and bool(unstable)) or overloaded)
-    control_variates = bool(control_variates) and not cv_dropped
-    speeds = np.asarray(sc.speeds, float)
-    xs = [A[:, :, 0] @ speeds / (dt * n * sc.mean_speed) - float(lam) for A, dt, B in As]
-    gains: dict = {}
+    def ratio(self, parts) -> ErrorEstimate:
+        return _ratio(parts, self.min_block)
 
-    def C(parts, key):
-        plain = R(parts)
-        if not control_variates:
+    def controlled(self, parts, key) -> ErrorEstimate:
+        plain = self.ratio(parts)
+        if not self.control_variates:
             return plain
-        est, g = _controlled(parts, xs, mb, plain)
-        gains[key] = g
+        est, g = _controlled(parts, self.xs, self.min_block, plain)
+        self.gains[key] = g
         return est
 
-    def level_est(weight_k, sel, key):
+    def levels(self, weight_k, sel, key) -> tuple[list, ErrorEstimate]:
         """Estimates of u_ℓ over the classes ``sel`` (ℓ = 1..top) and of Σ_ℓ u_ℓ."""
         ests = []
-        for ell in range(top):
-            parts = [(A[:, sel, ell].sum(axis=1), np.full(B, dt * weight_k)) for A, dt, B in As]
-            ests.append(C(parts, (key, ell)))
-        mq = C([(A[:, sel, :].sum(axis=(1, 2)), np.full(B, dt * weight_k)) for A, dt, B in As], (key, "q"))
-        return ests, mq
+        for ell in range(self.top):
+            parts = [(A[:, sel, ell].sum(axis=1), np.full(B, dt * weight_k)) for A, dt, B in self.As]
+            ests.append(self.controlled(parts, (key, ell)))
+        whole = [(A[:, sel, :].sum(axis=(1, 2)), np.full(B, dt * weight_k)) for A, dt, B in self.As]
+        return ests, self.controlled(whole, (key, "q"))
 
-    u_est, mq = level_est(n, list(range(K)), "all")
-    so = R([(np.array(out["so_sum"]), np.array(out["cnt"], float)) for out, _ in runs])
-    wa = R([(np.array(out["wa_sum"]), np.array(out["cnt"], float)) for out, _ in runs])
+    def variance_reduction(self) -> dict | None:
+        if not self.control_variates:
+            return None
+        return {
+            "u_mean": [self.gains.get(("all", ell), math.nan) for ell in range(self.top)],
+            "mean_queue_length": self.gains.get(("all", "q"), math.nan),
+        }
 
+
+def _class_results(run: GeneralRun, runs: list, est: _Estimator) -> tuple:
+    """Per class of servers: its levels, queue length and sojourn time, with their errors."""
     classes = []
-    for k in range(K):
-        ue, mqk = level_est(int(counts[k]), [k], k)
-        sok = R(
+    sc, counts = run.sc, run.counts
+    for k in range(counts.size):
+        ue, mqk = est.levels(int(counts[k]), [k], k)
+        sok = est.ratio(
             [
                 (np.array([v[k] for v in out["so_sum_k"]]), np.array([v[k] for v in out["cnt_k"]], float))
                 for out, _ in runs
@@ -244,20 +231,39 @@ def _summarize(
                 sok,
             )
         )
-    notes = _notes(law, policy, unstable if not overloaded else [], cv_dropped, interrupted, overloaded)
+    return tuple(classes)
+
+
+def _summarize(run: GeneralRun, runs: list, events: int, wall: float, interrupted: bool) -> GeneralResult:
+    """The :class:`GeneralResult` of ``run`` from its measured batches ``runs`` (per
+    replication: the per-batch arrays of ``_run_one`` and the batch length)."""
+    sc, lam, policy = run.sc, run.lam, run.policy
+    # the capacity control's mean holds in equilibrium only: random routing with an overloaded
+    # class has none, and the control pulled the stable classes' queue lengths to wrong values,
+    # so it is not used there
+    unstable = [f"{f:g}:{v:g}" for f, v in zip(sc.fractions, sc.speeds) if lam * sc.mean_speed >= v]
+    overloaded = float(lam) >= 1.0  # no equilibrium at all: the capacity balance does not hold
+    cv_dropped = bool(run.control_variates) and ((policy == "random" and bool(unstable)) or overloaded)
+    control_variates = bool(run.control_variates) and not cv_dropped
+    est = _Estimator(run, runs, control_variates)
+    u_est, mq = est.levels(run.n, list(range(run.counts.size)), "all")
+    so = est.ratio([(np.array(out["so_sum"]), np.array(out["cnt"], float)) for out, _ in runs])
+    wa = est.ratio([(np.array(out["wa_sum"]), np.array(out["cnt"], float)) for out, _ in runs])
+    classes = _class_results(run, runs, est)
+    notes = _notes(run.law, policy, unstable if not overloaded else [], cv_dropped, interrupted, overloaded)
     return GeneralResult(
-        n=n,
-        d=d,
+        n=run.n,
+        d=run.d,
         lam=lam,
         policy=policy,
-        replace=bool(replace),
-        service=law,
+        replace=bool(run.replace),
+        service=run.law,
         server_classes=sc,
-        arrival_rate=rate,
-        time=time,
-        burn_in=burn_in,
-        replications=replications,
-        batches=batches,
+        arrival_rate=run.rate,
+        time=run.time,
+        burn_in=run.burn_in,
+        replications=run.replications,
+        batches=run.batches,
         events=events,
         wall_s=wall,
         u_mean=np.array([e.mean for e in u_est]),
@@ -265,22 +271,15 @@ def _summarize(
         mean_queue_length=mq,
         sojourn=so,
         waiting=wa,
-        sojourn_quantiles=_quantiles(runs, "h_so", qs, R),
-        waiting_quantiles=_quantiles(runs, "h_wa", qs, R),
-        classes=tuple(classes),
+        sojourn_quantiles=_quantiles(runs, "h_so", run.qs, est.ratio),
+        waiting_quantiles=_quantiles(runs, "h_wa", run.qs, est.ratio),
+        classes=classes,
         customers=int(sum(sum(out["cnt"]) for out, _ in runs)),
         interrupted=interrupted,
         notes=notes,
         control_variates=bool(control_variates),
-        variance_reduction=(
-            {
-                "u_mean": [gains.get(("all", ell), math.nan) for ell in range(top)],
-                "mean_queue_length": gains.get(("all", "q"), math.nan),
-            }
-            if control_variates
-            else None
-        ),
-        cdf_counts=response_counts(runs, mb, settles=not (policy == "random" and unstable)),
+        variance_reduction=est.variance_reduction(),
+        cdf_counts=response_counts(runs, est.min_block, settles=not (policy == "random" and unstable)),
     )
 
 

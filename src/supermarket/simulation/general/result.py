@@ -177,6 +177,7 @@ class GeneralResult:
     precision: dict | None = None
     trajectory: Any = None  # with record_every=: the records of replication 0 (simulation.records)
     engine: ClassVar[str] = "events"  # the engine that ran
+    time_mode: ClassVar[str] = "continuous"  # exact event times (docs/model.md §1.1)
 
     def __post_init__(self) -> None:
         # Screens: no error bar (nor a "reliable" flag) on a quantity that has no stationary value.

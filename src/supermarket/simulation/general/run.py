@@ -3,6 +3,7 @@ the result are made in :mod:`.estimate`."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import threading
@@ -21,6 +22,7 @@ from ...system.service import ServerClasses, ServiceLaw, parse_server_classes, p
 from ...system.spec import System
 from .. import records as _rec
 from . import starts as _starts
+from .config import GeneralRun
 from .estimate import ONE_REPLICATION_NOTE as ONE_REPLICATION_NOTE  # sweep.measurements imports it from here
 from .estimate import _hist, _summarize
 from .result import GeneralResult
@@ -51,7 +53,9 @@ CHUNK_EVENTS = 1 << 22
 MAX_N = 2**31 - 1
 
 
-def _check(n, d, lam, policy, replace, time, burn_in, replications, batches, quantiles):
+def _check(
+    n, d, lam, policy, replace, time, burn_in, replications, batches, quantiles
+) -> tuple[int, int, float, float | None, float | None, int, int, tuple]:
     n = _m.check_positive_int("n", n, maximum=MAX_N)
     if not isinstance(policy, str) or policy not in POLICIES:
         raise ValueError(f"policy must be one of {', '.join(POLICIES)}; got {policy!r}")
@@ -74,17 +78,18 @@ def _check(n, d, lam, policy, replace, time, burn_in, replications, batches, qua
     return n, d, lam, time, burn_in, replications, batches, qs
 
 
-def _run_one(
-    n, d, lam, code, replace, law, counts, speeds, rate, time, burn_in, batches, qs, ss, progress, stop, init, rec=None
-):
-    """One replication: per batch, the level integrals per class, and the customers' sums and
-    quantiles; ``init``: the start's lengths and phases (:func:`.starts.server_state`), None
-    empty; ``rec``: the trajectory after the burn-in, on its grid in time (:mod:`..records`).
-    Returns a dict of per-batch arrays and ``interrupted``."""
+def _run_one(run: GeneralRun, ss, progress, stop, init, rec=None):
+    """One replication of ``run`` from the seed ``ss``: per batch, the level integrals per
+    class, and the customers' sums and quantiles; ``init``: the start's lengths and phases
+    (:func:`.starts.server_state`), None empty; ``rec``: the trajectory after the burn-in, on
+    its grid in time (:mod:`..records`).  Returns a dict of per-batch arrays and
+    ``interrupted``."""
+    n, d, code, replace, law, counts = run.n, run.d, run.code, run.replace, run.law, run.counts
+    rate, time, burn_in, batches = run.rate, run.time, run.burn_in, run.batches
     sorted_mode = code in (_ev.JSQ, _ev.JIQ, _ev.JBT)
     buf = int(min(max(rate * time / batches * 1.5 + 1024, 1 << 12), 1 << 24))
     s = state_from_seed_sequence(ss)
-    spd = np.asarray(speeds, np.float64)
+    spd = np.asarray(run.sc.speeds, np.float64)
     # the first arrival: drawn from the kernel's own stream (one exponential), then the start's works
     first = _first_arrival(s, rate)
     fl, it, a = _starts.kernel_state(init, counts, spd, law, rate, burn_in, first, s, sorted_mode, buf)
@@ -93,7 +98,16 @@ def _run_one(
     tab = law.ph_table()
     K = len(counts)
     pieces_so, pieces_wa, pieces_rc = [], [], []
-    out = {"area": [], "so_sum": [], "wa_sum": [], "cnt": [], "so_sum_k": [], "cnt_k": [], "h_so": [], "h_wa": []}
+    out: dict[str, list] = {
+        "area": [],
+        "so_sum": [],
+        "wa_sum": [],
+        "cnt": [],
+        "so_sum_k": [],
+        "cnt_k": [],
+        "h_so": [],
+        "h_wa": [],
+    }
     interrupted = False
     dt = time / batches
 
@@ -318,8 +332,27 @@ def simulate_general(
     if workers is None:
         workers = max(1, min(os.cpu_count() or 1, replications))
     workers = _m.check_positive_int("workers", workers, maximum=1024)
-    seeds = _m.spawn_seeds(seed, replications)
-    total = replications * (burn_in + time)
+    run = GeneralRun(
+        n, d, lam, policy, replace, law, sc, counts, rate, time, burn_in, replications, batches, qs, code,
+        bool(control_variates),
+    )  # fmt: skip
+    results, wall = _replicate(run, init, _m.spawn_seeds(seed, replications), workers, progress, rec)
+    runs = [(out, dt) for out, dt, _, _ in results if out["area"]]
+    events = sum(ev for _, _, ev, _ in results)
+    interrupted = any(intr for _, _, _, intr in results)
+    if interrupted and not runs:
+        # stopped during the burn-in or the first batch: nothing was measured, so there is
+        # no result to show (not a result of nan)
+        raise KeyboardInterrupt("interrupted before any batch was measured: nothing to report")
+    return _rec.with_trajectory(_summarize(run, runs, events, wall, interrupted), rec)
+
+
+def _replicate(run: GeneralRun, init, seeds, workers: int, progress, rec=None) -> tuple[list, float]:
+    """The replications of ``run`` (replication ``r`` from ``seeds[r]``), on ``workers`` threads
+    (the kernel releases the GIL): their ``(out, dt, events, interrupted)`` and the wall time;
+    ``rec``: the records of replication 0 (:mod:`..records`)."""
+    replications = run.replications
+    total = replications * (run.burn_in + run.time)
     done = [0.0] * replications
     lock = threading.Lock()
     stop = threading.Event()
@@ -331,17 +364,12 @@ def simulate_general(
                     done[r] = t
                     progress(min(1.0, sum(done) / total))
 
-        return _run_one(
-            n, d, lam, code, replace, law, counts, sc.speeds, rate, time, burn_in, batches, qs, seeds[r], tick, stop,
-            init, rec if r == 0 else None,
-        )  # fmt: skip
+        return _run_one(run, seeds[r], tick, stop, init, rec if r == 0 else None)
 
     # compile (or load from numba's cache) the kernels before the clock starts: a run of no
     # time with its own seed (the replications' streams are untouched)
-    _run_one(
-        n, d, lam, code, replace, law, counts, sc.speeds, rate, 1e-9, 0.0, 1, qs, np.random.SeedSequence(0), None, stop,
-        None,
-    )  # fmt: skip
+    warm = dataclasses.replace(run, time=1e-9, burn_in=0.0, batches=1)
+    _run_one(warm, np.random.SeedSequence(0), None, stop, None)
     t0 = _time.perf_counter()
     results = []
     if workers == 1 or replications == 1:
@@ -359,33 +387,4 @@ def simulate_general(
             results = [f.result() for f in futures]
         finally:
             pool.shutdown(wait=True)
-    wall = _time.perf_counter() - t0
-    runs = [(out, dt) for out, dt, _, _ in results if out["area"]]
-    events = sum(ev for _, _, ev, _ in results)
-    interrupted = any(intr for _, _, _, intr in results)
-    if interrupted and not runs:
-        # stopped during the burn-in or the first batch: nothing was measured, so there is
-        # no result to show (not a result of nan)
-        raise KeyboardInterrupt("interrupted before any batch was measured: nothing to report")
-    res = _summarize(
-        n,
-        d,
-        lam,
-        policy,
-        replace,
-        law,
-        sc,
-        counts,
-        rate,
-        time,
-        burn_in,
-        replications,
-        batches,
-        qs,
-        runs,
-        events,
-        wall,
-        interrupted,
-        bool(control_variates),
-    )
-    return _rec.with_trajectory(res, rec)
+    return results, _time.perf_counter() - t0
