@@ -46,6 +46,8 @@ OPTIONS = (
     ("--start perfect", "start", "perfect"),
     ("--precision 0.01", "precision", 0.01),
     ("--load 1", "load", 1),
+    ("--record-every 100", "record_every", 100),
+    ("--plot F", "plot", "F"),
 )
 
 #: How the command line spells the keys of the table's options.

@@ -111,12 +111,30 @@ def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as
     data["system"]["load_text"] = load
     if out:
         write_text(str(out), json.dumps(to_jsonable(data), indent=2, allow_nan=False))
+    if given["plot"]:
+        _save_plot(res, given["plot"])  # the profile, and the maximum and trajectory from the records
     if as_json:
         print_json(data)
         return
     click.echo(res.summary(cdf_points=cdf))
     if out:
         click.echo(f"wrote {out}")
+    if given["plot"]:
+        click.echo(f"wrote {given['plot']}")
+
+
+def _save_plot(res: Any, plot: str) -> None:
+    """``res.plot()`` written to ``plot`` (a write error is one line, exit 1)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = res.plot()
+    try:
+        save_figure(fig, plot, dpi=120)
+    finally:
+        plt.close(fig)
 
 
 @click.command()
@@ -210,8 +228,20 @@ def _simulate_law(system: System, chosen: str, *, load: str, out: str | None, as
 @click.option(
     "--plot",
     type=OUTPUT_FIGURE,
-    help="Save a figure (profile vs π and the linearised prediction; maximum vs k) to this file.",
+    help="Save a figure (profile vs π and the linearised prediction; maximum vs k) to this file.  On the engines "
+    "of a law or of server classes: the profile, and with --record-every the maximum's distribution over the "
+    "records and the trajectory.",
 )
+@click.option(
+    "--record-every",
+    "record_every",
+    type=FLOAT,
+    help="Record the trajectory of replication 0 (u_1..u_m, the maximum, the customers; the key 'trajectory' of "
+    "the JSON) every so many steps (the profile engines; time units with --time-mode continuous) or events (the "
+    "count engines of a law or of server classes: phase, classes), or units of time (the event engine, whose "
+    "horizon is a time). Recording changes no number.",
+)
+@click.option("--record-levels", "record_levels", type=COUNT, help="Levels m of --record-every (default 4 to 32).")
 @click.option("--save", "out", type=OUTPUT_FILE, help="Write the full result as JSON to this file.")
 @click.option(
     "--precision",
@@ -307,6 +337,8 @@ def simulate(
     cdf: int | None,
     control_variates: bool,
     plot: str | None,
+    record_every: float | None,
+    record_levels: int | None,
     out: str | None,
     as_json: bool,
     service: str = "exp",
@@ -372,7 +404,8 @@ def simulate(
             system, chosen, load=load, out=out, as_json=as_json, cdf=cdf, plot=plot, client=scheduler, steps=steps,
             time=time_, burn_in=burn, engine=engine, start=start, seed=seed, replications=replications,
             workers=workers, batches=batches, precision=precision, max_steps=max_steps, target=target,
-            control_variates=control_variates, time_mode=time_mode, eps=eps,
+            control_variates=control_variates, time_mode=time_mode, eps=eps, record_every=record_every,
+            record_levels=record_levels,
         )  # fmt: skip
         return
     try:  # honoured or refused, never ignored (the table's one refusal, spelled as the command spells it)
@@ -403,6 +436,8 @@ def simulate(
                 batches=batches,
                 client=client,
                 control_variates=control_variates,
+                record_every=record_every,
+                record_levels=record_levels,
             )
             assert isinstance(res, SimulationResult)  # exponential service, one class: the profile engines
     finally:
@@ -416,16 +451,7 @@ def simulate(
     if out:
         write_text(out, json.dumps(to_jsonable(data), indent=2, allow_nan=False))  # whole or not at all
     if plot:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        fig = res.plot()
-        try:
-            save_figure(fig, plot, dpi=120)  # a write error (disk full) is one line, exit 1
-        finally:
-            plt.close(fig)
+        _save_plot(res, plot)
     if as_json:
         print_json(data)
         return

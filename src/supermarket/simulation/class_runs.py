@@ -47,10 +47,11 @@ def _horizon(control_variates, time, events, burn_in, batches, R_ev, sc):
     return time, burn_ev / R_ev, batch_ev, burn_ev
 
 
-def _replicate(run_one, seed, replications, workers, burn_ev, batch_ev, batches, progress):
+def _replicate(run_one, seed, replications, workers, burn_ev, batch_ev, batches, progress, rec=None):
     """The replications of ``run_one(burn_ev, batch_ev, batches, seed_sequence, tick, stop)`` on
     ``workers`` threads (the kernels release the GIL; the numbers do not depend on it), with
-    ``progress`` called with the fraction done: ``(results, wall-clock seconds)``."""
+    ``progress`` called with the fraction done: ``(results, wall-clock seconds)``; replication 0
+    records into ``rec`` (``rec=``, :mod:`.records`) when given."""
     if workers is None:
         workers = max(1, min(os.cpu_count() or 1, replications))
     workers = _m.check_positive_int("workers", workers, maximum=1024)
@@ -67,7 +68,7 @@ def _replicate(run_one, seed, replications, workers, burn_ev, batch_ev, batches,
                     done[r] = ev
                     progress(min(1.0, sum(done) / (per * replications)))
 
-        return run_one(burn_ev, batch_ev, batches, seeds[r], tick, stop)
+        return run_one(burn_ev, batch_ev, batches, seeds[r], tick, stop, **({} if rec is None or r else {"rec": rec}))
 
     # compile (or load from numba's cache) the kernels before the clock starts: one event of a
     # chain with its own seed (the replications' streams are untouched)

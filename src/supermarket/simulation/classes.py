@@ -33,6 +33,7 @@ from ..stats import ErrorEstimate
 from ..system import policies as _pol
 from ..system.service import ServerClasses, parse_server_classes
 from . import class_starts as _starts
+from . import records as _rec
 from .class_runs import DEFAULT_EVENTS, _horizon, _replicate
 from .classes_errors import _Estimator, _ratio_series
 
@@ -117,6 +118,8 @@ class ClassesResult(Result):
     service : ServiceLaw or None
         The phase-type law on :func:`supermarket.simulation.classes_phase.simulate_classes_phase`'s
         engine; None for exponential service.
+    trajectory : Trajectory or None
+        With ``record_every``: the records of replication 0, per class too (:mod:`.records`).
 
     ``to_dict()`` starts with :meth:`shared`, the keys and shapes every simulate result shares
     (:mod:`supermarket.simulation.shape`), then ``arrival_rate``, ``control_variates``, ``balance``, …
@@ -149,6 +152,7 @@ class ClassesResult(Result):
     service: Any = None  # a phase-type ServiceLaw on the classes x phase engine (docs/model.md §15.7); None: exp
     precision: dict | None = None  # with precision=: how the target went (simulation.law_precision)
     response: Any = None  # the joined law (simulation.joined.JoinedResponse); None at λ >= 1
+    trajectory: Any = None  # with record_every=: the records of replication 0 (simulation.records)
 
     @property
     def engine(self) -> str:
@@ -195,7 +199,14 @@ class ClassesResult(Result):
             }
             | ({} if self.precision is None else {"precision": self.precision})
             | ({} if cdf_points is None else {"cdf": self.cdf(cdf_points)})
+            | ({} if self.trajectory is None else {"trajectory": self.trajectory.to_dict()})
         )
+
+    def plot(self, path: Any = None) -> Any:
+        """The figure of :func:`supermarket.simulation.law_figure.plot_law` (saved at ``path``)."""
+        from .law_figure import plot_law
+
+        return plot_law(self, path)
 
     def shared(self) -> dict[str, Any]:
         """The keys every simulate result shares, in the one shape of :mod:`.shape` (the start of
@@ -314,10 +325,11 @@ def _check(n, d, lam, policy, replace, replications, batches, engine="classes"):
     return n, d, lam, replications, batches
 
 
-def _run_one(counts, speeds, cfg, p_arr, burn_ev, batch_ev, batches, ss, tick, stop, c0=None):
+def _run_one(counts, speeds, cfg, p_arr, burn_ev, batch_ev, batches, ss, tick, stop, c0=None, rec=None):
     """One replication: the per-batch sums ``area[b, k, i]`` (levels 1..), the events, whether it
     was interrupted and the per-batch joined counts ``joined[b][k, ℓ]`` (docs/model.md §15.9); from
-    empty, or from the counts ``c0[k, i]`` (the fixed-point start)."""
+    empty, or from the counts ``c0[k, i]`` (the fixed-point start); with ``rec``, the trajectory
+    after the burn-in (:mod:`.records`: chunks that end on its grid of events)."""
     if c0 is None:
         a, top = _ck.new_state(counts), 0
     else:
@@ -332,10 +344,12 @@ def _run_one(counts, speeds, cfg, p_arr, burn_ev, batch_ev, batches, ss, tick, s
     def run(m):
         target = st[1] + m
         while st[1] < target:
+            ev0 = int(st[1])
             r = _ck.classes_kernel(
                 a["c"], a["C"], a["pc"], a["area"], a["stamp"], a["joined"], s, cfg, caps, inv_s, p_arr, st,
-                int(min(CHUNK, target - st[1])),
+                _rec.cap(rec, int(min(CHUNK, target - st[1]))),
             )  # fmt: skip
+            _rec.count(rec, int(st[1]) - ev0, int(st[1]), a["c"])
             if r == _ck.BAD_RULE:
                 raise ValueError(f"policy code {cfg[3]} is unknown to the classes kernel")
             if r == _ck.GROW:
@@ -348,6 +362,7 @@ def _run_one(counts, speeds, cfg, p_arr, burn_ev, batch_ev, batches, ss, tick, s
     interrupted = False
     try:
         run(burn_ev)
+        _rec.start(rec, int(st[1]), a["c"])
         _ck.close_areas(a["c"], a["area"], a["stamp"], int(st[1]))
         a["area"][:] = 0
         a["joined"][:] = 0
@@ -381,6 +396,8 @@ def simulate_classes(
     progress: Callable[[float], object] | None = None,
     workers: int | None = None,
     start: str = "empty",
+    record_every: int | None = None,
+    record_levels: int | None = None,
 ) -> ClassesResult:
     """Simulate ``n`` servers in classes (exponential service) on the count engine.
 
@@ -415,6 +432,10 @@ def simulate_classes(
         All queues empty, or each class's counts at the mean field's fixed point, rounded
         (:func:`supermarket.simulation.class_starts.classes_start`: the mean field for ``jsq-d`` and
         ``random``, the fluid fixed point for ``jsq``, ``jiq`` and ``jbt``; ``λ < 1``).
+    record_every, record_levels : int, optional
+        Record ``u_1..u_m`` (``m = record_levels``) of all servers and of each class, for
+        replication 0, every ``record_every`` events after the burn-in (:mod:`.records`; the
+        numbers are those of a run without): the result's ``trajectory``.
 
     Returns
     -------
@@ -434,11 +455,13 @@ def simulate_classes(
     cfg = np.array([n, d, int(bool(replace) or d == 1), _pol.policy_code(policy, "classes")], np.int64)
     c0 = None if _starts.check_start(start) == "empty" else _starts.classes_start(counts, d, lam_f, sc, policy)
     run = functools.partial(_run_one, counts, sc.speeds, cfg, lam_f / (1.0 + lam_f), c0=c0)
-    results, wall = _replicate(run, seed, replications, workers, burn_ev, batch_ev, batches, progress)
-    return _summarize(
+    rec = _rec.recorder(record_every, record_levels, batch_ev * batches, d, lam_f, counts, R_ev)
+    results, wall = _replicate(run, seed, replications, workers, burn_ev, batch_ev, batches, progress, rec)
+    res = _summarize(
         n, d, lam_f, policy, replace, sc, counts, time, burn_in, replications, batches, batch_ev, control_variates,
         results, wall,
     )  # fmt: skip
+    return _rec.with_trajectory(res, rec)
 
 
 def _summarize(

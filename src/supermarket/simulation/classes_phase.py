@@ -21,6 +21,7 @@ from ..engines import classes_phase as _cp
 from ..engines.rng import state_from_seed_sequence
 from ..system import policies as _pol
 from ..system.service import ServerClasses, ServiceLaw, parse_phase_type, parse_server_classes
+from . import records as _rec
 from .class_starts import check_start, classes_phase_start
 from .classes import CHUNK, ClassesResult, _check, _horizon, _replicate, _summarize
 
@@ -65,10 +66,11 @@ def _start(counts: np.ndarray, K: int, N0: np.ndarray | None) -> tuple[np.ndarra
     return N, c, c.sum(axis=0), top
 
 
-def _run_one(counts, speeds, law_tab, cfg, p_arr, burn_ev, batch_ev, batches, ss, tick, stop, N0=None):
+def _run_one(counts, speeds, law_tab, cfg, p_arr, burn_ev, batch_ev, batches, ss, tick, stop, N0=None, rec=None):
     """One replication: the per-batch sums ``area[b, k, i]`` (levels 1..), the events, whether it
     was interrupted and the per-batch joined counts ``joined[b][k, ℓ, φ]`` (docs/model.md §15.9);
-    from empty, or from the counts ``N0[k, ℓ, φ]`` (the fixed-point start)."""
+    from empty, or from the counts ``N0[k, ℓ, φ]`` (the fixed-point start); with ``rec``, the
+    trajectory after the burn-in (:mod:`.records`: chunks that end on its grid of events)."""
     alpha_cum, move_cum, mu_hat = law_tab
     Kc, K = counts.size, alpha_cum.size
     N, c, C, top = _start(counts, K, N0)
@@ -103,10 +105,12 @@ def _run_one(counts, speeds, law_tab, cfg, p_arr, burn_ev, batch_ev, batches, ss
         target = st[1] + m
         while st[1] < target:
             N_, c_, C_, a_, s_, j_ = arrs
+            ev0 = int(st[1])
             r = _cp.classes_phase_kernel(
                 N_, c_, C_, a_, s_, j_, s, cfg, caps, sp, alpha_cum, move_cum, p_arr, mu_hat, st,
-                int(min(CHUNK, target - st[1])),
+                _rec.cap(rec, int(min(CHUNK, target - st[1]))),
             )  # fmt: skip
+            _rec.count(rec, int(st[1]) - ev0, int(st[1]), c_)
             if r == _cp.BAD_RULE:
                 raise ValueError(f"policy code {cfg[3]} is unknown to the classes kernel")
             if r == _cp.GROW:
@@ -119,6 +123,7 @@ def _run_one(counts, speeds, law_tab, cfg, p_arr, burn_ev, batch_ev, batches, ss
     interrupted = False
     try:
         run(burn_ev)
+        _rec.start(rec, int(st[1]), arrs[1])
         _cp.close_areas(arrs[1], arrs[3], arrs[4], int(st[1]))
         arrs[3][:] = 0
         arrs[5][:] = 0
@@ -153,6 +158,8 @@ def simulate_classes_phase(
     progress: Callable[[float], object] | None = None,
     workers: int | None = None,
     start: str = "empty",
+    record_every: int | None = None,
+    record_levels: int | None = None,
 ) -> ClassesResult:
     """Simulate ``n`` servers in classes with a phase-type law on the count engine (§15.7).
 
@@ -161,10 +168,11 @@ def simulate_classes_phase(
     ``ph:FILE.json``, ``exp``), and ``start``: ``"empty"`` or ``"fixed-point"``, each class's
     counts by length and phase at the mean field's fixed point, rounded
     (:func:`supermarket.simulation.class_starts.classes_phase_start`: the mean field for ``jsq-d``
-    and ``random``, the fluid fixed point for ``jsq``, ``jiq`` and ``jbt``; ``λ < 1``).  Time: events
-    over ``Λ = n s̄ (λ + μ̂)``, ``μ̂`` the largest phase rate of the law.  At ``λ >= 1`` (no
-    equilibrium) the run measures its finite horizon, with no control variate and no
-    capacity-balance self-check.
+    and ``random``, the fluid fixed point for ``jsq``, ``jiq`` and ``jbt``; ``λ < 1``), and
+    ``record_every``, ``record_levels``: the trajectory of replication 0 every so many events
+    (:mod:`.records`).  Time: events over ``Λ = n s̄ (λ + μ̂)``, ``μ̂`` the largest phase rate of
+    the law.  At ``λ >= 1`` (no equilibrium) the run measures its finite horizon, with no control
+    variate and no capacity-balance self-check.
 
     Returns
     -------
@@ -189,8 +197,12 @@ def simulate_classes_phase(
     cfg = np.array([n, d, int(bool(replace) or d == 1), _pol.policy_code(policy, "classes-phase")], np.int64)
     N0 = None if check_start(start) == "empty" else classes_phase_start(counts, d, lam_f, sc, law, policy)
     run = functools.partial(_run_one, counts, speeds, law_tab, cfg, lam_f / (lam_f + law_tab[2]), N0=N0)
-    results, wall = _replicate(run, seed, replications, workers, burn_ev, batch_ev, batches, progress)
-    return _summarize(
-        n, d, lam_f, policy, replace, sc, counts, time, burn_in, replications, batches, batch_ev, control_variates,
-        results, wall, law,
+    rec = _rec.recorder(record_every, record_levels, batch_ev * batches, d, lam_f, counts, R_ev)
+    results, wall = _replicate(run, seed, replications, workers, burn_ev, batch_ev, batches, progress, rec)
+    return _rec.with_trajectory(
+        _summarize(
+            n, d, lam_f, policy, replace, sc, counts, time, burn_in, replications, batches, batch_ev,
+            control_variates, results, wall, law,
+        ),
+        rec,
     )  # fmt: skip

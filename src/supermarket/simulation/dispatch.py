@@ -69,10 +69,10 @@ def run_engine(
 
     Examples
     --------
-    >>> run_engine("events", System(4, 2, 0.5, service="erlang:2"), time=10.0, options={"record_every": 10})
+    >>> run_engine("events", System(4, 2, 0.5, service="erlang:2"), time=10.0, options={"eps": 0.05})
     Traceback (most recent call last):
     ...
-    supermarket.system.methods.Refusal: record_every: the event engine (...) (service erlang:2) records no trajectory
+    supermarket.system.methods.Refusal: eps: the event engine (...) (service erlang:2) reports no good set N^ε ...
     """
     _methods.check_options(system, engine, {"steps": steps, "start": start, **(options or {}), "load": system.load})
     stable = exact_load(system.load) < 1
@@ -117,6 +117,7 @@ def run_engine(
     batches = default if batches is None else batches  # the table's default
     call: Callable[[float], object] | None = progress if callable(progress) else None
     common: dict[str, Any] = dict(policy=system.rule, replace=system.replace, time=time, seed=seed, workers=workers)
+    common |= {key: opts.get(key) for key in ("record_every", "record_levels")}  # events; time on "events"
     if engine == "phase":
         return _noted(
             simulate_phase_service(

@@ -35,6 +35,7 @@ from ..model import SeedLike, as_seed_sequence, check_load
 from ..stats import blocking
 from ..system import policies as _pol
 from ..system.phase_law import check_ph
+from . import records as _rec
 
 __all__ = ["PhaseRun", "simulate_phase", "law_arrays", "PhaseChain", "MIN_CROSSINGS"]
 
@@ -149,16 +150,18 @@ class PhaseChain:
             setattr(self, name, np.concatenate([a, np.zeros(L, a.dtype)]))
         self.stampP = np.concatenate([self.stampP, np.full(L, now)])
 
-    def run(self, t_stop: float) -> None:
+    def run(self, t_stop: float, rec: _rec.Recorder | None = None) -> None:
+        """Advance to time ``t_stop``; with ``rec`` (started), in chunks that end on its grid of
+        events, each recorded (the kernel keeps its state between calls: the same numbers)."""
         while True:
             state = (self.N, self.B, self.c, self.P, self.ints)
             meas = (self.areaN, self.stampN, self.areaP, self.stampP, self.joined)
-            ev, status = phase_kernel(
-                state, meas, self.law, self.setup, self.tab, self.s, self.clock, float(t_stop), _CHUNK_EVENTS
-            )
+            stop, cap = float(t_stop), _rec.cap(rec, _CHUNK_EVENTS)  # a call ends on the records' grid
+            ev, status = phase_kernel(state, meas, self.law, self.setup, self.tab, self.s, self.clock, stop, cap)
             self.events += int(ev)
             if status == BAD_RULE:
                 raise ValueError(f"policy code {self.policy} is unknown to the phase kernel")
+            _rec.count(rec, int(ev), float(self.clock[0]), self.c)
             if status == STATUS_GROW:
                 self._grow()
             elif self.clock[0] >= t_stop:
@@ -350,22 +353,30 @@ def simulate_phase(
 
 
 def run_batches(
-    ch: PhaseChain, burn_in: float, t_end: float, batches: int, *, joined: list | None = None
+    ch: PhaseChain,
+    burn_in: float,
+    t_end: float,
+    batches: int,
+    *,
+    joined: list | None = None,
+    rec: _rec.Recorder | None = None,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Run ``ch`` for ``burn_in`` and then ``batches`` batches of equal duration ``t_end/batches``;
     returns ``(YN, YP, events)``: the batch means of ``N[ℓ, φ]/n`` (batches x levels x
     phases, row 0 empty), of ``P_ℓ`` (batches x levels) and the events after the burn-in.
     With a list ``joined``, each batch's counts of the arrivals by the (length, phase) they
-    join (int64 levels x phases, docs/model.md §13.2) are appended to it."""
+    join (int64 levels x phases, docs/model.md §13.2) are appended to it; with ``rec``, the
+    trajectory after the burn-in is recorded into it (:mod:`.records`)."""
     n = ch.n
     ch.run(burn_in)
+    _rec.start(rec, float(ch.clock[0]), ch.c)
     events0 = ch.events
     prevN, prevP = ch.integrals()
     ch.joined[:] = 0
     tau = t_end / batches
     bN, bP = [], []
     for b in range(batches):
-        ch.run(burn_in + (b + 1) * tau)
+        ch.run(burn_in + (b + 1) * tau, rec)
         if joined is not None:
             joined.append(ch.joined.copy())
         ch.joined[:] = 0

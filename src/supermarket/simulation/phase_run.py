@@ -49,6 +49,7 @@ from ..system.service import ServiceLaw, parse_service
 from .joined import JoinedResponse, cdf_lines, joined_response, law_cdf, quantile_lines, response_blocks
 from .law_precision import summary_lines as precision_lines
 from .phase import PhaseChain, flow_series, run_batches
+from .records import recorder, with_trajectory
 
 __all__ = [
     "PhaseSimulationResult",
@@ -126,6 +127,8 @@ class PhaseSimulationResult(Result):
     response : JoinedResponse or None
         The sojourn and waiting laws of what the arrivals joined (:mod:`.joined`; None at λ >= 1):
         the quantiles in ``sojourn`` and ``waiting``, the CDFs of :meth:`cdf`.
+    trajectory : Trajectory or None
+        With ``record_every``: the records of replication 0 (:mod:`.records`; JSON ``trajectory``).
 
     ``to_dict()`` starts with :meth:`shared`, the keys and shapes every simulate result shares
     (:mod:`supermarket.simulation.shape`): ``sojourn_little`` and ``waiting_little`` are its
@@ -166,12 +169,13 @@ class PhaseSimulationResult(Result):
     precision: dict | None = None
     response: JoinedResponse | None = None
     time_mode: str = "discrete"  # "continuous": exponential holding times (docs/model.md §1.1)
+    trajectory: Any = None  # with record_every=: a result_parts.Trajectory (simulation.records)
 
     #: in the shared block (:meth:`shared`), not again among the engine's own keys
     _omit: ClassVar[tuple[str, ...]] = (
         *("n", "d", "lam", "policy", "replace", "service", "engine", "time", "burn_in", "replications"),
         *("batches", "events", "wall_s", "u_mean", "u_stderr", "mean_queue_length", "sojourn_little"),
-        *("waiting_little", "precision", "response", "time_mode"),  # precision: a key only with a precision target
+        *("waiting_little", "precision", "response", "time_mode", "trajectory"),  # precision, trajectory: when made
     )
     _extra: ClassVar[tuple[str, ...]] = ("error_bars",)
     #: the ErrorEstimate fields this engine's JSON keeps beyond the shared estimate keys
@@ -218,7 +222,15 @@ class PhaseSimulationResult(Result):
             out["precision"] = to_jsonable(self.precision)
         if cdf_points is not None:
             out["cdf"] = to_jsonable(self.cdf(cdf_points))
+        if self.trajectory is not None:  # the profile engines' key (record_every=)
+            out["trajectory"] = self.trajectory.to_dict()
         return out
+
+    def plot(self, path: Any = None) -> Any:
+        """The figure of :func:`supermarket.simulation.law_figure.plot_law` (saved at ``path``)."""
+        from .law_figure import plot_law
+
+        return plot_law(self, path)
 
     def cdf(self, points: int) -> dict:
         """The sojourn and waiting CDFs of the joined law (:meth:`.joined.JoinedResponse.cdf`).
@@ -318,9 +330,9 @@ def _pick(plain: ErrorEstimate, cv: ErrorEstimate | None) -> tuple[ErrorEstimate
     return plain, "plain"
 
 
-def _one(ch: PhaseChain, burn_in: float, t_end: float, batches: int, lam: float, t0: np.ndarray) -> dict:
+def _one(ch: PhaseChain, burn_in: float, t_end: float, batches: int, lam: float, t0: np.ndarray, rec=None) -> dict:
     joined: list[np.ndarray] = []
-    YN, YP, events = run_batches(ch, burn_in, t_end, batches, joined=joined)
+    YN, YP, events = run_batches(ch, burn_in, t_end, batches, joined=joined, rec=rec)
     U, _Pl, Pprev, Z = flow_series(YN, YP, lam, t0)
     return {"U": U, "Z": Z, "B": YN.sum(axis=1), "Pprev": Pprev, "events": events, "joined": joined}
 
@@ -367,6 +379,8 @@ def simulate_phase_service(
     start: str = "empty",
     control_variates: bool = True,
     time_mode: str = "discrete",
+    record_every: int | None = None,
+    record_levels: int | None = None,
 ) -> PhaseSimulationResult:
     """Simulate the supermarket model with a phase-type service law on the count engine.
 
@@ -402,6 +416,9 @@ def simulate_phase_service(
     time_mode : {"discrete", "continuous"}
         The jump chain with each holding time replaced by its mean ``1/R`` (the default), or
         exponential holding times (docs/model.md §1.1): the same limits, another stream.
+    record_every, record_levels : int, optional
+        The result's ``trajectory``: ``u_1..u_m`` (``m = record_levels``) of replication 0 every
+        ``record_every`` events after the burn-in (:mod:`.records`; numbers as without).
 
     Returns
     -------
@@ -458,6 +475,7 @@ def simulate_phase_service(
     seeds = as_seed_sequence(seed).spawn(replications)
     code = _pol.policy_code(pol, "phase")
     continuous = check_time_mode(time_mode) == "continuous"  # exponential holding times (the kernel's holding_exp)
+    rec = recorder(record_every, record_levels, t_end * rate, d, lam, np.array([n]), 0.0)  # the clock's times
 
     def one(ss: np.random.SeedSequence) -> dict:
         ch = PhaseChain(n, d, lam, a, M, t0, replace=bool(replace), seed=ss, holding_exp=continuous, policy=code)
@@ -465,7 +483,7 @@ def simulate_phase_service(
             from .class_starts import phase_start  # the mean field's point, or the fluid one (jsq, jiq)
 
             ch.set_counts(phase_start(n, d, lam, a, M, pol))
-        return _one(ch, burn, t_end, batches, lam, t0)
+        return _one(ch, burn, t_end, batches, lam, t0, rec if ss is seeds[0] else None)
 
     # compile (or load from numba's cache) the kernel before the clock starts: a chain of
     # the same types run for no time (its own seed; the replications' streams are untouched)
@@ -481,7 +499,7 @@ def simulate_phase_service(
             outs = list(pool.map(one, seeds))
     wall = _time.perf_counter() - t_start
     res = _summarize(n, d, lam, pol, bool(replace), law, t_end, burn, batches, outs, wall, busy_exact, control_variates)
-    return dataclasses.replace(res, time_mode="continuous" if continuous else "discrete")
+    return with_trajectory(dataclasses.replace(res, time_mode="continuous" if continuous else "discrete"), rec)
 
 
 def _summarize(n, d, lam, pol, replace, law, t_end, burn, batches, outs, wall, busy_exact, use_cv):

@@ -32,6 +32,9 @@ class Trajectory:
         Maximum queue length at each record.
     total : numpy.ndarray
         Customers in the system at each record.
+    u_class : numpy.ndarray or None
+        Records × classes × levels: ``u_{k,1..m}``, the shares of each class's servers (the
+        count engines and the event engine with server classes; None otherwise).
 
     Examples
     --------
@@ -48,6 +51,7 @@ class Trajectory:
     u: np.ndarray
     max: np.ndarray
     total: np.ndarray
+    u_class: np.ndarray | None = None
 
     def __getitem__(self, key: str) -> np.ndarray:
         if key not in self.keys():
@@ -55,7 +59,7 @@ class Trajectory:
         return getattr(self, key)
 
     def keys(self) -> tuple[str, ...]:
-        return ("t", "u", "max", "total")
+        return ("t", "u", "max", "total") + (() if self.u_class is None else ("u_class",))
 
     def __len__(self) -> int:
         return len(self.t)
@@ -98,7 +102,7 @@ class Trajectory:
         Returns
         -------
         dict
-            Keys ``t``, ``u``, ``max``, ``total``.
+            Keys ``t``, ``u``, ``max``, ``total`` (and ``u_class`` with server classes).
         """
         return {key: getattr(self, key).tolist() for key in self.keys()}
 

@@ -131,8 +131,10 @@ OPTIONS: dict[str, str] = {
 }
 _ALL = frozenset(OPTIONS)
 _COUNT = frozenset({"steps", "start"})
-_LAW = _COUNT | {"precision", "load", "cdf"}  # the count engines of laws and classes (cdf: the joined law, §13.2)
-_EVENTS = frozenset({"steps", "start", "load", "cdf", "precision"})  # its fixed point: system.event_starts
+# the count engines of laws and classes (cdf: the joined law, §13.2; record: every record_every events)
+_LAW = _COUNT | {"precision", "load", "cdf", "record", "plot"}
+# its fixed point: system.event_starts; record: every record_every units of time (its horizon's unit)
+_EVENTS = frozenset({"steps", "start", "load", "cdf", "precision", "record", "plot"})
 #: Why an engine runs in one time mode only (docs/model.md §1.1), by engine.
 TIME_MODES: dict[str, str] = {
     "classes": "its chain uniformized at the constant rate n s̄ (1 + λ), each step held for its mean; "

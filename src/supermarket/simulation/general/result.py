@@ -138,6 +138,9 @@ class GeneralResult:
         The measured sojourn and waiting times, binned: the CDFs of :meth:`cdf` (None: not kept).
     precision : dict or None
         With ``precision=``: how the target went (:mod:`supermarket.simulation.law_precision`).
+    trajectory : Trajectory or None
+        With ``record_every``: the records of replication 0 on a grid in time
+        (:mod:`supermarket.simulation.records`; JSON ``trajectory``).
 
     ``to_dict()`` starts with :meth:`shared`, the keys and shapes every simulate result shares
     (:mod:`supermarket.simulation.shape`): the quantiles sit inside ``sojourn`` and ``waiting``.
@@ -172,6 +175,7 @@ class GeneralResult:
     variance_reduction: dict | None = None
     cdf_counts: ResponseCounts | None = None
     precision: dict | None = None
+    trajectory: Any = None  # with record_every=: the records of replication 0 (simulation.records)
     engine: ClassVar[str] = "events"  # the engine that ran
     time_mode: ClassVar[str] = "continuous"  # exact event times (docs/model.md §1.1)
 
@@ -258,7 +262,15 @@ class GeneralResult:
             out["precision"] = to_jsonable(self.precision)
         if cdf_points is not None:
             out["cdf"] = to_jsonable(self.cdf(cdf_points))
+        if self.trajectory is not None:  # the profile engines' key (record_every=)
+            out["trajectory"] = self.trajectory.to_dict()
         return out
+
+    def plot(self, path: Any = None) -> Any:
+        """The figure of :func:`supermarket.simulation.law_figure.plot_law` (saved at ``path``)."""
+        from ..law_figure import plot_law
+
+        return plot_law(self, path)
 
     def shared(self) -> dict:
         """The keys every simulate result shares, in the one shape of

@@ -20,6 +20,7 @@ from ...system import policies as _pol
 from ...system.event_starts import fixed_point_refusal
 from ...system.service import ServerClasses, ServiceLaw, parse_server_classes, parse_service
 from ...system.spec import System
+from .. import records as _rec
 from . import starts as _starts
 from .config import GeneralRun
 from .estimate import ONE_REPLICATION_NOTE as ONE_REPLICATION_NOTE  # sweep.measurements imports it from here
@@ -77,10 +78,11 @@ def _check(
     return n, d, lam, time, burn_in, replications, batches, qs
 
 
-def _run_one(run: GeneralRun, ss, progress, stop, init):
+def _run_one(run: GeneralRun, ss, progress, stop, init, rec=None):
     """One replication of ``run`` from the seed ``ss``: per batch, the level integrals per
     class, and the customers' sums and quantiles; ``init``: the start's lengths and phases
-    (:func:`.starts.server_state`), None empty.  Returns a dict of per-batch arrays and
+    (:func:`.starts.server_state`), None empty; ``rec``: the trajectory after the burn-in, on
+    its grid in time (:mod:`..records`).  Returns a dict of per-batch arrays and
     ``interrupted``."""
     n, d, code, replace, law, counts = run.n, run.d, run.code, run.replace, run.law, run.counts
     rate, time, burn_in, batches = run.rate, run.time, run.burn_in, run.batches
@@ -109,7 +111,13 @@ def _run_one(run: GeneralRun, ss, progress, stop, init):
     interrupted = False
     dt = time / batches
 
-    def run_to(t_stop):
+    def run_to(t_stop):  # with records on the way (the kernel stops at a time, drawing nothing)
+        while (t := _rec.due(rec, t_stop)) is not None:
+            advance(t)
+            rec.add(t - rec.t0, a["c"])
+        advance(t_stop)
+
+    def advance(t_stop):
         nonlocal a
         while True:
             st = _ev.events_kernel(
@@ -163,6 +171,7 @@ def _run_one(run: GeneralRun, ss, progress, stop, init):
     try:
         if burn_in > 0:
             run_to(burn_in)
+        _rec.start(rec, burn_in, a["c"])
         _ev.close_areas(a["c"], a["area"], a["last"], burn_in)
         a["area"][:] = 0.0
         pieces_so.clear()
@@ -233,6 +242,8 @@ def simulate_general(
     workers: int | None = None,
     control_variates: bool = True,
     start: str = "empty",
+    record_every: float | None = None,
+    record_levels: int | None = None,
 ) -> GeneralResult:
     """Simulate ``n`` FIFO servers under a dispatch rule with any service law and server classes.
 
@@ -279,6 +290,11 @@ def simulate_general(
         customer in service with the remaining work of its phase and those waiting with full
         works (:mod:`.starts`); a law with no phase-type form has none
         (:func:`supermarket.system.event_starts.fixed_point_refusal`).
+    record_every, record_levels : optional
+        Record ``u_1..u_m`` (``m = record_levels``; per class too with classes) of replication
+        0 every ``record_every`` units of **time** after the burn-in, this engine's unit of
+        horizon (:mod:`supermarket.simulation.records`; the numbers are those of a run
+        without): the result's ``trajectory``.
 
     Returns
     -------
@@ -311,6 +327,8 @@ def simulate_general(
     if burn_in is None:
         burn_in = time / 10.0
     code = _pol.policy_code(policy, "events")
+    every, levels = _rec.check_record(record_every, record_levels, unit="time", span=time, d=d, lam=float(lam))
+    rec = None if every is None else _rec.Recorder(every, levels, counts)
     if workers is None:
         workers = max(1, min(os.cpu_count() or 1, replications))
     workers = _m.check_positive_int("workers", workers, maximum=1024)
@@ -318,7 +336,7 @@ def simulate_general(
         n, d, lam, policy, replace, law, sc, counts, rate, time, burn_in, replications, batches, qs, code,
         bool(control_variates),
     )  # fmt: skip
-    results, wall = _replicate(run, init, _m.spawn_seeds(seed, replications), workers, progress)
+    results, wall = _replicate(run, init, _m.spawn_seeds(seed, replications), workers, progress, rec)
     runs = [(out, dt) for out, dt, _, _ in results if out["area"]]
     events = sum(ev for _, _, ev, _ in results)
     interrupted = any(intr for _, _, _, intr in results)
@@ -326,12 +344,13 @@ def simulate_general(
         # stopped during the burn-in or the first batch: nothing was measured, so there is
         # no result to show (not a result of nan)
         raise KeyboardInterrupt("interrupted before any batch was measured: nothing to report")
-    return _summarize(run, runs, events, wall, interrupted)
+    return _rec.with_trajectory(_summarize(run, runs, events, wall, interrupted), rec)
 
 
-def _replicate(run: GeneralRun, init, seeds, workers: int, progress) -> tuple[list, float]:
+def _replicate(run: GeneralRun, init, seeds, workers: int, progress, rec=None) -> tuple[list, float]:
     """The replications of ``run`` (replication ``r`` from ``seeds[r]``), on ``workers`` threads
-    (the kernel releases the GIL): their ``(out, dt, events, interrupted)`` and the wall time."""
+    (the kernel releases the GIL): their ``(out, dt, events, interrupted)`` and the wall time;
+    ``rec``: the records of replication 0 (:mod:`..records`)."""
     replications = run.replications
     total = replications * (run.burn_in + run.time)
     done = [0.0] * replications
@@ -345,7 +364,7 @@ def _replicate(run: GeneralRun, init, seeds, workers: int, progress) -> tuple[li
                     done[r] = t
                     progress(min(1.0, sum(done) / total))
 
-        return _run_one(run, seeds[r], tick, stop, init)
+        return _run_one(run, seeds[r], tick, stop, init, rec if r == 0 else None)
 
     # compile (or load from numba's cache) the kernels before the clock starts: a run of no
     # time with its own seed (the replications' streams are untouched)
