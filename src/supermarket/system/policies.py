@@ -122,7 +122,7 @@ class Rule:
     --------
     >>> r = RULES["jbt"]
     >>> r.code, r.uses_d, r.smooth, r.engines[:5]
-    (4, True, False, ('queues', 'profile', 'phase', 'classes', 'classes-phase'))
+    (4, True, False, ('profile', 'queues', 'phase', 'classes', 'classes-phase'))
     """
 
     name: str
@@ -179,7 +179,7 @@ def _one_level(lam: float | str, levels: int, d: int) -> np.ndarray:
 
 _ROUGH = "has a discontinuous mean-field drift (P_ℓ(u) jumps at u_1 = 1)"
 _ONE_LEVEL = "u_1 = λ, u_ℓ = 0 for ℓ >= 2"
-_ALL = ("profile", "phase", "classes", "classes-phase", "events", "exact", "exact-phase", "exact-classes")
+_ALL = ENGINES  # every rule runs on every kernel and exact solver (tests/system/test_registry.py)
 
 
 def _jbt_counts(c: np.ndarray, n: int, d: int, replace: bool) -> np.ndarray:
@@ -229,7 +229,7 @@ RULES: dict[str, Rule] = {
             uses_d=True,
             smooth=True,
             rough="",
-            engines=("queues", *_ALL),
+            engines=_ALL,
             p_counts=_jsqd_counts,
             p_fluid=lambda u, d: u ** int(d),
             fixed_point=_power_fixed_point,
@@ -243,7 +243,7 @@ RULES: dict[str, Rule] = {
             uses_d=False,
             smooth=True,
             rough="",
-            engines=("queues", *_ALL),
+            engines=_ALL,
             p_counts=_random_counts,
             p_fluid=lambda u, d: u.copy(),
             fixed_point=lambda lam, levels, d: _power_fixed_point(lam, levels, 1),
@@ -257,7 +257,7 @@ RULES: dict[str, Rule] = {
             uses_d=False,
             smooth=False,
             rough=_ROUGH,
-            engines=("queues", *_ALL),
+            engines=_ALL,
             p_counts=_jsq_counts,
             p_fluid=lambda u, d: np.zeros_like(u),
             fixed_point=_one_level,
@@ -271,7 +271,7 @@ RULES: dict[str, Rule] = {
             uses_d=False,
             smooth=False,
             rough=_ROUGH,
-            engines=("queues", *_ALL),
+            engines=_ALL,
             p_counts=_jiq_counts,
             p_fluid=lambda u, d: np.zeros_like(u),
             fixed_point=_one_level,
@@ -284,17 +284,7 @@ RULES: dict[str, Rule] = {
             uses_d=True,
             smooth=False,
             rough="has a discontinuous mean-field drift (P_ℓ(u) jumps where u_T reaches 1, T = d)",
-            engines=(
-                "queues",
-                "profile",
-                "phase",
-                "classes",
-                "classes-phase",
-                "events",
-                "exact",
-                "exact-phase",
-                "exact-classes",
-            ),
+            engines=_ALL,
             p_counts=_jbt_counts,
             p_fluid=_jbt_fluid,
             fixed_point=_jbt_fixed_point,
