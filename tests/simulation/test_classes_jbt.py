@@ -133,7 +133,7 @@ def test_which_engine_runs_jbt_with_classes():
         "events",
         "classes-phase",
     ]
-    assert methods.engine_note(exp, "events").endswith("engine 'phase' runs its count chain on request")
+    assert methods.engine_note(exp, "events").endswith("engine 'phase' runs it on request")
     r = simulate(10, 2, 0.7, policy="jbt", server_classes=TWO, service="erlang:2", engine="phase", steps=10**5, seed=2)
     assert r.engine == "classes-phase" and np.isfinite(r.mean_queue_length.mean)
 

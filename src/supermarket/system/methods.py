@@ -333,7 +333,7 @@ def engine_note(system: System, engine: str) -> str | None:
     return (
         f"engine events: {why}policy {system.rule} runs on {ENGINES[RULE_DEFAULT].text} by default, exact in law for "
         "every service law and server classes (docs/model.md §14)"
-        + (f"; engine {' or '.join(repr(a) for a in asks)} runs its count chain on request" if asks else "")
+        + (f"; engine {', '.join(repr(a) for a in asks)} runs it on request" if asks else "")
     )
 
 
