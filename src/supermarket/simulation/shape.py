@@ -40,6 +40,7 @@ The block (docs/simulate.md, "JSON"):
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -61,6 +62,8 @@ __all__ = [
 ESTIMATE_KEYS = ("mean", "stderr", "half_width", "dof", "n_eff", "reliable", "method", "note")
 #: The keys of the ``system`` block, in order.
 SYSTEM_KEYS = ("n", "d", "load", "load_text", "policy", "replace", "service", "server_classes")
+#: The keys of the horizon and the cost (:func:`shared_block`'s ``horizon``), in order.
+HORIZON_KEYS = ("events", "time", "burn_in", "wall_s", "events_per_second", "replications", "batches")
 #: The keys every simulate result's ``to_dict()`` starts with, in order.
 SHARED_KEYS = (
     "engine",
@@ -263,13 +266,7 @@ def shared_block(
     engine: str,
     time_mode: str,
     system: dict[str, Any],
-    events: int,
-    time: float,
-    burn_in: float,
-    wall_s: float,
-    events_per_second: float,
-    replications: int,
-    batches: int,
+    horizon: Mapping[str, Any],
     u_mean: Any,
     u_stderr: Any,
     mean_queue_length: dict[str, Any],
@@ -295,6 +292,9 @@ def shared_block(
     ):
         if e is not None and tuple(e)[: len(ESTIMATE_KEYS)] != ESTIMATE_KEYS:
             raise ValueError(f"{name} must be an estimate dict with the keys {ESTIMATE_KEYS}; got {tuple(e)}")
+    if tuple(horizon) != HORIZON_KEYS:
+        raise ValueError(f"horizon must have the keys {HORIZON_KEYS}; got {tuple(horizon)}")
+    events, time, burn_in = horizon["events"], horizon["time"], horizon["burn_in"]
     if time_mode not in ("discrete", "continuous"):
         raise ValueError(f"time_mode must be 'discrete' or 'continuous'; got {time_mode!r}")
     block = {
@@ -305,10 +305,10 @@ def shared_block(
         "time": float(time),
         "burn_in": burn_in,
         "burn_in_unit": "events" if engine == "profile" else "time",
-        "wall_s": float(wall_s),
-        "events_per_second": float(events_per_second),
-        "replications": int(replications),
-        "batches": int(batches),
+        "wall_s": float(horizon["wall_s"]),
+        "events_per_second": float(horizon["events_per_second"]),
+        "replications": int(horizon["replications"]),
+        "batches": int(horizon["batches"]),
         "u_mean": u_mean,
         "u_stderr": u_stderr,
         "mean_queue_length": mean_queue_length,
@@ -335,13 +335,7 @@ def law_engine_fields(res: Any, *, server_classes: Any = None) -> dict[str, Any]
     return dict(
         time_mode=res.time_mode,
         system=system_block(res.n, res.d, res.lam, res.policy, res.replace, res.service, sc),
-        events=res.events,
-        time=res.time,
-        burn_in=res.burn_in,
-        wall_s=res.wall_s,
-        events_per_second=res.events_per_second,
-        replications=res.replications,
-        batches=res.batches,
+        horizon={key: getattr(res, key) for key in HORIZON_KEYS},
         u_mean=res.u_mean,
         u_stderr=res.u_stderr,
     )
