@@ -46,6 +46,7 @@ __all__ = [
     "BALANCING_RULES",
     "mean_skewness",
     "ratio_series",
+    "jbt_fluid_relaxation_time",
     "jbt_relaxation_time",
     "rule_relaxation_time",
     "second_order_pairs",
