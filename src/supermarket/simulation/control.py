@@ -46,6 +46,8 @@ __all__ = [
     "BALANCING_RULES",
     "mean_skewness",
     "ratio_series",
+    "jbt_fluid_relaxation_time",
+    "jbt_relaxation_time",
     "rule_relaxation_time",
     "second_order_pairs",
     "second_order_terms",
@@ -132,6 +134,78 @@ def rule_relaxation_time(policy: str, lam: float, n: int) -> float:
         raise ValueError(f"rule_relaxation_time is for the rules {BALANCING_RULES}; got policy={policy!r}")
     gap = (1.0 - math.sqrt(lam)) ** 2
     return min(1.0 / gap, RULE_RELAXATION_FACTOR * max(1.0, 1.0 / (n * gap)))
+
+
+def _jbt_fixed_point(lam: float, T: int) -> np.ndarray:
+    """The fluid fixed point ``u_1..u_T`` of jbt (docs/model.md §2): ``u_ℓ = λ(u_{ℓ−1} − u_T)/(1 − u_T)``,
+    ``u_0 = 1``, solved for ``u_T`` by bisection (``u_T(s) − s`` is positive at ``s = 0``, negative
+    as ``s → λ``)."""
+
+    def levels(s: float) -> list[float]:
+        u = [1.0]
+        for _ in range(T):
+            u.append(lam * (u[-1] - s) / (1.0 - s))
+        return u[1:]
+
+    lo, hi = 0.0, lam
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if levels(mid)[-1] > mid else (lo, mid)
+    return np.array(levels(0.5 * (lo + hi)))
+
+
+def jbt_fluid_relaxation_time(lam: float, T: int) -> float:
+    """One over the slowest decay rate of the fluid drift of jbt linearised at its fixed point
+    (time units; docs/model.md §9, "The slowest time scale") [derived].
+
+    Below ``u_T = 1`` the drift of ``u_1..u_T`` is ``λ(u_{ℓ−1} − u_ℓ)/(1 − u_T) − (u_ℓ − u_{ℓ+1})``
+    (``u_0 = 1``, ``u_{T+1} = 0``; levels above ``T`` get no arrivals and decay at rate 1), so its
+    Jacobian has ``∂/∂u_T`` the extra term ``λ(u_{ℓ−1} − u_ℓ)/(1 − u_T)²``.
+
+    >>> round(jbt_fluid_relaxation_time(0.9, 1), 6)  # T = 1 is jiq: u_1 decays at rate 1
+    1.0
+    """
+    u = _jbt_fixed_point(lam, T)
+    x = np.concatenate([[1.0], u, [0.0]])
+    a = lam / (1.0 - u[-1])
+    J = np.zeros((T, T))
+    for ell in range(1, T + 1):
+        i = ell - 1
+        J[i, i] -= a + 1.0
+        if ell >= 2:
+            J[i, i - 1] += a
+        if ell < T:
+            J[i, i + 1] += 1.0
+        J[i, T - 1] += a * (x[ell - 1] - x[ell]) / (1.0 - u[-1])
+    return float(1.0 / min(-np.linalg.eigvals(J).real))
+
+
+def jbt_relaxation_time(lam: float, n: int, d: int) -> float:
+    """A relaxation time (time units) for ``jbt`` (threshold ``T = d``) [derived, a heuristic]:
+    ``RULE_RELAXATION_FACTOR·max(τ_T, 1/(n(1 − √λ)²))``, at most random routing's ``1/(1 − √λ)²``,
+    where ``τ_T`` is :func:`jbt_fluid_relaxation_time`.
+
+    Below the threshold every arrival joins one of the queues shorter than ``T``, so the levels
+    ``u_1..u_T`` move by the fluid drift and relax at its slowest rate ``1/τ_T`` (about 3.6 time
+    units at ``T = 2, λ = 0.95``; 6.3 at ``T = 3``); above it, only reached when every queue
+    holds ``T`` or more, arrivals are routed at random but every server is busy, so the number
+    waiting moves as the M/M/n queue, heavy-traffic time ``1/(n(1 − √λ)²)`` (docs/model.md §9).
+    The factor is that of :func:`rule_relaxation_time`, checked against the exact relaxation
+    times of the tiny chains (tests/simulation/test_jbt_relaxation.py).
+
+    Examples
+    --------
+    >>> round(jbt_relaxation_time(0.95, 1000, 3), 2)  # large n: twice the fluid time
+    12.61
+    >>> round(jbt_relaxation_time(0.9, 2, 2), 1)  # tiny n: the M/M/1 bound, 1/(1 − √0.9)²
+    379.7
+    """
+    if not 0.0 < lam < 1.0:
+        raise ValueError(f"jbt_relaxation_time needs 0 < lam < 1; got lam={lam!r}")
+    if n < 1 or d < 1:
+        raise ValueError(f"jbt_relaxation_time needs n >= 1 and d >= 1; got n={n!r}, d={d!r}")
+    gap = (1.0 - math.sqrt(lam)) ** 2
+    return min(1.0 / gap, RULE_RELAXATION_FACTOR * max(jbt_fluid_relaxation_time(lam, d), 1.0 / (n * gap)))
 
 
 def second_order_pairs(q: int) -> list[tuple[int, int]]:

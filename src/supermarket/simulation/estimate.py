@@ -75,13 +75,16 @@ def _summarize(plan, reps, wall, interrupted, precision_state=None) -> Simulatio
 def _relax(plan, rate):
     """The slowest relaxation time in the units of the batch lengths (None: λ >= 1)."""
     p = plan.params
-    # random routing: the M/M/1 value of d = 1 (exactly); jsq and jiq: control.rule_relaxation_time
+    # random routing: the M/M/1 value of d = 1 (exactly); jsq and jiq: control.rule_relaxation_time;
+    # jbt: control.jbt_relaxation_time (threshold T = d)
     d = p.d if plan.policy == "jsq-d" else 1
     try:
         if not plan.stable:
             return None
         if plan.policy in _cv.BALANCING_RULES:
             t = _cv.rule_relaxation_time(plan.policy, p.lam, p.n)
+        elif plan.policy == "jbt":
+            t = _cv.jbt_relaxation_time(p.lam, p.n, p.d)
         else:
             t = relaxation_time(d, p.lam, p.n)
         return t * (1.0 if plan.continuous else rate)
