@@ -18,6 +18,7 @@ from ..response import check_quantile, from_simulation
 from ..result import Result, frame
 
 __all__ = [
+    "DESIGN_KEYS",
     "LOAD_MAX",
     "LatencyDesign",
     "least_d_for_latency",
@@ -29,6 +30,32 @@ __all__ = [
 LOAD_MAX = 1.0 - 1e-9
 """Highest load :func:`max_load_for_latency` evaluates (λ = 1 is out of range): a target still
 met there is reported as met "up to" it (``capped``)."""
+
+
+#: The keys every ``design --latency`` answer writes first, in order (:class:`LatencyDesign`, the
+#: service laws' :class:`~supermarket.design.service_search.ServiceDesign` and
+#: :class:`~supermarket.design.service_search.ServiceLoadDesign`, the other rules'
+#: :class:`~supermarket.design.rule_latency.RuleLatencyDesign`); ``checked`` and ``verify`` follow.
+DESIGN_KEYS = (
+    "policy",
+    "question",
+    "quantile",
+    "latency",
+    "answer",
+    "achieved",
+    "neighbour",
+    "load",
+    "d",
+    "holds",
+    "at_load",
+    "service",
+    "server_classes",
+    "method",
+    "note",
+    "floor",
+    "monotone",
+    "capped",
+)
 
 
 @dataclass(frozen=True)
@@ -71,26 +98,7 @@ class LatencyDesign(Result):
     method: str = "the mean field (supermarket.meanfield)"
     note: str = ""
 
-    _order = (
-        "policy",
-        "question",
-        "quantile",
-        "latency",
-        "answer",
-        "achieved",
-        "neighbour",
-        "load",
-        "d",
-        "holds",
-        "at_load",
-        "service",
-        "server_classes",
-        "method",
-        "note",
-        "floor",
-        "monotone",
-        "capped",
-    )
+    _order = DESIGN_KEYS
 
     def to_frame(self) -> Any:
         col = "d" if self.question == "least d" else "load"

@@ -22,7 +22,7 @@ from ..result import Result
 from ..system import methods
 from ..system import policies as _pol
 from ..system.spec import System
-from .latency import LOAD_MAX, LatencyDesign, _verdict, least_d_search
+from .latency import DESIGN_KEYS, LOAD_MAX, LatencyDesign, _verdict, least_d_search
 from .rule_sojourn import quantile_function
 from .sojourn import _service_quantile, phase_form
 
@@ -73,26 +73,7 @@ class RuleLatencyDesign(Result):
     capped: bool = False
     verify: dict | None = None
 
-    _order = (
-        "policy",
-        "question",
-        "quantile",
-        "latency",
-        "answer",
-        "achieved",
-        "neighbour",
-        "load",
-        "d",
-        "holds",
-        "at_load",
-        "service",
-        "server_classes",
-        "method",
-        "note",
-        "floor",
-        "monotone",
-        "capped",
-    )
+    _order = DESIGN_KEYS
 
     to_frame = LatencyDesign.to_frame  # the values checked, one row each (the same table)
 

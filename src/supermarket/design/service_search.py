@@ -19,7 +19,7 @@ from ..model import check_load, check_positive_float, check_positive_int
 from ..response import check_quantile
 from ..result import Result, frame
 from ..system.service import ServiceLaw, parse_service
-from .latency import least_d_search
+from .latency import DESIGN_KEYS, least_d_search
 from .sojourn import _service_quantile, mph1_sojourn_quantile, mph1_sojourn_tail, phase_form, sojourn_law
 
 __all__ = [
@@ -77,27 +77,7 @@ class ServiceDesign(Result):
     method: str = "the mean field (supermarket.meanfield)"
     capped: bool = False
 
-    _order = (
-        "policy",
-        "question",
-        "quantile",
-        "latency",
-        "answer",
-        "achieved",
-        "neighbour",
-        "load",
-        "d",
-        "holds",
-        "at_load",
-        "service",
-        "server_classes",
-        "method",
-        "note",
-        "floor",
-        "monotone",
-        "capped",
-        "fit",
-    )
+    _order = (*DESIGN_KEYS, "fit")
     _extra = ("note",)
 
     @property
@@ -261,27 +241,7 @@ class ServiceLoadDesign(Result):
     server_classes: str | None = None
     method: str = "the mean field (supermarket.meanfield)"
 
-    _order = (
-        "policy",
-        "question",
-        "quantile",
-        "latency",
-        "answer",
-        "achieved",
-        "neighbour",
-        "load",
-        "d",
-        "holds",
-        "at_load",
-        "service",
-        "server_classes",
-        "method",
-        "note",
-        "floor",
-        "monotone",
-        "capped",
-        "fit",
-    )
+    _order = (*DESIGN_KEYS, "fit")
     _extra = ("note",)
 
     @property
