@@ -88,7 +88,7 @@ def test_an_option_without_a_field_is_a_type_error():
 def test_each_command_has_one_field_per_option(name):
     """The dataclass names exactly the command's visible options (a deprecated hidden spelling
     hands its value to the new option's field), in the order of the decorators."""
-    cmd = main.commands[name]
+    cmd = main.get_command(click.Context(main), name)
     options = [p.name for p in cmd.params if not getattr(p, "hidden", False)]
     fields = [f.name for f in dataclasses.fields(ARGS[name])]
     assert fields == options

@@ -31,8 +31,8 @@ class MeanfieldArgs:
     levels: int | None
     tol: float | None
     points: int
-    cdf: int | None
     plot: str | None
+    cdf: int | None
     service: str
     scheduler: str | None
     connect_timeout: float
