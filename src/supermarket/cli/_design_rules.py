@@ -4,39 +4,29 @@ by a few lines."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from .theory import DesignArgs
 
 __all__ = ["design_rule_cli"]
 
 
-def design_rule_cli(
-    *,
-    n: int | None,
-    load: str | None,
-    latency: float,
-    quantile: float,
-    d: int | None,
-    service: str,
-    server_classes: str | None,
-    policy: str,
-    verify: bool,
-    steps: int,
-    seed: int,
-    workers: int | None,
-    scheduler: str | None,
-    connect_timeout: float,
-    budget: Any,
-) -> Any:
+def design_rule_cli(a: DesignArgs, budget: Any) -> Any:
     """Check the question (refused in one line before any work), answer it
-    (:func:`supermarket.design.rule_latency.design_rule_latency`) and, with ``verify``, check the
-    answer with the event engine; returns the :class:`~supermarket.design.rule_latency.RuleLatencyDesign`."""
+    (:func:`supermarket.design.rule_latency.design_rule_latency`) and, with ``--verify``, check the
+    answer with the event engine; returns the :class:`~supermarket.design.rule_latency.RuleLatencyDesign`.
+    ``a.policy`` is in lower case; ``a.latency`` is given."""
     from ..design import rule_latency as rl
     from ..system import policies as pol
     from ..system.spec import System
     from .options import run_once
 
+    n, load, d, policy, verify, scheduler = a.n, a.load, a.d, a.policy, a.verify, a.scheduler
+    service, server_classes = a.service or "exp", a.server_classes
+    assert a.latency is not None  # the command comes here with --latency only
     name = pol.check_policy(policy)
     rule = pol.RULES[name]
     reads_d = ", ".join(r.name for r in pol.RULES.values() if r.uses_d)
@@ -70,7 +60,7 @@ def design_rule_cli(
         System(n, dd, load or "0.01", rule=name, service=service, server_classes=server_classes)  # n whole per class
     budget.stage("the mean-field search")
     rep = run_once(
-        scheduler, connect_timeout, rl.design_rule_latency, name, quantile, latency,
+        scheduler, a.connect_timeout, rl.design_rule_latency, name, a.quantile, a.latency,
         load=load, d=d, service=service, server_classes=server_classes,
     )  # fmt: skip
     if verify:
@@ -78,7 +68,7 @@ def design_rule_cli(
         budget.stage("--verify's simulation (the event engine)")
         lam = rep.load if rep.load is not None else rep.answer
         sbar = system.server_classes.mean_speed if system.server_classes is not None else 1.0
-        time = steps / (2.0 * n * lam * sbar)  # an arrival and a departure per customer
-        v = rl.verify_rule_latency(rep, n, time=time, seed=seed, workers=workers)
+        time = a.steps / (2.0 * n * lam * sbar)  # an arrival and a departure per customer
+        v = rl.verify_rule_latency(rep, n, time=time, seed=a.seed, workers=a.workers)
         rep = rl.RuleLatencyDesign(**{**rep.__dict__, "verify": v})
     return rep

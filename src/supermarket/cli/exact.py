@@ -5,17 +5,42 @@ from __future__ import annotations
 import math
 import os
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 import click
 
 from ..model import MAX_CDF_POINTS
+from ._args import takes_args
 from ._budget import SECONDS
 from ._common import COUNT, LOAD, OUTPUT_FIGURE, CountType, print_json, save_figure
 from ._phase import exact_phase_cli
 from .options import one_task_options, policy_option, replace_option, run_once, service_option
 
 NOTE_SECONDS = 5.0  # a search predicted to take longer says so before it starts
+
+
+@dataclass(frozen=True)
+class ExactArgs:
+    """The options of ``supermarket exact``, one field per option (click's names)."""
+
+    n: int
+    d: int
+    load: str
+    replace: bool
+    policy: str
+    tol: float
+    cap: int | None
+    quantiles: tuple[float, ...]
+    profile_law: bool
+    cdf_points: int | None
+    max_seconds: float
+    plot: str | None
+    service: str
+    scheduler: str | None
+    connect_timeout: float
+    as_json: bool
+    server_classes: str | None
 
 
 @click.command()
@@ -89,7 +114,8 @@ NOTE_SECONDS = 5.0  # a search predicted to take longer says so before it starts
     "chain (docs/model.md §15.4); per-class E[u], queue lengths and sojourn times; with a phase-type --service, "
     "by class, length and phase (§15.6).",
 )
-def exact(**options: Any) -> None:
+@takes_args(ExactArgs)
+def exact(args: ExactArgs) -> None:
     """Exact stationary law of the profile chain for small n (docs/model.md §11): E[u_i], the
     law of the maximum queue length, the mean queue length and the response-time law, with
     the truncation bound; sparse linear algebra, no simulation."""
@@ -97,7 +123,7 @@ def exact(**options: Any) -> None:
 
     with Heartbeat("exact") as hb:
         try:
-            _exact(**options, progress=hb.note)
+            _exact(args, progress=hb.note)
         except ValueError as exc:
             import threading
 
@@ -116,90 +142,74 @@ def exact(**options: Any) -> None:
             raise
 
 
-def _exact(
-    n: int,
-    d: int,
-    load: str,
-    replace: bool,
-    policy: str,
-    tol: float,
-    cap: int | None,
-    quantiles: tuple[float, ...],
-    profile_law: bool,
-    cdf_points: int | None,
-    max_seconds: float,
-    plot: str | None,
-    scheduler: str | None,
-    connect_timeout: float,
-    as_json: bool,
-    service: str = "exp",
-    server_classes: str | None = None,
-    progress: Any = None,
-) -> None:
+def _exact(a: ExactArgs, progress: Any = None) -> None:
+    """The solver the method table names for the system, run and printed."""
     from ..system.methods import exact_solver
     from ..system.spec import System
 
-    system = System(n, d, load, rule=policy, replace=replace, service=service, server_classes=server_classes)
+    system = System(
+        a.n, a.d, a.load, rule=a.policy, replace=a.replace, service=a.service, server_classes=a.server_classes
+    )
     solver = exact_solver(system)  # the one table (supermarket.system.methods): a law without one is refused
-    if solver in ("classes", "classes_phase") and server_classes is not None:  # §15.4; phase-type --service §15.6
+    if solver in ("classes", "classes_phase") and a.server_classes is not None:  # §15.4; phase-type --service §15.6
         from ._classes import exact_cli
 
-        exact_cli(
-            n=n,
-            d=d,
-            load=load,
-            policy=policy,
-            replace=replace,
-            server_classes=server_classes,
-            service=service,
-            cap=cap,
-            tol=tol,
-            as_json=as_json,
-            max_seconds=max_seconds,
-            progress=progress,
-            refused={"--quantile": quantiles, "--profile-law": profile_law, "--cdf": cdf_points, "--plot": plot},
-        )
+        exact_cli(a, progress)
         return
     if solver == "phase":  # docs/model.md §13
         exact_phase_cli(
-            n, d, load, service=service, policy=policy, replace=replace, cap=cap, tol=tol, as_json=as_json,
-            plot=plot, cdf_points=cdf_points, quantiles=quantiles, profile_law=profile_law,
-            max_seconds=max_seconds, progress=progress,
+            a.n, a.d, a.load, service=a.service, policy=a.policy, replace=a.replace, cap=a.cap, tol=a.tol,
+            as_json=a.as_json, plot=a.plot, cdf_points=a.cdf_points, quantiles=a.quantiles,
+            profile_law=a.profile_law, max_seconds=a.max_seconds, progress=progress,
         )  # fmt: skip
         return
-    from ..response import DEFAULT_QUANTILES
-    from ..stationary.profile import solve
+    _note_long_search(a)
+    res = _solve(a, progress)
+    _warn_capped(res, a.tol)
+    _show(a, res)
 
-    qs = tuple(quantiles) if quantiles else DEFAULT_QUANTILES
-    if cap is None and 0 < tol <= 0.1 and max_seconds > 0:
+
+def _note_long_search(a: ExactArgs) -> None:
+    """One line on stderr, before the work, when the cap search is predicted to take over
+    :data:`NOTE_SECONDS` (and fits in ``--max-seconds``)."""
+    if a.cap is None and 0 < a.tol <= 0.1 and a.max_seconds > 0:
         from ..result import human_seconds
         from ..stationary.profile import MAX_STATES, estimate_seconds, least_states
 
-        M, S = least_states(n, d, load, tol)
-        secs = estimate_seconds(n, M) if S <= MAX_STATES else math.inf
-        if NOTE_SECONDS < secs <= max_seconds:  # (beyond the limits solve refuses at once, in one line)
+        M, S = least_states(a.n, a.d, a.load, a.tol)
+        secs = estimate_seconds(a.n, M) if S <= MAX_STATES else math.inf
+        if NOTE_SECONDS < secs <= a.max_seconds:  # (beyond the limits solve refuses at once, in one line)
             click.echo(
                 f"supermarket: the cap search ends at a cap of at least {M} ({S:,} states): expect at "
                 f"least {human_seconds(secs)} (one idle core; more on a busy one); a larger --tol or a "
                 "fixed --cap is faster",
                 err=True,
             )
+
+
+def _solve(a: ExactArgs, progress: Any) -> Any:
+    """:func:`supermarket.stationary.profile.solve` here or as one task on ``--scheduler``; Ctrl-C
+    inside an incomplete LU leaves at once (exit 130)."""
+    from ..response import DEFAULT_QUANTILES
+    from ..stationary.profile import solve
+
+    qs = tuple(a.quantiles) if a.quantiles else DEFAULT_QUANTILES
     try:
-        res = run_once(
-            scheduler,
-            connect_timeout,
+        return run_once(
+            a.scheduler,
+            a.connect_timeout,
             solve,
-            n,
-            d,
-            load,
-            replace=replace,
-            tol=tol,
-            cap=cap,
+            a.n,
+            a.d,
+            a.load,
+            replace=a.replace,
+            tol=a.tol,
+            cap=a.cap,
             quantiles=qs,
-            profile_law=profile_law,
-            max_seconds=max_seconds,
-            policy=policy,
-            **({"progress": progress} if scheduler is None else {}),
+            profile_law=a.profile_law,
+            max_seconds=a.max_seconds,
+            policy=a.policy,
+            **({"progress": progress} if a.scheduler is None else {}),
         )
     except KeyboardInterrupt:
         import threading
@@ -214,6 +224,10 @@ def _exact(
             sys.stderr.flush()
             os._exit(130)
         raise
+
+
+def _warn_capped(res: Any, tol: float) -> None:
+    """The warning of a fixed ``--cap`` too low for ``--tol``: the law of a capped system."""
     tr = res.truncation
     if tr["mass_at_cap"] >= tol:  # only a fixed --cap gets here: the law of a capped system, not of the model
         click.echo(
@@ -223,11 +237,16 @@ def _exact(
             "raise --cap or leave it out (the search raises the cap until below --tol)",
             err=True,
         )
+
+
+def _show(a: ExactArgs, res: Any) -> None:
+    """The figure (``--plot``), then the law as JSON or text, with ``--cdf`` and ``--profile-law``."""
     grid = None
-    if cdf_points is not None:
+    if a.cdf_points is not None:
         import numpy as np
 
-        grid = np.linspace(0.0, 1.1 * max(res.sojourn.quantiles.values()), cdf_points)
+        grid = np.linspace(0.0, 1.1 * max(res.sojourn.quantiles.values()), a.cdf_points)
+    plot = a.plot
     if plot:
         import matplotlib
 
@@ -239,8 +258,8 @@ def _exact(
             save_figure(fig, plot, dpi=120)  # whole or not at all; a write error is one line, exit 1
         finally:
             plt.close(fig)
-    if as_json:
-        out = res.to_dict(profile_law=tol if profile_law else False)
+    if a.as_json:
+        out = res.to_dict(profile_law=a.tol if a.profile_law else False)
         if grid is not None:
             out["cdf"] = res.response.to_dict(cdf_grid=grid)["cdf"]
         print_json(out)
@@ -248,11 +267,11 @@ def _exact(
     click.echo(res.summary())
     if grid is not None:
         click.echo("  t           P(S <= t)     P(W <= t)")
-        for t, a, b in zip(grid, res.response.sojourn_cdf(grid), res.response.waiting_cdf(grid)):
-            click.echo(f"  {t:<11.5g} {a:<13.8g} {b:.8g}")
-    if profile_law:
-        click.echo(f"P(u = ·): counts (c_1, c_2, …) with probability ≥ {tol:g}")
-        for c, p in res.profile_law(tol):
+        for t, x, y in zip(grid, res.response.sojourn_cdf(grid), res.response.waiting_cdf(grid)):
+            click.echo(f"  {t:<11.5g} {x:<13.8g} {y:.8g}")
+    if a.profile_law:
+        click.echo(f"P(u = ·): counts (c_1, c_2, …) with probability ≥ {a.tol:g}")
+        for c, p in res.profile_law(a.tol):
             click.echo(f"  {c!s:<30} {p:.10g}")
     if plot:
         click.echo(f"wrote {plot}")  # the closing line of every command that writes a file

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import click
 from rich.console import Console
 
+from ._args import takes_args
 from ._common import COUNT, FLOAT, OUTPUT_FIGURE, CountType, print_json, save_figure, stderr_is_tty
 from .options import (
     dask_client,
@@ -25,6 +27,39 @@ from .options import (
 
 # fluctuations.regimes.MAX_REGIME_N, written out: importing it would load NumPy before any command runs
 MAX_REGIME_N = 10**17
+
+
+@dataclass(frozen=True)
+class FluctuationsArgs:
+    """The options of ``supermarket fluctuations``, one field per option (click's names)."""
+
+    regime: str
+    n: int
+    kappa: float | None
+    theta: float
+    c: float | None
+    zeta: float | None
+    d: int | None
+    centring: str
+    time_: float
+    burn_in: float | None
+    replications: int
+    seed: int
+    replace: bool
+    workers: int | None
+    scheduler: str | None
+    connect_timeout: float
+    sde_paths: int
+    sde_time: float
+    dt: float
+    reflection: str
+    prelimit: bool
+    grid_dt: float
+    plot: str | None
+    policy: str
+    service: str
+    server_classes: str | None
+    as_json: bool
 
 
 @click.command()
@@ -113,97 +148,98 @@ MAX_REGIME_N = 10**17
     type=FLOAT,
     why="--burn-in-steps and --burn-in-time say the unit in every command",
 )
-def fluctuations(
-    regime: str,
-    n: int,
-    kappa: float | None,
-    theta: float,
-    c: float | None,
-    zeta: float | None,
-    d: int | None,
-    centring: str,
-    time_: float,
-    burn_in: float | None,
-    replications: int,
-    seed: int,
-    replace: bool,
-    workers: int | None,
-    scheduler: str | None,
-    connect_timeout: float,
-    sde_paths: int,
-    sde_time: float,
-    dt: float,
-    reflection: str,
-    prelimit: bool,
-    grid_dt: float,
-    plot: str | None,
-    as_json: bool,
-    policy: str = "jsq-d",
-    service: str = "exp",
-    server_classes: str | None = None,
-) -> None:
+@takes_args(FluctuationsArgs)
+def fluctuations(args: FluctuationsArgs) -> None:
     """Fluctuations of order n^(−1/2) about the near-equilibrium centre in the three regimes
     of paper 002 (docs/model.md §8; the limit diffusions are derived): the exact chain's stationary
     moments of the scaled process (z1, z2) = (Z1, Z2) in (a), (Q, Y) in (b), (c), with
     standard errors, beside the limit diffusion (Euler–Maruyama) and the finite-n linear
     noise approximation at x^n.  Conditions of the regime that fail are warned about."""
+    _check(args)
+    client = dask_client(args.scheduler, args.connect_timeout, args.workers)  # before any work: a bad address fails
+    p = _regime_params(args)
+    try:
+        cmp = _compare(args, p, client)
+    finally:
+        if client is not None:
+            client.close()
+    _report(args, cmp)
+
+
+def _check(args: FluctuationsArgs) -> None:
+    """Refuse, before any work, what the regimes' theorems do not cover (JSQ(d_n), exponential
+    service, identical servers) and the options of another regime."""
     from click.core import ParameterSource
 
-    from .. import fluctuations as fl
     from ..system.methods import paper_method
     from ..system.spec import System
 
-    # before any work: the regimes' theorems are about JSQ(d_n), exponential service, identical servers
     paper_method(
-        System(max(n, 2), 2, 0.5, rule=policy, service=service, server_classes=server_classes),
+        System(max(args.n, 2), 2, 0.5, rule=args.policy, service=args.service, server_classes=args.server_classes),
         "fluctuations",
         lambda key: "--" + key.replace("_", "-"),
     )
-
+    regime = args.regime
     if regime != "a" and click.get_current_context().get_parameter_source("theta") != ParameterSource.DEFAULT:
         raise click.UsageError(
             f"--theta applies to --regime a only (regime {regime} sets d_n from {'--c' if regime == 'b' else '--d'})"
         )
-    for option, changed in (("--centring", centring != "c_n"), ("--reflection", reflection != "bridge")):
+    for option, changed in (("--centring", args.centring != "c_n"), ("--reflection", args.reflection != "bridge")):
         if regime != "c" and changed:
             raise click.UsageError(f"{option} applies to --regime c only")
-    client = dask_client(scheduler, connect_timeout, workers)  # before any work: a bad address fails at once
+
+
+def _regime_params(args: FluctuationsArgs) -> Any:
+    """The regime's parameters at this n (:func:`supermarket.fluctuations.regime_params`), its
+    warnings printed one line each."""
+    from .. import fluctuations as fl
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", fl.RegimeWarning)
         warnings.simplefilter("always", fl.WorkWarning)
-        kw: dict[str, Any] = dict(kappa=kappa, c=c, zeta=zeta, d=d, replace=replace)
-        if regime == "a":
-            kw["theta"] = theta
-        if regime == "c":
-            kw["centring"] = centring
-        p = fl.regime_params(regime, n, **kw)
+        kw: dict[str, Any] = dict(kappa=args.kappa, c=args.c, zeta=args.zeta, d=args.d, replace=args.replace)
+        if args.regime == "a":
+            kw["theta"] = args.theta
+        if args.regime == "c":
+            kw["centring"] = args.centring
+        p = fl.regime_params(args.regime, args.n, **kw)
     for w in caught:
         click.echo(f"supermarket: warning: {w.message}", err=True)
+    return p
+
+
+def _compare(args: FluctuationsArgs, p: Any, client: Any) -> Any:
+    """The chain, the limit diffusion and the LNA compared (:func:`supermarket.fluctuations.compare`),
+    a status line on a terminal."""
+    from .. import fluctuations as fl
+
     busy = "simulating the chain and the diffusions… (Ctrl-C stops)"
     status = Console(stderr=True).status(busy) if stderr_is_tty() else contextlib.nullcontext()
-    try:
-        with status, warnings.catch_warnings():
-            warnings.simplefilter("always", fl.WorkWarning)
-            # the estimate is printed at once, before the long run starts
-            warnings.showwarning = lambda message, *a, **k: click.echo(f"supermarket: warning: {message}", err=True)
-            cmp = fl.compare(
-                p,
-                time=time_,
-                burn_in=burn_in,
-                replications=replications,
-                seed=seed,
-                workers=workers,
-                sde_paths=sde_paths,
-                sde_time=sde_time,
-                dt=dt,
-                reflection=reflection,
-                prelimit=prelimit,
-                grid_dt=grid_dt,
-                client=client,
-            )
-    finally:
-        if client is not None:
-            client.close()
+    with status, warnings.catch_warnings():
+        warnings.simplefilter("always", fl.WorkWarning)
+        # the estimate is printed at once, before the long run starts
+        warnings.showwarning = lambda message, *a, **k: click.echo(f"supermarket: warning: {message}", err=True)
+        return fl.compare(
+            p,
+            time=args.time_,
+            burn_in=args.burn_in,
+            replications=args.replications,
+            seed=args.seed,
+            workers=args.workers,
+            sde_paths=args.sde_paths,
+            sde_time=args.sde_time,
+            dt=args.dt,
+            reflection=args.reflection,
+            prelimit=args.prelimit,
+            grid_dt=args.grid_dt,
+            client=client,
+        )
+
+
+def _report(args: FluctuationsArgs, cmp: Any) -> None:
+    """The figure (``--plot``), then the comparison as JSON or text, with the advice of a run too
+    short for its error bars."""
+    plot = args.plot
     if plot:
         import matplotlib.pyplot as plt
 
@@ -215,7 +251,7 @@ def fluctuations(
     out = cmp.to_dict()
     if plot:
         out["plot"] = plot
-    if as_json:
+    if args.as_json:
         print_json(out)
         return
     click.echo(cmp.summary())

@@ -4,15 +4,40 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import click
 import numpy as np
 
+from ._args import takes_args
 from ._common import COUNT, FLOAT, LOAD, OUTPUT_FIGURE, CountType, print_json, save_figure
 from ._phase import meanfield_phase_cli
 from ._refined import refined_block
 from .options import json_option, one_task_options, policy_option, replace_option, run_once, service_option
+
+
+@dataclass(frozen=True)
+class MeanfieldArgs:
+    """The options of ``supermarket meanfield``, one field per option (click's names)."""
+
+    d: int | float
+    load: str
+    n: int | None
+    time: float | None
+    start: str
+    replace: bool
+    policy: str
+    levels: int | None
+    tol: float | None
+    points: int
+    plot: str | None
+    cdf: int | None
+    service: str
+    scheduler: str | None
+    connect_timeout: float
+    as_json: bool
+    server_classes: str | None
 
 
 class DType(click.ParamType):
@@ -383,84 +408,88 @@ def _add_response_times(
     "fixed point (docs/model.md §15.2; jsq, jiq and jbt: their fluid fixed point, §2.1); with a phase-type "
     "--service, per class and phase (§15.5); with --n, its refined mean field and linear noise (§15.8).",
 )
-def meanfield(
-    d: int | float,
-    load: str,
-    n: int | None,
-    time: float | None,
-    start: str,
-    replace: bool,
-    policy: str,
-    levels: int | None,
-    tol: float | None,
-    points: int,
-    cdf: int | None,
-    plot: str | None,
-    scheduler: str | None,
-    connect_timeout: float,
-    as_json: bool,
-    service: str = "exp",
-    server_classes: str | None = None,
-) -> None:
+@takes_args(MeanfieldArgs)
+def meanfield(args: MeanfieldArgs) -> None:
     """Mean-field theory for (d, λ) (docs/model.md §3, §8): the fixed point π, the ODE (1.1) from a
     start profile, and with --n the refined mean field E[u_i] ≈ π(i) + V_i/n (Gast–Van Houdt)
     and the linear-noise covariance of √n u.  --d inf gives the water-filling limit of paper 002."""
-    field = "ode"
-    if server_classes is not None or service != "exp":
-        from ..system.methods import mean_field, refined_mean_field
-        from ..system.spec import System
-
-        if isinstance(d, int) or (isinstance(d, float) and d.is_integer()):  # --d inf: refused below
-            system = System(None, int(d), load, policy, replace, service=service, server_classes=server_classes)
-            field = mean_field(system)  # the one table (supermarket.system.methods): refused with the reason
-            if n is not None:  # the refined mean field: refused with the table's reason
-                refined_mean_field(system, "--n")
-        else:
-            field = "classes" if server_classes is not None else "phase"
+    field = _field(args)
     if field == "fluid":  # a discontinuous drift with a law or classes: its fluid fixed point (§2.1)
         from ._classes import fluid_cli
 
-        fluid_cli(**locals())
+        fluid_cli(args)
         return
     if field in ("classes", "classes_phase"):  # docs/model.md §15.2, with a phase-type law §15.5
         from ._classes import meanfield_cli
 
-        meanfield_cli(**locals())
+        meanfield_cli(args)
         return
+    a = args
     if field == "phase":  # docs/model.md §13
         meanfield_phase_cli(
-            d, load, service=service, policy=policy, replace=replace, levels=levels, as_json=as_json,
-            n=n, time=time, plot=plot, cdf=cdf, start=start,
+            a.d, a.load, service=a.service, policy=a.policy, replace=a.replace, levels=a.levels, as_json=a.as_json,
+            n=a.n, time=a.time, plot=a.plot, cdf=a.cdf, start=a.start,
         )  # fmt: skip
         return
-    if not replace and n is None:
+    _check_ode_options(a)
+    rep = run_once(
+        a.scheduler,
+        a.connect_timeout,
+        build_report,
+        a.d,
+        a.load,
+        n=a.n,
+        time=a.time,
+        start=a.start,
+        replace=a.replace,
+        points=a.points,
+        levels=a.levels,
+        tol=a.tol,
+        cdf=a.cdf,
+        policy=a.policy,
+    )
+    _show(a, rep)
+
+
+def _field(a: MeanfieldArgs) -> str:
+    """Which mean field answers (the method table's name: ``ode``, ``fluid``, ``phase``,
+    ``classes``, ``classes_phase``); a system without one is refused with the table's reason."""
+    field = "ode"
+    if a.server_classes is not None or a.service != "exp":
+        from ..system.methods import mean_field, refined_mean_field
+        from ..system.spec import System
+
+        d = a.d
+        if isinstance(d, int) or (isinstance(d, float) and d.is_integer()):  # --d inf: refused below
+            system = System(
+                None, int(d), a.load, a.policy, a.replace, service=a.service, server_classes=a.server_classes
+            )
+            field = mean_field(system)  # the one table (supermarket.system.methods): refused with the reason
+            if a.n is not None:  # the refined mean field: refused with the table's reason
+                refined_mean_field(system, "--n")
+        else:
+            field = "classes" if a.server_classes is not None else "phase"
+    return field
+
+
+def _check_ode_options(a: MeanfieldArgs) -> None:
+    """Refuse the options of the ODE without ``--time``, and ``--no-replace`` without ``--n``."""
+    if not a.replace and a.n is None:
         raise click.UsageError("--no-replace needs --n (the sampling law without replacement depends on n)")
-    if time is None and start != "empty":
+    if a.time is None and a.start != "empty":
         raise click.UsageError("--start is the initial profile of the ODE: it needs --time")
-    if time is None and click.get_current_context().get_parameter_source("points") not in (
+    if a.time is None and click.get_current_context().get_parameter_source("points") not in (
         click.core.ParameterSource.DEFAULT,
         None,
     ):
         raise click.UsageError("--points are the output times of the ODE: it needs --time")
-    rep = run_once(
-        scheduler,
-        connect_timeout,
-        build_report,
-        d,
-        load,
-        n=n,
-        time=time,
-        start=start,
-        replace=replace,
-        points=points,
-        levels=levels,
-        tol=tol,
-        cdf=cdf,
-        policy=policy,
-    )
+
+
+def _show(a: MeanfieldArgs, rep: dict) -> None:
+    """The figure (``--plot``), then the report as JSON or text."""
     from ..meanfield import MeanFieldReport
 
-    if plot:
+    if a.plot:
         import matplotlib
 
         matplotlib.use("Agg")
@@ -468,11 +497,11 @@ def meanfield(
 
         fig = MeanFieldReport(rep).plot()
         try:
-            save_figure(fig, plot, dpi=110)
+            save_figure(fig, a.plot, dpi=110)
         finally:
             plt.close(fig)
-        rep["plot"] = plot
-    if as_json:
+        rep["plot"] = a.plot
+    if a.as_json:
         print_json(rep)
         return
     click.echo(MeanFieldReport(rep).summary())

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import click
 
+from ._args import takes_args
 from ._common import COUNT, LOAD, N_COUNT, TaskProgress, print_json, stderr_is_tty
 from .options import (
     dask_session,
@@ -18,6 +21,28 @@ from .options import (
     service_option,
     start_option,
 )
+
+
+@dataclass(frozen=True)
+class MixingArgs:
+    """The options of ``supermarket mixing``, one field per option (click's names)."""
+
+    n: int
+    d: int
+    load: str
+    start: str
+    replications: int
+    max_steps: int | None
+    burn_in: int | None
+    seed: int
+    workers: int | None
+    scheduler: str | None
+    connect_timeout: float
+    replace: bool
+    policy: str
+    service: str
+    server_classes: str | None
+    as_json: bool
 
 
 @click.command()
@@ -68,24 +93,8 @@ from .options import (
     type=COUNT,
     why="--burn-in-steps and --burn-in-time say the unit in every command",
 )
-def mixing(
-    n: int,
-    d: int,
-    load: str,
-    start: str,
-    replications: int,
-    max_steps: int | None,
-    burn_in: int | None,
-    seed: int,
-    workers: int | None,
-    scheduler: str | None,
-    connect_timeout: float,
-    replace: bool,
-    as_json: bool,
-    policy: str = "jsq-d",
-    service: str = "exp",
-    server_classes: str | None = None,
-) -> None:
+@takes_args(MixingArgs)
+def mixing(args: MixingArgs) -> None:
     """Coalescence time of a copy started at --start with a stationary copy under the sorted
     coupling (docs/model.md §2), its mean, median and 90% quantile with 95% confidence intervals,
     the bound t_mix(1/4) ≤ 0.75-quantile of τ, and the paper-000 orders (docs/model.md §6).
@@ -97,30 +106,33 @@ def mixing(
     from ..system.methods import paper_method
     from ..system.spec import System
 
-    system = System(n, d, load, rule=policy, replace=replace, service=service, server_classes=server_classes)
+    a = args
+    system = System(
+        a.n, a.d, a.load, rule=a.policy, replace=a.replace, service=a.service, server_classes=a.server_classes
+    )
     paper_method(system, "mixing", lambda key: "--" + key.replace("_", "-"))  # before any work
 
-    bar = TaskProgress("coupled pairs", plain=as_json or not stderr_is_tty())
+    bar = TaskProgress("coupled pairs", plain=a.as_json or not stderr_is_tty())
     # dask_session first: a bad address fails before any work
-    with dask_session(scheduler, connect_timeout, workers) as client, warnings.catch_warnings(), bar:
+    with dask_session(a.scheduler, a.connect_timeout, a.workers) as client, warnings.catch_warnings(), bar:
         warnings.simplefilter("always", mx.MixingWarning)
         # the estimate is printed at once, before the long run starts
-        warnings.showwarning = lambda message, *a, **k: click.echo(f"supermarket: warning: {message}", err=True)
+        warnings.showwarning = lambda message, *_, **__: click.echo(f"supermarket: warning: {message}", err=True)
         res = mx.coalescence(
-            n,
-            d,
-            load,
-            start=start,
-            replications=replications,
-            seed=seed,
-            max_steps=max_steps,
-            burn_in=burn_in,
-            replace=replace,
-            workers=workers,
+            a.n,
+            a.d,
+            a.load,
+            start=a.start,
+            replications=a.replications,
+            seed=a.seed,
+            max_steps=a.max_steps,
+            burn_in=a.burn_in,
+            replace=a.replace,
+            workers=a.workers,
             client=client,
             progress=bar,
         )
-    if as_json:
+    if a.as_json:
         print_json(res.to_dict())
         return
     click.echo(res.summary())

@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import click
 
+from ._args import takes_args
 from ._common import COUNT, FLOAT, LOAD, TaskProgress, print_json, stderr_is_tty
 from .options import (
     dask_session,
@@ -28,6 +32,27 @@ _CLI_WORDS = (
     ("max_time", "--max-seconds"),
     ("max_memory", "--max-memory-mb"),
 )
+
+
+@dataclass(frozen=True)
+class PerfectArgs:
+    """The options of ``supermarket perfect``, one field per option (click's names)."""
+
+    n: int
+    d: int
+    load: str
+    replications: int
+    seed: int
+    max_seconds: float | None
+    max_memory_mb: float | None
+    workers: int | None
+    scheduler: str | None
+    connect_timeout: float
+    replace: bool
+    policy: str
+    service: str
+    server_classes: str | None
+    as_json: bool
 
 
 def _cli_words(message: str) -> str:
@@ -87,74 +112,26 @@ def _cli_words(message: str) -> str:
     type=COUNT,
     why="one name for independent repetitions in every command",
 )
-def perfect(
-    n: int,
-    d: int,
-    load: str,
-    replications: int,
-    seed: int,
-    max_seconds: float | None,
-    max_memory_mb: float | None,
-    workers: int | None,
-    scheduler: str | None,
-    connect_timeout: float,
-    replace: bool,
-    as_json: bool,
-    policy: str = "jsq-d",
-    service: str = "exp",
-    server_classes: str | None = None,
-) -> None:
+@takes_args(PerfectArgs)
+def perfect(args: PerfectArgs) -> None:
     """Exact samples from the stationary law of the (n, d, λ) chain: no burn-in, no
     truncation (dominated coupling from the past, random routing as the dominating
     process, docs/model.md §12).  Prints the mean of u_i over samples with standard errors
     and the coalescence horizons (time units of the continuous-time chain)."""
-    from .. import perfect as pf
     from ..system.methods import perfect_sampler
     from ..system.spec import System
-    from . import UserError
 
+    a = args
     # the method table refuses, before any work, a system the sampler has no coupling for
     perfect_sampler(
-        System(n, d, load, rule=policy, replace=replace, service=service, server_classes=server_classes),
+        System(a.n, a.d, a.load, rule=a.policy, replace=a.replace, service=a.service, server_classes=a.server_classes),
         lambda key: "--" + key.replace("_", "-"),
     )
-
-    max_memory = None
-    if max_memory_mb is not None:
-        if not 0 < max_memory_mb <= 2**43:
-            raise UserError(
-                f"--max-memory-mb must be a positive number of MiB, at most 2^43 (8 EiB); got {max_memory_mb!r}"
-            )
-        max_memory = max(1, int(max_memory_mb * 2**20))
-    samples = replications  # the library's word
-    threads = 1 if scheduler is not None else _threads(workers, samples, max_memory)
-    with dask_session(scheduler, connect_timeout, workers) as client:
-        partial = None
-        with TaskProgress("exact samples", plain=as_json or not stderr_is_tty()) as bar:
-            try:
-                res = pf.sample(
-                    n,
-                    d,
-                    load,
-                    samples=samples,
-                    seed=seed,
-                    replace=replace,
-                    policy=policy,
-                    max_time=max_seconds,
-                    max_memory=max_memory,
-                    workers=threads,
-                    client=client,
-                    progress=bar,
-                )
-            except pf.BudgetExceeded as exc:
-                if exc.completed is None:
-                    raise UserError(
-                        f"none of the {samples} samples finished within the budget: {_cli_words(str(exc))}; "
-                        "raise the budget (--max-seconds, --max-memory-mb) or lower --n or --load"
-                    ) from None
-                res, partial = exc.completed, _cli_words(str(exc))
+    max_memory = _max_memory(a.max_memory_mb)
+    res, partial = _sample(a, max_memory)
+    samples = a.replications  # the library's word
     done = res.samples.shape[0]
-    if as_json:
+    if a.as_json:
         out = res.to_dict()
         out["replications_requested"] = samples
         if partial:
@@ -168,6 +145,55 @@ def perfect(
             f"exact); the rest did not: {partial}",
             err=True,
         )
+
+
+def _max_memory(max_memory_mb: float | None) -> int | None:
+    """``--max-memory-mb`` in bytes (None: the sampler's default); a bad value is one line, exit 2."""
+    from . import UserError
+
+    if max_memory_mb is None:
+        return None
+    if not 0 < max_memory_mb <= 2**43:
+        raise UserError(
+            f"--max-memory-mb must be a positive number of MiB, at most 2^43 (8 EiB); got {max_memory_mb!r}"
+        )
+    return max(1, int(max_memory_mb * 2**20))
+
+
+def _sample(a: PerfectArgs, max_memory: int | None) -> tuple[Any, str | None]:
+    """The samples (:func:`supermarket.perfect.sample`) and, when the budget stopped them, the
+    reason (the samples finished within it are kept); none finished is one line, exit 2."""
+    from .. import perfect as pf
+    from . import UserError
+
+    samples = a.replications  # the library's word
+    threads = 1 if a.scheduler is not None else _threads(a.workers, samples, max_memory)
+    with dask_session(a.scheduler, a.connect_timeout, a.workers) as client:
+        partial = None
+        with TaskProgress("exact samples", plain=a.as_json or not stderr_is_tty()) as bar:
+            try:
+                res = pf.sample(
+                    a.n,
+                    a.d,
+                    a.load,
+                    samples=samples,
+                    seed=a.seed,
+                    replace=a.replace,
+                    policy=a.policy,
+                    max_time=a.max_seconds,
+                    max_memory=max_memory,
+                    workers=threads,
+                    client=client,
+                    progress=bar,
+                )
+            except pf.BudgetExceeded as exc:
+                if exc.completed is None:
+                    raise UserError(
+                        f"none of the {samples} samples finished within the budget: {_cli_words(str(exc))}; "
+                        "raise the budget (--max-seconds, --max-memory-mb) or lower --n or --load"
+                    ) from None
+                res, partial = exc.completed, _cli_words(str(exc))
+    return res, partial
 
 
 def _threads(workers: int | None, samples: int, max_memory: int | None) -> int:

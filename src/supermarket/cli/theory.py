@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import click
@@ -11,6 +12,7 @@ from .. import theory as th
 from ..model import MAX_THEORY_N
 from ..parallel import call
 from ..system.policies import DEFAULT_POLICY, POLICIES, RULES
+from ._args import takes_args
 from ._budget import SECONDS, WallBudget
 from ._common import COUNT, FLOAT, LOAD, CountType, print_json
 from .options import (
@@ -28,6 +30,29 @@ from .options import (
 #: ``design --max-seconds``'s default: exact's (a search takes seconds; --verify's default steps, seconds)
 DESIGN_MAX_SECONDS = 60.0
 THEORY_N = CountType(maximum=MAX_THEORY_N)  # closed forms: n up to 1e100 (Theorem 1.2 needs n >= 1e15)
+
+
+@dataclass(frozen=True)
+class DesignArgs:
+    """The options of ``supermarket design``, one field per option (click's names)."""
+
+    n: int | None
+    load: str | None
+    max_queue: int | None
+    latency: float | None
+    quantile: float
+    d: int | None
+    service: str | None
+    policy: str
+    server_classes: str | None
+    verify: bool
+    steps: int
+    seed: int
+    workers: int | None
+    scheduler: str | None
+    connect_timeout: float
+    max_seconds: float
+    as_json: bool
 
 
 @click.command()
@@ -151,25 +176,8 @@ def _pred(values: Sequence[float | None], j: int) -> str:
     "naming the stage (exit 2), as exact --max-seconds does.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def design(
-    n: int | None,
-    load: str | None,
-    max_queue: int | None,
-    latency: float | None,
-    quantile: float,
-    d: int | None,
-    service: str | None,
-    policy: str,
-    server_classes: str | None,
-    verify: bool,
-    steps: int,
-    seed: int,
-    workers: int | None,
-    scheduler: str | None,
-    connect_timeout: float,
-    max_seconds: float,
-    as_json: bool,
-) -> None:
+@takes_args(DesignArgs)
+def design(args: DesignArgs) -> None:
     """Size a load balancer.  --max-queue K: the least d with k_(λ,d) ≤ K (docs/model.md §4).
     --latency T: the least d (given --load) or the largest load (given --d) whose mean-field
     sojourn-time --quantile is at most T (docs/model.md §10); --n N --verify checks it by simulation.
@@ -178,104 +186,52 @@ def design(
     with their costs.  --policy RULE: any rule (the least d of a rule that reads d; whether the
     target holds and the largest load for one that reads none); --server-classes: the mean field
     with classes (docs/model.md §15); both --verify with the event engine."""
-    if max_queue is not None and latency is not None:
+    _check_design(args)
+    verify = args.verify
+    fix = "a larger --max-seconds, or fewer --steps for --verify" if verify else "a larger --max-seconds"
+    with WallBudget(args.max_seconds, "design", fix) as budget:
+        show = _design(replace(args, policy=args.policy.lower()), budget)
+    show()
+
+
+def _check_design(a: DesignArgs) -> None:
+    """Refuse, before any work, the options that do not go together (the ones given for a
+    question they do not apply to)."""
+    if a.max_queue is not None and a.latency is not None:
         raise click.UsageError("give either --max-queue or --latency, not both")
     given = _given_options(("quantile", "d", "service", "policy", "server_classes", "verify", "steps", "seed"))
-    if latency is None and max_queue is not None and given:
+    if a.latency is None and a.max_queue is not None and given:
         raise click.UsageError(
             f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to --latency only; "
             "--max-queue K computes the least d for --load (drop "
             f"{'it' if len(given) == 1 else 'them'})"
         )
-    unused = [o for o in _given_options(("steps", "seed")) if not verify]
+    unused = [o for o in _given_options(("steps", "seed")) if not a.verify]
     if unused:
         raise click.UsageError(f"{', '.join(unused)} appl{'ies' if len(unused) == 1 else 'y'} to --verify only")
-    if workers is not None and not verify:
+    if a.workers is not None and not a.verify:
         raise click.UsageError("--workers is for the replications of --verify")
-    fix = "a larger --max-seconds, or fewer --steps for --verify" if verify else "a larger --max-seconds"
-    with WallBudget(max_seconds, "design", fix) as budget:
-        show = _design(
-            n,
-            load,
-            max_queue,
-            latency,
-            quantile,
-            d,
-            service,
-            policy,
-            server_classes,
-            verify,
-            steps,
-            seed,
-            workers,
-            scheduler,
-            connect_timeout,
-            as_json,
-            budget,
-        )
-    show()
 
 
-def _design(
-    n,
-    load,
-    max_queue,
-    latency,
-    quantile,
-    d,
-    service,
-    policy,
-    server_classes,
-    verify,
-    steps,
-    seed,
-    workers,
-    scheduler,
-    connect_timeout,
-    as_json,
-    budget,
-):
-    """The design's answer, computed under ``budget``; returns what prints it (no argument)."""
-    policy = policy.lower()
-    if latency is not None and policy == "best" and server_classes is not None:
+def _design(a: DesignArgs, budget: WallBudget) -> Callable[[], None]:
+    """The design's answer, computed under ``budget`` (``a.policy`` in lower case); returns what
+    prints it (no argument)."""
+    if a.latency is not None and a.policy == "best" and a.server_classes is not None:
         raise click.UsageError("--policy best compares the rules with one server class; drop --server-classes")
-    if latency is not None and (server_classes is not None or policy not in ("jsq-d", "best")):
+    if a.latency is not None and (a.server_classes is not None or a.policy not in ("jsq-d", "best")):
         from ._design_rules import design_rule_cli
 
-        rep = design_rule_cli(
-            n=n, load=load, latency=latency, quantile=quantile, d=d, service=service or "exp",
-            server_classes=server_classes, policy=policy, verify=verify, steps=steps, seed=seed, workers=workers,
-            scheduler=scheduler, connect_timeout=connect_timeout, budget=budget,
-        )  # fmt: skip
-        return _printer(rep, as_json)
-    if latency is not None and (service is not None or policy != "jsq-d"):
-        return _design_service(
-            n,
-            load,
-            latency,
-            quantile,
-            d,
-            service or "exp",
-            policy.lower(),
-            verify,
-            steps,
-            seed,
-            workers,
-            scheduler,
-            connect_timeout,
-            as_json,
-            budget,
-        )
-    if latency is not None:
-        return _design_latency(
-            n, load, latency, quantile, d, verify, steps, seed, workers, scheduler, connect_timeout, as_json, budget
-        )
-    if max_queue is None:
+        return _printer(design_rule_cli(a, budget), a.as_json)
+    if a.latency is not None and (a.service is not None or a.policy != "jsq-d"):
+        return _design_service(a, budget)
+    if a.latency is not None:
+        return _design_latency(a, budget)
+    if a.max_queue is None:
         raise click.UsageError("give --max-queue K (with --load) or --latency T (with --load or --d)")
-    if load is None:
+    if a.load is None:
         raise click.UsageError("--max-queue needs --load")
     budget.stage("the least d for --max-queue")
-    return _design_max_queue(n, load, max_queue, scheduler, connect_timeout, as_json)
+    return _design_max_queue(a)
 
 
 def _printer(rep: Any, as_json: bool, out: dict | None = None) -> Callable[[], None]:
@@ -297,50 +253,40 @@ def _given_options(names: Iterable[str]) -> list[str]:
     ]
 
 
-def _design_latency(
-    n, load, latency, quantile, d, verify, steps, seed, workers, scheduler, connect_timeout, as_json, budget
-):
+def _design_latency(a: DesignArgs, budget: WallBudget) -> Callable[[], None]:
+    """``--latency`` for ``jsq-d`` with exponential service: the mean-field search, and with
+    ``--verify`` its simulation."""
     from ..design import latency as lt
 
+    load, d, n = a.load, a.d, a.n
     if (load is None) == (d is None):
         raise click.UsageError("--latency needs exactly one of --load (answer: least d) or --d (answer: largest load)")
-    if verify and n is None:
+    if a.verify and n is None:
         raise click.UsageError("--verify needs --n (the number of servers to simulate)")
-    budget.stage("connecting to the scheduler" if scheduler else "the mean-field search")
-    with dask_session(scheduler, connect_timeout, workers) as client:
+    budget.stage("connecting to the scheduler" if a.scheduler else "the mean-field search")
+    with dask_session(a.scheduler, a.connect_timeout, a.workers) as client:
         # the mean-field answer is one computation (one task on the cluster); the
         # replications of --verify are one task each
         budget.stage("the mean-field search")
         if load is not None:
-            rep = call(lt.least_d_for_latency, load, quantile, latency, client=client)
+            rep = call(lt.least_d_for_latency, load, a.quantile, a.latency, client=client)
         else:
-            rep = call(lt.max_load_for_latency, d, quantile, latency, client=client)
-        if verify:
+            rep = call(lt.max_load_for_latency, d, a.quantile, a.latency, client=client)
+        if a.verify:
+            assert n is not None  # refused above
             budget.stage("--verify's simulation")
-            v = lt.verify_latency(rep, n, steps=steps, seed=seed, workers=workers, client=client)
+            v = lt.verify_latency(rep, n, steps=a.steps, seed=a.seed, workers=a.workers, client=client)
             rep = lt.LatencyDesign(**{**rep.__dict__, "verify": v})
-    return _printer(rep, as_json)
+    return _printer(rep, a.as_json)
 
 
-def _design_service(
-    n,
-    load,
-    latency,
-    quantile,
-    d,
-    service,
-    policy,
-    verify,
-    steps,
-    seed,
-    workers,
-    scheduler,
-    connect_timeout,
-    as_json,
-    budget,
-):
+def _design_service(a: DesignArgs, budget: WallBudget) -> Callable[[], None]:
+    """``--latency`` with ``--service`` or ``--policy best``: the least d, the largest load or the
+    rules compared, under the service law (exp by default)."""
     from ..design import service as ds
 
+    load, d, n, policy, verify, scheduler = a.load, a.d, a.n, a.policy, a.verify, a.scheduler
+    service = a.service or "exp"
     if (load is None) == (d is None):
         raise click.UsageError("--latency needs exactly one of --load (answer: least d) or --d (answer: largest load)")
     if d is not None and policy == "best":
@@ -353,6 +299,8 @@ def _design_service(
         raise click.UsageError("--verify checks one d; use it without --policy best")
     if verify and scheduler is not None:
         raise click.UsageError("--verify with --service runs the event engine locally; drop --scheduler")
+    quantile, latency = a.quantile, a.latency
+    assert latency is not None  # the command comes here with --latency only
     rep: ds.RuleComparison | ds.ServiceDesign | ds.ServiceLoadDesign
     if d is not None:
         budget.stage("the search for the largest load")
@@ -367,25 +315,30 @@ def _design_service(
 
                 rep = ds.max_load_for_service_latency(d, quantile, latency, service, progress=note)
         else:
-            rep = run_once(scheduler, connect_timeout, ds.max_load_for_service_latency, d, quantile, latency, service)
+            rep = run_once(scheduler, a.connect_timeout, ds.max_load_for_service_latency, d, quantile, latency, service)
     elif policy == "best":
         budget.stage("the comparison of the rules")
-        rep = run_once(scheduler, connect_timeout, ds.compare_rules, load, quantile, latency, service)
+        rep = run_once(scheduler, a.connect_timeout, ds.compare_rules, load, quantile, latency, service)
     else:
         budget.stage("the search for the least d")
-        design = run_once(scheduler, connect_timeout, ds.least_d_for_service_latency, load, quantile, latency, service)
+        design = run_once(
+            scheduler, a.connect_timeout, ds.least_d_for_service_latency, load, quantile, latency, service
+        )
         if verify:
+            assert n is not None  # refused above
             budget.stage("--verify's simulation")
-            time = steps / (2.0 * n * design.load)  # an arrival and a departure per customer
-            v = ds.verify_service_design(design, n, time=time, seed=seed, workers=workers)
+            time = a.steps / (2.0 * n * design.load)  # an arrival and a departure per customer
+            v = ds.verify_service_design(design, n, time=time, seed=a.seed, workers=a.workers)
             design = ds.ServiceDesign(**{**design.__dict__, "verify": v})
         rep = design
-    return _printer(rep, as_json)
+    return _printer(rep, a.as_json)
 
 
-def _design_max_queue(n, load, max_queue, scheduler, connect_timeout, as_json):
-    rep = run_once(scheduler, connect_timeout, th.design, load, max_queue, n)
+def _design_max_queue(a: DesignArgs) -> Callable[[], None]:
+    """``--max-queue K``: the least d whose k_(λ,d) is at most K, with the counts of ``--n`` servers."""
+    n = a.n
+    rep = run_once(a.scheduler, a.connect_timeout, th.design, a.load, a.max_queue, n)
     out = rep.to_dict()
     if n is not None:
         out["predicted_counts"] = [n * s for s in rep.share_by_length]  # NaN (outside the regime) -> null
-    return _printer(rep, as_json, out)
+    return _printer(rep, a.as_json, out)
