@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -19,6 +20,7 @@ from ..simulation.run import DEFAULT_MAX_STEPS
 from ..system.methods import ENGINES as METHOD_ENGINES
 from ..system.methods import SIMULATION, check_options, simulation_engine
 from ..system.spec import System
+from ._args import takes_args
 from ._common import (
     COUNT,
     FLOAT,
@@ -135,6 +137,44 @@ def _save_plot(res: Any, plot: str) -> None:
         save_figure(fig, plot, dpi=120)
     finally:
         plt.close(fig)
+
+
+@dataclass(frozen=True)
+class SimulateArgs:
+    """The options of ``supermarket simulate``, one field per option (click's names)."""
+
+    n: int
+    d: int
+    load: str
+    steps: int | None
+    time_: float | None
+    burn_in_steps: int | None
+    burn_in_time: float | None
+    burn_in: str | None
+    engine: str | None
+    replace: bool
+    policy: str
+    time_mode: str | None
+    start: str
+    seed: int
+    replications: int | None
+    workers: int | None
+    scheduler: str | None
+    connect_timeout: float
+    eps: float | None
+    plot: str | None
+    record_every: float | None
+    record_levels: int | None
+    out: str | None
+    precision: float | None
+    target: str | None
+    max_steps: int | None
+    batches: int | None
+    cdf: int | None
+    control_variates: bool
+    service: str
+    server_classes: str | None
+    as_json: bool
 
 
 @click.command()
@@ -310,40 +350,8 @@ def _save_plot(res: Any, plot: str) -> None:
 )
 @json_option("Print one JSON object instead of tables.")
 @deprecated_alias("--out", "--save", "out", type=OUTPUT_FILE, why="--out names a directory in every other command")
-def simulate(
-    n: int,
-    d: int,
-    load: str,
-    steps: int | None,
-    time_: float | None,
-    burn_in_steps: int | None,
-    burn_in_time: float | None,
-    burn_in: str | None,
-    engine: str | None,
-    replace: bool,
-    policy: str,
-    time_mode: str | None,
-    start: str,
-    seed: int,
-    replications: int | None,
-    workers: int | None,
-    scheduler: str | None,
-    connect_timeout: float,
-    eps: float | None,
-    precision: float | None,
-    target: str | None,
-    max_steps: int | None,
-    batches: int | None,
-    cdf: int | None,
-    control_variates: bool,
-    plot: str | None,
-    record_every: float | None,
-    record_levels: int | None,
-    out: str | None,
-    as_json: bool,
-    service: str = "exp",
-    server_classes: str | None = None,
-) -> None:
+@takes_args(SimulateArgs)
+def simulate(a: SimulateArgs) -> None:
     """Simulate the (n, d, λ)-supermarket process exactly and compare with the theory.
 
     With no options: n = 10000, d = 20, λ = 0.99 (k = 2), a run of a few seconds.  Prints
@@ -360,59 +368,82 @@ def simulate(
     (§9.1, on by default): "var. reduction" is (plain s.e. / this s.e.)².  Response times:
     §10.  Ctrl-C stops early and reports what was measured, marked partial.
     """
-    if burn_in is not None:  # the deprecated spelling, in the unit of the horizon
-        if burn_in_steps is not None or burn_in_time is not None:
+    burn = _burn_in(a)
+    _check_simulate(a)
+    system = System(
+        a.n, a.d, a.load, rule=a.policy, replace=a.replace, service=a.service, server_classes=a.server_classes
+    )
+    chosen = simulation_engine(system, a.engine, a.time_mode)  # the one engine choice (supermarket.system.methods)
+    if chosen not in ENGINES:  # docs/model.md §13-§15
+        _simulate_law(
+            system, chosen, load=a.load, out=a.out, as_json=a.as_json, cdf=a.cdf, plot=a.plot, client=a.scheduler,
+            steps=a.steps, time=a.time_, burn_in=burn, engine=a.engine, start=a.start, seed=a.seed,
+            replications=a.replications, workers=a.workers, batches=a.batches, precision=a.precision,
+            max_steps=a.max_steps, target=a.target, control_variates=a.control_variates, time_mode=a.time_mode,
+            eps=a.eps, record_every=a.record_every, record_levels=a.record_levels,
+        )  # fmt: skip
+        return
+    try:  # honoured or refused, never ignored (the table's one refusal, spelled as the command spells it)
+        given = {"time_mode": a.time_mode, "eps": a.eps}
+        check_options(system, chosen, given, spell=_FLAGS.__getitem__, time="--time")
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    res, caught = _run_profile(system, a, burn)
+    for w in caught:
+        click.echo(f"supermarket: warning: {w.message}", err=True)
+    _show(res, a)
+
+
+def _burn_in(a: SimulateArgs) -> float | int | None:
+    """The burn-in the options give, in the unit of the horizon (``--burn-in`` is the deprecated
+    spelling of both), or None; refused when it goes with the other horizon."""
+    if a.burn_in is not None:  # the deprecated spelling, in the unit of the horizon
+        if a.burn_in_steps is not None or a.burn_in_time is not None:
             raise click.UsageError("give --burn-in-steps or --burn-in-time only (--burn-in is their deprecated name)")
         click.echo(
             "supermarket: warning: --burn-in is deprecated; use --burn-in-steps (with --steps) or "
             "--burn-in-time (with --time)",
             err=True,
         )
-        burn = _number("--burn-in", burn_in)
-    elif burn_in_steps is not None:
-        if time_ is not None:
+        return _number("--burn-in", a.burn_in)
+    if a.burn_in_steps is not None:
+        if a.time_ is not None:
             raise click.BadParameter(
                 "goes with a horizon in --steps; with --time give --burn-in-time", param_hint="--burn-in-steps"
             )
-        burn = burn_in_steps
-    elif burn_in_time is not None:
-        if time_ is None:
+        return a.burn_in_steps
+    if a.burn_in_time is not None:
+        if a.time_ is None:
             raise click.BadParameter(
                 "goes with a horizon in --time; with --steps give --burn-in-steps", param_hint="--burn-in-time"
             )
-        burn = burn_in_time
-    else:
-        burn = None
-    if cdf is not None:
-        if cdf < 2:
-            raise click.BadParameter(f"must be an integer >= 2; got {cdf}", param_hint="--cdf")
-        if Decimal(str(load)) >= 1:
+        return a.burn_in_time
+    return None
+
+
+def _check_simulate(a: SimulateArgs) -> None:
+    """The options that go together or not, refused before any work: ``--cdf`` (at least 2
+    points, load < 1), ``--target`` (with ``--precision``), ``--precision`` (not on a cluster)."""
+    if a.cdf is not None:
+        if a.cdf < 2:
+            raise click.BadParameter(f"must be an integer >= 2; got {a.cdf}", param_hint="--cdf")
+        if Decimal(str(a.load)) >= 1:
             raise click.BadParameter(
                 "needs load < 1: with load >= 1 there is no equilibrium and no response-time law", param_hint="--cdf"
             )
-    if target is not None and precision is None:
+    if a.target is not None and a.precision is None:
         raise click.UsageError("--target names the quantities of a --precision run; give --precision too")
-    if scheduler is not None and precision is not None:
+    if a.scheduler is not None and a.precision is not None:
         raise click.UsageError(
             "--precision cannot run on --scheduler: its stretches are planned from all "
             "replications together; run it locally"
         )
-    system = System(n, d, load, rule=policy, replace=replace, service=service, server_classes=server_classes)
-    chosen = simulation_engine(system, engine, time_mode)  # the one engine choice (supermarket.system.methods)
-    if chosen not in ENGINES:  # docs/model.md §13-§15
-        _simulate_law(
-            system, chosen, load=load, out=out, as_json=as_json, cdf=cdf, plot=plot, client=scheduler, steps=steps,
-            time=time_, burn_in=burn, engine=engine, start=start, seed=seed, replications=replications,
-            workers=workers, batches=batches, precision=precision, max_steps=max_steps, target=target,
-            control_variates=control_variates, time_mode=time_mode, eps=eps, record_every=record_every,
-            record_levels=record_levels,
-        )  # fmt: skip
-        return
-    try:  # honoured or refused, never ignored (the table's one refusal, spelled as the command spells it)
-        check_options(system, chosen, {"time_mode": time_mode, "eps": eps}, spell=_FLAGS.__getitem__, time="--time")
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
-    client = dask_client(scheduler, connect_timeout, workers)
+
+
+def _run_profile(system: System, a: SimulateArgs, burn: Any) -> tuple[SimulationResult, list]:
+    """The run on the profile engines (on ``--scheduler``'s cluster when given), with the
+    warnings it raised, said after it."""
+    client = dask_client(a.scheduler, a.connect_timeout, a.workers)
     try:
         caught: list[warnings.WarningMessage] = []
         with warnings.catch_warnings():
@@ -420,43 +451,47 @@ def simulate(
             warnings.showwarning = _collect_warnings(caught)
             res = _simulate(
                 system,
-                steps=steps,
-                time=time_,
+                steps=a.steps,
+                time=a.time_,
                 burn_in=burn,
-                engine=engine,
-                start=start,
-                seed=seed,
-                replications=replications,
-                workers=workers,
-                time_mode=time_mode,
-                eps=eps,
-                precision=precision,
-                target=target,
-                max_steps=max_steps,
-                batches=batches,
+                engine=a.engine,
+                start=a.start,
+                seed=a.seed,
+                replications=a.replications,
+                workers=a.workers,
+                time_mode=a.time_mode,
+                eps=a.eps,
+                precision=a.precision,
+                target=a.target,
+                max_steps=a.max_steps,
+                batches=a.batches,
                 client=client,
-                control_variates=control_variates,
-                record_every=record_every,
-                record_levels=record_levels,
+                control_variates=a.control_variates,
+                record_every=a.record_every,
+                record_levels=a.record_levels,
             )
             assert isinstance(res, SimulationResult)  # exponential service, one class: the profile engines
     finally:
         if client is not None:
             client.close()
-    for w in caught:
-        click.echo(f"supermarket: warning: {w.message}", err=True)
-    data = res.to_dict(cdf_points=cdf)
-    data["system"]["load"] = float(load)
-    data["system"]["load_text"] = load
-    if out:
-        write_text(out, json.dumps(to_jsonable(data), indent=2, allow_nan=False))  # whole or not at all
-    if plot:
-        _save_plot(res, plot)
-    if as_json:
+    return res, caught
+
+
+def _show(res: SimulationResult, a: SimulateArgs) -> None:
+    """The result as the options ask: the JSON file (``--save``), the figure (``--plot``), then
+    one JSON object (``--json``) or the tables."""
+    data = res.to_dict(cdf_points=a.cdf)
+    data["system"]["load"] = float(a.load)
+    data["system"]["load_text"] = a.load
+    if a.out:
+        write_text(a.out, json.dumps(to_jsonable(data), indent=2, allow_nan=False))  # whole or not at all
+    if a.plot:
+        _save_plot(res, a.plot)
+    if a.as_json:
         print_json(data)
         return
-    click.echo(res.summary(cdf_points=cdf))
-    if out:
-        click.echo(f"wrote {out}")
-    if plot:
-        click.echo(f"wrote {plot}")
+    click.echo(res.summary(cdf_points=a.cdf))
+    if a.out:
+        click.echo(f"wrote {a.out}")
+    if a.plot:
+        click.echo(f"wrote {a.plot}")
