@@ -69,3 +69,23 @@ def test_eps_is_refused_where_there_is_no_good_set(kw):
     policy = args.pop("policy", "jsq-d")
     with pytest.raises(Refusal, match=r"eps: the good set N\^ε \(paper 000"):
         sm.simulate(args["n"], args["d"], args["lam"], policy=policy, steps=1000, eps=0.05, seed=1)
+
+
+def test_discrete_holds_each_step_for_its_mean_and_continuous_draws_it(monkeypatch):
+    """docs/model.md §1.1 on the phase-type count engine: ``discrete`` holds each step for its mean
+    ``1/R`` (the kernel's ``holding_exp=False``), ``continuous`` draws it (``True``); the two
+    streams differ, so which is which is pinned here (a swap passes the stream test above)."""
+    from supermarket.simulation import phase_run
+
+    seen: list[bool] = []
+    real = phase_run.PhaseChain
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["holding_exp"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(phase_run, "PhaseChain", spy)
+    for mode, want in (("discrete", {False}), ("continuous", {True}), (None, {False})):
+        seen.clear()
+        sm.simulate(10, 2, 0.5, service="erlang:2", steps=2_000, seed=1, time_mode=mode)
+        assert set(seen) == want, (mode, seen)
