@@ -57,7 +57,7 @@ def test_simulate_dispatch_and_result():
     assert r.time == pytest.approx(200_000 / (20 * (0.8 + 2 * 0.8)))
     assert abs(r.events / 200_000 - 1) < 0.01
     d = json.loads(r.to_json())
-    assert list(d)[:2] == ["engine", "system"] and d["system"]["service"]["spec"] == "erlang:2"
+    assert list(d)[:3] == ["engine", "time_mode", "system"] and d["system"]["service"]["spec"] == "erlang:2"
     assert d["sojourn"]["source"] == "little" and d["sojourn"]["quantile_source"] == "joined"
     assert d["sojourn"]["mean"]["mean"] == pytest.approx(d["mean_queue_length"]["mean"] / 0.8)
     assert d["waiting"]["mean"]["mean"] == pytest.approx(d["mean_queue_length"]["mean"] / 0.8 - 1)

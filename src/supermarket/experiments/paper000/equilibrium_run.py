@@ -15,6 +15,8 @@ from ... import simulation as sim
 from ... import theory as th
 from ...mixing.coupling import task_workers as _mixing_workers
 from ...model import check_int
+from ...system.methods import good_set_refusal
+from ...system.spec import System
 from .output import _progress
 
 # simulate's profile engine, effective steps/s per thread (measured: benchmarks/README.md)
@@ -149,7 +151,7 @@ def equilibrium(
         steps=steps,
         burn_in=burn_in,
         start="fixed-point",
-        eps=eps,
+        eps=eps if good_set_refusal(System(n, d, lam)) is None else None,  # d = 1 (M/M/1) has no good set
         seed=seed,
         record_every=max(steps // snapshots, 1),
         record_levels=levels + 1,
