@@ -102,6 +102,8 @@ def cells(rule: str, classes: bool, family: str) -> dict[str, str]:
     out["fluctuations"] = _cell(lambda: methods.paper_method(s, "fluctuations", _flag))
     out.update(_design_rows(rule, classes, family))
     out["sweep: simulate point"] = _sweep_cell("simulate", s, out["simulate"])
+    record = out["simulate --record-every 100"]
+    out["sweep: simulate point with record_every"] = _sweep_cell("simulate", s, record, ["record_every = 100"])
     out["sweep: meanfield point"] = _sweep_cell("meanfield", s, out["meanfield"])
     out["sweep: mixing point"] = _sweep_cell("mixing", s, out["mixing"])
     out["sweep: fluctuations point"] = _sweep_cell("fluctuations", s, out["fluctuations"])
@@ -148,9 +150,10 @@ def _refined_text(system: System) -> str:
     return f"supermarket.meanfield.{methods.refined_mean_field(system, '--n')} (refined mean field, linear noise)"
 
 
-def _sweep_cell(measurement: str, system: System, command: str) -> str:
+def _sweep_cell(measurement: str, system: System, command: str, extra: list[str] | None = None) -> str:
     """The sweep's answer, as its parser gives it (the registry of measurements and the same table;
-    nothing runs): the command's cell when the point is taken, else "no: " and the file's error."""
+    nothing runs), with the file's ``extra`` lines: the command's cell when the point is taken, else
+    "no: " and the file's error."""
     lines = ["[[run]]", f'measurement = "{measurement}"', f'policy = "{system.rule}"']
     if measurement == "fluctuations":
         lines += ["n = 400", 'regime = "a"', "kappa = 1.0"]
@@ -162,6 +165,7 @@ def _sweep_cell(measurement: str, system: System, command: str) -> str:
         lines.append(f'service = "{system.service.spec}"')
     if system.has_classes:
         lines.append(f'server_classes = "{CLASSES}"')
+    lines += extra or []
     try:
         parse_sweep("\n".join(lines) + "\n")
     except SweepFileError as exc:

@@ -201,7 +201,7 @@ def measure_simulate(params: dict, seed: np.random.SeedSequence) -> dict:
         )
     if getattr(res, "partial", False):
         raise KeyboardInterrupt("the simulation was interrupted: its partial result is not stored")
-    out = profile_row(res.to_dict(per_replication=False))
+    out = profile_row(res.to_dict(per_replication=False, cdf_points=params.get("cdf")))
     vr = out.get("variance_reduction") or {}
     out["variance_reduction"] = {k: vr.get(k) for k in VR_COLUMNS} | {
         k: x for k, x in vr.items() if k not in VR_COLUMNS
@@ -214,7 +214,7 @@ def _measure_law(simulate: Callable, params: dict, seed: np.random.SeedSequence)
     ``simulate(n, d, load, seed=seed, **the point's keys)`` would be, and its row."""
     engine = params["engine"]
     keys: tuple[str, ...] = ("steps", "time", "burn_in", "replace", "policy", "service", "server_classes", "start")
-    keys += ("batches", "precision", "target", "max_steps")
+    keys += ("batches", "precision", "target", "max_steps", "record_every", "record_levels")
     kw = {k: params[k] for k in keys + (("control_variates",) if engine != "events" else ()) if k in params}
     if engine in ("events", "classes-phase"):
         kw["engine"] = "events" if engine == "events" else "phase"
@@ -227,7 +227,7 @@ def _measure_law(simulate: Callable, params: dict, seed: np.random.SeedSequence)
         )
     if getattr(res, "interrupted", False) or getattr(res, "partial", False):
         raise KeyboardInterrupt("the simulation was interrupted: its partial result is not stored")
-    d = res.to_dict()
+    d = res.to_dict(cdf_points=params.get("cdf"))
     if engine in ("classes", "classes-phase"):
         return classes_row(d, engine)
     return {"phase": phase_row, "events": event_row}[engine](d)
@@ -285,6 +285,7 @@ _SIM_CHECKERS = dict(steps=v.count, time=v.positive, burn_in=v.count0, engine=v.
 _SIM_CHECKERS |= dict(time_mode=v.choice(TIME_MODES), replace=v.boolean, start=v.start, eps=_EPS)
 _SIM_CHECKERS["control_variates"] = v.boolean
 _SIM_CHECKERS |= dict(precision=v.precision, target=v.target, max_steps=v.count, batches=v.count)
+_SIM_CHECKERS |= dict(record_every=v.positive, record_levels=v.count, cdf=v.cdf_points)
 _MIXING_CHECKERS = dict(start=v.start, max_steps=v.count, burn_in=v.count0, replace=v.boolean)
 
 REGISTRY: dict[str, Measurement] = {

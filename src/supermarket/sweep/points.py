@@ -19,7 +19,7 @@ from ..system.methods import ENGINES as _ENGINES
 
 _SIM_DEFAULTS = {"engine": "profile", "time_mode": "discrete", "replace": True, "start": "empty"}
 _SIMULATE_KWARGS = ("steps", "time", "burn_in", *_SIM_DEFAULTS, "eps", "control_variates", "policy")  # passed on
-_SIMULATE_KWARGS += ("precision", "target", "max_steps", "batches")
+_SIMULATE_KWARGS += ("precision", "target", "max_steps", "batches", "record_every", "record_levels")
 
 
 def _mean_field_system(params: dict) -> Any:
@@ -167,6 +167,8 @@ def _rules_simulate(axes, err):
     for key in ("target", "max_steps"):  # as simulate() refuses them without precision
         if key in axes and "precision" not in axes:
             err(key, f"'{key}' goes with 'precision' (a run to a target relative half-width); give precision too")
+    if "record_levels" in axes and "record_every" not in axes:  # as the law engines' check_record refuses it
+        err("record_levels", "record_levels: goes with record_every (the grid of the records); give record_every too")
 
 
 def _rules_fluct(axes, err):
@@ -390,6 +392,7 @@ def _check_simulate_axes(p: dict) -> str | None:
         check_options(system, chosen, given, time="time")
     except Refusal as exc:
         raise PointError(exc.key, str(exc)) from None
+    _check_record(p, chosen, system)
     if p.get("precision") is not None and chosen == "events":  # the count engines run the loop per replication
         from ..system.methods import ENGINES
 
@@ -412,6 +415,27 @@ def _check_simulate_axes(p: dict) -> str | None:
     for key in ("engine",) + (("control_variates",) if chosen == "events" else ()):
         p.pop(key, None)
     return row
+
+
+def _check_record(p: dict, engine: str, system: Any) -> None:
+    """Refuse ``record_every``, ``record_levels`` of a law or classes point as its run would
+    (:func:`supermarket.simulation.records.check_record`): a grid in events on the count engines,
+    in time on the event engine, at most ``MAX_RECORDS`` records over the horizon in that unit."""
+    if "record_every" not in p:
+        return
+    from ..simulation.records import check_record
+
+    rate = _event_rate(p, _ROW_ENGINE[engine])
+    unit = "time" if engine == "events" else "events"
+    span = p["steps"] if "steps" in p else p["time"] * rate
+    span = span / rate if unit == "time" else span
+    try:
+        check_record(
+            p["record_every"], p.get("record_levels"), unit=unit, span=span, d=p["d"], lam=float(p["load"])
+        )
+    except (TypeError, ValueError) as exc:
+        key = "record_levels" if str(exc).startswith("record_levels") else "record_every"
+        raise PointError(key, str(exc)) from None
 
 
 _FLUCT_KEYS = {"a": {"kappa", "d", "theta"}, "b": {"c", "zeta"}, "c": {"zeta", "d"}}

@@ -142,6 +142,9 @@ def _tail(out: dict, d: dict, control_variates: bool, vr: dict) -> dict:
     out["no_stationary_value"] = _no_stationary_value(d)
     if d.get("precision") is not None:  # a precision point: how the target went, as the profile's row
         out["precision"] = d["precision"]
+    for key in ("cdf", "trajectory"):  # with cdf, record_every: as the profile's row (trajectory_t, cdf_t, …)
+        if d.get(key) is not None:
+            out[key] = d[key]
     return out
 
 

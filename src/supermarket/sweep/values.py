@@ -125,3 +125,11 @@ def target(key: str, v: object) -> str:
     if not isinstance(v, (str, list)):
         raise TypeError(f'{key} must be a string such as "mean-queue-length,p99" or a list of names; got {v!r}')
     return ",".join(parse_target(v))
+
+
+def cdf_points(key: str, v: Any) -> int:
+    """Points of the response-time CDFs (``simulate --cdf N``): an integer in 2..``MAX_CDF_POINTS``."""
+    from ..checks import check_int
+    from ..model import MAX_CDF_POINTS
+
+    return check_int(key, count(key, v), minimum=2, maximum=MAX_CDF_POINTS)
