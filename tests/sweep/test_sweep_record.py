@@ -42,7 +42,7 @@ def _errors(text: str) -> list[str]:
 def _direct(task: sw.Task):
     """``simulate`` called with the point's keys and the task's seed, as a user would."""
     p = dict(task.params)
-    keys = ("steps", "time", "service", "server_classes", "record_every", "record_levels", "start", "time_mode")
+    keys = ("steps", "time", "burn_in", "service", "server_classes", "record_every", "record_levels", "start", "time_mode")
     kw = {k: p[k] for k in keys if k in p}
     if p["engine"] in ("events", "classes-phase"):  # the others are the default engines of their points
         kw["engine"] = {"classes-phase": "phase"}.get(p["engine"], p["engine"])
@@ -133,6 +133,17 @@ def test_a_grid_axis_of_record_every(tmp_path):
     assert [len(r["trajectory_t"]) for r in rows] == [len(_direct(t).trajectory.t) for t in s.tasks]
 
 
+@pytest.mark.parametrize("extra", ["", 'service = "erlang:2"\n', 'service = "lognormal:2"\n'])
+def test_a_burn_in_time_that_is_no_whole_number(extra, tmp_path):
+    """``burn_in`` with ``time`` is a time, as ``simulate --burn-in-time 2.5``: the row is the
+    library's run with ``burn_in=2.5``; a whole number stays an int (the hashes of earlier sweeps)."""
+    s = sw.parse_sweep(HEAD + "time = 60.0\nburn_in = [2.5, 3]\n" + extra)
+    assert [t.params["burn_in"] for t in s.tasks] == [2.5, 3] and isinstance(s.tasks[1].params["burn_in"], int)
+    assert sw.run_sweep(s, tmp_path / "o", workers=1).failed == 0
+    for task, row in zip(s.tasks, rows_of(tmp_path / "o")):
+        assert row["mean_queue_length"] == _direct(task).to_dict()["mean_queue_length"]["mean"]
+
+
 @pytest.mark.parametrize(
     "extra, key, words",
     [
@@ -150,6 +161,8 @@ def test_a_grid_axis_of_record_every(tmp_path):
         ("steps = 2000\ncdf = 1\n", "cdf", "cdf must be an integer in [2, 100000]; got 1"),
         ("steps = 2000\ncdf = 1e6\n", "cdf", "cdf must be an integer in [2, 100000]; got 1000000"),
         ("steps = 2000\ncdf = 2.5\n", "cdf", "positive integer"),
+        ("steps = 2000\nburn_in = 2.5\n", "burn_in", "a burn-in time goes with time"),
+        ("time = 20.0\nburn_in = -1.5\n", "burn_in", "positive integer"),
     ],
 )
 def test_bad_record_and_cdf_values_are_refused_naming_the_key(extra, key, words):

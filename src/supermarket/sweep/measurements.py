@@ -281,7 +281,7 @@ _FLUCT_CHECKERS = dict(
 )
 _FLUCT_CHECKERS |= dict(c=v.positive, zeta=v.real, time=v.positive, burn_in=v.nonneg, replace=v.boolean)
 _FLUCT_CHECKERS |= dict(sde_paths=v.count, sde_time=v.positive, dt=v.positive)
-_SIM_CHECKERS = dict(steps=v.count, time=v.positive, burn_in=v.count0, engine=v.choice((*ENGINES, "phase", "events")))
+_SIM_CHECKERS = dict(steps=v.count, time=v.positive, burn_in=v.burn_in, engine=v.choice((*ENGINES, "phase", "events")))
 _SIM_CHECKERS |= dict(time_mode=v.choice(TIME_MODES), replace=v.boolean, start=v.start, eps=_EPS)
 _SIM_CHECKERS["control_variates"] = v.boolean
 _SIM_CHECKERS |= dict(precision=v.precision, target=v.target, max_steps=v.count, batches=v.count)

@@ -164,6 +164,10 @@ def _rules_ndl(name: str, needs_n: bool, extra=None):
 def _rules_simulate(axes, err):
     if ("steps" in axes) == ("time" in axes):
         err("time" if "time" in axes else None, "give exactly one of 'steps' and 'time'")
+    if "steps" in axes and any(isinstance(x, float) for x in axes.get("burn_in", ())):
+        x = next(x for x in axes["burn_in"] if isinstance(x, float))
+        err("burn_in", f"burn_in must be a positive integer such as 1000 or 1e5 with steps (a burn-in in events; "
+            f"a burn-in time goes with time, as simulate --burn-in-time); got {x!r}")  # fmt: skip
     for key in ("target", "max_steps"):  # as simulate() refuses them without precision
         if key in axes and "precision" not in axes:
             err(key, f"'{key}' goes with 'precision' (a run to a target relative half-width); give precision too")

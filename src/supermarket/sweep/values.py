@@ -40,6 +40,28 @@ def count0(key: str, v: Any) -> int:
     return count(key, v)
 
 
+def burn_in(key: str, v: Any) -> int | float:
+    """A simulate point's burn-in, in the unit of its horizon: a whole number as :func:`count0` (an
+    int, so that the points of earlier versions keep their hashes), or a time > 0 that is no whole
+    number (``simulate --burn-in-time 2.5``; with ``steps`` the point refuses it).
+
+    >>> burn_in("burn_in", 1000), burn_in("burn_in", "1e3"), burn_in("burn_in", 2.5), burn_in("burn_in", "2.5")
+    (1000, 1000, 2.5, 2.5)
+    """
+    try:
+        return count0(key, v)
+    except (TypeError, ValueError):
+        x = None
+        if isinstance(v, (float, str)) and not isinstance(v, bool):
+            try:
+                x = float(Decimal(v.strip())) if isinstance(v, str) else float(v)
+            except (InvalidOperation, ValueError):
+                x = None
+        if x is None or not math.isfinite(x) or x <= 0:
+            raise
+        return x
+
+
 def load(key: str, v: Any) -> str | float:
     if isinstance(v, bool) or not isinstance(v, (numbers.Real, str)):
         raise TypeError(
