@@ -42,7 +42,8 @@ def _errors(text: str) -> list[str]:
 def _direct(task: sw.Task):
     """``simulate`` called with the point's keys and the task's seed, as a user would."""
     p = dict(task.params)
-    keys = ("steps", "time", "burn_in", "service", "server_classes", "record_every", "record_levels", "start", "time_mode")
+    keys = ("steps", "time", "burn_in", "service", "server_classes", "record_every", "record_levels", "start")
+    keys += ("time_mode",)
     kw = {k: p[k] for k in keys if k in p}
     if p["engine"] in ("events", "classes-phase"):  # the others are the default engines of their points
         kw["engine"] = {"classes-phase": "phase"}.get(p["engine"], p["engine"])
@@ -57,7 +58,7 @@ def _direct(task: sw.Task):
 @pytest.fixture(scope="module")
 def ran(tmp_path_factory):
     """The five points run as one sweep (about a second)."""
-    text = HEAD + "\n[[run]]\nmeasurement = \"simulate\"\nn = 10\nd = 2\nload = 0.5\n".join(POINTS.values())
+    text = HEAD + '\n[[run]]\nmeasurement = "simulate"\nn = 10\nd = 2\nload = 0.5\n'.join(POINTS.values())
     s = sw.parse_sweep(text)
     out = tmp_path_factory.mktemp("rec") / "o"
     assert sw.run_sweep(s, out, workers=1).failed == 0
@@ -195,3 +196,21 @@ def test_sweeps_without_the_new_keys_keep_their_hashes():
     assert [t.point_hash[:16] for t in s.tasks] == ["2db4bf0d1d1cbbf1", "2c540d88546e2e72", "c5a0c123250bfd42"]
     assert s.sweep_sha256[:16] == "5a8b58e88375ca1a"
     assert not {"record_every", "record_levels", "cdf"} & set(s.tasks[0].params)
+
+
+def test_capability_row_says_what_the_command_says():
+    """``tools/capability_matrix.py``'s row ``sweep: simulate point with record_every`` is the
+    command's ``simulate --record-every 100`` cell for every system: taken wherever simulate takes it."""
+    import importlib.util
+
+    from _paths import ROOT
+
+    spec = importlib.util.spec_from_file_location("capability_matrix", ROOT / "tools" / "capability_matrix.py")
+    assert spec is not None and spec.loader is not None
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    for classes in (False, True):
+        for family in gen.LAWS:
+            for rule in gen.POLICIES:
+                c = gen.cells(rule, classes, family)
+                assert c["sweep: simulate point with record_every"] == c["simulate --record-every 100"] == "yes"

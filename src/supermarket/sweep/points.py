@@ -373,7 +373,8 @@ def _check_simulate_axes(p: dict) -> str | None:
     _policy_on(policy, {"buckets": "profile"}.get(chosen, chosen))  # a rule its kernel runs (the registry)
     if chosen not in _ROW_ENGINE:
         try:  # honoured or refused, never ignored: a good set the system has (docs/model.md §5)
-            check_options(system, chosen, {"eps": p.get("eps")}, time="time")
+            given = {k: p.get(k) for k in ("eps", "record_every", "cdf")}  # the table's options of the point
+            check_options(system, chosen, given, time="time")
         except Refusal as exc:
             raise PointError(exc.key, str(exc)) from None
         if p.get("start") == "perfect":  # the rules that are JSQ(d) chains; the sampler's refusal for the others
@@ -392,7 +393,7 @@ def _check_simulate_axes(p: dict) -> str | None:
         start, value = parse_start(p["start"])
         p["start"] = start if value is None else p["start"]
     try:
-        given = {key: p.get(key) for key in ("steps", "start", "time_mode", "eps", "precision")}
+        given = {key: p.get(key) for key in ("steps", "start", "time_mode", "eps", "precision", "record_every", "cdf")}
         check_options(system, chosen, given, time="time")
     except Refusal as exc:
         raise PointError(exc.key, str(exc)) from None
@@ -434,9 +435,7 @@ def _check_record(p: dict, engine: str, system: Any) -> None:
     span = p["steps"] if "steps" in p else p["time"] * rate
     span = span / rate if unit == "time" else span
     try:
-        check_record(
-            p["record_every"], p.get("record_levels"), unit=unit, span=span, d=p["d"], lam=float(p["load"])
-        )
+        check_record(p["record_every"], p.get("record_levels"), unit=unit, span=span, d=p["d"], lam=float(p["load"]))
     except (TypeError, ValueError) as exc:
         key = "record_levels" if str(exc).startswith("record_levels") else "record_every"
         raise PointError(key, str(exc)) from None
