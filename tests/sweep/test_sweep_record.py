@@ -163,11 +163,16 @@ def test_a_burn_in_time_that_is_no_whole_number(extra, tmp_path):
         ("steps = 2000\ncdf = 1e6\n", "cdf", "cdf must be an integer in [2, 100000]; got 1000000"),
         ("steps = 2000\ncdf = 2.5\n", "cdf", "positive integer"),
         ("steps = 2000\nburn_in = 2.5\n", "burn_in", "a burn-in time goes with time"),
+        # load >= 1: a finite horizon, without what needs an equilibrium (as simulate refuses it)
+        ("steps = 2000\ncdf = 4\n", "cdf", "needs load < 1"),
+        ("steps = 2000\nprecision = 0.01\n", "precision", "no equilibrium"),
+        ('steps = 2000\nstart = "good"\n', "start", "needs load < 1"),
         ("time = 20.0\nburn_in = -1.5\n", "burn_in", "positive integer"),
     ],
 )
 def test_bad_record_and_cdf_values_are_refused_naming_the_key(extra, key, words):
-    errs = _errors(HEAD + extra)
+    head = HEAD.replace("load = 0.5", "load = 1.2") if words in ("needs load < 1", "no equilibrium") else HEAD
+    errs = _errors(head + extra)
     assert len(errs) == 1 and f"run[1].{key}" in errs[0] and words in errs[0], errs
 
 
@@ -214,3 +219,23 @@ def test_capability_row_says_what_the_command_says():
             for rule in gen.POLICIES:
                 c = gen.cells(rule, classes, family)
                 assert c["sweep: simulate point with record_every"] == c["simulate --record-every 100"] == "yes"
+
+
+@pytest.mark.parametrize("extra", ["steps = 2000\n", 'time = 40.0\nservice = "erlang:2"\n',
+                                   'time = 40.0\nservice = "lognormal:2"\n',
+                                   'steps = 2000\nserver_classes = "0.5:2,0.5:1"\n'])  # fmt: skip
+def test_a_load_of_one_or_more_runs_a_finite_horizon(extra, tmp_path):
+    """``simulate --load 1.2`` runs a finite horizon on every engine; so does a sweep point, and
+    its row is the library's run with the task's seed.  The other measurements need an
+    equilibrium and still refuse it; the report of such a sweep draws no mean field for it."""
+    from supermarket import report as rp
+
+    s = sw.parse_sweep(HEAD.replace("load = 0.5", 'load = [1.2, "1"]') + extra)
+    assert [t.params["load"] for t in s.tasks] == [1.2, "1"]
+    assert sw.run_sweep(s, tmp_path / "o", workers=1).failed == 0
+    for task, row in zip(s.tasks, rows_of(tmp_path / "o")):
+        assert row["mean_queue_length"] == _direct(task).to_dict()["mean_queue_length"]["mean"]
+    rp.build_report(tmp_path / "o", tmp_path / "r.md", fmt="md")
+    for measurement in ("theory", "meanfield", "mixing"):
+        (err,) = _errors(f'[[run]]\nmeasurement = "{measurement}"\nn = 10\nd = 2\nload = 1.2\n')
+        assert "run[1].load" in err and "must be in (0, 1)" in err

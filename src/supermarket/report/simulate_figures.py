@@ -25,7 +25,7 @@ def _mean_field_profile(r: dict, levels: int) -> tuple[np.ndarray, str] | None:
     """The row's mean-field fixed point where known in closed form (JSQ(d), random, jsq/jiq with
     exponential service: docs/model.md §3, :func:`supermarket.system.policies.fluid_fixed_point`), else None."""
     policy, service, classes = _law(r)
-    if service != "exp" or classes is not None:
+    if service != "exp" or classes is not None or float(r["load"]) >= 1:  # λ >= 1: no fixed point
         return None
     lam, d = float(r["load"]), int(r["d"])
     i = np.arange(1, levels + 1)

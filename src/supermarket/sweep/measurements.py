@@ -285,7 +285,7 @@ _SIM_CHECKERS = dict(steps=v.count, time=v.positive, burn_in=v.burn_in, engine=v
 _SIM_CHECKERS |= dict(time_mode=v.choice(TIME_MODES), replace=v.boolean, start=v.start, eps=_EPS)
 _SIM_CHECKERS["control_variates"] = v.boolean
 _SIM_CHECKERS |= dict(precision=v.precision, target=v.target, max_steps=v.count, batches=v.count)
-_SIM_CHECKERS |= dict(record_every=v.positive, record_levels=v.count, cdf=v.cdf_points)
+_SIM_CHECKERS |= dict(record_every=v.positive, record_levels=v.count, cdf=v.cdf_points, load=v.load_any)
 _MIXING_CHECKERS = dict(start=v.start, max_steps=v.count, burn_in=v.count0, replace=v.boolean)
 
 REGISTRY: dict[str, Measurement] = {

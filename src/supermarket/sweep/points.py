@@ -197,7 +197,8 @@ def _derive_ndl(name: str, needs_d2: bool, defaults: dict):
             p["d"] = max(1, int(math.floor(float(n) ** p["beta"] * (1 + 1e-12))))
         if needs_d2 and p["d"] < 2:
             raise ValueError(f"measurement {name!r} needs d >= 2 (k_(λ,d) is defined for d >= 2); got d={p['d']}")
-        Params(n if n is not None else max(p["d"], 1), p["d"], p["load"], replace=p.get("replace", True))
+        stable = name != "simulate"  # simulate runs a finite horizon at load >= 1, as simulate --load 1
+        Params(n if n is not None else max(p["d"], 1), p["d"], p["load"], replace=p.get("replace", True), stable=stable)
         engine = _check_simulate_axes(p) if name == "simulate" else None
         if name == "meanfield":
             _check_meanfield_point(p)
@@ -362,8 +363,10 @@ def _check_simulate_axes(p: dict) -> str | None:
     engine and the options by the one table, :mod:`supermarket.system.methods`); for a point with a
     service law or server classes, drop the keys its engine ignores and return the engine
     (:data:`LAW_ENGINES`), else None (today's engines)."""
-    from ..system.methods import Refusal, check_options, simulation_engine
+    from ..system.methods import Refusal, check_options, exact_load, simulation_engine
 
+    if p.get("cdf") is not None and exact_load(p["load"]) >= 1:  # as simulate --cdf refuses it
+        raise PointError("cdf", "cdf: needs load < 1: with load >= 1 there is no equilibrium and no response-time law")
     policy = p.get("policy", "jsq-d")
     system = _system(p)
     try:
@@ -373,7 +376,7 @@ def _check_simulate_axes(p: dict) -> str | None:
     _policy_on(policy, {"buckets": "profile"}.get(chosen, chosen))  # a rule its kernel runs (the registry)
     if chosen not in _ROW_ENGINE:
         try:  # honoured or refused, never ignored: a good set the system has (docs/model.md §5)
-            given = {k: p.get(k) for k in ("eps", "record_every", "cdf")}  # the table's options of the point
+            given = {k: p.get(k) for k in ("eps", "record_every", "cdf", "load")}  # the table's options of the point
             check_options(system, chosen, given, time="time")
         except Refusal as exc:
             raise PointError(exc.key, str(exc)) from None
@@ -393,7 +396,9 @@ def _check_simulate_axes(p: dict) -> str | None:
         start, value = parse_start(p["start"])
         p["start"] = start if value is None else p["start"]
     try:
-        given = {key: p.get(key) for key in ("steps", "start", "time_mode", "eps", "precision", "record_every", "cdf")}
+        given = {
+            k: p.get(k) for k in ("steps", "start", "time_mode", "eps", "precision", "record_every", "cdf", "load")
+        }
         check_options(system, chosen, given, time="time")
     except Refusal as exc:
         raise PointError(exc.key, str(exc)) from None

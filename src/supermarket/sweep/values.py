@@ -71,6 +71,16 @@ def load(key: str, v: Any) -> str | float:
     return v.strip() if isinstance(v, str) else float(v)
 
 
+def load_any(key: str, v: Any) -> str | float:
+    """A simulate point's load: any λ > 0 (``simulate --load``: λ >= 1 runs a finite horizon)."""
+    if isinstance(v, bool) or not isinstance(v, (numbers.Real, str)):
+        raise TypeError(
+            f'{key} must be a number > 0 (a float or a string such as "1.2"); got {v!r} ({type(v).__name__})'
+        )
+    check_load(v if not isinstance(v, str) else v.strip(), require_stable=False, name=key)
+    return v.strip() if isinstance(v, str) else float(v)
+
+
 def real(
     key: str, v: Any, *, positive: bool = False, minimum: float | None = None, maximum: float | None = None
 ) -> float:
