@@ -235,6 +235,7 @@ def test_a_load_of_one_or_more_runs_a_finite_horizon(extra, tmp_path):
     assert sw.run_sweep(s, tmp_path / "o", workers=1).failed == 0
     for task, row in zip(s.tasks, rows_of(tmp_path / "o")):
         assert row["mean_queue_length"] == _direct(task).to_dict()["mean_queue_length"]["mean"]
+        assert "the chain has no equilibrium" in row["notes"][0]  # what simulate warns, on every engine
     rp.build_report(tmp_path / "o", tmp_path / "r.md", fmt="md")
     for measurement in ("theory", "meanfield", "mixing"):
         (err,) = _errors(f'[[run]]\nmeasurement = "{measurement}"\nn = 10\nd = 2\nload = 1.2\n')

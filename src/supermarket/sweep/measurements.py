@@ -202,6 +202,11 @@ def measure_simulate(params: dict, seed: np.random.SeedSequence) -> dict:
     if getattr(res, "partial", False):
         raise KeyboardInterrupt("the simulation was interrupted: its partial result is not stored")
     out = profile_row(res.to_dict(per_replication=False, cdf_points=params.get("cdf")))
+    from ..system.methods import exact_load, no_equilibrium
+
+    if exact_load(params["load"]) >= 1:  # the warning simulate gives, in the row as the law engines' rows have it
+        said, notes = no_equilibrium(params["load"]), list(out.get("notes") or [])
+        out["notes"] = notes if said in notes else [said, *notes]
     vr = out.get("variance_reduction") or {}
     out["variance_reduction"] = {k: vr.get(k) for k in VR_COLUMNS} | {
         k: x for k, x in vr.items() if k not in VR_COLUMNS
