@@ -22,9 +22,11 @@ from sweep_runs import comparable, equal, rows_of, same
 
 HEAD = '[sweep]\nseed = 5\n[[run]]\nmeasurement = "simulate"\nn = 10\nd = 2\nload = 0.5\n'
 
-#: one point per engine: profile, phase, classes, classes-phase (steps: a grid in events), events (time)
+#: one point per engine: profile, buckets (continuous time: a grid in time), phase, classes, classes-phase
+#: (a grid in events), events (a grid in time)
 POINTS = {
     "profile": "steps = 3000\nrecord_every = 500\nrecord_levels = 3\ncdf = 4\n",
+    "buckets": 'steps = 3000\nrecord_every = 2.5\ncdf = 3\nengine = "buckets"\ntime_mode = "continuous"\n',
     "phase": 'steps = 3000\nrecord_every = 400\nrecord_levels = 3\ncdf = 4\nservice = "erlang:2"\n',
     "classes": 'steps = 3000\nrecord_every = 250\ncdf = 3\nserver_classes = "0.5:2,0.5:1"\n',
     "classes-phase": 'steps = 3000\nrecord_every = 600\nservice = "erlang:2"\nserver_classes = "0.5:2,0.5:1"\n'
@@ -45,7 +47,7 @@ def _direct(task: sw.Task):
     keys = ("steps", "time", "burn_in", "service", "server_classes", "record_every", "record_levels", "start")
     keys += ("time_mode",)
     kw = {k: p[k] for k in keys if k in p}
-    if p["engine"] in ("events", "classes-phase"):  # the others are the default engines of their points
+    if p["engine"] in ("events", "classes-phase", "buckets"):  # the others are the default engines of their points
         kw["engine"] = {"classes-phase": "phase"}.get(p["engine"], p["engine"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -57,7 +59,7 @@ def _direct(task: sw.Task):
 
 @pytest.fixture(scope="module")
 def ran(tmp_path_factory):
-    """The five points run as one sweep (about a second)."""
+    """The six points run as one sweep (about a second)."""
     text = HEAD + '\n[[run]]\nmeasurement = "simulate"\nn = 10\nd = 2\nload = 0.5\n'.join(POINTS.values())
     s = sw.parse_sweep(text)
     out = tmp_path_factory.mktemp("rec") / "o"
@@ -96,7 +98,7 @@ def test_row_trajectory_and_cdf_are_the_librarys_for_the_task_seed(ran, i):
         assert row.get("cdf_t") is None
     # the records' grid is the engine's unit: events on the count engines, time on the event engine
     step = row["trajectory_t"][1] - row["trajectory_t"][0]
-    if task.params["engine"] == "events":
+    if task.params["engine"] == "events" or task.params["time_mode"] == "continuous":
         assert step == pytest.approx(task.params["record_every"])
     # and recording changes none of the run's numbers (the library's promise, checked on the row)
     assert equal(row["u_mean"], [float(x) for x in res.u_mean])
