@@ -157,6 +157,10 @@ def run_case(case: Case, M: int, seed: int = 2024, estimator: str = "cv") -> dic
     # right, even when the runs' errors differ (a run that kept its plain estimate has an
     # error hundreds of times larger, and a few of them dominate both s.e. and spread)
     z = (means[rel] - true) / se[rel]
+    # the same in units of the run's own 95 % interval (times 1.96): a Student-t interval on ν
+    # degrees of freedom makes sd(z) = √(ν/(ν−2)) > 1 (1.41 at ν = 4, the control-variate runs'
+    # typical dof) when it is right, while sd(z_interval) is about 0.98 for every ν
+    z_int = 1.959964 * (means[rel] - true) / hw[rel]
     fallback = 0
     if estimator in ("cv", "cv2"):
         key = "mean_queue_length" if case.level == 0 else "u_mean"
@@ -178,6 +182,7 @@ def run_case(case: Case, M: int, seed: int = 2024, estimator: str = "cv") -> dic
         "se_rms": float(np.sqrt(np.mean(se[rel] ** 2))) if rel.any() else math.nan,
         "spread": spread,
         "z_sd": float(z.std(ddof=1)) if z.size > 1 else math.nan,
+        "z_interval_sd": float(z_int.std(ddof=1)) if z_int.size > 1 else math.nan,
         "plain_kept": fallback,  # cv: runs whose quantity kept the plain estimate (or no ratio)
         "bias_z": float((means.mean() - true) / math.sqrt(spread**2 / M + true_se**2)) if spread > 0 else math.nan,
         # the reference's own error against one run's: it must be small for coverage to mean anything
@@ -306,7 +311,8 @@ def format_row(r: dict) -> str:
         f"({r['coverage']:.3f})  confident misses {r['reliable'] - r['covered']:3d} "
         f"(low {r['miss_low']}, high {r['miss_high']})  "
         f"rms s.e. {r['se_rms']:.3g} vs spread {r['spread']:.3g}  "
-        f"bias {r['bias_z']:+.1f} s.e.  sd(z) {r['z_sd']:.2f}  plain kept {r['plain_kept']}"
+        f"bias {r['bias_z']:+.1f} s.e.  sd(z) {r['z_sd']:.2f} (interval units {r['z_interval_sd']:.2f}) "
+        f"plain kept {r['plain_kept']}"
     )
 
 
