@@ -188,3 +188,13 @@ def test_a_precision_run_carries_the_records_of_its_last_round():
         rec = sm.simulate(20, 2, 0.5, record_every=100, **kw)
     assert plain.trajectory is None and _numbers(rec) == _numbers(plain)
     assert len(rec.trajectory) == rec.events // 100 + 1
+
+
+@pytest.mark.parametrize("engine", ["profile", "queues", "buckets"])
+def test_record_levels_alone_is_refused_on_the_profile_engines_too(engine):
+    """record_levels without record_every was ignored by the profile engines (the law engines
+    refused it): one meaning on every engine, refused before any work."""
+    from supermarket.simulation import simulate
+
+    with pytest.raises(ValueError, match="record_levels: goes with record_every"):
+        simulate(20, 2, 0.5, steps=1000, engine=engine, record_levels=3)

@@ -407,6 +407,9 @@ def _recording(
     none) and the levels recorded; with ``second_order`` and no grid given, the state sampled
     every ``SECOND_ORDER_EVERY`` time units for the second-order controls only (§9.1).  At most
     ``MAX_RECORDS`` records over ``span`` events."""
+    if record_every is None and record_levels is not None and not second_order:
+        # as the law engines say (records.check_record): the levels of no records would be ignored
+        raise ValueError("record_levels: goes with record_every (the grid of the records); give record_every too")
     records_internal = bool(second_order) and record_every is None
     if records_internal:  # the state sampled every SECOND_ORDER_EVERY time units (§9.1)
         every = _cv.SECOND_ORDER_EVERY
