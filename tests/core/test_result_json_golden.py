@@ -279,10 +279,21 @@ GOLDEN = {
 }
 
 
+#: Second hashes seen on other CPUs of the same toolchain (numpy 2.4.6, scipy 1.17.1, numba
+#: 0.68.1), with the same code: the comparison's SDE and covariance steps round differently
+#: there beyond the 9 digits kept.  The start commit 271584b gives each of these on its machine.
+OTHER_CPUS = {
+    "fluctuations.Comparison": (
+        "018b2e2e11350261e899144a645d5f3ffe0f6611325f780d344c0949837c3469",
+        "b723613b14c575e41a925f6eba4a02a8f4b3c672461304c9199dc4fbbc9b3777",
+    ),
+}
+
+
 @pytest.mark.parametrize("name", sorted(GOLDEN))
 def test_result_json_golden(name):
     r = _builders()[name]()
-    assert _hashes(r) == GOLDEN[name]
+    assert _hashes(r) in (GOLDEN[name], OTHER_CPUS.get(name))
 
 
 @pytest.mark.parametrize("name", sorted(GOLDEN))
